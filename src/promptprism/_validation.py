@@ -1,0 +1,118 @@
+"""Input validation: turn arrays the user handed in into clean float arrays, or fail with a precise message.
+
+Errors are raised where a bad value enters, and name its source (a file path or a parameter), the array and
+the first offending row, in the manner of scikit-learn's ``check_array``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError, OptionError
+
+#: rows checked per block when scanning (possibly memory-mapped) arrays for non-finite values
+_SCAN_ROWS = 65536
+
+
+def _where(source: str | None, name: str) -> str:
+    return f"{source}: {name}" if source else name
+
+
+def check_matrix(
+    array: Any,
+    name: str,
+    *,
+    source: str | None = None,
+    min_rows: int = 1,
+    allow_memmap: bool = True,
+) -> np.ndarray:
+    """Return ``array`` as a 2-D floating array after checking shape and finiteness.
+
+    Memory-mapped arrays stay memory-mapped (checked block by block) so that million-row inputs are never
+    copied; everything else becomes a float64 ndarray.
+    """
+    where = _where(source, name)
+    if isinstance(array, np.memmap) and allow_memmap:
+        arr = array
+    else:
+        try:
+            arr = np.asarray(array)
+        except Exception as exc:  # ragged lists and the like
+            raise InputError(f"{where}: cannot be read as a numeric matrix ({exc})") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise InputError(f"{where}: expected a numeric matrix, got an array of dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise InputError(f"{where}: complex values are not supported")
+    if arr.ndim != 2:
+        raise InputError(
+            f"{where}: expected a 2-D array (rows = samples, columns = embedding dimensions), "
+            f"got shape {arr.shape}"
+        )
+    if arr.shape[0] < min_rows:
+        raise InputError(f"{where}: has {arr.shape[0]} rows; at least {min_rows} needed (the set is empty)"
+                         if arr.shape[0] == 0 else
+                         f"{where}: has {arr.shape[0]} rows; at least {min_rows} needed")
+    if arr.shape[1] == 0:
+        raise InputError(f"{where}: has 0 columns (empty embeddings)")
+    if not isinstance(arr, np.memmap):
+        if not np.issubdtype(arr.dtype, np.floating):
+            arr = arr.astype(np.float64)
+    for start in range(0, arr.shape[0], _SCAN_ROWS):
+        block = np.asarray(arr[start : start + _SCAN_ROWS])
+        finite = np.isfinite(block)
+        if not finite.all():
+            row, col = np.argwhere(~finite)[0]
+            value = block[row, col]
+            kind = "NaN" if np.isnan(value) else "inf"
+            raise InputError(f"{where}: row {start + int(row)} (0-based), column {int(col)} is {kind}; "
+                             "all embedding values must be finite")
+    return arr
+
+
+def check_nonzero_rows(arr: np.ndarray, name: str, *, source: str | None = None, why: str = "") -> None:
+    """Fail on the first all-zero row (its direction, and so its cosine similarity, is undefined)."""
+    for start in range(0, arr.shape[0], _SCAN_ROWS):
+        block = np.asarray(arr[start : start + _SCAN_ROWS])
+        norms = np.einsum("ij,ij->i", block, block)
+        bad = np.flatnonzero(norms <= 0.0)
+        if bad.size:
+            raise InputError(f"{_where(source, name)}: row {start + int(bad[0])} (0-based) is all zeros; "
+                             f"{why or 'a zero vector has no direction'}")
+
+
+def check_strings(values: Any, name: str, n_rows: int, *, source: str | None = None) -> list[str] | None:
+    """Return display strings as a list of ``str`` of length ``n_rows`` (or None when absent)."""
+    if values is None:
+        return None
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise InputError(f"{_where(source, name)}: expected a 1-D array of strings, got shape {arr.shape}")
+    if arr.shape[0] != n_rows:
+        raise InputError(f"{_where(source, name)}: has {arr.shape[0]} entries but the embeddings have "
+                         f"{n_rows} rows; there must be one per row")
+    return [str(v) for v in arr.tolist()]
+
+
+def check_positive_number(value: Any, name: str, *, integer: bool = False, even: bool = False,
+                          allow_zero: bool = False) -> float | int:
+    """Validate a scalar option; the message names the option and the value received."""
+    kind = "integer" if integer else "number"
+    ok_type = isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real)
+    if isinstance(value, bool) or not ok_type:
+        raise OptionError(f"{name} must be a positive {kind}, got {value!r}")
+    if not np.isfinite(float(value)) or value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise OptionError(f"{name} must be {bound}, got {value!r}")
+    if even and int(value) % 2:
+        raise OptionError(f"{name} must be even (cos and sin features come in pairs), got {value!r}")
+    return int(value) if integer else float(value)
+
+
+def check_seed(seed: Any) -> int:
+    """Seeds are explicit non-negative integers so that they can be written into result.json."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise OptionError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)

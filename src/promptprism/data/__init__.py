@@ -1,0 +1,6 @@
+"""Paired sets (prompt, output) and the loaders that build them."""
+
+from .loaders import load_paired
+from .paired import PairedSet, prompt_groups
+
+__all__ = ["PairedSet", "load_paired", "prompt_groups"]

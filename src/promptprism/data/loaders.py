@@ -1,0 +1,74 @@
+"""Loaders for paired sets: ``.npz`` files and folders of ``.npy`` arrays (memory-mapped)."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from .paired import PairedSet
+
+REQUIRED = ("prompt_embeddings", "output_embeddings")
+OPTIONAL = ("prompts", "outputs")
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise InputError(f"{path}: not a readable .npz file ({exc})") from None
+
+
+def _read_npy_dir(path: Path) -> dict[str, np.ndarray]:
+    arrays: dict[str, np.ndarray] = {}
+    for key in REQUIRED + OPTIONAL:
+        f = path / f"{key}.npy"
+        if f.exists():
+            try:
+                arrays[key] = np.load(f, mmap_mode="r" if key in REQUIRED else None, allow_pickle=False)
+            except (OSError, ValueError, EOFError) as exc:
+                raise InputError(f"{f}: not a readable .npy file ({exc})") from None
+    return arrays
+
+
+def load_paired(path: str | os.PathLike, name: str | None = None) -> PairedSet:
+    """Read a paired set from ``path``.
+
+    * ``.npz`` with arrays ``prompt_embeddings`` (n x d_t), ``output_embeddings`` (n x d_z) and optional
+      string arrays ``prompts``, ``outputs``;
+    * a folder holding ``prompt_embeddings.npy`` and ``output_embeddings.npy`` (read memory-mapped, so sets
+      larger than memory stream from disk) and optional ``prompts.npy`` / ``outputs.npy``.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder")
+    if path.is_dir():
+        arrays = _read_npy_dir(path)
+        kind = "folder"
+    elif path.suffix.lower() == ".npz":
+        arrays = _read_npz(path)
+        kind = ".npz file"
+    else:
+        raise InputError(f"{path}: unsupported input; expected a .npz file or a folder of .npy arrays "
+                         f"({', '.join(k + '.npy' for k in REQUIRED)})")
+    missing = [k for k in REQUIRED if k not in arrays]
+    if missing:
+        found = ", ".join(sorted(arrays)) or "nothing"
+        raise InputError(f"{path}: the {kind} has no array {' or '.join(repr(m) for m in missing)} "
+                         f"(found: {found}); expected {', '.join(REQUIRED)} and optionally "
+                         f"{', '.join(OPTIONAL)}")
+    for key in OPTIONAL:
+        if key in arrays and arrays[key].dtype.kind not in "US":
+            raise InputError(f"{path}: array {key!r} must hold strings, got dtype {arrays[key].dtype}")
+    return PairedSet(
+        prompt_embeddings=arrays["prompt_embeddings"],
+        output_embeddings=arrays["output_embeddings"],
+        prompts=arrays.get("prompts"),
+        outputs=arrays.get("outputs"),
+        name=name or path.stem,
+        source=str(path),
+    )

@@ -1,0 +1,132 @@
+"""Data sets built here from data that packages ship (no downloads), with a known ground truth.
+
+``colored_digits`` rebuilds the paper's MNIST-M colour experiment (PromptSplit, section 5.1) from
+scikit-learn's bundled 8x8 digits: 20 prompts ("a colored digit d" / "a grayscale digit d", d = 0..9).
+The test model draws grayscale digits for the colored prompts 5-9; the reference model draws colored digits
+for the grayscale prompts 0-4; every other prompt gets what it asks for. PromptSplit should name exactly
+those 10 altered prompts: colored 5-9 on positive modes (the test model does it more), grayscale 0-4 on
+negative ones.
+
+``gaussian_mixture`` is the paper's synthetic study (appendix A.6): 8 Gaussian components in 50-d with
+one-hot 8-d prompts, 100 samples each; the reference differs from the test set in ``k`` components.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .data.paired import PairedSet
+
+COLORS = ("colored", "grayscale")
+
+
+def _digit_prompt(color: str, digit: int) -> str:
+    return f"a {color} handwritten digit {digit}"
+
+
+@dataclass(frozen=True)
+class ColoredDigits:
+    """Test and reference sets, the images behind them (n, 8, 8, 3) and the altered prompts."""
+
+    test: PairedSet
+    reference: PairedSet
+    test_images: np.ndarray
+    reference_images: np.ndarray
+    altered_test: tuple[str, ...]  #: prompts the test model gets wrong (expected on positive modes)
+    altered_reference: tuple[str, ...]  #: prompts the reference gets wrong (expected on negative modes)
+    prompt_names: tuple[str, ...]
+
+
+#: stroke and background colours of the "colored" style (RGB in [0, 1]), jittered per image
+STROKE_RGB = np.array([0.95, 0.55, 0.10])
+BACKGROUND_RGB = np.array([0.10, 0.25, 0.60])
+
+
+def colorize(gray: np.ndarray, rng: np.random.Generator, jitter: float = 0.08) -> np.ndarray:
+    """The "colored" style: orange-ish strokes over a blue-ish background, colours jittered per image.
+
+    A model's style is a coherent look, not independent noise per image: the colours vary a little from
+    image to image around one palette, so "colored" is one cluster in pixel space, like "grayscale".
+    """
+    n = gray.shape[0]
+    fg = np.clip(STROKE_RGB + jitter * rng.standard_normal((n, 1, 1, 3)), 0.0, 1.0)
+    bg = np.clip(BACKGROUND_RGB + jitter * rng.standard_normal((n, 1, 1, 3)), 0.0, 1.0)
+    v = gray[..., None]
+    return v * fg + (1.0 - v) * bg
+
+
+def colored_digits(per_prompt: int = 40, seed: int = 0) -> ColoredDigits:
+    """Build the colour-disagreement data set from ``sklearn.datasets.load_digits``.
+
+    Each of the 20 prompts gets ``per_prompt`` images in each set, drawn without overlap between the test
+    and reference sets. Prompt embeddings are one-hot over the 20 prompts (as in the paper's synthetic
+    study); output embeddings are the 8x8x3 pixels, flattened (192-d), in [0, 1].
+    """
+    from sklearn.datasets import load_digits
+
+    rng = np.random.default_rng(seed)
+    digits = load_digits()
+    images = digits.images / 16.0
+    prompt_names = tuple(_digit_prompt(c, d) for c in COLORS for d in range(10))
+    sets: dict[str, dict[str, list]] = {s: {"t": [], "img": [], "p": [], "o": []} for s in ("test", "ref")}
+    for d in range(10):
+        pool = rng.permutation(np.flatnonzero(digits.target == d))
+        need = 4 * per_prompt  # 2 colours x 2 sets
+        if pool.size < need:
+            pool = np.concatenate([pool, rng.choice(pool, need - pool.size)])
+        parts = pool[:need].reshape(4, per_prompt)
+        for c_idx, color in enumerate(COLORS):
+            p = prompt_names.index(_digit_prompt(color, d))
+            for s_idx, s in enumerate(("test", "ref")):
+                gray = images[parts[2 * c_idx + s_idx]]
+                draw_color = color == "colored"
+                if s == "test" and color == "colored" and d >= 5:
+                    draw_color = False  # test model: grayscale digits for colored prompts 5-9
+                if s == "ref" and color == "grayscale" and d <= 4:
+                    draw_color = True  # reference model: colored digits for grayscale prompts 0-4
+                img = colorize(gray, rng) if draw_color else np.repeat(gray[..., None], 3, axis=-1)
+                onehot = np.zeros((per_prompt, len(prompt_names)))
+                onehot[:, p] = 1.0
+                sets[s]["t"].append(onehot)
+                sets[s]["img"].append(img)
+                sets[s]["p"].extend([prompt_names[p]] * per_prompt)
+                kind = "colored" if draw_color else "grayscale"
+                sets[s]["o"].extend(f"{kind} image of a {d}" for _ in range(per_prompt))
+
+    def build(s: str, name: str) -> tuple[PairedSet, np.ndarray]:
+        imgs = np.concatenate(sets[s]["img"])
+        return PairedSet(np.concatenate(sets[s]["t"]), imgs.reshape(imgs.shape[0], -1),
+                         prompts=sets[s]["p"], outputs=sets[s]["o"], name=name), imgs
+
+    test, test_imgs = build("test", "test model")
+    ref, ref_imgs = build("ref", "reference model")
+    return ColoredDigits(
+        test=test, reference=ref, test_images=test_imgs, reference_images=ref_imgs,
+        altered_test=tuple(_digit_prompt("colored", d) for d in range(5, 10)),
+        altered_reference=tuple(_digit_prompt("grayscale", d) for d in range(5)),
+        prompt_names=prompt_names)
+
+
+def gaussian_mixture(n_differ: int, *, n_components: int = 8, dim: int = 50, per_component: int = 100,
+                     separation: float = 6.0, seed: int = 0) -> tuple[PairedSet, PairedSet, list[int]]:
+    """Appendix A.6: test and reference mixtures that differ in ``n_differ`` components.
+
+    Component c has one-hot prompt e_c and outputs N(mu_c, I) (test). In the reference, the first
+    ``n_differ`` components are moved to a new mean mu'_c; the rest coincide in distribution (fresh samples).
+    Returns (test, reference, indices of the differing components).
+    """
+    rng = np.random.default_rng(seed)
+    means = rng.standard_normal((n_components, dim)) * separation / np.sqrt(2 * dim) * np.sqrt(dim) / 2
+    moved = rng.standard_normal((n_components, dim)) * separation / np.sqrt(2 * dim) * np.sqrt(dim) / 2
+    prompts = np.repeat(np.eye(n_components), per_component, axis=0)
+    names = [f"component {c}" for c in range(n_components) for _ in range(per_component)]
+    labels = np.repeat(np.arange(n_components), per_component)
+    test_out = means[labels] + rng.standard_normal((labels.size, dim))
+    ref_means = means.copy()
+    ref_means[:n_differ] = moved[:n_differ]
+    ref_out = ref_means[labels] + rng.standard_normal((labels.size, dim))
+    test = PairedSet(prompts, test_out, prompts=names, name="test mixture")
+    ref = PairedSet(prompts.copy(), ref_out, prompts=list(names), name="reference mixture")
+    return test, ref, list(range(n_differ))

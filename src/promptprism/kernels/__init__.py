@@ -1,0 +1,33 @@
+"""Kernels shared by every method: Gram matrices, bandwidth rules and finite feature maps.
+
+All kernels are normalised, k(a, a) = 1:
+
+* cosine:   k(a, b) = <a, b> / (|a| |b|),           exact feature map a / |a|
+* gaussian: k(a, b) = exp(-|a - b|^2 / (2 sigma^2)), random Fourier feature map
+"""
+
+from .bandwidth import BANDWIDTH_RULES, median_pairwise_distance, resolve_bandwidth
+from .features import (
+    JointFeatureMap,
+    ProductRandomFourierFeatures,
+    ProductRandomProjection,
+    RandomFourierFeatures,
+    cosine_features,
+)
+from .gram import KERNELS, cosine_gram, gaussian_gram, kernel_gram, squared_distances
+
+__all__ = [
+    "BANDWIDTH_RULES",
+    "KERNELS",
+    "JointFeatureMap",
+    "ProductRandomFourierFeatures",
+    "ProductRandomProjection",
+    "RandomFourierFeatures",
+    "cosine_features",
+    "cosine_gram",
+    "gaussian_gram",
+    "kernel_gram",
+    "median_pairwise_distance",
+    "resolve_bandwidth",
+    "squared_distances",
+]

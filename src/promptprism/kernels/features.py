@@ -1,0 +1,169 @@
+"""Finite feature maps: exact (cosine) and random (Fourier features, tensor-product projection).
+
+A feature map turns embeddings into vectors whose inner products are (unbiased estimates of) kernel values,
+so that kernel covariances become ordinary r x r covariance matrices that can be summed sample by sample.
+Every random map is fully determined by its ``seed`` and its input dimensions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from .._validation import check_positive_number, check_seed
+from ..errors import InputError
+
+
+def cosine_features(a: np.ndarray) -> np.ndarray:
+    """phi(a) = a / |a|: the exact (finite) feature map of the cosine kernel."""
+    a = np.asarray(a, dtype=np.float64)
+    norms = np.linalg.norm(a, axis=1, keepdims=True)
+    if np.any(norms == 0):
+        row = int(np.flatnonzero(norms[:, 0] == 0)[0])
+        raise InputError(f"row {row} is all zeros: the cosine kernel is undefined for a zero vector")
+    return a / norms
+
+
+def _check_input(x: np.ndarray, dim: int, what: str) -> np.ndarray:
+    x = np.asarray(x)
+    if x.ndim != 2 or x.shape[1] != dim:
+        raise InputError(f"{what}: expected shape (n, {dim}), got {x.shape}")
+    return x
+
+
+@dataclass(frozen=True)
+class RandomFourierFeatures:
+    """phi(a) = sqrt(1/D) [cos(w_l . a), sin(w_l . a)]_{l=1..D}, w_l ~ N(0, sigma^-2 I), output dim 2D.
+
+    E[phi(a) . phi(b)] = exp(-|a - b|^2 / (2 sigma^2)).
+    """
+
+    dim_in: int
+    n_features: int  #: output dimension r = 2D
+    sigma: float
+    seed: int = 0
+    frequencies: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        check_positive_number(self.dim_in, "dim_in", integer=True)
+        check_positive_number(self.n_features, "n_features", integer=True, even=True)
+        check_positive_number(self.sigma, "sigma")
+        check_seed(self.seed)
+        w = np.random.default_rng(self.seed).standard_normal((self.dim_in, self.n_features // 2))
+        object.__setattr__(self, "frequencies", w / self.sigma)
+
+    @property
+    def dim(self) -> int:
+        return self.n_features
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        x = _check_input(x, self.dim_in, "RandomFourierFeatures input")
+        proj = np.asarray(x, dtype=np.float64) @ self.frequencies
+        return _cos_sin(proj)
+
+
+def _cos_sin(proj: np.ndarray) -> np.ndarray:
+    d = proj.shape[1]
+    out = np.empty((proj.shape[0], 2 * d), dtype=np.float64)
+    np.cos(proj, out=out[:, :d])
+    np.sin(proj, out=out[:, d:])
+    out *= np.sqrt(1.0 / d)
+    return out
+
+
+@runtime_checkable
+class JointFeatureMap(Protocol):
+    """psi(t, z) in R^r with E[psi(t, z) . psi(t', z')] = k_T(t, t') k_Z(z, z')."""
+
+    dim: int
+
+    def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray: ...
+
+    def describe(self) -> dict: ...
+
+
+@dataclass(frozen=True)
+class ProductRandomFourierFeatures:
+    """RFF of the product of two gaussian kernels.
+
+    k_T(t,t') k_Z(z,z') is one gaussian (sigma 1) on the concatenation [t / sigma_t ; z / sigma_z], so
+    psi(t, z) = sqrt(1/D) [cos(w_l . t / sigma_t + u_l . z / sigma_z), sin(...)], w_l, u_l ~ N(0, I).
+    """
+
+    dim_prompt: int
+    dim_output: int
+    n_features: int  #: r = 2D
+    sigma_prompt: float
+    sigma_output: float
+    seed: int = 0
+    _w_prompt: np.ndarray = field(init=False, repr=False, compare=False)
+    _w_output: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        check_positive_number(self.dim_prompt, "dim_prompt", integer=True)
+        check_positive_number(self.dim_output, "dim_output", integer=True)
+        check_positive_number(self.n_features, "number of features", integer=True, even=True)
+        check_positive_number(self.sigma_prompt, "sigma_prompt")
+        check_positive_number(self.sigma_output, "sigma_output")
+        check_seed(self.seed)
+        w = np.random.default_rng(self.seed).standard_normal(
+            (self.dim_prompt + self.dim_output, self.n_features // 2))
+        object.__setattr__(self, "_w_prompt", w[: self.dim_prompt] / self.sigma_prompt)
+        object.__setattr__(self, "_w_output", w[self.dim_prompt :] / self.sigma_output)
+
+    @property
+    def dim(self) -> int:
+        return self.n_features
+
+    def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+        prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
+        outputs = _check_input(outputs, self.dim_output, "output embeddings")
+        proj = np.asarray(prompts, dtype=np.float64) @ self._w_prompt
+        proj += np.asarray(outputs, dtype=np.float64) @ self._w_output
+        return _cos_sin(proj)
+
+    def describe(self) -> dict:
+        return {"map": "product_rff", "features": self.n_features, "sigma_prompt": self.sigma_prompt,
+                "sigma_output": self.sigma_output, "seed": self.seed}
+
+
+@dataclass(frozen=True)
+class ProductRandomProjection:
+    """Tensor-sketch random projection of the cosine product kernel (SPEC, unbiased scaling).
+
+    psi(t, z) = (1/sqrt(r)) (R_T t/|t|) o (R_Z z/|z|), R_T in R^{r x d_t}, R_Z in R^{r x d_z}, iid N(0, 1),
+    so E[psi(s) . psi(s')] = cos(t, t') cos(z, z').
+    """
+
+    dim_prompt: int
+    dim_output: int
+    n_features: int  #: r
+    seed: int = 0
+    _r_prompt: np.ndarray = field(init=False, repr=False, compare=False)
+    _r_output: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        check_positive_number(self.dim_prompt, "dim_prompt", integer=True)
+        check_positive_number(self.dim_output, "dim_output", integer=True)
+        check_positive_number(self.n_features, "number of features", integer=True)
+        check_seed(self.seed)
+        rng = np.random.default_rng(self.seed)
+        object.__setattr__(self, "_r_prompt", rng.standard_normal((self.dim_prompt, self.n_features)))
+        object.__setattr__(self, "_r_output", rng.standard_normal((self.dim_output, self.n_features)))
+
+    @property
+    def dim(self) -> int:
+        return self.n_features
+
+    def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+        prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
+        outputs = _check_input(outputs, self.dim_output, "output embeddings")
+        out = cosine_features(prompts) @ self._r_prompt
+        out *= cosine_features(outputs) @ self._r_output
+        out *= 1.0 / np.sqrt(self.n_features)
+        return out
+
+    def describe(self) -> dict:
+        return {"map": "product_random_projection", "features": self.n_features, "seed": self.seed}

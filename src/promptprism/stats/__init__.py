@@ -1,0 +1,14 @@
+"""Mergeable accumulators (update / merge / compute) and eigen-solvers."""
+
+from .accumulators import CovarianceAccumulator, GroupSumAccumulator, TopKAccumulator
+from .eigen import GramEigen, gram_factor, symmetric_eigenpairs, weighted_gram_eigenpairs
+
+__all__ = [
+    "CovarianceAccumulator",
+    "GramEigen",
+    "GroupSumAccumulator",
+    "TopKAccumulator",
+    "gram_factor",
+    "symmetric_eigenpairs",
+    "weighted_gram_eigenpairs",
+]

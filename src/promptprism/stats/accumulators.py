@@ -1,0 +1,130 @@
+"""Accumulators for statistics that are sums over samples, in the torchmetrics manner.
+
+Each has ``update(batch)``, ``merge(other)`` and ``compute()``; the state is a few arrays and a count, so the
+same object serves one process, chunks of a memory-mapped file, and partitions on a cluster (merge the
+partial states in any order: the result is the same up to floating-point summation order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InputError
+
+
+@dataclass
+class CovarianceAccumulator:
+    """Uncentred second moment C = (1/n) sum_i f_i f_i^T of feature vectors f_i in R^dim."""
+
+    dim: int
+    sum_outer: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+    count: int = 0
+
+    def __post_init__(self) -> None:
+        if self.sum_outer is None:
+            self.sum_outer = np.zeros((self.dim, self.dim), dtype=np.float64)
+
+    def update(self, features: np.ndarray) -> CovarianceAccumulator:
+        f = np.asarray(features)
+        if f.ndim != 2 or f.shape[1] != self.dim:
+            raise InputError(f"CovarianceAccumulator.update: expected shape (n, {self.dim}), got {f.shape}")
+        if f.shape[0]:
+            f = f.astype(np.float64, copy=False)
+            self.sum_outer += f.T @ f
+            self.count += f.shape[0]
+        return self
+
+    def merge(self, other: CovarianceAccumulator) -> CovarianceAccumulator:
+        if other.dim != self.dim:
+            raise InputError(f"cannot merge accumulators of dimension {self.dim} and {other.dim}")
+        self.sum_outer += other.sum_outer
+        self.count += other.count
+        return self
+
+    def compute(self) -> np.ndarray:
+        if self.count == 0:
+            raise InputError("no samples were accumulated (the set is empty)")
+        c = self.sum_outer / self.count
+        return 0.5 * (c + c.T)
+
+    def reset(self) -> None:
+        self.sum_outer[...] = 0.0
+        self.count = 0
+
+
+@dataclass
+class GroupSumAccumulator:
+    """Per-group sums of row vectors and counts: sums[g] = sum_{i in g} x_i (groups are integer labels)."""
+
+    n_groups: int
+    dim: int
+    sums: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+    counts: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.sums is None:
+            self.sums = np.zeros((self.n_groups, self.dim), dtype=np.float64)
+        if self.counts is None:
+            self.counts = np.zeros(self.n_groups, dtype=np.int64)
+
+    def update(self, labels: np.ndarray, values: np.ndarray) -> GroupSumAccumulator:
+        labels = np.asarray(labels, dtype=np.int64)
+        values = np.asarray(values, dtype=np.float64).reshape(labels.shape[0], self.dim)
+        np.add.at(self.sums, labels, values)
+        self.counts += np.bincount(labels, minlength=self.n_groups)
+        return self
+
+    def merge(self, other: GroupSumAccumulator) -> GroupSumAccumulator:
+        self.sums += other.sums
+        self.counts += other.counts
+        return self
+
+    def compute(self) -> tuple[np.ndarray, np.ndarray]:
+        """(sums, counts)."""
+        return self.sums, self.counts
+
+
+@dataclass
+class TopKAccumulator:
+    """For each of ``n_columns`` score columns, the ``k`` rows with the largest |score|.
+
+    Rows are identified by an integer id (for example a global sample index); ties keep the smaller id.
+    """
+
+    k: int
+    n_columns: int
+    ids: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+    scores: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.ids is None:
+            self.ids = np.empty((0, self.n_columns), dtype=np.int64)
+            self.scores = np.empty((0, self.n_columns), dtype=np.float64)
+
+    def update(self, ids: np.ndarray, scores: np.ndarray) -> TopKAccumulator:
+        ids = np.asarray(ids, dtype=np.int64)
+        scores = np.asarray(scores, dtype=np.float64).reshape(ids.shape[0], self.n_columns)
+        all_ids = np.concatenate([self.ids, np.repeat(ids[:, None], self.n_columns, axis=1)])
+        all_scores = np.concatenate([self.scores, scores])
+        self._keep(all_ids, all_scores)
+        return self
+
+    def merge(self, other: TopKAccumulator) -> TopKAccumulator:
+        self._keep(np.concatenate([self.ids, other.ids]), np.concatenate([self.scores, other.scores]))
+        return self
+
+    def _keep(self, ids: np.ndarray, scores: np.ndarray) -> None:
+        if ids.shape[0] == 0:
+            return
+        # sort by (-|score|, id) per column; lexsort uses the last key as primary
+        order = np.empty((min(self.k, ids.shape[0]), self.n_columns), dtype=np.int64)
+        for j in range(self.n_columns):
+            order[:, j] = np.lexsort((ids[:, j], -np.abs(scores[:, j])))[: self.k]
+        self.ids = np.take_along_axis(ids, order, axis=0)
+        self.scores = np.take_along_axis(scores, order, axis=0)
+
+    def compute(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, scores), each (min(k, seen), n_columns), best first."""
+        return self.ids, self.scores
