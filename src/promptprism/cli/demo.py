@@ -1,0 +1,46 @@
+"""``promptprism demo``: PromptSplit on real bundled images with a known answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import typer
+
+from ..datasets import colored_digits
+from ..io import atomic_save_npz
+from ..methods.promptsplit import PromptSplit
+from ._app import app, console
+from .split import print_promptsplit
+
+
+@app.command("demo")
+def demo(
+    out: Path = typer.Option(Path("results/demo"), "--out", "-o", help="Results folder."),
+    per_prompt: int = typer.Option(40, help="Images per prompt and model."),
+    seed: int = typer.Option(0, help="Seed of the data set and of PromptSplit."),
+    quiet: bool = typer.Option(False, "--quiet", "-q"),
+) -> None:
+    """Run PromptSplit on the colour experiment built from scikit-learn's bundled digits.
+
+    20 prompts ("a colored/grayscale handwritten digit d"); the test model draws grayscale digits for the
+    colored prompts 5-9, the reference draws colored digits for the grayscale prompts 0-4. PromptSplit
+    should put exactly those 10 prompts at the top.
+    """
+    data = colored_digits(per_prompt=per_prompt, seed=seed)
+    inputs = out / "data"
+    for name, s in (("test", data.test), ("reference", data.reference)):
+        atomic_save_npz(inputs / f"{name}.npz", prompt_embeddings=s.prompt_embeddings,
+                        output_embeddings=s.output_embeddings, prompts=np.array(s.prompts),
+                        outputs=np.array(s.outputs))
+    result = PromptSplit(seed=seed, progress=False if quiet else None).fit(data.test, data.reference)
+    result.save(out)
+    if not quiet:
+        console.print(f"[bold]Demo[/]: {len(data.prompt_names)} prompts, {per_prompt} digit images per prompt "
+                      f"and model (scikit-learn digits, coloured here); inputs written to {inputs}/")
+    print_promptsplit(result, None, quiet=quiet)
+    expected = set(data.altered_test) | set(data.altered_reference)
+    found = {row["prompt"] for row in result.prompt_ranking[: len(expected)]}
+    console.print(f"altered prompts recovered in the top {len(expected)}: {len(found & expected)}/"
+                  f"{len(expected)}")
+    console.print(f"results: {out / 'result.json'}")

@@ -1,0 +1,86 @@
+"""``promptprism split``: PromptSplit between a test and a reference set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from ..data.loaders import load_paired
+from ..errors import OptionError
+from ..methods.promptsplit import EXACT_MAX_SAMPLES, PromptSplit, PromptSplitResult
+from ._app import app, console
+
+
+def _int_option(value: str, name: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise OptionError(f"{name} must be an integer, got {value!r}") from None
+
+
+def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: bool = False) -> None:
+    """A short table of the top modes and prompts, then where the results are."""
+    if not quiet:
+        table = Table(title=f"PromptSplit ({result.method}, {result.config['kernel']} kernel): "
+                            f"n_test={result.n_test}, n_reference={result.n_reference}, "
+                            f"||Lambda||_F^2={result.distance:.4g}")
+        table.add_column("mode")
+        table.add_column("eigenvalue", justify="right")
+        table.add_column("top prompts (share of the eigenvalue)")
+        for mode in result.modes[:6] + [m for m in result.negative_modes[:3] if m not in result.modes[:6]]:
+            label = f"{'+' if mode.side == 'test' else '-'}{mode.rank} ({mode.side})"
+            prompts = "; ".join(f"{p.prompt} ({p.contribution / mode.eigenvalue:.0%})"
+                                for p in mode.top_prompts[:3])
+            table.add_row(label, f"{mode.eigenvalue:+.4g}", prompts)
+        console.print(table)
+        ranking = Table(title="Prompts where the models disagree most")
+        ranking.add_column("#", justify="right")
+        ranking.add_column("prompt")
+        ranking.add_column("share", justify="right")
+        for i, row in enumerate(result.prompt_ranking[:10], 1):
+            ranking.add_row(str(i), row["prompt"], f"{row['share']:.1%}")
+        console.print(ranking)
+    if out is not None:
+        console.print(f"results: {out / 'result.json'}")
+
+
+@app.command("split")
+def split(
+    test: Path = typer.Argument(..., help="Test set: .npz (prompt_embeddings, output_embeddings[, prompts, "
+                                          "outputs]) or a folder of those .npy arrays."),
+    reference: Path = typer.Argument(..., help="Reference set, same layout and embedding models as TEST."),
+    out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
+    kernel: str = typer.Option("gaussian", help="Kernel for prompts and outputs: gaussian or cosine."),
+    method: str = typer.Option("auto", help=f"exact, rff (gaussian), sketch (cosine), or auto (exact up to "
+                                            f"{EXACT_MAX_SAMPLES:,} samples, random features above)."),
+    eta: float = typer.Option(1.0, help="Weight of the reference covariance: Lambda = C_test - eta C_ref."),
+    sigma_prompt: str = typer.Option("median", help="Prompt bandwidth: a number or a rule ('median', "
+                                                    "'0.5*median')."),
+    sigma_output: str = typer.Option("median", help="Output bandwidth: a number or a rule."),
+    features: str = typer.Option("2000", help="Random features r for rff/sketch (even for rff)."),
+    modes: str = typer.Option("10", help="Modes reported per sign (positive and negative)."),
+    seed: str = typer.Option("0", help="Seed of every random draw (recorded in result.json)."),
+    chunk_size: str = typer.Option("8192", help="Rows per streaming step."),
+    top_k: str = typer.Option("10", help="Samples listed per mode and set."),
+    rank_prompts_by: str = typer.Option("contribution", help="contribution (share of the eigenvalue) or "
+                                                             "mean_score."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
+) -> None:
+    """PromptSplit: which prompts make two models disagree, and how.
+
+    Eigen-decomposes Lambda = C_test - eta C_ref of joint prompt (x) output kernel covariances: positive
+    modes are what the test model does more, negative ones what the reference does more.
+    """
+    estimator = PromptSplit(
+        kernel=kernel, method=method, eta=eta, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
+        n_features=_int_option(features, "--features"), n_modes=_int_option(modes, "--modes"),
+        seed=_int_option(seed, "--seed"), chunk_size=_int_option(chunk_size, "--chunk-size"),
+        top_k=_int_option(top_k, "--top-k"), rank_prompts_by=rank_prompts_by,
+        progress=False if quiet else None)
+    test_set = load_paired(test, name="test")
+    reference_set = load_paired(reference, name="reference")
+    result = estimator.fit(test_set, reference_set)
+    result.save(out)
+    print_promptsplit(result, out, quiet=quiet)
