@@ -36,8 +36,8 @@ def demo(
     result = PromptSplit(seed=seed, progress=False if quiet else None).fit(data.test, data.reference)
     result.save(out)
     if not quiet:
-        console.print(f"[bold]Demo[/]: {len(data.prompt_names)} prompts, {per_prompt} digit images per prompt "
-                      f"and model (scikit-learn digits, coloured here); inputs written to {inputs}/")
+        console.print(f"[bold]Demo[/]: {len(data.prompt_names)} prompts, {per_prompt} digit images per "
+                      f"prompt and model (scikit-learn digits, coloured here); inputs written to {inputs}/")
     print_promptsplit(result, None, quiet=quiet)
     expected = set(data.altered_test) | set(data.altered_reference)
     found = {row["prompt"] for row in result.prompt_ranking[: len(expected)]}

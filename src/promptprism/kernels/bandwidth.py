@@ -59,7 +59,7 @@ def parse_bandwidth(spec: Any, name: str = "sigma") -> tuple[str, float] | float
                     f"scaled as '0.5*median'), got {spec!r}") from None
             factor = float(m.group("factor") or 1.0)
             if factor <= 0:
-                raise OptionError(f"{name}: the factor in {spec!r} must be > 0")
+                raise OptionError(f"{name}: the factor in {spec!r} must be > 0") from None
             return (m.group("rule"), factor)
     if isinstance(spec, bool) or not isinstance(spec, (int, float, np.integer, np.floating)):
         raise OptionError(f"{name} must be a number > 0 or a rule name, got {spec!r}")

@@ -10,14 +10,18 @@ KERNELS = ("cosine", "gaussian")
 
 
 def squared_distances(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-    """|a_i - b_j|^2 = |a_i|^2 + |b_j|^2 - 2 <a_i, b_j>, clipped at 0 against round-off."""
+    """|a_i - b_j|^2 = |a_i|^2 + |b_j|^2 - 2 <a_i, b_j>, clipped at 0 against round-off (in place)."""
     a = np.asarray(a, dtype=np.float64)
-    b = a if b is None else np.asarray(b, dtype=np.float64)
+    same = b is None
+    b = a if same else np.asarray(b, dtype=np.float64)
     sq_a = np.einsum("ij,ij->i", a, a)
-    sq_b = sq_a if b is a else np.einsum("ij,ij->i", b, b)
-    d2 = sq_a[:, None] + sq_b[None, :] - 2.0 * (a @ b.T)
+    sq_b = sq_a if same else np.einsum("ij,ij->i", b, b)
+    d2 = a @ b.T
+    d2 *= -2.0
+    d2 += sq_a[:, None]
+    d2 += sq_b[None, :]
     np.maximum(d2, 0.0, out=d2)
-    if b is a:
+    if same:
         np.fill_diagonal(d2, 0.0)
     return d2
 

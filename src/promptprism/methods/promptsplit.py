@@ -28,14 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from .._version import __version__
 from .._progress import progress_enabled, track
 from .._validation import check_positive_number, check_seed
+from .._version import __version__
 from ..data.paired import PairedSet, check_compatible, prompt_groups
 from ..errors import OptionError
 from ..kernels.bandwidth import parse_bandwidth, resolve_bandwidth
 from ..kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
-from ..kernels.gram import KERNELS, kernel_gram
+from ..kernels.gram import KERNELS, kernel_gram, squared_distances
 from ..results import Result
 from ..stats.accumulators import CovarianceAccumulator, GroupSumAccumulator, TopKAccumulator
 from ..stats.eigen import symmetric_eigenpairs, weighted_gram_eigenpairs
@@ -138,9 +138,22 @@ def joint_gram(
     prompts_a: np.ndarray, outputs_a: np.ndarray, prompts_b: np.ndarray, outputs_b: np.ndarray, *,
     kernel: str, sigma_prompt: float | None = None, sigma_output: float | None = None,
 ) -> np.ndarray:
-    """G = K_T o K_Z over the stacked samples [a; b] (elementwise product of the two Gram matrices)."""
+    """G = K_T o K_Z over the stacked samples [a; b] (elementwise product of the two Gram matrices).
+
+    For gaussians the product is one exponential: exp(-|t - t'|^2 / (2 s_t^2) - |z - z'|^2 / (2 s_z^2)).
+    """
     t = np.concatenate([np.asarray(prompts_a, dtype=np.float64), np.asarray(prompts_b, dtype=np.float64)])
     z = np.concatenate([np.asarray(outputs_a, dtype=np.float64), np.asarray(outputs_b, dtype=np.float64)])
+    if kernel == "gaussian" and sigma_prompt is not None and sigma_output is not None:
+        check_positive_number(sigma_prompt, "sigma_prompt")
+        check_positive_number(sigma_output, "sigma_output")
+        g = squared_distances(t)
+        g *= -1.0 / (2.0 * sigma_prompt**2)
+        dz = squared_distances(z)
+        dz *= -1.0 / (2.0 * sigma_output**2)
+        g += dz
+        del dz
+        return np.exp(g, out=g)
     g = kernel_gram(kernel, t, sigma=sigma_prompt)
     g *= kernel_gram(kernel, z, sigma=sigma_output)
     return g
@@ -317,12 +330,12 @@ class PromptSplit:
         t1 = time.perf_counter()
         want = None if self.solver == "dense" else self.n_modes
         eig = weighted_gram_eigenpairs(gram, signed_weights(n, m, self.eta), n_positive=want,
-                                       n_negative=want, solver=self.solver, overwrite=True)
+                                       n_negative=want, solver=self.solver)
         del gram
         timings["eigen_s"] = time.perf_counter() - t1
         vals = eig.eigenvalues
         sel = _select_modes(vals, self.n_modes)
-        chosen = eig.scores(sel)
+        chosen = eig.scores[:, sel]
         chunks = [("test", 0, chosen[:n]), ("reference", 0, chosen[n:])]
         return (vals, sel), distance, chunks
 
@@ -330,7 +343,7 @@ class PromptSplit:
     def _feature_map(self, test: PairedSet, method: str, sigmas):
         if method == "rff":
             return ProductRandomFourierFeatures(test.dim_prompt, test.dim_output, self.n_features,
-                                                sigmas[0], sigmas[1], seed=self.seed)
+                                                sigmas[0], sigmas[1], seed=self.seed, fast_trig=True)
         return ProductRandomProjection(test.dim_prompt, test.dim_output, self.n_features, seed=self.seed)
 
     def _random_features(self, test, reference, sigmas, method, show, timings):
@@ -407,7 +420,8 @@ class PromptSplit:
             order = [p for p in np.lexsort((np.arange(len(names)), -key)) if present[p]][: self.top_prompts]
             loadings = [PromptLoading(prompt=names[p], contribution=float(contribution[p]),
                                       mean_score=None if np.isnan(mean_score[p]) else float(mean_score[p]),
-                                      n_test=int(sums["test"][1][p]), n_reference=int(sums["reference"][1][p]))
+                                      n_test=int(sums["test"][1][p]),
+                                      n_reference=int(sums["reference"][1][p]))
                         for p in order]
 
             def samples(s: str, j: int = j, sign: float = sign) -> list[SampleScore]:

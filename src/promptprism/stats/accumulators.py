@@ -10,47 +10,58 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.linalg.blas import dsyrk
 
 from ..errors import InputError
 
 
 @dataclass
 class CovarianceAccumulator:
-    """Uncentred second moment C = (1/n) sum_i f_i f_i^T of feature vectors f_i in R^dim."""
+    """Uncentred second moment C = (1/n) sum_i f_i f_i^T of feature vectors f_i in R^dim.
+
+    The running sum is kept in the upper triangle of ``sum_upper`` (a symmetric rank-k update, BLAS syrk,
+    about twice as fast as a full product); :meth:`sum_outer` returns the full symmetric sum.
+    """
 
     dim: int
-    sum_outer: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+    sum_upper: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
     count: int = 0
 
     def __post_init__(self) -> None:
-        if self.sum_outer is None:
-            self.sum_outer = np.zeros((self.dim, self.dim), dtype=np.float64)
+        if self.sum_upper is None:
+            self.sum_upper = np.zeros((self.dim, self.dim), dtype=np.float64, order="F")
 
     def update(self, features: np.ndarray) -> CovarianceAccumulator:
         f = np.asarray(features)
         if f.ndim != 2 or f.shape[1] != self.dim:
             raise InputError(f"CovarianceAccumulator.update: expected shape (n, {self.dim}), got {f.shape}")
         if f.shape[0]:
-            f = f.astype(np.float64, copy=False)
-            self.sum_outer += f.T @ f
+            f = np.ascontiguousarray(f, dtype=np.float64)
+            # f is C-ordered (n x dim), so f.T is a Fortran-ordered (dim x n) view: syrk adds f.T f in place
+            self.sum_upper = dsyrk(1.0, f.T, beta=1.0, c=self.sum_upper, trans=0, lower=0, overwrite_c=1)
             self.count += f.shape[0]
         return self
+
+    def sum_outer(self) -> np.ndarray:
+        """sum_i f_i f_i^T (full, symmetric)."""
+        upper = np.triu(self.sum_upper)
+        return upper + np.triu(upper, 1).T
 
     def merge(self, other: CovarianceAccumulator) -> CovarianceAccumulator:
         if other.dim != self.dim:
             raise InputError(f"cannot merge accumulators of dimension {self.dim} and {other.dim}")
-        self.sum_outer += other.sum_outer
+        self.sum_upper += other.sum_upper
         self.count += other.count
         return self
 
     def compute(self) -> np.ndarray:
+        """C = (1/n) sum_i f_i f_i^T."""
         if self.count == 0:
             raise InputError("no samples were accumulated (the set is empty)")
-        c = self.sum_outer / self.count
-        return 0.5 * (c + c.T)
+        return self.sum_outer() / self.count
 
     def reset(self) -> None:
-        self.sum_outer[...] = 0.0
+        self.sum_upper[...] = 0.0
         self.count = 0
 
 

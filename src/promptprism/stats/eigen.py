@@ -17,9 +17,6 @@ import scipy.linalg
 import scipy.sparse.linalg as spla
 from scipy.linalg import lapack
 
-#: rank up to which B is formed explicitly and fully diagonalised
-DENSE_RANK_LIMIT = 2500
-
 
 def symmetric_eigenpairs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """All eigenpairs of a symmetric matrix, eigenvalues in descending order."""
@@ -28,15 +25,13 @@ def symmetric_eigenpairs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return vals[::-1].copy(), vecs[:, ::-1].copy()
 
 
-def gram_factor(gram: np.ndarray, *, overwrite: bool = False, tol: float = -1.0) -> np.ndarray:
+def gram_factor(gram: np.ndarray, *, tol: float = -1.0) -> np.ndarray:
     """L (N x rank) with G = L L^T, by LAPACK's pivoted Cholesky (dpstrf), rows in G's original order.
 
     The default tolerance (N * eps * max diag) drops directions of G below round-off, so the rank is the
     numerical rank of G and the factor is exact to machine precision.
     """
-    gram = np.asarray(gram, dtype=np.float64)
-    # G is symmetric, so the transpose of a C-ordered G is the same matrix in Fortran order (no copy)
-    g = gram.T if overwrite and gram.flags.c_contiguous else np.array(gram, order="F")
+    g = np.array(gram, dtype=np.float64, order="F")
     c, piv, rank, info = lapack.dpstrf(g, lower=1, tol=tol, overwrite_a=1)
     if info < 0:
         raise RuntimeError(f"dpstrf failed with info={info}")
@@ -54,16 +49,14 @@ def _order_desc(vals: np.ndarray, vecs: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 @dataclass(frozen=True)
 class GramEigen:
-    """Eigenpairs of Psi^T D Psi in factor coordinates: v_j = Q w_j, scores psi(s) . v_j = (L w_j)_s."""
+    """Eigenvalues of Lambda = Psi^T D Psi (descending) and ``scores[s, j] = psi(s) . v_j`` (unit v_j)."""
 
-    eigenvalues: np.ndarray  #: descending
-    coefficients: np.ndarray  #: w_j as columns (rank x k)
-    factor: np.ndarray  #: L (N x rank), G = L L^T
+    eigenvalues: np.ndarray
+    scores: np.ndarray  #: (N, k), one column per eigenvalue
 
-    def scores(self, columns: np.ndarray | None = None) -> np.ndarray:
-        """scores[s, j] = psi(s) . v_j for the chosen eigenpair columns."""
-        w = self.coefficients if columns is None else self.coefficients[:, columns]
-        return self.factor @ w
+
+#: sizes up to which ``solver='auto'`` diagonalises fully (pivoted Cholesky + dense eigen-decomposition)
+DENSE_SIZE_LIMIT = 3000
 
 
 def weighted_gram_eigenpairs(
@@ -73,42 +66,43 @@ def weighted_gram_eigenpairs(
     n_positive: int | None = None,
     n_negative: int | None = None,
     solver: str = "auto",
-    overwrite: bool = False,
 ) -> GramEigen:
     """Eigenpairs of Lambda = Psi^T diag(weights) Psi, given only G = Psi Psi^T.
 
-    Returns a :class:`GramEigen`: eigenvalues in descending order and, through ``scores()``,
-    ``psi(s) . v_j`` for the unit eigenvectors v_j. ``solver='dense'`` returns every non-zero eigenpair; ``'lanczos'`` only
-    the ``n_positive`` largest and ``n_negative`` smallest (ARPACK on B = L^T D L as an operator);
-    ``'auto'`` uses dense when the numerical rank is at most ``DENSE_RANK_LIMIT``.
+    ``solver='dense'``: pivoted Cholesky G = L L^T, then every eigenpair of the symmetric r x r matrix
+    B = L^T D L (v = Q w, scores L w); exact to machine precision, O(N^3).
+    ``solver='lanczos'``: only the ``n_positive`` largest and ``n_negative`` smallest eigenvalues, by
+    implicitly restarted Arnoldi (ARPACK) on D G, whose eigenvalues are real (it is similar to the symmetric
+    G^{1/2} D G^{1/2}); each matrix-vector product reads G once and no factorisation is needed. For an
+    eigenvector u of D G, v = Psi^T u / |Psi^T u| and the scores are G u / sqrt(u^T G u).
+    ``'auto'``: dense when every eigenpair is wanted or N <= ``DENSE_SIZE_LIMIT``, else lanczos.
     """
+    gram = np.asarray(gram, dtype=np.float64)
     weights = np.asarray(weights, dtype=np.float64)
-    factor = gram_factor(gram, overwrite=overwrite)
-    rank = factor.shape[1]
+    size = gram.shape[0]
     want_all = n_positive is None and n_negative is None
-    n_pos = rank if n_positive is None else n_positive
-    n_neg = rank if n_negative is None else n_negative
-    use_dense = solver == "dense" or (
-        solver == "auto" and (want_all or rank <= DENSE_RANK_LIMIT or n_pos + n_neg >= rank // 2))
-    if solver == "lanczos" and (n_pos + 1 >= rank or n_neg + 1 >= rank):
+    n_pos = size if n_positive is None else n_positive
+    n_neg = size if n_negative is None else n_negative
+    use_dense = solver == "dense" or want_all or (solver == "auto" and size <= DENSE_SIZE_LIMIT)
+    if not use_dense and (max(n_pos, n_neg) + 2 >= size or 2 * max(n_pos, n_neg) + 1 >= size):
         use_dense = True
     if use_dense:
-        b = factor.T @ (weights[:, None] * factor)
-        vals, w = symmetric_eigenpairs(b)
+        factor = gram_factor(gram)
+        rank = factor.shape[1]
+        vals, w = symmetric_eigenpairs(factor.T @ (weights[:, None] * factor))
         if not want_all:
             keep = np.r_[np.arange(min(n_pos, rank)), np.arange(max(rank - n_neg, min(n_pos, rank)), rank)]
             vals, w = vals[keep], w[:, keep]
-    else:
-        op = spla.LinearOperator((rank, rank), dtype=np.float64,
-                                 matvec=lambda x: factor.T @ (weights * (factor @ x)))
-        parts_v, parts_w = [], []
-        v0 = np.full(rank, 1.0 / np.sqrt(rank))  # deterministic start vector: reproducible results
-        for k, which in ((n_pos, "LA"), (n_neg, "SA")):
-            if k > 0:
-                vals_k, w_k = spla.eigsh(op, k=k, which=which, v0=v0, tol=0.0,
-                                          ncv=min(rank, max(2 * k + 1, 40)))
-                parts_v.append(vals_k)
-                parts_w.append(w_k)
-        vals, w = _order_desc(np.concatenate(parts_v), np.concatenate(parts_w, axis=1))
-    vals, w = _order_desc(vals, w)
-    return GramEigen(vals, w, factor)
+        return GramEigen(vals, factor @ w)
+    op = spla.LinearOperator((size, size), dtype=np.float64, matvec=lambda x: weights * (gram @ x))
+    v0 = np.full(size, 1.0 / np.sqrt(size))  # deterministic start vector: reproducible results
+    parts_v, parts_u = [], []
+    for k, which in ((n_pos, "LR"), (n_neg, "SR")):
+        if k > 0:
+            vals_k, u_k = spla.eigs(op, k=k, which=which, v0=v0, tol=0.0, ncv=min(size, max(2 * k + 1, 40)))
+            parts_v.append(vals_k.real)
+            parts_u.append(u_k.real)
+    vals, u = _order_desc(np.concatenate(parts_v), np.concatenate(parts_u, axis=1))
+    gu = gram @ u
+    norms = np.sqrt(np.maximum(np.einsum("ij,ij->j", u, gu), 1e-300))
+    return GramEigen(vals, gu / norms)

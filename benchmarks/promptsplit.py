@@ -1,0 +1,138 @@
+"""PromptSplit benchmark: a table shaped like the paper's Table 1, measured on this machine.
+
+    python benchmarks/promptsplit.py            # the table (exact up to n = 5,000; rff r = 1000/2000/3000)
+    python benchmarks/promptsplit.py --quick    # small sizes only (a smoke run)
+    python benchmarks/promptsplit.py --million  # also n = m = 1,000,000 memory-mapped .npy, r = 2000
+
+n is the size of each set (n = m). Embeddings are 384-d prompts and 384-d outputs (the sentence-model size)
+drawn from a mixture whose test and reference differ in a few prompt clusters, so the modes are real. Every
+timing is one run of ``PromptSplit.fit`` (all passes: bandwidth, features, covariance, eigen-decomposition,
+scoring, summaries). Peak memory: the Python heap peak (tracemalloc, numpy buffers included) and the
+process's peak resident set (which also counts pages of memory-mapped input files that were read).
+
+Targets on a 2-core machine: exact top-20 modes at n = m = 5,000 < 20 s; rff r = 3000 at n = m = 30,000
+< 30 s; n = m = 1,000,000 memory-mapped, r = 2000, < 15 min and < 4 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+from promptprism import PairedSet, PromptSplit, load_paired
+
+DIM = 384
+N_PROMPTS = 2000  # distinct prompts in the bank; each set draws its prompts from it
+
+
+def _bank(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    n_clusters = 20
+    centres = rng.standard_normal((n_clusters, DIM))
+    cluster = rng.integers(0, n_clusters, size=N_PROMPTS)
+    prompts = centres[cluster] + 0.5 * rng.standard_normal((N_PROMPTS, DIM))
+    out_centres = rng.standard_normal((n_clusters, DIM))
+    return prompts.astype(np.float32), cluster, out_centres
+
+
+def _draw(n: int, rng: np.random.Generator, bank, shifted: bool) -> tuple[np.ndarray, np.ndarray]:
+    prompts, cluster, out_centres = bank
+    idx = rng.integers(0, N_PROMPTS, size=n)
+    centres = out_centres[cluster[idx]].copy()
+    if shifted:  # the reference answers prompt clusters 0-2 differently
+        moved = cluster[idx] < 3
+        centres[moved] = np.roll(out_centres, 7, axis=0)[cluster[idx][moved]]
+    outputs = centres + 0.7 * rng.standard_normal((n, DIM))
+    return prompts[idx], outputs.astype(np.float32)
+
+
+def make_sets(n: int, seed: int = 0) -> tuple[PairedSet, PairedSet]:
+    bank = _bank(seed)
+    rng = np.random.default_rng(seed + 1)
+    t, x = _draw(n, rng, bank, shifted=False)
+    tr, y = _draw(n, rng, bank, shifted=True)
+    return PairedSet(t, x, name="test"), PairedSet(tr, y, name="reference")
+
+
+def write_memmapped(folder: Path, n: int, seed: int, shifted: bool, chunk: int = 100_000) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    bank = _bank(0)
+    rng = np.random.default_rng(seed)
+    pe = np.lib.format.open_memmap(folder / "prompt_embeddings.npy", "w+", np.float32, (n, DIM))
+    oe = np.lib.format.open_memmap(folder / "output_embeddings.npy", "w+", np.float32, (n, DIM))
+    for a in range(0, n, chunk):
+        b = min(n, a + chunk)
+        pe[a:b], oe[a:b] = _draw(b - a, rng, bank, shifted)
+    pe.flush()
+    oe.flush()
+    del pe, oe
+
+
+def measure(est: PromptSplit, test, ref) -> tuple[float, float, float]:
+    """(seconds, heap peak GB, resident peak GB so far)."""
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    est.fit(test, ref)
+    secs = time.perf_counter() - t0
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB -> GiB
+    return secs, peak / 1024**3, rss
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="n in {1000, 2000} only")
+    ap.add_argument("--exact-max", type=int, default=5000, help="largest n for the exact route")
+    ap.add_argument("--sizes", type=int, nargs="*", default=None)
+    ap.add_argument("--features", type=int, nargs="*", default=[1000, 2000, 3000])
+    ap.add_argument("--million", action="store_true", help="also run n = m = 1,000,000 memory-mapped")
+    ap.add_argument("--million-n", type=int, default=1_000_000)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    sizes = args.sizes or ([1000, 2000] if args.quick else [1000, 2000, 5000, 10000, 20000, 30000])
+    print(f"# PromptSplit runtime (seconds) on {os.cpu_count()} cores; n = m; {DIM}+{DIM}-d embeddings; "
+          f"gaussian kernel, median bandwidth, 10 modes per sign (20 in all); seed {args.seed}")
+    header = ["n", "exact"] + [f"rff r={r}" for r in args.features]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for n in sizes:
+        test, ref = make_sets(n, args.seed)
+        row = [f"{n:,}"]
+        if n <= args.exact_max:
+            secs, heap, _ = measure(PromptSplit(method="exact", n_modes=10, seed=args.seed), test, ref)
+            row.append(f"{secs:.2f} ({heap:.2f} GB)")
+        else:
+            row.append("-")
+        for r in args.features:
+            secs, heap, _ = measure(PromptSplit(method="rff", n_features=r, n_modes=10, seed=args.seed),
+                                    test, ref)
+            row.append(f"{secs:.2f} ({heap:.2f} GB)")
+        print("| " + " | ".join(row) + " |", flush=True)
+    print("(in brackets: Python heap peak during the fit)")
+    if args.million:
+        n = args.million_n
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.perf_counter()
+            write_memmapped(Path(tmp) / "test", n, args.seed + 1, shifted=False)
+            write_memmapped(Path(tmp) / "reference", n, args.seed + 2, shifted=True)
+            print(f"\n# n = m = {n:,}: wrote memory-mapped inputs in {time.perf_counter() - t0:.0f} s "
+                  f"({4 * DIM * n * 4 / 1024**3:.1f} GB on disk)")
+            test, ref = load_paired(Path(tmp) / "test"), load_paired(Path(tmp) / "reference")
+            est = PromptSplit(method="rff", n_features=2000, n_modes=10, seed=args.seed, chunk_size=16384)
+            secs, heap, rss = measure(est, test, ref)
+            print(f"rff r=2000: {secs:.0f} s ({secs / 60:.1f} min), Python heap peak {heap:.2f} GB, "
+                  f"peak resident set {rss:.2f} GB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
