@@ -31,11 +31,15 @@ def check_matrix(
 ) -> np.ndarray:
     """Return ``array`` as a 2-D floating array after checking shape and finiteness.
 
-    Memory-mapped arrays stay memory-mapped (checked block by block) so that million-row inputs are never
-    copied; everything else becomes a float64 ndarray.
+    Memory-mapped arrays and row-streamed ``.npy`` files (:class:`~promptprism.data.npy.NpyRows`) are
+    checked block by block and never loaded whole, so million-row inputs are never copied; everything else
+    becomes a float64 ndarray.
     """
+    from .data.npy import NpyRows
+
     where = _where(source, name)
-    if isinstance(array, np.memmap) and allow_memmap:
+    streamed = isinstance(array, (np.memmap, NpyRows)) and allow_memmap
+    if streamed:
         arr = array
     else:
         try:
@@ -57,7 +61,7 @@ def check_matrix(
                          f"{where}: has {arr.shape[0]} rows; at least {min_rows} needed")
     if arr.shape[1] == 0:
         raise InputError(f"{where}: has 0 columns (empty embeddings)")
-    if not isinstance(arr, np.memmap):
+    if not streamed:
         if not np.issubdtype(arr.dtype, np.floating):
             arr = arr.astype(np.float64)
     for start in range(0, arr.shape[0], _SCAN_ROWS):

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from .npy import NpyRows
 from .paired import PairedSet
 
 REQUIRED = ("prompt_embeddings", "output_embeddings")
@@ -27,11 +28,15 @@ def _read_npy_dir(path: Path) -> dict[str, np.ndarray]:
     arrays: dict[str, np.ndarray] = {}
     for key in REQUIRED + OPTIONAL:
         f = path / f"{key}.npy"
-        if f.exists():
-            try:
-                arrays[key] = np.load(f, mmap_mode="r" if key in REQUIRED else None, allow_pickle=False)
-            except (OSError, ValueError, EOFError) as exc:
-                raise InputError(f"{f}: not a readable .npy file ({exc})") from None
+        if not f.exists():
+            continue
+        if key in REQUIRED:
+            arrays[key] = NpyRows(f)  # streamed in row blocks, never loaded whole
+            continue
+        try:
+            arrays[key] = np.load(f, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as exc:
+            raise InputError(f"{f}: not a readable .npy file ({exc})") from None
     return arrays
 
 
@@ -40,8 +45,8 @@ def load_paired(path: str | os.PathLike, name: str | None = None) -> PairedSet:
 
     * ``.npz`` with arrays ``prompt_embeddings`` (n x d_t), ``output_embeddings`` (n x d_z) and optional
       string arrays ``prompts``, ``outputs``;
-    * a folder holding ``prompt_embeddings.npy`` and ``output_embeddings.npy`` (read memory-mapped, so sets
-      larger than memory stream from disk) and optional ``prompts.npy`` / ``outputs.npy``.
+    * a folder holding ``prompt_embeddings.npy`` and ``output_embeddings.npy`` (streamed from disk in row
+      blocks, so sets larger than memory work) and optional ``prompts.npy`` / ``outputs.npy``.
     """
     path = Path(path)
     if not path.exists():

@@ -1,0 +1,85 @@
+"""Row-chunked reading of large ``.npy`` files without mapping them into memory.
+
+A memory map of a multi-GB input leaves every page it has touched in the process's resident set; reading
+row blocks with ordinary file reads keeps the resident memory at the size of one block, whatever the file
+size. :class:`NpyRows` looks like a read-only 2-D array to the code that streams over it: ``shape``,
+``dtype``, ``len()``, slicing by rows (``a[i:j]``) and by sorted or unsorted row indices (``a[idx]``).
+It holds only the path, so it pickles cheaply (for workers that read their own partitions).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+
+
+class NpyRows:
+    """A read-only, row-addressable view of a 2-D C-ordered ``.npy`` file."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        try:
+            with open(self.path, "rb") as fh:
+                version = np.lib.format.read_magic(fh)
+                read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                               else np.lib.format.read_array_header_2_0)
+                shape, fortran, dtype = read_header(fh)
+                self._offset = fh.tell()
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{self.path}: not a readable .npy file ({exc})") from None
+        if fortran and len(shape) > 1:
+            raise InputError(f"{self.path}: Fortran-ordered arrays are not supported for streaming; "
+                             "save it C-ordered (np.ascontiguousarray)")
+        if dtype.hasobject:
+            raise InputError(f"{self.path}: holds Python objects, expected numbers")
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = dtype
+        self.ndim = len(self.shape)
+        self._row_items = int(np.prod(self.shape[1:])) if self.ndim > 1 else 1
+        self._row_bytes = self._row_items * dtype.itemsize
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"NpyRows({str(self.path)!r}, shape={self.shape}, dtype={self.dtype})"
+
+    def _read(self, start: int, stop: int) -> np.ndarray:
+        count = max(0, stop - start)
+        with open(self.path, "rb") as fh:
+            data = np.fromfile(fh, dtype=self.dtype, count=count * self._row_items,
+                               offset=self._offset + start * self._row_bytes)
+        if data.size != count * self._row_items:
+            raise InputError(f"{self.path}: file is truncated (expected {self.shape[0]} rows)")
+        return data.reshape((count,) + self.shape[1:])
+
+    def __getitem__(self, key) -> np.ndarray:
+        n = self.shape[0]
+        if isinstance(key, slice):
+            start, stop, step = key.indices(n)
+            block = self._read(start, stop) if step > 0 else self._read(stop + 1, start + 1)
+            return block[::step] if step != 1 else block
+        if isinstance(key, (int, np.integer)):
+            i = int(key) + (n if key < 0 else 0)
+            if not 0 <= i < n:
+                raise IndexError(f"row {key} out of range for {n} rows")
+            return self._read(i, i + 1)[0]
+        idx = np.asarray(key)
+        if idx.dtype == bool:
+            idx = np.flatnonzero(idx)
+        idx = idx.astype(np.int64)
+        if idx.size and (idx.min() < -n or idx.max() >= n):
+            raise IndexError(f"row index out of range for {n} rows")
+        idx = np.where(idx < 0, idx + n, idx)
+        out = np.empty((idx.size,) + self.shape[1:], dtype=self.dtype)
+        for k, i in enumerate(idx):
+            out[k] = self._read(int(i), int(i) + 1)[0]
+        return out
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        arr = self._read(0, self.shape[0])
+        return arr if dtype is None else arr.astype(dtype)

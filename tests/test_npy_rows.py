@@ -1,0 +1,54 @@
+"""Row-streamed .npy inputs behave like the arrays they hold; PromptSplit gives the same result on them."""
+
+import numpy as np
+import pytest
+
+from promptprism import InputError, PromptSplit, load_paired
+from promptprism.data.npy import NpyRows
+
+
+@pytest.fixture()
+def folder(tmp_path):
+    rng = np.random.default_rng(0)
+    t = rng.standard_normal((120, 6)).astype(np.float32)
+    z = rng.standard_normal((120, 5)).astype(np.float32)
+    np.save(tmp_path / "prompt_embeddings.npy", t)
+    np.save(tmp_path / "output_embeddings.npy", z)
+    np.save(tmp_path / "prompts.npy", np.array([f"p{i % 7}" for i in range(120)]))
+    return tmp_path, t, z
+
+
+def test_indexing_matches_numpy(folder):
+    path, t, _ = folder
+    rows = NpyRows(path / "prompt_embeddings.npy")
+    assert rows.shape == t.shape and len(rows) == 120 and rows.dtype == t.dtype
+    for key in (slice(3, 17), slice(None, None, 5), slice(110, 500), [7, 2, 119], np.array([0, -1]), 4, -2):
+        np.testing.assert_array_equal(rows[key], t[key])
+    np.testing.assert_array_equal(np.asarray(rows), t)
+    with pytest.raises(IndexError):
+        rows[[0, 120]]
+
+
+def test_promptsplit_same_on_streamed_and_in_memory(folder):
+    path, t, z = folder
+    streamed = load_paired(path)
+    assert isinstance(streamed.prompt_embeddings, NpyRows)
+    est = PromptSplit(method="rff", n_features=200, chunk_size=17, n_modes=3)
+    a = est.fit(streamed, streamed)
+    b = PromptSplit(method="rff", n_features=200, chunk_size=1000, n_modes=3).fit(
+        (t, z, [f"p{i % 7}" for i in range(120)]), (t, z, [f"p{i % 7}" for i in range(120)]))
+    np.testing.assert_allclose(a.eigenvalues, b.eigenvalues, atol=1e-12)
+
+
+def test_truncated_and_nonfinite_files_are_reported(folder):
+    path, t, z = folder
+    bad = t.copy()
+    bad[33, 1] = np.inf
+    np.save(path / "prompt_embeddings.npy", bad)
+    with pytest.raises(InputError, match=r"row 33 .*column 1 is inf"):
+        load_paired(path)
+    raw = (path / "output_embeddings.npy").read_bytes()
+    (path / "output_embeddings.npy").write_bytes(raw[: len(raw) - 40])
+    np.save(path / "prompt_embeddings.npy", t)
+    with pytest.raises(InputError, match="truncated"):
+        load_paired(path)
