@@ -79,12 +79,23 @@ def check_compatible(test: PairedSet, reference: PairedSet) -> None:
                              f"{reference.where}; both sets must be embedded with the same model")
 
 
-def _row_digests(arr: np.ndarray, chunk: int = 65536) -> list[bytes]:
-    out: list[bytes] = []
+def _row_digests(arr: np.ndarray, chunk: int = 65536) -> list[tuple[int, int]]:
+    """A 128-bit key per row, equal for equal rows: two multiply-add hashes (mod 2^64) of its float64 bits.
+
+    Vectorised (no Python loop per row); two different rows collide with probability ~2^-64.
+    """
+    d = arr.shape[1]
+    words = np.frombuffer(hashlib.blake2b(b"promptprism-rows", digest_size=64).digest(), dtype=np.uint64)
+    mult = np.random.default_rng(int(words[0] % np.uint64(2**63))).integers(
+        0, 2**63, size=(2, d), dtype=np.uint64) * np.uint64(2) + np.uint64(1)  # odd multipliers
+    keys: list[tuple[int, int]] = []
     for start in range(0, arr.shape[0], chunk):
-        block = np.ascontiguousarray(arr[start : start + chunk], dtype=np.float64)
-        out.extend(hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in block)
-    return out
+        bits = np.ascontiguousarray(arr[start : start + chunk], dtype=np.float64).view(np.uint64)
+        with np.errstate(over="ignore"):
+            h1 = (bits * mult[0]).sum(axis=1, dtype=np.uint64)
+            h2 = ((bits ^ np.uint64(0x9E3779B97F4A7C15)) * mult[1]).sum(axis=1, dtype=np.uint64)
+        keys.extend(zip(h1.tolist(), h2.tolist(), strict=True))
+    return keys
 
 
 def prompt_groups(*sets: PairedSet) -> tuple[list[np.ndarray], list[str]]:

@@ -46,6 +46,8 @@ RANKINGS = ("contribution", "mean_score")
 #: at 10,000 samples the exact route needs ~2.4 GB and ~15 s here; its cost grows as (n + m)^2 in memory.
 EXACT_MAX_SAMPLES = 10_000
 SIDES = ("test", "reference")
+#: the random-feature route keeps the features of the first pass for scoring when they fit in this many bytes
+FEATURE_CACHE_BYTES = 2 * 1024**3
 
 
 # ----------------------------------------------------------------------------------------------- results
@@ -349,14 +351,18 @@ class PromptSplit:
     def _random_features(self, test, reference, sigmas, method, show, timings):
         fmap = self._feature_map(test, method, sigmas)
         t0 = time.perf_counter()
-        accs = {}
+        accs = {side: CovarianceAccumulator(fmap.dim) for side in SIDES}
         steps = [(side, s, a, b) for side, s in (("test", test), ("reference", reference))
                  for a, b in _chunks(len(s), self.chunk_size)]
-        for side, _, _, _ in steps:
-            accs.setdefault(side, CovarianceAccumulator(fmap.dim))
+        # keep the features for the scoring pass when they fit the budget, else recompute them there
+        keep = (len(test) + len(reference)) * fmap.dim * 8 <= FEATURE_CACHE_BYTES
+        kept: list[np.ndarray] = []
         for side, s, a, b in track(steps, total=len(steps), description="PromptSplit: covariance",
                                    enabled=show):
-            accs[side].update(fmap.transform(s.prompt_embeddings[a:b], s.output_embeddings[a:b]))
+            feats = fmap.transform(s.prompt_embeddings[a:b], s.output_embeddings[a:b])
+            accs[side].update(feats)
+            if keep:
+                kept.append(feats)
         lam = accs["test"].compute() - self.eta * accs["reference"].compute()
         timings["covariance_s"] = time.perf_counter() - t0
         t1 = time.perf_counter()
@@ -367,9 +373,13 @@ class PromptSplit:
         basis = vecs[:, sel]
 
         def score_chunks():
-            for side, s, a, b in track(steps, total=len(steps), description="PromptSplit: scoring",
-                                       enabled=show):
-                yield side, a, fmap.transform(s.prompt_embeddings[a:b], s.output_embeddings[a:b]) @ basis
+            for i, (side, s, a, b) in enumerate(track(steps, total=len(steps),
+                                                      description="PromptSplit: scoring", enabled=show)):
+                if keep:
+                    feats = kept[i]
+                else:
+                    feats = fmap.transform(s.prompt_embeddings[a:b], s.output_embeddings[a:b])
+                yield side, a, feats @ basis
 
         return (vals, sel), distance, score_chunks()
 
