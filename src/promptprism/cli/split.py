@@ -10,6 +10,7 @@ from rich.table import Table
 from ..data.loaders import load_paired
 from ..errors import OptionError
 from ..methods.promptsplit import EXACT_MAX_SAMPLES, PromptSplit, PromptSplitResult
+from ..scale import open_client
 from ._app import app, console
 
 
@@ -66,6 +67,10 @@ def split(
     top_k: str = typer.Option("10", help="Samples listed per mode and set."),
     rank_prompts_by: str = typer.Option("contribution", help="contribution (share of the eigenvalue) or "
                                                              "mean_score."),
+    scheduler: str = typer.Option(None, help="Run the random-feature passes on this dask scheduler "
+                                             "(e.g. tcp://host:8786); inputs must be readable by its workers."),
+    workers: int = typer.Option(None, help="Start a local dask cluster of this many worker processes."),
+    partition_rows: str = typer.Option("262144", help="Rows per cluster task (rounded up to whole chunks)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
 ) -> None:
     """PromptSplit: which prompts make two models disagree, and how.
@@ -78,9 +83,10 @@ def split(
         n_features=_int_option(features, "--features"), n_modes=_int_option(modes, "--modes"),
         seed=_int_option(seed, "--seed"), chunk_size=_int_option(chunk_size, "--chunk-size"),
         top_k=_int_option(top_k, "--top-k"), rank_prompts_by=rank_prompts_by,
-        progress=False if quiet else None)
+        partition_rows=_int_option(partition_rows, "--partition-rows"), progress=False if quiet else None)
     test_set = load_paired(test, name="test")
     reference_set = load_paired(reference, name="reference")
-    result = estimator.fit(test_set, reference_set)
+    with open_client(scheduler, workers) as client:
+        result = estimator.fit(test_set, reference_set, client=client)
     result.save(out)
     print_promptsplit(result, out, quiet=quiet)

@@ -37,6 +37,7 @@ from ..kernels.bandwidth import parse_bandwidth, resolve_bandwidth
 from ..kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
 from ..kernels.gram import KERNELS, kernel_gram, squared_distances
 from ..results import Result
+from ..scale.runner import DaskRunner
 from ..stats.accumulators import CovarianceAccumulator, GroupSumAccumulator, TopKAccumulator
 from ..stats.eigen import symmetric_eigenpairs, weighted_gram_eigenpairs
 
@@ -205,6 +206,7 @@ class PromptSplit:
     n_features : r, the random-feature dimension of the 'rff' / 'sketch' routes (even for 'rff').
     seed : seeds every random draw (random features, bandwidth subsample); recorded in the result.
     chunk_size : rows per streaming step.
+    partition_rows : rows per task when ``fit`` runs on a dask cluster (rounded up to whole chunks).
     top_k : samples listed per mode and side; top_prompts: prompts listed per mode.
     rank_prompts_by : 'contribution' (the prompt's exact share of the eigenvalue: default) or 'mean_score'
         (mean score of the prompt's samples in the favoured set, as in the paper's description).
@@ -225,6 +227,7 @@ class PromptSplit:
     top_prompts: int = 10
     rank_prompts_by: str = "contribution"
     solver: str = "auto"
+    partition_rows: int = 262_144
     progress: bool | None = False
 
     def __post_init__(self) -> None:
@@ -251,6 +254,7 @@ class PromptSplit:
         check_positive_number(self.n_features, "number of features", integer=True,
                               even=self.kernel == "gaussian")
         check_positive_number(self.chunk_size, "chunk size", integer=True)
+        check_positive_number(self.partition_rows, "partition_rows", integer=True)
         check_positive_number(self.top_k, "top_k", integer=True)
         check_positive_number(self.top_prompts, "top_prompts", integer=True)
         check_seed(self.seed)
@@ -259,8 +263,14 @@ class PromptSplit:
             parse_bandwidth(self.sigma_output, "sigma_output")
 
     # -------------------------------------------------------------------------------------------- fit
-    def fit(self, test: PairedSet | tuple, reference: PairedSet | tuple) -> PromptSplitResult:
-        """Compare ``test`` against ``reference`` (PairedSets, or (prompt_emb, output_emb) tuples)."""
+    def fit(self, test: PairedSet | tuple, reference: PairedSet | tuple, *, client: Any = None
+            ) -> PromptSplitResult:
+        """Compare ``test`` against ``reference`` (PairedSets, or (prompt_emb, output_emb) tuples).
+
+        With a dask ``client``, the random-feature routes run one task per block of ``partition_rows``
+        rows on the cluster (inputs streamed from ``.npy`` folders are read by the workers themselves) and
+        merge the accumulators with a tree reduction; the result equals the single-process one.
+        """
         self._validate()
         test = _as_paired(test, "test")
         reference = _as_paired(reference, "reference")
@@ -277,18 +287,20 @@ class PromptSplit:
             method = ("exact" if len(test) + len(reference) <= EXACT_MAX_SAMPLES
                       else "rff" if self.kernel == "gaussian" else "sketch")
         show = progress_enabled(self.progress)
-        labels, names = prompt_groups(test, reference)
+        label_list, names = prompt_groups(test, reference)
+        labels = dict(zip(SIDES, label_list, strict=True))
         timings["setup_s"] = time.perf_counter() - t0
 
         if method == "exact":
-            eig, distance, score_chunks = self._exact(test, reference, sigmas, timings)
+            eig, distance, stats = self._exact(test, reference, sigmas, timings, labels, len(names))
             n_features = None
         else:
-            eig, distance, score_chunks = self._random_features(test, reference, sigmas, method, show,
-                                                                timings)
+            runner = None if client is None else DaskRunner(client)
+            eig, distance, stats = self._random_features(test, reference, sigmas, method, show, timings,
+                                                         labels, len(names), runner)
             n_features = self.n_features
         t1 = time.perf_counter()
-        modes, ranking = self._summarise(test, reference, eig, score_chunks, labels, names, show)
+        modes, ranking = self._summarise(test, reference, eig, stats, names)
         timings["modes_s"] = time.perf_counter() - t1
         timings["total_s"] = time.perf_counter() - t0
         config = {
@@ -297,6 +309,7 @@ class PromptSplit:
             "sigma_prompt_rule": str(self.sigma_prompt) if self.kernel == "gaussian" else None,
             "sigma_output_rule": str(self.sigma_output) if self.kernel == "gaussian" else None,
             "n_modes": self.n_modes, "n_features": n_features, "chunk_size": self.chunk_size,
+            "partition_rows": self._partition_size() if client is not None and method != "exact" else None,
             "top_k": self.top_k, "top_prompts": self.top_prompts, "rank_prompts_by": self.rank_prompts_by,
             "solver": self.solver if method == "exact" else None,
             "test": test.where, "reference": reference.where,
@@ -321,7 +334,7 @@ class PromptSplit:
         return out[0], out[1]
 
     # ------------------------------------------------------------------------------------ exact route
-    def _exact(self, test: PairedSet, reference: PairedSet, sigmas, timings):
+    def _exact(self, test: PairedSet, reference: PairedSet, sigmas, timings, labels, n_groups):
         n, m = len(test), len(reference)
         t0 = time.perf_counter()
         gram = joint_gram(test.prompt_embeddings, test.output_embeddings, reference.prompt_embeddings,
@@ -338,8 +351,10 @@ class PromptSplit:
         vals = eig.eigenvalues
         sel = _select_modes(vals, self.n_modes)
         chosen = eig.scores[:, sel]
-        chunks = [("test", 0, chosen[:n]), ("reference", 0, chosen[n:])]
-        return (vals, sel), distance, chunks
+        stats = {side: ModeStats.empty(self.top_k, len(sel), n_groups) for side in SIDES}
+        stats["test"].update(np.arange(n), labels["test"], chosen[:n])
+        stats["reference"].update(np.arange(m), labels["reference"], chosen[n:])
+        return (vals, sel), distance, stats
 
     # ---------------------------------------------------------------------------- random-feature route
     def _feature_map(self, test: PairedSet, method: str, sigmas):
@@ -348,21 +363,29 @@ class PromptSplit:
                                                 sigmas[0], sigmas[1], seed=self.seed, fast_trig=True)
         return ProductRandomProjection(test.dim_prompt, test.dim_output, self.n_features, seed=self.seed)
 
-    def _random_features(self, test, reference, sigmas, method, show, timings):
+    def _random_features(self, test, reference, sigmas, method, show, timings, labels, n_groups, runner):
         fmap = self._feature_map(test, method, sigmas)
         t0 = time.perf_counter()
-        accs = {side: CovarianceAccumulator(fmap.dim) for side in SIDES}
-        steps = [(side, s, a, b) for side, s in (("test", test), ("reference", reference))
-                 for a, b in _chunks(len(s), self.chunk_size)]
-        # keep the features for the scoring pass when they fit the budget, else recompute them there
-        keep = (len(test) + len(reference)) * fmap.dim * 8 <= FEATURE_CACHE_BYTES
-        kept: list[np.ndarray] = []
-        for side, s, a, b in track(steps, total=len(steps), description="PromptSplit: covariance",
-                                   enabled=show):
-            feats = fmap.transform(s.prompt_embeddings[a:b], s.output_embeddings[a:b])
-            accs[side].update(feats)
-            if keep:
-                kept.append(feats)
+        k_basis: np.ndarray
+        sets = {"test": test, "reference": reference}
+        if runner is None:
+            # one process: chunks in order; keep the features for the scoring pass when they fit the budget
+            accs = {side: CovarianceAccumulator(fmap.dim) for side in SIDES}
+            steps = [(side, a, b) for side in SIDES for a, b in _chunks(len(sets[side]), self.chunk_size)]
+            keep = (len(test) + len(reference)) * fmap.dim * 8 <= FEATURE_CACHE_BYTES
+            kept: list[np.ndarray] = []
+            for side, a, b in track(steps, total=len(steps), description="PromptSplit: covariance",
+                                    enabled=show):
+                s = sets[side]
+                feats = fmap.transform(s.prompt_embeddings[a:b], s.output_embeddings[a:b])
+                accs[side].update(feats)
+                if keep:
+                    kept.append(feats)
+        else:
+            accs = {side: runner.map_reduce(covariance_partition, [
+                (fmap, *_partition_rows(sets[side], a, b), self.chunk_size)
+                for a, b in _chunks(len(sets[side]), self._partition_size())],
+                description=f"PromptSplit: covariance ({side})", progress=show) for side in SIDES}
         lam = accs["test"].compute() - self.eta * accs["reference"].compute()
         timings["covariance_s"] = time.perf_counter() - t0
         t1 = time.perf_counter()
@@ -370,22 +393,34 @@ class PromptSplit:
         timings["eigen_s"] = time.perf_counter() - t1
         distance = float(np.sum(lam * lam))
         sel = _select_modes(vals, self.n_modes)
-        basis = vecs[:, sel]
-
-        def score_chunks():
-            for i, (side, s, a, b) in enumerate(track(steps, total=len(steps),
-                                                      description="PromptSplit: scoring", enabled=show)):
+        k_basis = vecs[:, sel]
+        t2 = time.perf_counter()
+        if runner is None:
+            stats = {side: ModeStats.empty(self.top_k, len(sel), n_groups) for side in SIDES}
+            for i, (side, a, b) in enumerate(track(steps, total=len(steps),
+                                                   description="PromptSplit: scoring", enabled=show)):
+                s = sets[side]
                 if keep:
                     feats = kept[i]
                 else:
                     feats = fmap.transform(s.prompt_embeddings[a:b], s.output_embeddings[a:b])
-                yield side, a, feats @ basis
+                stats[side].update(np.arange(a, b), labels[side][a:b], feats @ k_basis)
+        else:
+            stats = {side: runner.map_reduce(mode_stats_partition, [
+                (fmap, k_basis, *_partition_rows(sets[side], a, b), labels[side][a:b], a,
+                 self.chunk_size, self.top_k, n_groups)
+                for a, b in _chunks(len(sets[side]), self._partition_size())],
+                description=f"PromptSplit: scoring ({side})", progress=show) for side in SIDES}
+        timings["scoring_s"] = time.perf_counter() - t2
+        return (vals, sel), distance, stats
 
-        return (vals, sel), distance, score_chunks()
+    def _partition_size(self) -> int:
+        """Rows per cluster task: a whole number of chunks, so the sums match the single-process run."""
+        chunks = max(1, -(-self.partition_rows // self.chunk_size))
+        return chunks * self.chunk_size
 
     # ------------------------------------------------------------------------------------- summaries
-    def _summarise(self, test, reference, eig, score_chunks, labels, names, show
-                   ) -> tuple[list[Mode], list[dict]]:
+    def _summarise(self, test, reference, eig, stats, names) -> tuple[list[Mode], list[dict]]:
         """Per mode: top samples of each side and prompt loadings; plus the prompt ranking over modes.
 
         The prompt ranking scores prompt p by d_p = sum_j lambda_j c_pj over the reported modes, with c_pj
@@ -396,13 +431,8 @@ class PromptSplit:
         k = len(sel)
         n, m = len(test), len(reference)
         sets = {"test": test, "reference": reference}
-        lab = {"test": labels[0], "reference": labels[1]}
-        top = {side: TopKAccumulator(self.top_k, k) for side in SIDES}
-        groups = {side: GroupSumAccumulator(len(names), 2 * k) for side in SIDES}
-        for side, start, scores in score_chunks:
-            ids = np.arange(start, start + scores.shape[0])
-            top[side].update(ids, scores)
-            groups[side].update(lab[side][ids], np.concatenate([scores, scores * scores], axis=1))
+        top = {side: stats[side].top for side in SIDES}
+        groups = {side: stats[side].groups for side in SIDES}
         modes: list[Mode] = []
         counters = {"test": 0, "reference": 0}
         disagreement = np.zeros(len(names))
@@ -451,6 +481,61 @@ class PromptSplit:
                     "n_test": int(counts_t[p]), "n_reference": int(counts_r[p])}
                    for p in order[: max(100, self.top_prompts)] if counts_t[p] + counts_r[p] > 0]
         return modes, ranking
+
+
+@dataclass
+class ModeStats:
+    """Mergeable per-side statistics of the mode scores: top samples per mode and per-prompt sums."""
+
+    top: TopKAccumulator
+    groups: GroupSumAccumulator  #: per prompt: [sum of scores (k), sum of squared scores (k)]
+
+    @classmethod
+    def empty(cls, top_k: int, n_modes: int, n_groups: int) -> ModeStats:
+        return cls(TopKAccumulator(top_k, n_modes), GroupSumAccumulator(n_groups, 2 * n_modes))
+
+    def update(self, ids: np.ndarray, labels: np.ndarray, scores: np.ndarray) -> ModeStats:
+        self.top.update(ids, scores)
+        self.groups.update(labels, np.concatenate([scores, scores * scores], axis=1))
+        return self
+
+    def merge(self, other: ModeStats) -> ModeStats:
+        self.top.merge(other.top)
+        self.groups.merge(other.groups)
+        return self
+
+
+def _partition_rows(s: PairedSet, a: int, b: int) -> tuple[Any, Any, int, int]:
+    """What a task needs to read rows [a, b): streamed files travel as their path, arrays as the slice."""
+    from ..data.npy import NpyRows
+
+    if isinstance(s.prompt_embeddings, NpyRows) and isinstance(s.output_embeddings, NpyRows):
+        return s.prompt_embeddings, s.output_embeddings, a, b
+    return np.asarray(s.prompt_embeddings[a:b]), np.asarray(s.output_embeddings[a:b]), 0, b - a
+
+
+def covariance_partition(fmap: Any, prompts: Any, outputs: Any, start: int, stop: int, chunk_size: int
+                         ) -> CovarianceAccumulator:
+    """Task: sum_i psi(t_i, z_i) psi(t_i, z_i)^T over rows [start, stop), chunk by chunk."""
+    acc = CovarianceAccumulator(fmap.dim)
+    for a, b in _chunks(stop - start, chunk_size):
+        acc.update(fmap.transform(prompts[start + a : start + b], outputs[start + a : start + b]))
+    return acc
+
+
+def mode_stats_partition(fmap: Any, basis: np.ndarray, prompts: Any, outputs: Any, start: int, stop: int,
+                         labels: np.ndarray, first_index: int, chunk_size: int, top_k: int, n_groups: int
+                         ) -> ModeStats:
+    """Task: scores psi(s) . v_j of rows [start, stop) on the chosen modes, folded into ModeStats.
+
+    ``first_index`` is the global index of row ``start`` in its set; ``labels`` holds the partition's
+    prompt labels.
+    """
+    stats = ModeStats.empty(top_k, basis.shape[1], n_groups)
+    for a, b in _chunks(stop - start, chunk_size):
+        scores = fmap.transform(prompts[start + a : start + b], outputs[start + a : start + b]) @ basis
+        stats.update(np.arange(first_index + a, first_index + b), labels[a:b], scores)
+    return stats
 
 
 def _select_modes(vals: np.ndarray, n_modes: int) -> np.ndarray:

@@ -1,0 +1,88 @@
+"""Runners: map partition tasks and merge their accumulators (locally, or on dask.distributed)."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
+
+from ..errors import OptionError
+
+
+def merge_copy(a: Any, b: Any) -> Any:
+    """a.merge(b) on a copy of a: a task re-run by the scheduler never sees a half-merged input."""
+    return copy.deepcopy(a).merge(b)
+
+
+class Runner(Protocol):
+    def map_reduce(self, func: Callable[..., Any], tasks: Sequence[tuple], *, description: str = "",
+                   progress: bool = False) -> Any: ...
+
+
+class LocalRunner:
+    """Run the tasks one after the other in this process and merge in order."""
+
+    def map_reduce(self, func, tasks, *, description="", progress=False):
+        from .._progress import track
+
+        result = None
+        for args in track(tasks, total=len(tasks), description=description, enabled=progress):
+            part = func(*args)
+            result = part if result is None else result.merge(part)
+        return result
+
+
+class DaskRunner:
+    """Submit one task per partition to a dask ``Client`` and merge the results with a tree reduction."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def map_reduce(self, func, tasks, *, description="", progress=False):
+        from distributed import as_completed
+
+        from .._progress import track
+
+        futures = [self.client.submit(func, *args, pure=False, retries=3) for args in tasks]
+        # wait with a progress bar (results stay on the workers until merged there)
+        for _ in track(as_completed(futures), total=len(futures), description=description,
+                       enabled=progress):
+            pass
+        while len(futures) > 1:
+            merged = [self.client.submit(merge_copy, futures[i], futures[i + 1], pure=False, retries=3)
+                      for i in range(0, len(futures) - 1, 2)]
+            if len(futures) % 2:
+                merged.append(futures[-1])
+            futures = merged
+        return futures[0].result()
+
+
+@contextlib.contextmanager
+def open_client(scheduler: str | None = None, workers: int | None = None) -> Iterator[Any]:
+    """A dask Client: connected to ``scheduler`` (any address), or to a LocalCluster of ``workers``
+    processes started for the run and stopped after it; ``None`` when neither is given."""
+    if scheduler and workers:
+        raise OptionError("give either --scheduler (an existing cluster) or --workers (a local one), "
+                          "not both")
+    if not scheduler and not workers:
+        yield None
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise OptionError("running on a cluster needs dask.distributed: "
+                          "pip install 'promptprism[dask]'") from None
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="10s")
+        except OSError as exc:
+            raise OptionError(f"cannot reach the dask scheduler at {scheduler}: {exc}") from None
+        with client:
+            yield client
+        return
+    if workers is not None and workers < 1:
+        raise OptionError(f"--workers must be >= 1, got {workers}")
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        yield client

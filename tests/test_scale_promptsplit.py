@@ -1,0 +1,94 @@
+"""PromptSplit on a dask LocalCluster of 2 processes equals the single-process run, even when a worker dies."""
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from promptprism import PromptSplit, load_paired  # noqa: E402
+from promptprism.datasets import gaussian_mixture  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def sets(tmp_path_factory):
+    """The planted-mixture sets, in memory and as .npy folders that workers read themselves."""
+    test, ref, _ = gaussian_mixture(2, per_component=150, seed=3)
+    root = tmp_path_factory.mktemp("npy")
+    for name, s in (("test", test), ("reference", ref)):
+        (root / name).mkdir()
+        np.save(root / name / "prompt_embeddings.npy", s.prompt_embeddings)
+        np.save(root / name / "output_embeddings.npy", s.output_embeddings)
+        np.save(root / name / "prompts.npy", np.array(s.prompts))
+    return test, ref, load_paired(root / "test"), load_paired(root / "reference")
+
+
+def _same(a, b):
+    np.testing.assert_allclose(a.eigenvalues, b.eigenvalues, rtol=1e-9, atol=1e-14)
+    assert a.distance == pytest.approx(b.distance, rel=1e-9)
+    for ma, mb in zip(a.modes, b.modes, strict=True):
+        assert [s.index for s in ma.top_samples] == [s.index for s in mb.top_samples]
+        assert [s.set for s in ma.top_samples] == [s.set for s in mb.top_samples]
+        np.testing.assert_allclose([s.score for s in ma.top_samples], [s.score for s in mb.top_samples],
+                                   rtol=1e-9)
+        assert [p.prompt for p in ma.top_prompts] == [p.prompt for p in mb.top_prompts]
+    assert [r["prompt"] for r in a.prompt_ranking] == [r["prompt"] for r in b.prompt_ranking]
+
+
+@pytest.mark.parametrize("method", ["rff", "sketch"])
+def test_cluster_equals_single_process(client, sets, method):
+    test, ref, test_files, ref_files = sets
+    kernel = "gaussian" if method == "rff" else "cosine"
+    est = PromptSplit(kernel=kernel, method=method, n_features=400, n_modes=4, chunk_size=100,
+                      partition_rows=250, seed=5)
+    local = est.fit(test, ref)
+    on_cluster = est.fit(test_files, ref_files, client=client)  # workers read the .npy partitions
+    _same(local, on_cluster)
+    assert on_cluster.config["partition_rows"] == 300  # rounded up to whole chunks
+    in_memory_on_cluster = est.fit(test, ref, client=client)  # slices shipped to the workers
+    _same(local, in_memory_on_cluster)
+
+
+def test_worker_killed_mid_run_gives_same_result(sets):
+    """A worker process is SIGKILLed while tasks run: the scheduler re-runs its tasks (the nanny restarts
+    the process) and nothing is counted twice."""
+    import os
+    import signal
+    import threading
+
+    test, ref, test_files, ref_files = sets
+    est = PromptSplit(method="rff", n_features=600, n_modes=3, chunk_size=50, partition_rows=50, seed=1)
+    expected = est.fit(test, ref)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+        victim = sorted(c.scheduler_info()["workers"])[0]
+        pid = c.run(os.getpid, workers=[victim])[victim]
+        done = threading.Event()
+        running = threading.Event()
+        killed_during_run = []
+
+        def kill_when_busy():
+            # wait until the cluster holds some finished partitions, then kill the victim's process
+            for _ in range(2000):
+                if c.run_on_scheduler(lambda dask_scheduler: sum(
+                        ts.state == "memory" for ts in dask_scheduler.tasks.values())) >= 3:
+                    break
+                done.wait(0.005)
+            killed_during_run.append(running.is_set())
+            os.kill(pid, signal.SIGKILL)
+            done.set()
+
+        threading.Thread(target=kill_when_busy, daemon=True).start()
+        running.set()
+        got = est.fit(test_files, ref_files, client=c)
+        running.clear()
+        assert done.wait(30)
+        assert killed_during_run == [True]
+        assert victim not in c.scheduler_info()["workers"]  # the killed worker really went away
+    _same(expected, got)
