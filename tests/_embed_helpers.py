@@ -1,0 +1,71 @@
+"""Shared helpers: run the CLI in-process, and small deterministic encoders that count their calls."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from promptprism.cli import main
+from promptprism.embed.base import to_rgb
+from promptprism.embed.registry import register_encoder
+
+
+class HashEncoder:
+    """Texts/images -> deterministic pseudo-random unit vectors derived from their content; counts calls."""
+
+    modalities = frozenset({"text", "image"})
+
+    def __init__(self, identity: str = "hash-test-v1", dim: int = 8):
+        self.identity = identity
+        self.dim = dim
+        self.calls = 0
+        self.items = 0
+
+    def _vec(self, data: bytes) -> np.ndarray:
+        seed = int.from_bytes(hashlib.sha256(self.identity.encode() + data).digest()[:8], "little")
+        v = np.random.default_rng(seed).standard_normal(self.dim)
+        return (v / np.linalg.norm(v)).astype(np.float32)
+
+    def encode_texts(self, texts):
+        self.calls += 1
+        self.items += len(texts)
+        return np.stack([self._vec(t.encode()) for t in texts])
+
+    def encode_images(self, images):
+        self.calls += 1
+        self.items += len(images)
+        return np.stack([self._vec(np.asarray(to_rgb(im)).tobytes()) for im in images])
+
+
+#: one instance per process, so tests can read its counters after a CLI run
+HASH = HashEncoder()
+register_encoder("hash", lambda **_: HASH)
+
+
+def run_cli(capsys, args: list[str]) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return rc, out, " ".join(err.split())
+
+
+@pytest.fixture
+def hash_encoder() -> HashEncoder:
+    HASH.calls = 0
+    HASH.items = 0
+    return HASH
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path, monkeypatch):
+    """Never touch the user's cache from a test."""
+    monkeypatch.setenv("PROMPTPRISM_CACHE", str(tmp_path / "default-cache"))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memory_cache(monkeypatch):
+    import promptprism.data.inputs as inputs
+
+    monkeypatch.setattr(inputs, "_memory", None)
