@@ -1,4 +1,7 @@
-"""Shared helpers: run the CLI in-process, and small deterministic encoders that count their calls."""
+"""Shared helpers of the embedding tests: the CLI run in-process, encoders that count their calls.
+
+A test module imports the fixtures it needs from here (this is not a conftest, to stay out of the way).
+"""
 
 from __future__ import annotations
 
@@ -51,21 +54,21 @@ def run_cli(capsys, args: list[str]) -> tuple[int, str, str]:
     return rc, out, " ".join(err.split())
 
 
-@pytest.fixture
-def hash_encoder() -> HashEncoder:
+@pytest.fixture(name="hash_encoder")
+def hash_encoder_fixture() -> HashEncoder:
     HASH.calls = 0
     HASH.items = 0
     return HASH
 
 
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path, monkeypatch):
+@pytest.fixture(autouse=True, name="_isolated_cache")
+def isolated_cache_fixture(tmp_path, monkeypatch):
     """Never touch the user's cache from a test."""
     monkeypatch.setenv("PROMPTPRISM_CACHE", str(tmp_path / "default-cache"))
 
 
-@pytest.fixture(autouse=True)
-def _fresh_memory_cache(monkeypatch):
+@pytest.fixture(autouse=True, name="_fresh_memory_cache")
+def fresh_memory_cache_fixture(monkeypatch):
     import promptprism.data.inputs as inputs
 
     monkeypatch.setattr(inputs, "_memory", None)

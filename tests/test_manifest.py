@@ -10,10 +10,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from _embed_helpers import (  # noqa: F401 - fixtures
+    fresh_memory_cache_fixture,
+    hash_encoder_fixture,
+    isolated_cache_fixture,
+    run_cli,
+)
 from promptprism.data import load_input, read_image_folder, read_input, read_manifest
 from promptprism.errors import InputError
-
-from _embed_helpers import _fresh_memory_cache, _isolated_cache, hash_encoder, run_cli  # noqa: F401
 
 ROWS = [
     {"id": "a", "prompt": "What is the capital of Peru?", "output": "Lima.", "temperature": 0.7},
@@ -88,8 +92,10 @@ def test_manifest_embeds_through_named_encoders(tmp_path, hash_encoder):
 
 
 def test_parquet_with_embedding_columns_is_read_as_embeddings(tmp_path, hash_encoder):
-    rows = [{"prompt": "p1", "output": "o1", "prompt_embedding": [1.0, 0.0], "output_embedding": [0.0, 1.0, 2.0]},
-            {"prompt": "p2", "output": "o2", "prompt_embedding": [0.5, 0.5], "output_embedding": [1.0, 1.0, 0.0]}]
+    rows = [{"prompt": "p1", "output": "o1", "prompt_embedding": [1.0, 0.0],
+             "output_embedding": [0.0, 1.0, 2.0]},
+            {"prompt": "p2", "output": "o2", "prompt_embedding": [0.5, 0.5],
+             "output_embedding": [1.0, 1.0, 0.0]}]
     loaded = read_input(write_parquet(tmp_path / "e.parquet", rows), text_model="hash")
     assert loaded.kind == "embeddings" and hash_encoder.calls == 0
     assert loaded.paired.output_embeddings.shape == (2, 3) and loaded.paired.prompts == ["p1", "p2"]
@@ -182,14 +188,16 @@ def test_empty_prompt_names_the_row(tmp_path, capsys):
 
 def test_missing_image_names_row_and_path(tmp_path, capsys):
     save_image(tmp_path / "ok.png", (1, 2, 3))
-    p = write_jsonl(tmp_path / "m.jsonl", [{"prompt": "a", "image": "ok.png"}, {"prompt": "b", "image": "gone.png"}])
+    p = write_jsonl(tmp_path / "m.jsonl", [{"prompt": "a", "image": "ok.png"},
+                                           {"prompt": "b", "image": "gone.png"}])
     _expect_exit2(capsys, tmp_path, p, "row 2", str(tmp_path / "gone.png"), "does not exist")
 
 
 def test_corrupt_images_name_row_and_path(tmp_path, capsys):
     save_image(tmp_path / "ok.png", (1, 2, 3), size=64)
     (tmp_path / "junk.png").write_bytes(b"this is not a png")
-    p = write_jsonl(tmp_path / "m.jsonl", [{"prompt": "a", "image": "ok.png"}, {"prompt": "b", "image": "junk.png"}])
+    p = write_jsonl(tmp_path / "m.jsonl", [{"prompt": "a", "image": "ok.png"},
+                                           {"prompt": "b", "image": "junk.png"}])
     _expect_exit2(capsys, tmp_path, p, "row 2", str(tmp_path / "junk.png"), "not a readable image")
     # a truncated file has a valid header: it fails when decoded, still naming the row and the path
     data = (tmp_path / "ok.png").read_bytes()
@@ -197,17 +205,19 @@ def test_corrupt_images_name_row_and_path(tmp_path, capsys):
     Image.fromarray(noisy).save(tmp_path / "full.png")
     data = (tmp_path / "full.png").read_bytes()
     (tmp_path / "cut.png").write_bytes(data[: len(data) // 2])
-    p = write_jsonl(tmp_path / "t.jsonl", [{"prompt": "a", "image": "ok.png"}, {"prompt": "b", "image": "cut.png"}])
+    p = write_jsonl(tmp_path / "t.jsonl", [{"prompt": "a", "image": "ok.png"},
+                                           {"prompt": "b", "image": "cut.png"}])
     _expect_exit2(capsys, tmp_path, p, "row 2", str(tmp_path / "cut.png"), "not a readable image")
 
 
 def test_non_rgb_image_is_converted_with_a_note(tmp_path, capsys):
     save_image(tmp_path / "gray.png", (120, 120, 120), mode="L")
     save_image(tmp_path / "rgba.png", (10, 20, 30), mode="RGBA")
-    p = write_jsonl(tmp_path / "m.jsonl", [{"prompt": "a", "image": "gray.png"}, {"prompt": "b", "image": "rgba.png"}])
+    p = write_jsonl(tmp_path / "m.jsonl", [{"prompt": "a", "image": "gray.png"},
+                                           {"prompt": "b", "image": "rgba.png"}])
     out = tmp_path / "e.npz"
-    rc, _, err = run_cli(capsys, ["embed", p, "--out", out, "--text-model", "hash", "--image-model", "pixels:2",
-                                  "--cache", tmp_path / "c", "-q"])
+    rc, _, err = run_cli(capsys, ["embed", p, "--out", out, "--text-model", "hash", "--image-model",
+                                  "pixels:2", "--cache", tmp_path / "c", "-q"])
     assert rc == 0, err
     assert "note:" in err and "mode L; converted to RGB" in err and "mode RGBA" in err and "row 1" in err
     with np.load(out) as z:

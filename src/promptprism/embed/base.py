@@ -127,3 +127,13 @@ def offline_env() -> None:
     """Models are only ever loaded from local files: make sure no library tries the network."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def quiet_hf_progress() -> None:
+    """transformers' own "Loading weights" bars: promptprism shows its own progress instead."""
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:  # pragma: no cover
+        pass

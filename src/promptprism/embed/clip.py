@@ -13,7 +13,15 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import OptionError
-from .base import ImageLike, as_float32, l2_normalize, model_fingerprint, offline_env, to_rgb
+from .base import (
+    ImageLike,
+    as_float32,
+    l2_normalize,
+    model_fingerprint,
+    offline_env,
+    quiet_hf_progress,
+    to_rgb,
+)
 
 
 def resolve_clip_path(name_or_path: str) -> Path:
@@ -61,6 +69,7 @@ class CLIPEncoder:
     def _load(self):
         if self._model is None:
             offline_env()
+            quiet_hf_progress()
             try:
                 from transformers import CLIPModel, CLIPProcessor
             except ImportError:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import OptionError
-from .base import as_float32, l2_normalize, model_fingerprint, offline_env
+from .base import as_float32, l2_normalize, model_fingerprint, offline_env, quiet_hf_progress
 
 
 def bundled_minilm_path() -> Path:
@@ -42,6 +42,7 @@ class SentenceTransformerEncoder:
     def model(self):
         if self._model is None:
             offline_env()
+            quiet_hf_progress()
             try:
                 from sentence_transformers import SentenceTransformer
             except ImportError:
