@@ -57,11 +57,11 @@ def _emit(notes: list[str], sink: Callable[[str], None] | None) -> None:
     shown = notes[:MAX_NOTES]
     if len(notes) > MAX_NOTES:
         shown = [*shown, f"... and {len(notes) - MAX_NOTES} more like these"]
+    if sink is None:
+        warnings.warn("\n".join(shown), InputNote, stacklevel=4)
+        return
     for note in shown:
-        if sink is None:
-            warnings.warn(note, InputNote, stacklevel=3)
-        else:
-            sink(note)
+        sink(note)
 
 
 def _parquet_embeddings(path: Path, name: str) -> PairedSet:
