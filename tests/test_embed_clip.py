@@ -94,8 +94,8 @@ def test_text_to_image_and_image_to_text_manifests(clip_dir, images, tmp_path, c
     t2i.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     out = tmp_path / "t2i.npz"
     rc, _, err = run_cli(capsys, ["embed", t2i, "--out", out, "--text-model", "clip", "--image-model",
-                                  "clip", "--clip-model", clip_dir, "--cache", tmp_path / "c", "--device", "cpu",
-                                  "-q"])
+                                  "clip", "--clip-model", clip_dir, "--cache", tmp_path / "c",
+                                  "--device", "cpu", "-q"])
     assert rc == 0, err
     assert "mode L; converted to RGB" in err  # the grayscale camera image
     with np.load(out) as z:
