@@ -256,6 +256,11 @@ def test_invalid_json_and_unknown_input(tmp_path, capsys):
 def test_bad_options_exit_2(tmp_path, capsys):
     p = write_jsonl(tmp_path / "m.jsonl", ROWS)
     _expect_exit2(capsys, tmp_path, p, "--device", extra=["--device", "tpu"])
+    _expect_exit2(capsys, tmp_path, p, "--batch-size", extra=["--batch-size", "0"])
+    import torch
+
+    if not torch.cuda.is_available():
+        _expect_exit2(capsys, tmp_path, p, "no CUDA device", extra=["--device", "cuda"])
     out = tmp_path / "o.npz"
     rc, _, err = run_cli(capsys, ["embed", p, "--out", out, "--text-model", "no-such-model", "-q"])
     assert rc == 2 and "not a known encoder" in err and not out.exists()

@@ -44,7 +44,19 @@ def resolve_device(device: str | None) -> str:
             return "cpu"
         return "cuda" if torch.cuda.is_available() else "cpu"
     d = str(device).strip().lower()
-    if d == "cpu" or d == "mps" or d == "cuda" or (d.startswith("cuda:") and d[5:].isdigit()):
+    if d.startswith("cuda") and (d == "cuda" or (d.startswith("cuda:") and d[5:].isdigit())):
+        try:
+            import torch
+
+            n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        except ImportError:
+            n = 0
+        index = int(d[5:]) if ":" in d else 0
+        if index >= n:
+            why = "no CUDA device is available" if n == 0 else f"only {n} CUDA device(s) here"
+            raise OptionError(f"--device {device}: {why}; use --device cpu or auto")
+        return d
+    if d in ("cpu", "mps"):
         return d
     raise OptionError(f"--device must be auto, cpu, cuda, cuda:N or mps, got {device!r}")
 
