@@ -1,4 +1,4 @@
-"""PromptSplit on a dask LocalCluster of 2 processes equals the single-process run, even when a worker dies."""
+"""PromptSplit on a dask LocalCluster of 2 processes equals the single-process run, even if a worker dies."""
 
 import numpy as np
 import pytest

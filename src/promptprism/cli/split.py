@@ -7,10 +7,10 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ..data.loaders import load_paired
 from ..errors import OptionError
 from ..methods.promptsplit import EXACT_MAX_SAMPLES, PromptSplit, PromptSplitResult
 from ..scale import open_client
+from . import _inputs as inp
 from ._app import app, console
 
 
@@ -49,9 +49,9 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
 
 @app.command("split")
 def split(
-    test: Path = typer.Argument(..., help="Test set: .npz (prompt_embeddings, output_embeddings[, prompts, "
-                                          "outputs]) or a folder of those .npy arrays."),
-    reference: Path = typer.Argument(..., help="Reference set, same layout and embedding models as TEST."),
+    test: Path = typer.Argument(..., help=f"Test set: {inp.INPUT_HELP}."),
+    reference: Path = typer.Argument(..., help="Reference set, any of the same kinds (embedded with the same "
+                                               "models as TEST)."),
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
     kernel: str = typer.Option("gaussian", help="Kernel for prompts and outputs: gaussian or cosine."),
     method: str = typer.Option("auto", help=f"exact, rff (gaussian), sketch (cosine), or auto (exact up to "
@@ -68,10 +68,13 @@ def split(
     rank_prompts_by: str = typer.Option("contribution", help="contribution (share of the eigenvalue) or "
                                                              "mean_score."),
     scheduler: str = typer.Option(None, help="Run the random-feature passes on this dask scheduler "
-                                             "(e.g. tcp://host:8786); inputs must be readable by its workers."),
+                                             "(tcp://host:8786); its workers must read the inputs."),
     workers: int = typer.Option(None, help="Start a local dask cluster of this many worker processes."),
     partition_rows: str = typer.Option("262144", help="Rows per cluster task (rounded up to whole chunks)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
+    text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
+    prompts: Path = inp.PROMPTS, cache: Path = inp.CACHE, no_cache: bool = inp.NO_CACHE,
+    device: str = inp.DEVICE, batch_size: int = inp.BATCH_SIZE,
 ) -> None:
     """PromptSplit: which prompts make two models disagree, and how.
 
@@ -84,8 +87,10 @@ def split(
         seed=_int_option(seed, "--seed"), chunk_size=_int_option(chunk_size, "--chunk-size"),
         top_k=_int_option(top_k, "--top-k"), rank_prompts_by=rank_prompts_by,
         partition_rows=_int_option(partition_rows, "--partition-rows"), progress=False if quiet else None)
-    test_set = load_paired(test, name="test")
-    reference_set = load_paired(reference, name="reference")
+    enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
+               cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
+    test_set = inp.load_cli_input(test, name="test", **enc)
+    reference_set = inp.load_cli_input(reference, name="reference", **enc)
     with open_client(scheduler, workers) as client:
         result = estimator.fit(test_set, reference_set, client=client)
     result.save(out)

