@@ -12,7 +12,7 @@ from promptprism.datasets import gaussian_mixture  # noqa: E402
 @pytest.fixture(scope="module")
 def client():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as c:
         yield c
 
 
@@ -66,7 +66,7 @@ def test_worker_killed_mid_run_gives_same_result(sets):
     est = PromptSplit(method="rff", n_features=600, n_modes=3, chunk_size=50, partition_rows=50, seed=1)
     expected = est.fit(test, ref)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as c:
         victim = sorted(c.scheduler_info()["workers"])[0]
         pid = c.run(os.getpid, workers=[victim])[victim]
         done = threading.Event()

@@ -7,6 +7,7 @@ A sub-command adds them with ``**input_options()``-style parameters copied from 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -33,14 +34,18 @@ CACHE = typer.Option(None, "--cache", help="Embedding cache folder (default: $PR
 NO_CACHE = typer.Option(False, "--no-cache", help="Do not read or write the on-disk embedding cache.")
 DEVICE = typer.Option("auto", "--device", help="auto (cuda when present, else cpu), cpu, cuda, cuda:N, mps.")
 BATCH_SIZE = typer.Option(64, "--batch-size", help="Items per encoder batch.")
+SCHEDULER = typer.Option(None, "--scheduler", help="Run on this dask scheduler (tcp://host:8786); its "
+                                                   "workers must read the inputs and the cache folder.")
+WORKERS = typer.Option(None, "--workers", help="Start a local dask cluster of this many worker processes "
+                                               "for the run.")
 
 
 def load_cli_input(path: Path, *, name: str, prompts: Path | None, text_model: str, image_model: str,
                    clip_model: str | None, cache: Path | None, no_cache: bool, device: str, batch_size: int,
-                   quiet: bool) -> PairedSet:
+                   quiet: bool, client: Any = None) -> PairedSet:
     """``load_input`` with the CLI's options; notes go to stderr."""
     return load_input(path, prompts=prompts, text_model=text_model, image_model=image_model,
                       clip_model=clip_model, cache=None if no_cache else (cache or "default"), device=device,
                       batch_size=batch_size, progress=False if quiet else None, name=name,
                       notes=lambda msg: err_console.print(f"[yellow]note:[/] {msg}", highlight=False,
-                                                          soft_wrap=True))
+                                                          soft_wrap=True), client=client)

@@ -10,6 +10,7 @@ import typer
 from ..data.inputs import read_input
 from ..errors import OptionError
 from ..io import atomic_save_npz
+from ..scale import open_client
 from . import _inputs as inp
 from ._app import app, console, err_console
 
@@ -22,6 +23,7 @@ def embed(
     text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
     prompts: Path = inp.PROMPTS, cache: Path = inp.CACHE, no_cache: bool = inp.NO_CACHE,
     device: str = inp.DEVICE, batch_size: int = inp.BATCH_SIZE,
+    scheduler: str = inp.SCHEDULER, workers: int = inp.WORKERS,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no summary."),
 ) -> None:
     """Embed prompts and outputs once (through the cache) and write them as a reusable .npz.
@@ -32,12 +34,13 @@ def embed(
         raise OptionError(f"--out {str(out)!r}: must end in .npz")
     if out.exists() and out.is_dir():
         raise OptionError(f"--out {str(out)!r}: is a folder; expected a .npz file name")
-    loaded = read_input(input, prompts=prompts, text_model=text_model, image_model=image_model,
-                        clip_model=clip_model, cache=None if no_cache else (cache or "default"),
-                        device=device, batch_size=batch_size, progress=False if quiet else None,
-                        name=input.stem,
-                        notes=lambda msg: err_console.print(f"[yellow]note:[/] {msg}", highlight=False,
-                                                            soft_wrap=True))
+    with open_client(scheduler, workers) as client:
+        loaded = read_input(input, prompts=prompts, text_model=text_model, image_model=image_model,
+                            clip_model=clip_model, cache=None if no_cache else (cache or "default"),
+                            device=device, batch_size=batch_size, progress=False if quiet else None,
+                            name=input.stem, client=client,
+                            notes=lambda msg: err_console.print(f"[yellow]note:[/] {msg}", highlight=False,
+                                                                soft_wrap=True))
     s = loaded.paired
     arrays = dict(prompt_embeddings=np.asarray(s.prompt_embeddings, dtype=np.float32),
                   output_embeddings=np.asarray(s.output_embeddings, dtype=np.float32))

@@ -67,9 +67,8 @@ def split(
     top_k: str = typer.Option("10", help="Samples listed per mode and set."),
     rank_prompts_by: str = typer.Option("contribution", help="contribution (share of the eigenvalue) or "
                                                              "mean_score."),
-    scheduler: str = typer.Option(None, help="Run the random-feature passes on this dask scheduler "
-                                             "(tcp://host:8786); its workers must read the inputs."),
-    workers: int = typer.Option(None, help="Start a local dask cluster of this many worker processes."),
+    scheduler: str = inp.SCHEDULER,
+    workers: int = inp.WORKERS,
     partition_rows: str = typer.Option("262144", help="Rows per cluster task (rounded up to whole chunks)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
     text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
@@ -89,9 +88,9 @@ def split(
         partition_rows=_int_option(partition_rows, "--partition-rows"), progress=False if quiet else None)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
-    test_set = inp.load_cli_input(test, name="test", **enc)
-    reference_set = inp.load_cli_input(reference, name="reference", **enc)
     with open_client(scheduler, workers) as client:
+        test_set = inp.load_cli_input(test, name="test", client=client, **enc)
+        reference_set = inp.load_cli_input(reference, name="reference", client=client, **enc)
         result = estimator.fit(test_set, reference_set, client=client)
     result.save(out)
     print_promptsplit(result, out, quiet=quiet)

@@ -120,8 +120,8 @@ def _memory_cache():
 
 def embed_manifest(manifest: Manifest, *, name: str, text_model: str = "minilm", image_model: str = "auto",
                    clip_model: str | None = None, cache: Any = "default", device: str | None = "auto",
-                   batch_size: int = 64, progress: bool = False) -> LoadedInput:
-    """Embed the prompts and outputs of a validated manifest."""
+                   batch_size: int = 64, progress: bool = False, client: Any = None) -> LoadedInput:
+    """Embed the prompts and outputs of a validated manifest (on a dask ``client``'s workers if given)."""
     from ..embed.pipeline import EmbedStats, embed_items
     from ..embed.registry import get_encoder
 
@@ -136,11 +136,13 @@ def embed_manifest(manifest: Manifest, *, name: str, text_model: str = "minilm",
          [r.prompt if r.prompt is not None else r.prompt_image for r in rows]),
         ("output", manifest.output_kind, [r.output if r.output is not None else r.image for r in rows]),
     ):
-        enc = get_encoder(text_model if kind == "text" else image_model, modality=kind, clip_model=clip_model,
-                          device=device, batch_size=batch_size)
+        spec = dict(name=text_model if kind == "text" else image_model, modality=kind, clip_model=clip_model,
+                    device=device, batch_size=batch_size)
+        enc = get_encoder(**spec)
         st = EmbedStats()
         arrays[side] = embed_items(items, kind, enc, store, wheres=wheres, progress=progress, stats=st,
-                                   description=f"{name}: {side}s ({kind}, {enc.identity.split('-')[0]})")
+                                   description=f"{name}: {side}s ({kind}, {enc.identity.split('-')[0]})",
+                                   client=client, encoder_spec=spec)
         encoders[side] = enc.identity
         stats[side] = vars(st)
     ids = [r.id if r.id is not None else "" for r in rows]
@@ -155,7 +157,8 @@ def read_input(path: str | os.PathLike, *, prompts: str | os.PathLike | None = N
                text_model: str = "minilm", image_model: str = "auto", clip_model: str | None = None,
                cache: Any = "default", device: str | None = "auto", batch_size: int = 64,
                progress: bool | None = None,
-               name: str | None = None, notes: Callable[[str], None] | None = None) -> LoadedInput:
+               name: str | None = None, notes: Callable[[str], None] | None = None,
+               client: Any = None) -> LoadedInput:
     """Like :func:`load_input`, with the row ids, the encoders used and cache statistics."""
     from .._progress import progress_enabled
 
@@ -163,7 +166,7 @@ def read_input(path: str | os.PathLike, *, prompts: str | os.PathLike | None = N
     name = name or path.stem
     show = progress_enabled(progress)
     opts = dict(text_model=text_model, image_model=image_model, clip_model=clip_model, cache=cache,
-                device=device, batch_size=batch_size, progress=show)
+                device=device, batch_size=batch_size, progress=show, client=client)
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
     suffix = path.suffix.lower()
@@ -198,14 +201,16 @@ def load_input(path: str | os.PathLike, *, prompts: str | os.PathLike | None = N
                text_model: str = "minilm", image_model: str = "auto", clip_model: str | None = None,
                cache: Any = "default", device: str | None = "auto", batch_size: int = 64,
                progress: bool | None = None,
-               name: str | None = None, notes: Callable[[str], None] | None = None) -> PairedSet:
+               name: str | None = None, notes: Callable[[str], None] | None = None,
+               client: Any = None) -> PairedSet:
     """Any supported input -> a :class:`PairedSet` (embedding raw generations with cached encoders).
 
     ``cache``: ``"default"`` (``$PROMPTPRISM_CACHE`` or ``~/.cache/promptprism``), a folder, an
     :class:`~promptprism.embed.EmbeddingCache`, or ``None`` (memory only, this process). ``notes`` receives
     messages about fixed-up input (default: :class:`InputNote` warnings). ``prompts``: the prompts file of an
-    image folder (default: ``prompts.jsonl|csv|parquet`` inside it).
+    image folder (default: ``prompts.jsonl|csv|parquet`` inside it). ``client``: a dask Client whose
+    workers embed the items that miss the cache (each worker loads the encoder once).
     """
     return read_input(path, prompts=prompts, text_model=text_model, image_model=image_model,
                       clip_model=clip_model, cache=cache, device=device, batch_size=batch_size,
-                      progress=progress, name=name, notes=notes).paired
+                      progress=progress, name=name, notes=notes, client=client).paired

@@ -146,15 +146,25 @@ class DiskStore:
 
     def put(self, keys: Sequence[bytes], vectors: np.ndarray) -> Path:
         index = self._ensure()
+        path = self.append(keys, vectors)
+        self._loaded[path] = np.ascontiguousarray(vectors, dtype=np.float32)
+        for row, k in enumerate(keys):
+            index.setdefault(k, (path, row))
+        return path
+
+    def append(self, keys: Sequence[bytes], vectors: np.ndarray) -> Path:
+        """Write one shard without reading the others (what a cluster worker does); atomic, uniquely named,
+        so any number of processes can append to the same cache folder at once."""
+        self.shards.mkdir(parents=True, exist_ok=True)
+        ident = self.folder / "identity.txt"
+        if not ident.exists():
+            atomic_write_text(ident, self.identity + "\n")
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         karr = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), KEY_BYTES)
         buf = io.BytesIO()
         np.savez(buf, keys=karr, vectors=vectors)
         path = self.shards / f"{uuid.uuid4().hex}.npz"
         atomic_write_bytes(path, buf.getvalue())
-        self._loaded[path] = vectors
-        for row, k in enumerate(keys):
-            index.setdefault(k, (path, row))
         return path
 
     def __len__(self) -> int:

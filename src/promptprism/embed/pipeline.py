@@ -74,12 +74,49 @@ def _bar(total: int, description: str, enabled: bool):
                     disable=not enabled)
 
 
+def _encode_batch(encoder: Encoder, kind: str, batch: Sequence[Any], wheres: Sequence[str]) -> np.ndarray:
+    if kind == "text":
+        vec = encoder.encode_texts(list(batch))
+    else:
+        vec = encoder.encode_images([to_rgb(it, where=_image_where(w, it)) for it, w in zip(batch, wheres,
+                                                                                          strict=True)])
+    vec = np.asarray(vec, dtype=np.float32)
+    if vec.ndim != 2 or vec.shape[0] != len(batch) or not np.isfinite(vec).all():
+        raise RuntimeError(f"encoder {encoder.identity} returned an array of shape {vec.shape} "
+                           f"(finite: {bool(np.isfinite(vec).all())}) for {len(batch)} items")
+    return vec
+
+
+def encode_chunk_task(spec: dict, kind: str, batch: Sequence[Any], wheres: Sequence[str],
+                      keys: Sequence[bytes], cache_folder: str | None, identity: str) -> np.ndarray:
+    """Cluster task: encode one chunk on a worker and append it to the shared cache.
+
+    The worker builds the encoder from ``spec`` (the arguments of ``get_encoder``) once and keeps it for
+    every later chunk it runs; image paths are opened on the worker, so they must be readable there.
+    """
+    from .registry import get_encoder
+
+    encoder = get_encoder(**spec)
+    if encoder.identity != identity:
+        raise RuntimeError(f"worker built encoder {encoder.identity}, the client {identity}: install the "
+                           "same models and package versions on the workers")
+    vec = _encode_batch(encoder, kind, batch, wheres)
+    if cache_folder is not None:
+        from .cache import DiskStore
+
+        DiskStore(Path(cache_folder), identity).append(keys, vec)
+    return vec
+
+
 def embed_items(items: Sequence[Any], kind: str, encoder: Encoder, cache: EmbeddingCache, *,
                 wheres: Sequence[str] | None = None, progress: bool = False, chunk: int = CHUNK,
-                stats: EmbedStats | None = None, description: str | None = None) -> np.ndarray:
+                stats: EmbedStats | None = None, description: str | None = None,
+                client: Any = None, encoder_spec: dict | None = None) -> np.ndarray:
     """Embeddings (len(items) x d, float32) of texts (``kind='text'``) or images (``kind='image'``).
 
-    ``wheres`` labels each item in error messages (e.g. "runs.jsonl: row 3 (line 3)").
+    ``wheres`` labels each item in error messages (e.g. "runs.jsonl: row 3 (line 3)"). With a dask
+    ``client`` and the ``encoder_spec`` that rebuilds the encoder (``get_encoder`` arguments), the chunks
+    that miss the cache are encoded on the cluster's workers, which write them to the (shared) cache.
     """
     t0 = time.perf_counter()
     n = len(items)
@@ -100,21 +137,27 @@ def embed_items(items: Sequence[Any], kind: str, encoder: Encoder, cache: Embedd
     st.unique += len(first)
     st.hits += len(first) - len(missing)
     desc = description or f"embedding {kind}s ({encoder.identity.split('-')[0]})"
-    with _bar(len(missing), desc, progress and bool(missing)) as bar:
+    chunks = [missing[start : start + chunk] for start in range(0, len(missing), chunk)]
+    if client is not None and encoder_spec is not None and chunks:
+        folder = cache.folder(encoder.identity)
+        futures = [client.submit(encode_chunk_task, encoder_spec, kind, [items[first[k]] for k in ks],
+                                 [wheres[first[k]] for k in ks], ks, None if folder is None else str(folder),
+                                 encoder.identity, pure=False, retries=2) for ks in chunks]
+        with _bar(len(missing), desc, progress) as bar:
+            task = bar.add_task(desc, total=len(missing))
+            for ks, fut in zip(chunks, futures, strict=True):
+                vec = fut.result()
+                if folder is None:
+                    store.put(ks, vec)
+                found.update(zip(ks, vec, strict=True))
+                st.encoded += len(ks)
+                bar.advance(task, len(ks))
+        chunks = []
+    with _bar(len(missing), desc, progress and bool(chunks)) as bar:
         task = bar.add_task(desc, total=len(missing))
-        for start in range(0, len(missing), chunk):
-            ks = missing[start : start + chunk]
+        for ks in chunks:
             idx = [first[k] for k in ks]
-            if kind == "text":
-                batch = [items[i] for i in idx]
-                vec = encoder.encode_texts(batch)
-            else:
-                batch = [to_rgb(items[i], where=_image_where(wheres[i], items[i])) for i in idx]
-                vec = encoder.encode_images(batch)
-            vec = np.asarray(vec, dtype=np.float32)
-            if vec.ndim != 2 or vec.shape[0] != len(ks) or not np.isfinite(vec).all():
-                raise RuntimeError(f"encoder {encoder.identity} returned an array of shape {vec.shape} "
-                                   f"(finite: {bool(np.isfinite(vec).all())}) for {len(ks)} items")
+            vec = _encode_batch(encoder, kind, [items[i] for i in idx], [wheres[i] for i in idx])
             try:
                 store.put(ks, vec)
             except OSError as exc:

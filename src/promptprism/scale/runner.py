@@ -84,5 +84,5 @@ def open_client(scheduler: str | None = None, workers: int | None = None) -> Ite
     if workers is not None and workers < 1:
         raise OptionError(f"--workers must be >= 1, got {workers}")
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
         yield client
