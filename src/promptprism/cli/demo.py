@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import typer
+from rich.markup import escape
 
 from ..datasets import colored_digits
 from ..io import atomic_save_npz
@@ -37,10 +38,11 @@ def demo(
     result.save(out)
     if not quiet:
         console.print(f"[bold]Demo[/]: {len(data.prompt_names)} prompts, {per_prompt} digit images per prompt "
-                      f"and model (scikit-learn digits, coloured here); inputs written to {inputs}/")
+                      "and model (scikit-learn digits, coloured here); "
+                      f"inputs written to {escape(str(inputs))}/")
     print_promptsplit(result, None, quiet=quiet)
     expected = set(data.altered_test) | set(data.altered_reference)
     found = {row["prompt"] for row in result.prompt_ranking[: len(expected)]}
     console.print(f"altered prompts recovered in the top {len(expected)}: {len(found & expected)}/"
                   f"{len(expected)}")
-    console.print(f"results: {out / 'result.json'}")
+    console.print(f"results: {escape(str(out / 'result.json'))}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..data.loaders import load_paired
@@ -31,7 +32,7 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
         table.add_column("top prompts (share of the eigenvalue)")
         for mode in result.modes[:6] + [m for m in result.negative_modes[:3] if m not in result.modes[:6]]:
             label = f"{'+' if mode.side == 'test' else '-'}{mode.rank} ({mode.side})"
-            prompts = "; ".join(f"{p.prompt} ({p.contribution / mode.eigenvalue:.0%})"
+            prompts = "; ".join(f"{escape(p.prompt)} ({p.contribution / mode.eigenvalue:.0%})"
                                 for p in mode.top_prompts[:3])
             table.add_row(label, f"{mode.eigenvalue:+.4g}", prompts)
         console.print(table)
@@ -40,10 +41,10 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
         ranking.add_column("prompt")
         ranking.add_column("share", justify="right")
         for i, row in enumerate(result.prompt_ranking[:10], 1):
-            ranking.add_row(str(i), row["prompt"], f"{row['share']:.1%}")
+            ranking.add_row(str(i), escape(row["prompt"]), f"{row['share']:.1%}")
         console.print(ranking)
     if out is not None:
-        console.print(f"results: {out / 'result.json'}")
+        console.print(f"results: {escape(str(out / 'result.json'))}")
 
 
 @app.command("split")
