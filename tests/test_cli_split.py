@@ -64,7 +64,8 @@ def test_success_writes_result(tmp_path, files, capsys):
     assert loaded == PromptSplitResult.from_json((out / "result.json").read_text())
     assert loaded.to_dict() == data
     # the same numbers as the Python API on the same files
-    api = PromptSplit(kernel="cosine", n_modes=3, seed=5).fit(load_paired(test, "test"), load_paired(ref, "reference"))
+    api = PromptSplit(kernel="cosine", n_modes=3, seed=5).fit(load_paired(test, "test"),
+                                                              load_paired(ref, "reference"))
     assert loaded.eigenvalues == api.eigenvalues
     assert loaded.modes == api.modes
     assert not [p for p in out.iterdir() if p.name != "result.json"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from brute import (
     cosine_psi,
     desc_eigh,
@@ -13,7 +14,6 @@ from brute import (
     nonzero,
     small_sets,
 )
-
 from promptprism.methods.promptsplit import signed_weights
 from promptprism.stats import gram_factor, symmetric_eigenpairs, weighted_gram_eigenpairs
 

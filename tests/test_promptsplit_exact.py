@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from brute import (
     cosine_psi,
     desc_eigh,
@@ -14,7 +15,6 @@ from brute import (
     padded_sorted,
     small_sets,
 )
-
 from promptprism import PairedSet, PromptSplit
 from promptprism.errors import InputError, OptionError
 

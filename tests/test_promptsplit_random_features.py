@@ -6,8 +6,8 @@ import dataclasses
 
 import numpy as np
 import pytest
-from brute import cosine_psi, lambda_matrix, padded_sorted, small_sets
 
+from brute import cosine_psi, lambda_matrix, padded_sorted, small_sets
 from promptprism import PairedSet, PromptSplit
 from promptprism.kernels import ProductRandomFourierFeatures, ProductRandomProjection
 

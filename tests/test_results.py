@@ -7,8 +7,8 @@ import os
 
 import numpy as np
 import pytest
-from brute import small_sets
 
+from brute import small_sets
 from promptprism import InputError, PairedSet, PromptSplit, PromptSplitResult, load_result
 from promptprism.io import atomic_open, atomic_save_npz, atomic_write_text
 from promptprism.methods.promptsplit import Mode, PromptLoading, SampleScore
