@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import numpy as np
@@ -41,7 +42,7 @@ def test_covariance_merge_any_split_any_order(feats, cuts):
     for perm in itertools.permutations(range(len(parts))):
         acc = CovarianceAccumulator(5)
         for i in perm:
-            acc.merge(CovarianceAccumulator(5, parts[i].sum_outer.copy(), parts[i].count))
+            acc.merge(copy.deepcopy(parts[i]))
         assert acc.count == len(feats)
         np.testing.assert_allclose(acc.compute(), whole, rtol=1e-12, atol=1e-14)
 
@@ -58,7 +59,10 @@ def test_covariance_errors_and_reset(feats):
         acc.merge(CovarianceAccumulator(4))
     acc.update(feats)
     acc.reset()
-    assert acc.count == 0 and not acc.sum_outer.any()
+    assert acc.count == 0
+    with pytest.raises(InputError, match="empty"):
+        acc.compute()
+    np.testing.assert_allclose(acc.update(feats[:3]).compute(), feats[:3].T @ feats[:3] / 3, atol=1e-14)
 
 
 # ------------------------------------------------------------------------------------ group sums
