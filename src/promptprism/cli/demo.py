@@ -12,7 +12,7 @@ from ..datasets import colored_digits
 from ..io import atomic_save_npz
 from ..methods.promptsplit import PromptSplit
 from ._app import app, console
-from .split import print_promptsplit
+from .split import check_out_dir, print_promptsplit, save_result
 
 
 @app.command("demo")
@@ -28,6 +28,7 @@ def demo(
     colored prompts 5-9, the reference draws colored digits for the grayscale prompts 0-4. PromptSplit
     should put exactly those 10 prompts at the top.
     """
+    check_out_dir(out)
     data = colored_digits(per_prompt=per_prompt, seed=seed)
     inputs = out / "data"
     for name, s in (("test", data.test), ("reference", data.reference)):
@@ -35,10 +36,10 @@ def demo(
                         output_embeddings=s.output_embeddings, prompts=np.array(s.prompts),
                         outputs=np.array(s.outputs))
     result = PromptSplit(seed=seed, progress=False if quiet else None).fit(data.test, data.reference)
-    result.save(out)
+    save_result(result, out)
     if not quiet:
-        console.print(f"[bold]Demo[/]: {len(data.prompt_names)} prompts, {per_prompt} digit images per prompt "
-                      "and model (scikit-learn digits, coloured here); "
+        console.print(f"[bold]Demo[/]: {len(data.prompt_names)} prompts, {per_prompt} digit images per "
+                      "prompt and model (scikit-learn digits, coloured here); "
                       f"inputs written to {escape(str(inputs))}/")
     print_promptsplit(result, None, quiet=quiet)
     expected = set(data.altered_test) | set(data.altered_reference)

@@ -21,6 +21,23 @@ def _int_option(value: str, name: str) -> int:
         raise OptionError(f"{name} must be an integer, got {value!r}") from None
 
 
+def check_out_dir(out: Path) -> None:
+    """Fail before any work when ``--out`` cannot be a results folder (it exists and is not a folder)."""
+    for parent in (out, *out.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise OptionError(f"--out {out}: {parent} exists and is not a folder")
+            return
+
+
+def save_result(result: PromptSplitResult, out: Path) -> None:
+    """Write ``out/result.json``; a file-system failure is a user-facing error, not a traceback."""
+    try:
+        result.save(out)
+    except OSError as exc:
+        raise OptionError(f"--out {out}: cannot write result.json ({exc.strerror or exc})") from None
+
+
 def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: bool = False) -> None:
     """A short table of the top modes and prompts, then where the results are."""
     if not quiet:
@@ -80,8 +97,9 @@ def split(
         seed=_int_option(seed, "--seed"), chunk_size=_int_option(chunk_size, "--chunk-size"),
         top_k=_int_option(top_k, "--top-k"), rank_prompts_by=rank_prompts_by,
         progress=False if quiet else None)
+    check_out_dir(out)
     test_set = load_paired(test, name="test")
     reference_set = load_paired(reference, name="reference")
     result = estimator.fit(test_set, reference_set)
-    result.save(out)
+    save_result(result, out)
     print_promptsplit(result, out, quiet=quiet)
