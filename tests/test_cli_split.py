@@ -203,3 +203,17 @@ def test_error_names_file_with_brackets(tmp_path, files, capsys):
     code, _, err = _run(capsys, "split", bad, ref, "--out", tmp_path / "out", "--quiet")
     assert code == 2
     assert "run[b].npz" in err and "row 2" in err
+
+
+@pytest.mark.parametrize("sub", ["", "inner"])
+def test_out_that_is_a_file(tmp_path, files, capsys, sub):
+    test, ref = files
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a folder")
+    out = blocker / sub if sub else blocker
+    code, _, err = _run(capsys, "split", test, ref, "--out", out, "--quiet")
+    assert code == 2
+    assert err.startswith("error: ") and "blocker" in err and "not a folder" in err
+    assert blocker.read_text() == "not a folder"
+    code, _, err = _run(capsys, "demo", "--out", out, "--quiet")
+    assert code == 2 and "not a folder" in err
