@@ -7,6 +7,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from promptprism.errors import InputError
 from promptprism.stats import CovarianceAccumulator, GroupSumAccumulator, TopKAccumulator
@@ -165,3 +167,28 @@ def test_mismatched_shapes_of_equal_size_are_not_reshaped_silently():
         GroupSumAccumulator(3, 1).update(np.array([0, 3]), np.ones((2, 1)))  # label out of range
     with pytest.raises(InputError):
         TopKAccumulator(2, 2).update(np.arange(3), np.ones((6, 1)))
+
+
+# ------------------------------------------------------------------- property: any split, any order
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(n=st.integers(1, 30), k=st.integers(1, 6), cuts=st.lists(st.integers(0, 30), max_size=4),
+       order_seed=st.integers(0, 1000))
+def test_merges_of_any_partition_equal_single_pass(n, k, cuts, order_seed):
+    rng = np.random.default_rng(n * 1000 + k)
+    feats = rng.standard_normal((n, 3))
+    scores = rng.integers(-3, 4, size=(n, 2)).astype(float)  # ties on purpose
+    labels = rng.integers(0, 4, size=n)
+    bounds = _splits(n, sorted(min(c, n) for c in cuts))
+    order = np.random.default_rng(order_seed).permutation(len(bounds))
+    cov, top, grp = CovarianceAccumulator(3), TopKAccumulator(k, 2), GroupSumAccumulator(4, 3)
+    for i in order:
+        a, b = bounds[i]
+        cov.merge(CovarianceAccumulator(3).update(feats[a:b]))
+        top.merge(TopKAccumulator(k, 2).update(np.arange(a, b), scores[a:b]))
+        grp.merge(GroupSumAccumulator(4, 3).update(labels[a:b], feats[a:b]))
+    np.testing.assert_allclose(cov.compute(), feats.T @ feats / n, atol=1e-12)
+    exp_ids, exp_scores = _brute_topk(np.arange(n), scores, k)
+    np.testing.assert_array_equal(top.compute()[0], exp_ids)
+    np.testing.assert_array_equal(top.compute()[1], exp_scores)
+    np.testing.assert_allclose(grp.compute()[0], [feats[labels == g].sum(axis=0) for g in range(4)],
+                               atol=1e-12)
