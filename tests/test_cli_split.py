@@ -217,3 +217,32 @@ def test_out_that_is_a_file(tmp_path, files, capsys, sub):
     assert blocker.read_text() == "not a folder"
     code, _, err = _run(capsys, "demo", "--out", out, "--quiet")
     assert code == 2 and "not a folder" in err
+
+
+@pytest.mark.parametrize("block", [3, 65536])
+def test_folder_inputs_name_array_and_row(tmp_path, files, capsys, monkeypatch, block):
+    # rows are scanned in blocks (memory-mapped inputs): the row reported must be the global row
+    import promptprism._validation as validation
+
+    monkeypatch.setattr(validation, "_SCAN_ROWS", block)
+    _, ref = files
+    folder = tmp_path / "set"
+    folder.mkdir()
+    arrays = _arrays(9, 10)
+    arrays["prompt_embeddings"][7, 1] = np.nan
+    np.save(folder / "prompt_embeddings.npy", arrays["prompt_embeddings"])
+    code, _, err = _run(capsys, "split", folder, ref, "--out", tmp_path / "out", "--quiet")
+    assert code == 2 and "output_embeddings" in err and "set" in err  # not there yet
+    np.save(folder / "output_embeddings.npy", arrays["output_embeddings"])
+    code, _, err = _run(capsys, "split", folder, ref, "--out", tmp_path / "out", "--quiet")
+    assert code == 2 and "prompt_embeddings" in err and "row 7" in err and "NaN" in err
+    arrays["prompt_embeddings"][7, 1] = 1.0
+    arrays["output_embeddings"][8] = 0.0
+    np.save(folder / "prompt_embeddings.npy", arrays["prompt_embeddings"])
+    np.save(folder / "output_embeddings.npy", arrays["output_embeddings"])
+    code, _, err = _run(capsys, "split", folder, ref, "--out", tmp_path / "out", "--quiet",
+                        "--kernel", "cosine")
+    assert code == 2 and "output_embeddings" in err and "row 8" in err
+    assert not (tmp_path / "out" / "result.json").exists()
+    code, _, err = _run(capsys, "split", folder, ref, "--out", tmp_path / "out", "--quiet")
+    assert code == 0, err  # a zero vector is fine for the gaussian kernel
