@@ -8,6 +8,7 @@ import numpy as np
 import typer
 from rich.markup import escape
 
+from .._validation import check_positive_number, check_seed
 from ..datasets import colored_digits
 from ..io import atomic_save_npz
 from ..methods.promptsplit import PromptSplit
@@ -29,6 +30,8 @@ def demo(
     should put exactly those 10 prompts at the top.
     """
     check_out_dir(out)
+    check_positive_number(per_prompt, "--per-prompt", integer=True)
+    check_seed(seed)
     data = colored_digits(per_prompt=per_prompt, seed=seed)
     inputs = out / "data"
     for name, s in (("test", data.test), ("reference", data.reference)):
