@@ -75,3 +75,12 @@ def test_cli_demo(tmp_path, data, exact, capsys):
     assert res.method == "exact"
     np.testing.assert_allclose(res.eigenvalues, exact.eigenvalues, rtol=1e-9, atol=1e-12)
     assert sorted(p.name for p in (out / "data").iterdir()) == ["reference.npz", "test.npz"]
+
+
+@pytest.mark.parametrize(("argv", "word"), [(["--seed", "-1"], "seed"), (["--per-prompt", "0"], "per-prompt"),
+                                            (["--per-prompt", "-3"], "per-prompt")])
+def test_cli_demo_bad_options(tmp_path, capsys, argv, word):
+    assert main(["demo", "--out", str(tmp_path / "demo"), "--quiet", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and word in err
+    assert not (tmp_path / "demo").exists()
