@@ -81,7 +81,13 @@ def load_result(path: str | os.PathLike) -> Result:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: not a results file (expected a JSON object, got {type(data).__name__})")
     kind = data.get("kind")
     if kind not in _REGISTRY:
         raise InputError(f"{path}: unknown result kind {kind!r}; known: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[kind].from_dict(data)
+    try:
+        return _REGISTRY[kind].from_dict(data)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise InputError(f"{path}: not a valid {kind} result ({detail})") from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 import typer
+from rich.markup import escape
 
 from ..errors import PromptPrismError
 
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # typer's standalone mode exits: usage errors with status 2
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except PromptPrismError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         err_console.print("interrupted")

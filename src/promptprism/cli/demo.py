@@ -6,12 +6,14 @@ from pathlib import Path
 
 import numpy as np
 import typer
+from rich.markup import escape
 
+from .._validation import check_positive_number, check_seed
 from ..datasets import colored_digits
 from ..io import atomic_save_npz
 from ..methods.promptsplit import PromptSplit
 from ._app import app, console
-from .split import print_promptsplit
+from .split import check_out_dir, print_promptsplit, save_result
 
 
 @app.command("demo")
@@ -27,6 +29,9 @@ def demo(
     colored prompts 5-9, the reference draws colored digits for the grayscale prompts 0-4. PromptSplit
     should put exactly those 10 prompts at the top.
     """
+    check_out_dir(out)
+    check_positive_number(per_prompt, "--per-prompt", integer=True)
+    check_seed(seed)
     data = colored_digits(per_prompt=per_prompt, seed=seed)
     inputs = out / "data"
     for name, s in (("test", data.test), ("reference", data.reference)):
@@ -34,13 +39,14 @@ def demo(
                         output_embeddings=s.output_embeddings, prompts=np.array(s.prompts),
                         outputs=np.array(s.outputs))
     result = PromptSplit(seed=seed, progress=False if quiet else None).fit(data.test, data.reference)
-    result.save(out)
+    save_result(result, out)
     if not quiet:
         console.print(f"[bold]Demo[/]: {len(data.prompt_names)} prompts, {per_prompt} digit images per "
-                      f"prompt and model (scikit-learn digits, coloured here); inputs written to {inputs}/")
+                      "prompt and model (scikit-learn digits, coloured here); "
+                      f"inputs written to {escape(str(inputs))}/")
     print_promptsplit(result, None, quiet=quiet)
     expected = set(data.altered_test) | set(data.altered_reference)
     found = {row["prompt"] for row in result.prompt_ranking[: len(expected)]}
     console.print(f"altered prompts recovered in the top {len(expected)}: {len(found & expected)}/"
                   f"{len(expected)}")
-    console.print(f"results: {out / 'result.json'}")
+    console.print(f"results: {escape(str(out / 'result.json'))}")

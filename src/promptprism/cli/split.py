@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import OptionError
@@ -21,6 +22,23 @@ def _int_option(value: str, name: str) -> int:
         raise OptionError(f"{name} must be an integer, got {value!r}") from None
 
 
+def check_out_dir(out: Path) -> None:
+    """Fail before any work when ``--out`` cannot be a results folder (it exists and is not a folder)."""
+    for parent in (out, *out.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise OptionError(f"--out {out}: {parent} exists and is not a folder")
+            return
+
+
+def save_result(result: PromptSplitResult, out: Path) -> None:
+    """Write ``out/result.json``; a file-system failure is a user-facing error, not a traceback."""
+    try:
+        result.save(out)
+    except OSError as exc:
+        raise OptionError(f"--out {out}: cannot write result.json ({exc.strerror or exc})") from None
+
+
 def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: bool = False) -> None:
     """A short table of the top modes and prompts, then where the results are."""
     if not quiet:
@@ -32,7 +50,7 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
         table.add_column("top prompts (share of the eigenvalue)")
         for mode in result.modes[:6] + [m for m in result.negative_modes[:3] if m not in result.modes[:6]]:
             label = f"{'+' if mode.side == 'test' else '-'}{mode.rank} ({mode.side})"
-            prompts = "; ".join(f"{p.prompt} ({p.contribution / mode.eigenvalue:.0%})"
+            prompts = "; ".join(f"{escape(p.prompt)} ({p.contribution / mode.eigenvalue:.0%})"
                                 for p in mode.top_prompts[:3])
             table.add_row(label, f"{mode.eigenvalue:+.4g}", prompts)
         console.print(table)
@@ -41,10 +59,10 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
         ranking.add_column("prompt")
         ranking.add_column("share", justify="right")
         for i, row in enumerate(result.prompt_ranking[:10], 1):
-            ranking.add_row(str(i), row["prompt"], f"{row['share']:.1%}")
+            ranking.add_row(str(i), escape(row["prompt"]), f"{row['share']:.1%}")
         console.print(ranking)
     if out is not None:
-        console.print(f"results: {out / 'result.json'}")
+        console.print(f"results: {escape(str(out / 'result.json'))}")
 
 
 @app.command("split")
@@ -86,11 +104,12 @@ def split(
         seed=_int_option(seed, "--seed"), chunk_size=_int_option(chunk_size, "--chunk-size"),
         top_k=_int_option(top_k, "--top-k"), rank_prompts_by=rank_prompts_by,
         partition_rows=_int_option(partition_rows, "--partition-rows"), progress=False if quiet else None)
+    check_out_dir(out)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
     with open_client(scheduler, workers) as client:
         test_set = inp.load_cli_input(test, name="test", client=client, **enc)
         reference_set = inp.load_cli_input(reference, name="reference", client=client, **enc)
         result = estimator.fit(test_set, reference_set, client=client)
-    result.save(out)
+    save_result(result, out)
     print_promptsplit(result, out, quiet=quiet)

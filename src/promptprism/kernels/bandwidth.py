@@ -35,11 +35,18 @@ def median_pairwise_distance(x: np.ndarray, *, max_samples: int = 1000, seed: in
     else:
         sub = np.asarray(x, dtype=np.float64)
     sq = np.einsum("ij,ij->i", sub, sub)
-    d2 = sq[:, None] + sq[None, :] - 2.0 * (sub @ sub.T)
     iu = np.triu_indices(sub.shape[0], k=1)
-    d = np.sqrt(np.maximum(d2[iu], 0.0))
-    scale = max(float(np.sqrt(sq.max())) if sq.size else 0.0, 1e-300)
-    d = d[d > 1e-12 * scale]
+    d2 = (sq[:, None] + sq[None, :] - 2.0 * (sub @ sub.T))[iu]
+    # |a|^2 + |b|^2 - 2<a, b> cancels catastrophically for close pairs: a repeated row comes out at
+    # ~sqrt(eps) |a| instead of 0 and would be counted as a distance. Recompute those pairs exactly.
+    close = np.flatnonzero(d2 <= 1e-6 * (sq[iu[0]] + sq[iu[1]]))
+    step = max(1, 2**22 // max(sub.shape[1], 1))  # pairs per block: bounded memory
+    for start in range(0, close.size, step):
+        idx = close[start : start + step]
+        diff = sub[iu[0][idx]] - sub[iu[1][idx]]
+        d2[idx] = np.einsum("ij,ij->i", diff, diff)
+    d = np.sqrt(np.maximum(d2, 0.0))
+    d = d[d > 0.0]
     if d.size == 0:
         return float("nan")
     return float(np.median(d))

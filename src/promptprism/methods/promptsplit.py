@@ -349,7 +349,7 @@ class PromptSplit:
         del gram
         timings["eigen_s"] = time.perf_counter() - t1
         vals = eig.eigenvalues
-        sel = _select_modes(vals, self.n_modes)
+        sel = _select_modes(vals, self.n_modes, 1.0 + self.eta)
         chosen = eig.scores[:, sel]
         stats = {side: ModeStats.empty(self.top_k, len(sel), n_groups) for side in SIDES}
         stats["test"].update(np.arange(n), labels["test"], chosen[:n])
@@ -392,7 +392,7 @@ class PromptSplit:
         vals, vecs = symmetric_eigenpairs(lam)
         timings["eigen_s"] = time.perf_counter() - t1
         distance = float(np.sum(lam * lam))
-        sel = _select_modes(vals, self.n_modes)
+        sel = _select_modes(vals, self.n_modes, 1.0 + self.eta)
         k_basis = vecs[:, sel]
         t2 = time.perf_counter()
         if runner is None:
@@ -538,9 +538,14 @@ def mode_stats_partition(fmap: Any, basis: np.ndarray, prompts: Any, outputs: An
     return stats
 
 
-def _select_modes(vals: np.ndarray, n_modes: int) -> np.ndarray:
-    """Indices (into the descending ``vals``) of the top ``n_modes`` positive and negative eigenvalues."""
-    scale = max(float(np.max(np.abs(vals))) if vals.size else 0.0, 1e-300)
+def _select_modes(vals: np.ndarray, n_modes: int, norm: float = 0.0) -> np.ndarray:
+    """Indices (into the descending ``vals``) of the top ``n_modes`` positive and negative eigenvalues.
+
+    Eigenvalues within round-off of zero are not modes. Round-off is relative to the size of Lambda's two
+    terms, ``norm`` = 1 + eta (normalised kernels: each covariance has trace 1), so that two identical sets
+    (Lambda = 0, computed eigenvalues ~1e-17) report no modes rather than noise.
+    """
+    scale = max(float(np.max(np.abs(vals))) if vals.size else 0.0, norm, 1e-300)
     pos = np.flatnonzero(vals > 1e-12 * scale)[:n_modes]
     neg = np.flatnonzero(vals < -1e-12 * scale)[::-1][:n_modes]
     return np.r_[pos, neg].astype(np.int64)

@@ -82,12 +82,23 @@ class GroupSumAccumulator:
 
     def update(self, labels: np.ndarray, values: np.ndarray) -> GroupSumAccumulator:
         labels = np.asarray(labels, dtype=np.int64)
-        values = np.asarray(values, dtype=np.float64).reshape(labels.shape[0], self.dim)
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim == 1 and self.dim == 1:
+            values = values[:, None]
+        if labels.ndim != 1 or values.shape != (labels.shape[0], self.dim):
+            raise InputError(f"GroupSumAccumulator.update: expected {labels.shape[0]} labels and values of "
+                             f"shape ({labels.shape[0]}, {self.dim}), got labels {labels.shape} and values "
+                             f"{values.shape}")
+        if labels.size and (labels.min() < 0 or labels.max() >= self.n_groups):
+            raise InputError(f"GroupSumAccumulator.update: labels must lie in [0, {self.n_groups})")
         np.add.at(self.sums, labels, values)
         self.counts += np.bincount(labels, minlength=self.n_groups)
         return self
 
     def merge(self, other: GroupSumAccumulator) -> GroupSumAccumulator:
+        if (other.n_groups, other.dim) != (self.n_groups, self.dim):
+            raise InputError(f"cannot merge group sums of shape ({self.n_groups}, {self.dim}) and "
+                             f"({other.n_groups}, {other.dim})")
         self.sums += other.sums
         self.counts += other.counts
         return self
@@ -116,13 +127,22 @@ class TopKAccumulator:
 
     def update(self, ids: np.ndarray, scores: np.ndarray) -> TopKAccumulator:
         ids = np.asarray(ids, dtype=np.int64)
-        scores = np.asarray(scores, dtype=np.float64).reshape(ids.shape[0], self.n_columns)
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.ndim == 1 and self.n_columns == 1:
+            scores = scores[:, None]
+        if ids.ndim != 1 or scores.shape != (ids.shape[0], self.n_columns):
+            raise InputError(f"TopKAccumulator.update: expected {ids.shape[0]} ids and scores of shape "
+                             f"({ids.shape[0]}, {self.n_columns}), got ids {ids.shape} and scores "
+                             f"{scores.shape}")
         all_ids = np.concatenate([self.ids, np.repeat(ids[:, None], self.n_columns, axis=1)])
         all_scores = np.concatenate([self.scores, scores])
         self._keep(all_ids, all_scores)
         return self
 
     def merge(self, other: TopKAccumulator) -> TopKAccumulator:
+        if other.n_columns != self.n_columns:
+            raise InputError(f"cannot merge top-k accumulators of {self.n_columns} and {other.n_columns} "
+                             "columns")
         self._keep(np.concatenate([self.ids, other.ids]), np.concatenate([self.scores, other.scores]))
         return self
 
