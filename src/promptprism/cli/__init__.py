@@ -14,6 +14,7 @@ from ..errors import PromptPrismError
 from ._app import app, err_console
 
 # sub-commands register themselves on ``app`` when imported
+from . import compcon as _compcon  # noqa: E402,F401
 from . import demo as _demo  # noqa: E402,F401
 from . import split as _split  # noqa: E402,F401
 
