@@ -29,7 +29,7 @@ class LazyClip:
         if self._model is None:
             if ":" in self.name and not Path(self.name).exists():
                 obj = import_object(self.name, what="CLIP embedder")
-                self._model = obj if hasattr(obj, "embed_images") else obj()
+                self._model = obj() if isinstance(obj, type) or not hasattr(obj, "embed_images") else obj
             else:
                 from ..methods.compcon.embedding import TransformersClip
 
@@ -98,7 +98,7 @@ def compcon(
     attributes: int = typer.Option(1, help="Top attributes to describe."),
     batch_size: int = typer.Option(10, help="B: diverging and non-diverging prompts shown per description."),
     generated: int = typer.Option(25, help="Prompts generated per iteration."),
-    quantile: float = typer.Option(0.9, help="Threshold: this quantile of the null set's CLIP similarities."),
+    quantile: float = typer.Option(0.95, help="Threshold: this quantile of the null set's CLIP similarities."),
     null: str = typer.Option("reference", help="Null set for the thresholds: reference (B's images) or pooled."),
     min_fraction: float = typer.Option(0.5, help="Share of a prompt's images that must have the attribute."),
     cache: Path | None = typer.Option(None, help="Folder for the on-disk chat response cache."),

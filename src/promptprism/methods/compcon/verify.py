@@ -2,9 +2,9 @@
 
 Notation: ``S[i, k]`` is the cosine similarity of image i and attribute text k.
 
-Calibration rule (``calibrate_thresholds``): the threshold of attribute k is the ``q``-quantile (default 0.9)
-of the similarities of attribute k over a **null set** of images, tau_k = quantile_q({S[j, k] : j in null}).
-The default null set is every image model B made for the prompt bank (the model that, by definition of a
+Calibration rule (``calibrate_thresholds``): the threshold of attribute k is the ``q``-quantile
+of the similarities of attribute k over a **null set** of images, tau_k = quantile_q({S[j, k] : j in null}),
+default q = 0.95. The default null set is every image model B made for the prompt bank (the model that, by definition of a
 diverging attribute, should lack it): an image "has" attribute k when it is more similar to k than 90% of
 B's images are. So a hallucinated attribute, which A's images show no more than B's, passes for about
 1 - q of A's images, and a prompt-level majority of them rarely (``min_fraction``); a real one passes for most
@@ -28,7 +28,7 @@ import numpy as np
 
 from ...errors import InputError, OptionError
 
-DEFAULT_QUANTILE = 0.9
+DEFAULT_QUANTILE = 0.95
 DEFAULT_MIN_FRACTION = 0.5
 
 
