@@ -79,9 +79,21 @@ class ScriptedServer:
                 if status != 200:
                     self._send(status, {"error": {"message": str(answer)}})
                     return
-                self._send(200, {"id": "x", "object": "chat.completion", "model": body["model"],
-                                 "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
-                                              "finish_reason": "stop"}]})
+                self._send(
+                    200,
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "model": body["model"],
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": answer},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                    },
+                )
 
             def _send(self, status, payload):
                 data = json.dumps(payload).encode()
@@ -96,8 +108,9 @@ class ScriptedServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def base_url(self) -> str:
@@ -132,9 +145,11 @@ EMPTY_ATTRIBUTES_ANSWER = "Model A contains:\n\nModel B contains:\n\n* nothing d
 
 
 def description_answer(tag: str = "sadness") -> str:
-    return (f"Thought Process: the diverging prompts talk about {tag}.\n\n"
-            f"Description: Diverging prompts describe {tag} and solitude.\n\n"
-            f"Key Concepts: [{tag}, \"loneliness\", solitude]")
+    return (
+        f"Thought Process: the diverging prompts talk about {tag}.\n\n"
+        f"Description: Diverging prompts describe {tag} and solitude.\n\n"
+        f'Key Concepts: [{tag}, "loneliness", solitude]'
+    )
 
 
 def prompt_list(n_sad: int, n_total: int = 25, tag: str = "") -> str:
@@ -227,7 +242,16 @@ def write_bank(root, prompts, models=("A", "B"), missing=None):
 
 
 BANK_PROMPTS = [
-    "a sad harbour at dusk", "a lonely tree on a hill", "a melancholy piano room", "a gloomy train station",
-    "a happy dog in a park", "a bright market street", "a cheerful kitchen", "a sunny beach with kites",
-    "a busy office", "a colourful parrot", "a grief stricken statue", "a birthday party",
+    "a sad harbour at dusk",
+    "a lonely tree on a hill",
+    "a melancholy piano room",
+    "a gloomy train station",
+    "a happy dog in a park",
+    "a bright market street",
+    "a cheerful kitchen",
+    "a sunny beach with kites",
+    "a busy office",
+    "a colourful parrot",
+    "a grief stricken statue",
+    "a birthday party",
 ]

@@ -7,6 +7,7 @@ import json
 import socket
 
 import pytest
+
 from compcon_fakes import (
     ATTRIBUTES_ANSWER,
     BANK_PROMPTS,
@@ -17,7 +18,6 @@ from compcon_fakes import (
     prompt_list,
     write_bank,
 )
-
 from promptprism import load_result
 from promptprism.cli import main
 from promptprism.methods.promptsplit import Mode, PromptLoading, PromptSplitResult
@@ -32,9 +32,29 @@ def closed_port() -> int:
 
 
 def _args(dirs, bank, out, base_url, *extra):
-    return ["compcon", str(dirs["A"]), str(dirs["B"]), "--prompts", str(bank), "--out", str(out),
-            "--base-url", base_url, "--api-key-env", "", "--timeout", "0.5", "--retries", "1",
-            "--clip-model", "compcon_fakes:FakeClip", "--discovery-prompts", "3", "-q", *extra]
+    return [
+        "compcon",
+        str(dirs["A"]),
+        str(dirs["B"]),
+        "--prompts",
+        str(bank),
+        "--out",
+        str(out),
+        "--base-url",
+        base_url,
+        "--api-key-env",
+        "",
+        "--timeout",
+        "0.5",
+        "--retries",
+        "1",
+        "--clip-model",
+        "compcon_fakes:FakeClip",
+        "--discovery-prompts",
+        "3",
+        "-q",
+        *extra,
+    ]
 
 
 def script(body, stage, n):
@@ -110,20 +130,51 @@ def test_full_run_writes_result_json(tmp_path, capsys, monkeypatch):
     dirs, bank = write_bank(tmp_path / "in", BANK_PROMPTS)
     out = tmp_path / "out"
     with ScriptedServer(script) as server:
-        assert main(_args(dirs, bank, out, server.base_url, "--seed", "3", "--api-key-env", "PP_TEST_KEY",
-                          "--cache", str(tmp_path / "cache"))) == 0
+        assert (
+            main(
+                _args(
+                    dirs,
+                    bank,
+                    out,
+                    server.base_url,
+                    "--seed",
+                    "3",
+                    "--api-key-env",
+                    "PP_TEST_KEY",
+                    "--cache",
+                    str(tmp_path / "cache"),
+                )
+            )
+            == 0
+        )
         assert server.headers[0]["Authorization"] == "Bearer topsecret"
         n_requests = len(server.requests)
         # same run again: every answer comes from the on-disk cache, the result is the same
-        assert main(_args(dirs, bank, tmp_path / "out2", server.base_url, "--seed", "3", "--api-key-env",
-                          "PP_TEST_KEY", "--cache", str(tmp_path / "cache"))) == 0
+        assert (
+            main(
+                _args(
+                    dirs,
+                    bank,
+                    tmp_path / "out2",
+                    server.base_url,
+                    "--seed",
+                    "3",
+                    "--api-key-env",
+                    "PP_TEST_KEY",
+                    "--cache",
+                    str(tmp_path / "cache"),
+                )
+            )
+            == 0
+        )
         assert len(server.requests) == n_requests
     assert load_result(tmp_path / "out2").attributes == load_result(out).attributes
     data = json.loads((out / "result.json").read_text())
     assert data["kind"] == "compcon" and data["seed"] == 3
     top = data["attributes"][0]
     assert top["attribute"] == "Blue rain tint" and set(top["diverging_prompts"]) == {
-        p for p in BANK_PROMPTS if is_sad(p)}
+        p for p in BANK_PROMPTS if is_sad(p)
+    }
     assert {"score", "n_diverging", "threshold"} <= set(top)
     desc = data["descriptions"][0]
     assert desc["best"]["key_concepts"] == ["sadness", "loneliness", "solitude"]
@@ -134,14 +185,41 @@ def test_full_run_writes_result_json(tmp_path, capsys, monkeypatch):
 
 
 def _split_result(path, prompts, side="test"):
-    loads = [PromptLoading(prompt=p, contribution=0.1 if side == "test" else -0.1, mean_score=1.0, n_test=5,
-                           n_reference=5) for p in prompts]
-    loads.append(PromptLoading(prompt="a busy office", contribution=-0.01 if side == "test" else 0.01,
-                               mean_score=0.1, n_test=5, n_reference=5))
-    modes = [Mode(rank=1, eigenvalue=0.5 if side == "test" else -0.5, side=side, top_samples=[],
-                  top_samples_other=[], top_prompts=loads)]
-    PromptSplitResult(eigenvalues=[0.5, -0.1], modes=modes, distance=0.26, method="exact", n_test=60,
-                      n_reference=60, seed=0, config={}).save(path)
+    loads = [
+        PromptLoading(
+            prompt=p, contribution=0.1 if side == "test" else -0.1, mean_score=1.0, n_test=5, n_reference=5
+        )
+        for p in prompts
+    ]
+    loads.append(
+        PromptLoading(
+            prompt="a busy office",
+            contribution=-0.01 if side == "test" else 0.01,
+            mean_score=0.1,
+            n_test=5,
+            n_reference=5,
+        )
+    )
+    modes = [
+        Mode(
+            rank=1,
+            eigenvalue=0.5 if side == "test" else -0.5,
+            side=side,
+            top_samples=[],
+            top_samples_other=[],
+            top_prompts=loads,
+        )
+    ]
+    PromptSplitResult(
+        eigenvalues=[0.5, -0.1],
+        modes=modes,
+        distance=0.26,
+        method="exact",
+        n_test=60,
+        n_reference=60,
+        seed=0,
+        config={},
+    ).save(path)
 
 
 def test_from_split_describes_the_mode_prompts(tmp_path):
@@ -150,8 +228,14 @@ def test_from_split_describes_the_mode_prompts(tmp_path):
     _split_result(tmp_path / "split", seeds)
     out = tmp_path / "out"
     with ScriptedServer(script) as server:
-        assert main(_args(dirs, bank, out, server.base_url, "--from-split", str(tmp_path / "split"),
-                          "--mode", "1")) == 0
+        assert (
+            main(
+                _args(
+                    dirs, bank, out, server.base_url, "--from-split", str(tmp_path / "split"), "--mode", "1"
+                )
+            )
+            == 0
+        )
         described = server.stage_requests("describe")[0]["messages"][0]["content"]
     r = load_result(out)
     assert r.seeded_from["mode"] == 1 and r.seeded_from["prompts"] == seeds and not r.seeded_from["swapped"]
@@ -175,13 +259,28 @@ def test_from_split_bad_mode_and_bad_result(tmp_path, capsys):
 
 
 def test_compcon_eval_with_a_judge(tmp_path):
-    preds = {"0": {"attributes": ["Chrysler building", "skyline", "taxi"], "descriptions": [["new york"]]},
-             "bats": {"attributes": ["bats"], "descriptions": [["halloween"], ["spooky"]]}}
+    preds = {
+        "0": {"attributes": ["Chrysler building", "skyline", "taxi"], "descriptions": [["new york"]]},
+        "bats": {"attributes": ["bats"], "descriptions": [["halloween"], ["spooky"]]},
+    }
     (tmp_path / "preds.json").write_text(json.dumps(preds))
     out = tmp_path / "eval"
     with ScriptedServer(script) as server:
-        code = main(["compcon-eval", str(tmp_path / "preds.json"), "--out", str(out), "--base-url",
-                     server.base_url, "--api-key-env", "", "--timeout", "2", "-q"])
+        code = main(
+            [
+                "compcon-eval",
+                str(tmp_path / "preds.json"),
+                "--out",
+                str(out),
+                "--base-url",
+                server.base_url,
+                "--api-key-env",
+                "",
+                "--timeout",
+                "2",
+                "-q",
+            ]
+        )
         judged = server.stage_requests("judge")
     assert code == 0
     r = json.loads((out / "result.json").read_text())
@@ -198,7 +297,19 @@ def test_compcon_eval_with_a_judge(tmp_path):
 @pytest.mark.parametrize("bad", ["[]", "{", '{"999": {"attributes": ["x"]}}'])
 def test_compcon_eval_bad_predictions(tmp_path, capsys, bad):
     (tmp_path / "p.json").write_text(bad)
-    assert main(["compcon-eval", str(tmp_path / "p.json"), "--out", str(tmp_path / "o"), "--base-url",
-                 f"http://127.0.0.1:{closed_port()}/v1", "-q"]) == 2
+    assert (
+        main(
+            [
+                "compcon-eval",
+                str(tmp_path / "p.json"),
+                "--out",
+                str(tmp_path / "o"),
+                "--base-url",
+                f"http://127.0.0.1:{closed_port()}/v1",
+                "-q",
+            ]
+        )
+        == 2
+    )
     assert "error:" in capsys.readouterr().err
     assert not (tmp_path / "o" / "result.json").exists()

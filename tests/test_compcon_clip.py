@@ -1,4 +1,5 @@
-"""The transformers-CLIP adapter on a tiny, randomly initialised CLIP saved to a temporary folder (no download).
+"""The transformers-CLIP adapter on a tiny, randomly initialised CLIP saved to a temporary folder (no
+download).
 
 It checks the plumbing (local loading, batching, shapes, determinism), not what CLIP knows."""
 
@@ -33,16 +34,32 @@ def tiny_clip(tmp_path_factory):
     (d / "merges.txt").write_text("#version: 0.2\n")
     tok = transformers.CLIPTokenizer(str(d / "vocab.json"), str(d / "merges.txt"))
     proc = transformers.CLIPProcessor(
-        image_processor=transformers.CLIPImageProcessor(size={"shortest_edge": 32},
-                                                        crop_size={"height": 32, "width": 32}),
-        tokenizer=tok)
+        image_processor=transformers.CLIPImageProcessor(
+            size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
+        ),
+        tokenizer=tok,
+    )
     cfg = transformers.CLIPConfig(
-        text_config=dict(vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, max_position_embeddings=64,
-                         bos_token_id=vocab["<|startoftext|>"], eos_token_id=vocab["<|endoftext|>"]),
-        vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                           image_size=32, patch_size=8),
-        projection_dim=8)
+        text_config=dict(
+            vocab_size=len(vocab),
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            max_position_embeddings=64,
+            bos_token_id=vocab["<|startoftext|>"],
+            eos_token_id=vocab["<|endoftext|>"],
+        ),
+        vision_config=dict(
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            image_size=32,
+            patch_size=8,
+        ),
+        projection_dim=8,
+    )
     transformers.CLIPModel(cfg).save_pretrained(d)
     proc.save_pretrained(d)
     return d

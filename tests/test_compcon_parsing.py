@@ -20,8 +20,10 @@ from promptprism.methods.compcon.parsing import (
 
 
 def test_attributes_under_model_a_only():
-    text = ("Sure.\n\n**Model a contains:**\n\n* **Wet streets**\n\n* neon lights.\n- \"fog\"\n• wet streets\n\n"
-            "### Model B contains:\n\n* sunny sky\n")
+    text = (
+        'Sure.\n\n**Model a contains:**\n\n* **Wet streets**\n\n* neon lights.\n- "fog"\n• wet streets\n\n'
+        "### Model B contains:\n\n* sunny sky\n"
+    )
     assert parse_attributes(text) == ["Wet streets", "neon lights", "fog"]
     assert parse_attributes("Model A contains:\n\nModel B contains:\n* x") == []
     assert parse_attributes("Model A contains: rain, fog") == ["rain", "fog"]
@@ -30,9 +32,11 @@ def test_attributes_under_model_a_only():
 
 
 def test_description_and_key_concepts():
-    text = ("Thought Process: the prompts share sadness.\nMore thoughts.\n\n"
-            "Description: Diverging prompts describe **loneliness** and rain.\n\n"
-            "Key Concepts: [melancholy, \"isolation\", 'rainy days']")
+    text = (
+        "Thought Process: the prompts share sadness.\nMore thoughts.\n\n"
+        "Description: Diverging prompts describe **loneliness** and rain.\n\n"
+        "Key Concepts: [melancholy, \"isolation\", 'rainy days']"
+    )
     desc, concepts = parse_description(text)
     assert desc == "Diverging prompts describe loneliness and rain"
     assert concepts == ["melancholy", "isolation", "rainy days"]
@@ -46,7 +50,10 @@ def test_description_and_key_concepts():
 
 
 def test_prompt_list():
-    text = "Here you go:\n1. A cat in the rain.\n2) \"A lonely lighthouse\"\n**3.** A storm\n\n4. A cat in the rain."
+    text = (
+        'Here you go:\n1. A cat in the rain.\n2) "A lonely lighthouse"\n**3.** A storm'
+        + "\n\n4. A cat in the rain."
+    )
     assert parse_prompt_list(text) == ["A cat in the rain", "A lonely lighthouse", "A storm"]
     with pytest.raises(ValueError, match="numbered list"):
         parse_prompt_list("no list here")
@@ -63,8 +70,13 @@ def test_ratings_in_the_papers_forms():
 
 
 def test_prompt_pairs_d2():
-    text = "- 1a. A farmer with pigs. It rains.\n- 1b. A farmer with pigs in dark shadows.\n- 2a. x\n- 3b. orphan"
-    assert parse_prompt_pairs(text) == [("A farmer with pigs. It rains", "A farmer with pigs in dark shadows")]
+    text = (
+        "- 1a. A farmer with pigs. It rains.\n- 1b. A farmer with pigs in dark shadows.\n"
+        + "- 2a. x\n- 3b. orphan"
+    )
+    assert parse_prompt_pairs(text) == [
+        ("A farmer with pigs. It rains", "A farmer with pigs in dark shadows")
+    ]
     with pytest.raises(ValueError):
         parse_prompt_pairs("nothing")
 
@@ -73,7 +85,8 @@ def test_templates_are_the_papers_and_can_be_overridden(tmp_path):
     t = load_templates()
     assert "Model a contains:" in t["attribute_discovery"] and "{prompt}" in t["attribute_discovery"]
     assert "Key Concepts: [diverging concept 1" in t["description"].format(
-        attribute="x", diverging_prompts="", non_diverging_prompts="")
+        attribute="x", diverging_prompts="", non_diverging_prompts=""
+    )
     (tmp_path / "prompt_generation.txt").write_text("Give me {num_prompts} prompts about {description}.")
     assert load_templates(tmp_path)["prompt_generation"].startswith("Give me")
     (tmp_path / "description.txt").write_text("Describe {nonsense}")
@@ -84,8 +97,11 @@ def test_templates_are_the_papers_and_can_be_overridden(tmp_path):
 def test_id2_splits_shipped():
     splits = load_id2_splits()
     assert len(splits) == 60
-    assert splits[0] == {"id": 0, "attribute": "the Chrysler Building",
-                         "concepts": ["new york city", "tourism in new york city", "life in new york city"]}
+    assert splits[0] == {
+        "id": 0,
+        "attribute": "the Chrysler Building",
+        "concepts": ["new york city", "tourism in new york city", "life in new york city"],
+    }
     assert any(s["concepts"] == ["1990's pop culture moments"] for s in splits)
 
 
@@ -126,7 +142,8 @@ def test_prompt_bank_and_grid(tmp_path):
     (tmp_path / "e.txt").write_text("\n \n")
     with pytest.raises(InputError, match="empty"):
         load_prompt_bank(tmp_path / "e.txt")
-    grid = image_grid([Image.new("RGB", (10, 10), "red")] * 2, [Image.new("RGB", (10, 10), "blue")] * 2,
-                      cell=20, gap=4)
+    grid = image_grid(
+        [Image.new("RGB", (10, 10), "red")] * 2, [Image.new("RGB", (10, 10), "blue")] * 2, cell=20, gap=4
+    )
     assert grid.size == (44, 44)
     assert grid.getpixel((5, 5)) == (255, 0, 0) and grid.getpixel((5, 30)) == (0, 0, 255)

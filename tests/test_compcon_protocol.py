@@ -1,4 +1,5 @@
-"""CompCon PROTOCOL tests: the whole loop against a local HTTP server (127.0.0.1, started here) that speaks the
+"""CompCon PROTOCOL tests: the whole loop against a local HTTP server (127.0.0.1, started here) that speaks
+the
 OpenAI chat-completions protocol and returns SCRIPTED answers. They test the client (requests, data URLs,
 retries, timeouts, cache), the parsing of the paper's answer formats, re-asks on malformed answers, the
 C.2 sampling and C.3 early stopping. They are not model tests: no real language model is involved.
@@ -12,6 +13,8 @@ import json
 
 import numpy as np
 import pytest
+from PIL import Image
+
 from compcon_fakes import (
     ATTRIBUTES_ANSWER,
     BANK_PROMPTS,
@@ -24,8 +27,6 @@ from compcon_fakes import (
     model_b,
     prompt_list,
 )
-from PIL import Image
-
 from promptprism import CallableGenerator, ChatClient, CompCon, CompConResult, EndpointError, load_result
 from promptprism.methods.compcon import EmptyAttributesError, MalformedAnswerError
 from promptprism.methods.compcon.clients import request_key
@@ -60,6 +61,7 @@ def good_script(sad_per_iteration=(5, 15, 10)):
             k = sad_per_iteration[min(n, len(sad_per_iteration) - 1)]
             return prompt_list(k, tag=f"it{n}")
         return "?"
+
     return respond
 
 
@@ -119,7 +121,8 @@ def test_sampling_prefers_previous_iteration_then_fills_from_bank():
 def test_sampling_fills_up_with_bank_prompts_when_previous_iteration_has_few():
     with ScriptedServer(good_script((1, 1, 1))) as server:
         result = _estimator(server, batch_size=3, iterations=2, early_stop_iterations=5).fit(
-            *_models(), BANK_PROMPTS)
+            *_models(), BANK_PROMPTS
+        )
     its = result.descriptions[0]["iterations"]
     prev = [p for p, f in zip(its[0]["generated_prompts"], its[0]["diverging"], strict=True) if f]
     assert len(prev) == 1
@@ -132,7 +135,9 @@ def test_same_seed_same_draws_other_seed_other_draws():
     for seed in (7, 7, 8):
         with ScriptedServer(good_script()) as server:
             r = _estimator(server, seed=seed).fit(*_models(), BANK_PROMPTS)
-        runs.append(([d["prompt"] for d in r.discovery], r.descriptions[0]["iterations"][0]["sampled_diverging"]))
+        runs.append(
+            ([d["prompt"] for d in r.discovery], r.descriptions[0]["iterations"][0]["sampled_diverging"])
+        )
     assert runs[0] == runs[1]
     assert runs[0] != runs[2]
 
@@ -270,8 +275,13 @@ def test_client_errors_are_not_retried():
 def test_response_cache_and_api_key(tmp_path, monkeypatch):
     monkeypatch.setenv("PP_TEST_KEY", "sekrit")
     with ScriptedServer(lambda body, stage, n: f"answer {n}") as server:
-        client = ChatClient(base_url=server.base_url, model="m", api_key_env="PP_TEST_KEY", cache_dir=tmp_path,
-                            sleep=lambda s: None)
+        client = ChatClient(
+            base_url=server.base_url,
+            model="m",
+            api_key_env="PP_TEST_KEY",
+            cache_dir=tmp_path,
+            sleep=lambda s: None,
+        )
         msgs = [{"role": "user", "content": "same question"}]
         assert client.chat(msgs) == "answer 0"
         assert client.chat(msgs) == "answer 0"  # from the cache
@@ -292,8 +302,14 @@ def test_unreachable_endpoint_names_url():
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    client = ChatClient(base_url=f"http://127.0.0.1:{port}/v1", model="m", api_key_env=None, retries=1,
-                        timeout=0.5, sleep=lambda s: None)
+    client = ChatClient(
+        base_url=f"http://127.0.0.1:{port}/v1",
+        model="m",
+        api_key_env=None,
+        retries=1,
+        timeout=0.5,
+        sleep=lambda s: None,
+    )
     with pytest.raises(EndpointError, match=f"http://127.0.0.1:{port}/v1/chat/completions unreachable"):
         client.chat([{"role": "user", "content": "x"}])
 
@@ -303,7 +319,8 @@ def test_seed_prompts_are_the_diverging_set():
     seeds = ["a sad harbour at dusk", "a lonely tree on a hill", "a busy office"]
     with ScriptedServer(good_script()) as server:
         result = _estimator(server, n_discovery_prompts=10, iterations=1).fit(
-            *_models(), BANK_PROMPTS, seed_prompts=seeds, seeded_from={"mode": 1})
+            *_models(), BANK_PROMPTS, seed_prompts=seeds, seeded_from={"mode": 1}
+        )
     assert {d["prompt"] for d in result.discovery} == set(seeds)  # discovery only looks at the seeds
     assert result.descriptions[0]["diverging_set"] == seeds
     assert result.attributes[0]["n_prompts"] == 3 and result.attributes[0]["n_diverging"] == 2
@@ -314,7 +331,6 @@ def test_seed_prompts_are_the_diverging_set():
 
 def test_fixed_banks_give_one_unscored_description(tmp_path):
     from compcon_fakes import write_bank
-
     from promptprism import ImageBank
 
     dirs, _ = write_bank(tmp_path, BANK_PROMPTS)

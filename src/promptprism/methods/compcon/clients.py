@@ -80,8 +80,9 @@ def user_message(text: str, images: Sequence[Any] = ()) -> dict:
 
 def request_key(url: str, payload: dict) -> str:
     """sha256 of the canonical JSON of the endpoint URL and the request body (the API key is not in it)."""
-    canon = json.dumps({"url": url, "payload": payload}, sort_keys=True, separators=(",", ":"),
-                       ensure_ascii=False)
+    canon = json.dumps(
+        {"url": url, "payload": payload}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()
 
 
@@ -134,9 +135,15 @@ class ChatClient:
 
     def describe(self) -> dict:
         """What goes into result.json about this client (no key)."""
-        return {"base_url": self.base_url, "model": self.model, "api_key_env": self.api_key_env,
-                "timeout": self.timeout, "retries": self.retries, "temperature": self.temperature,
-                "max_tokens": self.max_tokens}
+        return {
+            "base_url": self.base_url,
+            "model": self.model,
+            "api_key_env": self.api_key_env,
+            "timeout": self.timeout,
+            "retries": self.retries,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
 
     def payload(self, messages: list[dict]) -> dict:
         body: dict[str, Any] = {"model": self.model, "messages": messages}
@@ -170,7 +177,9 @@ class ChatClient:
         last = ""
         for attempt in range(attempts):
             if attempt:
-                delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1)) + self._rng.uniform(0, self.backoff)
+                delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1)) + self._rng.uniform(
+                    0, self.backoff
+                )
                 self.sleep(delay)
             req = urllib.request.Request(self.url, data=raw, headers=headers, method="POST")
             self.n_requests += 1
@@ -183,8 +192,10 @@ class ChatClient:
                     last = f"HTTP {exc.code}{detail}"
                     continue
                 hint = " (check the key in $" + str(self.api_key_env) + ")" if exc.code in (401, 403) else ""
-                raise EndpointError(f"chat endpoint {self.url} answered HTTP {exc.code}{detail}{hint}") from None
-            except (TimeoutError, socket.timeout):
+                raise EndpointError(
+                    f"chat endpoint {self.url} answered HTTP {exc.code}{detail}{hint}"
+                ) from None
+            except TimeoutError:
                 last = f"no answer within {self.timeout:g} s (timeout)"
                 continue
             except urllib.error.URLError as exc:
@@ -200,10 +211,13 @@ class ChatClient:
             try:
                 return json.loads(payload.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError):
-                raise EndpointError(f"chat endpoint {self.url} did not answer with JSON "
-                                    f"(first bytes: {payload[:80]!r})") from None
-        raise EndpointError(f"chat endpoint {self.url} unreachable: {last} "
-                            f"(after {attempts} attempt{'s' if attempts > 1 else ''})")
+                raise EndpointError(
+                    f"chat endpoint {self.url} did not answer with JSON (first bytes: {payload[:80]!r})"
+                ) from None
+        raise EndpointError(
+            f"chat endpoint {self.url} unreachable: {last} "
+            f"(after {attempts} attempt{'s' if attempts > 1 else ''})"
+        )
 
     # ----------------------------------------------------------------------------------------- the cache
     def _cache_path(self, key: str) -> Path | None:
@@ -230,8 +244,9 @@ def _content(data: Any, url: str) -> str:
     try:
         content = data["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
-        raise EndpointError(f"chat endpoint {url} answered without choices[0].message.content "
-                            f"(got {json.dumps(data)[:200]})") from None
+        raise EndpointError(
+            f"chat endpoint {url} answered without choices[0].message.content (got {json.dumps(data)[:200]})"
+        ) from None
     if isinstance(content, list):  # some servers answer with content parts
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
     if not isinstance(content, str):
@@ -247,8 +262,9 @@ def _error_detail(exc: urllib.error.HTTPError) -> str:
     return f": {text[:200]}" if text else ""
 
 
-def ask(client: ChatModel, messages: list[dict], parse: Callable[[str], T], *, what: str,
-        reasks: int = 2) -> tuple[T, list[dict], list[str]]:
+def ask(
+    client: ChatModel, messages: list[dict], parse: Callable[[str], T], *, what: str, reasks: int = 2
+) -> tuple[T, list[dict], list[str]]:
     """Ask, parse; on a malformed answer re-ask (the bad answer and the parser's complaint are appended to the
     conversation, so the retry is a new request and never a cache hit), at most ``reasks`` times.
 
@@ -265,12 +281,19 @@ def ask(client: ChatModel, messages: list[dict], parse: Callable[[str], T], *, w
             value = parse(text)
         except ValueError as exc:
             problem = str(exc)
-            convo = convo + [{"role": "assistant", "content": text},
-                             {"role": "user", "content": f"Your answer could not be read: {problem}. "
-                                                         "Please answer again, exactly in the requested format."}]
+            convo = convo + [
+                {"role": "assistant", "content": text},
+                {
+                    "role": "user",
+                    "content": f"Your answer could not be read: {problem}. "
+                    "Please answer again, exactly in the requested format.",
+                },
+            ]
             continue
         return value, convo + [{"role": "assistant", "content": text}], answers
     raise MalformedAnswerError(
         f"{what}: {getattr(client, 'model', 'the model')} answered in an unreadable format "
         f"{len(answers)} time{'s' if len(answers) > 1 else ''} ({problem}); last answer began "
-        f"{answers[-1][:120]!r}", answers)
+        f"{answers[-1][:120]!r}",
+        answers,
+    )

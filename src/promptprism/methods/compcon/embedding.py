@@ -24,8 +24,9 @@ class ClipEmbedder(Protocol):
 class TransformersClip:
     """CLIP image/text embeddings via transformers (CPU by default), batched, float32."""
 
-    def __init__(self, model: str = "openai/clip-vit-base-patch32", device: str = "cpu",
-                 batch_size: int = 32) -> None:
+    def __init__(
+        self, model: str = "openai/clip-vit-base-patch32", device: str = "cpu", batch_size: int = 32
+    ) -> None:
         try:
             from transformers import CLIPModel, CLIPProcessor
         except ImportError as exc:  # pragma: no cover - transformers is an optional dependency
@@ -35,8 +36,10 @@ class TransformersClip:
             self.processor = CLIPProcessor.from_pretrained(model, local_files_only=True)
         except (OSError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise InputError(f"cannot load CLIP model {model!r} from local files (nothing is downloaded): "
-                             f"{first}; pass --clip-model with a local folder holding a CLIP model") from None
+            raise InputError(
+                f"cannot load CLIP model {model!r} from local files (nothing is downloaded): "
+                f"{first}; pass --clip-model with a local folder holding a CLIP model"
+            ) from None
         self.name = model
         self.device = device
         self.batch_size = int(batch_size)
@@ -52,19 +55,24 @@ class TransformersClip:
 
         chunks = []
         for i in range(0, len(images), self.batch_size):
-            batch = [load_image(im) for im in images[i:i + self.batch_size]]
+            batch = [load_image(im) for im in images[i : i + self.batch_size]]
             inputs = self.processor(images=batch, return_tensors="pt").to(self.device)
             with torch.no_grad():
                 chunks.append(self._features(self.model.get_image_features(**inputs)).float().cpu().numpy())
-        return np.concatenate(chunks) if chunks else np.zeros((0, self.model.config.projection_dim), np.float32)
+        return (
+            np.concatenate(chunks) if chunks else np.zeros((0, self.model.config.projection_dim), np.float32)
+        )
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         import torch
 
         chunks = []
         for i in range(0, len(texts), self.batch_size):
-            inputs = self.processor(text=list(texts[i:i + self.batch_size]), return_tensors="pt", padding=True,
-                                    truncation=True).to(self.device)
+            inputs = self.processor(
+                text=list(texts[i : i + self.batch_size]), return_tensors="pt", padding=True, truncation=True
+            ).to(self.device)
             with torch.no_grad():
                 chunks.append(self._features(self.model.get_text_features(**inputs)).float().cpu().numpy())
-        return np.concatenate(chunks) if chunks else np.zeros((0, self.model.config.projection_dim), np.float32)
+        return (
+            np.concatenate(chunks) if chunks else np.zeros((0, self.model.config.projection_dim), np.float32)
+        )

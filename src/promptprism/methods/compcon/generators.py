@@ -4,7 +4,8 @@
   arrays or image paths); it can make images for the new prompts each CompCon iteration writes.
 * :class:`ImageBank` holds images already generated for a prompt bank: a manifest (``.jsonl`` / ``.csv`` with
   ``prompt`` and ``image`` columns, one row per image; or ``.json`` mapping prompt -> [paths]) or a folder
-  holding one (``manifest.jsonl|csv|json``) or, instead, sub-folders each with a ``prompt.txt`` and its images.
+  holding one (``manifest.jsonl|csv|json``) or, instead, sub-folders each with a ``prompt.txt`` and
+  its images.
   It looks prompts up (exact text, then whitespace/case-normalised) and cannot make new images.
 
 :func:`missing_images` says which prompts of a bank have no images for a model.
@@ -119,8 +120,10 @@ class ImageBank:
                 imgs = sorted(str(f) for f in sub.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES)
                 mapping.setdefault(prompt, []).extend(imgs)
             if not mapping:
-                raise InputError(f"{path}: no {' / '.join(MANIFEST_NAMES)} and no sub-folders with a prompt.txt; "
-                                 "cannot tell which images belong to which prompt")
+                raise InputError(
+                    f"{path}: no {' / '.join(MANIFEST_NAMES)} and no sub-folders with a prompt.txt; "
+                    "cannot tell which images belong to which prompt"
+                )
             return cls(mapping, label, str(path))
         return cls(_read_manifest(path), label, str(path))
 
@@ -214,8 +217,10 @@ def load_prompt_bank(path: str | os.PathLike) -> list[str]:
         else:
             prompts = text.splitlines()
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise InputError(f"{path}: cannot read prompts ({type(exc).__name__}: {exc}); expected one prompt per "
-                         "line, a JSON list, or rows with a 'prompt' field") from None
+        raise InputError(
+            f"{path}: cannot read prompts ({type(exc).__name__}: {exc}); expected one prompt per "
+            "line, a JSON list, or rows with a 'prompt' field"
+        ) from None
     seen: set[str] = set()
     out = []
     for p in (p.strip() for p in prompts):

@@ -41,7 +41,7 @@ def parse_attributes(text: str) -> list[str]:
             return _dedupe([s for s in items if s])
         raise ValueError('no "Model A contains:" section')
     items: list[str] = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         stripped = line.strip()
         if not stripped:
             continue
@@ -70,8 +70,11 @@ def _dedupe(items: list[str]) -> list[str]:
 
 
 def _section(text: str, header: str, stop: tuple[str, ...]) -> str | None:
-    pattern = rf"(?:^|\n)\W*{header}\W*:\s*(.*?)(?=\n\W*(?:{'|'.join(stop)})\W*:|\Z)" if stop else \
-        rf"(?:^|\n)\W*{header}\W*:\s*(.*)\Z"
+    pattern = (
+        rf"(?:^|\n)\W*{header}\W*:\s*(.*?)(?=\n\W*(?:{'|'.join(stop)})\W*:|\Z)"
+        if stop
+        else rf"(?:^|\n)\W*{header}\W*:\s*(.*)\Z"
+    )
     m = re.search(pattern, text, re.IGNORECASE | re.DOTALL)
     return m.group(1).strip() if m else None
 
@@ -103,8 +106,11 @@ def parse_description(text: str) -> tuple[str, list[str]]:
     concepts = parse_concept_list(concepts_text)
     if not concepts:
         raise ValueError('the "Key Concepts" list is empty')
-    description = clean_item(description.strip()) if "\n" not in description else \
-        re.sub(r"[*_`]+", "", description).strip()
+    description = (
+        clean_item(description.strip())
+        if "\n" not in description
+        else re.sub(r"[*_`]+", "", description).strip()
+    )
     return description, concepts
 
 
@@ -119,8 +125,10 @@ def parse_prompt_list(text: str, *, minimum: int = 1) -> list[str]:
                 items.append(item)
     items = _dedupe(items)
     if len(items) < minimum:
-        raise ValueError(f"expected a numbered list of at least {minimum} prompt{'s' if minimum > 1 else ''}, "
-                         f"found {len(items)}")
+        raise ValueError(
+            f"expected a numbered list of at least {minimum} prompt{'s' if minimum > 1 else ''}, "
+            f"found {len(items)}"
+        )
     return items
 
 

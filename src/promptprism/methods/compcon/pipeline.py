@@ -115,8 +115,16 @@ class CompCon:
     progress: bool | None = False
 
     def __post_init__(self) -> None:
-        for name in ("n_discovery_prompts", "images_per_prompt", "n_attributes", "batch_size", "n_generated",
-                     "iterations", "early_stop_iterations", "grid_cell"):
+        for name in (
+            "n_discovery_prompts",
+            "images_per_prompt",
+            "n_attributes",
+            "batch_size",
+            "n_generated",
+            "iterations",
+            "early_stop_iterations",
+            "grid_cell",
+        ):
             check_positive_number(getattr(self, name), name, integer=True)
         check_positive_number(self.reasks, "reasks", integer=True, allow_zero=True)
         check_seed(self.seed)
@@ -131,15 +139,36 @@ class CompCon:
         self.templates = load_templates(self.template_dir)
 
     def config(self) -> dict:
-        keys = ("n_discovery_prompts", "images_per_prompt", "n_attributes", "batch_size", "n_generated",
-                "iterations", "early_stop_iterations", "early_stop_score", "quantile", "null", "min_fraction",
-                "reasks", "seed", "template_dir", "grid_cell")
+        keys = (
+            "n_discovery_prompts",
+            "images_per_prompt",
+            "n_attributes",
+            "batch_size",
+            "n_generated",
+            "iterations",
+            "early_stop_iterations",
+            "early_stop_score",
+            "quantile",
+            "null",
+            "min_fraction",
+            "reasks",
+            "seed",
+            "template_dir",
+            "grid_cell",
+        )
         return {k: getattr(self, k) for k in keys}
 
     # ----------------------------------------------------------------------------------------------- fit
-    def fit(self, model_a: ImageSource, model_b: ImageSource, prompts: Sequence[str], *,
-            seed_prompts: Sequence[str] | None = None, skip_missing: bool = False,
-            seeded_from: dict | None = None) -> CompConResult:
+    def fit(
+        self,
+        model_a: ImageSource,
+        model_b: ImageSource,
+        prompts: Sequence[str],
+        *,
+        seed_prompts: Sequence[str] | None = None,
+        skip_missing: bool = False,
+        seeded_from: dict | None = None,
+    ) -> CompConResult:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         show = progress_enabled(self.progress)
@@ -163,8 +192,10 @@ class CompCon:
         if seed_prompts is not None:
             seeds = [p for p in dict.fromkeys(seed_prompts) if p in set(bank)]
             if not seeds:
-                raise InputError("none of the seed prompts (from the PromptSplit mode) is in the prompt bank "
-                                 "with images from both models")
+                raise InputError(
+                    "none of the seed prompts (from the PromptSplit mode) is in the prompt bank "
+                    "with images from both models"
+                )
 
         # -- images and their CLIP embeddings, per prompt
         t = time.perf_counter()
@@ -199,12 +230,14 @@ class CompCon:
             grid = image_grid(images_a[p][:k], images_b[p][:k], cell=self.grid_cell)
             msg = user_message(render(self.templates["attribute_discovery"], prompt=p), [grid])
             try:
-                attrs, _, answers = ask(vlm, [msg], parse_attributes, what=f"attribute discovery for {p!r}",
-                                        reasks=self.reasks)
+                attrs, _, answers = ask(
+                    vlm, [msg], parse_attributes, what=f"attribute discovery for {p!r}", reasks=self.reasks
+                )
             except MalformedAnswerError as exc:
                 discovery.append({"prompt": p, "attributes": [], "error": str(exc)})
-                failures.append({"stage": "attribute discovery", "prompt": p, "error": str(exc),
-                                 "answers": exc.answers})
+                failures.append(
+                    {"stage": "attribute discovery", "prompt": p, "error": str(exc), "answers": exc.answers}
+                )
                 continue
             discovery.append({"prompt": p, "attributes": attrs, "error": None, "n_answers": len(answers)})
             for a in attrs:
@@ -214,14 +247,17 @@ class CompCon:
         if not proposed:
             if failures and len(failures) == n_disc:
                 raise MalformedAnswerError(
-                    f"attribute discovery: every answer of {getattr(vlm, 'model', 'the VLM')} for the {n_disc} "
+                    f"attribute discovery: every answer of {getattr(vlm, 'model', 'the VLM')} for the "
+                    f"{n_disc} "
                     f"sampled prompt(s) was malformed (no 'Model A contains:' list); first problem: "
-                    f"{failures[0]['error']}")
+                    f"{failures[0]['error']}"
+                )
             raise EmptyAttributesError(
                 f"attribute discovery: {getattr(vlm, 'model', 'the VLM')} proposed no attribute under "
                 f"'Model A contains:' for any of the {n_disc} sampled prompt(s)"
                 + (f" ({len(failures)} malformed)" if failures else "")
-                + "; nothing to verify. Try more --discovery-prompts or another VLM.")
+                + "; nothing to verify. Try more --discovery-prompts or another VLM."
+            )
 
         # -- 2. CLIP verification
         t = time.perf_counter()
@@ -241,15 +277,21 @@ class CompCon:
         scores = verify.attribute_scores(div[rows])
         attributes = []
         for rank, k in enumerate(order, 1):
-            attributes.append({
-                "attribute": names[k], "rank": rank, "score": float(scores[k]),
-                "n_diverging": int(div[rows, k].sum()), "n_prompts": len(rows),
-                "diverging_prompts": [bank[i] for i in rows if div[i, k]],
-                "threshold": float(thresholds[k]),
-                "mean_fraction_a": float(np.nanmean(frac_a[rows, k])),
-                "mean_fraction_b": float(np.nanmean(frac_b[rows, k])),
-                "n_diverging_bank": int(div[:, k].sum()),
-                "proposed_for": proposed[names[k]]})
+            attributes.append(
+                {
+                    "attribute": names[k],
+                    "rank": rank,
+                    "score": float(scores[k]),
+                    "n_diverging": int(div[rows, k].sum()),
+                    "n_prompts": len(rows),
+                    "diverging_prompts": [bank[i] for i in rows if div[i, k]],
+                    "threshold": float(thresholds[k]),
+                    "mean_fraction_a": float(np.nanmean(frac_a[rows, k])),
+                    "mean_fraction_b": float(np.nanmean(frac_b[rows, k])),
+                    "n_diverging_bank": int(div[:, k].sum()),
+                    "proposed_for": proposed[names[k]],
+                }
+            )
         timings["verification"] = time.perf_counter() - t
 
         # -- 3. descriptions
@@ -263,25 +305,42 @@ class CompCon:
             else:
                 d_set = [bank[i] for i in range(len(bank)) if div[i, k]]
             n_set = [p for p in bank if p not in set(d_set)]
-            entry = self._describe(attr, d_set, n_set, text_emb[k], thresholds[k], model_a, model_b, rng,
-                                   scored, failures, show)
+            entry = self._describe(
+                attr, d_set, n_set, text_emb[k], thresholds[k], model_a, model_b, rng, scored, failures, show
+            )
             descriptions.append(entry)
         timings["descriptions"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - t0
 
-        models = {"A": _describe_source(model_a), "B": _describe_source(model_b),
-                  "llm": _describe_client(self.llm), "vlm": _describe_client(vlm),
-                  "clip": getattr(self.embedder, "name", type(self.embedder).__name__)}
-        calibration = {"rule": "quantile of the null set", "quantile": self.quantile,
-                       "null": "images of model B" if self.null == "reference" else "images of A and B",
-                       "min_fraction": self.min_fraction,
-                       "has_attribute": "cos(image, attribute) > threshold",
-                       "diverging": "fraction_A >= min_fraction and fraction_B < min_fraction"}
+        models = {
+            "A": _describe_source(model_a),
+            "B": _describe_source(model_b),
+            "llm": _describe_client(self.llm),
+            "vlm": _describe_client(vlm),
+            "clip": getattr(self.embedder, "name", type(self.embedder).__name__),
+        }
+        calibration = {
+            "rule": "quantile of the null set",
+            "quantile": self.quantile,
+            "null": "images of model B" if self.null == "reference" else "images of A and B",
+            "min_fraction": self.min_fraction,
+            "has_attribute": "cos(image, attribute) > threshold",
+            "diverging": "fraction_A >= min_fraction and fraction_B < min_fraction",
+        }
         return CompConResult(
-            attributes=attributes, descriptions=descriptions, discovery=discovery, calibration=calibration,
-            models=models, n_prompts=len(bank), seed=self.seed, config=self.config(),
-            skipped_prompts=missing if skip_missing else {}, failures=failures, seeded_from=seeded_from,
-            timings={k: round(v, 4) for k, v in timings.items()})
+            attributes=attributes,
+            descriptions=descriptions,
+            discovery=discovery,
+            calibration=calibration,
+            models=models,
+            n_prompts=len(bank),
+            seed=self.seed,
+            config=self.config(),
+            skipped_prompts=missing if skip_missing else {},
+            failures=failures,
+            seeded_from=seeded_from,
+            timings={k: round(v, 4) for k, v in timings.items()},
+        )
 
     # ------------------------------------------------------------------------------------------- helpers
     def _embed_groups(self, image_lists: list[list[Any]]) -> tuple[np.ndarray, np.ndarray]:
@@ -289,7 +348,9 @@ class CompCon:
         groups = np.repeat(np.arange(len(image_lists)), [len(x) for x in image_lists])
         emb = np.asarray(self.embedder.embed_images(flat), dtype=np.float64)
         if emb.shape[0] != len(flat):
-            raise InputError(f"the CLIP embedder returned {emb.shape[0]} image embeddings for {len(flat)} images")
+            raise InputError(
+                f"the CLIP embedder returned {emb.shape[0]} image embeddings for {len(flat)} images"
+            )
         return emb, groups
 
     def _sample(self, rng: np.random.Generator, previous: list[str], pool: list[str]) -> list[str]:
@@ -304,11 +365,20 @@ class CompCon:
         fill = [rest[i] for i in sorted(rng.choice(len(rest), size=n_fill, replace=False))] if n_fill else []
         return prev + fill
 
-    def _describe(self, attr, d_set, n_set, text_vec, tau, model_a, model_b, rng, scored, failures,
-                  show) -> dict:
-        entry: dict[str, Any] = {"attribute": attr, "diverging_set": d_set, "non_diverging_set_size": len(n_set),
-                                 "iterations": [], "best": None, "n_iterations": 0, "stopped_early": False,
-                                 "stop_reason": "", "scored": scored}
+    def _describe(
+        self, attr, d_set, n_set, text_vec, tau, model_a, model_b, rng, scored, failures, show
+    ) -> dict:
+        entry: dict[str, Any] = {
+            "attribute": attr,
+            "diverging_set": d_set,
+            "non_diverging_set_size": len(n_set),
+            "iterations": [],
+            "best": None,
+            "n_iterations": 0,
+            "stopped_early": False,
+            "stop_reason": "",
+            "scored": scored,
+        }
         if not d_set:
             entry["stop_reason"] = "no diverging prompts to describe"
             return entry
@@ -319,52 +389,97 @@ class CompCon:
         for it in track(range(n_iter), total=n_iter, description=f"describing {attr!r}", enabled=show):
             sampled_d = self._sample(rng, prev_div, d_set)
             sampled_n = self._sample(rng, prev_non, n_set)
-            record: dict[str, Any] = {"iteration": it, "sampled_diverging": sampled_d,
-                                      "sampled_non_diverging": sampled_n, "description": None,
-                                      "key_concepts": [], "generated_prompts": [], "diverging": [],
-                                      "score": None, "error": None}
+            record: dict[str, Any] = {
+                "iteration": it,
+                "sampled_diverging": sampled_d,
+                "sampled_non_diverging": sampled_n,
+                "description": None,
+                "key_concepts": [],
+                "generated_prompts": [],
+                "diverging": [],
+                "score": None,
+                "error": None,
+            }
             try:
-                record.update(self._iterate(attr, sampled_d, sampled_n, text_vec, tau, model_a, model_b,
-                                            scored))
+                record.update(
+                    self._iterate(attr, sampled_d, sampled_n, text_vec, tau, model_a, model_b, scored)
+                )
             except MalformedAnswerError as exc:
                 record["error"] = str(exc)
-                failures.append({"stage": "description", "attribute": attr, "iteration": it, "error": str(exc),
-                                 "answers": exc.answers})
+                failures.append(
+                    {
+                        "stage": "description",
+                        "attribute": attr,
+                        "iteration": it,
+                        "error": str(exc),
+                        "answers": exc.answers,
+                    }
+                )
             entry["iterations"].append(record)
             entry["n_iterations"] = it + 1
             prev_div = [p for p, d in zip(record["generated_prompts"], record["diverging"], strict=True) if d]
-            prev_non = [p for p, d in zip(record["generated_prompts"], record["diverging"], strict=True) if not d]
+            prev_non = [
+                p for p, d in zip(record["generated_prompts"], record["diverging"], strict=True) if not d
+            ]
             if record["score"] is not None and record["score"] > best_score:
                 best_score = record["score"]
                 entry["best"] = {k: record[k] for k in ("iteration", "description", "key_concepts", "score")}
             if not scored:
-                entry["stop_reason"] = ("model A or B is a fixed image bank: the generated prompts cannot be "
-                                        "rendered, so descriptions are not scored and not iterated")
+                entry["stop_reason"] = (
+                    "model A or B is a fixed image bank: the generated prompts cannot be "
+                    "rendered, so descriptions are not scored and not iterated"
+                )
                 if record["description"] is not None:
-                    entry["best"] = {k: record[k] for k in ("iteration", "description", "key_concepts", "score")}
+                    entry["best"] = {
+                        k: record[k] for k in ("iteration", "description", "key_concepts", "score")
+                    }
                 break
             if it + 1 >= self.early_stop_iterations and best_score <= self.early_stop_score:
                 if it + 1 < n_iter:
                     entry["stopped_early"] = True
-                entry["stop_reason"] = (f"early stop: best score {max(best_score, 0.0):.3f} <= "
-                                        f"{self.early_stop_score:g} after {it + 1} iterations")
+                entry["stop_reason"] = (
+                    f"early stop: best score {max(best_score, 0.0):.3f} <= "
+                    f"{self.early_stop_score:g} after {it + 1} iterations"
+                )
                 break
         else:
             entry["stop_reason"] = f"ran all {n_iter} iterations"
         return entry
 
     def _iterate(self, attr, sampled_d, sampled_n, text_vec, tau, model_a, model_b, scored) -> dict:
-        text = render(self.templates["description"], attribute=attr,
-                      diverging_prompts="\n".join(sampled_d), non_diverging_prompts="\n".join(sampled_n))
-        (description, concepts), convo, _ = ask(self.llm, [user_message(text)], parse_description,
-                                                what=f"description for {attr!r}", reasks=self.reasks)
-        gen = render(self.templates["prompt_generation"], num_prompts=self.n_generated, description=description,
-                     attribute=attr)
-        prompts, _, _ = ask(self.llm, convo + [user_message(gen)], parse_prompt_list,
-                            what=f"prompt generation for {attr!r}", reasks=self.reasks)
+        text = render(
+            self.templates["description"],
+            attribute=attr,
+            diverging_prompts="\n".join(sampled_d),
+            non_diverging_prompts="\n".join(sampled_n),
+        )
+        (description, concepts), convo, _ = ask(
+            self.llm,
+            [user_message(text)],
+            parse_description,
+            what=f"description for {attr!r}",
+            reasks=self.reasks,
+        )
+        gen = render(
+            self.templates["prompt_generation"],
+            num_prompts=self.n_generated,
+            description=description,
+            attribute=attr,
+        )
+        prompts, _, _ = ask(
+            self.llm,
+            convo + [user_message(gen)],
+            parse_prompt_list,
+            what=f"prompt generation for {attr!r}",
+            reasks=self.reasks,
+        )
         prompts = prompts[: self.n_generated]
-        out: dict[str, Any] = {"description": description, "key_concepts": concepts, "generated_prompts": prompts,
-                               "diverging": [False] * len(prompts) if not scored else []}
+        out: dict[str, Any] = {
+            "description": description,
+            "key_concepts": concepts,
+            "generated_prompts": prompts,
+            "diverging": [False] * len(prompts) if not scored else [],
+        }
         if not scored:
             return out
         imgs_a = [model_a.images(p) for p in prompts]
@@ -375,8 +490,15 @@ class CompCon:
             ea, ga = self._embed_groups([imgs_a[i] for i in keep])
             eb, gb = self._embed_groups([imgs_b[i] for i in keep])
             t = np.asarray(text_vec).reshape(1, -1)
-            d = verify.diverging_prompts(verify.similarity_matrix(ea, t), ga, verify.similarity_matrix(eb, t), gb,
-                                         np.array([tau]), len(keep), self.min_fraction)[:, 0]
+            d = verify.diverging_prompts(
+                verify.similarity_matrix(ea, t),
+                ga,
+                verify.similarity_matrix(eb, t),
+                gb,
+                np.array([tau]),
+                len(keep),
+                self.min_fraction,
+            )[:, 0]
             for j, i in enumerate(keep):
                 flags[i] = bool(d[j])
         out["diverging"] = flags
@@ -414,23 +536,33 @@ def split_mode_prompts(result: Any, mode: int) -> tuple[list[str], bool, dict]:
     from ..promptsplit import PromptSplitResult
 
     if not isinstance(result, PromptSplitResult):
-        raise InputError(f"--from-split needs a PromptSplit result (kind 'promptsplit'), got kind "
-                         f"{getattr(result, 'kind', type(result).__name__)!r}")
+        raise InputError(
+            f"--from-split needs a PromptSplit result (kind 'promptsplit'), got kind "
+            f"{getattr(result, 'kind', type(result).__name__)!r}"
+        )
     if isinstance(mode, bool) or not isinstance(mode, (int, np.integer)) or mode == 0:
-        raise OptionError(f"mode must be a non-zero integer (K > 0: K-th positive mode, K < 0: negative), "
-                          f"got {mode!r}")
+        raise OptionError(
+            f"mode must be a non-zero integer (K > 0: K-th positive mode, K < 0: negative), got {mode!r}"
+        )
     side = "test" if mode > 0 else "reference"
     modes = result.positive_modes if mode > 0 else result.negative_modes
     rank = abs(int(mode))
     chosen = next((m for m in modes if m.rank == rank), None)
     if chosen is None:
         avail = ", ".join(f"{'+' if m.side == 'test' else '-'}{m.rank}" for m in result.modes) or "none"
-        raise OptionError(f"the PromptSplit result has no {'positive' if mode > 0 else 'negative'} mode {rank}; "
-                          f"modes available: {avail}")
+        raise OptionError(
+            f"the PromptSplit result has no {'positive' if mode > 0 else 'negative'} mode {rank}; "
+            f"modes available: {avail}"
+        )
     sign = 1.0 if side == "test" else -1.0
     prompts = [p.prompt for p in chosen.top_prompts if sign * p.contribution > 0]
     if not prompts:
         raise InputError(f"PromptSplit mode {mode:+d} lists no prompt that loads on it")
-    info = {"mode": int(mode), "side": side, "eigenvalue": chosen.eigenvalue, "prompts": prompts,
-            "swapped": side == "reference"}
+    info = {
+        "mode": int(mode),
+        "side": side,
+        "eigenvalue": chosen.eigenvalue,
+        "prompts": prompts,
+        "swapped": side == "reference",
+    }
     return prompts, side == "reference", info

@@ -47,12 +47,14 @@ def load_templates(template_dir: str | os.PathLike | None = None) -> dict[str, s
         try:
             fields = _fields(text)
         except ValueError as exc:
-            raise InputError(f"template {name}.txt: unbalanced braces ({exc}); write literal braces as {{{{ }}}}") \
-                from None
+            raise InputError(
+                f"template {name}.txt: unbalanced braces ({exc}); write literal braces as {{{{ }}}}"
+            ) from None
         unknown = fields - FIELDS[name]
         if unknown:
-            raise InputError(f"template {name}.txt: unknown field(s) {sorted(unknown)}; allowed: "
-                             f"{sorted(FIELDS[name])}")
+            raise InputError(
+                f"template {name}.txt: unknown field(s) {sorted(unknown)}; allowed: {sorted(FIELDS[name])}"
+            )
     return out
 
 

@@ -4,7 +4,8 @@ Notation: ``S[i, k]`` is the cosine similarity of image i and attribute text k.
 
 Calibration rule (``calibrate_thresholds``): the threshold of attribute k is the ``q``-quantile
 of the similarities of attribute k over a **null set** of images, tau_k = quantile_q({S[j, k] : j in null}),
-default q = 0.95. The default null set is every image model B made for the prompt bank (the model that, by definition of a
+default q = 0.95. The default null set is every image model B made for the prompt bank (the model that, by
+definition of a
 diverging attribute, should lack it): an image "has" attribute k when it is more similar to k than 90% of
 B's images are. So a hallucinated attribute, which A's images show no more than B's, passes for about
 1 - q of A's images, and a prompt-level majority of them rarely (``min_fraction``); a real one passes for most
@@ -46,8 +47,10 @@ def similarity_matrix(image_embeddings, text_embeddings) -> np.ndarray:
     a = _as_matrix(image_embeddings, "image embeddings")
     b = _as_matrix(text_embeddings, "text embeddings")
     if a.shape[1] != b.shape[1]:
-        raise InputError(f"image embeddings have {a.shape[1]} dimensions but text embeddings {b.shape[1]}; "
-                         "they must come from the same CLIP model")
+        raise InputError(
+            f"image embeddings have {a.shape[1]} dimensions but text embeddings {b.shape[1]}; "
+            "they must come from the same CLIP model"
+        )
     na = np.linalg.norm(a, axis=1, keepdims=True)
     nb = np.linalg.norm(b, axis=1, keepdims=True)
     if (na == 0).any() or (nb == 0).any():
@@ -106,8 +109,9 @@ def diverging_matrix(frac_a, frac_b, min_fraction: float = DEFAULT_MIN_FRACTION)
         return ok & (np.nan_to_num(fa, nan=0.0) >= min_fraction) & (np.nan_to_num(fb, nan=1.0) < min_fraction)
 
 
-def diverging_prompts(sim_a, groups_a, sim_b, groups_b, thresholds, n_prompts: int,
-                      min_fraction: float = DEFAULT_MIN_FRACTION) -> np.ndarray:
+def diverging_prompts(
+    sim_a, groups_a, sim_b, groups_b, thresholds, n_prompts: int, min_fraction: float = DEFAULT_MIN_FRACTION
+) -> np.ndarray:
     """Similarities of A's and B's images (with their prompt labels) -> boolean (n_prompts x K)."""
     fa = prompt_fractions(has_attribute(sim_a, thresholds), groups_a, n_prompts)
     fb = prompt_fractions(has_attribute(sim_b, thresholds), groups_b, n_prompts)
@@ -115,13 +119,17 @@ def diverging_prompts(sim_a, groups_a, sim_b, groups_b, thresholds, n_prompts: i
 
 
 def rank_attributes(diverging, names: Sequence[str], frac_a=None, frac_b=None) -> list[int]:
-    """Attribute indices, best first: more diverging prompts, then larger mean (frac_A - frac_B), then name."""
+    """Attribute indices, best first: more diverging prompts, larger mean (frac_A - frac_B), then name."""
     d = np.asarray(diverging, dtype=bool)
     if d.ndim != 2 or d.shape[1] != len(names):
         raise InputError(f"diverging matrix {d.shape} does not match {len(names)} attribute names")
     counts = d.sum(axis=0)
     if frac_a is not None and frac_b is not None:
-        gap = np.nanmean(np.asarray(frac_a) - np.asarray(frac_b), axis=0) if d.shape[0] else np.zeros(len(names))
+        gap = (
+            np.nanmean(np.asarray(frac_a) - np.asarray(frac_b), axis=0)
+            if d.shape[0]
+            else np.zeros(len(names))
+        )
         gap = np.nan_to_num(gap, nan=0.0)
     else:
         gap = np.zeros(len(names))
