@@ -313,3 +313,20 @@ def test_compcon_eval_bad_predictions(tmp_path, capsys, bad):
     )
     assert "error:" in capsys.readouterr().err
     assert not (tmp_path / "o" / "result.json").exists()
+
+
+def test_from_split_negative_mode_swaps_the_models(tmp_path):
+    dirs, bank = write_bank(tmp_path / "in", BANK_PROMPTS)
+    seeds = ["a sad harbour at dusk", "a gloomy train station"]
+    _split_result(tmp_path / "split", seeds, side="reference")
+    out = tmp_path / "out"
+    with ScriptedServer(script) as server:
+        args = _args(dirs, bank, out, server.base_url, "--from-split", str(tmp_path / "split"), "--mode", "-1")
+        assert main(args) == 0
+    r = load_result(out)
+    assert r.seeded_from["swapped"] and r.seeded_from["side"] == "reference"
+    assert r.models["A"]["name"] == "B" and r.models["B"]["name"] == "A"  # B's images are now the top row
+    # B never shows the blue tint A shows, so with the roles swapped it diverges nowhere
+    top = next(a for a in r.attributes if a["attribute"] == "Blue rain tint")
+    assert top["n_diverging"] == 0
+    assert r.descriptions[0]["diverging_set"] == seeds

@@ -8,7 +8,7 @@ refined over iterations by generating new prompts and scoring how many diverge. 
 
 from .clients import ChatClient, EndpointError, MalformedAnswerError, ask, png_data_url, user_message
 from .embedding import ClipEmbedder, TransformersClip
-from .evaluation import evaluate_predictions, load_id2_splits, predictions_from_result
+from .evaluation import evaluate_predictions, id2_prompt_pairs, load_id2_splits, predictions_from_result
 from .generators import CallableGenerator, ImageBank, ImageSource, load_prompt_bank, missing_images
 from .pipeline import CompCon, CompConResult, EmptyAttributesError, split_mode_prompts
 from .templates import load_templates
@@ -44,6 +44,7 @@ __all__ = [
     "diverging_prompts",
     "evaluate_predictions",
     "has_attribute",
+    "id2_prompt_pairs",
     "load_id2_splits",
     "load_prompt_bank",
     "load_templates",
