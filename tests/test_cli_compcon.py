@@ -321,7 +321,9 @@ def test_from_split_negative_mode_swaps_the_models(tmp_path):
     _split_result(tmp_path / "split", seeds, side="reference")
     out = tmp_path / "out"
     with ScriptedServer(script) as server:
-        args = _args(dirs, bank, out, server.base_url, "--from-split", str(tmp_path / "split"), "--mode", "-1")
+        args = _args(
+            dirs, bank, out, server.base_url, "--from-split", str(tmp_path / "split"), "--mode", "-1"
+        )
         assert main(args) == 0
     r = load_result(out)
     assert r.seeded_from["swapped"] and r.seeded_from["side"] == "reference"
@@ -330,3 +332,29 @@ def test_from_split_negative_mode_swaps_the_models(tmp_path):
     top = next(a for a in r.attributes if a["attribute"] == "Blue rain tint")
     assert top["n_diverging"] == 0
     assert r.descriptions[0]["diverging_set"] == seeds
+
+
+def test_callable_generators_from_the_cli_score_and_iterate(tmp_path):
+    bank = tmp_path / "bank.txt"
+    bank.write_text("\n".join(BANK_PROMPTS))
+    out = tmp_path / "out"
+
+    def respond(body, stage, n):
+        return prompt_list(15) if stage == "generate" else script(body, stage, n)
+
+    with ScriptedServer(respond) as server:
+        args = _args(
+            {"A": "compcon_fakes:model_a", "B": "compcon_fakes:model_b"},
+            bank,
+            out,
+            server.base_url,
+            "--iterations",
+            "2",
+            "--generated",
+            "20",
+        )
+        assert main(args) == 0
+    d = load_result(out).descriptions[0]
+    assert d["scored"] and d["n_iterations"] == 2
+    assert [it["score"] for it in d["iterations"]] == [0.75, 0.75]  # 15 sad of the first 20 prompts
+    assert len(d["iterations"][0]["generated_prompts"]) == 20

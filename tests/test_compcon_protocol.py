@@ -31,8 +31,6 @@ from promptprism import CallableGenerator, ChatClient, CompCon, CompConResult, E
 from promptprism.methods.compcon import EmptyAttributesError, MalformedAnswerError
 from promptprism.methods.compcon.clients import request_key
 
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-
 
 def _client(server, **kw):
     kw.setdefault("timeout", 5.0)
@@ -342,3 +340,33 @@ def test_fixed_banks_give_one_unscored_description(tmp_path):
     assert d["best"]["description"].startswith("Diverging prompts describe")
     assert "cannot be rendered" in d["stop_reason"]
     assert np.isclose(result.attributes[0]["score"], 5 / 12)
+
+
+def test_non_json_and_missing_content_are_endpoint_errors():
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            data = b"<html>proxy error</html>" if self.path.startswith("/html") else b'{"choices": []}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    t.start()
+    try:
+        port = httpd.server_address[1]
+        for path, match in (("/html/v1", "did not answer with JSON"), ("/v1", "without choices")):
+            client = ChatClient(base_url=f"http://127.0.0.1:{port}{path}", model="m", api_key_env=None)
+            with pytest.raises(EndpointError, match=match):
+                client.chat([{"role": "user", "content": "x"}])
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -58,6 +58,9 @@ class ChatModel(Protocol):
 
 def png_data_url(image: Any) -> str:
     """A PIL image (or an HxWxC uint8 array) as ``data:image/png;base64,...``."""
+    from .generators import pil
+
+    pil()
     from PIL import Image
 
     if not isinstance(image, Image.Image):

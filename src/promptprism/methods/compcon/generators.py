@@ -41,8 +41,18 @@ def normalise_prompt(prompt: str) -> str:
     return re.sub(r"\s+", " ", prompt).strip().casefold()
 
 
+def pil() -> Any:
+    """The PIL package, or a clear error saying how to get it."""
+    try:
+        import PIL.Image
+    except ImportError:
+        raise InputError("CompCon needs Pillow for images: pip install 'promptprism[compcon]'") from None
+    return PIL
+
+
 def load_image(item: Any) -> Any:
     """A PIL RGB image from a PIL image, an array, or a path (the error names the file)."""
+    pil()
     from PIL import Image, UnidentifiedImageError
 
     if isinstance(item, Image.Image):
@@ -263,6 +273,7 @@ def import_object(spec: str, *, what: str) -> Any:
 
 def image_grid(row_a: Sequence[Any], row_b: Sequence[Any], cell: int = 256, gap: int = 8) -> Any:
     """One PIL image: A's images in the top row over B's in the bottom row (appendix C.1, Fig. 11)."""
+    pil()
     from PIL import Image
 
     cols = max(len(row_a), len(row_b), 1)
