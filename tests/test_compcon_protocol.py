@@ -370,3 +370,15 @@ def test_non_json_and_missing_content_are_endpoint_errors():
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_embedding_in_chunks_changes_nothing(monkeypatch):
+    from promptprism.methods.compcon import pipeline
+
+    results = []
+    for chunk in (64, 7):
+        monkeypatch.setattr(pipeline, "EMBED_CHUNK", chunk)
+        with ScriptedServer(good_script()) as server:
+            results.append(_estimator(server, iterations=1).fit(*_models(), BANK_PROMPTS))
+    assert results[0].attributes == results[1].attributes
+    assert results[0].descriptions == results[1].descriptions

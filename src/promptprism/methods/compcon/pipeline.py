@@ -37,11 +37,12 @@ from ...results import Result
 from . import verify
 from .clients import ChatModel, MalformedAnswerError, ask, user_message
 from .embedding import ClipEmbedder
-from .generators import ImageSource, image_grid, missing_images
+from .generators import ImageSource, image_grid, load_image, missing_images
 from .parsing import parse_attributes, parse_description, parse_prompt_list
 from .templates import load_templates, render
 
 NULL_SETS = ("reference", "pooled")
+EMBED_CHUNK = 64  #: images loaded and embedded at a time
 
 
 class EmptyAttributesError(PromptPrismError):
@@ -201,7 +202,7 @@ class CompCon:
         t = time.perf_counter()
         images_a, images_b = {}, {}
         for p in track(bank, total=len(bank), description="images", enabled=show):
-            images_a[p], images_b[p] = model_a.images(p), model_b.images(p)
+            images_a[p], images_b[p] = _image_items(model_a, p), _image_items(model_b, p)
         empty = {name_a: [p for p in bank if not images_a[p]], name_b: [p for p in bank if not images_b[p]]}
         empty = {k: v for k, v in empty.items() if v}
         if empty:
@@ -344,9 +345,14 @@ class CompCon:
 
     # ------------------------------------------------------------------------------------------- helpers
     def _embed_groups(self, image_lists: list[list[Any]]) -> tuple[np.ndarray, np.ndarray]:
+        """Embed images (PIL images or paths, loaded ``EMBED_CHUNK`` at a time) with their prompt labels."""
         flat = [im for imgs in image_lists for im in imgs]
         groups = np.repeat(np.arange(len(image_lists)), [len(x) for x in image_lists])
-        emb = np.asarray(self.embedder.embed_images(flat), dtype=np.float64)
+        chunks = [
+            np.asarray(self.embedder.embed_images([load_image(x) for x in flat[i : i + EMBED_CHUNK]]))
+            for i in range(0, len(flat), EMBED_CHUNK)
+        ]
+        emb = np.concatenate(chunks).astype(np.float64) if chunks else np.zeros((0, 1))
         if emb.shape[0] != len(flat):
             raise InputError(
                 f"the CLIP embedder returned {emb.shape[0]} image embeddings for {len(flat)} images"
@@ -505,6 +511,14 @@ class CompCon:
         out["score"] = verify.description_score(flags)
         out["n_rendered"] = len(keep)
         return out
+
+
+def _image_items(source: Any, prompt: str) -> list[Any]:
+    """A bank's image paths (loaded when needed, so a large bank is never held in memory at once), or a
+    generator's images."""
+    if hasattr(source, "image_paths") and not getattr(source, "can_generate", False):
+        return source.image_paths(prompt)
+    return source.images(prompt)
 
 
 def _missing_message(missing: dict[str, list[str]], n: int) -> str:
