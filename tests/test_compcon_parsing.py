@@ -147,3 +147,32 @@ def test_prompt_bank_and_grid(tmp_path):
     )
     assert grid.size == (44, 44)
     assert grid.getpixel((5, 5)) == (255, 0, 0) and grid.getpixel((5, 30)) == (0, 0, 255)
+
+
+def test_predictions_from_result_order():
+    from promptprism.methods.compcon import predictions_from_result
+    from promptprism.methods.compcon.evaluation import rating_score
+
+    data = {
+        "kind": "compcon",
+        "attributes": [{"attribute": "fog"}, {"attribute": "rain"}],
+        "descriptions": [
+            {
+                "iterations": [
+                    {"iteration": 0, "key_concepts": ["a"], "score": 0.2},
+                    {"iteration": 1, "key_concepts": ["b"], "score": 0.6},
+                    {"iteration": 2, "key_concepts": [], "score": None},
+                ]
+            },
+            {
+                "iterations": [
+                    {"iteration": 0, "key_concepts": ["c"], "score": 0.6},
+                    {"iteration": 1, "key_concepts": ["d"], "score": None},
+                ]
+            },
+        ],
+    }
+    p = predictions_from_result(data)
+    assert p["attributes"] == ["fog", "rain"]
+    assert p["descriptions"] == [["b"], ["c"], ["a"], ["d"]]
+    assert [rating_score(r) for r in (1, 2, 3)] == [0.0, 0.5, 1.0]
