@@ -40,7 +40,8 @@ def test_rff_matches_lambda_r_from_its_feature_map(sets):
     test, ref = sets
     res = PromptSplit(kernel="gaussian", method="rff", n_features=60, seed=3, eta=0.8, n_modes=60,
                       **SIGMAS).fit(test, ref)
-    fmap = ProductRandomFourierFeatures(3, 4, 60, 1.5, 2.0, seed=3, fast_trig=True)  # as the estimator uses it
+    fmap = ProductRandomFourierFeatures(3, 4, 60, 1.5, 2.0, seed=3,
+                                       fast_trig=True)  # as the estimator
     lam = lambda_matrix(fmap.transform(test.prompt_embeddings, test.output_embeddings),
                         fmap.transform(ref.prompt_embeddings, ref.output_embeddings), 0.8)
     vals, vecs = np.linalg.eigh(lam)

@@ -14,6 +14,7 @@ from rich.markup import escape
 from ..errors import PromptPrismError
 
 # sub-commands register themselves on ``app`` when imported
+from . import compcon as _compcon  # noqa: E402,F401
 from . import demo as _demo  # noqa: E402,F401
 from . import embed as _embed  # noqa: E402,F401
 from . import split as _split  # noqa: E402,F401

@@ -1,0 +1,237 @@
+"""``promptprism compcon`` (and ``compcon-eval``): what differs between two text-to-image models, in words."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from ..errors import InputError, OptionError
+from ..methods.compcon.clients import ChatClient
+from ..methods.compcon.evaluation import evaluate_predictions
+from ..methods.compcon.generators import import_object, load_prompt_bank, resolve_source
+from ..methods.compcon.pipeline import NULL_SETS, CompCon, CompConResult, split_mode_prompts
+from ..results import load_result
+from ._app import app, console
+
+
+class LazyClip:
+    """Loads CLIP on first use, so that input and endpoint errors come before any model is read."""
+
+    def __init__(self, spec: str) -> None:
+        self.name = spec
+        self._model: Any = None
+
+    def _get(self) -> Any:
+        if self._model is None:
+            if ":" in self.name and not Path(self.name).exists():
+                obj = import_object(self.name, what="CLIP embedder")
+                self._model = obj() if isinstance(obj, type) or not hasattr(obj, "embed_images") else obj
+            else:
+                from ..methods.compcon.embedding import TransformersClip
+
+                self._model = TransformersClip(self.name)
+        return self._model
+
+    def embed_images(self, images):
+        return self._get().embed_images(images)
+
+    def embed_texts(self, texts):
+        return self._get().embed_texts(texts)
+
+
+def _client(
+    base_url: str, model: str, api_key_env: str, timeout: float, retries: int, seed: int, cache: Path | None
+) -> ChatClient:
+    return ChatClient(
+        base_url=base_url,
+        model=model,
+        api_key_env=api_key_env or None,
+        timeout=timeout,
+        retries=retries,
+        seed=seed,
+        cache_dir=cache,
+        temperature=None,
+    )
+
+
+def print_compcon(result: CompConResult, out: Path | None, quiet: bool = False) -> None:
+    if not quiet:
+        table = Table(
+            title=f"CompCon: attributes model {result.models['A'].get('name', 'A')} shows and "
+            f"{result.models['B'].get('name', 'B')} does not ({result.n_prompts} prompts)"
+        )
+        table.add_column("#", justify="right")
+        table.add_column("attribute")
+        table.add_column("diverging prompts", justify="right")
+        for a in result.attributes[:10]:
+            table.add_row(
+                str(a["rank"]), a["attribute"], f"{a['n_diverging']}/{a['n_prompts']} ({a['score']:.0%})"
+            )
+        console.print(table)
+        for d in result.descriptions:
+            best = d.get("best")
+            if best and best.get("description"):
+                score = "unscored" if best["score"] is None else f"{best['score']:.0%} of new prompts diverge"
+                console.print(
+                    f"[bold]{d['attribute']}[/] ({score}, iteration {best['iteration']}): "
+                    f"{best['description']}\n  key concepts: {', '.join(best['key_concepts'])}",
+                    highlight=False,
+                )
+            else:
+                console.print(
+                    f"[bold]{d['attribute']}[/]: no description ({d['stop_reason']})", highlight=False
+                )
+        if result.failures:
+            console.print(
+                f"{len(result.failures)} malformed answer(s) given up on; see 'failures' in result.json"
+            )
+    if out is not None:
+        console.print(f"results: {out / 'result.json'}")
+
+
+@app.command("compcon")
+def compcon(
+    model_a: str = typer.Argument(
+        ...,
+        metavar="A",
+        help="Model A: an image folder/manifest for the prompt bank, or module:callable (prompt -> images).",
+    ),
+    model_b: str = typer.Argument(..., metavar="B", help="Model B, same forms as A."),
+    prompts: Path = typer.Option(
+        ...,
+        "--prompts",
+        "-p",
+        help="Prompt bank: one prompt per line, .json list, .jsonl/.csv with a 'prompt' field.",
+    ),
+    out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
+    base_url: str = typer.Option("https://api.openai.com/v1", help="OpenAI-compatible endpoint of the LLM."),
+    model: str = typer.Option("gpt-4o", help="Language model (descriptions, prompt generation)."),
+    vlm_model: str = typer.Option("", help="Vision-language model (attribute discovery); default: --model."),
+    vlm_base_url: str = typer.Option("", help="Endpoint of the VLM; default: --base-url."),
+    api_key_env: str = typer.Option(
+        "OPENAI_API_KEY", help="Name of the environment variable holding the key ('' for none)."
+    ),
+    clip_model: str = typer.Option(
+        "openai/clip-vit-base-patch32",
+        help="CLIP: a local folder or a name in the "
+        "local Hugging Face cache (never downloaded), or module:factory.",
+    ),
+    timeout: float = typer.Option(120.0, help="Seconds per chat request."),
+    retries: int = typer.Option(3, help="Retries per request on connection errors, timeouts, 429/5xx."),
+    iterations: int = typer.Option(10, help="Description iterations per attribute (early stop: C.3)."),
+    seed: int = typer.Option(0, help="Seed of every random draw (recorded in result.json)."),
+    discovery_prompts: int = typer.Option(10, help="Prompts sampled for attribute discovery."),
+    attributes: int = typer.Option(1, help="Top attributes to describe."),
+    batch_size: int = typer.Option(10, help="B: diverging and non-diverging prompts shown per description."),
+    generated: int = typer.Option(25, help="Prompts generated per iteration."),
+    quantile: float = typer.Option(
+        0.95, help="Threshold: this quantile of the null set's CLIP similarities."
+    ),
+    null: str = typer.Option(
+        "reference", help="Null set for the thresholds: reference (B's images) or pooled."
+    ),
+    min_fraction: float = typer.Option(0.5, help="Share of a prompt's images that must have the attribute."),
+    cache: Path | None = typer.Option(None, help="Folder for the on-disk chat response cache."),
+    templates: Path | None = typer.Option(None, help="Folder of edited prompt templates (<name>.txt)."),
+    skip_missing: bool = typer.Option(
+        False, help="Leave out prompts without images (listed in result.json) instead of stopping."
+    ),
+    from_split: Path | None = typer.Option(
+        None, help="A PromptSplit result.json: describe one of its modes."
+    ),
+    mode: int = typer.Option(
+        1, help="With --from-split: K > 0 the K-th positive mode, K < 0 a negative one."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
+) -> None:
+    """CompCon: a visual attribute A's images show and B's don't, and the prompts that trigger it, in words.
+
+    A VLM proposes attributes from image grids, CLIP verifies them over the bank, an LLM describes the
+    diverging prompts and is refined by generating and scoring new prompts. --from-split starts from a
+    PromptSplit mode.
+    """
+    if null not in NULL_SETS:
+        raise OptionError(f"--null must be one of {', '.join(NULL_SETS)}, got {null!r}")
+    bank = load_prompt_bank(prompts)
+    seed_prompts, seeded_from, swapped = None, None, False
+    if from_split is not None:
+        seed_prompts, swapped, seeded_from = split_mode_prompts(load_result(from_split), mode)
+        seeded_from["result"] = str(from_split)
+    source_a = resolve_source(model_a, name="A")
+    source_b = resolve_source(model_b, name="B")
+    if swapped:  # a negative mode: the reference (B) is the model that shows more
+        source_a, source_b = source_b, source_a
+    llm = _client(base_url, model, api_key_env, timeout, retries, seed, cache)
+    vlm = _client(vlm_base_url or base_url, vlm_model or model, api_key_env, timeout, retries, seed, cache)
+    estimator = CompCon(
+        llm=llm,
+        vlm=vlm,
+        embedder=LazyClip(clip_model),
+        n_discovery_prompts=discovery_prompts,
+        n_attributes=attributes,
+        batch_size=batch_size,
+        n_generated=generated,
+        iterations=iterations,
+        quantile=quantile,
+        null=null,
+        min_fraction=min_fraction,
+        seed=seed,
+        template_dir=str(templates) if templates else None,
+        progress=False if quiet else None,
+    )
+    result = estimator.fit(
+        source_a,
+        source_b,
+        bank,
+        seed_prompts=seed_prompts,
+        skip_missing=skip_missing,
+        seeded_from=seeded_from,
+    )
+    result.save(out)
+    print_compcon(result, out, quiet=quiet)
+
+
+@app.command("compcon-eval")
+def compcon_eval(
+    predictions: Path = typer.Argument(
+        ...,
+        help="JSON object: ID^2 split id (or attribute) -> a CompCon "
+        "result.json path, or {attributes: [...], descriptions: [[...]]}.",
+    ),
+    out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
+    base_url: str = typer.Option(
+        "https://api.openai.com/v1", help="OpenAI-compatible endpoint of the judge."
+    ),
+    model: str = typer.Option("gpt-4o", help="Judge model."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the key."),
+    timeout: float = typer.Option(120.0, help="Seconds per request."),
+    retries: int = typer.Option(3, help="Retries per request."),
+    k: int = typer.Option(5, help="Top-k (besides top-1)."),
+    cache: Path | None = typer.Option(None, help="Folder for the chat response cache."),
+    quiet: bool = typer.Option(False, "--quiet", "-q"),
+) -> None:
+    """Appendix D evaluation: attribute and description scores (top-1, top-k) on ID^2 with a judge model."""
+    if not predictions.is_file():
+        raise InputError(f"{predictions}: no such file")
+    try:
+        spec = json.loads(predictions.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{predictions}: not valid JSON ({exc})") from None
+    if not isinstance(spec, dict) or not spec:
+        raise InputError(f"{predictions}: expected a non-empty object split -> prediction")
+    preds = {}
+    for key, value in spec.items():
+        if isinstance(value, str):
+            path = Path(value) if Path(value).is_absolute() else predictions.parent / value
+            value = load_result(path)
+        preds[key] = value
+    judge = _client(base_url, model, api_key_env, timeout, retries, 0, cache)
+    result = evaluate_predictions(preds, judge, k=k, progress=False if quiet else None)
+    result.save(out)
+    if not quiet:
+        console.print(json.dumps(result.summary, indent=1))
+    console.print(f"results: {out / 'result.json'}")

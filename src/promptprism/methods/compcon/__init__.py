@@ -1,0 +1,59 @@
+"""CompCon: what differs between two text-to-image models, in words.
+
+A vision-language model proposes visual attributes that model A's images show and model B's don't; CLIP
+verifies them over a prompt bank; a language model describes the prompts that trigger the top attribute and is
+refined over iterations by generating new prompts and scoring how many diverge. Built from the paper
+(Discovering Divergent Representations between Text-to-Image Models) and its supplement.
+"""
+
+from .clients import ChatClient, EndpointError, MalformedAnswerError, ask, png_data_url, user_message
+from .embedding import ClipEmbedder, TransformersClip
+from .evaluation import evaluate_predictions, id2_prompt_pairs, load_id2_splits, predictions_from_result
+from .generators import CallableGenerator, ImageBank, ImageSource, load_prompt_bank, missing_images
+from .pipeline import CompCon, CompConResult, EmptyAttributesError, split_mode_prompts
+from .templates import load_templates
+from .verify import (
+    attribute_scores,
+    calibrate_thresholds,
+    description_score,
+    diverging_matrix,
+    diverging_prompts,
+    has_attribute,
+    prompt_fractions,
+    rank_attributes,
+    similarity_matrix,
+)
+
+__all__ = [
+    "CallableGenerator",
+    "ChatClient",
+    "ClipEmbedder",
+    "CompCon",
+    "CompConResult",
+    "EmptyAttributesError",
+    "EndpointError",
+    "ImageBank",
+    "ImageSource",
+    "MalformedAnswerError",
+    "TransformersClip",
+    "ask",
+    "attribute_scores",
+    "calibrate_thresholds",
+    "description_score",
+    "diverging_matrix",
+    "diverging_prompts",
+    "evaluate_predictions",
+    "has_attribute",
+    "id2_prompt_pairs",
+    "load_id2_splits",
+    "load_prompt_bank",
+    "load_templates",
+    "missing_images",
+    "png_data_url",
+    "predictions_from_result",
+    "prompt_fractions",
+    "rank_attributes",
+    "similarity_matrix",
+    "split_mode_prompts",
+    "user_message",
+]

@@ -1,0 +1,302 @@
+"""An OpenAI-compatible chat client over the standard library (``urllib``), for the LLM and VLM steps.
+
+``POST {base_url}/chat/completions`` with ``{"model", "messages", ...}``; the answer is
+``choices[0].message.content``. Works with any server that speaks that protocol (hosted APIs, vLLM, llama.cpp,
+Ollama's OpenAI endpoint...). The API key is read from an environment variable whose *name* is configured
+(never stored, never part of the cache key).
+
+* timeouts per request; retries on connection errors, timeouts, HTTP 408/409/429 and 5xx, with exponential
+  backoff ``backoff * 2**attempt`` (capped) plus a jitter drawn from a seeded ``random.Random``;
+* an on-disk response cache: ``cache_dir/<sha256 of the canonical request JSON>.json``, written atomically,
+  so a re-run with the same requests costs nothing and gives the same answers;
+* images go in as data URLs (base64 PNG) in ``image_url`` content parts.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import os
+import random
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from ...errors import OptionError, PromptPrismError
+from ...io import atomic_write_text
+
+T = TypeVar("T")
+RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+class EndpointError(PromptPrismError):
+    """The chat endpoint could not be reached or kept failing; the message names the URL."""
+
+
+class MalformedAnswerError(PromptPrismError):
+    """A model kept answering in a format the parser cannot read (after the allowed re-asks)."""
+
+    def __init__(self, message: str, answers: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.answers = list(answers)
+
+
+class ChatModel(Protocol):
+    """What the pipeline needs from a chat model: messages in, text out."""
+
+    model: str
+
+    def chat(self, messages: list[dict]) -> str: ...
+
+
+def png_data_url(image: Any) -> str:
+    """A PIL image (or an HxWxC uint8 array) as ``data:image/png;base64,...``."""
+    from .generators import pil
+
+    pil()
+    from PIL import Image
+
+    if not isinstance(image, Image.Image):
+        import numpy as np
+
+        image = Image.fromarray(np.asarray(image))
+    buf = io.BytesIO()
+    image.convert("RGB").save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def user_message(text: str, images: Sequence[Any] = ()) -> dict:
+    """A user turn: plain text, or text followed by images as ``image_url`` parts."""
+    if not images:
+        return {"role": "user", "content": text}
+    parts: list[dict] = [{"type": "text", "text": text}]
+    parts += [{"type": "image_url", "image_url": {"url": png_data_url(im)}} for im in images]
+    return {"role": "user", "content": parts}
+
+
+def request_key(url: str, payload: dict) -> str:
+    """sha256 of the canonical JSON of the endpoint URL and the request body (the API key is not in it)."""
+    canon = json.dumps(
+        {"url": url, "payload": payload}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class ChatClient:
+    """OpenAI-compatible ``/chat/completions`` client.
+
+    Parameters
+    ----------
+    base_url : e.g. ``https://api.openai.com/v1`` or ``http://127.0.0.1:8000/v1``.
+    model : the model name sent in each request.
+    api_key_env : name of the environment variable holding the key; unset or empty means no
+        ``Authorization`` header (local servers).
+    timeout : seconds per request. retries : extra attempts after the first on transient failures.
+    backoff, max_backoff : delay before retry k is ``min(max_backoff, backoff * 2**k) + U(0, backoff)``.
+    seed : seeds the jitter. cache_dir : response cache folder (None: no cache).
+    temperature, max_tokens : sent when not None.
+    """
+
+    base_url: str
+    model: str
+    api_key_env: str | None = "OPENAI_API_KEY"
+    timeout: float = 120.0
+    retries: int = 3
+    backoff: float = 1.0
+    max_backoff: float = 30.0
+    seed: int = 0
+    cache_dir: str | os.PathLike | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    n_requests: int = field(default=0, init=False)  #: HTTP requests actually sent
+    n_cache_hits: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        if not self.base_url or "://" not in self.base_url:
+            raise OptionError(f"base URL must look like http(s)://host[:port]/v1, got {self.base_url!r}")
+        if not self.model:
+            raise OptionError("a model name is needed for the chat endpoint")
+        if not (self.timeout > 0):
+            raise OptionError(f"timeout must be > 0 seconds, got {self.timeout!r}")
+        if int(self.retries) != self.retries or self.retries < 0:
+            raise OptionError(f"retries must be a non-negative integer, got {self.retries!r}")
+        self.base_url = self.base_url.rstrip("/")
+        self._rng = random.Random(self.seed)
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def describe(self) -> dict:
+        """What goes into result.json about this client (no key)."""
+        return {
+            "base_url": self.base_url,
+            "model": self.model,
+            "api_key_env": self.api_key_env,
+            "timeout": self.timeout,
+            "retries": self.retries,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
+
+    def payload(self, messages: list[dict]) -> dict:
+        body: dict[str, Any] = {"model": self.model, "messages": messages}
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
+        return body
+
+    # ------------------------------------------------------------------------------------------ the call
+    def chat(self, messages: list[dict]) -> str:
+        """Send one chat request (or read it from the cache) and return the assistant's text."""
+        body = self.payload(messages)
+        key = request_key(self.url, body)
+        cached = self._cache_get(key)
+        if cached is not None:
+            self.n_cache_hits += 1
+            return cached
+        data = self._post_with_retries(body)
+        text = _content(data, self.url)
+        self._cache_put(key, body, text)
+        return text
+
+    def _post_with_retries(self, body: dict) -> dict:
+        raw = json.dumps(body).encode("utf-8")
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        attempts = int(self.retries) + 1
+        last = ""
+        for attempt in range(attempts):
+            if attempt:
+                delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1)) + self._rng.uniform(
+                    0, self.backoff
+                )
+                self.sleep(delay)
+            req = urllib.request.Request(self.url, data=raw, headers=headers, method="POST")
+            self.n_requests += 1
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    payload = resp.read()
+            except urllib.error.HTTPError as exc:
+                detail = _error_detail(exc)
+                if exc.code in RETRY_STATUS:
+                    last = f"HTTP {exc.code}{detail}"
+                    continue
+                hint = " (check the key in $" + str(self.api_key_env) + ")" if exc.code in (401, 403) else ""
+                raise EndpointError(
+                    f"chat endpoint {self.url} answered HTTP {exc.code}{detail}{hint}"
+                ) from None
+            except TimeoutError:
+                last = f"no answer within {self.timeout:g} s (timeout)"
+                continue
+            except urllib.error.URLError as exc:
+                reason = exc.reason
+                if isinstance(reason, (TimeoutError, socket.timeout)):
+                    last = f"no answer within {self.timeout:g} s (timeout)"
+                else:
+                    last = f"cannot connect ({reason})"
+                continue
+            except (ConnectionError, OSError) as exc:  # reset mid-answer, etc.
+                last = f"connection failed ({exc})"
+                continue
+            try:
+                return json.loads(payload.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                raise EndpointError(
+                    f"chat endpoint {self.url} did not answer with JSON (first bytes: {payload[:80]!r})"
+                ) from None
+        raise EndpointError(
+            f"chat endpoint {self.url} unreachable: {last} "
+            f"(after {attempts} attempt{'s' if attempts > 1 else ''})"
+        )
+
+    # ----------------------------------------------------------------------------------------- the cache
+    def _cache_path(self, key: str) -> Path | None:
+        return None if self.cache_dir is None else Path(self.cache_dir) / key[:2] / f"{key}.json"
+
+    def _cache_get(self, key: str) -> str | None:
+        path = self._cache_path(key)
+        if path is None or not path.exists():
+            return None
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))["content"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # a damaged entry is a miss; it is rewritten after the request
+
+    def _cache_put(self, key: str, body: dict, text: str) -> None:
+        path = self._cache_path(key)
+        if path is None:
+            return
+        record = {"model": body["model"], "url": self.url, "content": text, "created": time.time()}
+        atomic_write_text(path, json.dumps(record, ensure_ascii=False))
+
+
+def _content(data: Any, url: str) -> str:
+    try:
+        content = data["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise EndpointError(
+            f"chat endpoint {url} answered without choices[0].message.content (got {json.dumps(data)[:200]})"
+        ) from None
+    if isinstance(content, list):  # some servers answer with content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    if not isinstance(content, str):
+        raise EndpointError(f"chat endpoint {url} answered with non-text content {content!r:.80}")
+    return content
+
+
+def _error_detail(exc: urllib.error.HTTPError) -> str:
+    try:
+        text = exc.read().decode("utf-8", "replace").strip()
+    except Exception:
+        text = ""
+    return f": {text[:200]}" if text else ""
+
+
+def ask(
+    client: ChatModel, messages: list[dict], parse: Callable[[str], T], *, what: str, reasks: int = 2
+) -> tuple[T, list[dict], list[str]]:
+    """Ask, parse; on a malformed answer re-ask (the bad answer and the parser's complaint are appended to the
+    conversation, so the retry is a new request and never a cache hit), at most ``reasks`` times.
+
+    Returns (parsed value, conversation including the accepted answer, all raw answers). Raises
+    :class:`MalformedAnswerError` naming ``what`` and the last problem when every answer is malformed.
+    """
+    convo = list(messages)
+    answers: list[str] = []
+    problem = ""
+    for _ in range(reasks + 1):
+        text = client.chat(convo)
+        answers.append(text)
+        try:
+            value = parse(text)
+        except ValueError as exc:
+            problem = str(exc)
+            convo = convo + [
+                {"role": "assistant", "content": text},
+                {
+                    "role": "user",
+                    "content": f"Your answer could not be read: {problem}. "
+                    "Please answer again, exactly in the requested format.",
+                },
+            ]
+            continue
+        return value, convo + [{"role": "assistant", "content": text}], answers
+    raise MalformedAnswerError(
+        f"{what}: {getattr(client, 'model', 'the model')} answered in an unreadable format "
+        f"{len(answers)} time{'s' if len(answers) > 1 else ''} ({problem}); last answer began "
+        f"{answers[-1][:120]!r}",
+        answers,
+    )

@@ -1,0 +1,288 @@
+"""Text-to-image models as the pipeline sees them: something that gives images for a prompt.
+
+* :class:`CallableGenerator` wraps a Python callable ``fn(prompt) -> images`` (PIL images, HxWxC uint8
+  arrays or image paths); it can make images for the new prompts each CompCon iteration writes.
+* :class:`ImageBank` holds images already generated for a prompt bank: a manifest (``.jsonl`` / ``.csv`` with
+  ``prompt`` and ``image`` columns, one row per image; or ``.json`` mapping prompt -> [paths]) or a folder
+  holding one (``manifest.jsonl|csv|json``) or, instead, sub-folders each with a ``prompt.txt`` and
+  its images.
+  It looks prompts up (exact text, then whitespace/case-normalised) and cannot make new images.
+
+:func:`missing_images` says which prompts of a bank have no images for a model.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from ...errors import InputError
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif")
+MANIFEST_NAMES = ("manifest.jsonl", "manifest.csv", "manifest.json")
+
+
+class ImageSource(Protocol):
+    """Images per prompt. ``can_generate``: whether prompts outside a fixed bank can be asked for."""
+
+    name: str
+    can_generate: bool
+
+    def images(self, prompt: str) -> list[Any]: ...
+
+
+def normalise_prompt(prompt: str) -> str:
+    return re.sub(r"\s+", " ", prompt).strip().casefold()
+
+
+def pil() -> Any:
+    """The PIL package, or a clear error saying how to get it."""
+    try:
+        import PIL.Image
+    except ImportError:
+        raise InputError("CompCon needs Pillow for images: pip install 'promptprism[compcon]'") from None
+    return PIL
+
+
+def load_image(item: Any) -> Any:
+    """A PIL RGB image from a PIL image, an array, or a path (the error names the file)."""
+    pil()
+    from PIL import Image, UnidentifiedImageError
+
+    if isinstance(item, Image.Image):
+        return item.convert("RGB")
+    if isinstance(item, (str, os.PathLike)):
+        try:
+            with Image.open(item) as im:
+                return im.convert("RGB")
+        except (OSError, UnidentifiedImageError) as exc:
+            raise InputError(f"{item}: not a readable image ({exc})") from None
+    import numpy as np
+
+    arr = np.asarray(item)
+    if arr.dtype != np.uint8:
+        arr = np.clip(arr * (255 if arr.max() <= 1.0 else 1), 0, 255).astype(np.uint8)
+    return Image.fromarray(arr).convert("RGB")
+
+
+class CallableGenerator:
+    """A Python callable ``fn(prompt) -> list of images`` (results are memoised per prompt)."""
+
+    can_generate = True
+
+    def __init__(self, fn: Callable[[str], Sequence[Any]], name: str = "generator") -> None:
+        if not callable(fn):
+            raise InputError(f"{name}: generator must be callable, got {type(fn).__name__}")
+        self.fn = fn
+        self.name = name
+        self._memo: dict[str, list[Any]] = {}
+
+    def images(self, prompt: str) -> list[Any]:
+        if prompt not in self._memo:
+            out = self.fn(prompt)
+            if out is None:
+                out = []
+            if not isinstance(out, (list, tuple)):
+                out = [out]
+            self._memo[prompt] = [load_image(x) for x in out]
+        return self._memo[prompt]
+
+    def describe(self) -> dict:
+        return {"type": "callable", "name": self.name}
+
+
+class ImageBank:
+    """Images already generated for a prompt bank, from a manifest or a folder (see the module docstring)."""
+
+    can_generate = False
+
+    def __init__(self, mapping: dict[str, list[str]], name: str = "bank", source: str = "") -> None:
+        self.name = name
+        self.source = source
+        self.mapping = {p: list(v) for p, v in mapping.items()}
+        self._norm = {}
+        for p in self.mapping:
+            self._norm.setdefault(normalise_prompt(p), p)
+
+    # ------------------------------------------------------------------------------------------ loading
+    @classmethod
+    def load(cls, path: str | os.PathLike, name: str | None = None) -> ImageBank:
+        path = Path(path)
+        label = name or path.name
+        if not path.exists():
+            raise InputError(f"{path}: no such image bank (folder or manifest) for model {label}")
+        if path.is_dir():
+            for m in MANIFEST_NAMES:
+                if (path / m).exists():
+                    return cls(_read_manifest(path / m), label, str(path))
+            mapping: dict[str, list[str]] = {}
+            for sub in sorted(p for p in path.iterdir() if p.is_dir()):
+                ptxt = sub / "prompt.txt"
+                if not ptxt.exists():
+                    continue
+                prompt = ptxt.read_text(encoding="utf-8").strip()
+                imgs = sorted(str(f) for f in sub.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES)
+                mapping.setdefault(prompt, []).extend(imgs)
+            if not mapping:
+                raise InputError(
+                    f"{path}: no {' / '.join(MANIFEST_NAMES)} and no sub-folders with a prompt.txt; "
+                    "cannot tell which images belong to which prompt"
+                )
+            return cls(mapping, label, str(path))
+        return cls(_read_manifest(path), label, str(path))
+
+    # ------------------------------------------------------------------------------------------ look-up
+    def lookup(self, prompt: str) -> str | None:
+        if prompt in self.mapping:
+            return prompt
+        return self._norm.get(normalise_prompt(prompt))
+
+    def images(self, prompt: str) -> list[Any]:
+        key = self.lookup(prompt)
+        if key is None:
+            return []
+        return [load_image(p) for p in self.mapping[key]]
+
+    def n_images(self, prompt: str) -> int:
+        key = self.lookup(prompt)
+        return 0 if key is None else len(self.mapping[key])
+
+    def image_paths(self, prompt: str) -> list[str]:
+        key = self.lookup(prompt)
+        return [] if key is None else list(self.mapping[key])
+
+    def describe(self) -> dict:
+        return {"type": "bank", "name": self.name, "source": self.source, "n_prompts": len(self.mapping)}
+
+
+def _read_manifest(path: Path) -> dict[str, list[str]]:
+    base = path.parent
+    rows: list[tuple[str, str]] = []
+    suffix = path.suffix.lower()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read manifest ({exc})") from None
+    if suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}: not valid JSON ({exc})") from None
+        if isinstance(data, dict):
+            for prompt, imgs in data.items():
+                for im in [imgs] if isinstance(imgs, str) else imgs:
+                    rows.append((str(prompt), str(im)))
+        elif isinstance(data, list):
+            for i, r in enumerate(data):
+                rows.append(_row(r, path, i))
+        else:
+            raise InputError(f"{path}: expected an object prompt -> [images] or a list of rows")
+    elif suffix == ".jsonl":
+        for i, line in enumerate(text.splitlines()):
+            if line.strip():
+                try:
+                    rows.append(_row(json.loads(line), path, i))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{path}: line {i + 1} is not valid JSON ({exc})") from None
+    elif suffix == ".csv":
+        for i, r in enumerate(csv.DictReader(text.splitlines())):
+            rows.append(_row(r, path, i))
+    else:
+        raise InputError(f"{path}: unknown manifest type {suffix!r}; use .jsonl, .csv or .json")
+    mapping: dict[str, list[str]] = {}
+    for prompt, image in rows:
+        p = Path(image)
+        mapping.setdefault(prompt, []).append(str(p if p.is_absolute() else base / p))
+    return mapping
+
+
+def _row(r: Any, path: Path, i: int) -> tuple[str, str]:
+    if not isinstance(r, dict) or "prompt" not in r or not any(k in r for k in ("image", "path", "file")):
+        raise InputError(f"{path}: row {i + 1} needs 'prompt' and 'image' fields")
+    return str(r["prompt"]), str(r.get("image") or r.get("path") or r.get("file"))
+
+
+def load_prompt_bank(path: str | os.PathLike) -> list[str]:
+    """Prompts from a text file (one per line), a .json list, or a .jsonl/.csv with a ``prompt`` field;
+    blank lines dropped, duplicates kept once, order kept."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such prompt bank file")
+    text = path.read_text(encoding="utf-8")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".json":
+            data = json.loads(text)
+            prompts = [str(x["prompt"] if isinstance(x, dict) else x) for x in data]
+        elif suffix == ".jsonl":
+            prompts = [str(json.loads(line)["prompt"]) for line in text.splitlines() if line.strip()]
+        elif suffix == ".csv":
+            prompts = [str(r["prompt"]) for r in csv.DictReader(text.splitlines())]
+        else:
+            prompts = text.splitlines()
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise InputError(
+            f"{path}: cannot read prompts ({type(exc).__name__}: {exc}); expected one prompt per "
+            "line, a JSON list, or rows with a 'prompt' field"
+        ) from None
+    seen: set[str] = set()
+    out = []
+    for p in (p.strip() for p in prompts):
+        if p and p not in seen:
+            seen.add(p)
+            out.append(p)
+    if not out:
+        raise InputError(f"{path}: the prompt bank is empty")
+    return out
+
+
+def missing_images(source: Any, prompts: Sequence[str]) -> list[str]:
+    """Prompts for which a fixed bank has no images (a generator that can generate is never missing)."""
+    if getattr(source, "can_generate", False):
+        return []
+    return [p for p in prompts if source.n_images(p) == 0]
+
+
+def resolve_source(spec: str, name: str) -> ImageSource:
+    """A CLI argument: a folder/manifest path, or ``module:attribute`` naming a callable generator
+    (``fn(prompt) -> images``) or a factory returning an :class:`ImageSource`."""
+    if ":" in spec and not Path(spec).exists() and not re.match(r"^[A-Za-z]:[\\/]", spec):
+        obj = import_object(spec, what=f"generator for model {name}")
+        if hasattr(obj, "images") and hasattr(obj, "can_generate"):
+            return obj
+        return CallableGenerator(obj, name=name)
+    return ImageBank.load(spec, name=name)
+
+
+def import_object(spec: str, *, what: str) -> Any:
+    module, _, attr = spec.partition(":")
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise InputError(f"{spec}: cannot import the {what} ({exc})") from None
+    return obj
+
+
+def image_grid(row_a: Sequence[Any], row_b: Sequence[Any], cell: int = 256, gap: int = 8) -> Any:
+    """One PIL image: A's images in the top row over B's in the bottom row (appendix C.1, Fig. 11)."""
+    pil()
+    from PIL import Image
+
+    cols = max(len(row_a), len(row_b), 1)
+    grid = Image.new("RGB", (cols * cell + (cols - 1) * gap, 2 * cell + gap), "white")
+    for r, row in enumerate((row_a, row_b)):
+        for c, im in enumerate(row):
+            tile = load_image(im).copy()
+            tile.thumbnail((cell, cell))
+            x = c * (cell + gap) + (cell - tile.width) // 2
+            y = r * (cell + gap) + (cell - tile.height) // 2
+            grid.paste(tile, (x, y))
+    return grid

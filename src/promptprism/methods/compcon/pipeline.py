@@ -1,0 +1,582 @@
+"""The CompCon loop: attribute discovery (VLM), CLIP verification, description discovery (LLM) refined over
+iterations with the sampling of appendix C.2 and the early stopping of C.3.
+
+1. Sample ``n_discovery_prompts`` prompts; for each, a grid of A's images (top row) over B's (bottom row)
+   goes to the VLM with the C.1 attribute-discovery prompt; the attributes under "Model A contains" are kept.
+2. CLIP verification over every bank prompt with images from both models (:mod:`.verify`): thresholds
+   calibrated once, per attribute; a prompt diverges when A shows the attribute and B does not; attributes
+   ranked by the number of diverging prompts.
+3. For each of the top ``n_attributes`` attributes: sample B diverging and B non-diverging prompts, ask the
+   LLM for a description and key concepts (C.1), then, in the same conversation, for ``n_generated`` new
+   prompts; render them with both models, verify with the same thresholds, score = fraction diverging.
+   Iteration i + 1 samples first from the prompts generated at iteration i (diverging / non-diverging), then
+   fills up to B at random from the bank (C.2). Stop after ``iterations``, or early when the best score is
+   still <= ``early_stop_score`` after ``early_stop_iterations`` iterations (C.3: 0.1 within 5).
+
+Seeded mode (``seed_prompts``, e.g. the prompts of a PromptSplit mode): discovery samples from those prompts,
+attributes are ranked on them, and they are the diverging set the descriptions start from.
+
+Every random draw comes from one ``numpy.random.Generator(seed)`` in a fixed order and what it drew is
+written into the result.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..._progress import progress_enabled, track
+from ..._validation import check_positive_number, check_seed
+from ..._version import __version__
+from ...errors import InputError, OptionError, PromptPrismError
+from ...results import Result
+from . import verify
+from .clients import ChatModel, MalformedAnswerError, ask, user_message
+from .embedding import ClipEmbedder
+from .generators import ImageSource, image_grid, load_image, missing_images
+from .parsing import parse_attributes, parse_description, parse_prompt_list
+from .templates import load_templates, render
+
+NULL_SETS = ("reference", "pooled")
+EMBED_CHUNK = 64  #: images loaded and embedded at a time
+
+
+class EmptyAttributesError(PromptPrismError):
+    """The VLM proposed no attribute at all."""
+
+
+# ----------------------------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class CompConResult(Result):
+    """What :meth:`CompCon.fit` returns; ``save(dir)`` writes ``dir/result.json``.
+
+    ``attributes``: ranked, each ``{attribute, rank, score (fraction of evaluated prompts diverging),
+    n_diverging, n_prompts, diverging_prompts, threshold, mean_fraction_a, mean_fraction_b, proposed_for}``.
+    ``descriptions``: per described attribute ``{attribute, diverging_set, non_diverging_set, iterations: [
+    {iteration, description, key_concepts, score, generated_prompts, diverging, sampled_diverging,
+    sampled_non_diverging, error}], best, n_iterations, stopped_early, stop_reason, scored}``.
+    """
+
+    kind = "compcon"
+
+    attributes: list[dict]
+    descriptions: list[dict]
+    discovery: list[dict]  #: per sampled prompt: the attributes the VLM proposed (or the error)
+    calibration: dict  #: the threshold rule and its parameters
+    models: dict  #: model A, model B, the LLM, the VLM, CLIP
+    n_prompts: int  #: bank prompts evaluated (images from both models)
+    seed: int
+    config: dict
+    skipped_prompts: dict = field(default_factory=dict)  #: model -> prompts without images (skipped)
+    failures: list[dict] = field(default_factory=list)  #: malformed answers that were given up on
+    seeded_from: dict | None = None  #: the PromptSplit mode the run started from
+    timings: dict = field(default_factory=dict)
+    version: str = __version__
+
+    @property
+    def best_attribute(self) -> dict | None:
+        return self.attributes[0] if self.attributes else None
+
+    def best_descriptions(self) -> list[dict]:
+        """The best iteration of each described attribute (``None`` entries left out)."""
+        return [d["best"] for d in self.descriptions if d.get("best")]
+
+
+# ------------------------------------------------------------------------------------------- estimator
+@dataclass
+class CompCon:
+    """CompCon: configure here, then ``fit(model_a, model_b, prompts)`` -> :class:`CompConResult`.
+
+    llm / vlm : chat models (:class:`~.clients.ChatClient` or anything with ``chat(messages) -> str``);
+        vlm defaults to llm. embedder : CLIP (``embed_images``, ``embed_texts``).
+    """
+
+    llm: ChatModel
+    embedder: ClipEmbedder
+    vlm: ChatModel | None = None
+    n_discovery_prompts: int = 10
+    images_per_prompt: int = 4  #: images per model in each discovery grid
+    n_attributes: int = 1  #: top attributes to describe
+    batch_size: int = 10  #: B: diverging and non-diverging prompts shown per description request (C.2)
+    n_generated: int = 25  #: prompts generated per iteration
+    iterations: int = 10
+    early_stop_iterations: int = 5
+    early_stop_score: float = 0.1
+    quantile: float = verify.DEFAULT_QUANTILE
+    null: str = "reference"
+    min_fraction: float = verify.DEFAULT_MIN_FRACTION
+    reasks: int = 2  #: re-asks after a malformed answer
+    seed: int = 0
+    template_dir: str | None = None
+    grid_cell: int = 256
+    progress: bool | None = False
+
+    def __post_init__(self) -> None:
+        for name in (
+            "n_discovery_prompts",
+            "images_per_prompt",
+            "n_attributes",
+            "batch_size",
+            "n_generated",
+            "iterations",
+            "early_stop_iterations",
+            "grid_cell",
+        ):
+            check_positive_number(getattr(self, name), name, integer=True)
+        check_positive_number(self.reasks, "reasks", integer=True, allow_zero=True)
+        check_seed(self.seed)
+        if not (0.0 <= self.early_stop_score < 1.0):
+            raise OptionError(f"early_stop_score must be in [0, 1), got {self.early_stop_score!r}")
+        if not (0.0 < self.quantile < 1.0):
+            raise OptionError(f"quantile must be in (0, 1), got {self.quantile!r}")
+        if not (0.0 < self.min_fraction <= 1.0):
+            raise OptionError(f"min_fraction must be in (0, 1], got {self.min_fraction!r}")
+        if self.null not in NULL_SETS:
+            raise OptionError(f"null must be one of {', '.join(NULL_SETS)}, got {self.null!r}")
+        self.templates = load_templates(self.template_dir)
+
+    def config(self) -> dict:
+        keys = (
+            "n_discovery_prompts",
+            "images_per_prompt",
+            "n_attributes",
+            "batch_size",
+            "n_generated",
+            "iterations",
+            "early_stop_iterations",
+            "early_stop_score",
+            "quantile",
+            "null",
+            "min_fraction",
+            "reasks",
+            "seed",
+            "template_dir",
+            "grid_cell",
+        )
+        return {k: getattr(self, k) for k in keys}
+
+    # ----------------------------------------------------------------------------------------------- fit
+    def fit(
+        self,
+        model_a: ImageSource,
+        model_b: ImageSource,
+        prompts: Sequence[str],
+        *,
+        seed_prompts: Sequence[str] | None = None,
+        skip_missing: bool = False,
+        seeded_from: dict | None = None,
+    ) -> CompConResult:
+        t0 = time.perf_counter()
+        timings: dict[str, float] = {}
+        show = progress_enabled(self.progress)
+        vlm = self.vlm if self.vlm is not None else self.llm
+        rng = np.random.default_rng(self.seed)
+        prompts = list(dict.fromkeys(p for p in prompts if p and p.strip()))
+        if not prompts:
+            raise InputError("the prompt bank is empty")
+        name_a, name_b = getattr(model_a, "name", "A"), getattr(model_b, "name", "B")
+
+        # -- prompts without images
+        missing = {name_a: missing_images(model_a, prompts), name_b: missing_images(model_b, prompts)}
+        missing = {k: v for k, v in missing.items() if v}
+        if missing and not skip_missing:
+            raise InputError(_missing_message(missing, len(prompts)))
+        skipped = set().union(*missing.values()) if missing else set()
+        bank = [p for p in prompts if p not in skipped]
+        if not bank:
+            raise InputError("no prompt of the bank has images from both models")
+        seeds = None
+        if seed_prompts is not None:
+            seeds = [p for p in dict.fromkeys(seed_prompts) if p in set(bank)]
+            if not seeds:
+                raise InputError(
+                    "none of the seed prompts (from the PromptSplit mode) is in the prompt bank "
+                    "with images from both models"
+                )
+
+        # -- images and their CLIP embeddings, per prompt
+        t = time.perf_counter()
+        images_a, images_b = {}, {}
+        for p in track(bank, total=len(bank), description="images", enabled=show):
+            images_a[p], images_b[p] = _image_items(model_a, p), _image_items(model_b, p)
+        empty = {name_a: [p for p in bank if not images_a[p]], name_b: [p for p in bank if not images_b[p]]}
+        empty = {k: v for k, v in empty.items() if v}
+        if empty:
+            if not skip_missing:
+                raise InputError(_missing_message(empty, len(prompts)))
+            for k, v in empty.items():
+                missing.setdefault(k, []).extend(v)
+            bad = set().union(*empty.values())
+            bank = [p for p in bank if p not in bad]
+            if seeds is not None:
+                seeds = [p for p in seeds if p not in bad]
+            if not bank or (seeds is not None and not seeds):
+                raise InputError("no prompt left with images from both models")
+        timings["images"] = time.perf_counter() - t
+
+        # -- 1. attribute discovery
+        t = time.perf_counter()
+        pool = seeds if seeds is not None else bank
+        n_disc = min(self.n_discovery_prompts, len(pool))
+        disc_prompts = [pool[i] for i in sorted(rng.choice(len(pool), size=n_disc, replace=False))]
+        discovery, failures = [], []
+        proposed: dict[str, list[str]] = {}
+        canonical: dict[str, str] = {}
+        for p in track(disc_prompts, total=n_disc, description="attribute discovery (VLM)", enabled=show):
+            k = self.images_per_prompt
+            grid = image_grid(images_a[p][:k], images_b[p][:k], cell=self.grid_cell)
+            msg = user_message(render(self.templates["attribute_discovery"], prompt=p), [grid])
+            try:
+                attrs, _, answers = ask(
+                    vlm, [msg], parse_attributes, what=f"attribute discovery for {p!r}", reasks=self.reasks
+                )
+            except MalformedAnswerError as exc:
+                discovery.append({"prompt": p, "attributes": [], "error": str(exc)})
+                failures.append(
+                    {"stage": "attribute discovery", "prompt": p, "error": str(exc), "answers": exc.answers}
+                )
+                continue
+            discovery.append({"prompt": p, "attributes": attrs, "error": None, "n_answers": len(answers)})
+            for a in attrs:
+                key = canonical.setdefault(a.lower(), a)
+                proposed.setdefault(key, []).append(p)
+        timings["discovery"] = time.perf_counter() - t
+        if not proposed:
+            if failures and len(failures) == n_disc:
+                raise MalformedAnswerError(
+                    f"attribute discovery: every answer of {getattr(vlm, 'model', 'the VLM')} for the "
+                    f"{n_disc} "
+                    f"sampled prompt(s) was malformed (no 'Model A contains:' list); first problem: "
+                    f"{failures[0]['error']}"
+                )
+            raise EmptyAttributesError(
+                f"attribute discovery: {getattr(vlm, 'model', 'the VLM')} proposed no attribute under "
+                f"'Model A contains:' for any of the {n_disc} sampled prompt(s)"
+                + (f" ({len(failures)} malformed)" if failures else "")
+                + "; nothing to verify. Try more --discovery-prompts or another VLM."
+            )
+
+        # -- 2. CLIP verification
+        t = time.perf_counter()
+        names = list(proposed)
+        text_emb = np.asarray(self.embedder.embed_texts(names), dtype=np.float64)
+        emb_a, groups_a = self._embed_groups([images_a[p] for p in bank])
+        emb_b, groups_b = self._embed_groups([images_b[p] for p in bank])
+        sim_a = verify.similarity_matrix(emb_a, text_emb)
+        sim_b = verify.similarity_matrix(emb_b, text_emb)
+        null = sim_b if self.null == "reference" else np.vstack([sim_a, sim_b])
+        thresholds = verify.calibrate_thresholds(null, self.quantile)
+        frac_a = verify.prompt_fractions(verify.has_attribute(sim_a, thresholds), groups_a, len(bank))
+        frac_b = verify.prompt_fractions(verify.has_attribute(sim_b, thresholds), groups_b, len(bank))
+        div = verify.diverging_matrix(frac_a, frac_b, self.min_fraction)
+        rows = np.arange(len(bank)) if seeds is None else np.array([bank.index(p) for p in seeds])
+        order = verify.rank_attributes(div[rows], names, frac_a[rows], frac_b[rows])
+        scores = verify.attribute_scores(div[rows])
+        attributes = []
+        for rank, k in enumerate(order, 1):
+            attributes.append(
+                {
+                    "attribute": names[k],
+                    "rank": rank,
+                    "score": float(scores[k]),
+                    "n_diverging": int(div[rows, k].sum()),
+                    "n_prompts": len(rows),
+                    "diverging_prompts": [bank[i] for i in rows if div[i, k]],
+                    "threshold": float(thresholds[k]),
+                    "mean_fraction_a": float(np.nanmean(frac_a[rows, k])),
+                    "mean_fraction_b": float(np.nanmean(frac_b[rows, k])),
+                    "n_diverging_bank": int(div[:, k].sum()),
+                    "proposed_for": proposed[names[k]],
+                }
+            )
+        timings["verification"] = time.perf_counter() - t
+
+        # -- 3. descriptions
+        t = time.perf_counter()
+        descriptions = []
+        scored = bool(getattr(model_a, "can_generate", False) and getattr(model_b, "can_generate", False))
+        for k in order[: self.n_attributes]:
+            attr = names[k]
+            if seeds is not None:
+                d_set = list(seeds)
+            else:
+                d_set = [bank[i] for i in range(len(bank)) if div[i, k]]
+            n_set = [p for p in bank if p not in set(d_set)]
+            entry = self._describe(
+                attr, d_set, n_set, text_emb[k], thresholds[k], model_a, model_b, rng, scored, failures, show
+            )
+            descriptions.append(entry)
+        timings["descriptions"] = time.perf_counter() - t
+        timings["total"] = time.perf_counter() - t0
+
+        models = {
+            "A": _describe_source(model_a),
+            "B": _describe_source(model_b),
+            "llm": _describe_client(self.llm),
+            "vlm": _describe_client(vlm),
+            "clip": getattr(self.embedder, "name", type(self.embedder).__name__),
+        }
+        calibration = {
+            "rule": "quantile of the null set",
+            "quantile": self.quantile,
+            "null": "images of model B" if self.null == "reference" else "images of A and B",
+            "min_fraction": self.min_fraction,
+            "has_attribute": "cos(image, attribute) > threshold",
+            "diverging": "fraction_A >= min_fraction and fraction_B < min_fraction",
+        }
+        return CompConResult(
+            attributes=attributes,
+            descriptions=descriptions,
+            discovery=discovery,
+            calibration=calibration,
+            models=models,
+            n_prompts=len(bank),
+            seed=self.seed,
+            config=self.config(),
+            skipped_prompts=missing if skip_missing else {},
+            failures=failures,
+            seeded_from=seeded_from,
+            timings={k: round(v, 4) for k, v in timings.items()},
+        )
+
+    # ------------------------------------------------------------------------------------------- helpers
+    def _embed_groups(self, image_lists: list[list[Any]]) -> tuple[np.ndarray, np.ndarray]:
+        """Embed images (PIL images or paths, loaded ``EMBED_CHUNK`` at a time) with their prompt labels."""
+        flat = [im for imgs in image_lists for im in imgs]
+        groups = np.repeat(np.arange(len(image_lists)), [len(x) for x in image_lists])
+        chunks = [
+            np.asarray(self.embedder.embed_images([load_image(x) for x in flat[i : i + EMBED_CHUNK]]))
+            for i in range(0, len(flat), EMBED_CHUNK)
+        ]
+        emb = np.concatenate(chunks).astype(np.float64) if chunks else np.zeros((0, 1))
+        if emb.shape[0] != len(flat):
+            raise InputError(
+                f"the CLIP embedder returned {emb.shape[0]} image embeddings for {len(flat)} images"
+            )
+        return emb, groups
+
+    def _sample(self, rng: np.random.Generator, previous: list[str], pool: list[str]) -> list[str]:
+        """C.2: up to B prompts from the previous iteration (random order when more), then random prompts
+        from the bank pool to fill up to B."""
+        b = self.batch_size
+        prev = list(dict.fromkeys(previous))
+        if len(prev) > b:
+            prev = [prev[i] for i in sorted(rng.choice(len(prev), size=b, replace=False))]
+        rest = [p for p in pool if p not in set(prev)]
+        n_fill = min(b - len(prev), len(rest))
+        fill = [rest[i] for i in sorted(rng.choice(len(rest), size=n_fill, replace=False))] if n_fill else []
+        return prev + fill
+
+    def _describe(
+        self, attr, d_set, n_set, text_vec, tau, model_a, model_b, rng, scored, failures, show
+    ) -> dict:
+        entry: dict[str, Any] = {
+            "attribute": attr,
+            "diverging_set": d_set,
+            "non_diverging_set_size": len(n_set),
+            "iterations": [],
+            "best": None,
+            "n_iterations": 0,
+            "stopped_early": False,
+            "stop_reason": "",
+            "scored": scored,
+        }
+        if not d_set:
+            entry["stop_reason"] = "no diverging prompts to describe"
+            return entry
+        prev_div: list[str] = []
+        prev_non: list[str] = []
+        best_score = -1.0
+        n_iter = self.iterations if scored else 1
+        for it in track(range(n_iter), total=n_iter, description=f"describing {attr!r}", enabled=show):
+            sampled_d = self._sample(rng, prev_div, d_set)
+            sampled_n = self._sample(rng, prev_non, n_set)
+            record: dict[str, Any] = {
+                "iteration": it,
+                "sampled_diverging": sampled_d,
+                "sampled_non_diverging": sampled_n,
+                "description": None,
+                "key_concepts": [],
+                "generated_prompts": [],
+                "diverging": [],
+                "score": None,
+                "error": None,
+            }
+            try:
+                record.update(
+                    self._iterate(attr, sampled_d, sampled_n, text_vec, tau, model_a, model_b, scored)
+                )
+            except MalformedAnswerError as exc:
+                record["error"] = str(exc)
+                failures.append(
+                    {
+                        "stage": "description",
+                        "attribute": attr,
+                        "iteration": it,
+                        "error": str(exc),
+                        "answers": exc.answers,
+                    }
+                )
+            entry["iterations"].append(record)
+            entry["n_iterations"] = it + 1
+            prev_div = [p for p, d in zip(record["generated_prompts"], record["diverging"], strict=True) if d]
+            prev_non = [
+                p for p, d in zip(record["generated_prompts"], record["diverging"], strict=True) if not d
+            ]
+            if record["score"] is not None and record["score"] > best_score:
+                best_score = record["score"]
+                entry["best"] = {k: record[k] for k in ("iteration", "description", "key_concepts", "score")}
+            if not scored:
+                entry["stop_reason"] = (
+                    "model A or B is a fixed image bank: the generated prompts cannot be "
+                    "rendered, so descriptions are not scored and not iterated"
+                )
+                if record["description"] is not None:
+                    entry["best"] = {
+                        k: record[k] for k in ("iteration", "description", "key_concepts", "score")
+                    }
+                break
+            if it + 1 >= self.early_stop_iterations and best_score <= self.early_stop_score:
+                if it + 1 < n_iter:
+                    entry["stopped_early"] = True
+                entry["stop_reason"] = (
+                    f"early stop: best score {max(best_score, 0.0):.3f} <= "
+                    f"{self.early_stop_score:g} after {it + 1} iterations"
+                )
+                break
+        else:
+            entry["stop_reason"] = f"ran all {n_iter} iterations"
+        return entry
+
+    def _iterate(self, attr, sampled_d, sampled_n, text_vec, tau, model_a, model_b, scored) -> dict:
+        text = render(
+            self.templates["description"],
+            attribute=attr,
+            diverging_prompts="\n".join(sampled_d),
+            non_diverging_prompts="\n".join(sampled_n),
+        )
+        (description, concepts), convo, _ = ask(
+            self.llm,
+            [user_message(text)],
+            parse_description,
+            what=f"description for {attr!r}",
+            reasks=self.reasks,
+        )
+        gen = render(
+            self.templates["prompt_generation"],
+            num_prompts=self.n_generated,
+            description=description,
+            attribute=attr,
+        )
+        prompts, _, _ = ask(
+            self.llm,
+            convo + [user_message(gen)],
+            parse_prompt_list,
+            what=f"prompt generation for {attr!r}",
+            reasks=self.reasks,
+        )
+        prompts = prompts[: self.n_generated]
+        out: dict[str, Any] = {
+            "description": description,
+            "key_concepts": concepts,
+            "generated_prompts": prompts,
+            "diverging": [False] * len(prompts) if not scored else [],
+        }
+        if not scored:
+            return out
+        imgs_a = [model_a.images(p) for p in prompts]
+        imgs_b = [model_b.images(p) for p in prompts]
+        keep = [i for i in range(len(prompts)) if imgs_a[i] and imgs_b[i]]
+        flags = [False] * len(prompts)
+        if keep:
+            ea, ga = self._embed_groups([imgs_a[i] for i in keep])
+            eb, gb = self._embed_groups([imgs_b[i] for i in keep])
+            t = np.asarray(text_vec).reshape(1, -1)
+            d = verify.diverging_prompts(
+                verify.similarity_matrix(ea, t),
+                ga,
+                verify.similarity_matrix(eb, t),
+                gb,
+                np.array([tau]),
+                len(keep),
+                self.min_fraction,
+            )[:, 0]
+            for j, i in enumerate(keep):
+                flags[i] = bool(d[j])
+        out["diverging"] = flags
+        out["score"] = verify.description_score(flags)
+        out["n_rendered"] = len(keep)
+        return out
+
+
+def _image_items(source: Any, prompt: str) -> list[Any]:
+    """A bank's image paths (loaded when needed, so a large bank is never held in memory at once), or a
+    generator's images."""
+    if hasattr(source, "image_paths") and not getattr(source, "can_generate", False):
+        return source.image_paths(prompt)
+    return source.images(prompt)
+
+
+def _missing_message(missing: dict[str, list[str]], n: int) -> str:
+    parts = []
+    for model, ps in missing.items():
+        shown = "; ".join(repr(p) for p in ps[:5])
+        more = f" and {len(ps) - 5} more" if len(ps) > 5 else ""
+        parts.append(f"model {model} has no images for {len(ps)} of the {n} prompts: {shown}{more}")
+    return "; ".join(parts) + " (add the images, or pass --skip-missing to leave those prompts out)"
+
+
+def _describe_source(src: Any) -> dict:
+    return src.describe() if hasattr(src, "describe") else {"name": getattr(src, "name", type(src).__name__)}
+
+
+def _describe_client(c: Any) -> dict:
+    return c.describe() if hasattr(c, "describe") else {"model": getattr(c, "model", type(c).__name__)}
+
+
+# ------------------------------------------------------------------------------------ PromptSplit seeding
+def split_mode_prompts(result: Any, mode: int) -> tuple[list[str], bool, dict]:
+    """The prompts of a PromptSplit mode, to be described by CompCon.
+
+    ``mode`` K > 0 is the K-th positive mode (what the test model, taken as A, does more); K < 0 the |K|-th
+    negative mode (what the reference does more: A and B swap, ``swapped`` is True). Prompts are the mode's
+    ``top_prompts`` that load on it in its direction (contribution of the mode's sign), strongest first.
+    Returns (prompts, swapped, provenance for result.json).
+    """
+    from ..promptsplit import PromptSplitResult
+
+    if not isinstance(result, PromptSplitResult):
+        raise InputError(
+            f"--from-split needs a PromptSplit result (kind 'promptsplit'), got kind "
+            f"{getattr(result, 'kind', type(result).__name__)!r}"
+        )
+    if isinstance(mode, bool) or not isinstance(mode, (int, np.integer)) or mode == 0:
+        raise OptionError(
+            f"mode must be a non-zero integer (K > 0: K-th positive mode, K < 0: negative), got {mode!r}"
+        )
+    side = "test" if mode > 0 else "reference"
+    modes = result.positive_modes if mode > 0 else result.negative_modes
+    rank = abs(int(mode))
+    chosen = next((m for m in modes if m.rank == rank), None)
+    if chosen is None:
+        avail = ", ".join(f"{'+' if m.side == 'test' else '-'}{m.rank}" for m in result.modes) or "none"
+        raise OptionError(
+            f"the PromptSplit result has no {'positive' if mode > 0 else 'negative'} mode {rank}; "
+            f"modes available: {avail}"
+        )
+    sign = 1.0 if side == "test" else -1.0
+    prompts = [p.prompt for p in chosen.top_prompts if sign * p.contribution > 0]
+    if not prompts:
+        raise InputError(f"PromptSplit mode {mode:+d} lists no prompt that loads on it")
+    info = {
+        "mode": int(mode),
+        "side": side,
+        "eigenvalue": chosen.eigenvalue,
+        "prompts": prompts,
+        "swapped": side == "reference",
+    }
+    return prompts, side == "reference", info
