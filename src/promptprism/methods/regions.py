@@ -88,8 +88,8 @@ def _three_grams(k_xy: Any, k_xx: Any, k_yy: Any) -> tuple[np.ndarray, np.ndarra
     k_xx, k_yy = _square(k_xx, "K_xx"), _square(k_yy, "K_yy")
     k_xy = np.asarray(k_xy, dtype=np.float64)
     if k_xy.shape != (k_xx.shape[0], k_yy.shape[0]):
-        raise InputError(f"K_xy: expected shape {(k_xx.shape[0], k_yy.shape[0])} (rows of K_xx, rows of K_yy), "
-                         f"got {k_xy.shape}")
+        raise InputError(f"K_xy: expected shape {(k_xx.shape[0], k_yy.shape[0])} (rows of K_xx, rows of "
+                         f"K_yy), got {k_xy.shape}")
     if min(k_xx.shape[0], k_yy.shape[0]) == 0:
         raise InputError("CMS/MMD: both samples need at least one row")
     return k_xy, k_xx, k_yy
@@ -412,7 +412,8 @@ def _linkage(cka_matrix: np.ndarray) -> np.ndarray:
     return linkage(squareform(dist, checks=False), method="average")
 
 
-def _top_down(m: np.ndarray, max_splits: int, min_size: int) -> tuple[list[list[int]], list[int], list[float]]:
+def _top_down(m: np.ndarray, max_splits: int,
+              min_size: int) -> tuple[list[list[int]], list[int], list[float]]:
     """Walk the average-linkage dendrogram of 1 - M from the root, splitting the highest merge first.
 
     A merge is split only when both branches hold at least ``min_size`` pixels; smaller branches met on the
@@ -714,7 +715,8 @@ class RegionCMS:
     (1 / median Euclidean distance between real images; ``"0.5*median"`` scales it) or a number.
     ``block_size``: mini-batch size of the CMS estimator (None: all images, exact eq. 4).
     ``cka_block_size``: mini-batch size of the pixel CKA (None: one block; ``"auto"``: 100 as in the paper,
-    or one block of all images when there are fewer). ``cka_max_images``: real images (seeded subsample) for the CKA and median rule.
+    or one block of all images when there are fewer). ``cka_max_images``: real images (seeded subsample)
+    for the CKA and the median rule.
     """
 
     n_regions: int | str = "auto"
