@@ -531,12 +531,16 @@ def fill_constant_pixels(labels: np.ndarray, constant: np.ndarray, shape: tuple[
 def _region_sqdists(x: np.ndarray, y: np.ndarray, onehot: np.ndarray) -> np.ndarray:
     """(C, n, m) squared distances restricted to each region; x, y: (n, d, c), onehot: (d, C)."""
     xx = np.einsum("ndc,ndc->nd", x, x) @ onehot  # (n, C)
-    yy = np.einsum("ndc,ndc->nd", y, y) @ onehot
+    yy = xx if y is x else np.einsum("ndc,ndc->nd", y, y) @ onehot
     out = np.empty((onehot.shape[1], x.shape[0], y.shape[0]))
     for r in range(onehot.shape[1]):
-        sel = onehot[:, r] > 0
-        xr, yr = x[:, sel].reshape(x.shape[0], -1), y[:, sel].reshape(y.shape[0], -1)
-        out[r] = xx[:, r, None] + yy[None, :, r] - 2.0 * (xr @ yr.T)
+        sel = np.flatnonzero(onehot[:, r] > 0)
+        xr = x[:, sel].reshape(x.shape[0], -1)
+        yr = xr if y is x else y[:, sel].reshape(y.shape[0], -1)
+        np.matmul(xr, yr.T, out=out[r])
+        out[r] *= -2.0
+        out[r] += xx[:, r, None]
+        out[r] += yy[None, :, r]
     return np.maximum(out, 0.0, out=out)
 
 
@@ -568,7 +572,7 @@ def region_cms(x: Any, y: Any, regions: Any, gamma: float, *, block_size: int | 
 
 
 def _region_cms_px(px: np.ndarray, py: np.ndarray, regions: Any, gamma: float, *, block_size: int | None,
-                   seed: int) -> dict[str, Any]:
+                   seed: int, cache: dict | None = None) -> dict[str, Any]:
     labels = np.asarray(regions, dtype=np.int64).reshape(-1)
     if labels.shape[0] != px.shape[1]:
         raise InputError(f"regions: {labels.shape[0]} labels for {px.shape[1]} pixels")
@@ -578,13 +582,24 @@ def _region_cms_px(px: np.ndarray, py: np.ndarray, regions: Any, gamma: float, *
     whole, per, mmd = [], [], []
     for i, j in _blocks(px.shape[0], py.shape[0], block_size, seed, "region CMS"):
         xb, yb = px[i], py[j]
-        dxy, dxx, dyy = (_region_sqdists(xb, yb, onehot), _region_sqdists(xb, xb, onehot),
-                         _region_sqdists(yb, yb, onehot))
-        per.append(np.exp(log_cms_rbf(dxy, dxx, dyy, gamma)))
-        sxy, sxx, syy = dxy.sum(0), dxx.sum(0), dyy.sum(0)
-        whole.append(float(np.exp(log_cms_rbf(sxy, sxx, syy, gamma))))
-        mmd.append(float(np.exp(-gamma * sxx).mean() + np.exp(-gamma * syy).mean()
-                         - 2.0 * np.exp(-gamma * sxy).mean()))
+        key = (id(px), i.tobytes())
+        if cache is not None and key in cache:
+            xx_terms = cache[key]
+        else:  # the real-vs-real terms, shared by every generated set compared with the same real images
+            dxx = _region_sqdists(xb, xb, onehot)
+            sxx = dxx.sum(0)
+            xx_terms = (_logsumexp(-gamma * dxx, (-2, -1)), _logsumexp(-gamma * sxx, (-2, -1)),
+                        float(np.exp(-gamma * sxx).mean()))
+            if cache is not None:
+                cache[key] = xx_terms
+        lse_xx, lse_xx_whole, mean_kxx = xx_terms
+        dxy, dyy = _region_sqdists(xb, yb, onehot), _region_sqdists(yb, yb, onehot)
+        ax = (-2, -1)
+        per.append(np.exp(_logsumexp(-gamma * dxy, ax) - 0.5 * (lse_xx + _logsumexp(-gamma * dyy, ax))))
+        sxy, syy = dxy.sum(0), dyy.sum(0)
+        whole.append(float(np.exp(_logsumexp(-gamma * sxy, ax)
+                                  - 0.5 * (lse_xx_whole + _logsumexp(-gamma * syy, ax)))))
+        mmd.append(float(mean_kxx + np.exp(-gamma * syy).mean() - 2.0 * np.exp(-gamma * sxy).mean()))
     reg = np.mean(per, axis=0)
     return {"cms": float(np.mean(whole)), "product_cms": float(np.prod(reg)), "region_cms": reg,
             "mmd2": float(np.mean(mmd))}
@@ -829,13 +844,14 @@ class RegionCMS:
         t0 = time.perf_counter()
         rows = []
         n_gen = []
+        cache: dict = {}
         for name, g in zip(names, sets, strict=True):
             py = self._check_shape(g, f"generated set {name!r}")
             if self.block_size is not None and min(py.shape[0], ref.shape[0]) < self.block_size:
                 raise InputError(f"generated set {name!r}: fewer images than one block: "
                                  f"{min(py.shape[0], ref.shape[0])} < block_size {self.block_size}")
             rows.append(_region_cms_px(ref, py, self.regions_, self.gamma_, block_size=self.block_size,
-                                   seed=self.seed))
+                                   seed=self.seed, cache=cache))
             n_gen.append(int(py.shape[0]))
         t1 = time.perf_counter()
         cross = _cross_region_cka_px(self.cka_pixels_, self.regions_, self.gamma_,
