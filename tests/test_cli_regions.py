@@ -73,9 +73,18 @@ def test_regions_cli_colour_folder_and_constant_pixels(tmp_path, capsys):
     write_png_folder(tmp_path / "real", real)
     write_png_folder(tmp_path / "gen", real[:15])
     out = tmp_path / "out"
-    code, _, err = run(["regions", "--real", str(tmp_path / "real"), "--generated", str(tmp_path / "gen"),
-                        "--regions", "2", "--out", str(out), "--quiet"], capsys)
+    args = ["regions", "--real", str(tmp_path / "real"), "--generated", str(tmp_path / "gen"),
+            "--regions", "2", "--out", str(out), "--quiet"]
+    try:
+        import matplotlib  # noqa: F401
+
+        args.append("--plot")
+    except ImportError:
+        pass
+    code, _, err = run(args, capsys)
     assert code == 0, err
+    if "--plot" in args:
+        assert (out / "curves.png").stat().st_size > 0 and (out / "regions.png").stat().st_size > 0
     r = json.loads((out / "result.json").read_text())
     assert r["image_shape"] == [5, 5, 3]
     assert 0 in r["constant_pixels"] and 20 in r["constant_pixels"]

@@ -171,6 +171,8 @@ def test_fast_pixel_cka_equals_pairwise_loop(rng, shape):
                                        max_bytes=budget) - fb).max() < 1e-12
         assert np.abs(pixel_cka_matrix(imgs, gamma=g, block_size=None, max_bytes=budget) - fast).max() < 1e-12
     assert np.allclose(fast, fast.T) and np.allclose(np.diag(fast), 1.0)
+    single = pixel_cka_matrix(imgs, gamma=g, block_size=6, max_images=None, seed=3, dtype="float32")
+    assert np.abs(single - fb).max() < 1e-5
 
 
 def test_pixel_cka_constant_pixel_is_handled(rng):

@@ -96,6 +96,8 @@ def regions(
     min_region_size: str = typer.Option("auto", help="Smallest region the dendrogram cut keeps ('auto': a "
                                                      "quarter of the average region size)."),
     seed: str = typer.Option("0", help="Seed of every random draw (recorded in result.json)."),
+    plot: bool = typer.Option(False, "--plot", help="Also write curves.png (CMS, product and each region per "
+                                                    "set) and regions.png (needs matplotlib)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
 ) -> None:
     """Disentangled mean embeddings: the CMS of generated to real images, region by region.
@@ -133,6 +135,8 @@ def regions(
                              f"{ch}; convert both to the same colour mode")
     result = estimator.fit(real_images).compare(gen_sets, _unique_names(gen_paths), reference=ref)
     result = _with_inputs(result, real, gen_paths, reference)
+    if plot:
+        write_plots(result, out)
     result.save(out)
     print_regions(result, out, quiet=quiet)
 
@@ -143,3 +147,42 @@ def _with_inputs(result: RegionsResult, real: Path, gen: list[Path], reference: 
     config = dict(result.config, real=str(real), generated=[str(p) for p in gen],
                   reference=None if reference is None else str(reference))
     return dataclasses.replace(result, config=config)
+
+
+def write_plots(result: RegionsResult, out: Path) -> None:
+    """curves.png (one x position per generated set) and regions.png (the region map), atomically."""
+    import io
+
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise OptionError("--plot needs matplotlib (pip install matplotlib); curves.csv has the same "
+                          "numbers") from None
+    from ..io import atomic_write_bytes
+
+    x = np.arange(len(result.names))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(x, result.cms, "k-o", label="CMS (whole image)")
+    ax.plot(x, result.product_cms, "k--", label="product of regions")
+    region = np.asarray(result.region_cms, dtype=float)
+    for r in range(region.shape[1]):
+        ax.plot(x, region[:, r], "-", label=f"region {r}")
+    ax.set_xticks(x, result.names, rotation=45, ha="right")
+    ax.set_ylabel("CMS to real images")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    plt.close(fig)
+    atomic_write_bytes(out / "curves.png", buf.getvalue())
+    fig, ax = plt.subplots(figsize=(4, 4))
+    ax.imshow(result.region_map(), cmap="tab10", interpolation="nearest")
+    ax.set_title(f"{result.n_regions} regions")
+    ax.axis("off")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    plt.close(fig)
+    atomic_write_bytes(out / "regions.png", buf.getvalue())
