@@ -145,3 +145,22 @@ def test_skimage_colour_crops():
     labels = est.regions_.reshape(10, 10)
     assert coherence(labels) >= 0.9
     check_one_region_corruptions(est, test, ["noise", "mask"])
+
+
+def test_digits_monitoring_curve_follows_the_degrading_region(digits):
+    """A 'training run' whose checkpoints add more and more noise to one region: that region's CMS falls
+    checkpoint after checkpoint, the others stay put, and the whole-image CMS and the product follow."""
+    train, test = digits
+    est = RegionCMS(n_regions=4, seed=0).fit(train)
+    labels = est.regions_.reshape(8, 8)
+    target = int(np.argmax(np.bincount(est.regions_)))
+    rng = np.random.default_rng(3)
+    noise = rng.normal(0, 1, test.shape)
+    sets = [paste(test, np.clip(test + s * noise, 0, 1), labels == target)
+            for s in (0.0, 0.05, 0.1, 0.2, 0.4)]
+    res = est.compare(sets, [f"epoch {k}" for k in range(5)])
+    curve = np.array(res.region_cms)
+    assert np.all(np.diff(curve[:, target]) < 0), curve[:, target]
+    others = np.arange(4) != target
+    assert np.allclose(curve[:, others], curve[0, others], rtol=1e-12, atol=0)
+    assert np.all(np.diff(res.cms) < 0) and np.all(np.diff(res.product_cms) < 0)
