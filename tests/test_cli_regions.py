@@ -74,7 +74,7 @@ def test_regions_cli_colour_folder_and_constant_pixels(tmp_path, capsys):
     write_png_folder(tmp_path / "gen", real[:15])
     out = tmp_path / "out"
     args = ["regions", "--real", str(tmp_path / "real"), "--generated", str(tmp_path / "gen"),
-            "--regions", "2", "--out", str(out), "--quiet"]
+            "--regions", "2", "--out", str(out), "--quiet", "--precision", "float32"]
     try:
         import matplotlib  # noqa: F401
 
@@ -162,6 +162,8 @@ def test_bad_misc_inputs(tmp_path, images, capsys):
     bad(tmp_path, ["regions", "--real", real, "--generated", real, "--regions", "three"], capsys,
         "--regions")
     bad(tmp_path, ["regions", "--real", real, "--generated", real, "--gamma", "-1"], capsys, "gamma")
+    bad(tmp_path, ["regions", "--real", real, "--generated", real, "--precision", "half"], capsys,
+        "precision")
     bad(tmp_path, ["regions", "--real", real, "--generated", real, "--bogus", "1"], capsys, "--bogus")
     nan = images.copy()
     nan[3, 1, 2] = np.nan

@@ -96,14 +96,16 @@ def regions(
     min_region_size: str = typer.Option("auto", help="Smallest region the dendrogram cut keeps ('auto': a "
                                                      "quarter of the average region size)."),
     seed: str = typer.Option("0", help="Seed of every random draw (recorded in result.json)."),
+    precision: str = typer.Option("float64", help="float64, or float32 for a 2-3x faster pixel CKA "
+                                                  "product on large images (entries change by ~1e-6)."),
     plot: bool = typer.Option(False, "--plot", help="Also write curves.png (CMS, product and each region per "
                                                     "set) and regions.png (needs matplotlib)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
 ) -> None:
     """Disentangled mean embeddings: the CMS of generated to real images, region by region.
 
-    Pixel regions come from clustering the pixel-by-pixel CKA matrix of the real images; the whole-image
-    CMS is then compared with the product of the region CMS (Theorem 1) for each generated set.
+    Regions: clusters of the pixel-by-pixel CKA matrix of the real images.
+    Per generated set: whole-image CMS, the product of region CMS (Theorem 1) and each region's CMS.
     """
     extra = list(ctx.args)
     for arg in extra:
@@ -120,7 +122,8 @@ def regions(
         cka_max_images=_int_or_none(cka_images, "--cka-images"),
         max_regions=_int_or_none(max_regions, "--max-regions", allow=()),
         min_region_size=None if mrs == "auto" else mrs,
-        seed=_int_or_none(seed, "--seed", allow=()), progress=False if quiet else None)
+        seed=_int_or_none(seed, "--seed", allow=()), progress=False if quiet else None,
+        precision=precision)
     estimator._validate()
     real_images = load_images(real, "real")
     gen_sets = [load_images(p, "generated") for p in gen_paths]

@@ -768,6 +768,7 @@ class RegionCMS:
     seed: int = 0
     max_bytes: int = MAX_BYTES
     progress: bool | None = False
+    precision: str = "float64"
 
     # set by fit
     regions_: np.ndarray | None = field(default=None, init=False, repr=False)
@@ -789,6 +790,8 @@ class RegionCMS:
         if self.cka_max_images is not None:
             check_positive_number(self.cka_max_images, "cka_max_images", integer=True)
         parse_bandwidth(self.gamma, "gamma")
+        if self.precision not in ("float64", "float32"):
+            raise OptionError(f"precision must be 'float64' or 'float32', got {self.precision!r}")
 
     def fit(self, real: Any) -> RegionCMS:
         """Pixel CKA matrix on (a seeded subsample of) the real images, then the regions."""
@@ -819,7 +822,8 @@ class RegionCMS:
         self.cka_block_size_ = cka_b
         t1 = time.perf_counter()
         m = _pixel_cka_px(sub, gamma=self.gamma_, block_size=cka_b, max_images=None,
-                             seed=self.seed, max_bytes=self.max_bytes, progress=self.progress)
+                             seed=self.seed, max_bytes=self.max_bytes, progress=self.progress,
+                             dtype=self.precision)
         t2 = time.perf_counter()
         constant = np.ptp(px, axis=0).max(axis=1) == 0.0  # constant over *all* real images
         free = np.flatnonzero(~constant)
@@ -895,7 +899,7 @@ class RegionCMS:
             config={"n_regions": self.n_regions, "gamma": self.gamma, "gamma_value": float(self.gamma_),
                     "block_size": self.block_size, "cka_block_size": self.cka_block_size_,
                     "cka_max_images": self.cka_max_images, "max_regions": self.max_regions,
-                    "min_region_size": self.min_region_size,
+                    "min_region_size": self.min_region_size, "precision": self.precision,
                     "gamma_convention": "gamma = factor / median Euclidean distance between real images"},
             seed=int(self.seed), timings=timings)
 
