@@ -30,21 +30,26 @@ scales it (gamma = 0.5 / median); a number fixes gamma.
 The pixel-by-pixel CKA matrix M (d x d) is computed without the paper's O(d^2 n^3) double loop: per block of
 b images and per pixel a, the centred Gram matrix HK_aH is formed, normalised to unit Frobenius norm and
 stored as one row of a matrix F (its upper triangle, off-diagonal entries scaled by sqrt 2, so that row dot
-products are Frobenius inner products). Then M = mean over blocks of F F^T: one symmetric rank-k update (BLAS
-syrk) per group of blocks, with pixel rows formed in chunks so that F never exceeds ``max_bytes`` (about 2 GB
-by default). Cost O(d^2 b^2 n_blocks) flops and O(d^2 + max_bytes) memory; for 64x64 images, n = 1,000 and
-b = 100 this is d = 4,096 rows of 5,050 entries per block. ``cka_block_size=None`` uses all images as one
-block (exact eq. 13 over the whole set; memory for F grows as n^2/2 per pixel, so chunked over pixels).
+products are Frobenius inner products). Then M = mean over blocks of F F^T: one symmetric rank-k update
+(BLAS syrk) per group of blocks, with pixel rows formed in chunks so that F and the temporaries stay within
+``max_bytes`` (2 GiB by default; F gets 60% of it). Cost O(d^2 b^2 n_blocks) flops and O(d^2 + max_bytes)
+memory; for 64x64 images, n = 1,000 and b = 100 this is d = 4,096 rows of 5,050 entries per block (all ten
+blocks in one 1.7 GB product). ``cka_block_size=None`` uses all images as one block (exact eq. 13 over the
+whole set; F then has n (n + 1) / 2 columns, so pairs of pixel chunks are multiplied and rows recomputed).
 
-Regions come from average-linkage hierarchical clustering of 1 - M (scipy), cut into C clusters; the
-largest gap between successive merge heights suggests C. Pixels that are constant over all training images
-carry no information (their CKA with anything is 0): they are left out of the clustering and given the
-region of the nearest non-constant pixel on the image grid.
+Regions come from average-linkage hierarchical clustering of 1 - M (scipy). The dendrogram is cut into C
+regions from the top, splitting the highest merge whose two branches both hold at least ``min_region_size``
+pixels (default: a quarter of the average region size, d / (4 C)); smaller branches met on the way are not
+made regions and each such pixel joins the region with the highest mean CKA to it. Without this, a few
+near-constant pixels (digit borders), whose CKA with everything is ~0, become singleton "regions" and use up
+C. ``min_region_size=1`` is the plain cut. The largest gap between successive split heights suggests C.
+Pixels that are constant over all training images carry no information (CKA 0 with everything): they are
+left out of the clustering and given the region of the nearest non-constant pixel on the image grid.
 
 CMS per region and for the whole image are computed in log space (log-sum-exp of -gamma * distance^2), so
-kernels far below the smallest float do not turn the CMS into 0/0. Theorem 1: when regions are independent,
-CMS(image) = prod_I CMS(I); both sides are reported, with the cross-region CKA that measures how far the
-independence assumption holds.
+whole-image kernels far below the smallest float still give an accurate (tiny) CMS rather than 0.
+Theorem 1: when regions are independent, CMS(image) = prod_I CMS(I); both sides are reported, with the
+cross-region CKA that measures how far the independence assumption holds.
 """
 
 from __future__ import annotations
@@ -489,9 +494,8 @@ def suggest_n_regions(cka_matrix: Any, *, max_regions: int = 10, min_region_size
     if len(heights) < 2:
         return max(1, len(heights) + 1)
     # heights[k] is the split that makes k + 2 clusters; cutting between heights[c-2] and heights[c-1]
-    # leaves c clusters
-    gaps = {c: heights[c - 2] - (heights[c - 1] if c - 1 < len(heights) else 0.0)
-            for c in range(2, min(max_regions, len(heights) + 1) + 1)}
+    # leaves c clusters (only C with a next split to compare with are candidates)
+    gaps = {c: heights[c - 2] - heights[c - 1] for c in range(2, min(max_regions, len(heights)) + 1)}
     return max(gaps, key=lambda c: (gaps[c] - 1e-12 * c))
 
 
