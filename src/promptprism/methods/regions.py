@@ -46,8 +46,9 @@ C. ``min_region_size=1`` is the plain cut. The largest gap between successive sp
 Pixels that are constant over all training images carry no information (CKA 0 with everything): they are
 left out of the clustering and given the region of the nearest non-constant pixel on the image grid.
 
-CMS per region and for the whole image are computed in log space (log-sum-exp of -gamma * distance^2), so
-whole-image kernels far below the smallest float still give an accurate (tiny) CMS rather than 0.
+CMS per region and for the whole image are computed in log space (log-sum-exp of -gamma * distance^2): kernel
+values that underflow one by one still count, and the CMS reads 0 only when it is itself below the smallest
+float.
 Theorem 1: when regions are independent, CMS(image) = prod_I CMS(I); both sides are reported, with the
 cross-region CKA that measures how far the independence assumption holds.
 """
