@@ -5,10 +5,14 @@ Estimators over paired (prompt, output) embeddings:
 * :class:`PromptSplit` - eigen-modes of the difference of joint prompt (x) output kernel covariances.
 * :class:`CompCon` - a visual attribute one text-to-image model shows and another doesn't, and a description
   of the prompts that trigger it (VLM + CLIP + LLM through an OpenAI-compatible chat endpoint).
+* :class:`RegionCMS` - disentangled mean embeddings: cosine mean similarity (CMS) of generated to real
+  images, per pixel region (regions from the pixel-by-pixel CKA matrix); also the two-sample estimators
+  :func:`cms`, :func:`mmd2`, :func:`hsic`, :func:`cka` and their block versions.
 """
 
 from ._version import __version__
 from .data import PairedSet, load_paired
+from .data.images import load_images
 from .errors import InputError, OptionError, PromptPrismError
 from .methods.compcon import (
     CallableGenerator,
@@ -21,6 +25,24 @@ from .methods.compcon import (
     TransformersClip,
 )
 from .methods.promptsplit import PromptSplit, PromptSplitResult
+from .methods.regions import (
+    RegionCMS,
+    RegionsResult,
+    block_cka,
+    block_cms,
+    block_hsic,
+    block_mmd2,
+    cka,
+    cms,
+    cross_region_cka,
+    discover_regions,
+    hsic,
+    mmd2,
+    pixel_cka_matrix,
+    rbf_kernel,
+    region_cms,
+    suggest_n_regions,
+)
 from .results import load_result
 
 __all__ = [
@@ -38,7 +60,24 @@ __all__ = [
     "PromptPrismError",
     "PromptSplit",
     "PromptSplitResult",
+    "RegionCMS",
+    "RegionsResult",
     "__version__",
+    "block_cka",
+    "block_cms",
+    "block_hsic",
+    "block_mmd2",
+    "cka",
+    "cms",
+    "cross_region_cka",
+    "discover_regions",
+    "hsic",
+    "load_images",
     "load_paired",
     "load_result",
+    "mmd2",
+    "pixel_cka_matrix",
+    "rbf_kernel",
+    "region_cms",
+    "suggest_n_regions",
 ]

@@ -1,0 +1,191 @@
+"""``promptprism regions``: which pixel regions make generated images differ from real ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from ..data.images import load_images
+from ..errors import InputError, OptionError
+from ..methods.regions import RegionCMS, RegionsResult
+from ._app import app, console
+
+
+def _int_or_none(value: str, name: str, *, allow: tuple[str, ...] = ("none",)) -> int | str | None:
+    v = value.strip().lower()
+    if v in allow:
+        return None if v == "none" else v
+    try:
+        return int(v)
+    except ValueError:
+        raise OptionError(f"{name} must be an integer or one of {', '.join(allow)}, got {value!r}") from None
+
+
+def _unique_names(paths: list[Path]) -> list[str]:
+    names: list[str] = []
+    for p in paths:
+        base = p.stem if p.is_file() else (p.name or str(p))
+        name, k = base, 2
+        while name in names:
+            name, k = f"{base}_{k}", k + 1
+        names.append(name)
+    return names
+
+
+def print_regions(result: RegionsResult, out: Path | None, *, quiet: bool = False) -> None:
+    """One row per generated set: whole-image CMS, the product over regions, each region's CMS."""
+    if not quiet:
+        h, w, c = result.image_shape
+        table = Table(title=f"Disentangled CMS: {result.n_regions} regions of {h}x{w}x{c} images, "
+                            f"gamma={result.gamma:.4g}, n_real={result.n_real}")
+        table.add_column("generated set")
+        table.add_column("CMS", justify="right")
+        table.add_column("product", justify="right")
+        for r, size in enumerate(result.region_sizes):
+            table.add_column(f"region {r} ({size} px)", justify="right")
+        for k, name in enumerate(result.names):
+            row = result.region_cms[k]
+            worst = int(np.argmin(row)) if row else -1
+            cells = [f"[bold]{v:.4f}[/]" if r == worst and len(row) > 1 else f"{v:.4f}"
+                     for r, v in enumerate(row)]
+            table.add_row(name, f"{result.cms[k]:.4f}", f"{result.product_cms[k]:.4f}", *cells)
+        console.print(table)
+        cross = np.asarray(result.cross_region_cka, dtype=float)
+        off = cross[~np.eye(len(cross), dtype=bool)] if len(cross) > 1 else np.zeros(1)
+        console.print(f"cross-region CKA on the real images (0 = independent, Theorem 1's assumption): "
+                      f"max {off.max():.3f}, mean {off.mean():.3f}; suggested number of regions: "
+                      f"{result.suggested_n_regions}")
+        if h * w <= 32 * 32:
+            grid = result.region_map()
+            console.print("region map:")
+            for line in grid:
+                console.print(" ".join(_label(v) for v in line), highlight=False)
+    if out is not None:
+        console.print(f"results: {out / 'result.json'}")
+
+
+def _label(v: int) -> str:
+    return "0123456789abcdefghijklmnopqrstuvwxyz"[v] if v < 36 else "#"
+
+
+@app.command("regions", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def regions(
+    ctx: typer.Context,
+    real: Path = typer.Option(..., "--real", help="Real (training) images: a folder, a .npy array "
+                                                  "(n, H, W) or (n, H, W, C), or a .csv/.jsonl manifest with "
+                                                  "an 'image' column."),
+    generated: list[Path] = typer.Option(..., "--generated", "-g",
+                                         help="One or more generated sets (checkpoints, epochs), same "
+                                              "formats: --generated A B C."),
+    out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json, curves.csv, "
+                                                      "cka_matrix.npy)."),
+    n_regions: str = typer.Option("auto", "--regions", "-C",
+                                  help="Number of regions C, or 'auto' (largest dendrogram gap)."),
+    reference: Path | None = typer.Option(None, help="Held-out real images for the CMS (default: --real)."),
+    gamma: str = typer.Option("median", help="Kernel gamma: a number, or 'median' (1 / median Euclidean "
+                                             "distance between real images), or scaled '0.5*median'."),
+    block_size: str = typer.Option("none", help="Mini-batch size of the CMS estimator, or 'none' (all "
+                                                "images, exact eq. 4)."),
+    cka_block_size: str = typer.Option("auto", help="Mini-batch size of the pixel CKA: 'auto' (100, or all "
+                                                    "images when fewer), a number, or 'none'."),
+    cka_images: str = typer.Option("1000", help="Real images (seeded subsample) for the CKA matrix."),
+    max_regions: str = typer.Option("10", help="Largest C that 'auto' considers."),
+    min_region_size: str = typer.Option("auto", help="Smallest region the dendrogram cut keeps ('auto': a "
+                                                     "quarter of the average region size)."),
+    seed: str = typer.Option("0", help="Seed of every random draw (recorded in result.json)."),
+    precision: str = typer.Option("float64", help="float64, or float32 for a 2-3x faster pixel CKA "
+                                                  "product on large images (entries change by ~1e-6)."),
+    plot: bool = typer.Option(False, "--plot", help="Also write curves.png (CMS, product and each region per "
+                                                    "set) and regions.png (needs matplotlib)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
+) -> None:
+    """Disentangled mean embeddings: the CMS of generated to real images, region by region.
+
+    Regions: clusters of the pixel-by-pixel CKA matrix of the real images.
+    Per generated set: whole-image CMS, the product of region CMS (Theorem 1) and each region's CMS.
+    """
+    extra = list(ctx.args)
+    for arg in extra:
+        if arg.startswith("-"):
+            raise OptionError(f"unknown option {arg!r}; see promptprism regions --help")
+    gen_paths = list(generated) + [Path(a) for a in extra]
+    c = _int_or_none(n_regions, "--regions", allow=("auto",))
+    if isinstance(c, int) and c < 1:
+        raise OptionError(f"--regions must be >= 1, got {c}")
+    mrs = _int_or_none(min_region_size, "--min-region-size", allow=("auto",))
+    estimator = RegionCMS(
+        n_regions=c, gamma=gamma, block_size=_int_or_none(block_size, "--block-size"),
+        cka_block_size=_int_or_none(cka_block_size, "--cka-block-size", allow=("auto", "none")),
+        cka_max_images=_int_or_none(cka_images, "--cka-images"),
+        max_regions=_int_or_none(max_regions, "--max-regions", allow=()),
+        min_region_size=None if mrs == "auto" else mrs,
+        seed=_int_or_none(seed, "--seed", allow=()), progress=False if quiet else None,
+        precision=precision)
+    estimator._validate()
+    real_images = load_images(real, "real")
+    gen_sets = [load_images(p, "generated") for p in gen_paths]
+    ref = load_images(reference, "reference") if reference is not None else None
+    h, w, ch = real_images.shape[1:]
+    for p, g in zip(gen_paths, gen_sets, strict=True):
+        if g.shape[1:3] != (h, w):
+            raise InputError(f"generated ({p}): images are {g.shape[2]}x{g.shape[1]} (W x H) but the real "
+                             f"images are {w}x{h}; all images must have the same size")
+        if g.shape[3] != ch:
+            raise InputError(f"generated ({p}): images have {g.shape[3]} channel(s) but the real images have "
+                             f"{ch}; convert both to the same colour mode")
+    result = estimator.fit(real_images).compare(gen_sets, _unique_names(gen_paths), reference=ref)
+    result = _with_inputs(result, real, gen_paths, reference)
+    if plot:
+        write_plots(result, out)
+    result.save(out)
+    print_regions(result, out, quiet=quiet)
+
+
+def _with_inputs(result: RegionsResult, real: Path, gen: list[Path], reference: Path | None) -> RegionsResult:
+    import dataclasses
+
+    config = dict(result.config, real=str(real), generated=[str(p) for p in gen],
+                  reference=None if reference is None else str(reference))
+    return dataclasses.replace(result, config=config)
+
+
+def write_plots(result: RegionsResult, out: Path) -> None:
+    """curves.png (one x position per generated set) and regions.png (the region map), atomically."""
+    import io
+
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise OptionError("--plot needs matplotlib (pip install matplotlib); curves.csv has the same "
+                          "numbers") from None
+    from ..io import atomic_write_bytes
+
+    x = np.arange(len(result.names))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(x, result.cms, "k-o", label="CMS (whole image)")
+    ax.plot(x, result.product_cms, "k--", label="product of regions")
+    region = np.asarray(result.region_cms, dtype=float)
+    for r in range(region.shape[1]):
+        ax.plot(x, region[:, r], "-", label=f"region {r}")
+    ax.set_xticks(x, result.names, rotation=45, ha="right")
+    ax.set_ylabel("CMS to real images")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    plt.close(fig)
+    atomic_write_bytes(out / "curves.png", buf.getvalue())
+    fig, ax = plt.subplots(figsize=(4, 4))
+    ax.imshow(result.region_map(), cmap="tab10", interpolation="nearest")
+    ax.set_title(f"{result.n_regions} regions")
+    ax.axis("off")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    plt.close(fig)
+    atomic_write_bytes(out / "regions.png", buf.getvalue())

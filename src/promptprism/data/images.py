@@ -1,0 +1,141 @@
+"""Image sets for the regions method: folders, .npy arrays and manifests -> float arrays (n, H, W, C).
+
+* a folder: every image file in it (``IMAGE_SUFFIXES``, not recursive), sorted by file name, read with
+  Pillow; greyscale files ('1', 'L', 'LA', 'I', 'I;16', 'F') become one channel, everything else RGB (alpha
+  dropped); 8-bit values are divided by 255 and 16-bit ones by 65535, so values lie in [0, 1]. All images
+  must have the same size and channel count, else the first file that differs is named.
+* a ``.npy`` array of shape (n, H, W) or (n, H, W, C): uint8 is divided by 255, uint16 by 65535, bool becomes
+  0/1, floats are used as they are (the kernel bandwidth follows their scale).
+* a manifest (``.csv``, ``.jsonl``) with an ``image`` column of paths relative to the manifest's folder.
+
+Every error names the file and what was expected.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
+_GREY_MODES = {"1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "F"}
+
+
+def _read_image(path: Path) -> np.ndarray:
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise InputError(f"{path}: reading image files needs Pillow (pip install pillow); or pass a .npy "
+                         "array") from None
+    try:
+        with Image.open(path) as img:
+            img.load()
+            mode = img.mode
+            if mode in _GREY_MODES:
+                if mode in ("1", "L", "LA"):
+                    arr = np.asarray(img.convert("L"), dtype=np.float64) / 255.0
+                elif mode.startswith("I;16") or mode == "I":
+                    arr = np.asarray(img, dtype=np.float64) / 65535.0
+                else:
+                    arr = np.asarray(img, dtype=np.float64)
+                return arr[..., None]
+            return np.asarray(img.convert("RGB"), dtype=np.float64) / 255.0
+    except InputError:
+        raise
+    except Exception as exc:
+        raise InputError(f"{path}: cannot be read as an image ({type(exc).__name__}: {exc})") from None
+
+
+def _stack(paths: list[Path], where: str) -> np.ndarray:
+    if not paths:
+        raise InputError(f"{where}: no images found (expected files ending in {', '.join(IMAGE_SUFFIXES)})")
+    first = _read_image(paths[0])
+    out = np.empty((len(paths),) + first.shape)
+    out[0] = first
+    for i, p in enumerate(paths[1:], 1):
+        img = _read_image(p)
+        if img.shape != first.shape:
+            what = ("size" if img.shape[:2] != first.shape[:2] else "channel count")
+            raise InputError(f"{p}: image {what} differs: {img.shape[1]}x{img.shape[0]} with {img.shape[2]} "
+                             f"channel(s), but {paths[0].name} is {first.shape[1]}x{first.shape[0]} with "
+                             f"{first.shape[2]}; all images of a set must match")
+        out[i] = img
+    return out
+
+
+def _read_manifest(path: Path) -> list[Path]:
+    rows: list[dict]
+    try:
+        if path.suffix.lower() == ".csv":
+            with path.open(newline="", encoding="utf-8") as fh:
+                rows = list(csv.DictReader(fh))
+        else:
+            rows = []
+            with path.open(encoding="utf-8") as fh:
+                for lineno, line in enumerate(fh, 1):
+                    if line.strip():
+                        try:
+                            rows.append(json.loads(line))
+                        except json.JSONDecodeError as exc:
+                            raise InputError(f"{path}: line {lineno} is not valid JSON ({exc.msg})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a UTF-8 text manifest") from None
+    if not rows:
+        raise InputError(f"{path}: the manifest has no rows")
+    paths = []
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict) or "image" not in row or not row["image"]:
+            raise InputError(f"{path}: row {i} (0-based) has no 'image' column/key; a manifest needs an "
+                             "'image' column of paths relative to the manifest")
+        p = Path(str(row["image"]))
+        p = p if p.is_absolute() else path.parent / p
+        if not p.is_file():
+            raise InputError(f"{path}: row {i} (0-based): image file {p} does not exist")
+        paths.append(p)
+    return paths
+
+
+def load_images(path: str | os.PathLike, name: str = "images") -> np.ndarray:
+    """Load an image set as float64 (n, H, W, C); see the module docstring for the formats."""
+    path = Path(path)
+    where = f"{name} ({path})"
+    if not path.exists():
+        raise InputError(f"{where}: no such file or folder")
+    if path.is_dir():
+        files = sorted((p for p in path.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES),
+                       key=lambda p: p.name)
+        return _stack(files, where)
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        try:
+            arr = np.load(path, allow_pickle=False)
+        except Exception as exc:
+            raise InputError(f"{path}: cannot be read as a .npy array ({exc})") from None
+        if arr.ndim == 3:
+            arr = arr[..., None]
+        if arr.ndim != 4:
+            raise InputError(f"{path}: expected an array of shape (n, H, W) or (n, H, W, C), got {arr.shape}")
+        if 0 in arr.shape:
+            raise InputError(f"{path}: the image array is empty (shape {arr.shape})")
+        if arr.dtype == np.uint8:
+            return arr.astype(np.float64) / 255.0
+        if arr.dtype == np.uint16:
+            return arr.astype(np.float64) / 65535.0
+        if arr.dtype == bool or np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating):
+            out = arr.astype(np.float64)
+            if not np.isfinite(out).all():
+                i = int(np.argwhere(~np.isfinite(out))[0][0])
+                raise InputError(f"{path}: image {i} (0-based) has NaN or inf values; all must be finite")
+            return out
+        raise InputError(f"{path}: expected a numeric image array, got dtype {arr.dtype}")
+    if suffix in (".csv", ".jsonl"):
+        return _stack(_read_manifest(path), where)
+    if suffix in IMAGE_SUFFIXES:
+        raise InputError(f"{where}: a single image file; pass the folder that holds the images")
+    raise InputError(f"{where}: unsupported input; expected an image folder, a .npy array (n, H, W[, C]) or "
+                     "a .csv/.jsonl manifest with an 'image' column")
