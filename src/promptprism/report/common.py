@@ -1,0 +1,118 @@
+"""Pieces every report page shares: safe figures, notes, run details, thumbnails of samples."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .._version import __version__
+from . import figures
+from .html import Html, Page, details, el, esc, figure, fmt, img, kv_table, note, snippet
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
+
+
+def safe_figure(fn: Callable[..., bytes], *args: Any, alt: str, caption: Any = None, **kwargs: Any) -> Html:
+    """``fn(*args, **kwargs)`` as an embedded figure, or a note saying why it could not be drawn."""
+    try:
+        data = fn(*args, **kwargs)
+    except figures.FiguresUnavailable as exc:
+        return note(f"{alt}: {exc}")
+    return figure(data, alt=alt, caption=caption)
+
+
+def display_name(where: Any, default: str) -> str:
+    """A set's name for headings: the file name of a path, else the name it was given."""
+    if not where:
+        return default
+    s = str(where)
+    if os.sep in s or "/" in s:
+        return Path(s).name or s
+    return s
+
+
+def notes_block(notes: Iterable[str] | None) -> Html | None:
+    items = [n for n in (notes or []) if n]
+    return el("div", [note(n) for n in items]) if items else None
+
+
+def run_details(result: Any, extra: Iterable[tuple[str, Any]] = ()) -> Html:
+    """Config, seed, timings and versions, collapsed."""
+    cfg = getattr(result, "config", {}) or {}
+    rows = [(k, _value(v)) for k, v in cfg.items()]
+    rows += [("seed", getattr(result, "seed", None))] if hasattr(result, "seed") else []
+    rows += list(extra)
+    timings = getattr(result, "timings", {}) or {}
+    if timings:
+        rows.append(("timings (s)", ", ".join(f"{k.removesuffix('_s')} {fmt(v, 3)}" for k, v in timings.items())))
+    rows.append(("promptprism", f"result {getattr(result, 'version', '?')}, report {__version__}"))
+    return details("configuration, seed, timings", kv_table(rows))
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, (dict, list)):
+        return snippet(json.dumps(v, default=str), 400)
+    return fmt(v) if isinstance(v, float) else str(v)
+
+
+def finish(page: Page, *, kind: str) -> str:
+    page.footer = [f"promptprism {__version__} · {kind} report · self-contained: figures and thumbnails are "
+                   "embedded in this file, nothing is loaded from elsewhere."]
+    return page.render()
+
+
+# ------------------------------------------------------------------------------------------ thumbnails
+def find_image_file(value: Any, bases: Iterable[Path]) -> Path | None:
+    """``value`` as an existing image file: absolute, or relative to the working folder or one of ``bases``."""
+    if not isinstance(value, str) or not value.lower().endswith(IMAGE_SUFFIXES):
+        return None
+    p = Path(value)
+    candidates = [p] if p.is_absolute() else [p, *(b / p for b in bases)]
+    return next((c for c in candidates if c.is_file()), None)
+
+
+def thumb(visual: tuple[bytes, str, bool] | None, caption: Any, *, title: str = "") -> Html:
+    """A thumbnail with a caption (``visual`` from :mod:`.figures`), or the caption alone."""
+    if visual is None:
+        return el("div", caption, cls="thumb")
+    data, mime, pixelated = visual
+    return el("div", img(data, alt=title or "sample", mime=mime, cls="px" if pixelated else None,
+                         title=title or None), caption, cls="thumb")
+
+
+def text_card(text: Any, caption: Any) -> Html:
+    return el("div", el("div", snippet(text, 280) or "(empty output)"), el("div", caption, cls="muted"),
+              cls="snip")
+
+
+def visual_of(item: Any, *, index: int | None = None, images: Any = None,
+              bases: Iterable[Path] = ()) -> tuple[tuple[bytes, str, bool] | None, str | None]:
+    """(thumbnail or None, why not): from ``images[index]`` when given, else ``item`` as an image file."""
+    if images is not None and index is not None:
+        try:
+            if index < len(images):
+                return figures.array_thumbnail(images[index]), None
+        except (ValueError, TypeError, IndexError) as exc:
+            return None, f"image {index} could not be drawn ({exc})"
+    path = find_image_file(item, list(bases))
+    if path is not None:
+        try:
+            return figures.file_thumbnail(path), None
+        except figures.FiguresUnavailable as exc:
+            return None, str(exc)
+        except OSError as exc:
+            return None, f"{path.name}: not readable ({exc})"
+    if isinstance(item, str) and item.lower().endswith(IMAGE_SUFFIXES):
+        return None, f"image file not found: {item}"
+    return None, None
+
+
+def mapping(obj: Any) -> Mapping[str, Any]:
+    return obj if isinstance(obj, Mapping) else {}
+
+
+__all__ = ["esc", "safe_figure", "display_name", "notes_block", "run_details", "finish", "thumb", "text_card",
+           "visual_of", "find_image_file", "mapping"]

@@ -1,0 +1,46 @@
+"""Compact HTML summaries for notebooks (``Result._repr_html_``): a small table, no figures, no matplotlib."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .html import el, fmt, table
+
+SUMMARIES: dict = {}
+
+
+def summary(kind: str):
+    def register(fn):
+        SUMMARIES[kind] = fn
+        return fn
+
+    return register
+
+
+def summary_html(result: Any) -> str:
+    kind = getattr(result, "kind", type(result).__name__)
+    fn = SUMMARIES.get(kind, _generic)
+    title, rows, extra = fn(result)
+    head = el("div", el("b", title), style="margin:2px 0 4px")
+    body = table(["", ""], [(el("b", k), v) for k, v in rows])
+    return str(el("div", head, body, extra, cls="promptprism-summary"))
+
+
+def _generic(result: Any):
+    data = result.to_dict() if hasattr(result, "to_dict") else {}
+    rows = [(k, fmt(v) if isinstance(v, float) else str(v)) for k, v in data.items()
+            if isinstance(v, (str, int, float, bool))][:12]
+    return f"{getattr(result, 'kind', 'result')} result", rows, None
+
+
+@summary("promptsplit")
+def _promptsplit(r: Any):
+    rows = [("samples", f"{r.n_test:,} test · {r.n_reference:,} reference"),
+            ("route", f"{r.method}, {r.config.get('kernel', '?')} kernel, seed {r.seed}"),
+            ("‖Λ‖²_F", fmt(r.distance)),
+            ("modes", f"{len(r.positive_modes)} positive · {len(r.negative_modes)} negative")]
+    modes = [m for pair in zip(r.positive_modes[:3], r.negative_modes[:3]) for m in pair] or r.modes[:3]
+    extra = table(["mode", "eigenvalue", "top prompts"],
+                  [(f"{'+' if m.side == 'test' else '−'}{m.rank}", fmt(m.eigenvalue),
+                    "; ".join(pl.prompt for pl in m.top_prompts[:3])) for m in modes], numeric=(1,))
+    return "PromptSplit result", rows, extra
