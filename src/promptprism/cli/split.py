@@ -47,12 +47,15 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
                             f"||Lambda||_F^2={result.distance:.4g}")
         table.add_column("mode")
         table.add_column("eigenvalue", justify="right")
-        table.add_column("top prompts (share of the eigenvalue)")
-        for mode in result.modes[:6] + [m for m in result.negative_modes[:3] if m not in result.modes[:6]]:
-            label = f"{'+' if mode.side == 'test' else '-'}{mode.rank} ({mode.side})"
+        table.add_column("top prompts (share of the eigenvalue)", ratio=3)
+        table.add_column("strongest sample: output", ratio=2)
+        for mode in result.positive_modes[:4] + result.negative_modes[:4]:
+            label = f"{'+' if mode.side == 'test' else '-'}{mode.rank} {mode.side}"
             prompts = "; ".join(f"{escape(p.prompt)} ({p.contribution / mode.eigenvalue:.0%})"
-                                for p in mode.top_prompts[:3])
-            table.add_row(label, f"{mode.eigenvalue:+.4g}", prompts)
+                                for p in mode.top_prompts[:2])
+            best = mode.top_samples[0] if mode.top_samples else None
+            sample = "" if best is None else escape(best.output or f"{best.set} #{best.index}")
+            table.add_row(label, f"{mode.eigenvalue:+.4g}", prompts, sample)
         console.print(table)
         ranking = Table(title="Prompts where the models disagree most")
         ranking.add_column("#", justify="right")

@@ -143,19 +143,18 @@ def joint_gram(
 ) -> np.ndarray:
     """G = K_T o K_Z over the stacked samples [a; b] (elementwise product of the two Gram matrices).
 
-    For gaussians the product is one exponential: exp(-|t - t'|^2 / (2 s_t^2) - |z - z'|^2 / (2 s_z^2)).
+    For gaussians the product is one gaussian on the rescaled concatenation:
+    exp(-|t - t'|^2 / (2 s_t^2) - |z - z'|^2 / (2 s_z^2)) = exp(-|w - w'|^2 / 2), w = [t / s_t ; z / s_z].
     """
     t = np.concatenate([np.asarray(prompts_a, dtype=np.float64), np.asarray(prompts_b, dtype=np.float64)])
     z = np.concatenate([np.asarray(outputs_a, dtype=np.float64), np.asarray(outputs_b, dtype=np.float64)])
     if kernel == "gaussian" and sigma_prompt is not None and sigma_output is not None:
         check_positive_number(sigma_prompt, "sigma_prompt")
         check_positive_number(sigma_output, "sigma_output")
-        g = squared_distances(t)
-        g *= -1.0 / (2.0 * sigma_prompt**2)
-        dz = squared_distances(z)
-        dz *= -1.0 / (2.0 * sigma_output**2)
-        g += dz
-        del dz
+        # one gaussian (sigma 1) on the concatenation [t / sigma_t ; z / sigma_z]: a single distance matrix
+        w = np.concatenate([t / sigma_prompt, z / sigma_output], axis=1)
+        g = squared_distances(w)
+        g *= -0.5
         return np.exp(g, out=g)
     g = kernel_gram(kernel, t, sigma=sigma_prompt)
     g *= kernel_gram(kernel, z, sigma=sigma_output)

@@ -16,6 +16,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg as spla
 from scipy.linalg import lapack
+from scipy.linalg.blas import dsymv
 
 
 def symmetric_eigenpairs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -94,7 +95,10 @@ def weighted_gram_eigenpairs(
             keep = np.r_[np.arange(min(n_pos, rank)), np.arange(max(rank - n_neg, min(n_pos, rank)), rank)]
             vals, w = vals[keep], w[:, keep]
         return GramEigen(vals, factor @ w)
-    op = spla.LinearOperator((size, size), dtype=np.float64, matvec=lambda x: weights * (gram @ x))
+    # G is symmetric: BLAS symv reads one triangle, about twice as fast as a general matrix-vector product
+    g_fortran = np.ascontiguousarray(gram).T  # the same matrix, Fortran-ordered, no copy
+    op = spla.LinearOperator((size, size), dtype=np.float64,
+                             matvec=lambda x: weights * dsymv(1.0, g_fortran, np.ravel(x), lower=1))
     v0 = np.full(size, 1.0 / np.sqrt(size))  # deterministic start vector: reproducible results
     parts_v, parts_u = [], []
     for k, which in ((n_pos, "LR"), (n_neg, "SR")):
