@@ -16,6 +16,7 @@ from ..methods.compcon.generators import import_object, load_prompt_bank, resolv
 from ..methods.compcon.pipeline import NULL_SETS, CompCon, CompConResult, split_mode_prompts
 from ..results import load_result
 from ._app import app, console
+from .report import NO_REPORT, emit_report
 
 
 class LazyClip:
@@ -147,6 +148,7 @@ def compcon(
         1, help="With --from-split: K > 0 the K-th positive mode, K < 0 a negative one."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
+    no_report: bool = NO_REPORT,
 ) -> None:
     """CompCon: a visual attribute A's images show and B's don't, and the prompts that trigger it, in words.
 
@@ -193,6 +195,7 @@ def compcon(
     )
     result.save(out)
     print_compcon(result, out, quiet=quiet)
+    emit_report(result, out, inputs={"A": source_a, "B": source_b}, skip=no_report, quiet=quiet)
 
 
 @app.command("compcon-eval")

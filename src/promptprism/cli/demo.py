@@ -13,6 +13,7 @@ from ..datasets import colored_digits
 from ..io import atomic_save_npz
 from ..methods.promptsplit import PromptSplit
 from ._app import app, console
+from .report import NO_REPORT, emit_report
 from .split import check_out_dir, print_promptsplit, save_result
 
 
@@ -22,6 +23,7 @@ def demo(
     per_prompt: int = typer.Option(40, help="Images per prompt and model."),
     seed: int = typer.Option(0, help="Seed of the data set and of PromptSplit."),
     quiet: bool = typer.Option(False, "--quiet", "-q"),
+    no_report: bool = NO_REPORT,
 ) -> None:
     """Run PromptSplit on the colour experiment built from scikit-learn's bundled digits.
 
@@ -34,10 +36,11 @@ def demo(
     check_seed(seed)
     data = colored_digits(per_prompt=per_prompt, seed=seed)
     inputs = out / "data"
+    images = {"test": data.test_images, "reference": data.reference_images}
     for name, s in (("test", data.test), ("reference", data.reference)):
         atomic_save_npz(inputs / f"{name}.npz", prompt_embeddings=s.prompt_embeddings,
                         output_embeddings=s.output_embeddings, prompts=np.array(s.prompts),
-                        outputs=np.array(s.outputs))
+                        outputs=np.array(s.outputs), images=images[name])
     result = PromptSplit(seed=seed, progress=False if quiet else None).fit(data.test, data.reference)
     save_result(result, out)
     if not quiet:
@@ -50,3 +53,5 @@ def demo(
     console.print(f"altered prompts recovered in the top {len(expected)}: {len(found & expected)}/"
                   f"{len(expected)}")
     console.print(f"results: {escape(str(out / 'result.json'))}")
+    emit_report(result, out, inputs={"test": data.test, "reference": data.reference}, images=images,
+                skip=no_report, quiet=quiet)

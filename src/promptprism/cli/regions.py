@@ -12,6 +12,7 @@ from ..data.images import load_images
 from ..errors import InputError, OptionError
 from ..methods.regions import RegionCMS, RegionsResult
 from ._app import app, console
+from .report import NO_REPORT, emit_report
 
 
 def _int_or_none(value: str, name: str, *, allow: tuple[str, ...] = ("none",)) -> int | str | None:
@@ -101,6 +102,7 @@ def regions(
     plot: bool = typer.Option(False, "--plot", help="Also write curves.png (CMS, product and each region per "
                                                     "set) and regions.png (needs matplotlib)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
+    no_report: bool = NO_REPORT,
 ) -> None:
     """Disentangled mean embeddings: the CMS of generated to real images, region by region.
 
@@ -142,6 +144,7 @@ def regions(
         write_plots(result, out)
     result.save(out)
     print_regions(result, out, quiet=quiet)
+    emit_report(result, out, inputs={"real": real_images, "generated": gen_sets}, skip=no_report, quiet=quiet)
 
 
 def _with_inputs(result: RegionsResult, real: Path, gen: list[Path], reference: Path | None) -> RegionsResult:

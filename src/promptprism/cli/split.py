@@ -13,6 +13,7 @@ from ..methods.promptsplit import EXACT_MAX_SAMPLES, PromptSplit, PromptSplitRes
 from ..scale import open_client
 from . import _inputs as inp
 from ._app import app, console
+from .report import NO_REPORT, emit_report
 
 
 def _int_option(value: str, name: str) -> int:
@@ -94,7 +95,7 @@ def split(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
     text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
     prompts: Path = inp.PROMPTS, cache: Path = inp.CACHE, no_cache: bool = inp.NO_CACHE,
-    device: str = inp.DEVICE, batch_size: int = inp.BATCH_SIZE,
+    device: str = inp.DEVICE, batch_size: int = inp.BATCH_SIZE, no_report: bool = NO_REPORT,
 ) -> None:
     """PromptSplit: which prompts make two models disagree, and how.
 
@@ -116,3 +117,4 @@ def split(
         result = estimator.fit(test_set, reference_set, client=client)
     save_result(result, out)
     print_promptsplit(result, out, quiet=quiet)
+    emit_report(result, out, inputs={"test": test_set, "reference": reference_set}, skip=no_report, quiet=quiet)

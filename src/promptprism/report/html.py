@@ -113,7 +113,7 @@ def data_uri(data: bytes, mime: str) -> str:
 def img(data: bytes, *, alt: str, mime: str = "image/png", cls: str | None = None,
         width: int | None = None, title: str | None = None) -> Html:
     """An embedded image (the bytes go into the page as base64)."""
-    attrs = {"src": data_uri(data, mime), "alt": alt, "cls": cls, "title": title, "loading": "lazy"}
+    attrs = {"src": data_uri(data, mime), "alt": alt, "cls": cls, "title": title, "decoding": "async"}
     if width is not None:
         attrs["width"] = str(width)
     return Html(el("img", **attrs).removesuffix("</img>"))

@@ -14,6 +14,7 @@ estimate of them, named by sign and rank like the result's.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -228,14 +229,18 @@ def _map_section(result: Any, sets: dict[str, PairedSet], map_points: int, names
 def _tsne(x: np.ndarray, seed: int) -> np.ndarray:
     from sklearn.decomposition import PCA
     from sklearn.manifold import TSNE
+    from threadpoolctl import threadpool_limits
 
     n = x.shape[0]
     x = x - x.mean(axis=0)
     if x.shape[1] > 50 and n > 50:
         x = PCA(50, random_state=seed).fit_transform(x)
     perplexity = float(min(30.0, max(2.0, (n - 1) / 3.0)))
-    return TSNE(2, perplexity=perplexity, init="pca", learning_rate="auto", max_iter=500,
-                random_state=seed).fit_transform(x)
+    tsne = TSNE(2, perplexity=perplexity, init="pca", learning_rate="auto", max_iter=500, random_state=seed)
+    # few OpenMP threads: t-SNE's Barnes-Hut loop slows down by 10x or more when its threads compete with
+    # other work for the cores, and gains little from many threads at a few thousand points
+    with threadpool_limits(max(1, min(4, (os.cpu_count() or 2) // 2)), user_api="openmp"):
+        return tsne.fit_transform(x)
 
 
 # --------------------------------------------------------------------------------------------------- page
