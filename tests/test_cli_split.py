@@ -68,7 +68,7 @@ def test_success_writes_result(tmp_path, files, capsys):
                                                               load_paired(ref, "reference"))
     assert loaded.eigenvalues == api.eigenvalues
     assert loaded.modes == api.modes
-    assert not [p for p in out.iterdir() if p.name != "result.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "result.json"]
 
 
 @pytest.mark.parametrize("extra", [["--method", "rff", "--features", "64"],
@@ -187,13 +187,15 @@ def test_failed_run_keeps_earlier_result(tmp_path, files, capsys):
     out = tmp_path / "out"
     assert _run(capsys, "split", test, ref, "--out", out, "--quiet")[0] == 0
     before = (out / "result.json").read_bytes()
+    report = (out / "report.html").read_bytes()
     nan = _bad(tmp_path, "nan.npz", output_embeddings=_nan_at(1, 1, np.nan))
     for argv in ([nan, ref], [test, tmp_path / "missing.npz"], [test, ref, "--sigma-prompt", "abc"],
                  [test, ref, "--bogus"]):
         code, _, _ = _run(capsys, "split", *argv, "--out", out, "--quiet")
         assert code == 2
         assert (out / "result.json").read_bytes() == before
-        assert sorted(p.name for p in out.iterdir()) == ["result.json"]
+        assert (out / "report.html").read_bytes() == report
+        assert sorted(p.name for p in out.iterdir()) == ["report.html", "result.json"]
 
 
 def test_error_names_file_with_brackets(tmp_path, files, capsys):

@@ -69,6 +69,12 @@ class Result:
         """Write ``out_dir/result.json`` atomically and return its path."""
         return atomic_write_text(Path(out_dir) / "result.json", self.to_json())
 
+    def _repr_html_(self) -> str:
+        """A compact summary table for notebooks (per-kind summaries: ``promptprism.report.summary``)."""
+        from .report.summary import summary_html
+
+        return summary_html(self)
+
 
 def load_result(path: str | os.PathLike) -> Result:
     """Load a ``result.json`` (or the folder holding one) into the right results class."""

@@ -24,7 +24,7 @@ def emit_report(result: Any, out: Path, *, inputs: Any = None, images: Any = Non
     if not quiet:
         console.print("writing report.html ...", style="dim")
     path = write_report(result, out, inputs=inputs, images=images)
-    console.print(f"report: {escape(str(path))}")
+    console.print(f"report: {escape(str(path))}", soft_wrap=True)
     return path
 
 
@@ -45,4 +45,4 @@ def report(
     if map_points < 12:
         raise OptionError(f"--map-points must be at least 12, got {map_points}")
     path = report_from_dir(folder, map_points=map_points)
-    console.print(f"report: {escape(str(path))}")
+    console.print(f"report: {escape(str(path))}", soft_wrap=True)

@@ -187,12 +187,12 @@ def scatter_map(xy: np.ndarray, labels: Sequence[str], groups: Sequence[str], co
 
 def region_map(labels: np.ndarray, *, background: np.ndarray | None = None) -> bytes:
     """The region of each pixel over the (H, W) grid, numbered; over ``background`` (an image) if given."""
-    from matplotlib import colormaps
+    from matplotlib.colors import ListedColormap
 
     lab = np.asarray(labels)
     h, w = lab.shape
     k = int(lab.max()) + 1 if lab.size else 1
-    cmap = colormaps["tab20" if k > 10 else "tab10"].resampled(max(k, 2))
+    cmap = ListedColormap(region_colors(max(k, 2)))
     fig = _figure(4.2 * (1 if background is None else 2), 4.2 * h / max(w, 1) + 0.4)
     axes = [fig.add_subplot(1, 1 if background is None else 2, 1)]
     axes[0].imshow(lab, cmap=cmap, vmin=-0.5, vmax=max(k, 2) - 0.5, interpolation="nearest")
@@ -222,6 +222,15 @@ def region_map(labels: np.ndarray, *, background: np.ndarray | None = None) -> b
     return to_png(fig)
 
 
+def region_colors(k: int) -> list[str]:
+    """One colour per region, the same in the region map and the curves."""
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    cmap = colormaps["tab10" if k <= 10 else "tab20"]
+    return [to_hex(cmap(i % cmap.N)) for i in range(k)]
+
+
 def matrix_heatmap(m: np.ndarray, boundaries: Sequence[int], *, title: str, max_side: int = 400) -> bytes:
     """A square matrix (already ordered), region boundaries drawn; block-averaged above ``max_side``."""
     a = np.asarray(m, dtype=float)
@@ -248,15 +257,16 @@ def matrix_heatmap(m: np.ndarray, boundaries: Sequence[int], *, title: str, max_
 
 
 def curves(names: Sequence[str], series: dict[str, Sequence[float]], *, ylabel: str,
-           styles: dict[str, str] | None = None) -> bytes:
+           styles: dict[str, str] | None = None, colors: dict[str, str] | None = None) -> bytes:
     """One line per series over the ordered ``names`` (checkpoints)."""
     fig = _figure(7.0, 3.6)
     ax = fig.add_subplot()
     x = np.arange(len(names))
     styles = styles or {}
+    colors = colors or {}
     for label, ys in series.items():
         ax.plot(x, np.asarray(ys, dtype=float), styles.get(label, "-o"), label=label, ms=4,
-                lw=1.2 if label not in styles else 1.8)
+                lw=1.2 if label not in styles else 1.8, **({"color": colors[label]} if label in colors else {}))
     ax.set_xticks(x, [str(n) for n in names], rotation=30 if len(names) > 4 else 0, ha="right"
                   if len(names) > 4 else "center", fontsize=8)
     ax.set_ylabel(ylabel)

@@ -71,6 +71,13 @@ def _images_block(inputs: Any, names: list[str]) -> Any:
     return blocks
 
 
+def _region_colors(k: int) -> dict[str, str]:
+    try:
+        return {f"region {r}": c for r, c in enumerate(figures.region_colors(k))}
+    except ImportError:
+        return {}
+
+
 @renderer("regions")
 def render_regions(result: Any, *, inputs: Any = None, base_dir: Any = None, notes: list[str] | None = None,
                    **_: Any) -> str:
@@ -118,6 +125,7 @@ def render_regions(result: Any, *, inputs: Any = None, base_dir: Any = None, not
     page.add("Curves over the generated sets",
              safe_figure(figures.curves, result.names, series, ylabel="CMS to real images",
                          styles={"CMS (whole image)": "k-o", "product of regions": "k--"},
+                         colors=_region_colors(region.shape[1]),
                          alt="CMS curves over the generated sets",
                          caption="One point per generated set, in the order given on the command line "
                                  "(checkpoints, epochs): the whole-image CMS, the product over regions, "

@@ -44,3 +44,28 @@ def _promptsplit(r: Any):
                   [(f"{'+' if m.side == 'test' else '−'}{m.rank}", fmt(m.eigenvalue),
                     "; ".join(pl.prompt for pl in m.top_prompts[:3])) for m in modes], numeric=(1,))
     return "PromptSplit result", rows, extra
+
+
+@summary("regions")
+def _regions(r: Any):
+    h, w, c = r.image_shape
+    rows = [("regions", f"{r.n_regions} over {h}×{w}×{c} images (suggested {r.suggested_n_regions})"),
+            ("real images", f"{r.n_real:,}"), ("kernel γ", fmt(r.gamma))]
+    worst = [min(range(len(row)), key=row.__getitem__) if row else None for row in r.region_cms]
+    extra = table(["generated set", "CMS", "product", "lowest region"],
+                  [(name, fmt(r.cms[k]), fmt(r.product_cms[k]),
+                    "–" if worst[k] is None else f"{worst[k]} ({fmt(r.region_cms[k][worst[k]])})")
+                   for k, name in enumerate(r.names)], numeric=(1, 2))
+    return "Regions result", rows, extra
+
+
+@summary("compcon")
+def _compcon(r: Any):
+    models = r.models or {}
+    rows = [("models", f"A = {(models.get('A') or {}).get('name', 'A')}, B = {(models.get('B') or {}).get('name', 'B')}"),
+            ("prompts", f"{r.n_prompts:,}"), ("attributes", str(len(r.attributes)))]
+    best = {d.get("attribute"): (d.get("best") or {}).get("description") for d in r.descriptions or []}
+    extra = table(["#", "attribute", "diverging", "description"],
+                  [(a["rank"], a["attribute"], f"{a['n_diverging']}/{a['n_prompts']}",
+                    best.get(a["attribute"]) or "") for a in r.attributes[:5]], numeric=(0, 2))
+    return "CompCon result", rows, extra
