@@ -13,8 +13,8 @@ from promptprism.methods.scendi import (
     PromptRankWarning,
     accumulate_joint,
     joint_covariance,
-    schur_split,
     scendi_entropy,
+    schur_split,
 )
 from promptprism.stats import CovarianceAccumulator
 
@@ -313,7 +313,8 @@ def test_nan_and_zero_rows_are_named():
 
 
 @pytest.mark.parametrize("kwargs", [{"kernel": "laplace"}, {"kernel": "gaussian", "n_features": 7},
-                                    {"n_clusters": 0}, {"seed": -1}, {"kernel": "gaussian", "sigma_output": -1}])
+                                    {"n_clusters": 0}, {"seed": -1},
+                                    {"kernel": "gaussian", "sigma_output": -1}])
 def test_bad_options(kwargs):
     with pytest.raises(OptionError):
         pp.Scendi(**kwargs)

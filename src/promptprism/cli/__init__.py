@@ -11,12 +11,12 @@ import sys
 import typer
 
 from ..errors import PromptPrismError
-from ._app import app, err_console
 
 # sub-commands register themselves on ``app`` when imported
 from . import demo as _demo  # noqa: E402,F401
 from . import diversity as _diversity  # noqa: E402,F401
 from . import split as _split  # noqa: E402,F401
+from ._app import app, err_console
 
 
 def main(argv: list[str] | None = None) -> int:

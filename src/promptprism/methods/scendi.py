@@ -74,7 +74,7 @@ class PromptRankWarning(UserWarning):
 
 # ------------------------------------------------------------------------------------ pure computations
 def joint_covariance(output_features: np.ndarray, prompt_features: np.ndarray) -> np.ndarray:
-    """C = (1/n) sum_i [phi_I; phi_T][phi_I; phi_T]^T, in one go (small data; see :func:`accumulate_joint`)."""
+    """C = (1/n) sum_i [phi_I; phi_T][phi_I; phi_T]^T in one go (small data; see :func:`accumulate_joint`)."""
     f = np.concatenate([np.asarray(output_features, dtype=np.float64),
                         np.asarray(prompt_features, dtype=np.float64)], axis=1)
     return CovarianceAccumulator(f.shape[1]).update(f).compute()
@@ -88,7 +88,8 @@ def accumulate_joint(chunks: Iterator[tuple[np.ndarray, np.ndarray]], dim_output
     """
     acc = accumulator if accumulator is not None else CovarianceAccumulator(dim_output + dim_prompt)
     for fi, ft in chunks:
-        acc.update(np.concatenate([np.asarray(fi, dtype=np.float64), np.asarray(ft, dtype=np.float64)], axis=1))
+        acc.update(np.concatenate([np.asarray(fi, dtype=np.float64), np.asarray(ft, dtype=np.float64)],
+                                  axis=1))
     return acc
 
 
@@ -218,13 +219,14 @@ def spectrum_and_top_vectors(a: np.ndarray, k: int, *, dense_limit: int = 600
 
 def nullify(output_features: np.ndarray, prompt_features: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     """Prompt-nullified features phi_I(x) - Gamma* phi_T(t) (eq. 7), row-wise."""
-    return np.asarray(output_features, dtype=np.float64) - np.asarray(prompt_features, dtype=np.float64) @ gamma.T
+    fi = np.asarray(output_features, dtype=np.float64)
+    return fi - np.asarray(prompt_features, dtype=np.float64) @ gamma.T
 
 
 # ------------------------------------------------------------------------------------------ feature maps
 @dataclass(frozen=True)
 class ScendiFeatureMaps:
-    """phi_I for outputs and phi_T for prompts (cosine, or gaussian RFF with separate or shared frequencies)."""
+    """phi_I for outputs, phi_T for prompts: cosine, or gaussian RFF with separate or shared frequencies."""
 
     kernel: str
     dim_output_in: int
@@ -415,7 +417,8 @@ class PromptNullifier:
             notes.append(msg)
             warnings.warn(msg, PromptRankWarning, stacklevel=2)
         elif 2 * split.prompt_rank >= len(data):
-            msg = (f"{data.where}: the prompt features have rank {split.prompt_rank} for {len(data)} samples: "
+            msg = (f"{data.where}: the prompt features have rank {split.prompt_rank} for {len(data)} "
+                   "samples; "
                    "Gamma* is fitted in-sample and, as the rank nears n, it predicts every output from its "
                    "prompt (at rank n, Lambda_I = 0), so Scendi is biased low; use more samples per distinct "
                    "prompt, the cosine kernel, or fewer random features than samples")
@@ -458,8 +461,8 @@ class PromptNullifier:
             x = x[None, :]
         if t.shape[0] != x.shape[0]:
             if t.shape[0] != 1:
-                raise InputError(f"transform: {t.shape[0]} prompt rows but {x.shape[0]} output rows; give one "
-                                 "prompt per output, or a single prompt to remove from every output")
+                raise InputError(f"transform: {t.shape[0]} prompt rows but {x.shape[0]} output rows; give "
+                                 "one prompt per output, or a single prompt to remove from every output")
             t = np.repeat(t, x.shape[0], axis=0)
         for name, arr in (("prompt embeddings", t), ("output embeddings", x)):
             if not np.isfinite(arr).all():
@@ -662,7 +665,6 @@ class Scendi:
         ``top_k`` samples with the largest scores along it.
         """
         k = li_vecs.shape[1]
-        basis = np.concatenate([li_vecs, c_vecs], axis=1)  # (d_I, 2k)
         top = TopKAccumulator(self.top_k, 4 * k)  # columns: positive parts, then negative parts
         steps = list(_chunks(len(data), self.chunk_size))
         for a, b in track(steps, total=len(steps), description="Scendi: clusters",
