@@ -70,10 +70,11 @@ def data():
 
 
 # -------------------------------------------------------------------------------------- cosine kernel
-def test_cosine_split_matches_brute_force(data):
+@pytest.mark.parametrize("solver", ["eigh", "cholesky"])
+def test_cosine_split_matches_brute_force(data, solver):
     fi, ft = unit(data.output_embeddings), unit(data.prompt_embeddings)
     c_ii, lam_t, lam_i, gamma = brute_split(fi, ft)
-    split = schur_split(joint_covariance(fi, ft), fi.shape[1])
+    split = schur_split(joint_covariance(fi, ft), fi.shape[1], solver=solver)
     np.testing.assert_allclose(split.c_ii, c_ii, atol=1e-12)
     np.testing.assert_allclose(split.lambda_t, lam_t, atol=1e-10)
     np.testing.assert_allclose(split.lambda_i, lam_i, atol=1e-10)
@@ -331,3 +332,20 @@ def test_large_matrix_path_matches_full_eigendecomposition():
     np.testing.assert_allclose(vals, ref_vals[::-1], atol=1e-10)
     for j in range(3):
         assert abs(vecs[:, j] @ ref_vecs[:, -1 - j]) == pytest.approx(1.0, abs=1e-8)
+
+
+@pytest.mark.parametrize("n_bank", [3, 12])
+def test_pseudo_inverse_routes_agree_on_rank_deficient_prompts(n_bank):
+    """Repeated prompts make C_TT singular (rank = distinct prompts); both routes are the pseudo-inverse."""
+    rng = np.random.default_rng(n_bank)
+    bank = rng.standard_normal((n_bank, 20))
+    t = bank[rng.integers(0, n_bank, 200)]
+    x = t[:, :8] + rng.standard_normal((200, 8))
+    fi, ft = unit(x), unit(t)
+    c_ii, lam_t, lam_i, gamma = brute_split(fi, ft)
+    c = joint_covariance(fi, ft)
+    for solver in ("eigh", "cholesky"):
+        split = schur_split(c, 8, solver=solver)
+        assert split.prompt_rank == n_bank
+        np.testing.assert_allclose(split.lambda_t, lam_t, atol=1e-9)
+        np.testing.assert_allclose(split.gamma, gamma, atol=1e-8)
