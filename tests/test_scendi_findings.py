@@ -200,3 +200,35 @@ def test_digits_hidden_factor_more_values_scendi_rises(embed, digits, kernel):
         s.append(DIGIT_ESTIMATORS[kernel].fit(digit_set(embed, labels, mirrored, pixels, "vague")).scendi)
     assert all(a < b for a, b in zip(s, s[1:], strict=False)), s
     assert s[-1] > 1.5 * s[0], s
+
+
+# ------------------------------------------------------------------------------ removing a concept
+def nearest_centroid_accuracy(train_x, train_y, test_x, test_y) -> float:
+    labels = sorted(set(train_y))
+    centroids = np.array([train_x[np.array(train_y) == lab].mean(axis=0) for lab in labels])
+    pred = np.argmin(((test_x[:, None, :] - centroids[None]) ** 2).sum(-1), axis=1)
+    return float(np.mean([labels[p] == y for p, y in zip(pred, test_y, strict=True)]))
+
+
+def test_nullifier_removes_the_prompted_concept_from_new_outputs(embed):
+    """Fit Gamma* on pairs whose prompts name the animal and place; on held-out pairs the nullified
+    features no longer tell the animal (nor the place), but still tell the colour the model chose."""
+    train = animal_rows(ANIMALS, 256, seed=10)
+    test = animal_rows(ANIMALS, 128, seed=11)
+    nul = pp.PromptNullifier(kernel="cosine").fit(text_set(embed, train, "specific"))
+
+    def feats(rows, nullified):
+        s = text_set(embed, rows, "specific")
+        if nullified:
+            return nul.transform(s.prompt_embeddings, s.output_embeddings)
+        return nul.output_features(s.output_embeddings)
+
+    acc = {}
+    for nullified in (False, True):
+        tr, te = feats(train, nullified), feats(test, nullified)
+        for field, name in ((0, "animal"), (1, "place"), (2, "colour")):
+            acc[name, nullified] = nearest_centroid_accuracy(tr, [r[field] for r in train], te,
+                                                             [r[field] for r in test])
+    assert acc["animal", False] > 0.9 and acc["place", False] > 0.9
+    assert acc["animal", True] < 0.35 and acc["place", True] < 0.5  # chance: 0.125 and 0.25
+    assert acc["colour", True] > 0.8  # what the prompt did not name is kept

@@ -431,8 +431,9 @@ class PromptNullifier:
         if split.prompt_rank <= 1:
             msg = (f"{data.where}: the prompt covariance C_TT has rank {split.prompt_rank} (all prompts are "
                    "identical): it is inverted by pseudo-inverse, the prompts explain only the mean output, "
-                   "and Scendi measures the prompt-unaware spread of the outputs around their mean, "
-                   "as Vendi does")
+                   "and Scendi then measures the prompt-unaware diversity of the outputs, as Vendi does "
+                   "(not the same number: Scendi uses their spread around the mean, Vendi the uncentred "
+                   "covariance)")
             notes.append(msg)
             warnings.warn(msg, PromptRankWarning, stacklevel=2)
         elif 2 * split.prompt_rank >= len(data):
@@ -706,8 +707,8 @@ class Scendi:
                 samples = [ClusterSample(index=int(i), prompt=data.prompt_label(int(i)),
                                          output=data.output_label(int(i)), score=float(sc))
                            for i, sc in zip(ids[:, col], scores[:, col], strict=True) if sc > 0]
-                out.append(Cluster(rank=j + 1, eigenvalue=float(vals[j]),
-                                   share=float(vals[j] / trace) if trace > 0 else 0.0, top_samples=samples))
+                share = float(vals[j] / trace) if trace > EIGEN_FLOOR else 0.0
+                out.append(Cluster(rank=j + 1, eigenvalue=float(vals[j]), share=share, top_samples=samples))
             return out
 
         return build(0, li_vals, tr_i), build(k, c_vals, tr_c)
