@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from .._version import __version__
 from .._progress import progress_enabled, track
 from .._validation import check_positive_number, check_seed
-from .._version import __version__
 from ..data.paired import PairedSet, check_compatible, prompt_groups
 from ..errors import OptionError
 from ..kernels.bandwidth import parse_bandwidth, resolve_bandwidth
