@@ -8,9 +8,10 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ..data.loaders import load_paired
 from ..errors import OptionError
 from ..methods.scendi import PromptRankWarning, Scendi, ScendiComparison, ScendiResult
+from ..scale import open_client
+from . import _inputs as inp
 from ._app import app, console, err_console
 
 
@@ -62,9 +63,7 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False) -> None
 
 @app.command("diversity")
 def diversity(
-    inputs: list[Path] = typer.Argument(..., help="One paired set per model: .npz (prompt_embeddings, "
-                                                  "output_embeddings[, prompts, outputs]) or a folder of "
-                                                  "those .npy arrays."),
+    inputs: list[Path] = typer.Argument(..., help=f"One paired set per model: {inp.INPUT_HELP}."),
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
     kernel: str = typer.Option("cosine", help="cosine (exact) or gaussian (random Fourier features)."),
     sigma_prompt: str = typer.Option("median", help="Gaussian prompt bandwidth: a number or a rule "
@@ -79,7 +78,12 @@ def diversity(
     top_k: str = typer.Option("10", help="Samples listed per cluster."),
     seed: str = typer.Option("0", help="Seed of every random draw (recorded in result.json)."),
     chunk_size: str = typer.Option("2048", help="Rows per streaming step."),
+    partition_rows: str = typer.Option("262144", help="Rows per cluster task (rounded up to whole chunks)."),
+    scheduler: str = inp.SCHEDULER, workers: int = inp.WORKERS,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
+    text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
+    prompts: Path = inp.PROMPTS, cache: Path = inp.CACHE, no_cache: bool = inp.NO_CACHE,
+    device: str = inp.DEVICE, batch_size: int = inp.BATCH_SIZE,
 ) -> None:
     """Scendi: how much of a model's output diversity comes from the model, not from its prompts.
 
@@ -91,19 +95,24 @@ def diversity(
         n_features=_int_option(features, "--features"), shared_frequencies=shared_frequencies,
         n_clusters=_int_option(clusters, "--clusters"), top_k=_int_option(top_k, "--top-k"),
         seed=_int_option(seed, "--seed"), chunk_size=_int_option(chunk_size, "--chunk-size"),
-        progress=False if quiet else None)
+        partition_rows=_int_option(partition_rows, "--partition-rows"), progress=False if quiet else None)
     names = _unique_names(inputs)
-    sets = [load_paired(p, name=n) for p, n in zip(inputs, names, strict=True)]  # every input read first
+    enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
+               cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
     results = []
-    for s in sets:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", PromptRankWarning)
-            results.append(estimator.fit(s, name=s.name))
-        for w in caught:
-            if issubclass(w.category, PromptRankWarning):
-                err_console.print(f"[bold yellow]warning:[/] {w.message}", highlight=False, soft_wrap=True)
-            else:
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    with open_client(scheduler, workers) as client:
+        sets = [inp.load_cli_input(p, name=n, client=client, **enc)  # every input read first
+                for p, n in zip(inputs, names, strict=True)]
+        for s in sets:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", PromptRankWarning)
+                results.append(estimator.fit(s, name=s.name, client=client))
+            for w in caught:
+                if issubclass(w.category, PromptRankWarning):
+                    err_console.print(f"[bold yellow]warning:[/] {w.message}", highlight=False,
+                                      soft_wrap=True)
+                else:
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     result = results[0] if len(results) == 1 else ScendiComparison(models=results, seed=estimator.seed)
     result.save(out)
     print_diversity(results, quiet=quiet)

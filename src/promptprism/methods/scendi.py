@@ -49,7 +49,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg
 
-from .._progress import progress_enabled, track
+from .._progress import progress_enabled
 from .._validation import check_positive_number, check_seed
 from .._version import __version__
 from ..data.paired import PairedSet
@@ -58,6 +58,7 @@ from ..kernels.bandwidth import parse_bandwidth, resolve_bandwidth
 from ..kernels.features import RandomFourierFeatures, cosine_features
 from ..kernels.gram import KERNELS
 from ..results import Result
+from ..scale.runner import DaskRunner, LocalRunner, partition_rows
 from ..stats.accumulators import CovarianceAccumulator, TopKAccumulator
 from ..stats.eigen import gram_factor, symmetric_eigenpairs
 
@@ -110,13 +111,18 @@ class SchurSplit:
 EIGH_MAX_DIM = 1000
 
 
+#: relative cut-off of the pseudo-inverse of C_TT (see :func:`schur_split`)
+PINV_RCOND = 1e-10
+
+
 def schur_split(c: np.ndarray, dim_output: int, *, rcond: float | None = None, solver: str = "auto"
                 ) -> SchurSplit:
     """Split the output block of the joint covariance ``c`` (outputs first, then prompts).
 
     C_TT^+ is the Moore-Penrose pseudo-inverse restricted to C_TT's numerical range: directions with
-    variance at most ``rcond * max`` (default ``d_T * machine epsilon``, the numerical rank as in
-    ``numpy.linalg.matrix_rank``) are dropped. Two equivalent routes:
+    variance at most ``rcond * max`` are dropped (default ``PINV_RCOND`` = 1e-10: inverting directions whose
+    variance is at round-off level would amplify round-off into the result, making it depend on how the
+    sum over samples was chunked; such directions carry no prompt information). Two equivalent routes:
 
     * ``'eigh'``: C_TT = U diag(mu) U^T; B = C_IT U_k diag(mu_k^-1/2), Lambda_T = B B^T.
     * ``'cholesky'``: C_TT = L L^T by pivoted Cholesky (L: d_T x r, full column rank r), so
@@ -135,7 +141,7 @@ def schur_split(c: np.ndarray, dim_output: int, *, rcond: float | None = None, s
     c_it = c[:d_i, d_i:]
     c_tt = 0.5 * (c[d_i:, d_i:] + c[d_i:, d_i:].T)
     d_t = c_tt.shape[0]
-    rel = d_t * np.finfo(np.float64).eps if rcond is None else float(rcond)
+    rel = PINV_RCOND if rcond is None else float(rcond)
     if solver == "eigh" or (solver == "auto" and d_t <= EIGH_MAX_DIM):
         mu, u = scipy.linalg.eigh(c_tt)
         keep = mu > rel * max(float(mu.max()), 0.0)
@@ -359,6 +365,7 @@ class PromptNullifier:
     shared_frequencies: bool = False
     seed: int = 0
     chunk_size: int = 2048
+    partition_rows: int = 262_144
     rcond: float | None = None
     progress: bool | None = False
 
@@ -370,6 +377,7 @@ class PromptNullifier:
             raise OptionError(f"unknown kernel {self.kernel!r}; choose one of {', '.join(KERNELS)}")
         check_seed(self.seed)
         check_positive_number(self.chunk_size, "chunk size", integer=True)
+        check_positive_number(self.partition_rows, "partition_rows", integer=True)
         if self.kernel == "gaussian":
             check_positive_number(self.n_features, "number of features", integer=True, even=True)
             parse_bandwidth(self.sigma_output, "sigma_output")
@@ -406,8 +414,12 @@ class PromptNullifier:
             sigma_prompt = 1.0
         return sigma_out, sigma_prompt
 
-    def fit(self, data: PairedSet | tuple) -> PromptNullifier:
-        """Accumulate the joint covariance of ``data`` in one streaming pass and split it."""
+    def fit(self, data: PairedSet | tuple, *, client: Any = None) -> PromptNullifier:
+        """Accumulate the joint covariance of ``data`` in one streaming pass and split it.
+
+        With a dask ``client`` the pass runs as one task per ``partition_rows`` rows on the cluster (row-
+        streamed ``.npy`` inputs are read by the workers), merged by a tree reduction.
+        """
         self._validate()
         data = _check_paired(data, self.kernel)
         notes: list[str] = []
@@ -418,11 +430,11 @@ class PromptNullifier:
                                  n_features=self.n_features if self.kernel == "gaussian" else None,
                                  shared_frequencies=self.shared_frequencies and self.kernel == "gaussian",
                                  seed=self.seed)
-        steps = list(_chunks(len(data), self.chunk_size))
-        chunks = ((maps.outputs(data.output_embeddings[a:b]), maps.prompts(data.prompt_embeddings[a:b]))
-                  for a, b in track(steps, total=len(steps), description="Scendi: covariance",
-                                    enabled=progress_enabled(self.progress)))
-        acc = accumulate_joint(chunks, maps.dim_output, maps.dim_prompt)
+        runner = LocalRunner() if client is None else DaskRunner(client)
+        size = self.chunk_size if client is None else _partition_size(self.partition_rows, self.chunk_size)
+        acc = runner.map_reduce(joint_covariance_partition, [
+            (maps, *partition_rows(data, a, b), self.chunk_size) for a, b in _chunks(len(data), size)],
+            description="Scendi: covariance", progress=progress_enabled(self.progress))
         t1 = time.perf_counter()
         c = acc.compute()
         del acc
@@ -612,6 +624,7 @@ class Scendi:
     top_k: int = 10
     seed: int = 0
     chunk_size: int = 2048
+    partition_rows: int = 262_144
     progress: bool | None = False
 
     def __post_init__(self) -> None:
@@ -626,14 +639,18 @@ class Scendi:
         return PromptNullifier(kernel=self.kernel, sigma_prompt=self.sigma_prompt,
                                sigma_output=self.sigma_output, n_features=self.n_features,
                                shared_frequencies=self.shared_frequencies, seed=self.seed,
-                               chunk_size=self.chunk_size, progress=self.progress)
+                               chunk_size=self.chunk_size, partition_rows=self.partition_rows,
+                               progress=self.progress)
 
-    def fit(self, data: PairedSet | tuple, name: str | None = None) -> ScendiResult:
-        """Scendi, Vendi and RKE of one paired set, with the model-driven and unconditioned clusters."""
+    def fit(self, data: PairedSet | tuple, name: str | None = None, *, client: Any = None) -> ScendiResult:
+        """Scendi, Vendi and RKE of one paired set, with the model-driven and unconditioned clusters.
+
+        With a dask ``client`` both streaming passes run on the cluster; the result equals the local one.
+        """
         self._validate()
         data = _check_paired(data, self.kernel)
         t0 = time.perf_counter()
-        nullifier = self._nullifier().fit(data)  # warns (PromptRankWarning) when the prompts are all one
+        nullifier = self._nullifier().fit(data, client=client)  # warns (PromptRankWarning) if prompts are one
         split = nullifier.split_
         timings = dict(nullifier.timings_)
         t1 = time.perf_counter()
@@ -651,7 +668,7 @@ class Scendi:
         }
         t2 = time.perf_counter()
         clusters, clusters_c = self._clusters(data, nullifier, li_vals, li_vecs, tr_i,
-                                              c_vals, c_vecs, float(np.trace(split.c_ii)))
+                                              c_vals, c_vecs, float(np.trace(split.c_ii)), client)
         timings["clusters_s"] = time.perf_counter() - t2
         timings["total_s"] = time.perf_counter() - t0
         maps = nullifier.feature_maps_
@@ -678,23 +695,19 @@ class Scendi:
             warnings=list(nullifier.warnings_), timings={k_: round(v, 4) for k_, v in timings.items()})
 
     def _clusters(self, data: PairedSet, nullifier: PromptNullifier, li_vals, li_vecs, tr_i,
-                  c_vals, c_vecs, tr_c) -> tuple[list[Cluster], list[Cluster]]:
+                  c_vals, c_vecs, tr_c, client: Any = None) -> tuple[list[Cluster], list[Cluster]]:
         """Second streaming pass: project nullified (and plain) output features on the top eigenvectors.
 
         Each eigenvector is oriented so that its strongest sample scores positive; the cluster lists the
         ``top_k`` samples with the largest scores along it.
         """
         k = li_vecs.shape[1]
-        top = TopKAccumulator(self.top_k, 4 * k)  # columns: positive parts, then negative parts
-        steps = list(_chunks(len(data), self.chunk_size))
-        for a, b in track(steps, total=len(steps), description="Scendi: clusters",
-                          enabled=progress_enabled(self.progress)):
-            fi = nullifier.output_features(data.output_embeddings[a:b])
-            ft = nullifier.prompt_features(data.prompt_embeddings[a:b])
-            s_null = nullify(fi, ft, nullifier.gamma_) @ li_vecs
-            s_plain = fi @ c_vecs
-            s = np.concatenate([s_null, s_plain], axis=1)
-            top.update(np.arange(a, b), np.concatenate([np.maximum(s, 0.0), np.maximum(-s, 0.0)], axis=1))
+        runner = LocalRunner() if client is None else DaskRunner(client)
+        size = self.chunk_size if client is None else _partition_size(self.partition_rows, self.chunk_size)
+        top = runner.map_reduce(cluster_scores_partition, [
+            (nullifier.feature_maps_, nullifier.gamma_, li_vecs, c_vecs, *partition_rows(data, a, b), a,
+             self.chunk_size, self.top_k) for a, b in _chunks(len(data), size)],
+            description="Scendi: clusters", progress=progress_enabled(self.progress))
         ids, scores = top.compute()
 
         def build(offset: int, vals: np.ndarray, trace: float) -> list[Cluster]:
@@ -712,6 +725,38 @@ class Scendi:
             return out
 
         return build(0, li_vals, tr_i), build(k, c_vals, tr_c)
+
+
+def _partition_size(partition_rows: int, chunk_size: int) -> int:
+    """Rows per cluster task: a whole number of chunks, so the sums match the single-process run."""
+    return max(1, -(-partition_rows // chunk_size)) * chunk_size
+
+
+def joint_covariance_partition(maps: ScendiFeatureMaps, prompts: Any, outputs: Any, start: int, stop: int,
+                               chunk_size: int) -> CovarianceAccumulator:
+    """Task: sum_i [phi_I(x_i); phi_T(t_i)][...]^T over rows [start, stop), chunk by chunk."""
+    chunks = ((maps.outputs(outputs[start + a : start + b]), maps.prompts(prompts[start + a : start + b]))
+              for a, b in _chunks(stop - start, chunk_size))
+    return accumulate_joint(chunks, maps.dim_output, maps.dim_prompt)
+
+
+def cluster_scores_partition(maps: ScendiFeatureMaps, gamma: np.ndarray, li_vecs: np.ndarray,
+                             c_vecs: np.ndarray, prompts: Any, outputs: Any, start: int, stop: int,
+                             first_index: int, chunk_size: int, top_k: int) -> TopKAccumulator:
+    """Task: the top samples along each eigenvector of Lambda_I (nullified features) and of C_II (plain).
+
+    Columns: positive parts then negative parts of [nullified scores, plain scores]; ``first_index`` is the
+    global index of row ``start``.
+    """
+    k = li_vecs.shape[1]
+    top = TopKAccumulator(top_k, 4 * k)
+    for a, b in _chunks(stop - start, chunk_size):
+        fi = maps.outputs(outputs[start + a : start + b])
+        ft = maps.prompts(prompts[start + a : start + b])
+        s = np.concatenate([nullify(fi, ft, gamma) @ li_vecs, fi @ c_vecs], axis=1)
+        top.update(np.arange(first_index + a, first_index + b),
+                   np.concatenate([np.maximum(s, 0.0), np.maximum(-s, 0.0)], axis=1))
+    return top
 
 
 def compare(sets: list[PairedSet], estimator: Scendi | None = None, names: list[str] | None = None
