@@ -8,6 +8,9 @@ Estimators over paired (prompt, output) embeddings:
 * :class:`RegionCMS` - disentangled mean embeddings: cosine mean similarity (CMS) of generated to real
   images, per pixel region (regions from the pixel-by-pixel CKA matrix); also the two-sample estimators
   :func:`cms`, :func:`mmd2`, :func:`hsic`, :func:`cka` and their block versions.
+* :class:`Scendi` - prompt-aware diversity: the Schur complement of the joint (output, prompt) covariance
+  splits output diversity into a model-driven and a prompt-driven part; :class:`PromptNullifier` removes
+  what a prompt predicts from an output's features.
 """
 
 from ._version import __version__
@@ -43,6 +46,17 @@ from .methods.regions import (
     region_cms,
     suggest_n_regions,
 )
+from .methods.scendi import (
+    PromptNullifier,
+    PromptRankWarning,
+    Scendi,
+    ScendiComparison,
+    ScendiResult,
+    rke_score,
+    scendi_score,
+    vendi_score,
+    vendi_score_from_gram,
+)
 from .results import load_result
 
 __all__ = [
@@ -57,11 +71,16 @@ __all__ = [
     "InputError",
     "OptionError",
     "PairedSet",
+    "PromptNullifier",
     "PromptPrismError",
+    "PromptRankWarning",
     "PromptSplit",
     "PromptSplitResult",
     "RegionCMS",
     "RegionsResult",
+    "Scendi",
+    "ScendiComparison",
+    "ScendiResult",
     "__version__",
     "block_cka",
     "block_cms",
@@ -80,4 +99,8 @@ __all__ = [
     "rbf_kernel",
     "region_cms",
     "suggest_n_regions",
+    "rke_score",
+    "scendi_score",
+    "vendi_score",
+    "vendi_score_from_gram",
 ]

@@ -38,6 +38,7 @@ from ..kernels.features import ProductRandomFourierFeatures, ProductRandomProjec
 from ..kernels.gram import KERNELS, kernel_gram, squared_distances
 from ..results import Result
 from ..scale.runner import DaskRunner
+from ..scale.runner import partition_rows as _partition_rows
 from ..stats.accumulators import CovarianceAccumulator, GroupSumAccumulator, TopKAccumulator
 from ..stats.eigen import symmetric_eigenpairs, weighted_gram_eigenpairs
 
@@ -502,15 +503,6 @@ class ModeStats:
         self.top.merge(other.top)
         self.groups.merge(other.groups)
         return self
-
-
-def _partition_rows(s: PairedSet, a: int, b: int) -> tuple[Any, Any, int, int]:
-    """What a task needs to read rows [a, b): streamed files travel as their path, arrays as the slice."""
-    from ..data.npy import NpyRows
-
-    if isinstance(s.prompt_embeddings, NpyRows) and isinstance(s.output_embeddings, NpyRows):
-        return s.prompt_embeddings, s.output_embeddings, a, b
-    return np.asarray(s.prompt_embeddings[a:b]), np.asarray(s.output_embeddings[a:b]), 0, b - a
 
 
 def covariance_partition(fmap: Any, prompts: Any, outputs: Any, start: int, stop: int, chunk_size: int

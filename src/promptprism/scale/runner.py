@@ -10,6 +10,21 @@ from typing import Any, Protocol
 from ..errors import OptionError
 
 
+def partition_rows(s: Any, a: int, b: int) -> tuple[Any, Any, int, int]:
+    """What a task needs to read rows [a, b) of a PairedSet: (prompts, outputs, start, stop).
+
+    Row-streamed ``.npy`` inputs travel as their file reference (the worker reads its rows itself); arrays
+    held in memory are sliced here and shipped.
+    """
+    from ..data.npy import NpyRows
+
+    if isinstance(s.prompt_embeddings, NpyRows) and isinstance(s.output_embeddings, NpyRows):
+        return s.prompt_embeddings, s.output_embeddings, a, b
+    import numpy as np
+
+    return np.asarray(s.prompt_embeddings[a:b]), np.asarray(s.output_embeddings[a:b]), 0, b - a
+
+
 def merge_copy(a: Any, b: Any) -> Any:
     """a.merge(b) on a copy of a: a task re-run by the scheduler never sees a half-merged input."""
     return copy.deepcopy(a).merge(b)

@@ -22,7 +22,8 @@ from scipy.linalg.blas import dsymv
 def symmetric_eigenpairs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """All eigenpairs of a symmetric matrix, eigenvalues in descending order."""
     a = np.asarray(a, dtype=np.float64)
-    vals, vecs = scipy.linalg.eigh(0.5 * (a + a.T))
+    # divide and conquer (evd): ~3x faster than the default (evr) when every eigenpair is wanted
+    vals, vecs = scipy.linalg.eigh(0.5 * (a + a.T), driver="evd")
     return vals[::-1].copy(), vecs[:, ::-1].copy()
 
 
