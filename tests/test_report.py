@@ -359,3 +359,34 @@ def test_regions_command_writes_report_and_report_dir_finds_the_images(tmp_path)
     (out / "report.html").unlink()
     assert main(["report", str(out)]) == 0
     assert len(re.findall(r'<img\b[^>]*class="px"', (out / "report.html").read_text())) == 24
+
+
+# ---------------------------------------------------------------------------------------------- Scendi
+def test_scendi_page_table_side_by_side_and_cluster_galleries(tmp_path):
+    from promptprism.methods.scendi import Scendi, ScendiComparison
+
+    rng = np.random.default_rng(0)
+    which = np.arange(40) % 4
+    paths = []
+    for i in range(40):
+        Image.fromarray((rng.random((20, 20, 3)) * 255).astype(np.uint8)).save(tmp_path / f"o{i}.png")
+        paths.append(str(tmp_path / f"o{i}.png"))
+    bank = rng.standard_normal((4, 5))
+    sets = [PairedSet(bank[which], bank[which] @ rng.standard_normal((5, 7)) + rng.standard_normal((40, 7)),
+                      prompts=[f"prompt {w}" for w in which], outputs=outs, name=name)
+            for name, outs in (("with images", paths), ("with text", [f"caption <{i}>" for i in range(40)]))]
+    est = Scendi(n_clusters=2, top_k=4)
+    comparison = ScendiComparison(models=[est.fit(s, name=s.name) for s in sets], seed=0)
+    doc = render_report(comparison)
+    assert_self_contained(doc)
+    assert n_imgs_with_alt(doc, "Scendi, Vendi and RKE per model") == 1
+    for m in comparison.models:
+        assert m.name in doc and f"{m.scendi:.4g}" in doc and f"{m.vendi:.4g}" in doc and f"{m.rke:.4g}" in doc
+    listed = sum(min(6, len(c.top_samples)) for c in comparison.models[0].clusters
+                 + comparison.models[0].clusters_unconditioned)
+    assert len([s for _, s in embedded_images(doc) if s == (20, 20)]) == listed
+    assert "caption &lt;" in doc and "Model-driven clusters" in doc and "Unconditioned clusters" in doc
+    single = render_report(comparison.models[1])
+    assert_self_contained(single)
+    assert "Scendi result" in comparison.models[1]._repr_html_()
+    assert "with text" in single

@@ -13,6 +13,7 @@ from ..methods.scendi import PromptRankWarning, Scendi, ScendiComparison, Scendi
 from ..scale import open_client
 from . import _inputs as inp
 from ._app import app, console, err_console
+from .report import NO_REPORT, emit_report
 
 
 def _int_option(value: str, name: str) -> int:
@@ -83,7 +84,7 @@ def diversity(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
     text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
     prompts: Path = inp.PROMPTS, cache: Path = inp.CACHE, no_cache: bool = inp.NO_CACHE,
-    device: str = inp.DEVICE, batch_size: int = inp.BATCH_SIZE,
+    device: str = inp.DEVICE, batch_size: int = inp.BATCH_SIZE, no_report: bool = NO_REPORT,
 ) -> None:
     """Scendi: how much of a model's output diversity comes from the model, not from its prompts.
 
@@ -117,3 +118,4 @@ def diversity(
     result.save(out)
     print_diversity(results, quiet=quiet)
     console.print(f"results: {out / 'result.json'}")
+    emit_report(result, out, inputs={s.name: s for s in sets}, skip=no_report, quiet=quiet)

@@ -69,3 +69,14 @@ def _compcon(r: Any):
                   [(a["rank"], a["attribute"], f"{a['n_diverging']}/{a['n_prompts']}",
                     best.get(a["attribute"]) or "") for a in r.attributes[:5]], numeric=(0, 2))
     return "CompCon result", rows, extra
+
+
+@summary("scendi")
+@summary("scendi_comparison")
+def _scendi(r: Any):
+    models = list(r.models) if getattr(r, "kind", "") == "scendi_comparison" else [r]
+    rows = [("models", ", ".join(m.name for m in models)), ("kernel", str(models[0].config.get("kernel", "?")))]
+    extra = table(["model", "n", "Scendi", "Scendi_T", "Vendi", "RKE", "model share"],
+                  [(m.name, f"{m.n:,}", fmt(m.scendi), fmt(m.scendi_prompt), fmt(m.vendi), fmt(m.rke),
+                    f"{m.model_share:.1%}") for m in models], numeric=range(1, 7))
+    return "Scendi result", rows, extra
