@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
+import shutil
+import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -141,3 +145,16 @@ def big_run(n: int = BIG_N, n_modes: int = 10, top_k: int = 10):
         prompt_ranking=ranking)
     images = {"test": NoiseImages(n, 1), "reference": NoiseImages(n, 2)}
     return result, sets, images
+
+
+@functools.lru_cache(maxsize=None)
+def big_report() -> tuple[Path, float]:
+    """The report of :func:`big_run`, written once per test session: (path, seconds it took)."""
+    from promptprism.report import write_report
+
+    result, sets, images = big_run()
+    folder = Path(tempfile.mkdtemp(prefix="pp-big-report-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    t0 = time.perf_counter()
+    path = write_report(result, folder, inputs=sets, images=images)
+    return path, time.perf_counter() - t0
