@@ -22,16 +22,19 @@ from promptprism.methods.regions import RegionCMS
 BIG_N = 100_000
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def digits_run(per_prompt: int = 4):
     """The demo's data, small: (result, inputs, images)."""
     data = colored_digits(per_prompt=per_prompt, seed=0)
     result = PromptSplit(seed=0, n_modes=3, top_k=5).fit(data.test, data.reference)
-    return (result, {"test": data.test, "reference": data.reference},
-            {"test": data.test_images, "reference": data.reference_images})
+    return (
+        result,
+        {"test": data.test, "reference": data.reference},
+        {"test": data.test_images, "reference": data.reference_images},
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def regions_run():
     """Regions on random 6x6 images with two 'checkpoints': (result, inputs)."""
     rng = np.random.default_rng(0)
@@ -67,32 +70,84 @@ BANK_PROMPTS = ["a sad harbour", "a lonely tree", "a bright market", "a sunny be
 def compcon_result(bank_a: Path, bank_b: Path) -> CompConResult:
     """A CompCon result as the pipeline writes it, over two image banks (hand-made: no chat model)."""
     iterations = [
-        {"iteration": 0, "description": "Prompts about <sadness> & solitude", "key_concepts": ["sadness"],
-         "score": None, "generated_prompts": ["a lonely lighthouse", "a bright kite"], "diverging": [True, False],
-         "sampled_diverging": BANK_PROMPTS[:2], "sampled_non_diverging": BANK_PROMPTS[2:], "error": None},
-        {"iteration": 1, "description": None, "key_concepts": [], "score": None, "generated_prompts": [],
-         "diverging": [], "sampled_diverging": [], "sampled_non_diverging": [], "error": "no Description: line"},
+        {
+            "iteration": 0,
+            "description": "Prompts about <sadness> & solitude",
+            "key_concepts": ["sadness"],
+            "score": None,
+            "generated_prompts": ["a lonely lighthouse", "a bright kite"],
+            "diverging": [True, False],
+            "sampled_diverging": BANK_PROMPTS[:2],
+            "sampled_non_diverging": BANK_PROMPTS[2:],
+            "error": None,
+        },
+        {
+            "iteration": 1,
+            "description": None,
+            "key_concepts": [],
+            "score": None,
+            "generated_prompts": [],
+            "diverging": [],
+            "sampled_diverging": [],
+            "sampled_non_diverging": [],
+            "error": "no Description: line",
+        },
     ]
     return CompConResult(
         attributes=[
-            {"attribute": "blue tint", "rank": 1, "score": 0.5, "n_diverging": 2, "n_prompts": 4,
-             "diverging_prompts": BANK_PROMPTS[:2], "threshold": 0.3, "mean_fraction_a": 0.6,
-             "mean_fraction_b": 0.1, "n_diverging_bank": 2, "proposed_for": BANK_PROMPTS[:1]},
-            {"attribute": "neon lights", "rank": 2, "score": 0.0, "n_diverging": 0, "n_prompts": 4,
-             "diverging_prompts": [], "threshold": 0.4, "mean_fraction_a": 0.0, "mean_fraction_b": 0.0,
-             "n_diverging_bank": 0, "proposed_for": BANK_PROMPTS[2:3]},
+            {
+                "attribute": "blue tint",
+                "rank": 1,
+                "score": 0.5,
+                "n_diverging": 2,
+                "n_prompts": 4,
+                "diverging_prompts": BANK_PROMPTS[:2],
+                "threshold": 0.3,
+                "mean_fraction_a": 0.6,
+                "mean_fraction_b": 0.1,
+                "n_diverging_bank": 2,
+                "proposed_for": BANK_PROMPTS[:1],
+            },
+            {
+                "attribute": "neon lights",
+                "rank": 2,
+                "score": 0.0,
+                "n_diverging": 0,
+                "n_prompts": 4,
+                "diverging_prompts": [],
+                "threshold": 0.4,
+                "mean_fraction_a": 0.0,
+                "mean_fraction_b": 0.0,
+                "n_diverging_bank": 0,
+                "proposed_for": BANK_PROMPTS[2:3],
+            },
         ],
-        descriptions=[{"attribute": "blue tint", "diverging_set": BANK_PROMPTS[:2], "non_diverging_set_size": 2,
-                       "iterations": iterations, "best": {k: iterations[0][k] for k in
-                                                          ("iteration", "description", "key_concepts", "score")},
-                       "n_iterations": 2, "stopped_early": False, "stop_reason": "ran all 2 iterations",
-                       "scored": False}],
+        descriptions=[
+            {
+                "attribute": "blue tint",
+                "diverging_set": BANK_PROMPTS[:2],
+                "non_diverging_set_size": 2,
+                "iterations": iterations,
+                "best": {k: iterations[0][k] for k in ("iteration", "description", "key_concepts", "score")},
+                "n_iterations": 2,
+                "stopped_early": False,
+                "stop_reason": "ran all 2 iterations",
+                "scored": False,
+            }
+        ],
         discovery=[{"prompt": BANK_PROMPTS[0], "attributes": ["blue tint"], "error": None, "n_answers": 1}],
         calibration={"rule": "quantile of the null set", "quantile": 0.95},
-        models={"A": {"type": "bank", "name": "modelA", "source": str(bank_a), "n_prompts": 4},
-                "B": {"type": "bank", "name": "modelB", "source": str(bank_b), "n_prompts": 4},
-                "llm": {"model": "llm-x"}, "vlm": {"model": "vlm-y"}, "clip": "fake-clip"},
-        n_prompts=4, seed=0, config={"iterations": 2})
+        models={
+            "A": {"type": "bank", "name": "modelA", "source": str(bank_a), "n_prompts": 4},
+            "B": {"type": "bank", "name": "modelB", "source": str(bank_b), "n_prompts": 4},
+            "llm": {"model": "llm-x"},
+            "vlm": {"model": "vlm-y"},
+            "clip": "fake-clip",
+        },
+        n_prompts=4,
+        seed=0,
+        config={"iterations": 2},
+    )
 
 
 class NoiseImages:
@@ -110,7 +165,7 @@ class NoiseImages:
         return np.random.default_rng([self.seed, int(i)]).integers(0, 256, (64, 64, 3), dtype=np.uint8)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def big_run(n: int = BIG_N, n_modes: int = 10, top_k: int = 10):
     """A synthetic PromptSplit result over n + n samples (200 prompts, long text outputs), its inputs
     (embeddings) and 64x64 noise images for every sample: the heaviest report the defaults can make."""
@@ -121,33 +176,72 @@ def big_run(n: int = BIG_N, n_modes: int = 10, top_k: int = 10):
         lab = rng.integers(0, n_prompts, n)
         t = rng.standard_normal((n_prompts, 16))[lab]
         z = rng.standard_normal((n, 32))
-        sets[side] = PairedSet(t, z, prompts=[f"prompt number {i} " + "word " * 20 for i in lab],
-                               outputs=[f"output {i} " + "lorem ipsum " * 30 for i in range(n)], name=side)
+        sets[side] = PairedSet(
+            t,
+            z,
+            prompts=[f"prompt number {i} " + "word " * 20 for i in lab],
+            outputs=[f"output {i} " + "lorem ipsum " * 30 for i in range(n)],
+            name=side,
+        )
     modes = []
     for sign, side in ((1, "test"), (-1, "reference")):
         other = "reference" if side == "test" else "test"
         for rank in range(1, n_modes + 1):
+
             def samples(s, k=top_k):
                 idx = rng.choice(n, k, replace=False)
-                return [SampleScore(s, int(i), sets[s].prompts[i], sets[s].outputs[i], float(1 / (j + 1)))
-                        for j, i in enumerate(idx)]
-            modes.append(Mode(rank=rank, eigenvalue=sign * 0.1 / rank, side=side, top_samples=samples(side),
-                              top_samples_other=samples(other),
-                              top_prompts=[PromptLoading(f"prompt number {p}", sign * 0.01, 0.5, 500, 500)
-                                           for p in range(10)]))
-    ranking = [{"prompt": f"prompt number {p}", "disagreement": 0.001, "share": 0.005, "n_test": 500,
-                "n_reference": 500} for p in range(100)]
+                return [
+                    SampleScore(s, int(i), sets[s].prompts[i], sets[s].outputs[i], float(1 / (j + 1)))
+                    for j, i in enumerate(idx)
+                ]
+
+            modes.append(
+                Mode(
+                    rank=rank,
+                    eigenvalue=sign * 0.1 / rank,
+                    side=side,
+                    top_samples=samples(side),
+                    top_samples_other=samples(other),
+                    top_prompts=[
+                        PromptLoading(f"prompt number {p}", sign * 0.01, 0.5, 500, 500) for p in range(10)
+                    ],
+                )
+            )
+    ranking = [
+        {
+            "prompt": f"prompt number {p}",
+            "disagreement": 0.001,
+            "share": 0.005,
+            "n_test": 500,
+            "n_reference": 500,
+        }
+        for p in range(100)
+    ]
     result = PromptSplitResult(
-        eigenvalues=list(np.r_[0.1 / np.arange(1, 1001), -0.1 / np.arange(1000, 0, -1)]), modes=modes,
-        distance=0.5, method="rff", n_test=n, n_reference=n, seed=0,
-        config={"kernel": "gaussian", "eta": 1.0, "sigma_prompt": 5.0, "sigma_output": 8.0, "n_modes": n_modes,
-                "n_features": 2000, "test": "test", "reference": "reference"},
-        prompt_ranking=ranking)
+        eigenvalues=list(np.r_[0.1 / np.arange(1, 1001), -0.1 / np.arange(1000, 0, -1)]),
+        modes=modes,
+        distance=0.5,
+        method="rff",
+        n_test=n,
+        n_reference=n,
+        seed=0,
+        config={
+            "kernel": "gaussian",
+            "eta": 1.0,
+            "sigma_prompt": 5.0,
+            "sigma_output": 8.0,
+            "n_modes": n_modes,
+            "n_features": 2000,
+            "test": "test",
+            "reference": "reference",
+        },
+        prompt_ranking=ranking,
+    )
     images = {"test": NoiseImages(n, 1), "reference": NoiseImages(n, 2)}
     return result, sets, images
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def big_report() -> tuple[Path, float]:
     """The report of :func:`big_run`, written once per test session: (path, seconds it took)."""
     from promptprism.report import write_report

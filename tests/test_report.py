@@ -6,10 +6,10 @@ from __future__ import annotations
 import base64
 import dataclasses
 import io
-from html import unescape
 import re
 import subprocess
 import sys
+from html import unescape
 
 import numpy as np
 import pytest
@@ -38,9 +38,14 @@ def attribute_urls(doc: str) -> list[str]:
     """Every src/href value inside a tag (this test's own parser, not the library's)."""
     urls = []
     for tag in re.findall(r"<[a-zA-Z][^>]*>", doc):
-        urls += [a or b or c for a, b, c in
-                 re.findall(r"""\s(?:src|href|srcset|poster|action)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""",
-                            tag, flags=re.I)]
+        urls += [
+            a or b or c
+            for a, b, c in re.findall(
+                r"""\s(?:src|href|srcset|poster|action)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""",
+                tag,
+                flags=re.I,
+            )
+        ]
     return urls
 
 
@@ -144,10 +149,21 @@ def test_image_file_outputs_become_thumbnails_and_text_is_escaped(tmp_path):
     evil = "<script>alert(1)</script> see http://example.com/x.png"
     prompts = [evil if i % 2 else "plain prompt" for i in range(12)]
     t = np.eye(2)[np.arange(12) % 2]
-    test = PairedSet(t, rng.standard_normal((12, 3)), prompts=prompts, outputs=paths, name="gen",
-                     source=str(tmp_path / "gen.npz"))
-    ref = PairedSet(t, rng.standard_normal((12, 3)) + 1, prompts=prompts,
-                    outputs=["a text output & <b>bold</b>"] * 12, name="ref")
+    test = PairedSet(
+        t,
+        rng.standard_normal((12, 3)),
+        prompts=prompts,
+        outputs=paths,
+        name="gen",
+        source=str(tmp_path / "gen.npz"),
+    )
+    ref = PairedSet(
+        t,
+        rng.standard_normal((12, 3)) + 1,
+        prompts=prompts,
+        outputs=["a text output & <b>bold</b>"] * 12,
+        name="ref",
+    )
     result = PromptSplit(n_modes=2, top_k=12).fit(test, ref)
     doc = render_report(result, inputs={"test": test, "reference": ref}, map_points=24)
     assert_self_contained(doc)
@@ -164,10 +180,13 @@ def test_builder_refuses_external_references():
     with pytest.raises(ValueError, match="only point into itself"):
         el("a", "x", href="//cdn.example.com/a.css")
     assert el("a", "ok", href="#top")
-    for bad in ('<link rel="stylesheet" href="https://fonts.example.com/a.css">',
-                "<style>body{background:url(http://x/y.png)}</style>",
-                "<style>@import 'https://x/y.css';</style>", "<img src=http://x/y.png>",
-                '<script src="x.js"></script>'):
+    for bad in (
+        '<link rel="stylesheet" href="https://fonts.example.com/a.css">',
+        "<style>body{background:url(http://x/y.png)}</style>",
+        "<style>@import 'https://x/y.css';</style>",
+        "<img src=http://x/y.png>",
+        '<script src="x.js"></script>',
+    ):
         assert external_references(bad), bad
         with pytest.raises(ValueError):
             check_self_contained(bad)
@@ -181,8 +200,11 @@ def test_regions_page_has_map_cka_table_curves_and_images(tmp_path):
     doc = render_report(result, inputs=inputs)
     assert_self_contained(doc)
     embedded_images(doc)
-    for alt in ("region map over the pixel grid", "CMS curves over the generated sets",
-                "CKA matrix ordered by region"):
+    for alt in (
+        "region map over the pixel grid",
+        "CMS curves over the generated sets",
+        "CKA matrix ordered by region",
+    ):
         assert n_imgs_with_alt(doc, alt) == 1, alt
     assert len(re.findall(r'<img\b[^>]*class="px"', doc)) == 8 * 3  # real + 2 generated sets
     for k, name in enumerate(result.names):
@@ -252,9 +274,11 @@ def test_repr_html_is_a_compact_summary(tmp_path):
     ps, _, _ = digits_run()
     rg, _ = regions_run()
     cc = compcon_result(tmp_path / "A", tmp_path / "B")
-    for result, words in ((ps, ["PromptSplit result", ps.modes[0].top_prompts[0].prompt, f"{ps.n_test:,} test"]),
-                          (rg, ["Regions result", "epoch 1", "lowest region"]),
-                          (cc, ["CompCon result", "blue tint", "Prompts about &lt;sadness&gt;"])):
+    for result, words in (
+        (ps, ["PromptSplit result", ps.modes[0].top_prompts[0].prompt, f"{ps.n_test:,} test"]),
+        (rg, ["Regions result", "epoch 1", "lowest region"]),
+        (cc, ["CompCon result", "blue tint", "Prompts about &lt;sadness&gt;"]),
+    ):
         doc = result._repr_html_()
         assert doc.startswith("<div") and "<table" in doc and "<img" not in doc and len(doc) < 20_000
         for w in words:
@@ -262,12 +286,15 @@ def test_repr_html_is_a_compact_summary(tmp_path):
 
 
 def test_core_methods_do_not_import_matplotlib():
-    code = ("import sys, numpy as np\n"
-            "import promptprism, promptprism.report, promptprism.cli\n"
-            "from promptprism import PromptSplit, PairedSet\n"
-            "r = PromptSplit(n_modes=1).fit(PairedSet(np.eye(4), np.eye(4)), PairedSet(np.eye(4), np.eye(4)[::-1]))\n"
-            "r._repr_html_()\n"
-            "assert 'matplotlib' not in sys.modules, 'matplotlib imported'\n")
+    code = (
+        "import sys, numpy as np\n"
+        "import promptprism, promptprism.report, promptprism.cli\n"
+        "from promptprism import PromptSplit, PairedSet\n"
+        "a, b = PairedSet(np.eye(4), np.eye(4)), PairedSet(np.eye(4), np.eye(4)[::-1])\n"
+        "r = PromptSplit(n_modes=1).fit(a, b)\n"
+        "r._repr_html_()\n"
+        "assert 'matplotlib' not in sys.modules, 'matplotlib imported'\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -310,9 +337,13 @@ def test_demo_writes_report_and_report_dir_rebuilds_it(tmp_path, capsys):
 def test_split_report_no_report_and_moved_inputs(tmp_path, capsys):
     rng = np.random.default_rng(0)
     for name, shift in (("t", 0.0), ("r", 0.7)):
-        np.savez(tmp_path / f"{name}.npz", prompt_embeddings=np.eye(3)[np.arange(30) % 3],
-                 output_embeddings=rng.standard_normal((30, 4)) + shift,
-                 prompts=np.array([f"p{i % 3}" for i in range(30)]), outputs=np.array([f"o{i}" for i in range(30)]))
+        np.savez(
+            tmp_path / f"{name}.npz",
+            prompt_embeddings=np.eye(3)[np.arange(30) % 3],
+            output_embeddings=rng.standard_normal((30, 4)) + shift,
+            prompts=np.array([f"p{i % 3}" for i in range(30)]),
+            outputs=np.array([f"o{i}" for i in range(30)]),
+        )
     args = ["split", str(tmp_path / "t.npz"), str(tmp_path / "r.npz"), "--modes", "2", "-q"]
     assert main([*args, "--out", str(tmp_path / "a"), "--no-report"]) == 0
     assert not (tmp_path / "a" / "report.html").exists()
@@ -349,8 +380,24 @@ def test_regions_command_writes_report_and_report_dir_finds_the_images(tmp_path)
     np.save(tmp_path / "e1.npy", inputs["generated"][0])
     np.save(tmp_path / "e2.npy", inputs["generated"][1])
     out = tmp_path / "out"
-    assert main(["regions", "--real", str(tmp_path / "real.npy"), "-g", str(tmp_path / "e1.npy"),
-                 str(tmp_path / "e2.npy"), "--regions", "3", "--out", str(out), "-q"]) == 0
+    assert (
+        main(
+            [
+                "regions",
+                "--real",
+                str(tmp_path / "real.npy"),
+                "-g",
+                str(tmp_path / "e1.npy"),
+                str(tmp_path / "e2.npy"),
+                "--regions",
+                "3",
+                "--out",
+                str(out),
+                "-q",
+            ]
+        )
+        == 0
+    )
     doc = (out / "report.html").read_text()
     assert_self_contained(doc)
     assert n_imgs_with_alt(doc, "region map over the pixel grid") == 1
@@ -371,18 +418,29 @@ def test_scendi_page_table_side_by_side_and_cluster_galleries(tmp_path):
         Image.fromarray((rng.random((20, 20, 3)) * 255).astype(np.uint8)).save(tmp_path / f"o{i}.png")
         paths.append(str(tmp_path / f"o{i}.png"))
     bank = rng.standard_normal((4, 5))
-    sets = [PairedSet(bank[which], bank[which] @ rng.standard_normal((5, 7)) + rng.standard_normal((40, 7)),
-                      prompts=[f"prompt {w}" for w in which], outputs=outs, name=name)
-            for name, outs in (("with images", paths), ("with text", [f"caption <{i}>" for i in range(40)]))]
+    sets = [
+        PairedSet(
+            bank[which],
+            bank[which] @ rng.standard_normal((5, 7)) + rng.standard_normal((40, 7)),
+            prompts=[f"prompt {w}" for w in which],
+            outputs=outs,
+            name=name,
+        )
+        for name, outs in (("with images", paths), ("with text", [f"caption <{i}>" for i in range(40)]))
+    ]
     est = Scendi(n_clusters=2, top_k=4)
     comparison = ScendiComparison(models=[est.fit(s, name=s.name) for s in sets], seed=0)
     doc = render_report(comparison)
     assert_self_contained(doc)
     assert n_imgs_with_alt(doc, "Scendi, Vendi and RKE per model") == 1
     for m in comparison.models:
-        assert m.name in doc and f"{m.scendi:.4g}" in doc and f"{m.vendi:.4g}" in doc and f"{m.rke:.4g}" in doc
-    listed = sum(min(6, len(c.top_samples)) for c in comparison.models[0].clusters
-                 + comparison.models[0].clusters_unconditioned)
+        assert (
+            m.name in doc and f"{m.scendi:.4g}" in doc and f"{m.vendi:.4g}" in doc and f"{m.rke:.4g}" in doc
+        )
+    listed = sum(
+        min(6, len(c.top_samples))
+        for c in comparison.models[0].clusters + comparison.models[0].clusters_unconditioned
+    )
     assert len([s for _, s in embedded_images(doc) if s == (20, 20)]) == listed
     assert "caption &lt;" in doc and "Model-driven clusters" in doc and "Unconditioned clusters" in doc
     single = render_report(comparison.models[1])

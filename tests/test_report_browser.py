@@ -20,19 +20,35 @@ from _report_data import BANK_PROMPTS, big_report, compcon_result, digits_run, r
 from promptprism.report import write_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian: apt-get "
-                                                         "install chromium); browser checks of the reports skipped")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="headless Chromium is not installed (Debian: apt-get "
+    "install chromium); browser checks of the reports skipped",
+)
 
 #: counts, after load, the <img> elements that decoded (naturalWidth > 0) and those that did not
-PROBE = ("<script>window.addEventListener('load',function(){var a=document.images,ok=0,bad=0;"
-         "for(var i=0;i<a.length;i++){if(a[i].complete&&a[i].naturalWidth>0){ok++}else{bad++}}"
-         "document.title='pp-images '+ok+' '+bad;});</script>")
+PROBE = (
+    "<script>window.addEventListener('load',function(){var a=document.images,ok=0,bad=0;"
+    "for(var i=0;i<a.length;i++){if(a[i].complete&&a[i].naturalWidth>0){ok++}else{bad++}}"
+    "document.title='pp-images '+ok+' '+bad;});</script>"
+)
 
 
 def chromium(*args: str, profile: Path, timeout: float = 120) -> subprocess.CompletedProcess:
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-           "--hide-scrollbars", f"--user-data-dir={profile}", *args]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
@@ -49,8 +65,9 @@ def images_decoded(report: Path, tmp: Path) -> tuple[int, int]:
 def screenshot(report: Path, tmp: Path, height: int = 2000) -> tuple[Image.Image, float]:
     png = tmp / f"shot-{report.parent.name}.png"
     t0 = time.perf_counter()
-    run = chromium(f"--screenshot={png}", f"--window-size=1280,{height}", report.as_uri(),
-                   profile=tmp / "profile-shot")
+    run = chromium(
+        f"--screenshot={png}", f"--window-size=1280,{height}", report.as_uri(), profile=tmp / "profile-shot"
+    )
     elapsed = time.perf_counter() - t0
     assert png.exists(), f"no screenshot; chromium said: {run.stderr[-500:]}"
     return Image.open(png).convert("RGB"), elapsed
@@ -79,15 +96,21 @@ def reports(tmp_path_factory):
 
     a = write_bank(root / "bankA", BANK_PROMPTS, (20, 40, 220))
     b = write_bank(root / "bankB", BANK_PROMPTS, (120, 120, 120))
-    out["compcon"] = write_report(compcon_result(a, b), root / "compcon",
-                                  inputs={"A": ImageBank.load(a), "B": ImageBank.load(b)})
+    out["compcon"] = write_report(
+        compcon_result(a, b), root / "compcon", inputs={"A": ImageBank.load(a), "B": ImageBank.load(b)}
+    )
     from promptprism import PairedSet
     from promptprism.methods.scendi import Scendi
 
     rng = np.random.default_rng(0)
     which = np.arange(40) % 4
-    s = PairedSet(np.eye(4)[which], rng.standard_normal((40, 6)) + np.eye(4)[which] @ rng.standard_normal((4, 6)),
-                  prompts=[f"prompt {w}" for w in which], outputs=[f"output {i}" for i in range(40)], name="m")
+    s = PairedSet(
+        np.eye(4)[which],
+        rng.standard_normal((40, 6)) + np.eye(4)[which] @ rng.standard_normal((4, 6)),
+        prompts=[f"prompt {w}" for w in which],
+        outputs=[f"output {i}" for i in range(40)],
+        name="m",
+    )
     out["scendi"] = write_report(Scendi(n_clusters=2, top_k=4).fit(s, name="m"), root / "scendi")
     return out
 
@@ -118,6 +141,8 @@ def test_the_probe_sees_a_broken_image(tmp_path):
     page = tmp_path / "broken" / "report.html"
     page.parent.mkdir()
     good = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-    page.write_text(f'<!DOCTYPE html><html><body><img src="data:image/png;base64,{good}">'
-                    f'<img src="data:image/png;base64,{good[:40]}"></body></html>')
+    page.write_text(
+        f'<!DOCTYPE html><html><body><img src="data:image/png;base64,{good}">'
+        f'<img src="data:image/png;base64,{good[:40]}"></body></html>'
+    )
     assert images_decoded(page, tmp_path) == (1, 1)

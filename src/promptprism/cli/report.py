@@ -14,8 +14,9 @@ from ._app import app, console
 NO_REPORT = typer.Option(False, "--no-report", help="Do not write report.html next to result.json.")
 
 
-def emit_report(result: Any, out: Path, *, inputs: Any = None, images: Any = None, skip: bool = False,
-                quiet: bool = False) -> Path | None:
+def emit_report(
+    result: Any, out: Path, *, inputs: Any = None, images: Any = None, skip: bool = False, quiet: bool = False
+) -> Path | None:
     """Write ``out/report.html`` for a command that just saved ``out/result.json``; print where it is."""
     if skip:
         return None
@@ -31,8 +32,11 @@ def emit_report(result: Any, out: Path, *, inputs: Any = None, images: Any = Non
 @app.command("report")
 def report(
     folder: Path = typer.Argument(..., metavar="DIR", help="A results folder holding result.json."),
-    map_points: int = typer.Option(2000, "--map-points", help="PromptSplit: at most this many samples in the "
-                                                              "t-SNE map (a seeded subsample above it)."),
+    map_points: int = typer.Option(
+        2000,
+        "--map-points",
+        help="PromptSplit: at most this many samples in the t-SNE map (a seeded subsample above it).",
+    ),
 ) -> None:
     """Write DIR/report.html for the result in DIR: one self-contained page of figures and tables.
 

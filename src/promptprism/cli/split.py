@@ -117,4 +117,5 @@ def split(
         result = estimator.fit(test_set, reference_set, client=client)
     save_result(result, out)
     print_promptsplit(result, out, quiet=quiet)
-    emit_report(result, out, inputs={"test": test_set, "reference": reference_set}, skip=no_report, quiet=quiet)
+    emit_report(result, out, inputs={"test": test_set, "reference": reference_set}, skip=no_report,
+                quiet=quiet)

@@ -12,12 +12,31 @@ from __future__ import annotations
 
 from . import generic as _generic  # noqa: F401  (registers the fallback page)
 from .compcon import render_compcon
-from .core import RENDERERS, REPORT_NAME, reload_inputs, render_report, renderer, report_from_dir, write_report
+from .core import (
+    RENDERERS,
+    REPORT_NAME,
+    reload_inputs,
+    render_report,
+    renderer,
+    report_from_dir,
+    write_report,
+)
 from .promptsplit import render_promptsplit
 from .regions import render_regions
 from .scendi import render_scendi
 from .summary import summary_html
 
-__all__ = ["RENDERERS", "REPORT_NAME", "reload_inputs", "render_report", "renderer", "report_from_dir",
-           "write_report", "render_promptsplit", "render_regions", "render_compcon", "render_scendi",
-           "summary_html"]
+__all__ = [
+    "RENDERERS",
+    "REPORT_NAME",
+    "reload_inputs",
+    "render_report",
+    "renderer",
+    "report_from_dir",
+    "write_report",
+    "render_promptsplit",
+    "render_regions",
+    "render_compcon",
+    "render_scendi",
+    "summary_html",
+]

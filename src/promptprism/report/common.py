@@ -47,7 +47,9 @@ def run_details(result: Any, extra: Iterable[tuple[str, Any]] = ()) -> Html:
     rows += list(extra)
     timings = getattr(result, "timings", {}) or {}
     if timings:
-        rows.append(("timings (s)", ", ".join(f"{k.removesuffix('_s')} {fmt(v, 3)}" for k, v in timings.items())))
+        rows.append(
+            ("timings (s)", ", ".join(f"{k.removesuffix('_s')} {fmt(v, 3)}" for k, v in timings.items()))
+        )
     rows.append(("promptprism", f"result {getattr(result, 'version', '?')}, report {__version__}"))
     return details("configuration, seed, timings", kv_table(rows))
 
@@ -59,14 +61,17 @@ def _value(v: Any) -> str:
 
 
 def finish(page: Page, *, kind: str) -> str:
-    page.footer = [f"promptprism {__version__} · {kind} report · self-contained: figures and thumbnails are "
-                   "embedded in this file, nothing is loaded from elsewhere."]
+    page.footer = [
+        f"promptprism {__version__} · {kind} report · self-contained: figures and thumbnails are "
+        "embedded in this file, nothing is loaded from elsewhere."
+    ]
     return page.render()
 
 
 # ------------------------------------------------------------------------------------------ thumbnails
 def find_image_file(value: Any, bases: Iterable[Path]) -> Path | None:
-    """``value`` as an existing image file: absolute, or relative to the working folder or one of ``bases``."""
+    """``value`` as an existing image file: absolute, or relative to the working folder or to one of
+    ``bases``."""
     if not isinstance(value, str) or not value.lower().endswith(IMAGE_SUFFIXES):
         return None
     p = Path(value)
@@ -79,17 +84,23 @@ def thumb(visual: tuple[bytes, str, bool] | None, caption: Any, *, title: str = 
     if visual is None:
         return el("div", caption, cls="thumb")
     data, mime, pixelated = visual
-    return el("div", img(data, alt=title or "sample", mime=mime, cls="px" if pixelated else None,
-                         title=title or None), caption, cls="thumb")
+    return el(
+        "div",
+        img(data, alt=title or "sample", mime=mime, cls="px" if pixelated else None, title=title or None),
+        caption,
+        cls="thumb",
+    )
 
 
 def text_card(text: Any, caption: Any) -> Html:
-    return el("div", el("div", snippet(text, 280) or "(empty output)"), el("div", caption, cls="muted"),
-              cls="snip")
+    return el(
+        "div", el("div", snippet(text, 280) or "(empty output)"), el("div", caption, cls="muted"), cls="snip"
+    )
 
 
-def visual_of(item: Any, *, index: int | None = None, images: Any = None,
-              bases: Iterable[Path] = ()) -> tuple[tuple[bytes, str, bool] | None, str | None]:
+def visual_of(
+    item: Any, *, index: int | None = None, images: Any = None, bases: Iterable[Path] = ()
+) -> tuple[tuple[bytes, str, bool] | None, str | None]:
     """(thumbnail or None, why not): from ``images[index]`` when given, else ``item`` as an image file."""
     if images is not None and index is not None:
         try:
@@ -114,5 +125,16 @@ def mapping(obj: Any) -> Mapping[str, Any]:
     return obj if isinstance(obj, Mapping) else {}
 
 
-__all__ = ["esc", "safe_figure", "display_name", "notes_block", "run_details", "finish", "thumb", "text_card",
-           "visual_of", "find_image_file", "mapping"]
+__all__ = [
+    "esc",
+    "safe_figure",
+    "display_name",
+    "notes_block",
+    "run_details",
+    "finish",
+    "thumb",
+    "text_card",
+    "visual_of",
+    "find_image_file",
+    "mapping",
+]

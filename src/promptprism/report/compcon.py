@@ -44,59 +44,109 @@ def _prompt_row(prompt: str, sources: dict[str, Any], names: dict[str, str]) -> 
         if src is None:
             continue
         thumbs, why = _images(src, prompt, IMAGES_PER_MODEL)
-        body = (el("div", [thumb(t, "", title=f"{names[key]}: {prompt}") for t in thumbs], cls="gallery")
-                if thumbs else p(why or "no images", cls="muted small"))
+        body = (
+            el("div", [thumb(t, "", title=f"{names[key]}: {prompt}") for t in thumbs], cls="gallery")
+            if thumbs
+            else p(why or "no images", cls="muted small")
+        )
         cols.append(el("div", el("h4", f"{names[key]}"), body, cls="side"))
-    return el("div", el("div", el("b", prompt)), el("div", cols, cls="grid2") if cols else None,
-              cls="card")
+    return el("div", el("div", el("b", prompt)), el("div", cols, cls="grid2") if cols else None, cls="card")
 
 
 def _description_block(d: dict, attr: dict | None, sources: dict, names: dict[str, str]) -> list:
     best = d.get("best") or {}
     out: list[Any] = []
     if best.get("description"):
-        score = ("unscored (an image bank cannot render new prompts)" if best.get("score") is None
-                 else f"{best['score']:.0%} of its generated prompts diverge")
-        out.append(el("div", el("h3", "Best description"), p(el("b", best["description"])),
-                      p(f"key concepts: {', '.join(best.get('key_concepts') or []) or '–'} · iteration "
-                        f"{best.get('iteration')} · {score}", cls="muted"), cls="card pos"))
+        score = (
+            "unscored (an image bank cannot render new prompts)"
+            if best.get("score") is None
+            else f"{best['score']:.0%} of its generated prompts diverge"
+        )
+        out.append(
+            el(
+                "div",
+                el("h3", "Best description"),
+                p(el("b", best["description"])),
+                p(
+                    f"key concepts: {', '.join(best.get('key_concepts') or []) or '–'} · iteration "
+                    f"{best.get('iteration')} · {score}",
+                    cls="muted",
+                ),
+                cls="card pos",
+            )
+        )
     else:
         out.append(note(f"no description: {d.get('stop_reason') or 'none was produced'}"))
     prompts = list((attr or {}).get("diverging_prompts") or d.get("diverging_set") or [])
     if prompts:
-        out.append(el("h3", f"Diverging prompts ({len(prompts)}; first {min(len(prompts), PROMPTS_SHOWN)} "
-                            f"shown with {IMAGES_PER_MODEL} images of each model)"))
+        out.append(
+            el(
+                "h3",
+                f"Diverging prompts ({len(prompts)}; first {min(len(prompts), PROMPTS_SHOWN)} "
+                f"shown with {IMAGES_PER_MODEL} images of each model)",
+            )
+        )
         if sources:
             out += [_prompt_row(pr, sources, names) for pr in prompts[:PROMPTS_SHOWN]]
         else:
-            out.append(note("The images are not at hand (the image banks named in the result are gone, or the "
-                            "models were Python generators): prompts only."))
+            out.append(
+                note(
+                    "The images are not at hand (the image banks named in the result are gone, or the "
+                    "models were Python generators): prompts only."
+                )
+            )
             out.append(el("ul", [el("li", pr) for pr in prompts[:PROMPTS_SHOWN]]))
         if len(prompts) > PROMPTS_SHOWN:
-            out.append(details(f"all {len(prompts)} diverging prompts", el("ul", [el("li", pr) for pr in prompts])))
+            out.append(
+                details(f"all {len(prompts)} diverging prompts", el("ul", [el("li", pr) for pr in prompts]))
+            )
     rows, hl = [], []
     for i, it in enumerate(d.get("iterations") or []):
         n_gen = len(it.get("generated_prompts") or [])
         n_div = sum(bool(x) for x in it.get("diverging") or [])
         if best and it.get("iteration") == best.get("iteration"):
             hl.append(i)
-        rows.append([it.get("iteration"), it.get("description") or el("i", it.get("error") or "–"),
-                     ", ".join(it.get("key_concepts") or []),
-                     "–" if it.get("score") is None else f"{it['score']:.0%}",
-                     f"{n_div}/{n_gen}" if d.get("scored") else f"{n_gen} (not rendered)"])
+        rows.append(
+            [
+                it.get("iteration"),
+                it.get("description") or el("i", it.get("error") or "–"),
+                ", ".join(it.get("key_concepts") or []),
+                "–" if it.get("score") is None else f"{it['score']:.0%}",
+                f"{n_div}/{n_gen}" if d.get("scored") else f"{n_gen} (not rendered)",
+            ]
+        )
     out.append(el("h3", "Descriptions per iteration"))
-    out.append(table(["iteration", "description", "key concepts", "score", "diverging / generated"], rows,
-                     numeric=(0, 3), highlight=hl) if rows else p("no iterations", cls="muted"))
-    out.append(p(f"{d.get('n_iterations', len(rows))} iteration(s); {d.get('stop_reason') or ''}. Shaded: the "
-                 "best iteration. Score: the fraction of the prompts written from the description whose images "
-                 "diverge (A shows the attribute, B does not).", cls="muted small"))
-    gen = [(it.get("iteration"), pr, "yes" if flag else "no")
-           for it in d.get("iterations") or []
-           for pr, flag in zip(it.get("generated_prompts") or [],
-                               (it.get("diverging") or []) + [False] * len(it.get("generated_prompts") or []),
-                               strict=False)]
+    out.append(
+        table(
+            ["iteration", "description", "key concepts", "score", "diverging / generated"],
+            rows,
+            numeric=(0, 3),
+            highlight=hl,
+        )
+        if rows
+        else p("no iterations", cls="muted")
+    )
+    out.append(
+        p(
+            f"{d.get('n_iterations', len(rows))} iteration(s); {d.get('stop_reason') or ''}. Shaded: the "
+            "best iteration. Score: the fraction of the prompts written from the description whose images "
+            "diverge (A shows the attribute, B does not).",
+            cls="muted small",
+        )
+    )
+    gen = [
+        (it.get("iteration"), pr, "yes" if flag else "no")
+        for it in d.get("iterations") or []
+        for pr, flag in zip(
+            it.get("generated_prompts") or [],
+            (it.get("diverging") or []) + [False] * len(it.get("generated_prompts") or []),
+            strict=False,
+        )
+    ]
     if gen:
-        out.append(details(f"generated prompts ({len(gen)})", table(["iteration", "prompt", "diverges"], gen)))
+        out.append(
+            details(f"generated prompts ({len(gen)})", table(["iteration", "prompt", "diverges"], gen))
+        )
     return out
 
 
@@ -109,62 +159,159 @@ def render_compcon(result: Any, *, inputs: Any = None, notes: list[str] | None =
     if names["A"] == names["B"]:
         names = {"A": f"A ({names['A']})", "B": f"B ({names['B']})"}
     sources = {k: v for k, v in mapping(inputs).items() if k in ("A", "B") and v is not None}
-    page = Page(f"CompCon · what {names['A']} shows and {names['B']} does not",
-                "Visual attributes found in model A's images and not in model B's, the prompts that trigger "
-                "them, and a description of those prompts in words.")
+    page = Page(
+        f"CompCon · what {names['A']} shows and {names['B']} does not",
+        "Visual attributes found in model A's images and not in model B's, the prompts that trigger "
+        "them, and a description of those prompts in words.",
+    )
     attrs = result.attributes or []
     described = [d for d in result.descriptions or [] if d.get("best")]
     llm, vlm = models.get("llm") or {}, models.get("vlm") or {}
     top = attrs[0] if attrs else None
-    overview = [notes_block(notes),
-                cards([(f"{result.n_prompts:,}", "prompts with images of both models"),
-                       (f"{len(attrs)}", "attributes proposed and verified"),
-                       (f"{len(described)}", "described"),
-                       (snippet(llm.get("model", "?"), 30), "language model"),
-                       (snippet(vlm.get("model", "?"), 30), "vision-language model"),
-                       (snippet(models.get("clip", "?"), 30), "CLIP")])]
+    overview = [
+        notes_block(notes),
+        cards(
+            [
+                (f"{result.n_prompts:,}", "prompts with images of both models"),
+                (f"{len(attrs)}", "attributes proposed and verified"),
+                (f"{len(described)}", "described"),
+                (snippet(llm.get("model", "?"), 30), "language model"),
+                (snippet(vlm.get("model", "?"), 30), "vision-language model"),
+                (snippet(models.get("clip", "?"), 30), "CLIP"),
+            ]
+        ),
+    ]
     if top is not None:
-        overview.append(p(el("b", "Top attribute: "), top["attribute"],
-                          f" — diverges on {top['n_diverging']} of {top['n_prompts']} prompts ({top['score']:.0%})."))
+        overview.append(
+            p(
+                el("b", "Top attribute: "),
+                top["attribute"],
+                f" — diverges on {top['n_diverging']} of {top['n_prompts']} prompts ({top['score']:.0%}).",
+            )
+        )
     if result.seeded_from:
         sf = result.seeded_from
-        overview.append(p(f"Started from PromptSplit mode {sf.get('mode')} ({len(sf.get('prompts') or [])} "
-                          f"prompts{', models swapped' if sf.get('swapped') else ''}).", cls="muted"))
+        overview.append(
+            p(
+                f"Started from PromptSplit mode {sf.get('mode')} ({len(sf.get('prompts') or [])} "
+                f"prompts{', models swapped' if sf.get('swapped') else ''}).",
+                cls="muted",
+            )
+        )
     page.add("Overview", *overview)
     shown = attrs[:CHART_ATTRIBUTES]
-    chart = (safe_figure(figures.hbars, [a["attribute"] for a in shown], [a["score"] for a in shown],
-                         xlabel="fraction of prompts where A shows it and B does not", limit=1.0,
-                         alt="attribute ranking") if shown else p("no attributes", cls="muted"))
-    rows = [(a["rank"], a["attribute"], f"{a['n_diverging']}/{a['n_prompts']}", f"{a['score']:.0%}",
-             fmt(a.get("mean_fraction_a"), 3), fmt(a.get("mean_fraction_b"), 3), fmt(a.get("threshold"), 3))
-            for a in attrs]
-    page.add("Attribute ranking", el("div", chart, el("div", table(
-        ["#", "attribute", "diverging", "score", "mean frac. A", "mean frac. B", "CLIP threshold"], rows[:25],
-        numeric=(0, 2, 3, 4, 5, 6)), p("Fractions: share of a prompt's images CLIP finds the attribute in, "
-                                       "averaged over prompts.", cls="muted small")), cls="grid2"),
-             details(f"all {len(rows)} attributes", table(["#", "attribute", "diverging", "score", "mean frac. A",
-                                                           "mean frac. B", "CLIP threshold"], rows,
-                                                          numeric=(0, 2, 3, 4, 5, 6)))
-             if len(rows) > 25 else None, anchor="attributes")
+    chart = (
+        safe_figure(
+            figures.hbars,
+            [a["attribute"] for a in shown],
+            [a["score"] for a in shown],
+            xlabel="fraction of prompts where A shows it and B does not",
+            limit=1.0,
+            alt="attribute ranking",
+        )
+        if shown
+        else p("no attributes", cls="muted")
+    )
+    rows = [
+        (
+            a["rank"],
+            a["attribute"],
+            f"{a['n_diverging']}/{a['n_prompts']}",
+            f"{a['score']:.0%}",
+            fmt(a.get("mean_fraction_a"), 3),
+            fmt(a.get("mean_fraction_b"), 3),
+            fmt(a.get("threshold"), 3),
+        )
+        for a in attrs
+    ]
+    page.add(
+        "Attribute ranking",
+        el(
+            "div",
+            chart,
+            el(
+                "div",
+                table(
+                    [
+                        "#",
+                        "attribute",
+                        "diverging",
+                        "score",
+                        "mean frac. A",
+                        "mean frac. B",
+                        "CLIP threshold",
+                    ],
+                    rows[:25],
+                    numeric=(0, 2, 3, 4, 5, 6),
+                ),
+                p(
+                    "Fractions: share of a prompt's images CLIP finds the attribute in, "
+                    "averaged over prompts.",
+                    cls="muted small",
+                ),
+            ),
+            cls="grid2",
+        ),
+        details(
+            f"all {len(rows)} attributes",
+            table(
+                ["#", "attribute", "diverging", "score", "mean frac. A", "mean frac. B", "CLIP threshold"],
+                rows,
+                numeric=(0, 2, 3, 4, 5, 6),
+            ),
+        )
+        if len(rows) > 25
+        else None,
+        anchor="attributes",
+    )
     by_name = {a["attribute"]: a for a in attrs}
     for i, d in enumerate(result.descriptions or [], 1):
-        page.add(f"Attribute {i}: {d.get('attribute')}",
-                 *_description_block(d, by_name.get(d.get("attribute")), sources, names), anchor=f"attr{i}")
+        page.add(
+            f"Attribute {i}: {d.get('attribute')}",
+            *_description_block(d, by_name.get(d.get("attribute")), sources, names),
+            anchor=f"attr{i}",
+        )
     if not result.descriptions and top is not None:
-        page.add("Diverging prompts", *_description_block({"attribute": top["attribute"]}, top, sources, names))
-    disc = [(x.get("prompt"), ", ".join(x.get("attributes") or []) or el("i", x.get("error") or "none"))
-            for x in result.discovery or []]
-    extra = [details(f"attribute discovery: {len(disc)} sampled prompts", table(["prompt", "attributes proposed"], disc))]
+        page.add(
+            "Diverging prompts", *_description_block({"attribute": top["attribute"]}, top, sources, names)
+        )
+    disc = [
+        (x.get("prompt"), ", ".join(x.get("attributes") or []) or el("i", x.get("error") or "none"))
+        for x in result.discovery or []
+    ]
+    extra = [
+        details(
+            f"attribute discovery: {len(disc)} sampled prompts",
+            table(["prompt", "attributes proposed"], disc),
+        )
+    ]
     if result.failures:
-        extra.append(details(f"{len(result.failures)} malformed answer(s) given up on",
-                             table(["stage", "where", "error"],
-                                   [(f.get("stage"), f.get("prompt") or f.get("attribute") or "",
-                                     snippet(f.get("error"), 300)) for f in result.failures])))
+        extra.append(
+            details(
+                f"{len(result.failures)} malformed answer(s) given up on",
+                table(
+                    ["stage", "where", "error"],
+                    [
+                        (
+                            f.get("stage"),
+                            f.get("prompt") or f.get("attribute") or "",
+                            snippet(f.get("error"), 300),
+                        )
+                        for f in result.failures
+                    ],
+                ),
+            )
+        )
     if result.skipped_prompts:
-        extra.append(details("prompts skipped (no images)", table(
-            ["model", "prompts"], [(k, "; ".join(v)) for k, v in result.skipped_prompts.items()])))
-    page.add("Run details", *extra, run_details(result, [("calibration", result.calibration),
-                                                         ("models", models)]))
+        extra.append(
+            details(
+                "prompts skipped (no images)",
+                table(["model", "prompts"], [(k, "; ".join(v)) for k, v in result.skipped_prompts.items()]),
+            )
+        )
+    page.add(
+        "Run details", *extra, run_details(result, [("calibration", result.calibration), ("models", models)])
+    )
     return finish(page, kind="CompCon")
 
 
@@ -179,8 +326,10 @@ def reload_compcon(result: Any, result_dir: Path) -> tuple[dict, None, list[str]
         m = (result.models or {}).get(key) or {}
         src = m.get("source")
         if m.get("type") != "bank" or not src:
-            notes.append(f"model {key} ({m.get('name', key)}) was a generator, not an image bank: its images "
-                         "are not shown here")
+            notes.append(
+                f"model {key} ({m.get('name', key)}) was a generator, not an image bank: its images "
+                "are not shown here"
+            )
             continue
         try:
             inputs[key] = ImageBank.load(src, name=m.get("name") or key)

@@ -41,9 +41,14 @@ def reloader(kind: str) -> Callable:
     return register
 
 
-def render_report(result: Any, *, inputs: Mapping[str, Any] | None = None,
-                  images: Mapping[str, Any] | None = None, base_dir: str | os.PathLike | None = None,
-                  **options: Any) -> str:
+def render_report(
+    result: Any,
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    images: Mapping[str, Any] | None = None,
+    base_dir: str | os.PathLike | None = None,
+    **options: Any,
+) -> str:
     """The report page of ``result`` as one self-contained HTML string.
 
     ``inputs``: what the run read, when the caller still has it (PromptSplit: ``{'test': PairedSet,
@@ -56,8 +61,14 @@ def render_report(result: Any, *, inputs: Mapping[str, Any] | None = None,
     return fn(result, inputs=inputs, images=images, base_dir=base_dir, **options)
 
 
-def write_report(result: Any, out_dir: str | os.PathLike, *, inputs: Mapping[str, Any] | None = None,
-                 images: Mapping[str, Any] | None = None, **options: Any) -> Path:
+def write_report(
+    result: Any,
+    out_dir: str | os.PathLike,
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    images: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> Path:
     """Write ``out_dir/report.html`` (atomically) and return its path."""
     out = Path(out_dir)
     page = render_report(result, inputs=inputs, images=images, base_dir=out, **options)
@@ -77,7 +88,8 @@ def reload_inputs(result: Any, result_dir: str | os.PathLike) -> tuple[Any, Any,
 
 
 def report_from_dir(result_dir: str | os.PathLike, **options: Any) -> Path:
-    """``promptprism report DIR``: load ``DIR/result.json``, find its inputs again, write ``DIR/report.html``."""
+    """``promptprism report DIR``: load ``DIR/result.json``, find its inputs again, write
+    ``DIR/report.html``."""
     from ..results import load_result
 
     folder = Path(result_dir)

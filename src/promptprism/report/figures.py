@@ -63,8 +63,12 @@ def png_bytes(arr: np.ndarray) -> bytes:
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, color, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, color, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw, 9))
+        + chunk(b"IEND", b"")
+    )
 
 
 def as_uint8(image: Any) -> np.ndarray:
@@ -159,8 +163,15 @@ def eigenvalue_bars(eigenvalues: Sequence[float], n_each: int = 10) -> bytes:
     return to_png(fig)
 
 
-def scatter_map(xy: np.ndarray, labels: Sequence[str], groups: Sequence[str], colors: dict[str, str],
-                markers: Sequence[str], marker_of: dict[str, str], title: str) -> bytes:
+def scatter_map(
+    xy: np.ndarray,
+    labels: Sequence[str],
+    groups: Sequence[str],
+    colors: dict[str, str],
+    markers: Sequence[str],
+    marker_of: dict[str, str],
+    title: str,
+) -> bytes:
     """A 2-D map: points coloured by ``labels`` (legend order = ``colors`` order), shaped by ``markers``."""
     fig = _figure(7.6, 5.6)
     ax = fig.add_subplot()
@@ -171,12 +182,20 @@ def scatter_map(xy: np.ndarray, labels: Sequence[str], groups: Sequence[str], co
             sel = (labels == name) & (markers == group)
             if not sel.any():
                 continue
-            ax.scatter(xy[sel, 0], xy[sel, 1], s=9, c=color, marker=marker_of[group], linewidths=0.3,
-                       alpha=0.75 if name != "weak" else 0.35)
+            ax.scatter(
+                xy[sel, 0],
+                xy[sel, 1],
+                s=9,
+                c=color,
+                marker=marker_of[group],
+                linewidths=0.3,
+                alpha=0.75 if name != "weak" else 0.35,
+            )
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], ls="", marker="o", color=c, label=n) for n, c in colors.items()
-               if (labels == n).any()]
+    handles = [
+        Line2D([], [], ls="", marker="o", color=c, label=n) for n, c in colors.items() if (labels == n).any()
+    ]
     handles += [Line2D([], [], ls="", marker=marker_of[g], color="#555", label=g) for g in groups]
     ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     ax.set_xticks([])
@@ -199,20 +218,30 @@ def region_map(labels: np.ndarray, *, background: np.ndarray | None = None) -> b
     if h * w <= 32 * 32:
         for r in range(h):
             for c in range(w):
-                axes[0].text(c, r, str(lab[r, c]), ha="center", va="center", fontsize=6 if w > 16 else 8,
-                             color="white")
+                axes[0].text(
+                    c, r, str(lab[r, c]), ha="center", va="center", fontsize=6 if w > 16 else 8, color="white"
+                )
     else:
         for region in range(k):
             rr, cc = np.nonzero(lab == region)
             if rr.size:
-                axes[0].text(cc.mean(), rr.mean(), str(region), ha="center", va="center", fontsize=10,
-                             color="white", weight="bold")
+                axes[0].text(
+                    cc.mean(),
+                    rr.mean(),
+                    str(region),
+                    ha="center",
+                    va="center",
+                    fontsize=10,
+                    color="white",
+                    weight="bold",
+                )
     axes[0].set_title(f"{k} region{'s' if k != 1 else ''} over the {h}×{w} pixel grid", fontsize=10)
     if background is not None:
         ax = fig.add_subplot(1, 2, 2)
         bg = as_uint8(background)
-        ax.imshow(bg if bg.ndim == 3 and bg.shape[2] == 3 else bg.squeeze(), cmap="gray",
-                  interpolation="nearest")
+        ax.imshow(
+            bg if bg.ndim == 3 and bg.shape[2] == 3 else bg.squeeze(), cmap="gray", interpolation="nearest"
+        )
         ax.imshow(lab, cmap=cmap, vmin=-0.5, vmax=max(k, 2) - 0.5, alpha=0.45, interpolation="nearest")
         ax.set_title("over the mean real image", fontsize=10)
         axes.append(ax)
@@ -256,8 +285,14 @@ def matrix_heatmap(m: np.ndarray, boundaries: Sequence[int], *, title: str, max_
     return to_png(fig)
 
 
-def curves(names: Sequence[str], series: dict[str, Sequence[float]], *, ylabel: str,
-           styles: dict[str, str] | None = None, colors: dict[str, str] | None = None) -> bytes:
+def curves(
+    names: Sequence[str],
+    series: dict[str, Sequence[float]],
+    *,
+    ylabel: str,
+    styles: dict[str, str] | None = None,
+    colors: dict[str, str] | None = None,
+) -> bytes:
     """One line per series over the ordered ``names`` (checkpoints)."""
     fig = _figure(7.0, 3.6)
     ax = fig.add_subplot()
@@ -265,10 +300,22 @@ def curves(names: Sequence[str], series: dict[str, Sequence[float]], *, ylabel: 
     styles = styles or {}
     colors = colors or {}
     for label, ys in series.items():
-        ax.plot(x, np.asarray(ys, dtype=float), styles.get(label, "-o"), label=label, ms=4,
-                lw=1.2 if label not in styles else 1.8, **({"color": colors[label]} if label in colors else {}))
-    ax.set_xticks(x, [str(n) for n in names], rotation=30 if len(names) > 4 else 0, ha="right"
-                  if len(names) > 4 else "center", fontsize=8)
+        ax.plot(
+            x,
+            np.asarray(ys, dtype=float),
+            styles.get(label, "-o"),
+            label=label,
+            ms=4,
+            lw=1.2 if label not in styles else 1.8,
+            **({"color": colors[label]} if label in colors else {}),
+        )
+    ax.set_xticks(
+        x,
+        [str(n) for n in names],
+        rotation=30 if len(names) > 4 else 0,
+        ha="right" if len(names) > 4 else "center",
+        fontsize=8,
+    )
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
@@ -276,8 +323,14 @@ def curves(names: Sequence[str], series: dict[str, Sequence[float]], *, ylabel: 
     return to_png(fig)
 
 
-def hbars(labels: Sequence[str], values: Sequence[float], *, xlabel: str, limit: float | None = None,
-          color: str = POS_COLOR) -> bytes:
+def hbars(
+    labels: Sequence[str],
+    values: Sequence[float],
+    *,
+    xlabel: str,
+    limit: float | None = None,
+    color: str = POS_COLOR,
+) -> bytes:
     """Horizontal bars, first label on top (rankings)."""
     n = len(labels)
     fig = _figure(6.4, 0.5 + 0.28 * max(n, 1))

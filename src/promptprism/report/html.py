@@ -31,7 +31,8 @@ h3{font-size:15px;margin:14px 0 6px}
 p{margin:6px 0}
 .muted{color:var(--muted)}
 .small{font-size:12px}
-.note{background:#fff8e1;border:1px solid #f0d68a;border-radius:6px;padding:7px 10px;margin:8px 0;font-size:13px}
+.note{background:#fff8e1;border:1px solid #f0d68a;border-radius:6px;padding:7px 10px;margin:8px 0;
+ font-size:13px}
 .cards{display:flex;flex-wrap:wrap;gap:10px;margin:10px 0}
 .stat{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:8px 12px;min-width:120px}
 .stat .v{font-size:18px;font-weight:600}
@@ -51,7 +52,8 @@ figure img{max-width:100%;height:auto;display:block}
 figcaption{font-size:12px;color:var(--muted);margin-top:3px}
 .gallery{display:flex;flex-wrap:wrap;gap:6px}
 .thumb{width:104px;font-size:11px;color:var(--muted);overflow:hidden}
-.thumb img{width:96px;height:96px;object-fit:contain;background:#e9ecf1;border:1px solid var(--line);display:block}
+.thumb img{width:96px;height:96px;object-fit:contain;background:#e9ecf1;border:1px solid var(--line);
+ display:block}
 .thumb img.px{image-rendering:pixelated}
 .snip{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:5px 8px;margin:0 0 5px;
  font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere}
@@ -110,8 +112,15 @@ def data_uri(data: bytes, mime: str) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-def img(data: bytes, *, alt: str, mime: str = "image/png", cls: str | None = None,
-        width: int | None = None, title: str | None = None) -> Html:
+def img(
+    data: bytes,
+    *,
+    alt: str,
+    mime: str = "image/png",
+    cls: str | None = None,
+    width: int | None = None,
+    title: str | None = None,
+) -> Html:
     """An embedded image (the bytes go into the page as base64)."""
     attrs = {"src": data_uri(data, mime), "alt": alt, "cls": cls, "title": title, "decoding": "async"}
     if width is not None:
@@ -119,8 +128,9 @@ def img(data: bytes, *, alt: str, mime: str = "image/png", cls: str | None = Non
     return Html(el("img", **attrs).removesuffix("</img>"))
 
 
-def figure(data: bytes | None, *, alt: str, caption: Any = None, mime: str = "image/png",
-           missing: str | None = None) -> Html:
+def figure(
+    data: bytes | None, *, alt: str, caption: Any = None, mime: str = "image/png", missing: str | None = None
+) -> Html:
     """A figure with a caption, or a note saying why it is missing (``data`` None)."""
     if data is None:
         return note(missing or f"figure not available: {alt}")
@@ -164,14 +174,26 @@ def fmt(value: Any, digits: int = 4) -> str:
     return f"{f:.{digits}g}"
 
 
-def table(headers: Sequence[Any], rows: Iterable[Sequence[Any]], *, numeric: Sequence[int] = (),
-          highlight: Iterable[int] = (), cls: str | None = None) -> Html:
+def table(
+    headers: Sequence[Any],
+    rows: Iterable[Sequence[Any]],
+    *,
+    numeric: Sequence[int] = (),
+    highlight: Iterable[int] = (),
+    cls: str | None = None,
+) -> Html:
     """A table; columns in ``numeric`` are right-aligned, rows in ``highlight`` shaded."""
     num = set(numeric)
     hl = set(highlight)
     head = el("tr", [el("th", h, cls="num" if i in num else None) for i, h in enumerate(headers)])
-    body = [el("tr", [el("td", c, cls="num" if i in num else None) for i, c in enumerate(row)],
-               cls="hl" if r in hl else None) for r, row in enumerate(rows)]
+    body = [
+        el(
+            "tr",
+            [el("td", c, cls="num" if i in num else None) for i, c in enumerate(row)],
+            cls="hl" if r in hl else None,
+        )
+        for r, row in enumerate(rows)
+    ]
     return el("table", el("thead", head), el("tbody", body), cls=cls)
 
 
@@ -213,19 +235,27 @@ class Page:
 
     def render(self) -> str:
         nav = el("nav", [link(t, a) for t, a, _ in self.sections]) if len(self.sections) > 1 else None
-        head = el("header", el("div", el("h1", self.title), p(self.subtitle) if self.subtitle else None, nav,
-                               cls="in"), cls="top")
+        head = el(
+            "header",
+            el("div", el("h1", self.title), p(self.subtitle) if self.subtitle else None, nav, cls="in"),
+            cls="top",
+        )
         body = el("main", [s for _, _, s in self.sections], el("footer", self.footer))
-        doc = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-               f"<title>{esc(self.title)}</title><style>{CSS}</style></head>"
-               f"<body>{head}{body}</body></html>\n")
+        doc = (
+            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{esc(self.title)}</title><style>{CSS}</style></head>"
+            f"<body>{head}{body}</body></html>\n"
+        )
         check_self_contained(doc)
         return doc
 
 
-_URL_ATTR = re.compile(r"""\b(src|href|srcset|action|poster|background|formaction|xlink:href)\s*=\s*
-                           (?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.IGNORECASE | re.VERBOSE)
+_URL_ATTR = re.compile(
+    r"""\b(src|href|srcset|action|poster|background|formaction|xlink:href)\s*=\s*
+                           (?:"([^"]*)"|'([^']*)'|([^\s>]+))""",
+    re.IGNORECASE | re.VERBOSE,
+)
 _CSS_URL = re.compile(r"url\(\s*['\"]?([^)'\"]*)", re.IGNORECASE)
 _FORBIDDEN_TAGS = re.compile(r"<\s*(link|iframe|object|embed|base|script|frame)\b", re.IGNORECASE)
 _TAG = re.compile(r"<[a-zA-Z][^>]*>")

@@ -22,7 +22,17 @@ import numpy as np
 
 from ..data.paired import PairedSet
 from . import figures
-from .common import display_name, finish, mapping, notes_block, run_details, safe_figure, text_card, thumb, visual_of
+from .common import (
+    display_name,
+    finish,
+    mapping,
+    notes_block,
+    run_details,
+    safe_figure,
+    text_card,
+    thumb,
+    visual_of,
+)
 from .core import reloader, renderer
 from .html import Page, bar, cards, details, el, fmt, note, p, table
 
@@ -54,8 +64,10 @@ def _check_sets(result: Any, inputs: Any, notes: list[str]) -> dict[str, PairedS
         if not isinstance(s, PairedSet):
             notes.append(f"inputs['{side}'] is a {type(s).__name__}, not a PairedSet; it is not used")
         elif len(s) != n:
-            notes.append(f"the {side} input has {len(s):,} samples but the result was computed on {n:,}; "
-                         "it is not used (the data changed since the run?)")
+            notes.append(
+                f"the {side} input has {len(s):,} samples but the result was computed on {n:,}; "
+                "it is not used (the data changed since the run?)"
+            )
         else:
             sets[side] = s
     return sets
@@ -73,7 +85,9 @@ def _check_images(result: Any, images: Any, notes: list[str]) -> dict[str, Any]:
             notes.append(f"images['{side}'] has no length; not used")
             continue
         if k != n:
-            notes.append(f"images['{side}'] holds {k:,} images but the {side} set has {n:,} samples; not used")
+            notes.append(
+                f"images['{side}'] holds {k:,} images but the {side} set has {n:,} samples; not used"
+            )
             continue
         out[side] = arr
     return out
@@ -87,35 +101,62 @@ def _sample_cell(s: Any, images: dict[str, Any], bases: dict[str, list[Path]]) -
         return thumb(visual, caption, title=f"{s.prompt} | {s.output or ''} | #{s.index}")
     if why:
         return text_card(why, caption)
-    return text_card(s.output if s.output is not None else f"sample #{s.index} (no output recorded)",
-                     caption)
+    return text_card(s.output if s.output is not None else f"sample #{s.index} (no output recorded)", caption)
 
 
 def _side_block(title: str, samples: list, note_text: str, images, bases) -> Any:
     cells = [_sample_cell(s, images, bases) for s in samples[:GALLERY_PER_SIDE]]
     has_thumbs = any('class="thumb"' in c for c in cells)
     body = el("div", cells, cls="gallery") if has_thumbs else el("div", cells)
-    return el("div", el("h4", title, el("span", f" · {note_text}", cls="muted small")),
-              body if cells else p("no samples", cls="muted"), cls="side")
+    return el(
+        "div",
+        el("h4", title, el("span", f" · {note_text}", cls="muted small")),
+        body if cells else p("no samples", cls="muted"),
+        cls="side",
+    )
 
 
 def _mode_card(mode: Any, images, bases, names: dict[str, str]) -> Any:
     pos = mode.side == "test"
     label = _mode_label(mode.side, mode.rank)
     lam = mode.eigenvalue
-    prompts = [(pl.prompt, el("span", bar(abs(pl.contribution / lam) if lam else 0.0, neg=not pos, width=60),
-                             f"{pl.contribution / lam:.0%}" if lam else "–"),
-                pl.n_test, pl.n_reference) for pl in mode.top_prompts[:6]]
+    prompts = [
+        (
+            pl.prompt,
+            el(
+                "span",
+                bar(abs(pl.contribution / lam) if lam else 0.0, neg=not pos, width=60),
+                f"{pl.contribution / lam:.0%}" if lam else "–",
+            ),
+            pl.n_test,
+            pl.n_reference,
+        )
+        for pl in mode.top_prompts[:6]
+    ]
     by_side = {mode.side: mode.top_samples, ("reference" if pos else "test"): mode.top_samples_other}
     favoured = f"strongest on this mode ({names[mode.side]} does more of it)"
-    cols = [_side_block(names[s], by_side.get(s, []), favoured if s == mode.side else "its strongest, for "
-                        "contrast", images, bases) for s in ("test", "reference")]
-    return el("div",
-              el("h3", el("span", label, cls="tag" if pos else "tag neg"),
-                 f" {names[mode.side]} does more · eigenvalue {lam:+.4g}"),
-              table(["top prompts", "share of the eigenvalue", "n test", "n ref"], prompts, numeric=(2, 3)),
-              el("div", cols, cls="grid2"),
-              cls="card pos" if pos else "card neg", id=f"mode{'p' if pos else 'n'}{mode.rank}")
+    cols = [
+        _side_block(
+            names[s],
+            by_side.get(s, []),
+            favoured if s == mode.side else "its strongest, for contrast",
+            images,
+            bases,
+        )
+        for s in ("test", "reference")
+    ]
+    return el(
+        "div",
+        el(
+            "h3",
+            el("span", label, cls="tag" if pos else "tag neg"),
+            f" {names[mode.side]} does more · eigenvalue {lam:+.4g}",
+        ),
+        table(["top prompts", "share of the eigenvalue", "n test", "n ref"], prompts, numeric=(2, 3)),
+        el("div", cols, cls="grid2"),
+        cls="card pos" if pos else "card neg",
+        id=f"mode{'p' if pos else 'n'}{mode.rank}",
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- map
@@ -133,8 +174,9 @@ def _joint_features(t: np.ndarray, z: np.ndarray, cfg: dict) -> np.ndarray:
     return np.hstack([tn, zn])
 
 
-def mode_scores(result: Any, t: dict[str, np.ndarray], z: dict[str, np.ndarray], n_modes: int
-                ) -> tuple[np.ndarray, list[str], np.ndarray]:
+def mode_scores(
+    result: Any, t: dict[str, np.ndarray], z: dict[str, np.ndarray], n_modes: int
+) -> tuple[np.ndarray, list[str], np.ndarray]:
     """Exact-route scores of the given samples (test rows first) on their own top ``n_modes`` modes per sign,
     with the result's kernel, bandwidths and eta: (scores (N, k), labels '+1', '−1', ..., eigenvalues)."""
     from ..methods.promptsplit import _select_modes, joint_gram, signed_weights
@@ -143,11 +185,23 @@ def mode_scores(result: Any, t: dict[str, np.ndarray], z: dict[str, np.ndarray],
     cfg = result.config
     n, m = t["test"].shape[0], t["reference"].shape[0]
     eta = float(cfg.get("eta", 1.0))
-    gram = joint_gram(t["test"], z["test"], t["reference"], z["reference"], kernel=cfg.get("kernel", "gaussian"),
-                      sigma_prompt=cfg.get("sigma_prompt"), sigma_output=cfg.get("sigma_output"))
+    gram = joint_gram(
+        t["test"],
+        z["test"],
+        t["reference"],
+        z["reference"],
+        kernel=cfg.get("kernel", "gaussian"),
+        sigma_prompt=cfg.get("sigma_prompt"),
+        sigma_output=cfg.get("sigma_output"),
+    )
     # a few modes of a large Gram matrix: Lanczos (ARPACK, to machine precision) beats the full spectrum
-    eig = weighted_gram_eigenpairs(gram, signed_weights(n, m, eta), n_positive=n_modes, n_negative=n_modes,
-                                   solver="lanczos" if n + m > 500 else "auto")
+    eig = weighted_gram_eigenpairs(
+        gram,
+        signed_weights(n, m, eta),
+        n_positive=n_modes,
+        n_negative=n_modes,
+        solver="lanczos" if n + m > 500 else "auto",
+    )
     sel = _select_modes(eig.eigenvalues, n_modes, 1.0 + eta)
     vals = eig.eigenvalues[sel]
     labels, counts = [], {"test": 0, "reference": 0}
@@ -160,15 +214,21 @@ def mode_scores(result: Any, t: dict[str, np.ndarray], z: dict[str, np.ndarray],
 
 def _map_section(result: Any, sets: dict[str, PairedSet], map_points: int, names: dict[str, str]) -> list:
     if set(sets) != {"test", "reference"}:
-        return [note("The map needs the embeddings of both sets, which result.json does not hold: write the "
-                     "report from the command that computed the result, or keep the inputs where config "
-                     "names them and run promptprism report DIR.")]
+        return [
+            note(
+                "The map needs the embeddings of both sets, which result.json does not hold: write the "
+                "report from the command that computed the result, or keep the inputs where config "
+                "names them and run promptprism report DIR."
+            )
+        ]
     total = result.n_test + result.n_reference
     k = max(2, min(int(map_points), total))
     rng = np.random.default_rng(result.seed)
     k_test = min(result.n_test, max(1, round(k * result.n_test / total)))
-    idx = {"test": _subsample(result.n_test, k_test, rng),
-           "reference": _subsample(result.n_reference, k - k_test, rng)}
+    idx = {
+        "test": _subsample(result.n_test, k_test, rng),
+        "reference": _subsample(result.n_reference, k - k_test, rng),
+    }
     if min(len(v) for v in idx.values()) < 2 or k < 12:
         return [note(f"too few samples ({k}) for a map")]
     t = {s: np.asarray(sets[s].prompt_embeddings[idx[s]], dtype=np.float64) for s in idx}
@@ -178,18 +238,24 @@ def _map_section(result: Any, sets: dict[str, PairedSet], map_points: int, names
     shown = sum(len(v) for v in idx.values())
     whole = shown == total
     if whole and result.method == "exact":
-        ref = np.r_[[mm.eigenvalue for mm in result.positive_modes[:per_sign]],
-                    [mm.eigenvalue for mm in result.negative_modes[:per_sign]]]
+        ref = np.r_[
+            [mm.eigenvalue for mm in result.positive_modes[:per_sign]],
+            [mm.eigenvalue for mm in result.negative_modes[:per_sign]],
+        ]
         mine = np.r_[vals[vals > 0], vals[vals < 0]]
         agree = ref.size == mine.size and np.allclose(np.sort(ref), np.sort(mine), rtol=1e-6, atol=1e-12)
-        origin = ("the result's own modes" if agree else
-                  "modes recomputed on these samples (their eigenvalues differ from the result's)")
+        origin = (
+            "the result's own modes"
+            if agree
+            else "modes recomputed on these samples (their eigenvalues differ from the result's)"
+        )
     elif whole:
         origin = f"the exact route's modes on all samples (the result used the {result.method} route)"
     else:
         origin = "modes re-estimated by the exact route on this subsample"
-    feats = _joint_features(np.vstack([t["test"], t["reference"]]), np.vstack([z["test"], z["reference"]]),
-                            result.config)
+    feats = _joint_features(
+        np.vstack([t["test"], t["reference"]]), np.vstack([z["test"], z["reference"]]), result.config
+    )
     xy = _tsne(feats, result.seed)
     if scores.shape[1] == 0:
         assign = np.array(["no mode"] * shown)
@@ -214,18 +280,31 @@ def _map_section(result: Any, sets: dict[str, PairedSet], map_points: int, names
     groups = [names["test"], names["reference"]]
     markers = [names["test"]] * len(idx["test"]) + [names["reference"]] * len(idx["reference"])
     rate = shown / total
-    fig = safe_figure(figures.scatter_map, xy, assign.astype(str), groups, colors, markers,
-                      {names["test"]: "o", names["reference"]: "^"},
-                      f"t-SNE of the joint (prompt, output) embeddings · {shown:,} of {total:,} samples",
-                      alt="t-SNE map of the samples coloured by mode")
-    return [fig, p(
-        f"Sampling rate: {shown:,} of {total:,} samples ({rate:.1%}"
-        + ("" if whole else f", a random subsample seeded with {result.seed}, proportional per set") + "). "
-        f"Each point is coloured by the mode (top {per_sign} of each sign: {origin}) on which it has the largest "
-        "|score|, each mode's scores measured in units of their 99th percentile |score| on the map's samples; "
-        f"'weak': below {WEAK:g} of that on every coloured mode (where the models agree). "
-        "Circles: test model, triangles: reference. t-SNE places similar samples close together; distances "
-        "between far-apart groups mean little.", cls="muted small")]
+    fig = safe_figure(
+        figures.scatter_map,
+        xy,
+        assign.astype(str),
+        groups,
+        colors,
+        markers,
+        {names["test"]: "o", names["reference"]: "^"},
+        f"t-SNE of the joint (prompt, output) embeddings · {shown:,} of {total:,} samples",
+        alt="t-SNE map of the samples coloured by mode",
+    )
+    return [
+        fig,
+        p(
+            f"Sampling rate: {shown:,} of {total:,} samples ({rate:.1%}"
+            + ("" if whole else f", a random subsample seeded with {result.seed}, proportional per set")
+            + "). "
+            f"Each point is coloured by the mode (top {per_sign} of each sign: {origin}) on which it has "
+            "the largest |score|, each mode's scores measured in units of their 99th percentile |score| on "
+            f"the map's samples; 'weak': below {WEAK:g} of that on every coloured mode (where the models "
+            "agree). Circles: test model, triangles: reference. t-SNE places similar samples close "
+            "together; distances between far-apart groups mean little.",
+            cls="muted small",
+        ),
+    ]
 
 
 def _tsne(x: np.ndarray, seed: int) -> np.ndarray:
@@ -247,15 +326,25 @@ def _tsne(x: np.ndarray, seed: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------------------------------- page
 @renderer("promptsplit")
-def render_promptsplit(result: Any, *, inputs: Any = None, images: Any = None, base_dir: Any = None,
-                       notes: list[str] | None = None, map_points: int = MAP_POINTS, **_: Any) -> str:
+def render_promptsplit(
+    result: Any,
+    *,
+    inputs: Any = None,
+    images: Any = None,
+    base_dir: Any = None,
+    notes: list[str] | None = None,
+    map_points: int = MAP_POINTS,
+    **_: Any,
+) -> str:
     """The PromptSplit report page (see the module docstring)."""
     notes = list(notes or [])
     sets = _check_sets(result, inputs, notes)
     imgs = _check_images(result, images, notes)
     cfg = result.config
-    names = {s: display_name(cfg.get(s) or (sets[s].name if s in sets else None), SIDE_TITLE[s])
-             for s in ("test", "reference")}
+    names = {
+        s: display_name(cfg.get(s) or (sets[s].name if s in sets else None), SIDE_TITLE[s])
+        for s in ("test", "reference")
+    }
     if names["test"] == names["reference"]:
         names = dict(SIDE_TITLE)
     bases: dict[str, list[Path]] = {}
@@ -264,59 +353,113 @@ def render_promptsplit(result: Any, *, inputs: Any = None, images: Any = None, b
         bases[s] = [Path(src).parent] if src and ("/" in str(src) or "\\" in str(src)) else []
         if base_dir is not None:
             bases[s].append(Path(base_dir))
-    page = Page(f"PromptSplit · {names['test']} vs {names['reference']}",
-                "Where two prompt-guided models disagree. Positive modes (blue): what the test model produces "
-                "more than the reference; negative modes (orange): what the reference produces more.")
+    page = Page(
+        f"PromptSplit · {names['test']} vs {names['reference']}",
+        "Where two prompt-guided models disagree. Positive modes (blue): what the test model produces "
+        "more than the reference; negative modes (orange): what the reference produces more.",
+    )
     n_pos, n_neg = len(result.positive_modes), len(result.negative_modes)
     ranking_rows = []
     top_share = max((abs(r["share"]) for r in result.prompt_ranking[:10]), default=1.0) or 1.0
     for i, r in enumerate(result.prompt_ranking[:10], 1):
-        ranking_rows.append((i, r["prompt"], el("span", bar(abs(r["share"]) / top_share), f"{r['share']:.1%}"),
-                             r["n_test"], r["n_reference"]))
-    ranking = el("div", el("h3", "Prompts where the models disagree most"),
-                 table(["#", "prompt", "share of the disagreement", "n test", "n ref"], ranking_rows,
-                       numeric=(0, 3, 4)) if ranking_rows else p("no prompt ranking in the result", cls="muted"),
-                 p("Share: the prompt's part of Σλ², the disagreement the reported modes capture.",
-                   cls="muted small"))
-    eig = safe_figure(figures.eigenvalue_bars, result.eigenvalues, int(cfg.get("n_modes") or 10),
-                      alt="top positive and negative eigenvalues",
-                      caption=f"Top {n_pos} positive and {n_neg} negative eigenvalues of Λ = C_test − "
-                              f"η C_ref (η = {fmt(cfg.get('eta', 1.0))}). A few tall bars: a few clear "
-                              "differences; a flat spectrum: diffuse ones.")
-    page.add("Overview",
-             notes_block(notes),
-             cards([(f"{result.n_test:,}", f"samples · {names['test']}"),
-                    (f"{result.n_reference:,}", f"samples · {names['reference']}"),
-                    (fmt(result.distance), "‖Λ‖²_F (PromptSplit distance)"),
-                    (f"{n_pos} / {n_neg}", "positive / negative modes"),
-                    (f"{result.method}", f"route · {cfg.get('kernel', '?')} kernel")]),
-             el("div", ranking, el("div", el("h3", "Eigenvalues"), eig), cls="grid2"))
-    for title, modes in (("Positive modes", result.positive_modes), ("Negative modes", result.negative_modes)):
+        ranking_rows.append(
+            (
+                i,
+                r["prompt"],
+                el("span", bar(abs(r["share"]) / top_share), f"{r['share']:.1%}"),
+                r["n_test"],
+                r["n_reference"],
+            )
+        )
+    ranking = el(
+        "div",
+        el("h3", "Prompts where the models disagree most"),
+        table(
+            ["#", "prompt", "share of the disagreement", "n test", "n ref"], ranking_rows, numeric=(0, 3, 4)
+        )
+        if ranking_rows
+        else p("no prompt ranking in the result", cls="muted"),
+        p("Share: the prompt's part of Σλ², the disagreement the reported modes capture.", cls="muted small"),
+    )
+    eig = safe_figure(
+        figures.eigenvalue_bars,
+        result.eigenvalues,
+        int(cfg.get("n_modes") or 10),
+        alt="top positive and negative eigenvalues",
+        caption=f"Top {n_pos} positive and {n_neg} negative eigenvalues of Λ = C_test − "
+        f"η C_ref (η = {fmt(cfg.get('eta', 1.0))}). A few tall bars: a few clear "
+        "differences; a flat spectrum: diffuse ones.",
+    )
+    page.add(
+        "Overview",
+        notes_block(notes),
+        cards(
+            [
+                (f"{result.n_test:,}", f"samples · {names['test']}"),
+                (f"{result.n_reference:,}", f"samples · {names['reference']}"),
+                (fmt(result.distance), "‖Λ‖²_F (PromptSplit distance)"),
+                (f"{n_pos} / {n_neg}", "positive / negative modes"),
+                (f"{result.method}", f"route · {cfg.get('kernel', '?')} kernel"),
+            ]
+        ),
+        el("div", ranking, el("div", el("h3", "Eigenvalues"), eig), cls="grid2"),
+    )
+    for title, modes in (
+        ("Positive modes", result.positive_modes),
+        ("Negative modes", result.negative_modes),
+    ):
         if not modes:
             page.add(title, p("none: no eigenvalue of this sign above round-off", cls="muted"))
             continue
         side = modes[0].side
-        page.add(title, p(f"What the {names[side]} produces more, strongest first. Per mode: the prompts "
-                          f"that load on it, and the samples of each model that score highest on it "
-                          f"(up to {GALLERY_PER_SIDE} per model).", cls="muted"),
-                 [_mode_card(mm, imgs, bases, names) for mm in modes[:OPEN_MODES]],
-                 details(f"{len(modes) - OPEN_MODES} more {title.lower()} "
-                         f"({_mode_label(side, OPEN_MODES + 1)} … {_mode_label(side, len(modes))})",
-                         [_mode_card(mm, imgs, bases, names) for mm in modes[OPEN_MODES:]])
-                 if len(modes) > OPEN_MODES else None)
+        page.add(
+            title,
+            p(
+                f"What the {names[side]} produces more, strongest first. Per mode: the prompts "
+                f"that load on it, and the samples of each model that score highest on it "
+                f"(up to {GALLERY_PER_SIDE} per model).",
+                cls="muted",
+            ),
+            [_mode_card(mm, imgs, bases, names) for mm in modes[:OPEN_MODES]],
+            details(
+                f"{len(modes) - OPEN_MODES} more {title.lower()} "
+                f"({_mode_label(side, OPEN_MODES + 1)} … {_mode_label(side, len(modes))})",
+                [_mode_card(mm, imgs, bases, names) for mm in modes[OPEN_MODES:]],
+            )
+            if len(modes) > OPEN_MODES
+            else None,
+        )
     try:
         map_block = _map_section(result, sets, map_points, names)
     except ImportError as exc:  # scikit-learn's t-SNE missing
         map_block = [note(f"map not drawn: {exc}")]
     page.add("Map of the samples", map_block, anchor="map")
-    more = [("distance ‖Λ‖²_F", fmt(result.distance, 6)), ("spectrum computed", f"{len(result.eigenvalues)} "
-            "eigenvalues")]
-    page.add("Run details", run_details(result, more),
-             details(f"full prompt ranking ({len(result.prompt_ranking)} prompts)",
-                     table(["#", "prompt", "disagreement", "share", "n test", "n ref"],
-                           [(i, r["prompt"], fmt(r["disagreement"]), f"{r['share']:.2%}", r["n_test"],
-                             r["n_reference"]) for i, r in enumerate(result.prompt_ranking, 1)],
-                           numeric=(0, 2, 3, 4, 5))))
+    more = [
+        ("distance ‖Λ‖²_F", fmt(result.distance, 6)),
+        ("spectrum computed", f"{len(result.eigenvalues)} eigenvalues"),
+    ]
+    page.add(
+        "Run details",
+        run_details(result, more),
+        details(
+            f"full prompt ranking ({len(result.prompt_ranking)} prompts)",
+            table(
+                ["#", "prompt", "disagreement", "share", "n test", "n ref"],
+                [
+                    (
+                        i,
+                        r["prompt"],
+                        fmt(r["disagreement"]),
+                        f"{r['share']:.2%}",
+                        r["n_test"],
+                        r["n_reference"],
+                    )
+                    for i, r in enumerate(result.prompt_ranking, 1)
+                ],
+                numeric=(0, 2, 3, 4, 5),
+            ),
+        ),
+    )
     return finish(page, kind="PromptSplit")
 
 
@@ -340,11 +483,15 @@ def reload_promptsplit(result: Any, result_dir: Path) -> tuple[dict, dict, list[
         path = next((c for c in candidates if c.exists() and _is_embeddings(c)), None)
         if path is None:
             if where and any(Path(c).exists() for c in candidates[:2]):
-                notes.append(f"{side} input {where}: raw generations (not embeddings); the map needs them "
-                             "embedded, so it is left out here (the command that ran the method draws it)")
+                notes.append(
+                    f"{side} input {where}: raw generations (not embeddings); the map needs them "
+                    "embedded, so it is left out here (the command that ran the method draws it)"
+                )
             else:
-                notes.append(f"{side} input {where or '(not recorded)'} not found; the map and array "
-                             "thumbnails are left out")
+                notes.append(
+                    f"{side} input {where or '(not recorded)'} not found; the map and array "
+                    "thumbnails are left out"
+                )
             continue
         try:
             inputs[side] = load_paired(path, name=side)

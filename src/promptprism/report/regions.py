@@ -27,7 +27,9 @@ def _cka(result: Any, base_dir: Any, notes: list[str]) -> np.ndarray | None:
         except (OSError, ValueError) as exc:
             notes.append(f"cka_matrix.npy could not be read ({exc})")
             return None
-    notes.append("the pixel CKA matrix is not in result.json (large images) and cka_matrix.npy is not beside it")
+    notes.append(
+        "the pixel CKA matrix is not in result.json (large images) and cka_matrix.npy is not beside it"
+    )
     return None
 
 
@@ -40,7 +42,7 @@ def _ordered(cka: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, list[int]
         k = -(-d // step)
         out = np.empty((k, k))
         for b in range(k):
-            rows = np.asarray(cka[np.sort(order[b * step:(b + 1) * step])], dtype=float)[:, order]
+            rows = np.asarray(cka[np.sort(order[b * step : (b + 1) * step])], dtype=float)[:, order]
             pad = np.full((rows.shape[0], k * step), np.nan)
             pad[:, :d] = rows
             out[b] = np.nanmean(pad.reshape(rows.shape[0], k, step), axis=(0, 2))
@@ -65,9 +67,14 @@ def _images_block(inputs: Any, names: list[str]) -> Any:
         except (TypeError, ValueError, IndexError) as exc:
             blocks.append(note(f"{name}: images could not be drawn ({exc})"))
             continue
-        blocks.append(el("div", el("h4", f"{name} · first {len(picks)} of {len(arr):,}"),
-                         el("div", [thumb(v, "", title=f"{name} #{i}") for i, v in enumerate(picks)],
-                            cls="gallery"), cls="side"))
+        blocks.append(
+            el(
+                "div",
+                el("h4", f"{name} · first {len(picks)} of {len(arr):,}"),
+                el("div", [thumb(v, "", title=f"{name} #{i}") for i, v in enumerate(picks)], cls="gallery"),
+                cls="side",
+            )
+        )
     return blocks
 
 
@@ -79,8 +86,9 @@ def _region_colors(k: int) -> dict[str, str]:
 
 
 @renderer("regions")
-def render_regions(result: Any, *, inputs: Any = None, base_dir: Any = None, notes: list[str] | None = None,
-                   **_: Any) -> str:
+def render_regions(
+    result: Any, *, inputs: Any = None, base_dir: Any = None, notes: list[str] | None = None, **_: Any
+) -> str:
     """The Regions report page (see the module docstring)."""
     notes = list(notes or [])
     h, w, c = result.image_shape
@@ -93,69 +101,128 @@ def render_regions(result: Any, *, inputs: Any = None, base_dir: Any = None, not
             mean_real = arr.mean(axis=0) if arr.ndim >= 3 and arr.shape[1:3] == (h, w) else None
         except (TypeError, ValueError):
             mean_real = None
-    page = Page(f"Regions · {len(result.names)} generated set{'s' if len(result.names) != 1 else ''} vs "
-                f"{display_name(result.config.get('real'), 'real images')}",
-                "Disentangled CMS: which pixel regions make generated images differ from real ones. "
-                "CMS 1 = same distribution; lower = further apart. The product of region CMS approximates "
-                "the whole-image CMS when regions are independent.")
-    region_map = safe_figure(figures.region_map, labels.reshape(h, w), background=mean_real,
-                             alt="region map over the pixel grid",
-                             caption=f"Regions: clusters of the pixel-by-pixel CKA of the real images "
-                                     f"(sizes {', '.join(str(s) for s in result.region_sizes)} pixels).")
-    headers = ["generated set", "CMS", "product"] + [f"region {r} ({s} px)" for r, s in
-                                                    enumerate(result.region_sizes)]
+    page = Page(
+        f"Regions · {len(result.names)} generated set{'s' if len(result.names) != 1 else ''} vs "
+        f"{display_name(result.config.get('real'), 'real images')}",
+        "Disentangled CMS: which pixel regions make generated images differ from real ones. "
+        "CMS 1 = same distribution; lower = further apart. The product of region CMS approximates "
+        "the whole-image CMS when regions are independent.",
+    )
+    region_map = safe_figure(
+        figures.region_map,
+        labels.reshape(h, w),
+        background=mean_real,
+        alt="region map over the pixel grid",
+        caption=f"Regions: clusters of the pixel-by-pixel CKA of the real images "
+        f"(sizes {', '.join(str(s) for s in result.region_sizes)} pixels).",
+    )
+    headers = ["generated set", "CMS", "product"] + [
+        f"region {r} ({s} px)" for r, s in enumerate(result.region_sizes)
+    ]
     rows = []
     for k, name in enumerate(result.names):
         row = list(result.region_cms[k])
         worst = int(np.argmin(row)) if len(row) > 1 else -1
-        rows.append([name, fmt(result.cms[k]), fmt(result.product_cms[k])]
-                    + [el("b", fmt(v)) if r == worst else fmt(v) for r, v in enumerate(row)])
-    cms_table = el("div", el("h3", "CMS per region"),
-                   table(headers, rows, numeric=range(1, len(headers))),
-                   p("Bold: each set's lowest region, the part of the image that differs most.",
-                     cls="muted small"))
-    page.add("Overview", notes_block(notes),
-             cards([(f"{result.n_regions}", f"regions (suggested: {result.suggested_n_regions})"),
-                    (f"{h}×{w}×{c}", "image shape"), (f"{result.n_real:,}", "real images"),
-                    (f"{len(result.names)}", "generated sets"), (fmt(result.gamma), "kernel γ")]),
-             el("div", el("div", el("h3", "Region map"), region_map), cms_table, cls="grid2"))
+        rows.append(
+            [name, fmt(result.cms[k]), fmt(result.product_cms[k])]
+            + [el("b", fmt(v)) if r == worst else fmt(v) for r, v in enumerate(row)]
+        )
+    cms_table = el(
+        "div",
+        el("h3", "CMS per region"),
+        table(headers, rows, numeric=range(1, len(headers))),
+        p("Bold: each set's lowest region, the part of the image that differs most.", cls="muted small"),
+    )
+    page.add(
+        "Overview",
+        notes_block(notes),
+        cards(
+            [
+                (f"{result.n_regions}", f"regions (suggested: {result.suggested_n_regions})"),
+                (f"{h}×{w}×{c}", "image shape"),
+                (f"{result.n_real:,}", "real images"),
+                (f"{len(result.names)}", "generated sets"),
+                (fmt(result.gamma), "kernel γ"),
+            ]
+        ),
+        el("div", el("div", el("h3", "Region map"), region_map), cms_table, cls="grid2"),
+    )
     series = {"CMS (whole image)": result.cms, "product of regions": result.product_cms}
     region = np.asarray(result.region_cms, dtype=float).reshape(len(result.names), -1)
     series.update({f"region {r}": region[:, r] for r in range(region.shape[1])})
-    page.add("Curves over the generated sets",
-             safe_figure(figures.curves, result.names, series, ylabel="CMS to real images",
-                         styles={"CMS (whole image)": "k-o", "product of regions": "k--"},
-                         colors=_region_colors(region.shape[1]),
-                         alt="CMS curves over the generated sets",
-                         caption="One point per generated set, in the order given on the command line "
-                                 "(checkpoints, epochs): the whole-image CMS, the product over regions, "
-                                 "and each region's CMS."),
-             anchor="curves")
+    page.add(
+        "Curves over the generated sets",
+        safe_figure(
+            figures.curves,
+            result.names,
+            series,
+            ylabel="CMS to real images",
+            styles={"CMS (whole image)": "k-o", "product of regions": "k--"},
+            colors=_region_colors(region.shape[1]),
+            alt="CMS curves over the generated sets",
+            caption="One point per generated set, in the order given on the command line "
+            "(checkpoints, epochs): the whole-image CMS, the product over regions, "
+            "and each region's CMS.",
+        ),
+        anchor="curves",
+    )
     cka = _cka(result, base_dir, notes)
     cross = np.asarray(result.cross_region_cka, dtype=float)
     off = cross[~np.eye(len(cross), dtype=bool)] if len(cross) > 1 else np.zeros(1)
-    cross_table = table(["region"] + [str(r) for r in range(len(cross))],
-                        [[str(r)] + [fmt(v, 3) for v in row] for r, row in enumerate(cross)],
-                        numeric=range(1, len(cross) + 1))
+    cross_table = table(
+        ["region"] + [str(r) for r in range(len(cross))],
+        [[str(r)] + [fmt(v, 3) for v in row] for r, row in enumerate(cross)],
+        numeric=range(1, len(cross) + 1),
+    )
     if cka is not None:
         mat, bounds = _ordered(cka, labels)
         reduced = f" ({mat.shape[0]}×{mat.shape[0]} block means)" if mat.shape[0] < len(labels) else ""
-    cka_fig = (note(notes[-1]) if cka is None else
-               safe_figure(figures.matrix_heatmap, mat, bounds,
-                           title=f"pixel CKA of the real images, {len(labels)} pixels by region{reduced}",
-                           alt="CKA matrix ordered by region",
-                           caption="Blocks on the diagonal: pixels that vary together form a region; lines "
-                                   "mark region boundaries."))
-    page.add("CKA matrix", el("div", cka_fig, el("div", el("h3", "Cross-region CKA"), cross_table,
-                                                 p(f"0 = independent regions (Theorem 1's assumption): max "
-                                                   f"{off.max():.3f}, mean {off.mean():.3f} off the diagonal.",
-                                                   cls="muted small")), cls="grid2"), anchor="cka")
+    cka_fig = (
+        note(notes[-1])
+        if cka is None
+        else safe_figure(
+            figures.matrix_heatmap,
+            mat,
+            bounds,
+            title=f"pixel CKA of the real images, {len(labels)} pixels by region{reduced}",
+            alt="CKA matrix ordered by region",
+            caption="Blocks on the diagonal: pixels that vary together form a region; lines "
+            "mark region boundaries.",
+        )
+    )
+    page.add(
+        "CKA matrix",
+        el(
+            "div",
+            cka_fig,
+            el(
+                "div",
+                el("h3", "Cross-region CKA"),
+                cross_table,
+                p(
+                    f"0 = independent regions (Theorem 1's assumption): max "
+                    f"{off.max():.3f}, mean {off.mean():.3f} off the diagonal.",
+                    cls="muted small",
+                ),
+            ),
+            cls="grid2",
+        ),
+        anchor="cka",
+    )
     imgs = _images_block(inputs, list(result.names))
     if imgs:
         page.add("Images", imgs)
-    page.add("Run details", run_details(result, [("MMD² per set", ", ".join(fmt(v) for v in result.mmd2)),
-                                                 ("images per set", ", ".join(map(str, result.n_generated)))]),
-             details("constant pixels", p(", ".join(map(str, result.constant_pixels)) or "none")))
+    page.add(
+        "Run details",
+        run_details(
+            result,
+            [
+                ("MMD² per set", ", ".join(fmt(v) for v in result.mmd2)),
+                ("images per set", ", ".join(map(str, result.n_generated))),
+            ],
+        ),
+        details("constant pixels", p(", ".join(map(str, result.constant_pixels)) or "none")),
+    )
     return finish(page, kind="Regions")
 
 
