@@ -151,12 +151,12 @@ def eigenvalue_bars(eigenvalues: Sequence[float], n_each: int = 10) -> bytes:
     neg = np.sort(vals[vals < 0])[:n_each]
     labels = [f"+{i}" for i in range(1, len(pos) + 1)] + [f"−{i}" for i in range(1, len(neg) + 1)]
     heights = np.r_[pos, neg]
-    fig = _figure(5.6, 3.0)
+    fig = _figure(6.0, 3.0)
     ax = fig.add_subplot()
     x = np.arange(len(heights))
     ax.bar(x, heights, color=[POS_COLOR] * len(pos) + [NEG_COLOR] * len(neg))
     ax.axhline(0, color="#333", lw=0.8)
-    ax.set_xticks(x, labels, fontsize=8)
+    ax.set_xticks(x, labels, fontsize=7 if len(labels) > 14 else 8)
     ax.set_ylabel("eigenvalue of Λ")
     ax.set_xlabel("mode (+: test model does more, −: reference does more)", fontsize=9)
     ax.spines[["top", "right"]].set_visible(False)

@@ -159,6 +159,24 @@ def _mode_card(mode: Any, images, bases, names: dict[str, str]) -> Any:
     )
 
 
+def _strongest_modes(result: Any, k: int = 3, floor: float = 0.2) -> dict[str, list]:
+    """Per prompt, the reported modes that add most to its disagreement d_p = sum_j lambda_j c_pj: the
+    largest terms lambda_j c_pj among the modes that list it, each at least ``floor`` of their sum (at most
+    ``k``)."""
+    parts: dict[str, list[tuple[float, Any]]] = {}
+    for mode in result.modes:
+        for pl in mode.top_prompts:
+            part = mode.eigenvalue * pl.contribution
+            if part > 0:
+                parts.setdefault(pl.prompt, []).append((part, mode))
+    out = {}
+    for prompt, items in parts.items():
+        items.sort(key=lambda t: -t[0])
+        total = sum(t[0] for t in items)
+        out[prompt] = [m for part, m in items[:k] if part >= floor * total]
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------- map
 def _subsample(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
     return np.sort(rng.choice(n, size=min(k, n), replace=False)) if k < n else np.arange(n)
@@ -361,12 +379,19 @@ def render_promptsplit(
     n_pos, n_neg = len(result.positive_modes), len(result.negative_modes)
     ranking_rows = []
     top_share = max((abs(r["share"]) for r in result.prompt_ranking[:10]), default=1.0) or 1.0
+    strongest = _strongest_modes(result)
     for i, r in enumerate(result.prompt_ranking[:10], 1):
+        tags = [
+            el("span", _mode_label(m.side, m.rank), cls="tag" if m.side == "test" else "tag neg",
+               title=f"{names[m.side]} does more")
+            for m in strongest.get(r["prompt"], [])
+        ]
         ranking_rows.append(
             (
                 i,
                 r["prompt"],
-                el("span", bar(abs(r["share"]) / top_share), f"{r['share']:.1%}"),
+                el("span", bar(abs(r["share"]) / top_share, width=60), f"{r['share']:.1%}"),
+                el("span", [[t, " "] for t in tags]) if tags else "–",
                 r["n_test"],
                 r["n_reference"],
             )
@@ -375,11 +400,17 @@ def render_promptsplit(
         "div",
         el("h3", "Prompts where the models disagree most"),
         table(
-            ["#", "prompt", "share of the disagreement", "n test", "n ref"], ranking_rows, numeric=(0, 3, 4)
+            ["#", "prompt", "share of the disagreement", "main modes", "n test", "n ref"],
+            ranking_rows,
+            numeric=(0, 4, 5),
         )
         if ranking_rows
         else p("no prompt ranking in the result", cls="muted"),
-        p("Share: the prompt's part of Σλ², the disagreement the reported modes capture.", cls="muted small"),
+        p(
+            "Share: the prompt's part of Σλ², the disagreement the reported modes capture. Main modes: those "
+            "that add most to it (+: the test model does more, −: the reference does more).",
+            cls="muted small",
+        ),
     )
     eig = safe_figure(
         figures.eigenvalue_bars,
