@@ -25,6 +25,11 @@ def partition_rows(s: Any, a: int, b: int) -> tuple[Any, Any, int, int]:
     return np.asarray(s.prompt_embeddings[a:b]), np.asarray(s.output_embeddings[a:b]), 0, b - a
 
 
+def partition_size(partition_rows: int, chunk_size: int) -> int:
+    """Rows per cluster task: a whole number of chunks, so the sums match the single-process run."""
+    return max(1, -(-partition_rows // chunk_size)) * chunk_size
+
+
 def merge_copy(a: Any, b: Any) -> Any:
     """a.merge(b) on a copy of a: a task re-run by the scheduler never sees a half-merged input."""
     return copy.deepcopy(a).merge(b)
