@@ -80,6 +80,23 @@ def test_cluster_equals_single_process(client, digits, block_size):
     arrays = est.fit(digits["train"], client=client).compare([digits["gen_a"], digits["gen_b"]],
                                                              client=client)
     _same(local, arrays)
+    # and the same file-backed tasks without a cluster (one code path: the tasks run here, in order)
+    _same(local, est.fit(root / "train.npy").compare([root / "gen_a.npy", root / "gen_b"]))
+
+
+def test_bad_image_read_on_a_worker_names_the_file(client, digits, tmp_path):
+    from PIL import Image
+
+    from promptprism.errors import InputError
+
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    for i, img in enumerate(digits["gen_a"][:150]):
+        Image.fromarray(np.round(img * 255).astype(np.uint8)).save(folder / f"img_{i:03d}.png")
+    Image.fromarray(np.zeros((4, 4), np.uint8)).save(folder / "img_zzz.png")  # read by a later partition
+    est = _estimator().fit(digits["train"], client=client)
+    with pytest.raises(InputError, match="img_zzz.png.*differs"):
+        est.compare(folder, client=client)
 
 
 def test_worker_killed_mid_run_gives_same_result(digits):

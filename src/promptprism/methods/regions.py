@@ -772,16 +772,18 @@ def _region_cms_sources(ref: Any, sets: list, regions: Any, gamma: float, *, blo
     tasks = []
     if block_size is None:
         func = region_sums_partition
-        for key, src in [("xx", ref)] + [(f"{k}:yy", s) for k, s in enumerate(sets)]:
-            chunks = _chunk_rows(_source_shape(src)[0], size)
+        # each chunk is sliced once: the pair tasks share the slices (or the file set and its indices)
+        parts = [[_task_rows(src, rows) for rows in _chunk_rows(_source_shape(src)[0], size)]
+                 for src in [ref, *sets]]
+        for key, chunks in [("xx", parts[0])] + [(f"{k}:yy", p) for k, p in enumerate(parts[1:])]:
             for ia, a in enumerate(chunks):
                 for ib in range(ia, len(chunks)):
-                    other = (None, None) if ib == ia else _task_rows(src, chunks[ib])
-                    tasks.append((key, *_task_rows(src, a), *other, labels, gamma, 1.0 if ib == ia else 2.0))
-        for k, s in enumerate(sets):
-            for a in _chunk_rows(n, size):
-                for b in _chunk_rows(_source_shape(s)[0], size):
-                    tasks.append((f"{k}:xy", *_task_rows(ref, a), *_task_rows(s, b), labels, gamma, 1.0))
+                    other = (None, None) if ib == ia else chunks[ib]
+                    tasks.append((key, *a, *other, labels, gamma, 1.0 if ib == ia else 2.0))
+        for k, chunks in enumerate(parts[1:]):
+            for a in parts[0]:
+                for b in chunks:
+                    tasks.append((f"{k}:xy", *a, *b, labels, gamma, 1.0))
     else:
         func = region_block_partition
         for k, s in enumerate(sets):
