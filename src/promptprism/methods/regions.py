@@ -51,6 +51,15 @@ values that underflow one by one still count, and the CMS reads 0 only when it i
 float.
 Theorem 1: when regions are independent, CMS(image) = prod_I CMS(I); both sides are reported, with the
 cross-region CKA that measures how far the independence assumption holds.
+
+*One code path, one process or a cluster* (docs/scaling.md). Every sum over images is a partition task that
+returns a mergeable accumulator: :func:`pixel_cka_partition` (a group of CKA blocks ->
+:class:`PixelCKAAccumulator`), :func:`pixel_range_partition` (constant pixels), :func:`region_sums_partition`
+(log-sums of the kernels over a pair of image chunks: the exact CMS and MMD^2), :func:`region_block_partition`
+(one block of the block estimators) and :func:`cross_cka_partition`. ``fit``/``compare`` map them with a
+``LocalRunner`` (in order, here) or, given a dask ``client``, a ``DaskRunner`` (one task per partition, tree
+reduction). Image sets given as paths travel to the tasks as an :class:`~promptprism.data.images.ImageRows`
+plus image indices, so each worker reads its own images; in-memory arrays are sliced per task.
 """
 
 from __future__ import annotations
