@@ -31,11 +31,12 @@ The pixel-by-pixel CKA matrix M (d x d) is computed without the paper's O(d^2 n^
 b images and per pixel a, the centred Gram matrix HK_aH is formed, normalised to unit Frobenius norm and
 stored as one row of a matrix F (its upper triangle, off-diagonal entries scaled by sqrt 2, so that row dot
 products are Frobenius inner products). Then M = mean over blocks of F F^T: one symmetric rank-k update
-(BLAS syrk) per group of blocks, with pixel rows formed in chunks so that F and the temporaries stay within
-``max_bytes`` (2 GiB by default; F gets 60% of it). Cost O(d^2 b^2 n_blocks) flops and O(d^2 + max_bytes)
-memory; for 64x64 images, n = 1,000 and b = 100 this is d = 4,096 rows of 5,050 entries per block (all ten
-blocks in one 1.7 GB product). ``cka_block_size=None`` uses all images as one block (exact eq. 13 over the
-whole set; F then has n (n + 1) / 2 columns, so pairs of pixel chunks are multiplied and rows recomputed).
+(BLAS syrk) per block (one task per block, see below), with pixel rows formed in chunks so that F and the
+temporaries stay within ``max_bytes`` (2 GiB by default; F gets 60% of it). Cost O(d^2 b^2 n_blocks) flops
+and O(d^2 + max_bytes) memory; for 64x64 images, n = 1,000 and b = 100 this is d = 4,096 rows of 5,050
+entries per block (a 165 MB F per block). ``cka_block_size=None`` uses all images as one block (exact
+eq. 13 over the whole set; F then has n (n + 1) / 2 columns, so pairs of pixel chunks are multiplied and rows
+recomputed).
 
 Regions come from average-linkage hierarchical clustering of 1 - M (scipy). The dendrogram is cut into C
 regions from the top, splitting the highest merge whose two branches both hold at least ``min_region_size``
@@ -314,8 +315,7 @@ def _unit_centred_rows(vals: np.ndarray, gamma: float, tri: tuple[np.ndarray, np
 
 def pixel_cka_matrix(images: Any, *, gamma: Any = "median", block_size: int | None = CKA_BLOCK_SIZE,
                      max_images: int | None = CKA_MAX_IMAGES, seed: int = 0, max_bytes: int = MAX_BYTES,
-                     progress: bool | None = False, dtype: str = "float64", partition_rows: int | None = None,
-                     client: Any = None) -> np.ndarray:
+                     progress: bool | None = False, dtype: str = "float64", client: Any = None) -> np.ndarray:
     """The d x d pixel-by-pixel CKA matrix of Algorithm 1, with matrix products instead of a double loop.
 
     ``images``: (n, H, W) or (n, H, W, C) (or already (n, d, c) pixels via :func:`as_pixels`). At most
@@ -324,18 +324,17 @@ def pixel_cka_matrix(images: Any, *, gamma: Any = "median", block_size: int | No
     module docstring for the gamma convention. A pixel constant within a block has CKA 0 with every other
     pixel and 1 with itself in that block. Returns a symmetric float64 array with unit diagonal.
     ``dtype="float32"`` runs the big product in single precision (about twice as fast; entries then agree
-    with the float64 result to ~1e-6, plenty for clustering). Groups of blocks are tasks returning a
-    :class:`PixelCKAAccumulator` (at most ``partition_rows`` images each); ``client`` (a dask Client) runs
-    them on a cluster, otherwise they run here, one after the other.
+    with the float64 result to ~1e-6, plenty for clustering). Each block is a task returning a
+    :class:`PixelCKAAccumulator`; ``client`` (a dask Client) runs them on a cluster, otherwise they run
+    here, one after the other.
     """
     return _pixel_cka_px(as_pixels(images), gamma=gamma, block_size=block_size, max_images=max_images,
-                         seed=seed, max_bytes=max_bytes, progress=progress, dtype=dtype,
-                         partition_rows=partition_rows, client=client)
+                         seed=seed, max_bytes=max_bytes, progress=progress, dtype=dtype, client=client)
 
 
 def _pixel_cka_px(px: np.ndarray, *, gamma: Any, block_size: int | None, max_images: int | None, seed: int,
                   max_bytes: int, progress: bool | None, dtype: str = "float64",
-                  partition_rows: int | None = None, client: Any = None) -> np.ndarray:
+                  client: Any = None) -> np.ndarray:
     seed = check_seed(seed)
     if dtype not in ("float64", "float32"):
         raise OptionError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
@@ -357,29 +356,23 @@ def _pixel_cka_px(px: np.ndarray, *, gamma: Any, block_size: int | None, max_ima
                              "block size or pass more images")
         order = rng.permutation(n)
     return _pixel_cka_rows(px, order, g, block_size=block_size, max_bytes=max_bytes, progress=progress,
-                           dtype=dtype, partition_rows=partition_rows, client=client)
+                           dtype=dtype, client=client)
 
 
 def _pixel_cka_rows(source: Any, order: np.ndarray, gamma: float, *, block_size: int | None, max_bytes: int,
-                    progress: bool | None, dtype: str, partition_rows: int | None, client: Any) -> np.ndarray:
-    """The CKA matrix over blocks of ``source`` rows ``order[k b:(k+1) b]``: one task per group of blocks."""
+                    progress: bool | None, dtype: str, client: Any) -> np.ndarray:
+    """The CKA matrix over blocks of ``source`` rows ``order[k b:(k+1) b]``: one task per block.
+
+    (A task could stack several blocks into one syrk, but one task per block spreads the work over the
+    workers of a cluster, and in one process a syrk of b (b + 1) / 2 columns is already efficient.)
+    """
     n = len(order)
     b = n if block_size is None else int(block_size)
     if b < 2:
         raise InputError("pixel CKA needs at least 2 images per block")
-    d = _source_shape(source)[1]
-    item = 4 if dtype == "float32" else 8
-    n_blocks = n // b
-    width = b * (b + 1) // 2
     max_bytes = int(check_positive_number(max_bytes, "max_bytes", integer=True))
-    if d * width * item <= 0.6 * max_bytes:  # several blocks side by side per syrk, within the budget
-        per_group = max(1, int(0.6 * max_bytes // (d * width * item)))
-        if partition_rows is not None:
-            per_group = max(1, min(per_group, int(partition_rows) // b))
-    else:  # one block per task, multiplied as pairs of pixel chunks
-        per_group = 1
-    tasks = [(*_task_rows(source, order[s * b:min(s + per_group, n_blocks) * b]), b, gamma, max_bytes, dtype)
-             for s in range(0, n_blocks, per_group)]
+    tasks = [(*_task_rows(source, order[s * b:(s + 1) * b]), b, gamma, max_bytes, dtype)
+             for s in range(n // b)]
     acc = _runner(client).map_reduce(pixel_cka_partition, tasks, description="pixel CKA",
                                      progress=progress_enabled(progress))
     return acc.compute()
@@ -968,8 +961,8 @@ class RegionCMS:
     ``cka_block_size``: mini-batch size of the pixel CKA (None: one block; ``"auto"``: 100 as in the paper,
     or one block of all images when there are fewer). ``cka_max_images``: real images (seeded subsample)
     for the CKA and the median rule. ``partition_rows``: images per task of the sums over images (the
-    pixel CKA takes whole blocks, the exact CMS pairs of chunks of this many rows); the tasks run in this
-    process, or on a dask cluster when ``fit``/``compare`` get a ``client``.
+    pixel CKA has one task per block, the exact CMS one per pair of chunks of this many images); tasks run
+    in this process, or on a dask cluster when ``fit``/``compare`` get a ``client``.
     """
 
     n_regions: int | str = "auto"
@@ -1051,8 +1044,7 @@ class RegionCMS:
         t1 = time.perf_counter()
         order = np.arange(n_sub) if cka_b is None else np.random.default_rng(self.seed).permutation(n_sub)
         m = _pixel_cka_rows(src, sub_rows[order], self.gamma_, block_size=cka_b, max_bytes=self.max_bytes,
-                            progress=self.progress, dtype=self.precision, partition_rows=self.partition_rows,
-                            client=client)
+                            progress=self.progress, dtype=self.precision, client=client)
         t2 = time.perf_counter()
         lo, hi = _runner(client).map_reduce(pixel_range_partition, [
             _task_rows(src, rows) for rows in _chunk_rows(n, self.partition_rows)],
