@@ -73,9 +73,20 @@ def test_cluster_equals_single_process(client, digits, block_size):
     assert len(set(local.regions)) == 3 and local.cms[1] < local.cms[0]
     root = digits["root"]
     # the workers read the .npy rows and the PNG files of their partitions themselves
-    files = est.fit(root / "train.npy", client=client).compare(
-        [root / "gen_a.npy", ImageRows.open(root / "gen_b")], client=client)
+    with distributed.get_task_stream(client) as stream:
+        files = est.fit(root / "train.npy", client=client).compare(
+            [root / "gen_a.npy", ImageRows.open(root / "gen_b")], client=client)
     _same(local, files)
+    ran = [t["key"][0] if isinstance(t["key"], tuple) else t["key"] for t in stream.data]
+    per_func = {f: sum(str(k).startswith(f) for k in ran) for f in (
+        "pixel_cka_partition", "pixel_range_partition", "cross_cka_partition", "merge_copy",
+        "region_block_partition" if block_size else "region_sums_partition")}
+    # 600 real images: 12 CKA blocks of 50, 6 partitions of 100; the CMS: 21 + 2 * 3 + 2 * 12 chunk pairs
+    # (exact) or 2 * 4 blocks of 50; partial results are merged on the workers
+    assert per_func["pixel_cka_partition"] == 12 and per_func["pixel_range_partition"] == 6
+    assert per_func["region_sums_partition" if block_size is None else "region_block_partition"] == \
+        (21 + 2 * 3 + 2 * 12 if block_size is None else 8)
+    assert per_func["merge_copy"] > 20
     # in-memory arrays: sliced per task and shipped
     arrays = est.fit(digits["train"], client=client).compare([digits["gen_a"], digits["gen_b"]],
                                                              client=client)
