@@ -16,9 +16,10 @@ def partition_rows(s: Any, a: int, b: int) -> tuple[Any, Any, int, int]:
     Row-streamed ``.npy`` inputs travel as their file reference (the worker reads its rows itself); arrays
     held in memory are sliced here and shipped.
     """
-    from ..data.npy import NpyRows
+    from ..data.npy import NpyRows, ShardedRows
 
-    if isinstance(s.prompt_embeddings, NpyRows) and isinstance(s.output_embeddings, NpyRows):
+    streamed = (NpyRows, ShardedRows)
+    if isinstance(s.prompt_embeddings, streamed) and isinstance(s.output_embeddings, streamed):
         return s.prompt_embeddings, s.output_embeddings, a, b
     import numpy as np
 
