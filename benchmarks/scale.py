@@ -8,6 +8,12 @@ For each size the inputs are written as .npy folders (the workers read their own
 process, (c) on a LocalCluster of 2 worker processes (one thread each). It prints samples/s (2n samples,
 both passes) and the cluster overhead relative to the single-process run, and checks the eigenvalues agree.
 Cluster start-up is not counted (a LocalCluster is started before timing); shipping results is.
+
+Regions (``--regions-n``, 0 skips): scikit-learn digits upscaled to 28x28, written as .npy files that the
+workers read; ``RegionCMS(n_regions=4)`` is fitted on n real images (pixel CKA on 1,000 of them in blocks
+of 100) and compares two generated sets of n/2 images each with the exact CMS (pairs of 512-image chunks).
+samples/s counts the 2n images (real and generated) per fit + compare; the results are checked to agree.
+A small untimed run first lets the workers import their modules.
 """
 
 from __future__ import annotations
@@ -32,7 +38,17 @@ def main() -> int:
     ap.add_argument("--features", type=int, default=2000)
     ap.add_argument("--workers", type=int, nargs="*", default=[1, 2])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--regions-n", type=int, default=2000, help="real images of the regions rows (0: skip)")
+    ap.add_argument("--skip-promptsplit", action="store_true")
     args = ap.parse_args()
+    if not args.skip_promptsplit:
+        promptsplit_rows(args)
+    if args.regions_n:
+        regions_rows(args)
+    return 0
+
+
+def promptsplit_rows(args: argparse.Namespace) -> None:
     from distributed import Client, LocalCluster
 
     print(f"# PromptSplit rff r={args.features}, n = m, 384+384-d, seed {args.seed}; samples/s counts 2n "
@@ -60,7 +76,48 @@ def main() -> int:
                 flag = "" if same else " (RESULT DIFFERS)"
                 print(f"| {n:,} | LocalCluster, {w} worker{'s' if w > 1 else ''} | {secs:.1f} | "
                       f"{2 * n / secs:,.0f} | {secs / single - 1:+.0%}{flag} |", flush=True)
-    return 0
+
+
+def regions_rows(args: argparse.Namespace) -> None:
+    from distributed import Client, LocalCluster
+    from regions import digits
+
+    from promptprism import RegionCMS
+
+    n = args.regions_n
+    print(f"\n# RegionCMS, 28x28 digits, {n} real + 2 x {n // 2} generated images, C = 4, exact CMS, "
+          f"seed {args.seed}; samples/s counts the {2 * n} images of one fit + compare")
+    print("| n real | route | seconds | samples/s | overhead vs one process |")
+    print("|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        x = digits(2 * n, 28, args.seed)
+        np.save(root / "real.npy", x[:n])
+        np.save(root / "gen_a.npy", x[n:n + n // 2])
+        gen_b = x[n + n // 2:].copy()
+        noise = np.random.default_rng(args.seed).normal(0, 0.2, gen_b[:, :10].shape)
+        gen_b[:, :10] = np.clip(gen_b[:, :10] + noise, 0, 1)  # the top 10 rows of the second set
+        np.save(root / "gen_b.npy", gen_b)
+        est = RegionCMS(n_regions=4, seed=args.seed)
+        paths = [root / "gen_a.npy", root / "gen_b.npy"]
+        t0 = time.perf_counter()
+        base = est.fit(root / "real.npy").compare(paths)
+        single = time.perf_counter() - t0
+        print(f"| {n:,} | one process | {single:.1f} | {2 * n / single:,.0f} | - |", flush=True)
+        for w in args.workers:
+            with LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
+                              dashboard_address=":0") as cluster, Client(cluster) as client:
+                # not timed: the workers import promptprism, scipy and friends on a small run first
+                RegionCMS(n_regions=2, cka_max_images=200, seed=args.seed).fit(
+                    x[:200], client=client).compare(x[200:300], client=client)
+                t0 = time.perf_counter()
+                res = est.fit(root / "real.npy", client=client).compare(paths, client=client)
+                secs = time.perf_counter() - t0
+            same = (res.regions == base.regions and np.allclose(res.cms, base.cms, rtol=1e-9, atol=0)
+                    and np.allclose(res.region_cms, base.region_cms, rtol=1e-9, atol=0))
+            flag = "" if same else " (RESULT DIFFERS)"
+            print(f"| {n:,} | LocalCluster, {w} worker{'s' if w > 1 else ''} | {secs:.1f} | "
+                  f"{2 * n / secs:,.0f} | {secs / single - 1:+.0%}{flag} |", flush=True)
 
 
 if __name__ == "__main__":

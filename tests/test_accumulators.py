@@ -192,3 +192,38 @@ def test_merges_of_any_partition_equal_single_pass(n, k, cuts, order_seed):
     np.testing.assert_array_equal(top.compute()[1], exp_scores)
     np.testing.assert_allclose(grp.compute()[0], [feats[labels == g].sum(axis=0) for g in range(4)],
                                atol=1e-12)
+
+
+def test_sums_accumulator_merges_sums_and_log_sums_in_any_order():
+    from promptprism.stats import SumsAccumulator
+
+    rng = np.random.default_rng(4)
+    # terms that underflow one by one (exp(-800) == 0 in float64) still add up in log space
+    logs = -800.0 + rng.normal(size=(6, 3))
+    vals = rng.normal(size=(6, 2))
+    parts = [SumsAccumulator().update(sums={"v": vals[i], f"only_{i % 2}": 1.0}, log_sums={"l": logs[i]})
+             for i in range(6)]
+    for order in ([0, 1, 2, 3, 4, 5], [5, 3, 1, 0, 2, 4]):
+        acc = copy.deepcopy(parts[order[0]])
+        for i in order[1:]:
+            acc.merge(parts[i])
+        sums, log_sums = acc.compute()
+        np.testing.assert_allclose(sums["v"], vals.sum(0), rtol=1e-12)
+        assert sums["only_0"] == 3.0 and sums["only_1"] == 3.0
+        mx = logs.max(0)
+        np.testing.assert_allclose(log_sums["l"], mx + np.log(np.exp(logs - mx).sum(0)), rtol=1e-13)
+    assert np.all(np.isfinite(log_sums["l"]))
+
+
+def test_minmax_accumulator_equals_brute_force():
+    from promptprism.stats import MinMaxAccumulator
+
+    x = np.random.default_rng(5).normal(size=(50, 4, 3))
+    parts = [MinMaxAccumulator().update(x[a:b]) for a, b in _splits(50, [7, 20, 21])]
+    acc = MinMaxAccumulator()
+    for p in reversed(parts):
+        acc.merge(p)
+    lo, hi = acc.compute()
+    assert np.array_equal(lo, x.min(0)) and np.array_equal(hi, x.max(0)) and acc.count == 50
+    with pytest.raises(InputError):
+        MinMaxAccumulator().compute()

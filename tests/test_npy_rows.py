@@ -52,3 +52,30 @@ def test_truncated_and_nonfinite_files_are_reported(folder):
     np.save(path / "prompt_embeddings.npy", t)
     with pytest.raises(InputError, match="truncated"):
         load_paired(path)
+
+
+def test_sharded_folder_reads_as_one_array(tmp_path):
+    """prompt_embeddings-00000.npy, -00001.npy, ... are read in natural name order, as one array."""
+    from promptprism.data.npy import ShardedRows
+
+    rng = np.random.default_rng(1)
+    t = rng.standard_normal((100, 6))
+    z = rng.standard_normal((100, 4))
+    bounds = [0, 7, 40, 41, 100]  # uneven shards, one of a single row
+    for k in range(4):  # names sort wrongly as plain strings (shard 10 before 2) to test natural order
+        idx = [0, 2, 10, 11][k]
+        np.save(tmp_path / f"prompt_embeddings-{idx}.npy", t[bounds[k] : bounds[k + 1]])
+        np.save(tmp_path / f"output_embeddings-{idx}.npy", z[bounds[k] : bounds[k + 1]])
+        names = np.array([f"p{i % 5}" for i in range(bounds[k], bounds[k + 1])])
+        np.save(tmp_path / f"prompts-{idx}.npy", names)
+    s = load_paired(tmp_path)
+    assert isinstance(s.prompt_embeddings, ShardedRows) and len(s) == 100
+    for key in (slice(0, 100), slice(5, 45), slice(40, 41), [99, 0, 40, 7], -1):
+        np.testing.assert_array_equal(s.prompt_embeddings[key], t[key])
+    assert s.prompts[:6] == ["p0", "p1", "p2", "p3", "p4", "p0"]
+    a = PromptSplit(method="rff", n_features=100, chunk_size=9, n_modes=2).fit(s, s)
+    b = PromptSplit(method="rff", n_features=100, chunk_size=9, n_modes=2).fit((t, z), (t, z))
+    np.testing.assert_allclose(a.eigenvalues, b.eigenvalues, atol=1e-12)
+    np.save(tmp_path / "output_embeddings-12.npy", rng.standard_normal((3, 5)))  # wrong width
+    with pytest.raises(InputError, match="does not match the first shard"):
+        load_paired(tmp_path)

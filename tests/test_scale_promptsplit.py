@@ -55,6 +55,20 @@ def test_cluster_equals_single_process(client, sets, method):
     _same(local, in_memory_on_cluster)
 
 
+def test_sharded_npy_on_cluster(client, sets, tmp_path):
+    """A set stored as .npy shards is read shard by shard by the workers; same result as in memory."""
+    test, ref, _, _ = sets
+    for name, s in (("test", test), ("reference", ref)):
+        (tmp_path / name).mkdir()
+        for k, (a, b) in enumerate([(0, 500), (500, 1000), (1000, len(s))]):
+            np.save(tmp_path / name / f"prompt_embeddings-{k:05d}.npy", s.prompt_embeddings[a:b])
+            np.save(tmp_path / name / f"output_embeddings-{k:05d}.npy", s.output_embeddings[a:b])
+            np.save(tmp_path / name / f"prompts-{k:05d}.npy", np.array(s.prompts[a:b]))
+    est = PromptSplit(method="rff", n_features=300, n_modes=3, chunk_size=128, partition_rows=384, seed=2)
+    _same(est.fit(test, ref), est.fit(load_paired(tmp_path / "test"), load_paired(tmp_path / "reference"),
+                                      client=client))
+
+
 def test_worker_killed_mid_run_gives_same_result(sets):
     """A worker process is SIGKILLed while tasks run: the scheduler re-runs its tasks (the nanny restarts
     the process) and nothing is counted twice."""

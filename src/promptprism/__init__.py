@@ -15,7 +15,7 @@ Estimators over paired (prompt, output) embeddings:
 
 from ._version import __version__
 from .data import PairedSet, load_paired
-from .data.images import load_images
+from .data.images import ImageRows, load_images
 from .errors import InputError, OptionError, PromptPrismError
 from .methods.compcon import (
     CallableGenerator,
@@ -68,6 +68,7 @@ __all__ = [
     "ImageBank",
     "MalformedAnswerError",
     "TransformersClip",
+    "ImageRows",
     "InputError",
     "OptionError",
     "PairedSet",

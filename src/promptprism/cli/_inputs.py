@@ -13,6 +13,7 @@ import typer
 
 from ..data.inputs import load_input
 from ..data.paired import PairedSet
+from ..errors import OptionError
 from ._app import err_console
 
 INPUT_HELP = ("a manifest (.jsonl/.csv/.parquet: prompt or prompt_image, output or image), a folder of "
@@ -38,6 +39,14 @@ SCHEDULER = typer.Option(None, "--scheduler", help="Run on this dask scheduler (
                                                    "workers must read the inputs and the cache folder.")
 WORKERS = typer.Option(None, "--workers", help="Start a local dask cluster of this many worker processes "
                                                "for the run.")
+
+
+def int_option(value: str, name: str) -> int:
+    """An integer option read as text, so that a bad value gets our one-line error (exit 2)."""
+    try:
+        return int(value)
+    except ValueError:
+        raise OptionError(f"{name} must be an integer, got {value!r}") from None
 
 
 def load_cli_input(path: Path, *, name: str, prompts: Path | None, text_model: str, image_model: str,

@@ -8,19 +8,12 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ..errors import OptionError
 from ..methods.scendi import PromptRankWarning, Scendi, ScendiComparison, ScendiResult
 from ..scale import open_client
 from . import _inputs as inp
 from ._app import app, console, err_console
+from ._inputs import int_option
 from .report import NO_REPORT, emit_report
-
-
-def _int_option(value: str, name: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise OptionError(f"{name} must be an integer, got {value!r}") from None
 
 
 def _unique_names(paths: list[Path]) -> list[str]:
@@ -93,10 +86,10 @@ def diversity(
     """
     estimator = Scendi(
         kernel=kernel, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
-        n_features=_int_option(features, "--features"), shared_frequencies=shared_frequencies,
-        n_clusters=_int_option(clusters, "--clusters"), top_k=_int_option(top_k, "--top-k"),
-        seed=_int_option(seed, "--seed"), chunk_size=_int_option(chunk_size, "--chunk-size"),
-        partition_rows=_int_option(partition_rows, "--partition-rows"), progress=False if quiet else None)
+        n_features=int_option(features, "--features"), shared_frequencies=shared_frequencies,
+        n_clusters=int_option(clusters, "--clusters"), top_k=int_option(top_k, "--top-k"),
+        seed=int_option(seed, "--seed"), chunk_size=int_option(chunk_size, "--chunk-size"),
+        partition_rows=int_option(partition_rows, "--partition-rows"), progress=False if quiet else None)
     names = _unique_names(inputs)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)

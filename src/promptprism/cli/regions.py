@@ -8,9 +8,11 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ..data.images import load_images
+from ..data.images import ImageRows, load_images
 from ..errors import InputError, OptionError
 from ..methods.regions import RegionCMS, RegionsResult
+from ..scale import open_client
+from . import _inputs as inp
 from ._app import app, console
 from .report import NO_REPORT, emit_report
 
@@ -101,6 +103,10 @@ def regions(
                                                   "product on large images (entries change by ~1e-6)."),
     plot: bool = typer.Option(False, "--plot", help="Also write curves.png (CMS, product and each region per "
                                                     "set) and regions.png (needs matplotlib)."),
+    scheduler: str = inp.SCHEDULER,
+    workers: int = inp.WORKERS,
+    partition_rows: str = typer.Option("512", help="Images per task of the sums over images (the exact CMS "
+                                                   "takes pairs of chunks of this many images)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
     no_report: bool = NO_REPORT,
 ) -> None:
@@ -125,20 +131,24 @@ def regions(
         max_regions=_int_or_none(max_regions, "--max-regions", allow=()),
         min_region_size=None if mrs == "auto" else mrs,
         seed=_int_or_none(seed, "--seed", allow=()), progress=False if quiet else None,
-        precision=precision)
+        precision=precision, partition_rows=_int_or_none(partition_rows, "--partition-rows", allow=()))
     estimator._validate()
-    real_images = load_images(real, "real")
-    gen_sets = [load_images(p, "generated") for p in gen_paths]
-    ref = load_images(reference, "reference") if reference is not None else None
-    h, w, ch = real_images.shape[1:]
-    for p, g in zip(gen_paths, gen_sets, strict=True):
-        if g.shape[1:3] != (h, w):
-            raise InputError(f"generated ({p}): images are {g.shape[2]}x{g.shape[1]} (W x H) but the real "
-                             f"images are {w}x{h}; all images must have the same size")
-        if g.shape[3] != ch:
-            raise InputError(f"generated ({p}): images have {g.shape[3]} channel(s) but the real images have "
-                             f"{ch}; convert both to the same colour mode")
-    result = estimator.fit(real_images).compare(gen_sets, _unique_names(gen_paths), reference=ref)
+    with open_client(scheduler, workers) as client:
+        # on a cluster the workers read their own images (the paths must be readable there); here, one load
+        load = (lambda p, name: ImageRows.open(p, name)) if client is not None else load_images
+        real_images = load(real, "real")
+        gen_sets = [load(p, "generated") for p in gen_paths]
+        ref = load(reference, "reference") if reference is not None else None
+        h, w, ch = real_images.shape[1:]
+        for p, g in zip(gen_paths, gen_sets, strict=True):
+            if g.shape[1:3] != (h, w):
+                raise InputError(f"generated ({p}): images are {g.shape[2]}x{g.shape[1]} (W x H) but the "
+                                 f"real images are {w}x{h}; all images must have the same size")
+            if g.shape[3] != ch:
+                raise InputError(f"generated ({p}): images have {g.shape[3]} channel(s) but the real images "
+                                 f"have {ch}; convert both to the same colour mode")
+        result = estimator.fit(real_images, client=client).compare(
+            gen_sets, _unique_names(gen_paths), reference=ref, client=client)
     result = _with_inputs(result, real, gen_paths, reference)
     if plot:
         write_plots(result, out)

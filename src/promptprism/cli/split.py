@@ -13,14 +13,8 @@ from ..methods.promptsplit import EXACT_MAX_SAMPLES, PromptSplit, PromptSplitRes
 from ..scale import open_client
 from . import _inputs as inp
 from ._app import app, console
+from ._inputs import int_option
 from .report import NO_REPORT, emit_report
-
-
-def _int_option(value: str, name: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise OptionError(f"{name} must be an integer, got {value!r}") from None
 
 
 def check_out_dir(out: Path) -> None:
@@ -104,10 +98,10 @@ def split(
     """
     estimator = PromptSplit(
         kernel=kernel, method=method, eta=eta, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
-        n_features=_int_option(features, "--features"), n_modes=_int_option(modes, "--modes"),
-        seed=_int_option(seed, "--seed"), chunk_size=_int_option(chunk_size, "--chunk-size"),
-        top_k=_int_option(top_k, "--top-k"), rank_prompts_by=rank_prompts_by,
-        partition_rows=_int_option(partition_rows, "--partition-rows"), progress=False if quiet else None)
+        n_features=int_option(features, "--features"), n_modes=int_option(modes, "--modes"),
+        seed=int_option(seed, "--seed"), chunk_size=int_option(chunk_size, "--chunk-size"),
+        top_k=int_option(top_k, "--top-k"), rank_prompts_by=rank_prompts_by,
+        partition_rows=int_option(partition_rows, "--partition-rows"), progress=False if quiet else None)
     check_out_dir(out)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)

@@ -171,7 +171,7 @@ def read_input(path: str | os.PathLike, *, prompts: str | os.PathLike | None = N
         raise InputError(f"{path}: no such file or folder")
     suffix = path.suffix.lower()
     if path.is_dir():
-        if any((path / f"{k}.npy").exists() for k in REQUIRED):
+        if any((path / f"{k}.npy").exists() or any(path.glob(f"{k}-*.npy")) for k in REQUIRED):
             return LoadedInput(paired=load_paired(path, name=name), kind="embeddings")
         if prompts is None and find_prompts_file(path) is None and not any(
                 p.suffix.lower() in IMAGE_SUFFIXES for p in path.rglob("*")):

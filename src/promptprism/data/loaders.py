@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InputError
-from .npy import NpyRows
+from .npy import NpyRows, ShardedRows
 from .paired import PairedSet
 
 REQUIRED = ("prompt_embeddings", "output_embeddings")
@@ -29,6 +30,14 @@ def _read_npy_dir(path: Path) -> dict[str, np.ndarray]:
     for key in REQUIRED + OPTIONAL:
         f = path / f"{key}.npy"
         if not f.exists():
+            shards = sorted(path.glob(f"{key}-*.npy"), key=lambda p: _natural(p.name))
+            if shards and key in REQUIRED:
+                arrays[key] = ShardedRows(shards)  # prompt_embeddings-00000.npy, -00001.npy, ... in order
+            elif shards:
+                try:
+                    arrays[key] = np.concatenate([np.load(sh, allow_pickle=False) for sh in shards])
+                except (OSError, ValueError, EOFError) as exc:
+                    raise InputError(f"{path}: {key} shards cannot be read ({exc})") from None
             continue
         if key in REQUIRED:
             arrays[key] = NpyRows(f)  # streamed in row blocks, never loaded whole
@@ -40,13 +49,19 @@ def _read_npy_dir(path: Path) -> dict[str, np.ndarray]:
     return arrays
 
 
+def _natural(name: str) -> list:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
 def load_paired(path: str | os.PathLike, name: str | None = None) -> PairedSet:
     """Read a paired set from ``path``.
 
     * ``.npz`` with arrays ``prompt_embeddings`` (n x d_t), ``output_embeddings`` (n x d_z) and optional
       string arrays ``prompts``, ``outputs``;
     * a folder holding ``prompt_embeddings.npy`` and ``output_embeddings.npy`` (streamed from disk in row
-      blocks, so sets larger than memory work) and optional ``prompts.npy`` / ``outputs.npy``.
+      blocks, so sets larger than memory work) and optional ``prompts.npy`` / ``outputs.npy``; or the same
+      arrays sharded as ``prompt_embeddings-00000.npy``, ``prompt_embeddings-00001.npy``, ... (read in
+      natural order of their names, as one array).
     """
     path = Path(path)
     if not path.exists():

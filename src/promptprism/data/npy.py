@@ -1,4 +1,4 @@
-"""Row-chunked reading of large ``.npy`` files without mapping them into memory.
+"""Row-chunked reading of large ``.npy`` files (single or sharded) without mapping them into memory.
 
 A memory map of a multi-GB input leaves every page it has touched in the process's resident set; reading
 row blocks with ordinary file reads keeps the resident memory at the size of one block, whatever the file
@@ -78,6 +78,73 @@ class NpyRows:
         out = np.empty((idx.size,) + self.shape[1:], dtype=self.dtype)
         for k, i in enumerate(idx):
             out[k] = self._read(int(i), int(i) + 1)[0]
+        return out
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        arr = self._read(0, self.shape[0])
+        return arr if dtype is None else arr.astype(dtype)
+
+
+class ShardedRows:
+    """Several ``.npy`` shards (same columns and dtype) seen as one row-addressable array, in order.
+
+    Each shard is a :class:`NpyRows`, so nothing is loaded whole; a row block that spans shards is read from
+    each in turn. Like :class:`NpyRows` it holds only paths (cheap to send to cluster workers).
+    """
+
+    def __init__(self, paths: list[str | os.PathLike]) -> None:
+        if not paths:
+            raise InputError("no shards given")
+        self.shards = [NpyRows(p) for p in paths]
+        first = self.shards[0]
+        for sh in self.shards[1:]:
+            if sh.shape[1:] != first.shape[1:] or sh.dtype != first.dtype:
+                raise InputError(f"{sh.path}: shape {sh.shape} / dtype {sh.dtype} does not match the first "
+                                 f"shard {first.path} ({first.shape}, {first.dtype})")
+        self.offsets = np.cumsum([0] + [len(sh) for sh in self.shards])
+        self.shape = (int(self.offsets[-1]),) + first.shape[1:]
+        self.dtype = first.dtype
+        self.ndim = first.ndim
+        self.path = first.path.parent
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"ShardedRows({len(self.shards)} shards, shape={self.shape}, dtype={self.dtype})"
+
+    def _read(self, start: int, stop: int) -> np.ndarray:
+        parts = []
+        for k, sh in enumerate(self.shards):
+            lo, hi = max(start, self.offsets[k]), min(stop, self.offsets[k + 1])
+            if lo < hi:
+                parts.append(sh._read(int(lo - self.offsets[k]), int(hi - self.offsets[k])))
+        if not parts:
+            return np.empty((0,) + self.shape[1:], dtype=self.dtype)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def __getitem__(self, key) -> np.ndarray:
+        n = self.shape[0]
+        if isinstance(key, slice):
+            start, stop, step = key.indices(n)
+            if step == 1:
+                return self._read(start, stop)
+            return np.asarray(self)[key]
+        if isinstance(key, (int, np.integer)):
+            i = int(key) + (n if key < 0 else 0)
+            if not 0 <= i < n:
+                raise IndexError(f"row {key} out of range for {n} rows")
+            return self._read(i, i + 1)[0]
+        idx = np.asarray(key)
+        if idx.dtype == bool:
+            idx = np.flatnonzero(idx)
+        idx = idx.astype(np.int64)
+        if idx.size and (idx.min() < -n or idx.max() >= n):
+            raise IndexError(f"row index out of range for {n} rows")
+        idx = np.where(idx < 0, idx + n, idx)
+        out = np.empty((idx.size,) + self.shape[1:], dtype=self.dtype)
+        for j, i in enumerate(idx):
+            out[j] = self._read(int(i), int(i) + 1)[0]
         return out
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:

@@ -37,7 +37,7 @@ from ..kernels.bandwidth import parse_bandwidth, resolve_bandwidth
 from ..kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
 from ..kernels.gram import KERNELS, kernel_gram, squared_distances
 from ..results import Result
-from ..scale.runner import DaskRunner
+from ..scale.runner import DaskRunner, partition_size
 from ..scale.runner import partition_rows as _partition_rows
 from ..stats.accumulators import CovarianceAccumulator, GroupSumAccumulator, TopKAccumulator
 from ..stats.eigen import symmetric_eigenpairs, weighted_gram_eigenpairs
@@ -415,9 +415,7 @@ class PromptSplit:
         return (vals, sel), distance, stats
 
     def _partition_size(self) -> int:
-        """Rows per cluster task: a whole number of chunks, so the sums match the single-process run."""
-        chunks = max(1, -(-self.partition_rows // self.chunk_size))
-        return chunks * self.chunk_size
+        return partition_size(self.partition_rows, self.chunk_size)
 
     # ------------------------------------------------------------------------------------- summaries
     def _summarise(self, test, reference, eig, stats, names) -> tuple[list[Mode], list[dict]]:

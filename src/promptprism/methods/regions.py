@@ -31,11 +31,12 @@ The pixel-by-pixel CKA matrix M (d x d) is computed without the paper's O(d^2 n^
 b images and per pixel a, the centred Gram matrix HK_aH is formed, normalised to unit Frobenius norm and
 stored as one row of a matrix F (its upper triangle, off-diagonal entries scaled by sqrt 2, so that row dot
 products are Frobenius inner products). Then M = mean over blocks of F F^T: one symmetric rank-k update
-(BLAS syrk) per group of blocks, with pixel rows formed in chunks so that F and the temporaries stay within
-``max_bytes`` (2 GiB by default; F gets 60% of it). Cost O(d^2 b^2 n_blocks) flops and O(d^2 + max_bytes)
-memory; for 64x64 images, n = 1,000 and b = 100 this is d = 4,096 rows of 5,050 entries per block (all ten
-blocks in one 1.7 GB product). ``cka_block_size=None`` uses all images as one block (exact eq. 13 over the
-whole set; F then has n (n + 1) / 2 columns, so pairs of pixel chunks are multiplied and rows recomputed).
+(BLAS syrk) per block (one task per block, see below), with pixel rows formed in chunks so that F and the
+temporaries stay within ``max_bytes`` (2 GiB by default; F gets 60% of it). Cost O(d^2 b^2 n_blocks) flops
+and O(d^2 + max_bytes) memory; for 64x64 images, n = 1,000 and b = 100 this is d = 4,096 rows of 5,050
+entries per block (a 165 MB F per block). ``cka_block_size=None`` uses all images as one block (exact
+eq. 13 over the whole set; F then has n (n + 1) / 2 columns, so pairs of pixel chunks are multiplied and rows
+recomputed).
 
 Regions come from average-linkage hierarchical clustering of 1 - M (scipy). The dendrogram is cut into C
 regions from the top, splitting the highest merge whose two branches both hold at least ``min_region_size``
@@ -51,6 +52,15 @@ values that underflow one by one still count, and the CMS reads 0 only when it i
 float.
 Theorem 1: when regions are independent, CMS(image) = prod_I CMS(I); both sides are reported, with the
 cross-region CKA that measures how far the independence assumption holds.
+
+*One code path, one process or a cluster* (docs/scaling.md). Every sum over images is a partition task that
+returns a mergeable accumulator: :func:`pixel_cka_partition` (a group of CKA blocks ->
+:class:`PixelCKAAccumulator`), :func:`pixel_range_partition` (constant pixels), :func:`region_sums_partition`
+(log-sums of the kernels over a pair of image chunks: the exact CMS and MMD^2), :func:`region_block_partition`
+(one block of the block estimators) and :func:`cross_cka_partition`. ``fit``/``compare`` map them with a
+``LocalRunner`` (in order, here) or, given a dask ``client``, a ``DaskRunner`` (one task per partition, tree
+reduction). Image sets given as paths travel to the tasks as an :class:`~promptprism.data.images.ImageRows`
+plus image indices, so each worker reads its own images; in-memory arrays are sliced per task.
 """
 
 from __future__ import annotations
@@ -63,7 +73,7 @@ from typing import Any
 
 import numpy as np
 
-from .._progress import progress_enabled, track
+from .._progress import progress_enabled
 from .._validation import check_positive_number, check_seed
 from .._version import __version__
 from ..errors import InputError, OptionError
@@ -305,7 +315,7 @@ def _unit_centred_rows(vals: np.ndarray, gamma: float, tri: tuple[np.ndarray, np
 
 def pixel_cka_matrix(images: Any, *, gamma: Any = "median", block_size: int | None = CKA_BLOCK_SIZE,
                      max_images: int | None = CKA_MAX_IMAGES, seed: int = 0, max_bytes: int = MAX_BYTES,
-                     progress: bool | None = False, dtype: str = "float64") -> np.ndarray:
+                     progress: bool | None = False, dtype: str = "float64", client: Any = None) -> np.ndarray:
     """The d x d pixel-by-pixel CKA matrix of Algorithm 1, with matrix products instead of a double loop.
 
     ``images``: (n, H, W) or (n, H, W, C) (or already (n, d, c) pixels via :func:`as_pixels`). At most
@@ -314,20 +324,21 @@ def pixel_cka_matrix(images: Any, *, gamma: Any = "median", block_size: int | No
     module docstring for the gamma convention. A pixel constant within a block has CKA 0 with every other
     pixel and 1 with itself in that block. Returns a symmetric float64 array with unit diagonal.
     ``dtype="float32"`` runs the big product in single precision (about twice as fast; entries then agree
-    with the float64 result to ~1e-6, plenty for clustering).
+    with the float64 result to ~1e-6, plenty for clustering). Each block is a task returning a
+    :class:`PixelCKAAccumulator`; ``client`` (a dask Client) runs them on a cluster, otherwise they run
+    here, one after the other.
     """
     return _pixel_cka_px(as_pixels(images), gamma=gamma, block_size=block_size, max_images=max_images,
-                         seed=seed, max_bytes=max_bytes, progress=progress, dtype=dtype)
+                         seed=seed, max_bytes=max_bytes, progress=progress, dtype=dtype, client=client)
 
 
 def _pixel_cka_px(px: np.ndarray, *, gamma: Any, block_size: int | None, max_images: int | None, seed: int,
-                  max_bytes: int, progress: bool | None, dtype: str = "float64") -> np.ndarray:
+                  max_bytes: int, progress: bool | None, dtype: str = "float64",
+                  client: Any = None) -> np.ndarray:
     seed = check_seed(seed)
     if dtype not in ("float64", "float32"):
         raise OptionError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
-    single = dtype == "float32"
-    item = 4 if single else 8
-    n, d, c = px.shape
+    n = px.shape[0]
     rng = np.random.default_rng(seed)
     if max_images is not None:
         max_images = int(check_positive_number(max_images, "max_images", integer=True))
@@ -337,7 +348,6 @@ def _pixel_cka_px(px: np.ndarray, *, gamma: Any, block_size: int | None, max_ima
     g = median_gamma(px, gamma, seed=seed) if not isinstance(gamma, (int, float)) else \
         float(check_positive_number(gamma, "gamma"))
     if block_size is None:
-        b = n
         order = np.arange(n)
     else:
         b = int(check_positive_number(block_size, "cka_block_size", integer=True))
@@ -345,54 +355,146 @@ def _pixel_cka_px(px: np.ndarray, *, gamma: Any, block_size: int | None, max_ima
             raise InputError(f"pixel CKA: fewer images than one block: {n} < cka_block_size {b}; lower the "
                              "block size or pass more images")
         order = rng.permutation(n)
+    return _pixel_cka_rows(px, order, g, block_size=block_size, max_bytes=max_bytes, progress=progress,
+                           dtype=dtype, client=client)
+
+
+def _pixel_cka_rows(source: Any, order: np.ndarray, gamma: float, *, block_size: int | None, max_bytes: int,
+                    progress: bool | None, dtype: str, client: Any) -> np.ndarray:
+    """The CKA matrix over blocks of ``source`` rows ``order[k b:(k+1) b]``: one task per block.
+
+    (A task could stack several blocks into one syrk, but one task per block spreads the work over the
+    workers of a cluster, and in one process a syrk of b (b + 1) / 2 columns is already efficient.)
+    """
+    n = len(order)
+    b = n if block_size is None else int(block_size)
     if b < 2:
         raise InputError("pixel CKA needs at least 2 images per block")
-    n_blocks = n // b
+    max_bytes = int(check_positive_number(max_bytes, "max_bytes", integer=True))
+    tasks = [(*_task_rows(source, order[s * b:(s + 1) * b]), b, gamma, max_bytes, dtype)
+             for s in range(n // b)]
+    acc = _runner(client).map_reduce(pixel_cka_partition, tasks, description="pixel CKA",
+                                     progress=progress_enabled(progress))
+    return acc.compute()
+
+
+@dataclass
+class PixelCKAAccumulator:
+    """Sum over blocks of the d x d CKA matrices F F^T (upper triangle) and the number of blocks."""
+
+    dim: int
+    sum_upper: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+    n_blocks: int = 0
+
+    def __post_init__(self) -> None:
+        if self.sum_upper is None:
+            self.sum_upper = np.zeros((self.dim, self.dim))
+
+    def update(self, rows: np.ndarray, n_blocks: int) -> PixelCKAAccumulator:
+        """Add F F^T for ``rows`` F (d x k), the unit centred rows of ``n_blocks`` blocks side by side."""
+        from scipy.linalg.blas import dsyrk, ssyrk
+
+        if rows.dtype == np.float32:
+            self.sum_upper += ssyrk(1.0, rows, lower=0)  # upper triangle; the lower one stays 0
+        else:
+            self.sum_upper = dsyrk(1.0, rows, beta=1.0, c=self.sum_upper, lower=0, overwrite_c=1)
+        self.n_blocks += int(n_blocks)
+        return self
+
+    def merge(self, other: PixelCKAAccumulator) -> PixelCKAAccumulator:
+        if other.dim != self.dim:
+            raise InputError(f"cannot merge CKA matrices of {self.dim} and {other.dim} pixels")
+        self.sum_upper += np.triu(other.sum_upper)
+        self.n_blocks += other.n_blocks
+        return self
+
+    def compute(self) -> np.ndarray:
+        """M = mean over blocks of the CKA matrices: symmetric, unit diagonal, clipped to [-1, 1]."""
+        if self.n_blocks == 0:
+            raise InputError("pixel CKA: no blocks were accumulated")
+        m = np.triu(self.sum_upper)
+        m = m + np.triu(m, 1).T
+        m /= self.n_blocks
+        np.fill_diagonal(m, 1.0)
+        np.clip(m, -1.0, 1.0, out=m)
+        return m
+
+
+def pixel_cka_partition(source: Any, indices: np.ndarray | None, block_size: int, gamma: float,
+                        max_bytes: int, dtype: str = "float64") -> PixelCKAAccumulator:
+    """Task: the summed CKA matrices of consecutive blocks of ``block_size`` of the given images.
+
+    ``source``/``indices``: pixels (k, d, c) with ``indices`` None, or an :class:`ImageRows` and the image
+    indices to read here (on the worker).
+    """
+    px = _read_px(source, indices)
+    k, d, _ = px.shape
+    b = int(block_size)
+    n_blocks = k // b
+    single = dtype == "float32"
+    item = 4 if single else 8
     width = b * (b + 1) // 2
     iu = np.triu_indices(b, k=1)
     tri = (iu[0] * b + iu[1], np.arange(b) * (b + 1))  # flat indices: upper triangle, diagonal
-    max_bytes = int(check_positive_number(max_bytes, "max_bytes", integer=True))
     # budget: ~60% for the stacked rows F, ~25% for the per-pixel-chunk temporaries (the (p, b, b) Gram
     # stack, its difference and centred copies, and the rows), the rest for M (d x d) and slack
     p_chunk = max(1, min(d, int(0.25 * max_bytes) // (8 * (4 * b * b + width))))
-    m = np.zeros((d, d))
-    from scipy.linalg.blas import dsyrk, ssyrk
+    acc = PixelCKAAccumulator(d)
+    if n_blocks > 1 or d * width * item <= 0.6 * max_bytes:
+        f = np.empty((d, width * n_blocks), dtype=np.float32 if single else np.float64)
+        for j in range(n_blocks):
+            vals = px[j * b:(j + 1) * b]
+            for s in range(0, d, p_chunk):
+                f[s:s + p_chunk, j * width:(j + 1) * width] = _unit_centred_rows(
+                    vals[:, s:s + p_chunk], gamma, tri)
+        return acc.update(f, n_blocks)
+    # one block too large to stack for all pixels: pairs of pixel chunks, rows recomputed
+    p = max(1, int(0.6 * max_bytes // (2 * width * item)))
+    starts = list(range(0, d, p))
+    vals = px[:b]
+    for ia, a in enumerate(starts):
+        fa = _unit_centred_rows(vals[:, a:a + p], gamma, tri).astype(dtype, copy=False)
+        for bb in starts[ia:]:
+            fb = fa if bb == a else \
+                _unit_centred_rows(vals[:, bb:bb + p], gamma, tri).astype(dtype, copy=False)
+            acc.sum_upper[a:a + p, bb:bb + p] += fa @ fb.T
+    acc.n_blocks = 1
+    return acc
 
-    if d * width * item <= 0.6 * max_bytes:
-        # all pixels of a block fit: F (d x width) per block, or several blocks side by side per syrk
-        per_group = max(1, int(0.6 * max_bytes // (d * width * item)))
-        groups = [list(range(s, min(s + per_group, n_blocks))) for s in range(0, n_blocks, per_group)]
-        for grp in track(groups, total=len(groups), description="pixel CKA",
-                         enabled=progress_enabled(progress)):
-            f = np.empty((d, width * len(grp)), dtype=np.float32 if single else np.float64)
-            for j, blk in enumerate(grp):
-                vals = px[order[blk * b:(blk + 1) * b]]
-                for s in range(0, d, p_chunk):
-                    f[s:s + p_chunk, j * width:(j + 1) * width] = _unit_centred_rows(
-                        vals[:, s:s + p_chunk], g, tri)
-            if single:
-                m += ssyrk(1.0, f, lower=0)  # upper triangle; the lower one stays 0
-            else:
-                m = dsyrk(1.0, f, beta=1.0, c=m, lower=0, overwrite_c=1)
-    else:
-        # one block is too large to stack for all pixels: pairs of pixel chunks, rows recomputed
-        p = max(1, int(0.6 * max_bytes // (2 * width * item)))
-        starts = list(range(0, d, p))
-        pairs = [(a, bb) for ia, a in enumerate(starts) for bb in starts[ia:]]
-        for blk in range(n_blocks):
-            vals = px[order[blk * b:(blk + 1) * b]]
-            for a, bb in track(pairs, total=len(pairs), description=f"pixel CKA block {blk + 1}",
-                               enabled=progress_enabled(progress)):
-                fa = _unit_centred_rows(vals[:, a:a + p], g, tri).astype(dtype, copy=False)
-                fb = fa if bb == a else \
-                    _unit_centred_rows(vals[:, bb:bb + p], g, tri).astype(dtype, copy=False)
-                m[a:a + p, bb:bb + p] += fa @ fb.T
-    m = np.triu(m)
-    m = m + np.triu(m, 1).T
-    m /= n_blocks
-    np.fill_diagonal(m, 1.0)
-    np.clip(m, -1.0, 1.0, out=m)
-    return m
+
+# ------------------------------------------------------------------------------ partitions and their inputs
+def _runner(client: Any) -> Any:
+    from ..scale.runner import DaskRunner, LocalRunner
+
+    return LocalRunner() if client is None else DaskRunner(client)
+
+
+def _is_rows(source: Any) -> bool:
+    from ..data.images import ImageRows
+
+    return isinstance(source, ImageRows)
+
+
+def _source_shape(source: Any) -> tuple[int, int, int]:
+    """(n, d, c) of pixels (n, d, c) or of an :class:`ImageRows` set."""
+    if _is_rows(source):
+        n, h, w, c = source.shape
+        return n, h * w, c
+    return source.shape
+
+
+def _task_rows(source: Any, indices: np.ndarray) -> tuple[Any, np.ndarray | None]:
+    """What a task needs for rows ``indices``: a file-backed set travels as itself plus the indices (the
+    worker reads them), in-memory pixels as the slice."""
+    if _is_rows(source):
+        return source, np.asarray(indices, dtype=np.int64)
+    return np.ascontiguousarray(source[np.asarray(indices, dtype=np.int64)]), None
+
+
+def _read_px(source: Any, indices: np.ndarray | None) -> np.ndarray:
+    if indices is None:
+        return source
+    return as_pixels(source.read(indices), source.where)
 
 
 def pixel_cka_loop(images: Any, *, gamma: float, block_size: int | None = None, seed: int = 0,
@@ -586,81 +688,179 @@ def log_cms_rbf(d_xy: np.ndarray, d_xx: np.ndarray, d_yy: np.ndarray, gamma: flo
 
 
 def region_cms(x: Any, y: Any, regions: Any, gamma: float, *, block_size: int | None = None,
-               seed: int = 0) -> dict[str, Any]:
+               seed: int = 0, partition_rows: int = 512, client: Any = None) -> dict[str, Any]:
     """CMS of the whole image, of each region and their product, for real ``x`` and generated ``y``.
 
     ``x``, ``y``: images (n, H, W[, C]) of the same size; ``regions``: H*W labels 0..C-1 (row-major).
     Returns ``{"cms", "product_cms", "region_cms" (C,), "mmd2"}`` (block-averaged when ``block_size`` is
     given; the product is then of the block-averaged region CMS, the quantity a user would multiply).
+    The kernel sums run as tasks over pairs of row chunks of ``partition_rows`` (one task per block when
+    ``block_size`` is given), here or on a dask ``client``.
     """
     px, py = as_pixels(x, "real images"), as_pixels(y, "generated images")
     if px.shape[1:] != py.shape[1:]:
         raise InputError(f"real and generated images differ in size or channels: {np.shape(x)[1:]} vs "
                          f"{np.shape(y)[1:]}")
-    return _region_cms_px(px, py, regions, gamma, block_size=block_size, seed=seed)
+    return _region_cms_sources(px, [py], regions, gamma, block_size=block_size, seed=seed,
+                               partition_rows=partition_rows, client=client)[0]
 
 
-def _region_cms_px(px: np.ndarray, py: np.ndarray, regions: Any, gamma: float, *, block_size: int | None,
-                   seed: int, cache: dict | None = None) -> dict[str, Any]:
-    labels = np.asarray(regions, dtype=np.int64).reshape(-1)
-    if labels.shape[0] != px.shape[1]:
-        raise InputError(f"regions: {labels.shape[0]} labels for {px.shape[1]} pixels")
-    n_reg = int(labels.max()) + 1
-    onehot = np.zeros((labels.shape[0], n_reg))
+def _onehot(labels: np.ndarray) -> np.ndarray:
+    labels = np.asarray(labels, dtype=np.int64).reshape(-1)
+    onehot = np.zeros((labels.shape[0], int(labels.max()) + 1))
     onehot[np.arange(labels.shape[0]), labels] = 1.0
-    whole, per, mmd = [], [], []
-    for i, j in _blocks(px.shape[0], py.shape[0], block_size, seed, "region CMS"):
-        xb, yb = px[i], py[j]
-        key = (id(px), i.tobytes())
-        if cache is not None and key in cache:
-            xx_terms = cache[key]
-        else:  # the real-vs-real terms, shared by every generated set compared with the same real images
-            dxx = _region_sqdists(xb, xb, onehot)
-            sxx = dxx.sum(0)
-            xx_terms = (_logsumexp(-gamma * dxx, (-2, -1)), _logsumexp(-gamma * sxx, (-2, -1)),
-                        float(np.exp(-gamma * sxx).mean()))
-            if cache is not None:
-                cache[key] = xx_terms
-        lse_xx, lse_xx_whole, mean_kxx = xx_terms
-        dxy, dyy = _region_sqdists(xb, yb, onehot), _region_sqdists(yb, yb, onehot)
-        ax = (-2, -1)
-        per.append(np.exp(_logsumexp(-gamma * dxy, ax) - 0.5 * (lse_xx + _logsumexp(-gamma * dyy, ax))))
-        sxy, syy = dxy.sum(0), dyy.sum(0)
-        whole.append(float(np.exp(_logsumexp(-gamma * sxy, ax)
-                                  - 0.5 * (lse_xx_whole + _logsumexp(-gamma * syy, ax)))))
-        mmd.append(float(mean_kxx + np.exp(-gamma * syy).mean() - 2.0 * np.exp(-gamma * sxy).mean()))
-    reg = np.mean(per, axis=0)
-    return {"cms": float(np.mean(whole)), "product_cms": float(np.prod(reg)), "region_cms": reg,
-            "mmd2": float(np.mean(mmd))}
+    return onehot
+
+
+def region_sums_partition(key: str, x_source: Any, x_indices: np.ndarray | None, y_source: Any,
+                          y_indices: np.ndarray | None, labels: np.ndarray, gamma: float,
+                          weight: float = 1.0) -> Any:
+    """Task: kernel sums between two chunks of images, times ``weight``.
+
+    Log-sums ``key/region`` (C,) of sum_ij exp(-gamma |x_I - y_I|^2) per region and ``key/whole`` of the
+    image kernel, and the plain sum ``key/k`` of the image kernel (for MMD^2). ``y_source`` None: the chunk
+    with itself (the rows are read once).
+    """
+    from ..stats.accumulators import SumsAccumulator
+
+    x = _read_px(x_source, x_indices)
+    y = x if y_source is None else _read_px(y_source, y_indices)
+    dist = _region_sqdists(x, y, _onehot(labels))
+    whole = -gamma * dist.sum(0)
+    log_w = math.log(weight)
+    return SumsAccumulator().update(
+        sums={f"{key}/k": weight * float(np.exp(whole).sum())},
+        log_sums={f"{key}/region": _logsumexp(-gamma * dist, (-2, -1)) + log_w,
+                  f"{key}/whole": _logsumexp(whole, (-2, -1)) + log_w})
+
+
+def region_block_partition(key: str, x_source: Any, x_indices: np.ndarray | None, y_source: Any,
+                           y_indices: np.ndarray | None, labels: np.ndarray, gamma: float) -> Any:
+    """Task: the CMS (whole, per region) and MMD^2 of one block pair, as sums ``key/...`` with a count."""
+    from ..stats.accumulators import SumsAccumulator
+
+    xb, yb = _read_px(x_source, x_indices), _read_px(y_source, y_indices)
+    onehot = _onehot(labels)
+    dxx, dxy, dyy = (_region_sqdists(xb, xb, onehot), _region_sqdists(xb, yb, onehot),
+                     _region_sqdists(yb, yb, onehot))
+    ax = (-2, -1)
+    per = np.exp(_logsumexp(-gamma * dxy, ax) - 0.5 * (_logsumexp(-gamma * dxx, ax)
+                                                       + _logsumexp(-gamma * dyy, ax)))
+    sxx, sxy, syy = dxx.sum(0), dxy.sum(0), dyy.sum(0)
+    whole = float(np.exp(_logsumexp(-gamma * sxy, ax)
+                         - 0.5 * (_logsumexp(-gamma * sxx, ax) + _logsumexp(-gamma * syy, ax))))
+    mmd = float(np.exp(-gamma * sxx).mean() + np.exp(-gamma * syy).mean() - 2.0 * np.exp(-gamma * sxy).mean())
+    return SumsAccumulator().update(sums={f"{key}/region": per, f"{key}/whole": whole, f"{key}/mmd": mmd,
+                                          f"{key}/n": 1.0})
+
+
+def _chunk_rows(n: int, size: int) -> list[np.ndarray]:
+    return [np.arange(a, min(a + size, n)) for a in range(0, n, size)]
+
+
+def _region_cms_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_size: int | None,
+                        seed: int, partition_rows: int, client: Any = None,
+                        progress: bool | None = False) -> list[dict[str, Any]]:
+    """Region CMS of each generated set in ``sets`` against ``ref`` (pixels (n, d, c) or ImageRows).
+
+    Exact (``block_size`` None): one task per pair of row chunks; the real-vs-real sums are computed once for
+    all sets (over chunk pairs i <= j, the off-diagonal pairs counted twice). Blocks: one task per block.
+    """
+    labels = np.asarray(regions, dtype=np.int64).reshape(-1)
+    n, d, _ = _source_shape(ref)
+    if labels.shape[0] != d:
+        raise InputError(f"regions: {labels.shape[0]} labels for {d} pixels")
+    size = int(check_positive_number(partition_rows, "partition_rows", integer=True))
+    tasks = []
+    if block_size is None:
+        func = region_sums_partition
+        # each chunk is sliced once: the pair tasks share the slices (or the file set and its indices)
+        parts = [[_task_rows(src, rows) for rows in _chunk_rows(_source_shape(src)[0], size)]
+                 for src in [ref, *sets]]
+        for key, chunks in [("xx", parts[0])] + [(f"{k}:yy", p) for k, p in enumerate(parts[1:])]:
+            for ia, a in enumerate(chunks):
+                for ib in range(ia, len(chunks)):
+                    other = (None, None) if ib == ia else chunks[ib]
+                    tasks.append((key, *a, *other, labels, gamma, 1.0 if ib == ia else 2.0))
+        for k, chunks in enumerate(parts[1:]):
+            for a in parts[0]:
+                for b in chunks:
+                    tasks.append((f"{k}:xy", *a, *b, labels, gamma, 1.0))
+    else:
+        func = region_block_partition
+        for k, s in enumerate(sets):
+            for i, j in _blocks(n, _source_shape(s)[0], block_size, seed, "region CMS"):
+                tasks.append((str(k), *_task_rows(ref, i), *_task_rows(s, j), labels, gamma))
+    sums, logs = _runner(client).map_reduce(func, tasks, description="region CMS",
+                                            progress=progress_enabled(progress)).compute()
+    out = []
+    for k, s in enumerate(sets):
+        if block_size is None:
+            m = _source_shape(s)[0]
+            per = np.exp(logs[f"{k}:xy/region"] - 0.5 * (logs["xx/region"] + logs[f"{k}:yy/region"]))
+            whole = float(np.exp(logs[f"{k}:xy/whole"] - 0.5 * (logs["xx/whole"] + logs[f"{k}:yy/whole"])))
+            mmd = float(sums["xx/k"] / (n * n) + sums[f"{k}:yy/k"] / (m * m)
+                        - 2.0 * sums[f"{k}:xy/k"] / (n * m))
+        else:
+            count = float(sums[f"{k}/n"])
+            per = sums[f"{k}/region"] / count
+            whole, mmd = float(sums[f"{k}/whole"]) / count, float(sums[f"{k}/mmd"]) / count
+        out.append({"cms": whole, "product_cms": float(np.prod(per)), "region_cms": per, "mmd2": mmd})
+    return out
 
 
 def cross_region_cka(x: Any, regions: Any, gamma: float, *, block_size: int | None = CKA_BLOCK_SIZE,
-                     seed: int = 0) -> np.ndarray:
+                     seed: int = 0, partition_rows: int = 512, client: Any = None) -> np.ndarray:
     """C x C CKA between region kernels exp(-gamma |x_I - x'_I|^2) on (real) images, block-averaged.
 
     Theorem 1 assumes the off-diagonal entries are 0; their size says how far the product can be trusted.
     """
-    return _cross_region_cka_px(as_pixels(x), regions, gamma, block_size=block_size, seed=seed)
+    px = as_pixels(x)
+    return _cross_region_cka_rows(px, np.arange(px.shape[0]), regions, gamma, block_size=block_size,
+                                  seed=seed, partition_rows=partition_rows, client=client)
 
 
-def _cross_region_cka_px(px: np.ndarray, regions: Any, gamma: float, *, block_size: int | None,
-                         seed: int) -> np.ndarray:
-    labels = np.asarray(regions, dtype=np.int64).reshape(-1)
-    n_reg = int(labels.max()) + 1
-    onehot = np.zeros((labels.shape[0], n_reg))
-    onehot[np.arange(labels.shape[0]), labels] = 1.0
-    b = None if block_size is None or block_size >= px.shape[0] else block_size
+def cross_cka_partition(source: Any, indices: np.ndarray | None, block_size: int, labels: np.ndarray,
+                        gamma: float) -> Any:
+    """Task: sum over consecutive blocks of the given images of the C x C region CKA, and the count."""
+    from ..stats.accumulators import SumsAccumulator
+
+    px = _read_px(source, indices)
+    onehot = _onehot(labels)
+    n_reg = onehot.shape[1]
     acc = np.zeros((n_reg, n_reg))
-    count = 0
-    for i, _ in _blocks(px.shape[0], px.shape[0], b, seed, "cross-region CKA", paired=True):
-        kc = center_gram(np.exp(-gamma * _region_sqdists(px[i], px[i], onehot)))  # (C, b, b)
+    b = int(block_size)
+    for s in range(0, px.shape[0] // b * b, b):
+        kc = center_gram(np.exp(-gamma * _region_sqdists(px[s:s + b], px[s:s + b], onehot)))  # (C, b, b)
         flat = kc.reshape(n_reg, -1)
         norms = np.linalg.norm(flat, axis=1)
-        tol = 1e-12 * len(i)
+        tol = 1e-12 * b
         flat = flat * np.where(norms > tol, 1.0 / np.where(norms > tol, norms, 1.0), 0.0)[:, None]
         acc += flat @ flat.T
-        count += 1
-    acc /= count
+    return SumsAccumulator().update(sums={"cka": acc, "n": float(px.shape[0] // b)})
+
+
+def pixel_range_partition(source: Any, indices: np.ndarray | None) -> Any:
+    """Task: per pixel and channel, the minimum and maximum over the given images (constant pixels)."""
+    from ..stats.accumulators import MinMaxAccumulator
+
+    return MinMaxAccumulator().update(_read_px(source, indices))
+
+
+def _cross_region_cka_rows(source: Any, rows: np.ndarray, regions: Any, gamma: float, *,
+                           block_size: int | None, seed: int, partition_rows: int = 512,
+                           client: Any = None) -> np.ndarray:
+    """Cross-region CKA over images ``rows`` of ``source``: one task per group of blocks."""
+    labels = np.asarray(regions, dtype=np.int64).reshape(-1)
+    n = len(rows)
+    b = None if block_size is None or block_size >= n else int(block_size)
+    blocks = [rows[i] for i, _ in _blocks(n, n, b, seed, "cross-region CKA", paired=True)]
+    size = len(blocks[0])
+    per_task = max(1, int(partition_rows) // size)
+    tasks = [(*_task_rows(source, np.concatenate(blocks[s:s + per_task])), size, labels, gamma)
+             for s in range(0, len(blocks), per_task)]
+    sums, _ = _runner(client).map_reduce(cross_cka_partition, tasks, description="cross-region CKA").compute()
+    acc = sums["cka"] / float(sums["n"])
     np.fill_diagonal(acc, 1.0)
     return acc
 
@@ -760,7 +960,9 @@ class RegionCMS:
     ``block_size``: mini-batch size of the CMS estimator (None: all images, exact eq. 4).
     ``cka_block_size``: mini-batch size of the pixel CKA (None: one block; ``"auto"``: 100 as in the paper,
     or one block of all images when there are fewer). ``cka_max_images``: real images (seeded subsample)
-    for the CKA and the median rule.
+    for the CKA and the median rule. ``partition_rows``: images per task of the sums over images (the
+    pixel CKA has one task per block, the exact CMS one per pair of chunks of this many images); tasks run
+    in this process, or on a dask cluster when ``fit``/``compare`` get a ``client``.
     """
 
     n_regions: int | str = "auto"
@@ -774,6 +976,7 @@ class RegionCMS:
     max_bytes: int = MAX_BYTES
     progress: bool | None = False
     precision: str = "float64"
+    partition_rows: int = 512
 
     # set by fit
     regions_: np.ndarray | None = field(default=None, init=False, repr=False)
@@ -794,43 +997,60 @@ class RegionCMS:
                 raise OptionError(f"cka_block_size must be >= 2, got {b}")
         if self.cka_max_images is not None:
             check_positive_number(self.cka_max_images, "cka_max_images", integer=True)
+        check_positive_number(self.partition_rows, "partition_rows", integer=True)
         parse_bandwidth(self.gamma, "gamma")
         if self.precision not in ("float64", "float32"):
             raise OptionError(f"precision must be 'float64' or 'float32', got {self.precision!r}")
 
-    def fit(self, real: Any) -> RegionCMS:
-        """Pixel CKA matrix on (a seeded subsample of) the real images, then the regions."""
+    def fit(self, real: Any, *, client: Any = None) -> RegionCMS:
+        """Pixel CKA matrix on (a seeded subsample of) the real images, then the regions.
+
+        ``real``: an image array (n, H, W[, C]), or a path (image folder, ``.npy``, manifest) or
+        :class:`~promptprism.data.images.ImageRows`, whose images the tasks read where they run.
+        ``client``: a dask ``Client``; the sums over images (pixel CKA, constant pixels) then run as tasks on
+        its cluster, with the same task functions as here.
+        """
         self._validate()
         t0 = time.perf_counter()
-        arr = np.asarray(real)
-        if arr.ndim not in (3, 4):
-            raise InputError(f"real images: expected shape (n, H, W) or (n, H, W, C), got {arr.shape}")
-        px = as_pixels(arr, "real images")
-        n, d, c = px.shape
-        self.image_shape_ = (arr.shape[1], arr.shape[2], c)
+        src = self._source(real, "real images")
+        n, d, c = _source_shape(src)
+        if _is_rows(src):
+            self.image_shape_ = tuple(src.shape[1:])
+        else:
+            arr_shape = np.shape(real)
+            self.image_shape_ = (arr_shape[1], arr_shape[2], c)
+        h, w = self.image_shape_[:2]
         if n < 2:
             raise InputError(f"real images: {n} image(s); at least 2 are needed")
         if self.n_regions != "auto" and int(self.n_regions) > d:
             raise OptionError(f"n_regions = {self.n_regions} is more than the {d} pixels of a "
-                              f"{arr.shape[1]}x{arr.shape[2]} image")
+                              f"{h}x{w} image")
         rng = np.random.default_rng(self.seed)
-        sub = px
+        sub_rows = np.arange(n)
         if self.cka_max_images is not None and n > self.cka_max_images:
-            sub = px[np.sort(rng.choice(n, size=int(self.cka_max_images), replace=False))]
-        self.gamma_ = median_gamma(sub, self.gamma, seed=self.seed)
+            sub_rows = np.sort(rng.choice(n, size=int(self.cka_max_images), replace=False))
+        n_sub = sub_rows.size
+        if isinstance(parse_bandwidth(self.gamma, "gamma"), float):
+            self.gamma_ = float(parse_bandwidth(self.gamma, "gamma"))
+        else:  # the median rule reads the (at most cka_max_images) subsample here
+            self.gamma_ = median_gamma(_read_px(*_task_rows(src, sub_rows)), self.gamma, seed=self.seed)
         cka_b = self.cka_block_size
         if cka_b == "auto":  # the paper's 100, or one block of everything when there are fewer images
-            cka_b = CKA_BLOCK_SIZE if sub.shape[0] >= CKA_BLOCK_SIZE else None
-        elif cka_b is not None and cka_b > sub.shape[0]:
-            raise InputError(f"real images: fewer images than one CKA block: {sub.shape[0]} < "
+            cka_b = CKA_BLOCK_SIZE if n_sub >= CKA_BLOCK_SIZE else None
+        elif cka_b is not None and cka_b > n_sub:
+            raise InputError(f"real images: fewer images than one CKA block: {n_sub} < "
                              f"cka_block_size {cka_b}; lower the CKA block size or pass more images")
         self.cka_block_size_ = cka_b
         t1 = time.perf_counter()
-        m = _pixel_cka_px(sub, gamma=self.gamma_, block_size=cka_b, max_images=None,
-                             seed=self.seed, max_bytes=self.max_bytes, progress=self.progress,
-                             dtype=self.precision)
+        order = np.arange(n_sub) if cka_b is None else np.random.default_rng(self.seed).permutation(n_sub)
+        m = _pixel_cka_rows(src, sub_rows[order], self.gamma_, block_size=cka_b, max_bytes=self.max_bytes,
+                            progress=self.progress, dtype=self.precision, client=client)
         t2 = time.perf_counter()
-        constant = np.ptp(px, axis=0).max(axis=1) == 0.0  # constant over *all* real images
+        lo, hi = _runner(client).map_reduce(pixel_range_partition, [
+            _task_rows(src, rows) for rows in _chunk_rows(n, self.partition_rows)],
+            description="constant pixels").compute()
+        constant = (hi - lo).max(axis=1) == 0.0  # constant over *all* real images
+        t3 = time.perf_counter()
         free = np.flatnonzero(~constant)
         if free.size == 0:
             raise InputError("real images: every pixel is constant across the images; there is nothing to "
@@ -848,47 +1068,67 @@ class RegionCMS:
         self.regions_ = _relabel(labels)
         self.cka_matrix_ = m
         self.constant_ = constant
-        self.real_pixels_ = px
-        self.cka_pixels_ = sub
-        self.timings_ = {"median_rule_s": t1 - t0, "pixel_cka_s": t2 - t1,
-                         "clustering_s": time.perf_counter() - t2}
+        self.real_source_ = src
+        self.cka_rows_ = sub_rows
+        self.timings_ = {"median_rule_s": t1 - t0, "pixel_cka_s": t2 - t1, "constant_pixels_s": t3 - t2,
+                         "clustering_s": time.perf_counter() - t3}
         return self
 
+    def _source(self, images: Any, name: str) -> Any:
+        """Pixels (n, d, c) of an array, or an ImageRows for a path (read later, by the tasks)."""
+        import os
+
+        from ..data.images import ImageRows
+
+        if isinstance(images, (str, os.PathLike)):
+            return ImageRows.open(images, name)
+        if isinstance(images, ImageRows):
+            return images
+        arr = np.asarray(images)
+        if arr.ndim not in (3, 4):
+            raise InputError(f"{name}: expected shape (n, H, W) or (n, H, W, C), got {arr.shape}")
+        return as_pixels(arr, name)
+
     def compare(self, generated: Any, names: Sequence[str] | None = None, *,
-                reference: Any = None) -> RegionsResult:
+                reference: Any = None, client: Any = None) -> RegionsResult:
         """CMS (whole, per region, product) of each generated set against the real images.
 
-        ``generated``: one image array or a list of them (checkpoints, epochs); ``reference``: real images
-        to compare against (default: those given to ``fit``; the paper uses held-out test images).
+        ``generated``: one image set (an array, a path, an ImageRows) or a list of them (checkpoints,
+        epochs); ``reference``: real images to compare against (default: those given to ``fit``; the paper
+        uses held-out test images). ``client``: a dask ``Client`` to run the kernel sums on.
         """
+        import os
+
+        from ..data.images import ImageRows
+
         if self.regions_ is None:
             raise OptionError("RegionCMS.compare: call fit(real_images) first")
-        sets = [generated] if isinstance(generated, np.ndarray) else list(generated)
+        single = isinstance(generated, (np.ndarray, ImageRows, str, os.PathLike))
+        sets = [generated] if single else list(generated)
         if not sets:
             raise InputError("generated: no generated sets given")
         names = [f"set_{k}" for k in range(len(sets))] if names is None else [str(s) for s in names]
         if len(names) != len(sets):
             raise InputError(f"names: {len(names)} names for {len(sets)} generated sets")
         h, w, c = self.image_shape_
-        if reference is None:
-            ref = self.real_pixels_
-        else:
-            ref = self._check_shape(reference, "reference images")
+        ref = self.real_source_ if reference is None else self._check_shape(reference, "reference images")
         t0 = time.perf_counter()
-        rows = []
-        n_gen = []
-        cache: dict = {}
+        srcs, n_gen = [], []
         for name, g in zip(names, sets, strict=True):
             py = self._check_shape(g, f"generated set {name!r}")
-            if self.block_size is not None and min(py.shape[0], ref.shape[0]) < self.block_size:
+            m = _source_shape(py)[0]
+            if self.block_size is not None and min(m, _source_shape(ref)[0]) < self.block_size:
                 raise InputError(f"generated set {name!r}: fewer images than one block: "
-                                 f"{min(py.shape[0], ref.shape[0])} < block_size {self.block_size}")
-            rows.append(_region_cms_px(ref, py, self.regions_, self.gamma_, block_size=self.block_size,
-                                   seed=self.seed, cache=cache))
-            n_gen.append(int(py.shape[0]))
+                                 f"{min(m, _source_shape(ref)[0])} < block_size {self.block_size}")
+            srcs.append(py)
+            n_gen.append(int(m))
+        rows = _region_cms_sources(ref, srcs, self.regions_, self.gamma_, block_size=self.block_size,
+                                   seed=self.seed, partition_rows=self.partition_rows, client=client,
+                                   progress=self.progress)
         t1 = time.perf_counter()
-        cross = _cross_region_cka_px(self.cka_pixels_, self.regions_, self.gamma_,
-                                 block_size=self.cka_block_size_, seed=self.seed)
+        cross = _cross_region_cka_rows(self.real_source_, self.cka_rows_, self.regions_, self.gamma_,
+                                       block_size=self.cka_block_size_, seed=self.seed,
+                                       partition_rows=self.partition_rows, client=client)
         timings = dict(self.timings_, cms_s=t1 - t0, cross_region_cka_s=time.perf_counter() - t1)
         n_reg = int(self.regions_.max()) + 1
         return RegionsResult(
@@ -900,21 +1140,35 @@ class RegionCMS:
             cka_matrix=self.cka_matrix_.tolist() if self.cka_matrix_.shape[0] <= INLINE_CKA_MAX_PIXELS
             else self.cka_matrix_,
             constant_pixels=np.flatnonzero(self.constant_).tolist(), gamma=float(self.gamma_),
-            n_real=int(ref.shape[0]), n_generated=n_gen,
+            n_real=int(_source_shape(ref)[0]), n_generated=n_gen,
             config={"n_regions": self.n_regions, "gamma": self.gamma, "gamma_value": float(self.gamma_),
                     "block_size": self.block_size, "cka_block_size": self.cka_block_size_,
                     "cka_max_images": self.cka_max_images, "max_regions": self.max_regions,
                     "min_region_size": self.min_region_size, "precision": self.precision,
+                    "partition_rows": self.partition_rows,
                     "gamma_convention": "gamma = factor / median Euclidean distance between real images"},
             seed=int(self.seed), timings=timings)
 
-    def _check_shape(self, images: Any, name: str) -> np.ndarray:
+    def _check_shape(self, images: Any, name: str) -> Any:
+        import os
+
+        from ..data.images import ImageRows
+
+        h, w, c = self.image_shape_
+        if isinstance(images, (str, os.PathLike, ImageRows)):
+            src = images if isinstance(images, ImageRows) else ImageRows.open(images, name)
+            if src.shape[1:3] != (h, w):
+                raise InputError(f"{name}: images are {src.shape[1]}x{src.shape[2]} but the real images are "
+                                 f"{h}x{w}; all images must have the same size")
+            if src.shape[3] != c:
+                raise InputError(f"{name}: images have {src.shape[3]} channel(s) but the real images have "
+                                 f"{c}")
+            return src
         arr = np.asarray(images)
         if arr.ndim == 3:
             arr = arr[..., None]
         if arr.ndim != 4:
             raise InputError(f"{name}: expected shape (n, H, W) or (n, H, W, C), got {arr.shape}")
-        h, w, c = self.image_shape_
         if arr.shape[1:3] != (h, w):
             raise InputError(f"{name}: images are {arr.shape[1]}x{arr.shape[2]} but the real images are "
                              f"{h}x{w}; all images must have the same size")
@@ -923,5 +1177,5 @@ class RegionCMS:
         return as_pixels(arr, name)
 
     def fit_compare(self, real: Any, generated: Any, names: Sequence[str] | None = None, *,
-                    reference: Any = None) -> RegionsResult:
-        return self.fit(real).compare(generated, names, reference=reference)
+                    reference: Any = None, client: Any = None) -> RegionsResult:
+        return self.fit(real, client=client).compare(generated, names, reference=reference, client=client)

@@ -58,7 +58,7 @@ from ..kernels.bandwidth import parse_bandwidth, resolve_bandwidth
 from ..kernels.features import RandomFourierFeatures, cosine_features
 from ..kernels.gram import KERNELS
 from ..results import Result
-from ..scale.runner import DaskRunner, LocalRunner, partition_rows
+from ..scale.runner import DaskRunner, LocalRunner, partition_rows, partition_size
 from ..stats.accumulators import CovarianceAccumulator, TopKAccumulator
 from ..stats.eigen import gram_factor, symmetric_eigenpairs
 
@@ -431,7 +431,7 @@ class PromptNullifier:
                                  shared_frequencies=self.shared_frequencies and self.kernel == "gaussian",
                                  seed=self.seed)
         runner = LocalRunner() if client is None else DaskRunner(client)
-        size = self.chunk_size if client is None else _partition_size(self.partition_rows, self.chunk_size)
+        size = self.chunk_size if client is None else partition_size(self.partition_rows, self.chunk_size)
         acc = runner.map_reduce(joint_covariance_partition, [
             (maps, *partition_rows(data, a, b), self.chunk_size) for a, b in _chunks(len(data), size)],
             description="Scendi: covariance", progress=progress_enabled(self.progress))
@@ -703,7 +703,7 @@ class Scendi:
         """
         k = li_vecs.shape[1]
         runner = LocalRunner() if client is None else DaskRunner(client)
-        size = self.chunk_size if client is None else _partition_size(self.partition_rows, self.chunk_size)
+        size = self.chunk_size if client is None else partition_size(self.partition_rows, self.chunk_size)
         top = runner.map_reduce(cluster_scores_partition, [
             (nullifier.feature_maps_, nullifier.gamma_, li_vecs, c_vecs, *partition_rows(data, a, b), a,
              self.chunk_size, self.top_k) for a, b in _chunks(len(data), size)],
@@ -725,11 +725,6 @@ class Scendi:
             return out
 
         return build(0, li_vals, tr_i), build(k, c_vals, tr_c)
-
-
-def _partition_size(partition_rows: int, chunk_size: int) -> int:
-    """Rows per cluster task: a whole number of chunks, so the sums match the single-process run."""
-    return max(1, -(-partition_rows // chunk_size)) * chunk_size
 
 
 def joint_covariance_partition(maps: ScendiFeatureMaps, prompts: Any, outputs: Any, start: int, stop: int,

@@ -16,6 +16,15 @@ from .html import Page, cards, details, el, fmt, note, p, table
 
 #: images shown per set
 IMAGES_PER_SET = 8
+#: real images averaged for the background of the region map
+MEAN_IMAGES = 1000
+
+
+def _take(images: Any, idx: np.ndarray) -> np.ndarray:
+    """Images ``idx`` of an array or of an image set read on demand (``ImageRows.read``), as float."""
+    if hasattr(images, "read") and not isinstance(images, np.ndarray):
+        return np.asarray(images.read(idx), dtype=float)
+    return np.asarray(images[idx], dtype=float)
 
 
 def _cka(result: Any, base_dir: Any, notes: list[str]) -> np.ndarray | None:
@@ -63,7 +72,7 @@ def _images_block(inputs: Any, names: list[str]) -> Any:
         sets += list(zip(names, gen, strict=False))
     for name, arr in sets:
         try:
-            picks = [figures.array_thumbnail(arr[i]) for i in range(min(IMAGES_PER_SET, len(arr)))]
+            picks = [figures.array_thumbnail(im) for im in _take(arr, np.arange(min(IMAGES_PER_SET, len(arr))))]
         except (TypeError, ValueError, IndexError) as exc:
             blocks.append(note(f"{name}: images could not be drawn ({exc})"))
             continue
@@ -96,10 +105,11 @@ def render_regions(
     real = mapping(inputs).get("real")
     mean_real = None
     if real is not None:
-        try:
-            arr = np.asarray(real, dtype=float)
+        try:  # the mean of (at most MEAN_IMAGES, evenly spaced) real images, the background of the map
+            n = len(real)
+            arr = _take(real, np.unique(np.linspace(0, n - 1, min(n, MEAN_IMAGES)).astype(np.int64)))
             mean_real = arr.mean(axis=0) if arr.ndim >= 3 and arr.shape[1:3] == (h, w) else None
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, IndexError):
             mean_real = None
     page = Page(
         f"Regions · {len(result.names)} generated set{'s' if len(result.names) != 1 else ''} vs "

@@ -16,13 +16,19 @@ def partition_rows(s: Any, a: int, b: int) -> tuple[Any, Any, int, int]:
     Row-streamed ``.npy`` inputs travel as their file reference (the worker reads its rows itself); arrays
     held in memory are sliced here and shipped.
     """
-    from ..data.npy import NpyRows
+    from ..data.npy import NpyRows, ShardedRows
 
-    if isinstance(s.prompt_embeddings, NpyRows) and isinstance(s.output_embeddings, NpyRows):
+    streamed = (NpyRows, ShardedRows)
+    if isinstance(s.prompt_embeddings, streamed) and isinstance(s.output_embeddings, streamed):
         return s.prompt_embeddings, s.output_embeddings, a, b
     import numpy as np
 
     return np.asarray(s.prompt_embeddings[a:b]), np.asarray(s.output_embeddings[a:b]), 0, b - a
+
+
+def partition_size(partition_rows: int, chunk_size: int) -> int:
+    """Rows per cluster task: a whole number of chunks, so the sums match the single-process run."""
+    return max(1, -(-partition_rows // chunk_size)) * chunk_size
 
 
 def merge_copy(a: Any, b: Any) -> Any:

@@ -159,3 +159,63 @@ class TopKAccumulator:
     def compute(self) -> tuple[np.ndarray, np.ndarray]:
         """(ids, scores), each (min(k, seen), n_columns), best first."""
         return self.ids, self.scores
+
+
+@dataclass
+class SumsAccumulator:
+    """Named running sums: ``sums`` are added on merge, ``log_sums`` are log-added (log(e^a + e^b)).
+
+    ``log_sums`` hold the logarithm of sums of terms that underflow one by one (kernel values
+    exp(-gamma d^2) of far-apart images): log-adding partial log-sums loses nothing. A name missing on one
+    side is taken from the other, so partitions may contribute to different names.
+    """
+
+    sums: dict = field(default_factory=dict)
+    log_sums: dict = field(default_factory=dict)
+
+    def update(self, sums: dict | None = None, log_sums: dict | None = None) -> SumsAccumulator:
+        for k, v in (sums or {}).items():
+            v = np.asarray(v, dtype=np.float64)
+            self.sums[k] = self.sums[k] + v if k in self.sums else v.copy()
+        for k, v in (log_sums or {}).items():
+            v = np.asarray(v, dtype=np.float64)
+            self.log_sums[k] = np.logaddexp(self.log_sums[k], v) if k in self.log_sums else v.copy()
+        return self
+
+    def merge(self, other: SumsAccumulator) -> SumsAccumulator:
+        return self.update(other.sums, other.log_sums)
+
+    def compute(self) -> tuple[dict, dict]:
+        """(sums, log_sums)."""
+        return self.sums, self.log_sums
+
+
+@dataclass
+class MinMaxAccumulator:
+    """Element-wise minimum and maximum over rows of arrays of one shape (per pixel, per feature)."""
+
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None
+    count: int = 0
+
+    def update(self, rows: np.ndarray) -> MinMaxAccumulator:
+        rows = np.asarray(rows, dtype=np.float64)
+        if rows.shape[0]:
+            lo, hi = rows.min(axis=0), rows.max(axis=0)
+            self.lo = lo if self.lo is None else np.minimum(self.lo, lo)
+            self.hi = hi if self.hi is None else np.maximum(self.hi, hi)
+            self.count += rows.shape[0]
+        return self
+
+    def merge(self, other: MinMaxAccumulator) -> MinMaxAccumulator:
+        if other.count:
+            self.lo = other.lo.copy() if self.lo is None else np.minimum(self.lo, other.lo)
+            self.hi = other.hi.copy() if self.hi is None else np.maximum(self.hi, other.hi)
+            self.count += other.count
+        return self
+
+    def compute(self) -> tuple[np.ndarray, np.ndarray]:
+        """(min, max) over all rows."""
+        if self.count == 0:
+            raise InputError("no rows were accumulated (the set is empty)")
+        return self.lo, self.hi
