@@ -211,6 +211,14 @@ def test_regions_page_has_map_cka_table_curves_and_images(tmp_path):
         assert name in doc and f"{result.cms[k]:.4g}" in doc
         for v in result.region_cms[k]:
             assert f"{v:.4g}" in doc
+    # image sets read on demand (as on a cluster) give the same page
+    from promptprism.data.images import ImageRows
+
+    for name, arr in zip(("real", "e1", "e2"), (inputs["real"], *inputs["generated"]), strict=True):
+        np.save(tmp_path / f"{name}.npy", arr)
+    rows = {"real": ImageRows.open(tmp_path / "real.npy"),
+            "generated": [ImageRows.open(tmp_path / "e1.npy"), ImageRows.open(tmp_path / "e2.npy")]}
+    assert render_report(result, inputs=rows) == doc
     # a big result keeps the CKA matrix in cka_matrix.npy only: the page reads it from the folder
     big = dataclasses.replace(result, cka_matrix=None)
     assert "cka_matrix.npy is not beside it" in render_report(big)

@@ -72,7 +72,8 @@ def _images_block(inputs: Any, names: list[str]) -> Any:
         sets += list(zip(names, gen, strict=False))
     for name, arr in sets:
         try:
-            picks = [figures.array_thumbnail(im) for im in _take(arr, np.arange(min(IMAGES_PER_SET, len(arr))))]
+            first = _take(arr, np.arange(min(IMAGES_PER_SET, len(arr))))
+            picks = [figures.array_thumbnail(im) for im in first]
         except (TypeError, ValueError, IndexError) as exc:
             blocks.append(note(f"{name}: images could not be drawn ({exc})"))
             continue
