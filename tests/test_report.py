@@ -455,3 +455,17 @@ def test_scendi_page_table_side_by_side_and_cluster_galleries(tmp_path):
     assert_self_contained(single)
     assert "Scendi result" in comparison.models[1]._repr_html_()
     assert "with text" in single
+
+
+def test_a_map_that_cannot_be_drawn_leaves_a_note(monkeypatch):
+    import promptprism.report.promptsplit as rp
+
+    def fail(*args, **kwargs):
+        raise ValueError("degenerate subsample")
+
+    monkeypatch.setattr(rp, "_tsne", fail)
+    result, inputs, images = digits_run()
+    doc = render_report(result, inputs=inputs, images=images, map_points=100)
+    assert "map not drawn: ValueError: degenerate subsample" in doc
+    assert n_imgs_with_alt(doc, "t-SNE map of the samples coloured by mode") == 0
+    assert len(re.findall(r'<img\b[^>]*class="px"', doc)) > 0  # the rest of the page is there

@@ -462,8 +462,10 @@ def render_promptsplit(
         )
     try:
         map_block = _map_section(result, sets, map_points, names)
-    except ImportError as exc:  # scikit-learn's t-SNE missing
-        map_block = [note(f"map not drawn: {exc}")]
+    except (ImportError, ArithmeticError, ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
+        # the map is an extra: a missing package or a degenerate subsample (e.g. an eigen-solver that does
+        # not converge) leaves a note, never a failed command after result.json is written
+        map_block = [note(f"map not drawn: {type(exc).__name__}: {exc}")]
     page.add("Map of the samples", map_block, anchor="map")
     more = [
         ("distance ‖Λ‖²_F", fmt(result.distance, 6)),
