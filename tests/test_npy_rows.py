@@ -79,3 +79,34 @@ def test_sharded_folder_reads_as_one_array(tmp_path):
     np.save(tmp_path / "output_embeddings-12.npy", rng.standard_normal((3, 5)))  # wrong width
     with pytest.raises(InputError, match="does not match the first shard"):
         load_paired(tmp_path)
+
+
+def test_parquet_dataset_streams_by_row_group(tmp_path):
+    """A folder of Parquet files with list columns reads as one array, row group by row group; bad rows
+    are named."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from promptprism.data.inputs import load_input
+    from promptprism.data.npy import ParquetRows
+
+    rng = np.random.default_rng(2)
+    t = rng.standard_normal((90, 5))
+    z = rng.standard_normal((90, 3))
+    for k, (a, b) in enumerate([(0, 40), (40, 90)]):
+        table = pa.table({"prompt": [f"p{i % 6}" for i in range(a, b)],
+                          "prompt_embedding": [list(r) for r in t[a:b]],
+                          "output_embedding": [list(r) for r in z[a:b]]})
+        pq.write_table(table, tmp_path / f"part-{k}.parquet", row_group_size=15)  # several row groups
+    s = load_input(tmp_path, cache=None)
+    assert isinstance(s.prompt_embeddings, ParquetRows) and len(s) == 90
+    for key in (slice(0, 90), slice(10, 55), slice(44, 46), [89, 0, 41]):
+        np.testing.assert_array_equal(s.prompt_embeddings[key], t[key])
+    assert s.prompts[:7] == ["p0", "p1", "p2", "p3", "p4", "p5", "p0"]
+    a = PromptSplit(method="rff", n_features=80, chunk_size=13, n_modes=2).fit(s, s)
+    b = PromptSplit(method="rff", n_features=80, chunk_size=13, n_modes=2).fit((t, z), (t, z))
+    np.testing.assert_allclose(a.eigenvalues, b.eigenvalues, atol=1e-12)
+    bad = pa.table({"prompt_embedding": [[1.0, 2.0], [1.0]], "output_embedding": [[1.0], [2.0]]})
+    pq.write_table(bad, tmp_path / "bad.parquet")
+    with pytest.raises(InputError, match=r"bad.parquet: column 'prompt_embedding', row 1"):
+        np.asarray(load_input(tmp_path / "bad.parquet", cache=None).prompt_embeddings)

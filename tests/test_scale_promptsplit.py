@@ -106,3 +106,24 @@ def test_worker_killed_mid_run_gives_same_result(sets):
         assert killed_during_run == [True]
         assert victim not in c.scheduler_info()["workers"]  # the killed worker really went away
     _same(expected, got)
+
+
+def test_parquet_dataset_on_cluster(client, sets, tmp_path):
+    """A Parquet dataset is read by the workers row group by row group; same result as in memory."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from promptprism.data.inputs import load_input
+
+    test, ref, _, _ = sets
+    for name, s in (("test", test), ("reference", ref)):
+        (tmp_path / name).mkdir()
+        for k, (a, b) in enumerate([(0, 700), (700, len(s))]):
+            pq.write_table(pa.table({"prompt": s.prompts[a:b],
+                                     "prompt_embedding": [list(r) for r in s.prompt_embeddings[a:b]],
+                                     "output_embedding": [list(r) for r in s.output_embeddings[a:b]]}),
+                           tmp_path / name / f"part-{k}.parquet", row_group_size=256)
+    est = PromptSplit(method="rff", n_features=300, n_modes=3, chunk_size=128, partition_rows=384, seed=2)
+    on_cluster = est.fit(load_input(tmp_path / "test", cache=None), load_input(tmp_path / "reference",
+                                                                                  cache=None), client=client)
+    _same(est.fit(test, ref), on_cluster)

@@ -35,10 +35,10 @@ def check_matrix(
     checked block by block and never loaded whole, so million-row inputs are never copied; everything else
     becomes a float64 ndarray.
     """
-    from .data.npy import NpyRows, ShardedRows
+    from .data.npy import RowSource
 
     where = _where(source, name)
-    streamed = isinstance(array, (np.memmap, NpyRows, ShardedRows)) and allow_memmap
+    streamed = isinstance(array, (np.memmap, RowSource)) and allow_memmap
     if streamed:
         arr = array
     else:

@@ -17,13 +17,12 @@ it has them (see :mod:`promptprism.embed.cache`).
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ..errors import InputError
 from .loaders import REQUIRED, load_paired
@@ -64,24 +63,33 @@ def _emit(notes: list[str], sink: Callable[[str], None] | None) -> None:
         sink(note)
 
 
-def _parquet_embeddings(path: Path, name: str) -> PairedSet:
-    from .manifest import read_parquet_table
+def _parquet_files(path: Path) -> list[Path]:
+    """A Parquet file, or the ``.parquet`` files of a dataset folder in natural name order."""
+    if path.is_dir():
+        return sorted(path.glob("*.parquet"), key=lambda p: [int(t) if t.isdigit() else t
+                                                              for t in re.split(r"(\d+)", p.name)])
+    return [path]
 
-    table = read_parquet_table(path)
-    cols: dict[str, np.ndarray] = {}
+
+def _parquet_embeddings(path: Path, name: str) -> PairedSet:
+    """Embeddings from a Parquet file or dataset folder: the embedding columns are streamed by row group
+    (:class:`~promptprism.data.npy.ParquetRows`), the display strings are read whole."""
+    import pyarrow.parquet as pq
+
+    from .npy import ParquetRows
+
+    files = _parquet_files(path)
+    names = set(pq.read_schema(files[0]).names)
+    cols = {}
     for options in PARQUET_EMBEDDING_COLUMNS:
-        col = next(c for c in options if c in table.column_names)
-        try:
-            arr = np.asarray(table.column(col).to_pylist(), dtype=np.float64)
-        except (ValueError, TypeError) as exc:
-            raise InputError(f"{path}: column {col!r} must hold equal-length lists of numbers "
-                             f"({exc})") from None
-        cols[options[1]] = arr
+        col = next(c for c in options if c in names)
+        cols[options[1]] = ParquetRows(files, col)
     strings = {}
     for key, options in (("prompts", ("prompt", "prompts")), ("outputs", ("output", "outputs", "image"))):
-        col = next((c for c in options if c in table.column_names), None)
+        col = next((c for c in options if c in names), None)
         if col is not None:
-            strings[key] = [str(v) for v in table.column(col).to_pylist()]
+            strings[key] = [str(v) for f in files
+                            for v in pq.read_table(f, columns=[col]).column(0).to_pylist()]
     return PairedSet(prompt_embeddings=cols["prompt_embeddings"], output_embeddings=cols["output_embeddings"],
                      name=name, source=str(path), **strings)
 
@@ -173,6 +181,9 @@ def read_input(path: str | os.PathLike, *, prompts: str | os.PathLike | None = N
     if path.is_dir():
         if any((path / f"{k}.npy").exists() or any(path.glob(f"{k}-*.npy")) for k in REQUIRED):
             return LoadedInput(paired=load_paired(path, name=name), kind="embeddings")
+        parquet = _parquet_files(path)
+        if parquet and _has_embedding_columns(parquet[0]):  # a Parquet dataset of embeddings
+            return LoadedInput(paired=_parquet_embeddings(path, name), kind="embeddings")
         if prompts is None and find_prompts_file(path) is None and not any(
                 p.suffix.lower() in IMAGE_SUFFIXES for p in path.rglob("*")):
             raise InputError(f"{path}: a folder input must hold "

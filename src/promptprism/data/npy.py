@@ -17,7 +17,58 @@ import numpy as np
 from ..errors import InputError
 
 
-class NpyRows:
+class RowSource:
+    """Base of the read-only, row-addressable sources: subclasses set ``shape``/``dtype`` and ``_read``.
+
+    Supports ``len()``, row slices (``a[i:j]``, steps too), single rows, integer or boolean row indices
+    (``a[idx]``) and ``np.asarray(a)``.
+    """
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def _read(self, start: int, stop: int) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __getitem__(self, key) -> np.ndarray:
+        n = self.shape[0]
+        if isinstance(key, slice):
+            start, stop, step = key.indices(n)
+            if step == 1:
+                return self._read(start, stop)
+            lo, hi = (start, stop) if step > 0 else (stop + 1, start + 1)
+            block = self._read(lo, max(lo, hi))
+            return block[:: step] if step > 0 else block[::-1][:: -step]
+        if isinstance(key, (int, np.integer)):
+            i = int(key) + (n if key < 0 else 0)
+            if not 0 <= i < n:
+                raise IndexError(f"row {key} out of range for {n} rows")
+            return self._read(i, i + 1)[0]
+        idx = np.asarray(key)
+        if idx.dtype == bool:
+            idx = np.flatnonzero(idx)
+        idx = idx.astype(np.int64)
+        if idx.size and (idx.min() < -n or idx.max() >= n):
+            raise IndexError(f"row index out of range for {n} rows")
+        idx = np.where(idx < 0, idx + n, idx)
+        out = np.empty((idx.size,) + tuple(self.shape[1:]), dtype=self.dtype)
+        for j, i in enumerate(idx):
+            out[j] = self._read(int(i), int(i) + 1)[0]
+        return out
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        arr = self._read(0, self.shape[0])
+        return arr if dtype is None else arr.astype(dtype)
+
+
+class NpyRows(RowSource):
     """A read-only, row-addressable view of a 2-D C-ordered ``.npy`` file."""
 
     def __init__(self, path: str | os.PathLike) -> None:
@@ -38,12 +89,8 @@ class NpyRows:
             raise InputError(f"{self.path}: holds Python objects, expected numbers")
         self.shape = tuple(int(s) for s in shape)
         self.dtype = dtype
-        self.ndim = len(self.shape)
         self._row_items = int(np.prod(self.shape[1:])) if self.ndim > 1 else 1
         self._row_bytes = self._row_items * dtype.itemsize
-
-    def __len__(self) -> int:
-        return self.shape[0]
 
     def __repr__(self) -> str:
         return f"NpyRows({str(self.path)!r}, shape={self.shape}, dtype={self.dtype})"
@@ -57,35 +104,8 @@ class NpyRows:
             raise InputError(f"{self.path}: file is truncated (expected {self.shape[0]} rows)")
         return data.reshape((count,) + self.shape[1:])
 
-    def __getitem__(self, key) -> np.ndarray:
-        n = self.shape[0]
-        if isinstance(key, slice):
-            start, stop, step = key.indices(n)
-            block = self._read(start, stop) if step > 0 else self._read(stop + 1, start + 1)
-            return block[::step] if step != 1 else block
-        if isinstance(key, (int, np.integer)):
-            i = int(key) + (n if key < 0 else 0)
-            if not 0 <= i < n:
-                raise IndexError(f"row {key} out of range for {n} rows")
-            return self._read(i, i + 1)[0]
-        idx = np.asarray(key)
-        if idx.dtype == bool:
-            idx = np.flatnonzero(idx)
-        idx = idx.astype(np.int64)
-        if idx.size and (idx.min() < -n or idx.max() >= n):
-            raise IndexError(f"row index out of range for {n} rows")
-        idx = np.where(idx < 0, idx + n, idx)
-        out = np.empty((idx.size,) + self.shape[1:], dtype=self.dtype)
-        for k, i in enumerate(idx):
-            out[k] = self._read(int(i), int(i) + 1)[0]
-        return out
 
-    def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        arr = self._read(0, self.shape[0])
-        return arr if dtype is None else arr.astype(dtype)
-
-
-class ShardedRows:
+class ShardedRows(RowSource):
     """Several ``.npy`` shards (same columns and dtype) seen as one row-addressable array, in order.
 
     Each shard is a :class:`NpyRows`, so nothing is loaded whole; a row block that spans shards is read from
@@ -104,11 +124,7 @@ class ShardedRows:
         self.offsets = np.cumsum([0] + [len(sh) for sh in self.shards])
         self.shape = (int(self.offsets[-1]),) + first.shape[1:]
         self.dtype = first.dtype
-        self.ndim = first.ndim
         self.path = first.path.parent
-
-    def __len__(self) -> int:
-        return self.shape[0]
 
     def __repr__(self) -> str:
         return f"ShardedRows({len(self.shards)} shards, shape={self.shape}, dtype={self.dtype})"
@@ -123,30 +139,64 @@ class ShardedRows:
             return np.empty((0,) + self.shape[1:], dtype=self.dtype)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
-    def __getitem__(self, key) -> np.ndarray:
-        n = self.shape[0]
-        if isinstance(key, slice):
-            start, stop, step = key.indices(n)
-            if step == 1:
-                return self._read(start, stop)
-            return np.asarray(self)[key]
-        if isinstance(key, (int, np.integer)):
-            i = int(key) + (n if key < 0 else 0)
-            if not 0 <= i < n:
-                raise IndexError(f"row {key} out of range for {n} rows")
-            return self._read(i, i + 1)[0]
-        idx = np.asarray(key)
-        if idx.dtype == bool:
-            idx = np.flatnonzero(idx)
-        idx = idx.astype(np.int64)
-        if idx.size and (idx.min() < -n or idx.max() >= n):
-            raise IndexError(f"row index out of range for {n} rows")
-        idx = np.where(idx < 0, idx + n, idx)
-        out = np.empty((idx.size,) + self.shape[1:], dtype=self.dtype)
-        for j, i in enumerate(idx):
-            out[j] = self._read(int(i), int(i) + 1)[0]
-        return out
 
-    def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        arr = self._read(0, self.shape[0])
-        return arr if dtype is None else arr.astype(dtype)
+class ParquetRows(RowSource):
+    """One list-of-numbers column of a Parquet file or dataset (a folder of ``.parquet`` files, read in
+    natural name order) as a 2-D array, read row group by row group: a row block reads only the row
+    groups that hold it, so workers can read their own partitions."""
+
+    def __init__(self, paths: list[str | os.PathLike], column: str) -> None:
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:  # pragma: no cover - depends on the installation
+            raise InputError("reading Parquet needs pyarrow (pip install pyarrow)") from None
+        self.paths = [Path(p) for p in paths]
+        self.column = column
+        groups = []  # (path, row group, first global row)
+        total = 0
+        for path in self.paths:
+            try:
+                meta = pq.ParquetFile(path).metadata
+            except Exception as exc:  # pyarrow raises several types for unreadable files
+                raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+            for g in range(meta.num_row_groups):
+                groups.append((path, g, total))
+                total += meta.row_group(g).num_rows
+        self._groups = groups
+        self._starts = np.array([g[2] for g in groups] + [total], dtype=np.int64)
+        first = self._group_rows(0) if groups else np.zeros((0, 0))
+        self.dtype = first.dtype if first.size else np.dtype(np.float64)
+        self.shape = (total, first.shape[1] if first.ndim == 2 else 0)
+        self.path = self.paths[0]
+
+    def __repr__(self) -> str:
+        return f"ParquetRows({len(self.paths)} files, {self.column!r}, shape={self.shape})"
+
+    def _group_rows(self, k: int) -> np.ndarray:
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        path, g, _ = self._groups[k]
+        col = pq.ParquetFile(path).read_row_group(g, columns=[self.column]).column(0).combine_chunks()
+        lengths = np.asarray(pc.list_value_length(col).fill_null(-1))
+        if lengths.size and (lengths.min() < 0 or lengths.min() != lengths.max()):
+            bad = int(np.flatnonzero((lengths != lengths.max()) | (lengths < 0))[0])
+            raise InputError(f"{path}: column {self.column!r}, row {self._groups[k][2] + bad}: expected a "
+                             f"list of {int(lengths.max())} numbers like the other rows")
+        values = np.asarray(pc.list_flatten(col))
+        if not np.issubdtype(values.dtype, np.number):
+            raise InputError(f"{path}: column {self.column!r} must hold lists of numbers, got {values.dtype}")
+        return values.reshape(lengths.size, int(lengths.max()) if lengths.size else 0)
+
+    def _read(self, start: int, stop: int) -> np.ndarray:
+        if stop <= start:
+            return np.empty((0, self.shape[1]), dtype=self.dtype)
+        first = int(np.searchsorted(self._starts, start, side="right") - 1)
+        last = int(np.searchsorted(self._starts, stop, side="left"))
+        parts = []
+        for k in range(first, last):
+            lo = max(start, self._starts[k]) - self._starts[k]
+            hi = min(stop, self._starts[k + 1]) - self._starts[k]
+            if lo < hi:
+                parts.append(self._group_rows(k)[lo:hi])
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)

@@ -16,10 +16,9 @@ def partition_rows(s: Any, a: int, b: int) -> tuple[Any, Any, int, int]:
     Row-streamed ``.npy`` inputs travel as their file reference (the worker reads its rows itself); arrays
     held in memory are sliced here and shipped.
     """
-    from ..data.npy import NpyRows, ShardedRows
+    from ..data.npy import RowSource
 
-    streamed = (NpyRows, ShardedRows)
-    if isinstance(s.prompt_embeddings, streamed) and isinstance(s.output_embeddings, streamed):
+    if isinstance(s.prompt_embeddings, RowSource) and isinstance(s.output_embeddings, RowSource):
         return s.prompt_embeddings, s.output_embeddings, a, b
     import numpy as np
 
