@@ -12,10 +12,8 @@ from promptprism.data.inputs import read_input  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as c:
-        yield c
+def client(dask_client):
+    return dask_client
 
 
 def test_pixels_on_workers(client, tmp_path):

@@ -10,10 +10,8 @@ from promptprism.datasets import gaussian_mixture  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as c:
-        yield c
+def client(dask_client):
+    return dask_client
 
 
 @pytest.fixture(scope="module")
@@ -72,39 +70,12 @@ def test_sharded_npy_on_cluster(client, sets, tmp_path):
 def test_worker_killed_mid_run_gives_same_result(sets):
     """A worker process is SIGKILLed while tasks run: the scheduler re-runs its tasks (the nanny restarts
     the process) and nothing is counted twice."""
-    import os
-    import signal
-    import threading
+    from conftest import run_killing_a_worker
 
     test, ref, test_files, ref_files = sets
     est = PromptSplit(method="rff", n_features=600, n_modes=3, chunk_size=50, partition_rows=50, seed=1)
     expected = est.fit(test, ref)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as c:
-        victim = sorted(c.scheduler_info()["workers"])[0]
-        pid = c.run(os.getpid, workers=[victim])[victim]
-        done = threading.Event()
-        running = threading.Event()
-        killed_during_run = []
-
-        def kill_when_busy():
-            # wait until the cluster holds some finished partitions, then kill the victim's process
-            for _ in range(2000):
-                if c.run_on_scheduler(lambda dask_scheduler: sum(
-                        ts.state == "memory" for ts in dask_scheduler.tasks.values())) >= 3:
-                    break
-                done.wait(0.005)
-            killed_during_run.append(running.is_set())
-            os.kill(pid, signal.SIGKILL)
-            done.set()
-
-        threading.Thread(target=kill_when_busy, daemon=True).start()
-        running.set()
-        got = est.fit(test_files, ref_files, client=c)
-        running.clear()
-        assert done.wait(30)
-        assert killed_during_run == [True]
-        assert victim not in c.scheduler_info()["workers"]  # the killed worker really went away
+    got = run_killing_a_worker(lambda c: est.fit(test_files, ref_files, client=c))
     _same(expected, got)
 
 

@@ -22,10 +22,8 @@ SEED = 7
 
 
 @pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as c:
-        yield c
+def client(dask_client):
+    return dask_client
 
 
 @pytest.fixture(scope="module")
@@ -113,40 +111,13 @@ def test_bad_image_read_on_a_worker_names_the_file(client, digits, tmp_path):
 def test_worker_killed_mid_run_gives_same_result(digits):
     """A worker process is SIGKILLed while tasks run: the scheduler re-runs its tasks (the nanny restarts
     the process) and nothing is counted twice."""
-    import os
-    import signal
-    import threading
+    from conftest import run_killing_a_worker
 
     root = digits["root"]
     est = RegionCMS(n_regions=3, cka_block_size=20, partition_rows=40, seed=SEED)
     expected = est.fit(digits["train"]).compare([digits["gen_a"], digits["gen_b"]])
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as c:
-        victim = sorted(c.scheduler_info()["workers"])[0]
-        pid = c.run(os.getpid, workers=[victim])[victim]
-        done = threading.Event()
-        running = threading.Event()
-        killed_during_run = []
-
-        def kill_when_busy():
-            # wait until the cluster holds some finished partitions, then kill the victim's process
-            for _ in range(4000):
-                if c.run_on_scheduler(lambda dask_scheduler: sum(
-                        ts.state == "memory" for ts in dask_scheduler.tasks.values())) >= 3:
-                    break
-                done.wait(0.005)
-            killed_during_run.append(running.is_set())
-            os.kill(pid, signal.SIGKILL)
-            done.set()
-
-        threading.Thread(target=kill_when_busy, daemon=True).start()
-        running.set()
-        got = est.fit(root / "train.npy", client=c).compare(
-            [root / "gen_a.npy", root / "gen_b"], client=c)
-        running.clear()
-        assert done.wait(30)
-        assert killed_during_run == [True]
-        assert victim not in c.scheduler_info()["workers"]  # the killed worker really went away
+    got = run_killing_a_worker(lambda c: est.fit(root / "train.npy", client=c).compare(
+        [root / "gen_a.npy", root / "gen_b"], client=c))
     _same(expected, got)
 
 

@@ -10,10 +10,8 @@ from promptprism.cli import main  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as c:
-        yield c
+def client(dask_client):
+    return dask_client
 
 
 @pytest.fixture(scope="module")
