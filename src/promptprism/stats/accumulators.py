@@ -43,9 +43,11 @@ class CovarianceAccumulator:
         return self
 
     def sum_outer(self) -> np.ndarray:
-        """sum_i f_i f_i^T (full, symmetric)."""
-        upper = np.triu(self.sum_upper)
-        return upper + np.triu(upper, 1).T
+        """sum_i f_i f_i^T (full, symmetric); two temporary dim x dim arrays, not four."""
+        full = np.triu(self.sum_upper)
+        strictly_upper = np.triu(full, 1)
+        full += strictly_upper.T
+        return full
 
     def merge(self, other: CovarianceAccumulator) -> CovarianceAccumulator:
         if other.dim != self.dim:
@@ -58,7 +60,9 @@ class CovarianceAccumulator:
         """C = (1/n) sum_i f_i f_i^T."""
         if self.count == 0:
             raise InputError("no samples were accumulated (the set is empty)")
-        return self.sum_outer() / self.count
+        c = self.sum_outer()
+        c /= self.count
+        return c
 
     def reset(self) -> None:
         self.sum_upper[...] = 0.0
