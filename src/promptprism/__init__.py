@@ -58,8 +58,10 @@ from .methods.scendi import (
     vendi_score_from_gram,
 )
 from .results import load_result
+from .scale import execution
 
 __all__ = [
+    "execution",
     "CallableGenerator",
     "ChatClient",
     "CompCon",

@@ -8,6 +8,16 @@ so a task that the scheduler re-runs after losing a worker gives the same accumu
 counted twice; merges copy their left operand, so a re-run merge cannot double-count either.
 """
 
-from .runner import DaskRunner, LocalRunner, Runner, open_client, partition_rows
+from .runner import (
+    DaskRunner,
+    LocalRunner,
+    Runner,
+    current_client,
+    current_runner,
+    execution,
+    open_client,
+    partition_rows,
+)
 
-__all__ = ["DaskRunner", "LocalRunner", "Runner", "open_client", "partition_rows"]
+__all__ = ["DaskRunner", "LocalRunner", "Runner", "current_client", "current_runner", "execution",
+           "open_client", "partition_rows"]

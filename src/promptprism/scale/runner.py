@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import copy
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
@@ -106,3 +107,46 @@ def open_client(scheduler: str | None = None, workers: int | None = None) -> Ite
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cluster, Client(cluster) as client:
         yield client
+
+
+# ------------------------------------------------------------------------------ execution, chosen once
+_RUNNER: contextvars.ContextVar[Any] = contextvars.ContextVar("promptprism_runner", default=None)
+
+
+def current_runner() -> Runner:
+    """The runner set by the innermost :func:`execution` block; :class:`LocalRunner` outside any."""
+    runner = _RUNNER.get()
+    return LocalRunner() if runner is None else runner
+
+
+def current_client() -> Any:
+    """The dask ``Client`` of the current :func:`execution` block, or ``None`` when running locally."""
+    runner = _RUNNER.get()
+    return runner.client if isinstance(runner, DaskRunner) else None
+
+
+@contextlib.contextmanager
+def execution(client: Any = None, *, scheduler: str | None = None,
+              workers: int | None = None) -> Iterator[Runner]:
+    """Choose where the accumulating passes run, once, for everything inside the block.
+
+    ``execution()`` runs locally; ``execution(client)`` runs on an existing dask ``Client``;
+    ``execution(scheduler=ADDRESS)`` connects to a cluster and ``execution(workers=N)`` starts a local one
+    for the block (see :func:`open_client`). In the manner of scikit-learn's ``parallel_backend``: methods
+    take no ``client`` argument, they ask :func:`current_runner`.
+
+    >>> from promptprism.scale import execution
+    >>> with execution():            # doctest: +SKIP
+    ...     result = PromptSplit().fit(test, reference)
+    """
+    if client is not None and (scheduler or workers):
+        raise OptionError("give either client, or scheduler/workers, not both")
+    with contextlib.ExitStack() as stack:
+        if client is None and (scheduler or workers):
+            client = stack.enter_context(open_client(scheduler, workers))
+        runner: Runner = LocalRunner() if client is None else DaskRunner(client)
+        token = _RUNNER.set(runner)
+        try:
+            yield runner
+        finally:
+            _RUNNER.reset(token)
