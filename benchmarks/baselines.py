@@ -65,8 +65,15 @@ def exact_block_eig(t_x: np.ndarray, x: np.ndarray, t_y: np.ndarray, y: np.ndarr
     Its non-zero eigenvalues are those of Lambda = C_test - eta C_ref (Proposition 1).
     """
     k = block_kernel_matrix(t_x, x, t_y, y, sigma_prompt=sigma_prompt, sigma_output=sigma_output, eta=eta)
-    vals = np.linalg.eig(k)[0]
-    return np.sort(vals.real)[::-1]
+    return block_eig_spectrum(k)
+
+
+def block_eig_spectrum(k: np.ndarray) -> np.ndarray:
+    """Every eigenvalue of eq. 3's (non-symmetric) block matrix by ``numpy.linalg.eig``, descending.
+
+    The spectrum is real (the matrix is similar to a symmetric one); the real parts are returned.
+    """
+    return np.sort(np.linalg.eig(k)[0].real)[::-1]
 
 
 # --------------------------------------------------------------------------------------- PromptSplit rff

@@ -5,8 +5,8 @@
 
 Every promptprism benchmark ends in dense linear algebra (Gram matrices, covariance accumulation, eigen
 solvers), so the fastest this machine can possibly do a job is its flop count divided by the rate of the
-BLAS routine that job is made of. Two routines are measured through ``scipy.linalg.blas`` (the BLAS numpy
-itself links):
+BLAS routine that job is made of. Two routines are measured through ``scipy.linalg.blas`` (the optimised
+BLAS scipy links: OpenBLAS in the PyPI wheels, as for numpy):
 
 * GEMM  C = A B, A (m x k), B (k x n): 2 m n k flops.
 * SYRK  C = A^T A, A (k x n), upper triangle only: n (n + 1) k flops (a multiply and an add per entry of
@@ -44,7 +44,8 @@ class Rates:
     def rate(self, kind: str, dtype: str) -> float:
         """GFLOP/s of ``kind`` ('gemm' or 'syrk') in ``dtype`` ('float32' or 'float64')."""
         if kind not in KINDS or dtype not in DTYPES:
-            raise ValueError(f"kind must be one of {KINDS} and dtype one of {DTYPES}, got {kind!r}, {dtype!r}")
+            raise ValueError(f"kind must be one of {KINDS} and dtype one of {DTYPES}, "
+                             f"got {kind!r}, {dtype!r}")
         return self.gflops[(kind, dtype)]
 
 
@@ -79,7 +80,7 @@ def measure_gemm(dtype: str, *, size: int = 2048, repeats: int = 3, seed: int = 
 
 
 def measure_syrk(dtype: str, *, n: int = 2048, k: int = 8192, repeats: int = 3, seed: int = 0) -> float:
-    """GFLOP/s of the SYRK C = A^T A, A (k x n) in ``dtype`` (the covariance of k samples), best of repeats."""
+    """GFLOP/s of the SYRK C = A^T A, A (k x n), in ``dtype`` (a covariance of k samples), best of repeats."""
     rng = np.random.default_rng(seed)
     a_t = np.asfortranarray(rng.standard_normal((n, k)).astype(dtype))  # A^T, column-major: no copy
     syrk = blas.ssyrk if dtype == "float32" else blas.dsyrk
@@ -103,7 +104,7 @@ def measure(*, quick: bool = False) -> Rates:
 
 
 def floor_seconds(flops: float, dtype: str, *, kind: str = "syrk", rates: Rates | None = None) -> float:
-    """Seconds this machine needs at least for ``flops`` flops of BLAS ``kind`` in ``dtype`` (measured rate)."""
+    """Least seconds this machine needs for ``flops`` flops of BLAS ``kind`` in ``dtype`` (measured rate)."""
     rates = rates if rates is not None else measure()
     return flops / (rates.rate(kind, dtype) * 1e9)
 

@@ -46,7 +46,7 @@ def test_exact_block_eig_equals_promptsplit_exact():
 def test_rff_outer_loop_matches_batched_sum_and_the_exact_spectrum():
     t_x, x, t_y, y = _sets(30, 30, seed=1)
     sig_t, sig_z = 1.5, 2.0
-    w = baselines.product_rff_frequencies(5, 4, 1500, sigma_prompt=sig_t, sigma_output=sig_z, seed=3)
+    w = baselines.product_rff_frequencies(5, 4, 400, sigma_prompt=sig_t, sigma_output=sig_z, seed=3)
     lam, done = baselines.rff_outer_loop(t_x, x, t_y, y, frequencies=w, eta=1.0)
     assert done == 60
     psi_x, psi_y = baselines.product_rff(t_x, x, w), baselines.product_rff(t_y, y, w)
@@ -59,7 +59,7 @@ def test_rff_outer_loop_matches_batched_sum_and_the_exact_spectrum():
     # and its spectrum is the exact one up to the random-feature error, as promptprism's own rff route is
     exact = baselines.exact_block_eig(t_x, x, t_y, y, sigma_prompt=sig_t, sigma_output=sig_z)
     approx = baselines.rff_spectrum(lam)
-    lib = np.asarray(PromptSplit(method="rff", n_features=3000, sigma_prompt=sig_t, sigma_output=sig_z,
+    lib = np.asarray(PromptSplit(method="rff", n_features=800, sigma_prompt=sig_t, sigma_output=sig_z,
                                  n_modes=3, seed=0).fit(PairedSet(t_x, x), PairedSet(t_y, y)).eigenvalues)
     for top in (approx, lib):
         np.testing.assert_allclose(top[:3], exact[:3], atol=0.03)
