@@ -225,7 +225,7 @@ def row_rff(n: int, r: int, args) -> list[Row]:
             proc, secs = _timed(subprocess.run, cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"the CLI failed: {proc.stderr.strip()[-500:]}")
-        floor32 = sum(machine.floor_seconds(f, "float32", kind=k) for f, k in parts)
+        floor32 = sum(machine.floor_seconds(f, "float32", kind=k, rates=args.rates) for f, k in parts)
         target = ""
         if n == 30_000 and r == 3000:
             met = "met" if secs <= 1.5 * floor32 else "NOT met"
@@ -281,24 +281,21 @@ def row_scendi(n: int, n_freq: int, args) -> Row:
 # ------------------------------------------------------------------------------------------------ table
 
 
-def format_table(rows: list[Row], rates: machine.Rates) -> str:
-    """The markdown table and its footnotes."""
-    head = ("| task | size | promptprism s | baseline s | ratio | GFLOP | floor f32 s | % f32 peak | "
-            "floor f64 s | % f64 peak | agreement | target |")
-    lines = [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-    notes = []
-    for k, row in enumerate(rows, 1):
-        floor = {dt: sum(machine.floor_seconds(f, dt, kind=kind, rates=rates) for f, kind in row.flops)
-                 for dt in machine.DTYPES}
-        gflop = sum(f for f, _ in row.flops) / 1e9
-        agree = "-" if row.agreement is None else f"{row.agreement:.1e}"
-        lines.append(
-            f"| {row.task} | {row.size} | {row.promptprism_s:.2f} | {row.baseline_s:.1f} [{k}] | "
+HEADER = ("| task | size | promptprism s | baseline s | ratio | GFLOP | floor f32 s | % f32 peak | "
+          "floor f64 s | % f64 peak | agreement | target |\n"
+          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+
+
+def format_row(k: int, row: Row, rates: machine.Rates) -> str:
+    """Row ``k`` of the table (its footnote is [k])."""
+    floor = {dt: sum(machine.floor_seconds(f, dt, kind=kind, rates=rates) for f, kind in row.flops)
+             for dt in machine.DTYPES}
+    gflop = sum(f for f, _ in row.flops) / 1e9
+    agree = "-" if row.agreement is None else f"{row.agreement:.1e}"
+    return (f"| {row.task} | {row.size} | {row.promptprism_s:.2f} | {row.baseline_s:.1f} [{k}] | "
             f"{row.baseline_s / row.promptprism_s:.1f}x | {gflop:.3g} | {floor['float32']:.2f} | "
             f"{100 * floor['float32'] / row.promptprism_s:.1f}% | {floor['float64']:.2f} | "
             f"{100 * floor['float64'] / row.promptprism_s:.1f}% | {agree} | {row.target} |")
-        notes.append(f"[{k}] {row.task} {row.size}: baseline {row.how}")
-    return "\n".join(lines + [""] + notes)
 
 
 def plan(args) -> list[tuple]:
@@ -353,19 +350,26 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# load average before: {os.getloadavg()[0]:.2f}", flush=True)
     rates = machine.measure(quick=args.quick)
     print(f"# {machine.describe(rates)}", flush=True)
+    args.rates = rates
+    print(HEADER, flush=True)
     rows: list[Row] = []
     for job in plan(args):
         t0 = time.perf_counter()
         if job[0] == "exact":
-            rows.append(row_exact(job[1], args))
+            new = [row_exact(job[1], args)]
         elif job[0] == "rff":
-            rows += row_rff(job[1], job[2], args)
+            new = row_rff(job[1], job[2], args)
         elif job[0] == "pixel-cka":
-            rows.append(row_pixel_cka(job[1], job[2], args))
+            new = [row_pixel_cka(job[1], job[2], args)]
         else:
-            rows.append(row_scendi(job[1], job[2], args))
+            new = [row_scendi(job[1], job[2], args)]
+        for row in new:  # each row as soon as it is measured: a long run that is stopped keeps its rows
+            rows.append(row)
+            print(format_row(len(rows), row, rates), flush=True)
         print(f"# done {job} in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-    print(format_table(rows, rates))
+    print()
+    for k, row in enumerate(rows, 1):
+        print(f"[{k}] {row.task} {row.size}: baseline {row.how}")
     print(f"# load average after: {os.getloadavg()[0]:.2f}; ratio = baseline s / promptprism s; "
           f"% peak = floor / promptprism s")
     return 0 if all(math.isfinite(r.promptprism_s) for r in rows) else 1
