@@ -109,7 +109,9 @@ def rff_outer_loop(t_x: np.ndarray, x: np.ndarray, t_y: np.ndarray, y: np.ndarra
     lam = np.zeros((r, r))
     order = [(0, i) for i in range(n)] + [(1, j) for j in range(m)]
     if max_samples is not None:  # interleave so that a probe touches both sets
-        order = [p for pair in zip(order[:n], order[n:], strict=False) for p in pair] + order[2 * min(n, m):]
+        k = min(n, m)
+        order = ([p for pair in zip(order[:k], order[n:n + k], strict=True) for p in pair]
+                 + order[k:n] + order[n + k:])
         order = order[:max_samples]
     sets = ((t_x, x, 1.0 / n), (t_y, y, -eta / m))
     for start in range(0, len(order), batch):

@@ -53,6 +53,12 @@ def test_rff_outer_loop_matches_batched_sum_and_the_exact_spectrum():
     np.testing.assert_allclose(lam, psi_x.T @ psi_x / 30 - psi_y.T @ psi_y / 30, atol=1e-12)
     lam_b, _ = baselines.rff_outer_loop(t_x, x, t_y, y, frequencies=w, eta=1.0, batch=7)
     np.testing.assert_allclose(lam_b, lam, atol=1e-12)
+    # a timing probe (samples taken alternately from the two sets) covers every sample exactly once
+    a = _sets(12, 7, seed=4)
+    full, _ = baselines.rff_outer_loop(*a, frequencies=w)
+    probe, done = baselines.rff_outer_loop(*a, frequencies=w, max_samples=10**6)
+    assert done == 19
+    np.testing.assert_allclose(probe, full, atol=1e-12)
     # the RFF convention is right: psi . psi' estimates the product kernel (error ~ 1/sqrt(D))
     gram = (baselines.gaussian_gram(t_x, t_x, sig_t) * baselines.gaussian_gram(x, x, sig_z))
     assert np.abs(psi_x @ psi_x.T - gram).max() < 0.15
