@@ -8,7 +8,8 @@
 One row per (task, size). Each row gives promptprism's time, the time of the straightforward baseline from
 ``baselines.py`` on the same data in the same run (ratio = baseline / promptprism), the job's essential flop
 count and the *floor*: the seconds this machine needs for those flops at the BLAS rates ``machine.py``
-measures at the start of the run, in float32 and in float64. "% of peak" = floor / promptprism's time, so
+measures at the start and at the end of the run (the faster of the two; ``--rates`` adds a measurement
+from a quiet moment), in float32 and in float64. "% of peak" = floor / promptprism's time, so
 100 % would be the hardware's limit.
 
 Rows (data are synthetic mixtures whose two sets differ, so the modes are real):
@@ -336,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cka-pairs", type=int, default=300, help="pixel pairs the nested loop is timed on")
     ap.add_argument("--scendi-sizes", type=int, nargs="+", help="n for the Scendi rows (default 1000 10000)")
     ap.add_argument("--scendi-freq", type=int, help="RFF frequencies D (2D features per modality; 2500)")
+    ap.add_argument("--rates", help="GFLOP/s 'GEMM32,GEMM64,SYRK32,SYRK64' measured by machine.py on a quiet "
+                    "machine; the floor uses the best of these and this run's measurements")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     args.cli = (not args.quick) if args.cli is None else args.cli
@@ -349,9 +352,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# command: python benchmarks/compare.py {' '.join(sys.argv[1:] if argv is None else argv)}")
     print(f"# load average before: {os.getloadavg()[0]:.2f}", flush=True)
     rates = machine.measure(quick=args.quick)
-    print(f"# {machine.describe(rates)}", flush=True)
+    print(f"# measured at the start: {machine.describe(rates)}", flush=True)
+    if args.rates:
+        given = machine.parse_rates(args.rates)
+        print(f"# given with --rates:     {machine.describe(given)}")
+        rates = machine.best(rates, given)
     args.rates = rates
-    print(HEADER, flush=True)
+    print("# rows as they are measured (floors from the rates so far; the final table follows):",
+          file=sys.stderr)
+    print(HEADER, file=sys.stderr, flush=True)
     rows: list[Row] = []
     for job in plan(args):
         t0 = time.perf_counter()
@@ -365,8 +374,15 @@ def main(argv: list[str] | None = None) -> int:
             new = [row_scendi(job[1], job[2], args)]
         for row in new:  # each row as soon as it is measured: a long run that is stopped keeps its rows
             rows.append(row)
-            print(format_row(len(rows), row, rates), flush=True)
+            print(format_row(len(rows), row, rates), file=sys.stderr, flush=True)
         print(f"# done {job} in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    end = machine.measure(quick=args.quick, fresh=True)
+    print(f"# measured at the end:   {machine.describe(end)}")
+    rates = machine.best(rates, end)
+    print(f"# floors below use the best of these: {machine.describe(rates)}")
+    print(HEADER)
+    for k, row in enumerate(rows, 1):
+        print(format_row(k, row, rates))
     print()
     for k, row in enumerate(rows, 1):
         print(f"[{k}] {row.task} {row.size}: baseline {row.how}")

@@ -15,7 +15,9 @@ BLAS scipy links: OpenBLAS in the PyPI wheels, as for numpy):
 
 Each rate is the best of a few repeats (a floor must use the fastest the hardware showed, not an average
 that includes interruptions by other processes). On a shared machine the rates, and every timing, depend on
-the load at the time: print the load average beside them, as ``compare.py`` does.
+the load at the time: print the load average beside them, as ``compare.py`` does, and take the floor
+from the best measurement seen (``best``; ``compare.py --rates`` accepts the last line printed here from a
+run on a quiet machine).
 
 :func:`floor_seconds` turns a flop count into the seconds the measured rate needs for it.
 """
@@ -91,9 +93,9 @@ def measure_syrk(dtype: str, *, n: int = 2048, k: int = 8192, repeats: int = 3, 
 _CACHE: dict[bool, Rates] = {}
 
 
-def measure(*, quick: bool = False) -> Rates:
-    """All four rates (measured once per process and ``quick`` setting, then cached)."""
-    if quick not in _CACHE:
+def measure(*, quick: bool = False, fresh: bool = False) -> Rates:
+    """All four rates (measured once per process and ``quick`` setting, then cached; ``fresh``: again)."""
+    if fresh or quick not in _CACHE:
         size, n, k, repeats = (1024, 1024, 4096, 2) if quick else (2048, 2048, 8192, 3)
         gflops = {}
         for dtype in DTYPES:
@@ -101,6 +103,21 @@ def measure(*, quick: bool = False) -> Rates:
             gflops[("syrk", dtype)] = measure_syrk(dtype, n=n, k=k, repeats=repeats)
         _CACHE[quick] = Rates(gflops=gflops, threads=len(os.sched_getaffinity(0)))
     return _CACHE[quick]
+
+
+def best(*rates: Rates) -> Rates:
+    """The fastest rate of each (kind, dtype) among several measurements (the hardware did at least that)."""
+    keys = rates[0].gflops.keys()
+    return Rates(gflops={k: max(r.gflops[k] for r in rates) for k in keys}, threads=rates[0].threads)
+
+
+def parse_rates(text: str) -> Rates:
+    """Rates from 'GEMM32,GEMM64,SYRK32,SYRK64' (GFLOP/s), the form ``machine.py`` prints last."""
+    vals = [float(v) for v in text.split(",")]
+    if len(vals) != 4 or min(vals) <= 0:
+        raise ValueError(f"expected four positive GFLOP/s 'GEMM32,GEMM64,SYRK32,SYRK64', got {text!r}")
+    keys = [("gemm", "float32"), ("gemm", "float64"), ("syrk", "float32"), ("syrk", "float64")]
+    return Rates(gflops=dict(zip(keys, vals, strict=True)), threads=len(os.sched_getaffinity(0)))
 
 
 def floor_seconds(flops: float, dtype: str, *, kind: str = "syrk", rates: Rates | None = None) -> float:
@@ -120,7 +137,10 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smaller matrices, fewer repeats")
     args = ap.parse_args()
     print(f"# load average {os.getloadavg()[0]:.2f}; numpy {np.__version__}")
-    print(describe(measure(quick=args.quick)))
+    rates = measure(quick=args.quick)
+    print(describe(rates))
+    print("--rates " + ",".join(f"{rates.rate(k, d):.0f}" for k in KINDS for d in DTYPES)
+          + "   (to pass to compare.py: the floor from a measurement on a quiet machine)")
 
 
 if __name__ == "__main__":
