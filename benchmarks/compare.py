@@ -34,6 +34,10 @@ Rows (data are synthetic mixtures whose two sets differ, so the modes are real):
   n / 100 outputs. Baseline: dense covariance, dense pseudo-inverse of C_TT and dense eigen-decompositions
   of Lambda_I, Lambda_T and C_II. Flops: the joint covariance SYRK n (2r) (2r + 1) plus the projections.
 
+"CPU s" is the CPU time promptprism used (all its threads; for the CLI row, the child process): on a busy
+machine, where wall times stretch with the load, CPU s / cores is a rough estimate of the quiet wall time
+(rough: BLAS threads that spin while waiting for a core add CPU time).
+
 "agreement" is the largest absolute difference between the two's numbers where the baseline ran in full on
 the same problem (top eigenvalues; CKA entries on the timed pairs; the Scendi, Scendi_T and Vendi scores). For
 the random-feature rows the two draw their frequencies independently, so they agree up to the random-feature
@@ -47,11 +51,12 @@ import argparse
 import math
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -132,7 +137,21 @@ class Row:
     how: str = ""  #: how the baseline time was obtained (footnote)
     agreement: float | None = None
     target: str = ""
-    notes: list[str] = field(default_factory=list)
+    cpu_s: float | None = None  #: CPU seconds promptprism used (all threads; the CLI process: its children)
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process (all threads) and of its finished child processes."""
+    own = time.process_time()
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own + kids.ru_utime + kids.ru_stime
+
+
+def _cpu_timed(fn, *args, **kwargs):
+    """(result, wall seconds, CPU seconds) of one call."""
+    c0 = _cpu_seconds()
+    out, wall = _timed(fn, *args, **kwargs)
+    return out, wall, _cpu_seconds() - c0
 
 
 def _timed(fn, *args, **kwargs):
@@ -158,7 +177,7 @@ def row_exact(n: int, args) -> Row:
     """PromptSplit exact route against eq. 3's block matrix + dense eig."""
     t_x, x, t_y, y = promptsplit_sets(n, args.seed)
     est = PromptSplit(method="exact", n_modes=N_MODES, seed=args.seed)
-    res, pp = _timed(est.fit, PairedSet(t_x, x, name="test"), PairedSet(t_y, y, name="reference"))
+    res, pp, cpu = _cpu_timed(est.fit, PairedSet(t_x, x, name="test"), PairedSet(t_y, y, name="reference"))
     sig = {"sigma_prompt": res.config["sigma_prompt"], "sigma_output": res.config["sigma_output"]}
     big_n = 2 * n
     agreement = None
@@ -183,7 +202,7 @@ def row_exact(n: int, args) -> Row:
     ratio = base / pp
     target = f">= 20x baseline: {'met' if ratio >= 20 else 'NOT met'}" if n == 5000 else ""
     return Row("exact top-20", f"n=m={n:,}", pp, base, [(machine.syrk_flops(big_n, 2 * DIM), "syrk")],
-               how=how, agreement=agreement, target=target)
+               how=how, agreement=agreement, target=target, cpu_s=cpu)
 
 
 def _rff_parts(n: int, r: int) -> list[tuple[float, str]]:
@@ -210,12 +229,12 @@ def row_rff(n: int, r: int, args) -> list[Row]:
     """PromptSplit rff route (library call and, unless --no-cli, the CLI process) against the outer loop."""
     t_x, x, t_y, y = promptsplit_sets(n, args.seed)
     est = PromptSplit(method="rff", n_features=r, n_modes=N_MODES, seed=args.seed)
-    res, pp = _timed(est.fit, PairedSet(t_x, x, name="test"), PairedSet(t_y, y, name="reference"))
+    res, pp, cpu = _cpu_timed(est.fit, PairedSet(t_x, x, name="test"), PairedSet(t_y, y, name="reference"))
     sig = {"sigma_prompt": res.config["sigma_prompt"], "sigma_output": res.config["sigma_output"]}
     base, how, vals = _rff_baseline(t_x, x, t_y, y, sig, r, args)
     agreement = _top_diff(np.asarray(res.eigenvalues), vals, N_MODES) if vals is not None else None
     parts = _rff_parts(n, r)
-    rows = [Row("rff", f"n=m={n:,} r={r}", pp, base, parts, how=how, agreement=agreement)]
+    rows = [Row("rff", f"n=m={n:,} r={r}", pp, base, parts, how=how, agreement=agreement, cpu_s=cpu)]
     if args.cli:
         with tempfile.TemporaryDirectory() as tmp:
             for name, (t, z) in (("test", (t_x, x)), ("ref", (t_y, y))):
@@ -223,7 +242,7 @@ def row_rff(n: int, r: int, args) -> list[Row]:
             cmd = CLI + ["split", str(Path(tmp) / "test.npz"), str(Path(tmp) / "ref.npz"), "--out",
                          str(Path(tmp) / "out"), "--method", "rff", "--features", str(r), "--seed",
                          str(args.seed), "--no-report", "--quiet"]
-            proc, secs = _timed(subprocess.run, cmd, capture_output=True, text=True, check=False)
+            proc, secs, cpu = _cpu_timed(subprocess.run, cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"the CLI failed: {proc.stderr.strip()[-500:]}")
         floor32 = sum(machine.floor_seconds(f, "float32", kind=k, rates=args.rates) for f, k in parts)
@@ -232,7 +251,7 @@ def row_rff(n: int, r: int, args) -> list[Row]:
             met = "met" if secs <= 1.5 * floor32 else "NOT met"
             target = f"<= 1.5x f32 floor: {secs / floor32:.1f}x, {met}"
         rows.append(Row("rff-cli", f"n=m={n:,} r={r}", secs, base, parts, how="the same baseline as 'rff'",
-                        target=target))
+                        target=target, cpu_s=cpu))
     return rows
 
 
@@ -241,7 +260,8 @@ def row_pixel_cka(n: int, size: int, args) -> Row:
     images = digit_images(n, size, args.seed)
     d, b = size * size, args.cka_block
     gamma = 1.0 / median_distance(images.reshape(n, -1), seed=args.seed)
-    m, pp = _timed(pixel_cka_matrix, images, gamma=gamma, block_size=b, max_images=None, seed=args.seed)
+    m, pp, cpu = _cpu_timed(pixel_cka_matrix, images, gamma=gamma, block_size=b, max_images=None,
+                            seed=args.seed)
     rng = np.random.default_rng(args.seed)
     if args.cka_pairs >= d * d:
         pairs = [(i, j) for i in range(d) for j in range(d)]
@@ -256,7 +276,7 @@ def row_pixel_cka(n: int, size: int, args) -> Row:
     n_blocks = n // b
     flops = n_blocks * machine.syrk_flops(d, b * (b + 1) // 2)
     return Row("pixel-cka", f"n={n:,} {size}x{size} b={b}", pp, base, [(flops, "syrk")], how=how,
-               agreement=agreement)
+               agreement=agreement, cpu_s=cpu)
 
 
 def row_scendi(n: int, n_freq: int, args) -> Row:
@@ -265,7 +285,7 @@ def row_scendi(n: int, n_freq: int, args) -> Row:
     sigma = median_distance(np.concatenate([prompts, outputs]), seed=args.seed)
     est = Scendi(kernel="gaussian", n_features=2 * n_freq, shared_frequencies=True, sigma_prompt=sigma,
                  sigma_output=sigma, seed=args.seed)
-    res, pp = _timed(est.fit, PairedSet(prompts, outputs, name="set"))
+    res, pp, cpu = _cpu_timed(est.fit, PairedSet(prompts, outputs, name="set"))
     w = np.random.default_rng(args.seed).standard_normal((SCENDI_DIM, n_freq)) / sigma
     scores, base = _timed(baselines.scendi_dense, prompts, outputs, kernel="gaussian", frequencies=w)
     agreement = max(abs(getattr(res, k) - v) for k, v in scores.items())
@@ -276,15 +296,15 @@ def row_scendi(n: int, n_freq: int, args) -> Row:
     if limit is not None:
         target = f"< {limit:.0f} s: {'met' if pp < limit else 'NOT met'}"
     return Row("scendi gaussian", f"n={n:,} 2x{n_freq}", pp, base, flops, how="measured in full",
-               agreement=agreement, target=target)
+               agreement=agreement, target=target, cpu_s=cpu)
 
 
 # ------------------------------------------------------------------------------------------------ table
 
 
-HEADER = ("| task | size | promptprism s | baseline s | ratio | GFLOP | floor f32 s | % f32 peak | "
+HEADER = ("| task | size | promptprism s | CPU s | baseline s | ratio | GFLOP | floor f32 s | % f32 peak | "
           "floor f64 s | % f64 peak | agreement | target |\n"
-          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 
 
 def format_row(k: int, row: Row, rates: machine.Rates) -> str:
@@ -293,7 +313,8 @@ def format_row(k: int, row: Row, rates: machine.Rates) -> str:
              for dt in machine.DTYPES}
     gflop = sum(f for f, _ in row.flops) / 1e9
     agree = "-" if row.agreement is None else f"{row.agreement:.1e}"
-    return (f"| {row.task} | {row.size} | {row.promptprism_s:.2f} | {row.baseline_s:.1f} [{k}] | "
+    cpu = "-" if row.cpu_s is None else f"{row.cpu_s:.1f}"
+    return (f"| {row.task} | {row.size} | {row.promptprism_s:.2f} | {cpu} | {row.baseline_s:.1f} [{k}] | "
             f"{row.baseline_s / row.promptprism_s:.1f}x | {gflop:.3g} | {floor['float32']:.2f} | "
             f"{100 * floor['float32'] / row.promptprism_s:.1f}% | {floor['float64']:.2f} | "
             f"{100 * floor['float64'] / row.promptprism_s:.1f}% | {agree} | {row.target} |")
