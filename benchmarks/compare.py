@@ -1,7 +1,7 @@
 """promptprism against the papers' straightforward baselines and against the machine's own limit, in one run.
 
-    python benchmarks/compare.py                      # the full table (about 15 minutes on 2 quiet cores)
-    python benchmarks/compare.py --quick              # small sizes (a smoke run, well under a minute)
+    python benchmarks/compare.py                      # the full table (the baselines take most of the time)
+    python benchmarks/compare.py --quick              # small sizes (a smoke run: ~25 s on 2 busy cores)
     python benchmarks/compare.py --sizes 2500 5000    # n = m for the PromptSplit rows
     python benchmarks/compare.py --tasks exact rff    # a subset of: exact rff pixel-cka scendi
 
@@ -313,7 +313,7 @@ def format_row(k: int, row: Row, rates: machine.Rates) -> str:
              for dt in machine.DTYPES}
     gflop = sum(f for f, _ in row.flops) / 1e9
     agree = "-" if row.agreement is None else f"{row.agreement:.1e}"
-    cpu = "-" if row.cpu_s is None else f"{row.cpu_s:.1f}"
+    cpu = "-" if row.cpu_s is None else f"{row.cpu_s:.2f}"
     return (f"| {row.task} | {row.size} | {row.promptprism_s:.2f} | {cpu} | {row.baseline_s:.1f} [{k}] | "
             f"{row.baseline_s / row.promptprism_s:.1f}x | {gflop:.3g} | {floor['float32']:.2f} | "
             f"{100 * floor['float32'] / row.promptprism_s:.1f}% | {floor['float64']:.2f} | "
