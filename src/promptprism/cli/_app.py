@@ -84,6 +84,8 @@ def command_runner(name: str, callback: Any, *, flags: dict[str, str], out_kind:
     def run(**kwargs: Any) -> Any:
         state = RunState(command=name, json=bool(kwargs.pop("json_output", False)), flags=table)
         token = _STATE.set(state)
+        quiet_before = console.quiet
+        console.quiet = console.quiet or state.json  # --json: stdout holds the JSON summary only
         try:
             if "columns" in kwargs:
                 state.columns = parse_columns(kwargs.pop("columns"))
@@ -97,6 +99,7 @@ def command_runner(name: str, callback: Any, *, flags: dict[str, str], out_kind:
             exc.args = (to_flags(str(exc), table), *exc.args[1:])
             raise
         finally:
+            console.quiet = quiet_before
             _STATE.reset(token)
             LAST_RUN[:] = [state]  # main() prints its summary with --json
 

@@ -6,6 +6,7 @@ import warnings
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..methods.scendi import PromptRankWarning, Scendi, ScendiComparison, ScendiResult
@@ -13,20 +14,9 @@ from ..scale import open_client
 from . import _inputs as inp
 from ._app import app, console, err_console
 from ._inputs import int_option
-from .report import NO_REPORT, emit_report
-
-
-def _unique_names(paths: list[Path]) -> list[str]:
-    """File stems, made unique with '#2', '#3'... when two inputs share one."""
-    names: list[str] = []
-    for p in paths:
-        base = p.stem or str(p)
-        name, k = base, 1
-        while name in names:
-            k += 1
-            name = f"{base}#{k}"
-        names.append(name)
-    return names
+from ._options import unique_names
+from ._output import print_written, save_outputs
+from .report import NO_REPORT
 
 
 def print_diversity(results: list[ScendiResult], *, quiet: bool = False) -> None:
@@ -39,7 +29,7 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False) -> None
                 "model share"):
         table.add_column(col, justify="left" if col == "model" else "right")
     for r in results:
-        table.add_row(r.name, str(r.n), f"{r.scendi:.4g}", f"{r.scendi_prompt:.4g}", f"{r.scendi_order2:.4g}",
+        table.add_row(escape(r.name), str(r.n), f"{r.scendi:.4g}", f"{r.scendi_prompt:.4g}", f"{r.scendi_order2:.4g}",
                       f"{r.vendi:.4g}", f"{r.rke:.4g}", f"{r.model_share:.1%}")
     console.print(table)
     if len(results) == 1 and results[0].clusters:
@@ -51,7 +41,7 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False) -> None
         for c in r.clusters:
             shown = "; ".join(f"{s.prompt} -> {s.output if s.output is not None else f'row {s.index}'}"
                               for s in c.top_samples[:3])
-            clusters.add_row(str(c.rank), f"{c.share:.1%}", shown)
+            clusters.add_row(str(c.rank), f"{c.share:.1%}", escape(shown))
         console.print(clusters)
 
 
@@ -90,7 +80,7 @@ def diversity(
         n_clusters=int_option(clusters, "--clusters"), top_k=int_option(top_k, "--top-k"),
         seed=int_option(seed, "--seed"), chunk_size=int_option(chunk_size, "--chunk-size"),
         partition_rows=int_option(partition_rows, "--partition-rows"), progress=False if quiet else None)
-    names = _unique_names(inputs)
+    names = unique_names(inputs)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
     results = []
@@ -108,7 +98,6 @@ def diversity(
                 else:
                     warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     result = results[0] if len(results) == 1 else ScendiComparison(models=results, seed=estimator.seed)
-    result.save(out)
+    written = save_outputs(result, out, report=not no_report, inputs={s.name: s for s in sets}, quiet=quiet)
     print_diversity(results, quiet=quiet)
-    console.print(f"results: {out / 'result.json'}")
-    emit_report(result, out, inputs={s.name: s for s in sets}, skip=no_report, quiet=quiet)
+    print_written(written)

@@ -14,7 +14,9 @@ from ..methods.regions import RegionCMS, RegionsResult
 from ..scale import open_client
 from . import _inputs as inp
 from ._app import app, console
-from .report import NO_REPORT, emit_report
+from ._options import unique_names
+from ._output import print_written, save_outputs
+from .report import NO_REPORT
 
 
 def _int_or_none(value: str, name: str, *, allow: tuple[str, ...] = ("none",)) -> int | str | None:
@@ -25,17 +27,6 @@ def _int_or_none(value: str, name: str, *, allow: tuple[str, ...] = ("none",)) -
         return int(v)
     except ValueError:
         raise OptionError(f"{name} must be an integer or one of {', '.join(allow)}, got {value!r}") from None
-
-
-def _unique_names(paths: list[Path]) -> list[str]:
-    names: list[str] = []
-    for p in paths:
-        base = p.stem if p.is_file() else (p.name or str(p))
-        name, k = base, 2
-        while name in names:
-            name, k = f"{base}_{k}", k + 1
-        names.append(name)
-    return names
 
 
 def print_regions(result: RegionsResult, out: Path | None, *, quiet: bool = False) -> None:
@@ -148,13 +139,13 @@ def regions(
                 raise InputError(f"generated ({p}): images have {g.shape[3]} channel(s) but the real images "
                                  f"have {ch}; convert both to the same colour mode")
         result = estimator.fit(real_images, client=client).compare(
-            gen_sets, _unique_names(gen_paths), reference=ref, client=client)
+            gen_sets, unique_names(gen_paths), reference=ref, client=client)
     result = _with_inputs(result, real, gen_paths, reference)
-    if plot:
-        write_plots(result, out)
-    result.save(out)
-    print_regions(result, out, quiet=quiet)
-    emit_report(result, out, inputs={"real": real_images, "generated": gen_sets}, skip=no_report, quiet=quiet)
+    written = save_outputs(result, out, report=not no_report, quiet=quiet,
+                           inputs={"real": real_images, "generated": gen_sets},
+                           extra=(lambda folder: write_plots(result, folder)) if plot else None)
+    print_regions(result, None, quiet=quiet)
+    print_written(written)
 
 
 def _with_inputs(result: RegionsResult, real: Path, gen: list[Path], reference: Path | None) -> RegionsResult:

@@ -9,21 +9,19 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import OptionError
+from ..io import check_out_dir as _check_out_dir
 from ..methods.promptsplit import EXACT_MAX_SAMPLES, PromptSplit, PromptSplitResult
 from ..scale import open_client
 from . import _inputs as inp
 from ._app import app, console
 from ._inputs import int_option
-from .report import NO_REPORT, emit_report
+from ._output import print_written, save_outputs
+from .report import NO_REPORT
 
 
 def check_out_dir(out: Path) -> None:
-    """Fail before any work when ``--out`` cannot be a results folder (it exists and is not a folder)."""
-    for parent in (out, *out.parents):
-        if parent.exists():
-            if not parent.is_dir():
-                raise OptionError(f"--out {out}: {parent} exists and is not a folder")
-            return
+    """Fail before any work when ``--out`` cannot be a results folder (see :func:`promptprism.io.check_out_dir`)."""
+    _check_out_dir(out)
 
 
 def save_result(result: PromptSplitResult, out: Path) -> None:
@@ -109,7 +107,7 @@ def split(
         test_set = inp.load_cli_input(test, name="test", client=client, **enc)
         reference_set = inp.load_cli_input(reference, name="reference", client=client, **enc)
         result = estimator.fit(test_set, reference_set, client=client)
-    save_result(result, out)
-    print_promptsplit(result, out, quiet=quiet)
-    emit_report(result, out, inputs={"test": test_set, "reference": reference_set}, skip=no_report,
-                quiet=quiet)
+    written = save_outputs(result, out, report=not no_report, quiet=quiet,
+                           inputs={"test": test_set, "reference": reference_set})
+    print_promptsplit(result, None, quiet=quiet)
+    print_written(written)
