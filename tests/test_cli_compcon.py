@@ -36,7 +36,7 @@ def _args(dirs, bank, out, base_url, *extra):
         "compcon",
         str(dirs["A"]),
         str(dirs["B"]),
-        "--prompts",
+        "--prompt-bank",
         str(bank),
         "--out",
         str(out),
@@ -141,7 +141,7 @@ def test_full_run_writes_result_json(tmp_path, capsys, monkeypatch):
                     "3",
                     "--api-key-env",
                     "PP_TEST_KEY",
-                    "--cache",
+                    "--chat-cache",
                     str(tmp_path / "cache"),
                 )
             )
@@ -161,7 +161,7 @@ def test_full_run_writes_result_json(tmp_path, capsys, monkeypatch):
                     "3",
                     "--api-key-env",
                     "PP_TEST_KEY",
-                    "--cache",
+                    "--chat-cache",
                     str(tmp_path / "cache"),
                 )
             )

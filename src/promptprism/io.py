@@ -1,8 +1,8 @@
 """Atomic file writes: a file the user asked for is either complete or absent, never half-written.
 
 Results folders are replaced as one transaction: :func:`staged_outputs` builds every file of a run
-(``result.json``, ``report.html``, arrays, tables) in a hidden staging folder beside the results, and only when
-all of them were written moves them over the earlier ones; a failure on the way leaves the earlier result and
+(``result.json``, ``report.html``, arrays, tables) in a hidden staging folder beside the results, and only
+when all of them were written moves them over the earlier ones; a failure on the way leaves the earlier result and
 report as they were. :func:`check_out_dir` is the guard every command runs before any work.
 """
 
@@ -182,7 +182,7 @@ def staged_outputs(out: str | os.PathLike, *, parameter: str = "out") -> Iterato
 
 def write_outputs(out: str | os.PathLike, files: Mapping[str, str | bytes], *, parameter: str = "out"
                   ) -> dict[str, Path]:
-    """Write ``{name: text or bytes}`` into the folder ``out`` as one transaction (see :func:`staged_outputs`)."""
+    """Write ``{name: text or bytes}`` into the folder ``out`` as one transaction (:func:`staged_outputs`)."""
     with staged_outputs(out, parameter=parameter) as stage:
         for name, content in files.items():
             path = stage / name

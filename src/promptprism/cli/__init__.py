@@ -16,14 +16,15 @@ import warnings
 
 import typer
 
+from . import compcon as _compcon  # noqa: E402,F401
+from . import demo as _demo  # noqa: E402,F401
+from . import diversity as _diversity  # noqa: E402,F401,I001
+
 # sub-commands register themselves on ``app`` when imported, in the order of a user's work
 from . import embed as _embed  # noqa: E402,F401
-from . import split as _split  # noqa: E402,F401
-from . import diversity as _diversity  # noqa: E402,F401,I001
 from . import regions as _regions  # noqa: E402,F401
-from . import compcon as _compcon  # noqa: E402,F401
 from . import report as _report  # noqa: E402,F401
-from . import demo as _demo  # noqa: E402,F401
+from . import split as _split  # noqa: E402,F401
 from ._app import LAST_RUN, app, console, err_console
 from ._errors import error_line
 from ._options import build_cli

@@ -15,8 +15,7 @@ from ..methods.promptsplit import PromptSplit
 from ._app import app, console
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
-from .split import check_out_dir, print_promptsplit
-
+from .split import print_promptsplit
 
 #: memory one demo image and its embeddings take while the data set is built (a generous bound)
 DEMO_BYTES_PER_IMAGE = 16 * 1024
@@ -36,7 +35,6 @@ def demo(
     colored prompts 5-9, the reference draws colored digits for the grayscale prompts 0-4. PromptSplit
     should put exactly those 10 prompts at the top.
     """
-    check_out_dir(out)
     check_positive_number(per_prompt, "per_prompt", integer=True)
     check_seed(seed)
     check_memory(per_prompt * 40 * DEMO_BYTES_PER_IMAGE, what=f"per_prompt {per_prompt} (40 sets of images)")

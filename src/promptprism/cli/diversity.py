@@ -29,7 +29,8 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False) -> None
                 "model share"):
         table.add_column(col, justify="left" if col == "model" else "right")
     for r in results:
-        table.add_row(escape(r.name), str(r.n), f"{r.scendi:.4g}", f"{r.scendi_prompt:.4g}", f"{r.scendi_order2:.4g}",
+        table.add_row(escape(r.name), str(r.n), f"{r.scendi:.4g}", f"{r.scendi_prompt:.4g}",
+                      f"{r.scendi_order2:.4g}",
                       f"{r.vendi:.4g}", f"{r.rke:.4g}", f"{r.model_share:.1%}")
     console.print(table)
     if len(results) == 1 and results[0].clusters:

@@ -8,8 +8,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import OptionError
-from ..io import check_out_dir as _check_out_dir
 from ..methods.promptsplit import EXACT_MAX_SAMPLES, PromptSplit, PromptSplitResult
 from ..scale import open_client
 from . import _inputs as inp
@@ -17,19 +15,6 @@ from ._app import app, console
 from ._inputs import int_option
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
-
-
-def check_out_dir(out: Path) -> None:
-    """Fail before any work when ``--out`` cannot be a results folder (see :func:`promptprism.io.check_out_dir`)."""
-    _check_out_dir(out)
-
-
-def save_result(result: PromptSplitResult, out: Path) -> None:
-    """Write ``out/result.json``; a file-system failure is a user-facing error, not a traceback."""
-    try:
-        result.save(out)
-    except OSError as exc:
-        raise OptionError(f"--out {out}: cannot write result.json ({exc.strerror or exc})") from None
 
 
 def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: bool = False) -> None:
@@ -100,7 +85,6 @@ def split(
         seed=int_option(seed, "--seed"), chunk_size=int_option(chunk_size, "--chunk-size"),
         top_k=int_option(top_k, "--top-k"), rank_prompts_by=rank_prompts_by,
         partition_rows=int_option(partition_rows, "--partition-rows"), progress=False if quiet else None)
-    check_out_dir(out)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
     with open_client(scheduler, workers) as client:

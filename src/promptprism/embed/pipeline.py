@@ -115,7 +115,8 @@ def embed_items(items: Sequence[Any], kind: str, encoder: Encoder, cache: Embedd
     """Embeddings (len(items) x d, float32) of texts (``kind='text'``) or images (``kind='image'``).
 
     ``wheres`` labels each item in error messages (e.g. "runs.jsonl: row 3 (line 3)"). Inside
-    ``with execution(client)`` (:func:`promptprism.scale.execution`) and with the ``encoder_spec`` that rebuilds the encoder (``get_encoder`` arguments), the chunks
+    ``with execution(client)`` (:func:`promptprism.scale.execution`) and with the ``encoder_spec`` that
+    rebuilds the encoder (``get_encoder`` arguments), the chunks
     that miss the cache are encoded on the cluster's workers, which write them to the (shared) cache.
     """
     from ..scale import current_client
