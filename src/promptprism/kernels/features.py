@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from .._validation import check_positive_number, check_seed
-from ..errors import InputError
+from ..errors import InputError, OptionError
 
 
 def cosine_features(a: np.ndarray) -> np.ndarray:
@@ -64,6 +64,11 @@ class RandomFourierFeatures:
         return _cos_sin(proj)
 
 
+#: largest absolute error (radians) of a float64 random-feature phase that is still accepted
+PHASE_TOLERANCE = 1e-3
+TWO_PI = 2.0 * np.pi
+
+
 def _cos_sin(proj: np.ndarray, fast_trig: bool = False) -> np.ndarray:
     """sqrt(1/D) [cos(proj), sin(proj)]; ``fast_trig`` evaluates cos/sin in float32 (about 10x faster).
 
@@ -73,8 +78,17 @@ def _cos_sin(proj: np.ndarray, fast_trig: bool = False) -> np.ndarray:
     """
     d = proj.shape[1]
     out = np.empty((proj.shape[0], 2 * d), dtype=np.float64)
+    if proj.size:
+        top = float(np.abs(proj).max())
+        if not np.isfinite(top) or top * np.finfo(np.float64).eps > PHASE_TOLERANCE:
+            raise OptionError(
+                f"sigma: the bandwidth is too small for the embeddings' magnitude (random-feature phases up to "
+                f"{top:.3g} keep no precision in float64); centre the embeddings or choose a larger "
+                "bandwidth")
     if fast_trig:
-        p32 = proj.astype(np.float32)
+        # reduce the phases to [-pi, pi] in float64 first: float32 keeps ~7 digits, so a phase of 1e12
+        # (a tiny bandwidth) would otherwise lose every digit that distinguishes two rows
+        p32 = (proj - TWO_PI * np.round(proj / TWO_PI)).astype(np.float32)
         out[:, :d] = np.cos(p32)
         out[:, d:] = np.sin(p32)
     else:
