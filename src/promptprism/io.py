@@ -2,8 +2,8 @@
 
 Results folders are replaced as one transaction: :func:`staged_outputs` builds every file of a run
 (``result.json``, ``report.html``, arrays, tables) in a hidden staging folder beside the results, and only
-when all of them were written moves them over the earlier ones; a failure on the way leaves the earlier result and
-report as they were. :func:`check_out_dir` is the guard every command runs before any work.
+when all of them were written moves them over the earlier ones; a failure on the way leaves the earlier
+result and report as they were. :func:`check_out_dir` is the guard every command runs before any work.
 """
 
 from __future__ import annotations

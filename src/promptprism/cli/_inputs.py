@@ -15,6 +15,7 @@ import typer
 
 from ..data.inputs import load_input, read_input
 from ..data.paired import PairedSet
+from .._validation import check_memory
 from ..errors import OptionError
 from ._app import err_console, run_state
 from ._options import parse_int
@@ -49,6 +50,15 @@ def int_option(value: str, name: str) -> int:
     return parse_int(value, name)
 
 
+def check_pixel_model(image_model: str, batch_size: int) -> None:
+    """``pixels:N`` resizes every image to N x N x 3 (float32): refuse an N whose batch cannot fit in memory."""
+    name, _, size = str(image_model).partition(":")
+    if name == "pixels" and size.strip().isdigit():
+        n = int(size)
+        check_memory(4.0 * 3 * n * n * max(int(batch_size), 1) * 2,
+                     what=f"image_model pixels:{n} ({n} x {n} x 3 floats per image, batches of {batch_size})")
+
+
 def _notes(msg: str) -> None:
     err_console.print(f"note: {msg}", markup=False, highlight=False, soft_wrap=True)
 
@@ -68,6 +78,7 @@ def cli_input_options(*, prompts: Path | None, text_model: str, image_model: str
                       cache: Path | None, no_cache: bool, device: str, batch_size: int, quiet: bool
                       ) -> dict[str, Any]:
     """The keyword arguments of ``read_input``/``load_input`` for the CLI's shared options."""
+    check_pixel_model(image_model, batch_size)
     return dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                 cache=None if no_cache else (cache or "default"), device=device, batch_size=batch_size,
                 progress=False if quiet else None, notes=_notes)

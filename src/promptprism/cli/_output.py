@@ -17,6 +17,37 @@ from ._app import console, run_state
 
 REPORT_NAME = "report.html"
 
+#: per result kind, the headline numbers that must be finite (result.json would write inf/NaN as null)
+HEADLINE_FIELDS = {
+    "promptsplit": ("distance", "eigenvalues"),
+    "scendi": ("scendi", "scendi_prompt", "scendi_order2", "vendi", "rke", "model_share"),
+    "regions": ("cms", "product_cms", "mmd2", "region_cms", "gamma"),
+}
+
+
+def check_finite_result(result: Any) -> None:
+    """Refuse a result whose headline numbers overflowed or underflowed to inf/NaN (never written as null)."""
+    import numpy as np
+
+    from ..errors import InputError
+
+    parts = getattr(result, "models", None)
+    for part in parts if isinstance(parts, list) else [result]:
+        for name in HEADLINE_FIELDS.get(getattr(part, "kind", ""), ()):
+            value = getattr(part, name, None)
+            if value is None:
+                continue
+            try:
+                arr = np.asarray(value, dtype=np.float64)
+            except (TypeError, ValueError):
+                continue
+            if not np.isfinite(arr).all():
+                where = getattr(part, "name", None)
+                raise InputError(
+                    f"{name}{f' of {where}' if where else ''} is not finite (an overflow or underflow in the "
+                    "computation): an option (e.g. eta, a bandwidth) or the inputs are out of range for "
+                    "float64; nothing was written")
+
 
 def summary_of(result: Any, written: Mapping[str, Path]) -> dict[str, Any]:
     """A small JSON summary of a result for scripts: its scalar fields, short lists, the files written."""
@@ -49,6 +80,7 @@ def save_outputs(
     Returns ``{file name: final path}`` of what was written.
     """
     out = Path(out)
+    check_finite_result(result)
     with staged_outputs(out) as stage:
         result.save(stage)
         if extra is not None:

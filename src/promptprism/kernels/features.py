@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from .._validation import check_positive_number, check_seed
+from .._validation import check_memory, check_positive_number, check_seed
 from ..errors import InputError, OptionError
 
 
@@ -51,6 +51,7 @@ class RandomFourierFeatures:
         check_positive_number(self.n_features, "n_features", integer=True, even=True)
         check_positive_number(self.sigma, "sigma")
         check_seed(self.seed)
+        check_memory(8.0 * self.dim_in * self.n_features // 2, what=f"n_features {self.n_features}")
         w = np.random.default_rng(self.seed).standard_normal((self.dim_in, self.n_features // 2))
         object.__setattr__(self, "frequencies", w / self.sigma)
 
@@ -82,8 +83,8 @@ def _cos_sin(proj: np.ndarray, fast_trig: bool = False) -> np.ndarray:
         top = float(np.abs(proj).max())
         if not np.isfinite(top) or top * np.finfo(np.float64).eps > PHASE_TOLERANCE:
             raise OptionError(
-                f"sigma: the bandwidth is too small for the embeddings' magnitude (random-feature phases up to "
-                f"{top:.3g} keep no precision in float64); centre the embeddings or choose a larger "
+                f"sigma: the bandwidth is too small for the embeddings' magnitude (random-feature phases up "
+                f"to {top:.3g} keep no precision in float64); centre the embeddings or choose a larger "
                 "bandwidth")
     if fast_trig:
         # reduce the phases to [-pi, pi] in float64 first: float32 keeps ~7 digits, so a phase of 1e12
@@ -134,6 +135,9 @@ class ProductRandomFourierFeatures:
         check_positive_number(self.sigma_prompt, "sigma_prompt")
         check_positive_number(self.sigma_output, "sigma_output")
         check_seed(self.seed)
+        check_memory(8.0 * (self.dim_prompt + self.dim_output) * self.n_features // 2 + 8.0 * self.n_features**2,
+                     what=f"n_features {self.n_features} (frequencies and a {self.n_features} x "
+                          f"{self.n_features} covariance)")
         w = np.random.default_rng(self.seed).standard_normal(
             (self.dim_prompt + self.dim_output, self.n_features // 2))
         object.__setattr__(self, "_w_prompt", w[: self.dim_prompt] / self.sigma_prompt)
@@ -175,6 +179,9 @@ class ProductRandomProjection:
         check_positive_number(self.dim_output, "dim_output", integer=True)
         check_positive_number(self.n_features, "number of features", integer=True)
         check_seed(self.seed)
+        check_memory(8.0 * (self.dim_prompt + self.dim_output) * self.n_features + 8.0 * self.n_features**2,
+                     what=f"n_features {self.n_features} (projections and a {self.n_features} x "
+                          f"{self.n_features} covariance)")
         rng = np.random.default_rng(self.seed)
         object.__setattr__(self, "_r_prompt", rng.standard_normal((self.dim_prompt, self.n_features)))
         object.__setattr__(self, "_r_output", rng.standard_normal((self.dim_output, self.n_features)))
