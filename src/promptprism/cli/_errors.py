@@ -91,8 +91,8 @@ def error_line(exc: BaseException) -> str | None:
         why = exc.strerror or str(exc)
         return f"{names}: {why}" if names else why
     if isinstance(exc, (OverflowError, FloatingPointError)):
-        return (f"a number overflowed ({exc}): an option (e.g. eta, a bandwidth) or the inputs are out of range "
-                "for float64")
+        return (f"a number overflowed ({exc}): an option (e.g. eta, a bandwidth) or the inputs are out of "
+                "range for float64")
     if isinstance(exc, RecursionError):
         return "input nested too deeply to read"
     try:

@@ -13,9 +13,9 @@ from typing import Any
 
 import typer
 
+from .._validation import check_memory
 from ..data.inputs import load_input, read_input
 from ..data.paired import PairedSet
-from .._validation import check_memory
 from ..errors import OptionError
 from ._app import err_console, run_state
 from ._options import parse_int
@@ -51,7 +51,7 @@ def int_option(value: str, name: str) -> int:
 
 
 def check_pixel_model(image_model: str, batch_size: int) -> None:
-    """``pixels:N`` resizes every image to N x N x 3 (float32): refuse an N whose batch cannot fit in memory."""
+    """``pixels:N`` resizes every image to N x N x 3 (float32): refuse an N whose batch cannot fit."""
     name, _, size = str(image_model).partition(":")
     if name == "pixels" and size.strip().isdigit():
         n = int(size)

@@ -135,7 +135,7 @@ class ProductRandomFourierFeatures:
         check_positive_number(self.sigma_prompt, "sigma_prompt")
         check_positive_number(self.sigma_output, "sigma_output")
         check_seed(self.seed)
-        check_memory(8.0 * (self.dim_prompt + self.dim_output) * self.n_features // 2 + 8.0 * self.n_features**2,
+        check_memory(4.0 * (self.dim_prompt + self.dim_output) * self.n_features + 8.0 * self.n_features**2,
                      what=f"n_features {self.n_features} (frequencies and a {self.n_features} x "
                           f"{self.n_features} covariance)")
         w = np.random.default_rng(self.seed).standard_normal(
