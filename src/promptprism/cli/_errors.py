@@ -21,7 +21,8 @@ PARAMETER_OPTIONS: dict[str, dict[str, str]] = {
         "max_images": "cka_images", "out": "out", "dim": "features", "sigma": "sigma_prompt",
         "n_discovery_prompts": "discovery_prompts", "n_attributes": "attributes",
         "n_generated": "generated", "template_dir": "templates", "cache_dir": "chat_cache",
-        "api_key_env": "api_key_env",
+        "api_key_env": "api_key_env", "chunk size": "chunk_size", "number of clusters": "clusters",
+        "number of modes": "modes", "k": "k",
     },
     "compcon": {"batch_size": "description_prompts"},
     "demo": {"seed": "seed", "per_prompt": "per_prompt"},
@@ -82,6 +83,11 @@ def error_line(exc: BaseException) -> str | None:
             return f"image too large to decode safely: {exc}"
     except ImportError:  # pragma: no cover
         pass
+    if isinstance(exc, UnicodeEncodeError) and isinstance(exc.object, str):
+        start, end = exc.start, exc.end
+        context = exc.object[max(0, start - 30) : end + 30]
+        return (f"the text {context!r} holds {exc.object[start:end]!r}, which cannot be written as UTF-8 "
+                f"({exc.reason}); fix that text in the input")
     if isinstance(exc, UnicodeError):
         return f"cannot read or write text: {exc}; expected UTF-8 text"
     if isinstance(exc, json.JSONDecodeError):

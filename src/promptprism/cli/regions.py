@@ -14,19 +14,13 @@ from ..methods.regions import RegionCMS, RegionsResult
 from ..scale import open_client
 from . import _inputs as inp
 from ._app import app, console
-from ._options import unique_names
+from ._options import parse_int, unique_names
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 
 
 def _int_or_none(value: str, name: str, *, allow: tuple[str, ...] = ("none",)) -> int | str | None:
-    v = value.strip().lower()
-    if v in allow:
-        return None if v == "none" else v
-    try:
-        return int(v)
-    except ValueError:
-        raise OptionError(f"{name} must be an integer or one of {', '.join(allow)}, got {value!r}") from None
+    return parse_int(value, name, allow=allow)
 
 
 def print_regions(result: RegionsResult, out: Path | None, *, quiet: bool = False) -> None:
