@@ -8,19 +8,22 @@ import sys
 import numpy as np
 import pytest
 
+from _cli_run import run_cli
 from promptprism.cli import cli
 from promptprism.cli._errors import option_table, to_flags
 from promptprism.cli._options import COMMAND_ORDER, parse_columns, parse_int, unique_names
 from promptprism.errors import OptionError
 from promptprism.io import staged_outputs, write_outputs
 
-from _cli_run import run_cli
-
 
 def _npz(path, n=24, d=6, seed=0, prompts=None):
     rng = np.random.default_rng(seed)
-    np.savez(path, prompt_embeddings=rng.standard_normal((n, d)), output_embeddings=rng.standard_normal((n, d)),
-             prompts=np.array(prompts or [f"prompt {i % 4}" for i in range(n)]))
+    np.savez(
+        path,
+        prompt_embeddings=rng.standard_normal((n, d)),
+        output_embeddings=rng.standard_normal((n, d)),
+        prompts=np.array(prompts or [f"prompt {i % 4}" for i in range(n)]),
+    )
     return path
 
 
@@ -29,8 +32,9 @@ def test_version_flag_and_python_m():
 
     code, out, _ = run_cli("--version")
     assert code == 0 and out.strip() == f"promptprism {__version__}"
-    done = subprocess.run([sys.executable, "-m", "promptprism", "--version"], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "promptprism", "--version"], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0 and __version__ in done.stdout
 
 
@@ -58,7 +62,7 @@ def test_every_help_has_an_example_and_described_typed_options(command):
 def test_one_meaning_per_flag_across_commands():
     """--batch-size, --cache and --prompts mean one thing; compcon's old meanings moved to new flags."""
     meanings = {}
-    for name, cmd in cli().commands.items():
+    for cmd in cli().commands.values():
         for p in cmd.params:
             if p.param_type_name == "option" and not getattr(p, "hidden", False):
                 for opt in p.opts:
@@ -72,8 +76,19 @@ def test_one_meaning_per_flag_across_commands():
 def test_deprecated_spelling_still_works_with_a_note(tmp_path):
     bank = tmp_path / "bank.txt"
     bank.write_text("a cat\n")
-    code, _, err = run_cli("compcon", tmp_path / "missingA", tmp_path / "missingB", "--prompts", bank,
-                           "--out", tmp_path / "o", "--batch-size", "3", "--cache", tmp_path / "c")
+    code, _, err = run_cli(
+        "compcon",
+        tmp_path / "missingA",
+        tmp_path / "missingB",
+        "--prompts",
+        bank,
+        "--out",
+        tmp_path / "o",
+        "--batch-size",
+        "3",
+        "--cache",
+        tmp_path / "c",
+    )
     assert code == 2
     lines = err.strip().splitlines()
     assert "note: --prompts (compcon's prompt bank) is deprecated; use --prompt-bank" in lines
@@ -82,8 +97,10 @@ def test_deprecated_spelling_still_works_with_a_note(tmp_path):
 
 
 def test_library_parameter_names_become_flags():
-    table = option_table("split", {"sigma_prompt": "--sigma-prompt", "features": "--features",
-                                   "seed": "--seed", "out": "--out"})
+    table = option_table(
+        "split",
+        {"sigma_prompt": "--sigma-prompt", "features": "--features", "seed": "--seed", "out": "--out"},
+    )
     assert to_flags("sigma_prompt must be > 0, got -1", table) == "--sigma-prompt must be > 0, got -1"
     assert to_flags("n_features must be even", table) == "--features must be even"
     assert to_flags("seed must be a non-negative integer", table) == "--seed must be a non-negative integer"
@@ -146,9 +163,14 @@ def test_out_guard_before_any_work(tmp_path, command, where):
     if where == "result-folder":
         (out / "result.json").mkdir(parents=True)
     a = _npz(tmp_path / "a.npz")
-    argv = {"split": ["split", a, a], "diversity": ["diversity", a], "embed": ["embed", a],
-            "demo": ["demo", "--per-prompt", "2"], "compcon-eval": ["compcon-eval", tmp_path / "p.json"],
-            "regions": ["regions", "--real", tmp_path / "r.npy", "--generated", tmp_path / "g.npy"]}[command]
+    argv = {
+        "split": ["split", a, a],
+        "diversity": ["diversity", a],
+        "embed": ["embed", a],
+        "demo": ["demo", "--per-prompt", "2"],
+        "compcon-eval": ["compcon-eval", tmp_path / "p.json"],
+        "regions": ["regions", "--real", tmp_path / "r.npy", "--generated", tmp_path / "g.npy"],
+    }[command]
     if command == "embed":
         out = out if where != "result-folder" else tmp_path / "res"
         out = out.with_suffix(".npz") if where == "under-file" else out
