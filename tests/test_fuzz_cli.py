@@ -448,7 +448,7 @@ def _cases():
         cases.append(("regions", f"option: {name}", lambda i, e=extra: reg(i, i.gen, *e)))
     # compcon: everything that must fail before (or at) the network
     url = lambda: f"http://127.0.0.1:{_closed_port()}/v1"  # noqa: E731
-    cc = lambda i, bank, *extra: [
+    cc = lambda i, bank, *extra: [  # noqa: E731
         "compcon",
         i.cc_dirs["A"],
         i.cc_dirs["B"],
@@ -499,7 +499,7 @@ def _cases():
         )
     )
     # compcon-eval
-    ce = lambda i, p, *extra: [
+    ce = lambda i, p, *extra: [  # noqa: E731
         "compcon-eval",
         p,
         "--base-url",
@@ -635,7 +635,7 @@ def test_hostile_input(inputs, tmp_path, monkeypatch, command, kind, build):
 
 
 def test_segfault_prone_case_in_a_subprocess(inputs, tmp_path):
-    """One input row scaled by 1e300, with the report (its t-SNE map): run where a crash cannot take pytest."""
+    """One input row scaled by 1e300, with the report (its t-SNE map): a crash cannot take pytest."""
     argv = ["split", inputs.huge_row, inputs.good2, "-q", "--out", tmp_path / "out"]
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "result.json").write_text(SENTINEL_RESULT)
