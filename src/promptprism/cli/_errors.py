@@ -29,6 +29,7 @@ PARAMETER_OPTIONS: dict[str, dict[str, str]] = {
 }
 
 _IDENT = re.compile(r"(?<![\w\-./'\"])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w\-/])")
+_KEYWORD = re.compile(r"(?<![\w\-./'\"])([a-z][a-z0-9_]*)=(None|True|(?=\S))")
 _LEADING = re.compile(r"^([a-z][a-z0-9 ]*?)(?= must | is | needs | should | cannot |: | ')")
 
 
@@ -52,6 +53,15 @@ def to_flags(message: str, table: Mapping[str, str]) -> str:
         name = match.group(1)
         return table.get(name, name)
 
+    def keyword(match: re.Match) -> str:
+        name, value = match.group(1), match.group(2)
+        if name == "cache" and value == "None":
+            return table.get("no_cache", "--no-cache")
+        if name not in table:
+            return match.group(0)
+        return table[name] + ("" if value == "True" else " " + value if value else " ")
+
+    message = _KEYWORD.sub(keyword, message)
     message = _IDENT.sub(sub, message)
     lead = _LEADING.match(message)
     if lead and lead.group(1) in table:

@@ -133,8 +133,8 @@ def embed_items(items: Sequence[Any], kind: str, encoder: Encoder, cache: Embedd
         store = cache.store(encoder.identity)
         found = store.get(first)
     except OSError as exc:
-        raise OptionError(f"cache folder {cache.root}: cannot be used ({exc}); pass --cache DIR or "
-                          f"--no-cache") from None
+        raise OptionError(f"cache folder {cache.root}: cannot be used ({exc}); pass cache=DIR or "
+                          f"cache=None") from None
     missing = [k for k in first if k not in found]
     st = stats if stats is not None else EmbedStats()
     st.items += n
@@ -165,8 +165,8 @@ def embed_items(items: Sequence[Any], kind: str, encoder: Encoder, cache: Embedd
             try:
                 store.put(ks, vec)
             except OSError as exc:
-                raise OptionError(f"cache folder {cache.root}: cannot be written ({exc}); pass --cache DIR "
-                                  f"or --no-cache") from None
+                raise OptionError(f"cache folder {cache.root}: cannot be written ({exc}); pass cache=DIR "
+                                  f"or cache=None") from None
             found.update(zip(ks, vec, strict=True))
             st.encoded += len(ks)
             bar.advance(task, len(ks))
