@@ -292,6 +292,8 @@ def test_compcon_eval_with_a_judge(tmp_path):
     assert r["summary"]["attribute_top1"] == 1.0 and r["summary"]["description_top1"] == 0.5
     assert r["summary"]["description_top5"] == 0.75
     assert '("the Chrysler Building", "Chrysler building")' in judged[0]["messages"][0]["content"]
+    page = (out / "report.html").read_text()  # compcon-eval writes its report too
+    assert page.startswith("<!DOCTYPE html>") or "<html" in page[:200]
 
 
 @pytest.mark.parametrize("bad", ["[]", "{", '{"999": {"attributes": ["x"]}}'])

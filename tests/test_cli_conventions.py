@@ -69,6 +69,9 @@ def test_one_meaning_per_flag_across_commands():
                     meanings.setdefault(opt, set()).add(p.name)
     for flag in ("--batch-size", "--cache", "--prompts", "--seed", "--out"):
         assert len(meanings.get(flag, set())) <= 1, (flag, meanings.get(flag))
+    chunk_defaults = {p.default for c in cli().commands.values() for p in c.params
+                      if "--chunk-size" in p.opts}
+    assert len(chunk_defaults) == 1, chunk_defaults
     compcon = {o for p in cli().commands["compcon"].params for o in p.opts}
     assert {"--prompt-bank", "--description-prompts", "--chat-cache"} <= compcon
 

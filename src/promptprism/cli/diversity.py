@@ -62,7 +62,7 @@ def diversity(
     clusters: str = typer.Option("5", help="Model-driven clusters reported (eigenvectors of Lambda_I)."),
     top_k: str = typer.Option("10", help="Samples listed per cluster."),
     seed: str = typer.Option("0", help="Seed of every random draw (recorded in result.json)."),
-    chunk_size: str = typer.Option("2048", help="Rows per streaming step."),
+    chunk_size: str = typer.Option("8192", help="Rows per streaming step."),
     partition_rows: str = typer.Option("262144", help="Rows per cluster task (rounded up to whole chunks)."),
     scheduler: str = inp.SCHEDULER, workers: int = inp.WORKERS,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
