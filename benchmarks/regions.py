@@ -24,13 +24,18 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from scipy import ndimage
 
 from promptprism import pixel_cka_matrix
-from promptprism.methods.regions import median_gamma, pixel_cka_loop
+from promptprism.methods.regions import median_gamma
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from regions_oracle import pixel_cka_loop  # noqa: E402  (the test oracle: the paper's nested loop)
 
 
 def digits(n: int, size: int, seed: int) -> np.ndarray:
