@@ -11,8 +11,9 @@ directly (``gamma = factor / median |x - x'|_2``, see ``methods/regions``). :fun
 :func:`gamma_from_sigma` convert between the two.
 
 Squared distances of very large values (pixels of 1e300) overflow as |a|^2 + |b|^2 - 2 <a, b>, and values
-dominated by a common offset cancel catastrophically; :func:`scaled_energies` returns gamma |a - b|^2
-computed on scaled, centred values when either risk is present, and the plain expansion otherwise.
+dominated by a common offset cancel catastrophically (:func:`needs_rescaling` tells). Then the distances are
+taken by direct differences (:func:`direct_squared_distances`) of values divided by a power of two
+(:func:`power_of_two_scale`, exact), and gamma |a - b|^2 is formed as t * (t * d) (:func:`scale_energies`).
 """
 
 from __future__ import annotations
@@ -91,25 +92,38 @@ def needs_rescaling(*arrays: np.ndarray) -> bool:
     return big > _OFFSET_RATIO * (spread if spread > 0 else 1.0)
 
 
-def rescale_for_distances(*arrays: np.ndarray, gamma: float) -> tuple[list[np.ndarray], float]:
-    """Centred, scaled copies z = (a / s - c) and the factor t with gamma |a - b|^2 = t * (t * |z_a - z_b|^2).
+def power_of_two_scale(*arrays: np.ndarray) -> float:
+    """A power of two s >= the largest magnitude when that exceeds 1e100, else 1: dividing by it is exact
+    and brings the values into [-1, 1], so their squares cannot overflow."""
+    big = max((float(np.abs(a).max()) for a in arrays if a.size), default=0.0)
+    if big <= _SAFE_MAGNITUDE:
+        return 1.0
+    return math.ldexp(1.0, math.frexp(big)[1])
 
-    ``s`` is the largest magnitude and ``c`` the first sample of the first array (after scaling), so the
-    values are within [-2, 2] and differences of close values are exact; ``t = sqrt(gamma) * s``. Multiplying
-    as t * (t * d) never forms inf * 0: a zero distance stays 0, a huge one becomes inf (kernel value 0,
-    which is what exp(-gamma d) rounds to).
+
+def direct_squared_distances(a: np.ndarray, b: np.ndarray, groups: np.ndarray | None = None) -> np.ndarray:
+    """sum over the columns of each group of (a_ik - b_jk)^2, by direct differences: (C, n, m), or (n, m)
+    without ``groups`` ((p, C) one-hot columns -> groups).
+
+    Exact to rounding for any offset (no |a|^2 - 2 <a, b> + |b|^2 cancellation); one row of ``a`` at a
+    time, so memory is O(m p).
     """
-    s = max((float(np.abs(a).max()) for a in arrays if a.size), default=0.0)
-    if s == 0.0:
-        return [np.zeros_like(a, dtype=np.float64) for a in arrays], 0.0
-    scaled = [np.asarray(a, dtype=np.float64) / s for a in arrays]
-    centre = scaled[0][:1].copy()
-    return [z - centre for z in scaled], math.sqrt(gamma) * s
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    g = np.ones((a.shape[1], 1)) if groups is None else groups
+    out = np.empty((g.shape[1], a.shape[0], b.shape[0]))
+    with np.errstate(over="ignore"):
+        for i in range(a.shape[0]):
+            diff = b - a[i]
+            diff *= diff
+            out[:, i, :] = (diff @ g).T
+    return out[0] if groups is None else out
 
 
 def scale_energies(d2: np.ndarray, t: float) -> np.ndarray:
-    """gamma |a - b|^2 = t * (t * d2) from scaled squared distances ``d2`` (in place), see
-    :func:`rescale_for_distances`."""
+    """gamma |a - b|^2 = t * (t * d2) (in place) for squared distances ``d2`` of values divided by s and
+    t = sqrt(gamma) s; t * (t * d) never forms inf * 0: a zero distance stays 0, a huge one becomes inf
+    (kernel value 0, which is what exp(-gamma d) rounds to)."""
     with np.errstate(over="ignore"):
         d2 *= t
         d2 *= t

@@ -4,8 +4,9 @@ The image kernel is k_img(x, y) = exp(-gamma |x - y|^2) = prod_I exp(-gamma |x_I
 every region, :mod:`promptprism.kernels.rbf`), so eq. 4 applies to every region kernel k_I and to k_img.
 Sums of kernel values are kept in log space (log-sum-exp of -gamma d^2): kernel values that underflow one
 by one still count, and a CMS reads 0 only when it is itself below the smallest float. Squared distances of
-huge or offset-dominated pixels are formed on scaled, centred values (``kernels.rbf.needs_rescaling``), so
-pixels of 1e300 give the correctly rounded CMS (0 where it is below the smallest float), never NaN.
+huge or offset-dominated pixels (``kernels.rbf.needs_rescaling``) are taken by direct differences of the
+values divided by a power of two, so pixels of 1e300 give the correctly rounded CMS (0 where it is below
+the smallest float), never NaN.
 
 Every sum over images is a partition task returning a mergeable
 :class:`~promptprism.stats.accumulators.SumsAccumulator`: :func:`region_sums_partition` (the exact sums over
@@ -21,7 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from ...kernels.rbf import needs_rescaling, rescale_for_distances, scale_energies
+from ...kernels.rbf import (
+    direct_squared_distances,
+    needs_rescaling,
+    power_of_two_scale,
+    scale_energies,
+)
 from ...stats.accumulators import SumsAccumulator
 from .sources import onehot, read_pixels
 
@@ -31,15 +37,19 @@ def region_sqdists(x: np.ndarray, y: np.ndarray, membership: np.ndarray, *,
     """Per-region squared distances |x_I - y_I|^2 as (C, n, m), and the factor g with log k_I = -g * out.
 
     ``x``, ``y``: pixels (n, d, c) and (m, d, c); ``membership``: (d, C) one-hot regions. Ordinary values:
-    the distances by expansion and ``g = gamma``. Huge or offset-dominated values: ``out`` is already
-    gamma |x_I - y_I|^2, computed on scaled, centred pixels, and ``g = 1``.
+    the distances by expansion and ``g = gamma``. Offset-dominated values: direct differences, ``g = gamma``.
+    Values above 1e100: ``out`` is already gamma |x_I - y_I|^2 from direct differences of the pixels divided
+    by a power of two (exact), and ``g = 1``; an energy beyond float64 is inf (kernel value 0).
     """
     same = y is x
-    factor = gamma
     if needs_rescaling(x) if same else needs_rescaling(x, y):
-        (x, *rest), t = rescale_for_distances(x, *([] if same else [y]), gamma=gamma)
-        y = x if same else rest[0]
-        factor = None
+        s = power_of_two_scale(x) if same else power_of_two_scale(x, y)
+        groups = np.repeat(membership, x.shape[2], axis=0)  # (d * c, C): channels of a pixel together
+        xs = x.reshape(x.shape[0], -1) / s
+        d2 = direct_squared_distances(xs, xs if same else y.reshape(y.shape[0], -1) / s, groups)
+        if s == 1.0:
+            return d2, gamma
+        return scale_energies(d2, math.sqrt(gamma) * s), 1.0
     xx = np.einsum("ndc,ndc->nd", x, x) @ membership  # (n, C)
     yy = xx if same else np.einsum("ndc,ndc->nd", y, y) @ membership
     out = np.empty((membership.shape[1], x.shape[0], y.shape[0]))
@@ -51,10 +61,7 @@ def region_sqdists(x: np.ndarray, y: np.ndarray, membership: np.ndarray, *,
         out[r] *= -2.0
         out[r] += xx[:, r, None]
         out[r] += yy[None, :, r]
-    np.maximum(out, 0.0, out=out)
-    if factor is None:
-        return scale_energies(out, t), 1.0
-    return out, factor
+    return np.maximum(out, 0.0, out=out), gamma
 
 
 def logsumexp(a: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
