@@ -5,13 +5,20 @@ chunks; the real-vs-real sums are computed once for all sets. Bootstrap (``boots
 images and each generated set are resampled with replacement B times (seeded); the tasks add the
 resample-weighted kernel sums (sum_ij w_i w'_j k_ij for the counts w, w' of each resample), so the B
 replicates of the whole-image CMS, each region's CMS and their product cost one extra pass of matrix
-products, not B recomputations. The interval is the percentile interval at ``level``.
+products, not B recomputations. The intervals are for the population CMS (eq. 4 as n, m -> infinity):
+the replicates use the U-statistic form M_xy / sqrt(U_xx U_yy) (pair means over distinct images), because
+eq. 4 itself reads low by its diagonal share, relatively about (1/n)(1/U_xx - 1) / 2 + (1/m)(1/U_yy - 1) / 2
+(0.987 for two halves of the same digits), and a percentile interval of a biased estimate would exclude the
+value it should cover (a same-distribution region never covered 1). Each interval is reported with the
+U-form estimate on all images (``debiased``); eq. 4's own estimate can sit just below the interval.
+Percentile interval at ``level``; coverage on a simulation: tests/test_regions_bootstrap.py.
 
 Blocks (``block_size`` b): one task per block pair (appendix C). ``block_estimator="corrected"`` (default)
 pools each block's unbiased pair means and puts them into eq. 4 for all n, m images
 (:func:`~.region_cms.log_cms_from_pair_means`), so the estimate targets the full-sample CMS; ``"paper"``
 is the paper's average of per-block eq. 4, biased downwards by about the share 1/b of the diagonal
-(``block_bias`` in the result says which was used). The bootstrap then resamples the blocks.
+(``block_bias`` in the result says which was used). The bootstrap then resamples the blocks (U-form
+replicates from the pooled pair means, as above).
 """
 
 from __future__ import annotations
@@ -56,14 +63,41 @@ def percentile_interval(replicates: np.ndarray, level: float = LEVEL) -> tuple[n
     return lo, hi
 
 
-def intervals_dict(whole: np.ndarray, per_region: np.ndarray, level: float) -> dict[str, Any]:
-    """The result's ``intervals`` entry from replicates: whole (B,) and per region (C, B)."""
-    lo_w, hi_w = percentile_interval(whole, level)
-    lo_r, hi_r = percentile_interval(per_region, level)
-    lo_p, hi_p = percentile_interval(np.prod(per_region, axis=0), level)
-    return {"cms": {"low": float(lo_w), "high": float(hi_w)},
-            "product_cms": {"low": float(lo_p), "high": float(hi_p)},
-            "region_cms": [{"low": float(a), "high": float(b)} for a, b in zip(lo_r, hi_r, strict=True)]}
+def log_u_cms(l_xy: np.ndarray, lu_xx: np.ndarray, lu_yy: np.ndarray) -> np.ndarray:
+    """log of the U-statistic form of eq. 4, M_xy / sqrt(U_xx U_yy), from log pair means: the limit of eq. 4
+    as n, m -> infinity (the population CMS), estimated without eq. 4's O(1/n) diagonal bias."""
+    return l_xy - 0.5 * (lu_xx + lu_yy)
+
+
+def intervals_dict(replicates: np.ndarray, debiased: np.ndarray, level: float) -> dict[str, Any]:
+    """The result's ``intervals`` entry from U-form replicates (C + 1, B) (regions, then the whole image)
+    and the U-form estimate on all images (C + 1,) (``debiased``)."""
+    lo, hi = percentile_interval(replicates, level)
+    lo_p, hi_p = percentile_interval(np.prod(replicates[:-1], axis=0), level)
+    return {"cms": {"low": float(lo[-1]), "high": float(hi[-1]), "debiased": float(debiased[-1])},
+            "product_cms": {"low": float(lo_p), "high": float(hi_p),
+                            "debiased": float(np.prod(debiased[:-1]))},
+            "region_cms": [{"low": float(a), "high": float(b), "debiased": float(c)}
+                           for a, b, c in zip(lo[:-1], hi[:-1], debiased[:-1], strict=True)]}
+
+
+def _exact_intervals(logs: dict, k: int, *, n: int, m: int, counts: list, level: float) -> dict[str, Any]:
+    """U-form replicates from the bootstrap-weighted sums over pairs of distinct images; a resample's copies
+    of one image pair with k = 1, which the counts give: sum_i w_i (w_i - 1)."""
+    def both(key: str, what: str) -> np.ndarray:
+        return np.concatenate([logs[f"{key}/{what}_region"], logs[f"{key}/{what}_whole"][None]])
+
+    def lu_boot(key: str, w: np.ndarray, size: int) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            dup = np.log(np.sum(w * (w - 1.0), axis=0))
+        return np.logaddexp(both(key, "boot"), dup[None]) - math.log(size * (size - 1))
+
+    rep = np.exp(log_u_cms(both(f"{k}:xy", "boot") - math.log(n * m), lu_boot("xx", counts[0], n),
+                           lu_boot(f"{k}:yy", counts[k + 1], m)))
+    debiased = np.exp(log_u_cms(both(f"{k}:xy", "off") - math.log(n * m),
+                                both("xx", "off") - math.log(n * (n - 1)),
+                                both(f"{k}:yy", "off") - math.log(m * (m - 1))))
+    return intervals_dict(rep, debiased, level)
 
 
 def _exact_tasks(ref: Any, sets: list, labels: np.ndarray, gamma: float, *, size: int,
@@ -108,20 +142,18 @@ def _block_values(sums: dict, key: str, *, n: int, m: int, b: int, corrected: bo
     return {"cms": float(val[-1]), "region_cms": val[:-1], "mmd2": mmd}
 
 
-def _block_replicates(sums: dict, key: str, *, n: int, m: int, b: int, corrected: bool,
-                      counts: np.ndarray) -> np.ndarray:
-    """(C + 1, B) replicates of the block estimator with the blocks resampled (``counts``: (B, n_blocks))."""
+def _block_intervals(sums: dict, key: str, *, b: int, counts: np.ndarray, level: float) -> dict[str, Any]:
+    """U-form replicates with the blocks resampled (``counts``: (B, n_blocks)), pair means pooled."""
     nb = counts.shape[1]
     xy, xx, yy = (sums[f"{key}/blk_{p}"] for p in ("xy", "xx", "yy"))  # (n_blocks, C + 1)
-    if not corrected:  # the paper's per-block eq. 4 (the diagonal's b ones back in the within-sample sums)
-        per_block = np.exp(xy - 0.5 * (np.logaddexp(math.log(b), xx) + np.logaddexp(math.log(b), yy)))
-        return (counts @ per_block / nb).T
     with np.errstate(divide="ignore"):
         logc = np.log(counts)[:, :, None]  # (B, n_blocks, 1)
-    l_xy = logsumexp(xy[None] + logc, (1,)) - math.log(nb * b * b)
-    lu_xx = logsumexp(xx[None] + logc, (1,)) - math.log(nb * b * (b - 1))
-    lu_yy = logsumexp(yy[None] + logc, (1,)) - math.log(nb * b * (b - 1))
-    return np.exp(log_cms_from_pair_means(l_xy, lu_xx, lu_yy, n, m)).T
+    pair, within = math.log(nb * b * b), math.log(nb * b * (b - 1))
+    rep = np.exp(log_u_cms(logsumexp(xy[None] + logc, (1,)) - pair, logsumexp(xx[None] + logc, (1,)) - within,
+                           logsumexp(yy[None] + logc, (1,)) - within)).T
+    debiased = np.exp(log_u_cms(logsumexp(xy, (0,)) - pair, logsumexp(xx, (0,)) - within,
+                                logsumexp(yy, (0,)) - within))
+    return intervals_dict(rep, debiased, level)
 
 
 def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_size: int | None = None,
@@ -142,6 +174,9 @@ def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_s
         raise OptionError(f"block_estimator must be one of {', '.join(BLOCK_ESTIMATORS)}, got "
                           f"{block_estimator!r}")
     n_boot = int(bootstrap)
+    if n_boot and block_size is None and min(n, *(source_shape(s)[0] for s in sets)) < 2:
+        raise InputError("bootstrap: every image set needs at least 2 images (the intervals use pairs of "
+                         "distinct images)")
     rng = bootstrap_rng(seed)
     corrected = block_estimator == "corrected"
     if block_size is None:
@@ -166,20 +201,15 @@ def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_s
             mmd = float(sums["xx/k"] / (n * n) + sums[f"{k}:yy/k"] / (m * m)
                         - 2.0 * sums[f"{k}:xy/k"] / (n * m))
             if n_boot:
-                rep = np.exp(logs[f"{k}:xy/boot_region"]
-                             - 0.5 * (logs["xx/boot_region"] + logs[f"{k}:yy/boot_region"]))
-                rep_w = np.exp(logs[f"{k}:xy/boot_whole"]
-                               - 0.5 * (logs["xx/boot_whole"] + logs[f"{k}:yy/boot_whole"]))
-                intervals = intervals_dict(rep_w, rep, level)
+                intervals = _exact_intervals(logs, k, n=n, m=m, counts=counts, level=level)
         else:
             b = int(block_size)
             vals = _block_values(sums, str(k), n=n, m=m, b=b, corrected=corrected)
             per, whole, mmd = vals["region_cms"], vals["cms"], vals["mmd2"]
             if n_boot:
                 nb = sums[f"{k}/blk_xy"].shape[0]
-                rep = _block_replicates(sums, str(k), n=n, m=m, b=b, corrected=corrected,
-                                        counts=rng.multinomial(nb, np.full(nb, 1.0 / nb), size=n_boot))
-                intervals = intervals_dict(rep[-1], rep[:-1], level)
+                intervals = _block_intervals(sums, str(k), b=b, level=level,
+                                             counts=rng.multinomial(nb, np.full(nb, 1.0 / nb), size=n_boot))
         out.append({"cms": whole, "product_cms": float(np.prod(per)), "region_cms": np.asarray(per),
                     "mmd2": mmd, "intervals": intervals})
     return out

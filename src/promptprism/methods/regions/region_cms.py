@@ -81,9 +81,18 @@ def weighted_logsumexp(a: np.ndarray, wx: np.ndarray, wy: np.ndarray) -> np.ndar
     mx = a.max(axis=(-2, -1), keepdims=True)
     mx = np.where(np.isfinite(mx), mx, 0.0)
     e = np.exp(a - mx)
-    s = np.einsum("...ib,ib->...b", e @ wy, wx)
+    s = np.matmul(e, wy)  # (..., i, B)
+    s *= wx
     with np.errstate(divide="ignore"):
-        return np.log(s) + mx[..., 0, 0][..., None]
+        return np.log(s.sum(axis=-2)) + mx[..., 0, 0][..., None]
+
+
+def _without_diagonal(e: np.ndarray) -> np.ndarray:
+    """A copy of log-kernel values (..., n, n) with the diagonal (an image with itself) at -inf."""
+    e = e.copy()
+    idx = np.arange(e.shape[-1])
+    e[..., idx, idx] = -np.inf
+    return e
 
 
 def log_cms_rbf(d_xy: np.ndarray, d_xx: np.ndarray, d_yy: np.ndarray, gamma: float) -> np.ndarray:
@@ -112,22 +121,31 @@ def region_sums_partition(key: str, x_source: Any, x_indices: np.ndarray | None,
 
     Log-sums ``key/region`` (C,) of sum_ij exp(-gamma |x_I - y_I|^2) per region and ``key/whole`` of the
     image kernel, and the plain sum ``key/k`` of the image kernel (for MMD^2). ``y_source`` None: the chunk
-    with itself (the rows are read once). ``counts``: ``(wx, wy)``, how often each row of the chunks is drawn
-    in each of B bootstrap resamples (``wy`` None with ``y_source`` None); adds the weighted log-sums
+    with itself (the rows are read once). ``key/off_region`` and ``key/off_whole``: the same over pairs of
+    distinct images only (the chunk with itself leaves its diagonal out), for the U-statistic pair means.
+    ``counts``: ``(wx, wy)``, how often each row of the chunks is drawn in each of B bootstrap resamples
+    (``wy`` None with ``y_source`` None); adds the weighted log-sums over pairs of distinct images,
     ``key/boot_region`` (C, B) and ``key/boot_whole`` (B,).
     """
     x = read_pixels(x_source, x_indices)
     y = x if y_source is None else read_pixels(y_source, y_indices)
     dist, g = region_sqdists(x, y, onehot(labels), gamma=gamma)
+    e = -g * dist
     whole = -g * dist.sum(0)
     log_w = math.log(weight)
-    log_sums = {f"{key}/region": logsumexp(-g * dist, (-2, -1)) + log_w,
-                f"{key}/whole": logsumexp(whole, (-2, -1)) + log_w}
+    ax = (-2, -1)
+    log_sums = {f"{key}/region": logsumexp(e, ax) + log_w, f"{key}/whole": logsumexp(whole, ax) + log_w}
+    if y_source is None:
+        e, whole_off = _without_diagonal(e), _without_diagonal(whole)
+    else:
+        whole_off = whole
+    log_sums[f"{key}/off_region"] = logsumexp(e, ax) + log_w
+    log_sums[f"{key}/off_whole"] = logsumexp(whole_off, ax) + log_w
     if counts is not None:
         wx, wy = counts
         wy = wx if wy is None else wy
-        log_sums[f"{key}/boot_region"] = weighted_logsumexp(-g * dist, wx, wy) + log_w
-        log_sums[f"{key}/boot_whole"] = weighted_logsumexp(whole, wx, wy) + log_w
+        log_sums[f"{key}/boot_region"] = weighted_logsumexp(e, wx, wy) + log_w
+        log_sums[f"{key}/boot_whole"] = weighted_logsumexp(whole_off, wx, wy) + log_w
     return SumsAccumulator().update(sums={f"{key}/k": weight * float(np.exp(whole).sum())},
                                     log_sums=log_sums)
 
@@ -159,8 +177,7 @@ def region_block_partition(key: str, x_source: Any, x_indices: np.ndarray | None
         for name, e in (("xy", -gxy * dxy), ("xx", -gxx * dxx), ("yy", -gyy * dyy)):
             e = np.concatenate([e, e.sum(0)[None]])  # (C + 1, b, b): the regions, then the whole image
             if name != "xy":  # distinct pairs only: the diagonal's k = 1 is the bias of the paper's form
-                idx = np.arange(e.shape[1])
-                e[:, idx, idx] = -np.inf
+                e = _without_diagonal(e)
             row = np.zeros((n_blocks, e.shape[0]))
             row[s] = logsumexp(e, ax)
             sums[f"{key}/blk_{name}"] = row
