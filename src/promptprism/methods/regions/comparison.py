@@ -10,7 +10,9 @@ the replicates use the U-statistic form M_xy / sqrt(U_xx U_yy) (pair means over 
 eq. 4 itself reads low by its diagonal share, relatively about (1/n)(1/U_xx - 1) / 2 + (1/m)(1/U_yy - 1) / 2
 (0.987 for two halves of the same digits), and a percentile interval of a biased estimate would exclude the
 value it should cover (a same-distribution region never covered 1). Each interval is reported with the
-U-form estimate on all images (``debiased``); eq. 4's own estimate can sit just below the interval.
+U-form estimate on all images (``debiased``); eq. 4's own estimate can sit just below the interval. The
+U form can exceed 1 where eq. 4 cannot: generated images that copy real ones pair with k = 1 across the
+sets while the within-set means leave each image's pair with itself out.
 Percentile interval at ``level``; coverage on a simulation: tests/test_regions_bootstrap.py.
 
 Blocks (``block_size`` b): one task per block pair (appendix C). ``block_estimator="corrected"`` (default)
@@ -63,10 +65,18 @@ def percentile_interval(replicates: np.ndarray, level: float = LEVEL) -> tuple[n
     return lo, hi
 
 
-def log_u_cms(l_xy: np.ndarray, lu_xx: np.ndarray, lu_yy: np.ndarray) -> np.ndarray:
+def log_u_cms(l_xy: np.ndarray, lu_xx: np.ndarray, lu_yy: np.ndarray, n: int, m: int) -> np.ndarray:
     """log of the U-statistic form of eq. 4, M_xy / sqrt(U_xx U_yy), from log pair means: the limit of eq. 4
-    as n, m -> infinity (the population CMS), estimated without eq. 4's O(1/n) diagonal bias."""
-    return l_xy - 0.5 * (lu_xx + lu_yy)
+    as n, m -> infinity (the population CMS), estimated without eq. 4's O(1/n) diagonal bias.
+
+    Where a set has no two distinct images with a kernel value above the smallest float (U = 0), the U form
+    is undefined and eq. 4's form for n and m images is used instead.
+    """
+    l_xy, lu_xx, lu_yy = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in (l_xy, lu_xx, lu_yy)))
+    out = np.array(log_cms_from_pair_means(l_xy, lu_xx, lu_yy, n, m), dtype=np.float64)
+    ok = np.isfinite(lu_xx) & np.isfinite(lu_yy)
+    out[ok] = l_xy[ok] - 0.5 * (lu_xx[ok] + lu_yy[ok])
+    return out
 
 
 def intervals_dict(replicates: np.ndarray, debiased: np.ndarray, level: float) -> dict[str, Any]:
@@ -93,10 +103,10 @@ def _exact_intervals(logs: dict, k: int, *, n: int, m: int, counts: list, level:
         return np.logaddexp(both(key, "boot"), dup[None]) - math.log(size * (size - 1))
 
     rep = np.exp(log_u_cms(both(f"{k}:xy", "boot") - math.log(n * m), lu_boot("xx", counts[0], n),
-                           lu_boot(f"{k}:yy", counts[k + 1], m)))
+                           lu_boot(f"{k}:yy", counts[k + 1], m), n, m))
     debiased = np.exp(log_u_cms(both(f"{k}:xy", "off") - math.log(n * m),
                                 both("xx", "off") - math.log(n * (n - 1)),
-                                both(f"{k}:yy", "off") - math.log(m * (m - 1))))
+                                both(f"{k}:yy", "off") - math.log(m * (m - 1)), n, m))
     return intervals_dict(rep, debiased, level)
 
 
@@ -142,7 +152,8 @@ def _block_values(sums: dict, key: str, *, n: int, m: int, b: int, corrected: bo
     return {"cms": float(val[-1]), "region_cms": val[:-1], "mmd2": mmd}
 
 
-def _block_intervals(sums: dict, key: str, *, b: int, counts: np.ndarray, level: float) -> dict[str, Any]:
+def _block_intervals(sums: dict, key: str, *, sizes: tuple[int, int], b: int, counts: np.ndarray,
+                     level: float) -> dict[str, Any]:
     """U-form replicates with the blocks resampled (``counts``: (B, n_blocks)), pair means pooled."""
     nb = counts.shape[1]
     xy, xx, yy = (sums[f"{key}/blk_{p}"] for p in ("xy", "xx", "yy"))  # (n_blocks, C + 1)
@@ -150,9 +161,9 @@ def _block_intervals(sums: dict, key: str, *, b: int, counts: np.ndarray, level:
         logc = np.log(counts)[:, :, None]  # (B, n_blocks, 1)
     pair, within = math.log(nb * b * b), math.log(nb * b * (b - 1))
     rep = np.exp(log_u_cms(logsumexp(xy[None] + logc, (1,)) - pair, logsumexp(xx[None] + logc, (1,)) - within,
-                           logsumexp(yy[None] + logc, (1,)) - within)).T
+                           logsumexp(yy[None] + logc, (1,)) - within, *sizes)).T
     debiased = np.exp(log_u_cms(logsumexp(xy, (0,)) - pair, logsumexp(xx, (0,)) - within,
-                                logsumexp(yy, (0,)) - within))
+                                logsumexp(yy, (0,)) - within, *sizes))
     return intervals_dict(rep, debiased, level)
 
 
@@ -208,7 +219,7 @@ def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_s
             per, whole, mmd = vals["region_cms"], vals["cms"], vals["mmd2"]
             if n_boot:
                 nb = sums[f"{k}/blk_xy"].shape[0]
-                intervals = _block_intervals(sums, str(k), b=b, level=level,
+                intervals = _block_intervals(sums, str(k), sizes=(n, m), b=b, level=level,
                                              counts=rng.multinomial(nb, np.full(nb, 1.0 / nb), size=n_boot))
         out.append({"cms": whole, "product_cms": float(np.prod(per)), "region_cms": np.asarray(per),
                     "mmd2": mmd, "intervals": intervals})

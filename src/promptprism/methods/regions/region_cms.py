@@ -111,7 +111,7 @@ def log_cms_from_pair_means(l_xy: Any, lu_xx: Any, lu_yy: Any, n: int, m: int) -
     with np.errstate(divide="ignore"):
         den_x = np.logaddexp(-math.log(n), math.log1p(-1.0 / n) + np.asarray(lu_xx) if n > 1 else -np.inf)
         den_y = np.logaddexp(-math.log(m), math.log1p(-1.0 / m) + np.asarray(lu_yy) if m > 1 else -np.inf)
-    return np.asarray(l_xy) - 0.5 * (den_x + den_y)
+    return np.asarray(l_xy) - 0.5 * (den_x + den_y)  # the denominators are >= -log n: never -inf
 
 
 def region_sums_partition(key: str, x_source: Any, x_indices: np.ndarray | None, y_source: Any,
