@@ -31,12 +31,17 @@ def gram(a, b, gamma):
     return np.exp(-gamma * ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1))
 
 
-def u_cms(x, y, gamma):
-    """The U-statistic form of eq. 4: mean K_xy / sqrt(mean_{i != j} K_xx * mean_{i != j} K_yy)."""
-    n, m = len(x), len(y)
-    kxx, kyy = gram(x, x, gamma), gram(y, y, gamma)
-    uxx = (kxx.sum() - np.trace(kxx)) / (n * (n - 1))
-    uyy = (kyy.sum() - np.trace(kyy)) / (m * (m - 1))
+def u_cms(x, y, gamma, x_ids=None, y_ids=None):
+    """The U-statistic form of eq. 4: mean K_xy / sqrt(mean_{i != j} K_xx * mean_{i != j} K_yy).
+
+    ``x_ids``/``y_ids``: which original image each row is (a resample): rows that are copies of one image
+    are not a pair of distinct images.
+    """
+    x_ids = np.arange(len(x)) if x_ids is None else x_ids
+    y_ids = np.arange(len(y)) if y_ids is None else y_ids
+    dx, dy = x_ids[:, None] != x_ids[None, :], y_ids[:, None] != y_ids[None, :]
+    uxx = gram(x, x, gamma)[dx].mean()
+    uyy = gram(y, y, gamma)[dy].mean()
     return gram(x, y, gamma).mean() / math.sqrt(uxx * uyy)
 
 
@@ -58,10 +63,11 @@ def test_exact_bootstrap_equals_eq4_on_resampled_images(partition_rows):
     wx, wy = resample_counts(14, b_rep, draw), resample_counts(11, b_rep, draw)
     reps = []
     for b in range(b_rep):
-        xs, ys = np.repeat(x, wx[:, b].astype(int), axis=0), np.repeat(y, wy[:, b].astype(int), axis=0)
-        # copies of one image in a resample are distinct draws: they pair with k = 1 in U_xx
-        reps.append([u_cms(pixels_of(xs, 0), pixels_of(ys, 0), g),
-                     u_cms(pixels_of(xs, 1), pixels_of(ys, 1), g), u_cms(xs, ys, g)])
+        ix = np.repeat(np.arange(14), wx[:, b].astype(int))
+        iy = np.repeat(np.arange(11), wy[:, b].astype(int))
+        xs, ys = x[ix], y[iy]
+        reps.append([u_cms(pixels_of(xs, 0), pixels_of(ys, 0), g, ix, iy),
+                     u_cms(pixels_of(xs, 1), pixels_of(ys, 1), g, ix, iy), u_cms(xs, ys, g, ix, iy)])
     reps = np.array(reps)
     lo, hi = np.quantile(reps, [0.025, 0.975], axis=0)
     lo_p, hi_p = np.quantile(reps[:, 0] * reps[:, 1], [0.025, 0.975])

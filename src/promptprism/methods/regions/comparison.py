@@ -92,15 +92,16 @@ def intervals_dict(replicates: np.ndarray, debiased: np.ndarray, level: float) -
 
 
 def _exact_intervals(logs: dict, k: int, *, n: int, m: int, counts: list, level: float) -> dict[str, Any]:
-    """U-form replicates from the bootstrap-weighted sums over pairs of distinct images; a resample's copies
-    of one image pair with k = 1, which the counts give: sum_i w_i (w_i - 1)."""
+    """U-form replicates from the bootstrap-weighted sums over pairs of distinct images: a resample's copies
+    of one image are not paired with each other (their k = 1 would bias U_xx up by about 1 / (n U_xx)), so
+    U*_xx = sum_{i != j} w_i w_j k_ij / sum_{i != j} w_i w_j, where sum_{i != j} w_i w_j = n^2 - sum w_i^2."""
     def both(key: str, what: str) -> np.ndarray:
         return np.concatenate([logs[f"{key}/{what}_region"], logs[f"{key}/{what}_whole"][None]])
 
     def lu_boot(key: str, w: np.ndarray, size: int) -> np.ndarray:
+        pairs = float(size) * size - np.sum(w * w, axis=0)  # > 0 unless one image was drawn size times
         with np.errstate(divide="ignore"):
-            dup = np.log(np.sum(w * (w - 1.0), axis=0))
-        return np.logaddexp(both(key, "boot"), dup[None]) - math.log(size * (size - 1))
+            return both(key, "boot") - np.log(pairs)[None]
 
     rep = np.exp(log_u_cms(both(f"{k}:xy", "boot") - math.log(n * m), lu_boot("xx", counts[0], n),
                            lu_boot(f"{k}:yy", counts[k + 1], m), n, m))
