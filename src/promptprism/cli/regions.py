@@ -24,7 +24,8 @@ def _int_or_none(value: str, name: str, *, allow: tuple[str, ...] = ("none",)) -
     try:
         return int(v)
     except ValueError:
-        raise OptionError(f"{name} must be an integer or one of {', '.join(allow)}, got {value!r}") from None
+        choices = f" or one of {', '.join(allow)}" if allow else ""
+        raise OptionError(f"{name} must be an integer{choices}, got {value!r}") from None
 
 
 def _unique_names(paths: list[Path]) -> list[str]:

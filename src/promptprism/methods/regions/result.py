@@ -97,23 +97,37 @@ class RegionsResult(Result):
         return data
 
     def save(self, out_dir):  # type: ignore[override]
-        """Write cka_matrix.npy and curves.csv, then result.json last (all atomically)."""
+        """Write cka_matrix.npy and curves.csv, then result.json last (each atomically).
+
+        Every file's content is made, and every target checked, before the first is written: a folder in the
+        way of one of them is refused (OptionError naming ``out_dir``) with nothing written.
+        """
+        import io
         from pathlib import Path
 
+        from ...errors import OptionError
         from ...io import atomic_write_bytes, atomic_write_text
 
         out = Path(out_dir)
+        files: dict[str, bytes | str] = {}
         if self.cka_matrix is not None:
-            import io
-
             buf = io.BytesIO()
             np.save(buf, np.asarray(self.cka_matrix, dtype=np.float64))
-            atomic_write_bytes(out / "cka_matrix.npy", buf.getvalue())
+            files["cka_matrix.npy"] = buf.getvalue()
         rows = self.table()
         header = list(rows[0]) if rows else ["set"]
         lines = [",".join(header)] + [",".join(_csv(r[h]) for h in header) for r in rows]
-        atomic_write_text(out / "curves.csv", "\n".join(lines) + "\n")
-        return super().save(out)
+        files["curves.csv"] = "\n".join(lines) + "\n"
+        files["result.json"] = self.to_json()
+        if out.exists() and not out.is_dir():
+            raise OptionError(f"out_dir: {out} is a file, not a folder; the result cannot be written there")
+        for name in files:
+            if (out / name).is_dir():
+                raise OptionError(f"out_dir: {out / name} is a folder; the result cannot be written there")
+        for name, payload in files.items():
+            write = atomic_write_bytes if isinstance(payload, bytes) else atomic_write_text
+            write(out / name, payload)
+        return out / "result.json"
 
 
 def _csv(v: Any) -> str:
