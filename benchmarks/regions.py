@@ -1,6 +1,7 @@
 """Pixel-by-pixel CKA matrix: the paper's nested loop versus promptprism's matrix-product method.
 
-    python benchmarks/regions.py [--n 1000] [--block 100] [--pairs 300] [--full-loop-size 8] [--part cka|bias|all]
+    python benchmarks/regions.py [--n 1000] [--block 100] [--pairs 300] [--full-loop-size 8]
+                                 [--part cka|bias|all]
 
 For each image size (8x8 in full, 28x28 and 64x64) and n real images, the CKA matrix M (d x d, d = H*W) is
 computed as in the paper's Algorithm 1 with mini-batch CKA (appendix C: blocks of ``--block`` images,
@@ -15,9 +16,11 @@ averaged):
   one symmetric rank-k product per group of blocks, memory bounded by ~2 GB).
 
 The ratio is loop time / promptprism time measured in the same run; entries of both are compared on the
-timed pairs. ``--part bias`` prints the block CMS estimators against eq. 4 on all images (same-distribution
-digits, 900 vs 897 images, two regions; mean and sd over 10 block seeds) and the cost of the bootstrap. Images: scikit-learn digits upscaled to 28x28 and crops of scikit-image's pictures for 64x64
+timed pairs. Images: scikit-learn digits upscaled to 28x28 and crops of scikit-image's pictures for 64x64
 (random images when scikit-image is missing).
+
+``--part bias`` prints the block CMS estimators against eq. 4 on all images (same-distribution digits, 900
+vs 897 images, two regions; mean and sd over 10 block seeds) and the cost of the bootstrap.
 """
 
 from __future__ import annotations
@@ -110,7 +113,7 @@ def block_bias(seeds: int = 10) -> None:
     boot = compare_sources(real, [gen], labels, gamma, bootstrap=200, seed=0)[0]
     t_boot = time.perf_counter() - t0
     iv = boot["intervals"]["cms"]
-    print(f"# block CMS bias, same-distribution digits 8x8 (900 real, 897 generated), gamma = median rule")
+    print("# block CMS bias, same-distribution digits 8x8 (900 real, 897 generated), gamma = median rule")
     print(f"eq. 4 on all images: {full['cms']:.4f} ({t_full:.2f} s); with --bootstrap 200: {t_boot:.2f} s, "
           f"95% interval [{iv['low']:.4f}, {iv['high']:.4f}], debiased {iv['debiased']:.4f}")
     print("| b | paper's block average | corrected block estimate |")
