@@ -99,9 +99,11 @@ def _exact_intervals(logs: dict, k: int, *, n: int, m: int, counts: list, level:
         return np.concatenate([logs[f"{key}/{what}_region"], logs[f"{key}/{what}_whole"][None]])
 
     def lu_boot(key: str, w: np.ndarray, size: int) -> np.ndarray:
-        pairs = float(size) * size - np.sum(w * w, axis=0)  # > 0 unless one image was drawn size times
-        with np.errstate(divide="ignore"):
-            return both(key, "boot") - np.log(pairs)[None]
+        pairs = float(size) * size - np.sum(w * w, axis=0)  # 0 when one image was drawn size times
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lu = both(key, "boot") - np.log(pairs)[None]
+        lu[:, pairs == 0] = -np.inf  # no two distinct images: log_u_cms falls back to eq. 4's form
+        return lu
 
     rep = np.exp(log_u_cms(both(f"{k}:xy", "boot") - math.log(n * m), lu_boot("xx", counts[0], n),
                            lu_boot(f"{k}:yy", counts[k + 1], m), n, m))

@@ -242,6 +242,9 @@ class RegionCMS:
                                block_estimator=self.block_estimator)
         for name, r in zip(names, rows, strict=True):
             values = [r["cms"], r["product_cms"], r["mmd2"], *np.ravel(r["region_cms"])]
+            iv = r["intervals"]
+            bounds = [iv["cms"], iv["product_cms"], *iv["region_cms"]] if iv else []
+            values += [b[k] for b in bounds for k in ("low", "high", "debiased")]
             if not all(math.isfinite(float(v)) for v in values):
                 raise InputError(f"generated set {name!r}: the CMS is not finite (pixel values beyond what "
                                  "float64 kernels can resolve); rescale the images (e.g. to [0, 1])")
