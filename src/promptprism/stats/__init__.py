@@ -8,12 +8,14 @@ from .accumulators import (
     TopKAccumulator,
 )
 from .eigen import GramEigen, gram_factor, symmetric_eigenpairs, weighted_gram_eigenpairs
+from .pixel import PixelCKAAccumulator
 
 __all__ = [
     "CovarianceAccumulator",
     "GramEigen",
     "GroupSumAccumulator",
     "MinMaxAccumulator",
+    "PixelCKAAccumulator",
     "SumsAccumulator",
     "TopKAccumulator",
     "gram_factor",
