@@ -15,6 +15,7 @@ from .features import (
     cosine_features,
 )
 from .gram import KERNELS, cosine_gram, gaussian_gram, kernel_gram, squared_distances
+from .scendi_features import ScendiFeatureMaps
 
 __all__ = [
     "BANDWIDTH_RULES",
@@ -23,6 +24,7 @@ __all__ = [
     "ProductRandomFourierFeatures",
     "ProductRandomProjection",
     "RandomFourierFeatures",
+    "ScendiFeatureMaps",
     "cosine_features",
     "cosine_gram",
     "gaussian_gram",

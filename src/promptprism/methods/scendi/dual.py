@@ -1,0 +1,208 @@
+"""Scendi in sample space: the spectra of C_II, Lambda_I and Lambda_T from n x n kernel matrices.
+
+Write X = D^1/2 Phi_I and Y = D^1/2 Phi_T (rows scaled by the square roots of sample weights w_i, sum 1;
+w_i = 1/n for a plain set, multiplicities / n for a bootstrap replicate). Then C_II = X^T X, C_IT = X^T Y,
+C_TT = Y^T Y, and every quantity of the Schur split has a sample-space twin with the same non-zero
+eigenvalues (the feature-space matrices are d x d, these are n x n: the cheaper one is used):
+
+* C_II            <->  K_X = D^1/2 K_I D^1/2                 (K_I = Phi_I Phi_I^T, the output Gram matrix)
+* C_TT^+ (cut)    <->  P = U_k U_k^T, U_k the eigenvectors of K_Y = D^1/2 K_T D^1/2 above rcond * max
+* Lambda_T        <->  P K_X P                                (C_IT C_TT^+ C_TI = X^T P X)
+* Lambda_I        <->  (I - P) K_X (I - P)                    (Schur complement, eq. 6 = covariance of eq. 7)
+
+The prompt predictor enters only through the "hat" matrix H (weighted coordinates) that maps the outputs'
+features to their predictions: the residuals (prompt-nullified features, eq. 7) are (I - H) X and their
+covariance has the spectrum of (I - H) K_X (I - H)^T; the predictions' covariance that of H K_X H^T.
+In-sample (the paper's estimator) H = P, a projection, so the two add up to K_X. Cross-fitted, H predicts each
+sample from a Gamma* fitted on the other folds only (:func:`cross_fit_hat`): an out-of-sample residual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from ...errors import InputError, OptionError
+
+#: array precisions accepted by the ``precision`` option
+PRECISIONS = {"float64": np.float64, "float32": np.float32}
+
+
+def check_precision(precision: str) -> type:
+    """The numpy dtype of a ``precision`` name ('float64' or 'float32')."""
+    if precision not in PRECISIONS:
+        raise OptionError(f"precision must be 'float64' or 'float32', got {precision!r}")
+    return PRECISIONS[precision]
+
+
+def weighted_gram(gram: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """D^1/2 K D^1/2: the n x n twin of a weighted covariance Phi^T D Phi (same non-zero eigenvalues)."""
+    s = np.sqrt(np.asarray(weights, dtype=gram.dtype))
+    return s[:, None] * gram * s[None, :]
+
+
+def _symmetric_eigh(a: np.ndarray, *, values_only: bool = False):
+    a = 0.5 * (a + a.T)
+    if values_only:
+        return scipy.linalg.eigvalsh(a, driver="evd" if a.shape[0] > 1 else None, check_finite=False)
+    return scipy.linalg.eigh(a, driver="evd", check_finite=False)
+
+
+def in_sample_hat(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float) -> tuple[np.ndarray, int]:
+    """H = P = U_k U_k^T: the in-sample predictor Gamma* = C_IT C_TT^+ (Proposition 1) in sample space.
+
+    U_k are the eigenvectors of K_Y = D^1/2 K_T D^1/2 whose eigenvalues exceed ``rcond`` times the largest
+    (the same cut as the feature-space pseudo-inverse: K_Y and C_TT share their non-zero eigenvalues).
+    Returns (H, k), k the numerical rank of C_TT.
+    """
+    mu, u = _symmetric_eigh(weighted_gram(prompt_gram, weights))
+    keep = mu > rcond * max(float(mu.max()), 0.0)
+    u_k = u[:, keep]
+    return u_k @ u_k.T, int(keep.sum())
+
+
+def prompt_rank(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float) -> int:
+    """Numerical rank of C_TT (eigenvalues of D^1/2 K_T D^1/2 above ``rcond`` times the largest)."""
+    mu = _symmetric_eigh(weighted_gram(prompt_gram, weights), values_only=True)
+    return int(np.sum(mu > rcond * max(float(mu.max()), 0.0)))
+
+
+def assign_folds(groups: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
+    """Fold of each row: prompt groups are shuffled (seeded) and dealt round-robin into ``n_folds`` folds,
+    so every output of a prompt lands in the same fold and held-out prompts are never seen in training."""
+    groups = np.asarray(groups)
+    uniq, inverse = np.unique(groups, return_inverse=True)
+    if len(uniq) < 2:
+        raise InputError("cross-fitting needs at least 2 distinct prompts; all rows share one prompt")
+    k = min(int(n_folds), len(uniq))
+    order = np.random.default_rng(seed).permutation(len(uniq))
+    fold_of_group = np.empty(len(uniq), dtype=np.int64)
+    fold_of_group[order] = np.arange(len(uniq)) % k
+    return fold_of_group[inverse]
+
+
+def cross_fit_hats(prompt_gram: np.ndarray, weights: np.ndarray, folds: np.ndarray,
+                   ridges: Sequence[float], *, rcond: float) -> list[np.ndarray]:
+    """Cross-fitted hat matrices H_lambda (weighted coordinates), one per ridge in ``ridges``.
+
+    For each fold f with training rows S (weights renormalised to sum 1 on S) and held-out rows h,
+    Gamma*_f = C_IT^S (C_TT^S + lambda I)^+ (Proposition 1's conversion, ridge-regularised; lambda = 0 is the
+    paper's pseudo-inverse) predicts phi_I(x_h) as Phi_I,S^T alpha_h, with
+    alpha_h = D_S^1/2 (K_Y,S + lambda I)^+ D_S^1/2 K_T[S, h]   (push-through identity),
+    so H[h, S] = sqrt(w_h) alpha_h^T / sqrt(w_S). One eigen-decomposition of K_Y,S per fold serves every
+    lambda; eigenvalues of K_Y,S at most ``rcond`` times the largest are dropped, as in-sample.
+    """
+    k_t = np.asarray(prompt_gram)
+    w = np.asarray(weights, dtype=k_t.dtype)
+    n = k_t.shape[0]
+    hats = [np.zeros((n, n), dtype=k_t.dtype) for _ in ridges]
+    for f in np.unique(folds):
+        held = np.flatnonzero(folds == f)
+        train = np.flatnonzero(folds != f)
+        if train.size == 0:
+            continue
+        ws = w[train] / w[train].sum()
+        sq = np.sqrt(ws)
+        mu, u = _symmetric_eigh(weighted_gram(k_t[np.ix_(train, train)], ws))
+        keep = mu > rcond * max(float(mu.max()), 0.0)
+        u_k, mu_k = u[:, keep], mu[keep]
+        proj = u_k.T @ (sq[:, None] * k_t[np.ix_(train, held)])  # (k, |h|)
+        scale = np.sqrt(w[held])[None, :] / np.sqrt(w[train])[:, None] * sq[:, None]  # (|S|, |h|)
+        for hat, lam in zip(hats, ridges, strict=True):
+            alpha = u_k @ (proj / (mu_k + lam)[:, None])
+            hat[np.ix_(held, train)] = (scale * alpha).T
+    return hats
+
+
+def residual_gram(output_gram: np.ndarray, hat: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """(I - H) K_X (I - H)^T: the twin of Lambda_I, the covariance of the nullified features (eq. 7)."""
+    k_x = weighted_gram(output_gram, weights)
+    r = k_x - hat @ k_x
+    r = r - r @ hat.T
+    return 0.5 * (r + r.T)
+
+
+def prediction_gram(output_gram: np.ndarray, hat: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """H K_X H^T: the twin of the covariance of the prompt predictions Gamma* phi_T (in-sample: Lambda_T)."""
+    k_x = weighted_gram(output_gram, weights)
+    p = hat @ k_x @ hat.T
+    return 0.5 * (p + p.T)
+
+
+def choose_ridge(output_gram: np.ndarray, prompt_gram: np.ndarray, weights: np.ndarray, folds: np.ndarray,
+                 *, ridges: Sequence[float], rcond: float) -> tuple[float, list[float]]:
+    """The ridge lambda (in units of Tr C_TT = 1) whose cross-fitted residual has the smallest trace.
+
+    Tr((I - H) K_X (I - H)^T) is the out-of-fold mean squared error of Gamma*'s predictions; returns the
+    minimiser over ``ridges`` (the smallest on ties) and the whole curve.
+    """
+    k_x = weighted_gram(output_gram, weights)
+    curve = []
+    for hat in cross_fit_hats(prompt_gram, weights, folds, ridges, rcond=rcond):
+        hk = hat @ k_x
+        curve.append(float(np.trace(k_x) - 2.0 * np.trace(hk) + np.sum(hk * hat)))
+    best = int(np.argmin(np.round(np.asarray(curve), 12)))
+    return float(ridges[best]), curve
+
+
+@dataclass(frozen=True)
+class DualSpectra:
+    """Spectra and cluster scores of one estimate, computed in sample space.
+
+    ``model``/``prompt``/``output``: eigenvalues (descending, length ``dim``: padded with zeros or cut, as
+    the d x d feature-space matrix has exactly ``dim`` of them) of Lambda_I, of the prompt-explained part and
+    of C_II. ``model_scores``/``output_scores``: (n, k) projections of each sample's nullified (resp. plain)
+    features on the top-k unit eigenvectors. ``model_share`` = Tr Lambda_I; ``prompt_share`` = Tr of the
+    prompt part (in-sample) or 1 - Tr Lambda_I (cross-fitted, see :func:`sample_space_spectra`).
+    """
+
+    model: np.ndarray
+    prompt: np.ndarray
+    output: np.ndarray
+    model_share: float
+    prompt_share: float
+    model_scores: np.ndarray
+    output_scores: np.ndarray
+
+
+def _spectrum(a: np.ndarray, dim: int, n_top: int, weights: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    if n_top > 0:
+        vals, vecs = _symmetric_eigh(a)
+        vals, vecs = vals[::-1], vecs[:, ::-1][:, :n_top]
+        scores = vecs * np.sqrt(np.maximum(vals[:n_top], 0.0))[None, :] / np.sqrt(weights)[:, None]
+    else:
+        vals, scores = _symmetric_eigh(a, values_only=True)[::-1], np.empty((a.shape[0], 0))
+    vals = np.asarray(vals[:dim], dtype=np.float64)
+    if vals.size < dim:
+        vals = np.concatenate([vals, np.zeros(dim - vals.size)])
+    return vals, np.asarray(scores, dtype=np.float64)
+
+
+def sample_space_spectra(output_gram: np.ndarray, hat: np.ndarray, weights: np.ndarray, *, dim: int,
+                         n_top: int = 0, in_sample: bool = True) -> DualSpectra:
+    """Spectra of Lambda_I, of the prompt part and of C_II for the predictor ``hat`` (see the module doc).
+
+    In-sample the prompt part is Lambda_T = C_IT C_TT^+ C_TI and the shares are the traces of Lambda_I and
+    Lambda_T (they add up to Tr C_II = 1). Cross-fitted, Lambda_I is the covariance of the out-of-fold
+    residuals, the prompt part the covariance of the out-of-fold predictions, model_share = Tr Lambda_I
+    (1 - out-of-sample R^2 of the outputs' features) and prompt_share = 1 - model_share.
+    """
+    w = np.asarray(weights, dtype=output_gram.dtype)
+    resid = residual_gram(output_gram, hat, w)
+    model, model_scores = _spectrum(resid, dim, n_top, w)
+    k_x = weighted_gram(output_gram, w)
+    output, output_scores = _spectrum(k_x, dim, n_top, w)
+    pred = prediction_gram(output_gram, hat, w)
+    prompt = _spectrum(pred, dim, 0, w)[0]
+    tr_c = float(np.trace(k_x))
+    tr_i = float(np.trace(resid))
+    if in_sample:
+        tr_t = float(np.trace(pred))
+    else:
+        tr_t = tr_c - tr_i
+    return DualSpectra(model=model, prompt=prompt, output=output, model_share=tr_i, prompt_share=tr_t,
+                       model_scores=model_scores, output_scores=output_scores)
