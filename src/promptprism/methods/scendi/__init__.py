@@ -46,6 +46,8 @@ differences), :mod:`.replicates` (in-memory features and replicate engines), :mo
 from ...kernels.scendi_features import ScendiFeatureMaps
 from .bootstrap import (
     INTERVAL_METRICS,
+    METRIC_RANGE,
+    basic_interval,
     bootstrap_replicates,
     check_bootstrap,
     compare_models,
@@ -99,14 +101,15 @@ from .results import Cluster, ClusterSample, ScendiComparison, ScendiResult
 
 __all__ = [
     "EIGEN_FLOOR", "EIGH_MAX_DIM", "GAMMA_ESTIMATORS", "INTERVAL_METRICS", "MAX_STORED_EIGENVALUES",
-    "PINV_RCOND", "PRECISIONS", "RIDGE_GRID", "Cluster", "ClusterSample", "DualSpectra",
-    "FeatureSpaceReplicates", "PromptNullifier", "PromptRankWarning", "SampleSpaceReplicates", "SchurSplit",
-    "Scendi", "ScendiComparison", "ScendiFeatureMaps", "ScendiResult", "accumulate_joint", "assign_folds",
-    "bootstrap_replicates", "build_clusters", "check_bootstrap", "choose_ridge", "cluster_scores_partition",
-    "compare", "compare_models", "cross_fit_hats", "feature_matrices", "in_sample_hat", "joint_covariance",
-    "joint_covariance_partition", "normalised_spectrum", "nullify", "percentile_interval",
-    "prediction_gram", "prompt_draws", "prompt_rank", "prompt_rank_warnings", "residual_gram",
-    "resolve_feature_maps", "rke_score", "sample_space_spectra", "scendi_entropy", "scendi_score",
-    "scendi_score_table", "schur_split", "spectrum_and_top_vectors", "stream_cluster_scores", "top_samples",
-    "vendi_score", "vendi_score_from_gram", "weighted_gram",
+    "METRIC_RANGE", "PINV_RCOND", "PRECISIONS", "RIDGE_GRID", "Cluster", "ClusterSample", "DualSpectra",
+    "FeatureSpaceReplicates", "PromptNullifier", "PromptRankWarning", "SampleSpaceReplicates", "Scendi",
+    "ScendiComparison", "ScendiFeatureMaps", "ScendiResult", "SchurSplit", "accumulate_joint",
+    "assign_folds", "basic_interval", "bootstrap_replicates", "build_clusters", "check_bootstrap",
+    "choose_ridge", "cluster_scores_partition", "compare", "compare_models", "cross_fit_hats",
+    "feature_matrices", "in_sample_hat", "joint_covariance", "joint_covariance_partition",
+    "normalised_spectrum", "nullify", "percentile_interval", "prediction_gram", "prompt_draws",
+    "prompt_rank", "prompt_rank_warnings", "residual_gram", "resolve_feature_maps", "rke_score",
+    "sample_space_spectra", "scendi_entropy", "scendi_score", "scendi_score_table", "schur_split",
+    "spectrum_and_top_vectors", "stream_cluster_scores", "top_samples", "vendi_score",
+    "vendi_score_from_gram", "weighted_gram",
 ]

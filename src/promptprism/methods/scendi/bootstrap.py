@@ -5,7 +5,8 @@ replacement, and keeps every output of each drawn prompt, as often as the prompt
 prompt are not independent (they share it), so resampling rows would understate the spread. A replicate is
 the same estimator on the weighted set (weights = multiplicities), computed in sample space
 (:mod:`.dual`) on the distinct rows drawn; the cross-fitted estimator keeps the ridge chosen on the full set
-and deals the drawn prompts into fresh folds. Intervals are percentile intervals.
+and deals the drawn prompts into fresh folds. Intervals are basic (bias-corrected) bootstrap intervals
+(:func:`basic_interval`).
 """
 
 from __future__ import annotations
@@ -64,13 +65,38 @@ def percentile_interval(values: np.ndarray, level: float) -> dict:
     return {"low": float(lo), "high": float(hi)}
 
 
+#: the range each metric can take: intervals are clipped to it
+METRIC_RANGE = {"scendi": (1.0, None), "scendi_prompt": (1.0, None), "vendi": (1.0, None), "rke": (1.0, None),
+                "model_share": (0.0, 1.0), "prompt_share": (0.0, 1.0)}
+
+
+def basic_interval(values: np.ndarray, estimate: float, level: float, *,
+                   bounds: tuple[float | None, float | None] = (None, None)) -> dict:
+    """{'low', 'high'}: the basic (pivotal) bootstrap interval [2 e - q_hi, 2 e - q_lo], clipped to
+    ``bounds``, with q_lo, q_hi the (1 -+ level) / 2 quantiles of the replicates and e the estimate.
+
+    It corrects for the estimator's bias as the bootstrap sees it (the replicates' shift from e mirrors the
+    estimate's shift from the truth): entropy scores of a finite set are biased low, and their percentile
+    intervals covered the truth in 70-78% of simulated sets where these covered it in 90-93% (docs/scendi.md).
+    Like the percentile interval, it contains e exactly when q_lo <= e <= q_hi.
+    """
+    q = percentile_interval(values, level)
+    low, high = 2.0 * estimate - q["high"], 2.0 * estimate - q["low"]
+    lo_b, hi_b = bounds
+    if lo_b is not None:
+        low, high = max(low, lo_b), max(high, lo_b)
+    if hi_b is not None:
+        low, high = min(low, hi_b), min(high, hi_b)
+    return {"low": float(low), "high": float(high)}
+
+
 def compare_models(names: list[str], points: list[dict], replicates: list[dict[str, np.ndarray]] | None,
                    intervals: list[dict], *, level: float,
                    metrics: tuple[str, ...] = ("scendi", "model_share")) -> list[dict]:
     """Pairwise differences a - b of each metric, and whether they exceed the sampling noise.
 
     With ``replicates`` from the same prompt draws for every model (the models answered the same prompts),
-    the difference's own percentile interval is used (paired bootstrap; ``separated`` when it excludes 0).
+    the difference's own basic interval is used (paired bootstrap; ``separated`` when it excludes 0).
     Otherwise the models' intervals are compared (``separated`` when they do not overlap; conservative).
     """
     out = []
@@ -80,7 +106,7 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
                 d = float(points[i][m] - points[j][m])
                 row = {"a": names[i], "b": names[j], "metric": m, "difference": d}
                 if replicates is not None:
-                    iv = percentile_interval(replicates[i][m] - replicates[j][m], level)
+                    iv = basic_interval(replicates[i][m] - replicates[j][m], d, level)
                     row.update(iv, separated=bool(iv["low"] > 0 or iv["high"] < 0), method="paired bootstrap")
                 else:
                     a, b = intervals[i][m], intervals[j][m]
@@ -91,5 +117,5 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
     return out
 
 
-__all__ = ["INTERVAL_METRICS", "bootstrap_replicates", "check_bootstrap",
+__all__ = ["INTERVAL_METRICS", "METRIC_RANGE", "basic_interval", "bootstrap_replicates", "check_bootstrap",
            "compare_models", "percentile_interval", "prompt_draws"]

@@ -29,10 +29,11 @@ from ...errors import OptionError
 from ...scale.runner import current_client
 from .bootstrap import (
     INTERVAL_METRICS,
+    METRIC_RANGE,
+    basic_interval,
     bootstrap_replicates,
     check_bootstrap,
     compare_models,
-    percentile_interval,
     prompt_draws,
 )
 from .clusters import build_clusters, stream_cluster_scores, top_samples
@@ -270,9 +271,10 @@ class Scendi:
             else:
                 engine = FeatureSpaceReplicates(feats[0], feats[1])
             reps = bootstrap_replicates(groups, counts, engine)
-            intervals = {m: percentile_interval(reps[m], self.confidence) for m in INTERVAL_METRICS}
+            intervals = {m: basic_interval(reps[m], table[m], self.confidence, bounds=METRIC_RANGE[m])
+                         for m in INTERVAL_METRICS}
             boot = {"replicates": int(replicates), "level": float(self.confidence), "seed": self.seed,
-                    "resample": "prompts"}
+                    "resample": "prompts", "interval": "basic"}
             timings["bootstrap_s"] = time.perf_counter() - t3
         timings["total_s"] = time.perf_counter() - t0
         config = {"kernel": self.kernel, **maps.describe(),
