@@ -133,10 +133,10 @@ def test_a_bootstrap_replicate_is_the_estimator_on_the_duplicated_rows():
     notes: list[str] = []
     maps = resolve_feature_maps(data, kernel="cosine", sigma_output=None, sigma_prompt=None, n_features=0,
                                 shared_frequencies=False, seed=0, notes=notes)
-    fi, ft = feature_matrices(data, maps, chunk_size=7)
-    counts = prompt_draws(8, 3, seed=11)
     groups = which
-    engine = SampleSpaceReplicates(fi @ fi.T, ft @ ft.T, dim=30)
+    fi, fg = feature_matrices(data, maps, groups=groups, chunk_size=7)
+    counts = prompt_draws(8, 3, seed=11)
+    engine = SampleSpaceReplicates(fi @ fi.T, fg @ fg.T, dim=30)
     reps = bootstrap_replicates(groups, counts, engine)
     for b in range(3):
         rows = np.concatenate([np.flatnonzero(groups == g) for g in range(8) for _ in range(counts[b, g])])

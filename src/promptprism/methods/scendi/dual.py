@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse.linalg
 
 from ...errors import InputError, OptionError
 
@@ -51,6 +52,15 @@ def _symmetric_eigh(a: np.ndarray, *, values_only: bool = False):
     return scipy.linalg.eigh(a, driver="evd", check_finite=False)
 
 
+def kept(mu: np.ndarray, rcond: float) -> np.ndarray:
+    """Mask of the eigenvalues kept by the pseudo-inverse: above ``rcond`` times the largest, and in float32
+    also above n * eps(float32) times it (smaller ones are round-off of that precision, not prompt signal)."""
+    rel = rcond
+    if mu.dtype == np.float32:
+        rel = max(rel, mu.size * float(np.finfo(np.float32).eps))
+    return mu > rel * max(float(mu.max()), 0.0)
+
+
 def in_sample_hat(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float) -> tuple[np.ndarray, int]:
     """H = P = U_k U_k^T: the in-sample predictor Gamma* = C_IT C_TT^+ (Proposition 1) in sample space.
 
@@ -59,7 +69,7 @@ def in_sample_hat(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float)
     Returns (H, k), k the numerical rank of C_TT.
     """
     mu, u = _symmetric_eigh(weighted_gram(prompt_gram, weights))
-    keep = mu > rcond * max(float(mu.max()), 0.0)
+    keep = kept(mu, rcond)
     u_k = u[:, keep]
     return u_k @ u_k.T, int(keep.sum())
 
@@ -67,7 +77,7 @@ def in_sample_hat(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float)
 def prompt_rank(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float) -> int:
     """Numerical rank of C_TT (eigenvalues of D^1/2 K_T D^1/2 above ``rcond`` times the largest)."""
     mu = _symmetric_eigh(weighted_gram(prompt_gram, weights), values_only=True)
-    return int(np.sum(mu > rcond * max(float(mu.max()), 0.0)))
+    return int(np.sum(kept(mu, rcond)))
 
 
 def assign_folds(groups: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
@@ -107,7 +117,7 @@ def cross_fit_hats(prompt_gram: np.ndarray, weights: np.ndarray, folds: np.ndarr
         ws = w[train] / w[train].sum()
         sq = np.sqrt(ws)
         mu, u = _symmetric_eigh(weighted_gram(k_t[np.ix_(train, train)], ws))
-        keep = mu > rcond * max(float(mu.max()), 0.0)
+        keep = kept(mu, rcond)
         u_k, mu_k = u[:, keep], mu[keep]
         proj = u_k.T @ (sq[:, None] * k_t[np.ix_(train, held)])  # (k, |h|)
         scale = np.sqrt(w[held])[None, :] / np.sqrt(w[train])[:, None] * sq[:, None]  # (|S|, |h|)
@@ -168,23 +178,66 @@ class DualSpectra:
     output_scores: np.ndarray
 
 
+#: above this size the top eigenvectors come from Lanczos (ARPACK) after a values-only eigen-solve
+DENSE_VECTORS_MAX = 600
+
+
 def _spectrum(a: np.ndarray, dim: int, n_top: int, weights: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray]:
-    if n_top > 0:
+    """All eigenvalues (descending, ``dim`` of them) and the top ``n_top`` samples' scores.
+
+    Every eigenvalue is needed (the entropies), but only ``n_top`` eigenvectors: above
+    ``DENSE_VECTORS_MAX`` a values-only solve plus Lanczos for the top vectors is several times cheaper than
+    a full eigen-decomposition.
+    """
+    size = a.shape[0]
+    if n_top > 0 and (size <= DENSE_VECTORS_MAX or n_top + 1 >= size // 2):
         vals, vecs = _symmetric_eigh(a)
         vals, vecs = vals[::-1], vecs[:, ::-1][:, :n_top]
-        scores = vecs * np.sqrt(np.maximum(vals[:n_top], 0.0))[None, :] / np.sqrt(weights)[:, None]
+    elif n_top > 0:
+        a = 0.5 * (a + a.T)
+        vals = _symmetric_eigh(a, values_only=True)[::-1]
+        top, vecs = scipy.sparse.linalg.eigsh(a, k=n_top, which="LA", v0=np.full(size, 1.0 / np.sqrt(size),
+                                                                                  dtype=a.dtype), tol=0.0)
+        vecs = vecs[:, np.argsort(-top, kind="stable")]
     else:
-        vals, scores = _symmetric_eigh(a, values_only=True)[::-1], np.empty((a.shape[0], 0))
+        vals, vecs = _symmetric_eigh(a, values_only=True)[::-1], np.empty((size, 0), dtype=a.dtype)
+    scores = vecs * np.sqrt(np.maximum(vals[:n_top], 0.0))[None, :] / np.sqrt(weights)[:, None]
     vals = np.asarray(vals[:dim], dtype=np.float64)
+    if a.dtype == np.float32:  # round-off of float32 is not spectrum: zero it (the entropies clamp it)
+        vals[vals < size * float(np.finfo(np.float32).eps) * max(float(vals[0]), 0.0)] = 0.0
     if vals.size < dim:
         vals = np.concatenate([vals, np.zeros(dim - vals.size)])
     return vals, np.asarray(scores, dtype=np.float64)
 
 
-def sample_space_spectra(output_gram: np.ndarray, hat: np.ndarray, weights: np.ndarray, *, dim: int,
-                         n_top: int = 0, in_sample: bool = True) -> DualSpectra:
-    """Spectra of Lambda_I, of the prompt part and of C_II for the predictor ``hat`` (see the module doc).
+def grouped_prompt_basis(group_gram: np.ndarray, groups: np.ndarray, weights: np.ndarray, *,
+                         rcond: float) -> tuple[np.ndarray, int]:
+    """Q (n x k, orthonormal columns) with P = Q Q^T the in-sample projection, from the G x G Gram matrix of
+    the distinct prompts (rows with one prompt have one prompt feature, so K_T has rank <= G).
+
+    With E[i, g] = sqrt(w_i) [g(i) = g] and S = E^T E = diag(W_g), K_Y = E H E^T shares its non-zero
+    eigenvalues with S^1/2 H S^1/2 = V diag(mu) V^T, and U = E S^-1/2 V are K_Y's eigenvectors; the same
+    ``rcond`` cut as :func:`in_sample_hat` keeps k of them. Cost O(G^3 + n k) instead of O(n^3).
+    """
+    n_groups = group_gram.shape[0]
+    w = np.asarray(weights, dtype=group_gram.dtype)
+    totals = np.bincount(groups, weights=w, minlength=n_groups).astype(group_gram.dtype)
+    present = np.flatnonzero(totals > 0)
+    sw = np.sqrt(totals[present])
+    mu, v = _symmetric_eigh(sw[:, None] * group_gram[np.ix_(present, present)] * sw[None, :])
+    keep = kept(mu, rcond)
+    per_group = np.zeros((n_groups, int(keep.sum())), dtype=group_gram.dtype)
+    per_group[present] = v[:, keep] / sw[:, None]
+    return np.sqrt(w)[:, None] * per_group[groups], int(keep.sum())
+
+
+def sample_space_spectra(output_gram: np.ndarray, weights: np.ndarray, *, dim: int,
+                         hat: np.ndarray | None = None, basis: np.ndarray | None = None, n_top: int = 0,
+                         in_sample: bool = True) -> DualSpectra:
+    """Spectra of Lambda_I, of the prompt part and of C_II (see the module doc), for a predictor given as an
+    n x n ``hat`` matrix, or in-sample as the orthonormal ``basis`` Q of the projection P = Q Q^T
+    (:func:`grouped_prompt_basis`; Lambda_T's spectrum is then that of the k x k matrix Q^T K_X Q).
 
     In-sample the prompt part is Lambda_T = C_IT C_TT^+ C_TI and the shares are the traces of Lambda_I and
     Lambda_T (they add up to Tr C_II = 1). Cross-fitted, Lambda_I is the covariance of the out-of-fold
@@ -192,17 +245,24 @@ def sample_space_spectra(output_gram: np.ndarray, hat: np.ndarray, weights: np.n
     (1 - out-of-sample R^2 of the outputs' features) and prompt_share = 1 - model_share.
     """
     w = np.asarray(weights, dtype=output_gram.dtype)
-    resid = residual_gram(output_gram, hat, w)
-    model, model_scores = _spectrum(resid, dim, n_top, w)
     k_x = weighted_gram(output_gram, w)
-    output, output_scores = _spectrum(k_x, dim, n_top, w)
-    pred = prediction_gram(output_gram, hat, w)
-    prompt = _spectrum(pred, dim, 0, w)[0]
-    tr_c = float(np.trace(k_x))
-    tr_i = float(np.trace(resid))
-    if in_sample:
-        tr_t = float(np.trace(pred))
+    if basis is not None:
+        qk = basis.T @ k_x  # k x n
+        small = qk @ basis
+        resid = k_x - basis @ qk
+        resid -= qk.T @ basis.T
+        resid += basis @ small @ basis.T
+        resid = 0.5 * (resid + resid.T)
+        prompt = _spectrum(0.5 * (small + small.T), dim, 0, np.ones(small.shape[0], dtype=w.dtype))[0]
+        tr_pred = float(np.trace(small))
     else:
-        tr_t = tr_c - tr_i
+        resid = residual_gram(output_gram, hat, w)
+        pred = prediction_gram(output_gram, hat, w)
+        prompt = _spectrum(pred, dim, 0, w)[0]
+        tr_pred = float(np.trace(pred))
+    tr_i = float(np.trace(resid))
+    model, model_scores = _spectrum(resid, dim, n_top, w)
+    output, output_scores = _spectrum(k_x, dim, n_top, w)
+    tr_t = tr_pred if in_sample else float(np.trace(k_x)) - tr_i
     return DualSpectra(model=model, prompt=prompt, output=output, model_share=tr_i, prompt_share=tr_t,
                        model_scores=model_scores, output_scores=output_scores)

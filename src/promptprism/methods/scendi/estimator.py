@@ -51,8 +51,7 @@ from .dual import (
     check_precision,
     choose_ridge,
     cross_fit_hats,
-    in_sample_hat,
-    prompt_rank,
+    grouped_prompt_basis,
     sample_space_spectra,
 )
 from .nullifier import (
@@ -188,11 +187,12 @@ class Scendi:
         in_memory = current_client() is None and n <= SAMPLE_SPACE_MAX_ROWS
         replicates = self._replicates(n, dim, distinct_groups, notes)
         timings: dict[str, float] = {}
-        feats = grams = split = None
+        feats = split = None
         if in_memory and (n < dim or self.gamma_estimator == "cross-fit"):
-            feats = feature_matrices(data, maps, chunk_size=self.chunk_size, dtype=dtype)
-            grams = gram(feats[0]), gram(feats[1])
-            rank = prompt_rank(grams[1], np.full(n, 1.0 / n, dtype=dtype), rcond=PINV_RCOND)
+            feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype)
+            grams = gram(feats[0]), gram(feats[1])  # outputs n x n, distinct prompts G x G
+            w = np.full(n, 1.0 / n, dtype=dtype)
+            basis, rank = grouped_prompt_basis(grams[1], groups, w, rcond=PINV_RCOND)
             timings["route"] = "sample space"
         else:
             acc = stream_joint_covariance(data, maps, chunk_size=self.chunk_size,
@@ -203,9 +203,11 @@ class Scendi:
             timings["route"] = "feature space"
         timings["covariance_s"] = time.perf_counter() - t0
         estimator = self._resolve_estimator(rank, n, distinct_groups, in_memory, notes)
-        if estimator == "cross-fit" and grams is None:
-            feats = feature_matrices(data, maps, chunk_size=self.chunk_size, dtype=dtype)
+        if estimator == "cross-fit" and split is not None:
+            split = None
+            feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype)
             grams = gram(feats[0]), gram(feats[1])
+            w = np.full(n, 1.0 / n, dtype=dtype)
             timings["route"] = "sample space"
         for msg in prompt_rank_warnings(data.where, rank, n, estimator=estimator):
             notes.append(msg)
@@ -227,21 +229,20 @@ class Scendi:
                 data, maps, split.gamma, li_vecs, c_vecs, chunk_size=self.chunk_size,
                 partition_rows=self.partition_rows, top_k=self.top_k, progress=self.progress)
         else:
-            w = np.full(n, 1.0 / n, dtype=grams[0].dtype)
             if estimator == "in-sample":
-                hat = in_sample_hat(grams[1], w, rcond=PINV_RCOND)[0]
+                s = sample_space_spectra(grams[0], w, dim=d_i, basis=basis, n_top=k)
             else:
                 folds = assign_folds(groups, self.n_folds, self.seed)
+                k_t = grams[1][np.ix_(groups, groups)]
                 if self.ridge == "cv":
-                    ridge, curve = choose_ridge(grams[0], grams[1], w, folds, ridges=RIDGE_GRID,
-                                                rcond=PINV_RCOND)
+                    ridge, curve = choose_ridge(grams[0], k_t, w, folds, ridges=RIDGE_GRID, rcond=PINV_RCOND)
                 else:
                     ridge = float(self.ridge)
-                hat = cross_fit_hats(grams[1], w, folds, [ridge], rcond=PINV_RCOND)[0]
+                hat = cross_fit_hats(k_t, w, folds, [ridge], rcond=PINV_RCOND)[0]
                 n_f = len(np.unique(folds))
                 described = (f"cross-fit ({n_f} folds, ridge {ridge:g}"
                              f"{' chosen by cross-validation' if self.ridge == 'cv' else ''})")
-            s = sample_space_spectra(grams[0], hat, w, dim=d_i, n_top=k, in_sample=estimator == "in-sample")
+                s = sample_space_spectra(grams[0], w, dim=d_i, hat=hat, n_top=k, in_sample=False)
             li_vals, c_vals, lt_vals = s.model, s.output, s.prompt
             table = scendi_score_table(s.model, s.prompt, s.output, model_share=s.model_share,
                                        prompt_share=s.prompt_share)
@@ -262,14 +263,14 @@ class Scendi:
                                   "prompts, this set has 1; pass bootstrap=0")
             if counts is None:
                 counts = prompt_draws(n_groups, replicates, self.seed)
-            if feats is None:
-                feats = feature_matrices(data, maps, chunk_size=self.chunk_size, dtype=dtype)
-            if estimator == "cross-fit" or n < dim:
+            if split is None:
                 engine: Any = SampleSpaceReplicates(
-                    grams[0] if grams else gram(feats[0]), grams[1] if grams else gram(feats[1]), dim=d_i,
-                    cross_fit=estimator == "cross-fit", n_folds=self.n_folds, ridge=ridge, seed=self.seed)
+                    grams[0], grams[1], dim=d_i, cross_fit=estimator == "cross-fit", n_folds=self.n_folds,
+                    ridge=ridge, seed=self.seed)
             else:
-                engine = FeatureSpaceReplicates(feats[0], feats[1])
+                f_i, f_g = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size,
+                                            dtype=dtype)
+                engine = FeatureSpaceReplicates(f_i, f_g[groups])
             reps = bootstrap_replicates(groups, counts, engine)
             intervals = {m: basic_interval(reps[m], table[m], self.confidence, bounds=METRIC_RANGE[m])
                          for m in INTERVAL_METRICS}

@@ -16,33 +16,40 @@ import scipy.linalg
 from ...data.paired import PairedSet
 from ...kernels.scendi_features import ScendiFeatureMaps
 from .core import PINV_RCOND, scendi_score_table, schur_split
-from .dual import assign_folds, cross_fit_hats, in_sample_hat, sample_space_spectra
+from .dual import assign_folds, cross_fit_hats, grouped_prompt_basis, sample_space_spectra
 
 
-def feature_matrices(data: PairedSet, maps: ScendiFeatureMaps, *, chunk_size: int,
+def feature_matrices(data: PairedSet, maps: ScendiFeatureMaps, *, groups: np.ndarray, chunk_size: int,
                      dtype: type = np.float64) -> tuple[np.ndarray, np.ndarray]:
-    """(Phi_I, Phi_T): every row's output and prompt features, n x d_I and n x d_T, in ``dtype``."""
+    """(Phi_I, Phi_G): every row's output features (n x d_I) and the features of each distinct prompt
+    (G x d_T, row g = the prompt of label g in ``groups``; a label absent from ``data`` gets zeros), in
+    ``dtype``. Rows with one prompt share one prompt feature, so Phi_T = Phi_G[groups]."""
     n = len(data)
     fi = np.empty((n, maps.dim_output), dtype=dtype)
-    ft = np.empty((n, maps.dim_prompt), dtype=dtype)
     for a in range(0, n, chunk_size):
         b = min(n, a + chunk_size)
         fi[a:b] = maps.outputs(np.asarray(data.output_embeddings[a:b]))
-        ft[a:b] = maps.prompts(np.asarray(data.prompt_embeddings[a:b]))
-    return fi, ft
+    n_groups = int(np.max(groups)) + 1
+    labels, first = np.unique(groups, return_index=True)
+    fg = np.zeros((n_groups, maps.dim_prompt), dtype=dtype)
+    fg[labels] = maps.prompts(np.asarray(data.prompt_embeddings[first]))
+    return fi, fg
 
 
 def gram(features: np.ndarray) -> np.ndarray:
-    """K = Phi Phi^T (n x n), by a symmetric rank-k update."""
+    """K = Phi Phi^T, by a symmetric rank-k update."""
     return features @ features.T
 
 
 @dataclass(frozen=True)
 class SampleSpaceReplicates:
-    """Replicates from the Gram matrices (n x n): the cheaper route when n is below the feature dimension."""
+    """Replicates from the Gram matrices: the cheaper route when n is below the feature dimension.
+
+    ``output_gram`` is n x n; ``group_gram`` G x G over the distinct prompts (rows' labels index it).
+    """
 
     output_gram: np.ndarray
-    prompt_gram: np.ndarray
+    group_gram: np.ndarray
     dim: int
     cross_fit: bool = False
     n_folds: int = 5
@@ -53,14 +60,15 @@ class SampleSpaceReplicates:
     def __call__(self, rows: np.ndarray, weights: np.ndarray, groups: np.ndarray, replicate: int) -> dict:
         """Scores of the subset ``rows`` weighted by ``weights`` (sum 1); ``groups`` are their prompts."""
         k_i = self.output_gram[np.ix_(rows, rows)]
-        k_t = self.prompt_gram[np.ix_(rows, rows)]
         w = weights.astype(k_i.dtype)
         if self.cross_fit:
             folds = assign_folds(groups, self.n_folds, self.seed + 1 + replicate)
+            k_t = self.group_gram[np.ix_(groups, groups)]
             hat = cross_fit_hats(k_t, w, folds, [self.ridge], rcond=self.rcond)[0]
+            s = sample_space_spectra(k_i, w, dim=self.dim, hat=hat, in_sample=False)
         else:
-            hat = in_sample_hat(k_t, w, rcond=self.rcond)[0]
-        s = sample_space_spectra(k_i, hat, w, dim=self.dim, in_sample=not self.cross_fit)
+            basis = grouped_prompt_basis(self.group_gram, groups, w, rcond=self.rcond)[0]
+            s = sample_space_spectra(k_i, w, dim=self.dim, basis=basis)
         return scendi_score_table(s.model, s.prompt, s.output, model_share=s.model_share,
                                   prompt_share=s.prompt_share)
 
