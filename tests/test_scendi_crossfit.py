@@ -117,7 +117,7 @@ def test_sample_space_route_equals_feature_space_route(kernel):
     small = est.fit((t, x))  # n = 24 < d: sample space
     assert small.timings["route"] == "sample space"
     big = est.fit((np.repeat(t, 6, axis=0), np.repeat(x, 6, axis=0)))  # n = 144 > d: feature space
-    assert big.timings["route"] == "feature space"
+    assert big.timings["route"] == "feature space, grouped prompts"
     for key in ("scendi", "scendi_prompt", "scendi_order2", "vendi", "rke", "model_share", "prompt_share"):
         assert getattr(small, key) == pytest.approx(getattr(big, key), rel=1e-9), key
     for a, b in zip(small.clusters, big.clusters, strict=True):
@@ -259,3 +259,20 @@ def test_bootstrap_intervals_cover_the_truth():
         for m in metrics:
             covered[m] += r.intervals[m]["low"] <= getattr(truth, m) <= r.intervals[m]["high"]
     assert all(c >= 34 for c in covered.values()), covered
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_grouped_route_equals_the_streaming_split(precision):
+    """Repeated prompts, n above the dimension: the grouped route gives the streaming split's numbers."""
+    rng = np.random.default_rng(12)
+    bank = rng.standard_normal((7, 6))
+    which = rng.integers(0, 7, 300)
+    x = bank[which] @ rng.standard_normal((6, 9)) + rng.standard_normal((300, 9))
+    res = pp.Scendi(precision=precision, n_clusters=2).fit((bank[which], x))
+    assert res.timings["route"] == "feature space, grouped prompts"
+    split = pp.PromptNullifier().fit((bank[which], x)).split_
+    tol = 1e-9 if precision == "float64" else 1e-4
+    assert res.model_share == pytest.approx(np.trace(split.lambda_i), rel=tol)
+    assert res.scendi == pytest.approx(pp.scendi_score(np.linalg.eigvalsh(split.lambda_i)), rel=tol)
+    assert res.scendi_prompt == pytest.approx(pp.scendi_score(split.lambda_t_eigenvalues), rel=tol)
+    assert res.prompt_rank == split.prompt_rank == 6

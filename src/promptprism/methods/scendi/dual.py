@@ -45,6 +45,7 @@ def weighted_gram(gram: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 
 def _symmetric_eigh(a: np.ndarray, *, values_only: bool = False):
+    """Eigen-decomposition of the symmetric part of ``a`` (ascending; divide and conquer with vectors)."""
     a = 0.5 * (a + a.T)
     if values_only:
         return scipy.linalg.eigvalsh(a, check_finite=False)

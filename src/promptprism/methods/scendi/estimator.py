@@ -54,6 +54,7 @@ from .dual import (
     grouped_prompt_basis,
     sample_space_spectra,
 )
+from .grouped import grouped_spectra, grouped_split
 from .nullifier import (
     PromptNullifier,
     check_paired,
@@ -70,6 +71,8 @@ GAMMA_ESTIMATORS = ("auto", "in-sample", "cross-fit")
 RIDGE_GRID = (0.0, 1e-4, 1e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0, 10.0)
 #: the sample-space route holds phi_I, phi_T and n x n matrices in memory: at most this many rows
 SAMPLE_SPACE_MAX_ROWS = 8000
+#: the grouped feature-space route holds Phi_I (n x d_I) in memory: at most this many values
+GROUPED_MAX_VALUES = 100_000_000
 #: the feature-space bootstrap holds the n x (d_I + d_T) features: at most this many values
 FEATURE_BOOTSTRAP_MAX_VALUES = 50_000_000
 #: bootstrap='auto' (the CLI default) runs this many replicates when one replicate is cheap ...
@@ -187,8 +190,14 @@ class Scendi:
         in_memory = current_client() is None and n <= SAMPLE_SPACE_MAX_ROWS
         replicates = self._replicates(n, dim, distinct_groups, notes)
         timings: dict[str, float] = {}
-        feats = split = None
-        if in_memory and (n < dim or self.gamma_estimator == "cross-fit"):
+        feats = split = grouped = None
+        if (current_client() is None and n >= dim and self.gamma_estimator != "cross-fit"
+                and 2 * distinct_groups < n and n * d_i <= GROUPED_MAX_VALUES):
+            feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype)
+            grouped = grouped_split(feats[0], feats[1], groups, rcond=PINV_RCOND)
+            rank = grouped.prompt_rank
+            timings["route"] = "feature space, grouped prompts"
+        elif in_memory and (n < dim or self.gamma_estimator == "cross-fit"):
             feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype)
             grams = gram(feats[0]), gram(feats[1])  # outputs n x n, distinct prompts G x G
             w = np.full(n, 1.0 / n, dtype=dtype)
@@ -216,7 +225,15 @@ class Scendi:
         t1 = time.perf_counter()
         k = min(self.n_clusters, d_i)
         ridge, described = 0.0, "in-sample"
-        if split is not None:  # feature space, in-sample
+        if grouped is not None:  # feature space, prompts grouped, in-sample
+            s = grouped_spectra(grouped, feats[0], groups, n_top=k)
+            li_vals, c_vals, lt_vals = s.model, s.output, s.prompt
+            table = scendi_score_table(s.model, s.prompt, s.output, model_share=s.model_share,
+                                       prompt_share=s.prompt_share)
+            timings["eigen_s"] = time.perf_counter() - t1
+            t2 = time.perf_counter()
+            ids, scores = top_samples(s.model_scores, s.output_scores, self.top_k)
+        elif split is not None:  # feature space, in-sample
             li_vals, li_vecs = spectrum_and_top_vectors(split.lambda_i, k)
             c_vals, c_vecs = spectrum_and_top_vectors(split.c_ii, k)
             table = scendi_score_table(li_vals, split.lambda_t_eigenvalues, c_vals,
@@ -263,8 +280,10 @@ class Scendi:
                                   "prompts, this set has 1; pass bootstrap=0")
             if counts is None:
                 counts = prompt_draws(n_groups, replicates, self.seed)
-            if split is None:
-                engine: Any = SampleSpaceReplicates(
+            if grouped is not None:
+                engine: Any = FeatureSpaceReplicates(feats[0], feats[1][groups])
+            elif split is None:
+                engine = SampleSpaceReplicates(
                     grams[0], grams[1], dim=d_i, cross_fit=estimator == "cross-fit", n_folds=self.n_folds,
                     ridge=ridge, seed=self.seed)
             else:
