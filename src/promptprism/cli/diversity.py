@@ -48,15 +48,16 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
     if level is not None:
         title += f"; [{level:.0%} bootstrap intervals over prompts]"
     table = Table(title=title)
-    for col in ("model", "n", "Gamma*", "scendi", "scendi_prompt", "scendi order-2", "vendi", "rke",
-                "model share"):
-        table.add_column(col, justify="left" if col in ("model", "Gamma*") else "right")
+    for col in ("model", "n", "scendi", "scendi_prompt", "scendi order-2", "vendi", "rke", "model share"):
+        table.add_column(col, justify="left" if col == "model" else "right")
     for r in results:
-        table.add_row(r.name, str(r.n), r.gamma_estimator, _with_interval(r, "scendi", ".4g"),
+        table.add_row(r.name, str(r.n), _with_interval(r, "scendi", ".4g"),
                       _with_interval(r, "scendi_prompt", ".4g"), f"{r.scendi_order2:.4g}",
                       _with_interval(r, "vendi", ".4g"), _with_interval(r, "rke", ".4g"),
                       _with_interval(r, "model_share", ".1%"))
     console.print(table)
+    for r in results:
+        console.print(f"Gamma* ({r.name}): {r.gamma_estimator}", highlight=False, soft_wrap=True)
     if differences:
         diff = Table(title="Differences between models (a - b)")
         for col in ("a", "b", "metric", "difference", "interval", "beyond the noise?", "by"):
