@@ -234,6 +234,7 @@ class PromptNullifier:
         return nullify(self.output_features(x), self.prompt_features(t), self.gamma_)
 
     def fit_transform(self, data: PairedSet | tuple) -> np.ndarray:
+        """``fit(data)``, then the nullified features of its own pairs (their covariance is Lambda_I)."""
         self.fit(data)
         data = check_paired(data, self.kernel)
         return self.transform(data.prompt_embeddings, data.output_embeddings)

@@ -69,6 +69,7 @@ class ScendiResult(Result):
 
     @classmethod
     def from_dict(cls, data: dict) -> ScendiResult:
+        """Rebuild from result.json's dict (fields added later take their defaults when absent)."""
         data = {k: v for k, v in data.items() if k != "kind"}
         for key in ("clusters", "clusters_unconditioned"):
             data[key] = [Cluster.from_dict(c) if isinstance(c, dict) else c for c in data[key]]
@@ -95,6 +96,7 @@ class ScendiComparison(Result):
 
     @classmethod
     def from_dict(cls, data: dict) -> ScendiComparison:
+        """Rebuild from result.json's dict (``differences`` defaults to empty when absent)."""
         data = {k: v for k, v in data.items() if k != "kind"}
         data["models"] = [ScendiResult.from_dict(m) if isinstance(m, dict) else m for m in data["models"]]
         return cls(**data)
