@@ -101,7 +101,7 @@ def target_row(n: int, precision: str) -> dict:
     c0, t0 = time.process_time(), time.perf_counter()
     res = est.fit((t, x))
     return {"seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0, "load": load,
-            "route": res.timings["route"], "scendi": res.scendi, "vendi": res.vendi,
+            "route": res.config["route"], "scendi": res.scendi, "vendi": res.vendi,
             "model_share": res.model_share, "timings": res.timings}
 
 

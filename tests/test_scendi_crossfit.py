@@ -115,9 +115,9 @@ def test_sample_space_route_equals_feature_space_route(kernel):
     est = pp.Scendi(kernel=kernel, n_features=60, sigma_output=6.0, sigma_prompt=6.0,
                     gamma_estimator="in-sample", n_clusters=3, seed=2)
     small = est.fit((t, x))  # n = 24 < d: sample space
-    assert small.timings["route"] == "sample space"
+    assert small.config["route"] == "sample space"
     big = est.fit((np.repeat(t, 6, axis=0), np.repeat(x, 6, axis=0)))  # n = 144 > d: feature space
-    assert big.timings["route"] == "feature space, grouped prompts"
+    assert big.config["route"] == "feature space, grouped prompts"
     for key in ("scendi", "scendi_prompt", "scendi_order2", "vendi", "rke", "model_share", "prompt_share"):
         assert getattr(small, key) == pytest.approx(getattr(big, key), rel=1e-9), key
     for a, b in zip(small.clusters, big.clusters, strict=True):
@@ -269,7 +269,7 @@ def test_grouped_route_equals_the_streaming_split(precision):
     which = rng.integers(0, 7, 300)
     x = bank[which] @ rng.standard_normal((6, 9)) + rng.standard_normal((300, 9))
     res = pp.Scendi(precision=precision, n_clusters=2).fit((bank[which], x))
-    assert res.timings["route"] == "feature space, grouped prompts"
+    assert res.config["route"] == "feature space, grouped prompts"
     split = pp.PromptNullifier().fit((bank[which], x)).split_
     tol = 1e-9 if precision == "float64" else 1e-4
     assert res.model_share == pytest.approx(np.trace(split.lambda_i), rel=tol)

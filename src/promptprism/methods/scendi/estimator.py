@@ -4,7 +4,7 @@ Estimator contract (the same for every promptprism method): an estimator that le
 (:class:`PromptNullifier`) returns itself from ``fit``; one that measures or compares (:class:`Scendi`,
 :func:`compare`) returns a result object.
 
-Routes (same numbers up to round-off; chosen by size, recorded in ``timings``):
+Routes (same numbers up to round-off; chosen by size, recorded in ``config['route']``):
 
 * feature space: one streaming pass accumulates the (d_I + d_T)^2 joint covariance (any n, any runner),
   then the Schur split and the spectra of d_I x d_I matrices;
@@ -190,26 +190,27 @@ class Scendi:
         in_memory = current_client() is None and n <= SAMPLE_SPACE_MAX_ROWS
         replicates = self._replicates(n, dim, distinct_groups, notes)
         timings: dict[str, float] = {}
+        route = "feature space"
         feats = split = grouped = None
         if (current_client() is None and n >= dim and self.gamma_estimator != "cross-fit"
                 and 2 * distinct_groups < n and n * d_i <= GROUPED_MAX_VALUES):
             feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype)
             grouped = grouped_split(feats[0], feats[1], groups, rcond=PINV_RCOND)
             rank = grouped.prompt_rank
-            timings["route"] = "feature space, grouped prompts"
+            route = "feature space, grouped prompts"
         elif in_memory and (n < dim or self.gamma_estimator == "cross-fit"):
             feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype)
             grams = gram(feats[0]), gram(feats[1])  # outputs n x n, distinct prompts G x G
             w = np.full(n, 1.0 / n, dtype=dtype)
             basis, rank = grouped_prompt_basis(grams[1], groups, w, rcond=PINV_RCOND)
-            timings["route"] = "sample space"
+            route = "sample space"
         else:
             acc = stream_joint_covariance(data, maps, chunk_size=self.chunk_size,
                                           partition_rows=self.partition_rows, progress=self.progress)
             split = schur_split(acc.compute(), d_i, rcond=PINV_RCOND)
             del acc
             rank = split.prompt_rank
-            timings["route"] = "feature space"
+            route = "feature space"
         timings["covariance_s"] = time.perf_counter() - t0
         estimator = self._resolve_estimator(rank, n, distinct_groups, in_memory, notes)
         if estimator == "cross-fit" and split is not None:
@@ -217,7 +218,7 @@ class Scendi:
             feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype)
             grams = gram(feats[0]), gram(feats[1])
             w = np.full(n, 1.0 / n, dtype=dtype)
-            timings["route"] = "sample space"
+            route = "sample space"
         for msg in prompt_rank_warnings(data.where, rank, n, estimator=estimator):
             notes.append(msg)
             warnings.warn(msg, PromptRankWarning, stacklevel=3)
@@ -303,6 +304,7 @@ class Scendi:
                   "shared_frequencies": bool(self.shared_frequencies and self.kernel == "gaussian"),
                   "n_clusters": self.n_clusters, "top_k": self.top_k, "chunk_size": self.chunk_size,
                   "eigen_floor": EIGEN_FLOOR, "input": data.where, "precision": self.precision,
+                  "route": route,
                   "n_folds": self.n_folds if estimator == "cross-fit" else None,
                   "ridge": ridge if estimator == "cross-fit" else None}
 
@@ -318,7 +320,7 @@ class Scendi:
             clusters_unconditioned=clusters_c,
             eigenvalues={"model": head(li_vals), "prompt": head(lt_vals), "output": head(c_vals)},
             n=n, prompt_rank=int(rank), seed=self.seed, config=config, warnings=notes,
-            timings={k_: (round(v, 4) if isinstance(v, float) else v) for k_, v in timings.items()},
+            timings={k_: round(v, 4) for k_, v in timings.items()},
             intervals=intervals, bootstrap=boot, gamma_estimator=described)
         return result, reps
 
