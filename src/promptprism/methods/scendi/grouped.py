@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse
 
-from .dual import DualSpectra, _symmetric_eigh, kept
+from .dual import DualSpectra, _symmetric_eigh, kept, values_and_top_vectors
 
 
 @dataclass(frozen=True)
@@ -62,10 +62,8 @@ def grouped_spectra(split: GroupedSplit, output_features: np.ndarray, groups: np
     """Spectra of Lambda_I, Lambda_T (from the k x k matrix B^T B) and C_II, with the top ``n_top`` samples'
     scores on Lambda_I's eigenvectors (nullified features) and C_II's (plain features)."""
     d_i = split.c_ii.shape[0]
-    li_vals, li_vecs = _symmetric_eigh(split.lambda_i)
-    li_vals, li_vecs = li_vals[::-1], li_vecs[:, ::-1][:, :n_top]
-    c_vals, c_vecs = _symmetric_eigh(split.c_ii)
-    c_vals, c_vecs = c_vals[::-1], c_vecs[:, ::-1][:, :n_top]
+    li_vals, li_vecs = values_and_top_vectors(split.lambda_i, n_top)
+    c_vals, c_vecs = values_and_top_vectors(split.c_ii, n_top)
     small = split.b.T @ split.b
     lt = _symmetric_eigh(small, values_only=True)[::-1] if small.size else np.empty(0)
     lt = np.concatenate([np.maximum(lt, 0.0), np.zeros(d_i - lt.size)])
