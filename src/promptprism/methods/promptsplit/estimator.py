@@ -321,19 +321,18 @@ class PromptSplit:
             groups = np.zeros_like(groups)
         if gram is not None:
             idx = np.r_[rows_t, n + rows_r]
-            sub_gram = gram if scale == 1.0 else gram[np.ix_(idx, idx)]
-            factor = _gram_factor(sub_gram)
+            operand = ("gram", gram if scale == 1.0 else gram[np.ix_(idx, idx)])
         else:
-            factor = np.concatenate([
+            operand = ("features", np.concatenate([
                 core.feature_rows(fmap, sets[s].prompt_embeddings, sets[s].output_embeddings, rows,
-                                  self.chunk_size) for s, rows in (("test", rows_t), ("reference", rows_r))])
+                                  self.chunk_size) for s, rows in (("test", rows_t), ("reference", rows_r))]))
         vals = spec.mode_eigenvalues
         n_pos, n_neg = int(np.sum(vals > 0)), int(np.sum(vals < 0))
         observed = None
         if scale != 1.0:
             observed = signed_extremes(vals, max(n_pos, n_neg, 1))
             observed = (observed[0][:n_pos], observed[1][:n_neg])
-        out = sig.permutation_test(factor, groups=groups, n=n_sub, m=m_sub, eta=self.eta,
+        out = sig.permutation_test(operand, groups=groups, n=n_sub, m=m_sub, eta=self.eta,
                                    tested=(n_pos, n_neg), observed=observed, permutations=permutations,
                                    alpha=float(self.alpha), seed=self.seed, scale=scale)
         p_values = [float(out["p_positive"][i]) for i in range(n_pos)] + \
@@ -366,12 +365,6 @@ class PromptSplit:
                 "p_largest": None, "n_significant": 0, "approximation": None,
                 "verdict": sig.verdict(identical=identical, p_values=[], alpha=alpha,
                                        permutations=permutations)}
-
-
-def _gram_factor(gram: np.ndarray) -> np.ndarray:
-    from ...stats.eigen import gram_factor
-
-    return gram_factor(gram)
 
 
 def _identical(a: PairedSet, b: PairedSet) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...stats.eigen import weighted_factor_extremes
+from ...stats.eigen import weighted_factor_extremes, weighted_gram_extremes
 
 SCHEMES = ("within-prompt", "pooled")
 #: permutations when ``permutations=None``: the exact route, and the random-feature routes
@@ -104,17 +104,23 @@ def step_down_pvalues(observed_pos: np.ndarray, observed_neg: np.ndarray, null_p
     return p["+"], p["-"]
 
 
-def permuted_spectra(factor: np.ndarray, weights: np.ndarray, n_top: int, *, seed: int
+def permuted_spectra(operand: tuple[str, np.ndarray], weights: np.ndarray, n_top: int, *, seed: int
                      ) -> tuple[np.ndarray, np.ndarray]:
-    """(positive, |negative|) top ``n_top`` eigenvalues of F^T diag(w_k) F for each weight column w_k."""
-    return weighted_factor_extremes(factor, weights, n_top, seed=seed)
+    """(positive, |negative|) top ``n_top`` eigenvalues of Lambda_k = F^T diag(w_k) F for each weight
+    column w_k; ``operand`` is ``("gram", G)`` (exact route, G = F F^T) or ``("features", F)``."""
+    kind, array = operand
+    if kind == "gram":
+        return weighted_gram_extremes(array, weights, n_top, seed=seed)
+    return weighted_factor_extremes(array, weights, n_top, seed=seed)
 
 
 def permutation_test(
-    factor: np.ndarray, *, groups: np.ndarray, n: int, m: int, eta: float, tested: tuple[int, int],
+    operand: tuple[str, np.ndarray], *, groups: np.ndarray, n: int, m: int, eta: float,
+    tested: tuple[int, int],
     observed: tuple | None, permutations: int, alpha: float, seed: int, scale: float = 1.0,
 ) -> dict:
-    """Run the test on the rows of ``factor`` (n test rows, then m reference rows, prompt ``groups``).
+    """Run the test on ``operand`` (:func:`permuted_spectra`; n test rows, then m reference rows, with
+    prompt ``groups``).
 
     ``tested``: how many positive and negative modes are tested (the top ones of each sign);
     ``observed``: their (positive, |negative|) eigenvalues, or None to compute them from the factor with the
@@ -131,7 +137,7 @@ def permutation_test(
         w = scale * w + (1.0 - scale) * (1.0 - eta) / (n + m)
     if observed is None:
         w = np.concatenate([label_weights(is_test, n, m, eta)[:, None], w], axis=1)
-    pos, neg = permuted_spectra(factor, w, n_top, seed=seed)
+    pos, neg = permuted_spectra(operand, w, n_top, seed=seed)
     if observed is None:
         observed = (pos[0, : tested[0]], neg[0, : tested[1]])
         pos, neg = pos[1:], neg[1:]
