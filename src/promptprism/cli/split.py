@@ -70,7 +70,7 @@ def _p_cell(mode: Any) -> str:
 def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: bool = False) -> None:
     """The verdict, a short table of the top modes (with p-values) and prompts, then where the results are."""
     if not quiet and result.identical:
-        console.print(result.verdict)
+        console.print(result.verdict, soft_wrap=True)
     elif not quiet:
         tested = bool(result.significance) and any(m.p_value is not None for m in result.modes)
         table = Table(title=f"PromptSplit ({result.method}, {result.config['kernel']} kernel): "
@@ -93,7 +93,7 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
         if result.modes:
             console.print(table)
         if result.verdict:
-            console.print(escape(result.verdict))
+            console.print(escape(result.verdict), soft_wrap=True)
         if result.prompt_ranking:
             ranking = Table(title="Prompts where the models disagree most"
                                   + (" (significant modes)" if tested else ""))
