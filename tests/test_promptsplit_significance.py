@@ -222,7 +222,7 @@ def test_cli_no_significant_mode_prints_one_sentence(tmp_path, npz_files, capsys
     assert code == 0
     assert "no significant difference between test and reference at alpha = 0.05; largest eigenvalue p = " in text
     assert "Prompts where the models disagree most" not in text
-    assert "not significant" in text
+    assert "the others are not" in text
     data = json.loads((out / "result.json").read_text())
     assert data["prompt_ranking"] == [] and data["significance"]["n_significant"] == 0
 

@@ -64,7 +64,7 @@ def save_result(result: PromptSplitResult, out: Path) -> None:
 def _p_cell(mode: Any) -> str:
     if mode.p_value is None:
         return "-"
-    return f"{mode.p_value:.2g} {'significant' if mode.significant else 'not significant'}"
+    return f"{mode.p_value:.2g}{' *' if mode.significant else ''}"
 
 
 def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: bool = False) -> None:
@@ -92,6 +92,10 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
             table.add_row(*cells)
         if result.modes:
             console.print(table)
+        if result.modes and tested:
+            console.print(f"p: family-wise over all modes, {result.significance['permutations']} permutations; "
+                          f"* = significant at alpha = {result.significance['alpha']:g}, the others are not",
+                          soft_wrap=True)
         if result.verdict:
             console.print(escape(result.verdict), soft_wrap=True)
         if result.prompt_ranking:
