@@ -13,10 +13,8 @@ from promptprism.cli import main
 from promptprism.datasets import colored_digits, gaussian_mixture
 from promptprism.errors import OptionError
 from promptprism.methods.promptsplit import (
-    joint_gram,
     permuted_labels,
     permuted_spectra,
-    signed_weights,
     step_down_pvalues,
 )
 from promptprism.methods.promptsplit.significance import label_weights
@@ -24,7 +22,7 @@ from promptprism.stats.eigen import signed_extremes
 
 
 def _brute_extremes(psi: np.ndarray, w: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
-    """One eigensolve per permutation of Lambda_k = sum_i w_ik psi_i psi_i^T, built as a sum of outer products."""
+    """One eigensolve per permutation of Lambda_k = sum_i w_ik psi_i psi_i^T (a sum of outer products)."""
     pos, neg = [], []
     for k in range(w.shape[1]):
         lam = sum(w[i, k] * np.outer(psi[i], psi[i]) for i in range(psi.shape[0]))
@@ -71,8 +69,10 @@ def test_step_down_pvalues_by_hand():
     # medians of the largest permuted values (observed included) put both signs on one scale; the first
     # step compares 10 with the max over both signs of the rank-1 null: none reaches it -> 1/5
     assert p_pos[0] == pytest.approx(1 / 5)
-    # then -2.5 against max(rank-2 positive, rank-1 negative) per permutation (scaled): 2 of 4 reach it
+    # then -2.5 against the max over both signs of the scaled largest permuted value: 2 of 4 reach it
     assert p_neg[0] == pytest.approx(3 / 5)
+    # 0.45 / 3 = 0.15 (positive rank 2): every permutation's max reaches it
+    assert p_pos[1] == pytest.approx(1.0)
     # monotone along the step-down order
     assert p_pos[1] >= p_neg[0] and p_neg[1] >= p_pos[1]
     assert (p_pos <= 1).all() and (p_neg <= 1).all()
@@ -93,17 +93,18 @@ def _null_sets(rng: np.random.Generator, per_prompt: int = 10, n_prompts: int = 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["exact", "rff"])
 def test_calibration_under_the_null(method):
-    """Over 300 data sets with test and reference from one distribution, the rate of runs with any mode
+    """Over 250 data sets with test and reference from one distribution, the rate of runs with any mode
     significant at alpha = 0.05 (family-wise over both signs) lies in [0.02, 0.08]."""
     rng = np.random.default_rng(2024 if method == "exact" else 7)
     est = PromptSplit(method=method, n_modes=3, n_features=200, permutations=100, top_k=2, top_prompts=2)
     hits = []
-    for i in range(300):
+    for i in range(250):
         test, ref = _null_sets(rng)
         res = PromptSplit(**{**est.__dict__, "seed": i}).fit(test, ref)
         hits.append(res.significance["n_significant"] > 0)
         assert res.significance["scheme"] == "within-prompt"
     rate = float(np.mean(hits))
+    print(f"{method}: any mode significant in {rate:.3f} of the null data sets")
     assert 0.02 <= rate <= 0.08, rate
 
 
@@ -112,7 +113,7 @@ def test_power_on_one_moved_component():
     """Planted A.6 mixture, one component moved: the test finds it in at least 90 % of data sets, and the
     significant modes are that component's."""
     found = []
-    for seed in range(20):
+    for seed in range(12):
         test, ref, differ = gaussian_mixture(1, per_component=15, seed=seed)
         res = PromptSplit(method="exact", n_modes=3, permutations=100, seed=seed).fit(test, ref)
         sig = [m for m in res.modes if m.significant]
@@ -143,10 +144,11 @@ def test_digits_altered_prompts_are_significant_and_nothing_else(digits):
     assert set(top) == altered
     assert sum(r["share"] for r in res.prompt_ranking if r["prompt"] not in altered) < 0.05
     # the unaltered prompts alone: the same models agree there, and no mode is significant
-    keep = [set(np.flatnonzero([p not in altered for p in s.prompts])) for s in (digits.test, digits.reference)]
-    sub = [PairedSet(s.prompt_embeddings[sorted(k)], s.output_embeddings[sorted(k)],
-                     prompts=[s.prompts[i] for i in sorted(k)]) for s, k in zip((digits.test, digits.reference),
-                                                                            keep, strict=True)]
+    sub = []
+    for s in (digits.test, digits.reference):
+        keep = np.flatnonzero([p not in altered for p in s.prompts])
+        sub.append(PairedSet(s.prompt_embeddings[keep], s.output_embeddings[keep],
+                             prompts=[s.prompts[i] for i in keep]))
     null = PromptSplit(seed=0, method="exact", n_modes=5, permutations=100).fit(*sub)
     assert null.significance["n_significant"] == 0
     assert null.prompt_ranking == [] and null.ranking_basis == "none: no mode is significant"
@@ -220,7 +222,8 @@ def test_cli_no_significant_mode_prints_one_sentence(tmp_path, npz_files, capsys
                  "--method", "exact", "--permutations", "100", "--modes", "3"])
     text = capsys.readouterr().out
     assert code == 0
-    assert "no significant difference between test and reference at alpha = 0.05; largest eigenvalue p = " in text
+    sentence = "no significant difference between test and reference at alpha = 0.05; largest eigenvalue p = "
+    assert sentence in text
     assert "Prompts where the models disagree most" not in text
     assert "the others are not" in text
     data = json.loads((out / "result.json").read_text())

@@ -93,8 +93,9 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
         if result.modes:
             console.print(table)
         if result.modes and tested:
-            console.print(f"p: family-wise over all modes, {result.significance['permutations']} permutations; "
-                          f"* = significant at alpha = {result.significance['alpha']:g}, the others are not",
+            s = result.significance
+            console.print(f"p: family-wise over all modes, {s['permutations']} permutations; "
+                          f"* = significant at alpha = {s['alpha']:g}, the others are not",
                           soft_wrap=True)
         if result.verdict:
             console.print(escape(result.verdict), soft_wrap=True)

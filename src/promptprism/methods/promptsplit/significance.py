@@ -10,12 +10,12 @@ F^T diag(w_k) F for a weight matrix W (N x K), computed for all K permutations t
 :func:`~promptprism.stats.eigen.weighted_factor_extremes`.
 
 Family-wise error over modes (both signs together) is controlled by the max-statistic step-down procedure
-(Westfall & Young 1993) on the ordered spectra: each sign's |eigenvalues| are put on one scale by the median
-of that sign's permuted largest |eigenvalue|; the modes are tested in decreasing order of that scaled
-statistic, each against the permutation distribution of the largest scaled permuted eigenvalue among the
-ranks still untested (for a descending spectrum that is the permuted eigenvalue at the next untested rank of
-each sign); p-values are add-one, p = (1 + #{null >= observed}) / (1 + K), made monotone along the order.
-Under the complete null the family-wise error is at most alpha.
+(Westfall & Young 1993): each sign's |eigenvalues| are put on one scale by the median of that sign's
+largest |eigenvalue| over the K + 1 labellings; the modes are tested in decreasing order of that scaled
+statistic, each against the permutation distribution of the largest scaled permuted eigenvalue over the
+signs that still have untested modes (see :func:`step_down_pvalues` for why the largest, not the j-th);
+p-values are add-one, p = (1 + #{null >= observed}) / (1 + K), made monotone along the order. Under the
+complete null the family-wise error is at most alpha.
 """
 
 from __future__ import annotations
@@ -84,7 +84,13 @@ def step_down_pvalues(observed_pos: np.ndarray, observed_neg: np.ndarray, null_p
     """FWER-adjusted add-one p-values of the observed modes of both signs (max-statistic, step-down).
 
     ``observed_*``: descending |eigenvalues| of the modes tested; ``null_*`` (K x ranks): each permutation's
-    descending |eigenvalues| of that sign, at least as many ranks as modes tested.
+    descending |eigenvalues| of that sign (only the largest, column 0, is used: see below).
+
+    Every mode of sign s is compared with the permuted *largest* |eigenvalue| of sign s, scaled by that
+    sign's median: once the real modes are set aside, the remaining noise modes of the observed Lambda
+    behave like the top of a noise spectrum, not like its j-th value, so comparing the j-th observed mode
+    with the j-th permuted eigenvalue would overstate significance under partial nulls. The step-down
+    takes, per permutation, the maximum over the signs that still have untested modes.
     """
     obs = {"+": np.asarray(observed_pos, float), "-": np.asarray(observed_neg, float)}
     null = {"+": np.asarray(null_pos, float), "-": np.asarray(null_neg, float)}
@@ -95,16 +101,27 @@ def step_down_pvalues(observed_pos: np.ndarray, observed_neg: np.ndarray, null_p
              for s in obs}
     order = sorted(((obs[s][j] / scale[s], s, j) for s in obs for j in range(obs[s].size)),
                    key=lambda x: (-x[0], x[1], x[2]))
-    nxt = {"+": 0, "-": 0}
+    left = {s: obs[s].size for s in obs}
     p = {s: np.ones(obs[s].size) for s in obs}
     running = 0.0
     for stat, s, j in order:
-        live = [null[t][:, nxt[t]] / scale[t] for t in obs if nxt[t] < obs[t].size]
-        worst = np.max(np.stack(live), axis=0)
+        worst = np.max(np.stack([null[t][:, 0] / scale[t] for t in obs if left[t] > 0]), axis=0)
         running = max(running, (1.0 + np.count_nonzero(worst >= stat * (1 - 1e-12))) / (1.0 + k))
         p[s][j] = running
-        nxt[s] += 1
+        left[s] -= 1
     return p["+"], p["-"]
+
+
+def family_thresholds(null_pos: np.ndarray, null_neg: np.ndarray, observed: tuple, alpha: float) -> dict:
+    """|eigenvalue| above which a mode of each sign is significant at the first step (the chart's line):
+    the (1 - alpha) quantile of the per-permutation max over signs of the scaled largest |eigenvalue|,
+    mapped back to each sign's scale."""
+    null = {"test": np.asarray(null_pos, float)[:, 0], "reference": np.asarray(null_neg, float)[:, 0]}
+    first = {"test": np.asarray(observed[0], float)[:1], "reference": np.asarray(observed[1], float)[:1]}
+    scale = {s: max(float(np.median(np.r_[null[s], first[s]])), 1e-300) for s in null}
+    worst = np.max(np.stack([null[s] / scale[s] for s in null]), axis=0)
+    q = float(np.quantile(worst, 1.0 - alpha))
+    return {s: q * scale[s] for s in null}
 
 
 def permuted_spectra(operand: tuple[str, np.ndarray], weights: np.ndarray, n_top: int, *, seed: int
@@ -149,6 +166,7 @@ def permutation_test(
     band = {"test": np.quantile(pos, 1.0 - alpha, axis=0).tolist(),
             "reference": np.quantile(neg, 1.0 - alpha, axis=0).tolist()}
     return {"p_positive": p_pos, "p_negative": p_neg, "null_top": band,
+            "threshold": family_thresholds(pos, neg, (obs_pos, obs_neg), alpha),
             "null_largest": {"test": pos[:, 0].tolist(), "reference": neg[:, 0].tolist()}}
 
 
