@@ -108,6 +108,10 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
             for i, row in enumerate(result.prompt_ranking[:10], 1):
                 ranking.add_row(str(i), escape(row["prompt"]), f"{row['share']:.1%}")
             console.print(ranking)
+    for key, scan in result.bandwidth_scan.items():
+        if not quiet or not scan.get("plateau", True):
+            console.print(f"{'' if scan.get('plateau') else 'note: '}sigma_{key} = {scan['chosen']:.4g} "
+                          f"('stable' rule): {escape(scan['note'])}", soft_wrap=True)
     if out is not None:
         console.print(f"results: {escape(str(out / 'result.json'))}")
 
@@ -123,8 +127,9 @@ def split(
                                             f"{EXACT_MAX_SAMPLES:,} samples, random features above)."),
     eta: float = typer.Option(1.0, help="Weight of the reference covariance: Lambda = C_test - eta C_ref."),
     sigma_prompt: str = typer.Option("median", help="Prompt bandwidth: a number or a rule ('median', "
-                                                    "'0.5*median')."),
-    sigma_output: str = typer.Option("median", help="Output bandwidth: a number or a rule."),
+                                                    "'0.5*median', or 'stable': the smallest multiple of "
+                                                    "the median at which the top eigenvalues settle)."),
+    sigma_output: str = typer.Option("median", help="Output bandwidth: a number or a rule (as above)."),
     features: str = typer.Option("2000", help="Random features r for rff/sketch (even for rff)."),
     modes: str = typer.Option("10", help="Modes reported per sign (positive and negative)."),
     seed: str = typer.Option("0", help="Seed of every random draw (recorded in result.json)."),

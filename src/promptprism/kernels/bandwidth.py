@@ -111,7 +111,7 @@ STABLE_TOLERANCE = 0.01
 
 def stable_bandwidth(top_eigenvalues: Any, median: float, *,
                      multipliers: tuple[float, ...] = STABLE_MULTIPLIERS,
-                     tolerance: float = STABLE_TOLERANCE) -> dict:
+                     tolerance: float | None = None) -> dict:
     """Scan sigma = multiplier x median and pick the smallest whose top eigenvalues are stable.
 
     ``top_eigenvalues(sigma)`` returns the quantity to stabilise (for PromptSplit: the top |eigenvalues| of
@@ -119,7 +119,9 @@ def stable_bandwidth(top_eigenvalues: Any, median: float, *,
     ``tolerance`` (largest absolute change) to the next scanned sigma. Without such a plateau the median is
     kept and ``plateau`` is False (with a note saying so). Returns the scan as recorded in result.json:
     ``{"multipliers", "sigmas", "top_eigenvalues", "chosen", "plateau", "tolerance", "note"}``.
+    ``tolerance`` defaults to :data:`STABLE_TOLERANCE`.
     """
+    tolerance = STABLE_TOLERANCE if tolerance is None else float(tolerance)
     sigmas = [float(f * median) for f in multipliers]
     tops = [np.asarray(top_eigenvalues(s), dtype=np.float64) for s in sigmas]
     chosen, plateau = float(median), False

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -245,6 +246,8 @@ class PromptSplit:
                                                 sigma_output=s["output"], eta=self.eta, n_top=STABLE_TOP)
                 scan[key] = stable_bandwidth(top, out[key])
                 out[key] = scan[key]["chosen"]
+                if not scan[key]["plateau"]:
+                    warnings.warn(f"sigma_{key}='stable': {scan[key]['note']}", UserWarning, stacklevel=3)
         return (out["prompt"], out["output"]), scan
 
     def _scan_subsample(self, sets: dict[str, PairedSet]) -> tuple[np.ndarray, ...]:
