@@ -18,7 +18,7 @@ from promptprism.methods.promptsplit import (
     step_down_pvalues,
 )
 from promptprism.methods.promptsplit.significance import label_weights
-from promptprism.stats.eigen import signed_extremes
+from promptprism.stats.eigen import signed_extremes, weighted_gram_extremes
 
 
 def _brute_extremes(psi: np.ndarray, w: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
@@ -44,8 +44,16 @@ def test_batched_permuted_spectra_equal_per_permutation_eigensolves(size, dim):
     want = _brute_extremes(psi, w, 4)
     for operand in (("gram", psi @ psi.T), ("features", psi)):
         got = permuted_spectra(operand, w, 4, seed=1)
-        np.testing.assert_allclose(got[0], want[0], rtol=2e-4, atol=1e-9)
-        np.testing.assert_allclose(got[1], want[1], rtol=2e-4, atol=1e-9)
+        for side in (0, 1):
+            # the largest (what the test decides on) to float32 precision; the next ranks (the chart's band)
+            # within 2 %, never above the truth (Ritz values interlace)
+            np.testing.assert_allclose(got[side][:, 0], want[side][:, 0], rtol=1e-5)
+            np.testing.assert_allclose(got[side][:, 1:], want[side][:, 1:], rtol=2e-2)
+            assert (got[side] <= want[side] * (1 + 1e-5)).all()
+    # run to the full dimension, the batched Lanczos is exact at every rank
+    full = weighted_gram_extremes(psi @ psi.T, w, 4, steps=size, dtype=np.float64)
+    np.testing.assert_allclose(full[0], want[0], rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(full[1], want[1], rtol=1e-8, atol=1e-12)
 
 
 def test_permuted_labels_keep_each_groups_test_count():

@@ -143,18 +143,19 @@ def signed_extremes(vals: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarra
 #: factors up to this many columns are diagonalised densely by :func:`weighted_factor_extremes`
 DENSE_BATCH_RANK = 256
 #: Lanczos steps of the batched extreme-eigenvalue solvers (at least; more when many modes are wanted)
-LANCZOS_STEPS = 60
+LANCZOS_STEPS = 40
 _BATCH_BYTES = 256 * 1024**2
 
 
 def lanczos_steps(n_top: int, size: int, steps: int | None = None) -> int:
-    """Krylov vectors per operator: ``max(LANCZOS_STEPS, 4 n_top + 20)`` (at most ``size``).
+    """Krylov vectors per operator: ``max(LANCZOS_STEPS, 2 n_top + 20)`` (at most ``size``).
 
-    On a flat random-matrix spectrum (the hardest case) the largest eigenvalue is then exact to 1e-8 and
-    the 5th within 0.3 %; kernel spectra decay and converge faster. Ritz values never exceed the true
-    extremes (Cauchy interlacing), so an unconverged null eigenvalue errs low.
+    The largest eigenvalue converges first: on a gaussian-kernel Gram matrix of 2,000 clustered 768-d
+    samples, 40 steps give the top 5 of each sign to 1e-5 and the 10th within ~6 %; on a flat random-matrix
+    spectrum (the hardest case) the largest is exact to 1e-8. Ritz values never exceed the true extremes
+    (Cauchy interlacing), so an unconverged eigenvalue errs low.
     """
-    return int(min(size, steps or max(LANCZOS_STEPS, 4 * n_top + 20)))
+    return int(min(size, steps or max(LANCZOS_STEPS, 2 * n_top + 20)))
 
 
 def weighted_factor_extremes(
@@ -287,7 +288,11 @@ def _batched_lanczos(apply, metric, wt: np.ndarray, dim: int, *, steps: int, rng
             rows = np.flatnonzero(dead)
             fresh = orthogonalise(rng.standard_normal((rows.size, dim)).astype(dtype), j + 1, rows)
             fresh, gfresh, fnorm = normalise(fresh)
-            u[rows], gu[rows], norms[rows] = fresh, gfresh, np.maximum(fnorm, 1e-30)
+            # no direction left (the metric's range is exhausted): continue with zero vectors, whose
+            # Ritz values are the operator's zero eigenvalues
+            empty = fnorm <= 1e-5 * np.sqrt(np.maximum(np.einsum("br,br->b", fresh, fresh), 1e-300))
+            fresh[empty], gfresh[empty], fnorm[empty] = 0.0, 0.0, 1.0
+            u[rows], gu[rows], norms[rows] = fresh, gfresh, fnorm
         beta[:, j] = np.where(dead, 0.0, norms)
         q = u / norms[:, None]
         g = q if metric is None else gu / norms[:, None]

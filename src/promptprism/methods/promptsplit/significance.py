@@ -143,9 +143,9 @@ def permutation_test(
     prompt ``groups``).
 
     ``tested``: how many positive and negative modes are tested (the top ones of each sign);
-    ``observed``: their (positive, |negative|) eigenvalues, or None to compute them from the factor with the
-    same solver as the null (so both carry the same numerical error). ``scale`` rescales a subsample's null
-    to the full sets (:func:`null_rows`).
+    ``observed``: their (positive, |negative|) eigenvalues, or None to compute them with the null's solver.
+    Decisions use only the permuted largest eigenvalue of each sign, which that solver gets to ~1e-8.
+    ``scale`` rescales a subsample's null to the full sets (:func:`null_rows`).
     Returns the raw material of ``PromptSplitResult.significance`` plus 'p_positive'/'p_negative'.
     """
     rng = np.random.default_rng(seed)
