@@ -116,6 +116,22 @@ def weighted_gram_eigenpairs(
     return GramEigen(vals, gu / norms)
 
 
+def symmetric_extreme_eigenpairs(a: np.ndarray, n_each: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``n_each`` largest and ``n_each`` smallest eigenpairs of a symmetric matrix, descending.
+
+    Lanczos (ARPACK ``eigsh``, which='BE', converged to machine precision, deterministic start vector):
+    O(r^2) per iteration instead of the O(r^3) of a full decomposition when only the extremes are needed.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    size = a.shape[0]
+    if 2 * n_each + 1 >= size:
+        return symmetric_eigenpairs(a)
+    v0 = np.full(size, 1.0 / np.sqrt(size))
+    vals, vecs = spla.eigsh(a, k=2 * n_each, which="BE", v0=v0, tol=0.0,
+                            ncv=min(size, max(4 * n_each + 1, 40)))
+    return _order_desc(vals, vecs)
+
+
 def select_modes(vals: np.ndarray, n_modes: int, norm: float = 0.0) -> np.ndarray:
     """Indices (into the descending ``vals``) of the top ``n_modes`` positive and negative eigenvalues.
 

@@ -70,7 +70,8 @@ class PromptSplit:
     top_k : samples listed per mode and side; top_prompts: prompts listed per mode.
     rank_prompts_by : 'contribution' (the prompt's exact share of the eigenvalue: default) or 'mean_score'
         (mean score of the prompt's samples in the favoured set, as in the paper's description).
-    solver : for the exact route: 'auto', 'dense' (whole spectrum) or 'lanczos' (only the modes asked for).
+    solver : 'auto', 'dense' (whole spectrum) or 'lanczos' (only the modes asked for); 'auto' is dense up
+        to 3,000 samples (exact route) or 1,000 features (random-feature routes).
     permutations : label permutations of the significance test (:mod:`.significance`); None = 200 on the
         exact route and 100 on the random-feature routes; 0 turns the test off.
     alpha : family-wise significance level of the test (0 < alpha < 1).
@@ -202,7 +203,7 @@ class PromptSplit:
             "chunk_size": self.chunk_size,
             "partition_rows": self._partition_size() if on_cluster and method != "exact" else None,
             "top_k": self.top_k, "top_prompts": self.top_prompts, "rank_prompts_by": self.rank_prompts_by,
-            "solver": self.solver if method == "exact" else None,
+            "solver": self.solver,
             "permutations": permutations, "alpha": float(self.alpha),
             "test": test.where, "reference": reference.where,
         }
@@ -297,7 +298,7 @@ class PromptSplit:
         lam = accs["test"].compute() - self.eta * accs["reference"].compute()
         timings["covariance_s"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        spec = core.feature_spectrum(lam, n_modes=self.n_modes, eta=self.eta)
+        spec = core.feature_spectrum(lam, n_modes=self.n_modes, eta=self.eta, solver=self.solver)
         distance = float(np.sum(lam * lam))
         timings["eigen_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
