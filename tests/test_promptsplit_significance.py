@@ -183,6 +183,11 @@ def test_result_json_fields(tmp_path):
     assert len(s["null_top"]["test"]) == 3 and len(s["null_top"]["reference"]) == 3
     assert all(isinstance(m["p_value"], float) and isinstance(m["significant"], bool) for m in data["modes"])
     assert s["n_significant"] == sum(m["significant"] for m in data["modes"])
+    # above the family-wise line means significant (the chart's band is that line)
+    for m in res.modes:
+        if abs(m.eigenvalue) > s["threshold"][m.side] * (1 + 1e-9):
+            assert m.significant, m
+    assert s["null_top"]["test"] == [s["threshold"]["test"]] * 3
     assert data["eigenvalues_scope"] == "all" and len(data["eigenvalues"]) > 6
     off = PromptSplit(method="exact", n_modes=3, permutations=0).fit(test, ref)
     assert off.significance == {} and all(m.p_value is None for m in off.modes)

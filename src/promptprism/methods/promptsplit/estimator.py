@@ -351,7 +351,7 @@ class PromptSplit:
         record = {
             "test": "permutation", "scheme": scheme, "permutations": permutations, "alpha": alpha,
             "seed": self.seed, "correction": sig.CORRECTION, "null_top": out["null_top"],
-            "threshold": out["threshold"],
+            "threshold": out["threshold"], "null_rank_quantiles": out["null_rank_quantiles"],
             "p_largest": float(p_by_mode[largest]), "n_significant": int(np.sum(p_by_mode <= alpha)),
             "approximation": approx, "null_samples": n_sub + m_sub,
             "verdict": sig.verdict(identical=False, alpha=alpha, permutations=permutations,
@@ -365,7 +365,7 @@ class PromptSplit:
         alpha = float(self.alpha)
         return {"test": "permutation", "scheme": None, "permutations": permutations, "alpha": alpha,
                 "seed": self.seed, "correction": sig.CORRECTION, "null_top": {"test": [], "reference": []},
-                "threshold": {},
+                "threshold": {}, "null_rank_quantiles": {"test": [], "reference": []},
                 "p_largest": None, "n_significant": 0, "approximation": None,
                 "verdict": sig.verdict(identical=identical, p_values=[], alpha=alpha,
                                        permutations=permutations)}

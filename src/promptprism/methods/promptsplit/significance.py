@@ -163,10 +163,14 @@ def permutation_test(
         pos, neg = pos[1:], neg[1:]
     obs_pos, obs_neg = (np.asarray(o, dtype=np.float64) for o in observed)
     p_pos, p_neg = step_down_pvalues(obs_pos, obs_neg, pos, neg)
-    band = {"test": np.quantile(pos, 1.0 - alpha, axis=0).tolist(),
-            "reference": np.quantile(neg, 1.0 - alpha, axis=0).tolist()}
-    return {"p_positive": p_pos, "p_negative": p_neg, "null_top": band,
-            "threshold": family_thresholds(pos, neg, (obs_pos, obs_neg), alpha),
+    marginal = {"test": np.quantile(pos, 1.0 - alpha, axis=0).tolist(),
+                "reference": np.quantile(neg, 1.0 - alpha, axis=0).tolist()}
+    threshold = family_thresholds(pos, neg, (obs_pos, obs_neg), alpha)
+    # the chart's band: per rank, the |eigenvalue| above which that mode is significant (flat, since every
+    # mode is compared with the permuted largest eigenvalue)
+    band = {s: [threshold[s]] * n_top for s in threshold}
+    return {"p_positive": p_pos, "p_negative": p_neg, "null_top": band, "threshold": threshold,
+            "null_rank_quantiles": marginal,
             "null_largest": {"test": pos[:, 0].tolist(), "reference": neg[:, 0].tolist()}}
 
 
