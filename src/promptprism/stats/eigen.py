@@ -160,7 +160,7 @@ def signed_extremes(vals: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarra
 DENSE_BATCH_RANK = 256
 #: Lanczos steps of the batched extreme-eigenvalue solvers (at least; more when many modes are wanted)
 LANCZOS_STEPS = 40
-_BATCH_BYTES = 256 * 1024**2
+_BATCH_BYTES = 512 * 1024**2
 
 
 def lanczos_steps(n_top: int, size: int, steps: int | None = None) -> int:

@@ -332,8 +332,10 @@ class PromptSplit:
                                   self.chunk_size) for s, rows in (("test", rows_t), ("reference", rows_r))]))
         vals = spec.mode_eigenvalues
         n_pos, n_neg = int(np.sum(vals > 0)), int(np.sum(vals < 0))
-        observed = signed_extremes(vals, max(n_pos, n_neg, 1))
-        observed = (observed[0][:n_pos], observed[1][:n_neg])
+        observed = None  # the observed labelling goes through the null's own solver: an exact test
+        if scale != 1.0:  # (a subsample's null is rescaled; the full sets' spectrum is the observed one)
+            observed = signed_extremes(vals, max(n_pos, n_neg, 1))
+            observed = (observed[0][:n_pos], observed[1][:n_neg])
         out = sig.permutation_test(operand, groups=groups, n=n_sub, m=m_sub, eta=self.eta,
                                    tested=(n_pos, n_neg), observed=observed, permutations=permutations,
                                    alpha=float(self.alpha), seed=self.seed, scale=scale)

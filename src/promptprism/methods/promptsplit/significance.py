@@ -143,8 +143,9 @@ def permutation_test(
     prompt ``groups``).
 
     ``tested``: how many positive and negative modes are tested (the top ones of each sign);
-    ``observed``: their (positive, |negative|) eigenvalues, or None to compute them with the null's solver.
-    Decisions use only the permuted largest eigenvalue of each sign, which that solver gets to ~1e-8.
+    ``observed``: their (positive, |negative|) eigenvalues, or None to compute them with the null's solver:
+    then the statistic is one function applied alike to all K + 1 labellings, so the test is exact under
+    H0 whatever the solver's residual error (Lanczos errs low on unconverged eigenvalues).
     ``scale`` rescales a subsample's null to the full sets (:func:`null_rows`).
     Returns the raw material of ``PromptSplitResult.significance`` plus 'p_positive'/'p_negative'.
     """
