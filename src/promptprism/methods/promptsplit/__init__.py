@@ -24,6 +24,7 @@ from .core import (
     prompt_contributions,
     prompt_disagreement,
     promptsplit_distance_from_gram,
+    same_pairs,
     signed_weights,
     top_eigenvalues,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "prompt_ranking",
     "promptsplit_distance_from_gram",
     "replace_config",
+    "same_pairs",
     "select_modes",
     "signed_weights",
     "step_down_pvalues",

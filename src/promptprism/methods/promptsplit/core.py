@@ -213,3 +213,19 @@ def top_eigenvalues(prompts_a: np.ndarray, outputs_a: np.ndarray, prompts_b: np.
                                    solver="dense")
     pos, neg = signed_extremes(eig.eigenvalues if eig.spectrum is None else eig.spectrum, n_top)
     return np.r_[pos, neg]
+
+
+def same_pairs(a: Any, b: Any) -> bool:
+    """Whether two PairedSets hold the same (prompt, output) pairs, in any order (checked when they fit in
+    memory: at most 50 million values; larger sets count as different)."""
+    if a is b:
+        return True
+    if len(a) != len(b) or len(a) * (a.dim_prompt + a.dim_output) > 50_000_000:
+        return False
+    rows = []
+    for s in (a, b):
+        x = np.ascontiguousarray(np.concatenate(
+            [np.asarray(s.prompt_embeddings[0 : len(s)], dtype=np.float64),
+             np.asarray(s.output_embeddings[0 : len(s)], dtype=np.float64)], axis=1))
+        rows.append(np.sort(x.view(np.dtype((np.void, x.dtype.itemsize * x.shape[1]))).ravel()))
+    return bool(np.array_equal(rows[0], rows[1]))

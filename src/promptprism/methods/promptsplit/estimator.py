@@ -173,7 +173,7 @@ class PromptSplit:
             fmap = self._feature_map(test, method, sigmas)
             spec, distance, stats = self._random_features(sets, fmap, timings, labels, len(names), runner)
             gram = None
-        identical = _identical(test, reference)
+        identical = core.same_pairs(test, reference)
         permutations = self._permutations(method)
         t1 = time.perf_counter()
         significance, p_values = ({}, None)
@@ -181,7 +181,8 @@ class PromptSplit:
             significance, p_values = self._significance(sets, spec, labels, gram=gram, fmap=fmap,
                                                         permutations=permutations, sigmas=sigmas)
         elif permutations:
-            significance = self._trivial_significance(permutations, identical)
+            significance = sig.empty_record(permutations=permutations, alpha=float(self.alpha),
+                                            seed=self.seed, identical=identical)
         del gram
         timings["significance_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
@@ -362,30 +363,6 @@ class PromptSplit:
         }
         return record, p_values
 
-    def _trivial_significance(self, permutations: int, identical: bool) -> dict:
-        """The record when there is nothing to test (identical sets, or Lambda zero to round-off)."""
-        alpha = float(self.alpha)
-        return {"test": "permutation", "scheme": None, "permutations": permutations, "alpha": alpha,
-                "seed": self.seed, "correction": sig.CORRECTION, "null_top": {"test": [], "reference": []},
-                "threshold": {}, "null_rank_quantiles": {"test": [], "reference": []},
-                "p_largest": None, "n_significant": 0, "approximation": None,
-                "verdict": sig.verdict(identical=identical, p_values=[], alpha=alpha,
-                                       permutations=permutations)}
-
-
-def _identical(a: PairedSet, b: PairedSet) -> bool:
-    """Whether the two sets hold the same (prompt, output) pairs, in any order (checked when they fit)."""
-    if a is b:
-        return True
-    if len(a) != len(b) or len(a) * (a.dim_prompt + a.dim_output) > 50_000_000:
-        return False
-    rows = []
-    for s in (a, b):
-        x = np.ascontiguousarray(np.concatenate(
-            [np.asarray(s.prompt_embeddings[0 : len(s)], dtype=np.float64),
-             np.asarray(s.output_embeddings[0 : len(s)], dtype=np.float64)], axis=1))
-        rows.append(np.sort(x.view(np.dtype((np.void, x.dtype.itemsize * x.shape[1]))).ravel()))
-    return bool(np.array_equal(rows[0], rows[1]))
 
 
 def _as_paired(obj: PairedSet | tuple, name: str) -> PairedSet:

@@ -195,3 +195,12 @@ def verdict(*, identical: bool, p_values: list[tuple[str, float, float]], alpha:
     return (f"{len(sig)} of {len(p_values)} modes differ significantly at alpha = {alpha:g} (family-wise, "
             f"{permutations} permutations): {n_t} that the test set produces more, {n_r} that the reference "
             f"produces more; largest eigenvalue p = {largest[2]:.2g}")
+
+
+def empty_record(*, permutations: int, alpha: float, seed: int, identical: bool) -> dict:
+    """The significance record when there is nothing to test (identical sets, or Lambda zero to round-off)."""
+    return {"test": "permutation", "scheme": None, "permutations": permutations, "alpha": alpha, "seed": seed,
+            "correction": CORRECTION, "null_top": {"test": [], "reference": []}, "threshold": {},
+            "null_rank_quantiles": {"test": [], "reference": []}, "p_largest": None, "n_significant": 0,
+            "approximation": None,
+            "verdict": verdict(identical=identical, p_values=[], alpha=alpha, permutations=permutations)}
