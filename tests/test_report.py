@@ -29,7 +29,7 @@ from promptprism import OptionError, PairedSet, PromptSplit, load_result
 from promptprism.cli import main
 from promptprism.report import render_report, write_report
 from promptprism.report.html import check_self_contained, el, external_references
-from promptprism.report.promptsplit import mode_scores
+from promptprism.report.map import mode_scores
 from promptprism.results import Result
 
 
@@ -458,12 +458,12 @@ def test_scendi_page_table_side_by_side_and_cluster_galleries(tmp_path):
 
 
 def test_a_map_that_cannot_be_drawn_leaves_a_note(monkeypatch):
-    import promptprism.report.promptsplit as rp
+    import promptprism.report.map as rp
 
     def fail(*args, **kwargs):
         raise ValueError("degenerate subsample")
 
-    monkeypatch.setattr(rp, "_tsne", fail)
+    monkeypatch.setattr(rp, "embed_2d", fail)
     result, inputs, images = digits_run()
     doc = render_report(result, inputs=inputs, images=images, map_points=100)
     assert "map not drawn: ValueError: degenerate subsample" in doc

@@ -1,0 +1,219 @@
+"""The PromptSplit page's statements about significance: the verdict sentence, the per-mode tags, the
+modes card, the prompt ranking (with its basis) and the bandwidth scan. Every field is read with a default,
+so results written before the significance test existed render too (the page says no test was run).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import figures
+from .common import safe_figure
+from .html import bar, details, el, fmt, kv_table, p, table
+from .map import mode_label
+
+
+# ------------------------------------------------------------------------------------------ significance
+def significance_of(result: Any) -> dict:
+    """The result's permutation-test record (empty for results without one)."""
+    sig = getattr(result, "significance", None)
+    return sig if isinstance(sig, dict) else {}
+
+
+def _p(mode: Any) -> float | None:
+    v = getattr(mode, "p_value", None)
+    try:
+        return None if v is None else float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def is_significant(mode: Any, alpha: float | None) -> bool | None:
+    sig = getattr(mode, "significant", None)
+    if sig is not None:
+        return bool(sig)
+    pv = _p(mode)
+    return None if pv is None or alpha is None else pv <= alpha
+
+
+def sig_tag(mode: Any, alpha: float | None) -> Any:
+    flag = is_significant(mode, alpha)
+    pv = _p(mode)
+    if flag is None:
+        return None
+    ptxt = f"p = {fmt(pv, 2)}" if pv is not None else "p not recorded"
+    if flag:
+        return el("span", f"significant · {ptxt}", cls="tag", style="background:#2e7d32")
+    return el("span", f"not significant · {ptxt}", cls="tag", style="background:#8a8f98")
+
+
+def verdict(result: Any) -> str | None:
+    """One plain sentence about the whole comparison: identical sets, the test's own verdict, or (no test)
+    None."""
+    if getattr(result, "identical", False):
+        return (
+            "The test and reference sets hold the same (prompt, output) pairs: they are identical, so there "
+            "is no difference to report (every eigenvalue is zero up to round-off)."
+        )
+    sig = significance_of(result)
+    if sig.get("verdict"):
+        return str(sig["verdict"])
+    if sig:
+        n_sig = sig.get("n_significant")
+        if n_sig == 0:
+            return (
+                f"No significant difference between test and reference at alpha = {fmt(sig.get('alpha'))}; "
+                f"largest eigenvalue p = {fmt(sig.get('p_largest'), 2)}."
+            )
+    return None
+
+
+def modes_card(result: Any) -> tuple[str, str]:
+    n_pos, n_neg = len(result.positive_modes), len(result.negative_modes)
+    sig = significance_of(result)
+    alpha = sig.get("alpha")
+    flags = [is_significant(m, alpha) for m in result.modes]
+    if sig and any(f is not None for f in flags):
+        n_sig = sum(1 for f in flags if f)
+        return f"{n_sig} significant", f"modes · of {n_pos} + {n_neg} reported (alpha = {fmt(alpha)})"
+    return f"{n_pos} + {n_neg}", "modes reported (+ / −) · no significance test"
+
+
+def significance_block(result: Any) -> Any:
+    sig = significance_of(result)
+    if not sig:
+        return p(
+            "No significance test in this result (it was off, or the result predates it): the modes and "
+            "the prompt ranking below may be sampling noise. Run with permutations to test them.",
+            cls="muted small",
+        )
+    rows = [
+        ("test", f"{sig.get('test', 'permutation')} ({sig.get('scheme', '?')} relabelling)"),
+        ("permutations", fmt(sig.get("permutations"))),
+        ("alpha", fmt(sig.get("alpha"))),
+        ("correction", sig.get("correction") or "–"),
+        ("largest eigenvalue p", fmt(sig.get("p_largest"), 3)),
+        ("significant modes", fmt(sig.get("n_significant"))),
+        ("seed", fmt(sig.get("seed"))),
+    ]
+    if sig.get("approximation"):
+        rows.append(("approximation", sig["approximation"]))
+    return details("significance test", kv_table(rows))
+
+
+def _main_mode(result: Any, alpha: float | None) -> dict[str, tuple[Any, float]]:
+    """Per prompt, the mode that adds most to its disagreement d_p = sum_j lambda_j c_pj and the fraction
+    of d_p it adds (significant modes only, when the test ran)."""
+    tested = bool(significance_of(result))
+    parts: dict[str, list[tuple[float, Any]]] = {}
+    for mode in result.modes:
+        if tested and is_significant(mode, alpha) is False:
+            continue
+        for pl in mode.top_prompts:
+            parts.setdefault(pl.prompt, []).append((mode.eigenvalue * pl.contribution, mode))
+    out = {}
+    for prompt, items in parts.items():
+        total = sum(v for v, _ in items if v > 0)
+        best = max(items, key=lambda t: t[0])
+        if best[0] > 0 and total > 0:
+            out[prompt] = (best[1], best[0] / total)
+    return out
+
+
+def ranking_basis(result: Any) -> str:
+    basis = getattr(result, "ranking_basis", None)
+    if basis:
+        return str(basis)
+    return "all reported modes (no significance test)"
+
+
+def ranking_block(result: Any, names: dict[str, str], alpha: float | None) -> Any:
+    basis = ranking_basis(result)
+    ranking = list(result.prompt_ranking or [])
+    if basis.startswith("none") or (significance_of(result) and not ranking):
+        return el(
+            "div",
+            el("h3", "Prompts where the models disagree most"),
+            p(
+                "No prompt ranking: no mode is significant, so no prompt is shown as a place where the "
+                "models disagree.",
+            ),
+        )
+    top_share = max((abs(r["share"]) for r in ranking[:10]), default=1.0) or 1.0
+    main = _main_mode(result, alpha)
+    rows = []
+    for i, r in enumerate(ranking[:10], 1):
+        mm = main.get(r["prompt"])
+        cell: Any = "–"
+        if mm is not None:
+            m, frac = mm
+            cell = el(
+                "span",
+                el("span", mode_label(m.side, m.rank), cls="tag" if m.side == "test" else "tag neg"),
+                f" {frac:.0%} · {names[m.side]}",
+                title=f"{names[m.side]} does more",
+            )
+        rows.append(
+            (
+                i,
+                r["prompt"],
+                el("span", bar(abs(r["share"]) / top_share, width=60), f"{r['share']:.1%}"),
+                cell,
+                r["n_test"],
+                r["n_reference"],
+            )
+        )
+    return el(
+        "div",
+        el("h3", "Prompts where the models disagree most"),
+        table(
+            ["#", "prompt", "share of the disagreement", "largest part from", "n test", "n ref"],
+            rows,
+            numeric=(0, 4, 5),
+        )
+        if rows
+        else p("no prompt ranking in the result", cls="muted"),
+        p(
+            f"Ranked from: {basis}. Share: the prompt's part of Σλ² over those modes. Largest part from: "
+            "the mode that adds most to the prompt's disagreement, the fraction it adds, and the model that "
+            "does more of it.",
+            cls="muted small",
+        ),
+    )
+
+
+def null_and_flags(result: Any, alpha: float | None) -> tuple[dict | None, dict | None]:
+    sig = significance_of(result)
+    null = sig.get("null_top") if isinstance(sig.get("null_top"), dict) else None
+    if not sig:
+        return None, None
+    flags: dict[str, list] = {"test": [], "reference": []}
+    for m in result.modes:
+        flags[m.side].append(is_significant(m, alpha))
+    return null, flags
+
+
+def scan_block(result: Any) -> Any:
+    scan = getattr(result, "bandwidth_scan", None)
+    if not isinstance(scan, dict) or not scan:
+        return None
+    lines = []
+    for kind in ("prompt", "output"):
+        s = scan.get(kind)
+        if isinstance(s, dict):
+            lines.append(
+                p(
+                    f"σ_{kind}: chosen {fmt(s.get('chosen'))} "
+                    f"({'plateau found' if s.get('plateau') else 'no plateau: the median was kept'}; "
+                    f"tolerance {fmt(s.get('tolerance'))}). {s.get('note') or ''}",
+                    cls="muted small",
+                )
+            )
+    fig = safe_figure(
+        figures.bandwidth_scan,
+        scan,
+        alt="bandwidth scan: top eigenvalues against the bandwidth",
+        caption="The top eigenvalues over the scanned bandwidths (multiples of the median distance); the "
+        "smallest bandwidth from which they stop changing (within the tolerance) is chosen.",
+    )
+    return el("div", el("h3", "Bandwidth scan"), fig, lines)
