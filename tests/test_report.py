@@ -29,7 +29,7 @@ from promptprism import OptionError, PairedSet, PromptSplit, load_result
 from promptprism.cli import main
 from promptprism.report import render_report, write_report
 from promptprism.report.html import check_self_contained, el, external_references
-from promptprism.report.map import mode_scores
+from promptprism.report.map import MAP_POINTS, mode_scores
 from promptprism.results import Result
 
 
@@ -318,7 +318,8 @@ def test_report_of_a_100k_result_stays_light():
     listed = sum(min(8, len(m.top_samples)) + min(8, len(m.top_samples_other)) for m in result.modes)
     sizes = [s for _, s in embedded_images(doc)]
     assert sum(1 for s in sizes if s == (64, 64)) == listed and max(max(s) for s in sizes) <= 1200
-    assert f"2,000 of {2 * BIG_N:,} samples (1.0%, a random subsample seeded with 0" in doc
+    rate = f"{MAP_POINTS:,} of {2 * BIG_N:,} samples ({MAP_POINTS / (2 * BIG_N):.1%}"
+    assert rate + ", a random subsample seeded with 0" in doc
     # only the listed samples' images were read, not the 200k
     assert len(images["test"].requested) + len(images["reference"].requested) == listed
     assert elapsed < 60, elapsed
