@@ -35,17 +35,17 @@ from promptprism.results import Result
 
 # ------------------------------------------------------------------------------------------------ checks
 def attribute_urls(doc: str) -> list[str]:
-    """Every src/href value inside a tag (this test's own parser, not the library's)."""
-    urls = []
-    for tag in re.findall(r"<[a-zA-Z][^>]*>", doc):
-        urls += [
-            a or b or c
-            for a, b, c in re.findall(
-                r"""\s(?:src|href|srcset|poster|action)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""",
-                tag,
-                flags=re.I,
-            )
-        ]
+    """Every src/href-like attribute value of the parsed page, as a browser reads it (this test's own
+    parser, not the library's; escaped text in other attributes or in elements is not a tag)."""
+    from html.parser import HTMLParser
+
+    urls: list[str] = []
+
+    class Urls(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            urls.extend(v or "" for k, v in attrs if k in ("src", "href", "srcset", "poster", "action"))
+
+    Urls().feed(doc)
     return urls
 
 

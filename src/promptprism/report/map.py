@@ -269,8 +269,13 @@ def map_section(
             + f").{extreme} "
             f"Each point is coloured by the mode (top {per_sign} of each sign: {origin}) on which it has "
             "the largest |score|, each mode's scores measured in units of their 99th percentile |score| on "
-            f"the map's samples; grey, '{WEAK_NAME}': below {WEAK:g} of that on every coloured mode. "
-            "Circles: test model, triangles: reference. t-SNE places similar samples close together; "
+            "the map's samples"
+            + (
+                f"; grey, '{WEAK_NAME}': below {WEAK:g} of that on every coloured mode. "
+                if (assign == WEAK_NAME).any()
+                else ". "
+            )
+            + "Circles: test model, triangles: reference. t-SNE places similar samples close together; "
             "distances between far-apart groups mean little.",
             cls="muted small",
         ),
