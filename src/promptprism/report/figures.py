@@ -240,6 +240,8 @@ def bandwidth_scan(scan: dict) -> bytes:
             for j in range(width):
                 ax.plot(mult, np.abs(arr[:, j]), "-o", ms=3, lw=1.0, label=f"|λ| #{j + 1}" if j < 3 else None)
             ax.set_xscale("log")
+            ax.minorticks_off()
+            ax.set_xticks(mult, [f"{m:g}×" for m in mult], fontsize=7)
         chosen = s.get("chosen")
         sigmas = np.asarray(s.get("sigmas") or [], dtype=float)
         if chosen is not None and sigmas.size == mult.size and sigmas.size:
