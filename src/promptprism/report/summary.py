@@ -219,3 +219,22 @@ def _scendi(r: Any):
         numeric=range(1, 7),
     )
     return "Scendi result", rows, extra
+
+
+@summary("compcon-eval")
+def _compcon_eval(r: Any):
+    s = r.summary if isinstance(r.summary, dict) else {}
+    k = (r.config or {}).get("k", "k") if isinstance(r.config, dict) else "k"
+    rows = [
+        ("splits", fmt(s.get("n_splits"))),
+        (
+            "attribute",
+            f"top 1 {fmt(s.get('attribute_top1'), 3)} · best of {k} {fmt(s.get(f'attribute_top{k}'), 3)}",
+        ),
+        (
+            "description",
+            f"top 1 {fmt(s.get('description_top1'), 3)} · best of {k} {fmt(s.get(f'description_top{k}'), 3)}",
+        ),
+        ("judge failures", str(len(r.failures or []))),
+    ]
+    return "CompCon evaluation", rows, None
