@@ -238,6 +238,7 @@ def test_identical_sets_say_they_are_identical():
     result = significance_result([1.0] * 6, identical=True, basis="none: the sets are identical")
     doc = unescape(render_report(result))
     assert "they are identical" in doc and "No prompt ranking" in doc
+    assert "modes · the sets are identical" in doc and "identical" in repr(result)
 
 
 def test_old_results_without_the_new_fields_render():

@@ -69,12 +69,15 @@ def verdict(result: Any) -> str | None:
 
 
 def modes_card(result: Any) -> tuple[str, str]:
+    """(value, label) of the modes card: how many modes are significant of how many reported, or how many
+    were reported without a test (never 'k / k', which reads like a score)."""
     n_pos, n_neg = len(result.positive_modes), len(result.negative_modes)
+    if getattr(result, "identical", False):
+        return "none", "modes · the sets are identical"
     sig = significance_of(result)
     alpha = sig.get("alpha")
-    flags = [is_significant(m, alpha) for m in result.modes]
-    if sig and any(f is not None for f in flags):
-        n_sig = sum(1 for f in flags if f)
+    if sig:
+        n_sig = sum(1 for m in result.modes if is_significant(m, alpha))
         return f"{n_sig} significant", f"modes · of {n_pos} + {n_neg} reported (alpha = {fmt(alpha)})"
     return f"{n_pos} + {n_neg}", "modes reported (+ / −) · no significance test"
 

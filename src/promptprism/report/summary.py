@@ -39,16 +39,16 @@ def summary_text(result: Any) -> str:
         return f"<{type(result).__name__} ({kind}): summary unavailable: {type(exc).__name__}: {exc}>"
     width = max((len(str(k)) for k, _ in rows), default=0)
     lines = [type(result).__name__]
-    lines += [f"  {str(k):<{width}}  {_text(v)}" for k, v in rows]
+    lines += [f"  {str(k):<{width}}  {_text(v, 240 if k == 'verdict' else 100)}" for k, v in rows]
     return "\n".join(lines)
 
 
-def _text(v: Any) -> str:
+def _text(v: Any, limit: int = 100) -> str:
     import html
     import re
 
     s = html.unescape(re.sub(r"<[^>]+>", "", str(v)))
-    return s if len(s) <= 100 else s[:99] + "…"
+    return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
 def lowest_regions(values: Any, intervals: Any = None, tol: float = TIE) -> list[int]:
@@ -104,7 +104,12 @@ def _promptsplit(r: Any):
         ("samples", f"{r.n_test:,} test · {r.n_reference:,} reference"),
         ("route", f"{r.method}, {r.config.get('kernel', '?')} kernel, seed {r.seed}"),
         ("‖Λ‖²_F", fmt(r.distance)),
-        ("modes", f"{value} {label.removeprefix('modes ').removeprefix('· ')}"),
+        (
+            "modes",
+            f"{value} ({label.removeprefix('modes · ')})"
+            if value == "none"
+            else f"{value} {label.removeprefix('modes ').removeprefix('· ')}",
+        ),
     ]
     said = verdict(r)
     if said:
