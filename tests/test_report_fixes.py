@@ -263,12 +263,24 @@ def test_sample_lists_never_mix_signs_unlabelled():
     assert f"positive scores ({min(8, len(mixed)) - n_neg}): in the mode's direction" in doc
 
 
-def test_ranking_column_tells_which_mode_and_how_much():
+def test_ranking_column_names_each_prompts_characteristic_mode():
     result, _, _ = digits_run()
     doc = unescape(render_report(result))
-    cells = re.findall(r'class="tag(?: neg)?">([+−]\d)</span> (\d+)% · ', doc)
-    assert len(cells) == min(10, len(result.prompt_ranking))
-    assert all(0 < int(pct) <= 100 for _, pct in cells)
+    cells = re.findall(r'class="tag(?: neg)?">([+−]\d)</span> (\d+)% here, (\d+)% overall · ', doc)
+    plain = doc.count('<span class="muted">none stands out</span>')
+    assert len(cells) + plain == min(10, len(result.prompt_ranking))
+    assert all(int(here) >= int(overall) + 4 for _, here, overall in cells)  # 5 points, rounded
+    # planted: prompt 'a' draws its disagreement from the small mode +1, while -1 dominates every prompt
+    from promptprism.methods.promptsplit import PromptLoading
+    from promptprism.report.significance import _main_mode
+
+    small, big = result.positive_modes[0], result.negative_modes[0]
+    small = with_fields(small, eigenvalue=0.1, top_prompts=[PromptLoading("a", 0.09, None, 4, 4)])
+    loads = [PromptLoading(q, -0.1, None, 4, 4) for q in ("a", "b", "c")]
+    big = with_fields(big, eigenvalue=-0.3, top_prompts=loads)
+    main = _main_mode(with_fields(result, modes=[small, big]), None)
+    assert main["a"][0] is small and main["b"][0] is big and main["c"][0] is big
+    assert main["a"][1:] == pytest.approx((0.009 / 0.039, 0.01 / 0.1))
 
 
 def test_map_marker_legend_and_caption_agree_on_the_weak_class():

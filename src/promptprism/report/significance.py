@@ -104,22 +104,32 @@ def significance_block(result: Any) -> Any:
     return details("significance test", kv_table(rows))
 
 
-def _main_mode(result: Any, alpha: float | None) -> dict[str, tuple[Any, float]]:
-    """Per prompt, the mode that adds most to its disagreement d_p = sum_j lambda_j c_pj and the fraction
-    of d_p it adds (significant modes only, when the test ran)."""
+#: a mode characterises a prompt when its part of the prompt's disagreement exceeds its overall part by this
+STANDS_OUT = 0.05
+
+
+def _main_mode(result: Any, alpha: float | None) -> dict[str, tuple[Any, float, float]]:
+    """Per prompt, its characteristic mode, if one stands out: (mode, fraction of the prompt's disagreement
+    d_p = sum_j lambda_j c_pj it adds, the mode's fraction of the whole sum_j lambda_j^2). The mode chosen
+    is the one whose fraction for this prompt most exceeds its overall fraction, and only when it does by at
+    least ``STANDS_OUT`` (so a mode that dominates every prompt equally labels none of them). Significant
+    modes only, when the test ran."""
     tested = bool(significance_of(result))
+    modes = [m for m in result.modes if not (tested and is_significant(m, alpha) is False)]
+    total = sum(m.eigenvalue**2 for m in modes)
     parts: dict[str, list[tuple[float, Any]]] = {}
-    for mode in result.modes:
-        if tested and is_significant(mode, alpha) is False:
-            continue
+    for mode in modes:
         for pl in mode.top_prompts:
             parts.setdefault(pl.prompt, []).append((mode.eigenvalue * pl.contribution, mode))
     out = {}
     for prompt, items in parts.items():
-        total = sum(v for v, _ in items if v > 0)
-        best = max(items, key=lambda t: t[0])
-        if best[0] > 0 and total > 0:
-            out[prompt] = (best[1], best[0] / total)
+        d_p = sum(v for v, _ in items if v > 0)
+        if d_p <= 0 or total <= 0:
+            continue
+        scored = [(v / d_p, m.eigenvalue**2 / total, m) for v, m in items if v > 0]
+        frac, overall, m = max(scored, key=lambda t: t[0] - t[1])
+        if frac - overall >= STANDS_OUT:
+            out[prompt] = (m, frac, overall)
     return out
 
 
@@ -147,13 +157,13 @@ def ranking_block(result: Any, names: dict[str, str], alpha: float | None) -> An
     rows = []
     for i, r in enumerate(ranking[:10], 1):
         mm = main.get(r["prompt"])
-        cell: Any = "–"
+        cell: Any = el("span", "none stands out", cls="muted")
         if mm is not None:
-            m, frac = mm
+            m, frac, overall = mm
             cell = el(
                 "span",
                 el("span", mode_label(m.side, m.rank), cls="tag" if m.side == "test" else "tag neg"),
-                f" {frac:.0%} · {names[m.side]}",
+                f" {frac:.0%} here, {overall:.0%} overall · {names[m.side]}",
                 title=f"{names[m.side]} does more",
             )
         rows.append(
@@ -170,16 +180,17 @@ def ranking_block(result: Any, names: dict[str, str], alpha: float | None) -> An
         "div",
         el("h3", "Prompts where the models disagree most"),
         table(
-            ["#", "prompt", "share of the disagreement", "largest part from", "n test", "n ref"],
+            ["#", "prompt", "share of the disagreement", "characteristic mode", "n test", "n ref"],
             rows,
             numeric=(0, 4, 5),
         )
         if rows
         else p("no prompt ranking in the result", cls="muted"),
         p(
-            f"Ranked from: {basis}. Share: the prompt's part of Σλ² over those modes. Largest part from: "
-            "the mode that adds most to the prompt's disagreement, the fraction it adds, and the model that "
-            "does more of it.",
+            f"Ranked from: {basis}. Share: the prompt's part of Σλ² over those modes. Characteristic mode: "
+            "the mode whose part of this prompt's disagreement exceeds its part of the whole the most (by at "
+            f"least {STANDS_OUT:.0%}: the fractions here and overall), and the model that does more of it; "
+            "'none stands out' when the prompt's disagreement is spread like everyone's.",
             cls="muted small",
         ),
     )
