@@ -375,3 +375,49 @@ def test_repr_is_compact_and_html_repr_stays():
     assert "<table" in result._repr_html_()
     regions, _ = regions_run()
     assert repr(regions).startswith("RegionsResult") and len(repr(regions).splitlines()) <= 8
+
+
+# ------------------------------------------------------------------------- nulls (non-finite numbers)
+def _nullify(x):
+    if isinstance(x, float):
+        return None
+    if isinstance(x, list):
+        return [_nullify(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _nullify(v) for k, v in x.items()}
+    return x
+
+
+def _scendi_result():
+    from promptprism.methods.scendi import Scendi
+
+    rng = np.random.default_rng(0)
+    t, z = rng.standard_normal((30, 4)), rng.standard_normal((30, 5))
+    data = PairedSet(t, z, prompts=[str(i % 5) for i in range(30)])
+    return Scendi(n_clusters=2, top_k=3).fit(data, name="m")
+
+
+@pytest.mark.parametrize("kind", ["promptsplit", "regions", "compcon", "scendi", "scendi_comparison"])
+def test_every_number_null_in_result_json_still_renders(tmp_path, kind):
+    """Non-finite numbers are written as null: a result.json whose every float is null loads and renders
+    (numbers shown as '–'), with its inputs where the page uses them."""
+    from _report_data import compcon_result
+    from promptprism.methods.scendi import ScendiComparison
+
+    inputs = None
+    if kind == "promptsplit":
+        result, inputs, _ = digits_run()
+    elif kind == "regions":
+        result, inputs = regions_run()
+    elif kind == "compcon":
+        result = compcon_result(tmp_path / "a", tmp_path / "b")
+    elif kind == "scendi":
+        result = _scendi_result()
+    else:
+        result = ScendiComparison(models=[_scendi_result(), _scendi_result()], seed=0)
+    (tmp_path / "result.json").write_text(json.dumps(_nullify(json.loads(result.to_json()))))
+    loaded = load_result(tmp_path)
+    doc = render_report(loaded, inputs=inputs)
+    assert_self_contained(doc)
+    assert "–" in doc
+    assert repr(loaded) and loaded._repr_html_()

@@ -175,6 +175,22 @@ def fmt(value: Any, digits: int = 4) -> str:
     return f"{f:.{digits}g}"
 
 
+def num(value: Any) -> float:
+    """``value`` as a float; NaN for None (a non-finite number in result.json) or anything not a number."""
+    if isinstance(value, bool):
+        return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def fnum(value: Any, spec: str) -> str:
+    """``format(value, spec)`` for a number, '–' for None, NaN or anything not a number."""
+    f = num(value)
+    return "–" if f != f else format(f, spec)
+
+
 def table(
     headers: Sequence[Any],
     rows: Iterable[Sequence[Any]],

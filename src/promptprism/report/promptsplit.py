@@ -32,7 +32,7 @@ from .common import (
     visual_of,
 )
 from .core import reloader, renderer
-from .html import Page, bar, cards, details, el, fmt, note, p, table
+from .html import Page, bar, cards, details, el, fmt, fnum, note, num, p, table
 from .map import MAP_POINTS, map_section, mode_label
 from .significance import (
     is_significant,
@@ -95,7 +95,7 @@ def _check_images(result: Any, images: Any, notes: list[str]) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------ gallery
 def _sample_cell(s: Any, images: dict[str, Any], bases: dict[str, list[Path]]) -> Any:
-    caption = el("div", el("div", f"score {s.score:+.3g}"), el("div", s.prompt))
+    caption = el("div", el("div", f"score {fnum(s.score, '+.3g')}"), el("div", s.prompt))
     visual, why = visual_of(s.output, index=s.index, images=images.get(s.set), bases=bases.get(s.set, ()))
     if visual is not None:
         return thumb(visual, caption, title=f"{s.prompt} | {s.output or ''} | #{s.index}")
@@ -114,8 +114,9 @@ def _side_block(title: str, samples: list, note_text: str, images, bases) -> Any
     """A model's samples on a mode, split by score sign: positive scores lie in the mode's direction (what
     the favoured model does more), negative ones at its other end; the two are never mixed unlabelled."""
     samples = samples[:GALLERY_PER_SIDE]
-    pos = [s for s in samples if s.score >= 0]
-    neg = [s for s in samples if s.score < 0]
+    # a score that is not a number (null in result.json) goes with the positive ones, shown as '–'
+    neg = [s for s in samples if num(s.score) < 0]
+    pos = [s for s in samples if not num(s.score) < 0]
     if not samples:
         body: Any = p("no samples", cls="muted")
     elif not neg or not pos:
@@ -140,14 +141,15 @@ def _side_block(title: str, samples: list, note_text: str, images, bases) -> Any
 def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | None = None) -> Any:
     pos = mode.side == "test"
     label = _mode_label(mode.side, mode.rank)
-    lam = mode.eigenvalue
+    lam = num(mode.eigenvalue)
+    lam = lam if lam == lam else 0.0
     prompts = [
         (
             pl.prompt,
             el(
                 "span",
-                bar(abs(pl.contribution / lam) if lam else 0.0, neg=not pos, width=60),
-                f"{pl.contribution / lam:.0%}" if lam else "–",
+                bar(abs(num(pl.contribution) / lam) if lam else 0.0, neg=not pos, width=60),
+                fnum(num(pl.contribution) / lam, ".0%") if lam else "–",
             ),
             pl.n_test,
             pl.n_reference,
@@ -172,7 +174,7 @@ def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | N
         el(
             "h3",
             el("span", label, cls="tag" if pos else "tag neg"),
-            f" {names[mode.side]} does more · eigenvalue {lam:+.4g} ",
+            f" {names[mode.side]} does more · eigenvalue {fnum(mode.eigenvalue, '+.4g')} ",
             sig_tag(mode, alpha),
         ),
         p(
@@ -309,7 +311,7 @@ def render_promptsplit(
         )
     try:
         map_block = map_section(result, sets, map_points, names, step=step)
-    except (ImportError, ArithmeticError, ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
+    except (ImportError, ArithmeticError, ValueError, TypeError, RuntimeError, np.linalg.LinAlgError) as exc:
         # the map is an extra: a missing package or a degenerate subsample (e.g. an eigen-solver that does
         # not converge) leaves a note, never a failed command
         map_block = [note(f"map not drawn: {type(exc).__name__}: {exc}")]
@@ -333,7 +335,7 @@ def render_promptsplit(
                         i,
                         r["prompt"],
                         fmt(r["disagreement"]),
-                        f"{r['share']:.2%}",
+                        fnum(r.get("share"), ".2%"),
                         r["n_test"],
                         r["n_reference"],
                     )

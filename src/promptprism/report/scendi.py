@@ -13,7 +13,7 @@ from typing import Any
 from . import figures
 from .common import finish, mapping, notes_block, run_details, safe_figure, text_card, thumb, visual_of
 from .core import reloader, renderer
-from .html import Page, bar, el, fmt, note, p, table
+from .html import Page, bar, el, fmt, fnum, note, num, p, table
 
 #: samples shown per cluster
 SAMPLES_PER_CLUSTER = 6
@@ -26,7 +26,7 @@ def _models(result: Any) -> list[Any]:
 def _cluster_block(c: Any, images: Any, bases: list[Path]) -> Any:
     cells = []
     for s in c.top_samples[:SAMPLES_PER_CLUSTER]:
-        caption = el("div", el("div", f"score {s.score:+.3g}"), el("div", s.prompt))
+        caption = el("div", el("div", f"score {fnum(s.score, '+.3g')}"), el("div", s.prompt))
         visual, why = visual_of(s.output, index=s.index, images=images, bases=bases)
         cells.append(
             thumb(visual, caption, title=f"{s.prompt} | {s.output or ''}")
@@ -38,8 +38,8 @@ def _cluster_block(c: Any, images: Any, bases: list[Path]) -> Any:
         "div",
         el(
             "h4",
-            f"#{c.rank} · {c.share:.1%} of the trace",
-            el("span", f" · eigenvalue {c.eigenvalue:.4g}", cls="muted small"),
+            f"#{c.rank} · {fnum(c.share, '.1%')} of the trace",
+            el("span", f" · eigenvalue {fnum(c.eigenvalue, '.4g')}", cls="muted small"),
         ),
         body,
         cls="side",
@@ -58,7 +58,7 @@ def _interval(m: Any, key: str) -> tuple[float, float] | None:
 def with_interval(m: Any, key: str, *, percent: bool = False) -> str:
     """``m.key`` formatted, followed by its bootstrap interval ``[low, high]`` when the result has one."""
     value = getattr(m, key, None)
-    show = (lambda v: f"{float(v):.1%}") if percent else fmt
+    show = (lambda v: fnum(v, ".1%")) if percent else fmt
     text = "–" if value is None else show(value)
     iv = _interval(m, key)
     return text if iv is None else f"{text} [{show(iv[0])}, {show(iv[1])}]"
@@ -164,7 +164,8 @@ def render_scendi(
         "How diverse each model's outputs are because of the model itself (Scendi, from Λ_I) rather than "
         "because of its prompts (Scendi_T, from Λ_T), beside the prompt-unaware Vendi and RKE.",
     )
-    top = max((m.model_share for m in models), default=1.0) or 1.0
+    shares = [num(m.model_share) for m in models]
+    top = max((v for v in shares if v == v), default=1.0) or 1.0
     rows = [
         (
             m.name,
@@ -174,7 +175,7 @@ def render_scendi(
             fmt(m.scendi_order2),
             with_interval(m, "vendi"),
             with_interval(m, "rke"),
-            el("span", bar(m.model_share / top), with_interval(m, "model_share", percent=True)),
+            el("span", bar(num(m.model_share) / top), with_interval(m, "model_share", percent=True)),
         )
         for m in models
     ]

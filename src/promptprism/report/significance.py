@@ -9,7 +9,7 @@ from typing import Any
 
 from . import figures
 from .common import safe_figure
-from .html import bar, details, el, fmt, kv_table, p, table
+from .html import bar, details, el, fmt, fnum, kv_table, num, p, table
 from .map import mode_label
 
 
@@ -116,17 +116,21 @@ def _main_mode(result: Any, alpha: float | None) -> dict[str, tuple[Any, float, 
     modes only, when the test ran."""
     tested = bool(significance_of(result))
     modes = [m for m in result.modes if not (tested and is_significant(m, alpha) is False)]
-    total = sum(m.eigenvalue**2 for m in modes)
+    lam = {id(m): num(m.eigenvalue) for m in modes}
+    modes = [m for m in modes if lam[id(m)] == lam[id(m)]]
+    total = sum(lam[id(m)] ** 2 for m in modes)
     parts: dict[str, list[tuple[float, Any]]] = {}
     for mode in modes:
         for pl in mode.top_prompts:
-            parts.setdefault(pl.prompt, []).append((mode.eigenvalue * pl.contribution, mode))
+            part = lam[id(mode)] * num(pl.contribution)
+            if part == part:
+                parts.setdefault(pl.prompt, []).append((part, mode))
     out = {}
     for prompt, items in parts.items():
         d_p = sum(v for v, _ in items if v > 0)
         if d_p <= 0 or total <= 0:
             continue
-        scored = [(v / d_p, m.eigenvalue**2 / total, m) for v, m in items if v > 0]
+        scored = [(v / d_p, lam[id(m)] ** 2 / total, m) for v, m in items if v > 0]
         frac, overall, m = max(scored, key=lambda t: t[0] - t[1])
         if frac - overall >= STANDS_OUT:
             out[prompt] = (m, frac, overall)
@@ -152,7 +156,8 @@ def ranking_block(result: Any, names: dict[str, str], alpha: float | None) -> An
                 "models disagree.",
             ),
         )
-    top_share = max((abs(r["share"]) for r in ranking[:10]), default=1.0) or 1.0
+    shares = [abs(num(r.get("share"))) for r in ranking[:10]]
+    top_share = max((v for v in shares if v == v), default=1.0) or 1.0
     main = _main_mode(result, alpha)
     rows = []
     for i, r in enumerate(ranking[:10], 1):
@@ -170,7 +175,7 @@ def ranking_block(result: Any, names: dict[str, str], alpha: float | None) -> An
             (
                 i,
                 r["prompt"],
-                el("span", bar(abs(r["share"]) / top_share, width=60), f"{r['share']:.1%}"),
+                el("span", bar(abs(num(r.get("share"))) / top_share, width=60), fnum(r.get("share"), ".1%")),
                 cell,
                 r["n_test"],
                 r["n_reference"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .html import el, fmt, table
+from .html import el, fmt, fnum, table
 
 #: two regions' CMS closer than this are reported as tied
 TIE = 1e-3
@@ -204,7 +204,8 @@ def _scendi(r: Any):
         ("kernel", str(models[0].config.get("kernel", "?"))),
     ]
     rows += [
-        (m.name, f"n {m.n:,} · Scendi {fmt(m.scendi)} · Vendi {fmt(m.vendi)} · model {m.model_share:.1%}")
+        (m.name, f"n {m.n:,} · Scendi {fmt(m.scendi)} · Vendi {fmt(m.vendi)} · "
+         f"model {fnum(m.model_share, '.1%')}")
         for m in models[:6]
     ]
     extra = table(
@@ -217,7 +218,7 @@ def _scendi(r: Any):
                 fmt(m.scendi_prompt),
                 fmt(m.vendi),
                 fmt(m.rke),
-                f"{m.model_share:.1%}",
+                fnum(m.model_share, ".1%"),
             )
             for m in models
         ],
