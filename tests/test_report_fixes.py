@@ -323,6 +323,16 @@ def test_scendi_intervals_differences_and_a_warning_once():
     assert doc.count("the prompt kernel has nearly full rank") == 1
     assert "1 of 2 differences are larger than their bootstrap intervals" in doc
     assert "no: within the noise" in doc
+    # without a differences record: the intervals' overlap says it
+    alone = unescape(render_report(ScendiComparison(models=models, seed=0)))
+    a, b = (_interval_of(m) for m in models)
+    apart = a[1] < b[0] or b[1] < a[0]
+    verdict = "do not overlap" if apart else "overlap: the difference is within the resampling noise"
+    assert f"faithful vs varied: Scendi intervals {verdict}" in alone
+
+
+def _interval_of(m):
+    return m.intervals["scendi"]["low"], m.intervals["scendi"]["high"]
 
 
 def test_old_scendi_result_says_no_intervals():

@@ -79,10 +79,30 @@ def _warnings(models: list[Any]) -> list[Any]:
     return out
 
 
+def _overlaps(models: list[Any]) -> Any:
+    """Without a ``differences`` record: per pair of models with Scendi intervals, whether they overlap."""
+    lines = []
+    for i, a in enumerate(models):
+        for b in models[i + 1 :]:
+            ia, ib = _interval(a, "scendi"), _interval(b, "scendi")
+            if ia is None or ib is None:
+                continue
+            apart = ia[1] < ib[0] or ib[1] < ia[0]
+            lines.append(
+                f"{a.name} vs {b.name}: Scendi intervals "
+                + (
+                    "do not overlap: the difference is larger than the intervals"
+                    if apart
+                    else "overlap: the difference is within the resampling noise"
+                )
+            )
+    return el("div", el("h3", "Differences between models"), [p(x) for x in lines]) if lines else None
+
+
 def _differences(result: Any) -> Any:
     diffs = [d for d in (getattr(result, "differences", None) or []) if isinstance(d, dict)]
     if not diffs:
-        return None
+        return _overlaps(_models(result)) if len(_models(result)) > 1 else None
     rows = [
         (
             str(d.get("a", "?")),
