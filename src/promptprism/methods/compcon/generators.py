@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import csv
 import importlib
 import json
 import os
@@ -53,16 +52,14 @@ def pil() -> Any:
 def load_image(item: Any) -> Any:
     """A PIL RGB image from a PIL image, an array, or a path (the error names the file)."""
     pil()
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
+
+    from ...data.imageio import as_rgb, read_rgb
 
     if isinstance(item, Image.Image):
-        return item.convert("RGB")
+        return as_rgb(item)
     if isinstance(item, (str, os.PathLike)):
-        try:
-            with Image.open(item) as im:
-                return im.convert("RGB")
-        except (OSError, UnidentifiedImageError) as exc:
-            raise InputError(f"{item}: not a readable image ({exc})") from None
+        return read_rgb(item)
     import numpy as np
 
     arr = np.asarray(item)
@@ -118,6 +115,8 @@ class ImageBank:
         if not path.exists():
             raise InputError(f"{path}: no such image bank (folder or manifest) for model {label}")
         if path.is_dir():
+            from ...data.tables import read_text
+
             for m in MANIFEST_NAMES:
                 if (path / m).exists():
                     return cls(_read_manifest(path / m), label, str(path))
@@ -126,7 +125,7 @@ class ImageBank:
                 ptxt = sub / "prompt.txt"
                 if not ptxt.exists():
                     continue
-                prompt = ptxt.read_text(encoding="utf-8").strip()
+                prompt = read_text(ptxt).strip()
                 imgs = sorted(str(f) for f in sub.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES)
                 mapping.setdefault(prompt, []).extend(imgs)
             if not mapping:
@@ -162,16 +161,16 @@ class ImageBank:
 
 
 def _read_manifest(path: Path) -> dict[str, list[str]]:
+    """prompt -> [image paths] from ``manifest.json`` (that mapping, or a list of rows) or a ``.jsonl`` /
+    ``.csv`` table read by :func:`promptprism.data.tables.read_table` (rows with ``prompt`` and ``image``)."""
+    from ...data.tables import check_text, read_table, read_text
+
     base = path.parent
     rows: list[tuple[str, str]] = []
     suffix = path.suffix.lower()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read manifest ({exc})") from None
     if suffix == ".json":
         try:
-            data = json.loads(text)
+            data = json.loads(read_text(path))
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}: not valid JSON ({exc})") from None
         if isinstance(data, dict):
@@ -180,31 +179,24 @@ def _read_manifest(path: Path) -> dict[str, list[str]]:
                     rows.append((str(prompt), str(im)))
         elif isinstance(data, list):
             for i, r in enumerate(data):
-                rows.append(_row(r, path, i))
+                rows.append(_row(r, f"{path}: row {i + 1}"))
         else:
             raise InputError(f"{path}: expected an object prompt -> [images] or a list of rows")
-    elif suffix == ".jsonl":
-        for i, line in enumerate(text.splitlines()):
-            if line.strip():
-                try:
-                    rows.append(_row(json.loads(line), path, i))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}: line {i + 1} is not valid JSON ({exc})") from None
-    elif suffix == ".csv":
-        for i, r in enumerate(csv.DictReader(text.splitlines())):
-            rows.append(_row(r, path, i))
+    elif suffix in (".jsonl", ".csv"):
+        rows = [_row(rec.values, rec.where) for rec in read_table(path).records]
     else:
         raise InputError(f"{path}: unknown manifest type {suffix!r}; use .jsonl, .csv or .json")
     mapping: dict[str, list[str]] = {}
     for prompt, image in rows:
-        p = Path(image)
+        check_text(prompt, str(path), "prompt")
+        p = Path(check_text(image, str(path), "image"))
         mapping.setdefault(prompt, []).append(str(p if p.is_absolute() else base / p))
     return mapping
 
 
-def _row(r: Any, path: Path, i: int) -> tuple[str, str]:
+def _row(r: Any, where: str) -> tuple[str, str]:
     if not isinstance(r, dict) or "prompt" not in r or not any(k in r for k in ("image", "path", "file")):
-        raise InputError(f"{path}: row {i + 1} needs 'prompt' and 'image' fields")
+        raise InputError(f"{where}: needs 'prompt' and 'image' fields")
     return str(r["prompt"]), str(r.get("image") or r.get("path") or r.get("file"))
 
 
@@ -214,18 +206,19 @@ def load_prompt_bank(path: str | os.PathLike) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such prompt bank file")
-    text = path.read_text(encoding="utf-8")
+    from ...data.tables import check_text, read_table, read_text
+
     suffix = path.suffix.lower()
     try:
-        if suffix == ".json":
-            data = json.loads(text)
+        if suffix in (".jsonl", ".csv"):
+            prompts = [str(r.values["prompt"]) for r in read_table(path).records]
+        elif suffix == ".json":
+            data = json.loads(read_text(path))
             prompts = [str(x["prompt"] if isinstance(x, dict) else x) for x in data]
-        elif suffix == ".jsonl":
-            prompts = [str(json.loads(line)["prompt"]) for line in text.splitlines() if line.strip()]
-        elif suffix == ".csv":
-            prompts = [str(r["prompt"]) for r in csv.DictReader(text.splitlines())]
         else:
-            prompts = text.splitlines()
+            prompts = read_text(path).splitlines()
+        for i, p in enumerate(prompts):
+            check_text(p, f"{path}: prompt {i + 1}", "prompt")
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise InputError(
             f"{path}: cannot read prompts ({type(exc).__name__}: {exc}); expected one prompt per "
