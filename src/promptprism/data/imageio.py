@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import warnings
 from typing import Any
 
@@ -48,9 +49,13 @@ def max_pixels() -> int | None:
     return None if limit is None else int(limit)
 
 
-def _bomb_error(where: str, size: tuple[int, int] | None) -> InputError:
+def _bomb_error(where: str, size: tuple[int, int] | None, exc: Exception | None = None) -> InputError:
     limit = max_pixels()
-    shown = f"{size[0]} x {size[1]} = {size[0] * size[1]:,} pixels" if size else "too many pixels"
+    if size is not None:
+        shown = f"{size[0]} x {size[1]} = {size[0] * size[1]:,} pixels"
+    else:  # Pillow refused it while opening: its message holds the pixel count
+        m = re.search(r"\((\d+) pixels\)", str(exc or ""))
+        shown = f"{int(m.group(1)):,} pixels" if m else "too many pixels"
     return InputError(f"{where}: image is {shown}, over the limit of {limit:,} pixels "
                       "(PIL.Image.MAX_IMAGE_PIXELS; raise it in Python for a trusted file)")
 
@@ -73,8 +78,8 @@ def open_image(source: str | os.PathLike | bytes | bytearray, where: str | None 
                     raise _bomb_error(label, im.size)
                 im.load()
                 return im.copy()
-    except Image.DecompressionBombError:
-        raise _bomb_error(label, None) from None
+    except Image.DecompressionBombError as exc:
+        raise _bomb_error(label, None, exc) from None
     except InputError:
         raise
     except FileNotFoundError:

@@ -115,8 +115,8 @@ def check_image(path: Path, where: str, notes: list[str] | None = None) -> None:
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(path) as im:
                 mode, size, info = im.mode, im.size, dict(im.info)
-    except Image.DecompressionBombError:
-        raise _bomb_error(label, None) from None
+    except Image.DecompressionBombError as exc:
+        raise _bomb_error(label, None, exc) from None
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as exc:
         raise InputError(f"{label} is not a readable image ({exc})") from None
     limit = max_pixels()

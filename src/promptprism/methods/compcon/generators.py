@@ -179,11 +179,11 @@ def _read_manifest(path: Path) -> dict[str, list[str]]:
                     rows.append((str(prompt), str(im)))
         elif isinstance(data, list):
             for i, r in enumerate(data):
-                rows.append(_row(r, f"{path}: row {i + 1}"))
+                rows.append(_row(r, path, i + 1))
         else:
             raise InputError(f"{path}: expected an object prompt -> [images] or a list of rows")
     elif suffix in (".jsonl", ".csv"):
-        rows = [_row(rec.values, rec.where) for rec in read_table(path).records]
+        rows = [_row(rec.values, path, rec.number, rec.where) for rec in read_table(path).records]
     else:
         raise InputError(f"{path}: unknown manifest type {suffix!r}; use .jsonl, .csv or .json")
     mapping: dict[str, list[str]] = {}
@@ -194,9 +194,10 @@ def _read_manifest(path: Path) -> dict[str, list[str]]:
     return mapping
 
 
-def _row(r: Any, where: str) -> tuple[str, str]:
+def _row(r: Any, path: Path, number: int, where: str = "") -> tuple[str, str]:
     if not isinstance(r, dict) or "prompt" not in r or not any(k in r for k in ("image", "path", "file")):
-        raise InputError(f"{where}: needs 'prompt' and 'image' fields")
+        line = where[where.rfind("(line"):] if "(line" in where else ""
+        raise InputError(f"{path}: row {number} needs 'prompt' and 'image' fields {line}".rstrip())
     return str(r["prompt"]), str(r.get("image") or r.get("path") or r.get("file"))
 
 
