@@ -69,10 +69,12 @@ class Row:
 
     @property
     def prompt_label(self) -> str:
+        """The prompt text, or the prompt image's path."""
         return self.prompt if self.prompt is not None else str(self.prompt_image)
 
     @property
     def output_label(self) -> str:
+        """The output text, or the image's path."""
         return self.output if self.output is not None else str(self.image)
 
 
@@ -88,6 +90,12 @@ class Manifest:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def __repr__(self) -> str:
+        """One line: source, rows, the kind of each side (never the rows themselves)."""
+        notes = f", {len(self.notes)} notes" if self.notes else ""
+        return (f"Manifest({self.source!r}, {len(self.rows)} rows, prompts: {self.prompt_kind}, "
+                f"outputs: {self.output_kind}{notes})")
 
 
 # ------------------------------------------------------------------------------------------- validation
@@ -239,6 +247,7 @@ def _natural_key(name: str) -> list:
 
 
 def find_prompts_file(folder: Path) -> Path | None:
+    """The one ``prompts.jsonl|csv|parquet`` inside ``folder`` (None if absent; several are an error)."""
     found = [folder / n for n in PROMPTS_FILE_NAMES if (folder / n).is_file()]
     if len(found) > 1:
         raise InputError(f"{folder}: holds several prompts files ({', '.join(p.name for p in found)}); "

@@ -75,7 +75,9 @@ def to_rgb(image: ImageLike, where: str = "image"):
 
     from ..data.imageio import as_rgb, read_rgb
 
-    if isinstance(image, (str, os.PathLike, bytes, bytearray)):
+    if isinstance(image, (str, os.PathLike)):
+        return read_rgb(image, where if str(image) in where else f"{where}: image file {str(image)!r}")
+    if isinstance(image, (bytes, bytearray)):
         return read_rgb(image, where)
     if isinstance(image, Image.Image):
         return as_rgb(image, where)
