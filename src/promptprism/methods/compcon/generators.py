@@ -33,10 +33,13 @@ class ImageSource(Protocol):
     name: str
     can_generate: bool
 
-    def images(self, prompt: str) -> list[Any]: ...
+    def images(self, prompt: str) -> list[Any]:
+        """The images for ``prompt`` (PIL images, arrays or paths)."""
+        ...
 
 
 def normalise_prompt(prompt: str) -> str:
+    """Case- and whitespace-insensitive form of a prompt, for look-ups."""
     return re.sub(r"\s+", " ", prompt).strip().casefold()
 
 
@@ -81,6 +84,7 @@ class CallableGenerator:
         self._memo: dict[str, list[Any]] = {}
 
     def images(self, prompt: str) -> list[Any]:
+        """The images for ``prompt`` as PIL RGB images (empty when the bank has none)."""
         if prompt not in self._memo:
             out = self.fn(prompt)
             if out is None:
@@ -91,6 +95,7 @@ class CallableGenerator:
         return self._memo[prompt]
 
     def describe(self) -> dict:
+        """What the source is, for ``result.json``."""
         return {"type": "callable", "name": self.name}
 
 
@@ -110,6 +115,7 @@ class ImageBank:
     # ------------------------------------------------------------------------------------------ loading
     @classmethod
     def load(cls, path: str | os.PathLike, name: str | None = None) -> ImageBank:
+        """A bank from a manifest file or a folder (see the module docstring for the forms)."""
         path = Path(path)
         label = name or path.name
         if not path.exists():
@@ -138,25 +144,30 @@ class ImageBank:
 
     # ------------------------------------------------------------------------------------------ look-up
     def lookup(self, prompt: str) -> str | None:
+        """The bank's own spelling of ``prompt`` (exact, else normalised), or None."""
         if prompt in self.mapping:
             return prompt
         return self._norm.get(normalise_prompt(prompt))
 
     def images(self, prompt: str) -> list[Any]:
+        """The images for ``prompt`` as PIL RGB images (empty when the bank has none)."""
         key = self.lookup(prompt)
         if key is None:
             return []
         return [load_image(p) for p in self.mapping[key]]
 
     def n_images(self, prompt: str) -> int:
+        """How many images the bank holds for ``prompt``."""
         key = self.lookup(prompt)
         return 0 if key is None else len(self.mapping[key])
 
     def image_paths(self, prompt: str) -> list[str]:
+        """The image paths of ``prompt`` (empty when absent)."""
         key = self.lookup(prompt)
         return [] if key is None else list(self.mapping[key])
 
     def describe(self) -> dict:
+        """What the source is, for ``result.json``."""
         return {"type": "bank", "name": self.name, "source": self.source, "n_prompts": len(self.mapping)}
 
 
@@ -255,6 +266,7 @@ def resolve_source(spec: str, name: str) -> ImageSource:
 
 
 def import_object(spec: str, *, what: str) -> Any:
+    """The object named ``module:attribute`` (an error naming ``what`` when it cannot be imported)."""
     module, _, attr = spec.partition(":")
     try:
         obj: Any = importlib.import_module(module)
