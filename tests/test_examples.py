@@ -41,8 +41,8 @@ def test_python_api(tmp_path):
 
 def test_several_models(tmp_path):
     out = run_example("several_models.py", "--per-prompt", "8", "--out", tmp_path)
-    rows = {line.split()[0]: [float(x) for x in line.split()[1:]] for line in out.splitlines()
-            if " vs " not in line and len(line.split()) == 4 and line.split()[0] in ("faithful", "creative", "collapsed")}
+    table = out.split("PromptSplit distance")[0].splitlines()[1:]  # model, scendi, vendi, model share
+    rows = {line.split()[0]: [float(x) for x in line.split()[1:]] for line in table}
     # model-driven diversity: creative > faithful > collapsed (whose outputs are fixed by the prompt)
     assert rows["creative"][0] > rows["faithful"][0] > rows["collapsed"][0]
     assert abs(rows["collapsed"][0] - 1.0) < 0.05
