@@ -124,7 +124,7 @@ def check_out_dir(out: str | os.PathLike, *, parameter: str = "out",
     for name in names:
         target = out / name
         if target.is_dir():
-            raise _cannot(out, f"{name} there is a folder; remove it or choose another folder",
+            raise _cannot(out, f"{name} is a folder; remove it or choose another folder",
                           parameter=parameter)
     remove_stale_temporaries(out)
     return out
@@ -163,7 +163,7 @@ def staged_outputs(out: str | os.PathLike, *, parameter: str = "out") -> Iterato
         for f in files:
             target = out / f.relative_to(stage)
             if target.is_dir():
-                raise _cannot(out, f"{target.name} there is a folder; nothing was replaced",
+                raise _cannot(out, f"{target.name} is a folder; nothing was replaced",
                               parameter=parameter)
         try:
             for f in files:

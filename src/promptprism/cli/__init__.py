@@ -105,21 +105,28 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _replay(caught: list[warnings.WarningMessage]) -> None:
-    """Warnings of a successful run, one line each (duplicates once); library deprecations stay silent."""
+    """Warnings of a successful run, issued again now that the run is over (library deprecations stay
+    silent; duplicates once). The console entry point shows each as one ``warning:`` line."""
     seen = set()
     for w in caught:
         if issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning, ImportWarning,
                                    ResourceWarning)):
             continue
-        text = " ".join(str(w.message).split())
-        if text in seen:
+        key = (w.category, " ".join(str(w.message).split()))
+        if key in seen:
             continue
-        seen.add(text)
-        err_console.print(f"warning: {text}", markup=False, highlight=False, soft_wrap=True)
+        seen.add(key)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, registry={})
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    err_console.print(f"warning: {' '.join(str(message).split())}", markup=False, highlight=False,
+                      soft_wrap=True)
 
 
 def run() -> None:
-    """Console-script entry point."""
+    """Console-script entry point (warnings print as one ``warning:`` line each)."""
+    warnings.showwarning = _one_line_warning
     sys.exit(main())
 
 

@@ -92,12 +92,15 @@ def read_cli_input(path: Path, *, name: str, **options: Any) -> Any:
 
 def load_cli_input(path: Path, *, name: str, prompts: Path | None, text_model: str, image_model: str,
                    clip_model: str | None, cache: Path | None, no_cache: bool, device: str, batch_size: int,
-                   quiet: bool, client: Any = None) -> PairedSet:
-    """``load_input`` with the CLI's options; notes go to stderr. ``client`` (deprecated): run inside
+                   quiet: bool, client: Any = None, columns: dict[str, str] | None = None) -> PairedSet:
+    """``load_input`` with the CLI's options; notes go to stderr. ``columns``: the manifest's own column
+    names by role (default: the run's ``--columns``). ``client`` (deprecated): run inside
     ``execution(client)`` instead."""
     kwargs = _with_columns(load_input, cli_input_options(
         prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model, cache=cache,
         no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet))
+    if columns is not None:
+        kwargs["columns"] = columns
     from ..scale import current_client, execution
 
     scope = execution(client) if client is not None and current_client() is None else contextlib.nullcontext()
