@@ -565,6 +565,9 @@ def _cases():
 
 
 CASES = _cases()
+MUST_SUCCEED = {"data: good", "manifest: manifest", "manifest: question_answer + --columns", "images: gen",
+                "out: markup in out path", "out: stale temporaries", "data: neardup both (exact)",
+                "data: markup"}
 
 
 def _prepare_out(tmp_path: Path, argv: list, command: str) -> tuple[list, Path | None, bool]:
@@ -631,6 +634,9 @@ def test_hostile_input(inputs, tmp_path, monkeypatch, command, kind, build):
     argv, folder, npz = _prepare_out(tmp_path, build(inputs), command)
     code, out, err = run_cli(*argv)
     OUTCOMES[f"{command}|{kind}"] = (code, err.strip().splitlines()[-1] if err.strip() else "")
+    # valid inputs among the hostile ones (else the suite would pass on "always exit 2")
+    if kind in MUST_SUCCEED and command != "compcon-eval":
+        assert code == 0, f"{command} {kind}: a valid input refused\n{err}"
     _check(code, out, err, folder, npz, f"{command} {kind}")
 
 
