@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from promptsplit import write_memmapped  # noqa: E402
 
 from promptprism import PromptSplit, load_paired  # noqa: E402
+from promptprism.scale import execution  # noqa: E402
 
 
 def main() -> int:
@@ -70,7 +71,8 @@ def promptsplit_rows(args: argparse.Namespace) -> None:
                 with LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
                                   dashboard_address=":0") as cluster, Client(cluster) as client:
                     t0 = time.perf_counter()
-                    res = est.fit(test, ref, client=client)
+                    with execution(client):
+                        res = est.fit(test, ref)
                     secs = time.perf_counter() - t0
                 same = np.allclose(res.eigenvalues, base.eigenvalues, rtol=1e-9, atol=1e-14)
                 flag = "" if same else " (RESULT DIFFERS)"

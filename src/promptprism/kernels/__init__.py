@@ -17,6 +17,7 @@ from .features import (
 )
 from .gram import KERNELS, cosine_gram, gaussian_gram, kernel_gram, squared_distances
 from .rbf import gamma_from_sigma, rbf_kernel, sigma_from_gamma
+from .scendi_features import ScendiFeatureMaps
 
 __all__ = [
     "BANDWIDTH_RULES",
@@ -25,6 +26,7 @@ __all__ = [
     "ProductRandomFourierFeatures",
     "ProductRandomProjection",
     "RandomFourierFeatures",
+    "ScendiFeatureMaps",
     "cosine_features",
     "cosine_gram",
     "gamma_from_sigma",
