@@ -52,7 +52,8 @@ def print_regions(result: RegionsResult, out: Path | None, *, quiet: bool = Fals
             level = boot["level"]
             console.print(f"[brackets]: {level:.0%} bootstrap intervals ({boot['replicates']} resamples"
                           f" of the {boot['resample']}, seed {boot['seed']}) for the population CMS; eq. 4 "
-                          "on n images reads low by about 1/n, so a value can sit just below its interval",
+                          "on n images reads low by about 1/n, so a value can sit just below its interval; "
+                          "an interval above 1 means generated images repeat real ones",
                           highlight=False, markup=False)
             for k, name in enumerate(result.names):
                 ties = result.region_ties(k)
