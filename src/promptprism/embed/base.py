@@ -8,7 +8,6 @@ identities never share cache entries.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -54,36 +53,34 @@ def resolve_device(device: str | None) -> str:
         index = int(d[5:]) if ":" in d else 0
         if index >= n:
             why = "no CUDA device is available" if n == 0 else f"only {n} CUDA device(s) here"
-            raise OptionError(f"--device {device}: {why}; use --device cpu or auto")
+            raise OptionError(f"device {device}: {why}; use device=cpu or device=auto")
         return d
     if d in ("cpu", "mps"):
         return d
-    raise OptionError(f"--device must be auto, cpu, cuda, cuda:N or mps, got {device!r}")
+    raise OptionError(f"device must be auto, cpu, cuda, cuda:N or mps, got {device!r}")
 
 
 def check_batch_size(batch_size: Any) -> int:
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise OptionError(f"--batch-size must be a positive integer, got {batch_size!r}")
+        raise OptionError(f"batch_size must be a positive integer, got {batch_size!r}")
     return int(batch_size)
 
 
 def to_rgb(image: ImageLike, where: str = "image"):
-    """A PIL RGB image from a path, bytes, an array (H, W), (H, W, 3|4) or a PIL image."""
-    from PIL import Image, UnidentifiedImageError
+    """A PIL RGB image from a path, bytes, an array (H, W), (H, W, 3|4) or a PIL image.
 
-    try:
-        if isinstance(image, (str, os.PathLike)):
-            with Image.open(image) as im:
-                im.load()
-                return im.convert("RGB")
-        if isinstance(image, (bytes, bytearray)):
-            with Image.open(io.BytesIO(image)) as im:
-                im.load()
-                return im.convert("RGB")
-        if isinstance(image, Image.Image):
-            return image if image.mode == "RGB" else image.convert("RGB")
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
-        raise InputError(f"{where}: not a readable image ({exc})") from None
+    Files and PIL images go through :func:`promptprism.data.imageio.read_rgb` / ``as_rgb`` (pixel limit,
+    16-bit scaling, palette and alpha rules documented there)."""
+    from PIL import Image
+
+    from ..data.imageio import as_rgb, read_rgb
+
+    if isinstance(image, (str, os.PathLike)):
+        return read_rgb(image, where if str(image) in where else f"{where}: image file {str(image)!r}")
+    if isinstance(image, (bytes, bytearray)):
+        return read_rgb(image, where)
+    if isinstance(image, Image.Image):
+        return as_rgb(image, where)
     arr = np.asarray(image)
     if arr.ndim == 3 and arr.shape[2] == 1:
         arr = arr[..., 0]
