@@ -118,9 +118,9 @@ def test_bad_input_exit_2_and_nothing_written(tmp_path, capsys, case, expect):
 @pytest.mark.parametrize("argv, expect", [
     (["--kernel", "laplace"], "unknown kernel 'laplace'"),
     (["--kernel", "gaussian", "--features", "201"], "must be even"),
-    (["--kernel", "gaussian", "--sigma-output", "-2"], "sigma_output must be > 0"),
+    (["--kernel", "gaussian", "--sigma-output", "-2"], "--sigma-output must be > 0"),
     (["--seed", "x"], "--seed must be an integer"),
-    (["--clusters", "0"], "number of clusters must be > 0"),
+    (["--clusters", "0"], "--clusters must be > 0"),
 ])
 def test_bad_options_exit_2(tmp_path, capsys, argv, expect):
     src = write_set(tmp_path / "a.npz")

@@ -38,7 +38,7 @@ class TransformersClip:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise InputError(
                 f"cannot load CLIP model {model!r} from local files (nothing is downloaded): "
-                f"{first}; pass --clip-model with a local folder holding a CLIP model"
+                f"{first}; pass clip_model= a local folder holding a CLIP model"
             ) from None
         self.name = model
         self.device = device
