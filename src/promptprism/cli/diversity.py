@@ -109,11 +109,11 @@ def diversity(
     shared_frequencies: bool = typer.Option(False, "--shared-frequencies/--separate-frequencies",
                                             help="One set of RFF frequencies and one bandwidth for prompts "
                                                  "and outputs (same embedding space, e.g. CLIP)."),
-    gamma: str = typer.Option("auto", "--gamma",
+    gamma_estimator: str = typer.Option("auto", "--gamma",
                               help="How Gamma* (prompt -> output) is estimated: in-sample (the paper), "
                                    "cross-fit (out of fold: honest with one output per prompt), or auto "
                                    "(cross-fit when rank(C_TT) >= n/2)."),
-    folds: str = typer.Option("5", "--folds", help="Folds of the cross-fitted Gamma* (prompts per fold)."),
+    n_folds: str = typer.Option("5", "--folds", help="Folds of the cross-fitted Gamma* (prompts per fold)."),
     ridge: str = typer.Option("cv", "--ridge", help="Ridge of the cross-fitted Gamma*: 'cv' (chosen by "
                                                     "cross-validation) or a number >= 0."),
     bootstrap: str = typer.Option("auto", "--bootstrap",
@@ -146,7 +146,7 @@ def diversity(
         n_clusters=int_option(clusters, "--clusters"), top_k=int_option(top_k, "--top-k"),
         seed=int_option(seed, "--seed"), chunk_size=int_option(chunk_size, "--chunk-size"),
         partition_rows=int_option(partition_rows, "--partition-rows"), progress=False if quiet else None,
-        gamma_estimator=gamma, n_folds=int_option(folds, "--folds"), ridge=_ridge_option(ridge),
+        gamma_estimator=gamma_estimator, n_folds=int_option(n_folds, "--folds"), ridge=_ridge_option(ridge),
         bootstrap=_bootstrap_option(bootstrap), confidence=_float_option(confidence, "--confidence"),
         precision=precision)
     names = unique_names(inputs)
