@@ -18,6 +18,7 @@ from . import compcon as _compcon  # noqa: E402,F401
 from . import demo as _demo  # noqa: E402,F401
 from . import diversity as _diversity  # noqa: E402,F401
 from . import embed as _embed  # noqa: E402,F401
+from . import generate as _generate  # noqa: E402,F401
 from . import regions as _regions  # noqa: E402,F401
 from . import report as _report  # noqa: E402,F401
 from . import split as _split  # noqa: E402,F401
