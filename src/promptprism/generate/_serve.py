@@ -7,6 +7,7 @@ cache is cleared before each request, and messages are laid out in ChatML.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -25,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8080)
     ap.add_argument("--ctx-size", type=int, default=2048)
+    ap.add_argument("--exit-with-parent", action="store_true", help="stop when the starting process dies")
     args = ap.parse_args(argv)
     from cyllama.llama.server import python as srv
 
@@ -41,6 +43,15 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    parent = os.getppid()
+
+    def orphan_watch() -> None:  # the parent was killed without stopping us: stop too
+        while not stop.wait(1.0):
+            if os.getppid() != parent:
+                stop.set()
+
+    if args.exit_with_parent:
+        threading.Thread(target=orphan_watch, daemon=True).start()
     with srv.PythonServer(config):
         print(f"serving {args.model} on http://{args.host}:{args.port}/v1", flush=True)
         stop.wait()

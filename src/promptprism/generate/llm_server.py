@@ -111,7 +111,7 @@ def local_llm_server(model: str | os.PathLike | None = None, *, port: int | None
         log_path = Path(log)
     base_url = f"http://127.0.0.1:{port}/v1"
     cmd = [sys.executable, "-m", "promptprism.generate._serve", str(path), "--port", str(port),
-           "--ctx-size", str(ctx_size)]
+           "--ctx-size", str(ctx_size), "--exit-with-parent"]
     with open(log_path, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
