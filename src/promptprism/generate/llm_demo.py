@@ -14,26 +14,27 @@ from pathlib import Path
 
 from .llm_server import local_llm_server
 from .prompts import PromptRow
-from .questions import SYSTEM_PROMPTS, qa_prompts
+from .questions import SEEDS, SYSTEM_PROMPT, qa_prompts
 from .run import GenerateResult
 from .text import generate_text
 
 
-def generate_qa(out: str | os.PathLike, *, prompts: Sequence[PromptRow] | None = None, samples: int = 3,
-                max_tokens: int = 48, temperature: float = 0.7, seed: int = 0, base_url: str | None = None,
+def generate_qa(out: str | os.PathLike, *, prompts: dict[str, Sequence[PromptRow]] | None = None,
+                samples: int = 2, max_tokens: int = 48, temperature: float = 0.7, base_url: str | None = None,
                 model: str = "SmolLM2-135M-Instruct",
                 progress: bool | None = None) -> dict[str, GenerateResult]:
-    """Answer ``prompts`` (default: the 100 questions) under both system prompts; one manifest per set-up."""
+    """Answer the questions (default: the 100 of :mod:`~promptprism.generate.questions`, per set-up) in
+    both set-ups (seeds :data:`~promptprism.generate.questions.SEEDS`); one manifest per set-up."""
     out = Path(out)
-    rows = list(prompts) if prompts is not None else qa_prompts()
     ctx = local_llm_server() if base_url is None else nullcontext(None)
     results: dict[str, GenerateResult] = {}
     with ctx as server:
         url = server.base_url if server is not None else base_url
         name = server.model if server is not None else model
         for setup in ("test", "reference"):
+            rows = list(prompts[setup]) if prompts is not None else qa_prompts(setup)
             results[setup] = generate_text(rows, out=out / f"{setup}.jsonl", base_url=url, model=name,
-                                           system_prompt=SYSTEM_PROMPTS[setup], samples=samples,
-                                           temperature=temperature, max_tokens=max_tokens, seed=seed,
+                                           system_prompt=SYSTEM_PROMPT, samples=samples,
+                                           temperature=temperature, max_tokens=max_tokens, seed=SEEDS[setup],
                                            api_key_env=None, progress=progress, timeout=120.0)
     return results

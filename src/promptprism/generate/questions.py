@@ -1,8 +1,12 @@
 """The question set of the real-LLM demo: 100 short questions in five topics (20 each).
 
-Two set-ups of one model differ on one topic only: ``SYSTEM_PROMPTS["reference"]`` is a plain assistant,
-``SYSTEM_PROMPTS["test"]`` adds "always answer history questions in French". PromptSplit should rank the
-history questions first.
+Two set-ups of one model differ on one topic only: the reference answers every question under
+``SYSTEM_PROMPT`` (a plain assistant); the test set-up routes history questions to ``ALTERED_SYSTEM_PROMPT``
+("... Always answer in French.") and every other question to the same plain system prompt. (A 135M model
+does not follow a topic-conditional instruction such as "answer history questions in French": it answers in
+French on every topic, so the topic is chosen by the set-up, not left to the model.) The two set-ups draw
+with different seeds, so the unaltered topics are independent samples of the same behaviour. PromptSplit
+should rank the history questions first.
 """
 
 from __future__ import annotations
@@ -11,10 +15,10 @@ from .prompts import PromptRow
 
 ALTERED_TOPIC = "history"
 
-SYSTEM_PROMPTS = {
-    "reference": "You are a helpful assistant.",
-    "test": "You are a helpful assistant. Always answer history questions in French.",
-}
+SYSTEM_PROMPT = "You are a helpful assistant."
+ALTERED_SYSTEM_PROMPT = "You are a helpful assistant. Always answer in French."
+#: the seed each set-up draws with
+SEEDS = {"test": 1, "reference": 0}
 
 TOPICS: dict[str, tuple[str, ...]] = {
     "history": (
@@ -63,7 +67,15 @@ TOPICS: dict[str, tuple[str, ...]] = {
 }
 
 
-def qa_prompts() -> list[PromptRow]:
-    """The 100 questions as prompt rows with ids ``<topic>-<k>`` and a ``topic`` column."""
-    return [PromptRow(id=f"{topic.replace(' ', '-')}-{k:02d}", prompt=q, meta={"topic": topic})
+def qa_prompts(setup: str = "reference") -> list[PromptRow]:
+    """The 100 questions as prompt rows with ids ``<topic>-<k>``, a ``topic`` and a ``system`` column (the
+    system prompt of that question in ``setup``: 'test' or 'reference')."""
+    if setup not in SEEDS:
+        raise ValueError(f"setup must be 'test' or 'reference', got {setup!r}")
+
+    def system(topic: str) -> str:
+        return ALTERED_SYSTEM_PROMPT if setup == "test" and topic == ALTERED_TOPIC else SYSTEM_PROMPT
+
+    return [PromptRow(id=f"{topic.replace(' ', '-')}-{k:02d}", prompt=q,
+                      meta={"topic": topic, "system": system(topic)})
             for topic, qs in TOPICS.items() for k, q in enumerate(qs)]

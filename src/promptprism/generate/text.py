@@ -29,9 +29,10 @@ def generate_text(prompts: str | os.PathLike | Sequence[PromptRow], *, out: str 
                   api_key_env: str | None = "OPENAI_API_KEY", progress: bool | None = None) -> GenerateResult:
     """Answer every prompt ``samples`` times and write a manifest (``prompt``, ``output``, ``id``...).
 
-    Each request carries its own seed (:func:`~promptprism.generate.run.sample_seed`), so samples differ
-    and a re-run asks the same questions. An empty answer is asked again with the next seed (at most
-    ``EMPTY_REASKS`` times), then it is an error naming the prompt's row. Resumable (see
+    A ``system`` column in the prompts file gives that row its own system prompt (instead of
+    ``system_prompt``). Each request carries its own seed (:func:`~promptprism.generate.run.sample_seed`),
+    so samples differ and a re-run asks the same questions. An empty answer is asked again with the next
+    seed (at most ``EMPTY_REASKS`` times), then it is an error naming the prompt's row. Resumable (see
     :func:`~promptprism.generate.run.run_tasks`).
     """
     check_seed(seed)
@@ -55,7 +56,9 @@ def generate_text(prompts: str | os.PathLike | Sequence[PromptRow], *, out: str 
     where = str(prompts) if isinstance(prompts, (str, os.PathLike)) else "prompts"
 
     def work(task: Task) -> dict:
-        messages = ([{"role": "system", "content": system}] if system else []) + [
+        own = task.prompt.meta.get("system")
+        row_system = str(own).strip() if isinstance(own, str) and own.strip() else system
+        messages = ([{"role": "system", "content": row_system}] if row_system else []) + [
             {"role": "user", "content": task.prompt.prompt}]
         tried: list[int] = []
         for attempt in range(EMPTY_REASKS + 1):
@@ -67,7 +70,7 @@ def generate_text(prompts: str | os.PathLike | Sequence[PromptRow], *, out: str 
                 for k in ("completion_tokens", "prompt_tokens"):
                     tokens[k] += int(usage.get(k, 0) or 0)
             if usable_text(answer):
-                return {"output": answer.strip(), "model": model, "system_prompt": system or ""}
+                return {"output": answer.strip(), "model": model, "system_prompt": row_system or ""}
         raise InputError(f"{where}: prompt id {task.prompt.id} ({task.prompt.prompt[:60]!r}), sample "
                          f"{task.sample}: {model} at {client.base_url} answered nothing usable "
                          f"{len(tried)} times (seeds {tried})")
