@@ -28,6 +28,15 @@ def _prompts(tmp_path, lines=("What is 1+1?", "Name a colour.", "Say hello.")):
     return p
 
 
+def _gen(prompts, out, srv, **kw):
+    kw.setdefault("model", "m")
+    return generate_text(prompts, out=out, base_url=srv.base_url, api_key_env=None, progress=False, **kw)
+
+
+def _last(body):
+    return body["messages"][-1]["content"]
+
+
 def _echo(body, stage, n):
     user = body["messages"][-1]["content"]
     return f"answer to {user} (seed {body.get('seed')})"
@@ -54,11 +63,11 @@ def test_resume_after_failure_keeps_rows_and_never_regenerates(tmp_path):
     out = tmp_path / "out.jsonl"
 
     def flaky(body, stage, n):
-        return (400, "bad request") if "question 5" in body["messages"][-1]["content"] else _echo(body, stage, n)
+        return (400, "bad request") if "question 5" in _last(body) else _echo(body, stage, n)
 
     with ScriptedServer(flaky) as srv:
         with pytest.raises(PromptPrismError, match=r"HTTP 400.*5 of 8 rows kept .*run the same command"):
-            generate_text(prompts, out=out, base_url=srv.base_url, model="m", api_key_env=None, progress=False)
+            _gen(prompts, out, srv)
     assert not out.exists() and journal_path(out).exists()
     with ScriptedServer(_echo) as srv:
         res = generate_text(prompts, out=out, base_url=srv.base_url, model="m", api_key_env=None,
@@ -78,9 +87,9 @@ def test_resume_after_failure_keeps_rows_and_never_regenerates(tmp_path):
 def test_torn_journal_line_is_ignored(tmp_path):
     prompts = _prompts(tmp_path)
     out = tmp_path / "out.jsonl"
-    with ScriptedServer(lambda b, s, n: (400, "no") if "hello" in b["messages"][-1]["content"] else "ok") as srv:
+    with ScriptedServer(lambda b, s, n: (400, "no") if "hello" in _last(b) else "ok") as srv:
         with pytest.raises(PromptPrismError):
-            generate_text(prompts, out=out, base_url=srv.base_url, model="m", api_key_env=None, progress=False)
+            _gen(prompts, out, srv)
     with open(journal_path(out), "a") as fh:
         fh.write('{"key": "3\\u001f0", "sett')  # killed mid-write
     with ScriptedServer(lambda b, s, n: "ok") as srv:
@@ -111,10 +120,10 @@ def test_bounded_concurrency(tmp_path):
 def test_empty_answers_are_reasked_then_an_error_naming_the_row(tmp_path):
     prompts = _prompts(tmp_path)
     out = tmp_path / "out.jsonl"
-    with ScriptedServer(lambda b, s, n: "  \n" if "colour" in b["messages"][-1]["content"] else "fine") as srv:
+    with ScriptedServer(lambda b, s, n: "  \n" if "colour" in _last(b) else "fine") as srv:
         with pytest.raises(InputError, match=r"prompt id 2 \('Name a colour.'\), sample 0: m .* answered "
                                              r"nothing usable 3 times"):
-            generate_text(prompts, out=out, base_url=srv.base_url, model="m", api_key_env=None, progress=False)
+            _gen(prompts, out, srv)
         seeds = [r["seed"] for r in srv.requests if "colour" in r["messages"][-1]["content"]]
     assert len(seeds) == 3 and len(set(seeds)) == 3
     assert len(journal_path(out).read_text().splitlines()) == 1  # prompt 1 kept; prompt 3 never started
