@@ -212,7 +212,8 @@ def fashion_disagreement(per_class: int, *, wrong: dict[str, str] | None = None,
     The reference answers every prompt with its class. The test model answers the prompts of ``wrong``'s
     keys with images of the mapped class (default: sneaker -> sandal, pullover -> coat) and the prompts in
     ``styled`` with negated images (a style change: light garments on a dark background become dark on
-    light).
+    light). Images are drawn without repetition, except the wrong-class answers once the mapped class's
+    6,000 training images are used up (``per_class`` > 2,000): those repeat images of that class.
     """
     from .errors import OptionError
 
@@ -226,7 +227,9 @@ def fashion_disagreement(per_class: int, *, wrong: dict[str, str] | None = None,
     pools = {c: rng.permutation(np.flatnonzero(y == c)) for c in range(10)}
     used = dict.fromkeys(range(10), 0)
 
-    def take(c: int) -> np.ndarray:
+    def take(c: int, reuse: bool = False) -> np.ndarray:
+        if reuse and used[c] + per_class > pools[c].size:  # wrong-class answers: repeat from the pool's start
+            return x[pools[c][np.arange(used[c], used[c] + per_class) % pools[c].size]]
         if used[c] + per_class > pools[c].size:
             raise OptionError(f"per_class {per_class} needs more images of class {names[c]!r} than the 6,000 "
                               f"training images hold")
@@ -238,7 +241,7 @@ def fashion_disagreement(per_class: int, *, wrong: dict[str, str] | None = None,
     for c, name in enumerate(names):
         ref.append(take(c))
         if name in wrong:
-            test.append(take(names.index(wrong[name])))
+            test.append(take(names.index(wrong[name]), reuse=True))
         elif name in styled:
             test.append(255 - take(c))
         else:
