@@ -237,16 +237,13 @@ def fashion_disagreement(per_class: int, *, wrong: dict[str, str] | None = None,
         used[c] += per_class
         return x[idx]
 
-    prompts, test, ref = [], [], []
-    for c, name in enumerate(names):
-        ref.append(take(c))
+    ref = [take(c) for c in range(10)]
+    test = [None if name in wrong else (255 - take(c) if name in styled else take(c))
+            for c, name in enumerate(names)]
+    for c, name in enumerate(names):  # after every own draw, so only substitutes can repeat
         if name in wrong:
-            test.append(take(names.index(wrong[name]), reuse=True))
-        elif name in styled:
-            test.append(255 - take(c))
-        else:
-            test.append(take(c))
-        prompts += [fashion_prompt(name)] * per_class
+            test[c] = take(names.index(wrong[name]), reuse=True)
+    prompts = [fashion_prompt(name) for name in names for _ in range(per_class)]
     altered = tuple(fashion_prompt(n) for n in names if n in wrong or n in styled)
     return FashionDisagreement(prompts=tuple(prompts), test_images=np.concatenate(test),
                                reference_images=np.concatenate(ref), altered=altered)
