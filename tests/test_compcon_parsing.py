@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from PIL import Image
 
 from promptprism import ImageBank, InputError
 from promptprism.methods.compcon import load_id2_splits, load_prompt_bank, load_templates, missing_images
@@ -106,6 +105,7 @@ def test_id2_splits_shipped():
 
 
 def _png(path, color="red"):
+    Image = pytest.importorskip("PIL.Image")
     Image.new("RGB", (8, 8), color).save(path)
     return path
 
@@ -137,6 +137,7 @@ def test_image_bank_forms_and_lookup(tmp_path):
 
 
 def test_prompt_bank_and_grid(tmp_path):
+    Image = pytest.importorskip("PIL.Image")
     (tmp_path / "p.txt").write_text("a\n\nb\na\n")
     assert load_prompt_bank(tmp_path / "p.txt") == ["a", "b"]
     (tmp_path / "e.txt").write_text("\n \n")
@@ -176,3 +177,77 @@ def test_predictions_from_result_order():
     assert p["attributes"] == ["fog", "rain"]
     assert p["descriptions"] == [["b"], ["c"], ["a"], ["d"]]
     assert [rating_score(r) for r in (1, 2, 3)] == [0.0, 0.5, 1.0]
+
+
+# ------------------------------------------------------------------------------------------ hardening
+class _Judge:
+    """Rates every request 2 (a judge that always answers)."""
+
+    model = "judge"
+
+    def __init__(self):
+        self.requests = []
+
+    def chat(self, messages):
+        self.requests.append(messages[-1]["content"])
+        return "<rating>2</rating>"
+
+
+def test_huge_key_concepts_answer_is_parsed_bounded():
+    answer = "Description: rain at night\nKey Concepts: [" + "-" * 200_000 + "1]"
+    description, concepts = parse_description(answer)  # no MemoryError / RecursionError
+    assert description == "rain at night"
+    assert len(concepts) == 1 and len(concepts[0]) <= 60_000
+    nested = "Description: d\nKey Concepts: [" + "[" * 3000 + "]" * 3000 + "]"
+    assert parse_description(nested)[0] == "d"
+    assert parse_description('Description: d\nKey Concepts: ["a", \'b\', 3]')[1] == ["a", "b", "3"]
+
+
+def test_eval_k_must_be_at_least_one():
+    from promptprism import OptionError
+    from promptprism.methods.compcon.evaluation import evaluate_predictions
+
+    for k in (0, -1, 1.5, True):
+        with pytest.raises(OptionError, match="k must be >= 1"):
+            evaluate_predictions({"0": {"attributes": ["x"]}}, _Judge(), k=k)
+
+
+def test_eval_a_string_attribute_is_one_attribute_not_its_characters():
+    from promptprism.methods.compcon.evaluation import evaluate_predictions
+
+    judge = _Judge()
+    out = evaluate_predictions({"0": {"attributes": "red", "descriptions": ["a", "b"]}}, judge, k=5)
+    row = out.per_split[0]
+    assert row["attribute_ratings"] == [2] and row["description_ratings"] == [2]
+    assert len(judge.requests) == 2 and '"red"' in judge.requests[0]
+
+
+@pytest.mark.parametrize("pred", [5, None, "x", {"attributes": [1, 2]}, {"descriptions": 3},
+                                  {"kind": "compcon", "attributes": [1]}])
+def test_eval_malformed_predictions_are_input_errors(pred):
+    from promptprism.methods.compcon.evaluation import evaluate_predictions
+
+    with pytest.raises(InputError, match="prediction '0'"):
+        evaluate_predictions({"0": pred}, _Judge(), k=1)
+
+
+def test_banks_refuse_latin1_and_lone_surrogates(tmp_path):
+    (tmp_path / "bank.txt").write_bytes("un caf\xe9\nna\xefve\n".encode("latin-1"))
+    with pytest.raises(InputError, match=r"bank.txt: line 1: not UTF-8"):
+        load_prompt_bank(tmp_path / "bank.txt")
+    (tmp_path / "bank.jsonl").write_text('{"prompt": "ok"}\n{"prompt": "bad \\ud800"}\n')
+    with pytest.raises(InputError, match="lone surrogate"):
+        load_prompt_bank(tmp_path / "bank.jsonl")
+    (tmp_path / "m.csv").write_bytes("prompt,image\ncaf\xe9,a.png\n".encode("latin-1"))
+    with pytest.raises(InputError, match=r"m.csv: line 2: not UTF-8"):
+        ImageBank.load(tmp_path / "m.csv")
+
+
+def test_bank_image_over_the_pixel_limit_is_an_input_error(tmp_path, monkeypatch):
+    Image = pytest.importorskip("PIL.Image")
+    _png(tmp_path / "big.png")
+    (tmp_path / "m.jsonl").write_text(json.dumps({"prompt": "p", "image": "big.png"}) + "\n")
+    bank = ImageBank.load(tmp_path / "m.jsonl")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 10)
+    with pytest.raises(InputError, match=r"big.png: image is 64 pixels, over the limit of 10 pixels"):
+        bank.images("p")

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
 
 from _embed_helpers import (  # noqa: F401 - fixtures
     fresh_memory_cache_fixture,
@@ -18,6 +17,8 @@ from _embed_helpers import (  # noqa: F401 - fixtures
 )
 from promptprism.data import load_input, read_image_folder, read_input, read_manifest
 from promptprism.errors import InputError
+
+Image = pytest.importorskip("PIL.Image")  # manifests of images need Pillow (the [embed] extra)
 
 ROWS = [
     {"id": "a", "prompt": "What is the capital of Peru?", "output": "Lima.", "temperature": 0.7},
@@ -257,8 +258,7 @@ def test_bad_options_exit_2(tmp_path, capsys):
     p = write_jsonl(tmp_path / "m.jsonl", ROWS)
     _expect_exit2(capsys, tmp_path, p, "--device", extra=["--device", "tpu"])
     _expect_exit2(capsys, tmp_path, p, "--batch-size", extra=["--batch-size", "0"])
-    import torch
-
+    torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         _expect_exit2(capsys, tmp_path, p, "no CUDA device", extra=["--device", "cuda"])
     out = tmp_path / "o.npz"

@@ -62,9 +62,29 @@ def test_rff_finds_altered_prompts(data):
     _check(res, data)
 
 
-def test_cli_demo(tmp_path, data, exact, capsys):
+def test_cli_demo(tmp_path, data, exact, capsys, monkeypatch):
+    # the demo's fit is the `exact` fixture's (not a second 30 s fit): the demo must call the default
+    # estimator on the same data, and `auto` must resolve to the exact route at this size
+    import promptprism.cli.demo as demo
+    from promptprism.methods.promptsplit import EXACT_MAX_SAMPLES
+
+    calls = []
+
+    class Reused(PromptSplit):
+        def fit(self, test, reference):
+            calls.append(self)
+            assert self.method == "auto" and self.seed == 0
+            assert len(test) + len(reference) <= EXACT_MAX_SAMPLES  # auto = exact here
+            for got, want in ((test, data.test), (reference, data.reference)):
+                np.testing.assert_array_equal(got.prompt_embeddings, want.prompt_embeddings)
+                np.testing.assert_array_equal(got.output_embeddings, want.output_embeddings)
+                assert got.prompts == want.prompts and got.outputs == want.outputs
+            return exact
+
+    monkeypatch.setattr(demo, "PromptSplit", Reused)
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--quiet"]) == 0
+    assert len(calls) == 1
     assert "10/10" in capsys.readouterr().out
     assert (out / "result.json").is_file()
     assert json.loads((out / "result.json").read_text())["kind"] == "promptsplit"

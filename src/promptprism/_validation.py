@@ -80,11 +80,19 @@ def check_nonzero_rows(arr: np.ndarray, name: str, *, source: str | None = None,
     """Fail on the first all-zero row (its direction, and so its cosine similarity, is undefined)."""
     for start in range(0, arr.shape[0], _SCAN_ROWS):
         block = np.asarray(arr[start : start + _SCAN_ROWS])
-        norms = np.einsum("ij,ij->i", block, block)
-        bad = np.flatnonzero(norms <= 0.0)
-        if bad.size:
-            raise InputError(f"{_where(source, name)}: row {start + int(bad[0])} (0-based) is all zeros; "
+        zero = np.flatnonzero(~np.any(block != 0, axis=1))
+        if zero.size:
+            raise InputError(f"{_where(source, name)}: row {start + int(zero[0])} (0-based) is all zeros; "
                              f"{why or 'a zero vector has no direction'}")
+        b64 = block.astype(np.float64, copy=False)
+        norms = np.einsum("ij,ij->i", b64, b64)
+        tiny = np.flatnonzero(norms <= np.finfo(np.float64).tiny)  # |x|^2 underflows: not all zeros
+        if tiny.size:
+            i = int(tiny[0])
+            big = float(np.max(np.abs(block[i])))
+            raise InputError(f"{_where(source, name)}: row {start + i} (0-based) is not zero but too "
+                             f"small to normalise (largest |value| {big:.3g}, its squared norm underflows "
+                             "float64); rescale the embeddings")
 
 
 def check_strings(values: Any, name: str, n_rows: int, *, source: str | None = None) -> list[str] | None:

@@ -52,10 +52,11 @@ def int_option(value: str, name: str) -> int:
 
 def load_cli_input(path: Path, *, name: str, prompts: Path | None, text_model: str, image_model: str,
                    clip_model: str | None, cache: Path | None, no_cache: bool, device: str, batch_size: int,
-                   quiet: bool, client: Any = None) -> PairedSet:
-    """``load_input`` with the CLI's options; notes go to stderr."""
+                   quiet: bool, client: Any = None, columns: dict[str, str] | None = None) -> PairedSet:
+    """``load_input`` with the CLI's options; notes go to stderr. ``columns``: the manifest's own column
+    names by role (see :func:`promptprism.data.read_manifest`)."""
     return load_input(path, prompts=prompts, text_model=text_model, image_model=image_model,
                       clip_model=clip_model, cache=None if no_cache else (cache or "default"), device=device,
                       batch_size=batch_size, progress=False if quiet else None, name=name,
                       notes=lambda msg: err_console.print(f"[yellow]note:[/] {msg}", highlight=False,
-                                                          soft_wrap=True), client=client)
+                                                          soft_wrap=True), client=client, columns=columns)

@@ -1,20 +1,22 @@
 """Image sets for the regions method: folders, .npy arrays and manifests -> float arrays (n, H, W, C).
 
 * a folder: every image file in it (``IMAGE_SUFFIXES``, not recursive), sorted by file name, read with
-  Pillow; greyscale files ('1', 'L', 'LA', 'I', 'I;16', 'F') become one channel, everything else RGB (alpha
-  dropped); 8-bit values are divided by 255 and 16-bit ones by 65535, so values lie in [0, 1]. All images
-  must have the same size and channel count, else the first file that differs is named.
+  Pillow; greyscale files ('1', 'L', 'LA', 'I', 'I;16', 'F') become one channel (alpha dropped), everything
+  else RGB (alpha composited onto white); 8-bit values are divided by 255 and 16-bit ones by 65535, so
+  values lie in [0, 1]. All images must have the same size and channel count, else the first file that
+  differs is named.
 * a ``.npy`` array of shape (n, H, W) or (n, H, W, C): uint8 is divided by 255, uint16 by 65535, bool becomes
   0/1, floats are used as they are (the kernel bandwidth follows their scale).
 * a manifest (``.csv``, ``.jsonl``) with an ``image`` column of paths relative to the manifest's folder.
+
+Image files are opened by :mod:`promptprism.data.imageio` (pixel limit with a clear error; palette images
+expanded, alpha composited onto white, for the RGB ones).
 
 Every error names the file and what was expected.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import os
 from pathlib import Path
 
@@ -27,24 +29,20 @@ _GREY_MODES = {"1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "F"}
 
 
 def _read_image(path: Path) -> np.ndarray:
+    from .imageio import as_rgb, open_image
+
+    img = open_image(path)  # pixel limit, readable; errors name the file
+    mode = img.mode
     try:
-        from PIL import Image
-    except ImportError:  # pragma: no cover - depends on the environment
-        raise InputError(f"{path}: reading image files needs Pillow (pip install pillow); or pass a .npy "
-                         "array") from None
-    try:
-        with Image.open(path) as img:
-            img.load()
-            mode = img.mode
-            if mode in _GREY_MODES:
-                if mode in ("1", "L", "LA"):
-                    arr = np.asarray(img.convert("L"), dtype=np.float64) / 255.0
-                elif mode.startswith("I;16") or mode == "I":
-                    arr = np.asarray(img, dtype=np.float64) / 65535.0
-                else:
-                    arr = np.asarray(img, dtype=np.float64)
-                return arr[..., None]
-            return np.asarray(img.convert("RGB"), dtype=np.float64) / 255.0
+        if mode in _GREY_MODES:
+            if mode in ("1", "L", "LA"):
+                arr = np.asarray(img.convert("L"), dtype=np.float64) / 255.0
+            elif mode.startswith("I;16") or mode == "I":
+                arr = np.asarray(img, dtype=np.float64) / 65535.0
+            else:
+                arr = np.asarray(img, dtype=np.float64)
+            return arr[..., None]
+        return np.asarray(as_rgb(img, str(path)), dtype=np.float64) / 255.0
     except InputError:
         raise
     except Exception as exc:
@@ -69,33 +67,21 @@ def _stack(paths: list[Path], where: str) -> np.ndarray:
 
 
 def _read_manifest(path: Path) -> list[Path]:
-    rows: list[dict]
-    try:
-        if path.suffix.lower() == ".csv":
-            with path.open(newline="", encoding="utf-8") as fh:
-                rows = list(csv.DictReader(fh))
-        else:
-            rows = []
-            with path.open(encoding="utf-8") as fh:
-                for lineno, line in enumerate(fh, 1):
-                    if line.strip():
-                        try:
-                            rows.append(json.loads(line))
-                        except json.JSONDecodeError as exc:
-                            raise InputError(f"{path}: line {lineno} is not valid JSON ({exc.msg})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a UTF-8 text manifest") from None
-    if not rows:
+    from .manifest import check_image
+    from .tables import check_text, read_table
+
+    table = read_table(path)
+    if not table.records:
         raise InputError(f"{path}: the manifest has no rows")
     paths = []
-    for i, row in enumerate(rows):
-        if not isinstance(row, dict) or "image" not in row or not row["image"]:
-            raise InputError(f"{path}: row {i} (0-based) has no 'image' column/key; a manifest needs an "
-                             "'image' column of paths relative to the manifest")
-        p = Path(str(row["image"]))
+    for rec in table.records:
+        value = rec.values.get("image")
+        if not value or not isinstance(value, str):
+            raise InputError(f"{rec.where}: no 'image' column/key; a manifest needs an 'image' column of "
+                             "paths relative to the manifest")
+        p = Path(check_text(value, rec.where, "image"))
         p = p if p.is_absolute() else path.parent / p
-        if not p.is_file():
-            raise InputError(f"{path}: row {i} (0-based): image file {p} does not exist")
+        check_image(p, rec.where)
         paths.append(p)
     return paths
 
@@ -143,6 +129,7 @@ class ImageRows:
 
     @classmethod
     def open(cls, path: str | os.PathLike, name: str = "images") -> ImageRows:
+        """Index an image set (its file list and first image, or the ``.npy`` header); no more is read."""
         path = Path(path)
         where = f"{name} ({path})"
         if not path.exists():

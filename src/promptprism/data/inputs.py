@@ -166,7 +166,7 @@ def read_input(path: str | os.PathLike, *, prompts: str | os.PathLike | None = N
                cache: Any = "default", device: str | None = "auto", batch_size: int = 64,
                progress: bool | None = None,
                name: str | None = None, notes: Callable[[str], None] | None = None,
-               client: Any = None) -> LoadedInput:
+               client: Any = None, columns: dict[str, str] | None = None) -> LoadedInput:
     """Like :func:`load_input`, with the row ids, the encoders used and cache statistics."""
     from .._progress import progress_enabled
 
@@ -189,7 +189,7 @@ def read_input(path: str | os.PathLike, *, prompts: str | os.PathLike | None = N
             raise InputError(f"{path}: a folder input must hold "
                              f"{', '.join(k + '.npy' for k in REQUIRED)}, or images and a prompts file "
                              f"(prompts.jsonl / .csv / .parquet with id, prompt)")
-        manifest = read_image_folder(path, prompts)
+        manifest = read_image_folder(path, prompts, columns=columns)
         _emit(manifest.notes, notes)
         loaded = embed_manifest(manifest, name=name, **opts)
         return LoadedInput(paired=loaded.paired, kind="image-folder", ids=loaded.ids,
@@ -199,7 +199,7 @@ def read_input(path: str | os.PathLike, *, prompts: str | os.PathLike | None = N
     if suffix == ".parquet" and _has_embedding_columns(path):
         return LoadedInput(paired=_parquet_embeddings(path, name), kind="embeddings")
     if suffix in (".jsonl", ".ndjson", ".csv", ".parquet"):
-        manifest = read_manifest(path)
+        manifest = read_manifest(path, columns=columns)
         _emit(manifest.notes, notes)
         return embed_manifest(manifest, name=name, **opts)
     raise InputError(f"{path}: unsupported input; expected a manifest (.jsonl, .csv, .parquet), embeddings "
@@ -213,15 +213,17 @@ def load_input(path: str | os.PathLike, *, prompts: str | os.PathLike | None = N
                cache: Any = "default", device: str | None = "auto", batch_size: int = 64,
                progress: bool | None = None,
                name: str | None = None, notes: Callable[[str], None] | None = None,
-               client: Any = None) -> PairedSet:
+               client: Any = None, columns: dict[str, str] | None = None) -> PairedSet:
     """Any supported input -> a :class:`PairedSet` (embedding raw generations with cached encoders).
 
     ``cache``: ``"default"`` (``$PROMPTPRISM_CACHE`` or ``~/.cache/promptprism``), a folder, an
     :class:`~promptprism.embed.EmbeddingCache`, or ``None`` (memory only, this process). ``notes`` receives
     messages about fixed-up input (default: :class:`InputNote` warnings). ``prompts``: the prompts file of an
     image folder (default: ``prompts.jsonl|csv|parquet`` inside it). ``client``: a dask Client whose
-    workers embed the items that miss the cache (each worker loads the encoder once).
+    workers embed the items that miss the cache (each worker loads the encoder once). ``columns``: the
+    manifest's own column names, e.g. ``{"prompt": "question", "output": "answer"}`` (see
+    :func:`~promptprism.data.read_manifest`).
     """
     return read_input(path, prompts=prompts, text_model=text_model, image_model=image_model,
                       clip_model=clip_model, cache=cache, device=device, batch_size=batch_size,
-                      progress=progress, name=name, notes=notes, client=client).paired
+                      progress=progress, name=name, notes=notes, client=client, columns=columns).paired

@@ -4,7 +4,13 @@ A *manifest* is a table with one row per generation (JSONL, CSV or Parquet):
 
 * the prompt: ``prompt`` (text) or ``prompt_image`` (an image path, the captioning direction);
 * the output: ``output`` (text) or ``image`` (an image path);
-* optional ``id``; every other column is kept as metadata.
+* optional ``id`` (unique: a repeated id is an error naming both rows); every other column is kept as
+  metadata.
+
+Other column names are mapped with ``columns={"prompt": "question", "output": "answer", "id": "qid"}``
+(roles: ``prompt``, ``prompt_image``, ``output``, ``image``, ``id``). Tables are read by
+:func:`promptprism.data.tables.read_table` (UTF-8 only, errors name the line) and images checked by
+:mod:`promptprism.data.imageio` (pixel limit; how 16-bit, palette and alpha images are converted).
 
 Image paths are relative to the manifest's folder (absolute paths are kept as they are).
 
@@ -26,22 +32,25 @@ Errors name the file, the 1-based row (and line, for JSONL and CSV) and the path
 
 from __future__ import annotations
 
-import csv
-import json
 import os
 import re
-from collections.abc import Iterator
+import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, OptionError
+from .imageio import _bomb_error, describe_conversion, max_pixels
+from .tables import Table, check_text, read_table, table_columns  # noqa: F401  (table_columns re-exported)
 
 MANIFEST_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".parquet")
 PROMPTS_FILE_NAMES = tuple(f"prompts{s}" for s in (".jsonl", ".csv", ".parquet"))
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 PROMPT_COLUMNS = ("prompt", "prompt_image")
 OUTPUT_COLUMNS = ("output", "image")
+#: the roles a ``columns=`` mapping can assign
+ROLES = ("prompt", "prompt_image", "output", "image", "id")
 _SAMPLE_SUFFIX = re.compile(r"^(?P<id>.+)[_](?P<k>\d+)$")
 
 
@@ -60,10 +69,12 @@ class Row:
 
     @property
     def prompt_label(self) -> str:
+        """The prompt text, or the prompt image's path."""
         return self.prompt if self.prompt is not None else str(self.prompt_image)
 
     @property
     def output_label(self) -> str:
+        """The output text, or the image's path."""
         return self.output if self.output is not None else str(self.image)
 
 
@@ -80,79 +91,11 @@ class Manifest:
     def __len__(self) -> int:
         return len(self.rows)
 
-
-# ---------------------------------------------------------------------------------------------- tables
-def _iter_jsonl(path: Path) -> Iterator[tuple[int, str, dict]]:
-    number = 0
-    with open(path, encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            number += 1
-            where = f"{path}: row {number} (line {line_no})"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(obj, dict):
-                raise InputError(f"{where}: expected a JSON object with keys such as 'prompt' and 'output', "
-                                 f"got {type(obj).__name__}")
-            yield number, where, obj
-
-
-def _iter_csv(path: Path) -> Iterator[tuple[int, str, dict]]:
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        reader = csv.DictReader(fh)
-        if reader.fieldnames is None:
-            return
-        number = 0
-        for rec in reader:
-            number += 1
-            if None in rec:
-                raise InputError(f"{path}: row {number} (line {reader.line_num}): has more fields than the "
-                                 f"header ({len(reader.fieldnames)})")
-            yield number, f"{path}: row {number} (line {reader.line_num})", rec
-
-
-def _csv_columns(path: Path) -> list[str]:
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        header = next(csv.reader(fh), None)
-    return list(header or [])
-
-
-def read_parquet_table(path: Path):
-    """A pyarrow Table (pyarrow is imported only here)."""
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:  # pragma: no cover - depends on the installation
-        raise InputError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow)") from None
-    try:
-        return pq.read_table(path)
-    except Exception as exc:  # pyarrow raises several types for unreadable files
-        raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
-
-
-def _iter_parquet(path: Path) -> Iterator[tuple[int, str, dict]]:
-    table = read_parquet_table(path)
-    for number, rec in enumerate(table.to_pylist(), 1):
-        yield number, f"{path}: row {number}", rec
-
-
-def _read_table(path: Path) -> tuple[list[str] | None, list[tuple[int, str, dict]]]:
-    """(declared columns or None, rows); rows are (1-based number, where, record)."""
-    suffix = path.suffix.lower()
-    try:
-        if suffix in (".jsonl", ".ndjson"):
-            return None, list(_iter_jsonl(path))
-        if suffix == ".csv":
-            return _csv_columns(path), list(_iter_csv(path))
-        if suffix == ".parquet":
-            return list(read_parquet_table(path).column_names), list(_iter_parquet(path))
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except csv.Error as exc:
-        raise InputError(f"{path}: not a readable CSV file ({exc})") from None
-    raise InputError(f"{path}: unsupported table; expected .jsonl, .csv or .parquet")
+    def __repr__(self) -> str:
+        """One line: source, rows, the kind of each side (never the rows themselves)."""
+        notes = f", {len(self.notes)} notes" if self.notes else ""
+        return (f"Manifest({self.source!r}, {len(self.rows)} rows, prompts: {self.prompt_kind}, "
+                f"outputs: {self.output_kind}{notes})")
 
 
 # ------------------------------------------------------------------------------------------- validation
@@ -161,25 +104,35 @@ def _text(value: Any, where: str, column: str, *, allow_empty: bool) -> str:
         raise InputError(f"{where}: column {column!r} is empty; every row needs one")
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise InputError(f"{where}: column {column!r} must be text, got {type(value).__name__}")
-    text = value if isinstance(value, str) else str(value)
+    text = check_text(value if isinstance(value, str) else str(value), where, column)
     if not allow_empty and not text.strip():
         raise InputError(f"{where}: column {column!r} is empty; every row needs one")
     return text
 
 
 def check_image(path: Path, where: str, notes: list[str] | None = None) -> None:
-    """The file exists and PIL can identify it; a non-RGB mode is recorded in ``notes``."""
+    """The file exists, Pillow can identify it and it is within the pixel limit (header only, no decoding);
+    how a non-RGB mode is converted (:mod:`promptprism.data.imageio`) is recorded in ``notes``."""
     if not path.is_file():
         raise InputError(f"{where}: image file {str(path)!r} does not exist")
     from PIL import Image, UnidentifiedImageError
 
+    label = f"{where}: image file {str(path)!r}"
     try:
-        with Image.open(path) as im:
-            mode = im.mode
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
-        raise InputError(f"{where}: image file {str(path)!r} is not a readable image ({exc})") from None
-    if mode != "RGB" and notes is not None:
-        notes.append(f"{where}: image {str(path)!r} has mode {mode}; converted to RGB")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(path) as im:
+                mode, size, info = im.mode, im.size, dict(im.info)
+    except Image.DecompressionBombError as exc:
+        raise _bomb_error(label, None, exc) from None
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as exc:
+        raise InputError(f"{label} is not a readable image ({exc})") from None
+    limit = max_pixels()
+    if limit is not None and size[0] * size[1] > limit:
+        raise _bomb_error(label, size)
+    what = describe_conversion(mode, info)
+    if what is not None and notes is not None:
+        notes.append(f"{where}: image {str(path)!r} has {what}")
 
 
 def _resolve(base: Path, value: str) -> Path:
@@ -187,76 +140,105 @@ def _resolve(base: Path, value: str) -> Path:
     return p if p.is_absolute() else base / p
 
 
-def _pick(columns: set[str], options: tuple[str, ...], path: Path, what: str, found: list[str]) -> str:
-    present = [c for c in options if c in columns]
-    if not present:
-        raise InputError(f"{path}: no {what} column; expected one of {', '.join(repr(c) for c in options)} "
-                         f"(found: {', '.join(repr(c) for c in found) or 'no columns'})")
-    if len(present) > 1:
-        raise InputError(f"{path}: has both {present[0]!r} and {present[1]!r} columns; keep the one that "
-                         f"holds the {what} (rename the other)")
-    return present[0]
+def check_columns(columns: Mapping[str, str] | None) -> dict[str, str]:
+    """Validate a column mapping ``{role: column in the file}``; roles are ``ROLES``."""
+    if columns is None:
+        return {}
+    if not isinstance(columns, Mapping):
+        raise OptionError(f"columns must map roles to column names, e.g. {{'prompt': 'question'}}, got "
+                          f"{type(columns).__name__}")
+    out: dict[str, str] = {}
+    for role, col in columns.items():
+        if role not in ROLES:
+            raise OptionError(f"columns: unknown role {role!r}; expected one of "
+                              f"{', '.join(repr(r) for r in ROLES)}")
+        if not isinstance(col, str) or not col:
+            raise OptionError(f"columns: the column for {role!r} must be a non-empty string, got {col!r}")
+        out[role] = col
+    for a, b in (("prompt", "prompt_image"), ("output", "image")):
+        if a in out and b in out:
+            raise OptionError(f"columns: map either {a!r} or {b!r}, not both")
+    sources = list(out.values())
+    dup = next((c for c in sources if sources.count(c) > 1), None)
+    if dup is not None:
+        raise OptionError(f"columns: column {dup!r} is mapped to more than one role")
+    return out
 
 
-def _build(path: Path, columns: list[str] | None, records: list[tuple[int, str, dict]],
-           base: Path) -> Manifest:
-    if not records:
+def _roles(path: Path, found: list[str], mapping: dict[str, str]) -> dict[str, str]:
+    """{role: source column} for the prompt, the output and the id, the mapping taking precedence."""
+    colset = set(found)
+    shown = ", ".join(repr(c) for c in found) or "no columns"
+    for role, col in mapping.items():
+        if col not in colset:
+            raise InputError(f"{path}: no column {col!r} (mapped to {role!r}); found: {shown}")
+    roles: dict[str, str] = {}
+    for what, options in (("prompt", PROMPT_COLUMNS), ("output", OUTPUT_COLUMNS)):
+        mapped = [r for r in options if r in mapping]
+        if mapped:
+            roles[mapped[0]] = mapping[mapped[0]]
+            continue
+        present = [c for c in options if c in colset and c not in mapping.values()]
+        if not present:
+            raise InputError(f"{path}: no {what} column; expected one of "
+                             f"{', '.join(repr(c) for c in options)} (found: {shown}); map yours with "
+                             f"columns={{'{options[0]}': NAME}} (the CLI's --columns {options[0]}=NAME)")
+        if len(present) > 1:
+            raise InputError(f"{path}: has both {present[0]!r} and {present[1]!r} columns; keep the one "
+                             f"that holds the {what} (rename the other), or map one with columns=")
+        roles[present[0]] = present[0]
+    if "id" in mapping:
+        roles["id"] = mapping["id"]
+    elif "id" in colset and "id" not in mapping.values():
+        roles["id"] = "id"
+    return roles
+
+
+def _build(table: Table, base: Path, columns: Mapping[str, str] | None = None) -> Manifest:
+    path = table.path
+    if not table.records:
         raise InputError(f"{path}: the manifest has zero rows; expected one row per generation")
-    if columns is None:  # JSONL: the union of keys, in first-seen order
-        columns = list(dict.fromkeys(k for _, _, rec in records for k in rec))
-    colset = set(columns)
-    p_col = _pick(colset, PROMPT_COLUMNS, path, "prompt", columns)
-    o_col = _pick(colset, OUTPUT_COLUMNS, path, "output", columns)
+    roles = _roles(path, table.columns, check_columns(columns))
+    used = set(roles.values())
     notes: list[str] = []
     rows: list[Row] = []
-    reserved = {"id", *PROMPT_COLUMNS, *OUTPUT_COLUMNS}
-    for number, where, rec in records:
+    seen_ids: dict[str, str] = {}
+    for rec in table.records:
+        where, values = rec.where, rec.values
         kw: dict[str, Any] = {}
-        if p_col == "prompt":
-            kw["prompt"] = _text(rec.get("prompt"), where, "prompt", allow_empty=False)
-        else:
-            p = _resolve(base, _text(rec.get("prompt_image"), where, "prompt_image", allow_empty=False))
-            check_image(p, where, notes)
-            kw["prompt_image"] = p
-        if o_col == "output":
-            kw["output"] = _text(rec.get("output"), where, "output", allow_empty=True)
-        else:
-            p = _resolve(base, _text(rec.get("image"), where, "image", allow_empty=False))
-            check_image(p, where, notes)
-            kw["image"] = p
-        rid = rec.get("id")
-        kw["id"] = None if rid is None or rid == "" else str(rid)
-        kw["meta"] = {k: v for k, v in rec.items() if k not in reserved}
-        rows.append(Row(number=number, where=where, **kw))
-    return Manifest(rows=rows, source=str(path), prompt_kind="text" if p_col == "prompt" else "image",
-                    output_kind="text" if o_col == "output" else "image", notes=notes)
+        for role, col in roles.items():
+            if role == "id":
+                rid = values.get(col)
+                kw["id"] = None if rid is None or rid == "" else _text(rid, where, col, allow_empty=True)
+                if kw["id"] is not None:
+                    if kw["id"] in seen_ids:
+                        raise InputError(f"{where}: id {kw['id']!r} repeats {seen_ids[kw['id']]}; ids must "
+                                         "be unique (one row per generation)")
+                    seen_ids[kw["id"]] = where
+            elif role in ("prompt", "output"):
+                kw[role] = _text(values.get(col), where, col, allow_empty=role == "output")
+            else:  # an image path
+                p = _resolve(base, _text(values.get(col), where, col, allow_empty=False))
+                check_image(p, where, notes)
+                kw[role] = p
+        kw["meta"] = {k: v for k, v in values.items() if k not in used}
+        rows.append(Row(number=rec.number, where=where, **kw))
+    return Manifest(rows=rows, source=str(path), prompt_kind="text" if "prompt" in roles else "image",
+                    output_kind="text" if "output" in roles else "image", notes=notes)
 
 
-def table_columns(path: str | os.PathLike) -> list[str]:
-    """Column names of a table file (JSONL: keys of the first row)."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq
+def read_manifest(path: str | os.PathLike, *, base: str | os.PathLike | None = None,
+                  columns: Mapping[str, str] | None = None) -> Manifest:
+    """Read and validate a manifest. Image paths are resolved against ``base`` (default: its folder).
 
-        try:
-            return list(pq.read_schema(path).names)
-        except Exception as exc:
-            raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
-    if suffix == ".csv":
-        return _csv_columns(path)
-    for _, _, rec in _iter_jsonl(path):
-        return list(rec)
-    return []
-
-
-def read_manifest(path: str | os.PathLike, *, base: str | os.PathLike | None = None) -> Manifest:
-    """Read and validate a manifest. Image paths are resolved against ``base`` (default: its folder)."""
+    ``columns`` maps the roles to the file's own column names, e.g. ``{"prompt": "question", "output":
+    "answer"}``; roles are ``prompt``, ``prompt_image``, ``output``, ``image`` and ``id``. A mapped column
+    takes the role even when a column of the role's name exists (that one is then kept as metadata).
+    """
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such manifest file")
-    columns, records = _read_table(path)
-    return _build(path, columns, records, Path(base) if base is not None else path.parent)
+    return _build(read_table(path), Path(base) if base is not None else path.parent, columns)
 
 
 # ------------------------------------------------------------------------------ image folder + prompts
@@ -265,6 +247,7 @@ def _natural_key(name: str) -> list:
 
 
 def find_prompts_file(folder: Path) -> Path | None:
+    """The one ``prompts.jsonl|csv|parquet`` inside ``folder`` (None if absent; several are an error)."""
     found = [folder / n for n in PROMPTS_FILE_NAMES if (folder / n).is_file()]
     if len(found) > 1:
         raise InputError(f"{folder}: holds several prompts files ({', '.join(p.name for p in found)}); "
@@ -288,10 +271,12 @@ def _preview(names: list[str], k: int = 5) -> str:
     return shown + (f" and {len(names) - k} more" if len(names) > k else "")
 
 
-def read_image_folder(folder: str | os.PathLike, prompts: str | os.PathLike | None = None) -> Manifest:
+def read_image_folder(folder: str | os.PathLike, prompts: str | os.PathLike | None = None, *,
+                      columns: Mapping[str, str] | None = None) -> Manifest:
     """Pair the images under ``folder`` with the rows of a prompts file (see the module doc for the rule).
 
     ``prompts`` defaults to ``prompts.jsonl`` / ``prompts.csv`` / ``prompts.parquet`` inside the folder.
+    ``columns`` maps the roles ``id``, ``prompt`` and ``image`` to the prompts file's own column names.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -302,26 +287,27 @@ def read_image_folder(folder: str | os.PathLike, prompts: str | os.PathLike | No
                          f"prompts.csv or prompts.parquet in it, or pass --prompts FILE")
     if not prompts_path.is_file():
         raise InputError(f"{prompts_path}: no such prompts file")
-    columns, records = _read_table(prompts_path)
-    if columns is None:
-        columns = list(dict.fromkeys(k for _, _, rec in records for k in rec))
-    if "image" in columns:  # explicit mapping column: a manifest whose image paths are relative to the folder
-        return _build(prompts_path, columns, records, folder)
-    if not records:
+    table = read_table(prompts_path)
+    mapping = check_columns(columns)
+    if mapping.get("image", "image") in table.columns:  # explicit mapping column: a manifest whose image
+        return _build(table, folder, mapping)  # paths are relative to the folder
+    if not table.records:
         raise InputError(f"{prompts_path}: the prompts file has zero rows")
-    for col in ("id", "prompt"):
-        if col not in columns:
+    id_col, prompt_col = mapping.get("id", "id"), mapping.get("prompt", "prompt")
+    for col in (id_col, prompt_col):
+        if col not in table.columns:
             raise InputError(f"{prompts_path}: no {col!r} column; a prompts file for an image folder needs "
                              f"'id' and 'prompt' (image file stem = id), or an 'image' column naming each "
-                             f"image "
-                             f"(found: {', '.join(repr(c) for c in columns) or 'no columns'})")
+                             f"image (found: {', '.join(repr(c) for c in table.columns) or 'no columns'}); "
+                             "map yours with columns=")
     by_id: dict[str, tuple[int, str, dict, str]] = {}
-    for number, where, rec in records:
-        rid = _text(rec.get("id"), where, "id", allow_empty=False).strip()
-        text = _text(rec.get("prompt"), where, "prompt", allow_empty=False)
+    for rec in table.records:
+        number, where, values = rec.number, rec.where, rec.values
+        rid = _text(values.get(id_col), where, id_col, allow_empty=False).strip()
+        text = _text(values.get(prompt_col), where, prompt_col, allow_empty=False)
         if rid in by_id:
             raise InputError(f"{where}: id {rid!r} repeats {by_id[rid][1]}; ids must be unique")
-        by_id[rid] = (number, where, rec, text)
+        by_id[rid] = (number, where, values, text)
     images = list_images(folder)
     if not images:
         raise InputError(f"{folder}: holds no image files ({', '.join(IMAGE_SUFFIXES)})")
@@ -352,7 +338,7 @@ def read_image_folder(folder: str | os.PathLike, prompts: str | os.PathLike | No
     notes: list[str] = []
     rows: list[Row] = []
     for rid, (number, where, rec, text) in by_id.items():
-        meta = {k: v for k, v in rec.items() if k not in ("id", "prompt")}
+        meta = {k: v for k, v in rec.items() if k not in (id_col, prompt_col)}
         for img in matched[rid]:
             w = f"{where} ({img.relative_to(folder).as_posix()})"
             check_image(img, w, notes)

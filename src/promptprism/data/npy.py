@@ -29,6 +29,7 @@ class RowSource:
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions (2 for embeddings)."""
         return len(self.shape)
 
     def __len__(self) -> int:

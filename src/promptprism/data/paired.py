@@ -11,7 +11,7 @@ from .._validation import check_matrix, check_nonzero_rows, check_strings
 from ..errors import InputError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PairedSet:
     """n pairs (t_i, z_i): ``prompt_embeddings`` (n x d_t), ``output_embeddings`` (n x d_z).
 
@@ -42,20 +42,30 @@ class PairedSet:
     def __len__(self) -> int:
         return int(self.prompt_embeddings.shape[0])
 
+    def __repr__(self) -> str:
+        """One line: name, size, dimensions and the number of distinct prompts (never the arrays)."""
+        prompts = f"{len(set(self.prompts))} prompts" if self.prompts is not None else "no prompt strings"
+        return (f"PairedSet({self.name!r}, n={len(self)}, prompt dims={self.dim_prompt}, "
+                f"output dims={self.dim_output}, {prompts})")
+
     @property
     def n(self) -> int:
+        """The number of pairs."""
         return len(self)
 
     @property
     def dim_prompt(self) -> int:
+        """d_t, the prompt embeddings' dimension."""
         return int(self.prompt_embeddings.shape[1])
 
     @property
     def dim_output(self) -> int:
+        """d_z, the output embeddings' dimension."""
         return int(self.output_embeddings.shape[1])
 
     @property
     def where(self) -> str:
+        """The source (or the name), for messages."""
         return self.source or self.name
 
     def check_nonzero(self, why: str) -> None:
@@ -64,9 +74,11 @@ class PairedSet:
         check_nonzero_rows(self.output_embeddings, "output_embeddings", source=self.where, why=why)
 
     def prompt_label(self, i: int) -> str:
+        """The prompt string of row ``i`` (``prompt #i`` without strings)."""
         return self.prompts[i] if self.prompts is not None else f"prompt #{i}"
 
     def output_label(self, i: int) -> str | None:
+        """The output string of row ``i`` (None without strings)."""
         return self.outputs[i] if self.outputs is not None else None
 
 

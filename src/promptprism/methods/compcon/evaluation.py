@@ -22,7 +22,7 @@ import numpy as np
 
 from ..._progress import progress_enabled, track
 from ..._version import __version__
-from ...errors import InputError
+from ...errors import InputError, OptionError
 from ...results import Result
 from .clients import ChatModel, MalformedAnswerError, ask, user_message
 from .parsing import parse_prompt_pairs, parse_rating
@@ -47,6 +47,7 @@ def _quoted(items: Sequence[str]) -> str:
 def judge_attribute(
     judge: ChatModel, truth: str, predicted: str, templates: Mapping[str, str], reasks: int = 2
 ) -> int:
+    """The judge's 1-3 rating of a predicted attribute against the truth (D.1 attribute-scoring prompt)."""
     text = render(templates["attribute_scoring"], sets=_quoted([truth, predicted]))
     return ask(judge, [user_message(text)], parse_rating, what="attribute score", reasks=reasks)[0]
 
@@ -58,6 +59,7 @@ def judge_description(
     templates: Mapping[str, str],
     reasks: int = 2,
 ) -> int:
+    """The judge's 1-3 rating of predicted key concepts against the truth (D.1 description-scoring prompt)."""
     text = render(templates["description_scoring"], sets=f"{_quoted(truth)}, {_quoted(predicted)}")
     return ask(judge, [user_message(text)], parse_rating, what="description score", reasks=reasks)[0]
 
@@ -93,6 +95,47 @@ class CompConEvaluation(Result):
     version: str = __version__
 
 
+def _strings(value: Any, where: str) -> list[str]:
+    """A list of non-empty strings; one string is a one-item list (never its characters)."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{where}: expected a list of strings, got {_kind(value)}")
+    return [v for v in value if v.strip()]
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        bad = next((v for v in value if not isinstance(v, str)), None)
+        return f"a list holding {type(bad).__name__} {bad!r}"[:120]
+    return f"{type(value).__name__} {value!r}"[:120]
+
+
+def normalise_prediction(key: Any, pred: Any) -> dict:
+    """One prediction -> ``{"attributes": [str], "descriptions": [[str]]}``: a CompCon result (object or
+    dict with ``kind``), or a dict of ``attributes`` (a list of names; one string is one attribute) and
+    ``descriptions`` (a list of concept lists; one list of strings is one description). Anything else is an
+    :class:`InputError` naming the key."""
+    where = f"prediction {str(key)!r}"
+    if hasattr(pred, "to_dict") or (isinstance(pred, Mapping) and "kind" in pred):
+        try:
+            return predictions_from_result(pred)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise InputError(f"{where}: not a readable CompCon result ({type(exc).__name__}: "
+                             f"{exc})") from None
+    if not isinstance(pred, Mapping):
+        raise InputError(f"{where}: expected a CompCon result or an object with 'attributes' and "
+                         f"'descriptions', got {_kind(pred)}")
+    attributes = _strings(pred.get("attributes", []), f"{where}: 'attributes'")
+    raw = pred.get("descriptions", [])
+    if isinstance(raw, (list, tuple)) and raw and all(isinstance(c, str) for c in raw):
+        raw = [raw]  # one description given as its concept list
+    if not isinstance(raw, (list, tuple)):
+        raise InputError(f"{where}: 'descriptions' must be a list of concept lists, got {_kind(raw)}")
+    descriptions = [_strings(c, f"{where}: 'descriptions'[{i}]") for i, c in enumerate(raw)]
+    return {"attributes": attributes, "descriptions": [d for d in descriptions if d]}
+
+
 def _match_split(key: Any, splits: list[dict]) -> dict | None:
     for s in splits:
         if str(s["id"]) == str(key) or s["attribute"].casefold() == str(key).casefold():
@@ -111,7 +154,13 @@ def evaluate_predictions(
     progress: bool | None = False,
 ) -> CompConEvaluation:
     """Score predictions per split (keyed by split id or ground-truth attribute). Each value is a CompCon
-    result (object or dict with ``kind``) or ``{"attributes": [...], "descriptions": [[...], ...]}``."""
+    result (object or dict with ``kind``) or ``{"attributes": [...], "descriptions": [[...], ...]}`` (see
+    :func:`normalise_prediction`). ``k``: top-k scores use the first ``k`` predictions (``k >= 1``)."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise OptionError(f"k must be >= 1, got {k!r}")
+    k = int(k)
+    if not isinstance(predictions, Mapping) or not predictions:
+        raise InputError("predictions must be a non-empty mapping split -> prediction")
     splits = load_id2_splits() if splits is None else splits
     templates = load_templates(template_dir)
     rows, failures = [], []
@@ -125,13 +174,7 @@ def evaluate_predictions(
                 f"prediction key {key!r} matches no ID^2 split (use an id 0-{len(splits) - 1} or the "
                 "split's attribute)"
             )
-        if isinstance(pred, Mapping) and "kind" not in pred:
-            p = {
-                "attributes": list(pred.get("attributes", [])),
-                "descriptions": list(pred.get("descriptions", [])),
-            }
-        else:
-            p = predictions_from_result(pred)
+        p = normalise_prediction(key, pred)
         row: dict[str, Any] = {
             "split": split["id"],
             "truth_attribute": split["attribute"],

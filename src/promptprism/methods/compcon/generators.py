@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import csv
 import importlib
 import json
 import os
@@ -34,10 +33,13 @@ class ImageSource(Protocol):
     name: str
     can_generate: bool
 
-    def images(self, prompt: str) -> list[Any]: ...
+    def images(self, prompt: str) -> list[Any]:
+        """The images for ``prompt`` (PIL images, arrays or paths)."""
+        ...
 
 
 def normalise_prompt(prompt: str) -> str:
+    """Case- and whitespace-insensitive form of a prompt, for look-ups."""
     return re.sub(r"\s+", " ", prompt).strip().casefold()
 
 
@@ -53,16 +55,14 @@ def pil() -> Any:
 def load_image(item: Any) -> Any:
     """A PIL RGB image from a PIL image, an array, or a path (the error names the file)."""
     pil()
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
+
+    from ...data.imageio import as_rgb, read_rgb
 
     if isinstance(item, Image.Image):
-        return item.convert("RGB")
+        return as_rgb(item)
     if isinstance(item, (str, os.PathLike)):
-        try:
-            with Image.open(item) as im:
-                return im.convert("RGB")
-        except (OSError, UnidentifiedImageError) as exc:
-            raise InputError(f"{item}: not a readable image ({exc})") from None
+        return read_rgb(item)
     import numpy as np
 
     arr = np.asarray(item)
@@ -84,6 +84,7 @@ class CallableGenerator:
         self._memo: dict[str, list[Any]] = {}
 
     def images(self, prompt: str) -> list[Any]:
+        """The images for ``prompt`` as PIL RGB images (empty when the bank has none)."""
         if prompt not in self._memo:
             out = self.fn(prompt)
             if out is None:
@@ -94,6 +95,7 @@ class CallableGenerator:
         return self._memo[prompt]
 
     def describe(self) -> dict:
+        """What the source is, for ``result.json``."""
         return {"type": "callable", "name": self.name}
 
 
@@ -113,11 +115,14 @@ class ImageBank:
     # ------------------------------------------------------------------------------------------ loading
     @classmethod
     def load(cls, path: str | os.PathLike, name: str | None = None) -> ImageBank:
+        """A bank from a manifest file or a folder (see the module docstring for the forms)."""
         path = Path(path)
         label = name or path.name
         if not path.exists():
             raise InputError(f"{path}: no such image bank (folder or manifest) for model {label}")
         if path.is_dir():
+            from ...data.tables import read_text
+
             for m in MANIFEST_NAMES:
                 if (path / m).exists():
                     return cls(_read_manifest(path / m), label, str(path))
@@ -126,7 +131,7 @@ class ImageBank:
                 ptxt = sub / "prompt.txt"
                 if not ptxt.exists():
                     continue
-                prompt = ptxt.read_text(encoding="utf-8").strip()
+                prompt = read_text(ptxt).strip()
                 imgs = sorted(str(f) for f in sub.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES)
                 mapping.setdefault(prompt, []).extend(imgs)
             if not mapping:
@@ -139,39 +144,44 @@ class ImageBank:
 
     # ------------------------------------------------------------------------------------------ look-up
     def lookup(self, prompt: str) -> str | None:
+        """The bank's own spelling of ``prompt`` (exact, else normalised), or None."""
         if prompt in self.mapping:
             return prompt
         return self._norm.get(normalise_prompt(prompt))
 
     def images(self, prompt: str) -> list[Any]:
+        """The images for ``prompt`` as PIL RGB images (empty when the bank has none)."""
         key = self.lookup(prompt)
         if key is None:
             return []
         return [load_image(p) for p in self.mapping[key]]
 
     def n_images(self, prompt: str) -> int:
+        """How many images the bank holds for ``prompt``."""
         key = self.lookup(prompt)
         return 0 if key is None else len(self.mapping[key])
 
     def image_paths(self, prompt: str) -> list[str]:
+        """The image paths of ``prompt`` (empty when absent)."""
         key = self.lookup(prompt)
         return [] if key is None else list(self.mapping[key])
 
     def describe(self) -> dict:
+        """What the source is, for ``result.json``."""
         return {"type": "bank", "name": self.name, "source": self.source, "n_prompts": len(self.mapping)}
 
 
 def _read_manifest(path: Path) -> dict[str, list[str]]:
+    """prompt -> [image paths] from ``manifest.json`` (that mapping, or a list of rows) or a ``.jsonl`` /
+    ``.csv`` table read by :func:`promptprism.data.tables.read_table` (rows with ``prompt`` and ``image``)."""
+    from ...data.tables import check_text, read_table, read_text
+
     base = path.parent
     rows: list[tuple[str, str]] = []
     suffix = path.suffix.lower()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read manifest ({exc})") from None
     if suffix == ".json":
         try:
-            data = json.loads(text)
+            data = json.loads(read_text(path))
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}: not valid JSON ({exc})") from None
         if isinstance(data, dict):
@@ -180,31 +190,25 @@ def _read_manifest(path: Path) -> dict[str, list[str]]:
                     rows.append((str(prompt), str(im)))
         elif isinstance(data, list):
             for i, r in enumerate(data):
-                rows.append(_row(r, path, i))
+                rows.append(_row(r, path, i + 1))
         else:
             raise InputError(f"{path}: expected an object prompt -> [images] or a list of rows")
-    elif suffix == ".jsonl":
-        for i, line in enumerate(text.splitlines()):
-            if line.strip():
-                try:
-                    rows.append(_row(json.loads(line), path, i))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}: line {i + 1} is not valid JSON ({exc})") from None
-    elif suffix == ".csv":
-        for i, r in enumerate(csv.DictReader(text.splitlines())):
-            rows.append(_row(r, path, i))
+    elif suffix in (".jsonl", ".csv"):
+        rows = [_row(rec.values, path, rec.number, rec.where) for rec in read_table(path).records]
     else:
         raise InputError(f"{path}: unknown manifest type {suffix!r}; use .jsonl, .csv or .json")
     mapping: dict[str, list[str]] = {}
     for prompt, image in rows:
-        p = Path(image)
+        check_text(prompt, str(path), "prompt")
+        p = Path(check_text(image, str(path), "image"))
         mapping.setdefault(prompt, []).append(str(p if p.is_absolute() else base / p))
     return mapping
 
 
-def _row(r: Any, path: Path, i: int) -> tuple[str, str]:
+def _row(r: Any, path: Path, number: int, where: str = "") -> tuple[str, str]:
     if not isinstance(r, dict) or "prompt" not in r or not any(k in r for k in ("image", "path", "file")):
-        raise InputError(f"{path}: row {i + 1} needs 'prompt' and 'image' fields")
+        line = where[where.rfind("(line"):] if "(line" in where else ""
+        raise InputError(f"{path}: row {number} needs 'prompt' and 'image' fields {line}".rstrip())
     return str(r["prompt"]), str(r.get("image") or r.get("path") or r.get("file"))
 
 
@@ -214,18 +218,19 @@ def load_prompt_bank(path: str | os.PathLike) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such prompt bank file")
-    text = path.read_text(encoding="utf-8")
+    from ...data.tables import check_text, read_table, read_text
+
     suffix = path.suffix.lower()
     try:
-        if suffix == ".json":
-            data = json.loads(text)
+        if suffix in (".jsonl", ".csv"):
+            prompts = [str(r.values["prompt"]) for r in read_table(path).records]
+        elif suffix == ".json":
+            data = json.loads(read_text(path))
             prompts = [str(x["prompt"] if isinstance(x, dict) else x) for x in data]
-        elif suffix == ".jsonl":
-            prompts = [str(json.loads(line)["prompt"]) for line in text.splitlines() if line.strip()]
-        elif suffix == ".csv":
-            prompts = [str(r["prompt"]) for r in csv.DictReader(text.splitlines())]
         else:
-            prompts = text.splitlines()
+            prompts = read_text(path).splitlines()
+        for i, p in enumerate(prompts):
+            check_text(p, f"{path}: prompt {i + 1}", "prompt")
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise InputError(
             f"{path}: cannot read prompts ({type(exc).__name__}: {exc}); expected one prompt per "
@@ -261,6 +266,7 @@ def resolve_source(spec: str, name: str) -> ImageSource:
 
 
 def import_object(spec: str, *, what: str) -> Any:
+    """The object named ``module:attribute`` (an error naming ``what`` when it cannot be imported)."""
     module, _, attr = spec.partition(":")
     try:
         obj: Any = importlib.import_module(module)

@@ -4,17 +4,46 @@ Each parser returns the parsed value or raises ``ValueError`` with a short reaso
 that into a re-ask and, when the model never complies, a :class:`~.clients.MalformedAnswerError`.
 They are deliberately lenient about markdown (bold, headings, bullets ``*``, ``-``, ``•``, ``**``), quotes
 and case, and strict about structure (the section headers the prompts require).
+
+Parsing is bounded, whatever an endpoint sends: an answer is read up to ``MAX_ANSWER_CHARS`` characters, and
+a bracketed list is evaluated as a literal (``json.loads``, then :func:`ast.literal_eval`) only up to
+``MAX_LITERAL_CHARS``; a longer one, or one that is not a flat list of strings and numbers, is split at
+commas instead (``ast.literal_eval`` on a 200 kB answer such as ``[----...1]`` would exhaust the parser's
+memory).
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import re
 
 _BULLET = re.compile(r"^\s*(?:[*\-•+]+|\d+[.)])\s*(.*)$")
 _MODEL_A = re.compile(r"^\W*model\s*a\b.*?contains?\W*:?\W*$", re.IGNORECASE)
 _MODEL_B = re.compile(r"^\W*model\s*b\b.*?contains?\W*:?\W*$", re.IGNORECASE)
 _MAX_ATTRIBUTE_WORDS = 12
+#: an answer is parsed up to this many characters (the paper's answers are a few hundred)
+MAX_ANSWER_CHARS = 50_000
+#: a bracketed list is evaluated as a literal only up to this many characters
+MAX_LITERAL_CHARS = 4_000
+
+
+def _bounded(text: str) -> str:
+    return text[:MAX_ANSWER_CHARS]
+
+
+def _literal_list(inner: str) -> list[str] | None:
+    """The items of ``[inner]`` when it is a short flat list of strings/numbers, else None."""
+    if len(inner) > MAX_LITERAL_CHARS:
+        return None
+    for parse in (json.loads, ast.literal_eval):
+        try:
+            value = parse("[" + inner + "]")
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
+            return [str(v) for v in value]
+    return None
 
 
 def clean_item(text: str) -> str:
@@ -31,6 +60,7 @@ def parse_attributes(text: str) -> list[str]:
     An answer without a "Model A contains" header is malformed (``ValueError``); a header followed by no
     items is a valid, empty answer.
     """
+    text = _bounded(text)
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if _MODEL_A.match(line.strip())), None)
     if start is None:
@@ -81,13 +111,11 @@ def _section(text: str, header: str, stop: tuple[str, ...]) -> str | None:
 
 def parse_concept_list(text: str) -> list[str]:
     """``[a, b, "c"]`` (a Python/JSON-like list), or bullet lines, or a comma-separated line."""
-    text = text.strip()
+    text = _bounded(text).strip()
     m = re.search(r"\[(.*?)\]", text, re.DOTALL)
     if m:
-        try:
-            value = ast.literal_eval("[" + m.group(1) + "]")
-            items = [str(v) for v in value]
-        except (ValueError, SyntaxError):
+        items = _literal_list(m.group(1))
+        if items is None:
             items = m.group(1).split(",")
     else:
         bullets = [_BULLET.match(line.strip()) for line in text.splitlines()]
@@ -97,6 +125,7 @@ def parse_concept_list(text: str) -> list[str]:
 
 def parse_description(text: str) -> tuple[str, list[str]]:
     """(description, key concepts) from "Description: ... Key Concepts: [...]"."""
+    text = _bounded(text)
     description = _section(text, "description", ("key concepts", "thought process"))
     concepts_text = _section(text, r"key\s*concepts", ("description", "thought process"))
     if not description:
@@ -117,7 +146,7 @@ def parse_description(text: str) -> tuple[str, list[str]]:
 def parse_prompt_list(text: str, *, minimum: int = 1) -> list[str]:
     """Prompts from a numbered list ``1. ...`` / ``1) ...``, de-duplicated, in order."""
     items = []
-    for line in text.splitlines():
+    for line in _bounded(text).splitlines():
         m = re.match(r"^\s*[-*]?\s*\**\s*(\d+)\s*[.)]\**\s+(.+)$", line)
         if m:
             item = clean_item(m.group(2))
@@ -135,6 +164,7 @@ def parse_prompt_list(text: str, *, minimum: int = 1) -> list[str]:
 def parse_rating(text: str) -> int:
     """A 1-3 rating: ``<rating>2</rating>`` (the paper's 'rating_i...' is this tag with its markup lost),
     ``rating_i2/rating_i``, ``Rating: 2``; the last one in the answer counts (judges explain first)."""
+    text = _bounded(text)
     found = re.findall(r"<\s*rating\s*>\s*([1-3])\s*<\s*/\s*rating\s*>", text, re.IGNORECASE)
     found = found or re.findall(r"rating_i\s*([1-3])\s*/?\s*rating_i", text, re.IGNORECASE)
     found = found or re.findall(r"\brating\b\W{0,3}(?:is\W{0,3})?([1-3])\b", text, re.IGNORECASE)
@@ -149,7 +179,7 @@ def parse_prompt_pairs(text: str) -> list[tuple[str, str]]:
     """Appendix D.2 answers: ``1a. original`` / ``1b. altered`` pairs, in order of their number."""
     originals: dict[int, str] = {}
     altered: dict[int, str] = {}
-    for line in text.splitlines():
+    for line in _bounded(text).splitlines():
         m = re.match(r"^\s*[-*]?\s*(\d+)\s*([ab])\s*[.)]\s*(.+)$", line, re.IGNORECASE)
         if m:
             (originals if m.group(2).lower() == "a" else altered)[int(m.group(1))] = clean_item(m.group(3))

@@ -79,6 +79,7 @@ class CompConResult(Result):
 
     @property
     def best_attribute(self) -> dict | None:
+        """The top-ranked attribute (None when none was found)."""
         return self.attributes[0] if self.attributes else None
 
     def best_descriptions(self) -> list[dict]:
@@ -140,6 +141,7 @@ class CompCon:
         self.templates = load_templates(self.template_dir)
 
     def config(self) -> dict:
+        """Every option of the run, as recorded in ``result.json``."""
         keys = (
             "n_discovery_prompts",
             "images_per_prompt",
@@ -170,6 +172,16 @@ class CompCon:
         skip_missing: bool = False,
         seeded_from: dict | None = None,
     ) -> CompConResult:
+        """Find the attributes model A shows and model B doesn't, and describe the prompts that trigger them.
+
+        ``model_a`` / ``model_b``: image sources (an :class:`ImageBank` or a :class:`CallableGenerator`);
+        ``prompts``: the prompt bank; ``seed_prompts``: prompts to start from instead of sampling (a
+        PromptSplit mode's prompts); ``skip_missing``: leave out prompts without images for a model (else an
+        :class:`InputError` lists them); ``seeded_from``: recorded in the result. Steps (paper section 3 and
+        supplement C): attribute discovery by the VLM on sampled prompts, CLIP verification with a
+        per-attribute threshold, then iterated descriptions scored on newly generated prompts (only with a
+        callable source), with early stopping. Returns a :class:`CompConResult`.
+        """
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         show = progress_enabled(self.progress)

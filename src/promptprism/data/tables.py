@@ -1,0 +1,155 @@
+"""The one table reader: JSONL, CSV and Parquet files -> rows of records, with errors that name the line.
+
+Every reader of tabular input (manifests, prompts files of image folders, the region method's image
+manifests, CompCon image banks and prompt banks) goes through :func:`read_table`, so they accept the same
+formats and fail the same way:
+
+* text files must be UTF-8 (a byte-order mark is allowed); anything else (latin-1, UTF-16, binary) is an
+  :class:`~promptprism.errors.InputError` naming the file, the line and the byte;
+* a string holding a lone surrogate (JSON's ``"\\ud800"``, which no UTF-8 text can hold) is refused by
+  :func:`check_text` naming the row and column;
+* a CSV row with more fields than its header, or a JSONL line that is not a JSON object, names its line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+
+TABLE_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".parquet")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One row of a table: its 1-based ``number``, ``where`` ("FILE: row N (line L)") and the ``values``."""
+
+    number: int
+    where: str
+    values: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Table:
+    """The rows of a table file and its columns (declared, or for JSONL the keys in first-seen order)."""
+
+    path: Path
+    columns: list[str]
+    records: list[Record]
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __repr__(self) -> str:
+        return f"Table({str(self.path)!r}, rows={len(self.records)}, columns={self.columns})"
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """A UTF-8 text file's content (BOM removed); any other encoding is an error naming line and byte."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"{path}: line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                         f"{exc.start}: {exc.reason}); save the file as UTF-8") from None
+
+
+def check_text(value: str, where: str, column: str) -> str:
+    """``value`` unchanged, or an error when it holds a lone surrogate (not encodable as UTF-8)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"{where}: column {column!r} holds a lone surrogate "
+                         f"({value[exc.start]!a} at character {exc.start}), which is not valid Unicode "
+                         "text") from None
+    return value
+
+
+def _jsonl(path: Path, text: str) -> list[Record]:
+    out: list[Record] = []
+    for line_no, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}: row {len(out) + 1} (line {line_no})"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        except RecursionError:
+            raise InputError(f"{where}: JSON nested too deeply") from None
+        if not isinstance(obj, dict):
+            raise InputError(f"{where}: expected a JSON object with keys such as 'prompt' and 'output', "
+                             f"got {type(obj).__name__}")
+        out.append(Record(len(out) + 1, where, obj))
+    return out
+
+
+def _csv(path: Path, text: str) -> tuple[list[str], list[Record]]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        fields = list(reader.fieldnames or [])
+        out: list[Record] = []
+        for rec in reader:
+            where = f"{path}: row {len(out) + 1} (line {reader.line_num})"
+            if None in rec:
+                raise InputError(f"{where}: has more fields than the header ({len(fields)})")
+            out.append(Record(len(out) + 1, where, rec))
+    except csv.Error as exc:
+        raise InputError(f"{path}: line {reader.line_num}: not a readable CSV file ({exc})") from None
+    return fields, out
+
+
+def read_parquet_table(path: str | os.PathLike):
+    """A pyarrow Table (pyarrow is imported only here)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:  # pragma: no cover - depends on the installation
+        raise InputError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow)") from None
+    try:
+        return pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several types for unreadable files
+        raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+
+
+def read_table(path: str | os.PathLike) -> Table:
+    """Read a ``.jsonl``/``.ndjson``, ``.csv`` or ``.parquet`` file (see the module docstring)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise InputError(f"{path}: unsupported table; expected .jsonl, .csv or .parquet")
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    if suffix == ".parquet":
+        table = read_parquet_table(path)
+        records = [Record(i, f"{path}: row {i}", rec) for i, rec in enumerate(table.to_pylist(), 1)]
+        return Table(path, list(table.column_names), records)
+    text = read_text(path)
+    if suffix == ".csv":
+        columns, records = _csv(path, text)
+        return Table(path, columns, records)
+    records = _jsonl(path, text)
+    return Table(path, list(dict.fromkeys(k for r in records for k in r.values)), records)
+
+
+def table_columns(path: str | os.PathLike) -> list[str]:
+    """Column names of a table file (JSONL: the keys of all rows, in first-seen order)."""
+    path = Path(path)
+    if path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return list(pq.read_schema(path).names)
+        except Exception as exc:
+            raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+    return read_table(path).columns
