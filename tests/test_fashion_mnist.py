@@ -47,3 +47,16 @@ def test_promptsplit_finds_wrong_class_and_style_prompts_on_efficientnet_feature
 
     r = run(15, "efficientnet-lite0:64", seed=0, batch_size=64)
     assert sorted(r["top"]) == sorted(r["altered"]), r["ranking"]
+
+
+@pytest.mark.slow
+def test_regions_find_the_corrupted_area_of_real_images():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from fashion_regions import run
+
+    r = run(1000, 400, regions=4, seed=0)
+    assert r["drops_most"] == [0, 1, 2, 3], r
+    assert all(c < r["cms"][0] for c in r["cms"][1:]), r["cms"]
