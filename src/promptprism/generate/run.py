@@ -39,6 +39,7 @@ class Task:
 
     @property
     def key(self) -> str:
+        """The journal key of this (prompt id, sample) pair."""
         return f"{self.prompt.id}\x1f{self.sample}"
 
 
