@@ -138,3 +138,22 @@ def test_cli_workers_writes_the_same_numbers(digits, tmp_path, capsys):
                                    err_msg=key)
     assert one["regions"] == two["regions"] and one["names"] == two["names"] == ["gen_a", "gen_b"]
     assert one["config"]["partition_rows"] == two["config"]["partition_rows"] == 100
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block_size", [None, 50])
+def test_cluster_bootstrap_equals_single_process(client, digits, block_size):
+    """The bootstrap counts travel with the chunk pairs; the intervals match the single-process run."""
+    est = RegionCMS(n_regions=3, cka_block_size=50, block_size=block_size, partition_rows=100, seed=SEED,
+                    bootstrap=40)
+    local = est.fit(digits["train"]).compare([digits["gen_a"], digits["gen_b"]])
+    with execution(client):
+        dist = est.fit(digits["root"] / "train.npy").compare([digits["root"] / "gen_a.npy", digits["gen_b"]])
+    _same(local, dist)
+    assert local.bootstrap == dist.bootstrap
+    for a, b in zip(local.intervals, dist.intervals, strict=True):
+        for what in ("cms", "product_cms"):
+            for k in ("low", "high", "debiased"):
+                assert a[what][k] == pytest.approx(b[what][k], rel=1e-9)
+        for ra, rb in zip(a["region_cms"], b["region_cms"], strict=True):
+            assert ra == pytest.approx(rb, rel=1e-9)

@@ -12,8 +12,8 @@ from .._validation import check_positive_number, check_seed
 from ..errors import OptionError, PromptPrismError
 from ..generate.llm_demo import generate_qa, topic_summary
 from ..generate.questions import ALTERED_TOPIC, TOPICS, qa_prompts
+from ..io import check_out_dir
 from ._app import console
-from .split import check_out_dir
 
 
 def run_llm_demo(out: Path, *, questions: int, samples: int, seed: int, quiet: bool, no_report: bool) -> None:

@@ -50,7 +50,7 @@ def _minilm(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
 
 def _clip(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
     if not clip_model:
-        raise OptionError("the 'clip' encoder needs --clip-model: a local CLIP checkpoint folder or a hub "
+        raise OptionError("the 'clip' encoder needs clip_model: a local CLIP checkpoint folder or a hub "
                           "name already in the local Hugging Face cache")
     from .clip import CLIPEncoder
 
@@ -109,7 +109,7 @@ def get_encoder(name: str, *, modality: str, clip_model: str | None = None, devi
         raise OptionError(f"modality must be 'text' or 'image', got {modality!r}")
     batch_size = check_batch_size(batch_size)
     dev = resolve_device(device)
-    option = "--text-model" if modality == "text" else "--image-model"
+    option = "text_model" if modality == "text" else "image_model"
     name = (name or (DEFAULT_TEXT_MODEL if modality == "text" else DEFAULT_IMAGE_MODEL)).strip()
     if name == "auto":
         name = default_image_model(clip_model) if modality == "image" else (

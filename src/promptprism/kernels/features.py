@@ -12,8 +12,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from .._validation import check_positive_number, check_seed
-from ..errors import InputError
+from .._validation import check_memory, check_positive_number, check_seed
+from ..errors import InputError, OptionError
 
 
 def cosine_features(a: np.ndarray) -> np.ndarray:
@@ -51,6 +51,7 @@ class RandomFourierFeatures:
         check_positive_number(self.n_features, "n_features", integer=True, even=True)
         check_positive_number(self.sigma, "sigma")
         check_seed(self.seed)
+        check_memory(8.0 * self.dim_in * self.n_features // 2, what=f"n_features {self.n_features}")
         w = np.random.default_rng(self.seed).standard_normal((self.dim_in, self.n_features // 2))
         object.__setattr__(self, "frequencies", w / self.sigma)
 
@@ -64,6 +65,11 @@ class RandomFourierFeatures:
         return _cos_sin(proj)
 
 
+#: largest absolute error (radians) of a float64 random-feature phase that is still accepted
+PHASE_TOLERANCE = 1e-3
+TWO_PI = 2.0 * np.pi
+
+
 def _cos_sin(proj: np.ndarray, fast_trig: bool = False) -> np.ndarray:
     """sqrt(1/D) [cos(proj), sin(proj)]; ``fast_trig`` evaluates cos/sin in float32 (about 10x faster).
 
@@ -73,8 +79,17 @@ def _cos_sin(proj: np.ndarray, fast_trig: bool = False) -> np.ndarray:
     """
     d = proj.shape[1]
     out = np.empty((proj.shape[0], 2 * d), dtype=np.float64)
+    if proj.size:
+        top = float(np.abs(proj).max())
+        if not np.isfinite(top) or top * np.finfo(np.float64).eps > PHASE_TOLERANCE:
+            raise OptionError(
+                f"sigma: the bandwidth is too small for the embeddings' magnitude (random-feature phases up "
+                f"to {top:.3g} keep no precision in float64); centre the embeddings or choose a larger "
+                "bandwidth")
     if fast_trig:
-        p32 = proj.astype(np.float32)
+        # reduce the phases to [-pi, pi] in float64 first: float32 keeps ~7 digits, so a phase of 1e12
+        # (a tiny bandwidth) would otherwise lose every digit that distinguishes two rows
+        p32 = (proj - TWO_PI * np.round(proj / TWO_PI)).astype(np.float32)
         out[:, :d] = np.cos(p32)
         out[:, d:] = np.sin(p32)
     else:
@@ -120,6 +135,9 @@ class ProductRandomFourierFeatures:
         check_positive_number(self.sigma_prompt, "sigma_prompt")
         check_positive_number(self.sigma_output, "sigma_output")
         check_seed(self.seed)
+        check_memory(4.0 * (self.dim_prompt + self.dim_output) * self.n_features + 8.0 * self.n_features**2,
+                     what=f"n_features {self.n_features} (frequencies and a {self.n_features} x "
+                          f"{self.n_features} covariance)")
         w = np.random.default_rng(self.seed).standard_normal(
             (self.dim_prompt + self.dim_output, self.n_features // 2))
         object.__setattr__(self, "_w_prompt", w[: self.dim_prompt] / self.sigma_prompt)
@@ -161,6 +179,9 @@ class ProductRandomProjection:
         check_positive_number(self.dim_output, "dim_output", integer=True)
         check_positive_number(self.n_features, "number of features", integer=True)
         check_seed(self.seed)
+        check_memory(8.0 * (self.dim_prompt + self.dim_output) * self.n_features + 8.0 * self.n_features**2,
+                     what=f"n_features {self.n_features} (projections and a {self.n_features} x "
+                          f"{self.n_features} covariance)")
         rng = np.random.default_rng(self.seed)
         object.__setattr__(self, "_r_prompt", rng.standard_normal((self.dim_prompt, self.n_features)))
         object.__setattr__(self, "_r_output", rng.standard_normal((self.dim_output, self.n_features)))

@@ -19,7 +19,7 @@ returns a mergeable accumulator (``promptprism.stats``); the tasks run on
 :func:`promptprism.scale.current_runner`, chosen once with ``with promptprism.execution(...)``.
 """
 
-from ...kernels.rbf import rbf_kernel
+from ...kernels.rbf import Kernel, rbf_kernel
 from ...stats.pixel import PixelCKAAccumulator
 from .clustering import default_min_region_size, discover_regions, fill_constant_pixels, suggest_n_regions
 from .comparison import BLOCK_ESTIMATORS, compare_sources, percentile_interval, region_cms, resample_counts
@@ -63,6 +63,7 @@ __all__ = [
     "CKA_BLOCK_SIZE",
     "CKA_MAX_IMAGES",
     "INLINE_CKA_MAX_PIXELS",
+    "Kernel",
     "MAX_BYTES",
     "PixelCKAAccumulator",
     "RegionCMS",

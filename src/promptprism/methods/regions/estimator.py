@@ -284,9 +284,11 @@ class RegionCMS:
             return None
         b = int(self.block_size)
         if self.block_estimator == "corrected":
-            return (f"block estimator with b = {b}, bias-corrected: unbiased pair means pooled over "
-                    f"{min([n_ref, *n_gen]) // b} or more blocks of {b} images, put into eq. 4 for all "
-                    f"{n_ref} real and each set's generated images (it targets the full-sample CMS)")
+            blocks = ", ".join(str(min(n_ref, m) // b) for m in n_gen)
+            return (f"block estimator with b = {b}, bias-corrected: each block's pair means (all cross "
+                    f"pairs, distinct pairs within each set) are pooled over the blocks ({blocks} per set) "
+                    f"and put into eq. 4 for all {n_ref} real and each set's generated images, so it "
+                    "targets eq. 4 on all images (the paper's average of per-block CMS would read lower)")
         return f"block estimator with b = {b}, uncorrected: {PAPER_BLOCK_BIAS}"
 
     def _check_shape(self, images: Any, name: str) -> Any:

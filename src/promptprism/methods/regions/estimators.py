@@ -30,15 +30,14 @@ estimator and differs from it by sampling noise only.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from ..._validation import check_positive_number
 from ...errors import InputError
-
-Kernel = Callable[[np.ndarray, np.ndarray], np.ndarray]
+from ...kernels.rbf import Kernel
 
 
 def _square(k: Any, name: str) -> np.ndarray:
