@@ -52,7 +52,8 @@ def test_text_manifest_rows_seeds_system_prompt(tmp_path):
     assert len({r["seed"] for r in srv.requests}) == 6  # every sample its own seed
     m = read_manifest(tmp_path / "out.jsonl")
     assert [r.prompt for r in m.rows] == ["What is 1+1?"] * 2 + ["Name a colour."] * 2 + ["Say hello."] * 2
-    assert [r.id for r in m.rows] == ["1", "1", "2", "2", "3", "3"]
+    assert [r.id for r in m.rows] == ["1_0", "1_1", "2_0", "2_1", "3_0", "3_1"]
+    assert [r.meta["prompt_id"] for r in m.rows] == ["1", "1", "2", "2", "3", "3"]
     assert all(r.output.startswith(f"answer to {r.prompt}") for r in m.rows)
     assert [r.meta["sample"] for r in m.rows] == [0, 1] * 3
     assert not journal_path(tmp_path / "out.jsonl").exists()
@@ -236,4 +237,4 @@ def test_manifest_rows_are_json_lines(tmp_path):
         generate_text(prompts, out=tmp_path / "o.jsonl", base_url=srv.base_url, model="m", api_key_env=None,
                       progress=False)
     row = json.loads((tmp_path / "o.jsonl").read_text())
-    assert row["topic"] == "history" and row["id"] == "h1" and row["output"] == "A Roman general."
+    assert row["topic"] == "history" and row["prompt_id"] == "h1" and row["output"] == "A Roman general."

@@ -6,9 +6,10 @@ journal and only generates the missing (prompt, sample) pairs. When every pair i
 written atomically, in prompts-file order, and the journal is removed. A journal written with other
 settings (model, system prompt, temperature, seed, samples...) is never mixed in: the run stops and says so.
 
-Rows carry ``id`` (the prompt's id), ``prompt``, ``sample`` (0-based), ``seed`` and the prompt row's extra
-columns, plus ``output`` (text) or ``image`` (a path relative to the manifest): the manifest every other
-command reads (:mod:`promptprism.data.manifest`).
+Rows carry ``id`` (``<prompt id>_<sample>``, unique per row), ``prompt_id``, ``prompt``, ``sample``
+(0-based), ``seed``, ``generation`` (a hash of the settings) and the prompt row's extra columns, plus
+``output`` (text) or ``image`` (a path relative to the manifest): the manifest every other command
+reads (:mod:`promptprism.data.manifest`).
 """
 
 from __future__ import annotations
@@ -191,15 +192,17 @@ def _finished_manifest(manifest: Path, sid: str) -> dict[str, dict]:
         except json.JSONDecodeError:
             rows = []
             break
-    if not rows or any(not isinstance(r, dict) or r.get("generation") != sid for r in rows):
+    if not rows or any(not isinstance(r, dict) or r.get("generation") != sid or "prompt_id" not in r
+                       for r in rows):
         raise OptionError(f"out {str(manifest)!r} already exists and was not generated with these settings; "
                           f"pass another path or delete it")
-    return {f"{r['id']}\x1f{r['sample']}": r for r in rows}
+    return {f"{r['prompt_id']}\x1f{r['sample']}": r for r in rows}
 
 
 def _row(task: Task, fields: dict, sid: str) -> dict:
-    row: dict[str, Any] = {"id": task.prompt.id, "prompt": task.prompt.prompt, "sample": task.sample,
-                           "seed": task.seed, "generation": sid}
+    row: dict[str, Any] = {"id": f"{task.prompt.id}_{task.sample}", "prompt_id": task.prompt.id,
+                           "prompt": task.prompt.prompt, "sample": task.sample, "seed": task.seed,
+                           "generation": sid}
     row.update({k: v for k, v in task.prompt.meta.items() if k not in row})
     row.update(fields)
     return row
