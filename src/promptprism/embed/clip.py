@@ -66,7 +66,8 @@ class CLIPEncoder:
         self._model = None
         self._processor = None
 
-    def _load(self):
+    def load(self):
+        """The model and processor, loaded once (offline); an OptionError names the folder if they cannot."""
         if self._model is None:
             offline_env()
             quiet_hf_progress()
@@ -89,7 +90,7 @@ class CLIPEncoder:
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         import torch
 
-        model, proc = self._load()
+        model, proc = self.load()
         parts = []
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])
@@ -105,7 +106,7 @@ class CLIPEncoder:
     def encode_images(self, images: Sequence[ImageLike]) -> np.ndarray:
         import torch
 
-        model, proc = self._load()
+        model, proc = self.load()
         parts = []
         for start in range(0, len(images), self.batch_size):
             chunk = images[start : start + self.batch_size]
