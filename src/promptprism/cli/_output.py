@@ -90,7 +90,8 @@ def save_outputs(
 
             if not quiet:
                 console.print("writing report.html ...", style="dim", markup=False)
-            page = render_report(result, inputs=inputs, images=images, base_dir=stage)
+            page = render_report(result, inputs=inputs, images=images, base_dir=stage,
+                                 progress=False if quiet else None)
             (stage / REPORT_NAME).write_text(page, encoding="utf-8")
         names = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file())
     written = {name: out / name for name in names}

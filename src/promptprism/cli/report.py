@@ -16,11 +16,14 @@ from ._app import app, console, run_state
 NO_REPORT = typer.Option(False, "--no-report", help="Do not write report.html next to result.json.")
 
 
+MAP_POINTS = 600  # report.map.MAP_POINTS: the map's subsample (importing it here would load the report early)
+
+
 @app.command("report")
 def report(
     folder: Path = typer.Argument(..., metavar="DIR", help="A results folder holding result.json."),
     map_points: int = typer.Option(
-        2000,
+        MAP_POINTS,
         "--map-points",
         min=12,
         help="PromptSplit: at most this many samples in the t-SNE map (a seeded subsample above it; >= 12).",
