@@ -3,6 +3,13 @@
     python benchmarks/promptsplit.py            # the table (exact up to n = 5,000; rff r = 1000/2000/3000)
     python benchmarks/promptsplit.py --quick    # small sizes only (a smoke run)
     python benchmarks/promptsplit.py --million  # also n = m = 1,000,000 memory-mapped .npy, r = 2000
+    python benchmarks/promptsplit.py --significance   # permutation test's cost next to the fit's
+
+The table times the fit alone (``permutations=0``). ``--significance`` times the permutation test next to
+the fit it belongs to (one run; the fit's time is the total minus ``timings['significance_s']``): the exact
+route at n = m = 5,000 with 200 permutations (target: at most 3x the fit) and rff r = 2000 at
+n = m = 100,000 with 100 permutations (target: under 10 minutes and 4 GB; the null then uses the documented
+20,000-sample subsample). ``--sig-exact-n`` / ``--sig-rff-n`` change the sizes.
 
 n is the size of each set (n = m). Embeddings are 384-d prompts and 384-d outputs (the sentence-model size)
 drawn from a mixture whose test and reference differ in a few prompt clusters, so the modes are real. Every
@@ -88,6 +95,28 @@ def measure(est: PromptSplit, test, ref) -> tuple[float, float, float]:
     return secs, peak / 1024**3, rss
 
 
+def significance_costs(exact_n: int, rff_n: int, seed: int) -> None:
+    """Print fit time and permutation-test time side by side (one run each)."""
+    print("\n# permutation test cost (n = m; one run: fit = total - test)")
+    print("| route | n | permutations | fit (s) | test (s) | test / fit | heap peak (GB) | approximation |")
+    print("|---|---|---|---|---|---|---|---|")
+    for method, n, k, extra in (("exact", exact_n, 200, {}), ("rff", rff_n, 100, {"n_features": 2000})):
+        if n <= 0:
+            continue
+        test, ref = make_sets(n, seed)
+        est = PromptSplit(method=method, n_modes=10, seed=seed, permutations=k, **extra)
+        tracemalloc.start()
+        res = est.fit(test, ref)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        sig_s = res.timings["significance_s"]
+        fit_s = res.timings["total_s"] - sig_s
+        approx = "subsample" if res.significance.get("approximation") else "none"
+        print(f"| {method} | {n:,} | {k} | {fit_s:.1f} | {sig_s:.1f} | {sig_s / fit_s:.2f} "
+              f"| {peak / 1024**3:.2f} | {approx} |", flush=True)
+        print(f"  verdict: {res.significance.get('verdict')}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="n in {1000, 2000} only")
@@ -97,7 +126,13 @@ def main() -> int:
     ap.add_argument("--million", action="store_true", help="also run n = m = 1,000,000 memory-mapped")
     ap.add_argument("--million-n", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--significance", action="store_true", help="only the permutation test's cost")
+    ap.add_argument("--sig-exact-n", type=int, default=5000)
+    ap.add_argument("--sig-rff-n", type=int, default=100_000)
     args = ap.parse_args()
+    if args.significance:
+        significance_costs(args.sig_exact_n, args.sig_rff_n, args.seed)
+        return 0
     sizes = args.sizes or ([1000, 2000] if args.quick else [1000, 2000, 5000, 10000, 20000, 30000])
     print(f"# PromptSplit runtime (seconds) on {os.cpu_count()} cores; n = m; {DIM}+{DIM}-d embeddings; "
           f"gaussian kernel, median bandwidth, 10 modes per sign (20 in all); seed {args.seed}")
@@ -108,13 +143,14 @@ def main() -> int:
         test, ref = make_sets(n, args.seed)
         row = [f"{n:,}"]
         if n <= args.exact_max:
-            secs, heap, _ = measure(PromptSplit(method="exact", n_modes=10, seed=args.seed), test, ref)
+            secs, heap, _ = measure(PromptSplit(method="exact", n_modes=10, seed=args.seed, permutations=0),
+                                    test, ref)
             row.append(f"{secs:.2f} ({heap:.2f} GB)")
         else:
             row.append("-")
         for r in args.features:
-            secs, heap, _ = measure(PromptSplit(method="rff", n_features=r, n_modes=10, seed=args.seed),
-                                    test, ref)
+            secs, heap, _ = measure(PromptSplit(method="rff", n_features=r, n_modes=10, seed=args.seed,
+                                                permutations=0), test, ref)
             row.append(f"{secs:.2f} ({heap:.2f} GB)")
         print("| " + " | ".join(row) + " |", flush=True)
     print("(in brackets: Python heap peak during the fit)")
@@ -127,7 +163,8 @@ def main() -> int:
             print(f"\n# n = m = {n:,}: wrote memory-mapped inputs in {time.perf_counter() - t0:.0f} s "
                   f"({4 * DIM * n * 4 / 1024**3:.1f} GB on disk)")
             test, ref = load_paired(Path(tmp) / "test"), load_paired(Path(tmp) / "reference")
-            est = PromptSplit(method="rff", n_features=2000, n_modes=10, seed=args.seed, chunk_size=16384)
+            est = PromptSplit(method="rff", n_features=2000, n_modes=10, seed=args.seed, chunk_size=16384,
+                              permutations=0)
             secs, heap, rss = measure(est, test, ref)
             print(f"rff r=2000: {secs:.0f} s ({secs / 60:.1f} min), Python heap peak {heap:.2f} GB, "
                   f"peak resident set {rss:.2f} GB")

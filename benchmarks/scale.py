@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from promptsplit import write_memmapped  # noqa: E402
 
 from promptprism import PromptSplit, load_paired  # noqa: E402
+from promptprism.scale import execution  # noqa: E402
 
 
 def main() -> int:
@@ -70,7 +71,8 @@ def promptsplit_rows(args: argparse.Namespace) -> None:
                 with LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
                                   dashboard_address=":0") as cluster, Client(cluster) as client:
                     t0 = time.perf_counter()
-                    res = est.fit(test, ref, client=client)
+                    with execution(client):
+                        res = est.fit(test, ref)
                     secs = time.perf_counter() - t0
                 same = np.allclose(res.eigenvalues, base.eigenvalues, rtol=1e-9, atol=1e-14)
                 flag = "" if same else " (RESULT DIFFERS)"
@@ -82,7 +84,7 @@ def regions_rows(args: argparse.Namespace) -> None:
     from distributed import Client, LocalCluster
     from regions import digits
 
-    from promptprism import RegionCMS
+    from promptprism import RegionCMS, execution
 
     n = args.regions_n
     print(f"\n# RegionCMS, 28x28 digits, {n} real + 2 x {n // 2} generated images, C = 4, exact CMS, "
@@ -106,12 +108,12 @@ def regions_rows(args: argparse.Namespace) -> None:
         print(f"| {n:,} | one process | {single:.1f} | {2 * n / single:,.0f} | - |", flush=True)
         for w in args.workers:
             with LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
-                              dashboard_address=":0") as cluster, Client(cluster) as client:
+                              dashboard_address=":0") as cluster, Client(cluster) as client, \
+                    execution(client):
                 # not timed: the workers import promptprism, scipy and friends on a small run first
-                RegionCMS(n_regions=2, cka_max_images=200, seed=args.seed).fit(
-                    x[:200], client=client).compare(x[200:300], client=client)
+                RegionCMS(n_regions=2, cka_max_images=200, seed=args.seed).fit(x[:200]).compare(x[200:300])
                 t0 = time.perf_counter()
-                res = est.fit(root / "real.npy", client=client).compare(paths, client=client)
+                res = est.fit(root / "real.npy").compare(paths)
                 secs = time.perf_counter() - t0
             same = (res.regions == base.regions and np.allclose(res.cms, base.cms, rtol=1e-9, atol=0)
                     and np.allclose(res.region_cms, base.region_cms, rtol=1e-9, atol=0))

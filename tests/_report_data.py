@@ -252,3 +252,95 @@ def big_report() -> tuple[Path, float]:
     t0 = time.perf_counter()
     path = write_report(result, folder, inputs=sets, images=images)
     return path, time.perf_counter() - t0
+
+
+# ------------------------------------------------------------------------- results with the newer fields
+def with_fields(obj, **fields):
+    """``obj`` with ``fields`` set: through ``dataclasses.replace`` for fields its class declares, set on the
+    (frozen) instance otherwise, so the pages' handling of the agreed result fields is tested whether or not
+    the method classes declare them yet."""
+    import dataclasses
+
+    declared = {f.name for f in dataclasses.fields(obj)}
+    obj = dataclasses.replace(obj, **{k: v for k, v in fields.items() if k in declared})
+    for k, v in fields.items():
+        if k not in declared:
+            object.__setattr__(obj, k, v)
+    return obj
+
+
+NEW_PROMPTSPLIT_FIELDS = ("significance", "identical", "ranking_basis", "eigenvalues_scope", "bandwidth_scan")
+
+
+def old_promptsplit_result():
+    """The digits result as a result.json written before the significance fields existed (keys removed,
+    loaded back)."""
+    result, _, _ = digits_run()
+    data = result.to_dict()
+    for key in NEW_PROMPTSPLIT_FIELDS:
+        data.pop(key, None)
+    for mode in data["modes"]:
+        mode.pop("p_value", None)
+        mode.pop("significant", None)
+    return PromptSplitResult.from_dict(data)
+
+
+def significance_result(p_values, *, alpha=0.05, identical=False, basis=None, scan=None):
+    """The digits result with a permutation-test record: ``p_values`` per mode (positive modes first);
+    the null band at half of each eigenvalue's size."""
+    result, _, _ = digits_run()
+    modes = [
+        with_fields(m, p_value=p, significant=p <= alpha) for m, p in zip(result.modes, p_values, strict=True)
+    ]
+    n_sig = sum(p <= alpha for p in p_values)
+    pos = [abs(m.eigenvalue) / 2 for m in result.modes if m.side == "test"]
+    neg = [abs(m.eigenvalue) / 2 for m in result.modes if m.side == "reference"]
+    largest = p_values[int(np.argmax([abs(m.eigenvalue) for m in result.modes]))]
+    verdict = (
+        f"no significant difference between test and reference at alpha = {alpha}; largest eigenvalue "
+        f"p = {largest}"
+        if n_sig == 0
+        else f"{n_sig} significant mode(s) at alpha = {alpha}"
+    )
+    significance = {
+        "test": "permutation",
+        "scheme": "within-prompt",
+        "permutations": 200,
+        "alpha": alpha,
+        "seed": 0,
+        "correction": "max-statistic step-down (FWER)",
+        "null_top": {"test": pos, "reference": neg},
+        "p_largest": largest,
+        "n_significant": n_sig,
+        "approximation": None,
+        "verdict": verdict,
+    }
+    if basis is None:
+        basis = "significant modes" if n_sig else "none: no mode is significant"
+    return with_fields(
+        result,
+        modes=modes,
+        significance=significance,
+        identical=identical,
+        ranking_basis=basis,
+        prompt_ranking=result.prompt_ranking if n_sig else [],
+        eigenvalues_scope="all",
+        bandwidth_scan=scan or {},
+    )
+
+
+def scan_record():
+    """A 'stable' bandwidth scan of the output kernel, as the estimator records it."""
+    mult = [0.25, 0.5, 1.0, 2.0, 4.0]
+    return {
+        "output": {
+            "multipliers": mult,
+            "sigmas": [3.0 * m for m in mult],
+            "top_eigenvalues": [[0.5, 0.3, 0.2], [0.3, 0.2, 0.1], [0.2, 0.1, 0.05], [0.19, 0.1, 0.05],
+                                [0.19, 0.1, 0.05]],
+            "chosen": 6.0,
+            "plateau": True,
+            "tolerance": 0.05,
+            "note": "the top eigenvalues change by less than 5% from 2x the median on",
+        }
+    }

@@ -138,3 +138,66 @@ def test_missing_file_and_shared_frequencies_across_spaces(tmp_path, capsys):
                         "--shared-frequencies"], capsys)
     assert code == 2 and "one embedding space" in " ".join(err.split())
     assert not (tmp_path / "res" / "result.json").exists()
+
+
+def test_one_output_per_prompt_cross_fits_and_reports_intervals(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    t = rng.standard_normal((50, 40))
+    x = t[:, :8] + 0.5 * rng.standard_normal((50, 8))
+    np.savez(tmp_path / "one.npz", prompt_embeddings=t, output_embeddings=x,
+             prompts=np.array([f"question {i}" for i in range(50)]))
+    code, out, err = run(["diversity", tmp_path / "one.npz", "--out", tmp_path / "res", "--bootstrap", "100",
+                          "--no-report"], capsys)
+    assert code == 0, err
+    data = json.loads((tmp_path / "res" / "result.json").read_text())
+    assert data["gamma_estimator"].startswith("cross-fit (5 folds")
+    assert data["bootstrap"] == {"replicates": 100, "level": 0.95, "seed": 0, "resample": "prompts",
+                                 "interval": "basic"}
+    assert set(data["intervals"]) == {"scendi", "scendi_prompt", "vendi", "rke", "model_share",
+                                      "prompt_share"}
+    assert data["model_share"] > 0.1  # not the in-sample collapse to 0
+    assert "bootstrap intervals" in " ".join(out.split()) and "cross-fit" in out
+    assert "biased low" not in err and "cosine kernel" not in err
+
+
+def test_models_on_the_same_prompts_get_paired_differences(tmp_path, capsys):
+    a = write_set(tmp_path / "a.npz", seed=0)
+    rng = np.random.default_rng(1)
+    base = np.load(a)
+    noisy = base["output_embeddings"] + 3.0 * rng.standard_normal(base["output_embeddings"].shape)
+    b = write_set(tmp_path / "b.npz", seed=0, output_embeddings=noisy)
+    code, out, err = run(["diversity", a, b, "--out", tmp_path / "cmp", "--bootstrap", "100", "--no-report"],
+                         capsys)
+    assert code == 0, err
+    data = json.loads((tmp_path / "cmp" / "result.json").read_text())
+    diffs = {d["metric"]: d for d in data["differences"]}
+    assert set(diffs) == {"scendi", "model_share"}
+    assert diffs["model_share"]["method"] == "paired bootstrap"
+    assert diffs["model_share"]["separated"] and diffs["model_share"]["difference"] < 0
+    assert "Differences between models" in out
+
+
+@pytest.mark.parametrize("argv, expect", [
+    (["--bootstrap", "-1"], "--bootstrap must be >= 0"),
+    (["--bootstrap", "x"], "--bootstrap must be an integer"),
+    (["--bootstrap", "5"], "at least 20 replicates"),
+    (["--confidence", "1.5", "--bootstrap", "50"], "confidence must lie strictly between 0 and 1"),
+    (["--gamma", "loo"], "gamma_estimator must be one of"),
+    (["--ridge", "-2"], "ridge must be 'cv' or a number >= 0"),
+    (["--precision", "half"], "precision must be"),
+])
+def test_bad_bootstrap_and_estimator_options_exit_2(tmp_path, capsys, argv, expect):
+    src = write_set(tmp_path / "a.npz")
+    code, out, err = run(["diversity", src, "--out", tmp_path / "res", *argv], capsys)
+    assert code == 2
+    assert expect in " ".join(err.split()), err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "res" / "result.json").exists()
+
+
+def test_bootstrap_over_a_single_prompt_is_refused(tmp_path, capsys):
+    src = write_set(tmp_path / "a.npz", prompt_embeddings=np.ones((60, 6)), prompts=["same"] * 60)
+    code, out, err = run(["diversity", src, "--out", tmp_path / "res", "--bootstrap", "50"], capsys)
+    assert code == 2 and "at least 2 distinct prompts" in " ".join(err.split()), err
+    code, out, err = run(["diversity", src, "--out", tmp_path / "res2", "--no-report"], capsys)  # auto: off
+    assert code == 0, err
+    assert json.loads((tmp_path / "res2" / "result.json").read_text())["intervals"] == {}

@@ -170,3 +170,17 @@ def test_bad_misc_inputs(tmp_path, images, capsys):
     np.save(tmp_path / "nan.npy", nan)
     bad(tmp_path, ["regions", "--real", str(tmp_path / "nan.npy"), "--generated", real], capsys,
         "nan.npy", "image 3")
+
+
+def test_bad_seed_message_and_result_json_folder_writes_nothing(tmp_path, images, capsys):
+    np.save(tmp_path / "real.npy", images)
+    real = str(tmp_path / "real.npy")
+    code, _, err = run(["regions", "--real", real, "--generated", real, "--seed", "abc", "--out",
+                        str(tmp_path / "o1")], capsys)
+    assert code == 2 and "--seed must be an integer, got 'abc'" in err
+    out = tmp_path / "o2"
+    (out / "result.json").mkdir(parents=True)  # a folder where result.json goes
+    code, _, err = run(["regions", "--real", real, "--generated", real, "--regions", "2", "--out", str(out),
+                        "--no-report"], capsys)
+    assert code == 2 and "result.json is a folder" in err and "Traceback" not in err
+    assert sorted(p.name for p in out.iterdir()) == ["result.json"]  # no half-written cka_matrix/curves

@@ -27,7 +27,8 @@ from promptprism import (
     region_cms,
     suggest_n_regions,
 )
-from promptprism.methods.regions import cross_region_cka, log_cms_rbf, pixel_cka_loop
+from promptprism.methods.regions import cross_region_cka, log_cms_rbf
+from regions_oracle import pixel_cka_loop
 
 
 # ------------------------------------------------------------------------------------------- brute force

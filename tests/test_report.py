@@ -29,23 +29,23 @@ from promptprism import OptionError, PairedSet, PromptSplit, load_result
 from promptprism.cli import main
 from promptprism.report import render_report, write_report
 from promptprism.report.html import check_self_contained, el, external_references
-from promptprism.report.promptsplit import mode_scores
+from promptprism.report.map import MAP_POINTS, mode_scores
 from promptprism.results import Result
 
 
 # ------------------------------------------------------------------------------------------------ checks
 def attribute_urls(doc: str) -> list[str]:
-    """Every src/href value inside a tag (this test's own parser, not the library's)."""
-    urls = []
-    for tag in re.findall(r"<[a-zA-Z][^>]*>", doc):
-        urls += [
-            a or b or c
-            for a, b, c in re.findall(
-                r"""\s(?:src|href|srcset|poster|action)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""",
-                tag,
-                flags=re.I,
-            )
-        ]
+    """Every src/href-like attribute value of the parsed page, as a browser reads it (this test's own
+    parser, not the library's; escaped text in other attributes or in elements is not a tag)."""
+    from html.parser import HTMLParser
+
+    urls: list[str] = []
+
+    class Urls(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            urls.extend(v or "" for k, v in attrs if k in ("src", "href", "srcset", "poster", "action"))
+
+    Urls().feed(doc)
     return urls
 
 
@@ -318,7 +318,8 @@ def test_report_of_a_100k_result_stays_light():
     listed = sum(min(8, len(m.top_samples)) + min(8, len(m.top_samples_other)) for m in result.modes)
     sizes = [s for _, s in embedded_images(doc)]
     assert sum(1 for s in sizes if s == (64, 64)) == listed and max(max(s) for s in sizes) <= 1200
-    assert f"2,000 of {2 * BIG_N:,} samples (1.0%, a random subsample seeded with 0" in doc
+    rate = f"{MAP_POINTS:,} of {2 * BIG_N:,} samples ({MAP_POINTS / (2 * BIG_N):.1%}"
+    assert rate + ", a random subsample seeded with 0" in doc
     # only the listed samples' images were read, not the 200k
     assert len(images["test"].requested) + len(images["reference"].requested) == listed
     assert elapsed < 60, elapsed
@@ -458,12 +459,12 @@ def test_scendi_page_table_side_by_side_and_cluster_galleries(tmp_path):
 
 
 def test_a_map_that_cannot_be_drawn_leaves_a_note(monkeypatch):
-    import promptprism.report.promptsplit as rp
+    import promptprism.report.map as rp
 
     def fail(*args, **kwargs):
         raise ValueError("degenerate subsample")
 
-    monkeypatch.setattr(rp, "_tsne", fail)
+    monkeypatch.setattr(rp, "embed_2d", fail)
     result, inputs, images = digits_run()
     doc = render_report(result, inputs=inputs, images=images, map_points=100)
     assert "map not drawn: ValueError: degenerate subsample" in doc

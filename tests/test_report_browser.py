@@ -16,7 +16,16 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from _report_data import BANK_PROMPTS, big_report, compcon_result, digits_run, regions_run, write_bank
+from _report_data import (
+    BANK_PROMPTS,
+    big_report,
+    compcon_result,
+    digits_run,
+    regions_run,
+    scan_record,
+    significance_result,
+    write_bank,
+)
 from promptprism.report import write_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -90,6 +99,8 @@ def reports(tmp_path_factory):
     out = {}
     ps, inputs, images = digits_run()
     out["promptsplit"] = write_report(ps, root / "promptsplit", inputs=inputs, images=images, map_points=500)
+    tested = significance_result([0.002, 0.3, 0.6, 0.01, 0.4, 0.9], scan=scan_record())
+    out["significance"] = write_report(tested, root / "significance", inputs=inputs, images=images)
     rg, rin = regions_run()
     out["regions"] = write_report(rg, root / "regions", inputs=rin)
     from promptprism.methods.compcon.generators import ImageBank
@@ -115,12 +126,12 @@ def reports(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("kind", ["promptsplit", "regions", "compcon", "scendi"])
+@pytest.mark.parametrize("kind", ["promptsplit", "significance", "regions", "compcon", "scendi"])
 def test_report_renders_in_chromium(reports, kind, tmp_path):
     report = reports[kind]
     ok, bad = images_decoded(report, tmp_path)
     assert bad == 0 and ok == report.read_text().count("<img ")
-    assert ok >= {"promptsplit": 30, "regions": 20, "compcon": 9, "scendi": 1}[kind]
+    assert ok >= {"promptsplit": 30, "significance": 31, "regions": 20, "compcon": 9, "scendi": 1}[kind]
     shot, _ = screenshot(report, tmp_path)
     assert_rendered(shot)
 

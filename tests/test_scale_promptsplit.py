@@ -7,6 +7,7 @@ distributed = pytest.importorskip("distributed")
 
 from promptprism import PromptSplit, load_paired  # noqa: E402
 from promptprism.datasets import gaussian_mixture  # noqa: E402
+from promptprism.scale import execution  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -46,10 +47,12 @@ def test_cluster_equals_single_process(client, sets, method):
     est = PromptSplit(kernel=kernel, method=method, n_features=400, n_modes=4, chunk_size=100,
                       partition_rows=250, seed=5)
     local = est.fit(test, ref)
-    on_cluster = est.fit(test_files, ref_files, client=client)  # workers read the .npy partitions
+    with execution(client):
+        on_cluster = est.fit(test_files, ref_files)  # workers read the .npy partitions
     _same(local, on_cluster)
     assert on_cluster.config["partition_rows"] == 300  # rounded up to whole chunks
-    in_memory_on_cluster = est.fit(test, ref, client=client)  # slices shipped to the workers
+    with execution(client):
+        in_memory_on_cluster = est.fit(test, ref)  # slices shipped to the workers
     _same(local, in_memory_on_cluster)
 
 
@@ -63,8 +66,9 @@ def test_sharded_npy_on_cluster(client, sets, tmp_path):
             np.save(tmp_path / name / f"output_embeddings-{k:05d}.npy", s.output_embeddings[a:b])
             np.save(tmp_path / name / f"prompts-{k:05d}.npy", np.array(s.prompts[a:b]))
     est = PromptSplit(method="rff", n_features=300, n_modes=3, chunk_size=128, partition_rows=384, seed=2)
-    _same(est.fit(test, ref), est.fit(load_paired(tmp_path / "test"), load_paired(tmp_path / "reference"),
-                                      client=client))
+    with execution(client):
+        sharded = est.fit(load_paired(tmp_path / "test"), load_paired(tmp_path / "reference"))
+    _same(est.fit(test, ref), sharded)
 
 
 def test_worker_killed_mid_run_gives_same_result(sets):
@@ -75,7 +79,11 @@ def test_worker_killed_mid_run_gives_same_result(sets):
     test, ref, test_files, ref_files = sets
     est = PromptSplit(method="rff", n_features=600, n_modes=3, chunk_size=50, partition_rows=50, seed=1)
     expected = est.fit(test, ref)
-    got = run_killing_a_worker(lambda c: est.fit(test_files, ref_files, client=c))
+    def fit_on(c):
+        with execution(c):
+            return est.fit(test_files, ref_files)
+
+    got = run_killing_a_worker(fit_on)
     _same(expected, got)
 
 
@@ -95,6 +103,7 @@ def test_parquet_dataset_on_cluster(client, sets, tmp_path):
                                      "output_embedding": [list(r) for r in s.output_embeddings[a:b]]}),
                            tmp_path / name / f"part-{k}.parquet", row_group_size=256)
     est = PromptSplit(method="rff", n_features=300, n_modes=3, chunk_size=128, partition_rows=384, seed=2)
-    on_cluster = est.fit(load_input(tmp_path / "test", cache=None), load_input(tmp_path / "reference",
-                                                                                  cache=None), client=client)
+    with execution(client):
+        on_cluster = est.fit(load_input(tmp_path / "test", cache=None),
+                             load_input(tmp_path / "reference", cache=None))
     _same(est.fit(test, ref), on_cluster)

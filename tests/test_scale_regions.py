@@ -14,7 +14,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from promptprism import RegionCMS  # noqa: E402
+from promptprism import RegionCMS, execution  # noqa: E402
 from promptprism.cli import main  # noqa: E402
 from promptprism.data.images import ImageRows, load_images  # noqa: E402
 
@@ -71,9 +71,8 @@ def test_cluster_equals_single_process(client, digits, block_size):
     assert len(set(local.regions)) == 3 and local.cms[1] < local.cms[0]
     root = digits["root"]
     # the workers read the .npy rows and the PNG files of their partitions themselves
-    with distributed.get_task_stream(client) as stream:
-        files = est.fit(root / "train.npy", client=client).compare(
-            [root / "gen_a.npy", ImageRows.open(root / "gen_b")], client=client)
+    with distributed.get_task_stream(client) as stream, execution(client):
+        files = est.fit(root / "train.npy").compare([root / "gen_a.npy", ImageRows.open(root / "gen_b")])
     _same(local, files)
     ran = [t["key"][0] if isinstance(t["key"], tuple) else t["key"] for t in stream.data]
     per_func = {f: sum(str(k).startswith(f) for k in ran) for f in (
@@ -86,8 +85,8 @@ def test_cluster_equals_single_process(client, digits, block_size):
         (21 + 2 * 3 + 2 * 12 if block_size is None else 8)
     assert per_func["merge_copy"] > 20
     # in-memory arrays: sliced per task and shipped
-    arrays = est.fit(digits["train"], client=client).compare([digits["gen_a"], digits["gen_b"]],
-                                                             client=client)
+    with execution(client):
+        arrays = est.fit(digits["train"]).compare([digits["gen_a"], digits["gen_b"]])
     _same(local, arrays)
     # and the same file-backed tasks without a cluster (one code path: the tasks run here, in order)
     _same(local, est.fit(root / "train.npy").compare([root / "gen_a.npy", root / "gen_b"]))
@@ -103,9 +102,10 @@ def test_bad_image_read_on_a_worker_names_the_file(client, digits, tmp_path):
     for i, img in enumerate(digits["gen_a"][:150]):
         Image.fromarray(np.round(img * 255).astype(np.uint8)).save(folder / f"img_{i:03d}.png")
     Image.fromarray(np.zeros((4, 4), np.uint8)).save(folder / "img_zzz.png")  # read by a later partition
-    est = _estimator().fit(digits["train"], client=client)
-    with pytest.raises(InputError, match="img_zzz.png.*differs"):
-        est.compare(folder, client=client)
+    with execution(client):
+        est = _estimator().fit(digits["train"])
+        with pytest.raises(InputError, match="img_zzz.png.*differs"):
+            est.compare(folder)
 
 
 def test_worker_killed_mid_run_gives_same_result(digits):
@@ -116,8 +116,12 @@ def test_worker_killed_mid_run_gives_same_result(digits):
     root = digits["root"]
     est = RegionCMS(n_regions=3, cka_block_size=20, partition_rows=40, seed=SEED)
     expected = est.fit(digits["train"]).compare([digits["gen_a"], digits["gen_b"]])
-    got = run_killing_a_worker(lambda c: est.fit(root / "train.npy", client=c).compare(
-        [root / "gen_a.npy", root / "gen_b"], client=c))
+
+    def run(c):
+        with execution(c):
+            return est.fit(root / "train.npy").compare([root / "gen_a.npy", root / "gen_b"])
+
+    got = run_killing_a_worker(run)
     _same(expected, got)
 
 
@@ -134,3 +138,22 @@ def test_cli_workers_writes_the_same_numbers(digits, tmp_path, capsys):
                                    err_msg=key)
     assert one["regions"] == two["regions"] and one["names"] == two["names"] == ["gen_a", "gen_b"]
     assert one["config"]["partition_rows"] == two["config"]["partition_rows"] == 100
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block_size", [None, 50])
+def test_cluster_bootstrap_equals_single_process(client, digits, block_size):
+    """The bootstrap counts travel with the chunk pairs; the intervals match the single-process run."""
+    est = RegionCMS(n_regions=3, cka_block_size=50, block_size=block_size, partition_rows=100, seed=SEED,
+                    bootstrap=40)
+    local = est.fit(digits["train"]).compare([digits["gen_a"], digits["gen_b"]])
+    with execution(client):
+        dist = est.fit(digits["root"] / "train.npy").compare([digits["root"] / "gen_a.npy", digits["gen_b"]])
+    _same(local, dist)
+    assert local.bootstrap == dist.bootstrap
+    for a, b in zip(local.intervals, dist.intervals, strict=True):
+        for what in ("cms", "product_cms"):
+            for k in ("low", "high", "debiased"):
+                assert a[what][k] == pytest.approx(b[what][k], rel=1e-9)
+        for ra, rb in zip(a["region_cms"], b["region_cms"], strict=True):
+            assert ra == pytest.approx(rb, rel=1e-9)

@@ -5,7 +5,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from promptprism import Scendi, load_paired  # noqa: E402
+from promptprism import Scendi, execution, load_paired  # noqa: E402
 from promptprism.cli import main  # noqa: E402
 
 
@@ -43,9 +43,10 @@ def test_cluster_equals_single_process(client, folder, kernel):
     data = load_paired(folder)
     est = Scendi(kernel=kernel, n_features=300, chunk_size=64, partition_rows=128, n_clusters=3, seed=2)
     local = est.fit(data)
-    _same(local, est.fit(data, client=client))  # workers read the .npy partitions
-    in_memory = (np.asarray(data.prompt_embeddings), np.asarray(data.output_embeddings))
-    _same(local, est.fit(in_memory, client=client))  # slices shipped to the workers
+    with execution(client):
+        _same(local, est.fit(data))  # workers read the .npy partitions
+        in_memory = (np.asarray(data.prompt_embeddings), np.asarray(data.output_embeddings))
+        _same(local, est.fit(in_memory))  # slices shipped to the workers
 
 
 def test_diversity_cli_with_local_cluster(folder, tmp_path):

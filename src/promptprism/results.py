@@ -6,8 +6,10 @@ import dataclasses
 import json
 import math
 import os
+import types
+import typing
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, Union
 
 import numpy as np
 
@@ -49,6 +51,14 @@ class Result:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _REGISTRY[cls.kind] = cls
+        # keep the compact repr: @dataclass does not replace a __repr__ the class itself defines
+        cls.__repr__ = Result.__repr__  # type: ignore[method-assign]
+
+    def __repr__(self) -> str:
+        """A few lines: the kind, the sizes and the headline numbers (not every eigenvalue or sample)."""
+        from .report.summary import summary_text
+
+        return summary_text(self)
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, **to_jsonable(self)}
@@ -76,22 +86,155 @@ class Result:
         return summary_html(self)
 
 
+#: element types of fields annotated only as ``list`` (checked when a result.json is loaded)
+FIELD_TYPES: dict[str, dict[str, Any]] = {
+    "regions": {
+        "names": list[str],
+        "cms": list[float],
+        "product_cms": list[float],
+        "region_cms": list[list[float]],
+        "mmd2": list[float],
+        "regions": list[int],
+        "image_shape": list[int],
+        "region_sizes": list[int],
+        "cross_region_cka": list[list[float]],
+        "n_generated": list[int],
+        "constant_pixels": list[int],
+    },
+}
+
+
+def _type_name(hint: Any) -> str:
+    if hint is float:
+        return "a number"
+    if hint is int:
+        return "an integer"
+    if hint is str:
+        return "a string"
+    if hint is bool:
+        return "true or false"
+    origin = typing.get_origin(hint) or hint
+    if origin is list:
+        return "a list"
+    if origin is dict:
+        return "an object"
+    if dataclasses.is_dataclass(hint):
+        return f"an object ({hint.__name__})"
+    return str(hint)
+
+
+def _json_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+            dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def _check(value: Any, hint: Any, where: str) -> None:
+    """Raise ``ValueError('FIELD: expected T, got U')`` where parsed JSON ``value`` does not fit ``hint``."""
+    if hint is Any or isinstance(hint, TypeVar):
+        return
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return
+        real = [h for h in options if h is not type(None)]
+        errors = []
+        for h in real:
+            try:
+                _check(value, h, where)
+                return
+            except ValueError as exc:
+                errors.append(exc)
+        raise errors[0] if len(real) == 1 else ValueError(
+            f"{where}: expected {' or '.join(_type_name(h) for h in real)}, got {_json_name(value)}"
+        )
+    ok = True
+    if hint is float:
+        # non-finite numbers are written as null
+        ok = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+    elif hint is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif hint is str:
+        ok = isinstance(value, str)
+    elif hint is bool:
+        ok = isinstance(value, bool)
+    elif hint is list or origin is list:
+        ok = isinstance(value, list)
+        if ok and typing.get_args(hint):
+            (item,) = typing.get_args(hint)
+            for i, v in enumerate(value):
+                _check(v, item, f"{where}[{i}]")
+    elif hint is dict or origin is dict:
+        ok = isinstance(value, dict)
+    elif dataclasses.is_dataclass(hint):
+        if isinstance(value, hint):
+            return
+        if not isinstance(value, dict):
+            ok = False
+        else:
+            _check_fields(value, hint, where)
+    if not ok:
+        raise ValueError(f"{where}: expected {_type_name(hint)}, got {_json_name(value)}")
+
+
+def _check_fields(data: dict, cls: type, where: str = "", overrides: dict | None = None) -> None:
+    hints = typing.get_type_hints(cls)
+    prefix = f"{where}." if where else ""
+    for f in dataclasses.fields(cls):
+        name = f.name
+        if name not in data:
+            required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            if required:
+                raise ValueError(f"{prefix}{name}: missing")
+            continue
+        _check(data[name], (overrides or {}).get(name, hints.get(name, Any)), f"{prefix}{name}")
+    known = {f.name for f in dataclasses.fields(cls)} | {"kind"}
+    extra = sorted(set(data) - known)
+    if extra:
+        raise ValueError(f"{prefix}{extra[0]}: not a field of {cls.__name__}")
+
+
+def check_result_data(data: dict, kind: str) -> None:
+    """Check parsed result.json ``data`` against the fields of the ``kind``'s result class (types of every
+    field, nested records included); raise ``ValueError('FIELD: expected T, got U')`` at the first
+    mismatch."""
+    _check_fields(data, _REGISTRY[kind], overrides=FIELD_TYPES.get(kind))
+
+
 def load_result(path: str | os.PathLike) -> Result:
-    """Load a ``result.json`` (or the folder holding one) into the right results class."""
+    """Load a ``result.json`` (or the folder holding one) into the right results class.
+
+    Anything that is not a result of a known kind with fields of the right types is an
+    :class:`~promptprism.errors.InputError` naming the file and the first bad field (``modes[2].score:
+    expected a number, got a string``), never an error deep inside a report."""
     path = Path(path)
     if path.is_dir():
         path = path / "result.json"
     if not path.exists():
         raise InputError(f"{path}: no such file")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not a results file (not UTF-8 text: byte {exc.start} is binary)") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise InputError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: not a results file (expected a JSON object, got {type(data).__name__})")
     kind = data.get("kind")
-    if kind not in _REGISTRY:
+    if not isinstance(kind, str) or kind not in _REGISTRY:
         raise InputError(f"{path}: unknown result kind {kind!r}; known: {', '.join(sorted(_REGISTRY))}")
+    try:
+        check_result_data(data, kind)
+    except ValueError as exc:
+        raise InputError(f"{path}: not a valid {kind} result (field {exc})") from None
+    except RecursionError:
+        raise InputError(f"{path}: not a valid {kind} result (nested too deeply)") from None
     try:
         return _REGISTRY[kind].from_dict(data)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:

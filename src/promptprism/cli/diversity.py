@@ -8,8 +8,9 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ..methods.scendi import PromptRankWarning, Scendi, ScendiComparison, ScendiResult
-from ..scale import open_client
+from ..errors import OptionError
+from ..methods.scendi import PromptRankWarning, Scendi, ScendiComparison, ScendiResult, compare
+from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console, err_console
 from ._inputs import int_option
@@ -29,19 +30,44 @@ def _unique_names(paths: list[Path]) -> list[str]:
     return names
 
 
-def print_diversity(results: list[ScendiResult], *, quiet: bool = False) -> None:
-    """One table, a row per model: Scendi (model-driven), Scendi_T (prompt-driven), order 2, Vendi, RKE."""
+def _with_interval(r: ScendiResult, key: str, fmt: str) -> str:
+    value = format(getattr(r, key), fmt)
+    iv = r.intervals.get(key)
+    return value if not iv else f"{value} [{format(iv['low'], fmt)}, {format(iv['high'], fmt)}]"
+
+
+def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
+                    differences: list[dict] | None = None) -> None:
+    """One table, a row per model: Scendi (model-driven), Scendi_T (prompt-driven), order 2, Vendi, RKE,
+    the model share and, with a bootstrap, their intervals; then the pairwise differences."""
     if quiet:
         return
     kernel = results[0].config["kernel"]
-    table = Table(title=f"Prompt-aware diversity (Scendi, {kernel} kernel): model-driven vs prompt-driven")
-    for col in ("model", "n", "scendi", "scendi_prompt", "scendi order-2", "vendi", "rke",
-                "model share"):
+    level = next((r.bootstrap["level"] for r in results if r.bootstrap), None)
+    title = f"Prompt-aware diversity (Scendi, {kernel} kernel): model-driven vs prompt-driven"
+    if level is not None:
+        title += f"; [{level:.0%} bootstrap intervals over prompts]"
+    table = Table(title=title)
+    for col in ("model", "n", "scendi", "scendi_prompt", "scendi order-2", "vendi", "rke", "model share"):
         table.add_column(col, justify="left" if col == "model" else "right")
     for r in results:
-        table.add_row(r.name, str(r.n), f"{r.scendi:.4g}", f"{r.scendi_prompt:.4g}", f"{r.scendi_order2:.4g}",
-                      f"{r.vendi:.4g}", f"{r.rke:.4g}", f"{r.model_share:.1%}")
+        table.add_row(r.name, str(r.n), _with_interval(r, "scendi", ".4g"),
+                      _with_interval(r, "scendi_prompt", ".4g"), f"{r.scendi_order2:.4g}",
+                      _with_interval(r, "vendi", ".4g"), _with_interval(r, "rke", ".4g"),
+                      _with_interval(r, "model_share", ".1%"))
     console.print(table)
+    for r in results:
+        console.print(f"Gamma* ({r.name}): {r.gamma_estimator}", highlight=False, soft_wrap=True)
+    if differences:
+        diff = Table(title="Differences between models (a - b)")
+        for col in ("a", "b", "metric", "difference", "interval", "beyond the noise?", "by"):
+            diff.add_column(col)
+        for d in differences:
+            fmt = ".1%" if d["metric"] == "model_share" else ".4g"
+            diff.add_row(d["a"], d["b"], d["metric"], format(d["difference"], fmt),
+                         f"[{format(d['low'], fmt)}, {format(d['high'], fmt)}]",
+                         "yes" if d["separated"] else "no", d["method"])
+        console.print(diff)
     if len(results) == 1 and results[0].clusters:
         r = results[0]
         clusters = Table(title="Model-driven clusters (top eigenvectors of Lambda_I) and their top samples")
@@ -53,6 +79,31 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False) -> None
                               for s in c.top_samples[:3])
             clusters.add_row(str(c.rank), f"{c.share:.1%}", shown)
         console.print(clusters)
+
+
+def _bootstrap_option(value: str) -> int | str:
+    if value.strip().lower() == "auto":
+        return "auto"
+    b = int_option(value, "--bootstrap")
+    if b < 0:
+        raise OptionError(f"--bootstrap must be >= 0 (0 turns it off), got {b}")
+    return b
+
+
+def _ridge_option(value: str) -> float | str:
+    if value.strip().lower() == "cv":
+        return "cv"
+    try:
+        return float(value)
+    except ValueError:
+        raise OptionError(f"--ridge must be 'cv' or a number >= 0, got {value!r}") from None
+
+
+def _float_option(value: str, name: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise OptionError(f"{name} must be a number, got {value!r}") from None
 
 
 @app.command("diversity")
@@ -68,6 +119,20 @@ def diversity(
     shared_frequencies: bool = typer.Option(False, "--shared-frequencies/--separate-frequencies",
                                             help="One set of RFF frequencies and one bandwidth for prompts "
                                                  "and outputs (same embedding space, e.g. CLIP)."),
+    gamma: str = typer.Option("auto", "--gamma",
+                              help="How Gamma* (prompt -> output) is estimated: in-sample (the paper), "
+                                   "cross-fit (out of fold: honest with one output per prompt), or auto "
+                                   "(cross-fit when rank(C_TT) >= n/2)."),
+    folds: str = typer.Option("5", "--folds", help="Folds of the cross-fitted Gamma* (prompts per fold)."),
+    ridge: str = typer.Option("cv", "--ridge", help="Ridge of the cross-fitted Gamma*: 'cv' (chosen by "
+                                                    "cross-validation) or a number >= 0."),
+    bootstrap: str = typer.Option("auto", "--bootstrap",
+                                  help="Bootstrap replicates (prompts resampled with their outputs) for "
+                                       "confidence intervals; 0 = off; auto = 200 when cheap (matrices "
+                                       "<= 600), else off."),
+    confidence: str = typer.Option("0.95", "--confidence", help="Level of the bootstrap intervals."),
+    precision: str = typer.Option("float64", "--precision",
+                                  help="float64 or float32 for the sample-space matrices and eigen-solves."),
     clusters: str = typer.Option("5", help="Model-driven clusters reported (eigenvectors of Lambda_I)."),
     top_k: str = typer.Option("10", help="Samples listed per cluster."),
     seed: str = typer.Option("0", help="Seed of every random draw (recorded in result.json)."),
@@ -82,33 +147,35 @@ def diversity(
     """Scendi: how much of a model's output diversity comes from the model, not from its prompts.
 
     Splits the output kernel covariance C_II = Lambda_T (prompt-driven) + Lambda_I (model-driven, a Schur
-    complement) and reports exp-entropies of both beside Vendi and RKE; several inputs give one table.
+    complement) and reports exp-entropies of both beside Vendi and RKE, with bootstrap intervals; several
+    inputs give one table and say which differences exceed the intervals.
     """
     estimator = Scendi(
         kernel=kernel, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
         n_features=int_option(features, "--features"), shared_frequencies=shared_frequencies,
         n_clusters=int_option(clusters, "--clusters"), top_k=int_option(top_k, "--top-k"),
         seed=int_option(seed, "--seed"), chunk_size=int_option(chunk_size, "--chunk-size"),
-        partition_rows=int_option(partition_rows, "--partition-rows"), progress=False if quiet else None)
+        partition_rows=int_option(partition_rows, "--partition-rows"), progress=False if quiet else None,
+        gamma_estimator=gamma, n_folds=int_option(folds, "--folds"), ridge=_ridge_option(ridge),
+        bootstrap=_bootstrap_option(bootstrap), confidence=_float_option(confidence, "--confidence"),
+        precision=precision)
     names = _unique_names(inputs)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
-    results = []
-    with open_client(scheduler, workers) as client:
-        sets = [inp.load_cli_input(p, name=n, client=client, **enc)  # every input read first
+    with execution(scheduler=scheduler, workers=workers):
+        sets = [inp.load_cli_input(p, name=n, client=current_client(), **enc)  # every input read first
                 for p, n in zip(inputs, names, strict=True)]
-        for s in sets:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", PromptRankWarning)
-                results.append(estimator.fit(s, name=s.name, client=client))
-            for w in caught:
-                if issubclass(w.category, PromptRankWarning):
-                    err_console.print(f"[bold yellow]warning:[/] {w.message}", highlight=False,
-                                      soft_wrap=True)
-                else:
-                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    result = results[0] if len(results) == 1 else ScendiComparison(models=results, seed=estimator.seed)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", PromptRankWarning)
+            comparison = compare(sets, estimator, names=[s.name for s in sets])
+        for w in caught:
+            if issubclass(w.category, PromptRankWarning):
+                err_console.print(f"[bold yellow]warning:[/] {w.message}", highlight=False, soft_wrap=True)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    results = comparison.models
+    result: ScendiResult | ScendiComparison = results[0] if len(results) == 1 else comparison
     result.save(out)
-    print_diversity(results, quiet=quiet)
+    print_diversity(results, quiet=quiet, differences=comparison.differences)
     console.print(f"results: {out / 'result.json'}")
     emit_report(result, out, inputs={s.name: s for s in sets}, skip=no_report, quiet=quiet)

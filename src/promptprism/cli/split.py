@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -10,11 +13,35 @@ from rich.table import Table
 
 from ..errors import OptionError
 from ..methods.promptsplit import EXACT_MAX_SAMPLES, PromptSplit, PromptSplitResult
-from ..scale import open_client
+from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console
 from ._inputs import int_option
 from .report import NO_REPORT, emit_report
+
+#: library parameter names -> the flags that set them (for error messages)
+FLAGS = {"permutations": "--permutations", "alpha": "--alpha"}
+
+
+@contextlib.contextmanager
+def flag_names(flags: dict[str, str]) -> Iterator[None]:
+    """Re-raise an OptionError that names a library parameter with the CLI flag instead."""
+    try:
+        yield
+    except OptionError as exc:
+        msg = str(exc)
+        for name, flag in flags.items():
+            if msg.startswith(f"{name} "):
+                raise OptionError(flag + msg[len(name):]) from None
+        raise
+
+
+def float_option(value: str, name: str) -> float:
+    """A number option read as text, so that a bad value gets the one-line error (exit 2)."""
+    try:
+        return float(value)
+    except ValueError:
+        raise OptionError(f"{name} must be a number, got {value!r}") from None
 
 
 def check_out_dir(out: Path) -> None:
@@ -34,14 +61,25 @@ def save_result(result: PromptSplitResult, out: Path) -> None:
         raise OptionError(f"--out {out}: cannot write result.json ({exc.strerror or exc})") from None
 
 
+def _p_cell(mode: Any) -> str:
+    if mode.p_value is None:
+        return "-"
+    return f"{mode.p_value:.2g}{' *' if mode.significant else ''}"
+
+
 def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: bool = False) -> None:
-    """A short table of the top modes and prompts, then where the results are."""
-    if not quiet:
+    """The verdict, a short table of the top modes (with p-values) and prompts, then where the results are."""
+    if not quiet and result.identical:
+        console.print(result.verdict, soft_wrap=True)
+    elif not quiet:
+        tested = bool(result.significance) and any(m.p_value is not None for m in result.modes)
         table = Table(title=f"PromptSplit ({result.method}, {result.config['kernel']} kernel): "
                             f"n_test={result.n_test}, n_reference={result.n_reference}, "
                             f"||Lambda||_F^2={result.distance:.4g}")
         table.add_column("mode")
         table.add_column("eigenvalue", justify="right")
+        if tested:
+            table.add_column("p (family-wise)", justify="right")
         table.add_column("top prompts (share of the eigenvalue)", ratio=3)
         table.add_column("strongest sample: output", ratio=2)
         for mode in result.positive_modes[:4] + result.negative_modes[:4]:
@@ -50,15 +88,30 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
                                 for p in mode.top_prompts[:2])
             best = mode.top_samples[0] if mode.top_samples else None
             sample = "" if best is None else escape(best.output or f"{best.set} #{best.index}")
-            table.add_row(label, f"{mode.eigenvalue:+.4g}", prompts, sample)
-        console.print(table)
-        ranking = Table(title="Prompts where the models disagree most")
-        ranking.add_column("#", justify="right")
-        ranking.add_column("prompt")
-        ranking.add_column("share", justify="right")
-        for i, row in enumerate(result.prompt_ranking[:10], 1):
-            ranking.add_row(str(i), escape(row["prompt"]), f"{row['share']:.1%}")
-        console.print(ranking)
+            cells = [label, f"{mode.eigenvalue:+.4g}", *([_p_cell(mode)] if tested else []), prompts, sample]
+            table.add_row(*cells)
+        if result.modes:
+            console.print(table)
+        if result.modes and tested:
+            s = result.significance
+            console.print(f"p: family-wise over all modes, {s['permutations']} permutations; "
+                          f"* = significant at alpha = {s['alpha']:g}, the others are not",
+                          soft_wrap=True)
+        if result.verdict:
+            console.print(escape(result.verdict), soft_wrap=True)
+        if result.prompt_ranking:
+            ranking = Table(title="Prompts where the models disagree most"
+                                  + (" (significant modes)" if tested else ""))
+            ranking.add_column("#", justify="right")
+            ranking.add_column("prompt")
+            ranking.add_column("share", justify="right")
+            for i, row in enumerate(result.prompt_ranking[:10], 1):
+                ranking.add_row(str(i), escape(row["prompt"]), f"{row['share']:.1%}")
+            console.print(ranking)
+    for key, scan in result.bandwidth_scan.items():
+        if not quiet or not scan.get("plateau", True):
+            console.print(f"{'' if scan.get('plateau') else 'note: '}sigma_{key} = {scan['chosen']:.4g} "
+                          f"('stable' rule): {escape(scan['note'])}", soft_wrap=True)
     if out is not None:
         console.print(f"results: {escape(str(out / 'result.json'))}")
 
@@ -74,8 +127,9 @@ def split(
                                             f"{EXACT_MAX_SAMPLES:,} samples, random features above)."),
     eta: float = typer.Option(1.0, help="Weight of the reference covariance: Lambda = C_test - eta C_ref."),
     sigma_prompt: str = typer.Option("median", help="Prompt bandwidth: a number or a rule ('median', "
-                                                    "'0.5*median')."),
-    sigma_output: str = typer.Option("median", help="Output bandwidth: a number or a rule."),
+                                                    "'0.5*median', or 'stable': the smallest multiple of "
+                                                    "the median at which the top eigenvalues settle)."),
+    sigma_output: str = typer.Option("median", help="Output bandwidth: a number or a rule (as above)."),
     features: str = typer.Option("2000", help="Random features r for rff/sketch (even for rff)."),
     modes: str = typer.Option("10", help="Modes reported per sign (positive and negative)."),
     seed: str = typer.Option("0", help="Seed of every random draw (recorded in result.json)."),
@@ -86,6 +140,9 @@ def split(
     scheduler: str = inp.SCHEDULER,
     workers: int = inp.WORKERS,
     partition_rows: str = typer.Option("262144", help="Rows per cluster task (rounded up to whole chunks)."),
+    permutations: str = typer.Option("auto", help="Label permutations of the significance test (auto: 200 "
+                                                  "exact, 100 random features; 0 turns it off)."),
+    alpha: str = typer.Option("0.05", help="Family-wise significance level of the test (0 < alpha < 1)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
     text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
     prompts: Path = inp.PROMPTS, cache: Path = inp.CACHE, no_cache: bool = inp.NO_CACHE,
@@ -96,19 +153,25 @@ def split(
     Eigen-decomposes Lambda = C_test - eta C_ref of joint prompt (x) output kernel covariances: positive
     modes are what the test model does more, negative ones what the reference does more.
     """
-    estimator = PromptSplit(
-        kernel=kernel, method=method, eta=eta, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
-        n_features=int_option(features, "--features"), n_modes=int_option(modes, "--modes"),
-        seed=int_option(seed, "--seed"), chunk_size=int_option(chunk_size, "--chunk-size"),
-        top_k=int_option(top_k, "--top-k"), rank_prompts_by=rank_prompts_by,
-        partition_rows=int_option(partition_rows, "--partition-rows"), progress=False if quiet else None)
+    with flag_names(FLAGS):
+        estimator = PromptSplit(
+            kernel=kernel, method=method, eta=eta, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
+            n_features=int_option(features, "--features"), n_modes=int_option(modes, "--modes"),
+            seed=int_option(seed, "--seed"), chunk_size=int_option(chunk_size, "--chunk-size"),
+            top_k=int_option(top_k, "--top-k"), rank_prompts_by=rank_prompts_by,
+            partition_rows=int_option(partition_rows, "--partition-rows"),
+            permutations=None if permutations.strip().lower() == "auto" else int_option(permutations,
+                                                                                        "--permutations"),
+            alpha=float_option(alpha, "--alpha"), progress=False if quiet else None)
     check_out_dir(out)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
-    with open_client(scheduler, workers) as client:
+    with execution(scheduler=scheduler, workers=workers):
+        client = current_client()
         test_set = inp.load_cli_input(test, name="test", client=client, **enc)
         reference_set = inp.load_cli_input(reference, name="reference", client=client, **enc)
-        result = estimator.fit(test_set, reference_set, client=client)
+        with flag_names(FLAGS):
+            result = estimator.fit(test_set, reference_set)
     save_result(result, out)
     print_promptsplit(result, out, quiet=quiet)
     emit_report(result, out, inputs={"test": test_set, "reference": reference_set}, skip=no_report,

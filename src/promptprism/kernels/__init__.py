@@ -3,7 +3,8 @@
 All kernels are normalised, k(a, a) = 1:
 
 * cosine:   k(a, b) = <a, b> / (|a| |b|),           exact feature map a / |a|
-* gaussian: k(a, b) = exp(-|a - b|^2 / (2 sigma^2)), random Fourier feature map
+* gaussian: k(a, b) = exp(-|a - b|^2 / (2 sigma^2)), random Fourier feature map; the regions method writes
+  it as exp(-gamma |a - b|^2), gamma = 1 / (2 sigma^2) (:mod:`.rbf`)
 """
 
 from .bandwidth import BANDWIDTH_RULES, median_pairwise_distance, resolve_bandwidth
@@ -15,6 +16,8 @@ from .features import (
     cosine_features,
 )
 from .gram import KERNELS, cosine_gram, gaussian_gram, kernel_gram, squared_distances
+from .rbf import gamma_from_sigma, rbf_kernel, sigma_from_gamma
+from .scendi_features import ScendiFeatureMaps
 
 __all__ = [
     "BANDWIDTH_RULES",
@@ -23,11 +26,15 @@ __all__ = [
     "ProductRandomFourierFeatures",
     "ProductRandomProjection",
     "RandomFourierFeatures",
+    "ScendiFeatureMaps",
     "cosine_features",
     "cosine_gram",
+    "gamma_from_sigma",
     "gaussian_gram",
     "kernel_gram",
     "median_pairwise_distance",
+    "rbf_kernel",
     "resolve_bandwidth",
+    "sigma_from_gamma",
     "squared_distances",
 ]

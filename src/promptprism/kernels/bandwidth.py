@@ -10,7 +10,7 @@ Why change it: the bandwidth sets the *resolution* of the comparison. A smaller 
 clusters (more, smaller modes); a larger one merges them. ``"0.5*median"`` or ``"2*median"`` scale the rule,
 and a number fixes sigma outright (needed to compare runs on different data with the same kernel). The
 PromptSplit paper tunes sigma until the top eigenvalues stop changing (gap < 0.01, after Ospanov et al.
-2024); scanning a few scaled medians and watching the spectrum does the same by hand.
+2024); the ``"stable"`` rule (PromptSplit) does that scan: :func:`stable_bandwidth`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ import numpy as np
 from ..errors import OptionError
 
 BANDWIDTH_RULES = ("median",)
+#: rules that need the method's spectrum (resolved by the method, not by :func:`resolve_bandwidth`)
+SPECTRAL_RULES = ("stable",)
 _RULE = re.compile(r"^\s*(?:(?P<factor>\d+(?:\.\d*)?|\.\d+)\s*\*\s*)?(?P<rule>[a-z]+)\s*$")
 
 
@@ -52,17 +54,25 @@ def median_pairwise_distance(x: np.ndarray, *, max_samples: int = 1000, seed: in
     return float(np.median(d))
 
 
-def parse_bandwidth(spec: Any, name: str = "sigma") -> tuple[str, float] | float:
-    """A positive number, or ``(rule, factor)`` for strings like ``"median"`` or ``"0.5*median"``."""
+def parse_bandwidth(spec: Any, name: str = "sigma", *, allow_stable: bool = False
+                    ) -> tuple[str, float] | float:
+    """A positive number, or ``(rule, factor)`` for strings like ``"median"`` or ``"0.5*median"``.
+
+    ``allow_stable``: also accept ``"stable"`` (returned as ``("stable", 1.0)``), for methods that resolve
+    it with :func:`stable_bandwidth`.
+    """
     if isinstance(spec, str):
         s = spec.strip().lower()
         try:
             spec = float(s)
         except ValueError:
+            if allow_stable and s in SPECTRAL_RULES:
+                return (s, 1.0)
             m = _RULE.match(s)
             if not m or m.group("rule") not in BANDWIDTH_RULES:
+                rules = BANDWIDTH_RULES + (SPECTRAL_RULES if allow_stable else ())
                 raise OptionError(
-                    f"{name} must be a number > 0 or a rule ({', '.join(BANDWIDTH_RULES)}, optionally "
+                    f"{name} must be a number > 0 or a rule ({', '.join(rules)}, optionally "
                     f"scaled as '0.5*median'), got {spec!r}") from None
             factor = float(m.group("factor") or 1.0)
             if factor <= 0:
@@ -83,8 +93,45 @@ def resolve_bandwidth(spec: Any, x: np.ndarray, *, name: str = "sigma", seed: in
     if isinstance(parsed, float):
         return parsed
     rule, factor = parsed
+    if rule in SPECTRAL_RULES:
+        raise OptionError(f"{name}: the {rule!r} rule is resolved by the method (it needs its spectrum)")
     value = median_pairwise_distance(x, max_samples=max_samples, seed=seed)
     if not np.isfinite(value) or value <= 0:
         raise OptionError(f"{name}: the median rule found no two distinct embeddings to measure a distance "
                           "between; pass a number instead")
     return factor * value
+
+
+#: multiples of the median scanned by the 'stable' rule (sqrt(2) steps)
+STABLE_MULTIPLIERS = (0.5, 0.71, 1.0, 1.41, 2.0, 2.83, 4.0)
+#: the 'stable' rule's tolerance: the largest change of the top eigenvalues between two consecutive scanned
+#: bandwidths (absolute, on normalised kernels; the PromptSplit paper's gap of 0.01)
+STABLE_TOLERANCE = 0.01
+
+
+def stable_bandwidth(top_eigenvalues: Any, median: float, *,
+                     multipliers: tuple[float, ...] = STABLE_MULTIPLIERS,
+                     tolerance: float | None = None) -> dict:
+    """Scan sigma = multiplier x median and pick the smallest whose top eigenvalues are stable.
+
+    ``top_eigenvalues(sigma)`` returns the quantity to stabilise (for PromptSplit: the top |eigenvalues| of
+    each sign). The chosen sigma is the smallest scanned one whose top eigenvalues change by less than
+    ``tolerance`` (largest absolute change) to the next scanned sigma. Without such a plateau the median is
+    kept and ``plateau`` is False (with a note saying so). Returns the scan as recorded in result.json:
+    ``{"multipliers", "sigmas", "top_eigenvalues", "chosen", "plateau", "tolerance", "note"}``.
+    ``tolerance`` defaults to :data:`STABLE_TOLERANCE`.
+    """
+    tolerance = STABLE_TOLERANCE if tolerance is None else float(tolerance)
+    sigmas = [float(f * median) for f in multipliers]
+    tops = [np.asarray(top_eigenvalues(s), dtype=np.float64) for s in sigmas]
+    chosen, plateau = float(median), False
+    for i in range(len(sigmas) - 1):
+        if float(np.max(np.abs(tops[i + 1] - tops[i]), initial=0.0)) < tolerance:
+            chosen, plateau = sigmas[i], True
+            break
+    note = (f"the top eigenvalues change by less than {tolerance:g} from {chosen:.4g} "
+            f"({multipliers[sigmas.index(chosen)]:g} x median) to the next scanned bandwidth" if plateau else
+            f"no plateau: the top eigenvalues change by {tolerance:g} or more between every two scanned "
+            "bandwidths, so the median is kept")
+    return {"multipliers": list(multipliers), "sigmas": sigmas, "top_eigenvalues": [t.tolist() for t in tops],
+            "chosen": chosen, "plateau": plateau, "tolerance": tolerance, "note": note}

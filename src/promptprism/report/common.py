@@ -114,7 +114,9 @@ def visual_of(
             return figures.file_thumbnail(path), None
         except figures.FiguresUnavailable as exc:
             return None, str(exc)
-        except OSError as exc:
+        except figures.ImageTooLarge as exc:
+            return None, f"image not shown: {exc}"
+        except (OSError, ValueError) as exc:
             return None, f"{path.name}: not readable ({exc})"
     if isinstance(item, str) and item.lower().endswith(IMAGE_SUFFIXES):
         return None, f"image file not found: {item}"

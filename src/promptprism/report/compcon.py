@@ -13,7 +13,7 @@ from typing import Any
 from . import figures
 from .common import finish, mapping, notes_block, run_details, safe_figure, thumb
 from .core import reloader, renderer
-from .html import Page, cards, details, el, fmt, note, p, snippet, table
+from .html import Page, cards, details, el, fmt, fnum, note, p, snippet, table
 
 #: diverging prompts shown per attribute, and images per model for each
 PROMPTS_SHOWN = 6
@@ -60,7 +60,7 @@ def _description_block(d: dict, attr: dict | None, sources: dict, names: dict[st
         score = (
             "unscored (an image bank cannot render new prompts)"
             if best.get("score") is None
-            else f"{best['score']:.0%} of its generated prompts diverge"
+            else f"{fnum(best['score'], '.0%')} of its generated prompts diverge"
         )
         out.append(
             el(
@@ -111,7 +111,7 @@ def _description_block(d: dict, attr: dict | None, sources: dict, names: dict[st
                 it.get("iteration"),
                 it.get("description") or el("i", it.get("error") or "–"),
                 ", ".join(it.get("key_concepts") or []),
-                "–" if it.get("score") is None else f"{it['score']:.0%}",
+                fnum(it.get("score"), ".0%"),
                 f"{n_div}/{n_gen}" if d.get("scored") else f"{n_gen} (not rendered)",
             ]
         )
@@ -186,7 +186,8 @@ def render_compcon(result: Any, *, inputs: Any = None, notes: list[str] | None =
             p(
                 el("b", "Top attribute: "),
                 top["attribute"],
-                f" — diverges on {top['n_diverging']} of {top['n_prompts']} prompts ({top['score']:.0%}).",
+                f" — diverges on {top['n_diverging']} of {top['n_prompts']} prompts "
+                f"({fnum(top.get('score'), '.0%')}).",
             )
         )
     if result.seeded_from:
@@ -217,7 +218,7 @@ def render_compcon(result: Any, *, inputs: Any = None, notes: list[str] | None =
             a["rank"],
             a["attribute"],
             f"{a['n_diverging']}/{a['n_prompts']}",
-            f"{a['score']:.0%}",
+            fnum(a.get("score"), ".0%"),
             fmt(a.get("mean_fraction_a"), 3),
             fmt(a.get("mean_fraction_b"), 3),
             fmt(a.get("threshold"), 3),

@@ -1,13 +1,17 @@
 """Dispatch on ``result.kind``, write ``report.html`` atomically, and find a result's inputs again.
 
-A renderer is ``fn(result, *, inputs=None, images=None, base_dir=None, **options) -> str`` (a whole HTML
-page), registered with :func:`renderer`. Adding a page for a new result kind is one decorated function.
+A renderer is ``fn(result, *, inputs=None, images=None, base_dir=None, step=None, **options) -> str`` (a
+whole HTML page), registered with :func:`renderer`. Adding a page for a new result kind is one decorated
+function. Rendering is pure: :func:`render_report` and :func:`render_report_dir` return the page and write
+nothing, so a caller can write ``result.json`` and ``report.html`` as one transaction; :func:`write_report`
+and :func:`report_from_dir` are the conveniences that also write it (atomically).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +45,36 @@ def reloader(kind: str) -> Callable:
     return register
 
 
+@contextlib.contextmanager
+def report_steps(enabled: bool | None) -> Iterator[Callable[[str], None]]:
+    """``step(description)`` for the report's slow steps: a spinner with the step's name and the elapsed
+    time on stderr when ``enabled`` (None: only on a terminal), a no-op otherwise."""
+    from .._progress import progress_enabled
+
+    if not progress_enabled(enabled):
+        yield lambda _: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("report", total=None)
+        yield lambda description: bar.update(task, description=description)
+
+
 def render_report(
     result: Any,
     *,
     inputs: Mapping[str, Any] | None = None,
     images: Mapping[str, Any] | None = None,
     base_dir: str | os.PathLike | None = None,
+    progress: bool | None = False,
     **options: Any,
 ) -> str:
     """The report page of ``result`` as one self-contained HTML string.
@@ -55,10 +83,12 @@ def render_report(
     'reference': PairedSet}``; Regions: ``{'real': images}``; CompCon: ``{'A': source, 'B': source}``).
     ``images``: PromptSplit only, per set an array-like of images indexed like the set (``images['test'][i]``
     is sample i's image, (H, W[, C])). ``base_dir``: the results folder (for files saved beside
-    result.json, such as ``cka_matrix.npy``). Kinds without a renderer get a generic page.
+    result.json, such as ``cka_matrix.npy``). ``progress``: show the slow steps (map, figures) on stderr
+    (None: only on a terminal). Kinds without a renderer get a generic page. Writes nothing.
     """
     fn = RENDERERS.get(getattr(result, "kind", ""), RENDERERS["*"])
-    return fn(result, inputs=inputs, images=images, base_dir=base_dir, **options)
+    with report_steps(progress) as step:
+        return fn(result, inputs=inputs, images=images, base_dir=base_dir, step=step, **options)
 
 
 def write_report(
@@ -67,15 +97,15 @@ def write_report(
     *,
     inputs: Mapping[str, Any] | None = None,
     images: Mapping[str, Any] | None = None,
+    progress: bool | None = None,
     **options: Any,
 ) -> Path:
-    """Write ``out_dir/report.html`` (atomically) and return its path."""
-    out = Path(out_dir)
-    page = render_report(result, inputs=inputs, images=images, base_dir=out, **options)
-    try:
-        return atomic_write_text(out / REPORT_NAME, page)
-    except OSError as exc:
-        raise OptionError(f"{out}: cannot write {REPORT_NAME} ({exc.strerror or exc})") from None
+    """Render the page (:func:`render_report`) and write ``out_dir/report.html`` atomically; return its
+    path. ``progress``: None shows the slow steps on a terminal."""
+    page = render_report(
+        result, inputs=inputs, images=images, base_dir=Path(out_dir), progress=progress, **options
+    )
+    return write_page(out_dir, page)
 
 
 def reload_inputs(result: Any, result_dir: str | os.PathLike) -> tuple[Any, Any, list[str]]:
@@ -87,9 +117,9 @@ def reload_inputs(result: Any, result_dir: str | os.PathLike) -> tuple[Any, Any,
     return fn(result, Path(result_dir))
 
 
-def report_from_dir(result_dir: str | os.PathLike, **options: Any) -> Path:
-    """``promptprism report DIR``: load ``DIR/result.json``, find its inputs again, write
-    ``DIR/report.html``."""
+def render_report_dir(result_dir: str | os.PathLike, **options: Any) -> tuple[Path, str]:
+    """Load ``DIR/result.json``, find its inputs again and render its page: (the folder, the page). Writes
+    nothing (``report_from_dir`` writes it)."""
     from ..results import load_result
 
     folder = Path(result_dir)
@@ -101,4 +131,22 @@ def report_from_dir(result_dir: str | os.PathLike, **options: Any) -> Path:
         raise InputError(f"{result_dir}: no such results folder")
     result = load_result(folder)
     inputs, images, notes = reload_inputs(result, folder)
-    return write_report(result, folder, inputs=inputs, images=images, notes=notes, **options)
+    page = render_report(result, inputs=inputs, images=images, base_dir=folder, notes=notes, **options)
+    return folder, page
+
+
+def write_page(out_dir: str | os.PathLike, page: str) -> Path:
+    """Write a rendered page to ``out_dir/report.html`` atomically; an unwritable folder is an
+    OptionError naming it."""
+    out = Path(out_dir)
+    try:
+        return atomic_write_text(out / REPORT_NAME, page)
+    except OSError as exc:
+        raise OptionError(f"{out}: cannot write {REPORT_NAME} ({exc.strerror or exc})") from None
+
+
+def report_from_dir(result_dir: str | os.PathLike, *, progress: bool | None = None, **options: Any) -> Path:
+    """``promptprism report DIR``: load ``DIR/result.json``, find its inputs again, write
+    ``DIR/report.html`` (atomically)."""
+    folder, page = render_report_dir(result_dir, progress=progress, **options)
+    return write_page(folder, page)

@@ -28,6 +28,10 @@ class FiguresUnavailable(RuntimeError):
     """matplotlib (or Pillow, for image files) is not installed."""
 
 
+class ImageTooLarge(ValueError):
+    """An image file has more pixels than Pillow's decompression-bomb limit: the page shows a placeholder."""
+
+
 def _figure(width: float, height: float):
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -120,18 +124,27 @@ def file_thumbnail(path: str | os.PathLike, size: int = THUMB_SIZE) -> tuple[byt
         from PIL import Image
     except ImportError:
         raise FiguresUnavailable("image thumbnails need Pillow: pip install pillow") from None
-    with Image.open(path) as im:
-        im.load()
-        small = max(im.size) <= 32
-        has_alpha = im.mode in ("RGBA", "LA", "PA") or "transparency" in im.info
-        im = im.convert("RGBA" if has_alpha else "RGB")
-        im.thumbnail((size, size), Image.Resampling.LANCZOS)
-        buf = io.BytesIO()
-        if small or has_alpha:
-            im.save(buf, format="PNG", optimize=True)
-            return buf.getvalue(), "image/png", small
-        im.save(buf, format="JPEG", quality=82, optimize=True)
-        return buf.getvalue(), "image/jpeg", False
+    try:
+        with Image.open(path) as im:
+            return _encode_thumbnail(im, size)
+    except Image.DecompressionBombError as exc:
+        raise ImageTooLarge(f"{os.path.basename(path)}: too many pixels for a thumbnail ({exc})") from None
+
+
+def _encode_thumbnail(im: Any, size: int) -> tuple[bytes, str, bool]:
+    from PIL import Image
+
+    im.load()
+    small = max(im.size) <= 32
+    has_alpha = im.mode in ("RGBA", "LA", "PA") or "transparency" in im.info
+    im = im.convert("RGBA" if has_alpha else "RGB")
+    im.thumbnail((size, size), Image.Resampling.LANCZOS)
+    buf = io.BytesIO()
+    if small or has_alpha:
+        im.save(buf, format="PNG", optimize=True)
+        return buf.getvalue(), "image/png", small
+    im.save(buf, format="JPEG", quality=82, optimize=True)
+    return buf.getvalue(), "image/jpeg", False
 
 
 def pil_thumbnail(image: Any, size: int = THUMB_SIZE) -> tuple[bytes, str, bool]:
@@ -144,22 +157,102 @@ def pil_thumbnail(image: Any, size: int = THUMB_SIZE) -> tuple[bytes, str, bool]
 
 
 # ------------------------------------------------------------------------------------------------ charts
-def eigenvalue_bars(eigenvalues: Sequence[float], n_each: int = 10) -> bytes:
-    """The top ``n_each`` positive and negative eigenvalues as bars (+1, +2, ... then -1, -2, ...)."""
+def eigenvalue_bars(
+    eigenvalues: Sequence[float],
+    n_each: int = 10,
+    *,
+    null_top: dict | None = None,
+    significant: dict | None = None,
+) -> bytes:
+    """The top ``n_each`` positive and negative eigenvalues as bars (+1, +2, ... then -1, -2, ...).
+
+    ``null_top``: ``{'test': [q_1, q_2, ...], 'reference': [...]}``, the permutation null's quantile of the
+    k-th largest |eigenvalue| of each sign, drawn as a grey band behind the bars (a bar inside it is what
+    chance alone gives). ``significant``: ``{'test': [bool per rank], 'reference': [...]}``; bars of modes
+    that are not significant are drawn pale and hatched.
+    """
     vals = np.asarray(eigenvalues, dtype=float)
-    pos = vals[vals > 0][:n_each]
+    vals = vals[np.isfinite(vals)]
+    pos = np.sort(vals[vals > 0])[::-1][:n_each]
     neg = np.sort(vals[vals < 0])[:n_each]
     labels = [f"+{i}" for i in range(1, len(pos) + 1)] + [f"−{i}" for i in range(1, len(neg) + 1)]
     heights = np.r_[pos, neg]
     fig = _figure(6.0, 3.0)
     ax = fig.add_subplot()
     x = np.arange(len(heights))
-    ax.bar(x, heights, color=[POS_COLOR] * len(pos) + [NEG_COLOR] * len(neg))
+    null_top = null_top or {}
+    band = [
+        *[_at(null_top.get("test"), i) for i in range(len(pos))],
+        *[-_at(null_top.get("reference"), i) for i in range(len(neg))],
+    ]
+    if any(b == b for b in band):
+        ax.bar(x, np.nan_to_num(np.asarray(band, float)), width=0.95, color="#d9dce2", zorder=0,
+               label="95% of the permutation null" if not null_top.get("level") else null_top["level"])
+    sig = significant or {}
+    flags = [*[_flag(sig.get("test"), i) for i in range(len(pos))],
+             *[_flag(sig.get("reference"), i) for i in range(len(neg))]]
+    colors = [POS_COLOR] * len(pos) + [NEG_COLOR] * len(neg)
+    for xi, h, c, f in zip(x, heights, colors, flags, strict=True):
+        ax.bar(xi, h, width=0.6, color=c, alpha=0.35 if f is False else 1.0,
+               hatch="///" if f is False else None, edgecolor=c if f is False else None, zorder=2)
     ax.axhline(0, color="#333", lw=0.8)
     ax.set_xticks(x, labels, fontsize=7 if len(labels) > 14 else 8)
     ax.set_ylabel("eigenvalue of Λ")
     ax.set_xlabel("mode (+: test model does more, −: reference does more)", fontsize=9)
+    if any(b == b for b in band):
+        ax.legend(fontsize=7, frameon=False, loc="upper right")
     ax.spines[["top", "right"]].set_visible(False)
+    return to_png(fig)
+
+
+def _at(values: Any, i: int) -> float:
+    try:
+        v = float(values[i])
+    except (TypeError, IndexError, ValueError):
+        return float("nan")
+    return v if np.isfinite(v) else float("nan")
+
+
+def _flag(values: Any, i: int) -> bool | None:
+    try:
+        v = values[i]
+    except (TypeError, IndexError):
+        return None
+    return None if v is None else bool(v)
+
+
+def bandwidth_scan(scan: dict) -> bytes:
+    """The stable-bandwidth scan: per scanned kernel ('prompt', 'output'), the top eigenvalues against the
+    bandwidth multiplier, the chosen one marked."""
+    kinds = [k for k in ("prompt", "output") if isinstance(scan.get(k), dict)]
+    fig = _figure(3.6 * max(len(kinds), 1), 3.0)
+    for i, kind in enumerate(kinds, 1):
+        s = scan[kind]
+        ax = fig.add_subplot(1, max(len(kinds), 1), i)
+        mult = np.asarray(s.get("multipliers") or [], dtype=float)
+        tops = s.get("top_eigenvalues") or []
+        width = max((len(t) for t in tops if isinstance(t, (list, tuple))), default=0)
+        arr = np.full((len(tops), width), np.nan)
+        for r, t in enumerate(tops):
+            if isinstance(t, (list, tuple)):
+                arr[r, : len(t)] = np.asarray(t, dtype=float)
+        if mult.size == arr.shape[0] and width:
+            for j in range(width):
+                ax.plot(mult, np.abs(arr[:, j]), "-o", ms=3, lw=1.0, label=f"|λ| #{j + 1}" if j < 3 else None)
+            ax.set_xscale("log")
+            ax.minorticks_off()
+            ax.set_xticks(mult, [f"{m:g}×" for m in mult], fontsize=7)
+        chosen = s.get("chosen")
+        sigmas = np.asarray(s.get("sigmas") or [], dtype=float)
+        if chosen is not None and sigmas.size == mult.size and sigmas.size:
+            j = int(np.argmin(np.abs(sigmas - float(chosen))))
+            ax.axvline(mult[j], color="#333", ls="--", lw=0.8, label="chosen")
+        ax.set_xlabel("multiple of the median distance", fontsize=8)
+        ax.set_ylabel("top |eigenvalues|", fontsize=8)
+        plateau = "plateau found" if s.get("plateau") else "no plateau: median kept"
+        ax.set_title(f"σ_{kind}: {plateau}", fontsize=9)
+        ax.legend(fontsize=6, frameon=False)
+        ax.spines[["top", "right"]].set_visible(False)
     return to_png(fig)
 
 
@@ -177,6 +270,8 @@ def scatter_map(
     ax = fig.add_subplot()
     labels = np.asarray(labels)
     markers = np.asarray(markers)
+    # marker area by the number of points: readable dots at a hundred samples, no blobs at thousands
+    size = float(np.clip(6000.0 / max(len(labels), 1), 8.0, 60.0))
     for name, color in colors.items():
         for group in groups:
             sel = (labels == name) & (markers == group)
@@ -185,11 +280,11 @@ def scatter_map(
             ax.scatter(
                 xy[sel, 0],
                 xy[sel, 1],
-                s=9,
+                s=size,
                 c=color,
                 marker=marker_of[group],
                 linewidths=0.3,
-                alpha=0.75 if name != "weak" else 0.35,
+                alpha=0.75 if not str(name).startswith("weak") else 0.35,
             )
     from matplotlib.lines import Line2D
 

@@ -11,6 +11,7 @@ import base64
 import html
 import re
 from collections.abc import Iterable, Sequence
+from html.parser import HTMLParser
 from typing import Any
 
 #: the page's whole style sheet; sized for a laptop screen (max 1180 px wide), system fonts only
@@ -174,6 +175,22 @@ def fmt(value: Any, digits: int = 4) -> str:
     return f"{f:.{digits}g}"
 
 
+def num(value: Any) -> float:
+    """``value`` as a float; NaN for None (a non-finite number in result.json) or anything not a number."""
+    if isinstance(value, bool):
+        return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def fnum(value: Any, spec: str) -> str:
+    """``format(value, spec)`` for a number, '–' for None, NaN or anything not a number."""
+    f = num(value)
+    return "–" if f != f else format(f, spec)
+
+
 def table(
     headers: Sequence[Any],
     rows: Iterable[Sequence[Any]],
@@ -251,33 +268,62 @@ class Page:
         return doc
 
 
-_URL_ATTR = re.compile(
-    r"""\b(src|href|srcset|action|poster|background|formaction|xlink:href)\s*=\s*
-                           (?:"([^"]*)"|'([^']*)'|([^\s>]+))""",
-    re.IGNORECASE | re.VERBOSE,
+_URL_ATTRS = frozenset(
+    {"src", "href", "srcset", "action", "poster", "background", "formaction", "xlink:href", "data", "ping"}
 )
+_FORBIDDEN = frozenset({"link", "iframe", "object", "embed", "base", "script", "frame", "meta-refresh"})
 _CSS_URL = re.compile(r"url\(\s*['\"]?([^)'\"]*)", re.IGNORECASE)
-_FORBIDDEN_TAGS = re.compile(r"<\s*(link|iframe|object|embed|base|script|frame)\b", re.IGNORECASE)
-_TAG = re.compile(r"<[a-zA-Z][^>]*>")
-_STYLE = re.compile(r"<style[^>]*>(.*?)</style>", re.IGNORECASE | re.DOTALL)
 _CSS_IMPORT = re.compile(r"@import\s+([^;]*)", re.IGNORECASE)
 
 
+class _References(HTMLParser):
+    """Collects the references of a page from its parsed tags: attribute values (unescaped, as a browser
+    reads them), ``<style>`` sheets and ``style`` attributes. Escaped text (a prompt or a file name that
+    mentions ``src=``, inside an element or an attribute such as ``title``) is text, not a tag."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.bad: list[str] = []
+        self._in_style = False
+
+    def _css(self, css: str) -> None:
+        urls = _CSS_URL.findall(css)
+        self.bad += [f"url({u[:80]})" for u in urls if not u.strip().lower().startswith("data:")]
+        self.bad += [f"@import {u[:80]}" for u in _CSS_IMPORT.findall(css)]
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _FORBIDDEN:
+            self.bad.append(f"<{tag}>")
+        if tag == "meta" and any(k == "http-equiv" and (v or "").lower() == "refresh" for k, v in attrs):
+            self.bad.append("<meta http-equiv=refresh>")
+        for key, value in attrs:
+            value = (value or "").strip()
+            if key in _URL_ATTRS and not value.lower().startswith(("data:", "#")):
+                self.bad.append(f"{key}={value[:80]}")
+            elif key == "style":
+                self._css(value)
+        self._in_style = tag == "style"
+
+    handle_startendtag = handle_starttag
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "style":
+            self._in_style = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_style:
+            self._css(data)
+
+
 def external_references(doc: str) -> list[str]:
-    """Every ``src``/``href``/CSS ``url()`` in the tags and style sheets of ``doc`` that is not a data URI or
-    an in-page anchor (escaped text cannot hold a tag, so a prompt that mentions a URL is not one)."""
-    bad = []
-    tags = _TAG.findall(doc)
-    for tag in tags:
-        for m in _URL_ATTR.finditer(tag):
-            value = next(g for g in m.groups()[1:] if g is not None).strip()
-            if not value.lower().startswith(("data:", "#")):
-                bad.append(f"{m.group(1)}={value[:80]}")
-    for css in [*_STYLE.findall(doc), *tags]:
-        bad += [f"url({u[:80]})" for u in _CSS_URL.findall(css) if not u.strip().lower().startswith("data:")]
-        bad += [f"@import {u[:80]}" for u in _CSS_IMPORT.findall(css)]
-    bad += [f"<{m.group(1)}>" for m in _FORBIDDEN_TAGS.finditer(doc)]
-    return bad
+    """Every ``src``/``href`` (and similar) attribute of the parsed page that is not a data URI or an
+    in-page anchor, every CSS ``url()``/``@import`` in its style sheets, and every tag that loads something
+    (script, link, iframe, ...). Attribute values are read as a browser reads them, so text that merely
+    mentions ``src=`` (escaped, in an element or an attribute) is not a reference."""
+    parser = _References()
+    parser.feed(doc)
+    parser.close()
+    return parser.bad
 
 
 def check_self_contained(doc: str) -> None:

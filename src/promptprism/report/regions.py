@@ -13,6 +13,7 @@ from . import figures
 from .common import display_name, finish, mapping, notes_block, run_details, safe_figure, thumb
 from .core import reloader, renderer
 from .html import Page, cards, details, el, fmt, note, p, table
+from .summary import TIE, lowest_regions, lowest_text, set_intervals
 
 #: images shown per set
 IMAGES_PER_SET = 8
@@ -88,6 +89,17 @@ def _images_block(inputs: Any, names: list[str]) -> Any:
     return blocks
 
 
+def _at(values: Any, i: int) -> Any:
+    return values[i] if isinstance(values, list) and i < len(values) else None
+
+
+def _with_iv(value: Any, iv: Any) -> str:
+    """A CMS with its interval ``[low, high]`` when there is one."""
+    if isinstance(iv, dict) and "low" in iv and "high" in iv:
+        return f"{fmt(value)} [{fmt(iv['low'])}, {fmt(iv['high'])}]"
+    return fmt(value)
+
+
 def _region_colors(k: int) -> dict[str, str]:
     try:
         return {f"region {r}": c for r, c in enumerate(figures.region_colors(k))}
@@ -131,18 +143,45 @@ def render_regions(
         f"region {r} ({s} px)" for r, s in enumerate(result.region_sizes)
     ]
     rows = []
+    lowest_lines = []
     for k, name in enumerate(result.names):
         row = list(result.region_cms[k])
-        worst = int(np.argmin(row)) if len(row) > 1 else -1
+        iv = set_intervals(result, k)
+        region_iv = iv.get("region_cms") if isinstance(iv.get("region_cms"), list) else []
+        lows = set(lowest_regions(row, region_iv)) if len(row) > 1 else set()
         rows.append(
-            [name, fmt(result.cms[k]), fmt(result.product_cms[k])]
-            + [el("b", fmt(v)) if r == worst else fmt(v) for r, v in enumerate(row)]
+            [
+                name,
+                _with_iv(result.cms[k], iv.get("cms")),
+                _with_iv(result.product_cms[k], iv.get("product_cms")),
+            ]
+            + [
+                el("b", _with_iv(v, _at(region_iv, r))) if r in lows else _with_iv(v, _at(region_iv, r))
+                for r, v in enumerate(row)
+            ]
         )
+        if len(row) > 1:
+            lowest_lines.append(f"{name}: lowest region {lowest_text(row, region_iv or None)}")
+    boot = getattr(result, "bootstrap", None)
+    about = (
+        f"Brackets: {fmt(boot.get('level', 0.95))} bootstrap intervals ({boot.get('replicates', '?')} "
+        f"replicates, seed {boot.get('seed', '?')}). "
+        if isinstance(boot, dict) and boot
+        else "No bootstrap intervals in this result. "
+    )
+    block_bias = getattr(result, "block_bias", None)
     cms_table = el(
         "div",
         el("h3", "CMS per region"),
         table(headers, rows, numeric=range(1, len(headers))),
-        p("Bold: each set's lowest region, the part of the image that differs most.", cls="muted small"),
+        [p(line) for line in lowest_lines],
+        p(
+            "Bold: each set's lowest region, the part of the image that differs most, and every region tied "
+            f"with it (within {TIE:g}, or with overlapping intervals): tied regions cannot be ordered. "
+            + about,
+            cls="muted small",
+        ),
+        note(str(block_bias)) if block_bias else None,
     )
     page.add(
         "Overview",

@@ -13,7 +13,7 @@ from typing import Any
 from . import figures
 from .common import finish, mapping, notes_block, run_details, safe_figure, text_card, thumb, visual_of
 from .core import reloader, renderer
-from .html import Page, bar, el, fmt, note, p, table
+from .html import Page, bar, el, fmt, fnum, note, num, p, table
 
 #: samples shown per cluster
 SAMPLES_PER_CLUSTER = 6
@@ -26,7 +26,7 @@ def _models(result: Any) -> list[Any]:
 def _cluster_block(c: Any, images: Any, bases: list[Path]) -> Any:
     cells = []
     for s in c.top_samples[:SAMPLES_PER_CLUSTER]:
-        caption = el("div", el("div", f"score {s.score:+.3g}"), el("div", s.prompt))
+        caption = el("div", el("div", f"score {fnum(s.score, '+.3g')}"), el("div", s.prompt))
         visual, why = visual_of(s.output, index=s.index, images=images, bases=bases)
         cells.append(
             thumb(visual, caption, title=f"{s.prompt} | {s.output or ''}")
@@ -38,23 +38,103 @@ def _cluster_block(c: Any, images: Any, bases: list[Path]) -> Any:
         "div",
         el(
             "h4",
-            f"#{c.rank} · {c.share:.1%} of the trace",
-            el("span", f" · eigenvalue {c.eigenvalue:.4g}", cls="muted small"),
+            f"#{c.rank} · {fnum(c.share, '.1%')} of the trace",
+            el("span", f" · eigenvalue {fnum(c.eigenvalue, '.4g')}", cls="muted small"),
         ),
         body,
         cls="side",
     )
 
 
+def _interval(m: Any, key: str) -> tuple[float, float] | None:
+    iv = getattr(m, "intervals", None)
+    iv = iv.get(key) if isinstance(iv, dict) else None
+    try:
+        return (float(iv["low"]), float(iv["high"])) if isinstance(iv, dict) else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def with_interval(m: Any, key: str, *, percent: bool = False) -> str:
+    """``m.key`` formatted, followed by its bootstrap interval ``[low, high]`` when the result has one."""
+    value = getattr(m, key, None)
+    show = (lambda v: fnum(v, ".1%")) if percent else fmt
+    text = "–" if value is None else show(value)
+    iv = _interval(m, key)
+    return text if iv is None else f"{text} [{show(iv[0])}, {show(iv[1])}]"
+
+
+def _warnings(models: list[Any]) -> list[Any]:
+    """Each distinct warning once, naming the models it concerns when there are several."""
+    seen: dict[str, list[str]] = {}
+    for m in models:
+        for w in getattr(m, "warnings", None) or []:
+            seen.setdefault(str(w), [])
+            if m.name not in seen[str(w)]:
+                seen[str(w)].append(m.name)
+    out = []
+    for w, who in seen.items():
+        suffix = f" ({', '.join(who)})" if len(models) > 1 and len(who) < len(models) else ""
+        out.append(note(w + suffix))
+    return out
+
+
+def _overlaps(models: list[Any]) -> Any:
+    """Without a ``differences`` record: per pair of models with Scendi intervals, whether they overlap."""
+    lines = []
+    for i, a in enumerate(models):
+        for b in models[i + 1 :]:
+            ia, ib = _interval(a, "scendi"), _interval(b, "scendi")
+            if ia is None or ib is None:
+                continue
+            apart = ia[1] < ib[0] or ib[1] < ia[0]
+            lines.append(
+                f"{a.name} vs {b.name}: Scendi intervals "
+                + (
+                    "do not overlap: the difference is larger than the intervals"
+                    if apart
+                    else "overlap: the difference is within the resampling noise"
+                )
+            )
+    return el("div", el("h3", "Differences between models"), [p(x) for x in lines]) if lines else None
+
+
+def _differences(result: Any) -> Any:
+    diffs = [d for d in (getattr(result, "differences", None) or []) if isinstance(d, dict)]
+    if not diffs:
+        return _overlaps(_models(result)) if len(_models(result)) > 1 else None
+    rows = [
+        (
+            str(d.get("a", "?")),
+            str(d.get("b", "?")),
+            str(d.get("metric", "?")),
+            fmt(d.get("difference")),
+            f"[{fmt(d.get('low'))}, {fmt(d.get('high'))}]",
+            el("b", "yes") if d.get("separated") else "no: within the noise",
+        )
+        for d in diffs
+    ]
+    n_sep = sum(1 for d in diffs if d.get("separated"))
+    return el(
+        "div",
+        el("h3", "Differences between models"),
+        table(["a", "b", "metric", "a − b", "interval", "larger than the intervals?"], rows, numeric=(3,)),
+        p(
+            f"{n_sep} of {len(diffs)} differences are larger than their bootstrap intervals (the interval of "
+            "a − b excludes 0); the others cannot be told apart from resampling noise.",
+            cls="muted small",
+        ),
+    )
+
+
 def _model_section(r: Any, images: Any, bases: list[Path]) -> list:
     out: list[Any] = [
         p(
-            f"{r.n:,} samples · model-driven share {r.model_share:.1%} of the output variance "
-            f"(prompt-driven {r.prompt_share:.1%}).",
+            f"{r.n:,} samples · model-driven share {with_interval(r, 'model_share', percent=True)} of the "
+            f"output variance (prompt-driven {with_interval(r, 'prompt_share', percent=True)}).",
             cls="muted",
         )
     ]
-    out += [note(w) for w in r.warnings or []]
     k = max(len(r.clusters), len(r.clusters_unconditioned))
     if k == 0:
         return out + [p("no clusters in the result", cls="muted")]
@@ -104,17 +184,18 @@ def render_scendi(
         "How diverse each model's outputs are because of the model itself (Scendi, from Λ_I) rather than "
         "because of its prompts (Scendi_T, from Λ_T), beside the prompt-unaware Vendi and RKE.",
     )
-    top = max((m.model_share for m in models), default=1.0) or 1.0
+    shares = [num(m.model_share) for m in models]
+    top = max((v for v in shares if v == v), default=1.0) or 1.0
     rows = [
         (
             m.name,
             f"{m.n:,}",
-            fmt(m.scendi),
-            fmt(m.scendi_prompt),
+            with_interval(m, "scendi"),
+            with_interval(m, "scendi_prompt"),
             fmt(m.scendi_order2),
-            fmt(m.vendi),
-            fmt(m.rke),
-            el("span", bar(m.model_share / top), f"{m.model_share:.1%}"),
+            with_interval(m, "vendi"),
+            with_interval(m, "rke"),
+            el("span", bar(num(m.model_share) / top), with_interval(m, "model_share", percent=True)),
         )
         for m in models
     ]
@@ -123,6 +204,16 @@ def render_scendi(
         rows,
         numeric=range(1, 8),
     )
+    boot = next(
+        (m.bootstrap for m in models if isinstance(getattr(m, "bootstrap", None), dict) and m.bootstrap), None
+    )
+    gammas = sorted({str(getattr(m, "gamma_estimator", "") or "") for m in models} - {""})
+    about = (
+        f"Brackets: {fmt(boot.get('level', 0.95))} bootstrap intervals ({boot.get('replicates', '?')} "
+        f"replicates, {boot.get('resample', 'prompts')} resampled, seed {boot.get('seed', '?')}). "
+        if boot
+        else "No bootstrap intervals in this result: differences between models may be noise. "
+    ) + (f"Γ* estimator: {', '.join(gammas)}." if gammas else "")
     chart = safe_figure(
         figures.grouped_bars,
         names,
@@ -141,6 +232,7 @@ def render_scendi(
     page.add(
         "Overview",
         notes_block(notes),
+        _warnings(models),
         el(
             "div",
             el(
@@ -149,9 +241,10 @@ def render_scendi(
                 scores,
                 p(
                     f"{cfg.get('kernel', '?')} kernel; model share = Tr(Λ_I): the part of the output "
-                    "kernel covariance the prompts do not explain.",
+                    "kernel covariance the prompts do not explain. " + about,
                     cls="muted small",
                 ),
+                _differences(result),
             ),
             el("div", chart),
             cls="grid2",

@@ -1,10 +1,14 @@
-"""Compact HTML summaries for notebooks (``Result._repr_html_``): a small table, no figures, no matplotlib."""
+"""Compact summaries of results: HTML for notebooks (``Result._repr_html_``: a small table) and text for
+``repr`` (a few lines: kind, sizes, headline numbers). No figures, no matplotlib."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .html import el, fmt, table
+from .html import el, fmt, fnum, table
+
+#: two regions' CMS closer than this are reported as tied
+TIE = 1e-3
 
 SUMMARIES: dict = {}
 
@@ -26,6 +30,61 @@ def summary_html(result: Any) -> str:
     return str(el("div", head, body, extra, cls="promptprism-summary"))
 
 
+def summary_text(result: Any) -> str:
+    """A few lines for ``repr``: the title, then one aligned line per headline row."""
+    kind = getattr(result, "kind", type(result).__name__)
+    try:
+        title, rows, _ = SUMMARIES.get(kind, _generic)(result)
+    except Exception as exc:  # a repr must never fail (e.g. a hand-made result with odd fields)
+        return f"<{type(result).__name__} ({kind}): summary unavailable: {type(exc).__name__}: {exc}>"
+    width = max((len(str(k)) for k, _ in rows), default=0)
+    lines = [type(result).__name__]
+    lines += [f"  {str(k):<{width}}  {_text(v, 240 if k == 'verdict' else 100)}" for k, v in rows]
+    return "\n".join(lines)
+
+
+def _text(v: Any, limit: int = 100) -> str:
+    import html
+    import re
+
+    s = html.unescape(re.sub(r"<[^>]+>", "", str(v)))
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def lowest_regions(values: Any, intervals: Any = None, tol: float = TIE) -> list[int]:
+    """The region(s) with the lowest CMS: the minimum and every region tied with it, i.e. within ``tol``
+    of it or whose interval overlaps the minimum's (``intervals``: one ``{'low', 'high'}`` per region)."""
+    vals = [float(v) if isinstance(v, (int, float)) and v == v else float("inf") for v in values or []]
+    if not vals:
+        return []
+    k = min(range(len(vals)), key=vals.__getitem__)
+    iv = intervals if isinstance(intervals, list) and len(intervals) == len(vals) else None
+
+    def overlap(r: int) -> bool:
+        if iv is None or not isinstance(iv[r], dict) or not isinstance(iv[k], dict):
+            return False
+        try:
+            return float(iv[r]["low"]) <= float(iv[k]["high"]) and float(iv[k]["low"]) <= float(iv[r]["high"])
+        except (KeyError, TypeError, ValueError):
+            return False
+
+    tied = [r for r in range(len(vals)) if r != k and (abs(vals[r] - vals[k]) <= tol or overlap(r))]
+    return [k, *sorted(tied, key=vals.__getitem__)]
+
+
+def lowest_text(values: Any, intervals: Any = None) -> str:
+    """'2 (0.9382)', or '2 (0.9382), tied with 0 (0.9384)' when another region is within the tie rule."""
+    lows = lowest_regions(values, intervals)
+    if not lows:
+        return "–"
+    first = f"{lows[0]} ({fmt(values[lows[0]])})"
+    if len(lows) == 1:
+        return first
+    rule = "within their intervals" if isinstance(intervals, list) and intervals else f"within {TIE:g}"
+    others = ", ".join(f"{r} ({fmt(values[r])})" for r in lows[1:])
+    return f"{first}, tied {rule} with {others}"
+
+
 def _generic(result: Any):
     data = result.to_dict() if hasattr(result, "to_dict") else {}
     rows = [
@@ -38,12 +97,26 @@ def _generic(result: Any):
 
 @summary("promptsplit")
 def _promptsplit(r: Any):
+    from .significance import modes_card, verdict
+
+    value, label = modes_card(r)
     rows = [
         ("samples", f"{r.n_test:,} test · {r.n_reference:,} reference"),
         ("route", f"{r.method}, {r.config.get('kernel', '?')} kernel, seed {r.seed}"),
         ("‖Λ‖²_F", fmt(r.distance)),
-        ("modes", f"{len(r.positive_modes)} positive · {len(r.negative_modes)} negative"),
+        (
+            "modes",
+            f"{value} ({label.removeprefix('modes · ')})"
+            if value == "none"
+            else f"{value} {label.removeprefix('modes ').removeprefix('· ')}",
+        ),
     ]
+    said = verdict(r)
+    if said:
+        rows.append(("verdict", said))
+    top = [x.get("prompt") for x in (r.prompt_ranking or [])[:1] if isinstance(x, dict)]
+    if top:
+        rows.append(("top prompt", str(top[0])))
     pairs = zip(r.positive_modes[:3], r.negative_modes[:3], strict=False)
     modes = [m for pair in pairs for m in pair] or r.modes[:3]
     extra = table(
@@ -69,21 +142,29 @@ def _regions(r: Any):
         ("real images", f"{r.n_real:,}"),
         ("kernel γ", fmt(r.gamma)),
     ]
-    worst = [min(range(len(row)), key=row.__getitem__) if row else None for row in r.region_cms]
+    lows = [lowest_text(row, set_intervals(r, k).get("region_cms")) for k, row in enumerate(r.region_cms)]
+    rows += [(f"{name}", f"CMS {fmt(r.cms[k])} · lowest region {lows[k]}") for k, name in enumerate(r.names)]
     extra = table(
         ["generated set", "CMS", "product", "lowest region"],
-        [
-            (
-                name,
-                fmt(r.cms[k]),
-                fmt(r.product_cms[k]),
-                "–" if worst[k] is None else f"{worst[k]} ({fmt(r.region_cms[k][worst[k]])})",
-            )
-            for k, name in enumerate(r.names)
-        ],
+        [(name, fmt(r.cms[k]), fmt(r.product_cms[k]), lows[k]) for k, name in enumerate(r.names)],
         numeric=(1, 2),
     )
     return "Regions result", rows, extra
+
+
+def set_intervals(result: Any, k: int) -> dict:
+    """The intervals of generated set ``k`` from a RegionsResult's ``intervals``: one dict per set (a list
+    in ``names`` order, or keyed by set name), or one dict when there is a single set; {} when absent."""
+    ivs = getattr(result, "intervals", None)
+    names = list(getattr(result, "names", []) or [])
+    out: Any = None
+    if isinstance(ivs, list) and k < len(ivs):
+        out = ivs[k]
+    elif isinstance(ivs, dict) and k < len(names) and isinstance(ivs.get(str(names[k])), dict):
+        out = ivs[str(names[k])]
+    elif isinstance(ivs, dict) and len(names) == 1 and ("cms" in ivs or "region_cms" in ivs):
+        out = ivs
+    return out if isinstance(out, dict) else {}
 
 
 @summary("compcon")
@@ -122,6 +203,11 @@ def _scendi(r: Any):
         ("models", ", ".join(m.name for m in models)),
         ("kernel", str(models[0].config.get("kernel", "?"))),
     ]
+    rows += [
+        (m.name, f"n {m.n:,} · Scendi {fmt(m.scendi)} · Vendi {fmt(m.vendi)} · "
+         f"model {fnum(m.model_share, '.1%')}")
+        for m in models[:6]
+    ]
     extra = table(
         ["model", "n", "Scendi", "Scendi_T", "Vendi", "RKE", "model share"],
         [
@@ -132,10 +218,29 @@ def _scendi(r: Any):
                 fmt(m.scendi_prompt),
                 fmt(m.vendi),
                 fmt(m.rke),
-                f"{m.model_share:.1%}",
+                fnum(m.model_share, ".1%"),
             )
             for m in models
         ],
         numeric=range(1, 7),
     )
     return "Scendi result", rows, extra
+
+
+@summary("compcon-eval")
+def _compcon_eval(r: Any):
+    s = r.summary if isinstance(r.summary, dict) else {}
+    k = (r.config or {}).get("k", "k") if isinstance(r.config, dict) else "k"
+    rows = [
+        ("splits", fmt(s.get("n_splits"))),
+        (
+            "attribute",
+            f"top 1 {fmt(s.get('attribute_top1'), 3)} · best of {k} {fmt(s.get(f'attribute_top{k}'), 3)}",
+        ),
+        (
+            "description",
+            f"top 1 {fmt(s.get('description_top1'), 3)} · best of {k} {fmt(s.get(f'description_top{k}'), 3)}",
+        ),
+        ("judge failures", str(len(r.failures or []))),
+    ]
+    return "CompCon evaluation", rows, None

@@ -7,16 +7,35 @@ from .accumulators import (
     SumsAccumulator,
     TopKAccumulator,
 )
-from .eigen import GramEigen, gram_factor, symmetric_eigenpairs, weighted_gram_eigenpairs
+from .eigen import (
+    GramEigen,
+    gram_factor,
+    select_modes,
+    signed_extremes,
+    symmetric_eigenpairs,
+    symmetric_extreme_eigenpairs,
+    weighted_factor_extremes,
+    weighted_gram_eigenpairs,
+    weighted_gram_extremes,
+)
+from .modes import ModeStats
+from .pixel import PixelCKAAccumulator
 
 __all__ = [
     "CovarianceAccumulator",
     "GramEigen",
     "GroupSumAccumulator",
     "MinMaxAccumulator",
+    "ModeStats",
+    "PixelCKAAccumulator",
     "SumsAccumulator",
     "TopKAccumulator",
     "gram_factor",
+    "select_modes",
+    "signed_extremes",
     "symmetric_eigenpairs",
+    "symmetric_extreme_eigenpairs",
+    "weighted_factor_extremes",
     "weighted_gram_eigenpairs",
+    "weighted_gram_extremes",
 ]

@@ -1,0 +1,231 @@
+"""PromptSplit's functional core: pure functions over arrays for the spectrum, the scores and the prompts.
+
+With psi(t, z) = phi_T(t) (x) phi_Z(z) (SPEC: the joint feature map of the product kernel k_T k_Z),
+
+    Lambda = (1/n) sum_i psi(t_i, x_i) psi(t_i, x_i)^T - (eta/m) sum_j psi(t'_j, y_j) psi(t'_j, y_j)^T
+           = Psi^T D Psi,   D = diag(1/n 1_n, -eta/m 1_m)                         (PromptSplit paper, eq. 2)
+
+* exact route: the non-zero eigenvalues of Lambda are those of D G, G = Psi Psi^T = K_T o K_Z (eq. 3),
+  computed from a factor G = L L^T (:func:`exact_spectrum`);
+* random-feature routes: Lambda_r = C_test - eta C_ref of r-dimensional random features, diagonalised
+  directly (:func:`feature_spectrum`).
+
+A prompt's contribution to an eigenvalue and its disagreement score (:func:`prompt_contributions`,
+:func:`prompt_disagreement`) follow from the per-prompt sums of squared scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..._validation import check_positive_number
+from ...kernels.gram import kernel_gram, squared_distances
+from ...stats.accumulators import CovarianceAccumulator
+from ...stats.eigen import (
+    select_modes,
+    signed_extremes,
+    symmetric_eigenpairs,
+    symmetric_extreme_eigenpairs,
+    weighted_gram_eigenpairs,
+)
+from ...stats.modes import ModeStats
+
+
+def joint_gram(
+    prompts_a: np.ndarray, outputs_a: np.ndarray, prompts_b: np.ndarray, outputs_b: np.ndarray, *,
+    kernel: str, sigma_prompt: float | None = None, sigma_output: float | None = None,
+) -> np.ndarray:
+    """G = K_T o K_Z over the stacked samples [a; b] (eq. 3's joint kernel matrix; elementwise product).
+
+    For gaussians the product is one gaussian on the rescaled concatenation:
+    exp(-|t - t'|^2 / (2 s_t^2) - |z - z'|^2 / (2 s_z^2)) = exp(-|w - w'|^2 / 2), w = [t / s_t ; z / s_z].
+    """
+    t = np.concatenate([np.asarray(prompts_a, dtype=np.float64), np.asarray(prompts_b, dtype=np.float64)])
+    z = np.concatenate([np.asarray(outputs_a, dtype=np.float64), np.asarray(outputs_b, dtype=np.float64)])
+    if kernel == "gaussian" and sigma_prompt is not None and sigma_output is not None:
+        check_positive_number(sigma_prompt, "sigma_prompt")
+        check_positive_number(sigma_output, "sigma_output")
+        # one gaussian (sigma 1) on the concatenation [t / sigma_t ; z / sigma_z]: a single distance matrix
+        w = np.concatenate([t / sigma_prompt, z / sigma_output], axis=1)
+        g = squared_distances(w)
+        g *= -0.5
+        return np.exp(g, out=g)
+    g = kernel_gram(kernel, t, sigma=sigma_prompt)
+    g *= kernel_gram(kernel, z, sigma=sigma_output)
+    return g
+
+
+def signed_weights(n: int, m: int, eta: float) -> np.ndarray:
+    """D = diag(1/n 1_n, -eta/m 1_m), the signed sample weights of Lambda = Psi^T D Psi (eq. 2)."""
+    return np.r_[np.full(n, 1.0 / n), np.full(m, -eta / m)]
+
+
+def promptsplit_distance_from_gram(gram: np.ndarray, n: int, eta: float) -> float:
+    """||Lambda||_F^2 = tr(D G D G) = sum_ij D_i D_j G_ij^2 (the PromptSplit distance, SPEC)."""
+    m = gram.shape[0] - n
+    g2 = gram * gram
+    return float(g2[:n, :n].sum() / n**2 + eta**2 * g2[n:, n:].sum() / m**2
+                 - 2.0 * eta * g2[:n, n:].sum() / (n * m))
+
+
+@dataclass(frozen=True)
+class Spectrum:
+    """Lambda's spectrum and the modes chosen from it.
+
+    ``eigenvalues``: what the solver computed, descending (``scope`` says whether that is the whole
+    spectrum); ``selected``: indices of the reported modes (top positive, then top negative); ``scores``
+    (exact route: psi(s) . v_j for every sample s and selected mode j) or ``basis`` (random features: the
+    selected unit eigenvectors, r x k).
+    """
+
+    eigenvalues: np.ndarray
+    selected: np.ndarray
+    scope: str
+    scores: np.ndarray | None = None
+    basis: np.ndarray | None = None
+
+    @property
+    def mode_eigenvalues(self) -> np.ndarray:
+        """The selected modes' eigenvalues."""
+        return self.eigenvalues[self.selected]
+
+
+def exact_spectrum(gram: np.ndarray, weights: np.ndarray, *, n_modes: int, eta: float,
+                   solver: str = "auto") -> Spectrum:
+    """Eigenvalues of D G (eq. 3) and the scores of every sample on the top ``n_modes`` modes of each sign.
+
+    ``solver='dense'`` keeps the whole spectrum; 'lanczos' computes only the extremes; 'auto' diagonalises
+    fully up to :data:`~promptprism.stats.eigen.DENSE_SIZE_LIMIT` samples (and then keeps it all).
+    """
+    want = None if solver == "dense" else n_modes
+    eig = weighted_gram_eigenpairs(gram, weights, n_positive=want, n_negative=want, solver=solver)
+    sel = select_modes(eig.eigenvalues, n_modes, 1.0 + eta)
+    if eig.spectrum is not None:  # a dense solve: report the whole spectrum it computed
+        return Spectrum(eig.spectrum, eig.kept[sel], "all", scores=eig.scores[:, sel])
+    scope = "all" if want is None else f"top {n_modes} of each sign"
+    return Spectrum(eig.eigenvalues, sel, scope, scores=eig.scores[:, sel])
+
+
+#: ``solver='auto'`` diagonalises Lambda_r fully up to this many features, and computes only the top modes
+#: (Lanczos) above: a full decomposition of r = 3000 takes ~9 s here, the top 2 x 10 modes well under 1 s
+FEATURE_DENSE_LIMIT = 1000
+
+
+def feature_spectrum(lam: np.ndarray, *, n_modes: int, eta: float, solver: str = "auto") -> Spectrum:
+    """Eigenpairs of the r x r Lambda_r = C_test - eta C_ref (random-feature routes) and the top modes.
+
+    ``solver='dense'``: every eigenpair; 'lanczos': the ``n_modes`` largest and smallest only; 'auto':
+    dense up to :data:`FEATURE_DENSE_LIMIT` features, lanczos above.
+    """
+    r = lam.shape[0]
+    if solver == "lanczos" or (solver == "auto" and r > FEATURE_DENSE_LIMIT):
+        vals, vecs = symmetric_extreme_eigenpairs(lam, n_modes)
+        scope = "all" if vals.size == r else f"top {n_modes} of each sign"
+    else:
+        vals, vecs = symmetric_eigenpairs(lam)
+        scope = "all"
+    sel = select_modes(vals, n_modes, 1.0 + eta)
+    return Spectrum(vals, sel, scope, basis=vecs[:, sel])
+
+
+def prompt_contributions(sum_sq_test: np.ndarray, sum_sq_ref: np.ndarray, n: int, m: int, eta: float
+                         ) -> np.ndarray:
+    """c_p = (1/n) sum_{i in p} s_i^2 - (eta/m) sum_{j in p} s_j^2: prompt p's exact share of lambda.
+
+    Since lambda = v^T Lambda v = (1/n) sum_i s_i^2 - (eta/m) sum_j s_j^2 (eq. 2 with s = psi . v), the
+    contributions of all prompts add up to the eigenvalue. Arrays of shape (prompts, ...) broadcast.
+    """
+    return np.asarray(sum_sq_test) / n - eta * np.asarray(sum_sq_ref) / m
+
+
+def prompt_disagreement(eigenvalues: np.ndarray, contributions: np.ndarray) -> np.ndarray:
+    """d_p = sum_j lambda_j c_pj over the modes j given (contributions: prompts x modes).
+
+    Since sum_p c_pj = lambda_j, the d_p add up to sum_j lambda_j^2, the part of ||Lambda||_F^2 the modes
+    capture; a prompt's share is d_p / sum_j lambda_j^2.
+    """
+    c = np.asarray(contributions, dtype=np.float64).reshape(-1, len(eigenvalues))
+    return c @ np.asarray(eigenvalues, dtype=np.float64)
+
+
+def chunks(n: int, size: int) -> Iterator[tuple[int, int]]:
+    """[start, stop) row ranges of at most ``size`` rows covering 0..n."""
+    for start in range(0, n, size):
+        yield start, min(n, start + size)
+
+
+def pooled_rows(a: np.ndarray, b: np.ndarray, max_rows: int, seed: int) -> np.ndarray:
+    """At most ``max_rows`` rows drawn (seeded) from a and b together, without reading the rest."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for arr, k in ((a, max_rows // 2), (b, max_rows - max_rows // 2)):
+        idx = np.sort(rng.choice(arr.shape[0], size=min(k, arr.shape[0]), replace=False))
+        parts.append(np.asarray(arr[idx], dtype=np.float64))
+    return np.concatenate(parts)
+
+
+def covariance_partition(fmap: Any, prompts: Any, outputs: Any, start: int, stop: int, chunk_size: int
+                         ) -> CovarianceAccumulator:
+    """Task: sum_i psi(t_i, z_i) psi(t_i, z_i)^T over rows [start, stop), chunk by chunk."""
+    acc = CovarianceAccumulator(fmap.dim)
+    for a, b in chunks(stop - start, chunk_size):
+        acc.update(fmap.transform(prompts[start + a : start + b], outputs[start + a : start + b]))
+    return acc
+
+
+def mode_stats_partition(fmap: Any, basis: np.ndarray, prompts: Any, outputs: Any, start: int, stop: int,
+                         labels: np.ndarray, first_index: int, chunk_size: int, top_k: int, n_groups: int
+                         ) -> ModeStats:
+    """Task: scores psi(s) . v_j of rows [start, stop) on the chosen modes, folded into ModeStats.
+
+    ``first_index`` is the global index of row ``start`` in its set; ``labels`` holds the partition's
+    prompt labels.
+    """
+    stats = ModeStats.empty(top_k, basis.shape[1], n_groups)
+    for a, b in chunks(stop - start, chunk_size):
+        scores = fmap.transform(prompts[start + a : start + b], outputs[start + a : start + b]) @ basis
+        stats.update(np.arange(first_index + a, first_index + b), labels[a:b], scores)
+    return stats
+
+
+def feature_rows(fmap: Any, prompts: Any, outputs: Any, rows: np.ndarray, chunk_size: int) -> np.ndarray:
+    """psi of the given rows (sorted indices), computed chunk by chunk: (len(rows), r)."""
+    out = np.empty((rows.size, fmap.dim))
+    for a, b in chunks(rows.size, chunk_size):
+        idx = rows[a:b]
+        out[a:b] = fmap.transform(np.asarray(prompts[idx]), np.asarray(outputs[idx]))
+    return out
+
+
+def top_eigenvalues(prompts_a: np.ndarray, outputs_a: np.ndarray, prompts_b: np.ndarray,
+                    outputs_b: np.ndarray, *, kernel: str, sigma_prompt: float | None,
+                    sigma_output: float | None, eta: float, n_top: int) -> np.ndarray:
+    """[top n_top positive eigenvalues, top n_top |negative| ones] of D G (eq. 3), zero-padded: the
+    quantity the 'stable' bandwidth rule watches (dense, for a few hundred samples)."""
+    gram = joint_gram(prompts_a, outputs_a, prompts_b, outputs_b, kernel=kernel, sigma_prompt=sigma_prompt,
+                      sigma_output=sigma_output)
+    n, m = len(prompts_a), len(prompts_b)
+    eig = weighted_gram_eigenpairs(gram, signed_weights(n, m, eta), n_positive=n_top, n_negative=n_top,
+                                   solver="dense")
+    pos, neg = signed_extremes(eig.eigenvalues if eig.spectrum is None else eig.spectrum, n_top)
+    return np.r_[pos, neg]
+
+
+def same_pairs(a: Any, b: Any) -> bool:
+    """Whether two PairedSets hold the same (prompt, output) pairs, in any order (checked when they fit in
+    memory: at most 50 million values; larger sets count as different)."""
+    if a is b:
+        return True
+    if len(a) != len(b) or len(a) * (a.dim_prompt + a.dim_output) > 50_000_000:
+        return False
+    rows = []
+    for s in (a, b):
+        x = np.ascontiguousarray(np.concatenate(
+            [np.asarray(s.prompt_embeddings[0 : len(s)], dtype=np.float64),
+             np.asarray(s.output_embeddings[0 : len(s)], dtype=np.float64)], axis=1))
+        rows.append(np.sort(x.view(np.dtype((np.void, x.dtype.itemsize * x.shape[1]))).ravel()))
+    return bool(np.array_equal(rows[0], rows[1]))

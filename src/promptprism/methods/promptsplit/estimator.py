@@ -1,0 +1,379 @@
+"""The PromptSplit estimator: validate options, resolve defaults, call the functional core, build the result.
+
+Routes:
+
+* ``exact``: the kernel trick (eq. 3), :func:`~.core.exact_spectrum` on the joint Gram matrix. O((n+m)^2)
+  memory.
+* ``rff`` (gaussian kernels) and ``sketch`` (cosine kernel): an r-dimensional random feature map psi_r with
+  E[psi_r(s) . psi_r(s')] = k_T k_Z; Lambda_r (r x r) is accumulated in one streaming pass through the
+  current runner (memory O(r^2), independent of n) and diagonalised (:func:`~.core.feature_spectrum`); a
+  second streaming pass scores the samples on the top modes.
+* ``auto``: ``exact`` when n + m <= ``EXACT_MAX_SAMPLES``, else ``rff`` (gaussian) or ``sketch`` (cosine).
+
+Where the passes run is chosen once, outside: ``with promptprism.scale.execution(client): ...``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..._progress import progress_enabled
+from ..._validation import check_positive_number, check_seed
+from ...data.paired import PairedSet, check_compatible, prompt_groups
+from ...errors import OptionError
+from ...kernels.bandwidth import parse_bandwidth, resolve_bandwidth, stable_bandwidth
+from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
+from ...kernels.gram import KERNELS
+from ...scale.runner import DaskRunner, current_runner, partition_rows, partition_size
+from ...stats.eigen import signed_extremes
+from ...stats.modes import ModeStats
+from . import core
+from . import significance as sig
+from .result import PromptSplitResult
+from .summary import SIDES, SummaryOptions, summarise
+
+METHODS = ("auto", "exact", "rff", "sketch")
+RANKINGS = ("contribution", "mean_score")
+#: ``method='auto'`` uses the exact kernel route up to this many samples (n + m), random features above:
+#: at 10,000 samples the exact route needs ~2.4 GB and ~15 s here; its cost grows as (n + m)^2 in memory.
+EXACT_MAX_SAMPLES = 10_000
+#: rows per set of the subsample on which the 'stable' bandwidth rule computes spectra
+STABLE_SAMPLES = 500
+#: eigenvalues of each sign the 'stable' rule watches
+STABLE_TOP = 5
+
+
+@dataclass
+class PromptSplit:
+    """PromptSplit estimator: configure here, then ``fit(test, reference)`` -> :class:`PromptSplitResult`.
+
+    Parameters
+    ----------
+    kernel : 'gaussian' or 'cosine', used for both prompts and outputs.
+    method : 'auto', 'exact', 'rff' (gaussian only) or 'sketch' (cosine only).
+    eta : weight of the reference covariance, Lambda = C_test - eta C_ref.
+    sigma_prompt, sigma_output : gaussian bandwidths: a number, a rule ('median', '0.5*median', ...)
+        evaluated on the pooled test + reference embeddings (see :mod:`promptprism.kernels.bandwidth`), or
+        'stable': the smallest multiple of the median at which the top eigenvalues stop changing
+        (:func:`~promptprism.kernels.bandwidth.stable_bandwidth`; the scan is in ``result.bandwidth_scan``).
+    n_modes : modes reported per sign (the top ``n_modes`` positive and the top ``n_modes`` negative).
+    n_features : r, the random-feature dimension of the 'rff' / 'sketch' routes (even for 'rff').
+    seed : seeds every random draw (random features, bandwidth subsample, permutations); recorded.
+    chunk_size : rows per streaming step.
+    partition_rows : rows per task of the streaming passes (rounded up to whole chunks).
+    top_k : samples listed per mode and side; top_prompts: prompts listed per mode.
+    rank_prompts_by : 'contribution' (the prompt's exact share of the eigenvalue: default) or 'mean_score'
+        (mean score of the prompt's samples in the favoured set, as in the paper's description).
+    solver : 'auto', 'dense' (whole spectrum) or 'lanczos' (only the modes asked for); 'auto' is dense up
+        to 3,000 samples (exact route) or 1,000 features (random-feature routes).
+    permutations : label permutations of the significance test (:mod:`.significance`); None = 200 on the
+        exact route and 100 on the random-feature routes; 0 turns the test off.
+    alpha : family-wise significance level of the test (0 < alpha < 1).
+    progress : show progress bars (None: only on a terminal).
+    """
+
+    kernel: str = "gaussian"
+    method: str = "auto"
+    eta: float = 1.0
+    sigma_prompt: Any = "median"
+    sigma_output: Any = "median"
+    n_modes: int = 10
+    n_features: int = 2000
+    seed: int = 0
+    chunk_size: int = 8192
+    top_k: int = 10
+    top_prompts: int = 10
+    rank_prompts_by: str = "contribution"
+    solver: str = "auto"
+    partition_rows: int = 262_144
+    permutations: int | None = None
+    alpha: float = 0.05
+    progress: bool | None = False
+
+    def __post_init__(self) -> None:
+        self._validate()
+
+    def _validate(self) -> None:
+        if self.kernel not in KERNELS:
+            raise OptionError(f"unknown kernel {self.kernel!r}; choose one of {', '.join(KERNELS)}")
+        if self.method not in METHODS:
+            raise OptionError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
+        if self.method == "rff" and self.kernel != "gaussian":
+            raise OptionError("method 'rff' (random Fourier features) needs the gaussian kernel; "
+                              "for the cosine kernel use method 'sketch'")
+        if self.method == "sketch" and self.kernel != "cosine":
+            raise OptionError("method 'sketch' (tensor-sketch random projection) needs the cosine kernel; "
+                              "for the gaussian kernel use method 'rff'")
+        if self.rank_prompts_by not in RANKINGS:
+            raise OptionError(f"rank_prompts_by must be one of {', '.join(RANKINGS)}, "
+                              f"got {self.rank_prompts_by!r}")
+        if self.solver not in ("auto", "dense", "lanczos"):
+            raise OptionError(f"solver must be 'auto', 'dense' or 'lanczos', got {self.solver!r}")
+        check_positive_number(self.eta, "eta")
+        check_positive_number(self.n_modes, "number of modes", integer=True)
+        check_positive_number(self.n_features, "number of features", integer=True,
+                              even=self.kernel == "gaussian")
+        check_positive_number(self.chunk_size, "chunk size", integer=True)
+        check_positive_number(self.partition_rows, "partition_rows", integer=True)
+        check_positive_number(self.top_k, "top_k", integer=True)
+        check_positive_number(self.top_prompts, "top_prompts", integer=True)
+        if self.permutations is not None:
+            if isinstance(self.permutations, bool) or not isinstance(self.permutations, (int, np.integer)):
+                raise OptionError(f"permutations must be an integer >= 0, got {self.permutations!r}")
+            if self.permutations < 0:
+                raise OptionError(f"permutations must be >= 0 (0 = no test), got {self.permutations}")
+        if (isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float, np.floating))
+                or not 0.0 < float(self.alpha) < 1.0):
+            raise OptionError(f"alpha must lie strictly between 0 and 1, got {self.alpha!r}")
+        check_seed(self.seed)
+        if self.kernel == "gaussian":
+            parse_bandwidth(self.sigma_prompt, "sigma_prompt", allow_stable=True)
+            parse_bandwidth(self.sigma_output, "sigma_output", allow_stable=True)
+
+    # -------------------------------------------------------------------------------------------- fit
+    def fit(self, test: PairedSet | tuple, reference: PairedSet | tuple) -> PromptSplitResult:
+        """Compare ``test`` against ``reference`` (PairedSets, or (prompt_emb, output_emb) tuples).
+
+        The random-feature routes' streaming passes run on :func:`promptprism.scale.current_runner`: in this
+        process by default, on a dask cluster inside ``with execution(client):`` (one task per block of
+        ``partition_rows`` rows; inputs streamed from files are read by the workers themselves); the
+        result is the same either way.
+        """
+        self._validate()
+        test = _as_paired(test, "test")
+        reference = _as_paired(reference, "reference")
+        check_compatible(test, reference)
+        if self.kernel == "cosine":
+            why = "the cosine kernel is undefined for a zero vector"
+            test.check_nonzero(why)
+            reference.check_nonzero(why)
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        sets = {"test": test, "reference": reference}
+        sigmas, scan = self._resolve_bandwidths(sets)
+        method = self.method
+        if method == "auto":
+            method = ("exact" if len(test) + len(reference) <= EXACT_MAX_SAMPLES
+                      else "rff" if self.kernel == "gaussian" else "sketch")
+        label_list, names = prompt_groups(test, reference)
+        labels = dict(zip(SIDES, label_list, strict=True))
+        runner = current_runner()
+        timings["setup_s"] = time.perf_counter() - t0
+
+        if method == "exact":
+            spec, distance, stats, gram = self._exact(sets, sigmas, timings, labels, len(names))
+            fmap = None
+        else:
+            fmap = self._feature_map(test, method, sigmas)
+            spec, distance, stats = self._random_features(sets, fmap, timings, labels, len(names), runner)
+            gram = None
+        identical = core.same_pairs(test, reference)
+        permutations = self._permutations(method)
+        t1 = time.perf_counter()
+        significance, p_values = ({}, None)
+        if permutations and not identical and spec.selected.size:
+            significance, p_values = self._significance(sets, spec, labels, gram=gram, fmap=fmap,
+                                                        permutations=permutations, sigmas=sigmas)
+        elif permutations:
+            significance = sig.empty_record(permutations=permutations, alpha=float(self.alpha),
+                                            seed=self.seed, identical=identical)
+        del gram
+        timings["significance_s"] = time.perf_counter() - t1
+        t2 = time.perf_counter()
+        modes, ranking, basis = summarise(
+            sets=sets, eigenvalues=spec.mode_eigenvalues, stats=stats, names=names,
+            options=SummaryOptions(self.eta, self.top_prompts, self.rank_prompts_by), p_values=p_values,
+            alpha=float(self.alpha) if p_values is not None else None)
+        if significance and identical:
+            basis = "none: the sets are identical"
+        timings["modes_s"] = time.perf_counter() - t2
+        timings["total_s"] = time.perf_counter() - t0
+        on_cluster = isinstance(runner, DaskRunner)
+        config = {
+            "kernel": self.kernel, "method": self.method, "eta": float(self.eta),
+            "sigma_prompt": sigmas[0], "sigma_output": sigmas[1],
+            "sigma_prompt_rule": str(self.sigma_prompt) if self.kernel == "gaussian" else None,
+            "sigma_output_rule": str(self.sigma_output) if self.kernel == "gaussian" else None,
+            "n_modes": self.n_modes, "n_features": None if method == "exact" else self.n_features,
+            "chunk_size": self.chunk_size,
+            "partition_rows": self._partition_size() if on_cluster and method != "exact" else None,
+            "top_k": self.top_k, "top_prompts": self.top_prompts, "rank_prompts_by": self.rank_prompts_by,
+            "solver": self.solver,
+            "permutations": permutations, "alpha": float(self.alpha),
+            "test": test.where, "reference": reference.where,
+        }
+        return PromptSplitResult(
+            eigenvalues=[float(v) for v in spec.eigenvalues], modes=modes, distance=float(distance),
+            method=method, n_test=len(test), n_reference=len(reference), seed=self.seed, config=config,
+            prompt_ranking=ranking, timings={k: round(v, 4) for k, v in timings.items()},
+            significance=significance, identical=identical, ranking_basis=basis,
+            eigenvalues_scope=spec.scope, bandwidth_scan=scan)
+
+    def _permutations(self, method: str) -> int:
+        return sig.DEFAULT_PERMUTATIONS[method] if self.permutations is None else int(self.permutations)
+
+    # ------------------------------------------------------------------------------------ bandwidths
+    def _resolve_bandwidths(self, sets: dict[str, PairedSet]) -> tuple[tuple[Any, Any], dict]:
+        """Numbers for both bandwidths: fixed, a median rule, or the 'stable' scan (recorded)."""
+        if self.kernel != "gaussian":
+            return (None, None), {}
+        specs = {"prompt": self.sigma_prompt, "output": self.sigma_output}
+        attrs = {"prompt": "prompt_embeddings", "output": "output_embeddings"}
+        out: dict[str, float] = {}
+        stable = []
+        for key, spec in specs.items():
+            parsed = parse_bandwidth(spec, f"sigma_{key}", allow_stable=True)
+            if isinstance(parsed, float):
+                out[key] = parsed
+                continue
+            pool = core.pooled_rows(getattr(sets["test"], attrs[key]), getattr(sets["reference"], attrs[key]),
+                                    1000, self.seed)
+            out[key] = resolve_bandwidth("median" if parsed[0] == "stable" else spec, pool,
+                                         name=f"sigma_{key}", seed=self.seed)
+            if parsed[0] == "stable":
+                stable.append(key)
+        scan: dict[str, dict] = {}
+        if stable:
+            sub = self._scan_subsample(sets)
+            for key in stable:
+                def top(sigma: float, key: str = key) -> np.ndarray:
+                    s = dict(out, **{key: sigma})
+                    return core.top_eigenvalues(*sub, kernel="gaussian", sigma_prompt=s["prompt"],
+                                                sigma_output=s["output"], eta=self.eta, n_top=STABLE_TOP)
+                scan[key] = stable_bandwidth(top, out[key])
+                out[key] = scan[key]["chosen"]
+                if not scan[key]["plateau"]:
+                    warnings.warn(f"sigma_{key}='stable': {scan[key]['note']}", UserWarning, stacklevel=3)
+        return (out["prompt"], out["output"]), scan
+
+    def _scan_subsample(self, sets: dict[str, PairedSet]) -> tuple[np.ndarray, ...]:
+        rng = np.random.default_rng(self.seed)
+        arrays = []
+        for side in SIDES:
+            s = sets[side]
+            idx = np.sort(rng.choice(len(s), size=min(STABLE_SAMPLES, len(s)), replace=False))
+            arrays += [np.asarray(s.prompt_embeddings[idx]), np.asarray(s.output_embeddings[idx])]
+        return tuple(arrays)
+
+    # ------------------------------------------------------------------------------------ exact route
+    def _exact(self, sets, sigmas, timings, labels, n_groups):
+        test, reference = sets["test"], sets["reference"]
+        n, m = len(test), len(reference)
+        t0 = time.perf_counter()
+        gram = core.joint_gram(test.prompt_embeddings, test.output_embeddings, reference.prompt_embeddings,
+                               reference.output_embeddings, kernel=self.kernel, sigma_prompt=sigmas[0],
+                               sigma_output=sigmas[1])
+        distance = core.promptsplit_distance_from_gram(gram, n, self.eta)
+        timings["gram_s"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        spec = core.exact_spectrum(gram, core.signed_weights(n, m, self.eta), n_modes=self.n_modes,
+                                   eta=self.eta, solver=self.solver)
+        timings["eigen_s"] = time.perf_counter() - t1
+        k = spec.selected.size
+        stats = {side: ModeStats.empty(self.top_k, k, n_groups) for side in SIDES}
+        stats["test"].update(np.arange(n), labels["test"], spec.scores[:n])
+        stats["reference"].update(np.arange(m), labels["reference"], spec.scores[n:])
+        return spec, distance, stats, gram
+
+    # ---------------------------------------------------------------------------- random-feature route
+    def _feature_map(self, test: PairedSet, method: str, sigmas):
+        if method == "rff":
+            return ProductRandomFourierFeatures(test.dim_prompt, test.dim_output, self.n_features,
+                                                sigmas[0], sigmas[1], seed=self.seed, fast_trig=True)
+        return ProductRandomProjection(test.dim_prompt, test.dim_output, self.n_features, seed=self.seed)
+
+    def _random_features(self, sets, fmap, timings, labels, n_groups, runner):
+        show = progress_enabled(self.progress)
+        size = self._partition_size()
+        t0 = time.perf_counter()
+        accs = {side: runner.map_reduce(core.covariance_partition, [
+            (fmap, *partition_rows(sets[side], a, b), self.chunk_size)
+            for a, b in core.chunks(len(sets[side]), size)],
+            description=f"PromptSplit: covariance ({side})", progress=show) for side in SIDES}
+        lam = accs["test"].compute() - self.eta * accs["reference"].compute()
+        timings["covariance_s"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        spec = core.feature_spectrum(lam, n_modes=self.n_modes, eta=self.eta, solver=self.solver)
+        distance = float(np.sum(lam * lam))
+        timings["eigen_s"] = time.perf_counter() - t1
+        t2 = time.perf_counter()
+        stats = {side: runner.map_reduce(core.mode_stats_partition, [
+            (fmap, spec.basis, *partition_rows(sets[side], a, b), labels[side][a:b], a,
+             self.chunk_size, self.top_k, n_groups)
+            for a, b in core.chunks(len(sets[side]), size)],
+            description=f"PromptSplit: scoring ({side})", progress=show) for side in SIDES}
+        timings["scoring_s"] = time.perf_counter() - t2
+        return spec, distance, stats
+
+    def _partition_size(self) -> int:
+        return partition_size(self.partition_rows, self.chunk_size)
+
+    # ----------------------------------------------------------------------------------- significance
+    def _significance(self, sets, spec, labels, *, gram, fmap, permutations, sigmas):
+        """The permutation test of the reported modes (see :mod:`.significance`)."""
+        n, m = len(sets["test"]), len(sets["reference"])
+        rows_t, rows_r, scale = sig.null_rows(n, m, sig.NULL_MAX_SAMPLES, self.seed)
+        n_sub, m_sub = rows_t.size, rows_r.size
+        groups = np.r_[labels["test"][rows_t], labels["reference"][rows_r]]
+        scheme = sig.choose_scheme(labels["test"], labels["reference"])
+        if scheme == "pooled":
+            groups = np.zeros_like(groups)
+        if gram is not None:
+            idx = np.r_[rows_t, n + rows_r]
+            operand = ("gram", gram if scale == 1.0 else gram[np.ix_(idx, idx)])
+        else:
+            operand = ("features", np.concatenate([
+                core.feature_rows(fmap, sets[s].prompt_embeddings, sets[s].output_embeddings, rows,
+                                  self.chunk_size) for s, rows in (("test", rows_t), ("reference", rows_r))]))
+        vals = spec.mode_eigenvalues
+        n_pos, n_neg = int(np.sum(vals > 0)), int(np.sum(vals < 0))
+        observed = None  # the observed labelling goes through the null's own solver: an exact test
+        if scale != 1.0:  # (a subsample's null is rescaled; the full sets' spectrum is the observed one)
+            observed = signed_extremes(vals, max(n_pos, n_neg, 1))
+            observed = (observed[0][:n_pos], observed[1][:n_neg])
+        out = sig.permutation_test(operand, groups=groups, n=n_sub, m=m_sub, eta=self.eta,
+                                   tested=(n_pos, n_neg), observed=observed, permutations=permutations,
+                                   alpha=float(self.alpha), seed=self.seed, scale=scale)
+        p_values = [float(out["p_positive"][i]) for i in range(n_pos)] + \
+                   [float(out["p_negative"][i]) for i in range(n_neg)]
+        # spec.selected lists the positive modes first, then the negative ones (both by rank)
+        p_by_mode = np.array(p_values)
+        approx = None
+        if scale != 1.0:
+            approx = (f"null spectra from a seeded subsample of {n_sub} test and {m_sub} reference samples, "
+                      f"rescaled to the full sets by sqrt((1/n + 1/m) / (1/n' + 1/m')) = {scale:.4g} "
+                      "(central-limit scaling)")
+        alpha = float(self.alpha)
+        largest = int(np.argmax(np.abs(vals)))
+        record = {
+            "test": "permutation", "scheme": scheme, "permutations": permutations, "alpha": alpha,
+            "seed": self.seed, "correction": sig.CORRECTION, "null_top": out["null_top"],
+            "threshold": out["threshold"], "null_rank_quantiles": out["null_rank_quantiles"],
+            "p_largest": float(p_by_mode[largest]), "n_significant": int(np.sum(p_by_mode <= alpha)),
+            "approximation": approx, "null_samples": n_sub + m_sub,
+            "verdict": sig.verdict(identical=False, alpha=alpha, permutations=permutations,
+                                   p_values=[("test" if v > 0 else "reference", float(v), float(p))
+                                             for v, p in zip(vals, p_by_mode, strict=True)]),
+        }
+        return record, p_values
+
+
+
+def _as_paired(obj: PairedSet | tuple, name: str) -> PairedSet:
+    if isinstance(obj, PairedSet):
+        return obj
+    if isinstance(obj, tuple) and len(obj) in (2, 3, 4):
+        return PairedSet(*obj, name=name)
+    raise OptionError(f"{name} must be a PairedSet or a (prompt_embeddings, output_embeddings) tuple, "
+                      f"got {type(obj).__name__}")
+
+
+def replace_config(est: PromptSplit, **changes: Any) -> PromptSplit:
+    """A copy of ``est`` with some options changed (validated)."""
+    return dataclasses.replace(est, **changes)

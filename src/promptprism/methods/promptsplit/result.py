@@ -1,0 +1,124 @@
+"""PromptSplit's result: modes, their samples and prompts, significance, as frozen dataclasses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..._version import __version__
+from ...results import Result
+
+
+@dataclass(frozen=True)
+class SampleScore:
+    """One sample's score psi(s) . v on a mode."""
+
+    set: str  #: 'test' or 'reference'
+    index: int  #: row in that set
+    prompt: str
+    output: str | None
+    score: float
+
+
+@dataclass(frozen=True)
+class PromptLoading:
+    """How strongly one prompt loads on a mode.
+
+    ``contribution`` = (1/n) sum_{i in p} s_i^2 - (eta/m) sum_{j in p} s_j^2: the prompt's share of the
+    eigenvalue (the contributions of all prompts add up to it exactly). ``mean_score`` is the mean score of
+    the prompt's samples in the set the mode favours (test for positive modes, reference for negative ones).
+    """
+
+    prompt: str
+    contribution: float
+    mean_score: float | None
+    n_test: int
+    n_reference: int
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One eigen-mode of Lambda: its eigenvalue, the side it favours, its strongest samples and prompts.
+
+    ``p_value`` / ``significant`` come from the permutation test (None when it was off); ``sample_note``
+    says why a sample list mixes score signs, when it does.
+    """
+
+    rank: int  #: 1 = largest |eigenvalue| of its sign
+    eigenvalue: float
+    side: str  #: 'test' (positive eigenvalue) or 'reference' (negative)
+    top_samples: list[SampleScore]  #: strongest samples of the favoured set
+    top_samples_other: list[SampleScore]  #: strongest samples of the other set, for contrast
+    top_prompts: list[PromptLoading]
+    p_value: float | None = None
+    significant: bool | None = None
+    sample_note: str | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Mode:
+        """Rebuild a mode from its ``result.json`` form (fields added later may be absent)."""
+        return cls(rank=d["rank"], eigenvalue=d["eigenvalue"], side=d["side"],
+                   top_samples=[SampleScore(**s) for s in d["top_samples"]],
+                   top_samples_other=[SampleScore(**s) for s in d["top_samples_other"]],
+                   top_prompts=[PromptLoading(**p) for p in d["top_prompts"]],
+                   p_value=d.get("p_value"), significant=d.get("significant"),
+                   sample_note=d.get("sample_note"))
+
+
+@dataclass(frozen=True)
+class PromptSplitResult(Result):
+    """What :meth:`PromptSplit.fit` returns; ``save(dir)`` writes ``dir/result.json``.
+
+    ``eigenvalues`` holds what ``eigenvalues_scope`` says: the whole computed spectrum ("all": dense exact
+    solver, random-feature routes) or only the extreme eigenvalues the solver computed ("top k of each sign").
+    ``significance`` is the permutation test's record (empty when it was off), ``prompt_ranking`` is built
+    from the modes ``ranking_basis`` names, and ``bandwidth_scan`` records a ``'stable'`` bandwidth search.
+    """
+
+    kind = "promptsplit"
+
+    eigenvalues: list[float]  #: descending; see ``eigenvalues_scope``
+    modes: list[Mode]  #: positive modes (rank 1, 2, ...) then negative modes (rank 1, 2, ...)
+    distance: float  #: ||Lambda||_F^2, the PromptSplit distance
+    method: str  #: the route actually used
+    n_test: int
+    n_reference: int
+    seed: int
+    config: dict  #: every option, with bandwidths resolved to numbers
+    prompt_ranking: list[dict] = field(default_factory=list)  #: prompts by disagreement, strongest first
+    timings: dict = field(default_factory=dict)
+    version: str = __version__
+    significance: dict = field(default_factory=dict)
+    identical: bool = False  #: test and reference hold the same pairs
+    ranking_basis: str = "all reported modes (no significance test)"
+    eigenvalues_scope: str = "all"
+    bandwidth_scan: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> PromptSplitResult:
+        """Rebuild from ``result.json`` (older files without the significance fields load too)."""
+        data = {k: v for k, v in data.items() if k != "kind"}
+        data["modes"] = [Mode.from_dict(m) if isinstance(m, dict) else m for m in data["modes"]]
+        return cls(**data)
+
+    @property
+    def positive_modes(self) -> list[Mode]:
+        """Modes the test set produces more (positive eigenvalues), strongest first."""
+        return [m for m in self.modes if m.side == "test"]
+
+    @property
+    def negative_modes(self) -> list[Mode]:
+        """Modes the reference set produces more (negative eigenvalues), strongest first."""
+        return [m for m in self.modes if m.side == "reference"]
+
+    @property
+    def verdict(self) -> str:
+        """One sentence on what the comparison found ('' when no test ran and the sets differ)."""
+        if self.significance:
+            return str(self.significance.get("verdict", ""))
+        same = "test and reference hold the same pairs: there is no difference to find"
+        return same if self.identical else ""
+
+    def summary_rows(self) -> list[tuple[str, int, float, str]]:
+        """(side, rank, eigenvalue, top prompt) per reported mode."""
+        return [(m.side, m.rank, m.eigenvalue, m.top_prompts[0].prompt if m.top_prompts else "")
+                for m in self.modes]

@@ -1,0 +1,206 @@
+"""Permutation test of PromptSplit's modes: is a mode more than sampling noise?
+
+H0: test and reference pairs come from the same joint distribution (within prompt groups: for every prompt
+the two models' outputs are exchangeable). Under H0 the test/reference labels can be exchanged: within each
+prompt group when both sets share their prompts (``scheme='within-prompt'``: the prompts' own mix is kept),
+over all samples otherwise (``'pooled'``). Relabelling changes only the signed weights of
+Lambda = Psi^T D Psi (eq. 2), never the joint Gram matrix G = Psi Psi^T or the random features, so nothing is
+refitted: with a factor F (F F^T = G, or the features themselves), the permuted spectra are those of
+F^T diag(w_k) F for a weight matrix W (N x K), computed for all K permutations together by
+:func:`~promptprism.stats.eigen.weighted_factor_extremes`.
+
+Family-wise error over modes (both signs together) is controlled by the max-statistic step-down procedure
+(Westfall & Young 1993): each sign's |eigenvalues| are put on one scale by the median of that sign's
+largest |eigenvalue| over the K + 1 labellings; the modes are tested in decreasing order of that scaled
+statistic, each against the permutation distribution of the largest scaled permuted eigenvalue over the
+signs that still have untested modes (see :func:`step_down_pvalues` for why the largest, not the j-th);
+p-values are add-one, p = (1 + #{null >= observed}) / (1 + K), made monotone along the order. Under the
+complete null the family-wise error is at most alpha.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...stats.eigen import weighted_factor_extremes, weighted_gram_extremes
+
+SCHEMES = ("within-prompt", "pooled")
+#: permutations when ``permutations=None``: the exact route, and the random-feature routes
+DEFAULT_PERMUTATIONS = {"exact": 200, "rff": 100, "sketch": 100}
+#: above this many samples (n + m) the null is computed on a seeded subsample of this size (see ``null_rows``)
+NULL_MAX_SAMPLES = 20_000
+CORRECTION = "max-statistic step-down (FWER)"
+
+
+def choose_scheme(labels_test: np.ndarray, labels_ref: np.ndarray) -> str:
+    """'within-prompt' when prompts seen in both sets hold at least half of all samples, else 'pooled'."""
+    shared = np.intersect1d(labels_test, labels_ref)
+    covered = np.isin(labels_test, shared).sum() + np.isin(labels_ref, shared).sum()
+    return "within-prompt" if covered * 2 >= labels_test.size + labels_ref.size else "pooled"
+
+
+def permuted_labels(groups: np.ndarray, is_test: np.ndarray, permutations: int, rng: np.random.Generator
+                    ) -> np.ndarray:
+    """K relabellings (N x K booleans, True = test): within each group a uniformly random choice of which
+    members are 'test', keeping the group's test count (one group for everyone = the pooled scheme)."""
+    groups = np.asarray(groups, dtype=np.int64)
+    size = groups.size
+    order = np.argsort(groups[:, None] + rng.random((size, permutations)), axis=0)
+    sorted_groups = np.sort(groups)
+    starts = np.searchsorted(sorted_groups, sorted_groups, side="left")
+    n_test_in = np.bincount(groups, weights=is_test.astype(np.float64), minlength=groups.max() + 1)
+    take = (np.arange(size) - starts) < n_test_in[sorted_groups]
+    out = np.empty((size, permutations), dtype=bool)
+    np.put_along_axis(out, order, np.broadcast_to(take[:, None], order.shape), axis=0)
+    return out
+
+
+def label_weights(is_test: np.ndarray, n: int, m: int, eta: float) -> np.ndarray:
+    """Signed weights of a labelling: 1/n for 'test' rows, -eta/m for 'reference' rows (the D of eq. 2)."""
+    return np.where(is_test, 1.0 / n, -eta / m)
+
+
+def null_rows(n: int, m: int, max_samples: int, seed: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """Rows of each set used for the null (all, or a seeded proportional subsample) and the scale factor.
+
+    When n + m > ``max_samples`` the permuted spectra come from n' + m' = ``max_samples`` rows in the same
+    proportions. The deviation of Lambda from its permutation mean (1 - eta) C scales as sqrt(1/n + 1/m)
+    (central limit theorem for sums of i.i.d. operators), so the subsample's permuted Lambdas are rescaled to
+    the full size by c = sqrt((1/n + 1/m) / (1/n' + 1/m')) around that mean: an asymptotic approximation,
+    recorded in the result whenever it is used. Returns (test rows, reference rows, c).
+    """
+    if n + m <= max_samples:
+        return np.arange(n), np.arange(m), 1.0
+    rng = np.random.default_rng(seed)
+    n_sub = max(2, round(max_samples * n / (n + m)))
+    m_sub = max(2, max_samples - n_sub)
+    rows_t = np.sort(rng.choice(n, size=n_sub, replace=False))
+    rows_r = np.sort(rng.choice(m, size=m_sub, replace=False))
+    return rows_t, rows_r, float(np.sqrt((1 / n + 1 / m) / (1 / n_sub + 1 / m_sub)))
+
+
+def step_down_pvalues(observed_pos: np.ndarray, observed_neg: np.ndarray, null_pos: np.ndarray,
+                      null_neg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """FWER-adjusted add-one p-values of the observed modes of both signs (max-statistic, step-down).
+
+    ``observed_*``: descending |eigenvalues| of the modes tested; ``null_*`` (K x ranks): each permutation's
+    descending |eigenvalues| of that sign (only the largest, column 0, is used: see below).
+
+    Every mode of sign s is compared with the permuted *largest* |eigenvalue| of sign s, scaled by that
+    sign's median: once the real modes are set aside, the remaining noise modes of the observed Lambda
+    behave like the top of a noise spectrum, not like its j-th value, so comparing the j-th observed mode
+    with the j-th permuted eigenvalue would overstate significance under partial nulls. The step-down
+    takes, per permutation, the maximum over the signs that still have untested modes.
+    """
+    obs = {"+": np.asarray(observed_pos, float), "-": np.asarray(observed_neg, float)}
+    null = {"+": np.asarray(null_pos, float), "-": np.asarray(null_neg, float)}
+    k = null["+"].shape[0]
+    # each sign's scale: the median of its largest |eigenvalue| over the permutations and the observed
+    # spectrum together (a symmetric function of all K + 1 labellings, so the test stays exact)
+    scale = {s: max(float(np.median(np.r_[null[s][:, 0], obs[s][:1]])) if null[s].size else 0.0, 1e-300)
+             for s in obs}
+    order = sorted(((obs[s][j] / scale[s], s, j) for s in obs for j in range(obs[s].size)),
+                   key=lambda x: (-x[0], x[1], x[2]))
+    left = {s: obs[s].size for s in obs}
+    p = {s: np.ones(obs[s].size) for s in obs}
+    running = 0.0
+    for stat, s, j in order:
+        worst = np.max(np.stack([null[t][:, 0] / scale[t] for t in obs if left[t] > 0]), axis=0)
+        running = max(running, (1.0 + np.count_nonzero(worst >= stat * (1 - 1e-12))) / (1.0 + k))
+        p[s][j] = running
+        left[s] -= 1
+    return p["+"], p["-"]
+
+
+def family_thresholds(null_pos: np.ndarray, null_neg: np.ndarray, observed: tuple, alpha: float) -> dict:
+    """|eigenvalue| above which a mode of each sign is significant at the first step (the chart's line):
+    the (1 - alpha) quantile of the per-permutation max over signs of the scaled largest |eigenvalue|,
+    mapped back to each sign's scale."""
+    null = {"test": np.asarray(null_pos, float)[:, 0], "reference": np.asarray(null_neg, float)[:, 0]}
+    first = {"test": np.asarray(observed[0], float)[:1], "reference": np.asarray(observed[1], float)[:1]}
+    scale = {s: max(float(np.median(np.r_[null[s], first[s]])), 1e-300) for s in null}
+    worst = np.max(np.stack([null[s] / scale[s] for s in null]), axis=0)
+    q = float(np.quantile(worst, 1.0 - alpha))
+    return {s: q * scale[s] for s in null}
+
+
+def permuted_spectra(operand: tuple[str, np.ndarray], weights: np.ndarray, n_top: int, *, seed: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """(positive, |negative|) top ``n_top`` eigenvalues of Lambda_k = F^T diag(w_k) F for each weight
+    column w_k; ``operand`` is ``("gram", G)`` (exact route, G = F F^T) or ``("features", F)``."""
+    kind, array = operand
+    if kind == "gram":
+        return weighted_gram_extremes(array, weights, n_top, seed=seed)
+    return weighted_factor_extremes(array, weights, n_top, seed=seed)
+
+
+def permutation_test(
+    operand: tuple[str, np.ndarray], *, groups: np.ndarray, n: int, m: int, eta: float,
+    tested: tuple[int, int],
+    observed: tuple | None, permutations: int, alpha: float, seed: int, scale: float = 1.0,
+) -> dict:
+    """Run the test on ``operand`` (:func:`permuted_spectra`; n test rows, then m reference rows, with
+    prompt ``groups``).
+
+    ``tested``: how many positive and negative modes are tested (the top ones of each sign);
+    ``observed``: their (positive, |negative|) eigenvalues, or None to compute them with the null's solver:
+    then the statistic is one function applied alike to all K + 1 labellings, so the test is exact under
+    H0 whatever the solver's residual error (Lanczos errs low on unconverged eigenvalues).
+    ``scale`` rescales a subsample's null to the full sets (:func:`null_rows`).
+    Returns the raw material of ``PromptSplitResult.significance`` plus 'p_positive'/'p_negative'.
+    """
+    rng = np.random.default_rng(seed)
+    n_top = max(*tested, 1)
+    is_test = np.r_[np.ones(n, bool), np.zeros(m, bool)]
+    labels = permuted_labels(groups, is_test, permutations, rng)
+    w = label_weights(labels, n, m, eta)
+    if scale != 1.0:
+        w = scale * w + (1.0 - scale) * (1.0 - eta) / (n + m)
+    if observed is None:
+        w = np.concatenate([label_weights(is_test, n, m, eta)[:, None], w], axis=1)
+    pos, neg = permuted_spectra(operand, w, n_top, seed=seed)
+    if observed is None:
+        observed = (pos[0, : tested[0]], neg[0, : tested[1]])
+        pos, neg = pos[1:], neg[1:]
+    obs_pos, obs_neg = (np.asarray(o, dtype=np.float64) for o in observed)
+    p_pos, p_neg = step_down_pvalues(obs_pos, obs_neg, pos, neg)
+    marginal = {"test": np.quantile(pos, 1.0 - alpha, axis=0).tolist(),
+                "reference": np.quantile(neg, 1.0 - alpha, axis=0).tolist()}
+    threshold = family_thresholds(pos, neg, (obs_pos, obs_neg), alpha)
+    # the chart's band: per rank, the |eigenvalue| above which that mode is significant (flat, since every
+    # mode is compared with the permuted largest eigenvalue)
+    band = {s: [threshold[s]] * n_top for s in threshold}
+    return {"p_positive": p_pos, "p_negative": p_neg, "null_top": band, "threshold": threshold,
+            "null_rank_quantiles": marginal,
+            "null_largest": {"test": pos[:, 0].tolist(), "reference": neg[:, 0].tolist()}}
+
+
+def verdict(*, identical: bool, p_values: list[tuple[str, float, float]], alpha: float, permutations: int
+            ) -> str:
+    """One plain sentence: identical sets, no significant mode (with the largest eigenvalue's p), or which.
+
+    ``p_values``: (side, eigenvalue, p) per tested mode.
+    """
+    if identical:
+        return "test and reference hold the same pairs: there is no difference to find"
+    if not p_values:
+        return "no difference between test and reference: Lambda is zero to round-off"
+    largest = max(p_values, key=lambda x: abs(x[1]))
+    sig = [x for x in p_values if x[2] <= alpha]
+    if not sig:
+        return (f"no significant difference between test and reference at alpha = {alpha:g}; "
+                f"largest eigenvalue p = {largest[2]:.2g}")
+    n_t = sum(1 for x in sig if x[0] == "test")
+    n_r = len(sig) - n_t
+    return (f"{len(sig)} of {len(p_values)} modes differ significantly at alpha = {alpha:g} (family-wise, "
+            f"{permutations} permutations): {n_t} that the test set produces more, {n_r} that the reference "
+            f"produces more; largest eigenvalue p = {largest[2]:.2g}")
+
+
+def empty_record(*, permutations: int, alpha: float, seed: int, identical: bool) -> dict:
+    """The significance record when there is nothing to test (identical sets, or Lambda zero to round-off)."""
+    return {"test": "permutation", "scheme": None, "permutations": permutations, "alpha": alpha, "seed": seed,
+            "correction": CORRECTION, "null_top": {"test": [], "reference": []}, "threshold": {},
+            "null_rank_quantiles": {"test": [], "reference": []}, "p_largest": None, "n_significant": 0,
+            "approximation": None,
+            "verdict": verdict(identical=identical, p_values=[], alpha=alpha, permutations=permutations)}

@@ -1,0 +1,105 @@
+"""Turn the spectrum and the per-mode score statistics into modes (samples, prompts) and a prompt ranking."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...data.paired import PairedSet
+from ...stats.modes import ModeStats
+from .core import prompt_contributions, prompt_disagreement
+from .result import Mode, PromptLoading, SampleScore
+
+SIDES = ("test", "reference")
+MIXED_SIGNS = ("the lists hold the samples with the largest |score| on this mode; a negative score is a "
+               "sample at the mode's opposite end, listed because few samples load on the mode itself")
+
+
+@dataclass(frozen=True)
+class SummaryOptions:
+    """What the mode summaries list: samples per mode, prompts per mode, and how prompts are ranked."""
+
+    eta: float
+    top_prompts: int
+    rank_prompts_by: str
+
+
+def summarise(*, sets: dict[str, PairedSet], eigenvalues: np.ndarray, stats: dict[str, ModeStats],
+              names: Sequence[str], options: SummaryOptions, p_values: Sequence[float | None] | None = None,
+              alpha: float | None = None) -> tuple[list[Mode], list[dict], str]:
+    """Per mode: top samples of each side and prompt loadings; the prompt ranking; the ranking's basis.
+
+    The prompt ranking scores prompt p by d_p = sum_j lambda_j c_pj (:func:`prompt_disagreement`) over the
+    significant modes when ``p_values`` are given (over every reported mode otherwise).
+    """
+    k = len(eigenvalues)
+    n, m = len(sets["test"]), len(sets["reference"])
+    (top_t, (sums_t, counts_t)) = stats["test"].compute()
+    (top_r, (sums_r, counts_r)) = stats["reference"].compute()
+    top = {"test": top_t, "reference": top_r}
+    sums = {"test": (sums_t, counts_t), "reference": (sums_r, counts_r)}
+    contributions = prompt_contributions(sums_t[:, k:], sums_r[:, k:], n, m, options.eta)  # prompts x modes
+    present = (counts_t + counts_r) > 0
+    modes: list[Mode] = []
+    counters = {"test": 0, "reference": 0}
+    for j, lam in enumerate(float(v) for v in eigenvalues):
+        side = "test" if lam > 0 else "reference"
+        other = "reference" if side == "test" else "test"
+        counters[side] += 1
+        # orient the eigenvector so that the strongest sample of the favoured side scores positive
+        ids, scores = top[side]
+        sign = 1.0 if scores.shape[0] == 0 or scores[0, j] >= 0 else -1.0
+        contribution = contributions[:, j]
+        fav_sum, fav_count = sums[side][0][:, j] * sign, sums[side][1]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean_score = np.where(fav_count > 0, fav_sum / np.maximum(fav_count, 1), np.nan)
+        if options.rank_prompts_by == "contribution":
+            key = contribution if side == "test" else -contribution
+        else:
+            key = np.nan_to_num(mean_score, nan=-np.inf)
+        order = [p for p in np.lexsort((np.arange(len(names)), -key)) if present[p]][: options.top_prompts]
+        loadings = [PromptLoading(prompt=names[p], contribution=float(contribution[p]),
+                                  mean_score=None if np.isnan(mean_score[p]) else float(mean_score[p]),
+                                  n_test=int(counts_t[p]), n_reference=int(counts_r[p]))
+                    for p in order]
+        lists = {s: _samples(sets[s], s, top[s], j, sign) for s in SIDES}
+        mixed = any(len({x.score > 0 for x in lists[s] if x.score != 0}) > 1 for s in SIDES)
+        p = None if p_values is None else p_values[j]
+        modes.append(Mode(rank=counters[side], eigenvalue=lam, side=side, top_samples=lists[side],
+                          top_samples_other=lists[other], top_prompts=loadings,
+                          p_value=None if p is None else float(p),
+                          significant=None if p is None or alpha is None else bool(p <= alpha),
+                          sample_note=MIXED_SIGNS if mixed else None))
+    if p_values is None:
+        use, basis = np.ones(k, dtype=bool), "all reported modes (no significance test)"
+    else:
+        use = np.array([m.significant for m in modes], dtype=bool)
+        basis = "significant modes" if use.any() else "none: no mode is significant"
+    ranking = prompt_ranking(eigenvalues=np.asarray(eigenvalues)[use], contributions=contributions[:, use],
+                             names=names, counts=(counts_t, counts_r),
+                             limit=max(100, options.top_prompts)) if use.any() else []
+    return modes, ranking, basis
+
+
+def prompt_ranking(*, eigenvalues: np.ndarray, contributions: np.ndarray, names: Sequence[str],
+                   counts: tuple[np.ndarray, np.ndarray], limit: int) -> list[dict]:
+    """Prompts by disagreement d_p (:func:`prompt_disagreement`), strongest first, with their share of
+    sum_j lambda_j^2 and their sample counts; prompts absent from both sets are left out."""
+    disagreement = prompt_disagreement(eigenvalues, contributions)
+    captured = float(np.sum(np.asarray(eigenvalues) ** 2))
+    counts_t, counts_r = counts
+    order = np.lexsort((np.arange(len(names)), -disagreement))
+    return [{"prompt": names[p], "disagreement": float(disagreement[p]),
+             "share": float(disagreement[p] / captured) if captured > 0 else 0.0,
+             "n_test": int(counts_t[p]), "n_reference": int(counts_r[p])}
+            for p in order[:limit] if counts_t[p] + counts_r[p] > 0]
+
+
+def _samples(ps: PairedSet, side: str, top: tuple[np.ndarray, np.ndarray], j: int, sign: float
+             ) -> list[SampleScore]:
+    ids, scores = top
+    return [SampleScore(set=side, index=int(i), prompt=ps.prompt_label(int(i)),
+                        output=ps.output_label(int(i)), score=float(sign * sc))
+            for i, sc in zip(ids[:, j], scores[:, j], strict=True)]

@@ -1,0 +1,184 @@
+"""CMS of the whole image, of each region and their product (Theorem 1), exact or over blocks.
+
+The image kernel is k_img(x, y) = exp(-gamma |x - y|^2) = prod_I exp(-gamma |x_I - y_I|^2) (one gamma for
+every region, :mod:`promptprism.kernels.rbf`), so eq. 4 applies to every region kernel k_I and to k_img.
+Sums of kernel values are kept in log space (log-sum-exp of -gamma d^2): kernel values that underflow one
+by one still count, and a CMS reads 0 only when it is itself below the smallest float. Squared distances of
+huge or offset-dominated pixels (``kernels.rbf.needs_rescaling``) are taken by direct differences of the
+values divided by a power of two, so pixels of 1e300 give the correctly rounded CMS (0 where it is below
+the smallest float), never NaN.
+
+Every sum over images is a partition task returning a mergeable
+:class:`~promptprism.stats.accumulators.SumsAccumulator`: :func:`region_sums_partition` (the exact sums over
+a pair of image chunks, with bootstrap-weighted sums when resampling counts are given) and
+:func:`region_block_partition` (one block of the block estimators). They run on
+:func:`promptprism.scale.current_runner`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...kernels.rbf import (
+    direct_squared_distances,
+    needs_rescaling,
+    power_of_two_scale,
+    scale_energies,
+)
+from ...stats.accumulators import SumsAccumulator
+from .sources import onehot, read_pixels
+
+
+def region_sqdists(x: np.ndarray, y: np.ndarray, membership: np.ndarray, *,
+                   gamma: float) -> tuple[np.ndarray, float]:
+    """Per-region squared distances |x_I - y_I|^2 as (C, n, m), and the factor g with log k_I = -g * out.
+
+    ``x``, ``y``: pixels (n, d, c) and (m, d, c); ``membership``: (d, C) one-hot regions. Ordinary values:
+    the distances by expansion and ``g = gamma``. Offset-dominated values: direct differences, ``g = gamma``.
+    Values above 1e100: ``out`` is already gamma |x_I - y_I|^2 from direct differences of the pixels divided
+    by a power of two (exact), and ``g = 1``; an energy beyond float64 is inf (kernel value 0).
+    """
+    same = y is x
+    if needs_rescaling(x) if same else needs_rescaling(x, y):
+        s = power_of_two_scale(x) if same else power_of_two_scale(x, y)
+        groups = np.repeat(membership, x.shape[2], axis=0)  # (d * c, C): channels of a pixel together
+        xs = x.reshape(x.shape[0], -1) / s
+        d2 = direct_squared_distances(xs, xs if same else y.reshape(y.shape[0], -1) / s, groups)
+        if s == 1.0:
+            return d2, gamma
+        return scale_energies(d2, math.sqrt(gamma) * s), 1.0
+    xx = np.einsum("ndc,ndc->nd", x, x) @ membership  # (n, C)
+    yy = xx if same else np.einsum("ndc,ndc->nd", y, y) @ membership
+    out = np.empty((membership.shape[1], x.shape[0], y.shape[0]))
+    for r in range(membership.shape[1]):
+        sel = np.flatnonzero(membership[:, r] > 0)
+        xr = x[:, sel].reshape(x.shape[0], -1)
+        yr = xr if same else y[:, sel].reshape(y.shape[0], -1)
+        np.matmul(xr, yr.T, out=out[r])
+        out[r] *= -2.0
+        out[r] += xx[:, r, None]
+        out[r] += yy[None, :, r]
+    return np.maximum(out, 0.0, out=out), gamma
+
+
+def logsumexp(a: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
+    """log sum exp over ``axis`` (kept stable by the maximum); -inf where every term is -inf (a sum of 0)."""
+    mx = a.max(axis=axis, keepdims=True)
+    mx = np.where(np.isfinite(mx), mx, 0.0)
+    with np.errstate(divide="ignore"):
+        return (np.log(np.exp(a - mx).sum(axis=axis, keepdims=True)) + mx).squeeze(axis)
+
+
+def weighted_logsumexp(a: np.ndarray, wx: np.ndarray, wy: np.ndarray) -> np.ndarray:
+    """log sum_ij wx[i, b] wy[j, b] exp(a[..., i, j]) for each column b of the weights: (..., B).
+
+    The bootstrap form of the kernel sums of eq. 4: ``wx``, ``wy`` hold how often each image is drawn in
+    each resample.
+    """
+    mx = a.max(axis=(-2, -1), keepdims=True)
+    mx = np.where(np.isfinite(mx), mx, 0.0)
+    e = np.exp(a - mx)
+    s = np.matmul(e, wy)  # (..., i, B)
+    s *= wx
+    with np.errstate(divide="ignore"):
+        return np.log(s.sum(axis=-2)) + mx[..., 0, 0][..., None]
+
+
+def _without_diagonal(e: np.ndarray) -> np.ndarray:
+    """A copy of log-kernel values (..., n, n) with the diagonal (an image with itself) at -inf."""
+    e = e.copy()
+    idx = np.arange(e.shape[-1])
+    e[..., idx, idx] = -np.inf
+    return e
+
+
+def log_cms_rbf(d_xy: np.ndarray, d_xx: np.ndarray, d_yy: np.ndarray, gamma: float) -> np.ndarray:
+    """log CMS (eq. 4) under exp(-gamma d) from squared distances; leading axes (regions) are kept."""
+    ax = (-2, -1)
+    return (logsumexp(-gamma * d_xy, ax)
+            - 0.5 * (logsumexp(-gamma * d_xx, ax) + logsumexp(-gamma * d_yy, ax)))
+
+
+def log_cms_from_pair_means(l_xy: Any, lu_xx: Any, lu_yy: Any, n: int, m: int) -> np.ndarray:
+    """log of eq. 4 for n and m samples from log pair means (log-space form of ``cms_from_pair_means``).
+
+    ``l_xy``: log mean of k over cross pairs; ``lu_xx``, ``lu_yy``: log means over distinct pairs within each
+    sample. log CMS = l_xy - (log(1/n + (1 - 1/n) e^lu_xx) + log(1/m + (1 - 1/m) e^lu_yy)) / 2.
+    """
+    with np.errstate(divide="ignore"):
+        den_x = np.logaddexp(-math.log(n), math.log1p(-1.0 / n) + np.asarray(lu_xx) if n > 1 else -np.inf)
+        den_y = np.logaddexp(-math.log(m), math.log1p(-1.0 / m) + np.asarray(lu_yy) if m > 1 else -np.inf)
+    return np.asarray(l_xy) - 0.5 * (den_x + den_y)  # the denominators are >= -log n: never -inf
+
+
+def region_sums_partition(key: str, x_source: Any, x_indices: np.ndarray | None, y_source: Any,
+                          y_indices: np.ndarray | None, labels: np.ndarray, gamma: float,
+                          weight: float = 1.0, counts: tuple | None = None) -> SumsAccumulator:
+    """Task: kernel sums between two chunks of images, times ``weight`` (the terms of eq. 4 and eq. 16).
+
+    Log-sums ``key/region`` (C,) of sum_ij exp(-gamma |x_I - y_I|^2) per region and ``key/whole`` of the
+    image kernel, and the plain sum ``key/k`` of the image kernel (for MMD^2). ``y_source`` None: the chunk
+    with itself (the rows are read once). ``key/off_region`` and ``key/off_whole``: the same over pairs of
+    distinct images only (the chunk with itself leaves its diagonal out), for the U-statistic pair means.
+    ``counts``: ``(wx, wy)``, how often each row of the chunks is drawn in each of B bootstrap resamples
+    (``wy`` None with ``y_source`` None); adds the weighted log-sums over pairs of distinct images,
+    ``key/boot_region`` (C, B) and ``key/boot_whole`` (B,).
+    """
+    x = read_pixels(x_source, x_indices)
+    y = x if y_source is None else read_pixels(y_source, y_indices)
+    dist, g = region_sqdists(x, y, onehot(labels), gamma=gamma)
+    e = -g * dist
+    whole = -g * dist.sum(0)
+    log_w = math.log(weight)
+    ax = (-2, -1)
+    log_sums = {f"{key}/region": logsumexp(e, ax) + log_w, f"{key}/whole": logsumexp(whole, ax) + log_w}
+    if y_source is None:
+        e, whole_off = _without_diagonal(e), _without_diagonal(whole)
+    else:
+        whole_off = whole
+    log_sums[f"{key}/off_region"] = logsumexp(e, ax) + log_w
+    log_sums[f"{key}/off_whole"] = logsumexp(whole_off, ax) + log_w
+    if counts is not None:
+        wx, wy = counts
+        wy = wx if wy is None else wy
+        log_sums[f"{key}/boot_region"] = weighted_logsumexp(e, wx, wy) + log_w
+        log_sums[f"{key}/boot_whole"] = weighted_logsumexp(whole_off, wx, wy) + log_w
+    return SumsAccumulator().update(sums={f"{key}/k": weight * float(np.exp(whole).sum())},
+                                    log_sums=log_sums)
+
+
+def region_block_partition(key: str, x_source: Any, x_indices: np.ndarray | None, y_source: Any,
+                           y_indices: np.ndarray | None, labels: np.ndarray, gamma: float,
+                           block: tuple[int, int] | None = None) -> SumsAccumulator:
+    """Task: one block pair of the block estimators (appendix C), as sums ``key/...`` with a count.
+
+    The paper's per-block values: CMS per region ``key/region`` and whole ``key/whole`` (eq. 4 on the
+    block), MMD^2 ``key/mmd`` (eq. 16), ``key/n`` = 1. With ``block = (s, n_blocks)`` also the block's log
+    pair sums, row s of ``key/blk_xy`` (all cross pairs), ``key/blk_xx`` and ``key/blk_yy`` (distinct pairs):
+    (n_blocks, C + 1) arrays (regions, then the whole image) for the corrected estimator and the bootstrap.
+    """
+    xb, yb = read_pixels(x_source, x_indices), read_pixels(y_source, y_indices)
+    member = onehot(labels)
+    (dxx, gxx), (dxy, gxy), (dyy, gyy) = (region_sqdists(xb, xb, member, gamma=gamma),
+                                          region_sqdists(xb, yb, member, gamma=gamma),
+                                          region_sqdists(yb, yb, member, gamma=gamma))
+    ax = (-2, -1)
+    per = np.exp(logsumexp(-gxy * dxy, ax) - 0.5 * (logsumexp(-gxx * dxx, ax) + logsumexp(-gyy * dyy, ax)))
+    sxx, sxy, syy = dxx.sum(0), dxy.sum(0), dyy.sum(0)
+    whole = float(np.exp(logsumexp(-gxy * sxy, ax)
+                         - 0.5 * (logsumexp(-gxx * sxx, ax) + logsumexp(-gyy * syy, ax))))
+    mmd = float(np.exp(-gxx * sxx).mean() + np.exp(-gyy * syy).mean() - 2.0 * np.exp(-gxy * sxy).mean())
+    sums = {f"{key}/region": per, f"{key}/whole": whole, f"{key}/mmd": mmd, f"{key}/n": 1.0}
+    if block is not None:
+        s, n_blocks = block
+        for name, e in (("xy", -gxy * dxy), ("xx", -gxx * dxx), ("yy", -gyy * dyy)):
+            e = np.concatenate([e, e.sum(0)[None]])  # (C + 1, b, b): the regions, then the whole image
+            if name != "xy":  # distinct pairs only: the diagonal's k = 1 is the bias of the paper's form
+                e = _without_diagonal(e)
+            row = np.zeros((n_blocks, e.shape[0]))
+            row[s] = logsumexp(e, ax)
+            sums[f"{key}/blk_{name}"] = row
+    return SumsAccumulator().update(sums=sums)

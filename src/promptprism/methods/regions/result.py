@@ -1,0 +1,137 @@
+"""The result of the regions method and its files (result.json, curves.csv, cka_matrix.npy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..._version import __version__
+from ...results import Result
+
+#: result.json carries the CKA matrix inline up to this many pixels (d x d numbers); above, only the file
+INLINE_CKA_MAX_PIXELS = 1024
+
+
+@dataclass(frozen=True)
+class RegionsResult(Result):
+    """Disentangled CMS of one or more generated sets against real images.
+
+    ``cms``, ``product_cms``, ``mmd2``: one value per generated set (in ``names`` order); ``region_cms``: one
+    row per set, one column per region; ``regions``: the region of each pixel, row-major over (H, W);
+    ``cka_matrix``: the d x d pixel CKA matrix (None in result.json above ``INLINE_CKA_MAX_PIXELS`` pixels;
+    ``cka_matrix.npy`` beside it always holds it); ``cross_region_cka``: C x C CKA of the region kernels.
+    ``intervals`` (one entry per set) and ``bootstrap``: percentile bootstrap intervals and how they were
+    drawn (empty when off); ``block_bias``: what the block estimator does about its bias (None without
+    blocks).
+    """
+
+    kind = "regions"
+
+    names: list
+    cms: list
+    product_cms: list
+    region_cms: list
+    mmd2: list
+    regions: list
+    image_shape: list
+    n_regions: int
+    region_sizes: list
+    suggested_n_regions: int
+    cross_region_cka: list
+    cka_matrix: Any
+    constant_pixels: list
+    gamma: float
+    n_real: int
+    n_generated: list
+    config: dict
+    seed: int
+    timings: dict = field(default_factory=dict)
+    version: str = __version__
+    #: per set: {"cms": {"low", "high"}, "product_cms": {...}, "region_cms": [{"low", "high"} per region]}
+    intervals: list = field(default_factory=list)
+    #: {"replicates": B, "level": 0.95, "seed": s, "resample": ...}; empty when the bootstrap was off
+    bootstrap: dict = field(default_factory=dict)
+    #: a sentence when a block estimator was used (corrected, or the paper's form and its bias), else None
+    block_bias: str | None = None
+
+    def region_map(self) -> np.ndarray:
+        """The region labels as an (H, W) array."""
+        return np.asarray(self.regions, dtype=np.int64).reshape(self.image_shape[:2])
+
+    def table(self) -> list[dict]:
+        """One row per generated set: name, cms, product, MMD^2 and each region's CMS (the curves), then the
+        interval bounds when the bootstrap ran."""
+        rows = []
+        for k, name in enumerate(self.names):
+            row = {"set": name, "cms": self.cms[k], "product_cms": self.product_cms[k], "mmd2": self.mmd2[k]}
+            row.update({f"region_{r}": v for r, v in enumerate(self.region_cms[k])})
+            iv = self.intervals[k] if k < len(self.intervals) else {}
+            if iv:
+                for what in ("cms", "product_cms"):
+                    row.update({f"{what}_low": iv[what]["low"], f"{what}_high": iv[what]["high"]})
+                for r, b in enumerate(iv["region_cms"]):
+                    row.update({f"region_{r}_low": b["low"], f"region_{r}_high": b["high"]})
+            rows.append(row)
+        return rows
+
+    def region_ties(self, k: int = 0) -> list[tuple[int, int]]:
+        """Pairs of regions (r, s), r < s, whose bootstrap intervals for set ``k`` overlap: their CMS cannot
+        be ordered at the interval's level. Empty without intervals."""
+        iv = self.intervals[k]["region_cms"] if k < len(self.intervals) and self.intervals[k] else []
+        return [(r, s) for r in range(len(iv)) for s in range(r + 1, len(iv))
+                if iv[r]["low"] <= iv[s]["high"] and iv[s]["low"] <= iv[r]["high"]]
+
+    def to_dict(self) -> dict:
+        """Plain JSON types; the CKA matrix is left out (None) above ``INLINE_CKA_MAX_PIXELS`` pixels."""
+        import dataclasses
+
+        from ...results import to_jsonable
+
+        big = len(self.regions) > INLINE_CKA_MAX_PIXELS
+        data = {"kind": self.kind}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            data[f.name] = None if (f.name == "cka_matrix" and big) else to_jsonable(value)
+        return data
+
+    def save(self, out_dir):  # type: ignore[override]
+        """Write cka_matrix.npy and curves.csv, then result.json last (each atomically).
+
+        Every file's content is made, and every target checked, before the first is written: a folder in the
+        way of one of them is refused (OptionError naming ``out_dir``) with nothing written.
+        """
+        import io
+        from pathlib import Path
+
+        from ...errors import OptionError
+        from ...io import atomic_write_bytes, atomic_write_text
+
+        out = Path(out_dir)
+        files: dict[str, bytes | str] = {}
+        if self.cka_matrix is not None:
+            buf = io.BytesIO()
+            np.save(buf, np.asarray(self.cka_matrix, dtype=np.float64))
+            files["cka_matrix.npy"] = buf.getvalue()
+        rows = self.table()
+        header = list(rows[0]) if rows else ["set"]
+        lines = [",".join(header)] + [",".join(_csv(r[h]) for h in header) for r in rows]
+        files["curves.csv"] = "\n".join(lines) + "\n"
+        files["result.json"] = self.to_json()
+        if out.exists() and not out.is_dir():
+            raise OptionError(f"out_dir: {out} is a file, not a folder; the result cannot be written there")
+        for name in files:
+            if (out / name).is_dir():
+                raise OptionError(f"out_dir: {out / name} is a folder; the result cannot be written there")
+        for name, payload in files.items():
+            write = atomic_write_bytes if isinstance(payload, bytes) else atomic_write_text
+            write(out / name, payload)
+        return out / "result.json"
+
+
+def _csv(v: Any) -> str:
+    """One CSV cell: strings quoted when needed, numbers as repr(float)."""
+    if isinstance(v, str):
+        return '"' + v.replace('"', '""') + '"' if any(ch in v for ch in ',"\n') else v
+    return repr(float(v))

@@ -1,0 +1,80 @@
+"""Image sets as pixels, and what a partition task needs to read its rows.
+
+An image set is either pixels in memory, float64 (n, d, c) (d = H * W pixels of c channels, row-major), or an
+:class:`~promptprism.data.images.ImageRows` (a folder, ``.npy`` or manifest read lazily). Tasks get a slice of
+the in-memory pixels, or the ImageRows plus the image indices they read themselves (on a cluster worker).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...errors import InputError
+
+
+def as_pixels(images: Any, name: str = "images") -> np.ndarray:
+    """(n, H, W) or (n, H, W, C) images -> float64 (n, d, c) pixels, d = H * W in row-major order.
+
+    Raises :class:`InputError` naming ``name``, the image and the pixel for a non-finite value.
+    """
+    arr = np.asarray(images)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise InputError(f"{name}: expected a numeric image array, got dtype {arr.dtype}")
+    if arr.ndim == 3:
+        arr = arr[..., None]
+    if arr.ndim != 4:
+        raise InputError(f"{name}: expected shape (n, H, W) or (n, H, W, C), got {arr.shape}")
+    if 0 in arr.shape:
+        raise InputError(f"{name}: empty image array of shape {arr.shape}")
+    arr = arr.astype(np.float64, copy=False)
+    if not np.isfinite(arr).all():
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        raise InputError(f"{name}: image {int(bad[0])} (0-based) has a non-finite value at pixel "
+                         f"({int(bad[1])}, {int(bad[2])}); all values must be finite")
+    n, h, w, c = arr.shape
+    return arr.reshape(n, h * w, c)
+
+
+def is_rows(source: Any) -> bool:
+    """True for a file-backed :class:`~promptprism.data.images.ImageRows` set."""
+    from ...data.images import ImageRows
+
+    return isinstance(source, ImageRows)
+
+
+def source_shape(source: Any) -> tuple[int, int, int]:
+    """(n, d, c) of pixels (n, d, c) or of an :class:`ImageRows` set."""
+    if is_rows(source):
+        n, h, w, c = source.shape
+        return n, h * w, c
+    return source.shape
+
+
+def task_rows(source: Any, indices: np.ndarray) -> tuple[Any, np.ndarray | None]:
+    """What a task needs for rows ``indices``: a file-backed set travels as itself plus the indices (the
+    worker reads them), in-memory pixels as the slice (and ``None``)."""
+    if is_rows(source):
+        return source, np.asarray(indices, dtype=np.int64)
+    return np.ascontiguousarray(source[np.asarray(indices, dtype=np.int64)]), None
+
+
+def read_pixels(source: Any, indices: np.ndarray | None) -> np.ndarray:
+    """The pixels a task was given by :func:`task_rows` (reading the files when ``indices`` is set)."""
+    if indices is None:
+        return source
+    return as_pixels(source.read(indices), source.where)
+
+
+def chunk_rows(n: int, size: int) -> list[np.ndarray]:
+    """Consecutive row ranges [a, a + size) covering 0..n-1."""
+    return [np.arange(a, min(a + size, n)) for a in range(0, n, size)]
+
+
+def onehot(labels: np.ndarray) -> np.ndarray:
+    """(d, C) membership matrix of region labels 0..C-1."""
+    labels = np.asarray(labels, dtype=np.int64).reshape(-1)
+    out = np.zeros((labels.shape[0], int(labels.max()) + 1))
+    out[np.arange(labels.shape[0]), labels] = 1.0
+    return out

@@ -1,0 +1,121 @@
+"""Bootstrap confidence intervals for Scendi's scores, and differences between models.
+
+The unit resampled is the prompt (a cluster): a replicate draws as many prompts as there are, with
+replacement, and keeps every output of each drawn prompt, as often as the prompt was drawn. Outputs of one
+prompt are not independent (they share it), so resampling rows would understate the spread. A replicate is
+the same estimator on the weighted set (weights = multiplicities), computed in sample space
+(:mod:`.dual`) on the distinct rows drawn; the cross-fitted estimator keeps the ridge chosen on the full set
+and deals the drawn prompts into fresh folds. Intervals are basic (bias-corrected) bootstrap intervals
+(:func:`basic_interval`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ...errors import InputError, OptionError
+
+#: the scores given an interval (result.json ``intervals`` keys)
+INTERVAL_METRICS = ("scendi", "scendi_prompt", "vendi", "rke", "model_share", "prompt_share")
+
+
+def check_bootstrap(replicates: int, level: float) -> None:
+    """Validate the ``bootstrap`` replicate count (>= 0) and the ``confidence`` level (in (0, 1))."""
+    if isinstance(replicates, bool) or not isinstance(replicates, (int, np.integer)) or replicates < 0:
+        raise OptionError(f"bootstrap must be an integer >= 0 (0 turns it off), got {replicates!r}")
+    if 0 < replicates < 20:
+        raise OptionError(f"bootstrap must be 0 (off) or at least 20 replicates for a 95% interval to mean "
+                          f"anything, got {replicates}")
+    if not 0.0 < float(level) < 1.0:
+        raise OptionError(f"confidence must lie strictly between 0 and 1, got {level!r}")
+
+
+def prompt_draws(n_groups: int, replicates: int, seed: int) -> np.ndarray:
+    """(replicates, n_groups) counts: how often each prompt is drawn in each replicate (seeded)."""
+    if n_groups < 2:
+        raise InputError("a bootstrap over prompts needs at least 2 distinct prompts; this set has "
+                         f"{n_groups} (its intervals would be empty): pass bootstrap=0")
+    draws = np.random.default_rng(seed).integers(0, n_groups, size=(replicates, n_groups))
+    return np.stack([np.bincount(d, minlength=n_groups) for d in draws])
+
+
+def bootstrap_replicates(groups: np.ndarray, counts: np.ndarray, estimate: Callable[..., dict]
+                         ) -> dict[str, np.ndarray]:
+    """Each metric's value in each replicate: ``counts[b, g]`` copies of prompt g's rows in replicate b.
+
+    ``estimate(rows, weights, groups, b)`` returns the score table of the distinct ``rows`` drawn, weighted
+    by their multiplicities (normalised to sum 1): duplicating a row and doubling its weight give the same
+    covariances.
+    """
+    out: dict[str, list[float]] = {m: [] for m in INTERVAL_METRICS}
+    for b, row_counts in enumerate(counts):
+        mult = row_counts[groups]
+        rows = np.flatnonzero(mult > 0)
+        scores = estimate(rows, mult[rows] / mult[rows].sum(), groups[rows], b)
+        for m in INTERVAL_METRICS:
+            out[m].append(scores[m])
+    return {m: np.asarray(v) for m, v in out.items()}
+
+
+def percentile_interval(values: np.ndarray, level: float) -> dict:
+    """{'low', 'high'}: the (1 - level) / 2 and (1 + level) / 2 quantiles of the replicates."""
+    lo, hi = np.quantile(np.asarray(values, dtype=np.float64), [(1 - level) / 2, (1 + level) / 2])
+    return {"low": float(lo), "high": float(hi)}
+
+
+#: the range each metric can take: intervals are clipped to it
+METRIC_RANGE = {"scendi": (1.0, None), "scendi_prompt": (1.0, None), "vendi": (1.0, None), "rke": (1.0, None),
+                "model_share": (0.0, 1.0), "prompt_share": (0.0, 1.0)}
+
+
+def basic_interval(values: np.ndarray, estimate: float, level: float, *,
+                   bounds: tuple[float | None, float | None] = (None, None)) -> dict:
+    """{'low', 'high'}: the basic (pivotal) bootstrap interval [2 e - q_hi, 2 e - q_lo], clipped to
+    ``bounds``, with q_lo, q_hi the (1 -+ level) / 2 quantiles of the replicates and e the estimate.
+
+    It corrects for the estimator's bias as the bootstrap sees it (the replicates' shift from e mirrors the
+    estimate's shift from the truth): entropy scores of a finite set are biased low, and their percentile
+    intervals covered the truth in 70-78% of simulated sets where these covered it in 90-93% (docs/scendi.md).
+    Like the percentile interval, it contains e exactly when q_lo <= e <= q_hi.
+    """
+    q = percentile_interval(values, level)
+    low, high = 2.0 * estimate - q["high"], 2.0 * estimate - q["low"]
+    lo_b, hi_b = bounds
+    if lo_b is not None:
+        low, high = max(low, lo_b), max(high, lo_b)
+    if hi_b is not None:
+        low, high = min(low, hi_b), min(high, hi_b)
+    return {"low": float(low), "high": float(high)}
+
+
+def compare_models(names: list[str], points: list[dict], replicates: list[dict[str, np.ndarray]] | None,
+                   intervals: list[dict], *, level: float,
+                   metrics: tuple[str, ...] = ("scendi", "model_share")) -> list[dict]:
+    """Pairwise differences a - b of each metric, and whether they exceed the sampling noise.
+
+    With ``replicates`` from the same prompt draws for every model (the models answered the same prompts),
+    the difference's own basic interval is used (paired bootstrap; ``separated`` when it excludes 0).
+    Otherwise the models' intervals are compared (``separated`` when they do not overlap; conservative).
+    """
+    out = []
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            for m in metrics:
+                d = float(points[i][m] - points[j][m])
+                row = {"a": names[i], "b": names[j], "metric": m, "difference": d}
+                if replicates is not None:
+                    iv = basic_interval(replicates[i][m] - replicates[j][m], d, level)
+                    row.update(iv, separated=bool(iv["low"] > 0 or iv["high"] < 0), method="paired bootstrap")
+                else:
+                    a, b = intervals[i][m], intervals[j][m]
+                    row.update(low=float(a["low"] - b["high"]), high=float(a["high"] - b["low"]),
+                               separated=bool(a["low"] > b["high"] or b["low"] > a["high"]),
+                               method="interval overlap")
+                out.append(row)
+    return out
+
+
+__all__ = ["INTERVAL_METRICS", "METRIC_RANGE", "basic_interval", "bootstrap_replicates", "check_bootstrap",
+           "compare_models", "percentile_interval", "prompt_draws"]

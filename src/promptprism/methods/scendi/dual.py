@@ -1,0 +1,274 @@
+"""Scendi in sample space: the spectra of C_II, Lambda_I and Lambda_T from n x n kernel matrices.
+
+Write X = D^1/2 Phi_I and Y = D^1/2 Phi_T (rows scaled by the square roots of sample weights w_i, sum 1;
+w_i = 1/n for a plain set, multiplicities / n for a bootstrap replicate). Then C_II = X^T X, C_IT = X^T Y,
+C_TT = Y^T Y, and every quantity of the Schur split has a sample-space twin with the same non-zero
+eigenvalues (the feature-space matrices are d x d, these are n x n: the cheaper one is used):
+
+* C_II            <->  K_X = D^1/2 K_I D^1/2                 (K_I = Phi_I Phi_I^T, the output Gram matrix)
+* C_TT^+ (cut)    <->  P = U_k U_k^T, U_k the eigenvectors of K_Y = D^1/2 K_T D^1/2 above rcond * max
+* Lambda_T        <->  P K_X P                                (C_IT C_TT^+ C_TI = X^T P X)
+* Lambda_I        <->  (I - P) K_X (I - P)                    (Schur complement, eq. 6 = covariance of eq. 7)
+
+The prompt predictor enters only through the "hat" matrix H (weighted coordinates) that maps the outputs'
+features to their predictions: the residuals (prompt-nullified features, eq. 7) are (I - H) X and their
+covariance has the spectrum of (I - H) K_X (I - H)^T; the predictions' covariance that of H K_X H^T.
+In-sample (the paper's estimator) H = P, a projection, so the two add up to K_X. Cross-fitted, H predicts each
+sample from a Gamma* fitted on the other folds only (:func:`cross_fit_hat`): an out-of-sample residual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse.linalg
+
+from ...errors import InputError, OptionError
+
+#: array precisions accepted by the ``precision`` option
+PRECISIONS = {"float64": np.float64, "float32": np.float32}
+
+
+def check_precision(precision: str) -> type:
+    """The numpy dtype of a ``precision`` name ('float64' or 'float32')."""
+    if precision not in PRECISIONS:
+        raise OptionError(f"precision must be 'float64' or 'float32', got {precision!r}")
+    return PRECISIONS[precision]
+
+
+def weighted_gram(gram: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """D^1/2 K D^1/2: the n x n twin of a weighted covariance Phi^T D Phi (same non-zero eigenvalues)."""
+    s = np.sqrt(np.asarray(weights, dtype=gram.dtype))
+    return s[:, None] * gram * s[None, :]
+
+
+def _symmetric_eigh(a: np.ndarray, *, values_only: bool = False):
+    """Eigen-decomposition of the symmetric part of ``a`` (ascending; divide and conquer with vectors)."""
+    a = 0.5 * (a + a.T)
+    if values_only:
+        return scipy.linalg.eigvalsh(a, check_finite=False)
+    return scipy.linalg.eigh(a, driver="evd", check_finite=False)
+
+
+def kept(mu: np.ndarray, rcond: float) -> np.ndarray:
+    """Mask of the eigenvalues kept by the pseudo-inverse: above ``rcond`` times the largest, and in float32
+    also above n * eps(float32) times it (smaller ones are round-off of that precision, not prompt signal)."""
+    rel = rcond
+    if mu.dtype == np.float32:
+        rel = max(rel, mu.size * float(np.finfo(np.float32).eps))
+    return mu > rel * max(float(mu.max()), 0.0)
+
+
+def in_sample_hat(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float) -> tuple[np.ndarray, int]:
+    """H = P = U_k U_k^T: the in-sample predictor Gamma* = C_IT C_TT^+ (Proposition 1) in sample space.
+
+    U_k are the eigenvectors of K_Y = D^1/2 K_T D^1/2 whose eigenvalues exceed ``rcond`` times the largest
+    (the same cut as the feature-space pseudo-inverse: K_Y and C_TT share their non-zero eigenvalues).
+    Returns (H, k), k the numerical rank of C_TT.
+    """
+    mu, u = _symmetric_eigh(weighted_gram(prompt_gram, weights))
+    keep = kept(mu, rcond)
+    u_k = u[:, keep]
+    return u_k @ u_k.T, int(keep.sum())
+
+
+def prompt_rank(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float) -> int:
+    """Numerical rank of C_TT (eigenvalues of D^1/2 K_T D^1/2 above ``rcond`` times the largest)."""
+    mu = _symmetric_eigh(weighted_gram(prompt_gram, weights), values_only=True)
+    return int(np.sum(kept(mu, rcond)))
+
+
+def assign_folds(groups: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
+    """Fold of each row: prompt groups are shuffled (seeded) and dealt round-robin into ``n_folds`` folds,
+    so every output of a prompt lands in the same fold and held-out prompts are never seen in training."""
+    groups = np.asarray(groups)
+    uniq, inverse = np.unique(groups, return_inverse=True)
+    if len(uniq) < 2:
+        raise InputError("cross-fitting needs at least 2 distinct prompts; all rows share one prompt")
+    k = min(int(n_folds), len(uniq))
+    order = np.random.default_rng(seed).permutation(len(uniq))
+    fold_of_group = np.empty(len(uniq), dtype=np.int64)
+    fold_of_group[order] = np.arange(len(uniq)) % k
+    return fold_of_group[inverse]
+
+
+def cross_fit_hats(prompt_gram: np.ndarray, weights: np.ndarray, folds: np.ndarray,
+                   ridges: Sequence[float], *, rcond: float) -> list[np.ndarray]:
+    """Cross-fitted hat matrices H_lambda (weighted coordinates), one per ridge in ``ridges``.
+
+    For each fold f with training rows S (weights renormalised to sum 1 on S) and held-out rows h,
+    Gamma*_f = C_IT^S (C_TT^S + lambda I)^+ (Proposition 1's conversion, ridge-regularised; lambda = 0 is the
+    paper's pseudo-inverse) predicts phi_I(x_h) as Phi_I,S^T alpha_h, with
+    alpha_h = D_S^1/2 (K_Y,S + lambda I)^+ D_S^1/2 K_T[S, h]   (push-through identity),
+    so H[h, S] = sqrt(w_h) alpha_h^T / sqrt(w_S). One eigen-decomposition of K_Y,S per fold serves every
+    lambda; eigenvalues of K_Y,S at most ``rcond`` times the largest are dropped, as in-sample.
+    """
+    k_t = np.asarray(prompt_gram)
+    w = np.asarray(weights, dtype=k_t.dtype)
+    n = k_t.shape[0]
+    hats = [np.zeros((n, n), dtype=k_t.dtype) for _ in ridges]
+    for f in np.unique(folds):
+        held = np.flatnonzero(folds == f)
+        train = np.flatnonzero(folds != f)
+        if train.size == 0:
+            continue
+        ws = w[train] / w[train].sum()
+        sq = np.sqrt(ws)
+        mu, u = _symmetric_eigh(weighted_gram(k_t[np.ix_(train, train)], ws))
+        keep = kept(mu, rcond)
+        u_k, mu_k = u[:, keep], mu[keep]
+        proj = u_k.T @ (sq[:, None] * k_t[np.ix_(train, held)])  # (k, |h|)
+        scale = np.sqrt(w[held])[None, :] / np.sqrt(w[train])[:, None] * sq[:, None]  # (|S|, |h|)
+        for hat, lam in zip(hats, ridges, strict=True):
+            alpha = u_k @ (proj / (mu_k + lam)[:, None])
+            hat[np.ix_(held, train)] = (scale * alpha).T
+    return hats
+
+
+def residual_gram(output_gram: np.ndarray, hat: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """(I - H) K_X (I - H)^T: the twin of Lambda_I, the covariance of the nullified features (eq. 7)."""
+    k_x = weighted_gram(output_gram, weights)
+    r = k_x - hat @ k_x
+    r = r - r @ hat.T
+    return 0.5 * (r + r.T)
+
+
+def prediction_gram(output_gram: np.ndarray, hat: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """H K_X H^T: the twin of the covariance of the prompt predictions Gamma* phi_T (in-sample: Lambda_T)."""
+    k_x = weighted_gram(output_gram, weights)
+    p = hat @ k_x @ hat.T
+    return 0.5 * (p + p.T)
+
+
+def choose_ridge(output_gram: np.ndarray, prompt_gram: np.ndarray, weights: np.ndarray, folds: np.ndarray,
+                 *, ridges: Sequence[float], rcond: float) -> tuple[float, list[float]]:
+    """The ridge lambda (in units of Tr C_TT = 1) whose cross-fitted residual has the smallest trace.
+
+    Tr((I - H) K_X (I - H)^T) is the out-of-fold mean squared error of Gamma*'s predictions; returns the
+    minimiser over ``ridges`` (the smallest on ties) and the whole curve.
+    """
+    k_x = weighted_gram(output_gram, weights)
+    curve = []
+    for hat in cross_fit_hats(prompt_gram, weights, folds, ridges, rcond=rcond):
+        hk = hat @ k_x
+        curve.append(float(np.trace(k_x) - 2.0 * np.trace(hk) + np.sum(hk * hat)))
+    best = int(np.argmin(np.round(np.asarray(curve), 12)))
+    return float(ridges[best]), curve
+
+
+@dataclass(frozen=True)
+class DualSpectra:
+    """Spectra and cluster scores of one estimate, computed in sample space.
+
+    ``model``/``prompt``/``output``: eigenvalues (descending, length ``dim``: padded with zeros or cut, as
+    the d x d feature-space matrix has exactly ``dim`` of them) of Lambda_I, of the prompt-explained part and
+    of C_II. ``model_scores``/``output_scores``: (n, k) projections of each sample's nullified (resp. plain)
+    features on the top-k unit eigenvectors. ``model_share`` = Tr Lambda_I; ``prompt_share`` = Tr of the
+    prompt part (in-sample) or 1 - Tr Lambda_I (cross-fitted, see :func:`sample_space_spectra`).
+    """
+
+    model: np.ndarray
+    prompt: np.ndarray
+    output: np.ndarray
+    model_share: float
+    prompt_share: float
+    model_scores: np.ndarray
+    output_scores: np.ndarray
+
+
+#: above this size, the top eigenvectors come from Lanczos (ARPACK) after a values-only solve
+DENSE_VECTORS_MAX = 1000
+
+
+def values_and_top_vectors(a: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every eigenvalue of a symmetric matrix (descending) and the unit eigenvectors of the top ``n_top``.
+
+    Up to ``DENSE_VECTORS_MAX`` one divide-and-conquer solve; above it a values-only solve plus Lanczos for
+    the top vectors (measured 30 % less CPU at 2000 x 2000 in float32: the vectors of a full solve cost more
+    than the tridiagonal reduction both pay).
+    """
+    size = a.shape[0]
+    if n_top <= 0:
+        return _symmetric_eigh(a, values_only=True)[::-1], np.empty((size, 0), dtype=a.dtype)
+    if size <= DENSE_VECTORS_MAX or n_top + 1 >= size // 2:
+        vals, vecs = _symmetric_eigh(a)
+        return vals[::-1], vecs[:, ::-1][:, :n_top]
+    a = 0.5 * (a + a.T)
+    vals = scipy.linalg.eigvalsh(a, check_finite=False)[::-1]
+    v0 = np.full(size, 1.0 / np.sqrt(size), dtype=a.dtype)  # deterministic start: reproducible vectors
+    top, vecs = scipy.sparse.linalg.eigsh(a, k=n_top, which="LA", v0=v0, tol=0.0)
+    return vals, vecs[:, np.argsort(-top, kind="stable")]
+
+
+def _spectrum(a: np.ndarray, dim: int, n_top: int, weights: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """All eigenvalues (descending, ``dim`` of them) and the top ``n_top`` samples' scores."""
+    size = a.shape[0]
+    vals, vecs = values_and_top_vectors(a, n_top)
+    scores = vecs * np.sqrt(np.maximum(vals[:n_top], 0.0))[None, :] / np.sqrt(weights)[:, None]
+    vals = np.asarray(vals[:dim], dtype=np.float64)
+    if a.dtype == np.float32:  # round-off of float32 is not spectrum: zero it (the entropies clamp it)
+        vals[vals < size * float(np.finfo(np.float32).eps) * max(float(vals[0]), 0.0)] = 0.0
+    if vals.size < dim:
+        vals = np.concatenate([vals, np.zeros(dim - vals.size)])
+    return vals, np.asarray(scores, dtype=np.float64)
+
+
+def grouped_prompt_basis(group_gram: np.ndarray, groups: np.ndarray, weights: np.ndarray, *,
+                         rcond: float) -> tuple[np.ndarray, int]:
+    """Q (n x k, orthonormal columns) with P = Q Q^T the in-sample projection, from the G x G Gram matrix of
+    the distinct prompts (rows with one prompt have one prompt feature, so K_T has rank <= G).
+
+    With E[i, g] = sqrt(w_i) [g(i) = g] and S = E^T E = diag(W_g), K_Y = E H E^T shares its non-zero
+    eigenvalues with S^1/2 H S^1/2 = V diag(mu) V^T, and U = E S^-1/2 V are K_Y's eigenvectors; the same
+    ``rcond`` cut as :func:`in_sample_hat` keeps k of them. Cost O(G^3 + n k) instead of O(n^3).
+    """
+    n_groups = group_gram.shape[0]
+    w = np.asarray(weights, dtype=group_gram.dtype)
+    totals = np.bincount(groups, weights=w, minlength=n_groups).astype(group_gram.dtype)
+    present = np.flatnonzero(totals > 0)
+    sw = np.sqrt(totals[present])
+    mu, v = _symmetric_eigh(sw[:, None] * group_gram[np.ix_(present, present)] * sw[None, :])
+    keep = kept(mu, rcond)
+    per_group = np.zeros((n_groups, int(keep.sum())), dtype=group_gram.dtype)
+    per_group[present] = v[:, keep] / sw[:, None]
+    return np.sqrt(w)[:, None] * per_group[groups], int(keep.sum())
+
+
+def sample_space_spectra(output_gram: np.ndarray, weights: np.ndarray, *, dim: int,
+                         hat: np.ndarray | None = None, basis: np.ndarray | None = None, n_top: int = 0,
+                         in_sample: bool = True) -> DualSpectra:
+    """Spectra of Lambda_I, of the prompt part and of C_II (see the module doc), for a predictor given as an
+    n x n ``hat`` matrix, or in-sample as the orthonormal ``basis`` Q of the projection P = Q Q^T
+    (:func:`grouped_prompt_basis`; Lambda_T's spectrum is then that of the k x k matrix Q^T K_X Q).
+
+    In-sample the prompt part is Lambda_T = C_IT C_TT^+ C_TI and the shares are the traces of Lambda_I and
+    Lambda_T (they add up to Tr C_II = 1). Cross-fitted, Lambda_I is the covariance of the out-of-fold
+    residuals, the prompt part the covariance of the out-of-fold predictions, model_share = Tr Lambda_I
+    (1 - out-of-sample R^2 of the outputs' features) and prompt_share = 1 - model_share.
+    """
+    w = np.asarray(weights, dtype=output_gram.dtype)
+    k_x = weighted_gram(output_gram, w)
+    if basis is not None:
+        qk = basis.T @ k_x  # k x n
+        small = qk @ basis
+        resid = k_x - basis @ qk
+        resid -= qk.T @ basis.T
+        resid += basis @ small @ basis.T
+        resid = 0.5 * (resid + resid.T)
+        prompt = _spectrum(0.5 * (small + small.T), dim, 0, np.ones(small.shape[0], dtype=w.dtype))[0]
+        tr_pred = float(np.trace(small))
+    else:
+        resid = residual_gram(output_gram, hat, w)
+        pred = prediction_gram(output_gram, hat, w)
+        prompt = _spectrum(pred, dim, 0, w)[0]
+        tr_pred = float(np.trace(pred))
+    tr_i = float(np.trace(resid))
+    model, model_scores = _spectrum(resid, dim, n_top, w)
+    output, output_scores = _spectrum(k_x, dim, n_top, w)
+    tr_t = tr_pred if in_sample else float(np.trace(k_x)) - tr_i
+    return DualSpectra(model=model, prompt=prompt, output=output, model_share=tr_i, prompt_share=tr_t,
+                       model_scores=model_scores, output_scores=output_scores)

@@ -1,0 +1,397 @@
+"""The Scendi estimator: validate, resolve defaults, call the core, assemble a :class:`ScendiResult`.
+
+Estimator contract (the same for every promptprism method): an estimator that learns state
+(:class:`PromptNullifier`) returns itself from ``fit``; one that measures or compares (:class:`Scendi`,
+:func:`compare`) returns a result object.
+
+Routes (same numbers up to round-off; chosen by size, recorded in ``config['route']``):
+
+* feature space: one streaming pass accumulates the (d_I + d_T)^2 joint covariance (any n, any runner),
+  then the Schur split and the spectra of d_I x d_I matrices;
+* sample space: phi_I, phi_T held in memory, n x n Gram matrices, the spectra of n x n matrices
+  (:mod:`.dual`); used when n is below the feature dimension, and for the cross-fitted estimator and the
+  bootstrap.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..._validation import check_positive_number
+from ...data.paired import PairedSet, prompt_groups
+from ...errors import OptionError
+from ...scale.runner import current_client
+from .bootstrap import (
+    INTERVAL_METRICS,
+    METRIC_RANGE,
+    basic_interval,
+    bootstrap_replicates,
+    check_bootstrap,
+    compare_models,
+    prompt_draws,
+)
+from .clusters import build_clusters, stream_cluster_scores, top_samples
+from .core import (
+    EIGEN_FLOOR,
+    MAX_STORED_EIGENVALUES,
+    PINV_RCOND,
+    PromptRankWarning,
+    scendi_score_table,
+    schur_split,
+    spectrum_and_top_vectors,
+)
+from .dual import (
+    assign_folds,
+    check_precision,
+    choose_ridge,
+    cross_fit_hats,
+    grouped_prompt_basis,
+    sample_space_spectra,
+)
+from .grouped import grouped_spectra, grouped_split
+from .nullifier import (
+    PromptNullifier,
+    check_paired,
+    prompt_rank_warnings,
+    resolve_feature_maps,
+    stream_joint_covariance,
+)
+from .replicates import FeatureSpaceReplicates, SampleSpaceReplicates, feature_matrices, gram
+from .results import ScendiComparison, ScendiResult
+
+#: Gamma* estimators: 'auto' picks 'cross-fit' when rank(C_TT) >= n / 2, else 'in-sample'
+GAMMA_ESTIMATORS = ("auto", "in-sample", "cross-fit")
+#: ridges tried by cross-validation (units of Tr C_TT = 1; 0 = the paper's pseudo-inverse)
+RIDGE_GRID = (0.0, 1e-4, 1e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0, 10.0)
+#: the sample-space route holds phi_I, phi_T and n x n matrices in memory: at most this many rows
+SAMPLE_SPACE_MAX_ROWS = 8000
+#: the grouped feature-space route holds Phi_I (n x d_I) in memory: at most this many values
+GROUPED_MAX_VALUES = 100_000_000
+#: the feature-space bootstrap holds the n x (d_I + d_T) features: at most this many values
+FEATURE_BOOTSTRAP_MAX_VALUES = 50_000_000
+#: bootstrap='auto' (the CLI default) runs this many replicates when one replicate is cheap ...
+AUTO_BOOTSTRAP_REPLICATES = 200
+#: ... that is, when its matrices are at most this size (min(n, d_I + d_T))
+AUTO_BOOTSTRAP_MAX_SIZE = 600
+
+
+@dataclass
+class Scendi:
+    """Scendi estimator: configure here, then ``fit(paired_set)`` -> :class:`ScendiResult` (a measurement:
+    ``fit`` returns the result, not self; :class:`PromptNullifier` is the learning counterpart).
+
+    Parameters
+    ----------
+    kernel : 'cosine' (exact, no bandwidth; the default) or 'gaussian' (random Fourier features).
+    sigma_prompt, sigma_output : gaussian bandwidths, a number or a rule ('median', '0.5*median', ...),
+        each evaluated on its own embeddings (seeded subsample of 1,000).
+    n_features : RFF output dimension per modality, 2D (even); the reference implementation uses 5000
+        (2 x 2500).
+    shared_frequencies : one set of RFF frequencies and one bandwidth (``sigma_output``, evaluated on prompts
+        and outputs pooled) for both modalities, as the reference implementation does for CLIP; needs
+        prompts and outputs in one space. Default False: separate maps (any two embedding spaces).
+    n_clusters : eigenvectors of Lambda_I (and of C_II) reported as clusters; top_k : samples per cluster.
+    gamma_estimator : 'in-sample' (the paper: Gamma* fitted on the pairs it nullifies), 'cross-fit' (Gamma*
+        fitted on the other folds' prompts: an out-of-sample residual, honest when most prompts are unique)
+        or 'auto' (cross-fit when rank(C_TT) >= n / 2, else in-sample). See docs/scendi.md.
+    n_folds : folds of the cross-fitted estimator (prompts dealt into folds, seeded).
+    ridge : 'cv' (chosen from ``RIDGE_GRID`` by the folds' out-of-fold error) or a number >= 0, the ridge of
+        the cross-fitted Gamma* = C_IT (C_TT + ridge I)^+.
+    bootstrap : replicates of the prompt bootstrap for confidence intervals (0 = off; 'auto' = 200 when one
+        replicate is cheap, else off with a note); confidence : the intervals' level.
+    precision : 'float64' or 'float32' for the sample-space matrices and their eigen-decompositions (the
+        streaming feature-space pass accumulates in float64).
+    seed : seeds every random draw (RFF frequencies: ``seed`` for outputs, ``seed + 1`` for prompts unless
+        shared; the bandwidth subsample; the folds; the bootstrap draws); recorded in the result.
+    chunk_size : rows per streaming step. progress : progress bars (None: only on a terminal).
+    """
+
+    kernel: str = "cosine"
+    sigma_prompt: Any = "median"
+    sigma_output: Any = "median"
+    n_features: int = 2000
+    shared_frequencies: bool = False
+    n_clusters: int = 5
+    top_k: int = 10
+    seed: int = 0
+    chunk_size: int = 2048
+    partition_rows: int = 262_144
+    progress: bool | None = False
+    gamma_estimator: str = "auto"
+    n_folds: int = 5
+    ridge: Any = "cv"
+    bootstrap: Any = 0
+    confidence: float = 0.95
+    precision: str = "float64"
+
+    def __post_init__(self) -> None:
+        self._validate()
+
+    def _validate(self) -> None:
+        check_positive_number(self.n_clusters, "number of clusters", integer=True)
+        check_positive_number(self.top_k, "top_k", integer=True)
+        if self.gamma_estimator not in GAMMA_ESTIMATORS:
+            raise OptionError(f"gamma_estimator must be one of {', '.join(GAMMA_ESTIMATORS)}, "
+                              f"got {self.gamma_estimator!r}")
+        check_positive_number(self.n_folds, "n_folds", integer=True)
+        if self.n_folds < 2:
+            raise OptionError(f"n_folds must be >= 2, got {self.n_folds}")
+        if self.ridge != "cv":
+            if isinstance(self.ridge, bool) or not isinstance(self.ridge, (int, float)) or not (
+                    math.isfinite(self.ridge) and self.ridge >= 0):
+                raise OptionError(f"ridge must be 'cv' or a number >= 0, got {self.ridge!r}")
+        if self.bootstrap != "auto":
+            check_bootstrap(self.bootstrap, self.confidence)
+        elif not 0.0 < float(self.confidence) < 1.0:
+            raise OptionError(f"confidence must lie strictly between 0 and 1, got {self.confidence!r}")
+        check_precision(self.precision)
+        self._nullifier()._validate()
+
+    def _nullifier(self) -> PromptNullifier:
+        return PromptNullifier(kernel=self.kernel, sigma_prompt=self.sigma_prompt,
+                               sigma_output=self.sigma_output, n_features=self.n_features,
+                               shared_frequencies=self.shared_frequencies, seed=self.seed,
+                               chunk_size=self.chunk_size, partition_rows=self.partition_rows,
+                               progress=self.progress)
+
+    def fit(self, data: PairedSet | tuple, name: str | None = None) -> ScendiResult:
+        """Scendi, Vendi and RKE of one paired set, the model-driven and unconditioned clusters and, with
+        ``bootstrap``, their confidence intervals. Returns a :class:`ScendiResult`.
+
+        Inside ``with promptprism.execution(client):`` the streaming passes run on the dask cluster; the
+        result equals the local one.
+        """
+        self._validate()
+        data = check_paired(data, self.kernel)
+        labels, _ = prompt_groups(data)
+        return self.fit_with_draws(data, name=name, groups=labels[0])[0]
+
+    def fit_with_draws(self, data: PairedSet, *, name: str | None, groups: np.ndarray,
+                       counts: np.ndarray | None = None) -> tuple[ScendiResult, dict | None]:
+        """:meth:`fit` with the rows' prompt labels (0..G-1) given, and optionally the bootstrap's prompt
+        draws ``counts`` (replicates x G), so that several models can share them; also returns the
+        replicates ({metric: values}) or None when the bootstrap is off."""
+        t0 = time.perf_counter()
+        notes: list[str] = []
+        n = len(data)
+        maps = resolve_feature_maps(data, kernel=self.kernel, sigma_output=self.sigma_output,
+                                    sigma_prompt=self.sigma_prompt, n_features=self.n_features,
+                                    shared_frequencies=self.shared_frequencies, seed=self.seed, notes=notes)
+        d_i, dim = maps.dim_output, maps.dim_output + maps.dim_prompt
+        dtype = check_precision(self.precision)
+        n_groups = int(np.max(groups)) + 1 if n else 0
+        distinct_groups = len(np.unique(groups))
+        in_memory = current_client() is None and n <= SAMPLE_SPACE_MAX_ROWS
+        replicates = self._replicates(n, dim, distinct_groups, notes)
+        timings: dict[str, float] = {}
+        route = "feature space"
+        feats = split = grouped = None
+        if (current_client() is None and n >= dim and self.gamma_estimator != "cross-fit"
+                and 2 * distinct_groups < n and n * d_i <= GROUPED_MAX_VALUES):
+            feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype)
+            grouped = grouped_split(feats[0], feats[1], groups, rcond=PINV_RCOND)
+            rank = grouped.prompt_rank
+            route = "feature space, grouped prompts"
+        elif in_memory and (n < dim or self.gamma_estimator == "cross-fit"):
+            feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype)
+            grams = gram(feats[0]), gram(feats[1])  # outputs n x n, distinct prompts G x G
+            w = np.full(n, 1.0 / n, dtype=dtype)
+            basis, rank = grouped_prompt_basis(grams[1], groups, w, rcond=PINV_RCOND)
+            route = "sample space"
+        else:
+            acc = stream_joint_covariance(data, maps, chunk_size=self.chunk_size,
+                                          partition_rows=self.partition_rows, progress=self.progress)
+            split = schur_split(acc.compute(), d_i, rcond=PINV_RCOND)
+            del acc
+            rank = split.prompt_rank
+            route = "feature space"
+        timings["covariance_s"] = time.perf_counter() - t0
+        estimator = self._resolve_estimator(rank, n, distinct_groups, in_memory, notes)
+        if estimator == "cross-fit" and split is not None:
+            split = None
+            feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype)
+            grams = gram(feats[0]), gram(feats[1])
+            w = np.full(n, 1.0 / n, dtype=dtype)
+            route = "sample space"
+        for msg in prompt_rank_warnings(data.where, rank, n, estimator=estimator):
+            notes.append(msg)
+            warnings.warn(msg, PromptRankWarning, stacklevel=3)
+
+        t1 = time.perf_counter()
+        k = min(self.n_clusters, d_i)
+        ridge, described = 0.0, "in-sample"
+        if grouped is not None:  # feature space, prompts grouped, in-sample
+            s = grouped_spectra(grouped, feats[0], groups, n_top=k)
+            li_vals, c_vals, lt_vals = s.model, s.output, s.prompt
+            table = scendi_score_table(s.model, s.prompt, s.output, model_share=s.model_share,
+                                       prompt_share=s.prompt_share)
+            timings["eigen_s"] = time.perf_counter() - t1
+            t2 = time.perf_counter()
+            ids, scores = top_samples(s.model_scores, s.output_scores, self.top_k)
+        elif split is not None:  # feature space, in-sample
+            li_vals, li_vecs = spectrum_and_top_vectors(split.lambda_i, k)
+            c_vals, c_vecs = spectrum_and_top_vectors(split.c_ii, k)
+            table = scendi_score_table(li_vals, split.lambda_t_eigenvalues, c_vals,
+                                       model_share=float(np.trace(split.lambda_i)),
+                                       prompt_share=float(np.trace(split.lambda_t)))
+            lt_vals = split.lambda_t_eigenvalues
+            timings["eigen_s"] = time.perf_counter() - t1
+            t2 = time.perf_counter()
+            ids, scores = stream_cluster_scores(
+                data, maps, split.gamma, li_vecs, c_vecs, chunk_size=self.chunk_size,
+                partition_rows=self.partition_rows, top_k=self.top_k, progress=self.progress)
+        else:
+            if estimator == "in-sample":
+                s = sample_space_spectra(grams[0], w, dim=d_i, basis=basis, n_top=k)
+            else:
+                folds = assign_folds(groups, self.n_folds, self.seed)
+                k_t = grams[1][np.ix_(groups, groups)]
+                if self.ridge == "cv":
+                    ridge, curve = choose_ridge(grams[0], k_t, w, folds, ridges=RIDGE_GRID, rcond=PINV_RCOND)
+                else:
+                    ridge = float(self.ridge)
+                hat = cross_fit_hats(k_t, w, folds, [ridge], rcond=PINV_RCOND)[0]
+                n_f = len(np.unique(folds))
+                described = (f"cross-fit ({n_f} folds, ridge {ridge:g}"
+                             f"{' chosen by cross-validation' if self.ridge == 'cv' else ''})")
+                s = sample_space_spectra(grams[0], w, dim=d_i, hat=hat, n_top=k, in_sample=False)
+            li_vals, c_vals, lt_vals = s.model, s.output, s.prompt
+            table = scendi_score_table(s.model, s.prompt, s.output, model_share=s.model_share,
+                                       prompt_share=s.prompt_share)
+            timings["eigen_s"] = time.perf_counter() - t1
+            t2 = time.perf_counter()
+            ids, scores = top_samples(s.model_scores, s.output_scores, self.top_k)
+        clusters = build_clusters(data, ids, scores, eigenvalues=li_vals, trace=table["model_share"], k=k,
+                                  offset=0)
+        clusters_c = build_clusters(data, ids, scores, eigenvalues=c_vals, trace=float(np.sum(c_vals)), k=k,
+                                    offset=k)
+        timings["clusters_s"] = time.perf_counter() - t2
+
+        intervals, boot, reps = {}, {}, None
+        if replicates:
+            t3 = time.perf_counter()
+            if distinct_groups < 2:
+                raise OptionError(f"{data.where}: a bootstrap over prompts needs at least 2 distinct "
+                                  "prompts, this set has 1; pass bootstrap=0")
+            if counts is None:
+                counts = prompt_draws(n_groups, replicates, self.seed)
+            if grouped is not None:
+                engine: Any = FeatureSpaceReplicates(feats[0], feats[1][groups])
+            elif split is None:
+                engine = SampleSpaceReplicates(
+                    grams[0], grams[1], dim=d_i, cross_fit=estimator == "cross-fit", n_folds=self.n_folds,
+                    ridge=ridge, seed=self.seed)
+            else:
+                f_i, f_g = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size,
+                                            dtype=dtype)
+                engine = FeatureSpaceReplicates(f_i, f_g[groups])
+            reps = bootstrap_replicates(groups, counts, engine)
+            intervals = {m: basic_interval(reps[m], table[m], self.confidence, bounds=METRIC_RANGE[m])
+                         for m in INTERVAL_METRICS}
+            boot = {"replicates": int(replicates), "level": float(self.confidence), "seed": self.seed,
+                    "resample": "prompts", "interval": "basic"}
+            timings["bootstrap_s"] = time.perf_counter() - t3
+        timings["total_s"] = time.perf_counter() - t0
+        config = {"kernel": self.kernel, **maps.describe(),
+                  "sigma_prompt_rule": str(self.sigma_prompt) if self.kernel == "gaussian" else None,
+                  "sigma_output_rule": str(self.sigma_output) if self.kernel == "gaussian" else None,
+                  "shared_frequencies": bool(self.shared_frequencies and self.kernel == "gaussian"),
+                  "n_clusters": self.n_clusters, "top_k": self.top_k, "chunk_size": self.chunk_size,
+                  "eigen_floor": EIGEN_FLOOR, "input": data.where, "precision": self.precision,
+                  "route": route,
+                  "n_folds": self.n_folds if estimator == "cross-fit" else None,
+                  "ridge": ridge if estimator == "cross-fit" else None}
+
+        def head(v: np.ndarray) -> list[float]:
+            v = np.asarray(v)[:MAX_STORED_EIGENVALUES]
+            return [float(x) for x in v if x > EIGEN_FLOOR]
+
+        result = ScendiResult(
+            name=name or data.name, scendi=table["scendi"], scendi_prompt=table["scendi_prompt"],
+            scendi_order2=table["scendi_order2"], scendi_prompt_order2=table["scendi_prompt_order2"],
+            vendi=table["vendi"], rke=table["rke"], model_share=table["model_share"],
+            prompt_share=table["prompt_share"], entropies=table["entropies"], clusters=clusters,
+            clusters_unconditioned=clusters_c,
+            eigenvalues={"model": head(li_vals), "prompt": head(lt_vals), "output": head(c_vals)},
+            n=n, prompt_rank=int(rank), seed=self.seed, config=config, warnings=notes,
+            timings={k_: round(v, 4) for k_, v in timings.items()},
+            intervals=intervals, bootstrap=boot, gamma_estimator=described)
+        return result, reps
+
+    def _replicates(self, n: int, dim: int, distinct: int, notes: list[str]) -> int:
+        """The bootstrap's replicate count: ``bootstrap``, or for 'auto' 200 when one replicate is cheap."""
+        size = min(n, dim)
+        if self.bootstrap == "auto" and distinct < 2:
+            notes.append("no confidence intervals: every row has the same prompt, and the bootstrap "
+                         "resamples prompts")
+            return 0
+        if self.bootstrap == "auto":
+            if size <= AUTO_BOOTSTRAP_MAX_SIZE and current_client() is None:
+                return AUTO_BOOTSTRAP_REPLICATES
+            notes.append(f"no confidence intervals: a bootstrap replicate here diagonalises {size} x {size} "
+                         f"matrices; ask for them with bootstrap=B (CLI --bootstrap B, e.g. 100)")
+            return 0
+        if self.bootstrap and (current_client() is not None or (
+                n > SAMPLE_SPACE_MAX_ROWS if n < dim else n * dim > FEATURE_BOOTSTRAP_MAX_VALUES)):
+            raise OptionError(
+                f"bootstrap needs the features in one process's memory: n = {n} rows x {dim} features is "
+                f"over the limit (n <= {SAMPLE_SPACE_MAX_ROWS} when n is below the feature dimension, else "
+                f"n x dim <= {FEATURE_BOOTSTRAP_MAX_VALUES:,}) or a cluster is in use; pass bootstrap=0")
+        return int(self.bootstrap)
+
+    def _resolve_estimator(self, rank: int, n: int, distinct: int, in_memory: bool, notes: list[str]) -> str:
+        """'in-sample' or 'cross-fit' for this set (see ``gamma_estimator``)."""
+        if self.gamma_estimator == "cross-fit":
+            if distinct < 2:
+                raise OptionError("gamma_estimator='cross-fit' needs at least 2 distinct prompts; every row "
+                                  "has the same prompt")
+            if not in_memory:
+                raise OptionError(f"gamma_estimator='cross-fit' works in sample space: it needs n <= "
+                                  f"{SAMPLE_SPACE_MAX_ROWS} rows in one process (got n = {n}"
+                                  f"{', on a cluster' if current_client() is not None else ''})")
+            return "cross-fit"
+        if self.gamma_estimator == "in-sample" or 2 * rank < n or distinct < 2:
+            return "in-sample"
+        if not in_memory:
+            notes.append(f"rank(C_TT) = {rank} is near n = {n}, but the cross-fitted estimator needs the set "
+                         f"in one process with n <= {SAMPLE_SPACE_MAX_ROWS}; Gamma* was fitted in-sample")
+            return "in-sample"
+        return "cross-fit"
+
+
+def compare(sets: list[PairedSet], estimator: Scendi | None = None, names: list[str] | None = None
+            ) -> ScendiComparison:
+    """Fit the same Scendi configuration on several models' paired sets: one row per model, and with a
+    bootstrap, pairwise ``differences`` (paired over shared prompt draws when every set holds the same
+    prompts, else by interval overlap; each row says which)."""
+    est = estimator or Scendi()
+    est._validate()
+    names = names or [s.name for s in sets]
+    if len(names) != len(sets):
+        raise OptionError(f"{len(names)} names for {len(sets)} sets")
+    sets = [check_paired(s, est.kernel) for s in sets]
+    labels, _ = prompt_groups(*sets)
+    shared = len(sets) > 1 and all(set(np.unique(lab)) == set(np.unique(labels[0])) for lab in labels)
+    results, reps = [], []
+    for s, n, lab in zip(sets, names, labels, strict=True):
+        if shared:  # one prompt numbering: the seeded draws pick the same prompts for every model
+            r, rep = est.fit_with_draws(s, name=n, groups=lab)
+        else:
+            own, _ = prompt_groups(s)
+            r, rep = est.fit_with_draws(s, name=n, groups=own[0])
+        results.append(r)
+        reps.append(rep)
+    differences: list[dict] = []
+    if len(results) > 1 and all(r.intervals for r in results):
+        paired = shared and len({len(rep["scendi"]) for rep in reps if rep is not None} | (
+            {-1} if any(rep is None for rep in reps) else set())) == 1
+        differences = compare_models(names, [r.summary() | {"model_share": r.model_share} for r in results],
+                                     reps if paired else None, [r.intervals for r in results],
+                                     level=est.confidence)
+    return ScendiComparison(models=results, seed=est.seed, differences=differences)

@@ -1,0 +1,93 @@
+"""Where Scendi's sample-space and bootstrap computations get their matrices: features held in memory.
+
+:func:`feature_matrices` computes phi_I and phi_T for every row (in the requested precision); from them the
+Gram matrices (sample-space route) or the joint covariance of a weighted subset (feature-space route).
+Each replicate engine returns the score table of one weighted subset; which engine is cheaper depends on
+whether n or the feature dimension is smaller (same non-zero eigenvalues either way).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from ...data.paired import PairedSet
+from ...kernels.scendi_features import ScendiFeatureMaps
+from .core import PINV_RCOND, scendi_score_table, schur_split
+from .dual import assign_folds, cross_fit_hats, grouped_prompt_basis, sample_space_spectra
+
+
+def feature_matrices(data: PairedSet, maps: ScendiFeatureMaps, *, groups: np.ndarray, chunk_size: int,
+                     dtype: type = np.float64) -> tuple[np.ndarray, np.ndarray]:
+    """(Phi_I, Phi_G): every row's output features (n x d_I) and the features of each distinct prompt
+    (G x d_T, row g = the prompt of label g in ``groups``; a label absent from ``data`` gets zeros), in
+    ``dtype``. Rows with one prompt share one prompt feature, so Phi_T = Phi_G[groups]."""
+    n = len(data)
+    fi = np.empty((n, maps.dim_output), dtype=dtype)
+    for a in range(0, n, chunk_size):
+        b = min(n, a + chunk_size)
+        fi[a:b] = maps.outputs(np.asarray(data.output_embeddings[a:b]))
+    n_groups = int(np.max(groups)) + 1
+    labels, first = np.unique(groups, return_index=True)
+    fg = np.zeros((n_groups, maps.dim_prompt), dtype=dtype)
+    fg[labels] = maps.prompts(np.asarray(data.prompt_embeddings[first]))
+    return fi, fg
+
+
+def gram(features: np.ndarray) -> np.ndarray:
+    """K = Phi Phi^T, by a symmetric rank-k update."""
+    return features @ features.T
+
+
+@dataclass(frozen=True)
+class SampleSpaceReplicates:
+    """Replicates from the Gram matrices: the cheaper route when n is below the feature dimension.
+
+    ``output_gram`` is n x n; ``group_gram`` G x G over the distinct prompts (rows' labels index it).
+    """
+
+    output_gram: np.ndarray
+    group_gram: np.ndarray
+    dim: int
+    cross_fit: bool = False
+    n_folds: int = 5
+    ridge: float = 0.0
+    seed: int = 0
+    rcond: float = PINV_RCOND
+
+    def __call__(self, rows: np.ndarray, weights: np.ndarray, groups: np.ndarray, replicate: int) -> dict:
+        """Scores of the subset ``rows`` weighted by ``weights`` (sum 1); ``groups`` are their prompts."""
+        k_i = self.output_gram[np.ix_(rows, rows)]
+        w = weights.astype(k_i.dtype)
+        if self.cross_fit:
+            folds = assign_folds(groups, self.n_folds, self.seed + 1 + replicate)
+            k_t = self.group_gram[np.ix_(groups, groups)]
+            hat = cross_fit_hats(k_t, w, folds, [self.ridge], rcond=self.rcond)[0]
+            s = sample_space_spectra(k_i, w, dim=self.dim, hat=hat, in_sample=False)
+        else:
+            basis = grouped_prompt_basis(self.group_gram, groups, w, rcond=self.rcond)[0]
+            s = sample_space_spectra(k_i, w, dim=self.dim, basis=basis)
+        return scendi_score_table(s.model, s.prompt, s.output, model_share=s.model_share,
+                                  prompt_share=s.prompt_share)
+
+
+@dataclass(frozen=True)
+class FeatureSpaceReplicates:
+    """In-sample replicates from the features (weighted joint covariance, d x d): for n above d."""
+
+    output_features: np.ndarray
+    prompt_features: np.ndarray
+    rcond: float = PINV_RCOND
+
+    def __call__(self, rows: np.ndarray, weights: np.ndarray, groups: np.ndarray, replicate: int) -> dict:
+        """Scores of the subset ``rows`` weighted by ``weights`` (sum 1)."""
+        f = np.concatenate([self.output_features[rows], self.prompt_features[rows]], axis=1)
+        c = (f * weights.astype(f.dtype)[:, None]).T @ f
+        split = schur_split(np.asarray(c, dtype=np.float64), self.output_features.shape[1], rcond=self.rcond)
+        model = scipy.linalg.eigvalsh(split.lambda_i)[::-1]
+        output = scipy.linalg.eigvalsh(split.c_ii)[::-1]
+        return scendi_score_table(model, split.lambda_t_eigenvalues, output,
+                                  model_share=float(np.trace(split.lambda_i)),
+                                  prompt_share=float(np.trace(split.lambda_t)))

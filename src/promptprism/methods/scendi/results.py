@@ -1,0 +1,106 @@
+"""Scendi's results: scores, clusters, intervals; saved as result.json."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..._version import __version__
+from ...results import Result
+
+
+@dataclass(frozen=True)
+class ClusterSample:
+    """A sample aligned with a cluster direction: its row, prompt, output and projection score."""
+
+    index: int
+    prompt: str
+    output: str | None
+    score: float
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One eigenvector of Lambda_I (model-driven) or C_II (unconditioned) and its top samples."""
+
+    rank: int
+    eigenvalue: float
+    share: float  #: eigenvalue / trace of the matrix it comes from
+    top_samples: list[ClusterSample]
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Cluster:
+        """Rebuild from the dict written into result.json."""
+        return cls(rank=d["rank"], eigenvalue=d["eigenvalue"], share=d["share"],
+                   top_samples=[ClusterSample(**s) for s in d["top_samples"]])
+
+
+@dataclass(frozen=True)
+class ScendiResult(Result):
+    """What :meth:`Scendi.fit` returns; ``save(dir)`` writes ``dir/result.json``."""
+
+    kind = "scendi"
+
+    name: str
+    scendi: float  #: exp(Scendi_I): model-driven diversity
+    scendi_prompt: float  #: exp(Scendi_T): prompt-driven diversity
+    scendi_order2: float  #: order-2 (RKE-style) Scendi of Lambda_I
+    scendi_prompt_order2: float  #: order-2 Scendi of Lambda_T
+    vendi: float  #: Vendi of the outputs (C_II)
+    rke: float  #: RKE of the outputs (C_II)
+    model_share: float  #: Tr(Lambda_I)
+    prompt_share: float  #: Tr(Lambda_T) (= 1 - model_share)
+    entropies: dict  #: the entropies in nats behind the scores
+    clusters: list[Cluster]  #: top eigenvectors of Lambda_I (model-driven clusters)
+    clusters_unconditioned: list[Cluster]  #: top eigenvectors of C_II (prompt-unaware clusters)
+    eigenvalues: dict  #: 'model' (Lambda_I), 'prompt' (Lambda_T), 'output' (C_II): descending, truncated
+    n: int
+    prompt_rank: int  #: numerical rank of C_TT
+    seed: int
+    config: dict
+    warnings: list[str] = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+    version: str = __version__
+    #: {metric: {'low', 'high'}} percentile intervals of the prompt bootstrap (empty when it was off)
+    intervals: dict = field(default_factory=dict)
+    #: {'replicates', 'level', 'seed', 'resample'} (empty when the bootstrap was off)
+    bootstrap: dict = field(default_factory=dict)
+    #: how Gamma* was estimated: 'in-sample' or 'cross-fit (k folds, ridge r)'
+    gamma_estimator: str = "in-sample"
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ScendiResult:
+        """Rebuild from result.json's dict (fields added later take their defaults when absent)."""
+        data = {k: v for k, v in data.items() if k != "kind"}
+        for key in ("clusters", "clusters_unconditioned"):
+            data[key] = [Cluster.from_dict(c) if isinstance(c, dict) else c for c in data[key]]
+        return cls(**data)
+
+    def summary(self) -> dict:
+        """The scores of one row of the comparison table."""
+        return {"name": self.name, "scendi": self.scendi, "scendi_prompt": self.scendi_prompt,
+                "scendi_order2": self.scendi_order2, "vendi": self.vendi, "rke": self.rke,
+                "model_share": self.model_share}
+
+
+@dataclass(frozen=True)
+class ScendiComparison(Result):
+    """Several models' :class:`ScendiResult`, one per input, in the order given (``models``)."""
+
+    kind = "scendi_comparison"
+
+    models: list[ScendiResult]
+    seed: int
+    version: str = __version__
+    #: pairwise differences {'a', 'b', 'metric', 'difference', 'low', 'high', 'separated', 'method'}
+    differences: list = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ScendiComparison:
+        """Rebuild from result.json's dict (``differences`` defaults to empty when absent)."""
+        data = {k: v for k, v in data.items() if k != "kind"}
+        data["models"] = [ScendiResult.from_dict(m) if isinstance(m, dict) else m for m in data["models"]]
+        return cls(**data)
+
+    def table(self) -> list[dict]:
+        """One :meth:`ScendiResult.summary` row per model."""
+        return [m.summary() for m in self.models]

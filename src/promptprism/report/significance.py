@@ -1,0 +1,238 @@
+"""The PromptSplit page's statements about significance: the verdict sentence, the per-mode tags, the
+modes card, the prompt ranking (with its basis) and the bandwidth scan. Every field is read with a default,
+so results written before the significance test existed render too (the page says no test was run).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import figures
+from .common import safe_figure
+from .html import bar, details, el, fmt, fnum, kv_table, num, p, table
+from .map import mode_label
+
+
+# ------------------------------------------------------------------------------------------ significance
+def significance_of(result: Any) -> dict:
+    """The result's permutation-test record (empty for results without one)."""
+    sig = getattr(result, "significance", None)
+    return sig if isinstance(sig, dict) else {}
+
+
+def _p(mode: Any) -> float | None:
+    v = getattr(mode, "p_value", None)
+    try:
+        return None if v is None else float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def is_significant(mode: Any, alpha: float | None) -> bool | None:
+    sig = getattr(mode, "significant", None)
+    if sig is not None:
+        return bool(sig)
+    pv = _p(mode)
+    return None if pv is None or alpha is None else pv <= alpha
+
+
+def sig_tag(mode: Any, alpha: float | None) -> Any:
+    flag = is_significant(mode, alpha)
+    pv = _p(mode)
+    if flag is None:
+        return None
+    ptxt = f"p = {fmt(pv, 2)}" if pv is not None else "p not recorded"
+    if flag:
+        return el("span", f"significant · {ptxt}", cls="tag", style="background:#2e7d32")
+    return el("span", f"not significant · {ptxt}", cls="tag", style="background:#8a8f98")
+
+
+def verdict(result: Any) -> str | None:
+    """One plain sentence about the whole comparison: identical sets, the test's own verdict, or (no test)
+    None."""
+    if getattr(result, "identical", False):
+        return (
+            "The test and reference sets hold the same (prompt, output) pairs: they are identical, so there "
+            "is no difference to report (every eigenvalue is zero up to round-off)."
+        )
+    sig = significance_of(result)
+    if sig.get("verdict"):
+        return str(sig["verdict"])
+    if sig:
+        n_sig = sig.get("n_significant")
+        if n_sig == 0:
+            return (
+                f"No significant difference between test and reference at alpha = {fmt(sig.get('alpha'))}; "
+                f"largest eigenvalue p = {fmt(sig.get('p_largest'), 2)}."
+            )
+    return None
+
+
+def modes_card(result: Any) -> tuple[str, str]:
+    """(value, label) of the modes card: how many modes are significant of how many reported, or how many
+    were reported without a test (never 'k / k', which reads like a score)."""
+    n_pos, n_neg = len(result.positive_modes), len(result.negative_modes)
+    if getattr(result, "identical", False):
+        return "none", "modes · the sets are identical"
+    sig = significance_of(result)
+    alpha = sig.get("alpha")
+    if sig:
+        n_sig = sum(1 for m in result.modes if is_significant(m, alpha))
+        return f"{n_sig} significant", f"modes · of {n_pos} + {n_neg} reported (alpha = {fmt(alpha)})"
+    return f"{n_pos} + {n_neg}", "modes reported (+ / −) · no significance test"
+
+
+def significance_block(result: Any) -> Any:
+    sig = significance_of(result)
+    if not sig:
+        return p(
+            "No significance test in this result (it was off, or the result predates it): the modes and "
+            "the prompt ranking below may be sampling noise. Run with permutations to test them.",
+            cls="muted small",
+        )
+    rows = [
+        ("test", f"{sig.get('test', 'permutation')} ({sig.get('scheme', '?')} relabelling)"),
+        ("permutations", fmt(sig.get("permutations"))),
+        ("alpha", fmt(sig.get("alpha"))),
+        ("correction", sig.get("correction") or "–"),
+        ("largest eigenvalue p", fmt(sig.get("p_largest"), 3)),
+        ("significant modes", fmt(sig.get("n_significant"))),
+        ("seed", fmt(sig.get("seed"))),
+    ]
+    if sig.get("approximation"):
+        rows.append(("approximation", sig["approximation"]))
+    return details("significance test", kv_table(rows))
+
+
+#: a mode characterises a prompt when its part of the prompt's disagreement exceeds its overall part by this
+STANDS_OUT = 0.05
+
+
+def _main_mode(result: Any, alpha: float | None) -> dict[str, tuple[Any, float, float]]:
+    """Per prompt, its characteristic mode, if one stands out: (mode, fraction of the prompt's disagreement
+    d_p = sum_j lambda_j c_pj it adds, the mode's fraction of the whole sum_j lambda_j^2). The mode chosen
+    is the one whose fraction for this prompt most exceeds its overall fraction, and only when it does by at
+    least ``STANDS_OUT`` (so a mode that dominates every prompt equally labels none of them). Significant
+    modes only, when the test ran."""
+    tested = bool(significance_of(result))
+    modes = [m for m in result.modes if not (tested and is_significant(m, alpha) is False)]
+    lam = {id(m): num(m.eigenvalue) for m in modes}
+    modes = [m for m in modes if lam[id(m)] == lam[id(m)]]
+    total = sum(lam[id(m)] ** 2 for m in modes)
+    parts: dict[str, list[tuple[float, Any]]] = {}
+    for mode in modes:
+        for pl in mode.top_prompts:
+            part = lam[id(mode)] * num(pl.contribution)
+            if part == part:
+                parts.setdefault(pl.prompt, []).append((part, mode))
+    out = {}
+    for prompt, items in parts.items():
+        d_p = sum(v for v, _ in items if v > 0)
+        if d_p <= 0 or total <= 0:
+            continue
+        scored = [(v / d_p, lam[id(m)] ** 2 / total, m) for v, m in items if v > 0]
+        frac, overall, m = max(scored, key=lambda t: t[0] - t[1])
+        if frac - overall >= STANDS_OUT:
+            out[prompt] = (m, frac, overall)
+    return out
+
+
+def ranking_basis(result: Any) -> str:
+    basis = getattr(result, "ranking_basis", None)
+    if basis:
+        return str(basis)
+    return "all reported modes (no significance test)"
+
+
+def ranking_block(result: Any, names: dict[str, str], alpha: float | None) -> Any:
+    basis = ranking_basis(result)
+    ranking = list(result.prompt_ranking or [])
+    if basis.startswith("none") or (significance_of(result) and not ranking):
+        return el(
+            "div",
+            el("h3", "Prompts where the models disagree most"),
+            p(
+                "No prompt ranking: no mode is significant, so no prompt is shown as a place where the "
+                "models disagree.",
+            ),
+        )
+    shares = [abs(num(r.get("share"))) for r in ranking[:10]]
+    top_share = max((v for v in shares if v == v), default=1.0) or 1.0
+    main = _main_mode(result, alpha)
+    rows = []
+    for i, r in enumerate(ranking[:10], 1):
+        mm = main.get(r["prompt"])
+        cell: Any = el("span", "none stands out", cls="muted")
+        if mm is not None:
+            m, frac, overall = mm
+            cell = el(
+                "span",
+                el("span", mode_label(m.side, m.rank), cls="tag" if m.side == "test" else "tag neg"),
+                f" {frac:.0%} here, {overall:.0%} overall · {names[m.side]}",
+                title=f"{names[m.side]} does more",
+            )
+        rows.append(
+            (
+                i,
+                r["prompt"],
+                el("span", bar(abs(num(r.get("share"))) / top_share, width=60), fnum(r.get("share"), ".1%")),
+                cell,
+                r["n_test"],
+                r["n_reference"],
+            )
+        )
+    return el(
+        "div",
+        el("h3", "Prompts where the models disagree most"),
+        table(
+            ["#", "prompt", "share of the disagreement", "characteristic mode", "n test", "n ref"],
+            rows,
+            numeric=(0, 4, 5),
+        )
+        if rows
+        else p("no prompt ranking in the result", cls="muted"),
+        p(
+            f"Ranked from: {basis}. Share: the prompt's part of Σλ² over those modes. Characteristic mode: "
+            "the mode whose part of this prompt's disagreement exceeds its part of the whole the most (by at "
+            f"least {STANDS_OUT:.0%}: the fractions here and overall), and the model that does more of it; "
+            "'none stands out' when the prompt's disagreement is spread like everyone's.",
+            cls="muted small",
+        ),
+    )
+
+
+def null_and_flags(result: Any, alpha: float | None) -> tuple[dict | None, dict | None]:
+    sig = significance_of(result)
+    null = sig.get("null_top") if isinstance(sig.get("null_top"), dict) else None
+    if not sig:
+        return None, None
+    flags: dict[str, list] = {"test": [], "reference": []}
+    for m in result.modes:
+        flags[m.side].append(is_significant(m, alpha))
+    return null, flags
+
+
+def scan_block(result: Any) -> Any:
+    scan = getattr(result, "bandwidth_scan", None)
+    if not isinstance(scan, dict) or not scan:
+        return None
+    lines = []
+    for kind in ("prompt", "output"):
+        s = scan.get(kind)
+        if isinstance(s, dict):
+            lines.append(
+                p(
+                    f"σ_{kind}: chosen {fmt(s.get('chosen'))} "
+                    f"({'plateau found' if s.get('plateau') else 'no plateau: the median was kept'}; "
+                    f"tolerance {fmt(s.get('tolerance'))}). {s.get('note') or ''}",
+                    cls="muted small",
+                )
+            )
+    fig = safe_figure(
+        figures.bandwidth_scan,
+        scan,
+        alt="bandwidth scan: top eigenvalues against the bandwidth",
+        caption="The top eigenvalues over the scanned bandwidths (multiples of the median distance); the "
+        "smallest bandwidth from which they stop changing (within the tolerance) is chosen.",
+    )
+    return el("div", el("h3", "Bandwidth scan"), fig, lines)

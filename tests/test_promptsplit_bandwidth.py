@@ -1,0 +1,74 @@
+"""The 'stable' bandwidth rule: scan multiples of the median, keep the smallest with settled spectra."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from promptprism import PromptSplit
+from promptprism.datasets import gaussian_mixture
+from promptprism.errors import OptionError
+from promptprism.kernels.bandwidth import (
+    STABLE_MULTIPLIERS,
+    STABLE_TOLERANCE,
+    median_pairwise_distance,
+    parse_bandwidth,
+    resolve_bandwidth,
+    stable_bandwidth,
+)
+from promptprism.methods.promptsplit import top_eigenvalues
+
+
+def test_scan_picks_smallest_settled_sigma():
+    # top eigenvalues that move fast for small sigma and settle from 2 x median on
+    values = {0.5: 0.5, 0.71: 0.4, 1.0: 0.3, 1.41: 0.2, 2.0: 0.105, 2.83: 0.1, 4.0: 0.1}
+    scan = stable_bandwidth(lambda s: np.array([values[round(s / 3.0, 2)]]), 3.0)
+    assert scan["plateau"] and scan["chosen"] == pytest.approx(2.0 * 3.0)
+    assert scan["sigmas"] == pytest.approx([f * 3.0 for f in STABLE_MULTIPLIERS])
+    assert scan["tolerance"] == STABLE_TOLERANCE and "less than" in scan["note"]
+
+
+def test_no_plateau_keeps_the_median_and_says_so():
+    scan = stable_bandwidth(lambda s: np.array([s]), 1.0)
+    assert not scan["plateau"] and scan["chosen"] == 1.0 and "no plateau" in scan["note"]
+
+
+def test_stable_rule_in_promptsplit_matches_its_recorded_scan():
+    test, ref, _ = gaussian_mixture(1, per_component=20, seed=0)
+    res = PromptSplit(method="exact", sigma_output="stable", n_modes=3, permutations=0).fit(test, ref)
+    scan = res.bandwidth_scan["output"]
+    tops = np.array(scan["top_eigenvalues"])
+    steps = np.max(np.abs(np.diff(tops, axis=0)), axis=1)
+    median = resolve_bandwidth("median", np.r_[test.output_embeddings, ref.output_embeddings])
+    assert scan["sigmas"][2] == pytest.approx(median)  # multiplier 1
+    if scan["plateau"]:
+        first = int(np.flatnonzero(steps < scan["tolerance"])[0])
+        assert scan["chosen"] == pytest.approx(scan["sigmas"][first])
+    else:
+        assert (steps >= scan["tolerance"]).all() and scan["chosen"] == pytest.approx(median)
+    assert res.config["sigma_output"] == pytest.approx(scan["chosen"])
+    assert res.config["sigma_output_rule"] == "stable" and "prompt" not in res.bandwidth_scan
+    # the recorded spectra are those of the exact route at each sigma (all samples: fewer than the subsample)
+    sp = median_pairwise_distance(np.r_[test.prompt_embeddings, ref.prompt_embeddings])
+    again = top_eigenvalues(test.prompt_embeddings, test.output_embeddings, ref.prompt_embeddings,
+                            ref.output_embeddings, kernel="gaussian", sigma_prompt=sp,
+                            sigma_output=scan["sigmas"][3], eta=1.0, n_top=5)
+    np.testing.assert_allclose(again, tops[3], rtol=1e-9, atol=1e-12)
+
+
+def test_no_plateau_warns(monkeypatch):
+    import promptprism.kernels.bandwidth as bw
+
+    monkeypatch.setattr(bw, "STABLE_TOLERANCE", 0.0)
+    test, ref, _ = gaussian_mixture(1, per_component=10, seed=1)
+    with pytest.warns(UserWarning, match="no plateau"):
+        res = PromptSplit(method="exact", sigma_prompt="stable", permutations=0).fit(test, ref)
+    assert res.bandwidth_scan["prompt"]["plateau"] is False
+
+
+def test_stable_is_only_for_methods_that_resolve_it():
+    assert parse_bandwidth("stable", "sigma", allow_stable=True) == ("stable", 1.0)
+    with pytest.raises(OptionError, match="sigma"):
+        parse_bandwidth("stable", "sigma")
+    with pytest.raises(OptionError, match="sigma_prompt"):
+        PromptSplit(sigma_prompt="stabl")

@@ -1,0 +1,249 @@
+"""PromptSplit's permutation test: batched permuted spectra against brute force, the step-down p-values,
+calibration under the null (exact and rff routes), power on planted differences, words and bad options."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from promptprism import PairedSet, PromptSplit
+from promptprism.cli import main
+from promptprism.datasets import colored_digits, gaussian_mixture
+from promptprism.errors import OptionError
+from promptprism.methods.promptsplit import (
+    permuted_labels,
+    permuted_spectra,
+    step_down_pvalues,
+)
+from promptprism.methods.promptsplit.significance import label_weights
+from promptprism.stats.eigen import signed_extremes, weighted_gram_extremes
+
+
+def _brute_extremes(psi: np.ndarray, w: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
+    """One eigensolve per permutation of Lambda_k = sum_i w_ik psi_i psi_i^T (a sum of outer products)."""
+    pos, neg = [], []
+    for k in range(w.shape[1]):
+        lam = sum(w[i, k] * np.outer(psi[i], psi[i]) for i in range(psi.shape[0]))
+        p, q = signed_extremes(np.linalg.eigvalsh(lam), n_top)
+        pos.append(p)
+        neg.append(q)
+    return np.array(pos), np.array(neg)
+
+
+@pytest.mark.parametrize(("size", "dim"), [(60, 40), (300, 280), (400, 120)])
+def test_batched_permuted_spectra_equal_per_permutation_eigensolves(size, dim):
+    """Dense (small) and Lanczos (large) paths, Gram and feature forms, against a plain eigensolve each."""
+    rng = np.random.default_rng(size)
+    psi = rng.standard_normal((size, dim)) * np.linspace(1.0, 0.2, dim)  # decaying spectrum, like kernels
+    n = size // 2
+    groups = np.arange(size) % 5
+    labels = permuted_labels(groups, np.r_[np.ones(n, bool), np.zeros(size - n, bool)], 6, rng)
+    w = label_weights(labels, n, size - n, 0.8)
+    want = _brute_extremes(psi, w, 4)
+    for operand in (("gram", psi @ psi.T), ("features", psi)):
+        got = permuted_spectra(operand, w, 4, seed=1)
+        for side in (0, 1):
+            # the largest (what the test decides on) to float32 precision; the next ranks (the chart's band)
+            # within 2 %, never above the truth (Ritz values interlace)
+            np.testing.assert_allclose(got[side][:, 0], want[side][:, 0], rtol=1e-5)
+            np.testing.assert_allclose(got[side][:, 1:], want[side][:, 1:], rtol=2e-2)
+            assert (got[side] <= want[side] * (1 + 1e-5)).all()
+    # run to the full dimension, the batched Lanczos is exact at every rank
+    full = weighted_gram_extremes(psi @ psi.T, w, 4, steps=size, dtype=np.float64)
+    np.testing.assert_allclose(full[0], want[0], rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(full[1], want[1], rtol=1e-8, atol=1e-12)
+
+
+def test_permuted_labels_keep_each_groups_test_count():
+    rng = np.random.default_rng(0)
+    groups = np.r_[np.repeat([0, 1, 2], [5, 3, 4]), np.repeat([0, 1, 2], [2, 6, 4])]
+    is_test = np.r_[np.ones(12, bool), np.zeros(12, bool)]
+    labels = permuted_labels(groups, is_test, 500, rng)
+    for g, count in zip(range(3), (5, 3, 4), strict=True):
+        np.testing.assert_array_equal(labels[groups == g].sum(axis=0), count)
+    # every member of a group is 'test' with probability (test count) / (group size)
+    freq = labels.mean(axis=1)
+    np.testing.assert_allclose(freq[groups == 0], 5 / 7, atol=0.08)
+    assert len({labels[:, k].tobytes() for k in range(500)}) > 400  # not the same draw over and over
+
+
+def test_step_down_pvalues_by_hand():
+    null_pos = np.array([[1.0, 0.5], [2.0, 0.4], [3.0, 0.3], [4.0, 0.2]])
+    null_neg = null_pos.copy()
+    # a huge first positive mode, an unremarkable second one; the negative side: 2.5, 0.1
+    p_pos, p_neg = step_down_pvalues(np.array([10.0, 0.45]), np.array([2.5, 0.1]), null_pos, null_neg)
+    # medians of the largest permuted values (observed included) put both signs on one scale; the first
+    # step compares 10 with the max over both signs of the rank-1 null: none reaches it -> 1/5
+    assert p_pos[0] == pytest.approx(1 / 5)
+    # then -2.5 against the max over both signs of the scaled largest permuted value: 2 of 4 reach it
+    assert p_neg[0] == pytest.approx(3 / 5)
+    # 0.45 / 3 = 0.15 (positive rank 2): every permutation's max reaches it
+    assert p_pos[1] == pytest.approx(1.0)
+    # monotone along the step-down order
+    assert p_pos[1] >= p_neg[0] and p_neg[1] >= p_pos[1]
+    assert (p_pos <= 1).all() and (p_neg <= 1).all()
+
+
+# ------------------------------------------------------------------------------------------ calibration
+def _null_sets(rng: np.random.Generator, per_prompt: int = 10, n_prompts: int = 4, dim: int = 5):
+    means = np.random.default_rng(123).standard_normal((n_prompts, dim)) * 2.0
+    sets = []
+    for name in ("test", "reference"):
+        lab = np.repeat(np.arange(n_prompts), per_prompt)
+        prompts = np.eye(n_prompts)[lab]
+        outputs = means[lab] + rng.standard_normal((lab.size, dim))
+        sets.append(PairedSet(prompts, outputs, prompts=[f"p{c}" for c in lab], name=name))
+    return sets
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["exact", "rff"])
+def test_calibration_under_the_null(method):
+    """Over 250 data sets with test and reference from one distribution, the rate of runs with any mode
+    significant at alpha = 0.05 (family-wise over both signs) lies in [0.02, 0.08]."""
+    rng = np.random.default_rng(2024 if method == "exact" else 7)
+    est = PromptSplit(method=method, n_modes=3, n_features=200, permutations=100, top_k=2, top_prompts=2)
+    hits = []
+    for i in range(250):
+        test, ref = _null_sets(rng)
+        res = PromptSplit(**{**est.__dict__, "seed": i}).fit(test, ref)
+        hits.append(res.significance["n_significant"] > 0)
+        assert res.significance["scheme"] == "within-prompt"
+    rate = float(np.mean(hits))
+    print(f"{method}: any mode significant in {rate:.3f} of the null data sets")
+    assert 0.02 <= rate <= 0.08, rate
+
+
+@pytest.mark.slow
+def test_power_on_one_moved_component():
+    """Planted A.6 mixture, one component moved: the test finds it in at least 90 % of data sets, and the
+    significant modes are that component's."""
+    found = []
+    for seed in range(12):
+        test, ref, differ = gaussian_mixture(1, per_component=15, seed=seed)
+        res = PromptSplit(method="exact", n_modes=3, permutations=100, seed=seed).fit(test, ref)
+        sig = [m for m in res.modes if m.significant]
+        found.append(bool(sig))
+        moved = f"component {differ[0]}"
+        for m in sig:
+            assert m.top_prompts[0].prompt == moved, (seed, m.side, m.rank)
+        if sig:
+            assert res.prompt_ranking[0]["prompt"] == moved
+            assert res.ranking_basis == "significant modes"
+    assert np.mean(found) >= 0.9, found
+
+
+# ------------------------------------------------------------------------------------------------ digits
+@pytest.fixture(scope="module")
+def digits():
+    return colored_digits(per_prompt=20, seed=1)
+
+
+def test_digits_altered_prompts_are_significant_and_nothing_else(digits):
+    altered = set(digits.altered_test) | set(digits.altered_reference)
+    res = PromptSplit(seed=0, method="exact", n_modes=5, permutations=100).fit(digits.test, digits.reference)
+    assert res.significance["n_significant"] >= 2
+    for m in res.modes:
+        if m.significant:
+            assert m.top_prompts[0].prompt in altered
+    top = [r["prompt"] for r in res.prompt_ranking[: len(altered)]]
+    assert set(top) == altered
+    assert sum(r["share"] for r in res.prompt_ranking if r["prompt"] not in altered) < 0.05
+    # the unaltered prompts alone: the same models agree there, and no mode is significant
+    sub = []
+    for s in (digits.test, digits.reference):
+        keep = np.flatnonzero([p not in altered for p in s.prompts])
+        sub.append(PairedSet(s.prompt_embeddings[keep], s.output_embeddings[keep],
+                             prompts=[s.prompts[i] for i in keep]))
+    null = PromptSplit(seed=0, method="exact", n_modes=5, permutations=100).fit(*sub)
+    assert null.significance["n_significant"] == 0
+    assert null.prompt_ranking == [] and null.ranking_basis == "none: no mode is significant"
+    assert null.significance["verdict"].startswith(
+        "no significant difference between test and reference at alpha = 0.05; largest eigenvalue p = ")
+
+
+# ---------------------------------------------------------------------------------------- words, options
+def test_identical_sets_say_so():
+    test, _ = _null_sets(np.random.default_rng(0))
+    res = PromptSplit(method="exact").fit(test, test)
+    assert res.identical and res.modes == [] and res.prompt_ranking == []
+    assert "same pairs" in res.significance["verdict"] and "same pairs" in res.verdict
+
+
+def test_result_json_fields(tmp_path):
+    test, ref, _ = gaussian_mixture(1, per_component=15, seed=0)
+    res = PromptSplit(method="exact", n_modes=3, permutations=50, alpha=0.1, seed=3).fit(test, ref)
+    res.save(tmp_path)
+    data = json.loads((tmp_path / "result.json").read_text())
+    s = data["significance"]
+    assert (s["test"], s["permutations"], s["alpha"], s["seed"]) == ("permutation", 50, 0.1, 3)
+    assert s["correction"] == "max-statistic step-down (FWER)" and s["approximation"] is None
+    assert len(s["null_top"]["test"]) == 3 and len(s["null_top"]["reference"]) == 3
+    assert all(isinstance(m["p_value"], float) and isinstance(m["significant"], bool) for m in data["modes"])
+    assert s["n_significant"] == sum(m["significant"] for m in data["modes"])
+    # above the family-wise line means significant (the chart's band is that line)
+    for m in res.modes:
+        if abs(m.eigenvalue) > s["threshold"][m.side] * (1 + 1e-9):
+            assert m.significant, m
+    assert s["null_top"]["test"] == [s["threshold"]["test"]] * 3
+    assert data["eigenvalues_scope"] == "all" and len(data["eigenvalues"]) > 6
+    off = PromptSplit(method="exact", n_modes=3, permutations=0).fit(test, ref)
+    assert off.significance == {} and all(m.p_value is None for m in off.modes)
+    assert off.ranking_basis == "all reported modes (no significance test)"
+    lanczos = PromptSplit(method="exact", n_modes=3, permutations=0, solver="lanczos").fit(test, ref)
+    assert lanczos.eigenvalues_scope == "top 3 of each sign" and len(lanczos.eigenvalues) == 6
+
+
+@pytest.mark.parametrize(("kwargs", "word"), [({"permutations": -1}, "permutations must be >= 0"),
+                                              ({"alpha": 0}, "alpha"), ({"alpha": 1.5}, "alpha"),
+                                              ({"permutations": 2.5}, "permutations")])
+def test_bad_options(kwargs, word):
+    with pytest.raises(OptionError, match=word):
+        PromptSplit(**kwargs)
+
+
+@pytest.fixture()
+def npz_files(tmp_path):
+    rng = np.random.default_rng(0)
+    out = []
+    for name in ("test", "reference"):
+        test, ref = _null_sets(rng, per_prompt=8)
+        s = test if name == "test" else ref
+        np.savez(tmp_path / f"{name}.npz", prompt_embeddings=s.prompt_embeddings,
+                 output_embeddings=s.output_embeddings, prompts=np.array(s.prompts))
+        out.append(tmp_path / f"{name}.npz")
+    return out
+
+
+@pytest.mark.parametrize(("argv", "flag"), [(["--permutations", "-1"], "--permutations"),
+                                            (["--alpha", "0"], "--alpha"), (["--alpha", "1.5"], "--alpha"),
+                                            (["--alpha", "x"], "--alpha")])
+def test_cli_bad_test_options(tmp_path, npz_files, capsys, argv, flag):
+    out = tmp_path / "out"
+    code = main(["split", str(npz_files[0]), str(npz_files[1]), "--out", str(out), "--quiet", "--no-report",
+                 *argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and flag in err[0], err
+    assert not (out / "result.json").exists()
+
+
+def test_cli_no_significant_mode_prints_one_sentence(tmp_path, npz_files, capsys):
+    out = tmp_path / "out"
+    code = main(["split", str(npz_files[0]), str(npz_files[1]), "--out", str(out), "--no-report",
+                 "--method", "exact", "--permutations", "100", "--modes", "3"])
+    text = capsys.readouterr().out
+    assert code == 0
+    sentence = "no significant difference between test and reference at alpha = 0.05; largest eigenvalue p = "
+    assert sentence in text
+    assert "Prompts where the models disagree most" not in text
+    assert "the others are not" in text
+    data = json.loads((out / "result.json").read_text())
+    assert data["prompt_ranking"] == [] and data["significance"]["n_significant"] == 0
+
+
+def test_cli_identical_sets(tmp_path, npz_files, capsys):
+    code = main(["split", str(npz_files[0]), str(npz_files[0]), "--out", str(tmp_path / "o"), "--no-report"])
+    text = capsys.readouterr().out
+    assert code == 0 and "same pairs" in text and "disagree most" not in text

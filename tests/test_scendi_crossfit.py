@@ -1,0 +1,278 @@
+"""The cross-fitted Gamma*, the sample-space route and the prompt bootstrap, against brute force.
+
+Brute force = SPEC's definitions written out in feature space: for each fold, the training pairs' joint
+covariance, Gamma*_f = C_IT^S (C_TT^S + ridge I)^+, the held-out residuals phi_I(x) - Gamma*_f phi_T(t), and
+Lambda_I = their covariance over all rows. A bootstrap replicate is checked against the in-sample estimator
+run on the set with the drawn prompts' rows literally duplicated.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import promptprism as pp
+from promptprism.data.paired import prompt_groups
+from promptprism.errors import OptionError
+from promptprism.methods.scendi import (
+    PINV_RCOND,
+    SampleSpaceReplicates,
+    assign_folds,
+    bootstrap_replicates,
+    compare,
+    feature_matrices,
+    prompt_draws,
+    resolve_feature_maps,
+)
+
+
+def unit(a):
+    return a / np.linalg.norm(a, axis=1, keepdims=True)
+
+
+def exp_entropy(mat):
+    lam = np.clip(np.linalg.eigvalsh(mat), 1e-10, None)
+    return np.exp(-np.sum(lam * np.log(lam / lam.sum())))
+
+
+def brute_cross_fit(fi, ft, folds, ridge):
+    """Lambda_I (cross-fitted) and the covariance of the out-of-fold predictions, from the definitions."""
+    n = len(fi)
+    resid = np.empty_like(fi)
+    pred = np.empty_like(fi)
+    for f in np.unique(folds):
+        s, h = folds != f, folds == f
+        c_it = sum(np.outer(fi[i], ft[i]) for i in np.flatnonzero(s)) / s.sum()
+        c_tt = sum(np.outer(ft[i], ft[i]) for i in np.flatnonzero(s)) / s.sum()
+        mu = np.linalg.eigvalsh(c_tt)
+        cut = PINV_RCOND * mu.max()
+        vals, vecs = np.linalg.eigh(c_tt)
+        keep = vals > cut
+        inv = vecs[:, keep] @ np.diag(1.0 / (vals[keep] + ridge)) @ vecs[:, keep].T
+        gamma = c_it @ inv
+        pred[h] = ft[h] @ gamma.T
+        resid[h] = fi[h] - pred[h]
+    return resid.T @ resid / n, pred.T @ pred / n
+
+
+@pytest.fixture(scope="module")
+def one_per_prompt():
+    """40 distinct prompts (50-d), one output each (6-d): rank(C_TT) = 40 = n."""
+    rng = np.random.default_rng(3)
+    n = 40
+    t = rng.standard_normal((n, 50))
+    x = t[:, :6] + 0.7 * rng.standard_normal((n, 6))
+    return pp.PairedSet(t, x, prompts=[f"q{i}" for i in range(n)], name="one-per-prompt")
+
+
+@pytest.mark.parametrize("ridge", [0.0, 0.05])
+def test_cross_fit_matches_brute_force(one_per_prompt, ridge):
+    data = one_per_prompt
+    res = pp.Scendi(gamma_estimator="cross-fit", ridge=ridge, n_folds=4, seed=5, n_clusters=3).fit(data)
+    labels = prompt_groups(data)[0][0]
+    folds = assign_folds(labels, 4, 5)
+    lam_i, lam_p = brute_cross_fit(unit(data.output_embeddings), unit(data.prompt_embeddings), folds, ridge)
+    assert res.gamma_estimator.startswith("cross-fit (4 folds")
+    assert res.model_share == pytest.approx(np.trace(lam_i), rel=1e-9)
+    assert res.prompt_share == pytest.approx(1.0 - np.trace(lam_i), rel=1e-9)
+    assert res.scendi == pytest.approx(exp_entropy(lam_i), rel=1e-9)
+    assert res.scendi_prompt == pytest.approx(exp_entropy(lam_p), rel=1e-9)
+    ref = np.sort(np.linalg.eigvalsh(lam_i))[::-1]
+    np.testing.assert_allclose(res.eigenvalues["model"], ref[ref > 1e-10], rtol=1e-8, atol=1e-12)
+    assert res.clusters[0].eigenvalue == pytest.approx(ref[0], rel=1e-9)
+
+
+def test_auto_picks_cross_fit_when_prompts_are_unique_and_in_sample_collapses(one_per_prompt):
+    with pytest.warns(pp.PromptRankWarning, match="biased low"):
+        ins = pp.Scendi(gamma_estimator="in-sample").fit(one_per_prompt)
+    assert ins.model_share < 1e-10  # rank(C_TT) = n: Gamma* interpolates every output
+    assert any("gamma_estimator='cross-fit'" in w for w in ins.warnings)
+    auto = pp.Scendi().fit(one_per_prompt)
+    assert auto.gamma_estimator.startswith("cross-fit")
+    assert "chosen by cross-validation" in auto.gamma_estimator
+    # the outputs are their prompts' first 6 coordinates plus noise: the prompt explains part, not all
+    assert 0.2 < auto.model_share < 0.95
+    assert not any("cosine kernel" in w for w in auto.warnings)
+
+
+def test_in_sample_with_repeated_prompts_is_unchanged_by_auto():
+    rng = np.random.default_rng(0)
+    bank = rng.standard_normal((6, 5))
+    which = rng.integers(0, 6, 120)
+    x = bank[which] @ rng.standard_normal((5, 7)) + rng.standard_normal((120, 7))
+    a = pp.Scendi().fit((bank[which], x))
+    b = pp.Scendi(gamma_estimator="in-sample").fit((bank[which], x))
+    assert a.gamma_estimator == "in-sample" and a.scendi == b.scendi and a.model_share == b.model_share
+
+
+@pytest.mark.parametrize("kernel", ["cosine", "gaussian"])
+def test_sample_space_route_equals_feature_space_route(kernel):
+    """n below the feature dimension: the n x n route gives the feature-space numbers (same eigenvalues)."""
+    rng = np.random.default_rng(1)
+    bank = rng.standard_normal((5, 30))
+    which = rng.integers(0, 5, 24)
+    t, x = bank[which], rng.standard_normal((24, 40)) + bank[which][:, :1]
+    est = pp.Scendi(kernel=kernel, n_features=60, sigma_output=6.0, sigma_prompt=6.0,
+                    gamma_estimator="in-sample", n_clusters=3, seed=2)
+    small = est.fit((t, x))  # n = 24 < d: sample space
+    assert small.config["route"] == "sample space"
+    big = est.fit((np.repeat(t, 6, axis=0), np.repeat(x, 6, axis=0)))  # n = 144 > d: feature space
+    assert big.config["route"] == "feature space, grouped prompts"
+    for key in ("scendi", "scendi_prompt", "scendi_order2", "vendi", "rke", "model_share", "prompt_share"):
+        assert getattr(small, key) == pytest.approx(getattr(big, key), rel=1e-9), key
+    for a, b in zip(small.clusters, big.clusters, strict=True):
+        assert a.eigenvalue == pytest.approx(b.eigenvalue, rel=1e-9)
+
+
+def test_a_bootstrap_replicate_is_the_estimator_on_the_duplicated_rows():
+    rng = np.random.default_rng(7)
+    bank = rng.standard_normal((8, 20))
+    which = np.repeat(np.arange(8), 3)
+    t, x = bank[which], rng.standard_normal((24, 30)) + np.hstack([bank[which], bank[which][:, :10]])
+    data = pp.PairedSet(t, x, name="s")
+    notes: list[str] = []
+    maps = resolve_feature_maps(data, kernel="cosine", sigma_output=None, sigma_prompt=None, n_features=0,
+                                shared_frequencies=False, seed=0, notes=notes)
+    groups = which
+    fi, fg = feature_matrices(data, maps, groups=groups, chunk_size=7)
+    counts = prompt_draws(8, 3, seed=11)
+    engine = SampleSpaceReplicates(fi @ fi.T, fg @ fg.T, dim=30)
+    reps = bootstrap_replicates(groups, counts, engine)
+    for b in range(3):
+        rows = np.concatenate([np.flatnonzero(groups == g) for g in range(8) for _ in range(counts[b, g])])
+        ref = pp.Scendi(gamma_estimator="in-sample").fit((t[rows], x[rows]))
+        for m in ("scendi", "scendi_prompt", "vendi", "rke", "model_share", "prompt_share"):
+            assert reps[m][b] == pytest.approx(getattr(ref, m), rel=1e-8), (b, m)
+
+
+def test_bootstrap_is_seeded_recorded_and_brackets_the_estimate():
+    rng = np.random.default_rng(2)
+    bank = rng.standard_normal((30, 4))
+    which = np.repeat(np.arange(30), 5)
+    x = bank[which] @ rng.standard_normal((4, 6)) + rng.standard_normal((150, 6))
+    est = pp.Scendi(bootstrap=100, seed=4)
+    a, b = est.fit((bank[which], x)), est.fit((bank[which], x))
+    assert a.intervals == b.intervals
+    assert a.bootstrap == {"replicates": 100, "level": 0.95, "seed": 4, "resample": "prompts",
+                           "interval": "basic"}
+    for m in ("scendi", "scendi_prompt", "vendi", "rke", "model_share", "prompt_share"):
+        iv = a.intervals[m]
+        assert iv["low"] < iv["high"]
+        assert iv["low"] <= getattr(a, m) <= iv["high"], m
+    assert pp.ScendiResult.from_json(a.to_json()) == a
+    c = pp.Scendi(bootstrap=100, seed=5).fit((bank[which], x))
+    assert c.intervals != a.intervals
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"bootstrap": -1}, "bootstrap must be an integer >= 0"),
+    ({"bootstrap": 5}, "at least 20"),
+    ({"confidence": 1.5, "bootstrap": 50}, "confidence must lie strictly between 0 and 1"),
+    ({"gamma_estimator": "loo"}, "gamma_estimator must be one of"),
+    ({"ridge": -1.0}, "ridge must be 'cv' or a number >= 0"),
+    ({"n_folds": 1}, "n_folds must be >= 2"),
+    ({"precision": "float16"}, "precision must be"),
+])
+def test_bad_options(kwargs, match):
+    with pytest.raises(OptionError, match=match):
+        pp.Scendi(**kwargs)
+
+
+def test_bootstrap_needs_two_prompts():
+    rng = np.random.default_rng(0)
+    t = np.tile(rng.standard_normal((1, 3)), (30, 1))
+    with pytest.warns(pp.PromptRankWarning):
+        with pytest.raises(OptionError, match="at least 2 distinct prompts"):
+            pp.Scendi(bootstrap=50).fit((t, rng.standard_normal((30, 4))))
+        auto = pp.Scendi(bootstrap="auto").fit((t, rng.standard_normal((30, 4))))
+    assert auto.intervals == {} and any("same prompt" in w for w in auto.warnings)
+
+
+def test_compare_says_which_differences_exceed_the_noise():
+    """Two models on the same prompts: one's outputs carry a prompt-independent factor, the other's do not."""
+    rng = np.random.default_rng(100)
+    bank = rng.standard_normal((40, 5))
+    which = np.repeat(np.arange(40), 4)
+    mix = rng.standard_normal((5, 8))
+    faithful = bank[which] @ mix + 0.2 * rng.standard_normal((160, 8))
+    styles = 3.0 * rng.standard_normal((6, 8))
+    varied = bank[which] @ mix + styles[rng.integers(0, 6, 160)] + 0.2 * rng.standard_normal((160, 8))
+    same = bank[which] @ mix + 0.2 * rng.standard_normal((160, 8))
+    sets = [pp.PairedSet(bank[which], y, name=nm) for y, nm in
+            ((faithful, "faithful"), (varied, "varied"), (same, "again"))]
+    comp = compare(sets, pp.Scendi(bootstrap=200, seed=1))
+    by = {(d["a"], d["b"], d["metric"]): d for d in comp.differences}
+    assert all(d["method"] == "paired bootstrap" for d in comp.differences)
+    share = by[("faithful", "varied", "model_share")]
+    assert share["separated"] and share["high"] < 0
+    assert pp.ScendiComparison.from_json(comp.to_json()) == comp
+
+
+@pytest.mark.slow
+def test_paired_differences_are_calibrated_under_the_null():
+    """Two models drawn from one distribution on the same prompts: 'separated' at 95% in about 5% of cases."""
+    hits = 0
+    for seed in range(20):
+        rng = np.random.default_rng(100 + seed)
+        bank = rng.standard_normal((40, 5))
+        which = np.repeat(np.arange(40), 4)
+        mix = rng.standard_normal((5, 8))
+        a, b = (bank[which] @ mix + 0.2 * rng.standard_normal((160, 8)) for _ in range(2))
+        comp = compare([pp.PairedSet(bank[which], a, name="a"), pp.PairedSet(bank[which], b, name="b")],
+                       pp.Scendi(bootstrap=200, seed=1))
+        hits += sum(d["separated"] for d in comp.differences)
+    assert hits <= 5  # of 40 (20 sets x 2 metrics); expected 2
+
+
+def test_float32_matches_float64_to_the_documented_tolerance():
+    rng = np.random.default_rng(9)
+    t = rng.standard_normal((60, 40))
+    x = t[:, :30] + rng.standard_normal((60, 30))
+    kw = dict(kernel="gaussian", n_features=400, seed=3, gamma_estimator="cross-fit", ridge=0.01)
+    a = pp.Scendi(precision="float64", **kw).fit((t, x))
+    b = pp.Scendi(precision="float32", **kw).fit((t, x))
+    for key in ("scendi", "scendi_prompt", "vendi", "rke", "model_share", "prompt_share"):
+        assert getattr(b, key) == pytest.approx(getattr(a, key), rel=1e-3), key
+    assert [s.index for s in a.clusters[0].top_samples] == [s.index for s in b.clusters[0].top_samples]
+
+
+@pytest.mark.slow
+def test_bootstrap_intervals_cover_the_truth():
+    """40 simulated sets (60 prompts x 5 outputs, a prompt-driven part, 4 prompt-independent styles and
+    noise): the 95% intervals cover the population value (from 100,000 pairs) in >= 85% of sets."""
+    rng0 = np.random.default_rng(0)
+    mix, styles = rng0.standard_normal((3, 5)), rng0.standard_normal((4, 5))
+    center = np.array([2.0, 0, 0, 0, 0])
+
+    def draw(rng, n_prompts, per):
+        t = rng.standard_normal((n_prompts, 3))
+        which = np.repeat(np.arange(n_prompts), per)
+        x = (center + t[which] @ mix + styles[rng.integers(0, 4, n_prompts * per)]
+             + 0.5 * rng.standard_normal((n_prompts * per, 5)))
+        return t[which], x
+
+    truth = pp.Scendi(gamma_estimator="in-sample").fit(draw(np.random.default_rng(1), 20000, 5))
+    metrics = ("model_share", "scendi", "scendi_prompt", "vendi", "rke")
+    covered = dict.fromkeys(metrics, 0)
+    for s in range(40):
+        r = pp.Scendi(bootstrap=200, seed=s).fit(draw(np.random.default_rng(10 + s), 60, 5))
+        for m in metrics:
+            covered[m] += r.intervals[m]["low"] <= getattr(truth, m) <= r.intervals[m]["high"]
+    assert all(c >= 34 for c in covered.values()), covered
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_grouped_route_equals_the_streaming_split(precision):
+    """Repeated prompts, n above the dimension: the grouped route gives the streaming split's numbers."""
+    rng = np.random.default_rng(12)
+    bank = rng.standard_normal((7, 6))
+    which = rng.integers(0, 7, 300)
+    x = bank[which] @ rng.standard_normal((6, 9)) + rng.standard_normal((300, 9))
+    res = pp.Scendi(precision=precision, n_clusters=2).fit((bank[which], x))
+    assert res.config["route"] == "feature space, grouped prompts"
+    split = pp.PromptNullifier().fit((bank[which], x)).split_
+    tol = 1e-9 if precision == "float64" else 1e-4
+    assert res.model_share == pytest.approx(np.trace(split.lambda_i), rel=tol)
+    assert res.scendi == pytest.approx(pp.scendi_score(np.linalg.eigvalsh(split.lambda_i)), rel=tol)
+    assert res.scendi_prompt == pytest.approx(pp.scendi_score(split.lambda_t_eigenvalues), rel=tol)
+    assert res.prompt_rank == split.prompt_rank == 6
