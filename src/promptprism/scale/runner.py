@@ -93,7 +93,7 @@ def open_client(scheduler: str | None = None, workers: int | None = None) -> Ite
         from distributed import Client, LocalCluster
     except ImportError:  # pragma: no cover - depends on the environment
         raise OptionError("running on a cluster needs dask.distributed: "
-                          "pip install 'promptprism[dask]'") from None
+                          "pip install 'dask[distributed]'") from None
     if scheduler:
         try:
             client = Client(scheduler, timeout="10s")
