@@ -34,7 +34,7 @@ def track(items: Iterable[T], *, total: int | None, description: str, enabled: b
 
 @contextlib.contextmanager
 def status(description: str, *, enabled: bool) -> Iterator[None]:
-    """A spinner with the elapsed time on stderr while one long step runs (an eigen-solve, a permutation null)."""
+    """A spinner with the elapsed time on stderr while one long step runs (an eigen-solve, a null)."""
     if not enabled:
         yield
         return
