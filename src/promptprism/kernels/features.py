@@ -57,9 +57,11 @@ class RandomFourierFeatures:
 
     @property
     def dim(self) -> int:
+        """The output dimension r = 2D."""
         return self.n_features
 
     def transform(self, x: np.ndarray) -> np.ndarray:
+        """phi(a) for each row of ``x``: (n, 2D) float64."""
         x = _check_input(x, self.dim_in, "RandomFourierFeatures input")
         proj = np.asarray(x, dtype=np.float64) @ self.frequencies
         return _cos_sin(proj)
@@ -105,9 +107,11 @@ class JointFeatureMap(Protocol):
 
     dim: int
 
-    def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray: ...
+    def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+        """psi(t_i, z_i) for each (prompt, output) row pair: (n, dim)."""
 
-    def describe(self) -> dict: ...
+    def describe(self) -> dict:
+        """The map's settings, as recorded in result.json."""
 
 
 @dataclass(frozen=True)
@@ -145,9 +149,11 @@ class ProductRandomFourierFeatures:
 
     @property
     def dim(self) -> int:
+        """The output dimension r = 2D."""
         return self.n_features
 
     def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+        """psi(t, z) for each (prompt, output) row pair: (n, r) float64."""
         prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
         outputs = _check_input(outputs, self.dim_output, "output embeddings")
         proj = np.asarray(prompts, dtype=np.float64) @ self._w_prompt
@@ -155,6 +161,7 @@ class ProductRandomFourierFeatures:
         return _cos_sin(proj, self.fast_trig)
 
     def describe(self) -> dict:
+        """The map's settings (features, bandwidths, seed), as recorded in result.json."""
         return {"map": "product_rff", "features": self.n_features, "sigma_prompt": self.sigma_prompt,
                 "sigma_output": self.sigma_output, "seed": self.seed, "fast_trig": self.fast_trig}
 
@@ -188,9 +195,11 @@ class ProductRandomProjection:
 
     @property
     def dim(self) -> int:
+        """The output dimension r."""
         return self.n_features
 
     def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+        """psi(t, z) for each (prompt, output) row pair: (n, r) float64."""
         prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
         outputs = _check_input(outputs, self.dim_output, "output embeddings")
         out = cosine_features(prompts) @ self._r_prompt
@@ -199,4 +208,5 @@ class ProductRandomProjection:
         return out
 
     def describe(self) -> dict:
+        """The map's settings (features, seed), as recorded in result.json."""
         return {"map": "product_random_projection", "features": self.n_features, "seed": self.seed}

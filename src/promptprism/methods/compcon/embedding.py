@@ -20,9 +20,11 @@ from ...errors import InputError, OptionError
 class ClipEmbedder(Protocol):
     """Images and texts -> arrays in one space."""
 
-    def embed_images(self, images: Sequence[Any]) -> np.ndarray: ...
+    def embed_images(self, images: Sequence[Any]) -> np.ndarray:
+        """Images -> (n, d) embeddings."""
 
-    def embed_texts(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Texts -> (n, d) embeddings in the images' space."""
 
 
 class TransformersClip:
