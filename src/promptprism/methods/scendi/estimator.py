@@ -226,14 +226,9 @@ class Scendi:
         t1 = time.perf_counter()
         k = min(self.n_clusters, d_i)
         ridge, described = 0.0, "in-sample"
+        s = None  # the spectra of the in-memory paths (grouped features, sample space)
         if grouped is not None:  # feature space, prompts grouped, in-sample
             s = grouped_spectra(grouped, feats[0], groups, n_top=k)
-            li_vals, c_vals, lt_vals = s.model, s.output, s.prompt
-            table = scendi_score_table(s.model, s.prompt, s.output, model_share=s.model_share,
-                                       prompt_share=s.prompt_share)
-            timings["eigen_s"] = time.perf_counter() - t1
-            t2 = time.perf_counter()
-            ids, scores = top_samples(s.model_scores, s.output_scores, self.top_k)
         elif split is not None:  # feature space, in-sample
             li_vals, li_vecs = spectrum_and_top_vectors(split.lambda_i, k)
             c_vals, c_vecs = spectrum_and_top_vectors(split.c_ii, k)
@@ -261,6 +256,7 @@ class Scendi:
                 described = (f"cross-fit ({n_f} folds, ridge {ridge:g}"
                              f"{' chosen by cross-validation' if self.ridge == 'cv' else ''})")
                 s = sample_space_spectra(grams[0], w, dim=d_i, hat=hat, n_top=k, in_sample=False)
+        if s is not None:
             li_vals, c_vals, lt_vals = s.model, s.output, s.prompt
             table = scendi_score_table(s.model, s.prompt, s.output, model_share=s.model_share,
                                        prompt_share=s.prompt_share)
