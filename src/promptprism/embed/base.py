@@ -146,3 +146,26 @@ def quiet_hf_progress() -> None:
         hf_logging.disable_progress_bar()
     except ImportError:  # pragma: no cover
         pass
+
+
+def load_pretrained(path: str | os.PathLike, *, model: str, processor: str, option: str, device: str):
+    """``(model, processor)`` of the transformers checkpoint folder ``path``, loaded offline, the model moved
+    to ``device`` in eval mode.
+
+    ``model`` and ``processor`` name transformers classes (e.g. ``"CLIPModel"``, ``"CLIPProcessor"``); they
+    are imported only after :func:`offline_env`, so no library tries the network. Failures are OptionErrors
+    naming ``option`` and the folder.
+    """
+    offline_env()
+    quiet_hf_progress()
+    try:
+        import transformers
+    except ImportError:
+        raise OptionError(f"{option} needs transformers (pip install transformers)") from None
+    try:
+        proc = getattr(transformers, processor).from_pretrained(str(path), local_files_only=True)
+        net = getattr(transformers, model).from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise OptionError(f"{option} {str(path)!r}: cannot be loaded offline ({first})") from None
+    return net.to(device).eval(), proc

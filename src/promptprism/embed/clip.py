@@ -17,9 +17,9 @@ from .base import (
     ImageLike,
     as_float32,
     l2_normalize,
+    load_pretrained,
     model_fingerprint,
     offline_env,
-    quiet_hf_progress,
     to_rgb,
 )
 
@@ -69,19 +69,9 @@ class CLIPEncoder:
     def load(self):
         """The model and processor, loaded once (offline); an OptionError names the folder if they cannot."""
         if self._model is None:
-            offline_env()
-            quiet_hf_progress()
-            try:
-                from transformers import CLIPModel, CLIPProcessor
-            except ImportError:
-                raise OptionError("CLIP needs transformers (pip install transformers)") from None
-            try:
-                self._processor = CLIPProcessor.from_pretrained(str(self.path), local_files_only=True)
-                model = CLIPModel.from_pretrained(str(self.path), local_files_only=True)
-            except (OSError, ValueError) as exc:
-                raise OptionError(f"clip_model {str(self.path)!r}: cannot be loaded offline "
-                                  f"({exc})") from None
-            self._model = model.to(self.device).eval()
+            self._model, self._processor = load_pretrained(self.path, model="CLIPModel",
+                                                           processor="CLIPProcessor", option="clip_model",
+                                                           device=self.device)
         return self._model, self._processor
 
     def _finish(self, x: np.ndarray) -> np.ndarray:

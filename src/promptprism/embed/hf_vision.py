@@ -24,9 +24,9 @@ from .base import (
     ImageLike,
     as_float32,
     l2_normalize,
+    load_pretrained,
     model_fingerprint,
     offline_env,
-    quiet_hf_progress,
     to_rgb,
 )
 
@@ -80,18 +80,9 @@ class VisionEncoder:
     def load(self):
         """(model, image processor), loaded once, offline."""
         if self._model is None:
-            offline_env()
-            quiet_hf_progress()
-            from transformers import AutoImageProcessor, AutoModel
-
-            try:
-                self._processor = AutoImageProcessor.from_pretrained(str(self.path), local_files_only=True)
-                self._model = AutoModel.from_pretrained(str(self.path), local_files_only=True)
-            except (OSError, ValueError) as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise OptionError(f"{self.option} {str(self.path)!r}: cannot be loaded offline "
-                                  f"({first})") from None
-            self._model = self._model.to(self.device).eval()
+            self._model, self._processor = load_pretrained(self.path, model="AutoModel",
+                                                           processor="AutoImageProcessor",
+                                                           option=self.option, device=self.device)
         return self._model, self._processor
 
     def encode_images(self, images: Sequence[ImageLike]) -> np.ndarray:
