@@ -9,8 +9,9 @@ import typer
 from rich.table import Table
 
 from ..data.images import ImageRows, load_images
-from ..errors import InputError, OptionError
+from ..errors import OptionError
 from ..methods.regions import RegionCMS, RegionsResult
+from ..methods.regions.sources import check_same_shape
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console
@@ -161,14 +162,8 @@ def regions(
         real_images = load(real, "real")
         gen_sets = [load(p, "generated") for p in gen_paths]
         ref = load(reference, "reference") if reference is not None else None
-        h, w, ch = real_images.shape[1:]
         for p, g in zip(gen_paths, gen_sets, strict=True):
-            if g.shape[1:3] != (h, w):
-                raise InputError(f"generated ({p}): images are {g.shape[2]}x{g.shape[1]} (W x H) but the "
-                                 f"real images are {w}x{h}; all images must have the same size")
-            if g.shape[3] != ch:
-                raise InputError(f"generated ({p}): images have {g.shape[3]} channel(s) but the real images "
-                                 f"have {ch}; convert both to the same colour mode")
+            check_same_shape(g.shape, real_images.shape[1:], f"generated ({p})")
         result = estimator.fit(real_images).compare(gen_sets, unique_names(gen_paths), reference=ref)
     result = _with_inputs(result, real, gen_paths, reference)
     written = save_outputs(result, out, report=not no_report, quiet=quiet,
