@@ -28,12 +28,10 @@ from ...data.paired import PairedSet, prompt_groups
 from ...errors import OptionError
 from ...scale.runner import current_client
 from .bootstrap import (
-    INTERVAL_METRICS,
-    METRIC_RANGE,
-    basic_interval,
     bootstrap_replicates,
     check_bootstrap,
     compare_models,
+    metric_intervals,
     prompt_draws,
 )
 from .clusters import build_clusters, stream_cluster_scores, top_samples
@@ -288,8 +286,7 @@ class Scendi:
                                             dtype=dtype)
                 engine = FeatureSpaceReplicates(f_i, f_g[groups])
             reps = bootstrap_replicates(groups, counts, engine)
-            intervals = {m: basic_interval(reps[m], table[m], self.confidence, bounds=METRIC_RANGE[m])
-                         for m in INTERVAL_METRICS}
+            intervals = metric_intervals(reps, table, self.confidence)
             boot = {"replicates": int(replicates), "level": float(self.confidence), "seed": self.seed,
                     "resample": "prompts", "interval": "basic"}
             timings["bootstrap_s"] = time.perf_counter() - t3
