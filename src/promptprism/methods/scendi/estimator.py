@@ -26,6 +26,7 @@ import numpy as np
 from ..._validation import check_positive_number
 from ...data.paired import PairedSet, prompt_groups
 from ...errors import OptionError
+from ...kernels.scendi_features import ScendiKernelOptions
 from ...scale.runner import current_client
 from .bootstrap import (
     bootstrap_replicates,
@@ -80,7 +81,7 @@ AUTO_BOOTSTRAP_MAX_SIZE = 600
 
 
 @dataclass
-class Scendi:
+class Scendi(ScendiKernelOptions):
     """Scendi estimator: configure here, then ``fit(paired_set)`` -> :class:`ScendiResult` (a measurement:
     ``fit`` returns the result, not self; :class:`PromptNullifier` is the learning counterpart).
 
@@ -110,11 +111,6 @@ class Scendi:
     chunk_size : rows per streaming step. progress : progress bars (None: only on a terminal).
     """
 
-    kernel: str = "cosine"
-    sigma_prompt: Any = "median"
-    sigma_output: Any = "median"
-    n_features: int = 2000
-    shared_frequencies: bool = False
     n_clusters: int = 5
     top_k: int = 10
     seed: int = 0
