@@ -119,7 +119,7 @@ def regions(
     max_regions: str = typer.Option("10", help="Largest C that 'auto' considers."),
     min_region_size: str = typer.Option("auto", help="Smallest region the dendrogram cut keeps ('auto': a "
                                                      "quarter of the average region size)."),
-    seed: str = typer.Option("0", help="Seed of every random draw (recorded in result.json)."),
+    seed: str = inp.SEED,
     precision: str = typer.Option("float64", help="float64, or float32 for a 2-3x faster pixel CKA "
                                                   "product on large images (entries change by ~1e-6)."),
     plot: bool = typer.Option(False, "--plot", help="Also write curves.png (CMS, product and each region per "
@@ -128,7 +128,7 @@ def regions(
     workers: int = inp.WORKERS,
     partition_rows: str = typer.Option("512", help="Images per task of the sums over images (the exact CMS "
                                                    "takes pairs of chunks of this many images)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
+    quiet: bool = inp.QUIET,
     no_report: bool = NO_REPORT,
 ) -> None:
     """Disentangled mean embeddings: the CMS of generated to real images, region by region.
