@@ -106,7 +106,6 @@ BASELINE: set[str] = {
     "promptprism.report.common.mapping",
     "promptprism.report.common.notes_block",
     "promptprism.report.common.text_card",
-    "promptprism.report.figures.to_png",
     "promptprism.report.generic.render_generic",
     "promptprism.report.html.Page.add",
     "promptprism.report.html.Page.render",
