@@ -24,25 +24,38 @@ STAGING_PREFIX = ".promptprism-staging-"
 
 
 @contextlib.contextmanager
+def replace_on_success(tmp: str | os.PathLike, path: str | os.PathLike) -> Iterator[None]:
+    """Around the code that writes ``tmp``: rename ``tmp`` over ``path`` when it succeeds; on any failure
+    remove ``tmp`` and re-raise, leaving ``path`` as it was."""
+    try:
+        yield
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def flush_to_disk(fh: IO) -> None:
+    """Flush ``fh`` and make the operating system write it to disk (before it is renamed into place)."""
+    fh.flush()
+    os.fsync(fh.fileno())
+
+
+@contextlib.contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
     """Write to a temporary file beside ``path`` and rename it over ``path`` only on success."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
+    with replace_on_success(tmp, path):
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
         binary = "b" in mode
         with os.fdopen(fd, mode, encoding=None if binary else encoding) as fh:
             yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+            flush_to_disk(fh)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:

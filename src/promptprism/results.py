@@ -47,6 +47,8 @@ class Result:
     """Base of every method's result. Subclasses set ``kind`` and are registered for :func:`load_result`."""
 
     kind: ClassVar[str] = "result"
+    #: fields holding lists of nested records, rebuilt by :meth:`from_dict`: {field: class with ``from_dict``}
+    nested: ClassVar[dict[str, Any]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -70,8 +72,11 @@ class Result:
 
     @classmethod
     def from_dict(cls: type[R], data: dict) -> R:
-        """The result from its ``to_dict`` form (the ``kind`` key is ignored)."""
+        """Rebuild from result.json's dict: ``kind`` dropped, the :attr:`nested` lists' records rebuilt,
+        fields added later taking their defaults when absent."""
         data = {k: v for k, v in data.items() if k != "kind"}
+        for key, item in cls.nested.items():
+            data[key] = [item.from_dict(x) if isinstance(x, dict) else x for x in data[key]]
         return cls(**data)
 
     @classmethod

@@ -44,6 +44,8 @@ SCHEDULER = typer.Option(None, "--scheduler", help="Run on this dask scheduler (
                                                    "workers must read the inputs and the cache folder.")
 WORKERS = typer.Option(None, "--workers", min=1, help="Start a local dask cluster of this many worker "
                                                       "processes (>= 1) for the run.")
+SEED = typer.Option("0", help="Seed of every random draw (recorded in result.json).")
+QUIET = typer.Option(False, "--quiet", "-q", help="No progress bars and no table.")
 
 
 def int_option(value: str, name: str) -> int:

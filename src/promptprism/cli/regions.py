@@ -9,8 +9,9 @@ import typer
 from rich.table import Table
 
 from ..data.images import ImageRows, load_images
-from ..errors import InputError, OptionError
+from ..errors import OptionError
 from ..methods.regions import RegionCMS, RegionsResult
+from ..methods.regions.sources import check_same_shape
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console
@@ -118,7 +119,7 @@ def regions(
     max_regions: str = typer.Option("10", help="Largest C that 'auto' considers."),
     min_region_size: str = typer.Option("auto", help="Smallest region the dendrogram cut keeps ('auto': a "
                                                      "quarter of the average region size)."),
-    seed: str = typer.Option("0", help="Seed of every random draw (recorded in result.json)."),
+    seed: str = inp.SEED,
     precision: str = typer.Option("float64", help="float64, or float32 for a 2-3x faster pixel CKA "
                                                   "product on large images (entries change by ~1e-6)."),
     plot: bool = typer.Option(False, "--plot", help="Also write curves.png (CMS, product and each region per "
@@ -127,7 +128,7 @@ def regions(
     workers: int = inp.WORKERS,
     partition_rows: str = typer.Option("512", help="Images per task of the sums over images (the exact CMS "
                                                    "takes pairs of chunks of this many images)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
+    quiet: bool = inp.QUIET,
     no_report: bool = NO_REPORT,
 ) -> None:
     """Disentangled mean embeddings: the CMS of generated to real images, region by region.
@@ -161,14 +162,8 @@ def regions(
         real_images = load(real, "real")
         gen_sets = [load(p, "generated") for p in gen_paths]
         ref = load(reference, "reference") if reference is not None else None
-        h, w, ch = real_images.shape[1:]
         for p, g in zip(gen_paths, gen_sets, strict=True):
-            if g.shape[1:3] != (h, w):
-                raise InputError(f"generated ({p}): images are {g.shape[2]}x{g.shape[1]} (W x H) but the "
-                                 f"real images are {w}x{h}; all images must have the same size")
-            if g.shape[3] != ch:
-                raise InputError(f"generated ({p}): images have {g.shape[3]} channel(s) but the real images "
-                                 f"have {ch}; convert both to the same colour mode")
+            check_same_shape(g.shape, real_images.shape[1:], f"generated ({p})")
         result = estimator.fit(real_images).compare(gen_sets, unique_names(gen_paths), reference=ref)
     result = _with_inputs(result, real, gen_paths, reference)
     written = save_outputs(result, out, report=not no_report, quiet=quiet,

@@ -11,7 +11,7 @@ import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -151,3 +151,102 @@ def quiet_hf_progress() -> None:
         hf_logging.disable_progress_bar()
     except ImportError:  # pragma: no cover
         pass
+
+
+def load_pretrained(path: str | os.PathLike, *, model: str, processor: str, option: str, device: str):
+    """``(model, processor)`` of the transformers checkpoint folder ``path``, loaded offline, the model moved
+    to ``device`` in eval mode.
+
+    ``model`` and ``processor`` name transformers classes (e.g. ``"CLIPModel"``, ``"CLIPProcessor"``); they
+    are imported only after :func:`offline_env`, so no library tries the network. Failures are OptionErrors
+    naming ``option`` and the folder.
+    """
+    offline_env()
+    quiet_hf_progress()
+    try:
+        import transformers
+    except ImportError:
+        raise OptionError(f"{option} needs transformers (pip install transformers)") from None
+    try:
+        proc = getattr(transformers, processor).from_pretrained(str(path), local_files_only=True)
+        net = getattr(transformers, model).from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise OptionError(f"{option} {str(path)!r}: cannot be loaded offline ({first})") from None
+    return net.to(device).eval(), proc
+
+
+def resolve_model_path(name_or_path: str, *, option: str, hint: str = "") -> Path:
+    """A local model folder, or a hub name already in the local Hugging Face cache (never downloads).
+
+    Errors name ``option``; ``hint`` (e.g. ``"; pass the folder of a CLIP checkpoint"``) ends the message.
+    """
+    p = Path(name_or_path).expanduser()
+    if p.is_dir():
+        return p
+    if p.exists():
+        raise OptionError(f"{option} {name_or_path!r}: is a file; expected a model folder or a hub name")
+    offline_env()
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(name_or_path, local_files_only=True))
+    except Exception:
+        raise OptionError(f"{option} {name_or_path!r}: not a local folder and not in the local Hugging Face "
+                          f"cache (nothing is downloaded){hint}") from None
+
+
+def projected_features(out: Any) -> np.ndarray:
+    """float32 features from a transformers forward: the tensor itself (transformers < 5's
+    ``get_*_features``), or the ``pooler_output`` of an output object (5.x, and vision backbones)."""
+    if hasattr(out, "pooler_output") and not hasattr(out, "shape"):
+        out = out.pooler_output
+    return as_float32(out)
+
+
+def rgb_batches(images: Sequence[ImageLike], batch_size: int):
+    """``images`` in lists of at most ``batch_size`` RGB PIL images (each checked by :func:`to_rgb`, its
+    errors naming the image's position)."""
+    for start in range(0, len(images), batch_size):
+        chunk = images[start:start + batch_size]
+        yield [to_rgb(im, where=f"image {start + i}") for i, im in enumerate(chunk)]
+
+
+class PretrainedEncoder:
+    """What the transformers checkpoint encoders share: the resolved folder (:func:`resolve_model_path`), the
+    device and batch size, the cache identity and the (model, processor) loaded once, offline.
+
+    Subclasses name the transformers classes in ``model_class`` and ``processor_class``.
+    """
+
+    model_class: ClassVar[str] = "AutoModel"
+    processor_class: ClassVar[str] = "AutoProcessor"
+
+    def __init__(self, name_or_path: str | os.PathLike, *, option: str, device: str, batch_size: int,
+                 hint: str = "") -> None:
+        self.path = resolve_model_path(str(name_or_path), option=option, hint=hint)
+        self.option = option
+        self.device = device
+        self.batch_size = batch_size
+        self._model = None
+        self._processor = None
+
+    def fingerprinted(self, kind: str, suffix: str) -> str:
+        """The cache identity ``KIND-FOLDER-FINGERPRINT-SUFFIX`` (:func:`model_fingerprint` of the folder)."""
+        return f"{kind}-{self.path.name}-{model_fingerprint(self.path)}-{suffix}"
+
+    def load(self):
+        """``(model, processor)``, loaded once, offline; an OptionError names the folder if they cannot."""
+        if self._model is None:
+            self._model, self._processor = load_pretrained(self.path, model=self.model_class,
+                                                           processor=self.processor_class,
+                                                           option=self.option, device=self.device)
+        return self._model, self._processor
+
+    def pixel_batches(self, images: Sequence[ImageLike]):
+        """The images' ``pixel_values`` tensors on the device, ``batch_size`` images at a time (each image
+        checked by :func:`to_rgb`)."""
+        _, proc = self.load()
+        proc = getattr(proc, "image_processor", proc)  # a joint processor (CLIP) holds the image one
+        for batch in rgb_batches(images, self.batch_size):
+            yield proc(images=batch, return_tensors="pt")["pixel_values"].to(self.device)

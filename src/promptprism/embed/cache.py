@@ -26,7 +26,6 @@ The default folder is ``$PROMPTPRISM_CACHE``, else ``$XDG_CACHE_HOME/promptprism
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import os
@@ -42,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io import atomic_write_text
+from ..io import atomic_write_text, flush_to_disk, replace_on_success
 
 KEY_BYTES = 32
 #: hidden temporary files older than this are left-overs of killed runs and are removed when a folder opens
@@ -280,16 +279,9 @@ class DiskStore:
         name = f"{uuid.uuid4().hex}.npz"
         path = self.shards / name
         tmp = self.shards / f".{name}.{_host()}-{os.getpid()}.tmp"
-        try:
-            with open(tmp, "wb") as fh:
-                fh.write(buf.getvalue())
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        with replace_on_success(tmp, path), open(tmp, "wb") as fh:
+            fh.write(buf.getvalue())
+            flush_to_disk(fh)
         return path
 
     def __len__(self) -> int:

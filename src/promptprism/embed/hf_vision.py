@@ -22,30 +22,12 @@ import numpy as np
 from ..errors import OptionError
 from .base import (
     ImageLike,
-    as_float32,
+    PretrainedEncoder,
     l2_normalize,
-    model_fingerprint,
-    offline_env,
-    quiet_hf_progress,
-    to_rgb,
+    projected_features,
 )
 
 KINDS = ("dinov2", "siglip")
-
-
-def resolve_model_path(name_or_path: str, *, option: str) -> Path:
-    """A local folder, or a hub name already in the local cache (never downloads)."""
-    p = Path(name_or_path).expanduser()
-    if p.is_dir():
-        return p
-    offline_env()
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(name_or_path, local_files_only=True))
-    except Exception:
-        raise OptionError(f"{option} {name_or_path!r}: not a local folder and not in the local Hugging Face "
-                          f"cache (nothing is downloaded)") from None
 
 
 def model_type(path: Path) -> str | None:
@@ -56,61 +38,39 @@ def model_type(path: Path) -> str | None:
         return None
 
 
-class VisionEncoder:
+class VisionEncoder(PretrainedEncoder):
     """A DINOv2 or SigLIP checkpoint as an encoder (see the module docstring)."""
+
+    model_class = "AutoModel"
+    processor_class = "AutoImageProcessor"
 
     def __init__(self, name_or_path: str | Path, *, kind: str | None = None, device: str = "cpu",
                  batch_size: int = 64, option: str = "--image-model") -> None:
-        self.path = resolve_model_path(str(name_or_path), option=option)
+        super().__init__(name_or_path, option=option, device=device, batch_size=batch_size)
         found = model_type(self.path)
         kind = kind or found
         if kind not in KINDS or (found is not None and found != kind):
             raise OptionError(f"{option} {str(name_or_path)!r}: config.json says model_type {found!r}; "
                               f"expected {kind if kind in KINDS else ' or '.join(KINDS)}")
         self.kind = kind
-        self.device = device
-        self.batch_size = batch_size
-        self.option = option
         has_tokenizer = any((self.path / f).is_file() for f in ("tokenizer.json", "spiece.model",
                                                                  "tokenizer_config.json"))
         self.modalities = frozenset({"image", "text"} if kind == "siglip" and has_tokenizer else {"image"})
-        self.identity = f"{kind}-{self.path.name}-{model_fingerprint(self.path)}-l2"
-        self._model = None
-
-    def load(self):
-        """(model, image processor), loaded once, offline."""
-        if self._model is None:
-            offline_env()
-            quiet_hf_progress()
-            from transformers import AutoImageProcessor, AutoModel
-
-            try:
-                self._processor = AutoImageProcessor.from_pretrained(str(self.path), local_files_only=True)
-                self._model = AutoModel.from_pretrained(str(self.path), local_files_only=True)
-            except (OSError, ValueError) as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise OptionError(f"{self.option} {str(self.path)!r}: cannot be loaded offline "
-                                  f"({first})") from None
-            self._model = self._model.to(self.device).eval()
-        return self._model, self._processor
+        self.identity = self.fingerprinted(kind, "l2")
 
     def encode_images(self, images: Sequence[ImageLike]) -> np.ndarray:
         """(n, d) L2-normalised image features."""
         import torch
 
-        model, proc = self.load()
+        model, _ = self.load()
         parts = []
-        for start in range(0, len(images), self.batch_size):
-            batch = [to_rgb(im, where=f"image {start + i}")
-                     for i, im in enumerate(images[start:start + self.batch_size])]
-            pix = proc(images=batch, return_tensors="pt")["pixel_values"].to(self.device)
+        for pix in self.pixel_batches(images):
             with torch.inference_mode():
                 if self.kind == "dinov2":
-                    out = model(pixel_values=pix).pooler_output
+                    out = model(pixel_values=pix)
                 else:
                     out = model.get_image_features(pixel_values=pix)
-                    out = getattr(out, "pooler_output", out) if not hasattr(out, "shape") else out
-            parts.append(as_float32(out))
+            parts.append(projected_features(out))
         if not parts:
             return np.zeros((0, 0), np.float32)
         return l2_normalize(np.concatenate(parts))
@@ -131,6 +91,5 @@ class VisionEncoder:
                       return_tensors="pt")
             with torch.inference_mode():
                 out = model.get_text_features(input_ids=enc["input_ids"].to(self.device))
-                out = getattr(out, "pooler_output", out) if not hasattr(out, "shape") else out
-            parts.append(as_float32(out))
+            parts.append(projected_features(out))
         return l2_normalize(np.concatenate(parts)) if parts else np.zeros((0, 0), np.float32)

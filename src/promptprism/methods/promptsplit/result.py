@@ -75,6 +75,7 @@ class PromptSplitResult(Result):
     """
 
     kind = "promptsplit"
+    nested = {"modes": Mode}
 
     eigenvalues: list[float]  #: descending; see ``eigenvalues_scope``
     modes: list[Mode]  #: positive modes (rank 1, 2, ...) then negative modes (rank 1, 2, ...)
@@ -93,12 +94,6 @@ class PromptSplitResult(Result):
     eigenvalues_scope: str = "all"
     bandwidth_scan: dict = field(default_factory=dict)
 
-    @classmethod
-    def from_dict(cls, data: dict) -> PromptSplitResult:
-        """Rebuild from ``result.json`` (older files without the significance fields load too)."""
-        data = {k: v for k, v in data.items() if k != "kind"}
-        data["modes"] = [Mode.from_dict(m) if isinstance(m, dict) else m for m in data["modes"]]
-        return cls(**data)
 
     @property
     def positive_modes(self) -> list[Mode]:

@@ -26,7 +26,7 @@ from .comparison import BLOCK_ESTIMATORS, LEVEL, compare_sources
 from .cross_cka import cross_region_cka_rows, pixel_range_partition
 from .pixel_cka import CKA_BLOCK_SIZE, CKA_MAX_IMAGES, MAX_BYTES, median_gamma, pixel_cka_blocks
 from .result import INLINE_CKA_MAX_PIXELS, RegionsResult
-from .sources import as_pixels, chunk_rows, is_rows, read_pixels, source_shape, task_rows
+from .sources import as_pixels, check_same_shape, chunk_rows, is_rows, read_pixels, source_shape, task_rows
 
 #: the paper's block average on same-distribution digits (issue notes): what its bias looks like
 PAPER_BLOCK_BIAS = ("the paper's block average is biased downwards: each block's denominator keeps its b "
@@ -296,26 +296,16 @@ class RegionCMS:
 
         from ...data.images import ImageRows
 
-        h, w, c = self.image_shape_
         if isinstance(images, (str, os.PathLike, ImageRows)):
             src = images if isinstance(images, ImageRows) else ImageRows.open(images, name)
-            if src.shape[1:3] != (h, w):
-                raise InputError(f"{name}: images are {src.shape[1]}x{src.shape[2]} but the real images are "
-                                 f"{h}x{w}; all images must have the same size")
-            if src.shape[3] != c:
-                raise InputError(f"{name}: images have {src.shape[3]} channel(s) but the real images have "
-                                 f"{c}")
+            check_same_shape(src.shape, self.image_shape_, name)
             return src
         arr = np.asarray(images)
         if arr.ndim == 3:
             arr = arr[..., None]
         if arr.ndim != 4:
             raise InputError(f"{name}: expected shape (n, H, W) or (n, H, W, C), got {arr.shape}")
-        if arr.shape[1:3] != (h, w):
-            raise InputError(f"{name}: images are {arr.shape[1]}x{arr.shape[2]} but the real images are "
-                             f"{h}x{w}; all images must have the same size")
-        if arr.shape[3] != c:
-            raise InputError(f"{name}: images have {arr.shape[3]} channel(s) but the real images have {c}")
+        check_same_shape(arr.shape, self.image_shape_, name)
         return as_pixels(arr, name)
 
     def fit_compare(self, real: Any, generated: Any, names: Sequence[str] | None = None, *,

@@ -7,6 +7,7 @@ the in-memory pixels, or the ImageRows plus the image indices they read themselv
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,18 @@ def as_pixels(images: Any, name: str = "images") -> np.ndarray:
                          f"({int(bad[1])}, {int(bad[2])}); all values must be finite")
     n, h, w, c = arr.shape
     return arr.reshape(n, h * w, c)
+
+
+def check_same_shape(shape: Sequence[int], real_shape: Sequence[int], name: str) -> None:
+    """An InputError naming ``name`` unless images of ``shape`` (n, H, W, C) have the real images' size and
+    channels ``real_shape`` (H, W, C)."""
+    h, w, c = real_shape
+    if tuple(shape[1:3]) != (h, w):
+        raise InputError(f"{name}: images are {shape[2]}x{shape[1]} (W x H) but the real images are {w}x{h}; "
+                         f"all images must have the same size")
+    if shape[3] != c:
+        raise InputError(f"{name}: images have {shape[3]} channel(s) but the real images have {c}; convert "
+                         f"both to the same colour mode")
 
 
 def is_rows(source: Any) -> bool:

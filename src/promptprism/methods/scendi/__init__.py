@@ -51,6 +51,7 @@ from .bootstrap import (
     bootstrap_replicates,
     check_bootstrap,
     compare_models,
+    metric_intervals,
     percentile_interval,
     prompt_draws,
 )
@@ -108,7 +109,7 @@ __all__ = [
     "assign_folds", "basic_interval", "bootstrap_replicates", "build_clusters", "check_bootstrap",
     "choose_ridge", "cluster_scores_partition", "compare", "compare_models", "cross_fit_hats",
     "feature_matrices", "grouped_prompt_basis", "in_sample_hat", "joint_covariance",
-    "joint_covariance_partition",
+    "joint_covariance_partition", "metric_intervals",
     "normalised_spectrum", "nullify", "percentile_interval", "prediction_gram", "prompt_draws",
     "prompt_rank", "prompt_rank_warnings", "residual_gram", "resolve_feature_maps", "rke_score",
     "sample_space_spectra", "scendi_entropy", "scendi_score", "scendi_score_table", "schur_split",

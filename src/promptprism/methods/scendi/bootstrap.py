@@ -90,6 +90,13 @@ def basic_interval(values: np.ndarray, estimate: float, level: float, *,
     return {"low": float(low), "high": float(high)}
 
 
+def metric_intervals(replicates: dict[str, np.ndarray], estimates: dict, level: float) -> dict:
+    """{metric: {'low', 'high'}}: each of :data:`INTERVAL_METRICS`' :func:`basic_interval` from its
+    replicates and its estimate, clipped to the metric's :data:`METRIC_RANGE`."""
+    return {m: basic_interval(replicates[m], estimates[m], level, bounds=METRIC_RANGE[m])
+            for m in INTERVAL_METRICS}
+
+
 def compare_models(names: list[str], points: list[dict], replicates: list[dict[str, np.ndarray]] | None,
                    intervals: list[dict], *, level: float,
                    metrics: tuple[str, ...] = ("scendi", "model_share")) -> list[dict]:

@@ -26,14 +26,13 @@ import numpy as np
 from ..._validation import check_positive_number
 from ...data.paired import PairedSet, prompt_groups
 from ...errors import OptionError
+from ...kernels.scendi_features import ScendiKernelOptions
 from ...scale.runner import current_client
 from .bootstrap import (
-    INTERVAL_METRICS,
-    METRIC_RANGE,
-    basic_interval,
     bootstrap_replicates,
     check_bootstrap,
     compare_models,
+    metric_intervals,
     prompt_draws,
 )
 from .clusters import build_clusters, stream_cluster_scores, top_samples
@@ -82,7 +81,7 @@ AUTO_BOOTSTRAP_MAX_SIZE = 600
 
 
 @dataclass
-class Scendi:
+class Scendi(ScendiKernelOptions):
     """Scendi estimator: configure here, then ``fit(paired_set)`` -> :class:`ScendiResult` (a measurement:
     ``fit`` returns the result, not self; :class:`PromptNullifier` is the learning counterpart).
 
@@ -112,11 +111,6 @@ class Scendi:
     chunk_size : rows per streaming step. progress : progress bars (None: only on a terminal).
     """
 
-    kernel: str = "cosine"
-    sigma_prompt: Any = "median"
-    sigma_output: Any = "median"
-    n_features: int = 2000
-    shared_frequencies: bool = False
     n_clusters: int = 5
     top_k: int = 10
     seed: int = 0
@@ -226,14 +220,9 @@ class Scendi:
         t1 = time.perf_counter()
         k = min(self.n_clusters, d_i)
         ridge, described = 0.0, "in-sample"
+        s = None  # the spectra of the in-memory paths (grouped features, sample space)
         if grouped is not None:  # feature space, prompts grouped, in-sample
             s = grouped_spectra(grouped, feats[0], groups, n_top=k)
-            li_vals, c_vals, lt_vals = s.model, s.output, s.prompt
-            table = scendi_score_table(s.model, s.prompt, s.output, model_share=s.model_share,
-                                       prompt_share=s.prompt_share)
-            timings["eigen_s"] = time.perf_counter() - t1
-            t2 = time.perf_counter()
-            ids, scores = top_samples(s.model_scores, s.output_scores, self.top_k)
         elif split is not None:  # feature space, in-sample
             li_vals, li_vecs = spectrum_and_top_vectors(split.lambda_i, k)
             c_vals, c_vecs = spectrum_and_top_vectors(split.c_ii, k)
@@ -261,6 +250,7 @@ class Scendi:
                 described = (f"cross-fit ({n_f} folds, ridge {ridge:g}"
                              f"{' chosen by cross-validation' if self.ridge == 'cv' else ''})")
                 s = sample_space_spectra(grams[0], w, dim=d_i, hat=hat, n_top=k, in_sample=False)
+        if s is not None:
             li_vals, c_vals, lt_vals = s.model, s.output, s.prompt
             table = scendi_score_table(s.model, s.prompt, s.output, model_share=s.model_share,
                                        prompt_share=s.prompt_share)
@@ -292,8 +282,7 @@ class Scendi:
                                             dtype=dtype)
                 engine = FeatureSpaceReplicates(f_i, f_g[groups])
             reps = bootstrap_replicates(groups, counts, engine)
-            intervals = {m: basic_interval(reps[m], table[m], self.confidence, bounds=METRIC_RANGE[m])
-                         for m in INTERVAL_METRICS}
+            intervals = metric_intervals(reps, table, self.confidence)
             boot = {"replicates": int(replicates), "level": float(self.confidence), "seed": self.seed,
                     "resample": "prompts", "interval": "basic"}
             timings["bootstrap_s"] = time.perf_counter() - t3

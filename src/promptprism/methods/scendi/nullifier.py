@@ -19,8 +19,7 @@ from ..._validation import check_positive_number, check_seed
 from ...data.paired import PairedSet
 from ...errors import InputError, OptionError
 from ...kernels.bandwidth import parse_bandwidth, resolve_bandwidth
-from ...kernels.gram import KERNELS
-from ...kernels.scendi_features import ScendiFeatureMaps
+from ...kernels.scendi_features import ScendiFeatureMaps, ScendiKernelOptions
 from ...scale.runner import current_client, current_runner, partition_size
 from ...scale.runner import partition_rows as partition_rows_of
 from ...stats.accumulators import CovarianceAccumulator, TopKAccumulator
@@ -126,7 +125,7 @@ def _resolve_sigmas(data: PairedSet, *, kernel: str, sigma_output: Any, sigma_pr
 
 
 @dataclass
-class PromptNullifier:
+class PromptNullifier(ScendiKernelOptions):
     """Fit Gamma* = C_IT C_TT^+ on a paired set; ``transform`` removes the prompt from new pairs' features.
 
     ``transform(prompt_emb, output_emb)`` returns phi_I(x) - Gamma* phi_T(t): the output's features with what
@@ -137,11 +136,6 @@ class PromptNullifier:
     :class:`SchurSplit`), ``n_samples_``, ``warnings_`` (messages of warnings raised by ``fit``).
     """
 
-    kernel: str = "cosine"
-    sigma_prompt: Any = "median"
-    sigma_output: Any = "median"
-    n_features: int = 2000
-    shared_frequencies: bool = False
     seed: int = 0
     chunk_size: int = 2048
     partition_rows: int = 262_144
@@ -152,16 +146,10 @@ class PromptNullifier:
         self._validate()
 
     def _validate(self) -> None:
-        if self.kernel not in KERNELS:
-            raise OptionError(f"unknown kernel {self.kernel!r}; choose one of {', '.join(KERNELS)}")
+        self._validate_kernel()
         check_seed(self.seed)
         check_positive_number(self.chunk_size, "chunk size", integer=True)
         check_positive_number(self.partition_rows, "partition_rows", integer=True)
-        if self.kernel == "gaussian":
-            check_positive_number(self.n_features, "number of features", integer=True, even=True)
-            parse_bandwidth(self.sigma_output, "sigma_output")
-            if not self.shared_frequencies:
-                parse_bandwidth(self.sigma_prompt, "sigma_prompt")
         if self.rcond is not None:
             check_positive_number(self.rcond, "rcond")
 

@@ -39,6 +39,7 @@ class ScendiResult(Result):
     """What :meth:`Scendi.fit` returns; ``save(dir)`` writes ``dir/result.json``."""
 
     kind = "scendi"
+    nested = {"clusters": Cluster, "clusters_unconditioned": Cluster}
 
     name: str
     scendi: float  #: exp(Scendi_I): model-driven diversity
@@ -67,13 +68,6 @@ class ScendiResult(Result):
     #: how Gamma* was estimated: 'in-sample' or 'cross-fit (k folds, ridge r)'
     gamma_estimator: str = "in-sample"
 
-    @classmethod
-    def from_dict(cls, data: dict) -> ScendiResult:
-        """Rebuild from result.json's dict (fields added later take their defaults when absent)."""
-        data = {k: v for k, v in data.items() if k != "kind"}
-        for key in ("clusters", "clusters_unconditioned"):
-            data[key] = [Cluster.from_dict(c) if isinstance(c, dict) else c for c in data[key]]
-        return cls(**data)
 
     def summary(self) -> dict:
         """The scores of one row of the comparison table."""
@@ -87,6 +81,7 @@ class ScendiComparison(Result):
     """Several models' :class:`ScendiResult`, one per input, in the order given (``models``)."""
 
     kind = "scendi_comparison"
+    nested = {"models": ScendiResult}
 
     models: list[ScendiResult]
     seed: int
@@ -94,12 +89,6 @@ class ScendiComparison(Result):
     #: pairwise differences {'a', 'b', 'metric', 'difference', 'low', 'high', 'separated', 'method'}
     differences: list = field(default_factory=list)
 
-    @classmethod
-    def from_dict(cls, data: dict) -> ScendiComparison:
-        """Rebuild from result.json's dict (``differences`` defaults to empty when absent)."""
-        data = {k: v for k, v in data.items() if k != "kind"}
-        data["models"] = [ScendiResult.from_dict(m) if isinstance(m, dict) else m for m in data["models"]]
-        return cls(**data)
 
     def table(self) -> list[dict]:
         """One :meth:`ScendiResult.summary` row per model."""
