@@ -13,12 +13,22 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from .._validation import check_positive_number, check_seed
-from ..errors import InputError
+from ..errors import InputError, OptionError
+
+#: floating-point precisions of the array core: ``numpy`` dtypes by name
+PRECISIONS = {"float32": np.float32, "float64": np.float64}
 
 
-def cosine_features(a: np.ndarray) -> np.ndarray:
-    """phi(a) = a / |a|: the exact (finite) feature map of the cosine kernel."""
-    a = np.asarray(a, dtype=np.float64)
+def check_precision(precision: str, name: str = "precision") -> type:
+    """The numpy dtype named by ``precision`` ('float32' or 'float64'); OptionError otherwise."""
+    if precision not in PRECISIONS:
+        raise OptionError(f"{name} must be 'float32' or 'float64', got {precision!r}")
+    return PRECISIONS[precision]
+
+
+def cosine_features(a: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+    """phi(a) = a / |a|: the exact (finite) feature map of the cosine kernel (in ``dtype``)."""
+    a = np.asarray(a, dtype=dtype)
     norms = np.linalg.norm(a, axis=1, keepdims=True)
     if np.any(norms == 0):
         row = int(np.flatnonzero(norms[:, 0] == 0)[0])
@@ -64,23 +74,23 @@ class RandomFourierFeatures:
         return _cos_sin(proj)
 
 
-def _cos_sin(proj: np.ndarray, fast_trig: bool = False) -> np.ndarray:
-    """sqrt(1/D) [cos(proj), sin(proj)]; ``fast_trig`` evaluates cos/sin in float32 (about 10x faster).
+def _cos_sin(proj: np.ndarray, fast_trig: bool = False, dtype: type = np.float64) -> np.ndarray:
+    """sqrt(1/D) [cos(proj), sin(proj)] in ``dtype``; ``fast_trig``: cos/sin in float32 (~10x faster).
 
-    The phases are always float64 (so results do not depend on how rows are chunked); in fast mode cos/sin are
-    evaluated in float32: errors of ~1e-7 per feature, far below the O(1/sqrt(D)) Monte-Carlo error of the
-    random features themselves. The output is float64 in both modes.
+    With float64 phases (results do not depend on how rows are chunked) and fast mode, cos/sin are evaluated
+    in float32: errors of ~1e-7 per feature, far below the O(1/sqrt(D)) Monte-Carlo error of the random
+    features themselves.
     """
     d = proj.shape[1]
-    out = np.empty((proj.shape[0], 2 * d), dtype=np.float64)
-    if fast_trig:
+    out = np.empty((proj.shape[0], 2 * d), dtype=dtype)
+    if fast_trig and proj.dtype != np.float32:
         p32 = proj.astype(np.float32)
         out[:, :d] = np.cos(p32)
         out[:, d:] = np.sin(p32)
     else:
         np.cos(proj, out=out[:, :d])
         np.sin(proj, out=out[:, d:])
-    out *= np.sqrt(1.0 / d)
+    out *= out.dtype.type(np.sqrt(1.0 / d))
     return out
 
 
@@ -110,6 +120,9 @@ class ProductRandomFourierFeatures:
     sigma_output: float
     seed: int = 0
     fast_trig: bool = False  #: cos/sin in float32 (see ``_cos_sin``)
+    #: 'float64', or 'float32': phases, cos/sin and the features in float32 (half the memory and the
+    #: covariance update at twice the BLAS rate; phase errors ~1e-6, see docs/precision.md)
+    precision: str = "float64"
     _w_prompt: np.ndarray = field(init=False, repr=False, compare=False)
     _w_output: np.ndarray = field(init=False, repr=False, compare=False)
 
@@ -120,10 +133,11 @@ class ProductRandomFourierFeatures:
         check_positive_number(self.sigma_prompt, "sigma_prompt")
         check_positive_number(self.sigma_output, "sigma_output")
         check_seed(self.seed)
+        dtype = check_precision(self.precision)
         w = np.random.default_rng(self.seed).standard_normal(
             (self.dim_prompt + self.dim_output, self.n_features // 2))
-        object.__setattr__(self, "_w_prompt", w[: self.dim_prompt] / self.sigma_prompt)
-        object.__setattr__(self, "_w_output", w[self.dim_prompt :] / self.sigma_output)
+        object.__setattr__(self, "_w_prompt", (w[: self.dim_prompt] / self.sigma_prompt).astype(dtype))
+        object.__setattr__(self, "_w_output", (w[self.dim_prompt :] / self.sigma_output).astype(dtype))
 
     @property
     def dim(self) -> int:
@@ -132,13 +146,15 @@ class ProductRandomFourierFeatures:
     def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
         prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
         outputs = _check_input(outputs, self.dim_output, "output embeddings")
-        proj = np.asarray(prompts, dtype=np.float64) @ self._w_prompt
-        proj += np.asarray(outputs, dtype=np.float64) @ self._w_output
-        return _cos_sin(proj, self.fast_trig)
+        dtype = self._w_prompt.dtype
+        proj = np.asarray(prompts, dtype=dtype) @ self._w_prompt
+        proj += np.asarray(outputs, dtype=dtype) @ self._w_output
+        return _cos_sin(proj, self.fast_trig, dtype)
 
     def describe(self) -> dict:
         return {"map": "product_rff", "features": self.n_features, "sigma_prompt": self.sigma_prompt,
-                "sigma_output": self.sigma_output, "seed": self.seed, "fast_trig": self.fast_trig}
+                "sigma_output": self.sigma_output, "seed": self.seed, "fast_trig": self.fast_trig,
+                "precision": self.precision}
 
 
 @dataclass(frozen=True)
@@ -153,6 +169,7 @@ class ProductRandomProjection:
     dim_output: int
     n_features: int  #: r
     seed: int = 0
+    precision: str = "float64"  #: 'float32' or 'float64': the dtype of the features
     _r_prompt: np.ndarray = field(init=False, repr=False, compare=False)
     _r_output: np.ndarray = field(init=False, repr=False, compare=False)
 
@@ -161,9 +178,10 @@ class ProductRandomProjection:
         check_positive_number(self.dim_output, "dim_output", integer=True)
         check_positive_number(self.n_features, "number of features", integer=True)
         check_seed(self.seed)
+        dtype = check_precision(self.precision)
         rng = np.random.default_rng(self.seed)
-        object.__setattr__(self, "_r_prompt", rng.standard_normal((self.dim_prompt, self.n_features)))
-        object.__setattr__(self, "_r_output", rng.standard_normal((self.dim_output, self.n_features)))
+        for name, dim in (("_r_prompt", self.dim_prompt), ("_r_output", self.dim_output)):
+            object.__setattr__(self, name, rng.standard_normal((dim, self.n_features)).astype(dtype))
 
     @property
     def dim(self) -> int:
@@ -172,10 +190,12 @@ class ProductRandomProjection:
     def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
         prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
         outputs = _check_input(outputs, self.dim_output, "output embeddings")
-        out = cosine_features(prompts) @ self._r_prompt
-        out *= cosine_features(outputs) @ self._r_output
-        out *= 1.0 / np.sqrt(self.n_features)
+        dtype = self._r_prompt.dtype
+        out = cosine_features(prompts, dtype) @ self._r_prompt
+        out *= cosine_features(outputs, dtype) @ self._r_output
+        out *= dtype.type(1.0 / np.sqrt(self.n_features))
         return out
 
     def describe(self) -> dict:
-        return {"map": "product_random_projection", "features": self.n_features, "seed": self.seed}
+        return {"map": "product_random_projection", "features": self.n_features, "seed": self.seed,
+                "precision": self.precision}

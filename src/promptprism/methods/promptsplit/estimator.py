@@ -39,6 +39,9 @@ from .result import PromptSplitResult
 from .summary import SIDES, SummaryOptions, summarise
 
 METHODS = ("auto", "exact", "rff", "sketch")
+PRECISIONS = ("auto", "float32", "float64")
+#: what ``precision='auto'`` resolves to on each route (docs/precision.md has the measured accuracy cost)
+AUTO_PRECISION = {"exact": "float64", "rff": "float32", "sketch": "float32"}
 RANKINGS = ("contribution", "mean_score")
 #: ``method='auto'`` uses the exact kernel route up to this many samples (n + m), random features above:
 #: at 10,000 samples the exact route needs ~2.4 GB and ~15 s here; its cost grows as (n + m)^2 in memory.
@@ -76,6 +79,10 @@ class PromptSplit:
         exact route and 100 on the random-feature routes; 0 turns the test off.
     alpha : family-wise significance level of the test (0 < alpha < 1).
     progress : show progress bars (None: only on a terminal).
+    precision : 'auto' (float32 on the random-feature routes, float64 on the exact route), 'float32' or
+        'float64': the arithmetic of the features / Gram matrix and of the covariance updates (running sums
+        and the r x r spectrum stay float64). The resolved value is ``result.config['precision']``; the
+        accuracy cost is measured in docs/precision.md.
     """
 
     kernel: str = "gaussian"
@@ -95,6 +102,7 @@ class PromptSplit:
     permutations: int | None = None
     alpha: float = 0.05
     progress: bool | None = False
+    precision: str = "auto"
 
     def __post_init__(self) -> None:
         self._validate()
@@ -113,6 +121,8 @@ class PromptSplit:
         if self.rank_prompts_by not in RANKINGS:
             raise OptionError(f"rank_prompts_by must be one of {', '.join(RANKINGS)}, "
                               f"got {self.rank_prompts_by!r}")
+        if self.precision not in PRECISIONS:
+            raise OptionError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.solver not in ("auto", "dense", "lanczos"):
             raise OptionError(f"solver must be 'auto', 'dense' or 'lanczos', got {self.solver!r}")
         check_positive_number(self.eta, "eta")
@@ -161,16 +171,18 @@ class PromptSplit:
         if method == "auto":
             method = ("exact" if len(test) + len(reference) <= EXACT_MAX_SAMPLES
                       else "rff" if self.kernel == "gaussian" else "sketch")
+        precision = AUTO_PRECISION[method] if self.precision == "auto" else self.precision
         label_list, names = prompt_groups(test, reference)
         labels = dict(zip(SIDES, label_list, strict=True))
         runner = current_runner()
         timings["setup_s"] = time.perf_counter() - t0
 
         if method == "exact":
-            spec, distance, stats, gram = self._exact(sets, sigmas, timings, labels, len(names))
+            spec, distance, stats, gram = self._exact(sets, sigmas, timings, labels, len(names),
+                                                      precision=precision)
             fmap = None
         else:
-            fmap = self._feature_map(test, method, sigmas)
+            fmap = self._feature_map(test, method, sigmas, precision)
             spec, distance, stats = self._random_features(sets, fmap, timings, labels, len(names), runner)
             gram = None
         identical = core.same_pairs(test, reference)
@@ -204,7 +216,7 @@ class PromptSplit:
             "chunk_size": self.chunk_size,
             "partition_rows": self._partition_size() if on_cluster and method != "exact" else None,
             "top_k": self.top_k, "top_prompts": self.top_prompts, "rank_prompts_by": self.rank_prompts_by,
-            "solver": self.solver,
+            "solver": self.solver, "precision": precision,
             "permutations": permutations, "alpha": float(self.alpha),
             "test": test.where, "reference": reference.where,
         }
@@ -262,18 +274,18 @@ class PromptSplit:
         return tuple(arrays)
 
     # ------------------------------------------------------------------------------------ exact route
-    def _exact(self, sets, sigmas, timings, labels, n_groups):
+    def _exact(self, sets, sigmas, timings, labels, n_groups, *, precision):
         test, reference = sets["test"], sets["reference"]
         n, m = len(test), len(reference)
         t0 = time.perf_counter()
         gram = core.joint_gram(test.prompt_embeddings, test.output_embeddings, reference.prompt_embeddings,
                                reference.output_embeddings, kernel=self.kernel, sigma_prompt=sigmas[0],
-                               sigma_output=sigmas[1])
+                               sigma_output=sigmas[1], precision=precision)
         distance = core.promptsplit_distance_from_gram(gram, n, self.eta)
         timings["gram_s"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         spec = core.exact_spectrum(gram, core.signed_weights(n, m, self.eta), n_modes=self.n_modes,
-                                   eta=self.eta, solver=self.solver)
+                                   eta=self.eta, solver=self.solver, precision=precision)
         timings["eigen_s"] = time.perf_counter() - t1
         k = spec.selected.size
         stats = {side: ModeStats.empty(self.top_k, k, n_groups) for side in SIDES}
@@ -282,11 +294,13 @@ class PromptSplit:
         return spec, distance, stats, gram
 
     # ---------------------------------------------------------------------------- random-feature route
-    def _feature_map(self, test: PairedSet, method: str, sigmas):
+    def _feature_map(self, test: PairedSet, method: str, sigmas, precision: str):
         if method == "rff":
             return ProductRandomFourierFeatures(test.dim_prompt, test.dim_output, self.n_features,
-                                                sigmas[0], sigmas[1], seed=self.seed, fast_trig=True)
-        return ProductRandomProjection(test.dim_prompt, test.dim_output, self.n_features, seed=self.seed)
+                                                sigmas[0], sigmas[1], seed=self.seed, fast_trig=True,
+                                                precision=precision)
+        return ProductRandomProjection(test.dim_prompt, test.dim_output, self.n_features, seed=self.seed,
+                                       precision=precision)
 
     def _random_features(self, sets, fmap, timings, labels, n_groups, runner):
         show = progress_enabled(self.progress)
@@ -299,7 +313,8 @@ class PromptSplit:
         lam = accs["test"].compute() - self.eta * accs["reference"].compute()
         timings["covariance_s"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        spec = core.feature_spectrum(lam, n_modes=self.n_modes, eta=self.eta, solver=self.solver)
+        spec = core.feature_spectrum(lam, n_modes=self.n_modes, eta=self.eta, solver=self.solver,
+                                     precision=fmap.precision)
         distance = float(np.sum(lam * lam))
         timings["eigen_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
