@@ -123,6 +123,9 @@ class ProductRandomFourierFeatures:
     #: 'float64', or 'float32': phases, cos/sin and the features in float32 (half the memory and the
     #: covariance update at twice the BLAS rate; phase errors ~1e-6, see docs/precision.md)
     precision: str = "float64"
+    #: optional (center_prompt, center_output) subtracted before projecting: phases stay O(1) in float32;
+    #: it rotates each (cos, sin) pair by a fixed angle, so every kernel estimate psi . psi' is unchanged
+    center: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
     _w_prompt: np.ndarray = field(init=False, repr=False, compare=False)
     _w_output: np.ndarray = field(init=False, repr=False, compare=False)
 
@@ -147,6 +150,9 @@ class ProductRandomFourierFeatures:
         prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
         outputs = _check_input(outputs, self.dim_output, "output embeddings")
         dtype = self._w_prompt.dtype
+        if self.center is not None:  # in float64, before rounding to the working precision
+            prompts = np.asarray(prompts, dtype=np.float64) - self.center[0]
+            outputs = np.asarray(outputs, dtype=np.float64) - self.center[1]
         proj = np.asarray(prompts, dtype=dtype) @ self._w_prompt
         proj += np.asarray(outputs, dtype=dtype) @ self._w_output
         return _cos_sin(proj, self.fast_trig, dtype)
@@ -154,7 +160,7 @@ class ProductRandomFourierFeatures:
     def describe(self) -> dict:
         return {"map": "product_rff", "features": self.n_features, "sigma_prompt": self.sigma_prompt,
                 "sigma_output": self.sigma_output, "seed": self.seed, "fast_trig": self.fast_trig,
-                "precision": self.precision}
+                "precision": self.precision, "centred": self.center is not None}
 
 
 @dataclass(frozen=True)

@@ -182,7 +182,7 @@ class PromptSplit:
                                                       precision=precision)
             fmap = None
         else:
-            fmap = self._feature_map(test, method, sigmas, precision)
+            fmap = self._feature_map(test, reference, method, sigmas, precision)
             spec, distance, stats = self._random_features(sets, fmap, timings, labels, len(names), runner)
             gram = None
         identical = core.same_pairs(test, reference)
@@ -294,11 +294,15 @@ class PromptSplit:
         return spec, distance, stats, gram
 
     # ---------------------------------------------------------------------------- random-feature route
-    def _feature_map(self, test: PairedSet, method: str, sigmas, precision: str):
+    def _feature_map(self, test: PairedSet, reference: PairedSet, method: str, sigmas, precision: str):
         if method == "rff":
+            center = None
+            if precision == "float32":  # a fixed, seeded centre keeps the float32 phases small
+                center = tuple(core.pooled_rows(getattr(test, a), getattr(reference, a), 1000, self.seed)
+                               .mean(axis=0) for a in ("prompt_embeddings", "output_embeddings"))
             return ProductRandomFourierFeatures(test.dim_prompt, test.dim_output, self.n_features,
                                                 sigmas[0], sigmas[1], seed=self.seed, fast_trig=True,
-                                                precision=precision)
+                                                precision=precision, center=center)
         return ProductRandomProjection(test.dim_prompt, test.dim_output, self.n_features, seed=self.seed,
                                        precision=precision)
 
