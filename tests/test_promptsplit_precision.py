@@ -146,3 +146,29 @@ def test_float32_gram_eigenpairs(solver):
     # scores agree up to each eigenvector's sign
     signs = np.sign(np.einsum("ij,ij->j", e32.scores, e64.scores))
     np.testing.assert_allclose(e32.scores * signs, e64.scores, rtol=0, atol=1e-4 * np.abs(e64.scores).max())
+
+
+def test_cli_precision_is_recorded_and_checked(tmp_path, capsys):
+    import json
+
+    from promptprism.cli import main
+
+    rng = np.random.default_rng(0)
+    paths = []
+    for name, n in (("test", 14), ("ref", 11)):
+        paths.append(tmp_path / f"{name}.npz")
+        np.savez(paths[-1], prompt_embeddings=rng.standard_normal((n, 4)),
+                 output_embeddings=rng.standard_normal((n, 5)),
+                 prompts=np.array([f"prompt {i % 3}" for i in range(n)]))
+    for precision, method in (("float64", "rff"), ("float32", "exact")):
+        out = tmp_path / f"out-{precision}"
+        code = main(["split", *map(str, paths), "--out", str(out), "--method", method, "--features", "64",
+                     "--precision", precision, "--quiet", "--no-report", "--permutations", "0"])
+        assert code == 0, capsys.readouterr().err
+        assert json.loads((out / "result.json").read_text())["config"]["precision"] == precision
+    capsys.readouterr()
+    out = tmp_path / "bad"
+    assert main(["split", *map(str, paths), "--out", str(out), "--precision", "half", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "--precision" in err[0] and "half" in err[0]
+    assert not (out / "result.json").exists()
