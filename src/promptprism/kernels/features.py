@@ -8,7 +8,7 @@ Every random map is fully determined by its ``seed`` and its input dimensions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -34,6 +34,23 @@ def cosine_features(a: np.ndarray, dtype: type = np.float64) -> np.ndarray:
         row = int(np.flatnonzero(norms[:, 0] == 0)[0])
         raise InputError(f"row {row} is all zeros: the cosine kernel is undefined for a zero vector")
     return a / norms
+
+
+#: values of the ``device`` option: 'cpu' (numpy, the reference) or torch ('torch', 'cuda', 'auto')
+DEVICES = ("cpu", "torch", "cuda", "auto")
+
+
+def resolve_device(device: str, name: str = "device") -> str | None:
+    """None for 'cpu' (numpy); else the torch device to use: 'cuda' when CUDA is present, 'cpu' otherwise."""
+    if device not in DEVICES:
+        raise OptionError(f"{name} must be one of {', '.join(DEVICES)}, got {device!r}")
+    if device == "cpu":
+        return None
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - torch is an optional dependency
+        raise OptionError(f"{name}={device!r} needs torch (pip install 'promptprism[torch]')") from exc
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _check_input(x: np.ndarray, dim: int, what: str) -> np.ndarray:
@@ -157,6 +174,23 @@ class ProductRandomFourierFeatures:
         proj += np.asarray(outputs, dtype=dtype) @ self._w_output
         return _cos_sin(proj, self.fast_trig, dtype)
 
+    def transform_torch(self, prompts: np.ndarray, outputs: np.ndarray, device: str) -> Any:
+        """:meth:`transform` computed by torch on ``device`` (a torch tensor, same dtype and values)."""
+        import torch
+
+        prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
+        outputs = _check_input(outputs, self.dim_output, "output embeddings")
+        if self.center is not None:
+            prompts = np.asarray(prompts, dtype=np.float64) - self.center[0]
+            outputs = np.asarray(outputs, dtype=np.float64) - self.center[1]
+        dtype = self._w_prompt.dtype
+        t = [torch.as_tensor(np.asarray(a, dtype=dtype), device=device)
+             for a in (prompts, outputs, self._w_prompt, self._w_output)]
+        proj = t[0] @ t[2] + t[1] @ t[3]
+        trig = proj.float() if self.fast_trig else proj  # as ``_cos_sin``
+        out = torch.cat([torch.cos(trig), torch.sin(trig)], dim=1).to(proj.dtype)
+        return out * float(np.sqrt(1.0 / proj.shape[1]))
+
     def describe(self) -> dict:
         return {"map": "product_rff", "features": self.n_features, "sigma_prompt": self.sigma_prompt,
                 "sigma_output": self.sigma_output, "seed": self.seed, "fast_trig": self.fast_trig,
@@ -201,6 +235,17 @@ class ProductRandomProjection:
         out *= cosine_features(outputs, dtype) @ self._r_output
         out *= dtype.type(1.0 / np.sqrt(self.n_features))
         return out
+
+    def transform_torch(self, prompts: np.ndarray, outputs: np.ndarray, device: str) -> Any:
+        """:meth:`transform` computed by torch on ``device`` (a torch tensor, same dtype and values)."""
+        import torch
+
+        prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
+        outputs = _check_input(outputs, self.dim_output, "output embeddings")
+        dtype = self._r_prompt.dtype
+        t = [torch.as_tensor(a, device=device) for a in (
+            cosine_features(prompts, dtype), cosine_features(outputs, dtype), self._r_prompt, self._r_output)]
+        return (t[0] @ t[2]) * (t[1] @ t[3]) * float(1.0 / np.sqrt(self.n_features))
 
     def describe(self) -> dict:
         return {"map": "product_random_projection", "features": self.n_features, "seed": self.seed,

@@ -179,13 +179,24 @@ def pooled_rows(a: np.ndarray, b: np.ndarray, max_rows: int, seed: int) -> np.nd
     return np.concatenate(parts)
 
 
-def covariance_partition(fmap: Any, prompts: Any, outputs: Any, start: int, stop: int, chunk_size: int
-                         ) -> CovarianceAccumulator:
+def covariance_partition(fmap: Any, prompts: Any, outputs: Any, start: int, stop: int, chunk_size: int,
+                         device: str | None = None) -> CovarianceAccumulator:
     """Task: sum_i psi(t_i, z_i) psi(t_i, z_i)^T over rows [start, stop), chunk by chunk (each chunk's
-    update in the feature map's precision)."""
+    update in the feature map's precision). ``device``: None = numpy (the reference); a torch device
+    ('cpu', 'cuda'): features and each chunk's f^T f by torch there, the running sum float64 on it."""
     acc = CovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64"))
+    if device is None:
+        for a, b in chunks(stop - start, chunk_size):
+            acc.update(fmap.transform(prompts[start + a : start + b], outputs[start + a : start + b]))
+        return acc
+    import torch
+
+    total = torch.zeros((fmap.dim, fmap.dim), dtype=torch.float64, device=device)
     for a, b in chunks(stop - start, chunk_size):
-        acc.update(fmap.transform(prompts[start + a : start + b], outputs[start + a : start + b]))
+        f = fmap.transform_torch(prompts[start + a : start + b], outputs[start + a : start + b], device)
+        total += (f.T @ f).to(torch.float64)
+    acc.sum_upper = np.asfortranarray(total.cpu().numpy())
+    acc.count = stop - start
     return acc
 
 

@@ -28,7 +28,7 @@ from ..._validation import check_positive_number, check_seed
 from ...data.paired import PairedSet, check_compatible, prompt_groups
 from ...errors import OptionError
 from ...kernels.bandwidth import parse_bandwidth, resolve_bandwidth, stable_bandwidth
-from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
+from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection, resolve_device
 from ...kernels.gram import KERNELS
 from ...scale.runner import DaskRunner, current_runner, partition_rows, partition_size
 from ...stats.eigen import signed_extremes
@@ -40,7 +40,6 @@ from .summary import SIDES, SummaryOptions, summarise
 
 METHODS = ("auto", "exact", "rff", "sketch")
 PRECISIONS = ("auto", "float32", "float64")
-#: what ``precision='auto'`` resolves to on each route (docs/precision.md has the measured accuracy cost)
 AUTO_PRECISION = {"exact": "float64", "rff": "float32", "sketch": "float32"}
 RANKINGS = ("contribution", "mean_score")
 #: ``method='auto'`` uses the exact kernel route up to this many samples (n + m), random features above:
@@ -79,6 +78,8 @@ class PromptSplit:
         exact route and 100 on the random-feature routes; 0 turns the test off.
     alpha : family-wise significance level of the test (0 < alpha < 1).
     progress : show progress bars (None: only on a terminal).
+    device : 'cpu' (numpy, the reference) or 'torch' / 'cuda' / 'auto' (torch, on CUDA when present, else
+        the CPU): the random-feature routes' features and covariance; recorded as ``config['device']``.
     precision : 'auto' (float32 on the random-feature routes, float64 on the exact route), 'float32' or
         'float64': the arithmetic of the features / Gram matrix and of the covariance updates (running sums
         and the r x r spectrum stay float64). The resolved value is ``result.config['precision']``; the
@@ -103,6 +104,7 @@ class PromptSplit:
     alpha: float = 0.05
     progress: bool | None = False
     precision: str = "auto"
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         self._validate()
@@ -121,6 +123,7 @@ class PromptSplit:
         if self.rank_prompts_by not in RANKINGS:
             raise OptionError(f"rank_prompts_by must be one of {', '.join(RANKINGS)}, "
                               f"got {self.rank_prompts_by!r}")
+        resolve_device(self.device)
         if self.precision not in PRECISIONS:
             raise OptionError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.solver not in ("auto", "dense", "lanczos"):
@@ -217,6 +220,8 @@ class PromptSplit:
             "partition_rows": self._partition_size() if on_cluster and method != "exact" else None,
             "top_k": self.top_k, "top_prompts": self.top_prompts, "rank_prompts_by": self.rank_prompts_by,
             "solver": self.solver, "precision": precision,
+            "device": "numpy" if method == "exact" or not resolve_device(self.device)
+            else "torch:" + resolve_device(self.device),
             "permutations": permutations, "alpha": float(self.alpha),
             "test": test.where, "reference": reference.where,
         }
@@ -311,7 +316,7 @@ class PromptSplit:
         size = self._partition_size()
         t0 = time.perf_counter()
         accs = {side: runner.map_reduce(core.covariance_partition, [
-            (fmap, *partition_rows(sets[side], a, b), self.chunk_size)
+            (fmap, *partition_rows(sets[side], a, b), self.chunk_size, resolve_device(self.device))
             for a, b in core.chunks(len(sets[side]), size)],
             description=f"PromptSplit: covariance ({side})", progress=show) for side in SIDES}
         lam = accs["test"].compute() - self.eta * accs["reference"].compute()
