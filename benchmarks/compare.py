@@ -1,7 +1,7 @@
 """promptprism against the papers' straightforward baselines and against the machine's own limit, in one run.
 
-    python benchmarks/compare.py                      # the full table (about 15 minutes on 2 quiet cores)
-    python benchmarks/compare.py --quick              # small sizes (a smoke run, well under a minute)
+    python benchmarks/compare.py                      # the full table (the baselines take most of the time)
+    python benchmarks/compare.py --quick              # small sizes (a smoke run: ~25 s on 2 busy cores)
     python benchmarks/compare.py --sizes 2500 5000    # n = m for the PromptSplit rows
     python benchmarks/compare.py --tasks exact rff    # a subset of: exact rff pixel-cka scendi
 
@@ -14,8 +14,9 @@ from a quiet moment), in float32 and in float64. "% of peak" = floor / promptpri
 
 Rows (data are synthetic mixtures whose two sets differ, so the modes are real):
 
-* ``exact`` - PromptSplit(method='exact'), top 10 modes per sign (20 in all), n = m, 384-d prompts and
-  384-d outputs, gaussian kernels at the median bandwidth. Baseline: eq. 3's block kernel matrix and a dense
+* ``exact`` - PromptSplit(method='exact', permutations=0), top 10 modes per sign (20 in all), n = m,
+  384-d prompts and 384-d outputs, gaussian kernels at the median bandwidth (no permutation test in any
+  PromptSplit row: the baselines compute the spectrum only). Baseline: eq. 3's block kernel matrix and a dense
   ``numpy.linalg.eig`` of it. Above ``--eig-max`` samples the eig is timed on eq. 3's matrix of the first
   ``--eig-max`` / 2 samples of each set and scaled by (N / N0)^3 (the building of the full matrix is always
   timed in full). Flops: the Gram matrix as a SYRK over the 768 concatenated coordinates, N (N + 1) 768.
@@ -24,7 +25,8 @@ Rows (data are synthetic mixtures whose two sets differ, so the modes are real):
   N = n + m; then a dense ``numpy.linalg.eigh`` of the r x r matrix, timed in full. Flops: the covariance
   SYRK N r (r + 1) plus the projection onto the frequencies, 2 N 768 (r / 2).
 * ``rff-cli`` - the same job as the whole command-line process (``promptprism split --method rff
-  --no-report --quiet``: start-up, reading the .npz files, writing result.json), against the same baseline.
+  --permutations 0 --no-report --quiet``: start-up, reading the .npz files, writing result.json), against
+  the same baseline.
 * ``pixel-cka`` - the 784 x 784 pixel CKA matrix of n 28 x 28 digit images (scikit-learn digits upscaled)
   in mini-batches of ``--cka-block``. Baseline: the nested loop over pixel pairs, timed on ``--cka-pairs``
   random pairs and scaled to all d^2 pairs. Flops: per block, the symmetric product of the d centred Gram
@@ -66,6 +68,9 @@ from promptprism import PairedSet, PromptSplit, Scendi, __version__, pixel_cka_m
 
 #: the command-line entry point (the ``promptprism`` console script runs this)
 CLI = [sys.executable, "-c", "from promptprism.cli import run; run()"]
+#: PromptSplit options every row sets: no permutation test (the baselines compute the spectrum only)
+PROMPTSPLIT_OPTIONS = {"permutations": 0}
+CLI_OPTIONS = ["--permutations", "0", "--no-report", "--quiet"]
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import baselines  # noqa: E402
@@ -176,7 +181,7 @@ _EIG_CACHE: dict[int, float] = {}
 def row_exact(n: int, args) -> Row:
     """PromptSplit exact route against eq. 3's block matrix + dense eig."""
     t_x, x, t_y, y = promptsplit_sets(n, args.seed)
-    est = PromptSplit(method="exact", n_modes=N_MODES, seed=args.seed)
+    est = PromptSplit(method="exact", n_modes=N_MODES, seed=args.seed, **PROMPTSPLIT_OPTIONS)
     res, pp, cpu = _cpu_timed(est.fit, PairedSet(t_x, x, name="test"), PairedSet(t_y, y, name="reference"))
     sig = {"sigma_prompt": res.config["sigma_prompt"], "sigma_output": res.config["sigma_output"]}
     big_n = 2 * n
@@ -228,7 +233,7 @@ def _rff_baseline(t_x, x, t_y, y, sig: dict, r: int, args) -> tuple[float, str, 
 def row_rff(n: int, r: int, args) -> list[Row]:
     """PromptSplit rff route (library call and, unless --no-cli, the CLI process) against the outer loop."""
     t_x, x, t_y, y = promptsplit_sets(n, args.seed)
-    est = PromptSplit(method="rff", n_features=r, n_modes=N_MODES, seed=args.seed)
+    est = PromptSplit(method="rff", n_features=r, n_modes=N_MODES, seed=args.seed, **PROMPTSPLIT_OPTIONS)
     res, pp, cpu = _cpu_timed(est.fit, PairedSet(t_x, x, name="test"), PairedSet(t_y, y, name="reference"))
     sig = {"sigma_prompt": res.config["sigma_prompt"], "sigma_output": res.config["sigma_output"]}
     base, how, vals = _rff_baseline(t_x, x, t_y, y, sig, r, args)
@@ -241,7 +246,7 @@ def row_rff(n: int, r: int, args) -> list[Row]:
                 np.savez(Path(tmp) / f"{name}.npz", prompt_embeddings=t, output_embeddings=z)
             cmd = CLI + ["split", str(Path(tmp) / "test.npz"), str(Path(tmp) / "ref.npz"), "--out",
                          str(Path(tmp) / "out"), "--method", "rff", "--features", str(r), "--seed",
-                         str(args.seed), "--no-report", "--quiet"]
+                         str(args.seed)] + CLI_OPTIONS
             proc, secs, cpu = _cpu_timed(subprocess.run, cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"the CLI failed: {proc.stderr.strip()[-500:]}")
@@ -313,7 +318,7 @@ def format_row(k: int, row: Row, rates: machine.Rates) -> str:
              for dt in machine.DTYPES}
     gflop = sum(f for f, _ in row.flops) / 1e9
     agree = "-" if row.agreement is None else f"{row.agreement:.1e}"
-    cpu = "-" if row.cpu_s is None else f"{row.cpu_s:.1f}"
+    cpu = "-" if row.cpu_s is None else f"{row.cpu_s:.2f}"
     return (f"| {row.task} | {row.size} | {row.promptprism_s:.2f} | {cpu} | {row.baseline_s:.1f} [{k}] | "
             f"{row.baseline_s / row.promptprism_s:.1f}x | {gflop:.3g} | {floor['float32']:.2f} | "
             f"{100 * floor['float32'] / row.promptprism_s:.1f}% | {floor['float64']:.2f} | "

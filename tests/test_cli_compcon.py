@@ -36,7 +36,7 @@ def _args(dirs, bank, out, base_url, *extra):
         "compcon",
         str(dirs["A"]),
         str(dirs["B"]),
-        "--prompts",
+        "--prompt-bank",
         str(bank),
         "--out",
         str(out),
@@ -141,7 +141,7 @@ def test_full_run_writes_result_json(tmp_path, capsys, monkeypatch):
                     "3",
                     "--api-key-env",
                     "PP_TEST_KEY",
-                    "--cache",
+                    "--chat-cache",
                     str(tmp_path / "cache"),
                 )
             )
@@ -161,7 +161,7 @@ def test_full_run_writes_result_json(tmp_path, capsys, monkeypatch):
                     "3",
                     "--api-key-env",
                     "PP_TEST_KEY",
-                    "--cache",
+                    "--chat-cache",
                     str(tmp_path / "cache"),
                 )
             )
@@ -292,6 +292,8 @@ def test_compcon_eval_with_a_judge(tmp_path):
     assert r["summary"]["attribute_top1"] == 1.0 and r["summary"]["description_top1"] == 0.5
     assert r["summary"]["description_top5"] == 0.75
     assert '("the Chrysler Building", "Chrysler building")' in judged[0]["messages"][0]["content"]
+    page = (out / "report.html").read_text()  # compcon-eval writes its report too
+    assert page.startswith("<!DOCTYPE html>") or "<html" in page[:200]
 
 
 @pytest.mark.parametrize("bad", ["[]", "{", '{"999": {"attributes": ["x"]}}'])

@@ -118,9 +118,9 @@ def test_bad_input_exit_2_and_nothing_written(tmp_path, capsys, case, expect):
 @pytest.mark.parametrize("argv, expect", [
     (["--kernel", "laplace"], "unknown kernel 'laplace'"),
     (["--kernel", "gaussian", "--features", "201"], "must be even"),
-    (["--kernel", "gaussian", "--sigma-output", "-2"], "sigma_output must be > 0"),
+    (["--kernel", "gaussian", "--sigma-output", "-2"], "--sigma-output must be > 0"),
     (["--seed", "x"], "--seed must be an integer"),
-    (["--clusters", "0"], "number of clusters must be > 0"),
+    (["--clusters", "0"], "--clusters must be > 0"),
 ])
 def test_bad_options_exit_2(tmp_path, capsys, argv, expect):
     src = write_set(tmp_path / "a.npz")
@@ -182,7 +182,8 @@ def test_models_on_the_same_prompts_get_paired_differences(tmp_path, capsys):
     (["--bootstrap", "x"], "--bootstrap must be an integer"),
     (["--bootstrap", "5"], "at least 20 replicates"),
     (["--confidence", "1.5", "--bootstrap", "50"], "confidence must lie strictly between 0 and 1"),
-    (["--gamma", "loo"], "gamma_estimator must be one of"),
+    (["--gamma", "loo"], "--gamma must be one of"),
+    (["--folds", "1"], "--folds must be >= 2"),
     (["--ridge", "-2"], "ridge must be 'cv' or a number >= 0"),
     (["--precision", "half"], "precision must be"),
 ])

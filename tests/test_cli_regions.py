@@ -145,7 +145,7 @@ def test_bad_all_pixels_constant(tmp_path, capsys):
 def test_bad_more_regions_than_pixels(tmp_path, images, capsys):
     np.save(tmp_path / "real.npy", images)
     bad(tmp_path, ["regions", "--real", str(tmp_path / "real.npy"), "--generated", str(tmp_path / "real.npy"),
-                   "--regions", "37"], capsys, "n_regions = 37", "36 pixels")
+                   "--regions", "37"], capsys, "--regions = 37", "36 pixels")
 
 
 def test_bad_misc_inputs(tmp_path, images, capsys):

@@ -141,10 +141,10 @@ def test_bad_input(tmp_path, files, capsys, case):
 
 
 BAD_OPTIONS = {
-    "sigma -1": (["--sigma-prompt", "-1"], ["sigma_prompt", "-1"]),
-    "sigma 0": (["--sigma-prompt", "0"], ["sigma_prompt", "> 0"]),
-    "sigma abc": (["--sigma-output", "abc"], ["sigma_output", "abc"]),
-    "sigma rule": (["--sigma-prompt", "median*x"], ["sigma_prompt", "median*x"]),
+    "sigma -1": (["--sigma-prompt", "-1"], ["--sigma-prompt", "-1"]),
+    "sigma 0": (["--sigma-prompt", "0"], ["--sigma-prompt", "> 0"]),
+    "sigma abc": (["--sigma-output", "abc"], ["--sigma-output", "abc"]),
+    "sigma rule": (["--sigma-prompt", "median*x"], ["--sigma-prompt", "median*x"]),
     "features 0": (["--method", "rff", "--features", "0"], ["features", "0"]),
     "features odd": (["--method", "rff", "--features", "51"], ["features", "even", "51"]),
     "features text": (["--features", "many"], ["--features", "many"]),

@@ -9,6 +9,7 @@ distributed = pytest.importorskip("distributed")
 
 from promptprism.cli import main  # noqa: E402
 from promptprism.data.inputs import read_input  # noqa: E402
+from promptprism.scale import execution  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +34,8 @@ def test_pixels_on_workers(client, tmp_path):
     cache = tmp_path / "cache"
 
     local = read_input(path, cache=None, image_model="pixels:8", progress=False).paired
-    on_cluster = read_input(path, cache=cache, image_model="pixels:8", progress=False, client=client)
+    with execution(client):
+        on_cluster = read_input(path, cache=cache, image_model="pixels:8", progress=False)
     np.testing.assert_array_equal(on_cluster.paired.prompt_embeddings, local.prompt_embeddings)
     np.testing.assert_array_equal(on_cluster.paired.output_embeddings, local.output_embeddings)
     assert sum(st["encoded"] for st in on_cluster.stats.values()) == 120

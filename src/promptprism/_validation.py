@@ -128,3 +128,42 @@ def check_seed(seed: Any) -> int:
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise OptionError(f"seed must be a non-negative integer, got {seed!r}")
     return int(seed)
+
+
+def available_memory() -> int:
+    """Bytes of memory available to this process now (physical memory not in use; MemAvailable on Linux)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import os
+
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - platform dependent
+        return 2**63 - 1
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.3g} PiB"  # pragma: no cover
+
+
+def check_memory(n_bytes: float, *, what: str, fraction: float = 0.9) -> int:
+    """Refuse, before allocating, a size that cannot fit in the memory available now.
+
+    ``what`` names the parameter and value that asked for it (``"n_features 1000000000"``); the message says
+    the size asked for and the memory there is. Returns ``n_bytes`` as an int.
+    """
+    n_bytes = float(n_bytes)
+    avail = available_memory()
+    if not np.isfinite(n_bytes) or n_bytes > fraction * avail:
+        raise OptionError(f"{what} needs about {_size(n_bytes)} of memory, but {_size(avail)} is available; "
+                          "choose a smaller value")
+    return int(n_bytes)

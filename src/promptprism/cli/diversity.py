@@ -6,6 +6,7 @@ import warnings
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import OptionError
@@ -14,20 +15,9 @@ from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console, err_console
 from ._inputs import int_option
-from .report import NO_REPORT, emit_report
-
-
-def _unique_names(paths: list[Path]) -> list[str]:
-    """File stems, made unique with '#2', '#3'... when two inputs share one."""
-    names: list[str] = []
-    for p in paths:
-        base = p.stem or str(p)
-        name, k = base, 1
-        while name in names:
-            k += 1
-            name = f"{base}#{k}"
-        names.append(name)
-    return names
+from ._options import unique_names
+from ._output import print_written, save_outputs
+from .report import NO_REPORT
 
 
 def _with_interval(r: ScendiResult, key: str, fmt: str) -> str:
@@ -51,7 +41,7 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
     for col in ("model", "n", "scendi", "scendi_prompt", "scendi order-2", "vendi", "rke", "model share"):
         table.add_column(col, justify="left" if col == "model" else "right")
     for r in results:
-        table.add_row(r.name, str(r.n), _with_interval(r, "scendi", ".4g"),
+        table.add_row(escape(r.name), str(r.n), _with_interval(r, "scendi", ".4g"),
                       _with_interval(r, "scendi_prompt", ".4g"), f"{r.scendi_order2:.4g}",
                       _with_interval(r, "vendi", ".4g"), _with_interval(r, "rke", ".4g"),
                       _with_interval(r, "model_share", ".1%"))
@@ -77,7 +67,7 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
         for c in r.clusters:
             shown = "; ".join(f"{s.prompt} -> {s.output if s.output is not None else f'row {s.index}'}"
                               for s in c.top_samples[:3])
-            clusters.add_row(str(c.rank), f"{c.share:.1%}", shown)
+            clusters.add_row(str(c.rank), f"{c.share:.1%}", escape(shown))
         console.print(clusters)
 
 
@@ -119,11 +109,11 @@ def diversity(
     shared_frequencies: bool = typer.Option(False, "--shared-frequencies/--separate-frequencies",
                                             help="One set of RFF frequencies and one bandwidth for prompts "
                                                  "and outputs (same embedding space, e.g. CLIP)."),
-    gamma: str = typer.Option("auto", "--gamma",
+    gamma_estimator: str = typer.Option("auto", "--gamma",
                               help="How Gamma* (prompt -> output) is estimated: in-sample (the paper), "
                                    "cross-fit (out of fold: honest with one output per prompt), or auto "
                                    "(cross-fit when rank(C_TT) >= n/2)."),
-    folds: str = typer.Option("5", "--folds", help="Folds of the cross-fitted Gamma* (prompts per fold)."),
+    n_folds: str = typer.Option("5", "--folds", help="Folds of the cross-fitted Gamma* (prompts per fold)."),
     ridge: str = typer.Option("cv", "--ridge", help="Ridge of the cross-fitted Gamma*: 'cv' (chosen by "
                                                     "cross-validation) or a number >= 0."),
     bootstrap: str = typer.Option("auto", "--bootstrap",
@@ -136,7 +126,7 @@ def diversity(
     clusters: str = typer.Option("5", help="Model-driven clusters reported (eigenvectors of Lambda_I)."),
     top_k: str = typer.Option("10", help="Samples listed per cluster."),
     seed: str = typer.Option("0", help="Seed of every random draw (recorded in result.json)."),
-    chunk_size: str = typer.Option("2048", help="Rows per streaming step."),
+    chunk_size: str = typer.Option("8192", help="Rows per streaming step."),
     partition_rows: str = typer.Option("262144", help="Rows per cluster task (rounded up to whole chunks)."),
     scheduler: str = inp.SCHEDULER, workers: int = inp.WORKERS,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
@@ -156,10 +146,10 @@ def diversity(
         n_clusters=int_option(clusters, "--clusters"), top_k=int_option(top_k, "--top-k"),
         seed=int_option(seed, "--seed"), chunk_size=int_option(chunk_size, "--chunk-size"),
         partition_rows=int_option(partition_rows, "--partition-rows"), progress=False if quiet else None,
-        gamma_estimator=gamma, n_folds=int_option(folds, "--folds"), ridge=_ridge_option(ridge),
+        gamma_estimator=gamma_estimator, n_folds=int_option(n_folds, "--folds"), ridge=_ridge_option(ridge),
         bootstrap=_bootstrap_option(bootstrap), confidence=_float_option(confidence, "--confidence"),
         precision=precision)
-    names = _unique_names(inputs)
+    names = unique_names(inputs)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
     with execution(scheduler=scheduler, workers=workers):
@@ -170,12 +160,11 @@ def diversity(
             comparison = compare(sets, estimator, names=[s.name for s in sets])
         for w in caught:
             if issubclass(w.category, PromptRankWarning):
-                err_console.print(f"[bold yellow]warning:[/] {w.message}", highlight=False, soft_wrap=True)
+                err_console.print(f"warning: {w.message}", markup=False, highlight=False, soft_wrap=True)
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     results = comparison.models
     result: ScendiResult | ScendiComparison = results[0] if len(results) == 1 else comparison
-    result.save(out)
+    written = save_outputs(result, out, report=not no_report, inputs={s.name: s for s in sets}, quiet=quiet)
     print_diversity(results, quiet=quiet, differences=comparison.differences)
-    console.print(f"results: {out / 'result.json'}")
-    emit_report(result, out, inputs={s.name: s for s in sets}, skip=no_report, quiet=quiet)
+    print_written(written)

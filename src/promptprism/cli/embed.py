@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import typer
 
-from ..data.inputs import read_input
-from ..errors import OptionError
-from ..io import atomic_save_npz
-from ..scale import open_client
+from ..data.save import save_paired
+from ..scale import execution
 from . import _inputs as inp
-from ._app import app, console, err_console
+from ._app import app, console, run_state
 
 
 @app.command("embed")
@@ -30,33 +27,19 @@ def embed(
 
     The file has the layout every method reads: prompt_embeddings, output_embeddings, prompts, outputs.
     """
-    if out.suffix.lower() != ".npz":
-        raise OptionError(f"--out {str(out)!r}: must end in .npz")
-    if out.exists() and out.is_dir():
-        raise OptionError(f"--out {str(out)!r}: is a folder; expected a .npz file name")
-    with open_client(scheduler, workers) as client:
-        loaded = read_input(input, prompts=prompts, text_model=text_model, image_model=image_model,
-                            clip_model=clip_model, cache=None if no_cache else (cache or "default"),
-                            device=device, batch_size=batch_size, progress=False if quiet else None,
-                            name=input.stem, client=client,
-                            notes=lambda msg: err_console.print(f"[yellow]note:[/] {msg}", highlight=False,
-                                                                soft_wrap=True))
+    with execution(scheduler=scheduler, workers=workers):
+        loaded = inp.read_cli_input(input, name=input.stem, prompts=prompts, text_model=text_model,
+                                    image_model=image_model, clip_model=clip_model, cache=cache,
+                                    no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
     s = loaded.paired
-    arrays = dict(prompt_embeddings=np.asarray(s.prompt_embeddings, dtype=np.float32),
-                  output_embeddings=np.asarray(s.output_embeddings, dtype=np.float32))
-    if s.prompts is not None:
-        arrays["prompts"] = np.array(s.prompts, dtype=str)
-    if s.outputs is not None:
-        arrays["outputs"] = np.array(s.outputs, dtype=str)
-    if loaded.ids is not None:
-        arrays["ids"] = np.array(loaded.ids, dtype=str)
-    for side, identity in loaded.encoders.items():
-        arrays[f"{side}_encoder"] = np.array(identity)
-    atomic_save_npz(out, **arrays)
+    save_paired(out, s, ids=loaded.ids, encoders=loaded.encoders)
+    hits = sum(st["hits"] for st in loaded.stats.values())
+    unique = sum(st["unique"] for st in loaded.stats.values())
+    run_state().summary = {"n": len(s), "dim_prompt": s.dim_prompt, "dim_output": s.dim_output,
+                           "encoders": dict(loaded.encoders), "cache_hits": hits, "unique_items": unique,
+                           "files": {"npz": str(out)}}
     if not quiet:
-        hits = sum(st["hits"] for st in loaded.stats.values())
-        unique = sum(st["unique"] for st in loaded.stats.values())
         enc = ", ".join(f"{k}s: {v}" for k, v in loaded.encoders.items()) or "none (already embeddings)"
         console.print(f"{len(s)} pairs, prompts {s.dim_prompt}-d, outputs {s.dim_output}-d; encoders: {enc}; "
-                      f"cache hits {hits}/{unique} unique items")
-        console.print(f"wrote {out}")
+                      f"cache hits {hits}/{unique} unique items", markup=False)
+        console.print(f"wrote {out}", markup=False, soft_wrap=True)

@@ -14,29 +14,13 @@ from ..methods.regions import RegionCMS, RegionsResult
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console
-from .report import NO_REPORT, emit_report
+from ._options import parse_int, unique_names
+from ._output import print_written, save_outputs
+from .report import NO_REPORT
 
 
 def _int_or_none(value: str, name: str, *, allow: tuple[str, ...] = ("none",)) -> int | str | None:
-    v = value.strip().lower()
-    if v in allow:
-        return None if v == "none" else v
-    try:
-        return int(v)
-    except ValueError:
-        choices = f" or one of {', '.join(allow)}" if allow else ""
-        raise OptionError(f"{name} must be an integer{choices}, got {value!r}") from None
-
-
-def _unique_names(paths: list[Path]) -> list[str]:
-    names: list[str] = []
-    for p in paths:
-        base = p.stem if p.is_file() else (p.name or str(p))
-        name, k = base, 2
-        while name in names:
-            name, k = f"{base}_{k}", k + 1
-        names.append(name)
-    return names
+    return parse_int(value, name, allow=allow)
 
 
 def print_regions(result: RegionsResult, out: Path | None, *, quiet: bool = False) -> None:
@@ -185,13 +169,13 @@ def regions(
             if g.shape[3] != ch:
                 raise InputError(f"generated ({p}): images have {g.shape[3]} channel(s) but the real images "
                                  f"have {ch}; convert both to the same colour mode")
-        result = estimator.fit(real_images).compare(gen_sets, _unique_names(gen_paths), reference=ref)
+        result = estimator.fit(real_images).compare(gen_sets, unique_names(gen_paths), reference=ref)
     result = _with_inputs(result, real, gen_paths, reference)
-    if plot:
-        write_plots(result, out)
-    result.save(out)
-    print_regions(result, out, quiet=quiet)
-    emit_report(result, out, inputs={"real": real_images, "generated": gen_sets}, skip=no_report, quiet=quiet)
+    written = save_outputs(result, out, report=not no_report, quiet=quiet,
+                           inputs={"real": real_images, "generated": gen_sets},
+                           extra=(lambda folder: write_plots(result, folder)) if plot else None)
+    print_regions(result, None, quiet=quiet)
+    print_written(written)
 
 
 def _with_inputs(result: RegionsResult, real: Path, gen: list[Path], reference: Path | None) -> RegionsResult:

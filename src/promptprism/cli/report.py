@@ -1,41 +1,32 @@
-"""``promptprism report DIR``: (re)write ``DIR/report.html`` for an existing result; and the shared helper
-with which every method command writes its report next to ``result.json`` (``--no-report`` skips it)."""
+"""``promptprism report DIR``: (re)write ``DIR/report.html`` for an existing result.
+
+Method commands write their report with their result, as one transaction (:func:`._output.save_outputs`);
+``--no-report`` skips it.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
-from rich.markup import escape
 
-from ._app import app, console
+from ..errors import InputError
+from ._app import app, console, run_state
 
 NO_REPORT = typer.Option(False, "--no-report", help="Do not write report.html next to result.json.")
 
 
-def emit_report(
-    result: Any, out: Path, *, inputs: Any = None, images: Any = None, skip: bool = False, quiet: bool = False
-) -> Path | None:
-    """Write ``out/report.html`` for a command that just saved ``out/result.json``; print where it is."""
-    if skip:
-        return None
-    from ..report import write_report
-
-    if not quiet:
-        console.print("writing report.html ...", style="dim")
-    path = write_report(result, out, inputs=inputs, images=images)
-    console.print(f"report: {escape(str(path))}", soft_wrap=True)
-    return path
+MAP_POINTS = 600  # report.map.MAP_POINTS: the map's subsample (importing it here would load the report early)
 
 
 @app.command("report")
 def report(
     folder: Path = typer.Argument(..., metavar="DIR", help="A results folder holding result.json."),
     map_points: int = typer.Option(
-        2000,
+        MAP_POINTS,
         "--map-points",
-        help="PromptSplit: at most this many samples in the t-SNE map (a seeded subsample above it).",
+        min=12,
+        help="PromptSplit: at most this many samples in the t-SNE map (a seeded subsample above it; >= 12).",
     ),
 ) -> None:
     """Write DIR/report.html for the result in DIR: one self-contained page of figures and tables.
@@ -43,10 +34,27 @@ def report(
     Inputs the page needs beyond result.json (PromptSplit's embeddings and images, Regions' images, CompCon's
     image banks) are read again from the paths the result names, where they still exist.
     """
-    from ..errors import OptionError
-    from ..report.core import report_from_dir
+    from ..io import atomic_write_text, check_out_dir
+    from ..report.core import reload_inputs, render_report
+    from ..results import load_result
 
-    if map_points < 12:
-        raise OptionError(f"--map-points must be at least 12, got {map_points}")
-    path = report_from_dir(folder, map_points=map_points)
-    console.print(f"report: {escape(str(path))}", soft_wrap=True)
+    if folder.is_file() and folder.name.endswith(".json"):
+        folder = folder.parent
+    if not folder.is_dir():
+        raise InputError(f"{folder}: no such results folder")
+    try:
+        result = load_result(folder)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{folder / 'result.json'}: not a results file (not UTF-8 text: {exc.reason} at "
+                         f"byte {exc.start})") from None
+    check_out_dir(folder, names=("report.html",))
+    inputs, images, notes = reload_inputs(result, folder)
+    try:
+        page = render_report(result, inputs=inputs, images=images, base_dir=folder, notes=notes,
+                             map_points=map_points)
+    except (AttributeError, TypeError, KeyError, IndexError) as exc:  # fields of the wrong type or shape
+        raise InputError(f"{folder / 'result.json'}: not a valid {result.kind} result; its fields have the "
+                         f"wrong types ({type(exc).__name__}: {exc})") from None
+    path = atomic_write_text(folder / "report.html", page)
+    run_state().summary = {"kind": result.kind, "files": {"report.html": str(path)}}
+    console.print(f"report: {path}", markup=False, soft_wrap=True)

@@ -17,7 +17,8 @@ from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console
 from ._inputs import int_option
-from .report import NO_REPORT, emit_report
+from ._output import print_written, save_outputs
+from .report import NO_REPORT
 
 #: library parameter names -> the flags that set them (for error messages)
 FLAGS = {"permutations": "--permutations", "alpha": "--alpha", "precision": "--precision"}
@@ -42,23 +43,6 @@ def float_option(value: str, name: str) -> float:
         return float(value)
     except ValueError:
         raise OptionError(f"{name} must be a number, got {value!r}") from None
-
-
-def check_out_dir(out: Path) -> None:
-    """Fail before any work when ``--out`` cannot be a results folder (it exists and is not a folder)."""
-    for parent in (out, *out.parents):
-        if parent.exists():
-            if not parent.is_dir():
-                raise OptionError(f"--out {out}: {parent} exists and is not a folder")
-            return
-
-
-def save_result(result: PromptSplitResult, out: Path) -> None:
-    """Write ``out/result.json``; a file-system failure is a user-facing error, not a traceback."""
-    try:
-        result.save(out)
-    except OSError as exc:
-        raise OptionError(f"--out {out}: cannot write result.json ({exc.strerror or exc})") from None
 
 
 def _p_cell(mode: Any) -> str:
@@ -164,8 +148,8 @@ def split(
             partition_rows=int_option(partition_rows, "--partition-rows"),
             permutations=None if permutations.strip().lower() == "auto" else int_option(permutations,
                                                                                         "--permutations"),
-            alpha=float_option(alpha, "--alpha"), progress=False if quiet else None, precision=precision)
-    check_out_dir(out)
+            alpha=float_option(alpha, "--alpha"), progress=False if quiet else None,
+            precision=precision)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
     with execution(scheduler=scheduler, workers=workers):
@@ -174,7 +158,7 @@ def split(
         reference_set = inp.load_cli_input(reference, name="reference", client=client, **enc)
         with flag_names(FLAGS):
             result = estimator.fit(test_set, reference_set)
-    save_result(result, out)
-    print_promptsplit(result, out, quiet=quiet)
-    emit_report(result, out, inputs={"test": test_set, "reference": reference_set}, skip=no_report,
-                quiet=quiet)
+    written = save_outputs(result, out, report=not no_report, quiet=quiet,
+                           inputs={"test": test_set, "reference": reference_set})
+    print_promptsplit(result, None, quiet=quiet)
+    print_written(written)

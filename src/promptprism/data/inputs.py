@@ -128,8 +128,9 @@ def _memory_cache():
 
 def embed_manifest(manifest: Manifest, *, name: str, text_model: str = "minilm", image_model: str = "auto",
                    clip_model: str | None = None, cache: Any = "default", device: str | None = "auto",
-                   batch_size: int = 64, progress: bool = False, client: Any = None) -> LoadedInput:
-    """Embed the prompts and outputs of a validated manifest (on a dask ``client``'s workers if given)."""
+                   batch_size: int = 64, progress: bool = False) -> LoadedInput:
+    """Embed the prompts and outputs of a validated manifest (on the workers of the dask client of the
+    current :func:`~promptprism.scale.execution` block, if any)."""
     from ..embed.pipeline import EmbedStats, embed_items
     from ..embed.registry import get_encoder
 
@@ -150,7 +151,7 @@ def embed_manifest(manifest: Manifest, *, name: str, text_model: str = "minilm",
         st = EmbedStats()
         arrays[side] = embed_items(items, kind, enc, store, wheres=wheres, progress=progress, stats=st,
                                    description=f"{name}: {side}s ({kind}, {enc.identity.split('-')[0]})",
-                                   client=client, encoder_spec=spec)
+                                   encoder_spec=spec)
         encoders[side] = enc.identity
         stats[side] = vars(st)
     ids = [r.id if r.id is not None else "" for r in rows]
@@ -166,7 +167,7 @@ def read_input(path: str | os.PathLike, *, prompts: str | os.PathLike | None = N
                cache: Any = "default", device: str | None = "auto", batch_size: int = 64,
                progress: bool | None = None,
                name: str | None = None, notes: Callable[[str], None] | None = None,
-               client: Any = None, columns: dict[str, str] | None = None) -> LoadedInput:
+               columns: dict[str, str] | None = None) -> LoadedInput:
     """Like :func:`load_input`, with the row ids, the encoders used and cache statistics."""
     from .._progress import progress_enabled
 
@@ -174,7 +175,7 @@ def read_input(path: str | os.PathLike, *, prompts: str | os.PathLike | None = N
     name = name or path.stem
     show = progress_enabled(progress)
     opts = dict(text_model=text_model, image_model=image_model, clip_model=clip_model, cache=cache,
-                device=device, batch_size=batch_size, progress=show, client=client)
+                device=device, batch_size=batch_size, progress=show)
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
     suffix = path.suffix.lower()
@@ -213,17 +214,17 @@ def load_input(path: str | os.PathLike, *, prompts: str | os.PathLike | None = N
                cache: Any = "default", device: str | None = "auto", batch_size: int = 64,
                progress: bool | None = None,
                name: str | None = None, notes: Callable[[str], None] | None = None,
-               client: Any = None, columns: dict[str, str] | None = None) -> PairedSet:
+               columns: dict[str, str] | None = None) -> PairedSet:
     """Any supported input -> a :class:`PairedSet` (embedding raw generations with cached encoders).
 
     ``cache``: ``"default"`` (``$PROMPTPRISM_CACHE`` or ``~/.cache/promptprism``), a folder, an
     :class:`~promptprism.embed.EmbeddingCache`, or ``None`` (memory only, this process). ``notes`` receives
     messages about fixed-up input (default: :class:`InputNote` warnings). ``prompts``: the prompts file of an
-    image folder (default: ``prompts.jsonl|csv|parquet`` inside it). ``client``: a dask Client whose
-    workers embed the items that miss the cache (each worker loads the encoder once). ``columns``: the
-    manifest's own column names, e.g. ``{"prompt": "question", "output": "answer"}`` (see
-    :func:`~promptprism.data.read_manifest`).
+    image folder (default: ``prompts.jsonl|csv|parquet`` inside it). Inside ``with execution(client)``
+    (:func:`promptprism.scale.execution`) the cluster's workers embed the items that miss the cache (each
+    worker loads the encoder once). ``columns``: the manifest's own column names, e.g.
+    ``{"prompt": "question", "output": "answer"}`` (see :func:`~promptprism.data.read_manifest`).
     """
     return read_input(path, prompts=prompts, text_model=text_model, image_model=image_model,
                       clip_model=clip_model, cache=cache, device=device, batch_size=batch_size,
-                      progress=progress, name=name, notes=notes, client=client, columns=columns).paired
+                      progress=progress, name=name, notes=notes, columns=columns).paired

@@ -251,7 +251,7 @@ def find_prompts_file(folder: Path) -> Path | None:
     found = [folder / n for n in PROMPTS_FILE_NAMES if (folder / n).is_file()]
     if len(found) > 1:
         raise InputError(f"{folder}: holds several prompts files ({', '.join(p.name for p in found)}); "
-                         f"keep one or pass --prompts")
+                         f"keep one or pass prompts=FILE")
     return found[0] if found else None
 
 
@@ -284,7 +284,7 @@ def read_image_folder(folder: str | os.PathLike, prompts: str | os.PathLike | No
     prompts_path = Path(prompts) if prompts is not None else find_prompts_file(folder)
     if prompts_path is None:
         raise InputError(f"{folder}: an image folder needs a prompts file (id, prompt): put prompts.jsonl, "
-                         f"prompts.csv or prompts.parquet in it, or pass --prompts FILE")
+                         f"prompts.csv or prompts.parquet in it, or pass prompts=FILE")
     if not prompts_path.is_file():
         raise InputError(f"{prompts_path}: no such prompts file")
     table = read_table(prompts_path)

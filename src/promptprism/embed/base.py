@@ -53,16 +53,16 @@ def resolve_device(device: str | None) -> str:
         index = int(d[5:]) if ":" in d else 0
         if index >= n:
             why = "no CUDA device is available" if n == 0 else f"only {n} CUDA device(s) here"
-            raise OptionError(f"--device {device}: {why}; use --device cpu or auto")
+            raise OptionError(f"device {device}: {why}; use device=cpu or device=auto")
         return d
     if d in ("cpu", "mps"):
         return d
-    raise OptionError(f"--device must be auto, cpu, cuda, cuda:N or mps, got {device!r}")
+    raise OptionError(f"device must be auto, cpu, cuda, cuda:N or mps, got {device!r}")
 
 
 def check_batch_size(batch_size: Any) -> int:
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise OptionError(f"--batch-size must be a positive integer, got {batch_size!r}")
+        raise OptionError(f"batch_size must be a positive integer, got {batch_size!r}")
     return int(batch_size)
 
 

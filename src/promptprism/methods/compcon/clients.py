@@ -148,27 +148,35 @@ class ChatClient:
             "max_tokens": self.max_tokens,
         }
 
-    def payload(self, messages: list[dict]) -> dict:
+    def payload(self, messages: list[dict], params: dict | None = None) -> dict:
+        """The request body: model, messages, the client's sampling options, then ``params`` (e.g. seed)."""
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
+        body.update(params or {})
         return body
 
     # ------------------------------------------------------------------------------------------ the call
     def chat(self, messages: list[dict]) -> str:
         """Send one chat request (or read it from the cache) and return the assistant's text."""
-        body = self.payload(messages)
+        return self.complete(messages)[0]
+
+    def complete(self, messages: list[dict], params: dict | None = None) -> tuple[str, dict]:
+        """Like :meth:`chat`, with extra request fields (``seed``...); returns (text, the answer's ``usage``,
+        empty for a cache hit)."""
+        body = self.payload(messages, params)
         key = request_key(self.url, body)
         cached = self._cache_get(key)
         if cached is not None:
             self.n_cache_hits += 1
-            return cached
+            return cached, {}
         data = self._post_with_retries(body)
         text = _content(data, self.url)
         self._cache_put(key, body, text)
-        return text
+        usage = data.get("usage") if isinstance(data, dict) else None
+        return text, usage if isinstance(usage, dict) else {}
 
     def _post_with_retries(self, body: dict) -> dict:
         raw = json.dumps(body).encode("utf-8")

@@ -269,7 +269,7 @@ class CompCon:
                 f"attribute discovery: {getattr(vlm, 'model', 'the VLM')} proposed no attribute under "
                 f"'Model A contains:' for any of the {n_disc} sampled prompt(s)"
                 + (f" ({len(failures)} malformed)" if failures else "")
-                + "; nothing to verify. Try more --discovery-prompts or another VLM."
+                + "; nothing to verify. Try more n_discovery_prompts or another VLM."
             )
 
         # -- 2. CLIP verification
@@ -539,7 +539,7 @@ def _missing_message(missing: dict[str, list[str]], n: int) -> str:
         shown = "; ".join(repr(p) for p in ps[:5])
         more = f" and {len(ps) - 5} more" if len(ps) > 5 else ""
         parts.append(f"model {model} has no images for {len(ps)} of the {n} prompts: {shown}{more}")
-    return "; ".join(parts) + " (add the images, or pass --skip-missing to leave those prompts out)"
+    return "; ".join(parts) + " (add the images, or set skip_missing to leave those prompts out)"
 
 
 def _describe_source(src: Any) -> dict:
@@ -563,7 +563,7 @@ def split_mode_prompts(result: Any, mode: int) -> tuple[list[str], bool, dict]:
 
     if not isinstance(result, PromptSplitResult):
         raise InputError(
-            f"--from-split needs a PromptSplit result (kind 'promptsplit'), got kind "
+            f"seeding from a mode needs a PromptSplit result (kind 'promptsplit'), got kind "
             f"{getattr(result, 'kind', type(result).__name__)!r}"
         )
     if isinstance(mode, bool) or not isinstance(mode, (int, np.integer)) or mode == 0:

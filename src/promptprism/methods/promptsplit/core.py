@@ -55,8 +55,6 @@ def joint_gram(
         check_positive_number(sigma_output, "sigma_output")
         # one gaussian (sigma 1) on the concatenation [t / sigma_t ; z / sigma_z]: a single distance matrix
         w = np.concatenate([t / sigma_prompt, z / sigma_output], axis=1)
-        if dtype == np.float32:  # centred (distances are unchanged): less cancellation in float32
-            w -= w.mean(axis=0)
         g = squared_distances(w, dtype=dtype)
         g *= -0.5
         return np.exp(g, out=g)

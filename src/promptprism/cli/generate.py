@@ -1,0 +1,89 @@
+"""``promptprism generate``: a prompts file -> a manifest of generations (text or images), resumable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from ..errors import OptionError
+from ..generate import generate_images, generate_text
+from ._app import app, console
+from ._inputs import int_option
+
+
+@app.command("generate")
+def generate(
+    prompts: Path = typer.Argument(..., help="Prompts: .txt (one per line), .csv or .jsonl with a 'prompt' "
+                                             "column (optional 'id'; other columns are copied)."),
+    out: Path = typer.Option(..., "--out", "-o", help="The manifest to write (.jsonl). An interrupted run "
+                                                      "continues when started again with the same options."),
+    endpoint: str = typer.Option(None, "--endpoint", help="Text: an OpenAI-compatible base URL "
+                                                          "(http://127.0.0.1:8080/v1)."),
+    model: str = typer.Option(None, "--model", help="Text: the model name sent to the endpoint."),
+    system: str = typer.Option(None, "--system", help="Text: a system prompt."),
+    system_file: Path = typer.Option(None, "--system-file", help="Text: a file holding the system prompt."),
+    temperature: float = typer.Option(0.7, "--temperature", help="Text: sampling temperature."),
+    max_tokens: str = typer.Option("128", "--max-tokens", help="Text: most tokens per answer."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env",
+                                    help="Text: environment variable holding the API key (unset: none)."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Text: seconds per request."),
+    retries: str = typer.Option("3", "--retries", help="Text: extra attempts on transient failures."),
+    generator: str = typer.Option(None, "--generator", help="Images: a Python callable module:function, "
+                                                            "fn(prompt[, seed=]) -> one image."),
+    diffusers: Path = typer.Option(None, "--diffusers", help="Images: a diffusers pipeline saved in a local "
+                                                             "folder (needs diffusers)."),
+    steps: str = typer.Option("30", "--steps", help="Images: diffusers inference steps."),
+    samples: str = typer.Option("1", "--samples", help="Generations per prompt."),
+    seed: str = typer.Option("0", "--seed", help="Seed of every sample (each gets its own, derived)."),
+    concurrency: str = typer.Option("1", "--concurrency", help="Requests or calls in flight at once."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Generate outputs for every prompt and write a manifest that split/diversity/compcon read.
+
+    Text through an OpenAI-compatible chat endpoint (--endpoint, --model), or images through a Python
+    callable (--generator) or a local diffusers pipeline (--diffusers).
+    """
+    common = dict(out=out, samples=int_option(samples, "--samples"), seed=int_option(seed, "--seed"),
+                  concurrency=int_option(concurrency, "--concurrency"), progress=False if quiet else None)
+    image_mode = generator is not None or diffusers is not None
+    if image_mode and endpoint is not None:
+        raise OptionError("pass --endpoint (text) or --generator/--diffusers (images), not both")
+    try:
+        if image_mode:
+            result = generate_images(prompts, generator=generator, diffusers=diffusers,
+                                     steps=int_option(steps, "--steps"), **common)
+        else:
+            if not endpoint or not model:
+                raise OptionError("text generation needs --endpoint and --model (or pass --generator or "
+                                  "--diffusers for images)")
+            if system is not None and system_file is not None:
+                raise OptionError("pass --system or --system-file, not both")
+            if system_file is not None:
+                if not system_file.is_file():
+                    raise OptionError(f"--system-file {system_file}: no such file")
+                system = system_file.read_text(encoding="utf-8")
+            result = generate_text(prompts, base_url=endpoint, model=model, system_prompt=system,
+                                   temperature=temperature, max_tokens=int_option(max_tokens, "--max-tokens"),
+                                   api_key_env=api_key_env or None, timeout=timeout,
+                                   retries=int_option(retries, "--retries"), **common)
+    except OptionError as exc:
+        raise OptionError(_flags(str(exc))) from None
+    if not quiet:
+        speed = result.stats.get("tokens_per_second")
+        extra = f", {speed:.1f} tokens/s" if speed else ""
+        console.print(f"{result.n_rows} rows ({result.n_generated} generated, {result.n_reused} kept from an "
+                      f"earlier run) in {result.seconds:.1f} s{extra}")
+    console.print(f"manifest: {escape(str(result.manifest))}")
+
+
+_FLAGS = {"samples": "--samples", "concurrency": "--concurrency", "seed": "--seed", "out": "--out",
+          "temperature": "--temperature", "max_tokens": "--max-tokens", "generator": "--generator",
+          "diffusers": "--diffusers", "timeout": "--timeout", "retries": "--retries"}
+
+
+def _flags(message: str) -> str:
+    """The library names parameters; the CLI names its flags."""
+    head, sep, rest = message.partition(" ")
+    return f"{_FLAGS[head]}{sep}{rest}" if head in _FLAGS else message

@@ -1,0 +1,103 @@
+"""Near-singular, rank-deficient and duplicated inputs on every PromptSplit route, against brute force.
+
+Brute force: the Gram matrix from direct differences |a_i - b_j|^2 = sum_k (a_ik - b_jk)^2 (no expansion that
+could cancel), the same median bandwidths, Lambda's non-zero spectrum = eigenvalues of G D (SPEC), and
+||Lambda||_F^2 = sum_ij D_i D_j G_ij^2.
+"""
+
+import numpy as np
+import pytest
+
+from promptprism import PairedSet
+from promptprism.kernels.bandwidth import median_pairwise_distance
+from promptprism.kernels.gram import squared_distances
+from promptprism.methods.promptsplit import PromptSplit
+
+N, D = 36, 8
+
+
+def _sets(kind):
+    rng = np.random.default_rng(7)
+    if kind == "near-singular":  # every row a vector of ones plus 1e-12 noise (bandwidth ~ 4e-12)
+        rows = lambda: np.ones((N, D)) + 1e-12 * rng.standard_normal((N, D))  # noqa: E731
+    elif kind == "rank-deficient":  # rows in a 2-d subspace of R^8, far from the origin
+        basis = rng.standard_normal((2, D))
+        rows = lambda: 50.0 + rng.standard_normal((N, 2)) @ basis  # noqa: E731
+    else:  # duplicated: 12 distinct rows, each three times
+        rows = lambda: np.repeat(rng.standard_normal((N // 3, D)), 3, axis=0)  # noqa: E731
+    prompts = [f"p{i % 6}" for i in range(N)]
+    return (PairedSet(prompt_embeddings=rows(), output_embeddings=rows(), prompts=prompts),
+            PairedSet(prompt_embeddings=rows(), output_embeddings=rows(), prompts=prompts))
+
+
+def _direct(x):
+    diff = x[:, None, :] - x[None, :, :]
+    return np.einsum("ijk,ijk->ij", diff, diff)
+
+
+def _brute(a, b, kernel):
+    t = np.r_[a.prompt_embeddings, b.prompt_embeddings]
+    z = np.r_[a.output_embeddings, b.output_embeddings]
+    if kernel == "gaussian":
+        st, sz = median_pairwise_distance(t), median_pairwise_distance(z)
+        g = np.exp(-_direct(t) / (2 * st * st) - _direct(z) / (2 * sz * sz))
+    else:
+        tn = t / np.linalg.norm(t, axis=1, keepdims=True)
+        zn = z / np.linalg.norm(z, axis=1, keepdims=True)
+        g = (tn @ tn.T) * (zn @ zn.T)
+    w = np.r_[np.full(N, 1 / N), np.full(N, -1 / N)]
+    distance = float((np.outer(w, w) * g * g).sum())
+    ev = np.sort(np.linalg.eigvals(g * w[None, :]).real)[::-1]
+    return distance, ev
+
+
+@pytest.mark.parametrize("kind", ["near-singular", "rank-deficient", "duplicated"])
+def test_squared_distances_match_direct_differences(kind):
+    a, b = _sets(kind)
+    x = np.r_[a.prompt_embeddings, b.prompt_embeddings]
+    exact = _direct(x)
+    got = squared_distances(x)
+    assert (got >= 0).all()
+    np.testing.assert_allclose(got, exact, rtol=1e-9, atol=1e-12 * exact.max())
+    # the large-block route (expansion after centring) agrees too
+    import promptprism.kernels.gram as gram
+
+    old, gram.DIRECT_MAX = gram.DIRECT_MAX, 0
+    try:
+        np.testing.assert_allclose(squared_distances(x, x), exact, rtol=1e-6, atol=1e-9 * exact.max())
+    finally:
+        gram.DIRECT_MAX = old
+
+
+@pytest.mark.parametrize("kind", ["near-singular", "rank-deficient", "duplicated"])
+def test_exact_route_equals_brute_force(kind):
+    a, b = _sets(kind)
+    result = PromptSplit(method="exact", seed=0, progress=False).fit(a, b)
+    distance, ev = _brute(a, b, "gaussian")
+    assert result.distance >= 0
+    np.testing.assert_allclose(result.distance, distance, rtol=1e-4)
+    top = np.sort(np.asarray(result.eigenvalues, dtype=float))[::-1][:3]
+    np.testing.assert_allclose(top, ev[:3], rtol=1e-4, atol=1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["near-singular", "rank-deficient", "duplicated"])
+def test_rff_route_close_to_brute_force(kind):
+    """Random features: a Monte-Carlo estimate; never all zeros on near-duplicates (float32 phases)."""
+    a, b = _sets(kind)
+    result = PromptSplit(method="rff", n_features=800, seed=0, progress=False).fit(a, b)
+    distance, ev = _brute(a, b, "gaussian")
+    assert result.distance > 0
+    assert abs(result.distance - distance) <= 0.15 * distance + 1e-3
+    top = max(result.eigenvalues)
+    assert abs(top - ev[0]) <= 0.15 * ev[0] + 1e-3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["near-singular", "rank-deficient", "duplicated"])
+def test_sketch_route_close_to_brute_force(kind):
+    a, b = _sets(kind)
+    result = PromptSplit(method="sketch", kernel="cosine", n_features=800, seed=0, progress=False).fit(a, b)
+    distance, _ = _brute(a, b, "cosine")
+    assert np.isfinite(result.distance) and result.distance >= 0
+    assert abs(result.distance - distance) <= 0.2 * distance + 2e-3
