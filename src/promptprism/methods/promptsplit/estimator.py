@@ -219,9 +219,8 @@ class PromptSplit:
             "chunk_size": self.chunk_size,
             "partition_rows": self._partition_size() if on_cluster and method != "exact" else None,
             "top_k": self.top_k, "top_prompts": self.top_prompts, "rank_prompts_by": self.rank_prompts_by,
-            "solver": self.solver, "precision": precision,
-            "device": "numpy" if method == "exact" or not resolve_device(self.device)
-            else "torch:" + resolve_device(self.device),
+            "solver": self.solver, "precision": precision, "device": "numpy" if method == "exact" or not
+            resolve_device(self.device) else "torch:" + resolve_device(self.device),
             "permutations": permutations, "alpha": float(self.alpha),
             "test": test.where, "reference": reference.where,
         }
@@ -386,7 +385,6 @@ class PromptSplit:
                                              for v, p in zip(vals, p_by_mode, strict=True)]),
         }
         return record, p_values
-
 
 
 def _as_paired(obj: PairedSet | tuple, name: str) -> PairedSet:
