@@ -182,7 +182,7 @@ def test_models_on_the_same_prompts_get_paired_differences(tmp_path, capsys):
     (["--bootstrap", "x"], "--bootstrap must be an integer"),
     (["--bootstrap", "5"], "at least 20 replicates"),
     (["--confidence", "1.5", "--bootstrap", "50"], "confidence must lie strictly between 0 and 1"),
-    (["--gamma", "loo"], "--gamma must be one of"),
+    (["--gamma-estimator", "loo"], "--gamma-estimator must be one of"),
     (["--folds", "1"], "--folds must be >= 2"),
     (["--ridge", "-2"], "ridge must be 'cv' or a number >= 0"),
     (["--precision", "half"], "precision must be"),

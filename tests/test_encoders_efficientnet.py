@@ -19,6 +19,8 @@ from promptprism.embed.efficientnet import EfficientNetLite0Encoder  # noqa: E40
 from promptprism.embed.pixels import PixelEncoder  # noqa: E402
 from promptprism.errors import OptionError  # noqa: E402
 
+pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+
 CATS = {281, 282, 283, 284, 285}  # tabby, tiger cat, Persian, Siamese, Egyptian cat
 ESPRESSO = 967
 

@@ -14,6 +14,8 @@ from promptprism.embed.hf_vision import VisionEncoder  # noqa: E402
 from promptprism.embed.registry import clear_encoders  # noqa: E402
 from promptprism.errors import OptionError  # noqa: E402
 
+pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+
 
 def _processor():
     return transformers.BitImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32},

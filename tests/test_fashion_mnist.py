@@ -11,8 +11,10 @@ import pytest
 
 from promptprism.datasets import fashion_disagreement, fashion_mnist, fashion_mnist_available
 
-pytestmark = pytest.mark.skipif(not fashion_mnist_available(), reason="Debian's dataset-fashion-mnist is not "
-                                "installed (apt-get install dataset-fashion-mnist)")
+pytestmark = [pytest.mark.slow]  # run by `make test` / CI, not by -m 'not slow'
+pytestmark.append(pytest.mark.skipif(
+    not fashion_mnist_available(),
+    reason="Debian's dataset-fashion-mnist is not installed (apt-get install dataset-fashion-mnist)"))
 
 
 def test_loader_shapes_labels_and_disjoint_draws():

@@ -11,6 +11,8 @@ from promptprism import PromptSplit, PromptSplitResult, load_result
 from promptprism.cli import main
 from promptprism.datasets import colored_digits
 
+pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+
 
 @pytest.fixture(scope="module")
 def data():

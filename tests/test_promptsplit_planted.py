@@ -16,6 +16,8 @@ import pytest
 from promptprism import PromptSplit
 from promptprism.datasets import gaussian_mixture
 
+pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+
 KS = (0, 1, 2, 3)
 
 

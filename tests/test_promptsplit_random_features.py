@@ -11,6 +11,8 @@ from brute import cosine_psi, lambda_matrix, padded_sorted, small_sets
 from promptprism import PairedSet, PromptSplit
 from promptprism.kernels import ProductRandomFourierFeatures, ProductRandomProjection
 
+pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+
 SIGMAS = {"sigma_prompt": 1.5, "sigma_output": 2.0}
 
 

@@ -26,6 +26,8 @@ from promptprism.generate import generate_text, local_llm_server, server_availab
 from promptprism.generate.llm_demo import topic_summary
 from promptprism.generate.questions import ALTERED_SYSTEM_PROMPT, ALTERED_TOPIC, qa_prompts
 
+pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+
 DATA = Path(__file__).parent / "data"
 RECORDED = {s: DATA / f"smollm2_qa_{s}.jsonl" for s in ("test", "reference")}
 FRENCH = re.compile(r"\b(le|la|les|est|des|une|du|et|en|qui|pour|dans|avec|sont)\b", re.IGNORECASE)

@@ -18,6 +18,8 @@ from scipy import ndimage
 
 from promptprism import RegionCMS
 
+pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+
 skdata = pytest.importorskip("skimage.data")
 
 

@@ -29,11 +29,12 @@ from _report_data import (
 from promptprism.report import write_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow]  # run by `make test` / CI, not by -m 'not slow'
+pytestmark.append(pytest.mark.skipif(
     CHROMIUM is None,
     reason="headless Chromium is not installed (Debian: apt-get "
     "install chromium); browser checks of the reports skipped",
-)
+))
 
 #: counts, after load, the <img> elements that decoded (naturalWidth > 0) and those that did not
 PROBE = (

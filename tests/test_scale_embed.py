@@ -11,6 +11,8 @@ from promptprism.cli import main  # noqa: E402
 from promptprism.data.inputs import read_input  # noqa: E402
 from promptprism.scale import execution  # noqa: E402
 
+pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+
 
 @pytest.fixture(scope="module")
 def client(dask_client):

@@ -9,6 +9,8 @@ from promptprism import PromptSplit, load_paired  # noqa: E402
 from promptprism.datasets import gaussian_mixture  # noqa: E402
 from promptprism.scale import execution  # noqa: E402
 
+pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+
 
 @pytest.fixture(scope="module")
 def client(dask_client):

@@ -18,6 +18,8 @@ from promptprism import RegionCMS, execution  # noqa: E402
 from promptprism.cli import main  # noqa: E402
 from promptprism.data.images import ImageRows, load_images  # noqa: E402
 
+pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+
 SEED = 7
 
 

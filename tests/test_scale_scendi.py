@@ -8,6 +8,8 @@ distributed = pytest.importorskip("distributed")
 from promptprism import Scendi, execution, load_paired  # noqa: E402
 from promptprism.cli import main  # noqa: E402
 
+pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+
 
 @pytest.fixture(scope="module")
 def client(dask_client):

@@ -21,6 +21,8 @@ import pytest
 
 import promptprism as pp
 
+pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+
 ANIMALS = ("cat", "dog", "horse", "rabbit", "fox", "owl", "bear", "deer")
 GROUP = {"cat": "pet", "dog": "pet", "horse": "pet", "rabbit": "pet",
          "fox": "wild", "owl": "wild", "bear": "wild", "deer": "wild"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
@@ -29,3 +30,18 @@ def track(items: Iterable[T], *, total: int | None, description: str, enabled: b
         for item in items:
             yield item
             bar.advance(task)
+
+
+@contextlib.contextmanager
+def status(description: str, *, enabled: bool) -> Iterator[None]:
+    """A spinner with the elapsed time on stderr while one long step runs (an eigen-solve, a null)."""
+    if not enabled:
+        yield
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        bar.add_task(description, total=None)
+        yield

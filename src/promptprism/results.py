@@ -61,18 +61,22 @@ class Result:
         return summary_text(self)
 
     def to_dict(self) -> dict:
+        """The result as JSON-ready plain data, with its ``kind``."""
         return {"kind": self.kind, **to_jsonable(self)}
 
     def to_json(self, indent: int | None = 2) -> str:
+        """The result as JSON text (NaN and infinity are refused)."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     @classmethod
     def from_dict(cls: type[R], data: dict) -> R:
+        """The result from its ``to_dict`` form (the ``kind`` key is ignored)."""
         data = {k: v for k, v in data.items() if k != "kind"}
         return cls(**data)
 
     @classmethod
     def from_json(cls: type[R], text: str) -> R:
+        """The result from its JSON text (as written by ``to_json``)."""
         return cls.from_dict(json.loads(text))
 
     def save(self, out_dir: str | os.PathLike) -> Path:

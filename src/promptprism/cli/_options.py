@@ -39,11 +39,15 @@ METAVARS = {
     "--sigma-prompt": "<float|rule>", "--sigma-output": "<float|rule>", "--gamma": "<float|rule>",
     "--regions": "<int|auto>", "--block-size": "<int|none>", "--cka-block-size": "<int|auto|none>",
     "--min-region-size": "<int|auto>", "--permutations": "<int>", "--bootstrap": "<int>",
+    "--max-tokens": "<int>", "--retries": "<int>", "--steps": "<int>", "--samples": "<int>",
+    "--concurrency": "<int>", "--folds": "<int>", "--confidence": "<float>", "--alpha": "<float>",
+    "--ridge": "<float|cv>", "--questions": "<int>",
 }
 
 #: one example per command, shown at the end of its ``--help``
 EXAMPLES = {
-    "generate": "promptprism generate --help",
+    "generate": "promptprism generate questions.txt --endpoint http://127.0.0.1:8080/v1 --model smollm2 "
+                "--samples 4 --out answers.jsonl",
     "embed": "promptprism embed answers.csv --out answers.npz --columns prompt=question,output=answer",
     "split": "promptprism split model_a.csv model_b.csv --out results/split --kernel cosine",
     "diversity": "promptprism diversity model_a.npz model_b.npz --out results/diversity",

@@ -9,9 +9,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..embed.lazy import LazyClip
 from ..errors import InputError, OptionError
 from ..methods.compcon.clients import ChatClient
+from ..methods.compcon.embedding import LazyClip
 from ..methods.compcon.evaluation import evaluate_predictions
 from ..methods.compcon.generators import load_prompt_bank, resolve_source
 from ..methods.compcon.pipeline import NULL_SETS, CompCon, CompConResult, split_mode_prompts

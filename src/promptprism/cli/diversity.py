@@ -109,7 +109,7 @@ def diversity(
     shared_frequencies: bool = typer.Option(False, "--shared-frequencies/--separate-frequencies",
                                             help="One set of RFF frequencies and one bandwidth for prompts "
                                                  "and outputs (same embedding space, e.g. CLIP)."),
-    gamma_estimator: str = typer.Option("auto", "--gamma",
+    gamma_estimator: str = typer.Option("auto", "--gamma-estimator",
                               help="How Gamma* (prompt -> output) is estimated: in-sample (the paper), "
                                    "cross-fit (out of fold: honest with one output per prompt), or auto "
                                    "(cross-fit when rank(C_TT) >= n/2)."),

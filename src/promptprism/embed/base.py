@@ -29,9 +29,11 @@ class Encoder(Protocol):
     #: the modalities this encoder embeds: a subset of {"text", "image"}
     modalities: frozenset[str]
 
-    def encode_texts(self, texts: Sequence[str]) -> np.ndarray: ...
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Texts -> float32 (n, d) embeddings."""
 
-    def encode_images(self, images: Sequence[ImageLike]) -> np.ndarray: ...
+    def encode_images(self, images: Sequence[ImageLike]) -> np.ndarray:
+        """Images -> float32 (n, d) embeddings."""
 
 
 def resolve_device(device: str | None) -> str:
@@ -61,6 +63,7 @@ def resolve_device(device: str | None) -> str:
 
 
 def check_batch_size(batch_size: Any) -> int:
+    """``batch_size`` as an int; an OptionError unless it is a positive integer."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise OptionError(f"batch_size must be a positive integer, got {batch_size!r}")
     return int(batch_size)
@@ -122,12 +125,14 @@ def model_fingerprint(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
 
 
 def as_float32(x: Any) -> np.ndarray:
+    """A C-contiguous float32 numpy array from an array or a torch tensor."""
     if hasattr(x, "detach"):
         x = x.detach().to("cpu").float().numpy()
     return np.ascontiguousarray(np.asarray(x, dtype=np.float32))
 
 
 def l2_normalize(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit Euclidean norm (zero rows stay zero), float32."""
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return (x / np.maximum(norms, 1e-12)).astype(np.float32)
 

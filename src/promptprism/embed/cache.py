@@ -145,6 +145,7 @@ class DiskStore:
         self._index: dict[bytes, tuple[Path, int]] | None = None
         self._loaded: dict[Path, np.ndarray | None] = {}
         self._dims: dict[Path, int] = {}
+        self._more: dict[bytes, list[tuple[Path, int]]] = {}
         self.dim: int | None = None  #: the encoder's dimension, once known (a vector made in this run)
         self.skipped: list[str] = []  #: shards or rows not served, with the reason
 
@@ -188,7 +189,11 @@ class DiskStore:
                 continue
             self._dims[path] = int(shape[1])
             for row, k in enumerate(keys):
-                index.setdefault(k.tobytes(), (path, row))
+                kb = k.tobytes()
+                if kb in index:  # the same item in several shards: a fallback if the first is bad
+                    self._more.setdefault(kb, []).append((path, row))
+                else:
+                    index[kb] = (path, row)
         self._index = index
         return index
 
@@ -235,14 +240,15 @@ class DiskStore:
             hit = index.get(k)
             if hit is None:
                 continue
-            vec = self._vectors(hit[0])
-            if vec is None:
-                continue
-            row = vec[hit[1]]
-            if not np.isfinite(row).all():
-                bad_rows[hit[0]] = bad_rows.get(hit[0], 0) + 1
-                continue
-            out[k] = row
+            for path, i in (hit, *self._more.get(k, ())):
+                vec = self._vectors(path)
+                if vec is None:
+                    continue
+                if not np.isfinite(vec[i]).all():
+                    bad_rows[path] = bad_rows.get(path, 0) + 1
+                    continue
+                out[k] = vec[i]
+                break
         for path, n_bad in bad_rows.items():
             self._skip(f"shard {path.name} holds {n_bad} non-finite vector(s)")
         return out
@@ -257,7 +263,7 @@ class DiskStore:
         self._loaded[path] = vectors
         self._dims[path] = int(vectors.shape[1])
         for row, k in enumerate(keys):
-            index.setdefault(k, (path, row))
+            index[k] = (path, row)  # just made: preferred over an older (possibly bad) entry
         return path
 
     def append(self, keys: Sequence[bytes], vectors: np.ndarray) -> Path:

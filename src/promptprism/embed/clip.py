@@ -50,6 +50,7 @@ def _features(out) -> np.ndarray:
 
 
 class CLIPEncoder:
+    """CLIP text and image embeddings from a local transformers checkpoint, batched, L2-normalised or raw."""
     modalities = frozenset({"text", "image"})
 
     def __init__(self, name_or_path: str | Path, *, device: str = "cpu", batch_size: int = 64,
@@ -88,6 +89,7 @@ class CLIPEncoder:
         return l2_normalize(x) if self.normalize else x.astype(np.float32)
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Texts -> float32 (n, d) CLIP text features (truncated to the model's length), in batches."""
         import torch
 
         model, proc = self.load()
@@ -104,6 +106,7 @@ class CLIPEncoder:
         return self._finish(np.concatenate(parts))
 
     def encode_images(self, images: Sequence[ImageLike]) -> np.ndarray:
+        """Images -> float32 (n, d) CLIP image features, in batches."""
         import torch
 
         model, proc = self.load()

@@ -36,6 +36,7 @@ class EmbedStats:
 
 
 def item_key(item: Any, kind: str, where: str) -> bytes:
+    """The cache key of a text or an image (file, PIL image, array); an InputError if a file is unreadable."""
     if kind == "text":
         return text_key(item)
     if isinstance(item, (str, os.PathLike)):

@@ -84,9 +84,11 @@ class RandomFourierFeatures:
 
     @property
     def dim(self) -> int:
+        """The output dimension r = 2D."""
         return self.n_features
 
     def transform(self, x: np.ndarray) -> np.ndarray:
+        """phi(a) for each row of ``x``: (n, 2D) float64."""
         x = _check_input(x, self.dim_in, "RandomFourierFeatures input")
         proj = np.asarray(x, dtype=np.float64) @ self.frequencies
         return _cos_sin(proj)
@@ -132,9 +134,11 @@ class JointFeatureMap(Protocol):
 
     dim: int
 
-    def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray: ...
+    def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+        """psi(t_i, z_i) for each (prompt, output) row pair: (n, dim)."""
 
-    def describe(self) -> dict: ...
+    def describe(self) -> dict:
+        """The map's settings, as recorded in result.json."""
 
 
 @dataclass(frozen=True)
@@ -179,9 +183,11 @@ class ProductRandomFourierFeatures:
 
     @property
     def dim(self) -> int:
+        """The output dimension r = 2D."""
         return self.n_features
 
     def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+        """psi(t, z) for each (prompt, output) row pair: (n, r), in the map's precision."""
         prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
         outputs = _check_input(outputs, self.dim_output, "output embeddings")
         dtype = self._w_prompt.dtype
@@ -213,6 +219,7 @@ class ProductRandomFourierFeatures:
         return out * float(np.sqrt(1.0 / proj.shape[1]))
 
     def describe(self) -> dict:
+        """The map's settings (features, bandwidths, seed), as recorded in result.json."""
         return {"map": "product_rff", "features": self.n_features, "sigma_prompt": self.sigma_prompt,
                 "sigma_output": self.sigma_output, "seed": self.seed, "fast_trig": self.fast_trig,
                 "precision": self.precision, "centred": self.center is not None}
@@ -249,9 +256,11 @@ class ProductRandomProjection:
 
     @property
     def dim(self) -> int:
+        """The output dimension r."""
         return self.n_features
 
     def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+        """psi(t, z) for each (prompt, output) row pair: (n, r), in the map's precision."""
         prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
         outputs = _check_input(outputs, self.dim_output, "output embeddings")
         dtype = self._r_prompt.dtype
@@ -272,5 +281,6 @@ class ProductRandomProjection:
         return (t[0] @ t[2]) * (t[1] @ t[3]) * float(1.0 / np.sqrt(self.n_features))
 
     def describe(self) -> dict:
+        """The map's settings (features, seed, precision), as recorded in result.json."""
         return {"map": "product_random_projection", "features": self.n_features, "seed": self.seed,
                 "precision": self.precision}

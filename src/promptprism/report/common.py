@@ -35,6 +35,7 @@ def display_name(where: Any, default: str) -> str:
 
 
 def notes_block(notes: Iterable[str] | None) -> Html | None:
+    """The non-empty notes as a block of note boxes, or None when there are none."""
     items = [n for n in (notes or []) if n]
     return el("div", [note(n) for n in items]) if items else None
 
@@ -61,6 +62,7 @@ def _value(v: Any) -> str:
 
 
 def finish(page: Page, *, kind: str) -> str:
+    """Set the page footer (version, report kind) and return the whole page as HTML."""
     page.footer = [
         f"promptprism {__version__} · {kind} report · self-contained: figures and thumbnails are "
         "embedded in this file, nothing is loaded from elsewhere."
@@ -93,6 +95,7 @@ def thumb(visual: tuple[bytes, str, bool] | None, caption: Any, *, title: str = 
 
 
 def text_card(text: Any, caption: Any) -> Html:
+    """A card with a text snippet (at most 280 characters) and a caption below it."""
     return el(
         "div", el("div", snippet(text, 280) or "(empty output)"), el("div", caption, cls="muted"), cls="snip"
     )
@@ -124,6 +127,7 @@ def visual_of(
 
 
 def mapping(obj: Any) -> Mapping[str, Any]:
+    """``obj`` if it is a mapping, else an empty dict."""
     return obj if isinstance(obj, Mapping) else {}
 
 

@@ -13,6 +13,7 @@ from .html import Page, details, el, fmt, kv_table
 
 @renderer("*")
 def render_generic(result: Any, *, notes: list[str] | None = None, **_: Any) -> str:
+    """The fallback report page for a result kind without a dedicated page: its fields."""
     kind = getattr(result, "kind", type(result).__name__)
     page = Page(f"{kind} result", "No dedicated report page for this kind yet: the fields of result.json.")
     data = (

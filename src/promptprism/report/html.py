@@ -110,6 +110,7 @@ def el(name: str, *children: Any, **attrs: Any) -> Html:
 
 
 def data_uri(data: bytes, mime: str) -> str:
+    """``data:<mime>;base64,...``: bytes embedded in a URL."""
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
@@ -139,22 +140,27 @@ def figure(
 
 
 def note(*children: Any) -> Html:
+    """A highlighted note box."""
     return el("div", *children, cls="note")
 
 
 def p(*children: Any, cls: str | None = None) -> Html:
+    """A paragraph, with an optional CSS class."""
     return el("p", *children, cls=cls)
 
 
 def link(text: Any, anchor: str) -> Html:
+    """A link to an anchor on the same page."""
     return el("a", text, href=f"#{anchor}")
 
 
 def stat(value: Any, label: Any) -> Html:
+    """One headline card: a value above its label."""
     return el("div", el("div", value, cls="v"), el("div", label, cls="k"), cls="stat")
 
 
 def cards(items: Iterable[tuple[Any, Any]]) -> Html:
+    """A row of headline cards from ``(value, label)`` pairs."""
     return el("div", [stat(v, k) for v, k in items], cls="cards")
 
 
@@ -215,6 +221,7 @@ def table(
 
 
 def kv_table(pairs: Iterable[tuple[Any, Any]]) -> Html:
+    """A two-column table of bold keys and their values."""
     return table(["", ""], [(el("b", k), v) for k, v in pairs])
 
 
@@ -225,14 +232,17 @@ def bar(fraction: float, *, neg: bool = False, width: int = 90) -> Html:
 
 
 def details(summary: Any, *children: Any, open_: bool = False) -> Html:
+    """A collapsible ``<details>`` block with a summary line (closed unless ``open_``)."""
     return el("details", el("summary", summary), *children, open=open_)
 
 
 def section(title: str, *children: Any, anchor: str) -> Html:
+    """A ``<section>`` with a heading, its id set to ``anchor``."""
     return el("section", el("h2", title), *children, id=anchor)
 
 
 def snippet(text: Any, limit: int = 220) -> str:
+    """``text`` with whitespace collapsed, cut to ``limit`` characters (ending in …)."""
     s = "" if text is None else " ".join(str(text).split())
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
@@ -247,10 +257,12 @@ class Page:
         self.footer: list[Any] = []
 
     def add(self, title: str, *children: Any, anchor: str | None = None) -> None:
+        """Append a section; its anchor defaults to a slug of the title."""
         anchor = anchor or re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or f"s{len(self.sections)}"
         self.sections.append((title, anchor, section(title, *children, anchor=anchor)))
 
     def render(self) -> str:
+        """The whole page as one self-contained HTML document."""
         nav = el("nav", [link(t, a) for t, a, _ in self.sections]) if len(self.sections) > 1 else None
         head = el(
             "header",

@@ -29,6 +29,7 @@ def _p(mode: Any) -> float | None:
 
 
 def is_significant(mode: Any, alpha: float | None) -> bool | None:
+    """Whether a mode is significant: its own flag, else p <= alpha; None when neither is known."""
     sig = getattr(mode, "significant", None)
     if sig is not None:
         return bool(sig)
@@ -37,6 +38,7 @@ def is_significant(mode: Any, alpha: float | None) -> bool | None:
 
 
 def sig_tag(mode: Any, alpha: float | None) -> Any:
+    """A 'significant' / 'not significant' tag with the p-value, or None if unknown."""
     flag = is_significant(mode, alpha)
     pv = _p(mode)
     if flag is None:
@@ -83,6 +85,7 @@ def modes_card(result: Any) -> tuple[str, str]:
 
 
 def significance_block(result: Any) -> Any:
+    """The permutation test's settings and outcome as a table, or a note that no test was run."""
     sig = significance_of(result)
     if not sig:
         return p(
@@ -138,6 +141,7 @@ def _main_mode(result: Any, alpha: float | None) -> dict[str, tuple[Any, float, 
 
 
 def ranking_basis(result: Any) -> str:
+    """Which modes the prompt ranking was computed from, in words."""
     basis = getattr(result, "ranking_basis", None)
     if basis:
         return str(basis)
@@ -145,6 +149,7 @@ def ranking_basis(result: Any) -> str:
 
 
 def ranking_block(result: Any, names: dict[str, str], alpha: float | None) -> Any:
+    """The top-10 prompt ranking table (share of Σλ², characteristic mode), or why there is none."""
     basis = ranking_basis(result)
     ranking = list(result.prompt_ranking or [])
     if basis.startswith("none") or (significance_of(result) and not ranking):
@@ -202,6 +207,7 @@ def ranking_block(result: Any, names: dict[str, str], alpha: float | None) -> An
 
 
 def null_and_flags(result: Any, alpha: float | None) -> tuple[dict | None, dict | None]:
+    """The permutation null of the top eigenvalue and each side's per-mode significance flags (or Nones)."""
     sig = significance_of(result)
     null = sig.get("null_top") if isinstance(sig.get("null_top"), dict) else None
     if not sig:
@@ -213,6 +219,7 @@ def null_and_flags(result: Any, alpha: float | None) -> tuple[dict | None, dict 
 
 
 def scan_block(result: Any) -> Any:
+    """The bandwidth-scan notes (chosen σ per kind), or None without a scan."""
     scan = getattr(result, "bandwidth_scan", None)
     if not isinstance(scan, dict) or not scan:
         return None

@@ -14,6 +14,7 @@ SUMMARIES: dict = {}
 
 
 def summary(kind: str):
+    """Decorator: register a function as the notebook summary of a result ``kind``."""
     def register(fn):
         SUMMARIES[kind] = fn
         return fn
@@ -22,6 +23,7 @@ def summary(kind: str):
 
 
 def summary_html(result: Any) -> str:
+    """The compact HTML summary table of a result (``Result._repr_html_``)."""
     kind = getattr(result, "kind", type(result).__name__)
     fn = SUMMARIES.get(kind, _generic)
     title, rows, extra = fn(result)

@@ -37,14 +37,17 @@ def merge_copy(a: Any, b: Any) -> Any:
 
 
 class Runner(Protocol):
+    """How a method runs its per-partition tasks: map, then merge the parts."""
     def map_reduce(self, func: Callable[..., Any], tasks: Sequence[tuple], *, description: str = "",
-                   progress: bool = False) -> Any: ...
+                   progress: bool = False) -> Any:
+        """``func(*args)`` for every task, the returned parts combined with ``part.merge(other)``."""
 
 
 class LocalRunner:
     """Run the tasks one after the other in this process and merge in order."""
 
     def map_reduce(self, func, tasks, *, description="", progress=False):
+        """Run ``func(*args)`` for each task in turn and merge the parts in task order."""
         from .._progress import track
 
         result = None
@@ -61,6 +64,7 @@ class DaskRunner:
         self.client = client
 
     def map_reduce(self, func, tasks, *, description="", progress=False):
+        """Run ``func(*args)`` per task on the cluster, merge the parts pairwise there; the merged part."""
         from distributed import as_completed
 
         from .._progress import track
@@ -93,7 +97,7 @@ def open_client(scheduler: str | None = None, workers: int | None = None) -> Ite
         from distributed import Client, LocalCluster
     except ImportError:  # pragma: no cover - depends on the environment
         raise OptionError("running on a cluster needs dask.distributed: "
-                          "pip install 'promptprism[dask]'") from None
+                          "pip install 'dask[distributed]'") from None
     if scheduler:
         try:
             client = Client(scheduler, timeout="10s")

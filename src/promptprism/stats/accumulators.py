@@ -37,6 +37,7 @@ class CovarianceAccumulator:
             self.sum_upper = np.zeros((self.dim, self.dim), dtype=np.float64, order="F")
 
     def update(self, features: np.ndarray) -> CovarianceAccumulator:
+        """Add sum_i f_i f_i^T over the rows of ``features`` (n, dim)."""
         f = np.asarray(features)
         if f.ndim != 2 or f.shape[1] != self.dim:
             raise InputError(f"CovarianceAccumulator.update: expected shape (n, {self.dim}), got {f.shape}")
@@ -59,6 +60,7 @@ class CovarianceAccumulator:
         return full
 
     def merge(self, other: CovarianceAccumulator) -> CovarianceAccumulator:
+        """Add another accumulator's sum and count to this one."""
         if other.dim != self.dim:
             raise InputError(f"cannot merge accumulators of dimension {self.dim} and {other.dim}")
         self.sum_upper += other.sum_upper
@@ -74,6 +76,7 @@ class CovarianceAccumulator:
         return c
 
     def reset(self) -> None:
+        """Zero the sum and the count, keeping the buffer."""
         self.sum_upper[...] = 0.0
         self.count = 0
 
@@ -94,6 +97,7 @@ class GroupSumAccumulator:
             self.counts = np.zeros(self.n_groups, dtype=np.int64)
 
     def update(self, labels: np.ndarray, values: np.ndarray) -> GroupSumAccumulator:
+        """Add each row of ``values`` to the sum of its group label."""
         labels = np.asarray(labels, dtype=np.int64)
         values = np.asarray(values, dtype=np.float64)
         if values.ndim == 1 and self.dim == 1:
@@ -109,6 +113,7 @@ class GroupSumAccumulator:
         return self
 
     def merge(self, other: GroupSumAccumulator) -> GroupSumAccumulator:
+        """Add another accumulator's group sums and counts to this one."""
         if (other.n_groups, other.dim) != (self.n_groups, self.dim):
             raise InputError(f"cannot merge group sums of shape ({self.n_groups}, {self.dim}) and "
                              f"({other.n_groups}, {other.dim})")
@@ -139,6 +144,7 @@ class TopKAccumulator:
             self.scores = np.empty((0, self.n_columns), dtype=np.float64)
 
     def update(self, ids: np.ndarray, scores: np.ndarray) -> TopKAccumulator:
+        """Keep the best ``k`` per column among the kept rows and these."""
         ids = np.asarray(ids, dtype=np.int64)
         scores = np.asarray(scores, dtype=np.float64)
         if scores.ndim == 1 and self.n_columns == 1:
@@ -153,6 +159,7 @@ class TopKAccumulator:
         return self
 
     def merge(self, other: TopKAccumulator) -> TopKAccumulator:
+        """Keep the best ``k`` per column of both accumulators' rows."""
         if other.n_columns != self.n_columns:
             raise InputError(f"cannot merge top-k accumulators of {self.n_columns} and {other.n_columns} "
                              "columns")
@@ -187,6 +194,7 @@ class SumsAccumulator:
     log_sums: dict = field(default_factory=dict)
 
     def update(self, sums: dict | None = None, log_sums: dict | None = None) -> SumsAccumulator:
+        """Add ``sums`` and log-add ``log_sums`` into the running values."""
         for k, v in (sums or {}).items():
             v = np.asarray(v, dtype=np.float64)
             self.sums[k] = self.sums[k] + v if k in self.sums else v.copy()
@@ -196,6 +204,7 @@ class SumsAccumulator:
         return self
 
     def merge(self, other: SumsAccumulator) -> SumsAccumulator:
+        """Add another accumulator's sums (log-add its log-sums)."""
         return self.update(other.sums, other.log_sums)
 
     def compute(self) -> tuple[dict, dict]:
@@ -212,6 +221,7 @@ class MinMaxAccumulator:
     count: int = 0
 
     def update(self, rows: np.ndarray) -> MinMaxAccumulator:
+        """Fold the rows' element-wise minimum and maximum in."""
         rows = np.asarray(rows, dtype=np.float64)
         if rows.shape[0]:
             lo, hi = rows.min(axis=0), rows.max(axis=0)
@@ -221,6 +231,7 @@ class MinMaxAccumulator:
         return self
 
     def merge(self, other: MinMaxAccumulator) -> MinMaxAccumulator:
+        """Combine with another accumulator's minimum and maximum."""
         if other.count:
             self.lo = other.lo.copy() if self.lo is None else np.minimum(self.lo, other.lo)
             self.hi = other.hi.copy() if self.hi is None else np.maximum(self.hi, other.hi)

@@ -53,7 +53,8 @@ class ChatModel(Protocol):
 
     model: str
 
-    def chat(self, messages: list[dict]) -> str: ...
+    def chat(self, messages: list[dict]) -> str:
+        """The model's reply text to a list of chat messages."""
 
 
 def png_data_url(image: Any) -> str:
@@ -134,6 +135,7 @@ class ChatClient:
 
     @property
     def url(self) -> str:
+        """The endpoint's ``/chat/completions`` URL."""
         return f"{self.base_url}/chat/completions"
 
     def describe(self) -> dict:

@@ -9,6 +9,7 @@ normalised) projected features. The verification maths (:mod:`.verify`) only eve
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -19,9 +20,11 @@ from ...errors import InputError, OptionError
 class ClipEmbedder(Protocol):
     """Images and texts -> arrays in one space."""
 
-    def embed_images(self, images: Sequence[Any]) -> np.ndarray: ...
+    def embed_images(self, images: Sequence[Any]) -> np.ndarray:
+        """Images -> (n, d) embeddings."""
 
-    def embed_texts(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Texts -> (n, d) embeddings in the images' space."""
 
 
 class TransformersClip:
@@ -51,3 +54,35 @@ class TransformersClip:
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         """(n, projection_dim) text features."""
         return self.encoder.encode_texts(list(texts))
+
+
+class LazyClip:
+    """A CLIP embedder (``embed_images``/``embed_texts``) loaded on first use.
+
+    ``spec``: a local CLIP folder or a hub name already in the local cache (loaded with
+    :class:`TransformersClip`), or ``module:factory`` naming a class or
+    object with ``embed_images``/``embed_texts``.
+    """
+
+    def __init__(self, spec: str) -> None:
+        self.name = spec
+        self._model: Any = None
+
+    def _get(self) -> Any:
+        if self._model is None:
+            if ":" in self.name and not Path(self.name).exists():
+                from .generators import import_object
+
+                obj = import_object(self.name, what="CLIP embedder")
+                self._model = obj() if isinstance(obj, type) or not hasattr(obj, "embed_images") else obj
+            else:
+                self._model = TransformersClip(self.name)
+        return self._model
+
+    def embed_images(self, images: Any) -> Any:
+        """Image embeddings (n x d), loading the model first if needed."""
+        return self._get().embed_images(images)
+
+    def embed_texts(self, texts: Any) -> Any:
+        """Text embeddings (n x d), loading the model first if needed."""
+        return self._get().embed_texts(texts)

@@ -48,7 +48,7 @@ def pil() -> Any:
     try:
         import PIL.Image
     except ImportError:
-        raise InputError("CompCon needs Pillow for images: pip install 'promptprism[compcon]'") from None
+        raise InputError("CompCon needs Pillow for images: pip install pillow") from None
     return PIL
 
 

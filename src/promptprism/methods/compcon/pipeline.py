@@ -18,76 +18,65 @@ attributes are ranked on them, and they are the diverging set the descriptions s
 
 Every random draw comes from one ``numpy.random.Generator(seed)`` in a fixed order and what it drew is
 written into the result.
+
+This module holds the estimator and steps 1-2; the description step (3) is :mod:`.describe`, the result and
+its records :mod:`.result`, the PromptSplit seeding :mod:`.seeding` (all re-exported here).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..._progress import progress_enabled, track
 from ..._validation import check_positive_number, check_seed
-from ..._version import __version__
 from ...errors import InputError, OptionError, PromptPrismError
-from ...results import Result
 from . import verify
 from .clients import ChatModel, MalformedAnswerError, ask, user_message
+from .describe import describe_attribute, description_round, sample_prompts
 from .embedding import ClipEmbedder
 from .generators import ImageSource, image_grid, load_image, missing_images
-from .parsing import parse_attributes, parse_description, parse_prompt_list
+from .parsing import parse_attributes
+from .result import CompConResult, calibration_record, models_record
+from .seeding import split_mode_prompts
 from .templates import load_templates, render
+
+__all__ = [
+    "EMBED_CHUNK",
+    "NULL_SETS",
+    "CompCon",
+    "CompConResult",
+    "EmptyAttributesError",
+    "calibration_record",
+    "describe_attribute",
+    "description_round",
+    "models_record",
+    "sample_prompts",
+    "split_mode_prompts",
+]
 
 NULL_SETS = ("reference", "pooled")
 EMBED_CHUNK = 64  #: images loaded and embedded at a time
+#: the integer options counted from 1, in the order ``result.json`` records them (checked, then recorded)
+_COUNT_OPTIONS = (
+    "n_discovery_prompts",
+    "images_per_prompt",
+    "n_attributes",
+    "batch_size",
+    "n_generated",
+    "iterations",
+    "early_stop_iterations",
+)
 
 
 class EmptyAttributesError(PromptPrismError):
     """The VLM proposed no attribute at all."""
 
 
-# ----------------------------------------------------------------------------------------------- results
-@dataclass(frozen=True)
-class CompConResult(Result):
-    """What :meth:`CompCon.fit` returns; ``save(dir)`` writes ``dir/result.json``.
-
-    ``attributes``: ranked, each ``{attribute, rank, score (fraction of evaluated prompts diverging),
-    n_diverging, n_prompts, diverging_prompts, threshold, mean_fraction_a, mean_fraction_b, proposed_for}``.
-    ``descriptions``: per described attribute ``{attribute, diverging_set, non_diverging_set, iterations: [
-    {iteration, description, key_concepts, score, generated_prompts, diverging, sampled_diverging,
-    sampled_non_diverging, error}], best, n_iterations, stopped_early, stop_reason, scored}``.
-    """
-
-    kind = "compcon"
-
-    attributes: list[dict]
-    descriptions: list[dict]
-    discovery: list[dict]  #: per sampled prompt: the attributes the VLM proposed (or the error)
-    calibration: dict  #: the threshold rule and its parameters
-    models: dict  #: model A, model B, the LLM, the VLM, CLIP
-    n_prompts: int  #: bank prompts evaluated (images from both models)
-    seed: int
-    config: dict
-    skipped_prompts: dict = field(default_factory=dict)  #: model -> prompts without images (skipped)
-    failures: list[dict] = field(default_factory=list)  #: malformed answers that were given up on
-    seeded_from: dict | None = None  #: the PromptSplit mode the run started from
-    timings: dict = field(default_factory=dict)
-    version: str = __version__
-
-    @property
-    def best_attribute(self) -> dict | None:
-        """The top-ranked attribute (None when none was found)."""
-        return self.attributes[0] if self.attributes else None
-
-    def best_descriptions(self) -> list[dict]:
-        """The best iteration of each described attribute (``None`` entries left out)."""
-        return [d["best"] for d in self.descriptions if d.get("best")]
-
-
-# ------------------------------------------------------------------------------------------- estimator
 @dataclass
 class CompCon:
     """CompCon: configure here, then ``fit(model_a, model_b, prompts)`` -> :class:`CompConResult`.
@@ -117,16 +106,7 @@ class CompCon:
     progress: bool | None = False
 
     def __post_init__(self) -> None:
-        for name in (
-            "n_discovery_prompts",
-            "images_per_prompt",
-            "n_attributes",
-            "batch_size",
-            "n_generated",
-            "iterations",
-            "early_stop_iterations",
-            "grid_cell",
-        ):
+        for name in (*_COUNT_OPTIONS, "grid_cell"):
             check_positive_number(getattr(self, name), name, integer=True)
         check_positive_number(self.reasks, "reasks", integer=True, allow_zero=True)
         check_seed(self.seed)
@@ -143,13 +123,7 @@ class CompCon:
     def config(self) -> dict:
         """Every option of the run, as recorded in ``result.json``."""
         keys = (
-            "n_discovery_prompts",
-            "images_per_prompt",
-            "n_attributes",
-            "batch_size",
-            "n_generated",
-            "iterations",
-            "early_stop_iterations",
+            *_COUNT_OPTIONS,
             "early_stop_score",
             "quantile",
             "null",
@@ -174,13 +148,23 @@ class CompCon:
     ) -> CompConResult:
         """Find the attributes model A shows and model B doesn't, and describe the prompts that trigger them.
 
+        Runs the CompCon loop of paper section 3 (supplement C): (1) attribute discovery, the VLM shown a grid
+        of A's over B's images for each of ``n_discovery_prompts`` sampled prompts (C.1); (2) CLIP
+        verification with a per-attribute threshold calibrated on the null set, attributes ranked by their
+        number of diverging prompts (:mod:`.verify`); (3) for the top ``n_attributes``, descriptions by the
+        LLM iterated with the sampling of C.2 and the early stopping of C.3, scored on newly generated
+        prompts when both sources can render them (:mod:`.describe`).
+
         ``model_a`` / ``model_b``: image sources (an :class:`ImageBank` or a :class:`CallableGenerator`);
         ``prompts``: the prompt bank; ``seed_prompts``: prompts to start from instead of sampling (a
-        PromptSplit mode's prompts); ``skip_missing``: leave out prompts without images for a model (else an
-        :class:`InputError` lists them); ``seeded_from``: recorded in the result. Steps (paper section 3 and
-        supplement C): attribute discovery by the VLM on sampled prompts, CLIP verification with a
-        per-attribute threshold, then iterated descriptions scored on newly generated prompts (only with a
-        callable source), with early stopping. Returns a :class:`CompConResult`.
+        PromptSplit mode's prompts, see :func:`split_mode_prompts`); ``skip_missing``: leave out prompts
+        without images for a model (else an :class:`InputError` lists them); ``seeded_from``: recorded in the
+        result.
+
+        Returns a :class:`CompConResult`: the ranked attributes, the descriptions with every iteration, the
+        discovery answers, the calibration, the models, the config, the seed, failures and timings. Raises
+        :class:`EmptyAttributesError` when the VLM proposes no attribute, :class:`MalformedAnswerError` when
+        every discovery answer was malformed.
         """
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
@@ -318,34 +302,34 @@ class CompCon:
             else:
                 d_set = [bank[i] for i in range(len(bank)) if div[i, k]]
             n_set = [p for p in bank if p not in set(d_set)]
-            entry = self._describe(
-                attr, d_set, n_set, text_emb[k], thresholds[k], model_a, model_b, rng, scored, failures, show
+            entry = describe_attribute(
+                self,
+                attr,
+                d_set=d_set,
+                n_set=n_set,
+                text_vec=text_emb[k],
+                tau=thresholds[k],
+                model_a=model_a,
+                model_b=model_b,
+                rng=rng,
+                scored=scored,
+                failures=failures,
+                show=show,
             )
             descriptions.append(entry)
         timings["descriptions"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - t0
 
-        models = {
-            "A": _describe_source(model_a),
-            "B": _describe_source(model_b),
-            "llm": _describe_client(self.llm),
-            "vlm": _describe_client(vlm),
-            "clip": getattr(self.embedder, "name", type(self.embedder).__name__),
-        }
-        calibration = {
-            "rule": "quantile of the null set",
-            "quantile": self.quantile,
-            "null": "images of model B" if self.null == "reference" else "images of A and B",
-            "min_fraction": self.min_fraction,
-            "has_attribute": "cos(image, attribute) > threshold",
-            "diverging": "fraction_A >= min_fraction and fraction_B < min_fraction",
-        }
         return CompConResult(
             attributes=attributes,
             descriptions=descriptions,
             discovery=discovery,
-            calibration=calibration,
-            models=models,
+            calibration=calibration_record(
+                quantile=self.quantile, null=self.null, min_fraction=self.min_fraction
+            ),
+            models=models_record(
+                model_a=model_a, model_b=model_b, llm=self.llm, vlm=vlm, embedder=self.embedder
+            ),
             n_prompts=len(bank),
             seed=self.seed,
             config=self.config(),
@@ -371,159 +355,6 @@ class CompCon:
             )
         return emb, groups
 
-    def _sample(self, rng: np.random.Generator, previous: list[str], pool: list[str]) -> list[str]:
-        """C.2: up to B prompts from the previous iteration (random order when more), then random prompts
-        from the bank pool to fill up to B."""
-        b = self.batch_size
-        prev = list(dict.fromkeys(previous))
-        if len(prev) > b:
-            prev = [prev[i] for i in sorted(rng.choice(len(prev), size=b, replace=False))]
-        rest = [p for p in pool if p not in set(prev)]
-        n_fill = min(b - len(prev), len(rest))
-        fill = [rest[i] for i in sorted(rng.choice(len(rest), size=n_fill, replace=False))] if n_fill else []
-        return prev + fill
-
-    def _describe(
-        self, attr, d_set, n_set, text_vec, tau, model_a, model_b, rng, scored, failures, show
-    ) -> dict:
-        entry: dict[str, Any] = {
-            "attribute": attr,
-            "diverging_set": d_set,
-            "non_diverging_set_size": len(n_set),
-            "iterations": [],
-            "best": None,
-            "n_iterations": 0,
-            "stopped_early": False,
-            "stop_reason": "",
-            "scored": scored,
-        }
-        if not d_set:
-            entry["stop_reason"] = "no diverging prompts to describe"
-            return entry
-        prev_div: list[str] = []
-        prev_non: list[str] = []
-        best_score = -1.0
-        n_iter = self.iterations if scored else 1
-        for it in track(range(n_iter), total=n_iter, description=f"describing {attr!r}", enabled=show):
-            sampled_d = self._sample(rng, prev_div, d_set)
-            sampled_n = self._sample(rng, prev_non, n_set)
-            record: dict[str, Any] = {
-                "iteration": it,
-                "sampled_diverging": sampled_d,
-                "sampled_non_diverging": sampled_n,
-                "description": None,
-                "key_concepts": [],
-                "generated_prompts": [],
-                "diverging": [],
-                "score": None,
-                "error": None,
-            }
-            try:
-                record.update(
-                    self._iterate(attr, sampled_d, sampled_n, text_vec, tau, model_a, model_b, scored)
-                )
-            except MalformedAnswerError as exc:
-                record["error"] = str(exc)
-                failures.append(
-                    {
-                        "stage": "description",
-                        "attribute": attr,
-                        "iteration": it,
-                        "error": str(exc),
-                        "answers": exc.answers,
-                    }
-                )
-            entry["iterations"].append(record)
-            entry["n_iterations"] = it + 1
-            prev_div = [p for p, d in zip(record["generated_prompts"], record["diverging"], strict=True) if d]
-            prev_non = [
-                p for p, d in zip(record["generated_prompts"], record["diverging"], strict=True) if not d
-            ]
-            if record["score"] is not None and record["score"] > best_score:
-                best_score = record["score"]
-                entry["best"] = {k: record[k] for k in ("iteration", "description", "key_concepts", "score")}
-            if not scored:
-                entry["stop_reason"] = (
-                    "model A or B is a fixed image bank: the generated prompts cannot be "
-                    "rendered, so descriptions are not scored and not iterated"
-                )
-                if record["description"] is not None:
-                    entry["best"] = {
-                        k: record[k] for k in ("iteration", "description", "key_concepts", "score")
-                    }
-                break
-            if it + 1 >= self.early_stop_iterations and best_score <= self.early_stop_score:
-                if it + 1 < n_iter:
-                    entry["stopped_early"] = True
-                entry["stop_reason"] = (
-                    f"early stop: best score {max(best_score, 0.0):.3f} <= "
-                    f"{self.early_stop_score:g} after {it + 1} iterations"
-                )
-                break
-        else:
-            entry["stop_reason"] = f"ran all {n_iter} iterations"
-        return entry
-
-    def _iterate(self, attr, sampled_d, sampled_n, text_vec, tau, model_a, model_b, scored) -> dict:
-        text = render(
-            self.templates["description"],
-            attribute=attr,
-            diverging_prompts="\n".join(sampled_d),
-            non_diverging_prompts="\n".join(sampled_n),
-        )
-        (description, concepts), convo, _ = ask(
-            self.llm,
-            [user_message(text)],
-            parse_description,
-            what=f"description for {attr!r}",
-            reasks=self.reasks,
-        )
-        gen = render(
-            self.templates["prompt_generation"],
-            num_prompts=self.n_generated,
-            description=description,
-            attribute=attr,
-        )
-        prompts, _, _ = ask(
-            self.llm,
-            convo + [user_message(gen)],
-            parse_prompt_list,
-            what=f"prompt generation for {attr!r}",
-            reasks=self.reasks,
-        )
-        prompts = prompts[: self.n_generated]
-        out: dict[str, Any] = {
-            "description": description,
-            "key_concepts": concepts,
-            "generated_prompts": prompts,
-            "diverging": [False] * len(prompts) if not scored else [],
-        }
-        if not scored:
-            return out
-        imgs_a = [model_a.images(p) for p in prompts]
-        imgs_b = [model_b.images(p) for p in prompts]
-        keep = [i for i in range(len(prompts)) if imgs_a[i] and imgs_b[i]]
-        flags = [False] * len(prompts)
-        if keep:
-            ea, ga = self._embed_groups([imgs_a[i] for i in keep])
-            eb, gb = self._embed_groups([imgs_b[i] for i in keep])
-            t = np.asarray(text_vec).reshape(1, -1)
-            d = verify.diverging_prompts(
-                verify.similarity_matrix(ea, t),
-                ga,
-                verify.similarity_matrix(eb, t),
-                gb,
-                np.array([tau]),
-                len(keep),
-                self.min_fraction,
-            )[:, 0]
-            for j, i in enumerate(keep):
-                flags[i] = bool(d[j])
-        out["diverging"] = flags
-        out["score"] = verify.description_score(flags)
-        out["n_rendered"] = len(keep)
-        return out
-
 
 def _image_items(source: Any, prompt: str) -> list[Any]:
     """A bank's image paths (loaded when needed, so a large bank is never held in memory at once), or a
@@ -540,55 +371,3 @@ def _missing_message(missing: dict[str, list[str]], n: int) -> str:
         more = f" and {len(ps) - 5} more" if len(ps) > 5 else ""
         parts.append(f"model {model} has no images for {len(ps)} of the {n} prompts: {shown}{more}")
     return "; ".join(parts) + " (add the images, or set skip_missing to leave those prompts out)"
-
-
-def _describe_source(src: Any) -> dict:
-    return src.describe() if hasattr(src, "describe") else {"name": getattr(src, "name", type(src).__name__)}
-
-
-def _describe_client(c: Any) -> dict:
-    return c.describe() if hasattr(c, "describe") else {"model": getattr(c, "model", type(c).__name__)}
-
-
-# ------------------------------------------------------------------------------------ PromptSplit seeding
-def split_mode_prompts(result: Any, mode: int) -> tuple[list[str], bool, dict]:
-    """The prompts of a PromptSplit mode, to be described by CompCon.
-
-    ``mode`` K > 0 is the K-th positive mode (what the test model, taken as A, does more); K < 0 the |K|-th
-    negative mode (what the reference does more: A and B swap, ``swapped`` is True). Prompts are the mode's
-    ``top_prompts`` that load on it in its direction (contribution of the mode's sign), strongest first.
-    Returns (prompts, swapped, provenance for result.json).
-    """
-    from ..promptsplit import PromptSplitResult
-
-    if not isinstance(result, PromptSplitResult):
-        raise InputError(
-            f"seeding from a mode needs a PromptSplit result (kind 'promptsplit'), got kind "
-            f"{getattr(result, 'kind', type(result).__name__)!r}"
-        )
-    if isinstance(mode, bool) or not isinstance(mode, (int, np.integer)) or mode == 0:
-        raise OptionError(
-            f"mode must be a non-zero integer (K > 0: K-th positive mode, K < 0: negative), got {mode!r}"
-        )
-    side = "test" if mode > 0 else "reference"
-    modes = result.positive_modes if mode > 0 else result.negative_modes
-    rank = abs(int(mode))
-    chosen = next((m for m in modes if m.rank == rank), None)
-    if chosen is None:
-        avail = ", ".join(f"{'+' if m.side == 'test' else '-'}{m.rank}" for m in result.modes) or "none"
-        raise OptionError(
-            f"the PromptSplit result has no {'positive' if mode > 0 else 'negative'} mode {rank}; "
-            f"modes available: {avail}"
-        )
-    sign = 1.0 if side == "test" else -1.0
-    prompts = [p.prompt for p in chosen.top_prompts if sign * p.contribution > 0]
-    if not prompts:
-        raise InputError(f"PromptSplit mode {mode:+d} lists no prompt that loads on it")
-    info = {
-        "mode": int(mode),
-        "side": side,
-        "eigenvalue": chosen.eigenvalue,
-        "prompts": prompts,
-        "swapped": side == "reference",
-    }
-    return prompts, side == "reference", info

@@ -59,4 +59,5 @@ def load_templates(template_dir: str | os.PathLike | None = None) -> dict[str, s
 
 
 def render(template: str, **fields: object) -> str:
+    """The template with its ``{field}`` placeholders filled in."""
     return template.format(**fields)

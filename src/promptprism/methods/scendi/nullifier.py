@@ -28,6 +28,7 @@ from .core import PromptRankWarning, accumulate_joint, nullify, schur_split
 
 
 def chunks(n: int, size: int) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` row ranges of at most ``size`` rows covering ``n``."""
     for start in range(0, n, size):
         yield start, min(n, start + size)
 
@@ -40,6 +41,7 @@ def _subsample(x: np.ndarray, max_rows: int, seed: int) -> np.ndarray:
 
 
 def check_paired(data: Any, kernel: str, *, min_rows: int = 2) -> PairedSet:
+    """A PairedSet from ``data`` (or a tuple of arrays), checked: enough rows, no zero row for cosine."""
     if isinstance(data, tuple) and len(data) in (2, 3, 4):
         data = PairedSet(*data, name="set")
     if not isinstance(data, PairedSet):

@@ -1,0 +1,223 @@
+"""CompCon's description step (paper section 3, supplement C.1-C.3): per attribute, the LLM describes the
+prompts that trigger it and proposes new ones; the new prompts are rendered, verified with CLIP and scored.
+
+:func:`sample_prompts` is the sampling of C.2, :func:`describe_attribute` the loop over iterations with the
+early stopping of C.3, :func:`description_round` one iteration (description, prompt generation, scoring).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..._progress import track
+from . import verify
+from .clients import MalformedAnswerError, ask, user_message
+from .parsing import parse_description, parse_prompt_list
+from .templates import render
+
+if TYPE_CHECKING:
+    from .pipeline import CompCon
+
+#: the fields of an iteration kept as an attribute's best description
+BEST_KEYS = ("iteration", "description", "key_concepts", "score")
+
+
+def sample_prompts(
+    rng: np.random.Generator, previous: list[str], pool: list[str], *, batch_size: int
+) -> list[str]:
+    """C.2: up to ``batch_size`` (B) prompts from the previous iteration (random order when more), then
+    random prompts from the bank ``pool`` to fill up to B."""
+    b = batch_size
+    prev = list(dict.fromkeys(previous))
+    if len(prev) > b:
+        prev = [prev[i] for i in sorted(rng.choice(len(prev), size=b, replace=False))]
+    rest = [p for p in pool if p not in set(prev)]
+    n_fill = min(b - len(prev), len(rest))
+    fill = [rest[i] for i in sorted(rng.choice(len(rest), size=n_fill, replace=False))] if n_fill else []
+    return prev + fill
+
+
+def describe_attribute(
+    est: CompCon,
+    attr: str,
+    *,
+    d_set: list[str],
+    n_set: list[str],
+    text_vec: np.ndarray,
+    tau: float,
+    model_a: Any,
+    model_b: Any,
+    rng: np.random.Generator,
+    scored: bool,
+    failures: list[dict],
+    show: bool,
+) -> dict:
+    """Describe one attribute over iterations (C.2 sampling, C.3 early stopping) with the options of ``est``.
+
+    ``d_set`` / ``n_set``: the diverging and non-diverging prompts; ``text_vec`` / ``tau``: the attribute's
+    CLIP text embedding and threshold; ``scored``: both models can render new prompts (else one unscored
+    iteration). Malformed answers are recorded in the iteration and appended to ``failures``. Returns the
+    entry of ``CompConResult.descriptions``.
+    """
+    entry: dict[str, Any] = {
+        "attribute": attr,
+        "diverging_set": d_set,
+        "non_diverging_set_size": len(n_set),
+        "iterations": [],
+        "best": None,
+        "n_iterations": 0,
+        "stopped_early": False,
+        "stop_reason": "",
+        "scored": scored,
+    }
+    if not d_set:
+        entry["stop_reason"] = "no diverging prompts to describe"
+        return entry
+    prev_div: list[str] = []
+    prev_non: list[str] = []
+    best_score = -1.0
+    n_iter = est.iterations if scored else 1
+    for it in track(range(n_iter), total=n_iter, description=f"describing {attr!r}", enabled=show):
+        sampled_d = sample_prompts(rng, prev_div, d_set, batch_size=est.batch_size)
+        sampled_n = sample_prompts(rng, prev_non, n_set, batch_size=est.batch_size)
+        record: dict[str, Any] = {
+            "iteration": it,
+            "sampled_diverging": sampled_d,
+            "sampled_non_diverging": sampled_n,
+            "description": None,
+            "key_concepts": [],
+            "generated_prompts": [],
+            "diverging": [],
+            "score": None,
+            "error": None,
+        }
+        try:
+            record.update(
+                description_round(
+                    est,
+                    attr,
+                    sampled_d=sampled_d,
+                    sampled_n=sampled_n,
+                    text_vec=text_vec,
+                    tau=tau,
+                    model_a=model_a,
+                    model_b=model_b,
+                    scored=scored,
+                )
+            )
+        except MalformedAnswerError as exc:
+            record["error"] = str(exc)
+            failures.append(
+                {
+                    "stage": "description",
+                    "attribute": attr,
+                    "iteration": it,
+                    "error": str(exc),
+                    "answers": exc.answers,
+                }
+            )
+        entry["iterations"].append(record)
+        entry["n_iterations"] = it + 1
+        prev_div = [p for p, d in zip(record["generated_prompts"], record["diverging"], strict=True) if d]
+        prev_non = [p for p, d in zip(record["generated_prompts"], record["diverging"], strict=True) if not d]
+        if record["score"] is not None and record["score"] > best_score:
+            best_score = record["score"]
+            entry["best"] = {k: record[k] for k in BEST_KEYS}
+        if not scored:
+            entry["stop_reason"] = (
+                "model A or B is a fixed image bank: the generated prompts cannot be "
+                "rendered, so descriptions are not scored and not iterated"
+            )
+            if record["description"] is not None:
+                entry["best"] = {k: record[k] for k in BEST_KEYS}
+            break
+        if it + 1 >= est.early_stop_iterations and best_score <= est.early_stop_score:
+            if it + 1 < n_iter:
+                entry["stopped_early"] = True
+            entry["stop_reason"] = (
+                f"early stop: best score {max(best_score, 0.0):.3f} <= "
+                f"{est.early_stop_score:g} after {it + 1} iterations"
+            )
+            break
+    else:
+        entry["stop_reason"] = f"ran all {n_iter} iterations"
+    return entry
+
+
+def description_round(
+    est: CompCon,
+    attr: str,
+    *,
+    sampled_d: list[str],
+    sampled_n: list[str],
+    text_vec: np.ndarray,
+    tau: float,
+    model_a: Any,
+    model_b: Any,
+    scored: bool,
+) -> dict:
+    """One iteration (C.1): the LLM describes ``sampled_d`` against ``sampled_n`` and, in the same
+    conversation, generates ``est.n_generated`` prompts; when ``scored``, they are rendered with both models
+    and the score is the fraction diverging (:func:`.verify.description_score`). Returns the iteration's
+    ``description``, ``key_concepts``, ``generated_prompts``, ``diverging`` (and ``score``, ``n_rendered``).
+    """
+    text = render(
+        est.templates["description"],
+        attribute=attr,
+        diverging_prompts="\n".join(sampled_d),
+        non_diverging_prompts="\n".join(sampled_n),
+    )
+    (description, concepts), convo, _ = ask(
+        est.llm,
+        [user_message(text)],
+        parse_description,
+        what=f"description for {attr!r}",
+        reasks=est.reasks,
+    )
+    gen = render(
+        est.templates["prompt_generation"],
+        num_prompts=est.n_generated,
+        description=description,
+        attribute=attr,
+    )
+    prompts, _, _ = ask(
+        est.llm,
+        convo + [user_message(gen)],
+        parse_prompt_list,
+        what=f"prompt generation for {attr!r}",
+        reasks=est.reasks,
+    )
+    prompts = prompts[: est.n_generated]
+    out: dict[str, Any] = {
+        "description": description,
+        "key_concepts": concepts,
+        "generated_prompts": prompts,
+        "diverging": [False] * len(prompts) if not scored else [],
+    }
+    if not scored:
+        return out
+    imgs_a = [model_a.images(p) for p in prompts]
+    imgs_b = [model_b.images(p) for p in prompts]
+    keep = [i for i in range(len(prompts)) if imgs_a[i] and imgs_b[i]]
+    flags = [False] * len(prompts)
+    if keep:
+        ea, ga = est._embed_groups([imgs_a[i] for i in keep])
+        eb, gb = est._embed_groups([imgs_b[i] for i in keep])
+        t = np.asarray(text_vec).reshape(1, -1)
+        d = verify.diverging_prompts(
+            verify.similarity_matrix(ea, t),
+            ga,
+            verify.similarity_matrix(eb, t),
+            gb,
+            np.array([tau]),
+            len(keep),
+            est.min_fraction,
+        )[:, 0]
+        for j, i in enumerate(keep):
+            flags[i] = bool(d[j])
+    out["diverging"] = flags
+    out["score"] = verify.description_score(flags)
+    out["n_rendered"] = len(keep)
+    return out
