@@ -126,6 +126,8 @@ def main() -> int:
     ap.add_argument("--million", action="store_true", help="also run n = m = 1,000,000 memory-mapped")
     ap.add_argument("--million-n", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--precision", default="auto", choices=["auto", "float32", "float64"],
+                    help="precision of the rff fits (auto = float32)")
     ap.add_argument("--significance", action="store_true", help="only the permutation test's cost")
     ap.add_argument("--sig-exact-n", type=int, default=5000)
     ap.add_argument("--sig-rff-n", type=int, default=100_000)
@@ -150,7 +152,7 @@ def main() -> int:
             row.append("-")
         for r in args.features:
             secs, heap, _ = measure(PromptSplit(method="rff", n_features=r, n_modes=10, seed=args.seed,
-                                                permutations=0), test, ref)
+                                                permutations=0, precision=args.precision), test, ref)
             row.append(f"{secs:.2f} ({heap:.2f} GB)")
         print("| " + " | ".join(row) + " |", flush=True)
     print("(in brackets: Python heap peak during the fit)")

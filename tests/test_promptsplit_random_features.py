@@ -41,7 +41,7 @@ def _theorem1_bound(r, eta, delta=0.05):
 def test_rff_matches_lambda_r_from_its_feature_map(sets):
     test, ref = sets
     res = PromptSplit(kernel="gaussian", method="rff", n_features=60, seed=3, eta=0.8, n_modes=60,
-                      **SIGMAS).fit(test, ref)
+                      precision="float64", **SIGMAS).fit(test, ref)
     fmap = ProductRandomFourierFeatures(3, 4, 60, 1.5, 2.0, seed=3,
                                        fast_trig=True)  # as the estimator
     lam = lambda_matrix(fmap.transform(test.prompt_embeddings, test.output_embeddings),
@@ -61,7 +61,8 @@ def test_rff_matches_lambda_r_from_its_feature_map(sets):
 
 def test_sketch_matches_lambda_r_from_its_feature_map(sets):
     test, ref = sets
-    res = PromptSplit(kernel="cosine", method="sketch", n_features=45, seed=2).fit(test, ref)
+    res = PromptSplit(kernel="cosine", method="sketch", n_features=45, seed=2,
+                      precision="float64").fit(test, ref)
     fmap = ProductRandomProjection(3, 4, 45, seed=2)
     lam = lambda_matrix(fmap.transform(test.prompt_embeddings, test.output_embeddings),
                         fmap.transform(ref.prompt_embeddings, ref.output_embeddings), 1.0)
@@ -140,7 +141,8 @@ def test_sketch_converges_to_exact(sets):
 
 @pytest.mark.parametrize(("kernel", "method", "r"), [("gaussian", "rff", 120), ("cosine", "sketch", 90)])
 def test_chunk_size_does_not_change_result(sets, kernel, method, r):
-    base = PromptSplit(kernel=kernel, method=method, n_features=r, seed=4, top_k=5, n_modes=4, **SIGMAS)
+    base = PromptSplit(kernel=kernel, method=method, n_features=r, seed=4, top_k=5, n_modes=4,
+                       precision="float64", **SIGMAS)
     ref_res = base.fit(*sets)
     for chunk in (1, 7, 36, 1000):
         res = dataclasses.replace(base, chunk_size=chunk).fit(*sets)

@@ -21,7 +21,7 @@ from ._output import print_written, save_outputs
 from .report import NO_REPORT
 
 #: library parameter names -> the flags that set them (for error messages)
-FLAGS = {"permutations": "--permutations", "alpha": "--alpha"}
+FLAGS = {"permutations": "--permutations", "alpha": "--alpha", "precision": "--precision"}
 
 
 @contextlib.contextmanager
@@ -127,6 +127,8 @@ def split(
     permutations: str = typer.Option("auto", help="Label permutations of the significance test (auto: 200 "
                                                   "exact, 100 random features; 0 turns it off)."),
     alpha: str = typer.Option("0.05", help="Family-wise significance level of the test (0 < alpha < 1)."),
+    precision: str = typer.Option("auto", help="float32, float64, or auto (float32 for rff/sketch, float64 "
+                                               "exact); recorded in result.json."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
     text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
     prompts: Path = inp.PROMPTS, cache: Path = inp.CACHE, no_cache: bool = inp.NO_CACHE,
@@ -146,7 +148,8 @@ def split(
             partition_rows=int_option(partition_rows, "--partition-rows"),
             permutations=None if permutations.strip().lower() == "auto" else int_option(permutations,
                                                                                         "--permutations"),
-            alpha=float_option(alpha, "--alpha"), progress=False if quiet else None)
+            alpha=float_option(alpha, "--alpha"), progress=False if quiet else None,
+            precision=precision)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
     with execution(scheduler=scheduler, workers=workers):

@@ -8,22 +8,49 @@ Every random map is fully determined by its ``seed`` and its input dimensions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from .._validation import check_memory, check_positive_number, check_seed
 from ..errors import InputError, OptionError
 
+#: floating-point precisions of the array core: ``numpy`` dtypes by name
+PRECISIONS = {"float32": np.float32, "float64": np.float64}
 
-def cosine_features(a: np.ndarray) -> np.ndarray:
-    """phi(a) = a / |a|: the exact (finite) feature map of the cosine kernel."""
-    a = np.asarray(a, dtype=np.float64)
+
+def check_precision(precision: str, name: str = "precision") -> type:
+    """The numpy dtype named by ``precision`` ('float32' or 'float64'); OptionError otherwise."""
+    if precision not in PRECISIONS:
+        raise OptionError(f"{name} must be 'float32' or 'float64', got {precision!r}")
+    return PRECISIONS[precision]
+
+
+def cosine_features(a: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+    """phi(a) = a / |a|: the exact (finite) feature map of the cosine kernel (in ``dtype``)."""
+    a = np.asarray(a, dtype=dtype)
     norms = np.linalg.norm(a, axis=1, keepdims=True)
     if np.any(norms == 0):
         row = int(np.flatnonzero(norms[:, 0] == 0)[0])
         raise InputError(f"row {row} is all zeros: the cosine kernel is undefined for a zero vector")
     return a / norms
+
+
+#: values of the ``device`` option: 'cpu' (numpy, the reference) or torch ('torch', 'cuda', 'auto')
+DEVICES = ("cpu", "torch", "cuda", "auto")
+
+
+def resolve_device(device: str, name: str = "device") -> str | None:
+    """None for 'cpu' (numpy); else the torch device to use: 'cuda' when CUDA is present, 'cpu' otherwise."""
+    if device not in DEVICES:
+        raise OptionError(f"{name} must be one of {', '.join(DEVICES)}, got {device!r}")
+    if device == "cpu":
+        return None
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - torch is an optional dependency
+        raise OptionError(f"{name}={device!r} needs torch (pip install 'promptprism[torch]')") from exc
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _check_input(x: np.ndarray, dim: int, what: str) -> np.ndarray:
@@ -67,28 +94,28 @@ class RandomFourierFeatures:
         return _cos_sin(proj)
 
 
-#: largest absolute error (radians) of a float64 random-feature phase that is still accepted
+#: largest absolute error (radians) of a random-feature phase that is still accepted
 PHASE_TOLERANCE = 1e-3
 TWO_PI = 2.0 * np.pi
 
 
-def _cos_sin(proj: np.ndarray, fast_trig: bool = False) -> np.ndarray:
-    """sqrt(1/D) [cos(proj), sin(proj)]; ``fast_trig`` evaluates cos/sin in float32 (about 10x faster).
+def _cos_sin(proj: np.ndarray, fast_trig: bool = False, dtype: type = np.float64) -> np.ndarray:
+    """sqrt(1/D) [cos(proj), sin(proj)] in ``dtype``; ``fast_trig``: cos/sin in float32 (~10x faster).
 
-    The phases are always float64 (so results do not depend on how rows are chunked); in fast mode cos/sin are
-    evaluated in float32: errors of ~1e-7 per feature, far below the O(1/sqrt(D)) Monte-Carlo error of the
-    random features themselves. The output is float64 in both modes.
+    With float64 phases (results do not depend on how rows are chunked) and fast mode, cos/sin are evaluated
+    in float32: errors of ~1e-7 per feature, far below the O(1/sqrt(D)) Monte-Carlo error of the random
+    features themselves.
     """
     d = proj.shape[1]
-    out = np.empty((proj.shape[0], 2 * d), dtype=np.float64)
+    out = np.empty((proj.shape[0], 2 * d), dtype=dtype)
     if proj.size:
         top = float(np.abs(proj).max())
-        if not np.isfinite(top) or top * np.finfo(np.float64).eps > PHASE_TOLERANCE:
+        if not np.isfinite(top) or top * np.finfo(proj.dtype).eps > PHASE_TOLERANCE:
             raise OptionError(
                 f"sigma: the bandwidth is too small for the embeddings' magnitude (random-feature phases up "
-                f"to {top:.3g} keep no precision in float64); centre the embeddings or choose a larger "
+                f"to {top:.3g} keep no precision in {proj.dtype}); centre the embeddings or choose a larger "
                 "bandwidth")
-    if fast_trig:
+    if fast_trig and proj.dtype != np.float32:
         # reduce the phases to [-pi, pi] in float64 first: float32 keeps ~7 digits, so a phase of 1e12
         # (a tiny bandwidth) would otherwise lose every digit that distinguishes two rows
         p32 = (proj - TWO_PI * np.round(proj / TWO_PI)).astype(np.float32)
@@ -97,7 +124,7 @@ def _cos_sin(proj: np.ndarray, fast_trig: bool = False) -> np.ndarray:
     else:
         np.cos(proj, out=out[:, :d])
         np.sin(proj, out=out[:, d:])
-    out *= np.sqrt(1.0 / d)
+    out *= out.dtype.type(np.sqrt(1.0 / d))
     return out
 
 
@@ -129,6 +156,12 @@ class ProductRandomFourierFeatures:
     sigma_output: float
     seed: int = 0
     fast_trig: bool = False  #: cos/sin in float32 (see ``_cos_sin``)
+    #: 'float64', or 'float32': phases, cos/sin and the features in float32 (half the memory and the
+    #: covariance update at twice the BLAS rate; phase errors ~1e-6, see docs/precision.md)
+    precision: str = "float64"
+    #: optional (center_prompt, center_output) subtracted before projecting: phases stay O(1) in float32;
+    #: it rotates each (cos, sin) pair by a fixed angle, so every kernel estimate psi . psi' is unchanged
+    center: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
     _w_prompt: np.ndarray = field(init=False, repr=False, compare=False)
     _w_output: np.ndarray = field(init=False, repr=False, compare=False)
 
@@ -139,13 +172,14 @@ class ProductRandomFourierFeatures:
         check_positive_number(self.sigma_prompt, "sigma_prompt")
         check_positive_number(self.sigma_output, "sigma_output")
         check_seed(self.seed)
+        dtype = check_precision(self.precision)
         check_memory(4.0 * (self.dim_prompt + self.dim_output) * self.n_features + 8.0 * self.n_features**2,
                      what=f"n_features {self.n_features} (frequencies and a {self.n_features} x "
                           f"{self.n_features} covariance)")
         w = np.random.default_rng(self.seed).standard_normal(
             (self.dim_prompt + self.dim_output, self.n_features // 2))
-        object.__setattr__(self, "_w_prompt", w[: self.dim_prompt] / self.sigma_prompt)
-        object.__setattr__(self, "_w_output", w[self.dim_prompt :] / self.sigma_output)
+        object.__setattr__(self, "_w_prompt", (w[: self.dim_prompt] / self.sigma_prompt).astype(dtype))
+        object.__setattr__(self, "_w_output", (w[self.dim_prompt :] / self.sigma_output).astype(dtype))
 
     @property
     def dim(self) -> int:
@@ -153,17 +187,42 @@ class ProductRandomFourierFeatures:
         return self.n_features
 
     def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
-        """psi(t, z) for each (prompt, output) row pair: (n, r) float64."""
+        """psi(t, z) for each (prompt, output) row pair: (n, r), in the map's precision."""
         prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
         outputs = _check_input(outputs, self.dim_output, "output embeddings")
-        proj = np.asarray(prompts, dtype=np.float64) @ self._w_prompt
-        proj += np.asarray(outputs, dtype=np.float64) @ self._w_output
-        return _cos_sin(proj, self.fast_trig)
+        dtype = self._w_prompt.dtype
+        if self.center is not None:  # in float64, before rounding to the working precision
+            prompts = np.asarray(prompts, dtype=np.float64) - self.center[0]
+            outputs = np.asarray(outputs, dtype=np.float64) - self.center[1]
+        proj = np.asarray(prompts, dtype=dtype) @ self._w_prompt
+        proj += np.asarray(outputs, dtype=dtype) @ self._w_output
+        return _cos_sin(proj, self.fast_trig, dtype)
+
+    def transform_torch(self, prompts: np.ndarray, outputs: np.ndarray, device: str) -> Any:
+        """:meth:`transform` computed by torch on ``device`` (a torch tensor, same dtype and values)."""
+        import torch
+
+        prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
+        outputs = _check_input(outputs, self.dim_output, "output embeddings")
+        if self.center is not None:
+            prompts = np.asarray(prompts, dtype=np.float64) - self.center[0]
+            outputs = np.asarray(outputs, dtype=np.float64) - self.center[1]
+        dtype = self._w_prompt.dtype
+        t = [torch.as_tensor(np.asarray(a, dtype=dtype), device=device)
+             for a in (prompts, outputs, self._w_prompt, self._w_output)]
+        proj = t[0] @ t[2] + t[1] @ t[3]
+        if self.fast_trig and proj.dtype == torch.float64:  # as ``_cos_sin``: reduced, then float32
+            trig = (proj - TWO_PI * torch.round(proj / TWO_PI)).float()
+        else:
+            trig = proj
+        out = torch.cat([torch.cos(trig), torch.sin(trig)], dim=1).to(proj.dtype)
+        return out * float(np.sqrt(1.0 / proj.shape[1]))
 
     def describe(self) -> dict:
         """The map's settings (features, bandwidths, seed), as recorded in result.json."""
         return {"map": "product_rff", "features": self.n_features, "sigma_prompt": self.sigma_prompt,
-                "sigma_output": self.sigma_output, "seed": self.seed, "fast_trig": self.fast_trig}
+                "sigma_output": self.sigma_output, "seed": self.seed, "fast_trig": self.fast_trig,
+                "precision": self.precision, "centred": self.center is not None}
 
 
 @dataclass(frozen=True)
@@ -178,6 +237,7 @@ class ProductRandomProjection:
     dim_output: int
     n_features: int  #: r
     seed: int = 0
+    precision: str = "float64"  #: 'float32' or 'float64': the dtype of the features
     _r_prompt: np.ndarray = field(init=False, repr=False, compare=False)
     _r_output: np.ndarray = field(init=False, repr=False, compare=False)
 
@@ -186,12 +246,13 @@ class ProductRandomProjection:
         check_positive_number(self.dim_output, "dim_output", integer=True)
         check_positive_number(self.n_features, "number of features", integer=True)
         check_seed(self.seed)
+        dtype = check_precision(self.precision)
         check_memory(8.0 * (self.dim_prompt + self.dim_output) * self.n_features + 8.0 * self.n_features**2,
                      what=f"n_features {self.n_features} (projections and a {self.n_features} x "
                           f"{self.n_features} covariance)")
         rng = np.random.default_rng(self.seed)
-        object.__setattr__(self, "_r_prompt", rng.standard_normal((self.dim_prompt, self.n_features)))
-        object.__setattr__(self, "_r_output", rng.standard_normal((self.dim_output, self.n_features)))
+        for name, dim in (("_r_prompt", self.dim_prompt), ("_r_output", self.dim_output)):
+            object.__setattr__(self, name, rng.standard_normal((dim, self.n_features)).astype(dtype))
 
     @property
     def dim(self) -> int:
@@ -199,14 +260,27 @@ class ProductRandomProjection:
         return self.n_features
 
     def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
-        """psi(t, z) for each (prompt, output) row pair: (n, r) float64."""
+        """psi(t, z) for each (prompt, output) row pair: (n, r), in the map's precision."""
         prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
         outputs = _check_input(outputs, self.dim_output, "output embeddings")
-        out = cosine_features(prompts) @ self._r_prompt
-        out *= cosine_features(outputs) @ self._r_output
-        out *= 1.0 / np.sqrt(self.n_features)
+        dtype = self._r_prompt.dtype
+        out = cosine_features(prompts, dtype) @ self._r_prompt
+        out *= cosine_features(outputs, dtype) @ self._r_output
+        out *= dtype.type(1.0 / np.sqrt(self.n_features))
         return out
 
+    def transform_torch(self, prompts: np.ndarray, outputs: np.ndarray, device: str) -> Any:
+        """:meth:`transform` computed by torch on ``device`` (a torch tensor, same dtype and values)."""
+        import torch
+
+        prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
+        outputs = _check_input(outputs, self.dim_output, "output embeddings")
+        dtype = self._r_prompt.dtype
+        t = [torch.as_tensor(a, device=device) for a in (
+            cosine_features(prompts, dtype), cosine_features(outputs, dtype), self._r_prompt, self._r_output)]
+        return (t[0] @ t[2]) * (t[1] @ t[3]) * float(1.0 / np.sqrt(self.n_features))
+
     def describe(self) -> dict:
-        """The map's settings (features, seed), as recorded in result.json."""
-        return {"map": "product_random_projection", "features": self.n_features, "seed": self.seed}
+        """The map's settings (features, seed, precision), as recorded in result.json."""
+        return {"map": "product_random_projection", "features": self.n_features, "seed": self.seed,
+                "precision": self.precision}

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg as spla
 from scipy.linalg import lapack
-from scipy.linalg.blas import dsymv
+from scipy.linalg.blas import dsymv, ssymv
 
 
 def symmetric_eigenpairs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -32,8 +32,12 @@ def gram_factor(gram: np.ndarray, *, tol: float = -1.0) -> np.ndarray:
     """L (N x rank) with G = L L^T, by LAPACK's pivoted Cholesky (dpstrf), rows in G's original order.
 
     The default tolerance (N * eps * max diag) drops directions of G below round-off, so the rank is the
-    numerical rank of G and the factor is exact to machine precision.
+    numerical rank of G and the factor is exact to machine precision; for a float32 G, eps is float32's
+    (its round-off would otherwise enter as spurious directions of size sqrt(eps), and D G's eigenvalues
+    near zero with them: ~2e-5 instead of ~5e-8 on two identical sets).
     """
+    if tol < 0 and np.asarray(gram).dtype == np.float32:
+        tol = gram.shape[0] * float(np.finfo(np.float32).eps) * float(np.max(np.diagonal(gram)))
     g = np.array(gram, dtype=np.float64, order="F")
     c, piv, rank, info = lapack.dpstrf(g, lower=1, tol=tol, overwrite_a=1)
     if info < 0:
@@ -81,8 +85,13 @@ def weighted_gram_eigenpairs(
     G^{1/2} D G^{1/2}); each matrix-vector product reads G once and no factorisation is needed. For an
     eigenvector u of D G, v = Psi^T u / |Psi^T u| and the scores are G u / sqrt(u^T G u).
     ``'auto'``: dense when every eigenpair is wanted or N <= ``DENSE_SIZE_LIMIT``, else lanczos.
+
+    A float32 ``gram`` is kept float32 (half the memory): the dense route factors a float64 copy, lanczos
+    multiplies in float32 (BLAS ssymv) with float64 Krylov vectors; the scores are float64 either way.
     """
-    gram = np.asarray(gram, dtype=np.float64)
+    gram = np.asarray(gram)
+    if gram.dtype != np.float32:
+        gram = np.asarray(gram, dtype=np.float64)
     weights = np.asarray(weights, dtype=np.float64)
     size = gram.shape[0]
     want_all = n_positive is None and n_negative is None
@@ -101,8 +110,9 @@ def weighted_gram_eigenpairs(
         return GramEigen(vals, factor @ w)
     # G is symmetric: BLAS symv reads one triangle, about twice as fast as a general matrix-vector product
     g_fortran = np.ascontiguousarray(gram).T  # the same matrix, Fortran-ordered, no copy
-    op = spla.LinearOperator((size, size), dtype=np.float64,
-                             matvec=lambda x: weights * dsymv(1.0, g_fortran, np.ravel(x), lower=1))
+    symv, dtype = (ssymv, np.float32) if gram.dtype == np.float32 else (dsymv, np.float64)
+    op = spla.LinearOperator((size, size), dtype=np.float64, matvec=lambda x: weights * symv(
+        1.0, g_fortran, np.ravel(x).astype(dtype, copy=False), lower=1).astype(np.float64))
     v0 = np.full(size, 1.0 / np.sqrt(size))  # deterministic start vector: reproducible results
     parts_v, parts_u = [], []
     for k, which in ((n_pos, "LR"), (n_neg, "SR")):
@@ -111,7 +121,7 @@ def weighted_gram_eigenpairs(
             parts_v.append(vals_k.real)
             parts_u.append(u_k.real)
     vals, u = _order_desc(np.concatenate(parts_v), np.concatenate(parts_u, axis=1))
-    gu = gram @ u
+    gu = (gram @ u.astype(gram.dtype)).astype(np.float64)
     norms = np.sqrt(np.maximum(np.einsum("ij,ij->j", u, gu), 1e-300))
     return GramEigen(vals, gu / norms)
 
@@ -132,17 +142,24 @@ def symmetric_extreme_eigenpairs(a: np.ndarray, n_each: int) -> tuple[np.ndarray
     return _order_desc(vals, vecs)
 
 
-def select_modes(vals: np.ndarray, n_modes: int, norm: float = 0.0) -> np.ndarray:
+#: relative round-off below which an eigenvalue is not a mode, by the precision Lambda was computed in
+ROUNDOFF = {"float64": 1e-12, "float32": 1e-6}
+
+
+def select_modes(vals: np.ndarray, n_modes: int, norm: float = 0.0, *, precision: str = "float64"
+                 ) -> np.ndarray:
     """Indices (into the descending ``vals``) of the top ``n_modes`` positive and negative eigenvalues.
 
     Eigenvalues within round-off of zero are not modes. Round-off is relative to the size of Lambda's two
     terms, ``norm`` = 1 + eta for PromptSplit (normalised kernels: each covariance has trace 1), so that two
-    identical sets (Lambda = 0, computed eigenvalues ~1e-17) report no modes rather than noise.
+    identical sets (Lambda = 0, computed eigenvalues ~1e-17) report no modes rather than noise; the relative
+    threshold is :data:`ROUNDOFF` of the ``precision`` Lambda was computed in.
     """
     vals = np.asarray(vals, dtype=np.float64)
     scale = max(float(np.max(np.abs(vals))) if vals.size else 0.0, norm, 1e-300)
-    pos = np.flatnonzero(vals > 1e-12 * scale)[:n_modes]
-    neg = np.flatnonzero(vals < -1e-12 * scale)[::-1][:n_modes]
+    tol = ROUNDOFF[precision] * scale
+    pos = np.flatnonzero(vals > tol)[:n_modes]
+    neg = np.flatnonzero(vals < -tol)[::-1][:n_modes]
     return np.r_[pos, neg].astype(np.int64)
 
 

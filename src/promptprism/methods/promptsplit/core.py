@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..._validation import check_positive_number
+from ...kernels.features import check_precision
 from ...kernels.gram import kernel_gram, squared_distances
 from ...stats.accumulators import CovarianceAccumulator
 from ...stats.eigen import (
@@ -38,12 +39,15 @@ from ...stats.modes import ModeStats
 def joint_gram(
     prompts_a: np.ndarray, outputs_a: np.ndarray, prompts_b: np.ndarray, outputs_b: np.ndarray, *,
     kernel: str, sigma_prompt: float | None = None, sigma_output: float | None = None,
+    precision: str = "float64",
 ) -> np.ndarray:
     """G = K_T o K_Z over the stacked samples [a; b] (eq. 3's joint kernel matrix; elementwise product).
 
     For gaussians the product is one gaussian on the rescaled concatenation:
     exp(-|t - t'|^2 / (2 s_t^2) - |z - z'|^2 / (2 s_z^2)) = exp(-|w - w'|^2 / 2), w = [t / s_t ; z / s_z].
+    ``precision`` ('float64' or 'float32') is the dtype of the distances and of G.
     """
+    dtype = check_precision(precision)
     t = np.concatenate([np.asarray(prompts_a, dtype=np.float64), np.asarray(prompts_b, dtype=np.float64)])
     z = np.concatenate([np.asarray(outputs_a, dtype=np.float64), np.asarray(outputs_b, dtype=np.float64)])
     if kernel == "gaussian" and sigma_prompt is not None and sigma_output is not None:
@@ -51,11 +55,11 @@ def joint_gram(
         check_positive_number(sigma_output, "sigma_output")
         # one gaussian (sigma 1) on the concatenation [t / sigma_t ; z / sigma_z]: a single distance matrix
         w = np.concatenate([t / sigma_prompt, z / sigma_output], axis=1)
-        g = squared_distances(w)
+        g = squared_distances(w, dtype=dtype)
         g *= -0.5
         return np.exp(g, out=g)
-    g = kernel_gram(kernel, t, sigma=sigma_prompt)
-    g *= kernel_gram(kernel, z, sigma=sigma_output)
+    g = kernel_gram(kernel, t, sigma=sigma_prompt, dtype=dtype)
+    g *= kernel_gram(kernel, z, sigma=sigma_output, dtype=dtype)
     return g
 
 
@@ -68,8 +72,9 @@ def promptsplit_distance_from_gram(gram: np.ndarray, n: int, eta: float) -> floa
     """||Lambda||_F^2 = tr(D G D G) = sum_ij D_i D_j G_ij^2 (the PromptSplit distance, SPEC)."""
     m = gram.shape[0] - n
     g2 = gram * gram
-    return float(g2[:n, :n].sum() / n**2 + eta**2 * g2[n:, n:].sum() / m**2
-                 - 2.0 * eta * g2[:n, n:].sum() / (n * m))
+    f8 = np.float64  # block sums in float64 whatever G's precision
+    return float(g2[:n, :n].sum(dtype=f8) / n**2 + eta**2 * g2[n:, n:].sum(dtype=f8) / m**2
+                 - 2.0 * eta * g2[:n, n:].sum(dtype=f8) / (n * m))
 
 
 @dataclass(frozen=True)
@@ -95,15 +100,16 @@ class Spectrum:
 
 
 def exact_spectrum(gram: np.ndarray, weights: np.ndarray, *, n_modes: int, eta: float,
-                   solver: str = "auto") -> Spectrum:
+                   solver: str = "auto", precision: str = "float64") -> Spectrum:
     """Eigenvalues of D G (eq. 3) and the scores of every sample on the top ``n_modes`` modes of each sign.
 
     ``solver='dense'`` keeps the whole spectrum; 'lanczos' computes only the extremes; 'auto' diagonalises
     fully up to :data:`~promptprism.stats.eigen.DENSE_SIZE_LIMIT` samples (and then keeps it all).
+    ``precision``: the precision G was computed in (sets the round-off below which no mode is reported).
     """
     want = None if solver == "dense" else n_modes
     eig = weighted_gram_eigenpairs(gram, weights, n_positive=want, n_negative=want, solver=solver)
-    sel = select_modes(eig.eigenvalues, n_modes, 1.0 + eta)
+    sel = select_modes(eig.eigenvalues, n_modes, 1.0 + eta, precision=precision)
     if eig.spectrum is not None:  # a dense solve: report the whole spectrum it computed
         return Spectrum(eig.spectrum, eig.kept[sel], "all", scores=eig.scores[:, sel])
     scope = "all" if want is None else f"top {n_modes} of each sign"
@@ -115,11 +121,14 @@ def exact_spectrum(gram: np.ndarray, weights: np.ndarray, *, n_modes: int, eta: 
 FEATURE_DENSE_LIMIT = 1000
 
 
-def feature_spectrum(lam: np.ndarray, *, n_modes: int, eta: float, solver: str = "auto") -> Spectrum:
+def feature_spectrum(lam: np.ndarray, *, n_modes: int, eta: float, solver: str = "auto",
+                     precision: str = "float64") -> Spectrum:
     """Eigenpairs of the r x r Lambda_r = C_test - eta C_ref (random-feature routes) and the top modes.
 
     ``solver='dense'``: every eigenpair; 'lanczos': the ``n_modes`` largest and smallest only; 'auto':
-    dense up to :data:`FEATURE_DENSE_LIMIT` features, lanczos above.
+    dense up to :data:`FEATURE_DENSE_LIMIT` features, lanczos above. Lambda_r itself is float64 (the
+    accumulators' running sums); ``precision`` is that of the features, which sets the round-off below
+    which no mode is reported.
     """
     r = lam.shape[0]
     if solver == "lanczos" or (solver == "auto" and r > FEATURE_DENSE_LIMIT):
@@ -128,7 +137,7 @@ def feature_spectrum(lam: np.ndarray, *, n_modes: int, eta: float, solver: str =
     else:
         vals, vecs = symmetric_eigenpairs(lam)
         scope = "all"
-    sel = select_modes(vals, n_modes, 1.0 + eta)
+    sel = select_modes(vals, n_modes, 1.0 + eta, precision=precision)
     return Spectrum(vals, sel, scope, basis=vecs[:, sel])
 
 
@@ -168,12 +177,24 @@ def pooled_rows(a: np.ndarray, b: np.ndarray, max_rows: int, seed: int) -> np.nd
     return np.concatenate(parts)
 
 
-def covariance_partition(fmap: Any, prompts: Any, outputs: Any, start: int, stop: int, chunk_size: int
-                         ) -> CovarianceAccumulator:
-    """Task: sum_i psi(t_i, z_i) psi(t_i, z_i)^T over rows [start, stop), chunk by chunk."""
-    acc = CovarianceAccumulator(fmap.dim)
+def covariance_partition(fmap: Any, prompts: Any, outputs: Any, start: int, stop: int, chunk_size: int,
+                         device: str | None = None) -> CovarianceAccumulator:
+    """Task: sum_i psi(t_i, z_i) psi(t_i, z_i)^T over rows [start, stop), chunk by chunk (each chunk's
+    update in the feature map's precision). ``device``: None = numpy (the reference); a torch device
+    ('cpu', 'cuda'): features and each chunk's f^T f by torch there, the running sum float64 on it."""
+    acc = CovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64"))
+    if device is None:
+        for a, b in chunks(stop - start, chunk_size):
+            acc.update(fmap.transform(prompts[start + a : start + b], outputs[start + a : start + b]))
+        return acc
+    import torch
+
+    total = torch.zeros((fmap.dim, fmap.dim), dtype=torch.float64, device=device)
     for a, b in chunks(stop - start, chunk_size):
-        acc.update(fmap.transform(prompts[start + a : start + b], outputs[start + a : start + b]))
+        f = fmap.transform_torch(prompts[start + a : start + b], outputs[start + a : start + b], device)
+        total += (f.T @ f).to(torch.float64)
+    acc.sum_upper = np.asfortranarray(total.cpu().numpy())
+    acc.count = stop - start
     return acc
 
 
@@ -187,14 +208,15 @@ def mode_stats_partition(fmap: Any, basis: np.ndarray, prompts: Any, outputs: An
     """
     stats = ModeStats.empty(top_k, basis.shape[1], n_groups)
     for a, b in chunks(stop - start, chunk_size):
-        scores = fmap.transform(prompts[start + a : start + b], outputs[start + a : start + b]) @ basis
+        feats = fmap.transform(prompts[start + a : start + b], outputs[start + a : start + b])
+        scores = feats @ basis.astype(feats.dtype, copy=False)
         stats.update(np.arange(first_index + a, first_index + b), labels[a:b], scores)
     return stats
 
 
 def feature_rows(fmap: Any, prompts: Any, outputs: Any, rows: np.ndarray, chunk_size: int) -> np.ndarray:
     """psi of the given rows (sorted indices), computed chunk by chunk: (len(rows), r)."""
-    out = np.empty((rows.size, fmap.dim))
+    out = np.empty((rows.size, fmap.dim), dtype=getattr(fmap, "precision", "float64"))
     for a, b in chunks(rows.size, chunk_size):
         idx = rows[a:b]
         out[a:b] = fmap.transform(np.asarray(prompts[idx]), np.asarray(outputs[idx]))

@@ -28,7 +28,7 @@ from ..._validation import check_positive_number, check_seed
 from ...data.paired import PairedSet, check_compatible, prompt_groups
 from ...errors import OptionError
 from ...kernels.bandwidth import parse_bandwidth, resolve_bandwidth, stable_bandwidth
-from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
+from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection, resolve_device
 from ...kernels.gram import KERNELS
 from ...scale.runner import DaskRunner, current_runner, partition_rows, partition_size
 from ...stats.eigen import signed_extremes
@@ -39,6 +39,8 @@ from .result import PromptSplitResult
 from .summary import SIDES, SummaryOptions, summarise
 
 METHODS = ("auto", "exact", "rff", "sketch")
+PRECISIONS = ("auto", "float32", "float64")
+AUTO_PRECISION = {"exact": "float64", "rff": "float32", "sketch": "float32"}
 RANKINGS = ("contribution", "mean_score")
 #: ``method='auto'`` uses the exact kernel route up to this many samples (n + m), random features above:
 #: at 10,000 samples the exact route needs ~2.4 GB and ~15 s here; its cost grows as (n + m)^2 in memory.
@@ -76,6 +78,12 @@ class PromptSplit:
         exact route and 100 on the random-feature routes; 0 turns the test off.
     alpha : family-wise significance level of the test (0 < alpha < 1).
     progress : show progress bars (None: only on a terminal).
+    device : 'cpu' (numpy, the reference) or 'torch' / 'cuda' / 'auto' (torch, on CUDA when present, else
+        the CPU): the random-feature routes' features and covariance; recorded as ``config['device']``.
+    precision : 'auto' (float32 on the random-feature routes, float64 on the exact route), 'float32' or
+        'float64': the arithmetic of the features / Gram matrix and of the covariance updates (running sums
+        and the r x r spectrum stay float64). The resolved value is ``result.config['precision']``; the
+        accuracy cost is measured in docs/precision.md.
     """
 
     kernel: str = "gaussian"
@@ -95,6 +103,8 @@ class PromptSplit:
     permutations: int | None = None
     alpha: float = 0.05
     progress: bool | None = False
+    precision: str = "auto"
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         self._validate()
@@ -113,6 +123,9 @@ class PromptSplit:
         if self.rank_prompts_by not in RANKINGS:
             raise OptionError(f"rank_prompts_by must be one of {', '.join(RANKINGS)}, "
                               f"got {self.rank_prompts_by!r}")
+        resolve_device(self.device)
+        if self.precision not in PRECISIONS:
+            raise OptionError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.solver not in ("auto", "dense", "lanczos"):
             raise OptionError(f"solver must be 'auto', 'dense' or 'lanczos', got {self.solver!r}")
         check_positive_number(self.eta, "eta")
@@ -161,16 +174,18 @@ class PromptSplit:
         if method == "auto":
             method = ("exact" if len(test) + len(reference) <= EXACT_MAX_SAMPLES
                       else "rff" if self.kernel == "gaussian" else "sketch")
+        precision = AUTO_PRECISION[method] if self.precision == "auto" else self.precision
         label_list, names = prompt_groups(test, reference)
         labels = dict(zip(SIDES, label_list, strict=True))
         runner = current_runner()
         timings["setup_s"] = time.perf_counter() - t0
 
         if method == "exact":
-            spec, distance, stats, gram = self._exact(sets, sigmas, timings, labels, len(names))
+            spec, distance, stats, gram = self._exact(sets, sigmas, timings, labels, len(names),
+                                                      precision=precision)
             fmap = None
         else:
-            fmap = self._feature_map(test, method, sigmas)
+            fmap = self._feature_map(test, reference, method, sigmas, precision)
             spec, distance, stats = self._random_features(sets, fmap, timings, labels, len(names), runner)
             gram = None
         identical = core.same_pairs(test, reference)
@@ -204,7 +219,8 @@ class PromptSplit:
             "chunk_size": self.chunk_size,
             "partition_rows": self._partition_size() if on_cluster and method != "exact" else None,
             "top_k": self.top_k, "top_prompts": self.top_prompts, "rank_prompts_by": self.rank_prompts_by,
-            "solver": self.solver,
+            "solver": self.solver, "precision": precision, "device": "numpy" if method == "exact" or not
+            resolve_device(self.device) else "torch:" + resolve_device(self.device),
             "permutations": permutations, "alpha": float(self.alpha),
             "test": test.where, "reference": reference.where,
         }
@@ -262,18 +278,18 @@ class PromptSplit:
         return tuple(arrays)
 
     # ------------------------------------------------------------------------------------ exact route
-    def _exact(self, sets, sigmas, timings, labels, n_groups):
+    def _exact(self, sets, sigmas, timings, labels, n_groups, *, precision):
         test, reference = sets["test"], sets["reference"]
         n, m = len(test), len(reference)
         t0 = time.perf_counter()
         gram = core.joint_gram(test.prompt_embeddings, test.output_embeddings, reference.prompt_embeddings,
                                reference.output_embeddings, kernel=self.kernel, sigma_prompt=sigmas[0],
-                               sigma_output=sigmas[1])
+                               sigma_output=sigmas[1], precision=precision)
         distance = core.promptsplit_distance_from_gram(gram, n, self.eta)
         timings["gram_s"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         spec = core.exact_spectrum(gram, core.signed_weights(n, m, self.eta), n_modes=self.n_modes,
-                                   eta=self.eta, solver=self.solver)
+                                   eta=self.eta, solver=self.solver, precision=precision)
         timings["eigen_s"] = time.perf_counter() - t1
         k = spec.selected.size
         stats = {side: ModeStats.empty(self.top_k, k, n_groups) for side in SIDES}
@@ -282,24 +298,31 @@ class PromptSplit:
         return spec, distance, stats, gram
 
     # ---------------------------------------------------------------------------- random-feature route
-    def _feature_map(self, test: PairedSet, method: str, sigmas):
+    def _feature_map(self, test: PairedSet, reference: PairedSet, method: str, sigmas, precision: str):
         if method == "rff":
+            center = None
+            if precision == "float32":  # a fixed, seeded centre keeps the float32 phases small
+                center = tuple(core.pooled_rows(getattr(test, a), getattr(reference, a), 1000, self.seed)
+                               .mean(axis=0) for a in ("prompt_embeddings", "output_embeddings"))
             return ProductRandomFourierFeatures(test.dim_prompt, test.dim_output, self.n_features,
-                                                sigmas[0], sigmas[1], seed=self.seed, fast_trig=True)
-        return ProductRandomProjection(test.dim_prompt, test.dim_output, self.n_features, seed=self.seed)
+                                                sigmas[0], sigmas[1], seed=self.seed, fast_trig=True,
+                                                precision=precision, center=center)
+        return ProductRandomProjection(test.dim_prompt, test.dim_output, self.n_features, seed=self.seed,
+                                       precision=precision)
 
     def _random_features(self, sets, fmap, timings, labels, n_groups, runner):
         show = progress_enabled(self.progress)
         size = self._partition_size()
         t0 = time.perf_counter()
         accs = {side: runner.map_reduce(core.covariance_partition, [
-            (fmap, *partition_rows(sets[side], a, b), self.chunk_size)
+            (fmap, *partition_rows(sets[side], a, b), self.chunk_size, resolve_device(self.device))
             for a, b in core.chunks(len(sets[side]), size)],
             description=f"PromptSplit: covariance ({side})", progress=show) for side in SIDES}
         lam = accs["test"].compute() - self.eta * accs["reference"].compute()
         timings["covariance_s"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        spec = core.feature_spectrum(lam, n_modes=self.n_modes, eta=self.eta, solver=self.solver)
+        spec = core.feature_spectrum(lam, n_modes=self.n_modes, eta=self.eta, solver=self.solver,
+                                     precision=fmap.precision)
         distance = float(np.sum(lam * lam))
         timings["eigen_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
@@ -362,7 +385,6 @@ class PromptSplit:
                                              for v, p in zip(vals, p_by_mode, strict=True)]),
         }
         return record, p_values
-
 
 
 def _as_paired(obj: PairedSet | tuple, name: str) -> PairedSet:
