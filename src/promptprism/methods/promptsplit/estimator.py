@@ -1,16 +1,11 @@
 """The PromptSplit estimator: validate options, resolve defaults, call the functional core, build the result.
 
-Routes:
-
-* ``exact``: the kernel trick (eq. 3), :func:`~.core.exact_spectrum` on the joint Gram matrix. O((n+m)^2)
-  memory.
-* ``rff`` (gaussian kernels) and ``sketch`` (cosine kernel): an r-dimensional random feature map psi_r with
-  E[psi_r(s) . psi_r(s')] = k_T k_Z; Lambda_r (r x r) is accumulated in one streaming pass through the
-  current runner (memory O(r^2), independent of n) and diagonalised (:func:`~.core.feature_spectrum`); a
-  second streaming pass scores the samples on the top modes.
-* ``auto``: ``exact`` when n + m <= ``EXACT_MAX_SAMPLES``, else ``rff`` (gaussian) or ``sketch`` (cosine).
-
-Where the passes run is chosen once, outside: ``with promptprism.scale.execution(client): ...``.
+Routes: ``exact`` (the kernel trick, eq. 3: :func:`~.core.exact_spectrum` on the joint Gram matrix, O((n+m)^2)
+memory); ``rff`` (gaussian) and ``sketch`` (cosine): an r-dimensional random feature map psi_r with
+E[psi_r(s) . psi_r(s')] = k_T k_Z, Lambda_r (r x r) accumulated in one streaming pass through the runner
+(memory O(r^2)), diagonalised (:func:`~.core.feature_spectrum`), a second pass scoring the samples; ``auto``:
+``exact`` when n + m <= ``EXACT_MAX_SAMPLES``, else ``rff`` / ``sketch``. Where the passes run is chosen once,
+outside: ``with promptprism.scale.execution(client): ...``.
 """
 
 from __future__ import annotations
@@ -23,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._progress import progress_enabled
+from ..._progress import progress_enabled, status
 from ..._validation import check_positive_number, check_seed
 from ...data.paired import PairedSet, check_compatible, prompt_groups
 from ...errors import OptionError
@@ -288,8 +283,9 @@ class PromptSplit:
         distance = core.promptsplit_distance_from_gram(gram, n, self.eta)
         timings["gram_s"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        spec = core.exact_spectrum(gram, core.signed_weights(n, m, self.eta), n_modes=self.n_modes,
-                                   eta=self.eta, solver=self.solver, precision=precision)
+        with status(f"PromptSplit: eigen-solve ({n + m} samples)", enabled=progress_enabled(self.progress)):
+            spec = core.exact_spectrum(gram, core.signed_weights(n, m, self.eta), n_modes=self.n_modes,
+                                       eta=self.eta, solver=self.solver, precision=precision)
         timings["eigen_s"] = time.perf_counter() - t1
         k = spec.selected.size
         stats = {side: ModeStats.empty(self.top_k, k, n_groups) for side in SIDES}
@@ -321,8 +317,9 @@ class PromptSplit:
         lam = accs["test"].compute() - self.eta * accs["reference"].compute()
         timings["covariance_s"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        spec = core.feature_spectrum(lam, n_modes=self.n_modes, eta=self.eta, solver=self.solver,
-                                     precision=fmap.precision)
+        with status(f"PromptSplit: eigen-solve ({lam.shape[0]} features)", enabled=show):
+            spec = core.feature_spectrum(lam, n_modes=self.n_modes, eta=self.eta, solver=self.solver,
+                                         precision=fmap.precision)
         distance = float(np.sum(lam * lam))
         timings["eigen_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
@@ -360,9 +357,11 @@ class PromptSplit:
         if scale != 1.0:  # (a subsample's null is rescaled; the full sets' spectrum is the observed one)
             observed = signed_extremes(vals, max(n_pos, n_neg, 1))
             observed = (observed[0][:n_pos], observed[1][:n_neg])
-        out = sig.permutation_test(operand, groups=groups, n=n_sub, m=m_sub, eta=self.eta,
-                                   tested=(n_pos, n_neg), observed=observed, permutations=permutations,
-                                   alpha=float(self.alpha), seed=self.seed, scale=scale)
+        with status(f"PromptSplit: permutation test ({permutations} permutations)",
+                    enabled=progress_enabled(self.progress)):
+            out = sig.permutation_test(operand, groups=groups, n=n_sub, m=m_sub, eta=self.eta,
+                                       tested=(n_pos, n_neg), observed=observed, permutations=permutations,
+                                       alpha=float(self.alpha), seed=self.seed, scale=scale)
         p_values = [float(out["p_positive"][i]) for i in range(n_pos)] + \
                    [float(out["p_negative"][i]) for i in range(n_neg)]
         # spec.selected lists the positive modes first, then the negative ones (both by rank)
