@@ -141,8 +141,25 @@ class JointFeatureMap(Protocol):
         """The map's settings, as recorded in result.json."""
 
 
+class _PairedRows:
+    """What the joint maps share: their output dimension and the check of a (prompts, outputs) pair."""
+
+    n_features: int
+    dim_prompt: int
+    dim_output: int
+
+    @property
+    def dim(self) -> int:
+        """The output dimension r."""
+        return self.n_features
+
+    def _pair(self, prompts: np.ndarray, outputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return (_check_input(prompts, self.dim_prompt, "prompt embeddings"),
+                _check_input(outputs, self.dim_output, "output embeddings"))
+
+
 @dataclass(frozen=True)
-class ProductRandomFourierFeatures:
+class ProductRandomFourierFeatures(_PairedRows):
     """RFF of the product of two gaussian kernels.
 
     k_T(t,t') k_Z(z,z') is one gaussian (sigma 1) on the concatenation [t / sigma_t ; z / sigma_z], so
@@ -181,15 +198,9 @@ class ProductRandomFourierFeatures:
         object.__setattr__(self, "_w_prompt", (w[: self.dim_prompt] / self.sigma_prompt).astype(dtype))
         object.__setattr__(self, "_w_output", (w[self.dim_prompt :] / self.sigma_output).astype(dtype))
 
-    @property
-    def dim(self) -> int:
-        """The output dimension r = 2D."""
-        return self.n_features
-
     def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
-        """psi(t, z) for each (prompt, output) row pair: (n, r), in the map's precision."""
-        prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
-        outputs = _check_input(outputs, self.dim_output, "output embeddings")
+        """psi(t, z) for each (prompt, output) row pair: (n, r = 2D), in the map's precision."""
+        prompts, outputs = self._pair(prompts, outputs)
         dtype = self._w_prompt.dtype
         if self.center is not None:  # in float64, before rounding to the working precision
             prompts = np.asarray(prompts, dtype=np.float64) - self.center[0]
@@ -226,7 +237,7 @@ class ProductRandomFourierFeatures:
 
 
 @dataclass(frozen=True)
-class ProductRandomProjection:
+class ProductRandomProjection(_PairedRows):
     """Tensor-sketch random projection of the cosine product kernel (SPEC, unbiased scaling).
 
     psi(t, z) = (1/sqrt(r)) (R_T t/|t|) o (R_Z z/|z|), R_T in R^{r x d_t}, R_Z in R^{r x d_z}, iid N(0, 1),
@@ -254,15 +265,9 @@ class ProductRandomProjection:
         for name, dim in (("_r_prompt", self.dim_prompt), ("_r_output", self.dim_output)):
             object.__setattr__(self, name, rng.standard_normal((dim, self.n_features)).astype(dtype))
 
-    @property
-    def dim(self) -> int:
-        """The output dimension r."""
-        return self.n_features
-
     def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
         """psi(t, z) for each (prompt, output) row pair: (n, r), in the map's precision."""
-        prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
-        outputs = _check_input(outputs, self.dim_output, "output embeddings")
+        prompts, outputs = self._pair(prompts, outputs)
         dtype = self._r_prompt.dtype
         out = cosine_features(prompts, dtype) @ self._r_prompt
         out *= cosine_features(outputs, dtype) @ self._r_output
