@@ -22,9 +22,8 @@ from ._output import print_written, save_outputs
 from .report import NO_REPORT
 
 
-def _client(
-    base_url: str, model: str, api_key_env: str, timeout: float, retries: int, seed: int, cache: Path | None
-) -> ChatClient:
+def _client(base_url: str, model: str, *, api_key_env: str, timeout: float, retries: int, seed: int,
+            cache: Path | None) -> ChatClient:
     return ChatClient(
         base_url=base_url,
         model=model,
@@ -167,9 +166,9 @@ def compcon(
     source_b = resolve_source(model_b, name="B")
     if swapped:  # a negative mode: the reference (B) is the model that shows more
         source_a, source_b = source_b, source_a
-    llm = _client(base_url, model, api_key_env, timeout, retries, seed, chat_cache)
-    vlm = _client(vlm_base_url or base_url, vlm_model or model, api_key_env, timeout, retries, seed,
-                  chat_cache)
+    link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache}
+    llm = _client(base_url, model, seed=seed, **link)
+    vlm = _client(vlm_base_url or base_url, vlm_model or model, seed=seed, **link)
     estimator = CompCon(
         llm=llm,
         vlm=vlm,
@@ -245,7 +244,8 @@ def compcon_eval(
             raise InputError(f"{predictions}: entry {key!r}: expected a result.json path or an object "
                              f"{{attributes: [...], descriptions: [[...]]}}, got {type(value).__name__}")
         preds[key] = value
-    judge = _client(base_url, model, api_key_env, timeout, retries, 0, chat_cache)
+    judge = _client(base_url, model, api_key_env=api_key_env, timeout=timeout, retries=retries, seed=0,
+                    cache=chat_cache)
     result = evaluate_predictions(preds, judge, k=k, progress=False if quiet else None)
     written = save_outputs(result, out, report=not no_report, quiet=quiet)
     if not quiet:
