@@ -186,8 +186,9 @@ class Scendi(ScendiKernelOptions):
         timings: dict[str, float] = {}
         route = "feature space"
         feats = split = grouped = None
-        if (current_client() is None and n >= dim and self.gamma_estimator != "cross-fit"
-                and 2 * distinct_groups < n and n * d_i <= GROUPED_MAX_VALUES):
+        g = distinct_groups  # the grouped route costs O(n d_I^2 + G^2 d_T + G^3), the streaming one O(n d^2)
+        if (current_client() is None and n >= dim and self.gamma_estimator != "cross-fit" and 2 * g < n
+                and n * d_i <= GROUPED_MAX_VALUES and g ** 3 + g * g * (dim - d_i) < n * dim * dim):
             feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype)
             grouped = grouped_split(feats[0], feats[1], groups, rcond=PINV_RCOND)
             rank = grouped.prompt_rank
