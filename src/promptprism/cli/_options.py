@@ -27,7 +27,7 @@ OUT_KIND = {"embed": "npz", "split": "dir", "diversity": "dir", "regions": "dir"
             "compcon-eval": "dir", "demo": "dir"}
 
 #: commands that read manifests through ``load_cli_input`` (they get ``--columns``)
-MANIFEST_COMMANDS = ("embed", "split", "diversity")
+MANIFEST_COMMANDS = ("embed", "split", "diversity", "regions")
 
 #: commands that print a summary (they get ``--json``)
 JSON_COMMANDS = ("embed", "split", "diversity", "regions", "compcon", "compcon-eval", "demo", "report")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from ..methods.regions import RegionCMS, RegionsResult
 from ..methods.regions.sources import check_same_shape
 from ..scale import current_client, execution
 from . import _inputs as inp
-from ._app import app, console
+from ._app import app, console, run_state
 from ._options import parse_int, unique_names
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
@@ -158,7 +159,8 @@ def regions(
     with execution(scheduler=scheduler, workers=workers):
         client = current_client()
         # on a cluster the workers read their own images (the paths must be readable there); here, one load
-        load = (lambda p, name: ImageRows.open(p, name)) if client is not None else load_images
+        reader = ImageRows.open if client is not None else load_images
+        load = functools.partial(reader, columns=run_state().columns)
         real_images = load(real, "real")
         gen_sets = [load(p, "generated") for p in gen_paths]
         ref = load(reference, "reference") if reference is not None else None

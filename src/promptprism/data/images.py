@@ -66,20 +66,22 @@ def _stack(paths: list[Path], where: str) -> np.ndarray:
     return out
 
 
-def _read_manifest(path: Path) -> list[Path]:
+def _read_manifest(path: Path, columns: dict[str, str] | None = None) -> list[Path]:
     from .manifest import check_image
     from .tables import check_text, read_table
 
+    column = (columns or {}).get("image", "image")
     table = read_table(path)
     if not table.records:
         raise InputError(f"{path}: the manifest has no rows")
     paths = []
     for rec in table.records:
-        value = rec.values.get("image")
+        value = rec.values.get(column)
         if not value or not isinstance(value, str):
-            raise InputError(f"{rec.where}: no 'image' column/key; a manifest needs an 'image' column of "
-                             "paths relative to the manifest")
-        p = Path(check_text(value, rec.where, "image"))
+            raise InputError(f"{rec.where}: no {column!r} column/key; a manifest needs an image column of "
+                             "paths relative to the manifest (the columns option maps another column to "
+                             "'image')")
+        p = Path(check_text(value, rec.where, column))
         p = p if p.is_absolute() else path.parent / p
         check_image(p, rec.where)
         paths.append(p)
@@ -128,8 +130,10 @@ class ImageRows:
         return f"ImageRows({self.where!r}, shape={self.shape})"
 
     @classmethod
-    def open(cls, path: str | os.PathLike, name: str = "images") -> ImageRows:
-        """Index an image set (its file list and first image, or the ``.npy`` header); no more is read."""
+    def open(cls, path: str | os.PathLike, name: str = "images", *,
+             columns: dict[str, str] | None = None) -> ImageRows:
+        """Index an image set (its file list and first image, or the ``.npy`` header); no more is read.
+        ``columns``: ``{"image": NAME}`` when a manifest keeps its image paths in another column."""
         path = Path(path)
         where = f"{name} ({path})"
         if not path.exists():
@@ -140,7 +144,7 @@ class ImageRows:
                 files = sorted((p for p in path.iterdir()
                                 if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES), key=lambda p: p.name)
             else:
-                files = _read_manifest(path)
+                files = _read_manifest(path, columns)
             if not files:
                 raise InputError(f"{where}: no images found (expected files ending in "
                                  f"{', '.join(IMAGE_SUFFIXES)})")
@@ -188,8 +192,10 @@ class ImageRows:
         return out
 
 
-def load_images(path: str | os.PathLike, name: str = "images") -> np.ndarray:
-    """Load an image set as float64 (n, H, W, C); see the module docstring for the formats."""
+def load_images(path: str | os.PathLike, name: str = "images", *,
+                columns: dict[str, str] | None = None) -> np.ndarray:
+    """Load an image set as float64 (n, H, W, C); see the module docstring for the formats. ``columns``:
+    ``{"image": NAME}`` when a manifest keeps its image paths in another column."""
     path = Path(path)
     where = f"{name} ({path})"
     if not path.exists():
@@ -213,7 +219,7 @@ def load_images(path: str | os.PathLike, name: str = "images") -> np.ndarray:
         _check_npy_dtype(arr.dtype, path)
         return _npy_to_float(arr, path)
     if suffix in (".csv", ".jsonl"):
-        return _stack(_read_manifest(path), where)
+        return _stack(_read_manifest(path, columns), where)
     if suffix in IMAGE_SUFFIXES:
         raise InputError(f"{where}: a single image file; pass the folder that holds the images")
     raise InputError(f"{where}: unsupported input; expected an image folder, a .npy array (n, H, W[, C]) or "
