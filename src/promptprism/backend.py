@@ -1,0 +1,107 @@
+"""The array backend of the core: numpy (the reference) or torch (CUDA when present, else the CPU).
+
+One option, ``device``, chooses it for a whole computation:
+
+* ``'cpu'`` - numpy on the CPU, the reference every other backend is tested against;
+* ``'auto'`` - torch on CUDA when a GPU is present, else numpy (the default of the estimators);
+* ``'cuda'``, ``'cuda:N'``, ``'mps'`` - torch on that accelerator;
+* ``'torch'`` - torch on the CPU: the accelerator's code path, run where there is none (the tests use it).
+
+Core functions are written once over the `array API standard <https://data-apis.org/array-api/>`_ through
+``array_api_compat`` (the layer scikit-learn and SciPy use): they take ``xp = array_namespace(x)`` from their
+inputs and never call numpy or torch by name, so the same function runs on both backends. Estimators convert
+their inputs once with :meth:`Backend.asarray` and their results back with :func:`to_numpy`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import OptionError
+
+#: the values ``device`` accepts besides 'cuda:N'
+DEVICES = ("auto", "cpu", "cuda", "mps", "torch")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where the array core runs: ``name`` 'numpy' or 'torch', and the torch device ('cpu', 'cuda:0', ...)."""
+
+    name: str
+    torch_device: str | None = None
+
+    @property
+    def xp(self) -> Any:
+        """The array-API namespace of this backend (``array_api_compat`` wrappers of numpy or torch)."""
+        if self.name == "numpy":
+            import array_api_compat.numpy as xp
+        else:
+            import array_api_compat.torch as xp
+        return xp
+
+    @property
+    def label(self) -> str:
+        """'numpy' or 'torch:<device>', as recorded in results' config."""
+        return "numpy" if self.name == "numpy" else f"torch:{self.torch_device}"
+
+    def asarray(self, x: Any, dtype: Any = None) -> Any:
+        """``x`` as an array of this backend (on its device), in ``dtype`` (a numpy dtype or its name)."""
+        if self.name == "numpy":
+            return np.asarray(x, dtype=dtype)
+        import torch
+
+        if dtype is not None:
+            dtype = getattr(torch, np.dtype(dtype).name)
+        if isinstance(x, torch.Tensor):
+            return x.to(device=self.torch_device, dtype=dtype)
+        return torch.as_tensor(np.asarray(x), dtype=dtype, device=self.torch_device)
+
+
+NUMPY = Backend("numpy")
+
+
+def resolve_backend(device: str | Backend = "cpu", name: str = "device") -> Backend:
+    """The :class:`Backend` that ``device`` names (see the module docstring); OptionError otherwise."""
+    if isinstance(device, Backend):
+        return device
+    if not isinstance(device, str) or not (device in DEVICES or (device.startswith("cuda:")
+                                                                 and device[5:].isdigit())):
+        raise OptionError(f"{name} must be one of {', '.join(DEVICES)} or cuda:N, got {device!r}")
+    if device == "cpu":
+        return NUMPY
+    try:
+        import torch
+    except ImportError as exc:
+        if device == "auto":
+            return NUMPY
+        raise OptionError(f"{name}={device!r} needs torch (pip install 'promptprism[torch]')") from exc
+    if device == "auto":
+        return Backend("torch", "cuda") if torch.cuda.is_available() else NUMPY
+    if device == "torch":
+        return Backend("torch", "cpu")
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise OptionError(f"{name}={device!r}: no CUDA device is available here (use 'auto' or 'cpu')")
+        index = device.partition(":")[2]
+        if index and int(index) >= torch.cuda.device_count():
+            raise OptionError(f"{name}={device!r}: there are {torch.cuda.device_count()} CUDA devices")
+    if device == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise OptionError(f"{name}='mps': no MPS device is available here (use 'auto' or 'cpu')")
+    return Backend("torch", device)
+
+
+def array_namespace(*arrays: Any) -> Any:
+    """The array-API namespace of ``arrays`` (numpy's for plain sequences and numpy arrays)."""
+    from array_api_compat import array_namespace as _namespace
+
+    return _namespace(*[a if hasattr(a, "shape") else np.asarray(a) for a in arrays])
+
+
+def to_numpy(x: Any) -> Any:
+    """``x`` as a numpy array (copied from the device when it is a torch tensor); other values unchanged."""
+    if isinstance(x, np.ndarray) or not hasattr(x, "detach"):
+        return x
+    return x.detach().cpu().numpy()

@@ -1,0 +1,39 @@
+"""The array backend: which device names resolve to which backend, and round trips through it."""
+
+import numpy as np
+import pytest
+
+from promptprism.backend import NUMPY, Backend, array_namespace, resolve_backend, to_numpy
+from promptprism.errors import OptionError
+
+torch = pytest.importorskip("torch")
+
+
+def test_cpu_is_numpy_and_auto_is_numpy_without_a_gpu():
+    assert resolve_backend("cpu") is NUMPY
+    expected = Backend("torch", "cuda") if torch.cuda.is_available() else NUMPY
+    assert resolve_backend("auto") == expected
+
+
+def test_torch_runs_on_the_cpu_and_round_trips_values():
+    backend = resolve_backend("torch")
+    assert backend == Backend("torch", "cpu") and backend.label == "torch:cpu"
+    x = np.random.default_rng(0).normal(size=(4, 3))
+    t = backend.asarray(x, dtype="float32")
+    assert isinstance(t, torch.Tensor) and t.dtype == torch.float32
+    np.testing.assert_array_equal(to_numpy(t), x.astype(np.float32))
+    xp = array_namespace(t)
+    assert xp is backend.xp
+    np.testing.assert_allclose(to_numpy(xp.linalg.eigh(t.T @ t)[0]), np.linalg.eigvalsh(x.T @ x), rtol=1e-4)
+
+
+@pytest.mark.parametrize("bad", ["gpu", "", "cuda:x", 3])
+def test_unknown_devices_name_the_option(bad):
+    with pytest.raises(OptionError, match="device must be one of"):
+        resolve_backend(bad)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is present")
+def test_cuda_without_a_gpu_says_so():
+    with pytest.raises(OptionError, match="no CUDA device"):
+        resolve_backend("cuda")
