@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import promptprism as pp
+from backends import DEVICES, HAS_TORCH
 from promptprism.data.paired import prompt_groups
 from promptprism.errors import OptionError
 from promptprism.methods.scendi import (
@@ -65,10 +66,12 @@ def one_per_prompt():
     return pp.PairedSet(t, x, prompts=[f"q{i}" for i in range(n)], name="one-per-prompt")
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("ridge", [0.0, 0.05])
-def test_cross_fit_matches_brute_force(one_per_prompt, ridge):
+def test_cross_fit_matches_brute_force(one_per_prompt, ridge, device):
     data = one_per_prompt
-    res = pp.Scendi(gamma_estimator="cross-fit", ridge=ridge, n_folds=4, seed=5, n_clusters=3).fit(data)
+    res = pp.Scendi(gamma_estimator="cross-fit", ridge=ridge, n_folds=4, seed=5, n_clusters=3,
+                    device=device).fit(data)
     labels = prompt_groups(data)[0][0]
     folds = assign_folds(labels, 4, 5)
     lam_i, lam_p = brute_cross_fit(unit(data.output_embeddings), unit(data.prompt_embeddings), folds, ridge)
@@ -105,15 +108,16 @@ def test_in_sample_with_repeated_prompts_is_unchanged_by_auto():
     assert a.gamma_estimator == "in-sample" and a.scendi == b.scendi and a.model_share == b.model_share
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("kernel", ["cosine", "gaussian"])
-def test_sample_space_route_equals_feature_space_route(kernel):
+def test_sample_space_route_equals_feature_space_route(kernel, device):
     """n below the feature dimension: the n x n route gives the feature-space numbers (same eigenvalues)."""
     rng = np.random.default_rng(1)
     bank = rng.standard_normal((5, 30))
     which = rng.integers(0, 5, 24)
     t, x = bank[which], rng.standard_normal((24, 40)) + bank[which][:, :1]
     est = pp.Scendi(kernel=kernel, n_features=60, sigma_output=6.0, sigma_prompt=6.0,
-                    gamma_estimator="in-sample", n_clusters=3, seed=2)
+                    gamma_estimator="in-sample", n_clusters=3, seed=2, device=device)
     small = est.fit((t, x))  # n = 24 < d: sample space
     assert small.config["route"] == "sample space"
     big = est.fit((np.repeat(t, 6, axis=0), np.repeat(x, 6, axis=0)))  # n = 144 > d: feature space
@@ -261,14 +265,15 @@ def test_bootstrap_intervals_cover_the_truth():
     assert all(c >= 34 for c in covered.values()), covered
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("precision", ["float64", "float32"])
-def test_grouped_route_equals_the_streaming_split(precision):
+def test_grouped_route_equals_the_streaming_split(precision, device):
     """Repeated prompts, n above the dimension: the grouped route gives the streaming split's numbers."""
     rng = np.random.default_rng(12)
     bank = rng.standard_normal((7, 6))
     which = rng.integers(0, 7, 300)
     x = bank[which] @ rng.standard_normal((6, 9)) + rng.standard_normal((300, 9))
-    res = pp.Scendi(precision=precision, n_clusters=2).fit((bank[which], x))
+    res = pp.Scendi(precision=precision, n_clusters=2, device=device).fit((bank[which], x))
     assert res.config["route"] == "feature space, grouped prompts"
     split = pp.PromptNullifier().fit((bank[which], x)).split_
     tol = 1e-9 if precision == "float64" else 1e-4
@@ -276,3 +281,25 @@ def test_grouped_route_equals_the_streaming_split(precision):
     assert res.scendi == pytest.approx(pp.scendi_score(np.linalg.eigvalsh(split.lambda_i)), rel=tol)
     assert res.scendi_prompt == pytest.approx(pp.scendi_score(split.lambda_t_eigenvalues), rel=tol)
     assert res.prompt_rank == split.prompt_rank == 6
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+@pytest.mark.parametrize("rows, estimator", [(24, "in-sample"), (24, "cross-fit"), (300, "in-sample")])
+def test_torch_backend_gives_the_reference_numbers_and_intervals(rows, estimator):
+    """Every route and its bootstrap replicates (sample space in-sample and cross-fitted; grouped feature
+    space) on torch equal the numpy reference to float64 round-off."""
+    rng = np.random.default_rng(4)
+    bank = rng.standard_normal((6, 12))
+    which = np.arange(rows) % 6
+    x = bank[which] @ rng.standard_normal((12, 10)) + rng.standard_normal((rows, 10))
+    kw = dict(gamma_estimator=estimator, ridge=0.01, bootstrap=20, seed=3, n_clusters=2)
+    a = pp.Scendi(device="cpu", **kw).fit((bank[which], x))
+    b = pp.Scendi(device="torch", **kw).fit((bank[which], x))
+    assert a.config["route"] == b.config["route"]
+    assert b.config["device"] == "torch:cpu"
+    for key in ("scendi", "scendi_prompt", "scendi_order2", "vendi", "rke", "model_share", "prompt_share"):
+        assert getattr(b, key) == pytest.approx(getattr(a, key), rel=1e-9), key
+    for m, iv in a.intervals.items():
+        assert b.intervals[m]["low"] == pytest.approx(iv["low"], rel=1e-8, abs=1e-12), m
+        assert b.intervals[m]["high"] == pytest.approx(iv["high"], rel=1e-8, abs=1e-12), m
+    assert [s.index for s in a.clusters[0].top_samples] == [s.index for s in b.clusters[0].top_samples]

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_positive_number
+from ..backend import NUMPY, Backend, array_namespace
 from ..errors import InputError, OptionError
 from .bandwidth import parse_bandwidth
 from .features import RandomFourierFeatures, cosine_features
@@ -91,18 +92,22 @@ class ScendiFeatureMaps:
         """Dimension of phi_T."""
         return self.dim_prompt_in if self.kernel == "cosine" else int(self.n_features)
 
-    def outputs(self, x: np.ndarray) -> np.ndarray:
-        """phi_I(x), one row per output embedding."""
+    def outputs(self, x: np.ndarray, backend: Backend = NUMPY) -> Any:
+        """phi_I(x), one row per output embedding (float64, an array of ``backend``)."""
         x = np.asarray(x, dtype=np.float64)
         if x.ndim != 2 or x.shape[1] != self.dim_output_in:
             raise InputError(f"output embeddings: expected shape (n, {self.dim_output_in}), got {x.shape}")
+        if backend.name != "numpy":
+            return _features_on(backend, x, self._output_rff if self.kernel == "gaussian" else None)
         return cosine_features(x) if self.kernel == "cosine" else self._output_rff.transform(x)
 
-    def prompts(self, t: np.ndarray) -> np.ndarray:
-        """phi_T(t), one row per prompt embedding."""
+    def prompts(self, t: np.ndarray, backend: Backend = NUMPY) -> Any:
+        """phi_T(t), one row per prompt embedding (float64, an array of ``backend``)."""
         t = np.asarray(t, dtype=np.float64)
         if t.ndim != 2 or t.shape[1] != self.dim_prompt_in:
             raise InputError(f"prompt embeddings: expected shape (n, {self.dim_prompt_in}), got {t.shape}")
+        if backend.name != "numpy":
+            return _features_on(backend, t, self._prompt_rff if self.kernel == "gaussian" else None)
         return cosine_features(t) if self.kernel == "cosine" else self._prompt_rff.transform(t)
 
     def describe(self) -> dict:
@@ -112,3 +117,20 @@ class ScendiFeatureMaps:
         return {"map": "rff_shared" if self.shared_frequencies else "rff_separate",
                 "n_features": self.n_features, "sigma_output": self.sigma_output,
                 "sigma_prompt": self.sigma_prompt, "seed_output": self.seed, "seed_prompt": self.prompt_seed}
+
+
+def _features_on(backend: Backend, x: np.ndarray, rff: RandomFourierFeatures | None) -> Any:
+    """a / |a| (``rff`` None) or sqrt(1/D) [cos(a W), sin(a W)] with ``rff``'s (numpy-seeded) frequencies W,
+    computed by ``backend`` in float64: the same maps as the numpy reference, on the device."""
+    if rff is None:
+        norms = np.linalg.norm(x, axis=1)
+        if np.any(norms == 0):
+            cosine_features(x)  # raises the reference's error, naming the row
+        a = backend.asarray(x, "float64")
+        return a / array_namespace(a).linalg.vector_norm(a, axis=1, keepdims=True)
+    proj = backend.asarray(x, "float64") @ backend.asarray(rff.frequencies, "float64")
+    xp = array_namespace(proj)
+    top = float(xp.max(xp.abs(proj))) if proj.shape[0] else 0.0
+    if not np.isfinite(top) or top * np.finfo(np.float64).eps > 1e-3:
+        rff.transform(x)  # the reference's phase check raises its error
+    return xp.concat([xp.cos(proj), xp.sin(proj)], axis=1) * float(np.sqrt(1.0 / proj.shape[1]))

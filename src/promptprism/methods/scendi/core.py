@@ -20,6 +20,8 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg
 
+from ...array_ops import cholesky_solve_right, is_numpy, symmetric_eigh, values_and_top_vectors
+from ...backend import array_namespace, to_numpy
 from ...errors import InputError, OptionError
 from ...stats.accumulators import CovarianceAccumulator
 from ...stats.eigen import gram_factor, symmetric_eigenpairs
@@ -89,13 +91,17 @@ def schur_split(c: np.ndarray, dim_output: int, *, rcond: float | None = None, s
     * ``'cholesky'``: C_TT = L L^T by pivoted Cholesky (L: d_T x r, full column rank r), so
       C_TT^+ = L G^-2 L^T with G = L^T L; B = C_IT L G^-1, Lambda_T = B B^T, Gamma* = B G^-1 L^T.
 
-    Either way Lambda_T is PSD by construction. ``'auto'`` picks ``'eigh'`` up to d_T = ``EIGH_MAX_DIM``.
+    Either way Lambda_T is PSD by construction. ``'auto'`` picks ``'eigh'`` up to d_T = ``EIGH_MAX_DIM``
+    (and always on torch: the pivoted Cholesky is a numpy routine). Runs on the backend of ``c``; the
+    eigenvalues of Lambda_T come back as numpy.
     """
-    c = np.asarray(c, dtype=np.float64)
+    if is_numpy(c):
+        c = np.asarray(c, dtype=np.float64)
+    xp = array_namespace(c)
     d_i = int(dim_output)
     if c.ndim != 2 or c.shape[0] != c.shape[1] or not 0 < d_i < c.shape[0]:
         raise InputError(f"schur_split: expected a square joint covariance with more than {d_i} rows, "
-                         f"got shape {c.shape}")
+                         f"got shape {tuple(c.shape)}")
     if solver not in ("auto", "eigh", "cholesky"):
         raise OptionError(f"solver must be 'auto', 'eigh' or 'cholesky', got {solver!r}")
     c_ii = c[:d_i, :d_i]
@@ -103,26 +109,26 @@ def schur_split(c: np.ndarray, dim_output: int, *, rcond: float | None = None, s
     c_tt = 0.5 * (c[d_i:, d_i:] + c[d_i:, d_i:].T)
     d_t = c_tt.shape[0]
     rel = PINV_RCOND if rcond is None else float(rcond)
-    if solver == "eigh" or (solver == "auto" and d_t <= EIGH_MAX_DIM):
-        mu, u = scipy.linalg.eigh(c_tt)
+    if solver == "eigh" or not is_numpy(c) or (solver == "auto" and d_t <= EIGH_MAX_DIM):
+        mu, u = symmetric_eigh(c_tt)
         keep = mu > rel * max(float(mu.max()), 0.0)
         u_k, mu_k = u[:, keep], mu[keep]
-        b = (c_it @ u_k) / np.sqrt(mu_k)
-        gamma = (b / np.sqrt(mu_k)) @ u_k.T
+        b = (c_it @ u_k) / xp.sqrt(mu_k)
+        gamma = (b / xp.sqrt(mu_k)) @ u_k.T
     else:
         factor = gram_factor(c_tt, tol=rel * max(float(np.max(np.diag(c_tt))), 0.0))
-        g_chol = scipy.linalg.cho_factor(factor.T @ factor)
-        b = scipy.linalg.cho_solve(g_chol, (c_it @ factor).T).T
-        gamma = b @ scipy.linalg.cho_solve(g_chol, factor.T)
+        g = factor.T @ factor
+        b = cholesky_solve_right(g, c_it @ factor)
+        gamma = cholesky_solve_right(g, b) @ factor.T
     lambda_t = b @ b.T
     lambda_i = c_ii - lambda_t
     lambda_i = 0.5 * (lambda_i + lambda_i.T)
     k = b.shape[1]
     if k <= d_i:  # the non-zero spectrum of B B^T is that of the (smaller) B^T B
-        small = scipy.linalg.eigvalsh(b.T @ b) if k else np.empty(0)
+        small = to_numpy(symmetric_eigh(b.T @ b, values_only=True)) if k else np.empty(0)
         lt_eigs = np.concatenate([small[::-1], np.zeros(d_i - k)])
     else:
-        lt_eigs = scipy.linalg.eigvalsh(lambda_t)[::-1]
+        lt_eigs = to_numpy(symmetric_eigh(lambda_t, values_only=True))[::-1]
     return SchurSplit(c_ii=c_ii, lambda_t=lambda_t, lambda_i=lambda_i, gamma=gamma, prompt_rank=int(k),
                       lambda_t_eigenvalues=np.maximum(lt_eigs, 0.0))
 
@@ -191,7 +197,11 @@ def spectrum_and_top_vectors(a: np.ndarray, k: int, *, dense_limit: int = 600
 
     Small matrices are fully diagonalised; larger ones get all eigenvalues from ``eigvalsh`` (no vectors,
     several times cheaper) and the top ``k`` vectors from Lanczos (ARPACK, deterministic start vector).
+    On torch one ``eigh``. Returns numpy.
     """
+    if not is_numpy(a):
+        vals, vecs = values_and_top_vectors(a, k)
+        return to_numpy(vals), to_numpy(vecs)
     a = np.asarray(a, dtype=np.float64)
     d = a.shape[0]
     if d <= dense_limit or k + 1 >= d // 2:
@@ -206,6 +216,8 @@ def spectrum_and_top_vectors(a: np.ndarray, k: int, *, dense_limit: int = 600
 
 def nullify(output_features: np.ndarray, prompt_features: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     """Prompt-nullified features phi_I(x) - Gamma* phi_T(t) (eq. 7), row-wise."""
+    if not is_numpy(gamma):
+        return output_features - prompt_features @ gamma.T
     fi = np.asarray(output_features, dtype=np.float64)
     return fi - np.asarray(prompt_features, dtype=np.float64) @ gamma.T
 

@@ -15,6 +15,9 @@ features to their predictions: the residuals (prompt-nullified features, eq. 7) 
 covariance has the spectrum of (I - H) K_X (I - H)^T; the predictions' covariance that of H K_X H^T.
 In-sample (the paper's estimator) H = P, a projection, so the two add up to K_X. Cross-fitted, H predicts each
 sample from a Gamma* fitted on the other folds only (:func:`cross_fit_hat`): an out-of-sample residual.
+
+Every function runs on the backend of its matrices (numpy or torch, :mod:`promptprism.backend`); row labels,
+folds and weights' bookkeeping stay numpy, spectra and scores come back as numpy float64.
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
-import scipy.sparse.linalg
 
+from ...array_ops import grid, index_array, symmetric_eigh, trace, values_and_top_vectors
+from ...backend import array_namespace, to_numpy
 from ...errors import InputError, OptionError
 
 #: array precisions accepted by the ``precision`` option
@@ -41,24 +44,28 @@ def check_precision(precision: str) -> type:
 
 def weighted_gram(gram: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """D^1/2 K D^1/2: the n x n twin of a weighted covariance Phi^T D Phi (same non-zero eigenvalues)."""
-    s = np.sqrt(np.asarray(weights, dtype=gram.dtype))
+    s = array_namespace(gram).sqrt(weights)
     return s[:, None] * gram * s[None, :]
 
 
-def _symmetric_eigh(a: np.ndarray, *, values_only: bool = False):
-    """Eigen-decomposition of the symmetric part of ``a`` (ascending; divide and conquer with vectors)."""
-    a = 0.5 * (a + a.T)
-    if values_only:
-        return scipy.linalg.eigvalsh(a, check_finite=False)
-    return scipy.linalg.eigh(a, driver="evd", check_finite=False)
+def as_weights(weights: np.ndarray, like) -> np.ndarray:
+    """Sample weights (numpy) as an array of ``like``'s backend, device and dtype."""
+    if isinstance(like, np.ndarray):
+        return np.asarray(weights, dtype=like.dtype)
+    import torch
+
+    return torch.as_tensor(np.asarray(weights), dtype=like.dtype, device=like.device)
+
+
+_symmetric_eigh = symmetric_eigh
 
 
 def kept(mu: np.ndarray, rcond: float) -> np.ndarray:
     """Mask of the eigenvalues kept by the pseudo-inverse: above ``rcond`` times the largest, and in float32
     also above n * eps(float32) times it (smaller ones are round-off of that precision, not prompt signal)."""
     rel = rcond
-    if mu.dtype == np.float32:
-        rel = max(rel, mu.size * float(np.finfo(np.float32).eps))
+    if array_namespace(mu).finfo(mu.dtype).bits == 32:
+        rel = max(rel, mu.shape[0] * float(np.finfo(np.float32).eps))
     return mu > rel * max(float(mu.max()), 0.0)
 
 
@@ -69,7 +76,7 @@ def in_sample_hat(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float)
     (the same cut as the feature-space pseudo-inverse: K_Y and C_TT share their non-zero eigenvalues).
     Returns (H, k), k the numerical rank of C_TT.
     """
-    mu, u = _symmetric_eigh(weighted_gram(prompt_gram, weights))
+    mu, u = _symmetric_eigh(weighted_gram(prompt_gram, as_weights(weights, prompt_gram)))
     keep = kept(mu, rcond)
     u_k = u[:, keep]
     return u_k @ u_k.T, int(keep.sum())
@@ -77,8 +84,8 @@ def in_sample_hat(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float)
 
 def prompt_rank(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float) -> int:
     """Numerical rank of C_TT (eigenvalues of D^1/2 K_T D^1/2 above ``rcond`` times the largest)."""
-    mu = _symmetric_eigh(weighted_gram(prompt_gram, weights), values_only=True)
-    return int(np.sum(kept(mu, rcond)))
+    mu = _symmetric_eigh(weighted_gram(prompt_gram, as_weights(weights, prompt_gram)), values_only=True)
+    return int(kept(mu, rcond).sum())
 
 
 def assign_folds(groups: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
@@ -106,31 +113,33 @@ def cross_fit_hats(prompt_gram: np.ndarray, weights: np.ndarray, folds: np.ndarr
     so H[h, S] = sqrt(w_h) alpha_h^T / sqrt(w_S). One eigen-decomposition of K_Y,S per fold serves every
     lambda; eigenvalues of K_Y,S at most ``rcond`` times the largest are dropped, as in-sample.
     """
-    k_t = np.asarray(prompt_gram)
-    w = np.asarray(weights, dtype=k_t.dtype)
+    k_t = prompt_gram
+    xp = array_namespace(k_t)
+    w = np.asarray(weights, dtype=np.float64)
     n = k_t.shape[0]
-    hats = [np.zeros((n, n), dtype=k_t.dtype) for _ in ridges]
+    hats = [xp.zeros((n, n), dtype=k_t.dtype, **_device(k_t)) for _ in ridges]
     for f in np.unique(folds):
         held = np.flatnonzero(folds == f)
         train = np.flatnonzero(folds != f)
         if train.size == 0:
             continue
         ws = w[train] / w[train].sum()
-        sq = np.sqrt(ws)
-        mu, u = _symmetric_eigh(weighted_gram(k_t[np.ix_(train, train)], ws))
+        sq = as_weights(np.sqrt(ws), k_t)
+        mu, u = _symmetric_eigh(weighted_gram(k_t[grid(train, train, k_t)], as_weights(ws, k_t)))
         keep = kept(mu, rcond)
         u_k, mu_k = u[:, keep], mu[keep]
-        proj = u_k.T @ (sq[:, None] * k_t[np.ix_(train, held)])  # (k, |h|)
-        scale = np.sqrt(w[held])[None, :] / np.sqrt(w[train])[:, None] * sq[:, None]  # (|S|, |h|)
+        proj = u_k.T @ (sq[:, None] * k_t[grid(train, held, k_t)])  # (k, |h|)
+        scale = as_weights(np.sqrt(w[held])[None, :] / np.sqrt(w[train])[:, None] * np.sqrt(ws)[:, None],
+                           k_t)  # (|S|, |h|)
         for hat, lam in zip(hats, ridges, strict=True):
             alpha = u_k @ (proj / (mu_k + lam)[:, None])
-            hat[np.ix_(held, train)] = (scale * alpha).T
+            hat[grid(held, train, k_t)] = (scale * alpha).T
     return hats
 
 
 def residual_gram(output_gram: np.ndarray, hat: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """(I - H) K_X (I - H)^T: the twin of Lambda_I, the covariance of the nullified features (eq. 7)."""
-    k_x = weighted_gram(output_gram, weights)
+    k_x = weighted_gram(output_gram, as_weights(weights, output_gram))
     r = k_x - hat @ k_x
     r = r - r @ hat.T
     return 0.5 * (r + r.T)
@@ -138,7 +147,7 @@ def residual_gram(output_gram: np.ndarray, hat: np.ndarray, weights: np.ndarray)
 
 def prediction_gram(output_gram: np.ndarray, hat: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """H K_X H^T: the twin of the covariance of the prompt predictions Gamma* phi_T (in-sample: Lambda_T)."""
-    k_x = weighted_gram(output_gram, weights)
+    k_x = weighted_gram(output_gram, as_weights(weights, output_gram))
     p = hat @ k_x @ hat.T
     return 0.5 * (p + p.T)
 
@@ -150,11 +159,12 @@ def choose_ridge(output_gram: np.ndarray, prompt_gram: np.ndarray, weights: np.n
     Tr((I - H) K_X (I - H)^T) is the out-of-fold mean squared error of Gamma*'s predictions; returns the
     minimiser over ``ridges`` (the smallest on ties) and the whole curve.
     """
-    k_x = weighted_gram(output_gram, weights)
+    xp = array_namespace(output_gram)
+    k_x = weighted_gram(output_gram, as_weights(weights, output_gram))
     curve = []
     for hat in cross_fit_hats(prompt_gram, weights, folds, ridges, rcond=rcond):
         hk = hat @ k_x
-        curve.append(float(np.trace(k_x) - 2.0 * np.trace(hk) + np.sum(hk * hat)))
+        curve.append(trace(k_x) - 2.0 * trace(hk) + float(xp.sum(hk * hat)))
     best = int(np.argmin(np.round(np.asarray(curve), 12)))
     return float(ridges[best]), curve
 
@@ -179,46 +189,24 @@ class DualSpectra:
     output_scores: np.ndarray
 
 
-#: above this size, the top eigenvectors come from Lanczos (ARPACK) after a values-only solve
-DENSE_VECTORS_MAX = 1000
-
-
-def values_and_top_vectors(a: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every eigenvalue of a symmetric matrix (descending) and the unit eigenvectors of the top ``n_top``.
-
-    Up to ``DENSE_VECTORS_MAX`` one divide-and-conquer solve; above it a values-only solve plus Lanczos for
-    the top vectors (measured 30 % less CPU at 2000 x 2000 in float32: the vectors of a full solve cost more
-    than the tridiagonal reduction both pay).
-    """
-    size = a.shape[0]
-    if n_top <= 0:
-        return _symmetric_eigh(a, values_only=True)[::-1], np.empty((size, 0), dtype=a.dtype)
-    if size <= DENSE_VECTORS_MAX or n_top + 1 >= size // 2:
-        vals, vecs = _symmetric_eigh(a)
-        return vals[::-1], vecs[:, ::-1][:, :n_top]
-    a = 0.5 * (a + a.T)
-    vals = scipy.linalg.eigvalsh(a, check_finite=False)[::-1]
-    v0 = np.full(size, 1.0 / np.sqrt(size), dtype=a.dtype)  # deterministic start: reproducible vectors
-    top, vecs = scipy.sparse.linalg.eigsh(a, k=n_top, which="LA", v0=v0, tol=0.0)
-    return vals, vecs[:, np.argsort(-top, kind="stable")]
-
-
-def _spectrum(a: np.ndarray, dim: int, n_top: int, weights: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """All eigenvalues (descending, ``dim`` of them) and the top ``n_top`` samples' scores."""
+def _spectrum(a, dim: int, n_top: int, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All eigenvalues (descending, ``dim`` of them) and the top ``n_top`` samples' scores (numpy float64;
+    ``weights`` numpy)."""
     size = a.shape[0]
     vals, vecs = values_and_top_vectors(a, n_top)
+    vals, vecs = to_numpy(vals), to_numpy(vecs)
     scores = vecs * np.sqrt(np.maximum(vals[:n_top], 0.0))[None, :] / np.sqrt(weights)[:, None]
+    single = vals.dtype == np.float32
     vals = np.asarray(vals[:dim], dtype=np.float64)
-    if a.dtype == np.float32:  # round-off of float32 is not spectrum: zero it (the entropies clamp it)
+    if single:  # round-off of float32 is not spectrum: zero it (the entropies clamp it)
         vals[vals < size * float(np.finfo(np.float32).eps) * max(float(vals[0]), 0.0)] = 0.0
     if vals.size < dim:
         vals = np.concatenate([vals, np.zeros(dim - vals.size)])
     return vals, np.asarray(scores, dtype=np.float64)
 
 
-def grouped_prompt_basis(group_gram: np.ndarray, groups: np.ndarray, weights: np.ndarray, *,
-                         rcond: float) -> tuple[np.ndarray, int]:
+def grouped_prompt_basis(group_gram, groups: np.ndarray, weights: np.ndarray, *, rcond: float
+                         ) -> tuple[np.ndarray, int]:
     """Q (n x k, orthonormal columns) with P = Q Q^T the in-sample projection, from the G x G Gram matrix of
     the distinct prompts (rows with one prompt have one prompt feature, so K_T has rank <= G).
 
@@ -226,21 +214,28 @@ def grouped_prompt_basis(group_gram: np.ndarray, groups: np.ndarray, weights: np
     eigenvalues with S^1/2 H S^1/2 = V diag(mu) V^T, and U = E S^-1/2 V are K_Y's eigenvectors; the same
     ``rcond`` cut as :func:`in_sample_hat` keeps k of them. Cost O(G^3 + n k) instead of O(n^3).
     """
+    xp = array_namespace(group_gram)
     n_groups = group_gram.shape[0]
-    w = np.asarray(weights, dtype=group_gram.dtype)
-    totals = np.bincount(groups, weights=w, minlength=n_groups).astype(group_gram.dtype)
+    w = np.asarray(weights, dtype=np.float64)
+    totals = np.bincount(groups, weights=w, minlength=n_groups)
     present = np.flatnonzero(totals > 0)
-    sw = np.sqrt(totals[present])
-    mu, v = _symmetric_eigh(sw[:, None] * group_gram[np.ix_(present, present)] * sw[None, :])
+    sw = as_weights(np.sqrt(totals[present]), group_gram)
+    mu, v = _symmetric_eigh(sw[:, None] * group_gram[grid(present, present, group_gram)] * sw[None, :])
     keep = kept(mu, rcond)
-    per_group = np.zeros((n_groups, int(keep.sum())), dtype=group_gram.dtype)
-    per_group[present] = v[:, keep] / sw[:, None]
-    return np.sqrt(w)[:, None] * per_group[groups], int(keep.sum())
+    k = int(keep.sum())
+    per_group = xp.zeros((n_groups, k), dtype=group_gram.dtype, **_device(group_gram))
+    per_group[index_array(present, group_gram)] = v[:, keep] / sw[:, None]
+    sq = as_weights(np.sqrt(w), group_gram)
+    return sq[:, None] * per_group[index_array(groups, group_gram)], k
 
 
-def sample_space_spectra(output_gram: np.ndarray, weights: np.ndarray, *, dim: int,
-                         hat: np.ndarray | None = None, basis: np.ndarray | None = None, n_top: int = 0,
-                         in_sample: bool = True) -> DualSpectra:
+def _device(a) -> dict:
+    """``{'device': ...}`` for torch arrays, ``{}`` for numpy (array creation on ``a``'s device)."""
+    return {} if isinstance(a, np.ndarray) else {"device": a.device}
+
+
+def sample_space_spectra(output_gram, weights: np.ndarray, *, dim: int, hat=None, basis=None,
+                         n_top: int = 0, in_sample: bool = True) -> DualSpectra:
     """Spectra of Lambda_I, of the prompt part and of C_II (see the module doc), for a predictor given as an
     n x n ``hat`` matrix, or in-sample as the orthonormal ``basis`` Q of the projection P = Q Q^T
     (:func:`grouped_prompt_basis`; Lambda_T's spectrum is then that of the k x k matrix Q^T K_X Q).
@@ -250,8 +245,8 @@ def sample_space_spectra(output_gram: np.ndarray, weights: np.ndarray, *, dim: i
     residuals, the prompt part the covariance of the out-of-fold predictions, model_share = Tr Lambda_I
     (1 - out-of-sample R^2 of the outputs' features) and prompt_share = 1 - model_share.
     """
-    w = np.asarray(weights, dtype=output_gram.dtype)
-    k_x = weighted_gram(output_gram, w)
+    w = np.asarray(to_numpy(weights), dtype=np.float64)
+    k_x = weighted_gram(output_gram, as_weights(w, output_gram))
     if basis is not None:
         qk = basis.T @ k_x  # k x n
         small = qk @ basis
@@ -259,16 +254,16 @@ def sample_space_spectra(output_gram: np.ndarray, weights: np.ndarray, *, dim: i
         resid -= qk.T @ basis.T
         resid += basis @ small @ basis.T
         resid = 0.5 * (resid + resid.T)
-        prompt = _spectrum(0.5 * (small + small.T), dim, 0, np.ones(small.shape[0], dtype=w.dtype))[0]
-        tr_pred = float(np.trace(small))
+        prompt = _spectrum(0.5 * (small + small.T), dim, 0, np.ones(small.shape[0]))[0]
+        tr_pred = trace(small)
     else:
         resid = residual_gram(output_gram, hat, w)
         pred = prediction_gram(output_gram, hat, w)
         prompt = _spectrum(pred, dim, 0, w)[0]
-        tr_pred = float(np.trace(pred))
-    tr_i = float(np.trace(resid))
+        tr_pred = trace(pred)
+    tr_i = trace(resid)
     model, model_scores = _spectrum(resid, dim, n_top, w)
     output, output_scores = _spectrum(k_x, dim, n_top, w)
-    tr_t = tr_pred if in_sample else float(np.trace(k_x)) - tr_i
+    tr_t = tr_pred if in_sample else trace(k_x) - tr_i
     return DualSpectra(model=model, prompt=prompt, output=output, model_share=tr_i, prompt_share=tr_t,
                        model_scores=model_scores, output_scores=output_scores)

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from ..._validation import check_positive_number
+from ...array_ops import grid, index_array, trace
+from ...backend import resolve_backend, to_numpy
 from ...data.paired import PairedSet, prompt_groups
 from ...errors import OptionError
 from ...kernels.scendi_features import ScendiKernelOptions
@@ -57,9 +59,9 @@ from .grouped import grouped_spectra, grouped_split
 from .nullifier import (
     PromptNullifier,
     check_paired,
+    joint_covariance_on,
     prompt_rank_warnings,
     resolve_feature_maps,
-    stream_joint_covariance,
 )
 from .replicates import FeatureSpaceReplicates, SampleSpaceReplicates, feature_matrices, gram
 from .results import ScendiComparison, ScendiResult
@@ -106,6 +108,9 @@ class Scendi(ScendiKernelOptions):
         replicate is cheap, else off with a note); confidence : the intervals' level.
     precision : 'float64' or 'float32' for the sample-space matrices and their eigen-decompositions (the
         streaming feature-space pass accumulates in float64).
+    device : where the array core runs (:func:`promptprism.backend.resolve_backend`): 'auto' (torch on CUDA
+        when present, else numpy; the default), 'cpu' (numpy, the reference), 'cuda', 'cuda:N', 'mps', or
+        'torch' (torch on the CPU). Random draws stay numpy-seeded; results are numpy either way.
     seed : seeds every random draw (RFF frequencies: ``seed`` for outputs, ``seed + 1`` for prompts unless
         shared; the bandwidth subsample; the folds; the bootstrap draws); recorded in the result.
     chunk_size : rows per streaming step. progress : progress bars (None: only on a terminal).
@@ -123,6 +128,7 @@ class Scendi(ScendiKernelOptions):
     bootstrap: Any = 0
     confidence: float = 0.95
     precision: str = "float64"
+    device: str = "auto"
 
     def __post_init__(self) -> None:
         self._validate()
@@ -145,6 +151,7 @@ class Scendi(ScendiKernelOptions):
         elif not 0.0 < float(self.confidence) < 1.0:
             raise OptionError(f"confidence must lie strictly between 0 and 1, got {self.confidence!r}")
         check_precision(self.precision)
+        resolve_backend(self.device)
         self._nullifier()._validate()
 
     def _nullifier(self) -> PromptNullifier:
@@ -174,6 +181,7 @@ class Scendi(ScendiKernelOptions):
         t0 = time.perf_counter()
         notes: list[str] = []
         n = len(data)
+        backend = resolve_backend(self.device)
         maps = resolve_feature_maps(data, kernel=self.kernel, sigma_output=self.sigma_output,
                                     sigma_prompt=self.sigma_prompt, n_features=self.n_features,
                                     shared_frequencies=self.shared_frequencies, seed=self.seed, notes=notes)
@@ -189,28 +197,31 @@ class Scendi(ScendiKernelOptions):
         g = distinct_groups  # the grouped route costs O(n d_I^2 + G^2 d_T + G^3), the streaming one O(n d^2)
         if (current_client() is None and n >= dim and self.gamma_estimator != "cross-fit" and 2 * g < n
                 and n * d_i <= GROUPED_MAX_VALUES and g ** 3 + g * g * (dim - d_i) < n * dim * dim):
-            feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype)
+            feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype,
+                                     backend=backend)
             grouped = grouped_split(feats[0], feats[1], groups, rcond=PINV_RCOND)
             rank = grouped.prompt_rank
             route = "feature space, grouped prompts"
         elif in_memory and (n < dim or self.gamma_estimator == "cross-fit"):
-            feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype)
+            feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype,
+                                     backend=backend)
             grams = gram(feats[0]), gram(feats[1])  # outputs n x n, distinct prompts G x G
             w = np.full(n, 1.0 / n, dtype=dtype)
             basis, rank = grouped_prompt_basis(grams[1], groups, w, rcond=PINV_RCOND)
             route = "sample space"
         else:
-            acc = stream_joint_covariance(data, maps, chunk_size=self.chunk_size,
-                                          partition_rows=self.partition_rows, progress=self.progress)
-            split = schur_split(acc.compute(), d_i, rcond=PINV_RCOND)
-            del acc
+            c = joint_covariance_on(backend, data, maps, chunk_size=self.chunk_size,
+                                    partition_rows=self.partition_rows, progress=self.progress)
+            split = schur_split(c, d_i, rcond=PINV_RCOND)
+            del c
             rank = split.prompt_rank
             route = "feature space"
         timings["covariance_s"] = time.perf_counter() - t0
         estimator = self._resolve_estimator(rank, n, distinct_groups, in_memory, notes)
         if estimator == "cross-fit" and split is not None:
             split = None
-            feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype)
+            feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype,
+                                     backend=backend)
             grams = gram(feats[0]), gram(feats[1])
             w = np.full(n, 1.0 / n, dtype=dtype)
             route = "sample space"
@@ -228,20 +239,19 @@ class Scendi(ScendiKernelOptions):
             li_vals, li_vecs = spectrum_and_top_vectors(split.lambda_i, k)
             c_vals, c_vecs = spectrum_and_top_vectors(split.c_ii, k)
             table = scendi_score_table(li_vals, split.lambda_t_eigenvalues, c_vals,
-                                       model_share=float(np.trace(split.lambda_i)),
-                                       prompt_share=float(np.trace(split.lambda_t)))
+                                       model_share=trace(split.lambda_i), prompt_share=trace(split.lambda_t))
             lt_vals = split.lambda_t_eigenvalues
             timings["eigen_s"] = time.perf_counter() - t1
             t2 = time.perf_counter()
             ids, scores = stream_cluster_scores(
-                data, maps, split.gamma, li_vecs, c_vecs, chunk_size=self.chunk_size,
+                data, maps, to_numpy(split.gamma), li_vecs, c_vecs, chunk_size=self.chunk_size,
                 partition_rows=self.partition_rows, top_k=self.top_k, progress=self.progress)
         else:
             if estimator == "in-sample":
                 s = sample_space_spectra(grams[0], w, dim=d_i, basis=basis, n_top=k)
             else:
                 folds = assign_folds(groups, self.n_folds, self.seed)
-                k_t = grams[1][np.ix_(groups, groups)]
+                k_t = grams[1][grid(groups, groups, grams[1])]
                 if self.ridge == "cv":
                     ridge, curve = choose_ridge(grams[0], k_t, w, folds, ridges=RIDGE_GRID, rcond=PINV_RCOND)
                 else:
@@ -273,15 +283,15 @@ class Scendi(ScendiKernelOptions):
             if counts is None:
                 counts = prompt_draws(n_groups, replicates, self.seed)
             if grouped is not None:
-                engine: Any = FeatureSpaceReplicates(feats[0], feats[1][groups])
+                engine: Any = FeatureSpaceReplicates(feats[0], feats[1][index_array(groups, feats[1])])
             elif split is None:
                 engine = SampleSpaceReplicates(
                     grams[0], grams[1], dim=d_i, cross_fit=estimator == "cross-fit", n_folds=self.n_folds,
                     ridge=ridge, seed=self.seed)
             else:
                 f_i, f_g = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size,
-                                            dtype=dtype)
-                engine = FeatureSpaceReplicates(f_i, f_g[groups])
+                                            dtype=dtype, backend=backend)
+                engine = FeatureSpaceReplicates(f_i, f_g[index_array(groups, f_g)])
             reps = bootstrap_replicates(groups, counts, engine)
             intervals = metric_intervals(reps, table, self.confidence)
             boot = {"replicates": int(replicates), "level": float(self.confidence), "seed": self.seed,
@@ -294,7 +304,7 @@ class Scendi(ScendiKernelOptions):
                   "shared_frequencies": bool(self.shared_frequencies and self.kernel == "gaussian"),
                   "n_clusters": self.n_clusters, "top_k": self.top_k, "chunk_size": self.chunk_size,
                   "eigen_floor": EIGEN_FLOOR, "input": data.where, "precision": self.precision,
-                  "route": route,
+                  "route": route, "device": backend.label,
                   "n_folds": self.n_folds if estimator == "cross-fit" else None,
                   "ridge": ridge if estimator == "cross-fit" else None}
 

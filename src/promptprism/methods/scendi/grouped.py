@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse
 
-from .dual import DualSpectra, _symmetric_eigh, kept, values_and_top_vectors
+from ...array_ops import group_sum, index_array, trace
+from ...backend import array_namespace, to_numpy
+from .dual import DualSpectra, _device, _symmetric_eigh, as_weights, kept, values_and_top_vectors
 
 
 @dataclass(frozen=True)
@@ -33,26 +34,27 @@ class GroupedSplit:
 def grouped_split(output_features: np.ndarray, group_features: np.ndarray, groups: np.ndarray, *,
                   rcond: float) -> GroupedSplit:
     """The in-sample split of the module doc from Phi_I (n x d_I), the distinct prompts' Phi_G (G x d_T) and
-    each row's prompt label; cost O(n d_I^2 + G^2 d_T + G^3) instead of O(n (d_I + d_T)^2)."""
-    f_i = np.asarray(output_features)
+    each row's prompt label; cost O(n d_I^2 + G^2 d_T + G^3) instead of O(n (d_I + d_T)^2). Runs on the
+    backend of the features (numpy or torch)."""
+    f_i = output_features
+    xp = array_namespace(f_i)
     n = f_i.shape[0]
     n_groups = group_features.shape[0]
-    counts = np.bincount(groups, minlength=n_groups).astype(f_i.dtype)
-    onehot = scipy.sparse.csr_matrix((np.ones(n, dtype=f_i.dtype), (groups, np.arange(n))),
-                                     shape=(n_groups, n))
-    sums = np.asarray(onehot @ f_i)  # G x d_I
+    counts = np.bincount(groups, minlength=n_groups).astype(np.float64)
+    sums = group_sum(f_i, groups, n_groups)  # G x d_I
     present = np.flatnonzero(counts > 0)
-    x_g = sums[present] / np.sqrt(counts[present] * n)[:, None]  # W^1/2 M
-    sw = np.sqrt(counts[present] / n)
-    f_g = group_features[present]
+    rows = index_array(present, f_i)
+    x_g = sums[rows] / as_weights(np.sqrt(counts[present] * n), f_i)[:, None]  # W^1/2 M
+    sw = as_weights(np.sqrt(counts[present] / n), f_i)
+    f_g = group_features[rows]
     mu, u = _symmetric_eigh(sw[:, None] * (f_g @ f_g.T) * sw[None, :])
     keep = kept(mu, rcond)
     u_k = u[:, keep]
     b = x_g.T @ u_k  # d_I x k
     c_ii = (f_i.T @ f_i) / n
     lambda_i = c_ii - b @ b.T
-    predictions = np.zeros((n_groups, f_i.shape[1]), dtype=f_i.dtype)
-    predictions[present] = (u_k @ (u_k.T @ x_g)) / sw[:, None]
+    predictions = xp.zeros((n_groups, f_i.shape[1]), dtype=f_i.dtype, **_device(f_i))
+    predictions[rows] = (u_k @ (u_k.T @ x_g)) / sw[:, None]
     return GroupedSplit(c_ii=0.5 * (c_ii + c_ii.T), lambda_i=0.5 * (lambda_i + lambda_i.T), b=b,
                         predictions=predictions, prompt_rank=int(keep.sum()))
 
@@ -62,17 +64,46 @@ def grouped_spectra(split: GroupedSplit, output_features: np.ndarray, groups: np
     """Spectra of Lambda_I, Lambda_T (from the k x k matrix B^T B) and C_II, with the top ``n_top`` samples'
     scores on Lambda_I's eigenvectors (nullified features) and C_II's (plain features)."""
     d_i = split.c_ii.shape[0]
-    li_vals, li_vecs = values_and_top_vectors(split.lambda_i, n_top)
-    c_vals, c_vecs = values_and_top_vectors(split.c_ii, n_top)
+    li_vals, li_vecs = spectra_pair(split.lambda_i, split.c_ii, n_top)
+    c_vals, c_vecs = li_vals.pop(), li_vecs.pop()
+    li_vals, li_vecs = li_vals[0], li_vecs[0]
     small = split.b.T @ split.b
-    lt = _symmetric_eigh(small, values_only=True)[::-1] if small.size else np.empty(0)
+    lt = to_numpy(_symmetric_eigh(small, values_only=True))[::-1] if small.shape[1] else np.empty(0)
     lt = np.concatenate([np.maximum(lt, 0.0), np.zeros(d_i - lt.size)])
-    model_scores = output_features @ li_vecs - (split.predictions @ li_vecs)[groups]
+    li_vecs, c_vecs = as_like(li_vecs, output_features), as_like(c_vecs, output_features)
+    model_scores = output_features @ li_vecs - (split.predictions @ li_vecs)[index_array(groups, li_vecs)]
     return DualSpectra(model=_clean(li_vals), prompt=lt.astype(np.float64), output=_clean(c_vals),
-                       model_share=float(np.trace(split.lambda_i)),
-                       prompt_share=float(np.sum(small.diagonal())),
-                       model_scores=np.asarray(model_scores, dtype=np.float64),
-                       output_scores=np.asarray(output_features @ c_vecs, dtype=np.float64))
+                       model_share=trace(split.lambda_i), prompt_share=trace(small),
+                       model_scores=np.asarray(to_numpy(model_scores), dtype=np.float64),
+                       output_scores=np.asarray(to_numpy(output_features @ c_vecs), dtype=np.float64))
+
+
+def as_like(a, like):
+    """``a`` on the backend, device and dtype of ``like``."""
+    if isinstance(like, np.ndarray):
+        return np.asarray(a, dtype=like.dtype)
+    import torch
+
+    return torch.as_tensor(a, dtype=like.dtype, device=like.device)
+
+
+def spectra_pair(a, b, n_top: int) -> tuple[list, list]:
+    """:func:`values_and_top_vectors` of two matrices: ([values_a, values_b], [vectors_a, vectors_b]).
+
+    On numpy the two solves run side by side in two threads (LAPACK releases the GIL; the tridiagonal
+    reduction they spend most of their time in is memory-bound and uses one core well, two poorly), so two
+    cores finish both in about the time of one. Same numbers as one after the other.
+    """
+    if not isinstance(a, np.ndarray):
+        pairs = [values_and_top_vectors(m, n_top) for m in (a, b)]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(2) as pool:
+            pairs = list(pool.map(lambda m: values_and_top_vectors(m, n_top), (a, b)))
+    return [to_numpy(v) for v, _ in pairs], [to_numpy(w) for _, w in pairs]
 
 
 def _clean(vals: np.ndarray) -> np.ndarray:

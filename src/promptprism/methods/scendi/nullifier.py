@@ -16,6 +16,7 @@ import numpy as np
 
 from ..._progress import progress_enabled
 from ..._validation import check_positive_number, check_seed
+from ...backend import Backend
 from ...data.paired import PairedSet
 from ...errors import InputError, OptionError
 from ...kernels.bandwidth import parse_bandwidth, resolve_bandwidth
@@ -62,6 +63,25 @@ def stream_joint_covariance(data: PairedSet, maps: ScendiFeatureMaps, *, chunk_s
     return current_runner().map_reduce(joint_covariance_partition, [
         (maps, *partition_rows_of(data, a, b), chunk_size) for a, b in chunks(len(data), size)],
         description="Scendi: covariance", progress=progress_enabled(progress))
+
+
+def joint_covariance_on(backend: Backend, data: PairedSet, maps: ScendiFeatureMaps, *, chunk_size: int,
+                        partition_rows: int, progress: bool | None) -> Any:
+    """The joint covariance C (Section 4) as an array of ``backend``: on numpy (or with a cluster) the
+    streaming pass of :func:`stream_joint_covariance`; on torch in this process, chunk by chunk on the
+    device (C += f^T f, in float64)."""
+    if backend.name == "numpy" or current_client() is not None:
+        return backend.asarray(stream_joint_covariance(data, maps, chunk_size=chunk_size,
+                                                       partition_rows=partition_rows,
+                                                       progress=progress).compute())
+    xp = backend.xp
+    dim = maps.dim_output + maps.dim_prompt
+    c = xp.zeros((dim, dim), dtype=xp.float64, device=backend.torch_device)
+    for a, b in chunks(len(data), chunk_size):
+        f = xp.concat([maps.outputs(np.asarray(data.output_embeddings[a:b]), backend),
+                       maps.prompts(np.asarray(data.prompt_embeddings[a:b]), backend)], axis=1)
+        c += f.T @ f
+    return c / len(data)
 
 
 def prompt_rank_warnings(where: str, rank: int, n: int, *, estimator: str) -> list[str]:

@@ -11,28 +11,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
+from ...array_ops import grid, index_array, symmetric_eigh, trace
+from ...backend import NUMPY, Backend, array_namespace, to_numpy
 from ...data.paired import PairedSet
 from ...kernels.scendi_features import ScendiFeatureMaps
 from .core import PINV_RCOND, scendi_score_table, schur_split
-from .dual import assign_folds, cross_fit_hats, grouped_prompt_basis, sample_space_spectra
+from .dual import as_weights, assign_folds, cross_fit_hats, grouped_prompt_basis, sample_space_spectra
 
 
 def feature_matrices(data: PairedSet, maps: ScendiFeatureMaps, *, groups: np.ndarray, chunk_size: int,
-                     dtype: type = np.float64) -> tuple[np.ndarray, np.ndarray]:
+                     dtype: type = np.float64, backend: Backend = NUMPY) -> tuple:
     """(Phi_I, Phi_G): every row's output features (n x d_I) and the features of each distinct prompt
     (G x d_T, row g = the prompt of label g in ``groups``; a label absent from ``data`` gets zeros), in
-    ``dtype``. Rows with one prompt share one prompt feature, so Phi_T = Phi_G[groups]."""
+    ``dtype``, as arrays of ``backend``. Rows with one prompt share one prompt feature, so
+    Phi_T = Phi_G[groups]."""
     n = len(data)
-    fi = np.empty((n, maps.dim_output), dtype=dtype)
+    xp = backend.xp
+    on = {} if backend.name == "numpy" else {"device": backend.torch_device}
+    dt = backend.asarray(np.zeros(0, dtype=dtype)).dtype
+    fi = xp.empty((n, maps.dim_output), dtype=dt, **on)
     for a in range(0, n, chunk_size):
         b = min(n, a + chunk_size)
-        fi[a:b] = maps.outputs(np.asarray(data.output_embeddings[a:b]))
+        fi[a:b] = xp.astype(maps.outputs(np.asarray(data.output_embeddings[a:b]), backend), dt)
     n_groups = int(np.max(groups)) + 1
     labels, first = np.unique(groups, return_index=True)
-    fg = np.zeros((n_groups, maps.dim_prompt), dtype=dtype)
-    fg[labels] = maps.prompts(np.asarray(data.prompt_embeddings[first]))
+    fg = xp.zeros((n_groups, maps.dim_prompt), dtype=dt, **on)
+    fg[index_array(labels, fg)] = xp.astype(maps.prompts(np.asarray(data.prompt_embeddings[first]), backend),
+                                            dt)
     return fi, fg
 
 
@@ -59,11 +65,11 @@ class SampleSpaceReplicates:
 
     def __call__(self, rows: np.ndarray, weights: np.ndarray, groups: np.ndarray, replicate: int) -> dict:
         """Scores of the subset ``rows`` weighted by ``weights`` (sum 1); ``groups`` are their prompts."""
-        k_i = self.output_gram[np.ix_(rows, rows)]
-        w = weights.astype(k_i.dtype)
+        k_i = self.output_gram[grid(rows, rows, self.output_gram)]
+        w = np.asarray(weights, dtype=np.float64)
         if self.cross_fit:
             folds = assign_folds(groups, self.n_folds, self.seed + 1 + replicate)
-            k_t = self.group_gram[np.ix_(groups, groups)]
+            k_t = self.group_gram[grid(groups, groups, self.group_gram)]
             hat = cross_fit_hats(k_t, w, folds, [self.ridge], rcond=self.rcond)[0]
             s = sample_space_spectra(k_i, w, dim=self.dim, hat=hat, in_sample=False)
         else:
@@ -83,11 +89,14 @@ class FeatureSpaceReplicates:
 
     def __call__(self, rows: np.ndarray, weights: np.ndarray, groups: np.ndarray, replicate: int) -> dict:
         """Scores of the subset ``rows`` weighted by ``weights`` (sum 1)."""
-        f = np.concatenate([self.output_features[rows], self.prompt_features[rows]], axis=1)
-        c = (f * weights.astype(f.dtype)[:, None]).T @ f
-        split = schur_split(np.asarray(c, dtype=np.float64), self.output_features.shape[1], rcond=self.rcond)
-        model = scipy.linalg.eigvalsh(split.lambda_i)[::-1]
-        output = scipy.linalg.eigvalsh(split.c_ii)[::-1]
+        idx = index_array(rows, self.output_features)
+        xp = array_namespace(self.output_features)
+        f = xp.concat([self.output_features[idx], self.prompt_features[idx]], axis=1)
+        c = xp.astype((f * as_weights(weights, f)[:, None]).T @ f, xp.float64)
+        d_i = self.output_features.shape[1]
+        split = schur_split(c, d_i, rcond=self.rcond)
+        model = to_numpy(symmetric_eigh(split.lambda_i, values_only=True))[::-1]
+        output = to_numpy(symmetric_eigh(split.c_ii, values_only=True))[::-1]
         return scendi_score_table(model, split.lambda_t_eigenvalues, output,
-                                  model_share=float(np.trace(split.lambda_i)),
-                                  prompt_share=float(np.trace(split.lambda_t)))
+                                  model_share=trace(split.lambda_i), prompt_share=trace(split.lambda_t))
+
