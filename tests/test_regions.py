@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from backends import DEVICES, HAS_TORCH
 from promptprism import (
     InputError,
     OptionError,
@@ -148,12 +149,13 @@ def test_block_estimators_reject_too_few_rows(rng):
 
 
 # -------------------------------------------------------------------------------------- pixel CKA matrix
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("shape", [(20, 4, 5), (20, 3, 3, 3)])
-def test_fast_pixel_cka_equals_pairwise_loop(rng, shape):
+def test_fast_pixel_cka_equals_pairwise_loop(rng, shape, device):
     imgs = rng.random(shape)
     imgs[:, 0, 1] = imgs[:, 0, 0] ** 2  # a dependent pair
     g = 0.8
-    fast = pixel_cka_matrix(imgs, gamma=g, block_size=None)
+    fast = pixel_cka_matrix(imgs, gamma=g, block_size=None, device=device)
     loop = pixel_cka_loop(imgs, gamma=g)
     assert np.abs(fast - loop).max() < 1e-10
     # the brute force, entry by entry, from eq. 13 with explicit Gram matrices
@@ -164,15 +166,17 @@ def test_fast_pixel_cka_equals_pairwise_loop(rng, shape):
                                        rel=1e-10)
     assert fast[0, 1] > 0.5
     # mini-batch version (paper's appendix C): same blocks as the loop
-    fb = pixel_cka_matrix(imgs, gamma=g, block_size=6, max_images=None, seed=3)
+    fb = pixel_cka_matrix(imgs, gamma=g, block_size=6, max_images=None, seed=3, device=device)
     assert np.abs(fb - pixel_cka_loop(imgs, gamma=g, block_size=6, seed=3)).max() < 1e-10
     # memory-bounded paths give the same numbers
     for budget in (4000, 40):
         assert np.abs(pixel_cka_matrix(imgs, gamma=g, block_size=6, max_images=None, seed=3,
-                                       max_bytes=budget) - fb).max() < 1e-12
-        assert np.abs(pixel_cka_matrix(imgs, gamma=g, block_size=None, max_bytes=budget) - fast).max() < 1e-12
+                                       max_bytes=budget, device=device) - fb).max() < 1e-12
+        assert np.abs(pixel_cka_matrix(imgs, gamma=g, block_size=None, max_bytes=budget, device=device)
+                      - fast).max() < 1e-12
     assert np.allclose(fast, fast.T) and np.allclose(np.diag(fast), 1.0)
-    single = pixel_cka_matrix(imgs, gamma=g, block_size=6, max_images=None, seed=3, dtype="float32")
+    single = pixel_cka_matrix(imgs, gamma=g, block_size=6, max_images=None, seed=3, dtype="float32",
+                              device=device)
     assert np.abs(single - fb).max() < 1e-5
 
 
@@ -248,14 +252,15 @@ def cartesian_images(a, b):
     return np.concatenate([np.repeat(a, nb, axis=0), np.tile(b, (na, 1, 1))], axis=2)
 
 
-def test_independent_regions_product_equals_whole(rng):
+@pytest.mark.parametrize("device", DEVICES)
+def test_independent_regions_product_equals_whole(rng, device):
     h = 3
     xa, xb = rng.random((7, h, 2)), rng.random((6, h, 3))
     ya, yb = rng.random((5, h, 2)) ** 2, rng.random((8, h, 3)) * 0.8
     x, y = cartesian_images(xa, xb), cartesian_images(ya, yb)
     labels = np.tile([0, 0, 1, 1, 1], h)
     g = 0.7
-    out = region_cms(x, y, labels, g)
+    out = region_cms(x, y, labels, g, device=device)
     assert out["product_cms"] == pytest.approx(out["cms"], rel=1e-10)
     assert out["cms"] == pytest.approx(cms_loop(x.reshape(len(x), -1), y.reshape(len(y), -1), g), rel=1e-10)
     assert out["region_cms"][0] == pytest.approx(cms_loop(xa.reshape(7, -1), ya.reshape(5, -1), g), rel=1e-10)
@@ -282,10 +287,11 @@ def test_gap_grows_with_cross_region_dependence(rng):
     assert cross[0] < 1e-10
 
 
-def test_log_space_cms_survives_tiny_kernels(rng):
+@pytest.mark.parametrize("device", DEVICES)
+def test_log_space_cms_survives_tiny_kernels(rng, device):
     x, y = rng.random((6, 20, 20)), rng.random((5, 20, 20))
     labels = np.arange(400) // 200
-    out = region_cms(x, y, labels, 50.0)  # k(x, y) ~ exp(-50 * 67): far below the smallest float
+    out = region_cms(x, y, labels, 50.0, device=device)  # k(x, y) ~ exp(-50 * 67): below the smallest float
     assert np.isfinite(out["cms"]) and np.isfinite(out["product_cms"]) and 0.0 <= out["cms"] < 1e-100
     # the log-space CMS against log-sum-exp over brute-force squared distances
     from scipy.special import logsumexp
@@ -335,3 +341,23 @@ def test_estimator_bad_inputs(rng):
         RegionCMS(n_regions=2, cka_block_size=50).fit(real)
     with pytest.raises(InputError, match="every pixel is constant"):
         RegionCMS(n_regions=2, gamma=1.0).fit(np.ones((10, 3, 3)))
+
+
+@pytest.mark.parametrize("block_size", [None, 8])
+def test_region_cms_on_torch_gives_the_reference_result(rng, block_size):
+    """RegionCMS(device='torch'): the pixel CKA matrix, the regions and every CMS equal numpy's."""
+    if not HAS_TORCH:
+        pytest.skip("torch is not installed")
+    real = rng.random((40, 4, 4))
+    real[:, :, 2:] = real[:, :, :2] ** 2  # two dependent halves
+    gen = rng.random((30, 4, 4)) ** 1.5
+    kw = dict(n_regions=2, seed=2, block_size=block_size, bootstrap=20, cka_block_size=10)
+    a = RegionCMS(device="cpu", **kw).fit(real).compare(gen)
+    b = RegionCMS(device="torch", **kw).fit(real).compare(gen)
+    assert b.config["device"] == "torch:cpu" and a.config["device"] == "numpy"
+    assert a.regions == b.regions
+    np.testing.assert_allclose(np.asarray(b.cka_matrix), np.asarray(a.cka_matrix), atol=1e-12)
+    np.testing.assert_allclose(b.cms + b.product_cms + b.mmd2, a.cms + a.product_cms + a.mmd2, rtol=1e-10)
+    np.testing.assert_allclose(b.region_cms, a.region_cms, rtol=1e-10)
+    for ia, ib in zip(a.intervals, b.intervals, strict=True):
+        assert ia["cms"] == pytest.approx(ib["cms"], rel=1e-10)

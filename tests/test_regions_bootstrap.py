@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 
+from backends import DEVICES
 from promptprism import InputError, OptionError, RegionCMS, RegionsResult, block_cms, cms, rbf_kernel
 from promptprism.cli import main
 from promptprism.methods.regions import (
@@ -53,12 +54,14 @@ def pixels_of(images, region):
 
 
 # ---------------------------------------------------------------------------------- bootstrap, brute force
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("partition_rows", [512, 5])
-def test_exact_bootstrap_equals_eq4_on_resampled_images(partition_rows):
+def test_exact_bootstrap_equals_eq4_on_resampled_images(partition_rows, device):
     rng = np.random.default_rng(3)
     x, y = rng.random((14, 2, 2)), rng.random((11, 2, 2)) ** 2
     g, b_rep, seed = 0.9, 30, 5
-    out = region_cms(x, y, REGIONS, g, bootstrap=b_rep, seed=seed, partition_rows=partition_rows)
+    out = region_cms(x, y, REGIONS, g, bootstrap=b_rep, seed=seed, partition_rows=partition_rows,
+                     device=device)
     draw = bootstrap_rng(seed)
     wx, wy = resample_counts(14, b_rep, draw), resample_counts(11, b_rep, draw)
     reps = []
@@ -82,16 +85,17 @@ def test_exact_bootstrap_equals_eq4_on_resampled_images(partition_rows):
     assert iv["region_cms"][1]["debiased"] == pytest.approx(u_cms(pixels_of(x, 1), pixels_of(y, 1), g),
                                                             rel=1e-10)
     # the point estimates are eq. 4 as before, untouched by the bootstrap
-    plain = region_cms(x, y, REGIONS, g, partition_rows=partition_rows)
+    plain = region_cms(x, y, REGIONS, g, partition_rows=partition_rows, device=device)
     assert out["cms"] == plain["cms"] and list(out["region_cms"]) == list(plain["region_cms"])
     assert plain["intervals"] == {}
 
 
-def test_block_bootstrap_resamples_blocks_brute_force():
+@pytest.mark.parametrize("device", DEVICES)
+def test_block_bootstrap_resamples_blocks_brute_force(device):
     rng = np.random.default_rng(4)
     x, y = rng.random((40, 2, 2)), rng.random((33, 2, 2)) * 0.9
     g, b, b_rep, seed = 1.3, 6, 25, 2
-    out = region_cms(x, y, REGIONS, g, block_size=b, bootstrap=b_rep, seed=seed)
+    out = region_cms(x, y, REGIONS, g, block_size=b, bootstrap=b_rep, seed=seed, device=device)
     blocks = list(block_indices(40, 33, b, seed))
     nb = len(blocks)
     assert nb == 5
@@ -228,11 +232,12 @@ def test_block_bias_is_stated_in_the_result():
 
 
 # ---------------------------------------------------------------------------------------------- numerics
-def test_pixels_of_1e300_give_exact_values_not_nan():
+@pytest.mark.parametrize("device", DEVICES)
+def test_pixels_of_1e300_give_exact_values_not_nan(device):
     rng = np.random.default_rng(1)
     x, y = rng.random((12, 2, 2)), rng.random((9, 2, 2)) * 1e300
     g = 0.8
-    out = region_cms(x, y, REGIONS, g, bootstrap=30)
+    out = region_cms(x, y, REGIONS, g, bootstrap=30, device=device)
     # every cross kernel value is exp(-g * 1e600) = 0 in float64, distinct huge images too: K_yy = I
     assert out["cms"] == 0.0 and out["product_cms"] == 0.0 and list(out["region_cms"]) == [0.0, 0.0]
     assert out["mmd2"] == pytest.approx(gram(x, x, g).mean() + 1 / 9, rel=1e-12)

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..._progress import progress_enabled
 from ..._validation import check_positive_number
+from ...backend import NUMPY, Backend, resolve_backend
 from ...errors import InputError, OptionError
 from ...scale import current_runner
 from .estimators import block_indices
@@ -114,7 +115,7 @@ def _exact_intervals(logs: dict, k: int, *, n: int, m: int, counts: list, level:
 
 
 def _exact_tasks(ref: Any, sets: list, labels: np.ndarray, gamma: float, *, size: int,
-                 counts: list | None) -> list[tuple]:
+                 counts: list | None, backend: Backend = NUMPY) -> list[tuple]:
     # each chunk is sliced once: the pair tasks share the slices (or the file set and its indices)
     rows = [chunk_rows(source_shape(src)[0], size) for src in [ref, *sets]]
     parts = [[task_rows(src, r) for r in rs] for src, rs in zip([ref, *sets], rows, strict=True)]
@@ -129,12 +130,12 @@ def _exact_tasks(ref: Any, sets: list, labels: np.ndarray, gamma: float, *, size
                 same = ib == ia
                 boot = None if counts is None else (w(k, rows[k][ia]), None if same else w(k, rows[k][ib]))
                 tasks.append((key, *a, *((None, None) if same else parts[k][ib]), labels, gamma,
-                              1.0 if same else 2.0, boot))
+                              1.0 if same else 2.0, boot, backend))
     for j in range(len(sets)):
         for ia, a in enumerate(parts[0]):
             for ib, b in enumerate(parts[j + 1]):
                 boot = None if counts is None else (w(0, rows[0][ia]), w(j + 1, rows[j + 1][ib]))
-                tasks.append((f"{j}:xy", *a, *b, labels, gamma, 1.0, boot))
+                tasks.append((f"{j}:xy", *a, *b, labels, gamma, 1.0, boot, backend))
     return tasks
 
 
@@ -172,13 +173,15 @@ def _block_intervals(sums: dict, key: str, *, sizes: tuple[int, int], b: int, co
 
 def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_size: int | None = None,
                     seed: int = 0, partition_rows: int = 512, progress: bool | None = False,
-                    bootstrap: int = 0, level: float = LEVEL,
-                    block_estimator: str = "corrected") -> list[dict[str, Any]]:
+                    bootstrap: int = 0, level: float = LEVEL, block_estimator: str = "corrected",
+                    device: str | Backend = "cpu") -> list[dict[str, Any]]:
     """Region CMS of each generated set in ``sets`` against ``ref`` (pixels (n, d, c) or ImageRows).
 
     Returns per set ``{"cms", "product_cms", "region_cms" (C,), "mmd2", "intervals"}`` (``intervals`` empty
-    when ``bootstrap`` is 0). Tasks run on :func:`promptprism.scale.current_runner`.
+    when ``bootstrap`` is 0). Tasks run on :func:`promptprism.scale.current_runner`, their kernel sums on
+    the backend ``device`` names (:func:`promptprism.backend.resolve_backend`).
     """
+    backend = resolve_backend(device)
     labels = np.asarray(regions, dtype=np.int64).reshape(-1)
     n, d, _ = source_shape(ref)
     if labels.shape[0] != d:
@@ -196,13 +199,15 @@ def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_s
     if block_size is None:
         counts = None if n_boot == 0 else [resample_counts(source_shape(s)[0], n_boot, rng)
                                            for s in [ref, *sets]]
-        func, tasks = region_sums_partition, _exact_tasks(ref, sets, labels, gamma, size=size, counts=counts)
+        func, tasks = region_sums_partition, _exact_tasks(ref, sets, labels, gamma, size=size, counts=counts,
+                                                          backend=backend)
     else:
         func, tasks = region_block_partition, []
         for k, s in enumerate(sets):
             blocks = list(block_indices(n, source_shape(s)[0], block_size, seed, what="region CMS"))
             for j, (i, jj) in enumerate(blocks):
-                tasks.append((str(k), *task_rows(ref, i), *task_rows(s, jj), labels, gamma, (j, len(blocks))))
+                tasks.append((str(k), *task_rows(ref, i), *task_rows(s, jj), labels, gamma, (j, len(blocks)),
+                              backend))
     sums, logs = current_runner().map_reduce(func, tasks, description="region CMS",
                                              progress=progress_enabled(progress)).compute()
     out = []
@@ -231,14 +236,15 @@ def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_s
 
 def region_cms(x: Any, y: Any, regions: Any, gamma: float, *, block_size: int | None = None,
                seed: int = 0, partition_rows: int = 512, bootstrap: int = 0, level: float = LEVEL,
-               block_estimator: str = "corrected") -> dict[str, Any]:
+               block_estimator: str = "corrected", device: str = "cpu") -> dict[str, Any]:
     """CMS (eq. 4) of the whole image, of each region and their product (Theorem 1), real ``x`` vs ``y``.
 
     ``x``, ``y``: images (n, H, W[, C]) of the same size; ``regions``: H*W labels 0..C-1 (row-major).
     Returns ``{"cms", "product_cms", "region_cms" (C,), "mmd2", "intervals"}``; with ``block_size`` the block
     estimator (``block_estimator``: "corrected" or the paper's average) and the product is of the block
     estimates of each region. ``bootstrap`` B > 0 adds percentile intervals at ``level`` (seeded by
-    ``seed``). The kernel sums run as tasks over pairs of row chunks of ``partition_rows``.
+    ``seed``). The kernel sums run as tasks over pairs of row chunks of ``partition_rows``, on the backend
+    ``device`` names ('cpu' = numpy, 'torch', 'cuda', 'auto', ...).
     """
     px, py = as_pixels(x, "real images"), as_pixels(y, "generated images")
     if px.shape[1:] != py.shape[1:]:
@@ -246,4 +252,4 @@ def region_cms(x: Any, y: Any, regions: Any, gamma: float, *, block_size: int | 
                          f"{np.shape(y)[1:]}")
     return compare_sources(px, [py], regions, gamma, block_size=block_size, seed=seed,
                            partition_rows=partition_rows, bootstrap=bootstrap, level=level,
-                           block_estimator=block_estimator)[0]
+                           block_estimator=block_estimator, device=device)[0]

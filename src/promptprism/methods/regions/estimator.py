@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..._validation import check_positive_number, check_seed
+from ...backend import resolve_backend
 from ...errors import InputError, OptionError
 from ...kernels.bandwidth import parse_bandwidth
 from ...scale import current_runner
@@ -49,7 +50,9 @@ class RegionCMS:
     or one block of all images when there are fewer). ``cka_max_images``: real images (seeded subsample)
     for the CKA and the median rule. ``partition_rows``: images per task of the sums over images (the
     pixel CKA has one task per block, the exact CMS one per pair of chunks of this many images); tasks run
-    where :func:`promptprism.scale.execution` says (this process by default).
+    where :func:`promptprism.scale.execution` says (this process by default). ``device``: the backend of
+    the pixel CKA and the CMS sums (:func:`promptprism.backend.resolve_backend`: 'auto' = torch on CUDA when
+    present else numpy, 'cpu' = numpy, 'cuda', 'cuda:N', 'mps', 'torch' = torch on the CPU).
     """
 
     n_regions: int | str = "auto"
@@ -67,6 +70,7 @@ class RegionCMS:
     bootstrap: int = 0
     level: float = LEVEL
     block_estimator: str = "corrected"
+    device: str = "auto"
 
     # set by fit
     regions_: np.ndarray | None = field(default=None, init=False, repr=False)
@@ -110,6 +114,7 @@ class RegionCMS:
         if self.block_estimator not in BLOCK_ESTIMATORS:
             raise OptionError(f"block_estimator must be one of {', '.join(BLOCK_ESTIMATORS)}, got "
                               f"{self.block_estimator!r}")
+        resolve_backend(self.device)
         return self
 
     def fit(self, real: Any) -> RegionCMS:
@@ -152,7 +157,8 @@ class RegionCMS:
         t1 = time.perf_counter()
         order = np.arange(n_sub) if cka_b is None else np.random.default_rng(self.seed).permutation(n_sub)
         m = pixel_cka_blocks(src, sub_rows[order], self.gamma_, block_size=cka_b, max_bytes=self.max_bytes,
-                             progress=self.progress, dtype=self.precision)
+                             progress=self.progress, dtype=self.precision,
+                             device=resolve_backend(self.device))
         if not np.isfinite(m).all():
             raise InputError("real images: the pixel CKA matrix is not finite (pixel values beyond what "
                              "float64 kernels can resolve); rescale the images (e.g. to [0, 1])")
@@ -239,7 +245,7 @@ class RegionCMS:
         rows = compare_sources(ref, srcs, self.regions_, self.gamma_, block_size=self.block_size,
                                seed=self.seed, partition_rows=self.partition_rows, progress=self.progress,
                                bootstrap=self.bootstrap, level=self.level,
-                               block_estimator=self.block_estimator)
+                               block_estimator=self.block_estimator, device=resolve_backend(self.device))
         for name, r in zip(names, rows, strict=True):
             values = [r["cms"], r["product_cms"], r["mmd2"], *np.ravel(r["region_cms"])]
             iv = r["intervals"]
@@ -270,7 +276,8 @@ class RegionCMS:
                     "min_region_size": self.min_region_size, "precision": self.precision,
                     "partition_rows": self.partition_rows,
                     "block_estimator": self.block_estimator if self.block_size is not None else None,
-                    "gamma_convention": "gamma = factor / median Euclidean distance between real images"},
+                    "gamma_convention": "gamma = factor / median Euclidean distance between real images",
+                    "device": resolve_backend(self.device).label},
             seed=int(self.seed), timings=timings,
             intervals=[r["intervals"] for r in rows] if self.bootstrap else [],
             bootstrap={} if not self.bootstrap else {

@@ -29,6 +29,8 @@ import numpy as np
 
 from ..._progress import progress_enabled
 from ..._validation import check_positive_number, check_seed
+from ...array_ops import index_array
+from ...backend import NUMPY, Backend, array_namespace, resolve_backend, to_numpy
 from ...errors import InputError, OptionError
 from ...kernels.bandwidth import median_pairwise_distance, parse_bandwidth
 from ...scale import current_runner
@@ -78,46 +80,50 @@ def unit_centred_rows(vals: np.ndarray, gamma: float, tri: tuple[np.ndarray, np.
     ``vals``: (b, p, c) pixel values of b images for p pixels; K_a[i, j] = exp(-gamma |v_ia - v_ja|^2).
     ``tri``: flat indices of the strict upper triangle and of the diagonal of a b x b matrix. Returns
     (p, b (b + 1) / 2); the row of a pixel constant within the block is 0. Row dot products are CKA (eq. 13).
+    Runs on the backend of ``vals`` (numpy or torch); ``tri`` holds numpy index arrays.
     """
-    v = np.ascontiguousarray(np.transpose(vals, (1, 0, 2)))  # (p, b, c)
+    xp = array_namespace(vals)
+    v = xp.permute_dims(vals, (1, 0, 2))  # (p, b, c)
     p, b = v.shape[0], v.shape[1]
-    k = np.subtract(v[:, :, None, 0], v[:, None, :, 0])
+    k = v[:, :, None, 0] - v[:, None, :, 0]
     k *= k
     for ch in range(1, v.shape[2]):
-        diff = np.subtract(v[:, :, None, ch], v[:, None, :, ch])
+        diff = v[:, :, None, ch] - v[:, None, :, ch]
         diff *= diff
         k += diff
     k *= -gamma
-    np.exp(k, out=k)
+    k = xp.exp(k)
     # double centring of a symmetric matrix: row means = column means
-    r = k.mean(axis=2)
-    mu = r.mean(axis=1)
+    r = xp.mean(k, axis=2)
+    mu = xp.mean(r, axis=1)
     k -= r[:, :, None]
     k -= r[:, None, :]
     k += mu[:, None, None]
-    off, diag = tri
-    flat = k.reshape(p, b * b)
-    rows = np.empty((p, off.size + diag.size))
-    np.take(flat, off, axis=1, out=rows[:, :off.size])
-    rows[:, :off.size] *= math.sqrt(2.0)
-    np.take(flat, diag, axis=1, out=rows[:, off.size:])
-    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    off, diag = (index_array(t, k) for t in tri)
+    flat = xp.reshape(k, (p, b * b))
+    rows = xp.concat([xp.take(flat, off, axis=1) * math.sqrt(2.0), xp.take(flat, diag, axis=1)], axis=1)
+    norms = xp.linalg.vector_norm(rows, axis=1)
     tol = 1e-12 * b  # |K| <= 1: HKH of a constant pixel is 0 up to this round-off
-    scale = np.where(norms > tol, 1.0 / np.where(norms > tol, norms, 1.0), 0.0)
+    ok = norms > tol
+    scale = xp.where(ok, 1.0 / xp.where(ok, norms, xp.ones_like(norms)), xp.zeros_like(norms))
     rows *= scale[:, None]
     return rows
 
 
 def pixel_cka_partition(source: Any, indices: np.ndarray | None, block_size: int, gamma: float,
-                        max_bytes: int, dtype: str = "float64") -> PixelCKAAccumulator:
+                        max_bytes: int, dtype: str = "float64", backend: Backend = NUMPY
+                        ) -> PixelCKAAccumulator:
     """Task: the summed CKA matrices (eq. 13) of consecutive blocks of ``block_size`` of the given images.
 
     ``source``/``indices``: pixels (k, d, c) with ``indices`` None, or an :class:`ImageRows` and the image
-    indices to read here (on the worker).
+    indices to read here (on the worker). ``backend``: where the rows and their products are computed
+    (numpy: BLAS syrk; torch: ``F @ F.T`` on its device, added to the numpy accumulator).
     """
     px = read_pixels(source, indices)
     if float(np.abs(px).max()) > _HUGE:  # gamma |a - b|^2 = |sqrt(gamma) a - sqrt(gamma) b|^2
         px, gamma = px * math.sqrt(gamma), 1.0
+    px = backend.asarray(px, "float64")
+    xp = backend.xp
     k, d, _ = px.shape
     b = int(block_size)
     n_blocks = k // b
@@ -131,37 +137,41 @@ def pixel_cka_partition(source: Any, indices: np.ndarray | None, block_size: int
     p_chunk = max(1, min(d, int(0.25 * max_bytes) // (8 * (4 * b * b + width))))
     acc = PixelCKAAccumulator(d)
     if n_blocks > 1 or d * width * item <= 0.6 * max_bytes:
-        f = np.empty((d, width * n_blocks), dtype=np.float32 if single else np.float64)
+        f = xp.empty((d, width * n_blocks), dtype=xp.float32 if single else xp.float64,
+                     **({} if backend.name == "numpy" else {"device": backend.torch_device}))
         for j in range(n_blocks):
             vals = px[j * b:(j + 1) * b]
             for s in range(0, d, p_chunk):
-                f[s:s + p_chunk, j * width:(j + 1) * width] = unit_centred_rows(
-                    vals[:, s:s + p_chunk], gamma, tri)
-        return acc.update(f, n_blocks)
+                f[s:s + p_chunk, j * width:(j + 1) * width] = xp.astype(unit_centred_rows(
+                    vals[:, s:s + p_chunk], gamma, tri), f.dtype)
+        if backend.name == "numpy":
+            return acc.update(f, n_blocks)
+        return acc.add_product(slice(None), slice(None), to_numpy(f @ f.T)).count_block(n_blocks)
     # one block too large to stack for all pixels: pairs of pixel chunks, rows recomputed
     p = max(1, int(0.6 * max_bytes // (2 * width * item)))
     starts = list(range(0, d, p))
     vals = px[:b]
     for ia, a in enumerate(starts):
-        fa = unit_centred_rows(vals[:, a:a + p], gamma, tri).astype(dtype, copy=False)
+        fa = xp.astype(unit_centred_rows(vals[:, a:a + p], gamma, tri), getattr(xp, dtype))
         for bb in starts[ia:]:
             fb = fa if bb == a else \
-                unit_centred_rows(vals[:, bb:bb + p], gamma, tri).astype(dtype, copy=False)
-            acc.add_product(slice(a, a + p), slice(bb, bb + p), fa @ fb.T)
+                xp.astype(unit_centred_rows(vals[:, bb:bb + p], gamma, tri), getattr(xp, dtype))
+            acc.add_product(slice(a, a + p), slice(bb, bb + p), to_numpy(fa @ fb.T))
     return acc.count_block()
 
 
 def pixel_cka_blocks(source: Any, order: np.ndarray, gamma: float, *, block_size: int | None,
                      max_bytes: int = MAX_BYTES, progress: bool | None = False,
-                     dtype: str = "float64") -> np.ndarray:
+                     dtype: str = "float64", device: str | Backend = "cpu") -> np.ndarray:
     """The CKA matrix over blocks of ``source`` rows ``order[k b:(k+1) b]``: one task per block, run by
-    :func:`promptprism.scale.current_runner`."""
+    :func:`promptprism.scale.current_runner`, computing on the backend ``device`` names."""
+    backend = resolve_backend(device)
     n = len(order)
     b = n if block_size is None else int(block_size)
     if b < 2:
         raise InputError("pixel CKA needs at least 2 images per block")
     max_bytes = int(check_positive_number(max_bytes, "max_bytes", integer=True))
-    tasks = [(*task_rows(source, order[s * b:(s + 1) * b]), b, gamma, max_bytes, dtype)
+    tasks = [(*task_rows(source, order[s * b:(s + 1) * b]), b, gamma, max_bytes, dtype, backend)
              for s in range(n // b)]
     acc = current_runner().map_reduce(pixel_cka_partition, tasks, description="pixel CKA",
                                       progress=progress_enabled(progress))
@@ -170,7 +180,8 @@ def pixel_cka_blocks(source: Any, order: np.ndarray, gamma: float, *, block_size
 
 def pixel_cka_matrix(images: Any, *, gamma: Any = "median", block_size: int | None = CKA_BLOCK_SIZE,
                      max_images: int | None = CKA_MAX_IMAGES, seed: int = 0, max_bytes: int = MAX_BYTES,
-                     progress: bool | None = False, dtype: str = "float64") -> np.ndarray:
+                     progress: bool | None = False, dtype: str = "float64", device: str = "cpu"
+                     ) -> np.ndarray:
     """The d x d pixel-by-pixel CKA matrix of Algorithm 1 (eq. 13 per pixel pair), by matrix products.
 
     ``images``: (n, H, W) or (n, H, W, C). At most ``max_images`` images are used (a seeded subsample), in
@@ -179,7 +190,8 @@ def pixel_cka_matrix(images: Any, *, gamma: Any = "median", block_size: int | No
     constant within a block has CKA 0 with every other pixel and 1 with itself in that block. Returns a
     symmetric float64 array with unit diagonal. ``dtype="float32"`` runs the big product in single precision
     (about twice as fast; entries agree with float64 to ~1e-6). The blocks run as tasks on
-    :func:`promptprism.scale.current_runner` (here, or on the cluster of an enclosing ``execution``).
+    :func:`promptprism.scale.current_runner` (here, or on the cluster of an enclosing ``execution``), on the
+    backend ``device`` names ('cpu' = numpy, 'torch', 'cuda', 'auto', ...).
     """
     px = as_pixels(images)
     seed = check_seed(seed)
@@ -203,4 +215,4 @@ def pixel_cka_matrix(images: Any, *, gamma: Any = "median", block_size: int | No
                              "block size or pass more images")
         order = rng.permutation(n)
     return pixel_cka_blocks(px, order, g, block_size=block_size, max_bytes=max_bytes, progress=progress,
-                            dtype=dtype)
+                            dtype=dtype, device=device)

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ...array_ops import index_array, is_numpy
+from ...backend import NUMPY, Backend, array_namespace, to_numpy
 from ...kernels.rbf import (
     direct_squared_distances,
     needs_rescaling,
@@ -32,17 +34,18 @@ from ...stats.accumulators import SumsAccumulator
 from .sources import onehot, read_pixels
 
 
-def region_sqdists(x: np.ndarray, y: np.ndarray, membership: np.ndarray, *,
-                   gamma: float) -> tuple[np.ndarray, float]:
+def region_sqdists(x: Any, y: Any, membership: Any, *, gamma: float) -> tuple[Any, float]:
     """Per-region squared distances |x_I - y_I|^2 as (C, n, m), and the factor g with log k_I = -g * out.
 
     ``x``, ``y``: pixels (n, d, c) and (m, d, c); ``membership``: (d, C) one-hot regions. Ordinary values:
     the distances by expansion and ``g = gamma``. Offset-dominated values: direct differences, ``g = gamma``.
     Values above 1e100: ``out`` is already gamma |x_I - y_I|^2 from direct differences of the pixels divided
     by a power of two (exact), and ``g = 1``; an energy beyond float64 is inf (kernel value 0).
+    Ordinary values run on the backend of ``x`` (numpy or torch); the rescaled routes are numpy only (the
+    tasks check :func:`needs_rescaling` before moving pixels to a device).
     """
     same = y is x
-    if needs_rescaling(x) if same else needs_rescaling(x, y):
+    if is_numpy(x) and (needs_rescaling(x) if same else needs_rescaling(x, y)):
         s = power_of_two_scale(x) if same else power_of_two_scale(x, y)
         groups = np.repeat(membership, x.shape[2], axis=0)  # (d * c, C): channels of a pixel together
         xs = x.reshape(x.shape[0], -1) / s
@@ -50,49 +53,73 @@ def region_sqdists(x: np.ndarray, y: np.ndarray, membership: np.ndarray, *,
         if s == 1.0:
             return d2, gamma
         return scale_energies(d2, math.sqrt(gamma) * s), 1.0
-    xx = np.einsum("ndc,ndc->nd", x, x) @ membership  # (n, C)
-    yy = xx if same else np.einsum("ndc,ndc->nd", y, y) @ membership
-    out = np.empty((membership.shape[1], x.shape[0], y.shape[0]))
+    xp = array_namespace(x)
+    xx = xp.sum(x * x, axis=2) @ membership  # (n, C)
+    yy = xx if same else xp.sum(y * y, axis=2) @ membership
+    out = xp.empty((membership.shape[1], x.shape[0], y.shape[0]), dtype=xp.float64,
+                   **({} if is_numpy(x) else {"device": x.device}))
+    member = to_numpy(membership)
     for r in range(membership.shape[1]):
-        sel = np.flatnonzero(membership[:, r] > 0)
-        xr = x[:, sel].reshape(x.shape[0], -1)
-        yr = xr if same else y[:, sel].reshape(y.shape[0], -1)
-        np.matmul(xr, yr.T, out=out[r])
+        sel = index_array(np.flatnonzero(member[:, r] > 0), x)
+        xr = xp.reshape(x[:, sel], (x.shape[0], -1))
+        yr = xr if same else xp.reshape(y[:, sel], (y.shape[0], -1))
+        out[r] = xr @ yr.T
         out[r] *= -2.0
         out[r] += xx[:, r, None]
         out[r] += yy[None, :, r]
-    return np.maximum(out, 0.0, out=out), gamma
+    return xp.clip(out, min=0.0), gamma
 
 
-def logsumexp(a: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
+def logsumexp(a: Any, axis: tuple[int, ...]) -> Any:
     """log sum exp over ``axis`` (kept stable by the maximum); -inf where every term is -inf (a sum of 0)."""
-    mx = a.max(axis=axis, keepdims=True)
-    mx = np.where(np.isfinite(mx), mx, 0.0)
+    xp = array_namespace(a)
+    mx = xp.max(a, axis=axis, keepdims=True)
+    mx = xp.where(xp.isfinite(mx), mx, xp.zeros_like(mx))
     with np.errstate(divide="ignore"):
-        return (np.log(np.exp(a - mx).sum(axis=axis, keepdims=True)) + mx).squeeze(axis)
+        return xp.squeeze(xp.log(xp.sum(xp.exp(a - mx), axis=axis, keepdims=True)) + mx, axis=axis)
 
 
-def weighted_logsumexp(a: np.ndarray, wx: np.ndarray, wy: np.ndarray) -> np.ndarray:
+def weighted_logsumexp(a: Any, wx: Any, wy: Any) -> Any:
     """log sum_ij wx[i, b] wy[j, b] exp(a[..., i, j]) for each column b of the weights: (..., B).
 
     The bootstrap form of the kernel sums of eq. 4: ``wx``, ``wy`` hold how often each image is drawn in
     each resample.
     """
-    mx = a.max(axis=(-2, -1), keepdims=True)
-    mx = np.where(np.isfinite(mx), mx, 0.0)
-    e = np.exp(a - mx)
-    s = np.matmul(e, wy)  # (..., i, B)
+    xp = array_namespace(a)
+    mx = xp.max(a, axis=(-2, -1), keepdims=True)
+    mx = xp.where(xp.isfinite(mx), mx, xp.zeros_like(mx))
+    e = xp.exp(a - mx)
+    s = e @ wy  # (..., i, B)
     s *= wx
     with np.errstate(divide="ignore"):
-        return np.log(s.sum(axis=-2)) + mx[..., 0, 0][..., None]
+        return xp.log(xp.sum(s, axis=-2)) + mx[..., 0, 0][..., None]
 
 
-def _without_diagonal(e: np.ndarray) -> np.ndarray:
+def _without_diagonal(e: Any) -> Any:
     """A copy of log-kernel values (..., n, n) with the diagonal (an image with itself) at -inf."""
-    e = e.copy()
-    idx = np.arange(e.shape[-1])
+    e = array_namespace(e).asarray(e, copy=True)
+    idx = index_array(np.arange(e.shape[-1]), e)
     e[..., idx, idx] = -np.inf
     return e
+
+
+def _on_backend(backend: Backend, *pixels: np.ndarray) -> tuple[Backend, tuple]:
+    """The backend a task computes on and its pixels there: numpy when they need the rescaled (numpy-only)
+    squared distances (``needs_rescaling``), else ``backend``."""
+    if backend.name == "numpy" or needs_rescaling(*pixels):
+        return NUMPY, pixels
+    return backend, tuple(backend.asarray(p, "float64") for p in pixels)
+
+
+def _wide(backend: Backend) -> str | None:
+    """The dtype values moved to ``backend`` take: unchanged on numpy, float64 on torch."""
+    return None if backend.name == "numpy" else "float64"
+
+
+def _host(logs: dict) -> dict:
+    """The values of ``logs`` as numpy (float64) arrays or floats."""
+    return {k: (np.asarray(to_numpy(v), dtype=np.float64) if hasattr(v, "shape") and v.ndim else
+                float(v)) for k, v in logs.items()}
 
 
 def log_cms_rbf(d_xy: np.ndarray, d_xx: np.ndarray, d_yy: np.ndarray, gamma: float) -> np.ndarray:
@@ -116,7 +143,8 @@ def log_cms_from_pair_means(l_xy: Any, lu_xx: Any, lu_yy: Any, n: int, m: int) -
 
 def region_sums_partition(key: str, x_source: Any, x_indices: np.ndarray | None, y_source: Any,
                           y_indices: np.ndarray | None, labels: np.ndarray, gamma: float,
-                          weight: float = 1.0, counts: tuple | None = None) -> SumsAccumulator:
+                          weight: float = 1.0, counts: tuple | None = None,
+                          backend: Backend = NUMPY) -> SumsAccumulator:
     """Task: kernel sums between two chunks of images, times ``weight`` (the terms of eq. 4 and eq. 16).
 
     Log-sums ``key/region`` (C,) of sum_ij exp(-gamma |x_I - y_I|^2) per region and ``key/whole`` of the
@@ -125,13 +153,18 @@ def region_sums_partition(key: str, x_source: Any, x_indices: np.ndarray | None,
     distinct images only (the chunk with itself leaves its diagonal out), for the U-statistic pair means.
     ``counts``: ``(wx, wy)``, how often each row of the chunks is drawn in each of B bootstrap resamples
     (``wy`` None with ``y_source`` None); adds the weighted log-sums over pairs of distinct images,
-    ``key/boot_region`` (C, B) and ``key/boot_whole`` (B,).
+    ``key/boot_region`` (C, B) and ``key/boot_whole`` (B,). ``backend``: where the sums are computed.
     """
     x = read_pixels(x_source, x_indices)
-    y = x if y_source is None else read_pixels(y_source, y_indices)
-    dist, g = region_sqdists(x, y, onehot(labels), gamma=gamma)
+    if y_source is None:
+        backend, (x,) = _on_backend(backend, x)
+        y = x
+    else:
+        backend, (x, y) = _on_backend(backend, x, read_pixels(y_source, y_indices))
+    xp = backend.xp
+    dist, g = region_sqdists(x, y, backend.asarray(onehot(labels), _wide(backend)), gamma=gamma)
     e = -g * dist
-    whole = -g * dist.sum(0)
+    whole = -g * xp.sum(dist, axis=0)
     log_w = math.log(weight)
     ax = (-2, -1)
     log_sums = {f"{key}/region": logsumexp(e, ax) + log_w, f"{key}/whole": logsumexp(whole, ax) + log_w}
@@ -144,41 +177,48 @@ def region_sums_partition(key: str, x_source: Any, x_indices: np.ndarray | None,
     if counts is not None:
         wx, wy = counts
         wy = wx if wy is None else wy
+        wx, wy = backend.asarray(wx, _wide(backend)), backend.asarray(wy, _wide(backend))
         log_sums[f"{key}/boot_region"] = weighted_logsumexp(e, wx, wy) + log_w
         log_sums[f"{key}/boot_whole"] = weighted_logsumexp(whole_off, wx, wy) + log_w
-    return SumsAccumulator().update(sums={f"{key}/k": weight * float(np.exp(whole).sum())},
-                                    log_sums=log_sums)
+    return SumsAccumulator().update(sums={f"{key}/k": weight * float(xp.sum(xp.exp(whole)))},
+                                    log_sums=_host(log_sums))
 
 
 def region_block_partition(key: str, x_source: Any, x_indices: np.ndarray | None, y_source: Any,
                            y_indices: np.ndarray | None, labels: np.ndarray, gamma: float,
-                           block: tuple[int, int] | None = None) -> SumsAccumulator:
+                           block: tuple[int, int] | None = None, backend: Backend = NUMPY
+                           ) -> SumsAccumulator:
     """Task: one block pair of the block estimators (appendix C), as sums ``key/...`` with a count.
 
     The paper's per-block values: CMS per region ``key/region`` and whole ``key/whole`` (eq. 4 on the
     block), MMD^2 ``key/mmd`` (eq. 16), ``key/n`` = 1. With ``block = (s, n_blocks)`` also the block's log
     pair sums, row s of ``key/blk_xy`` (all cross pairs), ``key/blk_xx`` and ``key/blk_yy`` (distinct pairs):
     (n_blocks, C + 1) arrays (regions, then the whole image) for the corrected estimator and the bootstrap.
+    ``backend``: where the sums are computed.
     """
-    xb, yb = read_pixels(x_source, x_indices), read_pixels(y_source, y_indices)
-    member = onehot(labels)
+    backend, (xb, yb) = _on_backend(backend, read_pixels(x_source, x_indices),
+                                    read_pixels(y_source, y_indices))
+    xp = backend.xp
+    member = backend.asarray(onehot(labels), _wide(backend))
     (dxx, gxx), (dxy, gxy), (dyy, gyy) = (region_sqdists(xb, xb, member, gamma=gamma),
                                           region_sqdists(xb, yb, member, gamma=gamma),
                                           region_sqdists(yb, yb, member, gamma=gamma))
     ax = (-2, -1)
-    per = np.exp(logsumexp(-gxy * dxy, ax) - 0.5 * (logsumexp(-gxx * dxx, ax) + logsumexp(-gyy * dyy, ax)))
-    sxx, sxy, syy = dxx.sum(0), dxy.sum(0), dyy.sum(0)
-    whole = float(np.exp(logsumexp(-gxy * sxy, ax)
+    per = xp.exp(logsumexp(-gxy * dxy, ax) - 0.5 * (logsumexp(-gxx * dxx, ax) + logsumexp(-gyy * dyy, ax)))
+    sxx, sxy, syy = xp.sum(dxx, axis=0), xp.sum(dxy, axis=0), xp.sum(dyy, axis=0)
+    whole = float(xp.exp(logsumexp(-gxy * sxy, ax)
                          - 0.5 * (logsumexp(-gxx * sxx, ax) + logsumexp(-gyy * syy, ax))))
-    mmd = float(np.exp(-gxx * sxx).mean() + np.exp(-gyy * syy).mean() - 2.0 * np.exp(-gxy * sxy).mean())
-    sums = {f"{key}/region": per, f"{key}/whole": whole, f"{key}/mmd": mmd, f"{key}/n": 1.0}
+    mmd = float(xp.mean(xp.exp(-gxx * sxx)) + xp.mean(xp.exp(-gyy * syy))
+                - 2.0 * xp.mean(xp.exp(-gxy * sxy)))
+    sums = {f"{key}/region": np.asarray(to_numpy(per)), f"{key}/whole": whole, f"{key}/mmd": mmd,
+            f"{key}/n": 1.0}
     if block is not None:
         s, n_blocks = block
         for name, e in (("xy", -gxy * dxy), ("xx", -gxx * dxx), ("yy", -gyy * dyy)):
-            e = np.concatenate([e, e.sum(0)[None]])  # (C + 1, b, b): the regions, then the whole image
+            e = xp.concat([e, xp.sum(e, axis=0)[None]])  # (C + 1, b, b): the regions, then the whole image
             if name != "xy":  # distinct pairs only: the diagonal's k = 1 is the bias of the paper's form
                 e = _without_diagonal(e)
             row = np.zeros((n_blocks, e.shape[0]))
-            row[s] = logsumexp(e, ax)
+            row[s] = to_numpy(logsumexp(e, ax))
             sums[f"{key}/blk_{name}"] = row
     return SumsAccumulator().update(sums=sums)
