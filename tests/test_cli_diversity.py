@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import promptprism as pp
+from backends import HAS_TORCH
 from promptprism.cli import main
 
 
@@ -202,3 +203,17 @@ def test_bootstrap_over_a_single_prompt_is_refused(tmp_path, capsys):
     code, out, err = run(["diversity", src, "--out", tmp_path / "res2", "--no-report"], capsys)  # auto: off
     assert code == 0, err
     assert json.loads((tmp_path / "res2" / "result.json").read_text())["intervals"] == {}
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_device_flag_runs_the_array_core_on_torch(tmp_path, capsys):
+    src = write_set(tmp_path / "model_a.npz")
+    code, _, err = run(["diversity", src, "--out", tmp_path / "t", "--device", "torch", "--no-report", "-q"],
+                       capsys)
+    assert code == 0, err
+    data = json.loads((tmp_path / "t" / "result.json").read_text())
+    assert data["config"]["device"] == "torch:cpu"
+    ref = pp.Scendi().fit(pp.load_paired(src))
+    assert data["scendi"] == pytest.approx(ref.scendi, rel=1e-9)
+    code, _, err = run(["diversity", src, "--out", tmp_path / "u", "--device", "gpu"], capsys)
+    assert code == 2 and "--device" in err and not (tmp_path / "u").exists()

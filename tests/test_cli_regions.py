@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from backends import HAS_TORCH
 from promptprism.cli import main
 
 PIL = pytest.importorskip("PIL.Image")
@@ -211,3 +212,21 @@ def test_regions_reads_a_manifest_through_columns(tmp_path, images, capsys):
     assert b["cms"][0] < 0.999  # a real difference, not two identical sets
     np.testing.assert_allclose(b["cms"], c["cms"], atol=1e-9)
     np.testing.assert_allclose(b["region_cms"], c["region_cms"], atol=1e-9)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_device_flag_runs_pixel_cka_and_cms_on_torch(tmp_path, images, capsys):
+    np.save(tmp_path / "real.npy", images)
+    np.save(tmp_path / "gen.npy", images[:30] ** 2)
+    files = ["--real", str(tmp_path / "real.npy"), "-g", str(tmp_path / "gen.npy")]
+    results = {}
+    for device in ("cpu", "torch"):
+        code, _, err = run(["regions", *files, "-o", str(tmp_path / device), "--regions", "2",
+                            "--device", device, "--no-report"], capsys)
+        assert code == 0, err
+        results[device] = json.loads((tmp_path / device / "result.json").read_text())
+    assert results["torch"]["config"]["device"] == "torch:cpu"
+    assert results["torch"]["regions"] == results["cpu"]["regions"]
+    assert results["torch"]["cms"] == pytest.approx(results["cpu"]["cms"], rel=1e-10)
+    code, _, err = run(["regions", *files, "-o", str(tmp_path / "bad"), "--device", "gpu"], capsys)
+    assert code == 2 and "--device" in err

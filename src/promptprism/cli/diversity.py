@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ..backend import resolve_backend
 from ..errors import OptionError
 from ..methods.scendi import PromptRankWarning, Scendi, ScendiComparison, ScendiResult, compare
 from ..scale import current_client, execution
@@ -140,6 +141,7 @@ def diversity(
     complement) and reports exp-entropies of both beside Vendi and RKE, with bootstrap intervals; several
     inputs give one table and say which differences exceed the intervals.
     """
+    resolve_backend(device, name="--device")  # the encoder's and the array core's device: refused by flag
     estimator = Scendi(
         kernel=kernel, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
         n_features=int_option(features, "--features"), shared_frequencies=shared_frequencies,
@@ -148,7 +150,7 @@ def diversity(
         partition_rows=int_option(partition_rows, "--partition-rows"), progress=False if quiet else None,
         gamma_estimator=gamma_estimator, n_folds=int_option(n_folds, "--folds"), ridge=_ridge_option(ridge),
         bootstrap=_bootstrap_option(bootstrap), confidence=_float_option(confidence, "--confidence"),
-        precision=precision)
+        precision=precision, device=device)
     names = unique_names(inputs)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)

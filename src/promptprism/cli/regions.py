@@ -9,6 +9,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from ..backend import resolve_backend
 from ..data.images import ImageRows, load_images
 from ..errors import OptionError
 from ..methods.regions import RegionCMS, RegionsResult
@@ -131,6 +132,7 @@ def regions(
                                                    "takes pairs of chunks of this many images)."),
     quiet: bool = inp.QUIET,
     no_report: bool = NO_REPORT,
+    device: str = inp.DEVICE,
 ) -> None:
     """Disentangled mean embeddings: the CMS of generated to real images, region by region.
 
@@ -146,6 +148,7 @@ def regions(
     if isinstance(c, int) and c < 1:
         raise OptionError(f"--regions must be >= 1, got {c}")
     mrs = _int_or_none(min_region_size, "--min-region-size", allow=("auto",))
+    resolve_backend(device, name="--device")  # a bad value is refused naming the flag
     estimator = RegionCMS(
         n_regions=c, gamma=gamma, block_size=_int_or_none(block_size, "--block-size"),
         cka_block_size=_int_or_none(cka_block_size, "--cka-block-size", allow=("auto", "none")),
@@ -154,7 +157,8 @@ def regions(
         min_region_size=None if mrs == "auto" else mrs,
         seed=_int_or_none(seed, "--seed", allow=()), progress=False if quiet else None,
         precision=precision, partition_rows=_int_or_none(partition_rows, "--partition-rows", allow=()),
-        bootstrap=_int_or_none(bootstrap, "--bootstrap", allow=()), block_estimator=block_estimator)
+        bootstrap=_int_or_none(bootstrap, "--bootstrap", allow=()), block_estimator=block_estimator,
+        device=device)
     estimator.validate()
     with execution(scheduler=scheduler, workers=workers):
         client = current_client()
