@@ -53,17 +53,17 @@ def symmetric_eigh(a: Any, *, values_only: bool = False) -> Any:
     return xp.linalg.eigvalsh(a) if values_only else tuple(xp.linalg.eigh(a))
 
 
-#: numpy: above this size the top eigenvectors come from Lanczos (ARPACK) after a values-only solve
+#: numpy: above this size the top eigenvectors come from the tridiagonal form of the values-only solve
 DENSE_VECTORS_MAX = 1000
 
 
 def values_and_top_vectors(a: Any, n_top: int) -> tuple[Any, Any]:
     """Every eigenvalue of a symmetric matrix (descending) and the unit eigenvectors of the top ``n_top``.
 
-    numpy: up to ``DENSE_VECTORS_MAX`` one divide-and-conquer solve; above it a values-only solve plus
-    Lanczos for the top vectors (measured 30 % less CPU at 2000 x 2000 in float32: the vectors of a full
-    solve cost more than the tridiagonal reduction both pay). torch: one ``eigh`` (on a GPU the full solve
-    is the fast one).
+    numpy: up to ``DENSE_VECTORS_MAX`` one divide-and-conquer solve; above it one tridiagonal reduction
+    serves both (:func:`tridiagonal_values_and_top_vectors`: the reduction is the whole cost, the vectors of a
+    full solve or a separate Lanczos run cost more than it). torch: one ``eigh`` (on a GPU the full solve is
+    the fast one).
     """
     xp = array_namespace(a)
     size = a.shape[0]
@@ -72,13 +72,36 @@ def values_and_top_vectors(a: Any, n_top: int) -> tuple[Any, Any]:
     if not is_numpy(a) or size <= DENSE_VECTORS_MAX or n_top + 1 >= size // 2:
         vals, vecs = symmetric_eigh(a)
         return xp.flip(vals, axis=0), xp.flip(vecs, axis=1)[:, :n_top]
-    import scipy.sparse.linalg
+    return tridiagonal_values_and_top_vectors(a, n_top)
 
-    a = 0.5 * (a + a.T)
-    vals = symmetric_eigh(a, values_only=True)[::-1]
-    v0 = np.full(size, 1.0 / np.sqrt(size), dtype=a.dtype)  # deterministic start: reproducible vectors
-    top, vecs = scipy.sparse.linalg.eigsh(a, k=n_top, which="LA", v0=v0, tol=0.0)
-    return vals, vecs[:, np.argsort(-top, kind="stable")]
+
+def tridiagonal_values_and_top_vectors(a: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
+    """All eigenvalues (descending) and the top ``n_top`` unit eigenvectors of the symmetric part of ``a``
+    from ONE Householder tridiagonalisation A = Q T Q^T (LAPACK ``sytrd``, the O(d^3) step):
+
+    * the eigenvalues are T's, by ``sterf`` (what ``syevd`` does for values only: the same numbers);
+    * the top vectors are Q z for T's top eigenvectors z (MRRR, ``stemr``), Q applied as its d - 1
+      reflectors H(j) = I - tau_j v_j v_j^T (O(d^2 n_top)).
+    """
+    from scipy.linalg import eigh_tridiagonal, eigvalsh_tridiagonal
+    from scipy.linalg.lapack import get_lapack_funcs
+
+    a = np.asarray(0.5 * (a + a.T), order="F")
+    size = a.shape[0]
+    sytrd, sytrd_lwork = get_lapack_funcs(("sytrd", "sytrd_lwork"), (a,))
+    lwork, info = sytrd_lwork(size, lower=1)
+    c, diag, off, tau, info = sytrd(a, lower=1, lwork=max(int(lwork), size), overwrite_a=1)
+    if info != 0:  # pragma: no cover - sytrd fails only on invalid arguments
+        raise RuntimeError(f"LAPACK sytrd failed (info = {info})")
+    vals = eigvalsh_tridiagonal(diag, off, lapack_driver="sterf", check_finite=False)[::-1]
+    top, z = eigh_tridiagonal(diag, off, select="i", select_range=(size - n_top, size - 1),
+                              check_finite=False)
+    z = np.array(z[:, ::-1], dtype=a.dtype)  # descending
+    for j in range(size - 2, -1, -1):  # Q z = H(0) H(1) ... H(d-2) z, applied right to left
+        v = np.concatenate([[1.0], c[j + 2:, j]]).astype(a.dtype)
+        block = z[j + 1:]
+        block -= np.outer(tau[j] * v, v @ block)
+    return vals, z
 
 
 def group_sum(values: Any, groups: np.ndarray, n_groups: int) -> Any:
