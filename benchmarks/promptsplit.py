@@ -2,7 +2,7 @@
 
     python benchmarks/promptsplit.py            # the table (exact up to n = 5,000; rff r = 1000/2000/3000)
     python benchmarks/promptsplit.py --quick    # small sizes only (a smoke run)
-    python benchmarks/promptsplit.py --million  # also n = m = 1,000,000 .npy files read in row blocks, r = 2000
+    python benchmarks/promptsplit.py --million  # also n = m = 1,000,000 .npy files, r = 2000
     python benchmarks/promptsplit.py --significance   # permutation test's cost next to the fit's
 
 The table times the fit alone (``permutations=0``). ``--significance`` times the permutation test next to
@@ -18,7 +18,7 @@ scoring, summaries). Peak memory: the Python heap peak (tracemalloc, numpy buffe
 process's peak resident set (the inputs are read in row blocks, never memory-mapped).
 
 Targets on a 2-core machine: exact top-20 modes at n = m = 5,000 < 20 s; rff r = 3000 at n = m = 30,000
-< 30 s; n = m = 1,000,000 from .npy, r = 2000, < 5 min and < 2 GB (issue target, quiet machine).
+< 30 s; n = m = 1,000,000 from .npy, r = 2000, < 5 min and < 2 GB.
 """
 
 from __future__ import annotations
