@@ -7,11 +7,12 @@ question. Both are embedded with the bundled all-MiniLM-L6-v2; Scendi runs with 
 Gamma* cross-fitted over 5 folds since every prompt is unique, ridge by cross-validation) and a 200-replicate
 prompt bootstrap, the same prompt draws for every model.
 
-Why the shift is modest (docs/scendi.md, "What one answer per question can show"): Tr C_II = 1, and a faithful
-answer's features are already mostly unpredictable out of sample (the question-specific content), so the
-variety can only convert part of the ~0.34 the questions do predict, in proportion to how much of the embedding
-it takes over (squared cosine to the plain answer ~0.6 here), minus its own mean, which the prompts predict like
-any constant. Variety appended at the end, or drawn from a pool of similar sentences, moves the share less.
+Why the shift is modest (docs/scendi.md, "How far prompt-independent variety can move the model share"):
+Tr C_II = 1, and a faithful answer's features are already mostly unpredictable out of sample (the
+question-specific content), so the variety can only convert part of the ~0.34 the questions do predict, in
+proportion to how much of the embedding it takes over (squared cosine to the plain answer ~0.6 here), minus
+its own mean, which the prompts predict like any constant. Variety appended at the end, or drawn from a pool
+of similar sentences, moves the share less.
 
 Null control: the same variety with another seed is a second model of the same kind: intervals overlap and
 the paired difference is not significant, so the separation asserted below is not built into the set-up.
@@ -34,7 +35,7 @@ pytestmark = pytest.mark.slow  # embeds 400 texts with the real sentence model
 
 DATA = Path(__file__).parent / "data" / "smollm2_qa_reference.jsonl"
 
-#: unrelated sentences (everyday topics, no shared opener), one of which opens each answer of the variety model
+#: unrelated sentences (everyday topics, no shared opener); one opens each answer of the variety model
 ASIDES = (
  "My neighbour spent the whole weekend repainting his garden fence a bright shade of blue.",
  "The bakery down the street now sells sourdough loaves shaped like little hedgehogs.",
@@ -95,13 +96,14 @@ def comparison():
     rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines()]
     questions = [r["prompt"] for r in rows]
     answers = [r["output"] for r in rows]
-    outputs = {"faithful": answers, "asides": with_asides(answers, 1), "asides-again": with_asides(answers, 2)}
+    outputs = {"faithful": answers, "asides": with_asides(answers, 1),
+               "asides-again": with_asides(answers, 2)}
     n = len(questions)
     emb = model.encode(questions + [t for texts in outputs.values() for t in texts],
                        batch_size=64).astype(np.float64)
     sets = [pp.PairedSet(emb[:n], emb[n * (i + 1): n * (i + 2)], prompts=questions, outputs=texts, name=name)
             for i, (name, texts) in enumerate(outputs.items())]
-    with threadpool_limits(1):  # 100 x 100 matrices: one BLAS thread is several times faster on a busy machine
+    with threadpool_limits(1):  # 100 x 100 matrices: one BLAS thread is much faster on a busy machine
         return compare(sets, pp.Scendi(bootstrap=200, seed=0))
 
 
@@ -119,7 +121,8 @@ def test_prompt_independent_variety_gets_a_clearly_larger_model_share(comparison
     # the bootstrap intervals do not overlap
     assert faithful.intervals["model_share"]["high"] < asides.intervals["model_share"]["low"]
     diff = _difference(comparison, "faithful", "asides")
-    print(f"paired difference faithful - asides: {diff['difference']:.3f} [{diff['low']:.3f}, {diff['high']:.3f}]")
+    print(f"paired difference faithful - asides: {diff['difference']:.3f} "
+          f"[{diff['low']:.3f}, {diff['high']:.3f}]")
     assert diff["method"] == "paired bootstrap" and diff["separated"] and diff["high"] < 0
 
 
