@@ -99,11 +99,12 @@ def comparison():
     outputs = {"faithful": answers, "asides": with_asides(answers, 1),
                "asides-again": with_asides(answers, 2)}
     n = len(questions)
-    emb = model.encode(questions + [t for texts in outputs.values() for t in texts],
-                       batch_size=64).astype(np.float64)
-    sets = [pp.PairedSet(emb[:n], emb[n * (i + 1): n * (i + 2)], prompts=questions, outputs=texts, name=name)
-            for i, (name, texts) in enumerate(outputs.items())]
-    with threadpool_limits(1):  # 100 x 100 matrices: one BLAS thread is much faster on a busy machine
+    # small batches and 100 x 100 matrices: one thread is faster than two fighting on a busy machine
+    with threadpool_limits(1):
+        emb = model.encode(questions + [t for texts in outputs.values() for t in texts],
+                           batch_size=64).astype(np.float64)
+        sets = [pp.PairedSet(emb[:n], emb[n * (i + 1): n * (i + 2)], prompts=questions, outputs=texts,
+                             name=name) for i, (name, texts) in enumerate(outputs.items())]
         return compare(sets, pp.Scendi(bootstrap=200, seed=0))
 
 
