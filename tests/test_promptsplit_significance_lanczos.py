@@ -137,3 +137,20 @@ def test_lanczos_p_values_equal_the_dense_solves(monkeypatch, method, n_features
             assert len(p_dense) == len(p_fast)
             np.testing.assert_allclose(p_fast, p_dense, atol=1.0 / 101 + 1e-12)
             assert sum(a != b for a, b in zip(p_fast, p_dense, strict=True)) <= 1
+
+
+def test_the_unpatched_switch_sends_problems_above_256_samples_to_lanczos(monkeypatch):
+    """What the patched threshold stands in for: without it, 120 samples take the dense solve and 300 the
+    Lanczos path (Gram form, 40 steps)."""
+    calls: list[str] = []
+    lanczos, dense = eigen._batched_lanczos, eigen._dense_extremes
+    monkeypatch.setattr(eigen, "_batched_lanczos",
+                        lambda *a, **k: calls.append("lanczos") or lanczos(*a, **k))
+    monkeypatch.setattr(eigen, "_dense_extremes", lambda *a, **k: calls.append("dense") or dense(*a, **k))
+    rng = np.random.default_rng(0)
+    with threadpool_limits(1):
+        for per_prompt, want in ((10, "dense"), (25, "lanczos")):
+            calls.clear()
+            test, ref = _sets(rng, per_prompt=per_prompt)
+            _estimator("exact", 200, seed=0).fit(test, ref)
+            assert calls == [want], (per_prompt, calls)
