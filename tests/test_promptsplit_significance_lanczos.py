@@ -92,7 +92,6 @@ def test_lanczos_null_is_calibrated(lanczos_path, method, n_features):
     assert 0.02 <= rate <= 0.08, rate
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("method", "n_features"), ROUTES)
 def test_lanczos_null_has_power_on_a_planted_difference(lanczos_path, method, n_features):
     """One prompt's test outputs moved by 3.5 noise s.d.: significant in >= 90 % of 20 data sets, and the
