@@ -30,6 +30,21 @@ def index_array(indices: Any, like: Any) -> Any:
     return torch.as_tensor(np.asarray(indices, dtype=np.int64), device=like.device)
 
 
+def as_like(values: Any, like: Any) -> Any:
+    """``values`` (numpy or a sequence) as an array of ``like``'s backend, device and dtype."""
+    if is_numpy(like):
+        return np.asarray(values, dtype=like.dtype)
+    import torch
+
+    return torch.as_tensor(values, dtype=like.dtype, device=like.device)
+
+
+def device_of(like: Any) -> dict:
+    """``{'device': ...}`` for a torch array, ``{}`` for numpy: keyword arguments that create an array
+    (``xp.zeros(..., **device_of(a))``) where ``like`` lives."""
+    return {} if is_numpy(like) else {"device": like.device}
+
+
 def grid(rows: Any, cols: Any, like: Any) -> tuple[Any, Any]:
     """Index arrays (rows[:, None], cols[None, :]) selecting the block rows x cols of ``like`` (read or write;
     numpy's ``np.ix_``, on either backend)."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...array_ops import grid, index_array, symmetric_eigh, trace, values_and_top_vectors
+from ...array_ops import as_like, device_of, grid, index_array, symmetric_eigh, trace, values_and_top_vectors
 from ...backend import array_namespace, to_numpy
 from ...errors import InputError, OptionError
 
@@ -46,15 +46,6 @@ def weighted_gram(gram: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """D^1/2 K D^1/2: the n x n twin of a weighted covariance Phi^T D Phi (same non-zero eigenvalues)."""
     s = array_namespace(gram).sqrt(weights)
     return s[:, None] * gram * s[None, :]
-
-
-def as_weights(weights: np.ndarray, like) -> np.ndarray:
-    """Sample weights (numpy) as an array of ``like``'s backend, device and dtype."""
-    if isinstance(like, np.ndarray):
-        return np.asarray(weights, dtype=like.dtype)
-    import torch
-
-    return torch.as_tensor(np.asarray(weights), dtype=like.dtype, device=like.device)
 
 
 _symmetric_eigh = symmetric_eigh
@@ -76,7 +67,7 @@ def in_sample_hat(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float)
     (the same cut as the feature-space pseudo-inverse: K_Y and C_TT share their non-zero eigenvalues).
     Returns (H, k), k the numerical rank of C_TT.
     """
-    mu, u = _symmetric_eigh(weighted_gram(prompt_gram, as_weights(weights, prompt_gram)))
+    mu, u = _symmetric_eigh(weighted_gram(prompt_gram, as_like(weights, prompt_gram)))
     keep = kept(mu, rcond)
     u_k = u[:, keep]
     return u_k @ u_k.T, int(keep.sum())
@@ -84,7 +75,7 @@ def in_sample_hat(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float)
 
 def prompt_rank(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float) -> int:
     """Numerical rank of C_TT (eigenvalues of D^1/2 K_T D^1/2 above ``rcond`` times the largest)."""
-    mu = _symmetric_eigh(weighted_gram(prompt_gram, as_weights(weights, prompt_gram)), values_only=True)
+    mu = _symmetric_eigh(weighted_gram(prompt_gram, as_like(weights, prompt_gram)), values_only=True)
     return int(kept(mu, rcond).sum())
 
 
@@ -117,19 +108,19 @@ def cross_fit_hats(prompt_gram: np.ndarray, weights: np.ndarray, folds: np.ndarr
     xp = array_namespace(k_t)
     w = np.asarray(weights, dtype=np.float64)
     n = k_t.shape[0]
-    hats = [xp.zeros((n, n), dtype=k_t.dtype, **_device(k_t)) for _ in ridges]
+    hats = [xp.zeros((n, n), dtype=k_t.dtype, **device_of(k_t)) for _ in ridges]
     for f in np.unique(folds):
         held = np.flatnonzero(folds == f)
         train = np.flatnonzero(folds != f)
         if train.size == 0:
             continue
         ws = w[train] / w[train].sum()
-        sq = as_weights(np.sqrt(ws), k_t)
-        mu, u = _symmetric_eigh(weighted_gram(k_t[grid(train, train, k_t)], as_weights(ws, k_t)))
+        sq = as_like(np.sqrt(ws), k_t)
+        mu, u = _symmetric_eigh(weighted_gram(k_t[grid(train, train, k_t)], as_like(ws, k_t)))
         keep = kept(mu, rcond)
         u_k, mu_k = u[:, keep], mu[keep]
         proj = u_k.T @ (sq[:, None] * k_t[grid(train, held, k_t)])  # (k, |h|)
-        scale = as_weights(np.sqrt(w[held])[None, :] / np.sqrt(w[train])[:, None] * np.sqrt(ws)[:, None],
+        scale = as_like(np.sqrt(w[held])[None, :] / np.sqrt(w[train])[:, None] * np.sqrt(ws)[:, None],
                            k_t)  # (|S|, |h|)
         for hat, lam in zip(hats, ridges, strict=True):
             alpha = u_k @ (proj / (mu_k + lam)[:, None])
@@ -139,7 +130,7 @@ def cross_fit_hats(prompt_gram: np.ndarray, weights: np.ndarray, folds: np.ndarr
 
 def residual_gram(output_gram: np.ndarray, hat: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """(I - H) K_X (I - H)^T: the twin of Lambda_I, the covariance of the nullified features (eq. 7)."""
-    k_x = weighted_gram(output_gram, as_weights(weights, output_gram))
+    k_x = weighted_gram(output_gram, as_like(weights, output_gram))
     r = k_x - hat @ k_x
     r = r - r @ hat.T
     return 0.5 * (r + r.T)
@@ -147,7 +138,7 @@ def residual_gram(output_gram: np.ndarray, hat: np.ndarray, weights: np.ndarray)
 
 def prediction_gram(output_gram: np.ndarray, hat: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """H K_X H^T: the twin of the covariance of the prompt predictions Gamma* phi_T (in-sample: Lambda_T)."""
-    k_x = weighted_gram(output_gram, as_weights(weights, output_gram))
+    k_x = weighted_gram(output_gram, as_like(weights, output_gram))
     p = hat @ k_x @ hat.T
     return 0.5 * (p + p.T)
 
@@ -160,7 +151,7 @@ def choose_ridge(output_gram: np.ndarray, prompt_gram: np.ndarray, weights: np.n
     minimiser over ``ridges`` (the smallest on ties) and the whole curve.
     """
     xp = array_namespace(output_gram)
-    k_x = weighted_gram(output_gram, as_weights(weights, output_gram))
+    k_x = weighted_gram(output_gram, as_like(weights, output_gram))
     curve = []
     for hat in cross_fit_hats(prompt_gram, weights, folds, ridges, rcond=rcond):
         hk = hat @ k_x
@@ -219,19 +210,14 @@ def grouped_prompt_basis(group_gram, groups: np.ndarray, weights: np.ndarray, *,
     w = np.asarray(weights, dtype=np.float64)
     totals = np.bincount(groups, weights=w, minlength=n_groups)
     present = np.flatnonzero(totals > 0)
-    sw = as_weights(np.sqrt(totals[present]), group_gram)
+    sw = as_like(np.sqrt(totals[present]), group_gram)
     mu, v = _symmetric_eigh(sw[:, None] * group_gram[grid(present, present, group_gram)] * sw[None, :])
     keep = kept(mu, rcond)
     k = int(keep.sum())
-    per_group = xp.zeros((n_groups, k), dtype=group_gram.dtype, **_device(group_gram))
+    per_group = xp.zeros((n_groups, k), dtype=group_gram.dtype, **device_of(group_gram))
     per_group[index_array(present, group_gram)] = v[:, keep] / sw[:, None]
-    sq = as_weights(np.sqrt(w), group_gram)
+    sq = as_like(np.sqrt(w), group_gram)
     return sq[:, None] * per_group[index_array(groups, group_gram)], k
-
-
-def _device(a) -> dict:
-    """``{'device': ...}`` for torch arrays, ``{}`` for numpy (array creation on ``a``'s device)."""
-    return {} if isinstance(a, np.ndarray) else {"device": a.device}
 
 
 def sample_space_spectra(output_gram, weights: np.ndarray, *, dim: int, hat=None, basis=None,
@@ -246,7 +232,7 @@ def sample_space_spectra(output_gram, weights: np.ndarray, *, dim: int, hat=None
     (1 - out-of-sample R^2 of the outputs' features) and prompt_share = 1 - model_share.
     """
     w = np.asarray(to_numpy(weights), dtype=np.float64)
-    k_x = weighted_gram(output_gram, as_weights(w, output_gram))
+    k_x = weighted_gram(output_gram, as_like(w, output_gram))
     if basis is not None:
         qk = basis.T @ k_x  # k x n
         small = qk @ basis

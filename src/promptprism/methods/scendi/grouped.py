@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...array_ops import group_sum, index_array, trace
+from ...array_ops import as_like, device_of, group_sum, index_array, trace
 from ...backend import array_namespace, to_numpy
-from .dual import DualSpectra, _device, _symmetric_eigh, as_weights, kept, values_and_top_vectors
+from .dual import DualSpectra, _symmetric_eigh, kept, values_and_top_vectors
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,8 @@ def grouped_split(output_features: np.ndarray, group_features: np.ndarray, group
     sums = group_sum(f_i, groups, n_groups)  # G x d_I
     present = np.flatnonzero(counts > 0)
     rows = index_array(present, f_i)
-    x_g = sums[rows] / as_weights(np.sqrt(counts[present] * n), f_i)[:, None]  # W^1/2 M
-    sw = as_weights(np.sqrt(counts[present] / n), f_i)
+    x_g = sums[rows] / as_like(np.sqrt(counts[present] * n), f_i)[:, None]  # W^1/2 M
+    sw = as_like(np.sqrt(counts[present] / n), f_i)
     f_g = group_features[rows]
     mu, u = _symmetric_eigh(sw[:, None] * (f_g @ f_g.T) * sw[None, :])
     keep = kept(mu, rcond)
@@ -53,7 +53,7 @@ def grouped_split(output_features: np.ndarray, group_features: np.ndarray, group
     b = x_g.T @ u_k  # d_I x k
     c_ii = (f_i.T @ f_i) / n
     lambda_i = c_ii - b @ b.T
-    predictions = xp.zeros((n_groups, f_i.shape[1]), dtype=f_i.dtype, **_device(f_i))
+    predictions = xp.zeros((n_groups, f_i.shape[1]), dtype=f_i.dtype, **device_of(f_i))
     predictions[rows] = (u_k @ (u_k.T @ x_g)) / sw[:, None]
     return GroupedSplit(c_ii=0.5 * (c_ii + c_ii.T), lambda_i=0.5 * (lambda_i + lambda_i.T), b=b,
                         predictions=predictions, prompt_rank=int(keep.sum()))
@@ -76,15 +76,6 @@ def grouped_spectra(split: GroupedSplit, output_features: np.ndarray, groups: np
                        model_share=trace(split.lambda_i), prompt_share=trace(small),
                        model_scores=np.asarray(to_numpy(model_scores), dtype=np.float64),
                        output_scores=np.asarray(to_numpy(output_features @ c_vecs), dtype=np.float64))
-
-
-def as_like(a, like):
-    """``a`` on the backend, device and dtype of ``like``."""
-    if isinstance(like, np.ndarray):
-        return np.asarray(a, dtype=like.dtype)
-    import torch
-
-    return torch.as_tensor(a, dtype=like.dtype, device=like.device)
 
 
 def spectra_pair(a, b, n_top: int) -> tuple[list, list]:

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...array_ops import grid, index_array, symmetric_eigh, trace
+from ...array_ops import as_like, grid, index_array, symmetric_eigh, trace
 from ...backend import NUMPY, Backend, array_namespace, to_numpy
 from ...data.paired import PairedSet
 from ...kernels.scendi_features import ScendiFeatureMaps
 from .core import PINV_RCOND, scendi_score_table, schur_split
-from .dual import as_weights, assign_folds, cross_fit_hats, grouped_prompt_basis, sample_space_spectra
+from .dual import assign_folds, cross_fit_hats, grouped_prompt_basis, sample_space_spectra
 
 
 def feature_matrices(data: PairedSet, maps: ScendiFeatureMaps, *, groups: np.ndarray, chunk_size: int,
@@ -92,7 +92,7 @@ class FeatureSpaceReplicates:
         idx = index_array(rows, self.output_features)
         xp = array_namespace(self.output_features)
         f = xp.concat([self.output_features[idx], self.prompt_features[idx]], axis=1)
-        c = xp.astype((f * as_weights(weights, f)[:, None]).T @ f, xp.float64)
+        c = xp.astype((f * as_like(weights, f)[:, None]).T @ f, xp.float64)
         d_i = self.output_features.shape[1]
         split = schur_split(c, d_i, rcond=self.rcond)
         model = to_numpy(symmetric_eigh(split.lambda_i, values_only=True))[::-1]
