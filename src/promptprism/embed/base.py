@@ -204,6 +204,11 @@ def projected_features(out: Any) -> np.ndarray:
     return as_float32(out)
 
 
+def listed_keys(label: str, keys: list[str]) -> str:
+    """``"missing a, b, c and 4 more"``: state-dict keys for a one-line error."""
+    return f"{label} {', '.join(keys[:3])}" + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+
+
 def rgb_batches(images: Sequence[ImageLike], batch_size: int):
     """``images`` in lists of at most ``batch_size`` RGB PIL images (each checked by :func:`to_rgb`, its
     errors naming the image's position)."""
