@@ -147,6 +147,7 @@ def _images(n=3, seed=0):
         rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quick_gelu", [False, True])
 def test_image_tower_reproduces_open_clips_forward_from_the_raw_weights(tmp_path, quick_gelu):
     folder, state = write_open_clip(tmp_path / "oc", quick_gelu=quick_gelu)
@@ -161,6 +162,7 @@ def test_image_tower_reproduces_open_clips_forward_from_the_raw_weights(tmp_path
     assert np.abs(want[0] - want[1]).max() > 0.05  # the check can fail: images give different features
 
 
+@pytest.mark.slow
 def test_text_tower_reproduces_open_clips_forward_at_the_end_of_text_token(tmp_path):
     folder, state = write_open_clip(tmp_path / "oc", safetensors=False)
     enc = OpenCLIPEncoder(folder, device="cpu", batch_size=2, normalize=False)
@@ -242,3 +244,17 @@ def test_foreign_weights_and_other_architectures_fail_with_one_line(tmp_path):
     (folder / "open_clip_config.json").unlink()
     with pytest.raises(OptionError, match="open_clip_config.json"):
         OpenCLIPEncoder(folder)
+
+
+@pytest.mark.slow
+def test_compcon_reads_an_open_clip_checkpoint_in_one_space(tmp_path):
+    from promptprism.methods.compcon.embedding import LazyClip
+
+    folder, state = write_open_clip(tmp_path / "oc")
+    clip = LazyClip(f"open_clip:{folder}")  # not mistaken for module:factory
+    images = _images(2)
+    got = clip.embed_images(images)
+    with torch.no_grad():
+        want = open_clip_image_features(state, torch.from_numpy(preprocess(images, size=IMAGE))).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)  # raw features, as CompCon expects
+    assert clip.embed_texts(["a cat", "a dog"]).shape == (2, EMBED)
