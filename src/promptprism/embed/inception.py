@@ -1,7 +1,7 @@
 """FID Inception-v3 image encoder: the 2048-d pool features that FID (Heusel et al. 2017) is computed on.
 
 The network is the TensorFlow Inception-v3 of the FID reference code ("inception-2015-12-05"), ported to
-torch as ``pt_inception-2015-12-05-<hash>.pth`` (the weights pytorch-fid and clean-fid load). It is
+torch as ``pt_inception-2015-12-05-<hash>.pth`` (pytorch-fid's weights). It is
 torchvision's Inception3 layout (1008 classes, no auxiliary head) with the FID-specific blocks: the average
 pools inside Mixed_5b-5d, Mixed_6b-6e and Mixed_7b ignore the zero padding (TensorFlow's convention), and
 Mixed_7c pools with a 3 x 3 max instead of an average. It is written here in plain torch (torchvision has
