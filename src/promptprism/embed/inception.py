@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import OptionError
-from .base import ImageLike, listed_keys, to_rgb
+from .base import ImageLike, fold_batchnorm, listed_keys, to_rgb
 from .efficientnet import _file_hash
 
 WEIGHTS_GLOB = "pt_inception-2015-12-05-*.pth"
@@ -230,7 +230,8 @@ class InceptionEncoder:
         self._model = None
 
     def model(self):
-        """The network with its weights, in eval mode (loaded once, strictly)."""
+        """The network with its weights (loaded once, strictly), in eval mode, batch norms folded into the
+        convolutions."""
         if self._model is None:
             import torch
 
@@ -260,7 +261,7 @@ class InceptionEncoder:
                 first = " ".join(str(exc).split())[:200]
                 raise OptionError(f"image_model inception: {where!r} does not fit the network "
                                   f"({first})") from None
-            self._model = net.to(self.device).eval()
+            self._model = fold_batchnorm(net.eval(), {"conv": "bn"}).to(self.device)
         return self._model
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
