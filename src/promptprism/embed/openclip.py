@@ -72,12 +72,13 @@ def _check_supported(cfg: dict, defaults: dict, tower: str, where: str) -> None:
                               f"loader does not map onto CLIP (ViT + text transformer only)")
 
 
-def clip_config(model_cfg: dict, *, where: str = "open_clip", eos_token_id: int = 2) -> Any:
+def clip_config(model_cfg: dict, *, where: str = "open_clip", special: dict | None = None) -> Any:
     """The transformers ``CLIPConfig`` of an open_clip ``model_cfg`` (a ViT image tower and open_clip's
     text transformer); an OptionError names any option that makes the network something else.
 
-    ``eos_token_id`` 2 is transformers' code for open_clip's pooling at the largest token id (argmax);
-    another value pools at that token's first position."""
+    ``special``: the tokenizer's ``bos_token_id`` / ``eos_token_id`` / ``pad_token_id``; by default
+    open_clip's (start and end of text the last two ids, padding 0). The text feature is read at the
+    first end-of-text token, which is open_clip's argmax pooling when end-of-text is the largest id."""
     from transformers import CLIPConfig
 
     vision, text = dict(model_cfg.get("vision_cfg") or {}), dict(model_cfg.get("text_cfg") or {})
@@ -94,18 +95,21 @@ def clip_config(model_cfg: dict, *, where: str = "open_clip", eos_token_id: int 
     act = "quick_gelu" if model_cfg.get("quick_gelu") else "gelu"
     width_v, width_t = int(vision.get("width", 768)), int(text.get("width", 512))
     embed_dim = int(model_cfg.get("embed_dim", 512))
+    vocab = int(text.get("vocab_size", 49408))
+    ids = {"bos_token_id": vocab - 2, "eos_token_id": vocab - 1, "pad_token_id": 0}
+    ids.update({k: v for k, v in (special or {}).items() if v is not None})
     return CLIPConfig(
         vision_config=dict(hidden_size=width_v, intermediate_size=int(width_v * vision.get("mlp_ratio", 4.0)),
                            num_hidden_layers=int(vision.get("layers", 12)),
                            num_attention_heads=width_v // int(vision.get("head_width", 64)),
                            image_size=int(image_size), patch_size=int(patch_size), hidden_act=act,
                            layer_norm_eps=1e-5, projection_dim=embed_dim),
-        text_config=dict(vocab_size=int(text.get("vocab_size", 49408)), hidden_size=width_t,
+        text_config=dict(vocab_size=vocab, hidden_size=width_t,
                          intermediate_size=int(width_t * text.get("mlp_ratio", 4.0)),
                          num_hidden_layers=int(text.get("layers", 12)),
                          num_attention_heads=int(text.get("heads", 8)),
                          max_position_embeddings=int(text.get("context_length", 77)), hidden_act=act,
-                         layer_norm_eps=1e-5, eos_token_id=eos_token_id, projection_dim=embed_dim),
+                         layer_norm_eps=1e-5, projection_dim=embed_dim, **ids),
         projection_dim=embed_dim)
 
 
@@ -256,8 +260,9 @@ class OpenCLIPEncoder:
             import torch
             from transformers import CLIPModel
 
-            eos = self.tokenizer().eos_token_id if self.has_tokenizer else 2
-            config = clip_config(self.model_cfg, where=self.where, eos_token_id=2 if eos is None else eos)
+            tok = self.tokenizer() if self.has_tokenizer else None
+            special = {k: getattr(tok, k, None) for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
+            config = clip_config(self.model_cfg, where=self.where, special=special)
             mapped, unmapped = convert_state_dict(_read_state(self.weights, self.where))
             torch.manual_seed(0)  # every weight is overwritten below; the draw only fills them first
             net = CLIPModel(config)
