@@ -217,7 +217,9 @@ def test_identity_names_weights_and_preprocessing(tmp_path):
 
 
 def test_not_in_the_cache_is_never_downloaded(tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     with pytest.raises(OptionError) as e:
         get_encoder("open_clip:hf-hub:laion/CLIP-ViT-B-32-laion2B-s34B-b79K", modality="image", device="cpu")
     assert "\n" not in str(e.value) and "nothing is downloaded" in str(e.value)
@@ -258,3 +260,41 @@ def test_compcon_reads_an_open_clip_checkpoint_in_one_space(tmp_path):
         want = open_clip_image_features(state, torch.from_numpy(preprocess(images, size=IMAGE))).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)  # raw features, as CompCon expects
     assert clip.embed_texts(["a cat", "a dog"]).shape == (2, EMBED)
+
+
+@pytest.mark.slow
+def test_without_tokenizer_files_the_openai_vocabulary_comes_from_the_local_cache(tmp_path, monkeypatch):
+    """A folder with only open_clip's two files and OpenAI's vocabulary size borrows the cached
+    openai/clip-vit-base-patch32 tokenizer (the identity names it); without it, images only."""
+    from transformers import CLIPTokenizer
+
+    from promptprism.embed.openclip import OPENAI_TOKENIZER
+
+    folder = tmp_path / "oc"
+    folder.mkdir()
+    cfg = {"model_cfg": {"embed_dim": EMBED,
+                         "vision_cfg": {"image_size": IMAGE, "layers": LAYERS, "width": WIDTH,
+                                        "patch_size": PATCH, "head_width": WIDTH // HEADS},
+                         "text_cfg": {"context_length": CONTEXT, "vocab_size": 49408, "width": TEXT_WIDTH,
+                                      "heads": HEADS, "layers": LAYERS}}}
+    (folder / "open_clip_config.json").write_text(json.dumps(cfg))
+    state = open_clip_state(0, 49408)
+    torch.save(state, folder / "open_clip_pytorch_model.bin")
+    import huggingface_hub.constants
+
+    hub = tmp_path / "hub"
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub))  # read at each lookup
+    assert OpenCLIPEncoder(folder).modalities == {"image"}  # nothing cached yet
+    repo = hub / f"models--{OPENAI_TOKENIZER.replace('/', '--')}"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    CLIPTokenizer(vocab=_vocab(), merges=[]).save_pretrained(repo / "snapshots" / ("0" * 40))
+    enc = OpenCLIPEncoder(folder, normalize=False)
+    assert enc.modalities == {"image", "text"} and "-tok" in enc.identity
+    got = enc.encode_texts(["a cat"])
+    vocab = _vocab()
+    ids = [vocab["<|startoftext|>"], vocab["a</w>"], vocab["c"], vocab["a"], vocab["t</w>"],
+           vocab["<|endoftext|>"]]
+    with torch.no_grad():
+        want = open_clip_text_features(state, torch.tensor([ids]))[0].numpy()
+    np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-5)

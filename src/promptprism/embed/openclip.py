@@ -22,6 +22,7 @@ local Hugging Face cache only: nothing is downloaded.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,6 +43,8 @@ from .base import (
 )
 
 CONFIG_FILE = "open_clip_config.json"
+#: the tokenizer of open_clip's default (OpenAI) vocabulary, used from the local cache when a folder has none
+OPENAI_TOKENIZER = "openai/clip-vit-base-patch32"
 WEIGHT_FILES = ("open_clip_model.safetensors", "open_clip_pytorch_model.safetensors",
                 "open_clip_pytorch_model.bin")
 OPENAI_MEAN = (0.48145466, 0.4578275, 0.40821073)
@@ -151,6 +154,36 @@ def convert_state_dict(state: dict) -> tuple[dict, list[str]]:
     return out, unmapped
 
 
+def _has_tokenizer_files(folder: Path) -> bool:
+    return any((folder / f).is_file() for f in ("tokenizer.json", "vocab.json"))
+
+
+def tokenizer_folder(path: Path, model_cfg: dict) -> Path | None:
+    """Where the text tokenizer comes from: the checkpoint folder when it holds CLIP tokenizer files; else,
+    for open_clip's default vocabulary (49,408 ids: OpenAI's BPE, which every such model shares), the
+    ``openai/clip-vit-base-patch32`` tokenizer when it is in the local Hugging Face cache; else None (the
+    model embeds images only). Nothing is downloaded."""
+    if _has_tokenizer_files(path):
+        return path
+    text = model_cfg.get("text_cfg") or {}
+    if int(text.get("vocab_size", 49408)) != 49408 or text.get("hf_tokenizer_name"):
+        return None
+    try:
+        cached = resolve_model_path(OPENAI_TOKENIZER, option="tokenizer")
+    except OptionError:
+        return None
+    return cached if _has_tokenizer_files(cached) else None
+
+
+def tokenizer_hash(folder: Path) -> str:
+    """A short sha256 of a folder's tokenizer files (part of the identity when they come from elsewhere)."""
+    h = hashlib.sha256()
+    for name in ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json"):
+        if (folder / name).is_file():
+            h.update(name.encode() + b"\0" + (folder / name).read_bytes())
+    return h.hexdigest()[:12]
+
+
 def _read_state(path: Path, where: str) -> dict:
     try:
         if path.suffix == ".safetensors":
@@ -232,26 +265,30 @@ class OpenCLIPEncoder:
             raise OptionError(f"{self.where}: preprocess_cfg interpolation {self.resample!r} / resize_mode "
                               f"{self.resize_mode!r} not supported (bicubic or bilinear; shortest or squash)")
         clip_config(self.model_cfg, where=self.where)  # refuse other architectures now, not at first use
-        self.has_tokenizer = any((self.path / f).is_file() for f in ("tokenizer.json", "vocab.json"))
+        self.tokenizer_path = tokenizer_folder(self.path, self.model_cfg)
+        self.has_tokenizer = self.tokenizer_path is not None
         self.modalities = frozenset({"image", "text"} if self.has_tokenizer else {"image"})
         self.device, self.batch_size, self.normalize = device, batch_size, normalize
         pre_id = (f"{self.resize_mode}{self.size}-{self.resample}-mean{','.join(f'{v:g}' for v in self.mean)}"
                   f"-std{','.join(f'{v:g}' for v in self.std)}")
-        self.identity = (f"open_clip-{self.path.name}-{model_fingerprint(self.path)}-{pre_id}-"
+        borrowed = self.tokenizer_path not in (None, self.path)
+        tok_id = f"-tok{tokenizer_hash(self.tokenizer_path)}" if borrowed else ""
+        self.identity = (f"open_clip-{self.path.name}-{model_fingerprint(self.path)}-{pre_id}{tok_id}-"
                          f"{'l2' if normalize else 'raw'}")
         self._model = None
         self._tokenizer = None
 
     def tokenizer(self):
-        """The folder's CLIP tokenizer (loaded once); an OptionError when the folder has none."""
+        """The CLIP tokenizer (:func:`tokenizer_folder`, loaded once); an OptionError when there is none."""
         if self._tokenizer is None:
             if not self.has_tokenizer:
                 raise OptionError(f"{self.where}: embeds images only (no tokenizer.json or vocab.json + "
-                                  f"merges.txt in {str(self.path)!r})")
+                                  f"merges.txt in {str(self.path)!r}, and no {OPENAI_TOKENIZER} tokenizer "
+                                  f"in the local Hugging Face cache for its OpenAI vocabulary)")
             offline_env()
             from transformers import CLIPTokenizer
 
-            self._tokenizer = CLIPTokenizer.from_pretrained(str(self.path), local_files_only=True)
+            self._tokenizer = CLIPTokenizer.from_pretrained(str(self.tokenizer_path), local_files_only=True)
         return self._tokenizer
 
     def model(self):
