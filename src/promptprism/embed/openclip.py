@@ -12,9 +12,10 @@ architectures are refused by name before that).
 
 Preprocessing (open_clip's, part of the identity): RGB, resize the short side to the image size
 (``resize_mode`` shortest, or squash to a square), centre crop, scale to [0, 1], normalise with the
-checkpoint's mean/std (OpenAI's by default). Texts need the folder's CLIP tokenizer files (``vocab.json``
-+ ``merges.txt`` or ``tokenizer.json``; open_clip's hub folders carry them); the text feature is read at
-the end-of-text token. Outputs are float32, L2-normalised unless ``normalize=False``.
+checkpoint's mean/std (OpenAI's by default). Texts need CLIP tokenizer files (``vocab.json`` +
+``merges.txt`` or ``tokenizer.json``) in the folder, or, for open_clip's default OpenAI vocabulary, the
+``openai/clip-vit-base-patch32`` tokenizer in the local cache (:func:`tokenizer_folder`); the text feature
+is read at the end-of-text token. Outputs are float32, L2-normalised unless ``normalize=False``.
 
 Registry name ``open_clip:FOLDER_OR_HUB_ID`` (``hf-hub:`` prefixes are accepted); hub ids resolve in the
 local Hugging Face cache only: nothing is downloaded.
