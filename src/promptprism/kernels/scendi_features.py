@@ -122,6 +122,8 @@ class ScendiFeatureMaps:
 def _features_on(backend: Backend, x: np.ndarray, rff: RandomFourierFeatures | None) -> Any:
     """a / |a| (``rff`` None) or sqrt(1/D) [cos(a W), sin(a W)] with ``rff``'s (numpy-seeded) frequencies W,
     computed by ``backend`` in float64: the same maps as the numpy reference, on the device."""
+    if not x.flags.writeable:  # read-only (memory-mapped) rows: torch only wraps writable arrays
+        x = x.copy()
     if rff is None:
         norms = np.linalg.norm(x, axis=1)
         if np.any(norms == 0):

@@ -122,7 +122,8 @@ def pixel_cka_partition(source: Any, indices: np.ndarray | None, block_size: int
     px = read_pixels(source, indices)
     if float(np.abs(px).max()) > _HUGE:  # gamma |a - b|^2 = |sqrt(gamma) a - sqrt(gamma) b|^2
         px, gamma = px * math.sqrt(gamma), 1.0
-    px = backend.asarray(px, "float64")
+    if backend.name != "numpy":  # torch wraps writable arrays only (inputs may be read-only memory maps)
+        px = backend.asarray(np.require(px, requirements="W"), "float64")
     xp = backend.xp
     k, d, _ = px.shape
     b = int(block_size)

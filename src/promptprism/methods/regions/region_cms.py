@@ -108,7 +108,7 @@ def _on_backend(backend: Backend, *pixels: np.ndarray) -> tuple[Backend, tuple]:
     squared distances (``needs_rescaling``), else ``backend``."""
     if backend.name == "numpy" or needs_rescaling(*pixels):
         return NUMPY, pixels
-    return backend, tuple(backend.asarray(p, "float64") for p in pixels)
+    return backend, tuple(backend.asarray(np.require(p, requirements="W"), "float64") for p in pixels)
 
 
 def _wide(backend: Backend) -> str | None:
