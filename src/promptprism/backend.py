@@ -43,6 +43,11 @@ class Backend:
         return xp
 
     @property
+    def device(self) -> str:
+        """The device arrays of this backend live on ('cpu' for numpy), for ``xp.empty(..., device=)``."""
+        return "cpu" if self.name == "numpy" else str(self.torch_device)
+
+    @property
     def label(self) -> str:
         """'numpy' or 'torch:<device>', as recorded in results' config."""
         return "numpy" if self.name == "numpy" else f"torch:{self.torch_device}"
@@ -105,3 +110,52 @@ def to_numpy(x: Any) -> Any:
     if isinstance(x, np.ndarray) or not hasattr(x, "detach"):
         return x
     return x.detach().cpu().numpy()
+
+
+def is_numpy(x: Any) -> bool:
+    """Whether ``x`` is a numpy array (or a plain value): the reference backend's branch of a solver."""
+    return not hasattr(x, "detach")
+
+
+def backend_of(x: Any) -> Backend:
+    """The :class:`Backend` an array lives on: numpy, or torch on the tensor's device. Random draws are
+    made by numpy (the same numbers on every backend) and moved there with ``backend_of(x).asarray``."""
+    return NUMPY if is_numpy(x) else Backend("torch", str(x.device))
+
+
+def float_dtype(xp: Any, precision: str) -> Any:
+    """The floating dtype of namespace ``xp`` named by ``precision`` ('float32' or 'float64')."""
+    return xp.float32 if precision == "float32" else xp.float64
+
+
+def inplace(name: str, x: Any) -> Any:
+    """Apply the elementwise function ``name`` ('exp', 'cos', 'sqrt', ...) to ``x`` in place, as numpy's
+    ``out=`` and torch's ``x.exp_()`` do (the array API has no in-place functions; on N x N kernel matrices
+    a temporary copy would double the memory). Returns ``x``."""
+    if is_numpy(x):
+        return getattr(np, name)(x, out=x)
+    return getattr(x, name + "_")()
+
+
+def dtype_name(x: Any) -> str:
+    """The name of an array's dtype without its library's prefix ('float32' for numpy and torch alike),
+    as :meth:`Backend.asarray` takes it."""
+    return str(x.dtype).rsplit(".", 1)[-1]
+
+
+#: share of the free memory (host RAM, or the accelerator's) that kept intermediate arrays may take
+MEMORY_SHARE = 0.25
+
+
+def feature_memory(backend: Backend) -> int:
+    """Bytes an estimator may use to keep a pass's features for a later pass instead of recomputing them:
+    :data:`MEMORY_SHARE` of the memory free now, on the backend's device (host RAM for numpy and CPU torch,
+    the accelerator's free memory for CUDA)."""
+    if backend.name == "torch" and str(backend.torch_device).startswith("cuda"):
+        import torch
+
+        free, _ = torch.cuda.mem_get_info(torch.device(backend.torch_device))
+        return int(MEMORY_SHARE * free)
+    from ._validation import available_memory
+
+    return int(MEMORY_SHARE * available_memory())
