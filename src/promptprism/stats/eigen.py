@@ -66,13 +66,14 @@ def gram_factor(gram: np.ndarray, *, tol: float = -1.0) -> np.ndarray:
 
 
 def _eigh_factor(gram: Any) -> Any:
-    """Torch's :func:`gram_factor`: L = U sqrt(S) over the eigenvalues of G above N eps max(S) (G's
-    numerical rank; eps of G's precision). Another factor than the pivoted Cholesky one (L Q for an
-    orthogonal Q), so the same eigenvalues of L^T D L and the same scores L w."""
+    """Torch's :func:`gram_factor`: L = U sqrt(S) over the eigenvalues of G above N eps max diag(G) (the
+    pivoted Cholesky's tolerance: G's numerical rank; eps of G's precision). Another factor than the
+    pivoted Cholesky one (L Q for an orthogonal Q), so the same eigenvalues of L^T D L and scores L w."""
     xp = array_namespace(gram)
     eps = float(xp.finfo(gram.dtype).eps)
+    tol = gram.shape[0] * eps * float(xp.max(xp.linalg.diagonal(gram)))
     vals, vecs = xp.linalg.eigh(xp.asarray(gram, dtype=xp.float64))
-    keep = vals > gram.shape[0] * eps * max(float(xp.max(vals)), 0.0)
+    keep = vals > tol
     vals, vecs = vals[keep], vecs[:, keep]
     if vals.shape[0] == 0:
         return xp.zeros((gram.shape[0], 1), dtype=xp.float64, device=gram.device)
@@ -353,7 +354,7 @@ def _batched_lanczos(apply, metric, wt: Any, dim: int, *, steps: int, rng: np.ra
     beta = np.zeros((b, steps))
 
     def dot(x: Any, y: Any) -> Any:
-        return (x[:, None, :] @ y[:, :, None])[:, 0, 0]
+        return xp.vecdot(x, y, axis=1)
 
     def orthogonalise(u: Any, j: int, rows: Any = slice(None)) -> Any:
         for _ in range(2):  # full reorthogonalisation, twice (Gram-Schmidt is enough twice)
