@@ -75,8 +75,8 @@ def resolve_backend(device: str | Backend = "cpu", name: str = "device") -> Back
     if not isinstance(device, str) or not (device in DEVICES or (device.startswith("cuda:")
                                                                  and device[5:].isdigit())):
         raise OptionError(f"{name} must be one of {', '.join(DEVICES)} or cuda:N, got {device!r}")
-    if device == "cpu":
-        return NUMPY
+    if device == "cpu" or (device == "auto" and not _cuda_visible()):
+        return NUMPY  # (importing torch only to learn that there is no GPU costs seconds of start-up)
     try:
         import torch
     except ImportError as exc:
@@ -96,6 +96,25 @@ def resolve_backend(device: str | Backend = "cpu", name: str = "device") -> Back
     if device == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
         raise OptionError(f"{name}='mps': no MPS device is available here (use 'auto' or 'cpu')")
     return Backend("torch", device)
+
+
+def _cuda_visible() -> bool:
+    """False when this machine certainly has no CUDA device (Linux without the NVIDIA driver, macOS),
+    without importing torch; True when there may be one (then torch is asked)."""
+    import os
+    import sys
+
+    if "torch" in sys.modules:  # already paid for: ask it
+        return True
+    if sys.platform == "darwin":
+        return False
+    if sys.platform.startswith("linux"):
+        try:
+            devices = os.listdir("/dev")
+        except OSError:
+            devices = []
+        return os.path.exists("/proc/driver/nvidia/version") or any(d.startswith("nvidia") for d in devices)
+    return True
 
 
 def array_namespace(*arrays: Any) -> Any:
@@ -159,3 +178,13 @@ def feature_memory(backend: Backend) -> int:
     from ._validation import available_memory
 
     return int(MEMORY_SHARE * available_memory())
+
+
+def into(name: str, x: Any, out: Any) -> Any:
+    """Write the elementwise function ``name`` of ``x`` into ``out`` (which may be a strided view, e.g. half
+    of a feature matrix), as numpy's and torch's ``out=`` do: no temporary copy. Returns ``out``."""
+    if is_numpy(x):
+        return getattr(np, name)(x, out=out)
+    import torch
+
+    return getattr(torch, name)(x, out=out)

@@ -14,7 +14,7 @@ import numpy as np
 from array_api_compat import device
 
 from .._validation import check_memory, check_positive_number, check_seed
-from ..backend import array_namespace, backend_of, float_dtype, inplace, is_numpy, to_numpy
+from ..backend import array_namespace, backend_of, float_dtype, into, is_numpy, to_numpy
 from ..errors import InputError, OptionError
 
 #: floating-point precisions of the array core: ``numpy`` dtypes by name
@@ -107,8 +107,8 @@ def _cos_sin(proj: Any, fast_trig: bool = False, dtype: type = np.float64) -> An
         # reduce the phases to [-pi, pi] in float64 first: float32 keeps ~7 digits, so a phase of 1e12
         # (a tiny bandwidth) would otherwise lose every digit that distinguishes two rows
         proj = xp.astype(proj - TWO_PI * xp.round(proj / TWO_PI), xp.float32)
-    out[:, d:] = xp.sin(proj)
-    out[:, :d] = inplace("cos", proj) if proj.dtype == out.dtype else xp.cos(proj)  # proj is not needed again
+    into("cos", proj, out[:, :d])
+    into("sin", proj, out[:, d:])
     out *= float(np.sqrt(1.0 / d))
     return out
 
