@@ -27,9 +27,8 @@ from ...kernels.bandwidth import parse_bandwidth, resolve_bandwidth, stable_band
 from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
 from ...kernels.gram import KERNELS
 from ...scale.runner import DaskRunner, current_runner, partition_rows, partition_size
-from ...stats.eigen import signed_extremes
 from ...stats.modes import ModeStats
-from . import core
+from . import core, testing
 from . import significance as sig
 from .result import PromptSplitResult
 from .summary import SIDES, SummaryOptions, summarise
@@ -366,59 +365,14 @@ class PromptSplit:
 
     # ----------------------------------------------------------------------------------- significance
     def _significance(self, sets, spec, labels, *, gram, fmap, feats, permutations, backend):
-        """The permutation test of the reported modes (see :mod:`.significance`)."""
-        n, m = len(sets["test"]), len(sets["reference"])
-        rows_t, rows_r, scale = sig.null_rows(n, m, sig.NULL_MAX_SAMPLES, self.seed)
-        n_sub, m_sub = rows_t.size, rows_r.size
-        groups = np.r_[labels["test"][rows_t], labels["reference"][rows_r]]
-        scheme = sig.choose_scheme(labels["test"], labels["reference"])
-        if scheme == "pooled":
-            groups = np.zeros_like(groups)
-        if gram is not None:
-            idx = backend.asarray(np.r_[rows_t, n + rows_r])
-            operand = ("gram", gram if scale == 1.0 else gram[idx, ...][:, idx])
-        elif feats is not None:  # kept from the covariance pass
-            operand = ("features", backend.xp.concat([
-                feats[s] if rows.size == len(sets[s]) else feats[s][backend.asarray(rows), ...]
-                for s, rows in (("test", rows_t), ("reference", rows_r))]))
-        else:
-            operand = ("features", backend.xp.concat([
-                core.feature_rows(fmap, sets[s].prompt_embeddings, sets[s].output_embeddings, rows,
-                                  self.chunk_size, backend)
-                for s, rows in (("test", rows_t), ("reference", rows_r))]))
-        vals = spec.mode_eigenvalues
-        n_pos, n_neg = int(np.sum(vals > 0)), int(np.sum(vals < 0))
-        observed = None  # the observed labelling goes through the null's own solver: an exact test
-        if scale != 1.0:  # (a subsample's null is rescaled; the full sets' spectrum is the observed one)
-            observed = signed_extremes(vals, max(n_pos, n_neg, 1))
-            observed = (observed[0][:n_pos], observed[1][:n_neg])
+        """The permutation test of the reported modes (see :mod:`.significance` and :mod:`.testing`)."""
+        operand_of = testing.null_operand(sets, gram=gram, fmap=fmap, feats=feats, backend=backend,
+                                          chunk_size=self.chunk_size)
         with status(f"PromptSplit: permutation test ({permutations} permutations)",
                     enabled=progress_enabled(self.progress)):
-            out = sig.permutation_test(operand, groups=groups, n=n_sub, m=m_sub, eta=self.eta,
-                                       tested=(n_pos, n_neg), observed=observed, permutations=permutations,
-                                       alpha=float(self.alpha), seed=self.seed, scale=scale)
-        p_values = [float(out["p_positive"][i]) for i in range(n_pos)] + \
-                   [float(out["p_negative"][i]) for i in range(n_neg)]
-        # spec.selected lists the positive modes first, then the negative ones (both by rank)
-        p_by_mode = np.array(p_values)
-        approx = None
-        if scale != 1.0:
-            approx = (f"null spectra from a seeded subsample of {n_sub} test and {m_sub} reference samples, "
-                      f"rescaled to the full sets by sqrt((1/n + 1/m) / (1/n' + 1/m')) = {scale:.4g} "
-                      "(central-limit scaling)")
-        alpha = float(self.alpha)
-        largest = int(np.argmax(np.abs(vals)))
-        record = {
-            "test": "permutation", "scheme": scheme, "permutations": permutations, "alpha": alpha,
-            "seed": self.seed, "correction": sig.CORRECTION, "null_top": out["null_top"],
-            "threshold": out["threshold"], "null_rank_quantiles": out["null_rank_quantiles"],
-            "p_largest": float(p_by_mode[largest]), "n_significant": int(np.sum(p_by_mode <= alpha)),
-            "approximation": approx, "null_samples": n_sub + m_sub,
-            "verdict": sig.verdict(identical=False, alpha=alpha, permutations=permutations,
-                                   p_values=[("test" if v > 0 else "reference", float(v), float(p))
-                                             for v, p in zip(vals, p_by_mode, strict=True)]),
-        }
-        return record, p_values
+            return testing.mode_significance(sets, spec, labels, operand_of=operand_of, eta=self.eta,
+                                             permutations=permutations, alpha=float(self.alpha),
+                                             seed=self.seed)
 
 
 def _as_paired(obj: PairedSet | tuple, name: str) -> PairedSet:
