@@ -86,16 +86,19 @@ PHASE_TOLERANCE = 1e-3
 TWO_PI = 2.0 * np.pi
 
 
-def _cos_sin(proj: Any, fast_trig: bool = False, dtype: type = np.float64) -> Any:
+def _cos_sin(proj: Any, fast_trig: bool = False, dtype: type = np.float64, out: Any = None) -> Any:
     """sqrt(1/D) [cos(proj), sin(proj)] in ``dtype``; ``fast_trig``: cos/sin in float32 (~10x faster).
 
     With float64 phases (results do not depend on how rows are chunked) and fast mode, cos/sin are evaluated
     in float32: errors of ~1e-7 per feature, far below the O(1/sqrt(D)) Monte-Carlo error of the random
-    features themselves. Array API: numpy or torch phases, features of the same backend.
+    features themselves. Array API: numpy or torch phases, features of the same backend; ``out``: an
+    (n, 2D) array of ``dtype`` to write them into (e.g. rows of a feature matrix kept for later).
     """
     xp = array_namespace(proj)
     d = proj.shape[1]
-    out = xp.empty((proj.shape[0], 2 * d), dtype=float_dtype(xp, np.dtype(dtype).name), device=device(proj))
+    if out is None:
+        out = xp.empty((proj.shape[0], 2 * d), dtype=float_dtype(xp, np.dtype(dtype).name),
+                       device=device(proj))
     if proj.shape[0] and d:
         top = float(xp.max(xp.abs(proj)))
         if not np.isfinite(top) or top * float(xp.finfo(proj.dtype).eps) > PHASE_TOLERANCE:
@@ -119,8 +122,8 @@ class JointFeatureMap(Protocol):
 
     dim: int
 
-    def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
-        """psi(t_i, z_i) for each (prompt, output) row pair: (n, dim)."""
+    def transform(self, prompts: np.ndarray, outputs: np.ndarray, out: Any = None) -> np.ndarray:
+        """psi(t_i, z_i) for each (prompt, output) row pair: (n, dim), written into ``out`` when given."""
 
     def describe(self) -> dict:
         """The map's settings, as recorded in result.json."""
@@ -183,9 +186,10 @@ class ProductRandomFourierFeatures(_PairedRows):
         object.__setattr__(self, "_w_prompt", (w[: self.dim_prompt] / self.sigma_prompt).astype(dtype))
         object.__setattr__(self, "_w_output", (w[self.dim_prompt :] / self.sigma_output).astype(dtype))
 
-    def transform(self, prompts: Any, outputs: Any) -> Any:
+    def transform(self, prompts: Any, outputs: Any, out: Any = None) -> Any:
         """psi(t, z) for each (prompt, output) row pair: (n, r = 2D), in the map's precision; numpy rows give
-        numpy features, torch tensors give torch features on their device (the same values)."""
+        numpy features, torch tensors give torch features on their device (the same values). ``out``: an
+        (n, r) array of the map's precision to write them into."""
         prompts, outputs = self._pair(prompts, outputs)
         xp, on = array_namespace(prompts), backend_of(prompts)
         dtype = float_dtype(xp, self.precision)
@@ -194,7 +198,7 @@ class ProductRandomFourierFeatures(_PairedRows):
             outputs = xp.asarray(outputs, dtype=xp.float64) - on.asarray(self.center[1], "float64")
         proj = xp.asarray(prompts, dtype=dtype) @ on.asarray(self._w_prompt)
         proj += xp.asarray(outputs, dtype=dtype) @ on.asarray(self._w_output)
-        return _cos_sin(proj, self.fast_trig, self._w_prompt.dtype)
+        return _cos_sin(proj, self.fast_trig, self._w_prompt.dtype, out=out)
 
     def describe(self) -> dict:
         """The map's settings (features, bandwidths, seed), as recorded in result.json."""
@@ -232,15 +236,18 @@ class ProductRandomProjection(_PairedRows):
         for name, dim in (("_r_prompt", self.dim_prompt), ("_r_output", self.dim_output)):
             object.__setattr__(self, name, rng.standard_normal((dim, self.n_features)).astype(dtype))
 
-    def transform(self, prompts: Any, outputs: Any) -> Any:
+    def transform(self, prompts: Any, outputs: Any, out: Any = None) -> Any:
         """psi(t, z) for each (prompt, output) row pair: (n, r), in the map's precision (numpy or torch, as
-        the input)."""
+        the input); ``out``: an (n, r) array to write them into."""
         prompts, outputs = self._pair(prompts, outputs)
         on = backend_of(prompts)
         dtype = self._r_prompt.dtype
-        out = cosine_features(prompts, dtype) @ on.asarray(self._r_prompt)
-        out *= cosine_features(outputs, dtype) @ on.asarray(self._r_output)
-        out *= float(1.0 / np.sqrt(self.n_features))
+        feats = cosine_features(prompts, dtype) @ on.asarray(self._r_prompt)
+        feats *= cosine_features(outputs, dtype) @ on.asarray(self._r_output)
+        feats *= float(1.0 / np.sqrt(self.n_features))
+        if out is None:
+            return feats
+        out[...] = feats
         return out
 
     def describe(self) -> dict:

@@ -214,9 +214,8 @@ def covariance_and_features(fmap: Any, prompts: Any, outputs: Any, chunk_size: i
     feats = xp.empty((n, fmap.dim), dtype=getattr(xp, getattr(fmap, "precision", "float64")),
                      device=backend.device)
     for a, b in chunks(n, chunk_size):
-        f = fmap.transform(backend.asarray(prompts[a:b]), backend.asarray(outputs[a:b]))
-        acc.update(f)
-        feats[a:b, ...] = f
+        acc.update(fmap.transform(backend.asarray(prompts[a:b]), backend.asarray(outputs[a:b]),
+                                  out=feats[a:b, ...]))
     return acc.to_host(), feats
 
 
