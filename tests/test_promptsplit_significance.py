@@ -33,9 +33,15 @@ def _brute_extremes(psi: np.ndarray, w: np.ndarray, n_top: int) -> tuple[np.ndar
     return np.array(pos), np.array(neg)
 
 
-@pytest.mark.parametrize(("size", "dim"), [(60, 40), (300, 280), (400, 120)])
+@pytest.mark.parametrize(("size", "dim", "device"), [
+    (60, 40, "cpu"), (60, 40, "torch"), (300, 280, "cpu"), (300, 280, "torch"), (400, 120, "cpu"),
+    # torch's CPU batched matrix-vector products are slow (the 400-step exact run: ~8 CPU s): slow only
+    pytest.param(400, 120, "torch", marks=pytest.mark.slow)])
 def test_batched_permuted_spectra_equal_per_permutation_eigensolves(size, dim, device):
-    """Dense (small) and Lanczos (large) paths, Gram and feature forms, against a plain eigensolve each."""
+    """Dense (small) and Lanczos (large) paths, Gram and feature forms, against a plain eigensolve each;
+    on numpy and on torch (CPU; skipped where torch is not installed)."""
+    if device == "torch":
+        pytest.importorskip("torch")
     rng = np.random.default_rng(size)
     psi = rng.standard_normal((size, dim)) * np.linspace(1.0, 0.2, dim)  # decaying spectrum, like kernels
     n = size // 2
