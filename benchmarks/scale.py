@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from promptsplit import write_memmapped  # noqa: E402
+from promptsplit import write_npy  # noqa: E402
 
 from promptprism import PromptSplit, load_paired  # noqa: E402
 from promptprism.scale import execution  # noqa: E402
@@ -58,8 +58,8 @@ def promptsplit_rows(args: argparse.Namespace) -> None:
     print("|---|---|---|---|---|")
     for n in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
-            write_memmapped(Path(tmp) / "test", n, args.seed + 1, shifted=False)
-            write_memmapped(Path(tmp) / "reference", n, args.seed + 2, shifted=True)
+            write_npy(Path(tmp) / "test", n, args.seed + 1, shifted=False)
+            write_npy(Path(tmp) / "reference", n, args.seed + 2, shifted=True)
             test, ref = load_paired(Path(tmp) / "test"), load_paired(Path(tmp) / "reference")
             est = PromptSplit(method="rff", n_features=args.features, n_modes=10, seed=args.seed,
                               chunk_size=16384, partition_rows=131072)
