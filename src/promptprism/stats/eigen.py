@@ -80,11 +80,7 @@ def _eigh_factor(gram: Any) -> Any:
     return xp.flip(vecs * xp.sqrt(vals)[None, :], axis=1)
 
 
-def _order_desc(vals: Any, vecs: Any) -> tuple[Any, Any]:
-    if not is_numpy(vals):
-        xp = array_namespace(vals)
-        order = xp.argsort(-vals, stable=True)
-        return vals[order], vecs[:, order]
+def _order_desc(vals: np.ndarray, vecs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     order = np.argsort(-vals, kind="stable")
     return vals[order], vecs[:, order]
 
