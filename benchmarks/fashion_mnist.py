@@ -53,7 +53,8 @@ def run(per_class: int, encoder: str, seed: int = 0, batch_size: int = 128, cach
     return {"images": n, "encoder": enc.identity, "load_s": t1 - t0, "embed_s": t2 - t1,
             "images_per_s": n / (t2 - t1), "fit_s": t3 - t2, "method": result.method,
             "top": top, "altered": list(data.altered), "found": sorted(set(top) & set(data.altered)),
-            "ranking": [(r["prompt"], round(r["share"], 3)) for r in result.prompt_ranking[:5]]}
+            "ranking": [(r["prompt"], round(r["share"], 3)) for r in result.prompt_ranking[:5]],
+            "verdict": result.significance.get("verdict"), "timings": result.timings}
 
 
 def main() -> None:
@@ -70,6 +71,7 @@ def main() -> None:
           f"{r['fit_s']:.1f} s, data {r['load_s']:.1f} s")
     print(f"altered prompts in the top {len(r['altered'])}: {len(r['found'])}/{len(r['altered'])}; "
           f"top 5 by share: {r['ranking']}")
+    print(f"verdict: {r['verdict']}; timings: {r['timings']}")
 
 
 if __name__ == "__main__":

@@ -76,3 +76,20 @@ def test_separates_fashion_mnist_classes_better_than_pixels():
         accuracy[name] = knn_accuracy(enc.encode_images(list(x_tr[i_tr])), y_tr[i_tr],
                                       enc.encode_images(list(x_te[i_te])), y_te[i_te])
     assert accuracy["efficientnet"] > accuracy["pixels"] + 0.05, accuracy
+
+
+def test_folded_batch_norms_compute_the_loaded_network(encoder):
+    """The encoder runs the network with its batch norms folded into the convolutions (faster); the
+    features are those of the network as loaded, to float rounding."""
+    import torch
+
+    from promptprism.embed.efficientnet import build_efficientnet_lite0, preprocess
+
+    skd = pytest.importorskip("skimage.data")
+    images = [skd.chelsea(), skd.coffee()]
+    net = build_efficientnet_lite0().eval()
+    net.load_state_dict(torch.load(encoder.weights, weights_only=True), strict=True)
+    with torch.no_grad():
+        want = net.features(torch.from_numpy(preprocess(images))).numpy()
+    assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in encoder.model().modules())
+    np.testing.assert_allclose(encoder._run(images, head=False), want, rtol=1e-4, atol=1e-4)

@@ -25,14 +25,17 @@ INPUT_HELP = ("a manifest (.jsonl/.csv/.parquet: prompt or prompt_image, output 
               "stem = id), or embeddings (.npz, .parquet, folder of .npy)")
 
 TEXT_MODEL = typer.Option("minilm", "--text-model",
-                          help="Text encoder: minilm (bundled all-MiniLM-L6-v2), clip, or a local model "
-                               "folder.")
+                          help="Text encoder: minilm (bundled all-MiniLM-L6-v2), clip, open_clip:X, or a "
+                               "local model folder.")
 IMAGE_MODEL = typer.Option("auto", "--image-model",
-                           help="Image encoder: clip, efficientnet-lite0, pixels (pixels:N), a local folder, "
+                           help="Image encoder: clip, efficientnet-lite0 (efficientnet-lite0:N), pixels "
+                                "(pixels:N), inception (FID Inception-v3; inception:PATH), open_clip:X, "
+                                "dinov2:X, siglip:X (X a local folder or a cached hub name), a local folder, "
                                 "or auto (clip if --clip-model, else efficientnet-lite0 when installed, "
                                 "else pixels).")
 CLIP_MODEL = typer.Option(None, "--clip-model", help="CLIP checkpoint: a local folder or a hub name already "
-                                                     "in the local cache (never downloaded).")
+                                                     "in the local cache, or open_clip:FOLDER_OR_HUB_ID "
+                                                     "(never downloaded).")
 PROMPTS = typer.Option(None, "--prompts", help="Prompts file (id, prompt) for image-folder inputs (default: "
                                                "prompts.jsonl|csv|parquet inside the folder).")
 CACHE = typer.Option(None, "--cache", help="Embedding cache folder (default: $PROMPTPRISM_CACHE or "

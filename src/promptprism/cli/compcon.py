@@ -99,7 +99,7 @@ def compcon(
     clip_model: str = typer.Option(
         "openai/clip-vit-base-patch32",
         help="CLIP: a local folder or a name in the "
-        "local Hugging Face cache (never downloaded), or module:factory.",
+        "local Hugging Face cache (never downloaded), open_clip:FOLDER_OR_HUB_ID, or module:factory.",
     ),
     timeout: float = typer.Option(120.0, help="Seconds per chat request."),
     retries: int = typer.Option(3, help="Retries per request on connection errors, timeouts, 429/5xx."),

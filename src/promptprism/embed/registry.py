@@ -10,8 +10,14 @@ efficientnet-lite0
            1280-d pooled features); ``efficientnet-lite0:N`` for an N x N input (N a multiple of 32)
 pixels     resize to 32 x 32 RGB and flatten (images, 3072-d); ``pixels:N`` for N x N
 dinov2:X   DINOv2 (CLS features) from a folder or a cached hub name X; ``siglip:X`` for SigLIP
-PATH       a local folder: CLIP / DINOv2 / SigLIP by its config.json's ``model_type``,
-           sentence-transformers when it holds ``modules.json`` / ``config_sentence_transformers.json``
+open_clip:X
+           an open_clip ViT checkpoint (``open_clip_config.json`` + weights) from a folder or a cached hub
+           id X, run as a transformers CLIPModel (texts and images)
+inception  FID Inception-v3 2048-d pool features, weights from the torch hub cache
+           (``$TORCH_HOME/hub/checkpoints/pt_inception-2015-12-05-*.pth``); ``inception:PATH`` for a file
+PATH       a local folder: CLIP / DINOv2 / SigLIP by its config.json's ``model_type``, open_clip by its
+           ``open_clip_config.json``, sentence-transformers when it holds ``modules.json`` /
+           ``config_sentence_transformers.json``
 =========  =====================================================================================
 
 ``auto`` (the default image model) is ``clip`` when a CLIP model is given, else ``efficientnet-lite0`` when
@@ -30,7 +36,7 @@ from .base import Encoder, check_batch_size, resolve_device
 
 DEFAULT_TEXT_MODEL = "minilm"
 DEFAULT_IMAGE_MODEL = "auto"
-NAMES = ("minilm", "clip", "efficientnet-lite0", "pixels")
+NAMES = ("minilm", "clip", "efficientnet-lite0", "pixels", "inception")
 
 _FACTORIES: dict[str, Callable[..., Encoder]] = {}
 _BUILT: dict[tuple, Encoder] = {}
@@ -52,6 +58,11 @@ def _clip(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
     if not clip_model:
         raise OptionError("the 'clip' encoder needs clip_model: a local CLIP checkpoint folder or a hub "
                           "name already in the local Hugging Face cache")
+    if clip_model.startswith("open_clip:"):
+        from .openclip import OpenCLIPEncoder
+
+        return OpenCLIPEncoder(clip_model.partition(":")[2], device=device, batch_size=batch_size,
+                               option="clip_model")
     from .clip import CLIPEncoder
 
     return CLIPEncoder(clip_model, device=device, batch_size=batch_size)
@@ -76,15 +87,25 @@ def _local(path: Path, *, device: str, batch_size: int) -> Encoder:
             from .hf_vision import VisionEncoder
 
             return VisionEncoder(path, kind=model_type, device=device, batch_size=batch_size)
+    if (path / "open_clip_config.json").is_file():
+        from .openclip import OpenCLIPEncoder
+
+        return OpenCLIPEncoder(path, device=device, batch_size=batch_size)
     raise OptionError(f"model folder {str(path)!r}: not a sentence-transformers folder (modules.json) nor a "
                       f"CLIP, DINOv2 or SigLIP checkpoint (config.json with model_type clip, dinov2 or "
-                      f"siglip)")
+                      f"siglip) nor an open_clip one (open_clip_config.json)")
 
 
 def _efficientnet(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
     from .efficientnet import EfficientNetLite0Encoder
 
     return EfficientNetLite0Encoder(device=device, batch_size=batch_size)
+
+
+def _inception(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
+    from .inception import InceptionEncoder
+
+    return InceptionEncoder(device=device, batch_size=batch_size)
 
 
 def default_image_model(clip_model: str | None) -> str:
@@ -100,6 +121,7 @@ def default_image_model(clip_model: str | None) -> str:
 register_encoder("minilm", _minilm)
 register_encoder("clip", _clip)
 register_encoder("efficientnet-lite0", _efficientnet)
+register_encoder("inception", _inception)
 
 
 def get_encoder(name: str, *, modality: str, clip_model: str | None = None, device: str | None = "auto",
@@ -123,6 +145,14 @@ def get_encoder(name: str, *, modality: str, clip_model: str | None = None, devi
 
         kind, _, where = name.partition(":")
         enc = VisionEncoder(where, kind=kind, device=dev, batch_size=batch_size, option=option)
+    elif name.startswith("open_clip:"):
+        from .openclip import OpenCLIPEncoder
+
+        enc = OpenCLIPEncoder(name.partition(":")[2], device=dev, batch_size=batch_size, option=option)
+    elif name.startswith("inception:"):
+        from .inception import InceptionEncoder
+
+        enc = InceptionEncoder(name.partition(":")[2], device=dev, batch_size=batch_size)
     elif name.startswith("efficientnet-lite0:"):
         from .efficientnet import EfficientNetLite0Encoder
 
@@ -143,7 +173,8 @@ def get_encoder(name: str, *, modality: str, clip_model: str | None = None, devi
         enc = _local(Path(name).expanduser(), device=dev, batch_size=batch_size)
     else:
         known = ", ".join(sorted(set(_FACTORIES) | {"pixels"}))
-        raise OptionError(f"{option} {name!r}: not a known encoder ({known}, auto) nor a local model folder")
+        raise OptionError(f"{option} {name!r}: not a known encoder ({known}, auto; dinov2:X, siglip:X, "
+                          f"open_clip:X, inception:PATH) nor a local model folder")
     if modality not in enc.modalities:
         raise OptionError(f"{option} {name!r} embeds {' and '.join(sorted(enc.modalities))} only, but the "
                           f"input has {modality}s to embed")

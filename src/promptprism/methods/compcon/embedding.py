@@ -2,7 +2,8 @@
 
 :class:`ClipEmbedder` is the protocol; :class:`TransformersClip` adapts the one CLIP wrapper of the encoder
 layer (:class:`promptprism.embed.clip.CLIPEncoder`, a transformers ``CLIPModel`` loaded from a local path or
-the local Hugging Face cache with ``local_files_only``: nothing is downloaded) to it, with raw (not
+the local Hugging Face cache with ``local_files_only``: nothing is downloaded; or, for ``open_clip:X``,
+:class:`promptprism.embed.openclip.OpenCLIPEncoder`) to it, with raw (not
 normalised) projected features. The verification maths (:mod:`.verify`) only ever sees the arrays.
 """
 
@@ -34,10 +35,17 @@ class TransformersClip:
         self, model: str = "openai/clip-vit-base-patch32", device: str = "cpu", batch_size: int = 32
     ) -> None:
         from ...embed.clip import CLIPEncoder
+        from ...embed.openclip import OpenCLIPEncoder
 
         try:
-            self.encoder = CLIPEncoder(model, device=device, batch_size=int(batch_size), normalize=False)
-            self.encoder.load()
+            if model.startswith("open_clip:"):
+                self.encoder = OpenCLIPEncoder(model.partition(":")[2], device=device, normalize=False,
+                                               batch_size=int(batch_size), option="clip_model")
+                self.encoder.model()
+                self.encoder.tokenizer()
+            else:
+                self.encoder = CLIPEncoder(model, device=device, batch_size=int(batch_size), normalize=False)
+                self.encoder.load()
         except OptionError as exc:
             raise InputError(
                 f"cannot load CLIP model {model!r} from local files (nothing is downloaded): "
@@ -59,8 +67,8 @@ class TransformersClip:
 class LazyClip:
     """A CLIP embedder (``embed_images``/``embed_texts``) loaded on first use.
 
-    ``spec``: a local CLIP folder or a hub name already in the local cache (loaded with
-    :class:`TransformersClip`), or ``module:factory`` naming a class or
+    ``spec``: a local CLIP folder or a hub name already in the local cache, or ``open_clip:FOLDER_OR_HUB_ID``
+    (loaded with :class:`TransformersClip`), or ``module:factory`` naming a class or
     object with ``embed_images``/``embed_texts``.
     """
 
@@ -70,7 +78,7 @@ class LazyClip:
 
     def _get(self) -> Any:
         if self._model is None:
-            if ":" in self.name and not Path(self.name).exists():
+            if ":" in self.name and not Path(self.name).exists() and not self.name.startswith("open_clip:"):
                 from .generators import import_object
 
                 obj = import_object(self.name, what="CLIP embedder")
