@@ -4,6 +4,7 @@
     python benchmarks/compare.py --quick              # small sizes (a smoke run: ~25 s on 2 busy cores)
     python benchmarks/compare.py --sizes 2500 5000    # n = m for the PromptSplit rows
     python benchmarks/compare.py --tasks exact rff    # a subset of: exact rff pixel-cka scendi
+    python benchmarks/compare.py --device cuda        # the PromptSplit rows on a GPU (default auto)
 
 One row per (task, size). Each row gives promptprism's time, the time of the straightforward baseline from
 ``baselines.py`` on the same data in the same run (ratio = baseline / promptprism), the job's essential flop
@@ -181,7 +182,8 @@ _EIG_CACHE: dict[int, float] = {}
 def row_exact(n: int, args) -> Row:
     """PromptSplit exact route against eq. 3's block matrix + dense eig."""
     t_x, x, t_y, y = promptsplit_sets(n, args.seed)
-    est = PromptSplit(method="exact", n_modes=N_MODES, seed=args.seed, **PROMPTSPLIT_OPTIONS)
+    est = PromptSplit(method="exact", n_modes=N_MODES, seed=args.seed, device=args.device,
+                      **PROMPTSPLIT_OPTIONS)
     res, pp, cpu = _cpu_timed(est.fit, PairedSet(t_x, x, name="test"), PairedSet(t_y, y, name="reference"))
     sig = {"sigma_prompt": res.config["sigma_prompt"], "sigma_output": res.config["sigma_output"]}
     big_n = 2 * n
@@ -233,7 +235,8 @@ def _rff_baseline(t_x, x, t_y, y, sig: dict, r: int, args) -> tuple[float, str, 
 def row_rff(n: int, r: int, args) -> list[Row]:
     """PromptSplit rff route (library call and, unless --no-cli, the CLI process) against the outer loop."""
     t_x, x, t_y, y = promptsplit_sets(n, args.seed)
-    est = PromptSplit(method="rff", n_features=r, n_modes=N_MODES, seed=args.seed, **PROMPTSPLIT_OPTIONS)
+    est = PromptSplit(method="rff", n_features=r, n_modes=N_MODES, seed=args.seed, device=args.device,
+                      **PROMPTSPLIT_OPTIONS)
     res, pp, cpu = _cpu_timed(est.fit, PairedSet(t_x, x, name="test"), PairedSet(t_y, y, name="reference"))
     sig = {"sigma_prompt": res.config["sigma_prompt"], "sigma_output": res.config["sigma_output"]}
     base, how, vals = _rff_baseline(t_x, x, t_y, y, sig, r, args)
@@ -246,7 +249,7 @@ def row_rff(n: int, r: int, args) -> list[Row]:
                 np.savez(Path(tmp) / f"{name}.npz", prompt_embeddings=t, output_embeddings=z)
             cmd = CLI + ["split", str(Path(tmp) / "test.npz"), str(Path(tmp) / "ref.npz"), "--out",
                          str(Path(tmp) / "out"), "--method", "rff", "--features", str(r), "--seed",
-                         str(args.seed)] + CLI_OPTIONS
+                         str(args.seed), "--device", args.device] + CLI_OPTIONS
             proc, secs, cpu = _cpu_timed(subprocess.run, cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"the CLI failed: {proc.stderr.strip()[-500:]}")
@@ -366,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rates", help="GFLOP/s 'GEMM32,GEMM64,SYRK32,SYRK64' measured by machine.py on a quiet "
                     "machine; the floor uses the best of these and this run's measurements")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", default="auto", help="PromptSplit's device (auto, cpu, torch, cuda, ...; "
+                                                     "docs/devices.md): where the exact and rff rows run")
     args = ap.parse_args(argv)
     args.cli = (not args.quick) if args.cli is None else args.cli
     args.cka_block = args.cka_block or (50 if args.quick else 100)

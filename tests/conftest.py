@@ -58,3 +58,18 @@ def run_killing_a_worker(run: Callable[[Any], Any], min_finished: int = 3) -> An
         assert killed_during_run == [True]
         assert victim not in client.scheduler_info()["workers"]  # the killed worker really went away
     return result
+
+
+def _device_params() -> list[Any]:
+    """'cpu' (numpy, the reference) and 'torch' (torch on the CPU; skipped only where torch is absent)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return ["cpu", pytest.param("torch", marks=pytest.mark.skip(reason="torch is not installed"))]
+    return ["cpu", "torch"]
+
+
+@pytest.fixture(params=_device_params())
+def device(request) -> str:
+    """The array backend a test runs PromptSplit on; the same test passes on both (promptprism.backend)."""
+    return request.param

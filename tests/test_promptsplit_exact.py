@@ -36,10 +36,11 @@ CASES = [(0, 1.0, {}), (1, 0.5, {}), (2, 2.0, {"n": 20, "m": 35}), (3, 1.3, {"n"
 
 
 @pytest.mark.parametrize(("seed", "eta", "sizes"), CASES)
-def test_cosine_exact_equals_explicit_lambda(seed, eta, sizes):
+def test_cosine_exact_equals_explicit_lambda(seed, eta, sizes, device):
     test, ref = _sets(seed, **sizes)
     _, _, lam, vals, _ = _brute(test, ref, eta)
-    res = PromptSplit(kernel="cosine", method="exact", eta=eta, solver="dense", n_modes=12).fit(test, ref)
+    res = PromptSplit(
+        device=device, kernel="cosine", method="exact", eta=eta, solver="dense", n_modes=12).fit(test, ref)
     assert res.method == "exact"
     got = np.array(res.eigenvalues)
     assert np.all(np.diff(got) <= 0)
@@ -62,11 +63,12 @@ def test_cosine_exact_equals_explicit_lambda(seed, eta, sizes):
 
 
 @pytest.mark.parametrize(("seed", "eta", "sizes"), CASES[:3])
-def test_mode_scores_are_psi_dot_unit_eigenvector(seed, eta, sizes):
+def test_mode_scores_are_psi_dot_unit_eigenvector(seed, eta, sizes, device):
     test, ref = _sets(seed, **sizes)
     pt, pr, _, vals, vecs = _brute(test, ref, eta)
     top_k = 6
-    res = PromptSplit(kernel="cosine", method="exact", eta=eta, solver="dense", n_modes=12,
+    res = PromptSplit(
+        device=device, kernel="cosine", method="exact", eta=eta, solver="dense", n_modes=12,
                       top_k=top_k).fit(test, ref)
     psi = {"test": pt, "reference": pr}
     for mode in res.modes:
@@ -89,11 +91,12 @@ def test_mode_scores_are_psi_dot_unit_eigenvector(seed, eta, sizes):
 
 
 @pytest.mark.parametrize("eta", [1.0, 0.4])
-def test_prompt_contributions_add_up_to_eigenvalue(eta):
+def test_prompt_contributions_add_up_to_eigenvalue(eta, device):
     test, ref = _sets(4, n_prompts=6)
     pt, pr, _, vals, vecs = _brute(test, ref, eta)
     n, m = len(test), len(ref)
-    res = PromptSplit(kernel="cosine", method="exact", eta=eta, solver="dense", n_modes=12,
+    res = PromptSplit(
+        device=device, kernel="cosine", method="exact", eta=eta, solver="dense", n_modes=12,
                       top_prompts=6, permutations=0).fit(test, ref)
     names = sorted(set(test.prompts) | set(ref.prompts))
     assert len(names) == 6
@@ -119,10 +122,11 @@ def test_prompt_contributions_add_up_to_eigenvalue(eta):
     assert d == sorted(d, reverse=True)
 
 
-def test_mean_score_ranking():
+def test_mean_score_ranking(device):
     test, ref = _sets(5, n_prompts=4)
     pt, pr, _, vals, vecs = _brute(test, ref, 1.0)
-    res = PromptSplit(kernel="cosine", method="exact", solver="dense", n_modes=2, top_prompts=4,
+    res = PromptSplit(
+        device=device, kernel="cosine", method="exact", solver="dense", n_modes=2, top_prompts=4,
                       rank_prompts_by="mean_score").fit(test, ref)
     for mode in res.modes:
         v = vecs[:, int(np.argmin(np.abs(vals - mode.eigenvalue)))]
@@ -138,10 +142,11 @@ def test_mean_score_ranking():
 
 
 @pytest.mark.parametrize(("eta", "sizes"), [(1.0, {"n": 14, "m": 11}), (0.7, {"n": 9, "m": 16})])
-def test_gaussian_exact_equals_eq3_by_loops(eta, sizes):
+def test_gaussian_exact_equals_eq3_by_loops(eta, sizes, device):
     test, ref = _sets(6, **sizes)
     st, sz = 1.1, 2.3
-    res = PromptSplit(kernel="gaussian", method="exact", eta=eta, sigma_prompt=st, sigma_output=sz,
+    res = PromptSplit(
+        device=device, kernel="gaussian", method="exact", eta=eta, sigma_prompt=st, sigma_output=sz,
                       solver="dense").fit(test, ref)
     gram = joint_gram_loops(np.vstack([test.prompt_embeddings, ref.prompt_embeddings]),
                             np.vstack([test.output_embeddings, ref.output_embeddings]), "gaussian", st, sz)
@@ -165,11 +170,13 @@ def test_gaussian_median_bandwidth_is_recorded():
     assert res.config["sigma_prompt_rule"] == "0.5*median"
 
 
-def test_lanczos_and_auto_agree_with_dense():
+def test_lanczos_and_auto_agree_with_dense(device):
     test, ref = _sets(8, n=45, m=40, d_t=4, d_z=5)
-    dense = PromptSplit(kernel="cosine", method="exact", solver="dense", n_modes=3).fit(test, ref)
+    dense = PromptSplit(
+        device=device, kernel="cosine", method="exact", solver="dense", n_modes=3).fit(test, ref)
     for solver in ("lanczos", "auto"):
-        res = PromptSplit(kernel="cosine", method="exact", solver=solver, n_modes=3).fit(test, ref)
+        res = PromptSplit(
+        device=device, kernel="cosine", method="exact", solver=solver, n_modes=3).fit(test, ref)
         assert len(res.modes) == 6
         np.testing.assert_allclose([mo.eigenvalue for mo in res.modes],
                                    [mo.eigenvalue for mo in dense.modes], rtol=1e-9)
@@ -180,9 +187,10 @@ def test_lanczos_and_auto_agree_with_dense():
         assert res.distance == pytest.approx(dense.distance, rel=1e-12)
 
 
-def test_identical_sets_give_zero_spectrum():
+def test_identical_sets_give_zero_spectrum(device):
     test, _ = _sets(9)
-    res = PromptSplit(kernel="cosine", method="exact", solver="dense").fit(test, test)
+    res = PromptSplit(
+        device=device, kernel="cosine", method="exact", solver="dense").fit(test, test)
     assert max(abs(v) for v in res.eigenvalues) < 1e-12
     assert res.distance < 1e-20
     assert res.modes == []

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from promptprism import PairedSet, PromptSplit
+from promptprism.backend import resolve_backend
 from promptprism.cli import main
 from promptprism.datasets import colored_digits, gaussian_mixture
 from promptprism.errors import OptionError
@@ -32,9 +33,15 @@ def _brute_extremes(psi: np.ndarray, w: np.ndarray, n_top: int) -> tuple[np.ndar
     return np.array(pos), np.array(neg)
 
 
-@pytest.mark.parametrize(("size", "dim"), [(60, 40), (300, 280), (400, 120)])
-def test_batched_permuted_spectra_equal_per_permutation_eigensolves(size, dim):
-    """Dense (small) and Lanczos (large) paths, Gram and feature forms, against a plain eigensolve each."""
+@pytest.mark.parametrize(("size", "dim", "device"), [
+    (60, 40, "cpu"), (60, 40, "torch"), (300, 280, "cpu"), (300, 280, "torch"), (400, 120, "cpu"),
+    # torch's CPU batched matrix-vector products are slow (the 400-step exact run: ~8 CPU s): slow only
+    pytest.param(400, 120, "torch", marks=pytest.mark.slow)])
+def test_batched_permuted_spectra_equal_per_permutation_eigensolves(size, dim, device):
+    """Dense (small) and Lanczos (large) paths, Gram and feature forms, against a plain eigensolve each;
+    on numpy and on torch (CPU; skipped where torch is not installed)."""
+    if device == "torch":
+        pytest.importorskip("torch")
     rng = np.random.default_rng(size)
     psi = rng.standard_normal((size, dim)) * np.linspace(1.0, 0.2, dim)  # decaying spectrum, like kernels
     n = size // 2
@@ -42,7 +49,8 @@ def test_batched_permuted_spectra_equal_per_permutation_eigensolves(size, dim):
     labels = permuted_labels(groups, np.r_[np.ones(n, bool), np.zeros(size - n, bool)], 6, rng)
     w = label_weights(labels, n, size - n, 0.8)
     want = _brute_extremes(psi, w, 4)
-    for operand in (("gram", psi @ psi.T), ("features", psi)):
+    on = resolve_backend(device)
+    for operand in (("gram", on.asarray(psi @ psi.T)), ("features", on.asarray(psi))):
         got = permuted_spectra(operand, w, 4, seed=1)
         for side in (0, 1):
             # the largest (what the test decides on) to float32 precision; the next ranks (the chart's band)
@@ -51,7 +59,7 @@ def test_batched_permuted_spectra_equal_per_permutation_eigensolves(size, dim):
             np.testing.assert_allclose(got[side][:, 1:], want[side][:, 1:], rtol=2e-2)
             assert (got[side] <= want[side] * (1 + 1e-5)).all()
     # run to the full dimension, the batched Lanczos is exact at every rank
-    full = weighted_gram_extremes(psi @ psi.T, w, 4, steps=size, dtype=np.float64)
+    full = weighted_gram_extremes(on.asarray(psi @ psi.T), w, 4, steps=size, dtype=np.float64)
     np.testing.assert_allclose(full[0], want[0], rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(full[1], want[1], rtol=1e-8, atol=1e-12)
 

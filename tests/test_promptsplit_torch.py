@@ -13,13 +13,13 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from promptprism import PromptSplit  # noqa: E402
+from promptprism.backend import NUMPY, resolve_backend, to_numpy  # noqa: E402
 from promptprism.datasets import gaussian_mixture  # noqa: E402
 from promptprism.errors import OptionError  # noqa: E402
 from promptprism.kernels import ProductRandomFourierFeatures, ProductRandomProjection  # noqa: E402
-from promptprism.kernels.features import resolve_device  # noqa: E402
 from promptprism.methods.promptsplit import core  # noqa: E402
 
-DEVICE = resolve_device("auto")
+TORCH = resolve_backend("torch")  # CPU torch; the same code runs on CUDA with device='cuda' / 'auto'
 
 
 @pytest.mark.parametrize("precision", ["float64", "float32"])
@@ -35,11 +35,11 @@ def test_torch_features_and_covariance_equal_numpy(kind, precision):
         fmap = ProductRandomProjection(6, 9, 120, seed=1, precision=precision)
     tol = 1e-12 if precision == "float64" else 1e-5
     f_np = fmap.transform(t, z)
-    f_t = fmap.transform_torch(t, z, DEVICE).cpu().numpy()
+    f_t = to_numpy(fmap.transform(TORCH.asarray(t), TORCH.asarray(z)))
     assert f_t.dtype == f_np.dtype
     np.testing.assert_allclose(f_t, f_np, rtol=0, atol=tol * np.abs(f_np).max())
-    ref = core.covariance_partition(fmap, t, z, 0, 300, 64).compute()
-    acc = core.covariance_partition(fmap, t, z, 0, 300, 64, DEVICE)
+    ref = core.covariance_partition(fmap, t, z, 0, 300, 64, NUMPY).compute()
+    acc = core.covariance_partition(fmap, t, z, 0, 300, 64, TORCH)
     assert acc.count == 300 and acc.sum_upper.dtype == np.float64
     np.testing.assert_allclose(acc.compute(), ref, rtol=0, atol=tol * np.abs(ref).max())
 
@@ -47,10 +47,11 @@ def test_torch_features_and_covariance_equal_numpy(kind, precision):
 @pytest.mark.parametrize("precision", ["float64", "float32"])
 def test_torch_fit_equals_numpy_fit(precision):
     test, ref, differ = gaussian_mixture(2, per_component=30, seed=0)
-    base = PromptSplit(method="rff", n_features=400, n_modes=3, seed=0, permutations=0, precision=precision)
+    base = PromptSplit(method="rff", n_features=400, n_modes=3, seed=0, permutations=0, precision=precision,
+                       device="cpu")
     r_np = base.fit(test, ref)
     r_t = dataclasses.replace(base, device="torch").fit(test, ref)
-    assert r_np.config["device"] == "numpy" and r_t.config["device"] == f"torch:{DEVICE}"
+    assert r_np.config["device"] == "numpy" and r_t.config["device"] == TORCH.label
     scale = np.abs(r_np.eigenvalues).max()
     # the estimator's rff map evaluates cos/sin in float32 in both precisions (``fast_trig``), where numpy's
     # and torch's cos may differ by one float32 ulp: results agree to ~1e-7 relative, not to 1e-15
@@ -62,9 +63,9 @@ def test_torch_fit_equals_numpy_fit(precision):
         assert [p.prompt for p in a.top_prompts] == [p.prompt for p in b.top_prompts]
 
 
-def test_device_option_is_checked_and_exact_stays_numpy():
+def test_device_option_is_checked_and_auto_is_numpy_without_a_gpu():
     with pytest.raises(OptionError, match="device"):
         PromptSplit(device="gpu")
     test, ref, _ = gaussian_mixture(1, per_component=10, seed=1)
     res = PromptSplit(method="exact", device="auto", permutations=0, n_modes=2).fit(test, ref)
-    assert res.config["device"] == "numpy"
+    assert res.config["device"] == ("torch:cuda" if torch.cuda.is_available() else "numpy")

@@ -43,6 +43,11 @@ class Backend:
         return xp
 
     @property
+    def device(self) -> str:
+        """The device arrays of this backend live on ('cpu' for numpy), for ``xp.empty(..., device=)``."""
+        return "cpu" if self.name == "numpy" else str(self.torch_device)
+
+    @property
     def label(self) -> str:
         """'numpy' or 'torch:<device>', as recorded in results' config."""
         return "numpy" if self.name == "numpy" else f"torch:{self.torch_device}"
@@ -70,8 +75,8 @@ def resolve_backend(device: str | Backend = "cpu", name: str = "device") -> Back
     if not isinstance(device, str) or not (device in DEVICES or (device.startswith("cuda:")
                                                                  and device[5:].isdigit())):
         raise OptionError(f"{name} must be one of {', '.join(DEVICES)} or cuda:N, got {device!r}")
-    if device == "cpu":
-        return NUMPY
+    if device == "cpu" or (device == "auto" and not _cuda_visible()):
+        return NUMPY  # (importing torch only to learn that there is no GPU costs seconds of start-up)
     try:
         import torch
     except ImportError as exc:
@@ -93,6 +98,25 @@ def resolve_backend(device: str | Backend = "cpu", name: str = "device") -> Back
     return Backend("torch", device)
 
 
+def _cuda_visible() -> bool:
+    """False when this machine certainly has no CUDA device (Linux without the NVIDIA driver, macOS),
+    without importing torch; True when there may be one (then torch is asked)."""
+    import os
+    import sys
+
+    if "torch" in sys.modules:  # already paid for: ask it
+        return True
+    if sys.platform == "darwin":
+        return False
+    if sys.platform.startswith("linux"):
+        try:
+            devices = os.listdir("/dev")
+        except OSError:
+            devices = []
+        return os.path.exists("/proc/driver/nvidia/version") or any(d.startswith("nvidia") for d in devices)
+    return True
+
+
 def array_namespace(*arrays: Any) -> Any:
     """The array-API namespace of ``arrays`` (numpy's for plain sequences and numpy arrays)."""
     from array_api_compat import array_namespace as _namespace
@@ -105,3 +129,62 @@ def to_numpy(x: Any) -> Any:
     if isinstance(x, np.ndarray) or not hasattr(x, "detach"):
         return x
     return x.detach().cpu().numpy()
+
+
+def is_numpy(x: Any) -> bool:
+    """Whether ``x`` is a numpy array (or a plain value): the reference backend's branch of a solver."""
+    return not hasattr(x, "detach")
+
+
+def backend_of(x: Any) -> Backend:
+    """The :class:`Backend` an array lives on: numpy, or torch on the tensor's device. Random draws are
+    made by numpy (the same numbers on every backend) and moved there with ``backend_of(x).asarray``."""
+    return NUMPY if is_numpy(x) else Backend("torch", str(x.device))
+
+
+def float_dtype(xp: Any, precision: str) -> Any:
+    """The floating dtype of namespace ``xp`` named by ``precision`` ('float32' or 'float64')."""
+    return xp.float32 if precision == "float32" else xp.float64
+
+
+def inplace(name: str, x: Any) -> Any:
+    """Apply the elementwise function ``name`` ('exp', 'cos', 'sqrt', ...) to ``x`` in place, as numpy's
+    ``out=`` and torch's ``x.exp_()`` do (the array API has no in-place functions; on N x N kernel matrices
+    a temporary copy would double the memory). Returns ``x``."""
+    if is_numpy(x):
+        return getattr(np, name)(x, out=x)
+    return getattr(x, name + "_")()
+
+
+def dtype_name(x: Any) -> str:
+    """The name of an array's dtype without its library's prefix ('float32' for numpy and torch alike),
+    as :meth:`Backend.asarray` takes it."""
+    return str(x.dtype).rsplit(".", 1)[-1]
+
+
+#: share of the free memory (host RAM, or the accelerator's) that kept intermediate arrays may take
+MEMORY_SHARE = 0.25
+
+
+def feature_memory(backend: Backend) -> int:
+    """Bytes an estimator may use to keep a pass's features for a later pass instead of recomputing them:
+    :data:`MEMORY_SHARE` of the memory free now, on the backend's device (host RAM for numpy and CPU torch,
+    the accelerator's free memory for CUDA)."""
+    if backend.name == "torch" and str(backend.torch_device).startswith("cuda"):
+        import torch
+
+        free, _ = torch.cuda.mem_get_info(torch.device(backend.torch_device))
+        return int(MEMORY_SHARE * free)
+    from ._validation import available_memory
+
+    return int(MEMORY_SHARE * available_memory())
+
+
+def into(name: str, x: Any, out: Any) -> Any:
+    """Write the elementwise function ``name`` of ``x`` into ``out`` (which may be a strided view, e.g. half
+    of a feature matrix), as numpy's and torch's ``out=`` do: no temporary copy. Returns ``out``."""
+    if is_numpy(x):
+        return getattr(np, name)(x, out=out)
+    import torch
+
+    return getattr(torch, name)(x, out=out)

@@ -41,7 +41,9 @@ PROMPTS = typer.Option(None, "--prompts", help="Prompts file (id, prompt) for im
 CACHE = typer.Option(None, "--cache", help="Embedding cache folder (default: $PROMPTPRISM_CACHE or "
                                            "~/.cache/promptprism).")
 NO_CACHE = typer.Option(False, "--no-cache", help="Do not read or write the on-disk embedding cache.")
-DEVICE = typer.Option("auto", "--device", help="auto (cuda when present, else cpu), cpu, cuda, cuda:N, mps.")
+DEVICE = typer.Option("auto", "--device", help="Where the work runs, the encoder and the array core alike: "
+                                                "auto (cuda when present, else cpu), cpu (numpy: the "
+                                                "reference), torch (torch on the CPU), cuda, cuda:N, mps.")
 BATCH_SIZE = typer.Option(64, "--batch-size", min=1, help="Items per encoder batch (>= 1).")
 SCHEDULER = typer.Option(None, "--scheduler", help="Run on this dask scheduler (tcp://host:8786); its "
                                                    "workers must read the inputs and the cache folder.")

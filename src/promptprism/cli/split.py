@@ -21,7 +21,8 @@ from ._output import print_written, save_outputs
 from .report import NO_REPORT
 
 #: library parameter names -> the flags that set them (for error messages)
-FLAGS = {"permutations": "--permutations", "alpha": "--alpha", "precision": "--precision"}
+FLAGS = {"permutations": "--permutations", "alpha": "--alpha", "precision": "--precision",
+         "device": "--device"}
 
 
 @contextlib.contextmanager
@@ -149,7 +150,7 @@ def split(
             permutations=None if permutations.strip().lower() == "auto" else int_option(permutations,
                                                                                         "--permutations"),
             alpha=float_option(alpha, "--alpha"), progress=False if quiet else None,
-            precision=precision)
+            precision=precision, device=device)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
     with execution(scheduler=scheduler, workers=workers):

@@ -91,7 +91,7 @@ def check_compatible(test: PairedSet, reference: PairedSet) -> None:
                              f"{reference.where}; both sets must be embedded with the same model")
 
 
-def _row_digests(arr: np.ndarray, chunk: int = 65536) -> list[tuple[int, int]]:
+def _row_digests(arr: np.ndarray, chunk: int = 2048) -> list[tuple[int, int]]:
     """A 128-bit key per row, equal for equal rows: two multiply-add hashes (mod 2^64) of its float64 bits.
 
     Vectorised (no Python loop per row); two different rows collide with probability ~2^-64.

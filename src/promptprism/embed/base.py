@@ -37,7 +37,8 @@ class Encoder(Protocol):
 
 
 def resolve_device(device: str | None) -> str:
-    """``auto``/None -> cuda when torch sees a GPU, else cpu; otherwise a torch device string."""
+    """``auto``/None -> cuda when torch sees a GPU, else cpu; 'torch' (the array core's torch-on-the-CPU
+    backend, ``promptprism.backend``) -> cpu; otherwise a torch device string."""
     if device is None or device == "auto":
         try:
             import torch
@@ -59,7 +60,9 @@ def resolve_device(device: str | None) -> str:
         return d
     if d in ("cpu", "mps"):
         return d
-    raise OptionError(f"device must be auto, cpu, cuda, cuda:N or mps, got {device!r}")
+    if d == "torch":
+        return "cpu"
+    raise OptionError(f"device must be auto, cpu, torch, cuda, cuda:N or mps, got {device!r}")
 
 
 def check_batch_size(batch_size: Any) -> int:

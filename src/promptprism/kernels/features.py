@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from array_api_compat import device
 
 from .._validation import check_memory, check_positive_number, check_seed
+from ..backend import array_namespace, backend_of, float_dtype, into, is_numpy, to_numpy
 from ..errors import InputError, OptionError
 
 #: floating-point precisions of the array core: ``numpy`` dtypes by name
@@ -26,35 +28,20 @@ def check_precision(precision: str, name: str = "precision") -> type:
     return PRECISIONS[precision]
 
 
-def cosine_features(a: np.ndarray, dtype: type = np.float64) -> np.ndarray:
-    """phi(a) = a / |a|: the exact (finite) feature map of the cosine kernel (in ``dtype``)."""
-    a = np.asarray(a, dtype=dtype)
-    norms = np.linalg.norm(a, axis=1, keepdims=True)
-    if np.any(norms == 0):
-        row = int(np.flatnonzero(norms[:, 0] == 0)[0])
+def cosine_features(a: Any, dtype: type = np.float64) -> Any:
+    """phi(a) = a / |a|: the exact (finite) feature map of the cosine kernel (in ``dtype``; numpy or torch,
+    as the input)."""
+    xp = array_namespace(a)
+    a = xp.asarray(a, dtype=float_dtype(xp, np.dtype(dtype).name))
+    norms = xp.linalg.vector_norm(a, axis=1, keepdims=True)
+    if bool(xp.any(norms == 0)):
+        row = int(np.flatnonzero(to_numpy(norms[:, 0]) == 0)[0])
         raise InputError(f"row {row} is all zeros: the cosine kernel is undefined for a zero vector")
     return a / norms
 
 
-#: values of the ``device`` option: 'cpu' (numpy, the reference) or torch ('torch', 'cuda', 'auto')
-DEVICES = ("cpu", "torch", "cuda", "auto")
-
-
-def resolve_device(device: str, name: str = "device") -> str | None:
-    """None for 'cpu' (numpy); else the torch device to use: 'cuda' when CUDA is present, 'cpu' otherwise."""
-    if device not in DEVICES:
-        raise OptionError(f"{name} must be one of {', '.join(DEVICES)}, got {device!r}")
-    if device == "cpu":
-        return None
-    try:
-        import torch
-    except ImportError as exc:  # pragma: no cover - torch is an optional dependency
-        raise OptionError(f"{name}={device!r} needs torch (pip install 'promptprism[torch]')") from exc
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def _check_input(x: np.ndarray, dim: int, what: str) -> np.ndarray:
-    x = np.asarray(x)
+def _check_input(x: Any, dim: int, what: str) -> Any:
+    x = np.asarray(x) if is_numpy(x) else x
     if x.ndim != 2 or x.shape[1] != dim:
         raise InputError(f"{what}: expected shape (n, {dim}), got {x.shape}")
     return x
@@ -99,32 +86,33 @@ PHASE_TOLERANCE = 1e-3
 TWO_PI = 2.0 * np.pi
 
 
-def _cos_sin(proj: np.ndarray, fast_trig: bool = False, dtype: type = np.float64) -> np.ndarray:
+def _cos_sin(proj: Any, fast_trig: bool = False, dtype: type = np.float64, out: Any = None) -> Any:
     """sqrt(1/D) [cos(proj), sin(proj)] in ``dtype``; ``fast_trig``: cos/sin in float32 (~10x faster).
 
     With float64 phases (results do not depend on how rows are chunked) and fast mode, cos/sin are evaluated
     in float32: errors of ~1e-7 per feature, far below the O(1/sqrt(D)) Monte-Carlo error of the random
-    features themselves.
+    features themselves. Array API: numpy or torch phases, features of the same backend; ``out``: an
+    (n, 2D) array of ``dtype`` to write them into (e.g. rows of a feature matrix kept for later).
     """
+    xp = array_namespace(proj)
     d = proj.shape[1]
-    out = np.empty((proj.shape[0], 2 * d), dtype=dtype)
-    if proj.size:
-        top = float(np.abs(proj).max())
-        if not np.isfinite(top) or top * np.finfo(proj.dtype).eps > PHASE_TOLERANCE:
+    if out is None:
+        out = xp.empty((proj.shape[0], 2 * d), dtype=float_dtype(xp, np.dtype(dtype).name),
+                       device=device(proj))
+    if proj.shape[0] and d:
+        top = float(xp.max(xp.abs(proj)))
+        if not np.isfinite(top) or top * float(xp.finfo(proj.dtype).eps) > PHASE_TOLERANCE:
             raise OptionError(
                 f"sigma: the bandwidth is too small for the embeddings' magnitude (random-feature phases up "
                 f"to {top:.3g} keep no precision in {proj.dtype}); centre the embeddings or choose a larger "
                 "bandwidth")
-    if fast_trig and proj.dtype != np.float32:
+    if fast_trig and proj.dtype != xp.float32:
         # reduce the phases to [-pi, pi] in float64 first: float32 keeps ~7 digits, so a phase of 1e12
         # (a tiny bandwidth) would otherwise lose every digit that distinguishes two rows
-        p32 = (proj - TWO_PI * np.round(proj / TWO_PI)).astype(np.float32)
-        out[:, :d] = np.cos(p32)
-        out[:, d:] = np.sin(p32)
-    else:
-        np.cos(proj, out=out[:, :d])
-        np.sin(proj, out=out[:, d:])
-    out *= out.dtype.type(np.sqrt(1.0 / d))
+        proj = xp.astype(proj - TWO_PI * xp.round(proj / TWO_PI), xp.float32)
+    into("cos", proj, out[:, :d])
+    into("sin", proj, out[:, d:])
+    out *= float(np.sqrt(1.0 / d))
     return out
 
 
@@ -134,8 +122,8 @@ class JointFeatureMap(Protocol):
 
     dim: int
 
-    def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
-        """psi(t_i, z_i) for each (prompt, output) row pair: (n, dim)."""
+    def transform(self, prompts: np.ndarray, outputs: np.ndarray, out: Any = None) -> np.ndarray:
+        """psi(t_i, z_i) for each (prompt, output) row pair: (n, dim), written into ``out`` when given."""
 
     def describe(self) -> dict:
         """The map's settings, as recorded in result.json."""
@@ -198,36 +186,19 @@ class ProductRandomFourierFeatures(_PairedRows):
         object.__setattr__(self, "_w_prompt", (w[: self.dim_prompt] / self.sigma_prompt).astype(dtype))
         object.__setattr__(self, "_w_output", (w[self.dim_prompt :] / self.sigma_output).astype(dtype))
 
-    def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
-        """psi(t, z) for each (prompt, output) row pair: (n, r = 2D), in the map's precision."""
+    def transform(self, prompts: Any, outputs: Any, out: Any = None) -> Any:
+        """psi(t, z) for each (prompt, output) row pair: (n, r = 2D), in the map's precision; numpy rows give
+        numpy features, torch tensors give torch features on their device (the same values). ``out``: an
+        (n, r) array of the map's precision to write them into."""
         prompts, outputs = self._pair(prompts, outputs)
-        dtype = self._w_prompt.dtype
+        xp, on = array_namespace(prompts), backend_of(prompts)
+        dtype = float_dtype(xp, self.precision)
         if self.center is not None:  # in float64, before rounding to the working precision
-            prompts = np.asarray(prompts, dtype=np.float64) - self.center[0]
-            outputs = np.asarray(outputs, dtype=np.float64) - self.center[1]
-        proj = np.asarray(prompts, dtype=dtype) @ self._w_prompt
-        proj += np.asarray(outputs, dtype=dtype) @ self._w_output
-        return _cos_sin(proj, self.fast_trig, dtype)
-
-    def transform_torch(self, prompts: np.ndarray, outputs: np.ndarray, device: str) -> Any:
-        """:meth:`transform` computed by torch on ``device`` (a torch tensor, same dtype and values)."""
-        import torch
-
-        prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
-        outputs = _check_input(outputs, self.dim_output, "output embeddings")
-        if self.center is not None:
-            prompts = np.asarray(prompts, dtype=np.float64) - self.center[0]
-            outputs = np.asarray(outputs, dtype=np.float64) - self.center[1]
-        dtype = self._w_prompt.dtype
-        t = [torch.as_tensor(np.asarray(a, dtype=dtype), device=device)
-             for a in (prompts, outputs, self._w_prompt, self._w_output)]
-        proj = t[0] @ t[2] + t[1] @ t[3]
-        if self.fast_trig and proj.dtype == torch.float64:  # as ``_cos_sin``: reduced, then float32
-            trig = (proj - TWO_PI * torch.round(proj / TWO_PI)).float()
-        else:
-            trig = proj
-        out = torch.cat([torch.cos(trig), torch.sin(trig)], dim=1).to(proj.dtype)
-        return out * float(np.sqrt(1.0 / proj.shape[1]))
+            prompts = xp.asarray(prompts, dtype=xp.float64) - on.asarray(self.center[0], "float64")
+            outputs = xp.asarray(outputs, dtype=xp.float64) - on.asarray(self.center[1], "float64")
+        proj = xp.asarray(prompts, dtype=dtype) @ on.asarray(self._w_prompt)
+        proj += xp.asarray(outputs, dtype=dtype) @ on.asarray(self._w_output)
+        return _cos_sin(proj, self.fast_trig, self._w_prompt.dtype, out=out)
 
     def describe(self) -> dict:
         """The map's settings (features, bandwidths, seed), as recorded in result.json."""
@@ -265,25 +236,19 @@ class ProductRandomProjection(_PairedRows):
         for name, dim in (("_r_prompt", self.dim_prompt), ("_r_output", self.dim_output)):
             object.__setattr__(self, name, rng.standard_normal((dim, self.n_features)).astype(dtype))
 
-    def transform(self, prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
-        """psi(t, z) for each (prompt, output) row pair: (n, r), in the map's precision."""
+    def transform(self, prompts: Any, outputs: Any, out: Any = None) -> Any:
+        """psi(t, z) for each (prompt, output) row pair: (n, r), in the map's precision (numpy or torch, as
+        the input); ``out``: an (n, r) array to write them into."""
         prompts, outputs = self._pair(prompts, outputs)
+        on = backend_of(prompts)
         dtype = self._r_prompt.dtype
-        out = cosine_features(prompts, dtype) @ self._r_prompt
-        out *= cosine_features(outputs, dtype) @ self._r_output
-        out *= dtype.type(1.0 / np.sqrt(self.n_features))
+        feats = cosine_features(prompts, dtype) @ on.asarray(self._r_prompt)
+        feats *= cosine_features(outputs, dtype) @ on.asarray(self._r_output)
+        feats *= float(1.0 / np.sqrt(self.n_features))
+        if out is None:
+            return feats
+        out[...] = feats
         return out
-
-    def transform_torch(self, prompts: np.ndarray, outputs: np.ndarray, device: str) -> Any:
-        """:meth:`transform` computed by torch on ``device`` (a torch tensor, same dtype and values)."""
-        import torch
-
-        prompts = _check_input(prompts, self.dim_prompt, "prompt embeddings")
-        outputs = _check_input(outputs, self.dim_output, "output embeddings")
-        dtype = self._r_prompt.dtype
-        t = [torch.as_tensor(a, device=device) for a in (
-            cosine_features(prompts, dtype), cosine_features(outputs, dtype), self._r_prompt, self._r_output)]
-        return (t[0] @ t[2]) * (t[1] @ t[3]) * float(1.0 / np.sqrt(self.n_features))
 
     def describe(self) -> dict:
         """The map's settings (features, seed, precision), as recorded in result.json."""

@@ -1,9 +1,11 @@
-"""Gram matrices of the normalised kernels (pure functions over arrays)."""
+"""Gram matrices of the normalised kernels (pure functions over arrays, numpy or torch: the array API)."""
 
 from __future__ import annotations
 
 import numpy as np
+from array_api_compat import device
 
+from ..backend import array_namespace, float_dtype, inplace
 from ..errors import OptionError
 
 KERNELS = ("cosine", "gaussian")
@@ -20,66 +22,81 @@ def check_kernel(kernel: str) -> str:
 DIRECT_MAX = 2**22
 
 
-def squared_distances(a: np.ndarray, b: np.ndarray | None = None, *, dtype: type = np.float64
-                      ) -> np.ndarray:
+def _dtype(xp, dtype) -> object:
+    """``xp``'s dtype of the numpy dtype (or name) ``dtype``."""
+    return float_dtype(xp, np.dtype(dtype).name)
+
+
+def _zero_diagonal(xp, x) -> None:
+    i = xp.arange(x.shape[0], device=device(x))
+    x[i, i] = 0.0
+
+
+def squared_distances(a, b=None, *, dtype: type = np.float64):
     """|a_i - b_j|^2, exact to round-off for any location of the data; never negative.
 
     The distance is translation invariant, so the rows are first centred on their common mean: the
     expansion |a|^2 + |b|^2 - 2 <a, b> then works on numbers of the size of the distances themselves and does
     not cancel catastrophically for near-duplicate rows far from the origin (e.g. rows of ones plus 1e-12
     noise). Small blocks use direct differences sum_k (a_ik - b_jk)^2. The centring is float64, the
-    distances (and the result) in ``dtype``.
+    distances (and the result) in ``dtype``. Written over the array API: numpy arrays in, numpy out; torch
+    tensors in, torch out (on their device).
     """
-    a = np.asarray(a, dtype=np.float64)
+    xp = array_namespace(a)
+    f8, dt = xp.float64, _dtype(xp, dtype)
+    a = xp.asarray(a, dtype=f8)
     same = b is None
-    b = a if same else np.asarray(b, dtype=np.float64)
+    b = a if same else xp.asarray(b, dtype=f8)
     n, m, d = a.shape[0], b.shape[0], a.shape[1]
-    center = a.mean(axis=0) if same else (a.sum(axis=0) + b.sum(axis=0)) / max(n + m, 1)
-    a = (a - center).astype(dtype, copy=False)
-    b = a if same else (b - center).astype(dtype, copy=False)
+    center = xp.mean(a, axis=0) if same else (xp.sum(a, axis=0) + xp.sum(b, axis=0)) / max(n + m, 1)
+    a = xp.astype(a - center, dt)
+    b = a if same else xp.astype(b - center, dt)
     if n * m * d <= DIRECT_MAX:
-        d2 = np.empty((n, m), dtype=dtype)
+        d2 = xp.empty((n, m), dtype=dt, device=device(a))
         step = max(1, DIRECT_MAX // max(m * d, 1))
         for start in range(0, n, step):
             diff = a[start : start + step, None, :] - b[None, :, :]
-            d2[start : start + step] = np.einsum("ijk,ijk->ij", diff, diff)
+            d2[start : start + step, ...] = xp.sum(diff * diff, axis=2)
     else:
-        sq_a = np.einsum("ij,ij->i", a, a)
-        sq_b = sq_a if same else np.einsum("ij,ij->i", b, b)
+        sq_a = xp.sum(a * a, axis=1)
+        sq_b = sq_a if same else xp.sum(b * b, axis=1)
         d2 = a @ b.T
         d2 *= -2.0
         d2 += sq_a[:, None]
         d2 += sq_b[None, :]
-        np.maximum(d2, 0.0, out=d2)
+        d2[d2 < 0.0] = 0.0
     if same:
-        np.fill_diagonal(d2, 0.0)
+        _zero_diagonal(xp, d2)
     return d2
 
 
-def cosine_gram(a: np.ndarray, b: np.ndarray | None = None, *, dtype: type = np.float64) -> np.ndarray:
-    """k(a, b) = <a, b> / (|a| |b|), in ``dtype``."""
-    a = np.asarray(a, dtype=dtype)
-    an = a / np.linalg.norm(a, axis=1, keepdims=True)
+def _unit_rows(xp, a):
+    return a / xp.linalg.vector_norm(a, axis=1, keepdims=True)
+
+
+def cosine_gram(a, b=None, *, dtype: type = np.float64):
+    """k(a, b) = <a, b> / (|a| |b|), in ``dtype`` (numpy or torch, as the input)."""
+    xp = array_namespace(a)
+    dt = _dtype(xp, dtype)
+    an = _unit_rows(xp, xp.asarray(a, dtype=dt))
     if b is None:
         k = an @ an.T
-        np.fill_diagonal(k, 1.0)
+        i = xp.arange(k.shape[0], device=device(k))
+        k[i, i] = 1.0
         return k
-    b = np.asarray(b, dtype=dtype)
-    return an @ (b / np.linalg.norm(b, axis=1, keepdims=True)).T
+    return an @ _unit_rows(xp, xp.asarray(b, dtype=dt)).T
 
 
-def gaussian_gram(a: np.ndarray, b: np.ndarray | None = None, *, sigma: float, dtype: type = np.float64
-                  ) -> np.ndarray:
-    """k(a, b) = exp(-|a - b|^2 / (2 sigma^2)), in ``dtype``."""
+def gaussian_gram(a, b=None, *, sigma: float, dtype: type = np.float64):
+    """k(a, b) = exp(-|a - b|^2 / (2 sigma^2)), in ``dtype`` (numpy or torch, as the input)."""
     if not sigma > 0:
         raise OptionError(f"gaussian kernel bandwidth sigma must be > 0, got {sigma!r}")
     d2 = squared_distances(a, b, dtype=dtype)
     d2 *= -1.0 / (2.0 * sigma * sigma)
-    return np.exp(d2, out=d2)
+    return inplace("exp", d2)
 
 
-def kernel_gram(kernel: str, a: np.ndarray, b: np.ndarray | None = None, *, sigma: float | None = None,
-                dtype: type = np.float64) -> np.ndarray:
+def kernel_gram(kernel: str, a, b=None, *, sigma: float | None = None, dtype: type = np.float64):
     """Dispatch on the kernel name ('cosine' or 'gaussian'); the matrix in ``dtype``."""
     if check_kernel(kernel) == "cosine":
         return cosine_gram(a, b, dtype=dtype)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg.blas import dsyrk, ssyrk
 
+from ..backend import array_namespace, backend_of, is_numpy, to_numpy
 from ..errors import InputError
 
 
@@ -38,10 +39,17 @@ class CovarianceAccumulator:
 
     def update(self, features: np.ndarray) -> CovarianceAccumulator:
         """Add sum_i f_i f_i^T over the rows of ``features`` (n, dim)."""
-        f = np.asarray(features)
+        f = np.asarray(features) if is_numpy(features) else features
         if f.ndim != 2 or f.shape[1] != self.dim:
-            raise InputError(f"CovarianceAccumulator.update: expected shape (n, {self.dim}), got {f.shape}")
-        if f.shape[0] and self.precision == "float32":
+            raise InputError(f"CovarianceAccumulator.update: expected shape (n, {self.dim}), got "
+                             f"{tuple(f.shape)}")
+        if not is_numpy(f):  # a torch batch: f^T f on its device (in f's precision), the sum float64 there
+            xp = array_namespace(f)
+            if is_numpy(self.sum_upper):
+                self.sum_upper = backend_of(f).asarray(self.sum_upper)
+            self.sum_upper += xp.astype(f.T @ f, xp.float64)
+            self.count += f.shape[0]
+        elif f.shape[0] and self.precision == "float32":
             f = np.ascontiguousarray(f, dtype=np.float32)
             self.sum_upper += ssyrk(1.0, f.T, trans=0, lower=0)  # f.T: Fortran (dim x n), no copy
             self.count += f.shape[0]
@@ -52,8 +60,14 @@ class CovarianceAccumulator:
             self.count += f.shape[0]
         return self
 
+    def to_host(self) -> CovarianceAccumulator:
+        """Move a running sum kept on a torch device to numpy (for merging, pickling, computing); self."""
+        self.sum_upper = np.asfortranarray(to_numpy(self.sum_upper))
+        return self
+
     def sum_outer(self) -> np.ndarray:
         """sum_i f_i f_i^T (full, symmetric); two temporary dim x dim arrays, not four."""
+        self.to_host()
         full = np.triu(self.sum_upper)
         strictly_upper = np.triu(full, 1)
         full += strictly_upper.T
@@ -63,7 +77,8 @@ class CovarianceAccumulator:
         """Add another accumulator's sum and count to this one."""
         if other.dim != self.dim:
             raise InputError(f"cannot merge accumulators of dimension {self.dim} and {other.dim}")
-        self.sum_upper += other.sum_upper
+        self.to_host()
+        self.sum_upper += to_numpy(other.sum_upper)
         self.count += other.count
         return self
 

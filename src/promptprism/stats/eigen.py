@@ -6,6 +6,13 @@ G = Psi Psi^T. With a factor G = L L^T (pivoted Cholesky, rank r), Psi = L Q^T f
 columns, so Lambda = Q (L^T D L) Q^T: its non-zero eigenvalues are those of the symmetric r x r matrix
 B = L^T D L (= those of D G, eq. 3 of the paper), the unit eigenvector is v = Q w, and the score of sample s
 on v is psi(s) . v = (L w)_s.
+
+Backends (``promptprism.backend``): every function takes numpy arrays or torch tensors and answers in kind.
+The solvers that are best done by a numpy-only library on the CPU (LAPACK's pivoted Cholesky, ARPACK) keep
+that for numpy and give torch its own branch in one place each (:func:`symmetric_eigenpairs`,
+:func:`gram_factor`, :func:`symmetric_extreme_eigenpairs`, :func:`weighted_gram_eigenpairs`'s top-k step:
+a dense ``eigh`` on the device); the batched Lanczos of the permutation test is written once over the array
+API. Random start vectors are drawn by numpy, so both backends see the same numbers.
 """
 
 from __future__ import annotations
@@ -19,9 +26,16 @@ import scipy.sparse.linalg as spla
 from scipy.linalg import lapack
 from scipy.linalg.blas import dsymv, ssymv
 
+from ..backend import array_namespace, backend_of, float_dtype, is_numpy, to_numpy
 
-def symmetric_eigenpairs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """All eigenpairs of a symmetric matrix, eigenvalues in descending order."""
+
+def symmetric_eigenpairs(a: Any) -> tuple[Any, Any]:
+    """All eigenpairs of a symmetric matrix, eigenvalues in descending order (float64, on a's backend)."""
+    if not is_numpy(a):
+        xp = array_namespace(a)
+        a = xp.asarray(a, dtype=xp.float64)
+        vals, vecs = xp.linalg.eigh(0.5 * (a + a.T))
+        return xp.flip(vals, axis=0), xp.flip(vecs, axis=1)
     a = np.asarray(a, dtype=np.float64)
     # divide and conquer (evd): ~3x faster than the default (evr) when every eigenpair is wanted
     vals, vecs = scipy.linalg.eigh(0.5 * (a + a.T), driver="evd")
@@ -36,6 +50,8 @@ def gram_factor(gram: np.ndarray, *, tol: float = -1.0) -> np.ndarray:
     (its round-off would otherwise enter as spurious directions of size sqrt(eps), and D G's eigenvalues
     near zero with them: ~2e-5 instead of ~5e-8 on two identical sets).
     """
+    if not is_numpy(gram):
+        return _eigh_factor(gram)
     if tol < 0 and np.asarray(gram).dtype == np.float32:
         tol = gram.shape[0] * float(np.finfo(np.float32).eps) * float(np.max(np.diagonal(gram)))
     g = np.array(gram, dtype=np.float64, order="F")
@@ -47,6 +63,21 @@ def gram_factor(gram: np.ndarray, *, tol: float = -1.0) -> np.ndarray:
     out = np.empty_like(factor, order="C")
     out[piv - 1] = factor
     return out
+
+
+def _eigh_factor(gram: Any) -> Any:
+    """Torch's :func:`gram_factor`: L = U sqrt(S) over the eigenvalues of G above N eps max diag(G) (the
+    pivoted Cholesky's tolerance: G's numerical rank; eps of G's precision). Another factor than the
+    pivoted Cholesky one (L Q for an orthogonal Q), so the same eigenvalues of L^T D L and scores L w."""
+    xp = array_namespace(gram)
+    eps = float(xp.finfo(gram.dtype).eps)
+    tol = gram.shape[0] * eps * float(xp.max(xp.linalg.diagonal(gram)))
+    vals, vecs = xp.linalg.eigh(xp.asarray(gram, dtype=xp.float64))
+    keep = vals > tol
+    vals, vecs = vals[keep], vecs[:, keep]
+    if vals.shape[0] == 0:
+        return xp.zeros((gram.shape[0], 1), dtype=xp.float64, device=gram.device)
+    return xp.flip(vecs * xp.sqrt(vals)[None, :], axis=1)
 
 
 def _order_desc(vals: np.ndarray, vecs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -88,11 +119,13 @@ def weighted_gram_eigenpairs(
 
     A float32 ``gram`` is kept float32 (half the memory): the dense route factors a float64 copy, lanczos
     multiplies in float32 (BLAS ssymv) with float64 Krylov vectors; the scores are float64 either way.
+    A torch ``gram`` is solved on its device (dense factor and eigh; the top-k step as
+    :func:`_torch_extreme_gram_eigenpairs`); the results are tensors there.
     """
-    gram = np.asarray(gram)
-    if gram.dtype != np.float32:
-        gram = np.asarray(gram, dtype=np.float64)
-    weights = np.asarray(weights, dtype=np.float64)
+    xp, on = array_namespace(gram), backend_of(gram)
+    if gram.dtype != xp.float32:
+        gram = xp.asarray(gram, dtype=xp.float64)
+    weights = on.asarray(weights, dtype="float64")
     size = gram.shape[0]
     want_all = n_positive is None and n_negative is None
     n_pos = size if n_positive is None else n_positive
@@ -106,8 +139,11 @@ def weighted_gram_eigenpairs(
         vals, w = symmetric_eigenpairs(factor.T @ (weights[:, None] * factor))
         if not want_all:
             keep = np.r_[np.arange(min(n_pos, rank)), np.arange(max(rank - n_neg, min(n_pos, rank)), rank)]
-            return GramEigen(vals[keep], factor @ w[:, keep], spectrum=vals, kept=keep)
+            cols = on.asarray(keep)
+            return GramEigen(vals[cols], factor @ w[:, cols], spectrum=vals, kept=keep)
         return GramEigen(vals, factor @ w)
+    if not is_numpy(gram):
+        return _torch_extreme_gram_eigenpairs(gram, weights, n_pos, n_neg)
     # G is symmetric: BLAS symv reads one triangle, about twice as fast as a general matrix-vector product
     g_fortran = np.ascontiguousarray(gram).T  # the same matrix, Fortran-ordered, no copy
     symv, dtype = (ssymv, np.float32) if gram.dtype == np.float32 else (dsymv, np.float64)
@@ -126,16 +162,31 @@ def weighted_gram_eigenpairs(
     return GramEigen(vals, gu / norms)
 
 
-def symmetric_extreme_eigenpairs(a: np.ndarray, n_each: int) -> tuple[np.ndarray, np.ndarray]:
+def _torch_extreme_gram_eigenpairs(gram: Any, weights: Any, n_pos: int, n_neg: int) -> GramEigen:
+    """The torch branch of :func:`weighted_gram_eigenpairs`' top-k step: the dense solve on the device
+    (an accelerator's ``eigh`` of N = 10,000 takes seconds), keeping only the extremes, as ARPACK would."""
+    dense = weighted_gram_eigenpairs(gram, weights, solver="dense")
+    size = dense.eigenvalues.shape[0]
+    keep = np.r_[np.arange(min(n_pos, size)), np.arange(max(size - n_neg, min(n_pos, size)), size)]
+    cols = backend_of(gram).asarray(keep)
+    return GramEigen(dense.eigenvalues[cols], dense.scores[:, cols])
+
+
+def symmetric_extreme_eigenpairs(a: Any, n_each: int) -> tuple[Any, Any]:
     """The ``n_each`` largest and ``n_each`` smallest eigenpairs of a symmetric matrix, descending.
 
     Lanczos (ARPACK ``eigsh``, which='BE', converged to machine precision, deterministic start vector):
     O(r^2) per iteration instead of the O(r^3) of a full decomposition when only the extremes are needed.
+    A torch matrix: a dense ``eigh`` on its device (fast on an accelerator), the same extremes kept.
     """
-    a = np.asarray(a, dtype=np.float64)
     size = a.shape[0]
     if 2 * n_each + 1 >= size:
         return symmetric_eigenpairs(a)
+    if not is_numpy(a):
+        vals, vecs = symmetric_eigenpairs(a)
+        cols = backend_of(a).asarray(np.r_[np.arange(n_each), np.arange(size - n_each, size)])
+        return vals[cols], vecs[:, cols]
+    a = np.asarray(a, dtype=np.float64)
     v0 = np.full(size, 1.0 / np.sqrt(size))
     vals, vecs = spla.eigsh(a, k=2 * n_each, which="BE", v0=v0, tol=0.0,
                             ncv=min(size, max(4 * n_each + 1, 40)))
@@ -208,21 +259,22 @@ def weighted_factor_extremes(
     is two matrix-matrix products over a block of permutations (not K separate eigensolves), in ``dtype``;
     :func:`lanczos_steps` Krylov vectors each.
     """
-    f = np.asarray(factor, dtype=np.float64)
+    xp = array_namespace(factor)
+    f = xp.asarray(factor, dtype=xp.float64)
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim == 1:
         w = w[:, None]
     size, rank = f.shape
     if rank > size:  # same Gram matrix, fewer columns: F = (Q R)^T -> R^T
-        f = np.linalg.qr(f.T, mode="r").T
+        f = xp.linalg.qr(f.T)[1].T
         rank = f.shape[1]
     if rank <= DENSE_BATCH_RANK:
         return _dense_extremes(f, w, n_top)
     if 2 * rank > size:  # the Gram form costs 2 N^2 per vector and step, the factor form 4 N r
         return weighted_gram_extremes(f @ f.T, w, n_top, steps=steps, seed=seed, dtype=dtype)
-    f = f.astype(dtype)
-    ft = np.ascontiguousarray(f.T)
-    return _batched_extremes(lambda q, wt: (wt * (q @ ft)) @ f, None, w, rank,
+    f = xp.asarray(f, dtype=float_dtype(xp, np.dtype(dtype).name))
+    ft = xp.asarray(f.T, copy=True)  # C-ordered F^T (numpy: a contiguous copy for BLAS)
+    return _batched_extremes(lambda q, wt: (wt * (q @ ft)) @ f, None, w, rank, on=backend_of(f),
                              n_top=n_top, steps=lanczos_steps(n_top, rank, steps), seed=seed, dtype=dtype)
 
 
@@ -236,32 +288,36 @@ def weighted_gram_extremes(
     <x, y>_G = x^T G y; Lanczos in that inner product needs one product G X per step for a block of
     permutations (2 N^2 flops per vector, half the cost of the factor form when F is square).
     """
-    g = np.ascontiguousarray(gram, dtype=dtype)
+    xp = array_namespace(gram)
+    g = xp.asarray(gram, dtype=float_dtype(xp, np.dtype(dtype).name))
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim == 1:
         w = w[:, None]
     size = g.shape[0]
     if size <= DENSE_BATCH_RANK:
-        vals, vecs = np.linalg.eigh(np.asarray(gram, dtype=np.float64))
-        return _dense_extremes(vecs * np.sqrt(np.clip(vals, 0.0, None)), w, n_top)
-    return _batched_extremes(lambda q, wt: wt * q, lambda x: x @ g, w, size,
+        vals, vecs = xp.linalg.eigh(xp.asarray(gram, dtype=xp.float64))
+        return _dense_extremes(vecs * xp.sqrt(xp.clip(vals, min=0.0)), w, n_top)
+    return _batched_extremes(lambda q, wt: wt * q, lambda x: x @ g, w, size, on=backend_of(g),
                              n_top=n_top, steps=lanczos_steps(n_top, size, steps), seed=seed, dtype=dtype)
 
 
-def _dense_extremes(f: np.ndarray, w: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every F^T diag(w_k) F formed (float64) and diagonalised, in blocks of a stacked eigvalsh."""
+def _dense_extremes(f: Any, w: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every F^T diag(w_k) F formed (float64) and diagonalised, in blocks of a stacked eigvalsh (on F's
+    backend; the eigenvalues come back as numpy)."""
+    xp, on = array_namespace(f), backend_of(f)
     rank = f.shape[1]
     block = max(1, _BATCH_BYTES // (8 * rank * max(rank, f.shape[0])))
     vals = np.empty((w.shape[1], rank))
     for start in range(0, w.shape[1], block):
-        ws = w[:, start : start + block].T  # (b, N)
-        vals[start : start + block] = np.linalg.eigvalsh(np.matmul(f.T[None] * ws[:, None, :], f))
+        ws = on.asarray(w[:, start : start + block].T, dtype="float64")  # (b, N)
+        vals[start : start + block] = to_numpy(xp.linalg.eigvalsh((f.T[None, ...] * ws[:, None, :]) @ f))
     return signed_extremes(vals, n_top)
 
 
 def _batched_extremes(apply, metric, weights: np.ndarray, dim: int, *, n_top: int, steps: int, seed: int,
-                      dtype: type) -> tuple[np.ndarray, np.ndarray]:
-    """Run :func:`_batched_lanczos` over blocks of weight columns; signed extremes of the Ritz values."""
+                      dtype: type, on: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Run :func:`_batched_lanczos` over blocks of weight columns (moved to backend ``on``); signed
+    extremes of the Ritz values (numpy)."""
     k_total = weights.shape[1]
     stored = 1 if metric is None else 2
     batch = int(max(1, min(k_total, _BATCH_BYTES // (np.dtype(dtype).itemsize * (stored * steps + 3) * dim))))
@@ -270,63 +326,72 @@ def _batched_extremes(apply, metric, weights: np.ndarray, dim: int, *, n_top: in
     neg = np.zeros((k_total, n_top))
     for start in range(0, k_total, batch):
         cols = slice(start, min(k_total, start + batch))
-        wt = np.ascontiguousarray(weights[:, cols].T, dtype=dtype)
+        wt = on.asarray(np.ascontiguousarray(weights[:, cols].T), dtype=np.dtype(dtype).name)
         ritz = _batched_lanczos(apply, metric, wt, dim, steps=steps, rng=rng)
         pos[cols], neg[cols] = signed_extremes(ritz, n_top)
     return pos, neg
 
 
-def _batched_lanczos(apply, metric, wt: np.ndarray, dim: int, *, steps: int, rng: np.random.Generator
-                     ) -> np.ndarray:
+def _batched_lanczos(apply, metric, wt: Any, dim: int, *, steps: int, rng: np.random.Generator) -> np.ndarray:
     """Ritz values (b, steps) of b operators T_k, one Lanczos run per row of ``wt``, in lockstep.
 
     ``apply(q, wt)`` returns T_k q_k for the rows q_k of q; ``metric(x)`` returns M x_k (rows) for the inner
     product <x, y> = x^T M y in which T_k is self-adjoint (None: the identity). In the metric form the
-    vectors carry their images g = M q, and T_k q = apply(g, wt).
+    vectors carry their images g = M q, and T_k q = apply(g, wt). Written over the array API: the Krylov
+    vectors live on ``wt``'s backend, the random starts are numpy's (the same on every backend), the small
+    tridiagonal problems are solved on the host.
     """
+    xp, on = array_namespace(wt), backend_of(wt)
     b = wt.shape[0]
-    dtype = wt.dtype
-    basis = np.empty((b, steps, dim), dtype=dtype)
-    images = basis if metric is None else np.empty((b, steps, dim), dtype=dtype)
+    name = "float32" if wt.dtype == xp.float32 else "float64"
+    basis = xp.empty((b, steps, dim), dtype=wt.dtype, device=wt.device)
+    images = basis if metric is None else xp.empty((b, steps, dim), dtype=wt.dtype, device=wt.device)
     alpha = np.zeros((b, steps))
     beta = np.zeros((b, steps))
 
-    def orthogonalise(u: np.ndarray, j: int, rows: Any = slice(None)) -> np.ndarray:
+    def dot(x: Any, y: Any) -> Any:
+        return xp.vecdot(x, y, axis=1)
+
+    def orthogonalise(u: Any, j: int, rows: Any = slice(None)) -> Any:
         for _ in range(2):  # full reorthogonalisation, twice (Gram-Schmidt is enough twice)
-            c = np.einsum("bjr,br->bj", images[rows, :j], u)
-            u -= np.einsum("bj,bjr->br", c, basis[rows, :j])
+            c = images[rows, :j] @ u[:, :, None]  # (b, j, 1)
+            u -= (xp.matrix_transpose(c) @ basis[rows, :j])[:, 0, :]
         return u
 
-    def normalise(u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def normalise(u: Any) -> tuple[Any, Any, Any]:
         g = u if metric is None else metric(u)
-        norms = np.sqrt(np.maximum(np.einsum("br,br->b", u, g), 0.0))
-        return u, g, norms
+        return u, g, xp.sqrt(xp.clip(dot(u, g), min=0.0))
 
-    q, g, norms = normalise(rng.standard_normal((b, dim)).astype(dtype))
+    q, g, norms = normalise(on.asarray(rng.standard_normal((b, dim)), dtype=name))
     q /= norms[:, None]
     g = q if metric is None else g / norms[:, None]
     for j in range(steps):
-        basis[:, j] = q
+        basis[:, j, :] = q
         if metric is not None:
-            images[:, j] = g
+            images[:, j, :] = g
         u = apply(g, wt)
-        alpha[:, j] = np.einsum("br,br->b", g, u)
+        alpha[:, j] = to_numpy(dot(g, u))
         u = orthogonalise(u, j + 1)
         if j == steps - 1:
             break
         u, gu, norms = normalise(u)
+        norms_h = np.asarray(to_numpy(norms), dtype=np.float64)
         scale = np.maximum(np.max(np.abs(alpha[:, : j + 1]), axis=1), 1e-30)
-        dead = norms <= 1e-5 * scale
+        dead = norms_h <= 1e-5 * scale
         if dead.any():  # invariant subspace found: continue from a fresh vector orthogonal to the basis
-            rows = np.flatnonzero(dead)
-            fresh = orthogonalise(rng.standard_normal((rows.size, dim)).astype(dtype), j + 1, rows)
+            rows = on.asarray(np.flatnonzero(dead))
+            fresh = orthogonalise(on.asarray(rng.standard_normal((rows.shape[0], dim)), dtype=name), j + 1,
+                                  rows)
             fresh, gfresh, fnorm = normalise(fresh)
             # no direction left (the metric's range is exhausted): continue with zero vectors, whose
             # Ritz values are the operator's zero eigenvalues
-            empty = fnorm <= 1e-5 * np.sqrt(np.maximum(np.einsum("br,br->b", fresh, fresh), 1e-300))
-            fresh[empty], gfresh[empty], fnorm[empty] = 0.0, 0.0, 1.0
-            u[rows], gu[rows], norms[rows] = fresh, gfresh, fnorm
-        beta[:, j] = np.where(dead, 0.0, norms)
+            empty = to_numpy(fnorm <= 1e-5 * xp.sqrt(xp.clip(dot(fresh, fresh), min=1e-300)))
+            if np.any(empty):
+                e = on.asarray(np.flatnonzero(empty))
+                fresh[e, ...], gfresh[e, ...], fnorm[e] = 0.0, 0.0, 1.0
+            u[rows, ...], gu[rows, ...], norms[rows] = fresh, gfresh, fnorm
+            norms_h = np.asarray(to_numpy(norms), dtype=np.float64)
+        beta[:, j] = np.where(dead, 0.0, norms_h)
         q = u / norms[:, None]
         g = q if metric is None else gu / norms[:, None]
     out = np.empty((b, steps))

@@ -12,6 +12,10 @@ With psi(t, z) = phi_T(t) (x) phi_Z(z) (SPEC: the joint feature map of the produ
 
 A prompt's contribution to an eigenvalue and its disagreement score (:func:`prompt_contributions`,
 :func:`prompt_disagreement`) follow from the per-prompt sums of squared scores.
+
+Backends: the array functions here run on numpy or torch (``promptprism.backend``): the inputs' backend, or
+the ``backend`` argument of the streaming tasks, which move each chunk there; what they return for the
+results (spectra, scores, accumulators) is numpy.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..._validation import check_positive_number
+from ...backend import NUMPY, Backend, array_namespace, backend_of, dtype_name, inplace, to_numpy
 from ...kernels.features import check_precision
 from ...kernels.gram import kernel_gram, squared_distances
 from ...stats.accumulators import CovarianceAccumulator
@@ -39,25 +44,27 @@ from ...stats.modes import ModeStats
 def joint_gram(
     prompts_a: np.ndarray, outputs_a: np.ndarray, prompts_b: np.ndarray, outputs_b: np.ndarray, *,
     kernel: str, sigma_prompt: float | None = None, sigma_output: float | None = None,
-    precision: str = "float64",
-) -> np.ndarray:
+    precision: str = "float64", backend: Backend = NUMPY,
+) -> Any:
     """G = K_T o K_Z over the stacked samples [a; b] (eq. 3's joint kernel matrix; elementwise product).
 
     For gaussians the product is one gaussian on the rescaled concatenation:
     exp(-|t - t'|^2 / (2 s_t^2) - |z - z'|^2 / (2 s_z^2)) = exp(-|w - w'|^2 / 2), w = [t / s_t ; z / s_z].
-    ``precision`` ('float64' or 'float32') is the dtype of the distances and of G.
+    ``precision`` ('float64' or 'float32') is the dtype of the distances and of G. ``backend``: where G
+    is computed and held (numpy, or torch on its device: then G is a tensor there).
     """
     dtype = check_precision(precision)
-    t = np.concatenate([np.asarray(prompts_a, dtype=np.float64), np.asarray(prompts_b, dtype=np.float64)])
-    z = np.concatenate([np.asarray(outputs_a, dtype=np.float64), np.asarray(outputs_b, dtype=np.float64)])
+    xp = backend.xp
+    t = xp.concat([backend.asarray(prompts_a, "float64"), backend.asarray(prompts_b, "float64")])
+    z = xp.concat([backend.asarray(outputs_a, "float64"), backend.asarray(outputs_b, "float64")])
     if kernel == "gaussian" and sigma_prompt is not None and sigma_output is not None:
         check_positive_number(sigma_prompt, "sigma_prompt")
         check_positive_number(sigma_output, "sigma_output")
         # one gaussian (sigma 1) on the concatenation [t / sigma_t ; z / sigma_z]: a single distance matrix
-        w = np.concatenate([t / sigma_prompt, z / sigma_output], axis=1)
+        w = xp.concat([t / sigma_prompt, z / sigma_output], axis=1)
         g = squared_distances(w, dtype=dtype)
         g *= -0.5
-        return np.exp(g, out=g)
+        return inplace("exp", g)
     g = kernel_gram(kernel, t, sigma=sigma_prompt, dtype=dtype)
     g *= kernel_gram(kernel, z, sigma=sigma_output, dtype=dtype)
     return g
@@ -68,13 +75,18 @@ def signed_weights(n: int, m: int, eta: float) -> np.ndarray:
     return np.r_[np.full(n, 1.0 / n), np.full(m, -eta / m)]
 
 
-def promptsplit_distance_from_gram(gram: np.ndarray, n: int, eta: float) -> float:
+def promptsplit_distance_from_gram(gram: Any, n: int, eta: float) -> float:
     """||Lambda||_F^2 = tr(D G D G) = sum_ij D_i D_j G_ij^2 (the PromptSplit distance, SPEC)."""
+    xp = array_namespace(gram)
     m = gram.shape[0] - n
     g2 = gram * gram
-    f8 = np.float64  # block sums in float64 whatever G's precision
-    return float(g2[:n, :n].sum(dtype=f8) / n**2 + eta**2 * g2[n:, n:].sum(dtype=f8) / m**2
-                 - 2.0 * eta * g2[:n, n:].sum(dtype=f8) / (n * m))
+    f8 = xp.float64  # block sums in float64 whatever G's precision
+
+    def block(x: Any) -> float:
+        return float(xp.sum(x, dtype=f8))
+
+    return (block(g2[:n, :n]) / n**2 + eta**2 * block(g2[n:, n:]) / m**2
+            - 2.0 * eta * block(g2[:n, n:]) / (n * m))
 
 
 @dataclass(frozen=True)
@@ -109,11 +121,12 @@ def exact_spectrum(gram: np.ndarray, weights: np.ndarray, *, n_modes: int, eta: 
     """
     want = None if solver == "dense" else n_modes
     eig = weighted_gram_eigenpairs(gram, weights, n_positive=want, n_negative=want, solver=solver)
-    sel = select_modes(eig.eigenvalues, n_modes, 1.0 + eta, precision=precision)
+    vals, scores = to_numpy(eig.eigenvalues), to_numpy(eig.scores)
+    sel = select_modes(vals, n_modes, 1.0 + eta, precision=precision)
     if eig.spectrum is not None:  # a dense solve: report the whole spectrum it computed
-        return Spectrum(eig.spectrum, eig.kept[sel], "all", scores=eig.scores[:, sel])
+        return Spectrum(to_numpy(eig.spectrum), eig.kept[sel], "all", scores=scores[:, sel])
     scope = "all" if want is None else f"top {n_modes} of each sign"
-    return Spectrum(eig.eigenvalues, sel, scope, scores=eig.scores[:, sel])
+    return Spectrum(vals, sel, scope, scores=scores[:, sel])
 
 
 #: ``solver='auto'`` diagonalises Lambda_r fully up to this many features, and computes only the top modes
@@ -128,15 +141,16 @@ def feature_spectrum(lam: np.ndarray, *, n_modes: int, eta: float, solver: str =
     ``solver='dense'``: every eigenpair; 'lanczos': the ``n_modes`` largest and smallest only; 'auto':
     dense up to :data:`FEATURE_DENSE_LIMIT` features, lanczos above. Lambda_r itself is float64 (the
     accumulators' running sums); ``precision`` is that of the features, which sets the round-off below
-    which no mode is reported.
+    which no mode is reported. A torch ``lam`` is diagonalised on its device; the spectrum comes back numpy.
     """
     r = lam.shape[0]
     if solver == "lanczos" or (solver == "auto" and r > FEATURE_DENSE_LIMIT):
         vals, vecs = symmetric_extreme_eigenpairs(lam, n_modes)
-        scope = "all" if vals.size == r else f"top {n_modes} of each sign"
+        scope = "all" if vals.shape[0] == r else f"top {n_modes} of each sign"
     else:
         vals, vecs = symmetric_eigenpairs(lam)
         scope = "all"
+    vals, vecs = to_numpy(vals), to_numpy(vecs)
     sel = select_modes(vals, n_modes, 1.0 + eta, precision=precision)
     return Spectrum(vals, sel, scope, basis=vecs[:, sel])
 
@@ -178,62 +192,86 @@ def pooled_rows(a: np.ndarray, b: np.ndarray, max_rows: int, seed: int) -> np.nd
 
 
 def covariance_partition(fmap: Any, prompts: Any, outputs: Any, start: int, stop: int, chunk_size: int,
-                         device: str | None = None) -> CovarianceAccumulator:
+                         backend: Backend = NUMPY) -> CovarianceAccumulator:
     """Task: sum_i psi(t_i, z_i) psi(t_i, z_i)^T over rows [start, stop), chunk by chunk (each chunk's
-    update in the feature map's precision). ``device``: None = numpy (the reference); a torch device
-    ('cpu', 'cuda'): features and each chunk's f^T f by torch there, the running sum float64 on it."""
+    features and update in the feature map's precision, on ``backend``; the running sum float64 there and
+    returned as numpy, so partitions merge and travel as plain arrays)."""
     acc = CovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64"))
-    if device is None:
-        for a, b in chunks(stop - start, chunk_size):
-            acc.update(fmap.transform(prompts[start + a : start + b], outputs[start + a : start + b]))
-        return acc
-    import torch
-
-    total = torch.zeros((fmap.dim, fmap.dim), dtype=torch.float64, device=device)
     for a, b in chunks(stop - start, chunk_size):
-        f = fmap.transform_torch(prompts[start + a : start + b], outputs[start + a : start + b], device)
-        total += (f.T @ f).to(torch.float64)
-    acc.sum_upper = np.asfortranarray(total.cpu().numpy())
-    acc.count = stop - start
-    return acc
+        acc.update(fmap.transform(backend.asarray(prompts[start + a : start + b]),
+                                  backend.asarray(outputs[start + a : start + b])))
+    return acc.to_host()
+
+
+def covariance_and_features(fmap: Any, prompts: Any, outputs: Any, chunk_size: int,
+                            backend: Backend = NUMPY) -> tuple[CovarianceAccumulator, Any]:
+    """As :func:`covariance_partition` over all rows, keeping the features psi (N x r, on ``backend``) for
+    the scoring pass (:func:`mode_stats_from_features`) instead of computing them twice: the same sums, the
+    same scores, in one feature pass."""
+    n = prompts.shape[0]
+    acc = CovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64"))
+    xp = backend.xp
+    feats = xp.empty((n, fmap.dim), dtype=getattr(xp, getattr(fmap, "precision", "float64")),
+                     device=backend.device)
+    for a, b in chunks(n, chunk_size):
+        acc.update(fmap.transform(backend.asarray(prompts[a:b]), backend.asarray(outputs[a:b]),
+                                  out=feats[a:b, ...]))
+    return acc.to_host(), feats
+
+
+def _fold_scores(stats: ModeStats, feats: Any, basis: Any, ids: np.ndarray, labels: np.ndarray) -> None:
+    stats.update(ids, labels, to_numpy(feats @ backend_of(feats).asarray(basis, dtype_name(feats))))
 
 
 def mode_stats_partition(fmap: Any, basis: np.ndarray, prompts: Any, outputs: Any, start: int, stop: int,
-                         labels: np.ndarray, first_index: int, chunk_size: int, top_k: int, n_groups: int
-                         ) -> ModeStats:
+                         labels: np.ndarray, first_index: int, chunk_size: int, top_k: int, n_groups: int,
+                         backend: Backend = NUMPY) -> ModeStats:
     """Task: scores psi(s) . v_j of rows [start, stop) on the chosen modes, folded into ModeStats.
 
     ``first_index`` is the global index of row ``start`` in its set; ``labels`` holds the partition's
-    prompt labels.
+    prompt labels. Features and scores are computed on ``backend``; the statistics are numpy.
     """
     stats = ModeStats.empty(top_k, basis.shape[1], n_groups)
     for a, b in chunks(stop - start, chunk_size):
-        feats = fmap.transform(prompts[start + a : start + b], outputs[start + a : start + b])
-        scores = feats @ basis.astype(feats.dtype, copy=False)
-        stats.update(np.arange(first_index + a, first_index + b), labels[a:b], scores)
+        feats = fmap.transform(backend.asarray(prompts[start + a : start + b]),
+                               backend.asarray(outputs[start + a : start + b]))
+        _fold_scores(stats, feats, basis, np.arange(first_index + a, first_index + b), labels[a:b])
     return stats
 
 
-def feature_rows(fmap: Any, prompts: Any, outputs: Any, rows: np.ndarray, chunk_size: int) -> np.ndarray:
-    """psi of the given rows (sorted indices), computed chunk by chunk: (len(rows), r)."""
-    out = np.empty((rows.size, fmap.dim), dtype=getattr(fmap, "precision", "float64"))
+def mode_stats_from_features(feats: Any, basis: np.ndarray, labels: np.ndarray, *, chunk_size: int,
+                             top_k: int, n_groups: int) -> ModeStats:
+    """:func:`mode_stats_partition` over all rows of features already computed (N x r, numpy or torch)."""
+    stats = ModeStats.empty(top_k, basis.shape[1], n_groups)
+    for a, b in chunks(feats.shape[0], chunk_size):
+        _fold_scores(stats, feats[a:b, ...], basis, np.arange(a, b), labels[a:b])
+    return stats
+
+
+def feature_rows(fmap: Any, prompts: Any, outputs: Any, rows: np.ndarray, chunk_size: int,
+                 backend: Backend = NUMPY) -> Any:
+    """psi of the given rows (sorted indices), computed chunk by chunk on ``backend``: (len(rows), r)."""
+    xp = backend.xp
+    out = xp.empty((rows.size, fmap.dim), dtype=getattr(xp, getattr(fmap, "precision", "float64")),
+                   device=backend.device)
     for a, b in chunks(rows.size, chunk_size):
         idx = rows[a:b]
-        out[a:b] = fmap.transform(np.asarray(prompts[idx]), np.asarray(outputs[idx]))
+        out[a:b, ...] = fmap.transform(backend.asarray(prompts[idx]), backend.asarray(outputs[idx]))
     return out
 
 
 def top_eigenvalues(prompts_a: np.ndarray, outputs_a: np.ndarray, prompts_b: np.ndarray,
                     outputs_b: np.ndarray, *, kernel: str, sigma_prompt: float | None,
-                    sigma_output: float | None, eta: float, n_top: int) -> np.ndarray:
+                    sigma_output: float | None, eta: float, n_top: int, backend: Backend = NUMPY
+                    ) -> np.ndarray:
     """[top n_top positive eigenvalues, top n_top |negative| ones] of D G (eq. 3), zero-padded: the
-    quantity the 'stable' bandwidth rule watches (dense, for a few hundred samples)."""
+    quantity the 'stable' bandwidth rule watches (dense, for a few hundred samples; on ``backend``)."""
     gram = joint_gram(prompts_a, outputs_a, prompts_b, outputs_b, kernel=kernel, sigma_prompt=sigma_prompt,
-                      sigma_output=sigma_output)
+                      sigma_output=sigma_output, backend=backend)
     n, m = len(prompts_a), len(prompts_b)
     eig = weighted_gram_eigenpairs(gram, signed_weights(n, m, eta), n_positive=n_top, n_negative=n_top,
                                    solver="dense")
-    pos, neg = signed_extremes(eig.eigenvalues if eig.spectrum is None else eig.spectrum, n_top)
+    pos, neg = signed_extremes(to_numpy(eig.eigenvalues if eig.spectrum is None else eig.spectrum), n_top)
     return np.r_[pos, neg]
 
 
@@ -244,6 +282,11 @@ def same_pairs(a: Any, b: Any) -> bool:
         return True
     if len(a) != len(b) or len(a) * (a.dim_prompt + a.dim_output) > 50_000_000:
         return False
+    # cheap necessary condition first: the same rows have the same multiset of first coordinates
+    for attr in ("prompt_embeddings", "output_embeddings"):
+        first = [np.sort(np.asarray(getattr(s, attr)[0 : len(s)])[:, 0]) for s in (a, b)]
+        if not np.array_equal(first[0], first[1]):
+            return False
     rows = []
     for s in (a, b):
         x = np.ascontiguousarray(np.concatenate(

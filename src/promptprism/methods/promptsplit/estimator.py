@@ -20,15 +20,15 @@ import numpy as np
 
 from ..._progress import progress_enabled, status
 from ..._validation import check_positive_number, check_seed
+from ...backend import NUMPY, Backend, feature_memory, resolve_backend
 from ...data.paired import PairedSet, check_compatible, prompt_groups
 from ...errors import OptionError
 from ...kernels.bandwidth import parse_bandwidth, resolve_bandwidth, stable_bandwidth
-from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection, resolve_device
+from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
 from ...kernels.gram import KERNELS
 from ...scale.runner import DaskRunner, current_runner, partition_rows, partition_size
-from ...stats.eigen import signed_extremes
 from ...stats.modes import ModeStats
-from . import core
+from . import core, testing
 from . import significance as sig
 from .result import PromptSplitResult
 from .summary import SIDES, SummaryOptions, summarise
@@ -73,8 +73,13 @@ class PromptSplit:
         exact route and 100 on the random-feature routes; 0 turns the test off.
     alpha : family-wise significance level of the test (0 < alpha < 1).
     progress : show progress bars (None: only on a terminal).
-    device : 'cpu' (numpy, the reference) or 'torch' / 'cuda' / 'auto' (torch, on CUDA when present, else
-        the CPU): the random-feature routes' features and covariance; recorded as ``config['device']``.
+    device : where the array core runs (:func:`promptprism.backend.resolve_backend`): 'auto' (torch on CUDA
+        when a GPU is present, else numpy), 'cpu' (numpy, the reference), 'cuda', 'cuda:N', 'mps', or
+        'torch' (torch on the CPU). Everything runs there: the joint Gram matrix and its eigen-solve, random
+        features, covariances, the scoring pass, the permutation test and the 'stable' bandwidth scan;
+        random draws stay numpy's (the same numbers on every device) and the results are numpy. On a dask
+        cluster the streaming passes run with numpy on the workers. Recorded as ``config['device']``
+        ('numpy' or 'torch:<device>'); tolerances between backends: docs/devices.md.
     precision : 'auto' (float32 on the random-feature routes, float64 on the exact route), 'float32' or
         'float64': the arithmetic of the features / Gram matrix and of the covariance updates (running sums
         and the r x r spectrum stay float64). The resolved value is ``result.config['precision']``; the
@@ -99,7 +104,7 @@ class PromptSplit:
     alpha: float = 0.05
     progress: bool | None = False
     precision: str = "auto"
-    device: str = "cpu"
+    device: str = "auto"
 
     def __post_init__(self) -> None:
         self._validate()
@@ -118,7 +123,7 @@ class PromptSplit:
         if self.rank_prompts_by not in RANKINGS:
             raise OptionError(f"rank_prompts_by must be one of {', '.join(RANKINGS)}, "
                               f"got {self.rank_prompts_by!r}")
-        resolve_device(self.device)
+        resolve_backend(self.device)
         if self.precision not in PRECISIONS:
             raise OptionError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.solver not in ("auto", "dense", "lanczos"):
@@ -173,27 +178,30 @@ class PromptSplit:
         label_list, names = prompt_groups(test, reference)
         labels = dict(zip(SIDES, label_list, strict=True))
         runner = current_runner()
+        backend = resolve_backend(self.device)
         timings["setup_s"] = time.perf_counter() - t0
 
+        feats = None
         if method == "exact":
             spec, distance, stats, gram = self._exact(sets, sigmas, timings, labels, len(names),
-                                                      precision=precision)
+                                                      precision=precision, backend=backend)
             fmap = None
         else:
             fmap = self._feature_map(test, reference, method, sigmas, precision)
-            spec, distance, stats = self._random_features(sets, fmap, timings, labels, len(names), runner)
+            spec, distance, stats, feats = self._random_features(sets, fmap, timings, labels, len(names),
+                                                                 runner, backend=backend)
             gram = None
         identical = core.same_pairs(test, reference)
         permutations = self._permutations(method)
         t1 = time.perf_counter()
         significance, p_values = ({}, None)
         if permutations and not identical and spec.selected.size:
-            significance, p_values = self._significance(sets, spec, labels, gram=gram, fmap=fmap,
-                                                        permutations=permutations, sigmas=sigmas)
+            significance, p_values = self._significance(sets, spec, labels, gram=gram, fmap=fmap, feats=feats,
+                                                        permutations=permutations, backend=backend)
         elif permutations:
             significance = sig.empty_record(permutations=permutations, alpha=float(self.alpha),
                                             seed=self.seed, identical=identical)
-        del gram
+        del gram, feats
         timings["significance_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
         modes, ranking, basis = summarise(
@@ -214,8 +222,7 @@ class PromptSplit:
             "chunk_size": self.chunk_size,
             "partition_rows": self._partition_size() if on_cluster and method != "exact" else None,
             "top_k": self.top_k, "top_prompts": self.top_prompts, "rank_prompts_by": self.rank_prompts_by,
-            "solver": self.solver, "precision": precision, "device": "numpy" if method == "exact" or not
-            resolve_device(self.device) else "torch:" + resolve_device(self.device),
+            "solver": self.solver, "precision": precision, "device": backend.label,
             "permutations": permutations, "alpha": float(self.alpha),
             "test": test.where, "reference": reference.where,
         }
@@ -256,7 +263,8 @@ class PromptSplit:
                 def top(sigma: float, key: str = key) -> np.ndarray:
                     s = dict(out, **{key: sigma})
                     return core.top_eigenvalues(*sub, kernel="gaussian", sigma_prompt=s["prompt"],
-                                                sigma_output=s["output"], eta=self.eta, n_top=STABLE_TOP)
+                                                sigma_output=s["output"], eta=self.eta, n_top=STABLE_TOP,
+                                                backend=resolve_backend(self.device))
                 scan[key] = stable_bandwidth(top, out[key])
                 out[key] = scan[key]["chosen"]
                 if not scan[key]["plateau"]:
@@ -273,13 +281,13 @@ class PromptSplit:
         return tuple(arrays)
 
     # ------------------------------------------------------------------------------------ exact route
-    def _exact(self, sets, sigmas, timings, labels, n_groups, *, precision):
+    def _exact(self, sets, sigmas, timings, labels, n_groups, *, precision, backend):
         test, reference = sets["test"], sets["reference"]
         n, m = len(test), len(reference)
         t0 = time.perf_counter()
         gram = core.joint_gram(test.prompt_embeddings, test.output_embeddings, reference.prompt_embeddings,
                                reference.output_embeddings, kernel=self.kernel, sigma_prompt=sigmas[0],
-                               sigma_output=sigmas[1], precision=precision)
+                               sigma_output=sigmas[1], precision=precision, backend=backend)
         distance = core.promptsplit_distance_from_gram(gram, n, self.eta)
         timings["gram_s"] = time.perf_counter() - t0
         t1 = time.perf_counter()
@@ -306,84 +314,65 @@ class PromptSplit:
         return ProductRandomProjection(test.dim_prompt, test.dim_output, self.n_features, seed=self.seed,
                                        precision=precision)
 
-    def _random_features(self, sets, fmap, timings, labels, n_groups, runner):
+    def _random_features(self, sets, fmap, timings, labels, n_groups, runner, *, backend: Backend):
+        """Covariance pass, eigen-solve, scoring pass. In this process, when every feature fits the memory
+        budget (:func:`~promptprism.backend.feature_memory`), the features of the covariance pass are kept
+        for scoring (and the test); else (or on a cluster: workers use numpy) both passes stream."""
         show = progress_enabled(self.progress)
         size = self._partition_size()
         t0 = time.perf_counter()
-        accs = {side: runner.map_reduce(core.covariance_partition, [
-            (fmap, *partition_rows(sets[side], a, b), self.chunk_size, resolve_device(self.device))
-            for a, b in core.chunks(len(sets[side]), size)],
-            description=f"PromptSplit: covariance ({side})", progress=show) for side in SIDES}
+        total = sum(len(s) for s in sets.values())
+        keep = (not isinstance(runner, DaskRunner)
+                and total * fmap.dim * np.dtype(fmap.precision).itemsize <= feature_memory(backend))
+        feats = {}
+        if keep:
+            accs = {}
+            for side in SIDES:
+                with status(f"PromptSplit: covariance ({side})", enabled=show):
+                    accs[side], feats[side] = core.covariance_and_features(
+                        fmap, sets[side].prompt_embeddings, sets[side].output_embeddings, self.chunk_size,
+                        backend)
+        else:
+            task_backend = NUMPY if isinstance(runner, DaskRunner) else backend
+            accs = {side: runner.map_reduce(core.covariance_partition, [
+                (fmap, *partition_rows(sets[side], a, b), self.chunk_size, task_backend)
+                for a, b in core.chunks(len(sets[side]), size)],
+                description=f"PromptSplit: covariance ({side})", progress=show) for side in SIDES}
         lam = accs["test"].compute() - self.eta * accs["reference"].compute()
         timings["covariance_s"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         with status(f"PromptSplit: eigen-solve ({lam.shape[0]} features)", enabled=show):
-            spec = core.feature_spectrum(lam, n_modes=self.n_modes, eta=self.eta, solver=self.solver,
-                                         precision=fmap.precision)
+            spec = core.feature_spectrum(backend.asarray(lam), n_modes=self.n_modes, eta=self.eta,
+                                         solver=self.solver, precision=fmap.precision)
         distance = float(np.sum(lam * lam))
         timings["eigen_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
-        stats = {side: runner.map_reduce(core.mode_stats_partition, [
-            (fmap, spec.basis, *partition_rows(sets[side], a, b), labels[side][a:b], a,
-             self.chunk_size, self.top_k, n_groups)
-            for a, b in core.chunks(len(sets[side]), size)],
-            description=f"PromptSplit: scoring ({side})", progress=show) for side in SIDES}
+        if keep:
+            stats = {side: core.mode_stats_from_features(feats[side], spec.basis, labels[side],
+                                                         chunk_size=self.chunk_size, top_k=self.top_k,
+                                                         n_groups=n_groups) for side in SIDES}
+        else:
+            stats = {side: runner.map_reduce(core.mode_stats_partition, [
+                (fmap, spec.basis, *partition_rows(sets[side], a, b), labels[side][a:b], a,
+                 self.chunk_size, self.top_k, n_groups, task_backend)
+                for a, b in core.chunks(len(sets[side]), size)],
+                description=f"PromptSplit: scoring ({side})", progress=show) for side in SIDES}
         timings["scoring_s"] = time.perf_counter() - t2
-        return spec, distance, stats
+        return spec, distance, stats, (feats or None)
 
     def _partition_size(self) -> int:
         return partition_size(self.partition_rows, self.chunk_size)
 
     # ----------------------------------------------------------------------------------- significance
-    def _significance(self, sets, spec, labels, *, gram, fmap, permutations, sigmas):
-        """The permutation test of the reported modes (see :mod:`.significance`)."""
-        n, m = len(sets["test"]), len(sets["reference"])
-        rows_t, rows_r, scale = sig.null_rows(n, m, sig.NULL_MAX_SAMPLES, self.seed)
-        n_sub, m_sub = rows_t.size, rows_r.size
-        groups = np.r_[labels["test"][rows_t], labels["reference"][rows_r]]
-        scheme = sig.choose_scheme(labels["test"], labels["reference"])
-        if scheme == "pooled":
-            groups = np.zeros_like(groups)
-        if gram is not None:
-            idx = np.r_[rows_t, n + rows_r]
-            operand = ("gram", gram if scale == 1.0 else gram[np.ix_(idx, idx)])
-        else:
-            operand = ("features", np.concatenate([
-                core.feature_rows(fmap, sets[s].prompt_embeddings, sets[s].output_embeddings, rows,
-                                  self.chunk_size) for s, rows in (("test", rows_t), ("reference", rows_r))]))
-        vals = spec.mode_eigenvalues
-        n_pos, n_neg = int(np.sum(vals > 0)), int(np.sum(vals < 0))
-        observed = None  # the observed labelling goes through the null's own solver: an exact test
-        if scale != 1.0:  # (a subsample's null is rescaled; the full sets' spectrum is the observed one)
-            observed = signed_extremes(vals, max(n_pos, n_neg, 1))
-            observed = (observed[0][:n_pos], observed[1][:n_neg])
+    def _significance(self, sets, spec, labels, *, gram, fmap, feats, permutations, backend):
+        """The permutation test of the reported modes (see :mod:`.significance` and :mod:`.testing`)."""
+        operand_of = testing.null_operand(sets, gram=gram, fmap=fmap, feats=feats, backend=backend,
+                                          chunk_size=self.chunk_size)
         with status(f"PromptSplit: permutation test ({permutations} permutations)",
                     enabled=progress_enabled(self.progress)):
-            out = sig.permutation_test(operand, groups=groups, n=n_sub, m=m_sub, eta=self.eta,
-                                       tested=(n_pos, n_neg), observed=observed, permutations=permutations,
-                                       alpha=float(self.alpha), seed=self.seed, scale=scale)
-        p_values = [float(out["p_positive"][i]) for i in range(n_pos)] + \
-                   [float(out["p_negative"][i]) for i in range(n_neg)]
-        # spec.selected lists the positive modes first, then the negative ones (both by rank)
-        p_by_mode = np.array(p_values)
-        approx = None
-        if scale != 1.0:
-            approx = (f"null spectra from a seeded subsample of {n_sub} test and {m_sub} reference samples, "
-                      f"rescaled to the full sets by sqrt((1/n + 1/m) / (1/n' + 1/m')) = {scale:.4g} "
-                      "(central-limit scaling)")
-        alpha = float(self.alpha)
-        largest = int(np.argmax(np.abs(vals)))
-        record = {
-            "test": "permutation", "scheme": scheme, "permutations": permutations, "alpha": alpha,
-            "seed": self.seed, "correction": sig.CORRECTION, "null_top": out["null_top"],
-            "threshold": out["threshold"], "null_rank_quantiles": out["null_rank_quantiles"],
-            "p_largest": float(p_by_mode[largest]), "n_significant": int(np.sum(p_by_mode <= alpha)),
-            "approximation": approx, "null_samples": n_sub + m_sub,
-            "verdict": sig.verdict(identical=False, alpha=alpha, permutations=permutations,
-                                   p_values=[("test" if v > 0 else "reference", float(v), float(p))
-                                             for v, p in zip(vals, p_by_mode, strict=True)]),
-        }
-        return record, p_values
+            return testing.mode_significance(sets, spec, labels, operand_of=operand_of, eta=self.eta,
+                                             permutations=permutations, alpha=float(self.alpha),
+                                             seed=self.seed)
 
 
 def _as_paired(obj: PairedSet | tuple, name: str) -> PairedSet:

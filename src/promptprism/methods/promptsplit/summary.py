@@ -59,7 +59,8 @@ def summarise(*, sets: dict[str, PairedSet], eigenvalues: np.ndarray, stats: dic
             key = contribution if side == "test" else -contribution
         else:
             key = np.nan_to_num(mean_score, nan=-np.inf)
-        order = [p for p in np.lexsort((np.arange(len(names)), -key)) if present[p]][: options.top_prompts]
+        order = np.lexsort((np.arange(len(names)), -key))
+        order = order[present[order]][: options.top_prompts].tolist()
         loadings = [PromptLoading(prompt=names[p], contribution=float(contribution[p]),
                                   mean_score=None if np.isnan(mean_score[p]) else float(mean_score[p]),
                                   n_test=int(counts_t[p]), n_reference=int(counts_r[p]))
