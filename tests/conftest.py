@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from backends import DEVICES
+
 
 def local_cluster():
     """A LocalCluster of 2 worker processes (one thread each) and its Client, as a context manager pair."""
@@ -60,16 +62,7 @@ def run_killing_a_worker(run: Callable[[Any], Any], min_finished: int = 3) -> An
     return result
 
 
-def _device_params() -> list[Any]:
-    """'cpu' (numpy, the reference) and 'torch' (torch on the CPU; skipped only where torch is absent)."""
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return ["cpu", pytest.param("torch", marks=pytest.mark.skip(reason="torch is not installed"))]
-    return ["cpu", "torch"]
-
-
-@pytest.fixture(params=_device_params())
+@pytest.fixture(params=DEVICES)
 def device(request) -> str:
     """The array backend a test runs PromptSplit on; the same test passes on both (promptprism.backend)."""
     return request.param

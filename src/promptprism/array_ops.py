@@ -13,12 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .backend import array_namespace
-
-
-def is_numpy(a: Any) -> bool:
-    """True for numpy arrays (the reference backend)."""
-    return isinstance(a, np.ndarray)
+from .backend import array_namespace, is_numpy
 
 
 def index_array(indices: Any, like: Any) -> Any:

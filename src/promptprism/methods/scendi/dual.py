@@ -22,8 +22,10 @@ folds and weights' bookkeeping stay numpy, spectra and scores come back as numpy
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -48,9 +50,6 @@ def weighted_gram(gram: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return s[:, None] * gram * s[None, :]
 
 
-_symmetric_eigh = symmetric_eigh
-
-
 def kept(mu: np.ndarray, rcond: float) -> np.ndarray:
     """Mask of the eigenvalues kept by the pseudo-inverse: above ``rcond`` times the largest, and in float32
     also above n * eps(float32) times it (smaller ones are round-off of that precision, not prompt signal)."""
@@ -67,7 +66,7 @@ def in_sample_hat(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float)
     (the same cut as the feature-space pseudo-inverse: K_Y and C_TT share their non-zero eigenvalues).
     Returns (H, k), k the numerical rank of C_TT.
     """
-    mu, u = _symmetric_eigh(weighted_gram(prompt_gram, as_like(weights, prompt_gram)))
+    mu, u = symmetric_eigh(weighted_gram(prompt_gram, as_like(weights, prompt_gram)))
     keep = kept(mu, rcond)
     u_k = u[:, keep]
     return u_k @ u_k.T, int(keep.sum())
@@ -75,7 +74,7 @@ def in_sample_hat(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float)
 
 def prompt_rank(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float) -> int:
     """Numerical rank of C_TT (eigenvalues of D^1/2 K_T D^1/2 above ``rcond`` times the largest)."""
-    mu = _symmetric_eigh(weighted_gram(prompt_gram, as_like(weights, prompt_gram)), values_only=True)
+    mu = symmetric_eigh(weighted_gram(prompt_gram, as_like(weights, prompt_gram)), values_only=True)
     return int(kept(mu, rcond).sum())
 
 
@@ -116,7 +115,7 @@ def cross_fit_hats(prompt_gram: np.ndarray, weights: np.ndarray, folds: np.ndarr
             continue
         ws = w[train] / w[train].sum()
         sq = as_like(np.sqrt(ws), k_t)
-        mu, u = _symmetric_eigh(weighted_gram(k_t[grid(train, train, k_t)], as_like(ws, k_t)))
+        mu, u = symmetric_eigh(weighted_gram(k_t[grid(train, train, k_t)], as_like(ws, k_t)))
         keep = kept(mu, rcond)
         u_k, mu_k = u[:, keep], mu[keep]
         proj = u_k.T @ (sq[:, None] * k_t[grid(train, held, k_t)])  # (k, |h|)
@@ -180,6 +179,23 @@ class DualSpectra:
     output_scores: np.ndarray
 
 
+def round_off_zeroed(vals: Any, size: int) -> np.ndarray:
+    """A float64 copy of descending eigenvalues; float32 ones below size * eps32 times the largest are
+    round-off, not spectrum, and are zeroed (the entropies clamp them). When those carried more than 1 % of
+    the spectrum's mass, the entropies (scendi, vendi) depend on them: a warning says to use float64."""
+    out = np.asarray(vals, dtype=np.float64).copy()
+    if np.asarray(vals).dtype != np.float32 or not out.size:
+        return out
+    low = out < size * float(np.finfo(np.float32).eps) * max(out[0], 0.0)
+    lost = float(np.sum(np.maximum(out[low], 0.0))) / max(float(np.sum(np.maximum(out, 0.0))), 1e-300)
+    out[low] = 0.0
+    if lost > 0.01:
+        warnings.warn(f"precision='float32': {lost:.1%} of a spectrum lies below float32's round-off and was "
+                      "dropped, so scendi/vendi are not reliable here; use precision='float64'",
+                      RuntimeWarning, stacklevel=2)
+    return out
+
+
 def _spectrum(a, dim: int, n_top: int, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """All eigenvalues (descending, ``dim`` of them) and the top ``n_top`` samples' scores (numpy float64;
     ``weights`` numpy)."""
@@ -187,10 +203,7 @@ def _spectrum(a, dim: int, n_top: int, weights: np.ndarray) -> tuple[np.ndarray,
     vals, vecs = values_and_top_vectors(a, n_top)
     vals, vecs = to_numpy(vals), to_numpy(vecs)
     scores = vecs * np.sqrt(np.maximum(vals[:n_top], 0.0))[None, :] / np.sqrt(weights)[:, None]
-    single = vals.dtype == np.float32
-    vals = np.asarray(vals[:dim], dtype=np.float64)
-    if single:  # round-off of float32 is not spectrum: zero it (the entropies clamp it)
-        vals[vals < size * float(np.finfo(np.float32).eps) * max(float(vals[0]), 0.0)] = 0.0
+    vals = round_off_zeroed(vals[:dim], size)
     if vals.size < dim:
         vals = np.concatenate([vals, np.zeros(dim - vals.size)])
     return vals, np.asarray(scores, dtype=np.float64)
@@ -211,7 +224,7 @@ def grouped_prompt_basis(group_gram, groups: np.ndarray, weights: np.ndarray, *,
     totals = np.bincount(groups, weights=w, minlength=n_groups)
     present = np.flatnonzero(totals > 0)
     sw = as_like(np.sqrt(totals[present]), group_gram)
-    mu, v = _symmetric_eigh(sw[:, None] * group_gram[grid(present, present, group_gram)] * sw[None, :])
+    mu, v = symmetric_eigh(sw[:, None] * group_gram[grid(present, present, group_gram)] * sw[None, :])
     keep = kept(mu, rcond)
     k = int(keep.sum())
     per_group = xp.zeros((n_groups, k), dtype=group_gram.dtype, **device_of(group_gram))

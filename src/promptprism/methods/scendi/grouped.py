@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...array_ops import as_like, device_of, group_sum, index_array, trace
+from ...array_ops import as_like, device_of, group_sum, index_array, symmetric_eigh, trace
 from ...backend import array_namespace, to_numpy
-from .dual import DualSpectra, _symmetric_eigh, kept, values_and_top_vectors
+from .dual import DualSpectra, kept, round_off_zeroed, values_and_top_vectors
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def grouped_split(output_features: np.ndarray, group_features: np.ndarray, group
     x_g = sums[rows] / as_like(np.sqrt(counts[present] * n), f_i)[:, None]  # W^1/2 M
     sw = as_like(np.sqrt(counts[present] / n), f_i)
     f_g = group_features[rows]
-    mu, u = _symmetric_eigh(sw[:, None] * (f_g @ f_g.T) * sw[None, :])
+    mu, u = symmetric_eigh(sw[:, None] * (f_g @ f_g.T) * sw[None, :])
     keep = kept(mu, rcond)
     u_k = u[:, keep]
     b = x_g.T @ u_k  # d_I x k
@@ -68,11 +68,12 @@ def grouped_spectra(split: GroupedSplit, output_features: np.ndarray, groups: np
     c_vals, c_vecs = li_vals.pop(), li_vecs.pop()
     li_vals, li_vecs = li_vals[0], li_vecs[0]
     small = split.b.T @ split.b
-    lt = to_numpy(_symmetric_eigh(small, values_only=True))[::-1] if small.shape[1] else np.empty(0)
+    lt = to_numpy(symmetric_eigh(small, values_only=True))[::-1] if small.shape[1] else np.empty(0)
     lt = np.concatenate([np.maximum(lt, 0.0), np.zeros(d_i - lt.size)])
     li_vecs, c_vecs = as_like(li_vecs, output_features), as_like(c_vecs, output_features)
     model_scores = output_features @ li_vecs - (split.predictions @ li_vecs)[index_array(groups, li_vecs)]
-    return DualSpectra(model=_clean(li_vals), prompt=lt.astype(np.float64), output=_clean(c_vals),
+    return DualSpectra(model=round_off_zeroed(li_vals, len(li_vals)), prompt=lt.astype(np.float64),
+                       output=round_off_zeroed(c_vals, len(c_vals)),
                        model_share=trace(split.lambda_i), prompt_share=trace(small),
                        model_scores=np.asarray(to_numpy(model_scores), dtype=np.float64),
                        output_scores=np.asarray(to_numpy(output_features @ c_vecs), dtype=np.float64))
@@ -81,25 +82,9 @@ def grouped_spectra(split: GroupedSplit, output_features: np.ndarray, groups: np
 def spectra_pair(a, b, n_top: int) -> tuple[list, list]:
     """:func:`values_and_top_vectors` of two matrices: ([values_a, values_b], [vectors_a, vectors_b]).
 
-    On numpy the two solves run side by side in two threads (LAPACK releases the GIL; the tridiagonal
-    reduction they spend most of their time in is memory-bound and uses one core well, two poorly), so two
-    cores finish both in about the time of one. Same numbers as one after the other.
+    One after the other, each with every BLAS thread: on a quiet 2-core machine that took 20.6 s at
+    n = 10,000 (2 x 2500 features) against 27.7 s for the two solves side by side on one thread each (the
+    tridiagonal reduction is memory-bound, and two of them at once share the memory bandwidth).
     """
-    if not isinstance(a, np.ndarray):
-        pairs = [values_and_top_vectors(m, n_top) for m in (a, b)]
-    else:
-        from concurrent.futures import ThreadPoolExecutor
-
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(2) as pool:
-            pairs = list(pool.map(lambda m: values_and_top_vectors(m, n_top), (a, b)))
+    pairs = [values_and_top_vectors(m, n_top) for m in (a, b)]
     return [to_numpy(v) for v, _ in pairs], [to_numpy(w) for _, w in pairs]
-
-
-def _clean(vals: np.ndarray) -> np.ndarray:
-    """float64 copy; in float32, values below d * eps(float32) times the largest are round-off: zeroed."""
-    out = np.asarray(vals, dtype=np.float64).copy()
-    if vals.dtype == np.float32 and out.size:
-        out[out < out.size * float(np.finfo(np.float32).eps) * max(out[0], 0.0)] = 0.0
-    return out
