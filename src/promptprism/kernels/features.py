@@ -100,7 +100,7 @@ def _cos_sin(proj: Any, fast_trig: bool = False, dtype: type = np.float64, out: 
         out = xp.empty((proj.shape[0], 2 * d), dtype=float_dtype(xp, np.dtype(dtype).name),
                        device=device(proj))
     if proj.shape[0] and d:
-        top = float(xp.max(xp.abs(proj)))
+        top = max(float(xp.max(proj)), -float(xp.min(proj)))  # max |phase| without an |proj| temporary
         if not np.isfinite(top) or top * float(xp.finfo(proj.dtype).eps) > PHASE_TOLERANCE:
             raise OptionError(
                 f"sigma: the bandwidth is too small for the embeddings' magnitude (random-feature phases up "

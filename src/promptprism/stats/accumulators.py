@@ -30,6 +30,7 @@ class CovarianceAccumulator:
 
     dim: int
     sum_upper: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+    _scratch: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
     count: int = 0
     precision: str = "float64"  #: 'float64' or 'float32': the arithmetic of each batch's update
 
@@ -51,7 +52,11 @@ class CovarianceAccumulator:
             self.count += f.shape[0]
         elif f.shape[0] and self.precision == "float32":
             f = np.ascontiguousarray(f, dtype=np.float32)
-            self.sum_upper += ssyrk(1.0, f.T, trans=0, lower=0)  # f.T: Fortran (dim x n), no copy
+            # f.T: Fortran (dim x n), no copy; the float32 product goes to a scratch matrix reused chunk after
+            # chunk (a fresh dim x dim result per chunk cost page faults: ~1 s of system time at r = 3000)
+            if self._scratch is None:
+                self._scratch = np.zeros((self.dim, self.dim), dtype=np.float32, order="F")
+            self.sum_upper += ssyrk(1.0, f.T, beta=0.0, c=self._scratch, trans=0, lower=0, overwrite_c=1)
             self.count += f.shape[0]
         elif f.shape[0]:
             f = np.ascontiguousarray(f, dtype=np.float64)
@@ -63,6 +68,7 @@ class CovarianceAccumulator:
     def to_host(self) -> CovarianceAccumulator:
         """Move a running sum kept on a torch device to numpy (for merging, pickling, computing); self."""
         self.sum_upper = np.asfortranarray(to_numpy(self.sum_upper))
+        self._scratch = None
         return self
 
     def sum_outer(self) -> np.ndarray:
