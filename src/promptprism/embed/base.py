@@ -277,3 +277,27 @@ class PretrainedEncoder:
         proc = getattr(proc, "image_processor", proc)  # a joint processor (CLIP) holds the image one
         for batch in rgb_batches(images, self.batch_size):
             yield proc(images=batch, return_tensors="pt")["pixel_values"].to(self.device)
+
+
+def read_state_dict(path: str | os.PathLike, where: str) -> dict:
+    """The tensors of a weights file (``.safetensors``, or a torch pickle read with ``weights_only``), a
+    ``{'state_dict': ...}`` wrapper and ``module.`` prefixes removed. A damaged or foreign file raises one
+    OptionError line that starts with ``where`` (e.g. "image_model inception") and names the file."""
+    path = Path(path)
+    try:
+        if path.suffix == ".safetensors":
+            from safetensors.torch import load_file
+
+            state = load_file(str(path))
+        else:
+            import torch
+
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a damaged or foreign file: one line, not a traceback
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise OptionError(f"{where}: cannot read {str(path)!r} ({first})") from None
+    if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
+        state = state["state_dict"]
+    if not isinstance(state, dict):
+        raise OptionError(f"{where}: {str(path)!r} holds no state dict")
+    return {k.removeprefix("module."): v for k, v in state.items()}

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import OptionError
-from .base import ImageLike, fold_batchnorm, listed_keys, to_rgb
+from .base import ImageLike, fold_batchnorm, listed_keys, read_state_dict, to_rgb
 from .efficientnet import _file_hash
 
 WEIGHTS_GLOB = "pt_inception-2015-12-05-*.pth"
@@ -233,19 +233,10 @@ class InceptionEncoder:
         """The network with its weights (loaded once, strictly), in eval mode, batch norms folded into the
         convolutions."""
         if self._model is None:
-            import torch
 
             net = build_fid_inception()
             where = str(self.weights)
-            try:
-                state = torch.load(self.weights, map_location="cpu", weights_only=True)
-            except Exception as exc:  # a damaged or foreign file: one line, not a traceback
-                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-                raise OptionError(f"image_model inception: cannot read {where!r} ({first})") from None
-            if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
-                state = state["state_dict"]
-            if not isinstance(state, dict):
-                raise OptionError(f"image_model inception: {where!r} holds no state dict")
+            state = read_state_dict(self.weights, "image_model inception")
             expected, given = set(net.state_dict()), set(state)
             optional = {k for k in expected if k.endswith("num_batches_tracked")}
             missing = sorted(expected - given - optional)

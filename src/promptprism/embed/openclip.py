@@ -39,6 +39,7 @@ from .base import (
     model_fingerprint,
     offline_env,
     projected_features,
+    read_state_dict,
     resolve_model_path,
     to_rgb,
 )
@@ -185,26 +186,6 @@ def tokenizer_hash(folder: Path) -> str:
     return h.hexdigest()[:12]
 
 
-def _read_state(path: Path, where: str) -> dict:
-    try:
-        if path.suffix == ".safetensors":
-            from safetensors.torch import load_file
-
-            state = load_file(str(path))
-        else:
-            import torch
-
-            state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # a damaged or foreign file: one line, not a traceback
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise OptionError(f"{where}: cannot read {str(path)!r} ({first})") from None
-    if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
-        state = state["state_dict"]
-    if not isinstance(state, dict):
-        raise OptionError(f"{where}: {str(path)!r} holds no state dict")
-    return {k.removeprefix("module."): v for k, v in state.items()}
-
-
 def preprocess(images: Sequence[ImageLike], *, size: int, mean=OPENAI_MEAN, std=OPENAI_STD,
                resample: str = "bicubic", resize_mode: str = "shortest", offset: int = 0) -> np.ndarray:
     """(n, 3, size, size) float32, open_clip's eval transform: resize (the short side to ``size``, the long
@@ -301,7 +282,7 @@ class OpenCLIPEncoder:
             tok = self.tokenizer() if self.has_tokenizer else None
             special = {k: getattr(tok, k, None) for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
             config = clip_config(self.model_cfg, where=self.where, special=special)
-            mapped, unmapped = convert_state_dict(_read_state(self.weights, self.where))
+            mapped, unmapped = convert_state_dict(read_state_dict(self.weights, self.where))
             torch.manual_seed(0)  # every weight is overwritten below; the draw only fills them first
             net = CLIPModel(config)
             expected = set(net.state_dict())
