@@ -20,6 +20,10 @@ FORBIDDEN = {
     "report": {"cli"},
     # results.py renders its notebook summary with report.summary, imported inside _repr_html_
     "results": {"data", "embed", "methods", "cli", "kernels", "stats", "scale"},
+    # the array backend (numpy / torch) and its few backend-specific operations: foundation
+    "backend": {"data", "embed", "methods", "report", "cli", "kernels", "stats", "scale", "results",
+                "array_ops"},
+    "array_ops": {"data", "embed", "methods", "report", "cli", "kernels", "stats", "scale", "results"},
 }
 
 
