@@ -155,3 +155,19 @@ def test_paired_set_repr_is_one_line_without_arrays():
     assert "\n" not in text and len(text) < 150
     assert "n=1000" in text and "384" in text and "512" in text and "7 prompts" in text
     assert "array" not in text and "p3" not in text
+
+
+def test_saving_values_beyond_float32_is_refused_not_written_as_inf(tmp_path):
+    from promptprism.data.save import save_paired
+
+    rng = np.random.default_rng(0)
+    prompts = rng.standard_normal((5, 3))
+    prompts[2, 1] = 1e300  # float64 holds it; the float32 .npz layout would store inf
+    paired = PairedSet(prompts, rng.standard_normal((5, 3)), name="huge")
+    with pytest.raises(InputError, match=r"prompt_embeddings: row 2 \(0-based\), column 1 is 1e\+300, beyond "
+                                         r"float32's range"):
+        save_paired(tmp_path / "out.npz", paired)
+    assert not (tmp_path / "out.npz").exists()
+    prompts[2, 1] = 3e38  # the largest float32 values are kept exactly
+    save_paired(tmp_path / "ok.npz", PairedSet(prompts, rng.standard_normal((5, 3)), name="ok"))
+    assert np.isfinite(np.load(tmp_path / "ok.npz")["prompt_embeddings"]).all()

@@ -101,3 +101,44 @@ def test_sketch_route_close_to_brute_force(kind):
     distance, _ = _brute(a, b, "cosine")
     assert np.isfinite(result.distance) and result.distance >= 0
     assert abs(result.distance - distance) <= 0.2 * distance + 2e-3
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "gemm"])
+@pytest.mark.parametrize("scale", [1e17, 1e30, 1e300])
+def test_one_extreme_row_leaves_the_other_distances_exact(device, direct, scale, monkeypatch):
+    # centring on the mean moved every row by scale / n and wiped their distances into round-off
+    import warnings
+
+    import promptprism.kernels.gram as gram
+    from promptprism.backend import resolve_backend, to_numpy
+
+    if not direct:
+        monkeypatch.setattr(gram, "DIRECT_MAX", 0)
+    x = np.random.default_rng(0).standard_normal((24, 6))
+    y = x.copy()
+    y[3] *= scale
+    keep = [i for i in range(24) if i != 3]
+    backend = resolve_backend(device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = to_numpy(gram.squared_distances(backend.asarray(y)))
+    brute = ((x[keep][:, None, :] - x[keep][None, :, :]) ** 2).sum(axis=2)
+    np.testing.assert_allclose(d[np.ix_(keep, keep)], brute, rtol=1e-12, atol=1e-12)
+    assert not np.isnan(d).any() and np.all(np.sqrt(d[3, keep]) >= 0.5 * scale)
+
+
+def test_cosine_features_of_rows_near_the_float64_limits_are_their_directions(device):
+    # |a|^2 of a row at 1e300 overflows (and at 1e-300 underflows): the unit row must still be a / |a|
+    import warnings
+
+    from promptprism.backend import resolve_backend, to_numpy
+    from promptprism.kernels.features import cosine_features
+
+    x = np.random.default_rng(0).standard_normal((5, 4))
+    y = x.copy()
+    y[2] *= 1e300
+    y[3] *= 1e-300
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        unit = to_numpy(cosine_features(resolve_backend(device).asarray(y)))
+    np.testing.assert_allclose(unit, x / np.linalg.norm(x, axis=1, keepdims=True), rtol=1e-14, atol=1e-15)

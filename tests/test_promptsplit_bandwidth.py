@@ -72,3 +72,18 @@ def test_stable_is_only_for_methods_that_resolve_it():
         parse_bandwidth("stable", "sigma")
     with pytest.raises(OptionError, match="sigma_prompt"):
         PromptSplit(sigma_prompt="stabl")
+
+
+def test_median_counts_a_row_beyond_float64_squares_as_the_farthest_without_warnings():
+    import warnings
+
+    from promptprism.kernels.bandwidth import median_pairwise_distance
+
+    x = np.random.default_rng(0).standard_normal((24, 6))
+    far, huge = x.copy(), x.copy()
+    far[3] *= 1e30  # its 23 distances are the largest, and finite
+    huge[3] *= 1e300  # |x|^2 overflows float64: the same 23 pairs must still count as the largest
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert median_pairwise_distance(huge) == median_pairwise_distance(far)
+    assert median_pairwise_distance(huge) != median_pairwise_distance(np.delete(x, 3, axis=0))

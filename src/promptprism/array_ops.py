@@ -16,6 +16,23 @@ import numpy as np
 from .backend import array_namespace, is_numpy
 
 
+def row_norms(a: Any) -> Any:
+    """|a_i| per row, as a column (n, 1), computed on rows first scaled to max |value| 1, so squares neither
+    overflow (rows near 1e300) nor underflow (rows near 1e-300); 0 for all-zero rows."""
+    xp = array_namespace(a)
+    scale = xp.max(xp.abs(a), axis=1, keepdims=True)
+    safe = xp.where(scale > 0, scale, xp.ones_like(scale))
+    return xp.linalg.vector_norm(a / safe, axis=1, keepdims=True) * scale
+
+
+def column_median(a: Any) -> Any:
+    """The coordinate-wise median of the rows of ``a`` (torch: the lower median): a centre that a few
+    extreme rows cannot move, unlike the mean."""
+    if is_numpy(a):
+        return np.median(a, axis=0)
+    return a.median(dim=0).values
+
+
 def index_array(indices: Any, like: Any) -> Any:
     """``indices`` (a numpy int array) as an index array of ``like``'s backend and device."""
     if is_numpy(like):

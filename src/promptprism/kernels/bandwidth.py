@@ -36,17 +36,19 @@ def median_pairwise_distance(x: np.ndarray, *, max_samples: int = 1000, seed: in
         sub = np.asarray(x[idx], dtype=np.float64)
     else:
         sub = np.asarray(x, dtype=np.float64)
-    sq = np.einsum("ij,ij->i", sub, sub)
     iu = np.triu_indices(sub.shape[0], k=1)
-    d2 = (sq[:, None] + sq[None, :] - 2.0 * (sub @ sub.T))[iu]
-    # |a|^2 + |b|^2 - 2<a, b> cancels catastrophically for close pairs: a repeated row comes out at
-    # ~sqrt(eps) |a| instead of 0 and would be counted as a distance. Recompute those pairs exactly.
-    close = np.flatnonzero(d2 <= 1e-6 * (sq[iu[0]] + sq[iu[1]]))
-    step = max(1, 2**22 // max(sub.shape[1], 1))  # pairs per block: bounded memory
-    for start in range(0, close.size, step):
-        idx = close[start : start + step]
-        diff = sub[iu[0][idx]] - sub[iu[1][idx]]
-        d2[idx] = np.einsum("ij,ij->i", diff, diff)
+    with np.errstate(over="ignore", invalid="ignore"):  # rows near float64's limit: their pairs count as inf
+        sq = np.einsum("ij,ij->i", sub, sub)
+        d2 = (sq[:, None] + sq[None, :] - 2.0 * (sub @ sub.T))[iu]
+        d2[np.isnan(d2)] = np.inf  # inf - inf: a squared distance beyond float64 is farther than any other
+        # |a|^2 + |b|^2 - 2<a, b> cancels catastrophically for close pairs: a repeated row comes out at
+        # ~sqrt(eps) |a| instead of 0 and would be counted as a distance. Recompute those pairs exactly.
+        close = np.flatnonzero(d2 <= 1e-6 * (sq[iu[0]] + sq[iu[1]]))
+        step = max(1, 2**22 // max(sub.shape[1], 1))  # pairs per block: bounded memory
+        for start in range(0, close.size, step):
+            idx = close[start : start + step]
+            diff = sub[iu[0][idx]] - sub[iu[1][idx]]
+            d2[idx] = np.einsum("ij,ij->i", diff, diff)
     d = np.sqrt(np.maximum(d2, 0.0))
     d = d[d > 0.0]
     if d.size == 0:

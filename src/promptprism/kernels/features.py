@@ -14,6 +14,7 @@ import numpy as np
 from array_api_compat import device
 
 from .._validation import check_memory, check_positive_number, check_seed
+from ..array_ops import row_norms
 from ..backend import array_namespace, backend_of, float_dtype, into, is_numpy, to_numpy
 from ..errors import InputError, OptionError
 
@@ -33,7 +34,7 @@ def cosine_features(a: Any, dtype: type = np.float64) -> Any:
     as the input)."""
     xp = array_namespace(a)
     a = xp.asarray(a, dtype=float_dtype(xp, np.dtype(dtype).name))
-    norms = xp.linalg.vector_norm(a, axis=1, keepdims=True)
+    norms = row_norms(a)
     if bool(xp.any(norms == 0)):
         row = int(np.flatnonzero(to_numpy(norms[:, 0]) == 0)[0])
         raise InputError(f"row {row} is all zeros: the cosine kernel is undefined for a zero vector")

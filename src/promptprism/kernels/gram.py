@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from array_api_compat import device
 
+from ..array_ops import column_median, row_norms
 from ..backend import array_namespace, float_dtype, inplace
 from ..errors import OptionError
 
@@ -35,7 +36,8 @@ def _zero_diagonal(xp, x) -> None:
 def squared_distances(a, b=None, *, dtype: type = np.float64):
     """|a_i - b_j|^2, exact to round-off for any location of the data; never negative.
 
-    The distance is translation invariant, so the rows are first centred on their common mean: the
+    The distance is translation invariant, so the rows are first centred on their coordinate-wise median
+    (robust: one row at 1e300 does not shift the others into round-off, as their mean would): the
     expansion |a|^2 + |b|^2 - 2 <a, b> then works on numbers of the size of the distances themselves and does
     not cancel catastrophically for near-duplicate rows far from the origin (e.g. rows of ones plus 1e-12
     noise). Small blocks use direct differences sum_k (a_ik - b_jk)^2. The centring is float64, the
@@ -48,30 +50,33 @@ def squared_distances(a, b=None, *, dtype: type = np.float64):
     same = b is None
     b = a if same else xp.asarray(b, dtype=f8)
     n, m, d = a.shape[0], b.shape[0], a.shape[1]
-    center = xp.mean(a, axis=0) if same else (xp.sum(a, axis=0) + xp.sum(b, axis=0)) / max(n + m, 1)
-    a = xp.astype(a - center, dt)
-    b = a if same else xp.astype(b - center, dt)
-    if n * m * d <= DIRECT_MAX:
-        d2 = xp.empty((n, m), dtype=dt, device=device(a))
-        step = max(1, DIRECT_MAX // max(m * d, 1))
-        for start in range(0, n, step):
-            diff = a[start : start + step, None, :] - b[None, :, :]
-            d2[start : start + step, ...] = xp.sum(diff * diff, axis=2)
-    else:
-        sq_a = xp.sum(a * a, axis=1)
-        sq_b = sq_a if same else xp.sum(b * b, axis=1)
-        d2 = a @ b.T
-        d2 *= -2.0
-        d2 += sq_a[:, None]
-        d2 += sq_b[None, :]
-        d2[d2 < 0.0] = 0.0
+    center = column_median(a if same else xp.concat([a, b], axis=0))
+    # rows whose squares overflow: their distances are inf (kernel 0), never NaN, and no numpy warning
+    with np.errstate(over="ignore", invalid="ignore"):
+        a = xp.astype(a - center, dt)
+        b = a if same else xp.astype(b - center, dt)
+        if n * m * d <= DIRECT_MAX:
+            d2 = xp.empty((n, m), dtype=dt, device=device(a))
+            step = max(1, DIRECT_MAX // max(m * d, 1))
+            for start in range(0, n, step):
+                diff = a[start : start + step, None, :] - b[None, :, :]
+                d2[start : start + step, ...] = xp.sum(diff * diff, axis=2)
+        else:
+            sq_a = xp.sum(a * a, axis=1)
+            sq_b = sq_a if same else xp.sum(b * b, axis=1)
+            d2 = a @ b.T
+            d2 *= -2.0
+            d2 += sq_a[:, None]
+            d2 += sq_b[None, :]
+            d2[xp.isnan(d2)] = xp.inf
+            d2[d2 < 0.0] = 0.0
     if same:
         _zero_diagonal(xp, d2)
     return d2
 
 
 def _unit_rows(xp, a):
-    return a / xp.linalg.vector_norm(a, axis=1, keepdims=True)
+    return a / row_norms(a)
 
 
 def cosine_gram(a, b=None, *, dtype: type = np.float64):

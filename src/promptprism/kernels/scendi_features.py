@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_positive_number
+from ..array_ops import row_norms
 from ..backend import NUMPY, Backend, array_namespace
 from ..errors import InputError, OptionError
 from .bandwidth import parse_bandwidth
@@ -125,11 +126,10 @@ def _features_on(backend: Backend, x: np.ndarray, rff: RandomFourierFeatures | N
     if not x.flags.writeable:  # read-only (memory-mapped) rows: torch only wraps writable arrays
         x = x.copy()
     if rff is None:
-        norms = np.linalg.norm(x, axis=1)
-        if np.any(norms == 0):
+        if not np.all(np.any(x != 0, axis=1)):
             cosine_features(x)  # raises the reference's error, naming the row
         a = backend.asarray(x, "float64")
-        return a / array_namespace(a).linalg.vector_norm(a, axis=1, keepdims=True)
+        return a / row_norms(a)
     proj = backend.asarray(x, "float64") @ backend.asarray(rff.frequencies, "float64")
     xp = array_namespace(proj)
     top = float(xp.max(xp.abs(proj))) if proj.shape[0] else 0.0

@@ -163,8 +163,9 @@ def region_sums_partition(key: str, x_source: Any, x_indices: np.ndarray | None,
         backend, (x, y) = _on_backend(backend, x, read_pixels(y_source, y_indices))
     xp = backend.xp
     dist, g = region_sqdists(x, y, backend.asarray(onehot(labels), _wide(backend)), gamma=gamma)
-    e = -g * dist
-    whole = -g * xp.sum(dist, axis=0)
+    with np.errstate(over="ignore"):  # a huge gamma: log-kernels of -inf, i.e. kernel 0, its limit
+        e = -g * dist
+        whole = -g * xp.sum(dist, axis=0)
     log_w = math.log(weight)
     ax = (-2, -1)
     log_sums = {f"{key}/region": logsumexp(e, ax) + log_w, f"{key}/whole": logsumexp(whole, ax) + log_w}
