@@ -26,7 +26,8 @@ def cross_cka_partition(source: Any, indices: np.ndarray | None, block_size: int
     b = int(block_size)
     for s in range(0, px.shape[0] // b * b, b):
         dist, g = region_sqdists(px[s:s + b], px[s:s + b], member, gamma=gamma)
-        kc = center_gram(np.exp(-g * dist))  # (C, b, b)
+        with np.errstate(over="ignore"):  # a huge gamma: kernel 0 off the diagonal, its limit
+            kc = center_gram(np.exp(-g * dist))  # (C, b, b)
         flat = kc.reshape(n_reg, -1)
         norms = np.linalg.norm(flat, axis=1)
         tol = 1e-12 * b
