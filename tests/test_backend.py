@@ -37,3 +37,19 @@ def test_unknown_devices_name_the_option(bad):
 def test_cuda_without_a_gpu_says_so():
     with pytest.raises(OptionError, match="no CUDA device"):
         resolve_backend("cuda")
+
+
+def test_small_matrix_loops_run_on_one_blas_thread_and_large_ones_keep_the_default():
+    from threadpoolctl import threadpool_info
+
+    from promptprism.array_ops import SMALL_BLAS, blas_threads_for
+
+    def blas_threads():
+        return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+    before = blas_threads()
+    with blas_threads_for(SMALL_BLAS):
+        assert blas_threads() == {1}
+    assert blas_threads() == before
+    with blas_threads_for(SMALL_BLAS + 1):
+        assert blas_threads() == before

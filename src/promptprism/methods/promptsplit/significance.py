@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...array_ops import blas_threads_for
 from ...stats.eigen import weighted_factor_extremes, weighted_gram_extremes
 
 SCHEMES = ("within-prompt", "pooled")
@@ -129,9 +130,10 @@ def permuted_spectra(operand: tuple[str, np.ndarray], weights: np.ndarray, n_top
     """(positive, |negative|) top ``n_top`` eigenvalues of Lambda_k = F^T diag(w_k) F for each weight
     column w_k; ``operand`` is ``("gram", G)`` (exact route, G = F F^T) or ``("features", F)``."""
     kind, array = operand
-    if kind == "gram":
-        return weighted_gram_extremes(array, weights, n_top, seed=seed)
-    return weighted_factor_extremes(array, weights, n_top, seed=seed)
+    with blas_threads_for(array.shape[0] if kind == "gram" else array.shape[1]):
+        if kind == "gram":
+            return weighted_gram_extremes(array, weights, n_top, seed=seed)
+        return weighted_factor_extremes(array, weights, n_top, seed=seed)
 
 
 def permutation_test(

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..._validation import check_positive_number
-from ...array_ops import grid, index_array, trace
+from ...array_ops import blas_threads_for, grid, index_array, trace
 from ...backend import resolve_backend, to_numpy
 from ...data.paired import PairedSet, prompt_groups
 from ...errors import OptionError
@@ -292,7 +292,9 @@ class Scendi(ScendiKernelOptions):
                 f_i, f_g = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size,
                                             dtype=dtype, backend=backend)
                 engine = FeatureSpaceReplicates(f_i, f_g[index_array(groups, f_g)])
-            reps = bootstrap_replicates(groups, counts, engine)
+            side = grams[0].shape[0] if grouped is None and split is None else d_i
+            with blas_threads_for(side):
+                reps = bootstrap_replicates(groups, counts, engine)
             intervals = metric_intervals(reps, table, self.confidence)
             boot = {"replicates": int(replicates), "level": float(self.confidence), "seed": self.seed,
                     "resample": "prompts", "interval": "basic"}
