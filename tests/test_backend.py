@@ -53,3 +53,18 @@ def test_small_matrix_loops_run_on_one_blas_thread_and_large_ones_keep_the_defau
     assert blas_threads() == before
     with blas_threads_for(SMALL_BLAS + 1):
         assert blas_threads() == before
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-12), (np.float32, 1e-5)])
+def test_one_tridiagonal_reduction_gives_every_eigenvalue_and_the_top_vectors(dtype, tol):
+    from promptprism.array_ops import tridiagonal_values_and_top_vectors
+
+    x = np.random.default_rng(3).standard_normal((260, 240))
+    a = (x.T @ x / 240).astype(dtype)
+    vals, vecs = tridiagonal_values_and_top_vectors(a.copy(), 6)
+    brute_vals, brute_vecs = np.linalg.eigh(a.astype(np.float64))
+    np.testing.assert_allclose(vals, brute_vals[::-1], atol=tol * brute_vals[-1])
+    # the same unit eigenvectors up to sign, and A v = lambda v
+    overlap = np.abs(np.sum(vecs * brute_vecs[:, ::-1][:, :6], axis=0))
+    np.testing.assert_allclose(overlap, 1.0, atol=10 * tol)
+    np.testing.assert_allclose(a @ vecs, vecs * vals[:6], atol=10 * tol * brute_vals[-1])

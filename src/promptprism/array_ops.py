@@ -125,7 +125,7 @@ def tridiagonal_values_and_top_vectors(a: np.ndarray, n_top: int) -> tuple[np.nd
 
     * the eigenvalues are T's, by ``sterf`` (what ``syevd`` does for values only: the same numbers);
     * the top vectors are Q z for T's top eigenvectors z (MRRR, ``stemr``), Q applied as its d - 1
-      reflectors H(j) = I - tau_j v_j v_j^T (O(d^2 n_top)).
+      reflectors H(j) = I - tau_j v_j v_j^T by LAPACK ``ormqr`` (blocked, O(d^2 n_top)).
     """
     from scipy.linalg import eigh_tridiagonal, eigvalsh_tridiagonal
     from scipy.linalg.lapack import get_lapack_funcs
@@ -140,11 +140,14 @@ def tridiagonal_values_and_top_vectors(a: np.ndarray, n_top: int) -> tuple[np.nd
     vals = eigvalsh_tridiagonal(diag, off, lapack_driver="sterf", check_finite=False)[::-1]
     top, z = eigh_tridiagonal(diag, off, select="i", select_range=(size - n_top, size - 1),
                               check_finite=False)
-    z = np.array(z[:, ::-1], dtype=a.dtype)  # descending
-    for j in range(size - 2, -1, -1):  # Q z = H(0) H(1) ... H(d-2) z, applied right to left
-        v = np.concatenate([[1.0], c[j + 2:, j]]).astype(a.dtype)
-        block = z[j + 1:]
-        block -= np.outer(tau[j] * v, v @ block)
+    z = np.array(z[:, ::-1], dtype=a.dtype, order="F")  # descending
+    # Q z, Q = H(0) ... H(d-2): for the lower form Q = diag(1, Q'), Q' the orthogonal factor whose reflectors
+    # sytrd stored as a QR factorisation stores them in c[1:, :-1] (what LAPACK's ormtr does, by ormqr)
+    ormqr, = get_lapack_funcs(("ormqr",), (a,))
+    applied, _, info = ormqr("L", "N", c[1:, :-1], tau, z[1:], max(1, 64 * z.shape[1]), overwrite_c=1)
+    if info != 0:  # pragma: no cover - ormqr fails only on invalid arguments
+        raise RuntimeError(f"LAPACK ormqr failed (info = {info})")
+    z[1:] = applied
     return vals, z
 
 
