@@ -231,6 +231,26 @@ def listed_keys(label: str, keys: list[str]) -> str:
     return f"{label} {', '.join(keys[:3])}" + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
 
 
+def load_strictly(net: Any, state: dict, *, mismatch: str, ignored: Sequence[str] = (),
+                  unmapped: Sequence[str] = ()) -> Any:
+    """``net.load_state_dict(state, strict=True)``; a key mismatch or a shape error raises one OptionError
+    line: ``mismatch`` followed by the missing / unexpected keys (``unmapped``: keys of the file that found
+    no place in the network; keys of ``net`` ending in one of ``ignored`` may be absent)."""
+    expected = set(net.state_dict())
+    optional = {k for k in expected if k.endswith(tuple(ignored))} if ignored else set()
+    missing = sorted(expected - set(state) - optional)
+    unexpected = sorted(list(unmapped) + [k for k in state if k not in expected])
+    if missing or unexpected:
+        what = "; ".join(listed_keys(label, keys) for label, keys
+                         in (("missing", missing), ("unexpected", unexpected)) if keys)
+        raise OptionError(f"{mismatch} ({what})")
+    try:
+        net.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise OptionError(f"{mismatch} ({' '.join(str(exc).split())[:200]})") from None
+    return net
+
+
 def rgb_batches(images: Sequence[ImageLike], batch_size: int):
     """``images`` in lists of at most ``batch_size`` RGB PIL images (each checked by :func:`to_rgb`, its
     errors naming the image's position)."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._packaged import packaged_file
 from ..errors import OptionError
-from .base import ImageLike, fold_batchnorm, l2_normalize, to_rgb
+from .base import ImageLike, fold_batchnorm, l2_normalize, load_strictly, read_state_dict, to_rgb
 
 WEIGHTS_FILE = "efficientnet-lite0-57934424.pth"
 #: (kernel, stride, expansion, output channels, repeats) of the seven stages
@@ -164,12 +164,9 @@ class EfficientNetLite0Encoder:
             import torch
 
             net = build_efficientnet_lite0()
-            state = torch.load(self.weights, map_location="cpu", weights_only=True)
-            try:
-                net.load_state_dict(state, strict=True)
-            except RuntimeError as exc:
-                raise OptionError(f"efficientnet-lite0 weights {str(self.weights)!r} do not fit the "
-                                  f"network ({str(exc)[:200]})") from None
+            state = read_state_dict(self.weights, "image_model efficientnet-lite0")
+            load_strictly(net, state, ignored=("num_batches_tracked",),
+                          mismatch=f"efficientnet-lite0 weights {str(self.weights)!r} do not fit the network")
             # batch norms folded into the convolutions, channels-last (faster depthwise convolutions on the
             # CPU): the same values up to float rounding
             self._model = fold_batchnorm(net.eval(), FUSED).to(self.device, memory_format=torch.channels_last)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import OptionError
-from .base import ImageLike, fold_batchnorm, listed_keys, read_state_dict, to_rgb
+from .base import ImageLike, fold_batchnorm, load_strictly, read_state_dict, to_rgb
 from .efficientnet import _file_hash
 
 WEIGHTS_GLOB = "pt_inception-2015-12-05-*.pth"
@@ -237,21 +237,8 @@ class InceptionEncoder:
             net = build_fid_inception()
             where = str(self.weights)
             state = read_state_dict(self.weights, "image_model inception")
-            expected, given = set(net.state_dict()), set(state)
-            optional = {k for k in expected if k.endswith("num_batches_tracked")}
-            missing = sorted(expected - given - optional)
-            unexpected = sorted(given - expected)
-            if missing or unexpected:
-                what = "; ".join(listed_keys(label, keys) for label, keys in (("missing", missing),
-                                                                         ("unexpected", unexpected)) if keys)
-                raise OptionError(f"image_model inception: {where!r} is not the FID Inception-v3 checkpoint "
-                                  f"({what})")
-            try:
-                net.load_state_dict(state, strict=True)
-            except RuntimeError as exc:
-                first = " ".join(str(exc).split())[:200]
-                raise OptionError(f"image_model inception: {where!r} does not fit the network "
-                                  f"({first})") from None
+            load_strictly(net, state, ignored=("num_batches_tracked",),
+                          mismatch=f"image_model inception: {where!r} is not the FID Inception-v3 checkpoint")
             self._model = fold_batchnorm(net.eval(), {"conv": "bn"}).to(self.device)
         return self._model
 

@@ -35,7 +35,7 @@ from ..errors import OptionError
 from .base import (
     ImageLike,
     l2_normalize,
-    listed_keys,
+    load_strictly,
     model_fingerprint,
     offline_env,
     projected_features,
@@ -285,19 +285,8 @@ class OpenCLIPEncoder:
             mapped, unmapped = convert_state_dict(read_state_dict(self.weights, self.where))
             torch.manual_seed(0)  # every weight is overwritten below; the draw only fills them first
             net = CLIPModel(config)
-            expected = set(net.state_dict())
-            missing = sorted(expected - set(mapped))
-            unexpected = sorted(unmapped + [k for k in mapped if k not in expected])
-            if missing or unexpected:
-                what = "; ".join(listed_keys(label, keys) for label, keys
-                                 in (("missing", missing), ("unexpected", unexpected)) if keys)
-                raise OptionError(f"{self.where}: {self.weights.name} does not fit {CONFIG_FILE} ({what})")
-            try:
-                net.load_state_dict(mapped, strict=True)
-            except RuntimeError as exc:
-                first = " ".join(str(exc).split())[:200]
-                raise OptionError(f"{self.where}: {self.weights.name} does not fit {CONFIG_FILE} "
-                                  f"({first})") from None
+            load_strictly(net, mapped, unmapped=unmapped,
+                          mismatch=f"{self.where}: {self.weights.name} does not fit {CONFIG_FILE}")
             self._model = net.to(self.device).eval()
         return self._model
 
