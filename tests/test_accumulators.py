@@ -227,3 +227,27 @@ def test_minmax_accumulator_equals_brute_force():
     assert np.array_equal(lo, x.min(0)) and np.array_equal(hi, x.max(0)) and acc.count == 50
     with pytest.raises(InputError):
         MinMaxAccumulator().compute()
+
+
+def test_weighted_difference_equals_brute_force_whatever_the_lower_triangle_holds():
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal((70, 600)), rng.standard_normal((50, 600))
+    for precision, tol in (("float64", 1e-13), ("float32", 1e-5)):
+        x = CovarianceAccumulator(600, precision=precision).update(a[:30]).update(a[30:])
+        y = CovarianceAccumulator(600, precision=precision).update(b)
+        y.sum_upper += np.tril(rng.standard_normal((600, 600)), -1)  # a torch-side sum fills both triangles
+        diff = x.weighted_difference(y, 0.7)
+        np.testing.assert_allclose(diff, a.T @ a / 70 - 0.7 * b.T @ b / 50, atol=tol)
+        np.testing.assert_array_equal(diff, diff.T)
+    with pytest.raises(InputError):
+        x.weighted_difference(CovarianceAccumulator(600), 1.0)
+
+
+@pytest.mark.parametrize("size", [1, 7, 512, 513, 1100])
+def test_mirror_upper_copies_the_upper_triangle_down(size):
+    from promptprism.array_ops import mirror_upper
+
+    a = np.random.default_rng(size).standard_normal((size, size))
+    expected = np.triu(a) + np.triu(a, 1).T
+    np.testing.assert_array_equal(mirror_upper(np.asfortranarray(a)), expected)
+    np.testing.assert_array_equal(mirror_upper(a.copy()), expected)

@@ -64,6 +64,41 @@ class Backend:
             return x.to(device=self.torch_device, dtype=dtype)
         return torch.as_tensor(np.asarray(x), dtype=dtype, device=self.torch_device)
 
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        """An uninitialised array of this backend (``dtype``: a numpy dtype or its name); large numpy
+        arrays come with their pages mapped (:func:`populated_empty`)."""
+        if self.name == "numpy":
+            return populated_empty(shape, dtype)
+        import torch
+
+        return torch.empty(shape, dtype=getattr(torch, np.dtype(dtype).name), device=self.torch_device)
+
+
+#: arrays at least this large are allocated with their pages mapped up front
+POPULATE_BYTES = 16 * 2**20
+
+
+def populated_zeros(shape: tuple[int, ...], dtype: Any, order: str = "C") -> np.ndarray:
+    """``np.zeros(shape, dtype, order)`` whose memory pages are mapped at allocation (Linux ``MAP_POPULATE``,
+    anonymous memory comes zeroed) when it is at least :data:`POPULATE_BYTES`: the first write to fresh
+    memory otherwise takes one page fault per 4 KiB page, one at a time (measured on a virtual machine:
+    1.1 s for 720 MB, 0.2 s for the first pass over a 72 MB sum; 0.23 s for 720 MB populated)."""
+    import mmap
+
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    flag = getattr(mmap, "MAP_POPULATE", None)
+    if size < POPULATE_BYTES or flag is None:
+        return np.zeros(shape, dtype=dtype, order=order)
+    buffer = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | flag)
+    flat = np.frombuffer(buffer, dtype=dtype)
+    return flat.reshape(shape[::-1]).T if order == "F" else flat.reshape(shape)
+
+
+def populated_empty(shape: tuple[int, ...], dtype: Any, order: str = "C") -> np.ndarray:
+    """An array to be overwritten, allocated as :func:`populated_zeros` (the zeros cost nothing extra)."""
+    return populated_zeros(shape, dtype, order)
+
 
 NUMPY = Backend("numpy")
 

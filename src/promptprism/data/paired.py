@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -91,22 +92,20 @@ def check_compatible(test: PairedSet, reference: PairedSet) -> None:
                              f"{reference.where}; both sets must be embedded with the same model")
 
 
-def _row_digests(arr: np.ndarray, chunk: int = 2048) -> list[tuple[int, int]]:
-    """A 128-bit key per row, equal for equal rows: two multiply-add hashes (mod 2^64) of its float64 bits.
-
-    Vectorised (no Python loop per row); two different rows collide with probability ~2^-64.
-    """
+def _row_digests(arr: np.ndarray, chunk: int = 2048) -> np.ndarray:
+    """A 128-bit key per row, equal for equal rows: two multiply-add hashes (mod 2^64) of its float64 bits,
+    as an (n, 2) uint64 array. Vectorised; two different rows collide with probability ~2^-64."""
     d = arr.shape[1]
     words = np.frombuffer(hashlib.blake2b(b"promptprism-rows", digest_size=64).digest(), dtype=np.uint64)
     mult = np.random.default_rng(int(words[0] % np.uint64(2**63))).integers(
         0, 2**63, size=(2, d), dtype=np.uint64) * np.uint64(2) + np.uint64(1)  # odd multipliers
-    keys: list[tuple[int, int]] = []
+    keys = np.empty((arr.shape[0], 2), dtype=np.uint64)
     for start in range(0, arr.shape[0], chunk):
         bits = np.ascontiguousarray(arr[start : start + chunk], dtype=np.float64).view(np.uint64)
         with np.errstate(over="ignore"):
-            h1 = (bits * mult[0]).sum(axis=1, dtype=np.uint64)
-            h2 = ((bits ^ np.uint64(0x9E3779B97F4A7C15)) * mult[1]).sum(axis=1, dtype=np.uint64)
-        keys.extend(zip(h1.tolist(), h2.tolist(), strict=True))
+            keys[start : start + chunk, 0] = (bits * mult[0]).sum(axis=1, dtype=np.uint64)
+            keys[start : start + chunk, 1] = ((bits ^ np.uint64(0x9E3779B97F4A7C15)) * mult[1]).sum(
+                axis=1, dtype=np.uint64)
     return keys
 
 
@@ -114,20 +113,32 @@ def prompt_groups(*sets: PairedSet) -> tuple[list[np.ndarray], list[str]]:
     """Integer prompt labels shared across ``sets``, and a display name per label.
 
     Rows are grouped by prompt string when every set has strings, otherwise by identical prompt embedding
-    (then named by the string of their first occurrence, if any, or ``prompt #k``).
+    (then named by the string of their first occurrence, if any, or ``prompt #k``). Labels are numbered in
+    order of first occurrence (set by set, row by row).
     """
-    labels: list[np.ndarray] = []
-    names: list[str] = []
-    index: dict = {}
-    by_string = all(s.prompts is not None for s in sets)
-    for s in sets:
-        keys = s.prompts if by_string else _row_digests(s.prompt_embeddings)
-        lab = np.empty(len(s), dtype=np.int64)
-        for i, key in enumerate(keys):
+    if all(s.prompts is not None for s in sets):
+        index: dict[str, int] = {}
+        first_list: list[int] = []
+        inverse = np.empty(sum(len(s) for s in sets), dtype=np.int64)
+        for i, key in enumerate(itertools.chain.from_iterable(s.prompts for s in sets)):
             g = index.get(key)
             if g is None:
-                g = index[key] = len(names)
-                names.append(s.prompts[i] if s.prompts is not None else f"prompt #{g}")
-            lab[i] = g
-        labels.append(lab)
+                g = index[key] = len(first_list)
+                first_list.append(i)
+            inverse[i] = g
+        first = np.asarray(first_list, dtype=np.int64)
+    else:
+        keys = np.concatenate([_row_digests(s.prompt_embeddings) for s in sets])
+        _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # groups by first occurrence
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    flat = rank[inverse.reshape(-1)]
+    bounds = np.cumsum([0] + [len(s) for s in sets])
+    labels = [flat[a:b].astype(np.int64) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    owner = np.searchsorted(bounds, first[order], side="right") - 1
+    names = []
+    for g, (i, k) in enumerate(zip(first[order].tolist(), owner.tolist(), strict=True)):
+        prompts = sets[k].prompts
+        names.append(prompts[i - bounds[k]] if prompts is not None else f"prompt #{g}")
     return labels, names

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg.blas import dsyrk, ssyrk
+from scipy.linalg.blas import daxpy, dsyrk, ssyrk
 
-from ..backend import array_namespace, backend_of, is_numpy, to_numpy
+from ..array_ops import mirror_upper
+from ..backend import array_namespace, backend_of, is_numpy, populated_empty, populated_zeros, to_numpy
 from ..errors import InputError
 
 
@@ -36,7 +37,7 @@ class CovarianceAccumulator:
 
     def __post_init__(self) -> None:
         if self.sum_upper is None:
-            self.sum_upper = np.zeros((self.dim, self.dim), dtype=np.float64, order="F")
+            self.sum_upper = populated_zeros((self.dim, self.dim), np.float64, order="F")
 
     def update(self, features: np.ndarray) -> CovarianceAccumulator:
         """Add sum_i f_i f_i^T over the rows of ``features`` (n, dim)."""
@@ -55,7 +56,7 @@ class CovarianceAccumulator:
             # f.T: Fortran (dim x n), no copy; the float32 product goes to a scratch matrix reused chunk after
             # chunk (a fresh dim x dim result per chunk cost page faults: ~1 s of system time at r = 3000)
             if self._scratch is None:
-                self._scratch = np.zeros((self.dim, self.dim), dtype=np.float32, order="F")
+                self._scratch = populated_zeros((self.dim, self.dim), np.float32, order="F")
             self.sum_upper += ssyrk(1.0, f.T, beta=0.0, c=self._scratch, trans=0, lower=0, overwrite_c=1)
             self.count += f.shape[0]
         elif f.shape[0]:
@@ -72,12 +73,9 @@ class CovarianceAccumulator:
         return self
 
     def sum_outer(self) -> np.ndarray:
-        """sum_i f_i f_i^T (full, symmetric); two temporary dim x dim arrays, not four."""
+        """sum_i f_i f_i^T (full, symmetric): a new dim x dim array, no other temporary."""
         self.to_host()
-        full = np.triu(self.sum_upper)
-        strictly_upper = np.triu(full, 1)
-        full += strictly_upper.T
-        return full
+        return mirror_upper(np.array(self.sum_upper, order="F"))
 
     def merge(self, other: CovarianceAccumulator) -> CovarianceAccumulator:
         """Add another accumulator's sum and count to this one."""
@@ -95,6 +93,18 @@ class CovarianceAccumulator:
         c = self.sum_outer()
         c /= self.count
         return c
+
+    def weighted_difference(self, other: CovarianceAccumulator, eta: float) -> np.ndarray:
+        """C_self - eta C_other (full, symmetric) from the two running sums: one new dim x dim array."""
+        if self.count == 0 or other.count == 0:
+            raise InputError("no samples were accumulated (the set is empty)")
+        if other.dim != self.dim:
+            raise InputError(f"cannot subtract covariances of dimension {self.dim} and {other.dim}")
+        self.to_host(), other.to_host()
+        out = populated_empty((self.dim, self.dim), np.float64, order="F")  # like the sums
+        np.multiply(self.sum_upper, 1.0 / self.count, out=out)
+        daxpy(other.sum_upper.ravel(order="K"), out.ravel(order="K"), a=-eta / other.count)
+        return mirror_upper(out)
 
     def reset(self) -> None:
         """Zero the sum and the count, keeping the buffer."""
@@ -190,10 +200,15 @@ class TopKAccumulator:
     def _keep(self, ids: np.ndarray, scores: np.ndarray) -> None:
         if ids.shape[0] == 0:
             return
-        # sort by (-|score|, id) per column; lexsort uses the last key as primary
-        order = np.empty((min(self.k, ids.shape[0]), self.n_columns), dtype=np.int64)
+        # per column: the rows at least as strong as the k-th largest |score| (ties included), then sorted by
+        # (-|score|, id); lexsort uses the last key as primary
+        k = min(self.k, ids.shape[0])
+        magnitude = np.abs(scores)
+        kth = -np.partition(-magnitude, k - 1, axis=0)[k - 1]
+        order = np.empty((k, self.n_columns), dtype=np.int64)
         for j in range(self.n_columns):
-            order[:, j] = np.lexsort((ids[:, j], -np.abs(scores[:, j])))[: self.k]
+            rows = np.flatnonzero(~(magnitude[:, j] < kth[j]))  # (all rows when kth is nan)
+            order[:, j] = rows[np.lexsort((ids[rows, j], -magnitude[rows, j]))[:k]]
         self.ids = np.take_along_axis(ids, order, axis=0)
         self.scores = np.take_along_axis(scores, order, axis=0)
 

@@ -338,13 +338,14 @@ class PromptSplit:
                 (fmap, *partition_rows(sets[side], a, b), self.chunk_size, task_backend)
                 for a, b in core.chunks(len(sets[side]), size)],
                 description=f"PromptSplit: covariance ({side})", progress=show) for side in SIDES}
-        lam = accs["test"].compute() - self.eta * accs["reference"].compute()
+        lam = accs["test"].weighted_difference(accs["reference"], self.eta)
         timings["covariance_s"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         with status(f"PromptSplit: eigen-solve ({lam.shape[0]} features)", enabled=show):
             spec = core.feature_spectrum(backend.asarray(lam), n_modes=self.n_modes, eta=self.eta,
                                          solver=self.solver, precision=fmap.precision)
-        distance = float(np.sum(lam * lam))
+        flat = lam.ravel(order="K")  # (a view: vdot of the 2-d array would copy it to C order)
+        distance = float(np.vdot(flat, flat))
         timings["eigen_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
         if keep:

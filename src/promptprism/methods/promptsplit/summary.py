@@ -59,8 +59,7 @@ def summarise(*, sets: dict[str, PairedSet], eigenvalues: np.ndarray, stats: dic
             key = contribution if side == "test" else -contribution
         else:
             key = np.nan_to_num(mean_score, nan=-np.inf)
-        order = np.lexsort((np.arange(len(names)), -key))
-        order = order[present[order]][: options.top_prompts].tolist()
+        order = strongest(key, options.top_prompts, where=present).tolist()
         loadings = [PromptLoading(prompt=names[p], contribution=float(contribution[p]),
                                   mean_score=None if np.isnan(mean_score[p]) else float(mean_score[p]),
                                   n_test=int(counts_t[p]), n_reference=int(counts_r[p]))
@@ -91,11 +90,26 @@ def prompt_ranking(*, eigenvalues: np.ndarray, contributions: np.ndarray, names:
     disagreement = prompt_disagreement(eigenvalues, contributions)
     captured = float(np.sum(np.asarray(eigenvalues) ** 2))
     counts_t, counts_r = counts
-    order = np.lexsort((np.arange(len(names)), -disagreement))
+    order = strongest(disagreement, limit, where=(counts_t + counts_r) > 0)
     return [{"prompt": names[p], "disagreement": float(disagreement[p]),
              "share": float(disagreement[p] / captured) if captured > 0 else 0.0,
              "n_test": int(counts_t[p]), "n_reference": int(counts_r[p])}
-            for p in order[:limit] if counts_t[p] + counts_r[p] > 0]
+            for p in order.tolist()]
+
+
+def strongest(key: np.ndarray, count: int, *, where: np.ndarray) -> np.ndarray:
+    """Indices of the ``count`` largest ``key`` values among those ``where`` is true, largest first, ties
+    by smaller index (a partial selection, then a sort of the candidates only)."""
+    candidates = np.flatnonzero(where)
+    values = key[candidates]
+    if count <= 0:
+        return candidates[:0]
+    if count < candidates.size:
+        at = candidates.size - count
+        kth = np.partition(np.where(np.isnan(values), -np.inf, values), at)[at]
+        keep = (values >= kth) | np.isnan(values)  # ties with the k-th stay candidates; nan sorts last
+        candidates, values = candidates[keep], values[keep]
+    return candidates[np.lexsort((candidates, -values))][:count]
 
 
 def _samples(ps: PairedSet, side: str, top: tuple[np.ndarray, np.ndarray], j: int, sign: float

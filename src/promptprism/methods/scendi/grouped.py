@@ -15,9 +15,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...array_ops import as_like, device_of, group_sum, index_array, symmetric_eigh, trace
+from ...array_ops import (
+    as_like,
+    column_gram,
+    device_of,
+    group_sum,
+    index_array,
+    symmetric_eigh,
+    trace,
+    values_and_top_vectors_of,
+)
 from ...backend import array_namespace, to_numpy
-from .dual import DualSpectra, kept, round_off_zeroed, values_and_top_vectors
+from .dual import DualSpectra, kept, round_off_zeroed
 
 
 @dataclass(frozen=True)
@@ -51,12 +60,12 @@ def grouped_split(output_features: np.ndarray, group_features: np.ndarray, group
     keep = kept(mu, rcond)
     u_k = u[:, keep]
     b = x_g.T @ u_k  # d_I x k
-    c_ii = (f_i.T @ f_i) / n
-    lambda_i = c_ii - b @ b.T
+    c_ii = column_gram(f_i) / n
+    lambda_i = c_ii - column_gram(b.T)
     predictions = xp.zeros((n_groups, f_i.shape[1]), dtype=f_i.dtype, **device_of(f_i))
     predictions[rows] = (u_k @ (u_k.T @ x_g)) / sw[:, None]
-    return GroupedSplit(c_ii=0.5 * (c_ii + c_ii.T), lambda_i=0.5 * (lambda_i + lambda_i.T), b=b,
-                        predictions=predictions, prompt_rank=int(keep.sum()))
+    return GroupedSplit(c_ii=c_ii, lambda_i=lambda_i, b=b, predictions=predictions,  # (both symmetric)
+                        prompt_rank=int(keep.sum()))
 
 
 def grouped_spectra(split: GroupedSplit, output_features: np.ndarray, groups: np.ndarray, *, n_top: int
@@ -80,11 +89,7 @@ def grouped_spectra(split: GroupedSplit, output_features: np.ndarray, groups: np
 
 
 def spectra_pair(a, b, n_top: int) -> tuple[list, list]:
-    """:func:`values_and_top_vectors` of two matrices: ([values_a, values_b], [vectors_a, vectors_b]).
-
-    One after the other, each with every BLAS thread: on a quiet 2-core machine that took 20.6 s at
-    n = 10,000 (2 x 2500 features) against 27.7 s for the two solves side by side on one thread each (the
-    tridiagonal reduction is memory-bound, and two of them at once share the memory bandwidth).
-    """
-    pairs = [values_and_top_vectors(m, n_top) for m in (a, b)]
+    """:func:`values_and_top_vectors` of two matrices: ([values_a, values_b], [vectors_a, vectors_b]) (by
+    :func:`~promptprism.array_ops.values_and_top_vectors_of`)."""
+    pairs = values_and_top_vectors_of([a, b], n_top)
     return [to_numpy(v) for v, _ in pairs], [to_numpy(w) for _, w in pairs]
