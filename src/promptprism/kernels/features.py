@@ -78,8 +78,11 @@ class RandomFourierFeatures:
     def transform(self, x: np.ndarray) -> np.ndarray:
         """phi(a) for each row of ``x``: (n, 2D) float64."""
         x = _check_input(x, self.dim_in, "RandomFourierFeatures input")
-        proj = np.asarray(x, dtype=np.float64) @ self.frequencies
-        return _cos_sin(proj)
+        out = populated_empty((x.shape[0], self.n_features), np.float64)
+        # the phases in the first half of the features, overwritten in place by their cosines
+        half = out[:, : self.n_features // 2]
+        proj = np.matmul(np.asarray(x, dtype=np.float64), self.frequencies, out=half)
+        return _cos_sin(proj, out=out)
 
 
 #: largest absolute error (radians) of a random-feature phase that is still accepted

@@ -30,7 +30,7 @@ def feature_matrices(data: PairedSet, maps: ScendiFeatureMaps, *, groups: np.nda
     xp = backend.xp
     on = {} if backend.name == "numpy" else {"device": backend.torch_device}
     dt = backend.asarray(np.zeros(0, dtype=dtype)).dtype
-    fi = xp.empty((n, maps.dim_output), dtype=dt, **on)
+    fi = backend.empty((n, maps.dim_output), np.dtype(dtype))  # (pages mapped up front)
     for a in range(0, n, chunk_size):
         b = min(n, a + chunk_size)
         fi[a:b] = xp.astype(maps.outputs(np.asarray(data.output_embeddings[a:b]), backend), dt)
