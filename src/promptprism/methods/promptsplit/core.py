@@ -203,12 +203,6 @@ def covariance_partition(fmap: Any, prompts: Any, outputs: Any, start: int, stop
     return acc.to_host()
 
 
-#: rows per covariance update when the features are kept (:func:`covariance_and_features`): each update's
-#: float32 product is added to the float64 running sum, a pass over two r x r matrices (~25 ms at r = 3000),
-#: so fewer, larger updates; float32 round-off grows only as sqrt(rows) (docs/precision.md)
-UPDATE_ROWS = 32768
-
-
 def covariance_and_features(fmap: Any, prompts: Any, outputs: Any, chunk_size: int,
                             backend: Backend = NUMPY) -> tuple[CovarianceAccumulator, Any]:
     """As :func:`covariance_partition` over all rows, keeping the features psi (N x r, on ``backend``) for
@@ -217,13 +211,9 @@ def covariance_and_features(fmap: Any, prompts: Any, outputs: Any, chunk_size: i
     n = prompts.shape[0]
     acc = CovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64"))
     feats = backend.empty((n, fmap.dim), getattr(fmap, "precision", "float64"))
-    span = max(chunk_size, UPDATE_ROWS)
-    for s0, s1 in chunks(n, span):
-        for a, b in chunks(s1 - s0, chunk_size):
-            rows = slice(s0 + a, s0 + b)
-            fmap.transform(backend.asarray(prompts[rows]), backend.asarray(outputs[rows]),
-                           out=feats[rows, ...])
-        acc.update(feats[s0:s1, ...])
+    for a, b in chunks(n, chunk_size):
+        acc.update(fmap.transform(backend.asarray(prompts[a:b]), backend.asarray(outputs[a:b]),
+                                  out=feats[a:b, ...]))
     return acc.to_host(), feats
 
 
