@@ -10,9 +10,10 @@ on v is psi(s) . v = (L w)_s.
 Backends (``promptprism.backend``): every function takes numpy arrays or torch tensors and answers in kind.
 The solvers that are best done by a numpy-only library on the CPU (LAPACK's pivoted Cholesky, ARPACK) keep
 that for numpy and give torch its own branch in one place each (:func:`symmetric_eigenpairs`,
-:func:`gram_factor`, :func:`symmetric_extreme_eigenpairs`, :func:`weighted_gram_eigenpairs`'s top-k step:
-a dense ``eigh`` on the device); the batched Lanczos of the permutation test is written once over the array
-API. Random start vectors are drawn by numpy, so both backends see the same numbers.
+:func:`gram_factor`, :func:`symmetric_extreme_eigenpairs`: a dense ``eigh`` on the device;
+:func:`weighted_gram_eigenpairs`' top-k step: Lanczos with vectors, :mod:`.lanczos`); the batched
+Lanczos of the permutation test is written once over the array API. Random start vectors are drawn by
+numpy, so both backends see the same numbers.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from scipy.linalg.blas import dsymv, ssymv
 
 from ..array_ops import symmetric_eigh
 from ..backend import array_namespace, backend_of, float_dtype, is_numpy, to_numpy
+from .lanczos import weighted_gram_lanczos
 
 
 def symmetric_eigenpairs(a: Any) -> tuple[Any, Any]:
@@ -117,7 +119,7 @@ def weighted_gram_eigenpairs(
 
     A float32 ``gram`` is kept float32 (half the memory): the dense route factors a float64 copy, lanczos
     multiplies in float32 (BLAS ssymv) with float64 Krylov vectors; the scores are float64 either way.
-    A torch ``gram`` is solved on its device (dense factor and eigh; the top-k step as
+    A torch ``gram`` is solved on its device (dense factor and eigh; the top-k step by Lanczos with vectors,
     :func:`_torch_extreme_gram_eigenpairs`); the results are tensors there.
     """
     xp, on = array_namespace(gram), backend_of(gram)
@@ -161,13 +163,11 @@ def weighted_gram_eigenpairs(
 
 
 def _torch_extreme_gram_eigenpairs(gram: Any, weights: Any, n_pos: int, n_neg: int) -> GramEigen:
-    """The torch branch of :func:`weighted_gram_eigenpairs`' top-k step: the dense solve on the device
-    (an accelerator's ``eigh`` of N = 10,000 takes seconds), keeping only the extremes, as ARPACK would."""
-    dense = weighted_gram_eigenpairs(gram, weights, solver="dense")
-    size = dense.eigenvalues.shape[0]
-    keep = np.r_[np.arange(min(n_pos, size)), np.arange(max(size - n_neg, min(n_pos, size)), size)]
-    cols = backend_of(gram).asarray(keep)
-    return GramEigen(dense.eigenvalues[cols], dense.scores[:, cols])
+    """The torch branch of :func:`weighted_gram_eigenpairs`' top-k step: Lanczos in the G inner product on
+    the device, with vectors (:func:`~promptprism.stats.lanczos.weighted_gram_lanczos`; one product G x per
+    step instead of two dense N x N eigen-decompositions), converged as ARPACK is on numpy."""
+    vals, scores = weighted_gram_lanczos(gram, weights, n_pos, n_neg)
+    return GramEigen(vals, scores)
 
 
 def symmetric_extreme_eigenpairs(a: Any, n_each: int) -> tuple[Any, Any]:
