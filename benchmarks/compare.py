@@ -55,6 +55,7 @@ import math
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -257,7 +258,8 @@ def row_rff(n: int, r: int, args) -> list[Row]:
                     raise RuntimeError(f"the CLI failed: {proc.stderr.strip()[-500:]}")
                 runs.append((secs, cpu))
         runs.sort()
-        secs, cpu = runs[len(runs) // 2]  # the median run (a virtual machine's page faults vary run to run)
+        # the median (a virtual machine's page faults vary run to run)
+        secs, cpu = statistics.median(s for s, _ in runs), statistics.median(c for _, c in runs)
         spread = ", ".join(f"{s:.2f}" for s, _ in runs)
         floor32 = sum(machine.floor_seconds(f, "float32", kind=k, rates=args.rates) for f, k in parts)
         target = ""
@@ -382,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
                                                      "docs/devices.md): where the exact and rff rows run")
     args = ap.parse_args(argv)
     args.cli = (not args.quick) if args.cli is None else args.cli
+    if args.cli_repeat < 1:
+        ap.error(f"--cli-repeat must be at least 1, got {args.cli_repeat}")
     args.cka_block = args.cka_block or (50 if args.quick else 100)
     if args.quick and args.rff_probe > 200:
         args.rff_probe = 10**9  # small problems: the loop runs in full

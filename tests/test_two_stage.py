@@ -94,3 +94,32 @@ def test_symmetric_part_and_column_gram_equal_the_numpy_expressions(size):
         assert gram.dtype == dtype
         np.testing.assert_allclose(gram, f.T @ f, atol=tol * size)
         np.testing.assert_array_equal(gram, gram.T)
+
+
+def test_arpack_failure_falls_back_to_the_tridiagonal_route(monkeypatch):
+    zero = np.zeros((600, 600))  # ARPACK cannot start on the zero matrix
+    assert array_ops.two_stage_values_and_top_vectors(zero, 4) is None
+    monkeypatch.setattr(array_ops, "TWO_STAGE_MIN", 500)
+    vals, vecs = array_ops.values_and_top_vectors(zero, 4)
+    np.testing.assert_array_equal(vals, np.zeros(600))
+    np.testing.assert_allclose(vecs.T @ vecs, np.eye(4), atol=1e-12)
+
+
+def test_populated_zeros_are_zeros_in_the_order_asked_and_fall_back_when_mapping_fails(monkeypatch):
+    import mmap
+
+    from promptprism import backend
+
+    big = (3000, 2000)  # 48 MB: above POPULATE_BYTES
+    for order in ("C", "F"):
+        a = backend.populated_zeros(big, np.float64, order=order)
+        assert a.shape == big and not a.any()
+        assert a.flags.f_contiguous if order == "F" else a.flags.c_contiguous
+        a[-1, -1] = 1.0  # writable
+
+    def refuse(*args, **kwargs):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(mmap, "mmap", refuse)
+    b = backend.populated_zeros(big, np.float32, order="F")
+    assert b.dtype == np.float32 and b.flags.f_contiguous and not b.any()

@@ -4,9 +4,10 @@ The classic reduction to tridiagonal form (``?sytrd``, behind every SciPy ``eigh
 matrix-vector products, at memory speed. The two-stage reduction (full -> band by matrix-matrix products,
 band -> tridiagonal by bulge chasing; LAPACK 3.7+) does the same job about twice as fast for eigenvalues
 only (measured on a 2-core machine: d = 5,000 float64 in 3.9 s against 7.9 s). The routine ships inside the
-OpenBLAS that SciPy and NumPy wheels bundle; it is called through its LAPACKE entry point, found in the BLAS
-libraries ``threadpoolctl`` reports as loaded. Where none has it, :func:`eigvalsh_two_stage` returns None
-and the caller keeps SciPy's solver.
+OpenBLAS that SciPy and NumPy wheels bundle; it is called through its LAPACKE entry point, found in the
+OpenBLAS libraries ``threadpoolctl`` reports as loaded (their configuration string gives the integer width).
+Where none has it (another BLAS, an older LAPACK), :func:`eigvalsh_two_stage` returns None and the caller
+keeps SciPy's solver.
 """
 
 from __future__ import annotations
@@ -23,27 +24,44 @@ _COL_MAJOR = 102
 
 @functools.cache
 def _entry(dtype_char: str) -> tuple[Any, type] | None:
-    """(the LAPACKE ``?syevd_2stage`` function, its integer type), or None where no loaded library has it."""
+    """(the LAPACKE ``?syevd_2stage`` function, its integer type) from a loaded OpenBLAS, or None.
+
+    Only OpenBLAS builds are used, since their configuration string says whether their integers are 64-bit
+    (``USE64BITINT``); LP64 builds are preferred."""
     import scipy.linalg  # noqa: F401  (loads SciPy's BLAS, so that threadpoolctl sees it)
     from threadpoolctl import threadpool_info
 
     name = f"LAPACKE_{dtype_char}syevd_2stage"
-    libraries = sorted((info["filepath"] for info in threadpool_info() if info.get("user_api") == "blas"),
-                       key=lambda path: "64" in path)  # LP64 builds first
-    for path in libraries:
+    found = []
+    for info in threadpool_info():
+        if info.get("internal_api") != "openblas":
+            continue
         try:
-            lib = ctypes.CDLL(path)
+            lib = ctypes.CDLL(info["filepath"])
         except OSError:  # pragma: no cover - a reported library that cannot be opened
             continue
-        for symbol, int_type in ((f"scipy_{name}", ctypes.c_int), (name, ctypes.c_int),
-                                 (f"scipy_{name}64_", ctypes.c_int64)):
+        int_type = ctypes.c_int64 if "USE64BITINT" in _config(lib) else ctypes.c_int
+        for symbol in (f"scipy_{name}", name, f"scipy_{name}64_", f"{name}64_"):
             fn = getattr(lib, symbol, None)
             if fn is not None:
                 fn.restype = int_type
                 fn.argtypes = [ctypes.c_int, ctypes.c_char, ctypes.c_char, int_type, ctypes.c_void_p,
                                int_type, ctypes.c_void_p]
-                return fn, int_type
-    return None
+                found.append((fn, int_type))
+                break
+    found.sort(key=lambda entry: entry[1] is ctypes.c_int64)  # LP64 first
+    return found[0] if found else None
+
+
+def _config(lib: Any) -> str:
+    """OpenBLAS's build configuration string ('' where the library does not say)."""
+    for symbol in ("scipy_openblas_get_config", "scipy_openblas_get_config64_", "openblas_get_config",
+                   "openblas_get_config64_"):
+        fn = getattr(lib, symbol, None)
+        if fn is not None:
+            fn.restype, fn.argtypes = ctypes.c_char_p, []
+            return (fn() or b"").decode(errors="replace")
+    return ""
 
 
 def has_two_stage(dtype: Any) -> bool:

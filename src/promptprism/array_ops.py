@@ -191,7 +191,7 @@ def two_stage_values_and_top_vectors(a: np.ndarray, n_top: int) -> tuple[np.ndar
 
     The Lanczos values must equal the top of the full spectrum (to 1000 eps of its largest magnitude): a
     Krylov method can miss a copy of a repeated eigenvalue, and then None is returned (as where the two-stage
-    solver is unavailable) and the caller takes the tridiagonal route.
+    solver is unavailable, or ARPACK fails) and the caller takes the tridiagonal route.
     """
     import scipy.sparse.linalg as spla
 
@@ -199,8 +199,11 @@ def two_stage_values_and_top_vectors(a: np.ndarray, n_top: int) -> tuple[np.ndar
         return None
     sym = symmetric_part(a)
     size = sym.shape[0]
-    top, vecs = spla.eigsh(sym, k=n_top, which="LA", v0=np.full(size, 1.0 / np.sqrt(size), dtype=sym.dtype),
-                           tol=0.0)
+    v0 = np.full(size, 1.0 / np.sqrt(size), dtype=sym.dtype)
+    try:
+        top, vecs = spla.eigsh(sym, k=n_top, which="LA", v0=v0, tol=0.0)
+    except spla.ArpackError:  # (no convergence is one too) e.g. a zero matrix: the tridiagonal route answers
+        return None
     vals = eigvalsh_two_stage(sym, overwrite_a=True)[::-1]
     order = np.argsort(top)[::-1]
     scale = max(float(np.max(np.abs(vals))), np.finfo(np.float64).tiny)

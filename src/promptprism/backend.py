@@ -90,7 +90,10 @@ def populated_zeros(shape: tuple[int, ...], dtype: Any, order: str = "C") -> np.
     flag = getattr(mmap, "MAP_POPULATE", None)
     if size < POPULATE_BYTES or flag is None:
         return np.zeros(shape, dtype=dtype, order=order)
-    buffer = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | flag)
+    try:
+        buffer = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | flag)
+    except OSError:  # e.g. ENOMEM: numpy's own allocation answers (a MemoryError callers know how to report)
+        return np.zeros(shape, dtype=dtype, order=order)
     flat = np.frombuffer(buffer, dtype=dtype)
     return flat.reshape(shape[::-1]).T if order == "F" else flat.reshape(shape)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg.blas import daxpy, dsyrk, ssyrk
+from scipy.linalg.blas import dsyrk, ssyrk
 
 from ..array_ops import mirror_upper
 from ..backend import array_namespace, backend_of, is_numpy, populated_empty, populated_zeros, to_numpy
@@ -103,7 +103,9 @@ class CovarianceAccumulator:
         self.to_host(), other.to_host()
         out = populated_empty((self.dim, self.dim), np.float64, order="F")  # like the sums
         np.multiply(self.sum_upper, 1.0 / self.count, out=out)
-        daxpy(other.sum_upper.ravel(order="K"), out.ravel(order="K"), a=-eta / other.count)
+        scale = eta / other.count
+        for j0 in range(0, self.dim, 256):  # column blocks: temporaries of dim x 256, not dim x dim
+            out[:, j0 : j0 + 256] -= scale * other.sum_upper[:, j0 : j0 + 256]
         return mirror_upper(out)
 
     def reset(self) -> None:
