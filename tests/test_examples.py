@@ -39,6 +39,7 @@ def test_python_api(tmp_path):
     assert (tmp_path / "report.html").stat().st_size > 10_000
 
 
+@pytest.mark.slow  # ~2-3 s: kept out of the fast loop, run by CI
 def test_several_models(tmp_path):
     out = run_example("several_models.py", "--per-prompt", "8", "--out", tmp_path)
     table = out.split("PromptSplit distance")[0].splitlines()[1:]  # model, scendi, vendi, model share

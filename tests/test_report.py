@@ -307,6 +307,7 @@ def test_core_methods_do_not_import_matplotlib():
 
 
 # ------------------------------------------------------------------------------------------ big results
+@pytest.mark.slow  # ~2-3 s: kept out of the fast loop, run by CI
 def test_report_of_a_100k_result_stays_light():
     result, _, images = big_run()
     path, elapsed = big_report()
