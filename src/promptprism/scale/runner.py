@@ -43,18 +43,74 @@ class Runner(Protocol):
         """``func(*args)`` for every task, the returned parts combined with ``part.merge(other)``."""
 
 
+def usable_cores() -> int:
+    """The CPU cores this process may run on."""
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 class LocalRunner:
-    """Run the tasks one after the other in this process and merge in order."""
+    """Run the tasks in this process and merge the parts in task order.
+
+    With ``workers`` > 1 (default: the usable cores, at most :data:`MAX_LOCAL_WORKERS`) that many tasks run
+    at once on threads, the BLAS threads shared out among them (at least one each): the BLAS calls and
+    NumPy's element-wise functions release the GIL, so the single-threaded parts of one task (cos, sin,
+    bookkeeping) run beside another's products instead of leaving cores idle. At most ``workers`` tasks are
+    in flight and their parts are merged in task order as they finish, so the result is the same whatever
+    the timing and at most ``workers + 1`` parts are held at once.
+    """
+
+    def __init__(self, workers: int | None = None) -> None:
+        if workers is not None and workers < 1:
+            raise OptionError(f"workers must be >= 1, got {workers}")
+        self.workers = workers or min(usable_cores(), MAX_LOCAL_WORKERS)
 
     def map_reduce(self, func, tasks, *, description="", progress=False):
-        """Run ``func(*args)`` for each task in turn and merge the parts in task order."""
+        """Run ``func(*args)`` for each task and merge the parts in task order."""
         from .._progress import track
 
-        result = None
-        for args in track(tasks, total=len(tasks), description=description, enabled=progress):
-            part = func(*args)
-            result = part if result is None else result.merge(part)
-        return result
+        workers = min(self.workers, len(tasks))
+        if workers <= 1:
+            parts = (func(*args) for args in tasks)
+            return _merge_in_order(track(parts, total=len(tasks), description=description, enabled=progress))
+        from concurrent.futures import ThreadPoolExecutor
+
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=max(1, usable_cores() // workers), user_api="blas"), \
+                ThreadPoolExecutor(workers) as pool:
+            return _merge_in_order(track(_in_order(pool, func, tasks, workers), total=len(tasks),
+                                         description=description, enabled=progress))
+
+
+#: most threads a LocalRunner runs tasks on (each task's accumulator is held until merged)
+MAX_LOCAL_WORKERS = 4
+
+
+def _in_order(pool: Any, func: Callable[..., Any], tasks: Sequence[tuple], window: int) -> Iterator[Any]:
+    """The results of ``func(*args)`` for ``tasks``, in task order, with at most ``window`` in flight."""
+    from collections import deque
+
+    pending: deque = deque()
+    queue = iter(tasks)
+    for args in queue:
+        pending.append(pool.submit(func, *args))
+        if len(pending) == window:
+            break
+    while pending:
+        part = pending.popleft().result()
+        nxt = next(queue, None)
+        if nxt is not None:
+            pending.append(pool.submit(func, *nxt))
+        yield part
+
+
+def _merge_in_order(parts: Any) -> Any:
+    result = None
+    for part in parts:
+        result = part if result is None else result.merge(part)
+    return result
 
 
 class DaskRunner:

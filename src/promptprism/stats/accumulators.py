@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg.blas import dsyrk, ssyrk
 
 from ..array_ops import mirror_upper
 from ..backend import array_namespace, backend_of, is_numpy, populated_empty, populated_zeros, to_numpy
@@ -21,12 +20,13 @@ from ..errors import InputError
 class CovarianceAccumulator:
     """Uncentred second moment C = (1/n) sum_i f_i f_i^T of feature vectors f_i in R^dim.
 
-    The running sum is kept in the upper triangle of ``sum_upper`` (a symmetric rank-k update, BLAS syrk,
-    about twice as fast as a full product); :meth:`sum_outer` returns the full symmetric sum.
+    The running sum ``sum_upper`` is read by its upper triangle only (each batch's f^T f is a symmetric
+    rank-k update, BLAS syrk, about twice as fast as a full product); :meth:`sum_outer` returns the full
+    symmetric sum.
 
-    ``precision='float32'``: each batch's f^T f is computed in float32 (ssyrk, twice the float64 rate) and
-    added to the running sum, which stays float64, so round-off does not grow with the number of batches:
-    the error is that of one batch's float32 sum (relative ~1e-7 to 1e-6, see docs/precision.md).
+    ``precision='float32'``: each batch's f^T f is computed in float32 (twice the float64 rate) and added
+    to the running sum, which stays float64, so round-off does not grow with the number of batches: the
+    error is that of one batch's float32 sum (relative ~1e-7 to 1e-6, see docs/precision.md).
     """
 
     dim: int
@@ -51,18 +51,16 @@ class CovarianceAccumulator:
                 self.sum_upper = backend_of(f).asarray(self.sum_upper)
             self.sum_upper += xp.astype(f.T @ f, xp.float64)
             self.count += f.shape[0]
-        elif f.shape[0] and self.precision == "float32":
-            f = np.ascontiguousarray(f, dtype=np.float32)
-            # f.T: Fortran (dim x n), no copy; the float32 product goes to a scratch matrix reused chunk after
-            # chunk (a fresh dim x dim result per chunk cost page faults: ~1 s of system time at r = 3000)
-            if self._scratch is None:
-                self._scratch = populated_zeros((self.dim, self.dim), np.float32, order="F")
-            self.sum_upper += ssyrk(1.0, f.T, beta=0.0, c=self._scratch, trans=0, lower=0, overwrite_c=1)
-            self.count += f.shape[0]
         elif f.shape[0]:
-            f = np.ascontiguousarray(f, dtype=np.float64)
-            # f is C-ordered (n x dim), so f.T is a Fortran-ordered (dim x n) view: syrk adds f.T f in place
-            self.sum_upper = dsyrk(1.0, f.T, beta=1.0, c=self.sum_upper, trans=0, lower=0, overwrite_c=1)
+            dtype = np.float32 if self.precision == "float32" else np.float64
+            f = np.ascontiguousarray(f, dtype=dtype)
+            # the product goes to a scratch matrix reused chunk after chunk (a fresh dim x dim result per
+            # chunk cost page faults: ~1 s of system time at r = 3000). numpy computes f^T f by BLAS syrk
+            # (half a general product), fills both triangles, and releases the GIL while it runs (SciPy's
+            # syrk wrapper holds it), so partitions on threads (scale.runner.LocalRunner) run side by side
+            if self._scratch is None or self._scratch.dtype != dtype:
+                self._scratch = populated_empty((self.dim, self.dim), dtype, order="F")
+            self.sum_upper += np.matmul(f.T, f, out=self._scratch.T).T
             self.count += f.shape[0]
         return self
 

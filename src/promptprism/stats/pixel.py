@@ -31,12 +31,10 @@ class PixelCKAAccumulator:
 
     def update(self, rows: np.ndarray, n_blocks: int) -> PixelCKAAccumulator:
         """Add F F^T for ``rows`` F (d x k), the unit centred rows of ``n_blocks`` blocks side by side."""
-        from scipy.linalg.blas import dsyrk, ssyrk
-
-        if rows.dtype == np.float32:
-            self.sum_upper += ssyrk(1.0, rows, lower=0)  # upper triangle; the lower one stays 0
-        else:
-            self.sum_upper = dsyrk(1.0, rows, beta=1.0, c=self.sum_upper, lower=0, overwrite_c=1)
+        rows = np.ascontiguousarray(rows)
+        # numpy computes a product with its own transpose by BLAS syrk and releases the GIL meanwhile
+        # (SciPy's syrk wrapper holds it): partitions on threads run side by side
+        self.sum_upper += rows @ rows.T
         self.n_blocks += int(n_blocks)
         return self
 

@@ -192,29 +192,20 @@ def pooled_rows(a: np.ndarray, b: np.ndarray, max_rows: int, seed: int) -> np.nd
 
 
 def covariance_partition(fmap: Any, prompts: Any, outputs: Any, start: int, stop: int, chunk_size: int,
-                         backend: Backend = NUMPY) -> CovarianceAccumulator:
+                         backend: Backend = NUMPY, features_out: Any = None) -> CovarianceAccumulator:
     """Task: sum_i psi(t_i, z_i) psi(t_i, z_i)^T over rows [start, stop), chunk by chunk (each chunk's
     features and update in the feature map's precision, on ``backend``; the running sum float64 there and
-    returned as numpy, so partitions merge and travel as plain arrays)."""
+    returned as numpy, so partitions merge and travel as plain arrays).
+
+    ``features_out``: an (N, r) array of ``backend`` (N >= stop) whose rows [start, stop) receive the
+    features, kept for the scoring pass (:func:`mode_stats_from_features`) instead of computing them twice.
+    """
     acc = CovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64"))
     for a, b in chunks(stop - start, chunk_size):
-        acc.update(fmap.transform(backend.asarray(prompts[start + a : start + b]),
-                                  backend.asarray(outputs[start + a : start + b])))
+        rows = slice(start + a, start + b)
+        out = None if features_out is None else features_out[rows, ...]
+        acc.update(fmap.transform(backend.asarray(prompts[rows]), backend.asarray(outputs[rows]), out=out))
     return acc.to_host()
-
-
-def covariance_and_features(fmap: Any, prompts: Any, outputs: Any, chunk_size: int,
-                            backend: Backend = NUMPY) -> tuple[CovarianceAccumulator, Any]:
-    """As :func:`covariance_partition` over all rows, keeping the features psi (N x r, on ``backend``) for
-    the scoring pass (:func:`mode_stats_from_features`) instead of computing them twice: the same sums, the
-    same scores, in one feature pass."""
-    n = prompts.shape[0]
-    acc = CovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64"))
-    feats = backend.empty((n, fmap.dim), getattr(fmap, "precision", "float64"))
-    for a, b in chunks(n, chunk_size):
-        acc.update(fmap.transform(backend.asarray(prompts[a:b]), backend.asarray(outputs[a:b]),
-                                  out=feats[a:b, ...]))
-    return acc.to_host(), feats
 
 
 def _fold_scores(stats: ModeStats, feats: Any, basis: Any, ids: np.ndarray, labels: np.ndarray) -> None:

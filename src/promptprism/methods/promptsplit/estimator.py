@@ -325,13 +325,16 @@ class PromptSplit:
         keep = (not isinstance(runner, DaskRunner)
                 and total * fmap.dim * np.dtype(fmap.precision).itemsize <= feature_memory(backend))
         feats = {}
-        if keep:
+        if keep:  # in this process: blocks of rows, one per local worker, writing their features in place
             accs = {}
             for side in SIDES:
-                with status(f"PromptSplit: covariance ({side})", enabled=show):
-                    accs[side], feats[side] = core.covariance_and_features(
-                        fmap, sets[side].prompt_embeddings, sets[side].output_embeddings, self.chunk_size,
-                        backend)
+                s, out = sets[side], backend.empty((len(sets[side]), fmap.dim), fmap.precision)
+                block = partition_size(-(-len(s) // getattr(runner, "workers", 1)), self.chunk_size)
+                accs[side] = runner.map_reduce(core.covariance_partition, [
+                    (fmap, s.prompt_embeddings, s.output_embeddings, a, b, self.chunk_size, backend, out)
+                    for a, b in core.chunks(len(s), block)],
+                    description=f"PromptSplit: covariance ({side})", progress=show)
+                feats[side] = out
         else:
             task_backend = NUMPY if isinstance(runner, DaskRunner) else backend
             accs = {side: runner.map_reduce(core.covariance_partition, [
