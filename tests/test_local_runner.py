@@ -73,3 +73,11 @@ def test_promptsplit_on_threads_equals_one_thread():
     for a, b in zip(one.modes, many.modes, strict=True):
         assert [s.index for s in a.top_samples] == [s.index for s in b.top_samples]
         assert a.p_value == b.p_value
+
+
+def test_a_one_thread_blas_limit_means_one_worker():
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        assert LocalRunner().workers == 1
+    assert LocalRunner(3).workers == 3

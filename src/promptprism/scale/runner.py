@@ -44,21 +44,26 @@ class Runner(Protocol):
 
 
 def usable_cores() -> int:
-    """The CPU cores this process may run on."""
+    """The CPU cores this process may run on, and no more than the BLAS is allowed to use (a user who set
+    ``OPENBLAS_NUM_THREADS=1`` or a ``threadpool_limits`` block asked for one core)."""
     import os
 
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    from threadpoolctl import threadpool_info
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    blas = [info["num_threads"] for info in threadpool_info() if info.get("user_api") == "blas"]
+    return max(1, min([cores, *blas]))
 
 
 class LocalRunner:
     """Run the tasks in this process and merge the parts in task order.
 
-    With ``workers`` > 1 (default: the usable cores, at most :data:`MAX_LOCAL_WORKERS`) that many tasks run
-    at once on threads, the BLAS threads shared out among them (at least one each): the BLAS calls and
-    NumPy's element-wise functions release the GIL, so the single-threaded parts of one task (cos, sin,
-    bookkeeping) run beside another's products instead of leaving cores idle. At most ``workers`` tasks are
-    in flight and their parts are merged in task order as they finish, so the result is the same whatever
-    the timing and at most ``workers + 1`` parts are held at once.
+    With ``workers`` > 1 (default: :func:`usable_cores`, at most :data:`MAX_LOCAL_WORKERS`) that many
+    tasks run at once on threads, the BLAS threads shared out among them (at least one each): the BLAS
+    calls and NumPy's element-wise functions release the GIL, so the single-threaded parts of one task
+    (cos, sin, bookkeeping) run beside another's products instead of leaving cores idle. At most
+    ``workers`` tasks are in flight and their parts are merged in task order as they finish, so the result
+    is the same whatever the timing and at most ``workers + 1`` parts are held at once.
     """
 
     def __init__(self, workers: int | None = None) -> None:
