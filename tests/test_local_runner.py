@@ -33,7 +33,7 @@ def test_threads_merge_in_task_order_whatever_finishes_first():
 
     tasks = [(i,) for i in range(12)]
     for workers in (1, 2, 3):
-        assert LocalRunner(workers).map_reduce(task, tasks).items == list(range(12))
+        assert LocalRunner(workers).map_reduce(task, tasks, threads=True).items == list(range(12))
 
 
 def test_at_most_workers_tasks_in_flight_and_errors_propagate():
@@ -51,8 +51,11 @@ def test_at_most_workers_tasks_in_flight_and_errors_propagate():
         return Sequence([i])
 
     with pytest.raises(ValueError, match="task 5"):
-        LocalRunner(2).map_reduce(task, [(i,) for i in range(9)])
+        LocalRunner(2).map_reduce(task, [(i,) for i in range(9)], threads=True)
     assert peak[0] == 2
+    peak[0] = 0  # a call that does not say threads runs one task at a time
+    assert LocalRunner(2).map_reduce(task, [(i,) for i in range(5)]).items == list(range(5))
+    assert peak[0] == 1
     with pytest.raises(OptionError):
         LocalRunner(0)
 

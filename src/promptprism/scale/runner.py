@@ -39,8 +39,11 @@ def merge_copy(a: Any, b: Any) -> Any:
 class Runner(Protocol):
     """How a method runs its per-partition tasks: map, then merge the parts."""
     def map_reduce(self, func: Callable[..., Any], tasks: Sequence[tuple], *, description: str = "",
-                   progress: bool = False) -> Any:
-        """``func(*args)`` for every task, the returned parts combined with ``part.merge(other)``."""
+                   progress: bool = False, threads: bool = False) -> Any:
+        """``func(*args)`` for every task, the returned parts combined with ``part.merge(other)``.
+
+        ``threads``: the caller's word that the tasks are large numpy work, safe to run side by side in one
+        process (the local runner then uses threads; a cluster runs tasks in parallel anyway)."""
 
 
 def usable_cores() -> int:
@@ -58,12 +61,14 @@ def usable_cores() -> int:
 class LocalRunner:
     """Run the tasks in this process and merge the parts in task order.
 
-    With ``workers`` > 1 (default: :func:`usable_cores`, at most :data:`MAX_LOCAL_WORKERS`) that many
-    tasks run at once on threads, the BLAS threads shared out among them (at least one each): the BLAS
-    calls and NumPy's element-wise functions release the GIL, so the single-threaded parts of one task
-    (cos, sin, bookkeeping) run beside another's products instead of leaving cores idle. At most
-    ``workers`` tasks are in flight and their parts are merged in task order as they finish, so the result
-    is the same whatever the timing and at most ``workers + 1`` parts are held at once.
+    With ``workers`` > 1 (default: :func:`usable_cores`, at most :data:`MAX_LOCAL_WORKERS`) and a call
+    that says ``threads`` (large numpy tasks: small ones, or torch ones with their own thread pool, lose
+    more to thread hand-offs and oversubscription than they gain), that many tasks run at once on threads,
+    the BLAS threads shared out among them (at least one each): the BLAS calls and NumPy's element-wise
+    functions release the GIL, so the single-threaded parts of one task (cos, sin, bookkeeping) run beside
+    another's products instead of leaving cores idle. At most ``workers`` tasks are in flight and their
+    parts are merged in task order as they finish, so the result is the same whatever the timing and at
+    most ``workers + 1`` parts are held at once.
     """
 
     def __init__(self, workers: int | None = None) -> None:
@@ -71,11 +76,12 @@ class LocalRunner:
             raise OptionError(f"workers must be >= 1, got {workers}")
         self.workers = workers or min(usable_cores(), MAX_LOCAL_WORKERS)
 
-    def map_reduce(self, func, tasks, *, description="", progress=False):
-        """Run ``func(*args)`` for each task and merge the parts in task order."""
+    def map_reduce(self, func, tasks, *, description="", progress=False, threads=False):
+        """Run ``func(*args)`` for each task and merge the parts in task order (on threads when the caller
+        says ``threads``)."""
         from .._progress import track
 
-        workers = min(self.workers, len(tasks))
+        workers = min(self.workers, len(tasks)) if threads else 1
         if workers <= 1:
             parts = (func(*args) for args in tasks)
             return _merge_in_order(track(parts, total=len(tasks), description=description, enabled=progress))
@@ -124,7 +130,7 @@ class DaskRunner:
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    def map_reduce(self, func, tasks, *, description="", progress=False):
+    def map_reduce(self, func, tasks, *, description="", progress=False, threads=False):
         """Run ``func(*args)`` per task on the cluster, merge the parts pairwise there; the merged part."""
         from distributed import as_completed
 

@@ -325,6 +325,7 @@ class PromptSplit:
         keep = (not isinstance(runner, DaskRunner)
                 and total * fmap.dim * np.dtype(fmap.precision).itemsize <= feature_memory(backend))
         feats = {}
+        on_numpy = backend.name == "numpy"  # (partition tasks on threads: numpy's products release the GIL)
         if keep:  # in this process: blocks of rows, one per local worker, writing their features in place
             accs = {}
             for side in SIDES:
@@ -333,14 +334,15 @@ class PromptSplit:
                 accs[side] = runner.map_reduce(core.covariance_partition, [
                     (fmap, s.prompt_embeddings, s.output_embeddings, a, b, self.chunk_size, backend, out)
                     for a, b in core.chunks(len(s), block)],
-                    description=f"PromptSplit: covariance ({side})", progress=show)
+                    description=f"PromptSplit: covariance ({side})", progress=show, threads=on_numpy)
                 feats[side] = out
         else:
             task_backend = NUMPY if isinstance(runner, DaskRunner) else backend
             accs = {side: runner.map_reduce(core.covariance_partition, [
                 (fmap, *partition_rows(sets[side], a, b), self.chunk_size, task_backend)
                 for a, b in core.chunks(len(sets[side]), size)],
-                description=f"PromptSplit: covariance ({side})", progress=show) for side in SIDES}
+                description=f"PromptSplit: covariance ({side})", progress=show, threads=on_numpy)
+                for side in SIDES}
         lam = accs["test"].weighted_difference(accs["reference"], self.eta)
         timings["covariance_s"] = time.perf_counter() - t0
         t1 = time.perf_counter()
@@ -360,7 +362,8 @@ class PromptSplit:
                 (fmap, spec.basis, *partition_rows(sets[side], a, b), labels[side][a:b], a,
                  self.chunk_size, self.top_k, n_groups, task_backend)
                 for a, b in core.chunks(len(sets[side]), size)],
-                description=f"PromptSplit: scoring ({side})", progress=show) for side in SIDES}
+                description=f"PromptSplit: scoring ({side})", progress=show, threads=on_numpy)
+                for side in SIDES}
         timings["scoring_s"] = time.perf_counter() - t2
         return spec, distance, stats, (feats or None)
 

@@ -175,7 +175,7 @@ def pixel_cka_blocks(source: Any, order: np.ndarray, gamma: float, *, block_size
     tasks = [(*task_rows(source, order[s * b:(s + 1) * b]), b, gamma, max_bytes, dtype, backend)
              for s in range(n // b)]
     acc = current_runner().map_reduce(pixel_cka_partition, tasks, description="pixel CKA",
-                                      progress=progress_enabled(progress))
+                                      progress=progress_enabled(progress), threads=backend.name == "numpy")
     return acc.compute()
 
 
