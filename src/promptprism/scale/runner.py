@@ -74,7 +74,8 @@ class LocalRunner:
     def __init__(self, workers: int | None = None) -> None:
         if workers is not None and workers < 1:
             raise OptionError(f"workers must be >= 1, got {workers}")
-        self.workers = workers or min(usable_cores(), MAX_LOCAL_WORKERS)
+        self.cores = usable_cores()
+        self.workers = workers or min(self.cores, MAX_LOCAL_WORKERS)
 
     def map_reduce(self, func, tasks, *, description="", progress=False, threads=False):
         """Run ``func(*args)`` for each task and merge the parts in task order (on threads when the caller
@@ -89,7 +90,7 @@ class LocalRunner:
 
         from threadpoolctl import threadpool_limits
 
-        with threadpool_limits(limits=max(1, usable_cores() // workers), user_api="blas"), \
+        with threadpool_limits(limits=max(1, self.cores // workers), user_api="blas"), \
                 ThreadPoolExecutor(workers) as pool:
             return _merge_in_order(track(_in_order(pool, func, tasks, workers), total=len(tasks),
                                          description=description, enabled=progress))
