@@ -27,7 +27,8 @@ Rows (data are synthetic mixtures whose two sets differ, so the modes are real):
   SYRK N r (r + 1) plus the projection onto the frequencies, 2 N 768 (r / 2).
 * ``rff-cli`` - the same job as the whole command-line process (``promptprism split --method rff
   --permutations 0 --no-report --quiet``: start-up, reading the .npz files, writing result.json), against
-  the same baseline; the median of ``--cli-repeat`` runs (3).
+  the same baseline; the median of ``--cli-repeat`` runs (3) after one not counted, run as an installed
+  package runs (from compiled bytecode).
 * ``pixel-cka`` - the 784 x 784 pixel CKA matrix of n 28 x 28 digit images (scikit-learn digits upscaled)
   in mini-batches of ``--cka-block``. Baseline: the nested loop over pixel pairs, timed on ``--cka-pairs``
   random pairs and scaled to all d^2 pairs. Flops: per block, the symmetric product of the d centred Gram
@@ -145,6 +146,8 @@ class Row:
     agreement: float | None = None
     target: str = ""
     cpu_s: float | None = None  #: CPU seconds promptprism used (all threads; the CLI process: its children)
+    #: the goal "within this many times the float32 floor", judged with the floor the table prints
+    max_floor_ratio: float | None = None
 
 
 def _cpu_seconds() -> float:
@@ -251,26 +254,33 @@ def row_rff(n: int, r: int, args) -> list[Row]:
             cmd = CLI + ["split", str(Path(tmp) / "test.npz"), str(Path(tmp) / "ref.npz"), "--out",
                          str(Path(tmp) / "out"), "--method", "rff", "--features", str(r), "--seed",
                          str(args.seed), "--device", args.device] + CLI_OPTIONS
+            env = _installed_like(Path(tmp) / "pycache")
             runs = []
-            for _ in range(args.cli_repeat):
-                proc, secs, cpu = _cpu_timed(subprocess.run, cmd, capture_output=True, text=True, check=False)
+            for i in range(args.cli_repeat + 1):  # (the first, not counted, writes the bytecode cache)
+                proc, secs, cpu = _cpu_timed(subprocess.run, cmd, capture_output=True, text=True, check=False,
+                                             env=env)
                 if proc.returncode != 0:
                     raise RuntimeError(f"the CLI failed: {proc.stderr.strip()[-500:]}")
-                runs.append((secs, cpu))
+                if i:
+                    runs.append((secs, cpu))
         runs.sort()
         # the median (a virtual machine's page faults vary run to run)
         secs, cpu = statistics.median(s for s, _ in runs), statistics.median(c for _, c in runs)
         spread = ", ".join(f"{s:.2f}" for s, _ in runs)
-        floor32 = sum(machine.floor_seconds(f, "float32", kind=k, rates=args.rates) for f, k in parts)
-        target = ""
-        if n == 30_000 and r == 3000:
-            met = "met" if secs <= 1.5 * floor32 else "NOT met"
-            target = f"<= 1.5x f32 floor: {secs / floor32:.1f}x, {met}"
         rows.append(Row("rff-cli", f"n=m={n:,} r={r}", secs, base, parts,
                         how=f"the same baseline as 'rff'; promptprism: the median of {len(runs)} runs "
                             f"({spread} s)",
-                        target=target, cpu_s=cpu))
+                        cpu_s=cpu, max_floor_ratio=1.5 if (n, r) == (30_000, 3000) else None))
     return rows
+
+
+def _installed_like(cache: Path) -> dict[str, str]:
+    """The environment of the timed CLI processes: Python as it runs an installed package, from compiled
+    bytecode (pip compiles a package at install), the cache kept under ``cache`` rather than in the source
+    tree, even where PYTHONDONTWRITEBYTECODE is set (compiling every module again costs ~0.15 s a run)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(cache)
+    return env
 
 
 def row_pixel_cka(n: int, size: int, args) -> Row:
@@ -331,11 +341,16 @@ def format_row(k: int, row: Row, rates: machine.Rates) -> str:
              for dt in machine.DTYPES}
     gflop = sum(f for f, _ in row.flops) / 1e9
     agree = "-" if row.agreement is None else f"{row.agreement:.1e}"
+    target = row.target
+    if row.max_floor_ratio is not None:  # (the floor of this table: the rates may have grown since the row)
+        ratio = row.promptprism_s / floor["float32"]
+        target = (f"<= {row.max_floor_ratio}x f32 floor: {ratio:.2f}x, "
+                  f"{'met' if ratio <= row.max_floor_ratio else 'NOT met'}")
     cpu = "-" if row.cpu_s is None else f"{row.cpu_s:.2f}"
     return (f"| {row.task} | {row.size} | {row.promptprism_s:.2f} | {cpu} | {row.baseline_s:.1f} [{k}] | "
             f"{row.baseline_s / row.promptprism_s:.1f}x | {gflop:.3g} | {floor['float32']:.2f} | "
             f"{100 * floor['float32'] / row.promptprism_s:.1f}% | {floor['float64']:.2f} | "
-            f"{100 * floor['float64'] / row.promptprism_s:.1f}% | {agree} | {row.target} |")
+            f"{100 * floor['float64'] / row.promptprism_s:.1f}% | {agree} | {target} |")
 
 
 def plan(args) -> list[tuple]:

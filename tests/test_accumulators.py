@@ -229,18 +229,21 @@ def test_minmax_accumulator_equals_brute_force():
         MinMaxAccumulator().compute()
 
 
-def test_weighted_difference_equals_brute_force_whatever_the_lower_triangle_holds():
+def test_signed_weighted_updates_sum_to_the_covariance_difference():
+    """C_a - 0.7 C_b accumulated in one running sum (weights 1/n_a and -0.7/n_b), chunks of either sign in
+    any order, equals the brute-force difference; sum_outer(copy=False) is symmetric in place."""
     rng = np.random.default_rng(11)
     a, b = rng.standard_normal((70, 600)), rng.standard_normal((50, 600))
+    want = a.T @ a / 70 - 0.7 * b.T @ b / 50
     for precision, tol in (("float64", 1e-13), ("float32", 1e-5)):
-        x = CovarianceAccumulator(600, precision=precision).update(a[:30]).update(a[30:])
-        y = CovarianceAccumulator(600, precision=precision).update(b)
-        y.sum_upper += np.tril(rng.standard_normal((600, 600)), -1)  # a torch-side sum fills both triangles
-        diff = x.weighted_difference(y, 0.7)
-        np.testing.assert_allclose(diff, a.T @ a / 70 - 0.7 * b.T @ b / 50, atol=tol)
-        np.testing.assert_array_equal(diff, diff.T)
-    with pytest.raises(InputError):
-        x.weighted_difference(CovarianceAccumulator(600), 1.0)
+        acc = CovarianceAccumulator(600, precision=precision)
+        acc.update(a[:30], 1 / 70).update(b[:20], -0.7 / 50).update(a[30:], 1 / 70).update(b[20:], -0.7 / 50)
+        other = CovarianceAccumulator(600, precision=precision).update(a, 1 / 70)
+        other.merge(CovarianceAccumulator(600, precision=precision).update(b, -0.7 / 50))
+        for got in (acc.sum_outer(), other.sum_outer(copy=False)):
+            np.testing.assert_allclose(got, want, atol=tol)
+            np.testing.assert_array_equal(got, got.T)
+        assert other.sum_outer(copy=False) is other.sum_upper and acc.count == 120
 
 
 @pytest.mark.parametrize("size", [1, 7, 512, 513, 1100])

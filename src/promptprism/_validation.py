@@ -66,6 +66,9 @@ def check_matrix(
             arr = arr.astype(np.float64)
     for start in range(0, arr.shape[0], _SCAN_ROWS):
         block = np.asarray(arr[start : start + _SCAN_ROWS])
+        with np.errstate(over="ignore", invalid="ignore"):  # (huge finite values may overflow the sum)
+            if np.isfinite(block.sum()):  # every value finite (a NaN or inf makes the sum so); else look
+                continue
         finite = np.isfinite(block)
         if not finite.all():
             row, col = np.argwhere(~finite)[0]

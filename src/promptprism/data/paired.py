@@ -128,8 +128,7 @@ def prompt_groups(*sets: PairedSet) -> tuple[list[np.ndarray], list[str]]:
             inverse[i] = g
         first = np.asarray(first_list, dtype=np.int64)
     else:
-        keys = np.concatenate([_row_digests(s.prompt_embeddings) for s in sets])
-        _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        first, inverse = _first_and_inverse(np.concatenate([_row_digests(s.prompt_embeddings) for s in sets]))
     order = np.argsort(first, kind="stable")  # groups by first occurrence
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
@@ -137,8 +136,23 @@ def prompt_groups(*sets: PairedSet) -> tuple[list[np.ndarray], list[str]]:
     bounds = np.cumsum([0] + [len(s) for s in sets])
     labels = [flat[a:b].astype(np.int64) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     owner = np.searchsorted(bounds, first[order], side="right") - 1
+    if all(s.prompts is None for s in sets):
+        return labels, [f"prompt #{g}" for g in range(order.size)]
     names = []
     for g, (i, k) in enumerate(zip(first[order].tolist(), owner.tolist(), strict=True)):
         prompts = sets[k].prompts
         names.append(prompts[i - bounds[k]] if prompts is not None else f"prompt #{g}")
     return labels, names
+
+
+def _first_and_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, axis=0, return_index=True, return_inverse=True)[1:]`` for an (n, 2) key array, by
+    one stable lexsort (np.unique's row mode sorts a structured view, ~10x slower)."""
+    order = np.lexsort((keys[:, 1], keys[:, 0]))
+    ordered = keys[order]
+    new = np.ones(order.size, dtype=bool)
+    new[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
+    group = np.cumsum(new) - 1
+    inverse = np.empty(order.size, dtype=np.int64)
+    inverse[order] = group
+    return order[new], inverse

@@ -39,8 +39,12 @@ class CovarianceAccumulator:
         if self.sum_upper is None:
             self.sum_upper = populated_zeros((self.dim, self.dim), np.float64, order="F")
 
-    def update(self, features: np.ndarray) -> CovarianceAccumulator:
-        """Add sum_i f_i f_i^T over the rows of ``features`` (n, dim)."""
+    def update(self, features: np.ndarray, weight: float = 1.0) -> CovarianceAccumulator:
+        """Add ``weight`` sum_i f_i f_i^T over the rows of ``features`` (n, dim).
+
+        A signed combination such as C_test - eta C_ref (weights 1/n and -eta/m) accumulates in one running
+        sum; :meth:`compute` (sum / count) then has no meaning, :meth:`sum_outer` is the combination.
+        """
         f = np.asarray(features) if is_numpy(features) else features
         if f.ndim != 2 or f.shape[1] != self.dim:
             raise InputError(f"CovarianceAccumulator.update: expected shape (n, {self.dim}), got "
@@ -49,7 +53,8 @@ class CovarianceAccumulator:
             xp = array_namespace(f)
             if is_numpy(self.sum_upper):
                 self.sum_upper = backend_of(f).asarray(self.sum_upper)
-            self.sum_upper += xp.astype(f.T @ f, xp.float64)
+            product = xp.astype(f.T @ f, xp.float64)
+            self.sum_upper += product if weight == 1.0 else weight * product
             self.count += f.shape[0]
         elif f.shape[0]:
             dtype = np.float32 if self.precision == "float32" else np.float64
@@ -60,7 +65,10 @@ class CovarianceAccumulator:
             # syrk wrapper holds it), so partitions on threads (scale.runner.LocalRunner) run side by side
             if self._scratch is None or self._scratch.dtype != dtype:
                 self._scratch = populated_empty((self.dim, self.dim), dtype, order="F")
-            self.sum_upper += np.matmul(f.T, f, out=self._scratch.T).T
+            product = np.matmul(f.T, f, out=self._scratch.T).T
+            if weight != 1.0:  # (in the batch's precision: a rounding no larger than the product's own)
+                np.multiply(product, weight, out=product)
+            self.sum_upper += product
             self.count += f.shape[0]
         return self
 
@@ -70,10 +78,11 @@ class CovarianceAccumulator:
         self._scratch = None
         return self
 
-    def sum_outer(self) -> np.ndarray:
-        """sum_i f_i f_i^T (full, symmetric): a new dim x dim array, no other temporary."""
+    def sum_outer(self, *, copy: bool = True) -> np.ndarray:
+        """sum_i f_i f_i^T (full, symmetric): a new dim x dim array, no other temporary; ``copy=False``: the
+        running sum itself, made symmetric in place (for a final result: later updates would add to it)."""
         self.to_host()
-        return mirror_upper(np.array(self.sum_upper, order="F"))
+        return mirror_upper(np.array(self.sum_upper, order="F") if copy else self.sum_upper)
 
     def merge(self, other: CovarianceAccumulator) -> CovarianceAccumulator:
         """Add another accumulator's sum and count to this one."""
@@ -91,20 +100,6 @@ class CovarianceAccumulator:
         c = self.sum_outer()
         c /= self.count
         return c
-
-    def weighted_difference(self, other: CovarianceAccumulator, eta: float) -> np.ndarray:
-        """C_self - eta C_other (full, symmetric) from the two running sums: one new dim x dim array."""
-        if self.count == 0 or other.count == 0:
-            raise InputError("no samples were accumulated (the set is empty)")
-        if other.dim != self.dim:
-            raise InputError(f"cannot subtract covariances of dimension {self.dim} and {other.dim}")
-        self.to_host(), other.to_host()
-        out = populated_empty((self.dim, self.dim), np.float64, order="F")  # like the sums
-        np.multiply(self.sum_upper, 1.0 / self.count, out=out)
-        scale = eta / other.count
-        for j0 in range(0, self.dim, 256):  # column blocks: temporaries of dim x 256, not dim x dim
-            out[:, j0 : j0 + 256] -= scale * other.sum_upper[:, j0 : j0 + 256]
-        return mirror_upper(out)
 
     def reset(self) -> None:
         """Zero the sum and the count, keeping the buffer."""

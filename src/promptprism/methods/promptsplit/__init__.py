@@ -17,6 +17,7 @@ from ...stats.modes import ModeStats
 from .core import (
     Spectrum,
     covariance_partition,
+    difference_partition,
     exact_spectrum,
     feature_spectrum,
     joint_gram,
@@ -56,6 +57,7 @@ __all__ = [
     "Spectrum",
     "choose_scheme",
     "covariance_partition",
+    "difference_partition",
     "exact_spectrum",
     "feature_spectrum",
     "joint_gram",

@@ -200,11 +200,23 @@ def covariance_partition(fmap: Any, prompts: Any, outputs: Any, start: int, stop
     ``features_out``: an (N, r) array of ``backend`` (N >= stop) whose rows [start, stop) receive the
     features, kept for the scoring pass (:func:`mode_stats_from_features`) instead of computing them twice.
     """
+    return difference_partition(fmap, [(prompts, outputs, start, stop, 1.0, features_out)], chunk_size,
+                                backend)
+
+
+def difference_partition(fmap: Any, parts: list[tuple], chunk_size: int, backend: Backend = NUMPY
+                         ) -> CovarianceAccumulator:
+    """Task: the sum over ``parts`` (prompts, outputs, start, stop, weight, features_out) of
+    weight * sum_i psi psi^T over rows [start, stop), in one running sum. With weights 1/n (test rows) and
+    -eta/m (reference rows) the merged sums of all tasks are Lambda = C_test - eta C_ref (eq. 2): one
+    dim x dim sum per task, not one per set. Otherwise as :func:`covariance_partition`."""
     acc = CovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64"))
-    for a, b in chunks(stop - start, chunk_size):
-        rows = slice(start + a, start + b)
-        out = None if features_out is None else features_out[rows, ...]
-        acc.update(fmap.transform(backend.asarray(prompts[rows]), backend.asarray(outputs[rows]), out=out))
+    for prompts, outputs, start, stop, weight, features_out in parts:
+        for a, b in chunks(stop - start, chunk_size):
+            rows = slice(start + a, start + b)
+            out = None if features_out is None else features_out[rows, ...]
+            feats = fmap.transform(backend.asarray(prompts[rows]), backend.asarray(outputs[rows]), out=out)
+            acc.update(feats, weight)
     return acc.to_host()
 
 

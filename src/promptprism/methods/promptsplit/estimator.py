@@ -317,7 +317,9 @@ class PromptSplit:
     def _random_features(self, sets, fmap, timings, labels, n_groups, runner, *, backend: Backend):
         """Covariance pass, eigen-solve, scoring pass. In this process, when every feature fits the memory
         budget (:func:`~promptprism.backend.feature_memory`), the features of the covariance pass are kept
-        for scoring (and the test); else (or on a cluster: workers use numpy) both passes stream."""
+        for scoring (and the test); else (or on a cluster: workers use numpy) both passes stream. Both sets'
+        rows go through one map-reduce whose tasks sum with weights 1/n and -eta/m, so the merged sum is
+        Lambda itself (:func:`.core.difference_partition`)."""
         show = progress_enabled(self.progress)
         size = self._partition_size()
         t0 = time.perf_counter()
@@ -326,24 +328,26 @@ class PromptSplit:
                 and total * fmap.dim * np.dtype(fmap.precision).itemsize <= feature_memory(backend))
         feats = {}
         on_numpy = backend.name == "numpy"  # (partition tasks on threads: numpy's products release the GIL)
-        if keep:  # in this process: blocks of rows, one per local worker, writing their features in place
-            accs = {}
-            for side in SIDES:
-                s, out = sets[side], backend.empty((len(sets[side]), fmap.dim), fmap.precision)
-                block = partition_size(-(-len(s) // getattr(runner, "workers", 1)), self.chunk_size)
-                accs[side] = runner.map_reduce(core.covariance_partition, [
-                    (fmap, s.prompt_embeddings, s.output_embeddings, a, b, self.chunk_size, backend, out)
-                    for a, b in core.chunks(len(s), block)],
-                    description=f"PromptSplit: covariance ({side})", progress=show, threads=on_numpy)
-                feats[side] = out
+        weights = {"test": 1.0 / len(sets["test"]), "reference": -self.eta / len(sets["reference"])}
+        if keep:  # in this process: per local worker, a block of each set's rows, features written in place
+            feats = {side: backend.empty((len(s), fmap.dim), fmap.precision) for side, s in sets.items()}
+            workers = getattr(runner, "workers", 1)
+            tasks = []
+            for i in range(workers):
+                parts = []
+                for side, s in sets.items():
+                    block = partition_size(-(-len(s) // workers), self.chunk_size)
+                    if i * block < len(s):
+                        parts.append((s.prompt_embeddings, s.output_embeddings, i * block,
+                                      min(len(s), (i + 1) * block), weights[side], feats[side]))
+                if parts:
+                    tasks.append((fmap, parts, self.chunk_size, backend))
         else:
             task_backend = NUMPY if isinstance(runner, DaskRunner) else backend
-            accs = {side: runner.map_reduce(core.covariance_partition, [
-                (fmap, *partition_rows(sets[side], a, b), self.chunk_size, task_backend)
-                for a, b in core.chunks(len(sets[side]), size)],
-                description=f"PromptSplit: covariance ({side})", progress=show, threads=on_numpy)
-                for side in SIDES}
-        lam = accs["test"].weighted_difference(accs["reference"], self.eta)
+            tasks = [(fmap, [(*partition_rows(s, a, b), weights[side], None)], self.chunk_size, task_backend)
+                     for side, s in sets.items() for a, b in core.chunks(len(s), size)]
+        lam = runner.map_reduce(core.difference_partition, tasks, description="PromptSplit: covariance",
+                                progress=show, threads=on_numpy).sum_outer(copy=False)
         timings["covariance_s"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         with status(f"PromptSplit: eigen-solve ({lam.shape[0]} features)", enabled=show):

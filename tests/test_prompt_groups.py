@@ -1,0 +1,46 @@
+"""prompt_groups: labels shared across sets, numbered by first occurrence, equal prompts (strings, or
+identical embedding rows) in one group; checked against a brute-force grouping."""
+
+import numpy as np
+
+from promptprism.data.paired import PairedSet, _first_and_inverse, prompt_groups
+
+
+def _brute_force(rows: list[tuple]) -> list[int]:
+    first: dict[tuple, int] = {}
+    return [first.setdefault(r, len(first)) for r in rows]
+
+
+def test_first_and_inverse_equals_numpy_unique_rows():
+    rng = np.random.default_rng(1)
+    for n in (0, 1, 2, 7, 500):
+        for _ in range(20):
+            keys = rng.integers(0, 3, size=(n, 2)).astype(np.uint64)
+            first, inverse = _first_and_inverse(keys)
+            _, want_first, want_inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+            assert np.array_equal(first, want_first) and np.array_equal(inverse, want_inverse.reshape(-1))
+
+
+def test_groups_by_identical_embedding_rows_across_sets():
+    rng = np.random.default_rng(2)
+    pool = rng.standard_normal((6, 5)).astype(np.float32)
+    a_idx, b_idx = rng.integers(0, 6, 40), rng.integers(0, 6, 30)
+    a = PairedSet(pool[a_idx], rng.standard_normal((40, 3)), name="a")
+    b = PairedSet(pool[b_idx].astype(np.float64), rng.standard_normal((30, 3)), name="b")  # same values
+    labels, names = prompt_groups(a, b)
+    want = _brute_force([tuple(pool[i]) for i in np.r_[a_idx, b_idx]])
+    assert np.r_[labels[0], labels[1]].tolist() == want
+    assert names == [f"prompt #{g}" for g in range(max(want) + 1)]
+
+
+def test_groups_by_prompt_string_and_names_them():
+    rng = np.random.default_rng(3)
+    words = ["a cat", "a dog", "a red car", "two birds"]
+    pa, pb = [words[i] for i in rng.integers(0, 4, 25)], [words[i] for i in rng.integers(0, 4, 15)]
+    a = PairedSet(rng.standard_normal((25, 4)), rng.standard_normal((25, 3)), prompts=pa, name="a")
+    b = PairedSet(rng.standard_normal((15, 4)), rng.standard_normal((15, 3)), prompts=pb, name="b")
+    labels, names = prompt_groups(a, b)
+    want = _brute_force([(p,) for p in pa + pb])
+    assert np.r_[labels[0], labels[1]].tolist() == want
+    order = list(dict.fromkeys(pa + pb))
+    assert names == order
