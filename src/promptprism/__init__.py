@@ -57,6 +57,7 @@ from .methods.scendi import (
     vendi_score,
     vendi_score_from_gram,
 )
+from .report import summary as _summary  # noqa: F401  (results' repr and notebook tables)
 from .results import load_result
 from .scale import execution
 

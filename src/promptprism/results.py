@@ -8,6 +8,8 @@ import math
 import os
 import types
 import typing
+from collections.abc import Callable
+from html import escape
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, Union
 
@@ -58,9 +60,8 @@ class Result:
 
     def __repr__(self) -> str:
         """A few lines: the kind, the sizes and the headline numbers (not every eigenvalue or sample)."""
-        from .report.summary import summary_text
-
-        return summary_text(self)
+        text = SUMMARY_RENDERERS.get("text")
+        return text(self) if text else f"<{type(self).__name__} ({self.kind})>"
 
     def to_dict(self) -> dict:
         """The result as JSON-ready plain data, with its ``kind``."""
@@ -90,9 +91,14 @@ class Result:
 
     def _repr_html_(self) -> str:
         """A compact summary table for notebooks (per-kind summaries: ``promptprism.report.summary``)."""
-        from .report.summary import summary_html
+        html = SUMMARY_RENDERERS.get("html")
+        return html(self) if html else f"<pre>{escape(repr(self))}</pre>"
 
-        return summary_html(self)
+
+#: how a result shows itself: {'text': repr's few lines, 'html': the notebook table}, each a function of the
+#: result; supplied by the presentation layer (``promptprism.report.summary`` registers them when imported,
+#: which ``import promptprism`` does), so that results never import the report
+SUMMARY_RENDERERS: dict[str, Callable[[Any], str]] = {}
 
 
 #: element types of fields annotated only as ``list`` (checked when a result.json is loaded)

@@ -26,7 +26,7 @@ from . import generate as _generate  # noqa: E402,F401
 from . import regions as _regions  # noqa: E402,F401
 from . import report as _report  # noqa: E402,F401
 from . import split as _split  # noqa: E402,F401
-from ._app import LAST_RUN, app, console, err_console
+from ._app import LAST_RUN, app, command_runner, console, err_console
 from ._errors import error_line
 from ._options import build_cli
 
@@ -37,7 +37,7 @@ def cli():
     """The click group with the shared conventions applied (built on first use)."""
     global _CLI
     if _CLI is None:
-        _CLI = build_cli()
+        _CLI = build_cli(app, command_runner)
     return _CLI
 
 

@@ -15,6 +15,8 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from ._options import parse_columns
+
 app = typer.Typer(
     name="promptprism",
     help="Where and how prompt-guided generative models behave differently.\n\n"
@@ -76,7 +78,6 @@ def command_runner(name: str, callback: Any, *, flags: dict[str, str], out_kind:
     from ..errors import PromptPrismError
     from ..io import check_out_dir, check_out_file
     from ._errors import option_table, to_flags
-    from ._options import parse_columns
 
     table = option_table(name, flags)
 
@@ -105,6 +106,11 @@ def command_runner(name: str, callback: Any, *, flags: dict[str, str], out_kind:
 
 
     return run
+
+
+def deprecated(old: str, new: str) -> None:
+    """One line on stderr: ``old`` still works, ``new`` is the spelling to use."""
+    err_console.print(f"note: {old} is deprecated; use {new}", markup=False, soft_wrap=True)
 
 
 @app.command("version")

@@ -106,13 +106,6 @@ def parse_columns(value: str | None) -> dict[str, str] | None:
     return mapping
 
 
-def deprecated(old: str, new: str) -> None:
-    """One line on stderr: ``old`` still works, ``new`` is the spelling to use."""
-    from ._app import err_console
-
-    err_console.print(f"note: {old} is deprecated; use {new}", markup=False, soft_wrap=True)
-
-
 def _shared_params() -> dict[str, Any]:
     """The click parameters of the shared options, built by typer once from a template command."""
     template = typer.Typer()
@@ -131,10 +124,9 @@ def _shared_params() -> dict[str, Any]:
     return {p.name: p for p in typer.main.get_command(template).params}
 
 
-def build_cli() -> Any:
-    """The click group of ``promptprism`` with every convention above applied (built once per process)."""
-    from ._app import app, command_runner
-
+def build_cli(app: typer.Typer, command_runner: Any) -> Any:
+    """The click group of typer ``app`` with every convention above applied, each command's callback
+    wrapped by ``command_runner(name, callback, flags=..., out_kind=...)`` (``_app.command_runner``)."""
     group = typer.main.get_command(app)
     shared = _shared_params()
     commands = dict(group.commands)

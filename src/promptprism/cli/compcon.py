@@ -16,8 +16,7 @@ from ..methods.compcon.evaluation import evaluate_predictions
 from ..methods.compcon.generators import load_prompt_bank, resolve_source
 from ..methods.compcon.pipeline import NULL_SETS, CompCon, CompConResult, split_mode_prompts
 from ..results import load_result
-from ._app import app, console
-from ._options import deprecated
+from ._app import app, console, deprecated
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..results import SUMMARY_RENDERERS
 from .html import el, fmt, fnum, table
 
 #: two regions' CMS closer than this are reported as tied
@@ -43,6 +44,9 @@ def summary_text(result: Any) -> str:
     lines = [type(result).__name__]
     lines += [f"  {str(k):<{width}}  {_text(v, 240 if k == 'verdict' else 100)}" for k, v in rows]
     return "\n".join(lines)
+
+
+SUMMARY_RENDERERS.update(text=summary_text, html=summary_html)  # (results show themselves through these)
 
 
 def _text(v: Any, limit: int = 100) -> str:

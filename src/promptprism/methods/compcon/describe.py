@@ -7,7 +7,7 @@ early stopping of C.3, :func:`description_round` one iteration (description, pro
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -17,8 +17,22 @@ from .clients import MalformedAnswerError, ask, user_message
 from .parsing import parse_description, parse_prompt_list
 from .templates import render
 
-if TYPE_CHECKING:
-    from .pipeline import CompCon
+
+class DescriptionOptions(Protocol):
+    """What the description step reads of its estimator (:class:`~.pipeline.CompCon` is one)."""
+
+    llm: Any
+    templates: Any
+    batch_size: int
+    n_generated: int
+    iterations: int
+    early_stop_iterations: int
+    early_stop_score: float
+    min_fraction: float
+    reasks: int
+
+    def _embed_groups(self, image_lists: list[list[Any]]) -> tuple[np.ndarray, np.ndarray]:
+        """CLIP image embeddings of the images of each group, with their group labels."""
 
 #: the fields of an iteration kept as an attribute's best description
 BEST_KEYS = ("iteration", "description", "key_concepts", "score")
@@ -40,7 +54,7 @@ def sample_prompts(
 
 
 def describe_attribute(
-    est: CompCon,
+    est: DescriptionOptions,
     attr: str,
     *,
     d_set: list[str],
@@ -147,7 +161,7 @@ def describe_attribute(
 
 
 def description_round(
-    est: CompCon,
+    est: DescriptionOptions,
     attr: str,
     *,
     sampled_d: list[str],
