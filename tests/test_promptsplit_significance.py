@@ -153,24 +153,25 @@ def _shifted_sets(rng: np.random.Generator, shift: float, per_prompt: int = 20):
 
 
 @pytest.mark.slow
-def test_subsampled_null_is_conservative_and_keeps_power(monkeypatch):
-    """Above NULL_MAX_SAMPLES the null comes from a subsample rescaled by the central-limit factor (an
-    asymptotic approximation). Scaled down (at most 80 of 160 samples, factor 0.71): over 200 null data
-    sets it never rejects more often than alpha allows (measured: 0-2 %, conservative: the null's top
-    eigenvalue shrinks faster than the factor assumes), and a moved prompt is still found in most data sets
-    (measured 81 % at shift 2.5; 26 % at 1.5, where the full null finds 71 %: the price of subsampling)."""
+def test_subsampled_test_is_calibrated_and_has_power(monkeypatch):
+    """Above NULL_MAX_SAMPLES the test runs on a seeded subsample, exact there. Scaled down (80 of 160
+    samples): over 400 null data sets the rate of any mode significant at alpha = 0.05 is alpha's (here
+    0.045; 0.044-0.08 over 1,000 such sets; the rescaled null it replaces: 0-0.02, and no power at scale),
+    and a moved prompt is found in most data sets (here 65 % at 2.5 noise s.d.)."""
     monkeypatch.setattr(sig, "NULL_MAX_SAMPLES", 80)
     est = dict(method="exact", n_modes=3, permutations=100, top_k=2, top_prompts=2)
-    rng = np.random.default_rng(11)
+    rng = np.random.default_rng(7)
     hits = []
-    for i in range(200):
+    for i in range(400):
         res = PromptSplit(**est, seed=i).fit(*_shifted_sets(rng, 0.0))
-        assert res.significance["null_samples"] == 80 and "subsample" in res.significance["approximation"]
-        hits.append(res.significance["n_significant"] > 0)
-    assert np.mean(hits) <= 0.08, np.mean(hits)
+        s = res.significance
+        assert s["null_samples"] == 80 and "subsample" in s["approximation"]
+        assert len(s["subsample_eigenvalues"]["test"]) == sum(m.side == "test" for m in res.modes)
+        hits.append(s["n_significant"] > 0)
+    assert 0.025 <= np.mean(hits) <= 0.08, np.mean(hits)
     found = [PromptSplit(**est, seed=i).fit(*_shifted_sets(rng, 2.5)).significance["n_significant"] > 0
              for i in range(60)]
-    assert np.mean(found) >= 0.6, np.mean(found)
+    assert np.mean(found) >= 0.5, np.mean(found)
 
 
 # ------------------------------------------------------------------------------------------------ digits
@@ -285,3 +286,21 @@ def test_cli_identical_sets(tmp_path, npz_files, capsys):
     code = main(["split", str(npz_files[0]), str(npz_files[0]), "--out", str(tmp_path / "o"), "--no-report"])
     text = capsys.readouterr().out
     assert code == 0 and "same pairs" in text and "disagree most" not in text
+
+
+def test_a_subsampled_test_draws_no_null_band_on_the_full_sets_chart(monkeypatch):
+    """The subsample's null quantiles are on the subsample's scale: the report keeps the significance flags
+    but draws no band beside the full sets' eigenvalues; without a subsample the band is drawn."""
+    from promptprism.report.significance import null_and_flags
+
+    test, ref = _shifted_sets(np.random.default_rng(3), 3.0)
+    est = PromptSplit(method="exact", n_modes=3, permutations=50, seed=0)
+    full = est.fit(test, ref)
+    assert full.significance["subsample_eigenvalues"] is None
+    null, flags = null_and_flags(full, 0.05)
+    assert null == full.significance["null_top"] and len(flags["test"]) == len(full.positive_modes)
+    monkeypatch.setattr(sig, "NULL_MAX_SAMPLES", 100)
+    sub = est.fit(test, ref)
+    assert sub.eigenvalues == full.eigenvalues and sub.significance["null_samples"] == 100
+    null, flags = null_and_flags(sub, 0.05)
+    assert null is None and flags["test"] == [m.significant for m in sub.modes if m.side == "test"]

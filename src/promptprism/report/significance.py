@@ -210,6 +210,8 @@ def null_and_flags(result: Any, alpha: float | None) -> tuple[dict | None, dict 
     """The permutation null of the top eigenvalue and each side's per-mode significance flags (or Nones)."""
     sig = significance_of(result)
     null = sig.get("null_top") if isinstance(sig.get("null_top"), dict) else None
+    if sig.get("subsample_eigenvalues"):  # (a subsample's null is not on the scale of the full sets' chart)
+        null = None
     if not sig:
         return None, None
     flags: dict[str, list] = {"test": [], "reference": []}

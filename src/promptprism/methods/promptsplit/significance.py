@@ -28,7 +28,7 @@ from ...stats.eigen import weighted_factor_extremes, weighted_gram_extremes
 SCHEMES = ("within-prompt", "pooled")
 #: permutations when ``permutations=None``: the exact route, and the random-feature routes
 DEFAULT_PERMUTATIONS = {"exact": 200, "rff": 100, "sketch": 100}
-#: above this many samples (n + m) the null is computed on a seeded subsample of this size (see ``null_rows``)
+#: above this many samples (n + m) the test runs on a seeded subsample of this size (see ``null_rows``)
 NULL_MAX_SAMPLES = 20_000
 CORRECTION = "max-statistic step-down (FWER)"
 
@@ -61,23 +61,24 @@ def label_weights(is_test: np.ndarray, n: int, m: int, eta: float) -> np.ndarray
     return np.where(is_test, 1.0 / n, -eta / m)
 
 
-def null_rows(n: int, m: int, max_samples: int, seed: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """Rows of each set used for the null (all, or a seeded proportional subsample) and the scale factor.
+def null_rows(n: int, m: int, max_samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of each set the permutation test runs on: all, or (when n + m > ``max_samples``) a seeded
+    subsample of n' + m' = ``max_samples`` rows in the same proportions.
 
-    When n + m > ``max_samples`` the permuted spectra come from n' + m' = ``max_samples`` rows in the same
-    proportions. The deviation of Lambda from its permutation mean (1 - eta) C scales as sqrt(1/n + 1/m)
-    (central limit theorem for sums of i.i.d. operators), so the subsample's permuted Lambdas are rescaled to
-    the full size by c = sqrt((1/n + 1/m) / (1/n' + 1/m')) around that mean: an asymptotic approximation,
-    recorded in the result whenever it is used. Returns (test rows, reference rows, c).
+    On a subsample the test is exact for the subsample: its own observed eigenvalues against its own
+    relabellings, with the power of a test on ``max_samples`` samples. (Rescaling a subsample's null to the
+    full sets by the central-limit factor sqrt((1/n + 1/m) / (1/n' + 1/m')) and comparing it with the full
+    sets' eigenvalues, as earlier versions did, overstates the null: a permuted Lambda's top eigenvalue also
+    has a part that shrinks like 1/n. Measured at n = m = 4,000 with a 2,000-sample subsample: no false
+    positive in 200 null data sets, and no power left where the full test found 70 %.)
     """
     if n + m <= max_samples:
-        return np.arange(n), np.arange(m), 1.0
+        return np.arange(n), np.arange(m)
     rng = np.random.default_rng(seed)
     n_sub = max(2, round(max_samples * n / (n + m)))
     m_sub = max(2, max_samples - n_sub)
-    rows_t = np.sort(rng.choice(n, size=n_sub, replace=False))
-    rows_r = np.sort(rng.choice(m, size=m_sub, replace=False))
-    return rows_t, rows_r, float(np.sqrt((1 / n + 1 / m) / (1 / n_sub + 1 / m_sub)))
+    return (np.sort(rng.choice(n, size=n_sub, replace=False)),
+            np.sort(rng.choice(m, size=m_sub, replace=False)))
 
 
 def step_down_pvalues(observed_pos: np.ndarray, observed_neg: np.ndarray, null_pos: np.ndarray,
@@ -138,33 +139,25 @@ def permuted_spectra(operand: tuple[str, np.ndarray], weights: np.ndarray, n_top
 
 def permutation_test(
     operand: tuple[str, np.ndarray], *, groups: np.ndarray, n: int, m: int, eta: float,
-    tested: tuple[int, int],
-    observed: tuple | None, permutations: int, alpha: float, seed: int, scale: float = 1.0,
+    tested: tuple[int, int], permutations: int, alpha: float, seed: int,
 ) -> dict:
     """Run the test on ``operand`` (:func:`permuted_spectra`; n test rows, then m reference rows, with
     prompt ``groups``).
 
-    ``tested``: how many positive and negative modes are tested (the top ones of each sign);
-    ``observed``: their (positive, |negative|) eigenvalues, or None to compute them with the null's solver:
-    then the statistic is one function applied alike to all K + 1 labellings, so the test is exact under
-    H0 whatever the solver's residual error (Lanczos errs low on unconverged eigenvalues).
-    ``scale`` rescales a subsample's null to the full sets (:func:`null_rows`).
-    Returns the raw material of ``PromptSplitResult.significance`` plus 'p_positive'/'p_negative'.
+    ``tested``: how many positive and negative modes are tested (the top ones of each sign). The observed
+    labelling goes through the null's solver with the K relabellings: the statistic is one function applied
+    alike to all K + 1 labellings, so the test is exact under H0 whatever the solver's residual error
+    (Lanczos errs low on unconverged eigenvalues). Returns the raw material of
+    ``PromptSplitResult.significance`` plus 'p_positive'/'p_negative' and the 'observed' eigenvalues tested.
     """
     rng = np.random.default_rng(seed)
     n_top = max(*tested, 1)
     is_test = np.r_[np.ones(n, bool), np.zeros(m, bool)]
     labels = permuted_labels(groups, is_test, permutations, rng)
-    w = label_weights(labels, n, m, eta)
-    if scale != 1.0:
-        w = scale * w + (1.0 - scale) * (1.0 - eta) / (n + m)
-    if observed is None:
-        w = np.concatenate([label_weights(is_test, n, m, eta)[:, None], w], axis=1)
+    w = np.concatenate([label_weights(is_test, n, m, eta)[:, None], label_weights(labels, n, m, eta)], axis=1)
     pos, neg = permuted_spectra(operand, w, n_top, seed=seed)
-    if observed is None:
-        observed = (pos[0, : tested[0]], neg[0, : tested[1]])
-        pos, neg = pos[1:], neg[1:]
-    obs_pos, obs_neg = (np.asarray(o, dtype=np.float64) for o in observed)
+    obs_pos, obs_neg = (np.asarray(o, dtype=np.float64) for o in (pos[0, : tested[0]], neg[0, : tested[1]]))
+    pos, neg = pos[1:], neg[1:]
     p_pos, p_neg = step_down_pvalues(obs_pos, obs_neg, pos, neg)
     marginal = {"test": np.quantile(pos, 1.0 - alpha, axis=0).tolist(),
                 "reference": np.quantile(neg, 1.0 - alpha, axis=0).tolist()}
@@ -174,7 +167,8 @@ def permutation_test(
     band = {s: [threshold[s]] * n_top for s in threshold}
     return {"p_positive": p_pos, "p_negative": p_neg, "null_top": band, "threshold": threshold,
             "null_rank_quantiles": marginal,
-            "null_largest": {"test": pos[:, 0].tolist(), "reference": neg[:, 0].tolist()}}
+            "null_largest": {"test": pos[:, 0].tolist(), "reference": neg[:, 0].tolist()},
+            "observed": {"test": obs_pos.tolist(), "reference": obs_neg.tolist()}}
 
 
 def verdict(*, identical: bool, p_values: list[tuple[str, float, float]], alpha: float, permutations: int
