@@ -154,6 +154,8 @@ BAD_OPTIONS = {
     "eta": (["--eta", "0"], ["eta"]),
     "modes": (["--modes", "0"], ["modes"]),
     "seed": (["--seed", "-3"], ["seed", "-3"]),
+    "null samples 3": (["--null-samples", "3"], ["--null-samples", "at least 4", "3"]),
+    "null samples text": (["--null-samples", "all"], ["--null-samples", "all"]),
 }
 
 

@@ -16,9 +16,9 @@ from promptprism.errors import OptionError
 from promptprism.methods.promptsplit import (
     permuted_labels,
     permuted_spectra,
+    replace_config,
     step_down_pvalues,
 )
-from promptprism.methods.promptsplit import significance as sig
 from promptprism.methods.promptsplit.significance import label_weights
 from promptprism.stats.eigen import signed_extremes, weighted_gram_extremes
 
@@ -153,13 +153,12 @@ def _shifted_sets(rng: np.random.Generator, shift: float, per_prompt: int = 20):
 
 
 @pytest.mark.slow
-def test_subsampled_test_is_calibrated_and_has_power(monkeypatch):
-    """Above NULL_MAX_SAMPLES the test runs on a seeded subsample, exact there. Scaled down (80 of 160
+def test_subsampled_test_is_calibrated_and_has_power():
+    """Above ``null_samples`` the test runs on a seeded subsample, exact there. Scaled down (80 of 160
     samples): over 400 null data sets the rate of any mode significant at alpha = 0.05 is alpha's (here
     0.045; 0.044-0.08 over 1,000 such sets; the rescaled null it replaces: 0-0.02, and no power at scale),
     and a moved prompt is found in most data sets (here 65 % at 2.5 noise s.d.)."""
-    monkeypatch.setattr(sig, "NULL_MAX_SAMPLES", 80)
-    est = dict(method="exact", n_modes=3, permutations=100, top_k=2, top_prompts=2)
+    est = dict(method="exact", n_modes=3, permutations=100, top_k=2, top_prompts=2, null_samples=80)
     rng = np.random.default_rng(7)
     hits = []
     for i in range(400):
@@ -237,7 +236,9 @@ def test_result_json_fields(tmp_path):
 
 @pytest.mark.parametrize(("kwargs", "word"), [({"permutations": -1}, "permutations must be >= 0"),
                                               ({"alpha": 0}, "alpha"), ({"alpha": 1.5}, "alpha"),
-                                              ({"permutations": 2.5}, "permutations")])
+                                              ({"permutations": 2.5}, "permutations"),
+                                              ({"null_samples": 3}, "null_samples must be at least 4"),
+                                              ({"null_samples": 0}, "null_samples must be > 0")])
 def test_bad_options(kwargs, word):
     with pytest.raises(OptionError, match=word):
         PromptSplit(**kwargs)
@@ -288,7 +289,7 @@ def test_cli_identical_sets(tmp_path, npz_files, capsys):
     assert code == 0 and "same pairs" in text and "disagree most" not in text
 
 
-def test_a_subsampled_test_draws_no_null_band_on_the_full_sets_chart(monkeypatch):
+def test_a_subsampled_test_draws_no_null_band_on_the_full_sets_chart():
     """The subsample's null quantiles are on the subsample's scale: the report keeps the significance flags
     but draws no band beside the full sets' eigenvalues; without a subsample the band is drawn."""
     from promptprism.report.significance import null_and_flags
@@ -299,8 +300,7 @@ def test_a_subsampled_test_draws_no_null_band_on_the_full_sets_chart(monkeypatch
     assert full.significance["subsample_eigenvalues"] is None
     null, flags = null_and_flags(full, 0.05)
     assert null == full.significance["null_top"] and len(flags["test"]) == len(full.positive_modes)
-    monkeypatch.setattr(sig, "NULL_MAX_SAMPLES", 100)
-    sub = est.fit(test, ref)
+    sub = replace_config(est, null_samples=100).fit(test, ref)
     assert sub.eigenvalues == full.eigenvalues and sub.significance["null_samples"] == 100
     null, flags = null_and_flags(sub, 0.05)
     assert null is None and flags["test"] == [m.significant for m in sub.modes if m.side == "test"]

@@ -39,9 +39,9 @@ METAVARS = {
     "--sigma-prompt": "<float|rule>", "--sigma-output": "<float|rule>", "--gamma": "<float|rule>",
     "--regions": "<int|auto>", "--block-size": "<int|none>", "--cka-block-size": "<int|auto|none>",
     "--min-region-size": "<int|auto>", "--permutations": "<int>", "--bootstrap": "<int>",
-    "--max-tokens": "<int>", "--retries": "<int>", "--steps": "<int>", "--samples": "<int>",
-    "--concurrency": "<int>", "--folds": "<int>", "--confidence": "<float>", "--alpha": "<float>",
-    "--ridge": "<float|cv>", "--questions": "<int>",
+    "--null-samples": "<int>", "--max-tokens": "<int>", "--retries": "<int>", "--steps": "<int>",
+    "--samples": "<int>", "--concurrency": "<int>", "--folds": "<int>", "--confidence": "<float>",
+    "--alpha": "<float>", "--ridge": "<float|cv>", "--questions": "<int>",
 }
 
 #: one example per command, shown at the end of its ``--help``

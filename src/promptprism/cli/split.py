@@ -22,7 +22,7 @@ from .report import NO_REPORT
 
 #: library parameter names -> the flags that set them (for error messages)
 FLAGS = {"permutations": "--permutations", "alpha": "--alpha", "precision": "--precision",
-         "device": "--device"}
+         "device": "--device", "null_samples": "--null-samples"}
 
 
 @contextlib.contextmanager
@@ -128,6 +128,8 @@ def split(
     permutations: str = typer.Option("auto", help="Label permutations of the significance test (auto: 200 "
                                                   "exact, 100 random features; 0 turns it off)."),
     alpha: str = typer.Option("0.05", help="Family-wise significance level of the test (0 < alpha < 1)."),
+    null_samples: str = typer.Option("20000", help="The test runs on at most this many samples (a seeded "
+                                                   "subsample above, exact on it); its time grows with it."),
     precision: str = typer.Option("auto", help="float32, float64, or auto (float32 for rff/sketch, float64 "
                                                "exact); recorded in result.json."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
@@ -149,7 +151,8 @@ def split(
             partition_rows=int_option(partition_rows, "--partition-rows"),
             permutations=None if permutations.strip().lower() == "auto" else int_option(permutations,
                                                                                         "--permutations"),
-            alpha=float_option(alpha, "--alpha"), progress=False if quiet else None,
+            alpha=float_option(alpha, "--alpha"), null_samples=int_option(null_samples, "--null-samples"),
+            progress=False if quiet else None,
             precision=precision, device=device)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)

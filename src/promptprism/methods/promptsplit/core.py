@@ -191,6 +191,16 @@ def pooled_rows(a: np.ndarray, b: np.ndarray, max_rows: int, seed: int) -> np.nd
     return np.concatenate(parts)
 
 
+def paired_subsample(sets: list, size: int, seed: int) -> tuple[np.ndarray, ...]:
+    """(prompts, outputs) of at most ``size`` seeded random rows of each set, set after set, as arrays."""
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for s in sets:
+        idx = np.sort(rng.choice(len(s), size=min(size, len(s)), replace=False))
+        arrays += [np.asarray(s.prompt_embeddings[idx]), np.asarray(s.output_embeddings[idx])]
+    return tuple(arrays)
+
+
 def covariance_partition(fmap: Any, prompts: Any, outputs: Any, start: int, stop: int, chunk_size: int,
                          backend: Backend = NUMPY, features_out: Any = None) -> CovarianceAccumulator:
     """Task: sum_i psi(t_i, z_i) psi(t_i, z_i)^T over rows [start, stop), chunk by chunk (each chunk's

@@ -72,6 +72,8 @@ class PromptSplit:
     permutations : label permutations of the significance test (:mod:`.significance`); None = 200 on the
         exact route and 100 on the random-feature routes; 0 turns the test off.
     alpha : family-wise significance level of the test (0 < alpha < 1).
+    null_samples : the test runs on at most this many samples (n + m; at least 4), a seeded subsample of
+        both sets above, exact on it; the test's time grows linearly with it (docs/promptsplit.md).
     progress : show progress bars (None: only on a terminal).
     device : where the array core runs (:func:`promptprism.backend.resolve_backend`): 'auto' (torch on CUDA
         when a GPU is present, else numpy), 'cpu' (numpy, the reference), 'cuda', 'cuda:N', 'mps', or
@@ -102,6 +104,7 @@ class PromptSplit:
     partition_rows: int = 262_144
     permutations: int | None = None
     alpha: float = 0.05
+    null_samples: int = sig.NULL_MAX_SAMPLES
     progress: bool | None = False
     precision: str = "auto"
     device: str = "auto"
@@ -136,15 +139,14 @@ class PromptSplit:
         check_positive_number(self.partition_rows, "partition_rows", integer=True)
         check_positive_number(self.top_k, "top_k", integer=True)
         check_positive_number(self.top_prompts, "top_prompts", integer=True)
-        if self.permutations is not None:
-            if isinstance(self.permutations, bool) or not isinstance(self.permutations, (int, np.integer)):
-                raise OptionError(f"permutations must be an integer >= 0, got {self.permutations!r}")
-            if self.permutations < 0:
-                raise OptionError(f"permutations must be >= 0 (0 = no test), got {self.permutations}")
+        if self.permutations is not None:  # (0 = no test)
+            check_positive_number(self.permutations, "permutations", integer=True, allow_zero=True)
         if (isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float, np.floating))
                 or not 0.0 < float(self.alpha) < 1.0):
             raise OptionError(f"alpha must lie strictly between 0 and 1, got {self.alpha!r}")
         check_seed(self.seed)
+        if check_positive_number(self.null_samples, "null_samples", integer=True) and self.null_samples < 4:
+            raise OptionError(f"null_samples must be at least 4 (2 per set), got {self.null_samples}")
         if self.kernel == "gaussian":
             parse_bandwidth(self.sigma_prompt, "sigma_prompt", allow_stable=True)
             parse_bandwidth(self.sigma_output, "sigma_output", allow_stable=True)
@@ -223,7 +225,7 @@ class PromptSplit:
             "partition_rows": self._partition_size() if on_cluster and method != "exact" else None,
             "top_k": self.top_k, "top_prompts": self.top_prompts, "rank_prompts_by": self.rank_prompts_by,
             "solver": self.solver, "precision": precision, "device": backend.label,
-            "permutations": permutations, "alpha": float(self.alpha),
+            "permutations": permutations, "alpha": float(self.alpha), "null_samples": int(self.null_samples),
             "test": test.where, "reference": reference.where,
         }
         return PromptSplitResult(
@@ -258,7 +260,7 @@ class PromptSplit:
                 stable.append(key)
         scan: dict[str, dict] = {}
         if stable:
-            sub = self._scan_subsample(sets)
+            sub = core.paired_subsample([sets[side] for side in SIDES], STABLE_SAMPLES, self.seed)
             for key in stable:
                 def top(sigma: float, key: str = key) -> np.ndarray:
                     s = dict(out, **{key: sigma})
@@ -270,15 +272,6 @@ class PromptSplit:
                 if not scan[key]["plateau"]:
                     warnings.warn(f"sigma_{key}='stable': {scan[key]['note']}", UserWarning, stacklevel=3)
         return (out["prompt"], out["output"]), scan
-
-    def _scan_subsample(self, sets: dict[str, PairedSet]) -> tuple[np.ndarray, ...]:
-        rng = np.random.default_rng(self.seed)
-        arrays = []
-        for side in SIDES:
-            s = sets[side]
-            idx = np.sort(rng.choice(len(s), size=min(STABLE_SAMPLES, len(s)), replace=False))
-            arrays += [np.asarray(s.prompt_embeddings[idx]), np.asarray(s.output_embeddings[idx])]
-        return tuple(arrays)
 
     # ------------------------------------------------------------------------------------ exact route
     def _exact(self, sets, sigmas, timings, labels, n_groups, *, precision, backend):
@@ -383,7 +376,7 @@ class PromptSplit:
                     enabled=progress_enabled(self.progress)):
             return testing.mode_significance(sets, spec, labels, operand_of=operand_of, eta=self.eta,
                                              permutations=permutations, alpha=float(self.alpha),
-                                             seed=self.seed)
+                                             seed=self.seed, max_samples=int(self.null_samples))
 
 
 def _as_paired(obj: PairedSet | tuple, name: str) -> PairedSet:

@@ -28,7 +28,8 @@ from ...stats.eigen import weighted_factor_extremes, weighted_gram_extremes
 SCHEMES = ("within-prompt", "pooled")
 #: permutations when ``permutations=None``: the exact route, and the random-feature routes
 DEFAULT_PERMUTATIONS = {"exact": 200, "rff": 100, "sketch": 100}
-#: above this many samples (n + m) the test runs on a seeded subsample of this size (see ``null_rows``)
+#: the default of PromptSplit's ``null_samples``: above this many samples (n + m) the test runs on a seeded
+#: subsample of this size (see ``null_rows``)
 NULL_MAX_SAMPLES = 20_000
 CORRECTION = "max-statistic step-down (FWER)"
 

@@ -2,7 +2,7 @@
 
 :mod:`.significance` holds the test itself (relabellings, permuted spectra, step-down p-values); this module
 connects it to a fit: it picks the rows the test runs on (all, or a seeded subsample above
-``NULL_MAX_SAMPLES``, on which the test is exact), the operand on the fit's backend (the joint Gram matrix
+``null_samples``, on which the test is exact), the operand on the fit's backend (the joint Gram matrix
 of the exact route, or the random features: kept from the covariance pass, or recomputed from the same
 seed) and assembles the ``significance`` record of the result.
 """
@@ -44,11 +44,13 @@ def null_operand(sets: dict, *, gram: Any, fmap: Any, feats: dict | None, backen
 
 
 def mode_significance(sets: dict, spec: core.Spectrum, labels: dict, *, operand_of: Callable, eta: float,
-                      permutations: int, alpha: float, seed: int) -> tuple[dict, list[float]]:
-    """Permutation test of the reported modes of ``spec``: (the result's ``significance`` record, one
-    p-value per reported mode, positive modes first)."""
+                      permutations: int, alpha: float, seed: int, max_samples: int = sig.NULL_MAX_SAMPLES
+                      ) -> tuple[dict, list[float]]:
+    """Permutation test of the reported modes of ``spec``, on at most ``max_samples`` samples (a seeded
+    subsample above): (the result's ``significance`` record, one p-value per reported mode, positive
+    modes first)."""
     n, m = len(sets["test"]), len(sets["reference"])
-    rows_t, rows_r = sig.null_rows(n, m, sig.NULL_MAX_SAMPLES, seed)
+    rows_t, rows_r = sig.null_rows(n, m, max_samples, seed)
     n_sub, m_sub = rows_t.size, rows_r.size
     groups = np.r_[labels["test"][rows_t], labels["reference"][rows_r]]
     scheme = sig.choose_scheme(labels["test"], labels["reference"])
