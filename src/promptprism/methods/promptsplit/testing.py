@@ -20,7 +20,7 @@ from . import significance as sig
 
 
 def null_operand(sets: dict, *, gram: Any, fmap: Any, feats: dict | None, backend: Backend, chunk_size: int
-                 ) -> Callable[[np.ndarray, np.ndarray, float], tuple[str, Any]]:
+                 ) -> Callable[[np.ndarray, np.ndarray], tuple[str, Any]]:
     """A function (test rows, reference rows) -> the operand of :func:`.significance.permuted_spectra`
     for those rows: ``("gram", G)`` (exact route) or ``("features", F)`` (kept features, or recomputed)."""
     n, m = len(sets["test"]), len(sets["reference"])
