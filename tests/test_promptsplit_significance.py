@@ -19,6 +19,7 @@ from promptprism.methods.promptsplit import (
     replace_config,
     step_down_pvalues,
 )
+from promptprism.methods.promptsplit import significance as sig
 from promptprism.methods.promptsplit.significance import label_weights
 from promptprism.stats.eigen import signed_extremes, weighted_gram_extremes
 
@@ -304,3 +305,16 @@ def test_a_subsampled_test_draws_no_null_band_on_the_full_sets_chart():
     assert sub.eigenvalues == full.eigenvalues and sub.significance["null_samples"] == 100
     null, flags = null_and_flags(sub, 0.05)
     assert null is None and flags["test"] == [m.significant for m in sub.modes if m.side == "test"]
+
+
+@pytest.mark.parametrize(("n", "m"), [(1, 40), (40, 1), (2, 60)])
+def test_subsample_of_a_tiny_set_takes_it_whole(n, m):
+    """A set smaller than the subsample's share (even one row) is tested whole, the other set subsampled."""
+    rng = np.random.default_rng(0)
+    test = PairedSet(rng.standard_normal((n, 3)), rng.standard_normal((n, 2)), name="test")
+    ref = PairedSet(rng.standard_normal((m, 3)), rng.standard_normal((m, 2)), name="reference")
+    res = PromptSplit(method="exact", n_modes=2, permutations=20, null_samples=10).fit(test, ref)
+    rows_t, rows_r = sig.null_rows(n, m, 10, 0)
+    assert rows_t.size == min(n, max(2, round(10 * n / (n + m)))) and np.unique(rows_t).size == rows_t.size
+    assert res.significance["null_samples"] == rows_t.size + rows_r.size <= max(10, n + 2)
+    assert all(0 < p <= 1 for p in (m.p_value for m in res.modes))

@@ -76,8 +76,8 @@ def null_rows(n: int, m: int, max_samples: int, seed: int) -> tuple[np.ndarray, 
     if n + m <= max_samples:
         return np.arange(n), np.arange(m)
     rng = np.random.default_rng(seed)
-    n_sub = max(2, round(max_samples * n / (n + m)))
-    m_sub = max(2, max_samples - n_sub)
+    n_sub = min(n, max(2, round(max_samples * n / (n + m))))  # (a set smaller than 2 rows is taken whole)
+    m_sub = min(m, max(2, max_samples - n_sub))
     return (np.sort(rng.choice(n, size=n_sub, replace=False)),
             np.sort(rng.choice(m, size=m_sub, replace=False)))
 
