@@ -102,8 +102,9 @@ def significance_block(result: Any) -> Any:
         ("significant modes", fmt(sig.get("n_significant"))),
         ("seed", fmt(sig.get("seed"))),
     ]
-    if sig.get("approximation"):
-        rows.append(("approximation", sig["approximation"]))
+    if sig.get("approximation"):  # (the record's name for how the test departs from the plain one)
+        label = "subsample" if sig.get("subsample_eigenvalues") else "approximation"
+        rows.append((label, sig["approximation"]))
     return details("significance test", kv_table(rows))
 
 
