@@ -192,6 +192,27 @@ def test_bootstrap_needs_two_prompts():
     assert auto.intervals == {} and any("same prompt" in w for w in auto.warnings)
 
 
+def test_no_replicate_draws_a_single_prompt_and_the_first_draws_are_unchanged():
+    """A replicate of one prompt drawn n times is drawn again; other replicates are the plain draws."""
+    for g in (2, 3, 8):
+        counts = prompt_draws(g, 300, seed=4)
+        assert counts.shape == (300, g) and (counts.sum(axis=1) == g).all()
+        assert ((counts > 0).sum(axis=1) >= 2).all()
+    plain = np.random.default_rng(4).integers(0, 8, size=(300, 8))
+    assert all((np.bincount(d, minlength=8) == c).all() for d, c in zip(plain, prompt_draws(8, 300, 4),
+                                                                       strict=True) if len(set(d)) > 1)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_a_handful_of_samples_gives_scores_intervals_and_at_most_n_clusters(n):
+    """2-4 samples, one prompt each (cross-fit) and the default bootstrap: scores, intervals, <= n clusters
+    (it used to stop on an index error or on a replicate of one prompt)."""
+    rng = np.random.default_rng(n)
+    res = pp.Scendi(bootstrap=50).fit((rng.standard_normal((n, 6)), rng.standard_normal((n, 5))))
+    assert np.isfinite(res.scendi) and len(res.clusters) <= n and res.intervals
+    assert all(iv["low"] <= iv["high"] for iv in res.intervals.values())
+
+
 def test_compare_says_which_differences_exceed_the_noise():
     """Two models on the same prompts: one's outputs carry a prompt-independent factor, the other's do not."""
     rng = np.random.default_rng(100)

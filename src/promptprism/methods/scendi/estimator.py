@@ -230,7 +230,7 @@ class Scendi(ScendiKernelOptions):
             warnings.warn(msg, PromptRankWarning, stacklevel=3)
 
         t1 = time.perf_counter()
-        k = min(self.n_clusters, d_i)
+        k = min(self.n_clusters, d_i, n)  # (n samples span at most n directions)
         ridge, described = 0.0, "in-sample"
         s = None  # the spectra of the in-memory paths (grouped features, sample space)
         if grouped is not None:  # feature space, prompts grouped, in-sample
