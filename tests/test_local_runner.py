@@ -12,7 +12,7 @@ from promptprism import PromptSplit
 from promptprism.datasets import gaussian_mixture
 from promptprism.errors import OptionError
 from promptprism.scale import runner as runner_module
-from promptprism.scale.runner import LocalRunner
+from promptprism.scale.runner import LocalRunner, balanced_blocks
 
 
 class Sequence:
@@ -84,3 +84,27 @@ def test_a_one_thread_blas_limit_means_one_worker():
     with threadpool_limits(limits=1, user_api="blas"):
         assert LocalRunner().workers == 1
     assert LocalRunner(3).workers == 3
+
+
+def test_balanced_blocks_cover_every_row_once_in_whole_chunks_evenly():
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        lengths = [int(n) for n in rng.integers(0, 5000, rng.integers(1, 4))]
+        chunk, workers = int(rng.integers(1, 1200)), int(rng.integers(1, 5))
+        dealt = balanced_blocks(lengths, chunk, workers)
+        assert len(dealt) <= workers
+        seen = [np.zeros(n, dtype=int) for n in lengths]
+        loads = []
+        for blocks in dealt:
+            loads.append(sum(b - a for _, a, b in blocks))
+            for i, a, b in blocks:
+                assert a % chunk == 0 and (b % chunk == 0 or b == lengths[i])  # whole chunks of that set
+                seen[i][a:b] += 1
+            # consecutive chunks of a set are one block
+            assert all(not (p[0] == q[0] and p[2] == q[1]) for p, q in zip(blocks, blocks[1:], strict=False))
+        assert all(np.all(s == 1) for s in seen)
+        if sum(lengths) and len(loads) == workers:  # dealt largest first: loads differ by at most a chunk
+            assert max(loads) - min(loads) <= chunk
+    # the case it was written for: two sets of 30,000 rows, chunks of 8,192, two workers
+    assert [sum(b - a for _, a, b in blocks) for blocks in balanced_blocks([30_000, 30_000], 8192, 2)] == [
+        30_000, 30_000]

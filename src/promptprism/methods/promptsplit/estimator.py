@@ -26,7 +26,7 @@ from ...errors import OptionError
 from ...kernels.bandwidth import parse_bandwidth, resolve_bandwidth, stable_bandwidth
 from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
 from ...kernels.gram import KERNELS
-from ...scale.runner import DaskRunner, current_runner, partition_rows, partition_size
+from ...scale.runner import DaskRunner, balanced_blocks, current_runner, partition_rows, partition_size
 from ...stats.modes import ModeStats
 from . import core, testing
 from . import significance as sig
@@ -322,19 +322,14 @@ class PromptSplit:
         feats = {}
         on_numpy = backend.name == "numpy"  # (partition tasks on threads: numpy's products release the GIL)
         weights = {"test": 1.0 / len(sets["test"]), "reference": -self.eta / len(sets["reference"])}
-        if keep:  # in this process: per local worker, a block of each set's rows, features written in place
+        if keep:  # in this process: per local worker, whole chunks of both sets (balanced), features in place
             feats = {side: backend.empty((len(s), fmap.dim), fmap.precision) for side, s in sets.items()}
-            workers = getattr(runner, "workers", 1)
-            tasks = []
-            for i in range(workers):
-                parts = []
-                for side, s in sets.items():
-                    block = partition_size(-(-len(s) // workers), self.chunk_size)
-                    if i * block < len(s):
-                        parts.append((s.prompt_embeddings, s.output_embeddings, i * block,
-                                      min(len(s), (i + 1) * block), weights[side], feats[side]))
-                if parts:
-                    tasks.append((fmap, parts, self.chunk_size, backend))
+            rows = [(s.prompt_embeddings, s.output_embeddings, weights[side], feats[side])
+                    for side, s in sets.items()]
+            dealt = balanced_blocks([len(s) for s in sets.values()], self.chunk_size,
+                                    getattr(runner, "workers", 1))
+            tasks = [(fmap, [(*rows[i][:2], a, b, *rows[i][2:]) for i, a, b in blocks], self.chunk_size,
+                      backend) for blocks in dealt]
         else:
             task_backend = NUMPY if isinstance(runner, DaskRunner) else backend
             tasks = [(fmap, [(*partition_rows(s, a, b), weights[side], None)], self.chunk_size, task_backend)
