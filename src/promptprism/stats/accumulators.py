@@ -134,7 +134,12 @@ class GroupSumAccumulator:
                              f"{values.shape}")
         if labels.size and (labels.min() < 0 or labels.max() >= self.n_groups):
             raise InputError(f"GroupSumAccumulator.update: labels must lie in [0, {self.n_groups})")
-        np.add.at(self.sums, labels, values)
+        # one bincount over the (label, column) cells of the labels present (np.add.at's unbuffered scatter
+        # is 1-5x slower; a bincount over every group's cells costs more than the rows when groups are many)
+        present, local = np.unique(labels, return_inverse=True)
+        cells = (local.reshape(-1, 1) * self.dim + np.arange(self.dim)).ravel()
+        self.sums[present] += np.bincount(cells, weights=values.ravel(), minlength=present.size * self.dim
+                                          ).reshape(present.size, self.dim)
         self.counts += np.bincount(labels, minlength=self.n_groups)
         return self
 
