@@ -21,7 +21,8 @@ from promptprism.methods.promptsplit import (
 )
 from promptprism.methods.promptsplit import significance as sig
 from promptprism.methods.promptsplit.significance import label_weights
-from promptprism.stats.eigen import signed_extremes, weighted_gram_extremes
+from promptprism.stats.batched_eigen import weighted_gram_extremes
+from promptprism.stats.eigen import signed_extremes
 
 
 def _brute_extremes(psi: np.ndarray, w: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,11 +1,11 @@
 """PromptSplit's permutation test through its large-problem path: the lockstep Lanczos null.
 
 The permuted spectra come from a stacked dense solve when the Gram matrix (exact route) or the feature factor
-(rff route) has at most ``stats.eigen.DENSE_BATCH_RANK`` (256) columns, and from ``_batched_lanczos`` (all
-permutations in lockstep, ``LANCZOS_STEPS`` = 40 Krylov vectors each, float32) above it. The calibration test
-in test_promptsplit_significance.py runs at n = m = 40, so always on the dense path. Here the threshold is
-lowered (monkeypatched) so that data sets of the same kind take the Lanczos path at a size where 40 steps do
-not span the whole space (exact: a 120 x 120 Gram matrix; rff: a 56-column factor), as at large n:
+(rff route) has at most ``stats.batched_eigen.DENSE_BATCH_RANK`` (256) columns, and from ``_batched_lanczos``
+(all permutations in lockstep, ``LANCZOS_STEPS`` = 40 Krylov vectors each, float32) above it. The calibration
+test in test_promptsplit_significance.py runs at n = m = 40, so always on the dense path. Here the threshold
+is lowered (monkeypatched) so that data sets of the same kind take the Lanczos path at a size where 40 steps
+do not span the whole space (exact: a 120 x 120 Gram matrix; rff: a 56-column factor), as at large n:
 
 * calibration: over 200 null data sets, the rate of runs with any mode significant at alpha = 0.05 lies in
   [0.02, 0.08], for the exact (Gram form) and the rff (factor form) routes;
@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-import promptprism.stats.eigen as eigen
+import promptprism.stats.batched_eigen as eigen
 from promptprism import PairedSet, PromptSplit
 
 #: (method, n_features): rff with 56 features gives a 56-column factor (factor-form Lanczos, 40 steps < 56)

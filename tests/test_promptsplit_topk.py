@@ -22,17 +22,22 @@ def test_extreme_eigenpairs_equal_full_decomposition():
 
 
 @pytest.mark.slow
-def test_rff_auto_topk_equals_dense():
+@pytest.mark.parametrize(("precision", "rtol", "score_rtol"),
+                         [("float64", 1e-9, 1e-7), ("float32", 1e-6, 1e-5)])
+def test_rff_auto_topk_equals_dense(precision, rtol, score_rtol):
+    """Lanczos equals the dense solver on the same Lambda: to 1e-9 in float64; in float32 its products read
+    Lambda rounded to float32, within the float32 round-off below which no mode is reported (1e-6; measured
+    7e-8, scores 4e-7)."""
     test, ref, _ = gaussian_mixture(2, per_component=25, seed=0)
-    common = dict(method="rff", n_features=1200, n_modes=4, permutations=0, seed=1)
+    common = dict(method="rff", n_features=1200, n_modes=4, permutations=0, seed=1, precision=precision)
     auto = PromptSplit(**common).fit(test, ref)
     dense = PromptSplit(solver="dense", **common).fit(test, ref)
     assert auto.eigenvalues_scope == "top 4 of each sign" and dense.eigenvalues_scope == "all"
     assert len(dense.eigenvalues) == 1200 and len(auto.eigenvalues) == 8
     np.testing.assert_allclose([m.eigenvalue for m in auto.modes], [m.eigenvalue for m in dense.modes],
-                               rtol=1e-9)
+                               rtol=rtol)
     for a, b in zip(auto.modes, dense.modes, strict=True):
         assert [s.index for s in a.top_samples] == [s.index for s in b.top_samples]
         np.testing.assert_allclose([s.score for s in a.top_samples], [s.score for s in b.top_samples],
-                                   rtol=1e-7, atol=1e-10)
+                                   rtol=score_rtol, atol=1e-10)
     assert auto.distance == pytest.approx(dense.distance, rel=1e-12)

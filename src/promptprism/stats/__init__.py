@@ -7,6 +7,7 @@ from .accumulators import (
     SumsAccumulator,
     TopKAccumulator,
 )
+from .batched_eigen import weighted_factor_extremes, weighted_gram_extremes
 from .eigen import (
     GramEigen,
     gram_factor,
@@ -14,9 +15,7 @@ from .eigen import (
     signed_extremes,
     symmetric_eigenpairs,
     symmetric_extreme_eigenpairs,
-    weighted_factor_extremes,
     weighted_gram_eigenpairs,
-    weighted_gram_extremes,
 )
 from .modes import ModeStats
 from .pixel import PixelCKAAccumulator

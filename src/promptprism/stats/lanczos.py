@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 
 from ..backend import array_namespace, backend_of
 
@@ -36,6 +35,8 @@ def weighted_gram_lanczos(gram: Any, weights: Any, n_pos: int, n_neg: int, *, to
     vector and the fresh directions after a breakdown (an invariant subspace: the run goes on, since the
     subspace need not hold every wanted extreme) are seeded numpy draws.
     """
+    import scipy.linalg
+
     xp, on = array_namespace(gram), backend_of(gram)
     size = int(gram.shape[0])
     f64 = xp.float64

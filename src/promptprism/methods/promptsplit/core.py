@@ -141,11 +141,12 @@ def feature_spectrum(lam: np.ndarray, *, n_modes: int, eta: float, solver: str =
     ``solver='dense'``: every eigenpair; 'lanczos': the ``n_modes`` largest and smallest only; 'auto':
     dense up to :data:`FEATURE_DENSE_LIMIT` features, lanczos above. Lambda_r itself is float64 (the
     accumulators' running sums); ``precision`` is that of the features, which sets the round-off below
-    which no mode is reported. A torch ``lam`` is diagonalised on its device; the spectrum comes back numpy.
+    which no mode is reported and the precision of lanczos' products. A torch ``lam`` is diagonalised on its
+    device; the spectrum comes back numpy.
     """
     r = lam.shape[0]
     if solver == "lanczos" or (solver == "auto" and r > FEATURE_DENSE_LIMIT):
-        vals, vecs = symmetric_extreme_eigenpairs(lam, n_modes)
+        vals, vecs = symmetric_extreme_eigenpairs(lam, n_modes, precision=precision)
         scope = "all" if vals.shape[0] == r else f"top {n_modes} of each sign"
     else:
         vals, vecs = symmetric_eigenpairs(lam)

@@ -7,7 +7,7 @@ over all samples otherwise (``'pooled'``). Relabelling changes only the signed w
 Lambda = Psi^T D Psi (eq. 2), never the joint Gram matrix G = Psi Psi^T or the random features, so nothing is
 refitted: with a factor F (F F^T = G, or the features themselves), the permuted spectra are those of
 F^T diag(w_k) F for a weight matrix W (N x K), computed for all K permutations together by
-:func:`~promptprism.stats.eigen.weighted_factor_extremes`.
+:func:`~promptprism.stats.batched_eigen.weighted_factor_extremes`.
 
 Family-wise error over modes (both signs together) is controlled by the max-statistic step-down procedure
 (Westfall & Young 1993): each sign's |eigenvalues| are put on one scale by the median of that sign's
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...array_ops import blas_threads_for
-from ...stats.eigen import weighted_factor_extremes, weighted_gram_extremes
+from ...stats.batched_eigen import weighted_factor_extremes, weighted_gram_extremes
 
 SCHEMES = ("within-prompt", "pooled")
 #: permutations when ``permutations=None``: the exact route, and the random-feature routes

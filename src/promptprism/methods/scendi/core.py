@@ -17,8 +17,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
-import scipy.sparse.linalg
 
 from ...array_ops import cholesky_solve_right, is_numpy, symmetric_eigh, values_and_top_vectors
 from ...backend import array_namespace, to_numpy
@@ -183,6 +181,8 @@ def vendi_score_from_gram(gram: np.ndarray, order: int = 1) -> float:
     k = np.asarray(gram, dtype=np.float64)
     if k.ndim != 2 or k.shape[0] != k.shape[1] or k.shape[0] == 0:
         raise InputError(f"expected a square, non-empty kernel matrix, got shape {k.shape}")
+    import scipy.linalg
+
     vals = scipy.linalg.eigvalsh(0.5 * (k + k.T)) / k.shape[0]
     if order == 1:
         return vendi_score(vals)
@@ -208,6 +208,9 @@ def spectrum_and_top_vectors(a: np.ndarray, k: int, *, dense_limit: int = 600
         vals, vecs = symmetric_eigenpairs(a)
         return vals, vecs[:, :k]
     a = 0.5 * (a + a.T)
+    import scipy.linalg
+    import scipy.sparse.linalg
+
     vals = scipy.linalg.eigvalsh(a)[::-1].copy()
     top_vals, vecs = scipy.sparse.linalg.eigsh(a, k=k, which="LA", v0=np.full(d, 1.0 / np.sqrt(d)), tol=0.0)
     order = np.argsort(-top_vals, kind="stable")
