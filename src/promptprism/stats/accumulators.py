@@ -140,7 +140,7 @@ class GroupSumAccumulator:
         cells = (local.reshape(-1, 1) * self.dim + np.arange(self.dim)).ravel()
         self.sums[present] += np.bincount(cells, weights=values.ravel(), minlength=present.size * self.dim
                                           ).reshape(present.size, self.dim)
-        self.counts += np.bincount(labels, minlength=self.n_groups)
+        self.counts[present] += np.bincount(local, minlength=present.size)
         return self
 
     def merge(self, other: GroupSumAccumulator) -> GroupSumAccumulator:
