@@ -18,6 +18,7 @@ import typer
 
 from . import compcon as _compcon  # noqa: E402,F401
 from . import demo as _demo  # noqa: E402,F401
+from . import describe as _describe  # noqa: E402,F401
 from . import diversity as _diversity  # noqa: E402,F401,I001
 
 # sub-commands register themselves on ``app`` when imported, in the order of a user's work

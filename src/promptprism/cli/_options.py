@@ -19,18 +19,19 @@ import typer
 from ..errors import OptionError
 
 #: commands in the order of a user's work (others, e.g. added later, follow in registration order)
-COMMAND_ORDER = ("generate", "embed", "split", "diversity", "regions", "compcon", "compcon-eval", "report",
-                 "demo", "demo-llm", "version")
+COMMAND_ORDER = ("generate", "embed", "split", "diversity", "regions", "describe", "compcon", "compcon-eval",
+                 "report", "demo", "demo-llm", "version")
 
 #: commands whose ``--out`` is a results folder (guarded, replaced as one transaction) or an .npz file
 OUT_KIND = {"embed": "npz", "split": "dir", "diversity": "dir", "regions": "dir", "compcon": "dir",
-            "compcon-eval": "dir", "demo": "dir"}
+            "compcon-eval": "dir", "demo": "dir", "describe": "dir"}
 
 #: commands that read manifests through ``load_cli_input`` (they get ``--columns``)
 MANIFEST_COMMANDS = ("embed", "split", "diversity", "regions")
 
 #: commands that print a summary (they get ``--json``)
-JSON_COMMANDS = ("embed", "split", "diversity", "regions", "compcon", "compcon-eval", "demo", "report")
+JSON_COMMANDS = ("embed", "split", "diversity", "regions", "compcon", "compcon-eval", "demo", "report",
+                 "describe")
 
 #: options read as text (so that 'auto', 'none' or a rule are accepted) shown with their real type
 METAVARS = {

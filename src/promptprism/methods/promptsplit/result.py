@@ -93,7 +93,8 @@ class PromptSplitResult(Result):
     ranking_basis: str = "all reported modes (no significance test)"
     eigenvalues_scope: str = "all"
     bandwidth_scan: dict = field(default_factory=dict)
-
+    #: verified names of the modes (``promptprism describe``, :func:`promptprism.methods.naming.describe_modes`)
+    descriptions: dict = field(default_factory=dict)
 
     @property
     def positive_modes(self) -> list[Mode]:
@@ -112,6 +113,13 @@ class PromptSplitResult(Result):
             return str(self.significance.get("verdict", ""))
         same = "test and reference hold the same pairs: there is no difference to find"
         return same if self.identical else ""
+
+    def name_of(self, mode: Mode) -> str | None:
+        """The verified name of ``mode``, when :func:`~promptprism.methods.naming.describe_modes` kept one."""
+        for entry in self.descriptions.get("modes", []):
+            if entry["side"] == mode.side and entry["rank"] == mode.rank and entry["status"] == "named":
+                return entry["name"]
+        return None
 
     def summary_rows(self) -> list[tuple[str, int, float, str]]:
         """(side, rank, eigenvalue, top prompt) per reported mode."""

@@ -1,0 +1,121 @@
+"""``promptprism describe DIR``: verified names for the significant modes of a PromptSplit result.
+
+A namer (any OpenAI-compatible chat endpoint) proposes what the favoured model does on a mode's prompts that
+the other does not; a judge tests each candidate on held-out samples the namer never saw; a name is kept only
+when it separates them (Fisher exact test, Holm over the candidates). The names go into DIR's result.json
+(``descriptions``) and report.html, written as one transaction; every model answer is cached (``--chat-cache``),
+so a re-run costs no model calls.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ..errors import InputError, OptionError
+from ._app import app, console
+from ._output import print_written, save_outputs
+from .report import NO_REPORT
+
+JUDGES = ("chat", "embedding")
+
+
+def _load_sets(result, folder: Path, test: Path | None, reference: Path | None, text_model: str) -> dict:
+    from ..data.inputs import load_input
+
+    sets = {}
+    for side, given in (("test", test), ("reference", reference)):
+        where = given or result.config.get(side)
+        candidates = [Path(where), folder / str(where)] if where else []
+        path = next((c for c in candidates if c.exists()), None)
+        if path is None:
+            raise InputError(f"{side} input {where or '(not recorded in result.json)'} not found; pass "
+                             f"the {side} set as an argument")
+        sets[side] = load_input(path, text_model=text_model)
+    return sets
+
+
+def _embedding_judge(text_model: str):
+    from ..embed.registry import get_encoder
+    from ..methods.naming import EmbeddingJudge
+
+    encoder = get_encoder(text_model, modality="text")
+    return EmbeddingJudge(encode=lambda texts: encoder.encode_texts(list(texts)))
+
+
+@app.command("describe")
+def describe(
+    folder: Path = typer.Argument(..., metavar="DIR", help="A PromptSplit results folder (result.json)."),
+    test: Path | None = typer.Argument(None, help="The test set (default: the path result.json records)."),
+    reference: Path | None = typer.Argument(None, help="The reference set (default: as recorded)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Results folder to write (default: DIR)."),
+    base_url: str = typer.Option("https://api.openai.com/v1", help="OpenAI-compatible endpoint of the namer."),
+    model: str = typer.Option("gpt-4o", help="Namer model (proposes the candidate names)."),
+    judge: str = typer.Option("chat", help="chat (a model says yes/no per held-out sample) or embedding "
+                                           "(a text-embedding classifier, no model calls)."),
+    judge_model: str = typer.Option("", help="Judge model for --judge chat (default: --model)."),
+    judge_base_url: str = typer.Option("", help="Endpoint of the judge (default: --base-url)."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the key."),
+    timeout: float = typer.Option(120.0, help="Seconds per chat request."),
+    retries: int = typer.Option(3, help="Retries per request on connection errors, timeouts, 429/5xx."),
+    chat_cache: Path | None = typer.Option(None, "--chat-cache", help="Folder for the chat response cache."),
+    candidates: int = typer.Option(3, min=1, help="Candidate names asked per mode."),
+    alpha: float = typer.Option(0.05, help="Family-wise level over a mode's candidates (Holm)."),
+    min_held_out: int = typer.Option(6, min=1, help="Held-out samples needed per side to test a name."),
+    all_modes: bool = typer.Option(False, "--all-modes", help="Name every reported mode, not only the "
+                                                              "significant ones."),
+    text_model: str = typer.Option("minilm", help="Text encoder (inputs to embed; the embedding judge)."),
+    seed: int = typer.Option(0, help="Seed of every random draw (recorded in result.json)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No table."),
+    no_report: bool = NO_REPORT,
+) -> None:
+    """Name what differs in each significant PromptSplit mode, and keep only names that hold on held-out data.
+
+    Example: promptprism describe results/ab --base-url http://127.0.0.1:8080/v1 --model smollm2
+    """
+    import dataclasses
+
+    from ..methods.naming import ChatJudge, NamingOptions, describe_modes
+    from ..results import load_result
+    from .compcon import _client
+
+    if judge not in JUDGES:
+        raise OptionError(f"--judge must be one of {', '.join(JUDGES)}, got {judge!r}")
+    result = load_result(folder)
+    if result.kind != "promptsplit":
+        raise InputError(f"{folder}: holds a {result.kind} result; describe names PromptSplit modes")
+    options = NamingOptions(candidates=candidates, alpha=alpha, min_held_out=min_held_out, seed=seed)
+    sets = _load_sets(result, folder, test, reference, text_model)
+    link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache, "seed": seed}
+    namer = _client(base_url, model, **link)
+    judge_obj = (_embedding_judge(text_model) if judge == "embedding"
+                 else ChatJudge(_client(judge_base_url or base_url, judge_model or model, **link)))
+    record = describe_modes(result, sets["test"], sets["reference"], namer=namer, judge=judge_obj,
+                            options=options, all_modes=all_modes)
+    record["calls"] = {"requests": namer.n_requests + getattr(getattr(judge_obj, "client", None), "n_requests", 0),
+                       "cache_hits": namer.n_cache_hits
+                       + getattr(getattr(judge_obj, "client", None), "n_cache_hits", 0)}
+    named = dataclasses.replace(result, descriptions=record)
+    written = save_outputs(named, out or folder, report=not no_report, inputs=sets, quiet=quiet)
+    if not quiet:
+        print_descriptions(record)
+    print_written(written)
+
+
+def print_descriptions(record: dict) -> None:
+    """One line per mode: side and rank, then the verified name with its held-out accuracy, or why none."""
+    for entry in record["modes"]:
+        head = f"{entry['side']} mode {entry['rank']}:"
+        if entry["status"] == "named":
+            lo, hi = entry["interval"]
+            console.print(f"{head} {entry['name']!r} (held-out accuracy {entry['accuracy']:.2f} "
+                          f"[{lo:.2f}, {hi:.2f}], p = {entry['p_value']:.3g})", markup=False, soft_wrap=True)
+        else:
+            why = f" ({entry['note']})" if entry.get("note") else ""
+            console.print(f"{head} {entry['status']}{why}", markup=False, soft_wrap=True)
+    for note in record["notes"]:
+        console.print(f"note: {note}", markup=False, soft_wrap=True)
+    calls = record.get("calls", {})
+    console.print(f"model calls: {calls.get('requests', 0)} sent, {calls.get('cache_hits', 0)} from the cache",
+                  markup=False)

@@ -1,0 +1,11 @@
+"""Names for findings, checked on held-out data: a namer proposes what one side does that the other doesn't,
+a judge tests each candidate on samples the namer never saw (Fisher exact test, Holm over candidates)."""
+
+from .contrast import ContrastName, NamingOptions, Sample, name_contrast
+from .judges import ChatJudge, EmbeddingJudge, parse_yes_no, propose
+from .modes import describe_modes, mode_pools
+from .verify import Separation, held_out_split, holm, separation
+
+__all__ = ["ChatJudge", "ContrastName", "EmbeddingJudge", "NamingOptions", "Sample", "Separation",
+           "describe_modes", "held_out_split", "holm", "mode_pools", "name_contrast", "parse_yes_no", "propose",
+           "separation"]

@@ -1,0 +1,140 @@
+"""Name one contrast: side A's samples against side B's, candidates proposed on one part, tested on the rest.
+
+A *contrast* is two pools of (prompt, output) samples: A, where a finding lives (a PromptSplit mode's
+favoured set on the mode's prompts, or a Scendi cluster's samples), and B, what it is compared with (the other
+set on the same prompts). :func:`name_contrast` splits each pool (seeded) into a part shown to the namer and a
+held-out part, asks the namer for candidates, has the judge decide on every held-out sample, and keeps the
+best candidate whose Holm-adjusted Fisher p-value is below ``alpha`` (:mod:`.verify`). When none passes, the
+finding gets no name: "no description held up".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ...errors import OptionError
+from ..compcon.clients import ChatModel, MalformedAnswerError
+from .judges import Judge, propose
+from .verify import held_out_split, holm, separation
+
+NAMED, REJECTED, TOO_FEW, FAILED = ("named", "no description held up", "too few held-out samples",
+                                    "namer failed")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One (prompt, output) of a pool; ``index`` is its row in its set."""
+
+    prompt: str
+    output: str
+    index: int
+
+
+@dataclass(frozen=True)
+class NamingOptions:
+    """How a contrast is named and tested (every field is recorded in result.json)."""
+
+    candidates: int = 3  #: descriptions asked of the namer
+    shown_fraction: float = 0.5  #: share of each pool shown to the namer; the rest is held out
+    max_examples: int = 8  #: (prompt, A, B) examples in the namer's request
+    max_held_out: int = 40  #: held-out samples judged per side (seeded subsample above)
+    min_held_out: int = 6  #: fewer held-out samples on a side: no name is tested
+    alpha: float = 0.05  #: family-wise level over the candidates (Holm)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.alpha < 1.0:
+            raise OptionError(f"alpha must be in (0, 1), got {self.alpha!r}")
+        for name in ("candidates", "max_examples", "max_held_out", "min_held_out"):
+            value = getattr(self, name)
+            if int(value) != value or value < 1:
+                raise OptionError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.min_held_out > self.max_held_out:
+            raise OptionError(f"min_held_out ({self.min_held_out}) must be <= max_held_out ({self.max_held_out})")
+
+
+@dataclass
+class ContrastName:
+    """The outcome of naming one contrast."""
+
+    status: str  #: 'named', 'no description held up', 'too few held-out samples' or 'namer failed'
+    name: str | None = None
+    accuracy: float | None = None
+    interval: tuple[float, float] | None = None
+    p_value: float | None = None  #: Holm-adjusted, of the kept name
+    candidates: list[dict] = field(default_factory=list)  #: every candidate with its test (rejected too)
+    n_shown: tuple[int, int] = (0, 0)
+    n_held_out: tuple[int, int] = (0, 0)
+    note: str | None = None
+
+    def to_dict(self) -> dict:
+        """JSON-ready."""
+        return asdict(self)
+
+
+def examples_by_prompt(shown_a: Sequence[Sample], shown_b: Sequence[Sample], limit: int
+                       ) -> list[tuple[str, str | None, str | None]]:
+    """(prompt, an A output, a B output) triples, one per prompt, A and B on the same prompt where both have
+    one; at most ``limit``."""
+    by_b: dict[str, list[str]] = {}
+    for s in shown_b:
+        by_b.setdefault(s.prompt, []).append(s.output)
+    out, used = [], set()
+    for s in shown_a:
+        if s.prompt in used:
+            continue
+        used.add(s.prompt)
+        partner = by_b.get(s.prompt)
+        out.append((s.prompt, s.output, partner[0] if partner else None))
+        if len(out) == limit:
+            break
+    return out
+
+
+def _cap(idx: np.ndarray, cap: int, seed: int) -> np.ndarray:
+    if idx.size <= cap:
+        return idx
+    return np.sort(np.random.default_rng(seed).choice(idx, size=cap, replace=False))
+
+
+def name_contrast(pool_a: Sequence[Sample], pool_b: Sequence[Sample], *, namer: ChatModel, judge: Judge,
+                  options: NamingOptions = NamingOptions()) -> ContrastName:
+    """Propose names for what A does that B doesn't on the shown samples; keep one only if it separates the
+    held-out samples (Fisher exact test, Holm over the candidates, at ``options.alpha``)."""
+    o = options
+    shown_ia, held_ia = held_out_split(len(pool_a), o.shown_fraction, o.seed)
+    shown_ib, held_ib = held_out_split(len(pool_b), o.shown_fraction, o.seed + 1)
+    held_ia, held_ib = _cap(held_ia, o.max_held_out, o.seed + 2), _cap(held_ib, o.max_held_out, o.seed + 3)
+    shown_a, shown_b = [pool_a[i] for i in shown_ia], [pool_b[i] for i in shown_ib]
+    held_a, held_b = [pool_a[i].output for i in held_ia], [pool_b[i].output for i in held_ib]
+    result = ContrastName(status=TOO_FEW, n_shown=(len(shown_a), len(shown_b)),
+                          n_held_out=(len(held_a), len(held_b)))
+    if min(len(held_a), len(held_b)) < o.min_held_out or not shown_a:
+        result.note = (f"{len(held_a)} held-out samples of this side and {len(held_b)} of the other; at least "
+                       f"{o.min_held_out} of each are needed to test a name")
+        return result
+    try:
+        names = propose(namer, examples_by_prompt(shown_a, shown_b, o.max_examples), count=o.candidates)
+    except MalformedAnswerError as exc:
+        result.status, result.note = FAILED, str(exc)
+        return result
+    if not names:
+        result.status, result.note = REJECTED, "the namer proposed no description"
+        return result
+    texts_a, texts_b = [s.output for s in shown_a], [s.output for s in shown_b]
+    tests = [separation(judge.decide(d, held_a, shown_a=texts_a, shown_b=texts_b),
+                        judge.decide(d, held_b, shown_a=texts_a, shown_b=texts_b)) for d in names]
+    adjusted = holm([t.p_value for t in tests])
+    result.candidates = [{"description": d, **asdict(t), "p_adjusted": q, "accepted": q < o.alpha}
+                         for d, t, q in zip(names, tests, adjusted)]
+    kept = [c for c in result.candidates if c["accepted"]]
+    if not kept:
+        result.status = REJECTED
+        return result
+    best = min(kept, key=lambda c: (c["p_adjusted"], -c["accuracy"]))
+    result.status, result.name = NAMED, best["description"]
+    result.accuracy, result.interval, result.p_value = best["accuracy"], tuple(best["interval"]), best["p_adjusted"]
+    return result

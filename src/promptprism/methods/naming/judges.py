@@ -1,0 +1,142 @@
+"""Namers and judges: the language-model steps of naming a finding, behind the CompCon chat client.
+
+A *namer* reads a few (prompt, output) pairs of side A and side B and proposes short candidate descriptions of
+what A's outputs do that B's don't; it answers in CompCon's attribute format ("Model A contains:" and a
+bulleted list), read by the same parser. A *judge* decides whether a description applies to one output. Two
+judges: :class:`ChatJudge` asks a chat model yes or no; :class:`EmbeddingJudge` (cheap, no model calls)
+thresholds the cosine similarity of the description's and the output's embeddings, the threshold fitted on
+the samples the namer was shown, never on the held-out ones it is tested on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from ..compcon.clients import ChatModel, ask
+from ..compcon.parsing import parse_attributes
+
+#: outputs are shown to a model up to this many characters (a 100 kB answer would not fit a small context)
+MAX_SHOWN_CHARS = 600
+
+NAMER_PROMPT = """Two assistants, A and B, answered the same questions. Here are some of their answers.
+
+{examples}
+
+What do A's answers do that B's answers do not? Give up to {count} short descriptions (at most 12 words
+each). Each must be a property of a single answer that someone can check by reading that answer alone
+(for example its language, tone, length, format or content).
+Answer exactly in this format:
+Model A contains:
+- <description>
+- <description>"""
+
+JUDGE_PROMPT = """Statement: "{description}"
+
+Text: \"\"\"{text}\"\"\"
+
+Is the statement true of the text? Answer with one word: yes or no."""
+
+
+def clip_text(text: str | None, limit: int = MAX_SHOWN_CHARS) -> str:
+    """The text shown to a model: at most ``limit`` characters, an ellipsis marking a cut."""
+    text = "" if text is None else str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def namer_messages(examples: Sequence[tuple[str, str | None, str | None]], count: int) -> list[dict]:
+    """The namer's request for ``examples`` of (prompt, output of A, output of B); either output may be None."""
+    blocks = []
+    for prompt, out_a, out_b in examples:
+        lines = [f"Question: {clip_text(prompt, 300)}"]
+        if out_a is not None:
+            lines.append(f"A: {clip_text(out_a)}")
+        if out_b is not None:
+            lines.append(f"B: {clip_text(out_b)}")
+        blocks.append("\n".join(lines))
+    text = NAMER_PROMPT.format(examples="\n\n".join(blocks), count=count)
+    return [{"role": "user", "content": text}]
+
+
+def propose(client: ChatModel, examples: Sequence[tuple[str, str | None, str | None]], *, count: int = 3,
+            reasks: int = 2) -> list[str]:
+    """Up to ``count`` candidate descriptions from the namer (malformed answers are re-asked, then raise
+    :class:`~promptprism.methods.compcon.clients.MalformedAnswerError`)."""
+    items, _, _ = ask(client, namer_messages(examples, count), parse_attributes, what="naming a finding",
+                      reasks=reasks)
+    return items[:count]
+
+
+def parse_yes_no(text: str) -> bool:
+    """The first "yes" or "no" in a judge's answer; ``ValueError`` when there is neither."""
+    found = re.search(r"\b(yes|no)\b", text[:2000], re.IGNORECASE)
+    if not found:
+        raise ValueError('no "yes" or "no" in the answer')
+    return found.group(1).lower() == "yes"
+
+
+class Judge(Protocol):
+    """Decides whether a description applies to each of ``texts`` (the shown samples may calibrate it)."""
+
+    name: str
+
+    def decide(self, description: str, texts: Sequence[str], *, shown_a: Sequence[str],
+               shown_b: Sequence[str]) -> list[bool]:
+        """One decision per text."""
+
+
+@dataclass
+class ChatJudge:
+    """A chat model answers yes or no for each (description, text); answers are cached by the client."""
+
+    client: ChatModel
+    reasks: int = 1
+    name: str = "chat"
+
+    def decide(self, description: str, texts: Sequence[str], *, shown_a: Sequence[str] = (),
+               shown_b: Sequence[str] = ()) -> list[bool]:
+        """Ask once per text (the shown samples are not needed)."""
+        out = []
+        for text in texts:
+            msg = [{"role": "user", "content": JUDGE_PROMPT.format(description=description,
+                                                                   text=clip_text(text))}]
+            value, _, _ = ask(self.client, msg, parse_yes_no, what="judging a description", reasks=self.reasks)
+            out.append(value)
+        return out
+
+
+@dataclass
+class EmbeddingJudge:
+    """No model calls: a description applies when cos(e(description), e(text)) passes a threshold chosen on
+    the shown samples (the midpoint that best separates shown A from shown B)."""
+
+    encode: Callable[[list[str]], np.ndarray]
+    name: str = "embedding"
+
+    def decide(self, description: str, texts: Sequence[str], *, shown_a: Sequence[str],
+               shown_b: Sequence[str]) -> list[bool]:
+        """Threshold fitted on ``shown_a`` / ``shown_b``, applied to ``texts``."""
+        emb = np.asarray(self.encode([description, *shown_a, *shown_b, *texts]), dtype=np.float64)
+        emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+        sims = emb[1:] @ emb[0]
+        na, nb = len(shown_a), len(shown_b)
+        threshold = best_threshold(sims[:na], sims[na:na + nb])
+        return (sims[na + nb:] >= threshold).tolist()
+
+
+def best_threshold(scores_a: np.ndarray, scores_b: np.ndarray) -> float:
+    """The threshold t maximising the balanced accuracy of ``score >= t`` for A versus B (a midpoint between
+    sorted scores; +inf when no threshold beats chance, so nothing is said to match)."""
+    if len(scores_a) == 0 or len(scores_b) == 0:
+        return float("inf")
+    pooled = np.unique(np.concatenate([scores_a, scores_b]))
+    cuts = np.concatenate([[pooled[0] - 1.0], (pooled[:-1] + pooled[1:]) / 2.0])
+    tpr = (scores_a[None, :] >= cuts[:, None]).mean(axis=1)
+    fpr = (scores_b[None, :] >= cuts[:, None]).mean(axis=1)
+    gain = tpr - fpr
+    best = int(np.argmax(gain))
+    return float(cuts[best]) if gain[best] > 0 else float("inf")

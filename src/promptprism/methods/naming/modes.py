@@ -1,0 +1,83 @@
+"""Names for PromptSplit's significant modes: what the favoured model does on the mode's prompts that the
+other model does not, checked on held-out samples (:mod:`.contrast`).
+
+For a mode, side A is the set it favours (test for a positive eigenvalue, reference for a negative one)
+restricted to the prompts where the mode lives (the fewest top prompts carrying 90 % of its positive
+contributions), side B the other set on the same prompts. Comparing the two models on the *same* prompts means a name can only pass by describing a
+difference in the outputs, never the topic of the prompts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ...errors import InputError
+from ..compcon.clients import ChatModel
+from .contrast import NAMED, ContrastName, NamingOptions, Sample, name_contrast
+from .judges import Judge
+
+
+def _texts(ps: Any, side: str) -> tuple[list[str], list[str]]:
+    prompts, outputs = getattr(ps, "prompts", None), getattr(ps, "outputs", None)
+    if prompts is None or outputs is None:
+        name = getattr(ps, "source", None) or getattr(ps, "name", side)
+        raise InputError(f"{name}: naming modes needs the {side} set's prompt and output texts "
+                         "('prompts' and 'outputs'), which it does not hold")
+    return list(prompts), list(outputs)
+
+
+def mode_prompts(mode: Any, *, share: float = 0.9, max_prompts: int = 10) -> list[str]:
+    """The fewest top prompts (at most ``max_prompts``) whose positive contributions add up to ``share`` of
+    the mode's positive total: where the mode lives."""
+    loads = sorted((p for p in mode.top_prompts if p.contribution > 0), key=lambda p: -p.contribution)
+    total = sum(p.contribution for p in loads)
+    chosen, running = [], 0.0
+    for p in loads[:max_prompts]:
+        chosen.append(p.prompt)
+        running += p.contribution
+        if running >= share * total:
+            break
+    return chosen
+
+
+def mode_pools(mode: Any, sets: dict[str, Any]) -> tuple[list[Sample], list[Sample]]:
+    """Side A (the favoured set) and side B (the other set) on the prompts where the mode lives."""
+    wanted = set(mode_prompts(mode))
+    favoured = mode.side
+    other = "reference" if favoured == "test" else "test"
+    pools = []
+    for side in (favoured, other):
+        ps, outs = _texts(sets[side], side)
+        pools.append([Sample(p, o, i) for i, (p, o) in enumerate(zip(ps, outs)) if p in wanted])
+    return pools[0], pools[1]
+
+
+def describe_modes(result: Any, test: Any, reference: Any, *, namer: ChatModel, judge: Judge,
+                   options: NamingOptions = NamingOptions(), all_modes: bool = False) -> dict:
+    """Name each significant mode of a PromptSplit ``result`` (every reported mode with ``all_modes``).
+
+    Returns the record stored as ``result.descriptions``: ``config``, one entry per mode (side, rank,
+    eigenvalue, p-value, and the :class:`~.contrast.ContrastName` fields) and ``notes``.
+    """
+    sets = {"test": test, "reference": reference}
+    modes = [m for m in result.modes if all_modes or m.significant]
+    entries, notes = [], []
+    if not modes:
+        notes.append("no mode was significant, so none was named" if result.significance
+                     else "the permutation test was off: pass all_modes (--all-modes) to name every mode")
+    for k, mode in enumerate(modes):
+        pool_a, pool_b = mode_pools(mode, sets)
+        outcome: ContrastName = name_contrast(
+            pool_a, pool_b, namer=namer, judge=judge,
+            options=dataclasses.replace(options, seed=options.seed + 1000 * k))
+        entries.append({"side": mode.side, "rank": mode.rank, "eigenvalue": mode.eigenvalue,
+                        "mode_p_value": mode.p_value, **outcome.to_dict()})
+    named = [e["name"].lower() for e in entries if e["status"] == NAMED]
+    repeated = sorted({n for n in named if named.count(n) > 1})
+    if repeated:
+        notes.append("the same name was kept for several modes (" + "; ".join(repeated) + "): it separates "
+                     "each mode from the other model but does not tell the modes apart")
+    config = {**dataclasses.asdict(options), "namer": getattr(namer, "model", type(namer).__name__),
+              "judge": getattr(judge, "name", type(judge).__name__), "all_modes": all_modes}
+    return {"config": config, "modes": entries, "notes": notes}

@@ -1,0 +1,338 @@
+"""Names for findings, checked on held-out data (methods/naming): the statistics against brute force, the
+calibration of the name test under judges that cannot tell the sides apart, its power, the namer's failure
+modes, the PromptSplit wiring and the CLI with a scripted chat endpoint (its cache: a re-run makes no call).
+
+The chat models here are scripted: nothing says how a real model names or judges.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import hypergeom
+
+from promptprism.errors import OptionError
+from promptprism.methods.naming import (
+    NamingOptions,
+    Sample,
+    describe_modes,
+    holm,
+    name_contrast,
+    parse_yes_no,
+    separation,
+)
+from promptprism.methods.naming.judges import best_threshold, namer_messages
+
+
+class Namer:
+    """A scripted namer: ``answer(messages) -> str``; counts calls."""
+
+    model = "scripted-namer"
+
+    def __init__(self, answer):
+        self.answer, self.calls = answer, 0
+
+    def chat(self, messages):
+        self.calls += 1
+        return self.answer(messages)
+
+
+def fixed_names(*names):
+    return Namer(lambda _: "Model A contains:\n" + "\n".join(f"- {n}" for n in names))
+
+
+class KeywordJudge:
+    """Says a description applies when the text holds the description's keyword (imperfect by design)."""
+
+    name = "keyword"
+
+    def __init__(self, keyword_of, flip=0.0, seed=0):
+        self.keyword_of, self.flip, self.rng = keyword_of, flip, np.random.default_rng(seed)
+
+    def decide(self, description, texts, *, shown_a, shown_b):
+        key = self.keyword_of(description)
+        out = [key is not None and key in t for t in texts]
+        return [(not v) if self.rng.random() < self.flip else v for v in out]
+
+
+class RandomJudge:
+    name = "random"
+
+    def __init__(self, p, seed):
+        self.p, self.rng = p, np.random.default_rng(seed)
+
+    def decide(self, description, texts, *, shown_a, shown_b):
+        return (self.rng.random(len(texts)) < self.p).tolist()
+
+
+def pools(n_a=40, n_b=40, french=1.0, seed=0):
+    rng = np.random.default_rng(seed)
+    a = [Sample(f"q{i % 10}", ("Bonjour, la réponse est" if rng.random() < french else "The answer is")
+                + f" {i}", i) for i in range(n_a)]
+    b = [Sample(f"q{i % 10}", f"The answer is {i}", i) for i in range(n_b)]
+    return a, b
+
+
+def french_keyword(description):
+    return "Bonjour" if "French" in description else None
+
+
+# ----------------------------------------------------------------------------------- the statistics
+def test_separation_is_fishers_exact_test_by_brute_force():
+    applies_a = [True] * 9 + [False] * 3
+    applies_b = [True] * 4 + [False] * 10
+    s = separation(applies_a, applies_b)
+    # P(X >= 9) for X ~ hypergeometric(total 26, 13 "applies", 12 drawn as side A)
+    total, k, drawn = 26, 13, 12
+    brute = sum(math.comb(k, x) * math.comb(total - k, drawn - x) for x in range(9, 13)) / math.comb(total, drawn)
+    assert s.p_value == pytest.approx(brute, rel=1e-12)
+    assert s.p_value == pytest.approx(hypergeom.sf(8, total, k, drawn), rel=1e-12)
+    assert s.accuracy == pytest.approx((9 + 10) / 26)
+    lo, hi = s.interval
+    assert lo < s.accuracy < hi and 0 <= lo and hi <= 1
+
+
+def test_separation_of_a_judge_that_always_says_yes_is_not_significant():
+    s = separation([True] * 30, [True] * 30)
+    assert s.p_value == 1.0 and s.accuracy == 0.5
+
+
+def test_separation_needs_both_sides():
+    with pytest.raises(OptionError, match="held-out samples of both sides"):
+        separation([True], [])
+
+
+def test_holm_by_hand():
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5, 0.001]) == pytest.approx([0.5, 0.002])
+    assert holm([0.6, 0.9, 0.9]) == pytest.approx([1.0, 1.0, 1.0])
+
+
+def test_best_threshold_uses_only_the_shown_scores():
+    assert best_threshold(np.array([0.8, 0.9]), np.array([0.1, 0.2])) == pytest.approx(0.5)
+    assert best_threshold(np.array([0.1]), np.array([0.9])) == math.inf  # nothing beats chance
+
+
+def test_parse_yes_no():
+    assert parse_yes_no("Yes, it is.") is True and parse_yes_no("**No**") is False
+    with pytest.raises(ValueError):
+        parse_yes_no("maybe")
+
+
+# ------------------------------------------------------------------------------------- naming a contrast
+def test_a_description_that_separates_held_out_samples_is_kept():
+    a, b = pools()
+    namer = fixed_names("answers in French", "longer answers")
+    out = name_contrast(a, b, namer=namer, judge=KeywordJudge(french_keyword, flip=0.1),
+                        options=NamingOptions(seed=3))
+    assert out.status == "named" and out.name == "answers in French"
+    assert out.accuracy > 0.75 and out.p_value < 0.05
+    rejected = [c for c in out.candidates if not c["accepted"]]
+    assert [c["description"] for c in rejected] == ["longer answers"]
+    assert out.n_shown[0] + out.n_held_out[0] == 40 and namer.calls == 1
+
+
+def test_the_namer_never_sees_the_held_out_samples():
+    a, b = pools()
+    seen = []
+    namer = Namer(lambda m: seen.append(m[0]["content"]) or "Model A contains:\n- answers in French")
+    judged = []
+
+    class Recorder(KeywordJudge):
+        def decide(self, description, texts, *, shown_a, shown_b):
+            judged.extend(texts)
+            return super().decide(description, texts, shown_a=shown_a, shown_b=shown_b)
+
+    name_contrast(a, b, namer=namer, judge=Recorder(french_keyword), options=NamingOptions(seed=1))
+    shown_text = seen[0]
+    assert judged and not any(f" {t}\n" in shown_text + "\n" for t in judged)
+
+
+def test_a_judge_that_says_yes_to_everything_names_nothing():
+    a, b = pools()
+    out = name_contrast(a, b, namer=fixed_names("answers in French"), judge=RandomJudge(1.0, 0))
+    assert out.status == "no description held up" and out.name is None
+    assert out.candidates[0]["p_value"] == 1.0
+
+
+def test_too_few_held_out_samples_means_no_name_and_no_call():
+    a, b = pools(n_a=6, n_b=40)
+    namer = fixed_names("answers in French")
+    out = name_contrast(a, b, namer=namer, judge=KeywordJudge(french_keyword))
+    assert out.status == "too few held-out samples" and namer.calls == 0
+    assert "3 held-out samples of this side" in out.note
+
+
+def test_malformed_and_empty_namer_answers():
+    a, b = pools()
+    garbled = Namer(lambda _: "I think they differ.")
+    out = name_contrast(a, b, namer=garbled, judge=KeywordJudge(french_keyword))
+    assert out.status == "namer failed" and "unreadable format" in out.note and garbled.calls == 3
+    empty = Namer(lambda _: "Model A contains:\n")
+    out = name_contrast(a, b, namer=empty, judge=KeywordJudge(french_keyword))
+    assert out.status == "no description held up" and "no description" in out.note
+
+
+@pytest.mark.slow
+def test_calibration_random_judges_accept_names_at_most_at_alpha():
+    """300 runs with judges that flip coins (at several rates): false acceptance of a name <= alpha."""
+    a, b = pools(n_a=60, n_b=60)
+    accepted = 0
+    runs = 300
+    for r in range(runs):
+        judge = RandomJudge(p=[0.2, 0.5, 0.8][r % 3], seed=r)
+        out = name_contrast(a, b, namer=fixed_names("x one", "x two", "x three"), judge=judge,
+                            options=NamingOptions(seed=r, max_held_out=30))
+        accepted += out.status == "named"
+    rate = accepted / runs
+    assert rate <= 0.05 + 2.5 * math.sqrt(0.05 * 0.95 / runs), rate
+
+
+def test_power_an_imperfect_judge_of_a_real_difference_names_it():
+    named = 0
+    for r in range(40):
+        a, b = pools(french=0.8, seed=r)
+        out = name_contrast(a, b, namer=fixed_names("answers in French", "x", "y"),
+                            judge=KeywordJudge(french_keyword, flip=0.15, seed=r), options=NamingOptions(seed=r))
+        named += out.status == "named" and out.name == "answers in French"
+    assert named >= 36, named
+
+
+def test_namer_request_pairs_outputs_of_the_same_prompt_and_clips_long_text():
+    msgs = namer_messages([("q1", "x" * 5000, "short")], count=3)
+    text = msgs[0]["content"]
+    assert "Question: q1\nA: " in text and "B: short" in text and "x" * 700 not in text
+    assert "Model A contains:" in text
+
+
+# ------------------------------------------------------------------------------- PromptSplit modes
+def _french_history_sets(per_prompt=6, seed=0):
+    """10 topics x 4 questions; the test model answers topic 0 in French (outputs shifted in embedding)."""
+    from promptprism.data import PairedSet
+
+    rng = np.random.default_rng(seed)
+    topics = np.repeat(np.arange(10), 4 * per_prompt)
+    questions = [f"topic {t} question {(i // per_prompt) % 4}" for i, t in enumerate(topics)]
+    centers_t, centers_z = rng.normal(size=(10, 8)), rng.normal(size=(10, 8))
+
+    def build(french: bool, name: str):
+        pe = centers_t[topics] + 0.1 * rng.normal(size=(topics.size, 8))
+        oe = centers_z[topics] + 0.3 * rng.normal(size=(topics.size, 8))
+        outs = []
+        for i, t in enumerate(topics):
+            if french and t == 0:
+                oe[i] += 3.0
+                outs.append(f"Bonjour, voici la réponse {i}")
+            else:
+                outs.append(f"Here is the answer {i}")
+        return PairedSet(pe, oe, prompts=questions, outputs=outs, name=name)
+
+    return build(True, "test"), build(False, "reference")
+
+
+def test_describe_modes_names_the_planted_mode_and_only_significant_ones():
+    from promptprism import PromptSplit
+
+    test, ref = _french_history_sets()
+    result = PromptSplit(kernel="gaussian", n_modes=3, permutations=100, seed=0).fit(test, ref)
+    assert any(m.significant for m in result.modes)
+    record = describe_modes(result, test, ref, namer=fixed_names("answers in French", "uses numbers"),
+                            judge=KeywordJudge(french_keyword))
+    assert len(record["modes"]) == sum(bool(m.significant) for m in result.modes)
+    top = record["modes"][0]
+    assert top["side"] == "test" and top["status"] == "named" and top["name"] == "answers in French"
+    assert record["config"]["namer"] == "scripted-namer" and record["config"]["alpha"] == 0.05
+    named = result.__class__.from_dict({**json.loads(result.to_json()), "descriptions": record,
+                                        "kind": "promptsplit"})
+    assert named.name_of(named.modes[0]) == "answers in French"
+
+
+def test_the_same_name_for_every_mode_is_noted():
+    import dataclasses
+
+    from promptprism import PromptSplit
+
+    test, ref = _french_history_sets()
+    result = PromptSplit(kernel="gaussian", n_modes=3, permutations=100, seed=0).fit(test, ref)
+    top = result.modes[0]
+    twin = dataclasses.replace(top, rank=2)  # a second mode on the same prompts
+    doubled = dataclasses.replace(result, modes=[top, twin])
+    record = describe_modes(doubled, test, ref, namer=fixed_names("answers in French"),
+                            judge=KeywordJudge(french_keyword))
+    assert [e["status"] for e in record["modes"]] == ["named", "named"]
+    assert any("same name was kept for several modes (answers in french)" in n for n in record["notes"])
+
+
+def test_without_significant_modes_nothing_is_named_and_the_notes_say_why():
+    from promptprism import PromptSplit
+
+    test, _ = _french_history_sets()
+    result = PromptSplit(kernel="gaussian", n_modes=2, permutations=50, seed=0).fit(test, test)
+    namer = fixed_names("answers in French")
+    record = describe_modes(result, test, test, namer=namer, judge=KeywordJudge(french_keyword))
+    assert record["modes"] == [] and namer.calls == 0
+    assert record["notes"] == ["no mode was significant, so none was named"]
+
+
+# ------------------------------------------------------------------------------------------------ the CLI
+def _write_sets(tmp_path):
+    from promptprism.data.save import save_paired
+
+    test, ref = _french_history_sets()
+    save_paired(tmp_path / "test.npz", test)
+    save_paired(tmp_path / "ref.npz", ref)
+    return tmp_path / "test.npz", tmp_path / "ref.npz"
+
+
+def _respond(body, stage, n):
+    text = body["messages"][0]["content"]
+    if text.startswith("Two assistants"):
+        return "Model A contains:\n- answers in French\n- mentions a number"
+    sample = text.split('Text: """', 1)[1]
+    if "in French" in text:
+        return "Yes." if "Bonjour" in sample else "No."
+    return "yes"  # 'mentions a number': true of every answer, so it cannot separate the sides
+
+
+def test_cli_describe_names_the_mode_writes_it_and_a_rerun_makes_no_call(tmp_path):
+    from _cli_run import run_cli
+    from compcon_fakes import ScriptedServer
+
+    t, r = _write_sets(tmp_path)
+    out = tmp_path / "run"
+    code, _, err = run_cli("split", t, r, "--out", out, "--permutations", "100", "--modes", "2", "--quiet",
+                           "--no-report")
+    assert code == 0, err
+    with ScriptedServer(_respond) as server:
+        args = ("describe", out, "--base-url", server.base_url, "--model", "fake", "--chat-cache",
+                tmp_path / "cache", "--api-key-env", "", "--no-report")
+        code, printed, err = run_cli(*args)
+        assert code == 0, err
+        first = len(server.requests)
+        assert "test mode 1: 'answers in French' (held-out accuracy" in printed
+        saved = json.loads((out / "result.json").read_text())
+        entry = saved["descriptions"]["modes"][0]
+        assert entry["name"] == "answers in French" and entry["p_value"] < 0.05
+        rejected = [c for c in entry["candidates"] if not c["accepted"]]
+        assert [c["description"] for c in rejected] == ["mentions a number"]
+        code, printed, err = run_cli(*args)
+        assert code == 0 and len(server.requests) == first, err  # all from the cache
+        assert "model calls: 0 sent," in printed
+
+
+def test_cli_describe_bad_input(tmp_path):
+    from _cli_run import run_cli
+
+    t, r = _write_sets(tmp_path)
+    out = tmp_path / "run"
+    assert run_cli("split", t, r, "--out", out, "--permutations", "50", "--quiet", "--no-report")[0] == 0
+    code, _, err = run_cli("describe", out, "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                           "--retries", "0", "--timeout", "2", "--api-key-env", "")
+    assert code == 2 and err.count("\n") == 1 and "unreachable" in err
+    code, _, err = run_cli("describe", out, "--judge", "oracle")
+    assert code == 2 and "--judge must be one of chat, embedding" in err
+    code, _, err = run_cli("describe", tmp_path / "nowhere")
+    assert code == 2 and err.startswith("error:")
