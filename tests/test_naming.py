@@ -87,7 +87,8 @@ def test_separation_is_fishers_exact_test_by_brute_force():
     s = separation(applies_a, applies_b)
     # P(X >= 9) for X ~ hypergeometric(total 26, 13 "applies", 12 drawn as side A)
     total, k, drawn = 26, 13, 12
-    brute = sum(math.comb(k, x) * math.comb(total - k, drawn - x) for x in range(9, 13)) / math.comb(total, drawn)
+    tail = sum(math.comb(k, x) * math.comb(total - k, drawn - x) for x in range(9, 13))
+    brute = tail / math.comb(total, drawn)
     assert s.p_value == pytest.approx(brute, rel=1e-12)
     assert s.p_value == pytest.approx(hypergeom.sf(8, total, k, drawn), rel=1e-12)
     assert s.accuracy == pytest.approx((9 + 10) / 26)
@@ -195,8 +196,9 @@ def test_power_an_imperfect_judge_of_a_real_difference_names_it():
     named = 0
     for r in range(40):
         a, b = pools(french=0.8, seed=r)
-        out = name_contrast(a, b, namer=fixed_names("answers in French", "x", "y"),
-                            judge=KeywordJudge(french_keyword, flip=0.15, seed=r), options=NamingOptions(seed=r))
+        judge = KeywordJudge(french_keyword, flip=0.15, seed=r)
+        out = name_contrast(a, b, namer=fixed_names("answers in French", "x", "y"), judge=judge,
+                            options=NamingOptions(seed=r))
         named += out.status == "named" and out.name == "answers in French"
     assert named >= 36, named
 

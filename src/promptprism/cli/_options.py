@@ -56,6 +56,7 @@ EXAMPLES = {
     "compcon": "promptprism compcon images_a/ images_b/ --prompt-bank bank.txt --out results/compcon "
                "--base-url http://localhost:8000/v1 --model my-llm",
     "compcon-eval": "promptprism compcon-eval predictions.json --out results/eval --model my-judge",
+    "describe": "promptprism describe results/split --base-url http://127.0.0.1:8080/v1 --model smollm2",
     "report": "promptprism report results/split",
     "demo": "promptprism demo --out results/demo --per-prompt 40",
     "version": "promptprism version",

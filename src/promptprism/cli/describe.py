@@ -3,8 +3,8 @@
 A namer (any OpenAI-compatible chat endpoint) proposes what the favoured model does on a mode's prompts that
 the other does not; a judge tests each candidate on held-out samples the namer never saw; a name is kept only
 when it separates them (Fisher exact test, Holm over the candidates). The names go into DIR's result.json
-(``descriptions``) and report.html, written as one transaction; every model answer is cached (``--chat-cache``),
-so a re-run costs no model calls.
+(``descriptions``) and report.html, written as one transaction; every model answer is cached
+(``--chat-cache``), so a re-run costs no model calls.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def describe(
     test: Path | None = typer.Argument(None, help="The test set (default: the path result.json records)."),
     reference: Path | None = typer.Argument(None, help="The reference set (default: as recorded)."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Results folder to write (default: DIR)."),
-    base_url: str = typer.Option("https://api.openai.com/v1", help="OpenAI-compatible endpoint of the namer."),
+    base_url: str = typer.Option("https://api.openai.com/v1", help="OpenAI-compatible namer endpoint."),
     model: str = typer.Option("gpt-4o", help="Namer model (proposes the candidate names)."),
     judge: str = typer.Option("chat", help="chat (a model says yes/no per held-out sample) or embedding "
                                            "(a text-embedding classifier, no model calls)."),
@@ -72,7 +72,8 @@ def describe(
 ) -> None:
     """Name what differs in each significant PromptSplit mode, and keep only names that hold on held-out data.
 
-    Example: promptprism describe results/ab --base-url http://127.0.0.1:8080/v1 --model smollm2
+    A namer proposes candidates from half of each side's samples; a judge decides on the other half whether
+    each candidate applies; a name is kept when it applies significantly more often to the mode's side.
     """
     import dataclasses
 
@@ -87,15 +88,16 @@ def describe(
         raise InputError(f"{folder}: holds a {result.kind} result; describe names PromptSplit modes")
     options = NamingOptions(candidates=candidates, alpha=alpha, min_held_out=min_held_out, seed=seed)
     sets = _load_sets(result, folder, test, reference, text_model)
-    link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache, "seed": seed}
+    link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache,
+            "seed": seed}
     namer = _client(base_url, model, **link)
     judge_obj = (_embedding_judge(text_model) if judge == "embedding"
                  else ChatJudge(_client(judge_base_url or base_url, judge_model or model, **link)))
     record = describe_modes(result, sets["test"], sets["reference"], namer=namer, judge=judge_obj,
                             options=options, all_modes=all_modes)
-    record["calls"] = {"requests": namer.n_requests + getattr(getattr(judge_obj, "client", None), "n_requests", 0),
-                       "cache_hits": namer.n_cache_hits
-                       + getattr(getattr(judge_obj, "client", None), "n_cache_hits", 0)}
+    clients = [namer, getattr(judge_obj, "client", None)]
+    record["calls"] = {"requests": sum(getattr(c, "n_requests", 0) for c in clients),
+                       "cache_hits": sum(getattr(c, "n_cache_hits", 0) for c in clients)}
     named = dataclasses.replace(result, descriptions=record)
     written = save_outputs(named, out or folder, report=not no_report, inputs=sets, quiet=quiet)
     if not quiet:
@@ -117,5 +119,5 @@ def print_descriptions(record: dict) -> None:
     for note in record["notes"]:
         console.print(f"note: {note}", markup=False, soft_wrap=True)
     calls = record.get("calls", {})
-    console.print(f"model calls: {calls.get('requests', 0)} sent, {calls.get('cache_hits', 0)} from the cache",
-                  markup=False)
+    sent, cached = calls.get("requests", 0), calls.get("cache_hits", 0)
+    console.print(f"model calls: {sent} sent, {cached} from the cache", markup=False)

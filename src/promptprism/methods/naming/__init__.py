@@ -7,5 +7,5 @@ from .modes import describe_modes, mode_pools
 from .verify import Separation, held_out_split, holm, separation
 
 __all__ = ["ChatJudge", "ContrastName", "EmbeddingJudge", "NamingOptions", "Sample", "Separation",
-           "describe_modes", "held_out_split", "holm", "mode_pools", "name_contrast", "parse_yes_no", "propose",
-           "separation"]
+           "describe_modes", "held_out_split", "holm", "mode_pools", "name_contrast", "parse_yes_no",
+           "propose", "separation"]

@@ -53,7 +53,8 @@ class NamingOptions:
             if int(value) != value or value < 1:
                 raise OptionError(f"{name} must be an integer >= 1, got {value!r}")
         if self.min_held_out > self.max_held_out:
-            raise OptionError(f"min_held_out ({self.min_held_out}) must be <= max_held_out ({self.max_held_out})")
+            raise OptionError(f"min_held_out ({self.min_held_out}) must be <= max_held_out "
+                              f"({self.max_held_out})")
 
 
 @dataclass
@@ -113,8 +114,8 @@ def name_contrast(pool_a: Sequence[Sample], pool_b: Sequence[Sample], *, namer: 
     result = ContrastName(status=TOO_FEW, n_shown=(len(shown_a), len(shown_b)),
                           n_held_out=(len(held_a), len(held_b)))
     if min(len(held_a), len(held_b)) < o.min_held_out or not shown_a:
-        result.note = (f"{len(held_a)} held-out samples of this side and {len(held_b)} of the other; at least "
-                       f"{o.min_held_out} of each are needed to test a name")
+        result.note = (f"{len(held_a)} held-out samples of this side and {len(held_b)} of the other; at "
+                       f"least {o.min_held_out} of each are needed to test a name")
         return result
     try:
         names = propose(namer, examples_by_prompt(shown_a, shown_b, o.max_examples), count=o.candidates)
@@ -129,12 +130,13 @@ def name_contrast(pool_a: Sequence[Sample], pool_b: Sequence[Sample], *, namer: 
                         judge.decide(d, held_b, shown_a=texts_a, shown_b=texts_b)) for d in names]
     adjusted = holm([t.p_value for t in tests])
     result.candidates = [{"description": d, **asdict(t), "p_adjusted": q, "accepted": q < o.alpha}
-                         for d, t, q in zip(names, tests, adjusted)]
+                         for d, t, q in zip(names, tests, adjusted, strict=True)]
     kept = [c for c in result.candidates if c["accepted"]]
     if not kept:
         result.status = REJECTED
         return result
     best = min(kept, key=lambda c: (c["p_adjusted"], -c["accuracy"]))
     result.status, result.name = NAMED, best["description"]
-    result.accuracy, result.interval, result.p_value = best["accuracy"], tuple(best["interval"]), best["p_adjusted"]
+    result.accuracy, result.interval = best["accuracy"], tuple(best["interval"])
+    result.p_value = best["p_adjusted"]
     return result

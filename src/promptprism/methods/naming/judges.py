@@ -49,7 +49,7 @@ def clip_text(text: str | None, limit: int = MAX_SHOWN_CHARS) -> str:
 
 
 def namer_messages(examples: Sequence[tuple[str, str | None, str | None]], count: int) -> list[dict]:
-    """The namer's request for ``examples`` of (prompt, output of A, output of B); either output may be None."""
+    """The namer's request for ``examples`` of (prompt, output of A, output of B); an output may be None."""
     blocks = []
     for prompt, out_a, out_b in examples:
         lines = [f"Question: {clip_text(prompt, 300)}"]
@@ -104,7 +104,8 @@ class ChatJudge:
         for text in texts:
             msg = [{"role": "user", "content": JUDGE_PROMPT.format(description=description,
                                                                    text=clip_text(text))}]
-            value, _, _ = ask(self.client, msg, parse_yes_no, what="judging a description", reasks=self.reasks)
+            value, _, _ = ask(self.client, msg, parse_yes_no, what="judging a description",
+                              reasks=self.reasks)
             out.append(value)
         return out
 

@@ -3,8 +3,8 @@ other model does not, checked on held-out samples (:mod:`.contrast`).
 
 For a mode, side A is the set it favours (test for a positive eigenvalue, reference for a negative one)
 restricted to the prompts where the mode lives (the fewest top prompts carrying 90 % of its positive
-contributions), side B the other set on the same prompts. Comparing the two models on the *same* prompts means a name can only pass by describing a
-difference in the outputs, never the topic of the prompts.
+contributions), side B the other set on the same prompts. Comparing the two models on the *same* prompts
+means a name can only pass by describing a difference in the outputs, never the topic of the prompts.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def mode_pools(mode: Any, sets: dict[str, Any]) -> tuple[list[Sample], list[Samp
     pools = []
     for side in (favoured, other):
         ps, outs = _texts(sets[side], side)
-        pools.append([Sample(p, o, i) for i, (p, o) in enumerate(zip(ps, outs)) if p in wanted])
+        pools.append([Sample(p, o, i) for i, (p, o) in enumerate(zip(ps, outs, strict=True)) if p in wanted])
     return pools[0], pools[1]
 
 

@@ -93,7 +93,7 @@ class PromptSplitResult(Result):
     ranking_basis: str = "all reported modes (no significance test)"
     eigenvalues_scope: str = "all"
     bandwidth_scan: dict = field(default_factory=dict)
-    #: verified names of the modes (``promptprism describe``, :func:`promptprism.methods.naming.describe_modes`)
+    #: verified names of the modes (``promptprism describe``; ``methods.naming.describe_modes``)
     descriptions: dict = field(default_factory=dict)
 
     @property
