@@ -22,9 +22,10 @@ from promptprism.methods.naming import (
     holm,
     name_contrast,
     parse_yes_no,
+    propose,
     separation,
 )
-from promptprism.methods.naming.judges import best_threshold, namer_messages
+from promptprism.methods.naming.judges import best_threshold, namer_messages, parse_names
 
 
 class Namer:
@@ -37,6 +38,7 @@ class Namer:
 
     def chat(self, messages):
         self.calls += 1
+        self.last = messages[0]["content"]
         return self.answer(messages)
 
 
@@ -133,7 +135,8 @@ def test_a_description_that_separates_held_out_samples_is_kept():
     assert out.accuracy > 0.75 and out.p_value < 0.05
     rejected = [c for c in out.candidates if not c["accepted"]]
     assert [c["description"] for c in rejected] == ["longer answers"]
-    assert out.n_shown[0] + out.n_held_out[0] == 40 and namer.calls == 1
+    assert out.n_shown[0] + out.n_held_out[0] == 40
+    assert namer.calls == 2  # two names, asked once more for a third: none new
 
 
 def test_the_namer_never_sees_the_held_out_samples():
@@ -164,12 +167,12 @@ def test_too_few_held_out_samples_means_no_name_and_no_call():
     namer = fixed_names("answers in French")
     out = name_contrast(a, b, namer=namer, judge=KeywordJudge(french_keyword))
     assert out.status == "too few held-out samples" and namer.calls == 0
-    assert "3 held-out samples of this side" in out.note
+    assert "4 held-out samples of this side" in out.note
 
 
 def test_malformed_and_empty_namer_answers():
     a, b = pools()
-    garbled = Namer(lambda _: "I think they differ.")
+    garbled = Namer(lambda _: "   \n" + "word " * 40)
     out = name_contrast(a, b, namer=garbled, judge=KeywordJudge(french_keyword))
     assert out.status == "namer failed" and "unreadable format" in out.note and garbled.calls == 3
     empty = Namer(lambda _: "Model A contains:\n")
@@ -201,6 +204,15 @@ def test_power_an_imperfect_judge_of_a_real_difference_names_it():
                             options=NamingOptions(seed=r))
         named += out.status == "named" and out.name == "answers in French"
     assert named >= 36, named
+
+
+def test_a_small_model_that_ignores_the_format_still_gives_one_name_per_answer():
+    answers = iter(["D: They answer in French. B answers in English.", "They answer in French.",
+                    "Their answers are longer than B's"])
+    namer = Namer(lambda m: next(answers))
+    assert propose(namer, [("q", "a", "b")], count=3) == ["They answer in French"]
+    assert "Do not repeat these descriptions: They answer in French." in namer.last
+    assert parse_names("Model A contains:\n- x\n- y") == ["x", "y"]
 
 
 def test_namer_request_pairs_outputs_of_the_same_prompt_and_clips_long_text():

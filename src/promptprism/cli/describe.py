@@ -62,7 +62,7 @@ def describe(
     chat_cache: Path | None = typer.Option(None, "--chat-cache", help="Folder for the chat response cache."),
     candidates: int = typer.Option(3, min=1, help="Candidate names asked per mode."),
     alpha: float = typer.Option(0.05, help="Family-wise level over a mode's candidates (Holm)."),
-    min_held_out: int = typer.Option(6, min=1, help="Held-out samples needed per side to test a name."),
+    min_held_out: int = typer.Option(5, min=1, help="Held-out samples needed per side to test a name."),
     all_modes: bool = typer.Option(False, "--all-modes", help="Name every reported mode, not only the "
                                                               "significant ones."),
     text_model: str = typer.Option("minilm", help="Text encoder (inputs to embed; the embedding judge)."),

@@ -138,7 +138,39 @@ def _side_block(title: str, samples: list, note_text: str, images, bases) -> Any
     return el("div", el("h4", title, el("span", f" · {note_text}", cls="muted small")), body, cls="side")
 
 
-def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | None = None) -> Any:
+def _description(result: Any, mode: Any) -> dict | None:
+    """The ``describe`` entry of ``mode``, when the result has one."""
+    for entry in (getattr(result, "descriptions", None) or {}).get("modes", []):
+        if entry.get("side") == mode.side and entry.get("rank") == mode.rank:
+            return entry
+    return None
+
+
+def _description_block(entry: dict | None) -> Any:
+    """The mode's verified name (held-out accuracy, p-value) or why it has none; candidates folded away."""
+    if entry is None:
+        return None
+    tried = [el("li", f"“{c['description']}”: {c['matches_a']}/{c['n_a']} of this side vs "
+                      f"{c['matches_b']}/{c['n_b']} of the other, adjusted p = {fnum(c['p_adjusted'], '.3g')}"
+                      f" ({'kept' if c['accepted'] else 'rejected'})") for c in entry.get("candidates", [])]
+    folded = (el("details", el("summary", f"{len(tried)} candidate names tested"), el("ul", tried))
+              if tried else None)
+    if entry.get("status") == "named":
+        lo, hi = entry["interval"]
+        line = p(el("strong", f"In words: “{entry['name']}”"),
+                 " — held out, the judge tells the two sides apart with accuracy "
+                 f"{fnum(entry['accuracy'], '.2f')} [{fnum(lo, '.2f')}, {fnum(hi, '.2f')}], "
+                 f"p = {fnum(entry['p_value'], '.3g')} "
+                 "(Holm-adjusted over the candidates).")
+    else:
+        why = f" ({entry['note']})" if entry.get("note") else ""
+        line = p(f"In words: {entry.get('status', 'not named')}{why}; no name is shown as a finding.",
+                 cls="muted small")
+    return el("div", line, folded)
+
+
+def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | None = None,
+               description: dict | None = None) -> Any:
     pos = mode.side == "test"
     label = _mode_label(mode.side, mode.rank)
     lam = num(mode.eigenvalue)
@@ -177,6 +209,7 @@ def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | N
             f" {names[mode.side]} does more · eigenvalue {fnum(mode.eigenvalue, '+.4g')} ",
             sig_tag(mode, alpha),
         ),
+        _description_block(description),
         p(
             "Not significant: a mode of this size appears in data where the two models do not differ; "
             "read it as a guess, not a finding.",
@@ -284,6 +317,9 @@ def render_promptsplit(
         ),
     )
     step("report: mode galleries")
+    def card(mode: Any) -> Any:
+        return _mode_card(mode, imgs, bases, names, alpha, _description(result, mode))
+
     for title, modes in (
         ("Positive modes", result.positive_modes),
         ("Negative modes", result.negative_modes),
@@ -300,11 +336,11 @@ def render_promptsplit(
                 f"(up to {GALLERY_PER_SIDE} per model, split by the sign of their score).",
                 cls="muted",
             ),
-            [_mode_card(mm, imgs, bases, names, alpha) for mm in modes[:OPEN_MODES]],
+            [card(mm) for mm in modes[:OPEN_MODES]],
             details(
                 f"{len(modes) - OPEN_MODES} more {title.lower()} "
                 f"({_mode_label(side, OPEN_MODES + 1)} … {_mode_label(side, len(modes))})",
-                [_mode_card(mm, imgs, bases, names, alpha) for mm in modes[OPEN_MODES:]],
+                [card(mm) for mm in modes[OPEN_MODES:]],
             )
             if len(modes) > OPEN_MODES
             else None,

@@ -38,10 +38,10 @@ class NamingOptions:
     """How a contrast is named and tested (every field is recorded in result.json)."""
 
     candidates: int = 3  #: descriptions asked of the namer
-    shown_fraction: float = 0.5  #: share of each pool shown to the namer; the rest is held out
+    shown_fraction: float = 0.4  #: share of each pool shown to the namer; the rest is held out
     max_examples: int = 8  #: (prompt, A, B) examples in the namer's request
     max_held_out: int = 40  #: held-out samples judged per side (seeded subsample above)
-    min_held_out: int = 6  #: fewer held-out samples on a side: no name is tested
+    min_held_out: int = 5  #: fewer held-out samples on a side: no name is tested
     alpha: float = 0.05  #: family-wise level over the candidates (Holm)
     seed: int = 0
 

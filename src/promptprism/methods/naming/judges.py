@@ -18,7 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from ..compcon.clients import ChatModel, ask
-from ..compcon.parsing import parse_attributes
+from ..compcon.parsing import clean_item, parse_attributes
 
 #: outputs are shown to a model up to this many characters (a 100 kB answer would not fit a small context)
 MAX_SHOWN_CHARS = 600
@@ -29,7 +29,7 @@ NAMER_PROMPT = """Two assistants, A and B, answered the same questions. Here are
 
 What do A's answers do that B's answers do not? Give up to {count} short descriptions (at most 12 words
 each). Each must be a property of a single answer that someone can check by reading that answer alone
-(for example its language, tone, length, format or content).
+(for example its language, tone, length, format or content).{avoid}
 Answer exactly in this format:
 Model A contains:
 - <description>
@@ -48,7 +48,8 @@ def clip_text(text: str | None, limit: int = MAX_SHOWN_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def namer_messages(examples: Sequence[tuple[str, str | None, str | None]], count: int) -> list[dict]:
+def namer_messages(examples: Sequence[tuple[str, str | None, str | None]], count: int,
+                   avoid: Sequence[str] = ()) -> list[dict]:
     """The namer's request for ``examples`` of (prompt, output of A, output of B); an output may be None."""
     blocks = []
     for prompt, out_a, out_b in examples:
@@ -58,17 +59,42 @@ def namer_messages(examples: Sequence[tuple[str, str | None, str | None]], count
         if out_b is not None:
             lines.append(f"B: {clip_text(out_b)}")
         blocks.append("\n".join(lines))
-    text = NAMER_PROMPT.format(examples="\n\n".join(blocks), count=count)
+    avoid_text = ("\nDo not repeat these descriptions: " + "; ".join(avoid) + ".") if avoid else ""
+    text = NAMER_PROMPT.format(examples="\n\n".join(blocks), count=count, avoid=avoid_text)
     return [{"role": "user", "content": text}]
+
+
+def parse_names(text: str) -> list[str]:
+    """Candidate names from a namer's answer: the items under "Model A contains:" (CompCon's parser), or,
+    from a model too small to keep the format, its first sentence (at most 15 words)."""
+    try:
+        return parse_attributes(text)
+    except ValueError:
+        pass
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    first = re.split(r"(?<=[.!?])\s", clean_item(re.sub(r"^\W*(?:[A-D]\s*[:.)]\s*)?", "", first)), maxsplit=1)[0]
+    first = clean_item(first)
+    if not first or len(first.split()) > 15:
+        raise ValueError("no short description (one sentence of at most 15 words)")
+    return [first]
 
 
 def propose(client: ChatModel, examples: Sequence[tuple[str, str | None, str | None]], *, count: int = 3,
             reasks: int = 2) -> list[str]:
-    """Up to ``count`` candidate descriptions from the namer (malformed answers are re-asked, then raise
-    :class:`~promptprism.methods.compcon.clients.MalformedAnswerError`)."""
-    items, _, _ = ask(client, namer_messages(examples, count), parse_attributes, what="naming a finding",
-                      reasks=reasks)
-    return items[:count]
+    """Up to ``count`` distinct candidate descriptions from the namer, asking again (with the ones it gave
+    to avoid) while it gives fewer; a namer that never answers readably raises
+    :class:`~promptprism.methods.compcon.clients.MalformedAnswerError`."""
+    names: list[str] = []
+    for _ in range(count):
+        items, _, _ = ask(client, namer_messages(examples, count, avoid=names), parse_names,
+                          what="naming a finding", reasks=reasks)
+        fresh = [x for x in items if x.lower() not in {n.lower() for n in names}]
+        if not fresh:
+            break
+        names += fresh
+        if len(names) >= count:
+            break
+    return names[:count]
 
 
 def parse_yes_no(text: str) -> bool:

@@ -27,7 +27,7 @@ def _texts(ps: Any, side: str) -> tuple[list[str], list[str]]:
     return list(prompts), list(outputs)
 
 
-def mode_prompts(mode: Any, *, share: float = 0.9, max_prompts: int = 10) -> list[str]:
+def mode_prompts(mode: Any, *, share: float = 0.9, max_prompts: int = 20) -> list[str]:
     """The fewest top prompts (at most ``max_prompts``) whose positive contributions add up to ``share`` of
     the mode's positive total: where the mode lives."""
     loads = sorted((p for p in mode.top_prompts if p.contribution > 0), key=lambda p: -p.contribution)

@@ -1,0 +1,98 @@
+"""Naming PromptSplit's modes with a real language model: the packaged SmolLM2-135M-Instruct as namer and
+judge, on the recorded SmolLM2 answers of the LLM demo (tests/data/smollm2_qa_*.jsonl: five topics, the test
+set-up answers history questions in French).
+
+    python benchmarks/naming_llm.py --seeds 0 1 2          # the French-history pair, several seeds
+    python benchmarks/naming_llm.py --null                 # the four other topics: one set-up, two runs
+
+Per seed it prints each significant mode, the candidates SmolLM2 proposed, which held up (Fisher exact
+test on held-out answers, Holm over candidates), their held-out accuracy, the model calls and the wall time;
+then the same with the embedding judge (no judge calls). ``--null`` keeps the four topics whose set-ups are
+the same, names every reported mode (``all_modes``) and counts names that pass: there should be none
+beyond the test's level. The chat cache lives in a temporary folder, so each run calls the model afresh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
+
+
+def load(null: bool):
+    from promptprism.data.inputs import load_input
+
+    sets = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("test", "reference"):
+            rows = [json.loads(line) for line in (DATA / f"smollm2_qa_{name}.jsonl").read_text().splitlines()]
+            if null:
+                rows = [r for r in rows if r["topic"] != "history"]
+            path = Path(tmp) / f"{name}.jsonl"
+            path.write_text("\n".join(json.dumps({"prompt": r["prompt"], "output": r["output"]}) for r in rows))
+            sets.append(load_input(path, text_model="minilm"))
+    return sets
+
+
+def run(seed: int, null: bool, server, judge_kind: str) -> dict:
+    from promptprism import PromptSplit
+    from promptprism.embed.registry import get_encoder
+    from promptprism.methods.compcon.clients import ChatClient
+    from promptprism.methods.naming import ChatJudge, EmbeddingJudge, NamingOptions, describe_modes
+
+    test, ref = load(null)
+    result = PromptSplit(kernel="cosine", n_modes=3, permutations=200, seed=seed).fit(test, ref)
+    with tempfile.TemporaryDirectory() as cache:
+        client = ChatClient(server.base_url, server.model, api_key_env=None, seed=seed, cache_dir=cache,
+                            temperature=0.7, max_tokens=120)
+        if judge_kind == "chat":
+            judge = ChatJudge(ChatClient(server.base_url, server.model, api_key_env=None, seed=seed,
+                                         cache_dir=cache, temperature=0.0, max_tokens=4))
+        else:
+            enc = get_encoder("minilm", modality="text")
+            judge = EmbeddingJudge(encode=lambda t: enc.encode_texts(list(t)))
+        start = time.perf_counter()
+        record = describe_modes(result, test, ref, namer=client, judge=judge, all_modes=null,
+                                options=NamingOptions(seed=seed, candidates=3))
+        seconds = time.perf_counter() - start
+        calls = client.n_requests + getattr(getattr(judge, "client", None), "n_requests", 0)
+    return {"seed": seed, "judge": judge_kind, "seconds": round(seconds, 1), "calls": calls,
+            "significant": [(m.side, m.rank, m.p_value) for m in result.modes if m.significant],
+            "modes": record["modes"], "notes": record["notes"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--null", action="store_true")
+    parser.add_argument("--judges", nargs="+", default=["chat", "embedding"])
+    args = parser.parse_args()
+    from promptprism.generate.llm_server import local_llm_server
+
+    print(f"cpu: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+    with local_llm_server() as server:
+        for judge in args.judges:
+            for seed in args.seeds:
+                out = run(seed, args.null, server, judge)
+                print(f"\n== seed {seed}, judge {judge}: {out['seconds']} s, {out['calls']} model calls, "
+                      f"significant modes {out['significant']}")
+                for e in out["modes"]:
+                    print(f"  {e['side']} mode {e['rank']}: {e['status']}"
+                          + (f" -> {e['name']!r} acc {e['accuracy']:.2f} p {e['p_value']:.3g}" if e["name"] else ""))
+                    for c in e["candidates"]:
+                        print(f"     [{'kept' if c['accepted'] else 'rejected'}] {c['description']!r}: "
+                              f"{c['matches_a']}/{c['n_a']} vs {c['matches_b']}/{c['n_b']}, "
+                              f"p_adj {c['p_adjusted']:.3g}")
+                    if e.get("note"):
+                        print(f"     note: {e['note']}")
+                for note in out["notes"]:
+                    print(f"  note: {note}")
+
+
+if __name__ == "__main__":
+    main()
