@@ -72,7 +72,8 @@ def parse_names(text: str) -> list[str]:
     except ValueError:
         pass
     first = next((line for line in text.splitlines() if line.strip()), "")
-    first = re.split(r"(?<=[.!?])\s", clean_item(re.sub(r"^\W*(?:[A-D]\s*[:.)]\s*)?", "", first)), maxsplit=1)[0]
+    first = clean_item(re.sub(r"^\W*(?:[A-D]\s*[:.)]\s*)?", "", first))  # a leading 'A:' or '- '
+    first = re.split(r"(?<=[.!?])\s", first, maxsplit=1)[0]
     first = clean_item(first)
     if not first or len(first.split()) > 15:
         raise ValueError("no short description (one sentence of at most 15 words)")
