@@ -347,6 +347,63 @@ def test_cli_describe_bad_input(tmp_path):
                            "--retries", "0", "--timeout", "2", "--api-key-env", "")
     assert code == 2 and err.count("\n") == 1 and "unreachable" in err
     code, _, err = run_cli("describe", out, "--judge", "oracle")
-    assert code == 2 and "--judge must be one of chat, embedding" in err
+    assert code == 2 and "--judge must be one of chat, embedding, lexical" in err
+    code, _, err = run_cli("describe", out, "--namer", "words", "--judge", "lexical", "--no-report")
+    assert code == 0, err  # offline: no endpoint needed
     code, _, err = run_cli("describe", tmp_path / "nowhere")
     assert code == 2 and err.startswith("error:")
+
+
+# ------------------------------------------------------------------- the model-free namer, on real answers
+def test_word_log_odds_by_hand():
+    from promptprism.methods.naming import word_log_odds
+
+    z = dict(word_log_odds(["la de", "la x"], ["the x", "the y"], prior=0.5))
+    # "la": present in 2 of 2 A outputs, 0 of 2 B outputs
+    delta = math.log(2.5 / 0.5) - math.log(0.5 / 2.5)
+    var = 1 / 2.5 + 1 / 0.5 + 1 / 0.5 + 1 / 2.5
+    assert z["la"] == pytest.approx(delta / math.sqrt(var))
+    assert z["x"] == pytest.approx(0.0) and "the" not in z
+
+
+def _recorded(topic_is_history: bool):
+    from pathlib import Path
+
+    data = Path(__file__).parent / "data"
+    pools = []
+    for name in ("test", "reference"):
+        rows = [json.loads(x) for x in (data / f"smollm2_qa_{name}.jsonl").read_text().splitlines()]
+        pools.append([Sample(r["prompt"], r["output"], i) for i, r in enumerate(rows)
+                      if (r["topic"] == "history") == topic_is_history])
+    return pools
+
+
+def test_words_namer_names_the_french_answers_of_the_real_model():
+    """SmolLM2's recorded answers: history questions answered under 'Always answer in French' vs not."""
+    from promptprism.methods.naming import LexicalJudge, WordNamer
+
+    a, b = _recorded(True)
+    named = 0
+    for seed in range(5):
+        out = name_contrast(a, b, namer=WordNamer(), judge=LexicalJudge(), options=NamingOptions(seed=seed))
+        named += out.status == "named"
+        if out.status == "named":
+            assert out.accuracy > 0.7 and out.p_value < 0.05 and out.name.startswith("uses words such as")
+    assert named >= 4, named
+
+
+def test_words_namer_names_nothing_between_two_runs_of_one_set_up():
+    """The four other topics were answered under the same set-up in both files: no word list holds up."""
+    from promptprism.methods.naming import LexicalJudge, WordNamer
+
+    a, b = _recorded(False)
+    outcomes = [name_contrast(a, b, namer=WordNamer(), judge=LexicalJudge(),
+                              options=NamingOptions(seed=s)).status for s in range(5)]
+    assert outcomes.count("named") <= 1, outcomes
+
+
+def test_lexical_judge_refuses_free_text_names():
+    from promptprism.methods.naming import LexicalJudge
+
+    with pytest.raises(OptionError, match="lexical judge tests word-list names"):
+        LexicalJudge().decide("answers in French", ["x"])

@@ -18,7 +18,8 @@ from ._app import app, console
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 
-JUDGES = ("chat", "embedding")
+NAMERS = ("chat", "words")
+JUDGES = ("chat", "embedding", "lexical")
 
 
 def _load_sets(result, folder: Path, test: Path | None, reference: Path | None, text_model: str) -> dict:
@@ -52,8 +53,10 @@ def describe(
     out: Path | None = typer.Option(None, "--out", "-o", help="Results folder to write (default: DIR)."),
     base_url: str = typer.Option("https://api.openai.com/v1", help="OpenAI-compatible namer endpoint."),
     model: str = typer.Option("gpt-4o", help="Namer model (proposes the candidate names)."),
-    judge: str = typer.Option("chat", help="chat (a model says yes/no per held-out sample) or embedding "
-                                           "(a text-embedding classifier, no model calls)."),
+    namer: str = typer.Option("chat", help="chat (the model at --base-url) or words (no model: the words "
+                                           "that mark the mode's side, by log-odds)."),
+    judge: str = typer.Option("chat", help="chat (a model says yes/no per held-out sample), embedding "
+                                           "(a text-embedding classifier) or lexical (word-list names)."),
     judge_model: str = typer.Option("", help="Judge model for --judge chat (default: --model)."),
     judge_base_url: str = typer.Option("", help="Endpoint of the judge (default: --base-url)."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the key."),
@@ -77,10 +80,12 @@ def describe(
     """
     import dataclasses
 
-    from ..methods.naming import ChatJudge, NamingOptions, describe_modes
+    from ..methods.naming import ChatJudge, ChatNamer, LexicalJudge, NamingOptions, WordNamer, describe_modes
     from ..results import load_result
     from .compcon import _client
 
+    if namer not in NAMERS:
+        raise OptionError(f"--namer must be one of {', '.join(NAMERS)}, got {namer!r}")
     if judge not in JUDGES:
         raise OptionError(f"--judge must be one of {', '.join(JUDGES)}, got {judge!r}")
     result = load_result(folder)
@@ -90,12 +95,14 @@ def describe(
     sets = _load_sets(result, folder, test, reference, text_model)
     link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache,
             "seed": seed}
-    namer = _client(base_url, model, **link)
-    judge_obj = (_embedding_judge(text_model) if judge == "embedding"
-                 else ChatJudge(_client(judge_base_url or base_url, judge_model or model, **link)))
-    record = describe_modes(result, sets["test"], sets["reference"], namer=namer, judge=judge_obj,
+    namer_obj = WordNamer() if namer == "words" else ChatNamer(_client(base_url, model, **link))
+    if judge == "chat":
+        judge_obj = ChatJudge(_client(judge_base_url or base_url, judge_model or model, **link))
+    else:
+        judge_obj = _embedding_judge(text_model) if judge == "embedding" else LexicalJudge()
+    record = describe_modes(result, sets["test"], sets["reference"], namer=namer_obj, judge=judge_obj,
                             options=options, all_modes=all_modes)
-    clients = [namer, getattr(judge_obj, "client", None)]
+    clients = [getattr(namer_obj, "client", None), getattr(judge_obj, "client", None)]
     record["calls"] = {"requests": sum(getattr(c, "n_requests", 0) for c in clients),
                        "cache_hits": sum(getattr(c, "n_cache_hits", 0) for c in clients)}
     named = dataclasses.replace(result, descriptions=record)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...errors import OptionError
 from ..compcon.clients import ChatModel, MalformedAnswerError
-from .judges import Judge, propose
+from .judges import Judge, Namer, as_namer
 from .verify import held_out_split, holm, separation
 
 NAMED, REJECTED, TOO_FEW, FAILED = ("named", "no description held up", "too few held-out samples",
@@ -39,7 +39,6 @@ class NamingOptions:
 
     candidates: int = 3  #: descriptions asked of the namer
     shown_fraction: float = 0.4  #: share of each pool shown to the namer; the rest is held out
-    max_examples: int = 8  #: (prompt, A, B) examples in the namer's request
     max_held_out: int = 40  #: held-out samples judged per side (seeded subsample above)
     min_held_out: int = 5  #: fewer held-out samples on a side: no name is tested
     alpha: float = 0.05  #: family-wise level over the candidates (Holm)
@@ -48,7 +47,7 @@ class NamingOptions:
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0:
             raise OptionError(f"alpha must be in (0, 1), got {self.alpha!r}")
-        for name in ("candidates", "max_examples", "max_held_out", "min_held_out"):
+        for name in ("candidates", "max_held_out", "min_held_out"):
             value = getattr(self, name)
             if int(value) != value or value < 1:
                 raise OptionError(f"{name} must be an integer >= 1, got {value!r}")
@@ -101,8 +100,8 @@ def _cap(idx: np.ndarray, cap: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(idx, size=cap, replace=False))
 
 
-def name_contrast(pool_a: Sequence[Sample], pool_b: Sequence[Sample], *, namer: ChatModel, judge: Judge,
-                  options: NamingOptions = NamingOptions()) -> ContrastName:
+def name_contrast(pool_a: Sequence[Sample], pool_b: Sequence[Sample], *, namer: Namer | ChatModel,
+                  judge: Judge, options: NamingOptions = NamingOptions()) -> ContrastName:
     """Propose names for what A does that B doesn't on the shown samples; keep one only if it separates the
     held-out samples (Fisher exact test, Holm over the candidates, at ``options.alpha``)."""
     o = options
@@ -118,7 +117,7 @@ def name_contrast(pool_a: Sequence[Sample], pool_b: Sequence[Sample], *, namer: 
                        f"least {o.min_held_out} of each are needed to test a name")
         return result
     try:
-        names = propose(namer, examples_by_prompt(shown_a, shown_b, o.max_examples), count=o.candidates)
+        names = as_namer(namer).propose(shown_a, shown_b, count=o.candidates)
     except MalformedAnswerError as exc:
         result.status, result.note = FAILED, str(exc)
         return result

@@ -98,6 +98,39 @@ def propose(client: ChatModel, examples: Sequence[tuple[str, str | None, str | N
     return names[:count]
 
 
+@dataclass
+class ChatNamer:
+    """A chat model as namer: it reads up to ``max_examples`` (prompt, A, B) examples of the shown samples."""
+
+    client: ChatModel
+    max_examples: int = 8
+
+    @property
+    def model(self) -> str:
+        """The model's name (recorded in result.json)."""
+        return getattr(self.client, "model", type(self.client).__name__)
+
+    def propose(self, shown_a: Sequence, shown_b: Sequence, *, count: int = 3) -> list[str]:
+        """Up to ``count`` candidates (see :func:`propose`)."""
+        from .contrast import examples_by_prompt
+
+        return propose(self.client, examples_by_prompt(shown_a, shown_b, self.max_examples), count=count)
+
+
+class Namer(Protocol):
+    """Proposes names for what the shown samples of side A do that those of side B don't."""
+
+    model: str
+
+    def propose(self, shown_a: Sequence, shown_b: Sequence, *, count: int = 3) -> list[str]:
+        """Up to ``count`` candidate names."""
+
+
+def as_namer(namer: Namer | ChatModel) -> Namer:
+    """A namer as it is, or a chat model wrapped as :class:`ChatNamer`."""
+    return namer if hasattr(namer, "propose") else ChatNamer(namer)
+
+
 def parse_yes_no(text: str) -> bool:
     """The first "yes" or "no" in a judge's answer; ``ValueError`` when there is neither."""
     found = re.search(r"\b(yes|no)\b", text[:2000], re.IGNORECASE)

@@ -15,7 +15,7 @@ from typing import Any
 from ...errors import InputError
 from ..compcon.clients import ChatModel
 from .contrast import NAMED, ContrastName, NamingOptions, Sample, name_contrast
-from .judges import Judge
+from .judges import Judge, Namer, as_namer
 
 
 def _texts(ps: Any, side: str) -> tuple[list[str], list[str]]:
@@ -53,7 +53,7 @@ def mode_pools(mode: Any, sets: dict[str, Any]) -> tuple[list[Sample], list[Samp
     return pools[0], pools[1]
 
 
-def describe_modes(result: Any, test: Any, reference: Any, *, namer: ChatModel, judge: Judge,
+def describe_modes(result: Any, test: Any, reference: Any, *, namer: Namer | ChatModel, judge: Judge,
                    options: NamingOptions = NamingOptions(), all_modes: bool = False) -> dict:
     """Name each significant mode of a PromptSplit ``result`` (every reported mode with ``all_modes``).
 
@@ -78,6 +78,6 @@ def describe_modes(result: Any, test: Any, reference: Any, *, namer: ChatModel, 
     if repeated:
         notes.append("the same name was kept for several modes (" + "; ".join(repeated) + "): it separates "
                      "each mode from the other model but does not tell the modes apart")
-    config = {**dataclasses.asdict(options), "namer": getattr(namer, "model", type(namer).__name__),
+    config = {**dataclasses.asdict(options), "namer": as_namer(namer).model,
               "judge": getattr(judge, "name", type(judge).__name__), "all_modes": all_modes}
     return {"config": config, "modes": entries, "notes": notes}
