@@ -4,6 +4,8 @@ set-up answers history questions in French).
 
     python benchmarks/naming_llm.py --seeds 0 1 2          # the French-history pair, several seeds
     python benchmarks/naming_llm.py --null                 # the four other topics: one set-up, two runs
+    python benchmarks/naming_llm.py --pairs words:lexical  # namer:judge pairs (chat, words; chat, embedding,
+                                                           # lexical); default: all four useful pairs
 
 Per seed it prints each significant mode, the candidates SmolLM2 proposed, which held up (Fisher exact
 test on held-out answers, Holm over candidates), their held-out accuracy, the model calls and the wall time;
@@ -34,34 +36,48 @@ def load(null: bool):
             if null:
                 rows = [r for r in rows if r["topic"] != "history"]
             path = Path(tmp) / f"{name}.jsonl"
-            path.write_text("\n".join(json.dumps({"prompt": r["prompt"], "output": r["output"]}) for r in rows))
+            lines = [json.dumps({"prompt": r["prompt"], "output": r["output"]}) for r in rows]
+            path.write_text("\n".join(lines))
             sets.append(load_input(path, text_model="minilm"))
     return sets
 
 
-def run(seed: int, null: bool, server, judge_kind: str) -> dict:
+def run(seed: int, null: bool, server, pair: str) -> dict:
     from promptprism import PromptSplit
     from promptprism.embed.registry import get_encoder
     from promptprism.methods.compcon.clients import ChatClient
-    from promptprism.methods.naming import ChatJudge, EmbeddingJudge, NamingOptions, describe_modes
+    from promptprism.methods.naming import (
+        ChatJudge,
+        ChatNamer,
+        EmbeddingJudge,
+        LexicalJudge,
+        NamingOptions,
+        WordNamer,
+        describe_modes,
+    )
 
+    namer_kind, judge_kind = pair.split(":")
     test, ref = load(null)
-    result = PromptSplit(kernel="cosine", n_modes=3, permutations=200, seed=seed).fit(test, ref)
+    result = PromptSplit(kernel="cosine", n_modes=3, permutations=200, top_k=20, seed=seed).fit(test, ref)
     with tempfile.TemporaryDirectory() as cache:
-        client = ChatClient(server.base_url, server.model, api_key_env=None, seed=seed, cache_dir=cache,
-                            temperature=0.7, max_tokens=120)
+        def client(temperature, max_tokens):
+            return ChatClient(server.base_url, server.model, api_key_env=None, seed=seed, cache_dir=cache,
+                              temperature=temperature, max_tokens=max_tokens)
+
+        namer = ChatNamer(client(0.7, 60)) if namer_kind == "chat" else WordNamer()
         if judge_kind == "chat":
-            judge = ChatJudge(ChatClient(server.base_url, server.model, api_key_env=None, seed=seed,
-                                         cache_dir=cache, temperature=0.0, max_tokens=4))
-        else:
+            judge = ChatJudge(client(0.0, 4))
+        elif judge_kind == "embedding":
             enc = get_encoder("minilm", modality="text")
             judge = EmbeddingJudge(encode=lambda t: enc.encode_texts(list(t)))
+        else:
+            judge = LexicalJudge()
         start = time.perf_counter()
-        record = describe_modes(result, test, ref, namer=client, judge=judge, all_modes=null,
+        record = describe_modes(result, test, ref, namer=namer, judge=judge, all_modes=null,
                                 options=NamingOptions(seed=seed, candidates=3))
         seconds = time.perf_counter() - start
-        calls = client.n_requests + getattr(getattr(judge, "client", None), "n_requests", 0)
-    return {"seed": seed, "judge": judge_kind, "seconds": round(seconds, 1), "calls": calls,
+        calls = sum(getattr(getattr(x, "client", None), "n_requests", 0) for x in (namer, judge))
+    return {"seed": seed, "judge": pair, "seconds": round(seconds, 1), "calls": calls,
             "significant": [(m.side, m.rank, m.p_value) for m in result.modes if m.significant],
             "modes": record["modes"], "notes": record["notes"]}
 
@@ -70,20 +86,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--null", action="store_true")
-    parser.add_argument("--judges", nargs="+", default=["chat", "embedding"])
+    parser.add_argument("--pairs", nargs="+", default=["chat:chat", "chat:embedding", "words:lexical",
+                                                         "words:chat"])
     args = parser.parse_args()
     from promptprism.generate.llm_server import local_llm_server
 
     print(f"cpu: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
     with local_llm_server() as server:
-        for judge in args.judges:
+        for judge in args.pairs:
             for seed in args.seeds:
                 out = run(seed, args.null, server, judge)
-                print(f"\n== seed {seed}, judge {judge}: {out['seconds']} s, {out['calls']} model calls, "
+                print(f"\n== seed {seed}, namer:judge {judge}: {out['seconds']} s, {out['calls']} model calls, "
                       f"significant modes {out['significant']}")
                 for e in out["modes"]:
-                    print(f"  {e['side']} mode {e['rank']}: {e['status']}"
-                          + (f" -> {e['name']!r} acc {e['accuracy']:.2f} p {e['p_value']:.3g}" if e["name"] else ""))
+                    kept = f" -> {e['name']!r} acc {e['accuracy']:.2f} p {e['p_value']:.3g}" if e["name"] else ""
+                    print(f"  {e['side']} mode {e['rank']}: {e['status']}{kept}")
                     for c in e["candidates"]:
                         print(f"     [{'kept' if c['accepted'] else 'rejected'}] {c['description']!r}: "
                               f"{c['matches_a']}/{c['n_a']} vs {c['matches_b']}/{c['n_b']}, "
