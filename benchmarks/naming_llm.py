@@ -96,10 +96,11 @@ def main() -> None:
         for judge in args.pairs:
             for seed in args.seeds:
                 out = run(seed, args.null, server, judge)
-                print(f"\n== seed {seed}, namer:judge {judge}: {out['seconds']} s, {out['calls']} model calls, "
-                      f"significant modes {out['significant']}")
+                print(f"\n== seed {seed}, namer:judge {judge}: {out['seconds']} s, {out['calls']} model "
+                      f"calls, significant modes {out['significant']}")
                 for e in out["modes"]:
-                    kept = f" -> {e['name']!r} acc {e['accuracy']:.2f} p {e['p_value']:.3g}" if e["name"] else ""
+                    kept = (f" -> {e['name']!r} acc {e['accuracy']:.2f} p {e['p_value']:.3g}"
+                            if e["name"] else "")
                     print(f"  {e['side']} mode {e['rank']}: {e['status']}{kept}")
                     for c in e["candidates"]:
                         print(f"     [{'kept' if c['accepted'] else 'rejected'}] {c['description']!r}: "
