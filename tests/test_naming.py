@@ -407,3 +407,33 @@ def test_lexical_judge_refuses_free_text_names():
 
     with pytest.raises(OptionError, match="lexical judge tests word-list names"):
         LexicalJudge().decide("answers in French", ["x"])
+
+
+# ------------------------------------------------------------------------------------- Scendi clusters
+def _hedging_model(seed=0):
+    """One model, 10 prompts x 12 answers; on every prompt a third of its answers hedge, in words and in a
+    direction of the output embedding the prompts do not predict (what the model adds beyond the prompt)."""
+    from promptprism.data import PairedSet
+
+    rng = np.random.default_rng(seed)
+    n = 120
+    topic = np.repeat(np.arange(10), 12)
+    hedge = (np.arange(n) % 3) == 0
+    pe = np.eye(10)[topic] + 0.05 * rng.normal(size=(n, 10))
+    oe = np.concatenate([np.eye(10)[topic], np.zeros((n, 4))], axis=1) + 0.05 * rng.normal(size=(n, 14))
+    oe[hedge, 10] += 2.0
+    outs = [("Perhaps, it might be " if h else "It is ") + f"answer {i}" for i, h in enumerate(hedge)]
+    return PairedSet(pe, oe, prompts=[f"question {t}" for t in topic], outputs=outs, name="m"), hedge
+
+
+def test_describe_clusters_names_what_the_model_adds_beyond_the_prompt():
+    from promptprism import Scendi
+    from promptprism.methods.naming import LexicalJudge, WordNamer, cluster_pools, describe_clusters
+
+    paired, hedge = _hedging_model()
+    result = Scendi(kernel="cosine", n_clusters=2, top_k=30, seed=0).fit(paired)
+    a, b = cluster_pools(result.clusters[0], paired)
+    assert {s.prompt for s in b} <= {s.prompt for s in a} and not {s.index for s in a} & {s.index for s in b}
+    record = describe_clusters(result, paired, namer=WordNamer(), judge=LexicalJudge())
+    top = record["clusters"][0]
+    assert top["status"] == "named" and ("perhaps" in top["name"] or "might" in top["name"]), top

@@ -22,11 +22,11 @@ NAMERS = ("chat", "words")
 JUDGES = ("chat", "embedding", "lexical")
 
 
-def _load_sets(result, folder: Path, test: Path | None, reference: Path | None, text_model: str) -> dict:
+def _load_sets(result, folder: Path, given_paths: dict, text_model: str) -> dict:
     from ..data.inputs import load_input
 
     sets = {}
-    for side, given in (("test", test), ("reference", reference)):
+    for side, given in given_paths.items():
         where = given or result.config.get(side)
         candidates = [Path(where), folder / str(where)] if where else []
         path = next((c for c in candidates if c.exists()), None)
@@ -48,8 +48,10 @@ def _embedding_judge(text_model: str):
 @app.command("describe")
 def describe(
     folder: Path = typer.Argument(..., metavar="DIR", help="A PromptSplit results folder (result.json)."),
-    test: Path | None = typer.Argument(None, help="The test set (default: the path result.json records)."),
-    reference: Path | None = typer.Argument(None, help="The reference set (default: as recorded)."),
+    test: Path | None = typer.Argument(None, help="PromptSplit: the test set (default: the path result.json "
+                                                  "records); Scendi: the input set (required)."),
+    reference: Path | None = typer.Argument(None, help="PromptSplit: the reference set (default: as "
+                                                       "recorded)."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Results folder to write (default: DIR)."),
     base_url: str = typer.Option("https://api.openai.com/v1", help="OpenAI-compatible namer endpoint."),
     model: str = typer.Option("gpt-4o", help="Namer model (proposes the candidate names)."),
@@ -73,14 +75,15 @@ def describe(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No table."),
     no_report: bool = NO_REPORT,
 ) -> None:
-    """Name what differs in each significant PromptSplit mode, and keep only names that hold on held-out data.
+    """Name what differs in each significant PromptSplit mode (or Scendi cluster), and keep only names that
+    hold on held-out data.
 
-    A namer proposes candidates from half of each side's samples; a judge decides on the other half whether
-    each candidate applies; a name is kept when it applies significantly more often to the mode's side.
+    A namer proposes candidates from 40 % of each side's samples; a judge decides on the rest whether each
+    candidate applies; a name is kept when it applies significantly more often to the finding's side.
     """
     import dataclasses
 
-    from ..methods.naming import ChatJudge, ChatNamer, LexicalJudge, NamingOptions, WordNamer, describe_modes
+    from ..methods.naming import ChatJudge, ChatNamer, LexicalJudge, NamingOptions, WordNamer
     from ..results import load_result
     from .compcon import _client
 
@@ -89,10 +92,10 @@ def describe(
     if judge not in JUDGES:
         raise OptionError(f"--judge must be one of {', '.join(JUDGES)}, got {judge!r}")
     result = load_result(folder)
-    if result.kind != "promptsplit":
-        raise InputError(f"{folder}: holds a {result.kind} result; describe names PromptSplit modes")
+    if result.kind not in ("promptsplit", "scendi"):
+        raise InputError(f"{folder}: holds a {result.kind} result; describe names PromptSplit modes and "
+                         "Scendi clusters")
     options = NamingOptions(candidates=candidates, alpha=alpha, min_held_out=min_held_out, seed=seed)
-    sets = _load_sets(result, folder, test, reference, text_model)
     link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache,
             "seed": seed}
     namer_obj = WordNamer() if namer == "words" else ChatNamer(_client(base_url, model, **link))
@@ -100,8 +103,8 @@ def describe(
         judge_obj = ChatJudge(_client(judge_base_url or base_url, judge_model or model, **link))
     else:
         judge_obj = _embedding_judge(text_model) if judge == "embedding" else LexicalJudge()
-    record = describe_modes(result, sets["test"], sets["reference"], namer=namer_obj, judge=judge_obj,
-                            options=options, all_modes=all_modes)
+    record, sets = _describe(result, folder, (test, reference), text_model, namer=namer_obj, judge=judge_obj,
+                             options=options, all_modes=all_modes)
     clients = [getattr(namer_obj, "client", None), getattr(judge_obj, "client", None)]
     record["calls"] = {"requests": sum(getattr(c, "n_requests", 0) for c in clients),
                        "cache_hits": sum(getattr(c, "n_cache_hits", 0) for c in clients)}
@@ -112,10 +115,25 @@ def describe(
     print_written(written)
 
 
+def _describe(result, folder: Path, paths: tuple, text_model: str, **how) -> tuple[dict, dict | None]:
+    """(the descriptions record, the inputs for the report) for a PromptSplit or Scendi result."""
+    from ..data.inputs import load_input
+    from ..methods.naming import describe_clusters, describe_modes
+
+    if result.kind == "promptsplit":
+        sets = _load_sets(result, folder, dict(zip(("test", "reference"), paths, strict=True)), text_model)
+        return describe_modes(result, sets["test"], sets["reference"], **how), sets
+    if paths[0] is None:
+        raise InputError(f"{folder}: a Scendi result; pass its input set: promptprism describe DIR INPUT")
+    how.pop("all_modes")
+    return describe_clusters(result, load_input(paths[0], text_model=text_model), **how), None
+
+
 def print_descriptions(record: dict) -> None:
-    """One line per mode: side and rank, then the verified name with its held-out accuracy, or why none."""
-    for entry in record["modes"]:
-        head = f"{entry['side']} mode {entry['rank']}:"
+    """One line per finding: which one, then the verified name with its held-out accuracy, or why none."""
+    for entry in record.get("modes", []) + record.get("clusters", []):
+        head = (f"cluster {entry['cluster']}:" if "cluster" in entry
+                else f"{entry['side']} mode {entry['rank']}:")
         if entry["status"] == "named":
             lo, hi = entry["interval"]
             console.print(f"{head} {entry['name']!r} (held-out accuracy {entry['accuracy']:.2f} "

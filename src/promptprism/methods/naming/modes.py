@@ -18,7 +18,8 @@ from .contrast import NAMED, ContrastName, NamingOptions, Sample, name_contrast
 from .judges import Judge, Namer, as_namer
 
 
-def _texts(ps: Any, side: str) -> tuple[list[str], list[str]]:
+def texts_of(ps: Any, side: str) -> tuple[list[str], list[str]]:
+    """The prompt and output texts of a paired set (an InputError naming the set when it has none)."""
     prompts, outputs = getattr(ps, "prompts", None), getattr(ps, "outputs", None)
     if prompts is None or outputs is None:
         name = getattr(ps, "source", None) or getattr(ps, "name", side)
@@ -48,7 +49,7 @@ def mode_pools(mode: Any, sets: dict[str, Any]) -> tuple[list[Sample], list[Samp
     other = "reference" if favoured == "test" else "test"
     pools = []
     for side in (favoured, other):
-        ps, outs = _texts(sets[side], side)
+        ps, outs = texts_of(sets[side], side)
         pools.append([Sample(p, o, i) for i, (p, o) in enumerate(zip(ps, outs, strict=True)) if p in wanted])
     return pools[0], pools[1]
 

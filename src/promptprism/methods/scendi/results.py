@@ -67,6 +67,8 @@ class ScendiResult(Result):
     bootstrap: dict = field(default_factory=dict)
     #: how Gamma* was estimated: 'in-sample' or 'cross-fit (k folds, ridge r)'
     gamma_estimator: str = "in-sample"
+    #: verified names of the clusters (``promptprism describe``; ``methods.naming.describe_clusters``)
+    descriptions: dict = field(default_factory=dict)
 
 
     def summary(self) -> dict:
