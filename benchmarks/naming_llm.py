@@ -58,7 +58,8 @@ def run(seed: int, null: bool, server, pair: str) -> dict:
 
     namer_kind, judge_kind = pair.split(":")
     test, ref = load(null)
-    result = PromptSplit(kernel="cosine", n_modes=3, permutations=200, top_prompts=20, seed=seed).fit(test, ref)
+    split = PromptSplit(kernel="cosine", n_modes=3, permutations=200, top_prompts=20, seed=seed)
+    result = split.fit(test, ref)
     with tempfile.TemporaryDirectory() as cache:
         def client(temperature, max_tokens):
             return ChatClient(server.base_url, server.model, api_key_env=None, seed=seed, cache_dir=cache,
