@@ -437,3 +437,25 @@ def test_describe_clusters_names_what_the_model_adds_beyond_the_prompt():
     record = describe_clusters(result, paired, namer=WordNamer(), judge=LexicalJudge())
     top = record["clusters"][0]
     assert top["status"] == "named" and ("perhaps" in top["name"] or "might" in top["name"]), top
+
+
+def test_reports_show_the_verified_names_and_the_rejected_candidates():
+    import dataclasses
+
+    from promptprism import PromptSplit, Scendi
+    from promptprism.methods.naming import LexicalJudge, WordNamer, describe_clusters
+    from promptprism.report import render_report
+
+    test, ref = _french_history_sets()
+    result = PromptSplit(kernel="gaussian", n_modes=2, permutations=100, seed=0).fit(test, ref)
+    record = describe_modes(result, test, ref, namer=fixed_names("answers in French", "mentions a number"),
+                            judge=KeywordJudge(french_keyword))
+    page = render_report(dataclasses.replace(result, descriptions=record),
+                         inputs={"test": test, "reference": ref}, progress=False)
+    assert "In words: “answers in French”" in page and "“mentions a number”" in page and "rejected" in page
+    paired, _ = _hedging_model()
+    scendi = Scendi(kernel="cosine", n_clusters=2, top_k=30, seed=0).fit(paired)
+    named = dataclasses.replace(scendi, descriptions=describe_clusters(scendi, paired, namer=WordNamer(),
+                                                                       judge=LexicalJudge()))
+    page = render_report(named, progress=False)
+    assert "In words: “uses words such as" in page

@@ -32,6 +32,7 @@ from .common import (
     visual_of,
 )
 from .core import reloader, renderer
+from .descriptions import description_block, finding_description
 from .html import Page, bar, cards, details, el, fmt, fnum, note, num, p, table
 from .map import MAP_POINTS, map_section, mode_label
 from .significance import (
@@ -138,37 +139,6 @@ def _side_block(title: str, samples: list, note_text: str, images, bases) -> Any
     return el("div", el("h4", title, el("span", f" · {note_text}", cls="muted small")), body, cls="side")
 
 
-def _description(result: Any, mode: Any) -> dict | None:
-    """The ``describe`` entry of ``mode``, when the result has one."""
-    for entry in (getattr(result, "descriptions", None) or {}).get("modes", []):
-        if entry.get("side") == mode.side and entry.get("rank") == mode.rank:
-            return entry
-    return None
-
-
-def _description_block(entry: dict | None) -> Any:
-    """The mode's verified name (held-out accuracy, p-value) or why it has none; candidates folded away."""
-    if entry is None:
-        return None
-    tried = [el("li", f"“{c['description']}”: {c['matches_a']}/{c['n_a']} of this side vs "
-                      f"{c['matches_b']}/{c['n_b']} of the other, adjusted p = {fnum(c['p_adjusted'], '.3g')}"
-                      f" ({'kept' if c['accepted'] else 'rejected'})") for c in entry.get("candidates", [])]
-    folded = (el("details", el("summary", f"{len(tried)} candidate names tested"), el("ul", tried))
-              if tried else None)
-    if entry.get("status") == "named":
-        lo, hi = entry["interval"]
-        line = p(el("strong", f"In words: “{entry['name']}”"),
-                 " — held out, the judge tells the two sides apart with accuracy "
-                 f"{fnum(entry['accuracy'], '.2f')} [{fnum(lo, '.2f')}, {fnum(hi, '.2f')}], "
-                 f"p = {fnum(entry['p_value'], '.3g')} "
-                 "(Holm-adjusted over the candidates).")
-    else:
-        why = f" ({entry['note']})" if entry.get("note") else ""
-        line = p(f"In words: {entry.get('status', 'not named')}{why}; no name is shown as a finding.",
-                 cls="muted small")
-    return el("div", line, folded)
-
-
 def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | None = None,
                description: dict | None = None) -> Any:
     pos = mode.side == "test"
@@ -209,7 +179,7 @@ def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | N
             f" {names[mode.side]} does more · eigenvalue {fnum(mode.eigenvalue, '+.4g')} ",
             sig_tag(mode, alpha),
         ),
-        _description_block(description),
+        description_block(description),
         p(
             "Not significant: a mode of this size appears in data where the two models do not differ; "
             "read it as a guess, not a finding.",
@@ -318,7 +288,8 @@ def render_promptsplit(
     )
     step("report: mode galleries")
     def card(mode: Any) -> Any:
-        return _mode_card(mode, imgs, bases, names, alpha, _description(result, mode))
+        return _mode_card(mode, imgs, bases, names, alpha,
+                          finding_description(result, side=mode.side, rank=mode.rank))
 
     for title, modes in (
         ("Positive modes", result.positive_modes),

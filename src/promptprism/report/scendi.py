@@ -13,6 +13,7 @@ from typing import Any
 from . import figures
 from .common import finish, mapping, notes_block, run_details, safe_figure, text_card, thumb, visual_of
 from .core import reloader, renderer
+from .descriptions import description_block, finding_description
 from .html import Page, bar, el, fmt, fnum, note, num, p, table
 
 #: samples shown per cluster
@@ -154,7 +155,9 @@ def _model_section(r: Any, images: Any, bases: list[Path]) -> list:
     )
     rows = []
     for i in range(k):
-        left = _cluster_block(r.clusters[i], images, bases) if i < len(r.clusters) else el("div")
+        left = (el("div", _cluster_block(r.clusters[i], images, bases),
+                   description_block(finding_description(r, cluster=r.clusters[i].rank)))
+                if i < len(r.clusters) else el("div"))
         right = (
             _cluster_block(r.clusters_unconditioned[i], images, bases)
             if i < len(r.clusters_unconditioned)

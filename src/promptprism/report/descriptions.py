@@ -1,0 +1,41 @@
+"""The verified names of ``promptprism describe`` on a report: the name of a finding with its held-out
+accuracy and p-value, or why it has none, and the tested candidates folded beneath."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .html import el, fnum, p
+
+
+def finding_description(result: Any, **key: Any) -> dict | None:
+    """The ``descriptions`` entry of one finding (``side=, rank=`` for a mode, ``cluster=`` for a Scendi
+    cluster), when the result has one."""
+    record = getattr(result, "descriptions", None) or {}
+    for entry in record.get("modes", []) + record.get("clusters", []):
+        if all(entry.get(k) == v for k, v in key.items()):
+            return entry
+    return None
+
+
+def description_block(entry: dict | None) -> Any:
+    """The finding's verified name (held-out accuracy, p-value) or why it has none; candidates folded."""
+    if entry is None:
+        return None
+    tried = [el("li", f"“{c['description']}”: {c['matches_a']}/{c['n_a']} of this side vs "
+                      f"{c['matches_b']}/{c['n_b']} of the other, adjusted p = {fnum(c['p_adjusted'], '.3g')}"
+                      f" ({'kept' if c['accepted'] else 'rejected'})") for c in entry.get("candidates", [])]
+    folded = (el("details", el("summary", f"{len(tried)} candidate names tested"), el("ul", tried))
+              if tried else None)
+    if entry.get("status") == "named":
+        lo, hi = entry["interval"]
+        line = p(el("strong", f"In words: “{entry['name']}”"),
+                 " — held out, the judge tells the two sides apart with accuracy "
+                 f"{fnum(entry['accuracy'], '.2f')} [{fnum(lo, '.2f')}, {fnum(hi, '.2f')}], "
+                 f"p = {fnum(entry['p_value'], '.3g')} "
+                 "(Holm-adjusted over the candidates).")
+    else:
+        why = f" ({entry['note']})" if entry.get("note") else ""
+        line = p(f"In words: {entry.get('status', 'not named')}{why}; no name is shown as a finding.",
+                 cls="muted small")
+    return el("div", line, folded)
