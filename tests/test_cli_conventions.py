@@ -150,10 +150,10 @@ def test_transaction_keeps_the_earlier_result_when_anything_fails(tmp_path):
         (stage / "result.json").write_text("new")
         raise RuntimeError("the report failed")
     assert (out / "result.json").read_text() == "old" and (out / "report.html").read_text() == "old page"
-    assert sorted(p.name for p in out.iterdir()) == ["report.html", "result.json"]
+    assert sorted(p.name for p in out.iterdir() if p.name != ".promptprism-outputs.json") == ["report.html", "result.json"]
     (out / ".result.json.abc123.tmp").write_text("left by a killed run")
     write_outputs(out, {"result.json": "new", "report.html": "new page"})
-    assert sorted(p.name for p in out.iterdir()) == ["report.html", "result.json"]
+    assert sorted(p.name for p in out.iterdir() if p.name != ".promptprism-outputs.json") == ["report.html", "result.json"]
     assert (out / "result.json").read_text() == "new"
 
 
