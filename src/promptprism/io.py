@@ -273,8 +273,8 @@ def exclusive_lock(target: str | os.PathLike, *, parameter: str = "out") -> Iter
         if not _try_lock(fd):
             owner = _owner(fd)
             os.close(fd)
-            raise _cannot(Path(target), f"another promptprism run{owner} is writing it now; wait for that run "
-                          "to end or choose another path", parameter=parameter)
+            raise _cannot(Path(target), f"another promptprism run{owner} is writing it now; wait for that "
+                          "run to end or choose another path", parameter=parameter)
         try:  # the previous owner may have removed the file between our open and our lock: retry
             same = os.path.samestat(os.fstat(fd), os.stat(path))
         except FileNotFoundError:

@@ -22,8 +22,8 @@ REPORT_NAME = "report.html"
 #: the hidden list of what a command wrote into its results folder
 OUTPUTS_LIST = ".promptprism-outputs.json"
 #: result kinds each command writes (a folder holding another command's result is refused)
-COMMAND_KINDS = {"split": ("promptsplit",), "demo": ("promptsplit",), "diversity": ("scendi", "scendi_comparison"),
-                 "regions": ("regions",), "compcon": ("compcon",), "compcon-eval": ("compcon-eval",)}
+COMMAND_KINDS = {"split": ("promptsplit",), "demo": ("promptsplit",),
+                 "diversity": ("scendi", "scendi_comparison"), "regions": ("regions",), "compcon": ("compcon",), "compcon-eval": ("compcon-eval",)}
 
 
 def _visible_files(out: Path) -> list[str]:
@@ -71,15 +71,15 @@ def check_out_contents(out: str | Path, command: str) -> None:
         (c for c, kinds in COMMAND_KINDS.items() if kind in kinds and command not in
          [k for k, v in COMMAND_KINDS.items() if kind in v]), None)
     if other is not None:
-        raise OptionError(f"out {str(out)!r} holds the result of `promptprism {other}`; choose another folder "
-                          f"(or delete that one) so that one folder holds one command's result")
+        raise OptionError(f"out {str(out)!r} holds the result of `promptprism {other}`; choose another "
+                          f"folder (or delete that one) so that one folder holds one command's result")
     foreign = [f for f in files if f not in listing["files"]] if listing else \
         ([] if "result.json" in files else files)
     if foreign:
         shown = ", ".join(repr(f) for f in foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3
                                                            else "")
-        raise OptionError(f"out {str(out)!r} holds files promptprism did not write ({shown}); choose a new or "
-                          f"empty folder, or move those files away")
+        raise OptionError(f"out {str(out)!r} holds files promptprism did not write ({shown}); choose a new "
+                          f"or empty folder, or move those files away")
 
 
 def _remove_stale(out: Path, before: dict | None, written: list[str]) -> None:

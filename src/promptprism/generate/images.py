@@ -146,4 +146,5 @@ def generate_images(prompts: str | os.PathLike | Sequence[PromptRow], *, out: st
     settings = {"kind": "image", "generator": label, "samples": samples, "seed": seed,
                 "steps": steps if diffusers is not None else None}
     return run_tasks(plan(rows, samples=samples, seed=seed), work, manifest=manifest, settings=settings,
-                     fields=("image", "generator"), concurrency=concurrency, progress=progress, description=f"generating with {label}")
+                     fields=("image", "generator"), concurrency=concurrency, progress=progress,
+                     description=f"generating with {label}")

@@ -179,8 +179,9 @@ def run_tasks(tasks: Sequence[Task], work: Callable[[Task], dict], *, manifest: 
         planned = {t.key for t in tasks}
         orphans = {k: v for k, v in done.items() if k not in planned}
         if orphans:  # finished rows whose prompt left the file: kept for when it comes back
-            atomic_write_text(jpath, "".join(json.dumps({"key": k, "settings": sid, "fields": v},
-                                                        ensure_ascii=False) + "\n" for k, v in orphans.items()))
+            kept = [json.dumps({"key": k, "settings": sid, "fields": v}, ensure_ascii=False) + "\n"
+                    for k, v in orphans.items()]
+            atomic_write_text(jpath, "".join(kept))
         else:
             jpath.unlink(missing_ok=True)
     return GenerateResult(manifest=manifest, n_rows=len(tasks), n_generated=len(todo),
