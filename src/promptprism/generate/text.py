@@ -80,8 +80,8 @@ def generate_text(prompts: str | os.PathLike | Sequence[PromptRow], *, out: str 
 
     tasks = plan(rows, samples=samples, seed=seed, content=lambda p: [p.prompt, row_system_of(p)])
     result = run_tasks(tasks, work, manifest=Path(out), settings=settings,
-                       fields=("output", "model", "system_prompt"), concurrency=concurrency, progress=progress,
-                       description=f"generating with {model}")
+                       fields=("output", "model", "system_prompt"), concurrency=concurrency,
+                       progress=progress, description=f"generating with {model}")
     result.stats = dict(tokens, tokens_per_second=(tokens["completion_tokens"] / result.seconds
                                                    if result.seconds > 0 else 0.0))
     return result
