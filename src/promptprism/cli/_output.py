@@ -23,8 +23,8 @@ REPORT_NAME = "report.html"
 OUTPUTS_LIST = ".promptprism-outputs.json"
 #: result kinds each command writes (a folder holding another command's result is refused)
 COMMAND_KINDS = {"split": ("promptsplit",), "demo": ("promptsplit",),
-                 "diversity": ("scendi", "scendi_comparison"), "regions": ("regions",), "compcon": ("compcon",),
-                 "compcon-eval": ("compcon-eval",)}
+                 "diversity": ("scendi", "scendi_comparison"), "regions": ("regions",),
+                 "compcon": ("compcon",), "compcon-eval": ("compcon-eval",)}
 
 
 def _visible_files(out: Path) -> list[str]:
