@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .._validation import check_seed
-from ..errors import InputError, OptionError
+from ..errors import InputError, OptionError, PromptPrismError
 from ..methods.compcon.clients import ChatClient
 from .prompts import PromptRow, read_prompts
 from .run import GenerateResult, Task, plan, run_tasks
@@ -67,7 +67,10 @@ def generate_text(prompts: str | os.PathLike | Sequence[PromptRow], *, out: str 
         for attempt in range(EMPTY_REASKS + 1):
             s = (task.seed + attempt) & 0x7FFFFFFF
             tried.append(s)
-            answer, usage = client.complete(messages, {"seed": s})
+            try:
+                answer, usage = client.complete(messages, {"seed": s})
+            except PromptPrismError as exc:  # the endpoint's failure, told with the row it happened on
+                raise type(exc)(f"{where}: prompt id {task.prompt.id}, sample {task.sample}: {exc}") from None
             with lock:
                 tokens["requests"] += 1
                 for k in ("completion_tokens", "prompt_tokens"):
