@@ -125,18 +125,36 @@ def check_finite_result(result: Any) -> None:
                     "float64; nothing was written")
 
 
+def _compact(value: Any, depth: int) -> Any:
+    """``value`` kept when a script can use it: scalars, lists of up to 64 scalars, and (``depth`` levels
+    down) the same of dicts and of lists of up to 64 dicts (modes, models); None for anything else."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, list) and len(value) <= 64:
+        if all(v is None or isinstance(v, (str, int, float, bool)) for v in value):
+            return value
+        if depth > 0 and all(isinstance(v, dict) for v in value):
+            return [_compact(v, depth - 1) for v in value]
+    if isinstance(value, dict) and depth > 0:
+        kept = {str(k): _compact(v, depth - 1) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v is not None or value.get(k) is None}
+    return None
+
+
 def summary_of(result: Any, written: Mapping[str, Path]) -> dict[str, Any]:
-    """A small JSON summary of a result for scripts: its scalar fields, short lists, the files written."""
+    """The JSON summary of a result for scripts: its scalar fields and short lists, each mode (with its
+    p-value), the significance record and its verdict, each model's scores; the files written."""
     data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
     summary: dict[str, Any] = {}
     for key, value in data.items():
-        if value is None or isinstance(value, (str, int, float, bool)):
-            summary[key] = value
-        elif isinstance(value, list) and len(value) <= 64 and all(
-                v is None or isinstance(v, (str, int, float, bool)) for v in value):
-            summary[key] = value
+        kept = _compact(value, 2)
+        if kept is not None or value is None:
+            summary[key] = kept
     if isinstance(data.get("prompt_ranking"), list):
-        summary["prompt_ranking"] = data["prompt_ranking"][:10]
+        summary["prompt_ranking"] = _compact(data["prompt_ranking"][:10], 1)
+    verdict = getattr(result, "verdict", None)
+    if isinstance(verdict, str) and verdict:
+        summary.setdefault("verdict", verdict)
     summary["files"] = {name: str(path) for name, path in written.items()}
     return summary
 
