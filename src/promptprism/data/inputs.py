@@ -182,9 +182,9 @@ def read_input(path: str | os.PathLike, *, prompts: str | os.PathLike | None = N
 
     def embeddings(paired_of: Callable[[], PairedSet]) -> LoadedInput:
         if columns:
-            raise OptionError(f"columns cannot be used with {path}: it holds embeddings, whose arrays have "
-                              f"fixed names ({', '.join(REQUIRED)}); columns maps the columns of a manifest or "
-                              "of an image folder's prompts file")
+            raise OptionError(f"columns cannot be used with {path}: it holds embeddings, whose arrays "
+                              f"have fixed names ({', '.join(REQUIRED)}); columns maps the columns of a "
+                              "manifest or of an image folder's prompts file")
         return LoadedInput(paired=paired_of(), kind="embeddings")
 
     if path.is_dir():
