@@ -1,4 +1,4 @@
-"""``generate`` keyed by content: edited prompts files, resumed runs, image names, prompts formats, generators.
+"""``generate`` keyed by content: edited prompts files, resumed runs, image names, formats, generators.
 
 The property test edits a prompts file at random (insert, delete, move, duplicate lines) between interrupted
 runs and checks the final manifest against a clean run's, row for row, with no finished row made twice.
@@ -150,7 +150,8 @@ def test_changed_settings_are_refused_in_one_line(tmp_path):
 def test_image_names_never_collide(tmp_path):
     ids = ["a b", "a_b", "a/b", "a?b", "猫", "犬", "A_B"]
     p = tmp_path / "p.jsonl"
-    p.write_text("".join(json.dumps({"id": i, "prompt": "same prompt"}) + "\n" for i in ids), encoding="utf-8")
+    p.write_text("".join(json.dumps({"id": i, "prompt": "same prompt"}) + "\n" for i in ids),
+                 encoding="utf-8")
     out = tmp_path / "m.jsonl"
     _run(p, out, Recorder(), samples=2)
     rows = _rows(out)
