@@ -235,6 +235,9 @@ def _greeted(host: str, port: int, timeout: float, bad: Callable[[str], OptionEr
                 if not chunk:
                     raise bad(f"port {port} closed the connection without a dask handshake")
                 data += chunk
+                if len(data) >= 16 and (int.from_bytes(data[:8], "little") > 2**32
+                                        or int.from_bytes(data[8:16], "little") > 2**16):
+                    break  # not dask's framing (two little-endian lengths): another protocol
     except TimeoutError:
         raise bad(f"nothing answered on port {port} within {timeout:g} s (not a dask scheduler?)") from None
     except OSError as exc:

@@ -300,8 +300,9 @@ class ChatClient:
                 raise EndpointError(
                     f"chat endpoint {self.url} did not answer with JSON (first bytes: {payload[:80]!r})"
                 ) from None
+        state = "unreachable" if last.startswith(("cannot connect", "connection failed")) else "failed"
         raise EndpointError(
-            f"chat endpoint {self.url} unreachable: {last} "
+            f"chat endpoint {self.url} {state}: {last} "
             f"(after {attempts} attempt{'s' if attempts > 1 else ''})"
         )
 
