@@ -74,7 +74,8 @@ def npz(tmp_path_factory):
     rng = np.random.default_rng(0)
     path = tmp_path_factory.mktemp("sched") / "a.npz"
     np.savez(path, prompt_embeddings=rng.standard_normal((20, 4)),
-             output_embeddings=rng.standard_normal((20, 4)), prompts=np.array([f"p{i % 4}" for i in range(20)]))
+             output_embeddings=rng.standard_normal((20, 4)),
+             prompts=np.array([f"p{i % 4}" for i in range(20)]))
     return path
 
 
