@@ -96,7 +96,8 @@ def test_two_generate_runs_on_one_manifest(tmp_path):
 def _npz(path: Path) -> Path:
     rng = np.random.default_rng(0)
     np.savez(path, prompt_embeddings=rng.standard_normal((24, 4)),
-             output_embeddings=rng.standard_normal((24, 4)), prompts=np.array([f"p{i % 4}" for i in range(24)]))
+             output_embeddings=rng.standard_normal((24, 4)),
+             prompts=np.array([f"p{i % 4}" for i in range(24)]))
     return path
 
 
