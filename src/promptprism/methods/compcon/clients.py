@@ -95,12 +95,12 @@ def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
         return Connection
 
     class HTTP(urllib.request.HTTPHandler):
-        def http_open(self, req):
-            return self.do_open(watched(http.client.HTTPConnection), req)
+        def do_open(self, http_class, req, **kwargs):
+            return super().do_open(watched(http_class), req, **kwargs)
 
     class HTTPS(urllib.request.HTTPSHandler):
-        def https_open(self, req):
-            return self.do_open(watched(http.client.HTTPSConnection), req, context=self._context)
+        def do_open(self, http_class, req, **kwargs):
+            return super().do_open(watched(http_class), req, **kwargs)
 
     return urllib.request.build_opener(HTTP(), HTTPS())
 
