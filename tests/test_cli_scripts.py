@@ -80,6 +80,7 @@ def test_out_folder_of_another_command_or_with_foreign_files_is_refused(sets, tm
     assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]
 
 
+@pytest.mark.slow
 def test_no_report_removes_the_stale_report(sets, tmp_path, capsys):
     a, b = sets
     out = tmp_path / "o"

@@ -58,6 +58,7 @@ def test_a_good_endpoint_still_works(server, tmp_path, capsys):
     assert len(out.read_text().splitlines()) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["trickle", "silent"])
 def test_a_trickled_or_silent_answer_is_cut_at_the_deadline(server, tmp_path, fault):
     done = subprocess.run([sys.executable, "-m", "promptprism",
