@@ -222,7 +222,8 @@ _HELD: set[str] = set()
 
 
 def lock_path(target: str | os.PathLike) -> Path:
-    """The lock file of ``target``: hidden, beside it (``.NAME.promptprism-lock``)."""
+    """The lock file of ``target``: hidden, beside it (``.NAME.promptprism-lock``; inside a folder whose
+    parent is read-only)."""
     target = Path(target)
     return target.parent / f".{target.name}{LOCK_SUFFIX}"
 
@@ -268,6 +269,8 @@ def exclusive_lock(target: str | os.PathLike, *, parameter: str = "out") -> Iter
         yield path
         return
     path.parent.mkdir(parents=True, exist_ok=True)
+    if Path(target).is_dir() and not os.access(path.parent, os.W_OK):  # a writable folder in a read-only one
+        path = Path(target) / path.name
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         if not _try_lock(fd):
