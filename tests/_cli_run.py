@@ -14,3 +14,8 @@ def run_cli(*argv) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main([str(a) for a in argv])
     return code, out.getvalue(), err.getvalue()
+
+
+def listed(folder):
+    """The names in a results folder, less the hidden list of outputs every command writes."""
+    return sorted(p.name for p in folder.iterdir() if p.name != ".promptprism-outputs.json")

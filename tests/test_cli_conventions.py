@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from _cli_run import run_cli
+from _cli_run import listed, run_cli
 from promptprism.cli import cli
 from promptprism.cli._errors import option_table, to_flags
 from promptprism.cli._options import COMMAND_ORDER, parse_columns, parse_int, unique_names
@@ -150,10 +150,10 @@ def test_transaction_keeps_the_earlier_result_when_anything_fails(tmp_path):
         (stage / "result.json").write_text("new")
         raise RuntimeError("the report failed")
     assert (out / "result.json").read_text() == "old" and (out / "report.html").read_text() == "old page"
-    assert sorted(p.name for p in out.iterdir()) == ["report.html", "result.json"]
+    assert listed(out) == ["report.html", "result.json"]
     (out / ".result.json.abc123.tmp").write_text("left by a killed run")
     write_outputs(out, {"result.json": "new", "report.html": "new page"})
-    assert sorted(p.name for p in out.iterdir()) == ["report.html", "result.json"]
+    assert listed(out) == ["report.html", "result.json"]
     assert (out / "result.json").read_text() == "new"
 
 

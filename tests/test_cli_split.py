@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from _cli_run import listed
 from promptprism import PromptSplit, PromptSplitResult, load_paired, load_result
 from promptprism.cli import main
 
@@ -68,7 +69,7 @@ def test_success_writes_result(tmp_path, files, capsys):
                                                               load_paired(ref, "reference"))
     assert loaded.eigenvalues == api.eigenvalues
     assert loaded.modes == api.modes
-    assert sorted(p.name for p in out.iterdir()) == ["report.html", "result.json"]
+    assert listed(out) == ["report.html", "result.json"]
 
 
 @pytest.mark.parametrize("extra", [["--method", "rff", "--features", "64"],
@@ -197,7 +198,7 @@ def test_failed_run_keeps_earlier_result(tmp_path, files, capsys):
         assert code == 2
         assert (out / "result.json").read_bytes() == before
         assert (out / "report.html").read_bytes() == report
-        assert sorted(p.name for p in out.iterdir()) == ["report.html", "result.json"]
+        assert listed(out) == ["report.html", "result.json"]
 
 
 def test_error_names_file_with_brackets(tmp_path, files, capsys):

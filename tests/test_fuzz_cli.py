@@ -8,12 +8,14 @@ in a subprocess. ``PROMPTPRISM_FUZZ_TABLE=path`` writes the outcome of every cas
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import socket
 import struct
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -21,11 +23,13 @@ import numpy as np
 import pytest
 
 from _cli_run import run_cli
+from _fault_server import FAULTS, SLOW, FaultServer
 
 pytestmark = pytest.mark.slow
 OUTCOMES: dict[str, tuple[int, str]] = {}
 SENTINEL_RESULT = '{"sentinel": "earlier result"}'
 SENTINEL_REPORT = "<html>earlier report</html>"
+EARLIER: dict[Path, str] = {}  # result.json written before a case, where it is not SENTINEL_RESULT
 
 
 # ----------------------------------------------------------------------------------------------- inputs
@@ -207,6 +211,35 @@ class Inputs:
         self.results["binary"] = d
         self.results["empty"] = r / "res_empty"
         self.results["empty"].mkdir()
+        self._generate_inputs(r)
+
+    def _generate_inputs(self, r: Path) -> None:
+        """Prompts files for ``generate`` (good, edge and broken) and the loopback endpoints."""
+        self.server = FaultServer().__enter__()
+        self.silent_port = _silent_port()
+        self.prompts_txt = r / "prompts.txt"
+        self.prompts_txt.write_text("hello\nworld\n")
+        self.prompts = {
+            "bom.txt": b"\xef\xbb\xbfhello\nworld\n",
+            "list.json": json.dumps(["hello", "world"]).encode(),
+            "objects.json": json.dumps([{"id": "a", "prompt": "hello"}]).encode(),
+            "bom.csv": b"\xef\xbb\xbfid,prompt\na,hello\n",
+            "dup_header.csv": b"id,prompt,prompt\na,hello,world\n",
+            "latin1.txt": "caf\xe9\n".encode("latin-1"),
+            "utf16.txt": "hello\n".encode("utf-16"),
+            "blank_line.txt": b"hello\n\nworld\n",
+            "empty.txt": b"",
+            "numbers.json": b"[1, 2]",
+            "broken.json": b'["hello", ',
+            "dup_ids.jsonl": b'{"id": "a", "prompt": "x"}\n{"id": "a", "prompt": "y"}\n',
+            "collide_ids.jsonl": "".join(json.dumps({"id": i, "prompt": f"p {i}"}, ensure_ascii=False) + "\n"
+                                         for i in ("a b", "a_b", "a/b", "a?b", "猫", "犬")).encode(),
+            "surrogate.jsonl": b'{"prompt": "a \\ud800 b"}\n',
+            "no_prompt.csv": b"id,question\na,hello\n",
+        }
+        for name, content in self.prompts.items():
+            (r / "gen_prompts").mkdir(exist_ok=True)
+            (r / "gen_prompts" / name).write_bytes(content)
 
     def _jsonl(self, name, rows):
         path = self.root / name
@@ -226,7 +259,18 @@ class Inputs:
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
-    return Inputs(tmp_path_factory.mktemp("fuzz-inputs"))
+    made = Inputs(tmp_path_factory.mktemp("fuzz-inputs"))
+    yield made
+    made.server.__exit__(None, None, None)
+    made.silent_port.close()
+
+
+def _silent_port() -> socket.socket:
+    """A listening TCP port that accepts and never says a word (not a dask scheduler)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    return sock
 
 
 def _closed_port() -> int:
@@ -267,6 +311,12 @@ SPLIT_OPTIONS = {
     "columns malformed": ["--columns", "prompt"],
     "scheduler and workers": ["--scheduler", "tcp://x:1", "--workers", "2"],
     "scheduler unreachable": ["--scheduler", "tcp://127.0.0.1:1"],
+    "scheduler bare word": ["--scheduler", "bogus"],
+    "scheduler [::1": ["--scheduler", "[::1"],
+    "scheduler tls://": ["--scheduler", "tls://"],
+    "scheduler inproc://": ["--scheduler", "inproc://"],
+    "scheduler ftp://": ["--scheduler", "ftp://127.0.0.1:21"],
+    "scheduler non-dask port": ["--scheduler", "SILENT"],
     "rff cosine": ["--method", "rff", "--kernel", "cosine"],
     "partition-rows 0": ["--partition-rows", "0"],
 }
@@ -388,7 +438,8 @@ def _cases():
     )
     cases.append(("embed", "option: out not .npz", lambda i: ["embed", i.good, "--out", i.root / "x.txt"]))
     for name, extra in SPLIT_OPTIONS.items():
-        cases.append(("split", f"option: {name}", lambda i, e=extra: ["split", i.good, i.good2, *FAST, *e]))
+        cases.append(("split", f"option: {name}", lambda i, e=extra: ["split", i.good, i.good2, *FAST, *[
+            f"tcp://127.0.0.1:{i.silent_port.getsockname()[1]}" if x == "SILENT" else x for x in e]]))
     for name in (
         "seed text",
         "features 0",
@@ -544,6 +595,11 @@ def _cases():
         "seed abc": ["--seed", "abc"],
     }.items():
         cases.append(("demo", f"option: {name}", lambda i, e=extra: ["demo", *FAST, *e]))
+    cases += _generate_cases()
+    cases.append(("split", "option: --columns with .npz",
+                  lambda i: ["split", i.good, i.good2, "--columns", "prompt=q", *FAST]))
+    cases.append(("split", "option: --json on a failure",
+                  lambda i: ["split", i.missing, i.good2, "--json", *FAST]))
     # the results folder itself (every command that writes one)
     writers = {
         "split": lambda i: ["split", i.good, i.good2, *FAST],
@@ -559,15 +615,64 @@ def _cases():
             "result.json is a folder",
             "markup in out path",
             "stale temporaries",
+            "foreign files",
+            "another command's result",
         ):
             cases.append((command, f"out: {where}", lambda i, b=build, w=where: [*b(i), "OUT:" + w]))
     return cases
 
 
+def _generate_cases():
+    """``generate``: every fault of the loopback endpoint, prompts files, options, image generators."""
+    cases = []
+    out = lambda i: ["--out", i.root / "gen" / f"m{next(_COUNTER)}.jsonl"]  # noqa: E731
+    text = lambda i, url, prompts=None: ["generate", prompts or i.prompts_txt, *out(i), "--endpoint", url,  # noqa: E731
+                                         "--model", "m", "--retries", "0", "--timeout", "1", "-q"]
+    for fault in [*FAULTS, *SLOW]:
+        cases.append(("generate", f"endpoint: {fault}", lambda i, f=fault: text(i, i.server.url(f))))
+    for name in INPUT_PROMPTS:
+        cases.append(("generate", f"prompts: {name}", lambda i, n=name: text(
+            i, i.server.url("ok"), i.root / "gen_prompts" / n)))
+    cases.append(("generate", "prompts: missing", lambda i: text(i, i.server.url("ok"), i.missing)))
+    for name, extra in {
+        "samples 1e9": ["--samples", "1000000000"], "samples 0": ["--samples", "0"],
+        "concurrency 0": ["--concurrency", "0"], "temperature -1": ["--temperature", "-1"],
+        "timeout 0": ["--timeout", "0"], "max-tokens abc": ["--max-tokens", "abc"],
+        "seed -1": ["--seed", "-1"],
+        "retries -1": ["--retries", "-1"], "endpoint garbage": ["--endpoint", "not a url"],
+    }.items():
+        cases.append(("generate", f"option: {name}", lambda i, e=extra: [*text(i, i.server.url("ok")), *e]))
+    cases.append(("generate", "option: out not .jsonl", lambda i: [
+        "generate", i.prompts_txt, "--out", i.root / "m.txt", "--endpoint", i.server.url("ok"),
+        "--model", "m"]))
+    cases.append(("generate", "option: endpoint and generator", lambda i: [
+        *text(i, i.server.url("ok")), "--generator", "test_generate:painter"]))
+    image = lambda i, spec, prompts=None: ["generate", prompts or i.prompts_txt, *out(i), "--generator", spec,  # noqa: E731
+                                           "-q"]
+    for spec in ("test_generate:painter", "test_generate_resume:sixteen_bit", "test_generate_resume:exits",
+                 "test_generate_resume:interrupts", "test_generate_resume:empty", "test_generate:wrong_type",
+                 "test_generate:raising", "test_generate:nothing_here", "no_such_module:fn", "nocolon"):
+        cases.append(("generate", f"generator: {spec}", lambda i, g=spec: image(i, g)))
+    cases.append(("generate", "generator: colliding ids", lambda i: image(
+        i, "test_generate:painter", i.root / "gen_prompts" / "collide_ids.jsonl")))
+    return cases
+
+
+INPUT_PROMPTS = ["bom.txt", "list.json", "objects.json", "bom.csv", "dup_header.csv", "latin1.txt",
+                 "utf16.txt", "blank_line.txt", "empty.txt", "numbers.json", "broken.json", "dup_ids.jsonl",
+                 "collide_ids.jsonl",
+                 "surrogate.jsonl", "no_prompt.csv"]
+_COUNTER = itertools.count()
 CASES = _cases()
 MUST_SUCCEED = {"data: good", "manifest: manifest", "manifest: question_answer + --columns", "images: gen",
                 "out: markup in out path", "out: stale temporaries", "data: neardup both (exact)",
-                "data: markup"}
+                "data: markup", "endpoint: ok", "prompts: bom.txt", "prompts: list.json",
+                "prompts: objects.json",
+                "prompts: bom.csv", "prompts: collide_ids.jsonl", "generator: test_generate:painter",
+                "generator: test_generate_resume:sixteen_bit", "generator: colliding ids"}
+MUST_FAIL = {"out: foreign files", "out: another command's result", "option: --columns with .npz",
+             "option: samples 1e9", "generator: test_generate_resume:exits",
+             "generator: test_generate_resume:interrupts", "generator: test_generate_resume:empty"}
 
 
 def _prepare_out(tmp_path: Path, argv: list, command: str) -> tuple[list, Path | None, bool]:
@@ -596,6 +701,14 @@ def _prepare_out(tmp_path: Path, argv: list, command: str) -> tuple[list, Path |
     elif where == "stale temporaries":
         (out / ".result.json.k1ll3d.tmp").write_text("half")
         (out / ".promptprism-staging-k1ll3d").mkdir()
+    elif where == "foreign files":
+        (out / "result.json").unlink()
+        (out / "report.html").unlink()
+        (out / "my_notes.txt").write_text("mine")
+    elif where == "another command's result":
+        other = "regions" if command != "regions" else "promptsplit"
+        EARLIER[out] = json.dumps({"kind": other, "sentinel": "earlier result"})
+        (out / "result.json").write_text(EARLIER[out])
     return [*argv, "--out", out], out, False
 
 
@@ -615,7 +728,7 @@ def _check(code, out, err, folder, npz, label):
         leftovers = [p.name for p in folder.iterdir() if p.name.endswith(".tmp") or "staging" in p.name]
         assert not leftovers, f"{label}: left behind {leftovers}"
         if code == 2 and (folder / "result.json").is_file():
-            assert (folder / "result.json").read_text() == SENTINEL_RESULT, (
+            assert (folder / "result.json").read_text() == EARLIER.get(folder, SENTINEL_RESULT), (
                 f"{label}: earlier result replaced"
             )
             assert (folder / "report.html").read_text() == SENTINEL_REPORT, (
@@ -630,6 +743,7 @@ def _check(code, out, err, folder, npz, label):
 @pytest.mark.parametrize("command, kind, build", CASES, ids=[f"{c}|{k}" for c, k, _ in CASES])
 def test_hostile_input(inputs, tmp_path, monkeypatch, command, kind, build):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("promptprism.scale.runner.CONNECT_SECONDS", 1.0)
     monkeypatch.setenv("PROMPTPRISM_CACHE", str(tmp_path / "cache"))
     argv, folder, npz = _prepare_out(tmp_path, build(inputs), command)
     code, out, err = run_cli(*argv)
@@ -637,6 +751,10 @@ def test_hostile_input(inputs, tmp_path, monkeypatch, command, kind, build):
     # valid inputs among the hostile ones (else the suite would pass on "always exit 2")
     if kind in MUST_SUCCEED and command != "compcon-eval":
         assert code == 0, f"{command} {kind}: a valid input refused\n{err}"
+    if kind in MUST_FAIL or kind.startswith("endpoint: ") and kind != "endpoint: ok":
+        assert code == 2, f"{command} {kind}: accepted\n{err}"
+    if "--json" in map(str, argv) and code == 2:
+        assert json.loads(out)["exit_status"] == 2
     _check(code, out, err, folder, npz, f"{command} {kind}")
 
 
@@ -661,3 +779,104 @@ def teardown_module(module):
     path = os.environ.get("PROMPTPRISM_FUZZ_TABLE")
     if path:
         Path(path).write_text(json.dumps(OUTCOMES, indent=1))
+
+
+# -------------------------------------------------------------------------- edited resumes, concurrency
+RECORDING_GENERATOR = '''
+import os
+import numpy as np
+
+def gen(prompt, seed=0):
+    with open(os.environ["FUZZ_CALLS"], "a", encoding="utf-8") as fh:
+        fh.write(prompt + "\\n")
+    return np.full((4, 4, 3), seed % 256, dtype=np.uint8)
+'''
+
+EDITS = {
+    "insert at the top": (["b", "c"], ["a", "b", "c"], ["a"]),
+    "delete a line": (["a", "b", "c"], ["a", "c"], []),
+    "reorder": (["a", "b", "c"], ["c", "a", "b"], []),
+    "duplicate a line": (["a", "b"], ["a", "a", "b"], ["a"]),
+    "delete then put back": (["a", "b"], ["b"], []),
+    "colliding ids": (["a b", "a_b", "a/b", "a?b", "猫", "犬"],
+                      ["猫", "a?b", "a b", "a/b", "犬", "a_b", "x"], ["x"]),
+}
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_generate_edited_resume(tmp_path, monkeypatch, edit):
+    """A finished manifest, the prompts file edited, the same command again: only the new rows are made,
+    every row points at its own image, and the manifest equals a clean run's."""
+    before, after, made = EDITS[edit]
+    (tmp_path / "recgen.py").write_text(RECORDING_GENERATOR)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("FUZZ_CALLS", str(tmp_path / "calls.log"))
+    prompts, out = tmp_path / "p.txt", tmp_path / "m.jsonl"
+    argv = ["generate", prompts, "--out", out, "--generator", "recgen:gen", "-q"]
+    prompts.write_text("\n".join(before) + "\n", encoding="utf-8")
+    assert run_cli(*argv)[0] == 0
+    (tmp_path / "calls.log").unlink()
+    prompts.write_text("\n".join(after) + "\n", encoding="utf-8")
+    code, _, err = run_cli(*argv)
+    OUTCOMES[f"generate|edited resume: {edit}"] = (code, err.strip())
+    assert code == 0, err
+    log = tmp_path / "calls.log"
+    assert (log.read_text(encoding="utf-8").splitlines() if log.exists() else []) == made
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["prompt"] for r in rows] == after
+    assert len({r["image"].casefold() for r in rows}) == len({(r["prompt"], r["content_key"]) for r in rows})
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    (clean / "p.txt").write_text("\n".join(after) + "\n", encoding="utf-8")
+    code, _, err = run_cli("generate", clean / "p.txt", "--out", clean / "m.jsonl", "--generator",
+                           "recgen:gen", "-q")
+    assert code == 0, err
+    assert out.read_text(encoding="utf-8") == (clean / "m.jsonl").read_text(encoding="utf-8")
+
+
+LOCK_HOLDER = '''
+import contextlib, sys, time
+from pathlib import Path
+from promptprism.io import exclusive_lock
+gate = Path(sys.argv[1])
+with contextlib.ExitStack() as stack:
+    for target in sys.argv[2:]:
+        stack.enter_context(exclusive_lock(target))
+    (gate / "held").touch()
+    while not (gate / "release").exists():
+        time.sleep(0.05)
+'''
+
+
+def test_writers_on_a_place_another_process_is_writing(inputs, tmp_path):
+    """Another process (real, holding the OS lock) writes each --out: every writer refuses in one line."""
+    writers = {
+        "split": lambda o: ["split", inputs.good, inputs.good2, *FAST, "--out", o],
+        "diversity": lambda o: ["diversity", inputs.good, *FAST, "--out", o],
+        "regions": lambda o: ["regions", "--real", inputs.real, "--generated", inputs.gen, *FAST, "--out", o],
+        "demo": lambda o: ["demo", "--per-prompt", "2", *FAST, "--out", o],
+        "embed": lambda o: ["embed", inputs.good, "-q", "--out", o],
+        "generate": lambda o: ["generate", inputs.prompts_txt, "--out", o, "--generator",
+                               "test_generate:painter", "-q"],
+    }
+    outs = {c: tmp_path / ("out.npz" if c == "embed" else "m.jsonl" if c == "generate" else f"out-{c}")
+            for c in writers}
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(tmp_path), *map(str, outs.values())],
+                              env=dict(os.environ, PYTHONPATH=src), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(2400):  # until the holder says it holds every lock (it cannot pass without it)
+            if (tmp_path / "held").exists() or holder.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert (tmp_path / "held").exists(), holder.communicate()
+        for command, build in writers.items():
+            code, out, err = run_cli(*build(outs[command]))
+            OUTCOMES[f"{command}|concurrency: --out held by another run"] = (code, err.strip())
+            assert code == 2 and f"(pid {holder.pid}) is writing it now" in err, (command, err)
+            _check(code, out, err, None, False, f"{command} concurrent")
+            assert not outs[command].exists()
+    finally:
+        (tmp_path / "release").touch()
+        holder.communicate(timeout=120)

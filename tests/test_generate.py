@@ -137,7 +137,7 @@ def test_prompts_file_errors(tmp_path):
         read_prompts(p)
     j = tmp_path / "p.jsonl"
     j.write_text('{"id": "a", "prompt": "x"}\n{"id": "a", "prompt": "y"}\n', encoding="utf-8")
-    with pytest.raises(InputError, match=r"line 2: id 'a' repeats"):
+    with pytest.raises(InputError, match=r"line 2\): id 'a' repeats"):
         read_prompts(j)
     c = tmp_path / "p.csv"
     c.write_text("id,prompt,topic\nq1,hello,greet\nq2,,greet\n", encoding="utf-8")

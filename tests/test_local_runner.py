@@ -71,8 +71,13 @@ def test_promptsplit_on_threads_equals_one_thread():
         finally:
             runner_module._RUNNER.reset(token)
     one, many = results
-    np.testing.assert_allclose(many.eigenvalues, one.eigenvalues, rtol=0, atol=1e-13)
-    assert many.distance == pytest.approx(one.distance, rel=1e-12)
+    # Not bit-identical: the random features are float32 products from BLAS, whose kernel (AVX2, AVX-512)
+    # and thread split change their rounding (measured: 1.1e-10 against a top eigenvalue of 0.10 with two
+    # OpenBLAS threads). The float64 running sums keep the spectrum within a few float32 ulps of its scale.
+    assert one.config["precision"] == "float32"
+    tol = 64 * np.finfo(np.float32).eps * np.abs(one.eigenvalues).max()
+    np.testing.assert_allclose(many.eigenvalues, one.eigenvalues, rtol=0, atol=tol)
+    assert many.distance == pytest.approx(one.distance, rel=0, abs=tol)
     for a, b in zip(one.modes, many.modes, strict=True):
         assert [s.index for s in a.top_samples] == [s.index for s in b.top_samples]
         assert a.p_value == b.p_value

@@ -29,6 +29,13 @@ def test_indexing_matches_numpy(folder):
         rows[[0, 120]]
 
 
+def _same_spectrum(a, b):
+    """Equal up to float32 rounding of the random features (BLAS kernels and chunk shapes change it)."""
+    tol = 64 * np.finfo(np.float32).eps * np.abs(a.eigenvalues).max() if a.config["precision"] == "float32" \
+        else 1e-12
+    np.testing.assert_allclose(a.eigenvalues, b.eigenvalues, rtol=0, atol=tol)
+
+
 def test_promptsplit_same_on_streamed_and_in_memory(folder):
     path, t, z = folder
     streamed = load_paired(path)
@@ -37,7 +44,7 @@ def test_promptsplit_same_on_streamed_and_in_memory(folder):
     a = est.fit(streamed, streamed)
     b = PromptSplit(method="rff", n_features=200, chunk_size=1000, n_modes=3).fit(
         (t, z, [f"p{i % 7}" for i in range(120)]), (t, z, [f"p{i % 7}" for i in range(120)]))
-    np.testing.assert_allclose(a.eigenvalues, b.eigenvalues, atol=1e-12)
+    _same_spectrum(a, b)
 
 
 def test_truncated_and_nonfinite_files_are_reported(folder):
@@ -75,7 +82,7 @@ def test_sharded_folder_reads_as_one_array(tmp_path):
     assert s.prompts[:6] == ["p0", "p1", "p2", "p3", "p4", "p0"]
     a = PromptSplit(method="rff", n_features=100, chunk_size=9, n_modes=2).fit(s, s)
     b = PromptSplit(method="rff", n_features=100, chunk_size=9, n_modes=2).fit((t, z), (t, z))
-    np.testing.assert_allclose(a.eigenvalues, b.eigenvalues, atol=1e-12)
+    _same_spectrum(a, b)
     np.save(tmp_path / "output_embeddings-12.npy", rng.standard_normal((3, 5)))  # wrong width
     with pytest.raises(InputError, match="does not match the first shard"):
         load_paired(tmp_path)
@@ -105,7 +112,7 @@ def test_parquet_dataset_streams_by_row_group(tmp_path):
     assert s.prompts[:7] == ["p0", "p1", "p2", "p3", "p4", "p5", "p0"]
     a = PromptSplit(method="rff", n_features=80, chunk_size=13, n_modes=2).fit(s, s)
     b = PromptSplit(method="rff", n_features=80, chunk_size=13, n_modes=2).fit((t, z), (t, z))
-    np.testing.assert_allclose(a.eigenvalues, b.eigenvalues, atol=1e-12)
+    _same_spectrum(a, b)
     bad = pa.table({"prompt_embedding": [[1.0, 2.0], [1.0]], "output_embedding": [[1.0], [2.0]]})
     pq.write_table(bad, tmp_path / "bad.parquet")
     with pytest.raises(InputError, match=r"bad.parquet: column 'prompt_embedding', row 1"):

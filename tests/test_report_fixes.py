@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from _cli_run import listed
 from _report_data import (
     digits_run,
     old_promptsplit_result,
@@ -158,11 +159,11 @@ def test_rendering_writes_nothing_and_write_report_is_the_writer(tmp_path, monke
     monkeypatch.chdir(tmp_path)
     result, inputs, images = digits_run()
     result.save(tmp_path / "run")
-    before = sorted(p.name for p in (tmp_path / "run").iterdir())
+    before = listed(tmp_path / "run")
     page = render_report(result, inputs=inputs, images=images, base_dir=tmp_path / "run", map_points=60)
     folder, again = render_report_dir(tmp_path / "run", map_points=60)
     assert isinstance(page, str) and isinstance(again, str) and folder == tmp_path / "run"
-    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before == ["result.json"]
+    assert listed(tmp_path / "run") == before == ["result.json"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
     path = write_report(result, tmp_path / "run", inputs=inputs, images=images, map_points=60)
     assert path.read_text() == page

@@ -117,12 +117,13 @@ def _writable_dir(folder: Path) -> str | None:
 
 
 def check_out_dir(out: str | os.PathLike, *, parameter: str = "out",
-                  names: tuple[str, ...] = ("result.json", "report.html")) -> Path:
+                  names: tuple[str, ...] = ("result.json", "report.html"), clean: bool = True) -> Path:
     """Fail before any work when ``out`` cannot become (or be replaced as) a results folder.
 
     ``out`` must be a folder or not exist; every existing ancestor must be a folder; the nearest existing one
-    must be writable; ``names`` inside ``out`` must not be folders. Stale temporaries of killed runs are
-    removed. The message names ``parameter`` (the CLI turns it into its flag).
+    must be writable; ``names`` inside ``out`` must not be folders. With ``clean``, stale temporaries of
+    killed runs are removed (call it so only while holding :func:`exclusive_lock` on ``out``: a running
+    run's staging folder looks the same). The message names ``parameter`` (the CLI turns it into its flag).
     """
     out = Path(out)
     for parent in (out, *out.parents):
@@ -139,7 +140,8 @@ def check_out_dir(out: str | os.PathLike, *, parameter: str = "out",
         if target.is_dir():
             raise _cannot(out, f"{name} is a folder; remove it or choose another folder",
                           parameter=parameter)
-    remove_stale_temporaries(out)
+    if clean:
+        remove_stale_temporaries(out)
     return out
 
 
@@ -160,37 +162,43 @@ def staged_outputs(out: str | os.PathLike, *, parameter: str = "out") -> Iterato
 
     Files are moved only after the block finished: an exception inside it leaves ``out`` exactly as it was.
     ``result.json`` is moved last, so a folder never holds a new result beside an older report that
-    contradicts it for longer than the renames take.
+    contradicts it for longer than the renames take. ``out`` is locked (:func:`exclusive_lock`) throughout:
+    a second run on it is refused instead of mixing its files in.
     """
-    out = check_out_dir(out, parameter=parameter)
-    created = not out.exists()
+    out = check_out_dir(out, parameter=parameter, clean=False)
+    with exclusive_lock(out, parameter=parameter):
+        remove_stale_temporaries(out)
+        created = not out.exists()
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            stage = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
+        except OSError as exc:
+            raise _cannot(out, f"cannot be created ({exc.strerror or exc})", parameter=parameter) from None
+        ok = False
+        try:
+            yield stage
+            _move_into(stage, out, parameter)
+            ok = True
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+            if created and not ok:
+                with contextlib.suppress(OSError):
+                    out.rmdir()  # only when empty: a folder this run created and left nothing in
+
+
+def _move_into(stage: Path, out: Path, parameter: str) -> None:
+    files = sorted((p for p in stage.rglob("*") if p.is_file()), key=lambda p: p.name == "result.json")
+    for f in files:
+        target = out / f.relative_to(stage)
+        if target.is_dir():
+            raise _cannot(out, f"{target.name} is a folder; nothing was replaced", parameter=parameter)
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
-    except OSError as exc:
-        raise _cannot(out, f"cannot be created ({exc.strerror or exc})", parameter=parameter) from None
-    ok = False
-    try:
-        yield stage
-        files = sorted((p for p in stage.rglob("*") if p.is_file()), key=lambda p: p.name == "result.json")
         for f in files:
             target = out / f.relative_to(stage)
-            if target.is_dir():
-                raise _cannot(out, f"{target.name} is a folder; nothing was replaced",
-                              parameter=parameter)
-        try:
-            for f in files:
-                target = out / f.relative_to(stage)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(f, target)
-        except OSError as exc:
-            raise _cannot(out, f"cannot write ({exc.strerror or exc})", parameter=parameter) from None
-        ok = True
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-        if created and not ok:
-            with contextlib.suppress(OSError):
-                out.rmdir()  # only when empty: a folder this run created and left nothing in
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(f, target)
+    except OSError as exc:
+        raise _cannot(out, f"cannot write ({exc.strerror or exc})", parameter=parameter) from None
 
 
 def write_outputs(out: str | os.PathLike, files: Mapping[str, str | bytes], *, parameter: str = "out"
@@ -205,3 +213,86 @@ def write_outputs(out: str | os.PathLike, files: Mapping[str, str | bytes], *, p
             else:
                 path.write_text(content, encoding="utf-8")
     return {name: Path(out) / name for name in files}
+
+
+# ------------------------------------------------------------------------------------------------- locks
+#: name suffix of the lock file kept beside a results folder or manifest while a run writes it
+LOCK_SUFFIX = ".promptprism-lock"
+_HELD: set[str] = set()
+
+
+def lock_path(target: str | os.PathLike) -> Path:
+    """The lock file of ``target``: hidden, beside it (``.NAME.promptprism-lock``; inside a folder whose
+    parent is read-only)."""
+    target = Path(target)
+    return target.parent / f".{target.name}{LOCK_SUFFIX}"
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def _owner(fd: int) -> str:
+    with contextlib.suppress(OSError, ValueError):
+        os.lseek(fd, 0, os.SEEK_SET)
+        pid = int(os.read(fd, 32).decode("ascii").strip() or "x")
+        return f" (pid {pid})"
+    return ""
+
+
+@contextlib.contextmanager
+def exclusive_lock(target: str | os.PathLike, *, parameter: str = "out") -> Iterator[Path]:
+    """Hold the lock of ``target`` (a results folder, a manifest) for the block, or fail at once.
+
+    The lock is an operating-system lock (``flock``; ``msvcrt.locking`` on Windows) on the file
+    :func:`lock_path`, which holds the owner's pid: it is released when the block ends or the process dies
+    (even by ``kill -9``), so a crashed run never leaves a stale lock. A second run on the same target gets
+    one line naming the owner. Re-entrant within a process.
+    """
+    path = lock_path(target)
+    key = str(path.resolve())
+    if key in _HELD:
+        yield path
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if Path(target).is_dir() and not os.access(path.parent, os.W_OK):  # a writable folder in a read-only one
+        path = Path(target) / path.name
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        if not _try_lock(fd):
+            owner = _owner(fd)
+            os.close(fd)
+            raise _cannot(Path(target), f"another promptprism run{owner} is writing it now; wait for that "
+                          "run to end or choose another path", parameter=parameter)
+        try:  # the previous owner may have removed the file between our open and our lock: retry
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+    _HELD.add(key)
+    try:
+        yield path
+    finally:
+        _HELD.discard(key)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        os.close(fd)  # closing releases the lock

@@ -42,8 +42,23 @@ def cli():
     return _CLI
 
 
+_LAST_ERROR: list[str] = []
+
+
 def _error(message: str) -> None:
-    err_console.print(f"error: {' '.join(message.split())}", markup=False, highlight=False, soft_wrap=True)
+    line = " ".join(message.split())
+    _LAST_ERROR[:] = [line]
+    err_console.print(f"error: {line}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _json_error(args: list[str], code: int) -> None:
+    """With ``--json``, a failed run prints ``{"error": ..., "exit_status": N}`` on stdout (and the usual
+    line on stderr), so a script always gets JSON."""
+    asked = LAST_RUN[0].json if LAST_RUN else "--json" in args[: args.index("--")] if "--" in args else \
+        "--json" in args
+    if code != 0 and asked:
+        message = _LAST_ERROR[0] if _LAST_ERROR else "interrupted"
+        sys.stdout.write(json.dumps({"error": message, "exit_status": code}, ensure_ascii=False) + "\n")
 
 
 def _configure_consoles() -> None:
@@ -58,12 +73,19 @@ def _configure_consoles() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit status (0 ok, 2 bad input, options or usage, 1 a bug or interrupt)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    _LAST_ERROR.clear()
+    code = _main(args)
+    _json_error(args, code)
+    return code
+
+
+def _main(args: list[str]) -> int:
     from typer import exceptions as typer_exc
     from typer._click import exceptions as click_exc
 
     _configure_consoles()
     LAST_RUN.clear()
-    args = list(sys.argv[1:] if argv is None else argv)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
         try:

@@ -7,6 +7,7 @@ command's flags, and keeps the run's state (:class:`RunState`) where :mod:`._out
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
 import functools
@@ -76,7 +77,7 @@ def run_state() -> RunState:
 def command_runner(name: str, callback: Any, *, flags: dict[str, str], out_kind: str | None) -> Any:
     """Wrap a sub-command's callback: shared options, the ``--out`` guard, parameter names -> flags."""
     from ..errors import PromptPrismError
-    from ..io import check_out_dir, check_out_file
+    from ..io import check_out_dir, check_out_file, exclusive_lock, remove_stale_temporaries
     from ._errors import option_table, to_flags
 
     table = option_table(name, flags)
@@ -91,11 +92,18 @@ def command_runner(name: str, callback: Any, *, flags: dict[str, str], out_kind:
             if "columns" in kwargs:
                 state.columns = parse_columns(kwargs.pop("columns"))
             out = kwargs.get("out")
-            if out is not None and out_kind == "dir":
-                check_out_dir(out)
-            elif out is not None and out_kind == "npz":
-                check_out_file(out, suffix=".npz")
-            return callback(**kwargs)
+            with contextlib.ExitStack() as held:
+                if out is not None and out_kind == "dir":
+                    from ._output import check_out_contents
+
+                    check_out_dir(out, clean=False)
+                    held.enter_context(exclusive_lock(out))  # one run per folder, from here to the end
+                    remove_stale_temporaries(out)
+                    check_out_contents(out, name)
+                elif out is not None and out_kind == "npz":
+                    check_out_file(out, suffix=".npz")
+                    held.enter_context(exclusive_lock(out))
+                return callback(**kwargs)
         except PromptPrismError as exc:
             exc.args = (to_flags(str(exc), table), *exc.args[1:])
             raise

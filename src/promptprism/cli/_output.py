@@ -8,14 +8,90 @@ result and report intact. It also records the summary that ``--json`` prints.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..io import staged_outputs
+from ..errors import OptionError
+from ..io import LOCK_SUFFIX, STAGING_PREFIX, staged_outputs
 from ._app import console, run_state
 
 REPORT_NAME = "report.html"
+#: the hidden list of what a command wrote into its results folder
+OUTPUTS_LIST = ".promptprism-outputs.json"
+#: result kinds each command writes (a folder holding another command's result is refused)
+COMMAND_KINDS = {"split": ("promptsplit",), "demo": ("promptsplit",),
+                 "diversity": ("scendi", "scendi_comparison"), "regions": ("regions",),
+                 "compcon": ("compcon",), "compcon-eval": ("compcon-eval",)}
+
+
+def _visible_files(out: Path) -> list[str]:
+    """Files in ``out`` (recursively) other than promptprism's own hidden ones."""
+    names = []
+    for p in out.rglob("*"):
+        rel = p.relative_to(out)
+        top = rel.parts[0]
+        if top == OUTPUTS_LIST or top.startswith(STAGING_PREFIX) or top.endswith(LOCK_SUFFIX):
+            continue
+        if p.is_file() or p.is_symlink():
+            names.append(rel.as_posix())
+    return sorted(names)
+
+
+def _listing(out: Path) -> dict | None:
+    try:
+        data = json.loads((out / OUTPUTS_LIST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(data, dict) and isinstance(data.get("files"), list)
+    return data if ok else None
+
+
+def _result_kind(out: Path) -> str | None:
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads((out / "result.json").read_text(encoding="utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("kind"), str):
+            return data["kind"]
+    return None
+
+
+def check_out_contents(out: str | Path, command: str) -> None:
+    """Refuse ``out`` when it holds another command's result or files promptprism did not write there."""
+    out = Path(out)
+    if not out.is_dir():
+        return
+    files = _visible_files(out)
+    if not files:
+        return
+    listing = _listing(out)
+    owner = listing.get("command") if listing else None
+    kind = _result_kind(out)
+    other = owner if owner and owner != command else next(
+        (c for c, kinds in COMMAND_KINDS.items() if kind in kinds and command not in
+         [k for k, v in COMMAND_KINDS.items() if kind in v]), None)
+    if other is not None:
+        raise OptionError(f"out {str(out)!r} holds the result of `promptprism {other}`; choose another "
+                          f"folder (or delete that one) so that one folder holds one command's result")
+    foreign = [f for f in files if f not in listing["files"] and f != REPORT_NAME] if listing else \
+        ([] if "result.json" in files else files)
+    if foreign:
+        shown = ", ".join(repr(f) for f in foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3
+                                                           else "")
+        raise OptionError(f"out {str(out)!r} holds files promptprism did not write ({shown}); choose a new "
+                          f"or empty folder, or move those files away")
+
+
+def _remove_stale(out: Path, before: dict | None, written: list[str]) -> None:
+    """Delete files an earlier run of this command wrote that this run did not (e.g. report.html)."""
+    stale = set(before["files"]) if before else set()
+    stale.add(REPORT_NAME)
+    for name in stale - set(written):
+        target = out / name
+        if target.is_file() and ".." not in Path(name).parts:
+            with contextlib.suppress(OSError):
+                target.unlink()
 
 #: per result kind, the headline numbers that must be finite (result.json would write inf/NaN as null)
 HEADLINE_FIELDS = {
@@ -49,18 +125,36 @@ def check_finite_result(result: Any) -> None:
                     "float64; nothing was written")
 
 
+def _compact(value: Any, depth: int) -> Any:
+    """``value`` kept when a script can use it: scalars, lists of up to 64 scalars, and (``depth`` levels
+    down) the same of dicts and of lists of up to 64 dicts (modes, models); None for anything else."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, list) and len(value) <= 64:
+        if all(v is None or isinstance(v, (str, int, float, bool)) for v in value):
+            return value
+        if depth > 0 and all(isinstance(v, dict) for v in value):
+            return [_compact(v, depth - 1) for v in value]
+    if isinstance(value, dict) and depth > 0:
+        kept = {str(k): _compact(v, depth - 1) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v is not None or value.get(k) is None}
+    return None
+
+
 def summary_of(result: Any, written: Mapping[str, Path]) -> dict[str, Any]:
-    """A small JSON summary of a result for scripts: its scalar fields, short lists, the files written."""
+    """The JSON summary of a result for scripts: its scalar fields and short lists, each mode (with its
+    p-value), the significance record and its verdict, each model's scores; the files written."""
     data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
     summary: dict[str, Any] = {}
     for key, value in data.items():
-        if value is None or isinstance(value, (str, int, float, bool)):
-            summary[key] = value
-        elif isinstance(value, list) and len(value) <= 64 and all(
-                v is None or isinstance(v, (str, int, float, bool)) for v in value):
-            summary[key] = value
+        kept = _compact(value, 2)
+        if kept is not None or value is None:
+            summary[key] = kept
     if isinstance(data.get("prompt_ranking"), list):
-        summary["prompt_ranking"] = data["prompt_ranking"][:10]
+        summary["prompt_ranking"] = _compact(data["prompt_ranking"][:10], 1)
+    verdict = getattr(result, "verdict", None)
+    if isinstance(verdict, str) and verdict:
+        summary.setdefault("verdict", verdict)
     summary["files"] = {name: str(path) for name, path in written.items()}
     return summary
 
@@ -74,13 +168,16 @@ def save_outputs(
     images: Mapping[str, Any] | None = None,
     extra: Callable[[Path], None] | None = None,
     quiet: bool = False,
+    amend: bool = False,
 ) -> dict[str, Path]:
     """Write ``result`` (``result.save``), ``extra(folder)`` and the report into ``out`` as one transaction.
 
-    Returns ``{file name: final path}`` of what was written.
+    ``amend``: ``out`` holds the result being extended (``describe``): the folder keeps its owner and every
+    file the earlier run wrote. Returns ``{file name: final path}`` of what was written.
     """
     out = Path(out)
     check_finite_result(result)
+    before = _listing(out) if out.is_dir() else None
     with staged_outputs(out) as stage:
         result.save(stage)
         if extra is not None:
@@ -94,6 +191,12 @@ def save_outputs(
                                  progress=False if quiet else None)
             (stage / REPORT_NAME).write_text(page, encoding="utf-8")
         names = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file())
+        listing = {"command": run_state().command or None, "files": names}
+        if amend and before:
+            listing = {"command": before.get("command"), "files": sorted({*before["files"], *names})}
+        (stage / OUTPUTS_LIST).write_text(json.dumps(listing, indent=1), encoding="utf-8")
+    if not amend:
+        _remove_stale(out, before, names)
     written = {name: out / name for name in names}
     run_state().summary = summary_of(result, written)
     return written

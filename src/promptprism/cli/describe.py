@@ -109,7 +109,8 @@ def describe(
     record["calls"] = {"requests": sum(getattr(c, "n_requests", 0) for c in clients),
                        "cache_hits": sum(getattr(c, "n_cache_hits", 0) for c in clients)}
     named = dataclasses.replace(result, descriptions=record)
-    written = save_outputs(named, out or folder, report=not no_report, inputs=sets, quiet=quiet)
+    written = save_outputs(named, out or folder, report=not no_report, inputs=sets, quiet=quiet,
+                           amend=out is None or Path(out).resolve() == Path(folder).resolve())
     if not quiet:
         print_descriptions(record)
     print_written(written)

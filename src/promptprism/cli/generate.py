@@ -15,8 +15,9 @@ from ._inputs import int_option
 
 @app.command("generate")
 def generate(
-    prompts: Path = typer.Argument(..., help="Prompts: .txt (one per line), .csv or .jsonl with a 'prompt' "
-                                             "column (optional 'id'; other columns are copied)."),
+    prompts: Path = typer.Argument(..., help="Prompts: .txt (one per line), .csv, .jsonl or .json (a list) "
+                                             "with a 'prompt' column (optional 'id'; other columns are "
+                                             "copied)."),
     out: Path = typer.Option(..., "--out", "-o", help="The manifest to write (.jsonl). An interrupted run "
                                                       "continues when started again with the same options."),
     endpoint: str = typer.Option(None, "--endpoint", help="Text: an OpenAI-compatible base URL "

@@ -32,32 +32,37 @@ def print_regions(result: RegionsResult, out: Path | None, *, quiet: bool = Fals
         h, w, c = result.image_shape
         table = Table(title=f"Disentangled CMS: {result.n_regions} regions of {h}x{w}x{c} images, "
                             f"gamma={result.gamma:.4g}, n_real={result.n_real}")
+        head = result.headline()
+        both = head["estimate"] != "eq. 4"
         table.add_column("generated set")
-        table.add_column("CMS", justify="right")
+        table.add_column("CMS (U-form)" if both else "CMS", justify="right")
         table.add_column("product", justify="right")
         for r, size in enumerate(result.region_sizes):
             table.add_column(f"region {r} ({size} px)", justify="right")
+        if both:
+            table.add_column("CMS (eq. 4)", justify="right")
         for k, name in enumerate(result.names):
-            row = result.region_cms[k]
+            row = head["region_cms"][k]
             iv = result.intervals[k] if k < len(result.intervals) else {}
             worst = int(np.argmin(row)) if row else -1
             cells = [f"[bold]{v:.4f}[/]" if r == worst and len(row) > 1 else f"{v:.4f}"
                      for r, v in enumerate(row)]
             if iv:
                 cells = [f"{c}\n{_interval(b)}" for c, b in zip(cells, iv["region_cms"], strict=True)]
-            whole, prod = f"{result.cms[k]:.4f}", f"{result.product_cms[k]:.4f}"
+            whole, prod = f"{head['cms'][k]:.4f}", f"{head['product_cms'][k]:.4f}"
             if iv:
                 whole, prod = f"{whole}\n{_interval(iv['cms'])}", f"{prod}\n{_interval(iv['product_cms'])}"
-            table.add_row(name, whole, prod, *cells)
+            table.add_row(name, whole, prod, *cells, *([f"{result.cms[k]:.4f}"] if both else []))
         console.print(table)
         if result.bootstrap:
             boot = result.bootstrap
             level = boot["level"]
             console.print(f"[brackets]: {level:.0%} bootstrap intervals ({boot['replicates']} resamples"
-                          f" of the {boot['resample']}, seed {boot['seed']}) for the population CMS; eq. 4 "
-                          "on n images reads low by about 1/n, so a value can sit just below its interval; "
-                          "an interval above 1 means generated images repeat real ones",
-                          highlight=False, markup=False)
+                          f" of the {boot['resample']}, seed {boot['seed']}) for the population CMS, built "
+                          "around the U-form estimate on all images shown as CMS (and in curves.csv); "
+                          "eq. 4's plug-in value (last column, cms_eq4 in curves.csv) reads low by about 1/n "
+                          "on n images and can lie outside the interval; an interval above 1 means generated "
+                          "images repeat real ones", highlight=False, markup=False)
             for k, name in enumerate(result.names):
                 ties = result.region_ties(k)
                 if ties:
@@ -202,10 +207,11 @@ def write_plots(result: RegionsResult, out: Path) -> None:
     from ..io import atomic_write_bytes
 
     x = np.arange(len(result.names))
+    head = result.headline()
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(x, result.cms, "k-o", label="CMS (whole image)")
-    ax.plot(x, result.product_cms, "k--", label="product of regions")
-    region = np.asarray(result.region_cms, dtype=float)
+    ax.plot(x, head["cms"], "k-o", label=f"CMS (whole image, {head['estimate']})")
+    ax.plot(x, head["product_cms"], "k--", label="product of regions")
+    region = np.asarray(head["region_cms"], dtype=float)
     for r in range(region.shape[1]):
         ax.plot(x, region[:, r], "-", label=f"region {r}")
     ax.set_xticks(x, result.names, rotation=45, ha="right")

@@ -34,7 +34,7 @@ def report(
     Inputs the page needs beyond result.json (PromptSplit's embeddings and images, Regions' images, CompCon's
     image banks) are read again from the paths the result names, where they still exist.
     """
-    from ..io import atomic_write_text, check_out_dir
+    from ..io import atomic_write_text, check_out_dir, exclusive_lock
     from ..report.core import reload_inputs, render_report
     from ..results import load_result
 
@@ -47,14 +47,15 @@ def report(
     except UnicodeDecodeError as exc:
         raise InputError(f"{folder / 'result.json'}: not a results file (not UTF-8 text: {exc.reason} at "
                          f"byte {exc.start})") from None
-    check_out_dir(folder, names=("report.html",))
-    inputs, images, notes = reload_inputs(result, folder)
-    try:
-        page = render_report(result, inputs=inputs, images=images, base_dir=folder, notes=notes,
-                             map_points=map_points)
-    except (AttributeError, TypeError, KeyError, IndexError) as exc:  # fields of the wrong type or shape
-        raise InputError(f"{folder / 'result.json'}: not a valid {result.kind} result; its fields have the "
-                         f"wrong types ({type(exc).__name__}: {exc})") from None
-    path = atomic_write_text(folder / "report.html", page)
+    with exclusive_lock(folder, parameter="folder"):  # not while a command writes this folder
+        check_out_dir(folder, names=("report.html",))
+        inputs, images, notes = reload_inputs(result, folder)
+        try:
+            page = render_report(result, inputs=inputs, images=images, base_dir=folder, notes=notes,
+                                 map_points=map_points)
+        except (AttributeError, TypeError, KeyError, IndexError) as exc:  # fields of the wrong type or shape
+            raise InputError(f"{folder / 'result.json'}: not a valid {result.kind} result; its fields have "
+                             f"the wrong types ({type(exc).__name__}: {exc})") from None
+        path = atomic_write_text(folder / "report.html", page)
     run_state().summary = {"kind": result.kind, "files": {"report.html": str(path)}}
     console.print(f"report: {path}", markup=False, soft_wrap=True)

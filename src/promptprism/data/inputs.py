@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, OptionError
 from .loaders import REQUIRED, load_paired
 from .manifest import IMAGE_SUFFIXES, Manifest, find_prompts_file, read_image_folder, read_manifest
 from .paired import PairedSet
@@ -179,12 +179,20 @@ def read_input(path: str | os.PathLike, *, prompts: str | os.PathLike | None = N
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
     suffix = path.suffix.lower()
+
+    def embeddings(paired_of: Callable[[], PairedSet]) -> LoadedInput:
+        if columns:
+            raise OptionError(f"columns cannot be used with {path}: it holds embeddings, whose arrays "
+                              f"have fixed names ({', '.join(REQUIRED)}); columns maps the columns of a "
+                              "manifest or of an image folder's prompts file")
+        return LoadedInput(paired=paired_of(), kind="embeddings")
+
     if path.is_dir():
         if any((path / f"{k}.npy").exists() or any(path.glob(f"{k}-*.npy")) for k in REQUIRED):
-            return LoadedInput(paired=load_paired(path, name=name), kind="embeddings")
+            return embeddings(lambda: load_paired(path, name=name))
         parquet = _parquet_files(path)
         if parquet and _has_embedding_columns(parquet[0]):  # a Parquet dataset of embeddings
-            return LoadedInput(paired=_parquet_embeddings(path, name), kind="embeddings")
+            return embeddings(lambda: _parquet_embeddings(path, name))
         if prompts is None and find_prompts_file(path) is None and not any(
                 p.suffix.lower() in IMAGE_SUFFIXES for p in path.rglob("*")):
             raise InputError(f"{path}: a folder input must hold "
@@ -196,9 +204,9 @@ def read_input(path: str | os.PathLike, *, prompts: str | os.PathLike | None = N
         return LoadedInput(paired=loaded.paired, kind="image-folder", ids=loaded.ids,
                            encoders=loaded.encoders, stats=loaded.stats)
     if suffix == ".npz":
-        return LoadedInput(paired=load_paired(path, name=name), kind="embeddings")
+        return embeddings(lambda: load_paired(path, name=name))
     if suffix == ".parquet" and _has_embedding_columns(path):
-        return LoadedInput(paired=_parquet_embeddings(path, name), kind="embeddings")
+        return embeddings(lambda: _parquet_embeddings(path, name))
     if suffix in (".jsonl", ".ndjson", ".csv", ".parquet"):
         manifest = read_manifest(path, columns=columns)
         _emit(manifest.notes, notes)

@@ -8,7 +8,10 @@ formats and fail the same way:
   :class:`~promptprism.errors.InputError` naming the file, the line and the byte;
 * a string holding a lone surrogate (JSON's ``"\\ud800"``, which no UTF-8 text can hold) is refused by
   :func:`check_text` naming the row and column;
-* a CSV row with more fields than its header, or a JSONL line that is not a JSON object, names its line.
+* a CSV row with more fields than its header, a CSV header naming a column twice, or a JSONL line that is
+  not a JSON object, names its line;
+* ``.json``, ``.jsonl`` and ``.ndjson`` are decided by content, not by name: a file whose text starts with
+  ``[`` is one JSON list of rows, anything else is JSON lines (one row per line).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 
 from ..errors import InputError
 
-TABLE_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".parquet")
+TABLE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,34 @@ def check_text(value: str, where: str, column: str) -> str:
     return value
 
 
-def _jsonl(path: Path, text: str) -> list[Record]:
+def _row_object(obj: Any, where: str, scalars_as: str | None) -> dict:
+    if scalars_as is not None and isinstance(obj, str):
+        return {scalars_as: obj}
+    if not isinstance(obj, dict):
+        wanted = f"a JSON object (or a string, the {scalars_as!r})" if scalars_as else \
+            "a JSON object with keys such as 'prompt' and 'output'"
+        raise InputError(f"{where}: expected {wanted}, got {type(obj).__name__}")
+    return obj
+
+
+def _json_list(path: Path, text: str, scalars_as: str | None) -> list[Record]:
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: line {exc.lineno}: a JSON list that is not valid JSON ({exc.msg} at "
+                         f"column {exc.colno})") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply") from None
+    if not isinstance(items, list):  # pragma: no cover - text starting with '[' parses to a list or fails
+        raise InputError(f"{path}: expected a JSON list of rows")
+    return [Record(i, f"{path}: row {i} (list item)", _row_object(obj, f"{path}: row {i} (list item)",
+                                                                  scalars_as))
+            for i, obj in enumerate(items, 1)]
+
+
+def _jsonl(path: Path, text: str, scalars_as: str | None = None) -> list[Record]:
+    if text.lstrip().startswith("["):
+        return _json_list(path, text, scalars_as)
     out: list[Record] = []
     for line_no, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -88,10 +118,7 @@ def _jsonl(path: Path, text: str) -> list[Record]:
             raise InputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
         except RecursionError:
             raise InputError(f"{where}: JSON nested too deeply") from None
-        if not isinstance(obj, dict):
-            raise InputError(f"{where}: expected a JSON object with keys such as 'prompt' and 'output', "
-                             f"got {type(obj).__name__}")
-        out.append(Record(len(out) + 1, where, obj))
+        out.append(Record(len(out) + 1, where, _row_object(obj, where, scalars_as)))
     return out
 
 
@@ -99,6 +126,10 @@ def _csv(path: Path, text: str) -> tuple[list[str], list[Record]]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
         fields = list(reader.fieldnames or [])
+        twice = sorted({f for f in fields if fields.count(f) > 1})
+        if twice:
+            raise InputError(f"{path}: line 1: the header names column {twice[0]!r} "
+                             f"{fields.count(twice[0])} times; every column needs its own name")
         out: list[Record] = []
         for rec in reader:
             where = f"{path}: row {len(out) + 1} (line {reader.line_num})"
@@ -122,12 +153,14 @@ def read_parquet_table(path: str | os.PathLike):
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
 
 
-def read_table(path: str | os.PathLike) -> Table:
-    """Read a ``.jsonl``/``.ndjson``, ``.csv`` or ``.parquet`` file (see the module docstring)."""
+def read_table(path: str | os.PathLike, *, scalars_as: str | None = None) -> Table:
+    """Read a ``.jsonl``/``.ndjson``/``.json``, ``.csv`` or ``.parquet`` file (see the module docstring).
+
+    ``scalars_as``: a JSON row that is a string becomes ``{scalars_as: string}`` (a list of prompts)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
-        raise InputError(f"{path}: unsupported table; expected .jsonl, .csv or .parquet")
+        raise InputError(f"{path}: unsupported table; expected .jsonl, .json, .csv or .parquet")
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     if suffix == ".parquet":
@@ -138,7 +171,7 @@ def read_table(path: str | os.PathLike) -> Table:
     if suffix == ".csv":
         columns, records = _csv(path, text)
         return Table(path, columns, records)
-    records = _jsonl(path, text)
+    records = _jsonl(path, text, scalars_as)
     return Table(path, list(dict.fromkeys(k for r in records for k in r.values)), records)
 
 

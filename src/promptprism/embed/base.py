@@ -76,7 +76,9 @@ def to_rgb(image: ImageLike, where: str = "image"):
     """A PIL RGB image from a path, bytes, an array (H, W), (H, W, 3|4) or a PIL image.
 
     Files and PIL images go through :func:`promptprism.data.imageio.read_rgb` / ``as_rgb`` (pixel limit,
-    16-bit scaling, palette and alpha rules documented there)."""
+    16-bit scaling, palette and alpha rules documented there). Arrays: uint16 scaled from 0..65535 like a
+    16-bit file, floats at most 1 taken as [0, 1], other numbers clipped to 0..255; empty or non-numeric
+    arrays are refused."""
     from PIL import Image
 
     from ..data.imageio import as_rgb, read_rgb
@@ -88,10 +90,16 @@ def to_rgb(image: ImageLike, where: str = "image"):
     if isinstance(image, Image.Image):
         return as_rgb(image, where)
     arr = np.asarray(image)
+    if arr.dtype.kind not in "biuf":
+        raise InputError(f"{where}: an image array must hold numbers, got dtype {arr.dtype}")
     if arr.ndim == 3 and arr.shape[2] == 1:
         arr = arr[..., 0]
     if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (3, 4)):
         raise InputError(f"{where}: an image array must be (H, W), (H, W, 3) or (H, W, 4), got {arr.shape}")
+    if arr.size == 0:
+        raise InputError(f"{where}: the image array is empty (shape {arr.shape})")
+    if arr.dtype == np.uint16:  # 16-bit values scaled to 8 bits, as the image reader does for 16-bit files
+        arr = np.rint(arr.astype(np.float64) * (255.0 / 65535.0)).astype(np.uint8)
     if arr.dtype != np.uint8:
         a = arr.astype(np.float64)
         if not np.isfinite(a).all():

@@ -2,7 +2,11 @@
 
 The callable is called once per (prompt, sample) as ``fn(prompt, seed=SEED)`` (or ``fn(prompt)`` when it
 takes no ``seed``) and must return one image: a PIL image, an (H, W[, 3|4]) array, or a path to an image
-file. Images are written as PNG beside the manifest, in ``<manifest stem>_images/<id>_<sample>.png``.
+file. Images are written as PNG beside the manifest, in ``<manifest stem>_images/``, each named by a
+readable slug of its prompt and its row's content key (:func:`image_name`): names never collide, whatever
+the ids or prompts (``a b``, ``a/b``, ``猫``), and a row keeps its file when the prompts file is edited.
+Anything but one image from the generator (an empty or object array, ``sys.exit``, ``KeyboardInterrupt``)
+is an error naming the row.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import inspect
 import io
 import os
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -65,6 +70,25 @@ def _takes_seed(fn: Callable) -> bool:
     return "seed" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
+def image_name(task: Task) -> str:
+    """``<slug of the prompt>_<sample>_<content key>.png``: ASCII, lower case, unique per content key."""
+    ascii_text = unicodedata.normalize("NFKD", task.prompt.prompt).encode("ascii", "ignore").decode("ascii")
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")[:40].strip("-") or "prompt"
+    return f"{slug}_{task.sample}_{task.key[:16]}.png"
+
+
+def _call(fn: Callable, task: Task, takes_seed: bool, where: str) -> Any:
+    """The user's generator on one task; whatever it raises (SystemExit, KeyboardInterrupt included: it runs
+    on a worker thread, where no Ctrl-C arrives) is an error naming the row."""
+    try:
+        return fn(task.prompt.prompt, seed=task.seed) if takes_seed else fn(task.prompt.prompt)
+    except SystemExit as exc:
+        raise InputError(f"{where}: the generator called sys.exit({exc.code!r}) instead of returning an "
+                         "image") from None
+    except BaseException as exc:  # noqa: BLE001 - the user's code: report which prompt broke it
+        raise InputError(f"{where}: the generator raised {type(exc).__name__}: {exc}") from None
+
+
 def _png(image: Any, where: str) -> bytes:
     """PNG bytes of one generated image; anything else is an error naming ``where``."""
     from PIL import Image
@@ -114,15 +138,13 @@ def generate_images(prompts: str | os.PathLike | Sequence[PromptRow], *, out: st
 
     def work(task: Task) -> dict:
         where = f"{where_file}: prompt id {task.prompt.id}, sample {task.sample} (generator {label})"
-        try:
-            image = fn(task.prompt.prompt, seed=task.seed) if takes_seed else fn(task.prompt.prompt)
-        except Exception as exc:  # the user's generator: report which prompt broke it
-            raise InputError(f"{where}: the generator raised {type(exc).__name__}: {exc}") from None
-        name = f"{re.sub(r'[^A-Za-z0-9._-]+', '_', task.prompt.id)}_{task.sample}.png"
+        image = _call(fn, task, takes_seed, where)
+        name = image_name(task)
         atomic_write_bytes(folder / name, _png(image, where))
         return {"image": f"{folder.name}/{name}", "generator": label}
 
     settings = {"kind": "image", "generator": label, "samples": samples, "seed": seed,
                 "steps": steps if diffusers is not None else None}
     return run_tasks(plan(rows, samples=samples, seed=seed), work, manifest=manifest, settings=settings,
-                     concurrency=concurrency, progress=progress, description=f"generating with {label}")
+                     fields=("image", "generator"), concurrency=concurrency, progress=progress,
+                     description=f"generating with {label}")

@@ -1,4 +1,10 @@
-"""The prompts file of ``generate``: one prompt per line (.txt), or a table (.csv/.jsonl) with ``prompt``.
+"""The prompts file of ``generate``: one prompt per line (.txt), or a table with a ``prompt`` column.
+
+Tables (``.csv``, ``.jsonl``/``.ndjson``/``.json``, ``.parquet``) are read by the one table reader,
+:func:`promptprism.data.tables.read_table`, so prompts files follow the manifest reader's rules: UTF-8
+with or without a byte-order mark, a JSON list or JSON lines decided by content (a JSON list may hold plain
+strings: each is a prompt), a CSV header naming a column twice refused. A ``.txt`` file is read with the
+same decoding (:func:`~promptprism.data.tables.read_text`).
 
 Every row must hold a prompt: an empty line or an empty ``prompt`` cell is an error naming the file and the
 row (a silently skipped line would shift every later id). Ids come from an ``id`` column when there is one
@@ -8,13 +14,12 @@ generated row (``topic``, ``category``...).
 
 from __future__ import annotations
 
-import csv
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.tables import TABLE_SUFFIXES, check_text, read_table, read_text
 from ..errors import InputError
 
 
@@ -28,51 +33,31 @@ class PromptRow:
 
 
 def _records(path: Path) -> list[tuple[str, Any]]:
-    suffix = path.suffix.lower()
-    text = path.read_text(encoding="utf-8")
-    if suffix in (".jsonl", ".ndjson"):
-        out = []
-        for line_no, line in enumerate(text.splitlines(), 1):
-            where = f"{path}: line {line_no}"
-            if not line.strip():
-                raise InputError(f"{where}: empty line; every line must be a JSON object with a 'prompt'")
-            try:
-                out.append((where, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{where}: not valid JSON ({exc.msg})") from None
-        return out
-    if suffix == ".csv":
-        reader = csv.DictReader(text.splitlines())
-        if reader.fieldnames is None or "prompt" not in reader.fieldnames:
-            raise InputError(f"{path}: no 'prompt' column (found: {reader.fieldnames or 'no header'})")
-        return [(f"{path}: row {i} (line {reader.line_num})", rec) for i, rec in enumerate(reader, 1)]
-    lines = text.splitlines()
+    if path.suffix.lower() in TABLE_SUFFIXES:
+        return [(rec.where, rec.values) for rec in read_table(path, scalars_as="prompt").records]
+    lines = read_text(path).splitlines()
     while lines and not lines[-1].strip():  # a trailing newline is not an empty prompt
         lines.pop()
     return [(f"{path}: line {i}", {"prompt": line}) for i, line in enumerate(lines, 1)]
 
 
 def read_prompts(path: str | os.PathLike) -> list[PromptRow]:
-    """The prompts of a .txt (one per line), .csv or .jsonl file, validated (see the module docstring)."""
+    """The prompts of a .txt (one per line) or table file, validated (see the module docstring)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such prompts file")
-    try:
-        records = _records(path)
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    records = _records(path)
     if not records:
         raise InputError(f"{path}: the prompts file is empty")
+    table = path.suffix.lower() in TABLE_SUFFIXES
     rows: list[PromptRow] = []
     seen: dict[str, str] = {}
     for number, (where, rec) in enumerate(records, 1):
-        if not isinstance(rec, dict):
-            raise InputError(f"{where}: expected an object with a 'prompt', got {type(rec).__name__}")
         prompt = rec.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
-            what = "an empty line" if path.suffix.lower() not in (".csv", ".jsonl", ".ndjson") else \
-                "an empty or missing 'prompt'"
+            what = "an empty or missing 'prompt'" if table else "an empty line"
             raise InputError(f"{where}: {what}; every row needs a prompt (remove the row or fill it)")
+        check_text(prompt, where, "prompt")
         rid = rec.get("id")
         rid = str(number) if rid is None or str(rid).strip() == "" else str(rid).strip()
         if rid in seen:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .._validation import check_seed
-from ..errors import InputError, OptionError
+from ..errors import InputError, OptionError, PromptPrismError
 from ..methods.compcon.clients import ChatClient
 from .prompts import PromptRow, read_prompts
 from .run import GenerateResult, Task, plan, run_tasks
@@ -55,16 +55,22 @@ def generate_text(prompts: str | os.PathLike | Sequence[PromptRow], *, out: str 
     tokens = {"completion_tokens": 0, "prompt_tokens": 0, "requests": 0}
     where = str(prompts) if isinstance(prompts, (str, os.PathLike)) else "prompts"
 
+    def row_system_of(prompt: PromptRow) -> str | None:
+        own = prompt.meta.get("system")
+        return str(own).strip() if isinstance(own, str) and own.strip() else system
+
     def work(task: Task) -> dict:
-        own = task.prompt.meta.get("system")
-        row_system = str(own).strip() if isinstance(own, str) and own.strip() else system
+        row_system = row_system_of(task.prompt)
         messages = ([{"role": "system", "content": row_system}] if row_system else []) + [
             {"role": "user", "content": task.prompt.prompt}]
         tried: list[int] = []
         for attempt in range(EMPTY_REASKS + 1):
             s = (task.seed + attempt) & 0x7FFFFFFF
             tried.append(s)
-            answer, usage = client.complete(messages, {"seed": s})
+            try:
+                answer, usage = client.complete(messages, {"seed": s})
+            except PromptPrismError as exc:  # the endpoint's failure, told with the row it happened on
+                raise type(exc)(f"{where}: prompt id {task.prompt.id}, sample {task.sample}: {exc}") from None
             with lock:
                 tokens["requests"] += 1
                 for k in ("completion_tokens", "prompt_tokens"):
@@ -75,8 +81,10 @@ def generate_text(prompts: str | os.PathLike | Sequence[PromptRow], *, out: str 
                          f"{task.sample}: {model} at {client.base_url} answered nothing usable "
                          f"{len(tried)} times (seeds {tried})")
 
-    result = run_tasks(plan(rows, samples=samples, seed=seed), work, manifest=Path(out), settings=settings,
-                       concurrency=concurrency, progress=progress, description=f"generating with {model}")
+    tasks = plan(rows, samples=samples, seed=seed, content=lambda p: [p.prompt, row_system_of(p)])
+    result = run_tasks(tasks, work, manifest=Path(out), settings=settings,
+                       fields=("output", "model", "system_prompt"), concurrency=concurrency,
+                       progress=progress, description=f"generating with {model}")
     result.stats = dict(tokens, tokens_per_second=(tokens["completion_tokens"] / result.seconds
                                                    if result.seconds > 0 else 0.0))
     return result

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import copy
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -181,6 +182,70 @@ class DaskRunner:
         return futures[0].result()
 
 
+#: seconds to connect to a dask scheduler (and for it to greet us) before giving up
+CONNECT_SECONDS = 10.0
+_SCHEMES = ("tcp", "tls", "ws", "wss")
+
+
+def check_scheduler(address: str, timeout: float | None = None) -> str:
+    """``address`` as ``scheme://host:port`` once it names a dask scheduler, else an OptionError in one line.
+
+    ``host:port`` means tcp. For tcp the scheduler must greet within ``timeout`` seconds with dask's
+    handshake (it speaks first), so a port held by another program is refused instead of waited on."""
+    from urllib.parse import urlsplit
+
+    timeout = CONNECT_SECONDS if timeout is None else timeout
+
+    def bad(why: str) -> OptionError:
+        return OptionError(f"scheduler {address!r}: {why}; expected a dask scheduler address such as "
+                           "tcp://HOST:8786")
+
+    text = address.strip()
+    text = text if "://" in text else f"tcp://{text}"
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise bad(f"not an address ({exc})") from None
+    if parts.scheme not in _SCHEMES:
+        why = "an inproc:// address exists only inside one process" if parts.scheme == "inproc" else \
+            f"the protocol {parts.scheme!r} is not one of {', '.join(_SCHEMES)}"
+        raise bad(why)
+    if not parts.hostname or port is None or parts.path not in ("", "/"):
+        raise bad("no host and port")
+    if parts.scheme == "tcp":
+        _greeted(parts.hostname, port, timeout, bad)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _greeted(host: str, port: int, timeout: float, bad: Callable[[str], OptionError]) -> None:
+    """A dask scheduler sends its handshake (a msgpack map naming ``compression``) as soon as we connect."""
+    import socket
+
+    deadline = time.monotonic() + timeout
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            data = b""
+            while b"compression" not in data and len(data) < 4096:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise bad(f"nothing answered on port {port} within {timeout:g} s (not a dask scheduler?)")
+                sock.settimeout(left)
+                chunk = sock.recv(4096)
+                if not chunk:
+                    raise bad(f"port {port} closed the connection without a dask handshake")
+                data += chunk
+                if len(data) >= 16 and (int.from_bytes(data[:8], "little") > 2**32
+                                        or int.from_bytes(data[8:16], "little") > 2**16):
+                    break  # not dask's framing (two little-endian lengths): another protocol
+    except TimeoutError:
+        raise bad(f"nothing answered on port {port} within {timeout:g} s (not a dask scheduler?)") from None
+    except OSError as exc:
+        raise bad(f"cannot connect ({exc.strerror or exc})") from None
+    if b"compression" not in data:
+        raise bad(f"port {port} answered, but not with a dask handshake ({data[:24]!r})")
+
+
 @contextlib.contextmanager
 def open_client(scheduler: str | None = None, workers: int | None = None) -> Iterator[Any]:
     """A dask Client: connected to ``scheduler`` (any address), or to a LocalCluster of ``workers``
@@ -197,10 +262,12 @@ def open_client(scheduler: str | None = None, workers: int | None = None) -> Ite
         raise OptionError("running on a cluster needs dask.distributed: "
                           "pip install 'dask[distributed]'") from None
     if scheduler:
+        address = check_scheduler(scheduler)
         try:
-            client = Client(scheduler, timeout="10s")
-        except OSError as exc:
-            raise OptionError(f"cannot reach the dask scheduler at {scheduler}: {exc}") from None
+            client = Client(address, timeout=f"{CONNECT_SECONDS}s")
+        except Exception as exc:  # noqa: BLE001 - dask raises many types for a peer that is not a scheduler
+            raise OptionError(f"cannot reach the dask scheduler at {scheduler}: "
+                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
         with client:
             yield client
         return

@@ -5,7 +5,11 @@
 Ollama's OpenAI endpoint...). The API key is read from an environment variable whose *name* is configured
 (never stored, never part of the cache key).
 
-* timeouts per request; retries on connection errors, timeouts, HTTP 408/409/429 and 5xx, with exponential
+* a deadline per request (``timeout`` bounds the whole request, connection, headers and body together: a
+  server that trickles its answer byte by byte is cut off at the deadline, not only when it pauses);
+  a truncated body, a malformed status line, an answer that is not JSON or a non-numeric ``usage`` is one
+  :class:`EndpointError` naming the endpoint;
+* retries on connection errors, timeouts, HTTP 408/409/429 and 5xx, with exponential
   backoff ``backoff * 2**attempt`` (capped) plus a jitter drawn from a seeded ``random.Random``;
 * an on-disk response cache: ``cache_dir/<sha256 of the canonical request JSON>.json``, written atomically,
   so a re-run with the same requests costs nothing and gives the same answers;
@@ -16,11 +20,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.client
 import io
 import json
 import os
 import random
 import socket
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -38,6 +44,65 @@ RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 class EndpointError(PromptPrismError):
     """The chat endpoint could not be reached or kept failing; the message names the URL."""
+
+
+class _Deadline:
+    """Shuts the request's sockets down when the deadline passes, so no read outlives it."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._socks: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._socks.append(sock)
+            if self.expired:
+                self._shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._socks:
+                self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: socket.socket) -> None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._timer.cancel()
+
+
+def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
+    """urllib's opener (proxies from the environment included) whose connections report their sockets."""
+
+    def watched(base: type) -> type:
+        class Connection(base):  # type: ignore[misc, valid-type]
+            def connect(self) -> None:
+                super().connect()
+                deadline.watch(self.sock)
+
+        return Connection
+
+    class HTTP(urllib.request.HTTPHandler):
+        def do_open(self, http_class, req, **kwargs):
+            return super().do_open(watched(http_class), req, **kwargs)
+
+    class HTTPS(urllib.request.HTTPSHandler):
+        def do_open(self, http_class, req, **kwargs):
+            return super().do_open(watched(http_class), req, **kwargs)
+
+    return urllib.request.build_opener(HTTP(), HTTPS())
 
 
 class MalformedAnswerError(PromptPrismError):
@@ -178,7 +243,7 @@ class ChatClient:
         text = _content(data, self.url)
         self._cache_put(key, body, text)
         usage = data.get("usage") if isinstance(data, dict) else None
-        return text, usage if isinstance(usage, dict) else {}
+        return text, _usage(usage, self.url)
 
     def _post_with_retries(self, body: dict) -> dict:
         raw = json.dumps(body).encode("utf-8")
@@ -196,8 +261,9 @@ class ChatClient:
                 self.sleep(delay)
             req = urllib.request.Request(self.url, data=raw, headers=headers, method="POST")
             self.n_requests += 1
+            deadline = _Deadline(self.timeout)
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                with deadline, _opener(deadline).open(req, timeout=self.timeout) as resp:
                     payload = resp.read()
             except urllib.error.HTTPError as exc:
                 detail = _error_detail(exc)
@@ -208,18 +274,25 @@ class ChatClient:
                 raise EndpointError(
                     f"chat endpoint {self.url} answered HTTP {exc.code}{detail}{hint}"
                 ) from None
-            except TimeoutError:
-                last = f"no answer within {self.timeout:g} s (timeout)"
-                continue
-            except urllib.error.URLError as exc:
-                reason = exc.reason
-                if isinstance(reason, (TimeoutError, socket.timeout)):
-                    last = f"no answer within {self.timeout:g} s (timeout)"
+            except Exception as exc:  # noqa: BLE001 - every other way a request can fail, classified below
+                if isinstance(exc, urllib.error.URLError) and not deadline.expired and not isinstance(
+                        exc.reason, TimeoutError):
+                    last = f"cannot connect ({exc.reason})"
+                elif deadline.expired or isinstance(exc, TimeoutError) or isinstance(
+                        getattr(exc, "reason", None), TimeoutError):
+                    last = f"no complete answer within {self.timeout:g} s (timeout)"
+                elif isinstance(exc, http.client.IncompleteRead):
+                    last = f"answer cut short ({len(exc.partial)} bytes read)"
+                elif isinstance(exc, http.client.BadStatusLine) and not isinstance(exc, ConnectionError):
+                    raise EndpointError(f"chat endpoint {self.url} answered a malformed HTTP status line "
+                                        f"({str(exc)[:80]!r})") from None
+                elif isinstance(exc, (http.client.HTTPException, urllib.error.URLError, OSError)):
+                    last = f"connection failed ({getattr(exc, 'reason', None) or exc or type(exc).__name__})"
                 else:
-                    last = f"cannot connect ({reason})"
+                    raise
                 continue
-            except (ConnectionError, OSError) as exc:  # reset mid-answer, etc.
-                last = f"connection failed ({exc})"
+            if deadline.expired:  # a body without a length, cut at the deadline
+                last = f"no complete answer within {self.timeout:g} s (timeout)"
                 continue
             try:
                 return json.loads(payload.decode("utf-8"))
@@ -227,8 +300,9 @@ class ChatClient:
                 raise EndpointError(
                     f"chat endpoint {self.url} did not answer with JSON (first bytes: {payload[:80]!r})"
                 ) from None
+        state = "unreachable" if last.startswith(("cannot connect", "connection failed")) else "failed"
         raise EndpointError(
-            f"chat endpoint {self.url} unreachable: {last} "
+            f"chat endpoint {self.url} {state}: {last} "
             f"(after {attempts} attempt{'s' if attempts > 1 else ''})"
         )
 
@@ -265,6 +339,19 @@ def _content(data: Any, url: str) -> str:
     if not isinstance(content, str):
         raise EndpointError(f"chat endpoint {url} answered with non-text content {content!r:.80}")
     return content
+
+
+def _usage(usage: Any, url: str) -> dict:
+    """The answer's ``usage`` with its token counts checked: numbers (or absent), else an error."""
+    if not isinstance(usage, dict):
+        return {}
+    for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        value = usage.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not 0 <= value < 2**53):
+            raise EndpointError(f"chat endpoint {url} answered a usage.{name} that is not a count: "
+                                f"{value!r:.40}")
+    return usage
 
 
 def _error_detail(exc: urllib.error.HTTPError) -> str:

@@ -4,8 +4,10 @@
   arrays or image paths); it can make images for the new prompts each CompCon iteration writes.
 * :class:`ImageBank` holds images already generated for a prompt bank: a manifest (``.jsonl`` / ``.csv`` with
   ``prompt`` and ``image`` columns, one row per image; or ``.json`` mapping prompt -> [paths]) or a folder
-  holding one (``manifest.jsonl|csv|json``) or, instead, sub-folders each with a ``prompt.txt`` and
-  its images.
+  holding one (``manifest.jsonl|csv|json``), or the image folder + ``prompts.jsonl|csv|parquet`` (id,
+  prompt; image stem = id) that every other command reads
+  (:func:`promptprism.data.manifest.read_image_folder`), or sub-folders each with a ``prompt.txt`` and its
+  images.
   It looks prompts up (exact text, then whitespace/case-normalised) and cannot make new images.
 
 :func:`missing_images` says which prompts of a bank have no images for a model.
@@ -126,6 +128,13 @@ class ImageBank:
             for m in MANIFEST_NAMES:
                 if (path / m).exists():
                     return cls(_read_manifest(path / m), label, str(path))
+            from ...data.manifest import find_prompts_file, read_image_folder
+
+            if find_prompts_file(path) is not None:  # the image folder + prompts file that split reads
+                mapping = {}
+                for row in read_image_folder(path).rows:
+                    mapping.setdefault(row.prompt, []).append(str(row.image))
+                return cls(mapping, label, str(path))
             mapping: dict[str, list[str]] = {}
             for sub in sorted(p for p in path.iterdir() if p.is_dir()):
                 ptxt = sub / "prompt.txt"

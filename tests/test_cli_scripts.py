@@ -1,0 +1,123 @@
+"""What scripts get from the CLI (``--json`` on success and failure) and what a results folder may hold."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from promptprism.cli import main
+
+
+@pytest.fixture(scope="module")
+def sets(tmp_path_factory):
+    root = tmp_path_factory.mktemp("scripts")
+    rng = np.random.default_rng(1)
+    p, o = rng.standard_normal((80, 4)), rng.standard_normal((80, 4))
+    shifted = o.copy()
+    shifted[:40] += 3
+    prompts = np.array([f"p{i % 4}" for i in range(80)])
+    np.savez(root / "a.npz", prompt_embeddings=p, output_embeddings=shifted, prompts=prompts)
+    np.savez(root / "b.npz", prompt_embeddings=p, output_embeddings=o, prompts=prompts)
+    return root / "a.npz", root / "b.npz"
+
+
+def _run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+def test_split_json_has_modes_p_values_and_the_verdict(sets, tmp_path, capsys):
+    a, b = sets
+    code, out, _ = _run(capsys, "split", a, b, "--out", tmp_path / "o", "-q", "--no-report", "--json",
+                        "--modes", "2")
+    summary = json.loads(out)
+    assert code == 0 and summary["modes"]
+    assert all("p_value" in m and "significant" in m for m in summary["modes"])
+    saved = json.loads((tmp_path / "o" / "result.json").read_text())
+    assert [m["p_value"] for m in summary["modes"]] == [m["p_value"] for m in saved["modes"]]
+    assert summary["verdict"] == saved["significance"]["verdict"]
+    assert "differ significantly" in summary["verdict"]
+
+
+def test_multi_model_diversity_json_has_every_models_scores(sets, tmp_path, capsys):
+    a, b = sets
+    code, out, _ = _run(capsys, "diversity", a, b, "--out", tmp_path / "o", "-q", "--no-report", "--json")
+    summary = json.loads(out)
+    assert code == 0 and [m["name"] for m in summary["models"]] == ["a", "b"]
+    assert all(isinstance(m["scendi"], float) and isinstance(m["vendi"], float) for m in summary["models"])
+
+
+def test_a_failed_json_run_prints_a_json_error(sets, tmp_path, capsys):
+    a, _ = sets
+    code, out, err = _run(capsys, "split", tmp_path / "missing.npz", a, "--out", tmp_path / "o", "--json")
+    assert code == 2 and json.loads(out) == {"error": f"{tmp_path / 'missing.npz'}: no such file or folder",
+                                             "exit_status": 2}
+    assert err.startswith("error: ")
+    code, out, _ = _run(capsys, "split", a, a, "--bogus", "--json")
+    assert code == 2 and json.loads(out)["exit_status"] == 2 and "--bogus" in json.loads(out)["error"]
+
+
+def test_columns_with_embeddings_is_refused(sets, tmp_path, capsys):
+    a, b = sets
+    code, _, err = _run(capsys, "split", a, b, "--columns", "prompt=q", "--out", tmp_path / "o", "-q")
+    assert code == 2 and "--columns cannot be used with" in err and "holds embeddings" in err
+
+
+def test_out_folder_of_another_command_or_with_foreign_files_is_refused(sets, tmp_path, capsys):
+    a, b = sets
+    out = tmp_path / "o"
+    assert _run(capsys, "diversity", a, "--out", out, "-q")[0] == 0
+    code, _, err = _run(capsys, "split", a, b, "--out", out, "-q", "--no-report")
+    assert code == 2 and "holds the result of `promptprism diversity`" in err
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("my own work")
+    code, _, err = _run(capsys, "split", a, b, "--out", mine, "-q", "--no-report")
+    assert code == 2 and "holds files promptprism did not write ('thesis.tex')" in err
+    assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]
+
+
+@pytest.mark.slow
+def test_no_report_removes_the_stale_report(sets, tmp_path, capsys):
+    a, b = sets
+    out = tmp_path / "o"
+    assert _run(capsys, "split", a, b, "--out", out, "-q")[0] == 0
+    assert (out / "report.html").is_file()
+    assert _run(capsys, "split", b, a, "--out", out, "-q", "--no-report")[0] == 0
+    assert not (out / "report.html").exists() and (out / "result.json").is_file()
+
+
+def test_regions_headline_is_the_estimate_its_interval_is_built_around(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    real = rng.random((40, 6, 6))
+    np.save(tmp_path / "real.npy", real)
+    np.save(tmp_path / "gen.npy", real[:20] * 0.9 + 0.1 * rng.random((20, 6, 6)))
+    code = main(["regions", "--real", str(tmp_path / "real.npy"), "--generated", str(tmp_path / "gen.npy"),
+                 "--out", str(tmp_path / "o"), "--bootstrap", "30", "--no-report", "--regions", "2"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    result = json.loads((tmp_path / "o" / "result.json").read_text())
+    iv = result["intervals"][0]
+    header, row = (tmp_path / "o" / "curves.csv").read_text().splitlines()[:2]
+    curves = dict(zip(header.split(","), row.split(","), strict=True))
+    assert float(curves["cms"]) == pytest.approx(iv["cms"]["debiased"], rel=1e-9)
+    assert float(curves["cms_eq4"]) == pytest.approx(result["cms"][0], rel=1e-9)
+    assert float(curves["region_1"]) == pytest.approx(iv["region_cms"][1]["debiased"], rel=1e-9)
+    assert "CMS (U-form)" in printed and "CMS (eq. 4)" in printed
+    assert f"{iv['cms']['debiased']:.4f}" in printed
+
+
+def test_compcon_reads_the_image_folder_layout_split_reads(tmp_path):
+    from PIL import Image
+
+    from promptprism.methods.compcon.generators import ImageBank
+
+    for i in range(3):
+        Image.new("RGB", (4, 4), (i * 80, 0, 0)).save(tmp_path / f"q{i}.png")
+    (tmp_path / "prompts.csv").write_text("id,prompt\nq0,a red cat\nq1,a dog\nq2,a bird\n", encoding="utf-8")
+    bank = ImageBank.load(tmp_path, name="A")
+    assert sorted(bank.mapping) == ["a bird", "a dog", "a red cat"]
+    assert bank.image_paths("a dog") == [str(tmp_path / "q1.png")]
