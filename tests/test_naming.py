@@ -332,6 +332,8 @@ def test_cli_describe_names_the_mode_writes_it_and_a_rerun_makes_no_call(tmp_pat
         assert entry["name"] == "answers in French" and entry["p_value"] < 0.05
         rejected = [c for c in entry["candidates"] if not c["accepted"]]
         assert [c["description"] for c in rejected] == ["mentions a number"]
+        listing = json.loads((out / ".promptprism-outputs.json").read_text())
+        assert listing["command"] == "split"  # describe amends split's folder: its owner and files stay
         code, printed, err = run_cli(*args)
         assert code == 0 and len(server.requests) == first, err  # all from the cache
         assert "model calls: 0 sent," in printed
