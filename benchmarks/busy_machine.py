@@ -84,7 +84,8 @@ def main() -> None:
             time.sleep(2.0 if args.load else 0.0)
             chosen = choose_threads({})
             print(f"cpu: {cpu_model()}, {cpus} usable CPUs; competing load: {args.load} spinning "
-                  f"processes; load average {os.getloadavg()[0]:.1f}; auto chose {chosen.threads} thread(s): {chosen.reason}")
+                  f"processes; load average {os.getloadavg()[0]:.1f}; auto chose {chosen.threads} "
+                  f"thread(s): {chosen.reason}")
             times = {"every core": [], "auto": []}
             for r in range(args.runs):
                 for label, value in (("every core", str(cpus)), ("auto", "auto")):
