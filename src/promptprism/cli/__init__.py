@@ -16,6 +16,7 @@ import warnings
 
 import typer
 
+from ..scale.threads import choose_threads, thread_budget
 from . import compcon as _compcon  # noqa: E402,F401
 from . import demo as _demo  # noqa: E402,F401
 from . import describe as _describe  # noqa: E402,F401
@@ -89,7 +90,8 @@ def _main(args: list[str]) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
         try:
-            code = cli().main(args=args, prog_name="promptprism", standalone_mode=False)
+            with thread_budget(choose_threads()):
+                code = cli().main(args=args, prog_name="promptprism", standalone_mode=False)
             code = code if isinstance(code, int) else 0
         except click_exc.NoArgsIsHelpError as exc:
             console.print(exc.ctx.get_help() if exc.ctx else "", markup=False)

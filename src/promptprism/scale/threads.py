@@ -1,0 +1,145 @@
+"""How many threads the numerical libraries of this process use: the CPUs it may really run on, less the ones
+other work keeps busy.
+
+A BLAS (OpenBLAS, MKL) starts one thread per core and its threads wait for each other at every step of a
+factorisation; on a machine whose cores are busy with other processes, those waits stretch to whole
+scheduler time slices. Measured on a 2-core machine at load average 24: a 2000 x 2000 ``eigh`` took 55 s with
+two BLAS threads and 5.3 s with one. So each command runs under a thread budget chosen once, at its start:
+
+* ``PROMPTPRISM_THREADS=N`` (N >= 1) fixes it; ``PROMPTPRISM_THREADS=auto`` (the default) chooses;
+* a user who set ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` or ``MKL_NUM_THREADS`` keeps that setting;
+* ``auto``: the usable CPUs (the affinity mask, capped by a cgroup CPU quota) less the CPUs other work keeps
+  busy, rounded, at least 1 (:func:`auto_threads`): a quiet machine uses every usable CPU. Busy CPUs are
+  measured over 50 ms at the start (``/proc/stat``; this process sleeps meanwhile, so a pipeline of commands
+  does not count its own earlier steps), or read from the one-minute load average where there is no
+  ``/proc/stat``.
+
+The budget applies to the BLAS and OpenMP pools (``threadpoolctl``) and to torch's intra-op pool when torch
+is loaded, for the duration of the command (:func:`thread_budget`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import OptionError
+
+ENV = "PROMPTPRISM_THREADS"
+#: variables through which a user already sized the thread pools (then promptprism does not)
+USER_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@dataclass(frozen=True)
+class ThreadChoice:
+    """The thread budget of a run and why: 'PROMPTPRISM_THREADS', 'auto (N CPUs, load L)', or the user's
+    own variable (``threads`` None: left as it is)."""
+
+    threads: int | None
+    reason: str
+
+
+def cgroup_cpu_limit(root: str | os.PathLike = "/sys/fs/cgroup") -> float | None:
+    """The CPUs a cgroup quota allows this process (cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` /
+    ``cpu.cfs_period_us``), None when there is no quota or it cannot be read."""
+    root = Path(root)
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        quota, period = (root / "cpu.max").read_text().split()[:2]
+        return None if quota == "max" else float(quota) / float(period)
+    with contextlib.suppress(OSError, ValueError):
+        quota = float((root / "cpu" / "cpu.cfs_quota_us").read_text())
+        period = float((root / "cpu" / "cpu.cfs_period_us").read_text())
+        return None if quota <= 0 or period <= 0 else quota / period
+    return None
+
+
+def usable_cpus(cgroup_root: str | os.PathLike = "/sys/fs/cgroup") -> int:
+    """The CPUs this process may run on: its affinity mask, capped by a cgroup quota (at least 1)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    quota = cgroup_cpu_limit(cgroup_root)
+    if quota is not None:
+        cpus = min(cpus, max(1, math.floor(quota)))
+    return max(1, cpus)
+
+
+def busy_cpus(window: float = 0.05, stat: str | os.PathLike = "/proc/stat") -> float | None:
+    """CPUs kept busy by other work: the machine's non-idle share over ``window`` seconds (this process
+    sleeps meanwhile) times the usable CPUs; None without ``/proc/stat``."""
+    import time
+
+    def sample() -> tuple[int, int]:
+        fields = [int(x) for x in Path(stat).read_text().splitlines()[0].split()[1:9]]
+        return sum(fields), fields[3] + fields[4]  # total, idle + iowait
+
+    try:
+        total0, idle0 = sample()
+        time.sleep(window)
+        total1, idle1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    if total1 <= total0:
+        return 0.0
+    return (1.0 - (idle1 - idle0) / (total1 - total0)) * (os.cpu_count() or 1)
+
+
+def auto_threads(cpus: int, busy: float) -> int:
+    """Threads for ``cpus`` usable CPUs when other work keeps ``busy`` CPUs busy: every CPU when the
+    machine is quiet (busy <= 0.5), else the CPUs left free, rounded, at least 1."""
+    if busy <= 0.5:
+        return cpus
+    return max(1, min(cpus, math.floor(cpus - busy + 0.5)))
+
+
+def choose_threads(env: Mapping[str, str] | None = None) -> ThreadChoice:
+    """The thread budget for this run, from ``PROMPTPRISM_THREADS``, the user's own variables, or ``auto``."""
+    env = os.environ if env is None else env
+    value = env.get(ENV, "auto").strip().lower() or "auto"
+    if value != "auto":
+        try:
+            threads = int(value)
+        except ValueError:
+            threads = 0
+        if threads < 1:
+            raise OptionError(f"{ENV} must be 'auto' or an integer >= 1, got {env.get(ENV)!r}")
+        return ThreadChoice(threads, ENV)
+    mine = [v for v in USER_VARIABLES if env.get(v)]
+    if mine:
+        return ThreadChoice(None, f"{mine[0]}={env[mine[0]]} (yours)")
+    cpus = usable_cpus()
+    busy = busy_cpus()
+    if busy is None:
+        busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    why = f"auto ({cpus} usable CPUs, {busy:.1f} busy with other work)"
+    return ThreadChoice(auto_threads(cpus, busy), why)
+
+
+@contextlib.contextmanager
+def thread_budget(choice: ThreadChoice) -> Iterator[ThreadChoice]:
+    """Hold the BLAS/OpenMP pools (and torch's, when loaded) to ``choice.threads`` for the block."""
+    if choice.threads is None:
+        yield choice
+        return
+    import sys
+
+    from threadpoolctl import threadpool_limits
+
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    omp = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = str(choice.threads)  # torch, if first imported inside the block
+    try:
+        with threadpool_limits(limits=choice.threads):
+            if torch is not None:
+                torch.set_num_threads(choice.threads)
+            yield choice
+    finally:
+        if omp is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = omp
+        if torch is not None and before is not None:
+            torch.set_num_threads(before)

@@ -1,0 +1,103 @@
+"""The thread budget of a command (scale/threads.py): usable CPUs from affinity and cgroup quotas, the
+choice under load, the user's overrides, and that the budget holds inside a command and is undone after it."""
+
+from __future__ import annotations
+
+import pytest
+from threadpoolctl import threadpool_info
+
+from promptprism.errors import OptionError
+from promptprism.scale.threads import (
+    ThreadChoice,
+    auto_threads,
+    cgroup_cpu_limit,
+    choose_threads,
+    thread_budget,
+)
+
+
+def _blas_threads() -> list[int]:
+    return [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
+
+
+@pytest.mark.parametrize(("cpus", "load", "expected"), [
+    (2, 0.0, 2), (2, 0.5, 2), (2, 0.6, 1), (2, 1.4, 1), (2, 24.0, 1), (16, 4.0, 12), (16, 3.6, 12),
+    (16, 3.4, 13), (1, 0.9, 1),
+])
+def test_auto_threads_leaves_the_busy_cpus_to_their_work(cpus, load, expected):
+    assert auto_threads(cpus, load) == expected
+
+
+def test_busy_cpus_from_proc_stat(tmp_path, monkeypatch):
+    from promptprism.scale import threads
+
+    stat = tmp_path / "stat"
+    lines = iter(["cpu 100 0 100 800 0 0 0 0 0 0\n", "cpu 150 0 150 900 0 0 0 0 0 0\n"])
+    monkeypatch.setattr(threads.Path, "read_text", lambda self: next(lines))
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 4)
+    # 200 ticks passed, 100 of them idle: half the machine busy = 2 of its 4 CPUs
+    assert threads.busy_cpus(window=0.0, stat=stat) == pytest.approx(2.0)
+    monkeypatch.undo()
+    assert threads.busy_cpus(window=0.0, stat=tmp_path / "missing") is None
+
+
+def test_cgroup_quotas_v2_and_v1(tmp_path):
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    (v2 / "cpu.max").write_text("150000 100000\n")
+    assert cgroup_cpu_limit(v2) == pytest.approx(1.5)
+    (v2 / "cpu.max").write_text("max 100000\n")
+    assert cgroup_cpu_limit(v2) is None
+    v1 = tmp_path / "v1" / "cpu"
+    v1.mkdir(parents=True)
+    (v1 / "cpu.cfs_quota_us").write_text("300000")
+    (v1 / "cpu.cfs_period_us").write_text("100000")
+    assert cgroup_cpu_limit(tmp_path / "v1") == pytest.approx(3.0)
+    (v1 / "cpu.cfs_quota_us").write_text("-1")
+    assert cgroup_cpu_limit(tmp_path / "v1") is None
+    assert cgroup_cpu_limit(tmp_path / "nothing") is None
+
+
+def test_overrides_and_bad_values():
+    assert choose_threads({"PROMPTPRISM_THREADS": "3"}) == ThreadChoice(3, "PROMPTPRISM_THREADS")
+    mine = choose_threads({"OPENBLAS_NUM_THREADS": "1"})
+    assert mine.threads is None and "OPENBLAS_NUM_THREADS=1" in mine.reason
+    auto = choose_threads({})
+    assert auto.threads >= 1 and auto.reason.startswith("auto (")
+    for bad in ("0", "-2", "many", "1.5"):
+        with pytest.raises(OptionError, match="PROMPTPRISM_THREADS must be 'auto' or an integer >= 1"):
+            choose_threads({"PROMPTPRISM_THREADS": bad})
+
+
+def test_budget_holds_inside_the_block_and_is_undone_after():
+    import numpy as np
+
+    np.ones((2, 2)) @ np.ones((2, 2))  # the BLAS is loaded
+    before = _blas_threads()
+    with thread_budget(ThreadChoice(1, "test")):
+        assert _blas_threads() and set(_blas_threads()) == {1}
+        from promptprism.scale.runner import usable_cores
+
+        assert usable_cores() == 1  # the local runner then runs one task at a time
+    assert _blas_threads() == before
+    with thread_budget(ThreadChoice(None, "yours")):
+        assert _blas_threads() == before
+
+
+def test_the_cli_runs_under_the_budget_and_refuses_a_bad_one(monkeypatch):
+    import promptprism.cli as cli_module
+    from _cli_run import run_cli
+
+    seen = []
+    original = cli_module.thread_budget
+
+    def spy(choice):
+        seen.append(choice)
+        return original(choice)
+
+    monkeypatch.setattr(cli_module, "thread_budget", spy)
+    monkeypatch.setenv("PROMPTPRISM_THREADS", "1")
+    assert run_cli("version")[0] == 0 and seen == [ThreadChoice(1, "PROMPTPRISM_THREADS")]
+    monkeypatch.setenv("PROMPTPRISM_THREADS", "zero")
+    code, _, err = run_cli("version")
+    assert code == 2 and err.startswith("error: PROMPTPRISM_THREADS must be") and err.count("\n") == 1
