@@ -33,11 +33,13 @@ from .common import (
 )
 from .core import reloader, renderer
 from .html import Page, bar, cards, details, el, fmt, fnum, note, num, p, table
+from .explore import promptsplit_view, views_note
 from .map import MAP_POINTS, map_section, mode_label
 from .significance import (
     is_significant,
     modes_card,
     null_and_flags,
+    prompt_rows,
     ranking_basis,
     ranking_block,
     scan_block,
@@ -138,7 +140,7 @@ def _side_block(title: str, samples: list, note_text: str, images, bases) -> Any
     return el("div", el("h4", title, el("span", f" · {note_text}", cls="muted small")), body, cls="side")
 
 
-def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | None = None) -> Any:
+def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | None, ids: dict) -> Any:
     pos = mode.side == "test"
     label = _mode_label(mode.side, mode.rank)
     lam = num(mode.eigenvalue)
@@ -184,11 +186,20 @@ def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | N
         )
         if flag is False
         else None,
-        table(["top prompts", "share of the eigenvalue", "n test", "n ref"], prompts, numeric=(2, 3)),
+        table(
+            ["top prompts", "share of the eigenvalue", "n test", "n ref"],
+            prompts,
+            numeric=(2, 3),
+            row_attrs=[{"data_pp_prompt": ids.get(pl.prompt)} for pl in mode.top_prompts[:6]],
+        ),
         el("div", cols, cls="grid2"),
         cls="card pos" if pos else "card neg",
         id=f"mode{'p' if pos else 'n'}{mode.rank}",
         style="opacity:0.8" if flag is False else None,
+        data_pp_mode=label,
+        data_pp_item=True,
+        data_pp_side=mode.side,
+        data_pp_sig="0" if flag is False else "1",
     )
 
 
@@ -242,6 +253,16 @@ def render_promptsplit(
     alpha = sig.get("alpha")
     said = verdict(result)
     null, flags = null_and_flags(result, alpha)
+    sink: dict = {}
+    try:
+        map_block = map_section(result, sets, map_points, names, step=step, sink=sink)
+    except (ImportError, ArithmeticError, ValueError, TypeError, RuntimeError, np.linalg.LinAlgError) as exc:
+        # the map is an extra: a missing package or a degenerate subsample (e.g. an eigen-solver that does
+        # not converge) leaves a note, never a failed command
+        map_block, sink = [note(f"map not drawn: {type(exc).__name__}: {exc}")], {}
+    step("report: data of the views")
+    view = promptsplit_view(result, sets, imgs, bases, names, sink)
+    ids = {pr["prompt"]: k for k, pr in enumerate(view["prompts"])}
     step("report: eigenvalue chart")
     scope = getattr(result, "eigenvalues_scope", None)
     eig = safe_figure(
@@ -276,10 +297,17 @@ def render_promptsplit(
             ]
         ),
         significance_block(result),
+        views_note(view["left_out"]),
         el(
             "div",
-            ranking_block(result, names, alpha),
-            el("div", el("h3", "Eigenvalues"), eig, scan_block(result)),
+            ranking_block(result, names, alpha, ids),
+            el(
+                "div",
+                el("h3", "Eigenvalues"),
+                el("div", cls="pp-widget", data_pp_widget="modes"),
+                eig,
+                scan_block(result),
+            ),
             cls="grid2",
         ),
     )
@@ -300,21 +328,15 @@ def render_promptsplit(
                 f"(up to {GALLERY_PER_SIDE} per model, split by the sign of their score).",
                 cls="muted",
             ),
-            [_mode_card(mm, imgs, bases, names, alpha) for mm in modes[:OPEN_MODES]],
+            [_mode_card(mm, imgs, bases, names, alpha, ids) for mm in modes[:OPEN_MODES]],
             details(
                 f"{len(modes) - OPEN_MODES} more {title.lower()} "
                 f"({_mode_label(side, OPEN_MODES + 1)} … {_mode_label(side, len(modes))})",
-                [_mode_card(mm, imgs, bases, names, alpha) for mm in modes[OPEN_MODES:]],
+                [_mode_card(mm, imgs, bases, names, alpha, ids) for mm in modes[OPEN_MODES:]],
             )
             if len(modes) > OPEN_MODES
             else None,
         )
-    try:
-        map_block = map_section(result, sets, map_points, names, step=step)
-    except (ImportError, ArithmeticError, ValueError, TypeError, RuntimeError, np.linalg.LinAlgError) as exc:
-        # the map is an extra: a missing package or a degenerate subsample (e.g. an eigen-solver that does
-        # not converge) leaves a note, never a failed command
-        map_block = [note(f"map not drawn: {type(exc).__name__}: {exc}")]
     page.add("Map of the samples", map_block, anchor="map")
     more = [
         ("distance ‖Λ‖²_F", fmt(result.distance, 6)),
@@ -342,10 +364,11 @@ def render_promptsplit(
                     for i, r in enumerate(result.prompt_ranking, 1)
                 ],
                 numeric=(0, 2, 3, 4, 5),
+                row_attrs=prompt_rows(result.prompt_ranking, ids),
             ),
         ),
     )
-    return finish(page, kind="PromptSplit")
+    return finish(page, kind="PromptSplit", result=result, view=view)
 
 
 # ------------------------------------------------------------------------------------- inputs, re-read

@@ -1,0 +1,400 @@
+/* promptprism report: the interactive layer. Plain JavaScript, no library, nothing loaded from elsewhere.
+ *
+ * Reusable parts, each driven by markup the Python renderers write (progressive enhancement: without this
+ * script the page is the static one):
+ *   - sortable tables: every <table> with a <thead>;
+ *   - search and filters: rows/cards with data-pp-item; data-pp-side, data-pp-sig="0|1", data-pp-group;
+ *   - linked selection: data-pp-mode="<id>" and data-pp-prompt="<id>" open the mode/prompt view;
+ *   - side-by-side panel: PP.panel(title, nodes);
+ *   - fragment state: #q=...&sig=1&side=...&group=...&mode=...&prompt=... reproduces the view;
+ *   - widgets: <div class="pp-widget" data-pp-widget="modes|map|heat"> drawn from the JSON data block.
+ * Every text goes in with textContent (never innerHTML), so no text in the data can become markup.
+ */
+(function () {
+  "use strict";
+  var PP = (window.PP = { state: {}, views: {}, widgets: {} });
+  var dataEl = document.getElementById("pp-data");
+  PP.data = dataEl ? JSON.parse(dataEl.textContent) : {};
+  var V = PP.data.view || {};
+
+  function h(tag, attrs, children) {
+    var e = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (k) {
+        if (attrs[k] === null || attrs[k] === undefined || attrs[k] === false) return;
+        if (k === "text") e.textContent = String(attrs[k]);
+        else if (k === "cls") e.className = attrs[k];
+        else if (k.slice(0, 2) === "on") e.addEventListener(k.slice(2), attrs[k]);
+        else e.setAttribute(k, attrs[k]);
+      });
+    }
+    (children || []).forEach(function (c) {
+      if (c === null || c === undefined) return;
+      e.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+    });
+    return e;
+  }
+  PP.h = h;
+  function fmt(x, d) {
+    if (x === null || x === undefined || x !== x) return "–";
+    if (typeof x !== "number") return String(x);
+    return Number(x.toPrecision(d || 4)).toString();
+  }
+  PP.fmt = fmt;
+
+  /* ------------------------------------------------------------------------------- fragment state */
+  var KEYS = ["q", "sig", "side", "group", "mode", "prompt"];
+  function readHash() {
+    var s = {}, raw = location.hash.slice(1);
+    if (raw.indexOf("=") < 0) return s; // a plain #anchor (the section links)
+    var ps = new URLSearchParams(raw);
+    KEYS.forEach(function (k) { if (ps.get(k)) s[k] = ps.get(k); });
+    return s;
+  }
+  function writeHash() {
+    var ps = new URLSearchParams();
+    KEYS.forEach(function (k) { if (PP.state[k]) ps.set(k, PP.state[k]); });
+    var str = ps.toString();
+    var url = location.href.split("#")[0] + (str ? "#" + str : "");
+    try { history.replaceState(null, "", url); } catch (e) { PP.ignoreHash = true; location.hash = str; }
+  }
+  PP.set = function (changes) {
+    Object.keys(changes).forEach(function (k) { PP.state[k] = changes[k] || ""; });
+    writeHash();
+    apply();
+  };
+
+  /* ------------------------------------------------------------------------------- sortable tables */
+  function cellValue(td) {
+    var t = (td ? td.textContent : "").trim();
+    var n = t.replace(/[,\s%]/g, "").replace(/\u2212/g, "-").replace(/^\+/, "");
+    return n !== "" && !isNaN(Number(n)) ? Number(n) : t.toLowerCase();
+  }
+  function sortable(table) {
+    var ths = table.tHead ? table.tHead.rows[0].cells : [];
+    Array.prototype.forEach.call(ths, function (th, col) {
+      if (!th.textContent.trim()) return;
+      th.classList.add("pp-sortable");
+      th.title = "sort by this column";
+      th.addEventListener("click", function () {
+        var asc = th.getAttribute("aria-sort") !== "ascending";
+        Array.prototype.forEach.call(ths, function (o) { o.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", asc ? "ascending" : "descending");
+        var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function (a, b) {
+          var x = cellValue(a.cells[col]), y = cellValue(b.cells[col]);
+          var c = typeof x === typeof y ? (x < y ? -1 : x > y ? 1 : 0) : typeof x === "number" ? -1 : 1;
+          return asc ? c : -c;
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  }
+
+  /* ------------------------------------------------------------------------------ search, filters */
+  var toolbar, search, sigBox, sideSel, groupSel, count;
+  function promptText(id) {
+    var p = (V.prompts || [])[id];
+    if (!p) return "";
+    if (p._text === undefined) {
+      var parts = [p.prompt];
+      ["test", "reference"].forEach(function (s) {
+        (p.rows && p.rows[s] || []).forEach(function (r) { var row = V.rows[r]; if (row && row.t) parts.push(row.t); });
+      });
+      p._text = parts.join("\n").toLowerCase();
+    }
+    return p._text;
+  }
+  function buildToolbar() {
+    var items = document.querySelectorAll("[data-pp-item]");
+    if (!items.length) return;
+    search = h("input", { type: "search", id: "pp-search", placeholder: "search prompts and outputs…",
+      "aria-label": "search prompts and outputs", oninput: function () { PP.set({ q: search.value }); } });
+    var parts = [search];
+    if (document.querySelector("[data-pp-sig]")) {
+      sigBox = h("input", { type: "checkbox", id: "pp-sig", onchange: function () { PP.set({ sig: sigBox.checked ? "1" : "" }); } });
+      parts.push(h("label", null, [sigBox, " significant only"]));
+    }
+    if (document.querySelector("[data-pp-side]")) {
+      sideSel = h("select", { id: "pp-side", "aria-label": "side", onchange: function () { PP.set({ side: sideSel.value }); } },
+        [h("option", { value: "", text: "both sides" }), h("option", { value: "test", text: (V.names || {}).test || "test" }),
+          h("option", { value: "reference", text: (V.names || {}).reference || "reference" })]);
+      parts.push(sideSel);
+    }
+    var groups = {};
+    document.querySelectorAll("[data-pp-group]").forEach(function (e) { groups[e.getAttribute("data-pp-group")] = 1; });
+    var names = Object.keys(groups);
+    if (names.length > 1) {
+      groupSel = h("select", { id: "pp-group", "aria-label": "group", onchange: function () { PP.set({ group: groupSel.value }); } },
+        [h("option", { value: "", text: "every " + (PP.data.group_label || "group") })].concat(
+          names.map(function (g) { return h("option", { value: g, text: g }); })));
+      parts.push(groupSel);
+    }
+    count = h("span", { cls: "pp-count", id: "pp-count" });
+    parts.push(count);
+    toolbar = h("div", { cls: "pp-toolbar", id: "pp-toolbar", role: "search" }, parts);
+    var main = document.querySelector("main");
+    main.parentNode.insertBefore(toolbar, main);
+  }
+  function filter() {
+    var s = PP.state, q = (s.q || "").toLowerCase(), shown = 0, total = 0;
+    document.querySelectorAll("[data-pp-item]").forEach(function (e) {
+      var ok = true;
+      if (q) {
+        var pid = e.getAttribute("data-pp-prompt");
+        ok = e.textContent.toLowerCase().indexOf(q) >= 0 || (pid !== null && promptText(+pid).indexOf(q) >= 0);
+      }
+      if (ok && s.sig && e.getAttribute("data-pp-sig") === "0") ok = false;
+      if (ok && s.side && e.hasAttribute("data-pp-side") && e.getAttribute("data-pp-side") !== s.side) ok = false;
+      if (ok && s.group && e.hasAttribute("data-pp-group") && e.getAttribute("data-pp-group") !== s.group) ok = false;
+      e.classList.toggle("pp-hidden", !ok);
+      total++; if (ok) shown++;
+    });
+    if (count) count.textContent = shown + " of " + total + " rows and cards shown";
+    if (search && search.value !== (s.q || "")) search.value = s.q || "";
+    if (sigBox) sigBox.checked = !!s.sig;
+    if (sideSel) sideSel.value = s.side || "";
+    if (groupSel) groupSel.value = s.group || "";
+  }
+
+  /* ---------------------------------------------------------------------------- side-by-side panel */
+  var panel;
+  PP.panel = function (title, nodes) {
+    if (!panel) {
+      panel = h("aside", { cls: "pp-panel", id: "pp-panel", "aria-label": "details" });
+      document.body.appendChild(panel);
+    }
+    panel.textContent = "";
+    panel.appendChild(h("button", { cls: "pp-close", title: "close (Esc)", text: "×",
+      onclick: function () { PP.set({ mode: "", prompt: "" }); } }));
+    panel.appendChild(h("h2", { text: title, dir: "auto" }));
+    nodes.forEach(function (n) { if (n) panel.appendChild(n); });
+    panel.hidden = false;
+    panel.scrollTop = 0;
+  };
+  function closePanel() { if (panel) panel.hidden = true; }
+
+  /* --------------------------------------------------------------------------- linked selection */
+  function markSelected() {
+    var s = PP.state;
+    document.querySelectorAll(".pp-selected").forEach(function (e) { e.classList.remove("pp-selected"); });
+    if (s.mode) document.querySelectorAll('[data-pp-mode="' + CSS.escape(s.mode) + '"]').forEach(function (e) { e.classList.add("pp-selected"); });
+    if (s.prompt) document.querySelectorAll('[data-pp-prompt="' + CSS.escape(s.prompt) + '"]').forEach(function (e) { e.classList.add("pp-selected"); });
+  }
+  function linkClicks() {
+    document.addEventListener("click", function (ev) {
+      var t = ev.target;
+      if (!(t instanceof Element) || t.closest(".pp-toolbar") || t.closest("summary")) return;
+      var pr = t.closest("[data-pp-prompt]");
+      if (pr) { PP.set({ prompt: pr.getAttribute("data-pp-prompt"), mode: "" }); return; }
+      var mo = t.closest("[data-pp-mode]");
+      if (mo && (mo.tagName !== "DIV" || t.closest("h3"))) { PP.set({ mode: mo.getAttribute("data-pp-mode"), prompt: "" }); }
+    });
+    document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") PP.set({ mode: "", prompt: "" }); });
+  }
+  function apply() {
+    var s = PP.state;
+    filter();
+    markSelected();
+    var shown = false;
+    Object.keys(PP.views).forEach(function (k) { if (!shown && s[k]) shown = PP.views[k](s[k]) !== false; });
+    if (!shown) closePanel();
+    Object.keys(PP.widgets).forEach(function (k) { PP.widgets[k].update && PP.widgets[k].update(s); });
+  }
+  PP.apply = apply;
+
+  /* --------------------------------------------------------------------- sample cards, word diff */
+  function words(text) { return (text || "").toLowerCase().match(/[\p{L}\p{N}_']+/gu) || []; }
+  function highlighted(text, other) {
+    // the words of `text` that none of the other model's outputs (for the same prompt) contain
+    var box = h("div", { cls: "pp-text", dir: "auto" });
+    var parts = (text || "").split(/([\p{L}\p{N}_']+)/u);
+    parts.forEach(function (part, i) {
+      if (i % 2 === 1 && other && !other[part.toLowerCase()]) box.appendChild(h("mark", { text: part }));
+      else if (part) box.appendChild(document.createTextNode(part));
+    });
+    return box;
+  }
+  function sampleCard(r, other) {
+    var row = V.rows[r];
+    if (!row) return null;
+    var meta = "#" + row.i + (row.sc !== undefined && row.sc !== null ? " · score " + fmt(row.sc, 3) : "") +
+      (row.cut ? " · first " + row.t.length + " of " + row.cut + " characters" : "");
+    var prompt = V.prompts[row.p];
+    var cap = h("div", { cls: "pp-meta", dir: "auto" }, [meta, prompt && !other ? " · " + prompt.prompt.slice(0, 120) : ""]);
+    if (row.im !== undefined && row.im !== null && V.thumbs[row.im]) {
+      // the thumbnail is decoded only now, when its card is shown (lazy)
+      return h("figure", { "data-pp-prompt": row.p, title: "show this prompt's outputs" },
+        [h("img", { src: V.thumbs[row.im], alt: prompt ? prompt.prompt.slice(0, 200) : "sample", loading: "lazy", decoding: "async" }), cap]);
+    }
+    var t = row.t === null || row.t === undefined ? "(no output recorded)" : row.t;
+    return h("div", { "data-pp-prompt": row.p }, [other ? highlighted(t, other) : h("div", { cls: "pp-text", dir: "auto", text: t }), cap]);
+  }
+  function sideBySide(list, label, diff) {
+    var names = V.names || { test: "test", reference: "reference" };
+    var bags = {};
+    if (diff) ["test", "reference"].forEach(function (s) {
+      var b = {}; (list[s] || []).forEach(function (r) { words((V.rows[r] || {}).t).forEach(function (w) { b[w] = 1; }); });
+      bags[s] = b;
+    });
+    return h("div", { cls: "pp-cols" }, ["test", "reference"].map(function (s) {
+      var rows = list[s] || [];
+      var cards = rows.map(function (r) { return sampleCard(r, diff ? bags[s === "test" ? "reference" : "test"] : false); });
+      var imgs = cards.filter(function (c) { return c && c.tagName === "FIGURE"; });
+      return h("div", { "data-pp-col": s }, [h("h3", { text: names[s] + " · " + rows.length + " " + label })].concat(
+        imgs.length ? [h("div", { cls: "pp-imgs" }, cards)] : cards));
+    }));
+  }
+  PP.sideBySide = sideBySide;
+
+  /* ------------------------------------------------------------------------- PromptSplit views */
+  function modeById(id) { return (V.modes || []).filter(function (m) { return m.id === id; })[0]; }
+  function sigText(m) { return m.significant === true ? "significant" : m.significant === false ? "not significant" : "not tested"; }
+  function table(headers, rows, rowAttrs) {
+    var t = h("table", null, [h("thead", null, [h("tr", null, headers.map(function (x) { return h("th", { text: x }); }))]),
+      h("tbody", null, rows.map(function (r, i) {
+        return h("tr", rowAttrs ? rowAttrs[i] : null, r.map(function (c) { return h("td", { text: c, dir: "auto" }); }));
+      }))]);
+    sortable(t);
+    return t;
+  }
+  PP.table = table;
+  PP.views.mode = function (id) {
+    var m = modeById(id);
+    if (!m) return false;
+    var names = V.names || {};
+    PP.panel("Mode " + m.id + " · " + (names[m.side] || m.side) + " does more", [
+      h("p", { text: "eigenvalue " + fmt(m.eigenvalue) + " · p = " + fmt(m.p_value, 3) + " · " + sigText(m) }),
+      h("h3", { text: "its prompts (click one for its outputs)" }),
+      table(["prompt", "contribution", "share of eigenvalue", "n test", "n ref"], m.prompts.map(function (p) {
+        return [V.prompts[p[0]].prompt, fmt(p[1], 3), p[2] === null ? "–" : fmt(100 * p[2], 3) + "%", p[3], p[4]];
+      }), m.prompts.map(function (p) { return { "data-pp-prompt": p[0] }; })),
+      h("h3", { text: "its strongest samples, both models side by side" }),
+      sideBySide(m.samples, "samples", false)
+    ]);
+  };
+  PP.views.prompt = function (id) {
+    var p = (V.prompts || [])[+id];
+    if (!p) return false;
+    var contrib = (V.modes || []).map(function (m) {
+      var c = p.contrib ? p.contrib[m.id] : undefined;
+      return [m.id, c === undefined ? "not among its top prompts" : fmt(c, 3),
+        c === undefined || !m.eigenvalue ? "–" : fmt(100 * c / m.eigenvalue, 3) + "%", sigText(m), fmt(m.p_value, 3)];
+    });
+    var shown = (p.rows.test || []).length + (p.rows.reference || []).length;
+    PP.panel(p.prompt.length > 300 ? p.prompt.slice(0, 300) + "…" : p.prompt, [
+      h("p", { text: "disagreement " + fmt(p.disagreement) + (p.share !== null && p.share !== undefined ? " (" + fmt(100 * p.share, 3) + "% of the total)" : "") +
+        " · " + p.n_test + " test and " + p.n_reference + " reference samples · " + shown + " shown" +
+        (V.ranking_basis ? " · ranking from " + V.ranking_basis : "") }),
+      h("h3", { text: "contribution to each mode" }),
+      table(["mode", "contribution", "share of eigenvalue", "mode significance", "p"], contrib,
+        (V.modes || []).map(function (m) { return { "data-pp-mode": m.id }; })),
+      h("h3", { text: "outputs side by side (highlighted: words the other model's outputs for this prompt do not use)" }),
+      sideBySide(p.rows, "outputs", true)
+    ]);
+  };
+
+  /* ------------------------------------------------------------------------------------ widgets */
+  PP.widgets.modes = {
+    draw: function (el) {
+      var ms = V.modes || [];
+      if (!ms.length) return;
+      var top = Math.max.apply(null, ms.map(function (m) { return Math.abs(m.eigenvalue) || 0; })) || 1;
+      el.appendChild(h("p", { cls: "muted small", text: "Modes by |eigenvalue| (blue: test does more, orange: reference; pale: not significant). Click a bar to open the mode." }));
+      el.appendChild(h("div", { cls: "pp-modebars" }, ms.map(function (m) {
+        var b = h("button", { "data-pp-mode": m.id, cls: (m.side === "test" ? "" : "neg") + (m.significant === false ? " ns" : ""),
+          title: "mode " + m.id + " · eigenvalue " + fmt(m.eigenvalue) + " · " + sigText(m) });
+        b.style.height = Math.max(2, 110 * Math.abs(m.eigenvalue || 0) / top) + "px";
+        return b;
+      })));
+    }
+  };
+  PP.widgets.map = {
+    draw: function (el) {
+      var M = V.map;
+      if (!M || !M.x || !M.x.length) return;
+      var W = 640, H = 460, pad = 12;
+      var cv = h("canvas", { width: W, height: H, id: "pp-map", "aria-label": "map of the samples" });
+      var tip = h("div", { cls: "pp-tip", hidden: true });
+      el.appendChild(h("p", { cls: "muted small", text: "Hover a point to see the sample, click it to open its prompt. The selected mode's or prompt's samples are ringed." }));
+      el.appendChild(h("div", { cls: "pp-map" }, [cv, tip]));
+      var minx = Math.min.apply(null, M.x), maxx = Math.max.apply(null, M.x), miny = Math.min.apply(null, M.y), maxy = Math.max.apply(null, M.y);
+      var px = M.x.map(function (x) { return pad + (W - 2 * pad) * (x - minx) / ((maxx - minx) || 1); });
+      var py = M.y.map(function (y) { return H - pad - (H - 2 * pad) * (y - miny) / ((maxy - miny) || 1); });
+      var ctx = cv.getContext("2d");
+      this.paint = function (sel) {
+        ctx.clearRect(0, 0, W, H);
+        for (var i = 0; i < px.length; i++) {
+          var on = !sel || sel[M.row[i]];
+          ctx.globalAlpha = on ? 0.9 : 0.15;
+          ctx.fillStyle = M.colors[M.mode[i]] || "#888";
+          ctx.beginPath();
+          if ((V.rows[M.row[i]] || {}).s === "test") ctx.arc(px[i], py[i], 3.2, 0, 6.3);
+          else { ctx.moveTo(px[i], py[i] - 4); ctx.lineTo(px[i] + 3.6, py[i] + 2.6); ctx.lineTo(px[i] - 3.6, py[i] + 2.6); }
+          ctx.fill();
+          if (sel && on) { ctx.globalAlpha = 1; ctx.strokeStyle = "#111"; ctx.lineWidth = 1.4; ctx.stroke(); }
+        }
+        ctx.globalAlpha = 1;
+      };
+      function nearest(ev) {
+        var r = cv.getBoundingClientRect(), x = (ev.clientX - r.left) * W / r.width, y = (ev.clientY - r.top) * H / r.height;
+        var best = -1, bd = 64;
+        for (var i = 0; i < px.length; i++) { var d = (px[i] - x) * (px[i] - x) + (py[i] - y) * (py[i] - y); if (d < bd) { bd = d; best = i; } }
+        return best;
+      }
+      cv.addEventListener("mousemove", function (ev) {
+        var i = nearest(ev);
+        if (i < 0) { tip.hidden = true; return; }
+        var row = V.rows[M.row[i]];
+        tip.textContent = "";
+        tip.appendChild(h("div", { cls: "pp-meta", text: (row.s === "test" ? "test" : "reference") + " #" + row.i + " · " + M.mode[i] }));
+        tip.appendChild(h("div", { dir: "auto", text: (V.prompts[row.p] || {}).prompt || "" }));
+        if (row.im !== undefined && row.im !== null && V.thumbs[row.im]) tip.appendChild(h("img", { src: V.thumbs[row.im], alt: "sample" }));
+        else if (row.t) tip.appendChild(h("div", { cls: "pp-meta", dir: "auto", text: row.t.slice(0, 240) }));
+        var r = cv.getBoundingClientRect();
+        tip.style.left = Math.min(ev.clientX - r.left + 12, r.width - 200) + "px";
+        tip.style.top = (ev.clientY - r.top + 12) + "px";
+        tip.hidden = false;
+      });
+      cv.addEventListener("mouseleave", function () { tip.hidden = true; });
+      cv.addEventListener("click", function (ev) { var i = nearest(ev); if (i >= 0) PP.set({ prompt: String(V.rows[M.row[i]].p), mode: "" }); });
+      this.paint(null);
+    },
+    update: function (s) {
+      if (!this.paint) return;
+      var sel = null, list = null;
+      if (s.mode && modeById(s.mode)) list = modeById(s.mode).samples;
+      else if (s.prompt && V.prompts[+s.prompt]) list = V.prompts[+s.prompt].rows;
+      if (list) {
+        sel = {};
+        ["test", "reference"].forEach(function (k) { (list[k] || []).forEach(function (r) { sel[r] = 1; }); });
+        if (s.mode) V.map.mode.forEach(function (mm, i) { if (mm === s.mode) sel[V.map.row[i]] = 1; });
+        if (s.prompt) V.map.row.forEach(function (r) { if (V.rows[r].p === +s.prompt) sel[r] = 1; });
+      }
+      this.paint(sel);
+    }
+  };
+
+  /* ------------------------------------------------------------------------------------ start */
+  function start() {
+    document.querySelectorAll("main table").forEach(function (t) { if (t.tHead) sortable(t); });
+    document.querySelectorAll(".pp-widget[data-pp-widget]").forEach(function (el) {
+      var w = PP.widgets[el.getAttribute("data-pp-widget")];
+      if (!w || !w.draw) return;
+      w.draw(el);
+      if (el.childNodes.length && el.parentNode) el.parentNode.classList.add("pp-on");
+    });
+    buildToolbar();
+    linkClicks();
+    PP.state = readHash();
+    window.addEventListener("hashchange", function () {
+      if (PP.ignoreHash) { PP.ignoreHash = false; return; }
+      var s = readHash();
+      if (Object.keys(s).length) { PP.state = s; apply(); }
+    });
+    apply();
+    document.documentElement.setAttribute("data-pp-ready", "1");
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
