@@ -175,11 +175,12 @@ def test_progress_reports_each_slow_step():
     steps: list[str] = []
     render_promptsplit(result, inputs=inputs, images=images, map_points=60, step=steps.append)
     assert steps == [
-        "report: eigenvalue chart",
-        "report: mode galleries",
         "map: mode scores of the sampled points",
         "map: t-SNE embedding",
         "map: drawing",
+        "report: data of the views",
+        "report: eigenvalue chart",
+        "report: mode galleries",
     ]
     # and the progress display itself runs (forced on, as on a terminal)
     assert render_report(result, inputs=inputs, images=images, map_points=60, progress=True)
@@ -285,7 +286,8 @@ def test_ranking_column_names_each_prompts_characteristic_mode():
 
 def test_map_marker_legend_and_caption_agree_on_the_weak_class():
     result, inputs, images = digits_run()
-    doc = unescape(render_report(result, inputs=inputs, images=images, map_points=60))
+    page = render_report(result, inputs=inputs, images=images, map_points=60)
+    doc = unescape(page.split('<script type="application/json"')[0])  # the static page, not its data
     assert "'weak'" not in doc  # the old caption's name, which the legend lacked
     from promptprism.report.map import WEAK_NAME
 

@@ -160,7 +160,11 @@ def _model_section(r: Any, images: Any, bases: list[Path]) -> list:
             if i < len(r.clusters_unconditioned)
             else el("div")
         )
-        rows.append(el("div", left, right, cls="grid2 card"))
+        rows.append(
+            el(
+                "div", left, right, cls="grid2 card", data_pp_item=True, data_pp_group=str(getattr(r, "name", "model"))
+            )
+        )
     return out + [header, rows]
 
 
@@ -267,7 +271,7 @@ def render_scendi(
             run_details(m),
             anchor=f"details-{names.index(m.name)}",
         )
-    return finish(page, kind="Scendi")
+    return finish(page, kind="Scendi", result=result, view={"group_label": "model"})
 
 
 @reloader("scendi")

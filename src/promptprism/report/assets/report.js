@@ -43,7 +43,7 @@
   PP.fmt = fmt;
 
   /* ------------------------------------------------------------------------------- fragment state */
-  var KEYS = ["q", "sig", "side", "group", "mode", "prompt"];
+  var KEYS = ["q", "sig", "side", "group", "mode", "prompt", "attr"];
   function readHash() {
     var s = {}, raw = location.hash.slice(1);
     if (raw.indexOf("=") < 0) return s; // a plain #anchor (the section links)
@@ -126,7 +126,7 @@
     var names = Object.keys(groups);
     if (names.length > 1) {
       groupSel = h("select", { id: "pp-group", "aria-label": "group", onchange: function () { PP.set({ group: groupSel.value }); } },
-        [h("option", { value: "", text: "every " + (PP.data.group_label || "group") })].concat(
+        [h("option", { value: "", text: "every " + (V.group_label || "group") })].concat(
           names.map(function (g) { return h("option", { value: g, text: g }); })));
       parts.push(groupSel);
     }
@@ -166,7 +166,7 @@
     }
     panel.textContent = "";
     panel.appendChild(h("button", { cls: "pp-close", title: "close (Esc)", text: "×",
-      onclick: function () { PP.set({ mode: "", prompt: "" }); } }));
+      onclick: function () { PP.set({ mode: "", prompt: "", attr: "" }); } }));
     panel.appendChild(h("h2", { text: title, dir: "auto" }));
     nodes.forEach(function (n) { if (n) panel.appendChild(n); });
     panel.hidden = false;
@@ -185,12 +185,14 @@
     document.addEventListener("click", function (ev) {
       var t = ev.target;
       if (!(t instanceof Element) || t.closest(".pp-toolbar") || t.closest("summary")) return;
+      var at = t.closest("[data-pp-attr]");
+      if (at) { PP.set({ attr: at.getAttribute("data-pp-attr") }); return; }
       var pr = t.closest("[data-pp-prompt]");
       if (pr) { PP.set({ prompt: pr.getAttribute("data-pp-prompt"), mode: "" }); return; }
       var mo = t.closest("[data-pp-mode]");
       if (mo && (mo.tagName !== "DIV" || t.closest("h3"))) { PP.set({ mode: mo.getAttribute("data-pp-mode"), prompt: "" }); }
     });
-    document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") PP.set({ mode: "", prompt: "" }); });
+    document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") PP.set({ mode: "", prompt: "", attr: "" }); });
   }
   function apply() {
     var s = PP.state;
@@ -294,7 +296,74 @@
     ]);
   };
 
+  /* ---------------------------------------------------------------------------- CompCon views */
+  PP.views.attr = function (id) {
+    var a = (V.attributes || [])[+id];
+    if (!a) return false;
+    var names = V.names || { A: "A", B: "B" };
+    PP.panel(a.attribute, [
+      h("p", { text: "diverges on " + a.n_diverging + " of " + a.n_prompts + " prompts (score " + fmt(a.score, 3) +
+        ") · mean fraction " + names.A + " " + fmt(a.mean_fraction_a, 3) + ", " + names.B + " " + fmt(a.mean_fraction_b, 3) +
+        " · CLIP threshold " + fmt(a.threshold, 3) }),
+      h("h3", { text: "diverging prompts, both models' images" })
+    ].concat(a.prompts.length ? a.prompts.map(function (k) {
+      var pr = V.prompts[k];
+      return h("div", { cls: "card" }, [h("b", { text: pr.prompt, dir: "auto" }), h("div", { cls: "pp-cols" }, ["A", "B"].map(function (key) {
+        var ids = pr[key] || [];
+        return h("div", { "data-pp-col": key }, [h("h4", { text: names[key] }), ids.length ? h("div", { cls: "pp-imgs" }, ids.map(function (t) {
+          return h("figure", null, [h("img", { src: V.thumbs[t], alt: names[key] + ": " + pr.prompt.slice(0, 150), loading: "lazy" })]);
+        })) : h("p", { cls: "muted small", text: pr[key + "_why"] || "no images (the model's images were not given)" })]);
+      }))]);
+    }) : [h("p", { cls: "muted", text: "no diverging prompt" })]));
+  };
+
   /* ------------------------------------------------------------------------------------ widgets */
+  PP.widgets.heat = {
+    draw: function (el) {
+      var R = PP.data.result || {}, names = R.names || [], shape = V.shape, labels = V.labels;
+      if (!shape || !labels || !names.length) return;
+      var hgt = shape[0], wid = shape[1], cell = Math.max(2, Math.floor(300 / Math.max(hgt, wid)));
+      var sel = h("select", { id: "pp-checkpoint", "aria-label": "generated set", onchange: function () { PP.set({ group: sel.value }); } },
+        names.map(function (n) { return h("option", { value: n, text: n }); }));
+      var cv = h("canvas", { width: wid * cell, height: hgt * cell, id: "pp-heat", "aria-label": "region CMS heat map" });
+      var tip = h("div", { cls: "pp-tip", hidden: true });
+      var legend = h("p", { cls: "muted small" });
+      el.appendChild(h("p", { cls: "muted small" }, ["Region CMS over the image for ", sel, " (hover a pixel for its region's value and interval; dark: lower CMS, the region that differs more)."]));
+      el.appendChild(h("div", { cls: "pp-map" }, [cv, tip]));
+      el.appendChild(legend);
+      var ctx = cv.getContext("2d"), self = this;
+      function setIndex() { var k = names.indexOf(sel.value); return k < 0 ? 0 : k; }
+      this.paint = function () {
+        var k = setIndex(), vals = (R.region_cms || [])[k] || [];
+        var lo = Math.min.apply(null, vals.filter(isFinite)), hi = Math.max.apply(null, vals.filter(isFinite));
+        for (var y = 0; y < hgt; y++) for (var x = 0; x < wid; x++) {
+          var v = vals[labels[y * wid + x]], f = hi > lo ? (v - lo) / (hi - lo) : 1;
+          ctx.fillStyle = v === null || v === undefined ? "#ccc" : "hsl(12," + Math.round(70 * (1 - f) + 10) + "%," + Math.round(35 + 55 * f) + "%)";
+          ctx.fillRect(x * cell, y * cell, cell, cell);
+        }
+        legend.textContent = names[k] + ": region CMS from " + fmt(lo, 3) + " (darkest) to " + fmt(hi, 3) + " (lightest)";
+      };
+      cv.addEventListener("mousemove", function (ev) {
+        var r = cv.getBoundingClientRect(), x = Math.floor((ev.clientX - r.left) * wid / r.width), y = Math.floor((ev.clientY - r.top) * hgt / r.height);
+        if (x < 0 || y < 0 || x >= wid || y >= hgt) { tip.hidden = true; return; }
+        var k = setIndex(), reg = labels[y * wid + x], iv = ((V.intervals || [])[k] || [])[reg];
+        tip.textContent = names[k] + " · pixel (" + y + ", " + x + ") · region " + reg + " · CMS " + fmt(((R.region_cms || [])[k] || [])[reg], 4) +
+          (iv ? " [" + fmt(iv[0], 3) + ", " + fmt(iv[1], 3) + "]" : " (no interval)");
+        tip.style.left = Math.min(ev.clientX - r.left + 12, r.width) + "px";
+        tip.style.top = (ev.clientY - r.top + 12) + "px";
+        tip.hidden = false;
+      });
+      cv.addEventListener("mouseleave", function () { tip.hidden = true; });
+      this.sel = sel;
+      this.paint();
+    },
+    update: function (s) {
+      if (!this.paint) return;
+      var names = (PP.data.result || {}).names || [];
+      this.sel.value = s.group && names.indexOf(s.group) >= 0 ? s.group : names[0];
+      this.paint();
+    }
+  };
   PP.widgets.modes = {
     draw: function (el) {
       var ms = V.modes || [];
