@@ -22,6 +22,8 @@ IMAGES_PER_MODEL = 3
 CHART_ATTRIBUTES = 15
 #: diverging prompts with thumbnails in the attribute view
 VIEW_PROMPTS = 200
+ATTRIBUTE_FIELDS = ("attribute", "rank", "score", "n_diverging", "n_prompts", "mean_fraction_a",
+                    "mean_fraction_b", "threshold")
 
 
 def _images(source: Any, prompt: str, k: int) -> tuple[list, str | None]:
@@ -74,8 +76,7 @@ def attribute_view(attrs: list[dict], sources: dict[str, Any], names: dict[str, 
                 prompts[pr] = entry
             if pr in prompts:
                 ids.append(list(prompts).index(pr))
-        out.append({k: a.get(k) for k in ("attribute", "rank", "score", "n_diverging", "n_prompts",
-                                          "mean_fraction_a", "mean_fraction_b", "threshold")} | {"prompts": ids})
+        out.append({k: a.get(k) for k in ATTRIBUTE_FIELDS} | {"prompts": ids})
     return {"names": names, "attributes": out, "prompts": list(prompts.values()), "thumbs": thumbs}
 
 

@@ -93,17 +93,29 @@ def _prompt_table(result: Any, sets: dict) -> tuple[list[dict], dict[str, int]]:
     ids: dict[str, int] = {}
     for r in result.prompt_ranking:
         ids[r["prompt"]] = len(prompts)
-        prompts.append({"prompt": r["prompt"], "disagreement": r.get("disagreement"), "share": r.get("share"),
-                        "n_test": r.get("n_test"), "n_reference": r.get("n_reference")})
+        prompts.append(
+            {
+                "prompt": r["prompt"],
+                "disagreement": r.get("disagreement"),
+                "share": r.get("share"),
+                "n_test": r.get("n_test"),
+                "n_reference": r.get("n_reference"),
+            }
+        )
     for s in ("test", "reference"):
         if s in sets and sets[s].prompts is not None:
-            counts = dict(zip(*np.unique(np.asarray(sets[s].prompts, dtype=object).astype(str),
-                                         return_counts=True), strict=True))
+            counts = dict(
+                zip(
+                    *np.unique(np.asarray(sets[s].prompts, dtype=object).astype(str), return_counts=True),
+                    strict=True,
+                )
+            )
             for name, c in counts.items():
                 if name not in ids:
                     ids[name] = len(prompts)
-                    prompts.append({"prompt": name, "disagreement": None, "share": None,
-                                    "n_test": 0, "n_reference": 0})
+                    prompts.append(
+                        {"prompt": name, "disagreement": None, "share": None, "n_test": 0, "n_reference": 0}
+                    )
                 prompts[ids[name]][f"n_{s}"] = int(c)
     for p in prompts:
         p["rows"] = {"test": [], "reference": []}
@@ -119,8 +131,16 @@ def promptsplit_view(
     def prompt_id(name: str) -> int:
         if name not in ids:
             ids[name] = len(prompts)
-            prompts.append({"prompt": name, "disagreement": None, "share": None, "n_test": None,
-                            "n_reference": None, "rows": {"test": [], "reference": []}})
+            prompts.append(
+                {
+                    "prompt": name,
+                    "disagreement": None,
+                    "share": None,
+                    "n_test": None,
+                    "n_reference": None,
+                    "rows": {"test": [], "reference": []},
+                }
+            )
         return ids[name]
 
     rows = _Rows(sets, images, bases, prompt_id)
@@ -137,27 +157,53 @@ def promptsplit_view(
         samples: dict[str, list[int]] = {"test": [], "reference": []}
         for s in [*m.top_samples, *m.top_samples_other]:
             samples[s.set].append(rows.add(s.set, s.index, s.prompt, s.output, s.score))
-        modes.append({"id": mid, "side": m.side, "rank": m.rank, "eigenvalue": m.eigenvalue,
-                      "p_value": getattr(m, "p_value", None), "significant": getattr(m, "significant", None),
-                      "prompts": loads, "samples": samples})
+        modes.append(
+            {
+                "id": mid,
+                "side": m.side,
+                "rank": m.rank,
+                "eigenvalue": m.eigenvalue,
+                "p_value": getattr(m, "p_value", None),
+                "significant": getattr(m, "significant", None),
+                "prompts": loads,
+                "samples": samples,
+            }
+        )
     left_out = _per_prompt_rows(result, sets, prompts, ids, rows)
-    view: dict[str, Any] = {"names": names, "modes": modes, "prompts": prompts,
-                            "ranking_basis": getattr(result, "ranking_basis", None)}
+    view: dict[str, Any] = {
+        "names": names,
+        "modes": modes,
+        "prompts": prompts,
+        "ranking_basis": getattr(result, "ranking_basis", None),
+    }
     if map_data:
-        map_rows = [rows.add(s, i, sets[s].prompt_label(i), sets[s].output_label(i)) for s, i in map_data["points"]]
-        view["map"] = {"x": map_data["x"], "y": map_data["y"], "mode": map_data["mode"], "row": map_rows,
-                       "colors": map_data["colors"]}
+        map_rows = [
+            rows.add(s, i, sets[s].prompt_label(i), sets[s].output_label(i)) for s, i in map_data["points"]
+        ]
+        view["map"] = {
+            "x": map_data["x"],
+            "y": map_data["y"],
+            "mode": map_data["mode"],
+            "row": map_rows,
+            "colors": map_data["colors"],
+        }
     if rows.cut:
-        left_out.append(f"{rows.cut:,} output texts longer than {TEXT_LIMIT:,} characters are cut to that "
-                        "length in the views")
+        left_out.append(
+            f"{rows.cut:,} output texts longer than {TEXT_LIMIT:,} characters are cut to that "
+            "length in the views"
+        )
     if rows.no_thumb:
-        left_out.append(f"{rows.no_thumb:,} samples have no thumbnail in the views (the "
-                        f"{THUMB_BUDGET / 1e6:.0f} MB budget for thumbnails was spent)")
+        left_out.append(
+            f"{rows.no_thumb:,} samples have no thumbnail in the views (the "
+            f"{THUMB_BUDGET / 1e6:.0f} MB budget for thumbnails was spent)"
+        )
     view.update(rows=rows.rows, thumbs=rows.thumbs, left_out=left_out)
     return view
 
 
-def _per_prompt_rows(result: Any, sets: dict, prompts: list[dict], ids: dict[str, int], rows: _Rows) -> list[str]:
+def _per_prompt_rows(
+    result: Any, sets: dict, prompts: list[dict], ids: dict[str, int], rows: _Rows
+) -> list[str]:
     """Up to ``PER_PROMPT`` outputs per set for each of the first ``MAX_PROMPTS`` prompts (a seeded sample
     of the prompt's rows); returns notes on what was left out."""
     notes = []
@@ -166,8 +212,10 @@ def _per_prompt_rows(result: Any, sets: dict, prompts: list[dict], ids: dict[str
     for s in ("test", "reference"):
         if s not in sets or sets[s].prompts is None:
             if prompts:
-                notes.append(f"the {s} set's outputs per prompt are not in the views (its inputs were not "
-                             "given): only the modes' top samples are")
+                notes.append(
+                    f"the {s} set's outputs per prompt are not in the views (its inputs were not "
+                    "given): only the modes' top samples are"
+                )
             continue
         labels = np.asarray(sets[s].prompts, dtype=object).astype(str)
         order = np.argsort(labels, kind="stable")
@@ -181,15 +229,20 @@ def _per_prompt_rows(result: Any, sets: dict, prompts: list[dict], ids: dict[str
             if len(members) > PER_PROMPT:
                 members = np.sort(rng.choice(members, PER_PROMPT, replace=False))
                 sampled += 1
-            prompts[pid]["rows"][s] += [rows.add(s, int(i), name, sets[s].output_label(int(i))) for i in members]
+            prompts[pid]["rows"][s] += [
+                rows.add(s, int(i), name, sets[s].output_label(int(i))) for i in members
+            ]
     if sampled:
-        notes.append(f"each prompt's side-by-side view shows a seeded sample of at most {PER_PROMPT} outputs "
-                     f"per set (seed {result.seed})")
+        notes.append(
+            f"each prompt's side-by-side view shows a seeded sample of at most {PER_PROMPT} outputs "
+            f"per set (seed {result.seed})"
+        )
     if len(prompts) > MAX_PROMPTS:
-        notes.append(f"{len(prompts) - MAX_PROMPTS:,} prompts beyond the first {MAX_PROMPTS:,} have no outputs "
-                     "in the views")
+        notes.append(
+            f"{len(prompts) - MAX_PROMPTS:,} prompts beyond the first {MAX_PROMPTS:,} have no outputs "
+            "in the views"
+        )
     return notes
-
 
 
 def views_note(left_out: list[str]) -> Any:
@@ -198,5 +251,7 @@ def views_note(left_out: list[str]) -> Any:
 
     if not left_out:
         return None
-    return p("Interactive views (click a mode, a prompt, a map point; search above): " + "; ".join(left_out)
-             + ".", cls="muted small")
+    return p(
+        "Interactive views (click a mode, a prompt, a map point; search above): " + "; ".join(left_out) + ".",
+        cls="muted small",
+    )

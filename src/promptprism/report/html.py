@@ -353,8 +353,9 @@ def external_references(doc: str) -> list[str]:
     """Every ``src``/``href`` (and similar) attribute of the parsed page that is not a data URI or an
     in-page anchor, every CSS ``url()``/``@import`` in its style sheets, and every tag that loads something
     (link, iframe, ...), and every network call in an inline script (``fetch``, ``XMLHttpRequest``, a URL
-    scheme, ...; a script with a ``src`` is refused as any other reference). Attribute values are read as a browser reads them, so text that merely
-    mentions ``src=`` (escaped, in an element or an attribute) is not a reference."""
+    scheme, ...; a script with a ``src`` is refused as any other reference). Attribute values are read as
+    a browser reads them, so text that merely mentions ``src=`` (escaped, in an element or an attribute)
+    is not a reference."""
     parser = _References()
     parser.feed(doc)
     parser.close()

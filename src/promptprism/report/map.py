@@ -249,7 +249,7 @@ def map_section(
             x=[round(float(v), 3) for v in xy[:, 0]],
             y=[round(float(v), 3) for v in xy[:, 1]],
             mode=[str(a) for a in assign],
-            points=[("test", int(i)) for i in idx["test"]] + [("reference", int(i)) for i in idx["reference"]],
+            points=[(s, int(i)) for s in ("test", "reference") for i in idx[s]],
             colors=colors,
         )
     groups = [names["test"], names["reference"]]

@@ -32,8 +32,8 @@ from .common import (
     visual_of,
 )
 from .core import reloader, renderer
-from .html import Page, bar, cards, details, el, fmt, fnum, note, num, p, table
 from .explore import promptsplit_view, views_note
+from .html import Page, bar, cards, details, el, fmt, fnum, note, num, p, table
 from .map import MAP_POINTS, map_section, mode_label
 from .significance import (
     is_significant,

@@ -162,7 +162,12 @@ def _model_section(r: Any, images: Any, bases: list[Path]) -> list:
         )
         rows.append(
             el(
-                "div", left, right, cls="grid2 card", data_pp_item=True, data_pp_group=str(getattr(r, "name", "model"))
+                "div",
+                left,
+                right,
+                cls="grid2 card",
+                data_pp_item=True,
+                data_pp_group=str(getattr(r, "name", "model")),
             )
         )
     return out + [header, rows]
