@@ -8,7 +8,7 @@
  *   - side-by-side panel: PP.panel(title, nodes);
  *   - fragment state: #q=...&sig=1&side=...&group=...&mode=...&prompt=... reproduces the view;
  *   - widgets: <div class="pp-widget" data-pp-widget="modes|map|heat"> drawn from the JSON data block.
- * Every text goes in with textContent (never innerHTML), so no text in the data can become markup.
+ * Every text goes in with textContent (never parsed as HTML), so no text in the data can become markup.
  */
 (function () {
   "use strict";
