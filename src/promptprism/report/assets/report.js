@@ -288,11 +288,11 @@
       h("p", { text: "disagreement " + fmt(p.disagreement) + (p.share !== null && p.share !== undefined ? " (" + fmt(100 * p.share, 3) + "% of the total)" : "") +
         " · " + p.n_test + " test and " + p.n_reference + " reference samples · " + shown + " shown" +
         (V.ranking_basis ? " · ranking from " + V.ranking_basis : "") }),
+      h("h3", { text: "outputs side by side (highlighted: words the other model's outputs for this prompt do not use)" }),
+      sideBySide(p.rows, "outputs", true),
       h("h3", { text: "contribution to each mode" }),
       table(["mode", "contribution", "share of eigenvalue", "mode significance", "p"], contrib,
-        (V.modes || []).map(function (m) { return { "data-pp-mode": m.id }; })),
-      h("h3", { text: "outputs side by side (highlighted: words the other model's outputs for this prompt do not use)" }),
-      sideBySide(p.rows, "outputs", true)
+        (V.modes || []).map(function (m) { return { "data-pp-mode": m.id }; }))
     ]);
   };
 
@@ -463,6 +463,7 @@
     });
     apply();
     document.documentElement.setAttribute("data-pp-ready", "1");
+    if (window.performance && performance.mark) performance.mark("pp-ready");
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
