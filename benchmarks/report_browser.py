@@ -7,7 +7,9 @@ Reports measured:
 * ``text``: a text-to-text report: ``promptprism split`` on the recorded SmolLM2-135M answers
   (tests/data/smollm2_qa_*.jsonl, 100 questions per set; needs the default text encoder in the local cache);
 * ``fashion``: 60,000 Fashion-MNIST images (3,000 per class and model, the ``pixels:28`` encoder), fitted by
-  PromptSplit's defaults, with the images (needs Debian's dataset-fashion-mnist).
+  PromptSplit's defaults, with the images (needs Debian's dataset-fashion-mnist);
+* ``noise``: the size worst case, 30,000 + 30,000 synthetic samples with 64x64 RGB noise images and long
+  texts (tests/_report_data.py's ``big_run``).
 Open time: a fresh headless Chromium page per repeat (selenium + chromedriver), ``loadEventEnd`` of the
 Navigation Timing entry (navigation start to the end of the load event, so it includes parsing the data
 block and running the script's start-up, which runs before load), and the time until the script marks the
@@ -117,6 +119,16 @@ def fashion_report(tmp: Path, per_class: int = 3000) -> Path:
     return path
 
 
+def noise_report(tmp: Path, n: int = 30_000) -> Path:
+    """The worst case for size: n + n samples, 200 prompts, long texts, 64x64 RGB noise images (the report
+    tests' synthetic result, ``big_run``)."""
+    from _report_data import big_run
+    from promptprism.report import write_report
+
+    result, sets, images = big_run(n)
+    return write_report(result, tmp / "noise", inputs=sets, images=images, progress=False)
+
+
 def kind_reports(tmp: Path) -> dict[str, tuple[Path, str]]:
     """One small report of every other kind, with the view each screenshot opens."""
     import numpy as np
@@ -162,7 +174,7 @@ def main() -> None:
     tmp = Path(args.keep or tempfile.mkdtemp(prefix="pp-report-browser-"))
     tmp.mkdir(parents=True, exist_ok=True)
     makers = {"demo": (demo_report, "#mode=%2B1"), "text": (text_report, "#prompt=0"),
-              "fashion": (fashion_report, "#prompt=0")}
+              "fashion": (fashion_report, "#prompt=0"), "noise": (noise_report, "#prompt=0")}
     print("| report | file size | open (loadEventEnd) | views ready |\n|---|---|---|---|")
     paths = {}
     for name in args.only:

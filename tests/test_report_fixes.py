@@ -322,7 +322,8 @@ def test_scendi_intervals_differences_and_a_warning_once():
     assert f"{m.scendi:.4g} [{m.scendi * 0.9:.4g}, {m.scendi * 1.1:.4g}]" in doc
     assert "0.95 bootstrap intervals (200 replicates, prompts resampled" in doc
     assert "cross-fit (5 folds)" in doc
-    assert doc.count("the prompt kernel has nearly full rank") == 1
+    static = doc.split('<script type="application/json"')[0]  # the page, not its embedded result.json
+    assert static.count("the prompt kernel has nearly full rank") == 1
     assert "1 of 2 differences are larger than their bootstrap intervals" in doc
     assert "no: within the noise" in doc
     # without a differences record: the intervals' overlap says it

@@ -23,7 +23,6 @@ from . import figures
 from .common import (
     display_name,
     finish,
-    mapping,
     notes_block,
     run_details,
     safe_figure,
@@ -31,10 +30,11 @@ from .common import (
     thumb,
     visual_of,
 )
-from .core import reloader, renderer
+from .core import renderer
 from .explore import promptsplit_view, views_note
 from .html import Page, bar, cards, details, el, fmt, fnum, note, num, p, table
 from .map import MAP_POINTS, map_section, mode_label
+from .promptsplit_inputs import check_images, check_sets
 from .significance import (
     is_significant,
     modes_card,
@@ -55,44 +55,6 @@ GALLERY_PER_SIDE = 8
 OPEN_MODES = 3
 SIDE_TITLE = {"test": "test model", "reference": "reference model"}
 _mode_label = mode_label
-
-
-def _check_sets(result: Any, inputs: Any, notes: list[str]) -> dict[str, PairedSet]:
-    sets: dict[str, PairedSet] = {}
-    for side, n in (("test", result.n_test), ("reference", result.n_reference)):
-        s = mapping(inputs).get(side)
-        if s is None:
-            continue
-        if not isinstance(s, PairedSet):
-            notes.append(f"inputs['{side}'] is a {type(s).__name__}, not a PairedSet; it is not used")
-        elif len(s) != n:
-            notes.append(
-                f"the {side} input has {len(s):,} samples but the result was computed on {n:,}; "
-                "it is not used (the data changed since the run?)"
-            )
-        else:
-            sets[side] = s
-    return sets
-
-
-def _check_images(result: Any, images: Any, notes: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for side, n in (("test", result.n_test), ("reference", result.n_reference)):
-        arr = mapping(images).get(side)
-        if arr is None:
-            continue
-        try:
-            k = len(arr)
-        except TypeError:
-            notes.append(f"images['{side}'] has no length; not used")
-            continue
-        if k != n:
-            notes.append(
-                f"images['{side}'] holds {k:,} images but the {side} set has {n:,} samples; not used"
-            )
-            continue
-        out[side] = arr
-    return out
 
 
 # ------------------------------------------------------------------------------------------------ gallery
@@ -239,8 +201,8 @@ def render_promptsplit(
     that can take a while (progress)."""
     step = step or (lambda _: None)
     notes = list(notes or [])
-    sets = _check_sets(result, inputs, notes)
-    imgs = _check_images(result, images, notes)
+    sets = check_sets(result, inputs, notes)
+    imgs = check_images(result, images, notes)
     cfg = result.config
     names = _names(result, sets)
     bases = _bases(result, sets, base_dir)
@@ -369,49 +331,3 @@ def render_promptsplit(
         ),
     )
     return finish(page, kind="PromptSplit", result=result, view=view)
-
-
-# ------------------------------------------------------------------------------------- inputs, re-read
-@reloader("promptsplit")
-def reload_promptsplit(result: Any, result_dir: Path) -> tuple[dict, dict, list[str]]:
-    """Read the test and reference sets again from ``config`` (a path as given, or relative to the results
-    folder), else ``result_dir/data/{test,reference}.npz``; an ``images`` array in an .npz is used for the
-    gallery. Inputs that need an encoder (manifests, image folders) are not embedded again: their galleries
-    come from result.json and the map is left out, with a note."""
-    from ..data.loaders import load_paired
-    from ..errors import PromptPrismError
-
-    inputs, images, notes = {}, {}, []
-    for side in ("test", "reference"):
-        where = result.config.get(side)
-        candidates = []
-        if where:
-            candidates += [Path(where), result_dir / str(where)]
-        candidates.append(result_dir / "data" / f"{side}.npz")
-        path = next((c for c in candidates if c.exists() and _is_embeddings(c)), None)
-        if path is None:
-            if where and any(Path(c).exists() for c in candidates[:2]):
-                notes.append(
-                    f"{side} input {where}: raw generations (not embeddings); the map needs them "
-                    "embedded, so it is left out here (the command that ran the method draws it)"
-                )
-            else:
-                notes.append(
-                    f"{side} input {where or '(not recorded)'} not found; the map and array "
-                    "thumbnails are left out"
-                )
-            continue
-        try:
-            inputs[side] = load_paired(path, name=side)
-        except PromptPrismError as exc:
-            notes.append(f"{side} input could not be read again: {exc}")
-            continue
-        if path.suffix == ".npz":
-            with np.load(path, allow_pickle=False) as zf:
-                if "images" in zf.files:
-                    images[side] = zf["images"]
-    return inputs, images, notes
-
-
-def _is_embeddings(path: Path) -> bool:
-    return path.suffix.lower() == ".npz" or (path.is_dir() and (path / "prompt_embeddings.npy").exists())
