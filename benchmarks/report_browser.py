@@ -155,6 +155,18 @@ def kind_reports(tmp: Path) -> dict[str, tuple[Path, str]]:
         z = rng.standard_normal((60, 6)) + k * np.eye(4)[which] @ rng.standard_normal((4, 6))
         sets.append(PairedSet(np.eye(4)[which], z, prompts=[f"prompt {w}" for w in which],
                               outputs=[f"output {i} of model {k}" for i in range(60)], name=f"model {k}"))
+    from promptprism.methods.compcon.evaluation import CompConEvaluation
+
+    split = {"attribute_top1": 0.5, "attribute_top5": 1.0, "description_top1": 0.0, "description_top5": 0.5}
+    ev = CompConEvaluation(
+        summary={"n_splits": 2, **split},
+        per_split=[{"split": 0, "truth_attribute": "blue tint", "truth_concepts": ["sea"],
+                    "attribute_ratings": [2, 3], "description_ratings": [1, 2], **split},
+                   {"split": 1, "truth_attribute": "fog", "truth_concepts": ["city"],
+                    "attribute_ratings": [1], "description_ratings": [3], **split}],
+        judge={"model": "a judge model"}, config={"k": 5}, failures=[],
+    )
+    out["compcon-eval"] = (write_report(ev, tmp / "compcon-eval", progress=False), "#q=fog")
     est = Scendi(n_clusters=3, top_k=4, seed=0)
     out["diversity"] = (write_report(est.fit(sets[0], name="model 1"), tmp / "diversity", progress=False), "")
     both = compare(sets, est, names=["model 1", "model 2"])

@@ -106,6 +106,13 @@
     return p._text;
   }
   function buildToolbar() {
+    if (!document.querySelector("[data-pp-item]")) {
+      // a page whose sections did not opt in: the rows of its tables (those with a header) are searchable
+      document.querySelectorAll("main table").forEach(function (t) {
+        if (t.tHead && t.tHead.textContent.trim() && t.tBodies[0])
+          Array.prototype.forEach.call(t.tBodies[0].rows, function (r) { r.setAttribute("data-pp-item", ""); });
+      });
+    }
     var items = document.querySelectorAll("[data-pp-item]");
     if (!items.length) return;
     search = h("input", { type: "search", id: "pp-search", placeholder: "search prompts and outputs…",
@@ -275,6 +282,9 @@
       sideBySide(m.samples, "samples", false)
     ]);
   };
+  function hasText(list) {
+    return ["test", "reference"].some(function (s) { return (list[s] || []).some(function (r) { var row = V.rows[r]; return row && row.t && row.im === undefined; }); });
+  }
   PP.views.prompt = function (id) {
     var p = (V.prompts || [])[+id];
     if (!p) return false;
@@ -288,7 +298,7 @@
       h("p", { text: "disagreement " + fmt(p.disagreement) + (p.share !== null && p.share !== undefined ? " (" + fmt(100 * p.share, 3) + "% of the total)" : "") +
         " · " + p.n_test + " test and " + p.n_reference + " reference samples · " + shown + " shown" +
         (V.ranking_basis ? " · ranking from " + V.ranking_basis : "") }),
-      h("h3", { text: "outputs side by side (highlighted: words the other model's outputs for this prompt do not use)" }),
+      h("h3", { text: "outputs side by side" + (hasText(p.rows) ? " (highlighted: words the other model's outputs for this prompt do not use)" : "") }),
       sideBySide(p.rows, "outputs", true),
       h("h3", { text: "contribution to each mode" }),
       table(["mode", "contribution", "share of eigenvalue", "mode significance", "p"], contrib,
