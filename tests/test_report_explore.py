@@ -82,6 +82,20 @@ def pages(tmp_path_factory):
     out["compcon"] = write_report(
         compcon_result(a, b), root / "compcon", inputs={"A": ImageBank.load(a), "B": ImageBank.load(b)}
     )
+    import numpy as np
+
+    from promptprism import PairedSet
+    from promptprism.methods.scendi import Scendi
+    from promptprism.methods.scendi.estimator import compare
+
+    rng = np.random.default_rng(0)
+    which = np.arange(40) % 4
+    t = np.eye(4)[which]
+    sets = [PairedSet(t, rng.standard_normal((40, 6)) + t @ rng.standard_normal((4, 6)),
+                      prompts=[f"prompt {w}" for w in which],
+                      outputs=[f"output {i} of {k}" for i in range(40)], name=k) for k in ("m1", "m2")]
+    out["scendi"] = write_report(compare(sets, Scendi(n_clusters=2, top_k=4, seed=0), names=["m1", "m2"]),
+                                 root / "scendi")
     return out
 
 
@@ -245,6 +259,24 @@ def test_regions_heat_map_and_compcon_attribute_view(driver, pages):
         assert len(panel.find_elements(By.CSS_SELECTOR, f'[data-pp-col="{side}"] img')) == 2 * 2
     assert not console_errors(d)
     assert all(u.startswith(("file://", "data:")) for u in requested_urls(d))
+
+
+def test_scendi_cluster_view_and_model_filter(driver, pages):
+    d = driver
+    open_page(d, pages["scendi"])
+    heads = d.find_elements(By.CSS_SELECTOR, "h4[data-pp-cluster]")
+    assert len(heads) == 8  # 2 models x 2 rows x (model-driven, unconditioned)
+    heads[0].click()
+    panel = d.find_element(By.ID, "pp-panel")
+    cols = panel.find_elements(By.CSS_SELECTOR, "[data-pp-col]")
+    assert [c.get_attribute("data-pp-col") for c in cols] == ["model-driven", "unconditioned"]
+    assert all("output" in c.text for c in cols) and "cluster=0" in d.current_url
+    from selenium.webdriver.support.ui import Select
+
+    Select(d.find_element(By.ID, "pp-group")).select_by_visible_text("m2")
+    shown = visible(d, ".card[data-pp-group]")
+    assert shown and all(e.get_attribute("data-pp-group") == "m2" for e in shown)
+    assert not console_errors(d)
 
 
 def test_the_network_check_sees_a_request(tmp_path, driver):

@@ -43,7 +43,7 @@
   PP.fmt = fmt;
 
   /* ------------------------------------------------------------------------------- fragment state */
-  var KEYS = ["q", "sig", "side", "group", "mode", "prompt", "attr"];
+  var KEYS = ["q", "sig", "side", "group", "mode", "prompt", "attr", "cluster"];
   function readHash() {
     var s = {}, raw = location.hash.slice(1);
     if (raw.indexOf("=") < 0) return s; // a plain #anchor (the section links)
@@ -173,7 +173,7 @@
     }
     panel.textContent = "";
     panel.appendChild(h("button", { cls: "pp-close", title: "close (Esc)", text: "×",
-      onclick: function () { PP.set({ mode: "", prompt: "", attr: "" }); } }));
+      onclick: function () { PP.set({ mode: "", prompt: "", attr: "", cluster: "" }); } }));
     panel.appendChild(h("h2", { text: title, dir: "auto" }));
     nodes.forEach(function (n) { if (n) panel.appendChild(n); });
     panel.hidden = false;
@@ -192,6 +192,8 @@
     document.addEventListener("click", function (ev) {
       var t = ev.target;
       if (!(t instanceof Element) || t.closest(".pp-toolbar") || t.closest("summary")) return;
+      var cl = t.closest("[data-pp-cluster]");
+      if (cl) { PP.set({ cluster: cl.getAttribute("data-pp-cluster") }); return; }
       var at = t.closest("[data-pp-attr]");
       if (at) { PP.set({ attr: at.getAttribute("data-pp-attr") }); return; }
       var pr = t.closest("[data-pp-prompt]");
@@ -199,7 +201,7 @@
       var mo = t.closest("[data-pp-mode]");
       if (mo && (mo.tagName !== "DIV" || t.closest("h3"))) { PP.set({ mode: mo.getAttribute("data-pp-mode"), prompt: "" }); }
     });
-    document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") PP.set({ mode: "", prompt: "", attr: "" }); });
+    document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") PP.set({ mode: "", prompt: "", attr: "", cluster: "" }); });
   }
   function apply() {
     var s = PP.state;
@@ -303,6 +305,27 @@
       h("h3", { text: "contribution to each mode" }),
       table(["mode", "contribution", "share of eigenvalue", "mode significance", "p"], contrib,
         (V.modes || []).map(function (m) { return { "data-pp-mode": m.id }; }))
+    ]);
+  };
+
+  /* ------------------------------------------------------------------------------ Scendi views */
+  function clusterColumn(c) {
+    var cards = c.samples.map(function (s) {
+      var cap = h("div", { cls: "pp-meta", dir: "auto", text: "#" + s.i + " · score " + fmt(s.sc, 3) + " · " + (s.p || "").slice(0, 120) });
+      if (s.im !== undefined) return h("figure", null, [h("img", { src: V.thumbs[s.im], alt: (s.p || "sample").slice(0, 200), loading: "lazy" }), cap]);
+      return h("div", null, [h("div", { cls: "pp-text", dir: "auto", text: s.t === null || s.t === undefined ? "(no output recorded)" : s.t }), cap]);
+    });
+    var imgs = cards.filter(function (x) { return x.tagName === "FIGURE"; }).length;
+    return h("div", { "data-pp-col": c.kind }, [h("h3", { text: c.kind + " #" + c.rank + " · " + fmt(100 * c.share, 3) + "% of the trace" })]
+      .concat(imgs ? [h("div", { cls: "pp-imgs" }, cards)] : cards));
+  }
+  PP.views.cluster = function (id) {
+    var cs = V.clusters || [], c = cs[+id];
+    if (!c) return false;
+    var pair = cs.filter(function (o) { return o.model === c.model && o.row === c.row; });
+    PP.panel(c.model + " · cluster row " + (c.row + 1), [
+      h("p", { cls: "muted", text: "Model-driven cluster (what the model varies beyond its prompts) beside the unconditioned cluster of the same rank (the outputs' own clusters, prompts ignored); their strongest samples." }),
+      h("div", { cls: "pp-cols" }, pair.map(clusterColumn))
     ]);
   };
 
