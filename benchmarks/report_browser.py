@@ -168,9 +168,11 @@ def kind_reports(tmp: Path) -> dict[str, tuple[Path, str]]:
     )
     out["compcon-eval"] = (write_report(ev, tmp / "compcon-eval", progress=False), "#q=fog")
     est = Scendi(n_clusters=3, top_k=4, seed=0)
-    out["diversity"] = (write_report(est.fit(sets[0], name="model 1"), tmp / "diversity", progress=False), "")
+    out["diversity"] = (write_report(est.fit(sets[0], name="model 1"), tmp / "diversity", progress=False),
+                        "#cluster=0")
     both = compare(sets, est, names=["model 1", "model 2"])
-    out["diversity-multi"] = (write_report(both, tmp / "diversity-multi", progress=False), "#group=model+2")
+    out["diversity-multi"] = (write_report(both, tmp / "diversity-multi", progress=False),
+                              "#group=model+2&cluster=6")
     return out
 
 
