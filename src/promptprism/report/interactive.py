@@ -2,10 +2,10 @@
 
 A page stays one file that opens offline: :func:`data_block` embeds the data behind the views once, as
 ``<script type="application/json" id="pp-data">`` (escaped so that no text in it can close the block or
-start markup), and :func:`script_block` inlines ``assets/report.js`` (plain JavaScript, no library) and
-``assets/report.css``, package data files read at render time. Without scripts the page is the static one;
-with them, every table sorts, a toolbar searches and filters, and ``data-pp-*`` attributes link elements
-to views (see docs/architecture.md, "How a report section opts in").
+start markup), and :func:`script_block` inlines ``assets/report.js`` and ``assets/views.js`` (plain
+JavaScript, no library) and ``assets/report.css``, package data files read at render time. Without scripts
+the page is the static one; with them, every table sorts, a toolbar searches and filters, and ``data-pp-*``
+attributes link elements to views (see docs/architecture.md, "How a report section opts in").
 """
 
 from __future__ import annotations
@@ -54,9 +54,13 @@ def data_block(data: Any) -> Html:
     return Html(f'<script type="application/json" id="{DATA_ID}">{json_for_html(data)}</script>')
 
 
+#: the scripts, in order: the components (report.js), then the views and widgets built on them (views.js)
+SCRIPTS = ("report.js", "views.js")
+
+
 def script_block() -> Html:
-    """The interactive layer's style sheet and script, inlined."""
-    js = asset("report.js")
+    """The interactive layer's style sheet and scripts, inlined (one ``<script>`` element)."""
+    js = "\n".join(asset(name) for name in SCRIPTS)
     if "</script" in js.lower() or "<!--" in js:
-        raise ValueError("assets/report.js may not contain '</script' or '<!--'")
+        raise ValueError("the report's scripts may not contain '</script' or '<!--'")
     return Html(f'<style id="pp-css">{asset("report.css")}</style><script id="pp-js">{js}</script>')
