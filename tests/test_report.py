@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import io
+import json
 import re
 import subprocess
 import sys
@@ -55,7 +56,12 @@ def assert_self_contained(doc: str) -> None:
     urls = attribute_urls(doc)
     assert not [u for u in urls if not u.startswith(("data:", "#"))]
     assert not [u for u in urls if any(m in u for m in ("http://", "https://", "//cdn", "file:"))]
-    assert not re.search(r"<\s*(link|script|iframe|object|embed|base)\b", doc, re.I)
+    assert not re.search(r"<\s*(link|iframe|object|embed|base)\b", doc, re.I)
+    # the only scripts: the page's own JSON data block and its inline script, neither with a src
+    assert re.findall(r"<\s*script\b[^>]*>", doc, re.I) in (
+        ['<script id="pp-js">'],
+        ['<script type="application/json" id="pp-data">', '<script id="pp-js">'],
+    )
     assert "@import" not in doc
     assert not re.search(r"url\(\s*['\"]?(?!data:)", " ".join(re.findall(r"<style>(.*?)</style>", doc, re.S)))
 
@@ -321,8 +327,13 @@ def test_report_of_a_100k_result_stays_light():
     assert sum(1 for s in sizes if s == (64, 64)) == listed and max(max(s) for s in sizes) <= 1200
     rate = f"{MAP_POINTS:,} of {2 * BIG_N:,} samples ({MAP_POINTS / (2 * BIG_N):.1%}"
     assert rate + ", a random subsample seeded with 0" in doc
-    # only the listed samples' images were read, not the 200k
-    assert len(images["test"].requested) + len(images["reference"].requested) == listed
+    # only the listed samples' images and the views' thumbnails (within their byte budget) were read
+    from promptprism.report.explore import THUMB_BUDGET
+
+    data = json.loads(re.search(r'<script type="application/json" id="pp-data">(.*?)</script>', doc).group(1))
+    thumbs = data["view"]["thumbs"]
+    assert sum(map(len, thumbs)) < THUMB_BUDGET + 40_000
+    assert len(images["test"].requested) + len(images["reference"].requested) == listed + len(thumbs)
     assert elapsed < 60, elapsed
 
 

@@ -176,11 +176,12 @@ def test_progress_reports_each_slow_step():
     steps: list[str] = []
     render_promptsplit(result, inputs=inputs, images=images, map_points=60, step=steps.append)
     assert steps == [
-        "report: eigenvalue chart",
-        "report: mode galleries",
         "map: mode scores of the sampled points",
         "map: t-SNE embedding",
         "map: drawing",
+        "report: data of the views",
+        "report: eigenvalue chart",
+        "report: mode galleries",
     ]
     # and the progress display itself runs (forced on, as on a terminal)
     assert render_report(result, inputs=inputs, images=images, map_points=60, progress=True)
@@ -286,7 +287,8 @@ def test_ranking_column_names_each_prompts_characteristic_mode():
 
 def test_map_marker_legend_and_caption_agree_on_the_weak_class():
     result, inputs, images = digits_run()
-    doc = unescape(render_report(result, inputs=inputs, images=images, map_points=60))
+    page = render_report(result, inputs=inputs, images=images, map_points=60)
+    doc = unescape(page.split('<script type="application/json"')[0])  # the static page, not its data
     assert "'weak'" not in doc  # the old caption's name, which the legend lacked
     from promptprism.report.map import WEAK_NAME
 
@@ -321,7 +323,8 @@ def test_scendi_intervals_differences_and_a_warning_once():
     assert f"{m.scendi:.4g} [{m.scendi * 0.9:.4g}, {m.scendi * 1.1:.4g}]" in doc
     assert "0.95 bootstrap intervals (200 replicates, prompts resampled" in doc
     assert "cross-fit (5 folds)" in doc
-    assert doc.count("the prompt kernel has nearly full rank") == 1
+    static = doc.split('<script type="application/json"')[0]  # the page, not its embedded result.json
+    assert static.count("the prompt kernel has nearly full rank") == 1
     assert "1 of 2 differences are larger than their bootstrap intervals" in doc
     assert "no: within the noise" in doc
     # without a differences record: the intervals' overlap says it

@@ -61,12 +61,20 @@ def _value(v: Any) -> str:
     return fmt(v) if isinstance(v, float) else str(v)
 
 
-def finish(page: Page, *, kind: str) -> str:
-    """Set the page footer (version, report kind) and return the whole page as HTML."""
+def finish(page: Page, *, kind: str, result: Any = None, view: dict | None = None) -> str:
+    """Set the page footer (version, report kind), embed the data behind the views (``result``'s
+    result.json content and the renderer's ``view`` data) and return the whole page as HTML."""
     page.footer = [
-        f"promptprism {__version__} · {kind} report · self-contained: figures and thumbnails are "
-        "embedded in this file, nothing is loaded from elsewhere."
+        f"promptprism {__version__} · {kind} report · self-contained: figures, thumbnails, data and "
+        "scripts are embedded in this file, nothing is loaded from elsewhere."
     ]
+    if result is not None or view is not None:
+        to_dict = getattr(result, "to_dict", None)
+        page.data = {
+            "kind": getattr(result, "kind", kind),
+            "result": to_dict() if callable(to_dict) else None,
+            "view": view or {},
+        }
     return page.render()
 
 

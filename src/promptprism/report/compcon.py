@@ -13,13 +13,17 @@ from typing import Any
 from . import figures
 from .common import finish, mapping, notes_block, run_details, safe_figure, thumb
 from .core import reloader, renderer
-from .html import Page, cards, details, el, fmt, fnum, note, p, snippet, table
+from .html import Page, cards, data_uri, details, el, fmt, fnum, note, p, snippet, table
 
 #: diverging prompts shown per attribute, and images per model for each
 PROMPTS_SHOWN = 6
 IMAGES_PER_MODEL = 3
 #: attributes in the ranking chart
 CHART_ATTRIBUTES = 15
+#: diverging prompts with thumbnails in the attribute view
+VIEW_PROMPTS = 200
+ATTRIBUTE_FIELDS = ("attribute", "rank", "score", "n_diverging", "n_prompts", "mean_fraction_a",
+                    "mean_fraction_b", "threshold")
 
 
 def _images(source: Any, prompt: str, k: int) -> tuple[list, str | None]:
@@ -51,6 +55,29 @@ def _prompt_row(prompt: str, sources: dict[str, Any], names: dict[str, str]) -> 
         )
         cols.append(el("div", el("h4", f"{names[key]}"), body, cls="side"))
     return el("div", el("div", el("b", prompt)), el("div", cols, cls="grid2") if cols else None, cls="card")
+
+
+def attribute_view(attrs: list[dict], sources: dict[str, Any], names: dict[str, str]) -> dict:
+    """The data of the attribute view: per attribute its numbers and diverging prompts, per prompt up to
+    ``IMAGES_PER_MODEL`` thumbnails of each model (the first ``VIEW_PROMPTS`` prompts)."""
+    prompts: dict[str, dict] = {}
+    thumbs: list[str] = []
+    out = []
+    for a in attrs:
+        ids = []
+        for pr in a.get("diverging_prompts") or []:
+            if pr not in prompts and len(prompts) < VIEW_PROMPTS:
+                entry: dict[str, Any] = {"prompt": pr}
+                for key, src in sources.items():
+                    visuals, why = _images(src, pr, IMAGES_PER_MODEL)
+                    entry[key] = list(range(len(thumbs), len(thumbs) + len(visuals)))
+                    thumbs += [data_uri(v[0], v[1]) for v in visuals]
+                    entry[f"{key}_why"] = why
+                prompts[pr] = entry
+            if pr in prompts:
+                ids.append(list(prompts).index(pr))
+        out.append({k: a.get(k) for k in ATTRIBUTE_FIELDS} | {"prompts": ids})
+    return {"names": names, "attributes": out, "prompts": list(prompts.values()), "thumbs": thumbs}
 
 
 def _description_block(d: dict, attr: dict | None, sources: dict, names: dict[str, str]) -> list:
@@ -225,6 +252,7 @@ def render_compcon(result: Any, *, inputs: Any = None, notes: list[str] | None =
         )
         for a in attrs
     ]
+    attr_rows = [{"data_pp_item": True, "data_pp_attr": i} for i in range(len(attrs))]
     page.add(
         "Attribute ranking",
         el(
@@ -244,6 +272,7 @@ def render_compcon(result: Any, *, inputs: Any = None, notes: list[str] | None =
                     ],
                     rows[:25],
                     numeric=(0, 2, 3, 4, 5, 6),
+                    row_attrs=attr_rows[:25],
                 ),
                 p(
                     "Fractions: share of a prompt's images CLIP finds the attribute in, "
@@ -259,6 +288,7 @@ def render_compcon(result: Any, *, inputs: Any = None, notes: list[str] | None =
                 ["#", "attribute", "diverging", "score", "mean frac. A", "mean frac. B", "CLIP threshold"],
                 rows,
                 numeric=(0, 2, 3, 4, 5, 6),
+                row_attrs=attr_rows,
             ),
         )
         if len(rows) > 25
@@ -313,7 +343,7 @@ def render_compcon(result: Any, *, inputs: Any = None, notes: list[str] | None =
     page.add(
         "Run details", *extra, run_details(result, [("calibration", result.calibration), ("models", models)])
     )
-    return finish(page, kind="CompCon")
+    return finish(page, kind="CompCon", result=result, view=attribute_view(attrs, sources, names))
 
 
 @reloader("compcon")

@@ -99,4 +99,4 @@ def render_compcon_eval(result: Any, *, notes: list[str] | None = None, **_: Any
         run_details(result, [("judge", ", ".join(f"{a}: {b}" for a, b in judge.items()))]),
         details("scoring", p(str(cfg.get("rating_to_score", "")))),
     )
-    return finish(page, kind="CompCon evaluation")
+    return finish(page, kind="CompCon evaluation", result=result)

@@ -36,4 +36,4 @@ def render_generic(result: Any, *, notes: list[str] | None = None, **_: Any) -> 
             for k, v in nested
         ],
     )
-    return finish(page, kind=str(kind))
+    return finish(page, kind=str(kind), result=result)

@@ -2,7 +2,8 @@
 
 Nothing here can point outside the page: :func:`img` takes the image bytes (never a URL), :func:`link` only
 takes in-page anchors, and :func:`check_self_contained` refuses a page with any other ``src``/``href``/
-``url(...)`` before it is written. No scripts, no web fonts (the system font stack is used).
+``url(...)`` before it is written. The only scripts are the page's own inline ones (:mod:`.interactive`:
+its JSON data block and its script, never a ``src``); no web fonts (the system font stack is used).
 """
 
 from __future__ import annotations
@@ -204,8 +205,10 @@ def table(
     numeric: Sequence[int] = (),
     highlight: Iterable[int] = (),
     cls: str | None = None,
+    row_attrs: Sequence[dict[str, Any] | None] | None = None,
 ) -> Html:
-    """A table; columns in ``numeric`` are right-aligned, rows in ``highlight`` shaded."""
+    """A table; columns in ``numeric`` are right-aligned, rows in ``highlight`` shaded; ``row_attrs[r]``:
+    attributes of row r (e.g. ``{'data_pp_prompt': 3}`` to link it to a view)."""
     num = set(numeric)
     hl = set(highlight)
     head = el("tr", [el("th", h, cls="num" if i in num else None) for i, h in enumerate(headers)])
@@ -214,6 +217,7 @@ def table(
             "tr",
             [el("td", c, cls="num" if i in num else None) for i, c in enumerate(row)],
             cls="hl" if r in hl else None,
+            **((row_attrs[r] or {}) if row_attrs is not None and r < len(row_attrs) else {}),
         )
         for r, row in enumerate(rows)
     ]
@@ -252,6 +256,8 @@ class Page:
 
     def __init__(self, title: str, subtitle: Any = None) -> None:
         self.title = title
+        #: the data behind the interactive views (JSON-ready), embedded once; see :mod:`.interactive`
+        self.data: dict[str, Any] | None = None
         self.subtitle = subtitle
         self.sections: list[tuple[str, str, Html]] = []
         self.footer: list[Any] = []
@@ -270,11 +276,14 @@ class Page:
             cls="top",
         )
         body = el("main", [s for _, _, s in self.sections], el("footer", self.footer))
+        from .interactive import data_block, script_block
+
+        scripts = (data_block(self.data) if self.data is not None else "") + script_block()
         doc = (
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{esc(self.title)}</title><style>{CSS}</style></head>"
-            f"<body>{head}{body}</body></html>\n"
+            f"<body>{head}{body}{scripts}</body></html>\n"
         )
         check_self_contained(doc)
         return doc
@@ -283,7 +292,11 @@ class Page:
 _URL_ATTRS = frozenset(
     {"src", "href", "srcset", "action", "poster", "background", "formaction", "xlink:href", "data", "ping"}
 )
-_FORBIDDEN = frozenset({"link", "iframe", "object", "embed", "base", "script", "frame", "meta-refresh"})
+_FORBIDDEN = frozenset({"link", "iframe", "object", "embed", "base", "frame", "meta-refresh"})
+#: what an inline script may not contain: anything that loads from elsewhere
+_NETWORK_JS = re.compile(
+    r"\b(fetch|XMLHttpRequest|WebSocket|EventSource|importScripts|sendBeacon|Worker)\b|\bimport\s*\(|https?:"
+)
 _CSS_URL = re.compile(r"url\(\s*['\"]?([^)'\"]*)", re.IGNORECASE)
 _CSS_IMPORT = re.compile(r"@import\s+([^;]*)", re.IGNORECASE)
 
@@ -297,6 +310,7 @@ class _References(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.bad: list[str] = []
         self._in_style = False
+        self._in_script = False
 
     def _css(self, css: str) -> None:
         urls = _CSS_URL.findall(css)
@@ -306,6 +320,10 @@ class _References(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _FORBIDDEN:
             self.bad.append(f"<{tag}>")
+        if tag == "script":
+            kind = dict(attrs).get("type") or ""
+            # a JSON data block is never executed; any other script is read for network calls
+            self._in_script = kind.lower() != "application/json"
         if tag == "meta" and any(k == "http-equiv" and (v or "").lower() == "refresh" for k, v in attrs):
             self.bad.append("<meta http-equiv=refresh>")
         for key, value in attrs:
@@ -321,17 +339,23 @@ class _References(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         if tag == "style":
             self._in_style = False
+        if tag == "script":
+            self._in_script = False
 
     def handle_data(self, data: str) -> None:
         if self._in_style:
             self._css(data)
+        if self._in_script:
+            self.bad += [f"script: {m.group(0)}" for m in _NETWORK_JS.finditer(data)]
 
 
 def external_references(doc: str) -> list[str]:
     """Every ``src``/``href`` (and similar) attribute of the parsed page that is not a data URI or an
     in-page anchor, every CSS ``url()``/``@import`` in its style sheets, and every tag that loads something
-    (script, link, iframe, ...). Attribute values are read as a browser reads them, so text that merely
-    mentions ``src=`` (escaped, in an element or an attribute) is not a reference."""
+    (link, iframe, ...), and every network call in an inline script (``fetch``, ``XMLHttpRequest``, a URL
+    scheme, ...; a script with a ``src`` is refused as any other reference). Attribute values are read as
+    a browser reads them, so text that merely mentions ``src=`` (escaped, in an element or an attribute)
+    is not a reference."""
     parser = _References()
     parser.feed(doc)
     parser.close()

@@ -18,7 +18,7 @@ import numpy as np
 from ..data.paired import PairedSet
 from . import figures
 from .common import safe_figure
-from .html import note, p
+from .html import el, note, p
 
 #: at most this many samples go into the map (a seeded subsample above it)
 MAP_POINTS = 600
@@ -189,8 +189,11 @@ def map_section(
     names: dict[str, str],
     *,
     step: Callable[[str], None] = lambda _: None,
+    sink: dict | None = None,
 ) -> list:
-    """The map and its caption (or a note saying why there is none); ``step(name)`` reports progress."""
+    """The map and its caption (or a note saying why there is none); ``step(name)`` reports progress.
+    ``sink``, when given, receives the drawn points for the interactive map: ``x``, ``y``, ``mode``,
+    ``points`` ((set, index) per point) and ``colors``."""
     if set(sets) != {"test", "reference"}:
         return [
             note(
@@ -241,6 +244,14 @@ def map_section(
     step("map: t-SNE embedding")
     xy = embed_2d(feats, result.seed)
     assign, colors = _assign(scores, labels)
+    if sink is not None:
+        sink.update(
+            x=[round(float(v), 3) for v in xy[:, 0]],
+            y=[round(float(v), 3) for v in xy[:, 1]],
+            mode=[str(a) for a in assign],
+            points=[(s, int(i)) for s in ("test", "reference") for i in idx[s]],
+            colors=colors,
+        )
     groups = [names["test"], names["reference"]]
     markers = [names["test"]] * len(idx["test"]) + [names["reference"]] * len(idx["reference"])
     step("map: drawing")
@@ -262,7 +273,8 @@ def map_section(
         else ""
     )
     return [
-        fig,
+        el("div", cls="pp-widget", data_pp_widget="map"),
+        el("div", fig, cls="pp-static"),
         p(
             f"Sampling rate: {shown:,} of {total:,} samples ({rate:.1%}"
             + ("" if whole else f", a random subsample seeded with {result.seed}, proportional per set")

@@ -23,7 +23,6 @@ from . import figures
 from .common import (
     display_name,
     finish,
-    mapping,
     notes_block,
     run_details,
     safe_figure,
@@ -31,14 +30,17 @@ from .common import (
     thumb,
     visual_of,
 )
-from .core import reloader, renderer
+from .core import renderer
 from .descriptions import description_block, finding_description
+from .explore import promptsplit_view, views_note
 from .html import Page, bar, cards, details, el, fmt, fnum, note, num, p, table
 from .map import MAP_POINTS, map_section, mode_label
+from .promptsplit_inputs import check_images, check_sets
 from .significance import (
     is_significant,
     modes_card,
     null_and_flags,
+    prompt_rows,
     ranking_basis,
     ranking_block,
     scan_block,
@@ -54,44 +56,6 @@ GALLERY_PER_SIDE = 8
 OPEN_MODES = 3
 SIDE_TITLE = {"test": "test model", "reference": "reference model"}
 _mode_label = mode_label
-
-
-def _check_sets(result: Any, inputs: Any, notes: list[str]) -> dict[str, PairedSet]:
-    sets: dict[str, PairedSet] = {}
-    for side, n in (("test", result.n_test), ("reference", result.n_reference)):
-        s = mapping(inputs).get(side)
-        if s is None:
-            continue
-        if not isinstance(s, PairedSet):
-            notes.append(f"inputs['{side}'] is a {type(s).__name__}, not a PairedSet; it is not used")
-        elif len(s) != n:
-            notes.append(
-                f"the {side} input has {len(s):,} samples but the result was computed on {n:,}; "
-                "it is not used (the data changed since the run?)"
-            )
-        else:
-            sets[side] = s
-    return sets
-
-
-def _check_images(result: Any, images: Any, notes: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for side, n in (("test", result.n_test), ("reference", result.n_reference)):
-        arr = mapping(images).get(side)
-        if arr is None:
-            continue
-        try:
-            k = len(arr)
-        except TypeError:
-            notes.append(f"images['{side}'] has no length; not used")
-            continue
-        if k != n:
-            notes.append(
-                f"images['{side}'] holds {k:,} images but the {side} set has {n:,} samples; not used"
-            )
-            continue
-        out[side] = arr
-    return out
 
 
 # ------------------------------------------------------------------------------------------------ gallery
@@ -139,7 +103,7 @@ def _side_block(title: str, samples: list, note_text: str, images, bases) -> Any
     return el("div", el("h4", title, el("span", f" · {note_text}", cls="muted small")), body, cls="side")
 
 
-def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | None = None,
+def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | None, ids: dict,
                description: dict | None = None) -> Any:
     pos = mode.side == "test"
     label = _mode_label(mode.side, mode.rank)
@@ -187,11 +151,20 @@ def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | N
         )
         if flag is False
         else None,
-        table(["top prompts", "share of the eigenvalue", "n test", "n ref"], prompts, numeric=(2, 3)),
+        table(
+            ["top prompts", "share of the eigenvalue", "n test", "n ref"],
+            prompts,
+            numeric=(2, 3),
+            row_attrs=[{"data_pp_prompt": ids.get(pl.prompt)} for pl in mode.top_prompts[:6]],
+        ),
         el("div", cols, cls="grid2"),
         cls="card pos" if pos else "card neg",
         id=f"mode{'p' if pos else 'n'}{mode.rank}",
         style="opacity:0.8" if flag is False else None,
+        data_pp_mode=label,
+        data_pp_item=True,
+        data_pp_side=mode.side,
+        data_pp_sig="0" if flag is False else "1",
     )
 
 
@@ -231,8 +204,8 @@ def render_promptsplit(
     that can take a while (progress)."""
     step = step or (lambda _: None)
     notes = list(notes or [])
-    sets = _check_sets(result, inputs, notes)
-    imgs = _check_images(result, images, notes)
+    sets = check_sets(result, inputs, notes)
+    imgs = check_images(result, images, notes)
     cfg = result.config
     names = _names(result, sets)
     bases = _bases(result, sets, base_dir)
@@ -245,6 +218,16 @@ def render_promptsplit(
     alpha = sig.get("alpha")
     said = verdict(result)
     null, flags = null_and_flags(result, alpha)
+    sink: dict = {}
+    try:
+        map_block = map_section(result, sets, map_points, names, step=step, sink=sink)
+    except (ImportError, ArithmeticError, ValueError, TypeError, RuntimeError, np.linalg.LinAlgError) as exc:
+        # the map is an extra: a missing package or a degenerate subsample (e.g. an eigen-solver that does
+        # not converge) leaves a note, never a failed command
+        map_block, sink = [note(f"map not drawn: {type(exc).__name__}: {exc}")], {}
+    step("report: data of the views")
+    view = promptsplit_view(result, sets, imgs, bases, names, sink)
+    ids = {pr["prompt"]: k for k, pr in enumerate(view["prompts"])}
     step("report: eigenvalue chart")
     scope = getattr(result, "eigenvalues_scope", None)
     eig = safe_figure(
@@ -279,16 +262,24 @@ def render_promptsplit(
             ]
         ),
         significance_block(result),
+        views_note(view["left_out"]),
         el(
             "div",
-            ranking_block(result, names, alpha),
-            el("div", el("h3", "Eigenvalues"), eig, scan_block(result)),
+            ranking_block(result, names, alpha, ids),
+            el(
+                "div",
+                el("h3", "Eigenvalues"),
+                el("div", cls="pp-widget", data_pp_widget="modes"),
+                eig,
+                scan_block(result),
+            ),
             cls="grid2",
         ),
     )
     step("report: mode galleries")
+
     def card(mode: Any) -> Any:
-        return _mode_card(mode, imgs, bases, names, alpha,
+        return _mode_card(mode, imgs, bases, names, alpha, ids,
                           finding_description(result, side=mode.side, rank=mode.rank))
 
     for title, modes in (
@@ -316,12 +307,6 @@ def render_promptsplit(
             if len(modes) > OPEN_MODES
             else None,
         )
-    try:
-        map_block = map_section(result, sets, map_points, names, step=step)
-    except (ImportError, ArithmeticError, ValueError, TypeError, RuntimeError, np.linalg.LinAlgError) as exc:
-        # the map is an extra: a missing package or a degenerate subsample (e.g. an eigen-solver that does
-        # not converge) leaves a note, never a failed command
-        map_block = [note(f"map not drawn: {type(exc).__name__}: {exc}")]
     page.add("Map of the samples", map_block, anchor="map")
     more = [
         ("distance ‖Λ‖²_F", fmt(result.distance, 6)),
@@ -349,53 +334,8 @@ def render_promptsplit(
                     for i, r in enumerate(result.prompt_ranking, 1)
                 ],
                 numeric=(0, 2, 3, 4, 5),
+                row_attrs=prompt_rows(result.prompt_ranking, ids),
             ),
         ),
     )
-    return finish(page, kind="PromptSplit")
-
-
-# ------------------------------------------------------------------------------------- inputs, re-read
-@reloader("promptsplit")
-def reload_promptsplit(result: Any, result_dir: Path) -> tuple[dict, dict, list[str]]:
-    """Read the test and reference sets again from ``config`` (a path as given, or relative to the results
-    folder), else ``result_dir/data/{test,reference}.npz``; an ``images`` array in an .npz is used for the
-    gallery. Inputs that need an encoder (manifests, image folders) are not embedded again: their galleries
-    come from result.json and the map is left out, with a note."""
-    from ..data.loaders import load_paired
-    from ..errors import PromptPrismError
-
-    inputs, images, notes = {}, {}, []
-    for side in ("test", "reference"):
-        where = result.config.get(side)
-        candidates = []
-        if where:
-            candidates += [Path(where), result_dir / str(where)]
-        candidates.append(result_dir / "data" / f"{side}.npz")
-        path = next((c for c in candidates if c.exists() and _is_embeddings(c)), None)
-        if path is None:
-            if where and any(Path(c).exists() for c in candidates[:2]):
-                notes.append(
-                    f"{side} input {where}: raw generations (not embeddings); the map needs them "
-                    "embedded, so it is left out here (the command that ran the method draws it)"
-                )
-            else:
-                notes.append(
-                    f"{side} input {where or '(not recorded)'} not found; the map and array "
-                    "thumbnails are left out"
-                )
-            continue
-        try:
-            inputs[side] = load_paired(path, name=side)
-        except PromptPrismError as exc:
-            notes.append(f"{side} input could not be read again: {exc}")
-            continue
-        if path.suffix == ".npz":
-            with np.load(path, allow_pickle=False) as zf:
-                if "images" in zf.files:
-                    images[side] = zf["images"]
-    return inputs, images, notes
-
-
-def _is_embeddings(path: Path) -> bool:
-    return path.suffix.lower() == ".npz" or (path.is_dir() and (path / "prompt_embeddings.npy").exists())
+    return finish(page, kind="PromptSplit", result=result, view=view)

@@ -177,7 +177,12 @@ def render_regions(
     cms_table = el(
         "div",
         el("h3", "CMS per region"),
-        table(headers, rows, numeric=range(1, len(headers))),
+        table(
+            headers,
+            rows,
+            numeric=range(1, len(headers)),
+            row_attrs=[{"data_pp_item": True, "data_pp_group": str(n)} for n in result.names],
+        ),
         [p(line) for line in lowest_lines],
         p(
             "Bold: each set's lowest region, the part of the image that differs most, and every region tied "
@@ -199,7 +204,12 @@ def render_regions(
                 (fmt(result.gamma), "kernel γ"),
             ]
         ),
-        el("div", el("div", el("h3", "Region map"), region_map), cms_table, cls="grid2"),
+        el(
+            "div",
+            el("div", el("h3", "Region map"), el("div", cls="pp-widget", data_pp_widget="heat"), region_map),
+            cms_table,
+            cls="grid2",
+        ),
     )
     series = {"CMS (whole image)": head["cms"], "product of regions": head["product_cms"]}
     region = np.asarray(head["region_cms"], dtype=float).reshape(len(result.names), -1)
@@ -277,7 +287,13 @@ def render_regions(
         ),
         details("constant pixels", p(", ".join(map(str, result.constant_pixels)) or "none")),
     )
-    return finish(page, kind="Regions")
+    view = {
+        "group_label": "generated set",
+        "shape": [h, w],
+        "labels": labels.tolist(),
+        "intervals": [set_intervals(result, k).get("region_cms") or [] for k in range(len(result.names))],
+    }
+    return finish(page, kind="Regions", result=result, view=view)
 
 
 @reloader("regions")

@@ -14,7 +14,7 @@ from . import figures
 from .common import finish, mapping, notes_block, run_details, safe_figure, text_card, thumb, visual_of
 from .core import reloader, renderer
 from .descriptions import description_block, finding_description
-from .html import Page, bar, el, fmt, fnum, note, num, p, table
+from .html import Page, bar, data_uri, el, fmt, fnum, note, num, p, table
 
 #: samples shown per cluster
 SAMPLES_PER_CLUSTER = 6
@@ -24,11 +24,20 @@ def _models(result: Any) -> list[Any]:
     return list(result.models) if getattr(result, "kind", "") == "scendi_comparison" else [result]
 
 
-def _cluster_block(c: Any, images: Any, bases: list[Path]) -> Any:
+def _cluster_block(c: Any, images: Any, bases: list[Path], view: dict, where: dict) -> Any:
+    """A cluster's samples; its data (samples, thumbnails) also goes to ``view`` for the cluster view."""
     cells = []
+    cid = len(view["clusters"])
+    samples = []
+    view["clusters"].append({**where, "rank": c.rank, "share": c.share, "eigenvalue": c.eigenvalue,
+                             "samples": samples})
     for s in c.top_samples[:SAMPLES_PER_CLUSTER]:
         caption = el("div", el("div", f"score {fnum(s.score, '+.3g')}"), el("div", s.prompt))
         visual, why = visual_of(s.output, index=s.index, images=images, bases=bases)
+        samples.append({"i": s.index, "p": s.prompt, "t": s.output, "sc": s.score})
+        if visual is not None:
+            samples[-1]["im"] = len(view["thumbs"])
+            view["thumbs"].append(data_uri(visual[0], visual[1]))
         cells.append(
             thumb(visual, caption, title=f"{s.prompt} | {s.output or ''}")
             if visual is not None
@@ -41,6 +50,8 @@ def _cluster_block(c: Any, images: Any, bases: list[Path]) -> Any:
             "h4",
             f"#{c.rank} · {fnum(c.share, '.1%')} of the trace",
             el("span", f" · eigenvalue {fnum(c.eigenvalue, '.4g')}", cls="muted small"),
+            data_pp_cluster=cid,
+            title="open this cluster beside its counterpart",
         ),
         body,
         cls="side",
@@ -128,7 +139,7 @@ def _differences(result: Any) -> Any:
     )
 
 
-def _model_section(r: Any, images: Any, bases: list[Path]) -> list:
+def _model_section(r: Any, images: Any, bases: list[Path], view: dict) -> list:
     out: list[Any] = [
         p(
             f"{r.n:,} samples · model-driven share {with_interval(r, 'model_share', percent=True)} of the "
@@ -155,15 +166,27 @@ def _model_section(r: Any, images: Any, bases: list[Path]) -> list:
     )
     rows = []
     for i in range(k):
-        left = (el("div", _cluster_block(r.clusters[i], images, bases),
-                   description_block(finding_description(r, cluster=r.clusters[i].rank)))
-                if i < len(r.clusters) else el("div"))
+        kinds = [{"model": r.name, "kind": k, "row": i} for k in ("model-driven", "unconditioned")]
+        left = (
+            el("div", _cluster_block(r.clusters[i], images, bases, view, kinds[0]),
+               description_block(finding_description(r, cluster=r.clusters[i].rank)))
+            if i < len(r.clusters) else el("div")
+        )
         right = (
-            _cluster_block(r.clusters_unconditioned[i], images, bases)
+            _cluster_block(r.clusters_unconditioned[i], images, bases, view, kinds[1])
             if i < len(r.clusters_unconditioned)
             else el("div")
         )
-        rows.append(el("div", left, right, cls="grid2 card"))
+        rows.append(
+            el(
+                "div",
+                left,
+                right,
+                cls="grid2 card",
+                data_pp_item=True,
+                data_pp_group=str(getattr(r, "name", "model")),
+            )
+        )
     return out + [header, rows]
 
 
@@ -254,6 +277,7 @@ def render_scendi(
         ),
     )
     sources = mapping(inputs)
+    view: dict = {"group_label": "model", "clusters": [], "thumbs": []}
     for m in models:
         src = getattr(sources.get(m.name), "source", None) or m.config.get("input")
         bases = [Path(src).parent] if src and ("/" in str(src) or "\\" in str(src)) else []
@@ -261,7 +285,7 @@ def render_scendi(
             bases.append(Path(base_dir))
         page.add(
             f"Clusters · {m.name}",
-            *_model_section(m, mapping(images).get(m.name), bases),
+            *_model_section(m, mapping(images).get(m.name), bases, view),
             anchor=f"clusters-{names.index(m.name)}",
         )
     for m in models:
@@ -270,7 +294,7 @@ def render_scendi(
             run_details(m),
             anchor=f"details-{names.index(m.name)}",
         )
-    return finish(page, kind="Scendi")
+    return finish(page, kind="Scendi", result=result, view=view)
 
 
 @reloader("scendi")

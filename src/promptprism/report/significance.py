@@ -149,8 +149,11 @@ def ranking_basis(result: Any) -> str:
     return "all reported modes (no significance test)"
 
 
-def ranking_block(result: Any, names: dict[str, str], alpha: float | None) -> Any:
-    """The top-10 prompt ranking table (share of Σλ², characteristic mode), or why there is none."""
+def ranking_block(
+    result: Any, names: dict[str, str], alpha: float | None, prompt_ids: dict[str, int] | None = None
+) -> Any:
+    """The top-10 prompt ranking table (share of Σλ², characteristic mode), or why there is none;
+    ``prompt_ids`` links each row to its prompt's view."""
     basis = ranking_basis(result)
     ranking = list(result.prompt_ranking or [])
     if basis.startswith("none") or (significance_of(result) and not ranking):
@@ -194,6 +197,7 @@ def ranking_block(result: Any, names: dict[str, str], alpha: float | None) -> An
             ["#", "prompt", "share of the disagreement", "characteristic mode", "n test", "n ref"],
             rows,
             numeric=(0, 4, 5),
+            row_attrs=prompt_rows(ranking[:10], prompt_ids),
         )
         if rows
         else p("no prompt ranking in the result", cls="muted"),
@@ -205,6 +209,13 @@ def ranking_block(result: Any, names: dict[str, str], alpha: float | None) -> An
             cls="muted small",
         ),
     )
+
+
+def prompt_rows(ranking: list, prompt_ids: dict[str, int] | None) -> list[dict] | None:
+    """Row attributes that link ranking rows to their prompts' views (and make them searchable)."""
+    if prompt_ids is None:
+        return None
+    return [{"data_pp_item": True, "data_pp_prompt": prompt_ids.get(r["prompt"])} for r in ranking]
 
 
 def null_and_flags(result: Any, alpha: float | None) -> tuple[dict | None, dict | None]:

@@ -1,0 +1,60 @@
+"""The report map's embedding: t-SNE (what the page draws) against PCA, on the map's own samples.
+
+    python benchmarks/report_map.py [--points 600] [--per-prompt 40]
+
+Data: the demo's coloured digits (``colored_digits``), the joint (prompt, output) features the map embeds
+(``report.map.joint_features``), a seeded subsample of ``--points`` samples. Per method: wall time and how
+well the 2-D map keeps each point's neighbours: scikit-learn's trustworthiness (k = 10; 1 = every 2-D
+neighbour is a true neighbour) and the fraction of each point's 10 nearest neighbours in the features that
+stay among its 10 nearest on the map. UMAP is not a dependency of the project and is not measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+
+def neighbour_recall(x: np.ndarray, y: np.ndarray, k: int = 10) -> float:
+    """Mean fraction of each row's k nearest neighbours in ``x`` that are among its k nearest in ``y``."""
+    from sklearn.neighbors import NearestNeighbors
+
+    a = NearestNeighbors(n_neighbors=k + 1).fit(x).kneighbors(return_distance=False)[:, :k]
+    b = NearestNeighbors(n_neighbors=k + 1).fit(y).kneighbors(return_distance=False)[:, :k]
+    return float(np.mean([len(set(p) & set(q)) / k for p, q in zip(a, b, strict=True)]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--points", type=int, default=600)
+    ap.add_argument("--per-prompt", type=int, default=40)
+    args = ap.parse_args()
+    from sklearn.decomposition import PCA
+    from sklearn.manifold import trustworthiness
+
+    from promptprism import PromptSplit
+    from promptprism.datasets import colored_digits
+    from promptprism.report.map import embed_2d, joint_features
+
+    data = colored_digits(per_prompt=args.per_prompt, seed=0)
+    result = PromptSplit(seed=0, permutations=0).fit(data.test, data.reference)
+    t = np.vstack([data.test.prompt_embeddings, data.reference.prompt_embeddings])
+    z = np.vstack([data.test.output_embeddings, data.reference.output_embeddings])
+    idx = np.sort(np.random.default_rng(0).choice(len(t), min(args.points, len(t)), replace=False))
+    feats = joint_features(t[idx], z[idx], result.config)
+    print(f"load average {', '.join(f'{v:.1f}' for v in os.getloadavg())}; {len(idx)} points, "
+          f"{feats.shape[1]} features")
+    for name, fn in (("t-SNE (the map)", lambda x: embed_2d(x, 0)),
+                     ("PCA", lambda x: PCA(2, random_state=0).fit_transform(x - x.mean(axis=0)))):
+        t0 = time.perf_counter()
+        xy = fn(feats)
+        took = time.perf_counter() - t0
+        print(f"{name:16s} {took:6.2f} s · trustworthiness {trustworthiness(feats, xy, n_neighbors=10):.3f}"
+              f" · 10-NN kept {neighbour_recall(feats, xy):.3f}")
+
+
+if __name__ == "__main__":
+    main()

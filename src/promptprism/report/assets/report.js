@@ -1,0 +1,245 @@
+/* promptprism report: the interactive layer. Plain JavaScript, no library, nothing loaded from elsewhere.
+ *
+ * Reusable parts, each driven by markup the Python renderers write (progressive enhancement: without this
+ * script the page is the static one):
+ *   - sortable tables: every <table> with a <thead>;
+ *   - search and filters: rows/cards with data-pp-item; data-pp-side, data-pp-sig="0|1", data-pp-group;
+ *   - linked selection: data-pp-mode="<id>" and data-pp-prompt="<id>" open the mode/prompt view;
+ *   - side-by-side panel: PP.panel(title, nodes);
+ *   - fragment state: #q=...&sig=1&side=...&group=...&mode=...&prompt=... reproduces the view;
+ *   - widgets: <div class="pp-widget" data-pp-widget="modes|map|heat"> drawn from the JSON data block.
+ * The views and widgets themselves are in views.js (inlined after this file, registered on PP.views and
+ * PP.widgets before the page finishes parsing; start() runs at DOMContentLoaded).
+ * Every text goes in with textContent (never parsed as HTML), so no text in the data can become markup.
+ */
+(function () {
+  "use strict";
+  var PP = (window.PP = { state: {}, views: {}, widgets: {} });
+  var dataEl = document.getElementById("pp-data");
+  PP.data = dataEl ? JSON.parse(dataEl.textContent) : {};
+  var V = PP.data.view || {};
+
+  function h(tag, attrs, children) {
+    var e = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (k) {
+        if (attrs[k] === null || attrs[k] === undefined || attrs[k] === false) return;
+        if (k === "text") e.textContent = String(attrs[k]);
+        else if (k === "cls") e.className = attrs[k];
+        else if (k.slice(0, 2) === "on") e.addEventListener(k.slice(2), attrs[k]);
+        else e.setAttribute(k, attrs[k]);
+      });
+    }
+    (children || []).forEach(function (c) {
+      if (c === null || c === undefined) return;
+      e.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+    });
+    return e;
+  }
+  PP.h = h;
+  function fmt(x, d) {
+    if (x === null || x === undefined || x !== x) return "–";
+    if (typeof x !== "number") return String(x);
+    return Number(x.toPrecision(d || 4)).toString();
+  }
+  PP.fmt = fmt;
+
+  /* ------------------------------------------------------------------------------- fragment state */
+  var KEYS = ["q", "sig", "side", "group", "mode", "prompt", "attr", "cluster"];
+  function readHash() {
+    var s = {}, raw = location.hash.slice(1);
+    if (raw.indexOf("=") < 0) return s; // a plain #anchor (the section links)
+    var ps = new URLSearchParams(raw);
+    KEYS.forEach(function (k) { if (ps.get(k)) s[k] = ps.get(k); });
+    return s;
+  }
+  function writeHash() {
+    var ps = new URLSearchParams();
+    KEYS.forEach(function (k) { if (PP.state[k]) ps.set(k, PP.state[k]); });
+    var str = ps.toString();
+    var url = location.href.split("#")[0] + (str ? "#" + str : "");
+    try { history.replaceState(null, "", url); } catch (e) { PP.ignoreHash = true; location.hash = str; }
+  }
+  PP.set = function (changes) {
+    Object.keys(changes).forEach(function (k) { PP.state[k] = changes[k] || ""; });
+    writeHash();
+    apply();
+  };
+
+  /* ------------------------------------------------------------------------------- sortable tables */
+  function cellValue(td) {
+    var t = (td ? td.textContent : "").trim();
+    var n = t.replace(/[,\s%]/g, "").replace(/\u2212/g, "-").replace(/^\+/, "");
+    return n !== "" && !isNaN(Number(n)) ? Number(n) : t.toLowerCase();
+  }
+  function sortable(table) {
+    var ths = table.tHead ? table.tHead.rows[0].cells : [];
+    Array.prototype.forEach.call(ths, function (th, col) {
+      if (!th.textContent.trim()) return;
+      th.classList.add("pp-sortable");
+      th.title = "sort by this column";
+      th.addEventListener("click", function () {
+        var asc = th.getAttribute("aria-sort") !== "ascending";
+        Array.prototype.forEach.call(ths, function (o) { o.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", asc ? "ascending" : "descending");
+        var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function (a, b) {
+          var x = cellValue(a.cells[col]), y = cellValue(b.cells[col]);
+          var c = typeof x === typeof y ? (x < y ? -1 : x > y ? 1 : 0) : typeof x === "number" ? -1 : 1;
+          return asc ? c : -c;
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  }
+
+  /* ------------------------------------------------------------------------------ search, filters */
+  var toolbar, search, sigBox, sideSel, groupSel, count;
+  function promptText(id) {
+    var p = (V.prompts || [])[id];
+    if (!p) return "";
+    if (p._text === undefined) {
+      var parts = [p.prompt];
+      ["test", "reference"].forEach(function (s) {
+        (p.rows && p.rows[s] || []).forEach(function (r) { var row = V.rows[r]; if (row && row.t) parts.push(row.t); });
+      });
+      p._text = parts.join("\n").toLowerCase();
+    }
+    return p._text;
+  }
+  function buildToolbar() {
+    if (!document.querySelector("[data-pp-item]")) {
+      // a page whose sections did not opt in: the rows of its tables (those with a header) are searchable
+      document.querySelectorAll("main table").forEach(function (t) {
+        if (t.tHead && t.tHead.textContent.trim() && t.tBodies[0])
+          Array.prototype.forEach.call(t.tBodies[0].rows, function (r) { r.setAttribute("data-pp-item", ""); });
+      });
+    }
+    var items = document.querySelectorAll("[data-pp-item]");
+    if (!items.length) return;
+    search = h("input", { type: "search", id: "pp-search", placeholder: "search prompts and outputs…",
+      "aria-label": "search prompts and outputs", oninput: function () { PP.set({ q: search.value }); } });
+    var parts = [search];
+    if (document.querySelector("[data-pp-sig]")) {
+      sigBox = h("input", { type: "checkbox", id: "pp-sig", onchange: function () { PP.set({ sig: sigBox.checked ? "1" : "" }); } });
+      parts.push(h("label", null, [sigBox, " significant only"]));
+    }
+    if (document.querySelector("[data-pp-side]")) {
+      sideSel = h("select", { id: "pp-side", "aria-label": "side", onchange: function () { PP.set({ side: sideSel.value }); } },
+        [h("option", { value: "", text: "both sides" }), h("option", { value: "test", text: (V.names || {}).test || "test" }),
+          h("option", { value: "reference", text: (V.names || {}).reference || "reference" })]);
+      parts.push(sideSel);
+    }
+    var groups = {};
+    document.querySelectorAll("[data-pp-group]").forEach(function (e) { groups[e.getAttribute("data-pp-group")] = 1; });
+    var names = Object.keys(groups);
+    if (names.length > 1) {
+      groupSel = h("select", { id: "pp-group", "aria-label": "group", onchange: function () { PP.set({ group: groupSel.value }); } },
+        [h("option", { value: "", text: "every " + (V.group_label || "group") })].concat(
+          names.map(function (g) { return h("option", { value: g, text: g }); })));
+      parts.push(groupSel);
+    }
+    count = h("span", { cls: "pp-count", id: "pp-count" });
+    parts.push(count);
+    toolbar = h("div", { cls: "pp-toolbar", id: "pp-toolbar", role: "search" }, parts);
+    var main = document.querySelector("main");
+    main.parentNode.insertBefore(toolbar, main);
+  }
+  function filter() {
+    var s = PP.state, q = (s.q || "").toLowerCase(), shown = 0, total = 0;
+    document.querySelectorAll("[data-pp-item]").forEach(function (e) {
+      var ok = true;
+      if (q) {
+        var pid = e.getAttribute("data-pp-prompt");
+        ok = e.textContent.toLowerCase().indexOf(q) >= 0 || (pid !== null && promptText(+pid).indexOf(q) >= 0);
+      }
+      if (ok && s.sig && e.getAttribute("data-pp-sig") === "0") ok = false;
+      if (ok && s.side && e.hasAttribute("data-pp-side") && e.getAttribute("data-pp-side") !== s.side) ok = false;
+      if (ok && s.group && e.hasAttribute("data-pp-group") && e.getAttribute("data-pp-group") !== s.group) ok = false;
+      e.classList.toggle("pp-hidden", !ok);
+      total++; if (ok) shown++;
+    });
+    if (count) count.textContent = shown + " of " + total + " rows and cards shown";
+    if (search && search.value !== (s.q || "")) search.value = s.q || "";
+    if (sigBox) sigBox.checked = !!s.sig;
+    if (sideSel) sideSel.value = s.side || "";
+    if (groupSel) groupSel.value = s.group || "";
+  }
+
+  /* ---------------------------------------------------------------------------- side-by-side panel */
+  var panel;
+  PP.panel = function (title, nodes) {
+    if (!panel) {
+      panel = h("aside", { cls: "pp-panel", id: "pp-panel", "aria-label": "details" });
+      document.body.appendChild(panel);
+    }
+    panel.textContent = "";
+    panel.appendChild(h("button", { cls: "pp-close", title: "close (Esc)", text: "×",
+      onclick: function () { PP.set({ mode: "", prompt: "", attr: "", cluster: "" }); } }));
+    panel.appendChild(h("h2", { text: title, dir: "auto" }));
+    nodes.forEach(function (n) { if (n) panel.appendChild(n); });
+    panel.hidden = false;
+    panel.scrollTop = 0;
+  };
+  function closePanel() { if (panel) panel.hidden = true; }
+
+  /* --------------------------------------------------------------------------- linked selection */
+  function markSelected() {
+    var s = PP.state;
+    document.querySelectorAll(".pp-selected").forEach(function (e) { e.classList.remove("pp-selected"); });
+    if (s.mode) document.querySelectorAll('[data-pp-mode="' + CSS.escape(s.mode) + '"]').forEach(function (e) { e.classList.add("pp-selected"); });
+    if (s.prompt) document.querySelectorAll('[data-pp-prompt="' + CSS.escape(s.prompt) + '"]').forEach(function (e) { e.classList.add("pp-selected"); });
+  }
+  function linkClicks() {
+    document.addEventListener("click", function (ev) {
+      var t = ev.target;
+      if (!(t instanceof Element) || t.closest(".pp-toolbar") || t.closest("summary")) return;
+      var cl = t.closest("[data-pp-cluster]");
+      if (cl) { PP.set({ cluster: cl.getAttribute("data-pp-cluster") }); return; }
+      var at = t.closest("[data-pp-attr]");
+      if (at) { PP.set({ attr: at.getAttribute("data-pp-attr") }); return; }
+      var pr = t.closest("[data-pp-prompt]");
+      if (pr) { PP.set({ prompt: pr.getAttribute("data-pp-prompt"), mode: "" }); return; }
+      var mo = t.closest("[data-pp-mode]");
+      if (mo && (mo.tagName !== "DIV" || t.closest("h3"))) { PP.set({ mode: mo.getAttribute("data-pp-mode"), prompt: "" }); }
+    });
+    document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") PP.set({ mode: "", prompt: "", attr: "", cluster: "" }); });
+  }
+  function apply() {
+    var s = PP.state;
+    filter();
+    markSelected();
+    var shown = false;
+    Object.keys(PP.views).forEach(function (k) { if (!shown && s[k]) shown = PP.views[k](s[k]) !== false; });
+    if (!shown) closePanel();
+    Object.keys(PP.widgets).forEach(function (k) { PP.widgets[k].update && PP.widgets[k].update(s); });
+  }
+  PP.apply = apply;
+
+  PP.sortable = sortable;
+  PP.V = V;
+
+  /* ------------------------------------------------------------------------------------ start */
+  function start() {
+    document.querySelectorAll("main table").forEach(function (t) { if (t.tHead) sortable(t); });
+    document.querySelectorAll(".pp-widget[data-pp-widget]").forEach(function (el) {
+      var w = PP.widgets[el.getAttribute("data-pp-widget")];
+      if (!w || !w.draw) return;
+      w.draw(el);
+      if (el.childNodes.length && el.parentNode) el.parentNode.classList.add("pp-on");
+    });
+    buildToolbar();
+    linkClicks();
+    PP.state = readHash();
+    window.addEventListener("hashchange", function () {
+      if (PP.ignoreHash) { PP.ignoreHash = false; return; }
+      var s = readHash();
+      if (Object.keys(s).length) { PP.state = s; apply(); }
+    });
+    apply();
+    document.documentElement.setAttribute("data-pp-ready", "1");
+    if (window.performance && performance.mark) performance.mark("pp-ready");
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

@@ -1,0 +1,273 @@
+/* promptprism report: the views (side panel contents) and widgets of each report kind, on top of report.js.
+ * PP.views.<key>(id) fills the panel for the fragment key <key> (mode, prompt, cluster, attr); returns false
+ * when the id is unknown. PP.widgets.<name> = {draw(el), update(state)} for <div data-pp-widget="<name>">.
+ * Every text goes in with textContent (through PP.h), never parsed as HTML.
+ */
+(function (PP) {
+  "use strict";
+  var h = PP.h, fmt = PP.fmt, V = PP.V, sortable = PP.sortable;
+
+  /* --------------------------------------------------------------------- sample cards, word diff */
+  function words(text) { return (text || "").toLowerCase().match(/[\p{L}\p{N}_']+/gu) || []; }
+  function highlighted(text, other) {
+    // the words of `text` that none of the other model's outputs (for the same prompt) contain
+    var box = h("div", { cls: "pp-text", dir: "auto" });
+    var parts = (text || "").split(/([\p{L}\p{N}_']+)/u);
+    parts.forEach(function (part, i) {
+      if (i % 2 === 1 && other && !other[part.toLowerCase()]) box.appendChild(h("mark", { text: part }));
+      else if (part) box.appendChild(document.createTextNode(part));
+    });
+    return box;
+  }
+  function sampleCard(r, other) {
+    var row = V.rows[r];
+    if (!row) return null;
+    var meta = "#" + row.i + (row.sc !== undefined && row.sc !== null ? " · score " + fmt(row.sc, 3) : "") +
+      (row.cut ? " · first " + row.t.length + " of " + row.cut + " characters" : "");
+    var prompt = V.prompts[row.p];
+    var cap = h("div", { cls: "pp-meta", dir: "auto" }, [meta, prompt && !other ? " · " + prompt.prompt.slice(0, 120) : ""]);
+    if (row.im !== undefined && row.im !== null && V.thumbs[row.im]) {
+      // the thumbnail is decoded only now, when its card is shown (lazy)
+      return h("figure", { "data-pp-prompt": row.p, title: "show this prompt's outputs" },
+        [h("img", { src: V.thumbs[row.im], alt: prompt ? prompt.prompt.slice(0, 200) : "sample", loading: "lazy", decoding: "async" }), cap]);
+    }
+    var t = row.t === null || row.t === undefined ? "(no output recorded)" : row.t;
+    return h("div", { "data-pp-prompt": row.p }, [other ? highlighted(t, other) : h("div", { cls: "pp-text", dir: "auto", text: t }), cap]);
+  }
+  function sideBySide(list, label, diff) {
+    var names = V.names || { test: "test", reference: "reference" };
+    var bags = {};
+    if (diff) ["test", "reference"].forEach(function (s) {
+      var b = {}; (list[s] || []).forEach(function (r) { words((V.rows[r] || {}).t).forEach(function (w) { b[w] = 1; }); });
+      bags[s] = b;
+    });
+    return h("div", { cls: "pp-cols" }, ["test", "reference"].map(function (s) {
+      var rows = list[s] || [];
+      var cards = rows.map(function (r) { return sampleCard(r, diff ? bags[s === "test" ? "reference" : "test"] : false); });
+      var imgs = cards.filter(function (c) { return c && c.tagName === "FIGURE"; });
+      return h("div", { "data-pp-col": s }, [h("h3", { text: names[s] + " · " + rows.length + " " + label })].concat(
+        imgs.length ? [h("div", { cls: "pp-imgs" }, cards)] : cards));
+    }));
+  }
+  PP.sideBySide = sideBySide;
+
+  /* ------------------------------------------------------------------------- PromptSplit views */
+  function modeById(id) { return (V.modes || []).filter(function (m) { return m.id === id; })[0]; }
+  function sigText(m) { return m.significant === true ? "significant" : m.significant === false ? "not significant" : "not tested"; }
+  function table(headers, rows, rowAttrs) {
+    var t = h("table", null, [h("thead", null, [h("tr", null, headers.map(function (x) { return h("th", { text: x }); }))]),
+      h("tbody", null, rows.map(function (r, i) {
+        return h("tr", rowAttrs ? rowAttrs[i] : null, r.map(function (c) { return h("td", { text: c, dir: "auto" }); }));
+      }))]);
+    sortable(t);
+    return t;
+  }
+  PP.table = table;
+  PP.views.mode = function (id) {
+    var m = modeById(id);
+    if (!m) return false;
+    var names = V.names || {};
+    PP.panel("Mode " + m.id + " · " + (names[m.side] || m.side) + " does more", [
+      h("p", { text: "eigenvalue " + fmt(m.eigenvalue) + " · p = " + fmt(m.p_value, 3) + " · " + sigText(m) }),
+      h("h3", { text: "its prompts (click one for its outputs)" }),
+      table(["prompt", "contribution", "share of eigenvalue", "n test", "n ref"], m.prompts.map(function (p) {
+        return [V.prompts[p[0]].prompt, fmt(p[1], 3), p[2] === null ? "–" : fmt(100 * p[2], 3) + "%", p[3], p[4]];
+      }), m.prompts.map(function (p) { return { "data-pp-prompt": p[0] }; })),
+      h("h3", { text: "its strongest samples, both models side by side" }),
+      sideBySide(m.samples, "samples", false)
+    ]);
+  };
+  function hasText(list) {
+    return ["test", "reference"].some(function (s) { return (list[s] || []).some(function (r) { var row = V.rows[r]; return row && row.t && row.im === undefined; }); });
+  }
+  PP.views.prompt = function (id) {
+    var p = (V.prompts || [])[+id];
+    if (!p) return false;
+    var contrib = (V.modes || []).map(function (m) {
+      var c = p.contrib ? p.contrib[m.id] : undefined;
+      return [m.id, c === undefined ? "not among its top prompts" : fmt(c, 3),
+        c === undefined || !m.eigenvalue ? "–" : fmt(100 * c / m.eigenvalue, 3) + "%", sigText(m), fmt(m.p_value, 3)];
+    });
+    var shown = (p.rows.test || []).length + (p.rows.reference || []).length;
+    PP.panel(p.prompt.length > 300 ? p.prompt.slice(0, 300) + "…" : p.prompt, [
+      h("p", { text: "disagreement " + fmt(p.disagreement) + (p.share !== null && p.share !== undefined ? " (" + fmt(100 * p.share, 3) + "% of the total)" : "") +
+        " · " + p.n_test + " test and " + p.n_reference + " reference samples · " + shown + " shown" +
+        (V.ranking_basis ? " · ranking from " + V.ranking_basis : "") }),
+      h("h3", { text: "outputs side by side" + (hasText(p.rows) ? " (highlighted: words the other model's outputs for this prompt do not use)" : "") }),
+      sideBySide(p.rows, "outputs", true),
+      h("h3", { text: "contribution to each mode" }),
+      table(["mode", "contribution", "share of eigenvalue", "mode significance", "p"], contrib,
+        (V.modes || []).map(function (m) { return { "data-pp-mode": m.id }; }))
+    ]);
+  };
+
+  /* ------------------------------------------------------------------------------ Scendi views */
+  function clusterColumn(c) {
+    var cards = c.samples.map(function (s) {
+      var cap = h("div", { cls: "pp-meta", dir: "auto", text: "#" + s.i + " · score " + fmt(s.sc, 3) + " · " + (s.p || "").slice(0, 120) });
+      if (s.im !== undefined) return h("figure", null, [h("img", { src: V.thumbs[s.im], alt: (s.p || "sample").slice(0, 200), loading: "lazy" }), cap]);
+      return h("div", null, [h("div", { cls: "pp-text", dir: "auto", text: s.t === null || s.t === undefined ? "(no output recorded)" : s.t }), cap]);
+    });
+    var imgs = cards.filter(function (x) { return x.tagName === "FIGURE"; }).length;
+    return h("div", { "data-pp-col": c.kind }, [h("h3", { text: c.kind + " #" + c.rank + " · " + fmt(100 * c.share, 3) + "% of the trace" })]
+      .concat(imgs ? [h("div", { cls: "pp-imgs" }, cards)] : cards));
+  }
+  PP.views.cluster = function (id) {
+    var cs = V.clusters || [], c = cs[+id];
+    if (!c) return false;
+    var pair = cs.filter(function (o) { return o.model === c.model && o.row === c.row; });
+    PP.panel(c.model + " · cluster row " + (c.row + 1), [
+      h("p", { cls: "muted", text: "Model-driven cluster (what the model varies beyond its prompts) beside the unconditioned cluster of the same rank (the outputs' own clusters, prompts ignored); their strongest samples." }),
+      h("div", { cls: "pp-cols" }, pair.map(clusterColumn))
+    ]);
+  };
+
+  /* ---------------------------------------------------------------------------- CompCon views */
+  PP.views.attr = function (id) {
+    var a = (V.attributes || [])[+id];
+    if (!a) return false;
+    var names = V.names || { A: "A", B: "B" };
+    PP.panel(a.attribute, [
+      h("p", { text: "diverges on " + a.n_diverging + " of " + a.n_prompts + " prompts (score " + fmt(a.score, 3) +
+        ") · mean fraction " + names.A + " " + fmt(a.mean_fraction_a, 3) + ", " + names.B + " " + fmt(a.mean_fraction_b, 3) +
+        " · CLIP threshold " + fmt(a.threshold, 3) }),
+      h("h3", { text: "diverging prompts, both models' images" })
+    ].concat(a.prompts.length ? a.prompts.map(function (k) {
+      var pr = V.prompts[k];
+      return h("div", { cls: "card" }, [h("b", { text: pr.prompt, dir: "auto" }), h("div", { cls: "pp-cols" }, ["A", "B"].map(function (key) {
+        var ids = pr[key] || [];
+        return h("div", { "data-pp-col": key }, [h("h4", { text: names[key] }), ids.length ? h("div", { cls: "pp-imgs" }, ids.map(function (t) {
+          return h("figure", null, [h("img", { src: V.thumbs[t], alt: names[key] + ": " + pr.prompt.slice(0, 150), loading: "lazy" })]);
+        })) : h("p", { cls: "muted small", text: pr[key + "_why"] || "no images (the model's images were not given)" })]);
+      }))]);
+    }) : [h("p", { cls: "muted", text: "no diverging prompt" })]));
+  };
+
+  /* ------------------------------------------------------------------------------------ widgets */
+  PP.widgets.heat = {
+    draw: function (el) {
+      var R = PP.data.result || {}, names = R.names || [], shape = V.shape, labels = V.labels;
+      if (!shape || !labels || !names.length) return;
+      var hgt = shape[0], wid = shape[1], cell = Math.max(2, Math.floor(300 / Math.max(hgt, wid)));
+      var sel = h("select", { id: "pp-checkpoint", "aria-label": "generated set", onchange: function () { PP.set({ group: sel.value }); } },
+        names.map(function (n) { return h("option", { value: n, text: n }); }));
+      var cv = h("canvas", { width: wid * cell, height: hgt * cell, id: "pp-heat", "aria-label": "region CMS heat map" });
+      var tip = h("div", { cls: "pp-tip", hidden: true });
+      var legend = h("p", { cls: "muted small" });
+      el.appendChild(h("p", { cls: "muted small" }, ["Region CMS over the image for ", sel, " (hover a pixel for its region's value and interval; dark: lower CMS, the region that differs more)."]));
+      el.appendChild(h("div", { cls: "pp-map" }, [cv, tip]));
+      el.appendChild(legend);
+      var ctx = cv.getContext("2d"), self = this;
+      function setIndex() { var k = names.indexOf(sel.value); return k < 0 ? 0 : k; }
+      this.paint = function () {
+        var k = setIndex(), vals = (R.region_cms || [])[k] || [];
+        var lo = Math.min.apply(null, vals.filter(isFinite)), hi = Math.max.apply(null, vals.filter(isFinite));
+        for (var y = 0; y < hgt; y++) for (var x = 0; x < wid; x++) {
+          var v = vals[labels[y * wid + x]], f = hi > lo ? (v - lo) / (hi - lo) : 1;
+          ctx.fillStyle = v === null || v === undefined ? "#ccc" : "hsl(12," + Math.round(70 * (1 - f) + 10) + "%," + Math.round(35 + 55 * f) + "%)";
+          ctx.fillRect(x * cell, y * cell, cell, cell);
+        }
+        legend.textContent = names[k] + ": region CMS from " + fmt(lo, 3) + " (darkest) to " + fmt(hi, 3) + " (lightest)";
+      };
+      cv.addEventListener("mousemove", function (ev) {
+        var r = cv.getBoundingClientRect(), x = Math.floor((ev.clientX - r.left) * wid / r.width), y = Math.floor((ev.clientY - r.top) * hgt / r.height);
+        if (x < 0 || y < 0 || x >= wid || y >= hgt) { tip.hidden = true; return; }
+        var k = setIndex(), reg = labels[y * wid + x], iv = ((V.intervals || [])[k] || [])[reg];
+        tip.textContent = names[k] + " · pixel (" + y + ", " + x + ") · region " + reg + " · CMS " + fmt(((R.region_cms || [])[k] || [])[reg], 4) +
+          (iv ? " [" + fmt(iv[0], 3) + ", " + fmt(iv[1], 3) + "]" : " (no interval)");
+        tip.style.left = Math.min(ev.clientX - r.left + 12, r.width) + "px";
+        tip.style.top = (ev.clientY - r.top + 12) + "px";
+        tip.hidden = false;
+      });
+      cv.addEventListener("mouseleave", function () { tip.hidden = true; });
+      this.sel = sel;
+      this.paint();
+    },
+    update: function (s) {
+      if (!this.paint) return;
+      var names = (PP.data.result || {}).names || [];
+      this.sel.value = s.group && names.indexOf(s.group) >= 0 ? s.group : names[0];
+      this.paint();
+    }
+  };
+  PP.widgets.modes = {
+    draw: function (el) {
+      var ms = V.modes || [];
+      if (!ms.length) return;
+      var top = Math.max.apply(null, ms.map(function (m) { return Math.abs(m.eigenvalue) || 0; })) || 1;
+      el.appendChild(h("p", { cls: "muted small", text: "Modes by |eigenvalue| (blue: test does more, orange: reference; pale: not significant). Click a bar to open the mode." }));
+      el.appendChild(h("div", { cls: "pp-modebars" }, ms.map(function (m) {
+        var b = h("button", { "data-pp-mode": m.id, cls: (m.side === "test" ? "" : "neg") + (m.significant === false ? " ns" : ""),
+          title: "mode " + m.id + " · eigenvalue " + fmt(m.eigenvalue) + " · " + sigText(m) });
+        b.style.height = Math.max(2, 110 * Math.abs(m.eigenvalue || 0) / top) + "px";
+        return b;
+      })));
+    }
+  };
+  PP.widgets.map = {
+    draw: function (el) {
+      var M = V.map;
+      if (!M || !M.x || !M.x.length) return;
+      var W = 640, H = 460, pad = 12;
+      var cv = h("canvas", { width: W, height: H, id: "pp-map", "aria-label": "map of the samples" });
+      var tip = h("div", { cls: "pp-tip", hidden: true });
+      el.appendChild(h("p", { cls: "muted small", text: "Hover a point to see the sample, click it to open its prompt. The selected mode's or prompt's samples are ringed." }));
+      el.appendChild(h("div", { cls: "pp-map" }, [cv, tip]));
+      var minx = Math.min.apply(null, M.x), maxx = Math.max.apply(null, M.x), miny = Math.min.apply(null, M.y), maxy = Math.max.apply(null, M.y);
+      var px = M.x.map(function (x) { return pad + (W - 2 * pad) * (x - minx) / ((maxx - minx) || 1); });
+      var py = M.y.map(function (y) { return H - pad - (H - 2 * pad) * (y - miny) / ((maxy - miny) || 1); });
+      var ctx = cv.getContext("2d");
+      this.paint = function (sel) {
+        ctx.clearRect(0, 0, W, H);
+        for (var i = 0; i < px.length; i++) {
+          var on = !sel || sel[M.row[i]];
+          ctx.globalAlpha = on ? 0.9 : 0.15;
+          ctx.fillStyle = M.colors[M.mode[i]] || "#888";
+          ctx.beginPath();
+          if ((V.rows[M.row[i]] || {}).s === "test") ctx.arc(px[i], py[i], 3.2, 0, 6.3);
+          else { ctx.moveTo(px[i], py[i] - 4); ctx.lineTo(px[i] + 3.6, py[i] + 2.6); ctx.lineTo(px[i] - 3.6, py[i] + 2.6); }
+          ctx.fill();
+          if (sel && on) { ctx.globalAlpha = 1; ctx.strokeStyle = "#111"; ctx.lineWidth = 1.4; ctx.stroke(); }
+        }
+        ctx.globalAlpha = 1;
+      };
+      function nearest(ev) {
+        var r = cv.getBoundingClientRect(), x = (ev.clientX - r.left) * W / r.width, y = (ev.clientY - r.top) * H / r.height;
+        var best = -1, bd = 64;
+        for (var i = 0; i < px.length; i++) { var d = (px[i] - x) * (px[i] - x) + (py[i] - y) * (py[i] - y); if (d < bd) { bd = d; best = i; } }
+        return best;
+      }
+      cv.addEventListener("mousemove", function (ev) {
+        var i = nearest(ev);
+        if (i < 0) { tip.hidden = true; return; }
+        var row = V.rows[M.row[i]];
+        tip.textContent = "";
+        tip.appendChild(h("div", { cls: "pp-meta", text: (row.s === "test" ? "test" : "reference") + " #" + row.i + " · " + M.mode[i] }));
+        tip.appendChild(h("div", { dir: "auto", text: (V.prompts[row.p] || {}).prompt || "" }));
+        if (row.im !== undefined && row.im !== null && V.thumbs[row.im]) tip.appendChild(h("img", { src: V.thumbs[row.im], alt: "sample" }));
+        else if (row.t) tip.appendChild(h("div", { cls: "pp-meta", dir: "auto", text: row.t.slice(0, 240) }));
+        var r = cv.getBoundingClientRect();
+        tip.style.left = Math.min(ev.clientX - r.left + 12, r.width - 200) + "px";
+        tip.style.top = (ev.clientY - r.top + 12) + "px";
+        tip.hidden = false;
+      });
+      cv.addEventListener("mouseleave", function () { tip.hidden = true; });
+      cv.addEventListener("click", function (ev) { var i = nearest(ev); if (i >= 0) PP.set({ prompt: String(V.rows[M.row[i]].p), mode: "" }); });
+      this.paint(null);
+    },
+    update: function (s) {
+      if (!this.paint) return;
+      var sel = null, list = null;
+      if (s.mode && modeById(s.mode)) list = modeById(s.mode).samples;
+      else if (s.prompt && V.prompts[+s.prompt]) list = V.prompts[+s.prompt].rows;
+      if (list) {
+        sel = {};
+        ["test", "reference"].forEach(function (k) { (list[k] || []).forEach(function (r) { sel[r] = 1; }); });
+        if (s.mode) V.map.mode.forEach(function (mm, i) { if (mm === s.mode) sel[V.map.row[i]] = 1; });
+        if (s.prompt) V.map.row.forEach(function (r) { if (V.rows[r].p === +s.prompt) sel[r] = 1; });
+      }
+      this.paint(sel);
+    }
+  };
+
+})(window.PP);

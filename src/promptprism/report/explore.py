@@ -1,0 +1,257 @@
+"""The data behind the PromptSplit page's linked views (JSON-ready; embedded once by :mod:`.interactive`).
+
+``view`` holds, beside result.json's content (embedded as ``result``): the modes (their prompts and their
+top samples of both sets, as row ids), the prompts (ranking numbers, each mode's contribution where the
+prompt is among the mode's top prompts, and a seeded sample of each set's outputs for the prompt), the
+sample rows those refer to (set, index, prompt id, output text cut to ``TEXT_LIMIT`` characters, thumbnail
+id, score) and the thumbnails, within ``THUMB_BUDGET`` bytes. What is left out is listed in ``left_out``
+and shown on the page.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .common import visual_of
+from .html import data_uri
+from .map import mode_label
+
+#: outputs per set kept for each prompt's side-by-side view (a seeded sample above it)
+PER_PROMPT = 6
+#: prompts with rows; the rest keep their numbers but no outputs
+MAX_PROMPTS = 2000
+#: an output text is cut to this many characters in the data (result.json keeps the top samples whole)
+TEXT_LIMIT = 4000
+#: total bytes of the thumbnails in the data (base64); later rows get none
+THUMB_BUDGET = 8_000_000
+#: thumbnail size in the data, pixels
+THUMB_PX = 64
+
+
+class _Rows:
+    """Sample rows, each once: (set, index) -> row id."""
+
+    def __init__(self, sets, images, bases, prompt_id) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.thumbs: list[str] = []
+        self.ids: dict[tuple[str, int], int] = {}
+        self.sets, self.images, self.bases, self.prompt_id = sets, images, bases, prompt_id
+        self.thumb_bytes = 0
+        self.no_thumb = 0
+        self.cut = 0
+
+    def add(self, side: str, index: int, prompt: str, output: Any, score: Any = None) -> int:
+        key = (side, int(index))
+        if key in self.ids:
+            if score is not None and self.rows[self.ids[key]].get("sc") is None:
+                self.rows[self.ids[key]]["sc"] = score
+            return self.ids[key]
+        row: dict[str, Any] = {"s": side, "i": int(index), "p": self.prompt_id(prompt)}
+        if score is not None:
+            row["sc"] = score
+        text = None if output is None else str(output)
+        if text is not None and len(text) > TEXT_LIMIT:
+            row["cut"] = len(text)
+            text = text[:TEXT_LIMIT]
+            self.cut += 1
+        row["t"] = text
+        self._thumb(row, side, index, output)
+        self.ids[key] = len(self.rows)
+        self.rows.append(row)
+        return self.ids[key]
+
+    def _thumb(self, row: dict, side: str, index: int, output: Any) -> None:
+        images = self.images.get(side)
+        is_file = isinstance(output, str) and "." in output[-6:]
+        if images is None and not is_file:
+            return
+        if self.thumb_bytes >= THUMB_BUDGET:
+            self.no_thumb += 1
+            return
+        from . import figures
+
+        try:
+            if images is not None:
+                visual = figures.array_thumbnail(images[index], THUMB_PX)
+            else:
+                visual, _ = visual_of(output, bases=self.bases.get(side, ()))
+        except (ValueError, TypeError, IndexError, OSError, figures.FiguresUnavailable):
+            visual = None
+        if visual is None:
+            return
+        uri = data_uri(visual[0], visual[1])
+        self.thumb_bytes += len(uri)
+        row["im"] = len(self.thumbs)
+        self.thumbs.append(uri)
+
+
+def _prompt_table(result: Any, sets: dict) -> tuple[list[dict], dict[str, int]]:
+    prompts: list[dict] = []
+    ids: dict[str, int] = {}
+    for r in result.prompt_ranking:
+        ids[r["prompt"]] = len(prompts)
+        prompts.append(
+            {
+                "prompt": r["prompt"],
+                "disagreement": r.get("disagreement"),
+                "share": r.get("share"),
+                "n_test": r.get("n_test"),
+                "n_reference": r.get("n_reference"),
+            }
+        )
+    for s in ("test", "reference"):
+        if s in sets and sets[s].prompts is not None:
+            counts = dict(
+                zip(
+                    *np.unique(np.asarray(sets[s].prompts, dtype=object).astype(str), return_counts=True),
+                    strict=True,
+                )
+            )
+            for name, c in counts.items():
+                if name not in ids:
+                    ids[name] = len(prompts)
+                    prompts.append(
+                        {"prompt": name, "disagreement": None, "share": None, "n_test": 0, "n_reference": 0}
+                    )
+                prompts[ids[name]][f"n_{s}"] = int(c)
+    for p in prompts:
+        p["rows"] = {"test": [], "reference": []}
+    return prompts, ids
+
+
+def promptsplit_view(
+    result: Any, sets: dict, images: dict, bases: dict[str, list[Path]], names: dict[str, str], map_data: Any
+) -> dict[str, Any]:
+    """The ``view`` data of a PromptSplit page (see the module docstring)."""
+    prompts, ids = _prompt_table(result, sets)
+
+    def prompt_id(name: str) -> int:
+        if name not in ids:
+            ids[name] = len(prompts)
+            prompts.append(
+                {
+                    "prompt": name,
+                    "disagreement": None,
+                    "share": None,
+                    "n_test": None,
+                    "n_reference": None,
+                    "rows": {"test": [], "reference": []},
+                }
+            )
+        return ids[name]
+
+    rows = _Rows(sets, images, bases, prompt_id)
+    modes = []
+    for m in result.modes:
+        mid = mode_label(m.side, m.rank)
+        lam = float(m.eigenvalue) if m.eigenvalue is not None else 0.0
+        loads = []
+        for pl in m.top_prompts:
+            pid = prompt_id(pl.prompt)
+            prompts[pid].setdefault("contrib", {})[mid] = pl.contribution
+            share = pl.contribution / lam if lam and pl.contribution is not None else None
+            loads.append([pid, pl.contribution, share, pl.n_test, pl.n_reference])
+        samples: dict[str, list[int]] = {"test": [], "reference": []}
+        for s in [*m.top_samples, *m.top_samples_other]:
+            samples[s.set].append(rows.add(s.set, s.index, s.prompt, s.output, s.score))
+        modes.append(
+            {
+                "id": mid,
+                "side": m.side,
+                "rank": m.rank,
+                "eigenvalue": m.eigenvalue,
+                "p_value": getattr(m, "p_value", None),
+                "significant": getattr(m, "significant", None),
+                "prompts": loads,
+                "samples": samples,
+            }
+        )
+    left_out = _per_prompt_rows(result, sets, prompts, ids, rows)
+    view: dict[str, Any] = {
+        "names": names,
+        "modes": modes,
+        "prompts": prompts,
+        "ranking_basis": getattr(result, "ranking_basis", None),
+    }
+    if map_data:
+        map_rows = [
+            rows.add(s, i, sets[s].prompt_label(i), sets[s].output_label(i)) for s, i in map_data["points"]
+        ]
+        view["map"] = {
+            "x": map_data["x"],
+            "y": map_data["y"],
+            "mode": map_data["mode"],
+            "row": map_rows,
+            "colors": map_data["colors"],
+        }
+    if rows.cut:
+        left_out.append(
+            f"{rows.cut:,} output texts longer than {TEXT_LIMIT:,} characters are cut to that "
+            "length in the views"
+        )
+    if rows.no_thumb:
+        left_out.append(
+            f"{rows.no_thumb:,} samples have no thumbnail in the views (the "
+            f"{THUMB_BUDGET / 1e6:.0f} MB budget for thumbnails was spent)"
+        )
+    view.update(rows=rows.rows, thumbs=rows.thumbs, left_out=left_out)
+    return view
+
+
+def _per_prompt_rows(
+    result: Any, sets: dict, prompts: list[dict], ids: dict[str, int], rows: _Rows
+) -> list[str]:
+    """Up to ``PER_PROMPT`` outputs per set for each of the first ``MAX_PROMPTS`` prompts (a seeded sample
+    of the prompt's rows); returns notes on what was left out."""
+    notes = []
+    rng = np.random.default_rng(result.seed)
+    sampled = 0
+    for s in ("test", "reference"):
+        if s not in sets or sets[s].prompts is None:
+            if prompts:
+                notes.append(
+                    f"the {s} set's outputs per prompt are not in the views (its inputs were not "
+                    "given): only the modes' top samples are"
+                )
+            continue
+        labels = np.asarray(sets[s].prompts, dtype=object).astype(str)
+        order = np.argsort(labels, kind="stable")
+        names, starts = np.unique(labels[order], return_index=True)
+        bounds = list(starts[1:]) + [len(order)]
+        for name, a, b in zip(names, starts, bounds, strict=True):
+            pid = ids.get(name)
+            if pid is None or pid >= MAX_PROMPTS:
+                continue
+            members = order[a:b]
+            if len(members) > PER_PROMPT:
+                members = np.sort(rng.choice(members, PER_PROMPT, replace=False))
+                sampled += 1
+            prompts[pid]["rows"][s] += [
+                rows.add(s, int(i), name, sets[s].output_label(int(i))) for i in members
+            ]
+    if sampled:
+        notes.append(
+            f"each prompt's side-by-side view shows a seeded sample of at most {PER_PROMPT} outputs "
+            f"per set (seed {result.seed})"
+        )
+    if len(prompts) > MAX_PROMPTS:
+        notes.append(
+            f"{len(prompts) - MAX_PROMPTS:,} prompts beyond the first {MAX_PROMPTS:,} have no outputs "
+            "in the views"
+        )
+    return notes
+
+
+def views_note(left_out: list[str]) -> Any:
+    """What the interactive views leave out (a small paragraph), or None."""
+    from .html import p
+
+    if not left_out:
+        return None
+    return p(
+        "Interactive views (click a mode, a prompt, a map point; search above): " + "; ".join(left_out) + ".",
+        cls="muted small",
+    )

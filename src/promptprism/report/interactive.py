@@ -1,0 +1,66 @@
+"""The report's interactive layer: its data as one JSON block and its script and style sheet, inlined.
+
+A page stays one file that opens offline: :func:`data_block` embeds the data behind the views once, as
+``<script type="application/json" id="pp-data">`` (escaped so that no text in it can close the block or
+start markup), and :func:`script_block` inlines ``assets/report.js`` and ``assets/views.js`` (plain
+JavaScript, no library) and ``assets/report.css``, package data files read at render time. Without scripts
+the page is the static one; with them, every table sorts, a toolbar searches and filters, and ``data-pp-*``
+attributes link elements to views (see docs/architecture.md, "How a report section opts in").
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from importlib import resources
+from typing import Any
+
+from .html import Html
+
+#: the id of the JSON block; the script reads it with ``JSON.parse``
+DATA_ID = "pp-data"
+#: characters escaped in the JSON block: ``<`` (no ``</script>`` or ``<!--``), ``>``, ``&`` and the two
+#: line terminators that JavaScript source does not allow in strings
+_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_TRANS = str.maketrans(_ESCAPES)
+
+
+@functools.cache
+def asset(name: str) -> str:
+    """The text of ``report/assets/<name>`` (a package data file)."""
+    return resources.files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def json_for_html(data: Any) -> str:
+    """``data`` as JSON that is safe inside a ``<script>`` element: non-finite numbers become null and
+    ``< > & U+2028 U+2029`` are written as ``\\uXXXX`` escapes (the parsed value is unchanged)."""
+    text = json.dumps(_finite(data), ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=str)
+    return text.translate(_TRANS)
+
+
+def data_block(data: Any) -> Html:
+    """The page's data as an inert JSON block (``type="application/json"``, never executed)."""
+    return Html(f'<script type="application/json" id="{DATA_ID}">{json_for_html(data)}</script>')
+
+
+#: the scripts, in order: the components (report.js), then the views and widgets built on them (views.js)
+SCRIPTS = ("report.js", "views.js")
+
+
+def script_block() -> Html:
+    """The interactive layer's style sheet and scripts, inlined (one ``<script>`` element)."""
+    js = "\n".join(asset(name) for name in SCRIPTS)
+    if "</script" in js.lower() or "<!--" in js:
+        raise ValueError("the report's scripts may not contain '</script' or '<!--'")
+    return Html(f'<style id="pp-css">{asset("report.css")}</style><script id="pp-js">{js}</script>')

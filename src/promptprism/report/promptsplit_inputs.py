@@ -1,0 +1,99 @@
+"""The PromptSplit page's inputs: the sets and images a caller passed, checked against the result, and
+read again from a results folder for ``promptprism report DIR``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..data.paired import PairedSet
+from .common import mapping
+from .core import reloader
+
+
+def check_sets(result: Any, inputs: Any, notes: list[str]) -> dict[str, PairedSet]:
+    """The given sets that match the result (a PairedSet of the result's size per side); notes why not."""
+    sets: dict[str, PairedSet] = {}
+    for side, n in (("test", result.n_test), ("reference", result.n_reference)):
+        s = mapping(inputs).get(side)
+        if s is None:
+            continue
+        if not isinstance(s, PairedSet):
+            notes.append(f"inputs['{side}'] is a {type(s).__name__}, not a PairedSet; it is not used")
+        elif len(s) != n:
+            notes.append(
+                f"the {side} input has {len(s):,} samples but the result was computed on {n:,}; "
+                "it is not used (the data changed since the run?)"
+            )
+        else:
+            sets[side] = s
+    return sets
+
+
+def check_images(result: Any, images: Any, notes: list[str]) -> dict[str, Any]:
+    """The given images that match the sets (one per sample per side); notes why not."""
+    out: dict[str, Any] = {}
+    for side, n in (("test", result.n_test), ("reference", result.n_reference)):
+        arr = mapping(images).get(side)
+        if arr is None:
+            continue
+        try:
+            k = len(arr)
+        except TypeError:
+            notes.append(f"images['{side}'] has no length; not used")
+            continue
+        if k != n:
+            notes.append(
+                f"images['{side}'] holds {k:,} images but the {side} set has {n:,} samples; not used"
+            )
+            continue
+        out[side] = arr
+    return out
+
+
+# ------------------------------------------------------------------------------------- inputs, re-read
+@reloader("promptsplit")
+def reload_promptsplit(result: Any, result_dir: Path) -> tuple[dict, dict, list[str]]:
+    """Read the test and reference sets again from ``config`` (a path as given, or relative to the results
+    folder), else ``result_dir/data/{test,reference}.npz``; an ``images`` array in an .npz is used for the
+    gallery. Inputs that need an encoder (manifests, image folders) are not embedded again: their galleries
+    come from result.json and the map is left out, with a note."""
+    from ..data.loaders import load_paired
+    from ..errors import PromptPrismError
+
+    inputs, images, notes = {}, {}, []
+    for side in ("test", "reference"):
+        where = result.config.get(side)
+        candidates = []
+        if where:
+            candidates += [Path(where), result_dir / str(where)]
+        candidates.append(result_dir / "data" / f"{side}.npz")
+        path = next((c for c in candidates if c.exists() and _is_embeddings(c)), None)
+        if path is None:
+            if where and any(Path(c).exists() for c in candidates[:2]):
+                notes.append(
+                    f"{side} input {where}: raw generations (not embeddings); the map needs them "
+                    "embedded, so it is left out here (the command that ran the method draws it)"
+                )
+            else:
+                notes.append(
+                    f"{side} input {where or '(not recorded)'} not found; the map and array "
+                    "thumbnails are left out"
+                )
+            continue
+        try:
+            inputs[side] = load_paired(path, name=side)
+        except PromptPrismError as exc:
+            notes.append(f"{side} input could not be read again: {exc}")
+            continue
+        if path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as zf:
+                if "images" in zf.files:
+                    images[side] = zf["images"]
+    return inputs, images, notes
+
+
+def _is_embeddings(path: Path) -> bool:
+    return path.suffix.lower() == ".npz" or (path.is_dir() and (path / "prompt_embeddings.npy").exists())
