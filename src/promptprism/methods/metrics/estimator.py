@@ -160,9 +160,11 @@ class ReferenceMetrics:
         notes: list[str] = []
         ind = neighbour_indicators(r, x, self.nearest_k, dtype=self.distance_precision,
                                    block_rows=self.block_rows)
-        if ind.tied_balls:
-            notes.append(f"{ind.tied_balls} reference samples have ties at their k-NN radius (exact "
-                         "duplicates): closed balls, each weighted k / (samples it holds) in density")
+        dup = ind.duplicates
+        if dup["reference"] or dup["generated"]:
+            notes.append(f"exact duplicate rows: {dup['generated']} generated, {dup['reference']} reference; "
+                         "k-NN radii count distinct neighbours and density weights each reference ball by "
+                         "1 / its multiplicity (docs/metrics.md)")
         fd = self._fd(x, r, notes)
         kid = kernel_inception_distance(x, r, n_subsets=self.subsets, subset_size=self.subset_size,
                                         seed=self.seed)

@@ -3,17 +3,24 @@
 With real (reference) samples X_1..X_N, fake (generated) samples Y_1..Y_M and the k-nearest-neighbour radius
 r_k(Z) of a sample within its own set (the distance to its k-th nearest other sample):
 
-* precision = (1/M) sum_j 1[exists i: |Y_j - X_i| <= r_k(X_i)]            (Kynkäänniemi et al. eq. 1-2)
-* recall    = (1/N) sum_i 1[exists j: |X_i - Y_j| <= r_k(Y_j)]            (Kynkäänniemi et al. eq. 1-2)
-* density   = (1/(kM)) sum_j sum_i w_i 1[|Y_j - X_i| <= r_k(X_i)]         (Naeem et al. eq. 3)
-* coverage  = (1/N) sum_i 1[exists j: |X_i - Y_j| <= r_k(X_i)]            (Naeem et al. eq. 4)
+* precision = (1/M) sum_j 1[exists i: |Y_j - X_i| < r_k(X_i)]             (Kynkäänniemi et al. eq. 1-2)
+* recall    = (1/N) sum_i 1[exists j: |X_i - Y_j| < r_k(Y_j)]             (Kynkäänniemi et al. eq. 1-2)
+* density   = (1/(kM)) sum_j sum_i w_i 1[|Y_j - X_i| < r_k(X_i)]          (Naeem et al. eq. 3, w_i = 1)
+* coverage  = (1/N) sum_i 1[exists j: |X_i - Y_j| < r_k(X_i)]             (Naeem et al. eq. 4)
 
-Balls are closed (``<=``, as in Kynkäänniemi et al.'s f(phi, Phi)); the reference package ``prdc`` uses open
-balls (``<``), which read 0 wherever a radius is 0: a sample with k or more exact duplicates (prdc issue #7:
-two identical constant sets give density and coverage 0). Ties also break density's premise that a ball
-holds k samples: a ball holding c > k other reference samples (duplicates at its radius) is weighted
-w_i = k / c (w_i = 1 without ties), so identical sets read density n / (n - 1), not n / k. For data without
-ties both definitions agree exactly with prdc.
+Balls are open, as in the reference package ``prdc`` (with closed balls two identical sets would read
+density (k + 1) / k: each ball's k-th neighbour sits on its sphere). For sets without exact duplicate rows
+this is exactly ``prdc`` (tests/). Duplicates are where the published definitions break down, and where
+this module departs, on purpose:
+
+* A radius counts distinct neighbours: the copies of a sample are not its neighbours (in ``prdc``, k copies
+  make its radius 0, its open ball empty, and two identical constant sets read density and coverage 0:
+  prdc issue #7); a sample with fewer than k distinct neighbours gets the distance to its farthest one.
+* Distances within round-off of a radius count as on the sphere (outside), so identical sets read exactly 1;
+  a radius of 0 (a set with one distinct row) is a ball of round-off size: it holds its own copies.
+* Density weights each reference ball by w_i = k / (m_i max(h_i, 1)), with m_i the multiplicity of X_i and
+  h_i the distinct neighbours its closed ball holds (k without ties at the radius): 1 without duplicates;
+  duplicating both sets leaves every metric unchanged, and two identical constant sets read 1 throughout.
 
 Distances are computed in row blocks against the whole other set (bounded memory: ``block_rows`` x N
 distances at a time), never as the full N x M matrix.
@@ -36,10 +43,9 @@ BLOCK_BYTES = 256 * 2**20
 class NeighbourIndicators:
     """Per-sample indicators behind the four metrics (their means are the metrics; bootstrap resamples them).
 
-    ``in_real_manifold[j]`` (fake j inside some real ball), ``real_balls[j]`` (how many real balls hold fake
-    j, each ball weighted k / (samples it holds): 1 without ties), ``in_fake_manifold[i]`` (real i inside
-    some fake ball), ``covered[i]`` (real i's own ball holds a fake sample), the radii, and ``tied_balls``:
-    how many real balls hold more than k other samples (ties at the radius: exact duplicates).
+    ``in_real_manifold[j]`` (fake j inside some real ball), ``real_balls[j]`` (the weighted count of real
+    balls holding fake j), ``in_fake_manifold[i]`` (real i inside some fake ball), ``covered[i]`` (real i's
+    own ball holds a fake sample), the radii, and the exact duplicate rows of each set.
     """
 
     in_real_manifold: np.ndarray
@@ -49,7 +55,7 @@ class NeighbourIndicators:
     real_radii: np.ndarray
     fake_radii: np.ndarray
     k: int
-    tied_balls: int = 0
+    duplicates: dict
 
     def metrics(self) -> dict[str, float]:
         """{'precision', 'recall', 'density', 'coverage'}: the means of the indicators."""
@@ -69,31 +75,21 @@ def check_nearest_k(k: Any, n_real: int, n_fake: int) -> int:
     return int(k)
 
 
-class _Centred:
-    """Both sets centred on the reference mean (distances are translation invariant; the expansion
-    |a|^2 + |b|^2 - 2<a, b> then works on numbers of the size of the distances), with squared norms."""
-
-    def __init__(self, real: Any, fake: Any, dtype: Any):
-        self.dtype = np.dtype(dtype)
-        shift = _block_mean(real)
-        self.real = _centre(real, shift, self.dtype)
-        self.fake = _centre(fake, shift, self.dtype)
-        self.real_sq = np.einsum("ij,ij->i", self.real, self.real)
-        self.fake_sq = np.einsum("ij,ij->i", self.fake, self.fake)
+def distinct_rows(x: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first row of each distinct row, each row's distinct index, each distinct row's multiplicity)."""
+    arr = np.ascontiguousarray(x)
+    view = arr.view(np.dtype((np.void, arr.dtype.itemsize * arr.shape[1]))).ravel()
+    _, first, inverse, counts = np.unique(view, return_index=True, return_inverse=True, return_counts=True)
+    return first, inverse.reshape(-1), counts
 
 
-def _block_mean(x: Any, rows: int = 8192) -> np.ndarray:
-    total = np.zeros(x.shape[1])
-    for start in range(0, x.shape[0], rows):
-        total += np.asarray(x[start : start + rows], dtype=np.float64).sum(axis=0)
-    return total / x.shape[0]
-
-
-def _centre(x: Any, shift: np.ndarray, dtype: np.dtype, rows: int = 8192) -> np.ndarray:
+def _centre(x: Any, shift: np.ndarray, dtype: np.dtype, rows: int = 8192) -> tuple[np.ndarray, np.ndarray]:
+    """Rows minus ``shift`` (distances are translation invariant; the expansion |a|^2 + |b|^2 - 2<a, b> then
+    works on numbers of the size of the distances) in ``dtype``, and their squared norms."""
     out = np.empty(x.shape, dtype=dtype)
     for start in range(0, x.shape[0], rows):
         out[start : start + rows] = np.asarray(x[start : start + rows], dtype=np.float64) - shift
-    return out
+    return out, np.einsum("ij,ij->i", out, out)
 
 
 def _block_rows(other: int, block_rows: int | None) -> int:
@@ -111,20 +107,30 @@ def _sq_dist(a: np.ndarray, a_sq: np.ndarray, b: np.ndarray, b_sq: np.ndarray) -
 
 def knn_radii(x: np.ndarray, x_sq: np.ndarray, k: int, *, block_rows: int | None = None
               ) -> tuple[np.ndarray, np.ndarray]:
-    """Squared distance of each row of ``x`` to its k-th nearest other row (the (k+1)-th smallest distance
-    counting itself at 0, as prdc), and how many other rows its closed ball holds (k without ties), in row
-    blocks."""
+    """Squared distance of each (distinct) row of ``x`` to its k-th nearest other row, and how many other
+    rows its closed ball holds (k without ties), in row blocks. With k or fewer other rows: the farthest."""
     n = x.shape[0]
-    radii = np.empty(n, dtype=np.float64)
-    held = np.empty(n, dtype=np.int64)
+    kth = min(k, n - 1)
+    radii = np.zeros(n, dtype=np.float64)
+    held = np.zeros(n, dtype=np.int64)
+    if kth < 1:
+        return radii, held
     step = _block_rows(n, block_rows)
     for start in range(0, n, step):
         stop = min(n, start + step)
         d2 = _sq_dist(x[start:stop], x_sq[start:stop], x, x_sq)
         d2[np.arange(stop - start), np.arange(start, stop)] = 0.0  # itself, exactly
-        radii[start:stop] = np.partition(d2, k, axis=1)[:, k]
+        radii[start:stop] = np.partition(d2, kth, axis=1)[:, kth]
         held[start:stop] = (d2 <= radii[start:stop, None]).sum(axis=1) - 1
     return radii, held
+
+
+def _set_radii(x: Any, shift: np.ndarray, k: int, dtype: np.dtype, block_rows: int | None) -> dict:
+    first, inverse, counts = distinct_rows(x)
+    xc, x_sq = _centre(x, shift, dtype)
+    radii, held = knn_radii(xc[first], x_sq[first], k, block_rows=block_rows)
+    return {"x": xc, "sq": x_sq, "radii": radii[inverse], "held": held[inverse],
+            "mult": counts[inverse], "duplicates": int(x.shape[0] - first.size)}
 
 
 def neighbour_indicators(real: Any, fake: Any, k: int = 5, *, dtype: Any = np.float64,
@@ -138,26 +144,34 @@ def neighbour_indicators(real: Any, fake: Any, k: int = 5, *, dtype: Any = np.fl
         raise InputError(f"the reference and generated features have {real.shape[1]} and {fake.shape[1]} "
                          "dimensions; they must come from the same encoder")
     k = check_nearest_k(k, real.shape[0], fake.shape[0])
-    c = _Centred(real, fake, dtype)
-    r_real, held = knn_radii(c.real, c.real_sq, k, block_rows=block_rows)
-    r_fake, _ = knn_radii(c.fake, c.fake_sq, k, block_rows=block_rows)
-    weight = k / held  # 1 without ties; a ball holding c > k samples (duplicates) counts k / c
-    n, m = c.real.shape[0], c.fake.shape[0]
-    in_real = np.zeros(m, dtype=bool)
-    balls = np.zeros(m)
-    in_fake = np.zeros(n, dtype=bool)
-    nearest_fake = np.full(n, np.inf)
+    shift = np.zeros(real.shape[1])
+    for start in range(0, real.shape[0], 8192):
+        shift += np.asarray(real[start : start + 8192], dtype=np.float64).sum(axis=0)
+    shift /= real.shape[0]
+    re = _set_radii(real, shift, k, np.dtype(dtype), block_rows)
+    fa = _set_radii(fake, shift, k, np.dtype(dtype), block_rows)
+    weight = k / (re["mult"] * np.maximum(re["held"], 1))
+    # the round-off of the expansion |a|^2 + |b|^2 - 2<a, b>: a sample on a ball's sphere (identical sets:
+    # the k-th neighbour) stays outside whichever way its two computed distances round, and a zero radius
+    # still holds its own copies
+    floor = 64 * np.finfo(np.dtype(dtype)).eps * max(float(re["sq"].max()), float(fa["sq"].max()), 1e-300)
+    r_real = np.maximum(re["radii"] - floor, floor)
+    r_fake = np.maximum(fa["radii"] - floor, floor)
+    n, m = real.shape[0], fake.shape[0]
+    in_real, balls = np.zeros(m, dtype=bool), np.zeros(m)
+    in_fake, nearest_fake = np.zeros(n, dtype=bool), np.full(n, np.inf)
     step = _block_rows(n, block_rows)
     for start in range(0, m, step):
         stop = min(m, start + step)
-        d2 = _sq_dist(c.fake[start:stop], c.fake_sq[start:stop], c.real, c.real_sq)  # (block, N)
-        inside = d2 <= r_real[None, :]
+        d2 = _sq_dist(fa["x"][start:stop], fa["sq"][start:stop], re["x"], re["sq"])  # (block, N)
+        inside = d2 < r_real[None, :]
         in_real[start:stop] = inside.any(axis=1)
         balls[start:stop] = inside @ weight
-        in_fake |= (d2 <= r_fake[start:stop, None]).any(axis=0)
+        in_fake |= (d2 < r_fake[start:stop, None]).any(axis=0)
         np.minimum(nearest_fake, d2.min(axis=0), out=nearest_fake)
-    return NeighbourIndicators(in_real, balls, in_fake, nearest_fake <= r_real, np.sqrt(r_real),
-                               np.sqrt(r_fake), k, int(np.count_nonzero(held > k)))
+    return NeighbourIndicators(in_real, balls, in_fake, nearest_fake < r_real, np.sqrt(re["radii"]),
+                               np.sqrt(fa["radii"]), k,
+                               {"reference": re["duplicates"], "generated": fa["duplicates"]})
 
 
 def prdc(real: Any, fake: Any, k: int = 5, **options: Any) -> dict[str, float]:
