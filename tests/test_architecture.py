@@ -18,6 +18,8 @@ FORBIDDEN = {
     "scale": {"methods", "report", "cli"},
     "methods": {"report", "cli"},
     "report": {"cli"},
+    # sampler-side guidance: torch at the edge of the core; it reads kernels and (lazily) embed's encoders
+    "guidance": {"data", "methods", "report", "cli", "scale", "stats", "results"},
     # results.py renders its notebook summary with report.summary, imported inside _repr_html_
     "results": {"data", "embed", "methods", "cli", "kernels", "stats", "scale"},
     # the array backend (numpy / torch) and its few backend-specific operations: foundation
