@@ -40,10 +40,11 @@ def class_prompts() -> tuple[str, ...]:
 def resized(x: Any, image_size: int) -> Any:
     """uint8 images (n, 28, 28) -> a float tensor (n, 1, s, s) on the 0..255 scale, resized with
     antialiased bilinear interpolation (what the model is trained on)."""
+    import numpy as np
     import torch
     import torch.nn.functional as F
 
-    t = torch.from_numpy(x).float()[:, None]
+    t = torch.from_numpy(np.array(x, dtype=np.float32))[:, None]  # a copy: the IDX arrays are read-only
     if image_size == t.shape[-1]:
         return t
     return F.interpolate(t, size=(image_size, image_size), mode="bilinear", antialias=True,
@@ -132,7 +133,7 @@ def load_checkpoint(folder: str | os.PathLike) -> FashionCheckpoint:
     from diffusers import DDPMScheduler, UNet2DModel
 
     unet = UNet2DModel.from_pretrained(str(path / "unet"), local_files_only=True,
-                                       torch_dtype=torch.float32).eval()
+                                       torch_dtype=torch.float32, low_cpu_mem_usage=False).eval()
     scheduler = DDPMScheduler.from_pretrained(str(path / "scheduler"), local_files_only=True)
     meta = json.loads((path / META_FILE).read_text())
     return FashionCheckpoint(unet=unet, scheduler=scheduler, meta=meta)

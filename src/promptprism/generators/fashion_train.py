@@ -104,6 +104,7 @@ def train(out: str | Path, *, epochs: int = 6, shape: UNetShape = UNetShape(), b
             "lr": lr, "label_dropout": label_dropout, "n_params": n_params, "n_images": int(y.numel())}
     log = (out / "train.log").open("a")
     log.write(f"# {command}\n# {n_params} parameters, {y.numel()} images of {shape.image_size} px\n")
+    log.flush()
     saved, step, t_start = [], 0, time.perf_counter()
     for epoch in range(1, epochs + 1):
         order = torch.randperm(y.numel(), generator=gen)
