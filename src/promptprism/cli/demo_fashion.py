@@ -221,28 +221,48 @@ def cfg_section(ctx: DemoContext, scales: tuple[float, ...]) -> DemoSection:
                        "cfg-diversity")
 
 
+def matched_reference(ctx: DemoContext, meta: dict) -> Path:
+    """The training checkpoint with as many steps as the second generator's start plus its fine-tune
+    (the same amount of training, without the relabelling); the final checkpoint when there is none."""
+    def steps(p: Path) -> int:
+        return int(json.loads((p / "promptprism_generator.json").read_text()).get("steps", -1))
+
+    start = [p for p in ctx.training if p.name == Path(str(meta.get("init"))).name]
+    if start:
+        target = steps(start[0]) + int(meta.get("steps", 0))
+        same = [p for p in ctx.training if steps(p) == target]
+        if same:
+            return same[0]
+    return ctx.training[-1]
+
+
 def split_section(ctx: DemoContext) -> DemoSection | None:
-    """PromptSplit between the fine-tuned second generator and the final checkpoint."""
+    """PromptSplit between the fine-tuned second generator and the checkpoint trained as long."""
     from ..methods.promptsplit import PromptSplit
 
     if ctx.second is None:
         return None
     meta = json.loads((ctx.second / "promptprism_generator.json").read_text())
-    test = ctx.paired(ctx.samples(ctx.second, QUALITY_SCALE), f"second ({ctx.second.name})")
-    ref = ctx.paired(ctx.samples(ctx.training[-1], QUALITY_SCALE), f"final ({ctx.training[-1].name})")
+    first = matched_reference(ctx, meta)
+    images = {"test": ctx.samples(ctx.second, QUALITY_SCALE), "reference": ctx.samples(first, QUALITY_SCALE)}
+    test = ctx.paired(images["test"], f"second ({ctx.second.name})")
+    ref = ctx.paired(images["reference"], f"first ({first.name})")
     result = PromptSplit(seed=ctx.seed).fit(test, ref)
-    save_outputs(result, ctx.out / "split", report=not ctx.no_report, quiet=True,
-                 images={"test": ctx.samples(ctx.second, QUALITY_SCALE),
-                         "reference": ctx.samples(ctx.training[-1], QUALITY_SCALE)})
+    save_outputs(result, ctx.out / "split", report=not ctx.no_report, quiet=True, images=images)
     sig = result.significance or {}
-    rows = [[r["prompt"], f"{r.get('share', r.get('score', float('nan'))):.3f}"]
+    on_significant = sorted({tp.prompt for m in result.modes if m.significant for tp in m.top_prompts[:3]})
+    rows = [[r["prompt"], f"{r['disagreement']:.3g}", f"{r['share']:.3f}"]
             for r in result.prompt_ranking[:10]]
+    headers = ["prompt", "disagreement", "share of the captured spectrum"]
     changed = ", ".join(f"{k} answered with {v}" for k, v in meta.get("answers", {}).items())
-    text = (f"The second generator was fine-tuned from {meta.get('init')} with {changed}. PromptSplit "
-            f"distance {result.distance:.4g}; significant modes: {sig.get('n_significant', 'n/a')} "
-            f"(permutation test, "
-            f"alpha {result.config.get('alpha', 0.05)}). Prompts by their share of the disagreement:")
-    return DemoSection("Where two generators differ (PromptSplit)", text, ["prompt", "share"], rows, "split")
+    text = (f"The second generator: {ctx.second.name}, fine-tuned for {meta.get('steps')} steps from "
+            f"{Path(str(meta.get('init'))).name} with {changed}; the first: {first.name}, trained as long "
+            f"without the change. PromptSplit distance {result.distance:.4g}; significant modes: "
+            f"{sig.get('n_significant', 'n/a')} (permutation test, alpha "
+            f"{result.config.get('alpha', 0.05)}); "
+            f"top prompts of the significant modes: {', '.join(on_significant) or 'none'}. "
+            f"Prompts ranked by {result.ranking_basis}:")
+    return DemoSection("Where two generators differ (PromptSplit)", text, headers, rows, "split")
 
 
 def grid_png(blocks: list[np.ndarray], per_prompt: int, shown: int = 6, zoom: int = 3) -> bytes:

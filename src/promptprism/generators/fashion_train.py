@@ -131,8 +131,9 @@ def train(out: str | Path, *, epochs: int = 6, shape: UNetShape = UNetShape(), b
                 log.flush()
             if max_steps is not None and step >= max_steps:
                 break
-        saved.append(_save(out / f"epoch-{epoch}", epoch, unet, ema, scheduler, shape, steps=step,
-                           seconds=time.perf_counter() - t_start, **info))
+        if not (save_every and step % save_every == 0):  # else just saved as step-N
+            saved.append(_save(out / f"epoch-{epoch}", epoch, unet, ema, scheduler, shape, steps=step,
+                               seconds=time.perf_counter() - t_start, **info))
         log.write(f"saved {saved[-1]} after {time.perf_counter() - t_start:.0f} s\n")
         log.flush()
         if max_steps is not None and step >= max_steps:
