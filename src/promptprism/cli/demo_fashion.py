@@ -29,7 +29,7 @@ import numpy as np
 
 from .._validation import check_positive_number, check_seed
 from ..errors import InputError, OptionError
-from ..io import atomic_write_text, check_out_dir
+from ..io import atomic_write_bytes, atomic_write_text, check_out_dir
 from ._app import console
 from ._output import save_outputs
 
@@ -79,11 +79,19 @@ class DemoContext:
 
         key = (str(checkpoint), float(scale))
         if key not in self.cache:
+            # kept on disk: a second run (e.g. with one more checkpoint) samples only the new sets
+            stored = (self.out / "samples" / f"{checkpoint.name}_cfg{scale:g}_n{self.per_prompt}_"
+                      f"steps{self.steps}_seed{self.seed}.npy")
+            if stored.is_file():
+                self.cache[key] = np.load(stored)
+                return self.cache[key]
             t0 = time.perf_counter()
             seeds = sample_seeds(self.seed, self.classes.size)
             self.cache[key] = sample_images(load_checkpoint(checkpoint), self.classes, seeds,
                                             guidance_scale=scale, steps=self.steps)
             self.cache.setdefault("seconds", []).append(time.perf_counter() - t0)
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(stored, _npy_bytes(self.cache[key]))
         return self.cache[key]
 
     def paired(self, images: np.ndarray, name: str):
@@ -96,23 +104,16 @@ class DemoContext:
                          prompts=[prompts[c] for c in self.classes], name=name)
 
 
+def _npy_bytes(array: np.ndarray) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, array)
+    return buf.getvalue()
+
+
 #: further experiments: fn(context) -> DemoSection, run after the built-in ones
 EXTRA_EXPERIMENTS: list[Callable[[DemoContext], DemoSection]] = []
-
-
-def find_checkpoints(folder: Path) -> tuple[list[Path], Path | None]:
-    """The training run's checkpoints in step order, and the fine-tuned second generator (if any)."""
-    from ..generators.fashion import META_FILE
-
-    if not folder.is_dir():
-        raise OptionError(f"--weights {folder}: not a folder of generator checkpoints")
-    metas = {p.parent: json.loads(p.read_text()) for p in sorted(folder.glob(f"*/{META_FILE}"))}
-    training = sorted((p for p, m in metas.items() if not m.get("answers") and not m.get("init")),
-                      key=lambda p: metas[p].get("steps", 0))
-    second = [p for p, m in metas.items() if m.get("answers")]
-    if not training:
-        raise OptionError(f"--weights {folder}: holds no checkpoint of a training run ({META_FILE} files)")
-    return training, (second[-1] if second else None)
 
 
 def pixel_classifier(seed: int, image_size: int):
@@ -287,8 +288,6 @@ def grid_png(blocks: list[np.ndarray], per_prompt: int, shown: int = 6, zoom: in
 
 
 def _write_figures(ctx: DemoContext, scales: tuple[float, ...]) -> dict[str, str]:
-    from ..io import atomic_write_bytes
-
     names = ", ".join(p.name for p in ctx.training)
     scale_list = ", ".join(f"{s:g}" for s in scales)
     figures = {
@@ -309,7 +308,7 @@ def run_fashion_demo(out: Path, *, weights: Path | None, per_prompt: int, steps:
                      scales: tuple[float, ...] = DEFAULT_SCALES, quiet: bool = False,
                      no_report: bool = False) -> dict:
     """Run every experiment on the generator's checkpoints and write the summary; returns it."""
-    from ..generators.fashion import packaged_checkpoint, real_images
+    from ..generators.fashion import find_checkpoints, packaged_weights, real_images
 
     check_out_dir(out)
     check_positive_number(per_prompt, "--per-prompt", integer=True)
@@ -317,7 +316,7 @@ def run_fashion_demo(out: Path, *, weights: Path | None, per_prompt: int, steps:
     check_seed(seed)
     if per_prompt < 10:
         raise OptionError(f"--per-prompt must be at least 10 with --generator, got {per_prompt}")
-    training, second = find_checkpoints(Path(weights) if weights is not None else packaged_checkpoint())
+    training, second = find_checkpoints(Path(weights) if weights is not None else packaged_weights())
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     size = json.loads((training[-1] / "promptprism_generator.json").read_text())["image_size"]
