@@ -1,8 +1,11 @@
 """Image generations from a Python callable (``module:function``) or a diffusers pipeline in a local folder.
 
-The callable is called once per (prompt, sample) as ``fn(prompt, seed=SEED)`` (or ``fn(prompt)`` when it
-takes no ``seed``) and must return one image: a PIL image, an (H, W[, 3|4]) array, or a path to an image
-file. Images are written as PNG beside the manifest, in ``<manifest stem>_images/<id>_<sample>.png``.
+A plain callable is called once per (prompt, sample) as ``fn(prompt, seed=SEED)`` (or ``fn(prompt)`` when
+it takes no ``seed``) and must return one image: a PIL image, an (H, W[, 3|4]) array, or a path to an image
+file. A *batched* callable says so with an integer attribute ``batch_size``: it is called with lists,
+``fn(prompts, seeds)``, at most ``batch_size`` at a time, and returns one image per prompt (see
+:func:`batched`). Diffusers pipelines are called in batches. Images are written as PNG beside the manifest,
+in ``<manifest stem>_images/<id>_<sample>.png``.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from .._validation import check_seed
-from ..errors import InputError, OptionError
+from ..errors import InputError, OptionError, PromptPrismError
 from ..io import atomic_write_bytes
 from .prompts import PromptRow, read_prompts
-from .run import GenerateResult, Task, plan, run_tasks
+from .run import GenerateResult, Task, journal_path, plan, read_journal, run_tasks, settings_id
 
 
 def load_callable(spec: str) -> Callable[..., Any]:
@@ -34,8 +37,28 @@ def load_callable(spec: str) -> Callable[..., Any]:
     return obj
 
 
-def diffusers_generator(folder: str | os.PathLike, *, steps: int = 30, device: str = "cpu") -> Callable:
-    """A ``fn(prompt, seed=)`` over a diffusers pipeline saved in ``folder`` (loaded offline, once)."""
+def batched(fn: Callable[[list[str], list[int]], Sequence[Any]], batch_size: int) -> Callable:
+    """Mark ``fn(prompts, seeds) -> images`` as a batched generator taking at most ``batch_size`` prompts."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise OptionError(f"batch_size must be a positive integer, got {batch_size!r}")
+    fn.batch_size = batch_size  # type: ignore[attr-defined]
+    return fn
+
+
+def batch_size_of(fn: Callable) -> int | None:
+    """The batch size a batched generator advertises (None: a per-image callable)."""
+    size = getattr(fn, "batch_size", None)
+    if size is None:
+        return None
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise OptionError(f"generator: its batch_size attribute must be a positive integer, got {size!r}")
+    return size
+
+
+def diffusers_generator(folder: str | os.PathLike, *, steps: int = 30, device: str = "cpu",
+                        batch_size: int = 8) -> Callable:
+    """A batched ``fn(prompts, seeds)`` over a diffusers pipeline saved in ``folder`` (loaded offline, once);
+    each image's noise comes from its own seed, so an image does not depend on its batch."""
     path = Path(folder).expanduser()
     if not path.is_dir():
         raise OptionError(f"diffusers {str(folder)!r}: not a folder holding a saved diffusers pipeline")
@@ -50,11 +73,11 @@ def diffusers_generator(folder: str | os.PathLike, *, steps: int = 30, device: s
     except (OSError, ValueError) as exc:
         raise OptionError(f"diffusers {str(folder)!r}: cannot be loaded offline ({exc})") from None
 
-    def generate(prompt: str, seed: int = 0):
-        gen = torch.Generator(device=device).manual_seed(seed)
-        return pipe(prompt, num_inference_steps=steps, generator=gen).images[0]
+    def generate(prompts: list[str], seeds: list[int]):
+        gens = [torch.Generator(device=device).manual_seed(s) for s in seeds]
+        return pipe(list(prompts), num_inference_steps=steps, generator=gens).images
 
-    return generate
+    return batched(generate, batch_size)
 
 
 def _takes_seed(fn: Callable) -> bool:
@@ -109,20 +132,76 @@ def generate_images(prompts: str | os.PathLike | Sequence[PromptRow], *, out: st
         raise InputError("prompts: no prompts to generate for")
     manifest = Path(out)
     folder = manifest.with_name(f"{manifest.stem}_images")
-    takes_seed = _takes_seed(fn)
     where_file = str(prompts) if isinstance(prompts, (str, os.PathLike)) else "prompts"
+    size = batch_size_of(fn)
+    settings = {"kind": "image", "generator": label, "samples": samples, "seed": seed,
+                "steps": steps if diffusers is not None else None}
+    tasks = plan(rows, samples=samples, seed=seed)
+    if size is None:
+        one = _one_by_one(fn, where_file, label)
+    else:
+        one, concurrency = _BatchQueue(fn, size, _pending(tasks, manifest, settings), where_file, label), 1
 
     def work(task: Task) -> dict:
         where = f"{where_file}: prompt id {task.prompt.id}, sample {task.sample} (generator {label})"
-        try:
-            image = fn(task.prompt.prompt, seed=task.seed) if takes_seed else fn(task.prompt.prompt)
-        except Exception as exc:  # the user's generator: report which prompt broke it
-            raise InputError(f"{where}: the generator raised {type(exc).__name__}: {exc}") from None
         name = f"{re.sub(r'[^A-Za-z0-9._-]+', '_', task.prompt.id)}_{task.sample}.png"
-        atomic_write_bytes(folder / name, _png(image, where))
+        atomic_write_bytes(folder / name, _png(one(task), where))
         return {"image": f"{folder.name}/{name}", "generator": label}
 
-    settings = {"kind": "image", "generator": label, "samples": samples, "seed": seed,
-                "steps": steps if diffusers is not None else None}
-    return run_tasks(plan(rows, samples=samples, seed=seed), work, manifest=manifest, settings=settings,
-                     concurrency=concurrency, progress=progress, description=f"generating with {label}")
+    return run_tasks(tasks, work, manifest=manifest, settings=settings, concurrency=concurrency,
+                     progress=progress, description=f"generating with {label}")
+
+
+def _one_by_one(fn: Callable, where_file: str, label: str) -> Callable[[Task], Any]:
+    """Task -> image through a per-image callable."""
+    takes_seed = _takes_seed(fn)
+
+    def one(task: Task) -> Any:
+        try:
+            return fn(task.prompt.prompt, seed=task.seed) if takes_seed else fn(task.prompt.prompt)
+        except Exception as exc:  # the user's generator: report which prompt broke it
+            raise InputError(f"{where_file}: prompt id {task.prompt.id}, sample {task.sample} (generator "
+                             f"{label}): the generator raised {type(exc).__name__}: {exc}") from None
+
+    return one
+
+
+def _pending(tasks: list[Task], manifest: Path, settings: dict) -> list[Task]:
+    """The tasks an earlier interrupted run has not finished (its journal is read again by run_tasks,
+    which also reports a journal of other settings)."""
+    try:
+        done = read_journal(journal_path(manifest), settings_id(settings))
+    except PromptPrismError:
+        return list(tasks)
+    return [t for t in tasks if t.key not in done]
+
+
+class _BatchQueue:
+    """Task -> image through a batched callable: the first task asked for that has no image yet brings
+    the next ``size`` pending tasks (in manifest order) through one call; the others are served from it."""
+
+    def __init__(self, fn: Callable, size: int, pending: list[Task], where_file: str, label: str) -> None:
+        self.fn, self.size, self.where_file, self.label = fn, size, where_file, label
+        self.queue = [t.key for t in pending]
+        self.tasks = {t.key: t for t in pending}
+        self.ready: dict[str, Any] = {}
+
+    def __call__(self, task: Task) -> Any:
+        if task.key not in self.ready:
+            self._run(task)
+        return self.ready.pop(task.key)
+
+    def _run(self, task: Task) -> None:
+        keys = [task.key] + [k for k in self.queue if k != task.key and k not in self.ready][: self.size - 1]
+        batch = [self.tasks.get(k, task) for k in keys]
+        self.queue = [k for k in self.queue if k not in keys]
+        where = (f"{self.where_file}: prompt ids {batch[0].prompt.id}..{batch[-1].prompt.id} (a batch of "
+                 f"{len(batch)}, generator {self.label})")
+        try:
+            images = list(self.fn([t.prompt.prompt for t in batch], [t.seed for t in batch]))
+        except Exception as exc:  # the user's generator: report which batch broke it
+            raise InputError(f"{where}: the generator raised {type(exc).__name__}: {exc}") from None
+        if len(images) != len(batch):
+            raise InputError(f"{where}: the generator returned {len(images)} images for {len(batch)} "
+                             f"prompts")
+        self.ready.update(zip(keys, images, strict=True))
