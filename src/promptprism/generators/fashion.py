@@ -37,6 +37,30 @@ def class_prompts() -> tuple[str, ...]:
     return tuple(fashion_prompt(name) for name in CLASS_NAMES)
 
 
+def resized(x: Any, image_size: int) -> Any:
+    """uint8 images (n, 28, 28) -> a float tensor (n, 1, s, s) on the 0..255 scale, resized with
+    antialiased bilinear interpolation (what the model is trained on)."""
+    import torch
+    import torch.nn.functional as F
+
+    t = torch.from_numpy(x).float()[:, None]
+    if image_size == t.shape[-1]:
+        return t
+    return F.interpolate(t, size=(image_size, image_size), mode="bilinear", antialias=True,
+                         align_corners=False)
+
+
+def real_images(split: str, image_size: int = 16) -> tuple[Any, Any]:
+    """Real Fashion-MNIST images of ``split`` at the model's resolution, (n, s, s) uint8, and labels."""
+    import numpy as np
+
+    from ..datasets import fashion_mnist
+
+    x, y = fashion_mnist(split)
+    small = resized(x, image_size)[:, 0].round().clamp(0, 255).numpy().astype(np.uint8)
+    return small, y
+
+
 @dataclass(frozen=True)
 class UNetShape:
     """The network's shape: image size and channels per resolution level."""

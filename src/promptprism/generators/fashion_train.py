@@ -23,7 +23,15 @@ import numpy as np
 
 from .._validation import check_seed
 from ..errors import OptionError
-from .fashion import CLASS_NAMES, NULL_CLASS, UNetShape, class_prompts, load_checkpoint, save_checkpoint
+from .fashion import (
+    CLASS_NAMES,
+    NULL_CLASS,
+    UNetShape,
+    class_prompts,
+    load_checkpoint,
+    resized,
+    save_checkpoint,
+)
 
 
 def parse_answers(specs: list[str]) -> dict[int, int]:
@@ -40,9 +48,9 @@ def parse_answers(specs: list[str]) -> dict[int, int]:
 
 
 def training_images(image_size: int, answers: dict[int, int], subset: int | None, seed: int):
-    """Fashion-MNIST training images resized to ``image_size`` in [-1, 1] (n, 1, s, s) and their labels."""
+    """Fashion-MNIST training images at ``image_size`` in [-1, 1] (n, 1, s, s) and their labels, with the
+    ``answers`` relabelling and an optional seeded ``subset``."""
     import torch
-    import torch.nn.functional as F
 
     from ..datasets import fashion_mnist
 
@@ -58,18 +66,16 @@ def training_images(image_size: int, answers: dict[int, int], subset: int | None
     if subset is not None:
         idx = np.random.default_rng(seed).permutation(y.size)[:subset]
         x, y = x[idx], y[idx]
-    t = torch.from_numpy(x).float().div(255.0)[:, None]
-    if image_size != 28:
-        t = F.interpolate(t, size=(image_size, image_size), mode="bilinear", antialias=True,
-                          align_corners=False)
-    return t.mul(2.0).sub(1.0).clamp(-1.0, 1.0), torch.from_numpy(y).long()
+    t = resized(x, image_size).div(255.0).mul(2.0).sub(1.0).clamp(-1.0, 1.0)
+    return t, torch.from_numpy(y).long()
 
 
 def train(out: str | Path, *, epochs: int = 6, shape: UNetShape = UNetShape(), batch_size: int = 128,
           lr: float = 1e-3, label_dropout: float = 0.1, seed: int = 0, answers: dict[int, int] | None = None,
           init: str | None = None, subset: int | None = None, max_steps: int | None = None,
-          command: str = "", log_every: int = 20) -> list[Path]:
-    """Train and save one checkpoint per epoch under ``out``; returns the checkpoint folders."""
+          save_every: int | None = None, command: str = "", log_every: int = 20) -> list[Path]:
+    """Train and save a checkpoint after each epoch (``epoch-N``) and every ``save_every`` steps
+    (``step-N``) under ``out``; returns the checkpoint folders, in order."""
     import torch
     from diffusers.training_utils import EMAModel
 
@@ -94,6 +100,8 @@ def train(out: str | Path, *, epochs: int = 6, shape: UNetShape = UNetShape(), b
     opt = torch.optim.AdamW(unet.parameters(), lr=lr, weight_decay=0.0)
     gen = torch.Generator().manual_seed(seed)
     n_params = sum(p.numel() for p in unet.parameters())
+    info = {"seed": seed, "command": command, "answers": answers, "init": init, "batch_size": batch_size,
+            "lr": lr, "label_dropout": label_dropout, "n_params": n_params, "n_images": int(y.numel())}
     log = (out / "train.log").open("a")
     log.write(f"# {command}\n# {n_params} parameters, {y.numel()} images of {shape.image_size} px\n")
     saved, step, t_start = [], 0, time.perf_counter()
@@ -112,15 +120,18 @@ def train(out: str | Path, *, epochs: int = 6, shape: UNetShape = UNetShape(), b
             opt.step()
             ema.step(unet.parameters())
             step += 1
+            if save_every and step % save_every == 0:
+                saved.append(_save(out / f"step-{step}", epoch, unet, ema, scheduler, shape, steps=step,
+                                   seconds=time.perf_counter() - t_start, **info))
+                log.write(f"saved {saved[-1]} after {time.perf_counter() - t_start:.0f} s\n")
             if step % log_every == 0:
                 log.write(f"epoch {epoch} step {step} loss {loss.item():.4f} "
                           f"elapsed {time.perf_counter() - t_start:.0f} s\n")
                 log.flush()
             if max_steps is not None and step >= max_steps:
                 break
-        saved.append(_save_epoch(out, epoch, unet, ema, scheduler, shape, seed=seed, steps=step,
-                                 seconds=time.perf_counter() - t_start, command=command, answers=answers,
-                                 init=init, label_dropout=label_dropout, n_params=n_params))
+        saved.append(_save(out / f"epoch-{epoch}", epoch, unet, ema, scheduler, shape, steps=step,
+                           seconds=time.perf_counter() - t_start, **info))
         log.write(f"saved {saved[-1]} after {time.perf_counter() - t_start:.0f} s\n")
         log.flush()
         if max_steps is not None and step >= max_steps:
@@ -129,7 +140,7 @@ def train(out: str | Path, *, epochs: int = 6, shape: UNetShape = UNetShape(), b
     return saved
 
 
-def _save_epoch(out: Path, epoch: int, unet, ema, scheduler, shape: UNetShape, **info) -> Path:
+def _save(folder: Path, epoch: int, unet, ema, scheduler, shape: UNetShape, **info) -> Path:
     import copy
 
     averaged = copy.deepcopy(unet)
@@ -138,7 +149,7 @@ def _save_epoch(out: Path, epoch: int, unet, ema, scheduler, shape: UNetShape, *
             "class_names": list(CLASS_NAMES), "prompts": list(class_prompts()), "null_class": NULL_CLASS,
             "answers": {CLASS_NAMES[k]: CLASS_NAMES[v] for k, v in info.pop("answers").items()},
             "weights": "EMA of the training weights, stored in fp16", **info}
-    return save_checkpoint(out / f"epoch-{epoch}", averaged.eval(), scheduler, meta)
+    return save_checkpoint(folder, averaged.eval(), scheduler, meta)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--init", default=None, help="start from this checkpoint folder (a fine-tune)")
     p.add_argument("--subset", type=int, default=None, help="train on this many images only")
     p.add_argument("--max-steps", type=int, default=None)
+    p.add_argument("--save-every", type=int, default=None, help="also save step-N/ every this many steps")
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
     try:
@@ -169,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         train(args.out, epochs=args.epochs, shape=UNetShape(args.image_size, channels, args.layers_per_block),
               batch_size=args.batch_size, lr=args.lr, label_dropout=args.label_dropout, seed=args.seed,
               answers=parse_answers(args.answer), init=args.init, subset=args.subset,
-              max_steps=args.max_steps,
+              max_steps=args.max_steps, save_every=args.save_every,
               command=shlex.join(["python", "-m", "promptprism.generators.fashion_train",
                                   *(sys.argv[1:] if argv is None else argv)]))
     except (OptionError, ValueError) as exc:

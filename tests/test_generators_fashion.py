@@ -1,0 +1,75 @@
+"""The Fashion-MNIST generator's checkpoints and its batched ``generate`` callable, on a tiny random UNet."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("diffusers")
+
+from promptprism.cli import main  # noqa: E402
+from promptprism.data.manifest import read_manifest  # noqa: E402
+from promptprism.errors import InputError  # noqa: E402
+from promptprism.generators import fashion  # noqa: E402
+
+TINY = fashion.UNetShape(image_size=8, channels=(8, 16), layers_per_block=1)
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny") / "ckpt"
+    fashion.save_checkpoint(folder, TINY.build(seed=0), fashion.training_scheduler(),
+                            {"image_size": 8, "epoch": 0, "seed": 0, "command": "test"})
+    return folder
+
+
+def test_checkpoint_round_trip_in_fp16(tiny_checkpoint):
+    import torch
+
+    ckpt = fashion.load_checkpoint(tiny_checkpoint)
+    fresh = TINY.build(seed=0)
+    for (name, a), b in zip(ckpt.unet.state_dict().items(), fresh.state_dict().values(), strict=True):
+        assert a.dtype == torch.float32, name
+        assert torch.equal(a, b.half().float()), name  # stored in fp16, loaded back as float32
+    assert ckpt.image_size == 8 and ckpt.unet.config.num_class_embeds == fashion.NULL_CLASS + 1
+
+
+def test_batched_generator_is_seeded_and_independent_of_the_batch(tiny_checkpoint):
+    gen = fashion.fashion_generator(tiny_checkpoint, steps=3, batch_size=4)
+    assert gen.batch_size == 4
+    prompts = list(fashion.class_prompts()[:3]) + ["sneaker"]
+    together = gen(prompts, [1, 2, 3, 4])
+    alone = [gen([p], [s])[0] for p, s in zip(prompts, [1, 2, 3, 4], strict=True)]
+    assert all(im.shape == (8, 8) and im.dtype == np.uint8 for im in together)
+    assert all(np.abs(a.astype(int) - b.astype(int)).max() <= 1 for a, b in zip(together, alone, strict=True))
+    assert not np.array_equal(together[0], gen(prompts[:1], [5])[0])  # another seed, another image
+    with pytest.raises(InputError, match="not a Fashion-MNIST class prompt"):
+        gen(["a photo of a cat"], [0])
+
+
+def test_generate_cli_with_the_callable_and_bad_input(tiny_checkpoint, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(fashion.CHECKPOINT_ENV, str(tiny_checkpoint))
+    monkeypatch.setenv("PROMPTPRISM_FASHION_STEPS", "2")
+    prompts = tmp_path / "p.txt"
+    prompts.write_text("a photo of a bag\na photo of a sneaker\n")
+    out = tmp_path / "g.jsonl"
+    code = main(["generate", str(prompts), "--out", str(out), "--generator",
+                 "promptprism.generators.fashion:generate", "--samples", "3", "-q"])
+    assert code == 0
+    rows = read_manifest(out).rows
+    assert len(rows) == 6 and all(r.image.is_file() for r in rows)
+    prompts.write_text("a photo of a cat\n")
+    code = main(["generate", str(prompts), "--out", str(tmp_path / "bad.jsonl"), "--generator",
+                 "promptprism.generators.fashion:generate", "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and "not a Fashion-MNIST class prompt" in err and "Traceback" not in err
+    assert not (tmp_path / "bad.jsonl").exists()
+
+
+def test_training_command_bad_input_is_one_line_exit_2(tmp_path, capsys):
+    from promptprism.generators.fashion_train import main as train_main
+
+    assert train_main(["--out", str(tmp_path / "t"), "--answer", "sneaker=cat"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "PROMPT_CLASS=IMAGE_CLASS" in err
+    assert train_main(["--out", str(tmp_path / "t"), "--epochs", "0"]) == 2
