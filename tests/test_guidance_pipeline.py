@@ -11,7 +11,6 @@ diffusers = pytest.importorskip("diffusers")
 transformers = pytest.importorskip("transformers")
 
 from _tiny_clip import build_tiny_clip  # noqa: E402
-
 from promptprism.guidance import PromptSplitGuidance, sample, sample_seeds  # noqa: E402
 
 PROMPTS = ["a red square", "a blue circle", "a red square"]
@@ -31,8 +30,8 @@ def pipe(tmp_path_factory):
                                                                                   "CrossAttnUpBlock2D"),
         cross_attention_dim=32, norm_num_groups=8, attention_head_dim=4).eval()
     vae = AutoencoderKL(in_channels=3, out_channels=3, block_out_channels=(16, 32), latent_channels=4,
-                        down_block_types=("DownEncoderBlock2D",) * 2, up_block_types=("UpDecoderBlock2D",) * 2,
-                        norm_num_groups=8, sample_size=16).eval()
+                        down_block_types=("DownEncoderBlock2D",) * 2,
+                        up_block_types=("UpDecoderBlock2D",) * 2, norm_num_groups=8, sample_size=16).eval()
     scheduler = DDIMScheduler(num_train_timesteps=100)
     tokenizer = CLIPTokenizer.from_pretrained(folder, local_files_only=True, model_max_length=16)
     p = StableDiffusionPipeline(vae=vae, text_encoder=_text_model(folder), tokenizer=tokenizer,
