@@ -59,13 +59,33 @@ def reference_sets(image_size: int, per_class: int, seed: int, guided=GUIDED, co
     return [(np.concatenate(i), np.concatenate(lab)) for i, lab in sets]
 
 
+def model_reference_sets(ckpt, per_class: int, seed: int, steps: int, guided=GUIDED, control=CONTROL):
+    """Two disjoint reference sets (guidance, evaluation) made by the base model itself (its own samples,
+    seeds disjoint from the evaluated generations'), framed on the guided classes: the reference then
+    differs from the unguided model *only* by the frame on the guided prompts, whatever the model's
+    quality."""
+    from promptprism.generators.fashion import CLASS_NAMES, sample_images
+    from promptprism.guidance import sample_seeds
+
+    classes = np.repeat([CLASS_NAMES.index(n) for n in (*guided, *control)], per_class)
+    out = []
+    for k in (1, 2):
+        imgs = sample_images(ckpt, classes, sample_seeds(seed + 1000 * k, len(classes)), guidance_scale=2.0,
+                             steps=steps, batch_size=96)
+        is_guided = np.isin(classes, [CLASS_NAMES.index(n) for n in guided])
+        imgs[is_guided] = framed(imgs[is_guided])
+        out.append((imgs, classes))
+    return out
+
+
 def to_pixels(images: np.ndarray) -> np.ndarray:
     """uint8 (n, s, s) -> float rows in [-1, 1] (n, s * s): the guidance's embedding (pixels)."""
     return images.reshape(len(images), -1).astype(np.float64) / 127.5 - 1.0
 
 
 def guided_samples(ckpt, classes: np.ndarray, *, reference, scale: float, rho: float, steps: int,
-                   seed: int, cfg: float = 2.0, batch_size: int = 96, sigma_prompt: float = 0.5):
+                   seed: int, cfg: float = 2.0, batch_size: int = 96, sigma_prompt: float = 0.5,
+                   through_model: bool = True):
     """uint8 samples of ``classes`` guided toward ``reference`` (images, classes) with pixel embeddings;
     also the seconds taken."""
     from promptprism.generators.fashion import NULL_CLASS, sample_images
@@ -76,7 +96,8 @@ def guided_samples(ckpt, classes: np.ndarray, *, reference, scale: float, rho: f
     guidance = None
     if scale > 0 or rho > 0:
         guidance = PromptSplitGuidance(to_pixels(ref_imgs), onehot[ref_cls], onehot[classes], scale=scale,
-                                       rho=rho, sigma_prompt=sigma_prompt, seed=seed)
+                                       rho=rho, sigma_prompt=sigma_prompt, seed=seed,
+                                       through_model=through_model)
     t0 = time.perf_counter()
     images = sample_images(ckpt, classes, sample_seeds(seed, len(classes)), guidance_scale=cfg, steps=steps,
                            batch_size=batch_size, guidance=guidance)
@@ -154,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scales", default="0,0.5,1,2,4")
     ap.add_argument("--rho", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--reference", choices=("model", "real"), default="model",
+                    help="the reference: the base model's own samples (default) or real test images, framed "
+                         "on the guided classes")
     a = ap.parse_args(argv)
 
     from promptprism.embed.efficientnet import EfficientNetLite0Encoder
@@ -161,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
 
     ckpt = load_checkpoint(a.checkpoint)
     size = ckpt.image_size
-    guide_ref, eval_ref = reference_sets(size, a.reference_per_class, a.seed)
+    guide_ref, eval_ref = (reference_sets(size, a.reference_per_class, a.seed) if a.reference == "real" else
+                           model_reference_sets(ckpt, a.reference_per_class, a.seed, a.steps))
     prompts = np.array([CLASS_NAMES.index(n) for n in (*GUIDED, *CONTROL)])
     classes = np.repeat(prompts, a.per_prompt)
     enc = EfficientNetLite0Encoder(size=64)
@@ -172,16 +197,18 @@ def main(argv: list[str] | None = None) -> int:
     keep = np.isin(real_y, prompts)
     real_feats, real_cls = embed(list(real_x[keep][::4])), real_y[keep][::4]
     train_x, train_y = real_images("train", size)
-    pick = np.random.default_rng(a.seed).permutation(len(train_y))[:3000]
+    pick = np.random.default_rng(a.seed).permutation(len(train_y))[:2000]
     train_feats, train_cls = embed(list(train_x[pick])), train_y[pick]
     eval_feats = embed(list(eval_ref[0]))
-    runs = [(s, 0.0) for s in (float(v) for v in a.scales.split(","))] + [(1.0, a.rho)]
+    runs = [(s, 0.0, True) for s in (float(v) for v in a.scales.split(","))]
+    runs += [(1.0, a.rho, True), (1.0, 0.0, False)]
     rows = []
-    for mult, rho in runs:
+    for mult, rho, through in runs:
         imgs, secs = guided_samples(ckpt, classes, reference=guide_ref, scale=mult * a.base_scale, rho=rho,
-                                    steps=a.steps, seed=a.seed)
+                                    steps=a.steps, seed=a.seed, through_model=through)
         feats = embed(list(imgs))
-        row = {"scale_multiple": mult, "scale": mult * a.base_scale, "rho": rho, "seconds": secs,
+        row = {"scale_multiple": mult, "scale": mult * a.base_scale, "rho": rho, "through_model": through,
+               "seconds": secs,
                "seconds_per_step": secs / a.steps, **evaluate(feats, classes, eval_feats, eval_ref[1],
                                                                seed=a.seed),
                **quality(feats, classes, real_feats, real_cls, train_feats, train_cls),
@@ -189,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         row["accuracy"] = {CLASS_NAMES[c]: v for c, v in row["accuracy"].items()}
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "significant_modes"}), flush=True)
-        np.save(out / f"samples_scale{mult:g}_rho{rho:g}.npy", imgs)
+        np.save(out / f"samples_scale{mult:g}_rho{rho:g}{'' if through else '_const'}.npy", imgs)
     write_results(out, rows, vars(a))
     return 0
 
@@ -199,9 +226,10 @@ def write_results(out: Path, rows: list[dict], config: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "result.json").write_text(json.dumps({"config": config, "seed": config["seed"], "rows": rows},
                                                 indent=2) + "\n")
-    lines = ["| scale | rho | PromptSplit distance | significant modes (prompt) | per-prompt distance "
-             "guided / control | k-NN acc. guided / control | Frechet | Scendi | Vendi | s/step |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| scale | rho | grad through model | PromptSplit distance | significant modes (prompt) | "
+             "per-prompt distance guided / control | k-NN acc. guided / control | Frechet | Scendi | Vendi | "
+             "s/step |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         g = np.mean([r["per_prompt"][n] for n in GUIDED])
         c = np.mean([r["per_prompt"][n] for n in CONTROL])
@@ -209,7 +237,8 @@ def write_results(out: Path, rows: list[dict], config: dict) -> None:
         ac = np.mean([r["accuracy"][n] for n in CONTROL])
         sig = r["significant_modes"]
         modes = ", ".join(f"{m['side'][0]}{m['rank']} {m['prompt']}" for m in sig) or "none"
-        lines.append(f"| {r['scale']:g} | {r['rho']:g} | {r['distance']:.4f} | {len(sig)}: {modes} |"
+        lines.append(f"| {r['scale']:g} | {r['rho']:g} | {r['through_model']} | {r['distance']:.4f} | "
+                     f"{len(sig)}: {modes} |"
                      f" {g:.4f} / {c:.4f} | {ag:.2f} / {ac:.2f} | {r['frechet']:.3f} | "
                      f"{r['scendi']:.2f} | {r['vendi']:.2f} | {r['seconds_per_step']:.2f} |")
     (out / "table.md").write_text("\n".join(lines) + "\n")
@@ -218,7 +247,7 @@ def write_results(out: Path, rows: list[dict], config: dict) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    curve = [r for r in rows if r["rho"] == 0]
+    curve = [r for r in rows if r["rho"] == 0 and r["through_model"]]
     s = [r["scale"] for r in curve]
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for names, label in ((GUIDED, "guided prompts"), (CONTROL, "control prompts")):
