@@ -110,10 +110,12 @@ def generate_images(prompts: str | os.PathLike | Sequence[PromptRow], *, out: st
                     generator: str | Callable[..., Any] | None = None,
                     diffusers: str | os.PathLike | None = None,
                     samples: int = 1, seed: int = 0, steps: int = 30, concurrency: int = 1,
-                    progress: bool | None = None) -> GenerateResult:
+                    progress: bool | None = None, guidance: Any = None) -> GenerateResult:
     """Make ``samples`` images per prompt with ``generator`` (a callable or ``module:function``) or the
     diffusers pipeline in ``diffusers``; write them and a manifest (``prompt``, ``image``, ``id``...).
-    Resumable (see :func:`~promptprism.generate.run.run_tasks`)."""
+    Resumable (see :func:`~promptprism.generate.run.run_tasks`). ``guidance``: a
+    :class:`~promptprism.guidance.GuidanceRequest`, passed to a batched generator that takes ``guidance=``
+    (PromptSplit guidance toward a reference set, docs/guidance.md)."""
     check_seed(seed)
     if (generator is None) == (diffusers is None):
         raise OptionError("pass exactly one of generator (module:function) and diffusers (a pipeline folder)")
@@ -136,6 +138,9 @@ def generate_images(prompts: str | os.PathLike | Sequence[PromptRow], *, out: st
     size = batch_size_of(fn)
     settings = {"kind": "image", "generator": label, "samples": samples, "seed": seed,
                 "steps": steps if diffusers is not None else None}
+    if guidance is not None:
+        fn = _guided(fn, guidance, size, label)
+        settings["guidance"] = guidance.describe()
     tasks = plan(rows, samples=samples, seed=seed)
     if size is None:
         one = _one_by_one(fn, where_file, label)
@@ -150,6 +155,22 @@ def generate_images(prompts: str | os.PathLike | Sequence[PromptRow], *, out: st
 
     return run_tasks(tasks, work, manifest=manifest, settings=settings, concurrency=concurrency,
                      progress=progress, description=f"generating with {label}")
+
+
+def _guided(fn: Callable, guidance: Any, size: int | None, label: str) -> Callable:
+    """The batched generator ``fn`` with ``guidance=`` bound; one that cannot take it is an OptionError."""
+    try:
+        takes = "guidance" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        takes = False
+    if size is None or not takes:
+        raise OptionError(f"guidance: the generator {label} cannot be guided; it must be a batched generator "
+                          "fn(prompts, seeds, guidance=None) (e.g. promptprism.generators.fashion:generate)")
+
+    def guided(prompts: list[str], seeds: list[int]) -> Any:
+        return fn(prompts, seeds, guidance=guidance)
+
+    return batched(guided, size)
 
 
 def _one_by_one(fn: Callable, where_file: str, label: str) -> Callable[[Task], Any]:

@@ -210,9 +210,12 @@ def fashion_generator(checkpoint: str | os.PathLike | None = None, *, guidance_s
     check_positive_number(guidance_scale, "guidance_scale", allow_zero=True)
     ckpt = load_checkpoint(checkpoint if checkpoint is not None else packaged_checkpoint())
 
-    def generate_batch(prompts: list[str], seeds: list[int]) -> list:
+    def generate_batch(prompts: list[str], seeds: list[int], guidance=None) -> list:
+        from .fashion_guidance import fashion_guidance  # PromptSplit guidance (generate --guide-reference)
+
+        guide = None if guidance is None else fashion_guidance(guidance, list(prompts), ckpt.image_size)
         images = sample_images(ckpt, prompt_classes(list(prompts)), seeds, guidance_scale=guidance_scale,
-                               steps=steps, batch_size=batch_size)
+                               steps=steps, batch_size=batch_size, guidance=guide)
         return list(images)
 
     return batched(generate_batch, batch_size)
@@ -221,7 +224,7 @@ def fashion_generator(checkpoint: str | os.PathLike | None = None, *, guidance_s
 _DEFAULT: dict[str, Any] = {}
 
 
-def generate(prompts: list[str], seeds: list[int]) -> list:
+def generate(prompts: list[str], seeds: list[int], guidance=None) -> list:
     """``--generator promptprism.generators.fashion:generate``: the Fashion generator, batched. Reads the
     checkpoint folder from ``PROMPTPRISM_FASHION_CHECKPOINT`` (default: the packaged weights), the CFG
     scale from ``PROMPTPRISM_FASHION_CFG`` (default 2) and the DDIM steps from ``PROMPTPRISM_FASHION_STEPS``
@@ -237,7 +240,7 @@ def generate(prompts: list[str], seeds: list[int]) -> list:
         _DEFAULT.clear()
         _DEFAULT[key] = fashion_generator(key[0] or None, guidance_scale=scale, steps=steps,
                                           batch_size=generate.batch_size)
-    return _DEFAULT[key](prompts, seeds)
+    return _DEFAULT[key](prompts, seeds, guidance=guidance)
 
 
 generate.batch_size = 64  # type: ignore[attr-defined]

@@ -18,12 +18,14 @@ from .losses import (
     promptsplit_distance_rff,
     reference_covariance,
 )
+from .request import GuidanceRequest
 from .sampler import SAMPLERS, Guidance, as_condition_kwargs, predicted_x0, sample, sample_seeds
 
 __all__ = [
     "SAMPLERS",
     "SCHEDULES",
     "Guidance",
+    "GuidanceRequest",
     "PromptSplitGuidance",
     "as_condition_kwargs",
     "joint_diversity",

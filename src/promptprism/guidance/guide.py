@@ -119,7 +119,11 @@ class PromptSplitGuidance:
             if self.kernel == "cosine":
                 return None
             if value is None:
-                return median_pairwise_distance(rows, seed=self.seed)
+                med = median_pairwise_distance(rows, seed=self.seed)
+                if not np.isfinite(med) or med <= 0:
+                    raise InputError(f"reference: all {name.split('_')[1]} rows are identical, so the median "
+                                     f"rule gives no bandwidth; pass {name}")
+                return med
             return float(check_positive_number(value, name))
 
         self.sigma_output = sigma(sigma_output, self.ref_outputs, "sigma_output")

@@ -162,7 +162,11 @@ def _scheduler_for(scheduler: Any, sampler: str) -> Any:
     if sampler == "ddim":
         from diffusers import DDIMScheduler
 
-        return DDIMScheduler.from_config(scheduler.config)
+        if not isinstance(scheduler, DDIMScheduler):
+            # every value as it stands: from_config would reset those marked as defaults at construction
+            # (``_use_default_values``) even when a pipeline changed them since (clip_sample, steps_offset)
+            config = {k: v for k, v in dict(scheduler.config).items() if k != "_use_default_values"}
+            return DDIMScheduler.from_config(config)
     return copy.deepcopy(scheduler)
 
 
