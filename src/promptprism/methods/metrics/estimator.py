@@ -197,6 +197,9 @@ class ReferenceMetrics:
         if kid.size > 1:
             out["kid"] = percentile_interval(kid, self.confidence)
             out["mmd2"] = percentile_interval(mmd, self.confidence)
+        else:
+            notes.append(f"KID and MMD on all {x.shape[0]} rows of both sets (subset_size "
+                         f"{self.subset_size} >= both sizes): one value, no subset interval")
         if not self.bootstrap:
             return out
         opts = dict(replicates=self.bootstrap, level=self.confidence, seed=self.seed)
