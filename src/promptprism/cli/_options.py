@@ -19,8 +19,8 @@ import typer
 from ..errors import OptionError
 
 #: commands in the order of a user's work (others, e.g. added later, follow in registration order)
-COMMAND_ORDER = ("generate", "embed", "split", "diversity", "metrics", "regions", "compcon", "compcon-eval", "report",
-                 "demo", "demo-llm", "version")
+COMMAND_ORDER = ("generate", "embed", "split", "diversity", "metrics", "regions", "compcon", "compcon-eval",
+                 "report", "demo", "demo-llm", "version")
 
 #: commands whose ``--out`` is a results folder (guarded, replaced as one transaction) or an .npz file
 OUT_KIND = {"embed": "npz", "split": "dir", "diversity": "dir", "regions": "dir", "compcon": "dir",

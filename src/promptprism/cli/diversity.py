@@ -186,8 +186,9 @@ def diversity(
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     metrics_result = None
     if reference is not None:
-        comparison, metrics_result = _with_reference(comparison, inputs, reference, seed=int_option(seed, "--seed"),
-                                     quiet=quiet, **{k: v for k, v in enc.items() if k != "quiet"})
+        comparison, metrics_result = _with_reference(
+            comparison, inputs, reference, seed=int_option(seed, "--seed"), quiet=quiet,
+            **{k: v for k, v in enc.items() if k != "quiet"})
     results = comparison.models
     result: ScendiResult | ScendiComparison = results[0] if len(results) == 1 else comparison
     written = save_outputs(result, out, report=not no_report, inputs={s.name: s for s in sets}, quiet=quiet)
