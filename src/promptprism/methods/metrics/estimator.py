@@ -130,6 +130,10 @@ class ReferenceMetrics:
         out = {"clip_score": score, "cosine": cos}
         if trunc is not None:
             out["truncated"] = np.asarray(trunc["truncated"], dtype=bool)
+        else:
+            notes.append("CLIPScore from prompt embeddings made elsewhere: whether their text encoder "
+                         "truncated long prompts (CLIP: 77 tokens) is not known here; embed the prompts with "
+                         "promptprism (a manifest and --text-model clip) to have them counted")
         return out
 
     def _groups(self, data: Any, ref: Any) -> PromptGroups | None:
