@@ -52,6 +52,7 @@ def test_metrics_json_summary(sets, tmp_path):
     assert code == 0, err
     summary = json.loads(stdout)
     assert summary["kind"] == "metrics" and summary["n_reference"] == 60
+    assert summary["models"][0]["name"] == "a" and 0 <= summary["models"][0]["coverage"] <= 1
 
 
 @pytest.mark.parametrize(("flags", "message"), [
