@@ -169,7 +169,9 @@ def monitoring_section(ctx: DemoContext) -> DemoSection:
     sets = [ctx.samples(p, QUALITY_SCALE) for p in ctx.training]
     names = [p.name for p in ctx.training]
     est = RegionCMS(seed=ctx.seed, bootstrap=200, max_regions=6)
-    result = est.fit(real_fit[fit_idx]).compare(sets, names, reference=ctx.real_test)
+    # floats in [0, 1]: given uint8 arrays, RegionCMS computes in uint8 and its distances wrap around
+    result = est.fit(real_fit[fit_idx] / 255.0).compare([s / 255.0 for s in sets], names,
+                                                        reference=ctx.real_test / 255.0)
     save_outputs(result, ctx.out / "monitoring", report=not ctx.no_report, quiet=True)
     rows = []
     for k, name in enumerate(names):
