@@ -37,6 +37,7 @@ DEFAULT_SCALES = (1.0, 2.0, 4.0, 8.0)
 QUALITY_SCALE = 2.0  #: the CFG scale of the quality, monitoring and split sets
 CLASSIFIER_TRAIN_IMAGES = 10_000
 REAL_FIT_IMAGES, REAL_TEST_IMAGES = 2000, 2000
+MAJOR_SHARE = 0.05  #: a prompt's share of the PromptSplit disagreement named in the summary
 
 
 @dataclass
@@ -253,7 +254,7 @@ def split_section(ctx: DemoContext) -> DemoSection | None:
     result = PromptSplit(seed=ctx.seed).fit(test, ref)
     save_outputs(result, ctx.out / "split", report=not ctx.no_report, quiet=True, images=images)
     sig = result.significance or {}
-    on_significant = sorted({tp.prompt for m in result.modes if m.significant for tp in m.top_prompts[:3]})
+    major = [r["prompt"] for r in result.prompt_ranking if r["share"] >= MAJOR_SHARE]
     rows = [[r["prompt"], f"{r['disagreement']:.3g}", f"{r['share']:.3f}"]
             for r in result.prompt_ranking[:10]]
     headers = ["prompt", "disagreement", "share of the captured spectrum"]
@@ -263,7 +264,7 @@ def split_section(ctx: DemoContext) -> DemoSection | None:
             f"without the change. PromptSplit distance {result.distance:.4g}; significant modes: "
             f"{sig.get('n_significant', 'n/a')} (permutation test, alpha "
             f"{result.config.get('alpha', 0.05)}); "
-            f"top prompts of the significant modes: {', '.join(on_significant) or 'none'}. "
+            f"prompts holding at least {MAJOR_SHARE:.0%} of the disagreement: {', '.join(major) or 'none'}. "
             f"Prompts ranked by {result.ranking_basis}:")
     return DemoSection("Where two generators differ (PromptSplit)", text, headers, rows, "split")
 
