@@ -102,6 +102,7 @@ class FashionCheckpoint:
 
     @property
     def image_size(self) -> int:
+        """The side of the square images the model makes (pixels)."""
         return int(self.meta.get("image_size", self.unet.config.sample_size))
 
 
