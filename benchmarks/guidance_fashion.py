@@ -217,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "significant_modes"}), flush=True)
         np.save(out / f"samples_scale{mult:g}_rho{rho:g}{'' if through else '_const'}.npy", imgs)
-    write_results(out, rows, vars(a))
+        write_results(out, sorted(rows, key=lambda r: (not r["through_model"], r["rho"], r["scale"])),
+                      vars(a))  # after every run: an interrupted sweep keeps what it measured
     return 0
 
 
