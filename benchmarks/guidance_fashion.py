@@ -195,9 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     real_x, real_y = real_images("test", size)
     keep = np.isin(real_y, prompts)
-    real_feats, real_cls = embed(list(real_x[keep][::4])), real_y[keep][::4]
+    real_feats, real_cls = embed(list(real_x[keep][::8])), real_y[keep][::8]
     train_x, train_y = real_images("train", size)
-    pick = np.random.default_rng(a.seed).permutation(len(train_y))[:2000]
+    pick = np.random.default_rng(a.seed).permutation(len(train_y))[:1000]
     train_feats, train_cls = embed(list(train_x[pick])), train_y[pick]
     eval_feats = embed(list(eval_ref[0]))
     runs = [(s, 0.0, True) for s in (float(v) for v in a.scales.split(","))]
