@@ -73,3 +73,45 @@ def test_training_command_bad_input_is_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "PROMPT_CLASS=IMAGE_CLASS" in err
     assert train_main(["--out", str(tmp_path / "t"), "--epochs", "0"]) == 2
+
+
+@pytest.fixture(scope="module")
+def tiny_weights(tmp_path_factory):
+    """Two 'training' checkpoints and a 'second generator' (random tiny UNets: the plumbing, not quality)."""
+    folder = tmp_path_factory.mktemp("weights")
+    for i, (name, answers, init) in enumerate([("step-10", {}, None), ("step-20", {}, None),
+                                               ("second", {"sneaker": "sandal"}, "step-10")]):
+        fashion.save_checkpoint(folder / name, TINY.build(seed=i), fashion.training_scheduler(),
+                                {"image_size": 8, "steps": 10, "answers": answers, "init": init, "seed": 0})
+    return folder
+
+
+def test_demo_generator_bad_input_is_one_line_exit_2(tmp_path, tiny_weights, capsys):
+    for argv, expected in ((["--weights", str(tmp_path / "nope")], "no such folder"),
+                           (["--weights", str(tmp_path)], "holds no checkpoint"),
+                           (["--weights", str(tiny_weights), "--per-prompt", "5"], "at least 10")):
+        code = main(["demo", "--generator", "--out", str(tmp_path / "out"), *argv])
+        err = capsys.readouterr().err
+        assert code == 2 and expected in err and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_demo_generator_writes_every_section(tmp_path, tiny_weights):
+    import json
+
+    from promptprism.report.html import external_references
+
+    out = tmp_path / "demo"
+    assert main(["demo", "--generator", "--weights", str(tiny_weights), "--per-prompt", "10", "--steps", "2",
+                 "--out", str(out), "-q"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    titles = [s["title"] for s in summary["sections"]]
+    assert len(titles) == 4 and summary["checkpoints"] == ["step-10", "step-20"]
+    for sub in ("monitoring", "cfg-diversity", "split"):
+        assert (out / sub / "result.json").is_file() and (out / sub / "report.html").is_file()
+    assert len(summary["sections"][2]["rows"]) == 4  # one row per CFG scale
+    quality = json.loads((out / "quality.json").read_text())
+    assert len(quality["accuracy_generated"]) == 10 and quality["frechet_distance_pixels"] > 0
+    page = (out / "report.html").read_text()
+    assert not external_references(page) and "samples-cfg" not in page.split("<main")[0]

@@ -40,10 +40,11 @@ def class_prompts() -> tuple[str, ...]:
 def resized(x: Any, image_size: int) -> Any:
     """uint8 images (n, 28, 28) -> a float tensor (n, 1, s, s) on the 0..255 scale, resized with
     antialiased bilinear interpolation (what the model is trained on)."""
+    import numpy as np
     import torch
     import torch.nn.functional as F
 
-    t = torch.from_numpy(x).float()[:, None]
+    t = torch.from_numpy(np.array(x, dtype=np.float32))[:, None]  # a copy: the IDX arrays are read-only
     if image_size == t.shape[-1]:
         return t
     return F.interpolate(t, size=(image_size, image_size), mode="bilinear", antialias=True,
@@ -132,15 +133,36 @@ def load_checkpoint(folder: str | os.PathLike) -> FashionCheckpoint:
     from diffusers import DDPMScheduler, UNet2DModel
 
     unet = UNet2DModel.from_pretrained(str(path / "unet"), local_files_only=True,
-                                       torch_dtype=torch.float32).eval()
+                                       torch_dtype=torch.float32, low_cpu_mem_usage=False).eval()
     scheduler = DDPMScheduler.from_pretrained(str(path / "scheduler"), local_files_only=True)
     meta = json.loads((path / META_FILE).read_text())
     return FashionCheckpoint(unet=unet, scheduler=scheduler, meta=meta)
 
 
-def packaged_checkpoint() -> Path:
-    """The folder of the weights shipped with the package (see ``generators/weights/README.md``)."""
+def packaged_weights() -> Path:
+    """The folder of checkpoints shipped with the package (see its README.md for how they were made)."""
     return Path(__file__).with_name("weights") / "fashion-16px"
+
+
+def find_checkpoints(folder: str | os.PathLike) -> tuple[list[Path], Path | None]:
+    """In a folder of checkpoints: the training run's, in step order, and a fine-tuned second generator
+    (one trained with ``answers``; None when there is none)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise OptionError(f"weights {str(folder)!r}: not a folder of generator checkpoints")
+    metas = {p.parent: json.loads(p.read_text()) for p in sorted(folder.glob(f"*/{META_FILE}"))}
+    training = sorted((p for p, m in metas.items() if not m.get("answers") and not m.get("init")),
+                      key=lambda p: metas[p].get("steps", 0))
+    second = [p for p, m in metas.items() if m.get("answers")]
+    if not training:
+        raise OptionError(f"weights {str(folder)!r}: holds no checkpoint of a training run ({META_FILE} "
+                          f"files)")
+    return training, (second[-1] if second else None)
+
+
+def packaged_checkpoint() -> Path:
+    """The final checkpoint of the packaged training run."""
+    return find_checkpoints(packaged_weights())[0][-1]
 
 
 def prompt_classes(prompts: list[str]) -> list[int]:

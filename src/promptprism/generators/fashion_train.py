@@ -104,6 +104,7 @@ def train(out: str | Path, *, epochs: int = 6, shape: UNetShape = UNetShape(), b
             "lr": lr, "label_dropout": label_dropout, "n_params": n_params, "n_images": int(y.numel())}
     log = (out / "train.log").open("a")
     log.write(f"# {command}\n# {n_params} parameters, {y.numel()} images of {shape.image_size} px\n")
+    log.flush()
     saved, step, t_start = [], 0, time.perf_counter()
     for epoch in range(1, epochs + 1):
         order = torch.randperm(y.numel(), generator=gen)
@@ -130,8 +131,9 @@ def train(out: str | Path, *, epochs: int = 6, shape: UNetShape = UNetShape(), b
                 log.flush()
             if max_steps is not None and step >= max_steps:
                 break
-        saved.append(_save(out / f"epoch-{epoch}", epoch, unet, ema, scheduler, shape, steps=step,
-                           seconds=time.perf_counter() - t_start, **info))
+        if not (save_every and step % save_every == 0):  # else just saved as step-N
+            saved.append(_save(out / f"epoch-{epoch}", epoch, unet, ema, scheduler, shape, steps=step,
+                               seconds=time.perf_counter() - t_start, **info))
         log.write(f"saved {saved[-1]} after {time.perf_counter() - t_start:.0f} s\n")
         log.flush()
         if max_steps is not None and step >= max_steps:

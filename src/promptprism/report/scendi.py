@@ -14,6 +14,7 @@ from . import figures
 from .common import finish, mapping, notes_block, run_details, safe_figure, text_card, thumb, visual_of
 from .core import reloader, renderer
 from .html import Page, bar, el, fmt, fnum, note, num, p, table
+from .metrics import reference_section
 
 #: samples shown per cluster
 SAMPLES_PER_CLUSTER = 6
@@ -249,6 +250,7 @@ def render_scendi(
             el("div", chart),
             cls="grid2",
         ),
+        reference_section(models),
     )
     sources = mapping(inputs)
     for m in models:

@@ -130,6 +130,10 @@ class ReferenceMetrics:
         out = {"clip_score": score, "cosine": cos}
         if trunc is not None:
             out["truncated"] = np.asarray(trunc["truncated"], dtype=bool)
+        else:
+            notes.append("CLIPScore from prompt embeddings made elsewhere: whether their text encoder "
+                         "truncated long prompts (CLIP: 77 tokens) is not known here; embed the prompts with "
+                         "promptprism (a manifest and --text-model clip) to have them counted")
         return out
 
     def _groups(self, data: Any, ref: Any) -> PromptGroups | None:
@@ -197,6 +201,9 @@ class ReferenceMetrics:
         if kid.size > 1:
             out["kid"] = percentile_interval(kid, self.confidence)
             out["mmd2"] = percentile_interval(mmd, self.confidence)
+        else:
+            notes.append(f"KID and MMD on all {x.shape[0]} rows of both sets (subset_size "
+                         f"{self.subset_size} >= both sizes): one value, no subset interval")
         if not self.bootstrap:
             return out
         opts = dict(replicates=self.bootstrap, level=self.confidence, seed=self.seed)

@@ -32,9 +32,11 @@ def subset_mmd2(x: Any, y: Any, gram: Gram, *, n_subsets: int, subset_size: int,
     """MMD^2_u (Gretton et al. 2012, eq. 3) of ``gram`` on each of ``n_subsets`` random subset pairs.
 
     ``subset_size`` rows of each set per subset, at most the smaller set's size; every subset is the whole
-    of both sets when ``subset_size`` equals both sizes (then the mean is the full-set MMD^2_u).
+    of both sets when ``subset_size`` equals both sizes: then one value, the full-set MMD^2_u.
     """
     n, m = int(x.shape[0]), int(y.shape[0])
+    if subset_size == n == m:
+        n_subsets = 1  # every subset would be the whole of both sets
     if subset_size < 2:
         raise OptionError(f"subset_size must be >= 2 (MMD^2_u leaves the diagonal out), got {subset_size}")
     if subset_size > min(n, m):

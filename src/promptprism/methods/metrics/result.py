@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ..._version import __version__
 from ...results import Result
@@ -15,6 +16,8 @@ HEADLINE = ("precision", "recall", "density", "coverage", "fd", "kid", "mmd2", "
 class SetMetrics:
     """One generated set against the reference: the metrics (None where refused, with a note saying why),
     their intervals, the per-prompt breakdown and the alignment details."""
+
+    kind: ClassVar[str] = "set_metrics"  #: (not a result of its own: for the finiteness check of the CLI)
 
     name: str
     n: int

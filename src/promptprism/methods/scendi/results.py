@@ -67,6 +67,9 @@ class ScendiResult(Result):
     bootstrap: dict = field(default_factory=dict)
     #: how Gamma* was estimated: 'in-sample' or 'cross-fit (k folds, ridge r)'
     gamma_estimator: str = "in-sample"
+    #: against a reference set (``diversity --reference``): the ``metrics.SetMetrics`` record as a dict
+    #: (precision, recall, density, coverage, fd, kid, mmd2, clip_score, intervals, notes)
+    reference_metrics: dict = field(default_factory=dict)
 
 
     def summary(self) -> dict:
