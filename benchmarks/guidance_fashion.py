@@ -175,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scales", default="0,0.5,1,2,4")
     ap.add_argument("--rho", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--constant-prediction", action="store_true",
+                    help="the curve with through_model=False (the noise prediction as a constant in the "
+                         "gradient); one row at the base scale with the gradient through the model")
     ap.add_argument("--reference", choices=("model", "real"), default="model",
                     help="the reference: the base model's own samples (default) or real test images, framed "
                          "on the guided classes")
@@ -195,13 +198,14 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     real_x, real_y = real_images("test", size)
     keep = np.isin(real_y, prompts)
-    real_feats, real_cls = embed(list(real_x[keep][::4])), real_y[keep][::4]
+    real_feats, real_cls = embed(list(real_x[keep][::8])), real_y[keep][::8]
     train_x, train_y = real_images("train", size)
-    pick = np.random.default_rng(a.seed).permutation(len(train_y))[:2000]
+    pick = np.random.default_rng(a.seed).permutation(len(train_y))[:1000]
     train_feats, train_cls = embed(list(train_x[pick])), train_y[pick]
     eval_feats = embed(list(eval_ref[0]))
-    runs = [(s, 0.0, True) for s in (float(v) for v in a.scales.split(","))]
-    runs += [(1.0, a.rho, True), (1.0, 0.0, False)]
+    curve = not a.constant_prediction  # the curve's gradient; one row at the base scale with the other
+    runs = [(s, 0.0, curve) for s in (float(v) for v in a.scales.split(","))]
+    runs += [(1.0, a.rho, curve), (1.0, 0.0, not curve)]
     rows = []
     for mult, rho, through in runs:
         imgs, secs = guided_samples(ckpt, classes, reference=guide_ref, scale=mult * a.base_scale, rho=rho,
@@ -217,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "significant_modes"}), flush=True)
         np.save(out / f"samples_scale{mult:g}_rho{rho:g}{'' if through else '_const'}.npy", imgs)
-    write_results(out, rows, vars(a))
+        write_results(out, sorted(rows, key=lambda r: (r["through_model"] != curve, r["rho"], r["scale"])),
+                      vars(a))  # after every run: an interrupted sweep keeps what it measured
     return 0
 
 
@@ -247,7 +252,8 @@ def write_results(out: Path, rows: list[dict], config: dict) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    curve = [r for r in rows if r["rho"] == 0 and r["through_model"]]
+    through = not config.get("constant_prediction", False)
+    curve = [r for r in rows if r["rho"] == 0 and r["through_model"] == through]
     s = [r["scale"] for r in curve]
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for names, label in ((GUIDED, "guided prompts"), (CONTROL, "control prompts")):

@@ -42,14 +42,11 @@ def reference_pixels(images: list[Any], image_size: int, source: str = "referenc
 def fashion_guidance(request: Any, prompts: list[str], image_size: int):
     """The eq. 5 guidance of ``request`` for a batch of ``prompts`` (pixels, one-hot class prompts)."""
     from ..guidance import PromptSplitGuidance
-    from ..kernels import median_pairwise_distance
     from .fashion import NULL_CLASS, prompt_classes
 
     onehot = np.eye(NULL_CLASS)
     ref_classes = prompt_classes(list(request.reference_prompts))
     pixels = reference_pixels(list(request.reference_images), image_size, request.source)
-    median = median_pairwise_distance(pixels) if len(pixels) > 1 else 0.0
-    sigma = max(median if np.isfinite(median) else 0.0, 0.5 * np.sqrt(pixels.shape[1]))
     return PromptSplitGuidance(pixels, onehot[ref_classes], onehot[prompt_classes(prompts)],
                                scale=request.scale, rho=request.rho, sigma_prompt=SIGMA_PROMPT,
-                               sigma_output=float(sigma))
+                               min_sigma_output=0.5 * float(np.sqrt(pixels.shape[1])))

@@ -84,7 +84,8 @@ class PromptSplitGuidance:
     decode), default none. ``scale`` >= 0 and ``schedule``: the step size s_tau = scale x schedule(tau, n);
     ``rho`` >= 0: the Joint-Diversity weight; ``toward=False`` pushes away from the reference instead.
     ``kernel``/``sigma_output``/``sigma_prompt``/``eta``: PromptSplit's (sigmas default to the median
-    pairwise distance of the reference's rows). ``features``: r random features instead of the exact
+    pairwise distance of the reference's rows; ``min_sigma_output``: a floor on that rule, for a tight
+    reference, see docs/guidance.md). ``features``: r random features instead of the exact
     loss (automatic above ``max_exact`` reference rows); ``seed``: of those features. ``through_model``:
     the gradient goes through the denoiser (exact grad_z); False treats its prediction as a constant.
     """
@@ -94,8 +95,8 @@ class PromptSplitGuidance:
                  rho: float = 0.0, schedule: str | Callable[[int, int], float] = "constant",
                  toward: bool = True, kernel: str = "gaussian", sigma_output: float | None = None,
                  sigma_prompt: float | None = None, eta: float = 1.0, features: int | None = None,
-                 max_exact: int = 4096, seed: int = 0, history: bool = True, through_model: bool = True
-                 ) -> None:
+                 max_exact: int = 4096, seed: int = 0, history: bool = True, through_model: bool = True,
+                 min_sigma_output: float = 0.0) -> None:
         from ..kernels import median_pairwise_distance
         from ..kernels.gram import check_kernel
 
@@ -126,6 +127,10 @@ class PromptSplitGuidance:
                 return med
             return float(check_positive_number(value, name))
 
+        floor = _finite_nonnegative(min_sigma_output, "min_sigma_output")
+        if sigma_output is None and floor > 0 and len(self.ref_outputs) > 1:
+            med = median_pairwise_distance(self.ref_outputs, seed=self.seed)
+            sigma_output = max(med if np.isfinite(med) else 0.0, floor)
         self.sigma_output = sigma(sigma_output, self.ref_outputs, "sigma_output")
         self.sigma_prompt = sigma(sigma_prompt, self.ref_prompts, "sigma_prompt")
         if features is None and len(self.ref_outputs) > max_exact:
