@@ -32,6 +32,8 @@ def test_checkpoint_round_trip_in_fp16(tiny_checkpoint):
         assert a.dtype == torch.float32, name
         assert torch.equal(a, b.half().float()), name  # stored in fp16, loaded back as float32
     assert ckpt.image_size == 8 and ckpt.unet.config.num_class_embeds == fashion.NULL_CLASS + 1
+    again = fashion.save_checkpoint(tiny_checkpoint.parent / "again", ckpt.unet, ckpt.scheduler, ckpt.meta)
+    assert str(tiny_checkpoint) not in (again / "unet" / "config.json").read_text()  # no local path kept
 
 
 def test_batched_generator_is_seeded_and_independent_of_the_batch(tiny_checkpoint):

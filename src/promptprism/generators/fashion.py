@@ -115,6 +115,10 @@ def save_checkpoint(folder: str | os.PathLike, unet, scheduler, meta: dict) -> P
     path = Path(folder)
     path.mkdir(parents=True, exist_ok=True)
     half = copy.deepcopy(unet)
+    if "_name_or_path" in half.config:  # where a fine-tune's start was loaded from: a local path, not kept
+        from diffusers.configuration_utils import FrozenDict
+
+        half._internal_dict = FrozenDict({k: v for k, v in half.config.items() if k != "_name_or_path"})
     for tensor in (*half.parameters(), *half.buffers()):  # not Module.to: diffusers warns about casting
         if tensor.is_floating_point():
             tensor.data = tensor.data.to(torch.float16)
