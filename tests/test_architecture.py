@@ -18,12 +18,16 @@ FORBIDDEN = {
     "scale": {"methods", "report", "cli"},
     "methods": {"report", "cli"},
     "report": {"cli"},
+    # sampler-side guidance: torch at the edge of the core; it reads kernels and (lazily) embed's encoders
+    "guidance": {"data", "methods", "report", "cli", "scale", "stats", "results"},
     # results.py renders its notebook summary with report.summary, imported inside _repr_html_
     "results": {"data", "embed", "methods", "cli", "kernels", "stats", "scale"},
     # the array backend (numpy / torch) and its few backend-specific operations: foundation
     "backend": {"data", "embed", "methods", "report", "cli", "kernels", "stats", "scale", "results",
                 "array_ops"},
     "array_ops": {"data", "embed", "methods", "report", "cli", "kernels", "stats", "scale", "results"},
+    # the trained generators (models) are an edge: data sets, the generate path and the guidance sampler
+    "generators": {"methods", "report", "cli", "stats", "scale", "results", "embed"},
 }
 
 
@@ -82,3 +86,10 @@ def test_the_cli_starts_without_the_heavy_libraries():
             f"print(' '.join(m for m in {heavy!r} if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == ""
+
+
+def test_only_the_cli_imports_the_generators():
+    """The core never imports a model: the trained generators are reached from the CLI only."""
+    users = {str(p.relative_to(SRC)) for p in SRC.rglob("*.py")
+             if _layer(p) not in ("generators", "cli") and "generators" in _imported_packages(p)}
+    assert not users, f"the core imports the trained generators: {sorted(users)}"

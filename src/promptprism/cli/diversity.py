@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -11,13 +13,16 @@ from rich.table import Table
 
 from ..backend import resolve_backend
 from ..errors import OptionError
+from ..methods.metrics import MetricsResult, ReferenceMetrics
 from ..methods.scendi import PromptRankWarning, Scendi, ScendiComparison, ScendiResult, compare
+from ..results import to_jsonable
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console, err_console
 from ._inputs import int_option
 from ._options import unique_names
 from ._output import print_written, save_outputs
+from .metrics import compute_metrics, print_metrics
 from .report import NO_REPORT
 
 
@@ -70,6 +75,16 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
                               for s in c.top_samples[:3])
             clusters.add_row(str(c.rank), f"{c.share:.1%}", escape(shown))
         console.print(clusters)
+
+
+def _with_reference(comparison: ScendiComparison, inputs: list[Path], reference: Path, *, seed: int,
+                    quiet: bool, **encoding: Any) -> tuple[ScendiComparison, MetricsResult]:
+    """Each model's Scendi result with its reference-set metrics (``reference_metrics``) attached."""
+    metrics_result, _ = compute_metrics(inputs, reference, ReferenceMetrics(seed=seed), quiet=quiet,
+                                        **encoding)
+    models = [dataclasses.replace(r, reference_metrics=to_jsonable(m))
+              for r, m in zip(comparison.models, metrics_result.models, strict=True)]
+    return dataclasses.replace(comparison, models=models), metrics_result
 
 
 def _bootstrap_option(value: str) -> int | str:
@@ -134,6 +149,10 @@ def diversity(
     text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
     prompts: Path = inp.PROMPTS, cache: Path = inp.CACHE, no_cache: bool = inp.NO_CACHE,
     device: str = inp.DEVICE, batch_size: int = inp.BATCH_SIZE, no_report: bool = NO_REPORT,
+    reference: Path = typer.Option(None, "--reference", "-r",
+                                   help="A reference set (same formats): adds precision, recall, density, "
+                                        "coverage, FD, KID, MMD and CLIPScore beside Scendi (defaults of "
+                                        "'promptprism metrics')."),
 ) -> None:
     """Scendi: how much of a model's output diversity comes from the model, not from its prompts.
 
@@ -165,8 +184,15 @@ def diversity(
                 err_console.print(f"warning: {w.message}", markup=False, highlight=False, soft_wrap=True)
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    metrics_result = None
+    if reference is not None:
+        comparison, metrics_result = _with_reference(
+            comparison, inputs, reference, seed=int_option(seed, "--seed"), quiet=quiet,
+            **{k: v for k, v in enc.items() if k != "quiet"})
     results = comparison.models
     result: ScendiResult | ScendiComparison = results[0] if len(results) == 1 else comparison
     written = save_outputs(result, out, report=not no_report, inputs={s.name: s for s in sets}, quiet=quiet)
     print_diversity(results, quiet=quiet, differences=comparison.differences)
+    if metrics_result is not None:
+        print_metrics(metrics_result, quiet=quiet)
     print_written(written)

@@ -39,6 +39,12 @@ def generate(
     samples: str = typer.Option("1", "--samples", help="Generations per prompt."),
     seed: str = typer.Option("0", "--seed", help="Seed of every sample (each gets its own, derived)."),
     concurrency: str = typer.Option("1", "--concurrency", help="Requests or calls in flight at once."),
+    guide_reference: Path = typer.Option(None, "--guide-reference", help="Images: guide the sampler toward "
+                                         "this reference (a manifest with prompt and image columns): "
+                                         "PromptSplit guidance, docs/guidance.md; needs a generator that "
+                                         "takes guidance=, e.g. promptprism.generators.fashion:generate."),
+    guide_scale: float = typer.Option(1.0, "--guide-scale", help="Images: the guidance step size (>= 0)."),
+    guide_rho: float = typer.Option(0.0, "--guide-rho", help="Images: the Joint-Diversity weight (>= 0)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Generate outputs for every prompt and write a manifest that split/diversity/compcon read.
@@ -52,9 +58,13 @@ def generate(
     if image_mode and endpoint is not None:
         raise OptionError("pass --endpoint (text) or --generator/--diffusers (images), not both")
     try:
+        if guide_reference is not None and not image_mode:
+            raise OptionError("--guide-reference guides an image generator: pass --generator")
         if image_mode:
+            guidance = (None if guide_reference is None
+                        else _guidance_request(guide_reference, guide_scale, guide_rho))
             result = generate_images(prompts, generator=generator, diffusers=diffusers,
-                                     steps=int_option(steps, "--steps"), **common)
+                                     steps=int_option(steps, "--steps"), guidance=guidance, **common)
         else:
             if not endpoint or not model:
                 raise OptionError("text generation needs --endpoint and --model (or pass --generator or "
@@ -79,9 +89,29 @@ def generate(
     console.print(f"manifest: {escape(str(result.manifest))}")
 
 
+def _guidance_request(path: Path, scale: float, rho: float):
+    """The reference manifest's (prompt, image) pairs as a GuidanceRequest (validated before generating)."""
+    import numpy as np
+
+    from ..data.imageio import read_rgb
+    from ..data.manifest import read_manifest
+    from ..errors import InputError
+    from ..guidance import GuidanceRequest
+
+    for value, flag in ((scale, "--guide-scale"), (rho, "--guide-rho")):
+        if not np.isfinite(value) or value < 0:
+            raise OptionError(f"{flag} must be a finite number >= 0, got {value!r}")
+    rows = read_manifest(path).rows
+    if any(r.prompt is None or r.image is None for r in rows):
+        raise InputError(f"--guide-reference {path}: every row needs a text prompt and an image")
+    images = [np.asarray(read_rgb(r.image, r.where)) for r in rows]
+    return GuidanceRequest([r.prompt for r in rows], images, scale=scale, rho=rho, source=str(path))
+
+
 _FLAGS = {"samples": "--samples", "concurrency": "--concurrency", "seed": "--seed", "out": "--out",
           "temperature": "--temperature", "max_tokens": "--max-tokens", "generator": "--generator",
-          "diffusers": "--diffusers", "timeout": "--timeout", "retries": "--retries"}
+          "diffusers": "--diffusers", "timeout": "--timeout", "retries": "--retries",
+          "guidance": "--guide-reference"}
 
 
 def _flags(message: str) -> str:

@@ -59,6 +59,14 @@ class CLIPEncoder(PretrainedEncoder):
             return np.zeros((0, model.config.projection_dim), dtype=np.float32)
         return self._finish(np.concatenate(parts))
 
+    def token_counts(self, texts: Sequence[str]) -> tuple[np.ndarray, int]:
+        """Tokens per text before truncation (start and end tokens included), and the context length past
+        which :meth:`encode_texts` truncates: the prompts it embeds only in part are those above it."""
+        model, proc = self.load()
+        ids = proc.tokenizer(list(texts), truncation=False)["input_ids"]
+        return np.asarray([len(i) for i in ids], dtype=np.int64), int(
+            model.config.text_config.max_position_embeddings)
+
     def encode_images(self, images: Sequence[ImageLike]) -> np.ndarray:
         """Images -> float32 (n, d) CLIP image features, in batches."""
         import torch

@@ -172,6 +172,32 @@ class EfficientNetLite0Encoder:
             self._model = fold_batchnorm(net.eval(), FUSED).to(self.device, memory_format=torch.channels_last)
         return self._model
 
+    def torch_encoder(self):
+        """A differentiable torch module for guidance: images (n, 1 or 3, H, W) in [-1, 1] -> (n, 1280)
+        L2-normalised features. Grey images are repeated to RGB and resized (bilinear) to ``size``; [-1, 1]
+        is already the (x - 0.5) / 0.5 normalisation. Its features differ slightly from
+        :meth:`encode_images` (PIL bicubic resizing of 8-bit images): embed a guidance reference with this
+        module too."""
+        import torch
+
+        net, size = self.model(), self.size
+        for p in net.parameters():
+            p.requires_grad_(False)
+
+        class Encoder(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.net = net
+
+            def forward(self, images):
+                x = images.expand(-1, 3, -1, -1) if images.shape[1] == 1 else images
+                x = torch.nn.functional.interpolate(x.float(), size=(size, size), mode="bilinear",
+                                                    align_corners=False)
+                f = self.net.features(x.contiguous(memory_format=torch.channels_last))
+                return torch.nn.functional.normalize(f, dim=1)
+
+        return Encoder().eval()
+
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         """Not supported: an image-only encoder."""
         raise OptionError("efficientnet-lite0 embeds images only; pick a text model for texts")

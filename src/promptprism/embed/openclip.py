@@ -309,6 +309,13 @@ class OpenCLIPEncoder:
             parts.append(projected_features(out))
         return self._finish(parts)
 
+    def token_counts(self, texts: Sequence[str]) -> tuple[np.ndarray, int]:
+        """Tokens per text before truncation (start and end tokens included), and the context length past
+        which :meth:`encode_texts` truncates."""
+        ids = self.tokenizer()(list(texts), truncation=False)["input_ids"]
+        return np.asarray([len(i) for i in ids], dtype=np.int64), int(
+            self.model().config.text_config.max_position_embeddings)
+
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         """(n, embed_dim) float32 text features, read at the end-of-text token (truncated to the context)."""
         import torch

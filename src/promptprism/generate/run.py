@@ -188,6 +188,20 @@ def run_tasks(tasks: Sequence[Task], work: Callable[[Task], dict], *, manifest: 
                           n_reused=len(tasks) - len(todo), seconds=seconds, settings=settings)
 
 
+def pending_tasks(tasks: Sequence[Task], manifest: str | os.PathLike, settings: dict, *,
+                  fields: Sequence[str]) -> list[Task]:
+    """The tasks :func:`run_tasks` will run: those neither in a finished manifest of these settings nor in
+    the journal of an interrupted run (a manifest of other settings: every task, and run_tasks refuses)."""
+    manifest = Path(manifest)
+    sid = settings_id(settings)
+    try:
+        done = _finished_manifest(manifest, sid, fields) if manifest.is_file() else {}
+        done.update(read_journal(journal_path(manifest), sid))
+    except PromptPrismError:
+        return list(tasks)
+    return [t for t in tasks if t.key not in done]
+
+
 def _run_todo(todo: Sequence[Task], work: Callable[[Task], dict], done: dict[str, dict], jpath: Path,
               sid: str, concurrency: int, bar: _Bar) -> BaseException | None:
     """Run ``todo`` on a bounded thread pool, journaling each finished row; the first failure or None."""

@@ -15,7 +15,7 @@ from .features import (
     RandomFourierFeatures,
     cosine_features,
 )
-from .gram import KERNELS, cosine_gram, gaussian_gram, kernel_gram, squared_distances
+from .gram import KERNELS, cosine_gram, gaussian_gram, kernel_gram, polynomial_gram, squared_distances
 from .rbf import gamma_from_sigma, rbf_kernel, sigma_from_gamma
 from .scendi_features import ScendiFeatureMaps
 
@@ -33,6 +33,7 @@ __all__ = [
     "gaussian_gram",
     "kernel_gram",
     "median_pairwise_distance",
+    "polynomial_gram",
     "rbf_kernel",
     "resolve_bandwidth",
     "sigma_from_gamma",

@@ -96,20 +96,25 @@ def _cos_sin(proj: Any, fast_trig: bool = False, dtype: type = np.float64, out: 
     With float64 phases (results do not depend on how rows are chunked) and fast mode, cos/sin are evaluated
     in float32: errors of ~1e-7 per feature, far below the O(1/sqrt(D)) Monte-Carlo error of the random
     features themselves. Array API: numpy or torch phases, features of the same backend; ``out``: an
-    (n, 2D) array of ``dtype`` to write them into (e.g. rows of a feature matrix kept for later).
+    (n, 2D) array of ``dtype`` to write them into (e.g. rows of a feature matrix kept for later). Torch
+    phases that require gradients give differentiable features (guidance).
     """
     xp = array_namespace(proj)
     d = proj.shape[1]
-    if out is None:
+    grad = bool(getattr(proj, "requires_grad", False))  # torch autograd: no out= writes
+    if out is None and not grad:
         out = xp.empty((proj.shape[0], 2 * d), dtype=float_dtype(xp, np.dtype(dtype).name),
                        device=device(proj))
     if proj.shape[0] and d:
-        top = max(float(xp.max(proj)), -float(xp.min(proj)))  # max |phase| without an |proj| temporary
+        phases = proj.detach() if grad else proj
+        top = max(float(xp.max(phases)), -float(xp.min(phases)))  # max |phase| without an |proj| temporary
         if not np.isfinite(top) or top * float(xp.finfo(proj.dtype).eps) > PHASE_TOLERANCE:
             raise OptionError(
                 f"sigma: the bandwidth is too small for the embeddings' magnitude (random-feature phases up "
                 f"to {top:.3g} keep no precision in {proj.dtype}); centre the embeddings or choose a larger "
                 "bandwidth")
+    if out is None:
+        return xp.concat([xp.cos(proj), xp.sin(proj)], axis=1) * float(np.sqrt(1.0 / d))
     if fast_trig and proj.dtype != xp.float32:
         # reduce the phases to [-pi, pi] in float64 first: float32 keeps ~7 digits, so a phase of 1e12
         # (a tiny bandwidth) would otherwise lose every digit that distinguishes two rows

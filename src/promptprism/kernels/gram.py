@@ -108,3 +108,18 @@ def kernel_gram(kernel: str, a, b=None, *, sigma: float | None = None, dtype: ty
     if sigma is None:
         raise OptionError("the gaussian kernel needs a bandwidth sigma")
     return gaussian_gram(a, b, sigma=sigma, dtype=dtype)
+
+
+def polynomial_gram(a, b=None, *, degree: int = 3, gamma: float | None = None, coef: float = 1.0,
+                    dtype: type = np.float64):
+    """k(a, b) = (gamma <a, b> + coef)^degree, gamma = 1 / d by default: KID's kernel (Binkowski et al.
+    2018, sec. 3; degree 3, coef 1). Not normalised (k(a, a) != 1), so not one of :data:`KERNELS`."""
+    xp = array_namespace(a)
+    dt = _dtype(xp, dtype)
+    a = xp.asarray(a, dtype=dt)
+    b = a if b is None else xp.asarray(b, dtype=dt)
+    g = 1.0 / a.shape[1] if gamma is None else float(gamma)
+    k = a @ b.T
+    k *= g
+    k += coef
+    return k**degree

@@ -26,6 +26,7 @@ from .core import (
     write_page,
     write_report,
 )
+from .metrics import render_metrics
 from .promptsplit import render_promptsplit
 from .regions import render_regions
 from .scendi import render_scendi
@@ -46,5 +47,6 @@ __all__ = [
     "render_compcon",
     "render_compcon_eval",
     "render_scendi",
+    "render_metrics",
     "summary_html",
 ]

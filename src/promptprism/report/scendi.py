@@ -15,6 +15,7 @@ from .common import finish, mapping, notes_block, run_details, safe_figure, text
 from .core import reloader, renderer
 from .descriptions import description_block, finding_description
 from .html import Page, bar, data_uri, el, fmt, fnum, note, num, p, table
+from .metrics import reference_section
 
 #: samples shown per cluster
 SAMPLES_PER_CLUSTER = 6
@@ -275,6 +276,7 @@ def render_scendi(
             el("div", chart),
             cls="grid2",
         ),
+        reference_section(models),
     )
     sources = mapping(inputs)
     view: dict = {"group_label": "model", "clusters": [], "thumbs": []}

@@ -69,6 +69,9 @@ class ScendiResult(Result):
     gamma_estimator: str = "in-sample"
     #: verified names of the clusters (``promptprism describe``; ``methods.naming.describe_clusters``)
     descriptions: dict = field(default_factory=dict)
+    #: against a reference set (``diversity --reference``): the ``metrics.SetMetrics`` record as a dict
+    #: (precision, recall, density, coverage, fd, kid, mmd2, clip_score, intervals, notes)
+    reference_metrics: dict = field(default_factory=dict)
 
 
     def summary(self) -> dict:

@@ -1,0 +1,151 @@
+"""``promptprism metrics``: generated sets against a reference set (precision, recall, density, coverage, FD,
+KID, MMD and CLIPScore), with intervals and a per-prompt breakdown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ..errors import OptionError
+from ..methods.metrics import MetricsResult, ReferenceMetrics
+from . import _inputs as inp
+from ._app import app, console
+from ._inputs import int_option
+from ._options import unique_names
+from ._output import print_written, save_outputs
+from .report import NO_REPORT
+
+_COLUMNS = (("precision", ".3f"), ("recall", ".3f"), ("density", ".3f"), ("coverage", ".3f"),
+            ("fd", ".4g"), ("kid", ".4g"), ("mmd2", ".3g"), ("clip_score", ".3f"))
+
+
+def _cell(m: Any, key: str, fmt: str) -> str:
+    value = getattr(m, key)
+    if value is None:
+        return "-"
+    iv = m.intervals.get(key)
+    text = format(value, fmt)
+    return text if not iv else f"{text} [{format(iv['low'], fmt)}, {format(iv['high'], fmt)}]"
+
+
+def print_metrics(result: MetricsResult, *, quiet: bool = False) -> None:
+    """One row per generated set, then each set's notes (what was left out and why)."""
+    if quiet:
+        return
+    level = result.config["confidence"]
+    table = Table(title=f"Against the reference {result.reference!r} (n = {result.n_reference}, "
+                        f"{result.dim} dimensions); [{level:.0%} intervals]")
+    for col in ("set", "n", *(c for c, _ in _COLUMNS)):
+        table.add_column(col, justify="left" if col == "set" else "right")
+    for m in result.models:
+        table.add_row(escape(m.name), str(m.n), *(_cell(m, key, fmt) for key, fmt in _COLUMNS))
+    console.print(table)
+    for m in result.models:
+        if m.truncation:
+            t = m.truncation
+            console.print(f"{m.name}: {t['truncated']} of {t['prompts']} prompts longer than the text "
+                          f"encoder's {t['context_length']} tokens were truncated before CLIPScore",
+                          markup=False, highlight=False, soft_wrap=True)
+        for note in m.notes:
+            console.print(f"{m.name}: {note}", markup=False, highlight=False, soft_wrap=True)
+
+
+def prompt_truncation(loaded: Any, *, text_model: str, clip_model: str | None, device: str,
+                      batch_size: int) -> dict | None:
+    """{'truncated': per-row bools, 'context_length'} when the prompts were text embedded here by an encoder
+    that can count tokens (CLIP, open_clip); None otherwise (embeddings given: the counts are unknown)."""
+    paired = loaded.paired
+    if loaded.kind == "embeddings" or paired.prompts is None:
+        return None
+    from ..embed.registry import get_encoder
+
+    enc = get_encoder(text_model, modality="text", clip_model=clip_model, device=device,
+                      batch_size=batch_size)
+    if not hasattr(enc, "token_counts"):
+        return None
+    counts, context = enc.token_counts(paired.prompts)
+    return {"truncated": counts > context, "context_length": context}
+
+
+def _spaces(loaded: Any) -> tuple[str, str] | None:
+    enc = loaded.encoders
+    return (enc["prompt"], enc["output"]) if "prompt" in enc and "output" in enc else None
+
+
+@app.command("metrics")
+def metrics(
+    inputs: list[Path] = typer.Argument(..., help=f"One generated set per model: {inp.INPUT_HELP}."),
+    reference: Path = typer.Option(..., "--reference", "-r", help="The reference set (same formats; its "
+                                                                  "outputs are the real samples)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
+    nearest_k: str = typer.Option("5", "--nearest-k", help="k of the k-NN radii (precision, recall, "
+                                                           "density, coverage)."),
+    subsets: str = typer.Option("100", "--subsets", help="Random subsets for KID and MMD."),
+    subset_size: str = typer.Option("1000", "--subset-size", help="Rows per subset (capped at the smaller "
+                                                                   "set)."),
+    mmd_kernel: str = typer.Option("gaussian", "--mmd-kernel", help="MMD's kernel: gaussian or cosine."),
+    mmd_sigma: str = typer.Option("median", "--mmd-sigma", help="Gaussian bandwidth: a number or a rule "
+                                                                "('median', '0.5*median') on the reference."),
+    bootstrap: str = typer.Option("200", "--bootstrap", help="Bootstrap replicates over prompts for the "
+                                                             "intervals; 0 = off."),
+    confidence: str = typer.Option("0.95", "--confidence", help="Level of the intervals."),
+    min_group_size: str = typer.Option("10", "--min-group-size", help="Generated samples a prompt needs to "
+                                                                      "be broken down."),
+    alignment: str = typer.Option("auto", "--alignment", help="CLIPScore: auto (when prompts and outputs "
+                                                              "share a joint space), on (refuse otherwise), "
+                                                              "off."),
+    seed: str = inp.SEED, quiet: bool = inp.QUIET,
+    text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
+    prompts: Path = inp.PROMPTS, cache: Path = inp.CACHE, no_cache: bool = inp.NO_CACHE,
+    device: str = inp.DEVICE, batch_size: int = inp.BATCH_SIZE, no_report: bool = NO_REPORT,
+) -> None:
+    """Fidelity and diversity against a reference set, distances and prompt alignment.
+
+    Precision and recall (Kynkäänniemi et al. 2019), density and coverage (Naeem et al. 2020), the Fréchet
+    distance (FID on Inception features, FD-DINOv2 on DINOv2), KID and MMD on the output embeddings;
+    CLIPScore (Hessel et al. 2021) when prompts and outputs come from one joint model. Several generated
+    sets give one table.
+    """
+    try:
+        level = float(confidence)
+    except ValueError:
+        raise OptionError(f"confidence must be a number, got {confidence!r}") from None
+    estimator = ReferenceMetrics(
+        nearest_k=int_option(nearest_k, "--nearest-k"), subsets=int_option(subsets, "--subsets"),
+        subset_size=int_option(subset_size, "--subset-size"), mmd_kernel=mmd_kernel, mmd_sigma=mmd_sigma,
+        bootstrap=int_option(bootstrap, "--bootstrap"), confidence=level,
+        min_group_size=int_option(min_group_size, "--min-group-size"), alignment=alignment,
+        seed=int_option(seed, "--seed"))
+    result, sets = compute_metrics(inputs, reference, estimator, quiet=quiet, text_model=text_model,
+                                   image_model=image_model, clip_model=clip_model, prompts=prompts,
+                                   cache=cache, no_cache=no_cache, device=device, batch_size=batch_size)
+    written = save_outputs(result, out, report=not no_report, inputs=sets, quiet=quiet)
+    print_metrics(result, quiet=quiet)
+    print_written(written)
+
+
+def compute_metrics(inputs: list[Path], reference: Path, estimator: ReferenceMetrics, *, quiet: bool,
+                    **encoding: Any) -> tuple[MetricsResult, dict]:
+    """Read the generated sets and the reference (every input first), then compare; also what the report
+    needs to show the inputs. ``encoding``: the shared encoder options of :func:`inp.read_cli_input`."""
+    names = unique_names([*inputs, reference])
+    loaded = [inp.read_cli_input(p, name=n, quiet=quiet, **encoding)
+              for p, n in zip([*inputs, reference], names, strict=True)]
+    *gen, ref = loaded
+    truncation = {}
+    for item in gen:
+        t = prompt_truncation(item, text_model=encoding["text_model"], clip_model=encoding["clip_model"],
+                              device=encoding["device"], batch_size=encoding["batch_size"])
+        if t is not None:
+            truncation[item.paired.name] = t
+    spaces = {g.paired.name: s for g in gen if (s := _spaces(g)) is not None}
+    result = estimator.compare([g.paired for g in gen], ref.paired, names=[g.paired.name for g in gen],
+                               reference_name=ref.paired.name, spaces=spaces, truncation=truncation)
+    return result, {g.paired.name: g.paired for g in gen}
+
+
+__all__ = ["compute_metrics", "metrics", "print_metrics"]

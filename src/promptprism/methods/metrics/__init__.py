@@ -1,0 +1,13 @@
+"""Reference-set metrics on embeddings: Fréchet distance, KID, precision, recall, density, coverage."""
+
+from .alignment import CLIPSCORE_WEIGHT, check_joint_space, clip_scores
+from .estimator import ReferenceMetrics
+from .frechet import feature_moments, frechet_distance, frechet_distance_from_moments, trace_sqrt_product
+from .kid import kernel_inception_distance, kernel_mmd2, subset_mmd2
+from .prdc import NeighbourIndicators, knn_radii, neighbour_indicators, prdc
+from .result import MetricsResult, SetMetrics
+
+__all__ = ["CLIPSCORE_WEIGHT", "MetricsResult", "NeighbourIndicators", "ReferenceMetrics", "SetMetrics",
+           "check_joint_space", "clip_scores", "feature_moments", "frechet_distance",
+           "frechet_distance_from_moments", "kernel_inception_distance", "kernel_mmd2", "knn_radii",
+           "neighbour_indicators", "prdc", "subset_mmd2", "trace_sqrt_product"]

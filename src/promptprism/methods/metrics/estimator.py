@@ -1,0 +1,220 @@
+"""``ReferenceMetrics``: generated sets against a reference set (validate, resolve defaults, call the core).
+
+Precision, recall, density, coverage, Fréchet distance, KID and MMD on the output embeddings; CLIPScore on
+(prompt, output) pairs from one joint space; bootstrap intervals, a per-prompt breakdown and a note for each
+thing left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..._validation import check_matrix, check_positive_number, check_seed
+from ...data.paired import PairedSet, prompt_groups
+from ...errors import InputError, OptionError
+from ...kernels import KERNELS, resolve_bandwidth
+from ..scendi.bootstrap import check_bootstrap, percentile_interval
+from .alignment import CLIPSCORE_WEIGHT, check_joint_space, clip_scores
+from .breakdown import PromptGroups, prompt_breakdown
+from .frechet import frechet_distance
+from .intervals import FD_BOOTSTRAP_MAX_DIM, bootstrap_means, frechet_bootstrap
+from .kid import kernel_inception_distance, kernel_mmd2
+from .prdc import neighbour_indicators
+from .result import MetricsResult, SetMetrics
+
+ALIGNMENT_CHOICES = ("auto", "on", "off")
+PRECISIONS = ("float64", "float32")
+
+
+def _as_set(data: Any, name: str) -> PairedSet | np.ndarray:
+    if isinstance(data, PairedSet):
+        return data
+    return check_matrix(data, name)
+
+
+def _outputs(data: PairedSet | np.ndarray) -> np.ndarray:
+    return data.output_embeddings if isinstance(data, PairedSet) else data
+
+
+class ReferenceMetrics:
+    """Fidelity, diversity, distances and alignment of generated sets against one reference set.
+
+    ``nearest_k``: k of the k-NN radii (precision, recall, density, coverage). ``subsets`` x
+    ``subset_size``: KID's and MMD's random subsets. ``mmd_kernel`` ('gaussian' or 'cosine') and
+    ``mmd_sigma`` (a number or 'median', '0.5*median': resolved on the reference): MMD's kernel.
+    ``bootstrap``: replicates for the intervals (0: off). ``min_group_size``: generated samples a prompt
+    needs to be broken down. ``alignment``: 'auto' (CLIPScore when prompts and outputs share a dimension),
+    'on' (refuse when they do not), 'off'. ``distance_precision``: the k-NN distances' dtype.
+    """
+
+    def __init__(self, *, nearest_k: int = 5, subsets: int = 100, subset_size: int = 1000,
+                 mmd_kernel: str = "gaussian", mmd_sigma: float | str = "median", bootstrap: int = 200,
+                 confidence: float = 0.95, min_group_size: int = 10, alignment: str = "auto",
+                 clip_weight: float = CLIPSCORE_WEIGHT, distance_precision: str = "float64",
+                 block_rows: int | None = None, seed: int = 0):
+        self.nearest_k = check_positive_number(nearest_k, "nearest_k", integer=True)
+        self.subsets = check_positive_number(subsets, "subsets", integer=True)
+        self.subset_size = check_positive_number(subset_size, "subset_size", integer=True)
+        if self.subset_size < 2:
+            raise OptionError(f"subset_size must be >= 2, got {subset_size!r}")
+        if mmd_kernel not in KERNELS:
+            raise OptionError(f"mmd_kernel must be one of {', '.join(KERNELS)}, got {mmd_kernel!r}")
+        self.mmd_kernel, self.mmd_sigma = mmd_kernel, mmd_sigma
+        check_bootstrap(bootstrap, confidence)
+        self.bootstrap, self.confidence = int(bootstrap), float(confidence)
+        self.min_group_size = check_positive_number(min_group_size, "min_group_size", integer=True)
+        if alignment not in ALIGNMENT_CHOICES:
+            raise OptionError(f"alignment must be one of {', '.join(ALIGNMENT_CHOICES)}, got {alignment!r}")
+        self.alignment = alignment
+        self.clip_weight = check_positive_number(clip_weight, "clip_weight")
+        if distance_precision not in PRECISIONS:
+            raise OptionError(f"distance_precision must be one of {', '.join(PRECISIONS)}, "
+                              f"got {distance_precision!r}")
+        self.distance_precision = distance_precision
+        self.block_rows = None if block_rows is None else check_positive_number(block_rows, "block_rows",
+                                                                                integer=True)
+        self.seed = check_seed(seed)
+
+    def config(self, sigma: float | None) -> dict:
+        """The options as recorded in result.json (the bandwidth resolved)."""
+        return {"nearest_k": self.nearest_k, "subsets": self.subsets, "subset_size": self.subset_size,
+                "mmd_kernel": self.mmd_kernel, "mmd_sigma": sigma, "bootstrap": self.bootstrap,
+                "confidence": self.confidence, "min_group_size": self.min_group_size,
+                "alignment": self.alignment, "clip_weight": self.clip_weight,
+                "distance_precision": self.distance_precision, "fd_bootstrap_max_dim": FD_BOOTSTRAP_MAX_DIM,
+                "min_samples": {"prdc": self.nearest_k + 1, "per_prompt": self.min_group_size,
+                                "fd_full_rank": "d + 1"}}
+
+    def compare(self, generated: Any, reference: Any, *, names: Sequence[str] | None = None,
+                reference_name: str | None = None, spaces: dict[str, tuple[str, str]] | None = None,
+                truncation: dict[str, dict] | None = None) -> MetricsResult:
+        """Each generated set (a :class:`PairedSet`, an (n, d) array, or a list of them) against
+        ``reference``; ``spaces`` {name: (prompt encoder, output encoder)} and ``truncation`` {name:
+        {'truncated': per-row bools, 'context_length': tokens}} come from the loader when it knows them."""
+        sets = list(generated) if isinstance(generated, (list, tuple)) else [generated]
+        if not sets:
+            raise InputError("no generated set to compare")
+        sets = [_as_set(s, f"generated[{i}]") for i, s in enumerate(sets)]
+        ref = _as_set(reference, "reference")
+        names = list(names) if names is not None else [
+            s.name if isinstance(s, PairedSet) else f"set {i}" for i, s in enumerate(sets)]
+        ref_x = _outputs(ref)
+        sigma = (resolve_bandwidth(self.mmd_sigma, ref_x, name="mmd_sigma", seed=self.seed)
+                 if self.mmd_kernel == "gaussian" else None)
+        models = [self._one(s, ref, name, sigma, (spaces or {}).get(name), (truncation or {}).get(name))
+                  for s, name in zip(sets, names, strict=True)]
+        ref_label = reference_name or (ref.name if isinstance(ref, PairedSet) else "reference")
+        return MetricsResult(models=models, reference=ref_label, n_reference=int(ref_x.shape[0]),
+                             dim=int(ref_x.shape[1]), seed=self.seed, config=self.config(sigma))
+
+    def _alignment(self, data: Any, space: tuple[str, str] | None, trunc: dict | None, notes: list[str]
+                   ) -> dict[str, np.ndarray]:
+        if self.alignment == "off":
+            return {}
+        if not isinstance(data, PairedSet):
+            if self.alignment == "on":
+                raise InputError("alignment needs prompt embeddings; the generated set is outputs only")
+            return {}
+        try:
+            check_joint_space(data.dim_prompt, data.dim_output, prompt_space=space and space[0],
+                              output_space=space and space[1])
+        except InputError as exc:
+            if self.alignment == "on":
+                raise
+            notes.append(f"no CLIPScore: {exc}")
+            return {}
+        score, cos = clip_scores(data.prompt_embeddings, data.output_embeddings, weight=self.clip_weight)
+        out = {"clip_score": score, "cosine": cos}
+        if trunc is not None:
+            out["truncated"] = np.asarray(trunc["truncated"], dtype=bool)
+        else:
+            notes.append("CLIPScore from prompt embeddings made elsewhere: whether their text encoder "
+                         "truncated long prompts (CLIP: 77 tokens) is not known here; embed the prompts with "
+                         "promptprism (a manifest and --text-model clip) to have them counted")
+        return out
+
+    def _groups(self, data: Any, ref: Any) -> PromptGroups | None:
+        if not isinstance(data, PairedSet):
+            return None
+        if isinstance(ref, PairedSet) and ref.dim_prompt == data.dim_prompt:
+            (gen, rlab), names = prompt_groups(data, ref)
+            return PromptGroups(gen, rlab, names)
+        (gen,), names = prompt_groups(data)
+        return PromptGroups(gen, None, names)
+
+    def _fd(self, x: np.ndarray, r: np.ndarray, notes: list[str]) -> float:
+        n_min, d = min(x.shape[0], r.shape[0]), x.shape[1]
+        if n_min < 2:
+            raise InputError(f"FD needs at least 2 samples in each set, got {n_min}")
+        if n_min <= d:
+            notes.append(f"FD from {n_min} samples in {d} dimensions: the covariances are singular (rank "
+                         f"<= n - 1 < d), so FD is biased upward and depends on n; compare sets of equal n "
+                         f"only, or use more than {d} samples")
+        return frechet_distance(x, r)
+
+    def _one(self, data: Any, ref: Any, name: str, sigma: float | None, space: tuple[str, str] | None,
+             trunc: dict | None) -> SetMetrics:
+        x, r = _outputs(data), _outputs(ref)
+        if x.shape[1] != r.shape[1]:
+            raise InputError(f"{name}: outputs have {x.shape[1]} dimensions but the reference's have "
+                             f"{r.shape[1]}; embed both with the same encoder")
+        notes: list[str] = []
+        ind = neighbour_indicators(r, x, self.nearest_k, dtype=self.distance_precision,
+                                   block_rows=self.block_rows)
+        dup = ind.duplicates
+        if dup["reference"] or dup["generated"]:
+            notes.append(f"exact duplicate rows: {dup['generated']} generated, {dup['reference']} reference; "
+                         "k-NN radii count distinct neighbours and density weights each reference ball by "
+                         "1 / its multiplicity (docs/metrics.md)")
+        fd = self._fd(x, r, notes)
+        kid = kernel_inception_distance(x, r, n_subsets=self.subsets, subset_size=self.subset_size,
+                                        seed=self.seed)
+        mmd = kernel_mmd2(x, r, kernel=self.mmd_kernel, sigma=sigma, n_subsets=self.subsets,
+                          subset_size=self.subset_size, seed=self.seed)
+        align = self._alignment(data, space, trunc, notes)
+        groups = self._groups(data, ref)
+        intervals = self._intervals(x, r, ind, align, groups, kid, mmd, fd, notes)
+        per_prompt: list[dict] = []
+        if groups is not None:
+            per_prompt, more = prompt_breakdown(x, r, groups, ind, alignment=align,
+                                                min_group_size=self.min_group_size, subsets=self.subsets,
+                                                seed=self.seed, distance_dtype=self.distance_precision)
+            notes.extend(more)
+        truncation = {}
+        if "truncated" in align:
+            truncation = {"prompts": int(align["truncated"].size), "truncated": int(align["truncated"].sum()),
+                          "context_length": int(trunc["context_length"])}
+        m = ind.metrics()
+        return SetMetrics(
+            name=name, n=int(x.shape[0]), fd=fd, kid=float(kid.mean()), kid_std=float(kid.std(ddof=1))
+            if kid.size > 1 else 0.0, mmd2=float(mmd.mean()),
+            clip_score=float(align["clip_score"].mean()) if align else None,
+            cosine=float(align["cosine"].mean()) if align else None, intervals=intervals,
+            truncation=truncation, per_prompt=per_prompt, notes=notes, **m)
+
+    def _intervals(self, x: np.ndarray, r: np.ndarray, ind: Any, align: dict, groups: PromptGroups | None,
+                   kid: np.ndarray, mmd: np.ndarray, fd: float, notes: list[str]) -> dict:
+        out = {}
+        if kid.size > 1:
+            out["kid"] = percentile_interval(kid, self.confidence)
+            out["mmd2"] = percentile_interval(mmd, self.confidence)
+        else:
+            notes.append(f"KID and MMD on all {x.shape[0]} rows of both sets (subset_size "
+                         f"{self.subset_size} >= both sizes): one value, no subset interval")
+        if not self.bootstrap:
+            return out
+        opts = dict(replicates=self.bootstrap, level=self.confidence, seed=self.seed)
+        gen_values = {"precision": ind.in_real_manifold, "density": ind.real_balls / ind.k}
+        gen_values.update({k: v for k, v in align.items() if k in ("clip_score", "cosine")})
+        out.update(bootstrap_means(gen_values, groups.generated if groups else None, **opts))
+        out.update(bootstrap_means({"recall": ind.in_fake_manifold, "coverage": ind.covered},
+                                   groups.reference if groups else None, **opts))
+        if x.shape[1] <= FD_BOOTSTRAP_MAX_DIM:
+            out["fd"] = frechet_bootstrap(x, r, estimate=fd, **opts)
+        else:
+            notes.append(f"no FD interval: d = {x.shape[1]} > {FD_BOOTSTRAP_MAX_DIM} (each bootstrap "
+                         "replicate costs two d x d covariances and eigen-solves)")
+        return out

@@ -1,0 +1,91 @@
+"""The reference-metrics page: precision, recall, density, coverage, FD, KID, MMD and CLIPScore per generated
+set, with intervals, each set's notes (what was left out and why) and its per-prompt breakdown; and the same
+table as a section of the Scendi page when ``diversity --reference`` attached them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .common import finish, notes_block, run_details
+from .core import renderer
+from .html import Page, details, el, fnum, p, table
+
+#: (field, header, format) of the headline table
+COLUMNS = (("precision", "precision", ".3f"), ("recall", "recall", ".3f"), ("density", "density", ".3f"),
+           ("coverage", "coverage", ".3f"), ("fd", "FD", ".4g"), ("kid", "KID", ".3g"),
+           ("mmd2", "MMD²", ".3g"), ("clip_score", "CLIPScore", ".3f"))
+PER_PROMPT = (("n", "n", "d"), ("precision", "precision", ".3f"), ("density", "density", ".3f"),
+              ("recall", "recall", ".3f"), ("coverage", "coverage", ".3f"), ("kid", "KID", ".3g"),
+              ("fd", "FD", ".4g"), ("clip_score", "CLIPScore", ".3f"), ("truncated", "truncated", "d"))
+
+
+def _get(m: Any, key: str) -> Any:
+    return m.get(key) if isinstance(m, dict) else getattr(m, key, None)
+
+
+def _cell(m: Any, key: str, spec: str) -> str:
+    value = _get(m, key)
+    iv = (_get(m, "intervals") or {}).get(key)
+    text = fnum(value, spec)
+    return text if not iv or value is None else f"{text} [{fnum(iv['low'], spec)}, {fnum(iv['high'], spec)}]"
+
+
+def metrics_table(rows: list[tuple[str, Any]]) -> Any:
+    """The headline table: one (name, SetMetrics or its dict) per row."""
+    body = [(name, f"{_get(m, 'n'):,}", *(_cell(m, k, s) for k, _, s in COLUMNS)) for name, m in rows]
+    return table(["set", "n", *(h for _, h, _ in COLUMNS)], body, numeric=range(1, 2 + len(COLUMNS)))
+
+
+def set_notes(name: str, m: Any) -> list[str]:
+    """A set's notes, the prompt truncation first, each prefixed by the set's name."""
+    out = []
+    t = _get(m, "truncation") or {}
+    if t:
+        out.append(f"{name}: {t['truncated']} of {t['prompts']} prompts were longer than the text encoder's "
+                   f"{t['context_length']} tokens and were truncated before CLIPScore")
+    return out + [f"{name}: {n}" for n in (_get(m, "notes") or [])]
+
+
+def _per_prompt(m: Any) -> Any:
+    rows = _get(m, "per_prompt") or []
+    if not rows:
+        return None
+    body = [(r["prompt"], *(fnum(r.get(k), s) if s != "d" else str(r.get(k, "–")) for k, _, s in PER_PROMPT))
+            for r in rows]
+    headers = ["prompt", *(h for _, h, _ in PER_PROMPT)]
+    return details(f"{_get(m, 'name')}: {len(rows)} prompts broken down",
+                   table(headers, body, numeric=range(1, len(headers))))
+
+
+ABOUT = ("Precision and recall (Kynkäänniemi et al. 2019), density and coverage (Naeem et al. 2020) on k-NN "
+         "balls; the Fréchet distance (FID on Inception features); KID (unbiased polynomial-kernel MMD² "
+         "averaged over random subsets) and MMD²; CLIPScore = 2.5 max(cos, 0) (Hessel et al. 2021) between "
+         "each prompt and its output in one joint space. Brackets: bootstrap intervals over prompts; for KID "
+         "and MMD² the spread of the subset values.")
+
+
+@renderer("metrics")
+def render_metrics(result: Any, *, notes: list[str] | None = None, **_: Any) -> str:
+    """The reference-metrics report page."""
+    page = Page(f"Against the reference {result.reference}",
+                f"{len(result.models)} generated set(s) against {result.n_reference:,} reference samples in "
+                f"{result.dim} dimensions.")
+    all_notes = [n for m in result.models for n in set_notes(m.name, m)]
+    page.add("Metrics", notes_block(notes), metrics_table([(m.name, m) for m in result.models]), p(ABOUT),
+             notes_block(all_notes))
+    breakdowns = [b for m in result.models if (b := _per_prompt(m)) is not None]
+    if breakdowns:
+        page.add("Per prompt", p(f"Prompts with at least {result.config.get('min_group_size')} generated "
+                                 "samples; recall, coverage, KID and FD need reference samples of the same "
+                                 "prompt."), *breakdowns)
+    page.add("Run", run_details(result))
+    return finish(page, kind="metrics")
+
+
+def reference_section(models: list[Any]) -> Any:
+    """The Scendi page's section for ``diversity --reference`` (None when no model has reference metrics)."""
+    rows = [(m.name, m.reference_metrics) for m in models if getattr(m, "reference_metrics", None)]
+    if not rows:
+        return None
+    notes = [n for name, m in rows for n in set_notes(name, m)]
+    return el("div", el("h3", "Against the reference set"), metrics_table(rows), p(ABOUT), notes_block(notes))
