@@ -126,8 +126,6 @@ class KWaySplit:
         paired = [_as_paired(s, names[i] if names else f"set {i + 1}") for i, s in enumerate(sets)]
         names = list(names) if names else [s.name if s.name != "set" else f"set {i + 1}"
                                            for i, s in enumerate(paired)]
-        if len(set(names)) != len(names):
-            raise OptionError(f"names must be distinct, got {names}")
         for s in paired[1:]:
             check_compatible(paired[0], s)
         for a in range(len(paired)):
@@ -135,6 +133,8 @@ class KWaySplit:
                 if core.same_pairs(paired[a], paired[b]):
                     raise InputError(f"{paired[a].where} and {paired[b].where} hold the same pairs (a duplicated "
                                      "input?); give each set once")
+        if len(set(names)) != len(names):
+            raise OptionError(f"names must be distinct, got {names}")
         if self.kernel == "cosine":
             for s in paired:
                 s.check_nonzero("the cosine kernel is undefined for a zero vector")
