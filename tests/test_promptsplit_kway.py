@@ -169,6 +169,6 @@ def test_family_wise_false_positive_rate_under_the_null():
 def test_power_against_a_deviation_in_one_of_three_models():
     est = KWaySplit(method="exact", permutations=59, n_modes=2)
     with threadpool_limits(1):
-        hits = [_rejects(est.fit(model_sets(2000 + s, 3, prompts=6, per=3, shift=1.5, planted=1)))
+        hits = [_rejects(est.fit(model_sets(2000 + s, 3, prompts=6, per=3, shift=2.5, planted=1)))
                 for s in range(30)]
     assert np.mean(hits) >= 0.8, np.mean(hits)

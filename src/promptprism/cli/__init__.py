@@ -16,6 +16,7 @@ import warnings
 
 import typer
 
+from . import compare as _compare  # noqa: E402,F401
 from . import compcon as _compcon  # noqa: E402,F401
 from . import demo as _demo  # noqa: E402,F401
 from . import diversity as _diversity  # noqa: E402,F401,I001

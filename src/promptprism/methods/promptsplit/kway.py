@@ -131,8 +131,8 @@ class KWaySplit:
         for a in range(len(paired)):
             for b in range(a + 1, len(paired)):
                 if core.same_pairs(paired[a], paired[b]):
-                    raise InputError(f"{paired[a].where} and {paired[b].where} hold the same pairs (a duplicated "
-                                     "input?); give each set once")
+                    raise InputError(f"{paired[a].where} and {paired[b].where} hold the same pairs (a "
+                                     "duplicated input?); give each set once")
         if len(set(names)) != len(names):
             raise OptionError(f"names must be distinct, got {names}")
         if self.kernel == "cosine":
@@ -163,8 +163,8 @@ def _check_shared_prompts(labels: list[np.ndarray], prompt_names: list[str], nam
         said = "; ".join(f"{name} lacks {', '.join(repr(p) for p in miss[:3])}"
                          + (f" and {len(miss) - 3} more" if len(miss) > 3 else "")
                          for name, miss in zip(names, missing, strict=True) if miss)
-        raise InputError(f"K-way PromptSplit needs every set on the same prompts (labels are exchanged within "
-                         f"each prompt): {said}")
+        raise InputError("K-way PromptSplit needs every set on the same prompts (labels are exchanged "
+                         f"within each prompt): {said}")
 
 
 def _frobenius2(a: np.ndarray) -> float:
@@ -240,7 +240,8 @@ class _Fit:
         for s in sets:
             out = NUMPY.empty((len(s), fmap.dim), fmap.precision) if keep else None
             step = -(-len(s) // workers)
-            tasks = [(fmap, [(s.prompt_embeddings, s.output_embeddings, a, b, 1.0, out)], est.chunk_size, NUMPY)
+            tasks = [(fmap, [(s.prompt_embeddings, s.output_embeddings, a, b, 1.0, out)], est.chunk_size,
+                      NUMPY)
                      for a, b in core.chunks(len(s), step)]
             acc = runner.map_reduce(core.difference_partition, tasks, description="K-way: covariance",
                                     threads=True)

@@ -3,11 +3,11 @@
 For sets X_1..X_K (n_k samples each) with per-set second moments C_k = (1/n_k) sum_{i in k} psi_i psi_i^T,
 
     pair (a, b):        Lambda_ab = C_a - eta C_b
-    one-vs-rest (k):    Lambda_k  = C_k - eta C_rest(k),  C_rest(k) = (1/n_rest) sum_{i not in k} psi_i psi_i^T
+    one-vs-rest (k):    Lambda_k  = C_k - eta C_rest(k),  C_rest(k) = (1/n_rest) sum_{i not in k} psi psi^T
 
-(SPEC's Lambda with the pooled others as the reference set: weights 1/n_k and -eta/n_rest). Every comparison is
-Psi^T D_c Psi for one Psi and a signed weight vector D_c (zero on the rows it leaves out), so the joint Gram
-matrix G = Psi Psi^T of all K sets (exact route) or the K r x r second moments (random features) are
+(SPEC's Lambda with the pooled others as the reference set: weights 1/n_k and -eta/n_rest). Every comparison
+is Psi^T D_c Psi for one Psi and a signed weight vector D_c (zero on the rows it leaves out), so the joint
+Gram matrix G = Psi Psi^T of all K sets (exact route) or the K r x r second moments (random features) are
 computed once, and each comparison needs only its small spectrum (:func:`comparison_weights`).
 
 ||Lambda||_F^2 of every comparison follows from the K x K block sums S_ab = sum_{i in a, j in b} G_ij^2
@@ -95,7 +95,7 @@ def comparison_distance(sums: np.ndarray, counts: np.ndarray, comparison: Compar
 
 
 def pair_distances(sums: np.ndarray, counts: np.ndarray, eta: float) -> np.ndarray:
-    """The K x K matrix of ||C_a - eta C_b||_F^2 (symmetric when eta = 1; its diagonal (1 - eta)^2 ||C_a||^2)."""
+    """The K x K matrix of ||C_a - eta C_b||_F^2 (symmetric when eta = 1; diagonal (1 - eta)^2 ||C_a||^2)."""
     k = len(counts)
     return np.array([[comparison_distance(sums, counts, (a, (b,)), eta) for b in range(k)] for a in range(k)])
 

@@ -99,8 +99,8 @@ def _pooled(sets: list, members: tuple) -> Any:
     from ...data.paired import PairedSet
 
     parts = [sets[b] for b in members]
-    strings = {a: None if any(getattr(s, a) is None for s in parts) else sum((getattr(s, a) for s in parts), [])
-               for a in ("prompts", "outputs")}
+    strings = {a: None if any(getattr(s, a) is None for s in parts)
+               else sum((getattr(s, a) for s in parts), []) for a in ("prompts", "outputs")}
     return PairedSet(np.concatenate([s.prompt_embeddings for s in parts]),
                      np.concatenate([s.output_embeddings for s in parts]), strings["prompts"],
                      strings["outputs"], name="rest")
@@ -141,7 +141,8 @@ def assemble(*, fit: Any, names: list[str], prompt_names: list[str], family: lis
              method: str, config: dict, timings: dict) -> KWayResult:
     """The K-way result from a finished fit and its test (``tests``: comparison -> (record, p-values))."""
     k = len(names)
-    results = {c: _comparison_result(fit, c, names, prompt_names, tests.get(c), method, config) for c in family}
+    results = {c: _comparison_result(fit, c, names, prompt_names, tests.get(c), method, config)
+               for c in family}
     pair_p: list[list[float | None]] = [[None] * k for _ in range(k)]
     for (a, (b,)) in family[:n_pairs]:
         ps = [m.p_value for m in results[(a, (b,))].modes if m.p_value is not None]
@@ -155,7 +156,8 @@ def assemble(*, fit: Any, names: list[str], prompt_names: list[str], family: lis
         d["separated_from"] = [names[b] for b in range(k)
                                if b != a and pair_p[a][b] is not None and pair_p[a][b] <= alpha]
         d["deviates"] = bool(d["significant_modes"]) and len(d["separated_from"]) == k - 1
-    rest_distances = [float(fit.distances[rest[a]]) if rest else float(fit.matrix[a][1 - a]) for a in range(k)]
+    rest_distances = [float(fit.distances[rest[a]]) if rest else float(fit.matrix[a][1 - a])
+                      for a in range(k)]
     significance = {} if not tests else {
         "test": "permutation", "scheme": "within-prompt", "permutations": config["permutations"],
         "alpha": alpha, "seed": fit.est.seed, "comparisons": len(family),
@@ -176,8 +178,9 @@ def kway_verdict(r: KWayResult) -> str:
     k = len(r.names)
     n_pairs = k * (k - 1) // 2
     sig_pairs = r.significant_pairs
-    head = (f"{len(sig_pairs)} of {n_pairs} pairs differ significantly at alpha = {s['alpha']:g} (family-wise "
-            f"over every mode of {s['comparisons']} comparisons, {s['permutations']} permutations)")
+    head = (f"{len(sig_pairs)} of {n_pairs} pairs differ significantly at alpha = {s['alpha']:g} "
+            f"(family-wise over every mode of {s['comparisons']} comparisons, {s['permutations']} "
+            "permutations)")
     if k == 2:
         return head
     deviating = [d for d in r.deviations if d["deviates"]]
@@ -190,8 +193,8 @@ def kway_verdict(r: KWayResult) -> str:
         head += "; no model deviates significantly from all the others"
     weaker = [d["model"] for d in r.deviations if d["significant_modes"] and not d["deviates"]]
     if weaker:
-        head += (f"; {', '.join(weaker)} differ from the pooled rest but not from every other model (the rest "
-                 "holds a model that deviates, or the models form groups)")
+        head += (f"; {', '.join(weaker)} differ from the pooled rest but not from every other model "
+                 "(the rest holds a model that deviates, or the models form groups)")
     return head
 
 
