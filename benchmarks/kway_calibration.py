@@ -39,6 +39,8 @@ def main() -> None:
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--ks", type=int, nargs="+", default=[3, 4])
     ap.add_argument("--shifts", type=float, nargs="+", default=[0.0, 1.5, 2.5])
+    ap.add_argument("--first-seed", type=int, default=1000, help="seed of the first null data set (power "
+                                                                  "data sets start 1000 later)")
     args = ap.parse_args()
     print(f"{'K':>2} {'shift':>5} {'datasets':>8} {'rate':>6} {'s.e.':>6} {'seconds':>8}")
     with threadpool_limits(1):
@@ -46,7 +48,8 @@ def main() -> None:
             for shift in args.shifts:
                 n = args.datasets if shift == 0 else max(30, args.datasets // 4)
                 t0 = time.perf_counter()
-                r = rate(k, shift, n, args.permutations, args.alpha, 1000 if shift == 0 else 2000)
+                r = rate(k, shift, n, args.permutations, args.alpha,
+                         args.first_seed + (0 if shift == 0 else 1000))
                 se = np.sqrt(r * (1 - r) / n)
                 print(f"{k:>2} {shift:>5.1f} {n:>8} {r:>6.3f} {se:>6.3f} {time.perf_counter() - t0:>8.1f}",
                       flush=True)

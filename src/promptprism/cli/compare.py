@@ -42,10 +42,14 @@ def print_kway(result: KWayResult, *, quiet: bool = False) -> None:
         table.add_row(escape(name), *[_cell(result, a, b) for b in range(len(result.names))])
     console.print(table)
     rest = Table(title="Each model against the others" + (" (pooled)" if len(result.names) > 2 else ""))
-    for col in ("model", "distance to the rest", "significant modes", "differs from", "top prompts"):
+    for col in ("model", "distance to the rest", "significant modes", "differs from",
+                "prompts where it is the one that deviates"):
         rest.add_column(col)
     for d, dist in zip(result.deviations, result.rest_distances, strict=True):
-        prompts = "; ".join(escape(p["prompt"]) for p in d["prompts"][:3])
+        attributed = d["attributed_prompts"] if len(result.names) > 2 else d["prompts"]
+        prompts = "; ".join(escape(p["prompt"]) for p in attributed[:3])
+        if len(attributed) > 3:
+            prompts += f" (+{len(attributed) - 3} more)"
         rest.add_row(escape(d["model"]) + (" *" if d["deviates"] else ""), f"{dist:.3g}",
                      str(d["significant_modes"]) if d["tested"] else "-",
                      escape(", ".join(d["separated_from"])) or "-", prompts)
@@ -53,8 +57,9 @@ def print_kway(result: KWayResult, *, quiet: bool = False) -> None:
     if result.significance:
         console.print(f"p: family-wise over every mode of {result.significance['comparisons']} comparisons, "
                       f"{result.significance['permutations']} permutations; * = significant at alpha = "
-                      f"{result.significance['alpha']:g}; a model marked * deviates from the rest (against "
-                      "the pooled others and against each other model)", soft_wrap=True)
+                      f"{result.significance['alpha']:g}; a model marked * deviates from the rest: prompts "
+                      "are attributed to it and it differs significantly from every model with none",
+                      soft_wrap=True)
     console.print(escape(result.verdict), soft_wrap=True)
 
 

@@ -42,7 +42,14 @@ def _deviation_block(d: dict, rest_distance: float) -> Any:
             + ("; differs from " + ", ".join(d["separated_from"]) if d["separated_from"] else "")
             + (" — deviates from the rest" if d["deviates"] else ""))
     body = []
+    if d.get("attributed_prompts"):
+        body.append(p(f"Prompts on which {d['model']} is the one that deviates (of the models whose "
+                      "comparison with the rest lists a prompt, the one with the largest disagreement):"))
+        body.append(table(["prompt", "disagreement", "share"],
+                          [(snippet(x["prompt"], 120), fmt(x["disagreement"], 3), f"{x['share']:.1%}")
+                           for x in d["attributed_prompts"][:15]], numeric=(1, 2)))
     if d["prompts"]:
+        body.append(p(f"All prompts of {d['model']}'s comparison with the rest (significant modes):"))
         body.append(table(["prompt", "share of the significant modes"],
                           [(snippet(x["prompt"], 120), f"{x['share']:.1%}") for x in d["prompts"][:10]],
                           numeric=(1,)))
@@ -72,9 +79,10 @@ def render_kway(result: Any, *, notes: list[str] | None = None, **_: Any) -> str
                "family-wise p-value among that pair's modes; bold = significant. The family is every mode "
                "of every pair and of each model against the pooled others."), _matrix(r))
     page.add("Each model against the rest",
-             p("A model deviates from the rest when it differs significantly from the pooled others and "
-               "from each other model (a deviating model also shows, diluted, in every other model's "
-               "comparison with a rest that holds it)."),
+             p("A prompt is attributed to the model whose comparison with the rest disagrees most on it (a "
+               "deviating model also shows, diluted, in every other model's comparison with a rest that "
+               "holds it); a model deviates when prompts are attributed to it and it differs significantly "
+               "from every model to which none are."),
              [_deviation_block(d, dist) for d, dist in zip(r.deviations, r.rest_distances, strict=True)])
     rows = [_comparison_row(c) for c in r.pairs + r.one_vs_rest]
     page.add("Comparisons", table(["comparison", "‖Λ‖²_F", "significant modes", "p (largest mode)",

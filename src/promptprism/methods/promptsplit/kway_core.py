@@ -170,3 +170,23 @@ def missing_prompts(labels: list[np.ndarray], names: list[str]) -> list[list[str
     present = [set(np.unique(lab).tolist()) for lab in labels]
     every = set().union(*present)
     return [[names[g] for g in sorted(every - have)] for have in present]
+
+
+def attribute_prompts(rankings: list[list[dict]]) -> list[list[dict]]:
+    """Per set, the prompts on which *it* deviates: from each set's one-vs-rest prompt ranking (significant
+    modes; rows with 'prompt', 'disagreement', 'share'), a prompt goes to the set whose ranking gives it the
+    largest disagreement d_p, among the rankings where its share is above that ranking's average (1 / its
+    length).
+
+    Why the largest: a deviation of set k on prompt p enters every other set's comparison with a rest that
+    holds k at 1/(K-1) of its size, so its eigenvalue there is ~1/(K-1) and d_p ~1/(K-1)^2 of k's own.
+    """
+    best: dict[str, tuple[float, int]] = {}
+    for k, rows in enumerate(rankings):
+        floor = 1.0 / len(rows) if rows else 0.0
+        for row in rows:
+            d = float(row["disagreement"])
+            if row["share"] > floor and d > best.get(row["prompt"], (0.0, -1))[0]:
+                best[row["prompt"]] = (d, k)
+    return [[row for row in rows if best.get(row["prompt"], (0.0, -1))[1] == k]
+            for k, rows in enumerate(rankings)]

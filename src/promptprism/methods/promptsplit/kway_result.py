@@ -11,6 +11,7 @@ import numpy as np
 
 from ..._version import __version__
 from ...results import Result
+from . import kway_core as kc
 from .result import Mode, PromptSplitResult, SampleScore
 from .summary import SummaryOptions, summarise
 
@@ -25,9 +26,10 @@ class KWayResult(Result):
     ``one_vs_rest``: one per set against the pooled others (empty for K = 2, where the rest of one set is the
     other: the pair). ``deviations``: per set, its significant modes against the rest, the prompts they come
     from, its strongest samples against the others', the sets it differs from significantly
-    (``separated_from``) and ``deviates``: significant against the pooled rest and against every other set
-    (a deviation in one set also shows, diluted, in every other set's comparison with a rest that holds it;
-    requiring every pair keeps it attributed to its set).
+    (``separated_from``), the prompts on which it is the one that deviates (``attributed_prompts``,
+    :func:`.kway_core.attribute_prompts`: a deviation of one set also shows, diluted, in every other set's
+    comparison with a rest that holds it) and ``deviates``: prompts are attributed to it and it differs
+    significantly from every set to which none are (:func:`_mark_deviating`).
     """
 
     kind = "promptsplit_kway"
@@ -152,10 +154,14 @@ def assemble(*, fit: Any, names: list[str], prompt_names: list[str], family: lis
     alpha = float(fit.est.alpha)
     deviations = [_deviation(a, results[own[a]], own[a], names, fit.counts, fit.est.top_prompts)
                   for a in range(k)]
+    attributed = (kc.attribute_prompts([results[c].prompt_ranking for c in rest]) if rest
+                  else [[], []])
     for a, d in enumerate(deviations):
         d["separated_from"] = [names[b] for b in range(k)
                                if b != a and pair_p[a][b] is not None and pair_p[a][b] <= alpha]
-        d["deviates"] = bool(d["significant_modes"]) and len(d["separated_from"]) == k - 1
+        d["attributed_prompts"] = [{"prompt": x["prompt"], "disagreement": x["disagreement"],
+                                    "share": x["share"]} for x in attributed[a]]
+    _mark_deviating(deviations, names)
     rest_distances = [float(fit.distances[rest[a]]) if rest else float(fit.matrix[a][1 - a])
                       for a in range(k)]
     significance = {} if not tests else {
@@ -168,6 +174,20 @@ def assemble(*, fit: Any, names: list[str], prompt_names: list[str], family: lis
         pairs=[results[c] for c in family[:n_pairs]], one_vs_rest=[results[c] for c in rest],
         deviations=deviations, significance=significance, timings=timings)
     return dataclasses.replace(result, verdict=kway_verdict(result))
+
+
+def _mark_deviating(deviations: list[dict], names: list[str]) -> None:
+    """``deviates``: prompts are attributed to the set and it differs significantly from every set that has
+    none (the sets that conform); with K = 2, or when every set has prompts, from every other set."""
+    if len(names) == 2:
+        for d in deviations:
+            d["deviates"] = bool(d["significant_modes"]) and bool(d["separated_from"])
+        return
+    candidates = {d["model"] for d in deviations if d["significant_modes"] and d["attributed_prompts"]}
+    conforming = [n for n in names if n not in candidates]
+    for d in deviations:
+        against = [n for n in (conforming or names) if n != d["model"]]
+        d["deviates"] = d["model"] in candidates and set(against) <= set(d["separated_from"])
 
 
 def kway_verdict(r: KWayResult) -> str:
@@ -185,16 +205,12 @@ def kway_verdict(r: KWayResult) -> str:
         return head
     deviating = [d for d in r.deviations if d["deviates"]]
     if deviating:
-        parts = [f"{d['model']} ({d['significant_modes']} mode{'s' if d['significant_modes'] != 1 else ''})"
-                 for d in deviating]
-        head += "; deviating from the rest (significant against the pooled others and against each other " \
-                "model): " + ", ".join(parts)
+        parts = [f"{d['model']} on {len(d['attributed_prompts'])} prompt"
+                 f"{'s' if len(d['attributed_prompts']) != 1 else ''} "
+                 f"(top: {d['attributed_prompts'][0]['prompt']!r})" for d in deviating]
+        head += "; deviating from the rest: " + ", ".join(parts)
     else:
-        head += "; no model deviates significantly from all the others"
-    weaker = [d["model"] for d in r.deviations if d["significant_modes"] and not d["deviates"]]
-    if weaker:
-        head += (f"; {', '.join(weaker)} differ from the pooled rest but not from every other model "
-                 "(the rest holds a model that deviates, or the models form groups)")
+        head += "; no prompt is attributed to a model deviating from the rest"
     return head
 
 
