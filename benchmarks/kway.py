@@ -82,7 +82,8 @@ def main() -> None:
     if args.quick:
         args.n_exact, args.n_rff, args.features, args.ks = 500, 2000, 400, [2, 3]
     rates = machine.measure(quick=args.quick)
-    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; {machine.describe(rates)}")
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; "
+          f"{machine.describe(rates)}")
     print(f"{'route':>5} {'K':>2} {'n each':>7} {'K-way s':>8} {'separate s':>10} {'ratio':>6}  "
           "separate runs")
     for route in args.routes:

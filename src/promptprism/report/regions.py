@@ -13,6 +13,7 @@ from . import figures
 from .common import display_name, finish, mapping, notes_block, run_details, safe_figure, thumb
 from .core import reloader, renderer
 from .html import Page, cards, details, el, fmt, note, p, table
+from .rankings import rankings_block
 from .summary import TIE, lowest_regions, lowest_text, set_intervals
 
 #: images shown per set
@@ -196,6 +197,7 @@ def render_regions(
             ]
         ),
         el("div", el("div", el("h3", "Region map"), region_map), cms_table, cls="grid2"),
+        rankings_block(getattr(result, "ranking", None)),
     )
     series = {"CMS (whole image)": result.cms, "product of regions": result.product_cms}
     region = np.asarray(result.region_cms, dtype=float).reshape(len(result.names), -1)

@@ -14,6 +14,7 @@ from . import figures
 from .common import finish, mapping, notes_block, run_details, safe_figure, text_card, thumb, visual_of
 from .core import reloader, renderer
 from .html import Page, bar, el, fmt, fnum, note, num, p, table
+from .rankings import rankings_block
 
 #: samples shown per cluster
 SAMPLES_PER_CLUSTER = 6
@@ -245,6 +246,7 @@ def render_scendi(
                     cls="muted small",
                 ),
                 _differences(result),
+                rankings_block(getattr(result, "rankings", None)),
             ),
             el("div", chart),
             cls="grid2",
