@@ -57,8 +57,9 @@ def print_kway(result: KWayResult, *, quiet: bool = False) -> None:
     if result.significance:
         console.print(f"p: family-wise over every mode of {result.significance['comparisons']} comparisons, "
                       f"{result.significance['permutations']} permutations; * = significant at alpha = "
-                      f"{result.significance['alpha']:g}; a model marked * deviates from the rest: prompts "
-                      "are attributed to it and it differs significantly from every model with none",
+                      f"{result.significance['alpha']:g}; a model marked * deviates from the rest: it "
+                      "differs significantly from the others, at least half of it on prompts attributed to "
+                      "it",
                       soft_wrap=True)
     console.print(escape(result.verdict), soft_wrap=True)
 

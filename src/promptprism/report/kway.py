@@ -81,8 +81,8 @@ def render_kway(result: Any, *, notes: list[str] | None = None, **_: Any) -> str
     page.add("Each model against the rest",
              p("A prompt is attributed to the model whose comparison with the rest disagrees most on it (a "
                "deviating model also shows, diluted, in every other model's comparison with a rest that "
-               "holds it); a model deviates when prompts are attributed to it and it differs significantly "
-               "from every model to which none are."),
+               "holds it); a model deviates when it differs significantly from the rest and another model, "
+               "at least half of its disagreement with the rest on prompts attributed to it."),
              [_deviation_block(d, dist) for d, dist in zip(r.deviations, r.rest_distances, strict=True)])
     rows = [_comparison_row(c) for c in r.pairs + r.one_vs_rest]
     page.add("Comparisons", table(["comparison", "‖Λ‖²_F", "significant modes", "p (largest mode)",

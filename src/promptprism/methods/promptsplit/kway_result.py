@@ -28,8 +28,9 @@ class KWayResult(Result):
     from, its strongest samples against the others', the sets it differs from significantly
     (``separated_from``), the prompts on which it is the one that deviates (``attributed_prompts``,
     :func:`.kway_core.attribute_prompts`: a deviation of one set also shows, diluted, in every other set's
-    comparison with a rest that holds it) and ``deviates``: prompts are attributed to it and it differs
-    significantly from every set to which none are (:func:`_mark_deviating`).
+    comparison with a rest that holds it) and ``deviates``: significant against the rest and another set,
+    with at least half of its disagreement with the rest on prompts attributed to it
+    (:func:`_mark_deviating`).
     """
 
     kind = "promptsplit_kway"
@@ -176,18 +177,18 @@ def assemble(*, fit: Any, names: list[str], prompt_names: list[str], family: lis
     return dataclasses.replace(result, verdict=kway_verdict(result))
 
 
+#: a set deviates when at least this share of its disagreement with the rest lies on prompts attributed to it
+DEVIATION_SHARE = 0.5
+
+
 def _mark_deviating(deviations: list[dict], names: list[str]) -> None:
-    """``deviates``: prompts are attributed to the set and it differs significantly from every set that has
-    none (the sets that conform); with K = 2, or when every set has prompts, from every other set."""
-    if len(names) == 2:
-        for d in deviations:
-            d["deviates"] = bool(d["significant_modes"]) and bool(d["separated_from"])
-        return
-    candidates = {d["model"] for d in deviations if d["significant_modes"] and d["attributed_prompts"]}
-    conforming = [n for n in names if n not in candidates]
+    """``deviates``: significant against the rest and some other set, and (K >= 3) at least
+    :data:`DEVIATION_SHARE` of its disagreement with the rest on prompts attributed to it (a set that only
+    reflects another's deviation keeps a small share: that deviation's prompts go to the other set)."""
     for d in deviations:
-        against = [n for n in (conforming or names) if n != d["model"]]
-        d["deviates"] = d["model"] in candidates and set(against) <= set(d["separated_from"])
+        d["attributed_share"] = float(sum(x["share"] for x in d["attributed_prompts"]))
+        d["deviates"] = bool(d["significant_modes"]) and bool(d["separated_from"]) and (
+            len(names) == 2 or d["attributed_share"] >= DEVIATION_SHARE)
 
 
 def kway_verdict(r: KWayResult) -> str:
