@@ -156,7 +156,7 @@ def assemble(*, fit: Any, names: list[str], prompt_names: list[str], family: lis
     deviations = [_deviation(a, results[own[a]], own[a], names, fit.counts, fit.est.top_prompts)
                   for a in range(k)]
     attributed = (kc.attribute_prompts([results[c].prompt_ranking for c in rest]) if rest
-                  else [[], []])
+                  else [[] for _ in range(k)])
     for a, d in enumerate(deviations):
         d["separated_from"] = [names[b] for b in range(k)
                                if b != a and pair_p[a][b] is not None and pair_p[a][b] <= alpha]
