@@ -2,7 +2,8 @@
 
 Estimators over paired (prompt, output) embeddings:
 
-* :class:`PromptSplit` - eigen-modes of the difference of joint prompt (x) output kernel covariances.
+* :class:`PromptSplit` - eigen-modes of the difference of joint prompt (x) output kernel covariances;
+  :class:`KWaySplit` - the same over K models at once (every pair, each model against the rest).
 * :class:`CompCon` - a visual attribute one text-to-image model shows and another doesn't, and a description
   of the prompts that trigger it (VLM + CLIP + LLM through an OpenAI-compatible chat endpoint).
 * :class:`RegionCMS` - disentangled mean embeddings: cosine mean similarity (CMS) of generated to real
@@ -28,6 +29,7 @@ from .methods.compcon import (
     TransformersClip,
 )
 from .methods.promptsplit import PromptSplit, PromptSplitResult
+from .methods.promptsplit.kway import KWayResult, KWaySplit
 from .methods.regions import (
     RegionCMS,
     RegionsResult,
@@ -73,6 +75,8 @@ __all__ = [
     "TransformersClip",
     "ImageRows",
     "InputError",
+    "KWayResult",
+    "KWaySplit",
     "OptionError",
     "PairedSet",
     "PromptNullifier",

@@ -17,6 +17,7 @@ import warnings
 import typer
 
 from ..scale.threads import choose_threads, thread_budget
+from . import compare as _compare  # noqa: E402,F401
 from . import compcon as _compcon  # noqa: E402,F401
 from . import demo as _demo  # noqa: E402,F401
 from . import describe as _describe  # noqa: E402,F401

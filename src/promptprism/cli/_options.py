@@ -19,19 +19,19 @@ import typer
 from ..errors import OptionError
 
 #: commands in the order of a user's work (others, e.g. added later, follow in registration order)
-COMMAND_ORDER = ("generate", "embed", "split", "diversity", "metrics", "regions", "describe", "compcon",
-                 "report", "demo", "demo-llm", "version")
+COMMAND_ORDER = ("generate", "embed", "split", "compare", "diversity", "metrics", "regions", "describe",
+                 "compcon", "compcon-eval", "report", "demo", "demo-llm", "version")
 
 #: commands whose ``--out`` is a results folder (guarded, replaced as one transaction) or an .npz file
-OUT_KIND = {"embed": "npz", "split": "dir", "diversity": "dir", "regions": "dir", "compcon": "dir",
-            "compcon-eval": "dir", "demo": "dir", "describe": "dir", "metrics": "dir"}
+OUT_KIND = {"embed": "npz", "split": "dir", "compare": "dir", "diversity": "dir", "regions": "dir",
+            "compcon": "dir", "compcon-eval": "dir", "demo": "dir", "describe": "dir", "metrics": "dir"}
 
 #: commands that read manifests through ``load_cli_input`` (they get ``--columns``)
-MANIFEST_COMMANDS = ("embed", "split", "diversity", "regions", "metrics")
+MANIFEST_COMMANDS = ("embed", "split", "compare", "diversity", "regions", "metrics")
 
 #: commands that print a summary (they get ``--json``)
-JSON_COMMANDS = ("embed", "split", "diversity", "regions", "compcon", "compcon-eval", "demo", "report",
-                 "describe", "metrics")
+JSON_COMMANDS = ("embed", "split", "compare", "diversity", "regions", "compcon", "compcon-eval", "demo",
+                 "report", "describe", "metrics")
 
 #: options read as text (so that 'auto', 'none' or a rule are accepted) shown with their real type
 METAVARS = {
@@ -53,6 +53,7 @@ EXAMPLES = {
                 "--samples 4 --out answers.jsonl",
     "embed": "promptprism embed answers.csv --out answers.npz --columns prompt=question,output=answer",
     "split": "promptprism split model_a.csv model_b.csv --out results/split --kernel cosine",
+    "compare": "promptprism compare model_a.npz model_b.npz model_c.npz --out results/compare",
     "diversity": "promptprism diversity model_a.npz model_b.npz --out results/diversity",
     "metrics": "promptprism metrics model_a.npz model_b.npz --reference real.npz --out results/metrics",
     "regions": "promptprism regions --real real/ --generated epoch10/ epoch20/ --out results/regions",

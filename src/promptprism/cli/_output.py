@@ -24,7 +24,8 @@ OUTPUTS_LIST = ".promptprism-outputs.json"
 #: result kinds each command writes (a folder holding another command's result is refused)
 COMMAND_KINDS = {"split": ("promptsplit",), "demo": ("promptsplit",),
                  "diversity": ("scendi", "scendi_comparison"), "regions": ("regions",),
-                 "compcon": ("compcon",), "compcon-eval": ("compcon-eval",)}
+                 "compcon": ("compcon",), "compcon-eval": ("compcon-eval",),
+                 "compare": ("promptsplit_kway",), "metrics": ("metrics",)}
 
 
 def _visible_files(out: Path) -> list[str]:

@@ -33,7 +33,7 @@ def _with_interval(r: ScendiResult, key: str, fmt: str) -> str:
 
 
 def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
-                    differences: list[dict] | None = None) -> None:
+                    differences: list[dict] | None = None, rankings: dict | None = None) -> None:
     """One table, a row per model: Scendi (model-driven), Scendi_T (prompt-driven), order 2, Vendi, RKE,
     the model share and, with a bootstrap, their intervals; then the pairwise differences."""
     if quiet:
@@ -64,6 +64,8 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
                          f"[{format(d['low'], fmt)}, {format(d['high'], fmt)}]",
                          "yes" if d["separated"] else "no", d["method"])
         console.print(diff)
+    for r in (rankings or {}).values():
+        console.print(f"ranking: {r['words']}", highlight=False, markup=False, soft_wrap=True)
     if len(results) == 1 and results[0].clusters:
         r = results[0]
         clusters = Table(title="Model-driven clusters (top eigenvectors of Lambda_I) and their top samples")
@@ -192,7 +194,7 @@ def diversity(
     results = comparison.models
     result: ScendiResult | ScendiComparison = results[0] if len(results) == 1 else comparison
     written = save_outputs(result, out, report=not no_report, inputs={s.name: s for s in sets}, quiet=quiet)
-    print_diversity(results, quiet=quiet, differences=comparison.differences)
+    print_diversity(results, quiet=quiet, differences=comparison.differences, rankings=comparison.rankings)
     if metrics_result is not None:
         print_metrics(metrics_result, quiet=quiet)
     print_written(written)

@@ -69,6 +69,9 @@ def print_regions(result: RegionsResult, out: Path | None, *, quiet: bool = Fals
                     pairs = ", ".join(f"{a} and {b}" for a, b in ties)
                     console.print(f"{name}: regions {pairs} tie within their {level:.0%} intervals (their "
                                   "order is not resolved)", highlight=False, markup=False)
+        if getattr(result, "ranking", None):
+            console.print(f"ranking: {result.ranking['words']}", highlight=False, markup=False,
+                          soft_wrap=True)
         if result.block_bias:
             console.print(result.block_bias, highlight=False, markup=False)
         cross = np.asarray(result.cross_region_cka, dtype=float)

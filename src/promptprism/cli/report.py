@@ -21,7 +21,11 @@ MAP_POINTS = 600  # report.map.MAP_POINTS: the map's subsample (importing it her
 
 @app.command("report")
 def report(
-    folder: Path = typer.Argument(..., metavar="DIR", help="A results folder holding result.json."),
+    folders: list[Path] = typer.Argument(..., metavar="DIR...", help="A results folder holding result.json; "
+                                         "several (one per checkpoint or date, in order): one page over "
+                                         "the runs."),
+    out: Path = typer.Option(None, "--out", "-o", help="Several DIRs: the folder the runs page (report.html) "
+                                                       "is written to."),
     map_points: int = typer.Option(
         MAP_POINTS,
         "--map-points",
@@ -29,7 +33,9 @@ def report(
         help="PromptSplit: at most this many samples in the t-SNE map (a seeded subsample above it; >= 12).",
     ),
 ) -> None:
-    """Write DIR/report.html for the result in DIR: one self-contained page of figures and tables.
+    """Write DIR/report.html for the result in DIR: one self-contained page of figures and tables. With
+    several DIRs (runs over time), write one page over them to --out: verdicts, distances, diversity and
+    regions metrics with their intervals, and the prompts that entered or left the significant set.
 
     Inputs the page needs beyond result.json (PromptSplit's embeddings and images, Regions' images, CompCon's
     image banks) are read again from the paths the result names, where they still exist.
@@ -38,6 +44,10 @@ def report(
     from ..report.core import reload_inputs, render_report
     from ..results import load_result
 
+    if len(folders) > 1:
+        _report_runs(folders, out)
+        return
+    folder = folders[0]
     if folder.is_file() and folder.name.endswith(".json"):
         folder = folder.parent
     if not folder.is_dir():
@@ -58,4 +68,27 @@ def report(
                              f"the wrong types ({type(exc).__name__}: {exc})") from None
         path = atomic_write_text(folder / "report.html", page)
     run_state().summary = {"kind": result.kind, "files": {"report.html": str(path)}}
+    console.print(f"report: {path}", markup=False, soft_wrap=True)
+
+
+def _report_runs(folders: list[Path], out: Path | None) -> None:
+    """The page over several results folders (:mod:`promptprism.report.runs`), written to ``out``."""
+    from ..errors import OptionError
+    from ..io import atomic_write_text
+    from ..report.runs import render_runs
+    from ..results import load_result
+
+    if out is None:
+        raise OptionError("--out is needed with several results folders (the runs page is written there)")
+    runs = []
+    for folder in folders:
+        folder = folder.parent if folder.is_file() and folder.name.endswith(".json") else folder
+        if not folder.is_dir():
+            raise InputError(f"{folder}: no such results folder")
+        runs.append((folder.name, load_result(folder)))
+    if out.exists() and not out.is_dir():
+        raise OptionError(f"--out {out} exists and is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    path = atomic_write_text(out / "report.html", render_runs(runs))
+    run_state().summary = {"kind": "runs", "runs": [n for n, _ in runs], "files": {"report.html": str(path)}}
     console.print(f"report: {path}", markup=False, soft_wrap=True)

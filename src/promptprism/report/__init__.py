@@ -26,6 +26,7 @@ from .core import (
     write_page,
     write_report,
 )
+from .kway import render_kway
 from .metrics import render_metrics
 from .promptsplit import render_promptsplit
 from .regions import render_regions
@@ -43,6 +44,7 @@ __all__ = [
     "report_from_dir",
     "write_report",
     "render_promptsplit",
+    "render_kway",
     "render_regions",
     "render_compcon",
     "render_compcon_eval",

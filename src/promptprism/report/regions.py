@@ -13,6 +13,7 @@ from . import figures
 from .common import display_name, finish, mapping, notes_block, run_details, safe_figure, thumb
 from .core import reloader, renderer
 from .html import Page, cards, details, el, fmt, note, p, table
+from .rankings import rankings_block
 from .summary import TIE, lowest_regions, lowest_text, set_intervals
 
 #: images shown per set
@@ -210,6 +211,7 @@ def render_regions(
             cms_table,
             cls="grid2",
         ),
+        rankings_block(getattr(result, "ranking", None)),
     )
     series = {"CMS (whole image)": head["cms"], "product of regions": head["product_cms"]}
     region = np.asarray(head["region_cms"], dtype=float).reshape(len(result.names), -1)

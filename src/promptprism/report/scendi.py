@@ -16,6 +16,7 @@ from .core import reloader, renderer
 from .descriptions import description_block, finding_description
 from .html import Page, bar, data_uri, el, fmt, fnum, note, num, p, table
 from .metrics import reference_section
+from .rankings import rankings_block
 
 #: samples shown per cluster
 SAMPLES_PER_CLUSTER = 6
@@ -272,6 +273,7 @@ def render_scendi(
                     cls="muted small",
                 ),
                 _differences(result),
+                rankings_block(getattr(result, "rankings", None)),
             ),
             el("div", chart),
             cls="grid2",

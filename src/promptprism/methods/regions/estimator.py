@@ -9,6 +9,7 @@ run is chosen by :func:`promptprism.scale.execution` around the calls (here, or 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from ...backend import resolve_backend
 from ...errors import InputError, OptionError
 from ...kernels.bandwidth import parse_bandwidth
 from ...scale import current_runner
+from ..rankings import regions_ranking
 from .clustering import discover_regions, fill_constant_pixels, relabel, suggest_n_regions
 from .comparison import BLOCK_ESTIMATORS, LEVEL, compare_sources
 from .cross_cka import cross_region_cka_rows, pixel_range_partition
@@ -260,7 +262,7 @@ class RegionCMS:
                                       partition_rows=self.partition_rows)
         timings = dict(self.timings_, cms_s=t1 - t0, cross_region_cka_s=time.perf_counter() - t1)
         n_reg = int(self.regions_.max()) + 1
-        return RegionsResult(
+        result = RegionsResult(
             names=names, cms=[r["cms"] for r in rows], product_cms=[r["product_cms"] for r in rows],
             region_cms=[list(map(float, r["region_cms"])) for r in rows], mmd2=[r["mmd2"] for r in rows],
             regions=self.regions_.tolist(), image_shape=[h, w, c], n_regions=n_reg,
@@ -285,6 +287,7 @@ class RegionCMS:
                 "resample": "images (real and each generated set, with replacement)"
                 if self.block_size is None else "blocks (with replacement)"},
             block_bias=self._block_bias(n_ref, n_gen))
+        return dataclasses.replace(result, ranking=regions_ranking(result))
 
     def _block_bias(self, n_ref: int, n_gen: list[int]) -> str | None:
         if self.block_size is None:

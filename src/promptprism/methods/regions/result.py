@@ -55,6 +55,8 @@ class RegionsResult(Result):
     bootstrap: dict = field(default_factory=dict)
     #: a sentence when a block estimator was used (corrected, or the paper's form and its bias), else None
     block_bias: str | None = None
+    #: the sets ranked by CMS, tied where their intervals overlap (``methods.rankings.regions_ranking``)
+    ranking: dict = field(default_factory=dict)
 
     def region_map(self) -> np.ndarray:
         """The region labels as an (H, W) array."""

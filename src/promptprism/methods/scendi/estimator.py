@@ -15,6 +15,7 @@ Routes (same numbers up to round-off; chosen by size, recorded in ``config['rout
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings
@@ -30,6 +31,7 @@ from ...data.paired import PairedSet, prompt_groups
 from ...errors import OptionError
 from ...kernels.scendi_features import ScendiKernelOptions
 from ...scale.runner import current_client
+from ..rankings import diversity_rankings
 from .bootstrap import (
     bootstrap_replicates,
     check_bootstrap,
@@ -396,4 +398,5 @@ def compare(sets: list[PairedSet], estimator: Scendi | None = None, names: list[
         differences = compare_models(names, [r.summary() | {"model_share": r.model_share} for r in results],
                                      reps if paired else None, [r.intervals for r in results],
                                      level=est.confidence)
-    return ScendiComparison(models=results, seed=est.seed, differences=differences)
+    comparison = ScendiComparison(models=results, seed=est.seed, differences=differences)
+    return dataclasses.replace(comparison, rankings=diversity_rankings(comparison))

@@ -93,6 +93,8 @@ class ScendiComparison(Result):
     version: str = __version__
     #: pairwise differences {'a', 'b', 'metric', 'difference', 'low', 'high', 'separated', 'method'}
     differences: list = field(default_factory=list)
+    #: per metric, the models ranked with honest ties (``methods.rankings.diversity_rankings``)
+    rankings: dict = field(default_factory=dict)
 
 
     def table(self) -> list[dict]:

@@ -1,0 +1,103 @@
+"""K-way PromptSplit (one joint fit) against K(K-1)/2 separate pairwise PromptSplit fits.
+
+    python benchmarks/kway.py                                  # the table of the closing note (long)
+    python benchmarks/kway.py --quick                          # small sizes, a smoke run
+    python benchmarks/kway.py --routes rff --ks 2 4 8 --n-rff 30000 --pairs-timed 2
+
+Data: K synthetic models on 50 shared prompts (384-d prompts, 384-d outputs, a mixture whose components
+shift a little from model to model), n samples each. Both sides run with ``permutations=0`` (the spectra,
+distances and scores; the permutation test is timed separately by ``--permutations``) and 10 modes per sign.
+
+* K-way: ``KWaySplit(...).fit(sets)``: every pair and (K >= 3) each model against the pooled rest.
+* separate: ``PromptSplit(...).fit(a, b)`` for ``--pairs-timed`` pairs (default 2), the mean time multiplied
+  by K(K-1)/2 (said in the table: 'extrapolated from N pairs'); K(K-1)/2 separate runs give no one-vs-rest
+  comparison at all.
+
+Prints the machine's BLAS rate measured at the start (``machine.py``), the load average, and one row per
+(route, K): seconds of both and their ratio (separate / K-way). Run it under ``nice``: the machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import machine  # type: ignore[import-not-found]
+import numpy as np
+
+from promptprism import KWaySplit, PairedSet, PromptSplit
+
+
+def models(k: int, n: int, *, prompts: int = 50, dim: int = 384, seed: int = 0) -> list[PairedSet]:
+    """K sets on the same prompts: prompt embeddings fixed per prompt; outputs = a prompt-dependent centre,
+    one of 4 components with model-specific weights, plus noise."""
+    rng = np.random.default_rng(seed)
+    t = rng.normal(size=(prompts, dim)).astype(np.float32)
+    centres = rng.normal(size=(4, dim)).astype(np.float32)
+    lab = np.arange(n) % prompts
+    out = []
+    for i in range(k):
+        w = np.roll([0.4, 0.3, 0.2, 0.1], i % 4)
+        comp = rng.choice(4, size=n, p=w)
+        o = 0.5 * t[lab] + centres[comp] + rng.normal(size=(n, dim)).astype(np.float32)
+        out.append(PairedSet(t[lab], o, prompts=[f"prompt {g}" for g in lab], name=f"model {i}"))
+    return out
+
+
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def row(route: str, k: int, n: int, pairs_timed: int, permutations: int, features: int) -> tuple:
+    sets = models(k, n)
+    opts = dict(method=route, n_modes=10, permutations=permutations, seed=0)
+    if route == "rff":
+        opts["n_features"] = features
+    kway = timed(lambda: KWaySplit(**opts).fit(sets))
+    n_pairs = k * (k - 1) // 2
+    todo = [(a, b) for a in range(k) for b in range(a + 1, k)][: max(1, min(pairs_timed, n_pairs))]
+    each = [timed(lambda a=a, b=b: PromptSplit(**opts, device="cpu").fit(sets[a], sets[b]))
+            for a, b in todo]
+    separate = float(np.mean(each)) * n_pairs
+    how = "measured" if len(todo) == n_pairs else f"extrapolated from {len(todo)} pairs"
+    return route, k, n, kway, separate, how
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--routes", nargs="+", default=["exact", "rff"], choices=["exact", "rff"])
+    ap.add_argument("--ks", type=int, nargs="+", default=[2, 4, 8])
+    ap.add_argument("--n-exact", type=int, default=5000)
+    ap.add_argument("--n-rff", type=int, default=30000)
+    ap.add_argument("--features", type=int, default=2000)
+    ap.add_argument("--pairs-timed", type=int, default=2)
+    ap.add_argument("--permutations", type=int, default=0)
+    ap.add_argument("--max-exact-samples", type=int, default=20000,
+                    help="skip exact rows whose joint Gram matrix would hold more samples (8 N^2 bytes)")
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    if args.quick:
+        args.n_exact, args.n_rff, args.features, args.ks = 500, 2000, 400, [2, 3]
+    rates = machine.measure(quick=args.quick)
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; "
+          f"{machine.describe(rates)}")
+    print(f"{'route':>5} {'K':>2} {'n each':>7} {'K-way s':>8} {'separate s':>10} {'ratio':>6}  "
+          "separate runs")
+    for route in args.routes:
+        for k in args.ks:
+            n = args.n_exact if route == "exact" else args.n_rff
+            if route == "exact" and k * n > args.max_exact_samples:
+                print(f"{route:>5} {k:>2} {n:>7} {'skipped':>8}: joint Gram of {k * n:,} samples needs "
+                      f"{8 * (k * n) ** 2 / 1e9:.1f} GB", flush=True)
+                continue
+            r = row(route, k, n, args.pairs_timed, args.permutations, args.features)
+            print(f"{r[0]:>5} {r[1]:>2} {r[2]:>7} {r[3]:>8.1f} {r[4]:>10.1f} {r[4] / r[3]:>6.2f}  {r[5]}",
+                  flush=True)
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

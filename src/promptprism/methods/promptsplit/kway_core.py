@@ -1,0 +1,192 @@
+"""K-way PromptSplit's functional core: K sets on the same prompts, every pair and each set against the rest.
+
+For sets X_1..X_K (n_k samples each) with per-set second moments C_k = (1/n_k) sum_{i in k} psi_i psi_i^T,
+
+    pair (a, b):        Lambda_ab = C_a - eta C_b
+    one-vs-rest (k):    Lambda_k  = C_k - eta C_rest(k),  C_rest(k) = (1/n_rest) sum_{i not in k} psi psi^T
+
+(SPEC's Lambda with the pooled others as the reference set: weights 1/n_k and -eta/n_rest). Every comparison
+is Psi^T D_c Psi for one Psi and a signed weight vector D_c (zero on the rows it leaves out), so the joint
+Gram matrix G = Psi Psi^T of all K sets (exact route) or the K r x r second moments (random features) are
+computed once, and each comparison needs only its small spectrum (:func:`comparison_weights`).
+
+||Lambda||_F^2 of every comparison follows from the K x K block sums S_ab = sum_{i in a, j in b} G_ij^2
+(:func:`block_square_sums`, :func:`comparison_distance`, :func:`pair_distances`).
+
+The permutation test exchanges model labels among all K sets within each prompt group
+(:func:`permuted_model_labels`), and controls the family-wise error over all modes of all comparisons by one
+max-statistic step-down (:func:`family_step_down`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...backend import array_namespace
+
+#: a comparison: (first set, the sets of its reference side); one set for a pair, all others for the rest
+Comparison = tuple[int, tuple[int, ...]]
+
+
+def comparisons(k: int) -> tuple[list[Comparison], list[Comparison]]:
+    """(pairs (a, (b,)) for a < b, one-vs-rest (k, others) for K >= 3): the K-way family.
+
+    With K = 2 the rest of one set is the other, so the family is the one pair (one-vs-rest would repeat it).
+    """
+    pairs = [(a, (b,)) for a in range(k) for b in range(a + 1, k)]
+    rest = [] if k < 3 else [(a, tuple(b for b in range(k) if b != a)) for a in range(k)]
+    return pairs, rest
+
+
+def pooled_rows_k(arrays: list, max_rows: int, seed: int) -> np.ndarray:
+    """At most ``max_rows`` seeded rows from K arrays (max_rows // K from each, the rest from the last).
+
+    With K = 2 the same draws as :func:`.core.pooled_rows` (the pairwise route's bandwidth subsample).
+    """
+    rng = np.random.default_rng(seed)
+    k = len(arrays)
+    sizes = [max_rows // k] * (k - 1) + [max_rows - (k - 1) * (max_rows // k)]
+    parts = []
+    for arr, size in zip(arrays, sizes, strict=True):
+        idx = np.sort(rng.choice(arr.shape[0], size=min(size, arr.shape[0]), replace=False))
+        parts.append(np.asarray(arr[idx], dtype=np.float64))
+    return np.concatenate(parts)
+
+
+def comparison_weights(labels: np.ndarray, comparison: Comparison, counts: np.ndarray, eta: float
+                       ) -> np.ndarray:
+    """D_c of a comparison for model labels (N, or N x P): 1/n_a on set a's rows, -eta/n_B on the
+    reference side's rows (n_B: their total count), 0 elsewhere (SPEC's D, eq. 2, with zeros)."""
+    first, second = comparison
+    n_first = float(counts[first])
+    n_second = float(np.sum(counts[list(second)]))
+    inside = labels == second[0] if len(second) == 1 else np.isin(labels, second)
+    return np.where(labels == first, 1.0 / n_first, np.where(inside, -eta / n_second, 0.0))
+
+
+def block_square_sums(gram: Any, bounds: np.ndarray) -> np.ndarray:
+    """S_ab = sum_{i in a, j in b} G_ij^2 for the K row blocks ``bounds`` (K + 1 offsets), float64.
+
+    Computed a block row at a time (G[a]^2, then its column blocks), so with K = 2 the sums are those of
+    :func:`.core.promptsplit_distance_from_gram` to the last bit.
+    """
+    xp = array_namespace(gram)
+    k = len(bounds) - 1
+    out = np.zeros((k, k))
+    for a in range(k):
+        rows = gram[bounds[a]:bounds[a + 1]]
+        sq = rows * rows
+        for b in range(a, k):
+            out[a, b] = out[b, a] = float(xp.sum(sq[:, bounds[b]:bounds[b + 1]], dtype=xp.float64))
+    return out
+
+
+def comparison_distance(sums: np.ndarray, counts: np.ndarray, comparison: Comparison, eta: float) -> float:
+    """||C_a - eta C_B||_F^2 = S_aa / n_a^2 + eta^2 S_BB / n_B^2 - 2 eta S_aB / (n_a n_B) (SPEC's distance,
+    expanded over the block sums; B one set or the pooled rest)."""
+    a, second = comparison
+    b = list(second)
+    n_a, n_b = float(counts[a]), float(np.sum(counts[b]))
+    s_bb = float(np.sum(sums[np.ix_(b, b)]))
+    s_ab = float(np.sum(sums[a, b]))
+    return sums[a, a] / n_a**2 + eta**2 * s_bb / n_b**2 - 2.0 * eta * s_ab / (n_a * n_b)
+
+
+def pair_distances(sums: np.ndarray, counts: np.ndarray, eta: float) -> np.ndarray:
+    """The K x K matrix of ||C_a - eta C_b||_F^2 (symmetric when eta = 1; diagonal (1 - eta)^2 ||C_a||^2)."""
+    k = len(counts)
+    return np.array([[comparison_distance(sums, counts, (a, (b,)), eta) for b in range(k)] for a in range(k)])
+
+
+def permuted_model_labels(groups: np.ndarray, labels: np.ndarray, permutations: int,
+                          rng: np.random.Generator) -> np.ndarray:
+    """P relabellings (N x P ints): within each prompt group a uniformly random exchange of the model labels
+    among the group's samples, keeping each model's count in the group.
+
+    With two models (label 0 = test) this is :func:`.significance.permuted_labels` to the bit: the same
+    draws, label 0 where that function says True.
+    """
+    groups = np.asarray(groups, dtype=np.int64)
+    labels = np.asarray(labels, dtype=np.int64)
+    size = groups.size
+    order = np.argsort(groups[:, None] + rng.random((size, permutations)), axis=0)
+    canonical = labels[np.lexsort((labels, groups))]  # per group (ascending), its labels ascending
+    out = np.empty((size, permutations), dtype=np.int64)
+    np.put_along_axis(out, order, np.broadcast_to(canonical[:, None], order.shape), axis=0)
+    return out
+
+
+def null_rows_k(counts: np.ndarray, max_samples: int, seed: int) -> list[np.ndarray]:
+    """Rows of each set the permutation test runs on: all, or a seeded subsample of ``max_samples`` rows in
+    the sets' proportions (at least 2 per set); with K = 2 the draws of :func:`.significance.null_rows`."""
+    counts = [int(c) for c in counts]
+    if sum(counts) <= max_samples:
+        return [np.arange(c) for c in counts]
+    rng = np.random.default_rng(seed)
+    total, taken, out = sum(counts), 0, []
+    for i, c in enumerate(counts):
+        want = max_samples - taken if i == len(counts) - 1 else round(max_samples * c / total)
+        size = min(c, max(2, want))
+        taken += size
+        out.append(np.sort(rng.choice(c, size=size, replace=False)))
+    return out
+
+
+def family_step_down(observed: dict, null_largest: dict) -> dict:
+    """FWER-adjusted add-one p-values of every tested mode of every (comparison, sign) key (max-statistic,
+    step-down over the whole family).
+
+    ``observed[key]``: the key's descending |eigenvalues| tested; ``null_largest[key]``: its largest
+    |eigenvalue| under each of the P relabellings. As :func:`.significance.step_down_pvalues` (to which it
+    reduces, to the bit, for one comparison's two signs): each key is scaled by the median of its largest
+    |eigenvalue| over the P + 1 labellings; modes are tested in decreasing scaled order, each against the
+    per-relabelling maximum over the keys that still have untested modes; p = (1 + #{null >= obs}) / (1 + P),
+    made monotone.
+    """
+    keys = list(observed)
+    obs = {s: np.asarray(observed[s], float) for s in keys}
+    null = {s: np.asarray(null_largest[s], float) for s in keys}
+    p_count = next(iter(null.values())).shape[0]
+    scale = {s: max(float(np.median(np.r_[null[s], obs[s][:1]])) if null[s].size else 0.0, 1e-300)
+             for s in keys}
+    rank = {s: i for i, s in enumerate(keys)}
+    order = sorted(((obs[s][j] / scale[s], s, j) for s in keys for j in range(obs[s].size)),
+                   key=lambda x: (-x[0], rank[x[1]], x[2]))
+    left = {s: obs[s].size for s in keys}
+    p = {s: np.ones(obs[s].size) for s in keys}
+    running = 0.0
+    for stat, s, j in order:
+        worst = np.max(np.stack([null[t] / scale[t] for t in keys if left[t] > 0]), axis=0)
+        running = max(running, (1.0 + np.count_nonzero(worst >= stat * (1 - 1e-12))) / (1.0 + p_count))
+        p[s][j] = running
+        left[s] -= 1
+    return p
+
+
+def missing_prompts(labels: list[np.ndarray], names: list[str]) -> list[list[str]]:
+    """Per set, the prompts (display names) that some other set has and it lacks."""
+    present = [set(np.unique(lab).tolist()) for lab in labels]
+    every = set().union(*present)
+    return [[names[g] for g in sorted(every - have)] for have in present]
+
+
+def attribute_prompts(rankings: list[list[dict]]) -> list[list[dict]]:
+    """Per set, the prompts on which *it* deviates: from each set's one-vs-rest prompt ranking (significant
+    modes; rows with 'prompt', 'disagreement', 'share'), a prompt goes to the set whose ranking gives it the
+    largest disagreement d_p, among the rankings where its share is above that ranking's average (1 / its
+    length).
+
+    Why the largest: a deviation of set k on prompt p enters every other set's comparison with a rest that
+    holds k at 1/(K-1) of its size, so its eigenvalue there is ~1/(K-1) and d_p ~1/(K-1)^2 of k's own.
+    """
+    best: dict[str, tuple[float, int]] = {}
+    for k, rows in enumerate(rankings):
+        floor = 1.0 / len(rows) if rows else 0.0
+        for row in rows:
+            d = float(row["disagreement"])
+            if row["share"] > floor and d > best.get(row["prompt"], (0.0, -1))[0]:
+                best[row["prompt"]] = (d, k)
+    return [[row for row in rows if best.get(row["prompt"], (0.0, -1))[1] == k]
+            for k, rows in enumerate(rankings)]

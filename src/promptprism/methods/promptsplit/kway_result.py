@@ -1,0 +1,218 @@
+"""K-way PromptSplit's result: the K x K distance matrix with significance, every comparison as a
+:class:`.PromptSplitResult`, and per model the prompts and samples where it deviates from the rest."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..._version import __version__
+from ...results import Result
+from . import kway_core as kc
+from .result import Mode, PromptSplitResult, SampleScore
+from .summary import SummaryOptions, summarise
+
+
+@dataclass(frozen=True)
+class KWayResult(Result):
+    """What :meth:`KWaySplit.fit` returns.
+
+    ``distances[a][b]`` = ||C_a - eta C_b||_F^2 (the PromptSplit distance of the pair with a as test);
+    ``pair_p_values[a][b]``: the smallest family-wise p-value among the pair's modes (None on the diagonal
+    or without a test). ``pairs``: one :class:`.PromptSplitResult` per pair a < b (a = its test side);
+    ``one_vs_rest``: one per set against the pooled others (empty for K = 2, where the rest of one set is the
+    other: the pair). ``deviations``: per set, its significant modes against the rest, the prompts they come
+    from, its strongest samples against the others', the sets it differs from significantly
+    (``separated_from``), the prompts on which it is the one that deviates (``attributed_prompts``,
+    :func:`.kway_core.attribute_prompts`: a deviation of one set also shows, diluted, in every other set's
+    comparison with a rest that holds it) and ``deviates``: significant against the rest and another set,
+    with at least half of its disagreement with the rest on prompts attributed to it
+    (:func:`_mark_deviating`).
+    """
+
+    kind = "promptsplit_kway"
+    nested = {"pairs": PromptSplitResult, "one_vs_rest": PromptSplitResult}
+
+    names: list[str]
+    n_samples: list[int]
+    method: str
+    seed: int
+    config: dict
+    distances: list[list[float]]
+    rest_distances: list[float]
+    pair_p_values: list[list[float | None]]
+    pairs: list[PromptSplitResult]
+    one_vs_rest: list[PromptSplitResult]
+    deviations: list[dict]
+    significance: dict = field(default_factory=dict)
+    verdict: str = ""
+    timings: dict = field(default_factory=dict)
+    version: str = __version__
+
+    def pair(self, a: str, b: str) -> PromptSplitResult:
+        """The comparison of sets ``a`` and ``b`` (by name; it is stored with the earlier set as test)."""
+        for r in self.pairs:
+            if {r.config["test"], r.config["reference"]} == {a, b}:
+                return r
+        raise KeyError(f"no pair ({a!r}, {b!r}); sets: {', '.join(self.names)}")
+
+    def against_rest(self, name: str) -> PromptSplitResult:
+        """Set ``name`` against the pooled others (for K = 2: the pair)."""
+        if len(self.names) == 2:
+            return self.pairs[0]
+        return self.one_vs_rest[self.names.index(name)]
+
+    @property
+    def significant_pairs(self) -> list[tuple[str, str]]:
+        """The pairs with at least one family-wise significant mode."""
+        alpha = self.significance.get("alpha")
+        k = len(self.names)
+        return [(self.names[a], self.names[b]) for a in range(k) for b in range(a + 1, k)
+                if alpha is not None and self.pair_p_values[a][b] is not None
+                and self.pair_p_values[a][b] <= alpha]
+
+
+def _comparison_result(fit: Any, c: tuple, names: list[str], prompt_names: list[str], test: tuple | None,
+                       method: str, config: dict) -> PromptSplitResult:
+    """One comparison of the fit as a :class:`.PromptSplitResult` (the pairwise result's fields)."""
+    est, spec = fit.est, fit.spectra[c]
+    first, second = c
+    ref_set = _pooled(fit.sets, second)
+    sets = {"test": fit.sets[first], "reference": ref_set}
+    record, p_values = test if test is not None else ({}, None)
+    alpha = float(est.alpha) if p_values is not None else None
+    modes, ranking, basis = summarise(sets=sets, eigenvalues=spec.mode_eigenvalues, stats=fit.stats[c],
+                                      names=prompt_names,
+                                      options=SummaryOptions(est.eta, est.top_prompts, est.rank_prompts_by),
+                                      p_values=p_values, alpha=alpha)
+    reference = names[second[0]] if len(second) == 1 else "rest (" + ", ".join(names[b] for b in second) + ")"
+    cfg = {**{k: v for k, v in config.items() if k != "sets"}, "test": names[first], "reference": reference}
+    return PromptSplitResult(
+        eigenvalues=[float(v) for v in spec.eigenvalues], modes=modes, distance=float(fit.distances[c]),
+        method=method, n_test=len(sets["test"]), n_reference=len(ref_set), seed=est.seed, config=cfg,
+        prompt_ranking=ranking, significance=record, ranking_basis=basis, eigenvalues_scope=spec.scope)
+
+
+def _pooled(sets: list, members: tuple) -> Any:
+    if len(members) == 1:
+        return sets[members[0]]
+    from ...data.paired import PairedSet
+
+    parts = [sets[b] for b in members]
+    strings = {a: None if any(getattr(s, a) is None for s in parts)
+               else sum((getattr(s, a) for s in parts), []) for a in ("prompts", "outputs")}
+    return PairedSet(np.concatenate([s.prompt_embeddings for s in parts]),
+                     np.concatenate([s.output_embeddings for s in parts]), strings["prompts"],
+                     strings["outputs"], name="rest")
+
+
+def _deviation(k: int, comparison: PromptSplitResult, c: tuple, names: list[str], counts: np.ndarray,
+               top_prompts: int) -> dict:
+    """Set k's significant modes against the rest, their prompts, and its strongest samples against the
+    others' (on the strongest significant mode of its side; samples of the rest named by their set)."""
+    first, second = c
+    side = "test" if k == first else "reference"
+    others = second if k == first else (first,)
+    sig = [m for m in comparison.modes if m.significant]
+    more = [m for m in sig if m.side == side]
+    tested = bool(comparison.significance) and any(m.p_value is not None for m in comparison.modes)
+    out = {"model": names[k], "against": comparison.config["reference" if side == "test" else "test"],
+           "tested": tested, "significant_modes": len(sig), "modes_more": len(more),
+           "modes_less": len(sig) - len(more),
+           "prompts": comparison.prompt_ranking[:top_prompts] if sig else [], "top_samples": [],
+           "others_samples": []}
+    if more:
+        mode = more[0]
+        out["mode"] = {"rank": mode.rank, "eigenvalue": mode.eigenvalue, "p_value": mode.p_value}
+        out["top_samples"] = [_named(s, [k], counts, names) for s in mode.top_samples]
+        out["others_samples"] = [_named(s, list(others), counts, names) for s in mode.top_samples_other]
+    return out
+
+
+def _named(s: SampleScore, members: list[int], counts: np.ndarray, names: list[str]) -> dict:
+    """A sample of a (possibly pooled) side as {model, index in that model, prompt, output, score}."""
+    offsets = np.cumsum([0] + [int(counts[b]) for b in members])
+    j = int(np.searchsorted(offsets, s.index, side="right") - 1)
+    return {"model": names[members[j]], "index": int(s.index - offsets[j]), "prompt": s.prompt,
+            "output": s.output, "score": s.score}
+
+
+def assemble(*, fit: Any, names: list[str], prompt_names: list[str], family: list, n_pairs: int, tests: dict,
+             method: str, config: dict, timings: dict) -> KWayResult:
+    """The K-way result from a finished fit and its test (``tests``: comparison -> (record, p-values))."""
+    k = len(names)
+    results = {c: _comparison_result(fit, c, names, prompt_names, tests.get(c), method, config)
+               for c in family}
+    pair_p: list[list[float | None]] = [[None] * k for _ in range(k)]
+    for (a, (b,)) in family[:n_pairs]:
+        ps = [m.p_value for m in results[(a, (b,))].modes if m.p_value is not None]
+        pair_p[a][b] = pair_p[b][a] = min(ps) if ps else (1.0 if tests else None)
+    rest = family[n_pairs:]
+    own = {a: (rest[a] if rest else family[0]) for a in range(k)}
+    alpha = float(fit.est.alpha)
+    deviations = [_deviation(a, results[own[a]], own[a], names, fit.counts, fit.est.top_prompts)
+                  for a in range(k)]
+    attributed = (kc.attribute_prompts([results[c].prompt_ranking for c in rest]) if rest
+                  else [[] for _ in range(k)])
+    for a, d in enumerate(deviations):
+        d["separated_from"] = [names[b] for b in range(k)
+                               if b != a and pair_p[a][b] is not None and pair_p[a][b] <= alpha]
+        d["attributed_prompts"] = [{"prompt": x["prompt"], "disagreement": x["disagreement"],
+                                    "share": x["share"]} for x in attributed[a]]
+    _mark_deviating(deviations, names)
+    rest_distances = [float(fit.distances[rest[a]]) if rest else float(fit.matrix[a][1 - a])
+                      for a in range(k)]
+    significance = {} if not tests else {
+        "test": "permutation", "scheme": "within-prompt", "permutations": config["permutations"],
+        "alpha": alpha, "seed": fit.est.seed, "comparisons": len(family),
+        "correction": next(iter(tests.values()))[0].get("correction")}
+    result = KWayResult(
+        names=names, n_samples=[int(c) for c in fit.counts], method=method, seed=fit.est.seed, config=config,
+        distances=np.asarray(fit.matrix).tolist(), rest_distances=rest_distances, pair_p_values=pair_p,
+        pairs=[results[c] for c in family[:n_pairs]], one_vs_rest=[results[c] for c in rest],
+        deviations=deviations, significance=significance, timings=timings)
+    return dataclasses.replace(result, verdict=kway_verdict(result))
+
+
+#: a set deviates when at least this share of its disagreement with the rest lies on prompts attributed to it
+DEVIATION_SHARE = 0.5
+
+
+def _mark_deviating(deviations: list[dict], names: list[str]) -> None:
+    """``deviates``: significant against the rest and some other set, and (K >= 3) at least
+    :data:`DEVIATION_SHARE` of its disagreement with the rest on prompts attributed to it (a set that only
+    reflects another's deviation keeps a small share: that deviation's prompts go to the other set)."""
+    for d in deviations:
+        d["attributed_share"] = float(sum(x["share"] for x in d["attributed_prompts"]))
+        d["deviates"] = bool(d["significant_modes"]) and bool(d["separated_from"]) and (
+            len(names) == 2 or d["attributed_share"] >= DEVIATION_SHARE)
+
+
+def kway_verdict(r: KWayResult) -> str:
+    """One plain sentence: which pairs differ and which models deviate from the rest, family-wise."""
+    if not r.significance:
+        return "no significance test ran (permutations = 0): the distances alone say nothing about noise"
+    s = r.significance
+    k = len(r.names)
+    n_pairs = k * (k - 1) // 2
+    sig_pairs = r.significant_pairs
+    head = (f"{len(sig_pairs)} of {n_pairs} pairs differ significantly at alpha = {s['alpha']:g} "
+            f"(family-wise over every mode of {s['comparisons']} comparisons, {s['permutations']} "
+            "permutations)")
+    if k == 2:
+        return head
+    deviating = [d for d in r.deviations if d["deviates"]]
+    if deviating:
+        parts = [f"{d['model']} on {len(d['attributed_prompts'])} prompt"
+                 f"{'s' if len(d['attributed_prompts']) != 1 else ''} "
+                 f"(top: {d['attributed_prompts'][0]['prompt']!r})" for d in deviating]
+        head += "; deviating from the rest: " + ", ".join(parts)
+    else:
+        head += "; no prompt is attributed to a model deviating from the rest"
+    return head
+
+
+__all__ = ["KWayResult", "Mode", "assemble", "kway_verdict"]

@@ -1,0 +1,174 @@
+"""K-way PromptSplit: brute-force distances and spectra from SPEC, K = 2 against the pairwise estimator, the
+K-way permutation test (calibration over 200 null data sets, power, attribution of a planted deviation)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_limits
+
+from brute import cosine_psi, lambda_matrix, nonzero, padded_sorted
+from promptprism.data.paired import PairedSet
+from promptprism.errors import InputError, OptionError
+from promptprism.methods.promptsplit import PromptSplit, permuted_labels, step_down_pvalues
+from promptprism.methods.promptsplit import kway_core as kc
+from promptprism.methods.promptsplit.kway import KWaySplit
+from promptprism.results import load_result
+
+
+def model_sets(seed: int, k: int, *, prompts: int = 8, per: int = 4, shift: float = 0.0, planted: int = 0,
+               shifted_prompts: int = 2, dim: int = 3) -> list[PairedSet]:
+    """K sets on the same prompts, outputs = f(prompt) + noise; set ``planted`` moves its outputs by
+    ``shift`` on the first ``shifted_prompts`` prompts."""
+    rng = np.random.default_rng(seed)
+    t = rng.normal(size=(prompts, dim))
+    lab = np.repeat(np.arange(prompts), per)
+    out = []
+    for i in range(k):
+        o = np.tanh(t[lab] @ np.ones((dim, dim))) + 0.5 * rng.normal(size=(lab.size, dim))
+        if shift and i == planted:
+            o[lab < shifted_prompts, 0] += shift
+        out.append(PairedSet(t[lab], o, prompts=[f"prompt {g}" for g in lab],
+                             outputs=[f"m{i} #{j}" for j in range(lab.size)], name=f"m{i}"))
+    return out
+
+
+def test_k2_reproduces_the_pairwise_result_to_the_bit():
+    a, b = model_sets(1, 2, prompts=6, per=10, shift=1.5)
+    pair = PromptSplit(method="exact", permutations=40, n_modes=4).fit(a, b)
+    kway = KWaySplit(method="exact", permutations=40, n_modes=4).fit([a, b])
+    got = kway.pairs[0]
+    assert got.distance == pair.distance
+    assert got.eigenvalues == pair.eigenvalues
+    assert got.modes == pair.modes
+    assert got.significance == pair.significance
+    assert got.prompt_ranking == pair.prompt_ranking
+    assert kway.distances[0][1] == pair.distance and kway.one_vs_rest == []
+    assert kway.against_rest("m1") is kway.pairs[0]
+
+
+def test_k2_random_features_match_the_pairwise_route_to_round_off():
+    a, b = model_sets(2, 2, prompts=6, per=10, shift=1.5)
+    opts = dict(method="rff", n_features=200, permutations=0, n_modes=3, precision="float64")
+    pair = PromptSplit(**opts).fit(a, b)
+    got = KWaySplit(**opts).fit([a, b]).pairs[0]
+    np.testing.assert_allclose(got.distance, pair.distance, rtol=1e-10)
+    np.testing.assert_allclose(got.eigenvalues, pair.eigenvalues, rtol=1e-9, atol=1e-12)
+
+
+def test_distances_and_spectra_against_brute_force_lambda():
+    """Cosine kernel (explicit psi = t/|t| (x) z/|z|): every pair's and every one-vs-rest Lambda built as
+    sums of outer products, SPEC's weights (1/n_a, -eta/n_b; the pooled rest's -eta/n_rest)."""
+    sets = model_sets(3, 3, prompts=4, per=3, shift=1.0)
+    keep = np.arange(12) % 3 != 2  # unequal sizes: 8 rows, every prompt kept
+    sets[2] = PairedSet(sets[2].prompt_embeddings[keep], sets[2].output_embeddings[keep] + 1.0,
+                        prompts=[p for p, k in zip(sets[2].prompts, keep, strict=True) if k], name="m2")
+    eta = 0.7
+    res = KWaySplit(kernel="cosine", method="exact", eta=eta, permutations=0, n_modes=20).fit(sets)
+    psi = [cosine_psi(s.prompt_embeddings, s.output_embeddings) for s in sets]
+    for a in range(3):
+        for b in range(3):
+            lam = lambda_matrix(psi[a], psi[b], eta)
+            np.testing.assert_allclose(res.distances[a][b], np.sum(lam * lam), rtol=1e-10)
+        rest = np.concatenate([psi[b] for b in range(3) if b != a])
+        lam = lambda_matrix(psi[a], rest, eta)
+        np.testing.assert_allclose(res.rest_distances[a], np.sum(lam * lam), rtol=1e-10)
+        got, want = padded_sorted(nonzero(res.one_vs_rest[a].eigenvalues), nonzero(np.linalg.eigvalsh(lam)))
+        np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-12)
+        assert res.one_vs_rest[a].distance == pytest.approx(res.rest_distances[a], rel=1e-12)
+    for r in res.pairs:
+        a, b = (res.names.index(r.config[s]) for s in ("test", "reference"))
+        lam = lambda_matrix(psi[a], psi[b], eta)
+        got, want = padded_sorted(nonzero(r.eigenvalues), nonzero(np.linalg.eigvalsh(lam)))
+        np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-12)
+
+
+def test_permuted_model_labels_are_the_pairwise_draws_and_keep_each_groups_counts():
+    rng = np.random.default_rng(0)
+    groups = rng.integers(0, 5, size=60)
+    labels = rng.integers(0, 2, size=60)
+    two = kc.permuted_model_labels(groups, labels, 30, np.random.default_rng(7))
+    ref = permuted_labels(groups, labels == 0, 30, np.random.default_rng(7))
+    np.testing.assert_array_equal(two == 0, ref)
+    four = kc.permuted_model_labels(groups, rng.integers(0, 4, size=60), 30, np.random.default_rng(7))
+    for g in range(5):
+        counts = [np.bincount(four[groups == g, p], minlength=4) for p in range(30)]
+        assert all(np.array_equal(c, counts[0]) for c in counts)
+
+
+def test_family_step_down_reduces_to_the_pairwise_step_down():
+    rng = np.random.default_rng(1)
+    obs_p, obs_n = np.sort(rng.gamma(2, size=3))[::-1], np.sort(rng.gamma(2, size=2))[::-1]
+    null_p, null_n = rng.gamma(2, size=(50, 3)), rng.gamma(2, size=(50, 3))
+    want = step_down_pvalues(obs_p, obs_n, null_p, null_n)
+    got = kc.family_step_down({"+": obs_p, "-": obs_n}, {"+": null_p[:, 0], "-": null_n[:, 0]})
+    np.testing.assert_array_equal(got["+"], want[0])
+    np.testing.assert_array_equal(got["-"], want[1])
+
+
+def test_result_round_trips_through_result_json(tmp_path):
+    res = KWaySplit(method="exact", permutations=19, n_modes=2).fit(model_sets(4, 3, shift=1.0))
+    res.save(tmp_path)
+    back = load_result(tmp_path / "result.json")
+    assert back == res
+    assert "KWayResult" in repr(res) and "pairs differ" in repr(res)
+
+
+@pytest.mark.parametrize("sets, message", [
+    (lambda s: s[:1], "at least 2 sets"),
+    (lambda s: [s[0], s[1], s[0]], "hold the same pairs"),
+    (lambda s: [s[0], PairedSet(s[1].prompt_embeddings, s[1].output_embeddings[:, :2], name="m1")],
+     "dimensions"),
+    (lambda s: [s[0], PairedSet(s[1].prompt_embeddings[4:], s[1].output_embeddings[4:],
+                                prompts=s[1].prompts[4:], name="m1")], "m1 lacks 'prompt 0'"),
+])
+def test_bad_input_is_one_clear_error(sets, message):
+    with pytest.raises(InputError, match=message):
+        KWaySplit(permutations=0).fit(sets(model_sets(5, 2)))
+
+
+def test_bad_options():
+    with pytest.raises(OptionError, match="stable"):
+        KWaySplit(sigma_prompt="stable")
+    with pytest.raises(OptionError, match="distinct"):
+        KWaySplit(permutations=0).fit(model_sets(5, 2), names=["a", "a"])
+
+
+def test_a_planted_deviation_is_attributed_to_its_model_and_prompts():
+    sets = model_sets(6, 4, prompts=6, per=6, shift=2.0, planted=2)
+    with threadpool_limits(1):
+        res = KWaySplit(method="exact", permutations=59, n_modes=2).fit(sets)
+    dev = {d["model"]: d for d in res.deviations}
+    assert [name for name, d in dev.items() if d["deviates"]] == ["m2"]
+    assert {p["prompt"] for p in dev["m2"]["prompts"][:2]} == {"prompt 0", "prompt 1"}
+    assert dev["m2"]["top_samples"] and all(s["model"] == "m2" for s in dev["m2"]["top_samples"])
+    assert all(s["model"] != "m2" for s in dev["m2"]["others_samples"])
+    assert sorted(res.significant_pairs) == [("m0", "m2"), ("m1", "m2"), ("m2", "m3")]
+    assert "m2" in res.verdict
+
+
+def _rejects(res, alpha: float = 0.05) -> bool:
+    """Whether any mode of any comparison is significant (the family-wise event)."""
+    ps = [m.p_value for c in res.pairs + res.one_vs_rest for m in c.modes if m.p_value is not None]
+    return bool(ps) and min(ps) <= alpha
+
+
+@pytest.mark.slow
+def test_family_wise_false_positive_rate_under_the_null():
+    """K = 3 identically distributed sets, 200 data sets, 59 permutations (p <= 0.05 <=> at most 2 of 59
+    relabellings reach the observed statistic): the rate of any false positive over all modes of all 6
+    comparisons stays in [0.02, 0.08]."""
+    est = KWaySplit(method="exact", permutations=59, n_modes=2)
+    with threadpool_limits(1):
+        hits = [_rejects(est.fit(model_sets(1000 + s, 3, prompts=6, per=3))) for s in range(200)]
+    rate = float(np.mean(hits))
+    assert 0.02 <= rate <= 0.08, rate
+
+
+@pytest.mark.slow
+def test_power_against_a_deviation_in_one_of_three_models():
+    est = KWaySplit(method="exact", permutations=59, n_modes=2)
+    with threadpool_limits(1):
+        hits = [_rejects(est.fit(model_sets(2000 + s, 3, prompts=6, per=3, shift=2.5, planted=1)))
+                for s in range(30)]
+    assert np.mean(hits) >= 0.8, np.mean(hits)
