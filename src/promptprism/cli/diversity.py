@@ -11,7 +11,14 @@ from rich.table import Table
 
 from ..backend import resolve_backend
 from ..errors import OptionError
-from ..methods.scendi import PromptRankWarning, Scendi, ScendiComparison, ScendiResult, compare
+from ..methods.scendi import (
+    PromptRankWarning,
+    Scendi,
+    ScendiComparison,
+    ScendiResult,
+    compare,
+    interval_notes,
+)
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console, err_console
@@ -24,7 +31,8 @@ from .report import NO_REPORT
 def _with_interval(r: ScendiResult, key: str, fmt: str) -> str:
     value = format(getattr(r, key), fmt)
     iv = r.intervals.get(key)
-    return value if not iv else f"{value} [{format(iv['low'], fmt)}, {format(iv['high'], fmt)}]"
+    mark = "*" if iv and not iv.get("contains_estimate", True) else ""
+    return value if not iv else f"{value} [{format(iv['low'], fmt)}, {format(iv['high'], fmt)}]{mark}"
 
 
 def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
@@ -49,6 +57,13 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
     console.print(table)
     for r in results:
         console.print(f"Gamma* ({r.name}): {r.gamma_estimator}", highlight=False, soft_wrap=True)
+        for line in interval_notes(r.intervals, r.summary() | {"scendi_prompt": r.scendi_prompt,
+                                                                "prompt_share": r.prompt_share}):
+            console.print(f"* {r.name}: {line}", highlight=False, soft_wrap=True, markup=False)
+        validity = r.config.get("interval_validity")
+        if r.intervals and validity and not validity.get("holds", True):
+            console.print(f"! {r.name}: intervals not calibrated here: {validity['reason']}", highlight=False,
+                          soft_wrap=True, markup=False)
     if differences:
         diff = Table(title="Differences between models (a - b)")
         for col in ("a", "b", "metric", "difference", "interval", "beyond the noise?", "by"):

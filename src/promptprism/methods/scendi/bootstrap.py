@@ -100,10 +100,30 @@ def basic_interval(values: np.ndarray, estimate: float, level: float, *,
 
 
 def metric_intervals(replicates: dict[str, np.ndarray], estimates: dict, level: float) -> dict:
-    """{metric: {'low', 'high'}}: each of :data:`INTERVAL_METRICS`' :func:`basic_interval` from its
-    replicates and its estimate, clipped to the metric's :data:`METRIC_RANGE`."""
-    return {m: basic_interval(replicates[m], estimates[m], level, bounds=METRIC_RANGE[m])
-            for m in INTERVAL_METRICS}
+    """{metric: {'low', 'high', 'centre', 'contains_estimate'}}: each of :data:`INTERVAL_METRICS`'
+    :func:`basic_interval` from its replicates and its estimate, clipped to the metric's
+    :data:`METRIC_RANGE`; ``centre`` = 2 e - median(replicates), the bootstrap-bias-corrected estimate the
+    basic interval is built around (clipped alike), and whether the interval holds the estimate e itself."""
+    out = {}
+    for m in INTERVAL_METRICS:
+        iv = basic_interval(replicates[m], estimates[m], level, bounds=METRIC_RANGE[m])
+        lo_b, hi_b = METRIC_RANGE[m]
+        centre = float(np.clip(2.0 * estimates[m] - np.median(replicates[m]), lo_b, hi_b))
+        out[m] = iv | {"centre": centre, "contains_estimate": bool(iv["low"] <= estimates[m] <= iv["high"])}
+    return out
+
+
+def interval_notes(intervals: dict, estimates: dict) -> list[str]:
+    """One line per interval that excludes its own estimate, naming both numbers and why (the basic interval
+    is centred on the bias-corrected estimate, :func:`metric_intervals`)."""
+    notes = []
+    for m, iv in intervals.items():
+        if not iv.get("contains_estimate", True):
+            notes.append(f"{m} = {estimates[m]:.4g} lies outside its interval [{iv['low']:.4g}, "
+                         f"{iv['high']:.4g}]: the prompt bootstrap finds the estimate biased (replicates "
+                         f"shift away from it), so the interval is built around the bias-corrected value "
+                         f"{iv['centre']:.4g} (the value a larger set would give, not this set's number)")
+    return notes
 
 
 def compare_models(names: list[str], points: list[dict], replicates: list[dict[str, np.ndarray]] | None,
@@ -134,4 +154,4 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
 
 
 __all__ = ["INTERVAL_METRICS", "METRIC_RANGE", "basic_interval", "bootstrap_replicates", "check_bootstrap",
-           "compare_models", "percentile_interval", "prompt_draws"]
+           "compare_models", "interval_notes", "percentile_interval", "prompt_draws"]

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..._validation import check_positive_number
-from ...array_ops import blas_threads_for, grid, index_array, trace
+from ...array_ops import blas_threads_for, index_array, trace
 from ...backend import resolve_backend, to_numpy
 from ...data.paired import PairedSet, prompt_groups
 from ...errors import OptionError
@@ -34,6 +34,7 @@ from .bootstrap import (
     bootstrap_replicates,
     check_bootstrap,
     compare_models,
+    interval_notes,
     metric_intervals,
     prompt_draws,
 )
@@ -47,14 +48,8 @@ from .core import (
     schur_split,
     spectrum_and_top_vectors,
 )
-from .dual import (
-    assign_folds,
-    check_precision,
-    choose_ridge,
-    cross_fit_hats,
-    grouped_prompt_basis,
-    sample_space_spectra,
-)
+from .crossfit import check_folds, cross_fit
+from .dual import check_precision, grouped_prompt_basis, sample_space_spectra
 from .grouped import grouped_spectra, grouped_split
 from .nullifier import (
     PromptNullifier,
@@ -68,8 +63,10 @@ from .results import ScendiComparison, ScendiResult
 
 #: Gamma* estimators: 'auto' picks 'cross-fit' when rank(C_TT) >= n / 2, else 'in-sample'
 GAMMA_ESTIMATORS = ("auto", "in-sample", "cross-fit")
-#: ridges tried by cross-validation (units of Tr C_TT = 1; 0 = the paper's pseudo-inverse)
-RIDGE_GRID = (0.0, 1e-4, 1e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0, 10.0)
+#: which matrix the prompt-driven scores (scendi_prompt, prompt_share) hold, per estimator (result.json
+#: ``config['prompt_part']``): SPEC's Lambda_T = C_II - Lambda_I either way (in-sample = C_IT C_TT^+ C_TI)
+PROMPT_PART = {"in-sample": "Lambda_T = C_IT C_TT^+ C_TI = C_II - Lambda_I (in-sample Gamma*)",
+               "cross-fit": "Lambda_T = C_II - Lambda_I (Lambda_I: covariance of the out-of-fold residuals)"}
 #: the sample-space route holds phi_I, phi_T and n x n matrices in memory: at most this many rows
 SAMPLE_SPACE_MAX_ROWS = 8000
 #: the grouped feature-space route holds Phi_I (n x d_I) in memory: at most this many values
@@ -250,17 +247,12 @@ class Scendi(ScendiKernelOptions):
             if estimator == "in-sample":
                 s = sample_space_spectra(grams[0], w, dim=d_i, basis=basis, n_top=k)
             else:
-                folds = assign_folds(groups, self.n_folds, self.seed)
-                k_t = grams[1][grid(groups, groups, grams[1])]
-                if self.ridge == "cv":
-                    ridge, curve = choose_ridge(grams[0], k_t, w, folds, ridges=RIDGE_GRID, rcond=PINV_RCOND)
-                else:
-                    ridge = float(self.ridge)
-                hat = cross_fit_hats(k_t, w, folds, [ridge], rcond=PINV_RCOND)[0]
-                n_f = len(np.unique(folds))
-                described = (f"cross-fit ({n_f} folds, ridge {ridge:g}"
-                             f"{' chosen by cross-validation' if self.ridge == 'cv' else ''})")
-                s = sample_space_spectra(grams[0], w, dim=d_i, hat=hat, n_top=k, in_sample=False)
+                folds = self.n_folds
+                if self.gamma_estimator == "cross-fit":
+                    folds = check_folds(self.n_folds, distinct_groups)
+                fitted = cross_fit(grams[0], grams[1], groups, w, n_folds=folds, ridge=self.ridge,
+                                   seed=self.seed, dim=d_i, n_top=k, rcond=PINV_RCOND)
+                s, ridge, described = fitted.spectra, fitted.ridge, fitted.described
         if s is not None:
             li_vals, c_vals, lt_vals = s.model, s.output, s.prompt
             table = scendi_score_table(s.model, s.prompt, s.output, model_share=s.model_share,
@@ -296,6 +288,7 @@ class Scendi(ScendiKernelOptions):
             with blas_threads_for(side):
                 reps = bootstrap_replicates(groups, counts, engine)
             intervals = metric_intervals(reps, table, self.confidence)
+            notes.extend(interval_notes(intervals, table))
             boot = {"replicates": int(replicates), "level": float(self.confidence), "seed": self.seed,
                     "resample": "prompts", "interval": "basic"}
             timings["bootstrap_s"] = time.perf_counter() - t3
@@ -308,7 +301,8 @@ class Scendi(ScendiKernelOptions):
                   "eigen_floor": EIGEN_FLOOR, "input": data.where, "precision": self.precision,
                   "route": route, "device": backend.label,
                   "n_folds": self.n_folds if estimator == "cross-fit" else None,
-                  "ridge": ridge if estimator == "cross-fit" else None}
+                  "ridge": (None if math.isinf(ridge) else ridge) if estimator == "cross-fit" else None,
+                  "prompt_part": PROMPT_PART[estimator]}
 
         def head(v: np.ndarray) -> list[float]:
             v = np.asarray(v)[:MAX_STORED_EIGENVALUES]

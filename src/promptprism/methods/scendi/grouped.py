@@ -76,9 +76,8 @@ def grouped_spectra(split: GroupedSplit, output_features: np.ndarray, groups: np
     li_vals, li_vecs = spectra_pair(split.lambda_i, split.c_ii, n_top)
     c_vals, c_vecs = li_vals.pop(), li_vecs.pop()
     li_vals, li_vecs = li_vals[0], li_vecs[0]
-    small = split.b.T @ split.b
-    lt = to_numpy(symmetric_eigh(small, values_only=True))[::-1] if small.shape[1] else np.empty(0)
-    lt = np.concatenate([np.maximum(lt, 0.0), np.zeros(d_i - lt.size)])
+    small = split.b.T @ split.b  # k x k; Lambda_T = B B^T is d_I x d_I: the smaller has its non-zero spectrum
+    lt = prompt_spectrum(split.b, d_i)
     li_vecs, c_vecs = as_like(li_vecs, output_features), as_like(c_vecs, output_features)
     model_scores = output_features @ li_vecs - (split.predictions @ li_vecs)[index_array(groups, li_vecs)]
     return DualSpectra(model=round_off_zeroed(li_vals, len(li_vals)), prompt=lt.astype(np.float64),
@@ -86,6 +85,18 @@ def grouped_spectra(split: GroupedSplit, output_features: np.ndarray, groups: np
                        model_share=trace(split.lambda_i), prompt_share=trace(small),
                        model_scores=np.asarray(to_numpy(model_scores), dtype=np.float64),
                        output_scores=np.asarray(to_numpy(output_features @ c_vecs), dtype=np.float64))
+
+
+def prompt_spectrum(b, dim: int) -> np.ndarray:
+    """Eigenvalues of Lambda_T = B B^T (B: dim x k), descending, exactly ``dim`` of them (numpy float64),
+    from whichever of B^T B (k x k) and B B^T (dim x dim) is smaller: the prompts may span more directions
+    (k) than the outputs have (dim), or fewer."""
+    k = b.shape[1]
+    if k == 0:
+        return np.zeros(dim)
+    small = b.T @ b if k <= dim else b @ b.T
+    vals = np.maximum(to_numpy(symmetric_eigh(small, values_only=True))[::-1].astype(np.float64), 0.0)
+    return np.concatenate([vals[:dim], np.zeros(max(dim - vals.size, 0))])
 
 
 def spectra_pair(a, b, n_top: int) -> tuple[list, list]:
