@@ -143,7 +143,7 @@ def test_missing_file_and_shared_frequencies_across_spaces(tmp_path, capsys):
 
 def test_one_output_per_prompt_cross_fits_and_reports_intervals(tmp_path, capsys):
     rng = np.random.default_rng(5)
-    t = rng.standard_normal((50, 40))
+    t = rng.standard_normal((50, 60))  # 50 prompts spanning 50 directions: no residual degree of freedom
     x = t[:, :8] + 0.5 * rng.standard_normal((50, 8))
     np.savez(tmp_path / "one.npz", prompt_embeddings=t, output_embeddings=x,
              prompts=np.array([f"question {i}" for i in range(50)]))

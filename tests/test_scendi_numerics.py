@@ -99,3 +99,67 @@ def test_an_interval_excluding_its_estimate_names_both_numbers():
         said = [w for w in res.warnings if w.startswith(f"{m} = ")]
         assert bool(said) == (not iv["contains_estimate"]), m
     assert pp.ScendiResult.from_json(res.to_json()) == res
+
+
+def brute_debiased(fi, ft, groups):
+    """The degrees-of-freedom corrected Lambda_I from its definition (methods/scendi/debias.py): W + c B."""
+    n = len(fi)
+    labels = np.unique(groups)
+    wg = np.array([np.mean(groups == g) for g in labels])
+    means = np.stack([fi[groups == g].mean(axis=0) for g in labels])
+    y = np.sqrt(wg)[:, None] * np.stack([ft[groups == g][0] for g in labels])
+    proj = y @ np.linalg.pinv(y.T @ y, rcond=1e-10) @ y.T
+    c = 1.0 / np.sum(wg * (1.0 - np.diag(proj)))
+    x_g = np.sqrt(wg)[:, None] * means
+    within = fi.T @ fi / n - x_g.T @ x_g
+    between = x_g.T @ (np.eye(len(labels)) - proj) @ x_g
+    lam_i = within + c * between
+    return lam_i, fi.T @ fi / n - lam_i
+
+
+@pytest.mark.parametrize(("n_prompts", "per", "d_t", "d_x"), [(10, 12, 3, 6), (40, 5, 30, 5), (30, 1, 4, 40)])
+def test_debiased_estimator_matches_its_definition_on_every_route(n_prompts, per, d_t, d_x):
+    data = _set(7, n_prompts, per, d_t, d_x)
+    res = pp.Scendi(gamma_estimator="debiased", bootstrap=30).fit(data)
+    groups = prompt_groups(data)[0][0]
+    lam_i, lam_t = brute_debiased(unit(data.output_embeddings), unit(data.prompt_embeddings), groups)
+    assert res.gamma_estimator.startswith("debiased")
+    assert res.model_share == pytest.approx(np.trace(lam_i), rel=1e-8)
+    assert res.prompt_share == pytest.approx(np.trace(lam_t), rel=1e-8)
+    assert res.scendi == pytest.approx(exp_entropy(lam_i), rel=1e-7)
+    assert res.scendi_prompt == pytest.approx(exp_entropy(lam_t), rel=1e-7)
+    assert res.config["prompt_part"].startswith("Lambda_T = C_II - Lambda_I")
+    ins = pp.Scendi(gamma_estimator="in-sample").fit(data)
+    assert res.model_share >= ins.model_share
+
+
+def test_debiased_bootstrap_replicate_is_the_estimator_on_the_duplicated_rows():
+    data = _set(8, 12, 3, 4, 6)
+    groups = prompt_groups(data)[0][0]
+    from promptprism.methods.scendi import (
+        bootstrap_replicates,
+        feature_matrices,
+        prompt_draws,
+        resolve_feature_maps,
+    )
+    from promptprism.methods.scendi.replicates import GroupedReplicates
+
+    maps = resolve_feature_maps(data, kernel="cosine", sigma_output=None, sigma_prompt=None, n_features=0,
+                                shared_frequencies=False, seed=0, notes=[])
+    fi, fg = feature_matrices(data, maps, groups=groups, chunk_size=50)
+    counts = prompt_draws(12, 2, seed=3)
+    reps = bootstrap_replicates(groups, counts, GroupedReplicates(fi, fg))
+    t, x = data.prompt_embeddings, data.output_embeddings
+    for b in range(2):
+        rows = np.concatenate([np.flatnonzero(groups == g) for g in range(12) for _ in range(counts[b, g])])
+        # a prompt drawn twice is one prompt with twice the weight (its outputs duplicated)
+        lam_i, _ = brute_debiased(unit(x[rows]), unit(t[rows]), groups[rows])
+        assert reps["model_share"][b] == pytest.approx(np.trace(lam_i), rel=1e-8)
+
+
+def test_auto_takes_cross_fit_when_no_residual_degree_of_freedom_remains():
+    data = _set(9, 30, 1, 40, 6)  # 30 distinct prompts spanning 30 directions: k = G
+    res = pp.Scendi().fit(data)
+    assert res.gamma_estimator.startswith("cross-fit")
+    with pytest.raises(OptionError, match="no residual degrees"):
+        pp.Scendi(gamma_estimator="debiased").fit(data)

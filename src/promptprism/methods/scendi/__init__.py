@@ -57,6 +57,7 @@ from .bootstrap import (
     prompt_draws,
 )
 from .clusters import build_clusters, stream_cluster_scores, top_samples
+from .comparison import compare
 from .core import (
     EIGEN_FLOOR,
     EIGH_MAX_DIM,
@@ -92,7 +93,7 @@ from .dual import (
     sample_space_spectra,
     weighted_gram,
 )
-from .estimator import GAMMA_ESTIMATORS, Scendi, compare
+from .estimator import GAMMA_ESTIMATORS, Scendi
 from .nullifier import (
     PromptNullifier,
     cluster_scores_partition,

@@ -69,8 +69,9 @@ def bootstrap_replicates(groups: np.ndarray, counts: np.ndarray, estimate: Calla
 
 
 def percentile_interval(values: np.ndarray, level: float) -> dict:
-    """{'low', 'high'}: the (1 - level) / 2 and (1 + level) / 2 quantiles of the replicates."""
-    lo, hi = np.quantile(np.asarray(values, dtype=np.float64), [(1 - level) / 2, (1 + level) / 2])
+    """{'low', 'high'}: the (1 - level) / 2 and (1 + level) / 2 quantiles of the replicates (NaN ones, where a
+    replicate has no value, left out)."""
+    lo, hi = np.nanquantile(np.asarray(values, dtype=np.float64), [(1 - level) / 2, (1 + level) / 2])
     return {"low": float(lo), "high": float(hi)}
 
 
@@ -108,9 +109,54 @@ def metric_intervals(replicates: dict[str, np.ndarray], estimates: dict, level: 
     for m in INTERVAL_METRICS:
         iv = basic_interval(replicates[m], estimates[m], level, bounds=METRIC_RANGE[m])
         lo_b, hi_b = METRIC_RANGE[m]
-        centre = float(np.clip(2.0 * estimates[m] - np.median(replicates[m]), lo_b, hi_b))
+        centre = float(np.clip(2.0 * estimates[m] - np.nanmedian(replicates[m]), lo_b, hi_b))
         out[m] = iv | {"centre": centre, "contains_estimate": bool(iv["low"] <= estimates[m] <= iv["high"])}
     return out
+
+
+#: above this share of bootstrap replicates without a value (the drawn prompts leave the debiased estimator no
+#: residual degree of freedom), the intervals come from the leave-one-prompt-out jackknife instead
+MAX_EMPTY_REPLICATES = 0.05
+
+
+def jackknife_intervals(groups: np.ndarray, estimate: Callable[..., dict], estimates: dict, level: float
+                        ) -> dict:
+    """{metric: {'low', 'high', 'centre', 'contains_estimate'}}: e +- z SE_jack, the delete-one-prompt
+    jackknife's standard error SE_jack^2 = (G - 1) / G sum_g (e_(g) - mean)^2 (normal interval, clipped to
+    :data:`METRIC_RANGE`; centred on the estimate)."""
+    from scipy.stats import norm
+
+    labels = np.unique(groups)
+    counts = np.ones((len(labels), int(np.max(groups)) + 1), dtype=np.int64)
+    counts[np.arange(len(labels)), labels] = 0
+    absent = np.setdiff1d(np.arange(counts.shape[1]), labels)
+    counts[:, absent] = 0
+    reps = bootstrap_replicates(groups, counts, estimate)
+    z = float(norm.ppf(0.5 + level / 2))
+    out = {}
+    for m in INTERVAL_METRICS:
+        vals = reps[m][np.isfinite(reps[m])]
+        g = len(vals)
+        se = float(np.sqrt((g - 1) / g * np.sum((vals - vals.mean()) ** 2))) if g > 1 else float("nan")
+        lo_b, hi_b = METRIC_RANGE[m]
+        low, high = (float(np.clip(estimates[m] + s * z * se, lo_b, hi_b)) for s in (-1.0, 1.0))
+        out[m] = {"low": low, "high": high, "centre": float(estimates[m]),
+                  "contains_estimate": bool(low <= estimates[m] <= high)}
+    return out
+
+
+def prompt_intervals(groups: np.ndarray, counts: np.ndarray, estimate: Callable[..., dict], estimates: dict,
+                     level: float) -> tuple[dict, dict | None, str]:
+    """(intervals, replicates or None, method): basic intervals of the prompt bootstrap; when more than
+    :data:`MAX_EMPTY_REPLICATES` of its replicates have no value, the jackknife's (replicates None: no
+    paired differences)."""
+    reps = bootstrap_replicates(groups, counts, estimate)
+    empty = float(np.mean(~np.isfinite(reps["model_share"])))
+    if empty <= MAX_EMPTY_REPLICATES:
+        return metric_intervals(reps, estimates, level), reps, "basic"
+    return (jackknife_intervals(groups, estimate, estimates, level), None,
+            f"jackknife over prompts (normal; {empty:.0%} of bootstrap replicates drew too few distinct "
+            "prompts for the debiased estimator)")
 
 
 def interval_notes(intervals: dict, estimates: dict) -> list[str]:
@@ -154,4 +200,5 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
 
 
 __all__ = ["INTERVAL_METRICS", "METRIC_RANGE", "basic_interval", "bootstrap_replicates", "check_bootstrap",
-           "compare_models", "interval_notes", "percentile_interval", "prompt_draws"]
+           "compare_models", "interval_notes", "jackknife_intervals", "percentile_interval", "prompt_draws",
+           "prompt_intervals"]

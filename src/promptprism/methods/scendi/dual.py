@@ -143,18 +143,23 @@ def prediction_gram(output_gram: np.ndarray, hat: np.ndarray, weights: np.ndarra
     return 0.5 * (p + p.T)
 
 
+def difference_twin(k_x, s):
+    """The n x n twin of X^T S X (S symmetric n x n, possibly indefinite): K_X^1/2 S K_X^1/2, with the same
+    non-zero eigenvalues (K_X = X X^T)."""
+    c, v = symmetric_eigh(k_x)
+    xp = array_namespace(k_x)
+    root = (v * xp.sqrt(xp.clip(c, 0.0, None))[None, :]) @ v.T
+    out = root @ s @ root
+    return 0.5 * (out + out.T)
+
+
 def prompt_part_twin(k_x, hat):
     """The n x n twin of SPEC's cross-fitted Lambda_T = C_II - Lambda_I (same non-zero eigenvalues).
 
     With X = D^1/2 Phi_I, C_II = X^T X and Lambda_I = X^T (I - H)^T (I - H) X, so C_II - Lambda_I = X^T S X
-    with S = H + H^T - H^T H (symmetric, possibly indefinite), whose non-zero eigenvalues are those of
-    K_X^1/2 S K_X^1/2 (K_X = X X^T). Its trace is Tr K_X - Tr((I - H) K_X (I - H)^T)."""
-    c, v = symmetric_eigh(k_x)
-    xp = array_namespace(k_x)
-    root = (v * xp.sqrt(xp.clip(c, 0.0, None))[None, :]) @ v.T
-    s = hat + hat.T - hat.T @ hat
-    out = root @ s @ root
-    return 0.5 * (out + out.T)
+    with S = H + H^T - H^T H (symmetric, possibly indefinite): :func:`difference_twin`. Its trace is
+    Tr K_X - Tr((I - H) K_X (I - H)^T)."""
+    return difference_twin(k_x, hat + hat.T - hat.T @ hat)
 
 
 def choose_ridge(output_gram: np.ndarray, prompt_gram: np.ndarray, weights: np.ndarray, folds: np.ndarray,
@@ -254,20 +259,29 @@ def grouped_prompt_basis(group_gram, groups: np.ndarray, weights: np.ndarray, *,
 
 
 def sample_space_spectra(output_gram, weights: np.ndarray, *, dim: int, hat=None, basis=None,
-                         n_top: int = 0, in_sample: bool = True) -> DualSpectra:
+                         n_top: int = 0, in_sample: bool = True, debias_groups: np.ndarray | None = None
+                         ) -> DualSpectra:
     """Spectra of Lambda_I, of the prompt part and of C_II (see the module doc), for a predictor given as an
     n x n ``hat`` matrix, or in-sample as the orthonormal ``basis`` Q of the projection P = Q Q^T
     (:func:`grouped_prompt_basis`; Lambda_T's spectrum is then that of the k x k matrix Q^T K_X Q).
 
     In-sample the prompt part is Lambda_T = C_IT C_TT^+ C_TI and the shares are the traces of Lambda_I and
-    Lambda_T (they add up to Tr C_II = 1). Cross-fitted, Lambda_I is the covariance of the out-of-fold
+    Lambda_T (they add up to Tr C_II = 1). With ``debias_groups`` (the rows' prompt labels) and a ``basis``,
+    Lambda_I is the degrees-of-freedom corrected one and the prompt part C_II - Lambda_I
+    (:func:`.debias.debiased_twins`). Cross-fitted, Lambda_I is the covariance of the out-of-fold
     residuals and the prompt part SPEC's Lambda_T = C_II - Lambda_I (twin K_X - (I - H) K_X (I - H)^T; it
     can have negative eigenvalues, which the entropy clamps), model_share = Tr Lambda_I (1 - out-of-sample
     R^2 of the outputs' features) and prompt_share = Tr Lambda_T = 1 - model_share.
     """
     w = np.asarray(to_numpy(weights), dtype=np.float64)
     k_x = weighted_gram(output_gram, as_like(w, output_gram))
-    if basis is not None:
+    if basis is not None and debias_groups is not None:
+        from .debias import debiased_twins
+
+        resid, pred, _ = debiased_twins(k_x, basis, debias_groups, w)
+        prompt = _spectrum(pred, dim, 0, w)[0]
+        tr_pred = trace(pred)
+    elif basis is not None:
         qk = basis.T @ k_x  # k x n
         small = qk @ basis
         resid = k_x - basis @ qk

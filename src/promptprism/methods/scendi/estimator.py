@@ -31,12 +31,10 @@ from ...errors import OptionError
 from ...kernels.scendi_features import ScendiKernelOptions
 from ...scale.runner import current_client
 from .bootstrap import (
-    bootstrap_replicates,
     check_bootstrap,
-    compare_models,
     interval_notes,
-    metric_intervals,
     prompt_draws,
+    prompt_intervals,
 )
 from .clusters import build_clusters, stream_cluster_scores, top_samples
 from .core import (
@@ -49,6 +47,7 @@ from .core import (
     spectrum_and_top_vectors,
 )
 from .crossfit import check_folds, cross_fit
+from .debias import debias_possible, debias_unique, describe_in_sample
 from .dual import check_precision, grouped_prompt_basis, sample_space_spectra
 from .grouped import grouped_spectra, grouped_split
 from .nullifier import (
@@ -58,14 +57,22 @@ from .nullifier import (
     prompt_rank_warnings,
     resolve_feature_maps,
 )
-from .replicates import FeatureSpaceReplicates, SampleSpaceReplicates, feature_matrices, gram
-from .results import ScendiComparison, ScendiResult
+from .replicates import (
+    FeatureSpaceReplicates,
+    GroupedReplicates,
+    SampleSpaceReplicates,
+    feature_matrices,
+    gram,
+)
+from .results import ScendiResult
 
-#: Gamma* estimators: 'auto' picks 'cross-fit' when rank(C_TT) >= n / 2, else 'in-sample'
-GAMMA_ESTIMATORS = ("auto", "in-sample", "cross-fit")
+#: Gamma* estimators: 'auto' picks 'debiased' when enough residual degrees of freedom remain
+#: (:func:`.debias.debias_possible`), else 'cross-fit' (docs/scendi.md: measured on the simulation grid)
+GAMMA_ESTIMATORS = ("auto", "in-sample", "debiased", "cross-fit")
 #: which matrix the prompt-driven scores (scendi_prompt, prompt_share) hold, per estimator (result.json
 #: ``config['prompt_part']``): SPEC's Lambda_T = C_II - Lambda_I either way (in-sample = C_IT C_TT^+ C_TI)
 PROMPT_PART = {"in-sample": "Lambda_T = C_IT C_TT^+ C_TI = C_II - Lambda_I (in-sample Gamma*)",
+               "debiased": "Lambda_T = C_II - Lambda_I (Lambda_I: in-sample, degrees-of-freedom corrected)",
                "cross-fit": "Lambda_T = C_II - Lambda_I (Lambda_I: covariance of the out-of-fold residuals)"}
 #: the sample-space route holds phi_I, phi_T and n x n matrices in memory: at most this many rows
 SAMPLE_SPACE_MAX_ROWS = 8000
@@ -192,8 +199,7 @@ class Scendi(ScendiKernelOptions):
         route = "feature space"
         feats = split = grouped = None
         g = distinct_groups  # the grouped route costs O(n d_I^2 + G^2 d_T + G^3), the streaming one O(n d^2)
-        if (current_client() is None and n >= dim and self.gamma_estimator != "cross-fit" and 2 * g < n
-                and n * d_i <= GROUPED_MAX_VALUES and g ** 3 + g * g * (dim - d_i) < n * dim * dim):
+        if self._grouped_route(n, dim, d_i, g):
             feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype,
                                      backend=backend)
             grouped = grouped_split(feats[0], feats[1], groups, rcond=PINV_RCOND)
@@ -215,10 +221,19 @@ class Scendi(ScendiKernelOptions):
             route = "feature space"
         timings["covariance_s"] = time.perf_counter() - t0
         estimator = self._resolve_estimator(rank, n, distinct_groups, in_memory, notes)
-        if estimator == "cross-fit" and split is not None:
-            split = None
-            feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype,
-                                     backend=backend)
+        if estimator == "debiased" and split is not None:
+            if distinct_groups == n:  # every prompt distinct: Lambda_I^dfc = Lambda_I n / (n - k)
+                split = debias_unique(split, rank, n)
+            else:
+                estimator = "in-sample"
+                notes.append("the debiased estimator needs the prompts grouped in one process here; Gamma* "
+                             "was fitted in-sample (biased low by the fitted degrees of freedom)")
+        if estimator == "debiased" and grouped is not None:
+            grouped = grouped_split(feats[0], feats[1], groups, rcond=PINV_RCOND, debias=True)
+        if estimator == "cross-fit" and (split is not None or grouped is not None):
+            split = grouped = None
+            feats = feats if feats is not None else feature_matrices(
+                data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype, backend=backend)
             grams = gram(feats[0]), gram(feats[1])
             w = np.full(n, 1.0 / n, dtype=dtype)
             route = "sample space"
@@ -228,7 +243,7 @@ class Scendi(ScendiKernelOptions):
 
         t1 = time.perf_counter()
         k = min(self.n_clusters, d_i, n)  # (n samples span at most n directions)
-        ridge, described = 0.0, "in-sample"
+        ridge, described = 0.0, describe_in_sample(estimator, grouped, split, n, rank, distinct_groups)
         s = None  # the spectra of the in-memory paths (grouped features, sample space)
         if grouped is not None:  # feature space, prompts grouped, in-sample
             s = grouped_spectra(grouped, feats[0], groups, n_top=k)
@@ -244,8 +259,9 @@ class Scendi(ScendiKernelOptions):
                 data, maps, to_numpy(split.gamma), li_vecs, c_vecs, chunk_size=self.chunk_size,
                 partition_rows=self.partition_rows, top_k=self.top_k, progress=self.progress)
         else:
-            if estimator == "in-sample":
-                s = sample_space_spectra(grams[0], w, dim=d_i, basis=basis, n_top=k)
+            if estimator != "cross-fit":
+                s = sample_space_spectra(grams[0], w, dim=d_i, basis=basis, n_top=k,
+                                         debias_groups=groups if estimator == "debiased" else None)
             else:
                 folds = self.n_folds
                 if self.gamma_estimator == "cross-fit":
@@ -274,23 +290,21 @@ class Scendi(ScendiKernelOptions):
                                   "prompts, this set has 1; pass bootstrap=0")
             if counts is None:
                 counts = prompt_draws(n_groups, replicates, self.seed)
-            if grouped is not None:
-                engine: Any = FeatureSpaceReplicates(feats[0], feats[1][index_array(groups, feats[1])])
-            elif split is None:
-                engine = SampleSpaceReplicates(
+            if split is None and grouped is None:
+                engine: Any = SampleSpaceReplicates(
                     grams[0], grams[1], dim=d_i, cross_fit=estimator == "cross-fit", n_folds=self.n_folds,
-                    ridge=ridge, seed=self.seed)
+                    ridge=ridge, seed=self.seed, debias=estimator == "debiased")
             else:
-                f_i, f_g = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size,
-                                            dtype=dtype, backend=backend)
-                engine = FeatureSpaceReplicates(f_i, f_g[index_array(groups, f_g)])
+                f_i, f_g = feats if feats is not None else feature_matrices(
+                    data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype, backend=backend)
+                engine = (GroupedReplicates(f_i, f_g) if estimator == "debiased"
+                          else FeatureSpaceReplicates(f_i, f_g[index_array(groups, f_g)]))
             side = grams[0].shape[0] if grouped is None and split is None else d_i
             with blas_threads_for(side):
-                reps = bootstrap_replicates(groups, counts, engine)
-            intervals = metric_intervals(reps, table, self.confidence)
+                intervals, reps, method = prompt_intervals(groups, counts, engine, table, self.confidence)
             notes.extend(interval_notes(intervals, table))
             boot = {"replicates": int(replicates), "level": float(self.confidence), "seed": self.seed,
-                    "resample": "prompts", "interval": "basic"}
+                    "resample": "prompts", "interval": method}
             timings["bootstrap_s"] = time.perf_counter() - t3
         timings["total_s"] = time.perf_counter() - t0
         config = {"kernel": self.kernel, **maps.describe(),
@@ -320,6 +334,16 @@ class Scendi(ScendiKernelOptions):
             intervals=intervals, bootstrap=boot, gamma_estimator=described)
         return result, reps
 
+    def _grouped_route(self, n: int, dim: int, d_i: int, g: int) -> bool:
+        """Whether the in-sample split runs on grouped prompts in memory (cheaper than streaming, and what
+        the debiased estimator needs when prompts repeat; with every prompt distinct it scales instead)."""
+        if current_client() is not None or n < dim or self.gamma_estimator == "cross-fit":
+            return False
+        if n * d_i > GROUPED_MAX_VALUES:
+            return False
+        cheap = 2 * g < n and g ** 3 + g * g * (dim - d_i) < n * dim ** 2
+        return cheap or (self.gamma_estimator != "in-sample" and g < n and g <= SAMPLE_SPACE_MAX_ROWS)
+
     def _replicates(self, n: int, dim: int, distinct: int, notes: list[str]) -> int:
         """The bootstrap's replicate count: ``bootstrap``, or for 'auto' 200 when one replicate is cheap."""
         size = min(n, dim)
@@ -342,7 +366,7 @@ class Scendi(ScendiKernelOptions):
         return int(self.bootstrap)
 
     def _resolve_estimator(self, rank: int, n: int, distinct: int, in_memory: bool, notes: list[str]) -> str:
-        """'in-sample' or 'cross-fit' for this set (see ``gamma_estimator``)."""
+        """'in-sample', 'debiased' or 'cross-fit' for this set (see ``gamma_estimator``)."""
         if self.gamma_estimator == "cross-fit":
             if distinct < 2:
                 raise OptionError("gamma_estimator='cross-fit' needs at least 2 distinct prompts; every row "
@@ -352,42 +376,15 @@ class Scendi(ScendiKernelOptions):
                                   f"{SAMPLE_SPACE_MAX_ROWS} rows in one process (got n = {n}"
                                   f"{', on a cluster' if current_client() is not None else ''})")
             return "cross-fit"
-        if self.gamma_estimator == "in-sample" or 2 * rank < n or distinct < 2:
+        if self.gamma_estimator in ("in-sample", "debiased"):
+            return self.gamma_estimator
+        if distinct < 2:
             return "in-sample"
+        if debias_possible(rank, distinct):
+            return "debiased"
         if not in_memory:
-            notes.append(f"rank(C_TT) = {rank} is near n = {n}, but the cross-fitted estimator needs the set "
-                         f"in one process with n <= {SAMPLE_SPACE_MAX_ROWS}; Gamma* was fitted in-sample")
+            notes.append(f"rank(C_TT) = {rank} is near the {distinct} distinct prompts, but the cross-fitted "
+                         f"estimator needs the set in one process with n <= {SAMPLE_SPACE_MAX_ROWS}; Gamma* "
+                         "was fitted in-sample (biased low)")
             return "in-sample"
         return "cross-fit"
-
-
-def compare(sets: list[PairedSet], estimator: Scendi | None = None, names: list[str] | None = None
-            ) -> ScendiComparison:
-    """Fit the same Scendi configuration on several models' paired sets: one row per model, and with a
-    bootstrap, pairwise ``differences`` (paired over shared prompt draws when every set holds the same
-    prompts, else by interval overlap; each row says which)."""
-    est = estimator or Scendi()
-    est._validate()
-    names = names or [s.name for s in sets]
-    if len(names) != len(sets):
-        raise OptionError(f"{len(names)} names for {len(sets)} sets")
-    sets = [check_paired(s, est.kernel) for s in sets]
-    labels, _ = prompt_groups(*sets)
-    shared = len(sets) > 1 and all(set(np.unique(lab)) == set(np.unique(labels[0])) for lab in labels)
-    results, reps = [], []
-    for s, n, lab in zip(sets, names, labels, strict=True):
-        if shared:  # one prompt numbering: the seeded draws pick the same prompts for every model
-            r, rep = est.fit_with_draws(s, name=n, groups=lab)
-        else:
-            own, _ = prompt_groups(s)
-            r, rep = est.fit_with_draws(s, name=n, groups=own[0])
-        results.append(r)
-        reps.append(rep)
-    differences: list[dict] = []
-    if len(results) > 1 and all(r.intervals for r in results):
-        paired = shared and len({len(rep["scendi"]) for rep in reps if rep is not None} | (
-            {-1} if any(rep is None for rep in reps) else set())) == 1
-        differences = compare_models(names, [r.summary() | {"model_share": r.model_share} for r in results],
-                                     reps if paired else None, [r.intervals for r in results],
-                                     level=est.confidence)
-    return ScendiComparison(models=results, seed=est.seed, differences=differences)
