@@ -121,18 +121,23 @@ def population(cell: Cell, rows: int = POPULATION_ROWS, seed: int = 999) -> dict
 
 
 def one_set(cell: Cell, route: str, seed: int, bootstrap: int) -> dict:
-    """One simulated set's estimate and intervals ({metric: (estimate, low, high)}, the route taken)."""
+    """One simulated set's estimate and intervals ({metric: (estimate, low, high)}, the route taken).
+    ``route`` is a gamma_estimator, optionally with '/jackknife' or '/basic' for the interval method."""
+    route, _, interval = route.partition("/")
+    options = {"interval": interval} if interval else {}
     from promptprism import PairedSet, Scendi
 
     t, x = draw(cell, cell.n_prompts, cell.per_prompt, seed)
     groups = np.repeat(np.arange(cell.n_prompts), cell.per_prompt)
     data = PairedSet(t, x, prompts=[f"p{g}" for g in groups], name=f"{cell.name}-{seed}")
     est = Scendi(kernel=cell.kernel, gamma_estimator=route, bootstrap=bootstrap, seed=seed, n_clusters=1,
-                 top_k=1, n_features=cell.n_features, sigma_output=cell.sigma, sigma_prompt=cell.sigma)
+                 top_k=1, n_features=cell.n_features, sigma_output=cell.sigma, sigma_prompt=cell.sigma,
+                 **options)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = est.fit(data)
-    out = {"route": r.gamma_estimator.split(" (")[0]}
+    out = {"route": r.gamma_estimator.split(" (")[0]
+           + ("/jackknife" if r.bootstrap.get("interval", "").startswith("jackknife") else "")}
     for m in METRICS:
         iv = r.intervals.get(m, {})
         out[m] = (getattr(r, m), iv.get("low", np.nan), iv.get("high", np.nan))

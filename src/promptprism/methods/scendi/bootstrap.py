@@ -121,10 +121,10 @@ MAX_EMPTY_REPLICATES = 0.05
 
 def jackknife_intervals(groups: np.ndarray, estimate: Callable[..., dict], estimates: dict, level: float
                         ) -> dict:
-    """{metric: {'low', 'high', 'centre', 'contains_estimate'}}: e +- z SE_jack, the delete-one-prompt
-    jackknife's standard error SE_jack^2 = (G - 1) / G sum_g (e_(g) - mean)^2 (normal interval, clipped to
-    :data:`METRIC_RANGE`; centred on the estimate)."""
-    from scipy.stats import norm
+    """{metric: {'low', 'high', 'centre', 'contains_estimate'}}: the delete-one-prompt jackknife interval
+    centre +- t_{G-1} SE_jack, with the jackknife's bias-corrected centre G e - (G - 1) mean_g e_(g) and
+    standard error SE_jack^2 = (G - 1) / G sum_g (e_(g) - mean)^2 (clipped to :data:`METRIC_RANGE`)."""
+    from scipy.stats import t as student
 
     labels = np.unique(groups)
     counts = np.ones((len(labels), int(np.max(groups)) + 1), dtype=np.int64)
@@ -132,30 +132,36 @@ def jackknife_intervals(groups: np.ndarray, estimate: Callable[..., dict], estim
     absent = np.setdiff1d(np.arange(counts.shape[1]), labels)
     counts[:, absent] = 0
     reps = bootstrap_replicates(groups, counts, estimate)
-    z = float(norm.ppf(0.5 + level / 2))
     out = {}
     for m in INTERVAL_METRICS:
         vals = reps[m][np.isfinite(reps[m])]
         g = len(vals)
-        se = float(np.sqrt((g - 1) / g * np.sum((vals - vals.mean()) ** 2))) if g > 1 else float("nan")
+        if g < 2:
+            raise InputError(f"a jackknife interval needs at least 2 prompts whose deletion leaves a value; "
+                             f"{g} here: pass bootstrap=0")
+        se = float(np.sqrt((g - 1) / g * np.sum((vals - vals.mean()) ** 2)))
+        q = float(student.ppf(0.5 + level / 2, g - 1))
         lo_b, hi_b = METRIC_RANGE[m]
-        low, high = (float(np.clip(estimates[m] + s * z * se, lo_b, hi_b)) for s in (-1.0, 1.0))
-        out[m] = {"low": low, "high": high, "centre": float(estimates[m]),
+        centre = float(np.clip(g * estimates[m] - (g - 1) * vals.mean(), lo_b, hi_b))
+        low, high = (float(np.clip(centre + s * q * se, lo_b, hi_b)) for s in (-1.0, 1.0))
+        out[m] = {"low": low, "high": high, "centre": centre,
                   "contains_estimate": bool(low <= estimates[m] <= high)}
     return out
 
 
 def prompt_intervals(groups: np.ndarray, counts: np.ndarray, estimate: Callable[..., dict], estimates: dict,
-                     level: float) -> tuple[dict, dict | None, str]:
-    """(intervals, replicates or None, method): basic intervals of the prompt bootstrap; when more than
-    :data:`MAX_EMPTY_REPLICATES` of its replicates have no value, the jackknife's (replicates None: no
-    paired differences)."""
+                     level: float, method: str = "basic") -> tuple[dict, dict | None, str]:
+    """(intervals, replicates or None, method): ``method`` 'basic': basic intervals of the prompt bootstrap,
+    and when more than :data:`MAX_EMPTY_REPLICATES` of its replicates have no value, the jackknife's;
+    'jackknife': :func:`jackknife_intervals` (replicates None either way: no paired differences)."""
+    if method == "jackknife":
+        return jackknife_intervals(groups, estimate, estimates, level), None, "jackknife over prompts"
     reps = bootstrap_replicates(groups, counts, estimate)
     empty = float(np.mean(~np.isfinite(reps["model_share"])))
     if empty <= MAX_EMPTY_REPLICATES:
         return metric_intervals(reps, estimates, level), reps, "basic"
     return (jackknife_intervals(groups, estimate, estimates, level), None,
-            f"jackknife over prompts (normal; {empty:.0%} of bootstrap replicates drew too few distinct "
+            f"jackknife over prompts ({empty:.0%} of bootstrap replicates drew too few distinct "
             "prompts for the debiased estimator)")
 
 

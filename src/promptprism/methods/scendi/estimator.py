@@ -69,6 +69,8 @@ from .results import ScendiResult
 #: Gamma* estimators: 'auto' picks 'debiased' when enough residual degrees of freedom remain
 #: (:func:`.debias.debias_possible`), else 'cross-fit' (docs/scendi.md: measured on the simulation grid)
 GAMMA_ESTIMATORS = ("auto", "in-sample", "debiased", "cross-fit")
+#: confidence interval methods (``interval``)
+INTERVAL_METHODS = ("basic", "jackknife")
 #: which matrix the prompt-driven scores (scendi_prompt, prompt_share) hold, per estimator (result.json
 #: ``config['prompt_part']``): SPEC's Lambda_T = C_II - Lambda_I either way (in-sample = C_IT C_TT^+ C_TI)
 PROMPT_PART = {"in-sample": "Lambda_T = C_IT C_TT^+ C_TI = C_II - Lambda_I (in-sample Gamma*)",
@@ -110,6 +112,8 @@ class Scendi(ScendiKernelOptions):
         the cross-fitted Gamma* = C_IT (C_TT + ridge I)^+.
     bootstrap : replicates of the prompt bootstrap for confidence intervals (0 = off; 'auto' = 200 when one
         replicate is cheap, else off with a note); confidence : the intervals' level.
+    interval : 'basic' (basic bootstrap interval over prompts) or 'jackknife' (delete-one-prompt jackknife,
+        bias-corrected centre +- t SE; docs/scendi.md: the coverage of each on the simulation grid).
     precision : 'float64' or 'float32' for the sample-space matrices and their eigen-decompositions (the
         streaming feature-space pass accumulates in float64).
     device : where the array core runs (:func:`promptprism.backend.resolve_backend`): 'auto' (torch on CUDA
@@ -133,6 +137,7 @@ class Scendi(ScendiKernelOptions):
     confidence: float = 0.95
     precision: str = "float64"
     device: str = "auto"
+    interval: str = "basic"
 
     def __post_init__(self) -> None:
         self._validate()
@@ -155,6 +160,8 @@ class Scendi(ScendiKernelOptions):
         elif not 0.0 < float(self.confidence) < 1.0:
             raise OptionError(f"confidence must lie strictly between 0 and 1, got {self.confidence!r}")
         check_precision(self.precision)
+        if self.interval not in INTERVAL_METHODS:
+            raise OptionError(f"interval must be one of {', '.join(INTERVAL_METHODS)}, got {self.interval!r}")
         resolve_backend(self.device)
         self._nullifier()._validate()
 
@@ -301,7 +308,8 @@ class Scendi(ScendiKernelOptions):
                           else FeatureSpaceReplicates(f_i, f_g[index_array(groups, f_g)]))
             side = grams[0].shape[0] if grouped is None and split is None else d_i
             with blas_threads_for(side):
-                intervals, reps, method = prompt_intervals(groups, counts, engine, table, self.confidence)
+                intervals, reps, method = prompt_intervals(groups, counts, engine, table, self.confidence,
+                                                           self.interval)
             notes.extend(interval_notes(intervals, table))
             boot = {"replicates": int(replicates), "level": float(self.confidence), "seed": self.seed,
                     "resample": "prompts", "interval": method}
