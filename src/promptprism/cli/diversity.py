@@ -43,9 +43,11 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
         return
     kernel = results[0].config["kernel"]
     level = next((r.bootstrap["level"] for r in results if r.bootstrap), None)
+    how = next((r.bootstrap.get("interval", "basic").split(" (")[0] for r in results if r.bootstrap), "")
     title = f"Prompt-aware diversity (Scendi, {kernel} kernel): model-driven vs prompt-driven"
     if level is not None:
-        title += f"; [{level:.0%} bootstrap intervals over prompts]"
+        title += (f"; [{level:.0%} jackknife intervals over prompts]" if how.startswith("jackknife")
+                  else f"; [{level:.0%} bootstrap intervals over prompts]")
     table = Table(title=title)
     for col in ("model", "n", "scendi", "scendi_prompt", "scendi order-2", "vendi", "rke", "model share"):
         table.add_column(col, justify="left" if col == "model" else "right")
@@ -60,7 +62,7 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
         for line in interval_notes(r.intervals, r.summary() | {"scendi_prompt": r.scendi_prompt,
                                                                 "prompt_share": r.prompt_share}):
             console.print(f"* {r.name}: {line}", highlight=False, soft_wrap=True, markup=False)
-        validity = r.config.get("interval_validity")
+        validity = r.bootstrap.get("validity")
         if r.intervals and validity and not validity.get("holds", True):
             console.print(f"! {r.name}: intervals not calibrated here: {validity['reason']}", highlight=False,
                           soft_wrap=True, markup=False)
@@ -137,6 +139,9 @@ def diversity(
                                        "confidence intervals; 0 = off; auto = 200 when cheap (matrices "
                                        "<= 600), else off."),
     confidence: str = typer.Option("0.95", "--confidence", help="Level of the bootstrap intervals."),
+    interval: str = typer.Option("jackknife", "--interval",
+                                 help="jackknife (delete-one-prompt, bias-corrected; calibrated on the "
+                                      "simulation grid) or basic (basic bootstrap interval)."),
     precision: str = typer.Option("float64", "--precision",
                                   help="float64 or float32 for the sample-space matrices and eigen-solves."),
     clusters: str = typer.Option("5", help="Model-driven clusters reported (eigenvectors of Lambda_I)."),
@@ -165,6 +170,7 @@ def diversity(
         partition_rows=int_option(partition_rows, "--partition-rows"), progress=False if quiet else None,
         gamma_estimator=gamma_estimator, n_folds=int_option(n_folds, "--folds"), ridge=_ridge_option(ridge),
         bootstrap=_bootstrap_option(bootstrap), confidence=_float_option(confidence, "--confidence"),
+        interval=interval,
         precision=precision, device=device)
     names = unique_names(inputs)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,

@@ -117,50 +117,69 @@ def metric_intervals(replicates: dict[str, np.ndarray], estimates: dict, level: 
 #: above this share of bootstrap replicates without a value (the drawn prompts leave the debiased estimator no
 #: residual degree of freedom), the intervals come from the leave-one-prompt-out jackknife instead
 MAX_EMPTY_REPLICATES = 0.05
+#: the jackknife needs this many distinct prompts (fewer: the basic bootstrap interval is used)
+MIN_JACKKNIFE_PROMPTS = 5
+
+
+def jackknife_interval(values: np.ndarray, estimate: float, level: float, *,
+                       bounds: tuple[float | None, float | None] = (None, None)) -> dict:
+    """{'low', 'high', 'centre'}: centre +- t_{G-1} SE_jack from the delete-one-prompt values (NaN ones left
+    out): centre = G e - (G - 1) mean_g e_(g) (the jackknife's bias correction), SE_jack^2 =
+    (G - 1) / G sum_g (e_(g) - mean)^2; clipped to ``bounds``."""
+    from scipy.stats import t as student
+
+    vals = np.asarray(values, dtype=np.float64)
+    vals = vals[np.isfinite(vals)]
+    g = len(vals)
+    if g < 2:
+        raise InputError(f"a jackknife interval needs at least 2 prompts whose deletion leaves a value; {g} "
+                         "here: pass bootstrap=0")
+    se = float(np.sqrt((g - 1) / g * np.sum((vals - vals.mean()) ** 2)))
+    q = float(student.ppf(0.5 + level / 2, g - 1))
+    lo_b, hi_b = bounds
+    centre = float(np.clip(g * estimate - (g - 1) * vals.mean(), lo_b, hi_b))
+    low, high = (float(np.clip(centre + s * q * se, lo_b, hi_b)) for s in (-1.0, 1.0))
+    return {"low": low, "high": high, "centre": centre}
 
 
 def jackknife_intervals(groups: np.ndarray, estimate: Callable[..., dict], estimates: dict, level: float
-                        ) -> dict:
+                        ) -> tuple[dict, dict[str, np.ndarray]]:
     """{metric: {'low', 'high', 'centre', 'contains_estimate'}}: the delete-one-prompt jackknife interval
     centre +- t_{G-1} SE_jack, with the jackknife's bias-corrected centre G e - (G - 1) mean_g e_(g) and
-    standard error SE_jack^2 = (G - 1) / G sum_g (e_(g) - mean)^2 (clipped to :data:`METRIC_RANGE`)."""
-    from scipy.stats import t as student
-
+    standard error SE_jack^2 = (G - 1) / G sum_g (e_(g) - mean)^2 (clipped to :data:`METRIC_RANGE`)
+    (:func:`jackknife_interval`); and the replicates (row g: the g-th present prompt deleted)."""
     labels = np.unique(groups)
     counts = np.ones((len(labels), int(np.max(groups)) + 1), dtype=np.int64)
     counts[np.arange(len(labels)), labels] = 0
     absent = np.setdiff1d(np.arange(counts.shape[1]), labels)
     counts[:, absent] = 0
-    reps = bootstrap_replicates(groups, counts, estimate)
+
+    def deleted(rows, weights, groups_, b):  # a deletion that leaves too little to estimate has no value
+        try:
+            return estimate(rows, weights, groups_, b)
+        except (InputError, OptionError):
+            return dict.fromkeys(INTERVAL_METRICS, float("nan"))
+
+    reps = bootstrap_replicates(groups, counts, deleted)
     out = {}
     for m in INTERVAL_METRICS:
-        vals = reps[m][np.isfinite(reps[m])]
-        g = len(vals)
-        if g < 2:
-            raise InputError(f"a jackknife interval needs at least 2 prompts whose deletion leaves a value; "
-                             f"{g} here: pass bootstrap=0")
-        se = float(np.sqrt((g - 1) / g * np.sum((vals - vals.mean()) ** 2)))
-        q = float(student.ppf(0.5 + level / 2, g - 1))
-        lo_b, hi_b = METRIC_RANGE[m]
-        centre = float(np.clip(g * estimates[m] - (g - 1) * vals.mean(), lo_b, hi_b))
-        low, high = (float(np.clip(centre + s * q * se, lo_b, hi_b)) for s in (-1.0, 1.0))
-        out[m] = {"low": low, "high": high, "centre": centre,
-                  "contains_estimate": bool(low <= estimates[m] <= high)}
-    return out
+        iv = jackknife_interval(reps[m], estimates[m], level, bounds=METRIC_RANGE[m])
+        out[m] = iv | {"contains_estimate": bool(iv["low"] <= estimates[m] <= iv["high"])}
+    return out, reps
 
 
 def prompt_intervals(groups: np.ndarray, counts: np.ndarray, estimate: Callable[..., dict], estimates: dict,
                      level: float, method: str = "basic") -> tuple[dict, dict | None, str]:
-    """(intervals, replicates or None, method): ``method`` 'basic': basic intervals of the prompt bootstrap,
-    and when more than :data:`MAX_EMPTY_REPLICATES` of its replicates have no value, the jackknife's;
-    'jackknife': :func:`jackknife_intervals` (replicates None either way: no paired differences)."""
-    if method == "jackknife":
-        return jackknife_intervals(groups, estimate, estimates, level), None, "jackknife over prompts"
+    """(intervals, replicates, method): ``method`` 'jackknife': :func:`jackknife_intervals`; 'basic': basic
+    intervals of the prompt bootstrap, and when more than :data:`MAX_EMPTY_REPLICATES` of its replicates have
+    no value, the jackknife's. The method returned starts with 'jackknife' when the jackknife was used."""
+    if method == "jackknife" and len(np.unique(groups)) >= MIN_JACKKNIFE_PROMPTS:
+        return (*jackknife_intervals(groups, estimate, estimates, level), "jackknife over prompts")
     reps = bootstrap_replicates(groups, counts, estimate)
     empty = float(np.mean(~np.isfinite(reps["model_share"])))
     if empty <= MAX_EMPTY_REPLICATES:
         return metric_intervals(reps, estimates, level), reps, "basic"
-    return (jackknife_intervals(groups, estimate, estimates, level), None,
+    return (*jackknife_intervals(groups, estimate, estimates, level),
             f"jackknife over prompts ({empty:.0%} of bootstrap replicates drew too few distinct "
             "prompts for the debiased estimator)")
 
@@ -180,11 +199,13 @@ def interval_notes(intervals: dict, estimates: dict) -> list[str]:
 
 def compare_models(names: list[str], points: list[dict], replicates: list[dict[str, np.ndarray]] | None,
                    intervals: list[dict], *, level: float,
-                   metrics: tuple[str, ...] = ("scendi", "model_share")) -> list[dict]:
+                   metrics: tuple[str, ...] = ("scendi", "model_share"), jackknife: bool = False
+                   ) -> list[dict]:
     """Pairwise differences a - b of each metric, and whether they exceed the sampling noise.
 
     With ``replicates`` from the same prompt draws for every model (the models answered the same prompts),
-    the difference's own basic interval is used (paired bootstrap; ``separated`` when it excludes 0).
+    the difference's own basic interval is used (paired bootstrap; ``separated`` when it excludes 0); with
+    ``jackknife`` replicates (the same prompt deleted in row g for every model) its jackknife interval.
     Otherwise the models' intervals are compared (``separated`` when they do not overlap; conservative).
     """
     out = []
@@ -194,8 +215,11 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
                 d = float(points[i][m] - points[j][m])
                 row = {"a": names[i], "b": names[j], "metric": m, "difference": d}
                 if replicates is not None:
-                    iv = basic_interval(replicates[i][m] - replicates[j][m], d, level)
-                    row.update(iv, separated=bool(iv["low"] > 0 or iv["high"] < 0), method="paired bootstrap")
+                    diff = replicates[i][m] - replicates[j][m]
+                    iv = jackknife_interval(diff, d, level) if jackknife else basic_interval(diff, d, level)
+                    row.update(low=iv["low"], high=iv["high"],
+                               separated=bool(iv["low"] > 0 or iv["high"] < 0),
+                               method="paired jackknife" if jackknife else "paired bootstrap")
                 else:
                     a, b = intervals[i][m], intervals[j][m]
                     row.update(low=float(a["low"] - b["high"]), high=float(a["high"] - b["low"]),
@@ -206,5 +230,5 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
 
 
 __all__ = ["INTERVAL_METRICS", "METRIC_RANGE", "basic_interval", "bootstrap_replicates", "check_bootstrap",
-           "compare_models", "interval_notes", "jackknife_intervals", "percentile_interval", "prompt_draws",
-           "prompt_intervals"]
+           "compare_models", "interval_notes", "jackknife_interval", "jackknife_intervals",
+           "percentile_interval", "prompt_draws", "prompt_intervals"]

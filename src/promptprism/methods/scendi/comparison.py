@@ -36,9 +36,11 @@ def compare(sets: list[PairedSet], estimator: Scendi | None = None, names: list[
         reps.append(rep)
     differences: list[dict] = []
     if len(results) > 1 and all(r.intervals for r in results):
-        paired = shared and len({len(rep["scendi"]) for rep in reps if rep is not None} | (
-            {-1} if any(rep is None for rep in reps) else set())) == 1
+        methods = {r.bootstrap.get("interval", "").startswith("jackknife") for r in results}
+        jackknife = methods == {True}
+        lengths = {len(rep["scendi"]) for rep in reps if rep is not None}
+        paired = shared and len(methods) == 1 and len(lengths | ({-1} if None in reps else set())) == 1
         differences = compare_models(names, [r.summary() | {"model_share": r.model_share} for r in results],
                                      reps if paired else None, [r.intervals for r in results],
-                                     level=est.confidence)
+                                     level=est.confidence, jackknife=jackknife)
     return ScendiComparison(models=results, seed=est.seed, differences=differences)

@@ -36,6 +36,7 @@ from .bootstrap import (
     prompt_draws,
     prompt_intervals,
 )
+from .calibration import interval_validity
 from .clusters import build_clusters, stream_cluster_scores, top_samples
 from .core import (
     EIGEN_FLOOR,
@@ -66,13 +67,10 @@ from .replicates import (
 )
 from .results import ScendiResult
 
-#: Gamma* estimators: 'auto' picks 'debiased' when enough residual degrees of freedom remain
-#: (:func:`.debias.debias_possible`), else 'cross-fit' (docs/scendi.md: measured on the simulation grid)
+#: Gamma* estimators: 'auto' = 'debiased' while G > rank(C_TT), else in-sample if 2 rank < n, else cross-fit
 GAMMA_ESTIMATORS = ("auto", "in-sample", "debiased", "cross-fit")
-#: confidence interval methods (``interval``)
 INTERVAL_METHODS = ("basic", "jackknife")
-#: which matrix the prompt-driven scores (scendi_prompt, prompt_share) hold, per estimator (result.json
-#: ``config['prompt_part']``): SPEC's Lambda_T = C_II - Lambda_I either way (in-sample = C_IT C_TT^+ C_TI)
+#: the matrix behind scendi_prompt / prompt_share per estimator (``config['prompt_part']``): C_II - Lambda_I
 PROMPT_PART = {"in-sample": "Lambda_T = C_IT C_TT^+ C_TI = C_II - Lambda_I (in-sample Gamma*)",
                "debiased": "Lambda_T = C_II - Lambda_I (Lambda_I: in-sample, degrees-of-freedom corrected)",
                "cross-fit": "Lambda_T = C_II - Lambda_I (Lambda_I: covariance of the out-of-fold residuals)"}
@@ -104,16 +102,17 @@ class Scendi(ScendiKernelOptions):
         and outputs pooled) for both modalities, as the reference implementation does for CLIP; needs
         prompts and outputs in one space. Default False: separate maps (any two embedding spaces).
     n_clusters : eigenvectors of Lambda_I (and of C_II) reported as clusters; top_k : samples per cluster.
-    gamma_estimator : 'in-sample' (the paper: Gamma* fitted on the pairs it nullifies), 'cross-fit' (Gamma*
-        fitted on the other folds' prompts: an out-of-sample residual, honest when most prompts are unique)
-        or 'auto' (cross-fit when rank(C_TT) >= n / 2, else in-sample). See docs/scendi.md.
+    gamma_estimator : 'in-sample' (the paper), 'debiased' (the same, degrees-of-freedom corrected:
+        :mod:`.debias`), 'cross-fit' (Gamma* fitted on the other folds' prompts) or 'auto' (debiased while
+        rank(C_TT) < the distinct prompts, else in-sample when 2 rank < n, else cross-fit; docs/scendi.md).
     n_folds : folds of the cross-fitted estimator (prompts dealt into folds, seeded).
     ridge : 'cv' (chosen from ``RIDGE_GRID`` by the folds' out-of-fold error) or a number >= 0, the ridge of
         the cross-fitted Gamma* = C_IT (C_TT + ridge I)^+.
     bootstrap : replicates of the prompt bootstrap for confidence intervals (0 = off; 'auto' = 200 when one
         replicate is cheap, else off with a note); confidence : the intervals' level.
-    interval : 'basic' (basic bootstrap interval over prompts) or 'jackknife' (delete-one-prompt jackknife,
-        bias-corrected centre +- t SE; docs/scendi.md: the coverage of each on the simulation grid).
+    interval : 'jackknife' (the default: delete-one-prompt jackknife, bias-corrected centre +- t SE; G
+        replicates, ``bootstrap`` only switches it on) or 'basic' (basic interval of ``bootstrap`` prompt
+        bootstrap replicates); docs/scendi.md gives the coverage of each on the simulation grid.
     precision : 'float64' or 'float32' for the sample-space matrices and their eigen-decompositions (the
         streaming feature-space pass accumulates in float64).
     device : where the array core runs (:func:`promptprism.backend.resolve_backend`): 'auto' (torch on CUDA
@@ -137,7 +136,7 @@ class Scendi(ScendiKernelOptions):
     confidence: float = 0.95
     precision: str = "float64"
     device: str = "auto"
-    interval: str = "basic"
+    interval: str = "jackknife"
 
     def __post_init__(self) -> None:
         self._validate()
@@ -161,7 +160,7 @@ class Scendi(ScendiKernelOptions):
             raise OptionError(f"confidence must lie strictly between 0 and 1, got {self.confidence!r}")
         check_precision(self.precision)
         if self.interval not in INTERVAL_METHODS:
-            raise OptionError(f"interval must be one of {', '.join(INTERVAL_METHODS)}, got {self.interval!r}")
+            raise OptionError(f"interval must be 'jackknife' or 'basic', got {self.interval!r}")
         resolve_backend(self.device)
         self._nullifier()._validate()
 
@@ -312,7 +311,8 @@ class Scendi(ScendiKernelOptions):
                                                            self.interval)
             notes.extend(interval_notes(intervals, table))
             boot = {"replicates": int(replicates), "level": float(self.confidence), "seed": self.seed,
-                    "resample": "prompts", "interval": method}
+                    "resample": "prompts", "interval": method,
+                    "validity": interval_validity(estimator, method, self.kernel, rank, distinct_groups)}
             timings["bootstrap_s"] = time.perf_counter() - t3
         timings["total_s"] = time.perf_counter() - t0
         config = {"kernel": self.kernel, **maps.describe(),
@@ -390,6 +390,8 @@ class Scendi(ScendiKernelOptions):
             return "in-sample"
         if debias_possible(rank, distinct):
             return "debiased"
+        if 2 * rank < n:  # each prompt's mean fitted exactly, several outputs each: the within-prompt part
+            return "in-sample"
         if not in_memory:
             notes.append(f"rank(C_TT) = {rank} is near the {distinct} distinct prompts, but the cross-fitted "
                          f"estimator needs the set in one process with n <= {SAMPLE_SPACE_MAX_ROWS}; Gamma* "
