@@ -5,8 +5,9 @@ replacement, and keeps every output of each drawn prompt, as often as the prompt
 prompt are not independent (they share it), so resampling rows would understate the spread. A replicate is
 the same estimator on the weighted set (weights = multiplicities), computed in sample space
 (:mod:`.dual`) on the distinct rows drawn; the cross-fitted estimator keeps the ridge chosen on the full set
-and deals the drawn prompts into fresh folds. Intervals are basic (bias-corrected) bootstrap intervals
-(:func:`basic_interval`).
+and deals the drawn prompts into fresh folds. Intervals are the delete-one-prompt jackknife's
+(:func:`jackknife_interval`, the default: calibrated on the simulation grid) or basic bootstrap intervals
+(:func:`basic_interval`); :func:`prompt_intervals` chooses.
 """
 
 from __future__ import annotations
