@@ -64,8 +64,10 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
             console.print(f"* {r.name}: {line}", highlight=False, soft_wrap=True, markup=False)
         validity = r.bootstrap.get("validity")
         if r.intervals and validity and not validity.get("holds", True):
-            console.print(f"! {r.name}: intervals not calibrated here: {validity['reason']}", highlight=False,
-                          soft_wrap=True, markup=False)
+            which = validity.get("not_calibrated") or []
+            what = "" if len(which) in (0, 6) else f" ({', '.join(which)})"
+            console.print(f"! {r.name}: intervals not calibrated here{what}: {validity['reason']}",
+                          highlight=False, soft_wrap=True, markup=False)
     if differences:
         diff = Table(title="Differences between models (a - b)")
         for col in ("a", "b", "metric", "difference", "interval", "beyond the noise?", "by"):
