@@ -16,8 +16,9 @@ MIN_PROMPTS_JACKKNIFE = 40
 
 def interval_validity(estimator: str, method: str, kernel: str, rank: int, distinct: int) -> dict:
     """{'holds': bool, 'not_calibrated': [metrics], 'reason': str}: whether the intervals of an estimate
-    with this ``estimator`` ('in-sample', 'debiased', 'cross-fit'), interval ``method`` (``bootstrap['interval']``), ``kernel``,
-    prompt ``rank`` k and ``distinct`` prompts G lie where the grid measured 0.92-0.98 coverage."""
+    with this ``estimator`` ('in-sample', 'debiased', 'cross-fit'), interval ``method``
+    (``bootstrap['interval']``), ``kernel``, prompt ``rank`` k and ``distinct`` prompts G lie where the grid
+    measured 0.92-0.98 coverage."""
     reasons = []
     if estimator == "cross-fit":
         reasons.append("the cross-fitted estimator overstates the model share (each fold's Gamma* learns "
