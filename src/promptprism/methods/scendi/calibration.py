@@ -41,11 +41,12 @@ def interval_validity(estimator: str, method: str, kernel: str, rank: int, disti
         reasons.append("gaussian kernel with as many random-feature directions as prompts: the entropy "
                        "scores (scendi, vendi, rke) are biased beyond their intervals on the grid")
     every = list(INTERVAL_METRICS)
-    if not reasons and estimator == "debiased" and rank > 0.5 * distinct:
+    if not reasons and estimator == "debiased" and rank > 0.1 * distinct:
         return {"holds": False, "not_calibrated": ["scendi_prompt"],
                 "reason": f"scendi_prompt only: with {rank} prompt directions for {distinct} prompts the "
                           "debiased prompt part C_II - Lambda_I has negative eigenvalues the entropy clamps, "
-                          "and its interval covered 0.76 on the grid (30 of 40); the other intervals held "
+                          "and its interval covered 0.76-0.91 on the grid (30 directions, 40-120 prompts); the "
+                          "other intervals held "
                           "(docs/scendi.md, 'Where the intervals hold')"}
     if not reasons:
         return {"holds": True, "not_calibrated": [],
