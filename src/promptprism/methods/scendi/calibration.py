@@ -45,9 +45,8 @@ def interval_validity(estimator: str, method: str, kernel: str, rank: int, disti
         return {"holds": False, "not_calibrated": ["scendi_prompt"],
                 "reason": f"scendi_prompt only: with {rank} prompt directions for {distinct} prompts the "
                           "debiased prompt part C_II - Lambda_I has negative eigenvalues the entropy clamps, "
-                          "and its interval covered 0.76-0.91 on the grid (30 directions, 40-120 prompts); the "
-                          "other intervals held "
-                          "(docs/scendi.md, 'Where the intervals hold')"}
+                          "and its interval covered 0.76-0.91 on the grid (30 directions, 40-120 prompts); "
+                          "the other intervals held (docs/scendi.md, 'Where the intervals hold')"}
     if not reasons:
         return {"holds": True, "not_calibrated": [],
                 "reason": "inside the simulation grid's calibrated cells (docs/scendi.md)"}
