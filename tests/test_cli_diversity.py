@@ -155,13 +155,13 @@ def test_one_output_per_prompt_cross_fits_and_reports_intervals(tmp_path, capsys
     boot = data["bootstrap"]
     assert {k: boot[k] for k in ("replicates", "level", "seed", "resample", "interval")} == {
         "replicates": 100, "level": 0.95, "seed": 0, "resample": "prompts",
-        "interval": "jackknife over prompts"}
+        "interval": "basic"}  # auto: the cross-fitted estimator keeps the bootstrap
     assert boot["validity"]["holds"] is False and "cross-fit" in boot["validity"]["reason"]
     assert "intervals not calibrated here" in " ".join(out.split())
     assert set(data["intervals"]) == {"scendi", "scendi_prompt", "vendi", "rke", "model_share",
                                       "prompt_share"}
     assert data["model_share"] > 0.1  # not the in-sample collapse to 0
-    assert "jackknife intervals" in " ".join(out.split()) and "cross-fit" in out
+    assert "bootstrap intervals" in " ".join(out.split()) and "cross-fit" in out
     assert "biased low" not in err and "cosine kernel" not in err
 
 

@@ -239,7 +239,7 @@ def test_compare_says_which_differences_exceed_the_noise():
             ((faithful, "faithful"), (varied, "varied"), (same, "again"))]
     comp = compare(sets, pp.Scendi(bootstrap=200, seed=1))
     by = {(d["a"], d["b"], d["metric"]): d for d in comp.differences}
-    assert all(d["method"] == "paired jackknife" for d in comp.differences)  # (the default interval)
+    assert all(d["method"] == "paired jackknife" for d in comp.differences)  # (the default: jackknife)
     share = by[("faithful", "varied", "model_share")]
     assert share["separated"] and share["high"] < 0
     assert pp.ScendiComparison.from_json(comp.to_json()) == comp

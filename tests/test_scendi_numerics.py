@@ -174,5 +174,5 @@ def test_the_result_says_whether_its_intervals_are_calibrated():
     basic = pp.Scendi(bootstrap=20, interval="basic").fit(data)
     assert basic.bootstrap["validity"]["holds"] is False and "basic bootstrap" in basic.bootstrap["validity"][
         "reason"]
-    with pytest.raises(OptionError, match="interval must be"):
+    with pytest.raises(OptionError, match="interval must be 'auto'"):
         pp.Scendi(interval="bca")

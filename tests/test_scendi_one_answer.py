@@ -68,5 +68,5 @@ def test_cross_fit_separates_a_faithful_model_from_one_that_ignores_the_question
         assert iv["low"] < iv["high"] and iv["high"] - iv["low"] < 0.25
     assert chatty.model_share > faithful.model_share + 0.05
     share = next(d for d in comp.differences if d["metric"] == "model_share")
-    assert share["method"] == "paired jackknife"
+    assert share["method"] == "paired bootstrap"
     assert share["separated"] and share["high"] < 0  # faithful - chatty < 0 beyond the noise

@@ -124,7 +124,7 @@ def test_prompt_independent_variety_gets_a_clearly_larger_model_share(comparison
     diff = _difference(comparison, "faithful", "asides")
     print(f"paired difference faithful - asides: {diff['difference']:.3f} "
           f"[{diff['low']:.3f}, {diff['high']:.3f}]")
-    assert diff["method"] == "paired jackknife" and diff["separated"] and diff["high"] < 0
+    assert diff["method"] == "paired bootstrap" and diff["separated"] and diff["high"] < 0
 
 
 def test_null_control_two_draws_of_the_same_variety_are_not_separated(comparison):

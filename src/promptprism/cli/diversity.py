@@ -141,9 +141,10 @@ def diversity(
                                        "confidence intervals; 0 = off; auto = 200 when cheap (matrices "
                                        "<= 600), else off."),
     confidence: str = typer.Option("0.95", "--confidence", help="Level of the bootstrap intervals."),
-    interval: str = typer.Option("jackknife", "--interval",
+    interval: str = typer.Option("auto", "--interval",
                                  help="jackknife (delete-one-prompt, bias-corrected; calibrated on the "
-                                      "simulation grid) or basic (basic bootstrap interval)."),
+                                      "simulation grid), basic (bootstrap), or auto (jackknife; basic for "
+                                      "the cross-fitted estimator)."),
     precision: str = typer.Option("float64", "--precision",
                                   help="float64 or float32 for the sample-space matrices and eigen-solves."),
     clusters: str = typer.Option("5", help="Model-driven clusters reported (eigenvectors of Lambda_I)."),

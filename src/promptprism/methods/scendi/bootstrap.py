@@ -169,6 +169,15 @@ def jackknife_intervals(groups: np.ndarray, estimate: Callable[..., dict], estim
     return out, reps
 
 
+def interval_method(requested: str, estimator: str) -> str:
+    """'jackknife' or 'basic' for the ``interval`` option: 'auto' is the jackknife, but the basic bootstrap
+    for the cross-fitted estimator (its folds are dealt afresh in each replicate, which makes the
+    jackknife's spread, multiplied by G - 1, G-fold noisy)."""
+    if requested != "auto":
+        return requested
+    return "basic" if estimator == "cross-fit" else "jackknife"
+
+
 def prompt_intervals(groups: np.ndarray, counts: np.ndarray, estimate: Callable[..., dict], estimates: dict,
                      level: float, method: str = "basic") -> tuple[dict, dict | None, str]:
     """(intervals, replicates, method): ``method`` 'jackknife': :func:`jackknife_intervals`; 'basic': basic
@@ -231,5 +240,5 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
 
 
 __all__ = ["INTERVAL_METRICS", "METRIC_RANGE", "basic_interval", "bootstrap_replicates", "check_bootstrap",
-           "compare_models", "interval_notes", "jackknife_interval", "jackknife_intervals",
+           "compare_models", "interval_method", "interval_notes", "jackknife_interval", "jackknife_intervals",
            "percentile_interval", "prompt_draws", "prompt_intervals"]

@@ -30,12 +30,7 @@ from ...data.paired import PairedSet, prompt_groups
 from ...errors import OptionError
 from ...kernels.scendi_features import ScendiKernelOptions
 from ...scale.runner import current_client
-from .bootstrap import (
-    check_bootstrap,
-    interval_notes,
-    prompt_draws,
-    prompt_intervals,
-)
+from .bootstrap import check_bootstrap, interval_method, interval_notes, prompt_draws, prompt_intervals
 from .calibration import interval_validity
 from .clusters import build_clusters, stream_cluster_scores, top_samples
 from .core import (
@@ -69,7 +64,7 @@ from .results import ScendiResult
 
 #: Gamma* estimators: 'auto' = 'debiased' while G > rank(C_TT), else in-sample if 2 rank < n, else cross-fit
 GAMMA_ESTIMATORS = ("auto", "in-sample", "debiased", "cross-fit")
-INTERVAL_METHODS = ("basic", "jackknife")
+INTERVAL_METHODS = ("auto", "jackknife", "basic")
 #: the matrix behind scendi_prompt / prompt_share per estimator (``config['prompt_part']``): C_II - Lambda_I
 PROMPT_PART = {"in-sample": "Lambda_T = C_IT C_TT^+ C_TI = C_II - Lambda_I (in-sample Gamma*)",
                "debiased": "Lambda_T = C_II - Lambda_I (Lambda_I: in-sample, degrees-of-freedom corrected)",
@@ -110,9 +105,10 @@ class Scendi(ScendiKernelOptions):
         the cross-fitted Gamma* = C_IT (C_TT + ridge I)^+.
     bootstrap : replicates of the prompt bootstrap for confidence intervals (0 = off; 'auto' = 200 when one
         replicate is cheap, else off with a note); confidence : the intervals' level.
-    interval : 'jackknife' (the default: delete-one-prompt jackknife, bias-corrected centre +- t SE; G
-        replicates, ``bootstrap`` only switches it on) or 'basic' (basic interval of ``bootstrap`` prompt
-        bootstrap replicates); docs/scendi.md gives the coverage of each on the simulation grid.
+    interval : 'jackknife' (delete-one-prompt jackknife, bias-corrected centre +- t SE; G replicates,
+        ``bootstrap`` only switches it on), 'basic' (basic interval of ``bootstrap`` prompt bootstrap
+        replicates) or 'auto' (jackknife, but basic for the cross-fitted estimator, whose re-dealt folds
+        make the jackknife's spread G-fold noisy); docs/scendi.md: the coverage of each on the grid.
     precision : 'float64' or 'float32' for the sample-space matrices and their eigen-decompositions (the
         streaming feature-space pass accumulates in float64).
     device : where the array core runs (:func:`promptprism.backend.resolve_backend`): 'auto' (torch on CUDA
@@ -136,7 +132,7 @@ class Scendi(ScendiKernelOptions):
     confidence: float = 0.95
     precision: str = "float64"
     device: str = "auto"
-    interval: str = "jackknife"
+    interval: str = "auto"
 
     def __post_init__(self) -> None:
         self._validate()
@@ -160,7 +156,7 @@ class Scendi(ScendiKernelOptions):
             raise OptionError(f"confidence must lie strictly between 0 and 1, got {self.confidence!r}")
         check_precision(self.precision)
         if self.interval not in INTERVAL_METHODS:
-            raise OptionError(f"interval must be 'jackknife' or 'basic', got {self.interval!r}")
+            raise OptionError(f"interval must be 'auto', 'jackknife' or 'basic', got {self.interval!r}")
         resolve_backend(self.device)
         self._nullifier()._validate()
 
@@ -308,7 +304,7 @@ class Scendi(ScendiKernelOptions):
             side = grams[0].shape[0] if grouped is None and split is None else d_i
             with blas_threads_for(side):
                 intervals, reps, method = prompt_intervals(groups, counts, engine, table, self.confidence,
-                                                           self.interval)
+                                                           interval_method(self.interval, estimator))
             notes.extend(interval_notes(intervals, table))
             boot = {"replicates": int(replicates), "level": float(self.confidence), "seed": self.seed,
                     "resample": "prompts", "interval": method,
