@@ -41,7 +41,7 @@ def interval_validity(estimator: str, method: str, kernel: str, rank: int, disti
         reasons.append("gaussian kernel with as many random-feature directions as prompts: the entropy "
                        "scores (scendi, vendi, rke) are biased beyond their intervals on the grid")
     every = list(INTERVAL_METRICS)
-    if not reasons and estimator == "debiased" and rank > 0.1 * distinct:
+    if not reasons and estimator == "debiased" and rank > 0.2 * distinct:
         return {"holds": False, "not_calibrated": ["scendi_prompt"],
                 "reason": f"scendi_prompt only: with {rank} prompt directions for {distinct} prompts the "
                           "debiased prompt part C_II - Lambda_I has negative eigenvalues the entropy clamps, "
