@@ -40,5 +40,5 @@ def test_the_harness_sees_the_in_sample_bias_and_the_debiased_estimator_removes_
     assert ins["bias_over_se"] < -3  # measured over 200 sets: -6.5
     assert abs(deb["bias_over_se"]) < 0.6  # 40 sets: its Monte Carlo error is 1 / sqrt(40) = 0.16
     assert deb["coverage"] >= 0.85 and ins["mean"] < deb["mean"]
-    assert {r["taken"] for r in rows if r["route"] == "debiased"} == {"debiased"}
-    assert "| text-hi-120x1 | debiased (debiased) | model_share |" in harness.format_table(rows)
+    assert {r["taken"] for r in rows if r["route"] == "debiased"} == {"debiased/jackknife"}
+    assert "| text-hi-120x1 | debiased (debiased/jackknife) | model_share |" in harness.format_table(rows)
