@@ -201,9 +201,9 @@ def interval_notes(intervals: dict, estimates: dict) -> list[str]:
     for m, iv in intervals.items():
         if not iv.get("contains_estimate", True):
             notes.append(f"{m} = {estimates[m]:.4g} lies outside its interval [{iv['low']:.4g}, "
-                         f"{iv['high']:.4g}]: the prompt bootstrap finds the estimate biased (replicates "
-                         f"shift away from it), so the interval is built around the bias-corrected value "
-                         f"{iv['centre']:.4g} (the value a larger set would give, not this set's number)")
+                         f"{iv['high']:.4g}]: resampling the prompts finds the estimate biased (its "
+                         "replicates shift away from it), so the interval is built around the bias-corrected "
+                         f"value {iv['centre']:.4g} (what a larger set would give, not this set's number)")
     return notes
 
 

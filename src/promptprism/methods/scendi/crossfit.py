@@ -30,7 +30,7 @@ def check_folds(n_folds: int, distinct_prompts: int) -> int:
     """The fold count for a set with ``distinct_prompts`` prompts: folds hold whole prompts, so there can be
     at most one fold per distinct prompt (leave-one-prompt-out); more is refused with the reason."""
     if n_folds > distinct_prompts:
-        raise OptionError(f"n_folds (--folds) = {n_folds} is more than the {distinct_prompts} distinct "
+        raise OptionError(f"n_folds = {n_folds} is more than the {distinct_prompts} distinct "
                           f"prompts: a fold holds whole prompts, so at most {distinct_prompts} folds "
                           "(leave-one-prompt-out) are possible")
     return int(n_folds)
@@ -71,7 +71,7 @@ def cross_fit(output_gram, group_gram, groups: np.ndarray, weights: np.ndarray, 
             f"ridge {lam:g}: the cross-fitted Gamma* predicts the held-out outputs worse than predicting "
             f"nothing (out-of-fold error {s.model_share / total:.4f} of Tr C_II, so the model share would "
             "exceed 1 and the prompt share fall below 0); with ridge 0 the pseudo-inverse interpolates the "
-            "training folds. Use ridge='cv' (--ridge cv) or a larger ridge")
+            "training folds. Use ridge='cv' or a larger ridge")
     n_f = len(np.unique(folds))
     if math.isinf(lam):
         how = "none: no ridge predicted held-out outputs better than Gamma* = 0"
