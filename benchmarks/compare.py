@@ -312,7 +312,7 @@ def row_scendi(n: int, n_freq: int, args) -> Row:
     prompts, outputs = scendi_set(n, args.seed)
     sigma = median_distance(np.concatenate([prompts, outputs]), seed=args.seed)
     est = Scendi(kernel="gaussian", n_features=2 * n_freq, shared_frequencies=True, sigma_prompt=sigma,
-                 sigma_output=sigma, seed=args.seed)
+                 sigma_output=sigma, seed=args.seed, gamma_estimator="in-sample")  # the baseline's estimator
     res, pp, cpu = _cpu_timed(est.fit, PairedSet(prompts, outputs, name="set"))
     w = np.random.default_rng(args.seed).standard_normal((SCENDI_DIM, n_freq)) / sigma
     scores, base = _timed(baselines.scendi_dense, prompts, outputs, kernel="gaussian", frequencies=w)

@@ -143,7 +143,7 @@ def test_missing_file_and_shared_frequencies_across_spaces(tmp_path, capsys):
 
 def test_one_output_per_prompt_cross_fits_and_reports_intervals(tmp_path, capsys):
     rng = np.random.default_rng(5)
-    t = rng.standard_normal((50, 40))
+    t = rng.standard_normal((50, 60))  # 50 prompts spanning 50 directions: no residual degree of freedom
     x = t[:, :8] + 0.5 * rng.standard_normal((50, 8))
     np.savez(tmp_path / "one.npz", prompt_embeddings=t, output_embeddings=x,
              prompts=np.array([f"question {i}" for i in range(50)]))
@@ -152,8 +152,12 @@ def test_one_output_per_prompt_cross_fits_and_reports_intervals(tmp_path, capsys
     assert code == 0, err
     data = json.loads((tmp_path / "res" / "result.json").read_text())
     assert data["gamma_estimator"].startswith("cross-fit (5 folds")
-    assert data["bootstrap"] == {"replicates": 100, "level": 0.95, "seed": 0, "resample": "prompts",
-                                 "interval": "basic"}
+    boot = data["bootstrap"]
+    assert {k: boot[k] for k in ("replicates", "level", "seed", "resample", "interval")} == {
+        "replicates": 100, "level": 0.95, "seed": 0, "resample": "prompts",
+        "interval": "basic"}  # auto: the cross-fitted estimator keeps the bootstrap
+    assert boot["validity"]["holds"] is False and "cross-fit" in boot["validity"]["reason"]
+    assert "intervals not calibrated here" in " ".join(out.split())
     assert set(data["intervals"]) == {"scendi", "scendi_prompt", "vendi", "rke", "model_share",
                                       "prompt_share"}
     assert data["model_share"] > 0.1  # not the in-sample collapse to 0
@@ -173,7 +177,7 @@ def test_models_on_the_same_prompts_get_paired_differences(tmp_path, capsys):
     data = json.loads((tmp_path / "cmp" / "result.json").read_text())
     diffs = {d["metric"]: d for d in data["differences"]}
     assert set(diffs) == {"scendi", "model_share"}
-    assert diffs["model_share"]["method"] == "paired bootstrap"
+    assert diffs["model_share"]["method"] == "paired jackknife"
     assert diffs["model_share"]["separated"] and diffs["model_share"]["difference"] < 0
     assert "Differences between models" in out
 

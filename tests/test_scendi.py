@@ -96,7 +96,8 @@ def test_cosine_split_matches_brute_force(data, solver):
 def test_cosine_scores_match_reference_formulas(data, device):
     fi, ft = unit(data.output_embeddings), unit(data.prompt_embeddings)
     c_ii, lam_t, lam_i, _ = brute_split(fi, ft)
-    res = pp.Scendi(kernel="cosine", chunk_size=7, device=device).fit(data)  # 13 chunks: streaming path
+    res = pp.Scendi(kernel="cosine", chunk_size=7, device=device,  # 13 chunks: streaming path
+                    gamma_estimator="in-sample").fit(data)  # (SPEC's formulas; 'auto' debiases them)
     assert res.config["device"] == ("numpy" if device == "cpu" else "torch:cpu")
     assert res.scendi == pytest.approx(ref_exp_scendi(lam_i), rel=1e-9)
     assert res.scendi_prompt == pytest.approx(ref_exp_scendi(lam_t), rel=1e-9)
@@ -157,8 +158,9 @@ def test_gaussian_rff_matches_brute_force(shared, device):
     which = rng.integers(0, 8, n)
     t = bank[which]
     x = t + 0.7 * rng.standard_normal((n, d))
-    est = pp.Scendi(kernel="gaussian", sigma_prompt=1.5 if not shared else 2.0, sigma_output=2.0,
-                    n_features=60, shared_frequencies=shared, seed=3, chunk_size=50, device=device)
+    est = pp.Scendi(kernel="gaussian", gamma_estimator="in-sample", sigma_prompt=1.5 if not shared else 2.0,
+                    sigma_output=2.0, n_features=60, shared_frequencies=shared, seed=3, chunk_size=50,
+                    device=device)
     res = est.fit(pp.PairedSet(t, x))
     # the documented seed convention: outputs use `seed`, prompts `seed + 1` (or the same map when shared)
     out_map = RandomFourierFeatures(d, 60, 2.0, seed=3)
@@ -245,7 +247,8 @@ def test_streaming_accumulation_equals_one_pass_and_merges(data):
 # ------------------------------------------------------------------------------------------ clusters
 @pytest.mark.parametrize("device", DEVICES)
 def test_clusters_are_top_eigenvectors_with_top_projection_scores(data, device):
-    res = pp.Scendi(kernel="cosine", n_clusters=3, top_k=4, device=device).fit(data)
+    res = pp.Scendi(kernel="cosine", n_clusters=3, top_k=4, device=device,
+                    gamma_estimator="in-sample").fit(data)
     fi, ft = unit(data.output_embeddings), unit(data.prompt_embeddings)
     c_ii, _, lam_i, gamma = brute_split(fi, ft)
     for clusters, mat, feats in ((res.clusters, lam_i, fi - ft @ gamma.T),

@@ -14,7 +14,14 @@ from rich.table import Table
 from ..backend import resolve_backend
 from ..errors import OptionError
 from ..methods.metrics import MetricsResult, ReferenceMetrics
-from ..methods.scendi import PromptRankWarning, Scendi, ScendiComparison, ScendiResult, compare
+from ..methods.scendi import (
+    PromptRankWarning,
+    Scendi,
+    ScendiComparison,
+    ScendiResult,
+    compare,
+    interval_notes,
+)
 from ..results import to_jsonable
 from ..scale import current_client, execution
 from . import _inputs as inp
@@ -29,7 +36,8 @@ from .report import NO_REPORT
 def _with_interval(r: ScendiResult, key: str, fmt: str) -> str:
     value = format(getattr(r, key), fmt)
     iv = r.intervals.get(key)
-    return value if not iv else f"{value} [{format(iv['low'], fmt)}, {format(iv['high'], fmt)}]"
+    mark = "*" if iv and not iv.get("contains_estimate", True) else ""
+    return value if not iv else f"{value} [{format(iv['low'], fmt)}, {format(iv['high'], fmt)}]{mark}"
 
 
 def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
@@ -40,9 +48,11 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
         return
     kernel = results[0].config["kernel"]
     level = next((r.bootstrap["level"] for r in results if r.bootstrap), None)
+    how = next((r.bootstrap.get("interval", "basic").split(" (")[0] for r in results if r.bootstrap), "")
     title = f"Prompt-aware diversity (Scendi, {kernel} kernel): model-driven vs prompt-driven"
     if level is not None:
-        title += f"; [{level:.0%} bootstrap intervals over prompts]"
+        title += (f"; [{level:.0%} jackknife intervals over prompts]" if how.startswith("jackknife")
+                  else f"; [{level:.0%} bootstrap intervals over prompts]")
     table = Table(title=title)
     for col in ("model", "n", "scendi", "scendi_prompt", "scendi order-2", "vendi", "rke", "model share"):
         table.add_column(col, justify="left" if col == "model" else "right")
@@ -54,6 +64,15 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
     console.print(table)
     for r in results:
         console.print(f"Gamma* ({r.name}): {r.gamma_estimator}", highlight=False, soft_wrap=True)
+        for line in interval_notes(r.intervals, r.summary() | {"scendi_prompt": r.scendi_prompt,
+                                                                "prompt_share": r.prompt_share}):
+            console.print(f"* {r.name}: {line}", highlight=False, soft_wrap=True, markup=False)
+        validity = r.bootstrap.get("validity")
+        if r.intervals and validity and not validity.get("holds", True):
+            which = validity.get("not_calibrated") or []
+            what = "" if len(which) in (0, 6) else f" ({', '.join(which)})"
+            console.print(f"! {r.name}: intervals not calibrated here{what}: {validity['reason']}",
+                          highlight=False, soft_wrap=True, markup=False)
     if differences:
         diff = Table(title="Differences between models (a - b)")
         for col in ("a", "b", "metric", "difference", "interval", "beyond the noise?", "by"):
@@ -139,6 +158,10 @@ def diversity(
                                        "confidence intervals; 0 = off; auto = 200 when cheap (matrices "
                                        "<= 600), else off."),
     confidence: str = typer.Option("0.95", "--confidence", help="Level of the bootstrap intervals."),
+    interval: str = typer.Option("auto", "--interval",
+                                 help="jackknife (delete-one-prompt, bias-corrected; calibrated on the "
+                                      "simulation grid), basic (bootstrap), or auto (jackknife; basic for "
+                                      "the cross-fitted estimator)."),
     precision: str = typer.Option("float64", "--precision",
                                   help="float64 or float32 for the sample-space matrices and eigen-solves."),
     clusters: str = typer.Option("5", help="Model-driven clusters reported (eigenvectors of Lambda_I)."),
@@ -171,6 +194,7 @@ def diversity(
         partition_rows=int_option(partition_rows, "--partition-rows"), progress=False if quiet else None,
         gamma_estimator=gamma_estimator, n_folds=int_option(n_folds, "--folds"), ridge=_ridge_option(ridge),
         bootstrap=_bootstrap_option(bootstrap), confidence=_float_option(confidence, "--confidence"),
+        interval=interval,
         precision=precision, device=device)
     names = unique_names(inputs)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,

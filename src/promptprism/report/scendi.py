@@ -78,6 +78,17 @@ def with_interval(m: Any, key: str, *, percent: bool = False) -> str:
     return text if iv is None else f"{text} [{show(iv[0])}, {show(iv[1])}]"
 
 
+def _validity(models: list[Any]) -> str:
+    """' Intervals of <model> not calibrated here: <reason>.' where the bootstrap record says so."""
+    out = []
+    for m in models:
+        v = (getattr(m, "bootstrap", None) or {}).get("validity") if isinstance(getattr(m, "bootstrap", None),
+                                                                               dict) else None
+        if isinstance(v, dict) and not v.get("holds", True):
+            out.append(f" Intervals of {m.name} not calibrated here: {v.get('reason', '')}.")
+    return "".join(out)
+
+
 def _warnings(models: list[Any]) -> list[Any]:
     """Each distinct warning once, naming the models it concerns when there are several."""
     seen: dict[str, list[str]] = {}
@@ -241,7 +252,7 @@ def render_scendi(
         f"replicates, {boot.get('resample', 'prompts')} resampled, seed {boot.get('seed', '?')}). "
         if boot
         else "No bootstrap intervals in this result: differences between models may be noise. "
-    ) + (f"Γ* estimator: {', '.join(gammas)}." if gammas else "")
+    ) + (f"Γ* estimator: {', '.join(gammas)}." if gammas else "") + _validity(models)
     chart = safe_figure(
         figures.grouped_bars,
         names,

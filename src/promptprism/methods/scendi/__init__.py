@@ -51,11 +51,13 @@ from .bootstrap import (
     bootstrap_replicates,
     check_bootstrap,
     compare_models,
+    interval_notes,
     metric_intervals,
     percentile_interval,
     prompt_draws,
 )
 from .clusters import build_clusters, stream_cluster_scores, top_samples
+from .comparison import compare
 from .core import (
     EIGEN_FLOOR,
     EIGH_MAX_DIM,
@@ -76,6 +78,7 @@ from .core import (
     vendi_score,
     vendi_score_from_gram,
 )
+from .crossfit import RIDGE_GRID, CrossFit, check_folds, cross_fit
 from .dual import (
     PRECISIONS,
     DualSpectra,
@@ -90,7 +93,7 @@ from .dual import (
     sample_space_spectra,
     weighted_gram,
 )
-from .estimator import GAMMA_ESTIMATORS, RIDGE_GRID, Scendi, compare
+from .estimator import GAMMA_ESTIMATORS, Scendi
 from .nullifier import (
     PromptNullifier,
     cluster_scores_partition,
@@ -106,9 +109,10 @@ __all__ = [
     "METRIC_RANGE", "PINV_RCOND", "PRECISIONS", "RIDGE_GRID", "Cluster", "ClusterSample", "DualSpectra",
     "FeatureSpaceReplicates", "PromptNullifier", "PromptRankWarning", "SampleSpaceReplicates", "Scendi",
     "ScendiComparison", "ScendiFeatureMaps", "ScendiResult", "SchurSplit", "accumulate_joint",
-    "assign_folds", "basic_interval", "bootstrap_replicates", "build_clusters", "check_bootstrap",
+    "CrossFit", "assign_folds",
+    "basic_interval", "check_folds", "cross_fit", "bootstrap_replicates", "build_clusters", "check_bootstrap",
     "choose_ridge", "cluster_scores_partition", "compare", "compare_models", "cross_fit_hats",
-    "feature_matrices", "grouped_prompt_basis", "in_sample_hat", "joint_covariance",
+    "feature_matrices", "grouped_prompt_basis", "interval_notes", "in_sample_hat", "joint_covariance",
     "joint_covariance_partition", "metric_intervals",
     "normalised_spectrum", "nullify", "percentile_interval", "prediction_gram", "prompt_draws",
     "prompt_rank", "prompt_rank_warnings", "residual_gram", "resolve_feature_maps", "rke_score",

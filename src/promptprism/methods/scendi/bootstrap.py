@@ -5,8 +5,9 @@ replacement, and keeps every output of each drawn prompt, as often as the prompt
 prompt are not independent (they share it), so resampling rows would understate the spread. A replicate is
 the same estimator on the weighted set (weights = multiplicities), computed in sample space
 (:mod:`.dual`) on the distinct rows drawn; the cross-fitted estimator keeps the ridge chosen on the full set
-and deals the drawn prompts into fresh folds. Intervals are basic (bias-corrected) bootstrap intervals
-(:func:`basic_interval`).
+and deals the drawn prompts into fresh folds. Intervals are the delete-one-prompt jackknife's
+(:func:`jackknife_interval`, the default: calibrated on the simulation grid) or basic bootstrap intervals
+(:func:`basic_interval`); :func:`prompt_intervals` chooses.
 """
 
 from __future__ import annotations
@@ -69,8 +70,9 @@ def bootstrap_replicates(groups: np.ndarray, counts: np.ndarray, estimate: Calla
 
 
 def percentile_interval(values: np.ndarray, level: float) -> dict:
-    """{'low', 'high'}: the (1 - level) / 2 and (1 + level) / 2 quantiles of the replicates."""
-    lo, hi = np.quantile(np.asarray(values, dtype=np.float64), [(1 - level) / 2, (1 + level) / 2])
+    """{'low', 'high'}: the (1 - level) / 2 and (1 + level) / 2 quantiles of the replicates (NaN ones, where a
+    replicate has no value, left out)."""
+    lo, hi = np.nanquantile(np.asarray(values, dtype=np.float64), [(1 - level) / 2, (1 + level) / 2])
     return {"low": float(lo), "high": float(hi)}
 
 
@@ -100,19 +102,120 @@ def basic_interval(values: np.ndarray, estimate: float, level: float, *,
 
 
 def metric_intervals(replicates: dict[str, np.ndarray], estimates: dict, level: float) -> dict:
-    """{metric: {'low', 'high'}}: each of :data:`INTERVAL_METRICS`' :func:`basic_interval` from its
-    replicates and its estimate, clipped to the metric's :data:`METRIC_RANGE`."""
-    return {m: basic_interval(replicates[m], estimates[m], level, bounds=METRIC_RANGE[m])
-            for m in INTERVAL_METRICS}
+    """{metric: {'low', 'high', 'centre', 'contains_estimate'}}: each of :data:`INTERVAL_METRICS`'
+    :func:`basic_interval` from its replicates and its estimate, clipped to the metric's
+    :data:`METRIC_RANGE`; ``centre`` = 2 e - median(replicates), the bootstrap-bias-corrected estimate the
+    basic interval is built around (clipped alike), and whether the interval holds the estimate e itself."""
+    out = {}
+    for m in INTERVAL_METRICS:
+        iv = basic_interval(replicates[m], estimates[m], level, bounds=METRIC_RANGE[m])
+        lo_b, hi_b = METRIC_RANGE[m]
+        centre = float(np.clip(2.0 * estimates[m] - np.nanmedian(replicates[m]), lo_b, hi_b))
+        out[m] = iv | {"centre": centre, "contains_estimate": bool(iv["low"] <= estimates[m] <= iv["high"])}
+    return out
+
+
+#: above this share of bootstrap replicates without a value (the drawn prompts leave the debiased estimator no
+#: residual degree of freedom), the intervals come from the leave-one-prompt-out jackknife instead
+MAX_EMPTY_REPLICATES = 0.05
+#: the jackknife needs this many distinct prompts (fewer: the basic bootstrap interval is used)
+MIN_JACKKNIFE_PROMPTS = 5
+
+
+def jackknife_interval(values: np.ndarray, estimate: float, level: float, *,
+                       bounds: tuple[float | None, float | None] = (None, None)) -> dict:
+    """{'low', 'high', 'centre'}: centre +- t_{G-1} SE_jack from the delete-one-prompt values (NaN ones left
+    out): centre = G e - (G - 1) mean_g e_(g) (the jackknife's bias correction), SE_jack^2 =
+    (G - 1) / G sum_g (e_(g) - mean)^2; clipped to ``bounds``."""
+    from scipy.stats import t as student
+
+    vals = np.asarray(values, dtype=np.float64)
+    vals = vals[np.isfinite(vals)]
+    g = len(vals)
+    if g < 2:
+        raise InputError(f"a jackknife interval needs at least 2 prompts whose deletion leaves a value; {g} "
+                         "here: pass bootstrap=0")
+    se = float(np.sqrt((g - 1) / g * np.sum((vals - vals.mean()) ** 2)))
+    q = float(student.ppf(0.5 + level / 2, g - 1))
+    lo_b, hi_b = bounds
+    centre = float(np.clip(g * estimate - (g - 1) * vals.mean(), lo_b, hi_b))
+    low, high = (float(np.clip(centre + s * q * se, lo_b, hi_b)) for s in (-1.0, 1.0))
+    return {"low": low, "high": high, "centre": centre}
+
+
+def jackknife_intervals(groups: np.ndarray, estimate: Callable[..., dict], estimates: dict, level: float
+                        ) -> tuple[dict, dict[str, np.ndarray]]:
+    """{metric: {'low', 'high', 'centre', 'contains_estimate'}}: the delete-one-prompt jackknife interval
+    centre +- t_{G-1} SE_jack, with the jackknife's bias-corrected centre G e - (G - 1) mean_g e_(g) and
+    standard error SE_jack^2 = (G - 1) / G sum_g (e_(g) - mean)^2 (clipped to :data:`METRIC_RANGE`)
+    (:func:`jackknife_interval`); and the replicates (row g: the g-th present prompt deleted)."""
+    labels = np.unique(groups)
+    counts = np.ones((len(labels), int(np.max(groups)) + 1), dtype=np.int64)
+    counts[np.arange(len(labels)), labels] = 0
+    absent = np.setdiff1d(np.arange(counts.shape[1]), labels)
+    counts[:, absent] = 0
+
+    def deleted(rows, weights, groups_, b):  # a deletion that leaves too little to estimate has no value
+        try:
+            return estimate(rows, weights, groups_, b)
+        except (InputError, OptionError):
+            return dict.fromkeys(INTERVAL_METRICS, float("nan"))
+
+    reps = bootstrap_replicates(groups, counts, deleted)
+    out = {}
+    for m in INTERVAL_METRICS:
+        iv = jackknife_interval(reps[m], estimates[m], level, bounds=METRIC_RANGE[m])
+        out[m] = iv | {"contains_estimate": bool(iv["low"] <= estimates[m] <= iv["high"])}
+    return out, reps
+
+
+def interval_method(requested: str, estimator: str) -> str:
+    """'jackknife' or 'basic' for the ``interval`` option: 'auto' is the jackknife, but the basic bootstrap
+    for the cross-fitted estimator (its folds are dealt afresh in each replicate, which makes the
+    jackknife's spread, multiplied by G - 1, G-fold noisy)."""
+    if requested != "auto":
+        return requested
+    return "basic" if estimator == "cross-fit" else "jackknife"
+
+
+def prompt_intervals(groups: np.ndarray, counts: np.ndarray, estimate: Callable[..., dict], estimates: dict,
+                     level: float, method: str = "basic") -> tuple[dict, dict | None, str]:
+    """(intervals, replicates, method): ``method`` 'jackknife': :func:`jackknife_intervals`; 'basic': basic
+    intervals of the prompt bootstrap, and when more than :data:`MAX_EMPTY_REPLICATES` of its replicates have
+    no value, the jackknife's. The method returned starts with 'jackknife' when the jackknife was used."""
+    if method == "jackknife" and len(np.unique(groups)) >= MIN_JACKKNIFE_PROMPTS:
+        return (*jackknife_intervals(groups, estimate, estimates, level), "jackknife over prompts")
+    reps = bootstrap_replicates(groups, counts, estimate)
+    empty = float(np.mean(~np.isfinite(reps["model_share"])))
+    if empty <= MAX_EMPTY_REPLICATES:
+        return metric_intervals(reps, estimates, level), reps, "basic"
+    return (*jackknife_intervals(groups, estimate, estimates, level),
+            f"jackknife over prompts ({empty:.0%} of bootstrap replicates drew too few distinct "
+            "prompts for the debiased estimator)")
+
+
+def interval_notes(intervals: dict, estimates: dict) -> list[str]:
+    """One line per interval that excludes its own estimate, naming both numbers and why (the basic interval
+    is centred on the bias-corrected estimate, :func:`metric_intervals`)."""
+    notes = []
+    for m, iv in intervals.items():
+        if not iv.get("contains_estimate", True):
+            notes.append(f"{m} = {estimates[m]:.4g} lies outside its interval [{iv['low']:.4g}, "
+                         f"{iv['high']:.4g}]: resampling the prompts finds the estimate biased (its "
+                         "replicates shift away from it), so the interval is built around the bias-corrected "
+                         f"value {iv['centre']:.4g} (what a larger set would give, not this set's number)")
+    return notes
 
 
 def compare_models(names: list[str], points: list[dict], replicates: list[dict[str, np.ndarray]] | None,
                    intervals: list[dict], *, level: float,
-                   metrics: tuple[str, ...] = ("scendi", "model_share")) -> list[dict]:
+                   metrics: tuple[str, ...] = ("scendi", "model_share"), jackknife: bool = False
+                   ) -> list[dict]:
     """Pairwise differences a - b of each metric, and whether they exceed the sampling noise.
 
     With ``replicates`` from the same prompt draws for every model (the models answered the same prompts),
-    the difference's own basic interval is used (paired bootstrap; ``separated`` when it excludes 0).
+    the difference's own basic interval is used (paired bootstrap; ``separated`` when it excludes 0); with
+    ``jackknife`` replicates (the same prompt deleted in row g for every model) its jackknife interval.
     Otherwise the models' intervals are compared (``separated`` when they do not overlap; conservative).
     """
     out = []
@@ -122,8 +225,11 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
                 d = float(points[i][m] - points[j][m])
                 row = {"a": names[i], "b": names[j], "metric": m, "difference": d}
                 if replicates is not None:
-                    iv = basic_interval(replicates[i][m] - replicates[j][m], d, level)
-                    row.update(iv, separated=bool(iv["low"] > 0 or iv["high"] < 0), method="paired bootstrap")
+                    diff = replicates[i][m] - replicates[j][m]
+                    iv = jackknife_interval(diff, d, level) if jackknife else basic_interval(diff, d, level)
+                    row.update(low=iv["low"], high=iv["high"],
+                               separated=bool(iv["low"] > 0 or iv["high"] < 0),
+                               method="paired jackknife" if jackknife else "paired bootstrap")
                 else:
                     a, b = intervals[i][m], intervals[j][m]
                     row.update(low=float(a["low"] - b["high"]), high=float(a["high"] - b["low"]),
@@ -134,4 +240,5 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
 
 
 __all__ = ["INTERVAL_METRICS", "METRIC_RANGE", "basic_interval", "bootstrap_replicates", "check_bootstrap",
-           "compare_models", "percentile_interval", "prompt_draws"]
+           "compare_models", "interval_method", "interval_notes", "jackknife_interval", "jackknife_intervals",
+           "percentile_interval", "prompt_draws", "prompt_intervals"]

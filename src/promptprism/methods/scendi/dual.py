@@ -22,6 +22,7 @@ folds and weights' bookkeeping stay numpy, spectra and scores come back as numpy
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -142,12 +143,34 @@ def prediction_gram(output_gram: np.ndarray, hat: np.ndarray, weights: np.ndarra
     return 0.5 * (p + p.T)
 
 
+def difference_twin(k_x, s):
+    """The n x n twin of X^T S X (S symmetric n x n, possibly indefinite): K_X^1/2 S K_X^1/2, with the same
+    non-zero eigenvalues (K_X = X X^T)."""
+    c, v = symmetric_eigh(k_x)
+    xp = array_namespace(k_x)
+    root = (v * xp.sqrt(xp.clip(c, 0.0, None))[None, :]) @ v.T
+    out = root @ s @ root
+    return 0.5 * (out + out.T)
+
+
+def prompt_part_twin(k_x, hat):
+    """The n x n twin of SPEC's cross-fitted Lambda_T = C_II - Lambda_I (same non-zero eigenvalues).
+
+    With X = D^1/2 Phi_I, C_II = X^T X and Lambda_I = X^T (I - H)^T (I - H) X, so C_II - Lambda_I = X^T S X
+    with S = H + H^T - H^T H (symmetric, possibly indefinite): :func:`difference_twin`. Its trace is
+    Tr K_X - Tr((I - H) K_X (I - H)^T)."""
+    return difference_twin(k_x, hat + hat.T - hat.T @ hat)
+
+
 def choose_ridge(output_gram: np.ndarray, prompt_gram: np.ndarray, weights: np.ndarray, folds: np.ndarray,
-                 *, ridges: Sequence[float], rcond: float) -> tuple[float, list[float]]:
+                 *, ridges: Sequence[float], rcond: float, allow_none: bool = False
+                 ) -> tuple[float, list[float]]:
     """The ridge lambda (in units of Tr C_TT = 1) whose cross-fitted residual has the smallest trace.
 
     Tr((I - H) K_X (I - H)^T) is the out-of-fold mean squared error of Gamma*'s predictions; returns the
-    minimiser over ``ridges`` (the smallest on ties) and the whole curve.
+    minimiser over ``ridges`` (the smallest on ties) and the whole curve. With ``allow_none``, predicting
+    nothing (Gamma* = 0, error Tr K_X = Tr C_II) is a candidate too, returned as ``math.inf`` (the limit of a
+    growing ridge) when every ridge does worse: the out-of-fold error then never exceeds Tr C_II.
     """
     xp = array_namespace(output_gram)
     k_x = weighted_gram(output_gram, as_like(weights, output_gram))
@@ -156,6 +179,8 @@ def choose_ridge(output_gram: np.ndarray, prompt_gram: np.ndarray, weights: np.n
         hk = hat @ k_x
         curve.append(trace(k_x) - 2.0 * trace(hk) + float(xp.sum(hk * hat)))
     best = int(np.argmin(np.round(np.asarray(curve), 12)))
+    if allow_none and round(curve[best], 12) > round(trace(k_x), 12):
+        return math.inf, curve
     return float(ridges[best]), curve
 
 
@@ -234,19 +259,29 @@ def grouped_prompt_basis(group_gram, groups: np.ndarray, weights: np.ndarray, *,
 
 
 def sample_space_spectra(output_gram, weights: np.ndarray, *, dim: int, hat=None, basis=None,
-                         n_top: int = 0, in_sample: bool = True) -> DualSpectra:
+                         n_top: int = 0, in_sample: bool = True, debias_groups: np.ndarray | None = None
+                         ) -> DualSpectra:
     """Spectra of Lambda_I, of the prompt part and of C_II (see the module doc), for a predictor given as an
     n x n ``hat`` matrix, or in-sample as the orthonormal ``basis`` Q of the projection P = Q Q^T
     (:func:`grouped_prompt_basis`; Lambda_T's spectrum is then that of the k x k matrix Q^T K_X Q).
 
     In-sample the prompt part is Lambda_T = C_IT C_TT^+ C_TI and the shares are the traces of Lambda_I and
-    Lambda_T (they add up to Tr C_II = 1). Cross-fitted, Lambda_I is the covariance of the out-of-fold
-    residuals, the prompt part the covariance of the out-of-fold predictions, model_share = Tr Lambda_I
-    (1 - out-of-sample R^2 of the outputs' features) and prompt_share = 1 - model_share.
+    Lambda_T (they add up to Tr C_II = 1). With ``debias_groups`` (the rows' prompt labels) and a ``basis``,
+    Lambda_I is the degrees-of-freedom corrected one and the prompt part C_II - Lambda_I
+    (:func:`.debias.debiased_twins`). Cross-fitted, Lambda_I is the covariance of the out-of-fold
+    residuals and the prompt part SPEC's Lambda_T = C_II - Lambda_I (twin K_X - (I - H) K_X (I - H)^T; it
+    can have negative eigenvalues, which the entropy clamps), model_share = Tr Lambda_I (1 - out-of-sample
+    R^2 of the outputs' features) and prompt_share = Tr Lambda_T = 1 - model_share.
     """
     w = np.asarray(to_numpy(weights), dtype=np.float64)
     k_x = weighted_gram(output_gram, as_like(w, output_gram))
-    if basis is not None:
+    if basis is not None and debias_groups is not None:
+        from .debias import debiased_twins
+
+        resid, pred, _ = debiased_twins(k_x, basis, debias_groups, w)
+        prompt = _spectrum(pred, dim, 0, w)[0]
+        tr_pred = trace(pred)
+    elif basis is not None:
         qk = basis.T @ k_x  # k x n
         small = qk @ basis
         resid = k_x - basis @ qk
@@ -257,7 +292,10 @@ def sample_space_spectra(output_gram, weights: np.ndarray, *, dim: int, hat=None
         tr_pred = trace(small)
     else:
         resid = residual_gram(output_gram, hat, w)
-        pred = prediction_gram(output_gram, hat, w)
+        if in_sample:
+            pred = prediction_gram(output_gram, hat, w)
+        else:  # SPEC: Lambda_T = C_II - Lambda_I under cross-fitting (may have negative eigenvalues)
+            pred = prompt_part_twin(k_x, hat)
         prompt = _spectrum(pred, dim, 0, w)[0]
         tr_pred = trace(pred)
     tr_i = trace(resid)

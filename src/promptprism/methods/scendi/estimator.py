@@ -15,7 +15,6 @@ Routes (same numbers up to round-off; chosen by size, recorded in ``config['rout
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 import warnings
@@ -25,20 +24,14 @@ from typing import Any
 import numpy as np
 
 from ..._validation import check_positive_number
-from ...array_ops import blas_threads_for, grid, index_array, trace
+from ...array_ops import blas_threads_for, index_array, trace
 from ...backend import resolve_backend, to_numpy
 from ...data.paired import PairedSet, prompt_groups
 from ...errors import OptionError
 from ...kernels.scendi_features import ScendiKernelOptions
 from ...scale.runner import current_client
-from ..rankings import diversity_rankings
-from .bootstrap import (
-    bootstrap_replicates,
-    check_bootstrap,
-    compare_models,
-    metric_intervals,
-    prompt_draws,
-)
+from .bootstrap import check_bootstrap, interval_method, interval_notes, prompt_draws, prompt_intervals
+from .calibration import interval_validity
 from .clusters import build_clusters, stream_cluster_scores, top_samples
 from .core import (
     EIGEN_FLOOR,
@@ -49,14 +42,9 @@ from .core import (
     schur_split,
     spectrum_and_top_vectors,
 )
-from .dual import (
-    assign_folds,
-    check_precision,
-    choose_ridge,
-    cross_fit_hats,
-    grouped_prompt_basis,
-    sample_space_spectra,
-)
+from .crossfit import check_folds, cross_fit
+from .debias import debias_possible, debias_unique, describe_in_sample
+from .dual import check_precision, grouped_prompt_basis, sample_space_spectra
 from .grouped import grouped_spectra, grouped_split
 from .nullifier import (
     PromptNullifier,
@@ -65,13 +53,22 @@ from .nullifier import (
     prompt_rank_warnings,
     resolve_feature_maps,
 )
-from .replicates import FeatureSpaceReplicates, SampleSpaceReplicates, feature_matrices, gram
-from .results import ScendiComparison, ScendiResult
+from .replicates import (
+    FeatureSpaceReplicates,
+    GroupedReplicates,
+    SampleSpaceReplicates,
+    feature_matrices,
+    gram,
+)
+from .results import ScendiResult
 
-#: Gamma* estimators: 'auto' picks 'cross-fit' when rank(C_TT) >= n / 2, else 'in-sample'
-GAMMA_ESTIMATORS = ("auto", "in-sample", "cross-fit")
-#: ridges tried by cross-validation (units of Tr C_TT = 1; 0 = the paper's pseudo-inverse)
-RIDGE_GRID = (0.0, 1e-4, 1e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0, 10.0)
+#: Gamma* estimators: 'auto' = 'debiased' while G > rank(C_TT), else in-sample if 2 rank < n, else cross-fit
+GAMMA_ESTIMATORS = ("auto", "in-sample", "debiased", "cross-fit")
+INTERVAL_METHODS = ("auto", "jackknife", "basic")
+#: the matrix behind scendi_prompt / prompt_share per estimator (``config['prompt_part']``): C_II - Lambda_I
+PROMPT_PART = {"in-sample": "Lambda_T = C_IT C_TT^+ C_TI = C_II - Lambda_I (in-sample Gamma*)",
+               "debiased": "Lambda_T = C_II - Lambda_I (Lambda_I: in-sample, degrees-of-freedom corrected)",
+               "cross-fit": "Lambda_T = C_II - Lambda_I (Lambda_I: covariance of the out-of-fold residuals)"}
 #: the sample-space route holds phi_I, phi_T and n x n matrices in memory: at most this many rows
 SAMPLE_SPACE_MAX_ROWS = 8000
 #: the grouped feature-space route holds Phi_I (n x d_I) in memory: at most this many values
@@ -100,14 +97,18 @@ class Scendi(ScendiKernelOptions):
         and outputs pooled) for both modalities, as the reference implementation does for CLIP; needs
         prompts and outputs in one space. Default False: separate maps (any two embedding spaces).
     n_clusters : eigenvectors of Lambda_I (and of C_II) reported as clusters; top_k : samples per cluster.
-    gamma_estimator : 'in-sample' (the paper: Gamma* fitted on the pairs it nullifies), 'cross-fit' (Gamma*
-        fitted on the other folds' prompts: an out-of-sample residual, honest when most prompts are unique)
-        or 'auto' (cross-fit when rank(C_TT) >= n / 2, else in-sample). See docs/scendi.md.
+    gamma_estimator : 'in-sample' (the paper), 'debiased' (the same, degrees-of-freedom corrected:
+        :mod:`.debias`), 'cross-fit' (Gamma* fitted on the other folds' prompts) or 'auto' (debiased while
+        rank(C_TT) < the distinct prompts, else in-sample when 2 rank < n, else cross-fit; docs/scendi.md).
     n_folds : folds of the cross-fitted estimator (prompts dealt into folds, seeded).
     ridge : 'cv' (chosen from ``RIDGE_GRID`` by the folds' out-of-fold error) or a number >= 0, the ridge of
         the cross-fitted Gamma* = C_IT (C_TT + ridge I)^+.
     bootstrap : replicates of the prompt bootstrap for confidence intervals (0 = off; 'auto' = 200 when one
         replicate is cheap, else off with a note); confidence : the intervals' level.
+    interval : 'jackknife' (delete-one-prompt jackknife, bias-corrected centre +- t SE; G replicates,
+        ``bootstrap`` only switches it on), 'basic' (basic interval of ``bootstrap`` prompt bootstrap
+        replicates) or 'auto' (jackknife, but basic for the cross-fitted estimator, whose re-dealt folds
+        make the jackknife's spread G-fold noisy); docs/scendi.md: the coverage of each on the grid.
     precision : 'float64' or 'float32' for the sample-space matrices and their eigen-decompositions (the
         streaming feature-space pass accumulates in float64).
     device : where the array core runs (:func:`promptprism.backend.resolve_backend`): 'auto' (torch on CUDA
@@ -131,6 +132,7 @@ class Scendi(ScendiKernelOptions):
     confidence: float = 0.95
     precision: str = "float64"
     device: str = "auto"
+    interval: str = "auto"
 
     def __post_init__(self) -> None:
         self._validate()
@@ -153,6 +155,8 @@ class Scendi(ScendiKernelOptions):
         elif not 0.0 < float(self.confidence) < 1.0:
             raise OptionError(f"confidence must lie strictly between 0 and 1, got {self.confidence!r}")
         check_precision(self.precision)
+        if self.interval not in INTERVAL_METHODS:
+            raise OptionError(f"interval must be 'auto', 'jackknife' or 'basic', got {self.interval!r}")
         resolve_backend(self.device)
         self._nullifier()._validate()
 
@@ -197,8 +201,7 @@ class Scendi(ScendiKernelOptions):
         route = "feature space"
         feats = split = grouped = None
         g = distinct_groups  # the grouped route costs O(n d_I^2 + G^2 d_T + G^3), the streaming one O(n d^2)
-        if (current_client() is None and n >= dim and self.gamma_estimator != "cross-fit" and 2 * g < n
-                and n * d_i <= GROUPED_MAX_VALUES and g ** 3 + g * g * (dim - d_i) < n * dim * dim):
+        if self._grouped_route(n, dim, d_i, g):
             feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype,
                                      backend=backend)
             grouped = grouped_split(feats[0], feats[1], groups, rcond=PINV_RCOND)
@@ -220,10 +223,19 @@ class Scendi(ScendiKernelOptions):
             route = "feature space"
         timings["covariance_s"] = time.perf_counter() - t0
         estimator = self._resolve_estimator(rank, n, distinct_groups, in_memory, notes)
-        if estimator == "cross-fit" and split is not None:
-            split = None
-            feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype,
-                                     backend=backend)
+        if estimator == "debiased" and split is not None:
+            if distinct_groups == n:  # every prompt distinct: Lambda_I^dfc = Lambda_I n / (n - k)
+                split = debias_unique(split, rank, n)
+            else:
+                estimator = "in-sample"
+                notes.append("the debiased estimator needs the prompts grouped in one process here; Gamma* "
+                             "was fitted in-sample (biased low by the fitted degrees of freedom)")
+        if estimator == "debiased" and grouped is not None:
+            grouped = grouped_split(feats[0], feats[1], groups, rcond=PINV_RCOND, debias=True)
+        if estimator == "cross-fit" and (split is not None or grouped is not None):
+            split = grouped = None
+            feats = feats if feats is not None else feature_matrices(
+                data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype, backend=backend)
             grams = gram(feats[0]), gram(feats[1])
             w = np.full(n, 1.0 / n, dtype=dtype)
             route = "sample space"
@@ -233,7 +245,7 @@ class Scendi(ScendiKernelOptions):
 
         t1 = time.perf_counter()
         k = min(self.n_clusters, d_i, n)  # (n samples span at most n directions)
-        ridge, described = 0.0, "in-sample"
+        ridge, described = 0.0, describe_in_sample(estimator, grouped, split, n, rank, distinct_groups)
         s = None  # the spectra of the in-memory paths (grouped features, sample space)
         if grouped is not None:  # feature space, prompts grouped, in-sample
             s = grouped_spectra(grouped, feats[0], groups, n_top=k)
@@ -249,20 +261,16 @@ class Scendi(ScendiKernelOptions):
                 data, maps, to_numpy(split.gamma), li_vecs, c_vecs, chunk_size=self.chunk_size,
                 partition_rows=self.partition_rows, top_k=self.top_k, progress=self.progress)
         else:
-            if estimator == "in-sample":
-                s = sample_space_spectra(grams[0], w, dim=d_i, basis=basis, n_top=k)
+            if estimator != "cross-fit":
+                s = sample_space_spectra(grams[0], w, dim=d_i, basis=basis, n_top=k,
+                                         debias_groups=groups if estimator == "debiased" else None)
             else:
-                folds = assign_folds(groups, self.n_folds, self.seed)
-                k_t = grams[1][grid(groups, groups, grams[1])]
-                if self.ridge == "cv":
-                    ridge, curve = choose_ridge(grams[0], k_t, w, folds, ridges=RIDGE_GRID, rcond=PINV_RCOND)
-                else:
-                    ridge = float(self.ridge)
-                hat = cross_fit_hats(k_t, w, folds, [ridge], rcond=PINV_RCOND)[0]
-                n_f = len(np.unique(folds))
-                described = (f"cross-fit ({n_f} folds, ridge {ridge:g}"
-                             f"{' chosen by cross-validation' if self.ridge == 'cv' else ''})")
-                s = sample_space_spectra(grams[0], w, dim=d_i, hat=hat, n_top=k, in_sample=False)
+                folds = self.n_folds
+                if self.gamma_estimator == "cross-fit":
+                    folds = check_folds(self.n_folds, distinct_groups)
+                fitted = cross_fit(grams[0], grams[1], groups, w, n_folds=folds, ridge=self.ridge,
+                                   seed=self.seed, dim=d_i, n_top=k, rcond=PINV_RCOND)
+                s, ridge, described = fitted.spectra, fitted.ridge, fitted.described
         if s is not None:
             li_vals, c_vals, lt_vals = s.model, s.output, s.prompt
             table = scendi_score_table(s.model, s.prompt, s.output, model_share=s.model_share,
@@ -284,22 +292,23 @@ class Scendi(ScendiKernelOptions):
                                   "prompts, this set has 1; pass bootstrap=0")
             if counts is None:
                 counts = prompt_draws(n_groups, replicates, self.seed)
-            if grouped is not None:
-                engine: Any = FeatureSpaceReplicates(feats[0], feats[1][index_array(groups, feats[1])])
-            elif split is None:
-                engine = SampleSpaceReplicates(
+            if split is None and grouped is None:
+                engine: Any = SampleSpaceReplicates(
                     grams[0], grams[1], dim=d_i, cross_fit=estimator == "cross-fit", n_folds=self.n_folds,
-                    ridge=ridge, seed=self.seed)
+                    ridge=ridge, seed=self.seed, debias=estimator == "debiased")
             else:
-                f_i, f_g = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size,
-                                            dtype=dtype, backend=backend)
-                engine = FeatureSpaceReplicates(f_i, f_g[index_array(groups, f_g)])
+                f_i, f_g = feats if feats is not None else feature_matrices(
+                    data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype, backend=backend)
+                engine = (GroupedReplicates(f_i, f_g) if estimator == "debiased"
+                          else FeatureSpaceReplicates(f_i, f_g[index_array(groups, f_g)]))
             side = grams[0].shape[0] if grouped is None and split is None else d_i
             with blas_threads_for(side):
-                reps = bootstrap_replicates(groups, counts, engine)
-            intervals = metric_intervals(reps, table, self.confidence)
+                intervals, reps, method = prompt_intervals(groups, counts, engine, table, self.confidence,
+                                                           interval_method(self.interval, estimator))
+            notes.extend(interval_notes(intervals, table))
             boot = {"replicates": int(replicates), "level": float(self.confidence), "seed": self.seed,
-                    "resample": "prompts", "interval": "basic"}
+                    "resample": "prompts", "interval": method,
+                    "validity": interval_validity(estimator, method, self.kernel, rank, distinct_groups)}
             timings["bootstrap_s"] = time.perf_counter() - t3
         timings["total_s"] = time.perf_counter() - t0
         config = {"kernel": self.kernel, **maps.describe(),
@@ -310,7 +319,8 @@ class Scendi(ScendiKernelOptions):
                   "eigen_floor": EIGEN_FLOOR, "input": data.where, "precision": self.precision,
                   "route": route, "device": backend.label,
                   "n_folds": self.n_folds if estimator == "cross-fit" else None,
-                  "ridge": ridge if estimator == "cross-fit" else None}
+                  "ridge": (None if math.isinf(ridge) else ridge) if estimator == "cross-fit" else None,
+                  "prompt_part": PROMPT_PART[estimator]}
 
         def head(v: np.ndarray) -> list[float]:
             v = np.asarray(v)[:MAX_STORED_EIGENVALUES]
@@ -327,6 +337,16 @@ class Scendi(ScendiKernelOptions):
             timings={k_: round(v, 4) for k_, v in timings.items()},
             intervals=intervals, bootstrap=boot, gamma_estimator=described)
         return result, reps
+
+    def _grouped_route(self, n: int, dim: int, d_i: int, g: int) -> bool:
+        """Whether the in-sample split runs on grouped prompts in memory (cheaper than streaming, and what
+        the debiased estimator needs when prompts repeat; with every prompt distinct it scales instead)."""
+        if current_client() is not None or n < dim or self.gamma_estimator == "cross-fit":
+            return False
+        if n * d_i > GROUPED_MAX_VALUES:
+            return False
+        cheap = 2 * g < n and g ** 3 + g * g * (dim - d_i) < n * dim ** 2
+        return cheap or (self.gamma_estimator != "in-sample" and g < n and g <= SAMPLE_SPACE_MAX_ROWS)
 
     def _replicates(self, n: int, dim: int, distinct: int, notes: list[str]) -> int:
         """The bootstrap's replicate count: ``bootstrap``, or for 'auto' 200 when one replicate is cheap."""
@@ -350,7 +370,7 @@ class Scendi(ScendiKernelOptions):
         return int(self.bootstrap)
 
     def _resolve_estimator(self, rank: int, n: int, distinct: int, in_memory: bool, notes: list[str]) -> str:
-        """'in-sample' or 'cross-fit' for this set (see ``gamma_estimator``)."""
+        """'in-sample', 'debiased' or 'cross-fit' for this set (see ``gamma_estimator``)."""
         if self.gamma_estimator == "cross-fit":
             if distinct < 2:
                 raise OptionError("gamma_estimator='cross-fit' needs at least 2 distinct prompts; every row "
@@ -360,43 +380,17 @@ class Scendi(ScendiKernelOptions):
                                   f"{SAMPLE_SPACE_MAX_ROWS} rows in one process (got n = {n}"
                                   f"{', on a cluster' if current_client() is not None else ''})")
             return "cross-fit"
-        if self.gamma_estimator == "in-sample" or 2 * rank < n or distinct < 2:
+        if self.gamma_estimator in ("in-sample", "debiased"):
+            return self.gamma_estimator
+        if distinct < 2:
+            return "in-sample"
+        if debias_possible(rank, distinct):
+            return "debiased"
+        if 2 * rank < n:  # each prompt's mean fitted exactly, several outputs each: the within-prompt part
             return "in-sample"
         if not in_memory:
-            notes.append(f"rank(C_TT) = {rank} is near n = {n}, but the cross-fitted estimator needs the set "
-                         f"in one process with n <= {SAMPLE_SPACE_MAX_ROWS}; Gamma* was fitted in-sample")
+            notes.append(f"rank(C_TT) = {rank} is near the {distinct} distinct prompts, but the cross-fitted "
+                         f"estimator needs the set in one process with n <= {SAMPLE_SPACE_MAX_ROWS}; Gamma* "
+                         "was fitted in-sample (biased low)")
             return "in-sample"
         return "cross-fit"
-
-
-def compare(sets: list[PairedSet], estimator: Scendi | None = None, names: list[str] | None = None
-            ) -> ScendiComparison:
-    """Fit the same Scendi configuration on several models' paired sets: one row per model, and with a
-    bootstrap, pairwise ``differences`` (paired over shared prompt draws when every set holds the same
-    prompts, else by interval overlap; each row says which)."""
-    est = estimator or Scendi()
-    est._validate()
-    names = names or [s.name for s in sets]
-    if len(names) != len(sets):
-        raise OptionError(f"{len(names)} names for {len(sets)} sets")
-    sets = [check_paired(s, est.kernel) for s in sets]
-    labels, _ = prompt_groups(*sets)
-    shared = len(sets) > 1 and all(set(np.unique(lab)) == set(np.unique(labels[0])) for lab in labels)
-    results, reps = [], []
-    for s, n, lab in zip(sets, names, labels, strict=True):
-        if shared:  # one prompt numbering: the seeded draws pick the same prompts for every model
-            r, rep = est.fit_with_draws(s, name=n, groups=lab)
-        else:
-            own, _ = prompt_groups(s)
-            r, rep = est.fit_with_draws(s, name=n, groups=own[0])
-        results.append(r)
-        reps.append(rep)
-    differences: list[dict] = []
-    if len(results) > 1 and all(r.intervals for r in results):
-        paired = shared and len({len(rep["scendi"]) for rep in reps if rep is not None} | (
-            {-1} if any(rep is None for rep in reps) else set())) == 1
-        differences = compare_models(names, [r.summary() | {"model_share": r.model_share} for r in results],
-                                     reps if paired else None, [r.intervals for r in results],
-                                     level=est.confidence)
-    comparison = ScendiComparison(models=results, seed=est.seed, differences=differences)
-    return dataclasses.replace(comparison, rankings=diversity_rankings(comparison))

@@ -15,7 +15,9 @@ import numpy as np
 from ...array_ops import as_like, grid, index_array, symmetric_eigh, trace
 from ...backend import NUMPY, Backend, array_namespace, to_numpy
 from ...data.paired import PairedSet
+from ...errors import OptionError
 from ...kernels.scendi_features import ScendiFeatureMaps
+from .bootstrap import INTERVAL_METRICS
 from .core import PINV_RCOND, scendi_score_table, schur_split
 from .dual import assign_folds, cross_fit_hats, grouped_prompt_basis, sample_space_spectra
 
@@ -62,6 +64,7 @@ class SampleSpaceReplicates:
     ridge: float = 0.0
     seed: int = 0
     rcond: float = PINV_RCOND
+    debias: bool = False
 
     def __call__(self, rows: np.ndarray, weights: np.ndarray, groups: np.ndarray, replicate: int) -> dict:
         """Scores of the subset ``rows`` weighted by ``weights`` (sum 1); ``groups`` are their prompts."""
@@ -74,7 +77,11 @@ class SampleSpaceReplicates:
             s = sample_space_spectra(k_i, w, dim=self.dim, hat=hat, in_sample=False)
         else:
             basis = grouped_prompt_basis(self.group_gram, groups, w, rcond=self.rcond)[0]
-            s = sample_space_spectra(k_i, w, dim=self.dim, basis=basis)
+            try:
+                s = sample_space_spectra(k_i, w, dim=self.dim, basis=basis,
+                                         debias_groups=groups if self.debias else None)
+            except OptionError:  # the drawn prompts leave no residual degree of freedom: no value
+                return dict.fromkeys(INTERVAL_METRICS, float("nan"))
         return scendi_score_table(s.model, s.prompt, s.output, model_share=s.model_share,
                                   prompt_share=s.prompt_share)
 
@@ -100,3 +107,35 @@ class FeatureSpaceReplicates:
         return scendi_score_table(model, split.lambda_t_eigenvalues, output,
                                   model_share=trace(split.lambda_i), prompt_share=trace(split.lambda_t))
 
+
+
+@dataclass(frozen=True)
+class GroupedReplicates:
+    """Replicates from the grouped feature-space split (:func:`.grouped.grouped_split`; d_I x d_I spectra):
+    the debiased estimator's engine when n is above the feature dimension."""
+
+    output_features: np.ndarray
+    group_features: np.ndarray  #: G x d_T, row g = prompt g's features
+    debias: bool = True
+    rcond: float = PINV_RCOND
+
+    def __call__(self, rows: np.ndarray, weights: np.ndarray, groups: np.ndarray, replicate: int) -> dict:
+        """Scores of the subset ``rows`` weighted by ``weights`` (sum 1); ``groups`` are their prompts."""
+        from .grouped import grouped_split, prompt_spectrum
+
+        f_i = self.output_features[index_array(rows, self.output_features)]
+        try:
+            split = grouped_split(f_i, self.group_features, groups, rcond=self.rcond, weights=weights,
+                                  debias=self.debias)
+        except OptionError:  # the drawn prompts leave no residual degree of freedom: no value
+            return dict.fromkeys(INTERVAL_METRICS, float("nan"))
+        d_i = f_i.shape[1]
+        model = to_numpy(symmetric_eigh(split.lambda_i, values_only=True))[::-1]
+        output = to_numpy(symmetric_eigh(split.c_ii, values_only=True))[::-1]
+        if split.lambda_t is None:
+            prompt, prompt_share = prompt_spectrum(split.b, d_i), trace(split.b.T @ split.b)
+        else:
+            prompt = to_numpy(symmetric_eigh(split.lambda_t, values_only=True))[::-1]
+            prompt_share = trace(split.lambda_t)
+        return scendi_score_table(model, prompt, output, model_share=trace(split.lambda_i),
+                                  prompt_share=prompt_share)

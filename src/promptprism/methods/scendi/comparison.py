@@ -1,0 +1,50 @@
+"""Several models' Scendi on one configuration: :func:`compare` (one row per model, paired differences)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ...data.paired import PairedSet, prompt_groups
+from ...errors import OptionError
+from ..rankings import diversity_rankings
+from .bootstrap import compare_models
+from .estimator import Scendi
+from .nullifier import check_paired
+from .results import ScendiComparison
+
+
+def compare(sets: list[PairedSet], estimator: Scendi | None = None, names: list[str] | None = None
+            ) -> ScendiComparison:
+    """Fit the same Scendi configuration on several models' paired sets: one row per model, and with a
+    bootstrap, pairwise ``differences`` (paired over shared prompt draws when every set holds the same
+    prompts, else by interval overlap; each row says which)."""
+    est = estimator or Scendi()
+    est._validate()
+    names = names or [s.name for s in sets]
+    if len(names) != len(sets):
+        raise OptionError(f"{len(names)} names for {len(sets)} sets")
+    sets = [check_paired(s, est.kernel) for s in sets]
+    labels, _ = prompt_groups(*sets)
+    shared = len(sets) > 1 and all(set(np.unique(lab)) == set(np.unique(labels[0])) for lab in labels)
+    results, reps = [], []
+    for s, n, lab in zip(sets, names, labels, strict=True):
+        if shared:  # one prompt numbering: the seeded draws pick the same prompts for every model
+            r, rep = est.fit_with_draws(s, name=n, groups=lab)
+        else:
+            own, _ = prompt_groups(s)
+            r, rep = est.fit_with_draws(s, name=n, groups=own[0])
+        results.append(r)
+        reps.append(rep)
+    differences: list[dict] = []
+    if len(results) > 1 and all(r.intervals for r in results):
+        methods = {r.bootstrap.get("interval", "").startswith("jackknife") for r in results}
+        jackknife = methods == {True}
+        lengths = {len(rep["scendi"]) for rep in reps if rep is not None}
+        paired = shared and len(methods) == 1 and len(lengths | ({-1} if None in reps else set())) == 1
+        differences = compare_models(names, [r.summary() | {"model_share": r.model_share} for r in results],
+                                     reps if paired else None, [r.intervals for r in results],
+                                     level=est.confidence, jackknife=jackknife)
+    comparison = ScendiComparison(models=results, seed=est.seed, differences=differences)
+    return dataclasses.replace(comparison, rankings=diversity_rankings(comparison))
