@@ -52,7 +52,7 @@ def aggregate_outcomes(res, on_topic: Callable[[str], bool], alpha: float) -> di
     fitted = next(k["name"] for k in agg["kernels"] if k["fitted"])
     raw = agg["p_modes_fitted_kernel"]
     out = {fitted: (any(p <= alpha for p in raw),
-                    any(p <= alpha and on_topic(md.top_prompts[0].prompt) for md, p in zip(res.modes, raw)))}
+                    any(p <= alpha and on_topic(md.top_prompts[0].prompt) for md, p in zip(res.modes, raw, strict=True)))}
     agg_any = any(md.significant for md in res.modes)
     agg_hit = any(md.significant and on_topic(md.top_prompts[0].prompt) for md in res.modes)
     for k in agg["kernels"]:
@@ -81,9 +81,8 @@ def run_setup(bank: dict, *, n: int, hedged: float, runs: int, seed: int, separa
         planted = r % len(bank["topics"])
         test, ref = draw_sets(bank, n, n, planted=planted, hedged=hedged, rng=rng)
         sets = (paired(test, "test"), paired(ref, "reference"))
-        topic_of = bank["topic"]
 
-        def on_topic(label: str, planted: int = planted) -> bool:
+        def on_topic(label: str, planted: int = planted, topic_of: np.ndarray = bank["topic"]) -> bool:
             return int(topic_of[int(label[1:])]) == planted
         t0 = time.perf_counter()
         res = PromptSplit(seed=seed + r, alpha=alpha).fit(*sets)
@@ -126,7 +125,8 @@ def main() -> None:
     setups = [{"name": "null, n = m = 240", "n": 240, "hedged": 0.0, "runs": args.nulls},
               {"name": "one topic hedged, n = m = 240", "n": 240, "hedged": 1.0, "runs": args.runs,
                "separate": args.separate},
-              {"name": "half of one topic hedged, n = m = 960", "n": 960, "hedged": 0.5, "runs": args.big_runs}]
+              {"name": "half of one topic hedged, n = m = 960", "n": 960, "hedged": 0.5,
+               "runs": args.big_runs}]
     print(f"{'set-up':40} {'test':24} {'rate':>6} {'runs':>5} {'s/fit':>6}")
     for s in setups:
         if s["runs"] <= 0:

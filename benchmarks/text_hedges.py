@@ -8,8 +8,8 @@ small topics written here; ten topics in all. Each answer is written in ``len(PL
 benchmarks/text_hedges.py`` rewrites it).
 
 :func:`draw_sets` draws a test and a reference set: a topic uniformly (each holds a tenth of the samples),
-then one of its first ``PER_TOPIC`` questions, then a wording; in the test set a share ``hedged`` of the planted topic's answers is
-hedged. ``hedged=0`` gives a null pair (both sets from one distribution).
+then one of its first ``PER_TOPIC`` questions, then a wording; in the test set a share ``hedged`` of the
+planted topic's answers is hedged. ``hedged=0`` gives a null pair (both sets from one distribution).
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ EXTRA: dict[str, list[tuple[str, str]]] = {
         ("What is the longest river in the world?", "The Nile is usually named the longest river."),
         ("What is the highest mountain on Earth?", "Mount Everest is the highest mountain."),
         ("What is the largest ocean?", "The Pacific is the largest ocean."),
-        ("What is the largest desert?", "Antarctica is the largest desert; the Sahara is the largest hot one."),
+        ("What is the largest desert?",
+         "Antarctica is the largest desert; the Sahara is the largest hot one."),
         ("Which continent has the most countries?", "Africa has the most countries."),
         ("What is the smallest country in the world?", "Vatican City is the smallest country."),
         ("Which river flows through Cairo?", "The Nile flows through Cairo."),
@@ -69,7 +70,8 @@ EXTRA: dict[str, list[tuple[str, str]]] = {
         ("What is a prime number?", "A prime has exactly two divisors: 1 and itself."),
         ("How many degrees are in a triangle?", "The angles of a triangle add up to 180 degrees."),
         ("What is 7 times 8?", "7 times 8 is 56."),
-        ("What is the Pythagorean theorem?", "In a right triangle, a squared plus b squared equals c squared."),
+        ("What is the Pythagorean theorem?",
+         "In a right triangle, a squared plus b squared equals c squared."),
         ("What is the derivative of x squared?", "The derivative of x squared is 2x."),
         ("How many sides does a hexagon have?", "A hexagon has six sides."),
     ],
