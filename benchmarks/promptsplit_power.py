@@ -51,8 +51,9 @@ def aggregate_outcomes(res, on_topic: Callable[[str], bool], alpha: float) -> di
     agg = res.significance["aggregation"]
     fitted = next(k["name"] for k in agg["kernels"] if k["fitted"])
     raw = agg["p_modes_fitted_kernel"]
+    pairs = list(zip(res.modes, raw, strict=True))
     out = {fitted: (any(p <= alpha for p in raw),
-                    any(p <= alpha and on_topic(md.top_prompts[0].prompt) for md, p in zip(res.modes, raw, strict=True)))}
+                    any(p <= alpha and on_topic(md.top_prompts[0].prompt) for md, p in pairs))}
     agg_any = any(md.significant for md in res.modes)
     agg_hit = any(md.significant and on_topic(md.top_prompts[0].prompt) for md in res.modes)
     for k in agg["kernels"]:
