@@ -62,7 +62,7 @@ def labelling_pvalues(stat: np.ndarray) -> np.ndarray:
     permutation p-value)."""
     stat = np.asarray(stat, dtype=np.float64)
     ordered = np.sort(stat)
-    below = np.searchsorted(ordered, stat * (1 - 1e-12), side="left")
+    below = np.searchsorted(ordered, stat - 1e-12 * np.abs(stat), side="left")
     return (stat.size - below) / stat.size
 
 
