@@ -84,6 +84,10 @@ def mode_significance(sets: dict, spec: core.Spectrum, labels: dict, *, operand_
                      sizes=(n, m, n_sub, m_sub))
     if aggregation is not None:
         record["aggregation"] = aggregation
+        others = [k["name"] for k in aggregation["kernels"] if not k["fitted"] and k["n_significant"]]
+        record["verdict"] += (f"; aggregated over {len(aggregation['kernels'])} kernels: p = "
+                              f"{aggregation['p']:.2g}" + (f", modes also found by {', '.join(others)} "
+                                                           "(significance.aggregation)" if others else ""))
     return record, p_values
 
 
