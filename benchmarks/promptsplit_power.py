@@ -115,6 +115,21 @@ def power_table(setups: list[dict], *, seed: int = 0) -> list[dict]:
     return rows
 
 
+def aggregation_cost(n: int, method: str, *, seed: int = 0, dim: int = 64) -> dict:
+    """One default fit on unit-norm (text-like) random embeddings, n = m: the seconds of the fitted
+    kernel's test, of each other kernel of the family, and of the whole fit."""
+    rng = np.random.default_rng(seed)
+
+    def unit(x: np.ndarray) -> np.ndarray:
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+    sets = [(unit(rng.standard_normal((n, dim))), unit(rng.standard_normal((n, dim)))) for _ in range(2)]
+    res = PromptSplit(method=method, seed=seed).fit(*sets)
+    agg = res.significance["aggregation"]
+    return {"n": n, "method": res.method, "total_s": res.timings["total_s"],
+            "significance_s": res.timings["significance_s"], "cost_s": agg["cost_s"],
+            "samples": [k["samples"] for k in agg["kernels"]]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=100, help="data sets per power cell")
@@ -122,7 +137,13 @@ def main() -> None:
     ap.add_argument("--separate", type=int, default=40, help="power runs with the stable / route fits")
     ap.add_argument("--big-runs", type=int, default=20, help="data sets at n = m = 960 (half hedged)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cost", action="store_true", help="only the aggregation's cost at n = m = 5,000 "
+                    "(exact) and 15,000 (rff)")
     args = ap.parse_args()
+    if args.cost:
+        for n, method in ((5000, "exact"), (15000, "rff")):
+            print(aggregation_cost(n, method, seed=args.seed), flush=True)
+        return
     setups = [{"name": "null, n = m = 240", "n": 240, "hedged": 0.0, "runs": args.nulls},
               {"name": "one topic hedged, n = m = 240", "n": 240, "hedged": 1.0, "runs": args.runs,
                "separate": args.separate},
