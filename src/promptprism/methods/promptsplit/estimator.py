@@ -211,6 +211,7 @@ class PromptSplit:
             significance, p_values = self._significance(sets, spec, labels, gram=gram, fmap=fmap, feats=feats,
                                                         permutations=permutations, backend=backend,
                                                         family=family)
+            significance["route_note"] = testing.ROUTE_NOTES.get(method)
         elif permutations:
             significance = sig.empty_record(permutations=permutations, alpha=float(self.alpha),
                                             seed=self.seed, identical=identical)
