@@ -87,3 +87,13 @@ def test_median_counts_a_row_beyond_float64_squares_as_the_farthest_without_warn
         warnings.simplefilter("error")
         assert median_pairwise_distance(huge) == median_pairwise_distance(far)
     assert median_pairwise_distance(huge) != median_pairwise_distance(np.delete(x, 3, axis=0))
+
+
+def test_stable_rule_does_not_depend_on_the_grid():
+    """top(sigma) = 1/sigma changes by less than 0.01 across a factor sqrt(2) from sigma > 29.3 on: a
+    sqrt(2) grid and a 2^(1/4) grid both pick 32 (comparing neighbours, the fine grid would pick 16)."""
+    coarse = tuple(2 ** (k / 2) for k in range(13))
+    fine = tuple(2 ** (k / 4) for k in range(25))
+    for grid in (coarse, fine):
+        scan = stable_bandwidth(lambda s: np.array([1.0 / s]), 1.0, multipliers=grid)
+        assert scan["plateau"] and scan["chosen"] == pytest.approx(32.0)

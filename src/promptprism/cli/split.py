@@ -22,7 +22,7 @@ from .report import NO_REPORT
 
 #: library parameter names -> the flags that set them (for error messages)
 FLAGS = {"permutations": "--permutations", "alpha": "--alpha", "precision": "--precision",
-         "device": "--device", "null_samples": "--null-samples"}
+         "device": "--device", "null_samples": "--null-samples", "aggregate": "--aggregate"}
 
 
 @contextlib.contextmanager
@@ -132,6 +132,8 @@ def split(
                                                    "subsample above, exact on it); its time grows with it."),
     precision: str = typer.Option("auto", help="float32, float64, or auto (float32 for rff/sketch, float64 "
                                                "exact); recorded in result.json."),
+    aggregate: str = typer.Option("auto", help="The test over a kernel family (auto: by the outputs' "
+                                               "modality; text, image) or none (the fitted kernel alone)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
     text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
     prompts: Path = inp.PROMPTS, cache: Path = inp.CACHE, no_cache: bool = inp.NO_CACHE,
@@ -153,7 +155,7 @@ def split(
                                                                                         "--permutations"),
             alpha=float_option(alpha, "--alpha"), null_samples=int_option(null_samples, "--null-samples"),
             progress=False if quiet else None,
-            precision=precision, device=device)
+            precision=precision, device=device, aggregate=aggregate)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
     with execution(scheduler=scheduler, workers=workers):

@@ -106,6 +106,8 @@ def resolve_bandwidth(spec: Any, x: np.ndarray, *, name: str = "sigma", seed: in
 
 #: multiples of the median scanned by the 'stable' rule (sqrt(2) steps)
 STABLE_MULTIPLIERS = (0.5, 0.71, 1.0, 1.41, 2.0, 2.83, 4.0)
+#: the 'stable' rule compares each scanned bandwidth with the one this many times larger
+STABLE_RATIO = 2 ** 0.5
 #: the 'stable' rule's tolerance: the largest change of the top eigenvalues between two consecutive scanned
 #: bandwidths (absolute, on normalised kernels; the PromptSplit paper's gap of 0.01)
 STABLE_TOLERANCE = 0.01
@@ -113,27 +115,37 @@ STABLE_TOLERANCE = 0.01
 
 def stable_bandwidth(top_eigenvalues: Any, median: float, *,
                      multipliers: tuple[float, ...] = STABLE_MULTIPLIERS,
-                     tolerance: float | None = None) -> dict:
+                     tolerance: float | None = None, ratio: float = STABLE_RATIO) -> dict:
     """Scan sigma = multiplier x median and pick the smallest whose top eigenvalues are stable.
 
     ``top_eigenvalues(sigma)`` returns the quantity to stabilise (for PromptSplit: the top |eigenvalues| of
     each sign). The chosen sigma is the smallest scanned one whose top eigenvalues change by less than
-    ``tolerance`` (largest absolute change) to the next scanned sigma. Without such a plateau the median is
-    kept and ``plateau`` is False (with a note saying so). Returns the scan as recorded in result.json:
-    ``{"multipliers", "sigmas", "top_eigenvalues", "chosen", "plateau", "tolerance", "note"}``.
+    ``tolerance`` (largest absolute change) to the scanned sigma ``ratio`` times larger (the scanned one
+    nearest to it in log scale, within 5 %; on the default grid: the next one). Comparing across a fixed
+    ratio, not across neighbouring grid points, keeps the choice from depending on the grid: compared with
+    its neighbour on a grid of 2^(1/4) steps, the text set-up of ``benchmarks/text_hedges.py`` picked
+    0.5 x median where the sqrt(2) grid picked 0.71 x. Without such a plateau the median is kept and
+    ``plateau`` is False (with a note saying so). Returns the scan as recorded in result.json:
+    ``{"multipliers", "sigmas", "top_eigenvalues", "chosen", "plateau", "tolerance", "ratio", "note"}``.
     ``tolerance`` defaults to :data:`STABLE_TOLERANCE`.
     """
     tolerance = STABLE_TOLERANCE if tolerance is None else float(tolerance)
     sigmas = [float(f * median) for f in multipliers]
     tops = [np.asarray(top_eigenvalues(s), dtype=np.float64) for s in sigmas]
+    logs = np.log(np.asarray(multipliers, dtype=np.float64))
     chosen, plateau = float(median), False
-    for i in range(len(sigmas) - 1):
-        if float(np.max(np.abs(tops[i + 1] - tops[i]), initial=0.0)) < tolerance:
+    for i in range(len(sigmas)):
+        gap = np.abs(logs - logs[i] - np.log(ratio))
+        j = int(np.argmin(gap))
+        if gap[j] > np.log(1.05) or j == i:
+            continue
+        if float(np.max(np.abs(tops[j] - tops[i]), initial=0.0)) < tolerance:
             chosen, plateau = sigmas[i], True
             break
     note = (f"the top eigenvalues change by less than {tolerance:g} from {chosen:.4g} "
-            f"({multipliers[sigmas.index(chosen)]:g} x median) to the next scanned bandwidth" if plateau else
-            f"no plateau: the top eigenvalues change by {tolerance:g} or more between every two scanned "
-            "bandwidths, so the median is kept")
+            f"({multipliers[sigmas.index(chosen)]:g} x median) to {ratio:.3g} times that bandwidth"
+            if plateau else
+            f"no plateau: the top eigenvalues change by {tolerance:g} or more across every scanned "
+            f"factor of {ratio:.3g} in bandwidth, so the median is kept")
     return {"multipliers": list(multipliers), "sigmas": sigmas, "top_eigenvalues": [t.tolist() for t in tops],
-            "chosen": chosen, "plateau": plateau, "tolerance": tolerance, "note": note}
+            "chosen": chosen, "plateau": plateau, "tolerance": tolerance, "ratio": float(ratio), "note": note}

@@ -28,8 +28,9 @@ from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProje
 from ...kernels.gram import KERNELS
 from ...scale.runner import DaskRunner, balanced_blocks, current_runner, partition_rows, partition_size
 from ...stats.modes import ModeStats
-from . import core, testing
+from . import aggregate, core, testing
 from . import significance as sig
+from .family import family_for
 from .result import PromptSplitResult
 from .summary import SIDES, SummaryOptions, summarise
 
@@ -75,6 +76,9 @@ class PromptSplit:
     null_samples : the test runs on at most this many samples (n + m; at least 4), a seeded subsample of
         both sets above, exact on it; the test's time grows linearly with it (docs/promptsplit.md).
     progress : show progress bars (None: only on a terminal).
+    aggregate : the test over a kernel family (:mod:`.aggregate`): 'auto' (by the outputs' modality),
+        'text', 'image', or 'none' (the fitted kernel alone); modes stay the fitted kernel's, p-values
+        adjusted; ``significance['aggregation']``: each kernel's p, what it finds, the cost.
     device : where the array core runs (:func:`promptprism.backend.resolve_backend`): 'auto' (torch on CUDA
         when a GPU is present, else numpy), 'cpu' (numpy, the reference), 'cuda', 'cuda:N', 'mps', or
         'torch' (torch on the CPU). Everything runs there: the joint Gram matrix and its eigen-solve, random
@@ -108,6 +112,7 @@ class PromptSplit:
     progress: bool | None = False
     precision: str = "auto"
     device: str = "auto"
+    aggregate: str = "auto"
 
     def __post_init__(self) -> None:
         self._validate()
@@ -147,6 +152,9 @@ class PromptSplit:
         check_seed(self.seed)
         if check_positive_number(self.null_samples, "null_samples", integer=True) and self.null_samples < 4:
             raise OptionError(f"null_samples must be at least 4 (2 per set), got {self.null_samples}")
+        if self.aggregate not in aggregate.AGGREGATES:
+            raise OptionError(f"aggregate must be one of {', '.join(aggregate.AGGREGATES)}, "
+                              f"got {self.aggregate!r}")
         if self.kernel == "gaussian":
             parse_bandwidth(self.sigma_prompt, "sigma_prompt", allow_stable=True)
             parse_bandwidth(self.sigma_output, "sigma_output", allow_stable=True)
@@ -198,8 +206,12 @@ class PromptSplit:
         t1 = time.perf_counter()
         significance, p_values = ({}, None)
         if permutations and not identical and spec.selected.size:
+            family = family_for(self.aggregate, sets, kernel=self.kernel, sigmas=sigmas, seed=self.seed,
+                                rules=(self.sigma_prompt, self.sigma_output), names=names, backend=backend)
             significance, p_values = self._significance(sets, spec, labels, gram=gram, fmap=fmap, feats=feats,
-                                                        permutations=permutations, backend=backend)
+                                                        permutations=permutations, backend=backend,
+                                                        family=family)
+            significance["route_note"] = testing.ROUTE_NOTES.get(method)
         elif permutations:
             significance = sig.empty_record(permutations=permutations, alpha=float(self.alpha),
                                             seed=self.seed, identical=identical)
@@ -226,6 +238,7 @@ class PromptSplit:
             "top_k": self.top_k, "top_prompts": self.top_prompts, "rank_prompts_by": self.rank_prompts_by,
             "solver": self.solver, "precision": precision, "device": backend.label,
             "permutations": permutations, "alpha": float(self.alpha), "null_samples": int(self.null_samples),
+            "aggregate": self.aggregate,
             "test": test.where, "reference": reference.where,
         }
         return PromptSplitResult(
@@ -363,7 +376,7 @@ class PromptSplit:
         return partition_size(self.partition_rows, self.chunk_size)
 
     # ----------------------------------------------------------------------------------- significance
-    def _significance(self, sets, spec, labels, *, gram, fmap, feats, permutations, backend):
+    def _significance(self, sets, spec, labels, *, gram, fmap, feats, permutations, backend, family=None):
         """The permutation test of the reported modes (see :mod:`.significance` and :mod:`.testing`)."""
         operand_of = testing.null_operand(sets, gram=gram, fmap=fmap, feats=feats, backend=backend,
                                           chunk_size=self.chunk_size)
@@ -371,7 +384,8 @@ class PromptSplit:
                     enabled=progress_enabled(self.progress)):
             return testing.mode_significance(sets, spec, labels, operand_of=operand_of, eta=self.eta,
                                              permutations=permutations, alpha=float(self.alpha),
-                                             seed=self.seed, max_samples=int(self.null_samples))
+                                             seed=self.seed, max_samples=int(self.null_samples),
+                                             family=family)
 
 
 def _as_paired(obj: PairedSet | tuple, name: str) -> PairedSet:

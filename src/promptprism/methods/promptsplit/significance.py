@@ -138,6 +138,22 @@ def permuted_spectra(operand: tuple[str, np.ndarray], weights: np.ndarray, n_top
         return weighted_factor_extremes(array, weights, n_top, seed=seed)
 
 
+def test_labellings(groups: np.ndarray, n: int, m: int, permutations: int, seed: int) -> np.ndarray:
+    """The observed labelling (column 0) and the K relabellings of the test's rows (N x (K + 1) booleans,
+    True = test), drawn from ``seed``: the same columns for every statistic computed on these rows."""
+    is_test = np.r_[np.ones(n, bool), np.zeros(m, bool)]
+    labels = permuted_labels(groups, is_test, permutations, np.random.default_rng(seed))
+    return np.concatenate([is_test[:, None], labels], axis=1)
+
+
+def labelling_spectra(operand: tuple[str, np.ndarray], *, groups: np.ndarray, n: int, m: int, eta: float,
+                      n_top: int, permutations: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(positive, |negative|) top ``n_top`` eigenvalues of Lambda under the observed labelling (row 0) and
+    the K relabellings of :func:`test_labellings` (rows 1..K): ((K + 1) x n_top each)."""
+    labels = test_labellings(groups, n, m, permutations, seed)
+    return permuted_spectra(operand, label_weights(labels, n, m, eta), n_top, seed=seed)
+
+
 def permutation_test(
     operand: tuple[str, np.ndarray], *, groups: np.ndarray, n: int, m: int, eta: float,
     tested: tuple[int, int], permutations: int, alpha: float, seed: int,
@@ -151,12 +167,14 @@ def permutation_test(
     (Lanczos errs low on unconverged eigenvalues). Returns the raw material of
     ``PromptSplitResult.significance`` plus 'p_positive'/'p_negative' and the 'observed' eigenvalues tested.
     """
-    rng = np.random.default_rng(seed)
+    pos, neg = labelling_spectra(operand, groups=groups, n=n, m=m, eta=eta, n_top=max(*tested, 1),
+                                 permutations=permutations, seed=seed)
+    return spectra_test(pos, neg, tested=tested, alpha=alpha)
+
+
+def spectra_test(pos: np.ndarray, neg: np.ndarray, *, tested: tuple[int, int], alpha: float) -> dict:
+    """:func:`permutation_test` from the spectra of :func:`labelling_spectra` (row 0 observed)."""
     n_top = max(*tested, 1)
-    is_test = np.r_[np.ones(n, bool), np.zeros(m, bool)]
-    labels = permuted_labels(groups, is_test, permutations, rng)
-    w = np.concatenate([label_weights(is_test, n, m, eta)[:, None], label_weights(labels, n, m, eta)], axis=1)
-    pos, neg = permuted_spectra(operand, w, n_top, seed=seed)
     obs_pos, obs_neg = (np.asarray(o, dtype=np.float64) for o in (pos[0, : tested[0]], neg[0, : tested[1]]))
     pos, neg = pos[1:], neg[1:]
     p_pos, p_neg = step_down_pvalues(obs_pos, obs_neg, pos, neg)

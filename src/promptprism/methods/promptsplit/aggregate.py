@@ -1,0 +1,119 @@
+"""PromptSplit's permutation test aggregated over a small family of kernels (power without one bandwidth).
+
+In the manner of the aggregated MMD test (Schrab et al., "MMD Aggregated Two-Sample Test", 2023), with a
+single level and a max-type (min-p) rule: every kernel of the family is tested on the SAME K relabellings
+(:func:`.significance.test_labellings`); kernel k's statistic of a labelling is T_k = the larger over the
+two signs of the top |eigenvalue| of Lambda, scaled by that sign's median over the K + 1 labellings (the
+first step of :func:`.significance.step_down_pvalues`); it is put on the probability scale by its rank
+among the K + 1 labellings, p_k(l) = #{l': T_k(l') >= T_k(l)} / (K + 1); the aggregate statistic is
+min_k p_k(l), and its p-value is the rank of the observed minimum among the K + 1 minima,
+p_agg = #{l: min_k p_k(l) <= min_k p_k(observed)} / (K + 1). Every step is a symmetric function of the
+K + 1 labellings, so under H0 (exchangeable labels) P(p_agg <= alpha) <= alpha: the family-wise error over
+kernels is kept. A mode of kernel k with its own step-down p-value p is reported with the adjusted
+p = (1 + #{relabellings l: min_k p_k(l) <= p}) / (1 + K) (:func:`adjust_pvalues`); a mode can be
+significant only when p_agg <= alpha, so the family-wise error over kernels and modes stays at most alpha
+under the complete null.
+
+Kernels other than the fitted one run on the exact route (their Gram matrix on the test's rows, or on a
+seeded subsample of at most ``AGGREGATE_SAMPLES`` of them: the relabellings restricted to those rows,
+weighted by each labelling's own counts, so the statistic is still a function of the full labelling).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import core
+from . import significance as sig
+
+#: kernel families (name, kernel, multiple of the median bandwidth) per modality of the outputs: 'text'
+#: (unit-norm embeddings) and 'image' (unnormalised features); docs/promptsplit.md has the measured power
+FAMILIES = {
+    "text": (("cosine", "cosine", None), ("gaussian x1", "gaussian", 1.0), ("gaussian x2", "gaussian", 2.0)),
+    "image": (("gaussian x0.5", "gaussian", 0.5), ("gaussian x1", "gaussian", 1.0),
+              ("gaussian x2", "gaussian", 2.0)),
+}
+AGGREGATES = ("auto", "none", *FAMILIES)
+#: the other kernels of the family run on at most this many of the test's rows (a seeded subsample above)
+AGGREGATE_SAMPLES = 4_000
+#: modes of each sign tested for each other kernel of the family
+OTHER_MODES = 3
+RULE = ("min-p over kernels (single level, max-type): each kernel's largest scaled eigenvalue ranked among "
+        "the K + 1 labellings, the minimum of those p-values calibrated on its own permutation "
+        "distribution; the same permutations for every kernel")
+
+
+def modality(outputs: np.ndarray, tolerance: float = 1e-3) -> str:
+    """'text' when every output row (of at most the first 1,000) has unit norm to ``tolerance``, else
+    'image'."""
+    norms = np.linalg.norm(np.asarray(outputs[:1000], dtype=np.float64), axis=1)
+    return "text" if norms.size and bool(np.all(np.abs(norms - 1.0) <= tolerance)) else "image"
+
+
+def labelling_statistic(top_pos: np.ndarray, top_neg: np.ndarray) -> np.ndarray:
+    """T(l) for each of the K + 1 labellings: max over signs of the top |eigenvalue| divided by that sign's
+    median over the labellings (the first-step statistic of :func:`.significance.step_down_pvalues`)."""
+    cols = [np.asarray(x, dtype=np.float64) for x in (top_pos, top_neg)]
+    return np.max(np.stack([c / max(float(np.median(c)), 1e-300) for c in cols]), axis=0)
+
+
+def labelling_pvalues(stat: np.ndarray) -> np.ndarray:
+    """p(l) = #{l': T(l') >= T(l)} / (K + 1) for every labelling l (the observed one's is the add-one
+    permutation p-value)."""
+    stat = np.asarray(stat, dtype=np.float64)
+    ordered = np.sort(stat)
+    below = np.searchsorted(ordered, stat - 1e-12 * np.abs(stat), side="left")
+    return (stat.size - below) / stat.size
+
+
+def adjust_pvalues(p: np.ndarray, null_min_p: np.ndarray) -> np.ndarray:
+    """(1 + #{relabellings l: min_k p_k(l) <= p}) / (1 + K): a kernel's p-value adjusted for the family."""
+    ordered = np.sort(np.asarray(null_min_p, dtype=np.float64))
+    counts = np.searchsorted(ordered, np.asarray(p, dtype=np.float64) * (1 + 1e-12), side="right")
+    return (1.0 + counts) / (1.0 + ordered.size)
+
+
+def min_p_aggregate(stats: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """From each kernel's statistic over the K + 1 labellings (kernels x (K + 1), column 0 observed):
+    (p_agg, each kernel's own p-value of the observed labelling, the K relabellings' min-p values)."""
+    p = np.stack([labelling_pvalues(s) for s in np.atleast_2d(stats)])
+    min_p = p.min(axis=0)
+    p_agg = float(adjust_pvalues(min_p[:1], min_p[1:])[0])
+    return p_agg, p[:, 0], min_p[1:]
+
+
+def subset_spectra(operand: tuple, labels: np.ndarray, rows: np.ndarray, *, eta: float, n_top: int,
+                   seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Spectra of Lambda on the rows ``rows`` of the test's rows under each labelling (columns of
+    ``labels``, restricted to ``rows``), each weighted by its own counts: 1/n_l on its test rows, -eta/m_l
+    on its reference rows. ``operand`` already holds only those rows."""
+    sub = labels[rows]
+    n_l = np.maximum(sub.sum(axis=0), 1)
+    m_l = np.maximum(sub.shape[0] - n_l, 1)
+    weights = np.where(sub, 1.0 / n_l, -eta / m_l)
+    return sig.permuted_spectra(operand, weights, n_top, seed=seed)
+
+
+def mode_findings(gram, group_labels: np.ndarray, n: int, m: int, *, eta: float, p_pos: np.ndarray,
+                  p_neg: np.ndarray, names, top: int = 3) -> list[dict]:
+    """The top modes of one kernel (exact route on ``gram``, n test rows then m reference rows): per mode
+    its side, eigenvalue, p-value and ``top`` prompts by contribution (:func:`.core.prompt_contributions`)."""
+    n_pos, n_neg = len(p_pos), len(p_neg)
+    spec = core.exact_spectrum(gram, core.signed_weights(n, m, eta), n_modes=max(n_pos, n_neg, 1), eta=eta)
+    vals, scores = spec.mode_eigenvalues, spec.scores
+    size = int(group_labels.max()) + 1
+    out, rank = [], {"test": 0, "reference": 0}
+    for j, lam in enumerate(vals):
+        side = "test" if lam > 0 else "reference"
+        ps = p_pos if side == "test" else p_neg
+        if rank[side] >= len(ps):
+            continue
+        p = float(ps[rank[side]])
+        rank[side] += 1
+        sq = scores[:, j] ** 2
+        contrib = core.prompt_contributions(np.bincount(group_labels[:n], sq[:n], size),
+                                            np.bincount(group_labels[n:], sq[n:], size), n, m, eta)
+        order = np.argsort(-contrib if side == "test" else contrib, kind="stable")[:top]
+        out.append({"side": side, "eigenvalue": float(lam), "p_kernel": p,
+                    "top_prompts": [str(names[i]) for i in order]})
+    return out

@@ -1,0 +1,120 @@
+"""The kernel family of the aggregated test: which kernels (resolved bandwidths), and the test run over them.
+
+:mod:`.aggregate` holds the pure statistics (min-p over kernels); this module resolves a family for a fit
+(the modality's kernels at multiples of the median bandwidth, less the fitted kernel itself), builds each
+kernel's Gram matrix on the test's rows, runs every kernel on the same relabellings and assembles the
+record ``significance['aggregation']``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...backend import NUMPY, Backend
+from ...kernels.bandwidth import resolve_bandwidth
+from . import aggregate as agg
+from . import core
+from . import significance as sig
+
+
+@dataclass
+class Family:
+    """The other kernels of the aggregate: dicts (name, kernel, sigma_prompt, sigma_output); ``fitted``:
+    the fitted kernel's name; ``modality``: the family's ('text' or 'image'); where the Grams run."""
+
+    kernels: list[dict] = field(default_factory=list)
+    fitted: str = ""
+    modality: str = ""
+    names: Any = None
+    backend: Backend = NUMPY
+    max_samples: int = agg.AGGREGATE_SAMPLES
+
+
+def resolve_family(name: str, sets: dict, *, kernel: str, sigmas: tuple, seed: int,
+                   fitted_rules: tuple = ("median", "median")) -> tuple[str, str, list[dict]]:
+    """(modality, fitted kernel's name, the family's other kernels) for the option ``aggregate=name``
+    ('auto': the outputs' modality, :func:`.aggregate.modality`). Bandwidths: multiples of the median of
+    the pooled embeddings (as ``sigma_*='median'``); the member equal to the fitted kernel is left out."""
+    modality = agg.modality(sets["test"].output_embeddings) if name == "auto" else name
+    medians = {}
+    for key, attr in (("prompt", "prompt_embeddings"), ("output", "output_embeddings")):
+        pool = core.pooled_rows(getattr(sets["test"], attr), getattr(sets["reference"], attr), 1000, seed)
+        medians[key] = resolve_bandwidth("median", pool, name=f"sigma_{key}", seed=seed)
+    fitted = "cosine" if kernel == "cosine" else (
+        "gaussian x1" if tuple(map(str, fitted_rules)) == ("median", "median") else
+        f"gaussian (sigma {sigmas[0]:.4g}, {sigmas[1]:.4g})")
+    others = []
+    for member, kern, factor in agg.FAMILIES[modality]:
+        if member == fitted:
+            continue
+        others.append({"name": member, "kernel": kern,
+                       "sigma_prompt": None if factor is None else factor * medians["prompt"],
+                       "sigma_output": None if factor is None else factor * medians["output"]})
+    return modality, fitted, others
+
+
+def family_for(aggregate: str, sets: dict, *, kernel: str, sigmas: tuple, seed: int, rules: tuple, names,
+               backend: Backend) -> Family | None:
+    """The family of a fit's aggregated test (None when ``aggregate='none'``)."""
+    if aggregate == "none":
+        return None
+    modality, fitted, others = resolve_family(aggregate, sets, kernel=kernel, sigmas=sigmas, seed=seed,
+                                              fitted_rules=rules)
+    if any(not np.all(np.linalg.norm(getattr(s, a), axis=1) > 0) for s in sets.values()
+           for a in ("prompt_embeddings", "output_embeddings")):  # (cosine is undefined at zero)
+        others = [k for k in others if k["kernel"] != "cosine"]
+    return Family(kernels=others, fitted=fitted, modality=modality, names=names, backend=backend)
+
+
+def aggregated_test(sets: dict, rows: dict, groups: np.ndarray, group_labels: np.ndarray, family: Family, *,
+                    primary: tuple[np.ndarray, np.ndarray], eta: float, permutations: int, alpha: float,
+                    seed: int) -> dict:
+    """Run the family's other kernels on the relabellings of the test's ``rows`` (the fitted kernel's top
+    eigenvalues of each labelling: ``primary``) and combine them (:func:`.aggregate.min_p_aggregate`).
+
+    Returns ``significance['aggregation']`` (plus '_null_min_p', the relabellings' min-p values, for
+    :func:`.aggregate.adjust_pvalues`)."""
+    n_sub, m_sub = rows["test"].size, rows["reference"].size
+    labels = sig.test_labellings(groups, n_sub, m_sub, permutations, seed)
+    sub_t, sub_r = sig.null_rows(n_sub, m_sub, family.max_samples, seed + 1)
+    keep = np.r_[sub_t, n_sub + sub_r]
+    picked = {"test": rows["test"][sub_t], "reference": rows["reference"][sub_r]}
+    stats = [agg.labelling_statistic(*primary)]
+    spectra, cost = [], {}
+    for member in family.kernels:
+        t0 = time.perf_counter()
+        emb = [getattr(sets[s], a)[picked[s]] for s in ("test", "reference")
+               for a in ("prompt_embeddings", "output_embeddings")]
+        gram = core.joint_gram(*emb, kernel=member["kernel"], sigma_prompt=member["sigma_prompt"],
+                               sigma_output=member["sigma_output"], backend=family.backend)
+        pos, neg = agg.subset_spectra(("gram", gram), labels, keep, eta=eta, n_top=agg.OTHER_MODES, seed=seed)
+        stats.append(agg.labelling_statistic(pos[:, 0], neg[:, 0]))
+        spectra.append((gram, pos, neg))
+        cost[member["name"]] = time.perf_counter() - t0
+    p_agg, p_own, null_min = agg.min_p_aggregate(np.stack(stats))
+    p_adjusted = agg.adjust_pvalues(p_own, null_min)
+    entries = [{"name": family.fitted, "fitted": True, "p": float(p_own[0]),
+                "p_adjusted": float(p_adjusted[0]), "samples": n_sub + m_sub}]
+    sub_labels = group_labels[keep]
+    for member, (gram, pos, neg), p, p_adj in zip(family.kernels, spectra, p_own[1:], p_adjusted[1:],
+                                                  strict=True):
+        t0 = time.perf_counter()
+        p_pos, p_neg = sig.step_down_pvalues(pos[0], neg[0], pos[1:], neg[1:])
+        entry = {**member, "fitted": False, "p": float(p), "p_adjusted": float(p_adj),
+                 "samples": int(keep.size), "modes": []}
+        if min(p_pos.min(), p_neg.min()) <= alpha:  # a mode significant for this kernel alone
+            found = agg.mode_findings(gram, sub_labels, sub_t.size, sub_r.size, eta=eta, p_pos=p_pos,
+                                      p_neg=p_neg, names=family.names)
+            for f in found:
+                f["p"] = float(agg.adjust_pvalues(np.array([f["p_kernel"]]), null_min)[0])
+            entry["modes"] = [f for f in found if f["p_kernel"] <= alpha]
+        entry["n_significant"] = sum(f["p"] <= alpha for f in entry["modes"])
+        entries.append(entry)
+        cost[member["name"]] += time.perf_counter() - t0
+    return {"rule": agg.RULE, "modality": family.modality, "p": p_agg, "kernels": entries,
+            "found_by": [e["name"] for e in entries if e["p_adjusted"] <= alpha],
+            "cost_s": {k: round(v, 4) for k, v in cost.items()}, "_null_min_p": null_min}

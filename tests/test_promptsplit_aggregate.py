@@ -1,0 +1,110 @@
+"""The aggregated permutation test (min-p over a kernel family): its statistics against their definitions,
+its level on exchangeable statistics, and its wiring into PromptSplit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from promptprism import PromptSplit
+from promptprism.errors import OptionError
+from promptprism.methods.promptsplit import aggregate as agg
+
+
+def _brute_pvalues(stat):
+    return np.array([np.mean(stat >= s) for s in stat])
+
+
+def test_labelling_pvalues_are_ranks_among_all_labellings():
+    rng = np.random.default_rng(0)
+    stat = np.r_[rng.standard_normal(30), 0.5, 0.5]  # ties count as at least as large
+    np.testing.assert_allclose(agg.labelling_pvalues(stat), _brute_pvalues(stat))
+
+
+def test_min_p_aggregate_matches_its_definition():
+    rng = np.random.default_rng(1)
+    stats = rng.standard_normal((3, 41))
+    p_agg, p_own, null_min = agg.min_p_aggregate(stats)
+    p = np.stack([_brute_pvalues(s) for s in stats])
+    min_p = p.min(axis=0)
+    assert p_agg == pytest.approx(np.mean(min_p <= min_p[0]))
+    np.testing.assert_allclose(p_own, p[:, 0])
+    np.testing.assert_allclose(null_min, min_p[1:])
+    # one kernel: the aggregate is that kernel's own add-one p-value
+    assert agg.min_p_aggregate(stats[:1])[0] == pytest.approx(p[0, 0])
+
+
+def test_adjusted_pvalues_count_relabelled_minima_and_never_undercut():
+    rng = np.random.default_rng(2)
+    stats = rng.standard_normal((4, 101))
+    p_agg, p_own, null_min = agg.min_p_aggregate(stats)
+    raw = np.array([0.01, 0.05, 0.3, 1.0])
+    adj = agg.adjust_pvalues(raw, null_min)
+    np.testing.assert_allclose(adj, [(1 + np.sum(null_min <= r)) / 101 for r in raw])
+    assert np.all(adj >= raw - 1e-12)
+    assert np.all(agg.adjust_pvalues(p_own, null_min) >= p_agg - 1e-12)
+
+
+def test_min_p_aggregate_holds_its_level_on_exchangeable_statistics():
+    """Correlated kernels, exchangeable labellings: P(p_agg <= 0.05) must be at most 0.05 (+ MC error)."""
+    rng = np.random.default_rng(3)
+    sims, hits = 2000, 0
+    for _ in range(sims):
+        common = rng.standard_normal(100)
+        stats = np.stack([common + s * rng.standard_normal(100) for s in (0.1, 0.5, 2.0)])
+        hits += agg.min_p_aggregate(stats)[0] <= 0.05
+    assert 0.03 <= hits / sims <= 0.065
+
+
+def test_labelling_statistic_is_the_scaled_larger_sign():
+    pos, neg = np.array([2.0, 1.0, 1.0]), np.array([1.0, 4.0, 2.0])
+    np.testing.assert_allclose(agg.labelling_statistic(pos, neg), [2.0, 2.0, 1.0])
+
+
+def test_modality_reads_unit_norm_rows_as_text():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((50, 8))
+    assert agg.modality(x / np.linalg.norm(x, axis=1, keepdims=True)) == "text"
+    assert agg.modality(x) == "image"
+
+
+def _planted(seed=0, n=90):
+    rng = np.random.default_rng(seed)
+    t = rng.standard_normal((2 * n, 4))
+    z = rng.standard_normal((2 * n, 6))
+    z[:30, 0] += 3.0  # the test set answers some prompts differently
+    return (t[:n], z[:n]), (t[n:], z[n:])
+
+
+def test_fit_reports_the_family_and_adjusts_the_fitted_kernels_pvalues():
+    test, ref = _planted()
+    res = PromptSplit(seed=0, permutations=99).fit(test, ref)
+    a = res.significance["aggregation"]
+    assert a["modality"] == "image"
+    assert [k["name"] for k in a["kernels"]] == ["gaussian x1", "gaussian x0.5", "gaussian x2"]
+    assert a["p"] <= 0.05 and "gaussian x1" in a["found_by"]
+    raw = np.array(a["p_modes_fitted_kernel"])
+    adj = np.array([m.p_value for m in res.modes])
+    assert np.all(adj >= raw - 1e-12)
+    assert min(adj) >= a["p"] - 1e-12  # another kernel may see more than the fitted one
+    assert min(k["p_adjusted"] for k in a["kernels"]) == pytest.approx(a["p"])
+    assert set(a["cost_s"]) == {"gaussian x0.5", "gaussian x2", "fitted kernel"}
+    # without aggregation: the fitted kernel's own p-values, on the same permutations
+    alone = PromptSplit(seed=0, permutations=99, aggregate="none").fit(test, ref)
+    assert "aggregation" not in alone.significance
+    np.testing.assert_allclose([m.p_value for m in alone.modes], raw)
+
+
+def test_text_family_on_unit_norm_outputs_leaves_out_the_fitted_cosine():
+    test, ref = _planted(1)
+    unit = lambda s: (s[0], s[1] / np.linalg.norm(s[1], axis=1, keepdims=True))  # noqa: E731
+    res = PromptSplit(kernel="cosine", seed=0, permutations=49).fit(unit(test), unit(ref))
+    a = res.significance["aggregation"]
+    assert a["modality"] == "text"
+    assert [k["name"] for k in a["kernels"]] == ["cosine", "gaussian x1", "gaussian x2"]
+    assert a["kernels"][0]["fitted"]
+
+
+def test_aggregate_option_is_checked():
+    with pytest.raises(OptionError, match="aggregate"):
+        PromptSplit(aggregate="all")
