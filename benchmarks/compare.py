@@ -347,7 +347,7 @@ def format_row(k: int, row: Row, rates: machine.Rates) -> str:
         target = (f"<= {row.max_floor_ratio}x f32 floor: {ratio:.2f}x, "
                   f"{'met' if ratio <= row.max_floor_ratio else 'NOT met'}")
     cpu = "-" if row.cpu_s is None else f"{row.cpu_s:.2f}"
-    return (f"| {row.task} | {row.size} | {row.promptprism_s:.2f} | {cpu} | {row.baseline_s:.1f} [{k}] | "
+    return (f"| {row.task} | {row.size} | {row.promptprism_s:.2f} | {cpu} | {row.baseline_s:.3g} [{k}] | "
             f"{row.baseline_s / row.promptprism_s:.1f}x | {gflop:.3g} | {floor['float32']:.2f} | "
             f"{100 * floor['float32'] / row.promptprism_s:.1f}% | {floor['float64']:.2f} | "
             f"{100 * floor['float64'] / row.promptprism_s:.1f}% | {agree} | {target} |")

@@ -85,8 +85,7 @@ def pages(tmp_path_factory):
     import numpy as np
 
     from promptprism import PairedSet
-    from promptprism.methods.scendi import Scendi
-    from promptprism.methods.scendi.estimator import compare
+    from promptprism.methods.scendi import Scendi, compare
 
     rng = np.random.default_rng(0)
     which = np.arange(40) % 4

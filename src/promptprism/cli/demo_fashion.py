@@ -204,7 +204,7 @@ def converges_last(region_cms: Any, tolerance: float = 0.02) -> int:
 
 def cfg_section(ctx: DemoContext, scales: tuple[float, ...]) -> DemoSection:
     """Scendi and Vendi of the final model's samples at each CFG scale."""
-    from ..methods.scendi.estimator import Scendi, compare
+    from ..methods.scendi import Scendi, compare
 
     final = ctx.training[-1]
     sets = [ctx.paired(ctx.samples(final, s), f"CFG {s:g}") for s in scales]

@@ -1,11 +1,9 @@
 """The PromptSplit estimator: validate options, resolve defaults, call the functional core, build the result.
 
-Routes: ``exact`` (the kernel trick, eq. 3: :func:`~.core.exact_spectrum` on the joint Gram matrix, O((n+m)^2)
-memory); ``rff`` (gaussian) and ``sketch`` (cosine): an r-dimensional random feature map psi_r with
-E[psi_r(s) . psi_r(s')] = k_T k_Z, Lambda_r (r x r) accumulated in one streaming pass through the runner
-(memory O(r^2)), diagonalised (:func:`~.core.feature_spectrum`), a second pass scoring the samples; ``auto``:
-``exact`` when n + m <= ``EXACT_MAX_SAMPLES``, else ``rff`` / ``sketch``. Where the passes run is chosen once,
-outside: ``with promptprism.scale.execution(client): ...``.
+Routes: ``exact`` (eq. 3: :func:`~.core.exact_spectrum` on the joint Gram matrix, O((n+m)^2) memory); ``rff``
+(gaussian) and ``sketch`` (cosine): Lambda_r (r x r) of an r-dimensional random feature map accumulated in one
+streaming pass through the runner, diagonalised (:func:`~.core.feature_spectrum`), a second pass scoring the
+samples; ``auto``: ``exact`` when n + m <= ``EXACT_MAX_SAMPLES``, else ``rff`` / ``sketch``.
 """
 
 from __future__ import annotations
