@@ -361,3 +361,19 @@ def test_region_cms_on_torch_gives_the_reference_result(rng, block_size):
     np.testing.assert_allclose(b.region_cms, a.region_cms, rtol=1e-10)
     for ia, ib in zip(a.intervals, b.intervals, strict=True):
         assert ia["cms"] == pytest.approx(ib["cms"], rel=1e-10)
+
+
+def test_median_rule_warns_when_the_pixel_kernel_is_degenerate():
+    """0-255 pixels put the paper's gamma = 1 / median distance where exp(-gamma d^2) ~ 0 for every pair
+    (every CMS would read ~0); [0, 1] pixels of the same images do not warn."""
+    import warnings
+
+    from promptprism.methods.regions.pixel_cka import DegenerateKernelWarning, median_gamma
+
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, size=(40, 8, 8)).astype(np.float64)
+    with pytest.warns(DegenerateKernelWarning, match="scale the images to \\[0, 1\\]"):
+        median_gamma(images.reshape(40, 64, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DegenerateKernelWarning)
+        median_gamma((images / 255).reshape(40, 64, 1))

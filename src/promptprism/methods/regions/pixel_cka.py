@@ -23,6 +23,7 @@ overflow where its value is finite.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -71,7 +72,22 @@ def median_gamma(pixels: np.ndarray, spec: Any = "median", *, seed: int = 0,
     if not math.isfinite(med) or not gamma > 0:
         raise InputError(f"real images: pixel values up to {big:.3g} put the median distance between images "
                          "beyond floating point (gamma would be 0); rescale the images (e.g. to [0, 1])")
+    if gamma * med * med > DEGENERATE_EXPONENT:
+        warnings.warn(
+            f"gamma: the median distance between real images is {med:.3g} (pixel values up to {big:.3g}), "
+            f"so the median rule's gamma = {factor:g} / median gives a typical kernel value "
+            f"exp(-{gamma * med * med:.3g}) ~ 0 between distinct images and every CMS reads near 0; scale "
+            "the images to [0, 1] (uint8: divide by 255) or pass gamma as a number",
+            DegenerateKernelWarning, stacklevel=2)
     return gamma
+
+
+#: the median rule warns when a typical pair's kernel value exp(-gamma |x - x'|^2) is below exp(-this)
+DEGENERATE_EXPONENT = 50.0
+
+
+class DegenerateKernelWarning(UserWarning):
+    """The pixel kernel is ~0 between distinct images: the CMS of every set would read near 0."""
 
 
 def unit_centred_rows(vals: np.ndarray, gamma: float, tri: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
