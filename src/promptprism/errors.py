@@ -2,13 +2,30 @@
 
 Every error a user can cause derives from :class:`PromptPrismError` (a ``ValueError``), carries a message that
 names the file, array, row or option at fault, and makes the CLI exit with status 2.
+
+An error about one parameter carries its name as data, ``exc.parameter`` (``"n_features"``), set where the
+bad value enters (the checks of :mod:`promptprism._validation` set it); the CLI maps it to its flag.
+A message that begins with a parameter name (``"seed must be ..."``) carries that name without saying so.
 """
 
 from __future__ import annotations
 
 
+def _leading_name(message: str) -> str | None:
+    """The message's first word when it is a Python name (``"top_k must be > 0"`` -> ``"top_k"``)."""
+    word = message.split(" ", 1)[0].rstrip(":")
+    return word if word.isidentifier() and word.islower() else None
+
+
 class PromptPrismError(ValueError):
-    """A problem with the user's input or options; the message says what and where."""
+    """A problem with the user's input or options; the message says what and where.
+
+    ``parameter``: the library parameter the error is about (None when it is about a file or an array).
+    """
+
+    def __init__(self, message: str = "", *args: object, parameter: str | None = None) -> None:
+        super().__init__(message, *args)
+        self.parameter = parameter
 
 
 class InputError(PromptPrismError):
@@ -17,3 +34,6 @@ class InputError(PromptPrismError):
 
 class OptionError(PromptPrismError):
     """An option value that cannot be used (sigma <= 0, an odd feature count, an unknown rule...)."""
+
+    def __init__(self, message: str = "", *args: object, parameter: str | None = None) -> None:
+        super().__init__(message, *args, parameter=parameter or _leading_name(str(message)))

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from ..._progress import progress_enabled, track
-from ..._validation import check_positive_number, check_seed
-from ...errors import InputError, OptionError, PromptPrismError
+from ..._validation import check_choice, check_interval, check_positive_number, check_seed
+from ...errors import InputError, PromptPrismError
 from . import verify
 from .clients import ChatModel, MalformedAnswerError, ask, user_message
 from .describe import describe_attribute, description_round, sample_prompts
@@ -110,14 +110,10 @@ class CompCon:
             check_positive_number(getattr(self, name), name, integer=True)
         check_positive_number(self.reasks, "reasks", integer=True, allow_zero=True)
         check_seed(self.seed)
-        if not (0.0 <= self.early_stop_score < 1.0):
-            raise OptionError(f"early_stop_score must be in [0, 1), got {self.early_stop_score!r}")
-        if not (0.0 < self.quantile < 1.0):
-            raise OptionError(f"quantile must be in (0, 1), got {self.quantile!r}")
-        if not (0.0 < self.min_fraction <= 1.0):
-            raise OptionError(f"min_fraction must be in (0, 1], got {self.min_fraction!r}")
-        if self.null not in NULL_SETS:
-            raise OptionError(f"null must be one of {', '.join(NULL_SETS)}, got {self.null!r}")
+        check_interval(self.early_stop_score, 0.0, 1.0, parameter="early_stop_score", closed="left")
+        check_interval(self.quantile, 0.0, 1.0, parameter="quantile")
+        check_interval(self.min_fraction, 0.0, 1.0, parameter="min_fraction", closed="right")
+        check_choice(self.null, NULL_SETS, parameter="null")
         self.templates = load_templates(self.template_dir)
 
     def config(self) -> dict:
