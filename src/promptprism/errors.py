@@ -11,9 +11,17 @@ A message that begins with a parameter name (``"seed must be ..."``) carries tha
 from __future__ import annotations
 
 
-def _leading_name(message: str) -> str | None:
-    """The message's first word when it is a Python name (``"top_k must be > 0"`` -> ``"top_k"``)."""
-    word = message.split(" ", 1)[0].rstrip(":")
+#: words that follow a parameter's name at the start of a message about it (``"top_k must be > 0"``)
+_SUBJECT_VERBS = frozenset({"must", "is", "needs", "should", "cannot"})
+
+
+def leading_parameter(message: str) -> str | None:
+    """The name a message begins with, as its subject: ``"top_k must be > 0"`` or ``"columns: ..."``."""
+    word, _, rest = message.partition(" ")
+    if word.endswith(":"):
+        word = word[:-1]
+    elif rest.partition(" ")[0] not in _SUBJECT_VERBS:
+        return None
     return word if word.isidentifier() and word.islower() else None
 
 
@@ -36,4 +44,4 @@ class OptionError(PromptPrismError):
     """An option value that cannot be used (sigma <= 0, an odd feature count, an unknown rule...)."""
 
     def __init__(self, message: str = "", *args: object, parameter: str | None = None) -> None:
-        super().__init__(message, *args, parameter=parameter or _leading_name(str(message)))
+        super().__init__(message, *args, parameter=parameter or leading_parameter(str(message)))
