@@ -10,17 +10,17 @@ A message that begins with a parameter name (``"seed must be ..."``) carries tha
 
 from __future__ import annotations
 
-
 #: words that follow a parameter's name at the start of a message about it (``"top_k must be > 0"``)
-_SUBJECT_VERBS = frozenset({"must", "is", "needs", "should", "cannot"})
+_SUBJECT_VERBS = frozenset({"must", "is", "needs", "should", "cannot", "="})
 
 
 def leading_parameter(message: str) -> str | None:
-    """The name a message begins with, as its subject: ``"top_k must be > 0"`` or ``"columns: ..."``."""
+    """The name a message begins with, as its subject: ``"top_k must be > 0"``, ``"columns: ..."`` or
+    ``"out 'x': exists ..."``."""
     word, _, rest = message.partition(" ")
     if word.endswith(":"):
         word = word[:-1]
-    elif rest.partition(" ")[0] not in _SUBJECT_VERBS:
+    elif not (rest.partition(" ")[0] in _SUBJECT_VERBS or rest.startswith("'")):  # or: name 'value' ...
         return None
     return word if word.isidentifier() and word.islower() else None
 

@@ -17,6 +17,7 @@ from ..methods.compcon.generators import load_prompt_bank, resolve_source
 from ..methods.compcon.pipeline import NULL_SETS, CompCon, CompConResult, split_mode_prompts
 from ..results import load_result
 from ._app import app, console, deprecated
+from ._inputs import QUIET
 from ._options import SEED, Choice, Integer, Number, typed
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
@@ -72,20 +73,24 @@ def print_compcon(result: CompConResult, out: Path | None, quiet: bool = False) 
         console.print(f"results: {out / 'result.json'}", markup=False, soft_wrap=True)
 
 
+#: the chat-model options of compcon, compcon-eval and describe (one definition, one meaning)
+API_KEY_ENV = typer.Option("OPENAI_API_KEY", "--api-key-env",
+                           help="Name of the environment variable holding the key ('' for none).")
+TIMEOUT = typed(120.0, Number(), "--timeout", help="Seconds per chat request.")
+RETRIES = typed(3, Integer(), "--retries",
+                help="Retries per request on connection errors, timeouts, 429/5xx.")
+CHAT_CACHE = typer.Option(None, "--chat-cache", help="Folder for the on-disk chat response cache.")
+CACHE_DEPRECATED = typer.Option(None, "--cache", hidden=True, help="Deprecated spelling of --chat-cache.")
+
+
 @app.command("compcon")
 def compcon(
-    model_a: str = typer.Argument(
-        ...,
-        metavar="A",
-        help="Model A: an image folder/manifest for the prompt bank, or module:callable (prompt -> images).",
-    ),
+    model_a: str = typer.Argument(..., metavar="A", help="Model A: an image folder/manifest for the prompt "
+                                                         "bank, or module:callable (prompt -> images)."),
     model_b: str = typer.Argument(..., metavar="B", help="Model B, same forms as A."),
-    prompt_bank: Path = typer.Option(
-        None,
-        "--prompt-bank",
-        "-p",
-        help="Prompt bank (required): one prompt per line, .json list, .jsonl/.csv with a 'prompt' field.",
-    ),
+    prompt_bank: Path = typer.Option(None, "--prompt-bank", "-p",
+                                     help="Prompt bank (required): one prompt per line, .json list, "
+                                          ".jsonl/.csv with a 'prompt' field."),
     prompts_deprecated: Path = typer.Option(None, "--prompts", hidden=True,
                                             help="Deprecated spelling of --prompt-bank."),
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
@@ -93,17 +98,10 @@ def compcon(
     model: str = typer.Option("gpt-4o", help="Language model (descriptions, prompt generation)."),
     vlm_model: str = typer.Option("", help="Vision-language model (attribute discovery); default: --model."),
     vlm_base_url: str = typer.Option("", help="Endpoint of the VLM; default: --base-url."),
-    api_key_env: str = typer.Option(
-        "OPENAI_API_KEY", help="Name of the environment variable holding the key ('' for none)."
-    ),
-    clip_model: str = typer.Option(
-        "openai/clip-vit-base-patch32",
-        help="CLIP: a local folder or a name in the "
-        "local Hugging Face cache (never downloaded), open_clip:FOLDER_OR_HUB_ID, or module:factory.",
-    ),
-    timeout: float = typed(120.0, Number(), "--timeout", help="Seconds per chat request."),
-    retries: int = typed(3, Integer(), "--retries",
-                         help="Retries per request on connection errors, timeouts, 429/5xx."),
+    api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
+    clip_model: str = typer.Option("openai/clip-vit-base-patch32",
+                                   help="CLIP: a local folder or a name in the local Hugging Face cache "
+                                        "(never downloaded), open_clip:FOLDER_OR_HUB_ID, or module:factory."),
     iterations: int = typed(10, Integer(), "--iterations",
                             help="Description iterations per attribute (early stop: C.3)."),
     seed: int = SEED,
@@ -121,21 +119,15 @@ def compcon(
                       help="Null set for the thresholds: reference (B's images) or pooled."),
     min_fraction: float = typed(0.5, Number(), "--min-fraction",
                                 help="Share of a prompt's images that must have the attribute."),
-    chat_cache: Path | None = typer.Option(None, "--chat-cache",
-                                           help="Folder for the on-disk chat response cache."),
-    cache_deprecated: Path | None = typer.Option(None, "--cache", hidden=True,
-                                                 help="Deprecated spelling of --chat-cache."),
+    chat_cache: Path | None = CHAT_CACHE, cache_deprecated: Path | None = CACHE_DEPRECATED,
     templates: Path | None = typer.Option(None, help="Folder of edited prompt templates (<name>.txt)."),
-    skip_missing: bool = typer.Option(
-        False, help="Leave out prompts without images (listed in result.json) instead of stopping."
-    ),
-    from_split: Path | None = typer.Option(
-        None, help="A PromptSplit result.json: describe one of its modes."
-    ),
+    skip_missing: bool = typer.Option(False, help="Leave out prompts without images (listed in result.json) "
+                                                  "instead of stopping."),
+    from_split: Path | None = typer.Option(None,
+                                           help="A PromptSplit result.json: describe one of its modes."),
     mode: int = typed(1, Integer(), "--mode",
                       help="With --from-split: K > 0 the K-th positive mode, K < 0 a negative one."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
-    no_report: bool = NO_REPORT,
+    quiet: bool = QUIET, no_report: bool = NO_REPORT,
 ) -> None:
     """CompCon: a visual attribute A's images show and B's don't, and the prompts that trigger it, in words.
 
@@ -208,13 +200,9 @@ def compcon_eval(
         "https://api.openai.com/v1", help="OpenAI-compatible endpoint of the judge."
     ),
     model: str = typer.Option("gpt-4o", help="Judge model."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the key."),
-    timeout: float = typed(120.0, Number(), "--timeout", help="Seconds per request."),
-    retries: int = typed(3, Integer(), "--retries", help="Retries per request."),
+    api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
     k: int = typed(5, Integer(minimum=1), "--k", help="Top-k (besides top-1), >= 1."),
-    chat_cache: Path | None = typer.Option(None, "--chat-cache", help="Folder for the chat response cache."),
-    cache_deprecated: Path | None = typer.Option(None, "--cache", hidden=True,
-                                                 help="Deprecated spelling of --chat-cache."),
+    chat_cache: Path | None = CHAT_CACHE, cache_deprecated: Path | None = CACHE_DEPRECATED,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no summary."),
     no_report: bool = NO_REPORT,
 ) -> None:

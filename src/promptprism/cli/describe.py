@@ -17,6 +17,7 @@ from ..errors import InputError
 from ._app import app, console
 from ._options import SEED, Choice, typed
 from ._output import print_written, save_outputs
+from .compcon import API_KEY_ENV, CHAT_CACHE, RETRIES, TIMEOUT
 from .report import NO_REPORT
 
 NAMERS = ("chat", "words")
@@ -64,10 +65,8 @@ def describe(
                             "classifier) or lexical (word-list names)."),
     judge_model: str = typer.Option("", help="Judge model for --judge chat (default: --model)."),
     judge_base_url: str = typer.Option("", help="Endpoint of the judge (default: --base-url)."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the key."),
-    timeout: float = typer.Option(120.0, help="Seconds per chat request."),
-    retries: int = typer.Option(3, help="Retries per request on connection errors, timeouts, 429/5xx."),
-    chat_cache: Path | None = typer.Option(None, "--chat-cache", help="Folder for the chat response cache."),
+    api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
+    chat_cache: Path | None = CHAT_CACHE,
     candidates: int = typer.Option(3, min=1, help="Candidate names asked per mode."),
     alpha: float = typer.Option(0.05, help="Family-wise level over a mode's candidates (Holm)."),
     min_held_out: int = typer.Option(5, min=1, help="Held-out samples needed per side to test a name."),

@@ -176,7 +176,7 @@ class CompCon:
         missing = {name_a: missing_images(model_a, prompts), name_b: missing_images(model_b, prompts)}
         missing = {k: v for k, v in missing.items() if v}
         if missing and not skip_missing:
-            raise InputError(_missing_message(missing, len(prompts)))
+            raise InputError(_missing_message(missing, len(prompts)), parameter="skip_missing")
         skipped = set().union(*missing.values()) if missing else set()
         bank = [p for p in prompts if p not in skipped]
         if not bank:
@@ -199,7 +199,7 @@ class CompCon:
         empty = {k: v for k, v in empty.items() if v}
         if empty:
             if not skip_missing:
-                raise InputError(_missing_message(empty, len(prompts)))
+                raise InputError(_missing_message(empty, len(prompts)), parameter="skip_missing")
             for k, v in empty.items():
                 missing.setdefault(k, []).extend(v)
             bad = set().union(*empty.values())
