@@ -108,9 +108,12 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
         console.print(clusters)
 
 
-def _with_reference(comparison: ScendiComparison, inputs: list[Path], reference: Path, *, seed: int,
-                    quiet: bool, **encoding: Any) -> tuple[ScendiComparison, MetricsResult]:
-    """Each model's Scendi result with its reference-set metrics (``reference_metrics``) attached."""
+def _with_reference(comparison: ScendiComparison, inputs: list[Path], reference: Path | None, *, seed: int,
+                    quiet: bool, **encoding: Any) -> tuple[ScendiComparison, MetricsResult | None]:
+    """With ``--reference``: each model's Scendi result with its reference-set metrics (``reference_metrics``)
+    attached, and those metrics; without, the comparison as it is and None."""
+    if reference is None:
+        return comparison, None
     metrics_result, _ = compute_metrics(inputs, reference, ReferenceMetrics(seed=seed), quiet=quiet,
                                         **encoding)
     models = [dataclasses.replace(r, reference_metrics=to_jsonable(m))
@@ -199,11 +202,7 @@ def diversity(
         sets = [inp.load_cli_input(p, name=n, client=current_client(), **enc)  # every input read first
                 for p, n in zip(inputs, names, strict=True)]
         comparison = _compare(sets, estimator)
-    metrics_result = None
-    if reference is not None:
-        comparison, metrics_result = _with_reference(
-            comparison, inputs, reference, seed=seed, quiet=quiet,
-            **{k: v for k, v in enc.items() if k != "quiet"})
+    comparison, metrics_result = _with_reference(comparison, inputs, reference, seed=seed, **enc)
     results = comparison.models
     result: ScendiResult | ScendiComparison = results[0] if len(results) == 1 else comparison
     written = save_outputs(result, out, report=not no_report, inputs={s.name: s for s in sets}, quiet=quiet)

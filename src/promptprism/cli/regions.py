@@ -150,11 +150,7 @@ def regions(
     Regions: clusters of the pixel-by-pixel CKA matrix of the real images.
     Per generated set: whole-image CMS, the product of region CMS (Theorem 1) and each region's CMS.
     """
-    extra = list(ctx.args)
-    for arg in extra:
-        if arg.startswith("-"):
-            raise OptionError(f"unknown option {arg!r}; see promptprism regions --help")
-    gen_paths = list(generated) + [Path(a) for a in extra]
+    gen_paths = _generated_paths(generated, ctx.args)
     resolve_backend(device, name="--device")  # a bad value is refused naming the flag
     estimator = RegionCMS(
         n_regions=n_regions, gamma=gamma, block_size=block_size, cka_block_size=cka_block_size,
@@ -172,6 +168,14 @@ def regions(
                            extra=(lambda folder: write_plots(result, folder)) if plot else None)
     print_regions(result, None, quiet=quiet)
     print_written(written)
+
+
+def _generated_paths(generated: list[Path], extra: list[str]) -> list[Path]:
+    """``--generated A B C``: the first after the flag, and the rest (left over by click as extra args)."""
+    for arg in extra:
+        if arg.startswith("-"):
+            raise OptionError(f"unknown option {arg!r}; see promptprism regions --help")
+    return list(generated) + [Path(a) for a in extra]
 
 
 def _load_images(real: Path, gen_paths: list[Path], reference: Path | None) -> tuple:
