@@ -56,6 +56,9 @@ def test_parameter_is_mapped_by_the_table_not_guessed_from_the_message():
     assert flag_message(err, table) == "the reference set has 60 samples; --nearest-k 70 needs at least 71"
     err = OptionError("cache folder /x: cannot be used; pass cache=DIR or cache=None", parameter="cache")
     assert flag_message(err, table).endswith("pass --cache DIR or --no-cache")
+    table["gamma_estimator"] = "--gamma-estimator"
+    assert flag_message(OptionError("gamma_estimator='cross-fit' needs at least 2 prompts"), table) == \
+        "--gamma-estimator 'cross-fit' needs at least 2 prompts"
     # a name that is not the error's parameter stays as it is
     assert flag_message(OptionError("top_k must be > 0; seed_x is unrelated"), table) == \
         "top_k must be > 0; seed_x is unrelated"

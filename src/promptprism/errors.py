@@ -15,10 +15,12 @@ _SUBJECT_VERBS = frozenset({"must", "is", "needs", "should", "cannot", "="})
 
 
 def leading_parameter(message: str) -> str | None:
-    """The name a message begins with, as its subject: ``"top_k must be > 0"``, ``"columns: ..."`` or
-    ``"out 'x': exists ..."``."""
+    """The name a message begins with, as its subject: ``"top_k must be > 0"``, ``"columns: ..."``,
+    ``"out 'x': exists ..."`` or ``"gamma_estimator='cross-fit' needs ..."``."""
     word, _, rest = message.partition(" ")
-    if word.endswith(":"):
+    if "=" in word:  # gamma_estimator='cross-fit' needs ...
+        word = word.partition("=")[0]
+    elif word.endswith(":"):
         word = word[:-1]
     elif not (rest.partition(" ")[0] in _SUBJECT_VERBS or rest.startswith("'")):  # or: name 'value' ...
         return None

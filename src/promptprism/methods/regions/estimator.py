@@ -149,7 +149,8 @@ class RegionCMS:
             cka_b = CKA_BLOCK_SIZE if n_sub >= CKA_BLOCK_SIZE else None
         elif cka_b is not None and cka_b > n_sub:
             raise InputError(f"real images: fewer images than one CKA block: {n_sub} < "
-                             f"cka_block_size {cka_b}; lower the CKA block size or pass more images")
+                             f"cka_block_size {cka_b}; lower the CKA block size or pass more images",
+                             parameter="cka_block_size")
         self.cka_block_size_ = cka_b
         t1 = time.perf_counter()
         order = np.arange(n_sub) if cka_b is None else np.random.default_rng(self.seed).permutation(n_sub)
@@ -236,7 +237,7 @@ class RegionCMS:
             m = source_shape(py)[0]
             if self.block_size is not None and min(m, n_ref) < self.block_size:
                 raise InputError(f"generated set {name!r}: fewer images than one block: "
-                                 f"{min(m, n_ref)} < block_size {self.block_size}")
+                                 f"{min(m, n_ref)} < block_size {self.block_size}", parameter="block_size")
             srcs.append(py)
             n_gen.append(int(m))
         rows = compare_sources(ref, srcs, self.regions_, self.gamma_, block_size=self.block_size,
