@@ -1,12 +1,16 @@
-"""Input validation: turn arrays the user handed in into clean float arrays, or fail with a precise message.
+"""The one gate for inputs and options: arrays the user handed in become clean float arrays, options are
+checked by one helper each (a choice, an interval, a positive number, a seed, a precision), or fail with a
+precise message.
 
 Errors are raised where a bad value enters, and name its source (a file path or a parameter), the array and
-the first offending row, in the manner of scikit-learn's ``check_array``.
+the first offending row, in the manner of scikit-learn's ``check_array``; an option's error carries the
+parameter's name as data (``OptionError.parameter``), which the CLI maps to its flag.
 """
 
 from __future__ import annotations
 
 import numbers
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import numpy as np
@@ -117,20 +121,94 @@ def check_positive_number(value: Any, name: str, *, integer: bool = False, even:
     kind = "integer" if integer else "number"
     ok_type = isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real)
     if isinstance(value, bool) or not ok_type:
-        raise OptionError(f"{name} must be a positive {kind}, got {value!r}")
+        raise OptionError(f"{name} must be a positive {kind}, got {value!r}", parameter=name)
     if not np.isfinite(float(value)) or value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
-        raise OptionError(f"{name} must be {bound}, got {value!r}")
+        raise OptionError(f"{name} must be {bound}, got {value!r}", parameter=name)
     if even and int(value) % 2:
-        raise OptionError(f"{name} must be even (cos and sin features come in pairs), got {value!r}")
+        raise OptionError(f"{name} must be even (cos and sin features come in pairs), got {value!r}",
+                          parameter=name)
     return int(value) if integer else float(value)
 
 
 def check_seed(seed: Any) -> int:
     """Seeds are explicit non-negative integers so that they can be written into result.json."""
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise OptionError(f"seed must be a non-negative integer, got {seed!r}")
+        raise OptionError(f"seed must be a non-negative integer, got {seed!r}", parameter="seed")
     return int(seed)
+
+
+def check_choice(value: Any, choices: Collection[Any], *, parameter: str) -> Any:
+    """``value`` when it is one of ``choices``; else ``"<parameter> must be one of a, b, got 'x'"``."""
+    if isinstance(value, str) and value in choices:
+        return value
+    if not isinstance(value, str) and any(value is c or value == c for c in choices):
+        return value
+    raise OptionError(f"{parameter} must be one of {', '.join(map(str, choices))}, got {value!r}",
+                      parameter=parameter)
+
+
+def check_interval(value: Any, low: float, high: float, *, parameter: str, closed: str = "neither") -> float:
+    """A real number in the interval from ``low`` to ``high`` (``closed``: 'neither' (open), 'left',
+    'right' or 'both' ends included) as a float; booleans, text and NaN are refused."""
+    ends = {"neither": (False, False), "left": (True, False), "right": (False, True), "both": (True, True)}
+    if closed not in ends:
+        raise ValueError(f"closed must be one of {', '.join(ends)}, got {closed!r}")
+    with_low, with_high = ends[closed]
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    x = float(value) if real else float("nan")
+    above = x >= low if with_low else x > low
+    below = x <= high if with_high else x < high
+    if not (above and below):
+        if closed == "neither":
+            where = f"lie strictly between {low:g} and {high:g}"
+        else:
+            where = f"be in {'[' if with_low else '('}{low:g}, {high:g}{']' if with_high else ')'}"
+        raise OptionError(f"{parameter} must {where}, got {value!r}", parameter=parameter)
+    return x
+
+
+#: floating-point precisions of the array core: ``numpy`` dtypes by name
+PRECISIONS = {"float32": np.float32, "float64": np.float64}
+
+
+def check_precision(precision: Any, name: str = "precision") -> type:
+    """The numpy dtype named by ``precision`` ('float32' or 'float64'); OptionError otherwise."""
+    if precision not in PRECISIONS:
+        raise OptionError(f"{name} must be 'float32' or 'float64', got {precision!r}", parameter=name)
+    return PRECISIONS[precision]
+
+
+class ValidatedOptions:
+    """Mixin for an estimator dataclass whose options are checked by ``_validate()``: once when it is made
+    (``__post_init__``), then again by :meth:`ensure_valid` (called at the top of ``fit``) only when a
+    field was set to another value since, so that ``fit`` does not check the same options twice."""
+
+    def _validate(self) -> None:  # pragma: no cover - each estimator defines it
+        raise NotImplementedError
+
+    def __post_init__(self) -> None:
+        self.ensure_valid()
+
+    def _options_key(self) -> tuple:
+        import dataclasses
+
+        plain = (str, int, float, bool, type(None), tuple, frozenset)
+        return tuple((f.name, v if isinstance(v := getattr(self, f.name), plain) else ("id", id(v)))
+                     for f in dataclasses.fields(self))  # type: ignore[arg-type]
+
+    def ensure_valid(self) -> None:
+        """Check the options unless they are the ones checked last."""
+        key = self._options_key()
+        if getattr(self, "_checked_options", None) != key:
+            self._validate()
+            object.__setattr__(self, "_checked_options", key)
+
+
+def chunks(n: int, size: int) -> Iterator[tuple[int, int]]:
+    """``[start, stop)`` row ranges of at most ``size`` rows covering ``0..n``."""
+    for start in range(0, n, size):
+        yield start, min(n, start + size)
 
 
 def available_memory() -> int:

@@ -32,7 +32,7 @@ from . import report as _report  # noqa: E402,F401
 from . import split as _split  # noqa: E402,F401
 from ._app import LAST_RUN, app, command_runner, console, err_console
 from ._errors import error_line
-from ._options import build_cli
+from ._options import FlagValueError, build_cli
 
 _CLI = None
 
@@ -98,6 +98,10 @@ def _main(args: list[str]) -> int:
         except click_exc.NoArgsIsHelpError as exc:
             console.print(exc.ctx.get_help() if exc.ctx else "", markup=False)
             return 0
+        except FlagValueError as exc:  # an option type refused its value: the flag and why, one line
+            flags = [o for o in getattr(exc.param, "opts", ()) if o.startswith("--")] or ["option"]
+            _error(f"{flags[0]} {exc.message}")
+            return 2
         except click_exc.UsageError as exc:
             where = f" (see {exc.ctx.command_path} --help)" if exc.ctx is not None else ""
             _error(f"{exc.format_message()}{where}")

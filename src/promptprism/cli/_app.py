@@ -1,8 +1,8 @@
 """The typer application, the consoles every sub-command shares, and the one run wrapper.
 
 Every sub-command goes through :func:`command_runner`: it resolves the shared options (``--json``,
-``--columns``), guards ``--out`` before any work, turns library parameter names in error messages into the
-command's flags, and keeps the run's state (:class:`RunState`) where :mod:`._output` finds it.
+``--columns``), guards ``--out`` before any work, writes the parameter an error is about as the
+command's flag, and keeps the run's state (:class:`RunState`) where :mod:`._output` finds it.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def command_runner(name: str, callback: Any, *, flags: dict[str, str], out_kind:
     """Wrap a sub-command's callback: shared options, the ``--out`` guard, parameter names -> flags."""
     from ..errors import PromptPrismError
     from ..io import check_out_dir, check_out_file, exclusive_lock, remove_stale_temporaries
-    from ._errors import option_table, to_flags
+    from ._errors import flag_message, option_table
 
     table = option_table(name, flags)
 
@@ -105,7 +105,7 @@ def command_runner(name: str, callback: Any, *, flags: dict[str, str], out_kind:
                     held.enter_context(exclusive_lock(out))
                 return callback(**kwargs)
         except PromptPrismError as exc:
-            exc.args = (to_flags(str(exc), table), *exc.args[1:])
+            exc.args = (flag_message(exc, table), *exc.args[1:])
             raise
         finally:
             console.quiet = quiet_before

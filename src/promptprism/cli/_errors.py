@@ -1,14 +1,14 @@
 """From what went wrong to one line for the user: exceptions -> messages, library parameters -> CLI flags.
 
-The library names its parameters (``n_features must be even``); the CLI says which flag to change
-(``--features must be even``). :data:`PARAMETER_OPTIONS` is the one table of parameter names that differ from
-the option's own name; everything else maps ``a_b`` to the command's ``--a-b`` when the command has it.
+The library names its parameters (``n_features must be even``) and says which one an error is about
+(``OptionError.parameter``); the CLI says which flag to change (``--features must be even``).
+:data:`PARAMETER_OPTIONS` is the one table of parameter names that differ from the option's own name;
+everything else maps ``a_b`` to the command's ``--a-b`` when the command has it.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 
 from ..errors import PromptPrismError
@@ -18,19 +18,19 @@ PARAMETER_OPTIONS: dict[str, dict[str, str]] = {
     "*": {
         "n_features": "features", "number of features": "features", "n_modes": "modes",
         "n_clusters": "clusters", "n_regions": "n_regions", "cka_max_images": "cka_images",
-        "max_images": "cka_images", "out": "out", "dim": "features", "sigma": "sigma_prompt",
+        "max_images": "cka_images", "out": "out", "dim": "features",
         "n_discovery_prompts": "discovery_prompts", "n_attributes": "attributes",
         "n_generated": "generated", "template_dir": "templates", "cache_dir": "chat_cache",
         "api_key_env": "api_key_env", "chunk size": "chunk_size", "number of clusters": "clusters",
-        "number of modes": "modes", "k": "k",
+        "number of modes": "modes", "k": "k", "n_folds": "n_folds",
     },
     "compcon": {"batch_size": "description_prompts"},
     "demo": {"seed": "seed", "per_prompt": "per_prompt"},
+    "generate": {"guidance": "guide_reference"},
 }
 
-_IDENT = re.compile(r"(?<![\w\-./'\"])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w\-/])")
-_KEYWORD = re.compile(r"(?<![\w\-./'\"])([a-z][a-z0-9_]*)=(None|True|(?=\S))")
-_LEADING = re.compile(r"^([a-z][a-z0-9 ]*?)(?= must | is | needs | should | cannot |: | ')")
+#: characters that may follow a parameter's name inside a message (``sigma_output:``, ``(k,``)
+_TRAILING = ",;:.)'\""
 
 
 def option_table(command: str, options: Mapping[str, str]) -> dict[str, str]:
@@ -43,30 +43,32 @@ def option_table(command: str, options: Mapping[str, str]) -> dict[str, str]:
     return table
 
 
-def to_flags(message: str, table: Mapping[str, str]) -> str:
-    """Replace library parameter names in ``message`` by the command's flags (``sigma_prompt`` ->
-    ``--sigma-prompt``): names with an underscore anywhere, plain words only as the message's subject."""
-    if not table:
+def to_flags(message: str, table: Mapping[str, str], parameter: str | None = None) -> str:
+    """``message`` with the parameter it is about (``parameter``, else the name it begins with as its
+    subject) written as the command's flag: ``sigma_prompt must be > 0`` -> ``--sigma-prompt must be > 0``,
+    ``nearest_k=70`` -> ``--nearest-k 70``, ``cache=None`` -> ``--no-cache``."""
+    from ..errors import leading_parameter
+
+    name = parameter or leading_parameter(message)
+    flag = table.get(name) if name else None
+    if flag is None:
         return message
+    if message.startswith(name + " ") or message.startswith(name + ":"):
+        message = flag + message[len(name):]
+    words = message.split(" ")
+    for i, word in enumerate(words):
+        if word.rstrip(_TRAILING) == name:
+            words[i] = flag + word[len(name):]
+        elif word.startswith(name + "="):
+            value = word[len(name) + 1:]
+            negated = table.get(f"no_{name}")
+            words[i] = negated + value[4:] if negated and value.startswith("None") else f"{flag} {value}"
+    return " ".join(words)
 
-    def sub(match: re.Match) -> str:
-        name = match.group(1)
-        return table.get(name, name)
 
-    def keyword(match: re.Match) -> str:
-        name, value = match.group(1), match.group(2)
-        if name == "cache" and value == "None":
-            return table.get("no_cache", "--no-cache")
-        if name not in table:
-            return match.group(0)
-        return table[name] + ("" if value == "True" else " " + value if value else " ")
-
-    message = _KEYWORD.sub(keyword, message)
-    message = _IDENT.sub(sub, message)
-    lead = _LEADING.match(message)
-    if lead and lead.group(1) in table:
-        message = table[lead.group(1)] + message[lead.end(1):]
-    return message
+def flag_message(exc: PromptPrismError, table: Mapping[str, str]) -> str:
+    """The one line of a library error, its parameter (``exc.parameter``) written as the command's flag."""
+    return to_flags(str(exc), table, getattr(exc, "parameter", None))
 
 
 def _available_memory() -> str:

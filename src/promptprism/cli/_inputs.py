@@ -18,7 +18,7 @@ from ..data.inputs import load_input, read_input
 from ..data.paired import PairedSet
 from ..errors import OptionError
 from ._app import err_console, run_state
-from ._options import parse_int
+from ._options import Integer, typed
 
 INPUT_HELP = ("a manifest (.jsonl/.csv/.parquet: prompt or prompt_image, output or image; other column "
               "names with --columns), a folder of images with prompts.jsonl|csv|parquet (id, prompt; image "
@@ -44,18 +44,12 @@ NO_CACHE = typer.Option(False, "--no-cache", help="Do not read or write the on-d
 DEVICE = typer.Option("auto", "--device", help="Where the work runs, the encoder and the array core alike: "
                                                 "auto (cuda when present, else cpu), cpu (numpy: the "
                                                 "reference), torch (torch on the CPU), cuda, cuda:N, mps.")
-BATCH_SIZE = typer.Option(64, "--batch-size", min=1, help="Items per encoder batch (>= 1).")
+BATCH_SIZE = typed(64, Integer(minimum=1), "--batch-size", help="Items per encoder batch (>= 1).")
 SCHEDULER = typer.Option(None, "--scheduler", help="Run on this dask scheduler (tcp://host:8786); its "
                                                    "workers must read the inputs and the cache folder.")
-WORKERS = typer.Option(None, "--workers", min=1, help="Start a local dask cluster of this many worker "
-                                                      "processes (>= 1) for the run.")
-SEED = typer.Option("0", help="Seed of every random draw (recorded in result.json).")
+WORKERS = typed(None, Integer(minimum=1), "--workers",
+                help="Start a local dask cluster of this many worker processes (>= 1) for the run.")
 QUIET = typer.Option(False, "--quiet", "-q", help="No progress bars and no table.")
-
-
-def int_option(value: str, name: str) -> int:
-    """An integer option read as text, so that a bad value gets our one-line error (exit 2)."""
-    return parse_int(value, name)
 
 
 def check_pixel_model(image_model: str, batch_size: int) -> None:

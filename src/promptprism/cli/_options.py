@@ -1,21 +1,27 @@
 """Options and conventions shared by every sub-command, defined once.
 
+* the option types (:class:`Integer`, :class:`Number`, :class:`Choice`, used through :func:`typed`): each
+  parses its text once, shows its real type in ``--help`` (``<int>``, ``<int|auto>``, ``<cosine|gaussian>``)
+  and refuses a bad value with one line that names the flag (``--seed must be an integer, got 'x'``);
 * :func:`parse_int` (the one integer parser), :func:`unique_names` (the one name de-duplicator),
   :func:`parse_columns` (``--columns prompt=question,output=answer``);
-* the shared options added to every command that has use for them (``--json``, ``--columns``), the typed
-  metavars (``<int>``, ``<float|rule>``) of options read as text, and the example shown in every ``--help``;
+* the shared options added to every command that has use for them (``--json``, ``--columns``) and the
+  example shown in every ``--help``;
 * the order in which ``promptprism --help`` lists the commands: the order of a user's work.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import typer
+from typer._click.exceptions import BadParameter
 
+from .._validation import PRECISIONS
 from ..errors import OptionError
 
 #: commands in the order of a user's work (others, e.g. added later, follow in registration order)
@@ -33,19 +39,9 @@ MANIFEST_COMMANDS = ("embed", "split", "compare", "diversity", "regions", "metri
 JSON_COMMANDS = ("embed", "split", "compare", "diversity", "regions", "compcon", "compcon-eval", "demo",
                  "report", "describe", "metrics")
 
-#: options read as text (so that 'auto', 'none' or a rule are accepted) shown with their real type
-METAVARS = {
-    "--features": "<int>", "--modes": "<int>", "--seed": "<int>", "--top-k": "<int>", "--chunk-size": "<int>",
-    "--partition-rows": "<int>", "--clusters": "<int>", "--cka-images": "<int>", "--max-regions": "<int>",
-    "--sigma-prompt": "<float|rule>", "--sigma-output": "<float|rule>", "--gamma": "<float|rule>",
-    "--regions": "<int|auto>", "--block-size": "<int|none>", "--cka-block-size": "<int|auto|none>",
-    "--min-region-size": "<int|auto>", "--permutations": "<int>", "--bootstrap": "<int>",
-    "--null-samples": "<int>", "--max-tokens": "<int>", "--retries": "<int>", "--steps": "<int>",
-    "--samples": "<int>", "--concurrency": "<int>", "--folds": "<int>", "--confidence": "<float>",
-    "--alpha": "<float>", "--ridge": "<float|cv>", "--questions": "<int>",
-    "--nearest-k": "<int>", "--subsets": "<int>", "--subset-size": "<int>", "--mmd-sigma": "<float|rule>",
-    "--min-group-size": "<int>",
-}
+#: the bandwidth options, read as text (a number or a rule), shown with their real type
+METAVARS = {"--sigma-prompt": "<float|rule>", "--sigma-output": "<float|rule>", "--gamma": "<float|rule>",
+            "--mmd-sigma": "<float|rule>"}
 
 #: one example per command, shown at the end of its ``--help``
 EXAMPLES = {
@@ -80,6 +76,87 @@ def parse_int(value: Any, name: str, *, allow: Sequence[str] = ()) -> Any:
     except ValueError:
         expected = "an integer" + (f" or one of {', '.join(allow)}" if allow else "")
         raise OptionError(f"{name} must be {expected}, got {value!r}") from None
+
+
+class FlagValueError(BadParameter):
+    """A value an option type refused; the CLI prints ``<flag> <message>`` (``--seed must be an integer``)."""
+
+
+class OptionType:
+    """A typer ``parser`` that knows the type it shows in ``--help`` (``metavar``)."""
+
+    metavar = "<str>"
+
+    def __call__(self, value: Any) -> Any:  # pragma: no cover - every type defines it
+        raise NotImplementedError
+
+
+class Integer(OptionType):
+    """An integer, or one of ``words`` (``'auto'``; ``'none'`` -> None), at least ``minimum``."""
+
+    def __init__(self, *, words: Sequence[str] = (), minimum: int | None = None, why: str = "") -> None:
+        self.words, self.minimum, self.why = tuple(words), minimum, why
+        self.metavar = "<" + "|".join(("int", *self.words)) + ">"
+
+    def __call__(self, value: Any) -> Any:
+        try:
+            number = parse_int(value, "", allow=self.words)
+        except OptionError as exc:
+            raise FlagValueError(str(exc).lstrip()) from None
+        if isinstance(number, int) and self.minimum is not None and number < self.minimum:
+            raise FlagValueError(f"must be >= {self.minimum}{self.why}, got {number}")
+        return number
+
+
+class Number(OptionType):
+    """A finite number (or one of ``words``), at least ``minimum``."""
+
+    def __init__(self, *, words: Sequence[str] = (), minimum: float | None = None) -> None:
+        self.words, self.minimum = tuple(words), minimum
+        self.metavar = "<" + "|".join(("float", *self.words)) + ">"
+
+    def __call__(self, value: Any) -> Any:
+        text = str(value).strip().lower()
+        if text in self.words:
+            return text
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            expected = "a number" + (f" or one of {', '.join(self.words)}" if self.words else "")
+            raise FlagValueError(f"must be {expected}, got {value!r}") from None
+        if self.minimum is not None and not (math.isfinite(number) and number >= self.minimum):
+            raise FlagValueError(f"must be a finite number >= {self.minimum:g}, got {value!r}")
+        return number
+
+
+class Choice(OptionType):
+    """One of ``choices`` (the library's own tuple, so that the two never disagree)."""
+
+    def __init__(self, choices: Sequence[str]) -> None:
+        self.choices = tuple(choices)
+        self.metavar = "<" + "|".join(self.choices) + ">"
+
+    def __call__(self, value: Any) -> Any:
+        if value in self.choices:
+            return value
+        raise FlagValueError(f"must be one of {', '.join(self.choices)}, got {value!r}")
+
+
+def typed(default: Any, kind: OptionType, *names: str, **options: Any) -> Any:
+    """A typer option parsed by ``kind`` and shown with its type: ``typed(10, Integer(), help=...)``."""
+    return typer.Option(default, *names, parser=kind, metavar=kind.metavar, **options)
+
+
+#: the array precisions of the methods that take no 'auto'
+PRECISION_CHOICE = Choice(tuple(sorted(PRECISIONS, reverse=True)))
+
+#: the options several commands share, defined once (one flag, one meaning)
+SEED = typed(0, Integer(), "--seed", help="Seed of every random draw (recorded in result.json).")
+CHUNK_SIZE = typed(8192, Integer(), "--chunk-size", help="Rows per streaming step.")
+FEATURES = typed(2000, Integer(), "--features", help="Random features r for rff/sketch (even for rff).")
+TOP_K = typed(10, Integer(), "--top-k", help="Samples listed per mode and set.")
+PARTITION_ROWS = typed(262144, Integer(), "--partition-rows",
+                       help="Rows per cluster task (rounded up to whole chunks).")
 
 
 def unique_names(paths: Sequence[str | os.PathLike]) -> list[str]:

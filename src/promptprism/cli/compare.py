@@ -8,17 +8,25 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..methods.promptsplit import EXACT_MAX_SAMPLES
 from ..methods.promptsplit.kway import KWaySplit
 from ..methods.promptsplit.kway_result import KWayResult
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console
-from ._inputs import int_option
-from ._options import unique_names
+from ._options import CHUNK_SIZE, FEATURES, SEED, TOP_K, Integer, typed, unique_names
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
-from .split import FLAGS, flag_names, float_option
+from .split import (
+    ALPHA,
+    ETA,
+    KERNEL,
+    METHOD,
+    PERMUTATIONS,
+    PRECISION,
+    SIGMA_OUTPUT,
+    SIGMA_PROMPT,
+    permutation_count,
+)
 
 
 def _cell(result: KWayResult, a: int, b: int) -> str:
@@ -69,27 +77,16 @@ def compare_command(
     inputs: list[Path] = typer.Argument(..., help=f"One paired set per model, all on the same prompts: "
                                                   f"{inp.INPUT_HELP}."),
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
-    kernel: str = typer.Option("gaussian", help="Kernel for prompts and outputs: gaussian or cosine."),
-    method: str = typer.Option("auto", help=f"exact, rff (gaussian), sketch (cosine), or auto (exact up to "
-                                            f"{EXACT_MAX_SAMPLES:,} samples over all sets, random features "
-                                            f"above)."),
-    eta: float = typer.Option(1.0, help="Weight of the reference covariance: Lambda = C_a - eta C_b."),
-    sigma_prompt: str = typer.Option("median", help="Prompt bandwidth: a number or a rule ('median', "
-                                                    "'0.5*median'), evaluated on all sets pooled."),
-    sigma_output: str = typer.Option("median", help="Output bandwidth: a number or a rule (as above)."),
-    features: str = typer.Option("2000", help="Random features r for rff/sketch (even for rff)."),
-    modes: str = typer.Option("10", help="Modes reported per sign and comparison."),
-    seed: str = typer.Option("0", help="Seed of every random draw (recorded in result.json)."),
-    chunk_size: str = typer.Option("8192", help="Rows per streaming step."),
-    top_k: str = typer.Option("10", help="Samples listed per mode and set."),
-    permutations: str = typer.Option("auto", help="Label permutations of the K-way test (auto: 200 exact, "
-                                                  "100 random features; 0 turns it off)."),
-    alpha: str = typer.Option("0.05", help="Family-wise significance level over every mode of every "
-                                           "comparison (0 < alpha < 1)."),
-    null_samples: str = typer.Option("20000", help="The test runs on at most this many samples over all "
-                                                   "sets (a seeded subsample above, exact on it)."),
-    precision: str = typer.Option("auto", help="float32, float64, or auto (float32 for rff/sketch, float64 "
-                                               "exact)."),
+    kernel: str = KERNEL, method: str = METHOD, eta: float = ETA,
+    sigma_prompt: str = SIGMA_PROMPT, sigma_output: str = SIGMA_OUTPUT,
+    features: int = FEATURES,
+    modes: int = typed(10, Integer(), "--modes", help="Modes reported per sign and comparison."),
+    seed: int = SEED, chunk_size: int = CHUNK_SIZE, top_k: int = TOP_K,
+    permutations: int = PERMUTATIONS, alpha: float = ALPHA,
+    null_samples: int = typed(20000, Integer(), "--null-samples",
+                              help="The test runs on at most this many samples over all sets (a seeded "
+                                   "subsample above, exact on it)."),
+    precision: str = PRECISION,
     scheduler: str = inp.SCHEDULER, workers: int = inp.WORKERS,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
     text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
@@ -102,24 +99,18 @@ def compare_command(
     joint fit; one permutation test (labels exchanged among all K within each prompt) controls the
     family-wise error over every mode of every comparison. Two inputs give the `split` result.
     """
-    with flag_names(FLAGS):
-        estimator = KWaySplit(
-            kernel=kernel, method=method, eta=eta, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
-            n_features=int_option(features, "--features"), n_modes=int_option(modes, "--modes"),
-            seed=int_option(seed, "--seed"), chunk_size=int_option(chunk_size, "--chunk-size"),
-            top_k=int_option(top_k, "--top-k"),
-            permutations=None if permutations.strip().lower() == "auto" else int_option(permutations,
-                                                                                        "--permutations"),
-            alpha=float_option(alpha, "--alpha"), null_samples=int_option(null_samples, "--null-samples"),
-            precision=precision)
+    estimator = KWaySplit(
+        kernel=kernel, method=method, eta=eta, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
+        n_features=features, n_modes=modes, seed=seed, chunk_size=chunk_size, top_k=top_k,
+        permutations=permutation_count(permutations), alpha=alpha, null_samples=null_samples,
+        precision=precision)
     names = unique_names(inputs)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
     with execution(scheduler=scheduler, workers=workers):
         sets = [inp.load_cli_input(p, name=n, client=current_client(), **enc)
                 for p, n in zip(inputs, names, strict=True)]
-        with flag_names(FLAGS):
-            result = estimator.fit(sets, names)
+        result = estimator.fit(sets, names)
     written = save_outputs(result, out, report=not no_report, quiet=quiet,
                            inputs={n: s for n, s in zip(names, sets, strict=True)})
     print_kway(result, quiet=quiet)

@@ -17,6 +17,8 @@ from ..methods.compcon.generators import load_prompt_bank, resolve_source
 from ..methods.compcon.pipeline import NULL_SETS, CompCon, CompConResult, split_mode_prompts
 from ..results import load_result
 from ._app import app, console, deprecated
+from ._inputs import QUIET
+from ._options import SEED, Choice, Integer, Number, typed
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 
@@ -71,20 +73,24 @@ def print_compcon(result: CompConResult, out: Path | None, quiet: bool = False) 
         console.print(f"results: {out / 'result.json'}", markup=False, soft_wrap=True)
 
 
+#: the chat-model options of compcon, compcon-eval and describe (one definition, one meaning)
+API_KEY_ENV = typer.Option("OPENAI_API_KEY", "--api-key-env",
+                           help="Name of the environment variable holding the key ('' for none).")
+TIMEOUT = typed(120.0, Number(), "--timeout", help="Seconds per chat request.")
+RETRIES = typed(3, Integer(), "--retries",
+                help="Retries per request on connection errors, timeouts, 429/5xx.")
+CHAT_CACHE = typer.Option(None, "--chat-cache", help="Folder for the on-disk chat response cache.")
+CACHE_DEPRECATED = typer.Option(None, "--cache", hidden=True, help="Deprecated spelling of --chat-cache.")
+
+
 @app.command("compcon")
 def compcon(
-    model_a: str = typer.Argument(
-        ...,
-        metavar="A",
-        help="Model A: an image folder/manifest for the prompt bank, or module:callable (prompt -> images).",
-    ),
+    model_a: str = typer.Argument(..., metavar="A", help="Model A: an image folder/manifest for the prompt "
+                                                         "bank, or module:callable (prompt -> images)."),
     model_b: str = typer.Argument(..., metavar="B", help="Model B, same forms as A."),
-    prompt_bank: Path = typer.Option(
-        None,
-        "--prompt-bank",
-        "-p",
-        help="Prompt bank (required): one prompt per line, .json list, .jsonl/.csv with a 'prompt' field.",
-    ),
+    prompt_bank: Path = typer.Option(None, "--prompt-bank", "-p",
+                                     help="Prompt bank (required): one prompt per line, .json list, "
+                                          ".jsonl/.csv with a 'prompt' field."),
     prompts_deprecated: Path = typer.Option(None, "--prompts", hidden=True,
                                             help="Deprecated spelling of --prompt-bank."),
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
@@ -92,49 +98,36 @@ def compcon(
     model: str = typer.Option("gpt-4o", help="Language model (descriptions, prompt generation)."),
     vlm_model: str = typer.Option("", help="Vision-language model (attribute discovery); default: --model."),
     vlm_base_url: str = typer.Option("", help="Endpoint of the VLM; default: --base-url."),
-    api_key_env: str = typer.Option(
-        "OPENAI_API_KEY", help="Name of the environment variable holding the key ('' for none)."
-    ),
-    clip_model: str = typer.Option(
-        "openai/clip-vit-base-patch32",
-        help="CLIP: a local folder or a name in the "
-        "local Hugging Face cache (never downloaded), open_clip:FOLDER_OR_HUB_ID, or module:factory.",
-    ),
-    timeout: float = typer.Option(120.0, help="Seconds per chat request."),
-    retries: int = typer.Option(3, help="Retries per request on connection errors, timeouts, 429/5xx."),
-    iterations: int = typer.Option(10, help="Description iterations per attribute (early stop: C.3)."),
-    seed: int = typer.Option(0, help="Seed of every random draw (recorded in result.json)."),
-    discovery_prompts: int = typer.Option(10, help="Prompts sampled for attribute discovery."),
-    attributes: int = typer.Option(1, help="Top attributes to describe."),
-    description_prompts: int = typer.Option(10, "--description-prompts", min=1,
-                                            help="B: diverging and non-diverging prompts shown per "
-                                                 "description."),
+    api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
+    clip_model: str = typer.Option("openai/clip-vit-base-patch32",
+                                   help="CLIP: a local folder or a name in the local Hugging Face cache "
+                                        "(never downloaded), open_clip:FOLDER_OR_HUB_ID, or module:factory."),
+    iterations: int = typed(10, Integer(), "--iterations",
+                            help="Description iterations per attribute (early stop: C.3)."),
+    seed: int = SEED,
+    discovery_prompts: int = typed(10, Integer(), "--discovery-prompts",
+                                   help="Prompts sampled for attribute discovery."),
+    attributes: int = typed(1, Integer(), "--attributes", help="Top attributes to describe."),
+    description_prompts: int = typed(10, Integer(minimum=1), "--description-prompts",
+                                     help="B: diverging and non-diverging prompts shown per description."),
     batch_size_deprecated: int = typer.Option(None, "--batch-size", hidden=True,
                                               help="Deprecated spelling of --description-prompts."),
-    generated: int = typer.Option(25, help="Prompts generated per iteration."),
-    quantile: float = typer.Option(
-        0.95, help="Threshold: this quantile of the null set's CLIP similarities."
-    ),
-    null: str = typer.Option(
-        "reference", help="Null set for the thresholds: reference (B's images) or pooled."
-    ),
-    min_fraction: float = typer.Option(0.5, help="Share of a prompt's images that must have the attribute."),
-    chat_cache: Path | None = typer.Option(None, "--chat-cache",
-                                           help="Folder for the on-disk chat response cache."),
-    cache_deprecated: Path | None = typer.Option(None, "--cache", hidden=True,
-                                                 help="Deprecated spelling of --chat-cache."),
+    generated: int = typed(25, Integer(), "--generated", help="Prompts generated per iteration."),
+    quantile: float = typed(0.95, Number(), "--quantile",
+                            help="Threshold: this quantile of the null set's CLIP similarities."),
+    null: str = typed("reference", Choice(NULL_SETS), "--null",
+                      help="Null set for the thresholds: reference (B's images) or pooled."),
+    min_fraction: float = typed(0.5, Number(), "--min-fraction",
+                                help="Share of a prompt's images that must have the attribute."),
+    chat_cache: Path | None = CHAT_CACHE, cache_deprecated: Path | None = CACHE_DEPRECATED,
     templates: Path | None = typer.Option(None, help="Folder of edited prompt templates (<name>.txt)."),
-    skip_missing: bool = typer.Option(
-        False, help="Leave out prompts without images (listed in result.json) instead of stopping."
-    ),
-    from_split: Path | None = typer.Option(
-        None, help="A PromptSplit result.json: describe one of its modes."
-    ),
-    mode: int = typer.Option(
-        1, help="With --from-split: K > 0 the K-th positive mode, K < 0 a negative one."
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
-    no_report: bool = NO_REPORT,
+    skip_missing: bool = typer.Option(False, help="Leave out prompts without images (listed in result.json) "
+                                                  "instead of stopping."),
+    from_split: Path | None = typer.Option(None,
+                                           help="A PromptSplit result.json: describe one of its modes."),
+    mode: int = typed(1, Integer(), "--mode",
+                      help="With --from-split: K > 0 the K-th positive mode, K < 0 a negative one."),
+    quiet: bool = QUIET, no_report: bool = NO_REPORT,
 ) -> None:
     """CompCon: a visual attribute A's images show and B's don't, and the prompts that trigger it, in words.
 
@@ -142,60 +135,57 @@ def compcon(
     diverging prompts and is refined by generating and scoring new prompts. --from-split starts from a
     PromptSplit mode.
     """
-    if prompts_deprecated is not None:
+    prompt_bank, description_prompts, chat_cache = _new_spellings(
+        prompt_bank, description_prompts, chat_cache, prompts=prompts_deprecated,
+        batch_size=batch_size_deprecated, cache=cache_deprecated)
+    bank = load_prompt_bank(prompt_bank)
+    source_a, source_b, seed_prompts, seeded_from = _sources(model_a, model_b, from_split, mode)
+    link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache}
+    estimator = CompCon(
+        llm=_client(base_url, model, seed=seed, **link),
+        vlm=_client(vlm_base_url or base_url, vlm_model or model, seed=seed, **link),
+        embedder=LazyClip(clip_model), n_discovery_prompts=discovery_prompts, n_attributes=attributes,
+        batch_size=description_prompts, n_generated=generated, iterations=iterations, quantile=quantile,
+        null=null, min_fraction=min_fraction, seed=seed, template_dir=str(templates) if templates else None,
+        progress=False if quiet else None)
+    result = estimator.fit(source_a, source_b, bank, seed_prompts=seed_prompts, skip_missing=skip_missing,
+                           seeded_from=seeded_from)
+    written = save_outputs(result, out, report=not no_report, inputs={"A": source_a, "B": source_b},
+                           quiet=quiet)
+    print_compcon(result, None, quiet=quiet)
+    print_written(written)
+
+
+def _new_spellings(prompt_bank: Path | None, description_prompts: int, chat_cache: Path | None, *,
+                   prompts: Path | None, batch_size: int | None, cache: Path | None) -> tuple:
+    """compcon's options under their current names, taking the deprecated spellings (with a note)."""
+    if prompts is not None:
         deprecated("--prompts (compcon's prompt bank)", "--prompt-bank")
-        prompt_bank = prompt_bank or prompts_deprecated
-    if batch_size_deprecated is not None:
+        prompt_bank = prompt_bank or prompts
+    if batch_size is not None:
         deprecated("--batch-size (compcon's prompts per description)", "--description-prompts")
-        description_prompts = batch_size_deprecated
-    if cache_deprecated is not None:
+        description_prompts = batch_size
+    if cache is not None:
         deprecated("--cache (compcon's chat cache)", "--chat-cache")
-        chat_cache = chat_cache or cache_deprecated
+        chat_cache = chat_cache or cache
     if prompt_bank is None:
         raise OptionError("--prompt-bank is required: the prompt bank (one prompt per line, .json list, "
                           ".jsonl/.csv with a 'prompt' field)")
-    if null not in NULL_SETS:
-        raise OptionError(f"--null must be one of {', '.join(NULL_SETS)}, got {null!r}")
-    bank = load_prompt_bank(prompt_bank)
+    return prompt_bank, description_prompts, chat_cache
+
+
+def _sources(model_a: str, model_b: str, from_split: Path | None, mode: int) -> tuple:
+    """(source A, source B, seed prompts, where they came from): with --from-split, the mode's prompts,
+    and for a negative mode the two models swapped (the reference is the one that shows more)."""
     seed_prompts, seeded_from, swapped = None, None, False
     if from_split is not None:
         seed_prompts, swapped, seeded_from = split_mode_prompts(load_result(from_split), mode)
         seeded_from["result"] = str(from_split)
     source_a = resolve_source(model_a, name="A")
     source_b = resolve_source(model_b, name="B")
-    if swapped:  # a negative mode: the reference (B) is the model that shows more
+    if swapped:
         source_a, source_b = source_b, source_a
-    link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache}
-    llm = _client(base_url, model, seed=seed, **link)
-    vlm = _client(vlm_base_url or base_url, vlm_model or model, seed=seed, **link)
-    estimator = CompCon(
-        llm=llm,
-        vlm=vlm,
-        embedder=LazyClip(clip_model),
-        n_discovery_prompts=discovery_prompts,
-        n_attributes=attributes,
-        batch_size=description_prompts,
-        n_generated=generated,
-        iterations=iterations,
-        quantile=quantile,
-        null=null,
-        min_fraction=min_fraction,
-        seed=seed,
-        template_dir=str(templates) if templates else None,
-        progress=False if quiet else None,
-    )
-    result = estimator.fit(
-        source_a,
-        source_b,
-        bank,
-        seed_prompts=seed_prompts,
-        skip_missing=skip_missing,
-        seeded_from=seeded_from,
-    )
-    written = save_outputs(result, out, report=not no_report, inputs={"A": source_a, "B": source_b},
-                           quiet=quiet)
-    print_compcon(result, None, quiet=quiet)
-    print_written(written)
+    return source_a, source_b, seed_prompts, seeded_from
 
 
 @app.command("compcon-eval")
@@ -210,13 +200,9 @@ def compcon_eval(
         "https://api.openai.com/v1", help="OpenAI-compatible endpoint of the judge."
     ),
     model: str = typer.Option("gpt-4o", help="Judge model."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the key."),
-    timeout: float = typer.Option(120.0, help="Seconds per request."),
-    retries: int = typer.Option(3, help="Retries per request."),
-    k: int = typer.Option(5, min=1, help="Top-k (besides top-1), >= 1."),
-    chat_cache: Path | None = typer.Option(None, "--chat-cache", help="Folder for the chat response cache."),
-    cache_deprecated: Path | None = typer.Option(None, "--cache", hidden=True,
-                                                 help="Deprecated spelling of --chat-cache."),
+    api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
+    k: int = typed(5, Integer(minimum=1), "--k", help="Top-k (besides top-1), >= 1."),
+    chat_cache: Path | None = CHAT_CACHE, cache_deprecated: Path | None = CACHE_DEPRECATED,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no summary."),
     no_report: bool = NO_REPORT,
 ) -> None:

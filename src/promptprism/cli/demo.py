@@ -13,6 +13,7 @@ from ..datasets import colored_digits
 from ..io import atomic_save_npz
 from ..methods.promptsplit import PromptSplit
 from ._app import app, console
+from ._options import Integer, typed
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 from .split import print_promptsplit
@@ -24,20 +25,21 @@ DEMO_BYTES_PER_IMAGE = 16 * 1024
 @app.command("demo")
 def demo(
     out: Path = typer.Option(Path("results/demo"), "--out", "-o", help="Results folder."),
-    per_prompt: int = typer.Option(40, help="Images per prompt and model."),
-    seed: int = typer.Option(0, help="Seed of the data set and of PromptSplit."),
+    per_prompt: int = typed(40, Integer(), "--per-prompt", help="Images per prompt and model."),
+    seed: int = typed(0, Integer(), "--seed", help="Seed of the data set and of PromptSplit."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
     no_report: bool = NO_REPORT,
     llm: bool = typer.Option(False, "--llm", help="The real-LLM demo instead (SmolLM2 answers "
                                                  "100 questions in two set-ups)."),
-    questions: int = typer.Option(20, "--questions", help="With --llm: questions per topic (at most 20)."),
-    samples: int = typer.Option(2, "--samples", help="With --llm: answers per question and set-up."),
+    questions: int = typed(20, Integer(), "--questions",
+                           help="With --llm: questions per topic (at most 20)."),
+    samples: int = typed(2, Integer(), "--samples", help="With --llm: answers per question and set-up."),
     generator: bool = typer.Option(False, "--generator", help="The trained-generator demo instead (a "
                                                              "Fashion-MNIST diffusion model's checkpoints "
                                                              "through quality, regions, diversity, split)."),
     weights: Path = typer.Option(None, "--weights", help="With --generator: a folder of checkpoints "
                                                          "(default: the packaged ones)."),
-    steps: int = typer.Option(20, "--steps", help="With --generator: DDIM steps per sample."),
+    steps: int = typed(20, Integer(), "--steps", help="With --generator: DDIM steps per sample."),
 ) -> None:
     """Run PromptSplit on the colour experiment built from scikit-learn's bundled digits.
 
@@ -66,6 +68,11 @@ def demo(
 
         run_llm_demo(out, questions=questions, samples=samples, seed=seed, quiet=quiet, no_report=no_report)
         return
+    digits_demo(out, per_prompt=per_prompt, seed=seed, quiet=quiet, no_report=no_report)
+
+
+def digits_demo(out: Path, *, per_prompt: int, seed: int, quiet: bool, no_report: bool) -> None:
+    """The colour experiment: build the data set, run PromptSplit, write the results and the inputs."""
     check_positive_number(per_prompt, "per_prompt", integer=True)
     check_seed(seed)
     check_memory(per_prompt * 40 * DEMO_BYTES_PER_IMAGE, what=f"per_prompt {per_prompt} (40 sets of images)")

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import typer
 
-from ..errors import InputError, OptionError
+from ..errors import InputError
 from ._app import app, console
+from ._options import SEED, Choice, typed
 from ._output import print_written, save_outputs
+from .compcon import API_KEY_ENV, CHAT_CACHE, RETRIES, TIMEOUT
 from .report import NO_REPORT
 
 NAMERS = ("chat", "words")
@@ -55,23 +57,23 @@ def describe(
     out: Path | None = typer.Option(None, "--out", "-o", help="Results folder to write (default: DIR)."),
     base_url: str = typer.Option("https://api.openai.com/v1", help="OpenAI-compatible namer endpoint."),
     model: str = typer.Option("gpt-4o", help="Namer model (proposes the candidate names)."),
-    namer: str = typer.Option("chat", help="chat (the model at --base-url) or words (no model: the words "
-                                           "that mark the mode's side, by log-odds)."),
-    judge: str = typer.Option("chat", help="chat (a model says yes/no per held-out sample), embedding "
-                                           "(a text-embedding classifier) or lexical (word-list names)."),
+    namer: str = typed("chat", Choice(NAMERS), "--namer",
+                       help="chat (the model at --base-url) or words (no model: the words that mark the "
+                            "mode's side, by log-odds)."),
+    judge: str = typed("chat", Choice(JUDGES), "--judge",
+                       help="chat (a model says yes/no per held-out sample), embedding (a text-embedding "
+                            "classifier) or lexical (word-list names)."),
     judge_model: str = typer.Option("", help="Judge model for --judge chat (default: --model)."),
     judge_base_url: str = typer.Option("", help="Endpoint of the judge (default: --base-url)."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the key."),
-    timeout: float = typer.Option(120.0, help="Seconds per chat request."),
-    retries: int = typer.Option(3, help="Retries per request on connection errors, timeouts, 429/5xx."),
-    chat_cache: Path | None = typer.Option(None, "--chat-cache", help="Folder for the chat response cache."),
+    api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
+    chat_cache: Path | None = CHAT_CACHE,
     candidates: int = typer.Option(3, min=1, help="Candidate names asked per mode."),
     alpha: float = typer.Option(0.05, help="Family-wise level over a mode's candidates (Holm)."),
     min_held_out: int = typer.Option(5, min=1, help="Held-out samples needed per side to test a name."),
     all_modes: bool = typer.Option(False, "--all-modes", help="Name every reported mode, not only the "
                                                               "significant ones."),
     text_model: str = typer.Option("minilm", help="Text encoder (inputs to embed; the embedding judge)."),
-    seed: int = typer.Option(0, help="Seed of every random draw (recorded in result.json)."),
+    seed: int = SEED,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No table."),
     no_report: bool = NO_REPORT,
 ) -> None:
@@ -83,14 +85,9 @@ def describe(
     """
     import dataclasses
 
-    from ..methods.naming import ChatJudge, ChatNamer, LexicalJudge, NamingOptions, WordNamer
+    from ..methods.naming import NamingOptions
     from ..results import load_result
-    from .compcon import _client
 
-    if namer not in NAMERS:
-        raise OptionError(f"--namer must be one of {', '.join(NAMERS)}, got {namer!r}")
-    if judge not in JUDGES:
-        raise OptionError(f"--judge must be one of {', '.join(JUDGES)}, got {judge!r}")
     result = load_result(folder)
     if result.kind not in ("promptsplit", "scendi"):
         raise InputError(f"{folder}: holds a {result.kind} result; describe names PromptSplit modes and "
@@ -98,11 +95,9 @@ def describe(
     options = NamingOptions(candidates=candidates, alpha=alpha, min_held_out=min_held_out, seed=seed)
     link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache,
             "seed": seed}
-    namer_obj = WordNamer() if namer == "words" else ChatNamer(_client(base_url, model, **link))
-    if judge == "chat":
-        judge_obj = ChatJudge(_client(judge_base_url or base_url, judge_model or model, **link))
-    else:
-        judge_obj = _embedding_judge(text_model) if judge == "embedding" else LexicalJudge()
+    namer_obj, judge_obj = _namer_and_judge(namer, judge, base_url=base_url, model=model,
+                                            judge_base_url=judge_base_url, judge_model=judge_model,
+                                            text_model=text_model, link=link)
     record, sets = _describe(result, folder, (test, reference), text_model, namer=namer_obj, judge=judge_obj,
                              options=options, all_modes=all_modes)
     clients = [getattr(namer_obj, "client", None), getattr(judge_obj, "client", None)]
@@ -114,6 +109,18 @@ def describe(
     if not quiet:
         print_descriptions(record)
     print_written(written)
+
+
+def _namer_and_judge(namer: str, judge: str, *, base_url: str, model: str, judge_base_url: str,
+                     judge_model: str, text_model: str, link: dict) -> tuple:
+    """The namer and the judge that ``--namer`` and ``--judge`` name (chat ones through one client each)."""
+    from ..methods.naming import ChatJudge, ChatNamer, LexicalJudge, WordNamer
+    from .compcon import _client
+
+    namer_obj = WordNamer() if namer == "words" else ChatNamer(_client(base_url, model, **link))
+    if judge == "chat":
+        return namer_obj, ChatJudge(_client(judge_base_url or base_url, judge_model or model, **link))
+    return namer_obj, _embedding_judge(text_model) if judge == "embedding" else LexicalJudge()
 
 
 def _describe(result, folder: Path, paths: tuple, text_model: str, **how) -> tuple[dict, dict | None]:

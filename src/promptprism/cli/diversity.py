@@ -12,9 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..backend import resolve_backend
-from ..errors import OptionError
 from ..methods.metrics import MetricsResult, ReferenceMetrics
 from ..methods.scendi import (
+    GAMMA_ESTIMATORS,
     PromptRankWarning,
     Scendi,
     ScendiComparison,
@@ -22,12 +22,22 @@ from ..methods.scendi import (
     compare,
     interval_notes,
 )
+from ..methods.scendi.estimator import INTERVAL_METHODS
 from ..results import to_jsonable
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console, err_console
-from ._inputs import int_option
-from ._options import unique_names
+from ._options import (
+    CHUNK_SIZE,
+    PARTITION_ROWS,
+    PRECISION_CHOICE,
+    SEED,
+    Choice,
+    Integer,
+    Number,
+    typed,
+    unique_names,
+)
 from ._output import print_written, save_outputs
 from .metrics import compute_metrics, print_metrics
 from .report import NO_REPORT
@@ -98,9 +108,12 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
         console.print(clusters)
 
 
-def _with_reference(comparison: ScendiComparison, inputs: list[Path], reference: Path, *, seed: int,
-                    quiet: bool, **encoding: Any) -> tuple[ScendiComparison, MetricsResult]:
-    """Each model's Scendi result with its reference-set metrics (``reference_metrics``) attached."""
+def _with_reference(comparison: ScendiComparison, inputs: list[Path], reference: Path | None, *, seed: int,
+                    quiet: bool, **encoding: Any) -> tuple[ScendiComparison, MetricsResult | None]:
+    """With ``--reference``: each model's Scendi result with its reference-set metrics (``reference_metrics``)
+    attached, and those metrics; without, the comparison as it is and None."""
+    if reference is None:
+        return comparison, None
     metrics_result, _ = compute_metrics(inputs, reference, ReferenceMetrics(seed=seed), quiet=quiet,
                                         **encoding)
     models = [dataclasses.replace(r, reference_metrics=to_jsonable(m))
@@ -108,29 +121,17 @@ def _with_reference(comparison: ScendiComparison, inputs: list[Path], reference:
     return dataclasses.replace(comparison, models=models), metrics_result
 
 
-def _bootstrap_option(value: str) -> int | str:
-    if value.strip().lower() == "auto":
-        return "auto"
-    b = int_option(value, "--bootstrap")
-    if b < 0:
-        raise OptionError(f"--bootstrap must be >= 0 (0 turns it off), got {b}")
-    return b
-
-
-def _ridge_option(value: str) -> float | str:
-    if value.strip().lower() == "cv":
-        return "cv"
-    try:
-        return float(value)
-    except ValueError:
-        raise OptionError(f"--ridge must be 'cv' or a number >= 0, got {value!r}") from None
-
-
-def _float_option(value: str, name: str) -> float:
-    try:
-        return float(value)
-    except ValueError:
-        raise OptionError(f"{name} must be a number, got {value!r}") from None
+def _compare(sets: list, estimator: Scendi) -> ScendiComparison:
+    """Scendi of every set (one comparison); prompt-rank warnings become one ``warning:`` line each."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PromptRankWarning)
+        comparison = compare(sets, estimator, names=[s.name for s in sets])
+    for w in caught:
+        if issubclass(w.category, PromptRankWarning):
+            err_console.print(f"warning: {w.message}", markup=False, highlight=False, soft_wrap=True)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return comparison
 
 
 @app.command("diversity")
@@ -141,34 +142,36 @@ def diversity(
     sigma_prompt: str = typer.Option("median", help="Gaussian prompt bandwidth: a number or a rule "
                                                     "('median', '0.5*median')."),
     sigma_output: str = typer.Option("median", help="Gaussian output bandwidth (also the shared one)."),
-    features: str = typer.Option("2000", help="RFF features per modality, 2D (even); the reference "
-                                              "implementation uses 5000 (2 x 2500)."),
+    features: int = typed(2000, Integer(), "--features",
+                          help="RFF features per modality, 2D (even); the reference implementation uses 5000 "
+                               "(2 x 2500)."),
     shared_frequencies: bool = typer.Option(False, "--shared-frequencies/--separate-frequencies",
                                             help="One set of RFF frequencies and one bandwidth for prompts "
                                                  "and outputs (same embedding space, e.g. CLIP)."),
-    gamma_estimator: str = typer.Option("auto", "--gamma-estimator",
-                              help="How Gamma* (prompt -> output) is estimated: in-sample (the paper), "
-                                   "cross-fit (out of fold: honest with one output per prompt), or auto "
-                                   "(cross-fit when rank(C_TT) >= n/2)."),
-    n_folds: str = typer.Option("5", "--folds", help="Folds of the cross-fitted Gamma* (prompts per fold)."),
-    ridge: str = typer.Option("cv", "--ridge", help="Ridge of the cross-fitted Gamma*: 'cv' (chosen by "
-                                                    "cross-validation) or a number >= 0."),
-    bootstrap: str = typer.Option("auto", "--bootstrap",
-                                  help="Bootstrap replicates (prompts resampled with their outputs) for "
-                                       "confidence intervals; 0 = off; auto = 200 when cheap (matrices "
-                                       "<= 600), else off."),
-    confidence: str = typer.Option("0.95", "--confidence", help="Level of the bootstrap intervals."),
-    interval: str = typer.Option("auto", "--interval",
+    gamma_estimator: str = typed("auto", Choice(GAMMA_ESTIMATORS), "--gamma-estimator",
+                                 help="How Gamma* (prompt -> output) is estimated: in-sample (the paper), "
+                                      "cross-fit (out of fold: honest with one output per prompt), or auto "
+                                      "(cross-fit when rank(C_TT) >= n/2)."),
+    n_folds: int = typed(5, Integer(), "--folds",
+                         help="Folds of the cross-fitted Gamma* (prompts per fold)."),
+    ridge: float = typed("cv", Number(words=("cv",)), "--ridge",
+                         help="Ridge of the cross-fitted Gamma*: 'cv' (chosen by cross-validation) or a "
+                              "number >= 0."),
+    bootstrap: int = typed("auto", Integer(words=("auto",), minimum=0, why=" (0 turns it off)"),
+                           "--bootstrap",
+                           help="Bootstrap replicates (prompts resampled with their outputs) for confidence "
+                                "intervals; 0 = off; auto = 200 when cheap (matrices <= 600), else off."),
+    confidence: float = typed(0.95, Number(), "--confidence", help="Level of the bootstrap intervals."),
+    interval: str = typed("auto", Choice(INTERVAL_METHODS), "--interval",
                                  help="jackknife (delete-one-prompt, bias-corrected; calibrated on the "
                                       "simulation grid), basic (bootstrap), or auto (jackknife; basic for "
                                       "the cross-fitted estimator)."),
-    precision: str = typer.Option("float64", "--precision",
+    precision: str = typed("float64", PRECISION_CHOICE, "--precision",
                                   help="float64 or float32 for the sample-space matrices and eigen-solves."),
-    clusters: str = typer.Option("5", help="Model-driven clusters reported (eigenvectors of Lambda_I)."),
-    top_k: str = typer.Option("10", help="Samples listed per cluster."),
-    seed: str = inp.SEED,
-    chunk_size: str = typer.Option("8192", help="Rows per streaming step."),
-    partition_rows: str = typer.Option("262144", help="Rows per cluster task (rounded up to whole chunks)."),
+    clusters: int = typed(5, Integer(), "--clusters",
+                          help="Model-driven clusters reported (eigenvectors of Lambda_I)."),
+    top_k: int = typed(10, Integer(), "--top-k", help="Samples listed per cluster."),
+    seed: int = SEED, chunk_size: int = CHUNK_SIZE, partition_rows: int = PARTITION_ROWS,
     scheduler: str = inp.SCHEDULER, workers: int = inp.WORKERS,
     quiet: bool = inp.QUIET,
     text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
@@ -187,34 +190,19 @@ def diversity(
     """
     resolve_backend(device, name="--device")  # the encoder's and the array core's device: refused by flag
     estimator = Scendi(
-        kernel=kernel, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
-        n_features=int_option(features, "--features"), shared_frequencies=shared_frequencies,
-        n_clusters=int_option(clusters, "--clusters"), top_k=int_option(top_k, "--top-k"),
-        seed=int_option(seed, "--seed"), chunk_size=int_option(chunk_size, "--chunk-size"),
-        partition_rows=int_option(partition_rows, "--partition-rows"), progress=False if quiet else None,
-        gamma_estimator=gamma_estimator, n_folds=int_option(n_folds, "--folds"), ridge=_ridge_option(ridge),
-        bootstrap=_bootstrap_option(bootstrap), confidence=_float_option(confidence, "--confidence"),
-        interval=interval,
-        precision=precision, device=device)
+        kernel=kernel, sigma_prompt=sigma_prompt, sigma_output=sigma_output, n_features=features,
+        shared_frequencies=shared_frequencies, n_clusters=clusters, top_k=top_k, seed=seed,
+        chunk_size=chunk_size, partition_rows=partition_rows, progress=False if quiet else None,
+        gamma_estimator=gamma_estimator, n_folds=n_folds, ridge=ridge, bootstrap=bootstrap,
+        confidence=confidence, interval=interval, precision=precision, device=device)
     names = unique_names(inputs)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
     with execution(scheduler=scheduler, workers=workers):
         sets = [inp.load_cli_input(p, name=n, client=current_client(), **enc)  # every input read first
                 for p, n in zip(inputs, names, strict=True)]
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", PromptRankWarning)
-            comparison = compare(sets, estimator, names=[s.name for s in sets])
-        for w in caught:
-            if issubclass(w.category, PromptRankWarning):
-                err_console.print(f"warning: {w.message}", markup=False, highlight=False, soft_wrap=True)
-            else:
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    metrics_result = None
-    if reference is not None:
-        comparison, metrics_result = _with_reference(
-            comparison, inputs, reference, seed=int_option(seed, "--seed"), quiet=quiet,
-            **{k: v for k, v in enc.items() if k != "quiet"})
+        comparison = _compare(sets, estimator)
+    comparison, metrics_result = _with_reference(comparison, inputs, reference, seed=seed, **enc)
     results = comparison.models
     result: ScendiResult | ScendiComparison = results[0] if len(results) == 1 else comparison
     written = save_outputs(result, out, report=not no_report, inputs={s.name: s for s in sets}, quiet=quiet)

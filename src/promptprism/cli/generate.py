@@ -10,7 +10,7 @@ from rich.markup import escape
 from ..errors import OptionError
 from ..generate import generate_images, generate_text
 from ._app import app, console
-from ._inputs import int_option
+from ._options import SEED, Integer, Number, typed
 
 
 @app.command("generate")
@@ -25,26 +25,28 @@ def generate(
     model: str = typer.Option(None, "--model", help="Text: the model name sent to the endpoint."),
     system: str = typer.Option(None, "--system", help="Text: a system prompt."),
     system_file: Path = typer.Option(None, "--system-file", help="Text: a file holding the system prompt."),
-    temperature: float = typer.Option(0.7, "--temperature", help="Text: sampling temperature."),
-    max_tokens: str = typer.Option("128", "--max-tokens", help="Text: most tokens per answer."),
+    temperature: float = typed(0.7, Number(), "--temperature", help="Text: sampling temperature."),
+    max_tokens: int = typed(128, Integer(), "--max-tokens", help="Text: most tokens per answer."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env",
                                     help="Text: environment variable holding the API key (unset: none)."),
-    timeout: float = typer.Option(120.0, "--timeout", help="Text: seconds per request."),
-    retries: str = typer.Option("3", "--retries", help="Text: extra attempts on transient failures."),
+    timeout: float = typed(120.0, Number(), "--timeout", help="Text: seconds per request."),
+    retries: int = typed(3, Integer(), "--retries", help="Text: extra attempts on transient failures."),
     generator: str = typer.Option(None, "--generator", help="Images: a Python callable module:function, "
                                                             "fn(prompt[, seed=]) -> one image."),
     diffusers: Path = typer.Option(None, "--diffusers", help="Images: a diffusers pipeline saved in a local "
                                                              "folder (needs diffusers)."),
-    steps: str = typer.Option("30", "--steps", help="Images: diffusers inference steps."),
-    samples: str = typer.Option("1", "--samples", help="Generations per prompt."),
-    seed: str = typer.Option("0", "--seed", help="Seed of every sample (each gets its own, derived)."),
-    concurrency: str = typer.Option("1", "--concurrency", help="Requests or calls in flight at once."),
+    steps: int = typed(30, Integer(), "--steps", help="Images: diffusers inference steps."),
+    samples: int = typed(1, Integer(), "--samples", help="Generations per prompt."),
+    seed: int = SEED,
+    concurrency: int = typed(1, Integer(), "--concurrency", help="Requests or calls in flight at once."),
     guide_reference: Path = typer.Option(None, "--guide-reference", help="Images: guide the sampler toward "
                                          "this reference (a manifest with prompt and image columns): "
                                          "PromptSplit guidance, docs/guidance.md; needs a generator that "
                                          "takes guidance=, e.g. promptprism.generators.fashion:generate."),
-    guide_scale: float = typer.Option(1.0, "--guide-scale", help="Images: the guidance step size (>= 0)."),
-    guide_rho: float = typer.Option(0.0, "--guide-rho", help="Images: the Joint-Diversity weight (>= 0)."),
+    guide_scale: float = typed(1.0, Number(minimum=0), "--guide-scale",
+                               help="Images: the guidance step size (>= 0)."),
+    guide_rho: float = typed(0.0, Number(minimum=0), "--guide-rho",
+                             help="Images: the Joint-Diversity weight (>= 0)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Generate outputs for every prompt and write a manifest that split/diversity/compcon read.
@@ -52,41 +54,44 @@ def generate(
     Text through an OpenAI-compatible chat endpoint (--endpoint, --model), or images through a Python
     callable (--generator) or a local diffusers pipeline (--diffusers).
     """
-    common = dict(out=out, samples=int_option(samples, "--samples"), seed=int_option(seed, "--seed"),
-                  concurrency=int_option(concurrency, "--concurrency"), progress=False if quiet else None)
+    common = dict(out=out, samples=samples, seed=seed, concurrency=concurrency,
+                  progress=False if quiet else None)
     image_mode = generator is not None or diffusers is not None
     if image_mode and endpoint is not None:
         raise OptionError("pass --endpoint (text) or --generator/--diffusers (images), not both")
-    try:
-        if guide_reference is not None and not image_mode:
-            raise OptionError("--guide-reference guides an image generator: pass --generator")
-        if image_mode:
-            guidance = (None if guide_reference is None
-                        else _guidance_request(guide_reference, guide_scale, guide_rho))
-            result = generate_images(prompts, generator=generator, diffusers=diffusers,
-                                     steps=int_option(steps, "--steps"), guidance=guidance, **common)
-        else:
-            if not endpoint or not model:
-                raise OptionError("text generation needs --endpoint and --model (or pass --generator or "
-                                  "--diffusers for images)")
-            if system is not None and system_file is not None:
-                raise OptionError("pass --system or --system-file, not both")
-            if system_file is not None:
-                if not system_file.is_file():
-                    raise OptionError(f"--system-file {system_file}: no such file")
-                system = system_file.read_text(encoding="utf-8")
-            result = generate_text(prompts, base_url=endpoint, model=model, system_prompt=system,
-                                   temperature=temperature, max_tokens=int_option(max_tokens, "--max-tokens"),
-                                   api_key_env=api_key_env or None, timeout=timeout,
-                                   retries=int_option(retries, "--retries"), **common)
-    except OptionError as exc:
-        raise OptionError(_flags(str(exc))) from None
+    if guide_reference is not None and not image_mode:
+        raise OptionError("--guide-reference guides an image generator: pass --generator")
+    if image_mode:
+        guidance = (None if guide_reference is None
+                    else _guidance_request(guide_reference, guide_scale, guide_rho))
+        result = generate_images(prompts, generator=generator, diffusers=diffusers, steps=steps,
+                                 guidance=guidance, **common)
+    else:
+        result = generate_text(prompts, base_url=endpoint, model=model, temperature=temperature,
+                               system_prompt=_system_prompt(endpoint, model, system, system_file),
+                               max_tokens=max_tokens, api_key_env=api_key_env or None, timeout=timeout,
+                               retries=retries, **common)
     if not quiet:
         speed = result.stats.get("tokens_per_second")
         extra = f", {speed:.1f} tokens/s" if speed else ""
         console.print(f"{result.n_rows} rows ({result.n_generated} generated, {result.n_reused} kept from an "
                       f"earlier run) in {result.seconds:.1f} s{extra}")
     console.print(f"manifest: {escape(str(result.manifest))}")
+
+
+def _system_prompt(endpoint: str | None, model: str | None, system: str | None,
+                   system_file: Path | None) -> str | None:
+    """Text mode's checks, and its system prompt: --system, or --system-file's text."""
+    if not endpoint or not model:
+        raise OptionError("text generation needs --endpoint and --model (or pass --generator or "
+                          "--diffusers for images)")
+    if system is not None and system_file is not None:
+        raise OptionError("pass --system or --system-file, not both")
+    if system_file is None:
+        return system
+    if not system_file.is_file():
+        raise OptionError(f"--system-file {system_file}: no such file")
+    return system_file.read_text(encoding="utf-8")
 
 
 def _guidance_request(path: Path, scale: float, rho: float):
@@ -98,23 +103,8 @@ def _guidance_request(path: Path, scale: float, rho: float):
     from ..errors import InputError
     from ..guidance import GuidanceRequest
 
-    for value, flag in ((scale, "--guide-scale"), (rho, "--guide-rho")):
-        if not np.isfinite(value) or value < 0:
-            raise OptionError(f"{flag} must be a finite number >= 0, got {value!r}")
     rows = read_manifest(path).rows
     if any(r.prompt is None or r.image is None for r in rows):
         raise InputError(f"--guide-reference {path}: every row needs a text prompt and an image")
     images = [np.asarray(read_rgb(r.image, r.where)) for r in rows]
     return GuidanceRequest([r.prompt for r in rows], images, scale=scale, rho=rho, source=str(path))
-
-
-_FLAGS = {"samples": "--samples", "concurrency": "--concurrency", "seed": "--seed", "out": "--out",
-          "temperature": "--temperature", "max_tokens": "--max-tokens", "generator": "--generator",
-          "diffusers": "--diffusers", "timeout": "--timeout", "retries": "--retries",
-          "guidance": "--guide-reference"}
-
-
-def _flags(message: str) -> str:
-    """The library names parameters; the CLI names its flags."""
-    head, sep, rest = message.partition(" ")
-    return f"{_FLAGS[head]}{sep}{rest}" if head in _FLAGS else message

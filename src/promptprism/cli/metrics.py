@@ -10,12 +10,12 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import OptionError
+from ..kernels import KERNELS
 from ..methods.metrics import MetricsResult, ReferenceMetrics
+from ..methods.metrics.estimator import ALIGNMENT_CHOICES
 from . import _inputs as inp
 from ._app import app, console
-from ._inputs import int_option
-from ._options import unique_names
+from ._options import SEED, Choice, Integer, Number, typed, unique_names
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 
@@ -82,23 +82,24 @@ def metrics(
     reference: Path = typer.Option(..., "--reference", "-r", help="The reference set (same formats; its "
                                                                   "outputs are the real samples)."),
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
-    nearest_k: str = typer.Option("5", "--nearest-k", help="k of the k-NN radii (precision, recall, "
-                                                           "density, coverage)."),
-    subsets: str = typer.Option("100", "--subsets", help="Random subsets for KID and MMD."),
-    subset_size: str = typer.Option("1000", "--subset-size", help="Rows per subset (capped at the smaller "
-                                                                   "set)."),
-    mmd_kernel: str = typer.Option("gaussian", "--mmd-kernel", help="MMD's kernel: gaussian or cosine."),
+    nearest_k: int = typed(5, Integer(), "--nearest-k",
+                           help="k of the k-NN radii (precision, recall, density, coverage)."),
+    subsets: int = typed(100, Integer(), "--subsets", help="Random subsets for KID and MMD."),
+    subset_size: int = typed(1000, Integer(), "--subset-size",
+                             help="Rows per subset (capped at the smaller set)."),
+    mmd_kernel: str = typed("gaussian", Choice(KERNELS), "--mmd-kernel",
+                            help="MMD's kernel: gaussian or cosine."),
     mmd_sigma: str = typer.Option("median", "--mmd-sigma", help="Gaussian bandwidth: a number or a rule "
                                                                 "('median', '0.5*median') on the reference."),
-    bootstrap: str = typer.Option("200", "--bootstrap", help="Bootstrap replicates over prompts for the "
-                                                             "intervals; 0 = off."),
-    confidence: str = typer.Option("0.95", "--confidence", help="Level of the intervals."),
-    min_group_size: str = typer.Option("10", "--min-group-size", help="Generated samples a prompt needs to "
-                                                                      "be broken down."),
-    alignment: str = typer.Option("auto", "--alignment", help="CLIPScore: auto (when prompts and outputs "
-                                                              "share a joint space), on (refuse otherwise), "
-                                                              "off."),
-    seed: str = inp.SEED, quiet: bool = inp.QUIET,
+    bootstrap: int = typed(200, Integer(), "--bootstrap",
+                           help="Bootstrap replicates over prompts for the intervals; 0 = off."),
+    confidence: float = typed(0.95, Number(), "--confidence", help="Level of the intervals."),
+    min_group_size: int = typed(10, Integer(), "--min-group-size",
+                                help="Generated samples a prompt needs to be broken down."),
+    alignment: str = typed("auto", Choice(ALIGNMENT_CHOICES), "--alignment",
+                           help="CLIPScore: auto (when prompts and outputs share a joint space), on (refuse "
+                                "otherwise), off."),
+    seed: int = SEED, quiet: bool = inp.QUIET,
     text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
     prompts: Path = inp.PROMPTS, cache: Path = inp.CACHE, no_cache: bool = inp.NO_CACHE,
     device: str = inp.DEVICE, batch_size: int = inp.BATCH_SIZE, no_report: bool = NO_REPORT,
@@ -110,16 +111,10 @@ def metrics(
     CLIPScore (Hessel et al. 2021) when prompts and outputs come from one joint model. Several generated
     sets give one table.
     """
-    try:
-        level = float(confidence)
-    except ValueError:
-        raise OptionError(f"confidence must be a number, got {confidence!r}") from None
     estimator = ReferenceMetrics(
-        nearest_k=int_option(nearest_k, "--nearest-k"), subsets=int_option(subsets, "--subsets"),
-        subset_size=int_option(subset_size, "--subset-size"), mmd_kernel=mmd_kernel, mmd_sigma=mmd_sigma,
-        bootstrap=int_option(bootstrap, "--bootstrap"), confidence=level,
-        min_group_size=int_option(min_group_size, "--min-group-size"), alignment=alignment,
-        seed=int_option(seed, "--seed"))
+        nearest_k=nearest_k, subsets=subsets, subset_size=subset_size, mmd_kernel=mmd_kernel,
+        mmd_sigma=mmd_sigma, bootstrap=bootstrap, confidence=confidence, min_group_size=min_group_size,
+        alignment=alignment, seed=seed)
     result, sets = compute_metrics(inputs, reference, estimator, quiet=quiet, text_model=text_model,
                                    image_model=image_model, clip_model=clip_model, prompts=prompts,
                                    cache=cache, no_cache=no_cache, device=device, batch_size=batch_size)

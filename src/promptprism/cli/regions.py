@@ -13,17 +13,14 @@ from ..backend import resolve_backend
 from ..data.images import ImageRows, load_images
 from ..errors import OptionError
 from ..methods.regions import RegionCMS, RegionsResult
+from ..methods.regions.comparison import BLOCK_ESTIMATORS
 from ..methods.regions.sources import check_same_shape
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console, run_state
-from ._options import parse_int, unique_names
+from ._options import PRECISION_CHOICE, SEED, Choice, Integer, typed, unique_names
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
-
-
-def _int_or_none(value: str, name: str, *, allow: tuple[str, ...] = ("none",)) -> int | str | None:
-    return parse_int(value, name, allow=allow)
 
 
 def print_regions(result: RegionsResult, out: Path | None, *, quiet: bool = False) -> None:
@@ -107,37 +104,43 @@ def regions(
                                               "formats: --generated A B C."),
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json, curves.csv, "
                                                       "cka_matrix.npy)."),
-    n_regions: str = typer.Option("auto", "--regions", "-C",
-                                  help="Number of regions C, or 'auto' (largest dendrogram gap)."),
+    n_regions: int = typed("auto", Integer(words=("auto",), minimum=1), "--regions", "-C",
+                           help="Number of regions C, or 'auto' (largest dendrogram gap)."),
     reference: Path | None = typer.Option(None, help="Held-out real images for the CMS (default: --real)."),
     gamma: str = typer.Option("median", help="Kernel gamma: a number, or 'median' (1 / median Euclidean "
                                              "distance between real images), or scaled '0.5*median'."),
-    block_size: str = typer.Option("none", help="Mini-batch size b of the CMS estimator, or 'none' (all "
-                                                "images, exact eq. 4). The paper's block average is biased "
-                                                "downwards (b = 150: 0.924 where eq. 4 gives 0.987); the "
-                                                "default --block-estimator corrects it."),
-    block_estimator: str = typer.Option("corrected", help="With --block-size: 'corrected' (pair means "
-                                                          "pooled over blocks, put into eq. 4 for all "
-                                                          "images; targets the full estimate) or 'paper' "
-                                                          "(average of per-block CMS, biased downwards)."),
-    bootstrap: str = typer.Option("0", help="Bootstrap resamples B for 95% intervals of the whole-image, "
-                                            "product and per-region CMS (0: off; at least 20; seeded by "
-                                            "--seed; images resampled, or blocks with --block-size)."),
-    cka_block_size: str = typer.Option("auto", help="Mini-batch size of the pixel CKA: 'auto' (100, or all "
-                                                    "images when fewer), a number, or 'none'."),
-    cka_images: str = typer.Option("1000", help="Real images (seeded subsample) for the CKA matrix."),
-    max_regions: str = typer.Option("10", help="Largest C that 'auto' considers."),
-    min_region_size: str = typer.Option("auto", help="Smallest region the dendrogram cut keeps ('auto': a "
-                                                     "quarter of the average region size)."),
-    seed: str = inp.SEED,
-    precision: str = typer.Option("float64", help="float64, or float32 for a 2-3x faster pixel CKA "
-                                                  "product on large images (entries change by ~1e-6)."),
+    block_size: int = typed("none", Integer(words=("none",)), "--block-size",
+                            help="Mini-batch size b of the CMS estimator, or 'none' (all images, exact eq. "
+                                 "4). The paper's block average is biased downwards (b = 150: 0.924 where "
+                                 "eq. 4 gives 0.987); the default --block-estimator corrects it."),
+    block_estimator: str = typed("corrected", Choice(BLOCK_ESTIMATORS), "--block-estimator",
+                                 help="With --block-size: 'corrected' (pair means pooled over blocks, put "
+                                      "into eq. 4 for all images; targets the full estimate) or 'paper' "
+                                      "(average of per-block CMS, biased downwards)."),
+    bootstrap: int = typed(0, Integer(), "--bootstrap",
+                           help="Bootstrap resamples B for 95% intervals of the whole-image, product and "
+                                "per-region CMS (0: off; at least 20; seeded by --seed; images resampled, "
+                                "or blocks with --block-size)."),
+    cka_block_size: int = typed("auto", Integer(words=("auto", "none")), "--cka-block-size",
+                                help="Mini-batch size of the pixel CKA: 'auto' (100, or all images when "
+                                     "fewer), a number, or 'none'."),
+    cka_images: int = typed(1000, Integer(), "--cka-images",
+                            help="Real images (seeded subsample) for the CKA matrix."),
+    max_regions: int = typed(10, Integer(), "--max-regions", help="Largest C that 'auto' considers."),
+    min_region_size: int = typed("auto", Integer(words=("auto",)), "--min-region-size",
+                                 help="Smallest region the dendrogram cut keeps ('auto': a quarter of the "
+                                      "average region size)."),
+    seed: int = SEED,
+    precision: str = typed("float64", PRECISION_CHOICE, "--precision",
+                           help="float64, or float32 for a 2-3x faster pixel CKA product on large images "
+                                "(entries change by ~1e-6)."),
     plot: bool = typer.Option(False, "--plot", help="Also write curves.png (CMS, product and each region per "
                                                     "set) and regions.png (needs matplotlib)."),
     scheduler: str = inp.SCHEDULER,
     workers: int = inp.WORKERS,
-    partition_rows: str = typer.Option("512", help="Images per task of the sums over images (the exact CMS "
-                                                   "takes pairs of chunks of this many images)."),
+    partition_rows: int = typed(512, Integer(), "--partition-rows",
+                                help="Images per task of the sums over images (the exact CMS takes pairs of "
+                                     "chunks of this many images)."),
     quiet: bool = inp.QUIET,
     no_report: bool = NO_REPORT,
     device: str = inp.DEVICE,
@@ -147,37 +150,17 @@ def regions(
     Regions: clusters of the pixel-by-pixel CKA matrix of the real images.
     Per generated set: whole-image CMS, the product of region CMS (Theorem 1) and each region's CMS.
     """
-    extra = list(ctx.args)
-    for arg in extra:
-        if arg.startswith("-"):
-            raise OptionError(f"unknown option {arg!r}; see promptprism regions --help")
-    gen_paths = list(generated) + [Path(a) for a in extra]
-    c = _int_or_none(n_regions, "--regions", allow=("auto",))
-    if isinstance(c, int) and c < 1:
-        raise OptionError(f"--regions must be >= 1, got {c}")
-    mrs = _int_or_none(min_region_size, "--min-region-size", allow=("auto",))
+    gen_paths = _generated_paths(generated, ctx.args)
     resolve_backend(device, name="--device")  # a bad value is refused naming the flag
     estimator = RegionCMS(
-        n_regions=c, gamma=gamma, block_size=_int_or_none(block_size, "--block-size"),
-        cka_block_size=_int_or_none(cka_block_size, "--cka-block-size", allow=("auto", "none")),
-        cka_max_images=_int_or_none(cka_images, "--cka-images"),
-        max_regions=_int_or_none(max_regions, "--max-regions", allow=()),
-        min_region_size=None if mrs == "auto" else mrs,
-        seed=_int_or_none(seed, "--seed", allow=()), progress=False if quiet else None,
-        precision=precision, partition_rows=_int_or_none(partition_rows, "--partition-rows", allow=()),
-        bootstrap=_int_or_none(bootstrap, "--bootstrap", allow=()), block_estimator=block_estimator,
-        device=device)
+        n_regions=n_regions, gamma=gamma, block_size=block_size, cka_block_size=cka_block_size,
+        cka_max_images=cka_images, max_regions=max_regions,
+        min_region_size=None if min_region_size == "auto" else min_region_size, seed=seed,
+        progress=False if quiet else None, precision=precision, partition_rows=partition_rows,
+        bootstrap=bootstrap, block_estimator=block_estimator, device=device)
     estimator.validate()
     with execution(scheduler=scheduler, workers=workers):
-        client = current_client()
-        # on a cluster the workers read their own images (the paths must be readable there); here, one load
-        reader = ImageRows.open if client is not None else load_images
-        load = functools.partial(reader, columns=run_state().columns)
-        real_images = load(real, "real")
-        gen_sets = [load(p, "generated") for p in gen_paths]
-        ref = load(reference, "reference") if reference is not None else None
-        for p, g in zip(gen_paths, gen_sets, strict=True):
-            check_same_shape(g.shape, real_images.shape[1:], f"generated ({p})")
+        real_images, gen_sets, ref = _load_images(real, gen_paths, reference)
         result = estimator.fit(real_images).compare(gen_sets, unique_names(gen_paths), reference=ref)
     result = _with_inputs(result, real, gen_paths, reference)
     written = save_outputs(result, out, report=not no_report, quiet=quiet,
@@ -185,6 +168,27 @@ def regions(
                            extra=(lambda folder: write_plots(result, folder)) if plot else None)
     print_regions(result, None, quiet=quiet)
     print_written(written)
+
+
+def _generated_paths(generated: list[Path], extra: list[str]) -> list[Path]:
+    """``--generated A B C``: the first after the flag, and the rest (left over by click as extra args)."""
+    for arg in extra:
+        if arg.startswith("-"):
+            raise OptionError(f"unknown option {arg!r}; see promptprism regions --help")
+    return list(generated) + [Path(a) for a in extra]
+
+
+def _load_images(real: Path, gen_paths: list[Path], reference: Path | None) -> tuple:
+    """(real, generated sets, reference or None), each checked to have the real images' shape."""
+    # on a cluster the workers read their own images (the paths must be readable there); here, one load
+    reader = ImageRows.open if current_client() is not None else load_images
+    load = functools.partial(reader, columns=run_state().columns)
+    real_images = load(real, "real")
+    gen_sets = [load(p, "generated") for p in gen_paths]
+    ref = load(reference, "reference") if reference is not None else None
+    for p, g in zip(gen_paths, gen_sets, strict=True):
+        check_same_shape(g.shape, real_images.shape[1:], f"generated ({p})")
+    return real_images, gen_sets, ref
 
 
 def _with_inputs(result: RegionsResult, real: Path, gen: list[Path], reference: Path | None) -> RegionsResult:

@@ -12,6 +12,7 @@ import typer
 
 from ..errors import InputError
 from ._app import app, console, run_state
+from ._options import Integer, typed
 
 NO_REPORT = typer.Option(False, "--no-report", help="Do not write report.html next to result.json.")
 
@@ -26,12 +27,9 @@ def report(
                                          "the runs."),
     out: Path = typer.Option(None, "--out", "-o", help="Several DIRs: the folder the runs page (report.html) "
                                                        "is written to."),
-    map_points: int = typer.Option(
-        MAP_POINTS,
-        "--map-points",
-        min=12,
-        help="PromptSplit: at most this many samples in the t-SNE map (a seeded subsample above it; >= 12).",
-    ),
+    map_points: int = typed(MAP_POINTS, Integer(minimum=12), "--map-points",
+                            help="PromptSplit: at most this many samples in the t-SNE map (a seeded "
+                                 "subsample above it; >= 12)."),
 ) -> None:
     """Write DIR/report.html for the result in DIR: one self-contained page of figures and tables. With
     several DIRs (runs over time), write one page over them to --out: verdicts, distances, diversity and

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,39 +9,16 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import OptionError
+from ..kernels.gram import KERNELS
 from ..methods.promptsplit import EXACT_MAX_SAMPLES, PromptSplit, PromptSplitResult
+from ..methods.promptsplit.aggregate import AGGREGATES
+from ..methods.promptsplit.estimator import METHODS, PRECISIONS, RANKINGS
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console
-from ._inputs import int_option
+from ._options import CHUNK_SIZE, FEATURES, PARTITION_ROWS, SEED, TOP_K, Choice, Integer, Number, typed
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
-
-#: library parameter names -> the flags that set them (for error messages)
-FLAGS = {"permutations": "--permutations", "alpha": "--alpha", "precision": "--precision",
-         "device": "--device", "null_samples": "--null-samples", "aggregate": "--aggregate"}
-
-
-@contextlib.contextmanager
-def flag_names(flags: dict[str, str]) -> Iterator[None]:
-    """Re-raise an OptionError that names a library parameter with the CLI flag instead."""
-    try:
-        yield
-    except OptionError as exc:
-        msg = str(exc)
-        for name, flag in flags.items():
-            if msg.startswith(f"{name} "):
-                raise OptionError(flag + msg[len(name):]) from None
-        raise
-
-
-def float_option(value: str, name: str) -> float:
-    """A number option read as text, so that a bad value gets the one-line error (exit 2)."""
-    try:
-        return float(value)
-    except ValueError:
-        raise OptionError(f"{name} must be a number, got {value!r}") from None
 
 
 def _p_cell(mode: Any) -> str:
@@ -101,39 +76,56 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
         console.print(f"results: {escape(str(out / 'result.json'))}")
 
 
+#: the options ``split`` and ``compare`` share (one definition, one meaning)
+KERNEL = typed("gaussian", Choice(KERNELS), "--kernel",
+               help="Kernel for prompts and outputs: gaussian or cosine.")
+METHOD = typed("auto", Choice(METHODS), "--method",
+               help=f"exact, rff (gaussian), sketch (cosine), or auto (exact up to {EXACT_MAX_SAMPLES:,} "
+                    "samples, random features above).")
+ETA = typed(1.0, Number(), "--eta", help="Weight of the reference covariance: Lambda = C_test - eta C_ref.")
+SIGMA_PROMPT = typer.Option("median", "--sigma-prompt",
+                            help="Prompt bandwidth: a number or a rule ('median', '0.5*median', or 'stable': "
+                                 "the smallest multiple of the median at which the top eigenvalues settle).")
+SIGMA_OUTPUT = typer.Option("median", "--sigma-output",
+                            help="Output bandwidth: a number or a rule (as above).")
+PERMUTATIONS = typed("auto", Integer(words=("auto",)), "--permutations",
+                     help="Label permutations of the significance test (auto: 200 exact, 100 random "
+                          "features; 0 turns it off).")
+ALPHA = typed(0.05, Number(), "--alpha", help="Family-wise significance level of the test (0 < alpha < 1).")
+PRECISION = typed("auto", Choice(PRECISIONS), "--precision",
+                  help="float32, float64, or auto (float32 for rff/sketch, float64 exact); recorded in "
+                       "result.json.")
+
+
+def permutation_count(value: int | str) -> int | None:
+    """``--permutations``: 'auto' leaves the count to the method (None)."""
+    return None if value == "auto" else value
+
+
 @app.command("split")
 def split(
     test: Path = typer.Argument(..., help=f"Test set: {inp.INPUT_HELP}."),
     reference: Path = typer.Argument(..., help="Reference set, any of the same kinds (embedded with the same "
                                                "models as TEST)."),
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
-    kernel: str = typer.Option("gaussian", help="Kernel for prompts and outputs: gaussian or cosine."),
-    method: str = typer.Option("auto", help=f"exact, rff (gaussian), sketch (cosine), or auto (exact up to "
-                                            f"{EXACT_MAX_SAMPLES:,} samples, random features above)."),
-    eta: float = typer.Option(1.0, help="Weight of the reference covariance: Lambda = C_test - eta C_ref."),
-    sigma_prompt: str = typer.Option("median", help="Prompt bandwidth: a number or a rule ('median', "
-                                                    "'0.5*median', or 'stable': the smallest multiple of "
-                                                    "the median at which the top eigenvalues settle)."),
-    sigma_output: str = typer.Option("median", help="Output bandwidth: a number or a rule (as above)."),
-    features: str = typer.Option("2000", help="Random features r for rff/sketch (even for rff)."),
-    modes: str = typer.Option("10", help="Modes reported per sign (positive and negative)."),
-    seed: str = typer.Option("0", help="Seed of every random draw (recorded in result.json)."),
-    chunk_size: str = typer.Option("8192", help="Rows per streaming step."),
-    top_k: str = typer.Option("10", help="Samples listed per mode and set."),
-    rank_prompts_by: str = typer.Option("contribution", help="contribution (share of the eigenvalue) or "
-                                                             "mean_score."),
+    kernel: str = KERNEL, method: str = METHOD, eta: float = ETA,
+    sigma_prompt: str = SIGMA_PROMPT, sigma_output: str = SIGMA_OUTPUT,
+    features: int = FEATURES,
+    modes: int = typed(10, Integer(), "--modes", help="Modes reported per sign (positive and negative)."),
+    seed: int = SEED, chunk_size: int = CHUNK_SIZE, top_k: int = TOP_K,
+    rank_prompts_by: str = typed("contribution", Choice(RANKINGS), "--rank-prompts-by",
+                                 help="contribution (share of the eigenvalue) or mean_score."),
     scheduler: str = inp.SCHEDULER,
     workers: int = inp.WORKERS,
-    partition_rows: str = typer.Option("262144", help="Rows per cluster task (rounded up to whole chunks)."),
-    permutations: str = typer.Option("auto", help="Label permutations of the significance test (auto: 200 "
-                                                  "exact, 100 random features; 0 turns it off)."),
-    alpha: str = typer.Option("0.05", help="Family-wise significance level of the test (0 < alpha < 1)."),
-    null_samples: str = typer.Option("20000", help="The test runs on at most this many samples (a seeded "
-                                                   "subsample above, exact on it); its time grows with it."),
-    precision: str = typer.Option("auto", help="float32, float64, or auto (float32 for rff/sketch, float64 "
-                                               "exact); recorded in result.json."),
-    aggregate: str = typer.Option("auto", help="The test over a kernel family (auto: by the outputs' "
-                                               "modality; text, image) or none (the fitted kernel alone)."),
+    partition_rows: int = PARTITION_ROWS,
+    permutations: int = PERMUTATIONS, alpha: float = ALPHA,
+    null_samples: int = typed(20000, Integer(), "--null-samples",
+                              help="The test runs on at most this many samples (a seeded subsample above, "
+                                   "exact on it); its time grows with it."),
+    precision: str = PRECISION,
+    aggregate: str = typed("auto", Choice(AGGREGATES), "--aggregate",
+                           help="The test over a kernel family (auto: by the outputs' modality; text, "
+                                "image) or none (the fitted kernel alone)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
     text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
     prompts: Path = inp.PROMPTS, cache: Path = inp.CACHE, no_cache: bool = inp.NO_CACHE,
@@ -144,26 +136,19 @@ def split(
     Eigen-decomposes Lambda = C_test - eta C_ref of joint prompt (x) output kernel covariances: positive
     modes are what the test model does more, negative ones what the reference does more.
     """
-    with flag_names(FLAGS):
-        estimator = PromptSplit(
-            kernel=kernel, method=method, eta=eta, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
-            n_features=int_option(features, "--features"), n_modes=int_option(modes, "--modes"),
-            seed=int_option(seed, "--seed"), chunk_size=int_option(chunk_size, "--chunk-size"),
-            top_k=int_option(top_k, "--top-k"), rank_prompts_by=rank_prompts_by,
-            partition_rows=int_option(partition_rows, "--partition-rows"),
-            permutations=None if permutations.strip().lower() == "auto" else int_option(permutations,
-                                                                                        "--permutations"),
-            alpha=float_option(alpha, "--alpha"), null_samples=int_option(null_samples, "--null-samples"),
-            progress=False if quiet else None,
-            precision=precision, device=device, aggregate=aggregate)
+    estimator = PromptSplit(
+        kernel=kernel, method=method, eta=eta, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
+        n_features=features, n_modes=modes, seed=seed, chunk_size=chunk_size, top_k=top_k,
+        rank_prompts_by=rank_prompts_by, partition_rows=partition_rows,
+        permutations=permutation_count(permutations), alpha=alpha, null_samples=null_samples,
+        progress=False if quiet else None, precision=precision, device=device, aggregate=aggregate)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
     with execution(scheduler=scheduler, workers=workers):
         client = current_client()
         test_set = inp.load_cli_input(test, name="test", client=client, **enc)
         reference_set = inp.load_cli_input(reference, name="reference", client=client, **enc)
-        with flag_names(FLAGS):
-            result = estimator.fit(test_set, reference_set)
+        result = estimator.fit(test_set, reference_set)
     written = save_outputs(result, out, report=not no_report, quiet=quiet,
                            inputs={"test": test_set, "reference": reference_set})
     print_promptsplit(result, None, quiet=quiet)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validation import check_matrix, check_nonzero_rows, check_strings
-from ..errors import InputError
+from ..errors import InputError, OptionError
 
 
 @dataclass(frozen=True, repr=False)
@@ -81,6 +81,17 @@ class PairedSet:
     def output_label(self, i: int) -> str | None:
         """The output string of row ``i`` (None without strings)."""
         return self.outputs[i] if self.outputs is not None else None
+
+
+def as_paired_set(data: PairedSet | tuple, name: str = "set") -> PairedSet:
+    """``data`` itself, or a PairedSet named ``name`` from a ``(prompt_embeddings, output_embeddings[,
+    prompts[, outputs]])`` tuple; anything else is an OptionError naming ``name``."""
+    if isinstance(data, PairedSet):
+        return data
+    if isinstance(data, tuple) and len(data) in (2, 3, 4):
+        return PairedSet(*data, name=name)
+    raise OptionError(f"{name} must be a PairedSet or a (prompt_embeddings, output_embeddings) tuple, "
+                      f"got {type(data).__name__}", parameter=name)
 
 
 def check_compatible(test: PairedSet, reference: PairedSet) -> None:

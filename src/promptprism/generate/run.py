@@ -96,7 +96,8 @@ def plan(prompts: Sequence[PromptRow], *, samples: int, seed: int,
     total = len(prompts) * samples
     if total > MAX_ROWS:
         raise OptionError(f"samples {samples} x {len(prompts)} prompts = {total:,} rows, over the "
-                          f"{MAX_ROWS:,} rows one run writes; use fewer samples or split the prompts file")
+                          f"{MAX_ROWS:,} rows one run writes; use fewer samples or split the prompts file",
+                          parameter="samples")
     content = content or (lambda p: p.prompt)
     seen: dict[str, int] = {}
     tasks = []

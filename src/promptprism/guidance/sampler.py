@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .._validation import check_positive_number, check_seed
+from .._validation import check_choice, check_positive_number, check_seed
 from ..errors import InputError, OptionError
 
 SAMPLERS = ("ddim", "as-given")
@@ -154,8 +154,7 @@ def _check_options(guidance_scale: float, steps: int, batch_size: int, sampler: 
         raise OptionError(f"guidance_scale must be a finite number >= 0, got {guidance_scale!r}")
     check_positive_number(steps, "steps", integer=True)
     check_positive_number(batch_size, "batch_size", integer=True)
-    if sampler not in SAMPLERS:
-        raise OptionError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+    check_choice(sampler, SAMPLERS, parameter="sampler")
 
 
 def _scheduler_for(scheduler: Any, sampler: str) -> Any:

@@ -13,20 +13,10 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from array_api_compat import device
 
-from .._validation import check_memory, check_positive_number, check_seed
+from .._validation import check_memory, check_positive_number, check_precision, check_seed
 from ..array_ops import row_norms
 from ..backend import array_namespace, backend_of, float_dtype, into, is_numpy, populated_empty, to_numpy
 from ..errors import InputError, OptionError
-
-#: floating-point precisions of the array core: ``numpy`` dtypes by name
-PRECISIONS = {"float32": np.float32, "float64": np.float64}
-
-
-def check_precision(precision: str, name: str = "precision") -> type:
-    """The numpy dtype named by ``precision`` ('float32' or 'float64'); OptionError otherwise."""
-    if precision not in PRECISIONS:
-        raise OptionError(f"{name} must be 'float32' or 'float64', got {precision!r}")
-    return PRECISIONS[precision]
 
 
 def cosine_features(a: Any, dtype: type = np.float64) -> Any:

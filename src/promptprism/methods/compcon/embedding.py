@@ -49,7 +49,7 @@ class TransformersClip:
         except OptionError as exc:
             raise InputError(
                 f"cannot load CLIP model {model!r} from local files (nothing is downloaded): "
-                f"{exc}; pass clip_model= a local folder holding a CLIP model"
+                f"{exc}; pass clip_model= a local folder holding a CLIP model", parameter="clip_model"
             ) from None
         self.name = model
         self.device = device

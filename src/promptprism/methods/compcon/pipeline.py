@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from ..._progress import progress_enabled, track
-from ..._validation import check_positive_number, check_seed
-from ...errors import InputError, OptionError, PromptPrismError
+from ..._validation import check_choice, check_interval, check_positive_number, check_seed
+from ...errors import InputError, PromptPrismError
 from . import verify
 from .clients import ChatModel, MalformedAnswerError, ask, user_message
 from .describe import describe_attribute, description_round, sample_prompts
@@ -110,14 +110,10 @@ class CompCon:
             check_positive_number(getattr(self, name), name, integer=True)
         check_positive_number(self.reasks, "reasks", integer=True, allow_zero=True)
         check_seed(self.seed)
-        if not (0.0 <= self.early_stop_score < 1.0):
-            raise OptionError(f"early_stop_score must be in [0, 1), got {self.early_stop_score!r}")
-        if not (0.0 < self.quantile < 1.0):
-            raise OptionError(f"quantile must be in (0, 1), got {self.quantile!r}")
-        if not (0.0 < self.min_fraction <= 1.0):
-            raise OptionError(f"min_fraction must be in (0, 1], got {self.min_fraction!r}")
-        if self.null not in NULL_SETS:
-            raise OptionError(f"null must be one of {', '.join(NULL_SETS)}, got {self.null!r}")
+        check_interval(self.early_stop_score, 0.0, 1.0, parameter="early_stop_score", closed="left")
+        check_interval(self.quantile, 0.0, 1.0, parameter="quantile")
+        check_interval(self.min_fraction, 0.0, 1.0, parameter="min_fraction", closed="right")
+        check_choice(self.null, NULL_SETS, parameter="null")
         self.templates = load_templates(self.template_dir)
 
     def config(self) -> dict:
@@ -180,7 +176,7 @@ class CompCon:
         missing = {name_a: missing_images(model_a, prompts), name_b: missing_images(model_b, prompts)}
         missing = {k: v for k, v in missing.items() if v}
         if missing and not skip_missing:
-            raise InputError(_missing_message(missing, len(prompts)))
+            raise InputError(_missing_message(missing, len(prompts)), parameter="skip_missing")
         skipped = set().union(*missing.values()) if missing else set()
         bank = [p for p in prompts if p not in skipped]
         if not bank:
@@ -203,7 +199,7 @@ class CompCon:
         empty = {k: v for k, v in empty.items() if v}
         if empty:
             if not skip_missing:
-                raise InputError(_missing_message(empty, len(prompts)))
+                raise InputError(_missing_message(empty, len(prompts)), parameter="skip_missing")
             for k, v in empty.items():
                 missing.setdefault(k, []).extend(v)
             bad = set().union(*empty.values())

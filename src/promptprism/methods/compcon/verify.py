@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..._validation import check_interval
 from ...errors import InputError, OptionError
 
 DEFAULT_QUANTILE = 0.95
@@ -60,8 +61,7 @@ def similarity_matrix(image_embeddings, text_embeddings) -> np.ndarray:
 
 def calibrate_thresholds(null_similarities, q: float = DEFAULT_QUANTILE) -> np.ndarray:
     """tau_k = the q-quantile (linear interpolation) of column k of ``null_similarities`` (n_null x K)."""
-    if not (0.0 < q < 1.0):
-        raise OptionError(f"quantile q must be in (0, 1), got {q!r}")
+    check_interval(q, 0.0, 1.0, parameter="quantile")
     s = np.asarray(null_similarities, dtype=np.float64)
     if s.ndim != 2 or s.shape[0] == 0:
         raise InputError(f"the null set for threshold calibration is empty (shape {s.shape})")

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._validation import check_matrix, check_positive_number, check_seed
+from ..._validation import check_choice, check_matrix, check_positive_number, check_seed
 from ...data.paired import PairedSet, prompt_groups
 from ...errors import InputError, OptionError
 from ...kernels import KERNELS, resolve_bandwidth
@@ -60,19 +60,15 @@ class ReferenceMetrics:
         self.subset_size = check_positive_number(subset_size, "subset_size", integer=True)
         if self.subset_size < 2:
             raise OptionError(f"subset_size must be >= 2, got {subset_size!r}")
-        if mmd_kernel not in KERNELS:
-            raise OptionError(f"mmd_kernel must be one of {', '.join(KERNELS)}, got {mmd_kernel!r}")
+        check_choice(mmd_kernel, KERNELS, parameter="mmd_kernel")
         self.mmd_kernel, self.mmd_sigma = mmd_kernel, mmd_sigma
         check_bootstrap(bootstrap, confidence)
         self.bootstrap, self.confidence = int(bootstrap), float(confidence)
         self.min_group_size = check_positive_number(min_group_size, "min_group_size", integer=True)
-        if alignment not in ALIGNMENT_CHOICES:
-            raise OptionError(f"alignment must be one of {', '.join(ALIGNMENT_CHOICES)}, got {alignment!r}")
+        check_choice(alignment, ALIGNMENT_CHOICES, parameter="alignment")
         self.alignment = alignment
         self.clip_weight = check_positive_number(clip_weight, "clip_weight")
-        if distance_precision not in PRECISIONS:
-            raise OptionError(f"distance_precision must be one of {', '.join(PRECISIONS)}, "
-                              f"got {distance_precision!r}")
+        check_choice(distance_precision, PRECISIONS, parameter="distance_precision")
         self.distance_precision = distance_precision
         self.block_rows = None if block_rows is None else check_positive_number(block_rows, "block_rows",
                                                                                 integer=True)

@@ -71,7 +71,8 @@ def check_nearest_k(k: Any, n_real: int, n_fake: int) -> int:
     for what, n in (("reference", n_real), ("generated", n_fake)):
         if n < k + 1:
             raise InputError(f"the {what} set has {n} samples; nearest_k={k} needs at least {k + 1} (each "
-                             f"sample's k-NN radius is the distance to its {k}-th nearest other sample)")
+                             f"sample's k-NN radius is the distance to its {k}-th nearest other sample)",
+                             parameter="nearest_k")
     return int(k)
 
 

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ..._validation import check_interval
 from ...errors import OptionError
 from ..compcon.clients import ChatModel, MalformedAnswerError
 from .judges import Judge, Namer, as_namer
@@ -45,8 +46,7 @@ class NamingOptions:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.alpha < 1.0:
-            raise OptionError(f"alpha must be in (0, 1), got {self.alpha!r}")
+        check_interval(self.alpha, 0.0, 1.0, parameter="alpha")
         for name in ("candidates", "max_held_out", "min_held_out"):
             value = getattr(self, name)
             if int(value) != value or value < 1:

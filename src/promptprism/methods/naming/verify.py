@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._validation import check_seed
+from ..._validation import check_interval, check_seed
 from ...errors import OptionError
 
 
@@ -70,8 +70,7 @@ def holm(p_values: Sequence[float]) -> list[float]:
 def held_out_split(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices ``(shown, held_out)`` of ``n`` samples: a seeded ``fraction`` goes to the namer, the rest is
     held out for the judge (never shown to the namer)."""
-    if not 0.0 < fraction < 1.0:
-        raise OptionError(f"shown_fraction must be in (0, 1), got {fraction!r}")
+    check_interval(fraction, 0.0, 1.0, parameter="shown_fraction")
     rng = np.random.default_rng(check_seed(seed))
     order = rng.permutation(n)
     k = int(round(n * fraction))

@@ -20,15 +20,13 @@ results (spectra, scores, accumulators) is numpy.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..._validation import check_positive_number
+from ..._validation import check_positive_number, check_precision, chunks
 from ...backend import NUMPY, Backend, array_namespace, backend_of, dtype_name, inplace, to_numpy
-from ...kernels.features import check_precision
 from ...kernels.gram import kernel_gram, squared_distances
 from ...stats.accumulators import CovarianceAccumulator
 from ...stats.eigen import (
@@ -174,12 +172,6 @@ def prompt_disagreement(eigenvalues: np.ndarray, contributions: np.ndarray) -> n
     """
     c = np.asarray(contributions, dtype=np.float64).reshape(-1, len(eigenvalues))
     return c @ np.asarray(eigenvalues, dtype=np.float64)
-
-
-def chunks(n: int, size: int) -> Iterator[tuple[int, int]]:
-    """[start, stop) row ranges of at most ``size`` rows covering 0..n."""
-    for start in range(0, n, size):
-        yield start, min(n, start + size)
 
 
 def pooled_rows(a: np.ndarray, b: np.ndarray, max_rows: int, seed: int) -> np.ndarray:

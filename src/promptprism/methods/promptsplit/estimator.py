@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from ..._progress import progress_enabled, status
-from ..._validation import check_positive_number, check_seed
+from ..._validation import check_choice, check_interval, check_positive_number, check_seed
 from ...backend import NUMPY, Backend, feature_memory, resolve_backend
-from ...data.paired import PairedSet, check_compatible, prompt_groups
+from ...data.paired import PairedSet, as_paired_set, check_compatible, prompt_groups
 from ...errors import OptionError
 from ...kernels.bandwidth import parse_bandwidth, resolve_bandwidth, stable_bandwidth
 from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
@@ -126,12 +126,9 @@ class PromptSplit:
         if self.method == "sketch" and self.kernel != "cosine":
             raise OptionError("method 'sketch' (tensor-sketch random projection) needs the cosine kernel; "
                               "for the gaussian kernel use method 'rff'")
-        if self.rank_prompts_by not in RANKINGS:
-            raise OptionError(f"rank_prompts_by must be one of {', '.join(RANKINGS)}, "
-                              f"got {self.rank_prompts_by!r}")
+        check_choice(self.rank_prompts_by, RANKINGS, parameter="rank_prompts_by")
         resolve_backend(self.device)
-        if self.precision not in PRECISIONS:
-            raise OptionError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        check_choice(self.precision, PRECISIONS, parameter="precision")
         if self.solver not in ("auto", "dense", "lanczos"):
             raise OptionError(f"solver must be 'auto', 'dense' or 'lanczos', got {self.solver!r}")
         check_positive_number(self.eta, "eta")
@@ -144,15 +141,11 @@ class PromptSplit:
         check_positive_number(self.top_prompts, "top_prompts", integer=True)
         if self.permutations is not None:  # (0 = no test)
             check_positive_number(self.permutations, "permutations", integer=True, allow_zero=True)
-        if (isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float, np.floating))
-                or not 0.0 < float(self.alpha) < 1.0):
-            raise OptionError(f"alpha must lie strictly between 0 and 1, got {self.alpha!r}")
+        check_interval(self.alpha, 0.0, 1.0, parameter="alpha")
         check_seed(self.seed)
         if check_positive_number(self.null_samples, "null_samples", integer=True) and self.null_samples < 4:
             raise OptionError(f"null_samples must be at least 4 (2 per set), got {self.null_samples}")
-        if self.aggregate not in aggregate.AGGREGATES:
-            raise OptionError(f"aggregate must be one of {', '.join(aggregate.AGGREGATES)}, "
-                              f"got {self.aggregate!r}")
+        check_choice(self.aggregate, aggregate.AGGREGATES, parameter="aggregate")
         if self.kernel == "gaussian":
             parse_bandwidth(self.sigma_prompt, "sigma_prompt", allow_stable=True)
             parse_bandwidth(self.sigma_output, "sigma_output", allow_stable=True)
@@ -167,8 +160,8 @@ class PromptSplit:
         result is the same either way.
         """
         self._validate()
-        test = _as_paired(test, "test")
-        reference = _as_paired(reference, "reference")
+        test = as_paired_set(test, "test")
+        reference = as_paired_set(reference, "reference")
         check_compatible(test, reference)
         if self.kernel == "cosine":
             why = "the cosine kernel is undefined for a zero vector"
@@ -385,14 +378,6 @@ class PromptSplit:
                                              seed=self.seed, max_samples=int(self.null_samples),
                                              family=family)
 
-
-def _as_paired(obj: PairedSet | tuple, name: str) -> PairedSet:
-    if isinstance(obj, PairedSet):
-        return obj
-    if isinstance(obj, tuple) and len(obj) in (2, 3, 4):
-        return PairedSet(*obj, name=name)
-    raise OptionError(f"{name} must be a PairedSet or a (prompt_embeddings, output_embeddings) tuple, "
-                      f"got {type(obj).__name__}")
 
 
 def replace_config(est: PromptSplit, **changes: Any) -> PromptSplit:

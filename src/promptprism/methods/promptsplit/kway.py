@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...backend import NUMPY, feature_memory
-from ...data.paired import PairedSet, check_compatible, prompt_groups
+from ...data.paired import PairedSet, as_paired_set, check_compatible, prompt_groups
 from ...errors import InputError, OptionError
 from ...kernels.bandwidth import parse_bandwidth, resolve_bandwidth
 from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
@@ -29,7 +29,7 @@ from ...stats.modes import ModeStats
 from . import core
 from . import kway_core as kc
 from . import significance as sig
-from .estimator import AUTO_PRECISION, EXACT_MAX_SAMPLES, PromptSplit, _as_paired
+from .estimator import AUTO_PRECISION, EXACT_MAX_SAMPLES, PromptSplit
 from .kway_result import KWayResult, assemble
 
 #: the options K-way PromptSplit shares with :class:`.PromptSplit` (validated by it)
@@ -123,7 +123,7 @@ class KWaySplit:
             raise InputError(f"K-way PromptSplit needs at least 2 sets, got {len(sets)}")
         if names is not None and len(names) != len(sets):
             raise OptionError(f"names must give one name per set: {len(names)} names for {len(sets)} sets")
-        paired = [_as_paired(s, names[i] if names else f"set {i + 1}") for i, s in enumerate(sets)]
+        paired = [as_paired_set(s, names[i] if names else f"set {i + 1}") for i, s in enumerate(sets)]
         names = list(names) if names else [s.name if s.name != "set" else f"set {i + 1}"
                                            for i, s in enumerate(paired)]
         for s in paired[1:]:

@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 
 from ..._progress import progress_enabled
-from ..._validation import check_positive_number
+from ..._validation import check_choice, check_positive_number
 from ...backend import NUMPY, Backend, resolve_backend
-from ...errors import InputError, OptionError
+from ...errors import InputError
 from ...scale import current_runner
 from .estimators import block_indices
 from .region_cms import (
@@ -187,9 +187,7 @@ def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_s
     if labels.shape[0] != d:
         raise InputError(f"regions: {labels.shape[0]} labels for {d} pixels")
     size = int(check_positive_number(partition_rows, "partition_rows", integer=True))
-    if block_estimator not in BLOCK_ESTIMATORS:
-        raise OptionError(f"block_estimator must be one of {', '.join(BLOCK_ESTIMATORS)}, got "
-                          f"{block_estimator!r}")
+    check_choice(block_estimator, BLOCK_ESTIMATORS, parameter="block_estimator")
     n_boot = int(bootstrap)
     if n_boot and block_size is None and min(n, *(source_shape(s)[0] for s in sets)) < 2:
         raise InputError("bootstrap: every image set needs at least 2 images (the intervals use pairs of "

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._validation import check_positive_number, check_seed
+from ..._validation import check_choice, check_interval, check_positive_number, check_precision, check_seed
 from ...backend import resolve_backend
 from ...errors import InputError, OptionError
 from ...kernels.bandwidth import parse_bandwidth
@@ -102,20 +102,15 @@ class RegionCMS:
         check_positive_number(self.partition_rows, "partition_rows", integer=True)
         check_positive_number(self.max_bytes, "max_bytes", integer=True)
         parse_bandwidth(self.gamma, "gamma")
-        if self.precision not in ("float64", "float32"):
-            raise OptionError(f"precision must be 'float64' or 'float32', got {self.precision!r}")
+        check_precision(self.precision)
         if isinstance(self.bootstrap, bool) or not isinstance(self.bootstrap, (int, np.integer)) \
                 or self.bootstrap < 0:
             raise OptionError(f"bootstrap must be an integer >= 0 (0: off), got {self.bootstrap!r}")
         if 0 < self.bootstrap < 20:
             raise OptionError(f"bootstrap must be 0 (off) or at least 20 resamples for a 95% interval, got "
                               f"{self.bootstrap}")
-        if isinstance(self.level, bool) or not isinstance(self.level, (int, float)) \
-                or not 0.0 < float(self.level) < 1.0:
-            raise OptionError(f"level must be a number in (0, 1), got {self.level!r}")
-        if self.block_estimator not in BLOCK_ESTIMATORS:
-            raise OptionError(f"block_estimator must be one of {', '.join(BLOCK_ESTIMATORS)}, got "
-                              f"{self.block_estimator!r}")
+        check_interval(self.level, 0.0, 1.0, parameter="level")
+        check_choice(self.block_estimator, BLOCK_ESTIMATORS, parameter="block_estimator")
         resolve_backend(self.device)
         return self
 
@@ -154,7 +149,8 @@ class RegionCMS:
             cka_b = CKA_BLOCK_SIZE if n_sub >= CKA_BLOCK_SIZE else None
         elif cka_b is not None and cka_b > n_sub:
             raise InputError(f"real images: fewer images than one CKA block: {n_sub} < "
-                             f"cka_block_size {cka_b}; lower the CKA block size or pass more images")
+                             f"cka_block_size {cka_b}; lower the CKA block size or pass more images",
+                             parameter="cka_block_size")
         self.cka_block_size_ = cka_b
         t1 = time.perf_counter()
         order = np.arange(n_sub) if cka_b is None else np.random.default_rng(self.seed).permutation(n_sub)
@@ -241,7 +237,7 @@ class RegionCMS:
             m = source_shape(py)[0]
             if self.block_size is not None and min(m, n_ref) < self.block_size:
                 raise InputError(f"generated set {name!r}: fewer images than one block: "
-                                 f"{min(m, n_ref)} < block_size {self.block_size}")
+                                 f"{min(m, n_ref)} < block_size {self.block_size}", parameter="block_size")
             srcs.append(py)
             n_gen.append(int(m))
         rows = compare_sources(ref, srcs, self.regions_, self.gamma_, block_size=self.block_size,

@@ -139,7 +139,7 @@ def block_indices(n: int, m: int, block_size: int | None, seed: int, *, what: st
     b = int(check_positive_number(block_size, "block_size", integer=True))
     if min(n, m) < b:
         raise InputError(f"{what}: fewer rows than one block: {min(n, m)} < block_size {b}; lower "
-                         "block_size or pass more samples")
+                         "block_size or pass more samples", parameter="block_size")
     rng = np.random.default_rng(seed)
     px = rng.permutation(n)
     py = px if paired else rng.permutation(m)

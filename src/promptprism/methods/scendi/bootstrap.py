@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..._validation import check_interval
 from ...errors import InputError, OptionError
 
 #: the scores given an interval (result.json ``intervals`` keys)
@@ -29,8 +30,7 @@ def check_bootstrap(replicates: int, level: float) -> None:
     if 0 < replicates < 20:
         raise OptionError(f"bootstrap must be 0 (off) or at least 20 replicates for a 95% interval to mean "
                           f"anything, got {replicates}")
-    if not 0.0 < float(level) < 1.0:
-        raise OptionError(f"confidence must lie strictly between 0 and 1, got {level!r}")
+    check_interval(level, 0.0, 1.0, parameter="confidence")
 
 
 def prompt_draws(n_groups: int, replicates: int, seed: int) -> np.ndarray:

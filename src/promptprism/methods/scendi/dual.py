@@ -30,19 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from ..._validation import PRECISIONS, check_precision  # noqa: F401 (PRECISIONS: re-exported)
 from ...array_ops import as_like, device_of, grid, index_array, symmetric_eigh, trace, values_and_top_vectors
 from ...backend import array_namespace, to_numpy
-from ...errors import InputError, OptionError
-
-#: array precisions accepted by the ``precision`` option
-PRECISIONS = {"float64": np.float64, "float32": np.float32}
-
-
-def check_precision(precision: str) -> type:
-    """The numpy dtype of a ``precision`` name ('float64' or 'float32')."""
-    if precision not in PRECISIONS:
-        raise OptionError(f"precision must be 'float64' or 'float32', got {precision!r}")
-    return PRECISIONS[precision]
+from ...errors import InputError
 
 
 def weighted_gram(gram: np.ndarray, weights: np.ndarray) -> np.ndarray:

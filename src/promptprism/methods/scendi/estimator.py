@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._validation import check_positive_number
+from ..._validation import check_choice, check_interval, check_positive_number
 from ...array_ops import blas_threads_for, index_array, trace
 from ...backend import resolve_backend, to_numpy
 from ...data.paired import PairedSet, prompt_groups
@@ -140,9 +140,7 @@ class Scendi(ScendiKernelOptions):
     def _validate(self) -> None:
         check_positive_number(self.n_clusters, "number of clusters", integer=True)
         check_positive_number(self.top_k, "top_k", integer=True)
-        if self.gamma_estimator not in GAMMA_ESTIMATORS:
-            raise OptionError(f"gamma_estimator must be one of {', '.join(GAMMA_ESTIMATORS)}, "
-                              f"got {self.gamma_estimator!r}")
+        check_choice(self.gamma_estimator, GAMMA_ESTIMATORS, parameter="gamma_estimator")
         check_positive_number(self.n_folds, "n_folds", integer=True)
         if self.n_folds < 2:
             raise OptionError(f"n_folds must be >= 2, got {self.n_folds}")
@@ -152,8 +150,8 @@ class Scendi(ScendiKernelOptions):
                 raise OptionError(f"ridge must be 'cv' or a number >= 0, got {self.ridge!r}")
         if self.bootstrap != "auto":
             check_bootstrap(self.bootstrap, self.confidence)
-        elif not 0.0 < float(self.confidence) < 1.0:
-            raise OptionError(f"confidence must lie strictly between 0 and 1, got {self.confidence!r}")
+        else:
+            check_interval(self.confidence, 0.0, 1.0, parameter="confidence")
         check_precision(self.precision)
         if self.interval not in INTERVAL_METHODS:
             raise OptionError(f"interval must be 'auto', 'jackknife' or 'basic', got {self.interval!r}")

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..._progress import progress_enabled
-from ..._validation import check_positive_number, check_seed
+from ..._validation import check_positive_number, check_seed, chunks
 from ...backend import Backend
-from ...data.paired import PairedSet
+from ...data.paired import PairedSet, as_paired_set
 from ...errors import InputError, OptionError
 from ...kernels.bandwidth import parse_bandwidth, resolve_bandwidth
 from ...kernels.scendi_features import ScendiFeatureMaps, ScendiKernelOptions
@@ -25,12 +24,6 @@ from ...scale.runner import current_client, current_runner, partition_size
 from ...scale.runner import partition_rows as partition_rows_of
 from ...stats.accumulators import CovarianceAccumulator, TopKAccumulator
 from .core import PromptRankWarning, accumulate_joint, nullify, schur_split
-
-
-def chunks(n: int, size: int) -> Iterator[tuple[int, int]]:
-    """``(start, stop)`` row ranges of at most ``size`` rows covering ``n``."""
-    for start in range(0, n, size):
-        yield start, min(n, start + size)
 
 
 def _subsample(x: np.ndarray, max_rows: int, seed: int) -> np.ndarray:
@@ -42,11 +35,7 @@ def _subsample(x: np.ndarray, max_rows: int, seed: int) -> np.ndarray:
 
 def check_paired(data: Any, kernel: str, *, min_rows: int = 2) -> PairedSet:
     """A PairedSet from ``data`` (or a tuple of arrays), checked: enough rows, no zero row for cosine."""
-    if isinstance(data, tuple) and len(data) in (2, 3, 4):
-        data = PairedSet(*data, name="set")
-    if not isinstance(data, PairedSet):
-        raise OptionError("expected a PairedSet or a (prompt_embeddings, output_embeddings) tuple, "
-                          f"got {type(data).__name__}")
+    data = as_paired_set(data, "set")
     if len(data) < min_rows:
         raise InputError(f"{data.where}: has {len(data)} (prompt, output) pair; Scendi needs at least "
                          f"{min_rows} (a covariance of one sample has no spread to measure)")
@@ -126,7 +115,7 @@ def _resolve_sigmas(data: PairedSet, *, kernel: str, sigma_output: Any, sigma_pr
                 f"{data.dim_output}; use separate frequencies")
         pool = np.concatenate([_subsample(data.output_embeddings, 500, seed),
                                _subsample(data.prompt_embeddings, 500, seed)])
-        sigma = resolve_bandwidth(sigma_output, pool, name="sigma", seed=seed)
+        sigma = resolve_bandwidth(sigma_output, pool, name="sigma_output", seed=seed)
         return sigma, sigma
     sigma_out = resolve_bandwidth(sigma_output, _subsample(data.output_embeddings, 1000, seed),
                                   name="sigma_output", seed=seed)
