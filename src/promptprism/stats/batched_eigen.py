@@ -132,14 +132,24 @@ def _batched_lanczos(apply, metric, wt: Any, dim: int, *, steps: int, rng: np.ra
     vectors carry their images g = M q, and T_k q = apply(g, wt). Written over the array API: the Krylov
     vectors live on ``wt``'s backend, the random starts are numpy's (the same on every backend), the small
     tridiagonal problems are solved on the host.
+
+    On an accelerator the steps run without a host round-trip (:func:`_lanczos_on_device`); the rare rows
+    that break down (an invariant subspace: fewer directions than steps) are then rerun from the same
+    start by :func:`_lanczos_on_host_checks`, which draws their fresh vectors in the same order as numpy.
     """
-    xp, on = array_namespace(wt), backend_of(wt)
-    b = wt.shape[0]
-    name = "float32" if wt.dtype == xp.float32 else "float64"
-    basis = xp.empty((b, steps, dim), dtype=wt.dtype, device=wt.device)
-    images = basis if metric is None else xp.empty((b, steps, dim), dtype=wt.dtype, device=wt.device)
-    alpha = np.zeros((b, steps))
-    beta = np.zeros((b, steps))
+    start = rng.standard_normal((wt.shape[0], dim))
+    if backend_of(wt).name == "numpy":
+        return _lanczos_on_host_checks(apply, metric, wt, dim, steps=steps, rng=rng, start=start)
+    ritz, died = _lanczos_on_device(apply, metric, wt, dim, steps=steps, start=start)
+    if died.any():
+        rows = np.flatnonzero(died)
+        sub = wt[backend_of(wt).asarray(rows), ...]
+        ritz[rows] = _lanczos_on_host_checks(apply, metric, sub, dim, steps=steps, rng=rng, start=start[rows])
+    return ritz
+
+
+def _krylov_helpers(xp: Any, metric, basis: Any, images: Any):
+    """The inner product, full reorthogonalisation and normalisation of the batched Lanczos runs."""
 
     def dot(x: Any, y: Any) -> Any:
         return xp.vecdot(x, y, axis=1)
@@ -154,7 +164,78 @@ def _batched_lanczos(apply, metric, wt: Any, dim: int, *, steps: int, rng: np.ra
         g = u if metric is None else metric(u)
         return u, g, xp.sqrt(xp.clip(dot(u, g), min=0.0))
 
-    q, g, norms = normalise(on.asarray(rng.standard_normal((b, dim)), dtype=name))
+    return dot, orthogonalise, normalise
+
+
+def _krylov_storage(wt: Any, metric, steps: int, dim: int) -> tuple[Any, Any, Any, str]:
+    xp = array_namespace(wt)
+    name = "float32" if wt.dtype == xp.float32 else "float64"
+    shape = (wt.shape[0], steps, dim)
+    basis = xp.empty(shape, dtype=wt.dtype, device=wt.device)
+    images = basis if metric is None else xp.empty(shape, dtype=wt.dtype, device=wt.device)
+    return xp, basis, images, name
+
+
+def _tridiagonal_ritz(alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    import scipy.linalg
+
+    out = np.empty(alpha.shape)
+    for k in range(alpha.shape[0]):
+        out[k] = scipy.linalg.eigvalsh_tridiagonal(alpha[k], beta[k, : alpha.shape[1] - 1])
+    return out
+
+
+def _lanczos_on_device(apply, metric, wt: Any, dim: int, *, steps: int,
+                       start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The batched Lanczos runs with every scalar kept on ``wt``'s device: one copy to the host at the end.
+
+    Returns (Ritz values, rows that broke down); a row that broke down has meaningless Ritz values (its
+    later vectors divide by a vanishing norm) and must be rerun with the host checks.
+    """
+    xp, basis, images, name = _krylov_storage(wt, metric, steps, dim)
+    on = backend_of(wt)
+    dot, orthogonalise, normalise = _krylov_helpers(xp, metric, basis, images)
+    alpha = xp.zeros((wt.shape[0], steps), dtype=xp.float64, device=wt.device)
+    beta = xp.zeros((wt.shape[0], steps), dtype=xp.float64, device=wt.device)
+    died = xp.zeros((wt.shape[0],), dtype=xp.bool, device=wt.device)
+    q, g, norms = normalise(on.asarray(start, dtype=name))
+    q /= norms[:, None]
+    g = q if metric is None else g / norms[:, None]
+    for j in range(steps):
+        basis[:, j, :] = q
+        if metric is not None:
+            images[:, j, :] = g
+        u = apply(g, wt)
+        alpha[:, j] = xp.astype(dot(g, u), xp.float64)
+        u = orthogonalise(u, j + 1)
+        if j == steps - 1:
+            break
+        u, gu, norms = normalise(u)
+        scale = xp.clip(xp.max(xp.abs(alpha[:, : j + 1]), axis=1), min=1e-30)
+        died = died | (xp.astype(norms, xp.float64) <= 1e-5 * scale)
+        beta[:, j] = xp.astype(norms, xp.float64)
+        q = u / norms[:, None]
+        g = q if metric is None else gu / norms[:, None]
+    died_h = np.asarray(to_numpy(died), dtype=bool)
+    alpha_h, beta_h = to_numpy(alpha), to_numpy(beta)
+    ritz = np.full(alpha_h.shape, np.nan)
+    ok = ~died_h
+    if ok.any():
+        ritz[ok] = _tridiagonal_ritz(alpha_h[ok], beta_h[ok])
+    return ritz, died_h
+
+
+def _lanczos_on_host_checks(apply, metric, wt: Any, dim: int, *, steps: int, rng: np.random.Generator,
+                            start: np.ndarray) -> np.ndarray:
+    """The batched Lanczos runs, each step's norms checked on the host: a run that finds an invariant
+    subspace continues from a fresh random vector orthogonal to its basis (drawn from ``rng``)."""
+    xp, basis, images, name = _krylov_storage(wt, metric, steps, dim)
+    on = backend_of(wt)
+    dot, orthogonalise, normalise = _krylov_helpers(xp, metric, basis, images)
+    b = wt.shape[0]
+    alpha = np.zeros((b, steps))
+    beta = np.zeros((b, steps))
+    q, g, norms = normalise(on.asarray(start, dtype=name))
     q /= norms[:, None]
     g = q if metric is None else g / norms[:, None]
     for j in range(steps):
@@ -186,9 +267,4 @@ def _batched_lanczos(apply, metric, wt: Any, dim: int, *, steps: int, rng: np.ra
         beta[:, j] = np.where(dead, 0.0, norms_h)
         q = u / norms[:, None]
         g = q if metric is None else gu / norms[:, None]
-    import scipy.linalg
-
-    out = np.empty((b, steps))
-    for k in range(b):
-        out[k] = scipy.linalg.eigvalsh_tridiagonal(alpha[k], beta[k, : steps - 1])
-    return out
+    return _tridiagonal_ritz(alpha, beta)
