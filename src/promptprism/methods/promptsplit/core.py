@@ -26,10 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ..._validation import check_positive_number
-from ...backend import NUMPY, Backend, array_namespace, backend_of, dtype_name, inplace, to_numpy
-from ...kernels.features import check_precision
-from ...kernels.gram import kernel_gram, squared_distances
+from ...backend import NUMPY, Backend, backend_of, dtype_name, to_numpy
+from ...kernels.gram import covariance_difference_norm, joint_gram
 from ...stats.accumulators import CovarianceAccumulator
 from ...stats.eigen import (
     select_modes,
@@ -40,53 +38,14 @@ from ...stats.eigen import (
 )
 from ...stats.modes import ModeStats
 
-
-def joint_gram(
-    prompts_a: np.ndarray, outputs_a: np.ndarray, prompts_b: np.ndarray, outputs_b: np.ndarray, *,
-    kernel: str, sigma_prompt: float | None = None, sigma_output: float | None = None,
-    precision: str = "float64", backend: Backend = NUMPY,
-) -> Any:
-    """G = K_T o K_Z over the stacked samples [a; b] (eq. 3's joint kernel matrix; elementwise product).
-
-    For gaussians the product is one gaussian on the rescaled concatenation:
-    exp(-|t - t'|^2 / (2 s_t^2) - |z - z'|^2 / (2 s_z^2)) = exp(-|w - w'|^2 / 2), w = [t / s_t ; z / s_z].
-    ``precision`` ('float64' or 'float32') is the dtype of the distances and of G. ``backend``: where G
-    is computed and held (numpy, or torch on its device: then G is a tensor there).
-    """
-    dtype = check_precision(precision)
-    xp = backend.xp
-    t = xp.concat([backend.asarray(prompts_a, "float64"), backend.asarray(prompts_b, "float64")])
-    z = xp.concat([backend.asarray(outputs_a, "float64"), backend.asarray(outputs_b, "float64")])
-    if kernel == "gaussian" and sigma_prompt is not None and sigma_output is not None:
-        check_positive_number(sigma_prompt, "sigma_prompt")
-        check_positive_number(sigma_output, "sigma_output")
-        # one gaussian (sigma 1) on the concatenation [t / sigma_t ; z / sigma_z]: a single distance matrix
-        w = xp.concat([t / sigma_prompt, z / sigma_output], axis=1)
-        g = squared_distances(w, dtype=dtype)
-        g *= -0.5
-        return inplace("exp", g)
-    g = kernel_gram(kernel, t, sigma=sigma_prompt, dtype=dtype)
-    g *= kernel_gram(kernel, z, sigma=sigma_output, dtype=dtype)
-    return g
-
+#: ||Lambda||_F^2 = tr(D G D G) = sum_ij D_i D_j G_ij^2 from the joint Gram matrix (the PromptSplit distance,
+#: SPEC): the kernels' :func:`~promptprism.kernels.gram.covariance_difference_norm`, also what the torch
+#: guidance loss computes
+promptsplit_distance_from_gram = covariance_difference_norm
 
 def signed_weights(n: int, m: int, eta: float) -> np.ndarray:
     """D = diag(1/n 1_n, -eta/m 1_m), the signed sample weights of Lambda = Psi^T D Psi (eq. 2)."""
     return np.r_[np.full(n, 1.0 / n), np.full(m, -eta / m)]
-
-
-def promptsplit_distance_from_gram(gram: Any, n: int, eta: float) -> float:
-    """||Lambda||_F^2 = tr(D G D G) = sum_ij D_i D_j G_ij^2 (the PromptSplit distance, SPEC)."""
-    xp = array_namespace(gram)
-    m = gram.shape[0] - n
-    g2 = gram * gram
-    f8 = xp.float64  # block sums in float64 whatever G's precision
-
-    def block(x: Any) -> float:
-        return float(xp.sum(x, dtype=f8))
-
-    return (block(g2[:n, :n]) / n**2 + eta**2 * block(g2[n:, n:]) / m**2
-            - 2.0 * eta * block(g2[:n, n:]) / (n * m))
 
 
 @dataclass(frozen=True)
