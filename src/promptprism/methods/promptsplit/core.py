@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ...backend import NUMPY, Backend, backend_of, dtype_name, to_numpy
+from ...kernels.bandwidth import Bandwidth, stable_bandwidth, stable_multiples
 from ...kernels.gram import covariance_difference_norm, joint_gram
 from ...stats.accumulators import CovarianceAccumulator
 from ...stats.eigen import (
@@ -244,6 +245,42 @@ def top_eigenvalues(prompts_a: np.ndarray, outputs_a: np.ndarray, prompts_b: np.
                                    solver="dense")
     pos, neg = signed_extremes(to_numpy(eig.eigenvalues if eig.spectrum is None else eig.spectrum), n_top)
     return np.r_[pos, neg]
+
+
+def stable_scan(subsample: tuple, sigmas: dict[str, float], key: str, *, eta: float, n_top: int,
+                backend: Backend = NUMPY) -> dict:
+    """The 'stable' rule for ``sigma_<key>``: the top eigenvalues of D G (eq. 3, :func:`top_eigenvalues`) on
+    ``subsample`` (test prompts, outputs, reference prompts, outputs) at each multiple of the median
+    ``sigmas[key]``, the other bandwidth held at ``sigmas``; the scan and the smallest stable sigma
+    (:func:`~promptprism.kernels.bandwidth.stable_bandwidth`)."""
+    tops = []
+    for sigma in stable_multiples(sigmas[key]):
+        s = dict(sigmas, **{key: sigma})
+        tops.append(top_eigenvalues(*subsample, kernel="gaussian", sigma_prompt=s["prompt"],
+                                    sigma_output=s["output"], eta=eta, n_top=n_top, backend=backend))
+    return stable_bandwidth(tops, sigmas[key])
+
+
+def resolve_bandwidths(bandwidths: dict[str, Bandwidth], sets: dict, *, seed: int, eta: float,
+                       stable_samples: int, stable_top: int, backend: Backend = NUMPY
+                       ) -> tuple[dict[str, Bandwidth], dict[str, dict]]:
+    """Both bandwidths resolved once for a fit: {'prompt': ..., 'output': ...} Bandwidths with their values
+    (a median rule on a seeded pool of 1,000 rows of test and reference; 'stable': the scan of
+    :func:`stable_scan` on ``stable_samples`` rows per set, prompt first), and the scans by key."""
+    out = {}
+    for key, bw in bandwidths.items():
+        attr = f"{key}_embeddings"
+        pool = None if bw.fixed else pooled_rows(getattr(sets["test"], attr),
+                                                 getattr(sets["reference"], attr), 1000, seed)
+        out[key] = bw if bw.fixed else bw.resolve(pool, name=f"sigma_{key}", seed=seed)
+    scans: dict[str, dict] = {}
+    stable = [key for key, bw in out.items() if bw.rule == "stable"]
+    sub = paired_subsample([sets["test"], sets["reference"]], stable_samples, seed) if stable else ()
+    for key in stable:
+        scans[key] = stable_scan(sub, {k: b.value for k, b in out.items()}, key, eta=eta, n_top=stable_top,
+                                 backend=backend)
+        out[key] = out[key].chosen(scans[key]["chosen"], scans[key]["note"])
+    return out, scans
 
 
 def same_pairs(a: Any, b: Any) -> bool:

@@ -19,7 +19,7 @@ from ..._validation import check_positive_number, check_seed
 from ...backend import Backend
 from ...data.paired import PairedSet
 from ...errors import InputError, OptionError
-from ...kernels.bandwidth import parse_bandwidth, resolve_bandwidth
+from ...kernels.bandwidth import Bandwidth
 from ...kernels.scendi_features import ScendiFeatureMaps, ScendiKernelOptions
 from ...scale.runner import current_client, current_runner, partition_size
 from ...scale.runner import partition_rows as partition_rows_of
@@ -126,16 +126,18 @@ def _resolve_sigmas(data: PairedSet, *, kernel: str, sigma_output: Any, sigma_pr
                 f"{data.dim_output}; use separate frequencies")
         pool = np.concatenate([_subsample(data.output_embeddings, 500, seed),
                                _subsample(data.prompt_embeddings, 500, seed)])
-        sigma = resolve_bandwidth(sigma_output, pool, name="sigma", seed=seed)
+        # one bandwidth for both: the sigma_output option's (its errors name it)
+        shared_bw = Bandwidth.parse(sigma_output, "sigma_output")
+        sigma = shared_bw.resolve(pool, name="sigma_output", seed=seed).value
         return sigma, sigma
-    sigma_out = resolve_bandwidth(sigma_output, _subsample(data.output_embeddings, 1000, seed),
-                                  name="sigma_output", seed=seed)
-    parsed = parse_bandwidth(sigma_prompt, "sigma_prompt")
-    if isinstance(parsed, float):
-        return sigma_out, parsed
+    sigma_out = Bandwidth.parse(sigma_output, "sigma_output").resolve(
+        _subsample(data.output_embeddings, 1000, seed), name="sigma_output", seed=seed).value
+    prompt = Bandwidth.parse(sigma_prompt, "sigma_prompt")
+    if prompt.fixed:
+        return sigma_out, prompt.value
     prompts = _subsample(data.prompt_embeddings, 1000, seed)
     try:
-        sigma_prompt = resolve_bandwidth(sigma_prompt, prompts, name="sigma_prompt", seed=seed)
+        sigma_prompt = prompt.resolve(prompts, name="sigma_prompt", seed=seed).value
     except OptionError:
         # every prompt embedding is the same point: any bandwidth gives the same (constant) features
         notes.append("the prompt embeddings are all identical, so the median rule has no distance to "
