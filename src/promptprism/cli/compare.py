@@ -8,12 +8,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ..kernels.bandwidth import Bandwidth
 from ..methods.promptsplit import EXACT_MAX_SAMPLES
 from ..methods.promptsplit.kway import KWaySplit
 from ..methods.promptsplit.kway_result import KWayResult
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console
+from ._bandwidth import bandwidth_option
 from ._inputs import int_option
 from ._options import unique_names
 from ._output import print_written, save_outputs
@@ -74,9 +76,12 @@ def compare_command(
                                             f"{EXACT_MAX_SAMPLES:,} samples over all sets, random features "
                                             f"above)."),
     eta: float = typer.Option(1.0, help="Weight of the reference covariance: Lambda = C_a - eta C_b."),
-    sigma_prompt: str = typer.Option("median", help="Prompt bandwidth: a number or a rule ('median', "
-                                                    "'0.5*median'), evaluated on all sets pooled."),
-    sigma_output: str = typer.Option("median", help="Output bandwidth: a number or a rule (as above)."),
+    sigma_prompt: Bandwidth = bandwidth_option(
+        "--sigma-prompt",
+        help="Prompt bandwidth: a number or a rule ('median', '0.5*median'), evaluated on all sets pooled."),
+    sigma_output: Bandwidth = bandwidth_option(
+        "--sigma-output",
+        help="Output bandwidth: a number or a rule (as above)."),
     features: str = typer.Option("2000", help="Random features r for rff/sketch (even for rff)."),
     modes: str = typer.Option("10", help="Modes reported per sign and comparison."),
     seed: str = typer.Option("0", help="Seed of every random draw (recorded in result.json)."),

@@ -11,9 +11,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import OptionError
+from ..kernels.bandwidth import Bandwidth
 from ..methods.metrics import MetricsResult, ReferenceMetrics
 from . import _inputs as inp
 from ._app import app, console
+from ._bandwidth import bandwidth_option
 from ._inputs import int_option
 from ._options import unique_names
 from ._output import print_written, save_outputs
@@ -88,8 +90,9 @@ def metrics(
     subset_size: str = typer.Option("1000", "--subset-size", help="Rows per subset (capped at the smaller "
                                                                    "set)."),
     mmd_kernel: str = typer.Option("gaussian", "--mmd-kernel", help="MMD's kernel: gaussian or cosine."),
-    mmd_sigma: str = typer.Option("median", "--mmd-sigma", help="Gaussian bandwidth: a number or a rule "
-                                                                "('median', '0.5*median') on the reference."),
+    mmd_sigma: Bandwidth = bandwidth_option(
+        "--mmd-sigma",
+        help="Gaussian bandwidth: a number or a rule ('median', '0.5*median') on the reference."),
     bootstrap: str = typer.Option("200", "--bootstrap", help="Bootstrap replicates over prompts for the "
                                                              "intervals; 0 = off."),
     confidence: str = typer.Option("0.95", "--confidence", help="Level of the intervals."),

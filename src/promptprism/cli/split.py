@@ -12,10 +12,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import OptionError
+from ..kernels.bandwidth import Bandwidth
 from ..methods.promptsplit import EXACT_MAX_SAMPLES, PromptSplit, PromptSplitResult
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console
+from ._bandwidth import SIGMA_OR_STABLE, bandwidth_option
 from ._inputs import int_option
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
@@ -111,10 +113,13 @@ def split(
     method: str = typer.Option("auto", help=f"exact, rff (gaussian), sketch (cosine), or auto (exact up to "
                                             f"{EXACT_MAX_SAMPLES:,} samples, random features above)."),
     eta: float = typer.Option(1.0, help="Weight of the reference covariance: Lambda = C_test - eta C_ref."),
-    sigma_prompt: str = typer.Option("median", help="Prompt bandwidth: a number or a rule ('median', "
-                                                    "'0.5*median', or 'stable': the smallest multiple of "
-                                                    "the median at which the top eigenvalues settle)."),
-    sigma_output: str = typer.Option("median", help="Output bandwidth: a number or a rule (as above)."),
+    sigma_prompt: Bandwidth = bandwidth_option(
+        "--sigma-prompt",
+        help="Prompt bandwidth: a number or a rule ('median', '0.5*median', or 'stable': the smallest "
+             "multiple of the median at which the top eigenvalues settle).", rules=SIGMA_OR_STABLE),
+    sigma_output: Bandwidth = bandwidth_option(
+        "--sigma-output",
+        help="Output bandwidth: a number or a rule (as above).", rules=SIGMA_OR_STABLE),
     features: str = typer.Option("2000", help="Random features r for rff/sketch (even for rff)."),
     modes: str = typer.Option("10", help="Modes reported per sign (positive and negative)."),
     seed: str = typer.Option("0", help="Seed of every random draw (recorded in result.json)."),
