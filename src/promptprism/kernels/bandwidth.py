@@ -124,6 +124,13 @@ class Bandwidth:
         return self.chosen(self.factor * median,
                            f"{self.factor:g} x the median distance of {rows} rows (seed {seed})")
 
+    def resolve_pooled(self, arrays: Sequence[Any], *, name: str = "sigma", seed: int = 0) -> Bandwidth:
+        """:meth:`resolve` on the seeded pool of at most :data:`MEDIAN_SAMPLES` rows of several sets
+        (:func:`pooled_rows`; the pool is drawn only when a rule needs it)."""
+        if self.fixed:
+            return self
+        return self.resolve(pooled_rows(arrays, MEDIAN_SAMPLES, seed), name=name, seed=seed)
+
     def __str__(self) -> str:
         return str(self.given)
 
@@ -132,6 +139,19 @@ def resolve_bandwidth(spec: Any, x: np.ndarray, *, name: str = "sigma", seed: in
                       max_samples: int = MEDIAN_SAMPLES) -> float:
     """The number a bandwidth option (number or rule) gives on the rows ``x``: :meth:`Bandwidth.resolve`."""
     return Bandwidth.parse(spec, name).resolve(x, name=name, seed=seed, max_samples=max_samples).value
+
+
+def pooled_rows(arrays: Sequence[Any], max_rows: int, seed: int) -> np.ndarray:
+    """At most ``max_rows`` seeded rows of K arrays pooled (max_rows // K from each, the rest from the last),
+    without reading the other rows: the sample a median rule is computed on for several sets."""
+    rng = np.random.default_rng(seed)
+    k = len(arrays)
+    sizes = [max_rows // k] * (k - 1) + [max_rows - (k - 1) * (max_rows // k)]
+    parts = []
+    for arr, size in zip(arrays, sizes, strict=True):
+        idx = np.sort(rng.choice(arr.shape[0], size=min(size, arr.shape[0]), replace=False))
+        parts.append(np.asarray(arr[idx], dtype=np.float64))
+    return np.concatenate(parts)
 
 
 def _subsample(x: Any, max_samples: int, seed: int) -> np.ndarray:

@@ -28,6 +28,7 @@ import numpy as np
 
 from ...backend import NUMPY, Backend, backend_of, dtype_name, to_numpy
 from ...kernels.bandwidth import Bandwidth, stable_bandwidth, stable_multiples
+from ...kernels.bandwidth import pooled_rows as pool_of_rows
 from ...kernels.gram import covariance_difference_norm, joint_gram
 from ...stats.accumulators import CovarianceAccumulator
 from ...stats.eigen import (
@@ -143,13 +144,9 @@ def chunks(n: int, size: int) -> Iterator[tuple[int, int]]:
 
 
 def pooled_rows(a: np.ndarray, b: np.ndarray, max_rows: int, seed: int) -> np.ndarray:
-    """At most ``max_rows`` rows drawn (seeded) from a and b together, without reading the rest."""
-    rng = np.random.default_rng(seed)
-    parts = []
-    for arr, k in ((a, max_rows // 2), (b, max_rows - max_rows // 2)):
-        idx = np.sort(rng.choice(arr.shape[0], size=min(k, arr.shape[0]), replace=False))
-        parts.append(np.asarray(arr[idx], dtype=np.float64))
-    return np.concatenate(parts)
+    """At most ``max_rows`` rows drawn (seeded) from a and b together, without reading the rest (the
+    median rule's pool, :func:`promptprism.kernels.bandwidth.pooled_rows`)."""
+    return pool_of_rows([a, b], max_rows, seed)
 
 
 def paired_subsample(sets: list, size: int, seed: int) -> tuple[np.ndarray, ...]:
@@ -261,18 +258,13 @@ def stable_scan(subsample: tuple, sigmas: dict[str, float], key: str, *, eta: fl
     return stable_bandwidth(tops, sigmas[key])
 
 
-def resolve_bandwidths(bandwidths: dict[str, Bandwidth], sets: dict, *, seed: int, eta: float,
-                       stable_samples: int, stable_top: int, backend: Backend = NUMPY
-                       ) -> tuple[dict[str, Bandwidth], dict[str, dict]]:
-    """Both bandwidths resolved once for a fit: {'prompt': ..., 'output': ...} Bandwidths with their values
-    (a median rule on a seeded pool of 1,000 rows of test and reference; 'stable': the scan of
-    :func:`stable_scan` on ``stable_samples`` rows per set, prompt first), and the scans by key."""
-    out = {}
-    for key, bw in bandwidths.items():
-        attr = f"{key}_embeddings"
-        pool = None if bw.fixed else pooled_rows(getattr(sets["test"], attr),
-                                                 getattr(sets["reference"], attr), 1000, seed)
-        out[key] = bw if bw.fixed else bw.resolve(pool, name=f"sigma_{key}", seed=seed)
+def stable_bandwidths(bandwidths: dict[str, Bandwidth], sets: dict, *, seed: int, eta: float,
+                      stable_samples: int, stable_top: int, backend: Backend = NUMPY
+                      ) -> tuple[dict[str, Bandwidth], dict[str, dict]]:
+    """The resolved bandwidths {'prompt': ..., 'output': ...} with each 'stable' one chosen by the scan of
+    :func:`stable_scan` (on ``stable_samples`` rows per set, prompt first, from its median), and the scans
+    by key."""
+    out = dict(bandwidths)
     scans: dict[str, dict] = {}
     stable = [key for key, bw in out.items() if bw.rule == "stable"]
     sub = paired_subsample([sets["test"], sets["reference"]], stable_samples, seed) if stable else ()

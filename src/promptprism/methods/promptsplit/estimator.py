@@ -256,9 +256,12 @@ class PromptSplit:
         """Both bandwidths as numbers, resolved once: fixed, a median rule or the 'stable' scan (recorded)."""
         if self.kernel != "gaussian":
             return (None, None), {}
-        bws, scan = core.resolve_bandwidths({"prompt": self.sigma_prompt, "output": self.sigma_output}, sets,
-                                            seed=self.seed, eta=self.eta, stable_samples=STABLE_SAMPLES,
-                                            stable_top=STABLE_TOP, backend=resolve_backend(self.device))
+        bws = {key: bw.resolve_pooled([getattr(sets[side], f"{key}_embeddings") for side in SIDES],
+                                      name=f"sigma_{key}", seed=self.seed)
+               for key, bw in (("prompt", self.sigma_prompt), ("output", self.sigma_output))}
+        bws, scan = core.stable_bandwidths(bws, sets, seed=self.seed, eta=self.eta,
+                                           stable_samples=STABLE_SAMPLES, stable_top=STABLE_TOP,
+                                           backend=resolve_backend(self.device))
         for key, record in scan.items():
             if not record["plateau"]:
                 warnings.warn(f"sigma_{key}='stable': {record['note']}", UserWarning, stacklevel=3)

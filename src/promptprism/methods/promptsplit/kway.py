@@ -149,8 +149,8 @@ class KWaySplit:
         for key, spec in (("prompt", self.sigma_prompt), ("output", self.sigma_output)):
             attr = f"{key}_embeddings"
             bw = Bandwidth.parse(spec, f"sigma_{key}")
-            pool = None if bw.fixed else kc.pooled_rows_k([getattr(s, attr) for s in sets], 1000, self.seed)
-            out.append(bw.resolve(pool, name=f"sigma_{key}", seed=self.seed).value)
+            out.append(bw.resolve_pooled([getattr(s, attr) for s in sets], name=f"sigma_{key}",
+                                         seed=self.seed).value)
         return out[0], out[1]
 
 
