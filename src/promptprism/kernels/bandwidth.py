@@ -154,8 +154,9 @@ def pooled_rows(arrays: Sequence[Any], max_rows: int, seed: int) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def _subsample(x: Any, max_samples: int, seed: int) -> np.ndarray:
-    """At most ``max_samples`` rows of ``x`` (seeded, in order), flattened to float64 rows."""
+def subsample_rows(x: Any, max_samples: int, seed: int) -> np.ndarray:
+    """At most ``max_samples`` rows of ``x`` (seeded, in order; the others are not read), as float64 rows
+    (flattened): the sample a median rule is computed on."""
     n = x.shape[0]
     if n > max_samples:
         idx = np.sort(np.random.default_rng(seed).choice(n, size=max_samples, replace=False))
@@ -168,7 +169,7 @@ def median_pairwise_distance(x: np.ndarray, *, max_samples: int = MEDIAN_SAMPLES
     """Median of the non-zero pairwise distances |x_i - x_j|, i < j, on a seeded subsample (rows flattened);
     distances from :func:`~promptprism.kernels.gram.squared_distances` (a pair beyond float64 counts as the
     farthest). NaN when every row is the same."""
-    sub = _subsample(x, max_samples, seed)
+    sub = subsample_rows(x, max_samples, seed)
     d = np.sqrt(squared_distances(sub)[np.triu_indices(sub.shape[0], k=1)])
     d = d[d > 0.0]
     return float(np.median(d)) if d.size else float("nan")
