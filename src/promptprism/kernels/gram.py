@@ -79,13 +79,19 @@ def _expanded(xp, a, b, same: bool) -> Any:
     d2 = _scaled(d2, -2.0)
     d2 = d2 + sq_a[:, None] + sq_b[None, :] if _tracks_gradient(d2) else _add_norms(d2, sq_a, sq_b)
     step = max(1, DIRECT_MAX // max(b.shape[0], 1))
+    per = max(1, DIRECT_MAX // max(a.shape[1], 1))  # pairs recomputed per step: bounded memory
+    top_b = float(xp.max(sq_b)) if sq_b.shape[0] else 0.0
     for start in range(0, a.shape[0], step):
-        block = d2[start : start + step, ...]
-        close = block <= CLOSE_PAIRS * (sq_a[start : start + step, None] + sq_b[None, :])
-        rows, cols = xp.nonzero(close)
-        if rows.shape[0]:
-            diff = a[rows + start] - b[cols]
-            d2[rows + start, cols] = xp.sum(diff * diff, axis=1)
+        sq_rows = sq_a[start : start + step]
+        # one pass with a bound for the block, then the exact test on the few candidates
+        bound = CLOSE_PAIRS * (float(xp.max(sq_rows)) + top_b) if sq_rows.shape[0] else 0.0
+        rows, cols = xp.nonzero(d2[start : start + step, ...] <= bound)
+        keep = d2[rows + start, cols] <= CLOSE_PAIRS * (sq_rows[rows] + sq_b[cols])
+        rows, cols = rows[keep] + start, cols[keep]
+        for lo in range(0, rows.shape[0], per):
+            r, c = rows[lo : lo + per], cols[lo : lo + per]
+            diff = a[r] - b[c]
+            d2[r, c] = xp.sum(diff * diff, axis=1)
     return d2
 
 
