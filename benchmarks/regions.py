@@ -36,7 +36,7 @@ import numpy as np
 from scipy import ndimage
 
 from promptprism import pixel_cka_matrix
-from promptprism.methods.regions import median_gamma
+from promptprism.methods.regions import gamma_from_median
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from regions_oracle import pixel_cka_loop  # noqa: E402  (the test oracle: the paper's nested loop)
@@ -71,7 +71,7 @@ def crops(n: int, size: int, seed: int) -> np.ndarray:
 def bench(name: str, images: np.ndarray, block: int, n_pairs: int | None, seed: int) -> dict:
     n, h, w = images.shape[:3]
     d = h * w
-    gamma = median_gamma(images.reshape(n, d, -1), "median", seed=seed)
+    gamma = gamma_from_median(images.reshape(n, d, -1), seed=seed)
     t0 = time.perf_counter()
     m = pixel_cka_matrix(images, gamma=gamma, block_size=block, max_images=None, seed=seed)
     t_fast = time.perf_counter() - t0
@@ -104,7 +104,7 @@ def block_bias(seeds: int = 10) -> None:
     x = load_digits().images / 16.0
     perm = np.random.default_rng(0).permutation(len(x))
     real, gen = as_pixels(x[perm[:900]]), as_pixels(x[perm[900:]])
-    gamma = median_gamma(real)
+    gamma = gamma_from_median(real)
     labels = np.repeat([0, 1], 32)
     t0 = time.perf_counter()
     full = compare_sources(real, [gen], labels, gamma)[0]

@@ -39,7 +39,7 @@ def test_steps_make_no_host_round_trip(monkeypatch):
     steps = batched_eigen.lanczos_steps(5, 300)
     assert steps >= 30
     assert calls[0] <= 3  # one copy of alpha, beta and the breakdown flags per block, not two per step
-    for e, g in zip(expected, got):
+    for e, g in zip(expected, got, strict=True):
         np.testing.assert_allclose(g, e, rtol=0, atol=1e-10 * np.abs(expected[0]).max())
 
 
@@ -52,7 +52,7 @@ def test_rows_that_break_down_are_rerun_and_match_numpy():
     got = batched_eigen.weighted_gram_extremes(torch.from_numpy(gram), w, 4, dtype=np.float64, seed=5)
     scale = np.abs(expected[0]).max()
     assert np.isfinite(got[0]).all() and np.isfinite(got[1]).all()
-    for e, g in zip(expected, got):
+    for e, g in zip(expected, got, strict=True):
         np.testing.assert_allclose(g, e, rtol=0, atol=1e-8 * scale)
     dense = np.array([np.linalg.eigvalsh(f.T @ (w[:, k, None] * f)) for k in range(w.shape[1])])
     np.testing.assert_allclose(got[0][:, 0], dense.max(axis=1), rtol=1e-8)

@@ -18,7 +18,7 @@ from promptprism.kernels import (
     resolve_bandwidth,
     squared_distances,
 )
-from promptprism.kernels.bandwidth import parse_bandwidth
+from promptprism.kernels.bandwidth import Bandwidth
 
 
 def _cos_loop(a, b):
@@ -234,6 +234,6 @@ def test_numbers_pass_through(value):
                                   True, None, "mean"])
 def test_bad_bandwidth_specs_raise(spec):
     with pytest.raises(OptionError, match="sigma_prompt"):
-        parse_bandwidth(spec, "sigma_prompt")
+        Bandwidth.parse(spec, "sigma_prompt")
     with pytest.raises(OptionError):
         resolve_bandwidth(spec, np.eye(3))

@@ -11,10 +11,11 @@ from promptprism.errors import OptionError
 from promptprism.kernels.bandwidth import (
     STABLE_MULTIPLIERS,
     STABLE_TOLERANCE,
+    Bandwidth,
     median_pairwise_distance,
-    parse_bandwidth,
     resolve_bandwidth,
     stable_bandwidth,
+    stable_multiples,
 )
 from promptprism.methods.promptsplit import top_eigenvalues
 
@@ -22,14 +23,14 @@ from promptprism.methods.promptsplit import top_eigenvalues
 def test_scan_picks_smallest_settled_sigma():
     # top eigenvalues that move fast for small sigma and settle from 2 x median on
     values = {0.5: 0.5, 0.71: 0.4, 1.0: 0.3, 1.41: 0.2, 2.0: 0.105, 2.83: 0.1, 4.0: 0.1}
-    scan = stable_bandwidth(lambda s: np.array([values[round(s / 3.0, 2)]]), 3.0)
+    scan = stable_bandwidth([np.array([values[round(s / 3.0, 2)]]) for s in stable_multiples(3.0)], 3.0)
     assert scan["plateau"] and scan["chosen"] == pytest.approx(2.0 * 3.0)
     assert scan["sigmas"] == pytest.approx([f * 3.0 for f in STABLE_MULTIPLIERS])
     assert scan["tolerance"] == STABLE_TOLERANCE and "less than" in scan["note"]
 
 
 def test_no_plateau_keeps_the_median_and_says_so():
-    scan = stable_bandwidth(lambda s: np.array([s]), 1.0)
+    scan = stable_bandwidth([np.array([s]) for s in stable_multiples(1.0)], 1.0)
     assert not scan["plateau"] and scan["chosen"] == 1.0 and "no plateau" in scan["note"]
 
 
@@ -67,9 +68,10 @@ def test_no_plateau_warns(monkeypatch):
 
 
 def test_stable_is_only_for_methods_that_resolve_it():
-    assert parse_bandwidth("stable", "sigma", allow_stable=True) == ("stable", 1.0)
+    parsed = Bandwidth.parse("stable", "sigma", rules=("median", "stable"))
+    assert (parsed.rule, parsed.factor) == ("stable", 1.0)
     with pytest.raises(OptionError, match="sigma"):
-        parse_bandwidth("stable", "sigma")
+        Bandwidth.parse("stable", "sigma")
     with pytest.raises(OptionError, match="sigma_prompt"):
         PromptSplit(sigma_prompt="stabl")
 
@@ -95,5 +97,6 @@ def test_stable_rule_does_not_depend_on_the_grid():
     coarse = tuple(2 ** (k / 2) for k in range(13))
     fine = tuple(2 ** (k / 4) for k in range(25))
     for grid in (coarse, fine):
-        scan = stable_bandwidth(lambda s: np.array([1.0 / s]), 1.0, multipliers=grid)
+        scan = stable_bandwidth([np.array([1.0 / s]) for s in stable_multiples(1.0, grid)], 1.0,
+                                multipliers=grid)
         assert scan["plateau"] and scan["chosen"] == pytest.approx(32.0)

@@ -368,12 +368,12 @@ def test_median_rule_warns_when_the_pixel_kernel_is_degenerate():
     (every CMS would read ~0); [0, 1] pixels of the same images do not warn."""
     import warnings
 
-    from promptprism.methods.regions.pixel_cka import DegenerateKernelWarning, median_gamma
+    from promptprism.kernels.bandwidth import DegenerateKernelWarning, gamma_from_median
 
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, size=(40, 8, 8)).astype(np.float64)
     with pytest.warns(DegenerateKernelWarning, match="scale the images to \\[0, 1\\]"):
-        median_gamma(images.reshape(40, 64, 1))
+        gamma_from_median(images.reshape(40, 64, 1))
     with warnings.catch_warnings():
         warnings.simplefilter("error", DegenerateKernelWarning)
-        median_gamma((images / 255).reshape(40, 64, 1))
+        gamma_from_median((images / 255).reshape(40, 64, 1))

@@ -20,7 +20,7 @@ from promptprism.methods.regions import (
     block_indices,
     cms_from_pair_means,
     compare_sources,
-    median_gamma,
+    gamma_from_median,
     region_cms,
 )
 from promptprism.methods.regions.comparison import bootstrap_rng, resample_counts
@@ -207,7 +207,7 @@ def test_corrected_block_cms_matches_full_estimator_on_digits():
     x = load_digits().images / 16.0
     perm = np.random.default_rng(0).permutation(len(x))
     real, gen = as_pixels(x[perm[:900]]), as_pixels(x[perm[900:]])
-    g = median_gamma(real)
+    g = gamma_from_median(real)
     labels = np.repeat([0, 1], 32)
     full = compare_sources(real, [gen], labels, g)[0]
     assert full["cms"] == pytest.approx(0.987, abs=0.002)

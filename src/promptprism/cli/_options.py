@@ -39,9 +39,6 @@ MANIFEST_COMMANDS = ("embed", "split", "compare", "diversity", "regions", "metri
 JSON_COMMANDS = ("embed", "split", "compare", "diversity", "regions", "compcon", "compcon-eval", "demo",
                  "report", "describe", "metrics")
 
-#: the bandwidth options, read as text (a number or a rule), shown with their real type
-METAVARS = {"--sigma-prompt": "<float|rule>", "--sigma-output": "<float|rule>", "--gamma": "<float|rule>",
-            "--mmd-sigma": "<float|rule>"}
 
 #: one example per command, shown at the end of its ``--help``
 EXAMPLES = {
@@ -228,8 +225,6 @@ def build_cli(app: typer.Typer, command_runner: Any) -> Any:
             opts = [o for o in getattr(p, "opts", []) if o.startswith("--")]
             if opts and p.name:
                 flags[p.name] = opts[0]
-                if opts[0] in METAVARS and not getattr(p, "is_flag", False):
-                    p.metavar = METAVARS[opts[0]]
         if name in EXAMPLES and not cmd.epilog:
             cmd.epilog = f"Example: {EXAMPLES[name]}"
         if cmd.callback is not None:

@@ -8,6 +8,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ..kernels.bandwidth import Bandwidth
 from ..methods.promptsplit.kway import KWaySplit
 from ..methods.promptsplit.kway_result import KWayResult
 from ..scale import current_client, execution
@@ -78,7 +79,7 @@ def compare_command(
                                                   f"{inp.INPUT_HELP}."),
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
     kernel: str = KERNEL, method: str = METHOD, eta: float = ETA,
-    sigma_prompt: str = SIGMA_PROMPT, sigma_output: str = SIGMA_OUTPUT,
+    sigma_prompt: Bandwidth = SIGMA_PROMPT, sigma_output: Bandwidth = SIGMA_OUTPUT,
     features: int = FEATURES,
     modes: int = typed(10, Integer(), "--modes", help="Modes reported per sign and comparison."),
     seed: int = SEED, chunk_size: int = CHUNK_SIZE, top_k: int = TOP_K,

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..backend import resolve_backend
+from ..kernels.bandwidth import Bandwidth
 from ..methods.metrics import MetricsResult, ReferenceMetrics
 from ..methods.scendi import (
     GAMMA_ESTIMATORS,
@@ -27,6 +28,7 @@ from ..results import to_jsonable
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console, err_console
+from ._bandwidth import bandwidth_option
 from ._options import (
     CHUNK_SIZE,
     PARTITION_ROWS,
@@ -139,9 +141,10 @@ def diversity(
     inputs: list[Path] = typer.Argument(..., help=f"One paired set per model: {inp.INPUT_HELP}."),
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
     kernel: str = typer.Option("cosine", help="cosine (exact) or gaussian (random Fourier features)."),
-    sigma_prompt: str = typer.Option("median", help="Gaussian prompt bandwidth: a number or a rule "
-                                                    "('median', '0.5*median')."),
-    sigma_output: str = typer.Option("median", help="Gaussian output bandwidth (also the shared one)."),
+    sigma_prompt: Bandwidth = bandwidth_option(
+        "--sigma-prompt", help="Gaussian prompt bandwidth: a number or a rule ('median', '0.5*median')."),
+    sigma_output: Bandwidth = bandwidth_option(
+        "--sigma-output", help="Gaussian output bandwidth (also the shared one)."),
     features: int = typed(2000, Integer(), "--features",
                           help="RFF features per modality, 2D (even); the reference implementation uses 5000 "
                                "(2 x 2500)."),

@@ -11,10 +11,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..kernels import KERNELS
+from ..kernels.bandwidth import Bandwidth
 from ..methods.metrics import MetricsResult, ReferenceMetrics
 from ..methods.metrics.estimator import ALIGNMENT_CHOICES
 from . import _inputs as inp
 from ._app import app, console
+from ._bandwidth import bandwidth_option
 from ._options import SEED, Choice, Integer, Number, typed, unique_names
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
@@ -89,8 +91,9 @@ def metrics(
                              help="Rows per subset (capped at the smaller set)."),
     mmd_kernel: str = typed("gaussian", Choice(KERNELS), "--mmd-kernel",
                             help="MMD's kernel: gaussian or cosine."),
-    mmd_sigma: str = typer.Option("median", "--mmd-sigma", help="Gaussian bandwidth: a number or a rule "
-                                                                "('median', '0.5*median') on the reference."),
+    mmd_sigma: Bandwidth = bandwidth_option(
+        "--mmd-sigma",
+        help="Gaussian bandwidth: a number or a rule ('median', '0.5*median') on the reference."),
     bootstrap: int = typed(200, Integer(), "--bootstrap",
                            help="Bootstrap replicates over prompts for the intervals; 0 = off."),
     confidence: float = typed(0.95, Number(), "--confidence", help="Level of the intervals."),

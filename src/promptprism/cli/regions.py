@@ -12,12 +12,14 @@ from rich.table import Table
 from ..backend import resolve_backend
 from ..data.images import ImageRows, load_images
 from ..errors import OptionError
+from ..kernels.bandwidth import Bandwidth
 from ..methods.regions import RegionCMS, RegionsResult
 from ..methods.regions.comparison import BLOCK_ESTIMATORS
 from ..methods.regions.sources import check_same_shape
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console, run_state
+from ._bandwidth import bandwidth_option
 from ._options import PRECISION_CHOICE, SEED, Choice, Integer, typed, unique_names
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
@@ -107,8 +109,10 @@ def regions(
     n_regions: int = typed("auto", Integer(words=("auto",), minimum=1), "--regions", "-C",
                            help="Number of regions C, or 'auto' (largest dendrogram gap)."),
     reference: Path | None = typer.Option(None, help="Held-out real images for the CMS (default: --real)."),
-    gamma: str = typer.Option("median", help="Kernel gamma: a number, or 'median' (1 / median Euclidean "
-                                             "distance between real images), or scaled '0.5*median'."),
+    gamma: Bandwidth = bandwidth_option(
+        "--gamma", kind="gamma",
+        help="Kernel gamma: a number, or 'median' (1 / median Euclidean distance between real images), or "
+             "scaled '0.5*median'."),
     block_size: int = typed("none", Integer(words=("none",)), "--block-size",
                             help="Mini-batch size b of the CMS estimator, or 'none' (all images, exact eq. "
                                  "4). The paper's block average is biased downwards (b = 150: 0.924 where "

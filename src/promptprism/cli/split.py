@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ..kernels.bandwidth import Bandwidth
 from ..kernels.gram import KERNELS
 from ..methods.promptsplit import EXACT_MAX_SAMPLES, PromptSplit, PromptSplitResult
 from ..methods.promptsplit.aggregate import AGGREGATES
@@ -16,6 +17,7 @@ from ..methods.promptsplit.estimator import METHODS, PRECISIONS, RANKINGS
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console
+from ._bandwidth import SIGMA_OR_STABLE, bandwidth_option
 from ._options import CHUNK_SIZE, FEATURES, PARTITION_ROWS, SEED, TOP_K, Choice, Integer, Number, typed
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
@@ -83,11 +85,12 @@ METHOD = typed("auto", Choice(METHODS), "--method",
                help=f"exact, rff (gaussian), sketch (cosine), or auto (exact up to {EXACT_MAX_SAMPLES:,} "
                     "samples, random features above).")
 ETA = typed(1.0, Number(), "--eta", help="Weight of the reference covariance: Lambda = C_test - eta C_ref.")
-SIGMA_PROMPT = typer.Option("median", "--sigma-prompt",
-                            help="Prompt bandwidth: a number or a rule ('median', '0.5*median', or 'stable': "
-                                 "the smallest multiple of the median at which the top eigenvalues settle).")
-SIGMA_OUTPUT = typer.Option("median", "--sigma-output",
-                            help="Output bandwidth: a number or a rule (as above).")
+SIGMA_PROMPT = bandwidth_option(
+    "--sigma-prompt", rules=SIGMA_OR_STABLE,
+    help="Prompt bandwidth: a number or a rule ('median', '0.5*median', or 'stable': the smallest multiple "
+         "of the median at which the top eigenvalues settle).")
+SIGMA_OUTPUT = bandwidth_option("--sigma-output", rules=SIGMA_OR_STABLE,
+                                help="Output bandwidth: a number or a rule (as above).")
 PERMUTATIONS = typed("auto", Integer(words=("auto",)), "--permutations",
                      help="Label permutations of the significance test (auto: 200 exact, 100 random "
                           "features; 0 turns it off).")
@@ -109,7 +112,7 @@ def split(
                                                "models as TEST)."),
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
     kernel: str = KERNEL, method: str = METHOD, eta: float = ETA,
-    sigma_prompt: str = SIGMA_PROMPT, sigma_output: str = SIGMA_OUTPUT,
+    sigma_prompt: Bandwidth = SIGMA_PROMPT, sigma_output: Bandwidth = SIGMA_OUTPUT,
     features: int = FEATURES,
     modes: int = typed(10, Integer(), "--modes", help="Modes reported per sign (positive and negative)."),
     seed: int = SEED, chunk_size: int = CHUNK_SIZE, top_k: int = TOP_K,

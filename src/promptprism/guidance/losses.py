@@ -4,8 +4,8 @@
                           = (1/n^2) sum G_xx^2 + (eta^2/m^2) sum G_yy^2 - (2 eta/(n m)) sum G_xy^2
     Joint-Diversity(x | t) = ||C_{X (x) T}||_F^2 = (1/n^2) sum_ij (k_T(t_i, t_j) k_X(x_i, x_j))^2
 
-with G the joint Gram matrix k_T k_X (the Gram matrices of :func:`promptprism.kernels.kernel_gram`, which
-are differentiable on torch tensors). Both are smooth functions of the output embeddings (and prompts), so
+with G the joint Gram matrix k_T k_X (:func:`promptprism.kernels.gram.joint_gram`, PromptSplit's own code
+path, differentiable on torch tensors). Both are smooth functions of the output embeddings (and prompts), so
 ``loss.backward()`` gives the guidance gradient.
 
 The random-feature forms (:func:`promptsplit_distance_rff`, :func:`joint_diversity_rff`) take joint feature
@@ -22,18 +22,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from ..kernels import kernel_gram
+from ..kernels.gram import covariance_difference_norm, joint_gram
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 
-def _gram(kernel: str, a: torch.Tensor, b: torch.Tensor | None, sigma: float | None) -> torch.Tensor:
-    """The kernel's Gram matrix in the precision of ``a`` (float32 stays float32)."""
-    dtype = np.float32 if str(a.dtype).endswith("float32") else np.float64
-    return kernel_gram(kernel, a, b, sigma=sigma, dtype=dtype)
+def _precision(x: torch.Tensor) -> str:
+    """The precision the Gram matrix is computed in: that of ``x`` (float32 stays float32)."""
+    return "float32" if str(x.dtype).endswith("float32") else "float64"
 
 
 def promptsplit_distance(
@@ -42,15 +39,13 @@ def promptsplit_distance(
     sigma_prompt: float | None = None, eta: float = 1.0,
 ) -> torch.Tensor:
     """||C_test - eta C_ref||_F^2 of the joint prompt (x) output covariances (PromptSplit paper, Prop. 1,
-    written with Gram matrices), as a differentiable scalar."""
-    n, m = outputs.shape[0], reference_outputs.shape[0]
-    g_xx = _gram(kernel, prompts, None, sigma_prompt) * _gram(kernel, outputs, None, sigma_output)
-    g_yy = (_gram(kernel, reference_prompts, None, sigma_prompt)
-            * _gram(kernel, reference_outputs, None, sigma_output))
-    g_xy = (_gram(kernel, prompts, reference_prompts, sigma_prompt)
-            * _gram(kernel, outputs, reference_outputs, sigma_output))
-    return ((g_xx ** 2).sum() / n**2 + eta**2 * (g_yy ** 2).sum() / m**2
-            - 2.0 * eta * (g_xy ** 2).sum() / (n * m))
+    written with Gram matrices), as a differentiable scalar: the kernels' joint Gram matrix and distance
+    (:func:`~promptprism.kernels.gram.joint_gram`,
+    :func:`~promptprism.kernels.gram.covariance_difference_norm`,
+    what PromptSplit's exact route computes) on tensors."""
+    gram = joint_gram(prompts, outputs, reference_prompts, reference_outputs, kernel=kernel,
+                      sigma_prompt=sigma_prompt, sigma_output=sigma_output, precision=_precision(outputs))
+    return covariance_difference_norm(gram, outputs.shape[0], eta)
 
 
 def joint_diversity(
@@ -62,9 +57,9 @@ def joint_diversity(
     (Section 4 adds rho * grad of this term to the update to promote diversity among samples whose prompts
     are correlated; it equals 1/RKE of the joint distribution.)
     """
-    n = outputs.shape[0]
-    g = _gram(kernel, prompts, None, sigma_prompt) * _gram(kernel, outputs, None, sigma_output)
-    return (g ** 2).sum() / n**2
+    gram = joint_gram(prompts, outputs, kernel=kernel, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
+                      precision=_precision(outputs))
+    return covariance_difference_norm(gram, outputs.shape[0], 0.0)
 
 
 def reference_covariance(reference_features: torch.Tensor) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""Kernels shared by every method: Gram matrices, bandwidth rules and finite feature maps.
+"""Kernels shared by every method, each concept once: squared distances and Gram matrices (:mod:`.gram`),
+the bandwidth value object and its rules (:mod:`.bandwidth`), finite feature maps (:mod:`.features`).
 
 All kernels are normalised, k(a, a) = 1:
 
@@ -7,7 +8,13 @@ All kernels are normalised, k(a, a) = 1:
   it as exp(-gamma |a - b|^2), gamma = 1 / (2 sigma^2) (:mod:`.rbf`)
 """
 
-from .bandwidth import BANDWIDTH_RULES, median_pairwise_distance, resolve_bandwidth
+from .bandwidth import (
+    BANDWIDTH_RULES,
+    Bandwidth,
+    gamma_from_median,
+    median_pairwise_distance,
+    resolve_bandwidth,
+)
 from .features import (
     JointFeatureMap,
     ProductRandomFourierFeatures,
@@ -15,12 +22,23 @@ from .features import (
     RandomFourierFeatures,
     cosine_features,
 )
-from .gram import KERNELS, cosine_gram, gaussian_gram, kernel_gram, polynomial_gram, squared_distances
+from .gram import (
+    KERNELS,
+    cosine_gram,
+    covariance_difference_norm,
+    feature_gram,
+    gaussian_gram,
+    joint_gram,
+    kernel_gram,
+    polynomial_gram,
+    squared_distances,
+)
 from .rbf import gamma_from_sigma, rbf_kernel, sigma_from_gamma
 from .scendi_features import ScendiFeatureMaps
 
 __all__ = [
     "BANDWIDTH_RULES",
+    "Bandwidth",
     "KERNELS",
     "JointFeatureMap",
     "ProductRandomFourierFeatures",
@@ -29,8 +47,12 @@ __all__ = [
     "ScendiFeatureMaps",
     "cosine_features",
     "cosine_gram",
+    "covariance_difference_norm",
+    "feature_gram",
+    "gamma_from_median",
     "gamma_from_sigma",
     "gaussian_gram",
+    "joint_gram",
     "kernel_gram",
     "median_pairwise_distance",
     "polynomial_gram",

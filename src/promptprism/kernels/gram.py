@@ -1,12 +1,27 @@
-"""Gram matrices of the normalised kernels (pure functions over arrays, numpy or torch: the array API)."""
+"""Distances and Gram matrices of the normalised kernels: the one place every method builds its kernels.
+
+Pure functions over arrays, numpy or torch (the array API): numpy in, numpy out; torch in, torch out, on its
+device and differentiable (autograd flows through :func:`squared_distances` and the builders, so the
+guidance losses are these same functions on tensors).
+
+* :func:`squared_distances`: |a_i - b_j|^2, the one squared-distance routine (one cancellation strategy);
+* :func:`kernel_gram`: the cosine or gaussian Gram matrix (the gaussian as exp(-|a - b|^2 / (2 sigma^2)),
+  or exp(-gamma |a - b|^2) in the regions method's parameterisation);
+* :func:`joint_gram`: the product kernel k_T k_Z over stacked samples (PromptSplit's G, eq. 3), and
+  :func:`covariance_difference_norm`, ||C_a - eta C_b||_F^2 read off it;
+* :func:`feature_gram`: the Gram matrix of an explicit feature map, Phi Phi^T.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from array_api_compat import device
 
-from ..array_ops import column_median, row_norms
-from ..backend import array_namespace, float_dtype, inplace
+from .._validation import check_positive_number, check_precision
+from ..array_ops import column_median, is_numpy, row_norms
+from ..backend import Backend, array_namespace, backend_of, float_dtype, inplace
 from ..errors import OptionError
 
 KERNELS = ("cosine", "gaussian")
@@ -21,6 +36,9 @@ def check_kernel(kernel: str) -> str:
 
 #: blocks up to this many pair-coordinates (n * m * d) get their distances from direct differences
 DIRECT_MAX = 2**22
+#: on the expansion route, pairs with |a - b|^2 below this share of |a|^2 + |b|^2 (centred) have cancelled
+#: and are recomputed by direct differences
+CLOSE_PAIRS = 1e-6
 
 
 def _dtype(xp, dtype) -> object:
@@ -28,21 +46,71 @@ def _dtype(xp, dtype) -> object:
     return float_dtype(xp, np.dtype(dtype).name)
 
 
-def _zero_diagonal(xp, x) -> None:
-    i = xp.arange(x.shape[0], device=device(x))
-    x[i, i] = 0.0
+def _tracks_gradient(x: Any) -> bool:
+    """Whether ``x`` is a torch tensor autograd records (then nothing is overwritten in place)."""
+    return bool(getattr(x, "requires_grad", False))
+
+
+def _scaled(x: Any, factor: Any) -> Any:
+    """x * factor, in place unless autograd needs x's value."""
+    if _tracks_gradient(x) or _tracks_gradient(factor):
+        return x * factor
+    x *= factor
+    return x
+
+
+def _direct_rows(xp, a, b) -> Any:
+    """sum_k (a_ik - b_jk)^2 by direct differences, in row blocks of bounded memory: (n, m)."""
+    n, m, d = a.shape[0], b.shape[0], a.shape[1]
+    d2 = xp.empty((n, m), dtype=a.dtype, device=device(a))
+    step = max(1, DIRECT_MAX // max(m * d, 1))
+    for start in range(0, n, step):
+        diff = a[start : start + step, None, :] - b[None, :, :]
+        d2[start : start + step, ...] = xp.sum(diff * diff, axis=2)
+    return d2
+
+
+def _expanded(xp, a, b, same: bool) -> Any:
+    """|a|^2 + |b|^2 - 2 <a, b>, with the pairs where it cancelled recomputed by direct differences."""
+    sq_a = xp.sum(a * a, axis=1)
+    sq_b = sq_a if same else xp.sum(b * b, axis=1)
+    d2 = a @ b.T
+    d2 = _scaled(d2, -2.0)
+    d2 = d2 + sq_a[:, None] + sq_b[None, :] if _tracks_gradient(d2) else _add_norms(d2, sq_a, sq_b)
+    step = max(1, DIRECT_MAX // max(b.shape[0], 1))
+    per = max(1, DIRECT_MAX // max(a.shape[1], 1))  # pairs recomputed per step: bounded memory
+    top_b = float(xp.max(sq_b)) if sq_b.shape[0] else 0.0
+    for start in range(0, a.shape[0], step):
+        sq_rows = sq_a[start : start + step]
+        # one pass with a bound for the block, then the exact test on the few candidates
+        bound = CLOSE_PAIRS * (float(xp.max(sq_rows)) + top_b) if sq_rows.shape[0] else 0.0
+        rows, cols = xp.nonzero(d2[start : start + step, ...] <= bound)
+        keep = d2[rows + start, cols] <= CLOSE_PAIRS * (sq_rows[rows] + sq_b[cols])
+        rows, cols = rows[keep] + start, cols[keep]
+        for lo in range(0, rows.shape[0], per):
+            r, c = rows[lo : lo + per], cols[lo : lo + per]
+            diff = a[r] - b[c]
+            d2[r, c] = xp.sum(diff * diff, axis=1)
+    return d2
+
+
+def _add_norms(d2, sq_a, sq_b):
+    d2 += sq_a[:, None]
+    d2 += sq_b[None, :]
+    return d2
 
 
 def squared_distances(a, b=None, *, dtype: type = np.float64):
-    """|a_i - b_j|^2, exact to round-off for any location of the data; never negative.
+    """|a_i - b_j|^2, exact to round-off for any location of the data; never negative, never NaN.
 
-    The distance is translation invariant, so the rows are first centred on their coordinate-wise median
-    (robust: one row at 1e300 does not shift the others into round-off, as their mean would): the
-    expansion |a|^2 + |b|^2 - 2 <a, b> then works on numbers of the size of the distances themselves and does
-    not cancel catastrophically for near-duplicate rows far from the origin (e.g. rows of ones plus 1e-12
-    noise). Small blocks use direct differences sum_k (a_ik - b_jk)^2. The centring is float64, the
-    distances (and the result) in ``dtype``. Written over the array API: numpy arrays in, numpy out; torch
-    tensors in, torch out (on their device).
+    One cancellation strategy: the distance is translation invariant, so the rows are first centred on their
+    coordinate-wise median (robust: one row at 1e300 does not shift the others into round-off, as their
+    mean would); then small blocks take direct differences sum_k (a_ik - b_jk)^2, large ones the expansion
+    |a|^2 + |b|^2 - 2 <a, b>, in which the pairs that still cancelled (near-duplicates: below
+    :data:`CLOSE_PAIRS` of their squared norms) are recomputed by direct differences, so a repeated row is at
+    distance exactly 0. Squares beyond float64 give inf (a kernel value of 0). The centring is float64, the
+    distances (and the result) in ``dtype``. numpy in, numpy out; torch in, torch out (on its device, with
+    autograd intact).
     """
     xp = array_namespace(a)
     f8, dt = xp.float64, _dtype(xp, dtype)
@@ -55,23 +123,17 @@ def squared_distances(a, b=None, *, dtype: type = np.float64):
     with np.errstate(over="ignore", invalid="ignore"):
         a = xp.astype(a - center, dt)
         b = a if same else xp.astype(b - center, dt)
-        if n * m * d <= DIRECT_MAX:
-            d2 = xp.empty((n, m), dtype=dt, device=device(a))
-            step = max(1, DIRECT_MAX // max(m * d, 1))
-            for start in range(0, n, step):
-                diff = a[start : start + step, None, :] - b[None, :, :]
-                d2[start : start + step, ...] = xp.sum(diff * diff, axis=2)
-        else:
-            sq_a = xp.sum(a * a, axis=1)
-            sq_b = sq_a if same else xp.sum(b * b, axis=1)
-            d2 = a @ b.T
-            d2 *= -2.0
-            d2 += sq_a[:, None]
-            d2 += sq_b[None, :]
-            d2[xp.isnan(d2)] = xp.inf
-            d2[d2 < 0.0] = 0.0
+        d2 = _direct_rows(xp, a, b) if n * m * d <= DIRECT_MAX else _expanded(xp, a, b, same)
+        d2 = xp.where(xp.isnan(d2), xp.inf, d2) if _tracks_gradient(d2) else _clean_inplace(xp, d2)
     if same:
-        _zero_diagonal(xp, d2)
+        i = xp.arange(n, device=device(d2))
+        d2[i, i] = 0.0
+    return d2
+
+
+def _clean_inplace(xp, d2):
+    d2[xp.isnan(d2)] = xp.inf
+    d2[d2 < 0.0] = 0.0
     return d2
 
 
@@ -92,22 +154,81 @@ def cosine_gram(a, b=None, *, dtype: type = np.float64):
     return an @ _unit_rows(xp, xp.asarray(b, dtype=dt)).T
 
 
-def gaussian_gram(a, b=None, *, sigma: float, dtype: type = np.float64):
-    """k(a, b) = exp(-|a - b|^2 / (2 sigma^2)), in ``dtype`` (numpy or torch, as the input)."""
-    if not sigma > 0:
-        raise OptionError(f"gaussian kernel bandwidth sigma must be > 0, got {sigma!r}")
+def gaussian_gram(a, b=None, *, sigma: float | None = None, gamma: float | None = None,
+                  dtype: type = np.float64):
+    """k(a, b) = exp(-|a - b|^2 / (2 sigma^2)), or exp(-gamma |a - b|^2) given ``gamma`` (the same kernel,
+    gamma = 1 / (2 sigma^2)), in ``dtype`` (numpy or torch, as the input)."""
+    if (sigma is None) == (gamma is None):
+        raise OptionError("the gaussian kernel needs one bandwidth: sigma or gamma")
+    if sigma is not None and not sigma > 0:
+        raise OptionError(f"sigma must be > 0 (the gaussian kernel's bandwidth), got {sigma!r}")
+    if gamma is not None and not gamma > 0:
+        raise OptionError(f"gamma must be > 0 (the gaussian kernel's inverse width), got {gamma!r}")
     d2 = squared_distances(a, b, dtype=dtype)
-    d2 *= -1.0 / (2.0 * sigma * sigma)
-    return inplace("exp", d2)
+    d2 = _scaled(d2, -1.0 / (2.0 * sigma * sigma) if gamma is None else -float(gamma))
+    return array_namespace(d2).exp(d2) if _tracks_gradient(d2) else inplace("exp", d2)
 
 
-def kernel_gram(kernel: str, a, b=None, *, sigma: float | None = None, dtype: type = np.float64):
-    """Dispatch on the kernel name ('cosine' or 'gaussian'); the matrix in ``dtype``."""
+def kernel_gram(kernel: str, a, b=None, *, sigma: float | None = None, gamma: float | None = None,
+                dtype: type = np.float64):
+    """The Gram matrix of ``kernel`` ('cosine', or 'gaussian' with ``sigma`` or ``gamma``), in ``dtype``."""
     if check_kernel(kernel) == "cosine":
         return cosine_gram(a, b, dtype=dtype)
-    if sigma is None:
+    if sigma is None and gamma is None:
         raise OptionError("the gaussian kernel needs a bandwidth sigma")
-    return gaussian_gram(a, b, sigma=sigma, dtype=dtype)
+    return gaussian_gram(a, b, sigma=sigma, gamma=gamma, dtype=dtype)
+
+
+def joint_gram(prompts_a: Any, outputs_a: Any, prompts_b: Any = None, outputs_b: Any = None, *,
+               kernel: str, sigma_prompt: float | None = None, sigma_output: float | None = None,
+               precision: str = "float64", backend: Backend | None = None) -> Any:
+    """G = K_T o K_Z over the stacked samples [a; b] (PromptSplit eq. 3's joint kernel matrix; elementwise
+    product); over the samples a alone without b.
+
+    For gaussians the product is one gaussian on the rescaled concatenation:
+    exp(-|t - t'|^2 / (2 s_t^2) - |z - z'|^2 / (2 s_z^2)) = exp(-|w - w'|^2 / 2), w = [t / s_t ; z / s_z].
+    ``precision`` ('float64' or 'float32') is the dtype of the distances and of G. ``backend``: where G is
+    computed and held (numpy, or torch on its device; default: that of ``outputs_a``). On torch tensors G is
+    differentiable in the embeddings.
+    """
+    dtype = check_precision(precision)
+    backend = backend_of(outputs_a) if backend is None else backend
+    xp = backend.xp
+    parts = [(prompts_a, outputs_a)] + ([] if prompts_b is None else [(prompts_b, outputs_b)])
+    t = xp.concat([backend.asarray(p, "float64") for p, _ in parts])
+    z = xp.concat([backend.asarray(o, "float64") for _, o in parts])
+    if kernel == "gaussian" and sigma_prompt is not None and sigma_output is not None:
+        check_positive_number(sigma_prompt, "sigma_prompt")
+        check_positive_number(sigma_output, "sigma_output")
+        # one gaussian (sigma 1) on the concatenation [t / sigma_t ; z / sigma_z]: a single distance matrix
+        w = xp.concat([t / sigma_prompt, z / sigma_output], axis=1)
+        return gaussian_gram(w, sigma=1.0, dtype=dtype)
+    g = kernel_gram(kernel, t, sigma=sigma_prompt, dtype=dtype)
+    return _scaled(g, kernel_gram(kernel, z, sigma=sigma_output, dtype=dtype))
+
+
+def covariance_difference_norm(gram: Any, n: int, eta: float) -> Any:
+    """||C_a - eta C_b||_F^2 = tr(D G D G) = sum_ij D_i D_j G_ij^2, D = diag(1/n 1_n, -eta/m 1_m), from the
+    joint Gram matrix G of n samples of a then m of b (the PromptSplit distance, paper eq. 2 / SPEC; with
+    m = 0, ||C_a||_F^2, the Joint-Diversity term). Block sums in float64 whatever G's precision; a float for
+    numpy, a 0-d tensor (differentiable) for torch."""
+    xp = array_namespace(gram)
+    m = gram.shape[0] - n
+    g2 = gram * gram
+
+    def block(x: Any) -> Any:
+        s = xp.sum(x, dtype=xp.float64)
+        return float(s) if is_numpy(gram) else s
+
+    total = block(g2[:n, :n]) / n**2
+    if m:
+        total = total + eta**2 * block(g2[n:, n:]) / m**2 - 2.0 * eta * block(g2[:n, n:]) / (n * m)
+    return total
+
+
+def feature_gram(features: Any) -> Any:
+    """K = Phi Phi^T: the Gram matrix of the kernel whose finite feature map gave the rows ``features``."""
+    return features @ features.T
 
 
 def polynomial_gram(a, b=None, *, degree: int = 3, gamma: float | None = None, coef: float = 1.0,

@@ -16,7 +16,7 @@ from .._validation import check_positive_number
 from ..array_ops import row_norms
 from ..backend import NUMPY, Backend, array_namespace
 from ..errors import InputError, OptionError
-from .bandwidth import parse_bandwidth
+from .bandwidth import Bandwidth
 from .features import RandomFourierFeatures, cosine_features
 from .gram import check_kernel
 
@@ -37,9 +37,9 @@ class ScendiKernelOptions:
         check_kernel(self.kernel)
         if self.kernel == "gaussian":
             check_positive_number(self.n_features, "number of features", integer=True, even=True)
-            parse_bandwidth(self.sigma_output, "sigma_output")
+            self.sigma_output = Bandwidth.parse(self.sigma_output, "sigma_output")  # parsed once
             if not self.shared_frequencies:
-                parse_bandwidth(self.sigma_prompt, "sigma_prompt")
+                self.sigma_prompt = Bandwidth.parse(self.sigma_prompt, "sigma_prompt")
 
 
 @dataclass(frozen=True)

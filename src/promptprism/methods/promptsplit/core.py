@@ -25,9 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from ..._validation import check_positive_number, check_precision, chunks
-from ...backend import NUMPY, Backend, array_namespace, backend_of, dtype_name, inplace, to_numpy
-from ...kernels.gram import kernel_gram, squared_distances
+from ..._validation import chunks
+from ...backend import NUMPY, Backend, backend_of, dtype_name, to_numpy
+from ...kernels.bandwidth import Bandwidth, stable_bandwidth, stable_multiples
+from ...kernels.bandwidth import pooled_rows as pool_of_rows
+from ...kernels.gram import covariance_difference_norm, joint_gram
 from ...stats.accumulators import CovarianceAccumulator
 from ...stats.eigen import (
     select_modes,
@@ -38,53 +40,14 @@ from ...stats.eigen import (
 )
 from ...stats.modes import ModeStats
 
-
-def joint_gram(
-    prompts_a: np.ndarray, outputs_a: np.ndarray, prompts_b: np.ndarray, outputs_b: np.ndarray, *,
-    kernel: str, sigma_prompt: float | None = None, sigma_output: float | None = None,
-    precision: str = "float64", backend: Backend = NUMPY,
-) -> Any:
-    """G = K_T o K_Z over the stacked samples [a; b] (eq. 3's joint kernel matrix; elementwise product).
-
-    For gaussians the product is one gaussian on the rescaled concatenation:
-    exp(-|t - t'|^2 / (2 s_t^2) - |z - z'|^2 / (2 s_z^2)) = exp(-|w - w'|^2 / 2), w = [t / s_t ; z / s_z].
-    ``precision`` ('float64' or 'float32') is the dtype of the distances and of G. ``backend``: where G
-    is computed and held (numpy, or torch on its device: then G is a tensor there).
-    """
-    dtype = check_precision(precision)
-    xp = backend.xp
-    t = xp.concat([backend.asarray(prompts_a, "float64"), backend.asarray(prompts_b, "float64")])
-    z = xp.concat([backend.asarray(outputs_a, "float64"), backend.asarray(outputs_b, "float64")])
-    if kernel == "gaussian" and sigma_prompt is not None and sigma_output is not None:
-        check_positive_number(sigma_prompt, "sigma_prompt")
-        check_positive_number(sigma_output, "sigma_output")
-        # one gaussian (sigma 1) on the concatenation [t / sigma_t ; z / sigma_z]: a single distance matrix
-        w = xp.concat([t / sigma_prompt, z / sigma_output], axis=1)
-        g = squared_distances(w, dtype=dtype)
-        g *= -0.5
-        return inplace("exp", g)
-    g = kernel_gram(kernel, t, sigma=sigma_prompt, dtype=dtype)
-    g *= kernel_gram(kernel, z, sigma=sigma_output, dtype=dtype)
-    return g
-
+#: ||Lambda||_F^2 = tr(D G D G) = sum_ij D_i D_j G_ij^2 from the joint Gram matrix (the PromptSplit distance,
+#: SPEC): the kernels' :func:`~promptprism.kernels.gram.covariance_difference_norm`, also what the torch
+#: guidance loss computes
+promptsplit_distance_from_gram = covariance_difference_norm
 
 def signed_weights(n: int, m: int, eta: float) -> np.ndarray:
     """D = diag(1/n 1_n, -eta/m 1_m), the signed sample weights of Lambda = Psi^T D Psi (eq. 2)."""
     return np.r_[np.full(n, 1.0 / n), np.full(m, -eta / m)]
-
-
-def promptsplit_distance_from_gram(gram: Any, n: int, eta: float) -> float:
-    """||Lambda||_F^2 = tr(D G D G) = sum_ij D_i D_j G_ij^2 (the PromptSplit distance, SPEC)."""
-    xp = array_namespace(gram)
-    m = gram.shape[0] - n
-    g2 = gram * gram
-    f8 = xp.float64  # block sums in float64 whatever G's precision
-
-    def block(x: Any) -> float:
-        return float(xp.sum(x, dtype=f8))
-
-    return (block(g2[:n, :n]) / n**2 + eta**2 * block(g2[n:, n:]) / m**2
-            - 2.0 * eta * block(g2[:n, n:]) / (n * m))
 
 
 @dataclass(frozen=True)
@@ -175,13 +138,9 @@ def prompt_disagreement(eigenvalues: np.ndarray, contributions: np.ndarray) -> n
 
 
 def pooled_rows(a: np.ndarray, b: np.ndarray, max_rows: int, seed: int) -> np.ndarray:
-    """At most ``max_rows`` rows drawn (seeded) from a and b together, without reading the rest."""
-    rng = np.random.default_rng(seed)
-    parts = []
-    for arr, k in ((a, max_rows // 2), (b, max_rows - max_rows // 2)):
-        idx = np.sort(rng.choice(arr.shape[0], size=min(k, arr.shape[0]), replace=False))
-        parts.append(np.asarray(arr[idx], dtype=np.float64))
-    return np.concatenate(parts)
+    """At most ``max_rows`` rows drawn (seeded) from a and b together, without reading the rest (the
+    median rule's pool, :func:`promptprism.kernels.bandwidth.pooled_rows`)."""
+    return pool_of_rows([a, b], max_rows, seed)
 
 
 def paired_subsample(sets: list, size: int, seed: int) -> tuple[np.ndarray, ...]:
@@ -277,6 +236,37 @@ def top_eigenvalues(prompts_a: np.ndarray, outputs_a: np.ndarray, prompts_b: np.
                                    solver="dense")
     pos, neg = signed_extremes(to_numpy(eig.eigenvalues if eig.spectrum is None else eig.spectrum), n_top)
     return np.r_[pos, neg]
+
+
+def stable_scan(subsample: tuple, sigmas: dict[str, float], key: str, *, eta: float, n_top: int,
+                backend: Backend = NUMPY) -> dict:
+    """The 'stable' rule for ``sigma_<key>``: the top eigenvalues of D G (eq. 3, :func:`top_eigenvalues`) on
+    ``subsample`` (test prompts, outputs, reference prompts, outputs) at each multiple of the median
+    ``sigmas[key]``, the other bandwidth held at ``sigmas``; the scan and the smallest stable sigma
+    (:func:`~promptprism.kernels.bandwidth.stable_bandwidth`)."""
+    tops = []
+    for sigma in stable_multiples(sigmas[key]):
+        s = dict(sigmas, **{key: sigma})
+        tops.append(top_eigenvalues(*subsample, kernel="gaussian", sigma_prompt=s["prompt"],
+                                    sigma_output=s["output"], eta=eta, n_top=n_top, backend=backend))
+    return stable_bandwidth(tops, sigmas[key])
+
+
+def stable_bandwidths(bandwidths: dict[str, Bandwidth], sets: dict, *, seed: int, eta: float,
+                      stable_samples: int, stable_top: int, backend: Backend = NUMPY
+                      ) -> tuple[dict[str, Bandwidth], dict[str, dict]]:
+    """The resolved bandwidths {'prompt': ..., 'output': ...} with each 'stable' one chosen by the scan of
+    :func:`stable_scan` (on ``stable_samples`` rows per set, prompt first, from its median), and the scans
+    by key."""
+    out = dict(bandwidths)
+    scans: dict[str, dict] = {}
+    stable = [key for key, bw in out.items() if bw.rule == "stable"]
+    sub = paired_subsample([sets["test"], sets["reference"]], stable_samples, seed) if stable else ()
+    for key in stable:
+        scans[key] = stable_scan(sub, {k: b.value for k, b in out.items()}, key, eta=eta, n_top=stable_top,
+                                 backend=backend)
+        out[key] = out[key].chosen(scans[key]["chosen"], scans[key]["note"])
+    return out, scans
 
 
 def same_pairs(a: Any, b: Any) -> bool:

@@ -21,7 +21,7 @@ from ..._validation import check_choice, check_interval, check_positive_number, 
 from ...backend import NUMPY, Backend, feature_memory, resolve_backend
 from ...data.paired import PairedSet, as_paired_set, check_compatible, prompt_groups
 from ...errors import OptionError
-from ...kernels.bandwidth import parse_bandwidth, resolve_bandwidth, stable_bandwidth
+from ...kernels.bandwidth import BANDWIDTH_RULES, SPECTRAL_RULES, Bandwidth
 from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
 from ...kernels.gram import KERNELS
 from ...scale.runner import DaskRunner, balanced_blocks, current_runner, partition_rows, partition_size
@@ -39,6 +39,8 @@ RANKINGS = ("contribution", "mean_score")
 #: ``method='auto'`` uses the exact kernel route up to this many samples (n + m), random features above:
 #: at 10,000 samples the exact route needs ~2.4 GB and ~15 s here; its cost grows as (n + m)^2 in memory.
 EXACT_MAX_SAMPLES = 10_000
+#: the bandwidth rules PromptSplit resolves (the median rule, and the 'stable' scan of its spectrum)
+SIGMA_RULES = BANDWIDTH_RULES + SPECTRAL_RULES
 #: rows per set of the subsample on which the 'stable' bandwidth rule computes spectra
 STABLE_SAMPLES = 500
 #: eigenvalues of each sign the 'stable' rule watches
@@ -146,9 +148,9 @@ class PromptSplit:
         if check_positive_number(self.null_samples, "null_samples", integer=True) and self.null_samples < 4:
             raise OptionError(f"null_samples must be at least 4 (2 per set), got {self.null_samples}")
         check_choice(self.aggregate, aggregate.AGGREGATES, parameter="aggregate")
-        if self.kernel == "gaussian":
-            parse_bandwidth(self.sigma_prompt, "sigma_prompt", allow_stable=True)
-            parse_bandwidth(self.sigma_output, "sigma_output", allow_stable=True)
+        if self.kernel == "gaussian":  # parsed once: a Bandwidth stays as it is
+            self.sigma_prompt = Bandwidth.parse(self.sigma_prompt, "sigma_prompt", rules=SIGMA_RULES)
+            self.sigma_output = Bandwidth.parse(self.sigma_output, "sigma_output", rules=SIGMA_RULES)
 
     # -------------------------------------------------------------------------------------------- fit
     def fit(self, test: PairedSet | tuple, reference: PairedSet | tuple) -> PromptSplitResult:
@@ -244,38 +246,19 @@ class PromptSplit:
 
     # ------------------------------------------------------------------------------------ bandwidths
     def _resolve_bandwidths(self, sets: dict[str, PairedSet]) -> tuple[tuple[Any, Any], dict]:
-        """Numbers for both bandwidths: fixed, a median rule, or the 'stable' scan (recorded)."""
+        """Both bandwidths as numbers, resolved once: fixed, a median rule or the 'stable' scan (recorded)."""
         if self.kernel != "gaussian":
             return (None, None), {}
-        specs = {"prompt": self.sigma_prompt, "output": self.sigma_output}
-        attrs = {"prompt": "prompt_embeddings", "output": "output_embeddings"}
-        out: dict[str, float] = {}
-        stable = []
-        for key, spec in specs.items():
-            parsed = parse_bandwidth(spec, f"sigma_{key}", allow_stable=True)
-            if isinstance(parsed, float):
-                out[key] = parsed
-                continue
-            pool = core.pooled_rows(getattr(sets["test"], attrs[key]), getattr(sets["reference"], attrs[key]),
-                                    1000, self.seed)
-            out[key] = resolve_bandwidth("median" if parsed[0] == "stable" else spec, pool,
-                                         name=f"sigma_{key}", seed=self.seed)
-            if parsed[0] == "stable":
-                stable.append(key)
-        scan: dict[str, dict] = {}
-        if stable:
-            sub = core.paired_subsample([sets[side] for side in SIDES], STABLE_SAMPLES, self.seed)
-            for key in stable:
-                def top(sigma: float, key: str = key) -> np.ndarray:
-                    s = dict(out, **{key: sigma})
-                    return core.top_eigenvalues(*sub, kernel="gaussian", sigma_prompt=s["prompt"],
-                                                sigma_output=s["output"], eta=self.eta, n_top=STABLE_TOP,
-                                                backend=resolve_backend(self.device))
-                scan[key] = stable_bandwidth(top, out[key])
-                out[key] = scan[key]["chosen"]
-                if not scan[key]["plateau"]:
-                    warnings.warn(f"sigma_{key}='stable': {scan[key]['note']}", UserWarning, stacklevel=3)
-        return (out["prompt"], out["output"]), scan
+        bws = {key: bw.resolve_pooled([getattr(sets[side], f"{key}_embeddings") for side in SIDES],
+                                      name=f"sigma_{key}", seed=self.seed)
+               for key, bw in (("prompt", self.sigma_prompt), ("output", self.sigma_output))}
+        bws, scan = core.stable_bandwidths(bws, sets, seed=self.seed, eta=self.eta,
+                                           stable_samples=STABLE_SAMPLES, stable_top=STABLE_TOP,
+                                           backend=resolve_backend(self.device))
+        for key, record in scan.items():
+            if not record["plateau"]:
+                warnings.warn(f"sigma_{key}='stable': {record['note']}", UserWarning, stacklevel=3)
+        return (bws["prompt"].value, bws["output"].value), scan
 
     # ------------------------------------------------------------------------------------ exact route
     def _exact(self, sets, sigmas, timings, labels, n_groups, *, precision, backend):

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...backend import NUMPY, Backend
-from ...kernels.bandwidth import resolve_bandwidth
+from ...kernels.bandwidth import Bandwidth
 from . import aggregate as agg
 from . import core
 from . import significance as sig
@@ -42,8 +42,8 @@ def resolve_family(name: str, sets: dict, *, kernel: str, sigmas: tuple, seed: i
     modality = agg.modality(sets["test"].output_embeddings) if name == "auto" else name
     medians = {}
     for key, attr in (("prompt", "prompt_embeddings"), ("output", "output_embeddings")):
-        pool = core.pooled_rows(getattr(sets["test"], attr), getattr(sets["reference"], attr), 1000, seed)
-        medians[key] = resolve_bandwidth("median", pool, name=f"sigma_{key}", seed=seed)
+        pooled = [getattr(sets["test"], attr), getattr(sets["reference"], attr)]
+        medians[key] = Bandwidth.parse("median").resolve_pooled(pooled, name=f"sigma_{key}", seed=seed).value
     fitted = "cosine" if kernel == "cosine" else (
         "gaussian x1" if tuple(map(str, fitted_rules)) == ("median", "median") else
         f"gaussian (sigma {sigmas[0]:.4g}, {sigmas[1]:.4g})")

@@ -22,7 +22,7 @@ import numpy as np
 from ...backend import NUMPY, feature_memory
 from ...data.paired import PairedSet, as_paired_set, check_compatible, prompt_groups
 from ...errors import InputError, OptionError
-from ...kernels.bandwidth import parse_bandwidth, resolve_bandwidth
+from ...kernels.bandwidth import Bandwidth
 from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
 from ...scale.runner import current_runner
 from ...stats.modes import ModeStats
@@ -76,8 +76,8 @@ class KWaySplit:
     def _validate(self) -> None:
         self.pairwise()
         if self.kernel == "gaussian":
-            parse_bandwidth(self.sigma_prompt, "sigma_prompt")
-            parse_bandwidth(self.sigma_output, "sigma_output")
+            self.sigma_prompt = Bandwidth.parse(self.sigma_prompt, "sigma_prompt")  # parsed once
+            self.sigma_output = Bandwidth.parse(self.sigma_output, "sigma_output")
 
     def fit(self, sets: Sequence[PairedSet | tuple], names: Sequence[str] | None = None) -> KWayResult:
         """Compare K >= 2 sets (PairedSets or (prompt_emb, output_emb) tuples) sharing their prompts."""
@@ -148,12 +148,9 @@ class KWaySplit:
         out = []
         for key, spec in (("prompt", self.sigma_prompt), ("output", self.sigma_output)):
             attr = f"{key}_embeddings"
-            parsed = parse_bandwidth(spec, f"sigma_{key}")
-            if isinstance(parsed, float):
-                out.append(parsed)
-                continue
-            pool = kc.pooled_rows_k([getattr(s, attr) for s in sets], 1000, self.seed)
-            out.append(resolve_bandwidth(spec, pool, name=f"sigma_{key}", seed=self.seed))
+            bw = Bandwidth.parse(spec, f"sigma_{key}")
+            out.append(bw.resolve_pooled([getattr(s, attr) for s in sets], name=f"sigma_{key}",
+                                         seed=self.seed).value)
         return out[0], out[1]
 
 

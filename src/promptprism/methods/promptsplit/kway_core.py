@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ...backend import array_namespace
+from ...kernels.bandwidth import pooled_rows
 
 #: a comparison: (first set, the sets of its reference side); one set for a pair, all others for the rest
 Comparison = tuple[int, tuple[int, ...]]
@@ -40,19 +41,9 @@ def comparisons(k: int) -> tuple[list[Comparison], list[Comparison]]:
     return pairs, rest
 
 
-def pooled_rows_k(arrays: list, max_rows: int, seed: int) -> np.ndarray:
-    """At most ``max_rows`` seeded rows from K arrays (max_rows // K from each, the rest from the last).
-
-    With K = 2 the same draws as :func:`.core.pooled_rows` (the pairwise route's bandwidth subsample).
-    """
-    rng = np.random.default_rng(seed)
-    k = len(arrays)
-    sizes = [max_rows // k] * (k - 1) + [max_rows - (k - 1) * (max_rows // k)]
-    parts = []
-    for arr, size in zip(arrays, sizes, strict=True):
-        idx = np.sort(rng.choice(arr.shape[0], size=min(size, arr.shape[0]), replace=False))
-        parts.append(np.asarray(arr[idx], dtype=np.float64))
-    return np.concatenate(parts)
+#: at most max_rows seeded rows from K arrays (the kernels' median-rule pool; with K = 2 the draws of
+#: :func:`.core.pooled_rows`)
+pooled_rows_k = pooled_rows
 
 
 def comparison_weights(labels: np.ndarray, comparison: Comparison, counts: np.ndarray, eta: float

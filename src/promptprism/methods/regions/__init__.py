@@ -19,6 +19,7 @@ returns a mergeable accumulator (``promptprism.stats``); the tasks run on
 :func:`promptprism.scale.current_runner`, chosen once with ``with promptprism.execution(...)``.
 """
 
+from ...kernels.bandwidth import DegenerateKernelWarning, gamma_from_median
 from ...kernels.rbf import Kernel, rbf_kernel
 from ...stats.pixel import PixelCKAAccumulator
 from .clustering import default_min_region_size, discover_regions, fill_constant_pixels, suggest_n_regions
@@ -42,7 +43,6 @@ from .pixel_cka import (
     CKA_BLOCK_SIZE,
     CKA_MAX_IMAGES,
     MAX_BYTES,
-    median_gamma,
     pixel_cka_matrix,
     pixel_cka_partition,
     unit_centred_rows,
@@ -63,6 +63,7 @@ __all__ = [
     "CKA_BLOCK_SIZE",
     "CKA_MAX_IMAGES",
     "INLINE_CKA_MAX_PIXELS",
+    "DegenerateKernelWarning",
     "Kernel",
     "MAX_BYTES",
     "PixelCKAAccumulator",
@@ -86,8 +87,8 @@ __all__ = [
     "fill_constant_pixels",
     "hsic",
     "log_cms_from_pair_means",
+    "gamma_from_median",
     "log_cms_rbf",
-    "median_gamma",
     "mmd2",
     "percentile_interval",
     "pixel_cka_matrix",

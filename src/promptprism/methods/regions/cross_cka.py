@@ -25,9 +25,9 @@ def cross_cka_partition(source: Any, indices: np.ndarray | None, block_size: int
     acc = np.zeros((n_reg, n_reg))
     b = int(block_size)
     for s in range(0, px.shape[0] // b * b, b):
-        dist, g = region_sqdists(px[s:s + b], px[s:s + b], member, gamma=gamma)
+        dist = region_sqdists(px[s:s + b], px[s:s + b], member)
         with np.errstate(over="ignore"):  # a huge gamma: kernel 0 off the diagonal, its limit
-            kc = center_gram(np.exp(-g * dist))  # (C, b, b)
+            kc = center_gram(np.exp(-gamma * dist))  # (C, b, b)
         flat = kc.reshape(n_reg, -1)
         norms = np.linalg.norm(flat, axis=1)
         tol = 1e-12 * b

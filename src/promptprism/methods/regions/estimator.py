@@ -21,13 +21,13 @@ import numpy as np
 from ..._validation import check_choice, check_interval, check_positive_number, check_precision, check_seed
 from ...backend import resolve_backend
 from ...errors import InputError, OptionError
-from ...kernels.bandwidth import parse_bandwidth
+from ...kernels.bandwidth import Bandwidth
 from ...scale import current_runner
 from ..rankings import regions_ranking
 from .clustering import discover_regions, fill_constant_pixels, relabel, suggest_n_regions
 from .comparison import BLOCK_ESTIMATORS, LEVEL, compare_sources
 from .cross_cka import cross_region_cka_rows, pixel_range_partition
-from .pixel_cka import CKA_BLOCK_SIZE, CKA_MAX_IMAGES, MAX_BYTES, median_gamma, pixel_cka_blocks
+from .pixel_cka import CKA_BLOCK_SIZE, CKA_MAX_IMAGES, MAX_BYTES, pixel_cka_blocks
 from .result import INLINE_CKA_MAX_PIXELS, RegionsResult
 from .sources import as_pixels, check_same_shape, chunk_rows, is_rows, read_pixels, source_shape, task_rows
 
@@ -101,7 +101,7 @@ class RegionCMS:
             check_positive_number(self.min_region_size, "min_region_size", integer=True)
         check_positive_number(self.partition_rows, "partition_rows", integer=True)
         check_positive_number(self.max_bytes, "max_bytes", integer=True)
-        parse_bandwidth(self.gamma, "gamma")
+        self.gamma = Bandwidth.parse(self.gamma, "gamma", kind="gamma")  # parsed once
         check_precision(self.precision)
         if isinstance(self.bootstrap, bool) or not isinstance(self.bootstrap, (int, np.integer)) \
                 or self.bootstrap < 0:
@@ -140,10 +140,9 @@ class RegionCMS:
         if self.cka_max_images is not None and n > self.cka_max_images:
             sub_rows = np.sort(rng.choice(n, size=int(self.cka_max_images), replace=False))
         n_sub = sub_rows.size
-        if isinstance(parse_bandwidth(self.gamma, "gamma"), float):
-            self.gamma_ = float(parse_bandwidth(self.gamma, "gamma"))
-        else:  # the median rule reads the (at most cka_max_images) subsample here
-            self.gamma_ = median_gamma(read_pixels(*task_rows(src, sub_rows)), self.gamma, seed=self.seed)
+        # the median rule (gamma = factor / median) reads the (at most cka_max_images) subsample here
+        self.gamma_ = (self.gamma if self.gamma.fixed else self.gamma.resolve(
+            read_pixels(*task_rows(src, sub_rows)), name="gamma", seed=self.seed)).value
         cka_b = self.cka_block_size
         if cka_b == "auto":  # the paper's 100, or one block of everything when there are fewer images
             cka_b = CKA_BLOCK_SIZE if n_sub >= CKA_BLOCK_SIZE else None
@@ -268,7 +267,7 @@ class RegionCMS:
             else self.cka_matrix_,
             constant_pixels=np.flatnonzero(self.constant_).tolist(), gamma=float(self.gamma_),
             n_real=n_ref, n_generated=n_gen,
-            config={"n_regions": self.n_regions, "gamma": self.gamma, "gamma_value": float(self.gamma_),
+            config={"n_regions": self.n_regions, "gamma": self.gamma.given, "gamma_value": float(self.gamma_),
                     "block_size": self.block_size, "cka_block_size": self.cka_block_size_,
                     "cka_max_images": self.cka_max_images, "max_regions": self.max_regions,
                     "min_region_size": self.min_region_size, "precision": self.precision,

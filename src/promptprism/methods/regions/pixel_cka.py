@@ -1,6 +1,7 @@
 """The pixel-by-pixel CKA matrix of Algorithm 1 (eq. 13 for every pair of pixels), and the median rule.
 
-*Bandwidth convention* (the paper, section 4): ``gamma = 1 / median`` where ``median`` is the median of the
+*Bandwidth convention* (the paper, section 4; :func:`promptprism.kernels.bandwidth.gamma_from_median`):
+``gamma = 1 / median`` where ``median`` is the median of the
 non-zero pairwise **Euclidean (not squared) distances** |x - x'|_2 between whole flattened **real training
 images** (all pixels and channels; a seeded subsample of at most 1,000 images). One gamma serves every pixel,
 every region and the whole image, which is what makes k_img = prod_I k_I hold exactly
@@ -23,7 +24,6 @@ overflow where its value is finite.
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,7 @@ from ..._validation import check_positive_number, check_seed
 from ...array_ops import index_array
 from ...backend import NUMPY, Backend, array_namespace, resolve_backend, to_numpy
 from ...errors import InputError, OptionError
-from ...kernels.bandwidth import median_pairwise_distance, parse_bandwidth
+from ...kernels.bandwidth import Bandwidth
 from ...scale import current_runner
 from ...stats.pixel import PixelCKAAccumulator
 from .sources import as_pixels, read_pixels, task_rows
@@ -46,48 +46,6 @@ CKA_MAX_IMAGES = 1000
 MAX_BYTES = 2 * 1024**3
 #: pixels above this magnitude are rescaled before squared differences are formed
 _HUGE = 1e100
-
-
-def median_gamma(pixels: np.ndarray, spec: Any = "median", *, seed: int = 0,
-                 max_samples: int = CKA_MAX_IMAGES) -> float:
-    """gamma from a spec: a number, or ``factor / median |x - x'|_2`` over whole flattened images.
-
-    Very large pixel values are scaled before the distances are taken (the median is scale-equivariant);
-    a median that overflows float64, or a gamma that underflows to 0, is refused with a reason.
-    """
-    parsed = parse_bandwidth(spec, "gamma")
-    if isinstance(parsed, float):
-        return parsed
-    _, factor = parsed
-    flat = pixels.reshape(pixels.shape[0], -1)
-    big = float(np.abs(flat).max()) if flat.size else 0.0
-    if big > _HUGE:
-        med = median_pairwise_distance(flat / big, max_samples=max_samples, seed=seed) * big
-    else:
-        med = median_pairwise_distance(flat, max_samples=max_samples, seed=seed)
-    if math.isnan(med) or med <= 0:
-        raise InputError("gamma: the median rule found no two distinct real images; every real image is "
-                         "the same (pass a number for gamma, or more varied images)")
-    gamma = factor / med
-    if not math.isfinite(med) or not gamma > 0:
-        raise InputError(f"real images: pixel values up to {big:.3g} put the median distance between images "
-                         "beyond floating point (gamma would be 0); rescale the images (e.g. to [0, 1])")
-    if gamma * med * med > DEGENERATE_EXPONENT:
-        warnings.warn(
-            f"gamma: the median distance between real images is {med:.3g} (pixel values up to {big:.3g}), "
-            f"so the median rule's gamma = {factor:g} / median gives a typical kernel value "
-            f"exp(-{gamma * med * med:.3g}) ~ 0 between distinct images and every CMS reads near 0; scale "
-            "the images to [0, 1] (uint8: divide by 255) or pass gamma as a number",
-            DegenerateKernelWarning, stacklevel=2)
-    return gamma
-
-
-#: the median rule warns when a typical pair's kernel value exp(-gamma |x - x'|^2) is below exp(-this)
-DEGENERATE_EXPONENT = 50.0
-
-
-class DegenerateKernelWarning(UserWarning):
-    """The pixel kernel is ~0 between distinct images: the CMS of every set would read near 0."""
 
 
 def unit_centred_rows(vals: np.ndarray, gamma: float, tri: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
@@ -221,8 +179,7 @@ def pixel_cka_matrix(images: Any, *, gamma: Any = "median", block_size: int | No
         if n > max_images:
             px = px[np.sort(rng.choice(n, size=max_images, replace=False))]
             n = max_images
-    g = median_gamma(px, gamma, seed=seed) if not isinstance(gamma, (int, float)) else \
-        float(check_positive_number(gamma, "gamma"))
+    g = Bandwidth.parse(gamma, "gamma", kind="gamma").resolve(px, name="gamma", seed=seed).value
     if block_size is None:
         order = np.arange(n)
     else:

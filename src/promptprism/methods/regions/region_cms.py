@@ -3,10 +3,10 @@
 The image kernel is k_img(x, y) = exp(-gamma |x - y|^2) = prod_I exp(-gamma |x_I - y_I|^2) (one gamma for
 every region, :mod:`promptprism.kernels.rbf`), so eq. 4 applies to every region kernel k_I and to k_img.
 Sums of kernel values are kept in log space (log-sum-exp of -gamma d^2): kernel values that underflow one
-by one still count, and a CMS reads 0 only when it is itself below the smallest float. Squared distances of
-huge or offset-dominated pixels (``kernels.rbf.needs_rescaling``) are taken by direct differences of the
-values divided by a power of two, so pixels of 1e300 give the correctly rounded CMS (0 where it is below
-the smallest float), never NaN.
+by one still count, and a CMS reads 0 only when it is itself below the smallest float. The squared
+distances are the kernels' one routine (:func:`promptprism.kernels.gram.squared_distances`: exact for
+offset-dominated pixels; inf, i.e. kernel 0, beyond float64), so pixels of 1e300 give a CMS of 0, never
+NaN.
 
 Every sum over images is a partition task returning a mergeable
 :class:`~promptprism.stats.accumulators.SumsAccumulator`: :func:`region_sums_partition` (the exact sums over
@@ -24,50 +24,30 @@ import numpy as np
 
 from ...array_ops import index_array, is_numpy
 from ...backend import NUMPY, Backend, array_namespace, to_numpy
-from ...kernels.rbf import (
-    direct_squared_distances,
-    needs_rescaling,
-    power_of_two_scale,
-    scale_energies,
-)
+from ...kernels.gram import squared_distances
 from ...stats.accumulators import SumsAccumulator
 from .sources import onehot, read_pixels
 
 
-def region_sqdists(x: Any, y: Any, membership: Any, *, gamma: float) -> tuple[Any, float]:
-    """Per-region squared distances |x_I - y_I|^2 as (C, n, m), and the factor g with log k_I = -g * out.
+def region_sqdists(x: Any, y: Any, membership: Any) -> Any:
+    """Per-region squared distances |x_I - y_I|^2 as (C, n, m): the kernels' one squared-distance routine
+    (:func:`~promptprism.kernels.gram.squared_distances`) on each region's pixels; their sum over regions is
+    the whole image's.
 
-    ``x``, ``y``: pixels (n, d, c) and (m, d, c); ``membership``: (d, C) one-hot regions. Ordinary values:
-    the distances by expansion and ``g = gamma``. Offset-dominated values: direct differences, ``g = gamma``.
-    Values above 1e100: ``out`` is already gamma |x_I - y_I|^2 from direct differences of the pixels divided
-    by a power of two (exact), and ``g = 1``; an energy beyond float64 is inf (kernel value 0).
-    Ordinary values run on the backend of ``x`` (numpy or torch); the rescaled routes are numpy only (the
-    tasks check :func:`needs_rescaling` before moving pixels to a device).
+    ``x``, ``y``: pixels (n, d, c) and (m, d, c) (``y is x``: the distances within ``x``, diagonal 0);
+    ``membership``: (d, C) one-hot regions. On the backend of ``x`` (numpy or torch); a distance beyond
+    float64 is inf (kernel value 0).
     """
     same = y is x
-    if is_numpy(x) and (needs_rescaling(x) if same else needs_rescaling(x, y)):
-        s = power_of_two_scale(x) if same else power_of_two_scale(x, y)
-        groups = np.repeat(membership, x.shape[2], axis=0)  # (d * c, C): channels of a pixel together
-        xs = x.reshape(x.shape[0], -1) / s
-        d2 = direct_squared_distances(xs, xs if same else y.reshape(y.shape[0], -1) / s, groups)
-        if s == 1.0:
-            return d2, gamma
-        return scale_energies(d2, math.sqrt(gamma) * s), 1.0
     xp = array_namespace(x)
-    xx = xp.sum(x * x, axis=2) @ membership  # (n, C)
-    yy = xx if same else xp.sum(y * y, axis=2) @ membership
     out = xp.empty((membership.shape[1], x.shape[0], y.shape[0]), dtype=xp.float64,
                    **({} if is_numpy(x) else {"device": x.device}))
     member = to_numpy(membership)
     for r in range(membership.shape[1]):
         sel = index_array(np.flatnonzero(member[:, r] > 0), x)
         xr = xp.reshape(x[:, sel], (x.shape[0], -1))
-        yr = xr if same else xp.reshape(y[:, sel], (y.shape[0], -1))
-        out[r] = xr @ yr.T
-        out[r] *= -2.0
-        out[r] += xx[:, r, None]
-        out[r] += yy[None, :, r]
-    return xp.clip(out, min=0.0), gamma
+        out[r] = squared_distances(xr, None if same else xp.reshape(y[:, sel], (y.shape[0], -1)))
+    return out
 
 
 def logsumexp(a: Any, axis: tuple[int, ...]) -> Any:
@@ -104,9 +84,8 @@ def _without_diagonal(e: Any) -> Any:
 
 
 def _on_backend(backend: Backend, *pixels: np.ndarray) -> tuple[Backend, tuple]:
-    """The backend a task computes on and its pixels there: numpy when they need the rescaled (numpy-only)
-    squared distances (``needs_rescaling``), else ``backend``."""
-    if backend.name == "numpy" or needs_rescaling(*pixels):
+    """The backend a task computes on and its pixels there (float64 on torch)."""
+    if backend.name == "numpy":
         return NUMPY, pixels
     return backend, tuple(backend.asarray(np.require(p, requirements="W"), "float64") for p in pixels)
 
@@ -162,10 +141,10 @@ def region_sums_partition(key: str, x_source: Any, x_indices: np.ndarray | None,
     else:
         backend, (x, y) = _on_backend(backend, x, read_pixels(y_source, y_indices))
     xp = backend.xp
-    dist, g = region_sqdists(x, y, backend.asarray(onehot(labels), _wide(backend)), gamma=gamma)
+    dist = region_sqdists(x, y, backend.asarray(onehot(labels), _wide(backend)))
     with np.errstate(over="ignore"):  # a huge gamma: log-kernels of -inf, i.e. kernel 0, its limit
-        e = -g * dist
-        whole = -g * xp.sum(dist, axis=0)
+        e = -gamma * dist
+        whole = -gamma * xp.sum(dist, axis=0)
     log_w = math.log(weight)
     ax = (-2, -1)
     log_sums = {f"{key}/region": logsumexp(e, ax) + log_w, f"{key}/whole": logsumexp(whole, ax) + log_w}
@@ -201,21 +180,21 @@ def region_block_partition(key: str, x_source: Any, x_indices: np.ndarray | None
                                     read_pixels(y_source, y_indices))
     xp = backend.xp
     member = backend.asarray(onehot(labels), _wide(backend))
-    (dxx, gxx), (dxy, gxy), (dyy, gyy) = (region_sqdists(xb, xb, member, gamma=gamma),
-                                          region_sqdists(xb, yb, member, gamma=gamma),
-                                          region_sqdists(yb, yb, member, gamma=gamma))
+    dxx, dxy, dyy = (region_sqdists(xb, xb, member), region_sqdists(xb, yb, member),
+                     region_sqdists(yb, yb, member))
     ax = (-2, -1)
-    per = xp.exp(logsumexp(-gxy * dxy, ax) - 0.5 * (logsumexp(-gxx * dxx, ax) + logsumexp(-gyy * dyy, ax)))
+    per = xp.exp(logsumexp(-gamma * dxy, ax)
+                 - 0.5 * (logsumexp(-gamma * dxx, ax) + logsumexp(-gamma * dyy, ax)))
     sxx, sxy, syy = xp.sum(dxx, axis=0), xp.sum(dxy, axis=0), xp.sum(dyy, axis=0)
-    whole = float(xp.exp(logsumexp(-gxy * sxy, ax)
-                         - 0.5 * (logsumexp(-gxx * sxx, ax) + logsumexp(-gyy * syy, ax))))
-    mmd = float(xp.mean(xp.exp(-gxx * sxx)) + xp.mean(xp.exp(-gyy * syy))
-                - 2.0 * xp.mean(xp.exp(-gxy * sxy)))
+    whole = float(xp.exp(logsumexp(-gamma * sxy, ax)
+                         - 0.5 * (logsumexp(-gamma * sxx, ax) + logsumexp(-gamma * syy, ax))))
+    mmd = float(xp.mean(xp.exp(-gamma * sxx)) + xp.mean(xp.exp(-gamma * syy))
+                - 2.0 * xp.mean(xp.exp(-gamma * sxy)))
     sums = {f"{key}/region": np.asarray(to_numpy(per)), f"{key}/whole": whole, f"{key}/mmd": mmd,
             f"{key}/n": 1.0}
     if block is not None:
         s, n_blocks = block
-        for name, e in (("xy", -gxy * dxy), ("xx", -gxx * dxx), ("yy", -gyy * dyy)):
+        for name, e in (("xy", -gamma * dxy), ("xx", -gamma * dxx), ("yy", -gamma * dyy)):
             e = xp.concat([e, xp.sum(e, axis=0)[None]])  # (C + 1, b, b): the regions, then the whole image
             if name != "xy":  # distinct pairs only: the diagonal's k = 1 is the bias of the paper's form
                 e = _without_diagonal(e)

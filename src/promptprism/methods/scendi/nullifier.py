@@ -18,19 +18,12 @@ from ..._validation import check_positive_number, check_seed, chunks
 from ...backend import Backend
 from ...data.paired import PairedSet, as_paired_set
 from ...errors import InputError, OptionError
-from ...kernels.bandwidth import parse_bandwidth, resolve_bandwidth
+from ...kernels.bandwidth import Bandwidth, subsample_rows
 from ...kernels.scendi_features import ScendiFeatureMaps, ScendiKernelOptions
 from ...scale.runner import current_client, current_runner, partition_size
 from ...scale.runner import partition_rows as partition_rows_of
 from ...stats.accumulators import CovarianceAccumulator, TopKAccumulator
 from .core import PromptRankWarning, accumulate_joint, nullify, schur_split
-
-
-def _subsample(x: np.ndarray, max_rows: int, seed: int) -> np.ndarray:
-    if x.shape[0] <= max_rows:
-        return np.asarray(x, dtype=np.float64)
-    idx = np.sort(np.random.default_rng(seed).choice(x.shape[0], size=max_rows, replace=False))
-    return np.asarray(x[idx], dtype=np.float64)
 
 
 def check_paired(data: Any, kernel: str, *, min_rows: int = 2) -> PairedSet:
@@ -113,18 +106,18 @@ def _resolve_sigmas(data: PairedSet, *, kernel: str, sigma_output: Any, sigma_pr
                 f"{data.where}: shared RFF frequencies need prompts and outputs in one embedding space, "
                 f"but prompt_embeddings has {data.dim_prompt} columns and output_embeddings "
                 f"{data.dim_output}; use separate frequencies")
-        pool = np.concatenate([_subsample(data.output_embeddings, 500, seed),
-                               _subsample(data.prompt_embeddings, 500, seed)])
-        sigma = resolve_bandwidth(sigma_output, pool, name="sigma_output", seed=seed)
+        pool = np.concatenate([subsample_rows(data.output_embeddings, 500, seed),
+                               subsample_rows(data.prompt_embeddings, 500, seed)])
+        # one bandwidth for both: the sigma_output option's (its errors name it)
+        shared_bw = Bandwidth.parse(sigma_output, "sigma_output")
+        sigma = shared_bw.resolve(pool, name="sigma_output", seed=seed).value
         return sigma, sigma
-    sigma_out = resolve_bandwidth(sigma_output, _subsample(data.output_embeddings, 1000, seed),
-                                  name="sigma_output", seed=seed)
-    parsed = parse_bandwidth(sigma_prompt, "sigma_prompt")
-    if isinstance(parsed, float):
-        return sigma_out, parsed
-    prompts = _subsample(data.prompt_embeddings, 1000, seed)
+    # each rule on a seeded subsample of 1,000 rows (Bandwidth.resolve draws it)
+    sigma_out = Bandwidth.parse(sigma_output, "sigma_output").resolve(
+        data.output_embeddings, name="sigma_output", seed=seed).value
+    prompt = Bandwidth.parse(sigma_prompt, "sigma_prompt")
     try:
-        sigma_prompt = resolve_bandwidth(sigma_prompt, prompts, name="sigma_prompt", seed=seed)
+        sigma_prompt = prompt.resolve(data.prompt_embeddings, name="sigma_prompt", seed=seed).value
     except OptionError:
         # every prompt embedding is the same point: any bandwidth gives the same (constant) features
         notes.append("the prompt embeddings are all identical, so the median rule has no distance to "

@@ -16,6 +16,7 @@ from ...array_ops import as_like, grid, index_array, symmetric_eigh, trace
 from ...backend import NUMPY, Backend, array_namespace, to_numpy
 from ...data.paired import PairedSet
 from ...errors import OptionError
+from ...kernels.gram import feature_gram as gram  # noqa: F401  (K = Phi Phi^T: the estimator's Gram matrices)
 from ...kernels.scendi_features import ScendiFeatureMaps
 from .bootstrap import INTERVAL_METRICS
 from .core import PINV_RCOND, scendi_score_table, schur_split
@@ -42,11 +43,6 @@ def feature_matrices(data: PairedSet, maps: ScendiFeatureMaps, *, groups: np.nda
     fg[index_array(labels, fg)] = xp.astype(maps.prompts(np.asarray(data.prompt_embeddings[first]), backend),
                                             dt)
     return fi, fg
-
-
-def gram(features: np.ndarray) -> np.ndarray:
-    """K = Phi Phi^T, by a symmetric rank-k update."""
-    return features @ features.T
 
 
 @dataclass(frozen=True)
