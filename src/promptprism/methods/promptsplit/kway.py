@@ -15,7 +15,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -23,79 +23,46 @@ from ...backend import NUMPY, feature_memory
 from ...data.paired import PairedSet, check_compatible, prompt_groups
 from ...errors import InputError, OptionError
 from ...kernels.bandwidth import parse_bandwidth, resolve_bandwidth
-from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
 from ...scale.runner import current_runner
 from ...stats.modes import ModeStats
 from . import core
 from . import kway_core as kc
-from . import significance as sig
-from .estimator import AUTO_PRECISION, EXACT_MAX_SAMPLES, PromptSplit, _as_paired
+from .estimator import PromptSplit
 from .kway_result import KWayResult, assemble
-
-#: the options K-way PromptSplit shares with :class:`.PromptSplit` (validated by it)
-SHARED = ("kernel", "method", "eta", "sigma_prompt", "sigma_output", "n_modes", "n_features", "seed",
-          "chunk_size", "top_k", "top_prompts", "rank_prompts_by", "solver", "permutations", "alpha",
-          "null_samples", "precision")
+from .options import SplitOptions, as_paired
+from .routes import feature_map
 
 
-@dataclass
-class KWaySplit:
+@dataclass(frozen=True)
+class KWaySplit(SplitOptions):
     """K-way PromptSplit: ``fit([set_1, ..., set_K], names)`` -> :class:`KWayResult`.
 
-    Options as :class:`.PromptSplit` (same names, same defaults; bandwidth rules are evaluated on all K sets
-    pooled; the 'stable' rule and devices other than the CPU are not offered here). ``method='auto'`` is
-    exact up to ``EXACT_MAX_SAMPLES`` samples over all sets. ``permutations``: None = 200 (exact) / 100
-    (random features); the test's cost is about that of one pairwise test on the pooled sets per comparison.
+    Options as :class:`.PromptSplit` (the fields of :class:`.SplitOptions`: same names, same defaults;
+    bandwidth rules are evaluated on all K sets pooled; the 'stable' rule and devices other than the CPU are
+    not offered here). ``method='auto'`` is exact up to ``EXACT_MAX_SAMPLES`` samples over all sets.
+    ``permutations``: None = 200 (exact) / 100 (random features); the test's cost is about that of one
+    pairwise test on the pooled sets per comparison.
     """
 
-    kernel: str = "gaussian"
-    method: str = "auto"
-    eta: float = 1.0
-    sigma_prompt: Any = "median"
-    sigma_output: Any = "median"
-    n_modes: int = 10
-    n_features: int = 2000
-    seed: int = 0
-    chunk_size: int = 8192
-    top_k: int = 10
-    top_prompts: int = 10
-    rank_prompts_by: str = "contribution"
-    solver: str = "auto"
-    permutations: int | None = None
-    alpha: float = 0.05
-    null_samples: int = sig.NULL_MAX_SAMPLES
-    precision: str = "auto"
-
-    def __post_init__(self) -> None:
-        self._validate()
+    STABLE_BANDWIDTH: ClassVar[bool] = False
 
     def pairwise(self) -> PromptSplit:
         """The :class:`.PromptSplit` estimator with the same options (what one pair's ``split`` would run)."""
-        return PromptSplit(**{f: getattr(self, f) for f in SHARED}, device="cpu")
-
-    def _validate(self) -> None:
-        self.pairwise()
-        if self.kernel == "gaussian":
-            parse_bandwidth(self.sigma_prompt, "sigma_prompt")
-            parse_bandwidth(self.sigma_output, "sigma_output")
+        return PromptSplit(**{f.name: getattr(self, f.name) for f in dataclasses.fields(SplitOptions)},
+                           device="cpu")
 
     def fit(self, sets: Sequence[PairedSet | tuple], names: Sequence[str] | None = None) -> KWayResult:
         """Compare K >= 2 sets (PairedSets or (prompt_emb, output_emb) tuples) sharing their prompts."""
-        self._validate()
         t0 = time.perf_counter()
         sets, names = self._check_sets(sets, names)
         labels, prompt_names = prompt_groups(*sets)
         _check_shared_prompts(labels, prompt_names, names)
         counts = np.array([len(s) for s in sets])
         sigmas = self._bandwidths(sets)
-        method = self.method
-        if method == "auto":
-            method = ("exact" if counts.sum() <= EXACT_MAX_SAMPLES
-                      else "rff" if self.kernel == "gaussian" else "sketch")
-        precision = AUTO_PRECISION[method] if self.precision == "auto" else self.precision
+        method = self.route_name(int(counts.sum()))
         pairs, rest = kc.comparisons(len(sets))
         family = pairs + rest
-        fit = _Fit(self, sets, labels, len(prompt_names), counts, precision)
+        fit = _Fit(self, sets, labels, len(prompt_names), counts, self.resolved_precision(method))
         timings = {"setup_s": time.perf_counter() - t0}
         t1 = time.perf_counter()
         if method == "exact":
@@ -104,15 +71,13 @@ class KWaySplit:
             fit.random_features(sigmas, family, method)
         timings["fit_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
-        permutations = self.pairwise()._permutations(method)
+        permutations = self.resolved_permutations(method)
         tests = fit.significance(family, permutations) if permutations else {}
         timings["significance_s"] = time.perf_counter() - t2
-        config = {f: getattr(self, f) for f in SHARED}
-        config.update(sigma_prompt=sigmas[0], sigma_output=sigmas[1], permutations=permutations,
-                      precision=precision, n_features=None if method == "exact" else self.n_features,
-                      sigma_prompt_rule=str(self.sigma_prompt) if self.kernel == "gaussian" else None,
-                      sigma_output_rule=str(self.sigma_output) if self.kernel == "gaussian" else None,
-                      sets=[s.where for s in sets], device=NUMPY.label)
+        config = self.recorded_options(
+            sigma_prompt=sigmas[0], sigma_output=sigmas[1], permutations=permutations,
+            precision=fit.precision, n_features=None if method == "exact" else self.n_features,
+            sets=[s.where for s in sets], device=NUMPY.label)
         result = assemble(fit=fit, names=names, prompt_names=prompt_names, family=family, n_pairs=len(pairs),
                           tests=tests, method=method, config=config, timings=timings)
         return dataclasses.replace(result, timings={**timings, "total_s": time.perf_counter() - t0})
@@ -123,7 +88,7 @@ class KWaySplit:
             raise InputError(f"K-way PromptSplit needs at least 2 sets, got {len(sets)}")
         if names is not None and len(names) != len(sets):
             raise OptionError(f"names must give one name per set: {len(names)} names for {len(sets)} sets")
-        paired = [_as_paired(s, names[i] if names else f"set {i + 1}") for i, s in enumerate(sets)]
+        paired = [as_paired(s, names[i] if names else f"set {i + 1}") for i, s in enumerate(sets)]
         names = list(names) if names else [s.name if s.name != "set" else f"set {i + 1}"
                                            for i, s in enumerate(paired)]
         for s in paired[1:]:
@@ -262,16 +227,9 @@ class _Fit:
 
     def _feature_map(self, sigmas: tuple, method: str) -> Any:
         est, sets, first = self.est, self.sets, self.sets[0]
-        if method == "rff":
-            center = None
-            if self.precision == "float32":  # as PromptSplit: a seeded centre keeps float32 phases small
-                center = tuple(kc.pooled_rows_k([getattr(s, a) for s in sets], 1000, est.seed).mean(axis=0)
-                               for a in ("prompt_embeddings", "output_embeddings"))
-            return ProductRandomFourierFeatures(first.dim_prompt, first.dim_output, est.n_features, sigmas[0],
-                                                sigmas[1], seed=est.seed, fast_trig=True,
-                                                precision=self.precision, center=center)
-        return ProductRandomProjection(first.dim_prompt, first.dim_output, est.n_features, seed=est.seed,
-                                       precision=self.precision)
+        return feature_map(method, first.dim_prompt, first.dim_output, n_features=est.n_features,
+                           sigmas=sigmas, seed=est.seed, precision=self.precision,
+                           pool=lambda a: kc.pooled_rows_k([getattr(s, a) for s in sets], 1000, est.seed))
 
     def _score_all(self, family: list) -> None:
         """Scores psi(s) . v of every sample on every comparison's modes (one product per set)."""
