@@ -42,6 +42,9 @@ STABLE_TOP = 5
 class PromptSplit(SplitOptions):
     """PromptSplit estimator: configure here, then ``fit(test, reference)`` -> :class:`PromptSplitResult`.
 
+    The options are checked once, when the estimator is made (it is frozen: :func:`replace_config` makes a
+    checked copy with some options changed).
+
     Parameters
     ----------
     kernel : 'gaussian' or 'cosine', used for both prompts and outputs.
