@@ -110,7 +110,7 @@ def test_kid_subset_is_the_u_statistic_of_its_rows():
 
 def test_mmd_with_promptprism_kernels_reuses_mmd2():
     from promptprism.kernels import gaussian_gram
-    from promptprism.methods.regions.estimators import mmd2
+    from promptprism.methods.regions.two_sample import mmd2
 
     real, fake = _pair(n=60, m=60, d=4, seed=5)
     ours = kernel_mmd2(fake, real, kernel="gaussian", sigma=2.0, n_subsets=1, subset_size=60)[0]

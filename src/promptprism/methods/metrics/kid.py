@@ -3,7 +3,7 @@
 KID is the unbiased squared MMD (Gretton et al. 2012, eq. 3, the U-statistic MMD^2_u) under the cubic
 polynomial kernel k(a, b) = (<a, b> / d + 1)^3, averaged over random subsets of both sets (Binkowski et
 al. 2018, sec. 3 and app. D; clean-fid's ``kernel_distance`` and torchmetrics' KID: 100 subsets of 1000).
-The per-subset MMD^2_u is the regions method's :func:`~promptprism.methods.regions.estimators.mmd2`.
+The per-subset MMD^2_u is the regions method's :func:`~promptprism.methods.regions.two_sample.mmd2`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 
 from ...errors import InputError, OptionError
 from ...kernels import kernel_gram, polynomial_gram
-from ..regions.estimators import mmd2
+from ..regions.two_sample import mmd2
 
 Gram = Callable[[np.ndarray, np.ndarray | None], np.ndarray]
 

@@ -9,8 +9,10 @@ produces more than the reference; negative ones, modes the reference produces mo
 
 Layout: :mod:`.core` (pure functions: spectrum, scores, prompt contributions), :mod:`.significance`
 (permutation test), :mod:`.summary` (modes and prompt ranking), :mod:`.result` (result dataclasses),
-:mod:`.estimator` (the :class:`PromptSplit` estimator); K sets at once: :mod:`.kway_core`,
-:mod:`.kway_testing`, :mod:`.kway_result`, :mod:`.kway` (the :class:`~.kway.KWaySplit` estimator).
+:mod:`.options` (the options PromptSplit and K-way share, checked once), :mod:`.routes` (the routes as
+objects: exact, rff, sketch), :mod:`.estimator` (the :class:`PromptSplit` estimator); K sets at once:
+:mod:`.kway_core`, :mod:`.kway_routes`, :mod:`.kway_testing`, :mod:`.kway_result`, :mod:`.kway` (the
+:class:`~.kway.KWaySplit` estimator).
 """
 
 from ...stats.eigen import select_modes

@@ -1,9 +1,8 @@
-"""The PromptSplit estimator: validate options, resolve defaults, call the functional core, build the result.
+"""The PromptSplit estimator: validate the options (once, when made), choose the route, assemble the result.
 
-Routes: ``exact`` (eq. 3: :func:`~.core.exact_spectrum` on the joint Gram matrix, O((n+m)^2) memory); ``rff``
-(gaussian) and ``sketch`` (cosine): Lambda_r (r x r) of an r-dimensional random feature map accumulated in one
-streaming pass through the runner, diagonalised (:func:`~.core.feature_spectrum`), a second pass scoring the
-samples; ``auto``: ``exact`` when n + m <= ``EXACT_MAX_SAMPLES``, else ``rff`` / ``sketch``.
+The routes (``exact``, ``rff``, ``sketch``) are objects of :mod:`.routes`, chosen once per fit by
+:func:`~.routes.choose_route`; the options PromptSplit shares with K-way PromptSplit, their checks and the
+rules that resolve ``'auto'`` live in :mod:`.options`.
 """
 
 from __future__ import annotations
@@ -12,44 +11,35 @@ import dataclasses
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import Any, ClassVar
 
 from ..._progress import progress_enabled, status
-from ..._validation import check_choice, check_interval, check_positive_number, check_seed
-from ...backend import NUMPY, Backend, feature_memory, resolve_backend
+from ..._validation import check_choice, check_positive_number
+from ...backend import resolve_backend
 from ...data.paired import PairedSet, as_paired_set, check_compatible, prompt_groups
-from ...errors import OptionError
-from ...kernels.bandwidth import BANDWIDTH_RULES, SPECTRAL_RULES, Bandwidth
-from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
-from ...kernels.gram import KERNELS
-from ...scale.runner import DaskRunner, balanced_blocks, current_runner, partition_rows, partition_size
-from ...stats.modes import ModeStats
+from ...scale.runner import current_runner
 from . import aggregate, core, testing
 from . import significance as sig
 from .family import family_for
+from .options import EXACT_MAX_SAMPLES, METHODS, RANKINGS, SplitOptions
 from .result import PromptSplitResult
+from .routes import Route, choose_route
 from .summary import SIDES, SummaryOptions, summarise
 
-METHODS = ("auto", "exact", "rff", "sketch")
-PRECISIONS = ("auto", "float32", "float64")
-AUTO_PRECISION = {"exact": "float64", "rff": "float32", "sketch": "float32"}
-RANKINGS = ("contribution", "mean_score")
-#: ``method='auto'`` uses the exact kernel route up to this many samples (n + m), random features above:
-#: at 10,000 samples the exact route needs ~2.4 GB and ~15 s here; its cost grows as (n + m)^2 in memory.
-EXACT_MAX_SAMPLES = 10_000
-#: the bandwidth rules PromptSplit resolves (the median rule, and the 'stable' scan of its spectrum)
-SIGMA_RULES = BANDWIDTH_RULES + SPECTRAL_RULES
+__all__ = ["EXACT_MAX_SAMPLES", "METHODS", "RANKINGS", "PromptSplit", "replace_config"]
+
 #: rows per set of the subsample on which the 'stable' bandwidth rule computes spectra
 STABLE_SAMPLES = 500
 #: eigenvalues of each sign the 'stable' rule watches
 STABLE_TOP = 5
 
 
-@dataclass
-class PromptSplit:
+@dataclass(frozen=True)
+class PromptSplit(SplitOptions):
     """PromptSplit estimator: configure here, then ``fit(test, reference)`` -> :class:`PromptSplitResult`.
+
+    The options are checked once, when the estimator is made (it is frozen: :func:`replace_config` makes a
+    checked copy with some options changed).
 
     Parameters
     ----------
@@ -92,65 +82,24 @@ class PromptSplit:
         accuracy cost is measured in docs/precision.md.
     """
 
-    kernel: str = "gaussian"
-    method: str = "auto"
-    eta: float = 1.0
-    sigma_prompt: Any = "median"
-    sigma_output: Any = "median"
-    n_modes: int = 10
-    n_features: int = 2000
-    seed: int = 0
-    chunk_size: int = 8192
-    top_k: int = 10
-    top_prompts: int = 10
-    rank_prompts_by: str = "contribution"
-    solver: str = "auto"
     partition_rows: int = 262_144
-    permutations: int | None = None
-    alpha: float = 0.05
-    null_samples: int = sig.NULL_MAX_SAMPLES
     progress: bool | None = False
-    precision: str = "auto"
     device: str = "auto"
     aggregate: str = "auto"
 
-    def __post_init__(self) -> None:
-        self._validate()
+    NOT_IN_CONFIG: ClassVar[tuple[str, ...]] = ("seed", "progress")  # (seed: the result's own field)
 
     def _validate(self) -> None:
-        if self.kernel not in KERNELS:
-            raise OptionError(f"unknown kernel {self.kernel!r}; choose one of {', '.join(KERNELS)}")
-        if self.method not in METHODS:
-            raise OptionError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
-        if self.method == "rff" and self.kernel != "gaussian":
-            raise OptionError("method 'rff' (random Fourier features) needs the gaussian kernel; "
-                              "for the cosine kernel use method 'sketch'")
-        if self.method == "sketch" and self.kernel != "cosine":
-            raise OptionError("method 'sketch' (tensor-sketch random projection) needs the cosine kernel; "
-                              "for the gaussian kernel use method 'rff'")
-        check_choice(self.rank_prompts_by, RANKINGS, parameter="rank_prompts_by")
+        super()._validate()
+        self._check_execution()
+        self._check_aggregate()
+
+    def _check_execution(self) -> None:
         resolve_backend(self.device)
-        check_choice(self.precision, PRECISIONS, parameter="precision")
-        if self.solver not in ("auto", "dense", "lanczos"):
-            raise OptionError(f"solver must be 'auto', 'dense' or 'lanczos', got {self.solver!r}")
-        check_positive_number(self.eta, "eta")
-        check_positive_number(self.n_modes, "number of modes", integer=True)
-        check_positive_number(self.n_features, "number of features", integer=True,
-                              even=self.kernel == "gaussian")
-        check_positive_number(self.chunk_size, "chunk size", integer=True)
         check_positive_number(self.partition_rows, "partition_rows", integer=True)
-        check_positive_number(self.top_k, "top_k", integer=True)
-        check_positive_number(self.top_prompts, "top_prompts", integer=True)
-        if self.permutations is not None:  # (0 = no test)
-            check_positive_number(self.permutations, "permutations", integer=True, allow_zero=True)
-        check_interval(self.alpha, 0.0, 1.0, parameter="alpha")
-        check_seed(self.seed)
-        if check_positive_number(self.null_samples, "null_samples", integer=True) and self.null_samples < 4:
-            raise OptionError(f"null_samples must be at least 4 (2 per set), got {self.null_samples}")
+
+    def _check_aggregate(self) -> None:
         check_choice(self.aggregate, aggregate.AGGREGATES, parameter="aggregate")
-        if self.kernel == "gaussian":  # parsed once: a Bandwidth stays as it is
-            self.sigma_prompt = Bandwidth.parse(self.sigma_prompt, "sigma_prompt", rules=SIGMA_RULES)
-            self.sigma_output = Bandwidth.parse(self.sigma_output, "sigma_output", rules=SIGMA_RULES)
 
     # -------------------------------------------------------------------------------------------- fit
     def fit(self, test: PairedSet | tuple, reference: PairedSet | tuple) -> PromptSplitResult:
@@ -161,54 +110,19 @@ class PromptSplit:
         ``partition_rows`` rows; inputs streamed from files are read by the workers themselves); the
         result is the same either way.
         """
-        self._validate()
-        test = as_paired_set(test, "test")
-        reference = as_paired_set(reference, "reference")
-        check_compatible(test, reference)
-        if self.kernel == "cosine":
-            why = "the cosine kernel is undefined for a zero vector"
-            test.check_nonzero(why)
-            reference.check_nonzero(why)
-        timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        sets = {"test": test, "reference": reference}
+        sets = _paired_sets(test, reference, cosine=self.kernel == "cosine")
         sigmas, scan = self._resolve_bandwidths(sets)
-        method = self.method
-        if method == "auto":
-            method = ("exact" if len(test) + len(reference) <= EXACT_MAX_SAMPLES
-                      else "rff" if self.kernel == "gaussian" else "sketch")
-        precision = AUTO_PRECISION[method] if self.precision == "auto" else self.precision
-        label_list, names = prompt_groups(test, reference)
+        route = choose_route(self, sets, sigmas, backend=resolve_backend(self.device),
+                             runner=current_runner())
+        label_list, names = prompt_groups(sets["test"], sets["reference"])
         labels = dict(zip(SIDES, label_list, strict=True))
-        runner = current_runner()
-        backend = resolve_backend(self.device)
-        timings["setup_s"] = time.perf_counter() - t0
-
-        feats = None
-        if method == "exact":
-            spec, distance, stats, gram = self._exact(sets, sigmas, timings, labels, len(names),
-                                                      precision=precision, backend=backend)
-            fmap = None
-        else:
-            fmap = self._feature_map(test, reference, method, sigmas, precision)
-            spec, distance, stats, feats = self._random_features(sets, fmap, timings, labels, len(names),
-                                                                 runner, backend=backend)
-            gram = None
-        identical = core.same_pairs(test, reference)
-        permutations = self._permutations(method)
+        timings = {"setup_s": time.perf_counter() - t0}
+        spec, distance, stats = route.fit(labels, len(names), timings)
+        identical = core.same_pairs(sets["test"], sets["reference"])
         t1 = time.perf_counter()
-        significance, p_values = ({}, None)
-        if permutations and not identical and spec.selected.size:
-            family = family_for(self.aggregate, sets, kernel=self.kernel, sigmas=sigmas, seed=self.seed,
-                                rules=(self.sigma_prompt, self.sigma_output), names=names, backend=backend)
-            significance, p_values = self._significance(sets, spec, labels, gram=gram, fmap=fmap, feats=feats,
-                                                        permutations=permutations, backend=backend,
-                                                        family=family)
-            significance["route_note"] = testing.ROUTE_NOTES.get(method)
-        elif permutations:
-            significance = sig.empty_record(permutations=permutations, alpha=float(self.alpha),
-                                            seed=self.seed, identical=identical)
-        del gram, feats
+        significance, p_values = self._significance(route, spec, labels, names, sigmas, identical=identical)
+        route.release()
         timings["significance_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
         modes, ranking, basis = summarise(
@@ -219,30 +133,21 @@ class PromptSplit:
             basis = "none: the sets are identical"
         timings["modes_s"] = time.perf_counter() - t2
         timings["total_s"] = time.perf_counter() - t0
-        on_cluster = isinstance(runner, DaskRunner)
-        config = {
-            "kernel": self.kernel, "method": self.method, "eta": float(self.eta),
-            "sigma_prompt": sigmas[0], "sigma_output": sigmas[1],
-            "sigma_prompt_rule": str(self.sigma_prompt) if self.kernel == "gaussian" else None,
-            "sigma_output_rule": str(self.sigma_output) if self.kernel == "gaussian" else None,
-            "n_modes": self.n_modes, "n_features": None if method == "exact" else self.n_features,
-            "chunk_size": self.chunk_size,
-            "partition_rows": self._partition_size() if on_cluster and method != "exact" else None,
-            "top_k": self.top_k, "top_prompts": self.top_prompts, "rank_prompts_by": self.rank_prompts_by,
-            "solver": self.solver, "precision": precision, "device": backend.label,
-            "permutations": permutations, "alpha": float(self.alpha), "null_samples": int(self.null_samples),
-            "aggregate": self.aggregate,
-            "test": test.where, "reference": reference.where,
-        }
         return PromptSplitResult(
             eigenvalues=[float(v) for v in spec.eigenvalues], modes=modes, distance=float(distance),
-            method=method, n_test=len(test), n_reference=len(reference), seed=self.seed, config=config,
-            prompt_ranking=ranking, timings={k: round(v, 4) for k, v in timings.items()},
-            significance=significance, identical=identical, ranking_basis=basis,
-            eigenvalues_scope=spec.scope, bandwidth_scan=scan)
+            method=route.name, n_test=len(sets["test"]), n_reference=len(sets["reference"]), seed=self.seed,
+            config=self._config(route, sets, sigmas), prompt_ranking=ranking,
+            timings={k: round(v, 4) for k, v in timings.items()}, significance=significance,
+            identical=identical, ranking_basis=basis, eigenvalues_scope=spec.scope, bandwidth_scan=scan)
 
-    def _permutations(self, method: str) -> int:
-        return sig.DEFAULT_PERMUTATIONS[method] if self.permutations is None else int(self.permutations)
+    def _config(self, route: Route, sets: dict[str, PairedSet], sigmas: tuple) -> dict:
+        """The result's ``config``: the options (:meth:`.SplitOptions.recorded_options`) with what the fit
+        resolved: bandwidths, route options, precision, device, permutations, and where the sets came from."""
+        return self.recorded_options(
+            eta=float(self.eta), alpha=float(self.alpha), null_samples=int(self.null_samples),
+            sigma_prompt=sigmas[0], sigma_output=sigmas[1], **route.resolved(), precision=route.precision,
+            device=route.backend.label, permutations=self.resolved_permutations(route.name),
+            test=sets["test"].where, reference=sets["reference"].where)
 
     # ------------------------------------------------------------------------------------ bandwidths
     def _resolve_bandwidths(self, sets: dict[str, PairedSet]) -> tuple[tuple[Any, Any], dict]:
@@ -260,107 +165,38 @@ class PromptSplit:
                 warnings.warn(f"sigma_{key}='stable': {record['note']}", UserWarning, stacklevel=3)
         return (bws["prompt"].value, bws["output"].value), scan
 
-    # ------------------------------------------------------------------------------------ exact route
-    def _exact(self, sets, sigmas, timings, labels, n_groups, *, precision, backend):
-        test, reference = sets["test"], sets["reference"]
-        n, m = len(test), len(reference)
-        t0 = time.perf_counter()
-        gram = core.joint_gram(test.prompt_embeddings, test.output_embeddings, reference.prompt_embeddings,
-                               reference.output_embeddings, kernel=self.kernel, sigma_prompt=sigmas[0],
-                               sigma_output=sigmas[1], precision=precision, backend=backend)
-        distance = core.promptsplit_distance_from_gram(gram, n, self.eta)
-        timings["gram_s"] = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        with status(f"PromptSplit: eigen-solve ({n + m} samples)", enabled=progress_enabled(self.progress)):
-            spec = core.exact_spectrum(gram, core.signed_weights(n, m, self.eta), n_modes=self.n_modes,
-                                       eta=self.eta, solver=self.solver, precision=precision)
-        timings["eigen_s"] = time.perf_counter() - t1
-        k = spec.selected.size
-        stats = {side: ModeStats.empty(self.top_k, k, n_groups) for side in SIDES}
-        stats["test"].update(np.arange(n), labels["test"], spec.scores[:n])
-        stats["reference"].update(np.arange(m), labels["reference"], spec.scores[n:])
-        return spec, distance, stats, gram
-
-    # ---------------------------------------------------------------------------- random-feature route
-    def _feature_map(self, test: PairedSet, reference: PairedSet, method: str, sigmas, precision: str):
-        if method == "rff":
-            center = None
-            if precision == "float32":  # a fixed, seeded centre keeps the float32 phases small
-                center = tuple(core.pooled_rows(getattr(test, a), getattr(reference, a), 1000, self.seed)
-                               .mean(axis=0) for a in ("prompt_embeddings", "output_embeddings"))
-            return ProductRandomFourierFeatures(test.dim_prompt, test.dim_output, self.n_features,
-                                                sigmas[0], sigmas[1], seed=self.seed, fast_trig=True,
-                                                precision=precision, center=center)
-        return ProductRandomProjection(test.dim_prompt, test.dim_output, self.n_features, seed=self.seed,
-                                       precision=precision)
-
-    def _random_features(self, sets, fmap, timings, labels, n_groups, runner, *, backend: Backend):
-        """Covariance pass, eigen-solve, scoring pass. In this process, when every feature fits the memory
-        budget (:func:`~promptprism.backend.feature_memory`), the features of the covariance pass are kept
-        for scoring (and the test); else (or on a cluster: workers use numpy) both passes stream. Both sets'
-        rows go through one map-reduce whose tasks sum with weights 1/n and -eta/m, so the merged sum is
-        Lambda itself (:func:`.core.difference_partition`)."""
-        show = progress_enabled(self.progress)
-        size = self._partition_size()
-        t0 = time.perf_counter()
-        total = sum(len(s) for s in sets.values())
-        keep = (not isinstance(runner, DaskRunner)
-                and total * fmap.dim * np.dtype(fmap.precision).itemsize <= feature_memory(backend))
-        feats = {}
-        on_numpy = backend.name == "numpy"  # (partition tasks on threads: numpy's products release the GIL)
-        weights = {"test": 1.0 / len(sets["test"]), "reference": -self.eta / len(sets["reference"])}
-        if keep:  # in this process: per local worker, whole chunks of both sets (balanced), features in place
-            feats = {side: backend.empty((len(s), fmap.dim), fmap.precision) for side, s in sets.items()}
-            rows = [(s.prompt_embeddings, s.output_embeddings, weights[side], feats[side])
-                    for side, s in sets.items()]
-            dealt = balanced_blocks([len(s) for s in sets.values()], self.chunk_size,
-                                    getattr(runner, "workers", 1))
-            tasks = [(fmap, [(*rows[i][:2], a, b, *rows[i][2:]) for i, a, b in blocks], self.chunk_size,
-                      backend) for blocks in dealt]
-        else:
-            task_backend = NUMPY if isinstance(runner, DaskRunner) else backend
-            tasks = [(fmap, [(*partition_rows(s, a, b), weights[side], None)], self.chunk_size, task_backend)
-                     for side, s in sets.items() for a, b in core.chunks(len(s), size)]
-        lam = runner.map_reduce(core.difference_partition, tasks, description="PromptSplit: covariance",
-                                progress=show, threads=on_numpy).sum_outer(copy=False)
-        timings["covariance_s"] = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        with status(f"PromptSplit: eigen-solve ({lam.shape[0]} features)", enabled=show):
-            spec = core.feature_spectrum(backend.asarray(lam), n_modes=self.n_modes, eta=self.eta,
-                                         solver=self.solver, precision=fmap.precision)
-        flat = lam.ravel(order="K")  # (a view: vdot of the 2-d array would copy it to C order)
-        distance = float(np.vdot(flat, flat))
-        timings["eigen_s"] = time.perf_counter() - t1
-        t2 = time.perf_counter()
-        if keep:
-            stats = {side: core.mode_stats_from_features(feats[side], spec.basis, labels[side],
-                                                         chunk_size=self.chunk_size, top_k=self.top_k,
-                                                         n_groups=n_groups) for side in SIDES}
-        else:
-            stats = {side: runner.map_reduce(core.mode_stats_partition, [
-                (fmap, spec.basis, *partition_rows(sets[side], a, b), labels[side][a:b], a,
-                 self.chunk_size, self.top_k, n_groups, task_backend)
-                for a, b in core.chunks(len(sets[side]), size)],
-                description=f"PromptSplit: scoring ({side})", progress=show, threads=on_numpy)
-                for side in SIDES}
-        timings["scoring_s"] = time.perf_counter() - t2
-        return spec, distance, stats, (feats or None)
-
-    def _partition_size(self) -> int:
-        return partition_size(self.partition_rows, self.chunk_size)
-
     # ----------------------------------------------------------------------------------- significance
-    def _significance(self, sets, spec, labels, *, gram, fmap, feats, permutations, backend, family=None):
-        """The permutation test of the reported modes (see :mod:`.significance` and :mod:`.testing`)."""
-        operand_of = testing.null_operand(sets, gram=gram, fmap=fmap, feats=feats, backend=backend,
-                                          chunk_size=self.chunk_size)
+    def _significance(self, route: Route, spec: core.Spectrum, labels: dict, names: list, sigmas: tuple, *,
+                      identical: bool) -> tuple[dict, list[float] | None]:
+        """The permutation test of the reported modes on the route's replicates (:mod:`.testing`,
+        :mod:`.significance`), aggregated over a kernel family (:mod:`.aggregate`): (record, p-values)."""
+        permutations = self.resolved_permutations(route.name)
+        if not permutations:
+            return {}, None
+        if identical or not spec.selected.size:
+            return sig.empty_record(permutations=permutations, alpha=float(self.alpha), seed=self.seed,
+                                    identical=identical), None
+        family = family_for(self.aggregate, route.sets, kernel=self.kernel, sigmas=sigmas, seed=self.seed,
+                            rules=(self.sigma_prompt, self.sigma_output), names=names, backend=route.backend)
         with status(f"PromptSplit: permutation test ({permutations} permutations)",
                     enabled=progress_enabled(self.progress)):
-            return testing.mode_significance(sets, spec, labels, operand_of=operand_of, eta=self.eta,
-                                             permutations=permutations, alpha=float(self.alpha),
-                                             seed=self.seed, max_samples=int(self.null_samples),
-                                             family=family)
+            record, p_values = testing.mode_significance(
+                route.sets, spec, labels, operand_of=route.replicates(), eta=self.eta,
+                permutations=permutations, alpha=float(self.alpha), seed=self.seed,
+                max_samples=int(self.null_samples), family=family)
+        record["route_note"] = route.test_note
+        return record, p_values
 
+
+def _paired_sets(test: PairedSet | tuple, reference: PairedSet | tuple, *, cosine: bool
+                 ) -> dict[str, PairedSet]:
+    """{'test': ..., 'reference': ...} as compatible PairedSets (no zero rows under the cosine kernel)."""
+    sets = {"test": as_paired_set(test, "test"), "reference": as_paired_set(reference, "reference")}
+    check_compatible(sets["test"], sets["reference"])
+    if cosine:
+        for s in sets.values():
+            s.check_nonzero("the cosine kernel is undefined for a zero vector")
+    return sets
 
 
 def replace_config(est: PromptSplit, **changes: Any) -> PromptSplit:

@@ -2,56 +2,23 @@
 
 :mod:`.significance` holds the test itself (relabellings, permuted spectra, step-down p-values); this module
 connects it to a fit: it picks the rows the test runs on (all, or a seeded subsample above
-``null_samples``, on which the test is exact), the operand on the fit's backend (the joint Gram matrix
-of the exact route, or the random features: kept from the covariance pass, or recomputed from the same
-seed) and assembles the ``significance`` record of the result.
+``null_samples``, on which the test is exact), takes the operand for those rows from the route's
+``replicates`` (:mod:`.routes`: the joint Gram matrix of the exact route, or the random features: kept
+from the covariance pass, or recomputed from the same seed) and assembles the ``significance`` record of
+the result.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
-from ...backend import Backend
 from . import aggregate as agg
 from . import core
 from . import significance as sig
 from .family import Family, aggregated_test
-
-#: what the random-feature routes' tests were measured to find, recorded in ``significance['route_note']``
-ROUTE_NOTES = {
-    "rff": ("measured on text (MiniLM, one of ten topics hedged, n = m = 240, 50 sets): this route found the "
-            "planted topic in 0.16 of the sets, the exact gaussian route in 0.14 (docs/promptsplit.md)"),
-    "sketch": ("measured on text (MiniLM, one of ten topics hedged, n = m = 240, 50 sets): this route found "
-               "the planted topic in 0.24 of the sets, the exact cosine route in 0.22 (docs/promptsplit.md)"),
-}
-
-
-def null_operand(sets: dict, *, gram: Any, fmap: Any, feats: dict | None, backend: Backend, chunk_size: int
-                 ) -> Callable[[np.ndarray, np.ndarray], tuple[str, Any]]:
-    """A function (test rows, reference rows) -> the operand of :func:`.significance.permuted_spectra`
-    for those rows: ``("gram", G)`` (exact route) or ``("features", F)`` (kept features, or recomputed)."""
-    n, m = len(sets["test"]), len(sets["reference"])
-
-    def operand(rows_t: np.ndarray, rows_r: np.ndarray) -> tuple[str, Any]:
-        pairs = (("test", rows_t), ("reference", rows_r))
-        if gram is not None:
-            if rows_t.size == n and rows_r.size == m:
-                return "gram", gram
-            idx = backend.asarray(np.r_[rows_t, n + rows_r])
-            return "gram", gram[idx, ...][:, idx]
-        if feats is not None:  # kept from the covariance pass
-            return "features", backend.xp.concat([
-                feats[s] if rows.size == len(sets[s]) else feats[s][backend.asarray(rows), ...]
-                for s, rows in pairs])
-        return "features", backend.xp.concat([
-            core.feature_rows(fmap, sets[s].prompt_embeddings, sets[s].output_embeddings, rows, chunk_size,
-                              backend) for s, rows in pairs])
-
-    return operand
 
 
 def mode_significance(sets: dict, spec: core.Spectrum, labels: dict, *, operand_of: Callable, eta: float,

@@ -3,7 +3,7 @@
 A package split by concept (each module's docstring states the equations of the disentangled-mean-embeddings
 paper it implements; SPEC, "Cosine mean similarity and disentangled regions"):
 
-* :mod:`.estimators` - the two-sample functional core: CMS (eq. 4), MMD^2 (eq. 16), HSIC (eq. 11),
+* :mod:`.two_sample` - the two-sample functional core: CMS (eq. 4), MMD^2 (eq. 16), HSIC (eq. 11),
   CKA (eq. 13) from Gram matrices, their block versions (appendix C) and the bias-corrected block CMS.
 * :mod:`.pixel_cka` - the pixel-by-pixel CKA matrix of Algorithm 1 by matrix products, and the median rule
   for gamma (the kernel itself, exp(-gamma |a - b|^2), is :mod:`promptprism.kernels.rbf`).
@@ -26,19 +26,6 @@ from .clustering import default_min_region_size, discover_regions, fill_constant
 from .comparison import BLOCK_ESTIMATORS, compare_sources, percentile_interval, region_cms, resample_counts
 from .cross_cka import cross_cka_partition, cross_region_cka, pixel_range_partition
 from .estimator import RegionCMS
-from .estimators import (
-    block_cka,
-    block_cms,
-    block_hsic,
-    block_indices,
-    block_mmd2,
-    center_gram,
-    cka,
-    cms,
-    cms_from_pair_means,
-    hsic,
-    mmd2,
-)
 from .pixel_cka import (
     CKA_BLOCK_SIZE,
     CKA_MAX_IMAGES,
@@ -57,6 +44,19 @@ from .region_cms import (
 )
 from .result import INLINE_CKA_MAX_PIXELS, RegionsResult
 from .sources import as_pixels
+from .two_sample import (
+    block_cka,
+    block_cms,
+    block_hsic,
+    block_indices,
+    block_mmd2,
+    center_gram,
+    cka,
+    cms,
+    cms_from_pair_means,
+    hsic,
+    mmd2,
+)
 
 __all__ = [
     "BLOCK_ESTIMATORS",

@@ -35,7 +35,6 @@ from ..._validation import check_choice, check_positive_number
 from ...backend import NUMPY, Backend, resolve_backend
 from ...errors import InputError
 from ...scale import current_runner
-from .estimators import block_indices
 from .region_cms import (
     log_cms_from_pair_means,
     logsumexp,
@@ -43,6 +42,7 @@ from .region_cms import (
     region_sums_partition,
 )
 from .sources import as_pixels, chunk_rows, source_shape, task_rows
+from .two_sample import block_indices
 
 #: block estimators of the region CMS
 BLOCK_ESTIMATORS = ("corrected", "paper")

@@ -14,7 +14,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -74,6 +74,9 @@ class RegionCMS:
     block_estimator: str = "corrected"
     device: str = "auto"
 
+    #: options a result's ``config`` leaves out (the seed and bootstrap are recorded on their own)
+    NOT_IN_CONFIG: ClassVar[tuple[str, ...]] = ("seed", "max_bytes", "progress", "bootstrap", "level")
+
     # set by fit
     regions_: np.ndarray | None = field(default=None, init=False, repr=False)
     cka_matrix_: np.ndarray | None = field(default=None, init=False, repr=False)
@@ -124,47 +127,76 @@ class RegionCMS:
         t0 = time.perf_counter()
         src = self._source(real, "real images")
         n, d, c = source_shape(src)
-        if is_rows(src):
-            self.image_shape_ = tuple(src.shape[1:])
-        else:
-            arr_shape = np.shape(real)
-            self.image_shape_ = (arr_shape[1], arr_shape[2], c)
-        h, w = self.image_shape_[:2]
+        self.image_shape_ = tuple(src.shape[1:]) if is_rows(src) else (*np.shape(real)[1:3], c)
+        self._check_real_count(n, d)
+        sub_rows = self._cka_rows(n)
+        self.gamma_ = self._resolve_gamma(src, sub_rows)
+        self.cka_block_size_ = self._resolve_cka_block_size(sub_rows.size)
+        t1 = time.perf_counter()
+        m = self._pixel_cka(src, sub_rows)
+        t2 = time.perf_counter()
+        constant = self._constant_pixels(src, n)
+        t3 = time.perf_counter()
+        self.regions_ = self._regions(m, constant, d)
+        self.cka_matrix_, self.constant_, self.real_source_, self.cka_rows_ = m, constant, src, sub_rows
+        self.timings_ = {"median_rule_s": t1 - t0, "pixel_cka_s": t2 - t1, "constant_pixels_s": t3 - t2,
+                         "clustering_s": time.perf_counter() - t3}
+        return self
+
+    # the steps of fit
+    def _check_real_count(self, n: int, d: int) -> None:
         if n < 2:
             raise InputError(f"real images: {n} image(s); at least 2 are needed")
         if self.n_regions != "auto" and int(self.n_regions) > d:
+            h, w = self.image_shape_[:2]
             raise OptionError(f"n_regions = {self.n_regions} is more than the {d} pixels of a "
                               f"{h}x{w} image")
-        rng = np.random.default_rng(self.seed)
-        sub_rows = np.arange(n)
+
+    def _cka_rows(self, n: int) -> np.ndarray:
+        """The real images of the CKA and the median rule: all, or ``cka_max_images`` of them (seeded)."""
         if self.cka_max_images is not None and n > self.cka_max_images:
-            sub_rows = np.sort(rng.choice(n, size=int(self.cka_max_images), replace=False))
-        n_sub = sub_rows.size
-        # the median rule (gamma = factor / median) reads the (at most cka_max_images) subsample here
-        self.gamma_ = (self.gamma if self.gamma.fixed else self.gamma.resolve(
-            read_pixels(*task_rows(src, sub_rows)), name="gamma", seed=self.seed)).value
+            rng = np.random.default_rng(self.seed)
+            return np.sort(rng.choice(n, size=int(self.cka_max_images), replace=False))
+        return np.arange(n)
+
+    def _resolve_gamma(self, src: Any, sub_rows: np.ndarray) -> float:
+        """``gamma`` as a number; the median rule reads the (at most cka_max_images) subsample."""
+        if self.gamma.fixed:
+            return float(self.gamma.value)
+        return self.gamma.resolve(read_pixels(*task_rows(src, sub_rows)), name="gamma", seed=self.seed).value
+
+    def _resolve_cka_block_size(self, n_sub: int) -> int | None:
+        """'auto': the paper's 100, or one block of everything (None) when there are fewer images."""
         cka_b = self.cka_block_size
-        if cka_b == "auto":  # the paper's 100, or one block of everything when there are fewer images
-            cka_b = CKA_BLOCK_SIZE if n_sub >= CKA_BLOCK_SIZE else None
-        elif cka_b is not None and cka_b > n_sub:
+        if cka_b == "auto":
+            return CKA_BLOCK_SIZE if n_sub >= CKA_BLOCK_SIZE else None
+        if cka_b is not None and cka_b > n_sub:
             raise InputError(f"real images: fewer images than one CKA block: {n_sub} < "
                              f"cka_block_size {cka_b}; lower the CKA block size or pass more images",
                              parameter="cka_block_size")
-        self.cka_block_size_ = cka_b
-        t1 = time.perf_counter()
-        order = np.arange(n_sub) if cka_b is None else np.random.default_rng(self.seed).permutation(n_sub)
+        return cka_b
+
+    def _pixel_cka(self, src: Any, sub_rows: np.ndarray) -> np.ndarray:
+        cka_b = self.cka_block_size_
+        order = (np.arange(sub_rows.size) if cka_b is None
+                 else np.random.default_rng(self.seed).permutation(sub_rows.size))
         m = pixel_cka_blocks(src, sub_rows[order], self.gamma_, block_size=cka_b, max_bytes=self.max_bytes,
                              progress=self.progress, dtype=self.precision,
                              device=resolve_backend(self.device))
         if not np.isfinite(m).all():
             raise InputError("real images: the pixel CKA matrix is not finite (pixel values beyond what "
                              "float64 kernels can resolve); rescale the images (e.g. to [0, 1])")
-        t2 = time.perf_counter()
+        return m
+
+    def _constant_pixels(self, src: Any, n: int) -> np.ndarray:
+        """Pixels constant over *all* real images."""
         lo, hi = current_runner().map_reduce(pixel_range_partition, [
             task_rows(src, rows) for rows in chunk_rows(n, self.partition_rows)],
             description="constant pixels").compute()
-        constant = (hi - lo).max(axis=1) == 0.0  # constant over *all* real images
-        t3 = time.perf_counter()
+        return (hi - lo).max(axis=1) == 0.0
+
+    def _regions(self, m: np.ndarray, constant: np.ndarray, d: int) -> np.ndarray:
+        """Regions of the non-constant pixels (C given or suggested), constant pixels filled in."""
         free = np.flatnonzero(~constant)
         if free.size == 0:
             raise InputError("real images: every pixel is constant across the images; there is nothing to "
@@ -178,15 +210,7 @@ class RegionCMS:
                               "real images")
         labels = np.zeros(d, dtype=np.int64)
         labels[free] = discover_regions(sub_m, c_req, min_region_size=self.min_region_size)
-        labels = fill_constant_pixels(labels, constant, self.image_shape_[:2])
-        self.regions_ = relabel(labels)
-        self.cka_matrix_ = m
-        self.constant_ = constant
-        self.real_source_ = src
-        self.cka_rows_ = sub_rows
-        self.timings_ = {"median_rule_s": t1 - t0, "pixel_cka_s": t2 - t1, "constant_pixels_s": t3 - t2,
-                         "clustering_s": time.perf_counter() - t3}
-        return self
+        return relabel(fill_constant_pixels(labels, constant, self.image_shape_[:2]))
 
     def _source(self, images: Any, name: str) -> Any:
         """Pixels (n, d, c) of an array, or an ImageRows for a path (read later, by the tasks)."""
@@ -212,52 +236,43 @@ class RegionCMS:
         uses held-out test images). A value that is not finite is refused (InputError naming the set),
         never written as null.
         """
-        import os
-
-        from ...data.images import ImageRows
-
         if self.regions_ is None:
             raise OptionError("RegionCMS.compare: call fit(real_images) first")
         self.validate()
-        single = isinstance(generated, (np.ndarray, ImageRows, str, os.PathLike))
-        sets = [generated] if single else list(generated)
-        if not sets:
-            raise InputError("generated: no generated sets given")
-        names = [f"set_{k}" for k in range(len(sets))] if names is None else [str(s) for s in names]
-        if len(names) != len(sets):
-            raise InputError(f"names: {len(names)} names for {len(sets)} generated sets")
-        h, w, c = self.image_shape_
+        sets, names = _named_sets(generated, names)
         ref = self.real_source_ if reference is None else self._check_shape(reference, "reference images")
         n_ref = int(source_shape(ref)[0])
         t0 = time.perf_counter()
-        srcs, n_gen = [], []
-        for name, g in zip(names, sets, strict=True):
-            py = self._check_shape(g, f"generated set {name!r}")
-            m = source_shape(py)[0]
-            if self.block_size is not None and min(m, n_ref) < self.block_size:
-                raise InputError(f"generated set {name!r}: fewer images than one block: "
-                                 f"{min(m, n_ref)} < block_size {self.block_size}", parameter="block_size")
-            srcs.append(py)
-            n_gen.append(int(m))
+        srcs = [self._generated_source(g, name, n_ref) for name, g in zip(names, sets, strict=True)]
         rows = compare_sources(ref, srcs, self.regions_, self.gamma_, block_size=self.block_size,
                                seed=self.seed, partition_rows=self.partition_rows, progress=self.progress,
                                bootstrap=self.bootstrap, level=self.level,
                                block_estimator=self.block_estimator, device=resolve_backend(self.device))
         for name, r in zip(names, rows, strict=True):
-            values = [r["cms"], r["product_cms"], r["mmd2"], *np.ravel(r["region_cms"])]
-            iv = r["intervals"]
-            bounds = [iv["cms"], iv["product_cms"], *iv["region_cms"]] if iv else []
-            values += [b[k] for b in bounds for k in ("low", "high", "debiased")]
-            if not all(math.isfinite(float(v)) for v in values):
-                raise InputError(f"generated set {name!r}: the CMS is not finite (pixel values beyond what "
-                                 "float64 kernels can resolve); rescale the images (e.g. to [0, 1])")
+            _check_finite(name, r)
         t1 = time.perf_counter()
         cross = cross_region_cka_rows(self.real_source_, self.cka_rows_, self.regions_, self.gamma_,
                                       block_size=self.cka_block_size_, seed=self.seed,
                                       partition_rows=self.partition_rows)
         timings = dict(self.timings_, cms_s=t1 - t0, cross_region_cka_s=time.perf_counter() - t1)
+        n_gen = [int(source_shape(py)[0]) for py in srcs]
+        result = self._result(names, rows, cross, n_ref=n_ref, n_gen=n_gen, timings=timings)
+        return dataclasses.replace(result, ranking=regions_ranking(result))
+
+    def _generated_source(self, images: Any, name: str, n_ref: int) -> Any:
+        """One generated set's pixels (or ImageRows), checked against the real images' shape and the block."""
+        src = self._check_shape(images, f"generated set {name!r}")
+        m = source_shape(src)[0]
+        if self.block_size is not None and min(m, n_ref) < self.block_size:
+            raise InputError(f"generated set {name!r}: fewer images than one block: "
+                             f"{min(m, n_ref)} < block_size {self.block_size}", parameter="block_size")
+        return src
+
+    def _result(self, names: list[str], rows: list[dict], cross: np.ndarray, *, n_ref: int, n_gen: list[int],
+                timings: dict) -> RegionsResult:
+        h, w, c = self.image_shape_
         n_reg = int(self.regions_.max()) + 1
-        result = RegionsResult(
+        return RegionsResult(
             names=names, cms=[r["cms"] for r in rows], product_cms=[r["product_cms"] for r in rows],
             region_cms=[list(map(float, r["region_cms"])) for r in rows], mmd2=[r["mmd2"] for r in rows],
             regions=self.regions_.tolist(), image_shape=[h, w, c], n_regions=n_reg,
@@ -266,23 +281,24 @@ class RegionCMS:
             cka_matrix=self.cka_matrix_.tolist() if self.cka_matrix_.shape[0] <= INLINE_CKA_MAX_PIXELS
             else self.cka_matrix_,
             constant_pixels=np.flatnonzero(self.constant_).tolist(), gamma=float(self.gamma_),
-            n_real=n_ref, n_generated=n_gen,
-            config={"n_regions": self.n_regions, "gamma": self.gamma.given, "gamma_value": float(self.gamma_),
-                    "block_size": self.block_size, "cka_block_size": self.cka_block_size_,
-                    "cka_max_images": self.cka_max_images, "max_regions": self.max_regions,
-                    "min_region_size": self.min_region_size, "precision": self.precision,
-                    "partition_rows": self.partition_rows,
-                    "block_estimator": self.block_estimator if self.block_size is not None else None,
-                    "gamma_convention": "gamma = factor / median Euclidean distance between real images",
-                    "device": resolve_backend(self.device).label},
-            seed=int(self.seed), timings=timings,
+            n_real=n_ref, n_generated=n_gen, config=self._config(), seed=int(self.seed), timings=timings,
             intervals=[r["intervals"] for r in rows] if self.bootstrap else [],
             bootstrap={} if not self.bootstrap else {
                 "replicates": int(self.bootstrap), "level": float(self.level), "seed": int(self.seed),
                 "resample": "images (real and each generated set, with replacement)"
                 if self.block_size is None else "blocks (with replacement)"},
             block_bias=self._block_bias(n_ref, n_gen))
-        return dataclasses.replace(result, ranking=regions_ranking(result))
+
+    def _config(self) -> dict:
+        """The result's ``config``: the options (but those in ``NOT_IN_CONFIG``) with the resolved values."""
+        config = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                  if f.init and f.name not in self.NOT_IN_CONFIG}
+        config.update(gamma=self.gamma.given, gamma_value=float(self.gamma_),
+                      cka_block_size=self.cka_block_size_,
+                      block_estimator=self.block_estimator if self.block_size is not None else None,
+                      gamma_convention="gamma = factor / median Euclidean distance between real images",
+                      device=resolve_backend(self.device).label)
+        return config
 
     def _block_bias(self, n_ref: int, n_gen: list[int]) -> str | None:
         if self.block_size is None:
@@ -313,7 +329,29 @@ class RegionCMS:
         check_same_shape(arr.shape, self.image_shape_, name)
         return as_pixels(arr, name)
 
-    def fit_compare(self, real: Any, generated: Any, names: Sequence[str] | None = None, *,
-                    reference: Any = None) -> RegionsResult:
-        """``fit(real).compare(generated, names, reference=reference)``."""
-        return self.fit(real).compare(generated, names, reference=reference)
+
+def _named_sets(generated: Any, names: Sequence[str] | None) -> tuple[list, list[str]]:
+    """The generated sets as a list (one set given alone, or several) and their names."""
+    import os
+
+    from ...data.images import ImageRows
+
+    single = isinstance(generated, (np.ndarray, ImageRows, str, os.PathLike))
+    sets = [generated] if single else list(generated)
+    if not sets:
+        raise InputError("generated: no generated sets given")
+    names = [f"set_{k}" for k in range(len(sets))] if names is None else [str(s) for s in names]
+    if len(names) != len(sets):
+        raise InputError(f"names: {len(names)} names for {len(sets)} generated sets")
+    return sets, names
+
+
+def _check_finite(name: str, row: dict) -> None:
+    """A set's CMS values and interval bounds must be finite (never written as null)."""
+    values = [row["cms"], row["product_cms"], row["mmd2"], *np.ravel(row["region_cms"])]
+    iv = row["intervals"]
+    bounds = [iv["cms"], iv["product_cms"], *iv["region_cms"]] if iv else []
+    values += [b[k] for b in bounds for k in ("low", "high", "debiased")]
+    if not all(math.isfinite(float(v)) for v in values):
+        raise InputError(f"generated set {name!r}: the CMS is not finite (pixel values beyond what "
+                         "float64 kernels can resolve); rescale the images (e.g. to [0, 1])")
