@@ -12,13 +12,13 @@ prompts grouped, sample space; same numbers up to round-off; chosen by size, rec
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..._progress import Stopwatch
 from ..._validation import check_positive_number
 from ...array_ops import blas_threads_for
 from ...backend import resolve_backend
@@ -56,23 +56,6 @@ TABLE_FIELDS = ("scendi", "scendi_prompt", "scendi_order2", "scendi_prompt_order
 CONFIG_FIELDS = ("n_clusters", "top_k", "chunk_size")
 #: the gaussian kernel's bandwidth options, recorded as ``<name>_rule`` in ``config`` (None for cosine)
 BANDWIDTH_FIELDS = ("sigma_prompt", "sigma_output")
-
-
-class Stopwatch:
-    """Seconds per step of a fit (``lap(name)``: the time since the previous lap) and ``total_s``."""
-
-    def __init__(self) -> None:
-        self.start = self.last = time.perf_counter()
-        self.laps: dict[str, float] = {}
-
-    def lap(self, name: str) -> None:
-        """Record the seconds since the previous lap as ``name``."""
-        now = time.perf_counter()
-        self.laps[name], self.last = now - self.last, now
-
-    def total(self) -> dict[str, float]:
-        """The laps and ``total_s``, rounded to 0.1 ms (as written to result.json)."""
-        return {k: round(v, 4) for k, v in {**self.laps, "total_s": time.perf_counter() - self.start}.items()}
 
 
 def _head(values: np.ndarray) -> list[float]:
