@@ -70,6 +70,7 @@ def test_settle_hands_the_cross_fit_to_sample_space_and_keeps_the_others():
     for route in (StreamingRoute.build(inputs), GroupedRoute.build(inputs)):
         settled, estimator = route.settle("cross-fit", [])
         assert isinstance(settled, SampleSpaceRoute) and estimator == "cross-fit"
+        assert settled.rank == route.rank == 5
         same, estimator = route.settle("in-sample", [])
         assert same is route and estimator == "in-sample"
     notes = []

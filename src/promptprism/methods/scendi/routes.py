@@ -147,7 +147,8 @@ class SampleSpaceRoute:
     @classmethod
     def build(cls, inputs: FitInputs, features: tuple | None = None, *, in_sample: bool = True
               ) -> SampleSpaceRoute:
-        """Gram matrices of ``features`` (computed when None) and, ``in_sample``, the prompt basis."""
+        """Gram matrices of ``features`` (computed when None) and, ``in_sample``, the prompt basis and rank
+        (a cross-fit needs neither: the route it settles from keeps its rank)."""
         feats = features if features is not None else inputs.features()
         grams = gram(feats[0]), gram(feats[1])
         if not in_sample:
@@ -220,7 +221,8 @@ class GroupedRoute:
     def settle(self, estimator: str, notes: list[str]) -> tuple[Route, str]:
         """Debiased: the split again with the degrees-of-freedom correction; cross-fit: sample space."""
         if estimator == "cross-fit":
-            return SampleSpaceRoute.build(self.inputs, self.features, in_sample=False), estimator
+            return replace(SampleSpaceRoute.build(self.inputs, self.features, in_sample=False),
+                           rank=self.rank), estimator
         if estimator == "debiased":
             f_i, f_g = self.features
             split = grouped_split(f_i, f_g, self.inputs.groups, rcond=PINV_RCOND, debias=True)
@@ -269,7 +271,7 @@ class StreamingRoute:
         cross-fit: sample space."""
         i = self.inputs
         if estimator == "cross-fit":
-            return SampleSpaceRoute.build(i, in_sample=False), estimator
+            return replace(SampleSpaceRoute.build(i, in_sample=False), rank=self.rank), estimator
         if estimator != "debiased":
             return self, estimator
         if i.distinct == i.n:  # every prompt distinct: Lambda_I^dfc = Lambda_I n / (n - k)
