@@ -115,13 +115,17 @@ class Route(Protocol):
     name: str
     rank: int
 
-    def settle(self, estimator: str, notes: list[str]) -> tuple[Route, str]: ...
+    def settle(self, estimator: str, notes: list[str]) -> tuple[Route, str]:
+        """(the route that runs ``estimator``, the estimator it runs); a change is explained in ``notes``."""
 
-    def spectra(self, estimator: str, n_top: int) -> RouteSpectra: ...
+    def spectra(self, estimator: str, n_top: int) -> RouteSpectra:
+        """The estimate's spectra, score table and description, with the top ``n_top`` directions."""
 
-    def cluster_samples(self, spectra: RouteSpectra, top_k: int) -> tuple[np.ndarray, np.ndarray]: ...
+    def cluster_samples(self, spectra: RouteSpectra, top_k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, scores) of the ``top_k`` samples along each direction (as :func:`.clusters.top_samples`)."""
 
-    def replicates(self, estimator: str, ridge: float) -> tuple[Any, int]: ...
+    def replicates(self, estimator: str, ridge: float) -> tuple[Any, int]:
+        """(the bootstrap's replicate engine, the side of the matrices one replicate diagonalises)."""
 
 
 def _in_memory_spectra(s: Any, described: str, ridge: float = 0.0) -> RouteSpectra:
