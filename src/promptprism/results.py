@@ -54,7 +54,8 @@ class Result:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        _REGISTRY[cls.kind] = cls
+        if "kind" in cls.__dict__:  # (a shared base such as PerModelResult is no kind of its own)
+            _REGISTRY[cls.kind] = cls
         # keep the compact repr: @dataclass does not replace a __repr__ the class itself defines
         cls.__repr__ = Result.__repr__  # type: ignore[method-assign]
 
@@ -93,6 +94,24 @@ class Result:
         """A compact summary table for notebooks (per-kind summaries: ``promptprism.report.summary``)."""
         html = SUMMARY_RENDERERS.get("html")
         return html(self) if html else f"<pre>{escape(repr(self))}</pre>"
+
+
+@dataclasses.dataclass(frozen=True)
+class PerModelResult(Result):
+    """A result holding one record per model, in input order (``models``; the record class is
+    ``nested['models']``, which also types the list when result.json is loaded): ``table()`` is one
+    ``row()`` per record."""
+
+    models: list
+
+    @property
+    def names(self) -> list[str]:
+        """The models' names, in input order."""
+        return [m.name for m in self.models]
+
+    def table(self) -> list[dict]:
+        """One row per model (its record's ``row()``)."""
+        return [m.row() for m in self.models]
 
 
 #: how a result shows itself: {'text': repr's few lines, 'html': the notebook table}, each a function of the
@@ -204,7 +223,9 @@ def _check_fields(data: dict, cls: type, where: str = "", overrides: dict | None
             if required:
                 raise ValueError(f"{prefix}{name}: missing")
             continue
-        _check(data[name], (overrides or {}).get(name, hints.get(name, Any)), f"{prefix}{name}")
+        nested = getattr(cls, "nested", {})
+        hint = list[nested[name]] if name in nested else hints.get(name, Any)
+        _check(data[name], (overrides or {}).get(name, hint), f"{prefix}{name}")
     known = {f.name for f in dataclasses.fields(cls)} | {"kind"}
     extra = sorted(set(data) - known)
     if extra:

@@ -2,11 +2,13 @@
 prompts that trigger it and proposes new ones; the new prompts are rendered, verified with CLIP and scored.
 
 :func:`sample_prompts` is the sampling of C.2, :func:`describe_attribute` the loop over iterations with the
-early stopping of C.3, :func:`description_round` one iteration (description, prompt generation, scoring).
+early stopping of C.3, :func:`description_round` one iteration (description, prompt generation) and
+:func:`score_prompts` its scoring; :class:`DescriptionTarget` is the attribute they describe.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -53,28 +55,27 @@ def sample_prompts(
     return prev + fill
 
 
-def describe_attribute(
-    est: DescriptionOptions,
-    attr: str,
-    *,
-    d_set: list[str],
-    n_set: list[str],
-    text_vec: np.ndarray,
-    tau: float,
-    model_a: Any,
-    model_b: Any,
-    rng: np.random.Generator,
-    scored: bool,
-    failures: list[dict],
-    show: bool,
-) -> dict:
+@dataclass(frozen=True)
+class DescriptionTarget:
+    """One attribute to describe: its name, CLIP text embedding ``text_vec`` and threshold ``tau``, the two
+    image sources and whether both can render new prompts (``scored``; else one unscored iteration)."""
+
+    attribute: str
+    text_vec: np.ndarray
+    tau: float
+    model_a: Any
+    model_b: Any
+    scored: bool
+
+
+def describe_attribute(est: DescriptionOptions, target: DescriptionTarget, *, d_set: list[str],
+                       n_set: list[str], rng: np.random.Generator, failures: list[dict], show: bool) -> dict:
     """Describe one attribute over iterations (C.2 sampling, C.3 early stopping) with the options of ``est``.
 
-    ``d_set`` / ``n_set``: the diverging and non-diverging prompts; ``text_vec`` / ``tau``: the attribute's
-    CLIP text embedding and threshold; ``scored``: both models can render new prompts (else one unscored
-    iteration). Malformed answers are recorded in the iteration and appended to ``failures``. Returns the
-    entry of ``CompConResult.descriptions``.
+    ``d_set`` / ``n_set``: the diverging and non-diverging prompts. Malformed answers are recorded in the
+    iteration and appended to ``failures``. Returns the entry of ``CompConResult.descriptions``.
     """
+    attr, scored = target.attribute, target.scored
     entry: dict[str, Any] = {
         "attribute": attr,
         "diverging_set": d_set,
@@ -94,44 +95,8 @@ def describe_attribute(
     best_score = -1.0
     n_iter = est.iterations if scored else 1
     for it in track(range(n_iter), total=n_iter, description=f"describing {attr!r}", enabled=show):
-        sampled_d = sample_prompts(rng, prev_div, d_set, batch_size=est.batch_size)
-        sampled_n = sample_prompts(rng, prev_non, n_set, batch_size=est.batch_size)
-        record: dict[str, Any] = {
-            "iteration": it,
-            "sampled_diverging": sampled_d,
-            "sampled_non_diverging": sampled_n,
-            "description": None,
-            "key_concepts": [],
-            "generated_prompts": [],
-            "diverging": [],
-            "score": None,
-            "error": None,
-        }
-        try:
-            record.update(
-                description_round(
-                    est,
-                    attr,
-                    sampled_d=sampled_d,
-                    sampled_n=sampled_n,
-                    text_vec=text_vec,
-                    tau=tau,
-                    model_a=model_a,
-                    model_b=model_b,
-                    scored=scored,
-                )
-            )
-        except MalformedAnswerError as exc:
-            record["error"] = str(exc)
-            failures.append(
-                {
-                    "stage": "description",
-                    "attribute": attr,
-                    "iteration": it,
-                    "error": str(exc),
-                    "answers": exc.answers,
-                }
-            )
+        record = _iteration(est, target, it, sample_prompts(rng, prev_div, d_set, batch_size=est.batch_size),
+                            sample_prompts(rng, prev_non, n_set, batch_size=est.batch_size), failures)
         entry["iterations"].append(record)
         entry["n_iterations"] = it + 1
         prev_div = [p for p, d in zip(record["generated_prompts"], record["diverging"], strict=True) if d]
@@ -160,23 +125,39 @@ def describe_attribute(
     return entry
 
 
-def description_round(
-    est: DescriptionOptions,
-    attr: str,
-    *,
-    sampled_d: list[str],
-    sampled_n: list[str],
-    text_vec: np.ndarray,
-    tau: float,
-    model_a: Any,
-    model_b: Any,
-    scored: bool,
-) -> dict:
+def _iteration(est: DescriptionOptions, target: DescriptionTarget, it: int, sampled_d: list[str],
+               sampled_n: list[str], failures: list[dict]) -> dict:
+    """One iteration's record: :func:`description_round` on the sampled prompts, or its error (a malformed
+    answer, also appended to ``failures``)."""
+    record: dict[str, Any] = {
+        "iteration": it,
+        "sampled_diverging": sampled_d,
+        "sampled_non_diverging": sampled_n,
+        "description": None,
+        "key_concepts": [],
+        "generated_prompts": [],
+        "diverging": [],
+        "score": None,
+        "error": None,
+    }
+    try:
+        record.update(description_round(est, target, sampled_d=sampled_d, sampled_n=sampled_n))
+    except MalformedAnswerError as exc:
+        record["error"] = str(exc)
+        failures.append({"stage": "description", "attribute": target.attribute, "iteration": it,
+                         "error": str(exc), "answers": exc.answers})
+    return record
+
+
+def description_round(est: DescriptionOptions, target: DescriptionTarget, *, sampled_d: list[str],
+                      sampled_n: list[str]) -> dict:
     """One iteration (C.1): the LLM describes ``sampled_d`` against ``sampled_n`` and, in the same
-    conversation, generates ``est.n_generated`` prompts; when ``scored``, they are rendered with both models
-    and the score is the fraction diverging (:func:`.verify.description_score`). Returns the iteration's
-    ``description``, ``key_concepts``, ``generated_prompts``, ``diverging`` (and ``score``, ``n_rendered``).
+    conversation, generates ``est.n_generated`` prompts; when ``target.scored``, they are rendered with both
+    models and the score is the fraction diverging (:func:`.verify.description_score`). Returns the
+    iteration's ``description``, ``key_concepts``, ``generated_prompts``, ``diverging`` (and ``score``,
+    ``n_rendered``).
     """
+    attr = target.attribute
     text = render(
         est.templates["description"],
         attribute=attr,
@@ -184,23 +165,12 @@ def description_round(
         non_diverging_prompts="\n".join(sampled_n),
     )
     (description, concepts), convo, _ = ask(
-        est.llm,
-        [user_message(text)],
-        parse_description,
-        what=f"description for {attr!r}",
-        reasks=est.reasks,
+        est.llm, [user_message(text)], parse_description, what=f"description for {attr!r}", reasks=est.reasks
     )
-    gen = render(
-        est.templates["prompt_generation"],
-        num_prompts=est.n_generated,
-        description=description,
-        attribute=attr,
-    )
+    gen = render(est.templates["prompt_generation"], num_prompts=est.n_generated, description=description,
+                 attribute=attr)
     prompts, _, _ = ask(
-        est.llm,
-        convo + [user_message(gen)],
-        parse_prompt_list,
-        what=f"prompt generation for {attr!r}",
+        est.llm, convo + [user_message(gen)], parse_prompt_list, what=f"prompt generation for {attr!r}",
         reasks=est.reasks,
     )
     prompts = prompts[: est.n_generated]
@@ -208,30 +178,33 @@ def description_round(
         "description": description,
         "key_concepts": concepts,
         "generated_prompts": prompts,
-        "diverging": [False] * len(prompts) if not scored else [],
+        "diverging": [False] * len(prompts) if not target.scored else [],
     }
-    if not scored:
-        return out
-    imgs_a = [model_a.images(p) for p in prompts]
-    imgs_b = [model_b.images(p) for p in prompts]
+    if target.scored:
+        out.update(score_prompts(est, target, prompts))
+    return out
+
+
+def score_prompts(est: DescriptionOptions, target: DescriptionTarget, prompts: list[str]) -> dict:
+    """The generated ``prompts`` rendered with both models and verified with the attribute's threshold:
+    ``diverging`` per prompt, ``score`` (the fraction diverging) and ``n_rendered``."""
+    imgs_a = [target.model_a.images(p) for p in prompts]
+    imgs_b = [target.model_b.images(p) for p in prompts]
     keep = [i for i in range(len(prompts)) if imgs_a[i] and imgs_b[i]]
     flags = [False] * len(prompts)
     if keep:
         ea, ga = est._embed_groups([imgs_a[i] for i in keep])
         eb, gb = est._embed_groups([imgs_b[i] for i in keep])
-        t = np.asarray(text_vec).reshape(1, -1)
+        t = np.asarray(target.text_vec).reshape(1, -1)
         d = verify.diverging_prompts(
             verify.similarity_matrix(ea, t),
             ga,
             verify.similarity_matrix(eb, t),
             gb,
-            np.array([tau]),
+            np.array([target.tau]),
             len(keep),
             est.min_fraction,
         )[:, 0]
         for j, i in enumerate(keep):
             flags[i] = bool(d[j])
-    out["diverging"] = flags
-    out["score"] = verify.description_score(flags)
-    out["n_rendered"] = len(keep)
-    return out
+    return {"diverging": flags, "score": verify.description_score(flags), "n_rendered": len(keep)}

@@ -143,6 +143,39 @@ def _match_split(key: Any, splits: list[dict]) -> dict | None:
     return None
 
 
+def judge_split(judge: ChatModel, split: dict, prediction: dict, *, k: int, templates: Any, reasks: int,
+                failures: list[dict]) -> dict:
+    """One split's row: the judge's ratings of the first ``k`` predicted attributes and descriptions against
+    the ground truth (D.1) and their top-1 / top-k scores; a malformed judge answer is appended to
+    ``failures`` (the row then keeps the ratings gathered before it)."""
+    row: dict[str, Any] = {
+        "split": split["id"],
+        "truth_attribute": split["attribute"],
+        "truth_concepts": split["concepts"],
+        "attribute_ratings": [],
+        "description_ratings": [],
+    }
+    try:
+        row["attribute_ratings"] = [
+            judge_attribute(judge, split["attribute"], a, templates, reasks)
+            for a in prediction["attributes"][:k]
+        ]
+        row["description_ratings"] = [
+            judge_description(judge, split["concepts"], c, templates, reasks)
+            for c in prediction["descriptions"][:k]
+        ]
+    except MalformedAnswerError as exc:
+        failures.append({"split": split["id"], "error": str(exc)})
+    for name, ratings in (
+        ("attribute", row["attribute_ratings"]),
+        ("description", row["description_ratings"]),
+    ):
+        s = [rating_score(r) for r in ratings]
+        row[f"{name}_top1"] = s[0] if s else 0.0
+        row[f"{name}_top{k}"] = max(s) if s else 0.0
+    return row
+
+
 def evaluate_predictions(
     predictions: Mapping[Any, Any],
     judge: ChatModel,
@@ -174,32 +207,8 @@ def evaluate_predictions(
                 f"prediction key {key!r} matches no ID^2 split (use an id 0-{len(splits) - 1} or the "
                 "split's attribute)"
             )
-        p = normalise_prediction(key, pred)
-        row: dict[str, Any] = {
-            "split": split["id"],
-            "truth_attribute": split["attribute"],
-            "truth_concepts": split["concepts"],
-            "attribute_ratings": [],
-            "description_ratings": [],
-        }
-        try:
-            row["attribute_ratings"] = [
-                judge_attribute(judge, split["attribute"], a, templates, reasks) for a in p["attributes"][:k]
-            ]
-            row["description_ratings"] = [
-                judge_description(judge, split["concepts"], c, templates, reasks)
-                for c in p["descriptions"][:k]
-            ]
-        except MalformedAnswerError as exc:
-            failures.append({"split": split["id"], "error": str(exc)})
-        for name, ratings in (
-            ("attribute", row["attribute_ratings"]),
-            ("description", row["description_ratings"]),
-        ):
-            s = [rating_score(r) for r in ratings]
-            row[f"{name}_top1"] = s[0] if s else 0.0
-            row[f"{name}_top{k}"] = max(s) if s else 0.0
-        rows.append(row)
+        rows.append(judge_split(judge, split, normalise_prediction(key, pred), k=k, templates=templates,
+                                reasks=reasks, failures=failures))
     summary: dict[str, Any] = {"n_splits": len(rows)}
     for name in ("attribute_top1", f"attribute_top{k}", "description_top1", f"description_top{k}"):
         summary[name] = float(np.mean([r[name] for r in rows])) if rows else 0.0

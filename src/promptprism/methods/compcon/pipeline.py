@@ -19,34 +19,37 @@ attributes are ranked on them, and they are the diverging set the descriptions s
 Every random draw comes from one ``numpy.random.Generator(seed)`` in a fixed order and what it drew is
 written into the result.
 
-This module holds the estimator and steps 1-2; the description step (3) is :mod:`.describe`, the result and
+This module holds the estimator and steps 1-2 (the bank preparation and the verification record are
+:mod:`.steps`); the description step (3) is :mod:`.describe`, the result and
 its records :mod:`.result`, the PromptSplit seeding :mod:`.seeding` (all re-exported here).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..._progress import progress_enabled, track
+from ..._progress import Stopwatch, progress_enabled, track
 from ..._validation import check_choice, check_interval, check_positive_number, check_seed
 from ...errors import InputError, PromptPrismError
 from . import verify
 from .clients import ChatModel, MalformedAnswerError, ask, user_message
 from .describe import describe_attribute, description_round, sample_prompts
 from .embedding import ClipEmbedder
-from .generators import ImageSource, image_grid, load_image, missing_images
+from .generators import ImageSource, image_grid, load_image
 from .parsing import parse_attributes
 from .result import CompConResult, calibration_record, models_record
 from .seeding import split_mode_prompts
+from .steps import PromptBank, Verification, prepare_bank
 from .templates import load_templates, render
 
 __all__ = [
     "EMBED_CHUNK",
+    "PromptBank",
+    "Verification",
     "NULL_SETS",
     "CompCon",
     "CompConResult",
@@ -132,16 +135,9 @@ class CompCon:
         return {k: getattr(self, k) for k in keys}
 
     # ----------------------------------------------------------------------------------------------- fit
-    def fit(
-        self,
-        model_a: ImageSource,
-        model_b: ImageSource,
-        prompts: Sequence[str],
-        *,
-        seed_prompts: Sequence[str] | None = None,
-        skip_missing: bool = False,
-        seeded_from: dict | None = None,
-    ) -> CompConResult:
+    def fit(self, model_a: ImageSource, model_b: ImageSource, prompts: Sequence[str], *,
+            seed_prompts: Sequence[str] | None = None, skip_missing: bool = False,
+            seeded_from: dict | None = None) -> CompConResult:
         """Find the attributes model A shows and model B doesn't, and describe the prompts that trigger them.
 
         Runs the CompCon loop of paper section 3 (supplement C): (1) attribute discovery, the VLM shown a grid
@@ -162,57 +158,40 @@ class CompCon:
         :class:`EmptyAttributesError` when the VLM proposes no attribute, :class:`MalformedAnswerError` when
         every discovery answer was malformed.
         """
-        t0 = time.perf_counter()
-        timings: dict[str, float] = {}
-        show = progress_enabled(self.progress)
+        clock, show = Stopwatch(), progress_enabled(self.progress)
         vlm = self.vlm if self.vlm is not None else self.llm
         rng = np.random.default_rng(self.seed)
-        prompts = list(dict.fromkeys(p for p in prompts if p and p.strip()))
-        if not prompts:
-            raise InputError("the prompt bank is empty")
-        name_a, name_b = getattr(model_a, "name", "A"), getattr(model_b, "name", "B")
+        bank = prepare_bank(model_a, model_b, prompts, seed_prompts=seed_prompts, skip_missing=skip_missing,
+                            show=show)
+        clock.lap("images")
+        discovery, failures, proposed = self._discover(vlm, bank, rng, show)
+        clock.lap("discovery")
+        verified = self._verify(bank, proposed)
+        clock.lap("verification")
+        scored = bool(getattr(model_a, "can_generate", False) and getattr(model_b, "can_generate", False))
+        descriptions = [
+            describe_attribute(self, verified.target(k, model_a, model_b, scored),
+                               d_set=verified.diverging_set(k), n_set=verified.non_diverging_set(k), rng=rng,
+                               failures=failures, show=show)
+            for k in verified.order[: self.n_attributes]
+        ]
+        clock.lap("descriptions")
+        return CompConResult(
+            attributes=verified.attributes, descriptions=descriptions, discovery=discovery,
+            calibration=calibration_record(quantile=self.quantile, null=self.null,
+                                           min_fraction=self.min_fraction),
+            models=models_record(model_a=model_a, model_b=model_b, llm=self.llm, vlm=vlm,
+                                 embedder=self.embedder),
+            n_prompts=len(bank.prompts), seed=self.seed, config=self.config(),
+            skipped_prompts=bank.missing if skip_missing else {}, failures=failures, seeded_from=seeded_from,
+            timings=clock.total("total"))
 
-        # -- prompts without images
-        missing = {name_a: missing_images(model_a, prompts), name_b: missing_images(model_b, prompts)}
-        missing = {k: v for k, v in missing.items() if v}
-        if missing and not skip_missing:
-            raise InputError(_missing_message(missing, len(prompts)), parameter="skip_missing")
-        skipped = set().union(*missing.values()) if missing else set()
-        bank = [p for p in prompts if p not in skipped]
-        if not bank:
-            raise InputError("no prompt of the bank has images from both models")
-        seeds = None
-        if seed_prompts is not None:
-            seeds = [p for p in dict.fromkeys(seed_prompts) if p in set(bank)]
-            if not seeds:
-                raise InputError(
-                    "none of the seed prompts (from the PromptSplit mode) is in the prompt bank "
-                    "with images from both models"
-                )
-
-        # -- images and their CLIP embeddings, per prompt
-        t = time.perf_counter()
-        images_a, images_b = {}, {}
-        for p in track(bank, total=len(bank), description="images", enabled=show):
-            images_a[p], images_b[p] = _image_items(model_a, p), _image_items(model_b, p)
-        empty = {name_a: [p for p in bank if not images_a[p]], name_b: [p for p in bank if not images_b[p]]}
-        empty = {k: v for k, v in empty.items() if v}
-        if empty:
-            if not skip_missing:
-                raise InputError(_missing_message(empty, len(prompts)), parameter="skip_missing")
-            for k, v in empty.items():
-                missing.setdefault(k, []).extend(v)
-            bad = set().union(*empty.values())
-            bank = [p for p in bank if p not in bad]
-            if seeds is not None:
-                seeds = [p for p in seeds if p not in bad]
-            if not bank or (seeds is not None and not seeds):
-                raise InputError("no prompt left with images from both models")
-        timings["images"] = time.perf_counter() - t
-
-        # -- 1. attribute discovery
-        t = time.perf_counter()
-        pool = seeds if seeds is not None else bank
+    # --------------------------------------------------------------------------------------------- steps
+    def _discover(self, vlm: ChatModel, bank: PromptBank, rng: np.random.Generator, show: bool
+                  ) -> tuple[list[dict], list[dict], dict[str, list[str]]]:
+        """Step 1 (C.1): the VLM shown A's images over B's for sampled prompts; (the discovery records, the
+        failures, each proposed attribute with the prompts it was proposed for)."""
+        pool = bank.seeds if bank.seeds is not None else bank.prompts
         n_disc = min(self.n_discovery_prompts, len(pool))
         disc_prompts = [pool[i] for i in sorted(rng.choice(len(pool), size=n_disc, replace=False))]
         discovery, failures = [], []
@@ -220,7 +199,7 @@ class CompCon:
         canonical: dict[str, str] = {}
         for p in track(disc_prompts, total=n_disc, description="attribute discovery (VLM)", enabled=show):
             k = self.images_per_prompt
-            grid = image_grid(images_a[p][:k], images_b[p][:k], cell=self.grid_cell)
+            grid = image_grid(bank.images_a[p][:k], bank.images_b[p][:k], cell=self.grid_cell)
             msg = user_message(render(self.templates["attribute_discovery"], prompt=p), [grid])
             try:
                 attrs, _, answers = ask(
@@ -236,104 +215,30 @@ class CompCon:
             for a in attrs:
                 key = canonical.setdefault(a.lower(), a)
                 proposed.setdefault(key, []).append(p)
-        timings["discovery"] = time.perf_counter() - t
         if not proposed:
-            if failures and len(failures) == n_disc:
-                raise MalformedAnswerError(
-                    f"attribute discovery: every answer of {getattr(vlm, 'model', 'the VLM')} for the "
-                    f"{n_disc} "
-                    f"sampled prompt(s) was malformed (no 'Model A contains:' list); first problem: "
-                    f"{failures[0]['error']}"
-                )
-            raise EmptyAttributesError(
-                f"attribute discovery: {getattr(vlm, 'model', 'the VLM')} proposed no attribute under "
-                f"'Model A contains:' for any of the {n_disc} sampled prompt(s)"
-                + (f" ({len(failures)} malformed)" if failures else "")
-                + "; nothing to verify. Try more n_discovery_prompts or another VLM."
-            )
+            raise _no_attribute_error(getattr(vlm, "model", "the VLM"), n_disc, failures)
+        return discovery, failures, proposed
 
-        # -- 2. CLIP verification
-        t = time.perf_counter()
+    def _verify(self, bank: PromptBank, proposed: dict[str, list[str]]) -> Verification:
+        """Step 2: CLIP verification over every bank prompt, thresholds calibrated on the null set, the
+        attributes ranked by their diverging prompts (:mod:`.verify`)."""
         names = list(proposed)
         text_emb = np.asarray(self.embedder.embed_texts(names), dtype=np.float64)
-        emb_a, groups_a = self._embed_groups([images_a[p] for p in bank])
-        emb_b, groups_b = self._embed_groups([images_b[p] for p in bank])
+        emb_a, groups_a = self._embed_groups([bank.images_a[p] for p in bank.prompts])
+        emb_b, groups_b = self._embed_groups([bank.images_b[p] for p in bank.prompts])
         sim_a = verify.similarity_matrix(emb_a, text_emb)
         sim_b = verify.similarity_matrix(emb_b, text_emb)
         null = sim_b if self.null == "reference" else np.vstack([sim_a, sim_b])
         thresholds = verify.calibrate_thresholds(null, self.quantile)
-        frac_a = verify.prompt_fractions(verify.has_attribute(sim_a, thresholds), groups_a, len(bank))
-        frac_b = verify.prompt_fractions(verify.has_attribute(sim_b, thresholds), groups_b, len(bank))
+        n = len(bank.prompts)
+        frac_a = verify.prompt_fractions(verify.has_attribute(sim_a, thresholds), groups_a, n)
+        frac_b = verify.prompt_fractions(verify.has_attribute(sim_b, thresholds), groups_b, n)
         div = verify.diverging_matrix(frac_a, frac_b, self.min_fraction)
-        rows = np.arange(len(bank)) if seeds is None else np.array([bank.index(p) for p in seeds])
+        rows = np.arange(n) if bank.seeds is None else np.array([bank.prompts.index(p) for p in bank.seeds])
         order = verify.rank_attributes(div[rows], names, frac_a[rows], frac_b[rows])
-        scores = verify.attribute_scores(div[rows])
-        attributes = []
-        for rank, k in enumerate(order, 1):
-            attributes.append(
-                {
-                    "attribute": names[k],
-                    "rank": rank,
-                    "score": float(scores[k]),
-                    "n_diverging": int(div[rows, k].sum()),
-                    "n_prompts": len(rows),
-                    "diverging_prompts": [bank[i] for i in rows if div[i, k]],
-                    "threshold": float(thresholds[k]),
-                    "mean_fraction_a": float(np.nanmean(frac_a[rows, k])),
-                    "mean_fraction_b": float(np.nanmean(frac_b[rows, k])),
-                    "n_diverging_bank": int(div[:, k].sum()),
-                    "proposed_for": proposed[names[k]],
-                }
-            )
-        timings["verification"] = time.perf_counter() - t
-
-        # -- 3. descriptions
-        t = time.perf_counter()
-        descriptions = []
-        scored = bool(getattr(model_a, "can_generate", False) and getattr(model_b, "can_generate", False))
-        for k in order[: self.n_attributes]:
-            attr = names[k]
-            if seeds is not None:
-                d_set = list(seeds)
-            else:
-                d_set = [bank[i] for i in range(len(bank)) if div[i, k]]
-            n_set = [p for p in bank if p not in set(d_set)]
-            entry = describe_attribute(
-                self,
-                attr,
-                d_set=d_set,
-                n_set=n_set,
-                text_vec=text_emb[k],
-                tau=thresholds[k],
-                model_a=model_a,
-                model_b=model_b,
-                rng=rng,
-                scored=scored,
-                failures=failures,
-                show=show,
-            )
-            descriptions.append(entry)
-        timings["descriptions"] = time.perf_counter() - t
-        timings["total"] = time.perf_counter() - t0
-
-        return CompConResult(
-            attributes=attributes,
-            descriptions=descriptions,
-            discovery=discovery,
-            calibration=calibration_record(
-                quantile=self.quantile, null=self.null, min_fraction=self.min_fraction
-            ),
-            models=models_record(
-                model_a=model_a, model_b=model_b, llm=self.llm, vlm=vlm, embedder=self.embedder
-            ),
-            n_prompts=len(bank),
-            seed=self.seed,
-            config=self.config(),
-            skipped_prompts=missing if skip_missing else {},
-            failures=failures,
-            seeded_from=seeded_from,
-            timings={k: round(v, 4) for k, v in timings.items()},
-        )
+        return Verification(bank=bank, names=names, proposed=proposed, text_embeddings=text_emb,
+                            thresholds=thresholds, diverging=div, rows=rows, order=list(order),
+                            scores=verify.attribute_scores(div[rows]), fraction_a=frac_a, fraction_b=frac_b)
 
     # ------------------------------------------------------------------------------------------- helpers
     def _embed_groups(self, image_lists: list[list[Any]]) -> tuple[np.ndarray, np.ndarray]:
@@ -352,18 +257,17 @@ class CompCon:
         return emb, groups
 
 
-def _image_items(source: Any, prompt: str) -> list[Any]:
-    """A bank's image paths (loaded when needed, so a large bank is never held in memory at once), or a
-    generator's images."""
-    if hasattr(source, "image_paths") and not getattr(source, "can_generate", False):
-        return source.image_paths(prompt)
-    return source.images(prompt)
-
-
-def _missing_message(missing: dict[str, list[str]], n: int) -> str:
-    parts = []
-    for model, ps in missing.items():
-        shown = "; ".join(repr(p) for p in ps[:5])
-        more = f" and {len(ps) - 5} more" if len(ps) > 5 else ""
-        parts.append(f"model {model} has no images for {len(ps)} of the {n} prompts: {shown}{more}")
-    return "; ".join(parts) + " (add the images, or set skip_missing to leave those prompts out)"
+def _no_attribute_error(vlm_name: str, n_disc: int, failures: list[dict]) -> PromptPrismError:
+    """The error of a discovery step that found no attribute: every answer malformed, or none proposed."""
+    if failures and len(failures) == n_disc:
+        return MalformedAnswerError(
+            f"attribute discovery: every answer of {vlm_name} for the {n_disc} "
+            f"sampled prompt(s) was malformed (no 'Model A contains:' list); first problem: "
+            f"{failures[0]['error']}"
+        )
+    return EmptyAttributesError(
+        f"attribute discovery: {vlm_name} proposed no attribute under "
+        f"'Model A contains:' for any of the {n_disc} sampled prompt(s)"
+        + (f" ({len(failures)} malformed)" if failures else "")
+        + "; nothing to verify. Try more n_discovery_prompts or another VLM."
+    )

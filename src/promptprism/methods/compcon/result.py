@@ -36,15 +36,6 @@ class CompConResult(Result):
     timings: dict = field(default_factory=dict)
     version: str = __version__
 
-    @property
-    def best_attribute(self) -> dict | None:
-        """The top-ranked attribute (None when none was found)."""
-        return self.attributes[0] if self.attributes else None
-
-    def best_descriptions(self) -> list[dict]:
-        """The best iteration of each described attribute (``None`` entries left out)."""
-        return [d["best"] for d in self.descriptions if d.get("best")]
-
 
 def models_record(*, model_a: Any, model_b: Any, llm: Any, vlm: Any, embedder: Any) -> dict:
     """The models of a run as recorded in ``result.json``: A, B, the LLM, the VLM and CLIP."""

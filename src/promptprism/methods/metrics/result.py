@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..._version import __version__
-from ...results import Result
+from ...results import PerModelResult
 
 #: the headline numbers of a set, in table order
 HEADLINE = ("precision", "recall", "density", "coverage", "fd", "kid", "mmd2", "clip_score")
@@ -49,13 +49,12 @@ class SetMetrics:
 
 
 @dataclass(frozen=True)
-class MetricsResult(Result):
+class MetricsResult(PerModelResult):
     """Generated sets against one reference set: fidelity, diversity, distances and alignment."""
 
     kind = "metrics"
     nested = {"models": SetMetrics}
 
-    models: list[SetMetrics]
     reference: str
     n_reference: int
     dim: int
@@ -63,12 +62,3 @@ class MetricsResult(Result):
     config: dict
     notes: list[str] = field(default_factory=list)
     version: str = __version__
-
-    @property
-    def names(self) -> list[str]:
-        """The generated sets' names, in input order."""
-        return [m.name for m in self.models]
-
-    def table(self) -> list[dict]:
-        """One :meth:`SetMetrics.row` per generated set."""
-        return [m.row() for m in self.models]

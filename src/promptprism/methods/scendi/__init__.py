@@ -39,8 +39,10 @@ the samples that score highest on it; the same for C_II shows what conditioning 
 Layout of this package (one concept per module): :mod:`.core` (feature-space quantities and scores),
 :mod:`.dual` (the same in sample space, and the cross-fitted Gamma*), :mod:`.bootstrap` (intervals and
 differences), :mod:`.replicates` (in-memory features and replicate engines), :mod:`.nullifier`
-(:class:`PromptNullifier` and the streaming tasks), :mod:`.clusters`, :mod:`.results`, :mod:`.estimator`
-(:class:`Scendi`, :func:`compare`). The feature maps live in :mod:`promptprism.kernels.scendi_features`.
+(:class:`PromptNullifier`, the input check and feature maps), :mod:`.streaming` (the streaming passes),
+:mod:`.routes` (the routes: streamed, grouped, sample space), :mod:`.clusters`, :mod:`.result`,
+:mod:`.estimator` (:class:`Scendi`), :mod:`.comparison` (:func:`compare`).
+The feature maps live in :mod:`promptprism.kernels.scendi_features`.
 """
 
 from ...kernels.scendi_features import ScendiFeatureMaps
@@ -56,7 +58,7 @@ from .bootstrap import (
     percentile_interval,
     prompt_draws,
 )
-from .clusters import build_clusters, stream_cluster_scores, top_samples
+from .clusters import build_clusters, top_samples
 from .comparison import compare
 from .core import (
     EIGEN_FLOOR,
@@ -94,20 +96,26 @@ from .dual import (
     weighted_gram,
 )
 from .estimator import GAMMA_ESTIMATORS, Scendi
-from .nullifier import (
-    PromptNullifier,
-    cluster_scores_partition,
-    joint_covariance_partition,
-    prompt_rank_warnings,
-    resolve_feature_maps,
-)
+from .nullifier import PromptNullifier, prompt_rank_warnings, resolve_feature_maps
 from .replicates import FeatureSpaceReplicates, SampleSpaceReplicates, feature_matrices
-from .results import Cluster, ClusterSample, ScendiComparison, ScendiResult
+from .result import Cluster, ClusterSample, ScendiComparison, ScendiResult
+from .routes import (
+    FitInputs,
+    GroupedRoute,
+    Route,
+    RouteSpectra,
+    SampleSpaceRoute,
+    StreamingRoute,
+    choose_route,
+)
+from .streaming import cluster_scores_partition, joint_covariance_partition, stream_cluster_scores
 
 __all__ = [
     "EIGEN_FLOOR", "EIGH_MAX_DIM", "GAMMA_ESTIMATORS", "INTERVAL_METRICS", "MAX_STORED_EIGENVALUES",
     "METRIC_RANGE", "PINV_RCOND", "PRECISIONS", "RIDGE_GRID", "Cluster", "ClusterSample", "DualSpectra",
-    "FeatureSpaceReplicates", "PromptNullifier", "PromptRankWarning", "SampleSpaceReplicates", "Scendi",
+    "FeatureSpaceReplicates", "FitInputs", "GroupedRoute", "PromptNullifier", "Route", "RouteSpectra",
+    "SampleSpaceRoute", "StreamingRoute", "choose_route", "PromptRankWarning", "SampleSpaceReplicates",
+    "Scendi",
     "ScendiComparison", "ScendiFeatureMaps", "ScendiResult", "SchurSplit", "accumulate_joint",
     "CrossFit", "assign_folds",
     "basic_interval", "check_folds", "cross_fit", "bootstrap_replicates", "build_clusters", "check_bootstrap",

@@ -2,23 +2,18 @@
 
 Each eigenvector is oriented so that its strongest sample scores positive; a cluster lists the ``top_k``
 samples with the largest scores along it (kernel PCA of the nullified features, eq. 7, resp. of the plain
-output features). Scores come from a streaming pass in feature space (:func:`stream_cluster_scores`) or
-directly from the sample-space eigenvectors (:func:`top_samples`).
+output features). Scores come from a streaming pass in feature space
+(:func:`.streaming.stream_cluster_scores`) or directly from the in-memory eigenvectors (:func:`top_samples`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..._progress import progress_enabled
 from ...data.paired import PairedSet
-from ...kernels.scendi_features import ScendiFeatureMaps
-from ...scale.runner import current_client, current_runner, partition_size
-from ...scale.runner import partition_rows as partition_rows_of
 from ...stats.accumulators import TopKAccumulator
 from .core import EIGEN_FLOOR
-from .nullifier import chunks, cluster_scores_partition
-from .results import Cluster, ClusterSample
+from .result import Cluster, ClusterSample
 
 
 def top_samples(model_scores: np.ndarray, output_scores: np.ndarray, top_k: int
@@ -28,20 +23,6 @@ def top_samples(model_scores: np.ndarray, output_scores: np.ndarray, top_k: int
     s = np.concatenate([model_scores, output_scores], axis=1)
     top = TopKAccumulator(top_k, 2 * s.shape[1])
     top.update(np.arange(s.shape[0]), np.concatenate([np.maximum(s, 0.0), np.maximum(-s, 0.0)], axis=1))
-    return top.compute()
-
-
-def stream_cluster_scores(data: PairedSet, maps: ScendiFeatureMaps, gamma: np.ndarray, li_vecs: np.ndarray,
-                          c_vecs: np.ndarray, *, chunk_size: int, partition_rows: int, top_k: int,
-                          progress: bool | None) -> tuple[np.ndarray, np.ndarray]:
-    """Second streaming pass on the current runner: project the nullified (and plain) output features on the
-    top eigenvectors of Lambda_I (and C_II); (ids, scores) as in :func:`top_samples`."""
-    client = current_client()
-    size = chunk_size if client is None else partition_size(partition_rows, chunk_size)
-    top = current_runner().map_reduce(cluster_scores_partition, [
-        (maps, gamma, li_vecs, c_vecs, *partition_rows_of(data, a, b), a, chunk_size, top_k)
-        for a, b in chunks(len(data), size)],
-        description="Scendi: clusters", progress=progress_enabled(progress))
     return top.compute()
 
 

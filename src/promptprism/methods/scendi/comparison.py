@@ -12,7 +12,7 @@ from ..rankings import diversity_rankings
 from .bootstrap import compare_models
 from .estimator import Scendi
 from .nullifier import check_paired
-from .results import ScendiComparison
+from .result import ScendiComparison
 
 
 def compare(sets: list[PairedSet], estimator: Scendi | None = None, names: list[str] | None = None

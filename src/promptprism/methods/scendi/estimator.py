@@ -4,63 +4,37 @@ Estimator contract (the same for every promptprism method): an estimator that le
 (:class:`PromptNullifier`) returns itself from ``fit``; one that measures or compares (:class:`Scendi`,
 :func:`compare`) returns a result object.
 
-Routes (same numbers up to round-off; chosen by size, recorded in ``config['route']``):
-
-* feature space: one streaming pass accumulates the (d_I + d_T)^2 joint covariance (any n, any runner),
-  then the Schur split and the spectra of d_I x d_I matrices;
-* sample space: phi_I, phi_T held in memory, n x n Gram matrices, the spectra of n x n matrices
-  (:mod:`.dual`); used when n is below the feature dimension, and for the cross-fitted estimator and the
-  bootstrap.
+``fit`` = validate, choose the route, assemble: the routes (feature space streamed, feature space with the
+prompts grouped, sample space; same numbers up to round-off; chosen by size, recorded in
+``config['route']``) are objects with one interface in :mod:`.routes`.
 """
 
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..._progress import Stopwatch
 from ..._validation import check_choice, check_interval, check_positive_number
-from ...array_ops import blas_threads_for, index_array, trace
-from ...backend import resolve_backend, to_numpy
+from ...array_ops import blas_threads_for
+from ...backend import resolve_backend
 from ...data.paired import PairedSet, prompt_groups
 from ...errors import OptionError
 from ...kernels.scendi_features import ScendiKernelOptions
 from ...scale.runner import current_client
 from .bootstrap import check_bootstrap, interval_method, interval_notes, prompt_draws, prompt_intervals
 from .calibration import interval_validity
-from .clusters import build_clusters, stream_cluster_scores, top_samples
-from .core import (
-    EIGEN_FLOOR,
-    MAX_STORED_EIGENVALUES,
-    PINV_RCOND,
-    PromptRankWarning,
-    scendi_score_table,
-    schur_split,
-    spectrum_and_top_vectors,
-)
-from .crossfit import check_folds, cross_fit
-from .debias import debias_possible, debias_unique, describe_in_sample
-from .dual import check_precision, grouped_prompt_basis, sample_space_spectra
-from .grouped import grouped_spectra, grouped_split
-from .nullifier import (
-    PromptNullifier,
-    check_paired,
-    joint_covariance_on,
-    prompt_rank_warnings,
-    resolve_feature_maps,
-)
-from .replicates import (
-    FeatureSpaceReplicates,
-    GroupedReplicates,
-    SampleSpaceReplicates,
-    feature_matrices,
-    gram,
-)
-from .results import ScendiResult
+from .clusters import build_clusters
+from .core import EIGEN_FLOOR, MAX_STORED_EIGENVALUES, PromptRankWarning
+from .debias import debias_possible
+from .dual import check_precision
+from .nullifier import PromptNullifier, check_paired, prompt_rank_warnings, resolve_feature_maps
+from .result import ScendiResult
+from .routes import SAMPLE_SPACE_MAX_ROWS, FitInputs, Route, RouteSpectra, choose_route
 
 #: Gamma* estimators: 'auto' = 'debiased' while G > rank(C_TT), else in-sample if 2 rank < n, else cross-fit
 GAMMA_ESTIMATORS = ("auto", "in-sample", "debiased", "cross-fit")
@@ -69,16 +43,25 @@ INTERVAL_METHODS = ("auto", "jackknife", "basic")
 PROMPT_PART = {"in-sample": "Lambda_T = C_IT C_TT^+ C_TI = C_II - Lambda_I (in-sample Gamma*)",
                "debiased": "Lambda_T = C_II - Lambda_I (Lambda_I: in-sample, degrees-of-freedom corrected)",
                "cross-fit": "Lambda_T = C_II - Lambda_I (Lambda_I: covariance of the out-of-fold residuals)"}
-#: the sample-space route holds phi_I, phi_T and n x n matrices in memory: at most this many rows
-SAMPLE_SPACE_MAX_ROWS = 8000
-#: the grouped feature-space route holds Phi_I (n x d_I) in memory: at most this many values
-GROUPED_MAX_VALUES = 100_000_000
 #: the feature-space bootstrap holds the n x (d_I + d_T) features: at most this many values
 FEATURE_BOOTSTRAP_MAX_VALUES = 50_000_000
 #: bootstrap='auto' (the CLI default) runs this many replicates when one replicate is cheap ...
 AUTO_BOOTSTRAP_REPLICATES = 200
 #: ... that is, when its matrices are at most this size (min(n, d_I + d_T))
 AUTO_BOOTSTRAP_MAX_SIZE = 600
+#: the score table's entries that are fields of :class:`ScendiResult` of the same name
+TABLE_FIELDS = ("scendi", "scendi_prompt", "scendi_order2", "scendi_prompt_order2", "vendi", "rke",
+                "model_share", "prompt_share", "entropies")
+#: the options recorded in ``config`` as given (the others are recorded resolved, or elsewhere in the result)
+CONFIG_FIELDS = ("n_clusters", "top_k", "chunk_size")
+#: the gaussian kernel's bandwidth options, recorded as ``<name>_rule`` in ``config`` (None for cosine)
+BANDWIDTH_FIELDS = ("sigma_prompt", "sigma_output")
+
+
+def _head(values: np.ndarray) -> list[float]:
+    """The stored eigenvalues: the first :data:`MAX_STORED_EIGENVALUES`, those above :data:`EIGEN_FLOOR`."""
+    v = np.asarray(values)[:MAX_STORED_EIGENVALUES]
+    return [float(x) for x in v if x > EIGEN_FLOOR]
 
 
 @dataclass
@@ -182,169 +165,92 @@ class Scendi(ScendiKernelOptions):
         """:meth:`fit` with the rows' prompt labels (0..G-1) given, and optionally the bootstrap's prompt
         draws ``counts`` (replicates x G), so that several models can share them; also returns the
         replicates ({metric: values}) or None when the bootstrap is off."""
-        t0 = time.perf_counter()
-        notes: list[str] = []
-        n = len(data)
-        backend = resolve_backend(self.device)
+        clock, notes = Stopwatch(), []
+        inputs = self._inputs(data, groups, notes)
+        replicates = self._replicates(inputs.n, inputs.dim, inputs.distinct, notes)
+        route = choose_route(inputs)  # the covariance pass
+        clock.lap("covariance_s")
+        rank = route.rank
+        estimator = self._resolve_estimator(rank, inputs.n, inputs.distinct, inputs.in_memory, notes)
+        route, estimator = route.settle(estimator, notes)
+        self._warn_rank(data.where, rank, inputs.n, estimator, notes)
+        k = min(self.n_clusters, inputs.d_i, inputs.n)  # (n samples span at most n directions)
+        spectra = route.spectra(estimator, k)
+        clock.lap("eigen_s")
+        ids, scores = route.cluster_samples(spectra, self.top_k)
+        clusters = build_clusters(data, ids, scores, eigenvalues=spectra.model,
+                                  trace=spectra.table["model_share"], k=k, offset=0)
+        clusters_c = build_clusters(data, ids, scores, eigenvalues=spectra.output,
+                                    trace=float(np.sum(spectra.output)), k=k, offset=k)
+        clock.lap("clusters_s")
+        intervals, boot, reps = self._intervals(route, inputs, spectra, estimator, rank, replicates, counts,
+                                                notes)
+        if replicates:
+            clock.lap("bootstrap_s")
+        return ScendiResult(
+            name=name or data.name, **{m: spectra.table[m] for m in TABLE_FIELDS},
+            clusters=clusters, clusters_unconditioned=clusters_c,
+            eigenvalues={part: _head(getattr(spectra, part)) for part in ("model", "prompt", "output")},
+            n=inputs.n, prompt_rank=int(rank), seed=self.seed, warnings=notes, timings=clock.total(),
+            config=self._config(inputs, route, estimator, spectra.ridge), intervals=intervals,
+            bootstrap=boot, gamma_estimator=spectra.described), reps
+
+    def _inputs(self, data: PairedSet, groups: np.ndarray, notes: list[str]) -> FitInputs:
+        """The fit's inputs with the feature maps resolved (bandwidth rules evaluated, seeded)."""
         maps = resolve_feature_maps(data, kernel=self.kernel, sigma_output=self.sigma_output,
                                     sigma_prompt=self.sigma_prompt, n_features=self.n_features,
                                     shared_frequencies=self.shared_frequencies, seed=self.seed, notes=notes)
-        d_i, dim = maps.dim_output, maps.dim_output + maps.dim_prompt
-        dtype = check_precision(self.precision)
-        n_groups = int(np.max(groups)) + 1 if n else 0
-        distinct_groups = len(np.unique(groups))
-        in_memory = current_client() is None and n <= SAMPLE_SPACE_MAX_ROWS
-        replicates = self._replicates(n, dim, distinct_groups, notes)
-        timings: dict[str, float] = {}
-        route = "feature space"
-        feats = split = grouped = None
-        g = distinct_groups  # the grouped route costs O(n d_I^2 + G^2 d_T + G^3), the streaming one O(n d^2)
-        if self._grouped_route(n, dim, d_i, g):
-            feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype,
-                                     backend=backend)
-            grouped = grouped_split(feats[0], feats[1], groups, rcond=PINV_RCOND)
-            rank = grouped.prompt_rank
-            route = "feature space, grouped prompts"
-        elif in_memory and (n < dim or self.gamma_estimator == "cross-fit"):
-            feats = feature_matrices(data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype,
-                                     backend=backend)
-            grams = gram(feats[0]), gram(feats[1])  # outputs n x n, distinct prompts G x G
-            w = np.full(n, 1.0 / n, dtype=dtype)
-            basis, rank = grouped_prompt_basis(grams[1], groups, w, rcond=PINV_RCOND)
-            route = "sample space"
-        else:
-            c = joint_covariance_on(backend, data, maps, chunk_size=self.chunk_size,
-                                    partition_rows=self.partition_rows, progress=self.progress)
-            split = schur_split(c, d_i, rcond=PINV_RCOND)
-            del c
-            rank = split.prompt_rank
-            route = "feature space"
-        timings["covariance_s"] = time.perf_counter() - t0
-        estimator = self._resolve_estimator(rank, n, distinct_groups, in_memory, notes)
-        if estimator == "debiased" and split is not None:
-            if distinct_groups == n:  # every prompt distinct: Lambda_I^dfc = Lambda_I n / (n - k)
-                split = debias_unique(split, rank, n)
-            else:
-                estimator = "in-sample"
-                notes.append("the debiased estimator needs the prompts grouped in one process here; Gamma* "
-                             "was fitted in-sample (biased low by the fitted degrees of freedom)")
-        if estimator == "debiased" and grouped is not None:
-            grouped = grouped_split(feats[0], feats[1], groups, rcond=PINV_RCOND, debias=True)
-        if estimator == "cross-fit" and (split is not None or grouped is not None):
-            split = grouped = None
-            feats = feats if feats is not None else feature_matrices(
-                data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype, backend=backend)
-            grams = gram(feats[0]), gram(feats[1])
-            w = np.full(n, 1.0 / n, dtype=dtype)
-            route = "sample space"
-        for msg in prompt_rank_warnings(data.where, rank, n, estimator=estimator):
+        return FitInputs(data=data, maps=maps, groups=groups, dtype=check_precision(self.precision),
+                         backend=resolve_backend(self.device), chunk_size=self.chunk_size,
+                         partition_rows=self.partition_rows, progress=self.progress,
+                         gamma_estimator=self.gamma_estimator, n_folds=self.n_folds, ridge=self.ridge,
+                         seed=self.seed)
+
+    @staticmethod
+    def _warn_rank(where: str, rank: int, n: int, estimator: str, notes: list[str]) -> None:
+        """The rank warnings of :func:`.nullifier.prompt_rank_warnings`, noted and raised at fit's caller."""
+        for msg in prompt_rank_warnings(where, rank, n, estimator=estimator):
             notes.append(msg)
-            warnings.warn(msg, PromptRankWarning, stacklevel=3)
+            warnings.warn(msg, PromptRankWarning, stacklevel=4)
 
-        t1 = time.perf_counter()
-        k = min(self.n_clusters, d_i, n)  # (n samples span at most n directions)
-        ridge, described = 0.0, describe_in_sample(estimator, grouped, split, n, rank, distinct_groups)
-        s = None  # the spectra of the in-memory paths (grouped features, sample space)
-        if grouped is not None:  # feature space, prompts grouped, in-sample
-            s = grouped_spectra(grouped, feats[0], groups, n_top=k)
-        elif split is not None:  # feature space, in-sample
-            li_vals, li_vecs = spectrum_and_top_vectors(split.lambda_i, k)
-            c_vals, c_vecs = spectrum_and_top_vectors(split.c_ii, k)
-            table = scendi_score_table(li_vals, split.lambda_t_eigenvalues, c_vals,
-                                       model_share=trace(split.lambda_i), prompt_share=trace(split.lambda_t))
-            lt_vals = split.lambda_t_eigenvalues
-            timings["eigen_s"] = time.perf_counter() - t1
-            t2 = time.perf_counter()
-            ids, scores = stream_cluster_scores(
-                data, maps, to_numpy(split.gamma), li_vecs, c_vecs, chunk_size=self.chunk_size,
-                partition_rows=self.partition_rows, top_k=self.top_k, progress=self.progress)
-        else:
-            if estimator != "cross-fit":
-                s = sample_space_spectra(grams[0], w, dim=d_i, basis=basis, n_top=k,
-                                         debias_groups=groups if estimator == "debiased" else None)
-            else:
-                folds = self.n_folds
-                if self.gamma_estimator == "cross-fit":
-                    folds = check_folds(self.n_folds, distinct_groups)
-                fitted = cross_fit(grams[0], grams[1], groups, w, n_folds=folds, ridge=self.ridge,
-                                   seed=self.seed, dim=d_i, n_top=k, rcond=PINV_RCOND)
-                s, ridge, described = fitted.spectra, fitted.ridge, fitted.described
-        if s is not None:
-            li_vals, c_vals, lt_vals = s.model, s.output, s.prompt
-            table = scendi_score_table(s.model, s.prompt, s.output, model_share=s.model_share,
-                                       prompt_share=s.prompt_share)
-            timings["eigen_s"] = time.perf_counter() - t1
-            t2 = time.perf_counter()
-            ids, scores = top_samples(s.model_scores, s.output_scores, self.top_k)
-        clusters = build_clusters(data, ids, scores, eigenvalues=li_vals, trace=table["model_share"], k=k,
-                                  offset=0)
-        clusters_c = build_clusters(data, ids, scores, eigenvalues=c_vals, trace=float(np.sum(c_vals)), k=k,
-                                    offset=k)
-        timings["clusters_s"] = time.perf_counter() - t2
+    def _intervals(self, route: Route, inputs: FitInputs, spectra: RouteSpectra, estimator: str, rank: int,
+                   replicates: int, counts: np.ndarray | None, notes: list[str]) -> tuple[dict, dict, Any]:
+        """(intervals, the bootstrap record, the replicates) of the prompt bootstrap or jackknife; empty
+        when ``replicates`` is 0."""
+        if not replicates:
+            return {}, {}, None
+        if inputs.distinct < 2:
+            raise OptionError(f"{inputs.data.where}: a bootstrap over prompts needs at least 2 distinct "
+                              "prompts, this set has 1; pass bootstrap=0")
+        if counts is None:
+            counts = prompt_draws(int(np.max(inputs.groups)) + 1, replicates, self.seed)
+        engine, side = route.replicates(estimator, spectra.ridge)
+        method = interval_method(self.interval, estimator)
+        with blas_threads_for(side):
+            intervals, reps, method = prompt_intervals(inputs.groups, counts, engine, spectra.table,
+                                                       self.confidence, method)
+        notes.extend(interval_notes(intervals, spectra.table))
+        boot = {"replicates": int(replicates), "level": float(self.confidence), "seed": self.seed,
+                "resample": "prompts", "interval": method,
+                "validity": interval_validity(estimator, method, self.kernel, rank, inputs.distinct)}
+        return intervals, boot, reps
 
-        intervals, boot, reps = {}, {}, None
-        if replicates:
-            t3 = time.perf_counter()
-            if distinct_groups < 2:
-                raise OptionError(f"{data.where}: a bootstrap over prompts needs at least 2 distinct "
-                                  "prompts, this set has 1; pass bootstrap=0")
-            if counts is None:
-                counts = prompt_draws(n_groups, replicates, self.seed)
-            if split is None and grouped is None:
-                engine: Any = SampleSpaceReplicates(
-                    grams[0], grams[1], dim=d_i, cross_fit=estimator == "cross-fit", n_folds=self.n_folds,
-                    ridge=ridge, seed=self.seed, debias=estimator == "debiased")
-            else:
-                f_i, f_g = feats if feats is not None else feature_matrices(
-                    data, maps, groups=groups, chunk_size=self.chunk_size, dtype=dtype, backend=backend)
-                engine = (GroupedReplicates(f_i, f_g) if estimator == "debiased"
-                          else FeatureSpaceReplicates(f_i, f_g[index_array(groups, f_g)]))
-            side = grams[0].shape[0] if grouped is None and split is None else d_i
-            with blas_threads_for(side):
-                intervals, reps, method = prompt_intervals(groups, counts, engine, table, self.confidence,
-                                                           interval_method(self.interval, estimator))
-            notes.extend(interval_notes(intervals, table))
-            boot = {"replicates": int(replicates), "level": float(self.confidence), "seed": self.seed,
-                    "resample": "prompts", "interval": method,
-                    "validity": interval_validity(estimator, method, self.kernel, rank, distinct_groups)}
-            timings["bootstrap_s"] = time.perf_counter() - t3
-        timings["total_s"] = time.perf_counter() - t0
-        config = {"kernel": self.kernel, **maps.describe(),
-                  "sigma_prompt_rule": str(self.sigma_prompt) if self.kernel == "gaussian" else None,
-                  "sigma_output_rule": str(self.sigma_output) if self.kernel == "gaussian" else None,
-                  "shared_frequencies": bool(self.shared_frequencies and self.kernel == "gaussian"),
-                  "n_clusters": self.n_clusters, "top_k": self.top_k, "chunk_size": self.chunk_size,
-                  "eigen_floor": EIGEN_FLOOR, "input": data.where, "precision": self.precision,
-                  "route": route, "device": backend.label,
-                  "n_folds": self.n_folds if estimator == "cross-fit" else None,
-                  "ridge": (None if math.isinf(ridge) else ridge) if estimator == "cross-fit" else None,
-                  "prompt_part": PROMPT_PART[estimator]}
-
-        def head(v: np.ndarray) -> list[float]:
-            v = np.asarray(v)[:MAX_STORED_EIGENVALUES]
-            return [float(x) for x in v if x > EIGEN_FLOOR]
-
-        result = ScendiResult(
-            name=name or data.name, scendi=table["scendi"], scendi_prompt=table["scendi_prompt"],
-            scendi_order2=table["scendi_order2"], scendi_prompt_order2=table["scendi_prompt_order2"],
-            vendi=table["vendi"], rke=table["rke"], model_share=table["model_share"],
-            prompt_share=table["prompt_share"], entropies=table["entropies"], clusters=clusters,
-            clusters_unconditioned=clusters_c,
-            eigenvalues={"model": head(li_vals), "prompt": head(lt_vals), "output": head(c_vals)},
-            n=n, prompt_rank=int(rank), seed=self.seed, config=config, warnings=notes,
-            timings={k_: round(v, 4) for k_, v in timings.items()},
-            intervals=intervals, bootstrap=boot, gamma_estimator=described)
-        return result, reps
-
-    def _grouped_route(self, n: int, dim: int, d_i: int, g: int) -> bool:
-        """Whether the in-sample split runs on grouped prompts in memory (cheaper than streaming, and what
-        the debiased estimator needs when prompts repeat; with every prompt distinct it scales instead)."""
-        if current_client() is not None or n < dim or self.gamma_estimator == "cross-fit":
-            return False
-        if n * d_i > GROUPED_MAX_VALUES:
-            return False
-        cheap = 2 * g < n and g ** 3 + g * g * (dim - d_i) < n * dim ** 2
-        return cheap or (self.gamma_estimator != "in-sample" and g < n and g <= SAMPLE_SPACE_MAX_ROWS)
+    def _config(self, inputs: FitInputs, route: Route, estimator: str, ridge: float) -> dict:
+        """result.json's ``config``: the kernel and its resolved feature maps (bandwidth rules and shared
+        frequencies recorded for the gaussian kernel only), the fields of :data:`CONFIG_FIELDS` as given,
+        then the values resolved by the fit (input, precision, route, device, the cross-fit's folds and
+        ridge, the prompt part)."""
+        gaussian, cross_fitted = self.kernel == "gaussian", estimator == "cross-fit"
+        return {"kernel": self.kernel, **inputs.maps.describe(),
+                **{f"{name}_rule": str(getattr(self, name)) if gaussian else None
+                   for name in BANDWIDTH_FIELDS},
+                "shared_frequencies": bool(self.shared_frequencies and gaussian),
+                **{name: getattr(self, name) for name in CONFIG_FIELDS},
+                "eigen_floor": EIGEN_FLOOR, "input": inputs.data.where, "precision": self.precision,
+                "route": route.name, "device": inputs.backend.label,
+                "n_folds": self.n_folds if cross_fitted else None,
+                "ridge": (None if math.isinf(ridge) else ridge) if cross_fitted else None,
+                "prompt_part": PROMPT_PART[estimator]}
 
     def _replicates(self, n: int, dim: int, distinct: int, notes: list[str]) -> int:
         """The bootstrap's replicate count: ``bootstrap``, or for 'auto' 200 when one replicate is cheap."""

@@ -1,7 +1,8 @@
 """PromptNullifier: fit Gamma* = C_IT C_TT^+ once, then remove the prompt from any output's features.
 
-Also the streaming tasks shared with :class:`~promptprism.methods.scendi.Scendi` (the joint covariance pass
-and the cluster-score pass), run through :func:`promptprism.scale.current_runner`.
+Also what :class:`~promptprism.methods.scendi.Scendi` shares with it before the covariance pass: the input
+check (:func:`check_paired`), the feature maps with their bandwidths resolved (:func:`resolve_feature_maps`)
+and the rank warnings (:func:`prompt_rank_warnings`). The streaming passes live in :mod:`.streaming`.
 """
 
 from __future__ import annotations
@@ -13,17 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from ..._progress import progress_enabled
-from ..._validation import check_positive_number, check_seed, chunks
-from ...backend import Backend
+from ..._validation import check_positive_number, check_seed
 from ...data.paired import PairedSet, as_paired_set
 from ...errors import InputError, OptionError
 from ...kernels.bandwidth import Bandwidth, subsample_rows
 from ...kernels.scendi_features import ScendiFeatureMaps, ScendiKernelOptions
-from ...scale.runner import current_client, current_runner, partition_size
-from ...scale.runner import partition_rows as partition_rows_of
-from ...stats.accumulators import CovarianceAccumulator, TopKAccumulator
-from .core import PromptRankWarning, accumulate_joint, nullify, schur_split
+from .core import PromptRankWarning, nullify, schur_split
+from .streaming import stream_joint_covariance
 
 
 def check_paired(data: Any, kernel: str, *, min_rows: int = 2) -> PairedSet:
@@ -35,35 +32,6 @@ def check_paired(data: Any, kernel: str, *, min_rows: int = 2) -> PairedSet:
     if kernel == "cosine":
         data.check_nonzero("the cosine kernel is undefined for a zero vector")
     return data
-
-
-def stream_joint_covariance(data: PairedSet, maps: ScendiFeatureMaps, *, chunk_size: int,
-                            partition_rows: int, progress: bool | None) -> CovarianceAccumulator:
-    """The joint covariance's accumulator, from one pass over ``data`` on the current runner."""
-    client = current_client()
-    size = chunk_size if client is None else partition_size(partition_rows, chunk_size)
-    return current_runner().map_reduce(joint_covariance_partition, [
-        (maps, *partition_rows_of(data, a, b), chunk_size) for a, b in chunks(len(data), size)],
-        description="Scendi: covariance", progress=progress_enabled(progress))
-
-
-def joint_covariance_on(backend: Backend, data: PairedSet, maps: ScendiFeatureMaps, *, chunk_size: int,
-                        partition_rows: int, progress: bool | None) -> Any:
-    """The joint covariance C (Section 4) as an array of ``backend``: on numpy (or with a cluster) the
-    streaming pass of :func:`stream_joint_covariance`; on torch in this process, chunk by chunk on the
-    device (C += f^T f, in float64)."""
-    if backend.name == "numpy" or current_client() is not None:
-        return backend.asarray(stream_joint_covariance(data, maps, chunk_size=chunk_size,
-                                                       partition_rows=partition_rows,
-                                                       progress=progress).compute())
-    xp = backend.xp
-    dim = maps.dim_output + maps.dim_prompt
-    c = xp.zeros((dim, dim), dtype=xp.float64, device=backend.torch_device)
-    for a, b in chunks(len(data), chunk_size):
-        f = xp.concat([maps.outputs(np.asarray(data.output_embeddings[a:b]), backend),
-                       maps.prompts(np.asarray(data.prompt_embeddings[a:b]), backend)], axis=1)
-        c += f.T @ f
-    return c / len(data)
 
 
 def prompt_rank_warnings(where: str, rank: int, n: int, *, estimator: str) -> list[str]:
@@ -230,30 +198,3 @@ class PromptNullifier(ScendiKernelOptions):
         self.fit(data)
         data = check_paired(data, self.kernel)
         return self.transform(data.prompt_embeddings, data.output_embeddings)
-
-
-def joint_covariance_partition(maps: ScendiFeatureMaps, prompts: Any, outputs: Any, start: int, stop: int,
-                               chunk_size: int) -> CovarianceAccumulator:
-    """Task: sum_i [phi_I(x_i); phi_T(t_i)][...]^T over rows [start, stop), chunk by chunk."""
-    pieces = ((maps.outputs(outputs[start + a : start + b]), maps.prompts(prompts[start + a : start + b]))
-              for a, b in chunks(stop - start, chunk_size))
-    return accumulate_joint(pieces, maps.dim_output, maps.dim_prompt)
-
-
-def cluster_scores_partition(maps: ScendiFeatureMaps, gamma: np.ndarray, li_vecs: np.ndarray,
-                             c_vecs: np.ndarray, prompts: Any, outputs: Any, start: int, stop: int,
-                             first_index: int, chunk_size: int, top_k: int) -> TopKAccumulator:
-    """Task: the top samples along each eigenvector of Lambda_I (nullified features) and of C_II (plain).
-
-    Columns: positive parts then negative parts of [nullified scores, plain scores]; ``first_index`` is the
-    global index of row ``start``.
-    """
-    k = li_vecs.shape[1]
-    top = TopKAccumulator(top_k, 4 * k)
-    for a, b in chunks(stop - start, chunk_size):
-        fi = maps.outputs(outputs[start + a : start + b])
-        ft = maps.prompts(prompts[start + a : start + b])
-        s = np.concatenate([nullify(fi, ft, gamma) @ li_vecs, fi @ c_vecs], axis=1)
-        top.update(np.arange(first_index + a, first_index + b),
-                   np.concatenate([np.maximum(s, 0.0), np.maximum(-s, 0.0)], axis=1))
-    return top

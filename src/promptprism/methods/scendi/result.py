@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..._version import __version__
-from ...results import Result
+from ...results import PerModelResult, Result
 
 
 @dataclass(frozen=True)
@@ -80,23 +80,19 @@ class ScendiResult(Result):
                 "scendi_order2": self.scendi_order2, "vendi": self.vendi, "rke": self.rke,
                 "model_share": self.model_share}
 
+    row = summary  #: the row of :meth:`ScendiComparison.table`
+
 
 @dataclass(frozen=True)
-class ScendiComparison(Result):
+class ScendiComparison(PerModelResult):
     """Several models' :class:`ScendiResult`, one per input, in the order given (``models``)."""
 
     kind = "scendi_comparison"
     nested = {"models": ScendiResult}
 
-    models: list[ScendiResult]
     seed: int
     version: str = __version__
     #: pairwise differences {'a', 'b', 'metric', 'difference', 'low', 'high', 'separated', 'method'}
     differences: list = field(default_factory=list)
     #: per metric, the models ranked with honest ties (``methods.rankings.diversity_rankings``)
     rankings: dict = field(default_factory=dict)
-
-
-    def table(self) -> list[dict]:
-        """One :meth:`ScendiResult.summary` row per model."""
-        return [m.summary() for m in self.models]
