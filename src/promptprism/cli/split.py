@@ -13,7 +13,7 @@ from ..kernels.bandwidth import Bandwidth
 from ..kernels.gram import KERNELS
 from ..methods.promptsplit import EXACT_MAX_SAMPLES, PromptSplit, PromptSplitResult
 from ..methods.promptsplit.aggregate import AGGREGATES
-from ..methods.promptsplit.estimator import METHODS, PRECISIONS, RANKINGS
+from ..methods.promptsplit.options import METHODS, PRECISIONS, RANKINGS
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console
