@@ -23,6 +23,7 @@ from . import figures
 from .common import (
     display_name,
     finish,
+    image_folders,
     notes_block,
     run_details,
     safe_figure,
@@ -185,13 +186,10 @@ def _names(result: Any, sets: dict[str, PairedSet]) -> dict[str, str]:
 
 
 def _bases(result: Any, sets: dict[str, PairedSet], base_dir: Any) -> dict[str, list[Path]]:
-    bases: dict[str, list[Path]] = {}
-    for s in ("test", "reference"):
-        src = (sets[s].source if s in sets else None) or result.config.get(s)
-        bases[s] = [Path(src).parent] if src and ("/" in str(src) or "\\" in str(src)) else []
-        if base_dir is not None:
-            bases[s].append(Path(base_dir))
-    return bases
+    return {
+        s: image_folders((sets[s].source if s in sets else None) or result.config.get(s), base_dir)
+        for s in ("test", "reference")
+    }
 
 
 def _map_or_note(result: Any, sets: dict, map_points: int, names: dict[str, str], step: Callable) -> tuple:

@@ -11,7 +11,17 @@ from pathlib import Path
 from typing import Any
 
 from . import figures
-from .common import finish, mapping, notes_block, run_details, safe_figure, text_card, thumb, visual_of
+from .common import (
+    finish,
+    image_folders,
+    mapping,
+    notes_block,
+    run_details,
+    safe_figure,
+    text_card,
+    thumb,
+    visual_of,
+)
 from .core import reloader, renderer
 from .descriptions import description_block, finding_description
 from .html import Page, bar, data_uri, el, fmt, fnum, note, num, p, table
@@ -291,13 +301,9 @@ def _overview(result: Any, models: list[Any], notes: list[str] | None) -> list:
     ]
 
 
-def _bases(m: Any, sources: Any, base_dir: Any) -> list[Path]:
-    """Where a model's image-file outputs may be: its input's folder, then the results folder."""
-    src = getattr(sources.get(m.name), "source", None) or m.config.get("input")
-    bases = [Path(src).parent] if src and ("/" in str(src) or "\\" in str(src)) else []
-    if base_dir is not None:
-        bases.append(Path(base_dir))
-    return bases
+def _folders(m: Any, sources: Any, base_dir: Any) -> list[Path]:
+    """Where a model's image-file outputs may be (its input's folder, then the results folder)."""
+    return image_folders(getattr(sources.get(m.name), "source", None) or m.config.get("input"), base_dir)
 
 
 @renderer("scendi")
@@ -325,7 +331,7 @@ def render_scendi(
     for m in models:
         page.add(
             f"Clusters · {m.name}",
-            *_model_section(m, mapping(images).get(m.name), _bases(m, mapping(inputs), base_dir), view),
+            *_model_section(m, mapping(images).get(m.name), _folders(m, mapping(inputs), base_dir), view),
             anchor=f"clusters-{names.index(m.name)}",
         )
     for m in models:

@@ -120,8 +120,3 @@ class PromptSplitResult(Result):
             if entry["side"] == mode.side and entry["rank"] == mode.rank and entry["status"] == "named":
                 return entry["name"]
         return None
-
-    def summary_rows(self) -> list[tuple[str, int, float, str]]:
-        """(side, rank, eigenvalue, top prompt) per reported mode."""
-        return [(m.side, m.rank, m.eigenvalue, m.top_prompts[0].prompt if m.top_prompts else "")
-                for m in self.modes]
