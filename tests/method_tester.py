@@ -15,8 +15,6 @@ test uses: each number within its tolerance, every count, index, label and flag 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -24,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from _cli_run import run_cli
 
 #: keys that legitimately differ between two runs of the same fit (wall times, the package version)
 VOLATILE = ("timings", "cost_s", "version")
@@ -39,14 +39,17 @@ def assert_same_result(a: Any, b: Any, *, rtol: float = 1e-9, atol: float = 0.0,
     """``a`` and ``b`` (results, or the dicts of result.json) are the same result: the same keys, lists of
     the same length, every string, bool, int and None equal, every float within ``rtol``/``atol``
     (``tolerances[key] = (rtol, atol)`` for the numbers under a key, e.g. ``{"eigenvalues": (0, 1e-7)}``);
-    the keys in ``ignore`` are skipped wherever they are. The assertion names the first difference's path."""
+    the keys in ``ignore`` are skipped wherever they are (a dotted entry, ``config.test``, only there). The
+    assertion names the first difference's path."""
     _compare(_as_data(a), _as_data(b), "result", (rtol, atol), dict(tolerances or {}), set(ignore))
 
 
 def _compare(x: Any, y: Any, path: str, tol: tuple[float, float], tolerances: dict, ignore: set) -> None:
     if isinstance(x, Mapping) and isinstance(y, Mapping):
-        keys = set(x) - ignore
-        assert keys == set(y) - ignore, f"{path}: keys differ: {sorted(keys ^ (set(y) - ignore))}"
+        here = path.partition(".")[2]  # the path below the result: "config", "modes[0]", ...
+        skip = {k for k in {*x, *y} if k in ignore or f"{here}.{k}".lstrip(".") in ignore}
+        keys = set(x) - skip
+        assert keys == set(y) - skip, f"{path}: keys differ: {sorted(keys ^ (set(y) - skip))}"
         for k in sorted(keys, key=str):
             _compare(x[k], y[k], f"{path}.{k}", tolerances.get(k, tol), tolerances, ignore)
     elif isinstance(x, (list, tuple, np.ndarray)) and isinstance(y, (list, tuple, np.ndarray)):
@@ -90,16 +93,6 @@ class MethodCase:
 
     def __str__(self) -> str:
         return self.name
-
-
-def run_cli(*argv: Any) -> tuple[int, str, str]:
-    """(exit status, stdout, stderr) of ``promptprism ARGV`` run in this process."""
-    from promptprism.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    return code, out.getvalue(), err.getvalue()
 
 
 class MethodTester:

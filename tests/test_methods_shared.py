@@ -164,5 +164,9 @@ def test_the_comparison_finds_each_kind_of_difference():
         with pytest.raises(AssertionError):
             assert_same_result(a, other)
     assert_same_result(a, {**a, "eigenvalues": [0.5, 0.2500001]}, tolerances={"eigenvalues": (0, 1e-6)})
+    nested = {"config": {"test": "a"}, "significance": {"test": "permutation"}}
+    assert_same_result(nested, {**nested, "config": {"test": "b"}}, ignore=("config.test",))
+    with pytest.raises(AssertionError, match="significance.test"):
+        assert_same_result(nested, {**nested, "significance": {"test": "none"}}, ignore=("config.test",))
     with pytest.raises(AssertionError, match=r"result.modes\[0\].score"):
         assert_same_result(a, {**a, "modes": [{"index": 3, "side": "test", "score": 1.1}]})
