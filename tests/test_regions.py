@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from backends import DEVICES, HAS_TORCH
+from method_tester import VOLATILE, assert_same_result
 from promptprism import (
     InputError,
     OptionError,
@@ -355,12 +356,10 @@ def test_region_cms_on_torch_gives_the_reference_result(rng, block_size):
     a = RegionCMS(device="cpu", **kw).fit(real).compare(gen)
     b = RegionCMS(device="torch", **kw).fit(real).compare(gen)
     assert b.config["device"] == "torch:cpu" and a.config["device"] == "numpy"
-    assert a.regions == b.regions
-    np.testing.assert_allclose(np.asarray(b.cka_matrix), np.asarray(a.cka_matrix), atol=1e-12)
-    np.testing.assert_allclose(b.cms + b.product_cms + b.mmd2, a.cms + a.product_cms + a.mmd2, rtol=1e-10)
-    np.testing.assert_allclose(b.region_cms, a.region_cms, rtol=1e-10)
-    for ia, ib in zip(a.intervals, b.intervals, strict=True):
-        assert ia["cms"] == pytest.approx(ib["cms"], rel=1e-10)
+    # every field: the regions, the CKA matrix, every CMS and interval (the shared comparison)
+    assert_same_result(a, b, rtol=1e-10, atol=1e-12, ignore=(*VOLATILE, "config.device"),
+                       tolerances={k: (1e-10, 0) for k in ("cms", "product_cms", "mmd2", "region_cms")}
+                       | {"cka_matrix": (0, 1e-12)})
 
 
 def test_median_rule_warns_when_the_pixel_kernel_is_degenerate():

@@ -5,6 +5,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
+from method_tester import VOLATILE, assert_same_result  # noqa: E402
 from promptprism import PromptSplit, load_paired  # noqa: E402
 from promptprism.datasets import gaussian_mixture  # noqa: E402
 from promptprism.scale import execution  # noqa: E402
@@ -31,20 +32,17 @@ def sets(tmp_path_factory):
 
 
 def _same(a, b):
+    """The shared comparison (method_tester.assert_same_result) at this route's precision."""
     # float32 random features (the rff default) round differently with other BLAS kernels and chunk shapes:
     # equal up to a few float32 ulps of the spectrum's scale; float64 routes to 1e-9
     f32 = a.config.get("precision") == "float32"
     scale = np.abs(a.eigenvalues).max()
     tol = 64 * np.finfo(np.float32).eps * scale if f32 else 1e-9 * scale
-    np.testing.assert_allclose(a.eigenvalues, b.eigenvalues, rtol=0, atol=tol)
-    assert a.distance == pytest.approx(b.distance, rel=0, abs=tol)
-    for ma, mb in zip(a.modes, b.modes, strict=True):
-        assert [s.index for s in ma.top_samples] == [s.index for s in mb.top_samples]
-        assert [s.set for s in ma.top_samples] == [s.set for s in mb.top_samples]
-        np.testing.assert_allclose([s.score for s in ma.top_samples], [s.score for s in mb.top_samples],
-                                   rtol=1e-5 if f32 else 1e-9)
-        assert [p.prompt for p in ma.top_prompts] == [p.prompt for p in mb.top_prompts]
-    assert [r["prompt"] for r in a.prompt_ranking] == [r["prompt"] for r in b.prompt_ranking]
+    rel = 1e-5 if f32 else 1e-9
+    # config: the sets' names (in memory) or paths (files), partition_rows used on a cluster only
+    assert_same_result(a, b, rtol=rel, atol=tol,
+                       ignore=(*VOLATILE, "partition_rows", "config.test", "config.reference"),
+                       tolerances={"eigenvalues": (0, tol), "distance": (0, tol), "score": (rel, 0)})
 
 
 @pytest.mark.parametrize("method", ["rff", "sketch"])

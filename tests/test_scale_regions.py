@@ -14,6 +14,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
+from method_tester import VOLATILE, assert_same_result  # noqa: E402
 from promptprism import RegionCMS, execution  # noqa: E402
 from promptprism.cli import main  # noqa: E402
 from promptprism.data.images import ImageRows, load_images  # noqa: E402
@@ -56,14 +57,11 @@ def _estimator(block_size=None):
 
 
 def _same(a, b):
-    for name in ("cms", "product_cms", "mmd2"):
-        np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-9, atol=0, err_msg=name)
-    np.testing.assert_allclose(a.region_cms, b.region_cms, rtol=1e-9, atol=0)
-    assert a.regions == b.regions
-    np.testing.assert_allclose(a.cka_matrix, b.cka_matrix, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(a.cross_region_cka, b.cross_region_cka, rtol=1e-9, atol=1e-12)
-    assert a.gamma == pytest.approx(b.gamma, rel=1e-12)
-    assert a.constant_pixels == b.constant_pixels and a.n_generated == b.n_generated
+    """The shared comparison (method_tester.assert_same_result): sums over images in another order, to
+    1e-9; the inputs' paths are recorded only when they are files."""
+    assert_same_result(a, b, rtol=1e-9, atol=1e-12, ignore=(*VOLATILE, "real", "generated", "reference"),
+                       tolerances={k: (1e-9, 0) for k in ("cms", "product_cms", "mmd2", "region_cms")}
+                       | {"gamma": (1e-12, 0)})
 
 
 @pytest.mark.parametrize("block_size", [None, 50])

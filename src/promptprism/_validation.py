@@ -39,10 +39,10 @@ def check_matrix(
     checked block by block and never loaded whole, so million-row inputs are never copied; everything else
     becomes a float64 ndarray.
     """
-    from .data.npy import RowSource
-
     where = _where(source, name)
-    streamed = isinstance(array, (np.memmap, RowSource)) and allow_memmap
+    # a row source (data.npy.RowSource) says so with ``row_streamed``: read by rows, never loaded whole
+    row_streamed = getattr(array, "row_streamed", False) is True
+    streamed = (isinstance(array, np.memmap) or row_streamed) and allow_memmap
     if streamed:
         arr = array
     else:

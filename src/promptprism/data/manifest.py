@@ -271,6 +271,60 @@ def _preview(names: list[str], k: int = 5) -> str:
     return shown + (f" and {len(names) - k} more" if len(names) > k else "")
 
 
+def _prompts_by_id(table: Table, prompts_path: Path, id_col: str, prompt_col: str) -> dict[str, tuple]:
+    """The prompts file's rows by id: id -> (row number, where, values, prompt text); ids unique."""
+    if not table.records:
+        raise InputError(f"{prompts_path}: the prompts file has zero rows")
+    for col in (id_col, prompt_col):
+        if col not in table.columns:
+            raise InputError(f"{prompts_path}: no {col!r} column; a prompts file for an image folder needs "
+                             f"'id' and 'prompt' (image file stem = id), or an 'image' column naming each "
+                             f"image (found: {', '.join(repr(c) for c in table.columns) or 'no columns'}); "
+                             "map yours with columns=")
+    by_id: dict[str, tuple[int, str, dict, str]] = {}
+    for rec in table.records:
+        number, where, values = rec.number, rec.where, rec.values
+        rid = _text(values.get(id_col), where, id_col, allow_empty=False).strip()
+        text = _text(values.get(prompt_col), where, prompt_col, allow_empty=False)
+        if rid in by_id:
+            raise InputError(f"{where}: id {rid!r} repeats {by_id[rid][1]}; ids must be unique")
+        by_id[rid] = (number, where, values, text)
+    return by_id
+
+
+def _match_images(folder: Path, prompts_path: Path, ids: Mapping[str, Any]) -> dict[str, list[Path]]:
+    """Each id's images under ``folder`` (file stem = id, stem without '_<k>', or sub-folder = id); every
+    image must match an id and every id have an image."""
+    images = list_images(folder)
+    if not images:
+        raise InputError(f"{folder}: holds no image files ({', '.join(IMAGE_SUFFIXES)})")
+    matched: dict[str, list[Path]] = {rid: [] for rid in ids}
+    unmatched: list[str] = []
+    for img in images:
+        rel = img.relative_to(folder)
+        stem = img.stem
+        m = _SAMPLE_SUFFIX.match(stem)
+        if stem in ids:
+            rid = stem
+        elif m and m.group("id") in ids:
+            rid = m.group("id")
+        elif len(rel.parts) > 1 and rel.parts[-2] in ids:
+            rid = rel.parts[-2]
+        else:
+            unmatched.append(rel.as_posix())
+            continue
+        matched[rid].append(img)
+    if unmatched:
+        raise InputError(f"{folder}: {len(unmatched)} image(s) match no id in {prompts_path}: "
+                         f"{_preview(unmatched)}; an image's file stem (or stem without '_<k>', or its "
+                         f"sub-folder) must equal a prompt id")
+    missing = [rid for rid, imgs in matched.items() if not imgs]
+    if missing:
+        raise InputError(f"{prompts_path}: {len(missing)} prompt id(s) have no image in {folder}: "
+                         f"{_preview(missing)}; the prompts and the images do not match")
+    return matched
+
+
 def read_image_folder(folder: str | os.PathLike, prompts: str | os.PathLike | None = None, *,
                       columns: Mapping[str, str] | None = None) -> Manifest:
     """Pair the images under ``folder`` with the rows of a prompts file (see the module doc for the rule).
@@ -291,50 +345,9 @@ def read_image_folder(folder: str | os.PathLike, prompts: str | os.PathLike | No
     mapping = check_columns(columns)
     if mapping.get("image", "image") in table.columns:  # explicit mapping column: a manifest whose image
         return _build(table, folder, mapping)  # paths are relative to the folder
-    if not table.records:
-        raise InputError(f"{prompts_path}: the prompts file has zero rows")
     id_col, prompt_col = mapping.get("id", "id"), mapping.get("prompt", "prompt")
-    for col in (id_col, prompt_col):
-        if col not in table.columns:
-            raise InputError(f"{prompts_path}: no {col!r} column; a prompts file for an image folder needs "
-                             f"'id' and 'prompt' (image file stem = id), or an 'image' column naming each "
-                             f"image (found: {', '.join(repr(c) for c in table.columns) or 'no columns'}); "
-                             "map yours with columns=")
-    by_id: dict[str, tuple[int, str, dict, str]] = {}
-    for rec in table.records:
-        number, where, values = rec.number, rec.where, rec.values
-        rid = _text(values.get(id_col), where, id_col, allow_empty=False).strip()
-        text = _text(values.get(prompt_col), where, prompt_col, allow_empty=False)
-        if rid in by_id:
-            raise InputError(f"{where}: id {rid!r} repeats {by_id[rid][1]}; ids must be unique")
-        by_id[rid] = (number, where, values, text)
-    images = list_images(folder)
-    if not images:
-        raise InputError(f"{folder}: holds no image files ({', '.join(IMAGE_SUFFIXES)})")
-    matched: dict[str, list[Path]] = {rid: [] for rid in by_id}
-    unmatched: list[str] = []
-    for img in images:
-        rel = img.relative_to(folder)
-        stem = img.stem
-        m = _SAMPLE_SUFFIX.match(stem)
-        if stem in by_id:
-            rid = stem
-        elif m and m.group("id") in by_id:
-            rid = m.group("id")
-        elif len(rel.parts) > 1 and rel.parts[-2] in by_id:
-            rid = rel.parts[-2]
-        else:
-            unmatched.append(rel.as_posix())
-            continue
-        matched[rid].append(img)
-    if unmatched:
-        raise InputError(f"{folder}: {len(unmatched)} image(s) match no id in {prompts_path}: "
-                         f"{_preview(unmatched)}; an image's file stem (or stem without '_<k>', or its "
-                         f"sub-folder) must equal a prompt id")
-    missing = [rid for rid, imgs in matched.items() if not imgs]
-    if missing:
-        raise InputError(f"{prompts_path}: {len(missing)} prompt id(s) have no image in {folder}: "
-                         f"{_preview(missing)}; the prompts and the images do not match")
+    by_id = _prompts_by_id(table, prompts_path, id_col, prompt_col)
+    matched = _match_images(folder, prompts_path, by_id)
     notes: list[str] = []
     rows: list[Row] = []
     for rid, (number, where, rec, text) in by_id.items():

@@ -26,6 +26,8 @@ class RowSource:
 
     shape: tuple[int, ...]
     dtype: np.dtype
+    #: read by rows, never loaded whole (``_validation.check_matrix`` streams what says so)
+    row_streamed = True
 
     @property
     def ndim(self) -> int:

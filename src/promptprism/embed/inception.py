@@ -55,12 +55,99 @@ def find_weights(where: str | Path | None = None) -> Path:
     return found[-1]
 
 
+# ------------------------------------------------------------------------------------ the network, as tables
+# A convolution: (name, in channels, out channels, kernel, stride, padding); a string channel count is one
+# of the block's arguments ("in": its input width, "pool": Mixed_5's pool features, "c7": Mixed_6's 7 x 7
+# width). A branch: the steps applied in turn to the block's input (a convolution's name, or a pool of
+# POOLS); a tuple as its last step forks: each of its convolutions gets the branch so far, and each output
+# is kept. A block's output: its branches' outputs, concatenated on channels, in order.
+_1x7, _7x1 = ((1, 7), (0, 3)), ((7, 1), (3, 0))
+_1x3, _3x1 = ((1, 3), (0, 1)), ((3, 1), (1, 0))
+
+#: torchvision's InceptionA (Mixed_5b-5d)
+INCEPTION_A = {
+    "convs": (("branch1x1", "in", 64, 1, 1, 0), ("branch5x5_1", "in", 48, 1, 1, 0),
+              ("branch5x5_2", 48, 64, 5, 1, 2), ("branch3x3dbl_1", "in", 64, 1, 1, 0),
+              ("branch3x3dbl_2", 64, 96, 3, 1, 1), ("branch3x3dbl_3", 96, 96, 3, 1, 1),
+              ("branch_pool", "in", "pool", 1, 1, 0)),
+    "branches": (("branch1x1",), ("branch5x5_1", "branch5x5_2"),
+                 ("branch3x3dbl_1", "branch3x3dbl_2", "branch3x3dbl_3"), ("avg", "branch_pool")),
+}
+#: InceptionB (Mixed_6a): the grid reduction 35 -> 17
+INCEPTION_B = {
+    "convs": (("branch3x3", "in", 384, 3, 2, 0), ("branch3x3dbl_1", "in", 64, 1, 1, 0),
+              ("branch3x3dbl_2", 64, 96, 3, 1, 1), ("branch3x3dbl_3", 96, 96, 3, 2, 0)),
+    "branches": (("branch3x3",), ("branch3x3dbl_1", "branch3x3dbl_2", "branch3x3dbl_3"), ("max_s2",)),
+}
+#: InceptionC (Mixed_6b-6e): factorised 7 x 7 convolutions
+INCEPTION_C = {
+    "convs": (("branch1x1", "in", 192, 1, 1, 0), ("branch7x7_1", "in", "c7", 1, 1, 0),
+              ("branch7x7_2", "c7", "c7", _1x7[0], 1, _1x7[1]),
+              ("branch7x7_3", "c7", 192, _7x1[0], 1, _7x1[1]),
+              ("branch7x7dbl_1", "in", "c7", 1, 1, 0), ("branch7x7dbl_2", "c7", "c7", _7x1[0], 1, _7x1[1]),
+              ("branch7x7dbl_3", "c7", "c7", _1x7[0], 1, _1x7[1]),
+              ("branch7x7dbl_4", "c7", "c7", _7x1[0], 1, _7x1[1]),
+              ("branch7x7dbl_5", "c7", 192, _1x7[0], 1, _1x7[1]), ("branch_pool", "in", 192, 1, 1, 0)),
+    "branches": (("branch1x1",), ("branch7x7_1", "branch7x7_2", "branch7x7_3"),
+                 tuple(f"branch7x7dbl_{i}" for i in range(1, 6)), ("avg", "branch_pool")),
+}
+#: InceptionD (Mixed_7a): the grid reduction 17 -> 8
+INCEPTION_D = {
+    "convs": (("branch3x3_1", "in", 192, 1, 1, 0), ("branch3x3_2", 192, 320, 3, 2, 0),
+              ("branch7x7x3_1", "in", 192, 1, 1, 0), ("branch7x7x3_2", 192, 192, _1x7[0], 1, _1x7[1]),
+              ("branch7x7x3_3", 192, 192, _7x1[0], 1, _7x1[1]), ("branch7x7x3_4", 192, 192, 3, 2, 0)),
+    "branches": (("branch3x3_1", "branch3x3_2"), tuple(f"branch7x7x3_{i}" for i in range(1, 5)),
+                 ("max_s2",)),
+}
+#: InceptionE (Mixed_7b, 7c): forked 1 x 3 / 3 x 1 branches; FID's Mixed_7c pools with a 3 x 3 max
+INCEPTION_E = {
+    "convs": (("branch1x1", "in", 320, 1, 1, 0), ("branch3x3_1", "in", 384, 1, 1, 0),
+              ("branch3x3_2a", 384, 384, _1x3[0], 1, _1x3[1]),
+              ("branch3x3_2b", 384, 384, _3x1[0], 1, _3x1[1]),
+              ("branch3x3dbl_1", "in", 448, 1, 1, 0), ("branch3x3dbl_2", 448, 384, 3, 1, 1),
+              ("branch3x3dbl_3a", 384, 384, _1x3[0], 1, _1x3[1]),
+              ("branch3x3dbl_3b", 384, 384, _3x1[0], 1, _3x1[1]), ("branch_pool", "in", 192, 1, 1, 0)),
+    "branches": (("branch1x1",), ("branch3x3_1", ("branch3x3_2a", "branch3x3_2b")),
+                 ("branch3x3dbl_1", "branch3x3dbl_2", ("branch3x3dbl_3a", "branch3x3dbl_3b")),
+                 ("pool", "branch_pool")),
+}
+#: the stem, as one block: convolutions and 3 x 3 / stride 2 max pools
+STEM = {
+    "convs": (("Conv2d_1a_3x3", 3, 32, 3, 2, 0), ("Conv2d_2a_3x3", 32, 32, 3, 1, 0),
+              ("Conv2d_2b_3x3", 32, 64, 3, 1, 1), ("Conv2d_3b_1x1", 64, 80, 1, 1, 0),
+              ("Conv2d_4a_3x3", 80, 192, 3, 1, 0)),
+    "branches": (("Conv2d_1a_3x3", "Conv2d_2a_3x3", "Conv2d_2b_3x3", "max_s2", "Conv2d_3b_1x1",
+                  "Conv2d_4a_3x3", "max_s2"),),
+}
+#: the mixed blocks after the stem, in order: (module name, block table, its arguments)
+MIXED = (
+    ("Mixed_5b", INCEPTION_A, {"in": 192, "pool": 32}),
+    ("Mixed_5c", INCEPTION_A, {"in": 256, "pool": 64}),
+    ("Mixed_5d", INCEPTION_A, {"in": 288, "pool": 64}),
+    ("Mixed_6a", INCEPTION_B, {"in": 288}),
+    ("Mixed_6b", INCEPTION_C, {"in": 768, "c7": 128}),
+    ("Mixed_6c", INCEPTION_C, {"in": 768, "c7": 160}),
+    ("Mixed_6d", INCEPTION_C, {"in": 768, "c7": 160}),
+    ("Mixed_6e", INCEPTION_C, {"in": 768, "c7": 192}),
+    ("Mixed_7a", INCEPTION_D, {"in": 768}),
+    ("Mixed_7b", INCEPTION_E, {"in": 1280, "pool": "avg"}),
+    ("Mixed_7c", INCEPTION_E, {"in": 2048, "pool": "max_s1"}),
+)
+
+
 def build_fid_inception():
-    """An untrained FID Inception-v3 (torch ``nn.Module``) whose parameter names match the checkpoint;
-    ``features(x)`` maps (n, 3, 299, 299) inputs in [-1, 1] to (n, 2048) pool features."""
+    """An untrained FID Inception-v3 (torch ``nn.Module``) built from the tables above, whose parameter
+    names match the checkpoint; ``features(x)`` maps (n, 3, 299, 299) inputs in [-1, 1] to (n, 2048) pool
+    features."""
     import torch
     from torch import nn
     from torch.nn import functional as F
+
+    pools = {
+        "avg": lambda x: F.avg_pool2d(x, 3, stride=1, padding=1, count_include_pad=False),  # TensorFlow's
+        "max_s1": lambda x: F.max_pool2d(x, 3, stride=1, padding=1),
+        "max_s2": lambda x: F.max_pool2d(x, 3, stride=2),
+    }
 
     class BasicConv2d(nn.Module):
         def __init__(self, cin: int, cout: int, kernel, stride=1, padding=0) -> None:
@@ -71,124 +158,46 @@ def build_fid_inception():
         def forward(self, x):
             return F.relu(self.bn(self.conv(x)))
 
-    def avg_pool(x):  # TensorFlow's: the padded zeros do not count
-        return F.avg_pool2d(x, 3, stride=1, padding=1, count_include_pad=False)
+    class Block(nn.Module):
+        """A block of the tables: its convolutions, its branches run on the input, concatenated."""
 
-    class InceptionA(nn.Module):
-        def __init__(self, cin: int, pool_features: int) -> None:
+        def __init__(self, table: dict, args: dict) -> None:
             super().__init__()
-            self.branch1x1 = BasicConv2d(cin, 64, 1)
-            self.branch5x5_1 = BasicConv2d(cin, 48, 1)
-            self.branch5x5_2 = BasicConv2d(48, 64, 5, padding=2)
-            self.branch3x3dbl_1 = BasicConv2d(cin, 64, 1)
-            self.branch3x3dbl_2 = BasicConv2d(64, 96, 3, padding=1)
-            self.branch3x3dbl_3 = BasicConv2d(96, 96, 3, padding=1)
-            self.branch_pool = BasicConv2d(cin, pool_features, 1)
+            for name, cin, cout, kernel, stride, padding in table["convs"]:
+                self.add_module(name, BasicConv2d(args.get(cin, cin), args.get(cout, cout), kernel,
+                                                  stride=stride, padding=padding))
+            self.branches = [tuple(args.get(step, step) if isinstance(step, str) else step for step in b)
+                             for b in table["branches"]]
 
         def forward(self, x):
-            return torch.cat([self.branch1x1(x), self.branch5x5_2(self.branch5x5_1(x)),
-                              self.branch3x3dbl_3(self.branch3x3dbl_2(self.branch3x3dbl_1(x))),
-                              self.branch_pool(avg_pool(x))], 1)
+            outs = []
+            for branch in self.branches:
+                h = x
+                for step in branch:
+                    if isinstance(step, tuple):  # a fork: every convolution of it gets h
+                        outs += [getattr(self, name)(h) for name in step]
+                        h = None
+                    else:
+                        h = pools[step](h) if step in pools else getattr(self, step)(h)
+                if h is not None:
+                    outs.append(h)
+            return outs[0] if len(outs) == 1 else torch.cat(outs, 1)
 
-    class InceptionB(nn.Module):
-        def __init__(self, cin: int) -> None:
-            super().__init__()
-            self.branch3x3 = BasicConv2d(cin, 384, 3, stride=2)
-            self.branch3x3dbl_1 = BasicConv2d(cin, 64, 1)
-            self.branch3x3dbl_2 = BasicConv2d(64, 96, 3, padding=1)
-            self.branch3x3dbl_3 = BasicConv2d(96, 96, 3, stride=2)
+    class FIDInceptionV3(Block):
+        """The stem (this block's own convolutions, at the top level as in the checkpoint), the mixed
+        blocks, the classifier."""
 
-        def forward(self, x):
-            return torch.cat([self.branch3x3(x),
-                              self.branch3x3dbl_3(self.branch3x3dbl_2(self.branch3x3dbl_1(x))),
-                              F.max_pool2d(x, 3, stride=2)], 1)
-
-    class InceptionC(nn.Module):
-        def __init__(self, cin: int, c7: int) -> None:
-            super().__init__()
-            self.branch1x1 = BasicConv2d(cin, 192, 1)
-            self.branch7x7_1 = BasicConv2d(cin, c7, 1)
-            self.branch7x7_2 = BasicConv2d(c7, c7, (1, 7), padding=(0, 3))
-            self.branch7x7_3 = BasicConv2d(c7, 192, (7, 1), padding=(3, 0))
-            self.branch7x7dbl_1 = BasicConv2d(cin, c7, 1)
-            self.branch7x7dbl_2 = BasicConv2d(c7, c7, (7, 1), padding=(3, 0))
-            self.branch7x7dbl_3 = BasicConv2d(c7, c7, (1, 7), padding=(0, 3))
-            self.branch7x7dbl_4 = BasicConv2d(c7, c7, (7, 1), padding=(3, 0))
-            self.branch7x7dbl_5 = BasicConv2d(c7, 192, (1, 7), padding=(0, 3))
-            self.branch_pool = BasicConv2d(cin, 192, 1)
-
-        def forward(self, x):
-            b7 = self.branch7x7_3(self.branch7x7_2(self.branch7x7_1(x)))
-            d = x
-            for i in range(1, 6):
-                d = getattr(self, f"branch7x7dbl_{i}")(d)
-            return torch.cat([self.branch1x1(x), b7, d, self.branch_pool(avg_pool(x))], 1)
-
-    class InceptionD(nn.Module):
-        def __init__(self, cin: int) -> None:
-            super().__init__()
-            self.branch3x3_1 = BasicConv2d(cin, 192, 1)
-            self.branch3x3_2 = BasicConv2d(192, 320, 3, stride=2)
-            self.branch7x7x3_1 = BasicConv2d(cin, 192, 1)
-            self.branch7x7x3_2 = BasicConv2d(192, 192, (1, 7), padding=(0, 3))
-            self.branch7x7x3_3 = BasicConv2d(192, 192, (7, 1), padding=(3, 0))
-            self.branch7x7x3_4 = BasicConv2d(192, 192, 3, stride=2)
-
-        def forward(self, x):
-            b7 = x
-            for i in range(1, 5):
-                b7 = getattr(self, f"branch7x7x3_{i}")(b7)
-            return torch.cat([self.branch3x3_2(self.branch3x3_1(x)), b7, F.max_pool2d(x, 3, stride=2)], 1)
-
-    class InceptionE(nn.Module):
-        def __init__(self, cin: int, max_pool: bool) -> None:
-            super().__init__()
-            self.max_pool = max_pool  # FID's Mixed_7c: a 3 x 3 max pool where Inception has an average
-            self.branch1x1 = BasicConv2d(cin, 320, 1)
-            self.branch3x3_1 = BasicConv2d(cin, 384, 1)
-            self.branch3x3_2a = BasicConv2d(384, 384, (1, 3), padding=(0, 1))
-            self.branch3x3_2b = BasicConv2d(384, 384, (3, 1), padding=(1, 0))
-            self.branch3x3dbl_1 = BasicConv2d(cin, 448, 1)
-            self.branch3x3dbl_2 = BasicConv2d(448, 384, 3, padding=1)
-            self.branch3x3dbl_3a = BasicConv2d(384, 384, (1, 3), padding=(0, 1))
-            self.branch3x3dbl_3b = BasicConv2d(384, 384, (3, 1), padding=(1, 0))
-            self.branch_pool = BasicConv2d(cin, 192, 1)
-
-        def forward(self, x):
-            b3 = self.branch3x3_1(x)
-            d = self.branch3x3dbl_2(self.branch3x3dbl_1(x))
-            pooled = F.max_pool2d(x, 3, stride=1, padding=1) if self.max_pool else avg_pool(x)
-            return torch.cat([self.branch1x1(x), self.branch3x3_2a(b3), self.branch3x3_2b(b3),
-                              self.branch3x3dbl_3a(d), self.branch3x3dbl_3b(d), self.branch_pool(pooled)], 1)
-
-    class FIDInceptionV3(nn.Module):
         def __init__(self) -> None:
-            super().__init__()
-            self.Conv2d_1a_3x3 = BasicConv2d(3, 32, 3, stride=2)
-            self.Conv2d_2a_3x3 = BasicConv2d(32, 32, 3)
-            self.Conv2d_2b_3x3 = BasicConv2d(32, 64, 3, padding=1)
-            self.Conv2d_3b_1x1 = BasicConv2d(64, 80, 1)
-            self.Conv2d_4a_3x3 = BasicConv2d(80, 192, 3)
-            self.Mixed_5b = InceptionA(192, 32)
-            self.Mixed_5c = InceptionA(256, 64)
-            self.Mixed_5d = InceptionA(288, 64)
-            self.Mixed_6a = InceptionB(288)
-            self.Mixed_6b = InceptionC(768, 128)
-            self.Mixed_6c = InceptionC(768, 160)
-            self.Mixed_6d = InceptionC(768, 160)
-            self.Mixed_6e = InceptionC(768, 192)
-            self.Mixed_7a = InceptionD(768)
-            self.Mixed_7b = InceptionE(1280, max_pool=False)
-            self.Mixed_7c = InceptionE(2048, max_pool=True)
+            super().__init__(STEM, {})
+            for name, table, args in MIXED:
+                self.add_module(name, Block(table, args))
             self.fc = nn.Linear(FEATURE_DIM, NUM_CLASSES)
 
         def features(self, x):
             """(n, 3, 299, 299) in [-1, 1] -> (n, 2048) global average pool after Mixed_7c."""
-            x = self.Conv2d_2b_3x3(self.Conv2d_2a_3x3(self.Conv2d_1a_3x3(x)))
-            x = self.Conv2d_4a_3x3(self.Conv2d_3b_1x1(F.max_pool2d(x, 3, stride=2)))
-            x = F.max_pool2d(x, 3, stride=2)
-            for name in ("5b", "5c", "5d", "6a", "6b", "6c", "6d", "6e", "7a", "7b", "7c"):
-                x = getattr(self, f"Mixed_{name}")(x)
+            x = super().forward(x)
+            for name, _, _ in MIXED:
+                x = getattr(self, name)(x)
             return torch.flatten(F.adaptive_avg_pool2d(x, 1), 1)
 
         def forward(self, x):

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .._execution import current_client
 from ..errors import InputError, OptionError
 from .base import Encoder, to_rgb
 from .cache import EmbeddingCache, array_key, file_key, text_key
@@ -109,6 +110,59 @@ def encode_chunk_task(spec: dict, kind: str, batch: Sequence[Any], wheres: Seque
     return vec
 
 
+def _look_up(items: Sequence[Any], kind: str, encoder: Encoder, cache: EmbeddingCache,
+             wheres: Sequence[str]) -> tuple[list[bytes], dict[bytes, int], Any, dict[bytes, np.ndarray]]:
+    """Each item's key, the first item of each key, the encoder's cache store and the vectors it holds."""
+    keys = [item_key(it, kind, w) for it, w in zip(items, wheres, strict=True)]
+    first: dict[bytes, int] = {}
+    for i, k in enumerate(keys):
+        first.setdefault(k, i)
+    try:
+        store = cache.store(encoder.identity)
+        found = store.get(first)
+    except OSError as exc:
+        raise OptionError(f"cache folder {cache.root}: cannot be used ({exc}); pass cache=DIR or "
+                          f"cache=None", parameter="cache") from None
+    return keys, first, store, found
+
+
+def _encode_on_cluster(client: Any, chunks: list[list[bytes]], spec: dict, job: dict, found: dict,
+                       st: EmbedStats, bar: Any, task: Any) -> None:
+    """Encode the missing chunks on the cluster's workers (they append to a shared cache; an in-memory
+    cache is filled here)."""
+    items, wheres, first, kind = job["items"], job["wheres"], job["first"], job["kind"]
+    encoder, cache, store = job["encoder"], job["cache"], job["store"]
+    folder = cache.folder(encoder.identity)
+    futures = [client.submit(encode_chunk_task, spec, kind, [items[first[k]] for k in ks],
+                             [wheres[first[k]] for k in ks], ks, None if folder is None else str(folder),
+                             encoder.identity, pure=False, retries=2) for ks in chunks]
+    for ks, fut in zip(chunks, futures, strict=True):
+        vec = fut.result()
+        if folder is None:
+            store.put(ks, vec)
+        found.update(zip(ks, vec, strict=True))
+        st.encoded += len(ks)
+        bar.advance(task, len(ks))
+
+
+def _encode_here(chunks: list[list[bytes]], job: dict, found: dict, st: EmbedStats, bar: Any,
+                 task: Any) -> None:
+    """Encode the missing chunks in this process, storing each as soon as it is done."""
+    items, wheres, first, kind = job["items"], job["wheres"], job["first"], job["kind"]
+    encoder, cache, store = job["encoder"], job["cache"], job["store"]
+    for ks in chunks:
+        idx = [first[k] for k in ks]
+        vec = _encode_batch(encoder, kind, [items[i] for i in idx], [wheres[i] for i in idx])
+        try:
+            store.put(ks, vec)
+        except OSError as exc:
+            raise OptionError(f"cache folder {cache.root}: cannot be written ({exc}); pass cache=DIR "
+                              f"or cache=None", parameter="cache") from None
+        found.update(zip(ks, vec, strict=True))
+        st.encoded += len(ks)
+        bar.advance(task, len(ks))
+
+
 def embed_items(items: Sequence[Any], kind: str, encoder: Encoder, cache: EmbeddingCache, *,
                 wheres: Sequence[str] | None = None, progress: bool = False, chunk: int = CHUNK,
                 stats: EmbedStats | None = None, description: str | None = None,
@@ -120,22 +174,11 @@ def embed_items(items: Sequence[Any], kind: str, encoder: Encoder, cache: Embedd
     rebuilds the encoder (``get_encoder`` arguments), the chunks
     that miss the cache are encoded on the cluster's workers, which write them to the (shared) cache.
     """
-    from ..scale import current_client
-
     client = current_client()
     t0 = time.perf_counter()
     n = len(items)
     wheres = list(wheres) if wheres is not None else [f"item {i}" for i in range(n)]
-    keys = [item_key(it, kind, w) for it, w in zip(items, wheres, strict=True)]
-    first: dict[bytes, int] = {}
-    for i, k in enumerate(keys):
-        first.setdefault(k, i)
-    try:
-        store = cache.store(encoder.identity)
-        found = store.get(first)
-    except OSError as exc:
-        raise OptionError(f"cache folder {cache.root}: cannot be used ({exc}); pass cache=DIR or "
-                          f"cache=None", parameter="cache") from None
+    keys, first, store, found = _look_up(items, kind, encoder, cache, wheres)
     missing = [k for k in first if k not in found]
     st = stats if stats is not None else EmbedStats()
     st.items += n
@@ -143,34 +186,15 @@ def embed_items(items: Sequence[Any], kind: str, encoder: Encoder, cache: Embedd
     st.hits += len(first) - len(missing)
     desc = description or f"embedding {kind}s ({encoder.identity.split('-')[0]})"
     chunks = [missing[start : start + chunk] for start in range(0, len(missing), chunk)]
-    if client is not None and encoder_spec is not None and chunks:
-        folder = cache.folder(encoder.identity)
-        futures = [client.submit(encode_chunk_task, encoder_spec, kind, [items[first[k]] for k in ks],
-                                 [wheres[first[k]] for k in ks], ks, None if folder is None else str(folder),
-                                 encoder.identity, pure=False, retries=2) for ks in chunks]
-        with _bar(len(missing), desc, progress) as bar:
-            task = bar.add_task(desc, total=len(missing))
-            for ks, fut in zip(chunks, futures, strict=True):
-                vec = fut.result()
-                if folder is None:
-                    store.put(ks, vec)
-                found.update(zip(ks, vec, strict=True))
-                st.encoded += len(ks)
-                bar.advance(task, len(ks))
-        chunks = []
+    job = {"items": items, "wheres": wheres, "first": first, "kind": kind, "encoder": encoder,
+           "cache": cache, "store": store}
+    on_cluster = client is not None and encoder_spec is not None and bool(chunks)
     with _bar(len(missing), desc, progress and bool(chunks)) as bar:
         task = bar.add_task(desc, total=len(missing))
-        for ks in chunks:
-            idx = [first[k] for k in ks]
-            vec = _encode_batch(encoder, kind, [items[i] for i in idx], [wheres[i] for i in idx])
-            try:
-                store.put(ks, vec)
-            except OSError as exc:
-                raise OptionError(f"cache folder {cache.root}: cannot be written ({exc}); pass cache=DIR "
-                                  f"or cache=None", parameter="cache") from None
-            found.update(zip(ks, vec, strict=True))
-            st.encoded += len(ks)
-            bar.advance(task, len(ks))
+        if on_cluster:
+            _encode_on_cluster(client, chunks, encoder_spec, job, found, st, bar, task)
+        else:
+            _encode_here(chunks, job, found, st, bar, task)
     if n == 0:
         return np.zeros((0, 0), dtype=np.float32)
     dims = {v.shape[0] for v in found.values()}

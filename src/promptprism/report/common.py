@@ -134,6 +134,15 @@ def visual_of(
     return None, None
 
 
+def image_folders(source: Any, base_dir: Any) -> list[Path]:
+    """Where a set's image-file outputs may be: the folder of its input (when ``source`` is a path), then
+    the results folder."""
+    folders = [Path(source).parent] if source and ("/" in str(source) or "\\" in str(source)) else []
+    if base_dir is not None:
+        folders.append(Path(base_dir))
+    return folders
+
+
 def mapping(obj: Any) -> Mapping[str, Any]:
     """``obj`` if it is a mapping, else an empty dict."""
     return obj if isinstance(obj, Mapping) else {}

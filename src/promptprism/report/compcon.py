@@ -80,53 +80,58 @@ def attribute_view(attrs: list[dict], sources: dict[str, Any], names: dict[str, 
     return {"names": names, "attributes": out, "prompts": list(prompts.values()), "thumbs": thumbs}
 
 
-def _description_block(d: dict, attr: dict | None, sources: dict, names: dict[str, str]) -> list:
-    best = d.get("best") or {}
-    out: list[Any] = []
-    if best.get("description"):
-        score = (
-            "unscored (an image bank cannot render new prompts)"
-            if best.get("score") is None
-            else f"{fnum(best['score'], '.0%')} of its generated prompts diverge"
+def _best_description(d: dict, best: dict) -> Any:
+    """The best description of an attribute's diverging prompts, or a note saying why there is none."""
+    if not best.get("description"):
+        return note(f"no description: {d.get('stop_reason') or 'none was produced'}")
+    score = (
+        "unscored (an image bank cannot render new prompts)"
+        if best.get("score") is None
+        else f"{fnum(best['score'], '.0%')} of its generated prompts diverge"
+    )
+    return el(
+        "div",
+        el("h3", "Best description"),
+        p(el("b", best["description"])),
+        p(
+            f"key concepts: {', '.join(best.get('key_concepts') or []) or '–'} · iteration "
+            f"{best.get('iteration')} · {score}",
+            cls="muted",
+        ),
+        cls="card pos",
+    )
+
+
+def _diverging_prompts(prompts: list, sources: dict, names: dict[str, str]) -> list:
+    """The first diverging prompts with both models' images (or the prompts alone), and all of them."""
+    if not prompts:
+        return []
+    out: list[Any] = [
+        el(
+            "h3",
+            f"Diverging prompts ({len(prompts)}; first {min(len(prompts), PROMPTS_SHOWN)} "
+            f"shown with {IMAGES_PER_MODEL} images of each model)",
         )
-        out.append(
-            el(
-                "div",
-                el("h3", "Best description"),
-                p(el("b", best["description"])),
-                p(
-                    f"key concepts: {', '.join(best.get('key_concepts') or []) or '–'} · iteration "
-                    f"{best.get('iteration')} · {score}",
-                    cls="muted",
-                ),
-                cls="card pos",
-            )
-        )
+    ]
+    if sources:
+        out += [_prompt_row(pr, sources, names) for pr in prompts[:PROMPTS_SHOWN]]
     else:
-        out.append(note(f"no description: {d.get('stop_reason') or 'none was produced'}"))
-    prompts = list((attr or {}).get("diverging_prompts") or d.get("diverging_set") or [])
-    if prompts:
         out.append(
-            el(
-                "h3",
-                f"Diverging prompts ({len(prompts)}; first {min(len(prompts), PROMPTS_SHOWN)} "
-                f"shown with {IMAGES_PER_MODEL} images of each model)",
+            note(
+                "The images are not at hand (the image banks named in the result are gone, or the "
+                "models were Python generators): prompts only."
             )
         )
-        if sources:
-            out += [_prompt_row(pr, sources, names) for pr in prompts[:PROMPTS_SHOWN]]
-        else:
-            out.append(
-                note(
-                    "The images are not at hand (the image banks named in the result are gone, or the "
-                    "models were Python generators): prompts only."
-                )
-            )
-            out.append(el("ul", [el("li", pr) for pr in prompts[:PROMPTS_SHOWN]]))
-        if len(prompts) > PROMPTS_SHOWN:
-            out.append(
-                details(f"all {len(prompts)} diverging prompts", el("ul", [el("li", pr) for pr in prompts]))
-            )
+        out.append(el("ul", [el("li", pr) for pr in prompts[:PROMPTS_SHOWN]]))
+    if len(prompts) > PROMPTS_SHOWN:
+        out.append(
+            details(f"all {len(prompts)} diverging prompts", el("ul", [el("li", pr) for pr in prompts]))
+        )
+    return out
+
+
+def _iterations_block(d: dict, best: dict) -> list:
+    """The descriptions iteration by iteration (the best one shaded) and the prompts written from them."""
     rows, hl = [], []
     for i, it in enumerate(d.get("iterations") or []):
         n_gen = len(it.get("generated_prompts") or [])
@@ -142,8 +147,8 @@ def _description_block(d: dict, attr: dict | None, sources: dict, names: dict[st
                 f"{n_div}/{n_gen}" if d.get("scored") else f"{n_gen} (not rendered)",
             ]
         )
-    out.append(el("h3", "Descriptions per iteration"))
-    out.append(
+    out: list[Any] = [
+        el("h3", "Descriptions per iteration"),
         table(
             ["iteration", "description", "key concepts", "score", "diverging / generated"],
             rows,
@@ -151,16 +156,14 @@ def _description_block(d: dict, attr: dict | None, sources: dict, names: dict[st
             highlight=hl,
         )
         if rows
-        else p("no iterations", cls="muted")
-    )
-    out.append(
+        else p("no iterations", cls="muted"),
         p(
             f"{d.get('n_iterations', len(rows))} iteration(s); {d.get('stop_reason') or ''}. Shaded: the "
             "best iteration. Score: the fraction of the prompts written from the description whose images "
             "diverge (A shows the attribute, B does not).",
             cls="muted small",
-        )
-    )
+        ),
+    ]
     gen = [
         (it.get("iteration"), pr, "yes" if flag else "no")
         for it in d.get("iterations") or []
@@ -177,20 +180,28 @@ def _description_block(d: dict, attr: dict | None, sources: dict, names: dict[st
     return out
 
 
-@renderer("compcon")
-def render_compcon(result: Any, *, inputs: Any = None, notes: list[str] | None = None, **_: Any) -> str:
-    """The CompCon report page (see the module docstring)."""
-    notes = list(notes or [])
-    models = result.models or {}
+def _description_block(d: dict, attr: dict | None, sources: dict, names: dict[str, str]) -> list:
+    """One described attribute: its best description, diverging prompts and iterations."""
+    best = d.get("best") or {}
+    prompts = list((attr or {}).get("diverging_prompts") or d.get("diverging_set") or [])
+    return [
+        _best_description(d, best),
+        *_diverging_prompts(prompts, sources, names),
+        *_iterations_block(d, best),
+    ]
+
+
+def _model_names(models: dict) -> dict[str, str]:
+    """The display names of models A and B (told apart when they are the same)."""
     names = {k: str((models.get(k) or {}).get("name") or k) for k in ("A", "B")}
     if names["A"] == names["B"]:
         names = {"A": f"A ({names['A']})", "B": f"B ({names['B']})"}
-    sources = {k: v for k, v in mapping(inputs).items() if k in ("A", "B") and v is not None}
-    page = Page(
-        f"CompCon · what {names['A']} shows and {names['B']} does not",
-        "Visual attributes found in model A's images and not in model B's, the prompts that trigger "
-        "them, and a description of those prompts in words.",
-    )
+    return names
+
+
+def _overview(result: Any, notes: list[str]) -> list:
+    """Notes, the run's cards, the top attribute and where the run started from."""
+    models = result.models or {}
     attrs = result.attributes or []
     described = [d for d in result.descriptions or [] if d.get("best")]
     llm, vlm = models.get("llm") or {}, models.get("vlm") or {}
@@ -226,7 +237,14 @@ def render_compcon(result: Any, *, inputs: Any = None, notes: list[str] | None =
                 cls="muted",
             )
         )
-    page.add("Overview", *overview)
+    return overview
+
+
+RANKING_HEADERS = ["#", "attribute", "diverging", "score", "mean frac. A", "mean frac. B", "CLIP threshold"]
+
+
+def _add_ranking(page: Page, attrs: list[dict]) -> None:
+    """The attribute ranking: a chart of the top scores beside the first 25 rows, all rows folded."""
     shown = attrs[:CHART_ATTRIBUTES]
     chart = (
         safe_figure(
@@ -260,20 +278,7 @@ def render_compcon(result: Any, *, inputs: Any = None, notes: list[str] | None =
             chart,
             el(
                 "div",
-                table(
-                    [
-                        "#",
-                        "attribute",
-                        "diverging",
-                        "score",
-                        "mean frac. A",
-                        "mean frac. B",
-                        "CLIP threshold",
-                    ],
-                    rows[:25],
-                    numeric=(0, 2, 3, 4, 5, 6),
-                    row_attrs=attr_rows[:25],
-                ),
+                table(RANKING_HEADERS, rows[:25], numeric=(0, 2, 3, 4, 5, 6), row_attrs=attr_rows[:25]),
                 p(
                     "Fractions: share of a prompt's images CLIP finds the attribute in, "
                     "averaged over prompts.",
@@ -284,28 +289,16 @@ def render_compcon(result: Any, *, inputs: Any = None, notes: list[str] | None =
         ),
         details(
             f"all {len(rows)} attributes",
-            table(
-                ["#", "attribute", "diverging", "score", "mean frac. A", "mean frac. B", "CLIP threshold"],
-                rows,
-                numeric=(0, 2, 3, 4, 5, 6),
-                row_attrs=attr_rows,
-            ),
+            table(RANKING_HEADERS, rows, numeric=(0, 2, 3, 4, 5, 6), row_attrs=attr_rows),
         )
         if len(rows) > 25
         else None,
         anchor="attributes",
     )
-    by_name = {a["attribute"]: a for a in attrs}
-    for i, d in enumerate(result.descriptions or [], 1):
-        page.add(
-            f"Attribute {i}: {d.get('attribute')}",
-            *_description_block(d, by_name.get(d.get("attribute")), sources, names),
-            anchor=f"attr{i}",
-        )
-    if not result.descriptions and top is not None:
-        page.add(
-            "Diverging prompts", *_description_block({"attribute": top["attribute"]}, top, sources, names)
-        )
+
+
+def _run_extras(result: Any) -> list:
+    """The attribute discovery, the answers given up on and the prompts skipped, folded."""
     disc = [
         (x.get("prompt"), ", ".join(x.get("attributes") or []) or el("i", x.get("error") or "none"))
         for x in result.discovery or []
@@ -317,20 +310,14 @@ def render_compcon(result: Any, *, inputs: Any = None, notes: list[str] | None =
         )
     ]
     if result.failures:
+        failures = [
+            (f.get("stage"), f.get("prompt") or f.get("attribute") or "", snippet(f.get("error"), 300))
+            for f in result.failures
+        ]
         extra.append(
             details(
                 f"{len(result.failures)} malformed answer(s) given up on",
-                table(
-                    ["stage", "where", "error"],
-                    [
-                        (
-                            f.get("stage"),
-                            f.get("prompt") or f.get("attribute") or "",
-                            snippet(f.get("error"), 300),
-                        )
-                        for f in result.failures
-                    ],
-                ),
+                table(["stage", "where", "error"], failures),
             )
         )
     if result.skipped_prompts:
@@ -340,8 +327,40 @@ def render_compcon(result: Any, *, inputs: Any = None, notes: list[str] | None =
                 table(["model", "prompts"], [(k, "; ".join(v)) for k, v in result.skipped_prompts.items()]),
             )
         )
+    return extra
+
+
+@renderer("compcon")
+def render_compcon(result: Any, *, inputs: Any = None, notes: list[str] | None = None, **_: Any) -> str:
+    """The CompCon report page (see the module docstring)."""
+    notes = list(notes or [])
+    models = result.models or {}
+    names = _model_names(models)
+    sources = {k: v for k, v in mapping(inputs).items() if k in ("A", "B") and v is not None}
+    page = Page(
+        f"CompCon · what {names['A']} shows and {names['B']} does not",
+        "Visual attributes found in model A's images and not in model B's, the prompts that trigger "
+        "them, and a description of those prompts in words.",
+    )
+    attrs = result.attributes or []
+    page.add("Overview", *_overview(result, notes))
+    _add_ranking(page, attrs)
+    by_name = {a["attribute"]: a for a in attrs}
+    for i, d in enumerate(result.descriptions or [], 1):
+        page.add(
+            f"Attribute {i}: {d.get('attribute')}",
+            *_description_block(d, by_name.get(d.get("attribute")), sources, names),
+            anchor=f"attr{i}",
+        )
+    if not result.descriptions and attrs:
+        top = attrs[0]
+        page.add(
+            "Diverging prompts", *_description_block({"attribute": top["attribute"]}, top, sources, names)
+        )
     page.add(
-        "Run details", *extra, run_details(result, [("calibration", result.calibration), ("models", models)])
+        "Run details",
+        *_run_extras(result),
+        run_details(result, [("calibration", result.calibration), ("models", models)]),
     )
     return finish(page, kind="CompCon", result=result, view=attribute_view(attrs, sources, names))
 

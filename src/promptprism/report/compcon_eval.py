@@ -20,6 +20,42 @@ def _ratings(values: Any) -> str:
     return ", ".join(str(v) for v in values)
 
 
+def _split_table(rows: list[dict], k: Any) -> Any:
+    """Per ID² split: the ground truth, the judge's ratings and the top-1 / best-of-top-k scores."""
+    if not rows:
+        return p("no split was judged", cls="muted")
+    return table(
+        [
+            "split",
+            "ground-truth attribute",
+            "concepts",
+            "attribute ratings",
+            "description ratings",
+            "attribute top 1",
+            f"attribute top {k}",
+            "description top 1",
+            f"description top {k}",
+        ],
+        [
+            (
+                str(r.get("split", "?")),
+                str(r.get("truth_attribute", "")),
+                ", ".join(map(str, r.get("truth_concepts") or []))
+                if isinstance(r.get("truth_concepts"), list)
+                else str(r.get("truth_concepts", "")),
+                _ratings(r.get("attribute_ratings")),
+                _ratings(r.get("description_ratings")),
+                _num(r.get("attribute_top1")),
+                _num(r.get(f"attribute_top{k}")),
+                _num(r.get("description_top1")),
+                _num(r.get(f"description_top{k}")),
+            )
+            for r in rows
+        ],
+        numeric=(5, 6, 7, 8),
+    )
+
+
 @renderer("compcon-eval")
 def render_compcon_eval(result: Any, *, notes: list[str] | None = None, **_: Any) -> str:
     """The compcon-eval report page (see the module docstring)."""
@@ -52,41 +88,7 @@ def render_compcon_eval(result: Any, *, notes: list[str] | None = None, **_: Any
             cls="muted small",
         ),
     )
-    page.add(
-        "Per split",
-        table(
-            [
-                "split",
-                "ground-truth attribute",
-                "concepts",
-                "attribute ratings",
-                "description ratings",
-                "attribute top 1",
-                f"attribute top {k}",
-                "description top 1",
-                f"description top {k}",
-            ],
-            [
-                (
-                    str(r.get("split", "?")),
-                    str(r.get("truth_attribute", "")),
-                    ", ".join(map(str, r.get("truth_concepts") or []))
-                    if isinstance(r.get("truth_concepts"), list)
-                    else str(r.get("truth_concepts", "")),
-                    _ratings(r.get("attribute_ratings")),
-                    _ratings(r.get("description_ratings")),
-                    _num(r.get("attribute_top1")),
-                    _num(r.get(f"attribute_top{k}")),
-                    _num(r.get("description_top1")),
-                    _num(r.get(f"description_top{k}")),
-                )
-                for r in rows
-            ],
-            numeric=(5, 6, 7, 8),
-        )
-        if rows
-        else p("no split was judged", cls="muted"),
-    )
+    page.add("Per split", _split_table(rows, k))
     if failures:
         page.add(
             "Judge failures",

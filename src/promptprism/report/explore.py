@@ -122,28 +122,9 @@ def _prompt_table(result: Any, sets: dict) -> tuple[list[dict], dict[str, int]]:
     return prompts, ids
 
 
-def promptsplit_view(
-    result: Any, sets: dict, images: dict, bases: dict[str, list[Path]], names: dict[str, str], map_data: Any
-) -> dict[str, Any]:
-    """The ``view`` data of a PromptSplit page (see the module docstring)."""
-    prompts, ids = _prompt_table(result, sets)
-
-    def prompt_id(name: str) -> int:
-        if name not in ids:
-            ids[name] = len(prompts)
-            prompts.append(
-                {
-                    "prompt": name,
-                    "disagreement": None,
-                    "share": None,
-                    "n_test": None,
-                    "n_reference": None,
-                    "rows": {"test": [], "reference": []},
-                }
-            )
-        return ids[name]
-
-    rows = _Rows(sets, images, bases, prompt_id)
+def _mode_views(result: Any, prompts: list[dict], prompt_id: Any, rows: _Rows) -> list[dict]:
+    """Per mode: its id, eigenvalue, significance, prompt loadings and the view rows of its top samples
+    (each prompt's contribution to each mode is noted in ``prompts``)."""
     modes = []
     for m in result.modes:
         mid = mode_label(m.side, m.rank)
@@ -169,6 +150,62 @@ def promptsplit_view(
                 "samples": samples,
             }
         )
+    return modes
+
+
+def _map_view(map_data: Any, sets: dict, rows: _Rows) -> dict[str, Any]:
+    """The map's points (coordinates, mode, colours) with a view row for each."""
+    map_rows = [
+        rows.add(s, i, sets[s].prompt_label(i), sets[s].output_label(i)) for s, i in map_data["points"]
+    ]
+    return {
+        "x": map_data["x"],
+        "y": map_data["y"],
+        "mode": map_data["mode"],
+        "row": map_rows,
+        "colors": map_data["colors"],
+    }
+
+
+def _rows_left_out(rows: _Rows) -> list[str]:
+    """Notes on the output texts cut and the thumbnails left out of the views."""
+    out = []
+    if rows.cut:
+        out.append(
+            f"{rows.cut:,} output texts longer than {TEXT_LIMIT:,} characters are cut to that "
+            "length in the views"
+        )
+    if rows.no_thumb:
+        out.append(
+            f"{rows.no_thumb:,} samples have no thumbnail in the views (the "
+            f"{THUMB_BUDGET / 1e6:.0f} MB budget for thumbnails was spent)"
+        )
+    return out
+
+
+def promptsplit_view(
+    result: Any, sets: dict, images: dict, bases: dict[str, list[Path]], names: dict[str, str], map_data: Any
+) -> dict[str, Any]:
+    """The ``view`` data of a PromptSplit page (see the module docstring)."""
+    prompts, ids = _prompt_table(result, sets)
+
+    def prompt_id(name: str) -> int:
+        if name not in ids:
+            ids[name] = len(prompts)
+            prompts.append(
+                {
+                    "prompt": name,
+                    "disagreement": None,
+                    "share": None,
+                    "n_test": None,
+                    "n_reference": None,
+                    "rows": {"test": [], "reference": []},
+                }
+            )
+        return ids[name]
+
+    rows = _Rows(sets, images, bases, prompt_id)
+    modes = _mode_views(result, prompts, prompt_id, rows)
     left_out = _per_prompt_rows(result, sets, prompts, ids, rows)
     view: dict[str, Any] = {
         "names": names,
@@ -177,26 +214,8 @@ def promptsplit_view(
         "ranking_basis": getattr(result, "ranking_basis", None),
     }
     if map_data:
-        map_rows = [
-            rows.add(s, i, sets[s].prompt_label(i), sets[s].output_label(i)) for s, i in map_data["points"]
-        ]
-        view["map"] = {
-            "x": map_data["x"],
-            "y": map_data["y"],
-            "mode": map_data["mode"],
-            "row": map_rows,
-            "colors": map_data["colors"],
-        }
-    if rows.cut:
-        left_out.append(
-            f"{rows.cut:,} output texts longer than {TEXT_LIMIT:,} characters are cut to that "
-            "length in the views"
-        )
-    if rows.no_thumb:
-        left_out.append(
-            f"{rows.no_thumb:,} samples have no thumbnail in the views (the "
-            f"{THUMB_BUDGET / 1e6:.0f} MB budget for thumbnails was spent)"
-        )
+        view["map"] = _map_view(map_data, sets, rows)
+    left_out += _rows_left_out(rows)
     view.update(rows=rows.rows, thumbs=rows.thumbs, left_out=left_out)
     return view
 

@@ -182,6 +182,78 @@ def _assign(scores: np.ndarray, labels: list[str]) -> tuple[np.ndarray, dict[str
     return assign, colors
 
 
+def _sample_indices(result: Any, map_points: int) -> tuple[dict[str, np.ndarray], int]:
+    """The map's seeded subsample, proportional per set: ({set: row indices}, points asked for)."""
+    total = result.n_test + result.n_reference
+    k = max(2, min(int(map_points), total))
+    rng = np.random.default_rng(result.seed)
+    k_test = min(result.n_test, max(1, round(k * result.n_test / total)))
+    idx = {
+        "test": _subsample(result.n_test, k_test, rng),
+        "reference": _subsample(result.n_reference, k - k_test, rng),
+    }
+    return idx, k
+
+
+def _keep_usable(idx: dict, t: dict, z: dict, feats: np.ndarray) -> tuple[dict, dict, dict, np.ndarray, int]:
+    """The sampled rows whose joint features are usable (finite, not extreme): (idx, t, z, feats, number
+    left out)."""
+    keep = usable_rows(feats)
+    left_out = int((~keep).sum())
+    if not left_out:
+        return idx, t, z, feats, 0
+    n_t = len(idx["test"])
+    part = {"test": keep[:n_t], "reference": keep[n_t:]}
+    return (
+        {s: idx[s][part[s]] for s in idx},
+        {s: t[s][part[s]] for s in t},
+        {s: z[s][part[s]] for s in z},
+        feats[keep],
+        left_out,
+    )
+
+
+def _map_caption(result: Any, shown: int, total: int, left_out: int, per_sign: int, origin: str,
+                 weak: bool) -> Any:
+    """How the map was sampled and coloured, and how to read it."""
+    rate = shown / total
+    extreme = (
+        f" {left_out:,} sampled rows with non-finite or extreme embeddings are left out of the map."
+        if left_out
+        else ""
+    )
+    return p(
+        f"Sampling rate: {shown:,} of {total:,} samples ({rate:.1%}"
+        + ("" if shown == total else f", a random subsample seeded with {result.seed}, proportional per set")
+        + f").{extreme} "
+        f"Each point is coloured by the mode (top {per_sign} of each sign: {origin}) on which it has "
+        "the largest |score|, each mode's scores measured in units of their 99th percentile |score| on "
+        "the map's samples"
+        + (f"; grey, '{WEAK_NAME}': below {WEAK:g} of that on every coloured mode. " if weak else ". ")
+        + "Circles: test model, triangles: reference. t-SNE places similar samples close together; "
+        "distances between far-apart groups mean little.",
+        cls="muted small",
+    )
+
+
+def _scatter(xy: np.ndarray, assign: np.ndarray, colors: dict, idx: dict, names: dict[str, str],
+             shown: int, total: int) -> Any:
+    """The static t-SNE figure: colour by mode, marker by model."""
+    groups = [names["test"], names["reference"]]
+    markers = [names["test"]] * len(idx["test"]) + [names["reference"]] * len(idx["reference"])
+    return safe_figure(
+        figures.scatter_map,
+        xy,
+        assign.astype(str),
+        groups,
+        colors,
+        markers,
+        {names["test"]: "o", names["reference"]: "^"},
+        f"t-SNE of the joint (prompt, output) embeddings · {shown:,} of {total:,} samples",
+        alt="t-SNE map of the samples coloured by mode",
+    )
+
+
 def map_section(
     result: Any,
     sets: dict[str, PairedSet],
@@ -203,13 +275,7 @@ def map_section(
             )
         ]
     total = result.n_test + result.n_reference
-    k = max(2, min(int(map_points), total))
-    rng = np.random.default_rng(result.seed)
-    k_test = min(result.n_test, max(1, round(k * result.n_test / total)))
-    idx = {
-        "test": _subsample(result.n_test, k_test, rng),
-        "reference": _subsample(result.n_reference, k - k_test, rng),
-    }
+    idx, k = _sample_indices(result, map_points)
     if min(len(v) for v in idx.values()) < 2 or k < 12:
         return [note(f"too few samples ({k}) for a map")]
     t = {s: np.asarray(sets[s].prompt_embeddings[idx[s]], dtype=np.float64) for s in idx}
@@ -218,29 +284,21 @@ def map_section(
     feats = joint_features(
         np.vstack([t["test"], t["reference"]]), np.vstack([z["test"], z["reference"]]), result.config
     )
-    keep = usable_rows(feats)
-    left_out = int((~keep).sum())
-    if left_out:
-        n_t = len(idx["test"])
-        idx = {"test": idx["test"][keep[:n_t]], "reference": idx["reference"][keep[n_t:]]}
-        t = {s: t[s][keep[:n_t] if s == "test" else keep[n_t:]] for s in t}
-        z = {s: z[s][keep[:n_t] if s == "test" else keep[n_t:]] for s in z}
-        feats = feats[keep]
-        if min(len(v) for v in idx.values()) < 2 or feats.shape[0] < 12:
-            return [
-                note(
-                    f"map not drawn: {left_out:,} of the {drawn:,} sampled rows have non-finite or extreme "
-                    "embeddings (at this kernel's bandwidths) and too few remain"
-                )
-            ]
+    idx, t, z, feats, left_out = _keep_usable(idx, t, z, feats)
+    if left_out and (min(len(v) for v in idx.values()) < 2 or feats.shape[0] < 12):
+        return [
+            note(
+                f"map not drawn: {left_out:,} of the {drawn:,} sampled rows have non-finite or extreme "
+                "embeddings (at this kernel's bandwidths) and too few remain"
+            )
+        ]
     per_sign = min(MAP_MODES_PER_SIGN, int(result.config.get("n_modes") or MAP_MODES_PER_SIGN))
     step("map: mode scores of the sampled points")
     scores, labels, vals = mode_scores(result, t, z, per_sign)
     if not np.isfinite(scores).all():
         return [note("map not drawn: the sampled points' mode scores are not finite")]
     shown = feats.shape[0]
-    whole = shown == total
-    origin = _origin(result, whole, vals, per_sign)
+    origin = _origin(result, shown == total, vals, per_sign)
     step("map: t-SNE embedding")
     xy = embed_2d(feats, result.seed)
     assign, colors = _assign(scores, labels)
@@ -252,43 +310,10 @@ def map_section(
             points=[(s, int(i)) for s in ("test", "reference") for i in idx[s]],
             colors=colors,
         )
-    groups = [names["test"], names["reference"]]
-    markers = [names["test"]] * len(idx["test"]) + [names["reference"]] * len(idx["reference"])
     step("map: drawing")
-    fig = safe_figure(
-        figures.scatter_map,
-        xy,
-        assign.astype(str),
-        groups,
-        colors,
-        markers,
-        {names["test"]: "o", names["reference"]: "^"},
-        f"t-SNE of the joint (prompt, output) embeddings · {shown:,} of {total:,} samples",
-        alt="t-SNE map of the samples coloured by mode",
-    )
-    rate = shown / total
-    extreme = (
-        f" {left_out:,} sampled rows with non-finite or extreme embeddings are left out of the map."
-        if left_out
-        else ""
-    )
+    fig = _scatter(xy, assign, colors, idx, names, shown, total)
     return [
         el("div", cls="pp-widget", data_pp_widget="map"),
         el("div", fig, cls="pp-static"),
-        p(
-            f"Sampling rate: {shown:,} of {total:,} samples ({rate:.1%}"
-            + ("" if whole else f", a random subsample seeded with {result.seed}, proportional per set")
-            + f").{extreme} "
-            f"Each point is coloured by the mode (top {per_sign} of each sign: {origin}) on which it has "
-            "the largest |score|, each mode's scores measured in units of their 99th percentile |score| on "
-            "the map's samples"
-            + (
-                f"; grey, '{WEAK_NAME}': below {WEAK:g} of that on every coloured mode. "
-                if (assign == WEAK_NAME).any()
-                else ". "
-            )
-            + "Circles: test model, triangles: reference. t-SNE places similar samples close together; "
-            "distances between far-apart groups mean little.",
-            cls="muted small",
-        ),
+        _map_caption(result, shown, total, left_out, per_sign, origin, bool((assign == WEAK_NAME).any())),
     ]

@@ -23,6 +23,7 @@ from . import figures
 from .common import (
     display_name,
     finish,
+    image_folders,
     notes_block,
     run_details,
     safe_figure,
@@ -103,10 +104,8 @@ def _side_block(title: str, samples: list, note_text: str, images, bases) -> Any
     return el("div", el("h4", title, el("span", f" · {note_text}", cls="muted small")), body, cls="side")
 
 
-def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | None, ids: dict,
-               description: dict | None = None) -> Any:
-    pos = mode.side == "test"
-    label = _mode_label(mode.side, mode.rank)
+def _prompts_table(mode: Any, ids: dict) -> Any:
+    """A mode's top prompts with each one's share of the eigenvalue."""
     lam = num(mode.eigenvalue)
     lam = lam if lam == lam else 0.0
     prompts = [
@@ -114,7 +113,7 @@ def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | N
             pl.prompt,
             el(
                 "span",
-                bar(abs(num(pl.contribution) / lam) if lam else 0.0, neg=not pos, width=60),
+                bar(abs(num(pl.contribution) / lam) if lam else 0.0, neg=mode.side != "test", width=60),
                 fnum(num(pl.contribution) / lam, ".0%") if lam else "–",
             ),
             pl.n_test,
@@ -122,6 +121,19 @@ def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | N
         )
         for pl in mode.top_prompts[:6]
     ]
+    return table(
+        ["top prompts", "share of the eigenvalue", "n test", "n ref"],
+        prompts,
+        numeric=(2, 3),
+        row_attrs=[{"data_pp_prompt": ids.get(pl.prompt)} for pl in mode.top_prompts[:6]],
+    )
+
+
+def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | None, ids: dict,
+               description: dict | None = None) -> Any:
+    """One mode: its eigenvalue and significance, its description, top prompts and both models' samples."""
+    pos = mode.side == "test"
+    label = _mode_label(mode.side, mode.rank)
     by_side = {mode.side: mode.top_samples, ("reference" if pos else "test"): mode.top_samples_other}
     favoured = f"strongest on this mode ({names[mode.side]} does more of it)"
     cols = [
@@ -151,12 +163,7 @@ def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | N
         )
         if flag is False
         else None,
-        table(
-            ["top prompts", "share of the eigenvalue", "n test", "n ref"],
-            prompts,
-            numeric=(2, 3),
-            row_attrs=[{"data_pp_prompt": ids.get(pl.prompt)} for pl in mode.top_prompts[:6]],
-        ),
+        _prompts_table(mode, ids),
         el("div", cols, cls="grid2"),
         cls="card pos" if pos else "card neg",
         id=f"mode{'p' if pos else 'n'}{mode.rank}",
@@ -179,58 +186,27 @@ def _names(result: Any, sets: dict[str, PairedSet]) -> dict[str, str]:
 
 
 def _bases(result: Any, sets: dict[str, PairedSet], base_dir: Any) -> dict[str, list[Path]]:
-    bases: dict[str, list[Path]] = {}
-    for s in ("test", "reference"):
-        src = (sets[s].source if s in sets else None) or result.config.get(s)
-        bases[s] = [Path(src).parent] if src and ("/" in str(src) or "\\" in str(src)) else []
-        if base_dir is not None:
-            bases[s].append(Path(base_dir))
-    return bases
+    return {
+        s: image_folders((sets[s].source if s in sets else None) or result.config.get(s), base_dir)
+        for s in ("test", "reference")
+    }
 
 
-@renderer("promptsplit")
-def render_promptsplit(
-    result: Any,
-    *,
-    inputs: Any = None,
-    images: Any = None,
-    base_dir: Any = None,
-    notes: list[str] | None = None,
-    map_points: int = MAP_POINTS,
-    step: Callable[[str], None] | None = None,
-    **_: Any,
-) -> str:
-    """The PromptSplit report page (see the module docstring); ``step(name)`` is called before each step
-    that can take a while (progress)."""
-    step = step or (lambda _: None)
-    notes = list(notes or [])
-    sets = check_sets(result, inputs, notes)
-    imgs = check_images(result, images, notes)
-    cfg = result.config
-    names = _names(result, sets)
-    bases = _bases(result, sets, base_dir)
-    page = Page(
-        f"PromptSplit · {names['test']} vs {names['reference']}",
-        "Where two prompt-guided models disagree. Positive modes (blue): what the test model produces "
-        "more than the reference; negative modes (orange): what the reference produces more.",
-    )
-    sig = significance_of(result)
-    alpha = sig.get("alpha")
-    said = verdict(result)
-    null, flags = null_and_flags(result, alpha)
+def _map_or_note(result: Any, sets: dict, map_points: int, names: dict[str, str], step: Callable) -> tuple:
+    """The map section and what it leaves for the views (``sink``), or a note when it cannot be drawn."""
     sink: dict = {}
     try:
-        map_block = map_section(result, sets, map_points, names, step=step, sink=sink)
+        return map_section(result, sets, map_points, names, step=step, sink=sink), sink
     except (ImportError, ArithmeticError, ValueError, TypeError, RuntimeError, np.linalg.LinAlgError) as exc:
         # the map is an extra: a missing package or a degenerate subsample (e.g. an eigen-solver that does
         # not converge) leaves a note, never a failed command
-        map_block, sink = [note(f"map not drawn: {type(exc).__name__}: {exc}")], {}
-    step("report: data of the views")
-    view = promptsplit_view(result, sets, imgs, bases, names, sink)
-    ids = {pr["prompt"]: k for k, pr in enumerate(view["prompts"])}
-    step("report: eigenvalue chart")
-    scope = getattr(result, "eigenvalues_scope", None)
-    eig = safe_figure(
+        return [note(f"map not drawn: {type(exc).__name__}: {exc}")], {}
+
+
+def _eigen_figure(result: Any, null: Any, flags: Any) -> Any:
+    """The top eigenvalues of each sign, with the permutation null band when there is one."""
+    cfg = result.config
+    return safe_figure(
         figures.eigenvalue_bars,
         result.eigenvalues,
         int(cfg.get("n_modes") or 10),
@@ -247,9 +223,14 @@ def render_promptsplit(
         )
         + "A few tall bars: a few clear differences; a flat spectrum: diffuse ones.",
     )
+
+
+def _overview(result: Any, names: dict[str, str], notes: list[str], view: dict, alpha: Any, ids: dict,
+              eig: Any) -> list:
+    """The verdict, the run's cards, the significance, the prompt ranking beside the eigenvalues."""
+    said = verdict(result)
     modes_value, modes_label = modes_card(result)
-    page.add(
-        "Overview",
+    return [
         el("p", el("b", said)) if said else None,
         notes_block(notes),
         cards(
@@ -258,7 +239,7 @@ def render_promptsplit(
                 (f"{result.n_reference:,}", f"samples · {names['reference']}"),
                 (fmt(result.distance), "‖Λ‖²_F (PromptSplit distance)"),
                 (modes_value, modes_label),
-                (f"{result.method}", f"route · {cfg.get('kernel', '?')} kernel"),
+                (f"{result.method}", f"route · {result.config.get('kernel', '?')} kernel"),
             ]
         ),
         significance_block(result),
@@ -275,13 +256,11 @@ def render_promptsplit(
             ),
             cls="grid2",
         ),
-    )
-    step("report: mode galleries")
+    ]
 
-    def card(mode: Any) -> Any:
-        return _mode_card(mode, imgs, bases, names, alpha, ids,
-                          finding_description(result, side=mode.side, rank=mode.rank))
 
+def _add_modes(page: Page, result: Any, card: Callable[[Any], Any], names: dict[str, str]) -> None:
+    """The positive and the negative modes, the first OPEN_MODES of each sign open, the rest folded."""
     for title, modes in (
         ("Positive modes", result.positive_modes),
         ("Negative modes", result.negative_modes),
@@ -307,13 +286,21 @@ def render_promptsplit(
             if len(modes) > OPEN_MODES
             else None,
         )
-    page.add("Map of the samples", map_block, anchor="map")
+
+
+def _add_run_details(page: Page, result: Any, ids: dict) -> None:
+    """The configuration, seed and timings, and the full prompt ranking (folded)."""
+    scope = getattr(result, "eigenvalues_scope", None)
     more = [
         ("distance ‖Λ‖²_F", fmt(result.distance, 6)),
         (
             "spectrum in result.json",
             f"{len(result.eigenvalues)} eigenvalues" + (f" ({scope})" if scope else ""),
         ),
+    ]
+    ranking = [
+        (i, r["prompt"], fmt(r["disagreement"]), fnum(r.get("share"), ".2%"), r["n_test"], r["n_reference"])
+        for i, r in enumerate(result.prompt_ranking, 1)
     ]
     page.add(
         "Run details",
@@ -322,20 +309,55 @@ def render_promptsplit(
             f"full prompt ranking ({len(result.prompt_ranking)} prompts; from {ranking_basis(result)})",
             table(
                 ["#", "prompt", "disagreement", "share", "n test", "n ref"],
-                [
-                    (
-                        i,
-                        r["prompt"],
-                        fmt(r["disagreement"]),
-                        fnum(r.get("share"), ".2%"),
-                        r["n_test"],
-                        r["n_reference"],
-                    )
-                    for i, r in enumerate(result.prompt_ranking, 1)
-                ],
+                ranking,
                 numeric=(0, 2, 3, 4, 5),
                 row_attrs=prompt_rows(result.prompt_ranking, ids),
             ),
         ),
     )
+
+
+@renderer("promptsplit")
+def render_promptsplit(
+    result: Any,
+    *,
+    inputs: Any = None,
+    images: Any = None,
+    base_dir: Any = None,
+    notes: list[str] | None = None,
+    map_points: int = MAP_POINTS,
+    step: Callable[[str], None] | None = None,
+    **_: Any,
+) -> str:
+    """The PromptSplit report page (see the module docstring); ``step(name)`` is called before each step
+    that can take a while (progress)."""
+    step = step or (lambda _: None)
+    notes = list(notes or [])
+    sets = check_sets(result, inputs, notes)
+    imgs = check_images(result, images, notes)
+    names = _names(result, sets)
+    bases = _bases(result, sets, base_dir)
+    page = Page(
+        f"PromptSplit · {names['test']} vs {names['reference']}",
+        "Where two prompt-guided models disagree. Positive modes (blue): what the test model produces "
+        "more than the reference; negative modes (orange): what the reference produces more.",
+    )
+    alpha = significance_of(result).get("alpha")
+    null, flags = null_and_flags(result, alpha)
+    map_block, sink = _map_or_note(result, sets, map_points, names, step)
+    step("report: data of the views")
+    view = promptsplit_view(result, sets, imgs, bases, names, sink)
+    ids = {pr["prompt"]: k for k, pr in enumerate(view["prompts"])}
+    step("report: eigenvalue chart")
+    eig = _eigen_figure(result, null, flags)
+    page.add("Overview", *_overview(result, names, notes, view, alpha, ids, eig))
+    step("report: mode galleries")
+
+    def card(mode: Any) -> Any:
+        return _mode_card(mode, imgs, bases, names, alpha, ids,
+                          finding_description(result, side=mode.side, rank=mode.rank))
+
+    _add_modes(page, result, card, names)
+    page.add("Map of the samples", map_block, anchor="map")
+    _add_run_details(page, result, ids)
     return finish(page, kind="PromptSplit", result=result, view=view)

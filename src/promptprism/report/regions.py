@@ -108,43 +108,20 @@ def _region_colors(k: int) -> dict[str, str]:
         return {}
 
 
-@renderer("regions")
-def render_regions(
-    result: Any, *, inputs: Any = None, base_dir: Any = None, notes: list[str] | None = None, **_: Any
-) -> str:
-    """The Regions report page (see the module docstring)."""
-    notes = list(notes or [])
-    h, w, c = result.image_shape
-    labels = np.asarray(result.regions, dtype=np.int64)
-    real = mapping(inputs).get("real")
-    mean_real = None
-    if real is not None:
-        try:  # the mean of (at most MEAN_IMAGES, evenly spaced) real images, the background of the map
-            n = len(real)
-            arr = _take(real, np.unique(np.linspace(0, n - 1, min(n, MEAN_IMAGES)).astype(np.int64)))
-            mean_real = arr.mean(axis=0) if arr.ndim >= 3 and arr.shape[1:3] == (h, w) else None
-        except (TypeError, ValueError, IndexError):
-            mean_real = None
-    page = Page(
-        f"Regions · {len(result.names)} generated set{'s' if len(result.names) != 1 else ''} vs "
-        f"{display_name(result.config.get('real'), 'real images')}",
-        "Disentangled CMS: which pixel regions make generated images differ from real ones. "
-        "CMS 1 = same distribution; lower = further apart. The product of region CMS approximates "
-        "the whole-image CMS when regions are independent.",
-    )
-    region_map = safe_figure(
-        figures.region_map,
-        labels.reshape(h, w),
-        background=mean_real,
-        alt="region map over the pixel grid",
-        caption=f"Regions: clusters of the pixel-by-pixel CKA of the real images "
-        f"(sizes {', '.join(str(s) for s in result.region_sizes)} pixels).",
-    )
-    head = result.headline()
-    both = head["estimate"] != "eq. 4"
-    headers = ["generated set", "CMS (U-form)" if both else "CMS", "product"] + [
-        f"region {r} ({s} px)" for r, s in enumerate(result.region_sizes)
-    ]
+def _mean_real(real: Any, h: int, w: int) -> np.ndarray | None:
+    """The mean of (at most MEAN_IMAGES, evenly spaced) real images: the background of the region map."""
+    if real is None:
+        return None
+    try:
+        n = len(real)
+        arr = _take(real, np.unique(np.linspace(0, n - 1, min(n, MEAN_IMAGES)).astype(np.int64)))
+        return arr.mean(axis=0) if arr.ndim >= 3 and arr.shape[1:3] == (h, w) else None
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def _cms_rows(result: Any, head: dict) -> tuple[list[list[Any]], list[str]]:
+    """The CMS table's rows (each set's lowest regions in bold) and one 'lowest region' line per set."""
     rows = []
     lowest_lines = []
     for k, name in enumerate(result.names):
@@ -165,17 +142,30 @@ def render_regions(
         )
         if len(row) > 1:
             lowest_lines.append(f"{name}: lowest region {lowest_text(row, region_iv or None)}")
+    return rows, lowest_lines
+
+
+def _intervals_text(result: Any) -> str:
+    """What the brackets of the CMS table are (or that there are none)."""
     boot = getattr(result, "bootstrap", None)
-    about = (
+    if not (isinstance(boot, dict) and boot):
+        return "No bootstrap intervals in this result. "
+    return (
         f"Brackets: {fmt(boot.get('level', 0.95))} bootstrap intervals ({boot.get('replicates', '?')} "
         f"replicates, seed {boot.get('seed', '?')}), built around the U-form estimate on all images shown "
         "as CMS; eq. 4's plug-in CMS reads low by about 1/n on n images and can lie outside its interval "
         f"(whole image, eq. 4: {', '.join(fmt(v) for v in result.cms)}). "
-        if isinstance(boot, dict) and boot
-        else "No bootstrap intervals in this result. "
     )
+
+
+def _cms_table(result: Any, head: dict) -> Any:
+    """The CMS per region: one row per generated set, with its intervals and lowest regions."""
+    headers = ["generated set", "CMS (U-form)" if head["estimate"] != "eq. 4" else "CMS", "product"] + [
+        f"region {r} ({s} px)" for r, s in enumerate(result.region_sizes)
+    ]
+    rows, lowest_lines = _cms_rows(result, head)
     block_bias = getattr(result, "block_bias", None)
-    cms_table = el(
+    return el(
         "div",
         el("h3", "CMS per region"),
         table(
@@ -188,11 +178,25 @@ def render_regions(
         p(
             "Bold: each set's lowest region, the part of the image that differs most, and every region tied "
             f"with it (within {TIE:g}, or with overlapping intervals): tied regions cannot be ordered. "
-            + about,
+            + _intervals_text(result),
             cls="muted small",
         ),
         note(str(block_bias)) if block_bias else None,
     )
+
+
+def _add_overview(page: Page, result: Any, head: dict, mean_real: Any, notes: list[str]) -> None:
+    """The overview: notes, cards, the region map beside the CMS table, the rankings."""
+    h, w, c = result.image_shape
+    region_map = safe_figure(
+        figures.region_map,
+        np.asarray(result.regions, dtype=np.int64).reshape(h, w),
+        background=mean_real,
+        alt="region map over the pixel grid",
+        caption=f"Regions: clusters of the pixel-by-pixel CKA of the real images "
+        f"(sizes {', '.join(str(s) for s in result.region_sizes)} pixels).",
+    )
+    cms_table = _cms_table(result, head)
     page.add(
         "Overview",
         notes_block(notes),
@@ -213,6 +217,10 @@ def render_regions(
         ),
         rankings_block(getattr(result, "ranking", None)),
     )
+
+
+def _add_curves(page: Page, result: Any, head: dict) -> None:
+    """The whole-image, product and per-region CMS over the generated sets, in the order given."""
     series = {"CMS (whole image)": head["cms"], "product of regions": head["product_cms"]}
     region = np.asarray(head["region_cms"], dtype=float).reshape(len(result.names), -1)
     series.update({f"region {r}": region[:, r] for r in range(region.shape[1])})
@@ -232,6 +240,27 @@ def render_regions(
         ),
         anchor="curves",
     )
+
+
+def _cka_figure(cka: np.ndarray | None, labels: np.ndarray, notes: list[str]) -> Any:
+    """The pixel CKA matrix ordered by region (block means when large), or the note saying why not."""
+    if cka is None:
+        return note(notes[-1])
+    mat, bounds = _ordered(cka, labels)
+    reduced = f" ({mat.shape[0]}×{mat.shape[0]} block means)" if mat.shape[0] < len(labels) else ""
+    return safe_figure(
+        figures.matrix_heatmap,
+        mat,
+        bounds,
+        title=f"pixel CKA of the real images, {len(labels)} pixels by region{reduced}",
+        alt="CKA matrix ordered by region",
+        caption="Blocks on the diagonal: pixels that vary together form a region; lines "
+        "mark region boundaries.",
+    )
+
+
+def _add_cka(page: Page, result: Any, base_dir: Any, labels: np.ndarray, notes: list[str]) -> None:
+    """The CKA matrix beside the cross-region CKA table."""
     cka = _cka(result, base_dir, notes)
     cross = np.asarray(result.cross_region_cka, dtype=float)
     off = cross[~np.eye(len(cross), dtype=bool)] if len(cross) > 1 else np.zeros(1)
@@ -240,27 +269,11 @@ def render_regions(
         [[str(r)] + [fmt(v, 3) for v in row] for r, row in enumerate(cross)],
         numeric=range(1, len(cross) + 1),
     )
-    if cka is not None:
-        mat, bounds = _ordered(cka, labels)
-        reduced = f" ({mat.shape[0]}×{mat.shape[0]} block means)" if mat.shape[0] < len(labels) else ""
-    cka_fig = (
-        note(notes[-1])
-        if cka is None
-        else safe_figure(
-            figures.matrix_heatmap,
-            mat,
-            bounds,
-            title=f"pixel CKA of the real images, {len(labels)} pixels by region{reduced}",
-            alt="CKA matrix ordered by region",
-            caption="Blocks on the diagonal: pixels that vary together form a region; lines "
-            "mark region boundaries.",
-        )
-    )
     page.add(
         "CKA matrix",
         el(
             "div",
-            cka_fig,
+            _cka_figure(cka, labels, notes),
             el(
                 "div",
                 el("h3", "Cross-region CKA"),
@@ -275,6 +288,28 @@ def render_regions(
         ),
         anchor="cka",
     )
+
+
+@renderer("regions")
+def render_regions(
+    result: Any, *, inputs: Any = None, base_dir: Any = None, notes: list[str] | None = None, **_: Any
+) -> str:
+    """The Regions report page (see the module docstring)."""
+    notes = list(notes or [])
+    h, w, _c = result.image_shape
+    labels = np.asarray(result.regions, dtype=np.int64)
+    mean_real = _mean_real(mapping(inputs).get("real"), h, w)
+    page = Page(
+        f"Regions · {len(result.names)} generated set{'s' if len(result.names) != 1 else ''} vs "
+        f"{display_name(result.config.get('real'), 'real images')}",
+        "Disentangled CMS: which pixel regions make generated images differ from real ones. "
+        "CMS 1 = same distribution; lower = further apart. The product of region CMS approximates "
+        "the whole-image CMS when regions are independent.",
+    )
+    head = result.headline()
+    _add_overview(page, result, head, mean_real, notes)
+    _add_curves(page, result, head)
+    _add_cka(page, result, base_dir, labels, notes)
     imgs = _images_block(inputs, list(result.names))
     if imgs:
         page.add("Images", imgs)

@@ -11,7 +11,17 @@ from pathlib import Path
 from typing import Any
 
 from . import figures
-from .common import finish, mapping, notes_block, run_details, safe_figure, text_card, thumb, visual_of
+from .common import (
+    finish,
+    image_folders,
+    mapping,
+    notes_block,
+    run_details,
+    safe_figure,
+    text_card,
+    thumb,
+    visual_of,
+)
 from .core import reloader, renderer
 from .descriptions import description_block, finding_description
 from .html import Page, bar, data_uri, el, fmt, fnum, note, num, p, table
@@ -203,26 +213,8 @@ def _model_section(r: Any, images: Any, bases: list[Path], view: dict) -> list:
     return out + [header, rows]
 
 
-@renderer("scendi")
-@renderer("scendi_comparison")
-def render_scendi(
-    result: Any,
-    *,
-    inputs: Any = None,
-    images: Any = None,
-    base_dir: Any = None,
-    notes: list[str] | None = None,
-    **_: Any,
-) -> str:
-    """The Scendi report page, for one model (kind 'scendi') or several ('scendi_comparison')."""
-    models = _models(result)
-    names = [m.name for m in models]
-    which = ", ".join(names) if len(names) <= 3 else f"{len(names)} models"
-    page = Page(
-        f"Scendi · prompt-aware diversity of {which}",
-        "How diverse each model's outputs are because of the model itself (Scendi, from Λ_I) rather than "
-        "because of its prompts (Scendi_T, from Λ_T), beside the prompt-unaware Vendi and RKE.",
-    )
+def _scores_table(models: list[Any]) -> Any:
+    """Scendi, Scendi_T, Vendi, RKE and the model share of each model, with their intervals."""
     shares = [num(m.model_share) for m in models]
     top = max((v for v in shares if v == v), default=1.0) or 1.0
     rows = [
@@ -238,24 +230,33 @@ def render_scendi(
         )
         for m in models
     ]
-    scores = table(
+    return table(
         ["model", "n", "Scendi", "Scendi_T (prompt)", "Scendi order 2", "Vendi", "RKE", "model share"],
         rows,
         numeric=range(1, 8),
     )
+
+
+def _intervals_text(models: list[Any]) -> str:
+    """What the brackets are (bootstrap level, replicates, seed), the Γ* estimator and where the intervals
+    are not calibrated."""
     boot = next(
         (m.bootstrap for m in models if isinstance(getattr(m, "bootstrap", None), dict) and m.bootstrap), None
     )
     gammas = sorted({str(getattr(m, "gamma_estimator", "") or "") for m in models} - {""})
-    about = (
+    return (
         f"Brackets: {fmt(boot.get('level', 0.95))} bootstrap intervals ({boot.get('replicates', '?')} "
         f"replicates, {boot.get('resample', 'prompts')} resampled, seed {boot.get('seed', '?')}). "
         if boot
         else "No bootstrap intervals in this result: differences between models may be noise. "
     ) + (f"Γ* estimator: {', '.join(gammas)}." if gammas else "") + _validity(models)
-    chart = safe_figure(
+
+
+def _scores_chart(models: list[Any]) -> Any:
+    """Grouped bars of the four effective numbers of modes per model."""
+    return safe_figure(
         figures.grouped_bars,
-        names,
+        [m.name for m in models],
         {
             "Scendi (model-driven)": [m.scendi for m in models],
             "Scendi_T (prompt-driven)": [m.scendi_prompt for m in models],
@@ -267,9 +268,16 @@ def render_scendi(
         caption="Exponentiated entropies: an effective number of distinct modes. Vendi counts all "
         "output diversity; Scendi only what remains once the prompts are accounted for.",
     )
+
+
+def _overview(result: Any, models: list[Any], notes: list[str] | None) -> list:
+    """Notes and warnings, the scores table (its intervals, differences, rankings) beside the chart, and
+    the reference-set metrics."""
+    scores = _scores_table(models)
+    about = _intervals_text(models)
+    chart = _scores_chart(models)
     cfg = models[0].config if models else {}
-    page.add(
-        "Overview",
+    return [
         notes_block(notes),
         _warnings(models),
         el(
@@ -290,17 +298,40 @@ def render_scendi(
             cls="grid2",
         ),
         reference_section(models),
+    ]
+
+
+def _folders(m: Any, sources: Any, base_dir: Any) -> list[Path]:
+    """Where a model's image-file outputs may be (its input's folder, then the results folder)."""
+    return image_folders(getattr(sources.get(m.name), "source", None) or m.config.get("input"), base_dir)
+
+
+@renderer("scendi")
+@renderer("scendi_comparison")
+def render_scendi(
+    result: Any,
+    *,
+    inputs: Any = None,
+    images: Any = None,
+    base_dir: Any = None,
+    notes: list[str] | None = None,
+    **_: Any,
+) -> str:
+    """The Scendi report page, for one model (kind 'scendi') or several ('scendi_comparison')."""
+    models = _models(result)
+    names = [m.name for m in models]
+    which = ", ".join(names) if len(names) <= 3 else f"{len(names)} models"
+    page = Page(
+        f"Scendi · prompt-aware diversity of {which}",
+        "How diverse each model's outputs are because of the model itself (Scendi, from Λ_I) rather than "
+        "because of its prompts (Scendi_T, from Λ_T), beside the prompt-unaware Vendi and RKE.",
     )
-    sources = mapping(inputs)
+    page.add("Overview", *_overview(result, models, notes))
     view: dict = {"group_label": "model", "clusters": [], "thumbs": []}
     for m in models:
-        src = getattr(sources.get(m.name), "source", None) or m.config.get("input")
-        bases = [Path(src).parent] if src and ("/" in str(src) or "\\" in str(src)) else []
-        if base_dir is not None:
-            bases.append(Path(base_dir))
         page.add(
             f"Clusters · {m.name}",
-            *_model_section(m, mapping(images).get(m.name), bases, view),
+            *_model_section(m, mapping(images).get(m.name), _folders(m, mapping(inputs), base_dir), view),
             anchor=f"clusters-{names.index(m.name)}",
         )
     for m in models:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import copy
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
+from .._execution import RUNNER as _RUNNER
+from .._execution import current_client as current_client  # re-exported: the scale API
 from ..errors import OptionError
 
 
@@ -279,19 +280,10 @@ def open_client(scheduler: str | None = None, workers: int | None = None) -> Ite
 
 
 # ------------------------------------------------------------------------------ execution, chosen once
-_RUNNER: contextvars.ContextVar[Any] = contextvars.ContextVar("promptprism_runner", default=None)
-
-
 def current_runner() -> Runner:
     """The runner set by the innermost :func:`execution` block; :class:`LocalRunner` outside any."""
     runner = _RUNNER.get()
     return LocalRunner() if runner is None else runner
-
-
-def current_client() -> Any:
-    """The dask ``Client`` of the current :func:`execution` block, or ``None`` when running locally."""
-    runner = _RUNNER.get()
-    return runner.client if isinstance(runner, DaskRunner) else None
 
 
 @contextlib.contextmanager
