@@ -124,4 +124,5 @@ def test_demo_generator_writes_every_section(tmp_path, tiny_weights, monkeypatch
     assert len(quality["accuracy_generated"]) == 10 and quality["frechet_distance_pixels"] > 0
     page = (out / "report.html").read_text()
     assert not external_references(page) and "samples-cfg" not in page.split("<main")[0]
-    assert guided["caption"] in page  # the curve is shown in its section
+    assert all(caption in page for _, caption in guided["figures"])  # the curve and the samples, shown
+    assert (out / "guidance" / "samples.png").is_file()

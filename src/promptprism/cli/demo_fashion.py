@@ -50,8 +50,7 @@ class DemoSection:
     headers: list[str]
     rows: list[list[Any]]
     folder: str | None = None
-    figure: str | None = None  #: a PNG under the demo's folder, shown below the table
-    caption: str = ""
+    figures: list = field(default_factory=list)  #: [PNG under the demo's folder, caption], below the table
 
 
 @dataclass
@@ -279,9 +278,10 @@ def split_section(ctx: DemoContext) -> DemoSection | None:
     return DemoSection("Where two generators differ (PromptSplit)", text, headers, rows, "split")
 
 
-def grid_png(blocks: list[np.ndarray], per_prompt: int, shown: int = 6, zoom: int = 3) -> bytes:
-    """One row per class; per block (a sample set in class order) its first ``shown`` samples of the
-    class, blocks separated by a white gap; pixels enlarged ``zoom`` times."""
+def grid_png(blocks: list[np.ndarray], per_prompt: int, shown: int = 6, zoom: int = 3, n_rows: int = 10
+             ) -> bytes:
+    """One row per class (``n_rows`` prompts); per block (a sample set in class order) its first ``shown``
+    samples of the class, blocks separated by a white gap; pixels enlarged ``zoom`` times."""
     import io
 
     from PIL import Image
@@ -289,7 +289,7 @@ def grid_png(blocks: list[np.ndarray], per_prompt: int, shown: int = 6, zoom: in
     s = blocks[0].shape[1]
     gap = np.full((s, 2), 255, np.uint8)
     rows = []
-    for c in range(10):
+    for c in range(n_rows):
         parts = []
         for b in blocks:
             parts += [*b[c * per_prompt: c * per_prompt + shown], gap]

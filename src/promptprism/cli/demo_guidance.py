@@ -199,6 +199,7 @@ def table_rows(rows: list[dict]) -> list[list[str]]:
         sig = r["significant_modes"]
         where = ", ".join(sorted({str(m["prompt"]) for m in sig})) or "-"
         grad = "-" if r["scale"] == 0 else ("through UNet" if r["through_model"] else "prediction constant")
+        grad += f", {r['schedule']} schedule" if r["scale"] and r["schedule"] != "constant" else ""
         out.append([str(r["seed"]), f"{r['scale']:g}", f"{r['rho']:g}", grad, f"{r['distance']:.4f}",
                     f"{len(sig)}: {where}",
                     f"{_mean(r, 'per_prompt', GUIDED):.3f} / {_mean(r, 'per_prompt', CONTROL):.3f}",
@@ -238,9 +239,11 @@ def write_results(out: Path, rows: list[dict], options: SweepOptions) -> None:
 
 def section_text(rows: list[dict], options: SweepOptions) -> str:
     """The section's sentence: the set-up and where the significant modes sit at each scale."""
+    from ..generators.fashion_guidance import FRAME
+
     gradient = "through the UNet" if options.through_model else "with the noise prediction held constant"
     return (f"PromptSplit guidance (paper, eq. 5 and section 5.4) toward a reference the model never makes: "
-            f"its own samples with a white {2}-pixel frame on trouser, sandal and bag, plain on T-shirt, "
+            f"its own samples with a white {FRAME}-pixel frame on trouser, sandal and bag, plain on T-shirt, "
             f"sneaker and dress. Guidance on pixels with one-hot class prompts, the gradient {gradient}, "
             f"{options.schedule} schedule, {options.per_prompt} samples per prompt, "
             f"{options.reference_per_class} reference images per class; evaluated on EfficientNet-Lite0 "
@@ -256,19 +259,32 @@ def guidance_section(ctx: Any, options: SweepOptions | None = None) -> Any:
     """The demo's section (``EXTRA_EXPERIMENTS``): the sweep on the final checkpoint, written to
     ``guidance/`` (result.json, table.md, curve.png) and the curve shown in the summary."""
     from ..generators.fashion import load_checkpoint
-    from .demo_fashion import DemoSection
+    from .demo_fashion import DemoSection, grid_png
 
     options = options or ctx.options.get("guidance")
     if options is None:
         return None
     checkpoint = load_checkpoint(ctx.training[-1])
-    rows = sweep(checkpoint, options, on_row=lambda rs, _images: write_results(ctx.out / "guidance", rs,
-                                                                              options))
-    caption = ("Distance to the reference over the guidance scale (rho = 0; mean over seeds): the guided "
-               "prompts should fall, the control prompts stay.")
+    shown: dict[float, np.ndarray] = {}
+
+    def keep(rows: list[dict], images: np.ndarray) -> None:
+        write_results(ctx.out / "guidance", rows, options)
+        r = rows[-1]
+        if r["seed"] == options.seeds[0] and r["rho"] == 0 and (r["through_model"] == options.through_model
+                                                                 or r["scale"] == 0):
+            shown[r["scale"]] = images
+
+    rows = sweep(checkpoint, options, on_row=keep)
+    scales = sorted(shown)
+    grid = grid_png([shown[s] for s in scales], options.per_prompt, min(4, options.per_prompt), n_rows=6)
+    atomic_write_bytes(ctx.out / "guidance" / "samples.png", grid)
+    figures = [["guidance/curve.png", "Distance to the reference over the guidance scale (rho = 0; mean over "
+                                      "seeds): the guided prompts should fall, the control prompts stay."],
+               ["guidance/samples.png", f"Samples at guidance scales {', '.join(f'{s:g}' for s in scales)} "
+                                        f"(blocks, left to right; seed {options.seeds[0]}); rows: trouser, "
+                                        "sandal, bag (guided), T-shirt, sneaker, dress (control)."]]
     return DemoSection("Guiding the generator toward a reference (PromptSplit guidance, section 5.4)",
-                       section_text(rows, options), TABLE_HEADERS, table_rows(rows),
-                       figure="guidance/curve.png", caption=caption)
+                       section_text(rows, options), TABLE_HEADERS, table_rows(rows), figures=figures)
 
 
 def sweep_options(scales: str, per_prompt: int, seeds: int, *, seed: int, steps: int) -> SweepOptions | None:
