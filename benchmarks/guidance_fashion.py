@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     options = SweepOptions(scales=tuple(float(v) for v in a.scales.split(",")), rho=a.rho,
                            rho_scale=a.rho_scale, per_prompt=a.per_prompt,
                            reference_per_class=a.reference_per_class, steps=a.steps, schedule=a.schedule,
-                           through_model=not a.constant_prediction, compare_constant=not a.no_compare,
+                           through_model=not a.constant_prediction, compare_gradient=not a.no_compare,
                            seeds=tuple(int(v) for v in a.seeds.split(",")), permutations=a.permutations,
                            reference=a.reference)
     out = Path(a.out)

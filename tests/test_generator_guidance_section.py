@@ -49,9 +49,9 @@ def test_framed_reference_frames_the_guided_classes_only():
 
 
 def test_runs_and_options():
-    opts = dg.SweepOptions(scales=(0.0, 10.0), rho=0.5, rho_scale=10.0)
+    opts = dg.SweepOptions(scales=(0.0, 10.0), rho=0.5, rho_scale=10.0, through_model=True)
     assert dg.runs(opts) == [(0.0, 0.0, True), (10.0, 0.0, True), (10.0, 0.5, True), (10.0, 0.0, False)]
-    assert dg.runs(dg.SweepOptions(scales=(0.0,), rho=0, compare_constant=False)) == [(0.0, 0.0, True)]
+    assert dg.runs(dg.SweepOptions(scales=(0.0,), rho=0, compare_gradient=False)) == [(0.0, 0.0, False)]
     assert dg.sweep_options("none", 16, 1, seed=0, steps=20) is None
     got = dg.sweep_options("0, 50", 8, 2, seed=3, steps=5)
     assert got.scales == (0.0, 50.0) and got.seeds == (3, 4) and got.per_prompt == 8 and got.steps == 5
@@ -93,7 +93,7 @@ def test_sweep_rows_table_and_curve_on_a_tiny_unet(tiny, tmp_path):
     import json
 
     opts = dg.SweepOptions(scales=(0.0, 50.0), rho=0.5, rho_scale=50.0, per_prompt=4, reference_per_class=4,
-                           steps=2, permutations=20, seeds=(0, 1))
+                           through_model=True, steps=2, permutations=20, seeds=(0, 1))
     seen = []
     rows = dg.sweep(tiny, opts, space=PixelSpace(), on_row=lambda rs, images: seen.append(images.shape))
     assert len(rows) == 8 and seen == [(24, 8, 8)] * 8

@@ -38,7 +38,7 @@ def demo(
     weights: Path = typer.Option(None, "--weights", help="With --generator: a folder of checkpoints "
                                                          "(default: the packaged ones)."),
     steps: int = typer.Option(20, "--steps", help="With --generator: DDIM steps per sample."),
-    guide_scales: str = typer.Option("0,100,200,400,800", "--guide-scales",
+    guide_scales: str = typer.Option("0,50,100,200,400", "--guide-scales",
                                      help="With --generator: the PromptSplit guidance scales of the "
                                           "guidance section (0 = unguided; 'none' skips it)."),
     guide_per_prompt: int = typer.Option(16, "--guide-per-prompt",

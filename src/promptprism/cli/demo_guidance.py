@@ -29,12 +29,13 @@ REAL_TEST_EVERY, TRAIN_NEIGHBOURS = 8, 1000
 @dataclass(frozen=True)
 class SweepOptions:
     """The sizes of the experiment: guidance ``scales`` (0 = unguided), one more row at ``rho_scale`` with
-    Joint-Diversity weight ``rho``, and one at ``rho_scale`` with the prediction held constant
-    (``compare_constant``); ``per_prompt`` samples of each of the six prompts, ``reference_per_class``
-    reference images per class and set, ``steps`` DDIM steps, CFG ``cfg``, the step ``schedule``, the
-    gradient ``through_model``, ``seeds``, ``permutations`` of PromptSplit's test."""
+    Joint-Diversity weight ``rho``, and one at ``rho_scale`` with the other gradient (``compare_gradient``:
+    through the UNet when the curve holds the prediction constant, and the other way round);
+    ``per_prompt`` samples of each of the six prompts, ``reference_per_class`` reference images per class
+    and set, ``steps`` DDIM steps, CFG ``cfg``, the step ``schedule``, the gradient ``through_model``,
+    ``seeds``, ``permutations`` of PromptSplit's test."""
 
-    scales: tuple[float, ...] = (0.0, 100.0, 200.0, 400.0, 800.0)
+    scales: tuple[float, ...] = (0.0, 50.0, 100.0, 200.0, 400.0)
     rho: float = 0.2
     rho_scale: float = 200.0
     per_prompt: int = 16
@@ -42,8 +43,8 @@ class SweepOptions:
     steps: int = 20
     cfg: float = 2.0
     schedule: str = "constant"
-    through_model: bool = True
-    compare_constant: bool = True
+    through_model: bool = False  #: the demo's curve holds the prediction constant (see docs/guidance.md)
+    compare_gradient: bool = True
     seeds: tuple[int, ...] = (0,)
     permutations: int = 200
     reference: str = "model"
@@ -55,7 +56,7 @@ def runs(options: SweepOptions) -> list[tuple[float, float, bool]]:
     out = [(float(s), 0.0, options.through_model) for s in options.scales]
     if options.rho > 0:
         out.append((options.rho_scale, options.rho, options.through_model))
-    if options.compare_constant and options.rho_scale > 0:
+    if options.compare_gradient and options.rho_scale > 0:
         out.append((options.rho_scale, 0.0, not options.through_model))
     return out
 
