@@ -210,21 +210,37 @@ def table_rows(rows: list[dict]) -> list[list[str]]:
     return out
 
 
+def modes_on(row: dict, names: tuple[str, ...]) -> int:
+    """The number of significant modes whose top prompt is one of ``names``."""
+    return sum(m["prompt"] in names for m in row["significant_modes"])
+
+
 def curve_png(rows: list[dict], options: SweepOptions) -> bytes:
-    """The distances to the reference over the guidance scale (rho = 0, the sweep's gradient): guided and
-    control prompts and the whole PromptSplit distance, the mean over seeds."""
+    """Over the guidance scale (rho = 0, the sweep's gradient), left: the per-prompt distance to the
+    reference of the guided and the control prompts; right: the significant modes on each; a line through
+    the mean over seeds, a dot per seed."""
     from ..generators.fashion_guidance import CONTROL, GUIDED
-    from ..report.charts import curves
+    from ..report.canvas import new_figure, to_png
 
     curve = [r for r in rows if r["rho"] == 0 and (r["through_model"] == options.through_model
                                                    or r["scale"] == 0)]
     scales = sorted({r["scale"] for r in curve})
-    at = {s: [r for r in curve if r["scale"] == s] for s in scales}
-    series = {"guided prompts": [np.mean([_mean(r, "per_prompt", GUIDED) for r in at[s]]) for s in scales],
-              "control prompts": [np.mean([_mean(r, "per_prompt", CONTROL) for r in at[s]]) for s in scales],
-              "PromptSplit distance (all)": [np.mean([r["distance"] for r in at[s]]) for s in scales]}
-    return curves([f"{s:g}" for s in scales], series, ylabel="distance to the reference",
-                  styles={"PromptSplit distance (all)": "--k"})
+    fig = new_figure(8.0, 3.2)
+    panels = (("distance to the reference", lambda r, n: _mean(r, "per_prompt", n)),
+              ("significant modes", modes_on))
+    for k, (label, value) in enumerate(panels):
+        ax = fig.add_subplot(1, 2, k + 1)
+        for names, name, color in ((GUIDED, "guided prompts", "C0"), (CONTROL, "control prompts", "C1")):
+            ys = [[value(r, names) for r in curve if r["scale"] == s] for s in scales]
+            ax.plot(scales, [np.mean(y) for y in ys], "-", color=color, label=name)
+            ax.plot([s for s, y in zip(scales, ys, strict=True) for _ in y], [v for y in ys for v in y], "o",
+                    color=color, ms=3)
+        ax.set_xlabel("guidance scale")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+        ax.spines[["top", "right"]].set_visible(False)
+    ax.legend(fontsize=7, frameon=False)
+    return to_png(fig)
 
 
 def write_results(out: Path, rows: list[dict], options: SweepOptions) -> None:
@@ -279,8 +295,9 @@ def guidance_section(ctx: Any, options: SweepOptions | None = None) -> Any:
     scales = sorted(shown)
     grid = grid_png([shown[s] for s in scales], options.per_prompt, min(4, options.per_prompt), n_rows=6)
     atomic_write_bytes(ctx.out / "guidance" / "samples.png", grid)
-    figures = [["guidance/curve.png", "Distance to the reference over the guidance scale (rho = 0; mean over "
-                                      "seeds): the guided prompts should fall, the control prompts stay."],
+    figures = [["guidance/curve.png", "Over the guidance scale (rho = 0): the per-prompt distance to the "
+                                      "reference and the significant modes on the guided and on the control "
+                                      "prompts (a line through the mean over seeds, a dot per seed)."],
                ["guidance/samples.png", f"Samples at guidance scales {', '.join(f'{s:g}' for s in scales)} "
                                         f"(blocks, left to right; seed {options.seeds[0]}); rows: trouser, "
                                         "sandal, bag (guided), T-shirt, sneaker, dress (control)."]]
