@@ -278,21 +278,21 @@ def split_section(ctx: DemoContext) -> DemoSection | None:
     return DemoSection("Where two generators differ (PromptSplit)", text, headers, rows, "split")
 
 
-def grid_png(blocks: list[np.ndarray], per_prompt: int, shown: int = 6, zoom: int = 3, n_rows: int = 10
-             ) -> bytes:
+def grid_png(blocks: list[np.ndarray], per_prompt: int, shown: int = 6, zoom: int = 3, n_rows: int = 10,
+             gap: int = 255) -> bytes:
     """One row per class (``n_rows`` prompts); per block (a sample set in class order) its first ``shown``
-    samples of the class, blocks separated by a white gap; pixels enlarged ``zoom`` times."""
+    samples of the class, blocks separated by a gap of grey level ``gap``; pixels enlarged ``zoom`` times."""
     import io
 
     from PIL import Image
 
     s = blocks[0].shape[1]
-    gap = np.full((s, 2), 255, np.uint8)
+    spacer = np.full((s, 2), gap, np.uint8)
     rows = []
     for c in range(n_rows):
         parts = []
         for b in blocks:
-            parts += [*b[c * per_prompt: c * per_prompt + shown], gap]
+            parts += [*b[c * per_prompt: c * per_prompt + shown], spacer]
         rows.append(np.concatenate(parts[:-1], axis=1))
     grid = np.concatenate(rows, axis=0).repeat(zoom, 0).repeat(zoom, 1)
     buf = io.BytesIO()

@@ -293,7 +293,8 @@ def guidance_section(ctx: Any, options: SweepOptions | None = None) -> Any:
 
     rows = sweep(checkpoint, options, on_row=keep)
     scales = sorted(shown)
-    grid = grid_png([shown[s] for s in scales], options.per_prompt, min(4, options.per_prompt), n_rows=6)
+    grid = grid_png([shown[s] for s in scales], options.per_prompt, min(4, options.per_prompt), n_rows=6,
+                    gap=128)  # grey: the frames are white
     atomic_write_bytes(ctx.out / "guidance" / "samples.png", grid)
     figures = [["guidance/curve.png", "Over the guidance scale (rho = 0): the per-prompt distance to the "
                                       "reference and the significant modes on the guided and on the control "
