@@ -19,8 +19,6 @@ import numpy as np
 
 
 def main() -> None:
-    from sklearn.neighbors import KNeighborsClassifier
-
     from promptprism.embed.efficientnet import EfficientNetLite0Encoder
     from promptprism.generators.fashion import (
         CLASS_NAMES,
@@ -29,6 +27,7 @@ def main() -> None:
         real_images,
         sample_images,
     )
+    from promptprism.generators.quality import knn_accuracy
     from promptprism.guidance import sample_seeds
     from promptprism.methods.metrics.frechet import frechet_distance
 
@@ -54,18 +53,16 @@ def main() -> None:
         return enc.encode_images([np.repeat(im[..., None], 3, axis=2) for im in images])
 
     f_gen, f_test, f_train = embed(gen), embed(xt[it]), embed(xr[ir])
-    knn = KNeighborsClassifier(5).fit(f_train, yr[ir])
-    acc_gen = knn.predict(f_gen) == classes
-    acc_test = knn.predict(f_test) == yt[it]
+    acc_gen = knn_accuracy(f_gen, classes, f_train, yr[ir], k=5)
+    acc_test = knn_accuracy(f_test, yt[it], f_train, yr[ir], k=5)
     half = len(f_test) // 2
     print(f"EfficientNet-Lite0 features, 5-NN on {args.train} real training images; {classes.size} samples "
           f"(CFG 2, {args.steps} DDIM steps), {args.real} real test images; load average "
           f"{os.getloadavg()[0]:.1f}")
     for c, name in enumerate(CLASS_NAMES):
-        print(f"  {name:>10}: samples {acc_gen[classes == c].mean():.2f}  real test "
-              f"{acc_test[yt[it] == c].mean():.2f}")
-    print(f"  mean over prompts: samples {np.mean([acc_gen[classes == c].mean() for c in range(10)]):.3f}, "
-          f"real test {np.mean([acc_test[yt[it] == c].mean() for c in range(10)]):.3f}")
+        print(f"  {name:>10}: samples {acc_gen[c]:.2f}  real test {acc_test[c]:.2f}")
+    print(f"  mean over prompts: samples {np.mean(list(acc_gen.values())):.3f}, "
+          f"real test {np.mean(list(acc_test.values())):.3f}")
     fd, fd_real = frechet_distance(f_gen, f_test), frechet_distance(f_test[:half], f_test[half:])
     print(f"Frechet distance to the real test images: {fd:.4f} (two halves of the real test set: "
           f"{fd_real:.4f})")

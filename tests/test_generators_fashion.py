@@ -99,17 +99,24 @@ def test_demo_generator_bad_input_is_one_line_exit_2(tmp_path, tiny_weights, cap
 
 
 @pytest.mark.slow
-def test_demo_generator_writes_every_section(tmp_path, tiny_weights):
+def test_demo_generator_writes_every_section(tmp_path, tiny_weights, monkeypatch):
     import json
 
+    from promptprism.cli import demo_guidance
     from promptprism.report.html import external_references
 
+    # the guidance section's real-image evaluation space, small (the plumbing, not the numbers)
+    monkeypatch.setattr(demo_guidance, "TRAIN_NEIGHBOURS", 30)
+    monkeypatch.setattr(demo_guidance, "REAL_TEST_EVERY", 300)
     out = tmp_path / "demo"
     assert main(["demo", "--generator", "--weights", str(tiny_weights), "--per-prompt", "10", "--steps", "2",
-                 "--out", str(out), "-q"]) == 0
+                 "--guide-scales", "0,50", "--guide-per-prompt", "4", "--out", str(out), "-q"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     titles = [s["title"] for s in summary["sections"]]
-    assert len(titles) == 4 and summary["checkpoints"] == ["step-10", "step-20"]
+    assert len(titles) == 5 and summary["checkpoints"] == ["step-10", "step-20"]
+    guided = summary["sections"][4]
+    assert "guidance" in guided["title"] and len(guided["rows"]) == 4  # 0, 50, rho, prediction constant
+    assert (out / "guidance" / "result.json").is_file() and (out / "guidance" / "curve.png").is_file()
     for sub in ("monitoring", "cfg-diversity", "split"):
         assert (out / sub / "result.json").is_file() and (out / sub / "report.html").is_file()
     assert len(summary["sections"][2]["rows"]) == 4  # one row per CFG scale
@@ -117,3 +124,5 @@ def test_demo_generator_writes_every_section(tmp_path, tiny_weights):
     assert len(quality["accuracy_generated"]) == 10 and quality["frechet_distance_pixels"] > 0
     page = (out / "report.html").read_text()
     assert not external_references(page) and "samples-cfg" not in page.split("<main")[0]
+    assert all(caption in page for _, caption in guided["figures"])  # the curve and the samples, shown
+    assert (out / "guidance" / "samples.png").is_file()

@@ -40,6 +40,13 @@ def demo(
     weights: Path = typer.Option(None, "--weights", help="With --generator: a folder of checkpoints "
                                                          "(default: the packaged ones)."),
     steps: int = typed(20, Integer(), "--steps", help="With --generator: DDIM steps per sample."),
+    guide_scales: str = typer.Option("0,50,100,200,400", "--guide-scales",
+                                     help="With --generator: the PromptSplit guidance scales of the "
+                                          "guidance section (0 = unguided; 'none' skips it)."),
+    guide_per_prompt: int = typed(16, Integer(), "--guide-per-prompt",
+                                  help="With --generator: guided samples per prompt and scale."),
+    guide_seeds: int = typed(1, Integer(), "--guide-seeds",
+                             help="With --generator: seeds of the guidance section (seed, seed + 1, ...)."),
 ) -> None:
     """Run PromptSplit on the colour experiment built from scikit-learn's bundled digits.
 
@@ -53,14 +60,17 @@ def demo(
 
     With --generator: a class-prompted diffusion model of Fashion-MNIST trained by promptprism
     (python -m promptprism.generators.fashion_train): its samples' quality, its training checkpoints
-    region by region, its diversity over the CFG scale and PromptSplit against a fine-tuned second model.
+    region by region, its diversity over the CFG scale, PromptSplit against a fine-tuned second model and
+    PromptSplit guidance toward a reference over a range of scales.
     """
     if generator:
         from .demo_fashion import check_weights, print_fashion_demo, run_fashion_demo
+        from .demo_guidance import sweep_options
 
         check_weights(weights)
+        guidance = sweep_options(guide_scales, guide_per_prompt, guide_seeds, seed=seed, steps=steps)
         summary = run_fashion_demo(out, weights=weights, per_prompt=per_prompt, steps=steps, seed=seed,
-                                   quiet=quiet, no_report=no_report)
+                                   quiet=quiet, no_report=no_report, guidance=guidance)
         print_fashion_demo(summary, out, quiet=quiet)
         return
     if llm:

@@ -10,6 +10,7 @@ another class, it samples every set with the same seeds and writes, under ``--ou
 * ``monitoring/``: disentangled CMS per region per checkpoint against the real test set (``regions``);
 * ``cfg-diversity/``: Scendi (model- and prompt-driven diversity) and Vendi at each CFG scale (``diversity``);
 * ``split/``: PromptSplit between the second generator and the final one (``split``);
+* ``guidance/``: PromptSplit guidance over a range of scales (section 5.4 of the paper, ``demo_guidance``);
 * ``report.html`` (the summary with links to each report) and ``summary.json``.
 
 Further experiments register a function in :data:`EXTRA_EXPERIMENTS` (the guided-sampling one does): it
@@ -49,6 +50,7 @@ class DemoSection:
     headers: list[str]
     rows: list[list[Any]]
     folder: str | None = None
+    figures: list = field(default_factory=list)  #: [PNG under the demo's folder, caption], below the table
 
 
 @dataclass
@@ -67,6 +69,7 @@ class DemoContext:
     real_test_labels: np.ndarray = field(repr=False, default=None)
     classifier: Any = field(repr=False, default=None)
     cache: dict = field(repr=False, default_factory=dict)
+    options: dict = field(default_factory=dict)  #: the further experiments' options, by name
 
     @property
     def classes(self) -> np.ndarray:
@@ -113,8 +116,14 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-#: further experiments: fn(context) -> DemoSection, run after the built-in ones
-EXTRA_EXPERIMENTS: list[Callable[[DemoContext], DemoSection]] = []
+def _guidance_section(ctx: DemoContext) -> DemoSection | None:
+    from .demo_guidance import guidance_section
+
+    return guidance_section(ctx)
+
+
+#: further experiments: fn(context) -> DemoSection (None: skipped), run after the built-in ones
+EXTRA_EXPERIMENTS: list[Callable[[DemoContext], DemoSection | None]] = [_guidance_section]
 
 
 def pixel_classifier(seed: int, image_size: int):
@@ -269,20 +278,21 @@ def split_section(ctx: DemoContext) -> DemoSection | None:
     return DemoSection("Where two generators differ (PromptSplit)", text, headers, rows, "split")
 
 
-def grid_png(blocks: list[np.ndarray], per_prompt: int, shown: int = 6, zoom: int = 3) -> bytes:
-    """One row per class; per block (a sample set in class order) its first ``shown`` samples of the
-    class, blocks separated by a white gap; pixels enlarged ``zoom`` times."""
+def grid_png(blocks: list[np.ndarray], per_prompt: int, shown: int = 6, zoom: int = 3, n_rows: int = 10,
+             gap: int = 255) -> bytes:
+    """One row per class (``n_rows`` prompts); per block (a sample set in class order) its first ``shown``
+    samples of the class, blocks separated by a gap of grey level ``gap``; pixels enlarged ``zoom`` times."""
     import io
 
     from PIL import Image
 
     s = blocks[0].shape[1]
-    gap = np.full((s, 2), 255, np.uint8)
+    spacer = np.full((s, 2), gap, np.uint8)
     rows = []
-    for c in range(10):
+    for c in range(n_rows):
         parts = []
         for b in blocks:
-            parts += [*b[c * per_prompt: c * per_prompt + shown], gap]
+            parts += [*b[c * per_prompt: c * per_prompt + shown], spacer]
         rows.append(np.concatenate(parts[:-1], axis=1))
     grid = np.concatenate(rows, axis=0).repeat(zoom, 0).repeat(zoom, 1)
     buf = io.BytesIO()
@@ -309,8 +319,9 @@ def _write_figures(ctx: DemoContext, scales: tuple[float, ...]) -> dict[str, str
 
 def run_fashion_demo(out: Path, *, weights: Path | None, per_prompt: int, steps: int, seed: int,
                      scales: tuple[float, ...] = DEFAULT_SCALES, quiet: bool = False,
-                     no_report: bool = False) -> dict:
-    """Run every experiment on the generator's checkpoints and write the summary; returns it."""
+                     no_report: bool = False, guidance: Any = None) -> dict:
+    """Run every experiment on the generator's checkpoints and write the summary; returns it.
+    ``guidance``: the options of the guidance section (``demo_guidance.SweepOptions``; None skips it)."""
     from ..generators.fashion import find_checkpoints, packaged_weights, real_images
 
     check_out_dir(out)
@@ -327,7 +338,7 @@ def run_fashion_demo(out: Path, *, weights: Path | None, per_prompt: int, steps:
     idx = np.random.default_rng(seed).permutation(y.size)[:REAL_TEST_IMAGES]
     ctx = DemoContext(out=out, training=training, second=second, per_prompt=per_prompt, steps=steps,
                       seed=seed, quiet=quiet, no_report=no_report, real_test=x[idx], real_test_labels=y[idx],
-                      classifier=pixel_classifier(seed, size))
+                      classifier=pixel_classifier(seed, size), options={"guidance": guidance})
     sections = []
     for run in (quality_section, monitoring_section, lambda c: cfg_section(c, scales), split_section,
                 *EXTRA_EXPERIMENTS):

@@ -26,6 +26,9 @@ def render_generator_demo(summary: dict, folder: str | Path | None = None) -> st
         children: list[Any] = [p(section["text"])]
         numeric = range(1, len(section["headers"]))
         children.append(table(section["headers"], section["rows"], numeric=numeric))
+        for name, caption in section.get("figures", []) if folder is not None else []:
+            if (Path(folder) / name).is_file():
+                children.append(figure((Path(folder) / name).read_bytes(), alt=caption, caption=caption))
         if section.get("folder"):
             children.append(note(f"The full report of this method: {section['folder']}/report.html "
                                  f"(its result: {section['folder']}/result.json)."))
