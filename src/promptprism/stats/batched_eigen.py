@@ -176,6 +176,21 @@ def _krylov_storage(wt: Any, metric, steps: int, dim: int) -> tuple[Any, Any, An
     return xp, basis, images, name
 
 
+def _unit_start(normalise, metric, x: Any) -> tuple[Any, Any]:
+    """The start vectors scaled to unit norm (in the metric), and their images."""
+    q, g, norms = normalise(x)
+    q /= norms[:, None]
+    return q, (q if metric is None else g / norms[:, None])
+
+
+def _store_and_apply(apply, wt: Any, basis: Any, images: Any, q: Any, g: Any, j: int) -> Any:
+    """Keep step ``j``'s vectors (and their images) and apply the operators to them."""
+    basis[:, j, :] = q
+    if images is not basis:
+        images[:, j, :] = g
+    return apply(g, wt)
+
+
 def _tridiagonal_ritz(alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
     import scipy.linalg
 
@@ -198,14 +213,9 @@ def _lanczos_on_device(apply, metric, wt: Any, dim: int, *, steps: int,
     alpha = xp.zeros((wt.shape[0], steps), dtype=xp.float64, device=wt.device)
     beta = xp.zeros((wt.shape[0], steps), dtype=xp.float64, device=wt.device)
     died = xp.zeros((wt.shape[0],), dtype=xp.bool, device=wt.device)
-    q, g, norms = normalise(on.asarray(start, dtype=name))
-    q /= norms[:, None]
-    g = q if metric is None else g / norms[:, None]
+    q, g = _unit_start(normalise, metric, on.asarray(start, dtype=name))
     for j in range(steps):
-        basis[:, j, :] = q
-        if metric is not None:
-            images[:, j, :] = g
-        u = apply(g, wt)
+        u = _store_and_apply(apply, wt, basis, images, q, g, j)
         alpha[:, j] = xp.astype(dot(g, u), xp.float64)
         u = orthogonalise(u, j + 1)
         if j == steps - 1:
@@ -235,14 +245,9 @@ def _lanczos_on_host_checks(apply, metric, wt: Any, dim: int, *, steps: int, rng
     b = wt.shape[0]
     alpha = np.zeros((b, steps))
     beta = np.zeros((b, steps))
-    q, g, norms = normalise(on.asarray(start, dtype=name))
-    q /= norms[:, None]
-    g = q if metric is None else g / norms[:, None]
+    q, g = _unit_start(normalise, metric, on.asarray(start, dtype=name))
     for j in range(steps):
-        basis[:, j, :] = q
-        if metric is not None:
-            images[:, j, :] = g
-        u = apply(g, wt)
+        u = _store_and_apply(apply, wt, basis, images, q, g, j)
         alpha[:, j] = to_numpy(dot(g, u))
         u = orthogonalise(u, j + 1)
         if j == steps - 1:
