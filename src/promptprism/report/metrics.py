@@ -43,6 +43,10 @@ def set_notes(name: str, m: Any) -> list[str]:
     if t:
         out.append(f"{name}: {t['truncated']} of {t['prompts']} prompts were longer than the text encoder's "
                    f"{t['context_length']} tokens and were truncated before CLIPScore")
+    valid = _get(m, "interval_validity") or {}
+    if valid and not valid["holds"]:
+        out.append(f"{name}: intervals not calibrated here ({', '.join(valid['not_calibrated'])}): "
+                   f"{valid['reason']}")
     return out + [f"{name}: {n}" for n in (_get(m, "notes") or [])]
 
 

@@ -19,6 +19,7 @@ from ...kernels import KERNELS, resolve_bandwidth
 from ..scendi.bootstrap import check_bootstrap, percentile_interval
 from .alignment import CLIPSCORE_WEIGHT, check_joint_space, clip_scores
 from .breakdown import PromptGroups, prompt_breakdown
+from .calibration import interval_validity
 from .frechet import frechet_distance
 from .intervals import FD_BOOTSTRAP_MAX_DIM, bootstrap_means, frechet_bootstrap
 from .kid import kernel_inception_distance, kernel_mmd2
@@ -37,6 +38,12 @@ def _as_set(data: Any, name: str) -> PairedSet | np.ndarray:
 
 def _outputs(data: PairedSet | np.ndarray) -> np.ndarray:
     return data.output_embeddings if isinstance(data, PairedSet) else data
+
+
+def _clusters(labels: np.ndarray | None, rows: int) -> int:
+    """What the bootstrap resamples: distinct prompts when there are at least two, else rows."""
+    distinct = 0 if labels is None else int(np.unique(labels).size)
+    return distinct if distinct >= 2 else rows
 
 
 class ReferenceMetrics:
@@ -188,11 +195,15 @@ class ReferenceMetrics:
             truncation = {"prompts": int(align["truncated"].size), "truncated": int(align["truncated"].sum()),
                           "context_length": int(trunc["context_length"])}
         m = ind.metrics()
+        validity = {} if not intervals else interval_validity(
+            intervals, generated_clusters=_clusters(groups and groups.generated, x.shape[0]),
+            reference_clusters=_clusters(groups and groups.reference, r.shape[0]))
         return SetMetrics(
             name=name, n=int(x.shape[0]), fd=fd, kid=float(kid.mean()), kid_std=float(kid.std(ddof=1))
             if kid.size > 1 else 0.0, mmd2=float(mmd.mean()),
             clip_score=float(align["clip_score"].mean()) if align else None,
             cosine=float(align["cosine"].mean()) if align else None, intervals=intervals,
+            interval_validity=validity,
             truncation=truncation, per_prompt=per_prompt, notes=notes, **m)
 
     def _intervals(self, x: np.ndarray, r: np.ndarray, ind: Any, align: dict, groups: PromptGroups | None,

@@ -1,0 +1,70 @@
+"""Interval validity of the reference-set metrics and of the region CMS: the rule restates the simulation
+grids (benchmarks/metrics_coverage.py, benchmarks/cms_coverage.py), the result carries it, the CLI says it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from _cli_run import run_cli
+from promptprism import PairedSet, RegionCMS
+from promptprism.methods.metrics import ReferenceMetrics
+from promptprism.methods.metrics.calibration import MIN_CLUSTERS, interval_validity
+from promptprism.methods.regions.calibration import MIN_IMAGES_EXACT
+from promptprism.methods.regions.calibration import interval_validity as regions_validity
+from promptprism.results import load_result
+
+
+def test_metrics_rule_flags_spreads_fd_and_few_clusters():
+    k_nn = ("precision", "density", "recall", "coverage", "clip_score", "cosine")
+    ok = interval_validity(k_nn, generated_clusters=MIN_CLUSTERS, reference_clusters=MIN_CLUSTERS)
+    assert ok == {"holds": True, "not_calibrated": [], "reason": ok["reason"]}
+    few = interval_validity(k_nn, generated_clusters=40, reference_clusters=MIN_CLUSTERS)
+    assert not few["holds"] and few["not_calibrated"] == ["precision", "density", "clip_score", "cosine"]
+    assert "40 generated prompts" in few["reason"]
+    spread = interval_validity(("kid", "mmd2", "fd", "recall"), generated_clusters=500, reference_clusters=20)
+    assert spread["not_calibrated"] == ["kid", "mmd2", "fd", "recall"]
+    assert "not confidence intervals" in spread["reason"]
+
+
+def _paired(rng, prompts, per, name):
+    t = np.repeat(rng.standard_normal((prompts, 4)), per, axis=0)
+    return PairedSet(t, t @ rng.standard_normal((4, 4)) + rng.standard_normal(t.shape), name=name,
+                     prompts=[f"{name}{i}" for i in np.repeat(np.arange(prompts), per)])
+
+
+def test_metrics_result_counts_prompts_not_rows():
+    rng = np.random.default_rng(0)
+    gen, ref = _paired(rng, 30, 4, "g"), _paired(rng, 120, 2, "r")
+    m = ReferenceMetrics(bootstrap=20, subsets=4, subset_size=50).compare(gen, ref).models[0]
+    v = m.interval_validity
+    # 30 generated prompts (120 rows): the generated-side intervals are flagged; 120 reference prompts are not
+    assert {"precision", "density", "kid", "mmd2", "fd"} <= set(v["not_calibrated"])
+    assert "recall" not in v["not_calibrated"] and "coverage" not in v["not_calibrated"]
+    assert "30 generated prompts" in v["reason"]
+    off = ReferenceMetrics(bootstrap=0, subsets=1, subset_size=50).compare(gen, ref).models[0]
+    assert off.interval_validity == {} and off.intervals == {}
+
+
+def test_metrics_cli_prints_the_flag(tmp_path):
+    rng = np.random.default_rng(1)
+    for name, prompts in (("a", 20), ("real", 20)):
+        s = _paired(rng, prompts, 3, name)
+        np.savez(tmp_path / f"{name}.npz", prompt_embeddings=s.prompt_embeddings,
+                 output_embeddings=s.output_embeddings, prompts=np.array(s.prompts))
+    out = tmp_path / "res"
+    code, stdout, err = run_cli("metrics", tmp_path / "a.npz", "--reference", tmp_path / "real.npz", "--out",
+                                out, "--subset-size", "30", "--subsets", "5", "--bootstrap", "20")
+    assert code == 0, err
+    assert "! a: intervals not calibrated here (" in stdout
+    assert load_result(out).models[0].interval_validity["holds"] is False
+    assert "intervals not calibrated here" in (out / "report.html").read_text()
+
+
+def test_regions_rule_and_result():
+    assert not regions_validity(100, 5000, [5000])["holds"]  # blocks: 0.78-0.89 measured
+    assert not regions_validity(None, MIN_IMAGES_EXACT - 1, [5000])["holds"]
+    assert regions_validity(None, MIN_IMAGES_EXACT, [MIN_IMAGES_EXACT])["holds"]
+    rng = np.random.default_rng(0)
+    real, gen = rng.random((40, 4, 4)), rng.random((40, 4, 4))
+    res = RegionCMS(n_regions=2, bootstrap=20, seed=0).fit(real).compare(gen)
+    assert res.bootstrap["validity"]["holds"] is False and "40 images" in res.bootstrap["validity"]["reason"]
