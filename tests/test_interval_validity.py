@@ -14,16 +14,18 @@ from promptprism.methods.regions.calibration import interval_validity as regions
 from promptprism.results import load_result
 
 
-def test_metrics_rule_flags_spreads_fd_and_few_clusters():
-    k_nn = ("precision", "density", "recall", "coverage", "clip_score", "cosine")
-    ok = interval_validity(k_nn, generated_clusters=MIN_CLUSTERS, reference_clusters=MIN_CLUSTERS)
+def test_metrics_rule_flags_fd_clustered_kid_and_few_clusters():
+    k_nn = ("precision", "density", "recall", "coverage", "clip_score", "cosine", "kid", "mmd2")
+    rows = dict(generated_rows=MIN_CLUSTERS, reference_rows=MIN_CLUSTERS)
+    ok = interval_validity(k_nn, generated_clusters=MIN_CLUSTERS, reference_clusters=MIN_CLUSTERS, **rows)
     assert ok == {"holds": True, "not_calibrated": [], "reason": ok["reason"]}
-    few = interval_validity(k_nn, generated_clusters=40, reference_clusters=MIN_CLUSTERS)
-    assert not few["holds"] and few["not_calibrated"] == ["precision", "density", "clip_score", "cosine"]
-    assert "40 generated prompts" in few["reason"]
-    spread = interval_validity(("kid", "mmd2", "fd", "recall"), generated_clusters=500, reference_clusters=20)
-    assert spread["not_calibrated"] == ["kid", "mmd2", "fd", "recall"]
-    assert "not confidence intervals" in spread["reason"]
+    few = interval_validity(k_nn, generated_clusters=40, reference_clusters=MIN_CLUSTERS, **rows)
+    assert not few["holds"]
+    assert few["not_calibrated"] == ["kid", "mmd2", "precision", "density", "clip_score", "cosine"]
+    assert "40 generated prompts" in few["reason"] and "pair outputs of one prompt" in few["reason"]
+    fd = interval_validity(("fd", "recall"), generated_clusters=500, reference_clusters=20,
+                           generated_rows=500, reference_rows=20)
+    assert fd["not_calibrated"] == ["fd", "recall"] and "small-sample bias" in fd["reason"]
 
 
 def _paired(rng, prompts, per, name):
@@ -38,11 +40,12 @@ def test_metrics_result_counts_prompts_not_rows():
     m = ReferenceMetrics(bootstrap=20, subsets=4, subset_size=50).compare(gen, ref).models[0]
     v = m.interval_validity
     # 30 generated prompts (120 rows): the generated-side intervals are flagged; 120 reference prompts are not
-    assert {"precision", "density", "kid", "mmd2", "fd"} <= set(v["not_calibrated"])
+    assert {"precision", "density", "kid", "mmd2", "fd"} <= set(v["not_calibrated"])  # kid: clustered
     assert "recall" not in v["not_calibrated"] and "coverage" not in v["not_calibrated"]
     assert "30 generated prompts" in v["reason"]
+    # without the bootstrap only KID's and MMD²'s intervals (from their projections), flagged here
     off = ReferenceMetrics(bootstrap=0, subsets=1, subset_size=50).compare(gen, ref).models[0]
-    assert off.interval_validity == {} and off.intervals == {}
+    assert set(off.intervals) == {"kid", "mmd2"} and off.interval_validity["not_calibrated"] == ["kid", "mmd2"]
 
 
 def test_metrics_cli_prints_the_flag(tmp_path):
@@ -68,3 +71,23 @@ def test_regions_rule_and_result():
     real, gen = rng.random((40, 4, 4)), rng.random((40, 4, 4))
     res = RegionCMS(n_regions=2, bootstrap=20, seed=0).fit(real).compare(gen)
     assert res.bootstrap["validity"]["holds"] is False and "40 images" in res.bootstrap["validity"]["reason"]
+
+
+def test_kid_interval_variance_matches_the_spread_over_data_sets():
+    """The projection variance of MMD^2_u (plus the subsets' own spread) against the spread of the KID
+    estimate over 150 independent pairs of row sets, and the interval's coverage of their mean (KID is
+    unbiased without prompt clusters)."""
+    from promptprism.methods.metrics.kid import kernel_inception_distance, mmd2_interval
+
+    rng = np.random.default_rng(0)
+    est, var, ivs = [], [], []
+    for s in range(150):
+        x, y = rng.standard_normal((120, 3)), 1.3 * rng.standard_normal((160, 3)) + 0.3
+        v, parts = kernel_inception_distance(x, y, n_subsets=5, subset_size=100, seed=s, groups=(None, None))
+        est.append(v.mean())
+        var.append(4 * parts.sum(axis=1).mean() + v.var(ddof=1) / v.size)
+        ivs.append(mmd2_interval(v, parts, (120, 160), 0.95))
+    ratio = np.sqrt(np.mean(var)) / np.std(est, ddof=1)
+    assert 0.85 <= ratio <= 1.25, ratio
+    centre = float(np.mean(est))
+    assert 0.88 <= np.mean([iv["low"] <= centre <= iv["high"] for iv in ivs]) <= 0.995
