@@ -55,7 +55,8 @@ def one_set(cell: Cell, seed: int, bootstrap: int) -> dict[str, tuple[float, flo
     x = rng.standard_normal((cell.n, 2, 2))
     y = rng.standard_normal((cell.n, 2, 2))
     y[:, 1, :] += cell.shift
-    iv = region_cms(x, y, REGIONS, GAMMA, bootstrap=bootstrap, seed=seed, block_size=cell.block_size)["intervals"]
+    iv = region_cms(x, y, REGIONS, GAMMA, bootstrap=bootstrap, seed=seed,
+                    block_size=cell.block_size)["intervals"]
     out = {f"region {i}": r for i, r in enumerate(iv["region_cms"])}
     out.update(cms=iv["cms"], product_cms=iv["product_cms"])
     return {k: (v["debiased"], v["low"], v["high"]) for k, v in out.items()}
@@ -69,7 +70,8 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     cells = GRID if args.cells == "all" else [c for c in GRID if c.name in args.cells.split(",")]
     t0 = time.perf_counter()
-    print("| cell | interval | truth | mean (U-form) | bias/sd | coverage | width |\n|---|---|---|---|---|---|---|")
+    print("| cell | interval | truth | mean (U-form) | bias/sd | coverage | width |\n"
+          "|---|---|---|---|---|---|---|")
     for cell in cells:
         sets = [one_set(cell, s, args.bootstrap) for s in range(args.sets)]
         for key, truth in truths(cell).items():
@@ -77,8 +79,10 @@ def main(argv=None) -> None:
             sd = est.std(ddof=1)
             bias = (est.mean() - truth) / sd if sd > 0 else float("nan")
             print(f"| {cell.name} | {key} | {truth:.4f} | {est.mean():.4f} | {bias:+.2f} | "
-                  f"{np.mean((low <= truth) & (truth <= high)):.3f} | {np.mean(high - low):.4f} |", flush=True)
-    print(f"\n{args.sets} sets per cell, B = {args.bootstrap}, gamma {GAMMA}; {time.perf_counter() - t0:.0f} s "
+                  f"{np.mean((low <= truth) & (truth <= high)):.3f} | {np.mean(high - low):.4f} |",
+                  flush=True)
+    print(f"\n{args.sets} sets per cell, B = {args.bootstrap}, gamma {GAMMA}; "
+          f"{time.perf_counter() - t0:.0f} s "
           f"wall, load average {os.getloadavg()[0]:.1f}")
 
 

@@ -8,7 +8,8 @@ from ONE fit with ``aggregate='auto'`` (the same permutations for every kernel):
 - ``aggregate``: the family's p-value p_agg <= alpha (the global test the default runs);
 - ``any kernel's modes``: a mode of any kernel of the family significant after the family adjustment;
 - ``fitted modes``: the fitted kernel's modes significant after the adjustment (``n_significant``);
-- ``fitted alone``: the fitted kernel's own step-down p-values (``aggregate='none'``'s test, same permutations).
+- ``fitted alone``: the fitted kernel's own step-down p-values (``aggregate='none'``'s test, same
+  permutations).
 
     python benchmarks/promptsplit_subsample_null.py --sets 200
 """
@@ -46,7 +47,8 @@ def one_null_set(test, ref, seed: int, alpha: float = 0.05, aggregate: str = "au
     own = agg.get("p_modes_fitted_kernel", [m.p_value for m in res.modes])
     kernels = agg.get("kernels", [])
     return {"aggregate": bool(agg.get("p", 1.0) <= alpha) if agg else s["n_significant"] > 0,
-            "any kernel's modes": s["n_significant"] > 0 or any(k.get("n_significant", 0) > 0 for k in kernels),
+            "any kernel's modes": s["n_significant"] > 0
+            or any(k.get("n_significant", 0) > 0 for k in kernels),
             "fitted modes": s["n_significant"] > 0,
             "fitted alone": bool(min(own, default=1.0) <= alpha),
             "p_agg": agg.get("p"), "p_own": [k["p"] for k in kernels]}

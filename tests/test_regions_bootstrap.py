@@ -161,8 +161,9 @@ def test_result_carries_intervals_ties_and_bootstrap_record(tmp_path):
     gen = real[:30] * 0.95 + 0.05 * rng.random((30, 4, 4))
     res = RegionCMS(n_regions=2, seed=3, bootstrap=50).fit(real).compare([gen, real[30:]], ["a", "b"])
     validity = res.bootstrap["validity"]
-    assert {k: v for k, v in res.bootstrap.items() if k != "validity"} == {"replicates": 50, "level": 0.95, "seed": 3,
-                             "resample": "images (real and each generated set, with replacement)"}
+    record = {k: v for k, v in res.bootstrap.items() if k != "validity"}
+    assert record == {"replicates": 50, "level": 0.95, "seed": 3,
+                      "resample": "images (real and each generated set, with replacement)"}
     assert validity["holds"] is False and "30 images" in validity["reason"]  # below 200: flagged
     assert len(res.intervals) == 2 and len(res.intervals[0]["region_cms"]) == 2
     assert res.block_bias is None

@@ -222,7 +222,8 @@ class ReferenceMetrics:
         out.update(bootstrap_means({"recall": ind.in_fake_manifold, "coverage": ind.covered},
                                    groups.reference if groups else None, **opts))
         if x.shape[1] <= FD_BOOTSTRAP_MAX_DIM:
-            out["fd"] = frechet_bootstrap(x, r, estimate=fd, **opts)
+            out["fd"] = frechet_bootstrap(x, r, estimate=fd, **opts, groups=(
+                groups.generated, groups.reference) if groups else (None, None))
         else:
             notes.append(f"no FD interval: d = {x.shape[1]} > {FD_BOOTSTRAP_MAX_DIM} (each bootstrap "
                          "replicate costs two d x d covariances and eigen-solves)")

@@ -49,9 +49,10 @@ def _weighted_moments(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def frechet_bootstrap(x: np.ndarray, y: np.ndarray, *, estimate: float, replicates: int, level: float,
-                      seed: int) -> dict:
-    """{'low', 'high'}: the percentile interval of FD over replicates resampling the rows of both sets,
-    shifted by the replicates' median bias (median - estimate) and clipped at 0.
+                      seed: int, groups: tuple = (None, None)) -> dict:
+    """{'low', 'high'}: the percentile interval of FD over replicates resampling both sets (their prompts,
+    ``groups`` = (labels of x's rows, of y's rows), when a set has at least two; else its rows), shifted by
+    the replicates' median bias (median - estimate) and clipped at 0.
 
     A resampled set has fewer distinct rows, so its covariance is noisier and its FD larger: FD's upward
     small-sample bias (Chong & Forsyth 2020) shows twice in the replicates, whose raw percentile interval
@@ -59,12 +60,11 @@ def frechet_bootstrap(x: np.ndarray, y: np.ndarray, *, estimate: float, replicat
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    rng = np.random.default_rng(seed)
+    wx = cluster_counts(groups[0], x.shape[0], replicates, seed).astype(np.float64)
+    wy = cluster_counts(groups[1], y.shape[0], replicates, seed + 1).astype(np.float64)
     values = np.empty(replicates)
     for b in range(replicates):
-        wx = np.bincount(rng.integers(0, x.shape[0], x.shape[0]), minlength=x.shape[0]).astype(np.float64)
-        wy = np.bincount(rng.integers(0, y.shape[0], y.shape[0]), minlength=y.shape[0]).astype(np.float64)
-        values[b] = frechet_distance_from_moments(*_weighted_moments(x, wx), *_weighted_moments(y, wy))
+        values[b] = frechet_distance_from_moments(*_weighted_moments(x, wx[b]), *_weighted_moments(y, wy[b]))
     q = percentile_interval(values, level)
     bias = float(np.median(values)) - estimate
     return {"low": max(q["low"] - bias, 0.0), "high": max(q["high"] - bias, 0.0)}

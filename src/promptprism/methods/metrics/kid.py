@@ -87,7 +87,8 @@ def subset_mmd2(x: Any, y: Any, gram: Gram, *, n_subsets: int, subset_size: int,
         k_xy, k_xx, k_yy = gram(a, b), gram(a, None), gram(b, None)
         values[s] = mmd2(k_xy, k_xx, k_yy, unbiased=True)
         if groups is not None:
-            gx, gy = (None if g is None else np.asarray(g)[idx] for g, idx in zip(groups, (i, j), strict=True))
+            gx, gy = (None if g is None else np.asarray(g)[rows]
+                      for g, rows in zip(groups, (i, j), strict=True))
             vx, vy = projection_variances(k_xy, k_xx, k_yy, gx, gy)
             parts[s] = vx * subset_size / n, vy * subset_size / m
     return values if groups is None else (values, parts)
