@@ -8,7 +8,7 @@ import numpy as np
 from _cli_run import run_cli
 from promptprism import PairedSet, RegionCMS
 from promptprism.methods.metrics import ReferenceMetrics
-from promptprism.methods.metrics.calibration import MIN_CLUSTERS, interval_validity
+from promptprism.methods.metrics.calibration import MIN_CLUSTERS, MIN_CLUSTERS_FD, interval_validity
 from promptprism.methods.regions.calibration import MIN_IMAGES_EXACT
 from promptprism.methods.regions.calibration import interval_validity as regions_validity
 from promptprism.results import load_result
@@ -26,6 +26,9 @@ def test_metrics_rule_flags_fd_clustered_kid_and_few_clusters():
     fd = interval_validity(("fd", "recall"), generated_clusters=500, reference_clusters=20,
                            generated_rows=500, reference_rows=20)
     assert fd["not_calibrated"] == ["fd", "recall"] and "small-sample bias" in fd["reason"]
+    fd_ok = interval_validity(("fd",), generated_clusters=MIN_CLUSTERS_FD, reference_clusters=MIN_CLUSTERS_FD,
+                              generated_rows=200, reference_rows=400)
+    assert fd_ok["holds"]
 
 
 def _paired(rng, prompts, per, name):
@@ -40,7 +43,7 @@ def test_metrics_result_counts_prompts_not_rows():
     m = ReferenceMetrics(bootstrap=20, subsets=4, subset_size=50).compare(gen, ref).models[0]
     v = m.interval_validity
     # 30 generated prompts (120 rows): the generated-side intervals are flagged; 120 reference prompts are not
-    assert {"precision", "density", "kid", "mmd2", "fd"} <= set(v["not_calibrated"])  # kid: clustered
+    assert {"precision", "density", "kid", "mmd2", "fd"} <= set(v["not_calibrated"])  # kid: clustered; fd: 30
     assert "recall" not in v["not_calibrated"] and "coverage" not in v["not_calibrated"]
     assert "30 generated prompts" in v["reason"]
     # without the bootstrap only KID's and MMD²'s intervals (from their projections), flagged here
