@@ -36,11 +36,11 @@ def test_population_values_match_large_samples():
 
 @pytest.mark.slow
 def test_a_slice_of_the_grid_measures_coverage():
-    """30 sets of the row cell: every printed interval is judged, the k-NN intervals cover their conditional
-    truths in most sets and the KID interval its population value."""
-    cell = next(c for c in harness.GRID if not c.clustered)
-    rows = {r["metric"]: r for r in harness.coverage_table([cell], n_sets=30, bootstrap=50, jobs=1)}
-    assert set(rows) == {"precision", "recall", "density", "coverage", "fd", "kid", "mmd2"}
-    for m in ("precision", "recall", "density", "coverage", "kid", "mmd2"):
-        assert rows[m]["coverage"] >= 0.75, (m, rows[m])
-    assert abs(rows["kid"]["bias_over_se"]) < 0.6  # unbiased without prompt clusters
+    """20 sets of the smallest cell (40 prompts x 5): every printed interval is judged, and each covers its
+    truth in most sets (the grid's 200 sets: 0.905-0.97)."""
+    cell = harness.GRID[0]
+    rows = {r["metric"]: r for r in harness.coverage_table([cell], n_sets=20, bootstrap=50, jobs=1)}
+    assert set(rows) == set(harness.METRICS)
+    for m, r in rows.items():
+        assert r["coverage"] >= 0.75, (m, r)
+        assert r["sets"] == 20 and np.isfinite(r["bias_over_se"])
