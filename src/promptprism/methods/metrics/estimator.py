@@ -222,8 +222,12 @@ class ReferenceMetrics:
         out.update(bootstrap_means({"recall": ind.in_fake_manifold, "coverage": ind.covered},
                                    groups.reference if groups else None, **opts))
         if x.shape[1] <= FD_BOOTSTRAP_MAX_DIM:
-            out["fd"] = frechet_bootstrap(x, r, estimate=fd, **opts, groups=(
+            out["fd"] = iv = frechet_bootstrap(x, r, estimate=fd, **opts, groups=(
                 groups.generated, groups.reference) if groups else (None, None))
+            if not iv["low"] <= fd <= iv["high"]:
+                notes.append(f"FD's interval [{iv['low']:.4g}, {iv['high']:.4g}] excludes its estimate "
+                             f"{fd:.4g}: the basic bootstrap corrects FD's small-sample bias, which is large "
+                             "here (few prompts or rows; docs/metrics.md)")
         else:
             notes.append(f"no FD interval: d = {x.shape[1]} > {FD_BOOTSTRAP_MAX_DIM} (each bootstrap "
                          "replicate costs two d x d covariances and eigen-solves)")
