@@ -17,15 +17,20 @@ from promptprism.results import load_result
 def test_metrics_rule_flags_fd_clustered_kid_and_few_clusters():
     k_nn = ("precision", "density", "recall", "coverage", "clip_score", "cosine", "kid", "mmd2")
     rows = dict(generated_rows=MIN_CLUSTERS, reference_rows=MIN_CLUSTERS)
-    ok = interval_validity(k_nn, generated_clusters=MIN_CLUSTERS, reference_clusters=MIN_CLUSTERS, **rows)
+    ok = interval_validity(k_nn[:6], generated_clusters=MIN_CLUSTERS, reference_clusters=MIN_CLUSTERS,
+                           generated_rows=MIN_CLUSTERS, reference_rows=2 * MIN_CLUSTERS)
     assert ok == {"holds": True, "not_calibrated": [], "reason": ok["reason"]}
     few = interval_validity(k_nn, generated_clusters=40, reference_clusters=MIN_CLUSTERS, **rows)
     assert not few["holds"]
-    assert few["not_calibrated"] == ["kid", "mmd2", "precision", "density", "clip_score", "cosine"]
+    assert few["not_calibrated"] == ["kid", "mmd2", "coverage", "precision", "density", "clip_score",
+                                     "cosine"]
     assert "40 generated prompts" in few["reason"] and "pair outputs of one prompt" in few["reason"]
     fd = interval_validity(("fd", "recall"), generated_clusters=500, reference_clusters=20,
                            generated_rows=500, reference_rows=20)
     assert fd["not_calibrated"] == ["fd", "recall"] and "small-sample bias" in fd["reason"]
+    rows = interval_validity(("coverage", "recall"), generated_clusters=300, reference_clusters=600,
+                             generated_rows=300, reference_rows=600)
+    assert rows["not_calibrated"] == ["coverage"]  # a row bootstrap of coverage: 0.885 measured
     fd_ok = interval_validity(("fd",), generated_clusters=MIN_CLUSTERS_FD, reference_clusters=MIN_CLUSTERS_FD,
                               generated_rows=200, reference_rows=400)
     assert fd_ok["holds"]
