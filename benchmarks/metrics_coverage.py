@@ -169,6 +169,12 @@ def conditional_truth(x: np.ndarray, r: np.ndarray, cell: Cell, k: int, seed: in
             "recall": float(np.mean(_ball_counts(fresh_r, x, rho_x) > 0)), "coverage": float(np.mean(cov))}
 
 
+def estimator_seed(seed: int) -> int:
+    """The estimator's seed for simulated set ``seed``: not the data's own (numpy's generator seeded alike
+    would resample prompts with the very bits that drew them, coupling the bootstrap to the data)."""
+    return seed + 2 * 10**6
+
+
 def one_set(cell: Cell, seed: int, bootstrap: int) -> dict:
     """One simulated pair of sets: {metric: (estimate, low, high, conditional truth or None)}."""
     from promptprism import PairedSet
@@ -184,7 +190,8 @@ def one_set(cell: Cell, seed: int, bootstrap: int) -> dict:
             f"r{i}" for i in np.repeat(np.arange(cell.ref_prompts), cell.ref_per_prompt)])
     else:
         gen, ref = x, r
-    est = ReferenceMetrics(bootstrap=bootstrap, mmd_sigma=MMD_SIGMA, subsets=SUBSETS, seed=seed)
+    est = ReferenceMetrics(bootstrap=bootstrap, mmd_sigma=MMD_SIGMA, subsets=SUBSETS,
+                           seed=estimator_seed(seed))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         m = est.compare(gen, ref).models[0]
@@ -271,7 +278,8 @@ def fd_set(cell: Cell, seed: int, bootstrap: int) -> tuple[float, float, float]:
         groups = (np.repeat(np.arange(cell.n_prompts), cell.per_prompt),
                   np.repeat(np.arange(cell.ref_prompts), cell.ref_per_prompt))
     fd = frechet_distance(x, r)
-    iv = frechet_bootstrap(x, r, estimate=fd, replicates=bootstrap, level=0.95, seed=seed, groups=groups)
+    iv = frechet_bootstrap(x, r, estimate=fd, replicates=bootstrap, level=0.95, seed=estimator_seed(seed),
+                           groups=groups)
     return fd, iv["low"], iv["high"]
 
 
