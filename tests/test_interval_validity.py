@@ -15,25 +15,21 @@ from promptprism.results import load_result
 
 
 def test_metrics_rule_flags_fd_clustered_kid_and_few_clusters():
-    k_nn = ("precision", "density", "recall", "coverage", "clip_score", "cosine", "kid", "mmd2")
-    rows = dict(generated_rows=MIN_CLUSTERS, reference_rows=MIN_CLUSTERS)
-    ok = interval_validity(k_nn[:6], generated_clusters=MIN_CLUSTERS, reference_clusters=MIN_CLUSTERS,
-                           generated_rows=MIN_CLUSTERS, reference_rows=2 * MIN_CLUSTERS)
+    many = dict(generated_clusters=MIN_CLUSTERS, reference_clusters=2 * MIN_CLUSTERS,
+                generated_rows=MIN_CLUSTERS, reference_rows=2 * MIN_CLUSTERS)
+    ok = interval_validity(("precision", "density", "recall", "fd", "kid", "mmd2"), **many)
     assert ok == {"holds": True, "not_calibrated": [], "reason": ok["reason"]}
-    few = interval_validity(k_nn, generated_clusters=40, reference_clusters=MIN_CLUSTERS, **rows)
-    assert not few["holds"]
-    assert few["not_calibrated"] == ["kid", "mmd2", "coverage", "precision", "density", "clip_score",
-                                     "cosine"]
+    always = interval_validity(("coverage", "clip_score", "recall"), **many)
+    assert always["not_calibrated"] == ["clip_score", "cosine"][:1] + ["coverage"]
+    few = interval_validity(("precision", "recall", "kid", "fd"), generated_clusters=40,
+                            reference_clusters=80, generated_rows=200, reference_rows=400)
+    assert few["not_calibrated"] == ["kid", "precision", "recall"]  # fd from 40 prompts holds
     assert "40 generated prompts" in few["reason"] and "pair outputs of one prompt" in few["reason"]
-    fd = interval_validity(("fd", "recall"), generated_clusters=500, reference_clusters=20,
-                           generated_rows=500, reference_rows=20)
-    assert fd["not_calibrated"] == ["fd", "recall"] and "small-sample bias" in fd["reason"]
-    rows = interval_validity(("coverage", "recall"), generated_clusters=300, reference_clusters=600,
-                             generated_rows=300, reference_rows=600)
-    assert rows["not_calibrated"] == ["coverage"]  # a row bootstrap of coverage: 0.885 measured
-    fd_ok = interval_validity(("fd",), generated_clusters=MIN_CLUSTERS_FD, reference_clusters=MIN_CLUSTERS_FD,
-                              generated_rows=200, reference_rows=400)
-    assert fd_ok["holds"]
+    fd = interval_validity(("fd",), generated_clusters=500, reference_clusters=20, generated_rows=500,
+                           reference_rows=20)
+    assert fd["not_calibrated"] == ["fd"] and "small-sample bias" in fd["reason"]
+    assert interval_validity(("fd",), generated_clusters=MIN_CLUSTERS_FD, reference_clusters=MIN_CLUSTERS_FD,
+                             generated_rows=200, reference_rows=400)["holds"]
 
 
 def _paired(rng, prompts, per, name):
@@ -49,7 +45,7 @@ def test_metrics_result_counts_prompts_not_rows():
     v = m.interval_validity
     # 30 generated prompts (120 rows): the generated-side intervals are flagged; 120 reference prompts are not
     assert {"precision", "density", "kid", "mmd2", "fd"} <= set(v["not_calibrated"])  # kid: clustered; fd: 30
-    assert "recall" not in v["not_calibrated"] and "coverage" not in v["not_calibrated"]
+    assert "120 reference prompts" in v["reason"]  # recall: below 300 resampled prompts
     assert "30 generated prompts" in v["reason"]
     # without the bootstrap only KID's and MMD²'s intervals (from their projections), flagged here
     off = ReferenceMetrics(bootstrap=0, subsets=1, subset_size=50).compare(gen, ref).models[0]
