@@ -160,8 +160,11 @@ def test_result_carries_intervals_ties_and_bootstrap_record(tmp_path):
     real = rng.random((60, 4, 4))
     gen = real[:30] * 0.95 + 0.05 * rng.random((30, 4, 4))
     res = RegionCMS(n_regions=2, seed=3, bootstrap=50).fit(real).compare([gen, real[30:]], ["a", "b"])
-    assert res.bootstrap == {"replicates": 50, "level": 0.95, "seed": 3,
-                             "resample": "images (real and each generated set, with replacement)"}
+    validity = res.bootstrap["validity"]
+    record = {k: v for k, v in res.bootstrap.items() if k != "validity"}
+    assert record == {"replicates": 50, "level": 0.95, "seed": 3,
+                      "resample": "images (real and each generated set, with replacement)"}
+    assert validity["holds"] is False and "30 images" in validity["reason"]  # below 200: flagged
     assert len(res.intervals) == 2 and len(res.intervals[0]["region_cms"]) == 2
     assert res.block_bias is None
     iv = res.intervals[1]["region_cms"]

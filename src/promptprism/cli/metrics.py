@@ -54,6 +54,11 @@ def print_metrics(result: MetricsResult, *, quiet: bool = False) -> None:
                           markup=False, highlight=False, soft_wrap=True)
         for note in m.notes:
             console.print(f"{m.name}: {note}", markup=False, highlight=False, soft_wrap=True)
+        valid = m.interval_validity
+        if valid and not valid["holds"]:
+            console.print(f"! {m.name}: intervals not calibrated here "
+                          f"({', '.join(valid['not_calibrated'])}): {valid['reason']}", markup=False,
+                          highlight=False, soft_wrap=True)
 
 
 def prompt_truncation(loaded: Any, *, text_model: str, clip_model: str | None, device: str,

@@ -62,6 +62,10 @@ def print_regions(result: RegionsResult, out: Path | None, *, quiet: bool = Fals
                           "eq. 4's plug-in value (last column, cms_eq4 in curves.csv) reads low by about 1/n "
                           "on n images and can lie outside the interval; an interval above 1 means generated "
                           "images repeat real ones", highlight=False, markup=False)
+            valid = boot.get("validity") or {}
+            if valid and not valid["holds"]:
+                console.print(f"! intervals not calibrated here: {valid['reason']}", highlight=False,
+                              markup=False, soft_wrap=True)
             for k, name in enumerate(result.names):
                 ties = result.region_ties(k)
                 if ties:

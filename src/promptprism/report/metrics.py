@@ -43,6 +43,10 @@ def set_notes(name: str, m: Any) -> list[str]:
     if t:
         out.append(f"{name}: {t['truncated']} of {t['prompts']} prompts were longer than the text encoder's "
                    f"{t['context_length']} tokens and were truncated before CLIPScore")
+    valid = _get(m, "interval_validity") or {}
+    if valid and not valid["holds"]:
+        out.append(f"{name}: intervals not calibrated here ({', '.join(valid['not_calibrated'])}): "
+                   f"{valid['reason']}")
     return out + [f"{name}: {n}" for n in (_get(m, "notes") or [])]
 
 
@@ -61,7 +65,8 @@ ABOUT = ("Precision and recall (Kynkäänniemi et al. 2019), density and coverag
          "balls; the Fréchet distance (FID on Inception features); KID (unbiased polynomial-kernel MMD² "
          "averaged over random subsets) and MMD²; CLIPScore = 2.5 max(cos, 0) (Hessel et al. 2021) between "
          "each prompt and its output in one joint space. Brackets: bootstrap intervals over prompts; for KID "
-         "and MMD² the spread of the subset values.")
+         "and MMD² a normal interval from the U-statistic's variance (docs/metrics.md says what each covers "
+         "and where).")
 
 
 @renderer("metrics")

@@ -155,6 +155,8 @@ def _intervals_text(result: Any) -> str:
         f"replicates, seed {boot.get('seed', '?')}), built around the U-form estimate on all images shown "
         "as CMS; eq. 4's plug-in CMS reads low by about 1/n on n images and can lie outside its interval "
         f"(whole image, eq. 4: {', '.join(fmt(v) for v in result.cms)}). "
+        + (f"Intervals not calibrated here: {boot['validity']['reason']}. "
+           if not boot.get("validity", {"holds": True})["holds"] else "")
     )
 
 

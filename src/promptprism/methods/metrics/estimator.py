@@ -16,12 +16,13 @@ from ..._validation import check_choice, check_matrix, check_positive_number, ch
 from ...data.paired import PairedSet, prompt_groups
 from ...errors import InputError, OptionError
 from ...kernels import KERNELS, resolve_bandwidth
-from ..scendi.bootstrap import check_bootstrap, percentile_interval
+from ..scendi.bootstrap import check_bootstrap
 from .alignment import CLIPSCORE_WEIGHT, check_joint_space, clip_scores
 from .breakdown import PromptGroups, prompt_breakdown
+from .calibration import interval_validity
 from .frechet import frechet_distance
 from .intervals import FD_BOOTSTRAP_MAX_DIM, bootstrap_means, frechet_bootstrap
-from .kid import kernel_inception_distance, kernel_mmd2
+from .kid import kernel_inception_distance, kernel_mmd2, mmd2_interval
 from .prdc import neighbour_indicators
 from .result import MetricsResult, SetMetrics
 
@@ -37,6 +38,12 @@ def _as_set(data: Any, name: str) -> PairedSet | np.ndarray:
 
 def _outputs(data: PairedSet | np.ndarray) -> np.ndarray:
     return data.output_embeddings if isinstance(data, PairedSet) else data
+
+
+def _clusters(labels: np.ndarray | None, rows: int) -> int:
+    """What the bootstrap resamples: distinct prompts when there are at least two, else rows."""
+    distinct = 0 if labels is None else int(np.unique(labels).size)
+    return distinct if distinct >= 2 else rows
 
 
 class ReferenceMetrics:
@@ -166,13 +173,16 @@ class ReferenceMetrics:
                          "k-NN radii count distinct neighbours and density weights each reference ball by "
                          "1 / its multiplicity (docs/metrics.md)")
         fd = self._fd(x, r, notes)
-        kid = kernel_inception_distance(x, r, n_subsets=self.subsets, subset_size=self.subset_size,
-                                        seed=self.seed)
-        mmd = kernel_mmd2(x, r, kernel=self.mmd_kernel, sigma=sigma, n_subsets=self.subsets,
-                          subset_size=self.subset_size, seed=self.seed)
-        align = self._alignment(data, space, trunc, notes)
         groups = self._groups(data, ref)
-        intervals = self._intervals(x, r, ind, align, groups, kid, mmd, fd, notes)
+        labels = (None, None) if groups is None else (groups.generated, groups.reference)
+        kid, kid_parts = kernel_inception_distance(x, r, n_subsets=self.subsets, subset_size=self.subset_size,
+                                                   seed=self.seed, groups=labels)
+        mmd, mmd_parts = kernel_mmd2(x, r, kernel=self.mmd_kernel, sigma=sigma, n_subsets=self.subsets,
+                                     subset_size=self.subset_size, seed=self.seed, groups=labels)
+        align = self._alignment(data, space, trunc, notes)
+        intervals = {"kid": mmd2_interval(kid, kid_parts, (x.shape[0], r.shape[0]), self.confidence),
+                     "mmd2": mmd2_interval(mmd, mmd_parts, (x.shape[0], r.shape[0]), self.confidence),
+                     **self._intervals(x, r, ind, align, groups, fd, notes)}
         per_prompt: list[dict] = []
         if groups is not None:
             per_prompt, more = prompt_breakdown(x, r, groups, ind, alignment=align,
@@ -184,22 +194,21 @@ class ReferenceMetrics:
             truncation = {"prompts": int(align["truncated"].size), "truncated": int(align["truncated"].sum()),
                           "context_length": int(trunc["context_length"])}
         m = ind.metrics()
+        validity = {} if not intervals else interval_validity(
+            intervals, generated_clusters=_clusters(groups and groups.generated, x.shape[0]),
+            reference_clusters=_clusters(groups and groups.reference, r.shape[0]), generated_rows=x.shape[0],
+            reference_rows=r.shape[0])
         return SetMetrics(
             name=name, n=int(x.shape[0]), fd=fd, kid=float(kid.mean()), kid_std=float(kid.std(ddof=1))
             if kid.size > 1 else 0.0, mmd2=float(mmd.mean()),
             clip_score=float(align["clip_score"].mean()) if align else None,
             cosine=float(align["cosine"].mean()) if align else None, intervals=intervals,
+            interval_validity=validity,
             truncation=truncation, per_prompt=per_prompt, notes=notes, **m)
 
     def _intervals(self, x: np.ndarray, r: np.ndarray, ind: Any, align: dict, groups: PromptGroups | None,
-                   kid: np.ndarray, mmd: np.ndarray, fd: float, notes: list[str]) -> dict:
-        out = {}
-        if kid.size > 1:
-            out["kid"] = percentile_interval(kid, self.confidence)
-            out["mmd2"] = percentile_interval(mmd, self.confidence)
-        else:
-            notes.append(f"KID and MMD on all {x.shape[0]} rows of both sets (subset_size "
-                         f"{self.subset_size} >= both sizes): one value, no subset interval")
+                   fd: float, notes: list[str]) -> dict:
+        out: dict = {}
         if not self.bootstrap:
             return out
         opts = dict(replicates=self.bootstrap, level=self.confidence, seed=self.seed)
@@ -209,7 +218,12 @@ class ReferenceMetrics:
         out.update(bootstrap_means({"recall": ind.in_fake_manifold, "coverage": ind.covered},
                                    groups.reference if groups else None, **opts))
         if x.shape[1] <= FD_BOOTSTRAP_MAX_DIM:
-            out["fd"] = frechet_bootstrap(x, r, estimate=fd, **opts)
+            out["fd"] = iv = frechet_bootstrap(x, r, estimate=fd, **opts, groups=(
+                groups.generated, groups.reference) if groups else (None, None))
+            if not iv["low"] <= fd <= iv["high"]:
+                notes.append(f"FD's interval [{iv['low']:.4g}, {iv['high']:.4g}] excludes its estimate "
+                             f"{fd:.4g}: the basic bootstrap corrects FD's small-sample bias, which is large "
+                             "here (few prompts or rows; docs/metrics.md)")
         else:
             notes.append(f"no FD interval: d = {x.shape[1]} > {FD_BOOTSTRAP_MAX_DIM} (each bootstrap "
                          "replicate costs two d x d covariances and eigen-solves)")

@@ -5,8 +5,9 @@ over reference samples) are resampled through their per-sample indicators, holdi
 a bootstrap that redraws samples would duplicate rows, and duplicates shrink k-NN radii (each duplicate is
 another sample at distance 0), which biases every replicate. Rows are resampled in clusters of one prompt
 (its outputs share it and are not independent), as Scendi's bootstrap does, when the set has at least two
-prompts; otherwise row by row. The Fréchet distance is bootstrapped on resampled rows of both sets (its
-moments do not suffer from duplicates) when the dimension is small enough for its cost.
+prompts; otherwise row by row. The Fréchet distance is bootstrapped on resampled prompts (or rows) of both
+sets (its moments do not suffer from duplicates; a basic bootstrap interval) when the dimension is small
+enough for its cost. KID's and MMD^2's intervals come from the U-statistic's variance (:mod:`.kid`).
 """
 
 from __future__ import annotations
@@ -49,22 +50,24 @@ def _weighted_moments(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def frechet_bootstrap(x: np.ndarray, y: np.ndarray, *, estimate: float, replicates: int, level: float,
-                      seed: int) -> dict:
-    """{'low', 'high'}: the percentile interval of FD over replicates resampling the rows of both sets,
-    shifted by the replicates' median bias (median - estimate) and clipped at 0.
+                      seed: int, groups: tuple = (None, None)) -> dict:
+    """{'low', 'high'}: the basic bootstrap interval of FD, [2 FD - q_high, 2 FD - q_low] clipped at 0,
+    from replicates resampling both sets (their prompts, ``groups`` = (labels of x's rows, of y's rows),
+    when a set has at least two; else its rows).
 
-    A resampled set has fewer distinct rows, so its covariance is noisier and its FD larger: FD's upward
-    small-sample bias (Chong & Forsyth 2020) shows twice in the replicates, whose raw percentile interval
-    can miss the estimate altogether. The shift keeps the replicates' spread around the estimate.
+    FD's upward small-sample bias (Chong & Forsyth 2020) shows again in the replicates (a resampled set's
+    FD sits above the set's own as the set's sits above the population's), and its distribution is skewed:
+    reflecting the replicates' quantiles about the estimate corrects both, where a percentile interval
+    (even shifted by the replicates' median or mean bias) stays too high. Measured on known truth
+    (benchmarks/metrics_coverage.py --fd-only): 0.94-0.945 with prompts resampled, against 0.44 for the
+    shifted percentile interval over rows it replaces.
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    rng = np.random.default_rng(seed)
+    wx = cluster_counts(groups[0], x.shape[0], replicates, seed).astype(np.float64)
+    wy = cluster_counts(groups[1], y.shape[0], replicates, seed + 1).astype(np.float64)
     values = np.empty(replicates)
     for b in range(replicates):
-        wx = np.bincount(rng.integers(0, x.shape[0], x.shape[0]), minlength=x.shape[0]).astype(np.float64)
-        wy = np.bincount(rng.integers(0, y.shape[0], y.shape[0]), minlength=y.shape[0]).astype(np.float64)
-        values[b] = frechet_distance_from_moments(*_weighted_moments(x, wx), *_weighted_moments(y, wy))
+        values[b] = frechet_distance_from_moments(*_weighted_moments(x, wx[b]), *_weighted_moments(y, wy[b]))
     q = percentile_interval(values, level)
-    bias = float(np.median(values)) - estimate
-    return {"low": max(q["low"] - bias, 0.0), "high": max(q["high"] - bias, 0.0)}
+    return {"low": max(2.0 * estimate - q["high"], 0.0), "high": max(2.0 * estimate - q["low"], 0.0)}

@@ -28,11 +28,49 @@ def subset_indices(n: int, m: int, size: int, n_subsets: int, seed: int
             for _ in range(n_subsets)]
 
 
-def subset_mmd2(x: Any, y: Any, gram: Gram, *, n_subsets: int, subset_size: int, seed: int) -> np.ndarray:
+def projection_variances(k_xy: np.ndarray, k_xx: np.ndarray, k_yy: np.ndarray, gx: np.ndarray | None = None,
+                         gy: np.ndarray | None = None) -> tuple[float, float]:
+    """(v_x, v_y): the cluster-robust variances of the means of MMD^2_u's first-order (Hoeffding)
+    projections over these rows, h_x(i) = mean_{j != i} K_xx[i, j] - mean_j K_xy[i, j] and h_y(j) =
+    mean_{i != j} K_yy[i, j] - mean_i K_xy[i, j]: v = sum_g (sum_{i in g} (h(i) - mean h))^2 / rows^2 over
+    the clusters g (``gx``, ``gy``: labels; None: each row its own). Var(MMD^2_u) ~ 4 v_x + 4 v_y (the
+    two-sample U-statistic's delta method, Serfling 1980, sec. 5.5, for a kernel of degree (2, 2))."""
+    def one(k_self: np.ndarray, k_cross: np.ndarray, groups: np.ndarray | None) -> float:
+        rows = k_self.shape[0]
+        h = (k_self.sum(axis=1) - np.diag(k_self)) / (rows - 1) - k_cross.mean(axis=1)
+        h = h - h.mean()
+        sums = h if groups is None else np.bincount(np.unique(groups, return_inverse=True)[1], h)
+        return float(np.sum(sums**2) / rows**2)
+
+    return one(k_xx, k_xy, gx), one(k_yy, k_xy.T, gy)
+
+
+def mmd2_interval(values: np.ndarray, parts: np.ndarray, sizes: tuple[int, int], level: float) -> dict:
+    """{'low', 'high'}: a normal interval for the population MMD^2 around the mean of the subset values.
+
+    ``parts`` (subsets, 2): each subset's :func:`projection_variances` at its own size s; scaled to the
+    full sets (n, m) by s / n and s / m, they give Var of the full-set MMD^2_u (the mean over all subsets
+    of a U-statistic is the full-set U-statistic); the subsets' own spread adds Var(values) / subsets.
+    """
+    from scipy.stats import norm
+
+    n, m = sizes
+    var = 4.0 * float(np.mean(parts[:, 0])) + 4.0 * float(np.mean(parts[:, 1]))
+    if values.size > 1:
+        var += float(np.var(values, ddof=1)) / values.size
+    half = float(norm.ppf(0.5 + level / 2.0)) * np.sqrt(max(var, 0.0))
+    centre = float(values.mean())
+    return {"low": centre - half, "high": centre + half}
+
+
+def subset_mmd2(x: Any, y: Any, gram: Gram, *, n_subsets: int, subset_size: int, seed: int,
+                groups: tuple | None = None) -> np.ndarray:
     """MMD^2_u (Gretton et al. 2012, eq. 3) of ``gram`` on each of ``n_subsets`` random subset pairs.
 
     ``subset_size`` rows of each set per subset, at most the smaller set's size; every subset is the whole
-    of both sets when ``subset_size`` equals both sizes: then one value, the full-set MMD^2_u.
+    of both sets when ``subset_size`` equals both sizes: then one value, the full-set MMD^2_u. With
+    ``groups`` = (labels of x's rows or None, labels of y's rows or None) the result is (values, parts):
+    each subset's :func:`projection_variances` too, scaled to the full sets (:func:`mmd2_interval`).
     """
     n, m = int(x.shape[0]), int(y.shape[0])
     if subset_size == n == m:
@@ -42,21 +80,28 @@ def subset_mmd2(x: Any, y: Any, gram: Gram, *, n_subsets: int, subset_size: int,
     if subset_size > min(n, m):
         raise InputError(f"subset_size {subset_size} exceeds the smaller set ({min(n, m)} rows); "
                          "pass a smaller subset_size")
-    values = np.empty(n_subsets)
+    values, parts = np.empty(n_subsets), np.empty((n_subsets, 2))
     for s, (i, j) in enumerate(subset_indices(n, m, subset_size, n_subsets, seed)):
         a = np.asarray(x[i], dtype=np.float64)
         b = np.asarray(y[j], dtype=np.float64)
-        values[s] = mmd2(gram(a, b), gram(a, None), gram(b, None), unbiased=True)
-    return values
+        k_xy, k_xx, k_yy = gram(a, b), gram(a, None), gram(b, None)
+        values[s] = mmd2(k_xy, k_xx, k_yy, unbiased=True)
+        if groups is not None:
+            gx, gy = (None if g is None else np.asarray(g)[rows]
+                      for g, rows in zip(groups, (i, j), strict=True))
+            vx, vy = projection_variances(k_xy, k_xx, k_yy, gx, gy)
+            parts[s] = vx * subset_size / n, vy * subset_size / m
+    return values if groups is None else (values, parts)
 
 
 def kernel_inception_distance(x: Any, y: Any, *, n_subsets: int = 100, subset_size: int = 1000,
                               seed: int = 0, degree: int = 3, gamma: float | None = None,
-                              coef: float = 1.0) -> np.ndarray:
+                              coef: float = 1.0, groups: tuple | None = None) -> np.ndarray:
     """KID's per-subset values: MMD^2_u under (gamma <a, b> + coef)^degree, gamma = 1/d (Binkowski et al.
     2018, sec. 3). KID is their mean; torchmetrics also reports their standard deviation.
 
-    ``subset_size`` is capped at the smaller set's size, as clean-fid does.
+    ``subset_size`` is capped at the smaller set's size, as clean-fid does. ``groups``: as
+    :func:`subset_mmd2` (then (values, variance parts)).
     """
     if x.shape[1] != y.shape[1]:
         raise InputError(f"the two feature sets have {x.shape[1]} and {y.shape[1]} dimensions; "
@@ -66,11 +111,11 @@ def kernel_inception_distance(x: Any, y: Any, *, n_subsets: int = 100, subset_si
     def gram(a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
         return polynomial_gram(a, b, degree=degree, gamma=gamma, coef=coef)
 
-    return subset_mmd2(x, y, gram, n_subsets=n_subsets, subset_size=size, seed=seed)
+    return subset_mmd2(x, y, gram, n_subsets=n_subsets, subset_size=size, seed=seed, groups=groups)
 
 
 def kernel_mmd2(x: Any, y: Any, *, kernel: str, sigma: float | None = None, n_subsets: int = 100,
-                subset_size: int = 1000, seed: int = 0) -> np.ndarray:
+                subset_size: int = 1000, seed: int = 0, groups: tuple | None = None) -> np.ndarray:
     """Per-subset MMD^2_u (Gretton et al. 2012, eq. 3) under one of promptprism's normalised kernels
     (``cosine``, or ``gaussian`` with bandwidth ``sigma``: :func:`~promptprism.kernels.kernel_gram`)."""
     size = min(int(subset_size), int(x.shape[0]), int(y.shape[0]))
@@ -78,4 +123,4 @@ def kernel_mmd2(x: Any, y: Any, *, kernel: str, sigma: float | None = None, n_su
     def gram(a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
         return kernel_gram(kernel, a, b, sigma=sigma)
 
-    return subset_mmd2(x, y, gram, n_subsets=n_subsets, subset_size=size, seed=seed)
+    return subset_mmd2(x, y, gram, n_subsets=n_subsets, subset_size=size, seed=seed, groups=groups)

@@ -31,8 +31,12 @@ class SetMetrics:
     mmd2: float
     clip_score: float | None = None  #: mean of w max(cos, 0) (Hessel et al.), None without a joint space
     cosine: float | None = None  #: mean raw prompt-output cosine
-    #: {metric: {'low', 'high'}}: bootstrap percentile intervals; KID's and MMD's: the subsets' spread
+    #: {metric: {'low', 'high'}}: bootstrap percentile intervals; KID's and MMD's: normal intervals from
+    #: the U-statistic's projection variance (:func:`.kid.mmd2_interval`)
     intervals: dict = field(default_factory=dict)
+    #: {'holds', 'not_calibrated' [metrics], 'reason'}: whether the intervals lie where the simulation grid
+    #: measured 0.92-0.98 coverage (:func:`.calibration.interval_validity`); {} without intervals
+    interval_validity: dict = field(default_factory=dict)
     #: {'prompts', 'truncated', 'context_length'} when prompt token counts were known, else {}
     truncation: dict = field(default_factory=dict)
     per_prompt: list = field(default_factory=list)  #: one dict per prompt group with enough samples

@@ -24,6 +24,7 @@ from ...errors import InputError, OptionError
 from ...kernels.bandwidth import Bandwidth
 from ...scale import current_runner
 from ..rankings import regions_ranking
+from .calibration import interval_validity
 from .clustering import discover_regions, fill_constant_pixels, relabel, suggest_n_regions
 from .comparison import BLOCK_ESTIMATORS, LEVEL, compare_sources
 from .cross_cka import cross_region_cka_rows, pixel_range_partition
@@ -286,7 +287,8 @@ class RegionCMS:
             bootstrap={} if not self.bootstrap else {
                 "replicates": int(self.bootstrap), "level": float(self.level), "seed": int(self.seed),
                 "resample": "images (real and each generated set, with replacement)"
-                if self.block_size is None else "blocks (with replacement)"},
+                if self.block_size is None else "blocks (with replacement)",
+                "validity": interval_validity(self.block_size, n_ref, n_gen)},
             block_bias=self._block_bias(n_ref, n_gen))
 
     def _config(self) -> dict:
