@@ -36,7 +36,7 @@ def lanczos_steps(n_top: int, size: int, steps: int | None = None) -> int:
 
 def weighted_factor_extremes(
     factor: np.ndarray, weights: np.ndarray, n_top: int, *, steps: int | None = None, seed: int = 0,
-    dtype: type = np.float32,
+    dtype: type = np.float32, dense_rank: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Extreme eigenvalues of A_k = F^T diag(w_k) F for every column w_k of ``weights``, at once.
 
@@ -46,21 +46,23 @@ def weighted_factor_extremes(
     W (N x K). Returns ``(positive, negative)``, each (K, n_top): the n_top largest positive eigenvalues and
     the n_top largest |negative| ones of each A_k, descending magnitudes, zero-padded.
 
-    Factors with at most ``DENSE_BATCH_RANK`` columns: every A_k formed and diagonalised (exact, float64).
+    Factors with at most ``dense_rank`` (default ``DENSE_BATCH_RANK``) columns: every A_k formed and
+    diagonalised (exact, float64).
     Wider ones: Lanczos with full reorthogonalisation, all K operators advanced in lockstep, so every step
     is two matrix-matrix products over a block of permutations (not K separate eigensolves), in ``dtype``;
     :func:`lanczos_steps` Krylov vectors each.
     """
     xp = array_namespace(factor)
-    f = xp.asarray(factor, dtype=xp.float64)
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim == 1:
         w = w[:, None]
+    dense_rank = DENSE_BATCH_RANK if dense_rank is None else dense_rank
+    f = xp.asarray(factor, dtype=xp.float64)
     size, rank = f.shape
     if rank > size:  # same Gram matrix, fewer columns: F = (Q R)^T -> R^T
         f = xp.linalg.qr(f.T)[1].T
         rank = f.shape[1]
-    if rank <= DENSE_BATCH_RANK:
+    if rank <= dense_rank:
         return _dense_extremes(f, w, n_top)
     if 2 * rank > size:  # the Gram form costs 2 N^2 per vector and step, the factor form 4 N r
         return weighted_gram_extremes(f @ f.T, w, n_top, steps=steps, seed=seed, dtype=dtype)
@@ -91,6 +93,46 @@ def weighted_gram_extremes(
         return _dense_extremes(vecs * xp.sqrt(xp.clip(vals, min=0.0)), w, n_top)
     return _batched_extremes(lambda q, wt: wt * q, lambda x: x @ g, w, size, on=backend_of(g),
                              n_top=n_top, steps=lanczos_steps(n_top, size, steps), seed=seed, dtype=dtype)
+
+
+def principal_factor(operand: tuple[str, Any], rank: int, *, seed: int = 0) -> Any:
+    """A factor P (N x at most ``rank``) with P P^T close to the best rank-``rank`` approximation of G, where
+    G = F F^T for ``("features", F)`` and G itself for ``("gram", G)``: the seeded Nystrom approximation
+    G Om (Om^T G Om)^+ Om^T G with a Gaussian Om of ``rank`` + 10 columns, computed stably with a small
+    shift (Tropp, Yurtsever, Udell & Cevher 2017, "Fixed-rank approximation of a positive-semidefinite
+    matrix from streaming data", Alg. 3), truncated to its ``rank`` leading directions. One product G Om
+    (two for a factor); None when the operand is already that narrow.
+
+    P depends on G and the seeded draw only, never on sample weights: P^T diag(w) P (Lambda restricted to
+    G's leading principal subspace) is one function applied alike to every labelling of the samples, so a
+    permutation test on its extremes is exact. Those extremes approach F^T diag(w) F's as the part of G's
+    spectrum left out shrinks. Same backend and dtype as the operand.
+    """
+    kind, a = operand
+    xp, on = array_namespace(a), backend_of(a)
+    size = a.shape[0]
+    if (kind == "features" and a.shape[1] <= rank) or size <= rank:
+        return None
+    name = "float32" if a.dtype == xp.float32 else "float64"
+    sketch = on.asarray(np.random.default_rng(seed).standard_normal((size, min(size, rank + 10))), dtype=name)
+    y = a @ sketch if kind == "gram" else a @ (xp.matrix_transpose(a) @ sketch)  # G Om (N x l)
+    y, sketch = xp.asarray(y, dtype=xp.float64), xp.asarray(sketch, dtype=xp.float64)
+    eps = float(np.finfo(np.float32 if name == "float32" else np.float64).eps)
+    # Tropp et al.'s shift, eps |Y|_2 (|Y|_2 from the l x l Y^T Y): G's and Y's round-off in a's precision
+    shift = eps * float(xp.sqrt(xp.max(xp.linalg.eigvalsh(xp.matrix_transpose(y) @ y))))
+    for _ in range(4):  # (a core that round-off left indefinite: a larger shift)
+        core = xp.matrix_transpose(sketch) @ (y + shift * sketch)  # Om^T (G + shift) Om
+        try:
+            chol = xp.linalg.cholesky((core + xp.matrix_transpose(core)) / 2)
+            break
+        except Exception:  # numpy's LinAlgError, torch's _LinAlgError
+            shift = max(10 * shift, 1e-30)
+    y = y + shift * sketch
+    f = y @ xp.matrix_transpose(xp.linalg.inv(chol))  # F F^T = G Om core^-1 Om^T G (+ shift)
+    vals, vecs = xp.linalg.eigh(xp.matrix_transpose(f) @ f)  # F = U S V^T: S^2 = vals, U = F V / S
+    vals, vecs = vals[-rank:], vecs[:, -rank:]
+    scale = xp.sqrt(xp.clip(vals - shift, min=0.0)) / xp.sqrt(xp.clip(vals, min=1e-300))
+    return xp.asarray(f @ (vecs * scale[None, :]), dtype=a.dtype)  # U sqrt(S^2 - shift)
 
 
 def _dense_extremes(f: Any, w: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
