@@ -1,13 +1,14 @@
 """PromptSplit's permutation test on large problems: the principal-subspace statistic and the curtailed rule.
 
-Above ``significance.NULL_RANK`` (256) samples (exact route) or features (rff route) every labelling's
+Above ``significance.NULL_RANK`` (128) samples (exact route) or features (rff route) every labelling's
 spectrum is that of Lambda restricted to the pooled samples' leading principal subspace (a seeded Nystrom
 factor P of the joint Gram matrix, :func:`promptprism.stats.batched_eigen.principal_factor`), one dense
 eigen-solve of P^T diag(w) P each. P never sees a label, so the test stays exact. Here the rank is lowered
 (monkeypatched to 12) so that small data sets of the same kind take that path:
 
 * brute force: P P^T reproduces a Gram matrix of lower rank exactly, and the leading eigenvalues of a
-  full-rank one; the test's permuted spectra equal a plain eigensolve of P^T diag(w_k) P per labelling;
+  full-rank one; the test's permuted spectra (every labelling's upper triangle of P^T diag(w_k) P as one
+  product with P's pair products) equal a plain eigensolve of P^T diag(w_k) P per labelling;
 * calibration: over 200 null data sets, the rate of runs with any mode significant at alpha = 0.05 lies in
   [0.02, 0.08], exact (Gram) and rff (features) routes, with the default (curtailed) rule;
 * power: a planted difference (one prompt's outputs moved in the test set) is found in >= 90 % of data sets.
@@ -96,10 +97,13 @@ def test_subspace_spectra_equal_a_plain_eigensolve_per_labelling(kind):
     psi = rng.standard_normal((200, 90)) * np.linspace(1.0, 0.1, 90)
     labels = sig.test_labellings(np.arange(200) % 4, 100, 100, 7, seed=3)
     w = sig.label_weights(labels, 100, 100, 0.9)
-    operand = sig.principal_operand((kind, psi @ psi.T if kind == "gram" else psi), seed=5, rank=RANK)
-    assert operand[0] == "subspace" and operand[1].shape == (200, RANK)
+    raw = (kind, psi @ psi.T if kind == "gram" else psi)
+    operand = sig.principal_operand(raw, seed=5, rank=RANK)
+    p = eigen.principal_factor(raw, RANK, seed=5)
+    assert p.shape == (200, RANK) and operand[0] == "subspace"
+    np.testing.assert_array_equal(operand[1], eigen.pair_products(p))  # the upper triangles of p_i p_i^T
+    assert operand[1][7, RANK] == p[7, 1] * p[7, 1] and operand[1][7, 1] == p[7, 0] * p[7, 1]
     pos, neg = sig.permuted_spectra(operand, w, 3, seed=0)
-    p = operand[1]
     for k in range(w.shape[1]):
         want = signed_extremes(np.linalg.eigvalsh(p.T @ (w[:, k, None] * p))[None, :], 3)
         np.testing.assert_allclose(pos[k], want[0][0], rtol=1e-4, atol=1e-9)
@@ -148,7 +152,7 @@ def test_subspace_null_has_power_on_a_planted_difference(subspace_path, method, 
 
 def test_the_unpatched_rank_sends_problems_above_256_samples_to_the_subspace(monkeypatch):
     """What the patched rank stands in for: without it, 120 samples are solved directly and 300 through
-    a rank-256 principal subspace (the record says which statistic was used)."""
+    a rank-128 principal subspace (the record says which statistic was used)."""
     calls: list[int] = []
     factor = eigen.principal_factor
     monkeypatch.setattr(sig, "principal_factor",
@@ -158,7 +162,7 @@ def test_the_unpatched_rank_sends_problems_above_256_samples_to_the_subspace(mon
         for per_prompt, subspace in ((10, False), (25, True)):
             calls.clear()
             res = _estimator("exact", 200, seed=0, permutations=20).fit(*_sets(rng, per_prompt=per_prompt))
-            assert calls == [256]
+            assert calls == [128]
             assert ("principal subspace" in res.significance["statistic"]) == subspace
 
 

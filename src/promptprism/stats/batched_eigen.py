@@ -36,7 +36,7 @@ def lanczos_steps(n_top: int, size: int, steps: int | None = None) -> int:
 
 def weighted_factor_extremes(
     factor: np.ndarray, weights: np.ndarray, n_top: int, *, steps: int | None = None, seed: int = 0,
-    dtype: type = np.float32, dense_rank: int | None = None,
+    dtype: type = np.float32,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Extreme eigenvalues of A_k = F^T diag(w_k) F for every column w_k of ``weights``, at once.
 
@@ -46,8 +46,7 @@ def weighted_factor_extremes(
     W (N x K). Returns ``(positive, negative)``, each (K, n_top): the n_top largest positive eigenvalues and
     the n_top largest |negative| ones of each A_k, descending magnitudes, zero-padded.
 
-    Factors with at most ``dense_rank`` (default ``DENSE_BATCH_RANK``) columns: every A_k formed and
-    diagonalised (exact, float64).
+    Factors with at most ``DENSE_BATCH_RANK`` columns: every A_k formed and diagonalised (exact, float64).
     Wider ones: Lanczos with full reorthogonalisation, all K operators advanced in lockstep, so every step
     is two matrix-matrix products over a block of permutations (not K separate eigensolves), in ``dtype``;
     :func:`lanczos_steps` Krylov vectors each.
@@ -56,13 +55,12 @@ def weighted_factor_extremes(
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim == 1:
         w = w[:, None]
-    dense_rank = DENSE_BATCH_RANK if dense_rank is None else dense_rank
     f = xp.asarray(factor, dtype=xp.float64)
     size, rank = f.shape
     if rank > size:  # same Gram matrix, fewer columns: F = (Q R)^T -> R^T
         f = xp.linalg.qr(f.T)[1].T
         rank = f.shape[1]
-    if rank <= dense_rank:
+    if rank <= DENSE_BATCH_RANK:
         return _dense_extremes(f, w, n_top)
     if 2 * rank > size:  # the Gram form costs 2 N^2 per vector and step, the factor form 4 N r
         return weighted_gram_extremes(f @ f.T, w, n_top, steps=steps, seed=seed, dtype=dtype)
@@ -133,6 +131,35 @@ def principal_factor(operand: tuple[str, Any], rank: int, *, seed: int = 0) -> A
     vals, vecs = vals[-rank:], vecs[:, -rank:]
     scale = xp.sqrt(xp.clip(vals - shift, min=0.0)) / xp.sqrt(xp.clip(vals, min=1e-300))
     return xp.asarray(f @ (vecs * scale[None, :]), dtype=a.dtype)  # U sqrt(S^2 - shift)
+
+
+def pair_products(factor: Any) -> Any:
+    """X (N x p (p + 1) / 2): row i holds the upper triangle of p_i p_i^T for the rows p_i of a narrow factor
+    P (N x p), so that P^T diag(w) P's upper triangle is w^T X for every weight vector w at once."""
+    xp = array_namespace(factor)
+    size, width = factor.shape
+    out = xp.empty((size, width * (width + 1) // 2), dtype=factor.dtype, device=factor.device)
+    start = 0
+    for a in range(width):  # (np.triu_indices' order: row a, columns a..p-1)
+        out[:, start : start + width - a] = factor[:, a : a + 1] * factor[:, a:]
+        start += width - a
+    return out
+
+
+def pair_extremes(pairs: Any, weights: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
+    """Extreme eigenvalues of P^T diag(w_k) P for every column w_k of ``weights``, from P's
+    :func:`pair_products` X: the upper triangles of all K matrices are one product W^T X (in X's
+    precision), each matrix is then diagonalised (float64). ``(positive, negative)`` as
+    :func:`weighted_factor_extremes`."""
+    xp, on = array_namespace(pairs), backend_of(pairs)
+    width = int(round((np.sqrt(8 * pairs.shape[1] + 1) - 1) / 2))
+    upper, col = np.triu_indices(width)
+    name = "float32" if pairs.dtype == xp.float32 else "float64"
+    tri = xp.asarray(on.asarray(np.ascontiguousarray(weights.T), dtype=name) @ pairs, dtype=xp.float64)
+    full = xp.zeros((weights.shape[1], width, width), dtype=xp.float64, device=pairs.device)
+    full[:, on.asarray(upper), on.asarray(col)] = tri
+    full[:, on.asarray(col), on.asarray(upper)] = tri
+    return signed_extremes(to_numpy(xp.linalg.eigvalsh(full)), n_top)
 
 
 def _dense_extremes(f: Any, w: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:

@@ -25,7 +25,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ...array_ops import blas_threads_for
-from ...stats.batched_eigen import principal_factor, weighted_factor_extremes, weighted_gram_extremes
+from ...stats.batched_eigen import (
+    pair_extremes,
+    pair_products,
+    principal_factor,
+    weighted_factor_extremes,
+    weighted_gram_extremes,
+)
 
 SCHEMES = ("within-prompt", "pooled")
 #: permutations when ``permutations=None``: the exact route, and the random-feature routes
@@ -36,9 +42,7 @@ NULL_MAX_SAMPLES = 20_000
 CORRECTION = "max-statistic step-down (FWER)"
 #: the test's statistic lives in the pooled samples' leading principal subspace of at most this rank
 #: (:func:`principal_operand`)
-NULL_RANK = 256
-#: subspaces up to this rank are diagonalised densely per labelling, wider ones by the lockstep Lanczos
-SUBSPACE_DENSE_RANK = 64
+NULL_RANK = 128
 STATISTIC = ("the extreme eigenvalues of Lambda restricted to the pooled samples' leading principal "
              f"subspace (rank at most {NULL_RANK}: a seeded Nystrom approximation of the joint Gram matrix, "
              "the same for every labelling)")
@@ -149,23 +153,26 @@ def permuted_spectra(operand: tuple[str, np.ndarray], weights: np.ndarray, n_top
                      ) -> tuple[np.ndarray, np.ndarray]:
     """(positive, |negative|) top ``n_top`` eigenvalues of Lambda_k = F^T diag(w_k) F for each weight
     column w_k; ``operand`` is ``("gram", G)`` (exact route, G = F F^T), ``("features", F)`` or
-    ``("subspace", P)`` (:func:`principal_operand`: dense up to ``SUBSPACE_DENSE_RANK`` columns)."""
+    ``("subspace", X)`` (:func:`principal_operand`: the pair products of a narrow factor, every labelling's
+    matrix formed by one product and diagonalised densely)."""
     kind, array = operand
     with blas_threads_for(array.shape[0] if kind == "gram" else array.shape[1]):
         if kind == "gram":
             return weighted_gram_extremes(array, weights, n_top, seed=seed)
-        return weighted_factor_extremes(array, weights, n_top, seed=seed,
-                                        dense_rank=SUBSPACE_DENSE_RANK if kind == "subspace" else None)
+        if kind == "subspace":
+            return pair_extremes(array, weights, n_top)
+        return weighted_factor_extremes(array, weights, n_top, seed=seed)
 
 
 def principal_operand(operand: tuple[str, np.ndarray], *, seed: int, rank: int | None = None
                       ) -> tuple[str, np.ndarray]:
-    """The test's operand: ``("subspace", P)`` with P the pooled samples' leading principal factor of at most
-    ``rank`` (default :data:`NULL_RANK`) columns (:func:`~promptprism.stats.batched_eigen.principal_factor`;
-    it never sees a label, so the test on it is exact), or ``operand`` itself when it is that narrow."""
+    """The test's operand: ``("subspace", X)``, X the :func:`~promptprism.stats.batched_eigen.pair_products`
+    of P, the pooled samples' leading principal factor of at most ``rank`` (default :data:`NULL_RANK`)
+    columns (:func:`~promptprism.stats.batched_eigen.principal_factor`; it never sees a label, so the test
+    on it is exact); or ``operand`` itself when it is that narrow."""
     with blas_threads_for(operand[1].shape[0] if operand[0] == "gram" else operand[1].shape[1]):
         factor = principal_factor(operand, NULL_RANK if rank is None else rank, seed=seed)
-    return operand if factor is None else ("subspace", factor)
+    return operand if factor is None else ("subspace", pair_products(factor))
 
 
 def curtail_at(permutations: int, alpha: float) -> int:
