@@ -134,28 +134,31 @@ def principal_factor(operand: tuple[str, Any], rank: int, *, seed: int = 0) -> A
 
 
 def pair_products(factor: Any) -> Any:
-    """X (N x p (p + 1) / 2): row i holds the upper triangle of p_i p_i^T for the rows p_i of a narrow factor
-    P (N x p), so that P^T diag(w) P's upper triangle is w^T X for every weight vector w at once."""
+    """X^T (p (p + 1) / 2 x N): column i holds the upper triangle of p_i p_i^T (row-major, as
+    ``numpy.triu_indices``) for the rows p_i of a narrow factor P (N x p), so that P^T diag(w) P's upper
+    triangle is X^T w for every weight vector w at once. Built row block by row block of X^T, each written
+    once and contiguously."""
     xp = array_namespace(factor)
     size, width = factor.shape
-    out = xp.empty((size, width * (width + 1) // 2), dtype=factor.dtype, device=factor.device)
+    f_t = xp.asarray(xp.matrix_transpose(factor), copy=True)  # (p x N), rows contiguous
+    out = xp.empty((width * (width + 1) // 2, size), dtype=factor.dtype, device=factor.device)
     start = 0
-    for a in range(width):  # (np.triu_indices' order: row a, columns a..p-1)
-        out[:, start : start + width - a] = factor[:, a : a + 1] * factor[:, a:]
+    for a in range(width):  # entries (a, a..p-1)
+        out[start : start + width - a, :] = f_t[a : a + 1, :] * f_t[a:, :]
         start += width - a
     return out
 
 
 def pair_extremes(pairs: Any, weights: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
     """Extreme eigenvalues of P^T diag(w_k) P for every column w_k of ``weights``, from P's
-    :func:`pair_products` X: the upper triangles of all K matrices are one product W^T X (in X's
+    :func:`pair_products` X^T: the upper triangles of all K matrices are one product X^T W (in X's
     precision), each matrix is then diagonalised (float64). ``(positive, negative)`` as
     :func:`weighted_factor_extremes`."""
     xp, on = array_namespace(pairs), backend_of(pairs)
-    width = int(round((np.sqrt(8 * pairs.shape[1] + 1) - 1) / 2))
+    width = int(round((np.sqrt(8 * pairs.shape[0] + 1) - 1) / 2))
     upper, col = np.triu_indices(width)
     name = "float32" if pairs.dtype == xp.float32 else "float64"
-    tri = xp.asarray(on.asarray(np.ascontiguousarray(weights.T), dtype=name) @ pairs, dtype=xp.float64)
+    tri = xp.matrix_transpose(xp.asarray(pairs @ on.asarray(weights, dtype=name), dtype=xp.float64))
     full = xp.zeros((weights.shape[1], width, width), dtype=xp.float64, device=pairs.device)
     full[:, on.asarray(upper), on.asarray(col)] = tri
     full[:, on.asarray(col), on.asarray(upper)] = tri

@@ -46,10 +46,12 @@ NULL_RANK = 128
 STATISTIC = ("the extreme eigenvalues of Lambda restricted to the pooled samples' leading principal "
              f"subspace (rank at most {NULL_RANK}: a seeded Nystrom approximation of the joint Gram matrix, "
              "the same for every labelling)")
-#: relabellings drawn between two looks of the sequential (curtailed) rule
+#: relabellings drawn before the first look of the sequential (curtailed) rule; the looks then come at
+#: twice as many relabellings each time (10, 20, 40, ... and K: few passes over the test's operand)
 LOOK = 10
-STOPPING_RULE = ("curtailed (futility only): relabellings are drawn in blocks of 10; after each block the "
-                 "test stops once h = floor(alpha (K + 1)) of them are at least as extreme as the observed "
+STOPPING_RULE = ("curtailed (futility only): relabellings are drawn in blocks, with looks after 10, 20, 40, "
+                 "... and all K; at each look the test stops once h = floor(alpha (K + 1)) of them are at "
+                 "least as extreme as the observed "
                  "labelling (aggregated over the kernel family when there is one): its p-value "
                  "(1 + h) / (1 + K) can no longer reach alpha. It stops only to accept, so it rejects only "
                  "where the K-permutation test would reject on the same draws, and the family-wise level "
@@ -153,7 +155,7 @@ def permuted_spectra(operand: tuple[str, np.ndarray], weights: np.ndarray, n_top
                      ) -> tuple[np.ndarray, np.ndarray]:
     """(positive, |negative|) top ``n_top`` eigenvalues of Lambda_k = F^T diag(w_k) F for each weight
     column w_k; ``operand`` is ``("gram", G)`` (exact route, G = F F^T), ``("features", F)`` or
-    ``("subspace", X)`` (:func:`principal_operand`: the pair products of a narrow factor, every labelling's
+    ``("subspace", X^T)`` (:func:`principal_operand`: the pair products of a narrow factor, every labelling's
     matrix formed by one product and diagonalised densely)."""
     kind, array = operand
     with blas_threads_for(array.shape[0] if kind == "gram" else array.shape[1]):
@@ -166,7 +168,7 @@ def permuted_spectra(operand: tuple[str, np.ndarray], weights: np.ndarray, n_top
 
 def principal_operand(operand: tuple[str, np.ndarray], *, seed: int, rank: int | None = None
                       ) -> tuple[str, np.ndarray]:
-    """The test's operand: ``("subspace", X)``, X the :func:`~promptprism.stats.batched_eigen.pair_products`
+    """The test's operand: ``("subspace", X^T)``, the :func:`~promptprism.stats.batched_eigen.pair_products`
     of P, the pooled samples' leading principal factor of at most ``rank`` (default :data:`NULL_RANK`)
     columns (:func:`~promptprism.stats.batched_eigen.principal_factor`; it never sees a label, so the test
     on it is exact); or ``operand`` itself when it is that narrow."""
@@ -195,8 +197,9 @@ def sequential_spectra(solvers: Sequence[Callable[[np.ndarray], tuple[np.ndarray
                        permutations: int, *, alpha: float, sequential: bool = True, look: int = LOOK
                        ) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, list[float]]:
     """Each solver's spectra (a function: labelling columns -> (positive, |negative|) rows) on the observed
-    labelling (column 0) and the relabellings 1..K, drawn in blocks of ``look``: after each block, stop once
-    :func:`global_pvalue` has :func:`curtail_at` exceedances (``sequential=False``: all K).
+    labelling (column 0) and the relabellings 1..K, drawn in blocks (looks after ``look``, 2 ``look``,
+    4 ``look``, ... and K relabellings): at each look, stop once :func:`global_pvalue` has
+    :func:`curtail_at` exceedances (``sequential=False``: all K in one block).
 
     Returns (spectra per solver over the columns drawn, relabellings drawn L, seconds per solver). The
     spectra of a labelling do not depend on the others, so the result is the L-permutation test's."""
@@ -207,7 +210,7 @@ def sequential_spectra(solvers: Sequence[Callable[[np.ndarray], tuple[np.ndarray
     seconds = [0.0] * len(solvers)
     start, spectra = 0, []
     while start <= permutations:
-        stop = min(permutations + 1, start + look + (start == 0))
+        stop = min(permutations + 1, max(2 * start - 1, look + 1) if sequential else permutations + 1)
         cols = np.arange(start, stop)
         for i, solve in enumerate(solvers):
             t0 = time.perf_counter()
