@@ -3,6 +3,7 @@
     python benchmarks/default_command.py                  # the three commands, one run each
     python benchmarks/default_command.py --repeat 3       # the median of 3 runs per command
     python benchmarks/default_command.py --only rff       # a subset of: rff exact scendi
+    python benchmarks/default_command.py --no-warmup      # no uncounted first run (half the time)
 
 Prints, first, the machine: CPU model, load average, the BLAS library and kernel (threadpoolctl), the CPUs
 this process may use, and the float32 rates of the two routines the commands are made of, measured now at
@@ -104,8 +105,8 @@ def commands(inputs: dict[str, list[Path]], folder: Path) -> dict[str, list[str]
         cmds["exact"] = ["split", *map(str, inputs["exact"]), "--method", "exact", "--permutations",
                          str(EXACT_PERMUTATIONS)]
     if "scendi" in inputs:
-        cmds["scendi"] = ["diversity", str(inputs["scendi"][0]), "--kernel", "gaussian", "--shared-frequencies",
-                          "--features", "2500"]
+        cmds["scendi"] = ["diversity", str(inputs["scendi"][0]), "--kernel", "gaussian",
+                          "--shared-frequencies", "--features", "2500"]
     return {k: [*CLI, *v, "--out", str(folder / f"out-{k}"), "--no-report", "--quiet", "--seed", "0"]
             for k, v in cmds.items()}
 
@@ -130,12 +131,12 @@ def describe(key: str, runs: list[tuple[float, dict]], floor: float, floor_name:
     lines = [f"{key:>6}: wall {wall:7.2f} s = {wall / floor:5.2f}x {floor_name}"
              + (f" (runs: {', '.join(f'{s:.2f}' for s, _ in runs)})" if len(runs) > 1 else "")]
     if test:
-        lines.append(f"        fit {fit:7.2f} s = {fit / floor:5.2f}x; test {test:7.2f} s = {test / floor:5.2f}x"
-                     f"; test / fit = {test / max(fit, 1e-9):.2f}")
+        lines.append(f"        fit {fit:7.2f} s = {fit / floor:5.2f}x; test {test:7.2f} s = "
+                     f"{test / floor:5.2f}x; test / fit = {test / max(fit, 1e-9):.2f}")
         sig = result.get("significance") or {}
         stop = sig.get("stopping") or {}
-        lines.append(f"        test: {sig.get('permutations_drawn', sig.get('permutations'))} permutations drawn "
-                     f"of {sig.get('permutations')}; rule: {stop.get('rule', 'fixed')}; "
+        lines.append(f"        test: {sig.get('permutations_drawn', sig.get('permutations'))} permutations "
+                     f"drawn of {sig.get('permutations')}; rule: {stop.get('rule', 'fixed').split(':')[0]}; "
                      f"p_largest = {sig.get('p_largest')}; {sig.get('n_significant')} significant")
     else:
         lines.append(f"        fit (in-process total) {fit:7.2f} s = {fit / floor:5.2f}x {floor_name}")
@@ -146,8 +147,11 @@ def describe(key: str, runs: list[tuple[float, dict]], floor: float, floor_name:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", nargs="+", choices=("rff", "exact", "scendi"), default=["rff", "exact", "scendi"])
+    ap.add_argument("--only", nargs="+", choices=("rff", "exact", "scendi"),
+                    default=["rff", "exact", "scendi"])
     ap.add_argument("--repeat", type=int, default=1, help="runs per command (the median is printed)")
+    ap.add_argument("--no-warmup", dest="warmup", action="store_false",
+                    help="skip the uncounted first run of each command (it writes the bytecode cache)")
     args = ap.parse_args(argv)
     print(f"# {cpu_model()}; {len(os.sched_getaffinity(0))} CPUs usable; load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -156,8 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     syrk = syrk_seconds(n_rows, RFF_FEATURES)
     gemm = gemm_seconds(4000)
     rate = machine.syrk_flops(RFF_FEATURES, n_rows) / syrk / 1e9
+    gemm_rate = machine.gemm_flops(4000, 4000, 4000) / gemm / 1e9
     print(f"# float32 SYRK {n_rows:,} x {RFF_FEATURES:,}: {syrk:.2f} s ({rate:.0f} GFLOP/s); "
-          f"float32 GEMM 4000^3: {gemm:.2f} s ({machine.gemm_flops(4000, 4000, 4000) / gemm / 1e9:.0f} GFLOP/s)")
+          f"float32 GEMM 4000^3: {gemm:.2f} s ({gemm_rate:.0f} GFLOP/s)")
     exact_floor = machine.syrk_flops(2 * EXACT_N, 768) / (rate * 1e9)
     floors = {"rff": (syrk, "SYRK floor"), "exact": (exact_floor, "Gram SYRK floor"),
               "scendi": (gemm, "GEMM 4000")}
@@ -169,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         for key, cmd in commands(inputs, folder).items():
             out = folder / f"out-{key}"
             before = os.getloadavg()[0]
-            run_command(cmd, out, env)  # not counted: writes the bytecode cache, pages the inputs in
+            if args.warmup:
+                run_command(cmd, out, env)  # not counted: writes the bytecode cache, pages the inputs in
             runs = [run_command(cmd, out, env) for _ in range(args.repeat)]
             print("\n".join(describe(key, runs, *floors[key]))
                   + f"\n        load {before:.2f} -> {os.getloadavg()[0]:.2f}", flush=True)
