@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import array_namespace, backend_of, float_dtype, to_numpy
+from ..backend import array_namespace, backend_of, float_dtype, populated_empty, to_numpy
 from .eigen import signed_extremes
 
 #: factors up to this many columns are diagonalised densely by :func:`weighted_factor_extremes`
@@ -141,10 +141,16 @@ def pair_products(factor: Any) -> Any:
     xp = array_namespace(factor)
     size, width = factor.shape
     f_t = xp.asarray(xp.matrix_transpose(factor), copy=True)  # (p x N), rows contiguous
-    out = xp.empty((width * (width + 1) // 2, size), dtype=factor.dtype, device=factor.device)
+    shape = (width * (width + 1) // 2, size)
+    out = (populated_empty(shape, factor.dtype) if isinstance(factor, np.ndarray)  # (pages mapped at once)
+           else xp.empty(shape, dtype=factor.dtype, device=factor.device))
     start = 0
-    for a in range(width):  # entries (a, a..p-1)
-        out[start : start + width - a, :] = f_t[a : a + 1, :] * f_t[a:, :]
+    for a in range(width):  # entries (a, a..p-1), multiplied in place (numpy: no temporary)
+        rows = slice(start, start + width - a)
+        if isinstance(out, np.ndarray):
+            np.multiply(f_t[a : a + 1, :], f_t[a:, :], out=out[rows, :])
+        else:
+            out[rows, :] = f_t[a : a + 1, :] * f_t[a:, :]
         start += width - a
     return out
 
