@@ -124,7 +124,7 @@ def run_command(cmd: list[str], out: Path, env: dict) -> tuple[float, dict]:
 def describe(key: str, runs: list[tuple[float, dict]], floor: float, floor_name: str) -> list[str]:
     """Lines for one command: wall, fit and test as ratios to the floor, the stopping record."""
     wall = statistics.median(s for s, _ in runs)
-    result = runs[len(runs) // 2][1]
+    result = sorted(runs, key=lambda run: run[0])[len(runs) // 2][1]  # the median run's split
     timings = result.get("timings", {})
     test = float(timings.get("significance_s", 0.0))
     fit = float(timings.get("total_s", wall)) - test
