@@ -42,6 +42,9 @@ def test_k2_reproduces_the_pairwise_result_to_the_bit():
     assert got.eigenvalues == pair.eigenvalues
     assert got.modes == pair.modes
     route_note = pair.significance.pop("route_note")  # the pairwise test's note on its route (None: exact)
+    # the pairwise test's stopping record (k-way draws every permutation; here the pair did too)
+    stopping = [pair.significance.pop(k) for k in ("statistic", "permutations_drawn", "stopping")]
+    assert stopping[1] == 40 and not stopping[2]["stopped_early"]
     assert route_note is None and got.significance == pair.significance
     assert got.prompt_ranking == pair.prompt_ranking
     assert kway.distances[0][1] == pair.distance and kway.one_vs_rest == []

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import array_namespace, backend_of, float_dtype, to_numpy
+from ..backend import array_namespace, backend_of, float_dtype, populated_empty, to_numpy
 from .eigen import signed_extremes
 
 #: factors up to this many columns are diagonalised densely by :func:`weighted_factor_extremes`
@@ -52,10 +52,10 @@ def weighted_factor_extremes(
     :func:`lanczos_steps` Krylov vectors each.
     """
     xp = array_namespace(factor)
-    f = xp.asarray(factor, dtype=xp.float64)
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim == 1:
         w = w[:, None]
+    f = xp.asarray(factor, dtype=xp.float64)
     size, rank = f.shape
     if rank > size:  # same Gram matrix, fewer columns: F = (Q R)^T -> R^T
         f = xp.linalg.qr(f.T)[1].T
@@ -91,6 +91,84 @@ def weighted_gram_extremes(
         return _dense_extremes(vecs * xp.sqrt(xp.clip(vals, min=0.0)), w, n_top)
     return _batched_extremes(lambda q, wt: wt * q, lambda x: x @ g, w, size, on=backend_of(g),
                              n_top=n_top, steps=lanczos_steps(n_top, size, steps), seed=seed, dtype=dtype)
+
+
+def principal_factor(operand: tuple[str, Any], rank: int, *, seed: int = 0) -> Any:
+    """A factor P (N x at most ``rank``) with P P^T close to the best rank-``rank`` approximation of G, where
+    G = F F^T for ``("features", F)`` and G itself for ``("gram", G)``: the seeded Nystrom approximation
+    G Om (Om^T G Om)^+ Om^T G with a Gaussian Om of ``rank`` + 10 columns, computed stably with a small
+    shift (Tropp, Yurtsever, Udell & Cevher 2017, "Fixed-rank approximation of a positive-semidefinite
+    matrix from streaming data", Alg. 3), truncated to its ``rank`` leading directions. One product G Om
+    (two for a factor); None when the operand is already that narrow.
+
+    P depends on G and the seeded draw only, never on sample weights: P^T diag(w) P (Lambda restricted to
+    G's leading principal subspace) is one function applied alike to every labelling of the samples, so a
+    permutation test on its extremes is exact. Those extremes approach F^T diag(w) F's as the part of G's
+    spectrum left out shrinks. Same backend and dtype as the operand.
+    """
+    kind, a = operand
+    xp, on = array_namespace(a), backend_of(a)
+    size = a.shape[0]
+    if (kind == "features" and a.shape[1] <= rank) or size <= rank:
+        return None
+    name = "float32" if a.dtype == xp.float32 else "float64"
+    sketch = on.asarray(np.random.default_rng(seed).standard_normal((size, min(size, rank + 10))), dtype=name)
+    y = a @ sketch if kind == "gram" else a @ (xp.matrix_transpose(a) @ sketch)  # G Om (N x l)
+    y, sketch = xp.asarray(y, dtype=xp.float64), xp.asarray(sketch, dtype=xp.float64)
+    eps = float(np.finfo(np.float32 if name == "float32" else np.float64).eps)
+    # Tropp et al.'s shift, eps |Y|_2 (|Y|_2 from the l x l Y^T Y): G's and Y's round-off in a's precision
+    shift = eps * float(xp.sqrt(xp.max(xp.linalg.eigvalsh(xp.matrix_transpose(y) @ y))))
+    for _ in range(4):  # (a core that round-off left indefinite: a larger shift)
+        core = xp.matrix_transpose(sketch) @ (y + shift * sketch)  # Om^T (G + shift) Om
+        try:
+            chol = xp.linalg.cholesky((core + xp.matrix_transpose(core)) / 2)
+            break
+        except Exception:  # numpy's LinAlgError, torch's _LinAlgError
+            shift = max(10 * shift, 1e-30)
+    y = y + shift * sketch
+    f = y @ xp.matrix_transpose(xp.linalg.inv(chol))  # F F^T = G Om core^-1 Om^T G (+ shift)
+    vals, vecs = xp.linalg.eigh(xp.matrix_transpose(f) @ f)  # F = U S V^T: S^2 = vals, U = F V / S
+    vals, vecs = vals[-rank:], vecs[:, -rank:]
+    scale = xp.sqrt(xp.clip(vals - shift, min=0.0)) / xp.sqrt(xp.clip(vals, min=1e-300))
+    return xp.asarray(f @ (vecs * scale[None, :]), dtype=a.dtype)  # U sqrt(S^2 - shift)
+
+
+def pair_products(factor: Any) -> Any:
+    """X^T (p (p + 1) / 2 x N): column i holds the upper triangle of p_i p_i^T (row-major, as
+    ``numpy.triu_indices``) for the rows p_i of a narrow factor P (N x p), so that P^T diag(w) P's upper
+    triangle is X^T w for every weight vector w at once. Built row block by row block of X^T, each written
+    once and contiguously."""
+    xp = array_namespace(factor)
+    size, width = factor.shape
+    f_t = xp.asarray(xp.matrix_transpose(factor), copy=True)  # (p x N), rows contiguous
+    shape = (width * (width + 1) // 2, size)
+    out = (populated_empty(shape, factor.dtype) if isinstance(factor, np.ndarray)  # (pages mapped at once)
+           else xp.empty(shape, dtype=factor.dtype, device=factor.device))
+    start = 0
+    for a in range(width):  # entries (a, a..p-1), multiplied in place (numpy: no temporary)
+        rows = slice(start, start + width - a)
+        if isinstance(out, np.ndarray):
+            np.multiply(f_t[a : a + 1, :], f_t[a:, :], out=out[rows, :])
+        else:
+            out[rows, :] = f_t[a : a + 1, :] * f_t[a:, :]
+        start += width - a
+    return out
+
+
+def pair_extremes(pairs: Any, weights: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
+    """Extreme eigenvalues of P^T diag(w_k) P for every column w_k of ``weights``, from P's
+    :func:`pair_products` X^T: the upper triangles of all K matrices are one product X^T W (in X's
+    precision), each matrix is then diagonalised (float64). ``(positive, negative)`` as
+    :func:`weighted_factor_extremes`."""
+    xp, on = array_namespace(pairs), backend_of(pairs)
+    width = int(round((np.sqrt(8 * pairs.shape[0] + 1) - 1) / 2))
+    upper, col = np.triu_indices(width)
+    name = "float32" if pairs.dtype == xp.float32 else "float64"
+    tri = xp.matrix_transpose(xp.asarray(pairs @ on.asarray(weights, dtype=name), dtype=xp.float64))
+    full = xp.zeros((weights.shape[1], width, width), dtype=xp.float64, device=pairs.device)
+    full[:, on.asarray(upper), on.asarray(col)] = tri
+    full[:, on.asarray(col), on.asarray(upper)] = tri
+    return signed_extremes(to_numpy(xp.linalg.eigvalsh(full)), n_top)
 
 
 def _dense_extremes(f: Any, w: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:

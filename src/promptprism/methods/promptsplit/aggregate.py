@@ -82,16 +82,20 @@ def min_p_aggregate(stats: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     return p_agg, p[:, 0], min_p[1:]
 
 
-def subset_spectra(operand: tuple, labels: np.ndarray, rows: np.ndarray, *, eta: float, n_top: int,
-                   seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Spectra of Lambda on the rows ``rows`` of the test's rows under each labelling (columns of
-    ``labels``, restricted to ``rows``), each weighted by its own counts: 1/n_l on its test rows, -eta/m_l
-    on its reference rows. ``operand`` already holds only those rows."""
+def subset_weights(labels: np.ndarray, rows: np.ndarray, *, eta: float) -> np.ndarray:
+    """The weights of each labelling (columns of ``labels``) restricted to the rows ``rows`` of the test's
+    rows, each by its own counts there: 1/n_l on its test rows, -eta/m_l on its reference rows."""
     sub = labels[rows]
     n_l = np.maximum(sub.sum(axis=0), 1)
     m_l = np.maximum(sub.shape[0] - n_l, 1)
-    weights = np.where(sub, 1.0 / n_l, -eta / m_l)
-    return sig.permuted_spectra(operand, weights, n_top, seed=seed)
+    return np.where(sub, 1.0 / n_l, -eta / m_l)
+
+
+def subset_spectra(operand: tuple, labels: np.ndarray, rows: np.ndarray, *, eta: float, n_top: int,
+                   seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Spectra of Lambda on the rows ``rows`` of the test's rows under each labelling (columns of
+    ``labels``, :func:`subset_weights`). ``operand`` already holds only those rows."""
+    return sig.permuted_spectra(operand, subset_weights(labels, rows, eta=eta), n_top, seed=seed)
 
 
 def mode_findings(gram, group_labels: np.ndarray, n: int, m: int, *, eta: float, p_pos: np.ndarray,

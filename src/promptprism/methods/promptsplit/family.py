@@ -70,51 +70,73 @@ def family_for(aggregate: str, sets: dict, *, kernel: str, sigmas: tuple, seed: 
     return Family(kernels=others, fitted=fitted, modality=modality, names=names, backend=backend)
 
 
-def aggregated_test(sets: dict, rows: dict, groups: np.ndarray, group_labels: np.ndarray, family: Family, *,
-                    primary: tuple[np.ndarray, np.ndarray], eta: float, permutations: int, alpha: float,
-                    seed: int) -> dict:
-    """Run the family's other kernels on the relabellings of the test's ``rows`` (the fitted kernel's top
-    eigenvalues of each labelling: ``primary``) and combine them (:func:`.aggregate.min_p_aggregate`).
+@dataclass
+class Member:
+    """One other kernel of the family on the test's rows: its record entry, its Gram matrix on the rows
+    ``keep`` (of the test's rows), the test's operand there and the labellings' weights on those rows."""
 
-    Returns ``significance['aggregation']`` (plus '_null_min_p', the relabellings' min-p values, for
-    :func:`.aggregate.adjust_pvalues`)."""
+    entry: dict
+    gram: Any
+    operand: tuple
+    keep: np.ndarray
+    weights: np.ndarray
+    seconds: float = 0.0  #: building the Gram matrix and the principal subspace
+
+    def spectra(self, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The extremes of Lambda under the labellings ``cols`` (:func:`.significance.permuted_spectra`)."""
+        return sig.permuted_spectra(self.operand, self.weights[:, cols], agg.OTHER_MODES, seed=int(cols[0]))
+
+
+def family_members(sets: dict, rows: dict, labels: np.ndarray, family: Family, *, eta: float, seed: int
+                   ) -> tuple[list[Member], tuple[int, int]]:
+    """The family's other kernels on the test's ``rows`` (or a seeded subsample of at most
+    ``family.max_samples`` of them), under the test's labellings ``labels`` (N x (K + 1), column 0
+    observed): ([one :class:`Member` per kernel], (test rows, reference rows) of that subsample)."""
     n_sub, m_sub = rows["test"].size, rows["reference"].size
-    labels = sig.test_labellings(groups, n_sub, m_sub, permutations, seed)
     sub_t, sub_r = sig.null_rows(n_sub, m_sub, family.max_samples, seed + 1)
     keep = np.r_[sub_t, n_sub + sub_r]
     picked = {"test": rows["test"][sub_t], "reference": rows["reference"][sub_r]}
-    stats = [agg.labelling_statistic(*primary)]
-    spectra, cost = [], {}
+    members = []
     for member in family.kernels:
         t0 = time.perf_counter()
         emb = [getattr(sets[s], a)[picked[s]] for s in ("test", "reference")
                for a in ("prompt_embeddings", "output_embeddings")]
         gram = core.joint_gram(*emb, kernel=member["kernel"], sigma_prompt=member["sigma_prompt"],
                                sigma_output=member["sigma_output"], backend=family.backend)
-        pos, neg = agg.subset_spectra(("gram", gram), labels, keep, eta=eta, n_top=agg.OTHER_MODES, seed=seed)
-        stats.append(agg.labelling_statistic(pos[:, 0], neg[:, 0]))
-        spectra.append((gram, pos, neg))
-        cost[member["name"]] = time.perf_counter() - t0
+        operand = sig.principal_operand(("gram", gram), seed=seed)
+        members.append(Member(entry=member, gram=gram, operand=operand, keep=keep,
+                              weights=agg.subset_weights(labels, keep, eta=eta),
+                              seconds=time.perf_counter() - t0))
+    return members, (sub_t.size, sub_r.size)
+
+
+def aggregation_record(members: list[Member], spectra: list[tuple[np.ndarray, np.ndarray]], family: Family, *,
+                       group_labels: np.ndarray, sizes: tuple[int, int], fitted_samples: int, eta: float,
+                       alpha: float, cost: dict[str, float]) -> dict:
+    """``significance['aggregation']`` from every kernel's spectra over the labellings drawn (the fitted
+    kernel's first, then one per member; row 0 observed), combined by :func:`.aggregate.min_p_aggregate`.
+
+    Returns the record plus '_null_min_p', the relabellings' min-p values, for
+    :func:`.aggregate.adjust_pvalues`."""
+    stats = [agg.labelling_statistic(pos[:, 0], neg[:, 0]) for pos, neg in spectra]
     p_agg, p_own, null_min = agg.min_p_aggregate(np.stack(stats))
     p_adjusted = agg.adjust_pvalues(p_own, null_min)
     entries = [{"name": family.fitted, "fitted": True, "p": float(p_own[0]),
-                "p_adjusted": float(p_adjusted[0]), "samples": n_sub + m_sub}]
-    sub_labels = group_labels[keep]
-    for member, (gram, pos, neg), p, p_adj in zip(family.kernels, spectra, p_own[1:], p_adjusted[1:],
-                                                  strict=True):
+                "p_adjusted": float(p_adjusted[0]), "samples": int(fitted_samples)}]
+    for member, (pos, neg), p, p_adj in zip(members, spectra[1:], p_own[1:], p_adjusted[1:], strict=True):
         t0 = time.perf_counter()
         p_pos, p_neg = sig.step_down_pvalues(pos[0], neg[0], pos[1:], neg[1:])
-        entry = {**member, "fitted": False, "p": float(p), "p_adjusted": float(p_adj),
-                 "samples": int(keep.size), "modes": []}
+        entry = {**member.entry, "fitted": False, "p": float(p), "p_adjusted": float(p_adj),
+                 "samples": int(member.keep.size), "modes": []}
         if min(p_pos.min(), p_neg.min()) <= alpha:  # a mode significant for this kernel alone
-            found = agg.mode_findings(gram, sub_labels, sub_t.size, sub_r.size, eta=eta, p_pos=p_pos,
+            found = agg.mode_findings(member.gram, group_labels[member.keep], *sizes, eta=eta, p_pos=p_pos,
                                       p_neg=p_neg, names=family.names)
             for f in found:
                 f["p"] = float(agg.adjust_pvalues(np.array([f["p_kernel"]]), null_min)[0])
             entry["modes"] = [f for f in found if f["p_kernel"] <= alpha]
         entry["n_significant"] = sum(f["p"] <= alpha for f in entry["modes"])
         entries.append(entry)
-        cost[member["name"]] += time.perf_counter() - t0
+        cost[member.entry["name"]] = cost.get(member.entry["name"], 0.0) + time.perf_counter() - t0
     return {"rule": agg.RULE, "modality": family.modality, "p": p_agg, "kernels": entries,
             "found_by": [e["name"] for e in entries if e["p_adjusted"] <= alpha],
             "cost_s": {k: round(v, 4) for k, v in cost.items()}, "_null_min_p": null_min}

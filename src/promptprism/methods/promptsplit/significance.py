@@ -20,10 +20,19 @@ complete null the family-wise error is at most alpha.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 
 from ...array_ops import blas_threads_for
-from ...stats.batched_eigen import weighted_factor_extremes, weighted_gram_extremes
+from ...backend import array_namespace
+from ...stats.batched_eigen import (
+    pair_extremes,
+    pair_products,
+    principal_factor,
+    weighted_factor_extremes,
+    weighted_gram_extremes,
+)
 
 SCHEMES = ("within-prompt", "pooled")
 #: permutations when ``permutations=None``: the exact route, and the random-feature routes
@@ -32,6 +41,22 @@ DEFAULT_PERMUTATIONS = {"exact": 200, "rff": 100, "sketch": 100}
 #: subsample of this size (see ``null_rows``)
 NULL_MAX_SAMPLES = 20_000
 CORRECTION = "max-statistic step-down (FWER)"
+#: the test's statistic lives in the pooled samples' leading principal subspace of at most this rank
+#: (:func:`principal_operand`)
+NULL_RANK = 128
+STATISTIC = ("the extreme eigenvalues of Lambda restricted to the pooled samples' leading principal "
+             f"subspace (rank at most {NULL_RANK}: a seeded Nystrom approximation of the joint Gram matrix, "
+             "the same for every labelling)")
+#: relabellings drawn before the first look of the sequential (curtailed) rule; the looks then come at
+#: twice as many relabellings each time (10, 20, 40, ... and K: few passes over the test's operand)
+LOOK = 10
+STOPPING_RULE = ("curtailed (futility only): relabellings are drawn in blocks, with looks after 10, 20, 40, "
+                 "... and all K; at each look the test stops once h = floor(alpha (K + 1)) of them are at "
+                 "least as extreme as the observed "
+                 "labelling (aggregated over the kernel family when there is one): its p-value "
+                 "(1 + h) / (1 + K) can no longer reach alpha. It stops only to accept, so it rejects only "
+                 "where the K-permutation test would reject on the same draws, and the family-wise level "
+                 "holds")
 
 
 def choose_scheme(labels_test: np.ndarray, labels_ref: np.ndarray) -> str:
@@ -130,12 +155,79 @@ def family_thresholds(null_pos: np.ndarray, null_neg: np.ndarray, observed: tupl
 def permuted_spectra(operand: tuple[str, np.ndarray], weights: np.ndarray, n_top: int, *, seed: int
                      ) -> tuple[np.ndarray, np.ndarray]:
     """(positive, |negative|) top ``n_top`` eigenvalues of Lambda_k = F^T diag(w_k) F for each weight
-    column w_k; ``operand`` is ``("gram", G)`` (exact route, G = F F^T) or ``("features", F)``."""
+    column w_k; ``operand`` is ``("gram", G)`` (exact route, G = F F^T), ``("features", F)`` or
+    ``("subspace", X^T)`` (:func:`principal_operand`: the pair products of a narrow factor, every labelling's
+    matrix formed by one product and diagonalised densely)."""
     kind, array = operand
     with blas_threads_for(array.shape[0] if kind == "gram" else array.shape[1]):
         if kind == "gram":
             return weighted_gram_extremes(array, weights, n_top, seed=seed)
+        if kind == "subspace":
+            return pair_extremes(array, weights, n_top)
         return weighted_factor_extremes(array, weights, n_top, seed=seed)
+
+
+def principal_operand(operand: tuple[str, np.ndarray], *, seed: int, rank: int | None = None
+                      ) -> tuple[str, np.ndarray]:
+    """The test's operand: ``("subspace", X^T)``, the :func:`~promptprism.stats.batched_eigen.pair_products`
+    of P, the pooled samples' leading principal factor of at most ``rank`` (default :data:`NULL_RANK`)
+    columns (:func:`~promptprism.stats.batched_eigen.principal_factor`; it never sees a label, so the test
+    on it is exact; the pair products in float32, whatever the operand's precision: half the memory and
+    twice the rate of float64, for a statistic that only has to be the same function for every labelling);
+    or ``operand`` itself when it is that narrow."""
+    with blas_threads_for(operand[1].shape[0] if operand[0] == "gram" else operand[1].shape[1]):
+        factor = principal_factor(operand, NULL_RANK if rank is None else rank, seed=seed)
+    if factor is None:
+        return operand
+    xp = array_namespace(factor)
+    return "subspace", pair_products(xp.asarray(factor, dtype=xp.float32))
+
+
+def curtail_at(permutations: int, alpha: float) -> int:
+    """h: the number of relabellings at least as extreme as the observed one at which a rejection at
+    ``alpha`` is out of reach, the least c with (1 + c) / (1 + K) > alpha."""
+    return int(np.floor(alpha * (permutations + 1) + 1e-9))
+
+
+def global_pvalue(spectra: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
+    """The test's global p-value over the labellings drawn so far (row 0 observed): each kernel's first-step
+    statistic (:func:`.aggregate.labelling_statistic`), combined by min-p over kernels (one kernel: its own
+    rank p-value, the first step of :func:`step_down_pvalues`)."""
+    from .aggregate import labelling_statistic, min_p_aggregate
+
+    stats = np.stack([labelling_statistic(pos[:, 0], neg[:, 0]) for pos, neg in spectra])
+    return min_p_aggregate(stats)[0]
+
+
+def sequential_spectra(solvers: Sequence[Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]],
+                       permutations: int, *, alpha: float, sequential: bool = True, look: int = LOOK
+                       ) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, list[float]]:
+    """Each solver's spectra (a function: labelling columns -> (positive, |negative|) rows) on the observed
+    labelling (column 0) and the relabellings 1..K, drawn in blocks (looks after ``look``, 2 ``look``,
+    4 ``look``, ... and K relabellings): at each look, stop once :func:`global_pvalue` has
+    :func:`curtail_at` exceedances (``sequential=False``: all K in one block).
+
+    Returns (spectra per solver over the columns drawn, relabellings drawn L, seconds per solver). The
+    spectra of a labelling do not depend on the others, so the result is the L-permutation test's."""
+    import time
+
+    h = curtail_at(permutations, alpha)
+    parts: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in solvers]
+    seconds = [0.0] * len(solvers)
+    start, spectra = 0, []
+    while start <= permutations:
+        stop = min(permutations + 1, max(2 * start - 1, look + 1) if sequential else permutations + 1)
+        cols = np.arange(start, stop)
+        for i, solve in enumerate(solvers):
+            t0 = time.perf_counter()
+            parts[i].append(solve(cols))
+            seconds[i] += time.perf_counter() - t0
+        start = stop
+        spectra = [(np.concatenate([p for p, _ in part]), np.concatenate([q for _, q in part]))
+                   for part in parts]
+        if sequential and start <= permutations and round(global_pvalue(spectra) * start) - 1 >= h:
+            break
+    return spectra, start - 1, seconds
 
 
 def test_labellings(groups: np.ndarray, n: int, m: int, permutations: int, seed: int) -> np.ndarray:

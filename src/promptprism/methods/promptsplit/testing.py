@@ -18,52 +18,84 @@ import numpy as np
 from . import aggregate as agg
 from . import core
 from . import significance as sig
-from .family import Family, aggregated_test
+from .family import Family, aggregation_record, family_members
 
 
 def mode_significance(sets: dict, spec: core.Spectrum, labels: dict, *, operand_of: Callable, eta: float,
                       permutations: int, alpha: float, seed: int, max_samples: int = sig.NULL_MAX_SAMPLES,
-                      family: Family | None = None) -> tuple[dict, list[float]]:
+                      family: Family | None = None, sequential: bool = True) -> tuple[dict, list[float]]:
     """Permutation test of the reported modes of ``spec``, on at most ``max_samples`` samples (a seeded
     subsample above): (the result's ``significance`` record, one p-value per reported mode, positive
     modes first). With a ``family`` of other kernels the test is aggregated over the fitted kernel and
     those (:mod:`.aggregate`: the modes' p-values are adjusted for the family; the record's
-    ``aggregation`` says which kernel found what)."""
+    ``aggregation`` says which kernel found what). Every kernel's statistic lives in its pooled samples'
+    leading principal subspace (:func:`.significance.principal_operand`); the relabellings are drawn in
+    blocks and the test stops once a rejection is out of reach (``sequential``:
+    :func:`.significance.sequential_spectra`; the record's ``stopping`` says when)."""
     n, m = len(sets["test"]), len(sets["reference"])
     rows_t, rows_r = sig.null_rows(n, m, max_samples, seed)
     n_sub, m_sub = rows_t.size, rows_r.size
-    groups = np.r_[labels["test"][rows_t], labels["reference"][rows_r]]
+    group_labels = np.r_[labels["test"][rows_t], labels["reference"][rows_r]]
     scheme = sig.choose_scheme(labels["test"], labels["reference"])
-    if scheme == "pooled":
-        groups = np.zeros_like(groups)
+    groups = np.zeros_like(group_labels) if scheme == "pooled" else group_labels
     vals = spec.mode_eigenvalues
     tested = (int(np.sum(vals > 0)), int(np.sum(vals < 0)))
     t0 = time.perf_counter()
-    pos, neg = sig.labelling_spectra(operand_of(rows_t, rows_r), groups=groups, n=n_sub, m=m_sub, eta=eta,
-                                     n_top=max(*tested, 1), permutations=permutations, seed=seed)
+    drawn_labels = sig.test_labellings(groups, n_sub, m_sub, permutations, seed)
+    weights = sig.label_weights(drawn_labels, n_sub, m_sub, eta)
+    operand = sig.principal_operand(operand_of(rows_t, rows_r), seed=seed)
+    solvers = [lambda cols: sig.permuted_spectra(operand, weights[:, cols], max(*tested, 1),
+                                                 seed=seed + int(cols[0]))]
+    members, sizes = [], (0, 0)
+    if family is not None and family.kernels:
+        members, sizes = family_members(sets, {"test": rows_t, "reference": rows_r}, drawn_labels, family,
+                                        eta=eta, seed=seed)
+        solvers += [member.spectra for member in members]
+    setup = time.perf_counter() - t0 - sum(mb.seconds for mb in members)
+    spectra, drawn, seconds = sig.sequential_spectra(solvers, permutations, alpha=alpha,
+                                                     sequential=sequential)
+    pos, neg = spectra[0]
     out = sig.spectra_test(pos, neg, tested=tested, alpha=alpha)
     p_values = [float(x) for x in out["p_positive"][: tested[0]]] + \
                [float(x) for x in out["p_negative"][: tested[1]]]
     aggregation = None
-    if family is not None and family.kernels:
-        rows = {"test": rows_t, "reference": rows_r}
-        aggregation = aggregated_test(sets, rows, groups, np.r_[labels["test"][rows_t],
-                                                                 labels["reference"][rows_r]],
-                                      family, primary=(pos[:, 0], neg[:, 0]), eta=eta,
-                                      permutations=permutations, alpha=alpha, seed=seed)
-        aggregation["cost_s"]["fitted kernel"] = round(time.perf_counter() - t0
-                                                       - sum(aggregation["cost_s"].values()), 4)
+    if members:
+        cost = {mb.entry["name"]: mb.seconds + s for mb, s in zip(members, seconds[1:], strict=True)}
+        aggregation = aggregation_record(members, spectra, family, group_labels=group_labels, sizes=sizes,
+                                         fitted_samples=n_sub + m_sub, eta=eta, alpha=alpha, cost=cost)
+        aggregation["cost_s"]["fitted kernel"] = round(setup + seconds[0], 4)
         aggregation["p_modes_fitted_kernel"] = p_values
         p_values = [float(x) for x in agg.adjust_pvalues(np.array(p_values), aggregation.pop("_null_min_p"))]
     record = _record(spec, out, p_values, scheme=scheme, permutations=permutations, alpha=alpha, seed=seed,
                      sizes=(n, m, n_sub, m_sub))
+    record.update(_stopping(spectra, drawn, permutations=permutations, alpha=alpha, sequential=sequential,
+                            operand=operand))
     if aggregation is not None:
         record["aggregation"] = aggregation
         others = [k["name"] for k in aggregation["kernels"] if not k["fitted"] and k["n_significant"]]
         record["verdict"] += (f"; aggregated over {len(aggregation['kernels'])} kernels: p = "
                               f"{aggregation['p']:.2g}" + (f", modes also found by {', '.join(others)} "
                                                            "(significance.aggregation)" if others else ""))
+    if drawn < permutations:
+        stop = record["stopping"]
+        record["verdict"] += (f" (the test stopped after {drawn} of {permutations} permutations: "
+                              f"{stop['exceedances']} were at least as extreme, so p >= "
+                              f"{stop['p_at_least']:.2g} > alpha whatever the rest would have drawn)")
     return record, p_values
+
+
+def _stopping(spectra: list, drawn: int, *, permutations: int, alpha: float, sequential: bool,
+              operand: tuple) -> dict:
+    """The record's ``statistic``, ``permutations_drawn`` and ``stopping`` entries."""
+    exceed = round(sig.global_pvalue(spectra) * (drawn + 1)) - 1
+    return {"statistic": sig.STATISTIC if operand[0] == "subspace" else
+            "the extreme eigenvalues of Lambda (every direction: the operator is narrow enough)",
+            "permutations_drawn": drawn,
+            "stopping": {"rule": sig.STOPPING_RULE if sequential else "none: all permutations drawn",
+                         "h": sig.curtail_at(permutations, alpha) if sequential else None,
+                         "permutations_drawn": drawn, "exceedances": int(exceed),
+                         "p_at_least": (1.0 + exceed) / (1.0 + permutations),
+                         "stopped_early": drawn < permutations}}
 
 
 def _record(spec: core.Spectrum, out: dict, p_values: list[float], *, scheme: str, permutations: int,
