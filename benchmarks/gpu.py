@@ -124,7 +124,8 @@ def run_case(label: str, n: int, method: str, device: str, rates: dict[str, floa
         "case": label, "n": n, "method": method, "device": res.config.get("device"),
         "wall_s": wall, "total_s": t.get("total_s"), "fit_s": t.get("total_s", wall) - sig, "test_s": sig,
         "floor_s": floor, "total_over_floor": t.get("total_s", wall) / floor, "host_copies": copies,
-        "permutations": sigdict.get("permutations"), "verdict": sigdict.get("verdict"),
+        "permutations": sigdict.get("permutations"), "drawn": sigdict.get("permutations_drawn"),
+        "statistic": sigdict.get("statistic"), "verdict": sigdict.get("verdict"),
         "n_significant": sigdict.get("n_significant"), "timings": t,
     }
     print(f"  {label}: wall {wall:.2f} s, fit {row['fit_s']:.2f} s, test {sig:.2f} s, "
@@ -172,14 +173,14 @@ def main() -> int:
         if device.startswith("cuda"):
             torch.cuda.empty_cache()
     print("\n| case | device | fit (s) | test (s) | total (s) | floor (ms) | total / floor | test / fit "
-          "| host copies | permutations | significant |")
+          "| host copies | permutations drawn / K | significant |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if r["case"].startswith("warm-up"):
             continue
         print(f"| {r['case']} | {r['device']} | {r['fit_s']:.2f} | {r['test_s']:.2f} | {r['total_s']:.2f} "
               f"| {r['floor_s'] * 1e3:.1f} | {r['total_over_floor']:.0f}x | {r['test_s'] / r['fit_s']:.2f} "
-              f"| {r['host_copies']} | {r['permutations']} | {r['n_significant']} |")
+              f"| {r['host_copies']} | {r['drawn']} / {r['permutations']} | {r['n_significant']} |")
     if args.json:
         Path(args.json).write_text(json.dumps({"device": name, "cpu": cpu_model(), "rates": rates,
                                                "rows": rows}, indent=1, default=float))

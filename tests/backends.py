@@ -9,11 +9,16 @@ relative, far inside the 1e-9 the tests ask; float32 tests keep their documented
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import pytest
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
-#: pytest parameters: the numpy reference and torch on the CPU
-DEVICES = ["cpu", pytest.param("torch", marks=pytest.mark.skipif(not HAS_TORCH,
-                                                                 reason="torch is not installed"))]
+#: the torch device the backend tests compare with numpy: 'torch' (torch on the CPU, the default), or
+#: an accelerator ('cuda') on a machine that has one: PROMPTPRISM_TEST_TORCH_DEVICE=cuda pytest ...
+TORCH_DEVICE = os.environ.get("PROMPTPRISM_TEST_TORCH_DEVICE", "torch")
+
+#: pytest parameters: the numpy reference and torch (on the CPU unless TORCH_DEVICE says otherwise)
+DEVICES = ["cpu", pytest.param(TORCH_DEVICE, marks=pytest.mark.skipif(not HAS_TORCH,
+                                                                      reason="torch is not installed"))]

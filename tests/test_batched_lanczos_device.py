@@ -8,7 +8,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from backends import TORCH_DEVICE  # noqa: E402
 from promptprism.stats import batched_eigen  # noqa: E402
+
+
+def _device() -> str:
+    return "cpu" if TORCH_DEVICE == "torch" else TORCH_DEVICE
 
 
 def _weights(size: int, k: int, seed: int) -> np.ndarray:
@@ -35,7 +40,8 @@ def test_steps_make_no_host_round_trip(monkeypatch):
     w = _weights(900, 16, 1)
     expected = batched_eigen.weighted_factor_extremes(f, w, 5, dtype=np.float64, seed=3)
     calls = _counting(monkeypatch)
-    got = batched_eigen.weighted_factor_extremes(torch.from_numpy(f), w, 5, dtype=np.float64, seed=3)
+    got = batched_eigen.weighted_factor_extremes(torch.from_numpy(f).to(_device()), w, 5, dtype=np.float64,
+                                                 seed=3)
     steps = batched_eigen.lanczos_steps(5, 300)
     assert steps >= 30
     assert calls[0] <= 3  # one copy of alpha, beta and the breakdown flags per block, not two per step
@@ -49,7 +55,8 @@ def test_rows_that_break_down_are_rerun_and_match_numpy():
     gram = f @ f.T
     w = _weights(300, 7, 4)
     expected = batched_eigen.weighted_gram_extremes(gram, w, 4, dtype=np.float64, seed=5)
-    got = batched_eigen.weighted_gram_extremes(torch.from_numpy(gram), w, 4, dtype=np.float64, seed=5)
+    got = batched_eigen.weighted_gram_extremes(torch.from_numpy(gram).to(_device()), w, 4, dtype=np.float64,
+                                               seed=5)
     scale = np.abs(expected[0]).max()
     assert np.isfinite(got[0]).all() and np.isfinite(got[1]).all()
     for e, g in zip(expected, got, strict=True):

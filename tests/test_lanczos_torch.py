@@ -11,6 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from backends import TORCH_DEVICE  # noqa: E402
 from promptprism import PromptSplit  # noqa: E402
 from promptprism.datasets import gaussian_mixture  # noqa: E402
 from promptprism.stats.eigen import weighted_gram_eigenpairs  # noqa: E402
@@ -68,7 +69,7 @@ def test_exact_route_top_k_on_torch_equals_numpy_arpack():
     base = PromptSplit(n_modes=3, seed=0, permutations=0, device="cpu", method="exact", solver="lanczos")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        a, b = base.fit(test, ref), dataclasses.replace(base, device="torch").fit(test, ref)
+        a, b = base.fit(test, ref), dataclasses.replace(base, device=TORCH_DEVICE).fit(test, ref)
     scale = np.abs(a.eigenvalues).max()
     np.testing.assert_allclose(b.eigenvalues, a.eigenvalues, rtol=0, atol=1e-12 * scale)
     for x, y in zip(a.modes, b.modes, strict=True):

@@ -16,6 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from backends import TORCH_DEVICE  # noqa: E402
 from promptprism import PromptSplit  # noqa: E402
 from promptprism.datasets import gaussian_mixture  # noqa: E402
 
@@ -32,7 +33,7 @@ def _fit_both(**options) -> tuple:
     base = PromptSplit(n_modes=3, seed=0, permutations=PERMUTATIONS, device="cpu", **options)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # 'stable' may warn about its plateau: the same on both
-        return base.fit(test, ref), dataclasses.replace(base, device="torch").fit(test, ref)
+        return base.fit(test, ref), dataclasses.replace(base, device=TORCH_DEVICE).fit(test, ref)
 
 
 def _assert_same(a, b, tol: float) -> None:
