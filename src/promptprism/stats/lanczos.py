@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import array_namespace, backend_of
+from ..backend import array_namespace, backend_of, to_numpy
 
 #: Krylov steps between convergence checks
 CHECK_EVERY = 20
@@ -75,31 +75,47 @@ def weighted_gram_lanczos(gram: Any, weights: Any, n_pos: int, n_neg: int, *, to
         norm = g_norm(v, gv)
         return (v, gv, 0.0) if norm == 0.0 else (v / norm, gv / norm, norm)
 
+    def grown(basis: Any, images: Any, steps: int) -> tuple[Any, Any]:
+        if steps < basis.shape[1]:
+            return basis, images
+        more = xp.zeros((size, min(size, 2 * steps) - steps), dtype=f64, device=gram.device)  # double it
+        return xp.concat([basis, more], axis=1), xp.concat([images, xp.zeros_like(more)], axis=1)
+
     q, gq, norm = start(0)
     steps = 0
     while norm > 0.0 and steps < size:
-        if steps == basis.shape[1]:  # grow the basis: double it (at most N columns)
-            more = xp.zeros((size, min(size, 2 * steps) - steps), dtype=f64, device=gram.device)
-            basis, images = xp.concat([basis, more], axis=1), xp.concat([images, xp.zeros_like(more)], axis=1)
-        basis[:, steps], images[:, steps] = q, gq
-        u = w * gq  # D G q
-        alpha[steps] = float(xp.vecdot(gq, u))  # <q, D G q>_G
-        steps += 1
-        u = orthogonalise(u, steps)
-        gu = times_gram(u)
-        b = g_norm(u, gu)
-        broke = b == 0.0
+        # the steps up to the next check run on the device: their scalars come to the host in one copy
+        first, stop, block = steps, min(size, (steps // CHECK_EVERY + 1) * CHECK_EVERY), []
+        while steps < stop:
+            basis, images = grown(basis, images, steps)
+            basis[:, steps], images[:, steps] = q, gq
+            u = w * gq  # D G q
+            a = xp.vecdot(gq, u)  # <q, D G q>_G
+            steps += 1
+            u = orthogonalise(u, steps)
+            gu = times_gram(u)
+            quad = xp.vecdot(u, gu)
+            b = xp.sqrt(xp.clip(quad, min=0.0))
+            block.append(xp.stack([a, quad, xp.vecdot(u, u), b]))
+            q, gq = u / b, gu / b  # meaningless after a breakdown: those steps are undone below
+        scalars = np.asarray(to_numpy(xp.stack(block)), dtype=np.float64)
+        broke = False
+        for k, (a, quad, vv, b) in enumerate(scalars, start=first):
+            alpha[k] = a
+            broke = not quad > null_level * vv  # u in G's numerical null space: an invariant subspace
+            if broke:
+                steps = k + 1
+                break
+            beta[k] = b
+        b = scalars[steps - 1 - first, 3]
         if not broke and steps >= wanted and (steps % CHECK_EVERY == 0 or steps == size):
             theta, s = scipy.linalg.eigh_tridiagonal(alpha[:steps], beta[: steps - 1])
             pick = _extremes(steps, n_pos, n_neg)
             if np.all(b * np.abs(s[-1, pick]) <= tol * max(float(np.max(np.abs(theta))), 1e-300)):
                 break
-        if broke:  # an invariant subspace: go on from a fresh direction (none left: G's range is spanned)
+        if broke:  # go on from a fresh direction (none left: G's range is spanned)
             beta[steps - 1] = 0.0
             q, gq, norm = start(steps)
-        else:
-            beta[steps - 1] = b
-            q, gq = u / b, gu / b
     theta, s = scipy.linalg.eigh_tridiagonal(alpha[:steps], beta[: steps - 1])
     pick = _extremes(steps, n_pos, n_neg)
     coeffs = on.asarray(np.ascontiguousarray(s[:, pick]), "float64")
