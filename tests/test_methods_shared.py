@@ -140,9 +140,7 @@ def test_each_bad_option_is_one_line_naming_its_flag(case, flag, tmp_path):
 @pytest.mark.slow  # a 2-process dask cluster: seconds per case
 @pytest.mark.parametrize("case", [
     PROMPTSPLIT,
-    pytest.param(SCENDI, marks=pytest.mark.xfail(
-        reason="with prompt texts, one process takes the grouped-prompts route and a cluster does not: "
-               "Scendi 2.021 here vs 2.009 on the cluster", strict=False)),
+    SCENDI,
     SCENDI_UNLABELLED,
     REGIONS,
 ], ids=str)
