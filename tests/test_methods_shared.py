@@ -108,15 +108,7 @@ SCENDI_UNLABELLED = dataclasses.replace(SCENDI, name="scendi-unlabelled",
                                         write=functools.partial(_scendi_files, labels=False))
 
 CASES = [PROMPTSPLIT, SCENDI, REGIONS]
-#: bad options whose message names the parameter, not the flag, until the command line's options are typed
-#: (a choice type names its flag); the test then passes and the mark goes
-NAMES_THE_PARAMETER = {("scendi", "--kernel")}
-BAD = [
-    pytest.param(c, flag, id=f"{c.name}{flag}", marks=pytest.mark.xfail(
-        reason="'unknown kernel ...' does not name --kernel yet", strict=False)
-        if (c.name, flag) in NAMES_THE_PARAMETER else ())
-    for c in CASES for flag in c.bad_options
-]
+BAD = [pytest.param(c, flag, id=f"{c.name}{flag}") for c in CASES for flag in c.bad_options]
 
 
 # -------------------------------------------------------------------------------------------------- checks
