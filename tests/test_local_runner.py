@@ -113,3 +113,31 @@ def test_balanced_blocks_cover_every_row_once_in_whole_chunks_evenly():
     # the case it was written for: two sets of 30,000 rows, chunks of 8,192, two workers
     assert [sum(b - a for _, a, b in blocks) for blocks in balanced_blocks([30_000, 30_000], 8192, 2)] == [
         30_000, 30_000]
+
+
+class Tree:
+    """A part whose merge records its bracketing: (left, right)."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+    def merge(self, other):
+        self.shape = (self.shape, other.shape)
+        return self
+
+
+def _dask_pairing(shapes):
+    """DaskRunner's reduction: neighbours pairwise, level by level, an odd last one carried up."""
+    while len(shapes) > 1:
+        shapes = [(shapes[i], shapes[i + 1]) for i in range(0, len(shapes) - 1, 2)] + \
+            ([shapes[-1]] if len(shapes) % 2 else [])
+    return shapes[0]
+
+
+@pytest.mark.parametrize("threads", [False, True])
+def test_pairwise_merge_brackets_the_parts_as_a_cluster_does(threads):
+    for n in range(1, 40):
+        merged = LocalRunner(workers=3).map_reduce(Tree, [(i,) for i in range(n)], threads=threads,
+                                                   pairwise=True)
+        assert merged.shape == _dask_pairing(list(range(n))), n
+    assert LocalRunner().map_reduce(Tree, [(i,) for i in range(4)]).shape == (((0, 1), 2), 3)  # running sum

@@ -108,15 +108,7 @@ SCENDI_UNLABELLED = dataclasses.replace(SCENDI, name="scendi-unlabelled",
                                         write=functools.partial(_scendi_files, labels=False))
 
 CASES = [PROMPTSPLIT, SCENDI, REGIONS]
-#: bad options whose message names the parameter, not the flag, until the command line's options are typed
-#: (a choice type names its flag); the test then passes and the mark goes
-NAMES_THE_PARAMETER = {("scendi", "--kernel")}
-BAD = [
-    pytest.param(c, flag, id=f"{c.name}{flag}", marks=pytest.mark.xfail(
-        reason="'unknown kernel ...' does not name --kernel yet", strict=False)
-        if (c.name, flag) in NAMES_THE_PARAMETER else ())
-    for c in CASES for flag in c.bad_options
-]
+BAD = [pytest.param(c, flag, id=f"{c.name}{flag}") for c in CASES for flag in c.bad_options]
 
 
 # -------------------------------------------------------------------------------------------------- checks
@@ -140,9 +132,7 @@ def test_each_bad_option_is_one_line_naming_its_flag(case, flag, tmp_path):
 @pytest.mark.slow  # a 2-process dask cluster: seconds per case
 @pytest.mark.parametrize("case", [
     PROMPTSPLIT,
-    pytest.param(SCENDI, marks=pytest.mark.xfail(
-        reason="with prompt texts, one process takes the grouped-prompts route and a cluster does not: "
-               "Scendi 2.021 here vs 2.009 on the cluster", strict=False)),
+    SCENDI,
     SCENDI_UNLABELLED,
     REGIONS,
 ], ids=str)

@@ -127,16 +127,18 @@ class Number(OptionType):
 
 
 class Choice(OptionType):
-    """One of ``choices`` (the library's own tuple, so that the two never disagree)."""
+    """One of ``choices`` (the library's own tuple, so that the two never disagree); ``noun`` names what a
+    refused value is in the library's words (``got unknown kernel 'laplace'``)."""
 
-    def __init__(self, choices: Sequence[str]) -> None:
-        self.choices = tuple(choices)
+    def __init__(self, choices: Sequence[str], *, noun: str = "") -> None:
+        self.choices, self.noun = tuple(choices), noun
         self.metavar = "<" + "|".join(self.choices) + ">"
 
     def __call__(self, value: Any) -> Any:
         if value in self.choices:
             return value
-        raise FlagValueError(f"must be one of {', '.join(self.choices)}, got {value!r}")
+        got = f"unknown {self.noun} {value!r}" if self.noun else repr(value)
+        raise FlagValueError(f"must be one of {', '.join(self.choices)}, got {got}")
 
 
 def typed(default: Any, kind: OptionType, *names: str, **options: Any) -> Any:

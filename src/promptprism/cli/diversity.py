@@ -13,6 +13,7 @@ from rich.table import Table
 
 from ..backend import resolve_backend
 from ..kernels.bandwidth import Bandwidth
+from ..kernels.gram import KERNELS
 from ..methods.metrics import MetricsResult, ReferenceMetrics
 from ..methods.scendi import (
     GAMMA_ESTIMATORS,
@@ -140,7 +141,8 @@ def _compare(sets: list, estimator: Scendi) -> ScendiComparison:
 def diversity(
     inputs: list[Path] = typer.Argument(..., help=f"One paired set per model: {inp.INPUT_HELP}."),
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
-    kernel: str = typer.Option("cosine", help="cosine (exact) or gaussian (random Fourier features)."),
+    kernel: str = typed("cosine", Choice(KERNELS, noun="kernel"), "--kernel",
+                        help="cosine (exact) or gaussian (random Fourier features)."),
     sigma_prompt: Bandwidth = bandwidth_option(
         "--sigma-prompt", help="Gaussian prompt bandwidth: a number or a rule ('median', '0.5*median')."),
     sigma_output: Bandwidth = bandwidth_option(

@@ -71,11 +71,13 @@ def merge_copy(a: Any, b: Any) -> Any:
 class Runner(Protocol):
     """How a method runs its per-partition tasks: map, then merge the parts."""
     def map_reduce(self, func: Callable[..., Any], tasks: Sequence[tuple], *, description: str = "",
-                   progress: bool = False, threads: bool = False) -> Any:
+                   progress: bool = False, threads: bool = False, pairwise: bool = False) -> Any:
         """``func(*args)`` for every task, the returned parts combined with ``part.merge(other)``.
 
         ``threads``: the caller's word that the tasks are large numpy work, safe to run side by side in one
-        process (the local runner then uses threads; a cluster runs tasks in parallel anyway)."""
+        process (the local runner then uses threads; a cluster runs tasks in parallel anyway).
+        ``pairwise``: merge in the cluster's pairwise tree (:func:`merge_pairwise`) instead of one running
+        sum, so that the same tasks give the same floating-point sums in one process and on a cluster."""
 
 
 def usable_cores() -> int:
@@ -109,23 +111,24 @@ class LocalRunner:
         self.cores = usable_cores()
         self.workers = workers or min(self.cores, MAX_LOCAL_WORKERS)
 
-    def map_reduce(self, func, tasks, *, description="", progress=False, threads=False):
+    def map_reduce(self, func, tasks, *, description="", progress=False, threads=False, pairwise=False):
         """Run ``func(*args)`` for each task and merge the parts in task order (on threads when the caller
-        says ``threads``)."""
+        says ``threads``; in the cluster's pairwise tree when it says ``pairwise``)."""
         from .._progress import track
 
+        merge = merge_pairwise if pairwise else _merge_in_order
         workers = min(self.workers, len(tasks)) if threads else 1
         if workers <= 1:
             parts = (func(*args) for args in tasks)
-            return _merge_in_order(track(parts, total=len(tasks), description=description, enabled=progress))
+            return merge(track(parts, total=len(tasks), description=description, enabled=progress))
         from concurrent.futures import ThreadPoolExecutor
 
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(limits=max(1, self.cores // workers), user_api="blas"), \
                 ThreadPoolExecutor(workers) as pool:
-            return _merge_in_order(track(_in_order(pool, func, tasks, workers), total=len(tasks),
-                                         description=description, enabled=progress))
+            return merge(track(_in_order(pool, func, tasks, workers), total=len(tasks),
+                               description=description, enabled=progress))
 
 
 #: most threads a LocalRunner runs tasks on (each task's accumulator is held until merged)
@@ -157,14 +160,31 @@ def _merge_in_order(parts: Any) -> Any:
     return result
 
 
+def merge_pairwise(parts: Any) -> Any:
+    """The parts merged as :class:`DaskRunner` merges them (neighbours pairwise, level by level, an odd
+    last one carried up), as they arrive: a stack of merged runs of 1, 2, 4, ... parts, joined from the
+    right at the end; at most log2(len(parts)) + 1 parts are held."""
+    stack: list[tuple[int, Any]] = []
+    for part in parts:
+        level = 0
+        while stack and stack[-1][0] == level:
+            part, level = stack.pop()[1].merge(part), level + 1
+        stack.append((level, part))
+    result = stack.pop()[1] if stack else None
+    while stack:
+        result = stack.pop()[1].merge(result)
+    return result
+
+
 class DaskRunner:
     """Submit one task per partition to a dask ``Client`` and merge the results with a tree reduction."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    def map_reduce(self, func, tasks, *, description="", progress=False, threads=False):
-        """Run ``func(*args)`` per task on the cluster, merge the parts pairwise there; the merged part."""
+    def map_reduce(self, func, tasks, *, description="", progress=False, threads=False, pairwise=True):
+        """Run ``func(*args)`` per task on the cluster, merge the parts pairwise there (always); the merged
+        part."""
         from distributed import as_completed
 
         from .._progress import track

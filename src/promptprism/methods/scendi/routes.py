@@ -311,7 +311,7 @@ def grouped_route_fits(inputs: FitInputs) -> bool:
     the debiased estimator needs when prompts repeat; with every prompt distinct it scales instead).
     The grouped route costs O(n d_I^2 + G^2 d_T + G^3), the streaming one O(n d^2)."""
     n, dim, d_i, g, requested = inputs.n, inputs.dim, inputs.d_i, inputs.distinct, inputs.gamma_estimator
-    if current_client() is not None or n < dim or requested == "cross-fit":
+    if n < dim or requested == "cross-fit":
         return False
     if n * d_i > GROUPED_MAX_VALUES:
         return False

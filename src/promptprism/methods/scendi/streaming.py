@@ -21,12 +21,13 @@ from .core import accumulate_joint, nullify
 
 def stream_joint_covariance(data: PairedSet, maps: ScendiFeatureMaps, *, chunk_size: int,
                             partition_rows: int, progress: bool | None) -> CovarianceAccumulator:
-    """The joint covariance's accumulator, from one pass over ``data`` on the current runner."""
-    client = current_client()
-    size = chunk_size if client is None else partition_size(partition_rows, chunk_size)
+    """The joint covariance's accumulator, from one pass over ``data`` on the current runner: the same
+    partitions and the same pairwise merges in one process as on a cluster, so the sums agree bit for bit
+    and the execution does not change the result."""
+    size = partition_size(partition_rows, chunk_size)
     return current_runner().map_reduce(joint_covariance_partition, [
         (maps, *partition_rows_of(data, a, b), chunk_size) for a, b in chunks(len(data), size)],
-        description="Scendi: covariance", progress=progress_enabled(progress))
+        description="Scendi: covariance", progress=progress_enabled(progress), pairwise=True)
 
 
 def joint_covariance_on(backend: Backend, data: PairedSet, maps: ScendiFeatureMaps, *, chunk_size: int,
@@ -53,8 +54,7 @@ def stream_cluster_scores(data: PairedSet, maps: ScendiFeatureMaps, gamma: np.nd
                           progress: bool | None) -> tuple[np.ndarray, np.ndarray]:
     """Second streaming pass on the current runner: project the nullified (and plain) output features on the
     top eigenvectors of Lambda_I (and C_II); (ids, scores) as in :func:`top_samples`."""
-    client = current_client()
-    size = chunk_size if client is None else partition_size(partition_rows, chunk_size)
+    size = partition_size(partition_rows, chunk_size)
     top = current_runner().map_reduce(cluster_scores_partition, [
         (maps, gamma, li_vecs, c_vecs, *partition_rows_of(data, a, b), a, chunk_size, top_k)
         for a, b in chunks(len(data), size)],
