@@ -53,7 +53,7 @@ def _embedding_judge(text_model: str):
 def describe(
     folder: Path = typer.Argument(..., metavar="DIR", help="A split, compare or diversity results folder "
                                                            "(result.json)."),
-    inputs: list[Path] | None = typer.Argument(None, metavar="[INPUTS]...",
+    inputs: list[Path] | None = typer.Argument(None, metavar="INPUTS",
                                                help="split: TEST REF; compare: one set per model, in the "
                                                     "order of the comparison (default for both: the paths "
                                                     "result.json records); diversity: INPUT (required)."),
@@ -80,8 +80,8 @@ def describe(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No table."),
     no_report: bool = NO_REPORT,
 ) -> None:
-    """Name what differs in each significant PromptSplit mode (or Scendi cluster), and keep only names that
-    hold on held-out data.
+    """Name what differs in each significant PromptSplit mode (each deviating model of a compare, each
+    Scendi cluster), and keep only names that hold on held-out data.
 
     A namer proposes candidates from 40 % of each side's samples; a judge decides on the rest whether each
     candidate applies; a name is kept when it applies significantly more often to the finding's side.
