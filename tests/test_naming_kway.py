@@ -207,3 +207,22 @@ def test_cli_describe_kway_bad_input(tmp_path):
     code, _, err = run_cli("describe", out, paths[0], paths[1], tmp_path / "gone.npz", "--namer", "words",
                            "--judge", "lexical")
     assert code == 2 and err.count("\n") == 1 and "gone.npz" in err
+
+
+def test_two_models_each_side_of_the_planted_mode_is_named_from_its_own_side():
+    """K = 2: both models 'deviate' (each against the other): b's French answers on topic 0 are a mode of
+    the reference side (a negative eigenvalue, its prompts' contributions negative), a's English answers on
+    the same prompts the mirrored mode of the test side. b's is named 'answers in French'; for a that name
+    fits the other side, so it cannot pass."""
+    from promptprism.methods.promptsplit.kway import KWaySplit
+    from test_naming import KeywordJudge, fixed_names, french_keyword
+
+    sets = three_models("b")
+    two = {k: sets[k] for k in ("a", "b")}
+    result = KWaySplit(kernel="gaussian", n_modes=2, permutations=100, seed=0).fit(list(two.values()),
+                                                                                    list(two))
+    assert result.pairs[0].config["test"] == "a"
+    record = describe_deviations(result, two, namer=fixed_names("answers in French"),
+                                 judge=KeywordJudge(french_keyword))
+    got = {e["model"]: (e["status"], e["name"], e["against"]) for e in record["deviations"]}
+    assert got == {"a": ("no description held up", None, "b"), "b": ("named", "answers in French", "a")}
