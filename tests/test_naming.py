@@ -264,6 +264,24 @@ def test_describe_modes_names_the_planted_mode_and_only_significant_ones():
     assert named.name_of(named.modes[0]) == "answers in French"
 
 
+def test_a_mode_of_the_reference_side_is_named_from_its_own_prompts():
+    """Swapped sets: the French answers are the reference's, a negative-eigenvalue mode whose prompts
+    contribute negative amounts; its pools are the reference's topic-0 answers against the test's."""
+    from promptprism import PromptSplit
+    from promptprism.methods.naming import mode_pools
+
+    test, ref = _french_history_sets()
+    result = PromptSplit(kernel="gaussian", n_modes=3, permutations=100, seed=0).fit(ref, test)
+    mode = next(m for m in result.modes if m.significant and m.side == "reference")
+    a, b = mode_pools(mode, {"test": ref, "reference": test})
+    assert a and all(s.output.startswith("Bonjour") for s in a)
+    assert {s.prompt for s in a} == {s.prompt for s in b}
+    record = describe_modes(result, ref, test, namer=fixed_names("answers in French"),
+                            judge=KeywordJudge(french_keyword))
+    entry = next(e for e in record["modes"] if e["side"] == "reference" and e["rank"] == mode.rank)
+    assert entry["status"] == "named" and entry["name"] == "answers in French"
+
+
 def test_the_same_name_for_every_mode_is_noted():
     import dataclasses
 

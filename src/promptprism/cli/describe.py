@@ -1,4 +1,5 @@
-"""``promptprism describe DIR``: verified names for the significant modes of a PromptSplit result.
+"""``promptprism describe DIR``: verified names for the significant modes of a PromptSplit result, the
+deviating models of a K-way comparison (``compare``) and Scendi's model-driven clusters.
 
 A namer (any OpenAI-compatible chat endpoint) proposes what the favoured model does on a mode's prompts that
 the other does not; a judge tests each candidate on held-out samples the namer never saw; a name is kept only
@@ -24,12 +25,13 @@ NAMERS = ("chat", "words")
 JUDGES = ("chat", "embedding", "lexical")
 
 
-def _load_sets(result, folder: Path, given_paths: dict, text_model: str) -> dict:
+def _load_sets(recorded: dict, folder: Path, given_paths: dict, text_model: str) -> dict:
+    """Each set by its name: the path given, else the one ``recorded`` (result.json), as is or under DIR."""
     from ..data.inputs import load_input
 
     sets = {}
     for side, given in given_paths.items():
-        where = given or result.config.get(side)
+        where = given or recorded.get(side)
         candidates = [Path(where), folder / str(where)] if where else []
         path = next((c for c in candidates if c.exists()), None)
         if path is None:
@@ -49,11 +51,12 @@ def _embedding_judge(text_model: str):
 
 @app.command("describe")
 def describe(
-    folder: Path = typer.Argument(..., metavar="DIR", help="A PromptSplit results folder (result.json)."),
-    test: Path | None = typer.Argument(None, help="PromptSplit: the test set (default: the path result.json "
-                                                  "records); Scendi: the input set (required)."),
-    reference: Path | None = typer.Argument(None, help="PromptSplit: the reference set (default: as "
-                                                       "recorded)."),
+    folder: Path = typer.Argument(..., metavar="DIR", help="A split, compare or diversity results folder "
+                                                           "(result.json)."),
+    inputs: list[Path] | None = typer.Argument(None, metavar="INPUTS",
+                                               help="split: TEST REF; compare: one set per model, in the "
+                                                    "order of the comparison (default for both: the paths "
+                                                    "result.json records); diversity: INPUT (required)."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Results folder to write (default: DIR)."),
     base_url: str = typer.Option("https://api.openai.com/v1", help="OpenAI-compatible namer endpoint."),
     model: str = typer.Option("gpt-4o", help="Namer model (proposes the candidate names)."),
@@ -77,8 +80,8 @@ def describe(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No table."),
     no_report: bool = NO_REPORT,
 ) -> None:
-    """Name what differs in each significant PromptSplit mode (or Scendi cluster), and keep only names that
-    hold on held-out data.
+    """Name what differs in each significant PromptSplit mode (each deviating model of a compare, each
+    Scendi cluster), and keep only names that hold on held-out data.
 
     A namer proposes candidates from 40 % of each side's samples; a judge decides on the rest whether each
     candidate applies; a name is kept when it applies significantly more often to the finding's side.
@@ -89,16 +92,16 @@ def describe(
     from ..results import load_result
 
     result = load_result(folder)
-    if result.kind not in ("promptsplit", "scendi"):
-        raise InputError(f"{folder}: holds a {result.kind} result; describe names PromptSplit modes and "
-                         "Scendi clusters")
+    if result.kind not in ("promptsplit", "promptsplit_kway", "scendi"):
+        raise InputError(f"{folder}: holds a {result.kind} result; describe names PromptSplit modes, K-way "
+                         "deviations and Scendi clusters")
     options = NamingOptions(candidates=candidates, alpha=alpha, min_held_out=min_held_out, seed=seed)
     link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache,
             "seed": seed}
     namer_obj, judge_obj = _namer_and_judge(namer, judge, base_url=base_url, model=model,
                                             judge_base_url=judge_base_url, judge_model=judge_model,
                                             text_model=text_model, link=link)
-    record, sets = _describe(result, folder, (test, reference), text_model, namer=namer_obj, judge=judge_obj,
+    record, sets = _describe(result, folder, list(inputs or []), text_model, namer=namer_obj, judge=judge_obj,
                              options=options, all_modes=all_modes)
     clients = [getattr(namer_obj, "client", None), getattr(judge_obj, "client", None)]
     record["calls"] = {"requests": sum(getattr(c, "n_requests", 0) for c in clients),
@@ -123,15 +126,28 @@ def _namer_and_judge(namer: str, judge: str, *, base_url: str, model: str, judge
     return namer_obj, _embedding_judge(text_model) if judge == "embedding" else LexicalJudge()
 
 
-def _describe(result, folder: Path, paths: tuple, text_model: str, **how) -> tuple[dict, dict | None]:
-    """(the descriptions record, the inputs for the report) for a PromptSplit or Scendi result."""
+def _describe(result, folder: Path, paths: list, text_model: str, **how) -> tuple[dict, dict | None]:
+    """(the descriptions record, the inputs for the report) for a PromptSplit, K-way or Scendi result."""
     from ..data.inputs import load_input
-    from ..methods.naming import describe_clusters, describe_modes
+    from ..methods.naming import describe_clusters, describe_deviations, describe_modes
 
     if result.kind == "promptsplit":
-        sets = _load_sets(result, folder, dict(zip(("test", "reference"), paths, strict=True)), text_model)
+        sides = ("test", "reference")
+        if len(paths) > 2:
+            raise InputError(f"{folder}: a split result takes at most 2 inputs (TEST REF), got {len(paths)}")
+        sets = _load_sets(result.config, folder, dict(zip(sides, paths + [None] * 2, strict=False)),
+                          text_model)
         return describe_modes(result, sets["test"], sets["reference"], **how), sets
-    if paths[0] is None:
+    if result.kind == "promptsplit_kway":
+        if paths and len(paths) != len(result.names):
+            raise InputError(f"{folder}: a compare result of {len(result.names)} models takes one input per "
+                             f"model ({', '.join(result.names)}), got {len(paths)}")
+        recorded = dict(zip(result.names, result.config.get("sets") or [None] * len(result.names),
+                            strict=False))
+        given = dict(zip(result.names, paths or [None] * len(result.names), strict=True))
+        sets = _load_sets(recorded, folder, given, text_model)
+        return describe_deviations(result, sets, **how), sets
+    if len(paths) != 1:
         raise InputError(f"{folder}: a Scendi result; pass its input set: promptprism describe DIR INPUT")
     how.pop("all_modes")
     return describe_clusters(result, load_input(paths[0], text_model=text_model), **how), None
@@ -139,8 +155,9 @@ def _describe(result, folder: Path, paths: tuple, text_model: str, **how) -> tup
 
 def print_descriptions(record: dict) -> None:
     """One line per finding: which one, then the verified name with its held-out accuracy, or why none."""
-    for entry in record.get("modes", []) + record.get("clusters", []):
+    for entry in record.get("modes", []) + record.get("clusters", []) + record.get("deviations", []):
         head = (f"cluster {entry['cluster']}:" if "cluster" in entry
+                else f"{entry['model']} mode {entry['rank']}:" if "model" in entry
                 else f"{entry['side']} mode {entry['rank']}:")
         if entry["status"] == "named":
             lo, hi = entry["interval"]

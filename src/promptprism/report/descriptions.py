@@ -10,9 +10,9 @@ from .html import el, fnum, p
 
 def finding_description(result: Any, **key: Any) -> dict | None:
     """The ``descriptions`` entry of one finding (``side=, rank=`` for a mode, ``cluster=`` for a Scendi
-    cluster), when the result has one."""
+    cluster, ``model=, rank=`` for a K-way deviation), when the result has one."""
     record = getattr(result, "descriptions", None) or {}
-    for entry in record.get("modes", []) + record.get("clusters", []):
+    for entry in record.get("modes", []) + record.get("clusters", []) + record.get("deviations", []):
         if all(entry.get(k) == v for k, v in key.items()):
             return entry
     return None
@@ -39,3 +39,15 @@ def description_block(entry: dict | None) -> Any:
         line = p(f"In words: {entry.get('status', 'not named')}{why}; no name is shown as a finding.",
                  cls="muted small")
     return el("div", line, folded)
+
+
+def deviation_blocks(result: Any, model: str) -> list:
+    """The verified names (or why none) of every named deviation of ``model`` in a K-way result, each
+    headed by its mode."""
+    record = getattr(result, "descriptions", None) or {}
+    blocks = []
+    for entry in record.get("deviations", []):
+        if entry.get("model") == model:
+            head = f"What {model} does on its mode +{entry['rank']} that the others don't (same prompts):"
+            blocks += [p(head), description_block(entry)]
+    return blocks

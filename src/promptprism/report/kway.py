@@ -8,6 +8,7 @@ from typing import Any
 
 from .common import finish, notes_block, run_details
 from .core import renderer
+from .descriptions import deviation_blocks
 from .html import Page, details, el, fmt, p, snippet, table
 from .summary import summary
 
@@ -35,13 +36,13 @@ def _samples(items: list[dict]) -> Any:
                    fmt(s["score"], 3)) for s in items[:6]], numeric=(1, 4))
 
 
-def _deviation_block(d: dict, rest_distance: float) -> Any:
+def _deviation_block(d: dict, rest_distance: float, named: list | None = None) -> Any:
     head = (f"{d['model']}: distance to {d['against']} {fmt(rest_distance)}; "
             + (f"{d['significant_modes']} significant modes ({d['modes_more']} it produces more, "
                f"{d['modes_less']} less)" if d["tested"] else "not tested")
             + ("; differs from " + ", ".join(d["separated_from"]) if d["separated_from"] else "")
             + (" — deviates from the rest" if d["deviates"] else ""))
-    body = []
+    body = list(named or [])
     if d.get("attributed_prompts"):
         body.append(p(f"Prompts on which {d['model']} is the one that deviates (of the models whose "
                       "comparison with the rest lists a prompt, the one with the largest disagreement):"))
@@ -83,7 +84,8 @@ def render_kway(result: Any, *, notes: list[str] | None = None, **_: Any) -> str
                "deviating model also shows, diluted, in every other model's comparison with a rest that "
                "holds it); a model deviates when it differs significantly from the rest and another model, "
                "at least half of its disagreement with the rest on prompts attributed to it."),
-             [_deviation_block(d, dist) for d, dist in zip(r.deviations, r.rest_distances, strict=True)])
+             [_deviation_block(d, dist, deviation_blocks(r, d["model"]))
+              for d, dist in zip(r.deviations, r.rest_distances, strict=True)])
     rows = [_comparison_row(c) for c in r.pairs + r.one_vs_rest]
     page.add("Comparisons", table(["comparison", "‖Λ‖²_F", "significant modes", "p (largest mode)",
                                    "top prompts"], rows, numeric=(1, 2, 3)),

@@ -3,6 +3,7 @@ a judge tests each candidate on samples the namer never saw (Fisher exact test, 
 
 from .clusters import cluster_pools, describe_clusters
 from .contrast import ContrastName, NamingOptions, Sample, name_contrast
+from .deviations import describe_deviations, deviation_modes, deviation_pools
 from .judges import ChatJudge, ChatNamer, EmbeddingJudge, Namer, as_namer, parse_yes_no, propose
 from .modes import describe_modes, mode_pools
 from .verify import Separation, held_out_split, holm, separation
@@ -10,5 +11,6 @@ from .words import LexicalJudge, WordNamer, word_log_odds
 
 __all__ = ["ChatJudge", "ChatNamer", "ContrastName", "EmbeddingJudge", "LexicalJudge", "Namer",
            "NamingOptions", "Sample", "Separation", "WordNamer", "as_namer", "cluster_pools",
-           "describe_clusters", "describe_modes", "held_out_split", "holm", "mode_pools", "name_contrast",
+           "describe_clusters", "describe_deviations", "describe_modes", "deviation_modes",
+           "deviation_pools", "held_out_split", "holm", "mode_pools", "name_contrast",
            "parse_yes_no", "propose", "separation", "word_log_odds"]

@@ -2,9 +2,9 @@
 other model does not, checked on held-out samples (:mod:`.contrast`).
 
 For a mode, side A is the set it favours (test for a positive eigenvalue, reference for a negative one)
-restricted to the prompts where the mode lives (the fewest top prompts carrying 90 % of its positive
-contributions), side B the other set on the same prompts. Comparing the two models on the *same* prompts
-means a name can only pass by describing a difference in the outputs, never the topic of the prompts.
+restricted to the prompts where the mode lives (the fewest top prompts carrying 90 % of its contributions
+of the eigenvalue's sign), side B the other set on the same prompts. Comparing the two models on the *same*
+prompts means a name can only pass by describing a difference in the outputs, never the topic of the prompts.
 """
 
 from __future__ import annotations
@@ -29,14 +29,17 @@ def texts_of(ps: Any, side: str) -> tuple[list[str], list[str]]:
 
 
 def mode_prompts(mode: Any, *, share: float = 0.9, max_prompts: int = 20) -> list[str]:
-    """The fewest top prompts (at most ``max_prompts``) whose positive contributions add up to ``share`` of
-    the mode's positive total: where the mode lives."""
-    loads = sorted((p for p in mode.top_prompts if p.contribution > 0), key=lambda p: -p.contribution)
-    total = sum(p.contribution for p in loads)
+    """The fewest top prompts (at most ``max_prompts``) whose contributions of the mode's sign add up to
+    ``share`` of the mode's total of that sign: where the mode lives. (A prompt's contribution is its share of
+    the eigenvalue, so a reference-side mode's prompts contribute negative amounts.)"""
+    sign = 1.0 if mode.side == "test" else -1.0
+    loads = sorted(((p.prompt, sign * p.contribution) for p in mode.top_prompts if sign * p.contribution > 0),
+                   key=lambda x: -x[1])
+    total = sum(c for _, c in loads)
     chosen, running = [], 0.0
-    for p in loads[:max_prompts]:
-        chosen.append(p.prompt)
-        running += p.contribution
+    for prompt, c in loads[:max_prompts]:
+        chosen.append(prompt)
+        running += c
         if running >= share * total:
             break
     return chosen

@@ -51,6 +51,8 @@ class KWayResult(Result):
     verdict: str = ""
     timings: dict = field(default_factory=dict)
     version: str = __version__
+    #: verified names of the deviations (``promptprism describe``; ``methods.naming.describe_deviations``)
+    descriptions: dict = field(default_factory=dict)
 
     def pair(self, a: str, b: str) -> PromptSplitResult:
         """The comparison of sets ``a`` and ``b`` (by name; it is stored with the earlier set as test)."""
