@@ -33,93 +33,108 @@ def weighted_gram_lanczos(gram: Any, weights: Any, n_pos: int, n_neg: int, *, to
     ``tol``: relative residual at which a Ritz pair counts as converged (default: 1e-13 for a float64
     ``gram``, 1e-5 for float32, whose products carry float32 round-off). The start
     vector and the fresh directions after a breakdown (an invariant subspace: the run goes on, since the
-    subspace need not hold every wanted extreme) are seeded numpy draws.
+    subspace need not hold every wanted extreme) are seeded numpy draws. The steps between two convergence
+    checks keep their scalars on the device and copy them to the host once.
     """
     import scipy.linalg
 
-    xp, on = array_namespace(gram), backend_of(gram)
-    size = int(gram.shape[0])
-    f64 = xp.float64
-    w = on.asarray(weights, "float64")
-    tol = (1e-13 if gram.dtype == f64 else 1e-5) if tol is None else float(tol)
-    wanted = n_pos + n_neg
-    rng = np.random.default_rng(seed)
-
-    def times_gram(x: Any) -> Any:
-        return xp.astype(gram @ xp.astype(x, gram.dtype), f64)
-
-    basis = xp.zeros((size, min(size, 64)), dtype=f64, device=gram.device)
-    images = xp.zeros_like(basis)
+    run = _GramKrylov(gram, weights, seed)
+    size, on = run.size, backend_of(gram)
+    tol = (1e-13 if gram.dtype == run.xp.float64 else 1e-5) if tol is None else float(tol)
     alpha, beta = np.zeros(size), np.zeros(size)
-
-    def orthogonalise(u: Any, j: int) -> Any:
-        for _ in range(2):
-            u = u - basis[:, :j] @ (xp.matrix_transpose(images[:, :j]) @ u)
-        return u
-
-    # G's numerical rank as the dense route's pivoted Cholesky sees it: directions with v^T G v at most
-    # N eps max(G_ii) |v|^2 are null (round-off of G itself, not signal)
-    eps = float(np.finfo(np.float32 if gram.dtype == xp.float32 else np.float64).eps)
-    null_level = size * eps * float(xp.max(xp.linalg.diagonal(gram)))
-
-    def g_norm(v: Any, gv: Any) -> float:
-        """|v|_G, or 0 when v lies in G's numerical null space."""
-        quad = float(xp.vecdot(v, gv))
-        return float(np.sqrt(quad)) if quad > null_level * float(xp.vecdot(v, v)) else 0.0
-
-    def start(j: int) -> tuple[Any, Any, float]:
-        """A unit (in G) start vector orthogonal to the first j basis vectors, its image, and its G-norm
-        before normalising (0 when G's range is exhausted)."""
-        v = orthogonalise(on.asarray(rng.standard_normal(size), "float64"), j)
-        gv = times_gram(v)
-        norm = g_norm(v, gv)
-        return (v, gv, 0.0) if norm == 0.0 else (v / norm, gv / norm, norm)
-
-    def grown(basis: Any, images: Any, steps: int) -> tuple[Any, Any]:
-        if steps < basis.shape[1]:
-            return basis, images
-        more = xp.zeros((size, min(size, 2 * steps) - steps), dtype=f64, device=gram.device)  # double it
-        return xp.concat([basis, more], axis=1), xp.concat([images, xp.zeros_like(more)], axis=1)
-
-    q, gq, norm = start(0)
+    q, gq, norm = run.start(0)
     steps = 0
     while norm > 0.0 and steps < size:
-        # the steps up to the next check run on the device: their scalars come to the host in one copy
-        first, stop, block = steps, min(size, (steps // CHECK_EVERY + 1) * CHECK_EVERY), []
-        while steps < stop:
-            basis, images = grown(basis, images, steps)
-            basis[:, steps], images[:, steps] = q, gq
-            u = w * gq  # D G q
-            a = xp.vecdot(gq, u)  # <q, D G q>_G
-            steps += 1
-            u = orthogonalise(u, steps)
-            gu = times_gram(u)
-            quad = xp.vecdot(u, gu)
-            b = xp.sqrt(xp.clip(quad, min=0.0))
-            block.append(xp.stack([a, quad, xp.vecdot(u, u), b]))
-            q, gq = u / b, gu / b  # meaningless after a breakdown: those steps are undone below
-        scalars = np.asarray(to_numpy(xp.stack(block)), dtype=np.float64)
-        broke = False
-        for k, (a, quad, vv, b) in enumerate(scalars, start=first):
-            alpha[k] = a
-            broke = not quad > null_level * vv  # u in G's numerical null space: an invariant subspace
-            if broke:
-                steps = k + 1
-                break
-            beta[k] = b
+        first, stop = steps, min(size, (steps // CHECK_EVERY + 1) * CHECK_EVERY)
+        scalars, q, gq = run.block(q, gq, first, stop)
+        steps, broke = _record(scalars, first, alpha, beta, run.null_level)
         b = scalars[steps - 1 - first, 3]
-        if not broke and steps >= wanted and (steps % CHECK_EVERY == 0 or steps == size):
+        if not broke and steps >= n_pos + n_neg and (steps % CHECK_EVERY == 0 or steps == size):
             theta, s = scipy.linalg.eigh_tridiagonal(alpha[:steps], beta[: steps - 1])
             pick = _extremes(steps, n_pos, n_neg)
             if np.all(b * np.abs(s[-1, pick]) <= tol * max(float(np.max(np.abs(theta))), 1e-300)):
                 break
         if broke:  # go on from a fresh direction (none left: G's range is spanned)
             beta[steps - 1] = 0.0
-            q, gq, norm = start(steps)
+            q, gq, norm = run.start(steps)
     theta, s = scipy.linalg.eigh_tridiagonal(alpha[:steps], beta[: steps - 1])
     pick = _extremes(steps, n_pos, n_neg)
     coeffs = on.asarray(np.ascontiguousarray(s[:, pick]), "float64")
-    return on.asarray(theta[pick], "float64"), images[:, :steps] @ coeffs  # |u|_G = 1: scores = G u
+    return on.asarray(theta[pick], "float64"), run.images[:, :steps] @ coeffs  # |u|_G = 1: scores = G u
+
+
+def _record(scalars: np.ndarray, first: int, alpha: np.ndarray, beta: np.ndarray,
+            null_level: float) -> tuple[int, bool]:
+    """Write a block's alpha and beta from its (alpha, v^T G v, v^T v, |v|_G) rows; (the steps kept, whether
+    the run broke down: a step whose new vector lies in G's numerical null space ends the block there)."""
+    for k, (a, quad, vv, b) in enumerate(scalars, start=first):
+        alpha[k] = a
+        if not quad > null_level * vv:  # an invariant subspace: the steps after it are undone
+            return k + 1, True
+        beta[k] = b
+    return first + len(scalars), False
+
+
+class _GramKrylov:
+    """The Krylov basis of D G in the G inner product (vectors and their images G q) and its steps."""
+
+    def __init__(self, gram: Any, weights: Any, seed: int) -> None:
+        self.xp, self.on, self.gram = array_namespace(gram), backend_of(gram), gram
+        self.size = int(gram.shape[0])
+        self.w = self.on.asarray(weights, "float64")
+        self.rng = np.random.default_rng(seed)
+        self.basis = self.xp.zeros((self.size, min(self.size, 64)), dtype=self.xp.float64, device=gram.device)
+        self.images = self.xp.zeros_like(self.basis)
+        # G's numerical rank as the dense route's pivoted Cholesky sees it: directions with v^T G v at most
+        # N eps max(G_ii) |v|^2 are null (round-off of G itself, not signal)
+        eps = float(np.finfo(np.float32 if gram.dtype == self.xp.float32 else np.float64).eps)
+        self.null_level = self.size * eps * float(self.xp.max(self.xp.linalg.diagonal(gram)))
+
+    def times_gram(self, x: Any) -> Any:
+        xp = self.xp
+        return xp.astype(self.gram @ xp.astype(x, self.gram.dtype), xp.float64)
+
+    def orthogonalise(self, u: Any, j: int) -> Any:
+        for _ in range(2):
+            u = u - self.basis[:, :j] @ (self.xp.matrix_transpose(self.images[:, :j]) @ u)
+        return u
+
+    def start(self, j: int) -> tuple[Any, Any, float]:
+        """A unit (in G) start vector orthogonal to the first j basis vectors, its image, and its G-norm
+        before normalising (0 when G's range is exhausted)."""
+        xp = self.xp
+        v = self.orthogonalise(self.on.asarray(self.rng.standard_normal(self.size), "float64"), j)
+        gv = self.times_gram(v)
+        quad = float(xp.vecdot(v, gv))
+        norm = float(np.sqrt(quad)) if quad > self.null_level * float(xp.vecdot(v, v)) else 0.0
+        return (v, gv, 0.0) if norm == 0.0 else (v / norm, gv / norm, norm)
+
+    def _grow(self, steps: int) -> None:
+        if steps < self.basis.shape[1]:
+            return
+        xp = self.xp
+        more = xp.zeros((self.size, min(self.size, 2 * steps) - steps), dtype=xp.float64,
+                        device=self.gram.device)  # double the basis
+        self.basis = xp.concat([self.basis, more], axis=1)
+        self.images = xp.concat([self.images, xp.zeros_like(more)], axis=1)
+
+    def block(self, q: Any, gq: Any, steps: int, stop: int) -> tuple[np.ndarray, Any, Any]:
+        """Steps ``steps`` .. ``stop - 1`` on the device; their scalars (alpha, v^T G v, v^T v, |v|_G) in
+        one copy to the host, and the next vector and its image (meaningless after a breakdown)."""
+        xp, rows = self.xp, []
+        while steps < stop:
+            self._grow(steps)
+            self.basis[:, steps], self.images[:, steps] = q, gq
+            u = self.w * gq  # D G q
+            a = xp.vecdot(gq, u)  # <q, D G q>_G
+            steps += 1
+            u = self.orthogonalise(u, steps)
+            gu = self.times_gram(u)
+            quad = xp.vecdot(u, gu)
+            b = xp.sqrt(xp.clip(quad, min=0.0))
+            rows.append(xp.stack([a, quad, xp.vecdot(u, u), b]))
+            q, gq = u / b, gu / b
+        return np.asarray(to_numpy(xp.stack(rows)), dtype=np.float64), q, gq
 
 
 def _extremes(size: int, n_pos: int, n_neg: int) -> np.ndarray:
