@@ -18,9 +18,9 @@ from typing import Any
 
 from ...errors import InputError
 from ..compcon.clients import ChatModel
-from .contrast import NAMED, NamingOptions, Sample, name_contrast
-from .judges import Judge, Namer, as_namer
-from .modes import mode_prompts, texts_of
+from .contrast import NamingOptions, Sample, name_contrast
+from .judges import Judge, Namer
+from .modes import mode_prompts, naming_config, repeated_name_notes, texts_of
 
 
 def deviation_pools(mode: Any, model: str, sets: Mapping[str, Any]) -> tuple[list[Sample], list[Sample]]:
@@ -70,11 +70,5 @@ def describe_deviations(result: Any, sets: Mapping[str, Any], *, namer: Namer | 
     if not entries:
         notes.append("no model deviates from the rest, so none was named" if result.significance
                      else "the permutation test was off: pass all_modes (--all-modes) to name every mode")
-    named = [e["name"].lower() for e in entries if e["status"] == NAMED]
-    repeated = sorted({n for n in named if named.count(n) > 1})
-    if repeated:
-        notes.append("the same name was kept for several deviations (" + "; ".join(repeated) + "): it "
-                     "separates each from the other models but does not tell the deviations apart")
-    config = {**dataclasses.asdict(options), "namer": as_namer(namer).model,
-              "judge": getattr(judge, "name", type(judge).__name__), "all_modes": all_modes}
-    return {"config": config, "deviations": entries, "notes": notes}
+    notes += repeated_name_notes(entries, "deviations", "each from the other models")
+    return {"config": naming_config(options, namer, judge, all_modes), "deviations": entries, "notes": notes}

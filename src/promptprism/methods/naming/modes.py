@@ -77,11 +77,22 @@ def describe_modes(result: Any, test: Any, reference: Any, *, namer: Namer | Cha
             options=dataclasses.replace(options, seed=options.seed + 1000 * k))
         entries.append({"side": mode.side, "rank": mode.rank, "eigenvalue": mode.eigenvalue,
                         "mode_p_value": mode.p_value, **outcome.to_dict()})
+    notes += repeated_name_notes(entries, "modes", "each mode from the other model")
+    return {"config": naming_config(options, namer, judge, all_modes), "modes": entries, "notes": notes}
+
+
+def repeated_name_notes(entries: list[dict], what: str, separates: str) -> list[str]:
+    """A note when one name was kept for several findings: it separates ``separates`` but not the findings."""
     named = [e["name"].lower() for e in entries if e["status"] == NAMED]
     repeated = sorted({n for n in named if named.count(n) > 1})
-    if repeated:
-        notes.append("the same name was kept for several modes (" + "; ".join(repeated) + "): it separates "
-                     "each mode from the other model but does not tell the modes apart")
-    config = {**dataclasses.asdict(options), "namer": as_namer(namer).model,
-              "judge": getattr(judge, "name", type(judge).__name__), "all_modes": all_modes}
-    return {"config": config, "modes": entries, "notes": notes}
+    if not repeated:
+        return []
+    names = "; ".join(repeated)
+    return [f"the same name was kept for several {what} ({names}): it separates {separates} but does not "
+            f"tell the {what} apart"]
+
+
+def naming_config(options: NamingOptions, namer: Namer | ChatModel, judge: Judge, all_modes: bool) -> dict:
+    """The ``config`` recorded beside the names: the options, the namer's model and the judge's name."""
+    return {**dataclasses.asdict(options), "namer": as_namer(namer).model,
+            "judge": getattr(judge, "name", type(judge).__name__), "all_modes": all_modes}
