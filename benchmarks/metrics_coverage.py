@@ -41,6 +41,7 @@ from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 from dataclasses import asdict, dataclass  # noqa: E402
 
 import numpy as np  # noqa: E402
+from scendi_coverage import _Serial  # noqa: E402  (the in-process pool stand-in, shared)
 
 METRICS = ("precision", "recall", "density", "coverage", "fd", "kid", "mmd2", "clip_score", "cosine")
 #: fresh rows behind the Monte Carlo truths (precision, density, recall, CLIPScore)
@@ -233,20 +234,6 @@ def summarise(cell: Cell, truth: dict, sets: list[dict]) -> list[dict]:
                      "width": float(np.mean(high - low)) if has_iv else None, "flag_holds": held,
                      "sets": len(sets)})
     return rows
-
-
-class _Serial:
-    """A stand-in for a process pool that maps in this process (jobs=1, tests)."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    @staticmethod
-    def map(fn, tasks, chunksize=1):
-        return [fn(t) for t in tasks]
 
 
 def coverage_table(cells=GRID, *, n_sets: int = 200, bootstrap: int = 200, jobs: int = 2, seed: int = 0,

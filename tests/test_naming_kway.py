@@ -23,6 +23,7 @@ from promptprism.methods.naming import (
     describe_deviations,
     deviation_pools,
 )
+from test_naming import _respond  # the scripted endpoint's answers, shared
 
 DATA = Path(__file__).parent / "data"
 
@@ -134,16 +135,6 @@ def three_models(french_model: str | None = "b", seed: int = 0):
                 for i, f in enumerate(french)]
         sets[name] = PairedSet(pe, oe, prompts=questions, outputs=outs, name=name)
     return sets
-
-
-def _respond(body, stage, n):
-    text = body["messages"][0]["content"]
-    if text.startswith("Two assistants"):
-        return "Model A contains:\n- answers in French\n- mentions a number"
-    sample = text.split('Text: """', 1)[1]
-    if "in French" in text:
-        return "Yes." if "Bonjour" in sample else "No."
-    return "yes"  # 'mentions a number': true of every answer, so it cannot separate the sides
 
 
 def _compare(tmp_path, sets):
