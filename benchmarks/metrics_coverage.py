@@ -38,10 +38,10 @@ import argparse  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
-from dataclasses import asdict, dataclass  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
 
 import numpy as np  # noqa: E402
-from scendi_coverage import _Serial  # noqa: E402  (the in-process pool stand-in, shared)
+from scendi_coverage import _Serial, print_rows  # noqa: E402  (the in-process pool stand-in, shared)
 
 METRICS = ("precision", "recall", "density", "coverage", "fd", "kid", "mmd2", "clip_score", "cosine")
 #: fresh rows behind the Monte Carlo truths (precision, density, recall, CLIPScore)
@@ -318,15 +318,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         rows = coverage_table(cells, n_sets=args.sets, bootstrap=args.bootstrap, jobs=args.jobs,
                               seed=args.seed, progress=True)
-    print("\nAll cells:\n" + format_table(rows))
-    print(f"\n{args.sets} sets per cell, B = {args.bootstrap}, seed {args.seed}; "
-          f"{time.perf_counter() - t0:.0f} s wall, load average {os.getloadavg()[0]:.1f}; cells: "
-          + "; ".join(f"{c.name} = {asdict(c)}" for c in cells))
-    if args.json:
-        import json
-
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=1)
+    print_rows(rows, format_table(rows), args, cells, t0)
 
 
 if __name__ == "__main__":

@@ -225,7 +225,12 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     rows = coverage_table(cells, tuple(args.routes.split(",")), n_sets=args.sets, bootstrap=args.bootstrap,
                           jobs=args.jobs, seed=args.seed, progress=True)
-    print("\nAll cells:\n" + format_table(rows))
+    print_rows(rows, format_table(rows), args, cells, t0)
+
+
+def print_rows(rows: list[dict], table: str, args, cells, t0: float) -> None:
+    """The table of every cell, the run's footer (sets, B, seed, wall time, load, cells), and --json."""
+    print("\nAll cells:\n" + table)
     print(f"\n{args.sets} sets per cell, B = {args.bootstrap}, seed {args.seed}; "
           f"{time.perf_counter() - t0:.0f} s wall, load average {os.getloadavg()[0]:.1f}; cells: "
           + "; ".join(f"{c.name} = {asdict(c)}" for c in cells))
