@@ -245,6 +245,29 @@ class ChatClient:
         usage = data.get("usage") if isinstance(data, dict) else None
         return text, _usage(usage, self.url)
 
+    def complete_logprobs(self, messages: list[dict], *, top_logprobs: int = 20,
+                          params: dict | None = None) -> tuple[str, list[dict]]:
+        """The answer's text and OpenAI's ``choices[0].logprobs.content`` (per generated token: ``token``,
+        ``logprob`` and its ``top_logprobs`` alternatives), both cached; a server that sends no log-probabilities
+        is an :class:`EndpointError`."""
+        body = self.payload(messages, {"logprobs": True, "top_logprobs": top_logprobs, **(params or {})})
+        key = request_key(self.url, body)
+        record = self._cache_record(key)
+        if record is not None and isinstance(record.get("logprobs"), list):
+            self.n_cache_hits += 1
+            return record["content"], record["logprobs"]
+        data = self._post_with_retries(body)
+        text = _content(data, self.url)
+        try:
+            content = data["choices"][0]["logprobs"]["content"]
+            if not isinstance(content, list):
+                raise TypeError
+        except (KeyError, IndexError, TypeError):
+            raise EndpointError(f"chat endpoint {self.url} answered without choices[0].logprobs.content "
+                                "(it does not return log-probabilities)") from None
+        self._cache_put(key, body, text, logprobs=content)
+        return text, content
+
     def _post_with_retries(self, body: dict) -> dict:
         raw = json.dumps(body).encode("utf-8")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -311,19 +334,24 @@ class ChatClient:
         return None if self.cache_dir is None else Path(self.cache_dir) / key[:2] / f"{key}.json"
 
     def _cache_get(self, key: str) -> str | None:
+        record = self._cache_record(key)
+        return None if record is None else record["content"]
+
+    def _cache_record(self, key: str) -> dict | None:
         path = self._cache_path(key)
         if path is None or not path.exists():
             return None
         try:
-            return json.loads(path.read_text(encoding="utf-8"))["content"]
+            record = json.loads(path.read_text(encoding="utf-8"))
+            return record if isinstance(record["content"], str) else None
         except (OSError, ValueError, KeyError, TypeError):
             return None  # a damaged entry is a miss; it is rewritten after the request
 
-    def _cache_put(self, key: str, body: dict, text: str) -> None:
+    def _cache_put(self, key: str, body: dict, text: str, **extra: Any) -> None:
         path = self._cache_path(key)
         if path is None:
             return
-        record = {"model": body["model"], "url": self.url, "content": text, "created": time.time()}
+        record = {"model": body["model"], "url": self.url, "content": text, "created": time.time(), **extra}
         atomic_write_text(path, json.dumps(record, ensure_ascii=False))
 
 
