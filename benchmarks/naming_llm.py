@@ -4,8 +4,11 @@ set-up answers history questions in French).
 
     python benchmarks/naming_llm.py --seeds 0 1 2          # the French-history pair, several seeds
     python benchmarks/naming_llm.py --null                 # the four other topics: one set-up, two runs
-    python benchmarks/naming_llm.py --pairs words:lexical  # namer:judge pairs (chat, words; chat, embedding,
-                                                           # lexical); default: all four useful pairs
+    python benchmarks/naming_llm.py --pairs words:lexical  # namer:judge pairs (chat, words, facets; chat,
+                                                           # embedding, lexical, completion); default: the
+                                                           # four useful pairs of the first round
+    python benchmarks/naming_llm.py --pairs facets:completion --seeds 0 1 2 3 4
+    python benchmarks/naming_llm.py --record tests/data/smollm2_facets.json   # the model's facet answers
 
 Per seed it prints each significant mode, the candidates SmolLM2 proposed, which held up (Fisher exact
 test on held-out answers, Holm over candidates), their held-out accuracy, the model calls and the wall time;
@@ -49,7 +52,9 @@ def run(seed: int, null: bool, server, pair: str) -> dict:
     from promptprism.methods.naming import (
         ChatJudge,
         ChatNamer,
+        CompletionJudge,
         EmbeddingJudge,
+        FacetNamer,
         LexicalJudge,
         NamingOptions,
         WordNamer,
@@ -65,22 +70,51 @@ def run(seed: int, null: bool, server, pair: str) -> dict:
             return ChatClient(server.base_url, server.model, api_key_env=None, seed=seed, cache_dir=cache,
                               temperature=temperature, max_tokens=max_tokens)
 
-        namer = ChatNamer(client(0.7, 60)) if namer_kind == "chat" else WordNamer()
+        namer = (ChatNamer(client(0.7, 60)) if namer_kind == "chat" else FacetNamer(client(0.0, 1))
+                 if namer_kind == "facets" else WordNamer())
         if judge_kind == "chat":
             judge = ChatJudge(client(0.0, 4))
         elif judge_kind == "embedding":
             enc = get_encoder("minilm", modality="text")
             judge = EmbeddingJudge(encode=lambda t: enc.encode_texts(list(t)))
+        elif judge_kind == "completion":
+            judge = CompletionJudge(client(0.0, 1))
         else:
             judge = LexicalJudge()
         start = time.perf_counter()
         record = describe_modes(result, test, ref, namer=namer, judge=judge, all_modes=null,
                                 options=NamingOptions(seed=seed, candidates=3))
         seconds = time.perf_counter() - start
-        calls = sum(getattr(getattr(x, "client", None), "n_requests", 0) for x in (namer, judge))
+        clients = {id(c): c for c in (getattr(namer, "client", None), getattr(judge, "client", None)) if c}
+        calls = sum(c.n_requests for c in clients.values())
     return {"seed": seed, "judge": pair, "seconds": round(seconds, 1), "calls": calls,
             "significant": [(m.side, m.rank, m.p_value) for m in result.modes if m.significant],
             "modes": record["modes"], "notes": record["notes"]}
+
+
+def record_facets(server, path: Path) -> None:
+    """Every recorded answer's facet distributions (the top 20 first tokens after each facet's start), as
+    {facet question: {sha256 of the clipped text, first 16 hex: [[token, logprob], ...]}}."""
+    import hashlib
+
+    from promptprism.methods.compcon.clients import ChatClient
+    from promptprism.methods.naming.facets import FACETS, TOP_LOGPROBS, facet_messages
+    from promptprism.methods.naming.judges import clip_text
+
+    client = ChatClient(server.base_url, server.model, api_key_env=None)
+    texts = sorted({json.loads(line)["output"] for name in ("test", "reference")
+                    for line in (DATA / f"smollm2_qa_{name}.jsonl").read_text().splitlines()})
+    start, table = time.perf_counter(), {}
+    for facet in FACETS:
+        rows = table.setdefault(facet.question, {})
+        for text in texts:
+            _, content = client.complete_logprobs(facet_messages(facet, text), top_logprobs=TOP_LOGPROBS,
+                                                  params={"temperature": 0.0, "max_tokens": 1})
+            key = hashlib.sha256(clip_text(text).encode("utf-8")).hexdigest()[:16]
+            rows[key] = [[a["token"], round(a["logprob"], 4)] for a in content[0]["top_logprobs"]]
+    seconds = time.perf_counter() - start
+    path.write_text(json.dumps({"model": server.model, "facets": table}, ensure_ascii=False) + "\n")
+    print(f"{client.n_requests} requests in {seconds:.0f} s -> {path}")
 
 
 def main() -> None:
@@ -89,11 +123,16 @@ def main() -> None:
     parser.add_argument("--null", action="store_true")
     parser.add_argument("--pairs", nargs="+", default=["chat:chat", "chat:embedding", "words:lexical",
                                                          "words:chat"])
+    parser.add_argument("--record", type=Path, help="write the model's facet answers for every recorded "
+                                                        "answer to this JSON file (and run nothing else)")
     args = parser.parse_args()
     from promptprism.generate.llm_server import local_llm_server
 
     print(f"cpu: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
     with local_llm_server() as server:
+        if args.record:
+            record_facets(server, args.record)
+            return
         for judge in args.pairs:
             for seed in args.seeds:
                 out = run(seed, args.null, server, judge)
@@ -104,9 +143,11 @@ def main() -> None:
                             if e["name"] else "")
                     print(f"  {e['side']} mode {e['rank']}: {e['status']}{kept}")
                     for c in e["candidates"]:
+                        how = (f"AUC {c['accuracy']:.2f}, mean score {c['mean_a']:.2f} vs {c['mean_b']:.2f}"
+                               if "mean_a" in c else
+                               f"{c['matches_a']}/{c['n_a']} vs {c['matches_b']}/{c['n_b']}")
                         print(f"     [{'kept' if c['accepted'] else 'rejected'}] {c['description']!r}: "
-                              f"{c['matches_a']}/{c['n_a']} vs {c['matches_b']}/{c['n_b']}, "
-                              f"p_adj {c['p_adjusted']:.3g}")
+                              f"{how}, p_adj {c['p_adjusted']:.3g}")
                     if e.get("note"):
                         print(f"     note: {e['note']}")
                 for note in out["notes"]:

@@ -40,7 +40,8 @@ def stage_of(body: dict) -> str:
 
 
 class ScriptedServer:
-    """``respond(body, stage, n) -> str | (status, text) | (delay_s, text)``; n counts requests per stage."""
+    """``respond(body, stage, n) -> str | (status, text) | (delay_s, text) | {"content": text, "logprobs": ...}``
+    (a dict: the choice's ``message.content`` and ``logprobs``); n counts requests per stage."""
 
     def __init__(self, respond: Callable[[dict, str, int], object]) -> None:
         self.respond = respond
@@ -79,6 +80,9 @@ class ScriptedServer:
                 if status != 200:
                     self._send(status, {"error": {"message": str(answer)}})
                     return
+                logprobs = None
+                if isinstance(answer, dict):
+                    answer, logprobs = answer["content"], answer.get("logprobs")
                 self._send(
                     200,
                     {
@@ -90,6 +94,7 @@ class ScriptedServer:
                                 "index": 0,
                                 "message": {"role": "assistant", "content": answer},
                                 "finish_reason": "stop",
+                                **({"logprobs": logprobs} if logprobs is not None else {}),
                             }
                         ],
                     },

@@ -21,8 +21,8 @@ from ._output import print_written, save_outputs
 from .compcon import API_KEY_ENV, CHAT_CACHE, RETRIES, TIMEOUT
 from .report import NO_REPORT
 
-NAMERS = ("chat", "words")
-JUDGES = ("chat", "embedding", "lexical")
+NAMERS = ("chat", "words", "facets")
+JUDGES = ("chat", "embedding", "lexical", "completion")
 
 
 def _load_sets(recorded: dict, folder: Path, given_paths: dict, text_model: str) -> dict:
@@ -61,11 +61,13 @@ def describe(
     base_url: str = typer.Option("https://api.openai.com/v1", help="OpenAI-compatible namer endpoint."),
     model: str = typer.Option("gpt-4o", help="Namer model (proposes the candidate names)."),
     namer: str = typed("chat", Choice(NAMERS), "--namer",
-                       help="chat (the model at --base-url) or words (no model: the words that mark the "
-                            "mode's side, by log-odds)."),
+                       help="chat (the model at --base-url), words (no model: the words that mark the "
+                            "mode's side, by log-odds) or facets (the model at --base-url continues 'This "
+                            "text is written in' ... per sample; needs log-probabilities)."),
     judge: str = typed("chat", Choice(JUDGES), "--judge",
                        help="chat (a model says yes/no per held-out sample), embedding (a text-embedding "
-                            "classifier) or lexical (word-list names)."),
+                            "classifier), lexical (word-list names) or completion (facet names scored by "
+                            "log-probability, a rank test)."),
     judge_model: str = typer.Option("", help="Judge model for --judge chat (default: --model)."),
     judge_base_url: str = typer.Option("", help="Endpoint of the judge (default: --base-url)."),
     api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
@@ -84,7 +86,8 @@ def describe(
     Scendi cluster), and keep only names that hold on held-out data.
 
     A namer proposes candidates from 40 % of each side's samples; a judge decides on the rest whether each
-    candidate applies; a name is kept when it applies significantly more often to the finding's side.
+    candidate applies (or scores how well it does); a name is kept when it applies significantly more often
+    (scores significantly higher) on the finding's side.
     """
     import dataclasses
 
@@ -117,12 +120,18 @@ def describe(
 def _namer_and_judge(namer: str, judge: str, *, base_url: str, model: str, judge_base_url: str,
                      judge_model: str, text_model: str, link: dict) -> tuple:
     """The namer and the judge that ``--namer`` and ``--judge`` name (chat ones through one client each)."""
-    from ..methods.naming import ChatJudge, ChatNamer, LexicalJudge, WordNamer
+    from ..errors import OptionError
+    from ..methods.naming import ChatJudge, ChatNamer, CompletionJudge, FacetNamer, LexicalJudge, WordNamer
     from .compcon import _client
 
-    namer_obj = WordNamer() if namer == "words" else ChatNamer(_client(base_url, model, **link))
-    if judge == "chat":
-        return namer_obj, ChatJudge(_client(judge_base_url or base_url, judge_model or model, **link))
+    if judge == "completion" and namer != "facets":
+        raise OptionError("--judge completion scores the facet names of --namer facets; pass --namer facets "
+                          "or another judge")
+    namer_obj = (WordNamer() if namer == "words" else FacetNamer(_client(base_url, model, **link))
+                 if namer == "facets" else ChatNamer(_client(base_url, model, **link)))
+    if judge in ("chat", "completion"):
+        client = _client(judge_base_url or base_url, judge_model or model, **link)
+        return namer_obj, ChatJudge(client) if judge == "chat" else CompletionJudge(client)
     return namer_obj, _embedding_judge(text_model) if judge == "embedding" else LexicalJudge()
 
 
@@ -161,7 +170,8 @@ def print_descriptions(record: dict) -> None:
                 else f"{entry['side']} mode {entry['rank']}:")
         if entry["status"] == "named":
             lo, hi = entry["interval"]
-            console.print(f"{head} {entry['name']!r} (held-out accuracy {entry['accuracy']:.2f} "
+            measure = "AUC" if entry.get("measure") == "auc" else "accuracy"
+            console.print(f"{head} {entry['name']!r} (held-out {measure} {entry['accuracy']:.2f} "
                           f"[{lo:.2f}, {hi:.2f}], p = {entry['p_value']:.3g})", markup=False, soft_wrap=True)
         else:
             why = f" ({entry['note']})" if entry.get("note") else ""

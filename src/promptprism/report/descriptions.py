@@ -18,19 +18,28 @@ def finding_description(result: Any, **key: Any) -> dict | None:
     return None
 
 
+def candidate_counts(c: dict) -> str:
+    """How a candidate fared on the held-out samples: the judge's yes counts, or its scores' AUC."""
+    if c.get("statistic") == "auc":
+        return (f"AUC {fnum(c['accuracy'], '.2f')} (mean score {fnum(c['mean_a'], '.2f')} on "
+                f"{c['n_a']} of this side vs {fnum(c['mean_b'], '.2f')} on {c['n_b']} of the other)")
+    return f"{c['matches_a']}/{c['n_a']} of this side vs {c['matches_b']}/{c['n_b']} of the other"
+
+
 def description_block(entry: dict | None) -> Any:
     """The finding's verified name (held-out accuracy, p-value) or why it has none; candidates folded."""
     if entry is None:
         return None
-    tried = [el("li", f"“{c['description']}”: {c['matches_a']}/{c['n_a']} of this side vs "
-                      f"{c['matches_b']}/{c['n_b']} of the other, adjusted p = {fnum(c['p_adjusted'], '.3g')}"
-                      f" ({'kept' if c['accepted'] else 'rejected'})") for c in entry.get("candidates", [])]
+    tried = [el("li", f"“{c['description']}”: {candidate_counts(c)}, adjusted p = "
+                      f"{fnum(c['p_adjusted'], '.3g')} ({'kept' if c['accepted'] else 'rejected'})")
+             for c in entry.get("candidates", [])]
     folded = (el("details", el("summary", f"{len(tried)} candidate names tested"), el("ul", tried))
               if tried else None)
     if entry.get("status") == "named":
         lo, hi = entry["interval"]
         line = p(el("strong", f"In words: “{entry['name']}”"),
-                 " — held out, the judge tells the two sides apart with accuracy "
+                 " — held out, the judge tells the two sides apart with "
+                 f"{'AUC' if entry.get('measure') == 'auc' else 'accuracy'} "
                  f"{fnum(entry['accuracy'], '.2f')} [{fnum(lo, '.2f')}, {fnum(hi, '.2f')}], "
                  f"p = {fnum(entry['p_value'], '.3g')} "
                  "(Holm-adjusted over the candidates).")

@@ -248,8 +248,8 @@ class ChatClient:
     def complete_logprobs(self, messages: list[dict], *, top_logprobs: int = 20,
                           params: dict | None = None) -> tuple[str, list[dict]]:
         """The answer's text and OpenAI's ``choices[0].logprobs.content`` (per generated token: ``token``,
-        ``logprob`` and its ``top_logprobs`` alternatives), both cached; a server that sends no log-probabilities
-        is an :class:`EndpointError`."""
+        ``logprob`` and its ``top_logprobs`` alternatives), both cached; a server that sends no
+        log-probabilities is an :class:`EndpointError`."""
         body = self.payload(messages, {"logprobs": True, "top_logprobs": top_logprobs, **(params or {})})
         key = request_key(self.url, body)
         record = self._cache_record(key)

@@ -4,8 +4,10 @@ A *contrast* is two pools of (prompt, output) samples: A, where a finding lives 
 favoured set on the mode's prompts, or a Scendi cluster's samples), and B, what it is compared with (the other
 set on the same prompts). :func:`name_contrast` splits each pool (seeded) into a part shown to the namer and a
 held-out part, asks the namer for candidates, has the judge decide on every held-out sample, and keeps the
-best candidate whose Holm-adjusted Fisher p-value is below ``alpha`` (:mod:`.verify`). When none passes, the
-finding gets no name: "no description held up".
+best candidate whose Holm-adjusted p-value is below ``alpha`` (:mod:`.verify`). The test follows what the
+judge returns: yes/no decisions (``judge.decide``) get Fisher's exact test, scores (``judge.score``) the
+Mann-Whitney rank test with a permutation p-value. When none passes, the finding gets no name: "no
+description held up".
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from ..._validation import check_interval
 from ...errors import OptionError
 from ..compcon.clients import ChatModel, MalformedAnswerError
 from .judges import Judge, Namer, as_namer
-from .verify import held_out_split, holm, separation
+from .verify import held_out_split, holm, rank_separation, separation
 
 NAMED, REJECTED, TOO_FEW, FAILED = ("named", "no description held up", "too few held-out samples",
                                     "namer failed")
@@ -44,10 +46,11 @@ class NamingOptions:
     min_held_out: int = 5  #: fewer held-out samples on a side: no name is tested
     alpha: float = 0.05  #: family-wise level over the candidates (Holm)
     seed: int = 0
+    permutations: int = 9999  #: relabellings of the rank test (scoring judges)
 
     def __post_init__(self) -> None:
         check_interval(self.alpha, 0.0, 1.0, parameter="alpha")
-        for name in ("candidates", "max_held_out", "min_held_out"):
+        for name in ("candidates", "max_held_out", "min_held_out", "permutations"):
             value = getattr(self, name)
             if int(value) != value or value < 1:
                 raise OptionError(f"{name} must be an integer >= 1, got {value!r}")
@@ -62,8 +65,9 @@ class ContrastName:
 
     status: str  #: 'named', 'no description held up', 'too few held-out samples' or 'namer failed'
     name: str | None = None
-    accuracy: float | None = None
+    accuracy: float | None = None  #: held-out accuracy of yes/no decisions, or the AUC of scores
     interval: tuple[float, float] | None = None
+    measure: str = "accuracy"  #: what ``accuracy`` is: 'accuracy' (yes/no judge) or 'auc' (scoring judge)
     p_value: float | None = None  #: Holm-adjusted, of the kept name
     candidates: list[dict] = field(default_factory=list)  #: every candidate with its test (rejected too)
     n_shown: tuple[int, int] = (0, 0)
@@ -100,10 +104,21 @@ def _cap(idx: np.ndarray, cap: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(idx, size=cap, replace=False))
 
 
+def held_out_test(judge: Judge, description: str, held_a: list[str], held_b: list[str],
+                  shown_a: Sequence[Sample], shown_b: Sequence[Sample], *, seed: int, permutations: int):
+    """The judge's separation of the held-out sides for one description: the rank test of its scores when it
+    scores (``judge.score``), else Fisher's test of its yes/no decisions."""
+    how = {"shown_a": [s.output for s in shown_a], "shown_b": [s.output for s in shown_b]}
+    if hasattr(judge, "score"):
+        scores_a, scores_b = judge.score(description, held_a, **how), judge.score(description, held_b, **how)
+        return rank_separation(scores_a, scores_b, seed=seed, permutations=permutations)
+    return separation(judge.decide(description, held_a, **how), judge.decide(description, held_b, **how))
+
+
 def name_contrast(pool_a: Sequence[Sample], pool_b: Sequence[Sample], *, namer: Namer | ChatModel,
                   judge: Judge, options: NamingOptions = NamingOptions()) -> ContrastName:
     """Propose names for what A does that B doesn't on the shown samples; keep one only if it separates the
-    held-out samples (Fisher exact test, Holm over the candidates, at ``options.alpha``)."""
+    held-out samples (:func:`held_out_test`, Holm over the candidates, at ``options.alpha``)."""
     o = options
     shown_ia, held_ia = held_out_split(len(pool_a), o.shown_fraction, o.seed)
     shown_ib, held_ib = held_out_split(len(pool_b), o.shown_fraction, o.seed + 1)
@@ -124,9 +139,8 @@ def name_contrast(pool_a: Sequence[Sample], pool_b: Sequence[Sample], *, namer: 
     if not names:
         result.status, result.note = REJECTED, "the namer proposed no description"
         return result
-    texts_a, texts_b = [s.output for s in shown_a], [s.output for s in shown_b]
-    tests = [separation(judge.decide(d, held_a, shown_a=texts_a, shown_b=texts_b),
-                        judge.decide(d, held_b, shown_a=texts_a, shown_b=texts_b)) for d in names]
+    tests = [held_out_test(judge, d, held_a, held_b, shown_a, shown_b, seed=o.seed + 4 + 7919 * k,
+                           permutations=o.permutations) for k, d in enumerate(names)]
     adjusted = holm([t.p_value for t in tests])
     result.candidates = [{"description": d, **asdict(t), "p_adjusted": q, "accepted": q < o.alpha}
                          for d, t, q in zip(names, tests, adjusted, strict=True)]
@@ -137,5 +151,6 @@ def name_contrast(pool_a: Sequence[Sample], pool_b: Sequence[Sample], *, namer: 
     best = min(kept, key=lambda c: (c["p_adjusted"], -c["accuracy"]))
     result.status, result.name = NAMED, best["description"]
     result.accuracy, result.interval = best["accuracy"], tuple(best["interval"])
+    result.measure = best.get("statistic", "accuracy")
     result.p_value = best["p_adjusted"]
     return result
