@@ -9,6 +9,7 @@ set-up answers history questions in French).
                                                            # four useful pairs of the first round
     python benchmarks/naming_llm.py --pairs facets:completion --seeds 0 1 2 3 4
     python benchmarks/naming_llm.py --record tests/data/smollm2_facets.json   # the model's facet answers
+    python benchmarks/naming_llm.py --yes-no-scores   # why not a yes/no judge read as a score (AUCs)
 
 Per seed it prints each significant mode, the candidates SmolLM2 proposed, which held up (Fisher exact
 test on held-out answers, Holm over candidates), their held-out accuracy, the model calls and the wall time;
@@ -117,6 +118,51 @@ def record_facets(server, path: Path) -> None:
     print(f"{client.n_requests} requests in {seconds:.0f} s -> {path}")
 
 
+YES_NO_STATEMENTS = ("The text is written in French.", "The text is written in English.",
+                     "The text is not written in French.", "The text contains words.")
+
+
+def yes_no_scores(server) -> None:
+    """SmolLM2 as a yes/no judge read as a score, s = log P(yes) - log P(no) of its first answer token, on
+    the 20 + 20 recorded history answers: the AUC of each statement, and of French minus a control."""
+    import numpy as np
+    from scipy.stats import mannwhitneyu
+
+    from promptprism.methods.compcon.clients import ChatClient
+    from promptprism.methods.naming.judges import JUDGE_PROMPT, clip_text
+
+    client = ChatClient(server.base_url, server.model, api_key_env=None)
+    rows = {name: [json.loads(line) for line in (DATA / f"smollm2_qa_{name}.jsonl").read_text().splitlines()]
+            for name in ("test", "reference")}
+    sides = [[r["output"] for r in rows[name] if r["topic"] == "history"] for name in ("test", "reference")]
+
+    def score(statement: str, text: str) -> float:
+        msg = [{"role": "user", "content": JUDGE_PROMPT.format(description=statement, text=clip_text(text))}]
+        _, content = client.complete_logprobs(msg, top_logprobs=20,
+                                              params={"temperature": 0.0, "max_tokens": 1})
+        mass = {"yes": [], "no": []}
+        for alt in content[0]["top_logprobs"]:
+            word = alt["token"].strip().lower().rstrip(".")
+            if word in mass:
+                mass[word].append(alt["logprob"])
+        return float(np.logaddexp.reduce(mass["yes"] or [-30.0]) - np.logaddexp.reduce(mass["no"] or [-30.0]))
+
+    def auc(a, b) -> float:
+        return float(mannwhitneyu(a, b, alternative="greater").statistic / (len(a) * len(b)))
+
+    start = time.perf_counter()
+    scores = {s: [np.array([score(s, t) for t in side]) for side in sides] for s in YES_NO_STATEMENTS}
+    for s, (a, b) in scores.items():
+        print(f"AUC {auc(a, b):.2f}  yes-minus-no score {a.mean():+.2f} (French-prompted) vs "
+              f"{b.mean():+.2f}: {s}")
+    french, english = YES_NO_STATEMENTS[0], YES_NO_STATEMENTS[1]
+    for control in YES_NO_STATEMENTS[2:]:
+        for s in (french, english):
+            a, b = (scores[s][k] - scores[control][k] for k in (0, 1))
+            print(f"AUC {auc(a, b):.2f}: '{s}' minus '{control}'")
+    print(f"{client.n_requests} requests in {time.perf_counter() - start:.0f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -125,6 +171,8 @@ def main() -> None:
                                                          "words:chat"])
     parser.add_argument("--record", type=Path, help="write the model's facet answers for every recorded "
                                                         "answer to this JSON file (and run nothing else)")
+    parser.add_argument("--yes-no-scores", action="store_true", help="the yes/no judge read as a score: "
+                                                                     "AUCs of a few statements and controls")
     args = parser.parse_args()
     from promptprism.generate.llm_server import local_llm_server
 
@@ -132,6 +180,9 @@ def main() -> None:
     with local_llm_server() as server:
         if args.record:
             record_facets(server, args.record)
+            return
+        if args.yes_no_scores:
+            yes_no_scores(server)
             return
         for judge in args.pairs:
             for seed in args.seeds:

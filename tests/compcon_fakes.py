@@ -40,8 +40,8 @@ def stage_of(body: dict) -> str:
 
 
 class ScriptedServer:
-    """``respond(body, stage, n) -> str | (status, text) | (delay_s, text) | {"content": text, "logprobs": ...}``
-    (a dict: the choice's ``message.content`` and ``logprobs``); n counts requests per stage."""
+    """``respond(body, stage, n) -> str | (status, text) | (delay_s, text) | {"content", "logprobs"}`` (a
+    dict: the choice's ``message.content`` and ``logprobs``); n counts requests per stage."""
 
     def __init__(self, respond: Callable[[dict, str, int], object]) -> None:
         self.respond = respond

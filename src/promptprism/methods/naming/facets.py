@@ -118,11 +118,24 @@ def welch_t(a: np.ndarray, b: np.ndarray) -> float:
     return float((a.mean() - b.mean()) / np.sqrt(max(var, 1e-6)))
 
 
+def by_facet_turns(ranked: list[dict], facets: Sequence[Facet]) -> list[dict]:
+    """``ranked`` (by decreasing t) reordered in turns over the facets: every facet's best value first (by t),
+    then every facet's second, ...; so a facet with many noisy values does not crowd out the others."""
+    turns: list[list[dict]] = []
+    for facet in facets:
+        mine = [r for r in ranked if r["name"].startswith(facet.prefix + " ")]
+        for k, r in enumerate(mine):
+            if k == len(turns):
+                turns.append([])
+            turns[k].append(r)
+    return [r for turn in turns for r in sorted(turn, key=lambda r: (-r["t"], r["name"]))]
+
+
 @dataclass
 class FacetNamer:
     """Proposes "<facet start> <value>" names whose value the model finds likelier on side A's shown
     outputs than on side B's (Welch's t > ``min_t``; the value among the top alternatives of at least
-    ``min_docs`` shown A outputs)."""
+    ``min_docs`` shown A outputs), each facet's best first (:func:`by_facet_turns`)."""
 
     client: Any
     facets: Sequence[Facet] = FACETS
@@ -149,7 +162,7 @@ class FacetNamer:
                     ranked.append({"name": f"{facet.prefix} {value}", "t": t})
         ranked.sort(key=lambda r: (-r["t"], r["name"]))
         self.proposals = ranked
-        return [r["name"] for r in ranked[:count]]
+        return [r["name"] for r in by_facet_turns(ranked, self.facets)[:count]]
 
 
 @dataclass
