@@ -88,22 +88,26 @@ def value_logprobs(content: list[dict]) -> tuple[dict[str, float], float]:
     return values, floor
 
 
-def facet_distributions(client: LogprobModel, facet: Facet, texts: Sequence[str]
+def facet_distributions(client: LogprobModel, facet: Facet, texts: Sequence[str], memo: dict | None = None
                         ) -> list[tuple[dict[str, float], float]]:
     """:func:`value_logprobs` of ``facet`` for each text (one greedy one-token request each, cached by the
-    client); an answer without log-probabilities raises
+    client, and in ``memo`` for this process); an answer without log-probabilities raises
     :class:`~promptprism.methods.compcon.clients.MalformedAnswerError`."""
     from ..compcon.clients import MalformedAnswerError
 
+    memo = {} if memo is None else memo
     out = []
     for text in texts:
-        answer, content = client.complete_logprobs(facet_messages(facet, text), top_logprobs=TOP_LOGPROBS,
-                                                   params={"temperature": 0.0, "max_tokens": 1})
-        try:
-            out.append(value_logprobs(content))
-        except ValueError as exc:
-            raise MalformedAnswerError(f"reading a facet: {getattr(client, 'model', 'the model')} {exc}",
-                                       [answer]) from None
+        key = (facet, text)
+        if key not in memo:
+            answer, content = client.complete_logprobs(facet_messages(facet, text), top_logprobs=TOP_LOGPROBS,
+                                                       params={"temperature": 0.0, "max_tokens": 1})
+            try:
+                memo[key] = value_logprobs(content)
+            except ValueError as exc:
+                raise MalformedAnswerError(f"reading a facet: {getattr(client, 'model', 'the model')} "
+                                           f"{exc}", [answer]) from None
+        out.append(memo[key])
     return out
 
 
@@ -142,6 +146,7 @@ class FacetNamer:
     min_t: float = 1.0
     min_docs: int = 2
     proposals: list[dict] = field(default_factory=list, init=False)  #: the last call's ranked values
+    memo: dict = field(default_factory=dict, init=False, repr=False)  #: (facet, text) -> distribution
 
     @property
     def model(self) -> str:
@@ -153,8 +158,8 @@ class FacetNamer:
         texts_a, texts_b = [s.output for s in shown_a], [s.output for s in shown_b]
         ranked = []
         for facet in self.facets:
-            dist_a = facet_distributions(self.client, facet, texts_a)
-            dist_b = facet_distributions(self.client, facet, texts_b)
+            dist_a = facet_distributions(self.client, facet, texts_a, self.memo)
+            dist_b = facet_distributions(self.client, facet, texts_b, self.memo)
             seen = [v for d, _ in dist_a for v in d]
             for value in sorted({v for v in seen if seen.count(v) >= self.min_docs}):
                 t = welch_t(value_scores(dist_a, value), value_scores(dist_b, value))
@@ -173,6 +178,7 @@ class CompletionJudge:
     client: Any
     facets: Sequence[Facet] = FACETS
     name: str = "completion"
+    memo: dict = field(default_factory=dict, init=False, repr=False)  #: (facet, text) -> distribution
 
     def facet_of(self, description: str) -> tuple[Facet, str]:
         """The facet whose start ``description`` begins with, and the value after it."""
@@ -188,4 +194,4 @@ class CompletionJudge:
               shown_b: Sequence[str] = ()) -> list[float]:
         """One score per text (the shown samples are not needed)."""
         facet, value = self.facet_of(description)
-        return value_scores(facet_distributions(self.client, facet, texts), value).tolist()
+        return value_scores(facet_distributions(self.client, facet, texts, self.memo), value).tolist()
