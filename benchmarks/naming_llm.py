@@ -95,7 +95,8 @@ def run(seed: int, null: bool, server, pair: str) -> dict:
 
 def record_facets(server, path: Path) -> None:
     """Every recorded answer's facet distributions (the top 20 first tokens after each facet's start), as
-    {facet question: {sha256 of the clipped text, first 16 hex: [[token, logprob], ...]}}."""
+    {facet question: {sha256 of the clipped text, first 16 hex: [[token, logprob], ...]}}, and the prompts of
+    the French-history mode (PromptSplit as in :func:`run`; the mode's prompts do not depend on the seed)."""
     import hashlib
 
     from promptprism.methods.compcon.clients import ChatClient
@@ -114,7 +115,14 @@ def record_facets(server, path: Path) -> None:
             key = hashlib.sha256(clip_text(text).encode("utf-8")).hexdigest()[:16]
             rows[key] = [[a["token"], round(a["logprob"], 4)] for a in content[0]["top_logprobs"]]
     seconds = time.perf_counter() - start
-    path.write_text(json.dumps({"model": server.model, "facets": table}, ensure_ascii=False) + "\n")
+    from promptprism import PromptSplit
+    from promptprism.methods.naming.modes import mode_prompts
+
+    test, ref = load(False)
+    result = PromptSplit(kernel="cosine", n_modes=3, permutations=200, top_prompts=20, seed=0).fit(test, ref)
+    prompts = mode_prompts(next(m for m in result.modes if m.significant))
+    path.write_text(json.dumps({"model": server.model, "mode_prompts": prompts, "facets": table},
+                               ensure_ascii=False) + "\n")
     print(f"{client.n_requests} requests in {seconds:.0f} s -> {path}")
 
 

@@ -340,31 +340,36 @@ class Replay:
 
 
 def _recorded(history: bool):
+    """Side A, side B: the French-history mode's pools (its prompts as PromptSplit found them, recorded
+    beside the answers), or every answer of the four other topics."""
+    recorded = json.loads((DATA / "smollm2_facets.json").read_text(encoding="utf-8"))
+    wanted = set(recorded["mode_prompts"])
     pools = []
     for name in ("test", "reference"):
         rows = [json.loads(x) for x in (DATA / f"smollm2_qa_{name}.jsonl").read_text().splitlines()]
         pools.append([Sample(r["prompt"], r["output"], i) for i, r in enumerate(rows)
-                      if (r["topic"] == "history") == history])
+                      if (r["prompt"] in wanted if history else r["topic"] != "history")])
     return pools
 
 
-def test_smollm2_names_its_french_history_answers_from_its_recorded_facet_answers():
-    """SmolLM2-135M as namer and judge, on its own recorded answers (history under 'Always answer in French'
-    vs the plain set-up; about half of the French-prompted answers are French): a kept name mentions French
-    on at least 4 of seeds 0-4 (measured: see docs/naming.md)."""
-    a, b = _recorded(True)
+def smollm2_outcomes(history: bool, seeds=range(5)):
+    a, b = _recorded(history)
     endpoint = Replay()
-    outcomes = [name_contrast(a, b, namer=FacetNamer(endpoint), judge=CompletionJudge(endpoint),
-                              options=NamingOptions(seed=seed)) for seed in range(5)]
+    return [name_contrast(a, b, namer=FacetNamer(endpoint), judge=CompletionJudge(endpoint),
+                          options=NamingOptions(seed=seed)) for seed in seeds]
+
+
+def test_smollm2_names_its_french_history_mode_from_its_recorded_facet_answers():
+    """SmolLM2-135M as namer and judge, on its own recorded answers on the French-history mode's 13 prompts
+    (history under 'Always answer in French' vs the plain set-up): the kept name mentions French on at
+    least 3 of seeds 0-4 (measured: 4 of 5, 7 of 10 over seeds 0-9; see docs/naming.md)."""
+    outcomes = smollm2_outcomes(True)
     french = [o for o in outcomes if o.status == "named" and "French" in o.name]
-    assert len(french) >= 4, [(o.status, o.name) for o in outcomes]
-    assert all(o.p_value < 0.05 and o.accuracy > 0.7 for o in french)
+    assert len(french) >= 3, [(o.status, o.name) for o in outcomes]
+    assert all(o.p_value < 0.05 and o.accuracy > 0.8 and o.measure == "auc" for o in french)
 
 
 def test_smollm2_names_nothing_between_two_runs_of_one_set_up():
     """The four other topics, answered under the same set-up in both files: no facet name holds up."""
-    a, b = _recorded(False)
-    endpoint = Replay()
-    outcomes = [name_contrast(a, b, namer=FacetNamer(endpoint), judge=CompletionJudge(endpoint),
-                              options=NamingOptions(seed=seed)) for seed in range(5)]
-    assert all(o.status != "named" for o in outcomes), [(o.status, o.name) for o in outcomes]
+    outcomes = smollm2_outcomes(False)
+    assert all(o.status == "no description held up" for o in outcomes), [(o.status, o.name) for o in outcomes]

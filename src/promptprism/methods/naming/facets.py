@@ -154,9 +154,11 @@ class FacetNamer:
         return f"facets of {getattr(self.client, 'model', type(self.client).__name__)}"
 
     def propose(self, shown_a: Sequence, shown_b: Sequence, *, count: int = 3) -> list[str]:
-        """Up to ``count`` names, by decreasing t over all facets."""
+        """Up to ``count`` names (none when a side has no shown sample to contrast)."""
         texts_a, texts_b = [s.output for s in shown_a], [s.output for s in shown_b]
-        ranked = []
+        ranked: list[dict] = []
+        if not texts_a or not texts_b:
+            return []
         for facet in self.facets:
             dist_a = facet_distributions(self.client, facet, texts_a, self.memo)
             dist_b = facet_distributions(self.client, facet, texts_b, self.memo)
