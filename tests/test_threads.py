@@ -101,3 +101,17 @@ def test_the_cli_runs_under_the_budget_and_refuses_a_bad_one(monkeypatch):
     monkeypatch.setenv("PROMPTPRISM_THREADS", "zero")
     code, _, err = run_cli("version")
     assert code == 2 and err.startswith("error: PROMPTPRISM_THREADS must be") and err.count("\n") == 1
+
+
+def test_the_local_runner_counts_the_cgroup_quota_not_only_the_affinity(monkeypatch):
+    """Two CPUs in the affinity mask but a quota of one: one task at a time, each with the BLAS as it is."""
+    from promptprism.scale import runner, threads
+
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(threads, "cgroup_cpu_limit", lambda root="/sys/fs/cgroup": 1.0)
+    with thread_budget(ThreadChoice(2, "test")):
+        assert runner.usable_cores() == 1
+        assert runner.LocalRunner().workers == 1
+    monkeypatch.setattr(threads, "cgroup_cpu_limit", lambda root="/sys/fs/cgroup": None)
+    with thread_budget(ThreadChoice(2, "test")):
+        assert runner.usable_cores() == 2
