@@ -34,11 +34,29 @@ def test_busy_cpus_from_proc_stat(tmp_path, monkeypatch):
     stat = tmp_path / "stat"
     lines = iter(["cpu 100 0 100 800 0 0 0 0 0 0\n", "cpu 150 0 150 900 0 0 0 0 0 0\n"])
     monkeypatch.setattr(threads.Path, "read_text", lambda self: next(lines))
-    monkeypatch.setattr(threads.os, "cpu_count", lambda: 4)
-    # 200 ticks passed, 100 of them idle: half the machine busy = 2 of its 4 CPUs
-    assert threads.busy_cpus(window=0.0, stat=stat) == pytest.approx(2.0)
+    # no per-CPU lines: the machine's. 200 ticks passed, 100 of them idle: half busy = 2 of 4 usable CPUs
+    assert threads.busy_cpus(window=0.0, stat=stat, cpus=4) == pytest.approx(2.0)
     monkeypatch.undo()
     assert threads.busy_cpus(window=0.0, stat=tmp_path / "missing") is None
+
+
+def test_busy_cpus_counts_only_the_cpus_this_process_may_run_on(tmp_path, monkeypatch):
+    """A node whose cpu2 and cpu3 are busy with other jobs, this process pinned to the idle cpu0 and cpu1:
+    nothing is busy for it (the whole machine's share would say half of its CPUs)."""
+    from promptprism.scale import threads
+
+    def stat(ticks: int) -> str:  # after ``ticks``: cpu0, cpu1 idle all along, cpu2, cpu3 busy all along
+        return "".join([f"cpu {2 * ticks} 0 0 {2 * ticks} 0 0 0 0\n",
+                        *(f"cpu{i} 0 0 0 {ticks} 0 0 0 0\n" for i in (0, 1)),
+                        *(f"cpu{i} {ticks} 0 0 0 0 0 0 0\n" for i in (2, 3))])
+
+    samples = iter([stat(0), stat(100)])
+    monkeypatch.setattr(threads.Path, "read_text", lambda self: next(samples))
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert threads.busy_cpus(window=0.0, stat=tmp_path / "stat", cpus=2) == pytest.approx(0.0)
+    samples = iter([stat(0), stat(100)])
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {2, 3}, raising=False)
+    assert threads.busy_cpus(window=0.0, stat=tmp_path / "stat", cpus=2) == pytest.approx(2.0)
 
 
 def test_cgroup_quotas_v2_and_v1(tmp_path):
@@ -101,3 +119,17 @@ def test_the_cli_runs_under_the_budget_and_refuses_a_bad_one(monkeypatch):
     monkeypatch.setenv("PROMPTPRISM_THREADS", "zero")
     code, _, err = run_cli("version")
     assert code == 2 and err.startswith("error: PROMPTPRISM_THREADS must be") and err.count("\n") == 1
+
+
+def test_the_local_runner_counts_the_cgroup_quota_not_only_the_affinity(monkeypatch):
+    """Two CPUs in the affinity mask but a quota of one: one task at a time, each with the BLAS as it is."""
+    from promptprism.scale import runner, threads
+
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(threads, "cgroup_cpu_limit", lambda root="/sys/fs/cgroup": 1.0)
+    with thread_budget(ThreadChoice(2, "test")):
+        assert runner.usable_cores() == 1
+        assert runner.LocalRunner().workers == 1
+    monkeypatch.setattr(threads, "cgroup_cpu_limit", lambda root="/sys/fs/cgroup": None)
+    with thread_budget(ThreadChoice(2, "test")):
+        assert runner.usable_cores() == 2

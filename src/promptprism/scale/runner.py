@@ -81,15 +81,15 @@ class Runner(Protocol):
 
 
 def usable_cores() -> int:
-    """The CPU cores this process may run on, and no more than the BLAS is allowed to use (a user who set
-    ``OPENBLAS_NUM_THREADS=1`` or a ``threadpool_limits`` block asked for one core)."""
-    import os
-
+    """The CPU cores this process may run on (:func:`.threads.usable_cpus`: its affinity mask, capped by a
+    cgroup CPU quota), and no more than the BLAS is allowed to use (a user who set ``OPENBLAS_NUM_THREADS=1``,
+    a ``threadpool_limits`` block or a command's thread budget asked for fewer)."""
     from threadpoolctl import threadpool_info
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    from .threads import usable_cpus
+
     blas = [info["num_threads"] for info in threadpool_info() if info.get("user_api") == "blas"]
-    return max(1, min([cores, *blas]))
+    return max(1, min([usable_cpus(), *blas]))
 
 
 class LocalRunner:

@@ -10,9 +10,9 @@ two BLAS threads and 5.3 s with one. So each command runs under a thread budget 
 * a user who set ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` or ``MKL_NUM_THREADS`` keeps that setting;
 * ``auto``: the usable CPUs (the affinity mask, capped by a cgroup CPU quota) less the CPUs other work keeps
   busy, rounded, at least 1 (:func:`auto_threads`): a quiet machine uses every usable CPU. Busy CPUs are
-  measured over 50 ms at the start (``/proc/stat``; this process sleeps meanwhile, so a pipeline of commands
-  does not count its own earlier steps), or read from the one-minute load average where there is no
-  ``/proc/stat``.
+  measured over 50 ms at the start on the CPUs of the affinity mask (``/proc/stat``; this process sleeps
+  meanwhile, so a pipeline of commands does not count its own earlier steps), or read from the one-minute
+  load average where there is no ``/proc/stat``.
 
 The budget applies to the BLAS and OpenMP pools (``threadpoolctl``) and to torch's intra-op pool when torch
 is loaded, for the duration of the command (:func:`thread_budget`).
@@ -59,31 +59,49 @@ def cgroup_cpu_limit(root: str | os.PathLike = "/sys/fs/cgroup") -> float | None
 
 def usable_cpus(cgroup_root: str | os.PathLike = "/sys/fs/cgroup") -> int:
     """The CPUs this process may run on: its affinity mask, capped by a cgroup quota (at least 1)."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    mask = _affinity()
+    cpus = len(mask) if mask is not None else (os.cpu_count() or 1)
     quota = cgroup_cpu_limit(cgroup_root)
     if quota is not None:
         cpus = min(cpus, max(1, math.floor(quota)))
     return max(1, cpus)
 
 
-def busy_cpus(window: float = 0.05, stat: str | os.PathLike = "/proc/stat") -> float | None:
-    """CPUs kept busy by other work: the machine's non-idle share over ``window`` seconds (this process
-    sleeps meanwhile) times the usable CPUs; None without ``/proc/stat``."""
+def _affinity() -> set[int] | None:
+    """The CPU ids this process may run on, None where the platform does not say."""
+    return set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+
+
+def busy_cpus(window: float = 0.05, stat: str | os.PathLike = "/proc/stat", cpus: int | None = None
+              ) -> float | None:
+    """CPUs kept busy by other work: the non-idle share of the CPUs this process may run on (the per-CPU
+    lines of ``/proc/stat`` for its affinity mask; the whole machine's line where those are missing) over
+    ``window`` seconds, this process sleeping meanwhile, times ``cpus`` (default :func:`usable_cpus`). On a
+    large node whose other cores are busy with jobs pinned elsewhere, the cores of this process count as
+    free. None without ``/proc/stat``."""
     import time
 
+    mask = _affinity()
+
     def sample() -> tuple[int, int]:
-        fields = [int(x) for x in Path(stat).read_text().splitlines()[0].split()[1:9]]
-        return sum(fields), fields[3] + fields[4]  # total, idle + iowait
+        rows = {}
+        for line in Path(stat).read_text().splitlines():
+            if line.startswith("cpu"):
+                name, *fields = line.split()
+                rows[name] = [int(x) for x in fields[:8]]
+        names = [f"cpu{i}" for i in sorted(mask or ()) if f"cpu{i}" in rows] or ["cpu"]
+        mine = [rows[name] for name in names]
+        return sum(map(sum, mine)), sum(f[3] + f[4] for f in mine)  # total, idle + iowait
 
     try:
         total0, idle0 = sample()
         time.sleep(window)
         total1, idle1 = sample()
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError, IndexError, KeyError):
         return None
     if total1 <= total0:
         return 0.0
-    return (1.0 - (idle1 - idle0) / (total1 - total0)) * (os.cpu_count() or 1)
+    return (1.0 - (idle1 - idle0) / (total1 - total0)) * (usable_cpus() if cpus is None else cpus)
 
 
 def auto_threads(cpus: int, busy: float) -> int:
@@ -110,7 +128,7 @@ def choose_threads(env: Mapping[str, str] | None = None) -> ThreadChoice:
     if mine:
         return ThreadChoice(None, f"{mine[0]}={env[mine[0]]} (yours)")
     cpus = usable_cpus()
-    busy = busy_cpus()
+    busy = busy_cpus(cpus=cpus)
     if busy is None:
         busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     why = f"auto ({cpus} usable CPUs, {busy:.1f} busy with other work)"
