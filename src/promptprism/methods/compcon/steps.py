@@ -4,7 +4,7 @@ the ranked attribute records and what each description starts from)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,14 +30,13 @@ class PromptBank:
 
 @dataclass(frozen=True)
 class Verification:
-    """Step 2's outcome: the proposed attributes (``names``), their CLIP text embeddings and thresholds,
-    the diverging matrix (bank prompts x attributes), the rows ranked on (the seeds, or every prompt), the
-    ranking and per-prompt fractions."""
+    """Step 2's outcome: the proposed attributes (``names``) and their thresholds, the diverging matrix
+    (bank prompts x attributes), the rows ranked on (the seeds, or every prompt), the ranking, per-prompt
+    fractions and the held-out check of each attribute."""
 
     bank: PromptBank
     names: list[str]
     proposed: dict[str, list[str]]
-    text_embeddings: np.ndarray
     thresholds: np.ndarray
     diverging: np.ndarray
     rows: np.ndarray
@@ -45,6 +44,7 @@ class Verification:
     scores: np.ndarray
     fraction_a: np.ndarray
     fraction_b: np.ndarray
+    held_out: list[dict]
 
     @property
     def attributes(self) -> list[dict]:
@@ -63,6 +63,7 @@ class Verification:
                 "mean_fraction_b": float(np.nanmean(self.fraction_b[rows, k])),
                 "n_diverging_bank": int(div[:, k].sum()),
                 "proposed_for": self.proposed[self.names[k]],
+                "held_out": self.held_out[k],
             }
             for rank, k in enumerate(self.order, 1)
         ]
@@ -79,13 +80,14 @@ class Verification:
         return [p for p in self.bank.prompts if p not in d_set]
 
     def target(self, k: int, model_a: ImageSource, model_b: ImageSource, scored: bool) -> DescriptionTarget:
-        """What the description step needs of attribute ``k``: name, CLIP text embedding, threshold."""
-        return DescriptionTarget(attribute=self.names[k], text_vec=self.text_embeddings[k],
-                                 tau=self.thresholds[k], model_a=model_a, model_b=model_b, scored=scored)
+        """What the description step needs of attribute ``k``: its name and threshold."""
+        return DescriptionTarget(attribute=self.names[k], tau=self.thresholds[k], model_a=model_a,
+                                 model_b=model_b, scored=scored)
 
 
 def prepare_bank(model_a: ImageSource, model_b: ImageSource, prompts: Sequence[str], *,
-                 seed_prompts: Sequence[str] | None, skip_missing: bool, show: bool) -> PromptBank:
+                 seed_prompts: Sequence[str] | None, skip_missing: bool, show: bool,
+                 samples: Callable[[Any, str], list[Any]]) -> PromptBank:
     """The bank prompts with images from both models (checked, or skipped with ``skip_missing``), the
     seed prompts among them, and each prompt's images."""
     prompts = list(dict.fromkeys(p for p in prompts if p and p.strip()))
@@ -109,8 +111,8 @@ def prepare_bank(model_a: ImageSource, model_b: ImageSource, prompts: Sequence[s
                 "with images from both models"
             )
     images_a, images_b = {}, {}
-    for p in track(bank, total=len(bank), description="images", enabled=show):
-        images_a[p], images_b[p] = _image_items(model_a, p), _image_items(model_b, p)
+    for p in track(bank, total=len(bank), description="samples", enabled=show):
+        images_a[p], images_b[p] = samples(model_a, p), samples(model_b, p)
     empty = {name_a: [p for p in bank if not images_a[p]], name_b: [p for p in bank if not images_b[p]]}
     empty = {k: v for k, v in empty.items() if v}
     if empty:
@@ -125,14 +127,6 @@ def prepare_bank(model_a: ImageSource, model_b: ImageSource, prompts: Sequence[s
         if not bank or (seeds is not None and not seeds):
             raise InputError("no prompt left with images from both models")
     return PromptBank(prompts=bank, seeds=seeds, images_a=images_a, images_b=images_b, missing=missing)
-
-
-def _image_items(source: Any, prompt: str) -> list[Any]:
-    """A bank's image paths (loaded when needed, so a large bank is never held in memory at once), or a
-    generator's images."""
-    if hasattr(source, "image_paths") and not getattr(source, "can_generate", False):
-        return source.image_paths(prompt)
-    return source.images(prompt)
 
 
 def _missing_message(missing: dict[str, list[str]], n: int) -> str:
