@@ -1,8 +1,9 @@
 """The CompCon page: the attribute ranking first, then for each described attribute its best description,
 the diverging prompts with the images of both models, and the descriptions iteration by iteration.
 
-Images come from the two image sources: the ones the command used (``inputs={'A': source, 'B': source}``),
-or, for ``promptprism report DIR``, the image banks named in ``models`` when they still exist.
+Images (or, for text CompCon, answers) come from the two sources: the ones the command used
+(``inputs={'A': source, 'B': source}``), or, for ``promptprism report DIR``, the image banks named in
+``models`` when they still exist.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ PROMPTS_SHOWN = 6
 IMAGES_PER_MODEL = 3
 #: attributes in the ranking chart
 CHART_ATTRIBUTES = 15
+#: characters of each answer shown (text CompCon)
+ANSWER_CHARS = 400
 #: diverging prompts with thumbnails in the attribute view
 VIEW_PROMPTS = 200
 ATTRIBUTE_FIELDS = ("attribute", "rank", "score", "n_diverging", "n_prompts", "mean_fraction_a",
@@ -28,7 +31,9 @@ ATTRIBUTE_FIELDS = ("attribute", "rank", "score", "n_diverging", "n_prompts", "m
 
 def _images(source: Any, prompt: str, k: int) -> tuple[list, str | None]:
     """Up to ``k`` thumbnails of ``source``'s images for ``prompt``: paths of a bank, or a generator's
-    (memoised) images."""
+    (memoised) images; none for a text source (its answers are shown as text, :func:`_prompt_row`)."""
+    if hasattr(source, "samples"):
+        return [], "answers are shown on the page"
     try:
         if hasattr(source, "image_paths") and not getattr(source, "can_generate", False):
             items = source.image_paths(prompt)[:k]
@@ -47,6 +52,12 @@ def _prompt_row(prompt: str, sources: dict[str, Any], names: dict[str, str]) -> 
         src = sources.get(key)
         if src is None:
             continue
+        if hasattr(src, "samples"):  # text CompCon: the model's first answers
+            answers = _answers(src, prompt)
+            body = el("div", [p(snippet(a, ANSWER_CHARS), cls="small") for a in answers]
+                      or p("no answer", cls="muted small"))
+            cols.append(el("div", el("h4", f"{names[key]}"), body, cls="side"))
+            continue
         thumbs, why = _images(src, prompt, IMAGES_PER_MODEL)
         body = (
             el("div", [thumb(t, "", title=f"{names[key]}: {prompt}") for t in thumbs], cls="gallery")
@@ -55,6 +66,14 @@ def _prompt_row(prompt: str, sources: dict[str, Any], names: dict[str, str]) -> 
         )
         cols.append(el("div", el("h4", f"{names[key]}"), body, cls="side"))
     return el("div", el("div", el("b", prompt)), el("div", cols, cls="grid2") if cols else None, cls="card")
+
+
+def _answers(source: Any, prompt: str) -> list[str]:
+    """Up to ``IMAGES_PER_MODEL`` answers of a text source (none when it fails: the page goes on)."""
+    try:
+        return [str(a) for a in source.samples(prompt)[:IMAGES_PER_MODEL]]
+    except Exception:  # a chat endpoint gone since the run: the prompt is still shown
+        return []
 
 
 def attribute_view(attrs: list[dict], sources: dict[str, Any], names: dict[str, str]) -> dict:
@@ -110,7 +129,7 @@ def _diverging_prompts(prompts: list, sources: dict, names: dict[str, str]) -> l
         el(
             "h3",
             f"Diverging prompts ({len(prompts)}; first {min(len(prompts), PROMPTS_SHOWN)} "
-            f"shown with {IMAGES_PER_MODEL} images of each model)",
+            f"shown with up to {IMAGES_PER_MODEL} samples of each model)",
         )
     ]
     if sources:
@@ -206,16 +225,21 @@ def _overview(result: Any, notes: list[str]) -> list:
     described = [d for d in result.descriptions or [] if d.get("best")]
     llm, vlm = models.get("llm") or {}, models.get("vlm") or {}
     top = attrs[0] if attrs else None
+    text = getattr(result, "modality", "image") == "text"
+    verifier = models.get("verifier") or {}
     overview = [
         notes_block(notes),
         cards(
             [
-                (f"{result.n_prompts:,}", "prompts with images of both models"),
+                (f"{result.n_prompts:,}", f"prompts with {'answers' if text else 'images'} of both models"),
                 (f"{len(attrs)}", "attributes proposed and verified"),
+                (f"{sum(bool((a.get('held_out') or {}).get('verified')) for a in attrs)}",
+                 "hold on held-out prompts"),
                 (f"{len(described)}", "described"),
                 (snippet(llm.get("model", "?"), 30), "language model"),
-                (snippet(vlm.get("model", "?"), 30), "vision-language model"),
-                (snippet(models.get("clip", "?"), 30), "CLIP"),
+                (snippet(vlm.get("model", "?"), 30), "discovery model" if text else "vision-language model"),
+                (snippet(str(verifier.get("judge") or verifier.get("text_encoder") or "?"), 30), "verifier")
+                if text else (snippet(models.get("clip", "?"), 30), "CLIP"),
             ]
         ),
     ]
@@ -240,7 +264,8 @@ def _overview(result: Any, notes: list[str]) -> list:
     return overview
 
 
-RANKING_HEADERS = ["#", "attribute", "diverging", "score", "mean frac. A", "mean frac. B", "CLIP threshold"]
+RANKING_HEADERS = ["#", "attribute", "diverging", "score", "mean frac. A", "mean frac. B", "threshold",
+                   "held-out A-only/B-only", "held-out p (Holm)"]
 
 
 def _add_ranking(page: Page, attrs: list[dict]) -> None:
@@ -267,6 +292,8 @@ def _add_ranking(page: Page, attrs: list[dict]) -> None:
             fmt(a.get("mean_fraction_a"), 3),
             fmt(a.get("mean_fraction_b"), 3),
             fmt(a.get("threshold"), 3),
+            _held_out_counts(a.get("held_out")),
+            fnum((a.get("held_out") or {}).get("p_adjusted"), ".3g"),
         )
         for a in attrs
     ]
@@ -278,10 +305,11 @@ def _add_ranking(page: Page, attrs: list[dict]) -> None:
             chart,
             el(
                 "div",
-                table(RANKING_HEADERS, rows[:25], numeric=(0, 2, 3, 4, 5, 6), row_attrs=attr_rows[:25]),
+                table(RANKING_HEADERS, rows[:25], numeric=(0, 2, 3, 4, 5, 6, 8), row_attrs=attr_rows[:25]),
                 p(
-                    "Fractions: share of a prompt's images CLIP finds the attribute in, "
-                    "averaged over prompts.",
+                    "Fractions: share of a prompt's samples the verifier finds the attribute in, "
+                    "averaged over prompts. Held-out: prompts discovery never saw where only A (only B) "
+                    "shows it, and the exact sign test's p-value, Holm-adjusted over the attributes.",
                     cls="muted small",
                 ),
             ),
@@ -289,12 +317,19 @@ def _add_ranking(page: Page, attrs: list[dict]) -> None:
         ),
         details(
             f"all {len(rows)} attributes",
-            table(RANKING_HEADERS, rows, numeric=(0, 2, 3, 4, 5, 6), row_attrs=attr_rows),
+            table(RANKING_HEADERS, rows, numeric=(0, 2, 3, 4, 5, 6, 8), row_attrs=attr_rows),
         )
         if len(rows) > 25
         else None,
         anchor="attributes",
     )
+
+
+def _held_out_counts(held: dict | None) -> str:
+    """'A-only/B-only of n' for the held-out check, or a dash for a result from before it."""
+    if not held:
+        return "–"
+    return f"{held['a_only']}/{held['b_only']} of {held['n_prompts']}"
 
 
 def _run_extras(result: Any) -> list:
@@ -337,10 +372,11 @@ def render_compcon(result: Any, *, inputs: Any = None, notes: list[str] | None =
     models = result.models or {}
     names = _model_names(models)
     sources = {k: v for k, v in mapping(inputs).items() if k in ("A", "B") and v is not None}
+    what = "answers" if getattr(result, "modality", "image") == "text" else "images"
     page = Page(
         f"CompCon · what {names['A']} shows and {names['B']} does not",
-        "Visual attributes found in model A's images and not in model B's, the prompts that trigger "
-        "them, and a description of those prompts in words.",
+        f"{'Attributes' if what == 'answers' else 'Visual attributes'} found in model A's {what} and not in "
+        f"model B's, the prompts that trigger them, and a description of those prompts in words.",
     )
     attrs = result.attributes or []
     page.add("Overview", *_overview(result, notes))
@@ -375,6 +411,16 @@ def reload_compcon(result: Any, result_dir: Path) -> tuple[dict, None, list[str]
     for key in ("A", "B"):
         m = (result.models or {}).get(key) or {}
         src = m.get("source")
+        if m.get("type") == "chat":
+            continue  # text CompCon with a chat model: the answers are not re-asked for a report
+        if m.get("type") == "answer table" and src:
+            from ..methods.compcon.text_sources import AnswerTable
+
+            try:
+                inputs[key] = AnswerTable.load(src, name=m.get("name") or key)
+            except PromptPrismError as exc:
+                notes.append(f"model {key}: {exc}; its answers are not shown")
+            continue
         if m.get("type") != "bank" or not src:
             notes.append(
                 f"model {key} ({m.get('name', key)}) was a generator, not an image bank: its images "
