@@ -19,6 +19,12 @@ An image has attribute k when S[i, k] > tau_k. Model M shows attribute k on prom
 does not. Attributes are ranked by the number of diverging prompts (ties: larger mean of
 frac_A - frac_B over prompts, then the name). A description's score is the fraction of the prompts generated
 from it that diverge.
+
+Held-out check (:func:`sign_test`, ours, not the paper's): on prompts that neither chose the attribute nor
+calibrated its threshold, count the prompts where only A shows it and those where only B does; under
+H0 (A's and B's samples exchangeable on each prompt) each discordant prompt goes either way with probability
+1/2, so the exact one-sided sign test is valid at any size. The same rules hold for text CompCon, where
+``S[i, k]`` scores answer i (a text encoder's cosine, or a judge's 1/0; :mod:`.modality`).
 """
 
 from __future__ import annotations
