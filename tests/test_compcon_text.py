@@ -241,3 +241,23 @@ def test_modality_needs_one_verifier():
         TextModality()
     with pytest.raises(OptionError, match="CLIP embedder"):
         CompCon(llm=None)
+
+
+def _french_encoder(texts):
+    """A stand-in text encoder: one axis for French (or the word French), one shared axis."""
+    return np.array([[1.0 if ("français" in t or "French" in t) else 0.0, 1.0] for t in texts])
+
+
+def test_text_encoder_route_uses_the_quantile_rule():
+    """--judge embedding: cos(answer, attribute) against the quantile of B's, as CLIP for images."""
+    with ScriptedServer(script(french=True)) as server:
+        est = CompCon(llm=_client(server, "llm"), modality=TextModality(encode=_french_encoder, name="fake"),
+                      n_discovery_prompts=10, iterations=1, n_generated=10, seed=0)
+        result = est.fit(ChatAnswers(_client(server, "model-a")), ChatAnswers(_client(server, "model-b")),
+                         BANK)
+        assert not server.stage_requests("yes-no")  # no judge calls
+    french = _by_name(result)["answers in French"]
+    assert french["threshold"] == pytest.approx(np.sqrt(0.5)) and french["held_out"]["verified"]
+    assert set(french["diverging_prompts"]) == set(HISTORY_PROMPTS)
+    assert result.models["verifier"] == {"text_encoder": "fake"}
+    assert result.calibration["has_attribute"] == "cos(answer, attribute) > threshold"
