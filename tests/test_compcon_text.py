@@ -192,12 +192,25 @@ def test_cli_answer_tables(tmp_path):
     assert result.descriptions[0]["scored"] is False  # tables cannot answer new prompts
 
 
-def test_cli_malformed_namer_exit_2(tmp_path, capsys):
-    with ScriptedServer(script(namer=lambda text: "I cannot tell.")) as server:
+@pytest.mark.parametrize("answer", ["", "Model B contains:\n* nothing",
+                                    "I " + "really " * 20 + "cannot tell."])
+def test_cli_malformed_namer_exit_2(tmp_path, capsys, answer):
+    """Empty, no "Model A contains:" list and no short sentence either: re-asked, then one line, exit 2."""
+    with ScriptedServer(script(namer=lambda text: answer)) as server:
         assert main(_cli(tmp_path, server.base_url, "--discovery-prompts", "2")) == 2
     err = capsys.readouterr().err
     assert "malformed" in err and len(err.strip().splitlines()) == 1
+    assert len(server.stage_requests("reask-attributes")) == 2 * 2  # 2 prompts, 2 re-asks each
     assert not (tmp_path / "out" / "result.json").exists()
+
+
+def test_short_sentence_from_a_small_namer_is_a_candidate_and_is_checked():
+    """A namer that cannot keep the list format but answers one short sentence: that sentence is the
+    candidate (as in the naming module), and the held-out check decides (the judge says no: not kept)."""
+    with ScriptedServer(script(namer=lambda text: "The answers are longer. Also more.")) as server:
+        result = _fit(server, iterations=1)
+    assert [a["attribute"] for a in result.attributes] == ["The answers are longer"]
+    assert not result.attributes[0]["held_out"]["verified"]
 
 
 def test_cli_unreachable_endpoint_exit_2(tmp_path, capsys):

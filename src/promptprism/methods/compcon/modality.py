@@ -20,6 +20,7 @@ naming judges' ``decide(description, texts)``, e.g. :class:`promptprism.methods.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -29,6 +30,7 @@ from ...errors import InputError, OptionError
 from . import verify
 from .clients import user_message
 from .generators import image_grid, load_image
+from .parsing import MAX_ANSWER_CHARS, parse_attributes
 from .templates import render
 
 #: images loaded and embedded at a time
@@ -47,6 +49,9 @@ class Modality(Protocol):
     def discovery_message(self, template: str, prompt: str, samples_a: Sequence[Any],
                           samples_b: Sequence[Any]) -> dict:
         """The user message asking what A's samples show that B's don't."""
+
+    def parse_discovery(self, answer: str) -> list[str]:
+        """The attributes in the discovery answer (``ValueError`` when it is malformed)."""
 
     def scores(self, sample_lists: Sequence[Sequence[Any]], attributes: Sequence[str]
                ) -> tuple[np.ndarray, np.ndarray]:
@@ -110,6 +115,10 @@ class ImageModality:
         grid = image_grid(samples_a[:k], samples_b[:k], cell=self.grid_cell)
         return user_message(render(template, prompt=prompt), [grid])
 
+    def parse_discovery(self, answer: str) -> list[str]:
+        """The items under "Model A contains:" (:func:`.parsing.parse_attributes`)."""
+        return parse_attributes(answer)
+
     def scores(self, sample_lists: Sequence[Sequence[Any]], attributes: Sequence[str]
                ) -> tuple[np.ndarray, np.ndarray]:
         """cos(CLIP image, CLIP attribute text); images loaded and embedded ``EMBED_CHUNK`` at a time."""
@@ -168,6 +177,17 @@ class TextModality:
 
         return user_message(render(template, prompt=prompt, answers_a=shown(samples_a),
                                    answers_b=shown(samples_b)))
+
+    def parse_discovery(self, answer: str) -> list[str]:
+        """The naming module's reading of a namer's answer: the "Model A contains:" items, or, from a model
+        too small to keep the format, its first sentence of at most 15 words (the held-out check is what
+        keeps a bad one out). An answer that lists only "Model B contains:" is malformed."""
+        from ..naming.judges import parse_names
+
+        if re.search(r"model\s*b\s*contains?", answer[:MAX_ANSWER_CHARS], re.IGNORECASE) and not re.search(
+                r"model\s*a\s*contains?", answer[:MAX_ANSWER_CHARS], re.IGNORECASE):
+            raise ValueError('no "Model A contains:" section')
+        return parse_names(answer)
 
     def scores(self, sample_lists: Sequence[Sequence[Any]], attributes: Sequence[str]
                ) -> tuple[np.ndarray, np.ndarray]:

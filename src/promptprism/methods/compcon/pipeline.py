@@ -40,7 +40,6 @@ from .describe import describe_attribute, description_round, sample_prompts
 from .embedding import ClipEmbedder
 from .generators import ImageSource
 from .modality import EMBED_CHUNK, ImageModality, Modality
-from .parsing import parse_attributes
 from .result import CompConResult, calibration_record, models_record
 from .seeding import split_mode_prompts
 from .steps import PromptBank, Verification, prepare_bank
@@ -216,7 +215,8 @@ class CompCon:
             msg = self.modality.discovery_message(template, p, bank.images_a[p], bank.images_b[p])
             try:
                 attrs, _, answers = ask(
-                    vlm, [msg], parse_attributes, what=f"attribute discovery for {p!r}", reasks=self.reasks
+                    vlm, [msg], self.modality.parse_discovery, what=f"attribute discovery for {p!r}",
+                    reasks=self.reasks
                 )
             except MalformedAnswerError as exc:
                 discovery.append({"prompt": p, "attributes": [], "error": str(exc)})
