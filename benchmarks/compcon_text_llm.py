@@ -62,8 +62,26 @@ def sources(prompts: list[str], rows: dict, tmp: Path, server, generate: bool, s
     return tables[0], tables[1]
 
 
+class Recorder:
+    """A chat client that keeps every (request's last message, answer) it sees: the model's actual words."""
+
+    def __init__(self, client, log: list) -> None:
+        self.client, self.log = client, log
+
+    def chat(self, messages: list[dict]) -> str:
+        text = self.client.chat(messages)
+        last = messages[-1]["content"]
+        self.log.append({"model_role": self.role, "asked": last[-300:] if isinstance(last, str) else "?",
+                         "answer": text})
+        return text
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
 def run(args, seed: int, server) -> dict:
     from promptprism.embed.registry import get_encoder
+    from promptprism.errors import PromptPrismError
     from promptprism.methods.compcon import ChatClient, CompCon
     from promptprism.methods.compcon.modality import TextModality
     from promptprism.methods.naming import ChatJudge
@@ -73,9 +91,13 @@ def run(args, seed: int, server) -> dict:
         cache = Path(tmp) / "cache"
         llm = ChatClient(server.base_url, server.model, api_key_env=None, timeout=300, retries=1,
                          max_tokens=160, cache_dir=cache)
+        log: list[dict] = []
+        llm = Recorder(llm, log)
+        llm.role = "llm"
         if args.judge == "chat":
-            judge_client = ChatClient(server.base_url, server.model, api_key_env=None, timeout=300, retries=1,
-                                      max_tokens=4, cache_dir=cache)
+            judge_client = Recorder(ChatClient(server.base_url, server.model, api_key_env=None, timeout=300,
+                                               retries=1, max_tokens=4, cache_dir=cache), log)
+            judge_client.role = "judge"
             modality = TextModality(judge=ChatJudge(judge_client), name="SmolLM2 chat judge")
         else:
             judge_client = None
@@ -85,18 +107,30 @@ def run(args, seed: int, server) -> dict:
         est = CompCon(llm=llm, modality=modality, n_discovery_prompts=args.discovery,
                       iterations=args.iterations, n_generated=args.generated, n_attributes=1, seed=seed)
         start = time.perf_counter()
-        result = est.fit(a, b, prompts)
+        try:
+            result, error = est.fit(a, b, prompts), None
+        except PromptPrismError as exc:  # e.g. no readable attribute at all: recorded, the next seed runs
+            result, error = None, f"{type(exc).__name__}: {exc}"
         wall = time.perf_counter() - start
         clients = [llm, judge_client] + ([a.client, b.client] if args.generate else [])
         calls = sum(c.n_requests for c in clients if c is not None)
-    return {"seed": seed, "wall_s": wall, "model_calls": calls, "n_prompts": len(prompts),
-            "discovery": result.discovery, "attributes": result.attributes,
-            "descriptions": result.descriptions, "failures": result.failures, "timings": result.timings}
+    record = {"seed": seed, "wall_s": wall, "model_calls": calls, "n_prompts": len(prompts), "error": error,
+              "answers": log}
+    if result is not None:
+        record |= {"discovery": result.discovery, "attributes": result.attributes,
+                   "descriptions": result.descriptions, "failures": result.failures,
+                   "timings": result.timings}
+    return record
 
 
 def show(rec: dict) -> None:
     print(f"seed {rec['seed']}: {rec['n_prompts']} prompts, {rec['model_calls']} model calls, "
           f"{rec['wall_s']:.0f} s")
+    if rec["error"]:
+        print(f"  stopped: {rec['error']}")
+        for a in rec["answers"][:6]:
+            print(f"  {a['model_role']} answered: {a['answer'][:160]!r}")
+        return
     for d in rec["discovery"]:
         print(f"  discovery on {d['prompt'][:50]!r}: {d['attributes'] or d.get('error')}")
     for a in rec["attributes"]:

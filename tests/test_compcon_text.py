@@ -274,3 +274,12 @@ def test_text_encoder_route_uses_the_quantile_rule():
     assert set(french["diverging_prompts"]) == set(HISTORY_PROMPTS)
     assert result.models["verifier"] == {"text_encoder": "fake"}
     assert result.calibration["has_attribute"] == "cos(answer, attribute) > threshold"
+
+
+def test_no_held_out_prompts_no_verified_attribute():
+    """A bank no larger than the discovery sample leaves nothing to check on: said, nothing verified."""
+    with ScriptedServer(script(french=True)) as server:
+        result = _fit(server, iterations=1, bank=HISTORY_PROMPTS[:4] + BANK[-4:])
+    for a in result.attributes:
+        assert a["held_out"]["n_prompts"] == 0 and not a["held_out"]["verified"]
+        assert a["held_out"]["note"] == "no held-out prompts"
