@@ -7,6 +7,7 @@ plain one), read as answer tables.
     python benchmarks/compcon_text_llm.py --judge embedding           # MiniLM verifies (no judge calls)
     python benchmarks/compcon_text_llm.py --null                      # same set-up on both sides
     python benchmarks/compcon_text_llm.py --generate                  # A and B answered live by SmolLM2
+    python benchmarks/compcon_text_llm.py --propose "answers in French"   # a fixed candidate: the judge alone
 
 The bank is ``--history`` history questions and as many of the other topics (``--null``: other topics
 only; the test set-up's non-history answers and the reference's are two draws of the same set-up). With
@@ -79,6 +80,19 @@ class Recorder:
         return getattr(self.client, name)
 
 
+class FixedProposal:
+    """A stand-in discovery model that always proposes one attribute (to test the verifier alone)."""
+
+    model = "fixed proposal"
+    n_requests = 0
+
+    def __init__(self, attribute: str) -> None:
+        self.attribute = attribute
+
+    def chat(self, messages: list[dict]) -> str:
+        return f"Model A contains:\n* {self.attribute}\n\nModel B contains:\n"
+
+
 def run(args, seed: int, server) -> dict:
     from promptprism.embed.registry import get_encoder
     from promptprism.errors import PromptPrismError
@@ -104,7 +118,8 @@ def run(args, seed: int, server) -> dict:
             enc = get_encoder("minilm", modality="text")
             modality = TextModality(encode=lambda t: enc.encode_texts(list(t)), name="minilm")
         a, b = sources(prompts, rows, Path(tmp), server, args.generate, seed, cache)
-        est = CompCon(llm=llm, modality=modality, n_discovery_prompts=args.discovery,
+        vlm = FixedProposal(args.propose) if args.propose else None
+        est = CompCon(llm=llm, vlm=vlm, modality=modality, n_discovery_prompts=args.discovery,
                       iterations=args.iterations, n_generated=args.generated, n_attributes=1, seed=seed)
         start = time.perf_counter()
         try:
@@ -153,6 +168,7 @@ def main() -> None:
     parser.add_argument("--discovery", type=int, default=4)
     parser.add_argument("--iterations", type=int, default=1)
     parser.add_argument("--generated", type=int, default=4)
+    parser.add_argument("--propose", default="", help="a fixed candidate instead of SmolLM2's proposals")
     parser.add_argument("--record", type=Path)
     args = parser.parse_args()
     from promptprism.generate import local_llm_server
