@@ -283,3 +283,15 @@ def test_no_held_out_prompts_no_verified_attribute():
     for a in result.attributes:
         assert a["held_out"]["n_prompts"] == 0 and not a["held_out"]["verified"]
         assert a["held_out"]["note"] == "no held-out prompts"
+
+
+def test_cli_answer_table_missing_prompts_named(tmp_path, capsys):
+    """Prompts of the bank a table has no answer for: named before any request, exit 2 (or skipped)."""
+    from test_cli_compcon import closed_port
+
+    a = _table(tmp_path / "a.jsonl", BANK, lambda p: "x")
+    b = _table(tmp_path / "b.jsonl", BANK[:-2], lambda p: "y")
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    assert main(_cli(tmp_path, url, a=str(a), b=str(b))) == 2
+    err = capsys.readouterr().err
+    assert f"model B has no answers for 2 of the {len(BANK)} prompts" in err and "--skip-missing" in err

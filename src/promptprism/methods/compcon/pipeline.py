@@ -174,7 +174,8 @@ class CompCon:
         vlm = self.vlm if self.vlm is not None else self.llm
         rng = np.random.default_rng(self.seed)
         bank = prepare_bank(model_a, model_b, prompts, seed_prompts=seed_prompts, skip_missing=skip_missing,
-                            show=show, samples=self.modality.samples)
+                            show=show, samples=self.modality.samples,
+                            noun="images" if self.modality.kind == "image" else "answers")
         clock.lap("images" if self.modality.kind == "image" else "samples")
         discovery, failures, proposed = self._discover(vlm, bank, rng, show)
         clock.lap("discovery")
@@ -212,7 +213,7 @@ class CompCon:
         canonical: dict[str, str] = {}
         template = self.templates[self.modality.template_names["attribute_discovery"]]
         for p in track(disc_prompts, total=n_disc, description="attribute discovery", enabled=show):
-            msg = self.modality.discovery_message(template, p, bank.images_a[p], bank.images_b[p])
+            msg = self.modality.discovery_message(template, p, bank.samples_a[p], bank.samples_b[p])
             try:
                 attrs, _, answers = ask(
                     vlm, [msg], self.modality.parse_discovery, what=f"attribute discovery for {p!r}",
@@ -238,8 +239,8 @@ class CompCon:
         null set, the attributes ranked by their diverging prompts (:mod:`.verify`); then the held-out check
         on the ranked prompts discovery never saw (:func:`held_out_check`)."""
         names = list(proposed)
-        sim_a, groups_a = self.modality.scores([bank.images_a[p] for p in bank.prompts], names)
-        sim_b, groups_b = self.modality.scores([bank.images_b[p] for p in bank.prompts], names)
+        sim_a, groups_a = self.modality.scores([bank.samples_a[p] for p in bank.prompts], names)
+        sim_b, groups_b = self.modality.scores([bank.samples_b[p] for p in bank.prompts], names)
         null = sim_b if self.null == "reference" else np.vstack([sim_a, sim_b])
         thresholds = self.modality.thresholds(null, self.quantile)
         n = len(bank.prompts)
