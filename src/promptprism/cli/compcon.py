@@ -100,7 +100,8 @@ TEXT_JUDGES = ("chat", "embedding")
 @app.command("compcon")
 def compcon(
     model_a: str = typer.Argument(..., metavar="A", help="Model A: an image folder/manifest for the prompt "
-                                                         "bank, or module:callable (prompt -> images)."),
+                                                         "bank, or module:callable (prompt -> images); "
+                                                         "with --text an answer table or chat:MODEL."),
     model_b: str = typer.Argument(..., metavar="B", help="Model B, same forms as A."),
     prompt_bank: Path = typer.Option(None, "--prompt-bank", "-p",
                                      help="Prompt bank (required): one prompt per line, .json list, "
@@ -167,7 +168,9 @@ def compcon(
 
     A VLM proposes attributes from image grids, CLIP verifies them over the bank, an LLM describes the
     diverging prompts and is refined by generating and scoring new prompts. --from-split starts from a
-    PromptSplit mode.
+    PromptSplit mode. --text runs the same loop over two language models' answers (answer tables, or chat
+    models that answer the new prompts too), verified by a chat judge or a text encoder. Each attribute is
+    re-tested on prompts discovery never saw (--alpha).
     """
     prompt_bank, description_prompts, chat_cache = _new_spellings(
         prompt_bank, description_prompts, chat_cache, prompts=prompts_deprecated,
