@@ -138,9 +138,11 @@ class ImageModality:
         return verify.calibrate_thresholds(null_scores, quantile)
 
     def record(self) -> dict:
+        """``{"clip": its name}`` for ``result.json``'s ``models``."""
         return {"clip": getattr(self.embedder, "name", type(self.embedder).__name__)}
 
     def calibration(self) -> dict:
+        """The paper's rule: cosine above the quantile of the null set."""
         return {"rule": "quantile of the null set", "has_attribute": "cos(image, attribute) > threshold"}
 
 
@@ -216,6 +218,7 @@ class TextModality:
         return verify.calibrate_thresholds(null_scores, quantile)
 
     def record(self) -> dict:
+        """``{"verifier": the judge (and its client) or the text encoder}`` for ``result.json``."""
         client = getattr(self.judge, "client", None)
         how = {"judge": self.name} if self.judge is not None else {"text_encoder": self.name}
         if client is not None and hasattr(client, "describe"):
@@ -223,6 +226,7 @@ class TextModality:
         return {"verifier": how}
 
     def calibration(self) -> dict:
+        """The judge's yes/no, or the encoder's cosine above the quantile of the null set."""
         if self.judge is not None:
             return {"rule": "the judge's yes or no (threshold 0.5 on 1/0)",
                     "has_attribute": "the judge says the attribute applies to the answer"}
