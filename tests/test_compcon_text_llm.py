@@ -37,7 +37,7 @@ def test_same_distribution_pair_with_smollm2_verifies_nothing(tmp_path):
     from promptprism.methods.naming import ChatJudge
 
     rows = [json.loads(x) for x in (DATA / "smollm2_qa_test.jsonl").read_text().splitlines()]
-    prompts = [r["prompt"] for r in rows if r["topic"] != "history"][::10]  # 8 plain-set-up questions
+    prompts = [r["prompt"] for r in rows if r["topic"] != "history"][::8]  # 10 plain-set-up questions
     a = AnswerTable.load(_table(tmp_path, "test", prompts), name="test (plain part)")
     b = AnswerTable.load(_table(tmp_path, "reference", prompts), name="reference")
     with local_llm_server() as server:
@@ -46,16 +46,17 @@ def test_same_distribution_pair_with_smollm2_verifies_nothing(tmp_path):
                               max_tokens=tokens)
 
         est = CompCon(llm=client(120), modality=TextModality(judge=ChatJudge(client(4))),
-                      n_discovery_prompts=2, iterations=1, reasks=1, seed=0)
+                      n_discovery_prompts=4, iterations=1, reasks=1, seed=0)
         try:
             result = est.fit(a, b, prompts)
         except PromptPrismError as exc:  # no readable attribute at all: one clear error, not a crash
             assert "attribute discovery" in str(exc)
+            print("no attribute:", exc)
             return
     for d in result.discovery:  # parsed, or recorded with the model's actual answers
         if d["error"] is not None:
             fail = next(f for f in result.failures if f.get("prompt") == d["prompt"])
             assert fail["answers"] and all(isinstance(x, str) for x in fail["answers"])
-    assert all(a["held_out"]["n_prompts"] == len(prompts) - 2 for a in result.attributes)
+    assert all(a["held_out"]["n_prompts"] == len(prompts) - 4 for a in result.attributes)
     assert not any(a["held_out"]["verified"] for a in result.attributes), result.attributes
     print("proposed:", [a["attribute"] for a in result.attributes])
