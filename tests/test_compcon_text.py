@@ -295,3 +295,19 @@ def test_cli_answer_table_missing_prompts_named(tmp_path, capsys):
     assert main(_cli(tmp_path, url, a=str(a), b=str(b))) == 2
     err = capsys.readouterr().err
     assert f"model B has no answers for 2 of the {len(BANK)} prompts" in err and "--skip-missing" in err
+
+
+def test_cli_text_from_split_checks_on_the_mode_prompts_discovery_did_not_see(tmp_path):
+    """--from-split with --text: discovery samples the mode's prompts; the held-out check runs on the rest of
+    them."""
+    from test_cli_compcon import _split_result
+
+    seeds = HISTORY_PROMPTS[:12]
+    _split_result(tmp_path / "split", seeds)
+    with ScriptedServer(script()) as server:
+        assert main(_cli(tmp_path, server.base_url, "--from-split", str(tmp_path / "split"),
+                         "--discovery-prompts", "3")) == 0
+    r = load_result(tmp_path / "out")
+    assert r.seeded_from["prompts"] == seeds and {d["prompt"] for d in r.discovery} <= set(seeds)
+    held = _by_name(r)["answers in French"]["held_out"]
+    assert held["n_prompts"] == 9 and held["a_only"] == 9 and held["verified"]
