@@ -26,8 +26,12 @@ def stage_of(body: dict) -> str:
     text = first if isinstance(first, str) else first[0]["text"]
     last = body["messages"][-1]["content"]
     last_text = last if isinstance(last, str) else last[0]["text"]
-    if "Model A are displayed in the top row" in text:
+    if "Model A are displayed in the top row" in text or "Two language models, A and B" in text:
         return "reask-attributes" if "could not be read" in last_text else "attributes"
+    if text.startswith("Statement: "):
+        return "yes-no"
+    if body["model"] in ("model-a", "model-b"):
+        return "answer"
     if "I would like to generate" in last_text:
         return "generate"
     if "could not be read" in last_text:

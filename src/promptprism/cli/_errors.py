@@ -24,7 +24,7 @@ PARAMETER_OPTIONS: dict[str, dict[str, str]] = {
         "api_key_env": "api_key_env", "chunk size": "chunk_size", "number of clusters": "clusters",
         "number of modes": "modes", "k": "k", "n_folds": "n_folds",
     },
-    "compcon": {"batch_size": "description_prompts"},
+    "compcon": {"batch_size": "description_prompts", "answers_per_prompt": "samples"},
     "demo": {"seed": "seed", "per_prompt": "per_prompt"},
     "generate": {"guidance": "guide_reference"},
 }

@@ -1,4 +1,6 @@
-"""``promptprism compcon`` (and ``compcon-eval``): what differs between two text-to-image models, in words."""
+"""``promptprism compcon`` (and ``compcon-eval``): what differs between two text-to-image models, in words;
+with ``--text``, between two language models' answers (the same loop; :mod:`._compcon_text` builds its
+parts)."""
 
 from __future__ import annotations
 
@@ -47,10 +49,11 @@ def print_compcon(result: CompConResult, out: Path | None, quiet: bool = False) 
         table.add_column("#", justify="right")
         table.add_column("attribute")
         table.add_column("diverging prompts", justify="right")
+        table.add_column("held out: A-only/B-only, p (Holm)", justify="right")
         for a in result.attributes[:10]:
             table.add_row(
                 str(a["rank"]), escape(str(a["attribute"])),
-                f"{a['n_diverging']}/{a['n_prompts']} ({a['score']:.0%})"
+                f"{a['n_diverging']}/{a['n_prompts']} ({a['score']:.0%})", _held_out_cell(a.get("held_out")),
             )
         console.print(table)
         for d in result.descriptions:
@@ -73,6 +76,15 @@ def print_compcon(result: CompConResult, out: Path | None, quiet: bool = False) 
         console.print(f"results: {out / 'result.json'}", markup=False, soft_wrap=True)
 
 
+def _held_out_cell(held: dict | None) -> str:
+    """The held-out check of an attribute in one cell: counts, adjusted p-value, whether it holds."""
+    if not held:
+        return "-"
+    verdict = "holds" if held["verified"] else "not shown"
+    counts = f"{held['a_only']}/{held['b_only']} of {held['n_prompts']}"
+    return f"{counts}, p = {held['p_adjusted']:.3g} ({verdict})"
+
+
 #: the chat-model options of compcon, compcon-eval and describe (one definition, one meaning)
 API_KEY_ENV = typer.Option("OPENAI_API_KEY", "--api-key-env",
                            help="Name of the environment variable holding the key ('' for none).")
@@ -81,12 +93,15 @@ RETRIES = typed(3, Integer(), "--retries",
                 help="Retries per request on connection errors, timeouts, 429/5xx.")
 CHAT_CACHE = typer.Option(None, "--chat-cache", help="Folder for the on-disk chat response cache.")
 CACHE_DEPRECATED = typer.Option(None, "--cache", hidden=True, help="Deprecated spelling of --chat-cache.")
+#: text CompCon's verifiers (--judge)
+TEXT_JUDGES = ("chat", "embedding")
 
 
 @app.command("compcon")
 def compcon(
     model_a: str = typer.Argument(..., metavar="A", help="Model A: an image folder/manifest for the prompt "
-                                                         "bank, or module:callable (prompt -> images)."),
+                                                         "bank, or module:callable (prompt -> images); "
+                                                         "with --text an answer table or chat:MODEL."),
     model_b: str = typer.Argument(..., metavar="B", help="Model B, same forms as A."),
     prompt_bank: Path = typer.Option(None, "--prompt-bank", "-p",
                                      help="Prompt bank (required): one prompt per line, .json list, "
@@ -127,27 +142,63 @@ def compcon(
                                            help="A PromptSplit result.json: describe one of its modes."),
     mode: int = typed(1, Integer(), "--mode",
                       help="With --from-split: K > 0 the K-th positive mode, K < 0 a negative one."),
+    text: bool = typer.Option(False, "--text", help="A and B are language models: answer tables (.jsonl/"
+                                                    ".csv/.parquet with prompt and answer or output "
+                                                    "columns) or chat:MODEL served at --endpoint."),
+    endpoint: str = typer.Option("", "--endpoint", help="Text: the OpenAI-compatible base URL of chat:MODEL "
+                                                        "models A and B (default: --base-url)."),
+    system_a: str = typer.Option("", "--system-a", help="Text: a system prompt for chat model A."),
+    system_b: str = typer.Option("", "--system-b", help="Text: a system prompt for chat model B."),
+    samples: int = typed(1, Integer(minimum=1), "--samples",
+                         help="Text: answers per prompt from a chat model."),
+    temperature: float = typed(0.7, Number(), "--temperature", help="Text: sampling temperature of A and B."),
+    max_tokens: int = typed(128, Integer(), "--max-tokens", help="Text: most tokens per answer of A and B."),
+    judge: str = typed("chat", Choice(TEXT_JUDGES), "--judge",
+                       help="Text: what verifies an attribute on an answer: chat (a model says yes/no) or "
+                            "embedding (cosine of answer and attribute in --text-model, CompCon's quantile "
+                            "rule)."),
+    judge_model: str = typer.Option("", help="Judge model for --judge chat (default: --model)."),
+    judge_base_url: str = typer.Option("", help="Endpoint of the judge (default: --base-url)."),
+    text_model: str = typer.Option("minilm", help="Text encoder for --judge embedding."),
+    alpha: float = typed(0.05, Number(), "--alpha",
+                         help="Level of the held-out check over the attributes (Holm)."),
     quiet: bool = QUIET, no_report: bool = NO_REPORT,
 ) -> None:
     """CompCon: a visual attribute A's images show and B's don't, and the prompts that trigger it, in words.
 
     A VLM proposes attributes from image grids, CLIP verifies them over the bank, an LLM describes the
     diverging prompts and is refined by generating and scoring new prompts. --from-split starts from a
-    PromptSplit mode.
+    PromptSplit mode. --text runs the same loop over two language models' answers (answer tables, or chat
+    models that answer the new prompts too), verified by a chat judge or a text encoder. Each attribute is
+    re-tested on prompts discovery never saw (--alpha).
     """
     prompt_bank, description_prompts, chat_cache = _new_spellings(
         prompt_bank, description_prompts, chat_cache, prompts=prompts_deprecated,
         batch_size=batch_size_deprecated, cache=cache_deprecated)
     bank = load_prompt_bank(prompt_bank)
-    source_a, source_b, seed_prompts, seeded_from = _sources(model_a, model_b, from_split, mode)
     link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache}
+    if text:
+        from ._compcon_text import text_modality, text_source
+
+        how = {"endpoint": endpoint or base_url, "samples": samples, "temperature": temperature,
+               "max_tokens": max_tokens, "seed": seed, "link": link}
+        resolve = {"A": lambda spec: text_source(spec, "A", system=system_a, **how),
+                   "B": lambda spec: text_source(spec, "B", system=system_b, **how)}
+        modality = text_modality(judge, judge_base_url or base_url, judge_model or model, text_model,
+                                 seed=seed, link=link)
+    else:
+        _check_image_mode(system_a=system_a, system_b=system_b, endpoint=endpoint, judge_model=judge_model)
+        resolve = {"A": lambda spec: resolve_source(spec, name="A"),
+                   "B": lambda spec: resolve_source(spec, name="B")}
+        modality = None
+    source_a, source_b, seed_prompts, seeded_from = _sources(model_a, model_b, from_split, mode, resolve)
     estimator = CompCon(
         llm=_client(base_url, model, seed=seed, **link),
         vlm=_client(vlm_base_url or base_url, vlm_model or model, seed=seed, **link),
-        embedder=LazyClip(clip_model), n_discovery_prompts=discovery_prompts, n_attributes=attributes,
-        batch_size=description_prompts, n_generated=generated, iterations=iterations, quantile=quantile,
-        null=null, min_fraction=min_fraction, seed=seed, template_dir=str(templates) if templates else None,
-        progress=False if quiet else None)
+        embedder=None if text else LazyClip(clip_model), n_discovery_prompts=discovery_prompts,
+        n_attributes=attributes, batch_size=description_prompts, n_generated=generated, iterations=iterations,
+        quantile=quantile, null=null, min_fraction=min_fraction, seed=seed, alpha=alpha, modality=modality,
+        template_dir=str(templates) if templates else None, progress=False if quiet else None)
     result = estimator.fit(source_a, source_b, bank, seed_prompts=seed_prompts, skip_missing=skip_missing,
                            seeded_from=seeded_from)
     written = save_outputs(result, out, report=not no_report, inputs={"A": source_a, "B": source_b},
@@ -174,15 +225,24 @@ def _new_spellings(prompt_bank: Path | None, description_prompts: int, chat_cach
     return prompt_bank, description_prompts, chat_cache
 
 
-def _sources(model_a: str, model_b: str, from_split: Path | None, mode: int) -> tuple:
+def _check_image_mode(**text_only: str) -> None:
+    """The text-only options are refused without --text (they would silently do nothing)."""
+    given = [name for name, value in text_only.items() if value]
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise OptionError(f"{flag} applies to text models: add --text (A and B are answer tables or "
+                          "chat:MODEL)")
+
+
+def _sources(model_a: str, model_b: str, from_split: Path | None, mode: int, resolve: dict) -> tuple:
     """(source A, source B, seed prompts, where they came from): with --from-split, the mode's prompts,
     and for a negative mode the two models swapped (the reference is the one that shows more)."""
     seed_prompts, seeded_from, swapped = None, None, False
     if from_split is not None:
         seed_prompts, swapped, seeded_from = split_mode_prompts(load_result(from_split), mode)
         seeded_from["result"] = str(from_split)
-    source_a = resolve_source(model_a, name="A")
-    source_b = resolve_source(model_b, name="B")
+    source_a = resolve["A"](model_a)
+    source_b = resolve["B"](model_b)
     if swapped:
         source_a, source_b = source_b, source_a
     return source_a, source_b, seed_prompts, seeded_from

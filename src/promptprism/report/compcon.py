@@ -1,8 +1,9 @@
 """The CompCon page: the attribute ranking first, then for each described attribute its best description,
 the diverging prompts with the images of both models, and the descriptions iteration by iteration.
 
-Images come from the two image sources: the ones the command used (``inputs={'A': source, 'B': source}``),
-or, for ``promptprism report DIR``, the image banks named in ``models`` when they still exist.
+Images (or, for text CompCon, answers) come from the two sources: the ones the command used
+(``inputs={'A': source, 'B': source}``), or, for ``promptprism report DIR``, the image banks named in
+``models`` when they still exist.
 """
 
 from __future__ import annotations
@@ -11,73 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from . import figures
-from .common import finish, mapping, notes_block, run_details, safe_figure, thumb
+from .common import finish, mapping, notes_block, run_details, safe_figure
+from .compcon_samples import IMAGES_PER_MODEL, attribute_view, prompt_row
 from .core import reloader, renderer
-from .html import Page, cards, data_uri, details, el, fmt, fnum, note, p, snippet, table
+from .html import Page, cards, details, el, fmt, fnum, note, p, snippet, table
 
-#: diverging prompts shown per attribute, and images per model for each
+#: diverging prompts shown per attribute
 PROMPTS_SHOWN = 6
-IMAGES_PER_MODEL = 3
 #: attributes in the ranking chart
 CHART_ATTRIBUTES = 15
-#: diverging prompts with thumbnails in the attribute view
-VIEW_PROMPTS = 200
-ATTRIBUTE_FIELDS = ("attribute", "rank", "score", "n_diverging", "n_prompts", "mean_fraction_a",
-                    "mean_fraction_b", "threshold")
-
-
-def _images(source: Any, prompt: str, k: int) -> tuple[list, str | None]:
-    """Up to ``k`` thumbnails of ``source``'s images for ``prompt``: paths of a bank, or a generator's
-    (memoised) images."""
-    try:
-        if hasattr(source, "image_paths") and not getattr(source, "can_generate", False):
-            items = source.image_paths(prompt)[:k]
-        else:
-            items = list(source.images(prompt))[:k]
-        return [figures.pil_thumbnail(it) for it in items], None
-    except figures.FiguresUnavailable as exc:
-        return [], str(exc)
-    except Exception as exc:  # a user's generator or a missing file: the page says so and goes on
-        return [], f"{type(exc).__name__}: {exc}"
-
-
-def _prompt_row(prompt: str, sources: dict[str, Any], names: dict[str, str]) -> Any:
-    cols = []
-    for key in ("A", "B"):
-        src = sources.get(key)
-        if src is None:
-            continue
-        thumbs, why = _images(src, prompt, IMAGES_PER_MODEL)
-        body = (
-            el("div", [thumb(t, "", title=f"{names[key]}: {prompt}") for t in thumbs], cls="gallery")
-            if thumbs
-            else p(why or "no images", cls="muted small")
-        )
-        cols.append(el("div", el("h4", f"{names[key]}"), body, cls="side"))
-    return el("div", el("div", el("b", prompt)), el("div", cols, cls="grid2") if cols else None, cls="card")
-
-
-def attribute_view(attrs: list[dict], sources: dict[str, Any], names: dict[str, str]) -> dict:
-    """The data of the attribute view: per attribute its numbers and diverging prompts, per prompt up to
-    ``IMAGES_PER_MODEL`` thumbnails of each model (the first ``VIEW_PROMPTS`` prompts)."""
-    prompts: dict[str, dict] = {}
-    thumbs: list[str] = []
-    out = []
-    for a in attrs:
-        ids = []
-        for pr in a.get("diverging_prompts") or []:
-            if pr not in prompts and len(prompts) < VIEW_PROMPTS:
-                entry: dict[str, Any] = {"prompt": pr}
-                for key, src in sources.items():
-                    visuals, why = _images(src, pr, IMAGES_PER_MODEL)
-                    entry[key] = list(range(len(thumbs), len(thumbs) + len(visuals)))
-                    thumbs += [data_uri(v[0], v[1]) for v in visuals]
-                    entry[f"{key}_why"] = why
-                prompts[pr] = entry
-            if pr in prompts:
-                ids.append(list(prompts).index(pr))
-        out.append({k: a.get(k) for k in ATTRIBUTE_FIELDS} | {"prompts": ids})
-    return {"names": names, "attributes": out, "prompts": list(prompts.values()), "thumbs": thumbs}
 
 
 def _best_description(d: dict, best: dict) -> Any:
@@ -110,11 +53,11 @@ def _diverging_prompts(prompts: list, sources: dict, names: dict[str, str]) -> l
         el(
             "h3",
             f"Diverging prompts ({len(prompts)}; first {min(len(prompts), PROMPTS_SHOWN)} "
-            f"shown with {IMAGES_PER_MODEL} images of each model)",
+            f"shown with up to {IMAGES_PER_MODEL} samples of each model)",
         )
     ]
     if sources:
-        out += [_prompt_row(pr, sources, names) for pr in prompts[:PROMPTS_SHOWN]]
+        out += [prompt_row(pr, sources, names) for pr in prompts[:PROMPTS_SHOWN]]
     else:
         out.append(
             note(
@@ -206,16 +149,21 @@ def _overview(result: Any, notes: list[str]) -> list:
     described = [d for d in result.descriptions or [] if d.get("best")]
     llm, vlm = models.get("llm") or {}, models.get("vlm") or {}
     top = attrs[0] if attrs else None
+    text = getattr(result, "modality", "image") == "text"
+    verifier = models.get("verifier") or {}
     overview = [
         notes_block(notes),
         cards(
             [
-                (f"{result.n_prompts:,}", "prompts with images of both models"),
+                (f"{result.n_prompts:,}", f"prompts with {'answers' if text else 'images'} of both models"),
                 (f"{len(attrs)}", "attributes proposed and verified"),
+                (f"{sum(bool((a.get('held_out') or {}).get('verified')) for a in attrs)}",
+                 "hold on held-out prompts"),
                 (f"{len(described)}", "described"),
                 (snippet(llm.get("model", "?"), 30), "language model"),
-                (snippet(vlm.get("model", "?"), 30), "vision-language model"),
-                (snippet(models.get("clip", "?"), 30), "CLIP"),
+                (snippet(vlm.get("model", "?"), 30), "discovery model" if text else "vision-language model"),
+                (snippet(str(verifier.get("judge") or verifier.get("text_encoder") or "?"), 30), "verifier")
+                if text else (snippet(models.get("clip", "?"), 30), "CLIP"),
             ]
         ),
     ]
@@ -240,7 +188,8 @@ def _overview(result: Any, notes: list[str]) -> list:
     return overview
 
 
-RANKING_HEADERS = ["#", "attribute", "diverging", "score", "mean frac. A", "mean frac. B", "CLIP threshold"]
+RANKING_HEADERS = ["#", "attribute", "diverging", "score", "mean frac. A", "mean frac. B", "threshold",
+                   "held-out A-only/B-only", "held-out p (Holm)"]
 
 
 def _add_ranking(page: Page, attrs: list[dict]) -> None:
@@ -267,6 +216,8 @@ def _add_ranking(page: Page, attrs: list[dict]) -> None:
             fmt(a.get("mean_fraction_a"), 3),
             fmt(a.get("mean_fraction_b"), 3),
             fmt(a.get("threshold"), 3),
+            _held_out_counts(a.get("held_out")),
+            fnum((a.get("held_out") or {}).get("p_adjusted"), ".3g"),
         )
         for a in attrs
     ]
@@ -278,10 +229,11 @@ def _add_ranking(page: Page, attrs: list[dict]) -> None:
             chart,
             el(
                 "div",
-                table(RANKING_HEADERS, rows[:25], numeric=(0, 2, 3, 4, 5, 6), row_attrs=attr_rows[:25]),
+                table(RANKING_HEADERS, rows[:25], numeric=(0, 2, 3, 4, 5, 6, 8), row_attrs=attr_rows[:25]),
                 p(
-                    "Fractions: share of a prompt's images CLIP finds the attribute in, "
-                    "averaged over prompts.",
+                    "Fractions: share of a prompt's samples the verifier finds the attribute in, "
+                    "averaged over prompts. Held-out: prompts discovery never saw where only A (only B) "
+                    "shows it, and the exact sign test's p-value, Holm-adjusted over the attributes.",
                     cls="muted small",
                 ),
             ),
@@ -289,12 +241,19 @@ def _add_ranking(page: Page, attrs: list[dict]) -> None:
         ),
         details(
             f"all {len(rows)} attributes",
-            table(RANKING_HEADERS, rows, numeric=(0, 2, 3, 4, 5, 6), row_attrs=attr_rows),
+            table(RANKING_HEADERS, rows, numeric=(0, 2, 3, 4, 5, 6, 8), row_attrs=attr_rows),
         )
         if len(rows) > 25
         else None,
         anchor="attributes",
     )
+
+
+def _held_out_counts(held: dict | None) -> str:
+    """'A-only/B-only of n' for the held-out check, or a dash for a result from before it."""
+    if not held:
+        return "–"
+    return f"{held['a_only']}/{held['b_only']} of {held['n_prompts']}"
 
 
 def _run_extras(result: Any) -> list:
@@ -337,10 +296,11 @@ def render_compcon(result: Any, *, inputs: Any = None, notes: list[str] | None =
     models = result.models or {}
     names = _model_names(models)
     sources = {k: v for k, v in mapping(inputs).items() if k in ("A", "B") and v is not None}
+    what = "answers" if getattr(result, "modality", "image") == "text" else "images"
     page = Page(
         f"CompCon · what {names['A']} shows and {names['B']} does not",
-        "Visual attributes found in model A's images and not in model B's, the prompts that trigger "
-        "them, and a description of those prompts in words.",
+        f"{'Attributes' if what == 'answers' else 'Visual attributes'} found in model A's {what} and not in "
+        f"model B's, the prompts that trigger them, and a description of those prompts in words.",
     )
     attrs = result.attributes or []
     page.add("Overview", *_overview(result, notes))
@@ -375,6 +335,16 @@ def reload_compcon(result: Any, result_dir: Path) -> tuple[dict, None, list[str]
     for key in ("A", "B"):
         m = (result.models or {}).get(key) or {}
         src = m.get("source")
+        if m.get("type") == "chat":
+            continue  # text CompCon with a chat model: the answers are not re-asked for a report
+        if m.get("type") == "answer table" and src:
+            from ..methods.compcon.text_sources import AnswerTable
+
+            try:
+                inputs[key] = AnswerTable.load(src, name=m.get("name") or key)
+            except PromptPrismError as exc:
+                notes.append(f"model {key}: {exc}; its answers are not shown")
+            continue
         if m.get("type") != "bank" or not src:
             notes.append(
                 f"model {key} ({m.get('name', key)}) was a generator, not an image bank: its images "

@@ -183,6 +183,8 @@ def _compcon(r: Any):
         ),
         ("prompts", f"{r.n_prompts:,}"),
         ("attributes", str(len(r.attributes))),
+        ("hold on held-out prompts", str(sum(bool((a.get("held_out") or {}).get("verified"))
+                                             for a in r.attributes))),
     ]
     best = {d.get("attribute"): (d.get("best") or {}).get("description") for d in r.descriptions or []}
     extra = table(

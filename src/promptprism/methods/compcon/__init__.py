@@ -1,4 +1,5 @@
-"""CompCon: what differs between two text-to-image models, in words.
+"""CompCon: what differs between two text-to-image models (or, :class:`TextModality`, two language
+models), in words.
 
 A vision-language model proposes visual attributes that model A's images show and model B's don't; CLIP
 verifies them over a prompt bank; a language model describes the prompts that trigger the top attribute and is
@@ -10,8 +11,10 @@ from .clients import ChatClient, EndpointError, MalformedAnswerError, ask, png_d
 from .embedding import ClipEmbedder, TransformersClip
 from .evaluation import evaluate_predictions, id2_prompt_pairs, load_id2_splits, predictions_from_result
 from .generators import CallableGenerator, ImageBank, ImageSource, load_prompt_bank, missing_images
+from .modality import ImageModality, Modality, TextModality
 from .pipeline import CompCon, CompConResult, EmptyAttributesError, split_mode_prompts
 from .templates import load_templates
+from .text_sources import AnswerTable, ChatAnswers
 from .verify import (
     attribute_scores,
     calibrate_thresholds,
@@ -21,11 +24,14 @@ from .verify import (
     has_attribute,
     prompt_fractions,
     rank_attributes,
+    sign_test,
     similarity_matrix,
 )
 
 __all__ = [
+    "AnswerTable",
     "CallableGenerator",
+    "ChatAnswers",
     "ChatClient",
     "ClipEmbedder",
     "CompCon",
@@ -33,8 +39,10 @@ __all__ = [
     "EmptyAttributesError",
     "EndpointError",
     "ImageBank",
+    "ImageModality",
     "ImageSource",
     "MalformedAnswerError",
+    "Modality",
     "TransformersClip",
     "ask",
     "attribute_scores",
@@ -54,6 +62,8 @@ __all__ = [
     "prompt_fractions",
     "rank_attributes",
     "similarity_matrix",
+    "TextModality",
     "split_mode_prompts",
+    "sign_test",
     "user_message",
 ]

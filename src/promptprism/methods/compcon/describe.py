@@ -32,9 +32,7 @@ class DescriptionOptions(Protocol):
     early_stop_score: float
     min_fraction: float
     reasks: int
-
-    def _embed_groups(self, image_lists: list[list[Any]]) -> tuple[np.ndarray, np.ndarray]:
-        """CLIP image embeddings of the images of each group, with their group labels."""
+    modality: Any  #: :class:`~.modality.Modality`: the templates, the samples and their scores
 
 #: the fields of an iteration kept as an attribute's best description
 BEST_KEYS = ("iteration", "description", "key_concepts", "score")
@@ -57,11 +55,10 @@ def sample_prompts(
 
 @dataclass(frozen=True)
 class DescriptionTarget:
-    """One attribute to describe: its name, CLIP text embedding ``text_vec`` and threshold ``tau``, the two
-    image sources and whether both can render new prompts (``scored``; else one unscored iteration)."""
+    """One attribute to describe: its name and threshold ``tau``, the two sources (images or answers) and
+    whether both can answer new prompts (``scored``; else one unscored iteration)."""
 
     attribute: str
-    text_vec: np.ndarray
     tau: float
     model_a: Any
     model_b: Any
@@ -158,8 +155,9 @@ def description_round(est: DescriptionOptions, target: DescriptionTarget, *, sam
     ``n_rendered``).
     """
     attr = target.attribute
+    names = est.modality.template_names
     text = render(
-        est.templates["description"],
+        est.templates[names["description"]],
         attribute=attr,
         diverging_prompts="\n".join(sampled_d),
         non_diverging_prompts="\n".join(sampled_n),
@@ -167,7 +165,8 @@ def description_round(est: DescriptionOptions, target: DescriptionTarget, *, sam
     (description, concepts), convo, _ = ask(
         est.llm, [user_message(text)], parse_description, what=f"description for {attr!r}", reasks=est.reasks
     )
-    gen = render(est.templates["prompt_generation"], num_prompts=est.n_generated, description=description,
+    gen = render(est.templates[names["prompt_generation"]], num_prompts=est.n_generated,
+                 description=description,
                  attribute=attr)
     prompts, _, _ = ask(
         est.llm, convo + [user_message(gen)], parse_prompt_list, what=f"prompt generation for {attr!r}",
@@ -186,25 +185,17 @@ def description_round(est: DescriptionOptions, target: DescriptionTarget, *, sam
 
 
 def score_prompts(est: DescriptionOptions, target: DescriptionTarget, prompts: list[str]) -> dict:
-    """The generated ``prompts`` rendered with both models and verified with the attribute's threshold:
-    ``diverging`` per prompt, ``score`` (the fraction diverging) and ``n_rendered``."""
-    imgs_a = [target.model_a.images(p) for p in prompts]
-    imgs_b = [target.model_b.images(p) for p in prompts]
-    keep = [i for i in range(len(prompts)) if imgs_a[i] and imgs_b[i]]
+    """The generated ``prompts`` answered (rendered) by both models and verified with the attribute's
+    threshold: ``diverging`` per prompt, ``score`` (the fraction diverging) and ``n_rendered``."""
+    samples_a = [est.modality.samples(target.model_a, p) for p in prompts]
+    samples_b = [est.modality.samples(target.model_b, p) for p in prompts]
+    keep = [i for i in range(len(prompts)) if samples_a[i] and samples_b[i]]
     flags = [False] * len(prompts)
     if keep:
-        ea, ga = est._embed_groups([imgs_a[i] for i in keep])
-        eb, gb = est._embed_groups([imgs_b[i] for i in keep])
-        t = np.asarray(target.text_vec).reshape(1, -1)
-        d = verify.diverging_prompts(
-            verify.similarity_matrix(ea, t),
-            ga,
-            verify.similarity_matrix(eb, t),
-            gb,
-            np.array([target.tau]),
-            len(keep),
-            est.min_fraction,
-        )[:, 0]
+        sa, ga = est.modality.scores([samples_a[i] for i in keep], [target.attribute])
+        sb, gb = est.modality.scores([samples_b[i] for i in keep], [target.attribute])
+        tau = np.array([target.tau])
+        d = verify.diverging_prompts(sa, ga, sb, gb, tau, len(keep), est.min_fraction)[:, 0]
         for j, i in enumerate(keep):
             flags[i] = bool(d[j])
     return {"diverging": flags, "score": verify.description_score(flags), "n_rendered": len(keep)}

@@ -257,10 +257,12 @@ def load_prompt_bank(path: str | os.PathLike) -> list[str]:
 
 
 def missing_images(source: Any, prompts: Sequence[str]) -> list[str]:
-    """Prompts for which a fixed bank has no images (a generator that can generate is never missing)."""
+    """Prompts for which a fixed bank has no images (or an answer table no answers; a generator that can
+    generate is never missing)."""
     if getattr(source, "can_generate", False):
         return []
-    return [p for p in prompts if source.n_images(p) == 0]
+    count = source.n_samples if hasattr(source, "n_samples") else source.n_images
+    return [p for p in prompts if count(p) == 0]
 
 
 def resolve_source(spec: str, name: str) -> ImageSource:

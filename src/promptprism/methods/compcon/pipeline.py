@@ -28,23 +28,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ..._progress import Stopwatch, progress_enabled, track
 from ..._validation import check_choice, check_interval, check_positive_number, check_seed
-from ...errors import InputError, PromptPrismError
+from ...errors import OptionError, PromptPrismError
 from . import verify
-from .clients import ChatModel, MalformedAnswerError, ask, user_message
+from .clients import ChatModel, MalformedAnswerError, ask
 from .describe import describe_attribute, description_round, sample_prompts
 from .embedding import ClipEmbedder
-from .generators import ImageSource, image_grid, load_image
-from .parsing import parse_attributes
+from .generators import ImageSource
+from .modality import EMBED_CHUNK, ImageModality, Modality
 from .result import CompConResult, calibration_record, models_record
 from .seeding import split_mode_prompts
 from .steps import PromptBank, Verification, prepare_bank
-from .templates import load_templates, render
+from .templates import load_templates
 
 __all__ = [
     "EMBED_CHUNK",
@@ -54,6 +53,7 @@ __all__ = [
     "CompCon",
     "CompConResult",
     "EmptyAttributesError",
+    "held_out_check",
     "calibration_record",
     "describe_attribute",
     "description_round",
@@ -63,7 +63,6 @@ __all__ = [
 ]
 
 NULL_SETS = ("reference", "pooled")
-EMBED_CHUNK = 64  #: images loaded and embedded at a time
 #: the integer options counted from 1, in the order ``result.json`` records them (checked, then recorded)
 _COUNT_OPTIONS = (
     "n_discovery_prompts",
@@ -85,11 +84,14 @@ class CompCon:
     """CompCon: configure here, then ``fit(model_a, model_b, prompts)`` -> :class:`CompConResult`.
 
     llm / vlm : chat models (:class:`~.clients.ChatClient` or anything with ``chat(messages) -> str``);
-        vlm defaults to llm. embedder : CLIP (``embed_images``, ``embed_texts``).
+        vlm (the discovery model) defaults to llm. embedder : CLIP (``embed_images``, ``embed_texts``), for
+        images. modality : what the samples are and how they are verified (:mod:`.modality`); default
+        :class:`~.modality.ImageModality` over ``embedder``; :class:`~.modality.TextModality` for LLM answers.
+    alpha : level of the held-out check (Holm over the attributes).
     """
 
     llm: ChatModel
-    embedder: ClipEmbedder
+    embedder: ClipEmbedder | None = None
     vlm: ChatModel | None = None
     n_discovery_prompts: int = 10
     images_per_prompt: int = 4  #: images per model in each discovery grid
@@ -107,6 +109,8 @@ class CompCon:
     template_dir: str | None = None
     grid_cell: int = 256
     progress: bool | None = False
+    alpha: float = 0.05
+    modality: Modality | None = None
 
     def __post_init__(self) -> None:
         for name in (*_COUNT_OPTIONS, "grid_cell"):
@@ -117,6 +121,13 @@ class CompCon:
         check_interval(self.quantile, 0.0, 1.0, parameter="quantile")
         check_interval(self.min_fraction, 0.0, 1.0, parameter="min_fraction", closed="right")
         check_choice(self.null, NULL_SETS, parameter="null")
+        check_interval(self.alpha, 0.0, 1.0, parameter="alpha")
+        if self.modality is None:
+            if self.embedder is None:
+                raise OptionError("image CompCon needs a CLIP embedder (embedder=), or pass modality=",
+                                  parameter="embedder")
+            self.modality = ImageModality(self.embedder, images_per_prompt=self.images_per_prompt,
+                                          grid_cell=self.grid_cell)
         self.templates = load_templates(self.template_dir)
 
     def config(self) -> dict:
@@ -131,8 +142,9 @@ class CompCon:
             "seed",
             "template_dir",
             "grid_cell",
+            "alpha",
         )
-        return {k: getattr(self, k) for k in keys}
+        return {k: getattr(self, k) for k in keys} | {"modality": self.modality.kind}
 
     # ----------------------------------------------------------------------------------------------- fit
     def fit(self, model_a: ImageSource, model_b: ImageSource, prompts: Sequence[str], *,
@@ -162,11 +174,12 @@ class CompCon:
         vlm = self.vlm if self.vlm is not None else self.llm
         rng = np.random.default_rng(self.seed)
         bank = prepare_bank(model_a, model_b, prompts, seed_prompts=seed_prompts, skip_missing=skip_missing,
-                            show=show)
-        clock.lap("images")
+                            show=show, samples=self.modality.samples,
+                            noun="images" if self.modality.kind == "image" else "answers")
+        clock.lap("images" if self.modality.kind == "image" else "samples")
         discovery, failures, proposed = self._discover(vlm, bank, rng, show)
         clock.lap("discovery")
-        verified = self._verify(bank, proposed)
+        verified = self._verify(bank, proposed, [d["prompt"] for d in discovery])
         clock.lap("verification")
         scored = bool(getattr(model_a, "can_generate", False) and getattr(model_b, "can_generate", False))
         descriptions = [
@@ -179,12 +192,13 @@ class CompCon:
         return CompConResult(
             attributes=verified.attributes, descriptions=descriptions, discovery=discovery,
             calibration=calibration_record(quantile=self.quantile, null=self.null,
-                                           min_fraction=self.min_fraction),
+                                           min_fraction=self.min_fraction, modality=self.modality,
+                                           alpha=self.alpha),
             models=models_record(model_a=model_a, model_b=model_b, llm=self.llm, vlm=vlm,
-                                 embedder=self.embedder),
+                                 verifier=self.modality.record()),
             n_prompts=len(bank.prompts), seed=self.seed, config=self.config(),
             skipped_prompts=bank.missing if skip_missing else {}, failures=failures, seeded_from=seeded_from,
-            timings=clock.total("total"))
+            timings=clock.total("total"), modality=self.modality.kind)
 
     # --------------------------------------------------------------------------------------------- steps
     def _discover(self, vlm: ChatModel, bank: PromptBank, rng: np.random.Generator, show: bool
@@ -197,13 +211,13 @@ class CompCon:
         discovery, failures = [], []
         proposed: dict[str, list[str]] = {}
         canonical: dict[str, str] = {}
-        for p in track(disc_prompts, total=n_disc, description="attribute discovery (VLM)", enabled=show):
-            k = self.images_per_prompt
-            grid = image_grid(bank.images_a[p][:k], bank.images_b[p][:k], cell=self.grid_cell)
-            msg = user_message(render(self.templates["attribute_discovery"], prompt=p), [grid])
+        template = self.templates[self.modality.template_names["attribute_discovery"]]
+        for p in track(disc_prompts, total=n_disc, description="attribute discovery", enabled=show):
+            msg = self.modality.discovery_message(template, p, bank.samples_a[p], bank.samples_b[p])
             try:
                 attrs, _, answers = ask(
-                    vlm, [msg], parse_attributes, what=f"attribute discovery for {p!r}", reasks=self.reasks
+                    vlm, [msg], self.modality.parse_discovery, what=f"attribute discovery for {p!r}",
+                    reasks=self.reasks
                 )
             except MalformedAnswerError as exc:
                 discovery.append({"prompt": p, "attributes": [], "error": str(exc)})
@@ -219,42 +233,60 @@ class CompCon:
             raise _no_attribute_error(getattr(vlm, "model", "the VLM"), n_disc, failures)
         return discovery, failures, proposed
 
-    def _verify(self, bank: PromptBank, proposed: dict[str, list[str]]) -> Verification:
-        """Step 2: CLIP verification over every bank prompt, thresholds calibrated on the null set, the
-        attributes ranked by their diverging prompts (:mod:`.verify`)."""
+    def _verify(self, bank: PromptBank, proposed: dict[str, list[str]], discovered: list[str]
+                ) -> Verification:
+        """Step 2: verification over every bank prompt (the modality's scores), thresholds calibrated on the
+        null set, the attributes ranked by their diverging prompts (:mod:`.verify`); then the held-out check
+        on the ranked prompts discovery never saw (:func:`held_out_check`)."""
         names = list(proposed)
-        text_emb = np.asarray(self.embedder.embed_texts(names), dtype=np.float64)
-        emb_a, groups_a = self._embed_groups([bank.images_a[p] for p in bank.prompts])
-        emb_b, groups_b = self._embed_groups([bank.images_b[p] for p in bank.prompts])
-        sim_a = verify.similarity_matrix(emb_a, text_emb)
-        sim_b = verify.similarity_matrix(emb_b, text_emb)
+        sim_a, groups_a = self.modality.scores([bank.samples_a[p] for p in bank.prompts], names)
+        sim_b, groups_b = self.modality.scores([bank.samples_b[p] for p in bank.prompts], names)
         null = sim_b if self.null == "reference" else np.vstack([sim_a, sim_b])
-        thresholds = verify.calibrate_thresholds(null, self.quantile)
+        thresholds = self.modality.thresholds(null, self.quantile)
         n = len(bank.prompts)
         frac_a = verify.prompt_fractions(verify.has_attribute(sim_a, thresholds), groups_a, n)
         frac_b = verify.prompt_fractions(verify.has_attribute(sim_b, thresholds), groups_b, n)
         div = verify.diverging_matrix(frac_a, frac_b, self.min_fraction)
         rows = np.arange(n) if bank.seeds is None else np.array([bank.prompts.index(p) for p in bank.seeds])
         order = verify.rank_attributes(div[rows], names, frac_a[rows], frac_b[rows])
-        return Verification(bank=bank, names=names, proposed=proposed, text_embeddings=text_emb,
-                            thresholds=thresholds, diverging=div, rows=rows, order=list(order),
-                            scores=verify.attribute_scores(div[rows]), fraction_a=frac_a, fraction_b=frac_b)
+        seen = {bank.prompts.index(p) for p in discovered}
+        test_rows = np.array([i for i in rows if i not in seen], dtype=np.int64)
+        held_out = held_out_check(self, (sim_a, groups_a), (sim_b, groups_b), test_rows, n)
+        return Verification(bank=bank, names=names, proposed=proposed, thresholds=thresholds, diverging=div,
+                            rows=rows, order=list(order), scores=verify.attribute_scores(div[rows]),
+                            fraction_a=frac_a, fraction_b=frac_b, held_out=held_out)
 
-    # ------------------------------------------------------------------------------------------- helpers
-    def _embed_groups(self, image_lists: list[list[Any]]) -> tuple[np.ndarray, np.ndarray]:
-        """Embed images (PIL images or paths, loaded ``EMBED_CHUNK`` at a time) with their prompt labels."""
-        flat = [im for imgs in image_lists for im in imgs]
-        groups = np.repeat(np.arange(len(image_lists)), [len(x) for x in image_lists])
-        chunks = [
-            np.asarray(self.embedder.embed_images([load_image(x) for x in flat[i : i + EMBED_CHUNK]]))
-            for i in range(0, len(flat), EMBED_CHUNK)
-        ]
-        emb = np.concatenate(chunks).astype(np.float64) if chunks else np.zeros((0, 1))
-        if emb.shape[0] != len(flat):
-            raise InputError(
-                f"the CLIP embedder returned {emb.shape[0]} image embeddings for {len(flat)} images"
-            )
-        return emb, groups
+
+def held_out_check(est: CompCon, scored_a: tuple[np.ndarray, np.ndarray],
+                   scored_b: tuple[np.ndarray, np.ndarray],
+                   test_rows: np.ndarray, n: int) -> list[dict]:
+    """Per attribute, the sign test of :func:`.verify.sign_test` on the held-out prompts ``test_rows``.
+
+    The thresholds are calibrated again, as in step 2 but on the samples of the other bank prompts only
+    (those discovery saw, and the unranked ones), so nothing about the held-out prompts chose the attribute
+    or its threshold; then A-only and B-only prompts are counted there. p-values are Holm-adjusted over
+    the attributes; ``verified`` when the adjusted p-value is <= ``est.alpha``.
+    """
+    from ..naming.verify import holm
+
+    (sim_a, groups_a), (sim_b, groups_b) = scored_a, scored_b
+    calib = ~np.isin(np.arange(n), test_rows)
+    null_b = sim_b[calib[groups_b]]
+    null = null_b if est.null == "reference" else np.vstack([sim_a[calib[groups_a]], null_b])
+    k = sim_a.shape[1]
+    if len(test_rows) == 0 or null.shape[0] == 0:
+        return [{"n_prompts": int(len(test_rows)), "a_only": 0, "b_only": 0, "p_value": 1.0,
+                 "p_adjusted": 1.0, "verified": False, "note": "no held-out prompts"} for _ in range(k)]
+    tau = est.modality.thresholds(null, est.quantile)
+    frac_a = verify.prompt_fractions(verify.has_attribute(sim_a, tau), groups_a, n)[test_rows]
+    frac_b = verify.prompt_fractions(verify.has_attribute(sim_b, tau), groups_b, n)[test_rows]
+    a_only = verify.diverging_matrix(frac_a, frac_b, est.min_fraction).sum(axis=0)
+    b_only = verify.diverging_matrix(frac_b, frac_a, est.min_fraction).sum(axis=0)
+    p = [verify.sign_test(a_only[j], b_only[j]) for j in range(k)]
+    adjusted = holm(p)
+    return [{"n_prompts": int(len(test_rows)), "a_only": int(a_only[j]), "b_only": int(b_only[j]),
+             "threshold": float(tau[j]), "p_value": p[j], "p_adjusted": adjusted[j],
+             "verified": bool(adjusted[j] <= est.alpha)} for j in range(k)]
 
 
 def _no_attribute_error(vlm_name: str, n_disc: int, failures: list[dict]) -> PromptPrismError:

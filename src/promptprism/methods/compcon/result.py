@@ -14,7 +14,8 @@ class CompConResult(Result):
     """What :meth:`CompCon.fit` returns; ``save(dir)`` writes ``dir/result.json``.
 
     ``attributes``: ranked, each ``{attribute, rank, score (fraction of evaluated prompts diverging),
-    n_diverging, n_prompts, diverging_prompts, threshold, mean_fraction_a, mean_fraction_b, proposed_for}``.
+    n_diverging, n_prompts, diverging_prompts, threshold, mean_fraction_a, mean_fraction_b, proposed_for,
+    held_out: {n_prompts, a_only, b_only, threshold, p_value, p_adjusted, verified}}``.
     ``descriptions``: per described attribute ``{attribute, diverging_set, non_diverging_set, iterations: [
     {iteration, description, key_concepts, score, generated_prompts, diverging, sampled_diverging,
     sampled_non_diverging, error}], best, n_iterations, stopped_early, stop_reason, scored}``.
@@ -26,7 +27,7 @@ class CompConResult(Result):
     descriptions: list[dict]
     discovery: list[dict]  #: per sampled prompt: the attributes the VLM proposed (or the error)
     calibration: dict  #: the threshold rule and its parameters
-    models: dict  #: model A, model B, the LLM, the VLM, CLIP
+    models: dict  #: model A, model B, the LLM, the VLM, CLIP (images) or the verifier (text)
     n_prompts: int  #: bank prompts evaluated (images from both models)
     seed: int
     config: dict
@@ -34,29 +35,38 @@ class CompConResult(Result):
     failures: list[dict] = field(default_factory=list)  #: malformed answers that were given up on
     seeded_from: dict | None = None  #: the PromptSplit mode the run started from
     timings: dict = field(default_factory=dict)
+    modality: str = "image"  #: "image" or "text" (LLM answers)
     version: str = __version__
 
 
-def models_record(*, model_a: Any, model_b: Any, llm: Any, vlm: Any, embedder: Any) -> dict:
-    """The models of a run as recorded in ``result.json``: A, B, the LLM, the VLM and CLIP."""
+def models_record(*, model_a: Any, model_b: Any, llm: Any, vlm: Any, verifier: dict) -> dict:
+    """The models of a run as recorded in ``result.json``: A, B, the LLM, the VLM (the discovery model) and
+    what verifies (``clip`` for images; ``verifier`` for text: the encoder or the judge)."""
     return {
         "A": _describe_source(model_a),
         "B": _describe_source(model_b),
         "llm": _describe_client(llm),
         "vlm": _describe_client(vlm),
-        "clip": getattr(embedder, "name", type(embedder).__name__),
+        **verifier,
     }
 
 
-def calibration_record(*, quantile: float, null: str, min_fraction: float) -> dict:
-    """The threshold rule of the CLIP verification (:mod:`.verify`), as recorded in ``result.json``."""
+def calibration_record(*, quantile: float, null: str, min_fraction: float, modality: Any,
+                       alpha: float) -> dict:
+    """The verification rule (:mod:`.verify`; the modality's "has the attribute") and the held-out check,
+    as recorded in ``result.json``."""
+    what = "images" if modality.kind == "image" else "answers"
+    rule = modality.calibration()
     return {
-        "rule": "quantile of the null set",
+        "rule": rule["rule"],
         "quantile": quantile,
-        "null": "images of model B" if null == "reference" else "images of A and B",
+        "null": f"{what} of model B" if null == "reference" else f"{what} of A and B",
         "min_fraction": min_fraction,
-        "has_attribute": "cos(image, attribute) > threshold",
+        "has_attribute": rule["has_attribute"],
         "diverging": "fraction_A >= min_fraction and fraction_B < min_fraction",
+        "held_out": "exact sign test of A-only against B-only prompts among the ranked prompts discovery did "
+                    "not see, thresholds calibrated on the other prompts; Holm over the attributes",
+        "alpha": alpha,
     }
 
 

@@ -1,10 +1,10 @@
-"""CompCon's steps before and after discovery, as records: the prompt bank with each prompt's images
+"""CompCon's steps before and after discovery, as records: the prompt bank with each prompt's samples
 (:func:`prepare_bank`, checked before any request) and the verification's outcome (:class:`Verification`:
 the ranked attribute records and what each description starts from)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,26 +18,26 @@ from .generators import ImageSource, missing_images
 
 @dataclass(frozen=True)
 class PromptBank:
-    """The bank prompts with images from both models, the seed prompts among them (None: unseeded), each
-    prompt's images per model and the prompts without images (model -> prompts)."""
+    """The bank prompts with samples (images, or answers for text) from both models, the seed prompts among
+    them (None: unseeded), each prompt's samples per model and the prompts without samples (model ->
+    prompts)."""
 
     prompts: list[str]
     seeds: list[str] | None
-    images_a: dict[str, list[Any]]
-    images_b: dict[str, list[Any]]
+    samples_a: dict[str, list[Any]]
+    samples_b: dict[str, list[Any]]
     missing: dict[str, list[str]]
 
 
 @dataclass(frozen=True)
 class Verification:
-    """Step 2's outcome: the proposed attributes (``names``), their CLIP text embeddings and thresholds,
-    the diverging matrix (bank prompts x attributes), the rows ranked on (the seeds, or every prompt), the
-    ranking and per-prompt fractions."""
+    """Step 2's outcome: the proposed attributes (``names``) and their thresholds, the diverging matrix
+    (bank prompts x attributes), the rows ranked on (the seeds, or every prompt), the ranking, per-prompt
+    fractions and the held-out check of each attribute."""
 
     bank: PromptBank
     names: list[str]
     proposed: dict[str, list[str]]
-    text_embeddings: np.ndarray
     thresholds: np.ndarray
     diverging: np.ndarray
     rows: np.ndarray
@@ -45,6 +45,7 @@ class Verification:
     scores: np.ndarray
     fraction_a: np.ndarray
     fraction_b: np.ndarray
+    held_out: list[dict]
 
     @property
     def attributes(self) -> list[dict]:
@@ -63,6 +64,7 @@ class Verification:
                 "mean_fraction_b": float(np.nanmean(self.fraction_b[rows, k])),
                 "n_diverging_bank": int(div[:, k].sum()),
                 "proposed_for": self.proposed[self.names[k]],
+                "held_out": self.held_out[k],
             }
             for rank, k in enumerate(self.order, 1)
         ]
@@ -79,15 +81,17 @@ class Verification:
         return [p for p in self.bank.prompts if p not in d_set]
 
     def target(self, k: int, model_a: ImageSource, model_b: ImageSource, scored: bool) -> DescriptionTarget:
-        """What the description step needs of attribute ``k``: name, CLIP text embedding, threshold."""
-        return DescriptionTarget(attribute=self.names[k], text_vec=self.text_embeddings[k],
-                                 tau=self.thresholds[k], model_a=model_a, model_b=model_b, scored=scored)
+        """What the description step needs of attribute ``k``: its name and threshold."""
+        return DescriptionTarget(attribute=self.names[k], tau=self.thresholds[k], model_a=model_a,
+                                 model_b=model_b, scored=scored)
 
 
 def prepare_bank(model_a: ImageSource, model_b: ImageSource, prompts: Sequence[str], *,
-                 seed_prompts: Sequence[str] | None, skip_missing: bool, show: bool) -> PromptBank:
-    """The bank prompts with images from both models (checked, or skipped with ``skip_missing``), the
-    seed prompts among them, and each prompt's images."""
+                 seed_prompts: Sequence[str] | None, skip_missing: bool, show: bool,
+                 samples: Callable[[Any, str], list[Any]], noun: str = "images") -> PromptBank:
+    """The bank prompts with samples from both models (checked, or skipped with ``skip_missing``), the
+    seed prompts among them, and each prompt's samples (``samples(source, prompt)``); ``noun`` names them in
+    errors ("images", "answers")."""
     prompts = list(dict.fromkeys(p for p in prompts if p and p.strip()))
     if not prompts:
         raise InputError("the prompt bank is empty")
@@ -95,27 +99,27 @@ def prepare_bank(model_a: ImageSource, model_b: ImageSource, prompts: Sequence[s
     missing = {name_a: missing_images(model_a, prompts), name_b: missing_images(model_b, prompts)}
     missing = {k: v for k, v in missing.items() if v}
     if missing and not skip_missing:
-        raise InputError(_missing_message(missing, len(prompts)), parameter="skip_missing")
+        raise InputError(_missing_message(missing, len(prompts), noun), parameter="skip_missing")
     skipped = set().union(*missing.values()) if missing else set()
     bank = [p for p in prompts if p not in skipped]
     if not bank:
-        raise InputError("no prompt of the bank has images from both models")
+        raise InputError(f"no prompt of the bank has {noun} from both models")
     seeds = None
     if seed_prompts is not None:
         seeds = [p for p in dict.fromkeys(seed_prompts) if p in set(bank)]
         if not seeds:
             raise InputError(
                 "none of the seed prompts (from the PromptSplit mode) is in the prompt bank "
-                "with images from both models"
+                f"with {noun} from both models"
             )
-    images_a, images_b = {}, {}
-    for p in track(bank, total=len(bank), description="images", enabled=show):
-        images_a[p], images_b[p] = _image_items(model_a, p), _image_items(model_b, p)
-    empty = {name_a: [p for p in bank if not images_a[p]], name_b: [p for p in bank if not images_b[p]]}
+    samples_a, samples_b = {}, {}
+    for p in track(bank, total=len(bank), description="samples", enabled=show):
+        samples_a[p], samples_b[p] = samples(model_a, p), samples(model_b, p)
+    empty = {name_a: [p for p in bank if not samples_a[p]], name_b: [p for p in bank if not samples_b[p]]}
     empty = {k: v for k, v in empty.items() if v}
     if empty:
         if not skip_missing:
-            raise InputError(_missing_message(empty, len(prompts)), parameter="skip_missing")
+            raise InputError(_missing_message(empty, len(prompts), noun), parameter="skip_missing")
         for k, v in empty.items():
             missing.setdefault(k, []).extend(v)
         bad = set().union(*empty.values())
@@ -123,22 +127,14 @@ def prepare_bank(model_a: ImageSource, model_b: ImageSource, prompts: Sequence[s
         if seeds is not None:
             seeds = [p for p in seeds if p not in bad]
         if not bank or (seeds is not None and not seeds):
-            raise InputError("no prompt left with images from both models")
-    return PromptBank(prompts=bank, seeds=seeds, images_a=images_a, images_b=images_b, missing=missing)
+            raise InputError(f"no prompt left with {noun} from both models")
+    return PromptBank(prompts=bank, seeds=seeds, samples_a=samples_a, samples_b=samples_b, missing=missing)
 
 
-def _image_items(source: Any, prompt: str) -> list[Any]:
-    """A bank's image paths (loaded when needed, so a large bank is never held in memory at once), or a
-    generator's images."""
-    if hasattr(source, "image_paths") and not getattr(source, "can_generate", False):
-        return source.image_paths(prompt)
-    return source.images(prompt)
-
-
-def _missing_message(missing: dict[str, list[str]], n: int) -> str:
+def _missing_message(missing: dict[str, list[str]], n: int, noun: str) -> str:
     parts = []
     for model, ps in missing.items():
         shown = "; ".join(repr(p) for p in ps[:5])
         more = f" and {len(ps) - 5} more" if len(ps) > 5 else ""
-        parts.append(f"model {model} has no images for {len(ps)} of the {n} prompts: {shown}{more}")
-    return "; ".join(parts) + " (add the images, or set skip_missing to leave those prompts out)"
+        parts.append(f"model {model} has no {noun} for {len(ps)} of the {n} prompts: {shown}{more}")
+    return "; ".join(parts) + f" (add the {noun}, or set skip_missing to leave those prompts out)"

@@ -1,4 +1,5 @@
-"""The paper's prompts (appendix C.1, D.1, D.2) as editable text templates.
+"""The paper's prompts (appendix C.1, D.1, D.2) as editable text templates, and their text-to-text
+variants (``*_text``: the same steps asked about language-model answers instead of images).
 
 They ship as package data in ``prompts/``; pass ``template_dir`` (CLI ``--templates DIR``) to use edited
 copies: any ``<name>.txt`` found there replaces the shipped one. Fields are ``str.format`` fields
@@ -22,6 +23,10 @@ FIELDS: dict[str, frozenset[str]] = {
     "attribute_scoring": frozenset({"sets"}),
     "description_scoring": frozenset({"sets"}),
     "dataset_generation": frozenset({"semantic_attribute_set"}),
+    # text CompCon (LLM answers): the same three steps, written for answers instead of images
+    "attribute_discovery_text": frozenset({"prompt", "answers_a", "answers_b"}),
+    "description_text": frozenset({"attribute", "diverging_prompts", "non_diverging_prompts"}),
+    "prompt_generation_text": frozenset({"num_prompts", "description", "attribute"}),
 }
 
 

@@ -19,6 +19,12 @@ An image has attribute k when S[i, k] > tau_k. Model M shows attribute k on prom
 does not. Attributes are ranked by the number of diverging prompts (ties: larger mean of
 frac_A - frac_B over prompts, then the name). A description's score is the fraction of the prompts generated
 from it that diverge.
+
+Held-out check (:func:`sign_test`, ours, not the paper's): on prompts that neither chose the attribute nor
+calibrated its threshold, count the prompts where only A shows it and those where only B does; under
+H0 (A's and B's samples exchangeable on each prompt) each discordant prompt goes either way with probability
+1/2, so the exact one-sided sign test is valid at any size. The same rules hold for text CompCon, where
+``S[i, k]`` scores answer i (a text encoder's cosine, or a judge's 1/0; :mod:`.modality`).
 """
 
 from __future__ import annotations
@@ -146,3 +152,21 @@ def description_score(diverging_flags) -> float:
     """Fraction of the prompts generated from a description that diverge (0.0 for none)."""
     f = np.asarray(diverging_flags, dtype=bool).ravel()
     return float(f.mean()) if f.size else 0.0
+
+
+def sign_test(a_only: int, b_only: int) -> float:
+    """One-sided exact sign test (McNemar's, exact): P(Bin(a_only + b_only, 1/2) >= a_only).
+
+    ``a_only``: held-out prompts where A shows the attribute and B does not; ``b_only``: the reverse. Under
+    H0 (on each prompt A's and B's samples are exchangeable, and the attribute and its threshold come from
+    other prompts) each discordant prompt is A-only or B-only with probability 1/2. 1.0 when none is
+    discordant.
+    """
+    a, b = int(a_only), int(b_only)
+    if a < 0 or b < 0:
+        raise InputError(f"discordant prompt counts must be >= 0, got {a} and {b}")
+    if a + b == 0:
+        return 1.0
+    from scipy.stats import binomtest
+
+    return float(binomtest(a, a + b, 0.5, alternative="greater").pvalue)

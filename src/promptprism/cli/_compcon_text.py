@@ -1,0 +1,48 @@
+"""The parts of ``promptprism compcon --text``: language models A and B (answer tables or chat models) and
+the verifier of attributes on answers (a chat judge or a text encoder)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import OptionError
+from ..methods.compcon.clients import ChatClient
+from ..methods.compcon.modality import TextModality
+from ..methods.compcon.text_sources import AnswerTable, ChatAnswers
+
+#: how a chat model is named as model A or B
+CHAT_PREFIX = "chat:"
+
+
+def text_source(spec: str, name: str, *, system: str, endpoint: str, samples: int, temperature: float,
+                max_tokens: int, seed: int, link: dict) -> Any:
+    """Model ``name`` from its argument: ``chat:MODEL`` (answered at ``endpoint``) or an answer table."""
+    if spec.startswith(CHAT_PREFIX):
+        model = spec[len(CHAT_PREFIX):].strip()
+        if not model:
+            raise OptionError(f"model {name}: {spec!r} names no model; write chat:MODEL")
+        client = ChatClient(base_url=endpoint, model=model, api_key_env=link["api_key_env"] or None,
+                            timeout=link["timeout"], retries=link["retries"], seed=seed,
+                            cache_dir=link["cache"], temperature=temperature, max_tokens=max_tokens)
+        return ChatAnswers(client, system_prompt=system, answers_per_prompt=samples, seed=seed,
+                           name=f"{name} ({model})")
+    if system:
+        raise OptionError(f"--system-{name.lower()} applies to a chat model; model {name} is the answer "
+                          f"table {spec}")
+    return AnswerTable.load(Path(spec), name=name)
+
+
+def text_modality(judge: str, judge_base_url: str, judge_model: str, text_model: str, *, seed: int,
+                  link: dict) -> TextModality:
+    """The verifier ``--judge`` names: a chat judge (the naming module's) or a text encoder."""
+    if judge == "chat":
+        from ..methods.naming import ChatJudge
+        from .compcon import _client
+
+        return TextModality(judge=ChatJudge(_client(judge_base_url, judge_model, seed=seed, **link)),
+                            name=f"chat ({judge_model})")
+    from ..embed.registry import get_encoder
+
+    encoder = get_encoder(text_model, modality="text")
+    return TextModality(encode=lambda texts: encoder.encode_texts(list(texts)), name=text_model)
