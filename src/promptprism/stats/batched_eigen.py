@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import array_namespace, backend_of, float_dtype, populated_empty, to_numpy
+from ..backend import array_namespace, backend_of, float_dtype, to_numpy
 from .eigen import signed_extremes
 
 #: factors up to this many columns are diagonalised densely by :func:`weighted_factor_extremes`
@@ -133,42 +133,33 @@ def principal_factor(operand: tuple[str, Any], rank: int, *, seed: int = 0) -> A
     return xp.asarray(f @ (vecs * scale[None, :]), dtype=a.dtype)  # U sqrt(S^2 - shift)
 
 
-def pair_products(factor: Any) -> Any:
-    """X^T (p (p + 1) / 2 x N): column i holds the upper triangle of p_i p_i^T (row-major, as
-    ``numpy.triu_indices``) for the rows p_i of a narrow factor P (N x p), so that P^T diag(w) P's upper
-    triangle is X^T w for every weight vector w at once. Built row block by row block of X^T, each written
-    once and contiguously."""
-    xp = array_namespace(factor)
+def subspace_extremes(factor: Any, weights: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
+    """Extreme eigenvalues of P^T diag(w_k) P for every column w_k of ``weights``, for a narrow factor P
+    (N x p, a principal subspace). ``(positive, negative)`` as :func:`weighted_factor_extremes`.
+
+    A labelling's weights take two values, a_k on its rows S_k and b_k on the others (1/n on the test rows,
+    -eta/m on the reference ones), so P^T diag(w_k) P = b_k P^T P + (a_k - b_k) P_{S_k}^T P_{S_k}: one
+    SYRK over the rows of the smaller side of each labelling (in P's precision; N p^2 / 2 flops instead of
+    the N p^2 of a product with all of P, and no N x p^2 buffer), P^T P once in float64, the sum and the
+    eigen-solves in float64. Weights with more than two values per column: every matrix formed from the whole
+    of P (:func:`_dense_extremes`)."""
+    xp, on = array_namespace(factor), backend_of(factor)
+    w = np.asarray(weights, dtype=np.float64)
+    high, low = w.max(axis=0), w.min(axis=0)
+    on_high = w == high
+    if not np.all(on_high | (w == low)):
+        return _dense_extremes(xp.asarray(factor, dtype=xp.float64), w, n_top)
     size, width = factor.shape
-    f_t = xp.asarray(xp.matrix_transpose(factor), copy=True)  # (p x N), rows contiguous
-    shape = (width * (width + 1) // 2, size)
-    out = (populated_empty(shape, factor.dtype) if isinstance(factor, np.ndarray)  # (pages mapped at once)
-           else xp.empty(shape, dtype=factor.dtype, device=factor.device))
-    start = 0
-    for a in range(width):  # entries (a, a..p-1), multiplied in place (numpy: no temporary)
-        rows = slice(start, start + width - a)
-        if isinstance(out, np.ndarray):
-            np.multiply(f_t[a : a + 1, :], f_t[a:, :], out=out[rows, :])
-        else:
-            out[rows, :] = f_t[a : a + 1, :] * f_t[a:, :]
-        start += width - a
-    return out
-
-
-def pair_extremes(pairs: Any, weights: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
-    """Extreme eigenvalues of P^T diag(w_k) P for every column w_k of ``weights``, from P's
-    :func:`pair_products` X^T: the upper triangles of all K matrices are one product X^T W (in X's
-    precision), each matrix is then diagonalised (float64). ``(positive, negative)`` as
-    :func:`weighted_factor_extremes`."""
-    xp, on = array_namespace(pairs), backend_of(pairs)
-    width = int(round((np.sqrt(8 * pairs.shape[0] + 1) - 1) / 2))
-    upper, col = np.triu_indices(width)
-    name = "float32" if pairs.dtype == xp.float32 else "float64"
-    tri = xp.matrix_transpose(xp.asarray(pairs @ on.asarray(weights, dtype=name), dtype=xp.float64))
-    full = xp.zeros((weights.shape[1], width, width), dtype=xp.float64, device=pairs.device)
-    full[:, on.asarray(upper), on.asarray(col)] = tri
-    full[:, on.asarray(col), on.asarray(upper)] = tri
-    return signed_extremes(to_numpy(xp.linalg.eigvalsh(full)), n_top)
+    whole = xp.matrix_transpose(xp.asarray(factor, dtype=xp.float64)) @ xp.asarray(factor, dtype=xp.float64)
+    mats = xp.empty((w.shape[1], width, width), dtype=xp.float64, device=whole.device)
+    for k in range(w.shape[1]):
+        taken, value, rest = on_high[:, k], high[k], low[k]
+        if 2 * np.count_nonzero(taken) > size:  # the other side is the smaller
+            taken, value, rest = ~taken, low[k], high[k]
+        rows = factor[on.asarray(np.flatnonzero(taken)), ...]
+        part = xp.asarray(xp.matrix_transpose(rows) @ rows, dtype=xp.float64)
+        mats[k, ...] = float(rest) * whole + float(value - rest) * part
+    return signed_extremes(to_numpy(xp.linalg.eigvalsh(mats)), n_top)
 
 
 def _dense_extremes(f: Any, w: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
