@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..array_ops import blas_threads_for
 from ..backend import array_namespace, backend_of, float_dtype, to_numpy
 from .eigen import signed_extremes
 
@@ -114,8 +115,16 @@ def principal_factor(operand: tuple[str, Any], rank: int, *, seed: int = 0) -> A
     name = "float32" if a.dtype == xp.float32 else "float64"
     sketch = on.asarray(np.random.default_rng(seed).standard_normal((size, min(size, rank + 10))), dtype=name)
     y = a @ sketch if kind == "gram" else a @ (xp.matrix_transpose(a) @ sketch)  # G Om (N x l)
+    with blas_threads_for(sketch.shape[1]):  # (the rest: l x l problems and thin products, one thread)
+        return _nystrom_factor(y, sketch, rank, precision=name, dtype=a.dtype)
+
+
+def _nystrom_factor(y: Any, sketch: Any, rank: int, *, precision: str, dtype: Any) -> Any:
+    """:func:`principal_factor` from G Om and Om: the stabilised Nystrom factor's ``rank`` leading
+    directions (in ``dtype``; the shift from ``precision``, the one G was computed in)."""
+    xp = array_namespace(y)
     y, sketch = xp.asarray(y, dtype=xp.float64), xp.asarray(sketch, dtype=xp.float64)
-    eps = float(np.finfo(np.float32 if name == "float32" else np.float64).eps)
+    eps = float(np.finfo(np.float32 if precision == "float32" else np.float64).eps)
     # Tropp et al.'s shift, eps |Y|_2 (|Y|_2 from the l x l Y^T Y): G's and Y's round-off in a's precision
     shift = eps * float(xp.sqrt(xp.max(xp.linalg.eigvalsh(xp.matrix_transpose(y) @ y))))
     for _ in range(4):  # (a core that round-off left indefinite: a larger shift)
@@ -130,7 +139,7 @@ def principal_factor(operand: tuple[str, Any], rank: int, *, seed: int = 0) -> A
     vals, vecs = xp.linalg.eigh(xp.matrix_transpose(f) @ f)  # F = U S V^T: S^2 = vals, U = F V / S
     vals, vecs = vals[-rank:], vecs[:, -rank:]
     scale = xp.sqrt(xp.clip(vals - shift, min=0.0)) / xp.sqrt(xp.clip(vals, min=1e-300))
-    return xp.asarray(f @ (vecs * scale[None, :]), dtype=a.dtype)  # U sqrt(S^2 - shift)
+    return xp.asarray(f @ (vecs * scale[None, :]), dtype=dtype)  # U sqrt(S^2 - shift)
 
 
 def subspace_extremes(factor: Any, weights: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...array_ops import blas_threads_for
 from ...backend import to_numpy
 from ...stats.eigen import select_modes
 from . import core
@@ -115,7 +116,8 @@ def mode_findings(operand: tuple, group_labels: np.ndarray, n: int, m: int, *, e
     weights = core.signed_weights(n, m, eta)
     if operand[0] == "subspace":
         factor = np.asarray(to_numpy(operand[1]), dtype=np.float64)
-        vals, vecs = np.linalg.eigh(factor.T @ (weights[:, None] * factor))
+        with blas_threads_for(factor.shape[1]):
+            vals, vecs = np.linalg.eigh(factor.T @ (weights[:, None] * factor))
         vals, vecs = vals[::-1], vecs[:, ::-1]  # descending, as exact_spectrum's
         sel = select_modes(vals, max(n_pos, n_neg, 1), 1.0 + eta, precision="float32")
         vals, scores = vals[sel], factor @ vecs[:, sel]

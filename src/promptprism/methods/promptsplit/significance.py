@@ -159,7 +159,9 @@ def permuted_spectra(operand: tuple[str, np.ndarray], weights: np.ndarray, n_top
     from one SYRK over its smaller side and diagonalised densely,
     :func:`~promptprism.stats.batched_eigen.subspace_extremes`)."""
     kind, array = operand
-    with blas_threads_for(array.shape[0] if kind in ("gram", "subspace") else array.shape[1]):
+    # (a subspace's products and eigen-solves are p x p: one BLAS thread; measured on 2 busy cores, each
+    # labelling's float32 SYRK of 10,000 x 128 took 2.9 ms on one thread, 31 ms on two)
+    with blas_threads_for(array.shape[0] if kind == "gram" else array.shape[1]):
         if kind == "gram":
             return weighted_gram_extremes(array, weights, n_top, seed=seed)
         if kind == "subspace":
