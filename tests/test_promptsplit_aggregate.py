@@ -122,11 +122,14 @@ def test_member_grams_equal_each_kernels_own_joint_gram(family):
     kernels = [{"kernel": kern, "sigma_prompt": None if c is None else c * 1.7,
                 "sigma_output": None if c is None else c * 2.9} for _, kern, c in agg.FAMILIES[family]]
     kernels.append({"kernel": "gaussian", "sigma_prompt": 1.0, "sigma_output": 3.0})  # not a multiple
-    grams = list(member_grams(emb, kernels, NUMPY))
-    for kernel, gram in zip(kernels, grams, strict=True):
+    grams = list(member_grams(emb, kernels, NUMPY, precision="float64"))
+    singles = list(member_grams(emb, kernels, NUMPY))  # (the test's own: float32)
+    for kernel, gram, single in zip(kernels, grams, singles, strict=True):
         want = core.joint_gram(*emb, kernel=kernel["kernel"], sigma_prompt=kernel["sigma_prompt"],
                                sigma_output=kernel["sigma_output"])
         np.testing.assert_allclose(gram, want, rtol=1e-12, atol=1e-14)
+        assert single.dtype == np.float32
+        np.testing.assert_allclose(single, want, rtol=1e-5, atol=1e-6)
 
 
 def test_mode_findings_in_a_subspace_that_holds_the_whole_gram_match_the_exact_modes():
