@@ -89,6 +89,13 @@ def test_fit_reports_the_family_and_adjusts_the_fitted_kernels_pvalues():
     assert min(adj) >= a["p"] - 1e-12  # another kernel may see more than the fitted one
     assert min(k["p_adjusted"] for k in a["kernels"]) == pytest.approx(a["p"])
     assert set(a["cost_s"]) == {"gaussian x0.5", "gaussian x2", "fitted kernel"}
+    # the members' bandwidths: multiples of the pooled medians (the fitted kernel's own, reused)
+    from promptprism.kernels.bandwidth import Bandwidth
+
+    for i, key in enumerate(("prompt", "output")):
+        median = Bandwidth.parse("median").resolve_pooled([test[i], ref[i]], name=f"sigma_{key}", seed=0).value
+        assert a["kernels"][1][f"sigma_{key}"] == pytest.approx(0.5 * median, rel=1e-12)
+        assert a["kernels"][2][f"sigma_{key}"] == pytest.approx(2.0 * median, rel=1e-12)
     # without aggregation: the fitted kernel's own p-values, on the same permutations
     alone = PromptSplit(seed=0, permutations=99, aggregate="none").fit(test, ref)
     assert "aggregation" not in alone.significance

@@ -41,15 +41,16 @@ def resolve_family(name: str, sets: dict, *, kernel: str, sigmas: tuple, seed: i
                    fitted_rules: tuple = ("median", "median")) -> tuple[str, str, list[dict]]:
     """(modality, fitted kernel's name, the family's other kernels) for the option ``aggregate=name``
     ('auto': the outputs' modality, :func:`.aggregate.modality`). Bandwidths: multiples of the median of
-    the pooled embeddings (as ``sigma_*='median'``); the member equal to the fitted kernel is left out."""
+    the pooled embeddings (as ``sigma_*='median'``: the fitted gaussian's own ``sigmas`` when it used that
+    rule with this ``seed``); the member equal to the fitted kernel is left out."""
     modality = agg.modality(sets["test"].output_embeddings) if name == "auto" else name
-    medians = {}
-    for key, attr in (("prompt", "prompt_embeddings"), ("output", "output_embeddings")):
+    by_median = kernel != "cosine" and tuple(map(str, fitted_rules)) == ("median", "median")
+    medians = {"prompt": sigmas[0], "output": sigmas[1]} if by_median else {}
+    for key, attr in (() if by_median else (("prompt", "prompt_embeddings"), ("output", "output_embeddings"))):
         pooled = [getattr(sets["test"], attr), getattr(sets["reference"], attr)]
         medians[key] = Bandwidth.parse("median").resolve_pooled(pooled, name=f"sigma_{key}", seed=seed).value
     fitted = "cosine" if kernel == "cosine" else (
-        "gaussian x1" if tuple(map(str, fitted_rules)) == ("median", "median") else
-        f"gaussian (sigma {sigmas[0]:.4g}, {sigmas[1]:.4g})")
+        "gaussian x1" if by_median else f"gaussian (sigma {sigmas[0]:.4g}, {sigmas[1]:.4g})")
     others = []
     for member, kern, factor in agg.FAMILIES[modality]:
         if member == fitted:
