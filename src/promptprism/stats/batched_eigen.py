@@ -147,9 +147,9 @@ def subspace_extremes(factor: Any, weights: np.ndarray, n_top: int) -> tuple[np.
     (N x p, a principal subspace). ``(positive, negative)`` as :func:`weighted_factor_extremes`.
 
     A labelling's weights take two values, a_k on its rows S_k and b_k on the others (1/n on the test rows,
-    -eta/m on the reference ones), so P^T diag(w_k) P = b_k P^T P + (a_k - b_k) P_{S_k}^T P_{S_k}: one
-    SYRK over the rows of the smaller side of each labelling (in P's precision; N p^2 / 2 flops instead of
-    the N p^2 of a product with all of P, and no N x p^2 buffer), P^T P once in float64, the sum and the
+    -eta/m on the reference ones), so P^T diag(w_k) P = b_k P^T P + (a_k - b_k) P_{S_k}^T P_{S_k}: P^T P
+    once per call and one SYRK over the rows of the smaller side of each labelling (in P's precision; N p^2 / 2
+    flops instead of the N p^2 of a product with all of P, and no N x p^2 buffer), their sum and the
     eigen-solves in float64. Weights with more than two values per column: every matrix formed from the whole
     of P (:func:`_dense_extremes`)."""
     xp, on = array_namespace(factor), backend_of(factor)
@@ -159,7 +159,7 @@ def subspace_extremes(factor: Any, weights: np.ndarray, n_top: int) -> tuple[np.
     if not np.all(on_high | (w == low)):
         return _dense_extremes(xp.asarray(factor, dtype=xp.float64), w, n_top)
     size, width = factor.shape
-    whole = xp.matrix_transpose(xp.asarray(factor, dtype=xp.float64)) @ xp.asarray(factor, dtype=xp.float64)
+    whole = xp.asarray(xp.matrix_transpose(factor) @ factor, dtype=xp.float64)
     mats = xp.empty((w.shape[1], width, width), dtype=xp.float64, device=whole.device)
     for k in range(w.shape[1]):
         taken, value, rest = on_high[:, k], high[k], low[k]
