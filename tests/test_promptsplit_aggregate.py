@@ -93,7 +93,8 @@ def test_fit_reports_the_family_and_adjusts_the_fitted_kernels_pvalues():
     from promptprism.kernels.bandwidth import Bandwidth
 
     for i, key in enumerate(("prompt", "output")):
-        median = Bandwidth.parse("median").resolve_pooled([test[i], ref[i]], name=f"sigma_{key}", seed=0).value
+        pooled = [test[i], ref[i]]
+        median = Bandwidth.parse("median").resolve_pooled(pooled, name=f"sigma_{key}", seed=0).value
         assert a["kernels"][1][f"sigma_{key}"] == pytest.approx(0.5 * median, rel=1e-12)
         assert a["kernels"][2][f"sigma_{key}"] == pytest.approx(2.0 * median, rel=1e-12)
     # without aggregation: the fitted kernel's own p-values, on the same permutations

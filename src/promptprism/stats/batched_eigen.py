@@ -148,10 +148,10 @@ def subspace_extremes(factor: Any, weights: np.ndarray, n_top: int) -> tuple[np.
 
     A labelling's weights take two values, a_k on its rows S_k and b_k on the others (1/n on the test rows,
     -eta/m on the reference ones), so P^T diag(w_k) P = b_k P^T P + (a_k - b_k) P_{S_k}^T P_{S_k}: P^T P
-    once per call and one SYRK over the rows of the smaller side of each labelling (in P's precision; N p^2 / 2
-    flops instead of the N p^2 of a product with all of P, and no N x p^2 buffer), their sum and the
-    eigen-solves in float64. Weights with more than two values per column: every matrix formed from the whole
-    of P (:func:`_dense_extremes`)."""
+    once per call and one SYRK over the rows of the smaller side of each labelling (in P's precision;
+    N p^2 / 2 flops instead of the N p^2 of a product with all of P, and no N x p^2 buffer), their sum and
+    the eigen-solves in float64. Weights with more than two values per column: every matrix formed from
+    the whole of P (:func:`_dense_extremes`)."""
     xp, on = array_namespace(factor), backend_of(factor)
     w = np.asarray(weights, dtype=np.float64)
     high, low = w.max(axis=0), w.min(axis=0)

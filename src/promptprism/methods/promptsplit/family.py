@@ -46,7 +46,8 @@ def resolve_family(name: str, sets: dict, *, kernel: str, sigmas: tuple, seed: i
     modality = agg.modality(sets["test"].output_embeddings) if name == "auto" else name
     by_median = kernel != "cosine" and tuple(map(str, fitted_rules)) == ("median", "median")
     medians = {"prompt": sigmas[0], "output": sigmas[1]} if by_median else {}
-    for key, attr in (() if by_median else (("prompt", "prompt_embeddings"), ("output", "output_embeddings"))):
+    keys = () if by_median else (("prompt", "prompt_embeddings"), ("output", "output_embeddings"))
+    for key, attr in keys:
         pooled = [getattr(sets["test"], attr), getattr(sets["reference"], attr)]
         medians[key] = Bandwidth.parse("median").resolve_pooled(pooled, name=f"sigma_{key}", seed=seed).value
     fitted = "cosine" if kernel == "cosine" else (
