@@ -109,6 +109,11 @@ def test_subspace_spectra_equal_a_plain_eigensolve_per_labelling(kind):
         tol = 1e-5 * max(want[0].max(), want[1].max())  # (float32 products)
         np.testing.assert_allclose(pos[k], want[0][0], rtol=1e-4, atol=tol)
         np.testing.assert_allclose(neg[k], want[1][0], rtol=1e-4, atol=tol)
+    # the labellings shared among threads: the same numbers, bit for bit
+    threaded = eigen.subspace_extremes(operand[1], w, 3, workers=3)
+    serial = eigen.subspace_extremes(operand[1], w, 3, workers=1)
+    np.testing.assert_array_equal(threaded[0], serial[0])
+    np.testing.assert_array_equal(threaded[1], serial[1])
     # labellings with more test rows than reference ones (the SYRK then runs over the reference side), and
     # weights of more than two values (every matrix formed from the whole of P)
     lopsided = sig.label_weights(sig.test_labellings(np.zeros(200, int), 150, 50, 4, seed=8), 150, 50, 0.9)

@@ -142,7 +142,8 @@ def _nystrom_factor(y: Any, sketch: Any, rank: int, *, precision: str, dtype: An
     return xp.asarray(f @ (vecs * scale[None, :]), dtype=dtype)  # U sqrt(S^2 - shift)
 
 
-def subspace_extremes(factor: Any, weights: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
+def subspace_extremes(factor: Any, weights: np.ndarray, n_top: int, *, workers: int = 1
+                      ) -> tuple[np.ndarray, np.ndarray]:
     """Extreme eigenvalues of P^T diag(w_k) P for every column w_k of ``weights``, for a narrow factor P
     (N x p, a principal subspace). ``(positive, negative)`` as :func:`weighted_factor_extremes`.
 
@@ -151,24 +152,45 @@ def subspace_extremes(factor: Any, weights: np.ndarray, n_top: int) -> tuple[np.
     once per call and one SYRK over the rows of the smaller side of each labelling (in P's precision;
     N p^2 / 2 flops instead of the N p^2 of a product with all of P, and no N x p^2 buffer), their sum and
     the eigen-solves in float64. Weights with more than two values per column: every matrix formed from
-    the whole of P (:func:`_dense_extremes`)."""
-    xp, on = array_namespace(factor), backend_of(factor)
+    the whole of P (:func:`_dense_extremes`). numpy: the labellings shared among ``workers`` threads (each
+    labelling's numbers do not depend on which thread computes them; run it under one BLAS thread)."""
+    xp = array_namespace(factor)
     w = np.asarray(weights, dtype=np.float64)
     high, low = w.max(axis=0), w.min(axis=0)
     on_high = w == high
     if not np.all(on_high | (w == low)):
         return _dense_extremes(xp.asarray(factor, dtype=xp.float64), w, n_top)
-    size, width = factor.shape
     whole = xp.asarray(xp.matrix_transpose(factor) @ factor, dtype=xp.float64)
-    mats = xp.empty((w.shape[1], width, width), dtype=xp.float64, device=whole.device)
-    for k in range(w.shape[1]):
+
+    def solve(cols: np.ndarray) -> np.ndarray:
+        return to_numpy(xp.linalg.eigvalsh(_labelling_matrices(factor, whole, on_high, high, low, cols)))
+
+    cols = np.arange(w.shape[1])
+    workers = max(1, min(int(workers), cols.size)) if isinstance(factor, np.ndarray) else 1
+    if workers == 1:
+        return signed_extremes(solve(cols), n_top)
+    from concurrent.futures import ThreadPoolExecutor
+
+    shares = np.array_split(cols, workers)
+    with ThreadPoolExecutor(workers) as pool:
+        vals = np.concatenate(list(pool.map(solve, shares)))
+    return signed_extremes(vals, n_top)
+
+
+def _labelling_matrices(factor: Any, whole: Any, on_high: np.ndarray, high: np.ndarray, low: np.ndarray,
+                        cols: np.ndarray) -> Any:
+    """P^T diag(w_k) P (float64, stacked) for the labellings ``cols`` of :func:`subspace_extremes`."""
+    xp, on = array_namespace(factor), backend_of(factor)
+    size, width = factor.shape
+    mats = xp.empty((cols.size, width, width), dtype=xp.float64, device=whole.device)
+    for i, k in enumerate(cols):
         taken, value, rest = on_high[:, k], high[k], low[k]
         if 2 * np.count_nonzero(taken) > size:  # the other side is the smaller
             taken, value, rest = ~taken, low[k], high[k]
         rows = factor[on.asarray(np.flatnonzero(taken)), ...]
         part = xp.asarray(xp.matrix_transpose(rows) @ rows, dtype=xp.float64)
-        mats[k, ...] = float(rest) * whole + float(value - rest) * part
-    return signed_extremes(to_numpy(xp.linalg.eigvalsh(mats)), n_top)
+        mats[i, ...] = float(rest) * whole + float(value - rest) * part
+    return mats
 
 
 def _dense_extremes(f: Any, w: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
