@@ -89,6 +89,14 @@ def test_fit_reports_the_family_and_adjusts_the_fitted_kernels_pvalues():
     assert min(adj) >= a["p"] - 1e-12  # another kernel may see more than the fitted one
     assert min(k["p_adjusted"] for k in a["kernels"]) == pytest.approx(a["p"])
     assert set(a["cost_s"]) == {"gaussian x0.5", "gaussian x2", "fitted kernel"}
+    # the members' bandwidths: multiples of the pooled medians (the fitted kernel's own, reused)
+    from promptprism.kernels.bandwidth import Bandwidth
+
+    for i, key in enumerate(("prompt", "output")):
+        pooled = [test[i], ref[i]]
+        median = Bandwidth.parse("median").resolve_pooled(pooled, name=f"sigma_{key}", seed=0).value
+        assert a["kernels"][1][f"sigma_{key}"] == pytest.approx(0.5 * median, rel=1e-12)
+        assert a["kernels"][2][f"sigma_{key}"] == pytest.approx(2.0 * median, rel=1e-12)
     # without aggregation: the fitted kernel's own p-values, on the same permutations
     alone = PromptSplit(seed=0, permutations=99, aggregate="none").fit(test, ref)
     assert "aggregation" not in alone.significance
@@ -108,3 +116,45 @@ def test_text_family_on_unit_norm_outputs_leaves_out_the_fitted_cosine():
 def test_aggregate_option_is_checked():
     with pytest.raises(OptionError, match="aggregate"):
         PromptSplit(aggregate="all")
+
+
+@pytest.mark.parametrize("family", ["image", "text"])
+def test_member_grams_equal_each_kernels_own_joint_gram(family):
+    """The family's gaussians share one distance matrix: each Gram matrix is still its own joint_gram."""
+    from promptprism.backend import NUMPY
+    from promptprism.methods.promptsplit import core
+    from promptprism.methods.promptsplit.family import member_grams
+
+    rng = np.random.default_rng(6)
+    emb = [rng.standard_normal((n, d)) + 5.0 for n in (40, 30) for d in (4, 6)]
+    kernels = [{"kernel": kern, "sigma_prompt": None if c is None else c * 1.7,
+                "sigma_output": None if c is None else c * 2.9} for _, kern, c in agg.FAMILIES[family]]
+    kernels.append({"kernel": "gaussian", "sigma_prompt": 1.0, "sigma_output": 3.0})  # not a multiple
+    grams = list(member_grams(emb, kernels, NUMPY, precision="float64"))
+    singles = list(member_grams(emb, kernels, NUMPY))  # (the test's own: float32)
+    for kernel, gram, single in zip(kernels, grams, singles, strict=True):
+        want = core.joint_gram(*emb, kernel=kernel["kernel"], sigma_prompt=kernel["sigma_prompt"],
+                               sigma_output=kernel["sigma_output"])
+        np.testing.assert_allclose(gram, want, rtol=1e-12, atol=1e-14)
+        assert single.dtype == np.float32
+        np.testing.assert_allclose(single, want, rtol=1e-5, atol=1e-6)
+
+
+def test_mode_findings_in_a_subspace_that_holds_the_whole_gram_match_the_exact_modes():
+    """P P^T = G (a Gram matrix of rank 8 < the subspace's 12): the subspace's modes are G's own, with the
+    same eigenvalues and the same top prompts as the exact spectrum's."""
+    from promptprism.stats.batched_eigen import principal_factor
+
+    rng = np.random.default_rng(7)
+    n, m, eta = 60, 50, 0.9
+    groups = np.r_[np.arange(n) % 5, np.arange(m) % 5]
+    psi = rng.standard_normal((n + m, 8)) + np.eye(5, 8)[groups] * 3 * (np.arange(n + m) < 12)[:, None]
+    gram = psi @ psi.T
+    factor = principal_factor(("gram", gram), 12, seed=0)
+    names = [f"p{i}" for i in range(5)]
+    p = np.full(3, 0.01)
+    exact = agg.mode_findings(("gram", gram), groups, n, m, eta=eta, p_pos=p, p_neg=p, names=names)
+    sub = agg.mode_findings(("subspace", factor), groups, n, m, eta=eta, p_pos=p, p_neg=p, names=names)
+    assert [f["side"] for f in sub] == [f["side"] for f in exact] and len(exact) == 6
+    np.testing.assert_allclose([f["eigenvalue"] for f in sub], [f["eigenvalue"] for f in exact], rtol=1e-8)
+    assert [f["top_prompts"] for f in sub] == [f["top_prompts"] for f in exact]

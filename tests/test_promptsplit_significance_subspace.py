@@ -7,8 +7,9 @@ eigen-solve of P^T diag(w) P each. P never sees a label, so the test stays exact
 (monkeypatched to 12) so that small data sets of the same kind take that path:
 
 * brute force: P P^T reproduces a Gram matrix of lower rank exactly, and the leading eigenvalues of a
-  full-rank one; the test's permuted spectra (every labelling's upper triangle of P^T diag(w_k) P as one
-  product with P's pair products) equal a plain eigensolve of P^T diag(w_k) P per labelling;
+  full-rank one; the test's permuted spectra (every labelling's P^T diag(w_k) P from P^T P and one SYRK
+  over the rows of its smaller side) equal a plain eigensolve of P^T diag(w_k) P per labelling, also for
+  weights that are not a labelling's two values;
 * calibration: over 200 null data sets, the rate of runs with any mode significant at alpha = 0.05 lies in
   [0.02, 0.08], exact (Gram) and rff (features) routes, with the default (curtailed) rule;
 * power: a planted difference (one prompt's outputs moved in the test set) is found in >= 90 % of data sets.
@@ -101,16 +102,29 @@ def test_subspace_spectra_equal_a_plain_eigensolve_per_labelling(kind):
     operand = sig.principal_operand(raw, seed=5, rank=RANK)
     p = eigen.principal_factor(raw, RANK, seed=5)
     assert p.shape == (200, RANK) and operand[0] == "subspace"
-    p32 = p.astype(np.float32)  # (the test's pair products are float32)
-    np.testing.assert_array_equal(operand[1], eigen.pair_products(p32))  # the upper triangles of p_i p_i^T
-    upper, col = np.triu_indices(RANK)
-    np.testing.assert_array_equal(operand[1][:, 7], p32[7, upper] * p32[7, col])
+    np.testing.assert_array_equal(operand[1], p.astype(np.float32))  # (the labellings' products: float32)
     pos, neg = sig.permuted_spectra(operand, w, 3, seed=0)
     for k in range(w.shape[1]):
         want = signed_extremes(np.linalg.eigvalsh(p.T @ (w[:, k, None] * p))[None, :], 3)
         tol = 1e-5 * max(want[0].max(), want[1].max())  # (float32 products)
         np.testing.assert_allclose(pos[k], want[0][0], rtol=1e-4, atol=tol)
         np.testing.assert_allclose(neg[k], want[1][0], rtol=1e-4, atol=tol)
+    # the labellings shared among threads: the same numbers, bit for bit
+    threaded = eigen.subspace_extremes(operand[1], w, 3, workers=3)
+    serial = eigen.subspace_extremes(operand[1], w, 3, workers=1)
+    np.testing.assert_array_equal(threaded[0], serial[0])
+    np.testing.assert_array_equal(threaded[1], serial[1])
+    # labellings with more test rows than reference ones (the SYRK then runs over the reference side), and
+    # weights of more than two values (every matrix formed from the whole of P)
+    lopsided = sig.label_weights(sig.test_labellings(np.zeros(200, int), 150, 50, 4, seed=8), 150, 50, 0.9)
+    uneven = np.random.default_rng(9).standard_normal((200, 3))
+    for weights in (lopsided, uneven):
+        pos, neg = sig.permuted_spectra(operand, weights, 3, seed=0)
+        for k in range(weights.shape[1]):
+            want = signed_extremes(np.linalg.eigvalsh(p.T @ (weights[:, k, None] * p))[None, :], 3)
+            tol = 1e-5 * max(want[0].max(), want[1].max())
+            np.testing.assert_allclose(pos[k], want[0][0], rtol=1e-4, atol=tol)
+            np.testing.assert_allclose(neg[k], want[1][0], rtol=1e-4, atol=tol)
 
 
 # ---------------------------------------------------------------------------------- calibration and power

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import array_namespace, backend_of, float_dtype, populated_empty, to_numpy
+from ..array_ops import blas_threads_for
+from ..backend import array_namespace, backend_of, float_dtype, to_numpy
 from .eigen import signed_extremes
 
 #: factors up to this many columns are diagonalised densely by :func:`weighted_factor_extremes`
@@ -114,8 +115,16 @@ def principal_factor(operand: tuple[str, Any], rank: int, *, seed: int = 0) -> A
     name = "float32" if a.dtype == xp.float32 else "float64"
     sketch = on.asarray(np.random.default_rng(seed).standard_normal((size, min(size, rank + 10))), dtype=name)
     y = a @ sketch if kind == "gram" else a @ (xp.matrix_transpose(a) @ sketch)  # G Om (N x l)
+    with blas_threads_for(sketch.shape[1]):  # (the rest: l x l problems and thin products, one thread)
+        return _nystrom_factor(y, sketch, rank, precision=name, dtype=a.dtype)
+
+
+def _nystrom_factor(y: Any, sketch: Any, rank: int, *, precision: str, dtype: Any) -> Any:
+    """:func:`principal_factor` from G Om and Om: the stabilised Nystrom factor's ``rank`` leading
+    directions (in ``dtype``; the shift from ``precision``, the one G was computed in)."""
+    xp = array_namespace(y)
     y, sketch = xp.asarray(y, dtype=xp.float64), xp.asarray(sketch, dtype=xp.float64)
-    eps = float(np.finfo(np.float32 if name == "float32" else np.float64).eps)
+    eps = float(np.finfo(np.float32 if precision == "float32" else np.float64).eps)
     # Tropp et al.'s shift, eps |Y|_2 (|Y|_2 from the l x l Y^T Y): G's and Y's round-off in a's precision
     shift = eps * float(xp.sqrt(xp.max(xp.linalg.eigvalsh(xp.matrix_transpose(y) @ y))))
     for _ in range(4):  # (a core that round-off left indefinite: a larger shift)
@@ -130,45 +139,58 @@ def principal_factor(operand: tuple[str, Any], rank: int, *, seed: int = 0) -> A
     vals, vecs = xp.linalg.eigh(xp.matrix_transpose(f) @ f)  # F = U S V^T: S^2 = vals, U = F V / S
     vals, vecs = vals[-rank:], vecs[:, -rank:]
     scale = xp.sqrt(xp.clip(vals - shift, min=0.0)) / xp.sqrt(xp.clip(vals, min=1e-300))
-    return xp.asarray(f @ (vecs * scale[None, :]), dtype=a.dtype)  # U sqrt(S^2 - shift)
+    return xp.asarray(f @ (vecs * scale[None, :]), dtype=dtype)  # U sqrt(S^2 - shift)
 
 
-def pair_products(factor: Any) -> Any:
-    """X^T (p (p + 1) / 2 x N): column i holds the upper triangle of p_i p_i^T (row-major, as
-    ``numpy.triu_indices``) for the rows p_i of a narrow factor P (N x p), so that P^T diag(w) P's upper
-    triangle is X^T w for every weight vector w at once. Built row block by row block of X^T, each written
-    once and contiguously."""
+def subspace_extremes(factor: Any, weights: np.ndarray, n_top: int, *, workers: int = 1
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Extreme eigenvalues of P^T diag(w_k) P for every column w_k of ``weights``, for a narrow factor P
+    (N x p, a principal subspace). ``(positive, negative)`` as :func:`weighted_factor_extremes`.
+
+    A labelling's weights take two values, a_k on its rows S_k and b_k on the others (1/n on the test rows,
+    -eta/m on the reference ones), so P^T diag(w_k) P = b_k P^T P + (a_k - b_k) P_{S_k}^T P_{S_k}: P^T P
+    once per call and one SYRK over the rows of the smaller side of each labelling (in P's precision;
+    N p^2 / 2 flops instead of the N p^2 of a product with all of P, and no N x p^2 buffer), their sum and
+    the eigen-solves in float64. Weights with more than two values per column: every matrix formed from
+    the whole of P (:func:`_dense_extremes`). numpy: the labellings shared among ``workers`` threads (each
+    labelling's numbers do not depend on which thread computes them; run it under one BLAS thread)."""
     xp = array_namespace(factor)
+    w = np.asarray(weights, dtype=np.float64)
+    high, low = w.max(axis=0), w.min(axis=0)
+    on_high = w == high
+    if not np.all(on_high | (w == low)):
+        return _dense_extremes(xp.asarray(factor, dtype=xp.float64), w, n_top)
+    whole = xp.asarray(xp.matrix_transpose(factor) @ factor, dtype=xp.float64)
+
+    def solve(cols: np.ndarray) -> np.ndarray:
+        return to_numpy(xp.linalg.eigvalsh(_labelling_matrices(factor, whole, on_high, high, low, cols)))
+
+    cols = np.arange(w.shape[1])
+    workers = max(1, min(int(workers), cols.size)) if isinstance(factor, np.ndarray) else 1
+    if workers == 1:
+        return signed_extremes(solve(cols), n_top)
+    from concurrent.futures import ThreadPoolExecutor
+
+    shares = np.array_split(cols, workers)
+    with ThreadPoolExecutor(workers) as pool:
+        vals = np.concatenate(list(pool.map(solve, shares)))
+    return signed_extremes(vals, n_top)
+
+
+def _labelling_matrices(factor: Any, whole: Any, on_high: np.ndarray, high: np.ndarray, low: np.ndarray,
+                        cols: np.ndarray) -> Any:
+    """P^T diag(w_k) P (float64, stacked) for the labellings ``cols`` of :func:`subspace_extremes`."""
+    xp, on = array_namespace(factor), backend_of(factor)
     size, width = factor.shape
-    f_t = xp.asarray(xp.matrix_transpose(factor), copy=True)  # (p x N), rows contiguous
-    shape = (width * (width + 1) // 2, size)
-    out = (populated_empty(shape, factor.dtype) if isinstance(factor, np.ndarray)  # (pages mapped at once)
-           else xp.empty(shape, dtype=factor.dtype, device=factor.device))
-    start = 0
-    for a in range(width):  # entries (a, a..p-1), multiplied in place (numpy: no temporary)
-        rows = slice(start, start + width - a)
-        if isinstance(out, np.ndarray):
-            np.multiply(f_t[a : a + 1, :], f_t[a:, :], out=out[rows, :])
-        else:
-            out[rows, :] = f_t[a : a + 1, :] * f_t[a:, :]
-        start += width - a
-    return out
-
-
-def pair_extremes(pairs: Any, weights: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
-    """Extreme eigenvalues of P^T diag(w_k) P for every column w_k of ``weights``, from P's
-    :func:`pair_products` X^T: the upper triangles of all K matrices are one product X^T W (in X's
-    precision), each matrix is then diagonalised (float64). ``(positive, negative)`` as
-    :func:`weighted_factor_extremes`."""
-    xp, on = array_namespace(pairs), backend_of(pairs)
-    width = int(round((np.sqrt(8 * pairs.shape[0] + 1) - 1) / 2))
-    upper, col = np.triu_indices(width)
-    name = "float32" if pairs.dtype == xp.float32 else "float64"
-    tri = xp.matrix_transpose(xp.asarray(pairs @ on.asarray(weights, dtype=name), dtype=xp.float64))
-    full = xp.zeros((weights.shape[1], width, width), dtype=xp.float64, device=pairs.device)
-    full[:, on.asarray(upper), on.asarray(col)] = tri
-    full[:, on.asarray(col), on.asarray(upper)] = tri
-    return signed_extremes(to_numpy(xp.linalg.eigvalsh(full)), n_top)
+    mats = xp.empty((cols.size, width, width), dtype=xp.float64, device=whole.device)
+    for i, k in enumerate(cols):
+        taken, value, rest = on_high[:, k], high[k], low[k]
+        if 2 * np.count_nonzero(taken) > size:  # the other side is the smaller
+            taken, value, rest = ~taken, low[k], high[k]
+        rows = factor[on.asarray(np.flatnonzero(taken)), ...]
+        part = xp.asarray(xp.matrix_transpose(rows) @ rows, dtype=xp.float64)
+        mats[i, ...] = float(rest) * whole + float(value - rest) * part
+    return mats
 
 
 def _dense_extremes(f: Any, w: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:

@@ -16,13 +16,18 @@ under the complete null.
 
 Kernels other than the fitted one run on the exact route (their Gram matrix on the test's rows, or on a
 seeded subsample of at most ``AGGREGATE_SAMPLES`` of them: the relabellings restricted to those rows,
-weighted by each labelling's own counts, so the statistic is still a function of the full labelling).
+weighted by each labelling's own counts, so the statistic is still a function of the full labelling); the
+test and the modes it reports live in that Gram matrix's principal subspace, as the fitted kernel's test
+(:func:`.significance.principal_operand`, :func:`mode_findings`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...array_ops import blas_threads_for
+from ...backend import to_numpy
+from ...stats.eigen import select_modes
 from . import core
 from . import significance as sig
 
@@ -98,13 +103,27 @@ def subset_spectra(operand: tuple, labels: np.ndarray, rows: np.ndarray, *, eta:
     return sig.permuted_spectra(operand, subset_weights(labels, rows, eta=eta), n_top, seed=seed)
 
 
-def mode_findings(gram, group_labels: np.ndarray, n: int, m: int, *, eta: float, p_pos: np.ndarray,
-                  p_neg: np.ndarray, names, top: int = 3) -> list[dict]:
-    """The top modes of one kernel (exact route on ``gram``, n test rows then m reference rows): per mode
-    its side, eigenvalue, p-value and ``top`` prompts by contribution (:func:`.core.prompt_contributions`)."""
+def mode_findings(operand: tuple, group_labels: np.ndarray, n: int, m: int, *, eta: float,
+                  p_pos: np.ndarray, p_neg: np.ndarray, names, top: int = 3) -> list[dict]:
+    """The top modes of one kernel of the family, n test rows then m reference rows: per mode its side,
+    eigenvalue, p-value and ``top`` prompts by contribution (:func:`.core.prompt_contributions`).
+
+    ``operand``: the kernel's test operand (:func:`.significance.principal_operand`). ``("subspace", P)``:
+    the modes are those the test's statistic saw, the eigenvectors u of P^T D P (Lambda restricted to the
+    principal subspace; eigenvalues of the observed labelling's own matrix), each sample's score p_i . u;
+    ``("gram", G)`` (a kernel on at most NULL_RANK rows): :func:`.core.exact_spectrum` on G."""
     n_pos, n_neg = len(p_pos), len(p_neg)
-    spec = core.exact_spectrum(gram, core.signed_weights(n, m, eta), n_modes=max(n_pos, n_neg, 1), eta=eta)
-    vals, scores = spec.mode_eigenvalues, spec.scores
+    weights = core.signed_weights(n, m, eta)
+    if operand[0] == "subspace":
+        factor = np.asarray(to_numpy(operand[1]), dtype=np.float64)
+        with blas_threads_for(factor.shape[1]):
+            vals, vecs = np.linalg.eigh(factor.T @ (weights[:, None] * factor))
+        vals, vecs = vals[::-1], vecs[:, ::-1]  # descending, as exact_spectrum's
+        sel = select_modes(vals, max(n_pos, n_neg, 1), 1.0 + eta, precision="float32")
+        vals, scores = vals[sel], factor @ vecs[:, sel]
+    else:
+        spec = core.exact_spectrum(operand[1], weights, n_modes=max(n_pos, n_neg, 1), eta=eta)
+        vals, scores = spec.mode_eigenvalues, spec.scores
     size = int(group_labels.max()) + 1
     out, rank = [], {"test": 0, "reference": 0}
     for j, lam in enumerate(vals):

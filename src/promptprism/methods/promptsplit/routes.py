@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..._progress import progress_enabled, status
-from ...backend import NUMPY, Backend, feature_memory
+from ...backend import NUMPY, Backend, feature_memory, is_numpy
 from ...data.paired import PairedSet
 from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
 from ...scale.runner import DaskRunner, Runner, balanced_blocks, partition_rows, partition_size
@@ -229,7 +229,12 @@ class FeatureRoute(Route):
 
         def operand(rows_t: np.ndarray, rows_r: np.ndarray) -> tuple[str, Any]:
             pairs = (("test", rows_t), ("reference", rows_r))
-            if feats is not None:  # kept from the covariance pass
+            if feats is not None and is_numpy(feats["test"]):  # kept: the rows gathered into one array
+                out = backend.empty((rows_t.size + rows_r.size, fmap.dim), feats["test"].dtype)
+                np.take(feats["test"], rows_t, axis=0, out=out[: rows_t.size], mode="clip")
+                np.take(feats["reference"], rows_r, axis=0, out=out[rows_t.size :], mode="clip")
+                return "features", out
+            if feats is not None:  # kept from the covariance pass, on a device
                 return "features", backend.xp.concat([
                     feats[s] if rows.size == len(sets[s]) else feats[s][backend.asarray(rows), ...]
                     for s, rows in pairs])

@@ -27,9 +27,8 @@ import numpy as np
 from ...array_ops import blas_threads_for
 from ...backend import array_namespace
 from ...stats.batched_eigen import (
-    pair_extremes,
-    pair_products,
     principal_factor,
+    subspace_extremes,
     weighted_factor_extremes,
     weighted_gram_extremes,
 )
@@ -156,31 +155,38 @@ def permuted_spectra(operand: tuple[str, np.ndarray], weights: np.ndarray, n_top
                      ) -> tuple[np.ndarray, np.ndarray]:
     """(positive, |negative|) top ``n_top`` eigenvalues of Lambda_k = F^T diag(w_k) F for each weight
     column w_k; ``operand`` is ``("gram", G)`` (exact route, G = F F^T), ``("features", F)`` or
-    ``("subspace", X^T)`` (:func:`principal_operand`: the pair products of a narrow factor, every labelling's
-    matrix formed by one product and diagonalised densely)."""
+    ``("subspace", P)`` (:func:`principal_operand`: a narrow factor, every labelling's p x p matrix formed
+    from one SYRK over its smaller side and diagonalised densely,
+    :func:`~promptprism.stats.batched_eigen.subspace_extremes`)."""
     kind, array = operand
+    if kind == "subspace":
+        # p x p products and eigen-solves: one BLAS thread each (measured on 2 busy cores, a labelling's
+        # float32 SYRK of 10,000 x 128 took 2.9 ms on one thread, 31 ms on two), the labellings shared among
+        # as many threads as the BLAS had (quiet 2 cores, 200 labellings of 10,000 x 128: 0.28 s -> 0.15 s)
+        from threadpoolctl import threadpool_info, threadpool_limits
+
+        workers = min([i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] or [1])
+        with threadpool_limits(limits=1, user_api="blas"):
+            return subspace_extremes(array, weights, n_top, workers=workers)
     with blas_threads_for(array.shape[0] if kind == "gram" else array.shape[1]):
         if kind == "gram":
             return weighted_gram_extremes(array, weights, n_top, seed=seed)
-        if kind == "subspace":
-            return pair_extremes(array, weights, n_top)
         return weighted_factor_extremes(array, weights, n_top, seed=seed)
 
 
 def principal_operand(operand: tuple[str, np.ndarray], *, seed: int, rank: int | None = None
                       ) -> tuple[str, np.ndarray]:
-    """The test's operand: ``("subspace", X^T)``, the :func:`~promptprism.stats.batched_eigen.pair_products`
-    of P, the pooled samples' leading principal factor of at most ``rank`` (default :data:`NULL_RANK`)
-    columns (:func:`~promptprism.stats.batched_eigen.principal_factor`; it never sees a label, so the test
-    on it is exact; the pair products in float32, whatever the operand's precision: half the memory and
-    twice the rate of float64, for a statistic that only has to be the same function for every labelling);
-    or ``operand`` itself when it is that narrow."""
+    """The test's operand: ``("subspace", P)``, the pooled samples' leading principal factor of at most
+    ``rank`` (default :data:`NULL_RANK`) columns (:func:`~promptprism.stats.batched_eigen.principal_factor`;
+    it never sees a label, so the test on it is exact), in float32 whatever the operand's precision (twice
+    the rate of float64 for the labellings' products, summed in float64: a statistic that only has to be the
+    same function for every labelling); or ``operand`` itself when it is that narrow."""
     with blas_threads_for(operand[1].shape[0] if operand[0] == "gram" else operand[1].shape[1]):
         factor = principal_factor(operand, NULL_RANK if rank is None else rank, seed=seed)
     if factor is None:
         return operand
     xp = array_namespace(factor)
-    return "subspace", pair_products(xp.asarray(factor, dtype=xp.float32))
+    return "subspace", xp.asarray(factor, dtype=xp.float32)
 
 
 def curtail_at(permutations: int, alpha: float) -> int:
