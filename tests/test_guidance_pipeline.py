@@ -52,6 +52,7 @@ def _embeds(p):
     return cond.detach(), uncond[:1].detach()
 
 
+@pytest.mark.slow
 def test_the_sampler_reproduces_the_pipeline(pipe):
     p, _ = pipe
     cond, uncond = _embeds(p)
@@ -66,6 +67,7 @@ def test_the_sampler_reproduces_the_pipeline(pipe):
     assert torch.allclose(ours, theirs, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_guidance_through_the_vae_and_a_clip_image_tower(pipe):
     p, clip = pipe
     cond, uncond = _embeds(p)

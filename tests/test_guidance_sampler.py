@@ -68,6 +68,7 @@ def test_cfg_scale_changes_the_samples_and_needs_a_null_condition(model):
         sample(unet, sched, LABELS, guidance_scale=3.0, steps=3)
 
 
+@pytest.mark.slow
 def test_guidance_lowers_the_distance_and_raises_it_with_the_opposite_sign(model):
     ref, ref_prompts = _reference()
     base = _distance(_run(model), ref, ref_prompts)
@@ -79,6 +80,7 @@ def test_guidance_lowers_the_distance_and_raises_it_with_the_opposite_sign(model
     assert away > base
 
 
+@pytest.mark.slow
 def test_zero_scale_leaves_samples_exactly_unchanged_and_a_seed_repeats(model):
     ref, ref_prompts = _reference()
     base = _run(model)

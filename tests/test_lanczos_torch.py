@@ -46,6 +46,7 @@ def _same_as_dense(gram, weights, n_pos, n_neg, *, tol=1e-12):
 
 
 @pytest.mark.parametrize("size, n_pos, n_neg", [(300, 5, 5), (257, 1, 0), (257, 0, 3), (400, 12, 9)])
+@pytest.mark.slow
 def test_extremes_and_scores_equal_the_dense_solve(size, n_pos, n_neg):
     _same_as_dense(*_problem(size, None, size), n_pos, n_neg)
 

@@ -60,6 +60,7 @@ def test_at_most_workers_tasks_in_flight_and_errors_propagate():
         LocalRunner(0)
 
 
+@pytest.mark.slow
 def test_promptsplit_on_threads_equals_one_thread():
     test, ref, _ = gaussian_mixture(2, per_component=200, seed=4)
     est = PromptSplit(method="rff", n_features=600, n_modes=3, chunk_size=64, permutations=20, seed=1)

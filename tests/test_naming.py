@@ -247,6 +247,7 @@ def _french_history_sets(per_prompt=6, seed=0):
     return build(True, "test"), build(False, "reference")
 
 
+@pytest.mark.slow
 def test_describe_modes_names_the_planted_mode_and_only_significant_ones():
     from promptprism import PromptSplit
 
@@ -282,6 +283,7 @@ def test_a_mode_of_the_reference_side_is_named_from_its_own_prompts():
     assert entry["status"] == "named" and entry["name"] == "answers in French"
 
 
+@pytest.mark.slow
 def test_the_same_name_for_every_mode_is_noted():
     import dataclasses
 
@@ -329,6 +331,7 @@ def _respond(body, stage, n):
     return "yes"  # 'mentions a number': true of every answer, so it cannot separate the sides
 
 
+@pytest.mark.slow
 def test_cli_describe_names_the_mode_writes_it_and_a_rerun_makes_no_call(tmp_path):
     from _cli_run import run_cli
     from compcon_fakes import ScriptedServer
@@ -459,6 +462,7 @@ def test_describe_clusters_names_what_the_model_adds_beyond_the_prompt():
     assert top["status"] == "named" and ("perhaps" in top["name"] or "might" in top["name"]), top
 
 
+@pytest.mark.slow
 def test_reports_show_the_verified_names_and_the_rejected_candidates():
     import dataclasses
 

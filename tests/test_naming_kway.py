@@ -65,6 +65,7 @@ def recorded_three():
     return result, sets, topic
 
 
+@pytest.mark.slow
 def test_the_french_model_is_the_one_named_and_by_french_words():
     result, sets, topic = recorded_three()
     assert [d["model"] for d in result.deviations if d["deviates"]] == ["french"]
@@ -152,6 +153,7 @@ def _compare(tmp_path, sets):
     return out, paths
 
 
+@pytest.mark.slow
 def test_cli_describe_names_the_deviating_model_and_a_rerun_makes_no_call(tmp_path):
     from _cli_run import run_cli
     from compcon_fakes import ScriptedServer
@@ -189,6 +191,7 @@ def test_cli_describe_without_a_deviating_model_names_nothing(tmp_path):
     assert "note: no model deviates from the rest, so none was named" in printed
 
 
+@pytest.mark.slow
 def test_cli_describe_kway_bad_input(tmp_path):
     from _cli_run import run_cli
 

@@ -34,6 +34,7 @@ def test_no_plateau_keeps_the_median_and_says_so():
     assert not scan["plateau"] and scan["chosen"] == 1.0 and "no plateau" in scan["note"]
 
 
+@pytest.mark.slow
 def test_stable_rule_in_promptsplit_matches_its_recorded_scan():
     test, ref, _ = gaussian_mixture(1, per_component=20, seed=0)
     res = PromptSplit(method="exact", sigma_output="stable", n_modes=3, permutations=0).fit(test, ref)

@@ -70,6 +70,7 @@ def _assert_same(a, b, tol: float) -> None:
 @pytest.mark.parametrize(("method", "kernel", "extra"), [
     ("exact", "gaussian", {}), ("exact", "cosine", {"solver": "lanczos"}),
     ("rff", "gaussian", {"n_features": 300}), ("sketch", "cosine", {"n_features": 300})])
+@pytest.mark.slow
 def test_every_route_gives_the_same_result_on_numpy_and_torch(method, kernel, extra, precision):
     a, b = _fit_both(method=method, kernel=kernel, precision=precision, **extra)
     _assert_same(a, b, TOL[(method, precision)])

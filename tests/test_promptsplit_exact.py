@@ -170,6 +170,7 @@ def test_gaussian_median_bandwidth_is_recorded():
     assert res.config["sigma_prompt_rule"] == "0.5*median"
 
 
+@pytest.mark.slow
 def test_lanczos_and_auto_agree_with_dense(device):
     test, ref = _sets(8, n=45, m=40, d_t=4, d_z=5)
     dense = PromptSplit(

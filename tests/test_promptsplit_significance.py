@@ -183,6 +183,7 @@ def digits():
     return colored_digits(per_prompt=20, seed=1)
 
 
+@pytest.mark.slow
 def test_digits_altered_prompts_are_significant_and_nothing_else(digits):
     altered = set(digits.altered_test) | set(digits.altered_reference)
     res = PromptSplit(seed=0, method="exact", n_modes=5, permutations=100).fit(digits.test, digits.reference)

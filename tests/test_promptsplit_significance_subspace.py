@@ -149,6 +149,7 @@ def test_subspace_null_is_calibrated(subspace_path, method, n_features):
 
 
 @pytest.mark.parametrize(("method", "n_features"), ROUTES)
+@pytest.mark.slow
 def test_subspace_null_has_power_on_a_planted_difference(subspace_path, method, n_features):
     """One prompt's test outputs moved by 3.5 noise s.d.: significant in >= 90 % of 20 data sets, and the
     significant modes point at that prompt."""
@@ -193,6 +194,7 @@ def test_curtail_at_by_hand():
 
 
 @pytest.mark.parametrize(("method", "n_features"), ROUTES)
+@pytest.mark.slow
 def test_curtailed_rule_rejects_only_where_all_permutations_would(monkeypatch, method, n_features):
     """The same fits with the rule on and off (every relabelling drawn): a curtailed rejection is a full
     rejection; a fit that ran to the end has every p-value of the full fit; the record says what happened."""

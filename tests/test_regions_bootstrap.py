@@ -135,6 +135,7 @@ def test_same_distribution_covers_one_and_a_shift_is_detected():
         assert b["low"] <= b["debiased"] <= b["high"]
 
 
+@pytest.mark.slow
 def test_bootstrap_coverage_on_a_simulation():
     """Percentile intervals of the U-form replicates cover the population CMS about 95% of the time.
 

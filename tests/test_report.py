@@ -83,6 +83,7 @@ def n_imgs_with_alt(doc: str, alt: str) -> int:
 
 
 # ------------------------------------------------------------------------------------------ PromptSplit
+@pytest.mark.slow
 def test_promptsplit_page_embeds_chart_gallery_and_map():
     result, inputs, images = digits_run()
     doc = render_report(result, inputs=inputs, images=images, map_points=500)
@@ -103,6 +104,7 @@ def test_promptsplit_page_embeds_chart_gallery_and_map():
         assert f"eigenvalue {m.eigenvalue:+.4g}" in doc
 
 
+@pytest.mark.slow
 def test_promptsplit_map_states_its_sampling_rate():
     result, inputs, images = digits_run()
     doc = render_report(result, inputs=inputs, images=images, map_points=60)
@@ -201,6 +203,7 @@ def test_builder_refuses_external_references():
 
 
 # ------------------------------------------------------------------------------------- Regions, CompCon
+@pytest.mark.slow
 def test_regions_page_has_map_cka_table_curves_and_images(tmp_path):
     result, inputs = regions_run()
     doc = render_report(result, inputs=inputs)
@@ -338,6 +341,7 @@ def test_report_of_a_100k_result_stays_light():
 
 
 # -------------------------------------------------------------------------------------------- commands
+@pytest.mark.slow
 def test_demo_writes_report_and_report_dir_rebuilds_it(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--per-prompt", "3", "--quiet"]) == 0
@@ -355,6 +359,7 @@ def test_demo_writes_report_and_report_dir_rebuilds_it(tmp_path, capsys):
     assert len(re.findall(r'<img\b[^>]*class="px"', again)) == len(re.findall(r'<img\b[^>]*class="px"', doc))
 
 
+@pytest.mark.slow
 def test_split_report_no_report_and_moved_inputs(tmp_path, capsys):
     rng = np.random.default_rng(0)
     for name, shift in (("t", 0.0), ("r", 0.7)):

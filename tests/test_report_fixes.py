@@ -378,6 +378,7 @@ def test_regions_page_shows_intervals_and_ties():
 
 
 # ----------------------------------------------------------------------------------------------- repr
+@pytest.mark.slow
 def test_repr_is_compact_and_html_repr_stays():
     from _report_data import big_run
 

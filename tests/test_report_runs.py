@@ -3,6 +3,8 @@ significant set."""
 
 from __future__ import annotations
 
+import pytest
+
 from _cli_run import run_cli
 from promptprism.methods.promptsplit.kway import KWaySplit
 from promptprism.report.runs import prompt_changes, significant_prompts
@@ -16,6 +18,7 @@ def _run(tmp_path, name, shift):
     return res
 
 
+@pytest.mark.slow
 def test_runs_page_over_checkpoints(tmp_path):
     early, late = _run(tmp_path, "ckpt1", 0.0), _run(tmp_path, "ckpt2", 3.0)
     assert significant_prompts(late)["m1"] >= {"prompt 0", "prompt 1"}

@@ -330,6 +330,7 @@ def test_bad_options(kwargs):
         pp.Scendi(**kwargs)
 
 
+@pytest.mark.slow
 def test_large_matrix_path_matches_full_eigendecomposition():
     from promptprism.methods.scendi import spectrum_and_top_vectors
 

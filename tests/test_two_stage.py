@@ -20,6 +20,7 @@ def _spd(size: int, seed: int, dtype=np.float64) -> np.ndarray:
 
 @pytest.mark.parametrize("size", [1, 2, 7, 300, 701])
 @pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-12), (np.float32, 2e-5)])
+@pytest.mark.slow
 def test_two_stage_values_equal_divide_and_conquer(size, dtype, tol):
     a = _spd(size, size, dtype)
     kept = a.copy()
@@ -69,6 +70,7 @@ def test_a_repeated_top_eigenvalue_still_gives_the_top_subspace():
     _check_top(*pair, a, 5)
 
 
+@pytest.mark.slow
 def test_values_and_top_vectors_routes_agree(monkeypatch):
     a, b = _spd(600, 4), _spd(600, 5)
     monkeypatch.setattr(array_ops, "TWO_STAGE_MIN", 500)
@@ -96,6 +98,7 @@ def test_symmetric_part_and_column_gram_equal_the_numpy_expressions(size):
         np.testing.assert_array_equal(gram, gram.T)
 
 
+@pytest.mark.slow
 def test_arpack_failure_falls_back_to_the_tridiagonal_route(monkeypatch):
     zero = np.zeros((600, 600))  # ARPACK cannot start on the zero matrix
     assert array_ops.two_stage_values_and_top_vectors(zero, 4) is None
