@@ -25,8 +25,6 @@ import io
 import json
 import os
 import random
-import socket
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -37,6 +35,7 @@ from typing import Any, Protocol, TypeVar
 
 from ...errors import OptionError, PromptPrismError
 from ...io import atomic_write_text
+from ._transport import Deadline, opener
 
 T = TypeVar("T")
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -44,65 +43,6 @@ RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 class EndpointError(PromptPrismError):
     """The chat endpoint could not be reached or kept failing; the message names the URL."""
-
-
-class _Deadline:
-    """Shuts the request's sockets down when the deadline passes, so no read outlives it."""
-
-    def __init__(self, seconds: float) -> None:
-        self.expired = False
-        self._socks: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
-
-    def watch(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._socks.append(sock)
-            if self.expired:
-                self._shut(sock)
-
-    def _expire(self) -> None:
-        with self._lock:
-            self.expired = True
-            for sock in self._socks:
-                self._shut(sock)
-
-    @staticmethod
-    def _shut(sock: socket.socket) -> None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-    def __enter__(self) -> _Deadline:
-        self._timer.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._timer.cancel()
-
-
-def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
-    """urllib's opener (proxies from the environment included) whose connections report their sockets."""
-
-    def watched(base: type) -> type:
-        class Connection(base):  # type: ignore[misc, valid-type]
-            def connect(self) -> None:
-                super().connect()
-                deadline.watch(self.sock)
-
-        return Connection
-
-    class HTTP(urllib.request.HTTPHandler):
-        def do_open(self, http_class, req, **kwargs):
-            return super().do_open(watched(http_class), req, **kwargs)
-
-    class HTTPS(urllib.request.HTTPSHandler):
-        def do_open(self, http_class, req, **kwargs):
-            return super().do_open(watched(http_class), req, **kwargs)
-
-    return urllib.request.build_opener(HTTP(), HTTPS())
 
 
 class MalformedAnswerError(PromptPrismError):
@@ -284,9 +224,9 @@ class ChatClient:
                 self.sleep(delay)
             req = urllib.request.Request(self.url, data=raw, headers=headers, method="POST")
             self.n_requests += 1
-            deadline = _Deadline(self.timeout)
+            deadline = Deadline(self.timeout)
             try:
-                with deadline, _opener(deadline).open(req, timeout=self.timeout) as resp:
+                with deadline, opener(deadline).open(req, timeout=self.timeout) as resp:
                     payload = resp.read()
             except urllib.error.HTTPError as exc:
                 detail = _error_detail(exc)
