@@ -3,6 +3,7 @@ the verifier of attributes on answers (a chat judge or a text encoder)."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,15 @@ def text_source(spec: str, name: str, *, system: str, endpoint: str, samples: in
         raise OptionError(f"--system-{name.lower()} applies to a chat model; model {name} is the answer "
                           f"table {spec}")
     return AnswerTable.load(Path(spec), name=name)
+
+
+def text_parts(*, endpoint: str, systems: dict, samples: int, temperature: float, max_tokens: int, judge: str,
+               judge_base_url: str, judge_model: str, text_model: str, seed: int, link: dict) -> tuple:
+    """(how models A and B are read from their arguments, the verifier): ``compcon --text``'s parts."""
+    how = {"endpoint": endpoint, "samples": samples, "temperature": temperature, "max_tokens": max_tokens,
+           "seed": seed, "link": link}
+    resolve = {side: partial(text_source, name=side, system=systems[side], **how) for side in ("A", "B")}
+    return resolve, text_modality(judge, judge_base_url, judge_model, text_model, seed=seed, link=link)
 
 
 def text_modality(judge: str, judge_base_url: str, judge_model: str, text_model: str, *, seed: int,

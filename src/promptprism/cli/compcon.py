@@ -5,6 +5,7 @@ parts)."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import typer
@@ -93,8 +94,31 @@ RETRIES = typed(3, Integer(), "--retries",
                 help="Retries per request on connection errors, timeouts, 429/5xx.")
 CHAT_CACHE = typer.Option(None, "--chat-cache", help="Folder for the on-disk chat response cache.")
 CACHE_DEPRECATED = typer.Option(None, "--cache", hidden=True, help="Deprecated spelling of --chat-cache.")
+PROMPTS_DEPRECATED = typer.Option(None, "--prompts", hidden=True,
+                                  help="Deprecated spelling of --prompt-bank.")
+BATCH_SIZE_DEPRECATED = typer.Option(None, "--batch-size", hidden=True,
+                                     help="Deprecated spelling of --description-prompts.")
+ALPHA = typed(0.05, Number(), "--alpha", help="Level of the held-out check over the attributes (Holm).")
 #: text CompCon's verifiers (--judge)
 TEXT_JUDGES = ("chat", "embedding")
+#: the options of compcon --text (and the ones it enables)
+TEXT = typer.Option(False, "--text", help="A and B are language models: answer tables (.jsonl/.csv/.parquet "
+                                          "with prompt and answer or output columns) or chat:MODEL served at "
+                                          "--endpoint.")
+ENDPOINT = typer.Option("", "--endpoint", help="Text: the OpenAI-compatible base URL of chat:MODEL models A "
+                                               "and B (default: --base-url).")
+SYSTEM_A = typer.Option("", "--system-a", help="Text: a system prompt for chat model A.")
+SYSTEM_B = typer.Option("", "--system-b", help="Text: a system prompt for chat model B.")
+SAMPLES = typed(1, Integer(minimum=1), "--samples", help="Text: answers per prompt from a chat model.")
+TEMPERATURE = typed(0.7, Number(), "--temperature", help="Text: sampling temperature of A and B.")
+MAX_TOKENS = typed(128, Integer(), "--max-tokens", help="Text: most tokens per answer of A and B.")
+TEXT_JUDGE = typed("chat", Choice(TEXT_JUDGES), "--judge",
+                   help="Text: what verifies an attribute on an answer: chat (a model says yes/no) or "
+                        "embedding (cosine of answer and attribute in --text-model, CompCon's quantile "
+                        "rule).")
+JUDGE_MODEL = typer.Option("", "--judge-model", help="Judge model for --judge chat (default: --model).")
+JUDGE_BASE_URL = typer.Option("", "--judge-base-url", help="Endpoint of the judge (default: --base-url).")
+TEXT_MODEL = typer.Option("minilm", "--text-model", help="Text encoder for --judge embedding.")
 
 
 @app.command("compcon")
@@ -106,8 +130,7 @@ def compcon(
     prompt_bank: Path = typer.Option(None, "--prompt-bank", "-p",
                                      help="Prompt bank (required): one prompt per line, .json list, "
                                           ".jsonl/.csv with a 'prompt' field."),
-    prompts_deprecated: Path = typer.Option(None, "--prompts", hidden=True,
-                                            help="Deprecated spelling of --prompt-bank."),
+    prompts_deprecated: Path = PROMPTS_DEPRECATED,
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
     base_url: str = typer.Option("https://api.openai.com/v1", help="OpenAI-compatible endpoint of the LLM."),
     model: str = typer.Option("gpt-4o", help="Language model (descriptions, prompt generation)."),
@@ -125,8 +148,7 @@ def compcon(
     attributes: int = typed(1, Integer(), "--attributes", help="Top attributes to describe."),
     description_prompts: int = typed(10, Integer(minimum=1), "--description-prompts",
                                      help="B: diverging and non-diverging prompts shown per description."),
-    batch_size_deprecated: int = typer.Option(None, "--batch-size", hidden=True,
-                                              help="Deprecated spelling of --description-prompts."),
+    batch_size_deprecated: int = BATCH_SIZE_DEPRECATED,
     generated: int = typed(25, Integer(), "--generated", help="Prompts generated per iteration."),
     quantile: float = typed(0.95, Number(), "--quantile",
                             help="Threshold: this quantile of the null set's CLIP similarities."),
@@ -142,26 +164,10 @@ def compcon(
                                            help="A PromptSplit result.json: describe one of its modes."),
     mode: int = typed(1, Integer(), "--mode",
                       help="With --from-split: K > 0 the K-th positive mode, K < 0 a negative one."),
-    text: bool = typer.Option(False, "--text", help="A and B are language models: answer tables (.jsonl/"
-                                                    ".csv/.parquet with prompt and answer or output "
-                                                    "columns) or chat:MODEL served at --endpoint."),
-    endpoint: str = typer.Option("", "--endpoint", help="Text: the OpenAI-compatible base URL of chat:MODEL "
-                                                        "models A and B (default: --base-url)."),
-    system_a: str = typer.Option("", "--system-a", help="Text: a system prompt for chat model A."),
-    system_b: str = typer.Option("", "--system-b", help="Text: a system prompt for chat model B."),
-    samples: int = typed(1, Integer(minimum=1), "--samples",
-                         help="Text: answers per prompt from a chat model."),
-    temperature: float = typed(0.7, Number(), "--temperature", help="Text: sampling temperature of A and B."),
-    max_tokens: int = typed(128, Integer(), "--max-tokens", help="Text: most tokens per answer of A and B."),
-    judge: str = typed("chat", Choice(TEXT_JUDGES), "--judge",
-                       help="Text: what verifies an attribute on an answer: chat (a model says yes/no) or "
-                            "embedding (cosine of answer and attribute in --text-model, CompCon's quantile "
-                            "rule)."),
-    judge_model: str = typer.Option("", help="Judge model for --judge chat (default: --model)."),
-    judge_base_url: str = typer.Option("", help="Endpoint of the judge (default: --base-url)."),
-    text_model: str = typer.Option("minilm", help="Text encoder for --judge embedding."),
-    alpha: float = typed(0.05, Number(), "--alpha",
-                         help="Level of the held-out check over the attributes (Holm)."),
+    text: bool = TEXT, endpoint: str = ENDPOINT, system_a: str = SYSTEM_A, system_b: str = SYSTEM_B,
+    samples: int = SAMPLES, temperature: float = TEMPERATURE, max_tokens: int = MAX_TOKENS,
+    judge: str = TEXT_JUDGE, judge_model: str = JUDGE_MODEL, judge_base_url: str = JUDGE_BASE_URL,
+    text_model: str = TEXT_MODEL, alpha: float = ALPHA,
     quiet: bool = QUIET, no_report: bool = NO_REPORT,
 ) -> None:
     """CompCon: a visual attribute A's images show and B's don't, and the prompts that trigger it, in words.
@@ -177,20 +183,11 @@ def compcon(
         batch_size=batch_size_deprecated, cache=cache_deprecated)
     bank = load_prompt_bank(prompt_bank)
     link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache}
-    if text:
-        from ._compcon_text import text_modality, text_source
-
-        how = {"endpoint": endpoint or base_url, "samples": samples, "temperature": temperature,
-               "max_tokens": max_tokens, "seed": seed, "link": link}
-        resolve = {"A": lambda spec: text_source(spec, "A", system=system_a, **how),
-                   "B": lambda spec: text_source(spec, "B", system=system_b, **how)}
-        modality = text_modality(judge, judge_base_url or base_url, judge_model or model, text_model,
-                                 seed=seed, link=link)
-    else:
-        _check_image_mode(system_a=system_a, system_b=system_b, endpoint=endpoint, judge_model=judge_model)
-        resolve = {"A": lambda spec: resolve_source(spec, name="A"),
-                   "B": lambda spec: resolve_source(spec, name="B")}
-        modality = None
+    text_options = {"endpoint": endpoint or base_url, "systems": {"A": system_a, "B": system_b},
+                    "samples": samples, "temperature": temperature, "max_tokens": max_tokens, "judge": judge,
+                    "judge_base_url": judge_base_url or base_url, "judge_model": judge_model or model,
+                    "text_model": text_model, "seed": seed, "link": link}
+    resolve, modality = _readers(text, text_options, endpoint=endpoint, judge_model=judge_model)
     source_a, source_b, seed_prompts, seeded_from = _sources(model_a, model_b, from_split, mode, resolve)
     estimator = CompCon(
         llm=_client(base_url, model, seed=seed, **link),
@@ -225,13 +222,22 @@ def _new_spellings(prompt_bank: Path | None, description_prompts: int, chat_cach
     return prompt_bank, description_prompts, chat_cache
 
 
-def _check_image_mode(**text_only: str) -> None:
-    """The text-only options are refused without --text (they would silently do nothing)."""
-    given = [name for name, value in text_only.items() if value]
-    if given:
-        flag = "--" + given[0].replace("_", "-")
-        raise OptionError(f"{flag} applies to text models: add --text (A and B are answer tables or "
-                          "chat:MODEL)")
+def _readers(text: bool, text_options: dict, *, endpoint: str, judge_model: str) -> tuple:
+    """(how models A and B are read from their arguments, the modality: None for images): with ``--text``
+    answer tables or chat models and a text verifier; without it, the text-only options are refused (they
+    would silently do nothing)."""
+    if text:
+        from ._compcon_text import text_parts
+
+        return text_parts(**text_options)
+    systems = text_options["systems"]
+    given = {"--system-a": systems["A"], "--system-b": systems["B"], "--endpoint": endpoint,
+             "--judge-model": judge_model}
+    for flag, value in given.items():
+        if value:
+            raise OptionError(f"{flag} applies to text models: add --text (A and B are answer tables or "
+                              "chat:MODEL)")
+    return {side: partial(resolve_source, name=side) for side in ("A", "B")}, None
 
 
 def _sources(model_a: str, model_b: str, from_split: Path | None, mode: int, resolve: dict) -> tuple:
