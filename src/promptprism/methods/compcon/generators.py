@@ -101,18 +101,33 @@ class CallableGenerator:
         return {"type": "callable", "name": self.name}
 
 
-class ImageBank:
-    """Images already generated for a prompt bank, from a manifest or a folder (see the module docstring)."""
+class PromptFiles:
+    """Samples already made for a prompt bank, as ``prompt -> [entries]`` (image paths, answers) read from
+    files; prompts looked up exactly, then whitespace/case-normalised. It cannot make new ones."""
 
     can_generate = False
+    #: the name when none is given
+    default_name = "samples"
 
-    def __init__(self, mapping: dict[str, list[str]], name: str = "bank", source: str = "") -> None:
-        self.name = name
+    def __init__(self, mapping: dict[str, list[str]], name: str | None = None, source: str = "") -> None:
+        self.name = self.default_name if name is None else name
         self.source = source
         self.mapping = {p: list(v) for p, v in mapping.items()}
-        self._norm = {}
+        self._norm: dict[str, str] = {}
         for p in self.mapping:
             self._norm.setdefault(normalise_prompt(p), p)
+
+    def lookup(self, prompt: str) -> str | None:
+        """The source's own spelling of ``prompt`` (exact, else normalised), or None."""
+        if prompt in self.mapping:
+            return prompt
+        return self._norm.get(normalise_prompt(prompt))
+
+
+class ImageBank(PromptFiles):
+    """Images already generated for a prompt bank, from a manifest or a folder (see the module docstring)."""
+
+    default_name = "bank"
 
     # ------------------------------------------------------------------------------------------ loading
     @classmethod
@@ -152,12 +167,6 @@ class ImageBank:
         return cls(_read_manifest(path), label, str(path))
 
     # ------------------------------------------------------------------------------------------ look-up
-    def lookup(self, prompt: str) -> str | None:
-        """The bank's own spelling of ``prompt`` (exact, else normalised), or None."""
-        if prompt in self.mapping:
-            return prompt
-        return self._norm.get(normalise_prompt(prompt))
-
     def images(self, prompt: str) -> list[Any]:
         """The images for ``prompt`` as PIL RGB images (empty when the bank has none)."""
         key = self.lookup(prompt)

@@ -18,24 +18,17 @@ from typing import Any
 from ..._validation import check_positive_number, check_seed
 from ...errors import InputError
 from .clients import request_key
-from .generators import normalise_prompt
+from .generators import PromptFiles
 
 #: the answer column, in the order looked for
 ANSWER_COLUMNS = ("answer", "output", "response", "text")
 
 
-class AnswerTable:
+class AnswerTable(PromptFiles):
     """Answers per prompt from a table (see the module docstring); prompts looked up exactly, then
     whitespace/case-normalised."""
 
-    can_generate = False
-
-    def __init__(self, mapping: dict[str, list[str]], name: str = "answers", source: str = "") -> None:
-        self.name, self.source = name, source
-        self.mapping = {p: list(v) for p, v in mapping.items()}
-        self._norm: dict[str, str] = {}
-        for p in self.mapping:
-            self._norm.setdefault(normalise_prompt(p), p)
+    default_name = "answers"
 
     @classmethod
     def load(cls, path: str | os.PathLike, name: str | None = None) -> AnswerTable:
@@ -64,10 +57,6 @@ class AnswerTable:
         if not mapping:
             raise InputError(f"{path}: the answer table has no rows")
         return cls(mapping, label, str(path))
-
-    def lookup(self, prompt: str) -> str | None:
-        """The table's own spelling of ``prompt``, or None."""
-        return prompt if prompt in self.mapping else self._norm.get(normalise_prompt(prompt))
 
     def samples(self, prompt: str) -> list[str]:
         """The answers to ``prompt`` (empty when the table has none)."""
