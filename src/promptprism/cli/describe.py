@@ -18,7 +18,7 @@ from ..errors import InputError
 from ._app import app, console
 from ._options import SEED, Choice, typed
 from ._output import print_written, save_outputs
-from .compcon import API_KEY_ENV, CHAT_CACHE, RETRIES, TIMEOUT
+from .compcon import API_KEY_ENV, CHAT_CACHE, JUDGE_BASE_URL, RETRIES, TIMEOUT
 from .report import NO_REPORT
 
 NAMERS = ("chat", "words", "facets")
@@ -68,8 +68,9 @@ def describe(
                        help="chat (a model says yes/no per held-out sample), embedding (a text-embedding "
                             "classifier), lexical (word-list names) or completion (facet names scored by "
                             "log-probability, a rank test)."),
-    judge_model: str = typer.Option("", help="Judge model for --judge chat (default: --model)."),
-    judge_base_url: str = typer.Option("", help="Endpoint of the judge (default: --base-url)."),
+    judge_model: str = typer.Option("", help="Judge model for --judge chat or completion (default: "
+                                             "--model)."),
+    judge_base_url: str = JUDGE_BASE_URL,
     api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
     chat_cache: Path | None = CHAT_CACHE,
     candidates: int = typer.Option(3, min=1, help="Candidate names asked per mode."),
