@@ -119,7 +119,7 @@ def test_bad_options_and_files_exit_2(tmp_path, capsys):
     assert main(_args(dirs, tmp_path / "nope.txt", out, "http://127.0.0.1:9/v1")) == 2
     assert "nope.txt: no such prompt bank file" in capsys.readouterr().err
     assert main(_args(dirs, bank, out, "not-a-url")) == 2
-    assert "base URL" in capsys.readouterr().err
+    assert "--base-url must look like" in capsys.readouterr().err
     assert main(_args({"A": tmp_path / "missing", "B": dirs["B"]}, bank, out, "http://127.0.0.1:9/v1")) == 2
     assert "no such image bank" in capsys.readouterr().err
     assert not (out / "result.json").exists()

@@ -241,6 +241,9 @@ def test_cli_bad_text_options_exit_2(tmp_path, capsys):
     common = ["--prompt-bank", str(bank), "--out", str(tmp_path / "o"), "-q"]
     assert main(["compcon", "a/", "b/", "--system-a", "be French", *common]) == 2
     assert "--system-a applies to text models: add --text" in capsys.readouterr().err
+    for given in (["--judge", "embedding"], ["--samples", "3"], ["--max-tokens", "64"]):  # ignored on images
+        assert main(["compcon", "a/", "b/", *given, *common]) == 2
+        assert f"{given[0]} applies to text models: add --text" in capsys.readouterr().err
     table = _table(tmp_path / "t.jsonl", ["q"], lambda p: "x")
     assert main(["compcon", str(table), "chat:", "--text", *common]) == 2
     assert "names no model" in capsys.readouterr().err
@@ -248,6 +251,10 @@ def test_cli_bad_text_options_exit_2(tmp_path, capsys):
     assert "--system-a applies to a chat model" in capsys.readouterr().err
     assert main(["compcon", str(table), str(table), "--text", "--samples", "0", *common]) == 2
     assert "--samples" in capsys.readouterr().err
+    for flag in ("--endpoint", "--judge-base-url", "--base-url"):  # the bad URL's own flag, not --base-url's
+        assert main(["compcon", "chat:m", str(table), "--text", flag, "localhost:8080", *common]) == 2
+        err = capsys.readouterr().err
+        assert f"{flag} must look like http(s)://" in err and len(err.strip().splitlines()) == 1
 
 
 def test_modality_needs_one_verifier():

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import InputError, OptionError
-from ..methods.compcon.clients import ChatClient
+from ..methods.compcon.clients import ChatClient, check_base_url
 from ..methods.compcon.embedding import LazyClip
 from ..methods.compcon.evaluation import evaluate_predictions
 from ..methods.compcon.generators import load_prompt_bank, resolve_source
@@ -38,6 +38,13 @@ def _client(base_url: str, model: str, *, api_key_env: str, timeout: float, retr
         cache_dir=cache,
         temperature=None,
     )
+
+
+def check_urls(**urls: str) -> None:
+    """Each endpoint option given (``base_url=...``) looks like a URL; the one line names its flag."""
+    for name, url in urls.items():
+        if url:
+            check_base_url(url, "--" + name.replace("_", "-"))
 
 
 def print_compcon(result: CompConResult, out: Path | None, quiet: bool = False) -> None:
@@ -167,8 +174,7 @@ def compcon(
     text: bool = TEXT, endpoint: str = ENDPOINT, system_a: str = SYSTEM_A, system_b: str = SYSTEM_B,
     samples: int = SAMPLES, temperature: float = TEMPERATURE, max_tokens: int = MAX_TOKENS,
     judge: str = TEXT_JUDGE, judge_model: str = JUDGE_MODEL, judge_base_url: str = JUDGE_BASE_URL,
-    text_model: str = TEXT_MODEL, alpha: float = ALPHA,
-    quiet: bool = QUIET, no_report: bool = NO_REPORT,
+    text_model: str = TEXT_MODEL, alpha: float = ALPHA, quiet: bool = QUIET, no_report: bool = NO_REPORT,
 ) -> None:
     """CompCon: a visual attribute A's images show and B's don't, and the prompts that trigger it, in words.
 
@@ -183,6 +189,7 @@ def compcon(
         batch_size=batch_size_deprecated, cache=cache_deprecated)
     bank = load_prompt_bank(prompt_bank)
     link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache}
+    check_urls(base_url=base_url, vlm_base_url=vlm_base_url, endpoint=endpoint, judge_base_url=judge_base_url)
     text_options = {"endpoint": endpoint or base_url, "systems": {"A": system_a, "B": system_b},
                     "samples": samples, "temperature": temperature, "max_tokens": max_tokens, "judge": judge,
                     "judge_base_url": judge_base_url or base_url, "judge_model": judge_model or model,
@@ -233,6 +240,10 @@ def _readers(text: bool, text_options: dict, *, endpoint: str, judge_model: str)
     systems = text_options["systems"]
     given = {"--system-a": systems["A"], "--system-b": systems["B"], "--endpoint": endpoint,
              "--judge-model": judge_model}
+    text_only = {"samples": SAMPLES, "temperature": TEMPERATURE, "max_tokens": MAX_TOKENS,
+                 "judge": TEXT_JUDGE, "text_model": TEXT_MODEL}  # given when not their default
+    given |= {"--" + key.replace("_", "-"): text_options[key] != option.default
+              for key, option in text_only.items()}
     for flag, value in given.items():
         if value:
             raise OptionError(f"{flag} applies to text models: add --text (A and B are answer tables or "
@@ -295,6 +306,7 @@ def compcon_eval(
             raise InputError(f"{predictions}: entry {key!r}: expected a result.json path or an object "
                              f"{{attributes: [...], descriptions: [[...]]}}, got {type(value).__name__}")
         preds[key] = value
+    check_urls(base_url=base_url)
     judge = _client(base_url, model, api_key_env=api_key_env, timeout=timeout, retries=retries, seed=0,
                     cache=chat_cache)
     result = evaluate_predictions(preds, judge, k=k, progress=False if quiet else None)

@@ -18,7 +18,7 @@ from ..errors import InputError
 from ._app import app, console
 from ._options import SEED, Choice, typed
 from ._output import print_written, save_outputs
-from .compcon import API_KEY_ENV, CHAT_CACHE, JUDGE_BASE_URL, RETRIES, TIMEOUT
+from .compcon import API_KEY_ENV, CHAT_CACHE, JUDGE_BASE_URL, RETRIES, TIMEOUT, check_urls
 from .report import NO_REPORT
 
 NAMERS = ("chat", "words", "facets")
@@ -128,6 +128,7 @@ def _namer_and_judge(namer: str, judge: str, *, base_url: str, model: str, judge
     if judge == "completion" and namer != "facets":
         raise OptionError("--judge completion scores the facet names of --namer facets; pass --namer facets "
                           "or another judge")
+    check_urls(base_url=base_url, judge_base_url=judge_base_url)
     namer_obj = (WordNamer() if namer == "words" else FacetNamer(_client(base_url, model, **link))
                  if namer == "facets" else ChatNamer(_client(base_url, model, **link)))
     if judge in ("chat", "completion"):

@@ -95,6 +95,14 @@ def request_key(url: str, payload: dict) -> str:
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()
 
 
+def check_base_url(url: str, name: str = "base URL") -> str:
+    """``url`` when it looks like an endpoint's base URL (``scheme://...``); else an :class:`OptionError`
+    naming ``name`` (a CLI passes its flag)."""
+    if not url or "://" not in url:
+        raise OptionError(f"{name} must look like http(s)://host[:port]/v1, got {url!r}")
+    return url
+
+
 @dataclass
 class ChatClient:
     """OpenAI-compatible ``/chat/completions`` client.
@@ -127,8 +135,7 @@ class ChatClient:
     n_cache_hits: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
-        if not self.base_url or "://" not in self.base_url:
-            raise OptionError(f"base URL must look like http(s)://host[:port]/v1, got {self.base_url!r}")
+        check_base_url(self.base_url)
         if not self.model:
             raise OptionError("a model name is needed for the chat endpoint")
         if not (self.timeout > 0):
