@@ -373,3 +373,17 @@ def test_smollm2_names_nothing_between_two_runs_of_one_set_up():
     """The four other topics, answered under the same set-up in both files: no facet name holds up."""
     outcomes = smollm2_outcomes(False)
     assert all(o.status == "no description held up" for o in outcomes), [(o.status, o.name) for o in outcomes]
+
+
+@pytest.mark.parametrize("namer, judge, expected", [
+    ("words", "completion", "--judge completion scores the facet names of --namer facets"),
+    ("facets", "lexical", "--judge lexical tests the word lists of --namer words"),
+])
+def test_describe_refuses_a_judge_that_cannot_read_the_namers_names(namer, judge, expected):
+    from promptprism.cli.describe import _namer_and_judge
+    from promptprism.errors import OptionError
+
+    link = {"api_key_env": "", "timeout": 2.0, "retries": 0, "cache": None, "seed": 0}
+    with pytest.raises(OptionError, match=expected):
+        _namer_and_judge(namer, judge, base_url="http://127.0.0.1:9/v1", model="m", judge_base_url="",
+                         judge_model="", text_model="minilm", link=link)

@@ -128,6 +128,9 @@ def _namer_and_judge(namer: str, judge: str, *, base_url: str, model: str, judge
     if judge == "completion" and namer != "facets":
         raise OptionError("--judge completion scores the facet names of --namer facets; pass --namer facets "
                           "or another judge")
+    if judge == "lexical" and namer == "facets":
+        raise OptionError("--judge lexical tests the word lists of --namer words; facet names need --judge "
+                          "completion, chat or embedding")
     check_urls(base_url=base_url, judge_base_url=judge_base_url)
     namer_obj = (WordNamer() if namer == "words" else FacetNamer(_client(base_url, model, **link))
                  if namer == "facets" else ChatNamer(_client(base_url, model, **link)))
