@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import machine  # noqa: E402
 from compare import promptsplit_sets  # noqa: E402
 from default_command import blas_info, syrk_seconds  # noqa: E402
 
@@ -45,12 +46,7 @@ def cpu_seconds() -> tuple[float, float]:
 
 def thread_best(fn, repeats: int = 3) -> float:
     """Least CPU seconds of this thread over ``repeats`` calls of ``fn``."""
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.thread_time()
-        fn()
-        best = min(best, time.thread_time() - t0)
-    return best
+    return machine.best_seconds(fn, repeats, clock=time.thread_time, warmup=False)
 
 
 def route_for(n: int, features: int):

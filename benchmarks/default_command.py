@@ -66,7 +66,7 @@ def syrk_seconds(rows: int, cols: int, repeats: int = 2) -> float:
     from scipy.linalg import blas
 
     a_t = np.asfortranarray(np.random.default_rng(0).standard_normal((cols, rows), dtype=np.float32))
-    return machine._best(lambda: blas.ssyrk(1.0, a_t), repeats)
+    return machine.best_seconds(lambda: blas.ssyrk(1.0, a_t), repeats)
 
 
 def gemm_seconds(size: int, repeats: int = 3) -> float:
@@ -75,7 +75,7 @@ def gemm_seconds(size: int, repeats: int = 3) -> float:
 
     rng = np.random.default_rng(0)
     a, b = (np.asfortranarray(rng.standard_normal((size, size), dtype=np.float32)) for _ in range(2))
-    return machine._best(lambda: blas.sgemm(1.0, a, b), repeats)
+    return machine.best_seconds(lambda: blas.sgemm(1.0, a, b), repeats)
 
 
 def write_inputs(folder: Path, only: list[str], sizes: dict[str, int] | None = None
