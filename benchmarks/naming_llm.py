@@ -10,6 +10,7 @@ set-up answers history questions in French).
     python benchmarks/naming_llm.py --pairs facets:completion --seeds 0 1 2 3 4
     python benchmarks/naming_llm.py --record tests/data/smollm2_facets.json   # the model's facet answers
     python benchmarks/naming_llm.py --yes-no-scores   # why not a yes/no judge read as a score (AUCs)
+    python benchmarks/naming_llm.py --kway --pairs facets:completion   # K = 3 models: the deviating ones named
 
 Per seed it prints each significant mode, the candidates SmolLM2 proposed, which held up (Fisher exact
 test on held-out answers, Holm over candidates), their held-out accuracy, the model calls and the wall time;
@@ -91,6 +92,51 @@ def run(seed: int, null: bool, server, pair: str) -> dict:
     return {"seed": seed, "judge": pair, "seconds": round(seconds, 1), "calls": calls,
             "significant": [(m.side, m.rank, m.p_value) for m in result.modes if m.significant],
             "modes": record["modes"], "notes": record["notes"]}
+
+
+def load_three():
+    """The recorded answers as three models sharing their prompts: ``french`` (history asked with 'Always
+    answer in French'), ``faithful`` (the plain set-up) and ``terse`` (the faithful answers, chemistry cut to
+    its first word: a difference by absence)."""
+    from promptprism.data.inputs import load_input
+
+    rows = {name: [json.loads(line) for line in (DATA / f"smollm2_qa_{name}.jsonl").read_text().splitlines()]
+            for name in ("test", "reference")}
+    setups = {"french": rows["test"], "faithful": rows["reference"],
+              "terse": [dict(r, output=r["output"].split()[0]) if r["topic"] == "chemistry" else r
+                        for r in rows["reference"]]}
+    sets = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, rs in setups.items():
+            path = Path(tmp) / f"{name}.jsonl"
+            path.write_text("\n".join(json.dumps({"prompt": r["prompt"], "output": r["output"]}) for r in rs))
+            sets[name] = load_input(path, text_model="minilm")
+    return sets
+
+
+def run_kway(seed: int, server, pair: str) -> dict:
+    """K-way PromptSplit over the three models, then each deviation named (``describe_deviations``) by the
+    namer:judge ``pair`` (facets:completion or words:lexical)."""
+    from promptprism.methods.compcon.clients import ChatClient
+    from promptprism.methods.naming import CompletionJudge, FacetNamer, LexicalJudge, NamingOptions, WordNamer
+    from promptprism.methods.naming.deviations import describe_deviations
+    from promptprism.methods.promptsplit.kway import KWaySplit
+
+    sets = load_three()
+    result = KWaySplit(kernel="cosine", n_modes=3, permutations=200, seed=seed).fit(list(sets.values()),
+                                                                                   list(sets))
+    with tempfile.TemporaryDirectory() as cache:
+        client = ChatClient(server.base_url, server.model, api_key_env=None, seed=seed, cache_dir=cache,
+                            temperature=0.0, max_tokens=1)
+        namer, judge = ((FacetNamer(client), CompletionJudge(client)) if pair == "facets:completion"
+                        else (WordNamer(), LexicalJudge()))
+        start = time.perf_counter()
+        record = describe_deviations(result, sets, namer=namer, judge=judge,
+                                     options=NamingOptions(seed=seed, candidates=3))
+        seconds, calls = time.perf_counter() - start, client.n_requests
+    return {"seed": seed, "judge": pair, "seconds": round(seconds, 1), "calls": calls,
+            "deviating": [d["model"] for d in result.deviations if d["deviates"]],
+            "modes": record["deviations"], "notes": record["notes"]}
 
 
 def record_facets(server, path: Path) -> None:
@@ -179,6 +225,8 @@ def main() -> None:
                                                          "words:chat"])
     parser.add_argument("--record", type=Path, help="write the model's facet answers for every recorded "
                                                         "answer to this JSON file (and run nothing else)")
+    parser.add_argument("--kway", action="store_true", help="three models (French, plain, terse): "
+                                                            "K-way PromptSplit, each deviation named")
     parser.add_argument("--yes-no-scores", action="store_true", help="the yes/no judge read as a score: "
                                                                      "AUCs of a few statements and controls")
     args = parser.parse_args()
@@ -194,23 +242,28 @@ def main() -> None:
             return
         for judge in args.pairs:
             for seed in args.seeds:
-                out = run(seed, args.null, server, judge)
+                out = run_kway(seed, server, judge) if args.kway else run(seed, args.null, server, judge)
+                found = (f"deviating models {out['deviating']}" if args.kway
+                         else f"significant modes {out['significant']}")
                 print(f"\n== seed {seed}, namer:judge {judge}: {out['seconds']} s, {out['calls']} model "
-                      f"calls, significant modes {out['significant']}")
+                      f"calls, {found}")
                 for e in out["modes"]:
-                    kept = (f" -> {e['name']!r} acc {e['accuracy']:.2f} p {e['p_value']:.3g}"
-                            if e["name"] else "")
-                    print(f"  {e['side']} mode {e['rank']}: {e['status']}{kept}")
-                    for c in e["candidates"]:
-                        how = (f"AUC {c['accuracy']:.2f}, mean score {c['mean_a']:.2f} vs {c['mean_b']:.2f}"
-                               if "mean_a" in c else
-                               f"{c['matches_a']}/{c['n_a']} vs {c['matches_b']}/{c['n_b']}")
-                        print(f"     [{'kept' if c['accepted'] else 'rejected'}] {c['description']!r}: "
-                              f"{how}, p_adj {c['p_adjusted']:.3g}")
-                    if e.get("note"):
-                        print(f"     note: {e['note']}")
+                    print_entry(e, f"{e['model']} (against {e['against']})" if args.kway else e["side"])
                 for note in out["notes"]:
                     print(f"  note: {note}")
+
+
+def print_entry(e: dict, label: str) -> None:
+    """One named (or unnamed) mode or deviation and its tested candidates."""
+    kept = f" -> {e['name']!r} acc {e['accuracy']:.2f} p {e['p_value']:.3g}" if e["name"] else ""
+    print(f"  {label} mode {e['rank']}: {e['status']}{kept}")
+    for c in e["candidates"]:
+        how = (f"AUC {c['accuracy']:.2f}, mean score {c['mean_a']:.2f} vs {c['mean_b']:.2f}" if "mean_a" in c
+               else f"{c['matches_a']}/{c['n_a']} vs {c['matches_b']}/{c['n_b']}")
+        print(f"     [{'kept' if c['accepted'] else 'rejected'}] {c['description']!r}: {how}, "
+              f"p_adj {c['p_adjusted']:.3g}")
+    if e.get("note"):
+        print(f"     note: {e['note']}")
 
 
 if __name__ == "__main__":
