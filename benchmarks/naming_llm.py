@@ -10,7 +10,7 @@ set-up answers history questions in French).
     python benchmarks/naming_llm.py --pairs facets:completion --seeds 0 1 2 3 4
     python benchmarks/naming_llm.py --record tests/data/smollm2_facets.json   # the model's facet answers
     python benchmarks/naming_llm.py --yes-no-scores   # why not a yes/no judge read as a score (AUCs)
-    python benchmarks/naming_llm.py --kway --pairs facets:completion   # K = 3 models: the deviating ones named
+    python benchmarks/naming_llm.py --kway --pairs facets:completion   # K = 3: the deviating models named
 
 Per seed it prints each significant mode, the candidates SmolLM2 proposed, which held up (Fisher exact
 test on held-out answers, Holm over candidates), their held-out accuracy, the model calls and the wall time;
