@@ -57,6 +57,8 @@ def run(seed: int, null: bool, server, pair: str) -> dict:
         CompletionJudge,
         EmbeddingJudge,
         FacetNamer,
+        LengthJudge,
+        LengthNamer,
         LexicalJudge,
         NamingOptions,
         WordNamer,
@@ -73,7 +75,7 @@ def run(seed: int, null: bool, server, pair: str) -> dict:
                               temperature=temperature, max_tokens=max_tokens)
 
         namer = (ChatNamer(client(0.7, 60)) if namer_kind == "chat" else FacetNamer(client(0.0, 1))
-                 if namer_kind == "facets" else WordNamer())
+                 if namer_kind == "facets" else LengthNamer() if namer_kind == "length" else WordNamer())
         if judge_kind == "chat":
             judge = ChatJudge(client(0.0, 4))
         elif judge_kind == "embedding":
@@ -81,6 +83,8 @@ def run(seed: int, null: bool, server, pair: str) -> dict:
             judge = EmbeddingJudge(encode=lambda t: enc.encode_texts(list(t)))
         elif judge_kind == "completion":
             judge = CompletionJudge(client(0.0, 1))
+        elif judge_kind == "length":
+            judge = LengthJudge()
         else:
             judge = LexicalJudge()
         start = time.perf_counter()
@@ -116,9 +120,17 @@ def load_three():
 
 def run_kway(seed: int, server, pair: str) -> dict:
     """K-way PromptSplit over the three models, then each deviation named (``describe_deviations``) by the
-    namer:judge ``pair`` (facets:completion or words:lexical)."""
+    namer:judge ``pair`` (facets:completion, length:length or words:lexical)."""
     from promptprism.methods.compcon.clients import ChatClient
-    from promptprism.methods.naming import CompletionJudge, FacetNamer, LexicalJudge, NamingOptions, WordNamer
+    from promptprism.methods.naming import (
+        CompletionJudge,
+        FacetNamer,
+        LengthJudge,
+        LengthNamer,
+        LexicalJudge,
+        NamingOptions,
+        WordNamer,
+    )
     from promptprism.methods.naming.deviations import describe_deviations
     from promptprism.methods.promptsplit.kway import KWaySplit
 
@@ -128,8 +140,9 @@ def run_kway(seed: int, server, pair: str) -> dict:
     with tempfile.TemporaryDirectory() as cache:
         client = ChatClient(server.base_url, server.model, api_key_env=None, seed=seed, cache_dir=cache,
                             temperature=0.0, max_tokens=1)
-        namer, judge = ((FacetNamer(client), CompletionJudge(client)) if pair == "facets:completion"
-                        else (WordNamer(), LexicalJudge()))
+        namer, judge = {"facets:completion": (FacetNamer(client), CompletionJudge(client)),
+                        "length:length": (LengthNamer(), LengthJudge()),
+                        "words:lexical": (WordNamer(), LexicalJudge())}[pair]
         start = time.perf_counter()
         record = describe_deviations(result, sets, namer=namer, judge=judge,
                                      options=NamingOptions(seed=seed, candidates=3))

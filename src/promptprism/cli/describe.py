@@ -21,8 +21,8 @@ from ._output import print_written, save_outputs
 from .compcon import API_KEY_ENV, CHAT_CACHE, JUDGE_BASE_URL, RETRIES, TIMEOUT, check_urls
 from .report import NO_REPORT
 
-NAMERS = ("chat", "words", "facets")
-JUDGES = ("chat", "embedding", "lexical", "completion")
+NAMERS = ("chat", "words", "facets", "length")
+JUDGES = ("chat", "embedding", "lexical", "completion", "length")
 
 
 def _load_sets(recorded: dict, folder: Path, given_paths: dict, text_model: str) -> dict:
@@ -63,11 +63,12 @@ def describe(
     namer: str = typed("chat", Choice(NAMERS), "--namer",
                        help="chat (the model at --base-url), words (no model: the words that mark the "
                             "mode's side, by log-odds) or facets (the model at --base-url continues 'This "
-                            "text is written in' ... per sample; needs log-probabilities)."),
+                            "text is written in' ... per sample; needs log-probabilities) or length (no "
+                            "model: 'answers are shorter/longer', with --judge length)."),
     judge: str = typed("chat", Choice(JUDGES), "--judge",
                        help="chat (a model says yes/no per held-out sample), embedding (a text-embedding "
-                            "classifier), lexical (word-list names) or completion (facet names scored by "
-                            "log-probability, a rank test)."),
+                            "classifier), lexical (word-list names), completion (facet names scored by "
+                            "log-probability, a rank test) or length (length names scored by word count)."),
     judge_model: str = typer.Option("", help="Judge model for --judge chat or completion (default: "
                                              "--model)."),
     judge_base_url: str = JUDGE_BASE_URL,
@@ -122,22 +123,37 @@ def _namer_and_judge(namer: str, judge: str, *, base_url: str, model: str, judge
                      judge_model: str, text_model: str, link: dict) -> tuple:
     """The namer and the judge that ``--namer`` and ``--judge`` name (chat ones through one client each)."""
     from ..errors import OptionError
-    from ..methods.naming import ChatJudge, ChatNamer, CompletionJudge, FacetNamer, LexicalJudge, WordNamer
+    from ..methods.naming import (
+        ChatJudge,
+        ChatNamer,
+        CompletionJudge,
+        FacetNamer,
+        LengthJudge,
+        LengthNamer,
+        LexicalJudge,
+        WordNamer,
+    )
     from .compcon import _client
 
     if judge == "completion" and namer != "facets":
         raise OptionError("--judge completion scores the facet names of --namer facets; pass --namer facets "
                           "or another judge")
-    if judge == "lexical" and namer == "facets":
-        raise OptionError("--judge lexical tests the word lists of --namer words; facet names need --judge "
-                          "completion, chat or embedding")
+    if judge == "lexical" and namer in ("facets", "length"):
+        own = "completion" if namer == "facets" else "length"
+        raise OptionError(f"--judge lexical tests the word lists of --namer words; {namer} names need "
+                          f"--judge {own}, chat or embedding")
+    if judge == "length" and namer != "length":
+        raise OptionError("--judge length scores the names of --namer length; pass --namer length or another "
+                          "judge")
     check_urls(base_url=base_url, judge_base_url=judge_base_url)
-    namer_obj = (WordNamer() if namer == "words" else FacetNamer(_client(base_url, model, **link))
-                 if namer == "facets" else ChatNamer(_client(base_url, model, **link)))
+    namer_obj = (WordNamer() if namer == "words" else LengthNamer() if namer == "length"
+                 else FacetNamer(_client(base_url, model, **link)) if namer == "facets"
+                 else ChatNamer(_client(base_url, model, **link)))
     if judge in ("chat", "completion"):
         client = _client(judge_base_url or base_url, judge_model or model, **link)
         return namer_obj, ChatJudge(client) if judge == "chat" else CompletionJudge(client)
-    return namer_obj, _embedding_judge(text_model) if judge == "embedding" else LexicalJudge()
+    return namer_obj, {"embedding": _embedding_judge, "length": lambda _: LengthJudge(),
+                       "lexical": lambda _: LexicalJudge()}[judge](text_model)
 
 
 def _describe(result, folder: Path, paths: list, text_model: str, **how) -> tuple[dict, dict | None]:

@@ -29,6 +29,11 @@ def words_of(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
 
+def word_count(text: str) -> int:
+    """The number of words of ``text``, repeats counted."""
+    return len(_WORD.findall(text))
+
+
 def word_log_odds(texts_a: Sequence[str], texts_b: Sequence[str], *, prior: float = 0.5
                   ) -> list[tuple[str, float]]:
     """(word, z) for every word of A, by decreasing z: the log-odds ratio of a word's presence in A versus B
