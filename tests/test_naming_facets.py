@@ -378,6 +378,9 @@ def test_smollm2_names_nothing_between_two_runs_of_one_set_up():
 @pytest.mark.parametrize("namer, judge, expected", [
     ("words", "completion", "--judge completion scores the facet names of --namer facets"),
     ("facets", "lexical", "--judge lexical tests the word lists of --namer words"),
+    ("words", "length", "--judge length scores the names of --namer length"),
+    ("length", "lexical", "length names need --judge length, chat or embedding"),
+    ("length", "completion", "--judge completion scores the facet names of --namer facets"),
 ])
 def test_describe_refuses_a_judge_that_cannot_read_the_namers_names(namer, judge, expected):
     from promptprism.cli.describe import _namer_and_judge

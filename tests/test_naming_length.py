@@ -81,20 +81,6 @@ def test_power_answers_half_as_long_are_named():
     assert named >= 32, named
 
 
-@pytest.mark.parametrize("namer, judge, expected", [
-    ("words", "length", "--judge length scores the names of --namer length"),
-    ("length", "lexical", "length names need --judge length, chat or embedding"),
-    ("length", "completion", "--judge completion scores the facet names of --namer facets"),
-])
-def test_describe_refuses_a_judge_that_cannot_read_length_names(namer, judge, expected):
-    from promptprism.cli.describe import _namer_and_judge
-
-    link = {"api_key_env": "", "timeout": 2.0, "retries": 0, "cache": None, "seed": 0}
-    with pytest.raises(OptionError, match=expected):
-        _namer_and_judge(namer, judge, base_url="http://127.0.0.1:9/v1", model="m", judge_base_url="",
-                         judge_model="", text_model="minilm", link=link)
-
-
 def test_cli_describe_names_a_mode_of_answers_cut_short_without_a_model(tmp_path):
     """A split whose test model answers topic 0 in one word: `describe --namer length --judge length` names
     that mode 'answers are shorter', writes it to result.json, and makes no model call."""
