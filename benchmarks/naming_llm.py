@@ -47,10 +47,8 @@ def load(null: bool):
     return sets
 
 
-def run(seed: int, null: bool, server, pair: str) -> dict:
-    from promptprism import PromptSplit
-    from promptprism.embed.registry import get_encoder
-    from promptprism.methods.compcon.clients import ChatClient
+def naming_pair(pair: str, client):
+    """(namer, judge) of a ``namer:judge`` pair; ``client(temperature, max_tokens)`` makes a chat client."""
     from promptprism.methods.naming import (
         ChatJudge,
         ChatNamer,
@@ -60,39 +58,54 @@ def run(seed: int, null: bool, server, pair: str) -> dict:
         LengthJudge,
         LengthNamer,
         LexicalJudge,
-        NamingOptions,
         WordNamer,
-        describe_modes,
     )
 
     namer_kind, judge_kind = pair.split(":")
+    namers = {"chat": lambda: ChatNamer(client(0.7, 60)), "facets": lambda: FacetNamer(client(0.0, 1)),
+              "length": LengthNamer, "words": WordNamer}
+
+    def embedding_judge():
+        from promptprism.embed.registry import get_encoder
+
+        enc = get_encoder("minilm", modality="text")
+        return EmbeddingJudge(encode=lambda t: enc.encode_texts(list(t)))
+
+    judges = {"chat": lambda: ChatJudge(client(0.0, 4)),
+              "completion": lambda: CompletionJudge(client(0.0, 1)),
+              "embedding": embedding_judge, "length": LengthJudge, "lexical": LexicalJudge}
+    return namers[namer_kind](), judges[judge_kind]()
+
+
+def chat_clients(server, seed: int, cache: str):
+    """A maker of cached, seeded chat clients of the local server: ``make(temperature, max_tokens)``."""
+    from promptprism.methods.compcon.clients import ChatClient
+
+    def make(temperature, max_tokens):
+        return ChatClient(server.base_url, server.model, api_key_env=None, seed=seed, cache_dir=cache,
+                          temperature=temperature, max_tokens=max_tokens)
+    return make
+
+
+def calls_of(namer, judge) -> int:
+    """Requests the namer's and the judge's chat clients sent (a shared client counted once)."""
+    clients = {id(c): c for c in (getattr(namer, "client", None), getattr(judge, "client", None)) if c}
+    return sum(c.n_requests for c in clients.values())
+
+
+def run(seed: int, null: bool, server, pair: str) -> dict:
+    from promptprism import PromptSplit
+    from promptprism.methods.naming import NamingOptions, describe_modes
+
     test, ref = load(null)
     split = PromptSplit(kernel="cosine", n_modes=3, permutations=200, top_prompts=20, seed=seed)
     result = split.fit(test, ref)
     with tempfile.TemporaryDirectory() as cache:
-        def client(temperature, max_tokens):
-            return ChatClient(server.base_url, server.model, api_key_env=None, seed=seed, cache_dir=cache,
-                              temperature=temperature, max_tokens=max_tokens)
-
-        namer = (ChatNamer(client(0.7, 60)) if namer_kind == "chat" else FacetNamer(client(0.0, 1))
-                 if namer_kind == "facets" else LengthNamer() if namer_kind == "length" else WordNamer())
-        if judge_kind == "chat":
-            judge = ChatJudge(client(0.0, 4))
-        elif judge_kind == "embedding":
-            enc = get_encoder("minilm", modality="text")
-            judge = EmbeddingJudge(encode=lambda t: enc.encode_texts(list(t)))
-        elif judge_kind == "completion":
-            judge = CompletionJudge(client(0.0, 1))
-        elif judge_kind == "length":
-            judge = LengthJudge()
-        else:
-            judge = LexicalJudge()
+        namer, judge = naming_pair(pair, chat_clients(server, seed, cache))
         start = time.perf_counter()
         record = describe_modes(result, test, ref, namer=namer, judge=judge, all_modes=null,
                                 options=NamingOptions(seed=seed, candidates=3))
-        seconds = time.perf_counter() - start
-        clients = {id(c): c for c in (getattr(namer, "client", None), getattr(judge, "client", None)) if c}
-        calls = sum(c.n_requests for c in clients.values())
+        seconds, calls = time.perf_counter() - start, calls_of(namer, judge)
     return {"seed": seed, "judge": pair, "seconds": round(seconds, 1), "calls": calls,
             "significant": [(m.side, m.rank, m.p_value) for m in result.modes if m.significant],
             "modes": record["modes"], "notes": record["notes"]}
@@ -120,17 +133,8 @@ def load_three():
 
 def run_kway(seed: int, server, pair: str) -> dict:
     """K-way PromptSplit over the three models, then each deviation named (``describe_deviations``) by the
-    namer:judge ``pair`` (facets:completion, length:length or words:lexical)."""
-    from promptprism.methods.compcon.clients import ChatClient
-    from promptprism.methods.naming import (
-        CompletionJudge,
-        FacetNamer,
-        LengthJudge,
-        LengthNamer,
-        LexicalJudge,
-        NamingOptions,
-        WordNamer,
-    )
+    namer:judge ``pair`` (e.g. facets:completion, length:length or words:lexical)."""
+    from promptprism.methods.naming import NamingOptions
     from promptprism.methods.naming.deviations import describe_deviations
     from promptprism.methods.promptsplit.kway import KWaySplit
 
@@ -138,15 +142,11 @@ def run_kway(seed: int, server, pair: str) -> dict:
     result = KWaySplit(kernel="cosine", n_modes=3, permutations=200, seed=seed).fit(list(sets.values()),
                                                                                    list(sets))
     with tempfile.TemporaryDirectory() as cache:
-        client = ChatClient(server.base_url, server.model, api_key_env=None, seed=seed, cache_dir=cache,
-                            temperature=0.0, max_tokens=1)
-        namer, judge = {"facets:completion": (FacetNamer(client), CompletionJudge(client)),
-                        "length:length": (LengthNamer(), LengthJudge()),
-                        "words:lexical": (WordNamer(), LexicalJudge())}[pair]
+        namer, judge = naming_pair(pair, chat_clients(server, seed, cache))
         start = time.perf_counter()
         record = describe_deviations(result, sets, namer=namer, judge=judge,
                                      options=NamingOptions(seed=seed, candidates=3))
-        seconds, calls = time.perf_counter() - start, client.n_requests
+        seconds, calls = time.perf_counter() - start, calls_of(namer, judge)
     return {"seed": seed, "judge": pair, "seconds": round(seconds, 1), "calls": calls,
             "deviating": [d["model"] for d in result.deviations if d["deviates"]],
             "modes": record["deviations"], "notes": record["notes"]}
