@@ -102,3 +102,21 @@ def test_atomic_write_leaves_no_temp_file(tmp_path):
     with np.load(npz) as z:
         np.testing.assert_array_equal(z["x"], np.arange(4))
     assert sorted(os.listdir(tmp_path)) == ["arrays.data", "sub"]
+
+
+def test_a_fresh_process_loads_and_shows_a_result_of_a_kind_it_never_imported(tmp_path, result):
+    """``import promptprism`` loads the methods lazily: load_result still knows every kind, a result's
+    repr is still the report's summary."""
+    import subprocess
+    import sys
+
+    result.save(tmp_path)
+    code = (
+        "import sys, promptprism\n"
+        "before = sorted(m for m in sys.modules if m.startswith('promptprism.methods'))\n"
+        f"r = promptprism.load_result({str(tmp_path)!r})\n"
+        "print(before, type(r).__name__, repr(r).splitlines()[0])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("[] PromptSplitResult ")
+    assert "<PromptSplitResult" not in out  # (the fallback repr: the summaries were not loaded)
+    assert result.__class__.__name__ in out

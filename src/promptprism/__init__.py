@@ -14,54 +14,113 @@ Estimators over paired (prompt, output) embeddings:
   what a prompt predicts from an output's features.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__
-from .data import PairedSet, load_paired
-from .data.images import ImageRows, load_images
 from .errors import InputError, OptionError, PromptPrismError
-from .methods.compcon import (
-    CallableGenerator,
-    ChatClient,
-    CompCon,
-    CompConResult,
-    EndpointError,
-    ImageBank,
-    MalformedAnswerError,
-    TransformersClip,
-)
-from .methods.promptsplit import PromptSplit, PromptSplitResult
-from .methods.promptsplit.kway import KWayResult, KWaySplit
-from .methods.regions import (
-    RegionCMS,
-    RegionsResult,
-    block_cka,
-    block_cms,
-    block_hsic,
-    block_mmd2,
-    cka,
-    cms,
-    cross_region_cka,
-    discover_regions,
-    hsic,
-    mmd2,
-    pixel_cka_matrix,
-    rbf_kernel,
-    region_cms,
-    suggest_n_regions,
-)
-from .methods.scendi import (
-    PromptNullifier,
-    PromptRankWarning,
-    Scendi,
-    ScendiComparison,
-    ScendiResult,
-    rke_score,
-    scendi_score,
-    vendi_score,
-    vendi_score_from_gram,
-)
-from .report import summary as _summary  # noqa: F401  (results' repr and notebook tables)
-from .results import load_result
-from .scale import execution
+
+#: public name -> the module that defines it, imported on first use (PEP 562): ``import promptprism`` (and
+#: every command of the CLI, which imports the package first) loads only what it touches
+_LAZY = {
+    **dict.fromkeys(("PairedSet", "load_paired"), ".data"),
+    **dict.fromkeys(("ImageRows", "load_images"), ".data.images"),
+    **dict.fromkeys(("CallableGenerator", "ChatClient", "CompCon", "CompConResult", "EndpointError", "ImageBank",
+                     "MalformedAnswerError", "TransformersClip"), ".methods.compcon"),
+    **dict.fromkeys(("PromptSplit", "PromptSplitResult"), ".methods.promptsplit"),
+    **dict.fromkeys(("KWayResult", "KWaySplit"), ".methods.promptsplit.kway"),
+    **dict.fromkeys(("RegionCMS", "RegionsResult", "block_cka", "block_cms", "block_hsic", "block_mmd2", "cka",
+                     "cms", "cross_region_cka", "discover_regions", "hsic", "mmd2", "pixel_cka_matrix",
+                     "rbf_kernel", "region_cms", "suggest_n_regions"), ".methods.regions"),
+    **dict.fromkeys(("PromptNullifier", "PromptRankWarning", "Scendi", "ScendiComparison", "ScendiResult",
+                     "rke_score", "scendi_score", "vendi_score", "vendi_score_from_gram"), ".methods.scendi"),
+    "load_result": ".results",
+    "execution": ".scale",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'promptprism' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # (later lookups skip this function)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+def _load_summaries() -> None:
+    """Results show themselves through the report's summaries (``promptprism.report.summary`` registers
+    them when imported); the package imports it the first time a result is shown, not at start-up."""
+    importlib.import_module(".report.summary", __name__)
+
+
+#: the modules that define the result kinds :func:`load_result` reads
+_RESULT_MODULES = (".methods.promptsplit.result", ".methods.promptsplit.kway_result", ".methods.scendi.result",
+                   ".methods.regions.result", ".methods.metrics.result", ".methods.compcon.result",
+                   ".methods.compcon.evaluation")
+
+
+def _load_kinds() -> None:
+    for module in _RESULT_MODULES:
+        importlib.import_module(module, __name__)
+
+
+from . import results as _results  # noqa: E402
+
+_results.LOAD_KINDS, _results.LOAD_SUMMARIES = _load_kinds, _load_summaries
+
+if TYPE_CHECKING:  # (what the names are, for type checkers and editors)
+    from .data import PairedSet, load_paired
+    from .data.images import ImageRows, load_images
+    from .methods.compcon import (
+        CallableGenerator,
+        ChatClient,
+        CompCon,
+        CompConResult,
+        EndpointError,
+        ImageBank,
+        MalformedAnswerError,
+        TransformersClip,
+    )
+    from .methods.promptsplit import PromptSplit, PromptSplitResult
+    from .methods.promptsplit.kway import KWayResult, KWaySplit
+    from .methods.regions import (
+        RegionCMS,
+        RegionsResult,
+        block_cka,
+        block_cms,
+        block_hsic,
+        block_mmd2,
+        cka,
+        cms,
+        cross_region_cka,
+        discover_regions,
+        hsic,
+        mmd2,
+        pixel_cka_matrix,
+        rbf_kernel,
+        region_cms,
+        suggest_n_regions,
+    )
+    from .methods.scendi import (
+        PromptNullifier,
+        PromptRankWarning,
+        Scendi,
+        ScendiComparison,
+        ScendiResult,
+        rke_score,
+        scendi_score,
+        vendi_score,
+        vendi_score_from_gram,
+    )
+    from .results import load_result
+    from .scale import execution
 
 __all__ = [
     "execution",

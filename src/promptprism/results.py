@@ -20,6 +20,25 @@ from .io import atomic_write_text
 
 R = TypeVar("R", bound="Result")
 _REGISTRY: dict[str, type[Result]] = {}
+#: set by the package: imports every module that defines a result kind (they register themselves here when
+#: imported; the package imports them lazily, so a result.json of any kind is read by the first
+#: :func:`load_result`) and the report's summaries (:data:`SUMMARY_RENDERERS`)
+LOAD_KINDS: Callable[[], None] | None = None
+LOAD_SUMMARIES: Callable[[], None] | None = None
+
+
+def _registry() -> dict[str, type[Result]]:
+    """Every result kind, the modules that define them imported first."""
+    if LOAD_KINDS is not None:
+        LOAD_KINDS()
+    return _REGISTRY
+
+
+def _renderer(name: str) -> Callable[[Any], str] | None:
+    """The summary renderer ``name`` ('text' or 'html'), the report's summaries loaded first."""
+    if name not in SUMMARY_RENDERERS and LOAD_SUMMARIES is not None:
+        LOAD_SUMMARIES()
+    return SUMMARY_RENDERERS.get(name)
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -61,7 +80,7 @@ class Result:
 
     def __repr__(self) -> str:
         """A few lines: the kind, the sizes and the headline numbers (not every eigenvalue or sample)."""
-        text = SUMMARY_RENDERERS.get("text")
+        text = _renderer("text")
         return text(self) if text else f"<{type(self).__name__} ({self.kind})>"
 
     def to_dict(self) -> dict:
@@ -92,7 +111,7 @@ class Result:
 
     def _repr_html_(self) -> str:
         """A compact summary table for notebooks (per-kind summaries: ``promptprism.report.summary``)."""
-        html = SUMMARY_RENDERERS.get("html")
+        html = _renderer("html")
         return html(self) if html else f"<pre>{escape(repr(self))}</pre>"
 
 
@@ -236,7 +255,7 @@ def check_result_data(data: dict, kind: str) -> None:
     """Check parsed result.json ``data`` against the fields of the ``kind``'s result class (types of every
     field, nested records included); raise ``ValueError('FIELD: expected T, got U')`` at the first
     mismatch."""
-    _check_fields(data, _REGISTRY[kind], overrides=FIELD_TYPES.get(kind))
+    _check_fields(data, _registry()[kind], overrides=FIELD_TYPES.get(kind))
 
 
 def load_result(path: str | os.PathLike) -> Result:
@@ -263,8 +282,9 @@ def load_result(path: str | os.PathLike) -> Result:
     if not isinstance(data, dict):
         raise InputError(f"{path}: not a results file (expected a JSON object, got {type(data).__name__})")
     kind = data.get("kind")
-    if not isinstance(kind, str) or kind not in _REGISTRY:
-        raise InputError(f"{path}: unknown result kind {kind!r}; known: {', '.join(sorted(_REGISTRY))}")
+    registry = _registry()
+    if not isinstance(kind, str) or kind not in registry:
+        raise InputError(f"{path}: unknown result kind {kind!r}; known: {', '.join(sorted(registry))}")
     try:
         check_result_data(data, kind)
     except ValueError as exc:
