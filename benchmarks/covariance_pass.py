@@ -4,8 +4,8 @@
     python benchmarks/covariance_pass.py --n 10000     # smaller sets
 
 The pass (``FeatureRoute.covariance``: the random features of every row, kept for scoring and the test, and
-Lambda_r = (1/n) sum psi psi^T - (eta/m) sum psi psi^T accumulated chunk by chunk on the local runner's
-threads) is timed whole, as wall seconds and as the CPU seconds of the process (user and system). Its parts
+the test's and the reference's sums of psi psi^T accumulated chunk by chunk on the local runner's threads,
+then Lambda_r = S_test / n - eta S_ref / m) is timed whole, as wall seconds and as the CPU seconds of the process (user and system). Its parts
 are timed one at a time on one thread with one BLAS thread (``time.thread_time``, so other processes on a
 shared machine inflate them little) on one chunk of ``--chunk`` rows and scaled to all 2n rows:
 
@@ -13,10 +13,11 @@ shared machine inflate them little) on one chunk of ``--chunk`` rows and scaled 
 * cos/sin: numpy's float32 sin and cos of the N x r/2 phases;
 * rest of the feature map: centring and joining the rows, the phase-range check, the 1/sqrt(D) scale;
 * SYRK: the chunk's f^T f (numpy's matmul, which calls the BLAS's ssyrk and mirrors the triangle);
-* accumulate: the chunk product times its weight, added to the float64 running sum;
-* allocation: the kept N x r float32 features mapped and zeroed (wall and system seconds, whole).
+* accumulate: the chunk product added to its side's float64 running sum;
+* allocation: the kept N x r float32 features' pages, mapped as the workers write them (two threads writing
+  halves of a fresh array: wall and system seconds, whole).
 
-"ideal" is the parts' CPU seconds over the usable cores (the allocation counted as it ran, on one core): what
+"ideal" is the parts' CPU seconds over the usable cores (the allocation counted as it ran): what
 the pass would take with both cores busy the whole time. The SYRK floor is scipy's float32 ssyrk of the
 whole N x r feature matrix on every core, best of two, measured in the same run.
 """
@@ -69,7 +70,7 @@ def parts(route, chunk: int) -> dict[str, float]:
     from threadpoolctl import threadpool_limits
 
     from promptprism.backend import populated_empty
-    from promptprism.stats.accumulators import CovarianceAccumulator
+    from promptprism.stats.accumulators import KeyedCovarianceAccumulator
 
     fmap, test = route.fmap, route.sets["test"]
     prompts, outputs = np.asarray(test.prompt_embeddings[:chunk]), np.asarray(test.output_embeddings[:chunk])
@@ -82,21 +83,26 @@ def parts(route, chunk: int) -> dict[str, float]:
         phases = np.matmul(joined, fmap._w_joint)
         gemm = thread_best(lambda: np.matmul(joined, fmap._w_joint, out=out[:, :half]))
         trig = thread_best(lambda: (np.sin(phases, out=out[:, half:]), np.cos(phases, out=out[:, :half])))
-        acc = CovarianceAccumulator(fmap.dim, precision=fmap.precision)
-        acc.update(out, 0.5)  # (the scratch and the sum allocated once, as in a task)
-        update = thread_best(lambda: acc.update(out, 0.5))
-        syrk = thread_best(lambda: np.matmul(out.T, out, out=acc._scratch.T))
+        acc = KeyedCovarianceAccumulator(fmap.dim, precision=fmap.precision)
+        acc.update("test", out)  # (the scratch and the sum allocated once, as in a task)
+        update = thread_best(lambda: acc.update("test", out))
+        syrk = thread_best(lambda: np.matmul(out.T, out, out=acc.sums["test"]._scratch.T))
     return {"projection (GEMM)": gemm, "cos/sin": trig, "rest of the feature map": transform - gemm - trig,
-            "SYRK": syrk, "accumulate (weight, float64 add)": update - syrk}
+            "SYRK": syrk, "accumulate (float64 add)": update - syrk}
 
 
 def allocation(rows: int, dim: int, precision: str) -> tuple[float, float]:
-    """(wall, system) seconds to map and zero the kept features, as the pass allocates them."""
-    from promptprism.backend import populated_empty
+    """(wall, system) seconds to map the kept features' pages as the pass does: allocated unmapped
+    (``threads_write``), each half first written by its own thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from promptprism.backend import NUMPY
 
     sys0 = cpu_seconds()[1]
     t0 = time.perf_counter()
-    feats = populated_empty((rows, dim), precision)
+    feats = NUMPY.empty((rows, dim), precision, threads_write=True)
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda half: feats[half].fill(0), (slice(0, rows // 2), slice(rows // 2, rows))))
     wall = time.perf_counter() - t0
     del feats
     return wall, cpu_seconds()[1] - sys0

@@ -117,9 +117,11 @@ def run_case(label: str, n: int, method: str, device: str, rates: dict[str, floa
         "permutations": sigdict.get("permutations"), "drawn": sigdict.get("permutations_drawn"),
         "statistic": sigdict.get("statistic"), "verdict": sigdict.get("verdict"),
         "n_significant": sigdict.get("n_significant"), "timings": t,
+        "test_cost_s": (sigdict.get("aggregation") or {}).get("cost_s"),
     }
     print(f"  {label}: wall {wall:.2f} s, fit {row['fit_s']:.2f} s, test {sig:.2f} s, "
-          f"floor {floor * 1e3:.1f} ms, host copies {copies}; timings {json.dumps(t, default=float)}",
+          f"floor {floor * 1e3:.1f} ms, host copies {copies}; timings {json.dumps(t, default=float)}; "
+          f"the test by kernel (s) {json.dumps(row['test_cost_s'])}",
           flush=True)
     return row
 

@@ -28,8 +28,8 @@ TOL = {("exact", "float64"): 1e-12, ("exact", "float32"): 1e-6, ("rff", "float64
 PERMUTATIONS = 40
 
 
-def _fit_both(**options) -> tuple:
-    test, ref, _ = gaussian_mixture(2, per_component=12, seed=0)
+def _fit_both(per_component: int = 12, **options) -> tuple:
+    test, ref, _ = gaussian_mixture(2, per_component=per_component, seed=0)
     base = PromptSplit(n_modes=3, seed=0, permutations=PERMUTATIONS, device="cpu", **options)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # 'stable' may warn about its plateau: the same on both
@@ -74,6 +74,18 @@ def _assert_same(a, b, tol: float) -> None:
 def test_every_route_gives_the_same_result_on_numpy_and_torch(method, kernel, extra, precision):
     a, b = _fit_both(method=method, kernel=kernel, precision=precision, **extra)
     _assert_same(a, b, TOL[(method, precision)])
+
+
+@pytest.mark.parametrize("method", ["rff", "sketch"])
+@pytest.mark.slow
+def test_the_random_feature_routes_subspace_test_is_the_same_on_numpy_and_torch(method):
+    """Above 128 samples and features the test runs on the features projected on the pooled second
+    moment's leading eigenvectors (computed on the device from the same seeded draw)."""
+    a, b = _fit_both(per_component=60, method=method, kernel="gaussian" if method == "rff" else "cosine",
+                     n_features=300, precision="float32")
+    assert a.n_test + a.n_reference > 128 and "principal subspace" in a.significance["statistic"]
+    assert b.significance["statistic"] == a.significance["statistic"]
+    _assert_same(a, b, TOL[(method, "float32")])
 
 
 @pytest.mark.slow

@@ -1,13 +1,16 @@
 """PromptSplit's permutation test on large problems: the principal-subspace statistic and the curtailed rule.
 
 Above ``significance.NULL_RANK`` (128) samples (exact route) or features (rff route) every labelling's
-spectrum is that of Lambda restricted to the pooled samples' leading principal subspace (a seeded Nystrom
-factor P of the joint Gram matrix, :func:`promptprism.stats.batched_eigen.principal_factor`), one dense
-eigen-solve of P^T diag(w) P each. P never sees a label, so the test stays exact. Here the rank is lowered
-(monkeypatched to 12) so that small data sets of the same kind take that path:
+spectrum is that of Lambda restricted to a leading principal subspace of the pooled samples, one dense
+eigen-solve of P^T diag(w) P each: on the exact route P is a seeded Nystrom factor of the joint Gram matrix
+(:func:`promptprism.stats.batched_eigen.principal_factor`); on the random-feature routes P = psi V, the
+features projected on the leading eigenvectors V of the pooled second moment of all samples, which the
+covariance pass gives for free (:func:`promptprism.stats.batched_eigen.leading_eigenvectors`). Neither
+sees a label, so the test stays exact. Here the rank is lowered (monkeypatched to 12) so that small data
+sets of the same kind take that path:
 
 * brute force: P P^T reproduces a Gram matrix of lower rank exactly, and the leading eigenvalues of a
-  full-rank one; the test's permuted spectra (every labelling's P^T diag(w_k) P from P^T P and one SYRK
+  full-rank one; the rff route's P is psi V with V spanning the pooled second moment's leading eigenvectors; the test's permuted spectra (every labelling's P^T diag(w_k) P from P^T P and one SYRK
   over the rows of its smaller side) equal a plain eigensolve of P^T diag(w_k) P per labelling, also for
   weights that are not a labelling's two values;
 * calibration: over 200 null data sets, the rate of runs with any mode significant at alpha = 0.05 lies in
@@ -27,6 +30,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
+import promptprism.methods.promptsplit.routes as routes
 import promptprism.stats.batched_eigen as eigen
 from promptprism import PairedSet, PromptSplit
 from promptprism.methods.promptsplit import significance as sig
@@ -47,8 +51,14 @@ def subspace_path(monkeypatch):
         calls.append((operand[0], rank))
         return factor(operand, rank, seed=seed)
 
+    def spy_directions(matrix, rank, *, seed=0):
+        calls.append(("features", rank))
+        return directions(matrix, rank, seed=seed)
+
+    directions = eigen.leading_eigenvectors
     monkeypatch.setattr(sig, "NULL_RANK", RANK)
     monkeypatch.setattr(sig, "principal_factor", spy)
+    monkeypatch.setattr(routes, "leading_eigenvectors", spy_directions)
     return calls
 
 
@@ -90,6 +100,58 @@ def test_principal_factor_is_exact_below_its_rank_and_close_above():
     # narrow operands are left alone
     assert eigen.principal_factor(("features", full[:, :20]), 30) is None
     assert eigen.principal_factor(("gram", g[:25, :25]), 30) is None
+
+
+def test_leading_eigenvectors_span_the_leading_eigenspace():
+    rng = np.random.default_rng(4)
+    basis = np.linalg.qr(rng.standard_normal((200, 200)))[0]
+    vals = np.r_[100.0 * 0.7 ** np.arange(20), np.full(180, 1e-4)]  # 20 directions, then a gap
+    a = (basis * vals) @ basis.T
+    v = eigen.leading_eigenvectors(a, 20, seed=1).astype(np.float64)
+    assert v.shape == (200, 20)
+    np.testing.assert_allclose(v.T @ v, np.eye(20), atol=1e-5)
+    # the principal angles to the true leading eigenspace: cosines all ~1
+    np.testing.assert_allclose(np.linalg.svd(basis[:, :20].T @ v, compute_uv=False), 1.0, atol=1e-4)
+    # the same seed, the same directions; another seed spans the same space
+    np.testing.assert_array_equal(eigen.leading_eigenvectors(a, 20, seed=1), v.astype(np.float32))
+    w = eigen.leading_eigenvectors(a, 20, seed=2).astype(np.float64)
+    np.testing.assert_allclose(np.linalg.svd(v.T @ w, compute_uv=False), 1.0, atol=1e-4)
+
+
+def test_rff_operand_is_the_features_on_the_pooled_second_moments_leading_eigenvectors(subspace_path):
+    """Brute force: the rff route's test operand for any rows is psi(rows) V, where V spans the leading
+    eigenvectors of sum_i psi_i psi_i^T over ALL samples of both sets (no labels), and its permuted
+    spectra are those of V^T psi^T diag(w) psi V."""
+    test, ref = _sets(np.random.default_rng(2), shift=2.0, per_prompt=20)
+    est = _estimator("rff", 56, seed=3, permutations=9)
+    res = est.fit(test, ref)
+    assert subspace_path == [("features", RANK)] and "principal subspace" in res.significance["statistic"]
+    route = routes.choose_route(est, {"test": test, "reference": ref},
+                                (res.config["sigma_prompt"], res.config["sigma_output"]),
+                                backend=routes.NUMPY, runner=__import__("promptprism.scale", fromlist=["x"])
+                                .current_runner())
+    route.covariance({})
+    psi = np.vstack([route.fmap.transform(s.prompt_embeddings, s.output_embeddings) for s in (test, ref)])
+    pooled = psi.astype(np.float64).T @ psi.astype(np.float64)
+    np.testing.assert_allclose(route._pooled_moment(), pooled, rtol=1e-5, atol=1e-5 * np.abs(pooled).max())
+    rows_t, rows_r = np.arange(0, 120, 3), np.arange(5, 120, 2)
+    kind, p = route.replicates()(rows_t, rows_r)
+    v = eigen.leading_eigenvectors(route._pooled_moment(), RANK, seed=3)
+    want = np.vstack([psi[rows_t], psi[120 + rows_r]]) @ v
+    assert kind == "subspace" and p.dtype == np.float32
+    np.testing.assert_allclose(p, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+    # V holds (nearly) all of the pooled second moment's leading eigenvalues: its Rayleigh quotient
+    top = np.linalg.eigvalsh(pooled)[::-1][:RANK]
+    captured = np.trace(v.T.astype(np.float64) @ pooled @ v.astype(np.float64))
+    assert 0.99 * top.sum() <= captured <= top.sum() * (1 + 1e-6), (captured, top.sum())
+    # every labelling's spectrum: the plain eigensolve of P^T diag(w) P
+    labels = sig.test_labellings(np.zeros(rows_t.size + rows_r.size, int), rows_t.size, rows_r.size, 5, 0)
+    w = sig.label_weights(labels, rows_t.size, rows_r.size, 1.0)
+    pos, neg = sig.permuted_spectra((kind, p), w, 2, seed=0)
+    for k in range(w.shape[1]):
+        want_k = signed_extremes(np.linalg.eigvalsh(want.T @ (w[:, k, None] * want))[None, :], 2)
+        np.testing.assert_allclose(pos[k], want_k[0][0], rtol=1e-3, atol=1e-5 * want_k[0].max())
+        np.testing.assert_allclose(neg[k], want_k[1][0], rtol=1e-3, atol=1e-5 * want_k[0].max())
 
 
 @pytest.mark.parametrize("kind", ["gram", "features"])

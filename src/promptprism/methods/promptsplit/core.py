@@ -20,6 +20,7 @@ results (spectra, scores, accumulators) is numpy.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,7 @@ from ...backend import NUMPY, Backend, backend_of, dtype_name, to_numpy
 from ...kernels.bandwidth import Bandwidth, stable_bandwidth, stable_multiples
 from ...kernels.bandwidth import pooled_rows as pool_of_rows
 from ...kernels.gram import covariance_difference_norm, joint_gram
-from ...stats.accumulators import CovarianceAccumulator
+from ...stats.accumulators import CovarianceAccumulator, KeyedCovarianceAccumulator
 from ...stats.eigen import (
     select_modes,
     signed_extremes,
@@ -173,13 +174,33 @@ def difference_partition(fmap: Any, parts: list[tuple], chunk_size: int, backend
     -eta/m (reference rows) the merged sums of all tasks are Lambda = C_test - eta C_ref (eq. 2): one
     dim x dim sum per task, not one per set. Otherwise as :func:`covariance_partition`."""
     acc = CovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64"))
-    for prompts, outputs, start, stop, weight, features_out in parts:
+    for weight, feats in _part_features(fmap, parts, chunk_size, backend):
+        acc.update(feats, weight)
+    return acc.to_host()
+
+
+def side_moments_partition(fmap: Any, parts: list[tuple], chunk_size: int, backend: Backend = NUMPY
+                           ) -> KeyedCovarianceAccumulator:
+    """Task: for each of ``parts`` (prompts, outputs, start, stop, side, features_out), sum_i psi psi^T over
+    rows [start, stop) added to the running sum of its ``side``: the merged sums S_test and S_ref of all
+    tasks give Lambda = S_test / n - eta S_ref / m (eq. 2) and the pooled second moment S_test + S_ref (no
+    relabelling changes it: the test's subspace, :func:`~promptprism.stats.batched_eigen.leading_eigenvectors`)
+    from the same products. ``features_out`` as in
+    :func:`covariance_partition`."""
+    acc = KeyedCovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64"))
+    for side, feats in _part_features(fmap, parts, chunk_size, backend):
+        acc.update(side, feats)
+    return acc.to_host()
+
+
+def _part_features(fmap: Any, parts: list[tuple], chunk_size: int, backend: Backend) -> Iterator[tuple]:
+    """(the part's tag, the features of one chunk of its rows) for each chunk of each of ``parts``
+    (prompts, outputs, start, stop, tag, features_out); the rows also written to ``features_out``."""
+    for prompts, outputs, start, stop, tag, features_out in parts:
         for a, b in chunks(stop - start, chunk_size):
             rows = slice(start + a, start + b)
             out = None if features_out is None else features_out[rows, ...]
-            feats = fmap.transform(backend.asarray(prompts[rows]), backend.asarray(outputs[rows]), out=out)
-            acc.update(feats, weight)
-    return acc.to_host()
+            yield tag, fmap.transform(backend.asarray(prompts[rows]), backend.asarray(outputs[rows]), out=out)
 
 
 def _fold_scores(stats: ModeStats, feats: Any, basis: Any, ids: np.ndarray, labels: np.ndarray) -> None:

@@ -18,7 +18,7 @@ diagonalised by :func:`~.core.feature_spectrum`, a second pass scoring the sampl
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -28,8 +28,10 @@ from ...backend import NUMPY, Backend, feature_memory, is_numpy
 from ...data.paired import PairedSet
 from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
 from ...scale.runner import DaskRunner, Runner, balanced_blocks, partition_rows, partition_size
+from ...stats.batched_eigen import leading_eigenvectors
 from ...stats.modes import ModeStats
 from . import core
+from . import significance as sig
 from .summary import SIDES
 
 #: the operand of the permutation test for (test rows, reference rows): ("gram", G) or ("features", F)
@@ -173,25 +175,30 @@ class FeatureRoute(Route):
         self.feats: dict | None = None
 
     def covariance(self, timings: dict) -> float:
-        """Lambda_r in one streaming map-reduce (features kept when they fit); ||Lambda_r||_F^2."""
+        """Lambda_r in one streaming map-reduce (features kept when they fit); ||Lambda_r||_F^2. The test's
+        and the reference's sums are kept apart (:func:`.core.side_moments_partition`): the reference's
+        stays for the test's label-free subspace (:meth:`replicates`)."""
         est, sets, fmap, t0 = self.est, self.sets, self.fmap, time.perf_counter()
-        weights = {"test": 1.0 / self.n, "reference": -est.eta / self.m}
         if self.keep:  # in this process: per local worker, whole chunks of both sets (balanced), kept
-            self.feats = {side: self.backend.empty((len(s), fmap.dim), fmap.precision)
+            self.feats = {side: self.backend.empty((len(s), fmap.dim), fmap.precision, threads_write=True)
                           for side, s in sets.items()}
-            rows = [(s.prompt_embeddings, s.output_embeddings, weights[side], self.feats[side])
+            rows = [(s.prompt_embeddings, s.output_embeddings, side, self.feats[side])
                     for side, s in sets.items()]
             dealt = balanced_blocks([len(s) for s in sets.values()], est.chunk_size,
                                     getattr(self.runner, "workers", 1))
             tasks = [(fmap, [(*rows[i][:2], a, b, *rows[i][2:]) for i, a, b in blocks], est.chunk_size,
                       self.backend) for blocks in dealt]
         else:
-            tasks = [(fmap, [(*partition_rows(s, a, b), weights[side], None)], est.chunk_size,
-                      self.task_backend)
+            tasks = [(fmap, [(*partition_rows(s, a, b), side, None)], est.chunk_size, self.task_backend)
                      for side, s in sets.items() for a, b in core.chunks(len(s), self.size)]
-        self.lam = self.runner.map_reduce(
-            core.difference_partition, tasks, description="PromptSplit: covariance",
-            progress=progress_enabled(est.progress), threads=self.threads).sum_outer(copy=False)
+        sums = self.runner.map_reduce(
+            core.side_moments_partition, tasks, description="PromptSplit: covariance",
+            progress=progress_enabled(est.progress), threads=self.threads).sums
+        self.ref_sum = sums["reference"].sum_outer(copy=False)
+        self.lam = sums["test"].sum_outer(copy=False)  # -> Lambda = S_test / n - eta S_ref / m, in place
+        self.lam *= 1.0 / self.n
+        for j in range(0, self.lam.shape[1], 512):  # (column blocks: no full-size temporary)
+            self.lam[:, j:j + 512] -= (est.eta / self.m) * self.ref_sum[:, j:j + 512]
         timings["covariance_s"] = time.perf_counter() - t0
         flat = self.lam.ravel(order="K")  # (a view: vdot of the 2-d array would copy it to C order)
         return float(np.vdot(flat, flat))
@@ -223,34 +230,60 @@ class FeatureRoute(Route):
         return stats
 
     def replicates(self) -> Replicates:
-        """The kept features of the given rows, or the rows' features recomputed from the same seed."""
-        sets, feats, fmap, backend = self.sets, self.feats, self.fmap, self.backend
-        chunk_size = self.est.chunk_size
+        """The test's operand for given rows: ``("subspace", P)``, P = psi(rows) V, their features projected
+        on V, the leading principal directions of the pooled second moment S_test + S_ref of all samples
+        (:func:`~promptprism.stats.batched_eigen.leading_eigenvectors`, rank ``significance.NULL_RANK``,
+        seeded): no label
+        enters V, so the permutation test on P is exact. ``("features", F)``, the rows' features, when the
+        map or the rows are that narrow. Features: the kept ones, or recomputed from the same seed."""
+        directions: list = []
 
         def operand(rows_t: np.ndarray, rows_r: np.ndarray) -> tuple[str, Any]:
             pairs = (("test", rows_t), ("reference", rows_r))
-            if feats is not None and is_numpy(feats["test"]):  # kept: the rows gathered into one array
-                out = backend.empty((rows_t.size + rows_r.size, fmap.dim), feats["test"].dtype)
-                np.take(feats["test"], rows_t, axis=0, out=out[: rows_t.size], mode="clip")
-                np.take(feats["reference"], rows_r, axis=0, out=out[rows_t.size :], mode="clip")
-                return "features", out
-            if feats is not None:  # kept from the covariance pass, on a device
-                return "features", backend.xp.concat([
-                    feats[s] if rows.size == len(sets[s]) else feats[s][backend.asarray(rows), ...]
-                    for s, rows in pairs])
-            return "features", backend.xp.concat([  # recomputed from the same seed
-                core.feature_rows(fmap, sets[s].prompt_embeddings, sets[s].output_embeddings, rows,
-                                  chunk_size, backend) for s, rows in pairs])
+            rank = sig.NULL_RANK
+            if self.fmap.dim <= rank or rows_t.size + rows_r.size <= rank:
+                return "features", self.backend.xp.concat([f for s, rows in pairs
+                                                           for f in self._row_features(s, rows)])
+            if not directions:
+                directions.append(leading_eigenvectors(self.backend.asarray(self._pooled_moment()), rank,
+                                                       seed=self.est.seed))
+            v = directions[0]
+            out = self.backend.empty((rows_t.size + rows_r.size, v.shape[1]), "float32")
+            start = 0
+            for side, rows in pairs:
+                for f in self._row_features(side, rows):
+                    out[start:start + f.shape[0], ...] = f @ self.backend.xp.asarray(v, dtype=f.dtype)
+                    start += f.shape[0]
+            return "subspace", out
 
         return operand
+
+    def _row_features(self, side: str, rows: np.ndarray) -> Iterator[Any]:
+        """psi of the given rows of one set, a chunk of rows at a time: kept, or recomputed."""
+        feats, backend, step = self.feats, self.backend, self.est.chunk_size
+        for a, b in core.chunks(rows.size, step):
+            if feats is not None:
+                yield feats[side][rows[a:b] if is_numpy(feats[side]) else backend.asarray(rows[a:b]), ...]
+            else:
+                s = self.sets[side]
+                yield core.feature_rows(self.fmap, s.prompt_embeddings, s.output_embeddings, rows[a:b], step,
+                                        backend)
+
+    def _pooled_moment(self) -> np.ndarray:
+        """S_test + S_ref = n Lambda + (1 + n eta / m) S_ref (a new array)."""
+        pooled = self.lam * float(self.n)
+        scale = 1.0 + self.n * self.est.eta / self.m
+        for j in range(0, pooled.shape[1], 512):
+            pooled[:, j:j + 512] += scale * self.ref_sum[:, j:j + 512]
+        return pooled
 
     def resolved(self) -> dict:
         """The feature dimension; the partition size when the passes ran on a cluster."""
         return {"n_features": self.est.n_features, "partition_rows": self.size if self.on_cluster else None}
 
     def release(self) -> None:
-        """Drop the kept features."""
-        self.feats = None
+        """Drop the kept features and the reference's sum."""
+        self.feats = self.ref_sum = None
 
 
 def choose_route(est: Any, sets: dict[str, PairedSet], sigmas: tuple, *, backend: Backend, runner: Runner

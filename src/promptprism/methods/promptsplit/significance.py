@@ -43,9 +43,10 @@ CORRECTION = "max-statistic step-down (FWER)"
 #: the test's statistic lives in the pooled samples' leading principal subspace of at most this rank
 #: (:func:`principal_operand`)
 NULL_RANK = 128
-STATISTIC = ("the extreme eigenvalues of Lambda restricted to the pooled samples' leading principal "
-             f"subspace (rank at most {NULL_RANK}: a seeded Nystrom approximation of the joint Gram matrix, "
-             "the same for every labelling)")
+STATISTIC = ("the extreme eigenvalues of Lambda restricted to a leading principal subspace of the pooled "
+             f"samples, of rank at most {NULL_RANK}, the same for every labelling (exact route: a seeded "
+             "Nystrom approximation of the joint Gram matrix; random-feature routes: the leading eigenvectors "
+             "of the pooled feature second moment of all samples)")
 #: relabellings drawn before the first look of the sequential (curtailed) rule; the looks then come at
 #: twice as many relabellings each time (10, 20, 40, ... and K: few passes over the test's operand)
 LOOK = 10
@@ -180,7 +181,10 @@ def principal_operand(operand: tuple[str, np.ndarray], *, seed: int, rank: int |
     ``rank`` (default :data:`NULL_RANK`) columns (:func:`~promptprism.stats.batched_eigen.principal_factor`;
     it never sees a label, so the test on it is exact), in float32 whatever the operand's precision (twice
     the rate of float64 for the labellings' products, summed in float64: a statistic that only has to be the
-    same function for every labelling); or ``operand`` itself when it is that narrow."""
+    same function for every labelling); or ``operand`` itself when it is that narrow, or already a
+    ``("subspace", P)`` (the random-feature routes project their rows themselves)."""
+    if operand[0] == "subspace":  # (the route projected its rows itself: FeatureRoute.replicates)
+        return operand
     with blas_threads_for(operand[1].shape[0] if operand[0] == "gram" else operand[1].shape[1]):
         factor = principal_factor(operand, NULL_RANK if rank is None else rank, seed=seed)
     if factor is None:
