@@ -5,8 +5,8 @@
 
 The pass (``FeatureRoute.covariance``: the random features of every row, kept for scoring and the test, and
 the test's and the reference's sums of psi psi^T accumulated chunk by chunk on the local runner's threads,
-then Lambda_r = S_test / n - eta S_ref / m) is timed whole, as wall seconds and as the CPU seconds of the process (user and system). Its parts
-are timed one at a time on one thread with one BLAS thread (``time.thread_time``, so other processes on a
+then Lambda_r = S_test / n - eta S_ref / m) is timed whole, as wall seconds and as the CPU seconds of the
+process (user and system). Its parts are timed one at a time on one thread with one BLAS thread (``time.thread_time``, so other processes on a
 shared machine inflate them little) on one chunk of ``--chunk`` rows and scaled to all 2n rows:
 
 * projection: the joined rows times the joint frequencies (a float32 GEMM, 2 N (d_t + d_z) (r / 2) flops);
@@ -101,8 +101,12 @@ def allocation(rows: int, dim: int, precision: str) -> tuple[float, float]:
     sys0 = cpu_seconds()[1]
     t0 = time.perf_counter()
     feats = NUMPY.empty((rows, dim), precision, threads_write=True)
+
+    def first_write(half: slice) -> None:
+        feats[half].fill(0)
+
     with ThreadPoolExecutor(2) as pool:
-        list(pool.map(lambda half: feats[half].fill(0), (slice(0, rows // 2), slice(rows // 2, rows))))
+        list(pool.map(first_write, (slice(0, rows // 2), slice(rows // 2, rows))))
     wall = time.perf_counter() - t0
     del feats
     return wall, cpu_seconds()[1] - sys0
