@@ -6,8 +6,9 @@
 The pass (``FeatureRoute.covariance``: the random features of every row, kept for scoring and the test, and
 the test's and the reference's sums of psi psi^T accumulated chunk by chunk on the local runner's threads,
 then Lambda_r = S_test / n - eta S_ref / m) is timed whole, as wall seconds and as the CPU seconds of the
-process (user and system). Its parts are timed one at a time on one thread with one BLAS thread (``time.thread_time``, so other processes on a
-shared machine inflate them little) on one chunk of ``--chunk`` rows and scaled to all 2n rows:
+process (user and system). Its parts are timed one at a time on one thread with one BLAS thread
+(``time.thread_time``, so other processes on a shared machine inflate them little) on one chunk of
+``--chunk`` rows and scaled to all 2n rows:
 
 * projection: the joined rows times the joint frequencies (a float32 GEMM, 2 N (d_t + d_z) (r / 2) flops);
 * cos/sin: numpy's float32 sin and cos of the N x r/2 phases;
@@ -108,7 +109,6 @@ def allocation(rows: int, dim: int, precision: str) -> tuple[float, float]:
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(first_write, (slice(0, rows // 2), slice(rows // 2, rows))))
     wall = time.perf_counter() - t0
-    del feats
     return wall, cpu_seconds()[1] - sys0
 
 

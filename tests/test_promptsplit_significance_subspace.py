@@ -10,7 +10,8 @@ sees a label, so the test stays exact. Here the rank is lowered (monkeypatched t
 sets of the same kind take that path:
 
 * brute force: P P^T reproduces a Gram matrix of lower rank exactly, and the leading eigenvalues of a
-  full-rank one; the rff route's P is psi V with V spanning the pooled second moment's leading eigenvectors; the test's permuted spectra (every labelling's P^T diag(w_k) P from P^T P and one SYRK
+  full-rank one; the rff route's P is psi V with V spanning the pooled second moment's leading
+  eigenvectors; the test's permuted spectra (every labelling's P^T diag(w_k) P from P^T P and one SYRK
   over the rows of its smaller side) equal a plain eigensolve of P^T diag(w_k) P per labelling, also for
   weights that are not a labelling's two values;
 * calibration: over 200 null data sets, the rate of runs with any mode significant at alpha = 0.05 lies in

@@ -45,8 +45,8 @@ CORRECTION = "max-statistic step-down (FWER)"
 NULL_RANK = 128
 STATISTIC = ("the extreme eigenvalues of Lambda restricted to a leading principal subspace of the pooled "
              f"samples, of rank at most {NULL_RANK}, the same for every labelling (exact route: a seeded "
-             "Nystrom approximation of the joint Gram matrix; random-feature routes: the leading eigenvectors "
-             "of the pooled feature second moment of all samples)")
+             "Nystrom approximation of the joint Gram matrix; random-feature routes: the leading "
+             "eigenvectors of the pooled feature second moment of all samples)")
 #: relabellings drawn before the first look of the sequential (curtailed) rule; the looks then come at
 #: twice as many relabellings each time (10, 20, 40, ... and K: few passes over the test's operand)
 LOOK = 10
