@@ -62,8 +62,8 @@ def _load_summaries() -> None:
 
 #: the modules that define the result kinds :func:`load_result` reads
 _RESULT_MODULES = (".methods.promptsplit.result", ".methods.promptsplit.kway_result",
-                   ".methods.scendi.result", ".methods.regions.result", ".methods.metrics.result", ".methods.compcon.result",
-                   ".methods.compcon.evaluation")
+                   ".methods.scendi.result", ".methods.regions.result", ".methods.metrics.result",
+                   ".methods.compcon.result", ".methods.compcon.evaluation")
 
 
 def _load_kinds() -> None:
