@@ -18,9 +18,10 @@ DOC = ROOT / "docs" / "architecture.md"
 #: document's table; every module of the package must be in exactly one)
 LAYERS = {
     # the foundation, as the document lists it, plus its private helpers: LAPACK's two-stage solver
-    # (array_ops), files shipped in installed packages (weights) and the execution context (scale/ sets it)
+    # (array_ops), files shipped in installed packages (weights), the execution context (scale/ sets it) and
+    # the packages that import their names on first use (_lazy)
     "foundation": {"errors", "io", "_validation", "_progress", "_version", "backend", "array_ops",
-                   "_two_stage", "_packaged", "_execution"},
+                   "_two_stage", "_packaged", "_execution", "_lazy"},
     "data": {"data"},
     "datasets": {"datasets"},
     "embed": {"embed"},

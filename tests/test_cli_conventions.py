@@ -1,6 +1,7 @@
 """Conventions every sub-command shares: --version, python -m, command order, help, flags, --json, output."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -36,6 +37,39 @@ def test_version_flag_and_python_m():
         [sys.executable, "-m", "promptprism", "--version"], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0 and __version__ in done.stdout
+
+
+#: what no command needs before it runs: each method's estimator, the chat client, the generators, the loaders
+_RUN_TIME_ONLY = ("promptprism.methods.promptsplit.estimator", "promptprism.methods.promptsplit.kway",
+                  "promptprism.methods.scendi.estimator", "promptprism.methods.regions.estimator",
+                  "promptprism.methods.metrics.estimator", "promptprism.methods.compcon.pipeline",
+                  "promptprism.methods.compcon.clients", "http.client", "promptprism.generate",
+                  "promptprism.data.inputs")
+
+
+def test_the_cli_imports_what_a_command_runs_when_it_runs():
+    """Start-up: ``import promptprism.cli`` registers every command, and ``split --help`` shows its options
+    (their choices and defaults included), without importing any method's estimator, the chat client, the
+    generators or the loaders; a command imports them when it runs."""
+    from promptprism.methods.promptsplit.options import EXACT_MAX_SAMPLES
+
+    code = ("import json, sys\n"
+            "from promptprism.cli import main\n"
+            f"heavy = {_RUN_TIME_ONLY!r}\n"
+            "at_import = [m for m in heavy if m in sys.modules]\n"
+            "status = main(['split', '--help'])\n"
+            "print(json.dumps([at_import, [m for m in heavy if m in sys.modules], status]))\n")
+    env = dict(os.environ, COLUMNS="400")  # (help on one line per option)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    *help_lines, last = done.stdout.strip().splitlines()
+    at_import, after_help, status = json.loads(last)
+    assert (at_import, after_help, status) == ([], [], 0), done.stderr
+    shown = " ".join(" ".join(help_lines).split())
+    for option in ("--kernel", "--method", "--aggregate", "--rank-prompts-by", "--precision",
+                   "--sigma-prompt", "--permutations", "--out"):
+        assert option in shown
+    assert f"exact up to {EXACT_MAX_SAMPLES:,} samples" in shown
+    assert "contribution" in shown and "mean_score" in shown  # the choices of --rank-prompts-by
 
 
 def test_commands_listed_in_the_order_of_work():

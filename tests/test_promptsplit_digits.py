@@ -67,7 +67,7 @@ def test_rff_finds_altered_prompts(data):
 def test_cli_demo(tmp_path, data, exact, capsys, monkeypatch):
     # the demo's fit is the `exact` fixture's (not a second 30 s fit): the demo must call the default
     # estimator on the same data, and `auto` must resolve to the exact route at this size
-    import promptprism.cli.demo as demo
+    from promptprism.methods import promptsplit
     from promptprism.methods.promptsplit import EXACT_MAX_SAMPLES
 
     calls = []
@@ -83,7 +83,7 @@ def test_cli_demo(tmp_path, data, exact, capsys, monkeypatch):
                 assert got.prompts == want.prompts and got.outputs == want.outputs
             return exact
 
-    monkeypatch.setattr(demo, "PromptSplit", Reused)
+    monkeypatch.setattr(promptsplit, "PromptSplit", Reused)  # (the demo imports it when it runs)
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--quiet"]) == 0
     assert len(calls) == 1

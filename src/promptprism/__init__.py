@@ -17,41 +17,30 @@ Estimators over paired (prompt, output) embeddings:
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ._lazy import lazy_exports
 from ._version import __version__
 from .errors import InputError, OptionError, PromptPrismError
 
-#: public name -> the module that defines it, imported on first use (PEP 562): ``import promptprism`` (and
-#: every command of the CLI, which imports the package first) loads only what it touches
-_LAZY = {
-    **dict.fromkeys(("PairedSet", "load_paired"), ".data"),
-    **dict.fromkeys(("ImageRows", "load_images"), ".data.images"),
-    **dict.fromkeys(("CallableGenerator", "ChatClient", "CompCon", "CompConResult", "EndpointError",
-                     "ImageBank", "MalformedAnswerError", "TransformersClip"), ".methods.compcon"),
-    **dict.fromkeys(("PromptSplit", "PromptSplitResult"), ".methods.promptsplit"),
-    **dict.fromkeys(("KWayResult", "KWaySplit"), ".methods.promptsplit.kway"),
-    **dict.fromkeys(("RegionCMS", "RegionsResult", "block_cka", "block_cms", "block_hsic", "block_mmd2",
-                     "cka", "cms", "cross_region_cka", "discover_regions", "hsic", "mmd2", "pixel_cka_matrix",
-                     "rbf_kernel", "region_cms", "suggest_n_regions"), ".methods.regions"),
-    **dict.fromkeys(("PromptNullifier", "PromptRankWarning", "Scendi", "ScendiComparison", "ScendiResult",
-                     "rke_score", "scendi_score", "vendi_score", "vendi_score_from_gram"), ".methods.scendi"),
-    "load_result": ".results",
-    "execution": ".scale",
+#: module -> the public names it defines, imported on first use (PEP 562, :mod:`._lazy`): ``import
+#: promptprism`` (and every command of the CLI, which imports the package first) loads only what it touches
+_EXPORTS = {
+    ".data": ("PairedSet", "load_paired"),
+    ".data.images": ("ImageRows", "load_images"),
+    ".methods.compcon": ("CallableGenerator", "ChatClient", "CompCon", "CompConResult", "EndpointError",
+                         "ImageBank", "MalformedAnswerError", "TransformersClip"),
+    ".methods.promptsplit": ("PromptSplit", "PromptSplitResult"),
+    ".methods.promptsplit.kway": ("KWayResult", "KWaySplit"),
+    ".methods.regions": ("RegionCMS", "RegionsResult", "block_cka", "block_cms", "block_hsic", "block_mmd2",
+                         "cka", "cms", "cross_region_cka", "discover_regions", "hsic", "mmd2",
+                         "pixel_cka_matrix", "rbf_kernel", "region_cms", "suggest_n_regions"),
+    ".methods.scendi": ("PromptNullifier", "PromptRankWarning", "Scendi", "ScendiComparison", "ScendiResult",
+                        "rke_score", "scendi_score", "vendi_score", "vendi_score_from_gram"),
+    ".results": ("load_result",),
+    ".scale": ("execution",),
 }
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'promptprism' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # (later lookups skip this function)
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 def _load_summaries() -> None:

@@ -9,16 +9,17 @@ from __future__ import annotations
 import contextlib
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from .._validation import check_memory
-from ..data.inputs import load_input, read_input
-from ..data.paired import PairedSet
 from ..errors import OptionError
 from ._app import err_console, run_state
 from ._options import Integer, typed
+
+if TYPE_CHECKING:  # (the loaders are imported when a command reads its inputs)
+    from ..data.paired import PairedSet
 
 INPUT_HELP = ("a manifest (.jsonl/.csv/.parquet: prompt or prompt_image, output or image; other column "
               "names with --columns), a folder of images with prompts.jsonl|csv|parquet (id, prompt; image "
@@ -88,6 +89,8 @@ def cli_input_options(*, prompts: Path | None, text_model: str, image_model: str
 
 def read_cli_input(path: Path, *, name: str, **options: Any) -> Any:
     """``read_input`` with the CLI's options (ids, encoders and cache statistics included)."""
+    from ..data.inputs import read_input
+
     kwargs = _with_columns(read_input, cli_input_options(**options))
     return read_input(path, name=name, **kwargs)
 
@@ -98,13 +101,14 @@ def load_cli_input(path: Path, *, name: str, prompts: Path | None, text_model: s
     """``load_input`` with the CLI's options; notes go to stderr. ``columns``: the manifest's own column
     names by role (default: the run's ``--columns``). ``client`` (deprecated): run inside
     ``execution(client)`` instead."""
+    from ..data.inputs import load_input
+    from ..scale import current_client, execution
+
     kwargs = _with_columns(load_input, cli_input_options(
         prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model, cache=cache,
         no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet))
     if columns is not None:
         kwargs["columns"] = columns
-    from ..scale import current_client, execution
-
     scope = execution(client) if client is not None and current_client() is None else contextlib.nullcontext()
     with scope:
         return load_input(path, name=name, **kwargs)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from ..kernels.bandwidth import Bandwidth
-from ..methods.promptsplit.kway import KWaySplit
-from ..methods.promptsplit.kway_result import KWayResult
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console
@@ -28,6 +27,9 @@ from .split import (
     SIGMA_PROMPT,
     permutation_count,
 )
+
+if TYPE_CHECKING:
+    from ..methods.promptsplit.kway_result import KWayResult
 
 
 def _cell(result: KWayResult, a: int, b: int) -> str:
@@ -100,6 +102,8 @@ def compare_command(
     joint fit; one permutation test (labels exchanged among all K within each prompt) controls the
     family-wise error over every mode of every comparison. Two inputs give the `split` result.
     """
+    from ..methods.promptsplit.kway import KWaySplit
+
     estimator = KWaySplit(
         kernel=kernel, method=method, eta=eta, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
         n_features=features, n_modes=modes, seed=seed, chunk_size=chunk_size, top_k=top_k,

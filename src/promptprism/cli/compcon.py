@@ -7,17 +7,14 @@ from __future__ import annotations
 import json
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from ..errors import InputError, OptionError
-from ..methods.compcon.clients import ChatClient, check_base_url
-from ..methods.compcon.embedding import LazyClip
-from ..methods.compcon.evaluation import evaluate_predictions
-from ..methods.compcon.generators import load_prompt_bank, resolve_source
-from ..methods.compcon.pipeline import NULL_SETS, CompCon, CompConResult, split_mode_prompts
+from ..methods.compcon.options import NULL_SETS
 from ..results import load_result
 from ._app import app, console, deprecated
 from ._inputs import QUIET
@@ -25,9 +22,15 @@ from ._options import SEED, Choice, Integer, Number, typed
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 
+if TYPE_CHECKING:  # (the method's modules are imported when a command runs)
+    from ..methods.compcon.clients import ChatClient
+    from ..methods.compcon.pipeline import CompConResult
+
 
 def _client(base_url: str, model: str, *, api_key_env: str, timeout: float, retries: int, seed: int,
             cache: Path | None) -> ChatClient:
+    from ..methods.compcon.clients import ChatClient
+
     return ChatClient(
         base_url=base_url,
         model=model,
@@ -42,6 +45,8 @@ def _client(base_url: str, model: str, *, api_key_env: str, timeout: float, retr
 
 def check_urls(**urls: str) -> None:
     """Each endpoint option given (``base_url=...``) looks like a URL; the one line names its flag."""
+    from ..methods.compcon.clients import check_base_url
+
     for name, url in urls.items():
         if url:
             check_base_url(url, "--" + name.replace("_", "-"))
@@ -184,6 +189,10 @@ def compcon(
     models that answer the new prompts too), verified by a chat judge or a text encoder. Each attribute is
     re-tested on prompts discovery never saw (--alpha).
     """
+    from ..methods.compcon.embedding import LazyClip
+    from ..methods.compcon.generators import load_prompt_bank
+    from ..methods.compcon.pipeline import CompCon
+
     prompt_bank, description_prompts, chat_cache = _new_spellings(
         prompt_bank, description_prompts, chat_cache, prompts=prompts_deprecated,
         batch_size=batch_size_deprecated, cache=cache_deprecated)
@@ -248,6 +257,8 @@ def _readers(text: bool, text_options: dict, *, endpoint: str, judge_model: str)
         if value:
             raise OptionError(f"{flag} applies to text models: add --text (A and B are answer tables or "
                               "chat:MODEL)")
+    from ..methods.compcon.generators import resolve_source
+
     return {side: partial(resolve_source, name=side) for side in ("A", "B")}, None
 
 
@@ -256,6 +267,8 @@ def _sources(model_a: str, model_b: str, from_split: Path | None, mode: int, res
     and for a negative mode the two models swapped (the reference is the one that shows more)."""
     seed_prompts, seeded_from, swapped = None, None, False
     if from_split is not None:
+        from ..methods.compcon.pipeline import split_mode_prompts
+
         seed_prompts, swapped, seeded_from = split_mode_prompts(load_result(from_split), mode)
         seeded_from["result"] = str(from_split)
     source_a = resolve["A"](model_a)
@@ -284,6 +297,8 @@ def compcon_eval(
     no_report: bool = NO_REPORT,
 ) -> None:
     """Appendix D evaluation: attribute and description scores (top-1, top-k) on ID^2 with a judge model."""
+    from ..methods.compcon.evaluation import evaluate_predictions
+
     if cache_deprecated is not None:
         deprecated("--cache (compcon-eval's chat cache)", "--chat-cache")
         chat_cache = chat_cache or cache_deprecated

@@ -9,9 +9,7 @@ import typer
 from rich.markup import escape
 
 from .._validation import check_memory, check_positive_number, check_seed
-from ..datasets import colored_digits
 from ..io import atomic_save_npz
-from ..methods.promptsplit import PromptSplit
 from ._app import app, console
 from ._options import Integer, typed
 from ._output import print_written, save_outputs
@@ -83,6 +81,9 @@ def demo(
 
 def digits_demo(out: Path, *, per_prompt: int, seed: int, quiet: bool, no_report: bool) -> None:
     """The colour experiment: build the data set, run PromptSplit, write the results and the inputs."""
+    from ..datasets import colored_digits
+    from ..methods.promptsplit import PromptSplit
+
     check_positive_number(per_prompt, "per_prompt", integer=True)
     check_seed(seed)
     check_memory(per_prompt * 40 * DEMO_BYTES_PER_IMAGE, what=f"per_prompt {per_prompt} (40 sets of images)")

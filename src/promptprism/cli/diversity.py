@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -14,17 +14,7 @@ from rich.table import Table
 from ..backend import resolve_backend
 from ..kernels.bandwidth import Bandwidth
 from ..kernels.gram import KERNELS
-from ..methods.metrics import MetricsResult, ReferenceMetrics
-from ..methods.scendi import (
-    GAMMA_ESTIMATORS,
-    PromptRankWarning,
-    Scendi,
-    ScendiComparison,
-    ScendiResult,
-    compare,
-    interval_notes,
-)
-from ..methods.scendi.estimator import INTERVAL_METHODS
+from ..methods.scendi.options import GAMMA_ESTIMATORS, INTERVAL_METHODS
 from ..results import to_jsonable
 from ..scale import current_client, execution
 from . import _inputs as inp
@@ -45,6 +35,10 @@ from ._output import print_written, save_outputs
 from .metrics import compute_metrics, print_metrics
 from .report import NO_REPORT
 
+if TYPE_CHECKING:  # (the methods are imported when the command runs)
+    from ..methods.metrics import MetricsResult
+    from ..methods.scendi import Scendi, ScendiComparison, ScendiResult
+
 
 def _with_interval(r: ScendiResult, key: str, fmt: str) -> str:
     value = format(getattr(r, key), fmt)
@@ -59,6 +53,8 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
     the model share and, with a bootstrap, their intervals; then the pairwise differences."""
     if quiet:
         return
+    from ..methods.scendi import interval_notes
+
     kernel = results[0].config["kernel"]
     level = next((r.bootstrap["level"] for r in results if r.bootstrap), None)
     how = next((r.bootstrap.get("interval", "basic").split(" (")[0] for r in results if r.bootstrap), "")
@@ -117,6 +113,8 @@ def _with_reference(comparison: ScendiComparison, inputs: list[Path], reference:
     attached, and those metrics; without, the comparison as it is and None."""
     if reference is None:
         return comparison, None
+    from ..methods.metrics import ReferenceMetrics
+
     metrics_result, _ = compute_metrics(inputs, reference, ReferenceMetrics(seed=seed), quiet=quiet,
                                         **encoding)
     models = [dataclasses.replace(r, reference_metrics=to_jsonable(m))
@@ -126,6 +124,8 @@ def _with_reference(comparison: ScendiComparison, inputs: list[Path], reference:
 
 def _compare(sets: list, estimator: Scendi) -> ScendiComparison:
     """Scendi of every set (one comparison); prompt-rank warnings become one ``warning:`` line each."""
+    from ..methods.scendi import PromptRankWarning, compare
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PromptRankWarning)
         comparison = compare(sets, estimator, names=[s.name for s in sets])
@@ -193,6 +193,8 @@ def diversity(
     complement) and reports exp-entropies of both beside Vendi and RKE, with bootstrap intervals; several
     inputs give one table and say which differences exceed the intervals.
     """
+    from ..methods.scendi import Scendi
+
     resolve_backend(device, name="--device")  # the encoder's and the array core's device: refused by flag
     estimator = Scendi(
         kernel=kernel, sigma_prompt=sigma_prompt, sigma_output=sigma_output, n_features=features,

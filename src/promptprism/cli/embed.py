@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 
-from ..data.save import save_paired
 from ..scale import execution
 from . import _inputs as inp
 from ._app import app, console, run_state
@@ -27,6 +26,8 @@ def embed(
 
     The file has the layout every method reads: prompt_embeddings, output_embeddings, prompts, outputs.
     """
+    from ..data.save import save_paired
+
     with execution(scheduler=scheduler, workers=workers):
         loaded = inp.read_cli_input(input, name=input.stem, prompts=prompts, text_model=text_model,
                                     image_model=image_model, clip_model=clip_model, cache=cache,

@@ -8,7 +8,6 @@ import typer
 from rich.markup import escape
 
 from ..errors import OptionError
-from ..generate import generate_images, generate_text
 from ._app import app, console
 from ._options import SEED, Integer, Number, typed
 
@@ -54,6 +53,8 @@ def generate(
     Text through an OpenAI-compatible chat endpoint (--endpoint, --model), or images through a Python
     callable (--generator) or a local diffusers pipeline (--diffusers).
     """
+    from ..generate import generate_images, generate_text
+
     common = dict(out=out, samples=samples, seed=seed, concurrency=concurrency,
                   progress=False if quiet else None)
     image_mode = generator is not None or diffusers is not None

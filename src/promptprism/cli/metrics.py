@@ -4,7 +4,7 @@ KID, MMD and CLIPScore), with intervals and a per-prompt breakdown."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -12,14 +12,16 @@ from rich.table import Table
 
 from ..kernels import KERNELS
 from ..kernels.bandwidth import Bandwidth
-from ..methods.metrics import MetricsResult, ReferenceMetrics
-from ..methods.metrics.estimator import ALIGNMENT_CHOICES
+from ..methods.metrics.options import ALIGNMENT_CHOICES
 from . import _inputs as inp
 from ._app import app, console
 from ._bandwidth import bandwidth_option
 from ._options import SEED, Choice, Integer, Number, typed, unique_names
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
+
+if TYPE_CHECKING:  # (the method is imported when the command runs)
+    from ..methods.metrics import MetricsResult, ReferenceMetrics
 
 _COLUMNS = (("precision", ".3f"), ("recall", ".3f"), ("density", ".3f"), ("coverage", ".3f"),
             ("fd", ".4g"), ("kid", ".4g"), ("mmd2", ".3g"), ("clip_score", ".3f"))
@@ -119,6 +121,8 @@ def metrics(
     CLIPScore (Hessel et al. 2021) when prompts and outputs come from one joint model. Several generated
     sets give one table.
     """
+    from ..methods.metrics import ReferenceMetrics
+
     estimator = ReferenceMetrics(
         nearest_k=nearest_k, subsets=subsets, subset_size=subset_size, mmd_kernel=mmd_kernel,
         mmd_sigma=mmd_sigma, bootstrap=bootstrap, confidence=confidence, min_group_size=min_group_size,

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import typer
 from rich.table import Table
 
 from ..backend import resolve_backend
-from ..data.images import ImageRows, load_images
 from ..errors import OptionError
 from ..kernels.bandwidth import Bandwidth
-from ..methods.regions import RegionCMS, RegionsResult
-from ..methods.regions.comparison import BLOCK_ESTIMATORS
-from ..methods.regions.sources import check_same_shape
+from ..methods.regions.options import BLOCK_ESTIMATORS
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console, run_state
@@ -23,6 +21,9 @@ from ._bandwidth import bandwidth_option
 from ._options import PRECISION_CHOICE, SEED, Choice, Integer, typed, unique_names
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
+
+if TYPE_CHECKING:  # (the method is imported when the command runs)
+    from ..methods.regions import RegionsResult
 
 
 def print_regions(result: RegionsResult, out: Path | None, *, quiet: bool = False) -> None:
@@ -158,6 +159,8 @@ def regions(
     Regions: clusters of the pixel-by-pixel CKA matrix of the real images.
     Per generated set: whole-image CMS, the product of region CMS (Theorem 1) and each region's CMS.
     """
+    from ..methods.regions import RegionCMS
+
     gen_paths = _generated_paths(generated, ctx.args)
     resolve_backend(device, name="--device")  # a bad value is refused naming the flag
     estimator = RegionCMS(
@@ -188,6 +191,9 @@ def _generated_paths(generated: list[Path], extra: list[str]) -> list[Path]:
 
 def _load_images(real: Path, gen_paths: list[Path], reference: Path | None) -> tuple:
     """(real, generated sets, reference or None), each checked to have the real images' shape."""
+    from ..data.images import ImageRows, load_images
+    from ..methods.regions.sources import check_same_shape
+
     # on a cluster the workers read their own images (the paths must be readable there); here, one load
     reader = ImageRows.open if current_client() is not None else load_images
     load = functools.partial(reader, columns=run_state().columns)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -11,9 +11,8 @@ from rich.table import Table
 
 from ..kernels.bandwidth import Bandwidth
 from ..kernels.gram import KERNELS
-from ..methods.promptsplit import EXACT_MAX_SAMPLES, PromptSplit, PromptSplitResult
 from ..methods.promptsplit.aggregate import AGGREGATES
-from ..methods.promptsplit.options import METHODS, PRECISIONS, RANKINGS
+from ..methods.promptsplit.options import EXACT_MAX_SAMPLES, METHODS, PRECISIONS, RANKINGS
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console
@@ -21,6 +20,9 @@ from ._bandwidth import SIGMA_OR_STABLE, bandwidth_option
 from ._options import CHUNK_SIZE, FEATURES, PARTITION_ROWS, SEED, TOP_K, Choice, Integer, Number, typed
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
+
+if TYPE_CHECKING:
+    from ..methods.promptsplit import PromptSplitResult
 
 
 def _p_cell(mode: Any) -> str:
@@ -139,6 +141,8 @@ def split(
     Eigen-decomposes Lambda = C_test - eta C_ref of joint prompt (x) output kernel covariances: positive
     modes are what the test model does more, negative ones what the reference does more.
     """
+    from ..methods.promptsplit import PromptSplit
+
     estimator = PromptSplit(
         kernel=kernel, method=method, eta=eta, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
         n_features=features, n_modes=modes, seed=seed, chunk_size=chunk_size, top_k=top_k,

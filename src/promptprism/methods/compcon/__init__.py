@@ -7,26 +7,53 @@ refined over iterations by generating new prompts and scoring how many diverge. 
 (Discovering Divergent Representations between Text-to-Image Models) and its supplement.
 """
 
-from .clients import ChatClient, EndpointError, MalformedAnswerError, ask, png_data_url, user_message
-from .embedding import ClipEmbedder, TransformersClip
-from .evaluation import evaluate_predictions, id2_prompt_pairs, load_id2_splits, predictions_from_result
-from .generators import CallableGenerator, ImageBank, ImageSource, load_prompt_bank, missing_images
-from .modality import ImageModality, Modality, TextModality
-from .pipeline import CompCon, CompConResult, EmptyAttributesError, split_mode_prompts
-from .templates import load_templates
-from .text_sources import AnswerTable, ChatAnswers
-from .verify import (
-    attribute_scores,
-    calibrate_thresholds,
-    description_score,
-    diverging_matrix,
-    diverging_prompts,
-    has_attribute,
-    prompt_fractions,
-    rank_attributes,
-    sign_test,
-    similarity_matrix,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
+
+#: module -> the public names it defines, imported on first use (see :mod:`promptprism._lazy`)
+_EXPORTS = {
+    ".clients": (
+        "ChatClient", "EndpointError", "MalformedAnswerError", "ask", "png_data_url", "user_message",
+    ),
+    ".embedding": ("ClipEmbedder", "TransformersClip"),
+    ".evaluation": ("evaluate_predictions", "id2_prompt_pairs", "load_id2_splits", "predictions_from_result"),
+    ".generators": ("CallableGenerator", "ImageBank", "ImageSource", "load_prompt_bank", "missing_images"),
+    ".modality": ("ImageModality", "Modality", "TextModality"),
+    ".pipeline": ("CompCon", "CompConResult", "EmptyAttributesError", "split_mode_prompts"),
+    ".templates": ("load_templates",),
+    ".text_sources": ("AnswerTable", "ChatAnswers"),
+    ".verify": (
+        "attribute_scores", "calibrate_thresholds", "description_score", "diverging_matrix",
+        "diverging_prompts", "has_attribute", "prompt_fractions", "rank_attributes", "sign_test",
+        "similarity_matrix",
+    ),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from .clients import ChatClient, EndpointError, MalformedAnswerError, ask, png_data_url, user_message
+    from .embedding import ClipEmbedder, TransformersClip
+    from .evaluation import evaluate_predictions, id2_prompt_pairs, load_id2_splits, predictions_from_result
+    from .generators import CallableGenerator, ImageBank, ImageSource, load_prompt_bank, missing_images
+    from .modality import ImageModality, Modality, TextModality
+    from .pipeline import CompCon, CompConResult, EmptyAttributesError, split_mode_prompts
+    from .templates import load_templates
+    from .text_sources import AnswerTable, ChatAnswers
+    from .verify import (
+        attribute_scores,
+        calibrate_thresholds,
+        description_score,
+        diverging_matrix,
+        diverging_prompts,
+        has_attribute,
+        prompt_fractions,
+        rank_attributes,
+        sign_test,
+        similarity_matrix,
+    )
 
 __all__ = [
     "AnswerTable",

@@ -40,6 +40,7 @@ from .describe import describe_attribute, description_round, sample_prompts
 from .embedding import ClipEmbedder
 from .generators import ImageSource
 from .modality import EMBED_CHUNK, ImageModality, Modality
+from .options import NULL_SETS
 from .result import CompConResult, calibration_record, models_record
 from .seeding import split_mode_prompts
 from .steps import PromptBank, Verification, prepare_bank
@@ -62,7 +63,6 @@ __all__ = [
     "split_mode_prompts",
 ]
 
-NULL_SETS = ("reference", "pooled")
 #: the integer options counted from 1, in the order ``result.json`` records them (checked, then recorded)
 _COUNT_OPTIONS = (
     "n_discovery_prompts",

@@ -23,10 +23,10 @@ from .calibration import interval_validity
 from .frechet import frechet_distance
 from .intervals import FD_BOOTSTRAP_MAX_DIM, bootstrap_means, frechet_bootstrap
 from .kid import kernel_inception_distance, kernel_mmd2, mmd2_interval
+from .options import ALIGNMENT_CHOICES
 from .prdc import neighbour_indicators
 from .result import MetricsResult, SetMetrics
 
-ALIGNMENT_CHOICES = ("auto", "on", "off")
 PRECISIONS = ("float64", "float32")
 
 

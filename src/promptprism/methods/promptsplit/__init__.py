@@ -15,36 +15,65 @@ objects: exact, rff, sketch), :mod:`.estimator` (the :class:`PromptSplit` estima
 :class:`~.kway.KWaySplit` estimator).
 """
 
-from ...stats.eigen import select_modes
-from ...stats.modes import ModeStats
-from .core import (
-    Spectrum,
-    covariance_partition,
-    difference_partition,
-    exact_spectrum,
-    feature_spectrum,
-    joint_gram,
-    mode_stats_partition,
-    prompt_contributions,
-    prompt_disagreement,
-    promptsplit_distance_from_gram,
-    same_pairs,
-    signed_weights,
-    top_eigenvalues,
-)
-from .estimator import EXACT_MAX_SAMPLES, METHODS, RANKINGS, PromptSplit, replace_config
-from .result import Mode, PromptLoading, PromptSplitResult, SampleScore
-from .significance import (
-    choose_scheme,
-    permutation_test,
-    permuted_labels,
-    permuted_spectra,
-    step_down_pvalues,
-)
-from .summary import SIDES, prompt_ranking, summarise
+from __future__ import annotations
 
-#: backwards-compatible alias (the report imported the private name); use :func:`select_modes`
-_select_modes = select_modes
+from typing import TYPE_CHECKING, Any
+
+from ..._lazy import lazy_exports
+
+#: module -> the public names it defines, imported on first use (see :mod:`promptprism._lazy`)
+_EXPORTS = {
+    "...stats.eigen": ("select_modes",),
+    "...stats.modes": ("ModeStats",),
+    ".core": (
+        "Spectrum", "covariance_partition", "difference_partition", "exact_spectrum", "feature_spectrum",
+        "joint_gram", "mode_stats_partition", "prompt_contributions", "prompt_disagreement",
+        "promptsplit_distance_from_gram", "same_pairs", "signed_weights", "top_eigenvalues",
+    ),
+    ".estimator": ("EXACT_MAX_SAMPLES", "METHODS", "RANKINGS", "PromptSplit", "replace_config"),
+    ".result": ("Mode", "PromptLoading", "PromptSplitResult", "SampleScore"),
+    ".significance": (
+        "choose_scheme", "permutation_test", "permuted_labels", "permuted_spectra", "step_down_pvalues",
+    ),
+    ".summary": ("SIDES", "prompt_ranking", "summarise"),
+}
+_lookup, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "_select_modes":  # backwards-compatible alias (the report imported the private name)
+        return _lookup("select_modes")
+    return _lookup(name)
+
+
+if TYPE_CHECKING:
+    from ...stats.eigen import select_modes
+    from ...stats.modes import ModeStats
+    from .core import (
+        Spectrum,
+        covariance_partition,
+        difference_partition,
+        exact_spectrum,
+        feature_spectrum,
+        joint_gram,
+        mode_stats_partition,
+        prompt_contributions,
+        prompt_disagreement,
+        promptsplit_distance_from_gram,
+        same_pairs,
+        signed_weights,
+        top_eigenvalues,
+    )
+    from .estimator import EXACT_MAX_SAMPLES, METHODS, RANKINGS, PromptSplit, replace_config
+    from .result import Mode, PromptLoading, PromptSplitResult, SampleScore
+    from .significance import (
+        choose_scheme,
+        permutation_test,
+        permuted_labels,
+        permuted_spectra,
+        step_down_pvalues,
+    )
+    from .summary import SIDES, prompt_ranking, summarise
 
 __all__ = [
     "EXACT_MAX_SAMPLES",

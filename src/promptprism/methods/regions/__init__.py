@@ -19,44 +19,82 @@ returns a mergeable accumulator (``promptprism.stats``); the tasks run on
 :func:`promptprism.scale.current_runner`, chosen once with ``with promptprism.execution(...)``.
 """
 
-from ...kernels.bandwidth import DegenerateKernelWarning, gamma_from_median
-from ...kernels.rbf import Kernel, rbf_kernel
-from ...stats.pixel import PixelCKAAccumulator
-from .clustering import default_min_region_size, discover_regions, fill_constant_pixels, suggest_n_regions
-from .comparison import BLOCK_ESTIMATORS, compare_sources, percentile_interval, region_cms, resample_counts
-from .cross_cka import cross_cka_partition, cross_region_cka, pixel_range_partition
-from .estimator import RegionCMS
-from .pixel_cka import (
-    CKA_BLOCK_SIZE,
-    CKA_MAX_IMAGES,
-    MAX_BYTES,
-    pixel_cka_matrix,
-    pixel_cka_partition,
-    unit_centred_rows,
-)
-from .region_cms import (
-    log_cms_from_pair_means,
-    log_cms_rbf,
-    region_block_partition,
-    region_sqdists,
-    region_sums_partition,
-    weighted_logsumexp,
-)
-from .result import INLINE_CKA_MAX_PIXELS, RegionsResult
-from .sources import as_pixels
-from .two_sample import (
-    block_cka,
-    block_cms,
-    block_hsic,
-    block_indices,
-    block_mmd2,
-    center_gram,
-    cka,
-    cms,
-    cms_from_pair_means,
-    hsic,
-    mmd2,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
+from .comparison import region_cms  # (named as a module of the package: imported eagerly, see lazy_exports)
+
+#: module -> the public names it defines, imported on first use (see :mod:`promptprism._lazy`)
+_EXPORTS = {
+    "...kernels.bandwidth": ("DegenerateKernelWarning", "gamma_from_median"),
+    "...kernels.rbf": ("Kernel", "rbf_kernel"),
+    "...stats.pixel": ("PixelCKAAccumulator",),
+    ".clustering": (
+        "default_min_region_size", "discover_regions", "fill_constant_pixels", "suggest_n_regions",
+    ),
+    ".comparison": ("compare_sources", "percentile_interval", "resample_counts"),
+    ".cross_cka": ("cross_cka_partition", "cross_region_cka", "pixel_range_partition"),
+    ".estimator": ("RegionCMS",),
+    ".options": ("BLOCK_ESTIMATORS",),
+    ".pixel_cka": (
+        "CKA_BLOCK_SIZE", "CKA_MAX_IMAGES", "MAX_BYTES", "pixel_cka_matrix", "pixel_cka_partition",
+        "unit_centred_rows",
+    ),
+    ".region_cms": (
+        "log_cms_from_pair_means", "log_cms_rbf", "region_block_partition", "region_sqdists",
+        "region_sums_partition", "weighted_logsumexp",
+    ),
+    ".result": ("INLINE_CKA_MAX_PIXELS", "RegionsResult"),
+    ".sources": ("as_pixels",),
+    ".two_sample": (
+        "block_cka", "block_cms", "block_hsic", "block_indices", "block_mmd2", "center_gram", "cka", "cms",
+        "cms_from_pair_means", "hsic", "mmd2",
+    ),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from ...kernels.bandwidth import DegenerateKernelWarning, gamma_from_median
+    from ...kernels.rbf import Kernel, rbf_kernel
+    from ...stats.pixel import PixelCKAAccumulator
+    from .clustering import default_min_region_size, discover_regions, fill_constant_pixels, suggest_n_regions
+    from .comparison import compare_sources, percentile_interval, region_cms, resample_counts
+    from .cross_cka import cross_cka_partition, cross_region_cka, pixel_range_partition
+    from .estimator import RegionCMS
+    from .options import BLOCK_ESTIMATORS
+    from .pixel_cka import (
+        CKA_BLOCK_SIZE,
+        CKA_MAX_IMAGES,
+        MAX_BYTES,
+        pixel_cka_matrix,
+        pixel_cka_partition,
+        unit_centred_rows,
+    )
+    from .region_cms import (
+        log_cms_from_pair_means,
+        log_cms_rbf,
+        region_block_partition,
+        region_sqdists,
+        region_sums_partition,
+        weighted_logsumexp,
+    )
+    from .result import INLINE_CKA_MAX_PIXELS, RegionsResult
+    from .sources import as_pixels
+    from .two_sample import (
+        block_cka,
+        block_cms,
+        block_hsic,
+        block_indices,
+        block_mmd2,
+        center_gram,
+        cka,
+        cms,
+        cms_from_pair_means,
+        hsic,
+        mmd2,
+    )
 
 __all__ = [
     "BLOCK_ESTIMATORS",

@@ -35,6 +35,7 @@ from ..._validation import check_choice, check_positive_number
 from ...backend import NUMPY, Backend, resolve_backend
 from ...errors import InputError
 from ...scale import current_runner
+from .options import BLOCK_ESTIMATORS
 from .region_cms import (
     log_cms_from_pair_means,
     logsumexp,
@@ -44,8 +45,6 @@ from .region_cms import (
 from .sources import as_pixels, chunk_rows, source_shape, task_rows
 from .two_sample import block_indices
 
-#: block estimators of the region CMS
-BLOCK_ESTIMATORS = ("corrected", "paper")
 #: default level of the bootstrap intervals
 LEVEL = 0.95
 

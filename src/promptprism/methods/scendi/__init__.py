@@ -45,70 +45,112 @@ differences), :mod:`.replicates` (in-memory features and replicate engines), :mo
 The feature maps live in :mod:`promptprism.kernels.scendi_features`.
 """
 
-from ...kernels.scendi_features import ScendiFeatureMaps
-from .bootstrap import (
-    INTERVAL_METRICS,
-    METRIC_RANGE,
-    basic_interval,
-    bootstrap_replicates,
-    check_bootstrap,
-    compare_models,
-    interval_notes,
-    metric_intervals,
-    percentile_interval,
-    prompt_draws,
-)
-from .clusters import build_clusters, top_samples
-from .comparison import compare
-from .core import (
-    EIGEN_FLOOR,
-    EIGH_MAX_DIM,
-    MAX_STORED_EIGENVALUES,
-    PINV_RCOND,
-    PromptRankWarning,
-    SchurSplit,
-    accumulate_joint,
-    joint_covariance,
-    normalised_spectrum,
-    nullify,
-    rke_score,
-    scendi_entropy,
-    scendi_score,
-    scendi_score_table,
-    schur_split,
-    spectrum_and_top_vectors,
-    vendi_score,
-    vendi_score_from_gram,
-)
-from .crossfit import RIDGE_GRID, CrossFit, check_folds, cross_fit
-from .dual import (
-    PRECISIONS,
-    DualSpectra,
-    assign_folds,
-    choose_ridge,
-    cross_fit_hats,
-    grouped_prompt_basis,
-    in_sample_hat,
-    prediction_gram,
-    prompt_rank,
-    residual_gram,
-    sample_space_spectra,
-    weighted_gram,
-)
-from .estimator import GAMMA_ESTIMATORS, Scendi
-from .nullifier import PromptNullifier, prompt_rank_warnings, resolve_feature_maps
-from .replicates import FeatureSpaceReplicates, SampleSpaceReplicates, feature_matrices
-from .result import Cluster, ClusterSample, ScendiComparison, ScendiResult
-from .routes import (
-    FitInputs,
-    GroupedRoute,
-    Route,
-    RouteSpectra,
-    SampleSpaceRoute,
-    StreamingRoute,
-    choose_route,
-)
-from .streaming import cluster_scores_partition, joint_covariance_partition, stream_cluster_scores
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
+
+#: module -> the public names it defines, imported on first use (see :mod:`promptprism._lazy`)
+_EXPORTS = {
+    "...kernels.scendi_features": ("ScendiFeatureMaps",),
+    ".bootstrap": (
+        "INTERVAL_METRICS", "METRIC_RANGE", "basic_interval", "bootstrap_replicates", "check_bootstrap",
+        "compare_models", "interval_notes", "metric_intervals", "percentile_interval", "prompt_draws",
+    ),
+    ".clusters": ("build_clusters", "top_samples"),
+    ".comparison": ("compare",),
+    ".core": (
+        "EIGEN_FLOOR", "EIGH_MAX_DIM", "MAX_STORED_EIGENVALUES", "PINV_RCOND", "PromptRankWarning",
+        "SchurSplit", "accumulate_joint", "joint_covariance", "normalised_spectrum", "nullify", "rke_score",
+        "scendi_entropy", "scendi_score", "scendi_score_table", "schur_split", "spectrum_and_top_vectors",
+        "vendi_score", "vendi_score_from_gram",
+    ),
+    ".crossfit": ("RIDGE_GRID", "CrossFit", "check_folds", "cross_fit"),
+    ".dual": (
+        "PRECISIONS", "DualSpectra", "assign_folds", "choose_ridge", "cross_fit_hats", "grouped_prompt_basis",
+        "in_sample_hat", "prediction_gram", "prompt_rank", "residual_gram", "sample_space_spectra",
+        "weighted_gram",
+    ),
+    ".estimator": ("Scendi",),
+    ".options": ("GAMMA_ESTIMATORS",),
+    ".nullifier": ("PromptNullifier", "prompt_rank_warnings", "resolve_feature_maps"),
+    ".replicates": ("FeatureSpaceReplicates", "SampleSpaceReplicates", "feature_matrices"),
+    ".result": ("Cluster", "ClusterSample", "ScendiComparison", "ScendiResult"),
+    ".routes": (
+        "FitInputs", "GroupedRoute", "Route", "RouteSpectra", "SampleSpaceRoute", "StreamingRoute",
+        "choose_route",
+    ),
+    ".streaming": ("cluster_scores_partition", "joint_covariance_partition", "stream_cluster_scores"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from ...kernels.scendi_features import ScendiFeatureMaps
+    from .bootstrap import (
+        INTERVAL_METRICS,
+        METRIC_RANGE,
+        basic_interval,
+        bootstrap_replicates,
+        check_bootstrap,
+        compare_models,
+        interval_notes,
+        metric_intervals,
+        percentile_interval,
+        prompt_draws,
+    )
+    from .clusters import build_clusters, top_samples
+    from .comparison import compare
+    from .core import (
+        EIGEN_FLOOR,
+        EIGH_MAX_DIM,
+        MAX_STORED_EIGENVALUES,
+        PINV_RCOND,
+        PromptRankWarning,
+        SchurSplit,
+        accumulate_joint,
+        joint_covariance,
+        normalised_spectrum,
+        nullify,
+        rke_score,
+        scendi_entropy,
+        scendi_score,
+        scendi_score_table,
+        schur_split,
+        spectrum_and_top_vectors,
+        vendi_score,
+        vendi_score_from_gram,
+    )
+    from .crossfit import RIDGE_GRID, CrossFit, check_folds, cross_fit
+    from .dual import (
+        PRECISIONS,
+        DualSpectra,
+        assign_folds,
+        choose_ridge,
+        cross_fit_hats,
+        grouped_prompt_basis,
+        in_sample_hat,
+        prediction_gram,
+        prompt_rank,
+        residual_gram,
+        sample_space_spectra,
+        weighted_gram,
+    )
+    from .estimator import Scendi
+    from .nullifier import PromptNullifier, prompt_rank_warnings, resolve_feature_maps
+    from .options import GAMMA_ESTIMATORS
+    from .replicates import FeatureSpaceReplicates, SampleSpaceReplicates, feature_matrices
+    from .result import Cluster, ClusterSample, ScendiComparison, ScendiResult
+    from .routes import (
+        FitInputs,
+        GroupedRoute,
+        Route,
+        RouteSpectra,
+        SampleSpaceRoute,
+        StreamingRoute,
+        choose_route,
+    )
+    from .streaming import cluster_scores_partition, joint_covariance_partition, stream_cluster_scores
 
 __all__ = [
     "EIGEN_FLOOR", "EIGH_MAX_DIM", "GAMMA_ESTIMATORS", "INTERVAL_METRICS", "MAX_STORED_EIGENVALUES",

@@ -33,12 +33,10 @@ from .core import EIGEN_FLOOR, MAX_STORED_EIGENVALUES, PromptRankWarning
 from .debias import debias_possible
 from .dual import check_precision
 from .nullifier import PromptNullifier, check_paired, prompt_rank_warnings, resolve_feature_maps
+from .options import GAMMA_ESTIMATORS, INTERVAL_METHODS
 from .result import ScendiResult
 from .routes import SAMPLE_SPACE_MAX_ROWS, FitInputs, Route, RouteSpectra, choose_route
 
-#: Gamma* estimators: 'auto' = 'debiased' while G > rank(C_TT), else in-sample if 2 rank < n, else cross-fit
-GAMMA_ESTIMATORS = ("auto", "in-sample", "debiased", "cross-fit")
-INTERVAL_METHODS = ("auto", "jackknife", "basic")
 #: the matrix behind scendi_prompt / prompt_share per estimator (``config['prompt_part']``): C_II - Lambda_I
 PROMPT_PART = {"in-sample": "Lambda_T = C_IT C_TT^+ C_TI = C_II - Lambda_I (in-sample Gamma*)",
                "debiased": "Lambda_T = C_II - Lambda_I (Lambda_I: in-sample, degrees-of-freedom corrected)",
