@@ -133,3 +133,19 @@ def test_the_local_runner_counts_the_cgroup_quota_not_only_the_affinity(monkeypa
     monkeypatch.setattr(threads, "cgroup_cpu_limit", lambda root="/sys/fs/cgroup": None)
     with thread_budget(ThreadChoice(2, "test")):
         assert runner.usable_cores() == 2
+
+
+def test_busy_cpus_leaves_out_this_processs_own_threads(tmp_path, monkeypatch):
+    """Half of 2 CPUs busy in /proc/stat over the window, all of it this process's own CPU time (a BLAS
+    pool spinning after its start, say): no other work is keeping a CPU busy."""
+    lines = iter(["cpu 100 0 100 800 0 0 0 0 0 0\n", "cpu 150 0 150 900 0 0 0 0 0 0\n"] * 2)
+    import time
+
+    from promptprism.scale import threads
+
+    monkeypatch.setattr(threads.Path, "read_text", lambda self: next(lines))
+    own = iter([10.0, 10.05])  # 0.05 CPU seconds of this process over a 0.05 s window: one CPU
+    monkeypatch.setattr(time, "process_time", lambda: next(own))
+    assert threads.busy_cpus(window=0.05, stat=tmp_path / "stat", cpus=2) == pytest.approx(0.0)
+    own = iter([10.0, 10.0])  # this process idle: the busy CPU is someone else's
+    assert threads.busy_cpus(window=0.05, stat=tmp_path / "stat", cpus=2) == pytest.approx(1.0)

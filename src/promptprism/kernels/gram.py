@@ -39,6 +39,9 @@ DIRECT_MAX = 2**22
 #: on the expansion route, pairs with |a - b|^2 below this share of |a|^2 + |b|^2 (centred) have cancelled
 #: and are recomputed by direct differences
 CLOSE_PAIRS = 1e-6
+#: the centre of :func:`squared_distances` is the coordinate-wise median of about this many evenly spaced
+#: rows (a centre only has to be robust, not exact: the distances do not depend on it)
+CENTER_ROWS = 1024
 
 
 def _dtype(xp, dtype) -> object:
@@ -104,8 +107,9 @@ def squared_distances(a, b=None, *, dtype: type = np.float64):
     """|a_i - b_j|^2, exact to round-off for any location of the data; never negative, never NaN.
 
     One cancellation strategy: the distance is translation invariant, so the rows are first centred on their
-    coordinate-wise median (robust: one row at 1e300 does not shift the others into round-off, as their
-    mean would); then small blocks take direct differences sum_k (a_ik - b_jk)^2, large ones the expansion
+    coordinate-wise median (of about :data:`CENTER_ROWS` evenly spaced rows; robust: one row at 1e300 does not
+    shift the others into round-off, as their mean would); then small blocks take direct differences
+    sum_k (a_ik - b_jk)^2, large ones the expansion
     |a|^2 + |b|^2 - 2 <a, b>, in which the pairs that still cancelled (near-duplicates: below
     :data:`CLOSE_PAIRS` of their squared norms) are recomputed by direct differences, so a repeated row is at
     distance exactly 0. Squares beyond float64 give inf (a kernel value of 0). The centring is float64, the
@@ -118,7 +122,8 @@ def squared_distances(a, b=None, *, dtype: type = np.float64):
     same = b is None
     b = a if same else xp.asarray(b, dtype=f8)
     n, m, d = a.shape[0], b.shape[0], a.shape[1]
-    center = column_median(a if same else xp.concat([a, b], axis=0))
+    pooled = a if same else xp.concat([a, b], axis=0)
+    center = column_median(pooled[:: max(1, pooled.shape[0] // CENTER_ROWS)])
     # rows whose squares overflow: their distances are inf (kernel 0), never NaN, and no numpy warning
     with np.errstate(over="ignore", invalid="ignore"):
         a = xp.astype(a - center, dt)

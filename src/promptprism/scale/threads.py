@@ -76,7 +76,8 @@ def busy_cpus(window: float = 0.05, stat: str | os.PathLike = "/proc/stat", cpus
               ) -> float | None:
     """CPUs kept busy by other work: the non-idle share of the CPUs this process may run on (the per-CPU
     lines of ``/proc/stat`` for its affinity mask; the whole machine's line where those are missing) over
-    ``window`` seconds, this process sleeping meanwhile, times ``cpus`` (default :func:`usable_cpus`). On a
+    ``window`` seconds, this process sleeping meanwhile (the CPU time its own threads take in the window is
+    subtracted), times ``cpus`` (default :func:`usable_cpus`). On a
     large node whose other cores are busy with jobs pinned elsewhere, the cores of this process count as
     free. None without ``/proc/stat``."""
     import time
@@ -94,14 +95,19 @@ def busy_cpus(window: float = 0.05, stat: str | os.PathLike = "/proc/stat", cpus
         return sum(map(sum, mine)), sum(f[3] + f[4] for f in mine)  # total, idle + iowait
 
     try:
+        own0 = time.process_time()
         total0, idle0 = sample()
         time.sleep(window)
         total1, idle1 = sample()
+        own1 = time.process_time()
     except (OSError, ValueError, IndexError, KeyError):
         return None
     if total1 <= total0:
         return 0.0
-    return (1.0 - (idle1 - idle0) / (total1 - total0)) * (usable_cpus() if cpus is None else cpus)
+    busy = (1.0 - (idle1 - idle0) / (total1 - total0)) * (usable_cpus() if cpus is None else cpus)
+    # less this process's own threads (a BLAS pool that was just started spins for a while before it
+    # sleeps: measured, 1.0 of 2 CPUs right after numpy's import)
+    return max(0.0, busy - ((own1 - own0) / window if window > 0 else 0.0))
 
 
 def auto_threads(cpus: int, busy: float) -> int:
