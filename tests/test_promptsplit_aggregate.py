@@ -140,6 +140,48 @@ def test_member_grams_equal_each_kernels_own_joint_gram(family):
         np.testing.assert_allclose(single, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("family", ["image", "text"])
+def test_member_grams_columns_are_the_gram_matrices_columns(family):
+    """Above NULL_RANK rows the family's kernels are read at landmark columns only: G[:, L] of each
+    kernel's own joint_gram (the shared gaussian distances too), by brute force."""
+    from promptprism.backend import NUMPY
+    from promptprism.methods.promptsplit import core
+    from promptprism.methods.promptsplit.family import member_grams
+
+    rng = np.random.default_rng(8)
+    emb = [rng.standard_normal((n, d)) + 5.0 for n in (40, 30) for d in (4, 6)]
+    kernels = [{"kernel": kern, "sigma_prompt": None if c is None else c * 1.7,
+                "sigma_output": None if c is None else c * 2.9} for _, kern, c in agg.FAMILIES[family]]
+    kernels.append({"kernel": "gaussian", "sigma_prompt": 1.0, "sigma_output": 3.0})  # not a multiple
+    cols = np.array([0, 3, 39, 41, 69])
+    for kernel, part in zip(kernels, member_grams(emb, kernels, NUMPY, precision="float64", columns=cols),
+                            strict=True):
+        want = core.joint_gram(*emb, kernel=kernel["kernel"], sigma_prompt=kernel["sigma_prompt"],
+                               sigma_output=kernel["sigma_output"])[:, cols]
+        assert part.shape == (70, 5)
+        np.testing.assert_allclose(part, want, rtol=1e-12, atol=1e-14)
+
+
+def test_landmark_factor_reproduces_a_gram_matrix_its_landmarks_span():
+    """Nystrom from columns: exact when the landmark columns span G (rank 6 < 20 landmarks); the leading
+    eigenvalues of a kernel matrix close to G's; the landmarks never read a label."""
+    from promptprism.kernels.gram import gaussian_gram
+    from promptprism.stats.batched_eigen import landmark_factor
+
+    rng = np.random.default_rng(9)
+    low = rng.standard_normal((300, 6))
+    g = low @ low.T
+    marks = np.sort(rng.choice(300, 20, replace=False))
+    p = landmark_factor(g[:, marks], marks, 12)
+    assert p.shape[0] == 300 and p.shape[1] <= 12
+    np.testing.assert_allclose(p @ p.T, g, atol=1e-8 * np.abs(g).max())
+    x = np.repeat(rng.standard_normal((6, 3)) * 4, 50, axis=0) + 0.3 * rng.standard_normal((300, 3))
+    k = gaussian_gram(x, sigma=2.0)
+    p = landmark_factor(k[:, marks], marks, 12)
+    want = np.linalg.eigvalsh(k)[::-1][:6]  # six clusters: six large eigenvalues
+    np.testing.assert_allclose(np.linalg.eigvalsh(p.T @ p)[::-1][:6], want, rtol=0.05)
+
+
 def test_mode_findings_in_a_subspace_that_holds_the_whole_gram_match_the_exact_modes():
     """P P^T = G (a Gram matrix of rank 8 < the subspace's 12): the subspace's modes are G's own, with the
     same eigenvalues and the same top prompts as the exact spectrum's."""

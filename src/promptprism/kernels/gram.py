@@ -186,9 +186,10 @@ def kernel_gram(kernel: str, a, b=None, *, sigma: float | None = None, gamma: fl
 
 def joint_gram(prompts_a: Any, outputs_a: Any, prompts_b: Any = None, outputs_b: Any = None, *,
                kernel: str, sigma_prompt: float | None = None, sigma_output: float | None = None,
-               precision: str = "float64", backend: Backend | None = None) -> Any:
+               precision: str = "float64", backend: Backend | None = None, columns: Any = None) -> Any:
     """G = K_T o K_Z over the stacked samples [a; b] (PromptSplit eq. 3's joint kernel matrix; elementwise
-    product); over the samples a alone without b.
+    product); over the samples a alone without b. ``columns`` (indices into the stack): only G[:, columns],
+    the kernel between every sample and those (N x len(columns), the columns a Nystrom factor reads).
 
     For gaussians the product is one gaussian on the rescaled concatenation:
     exp(-|t - t'|^2 / (2 s_t^2) - |z - z'|^2 / (2 s_z^2)) = exp(-|w - w'|^2 / 2), w = [t / s_t ; z / s_z].
@@ -207,9 +208,10 @@ def joint_gram(prompts_a: Any, outputs_a: Any, prompts_b: Any = None, outputs_b:
         check_positive_number(sigma_output, "sigma_output")
         # one gaussian (sigma 1) on the concatenation [t / sigma_t ; z / sigma_z]: a single distance matrix
         w = xp.concat([t / sigma_prompt, z / sigma_output], axis=1)
-        return gaussian_gram(w, sigma=1.0, dtype=dtype)
-    g = kernel_gram(kernel, t, sigma=sigma_prompt, dtype=dtype)
-    return _scaled(g, kernel_gram(kernel, z, sigma=sigma_output, dtype=dtype))
+        return gaussian_gram(w, None if columns is None else w[columns, ...], sigma=1.0, dtype=dtype)
+    cols = (lambda x: None) if columns is None else (lambda x: x[columns, ...])
+    g = kernel_gram(kernel, t, cols(t), sigma=sigma_prompt, dtype=dtype)
+    return _scaled(g, kernel_gram(kernel, z, cols(z), sigma=sigma_output, dtype=dtype))
 
 
 def covariance_difference_norm(gram: Any, n: int, eta: float) -> Any:

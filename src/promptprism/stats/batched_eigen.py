@@ -154,6 +154,22 @@ def _orthonormal_columns(y: Any) -> Any:
     return xp.asarray(q, dtype=y.dtype)
 
 
+def landmark_factor(columns: Any, landmarks: np.ndarray, rank: int, *, precision: str = "float64") -> Any:
+    """:func:`principal_factor` of G from its columns at ``landmarks`` only (``columns`` = G[:, L], N x l):
+    the classic Nystrom approximation G ~ C C_L^+ C^T, C_L = C[L] (Williams & Seeger 2001, "Using the
+    Nystrom method to speed up kernel machines"), i.e. the same stabilised computation with a sketch that
+    selects columns instead of a Gaussian one; N l kernel values instead of N^2 and no N x N product.
+    ``precision``: the one ``columns`` were computed in (the stabilising shift). Same backend and dtype as
+    ``columns``; label-free when the landmarks are (a seeded draw)."""
+    on = backend_of(columns)
+    size, width = columns.shape
+    sketch = np.zeros((size, width))
+    sketch[np.asarray(landmarks), np.arange(width)] = 1.0
+    with blas_threads_for(width):
+        return _nystrom_factor(columns, on.asarray(sketch, dtype="float64"), rank, precision=precision,
+                               dtype=columns.dtype)
+
+
 def _nystrom_factor(y: Any, sketch: Any, rank: int, *, precision: str, dtype: Any) -> Any:
     """:func:`principal_factor` from G Om and Om: the stabilised Nystrom factor's ``rank`` leading
     directions (in ``dtype``; the shift from ``precision``, the one G was computed in)."""

@@ -19,6 +19,7 @@ import numpy as np
 from ...backend import NUMPY, Backend, inplace
 from ...kernels.bandwidth import Bandwidth
 from ...kernels.gram import squared_distances
+from ...stats.batched_eigen import landmark_factor
 from . import aggregate as agg
 from . import core
 from . import significance as sig
@@ -108,26 +109,30 @@ def _bandwidth_multiple(kernel: dict, base: dict | None) -> float | None:
 GRAM_PRECISION = "float32"
 
 
-def member_grams(emb: list, kernels: list[dict], backend: Backend, precision: str = GRAM_PRECISION
-                 ) -> Iterator[Any]:
+def member_grams(emb: list, kernels: list[dict], backend: Backend, precision: str = GRAM_PRECISION,
+                 columns: np.ndarray | None = None) -> Iterator[Any]:
     """Each kernel's joint Gram matrix (:func:`.core.joint_gram`, in ``precision``) on the stacked rows
-    ``emb`` (test prompts, test outputs, reference prompts, reference outputs), in turn. The gaussians whose
-    bandwidths are multiples c of the first one's share one squared-distance matrix d = |w - w'|^2 of
-    w = [t / s_t ; z / s_z] (s: the first one's bandwidths): their Gram matrix is exp(-d / (2 c^2)), the
-    last of them computed in d's own memory. Each matrix is meant to be dropped before the next is asked."""
+    ``emb`` (test prompts, test outputs, reference prompts, reference outputs), in turn; with ``columns``
+    (row indices), only its columns G[:, columns]. The gaussians whose bandwidths are multiples c of the
+    first one's share one squared-distance matrix d = |w - w'|^2 of w = [t / s_t ; z / s_z] (s: the first
+    one's bandwidths): their Gram matrix is exp(-d / (2 c^2)), the last of them computed in d's own memory.
+    Each matrix is meant to be dropped before the next is asked."""
     base = next((k for k in kernels if k["kernel"] == "gaussian"), None)
     shared = [i for i, k in enumerate(kernels) if _bandwidth_multiple(k, base) is not None]
     dist = None
     for i, kernel in enumerate(kernels):
         if i not in shared:
             yield core.joint_gram(*emb, kernel=kernel["kernel"], sigma_prompt=kernel["sigma_prompt"],
-                                  sigma_output=kernel["sigma_output"], precision=precision, backend=backend)
+                                  sigma_output=kernel["sigma_output"], precision=precision, backend=backend,
+                                  columns=columns)
             continue
         if dist is None:
             xp = backend.xp
             w = [xp.concat([backend.asarray(emb[j], "float64") for j in (a, a + 2)]) / base[key]
                  for a, key in ((0, "sigma_prompt"), (1, "sigma_output"))]
-            dist = squared_distances(xp.concat(w, axis=1), dtype=np.dtype(precision).type)
+            w = xp.concat(w, axis=1)
+            dist = squared_distances(w, None if columns is None else w[backend.asarray(columns), ...],
+                                     dtype=np.dtype(precision).type)
         c = _bandwidth_multiple(kernel, base)
         gram = dist if i == shared[-1] else backend.xp.asarray(dist, copy=True)
         gram *= -1.0 / (2.0 * c * c)
@@ -139,7 +144,12 @@ def family_members(sets: dict, rows: dict, labels: np.ndarray, family: Family, *
                    ) -> tuple[list[Member], tuple[int, int]]:
     """The family's other kernels on the test's ``rows`` (or a seeded subsample of at most
     ``family.max_samples`` of them), under the test's labellings ``labels`` (N x (K + 1), column 0
-    observed): ([one :class:`Member` per kernel], (test rows, reference rows) of that subsample)."""
+    observed): ([one :class:`Member` per kernel], (test rows, reference rows) of that subsample).
+
+    Each kernel's operand: above ``significance.NULL_RANK`` rows, its Gram matrix's principal factor from
+    the columns at NULL_RANK + 10 seeded landmark rows (:func:`~promptprism.stats.batched_eigen.
+    landmark_factor`: N (rank + 10) kernel values, no N x N matrix; the landmarks never depend on a label,
+    so the test on the factor is exact); at most that many rows: the whole Gram matrix."""
     n_sub, m_sub = rows["test"].size, rows["reference"].size
     sub_t, sub_r = sig.null_rows(n_sub, m_sub, family.max_samples, seed + 1)
     keep = np.r_[sub_t, n_sub + sub_r]
@@ -148,8 +158,13 @@ def family_members(sets: dict, rows: dict, labels: np.ndarray, family: Family, *
            for a in ("prompt_embeddings", "output_embeddings")]
     weights = agg.subset_weights(labels, keep, eta=eta)
     members, t0 = [], time.perf_counter()
-    for member, gram in zip(family.kernels, member_grams(emb, family.kernels, family.backend), strict=True):
-        operand = sig.principal_operand(("gram", gram), seed=seed)
+    rank, landmarks = sig.NULL_RANK, None
+    if keep.size > rank:
+        landmarks = np.sort(np.random.default_rng(seed + 2).choice(keep.size, rank + 10, replace=False))
+    for member, gram in zip(family.kernels, member_grams(emb, family.kernels, family.backend,
+                                                         columns=landmarks), strict=True):
+        operand = sig.principal_operand(("gram", gram), seed=seed) if landmarks is None else (
+            "subspace", landmark_factor(gram, landmarks, rank, precision=GRAM_PRECISION))
         del gram
         members.append(Member(entry=member, operand=operand, keep=keep, weights=weights,
                               seconds=time.perf_counter() - t0))

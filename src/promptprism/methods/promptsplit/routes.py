@@ -34,6 +34,10 @@ from . import core
 from . import significance as sig
 from .summary import SIDES
 
+#: rows of kept features projected at a time for the test (a few MB: the copied rows are still in cache
+#: when the product reads them; measured, 10,000 of 30,000 rows of r = 3000: 0.045 s in 8,192-row steps,
+#: 0.035 s in 2,048)
+PROJECTION_ROWS = 2048
 #: the operand of the permutation test for (test rows, reference rows): ("gram", G) or ("features", F)
 Replicates = Callable[[np.ndarray, np.ndarray], tuple[str, Any]]
 
@@ -184,8 +188,8 @@ class FeatureRoute(Route):
                           for side, s in sets.items()}
             rows = [(s.prompt_embeddings, s.output_embeddings, side, self.feats[side])
                     for side, s in sets.items()]
-            dealt = balanced_blocks([len(s) for s in sets.values()], est.chunk_size,
-                                    getattr(self.runner, "workers", 1))
+            dealt = balanced_blocks([len(s) for s in sets.values()], est.chunk_size,  # (a device: one task)
+                                    getattr(self.runner, "workers", 1) if self.threads else 1)
             tasks = [(fmap, [(*rows[i][:2], a, b, *rows[i][2:]) for i, a, b in blocks], est.chunk_size,
                       self.backend) for blocks in dealt]
         else:
@@ -251,16 +255,17 @@ class FeatureRoute(Route):
             out = self.backend.empty((rows_t.size + rows_r.size, v.shape[1]), "float32")
             start = 0
             for side, rows in pairs:
-                for f in self._row_features(side, rows):
+                for f in self._row_features(side, rows, step=PROJECTION_ROWS):
                     out[start:start + f.shape[0], ...] = f @ self.backend.xp.asarray(v, dtype=f.dtype)
                     start += f.shape[0]
             return "subspace", out
 
         return operand
 
-    def _row_features(self, side: str, rows: np.ndarray) -> Iterator[Any]:
-        """psi of the given rows of one set, a chunk of rows at a time: kept, or recomputed."""
-        feats, backend, step = self.feats, self.backend, self.est.chunk_size
+    def _row_features(self, side: str, rows: np.ndarray, step: int | None = None) -> Iterator[Any]:
+        """psi of the given rows of one set, ``step`` rows at a time (default: the chunk size): kept, or
+        recomputed."""
+        feats, backend, step = self.feats, self.backend, min(step or self.est.chunk_size, self.est.chunk_size)
         for a, b in core.chunks(rows.size, step):
             if feats is not None:
                 yield feats[side][rows[a:b] if is_numpy(feats[side]) else backend.asarray(rows[a:b]), ...]
