@@ -9,8 +9,9 @@ One option, ``device``, chooses it for a whole computation:
 
 Core functions are written once over the `array API standard <https://data-apis.org/array-api/>`_ (numpy 2's
 own namespace; torch through ``array_api_compat``, the layer scikit-learn and SciPy use): they take
-``xp = array_namespace(x)`` from their inputs and never call numpy or torch by name, so the same function runs on both backends. Estimators convert
-their inputs once with :meth:`Backend.asarray` and their results back with :func:`to_numpy`.
+``xp = array_namespace(x)`` from their inputs and never call numpy or torch by name, so the same function runs
+on both backends. Estimators convert their inputs once with :meth:`Backend.asarray` and their results back
+with :func:`to_numpy`.
 """
 
 from __future__ import annotations
