@@ -149,3 +149,20 @@ def test_busy_cpus_leaves_out_this_processs_own_threads(tmp_path, monkeypatch):
     assert threads.busy_cpus(window=0.05, stat=tmp_path / "stat", cpus=2) == pytest.approx(0.0)
     own = iter([10.0, 10.0])  # this process idle: the busy CPU is someone else's
     assert threads.busy_cpus(window=0.05, stat=tmp_path / "stat", cpus=2) == pytest.approx(1.0)
+
+
+def test_busy_cpus_measures_from_an_earlier_sample_without_sleeping(tmp_path, monkeypatch):
+    """The CLI samples /proc/stat as it starts; the window is then its imports: no sleep, the same rule
+    (other work's share of the CPUs, this process's own CPU time left out)."""
+    import time
+
+    from promptprism.scale import threads
+
+    monkeypatch.setattr(threads.Path, "read_text", lambda self: "cpu 150 0 150 900 0 0 0 0 0 0\n")
+    monkeypatch.setattr(time, "sleep", lambda s: (_ for _ in ()).throw(AssertionError("slept")))
+    now = time.perf_counter()
+    since = (now - 0.2, time.process_time(), 1000, 800)  # then: 200 ticks later, 100 of them idle
+    assert threads.busy_cpus(stat=tmp_path / "stat", cpus=2, since=since) == pytest.approx(1.0, abs=0.05)
+    # a sample too recent for the window is not used: the measurement sleeps instead
+    with pytest.raises(AssertionError, match="slept"):
+        threads.busy_cpus(window=5.0, stat=tmp_path / "stat", cpus=2, since=since)

@@ -14,9 +14,14 @@ import os
 import sys
 import warnings
 
-import typer
+from ..scale.threads import choose_threads, cpu_sample, thread_budget
 
-from ..scale.threads import choose_threads, thread_budget
+try:  # (the thread budget's busy-CPU window: the imports below, instead of a sleep)
+    _STARTED: list = [cpu_sample()]
+except (OSError, ValueError, IndexError, KeyError):
+    _STARTED = []
+
+import typer  # noqa: E402
 from . import compare as _compare  # noqa: E402,F401
 from . import compcon as _compcon  # noqa: E402,F401
 from . import demo as _demo  # noqa: E402,F401
@@ -92,7 +97,7 @@ def _main(args: list[str]) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
         try:
-            with thread_budget(choose_threads()):
+            with thread_budget(choose_threads(since=_STARTED.pop() if _STARTED else None)):
                 code = cli().main(args=args, prog_name="promptprism", standalone_mode=False)
             code = code if isinstance(code, int) else 0
         except click_exc.NoArgsIsHelpError as exc:

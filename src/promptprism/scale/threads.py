@@ -10,9 +10,10 @@ two BLAS threads and 5.3 s with one. So each command runs under a thread budget 
 * a user who set ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` or ``MKL_NUM_THREADS`` keeps that setting;
 * ``auto``: the usable CPUs (the affinity mask, capped by a cgroup CPU quota) less the CPUs other work keeps
   busy, rounded, at least 1 (:func:`auto_threads`): a quiet machine uses every usable CPU. Busy CPUs are
-  measured over 50 ms at the start on the CPUs of the affinity mask (``/proc/stat``; this process sleeps
-  meanwhile, so a pipeline of commands does not count its own earlier steps), or read from the one-minute
-  load average where there is no ``/proc/stat``.
+  measured at the start on the CPUs of the affinity mask (``/proc/stat``), over the command's own imports
+  (the CLI) or 50 ms of sleep, less this process's own CPU time (so a pipeline of commands does not count
+  its own earlier steps, nor this process its own threads), or read from the one-minute load average where
+  there is no ``/proc/stat``.
 
 The budget applies to the BLAS and OpenMP pools (``threadpoolctl``) and to torch's intra-op pool when torch
 is loaded, for the duration of the command (:func:`thread_budget`).
@@ -23,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,42 +74,44 @@ def _affinity() -> set[int] | None:
     return set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
 
 
-def busy_cpus(window: float = 0.05, stat: str | os.PathLike = "/proc/stat", cpus: int | None = None
-              ) -> float | None:
-    """CPUs kept busy by other work: the non-idle share of the CPUs this process may run on (the per-CPU
-    lines of ``/proc/stat`` for its affinity mask; the whole machine's line where those are missing) over
-    ``window`` seconds, this process sleeping meanwhile (the CPU time its own threads take in the window is
-    subtracted), times ``cpus`` (default :func:`usable_cpus`). On a
-    large node whose other cores are busy with jobs pinned elsewhere, the cores of this process count as
-    free. None without ``/proc/stat``."""
-    import time
-
+def cpu_sample(stat: str | os.PathLike = "/proc/stat") -> tuple[float, float, int, int]:
+    """(wall clock, this process's CPU time, total ticks, idle + iowait ticks) of the CPUs this process may
+    run on (the per-CPU lines of ``/proc/stat`` for its affinity mask; the whole machine's line where those
+    are missing). OSError / ValueError where it cannot be read."""
     mask = _affinity()
+    rows = {}
+    for line in Path(stat).read_text().splitlines():
+        if line.startswith("cpu"):
+            name, *fields = line.split()
+            rows[name] = [int(x) for x in fields[:8]]
+    names = [f"cpu{i}" for i in sorted(mask or ()) if f"cpu{i}" in rows] or ["cpu"]
+    mine = [rows[name] for name in names]
+    return time.perf_counter(), time.process_time(), sum(map(sum, mine)), sum(f[3] + f[4] for f in mine)
 
-    def sample() -> tuple[int, int]:
-        rows = {}
-        for line in Path(stat).read_text().splitlines():
-            if line.startswith("cpu"):
-                name, *fields = line.split()
-                rows[name] = [int(x) for x in fields[:8]]
-        names = [f"cpu{i}" for i in sorted(mask or ()) if f"cpu{i}" in rows] or ["cpu"]
-        mine = [rows[name] for name in names]
-        return sum(map(sum, mine)), sum(f[3] + f[4] for f in mine)  # total, idle + iowait
 
+def busy_cpus(window: float = 0.05, stat: str | os.PathLike = "/proc/stat", cpus: int | None = None, *,
+              since: tuple | None = None) -> float | None:
+    """CPUs kept busy by other work: the non-idle share of the CPUs this process may run on
+    (:func:`cpu_sample`) over ``window`` seconds, less the CPU time this process's own threads took in it
+    (a BLAS pool that was just started spins for a while before it sleeps: measured, 1.0 of 2 CPUs right
+    after numpy's import), times ``cpus`` (default :func:`usable_cpus`). The window: from ``since`` (a
+    :func:`cpu_sample` taken at least ``window`` seconds earlier: the CLI takes one as it starts, so its
+    imports are the window) to now, or ``window`` seconds of sleep. On a large node whose other cores are
+    busy with jobs pinned elsewhere, the cores of this process count as free. None without ``/proc/stat``."""
     try:
-        own0 = time.process_time()
-        total0, idle0 = sample()
-        time.sleep(window)
-        total1, idle1 = sample()
-        own1 = time.process_time()
+        first = since if since is not None and time.perf_counter() - since[0] >= window else None
+        if first is None:
+            first = cpu_sample(stat)
+            time.sleep(window)
+        last = cpu_sample(stat)
     except (OSError, ValueError, IndexError, KeyError):
         return None
+    (wall0, own0, total0, idle0), (wall1, own1, total1, idle1) = first, last
     if total1 <= total0:
         return 0.0
     busy = (1.0 - (idle1 - idle0) / (total1 - total0)) * (usable_cpus() if cpus is None else cpus)
-    # less this process's own threads (a BLAS pool that was just started spins for a while before it
-    # sleeps: measured, 1.0 of 2 CPUs right after numpy's import)
-    return max(0.0, busy - ((own1 - own0) / window if window > 0 else 0.0))
+    elapsed = wall1 - wall0 if since is not None and first is since else window
+    return max(0.0, busy - ((own1 - own0) / elapsed if elapsed > 0 else 0.0))
 
 
 def auto_threads(cpus: int, busy: float) -> int:
@@ -118,8 +122,9 @@ def auto_threads(cpus: int, busy: float) -> int:
     return max(1, min(cpus, math.floor(cpus - busy + 0.5)))
 
 
-def choose_threads(env: Mapping[str, str] | None = None) -> ThreadChoice:
-    """The thread budget for this run, from ``PROMPTPRISM_THREADS``, the user's own variables, or ``auto``."""
+def choose_threads(env: Mapping[str, str] | None = None, *, since: tuple | None = None) -> ThreadChoice:
+    """The thread budget for this run, from ``PROMPTPRISM_THREADS``, the user's own variables, or ``auto``
+    (busy CPUs measured from the :func:`cpu_sample` ``since``, when given: :func:`busy_cpus`)."""
     env = os.environ if env is None else env
     value = env.get(ENV, "auto").strip().lower() or "auto"
     if value != "auto":
@@ -134,7 +139,7 @@ def choose_threads(env: Mapping[str, str] | None = None) -> ThreadChoice:
     if mine:
         return ThreadChoice(None, f"{mine[0]}={env[mine[0]]} (yours)")
     cpus = usable_cpus()
-    busy = busy_cpus(cpus=cpus)
+    busy = busy_cpus(cpus=cpus, since=since)
     if busy is None:
         busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     why = f"auto ({cpus} usable CPUs, {busy:.1f} busy with other work)"
