@@ -22,6 +22,7 @@ except (OSError, ValueError, IndexError, KeyError):
     _STARTED = []
 
 import typer  # noqa: E402
+
 from . import compare as _compare  # noqa: E402,F401
 from . import compcon as _compcon  # noqa: E402,F401
 from . import demo as _demo  # noqa: E402,F401
