@@ -166,7 +166,7 @@ def test_landmark_factor_reproduces_a_gram_matrix_its_landmarks_span():
     """Nystrom from columns: exact when the landmark columns span G (rank 6 < 20 landmarks); the leading
     eigenvalues of a kernel matrix close to G's; the landmarks never read a label."""
     from promptprism.kernels.gram import gaussian_gram
-    from promptprism.stats.batched_eigen import landmark_factor
+    from promptprism.stats.subspaces import landmark_factor
 
     rng = np.random.default_rng(9)
     low = rng.standard_normal((300, 6))

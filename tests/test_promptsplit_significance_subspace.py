@@ -5,7 +5,7 @@ spectrum is that of Lambda restricted to a leading principal subspace of the poo
 eigen-solve of P^T diag(w) P each: on the exact route P is a seeded Nystrom factor of the joint Gram matrix
 (:func:`promptprism.stats.batched_eigen.principal_factor`); on the random-feature routes P = psi V, the
 features projected on the leading eigenvectors V of the pooled second moment of all samples, which the
-covariance pass gives for free (:func:`promptprism.stats.batched_eigen.leading_eigenvectors`). Neither
+covariance pass gives for free (:func:`promptprism.stats.subspaces.leading_eigenvectors`). Neither
 sees a label, so the test stays exact. Here the rank is lowered (monkeypatched to 12) so that small data
 sets of the same kind take that path:
 
@@ -33,6 +33,7 @@ from threadpoolctl import threadpool_limits
 
 import promptprism.methods.promptsplit.routes as routes
 import promptprism.stats.batched_eigen as eigen
+import promptprism.stats.subspaces as subspaces
 from promptprism import PairedSet, PromptSplit
 from promptprism.methods.promptsplit import significance as sig
 from promptprism.stats.eigen import signed_extremes
@@ -56,7 +57,7 @@ def subspace_path(monkeypatch):
         calls.append(("features", rank))
         return directions(matrix, rank, seed=seed)
 
-    directions = eigen.leading_eigenvectors
+    directions = subspaces.leading_eigenvectors
     monkeypatch.setattr(sig, "NULL_RANK", RANK)
     monkeypatch.setattr(sig, "principal_factor", spy)
     monkeypatch.setattr(routes, "leading_eigenvectors", spy_directions)
@@ -81,7 +82,7 @@ def _sets(rng: np.random.Generator, *, shift: float = 0.0, per_prompt: int = 10,
 def _estimator(method: str, n_features: int, seed: int, permutations: int = 100, aggregate: str = "none"
                ) -> PromptSplit:
     # the fitted kernel's own test, or with the kernel family (aggregate="auto": its kernels' factors from
-    # landmark columns above the rank, stats.batched_eigen.landmark_factor)
+    # landmark columns above the rank, stats.subspaces.landmark_factor)
     return PromptSplit(method=method, n_modes=3, n_features=n_features, permutations=permutations, top_k=2,
                        top_prompts=2, seed=seed, aggregate=aggregate)
 
@@ -110,14 +111,14 @@ def test_leading_eigenvectors_span_the_leading_eigenspace():
     basis = np.linalg.qr(rng.standard_normal((200, 200)))[0]
     vals = np.r_[100.0 * 0.7 ** np.arange(20), np.full(180, 1e-4)]  # 20 directions, then a gap
     a = (basis * vals) @ basis.T
-    v = eigen.leading_eigenvectors(a, 20, seed=1).astype(np.float64)
+    v = subspaces.leading_eigenvectors(a, 20, seed=1).astype(np.float64)
     assert v.shape == (200, 20)
     np.testing.assert_allclose(v.T @ v, np.eye(20), atol=1e-5)
     # the principal angles to the true leading eigenspace: cosines all ~1
     np.testing.assert_allclose(np.linalg.svd(basis[:, :20].T @ v, compute_uv=False), 1.0, atol=1e-4)
     # the same seed, the same directions; another seed spans the same space
-    np.testing.assert_array_equal(eigen.leading_eigenvectors(a, 20, seed=1), v.astype(np.float32))
-    w = eigen.leading_eigenvectors(a, 20, seed=2).astype(np.float64)
+    np.testing.assert_array_equal(subspaces.leading_eigenvectors(a, 20, seed=1), v.astype(np.float32))
+    w = subspaces.leading_eigenvectors(a, 20, seed=2).astype(np.float64)
     np.testing.assert_allclose(np.linalg.svd(v.T @ w, compute_uv=False), 1.0, atol=1e-4)
 
 
@@ -139,7 +140,7 @@ def test_rff_operand_is_the_features_on_the_pooled_second_moments_leading_eigenv
     np.testing.assert_allclose(route._pooled_moment(), pooled, rtol=1e-5, atol=1e-5 * np.abs(pooled).max())
     rows_t, rows_r = np.arange(0, 120, 3), np.arange(5, 120, 2)
     kind, p = route.replicates()(rows_t, rows_r)
-    v = eigen.leading_eigenvectors(route._pooled_moment(), RANK, seed=3)
+    v = subspaces.leading_eigenvectors(route._pooled_moment(), RANK, seed=3)
     want = np.vstack([psi[rows_t], psi[120 + rows_r]]) @ v
     assert kind == "subspace" and p.dtype == np.float32
     np.testing.assert_allclose(p, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())

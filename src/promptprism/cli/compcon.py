@@ -133,6 +133,17 @@ JUDGE_BASE_URL = typer.Option("", "--judge-base-url", help="Endpoint of the judg
 TEXT_MODEL = typer.Option("minilm", "--text-model", help="Text encoder for --judge embedding.")
 
 
+def _estimator(llm: tuple[str, str], vlm: tuple[str, str], link: dict, *, clip_model: str | None,
+               seed: int, **options):
+    """The CompCon estimator: chat clients for the LLM and the VLM ((endpoint, model) each), CLIP loaded on
+    first use (none for text), the loop's options."""
+    from ..methods.compcon.embedding import LazyClip
+    from ..methods.compcon.pipeline import CompCon
+
+    return CompCon(llm=_client(*llm, seed=seed, **link), vlm=_client(*vlm, seed=seed, **link),
+                   embedder=None if clip_model is None else LazyClip(clip_model), seed=seed, **options)
+
+
 @app.command("compcon")
 def compcon(
     model_a: str = typer.Argument(..., metavar="A", help="Model A: an image folder/manifest for the prompt "
@@ -189,10 +200,7 @@ def compcon(
     models that answer the new prompts too), verified by a chat judge or a text encoder. Each attribute is
     re-tested on prompts discovery never saw (--alpha).
     """
-    from ..methods.compcon.embedding import LazyClip
     from ..methods.compcon.generators import load_prompt_bank
-    from ..methods.compcon.pipeline import CompCon
-
     prompt_bank, description_prompts, chat_cache = _new_spellings(
         prompt_bank, description_prompts, chat_cache, prompts=prompts_deprecated,
         batch_size=batch_size_deprecated, cache=cache_deprecated)
@@ -205,12 +213,11 @@ def compcon(
                     "text_model": text_model, "seed": seed, "link": link}
     resolve, modality = _readers(text, text_options, endpoint=endpoint, judge_model=judge_model)
     source_a, source_b, seed_prompts, seeded_from = _sources(model_a, model_b, from_split, mode, resolve)
-    estimator = CompCon(
-        llm=_client(base_url, model, seed=seed, **link),
-        vlm=_client(vlm_base_url or base_url, vlm_model or model, seed=seed, **link),
-        embedder=None if text else LazyClip(clip_model), n_discovery_prompts=discovery_prompts,
-        n_attributes=attributes, batch_size=description_prompts, n_generated=generated, iterations=iterations,
-        quantile=quantile, null=null, min_fraction=min_fraction, seed=seed, alpha=alpha, modality=modality,
+    estimator = _estimator(
+        (base_url, model), (vlm_base_url or base_url, vlm_model or model), link, clip_model=None if text
+        else clip_model, n_discovery_prompts=discovery_prompts, n_attributes=attributes,
+        batch_size=description_prompts, n_generated=generated, iterations=iterations, quantile=quantile,
+        null=null, min_fraction=min_fraction, seed=seed, alpha=alpha, modality=modality,
         template_dir=str(templates) if templates else None, progress=False if quiet else None)
     result = estimator.fit(source_a, source_b, bank, seed_prompts=seed_prompts, skip_missing=skip_missing,
                            seeded_from=seeded_from)

@@ -119,57 +119,6 @@ def principal_factor(operand: tuple[str, Any], rank: int, *, seed: int = 0) -> A
         return _nystrom_factor(y, sketch, rank, precision=name, dtype=a.dtype)
 
 
-def leading_eigenvectors(matrix: Any, rank: int, *, seed: int = 0, iterations: int = 2) -> Any:
-    """Orthonormal approximations V (d x ``rank``) of the leading eigenvectors of a positive-semidefinite
-    ``matrix`` (d x d): randomized subspace iteration (Halko, Martinsson & Tropp 2011, "Finding structure
-    with randomness", Alg. 4.4, then the Rayleigh-Ritz step of Alg. 5.3): Q = orth(A Om) with a seeded
-    Gaussian Om of ``rank`` + 10 columns (a numpy draw, the same numbers on every backend), ``iterations``
-    times Q = orth(A Q), then the ``rank`` leading eigenvectors of Q^T A Q. The products in float32 (the
-    directions only have to be the same function of A for every labelling of the samples), the small
-    eigen-problem in float64; V in float32 on A's backend."""
-    xp, on = array_namespace(matrix), backend_of(matrix)
-    size = matrix.shape[0]
-    a = xp.asarray(matrix, dtype=xp.float32)
-    width = min(size, rank + 10)
-    q = on.asarray(np.random.default_rng(seed).standard_normal((size, width)), dtype="float32")
-    for _ in range(iterations + 1):
-        q = _orthonormal_columns(a @ q)
-    small = xp.asarray(xp.matrix_transpose(q) @ (a @ q), dtype=xp.float64)
-    vals, vecs = xp.linalg.eigh((small + xp.matrix_transpose(small)) / 2)
-    return q @ xp.asarray(vecs[:, -min(rank, width):], dtype=xp.float32)
-
-
-def _orthonormal_columns(y: Any) -> Any:
-    """An orthonormal basis of the columns of the tall ``y``, by Cholesky QR in float64 (Q = Y L^-T with
-    L L^T = Y^T Y: two thin products where Householder QR takes ~4x longer; one step of the subspace
-    iteration keeps Y's condition number near the spectrum's decay, far below 1/sqrt(eps)); Householder QR
-    when Y^T Y is not numerically positive definite. In ``y``'s dtype."""
-    xp = array_namespace(y)
-    y64 = xp.asarray(y, dtype=xp.float64)
-    try:
-        low = xp.linalg.cholesky(xp.matrix_transpose(y64) @ y64)
-        q = y64 @ xp.matrix_transpose(xp.linalg.inv(low))
-    except Exception:  # numpy's LinAlgError, torch's _LinAlgError
-        q = xp.linalg.qr(y64)[0]
-    return xp.asarray(q, dtype=y.dtype)
-
-
-def landmark_factor(columns: Any, landmarks: np.ndarray, rank: int, *, precision: str = "float64") -> Any:
-    """:func:`principal_factor` of G from its columns at ``landmarks`` only (``columns`` = G[:, L], N x l):
-    the classic Nystrom approximation G ~ C C_L^+ C^T, C_L = C[L] (Williams & Seeger 2001, "Using the
-    Nystrom method to speed up kernel machines"), i.e. the same stabilised computation with a sketch that
-    selects columns instead of a Gaussian one; N l kernel values instead of N^2 and no N x N product.
-    ``precision``: the one ``columns`` were computed in (the stabilising shift). Same backend and dtype as
-    ``columns``; label-free when the landmarks are (a seeded draw)."""
-    on = backend_of(columns)
-    size, width = columns.shape
-    sketch = np.zeros((size, width))
-    sketch[np.asarray(landmarks), np.arange(width)] = 1.0
-    with blas_threads_for(width):
-        return _nystrom_factor(columns, on.asarray(sketch, dtype="float64"), rank, precision=precision,
-                               dtype=columns.dtype)
-
-
 def _nystrom_factor(y: Any, sketch: Any, rank: int, *, precision: str, dtype: Any) -> Any:
     """:func:`principal_factor` from G Om and Om: the stabilised Nystrom factor's ``rank`` leading
     directions (in ``dtype``; the shift from ``precision``, the one G was computed in)."""

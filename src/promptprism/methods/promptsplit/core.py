@@ -185,7 +185,7 @@ def side_moments_partition(fmap: Any, parts: list[tuple], chunk_size: int, backe
     rows [start, stop) added to the running sum of its ``side``: the merged sums S_test and S_ref of all
     tasks give Lambda = S_test / n - eta S_ref / m (eq. 2) and the pooled second moment S_test + S_ref (no
     relabelling changes it: the test's subspace,
-    :func:`~promptprism.stats.batched_eigen.leading_eigenvectors`) from the same products. ``features_out``
+    :func:`~promptprism.stats.subspaces.leading_eigenvectors`) from the same products. ``features_out``
     as in :func:`covariance_partition`."""
     acc = KeyedCovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64"))
     for side, feats in _part_features(fmap, parts, chunk_size, backend):

@@ -19,7 +19,7 @@ import numpy as np
 from ...backend import NUMPY, Backend, inplace
 from ...kernels.bandwidth import Bandwidth
 from ...kernels.gram import squared_distances
-from ...stats.batched_eigen import landmark_factor
+from ...stats.subspaces import landmark_factor
 from . import aggregate as agg
 from . import core
 from . import significance as sig
@@ -147,7 +147,7 @@ def family_members(sets: dict, rows: dict, labels: np.ndarray, family: Family, *
     observed): ([one :class:`Member` per kernel], (test rows, reference rows) of that subsample).
 
     Each kernel's operand: above ``significance.NULL_RANK`` rows, its Gram matrix's principal factor from
-    the columns at NULL_RANK + 10 seeded landmark rows (:func:`~promptprism.stats.batched_eigen.
+    the columns at NULL_RANK + 10 seeded landmark rows (:func:`~promptprism.stats.subspaces.
     landmark_factor`: N (rank + 10) kernel values, no N x N matrix; the landmarks never depend on a label,
     so the test on the factor is exact); at most that many rows: the whole Gram matrix."""
     n_sub, m_sub = rows["test"].size, rows["reference"].size

@@ -28,8 +28,8 @@ from ...backend import NUMPY, Backend, feature_memory, is_numpy
 from ...data.paired import PairedSet
 from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
 from ...scale.runner import DaskRunner, Runner, balanced_blocks, partition_rows, partition_size
-from ...stats.batched_eigen import leading_eigenvectors
 from ...stats.modes import ModeStats
+from ...stats.subspaces import leading_eigenvectors
 from . import core
 from . import significance as sig
 from .summary import SIDES
@@ -236,7 +236,7 @@ class FeatureRoute(Route):
     def replicates(self) -> Replicates:
         """The test's operand for given rows: ``("subspace", P)``, P = psi(rows) V, their features projected
         on V, the leading principal directions of the pooled second moment S_test + S_ref of all samples
-        (:func:`~promptprism.stats.batched_eigen.leading_eigenvectors`, rank ``significance.NULL_RANK``,
+        (:func:`~promptprism.stats.subspaces.leading_eigenvectors`, rank ``significance.NULL_RANK``,
         seeded): no label
         enters V, so the permutation test on P is exact. ``("features", F)``, the rows' features, when the
         map or the rows are that narrow. Features: the kept ones, or recomputed from the same seed."""
