@@ -184,6 +184,19 @@ def _torch_extreme_gram_eigenpairs(gram: Any, weights: Any, n_pos: int, n_neg: i
     return GramEigen(vals, scores)
 
 
+def prefetch_extreme_solver() -> None:
+    """Import ARPACK's wrapper (``scipy.sparse.linalg``, ~0.08 s: :func:`symmetric_extreme_eigenpairs`) on
+    a background thread, for a caller about to spend seconds in BLAS products that leave the interpreter
+    idle (PromptSplit's covariance pass): the first extreme eigen-solve then finds it imported. Once per
+    process."""
+    import importlib
+    import sys
+    import threading
+
+    if "scipy.sparse.linalg" not in sys.modules:
+        threading.Thread(target=importlib.import_module, args=("scipy.sparse.linalg",), daemon=True).start()
+
+
 def symmetric_extreme_eigenpairs(a: Any, n_each: int, *, precision: str = "float64") -> tuple[Any, Any]:
     """The ``n_each`` largest and ``n_each`` smallest eigenpairs of a symmetric matrix, descending.
 

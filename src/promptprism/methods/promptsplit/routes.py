@@ -28,6 +28,7 @@ from ...backend import NUMPY, Backend, feature_memory, is_numpy
 from ...data.paired import PairedSet
 from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
 from ...scale.runner import DaskRunner, Runner, balanced_blocks, partition_rows, partition_size
+from ...stats.eigen import prefetch_extreme_solver
 from ...stats.modes import ModeStats
 from ...stats.subspaces import leading_eigenvectors
 from . import core
@@ -183,6 +184,8 @@ class FeatureRoute(Route):
         and the reference's sums are kept apart (:func:`.core.side_moments_partition`): the reference's
         stays for the test's label-free subspace (:meth:`replicates`)."""
         est, sets, fmap, t0 = self.est, self.sets, self.fmap, time.perf_counter()
+        if self.backend.name == "numpy" and fmap.dim > core.FEATURE_DENSE_LIMIT:
+            prefetch_extreme_solver()  # (the spectrum's solver, imported while the pass runs)
         if self.keep:  # in this process: per local worker, whole chunks of both sets (balanced), kept
             self.feats = {side: self.backend.empty((len(s), fmap.dim), fmap.precision, threads_write=True)
                           for side, s in sets.items()}
