@@ -178,6 +178,7 @@ class FeatureRoute(Route):
         self.task_backend = NUMPY if self.on_cluster else backend
         self.threads = backend.name == "numpy"  # (tasks on threads: numpy's products release the GIL)
         self.feats: dict | None = None
+        self.ref_sum: np.ndarray | None = None  #: S_ref, kept from the covariance pass for the test
 
     def covariance(self, timings: dict) -> float:
         """Lambda_r in one streaming map-reduce (features kept when they fit); ||Lambda_r||_F^2. The test's
@@ -204,8 +205,7 @@ class FeatureRoute(Route):
         self.ref_sum = sums["reference"].sum_outer(copy=False)
         self.lam = sums["test"].sum_outer(copy=False)  # -> Lambda = S_test / n - eta S_ref / m, in place
         self.lam *= 1.0 / self.n
-        for j in range(0, self.lam.shape[1], 512):  # (column blocks: no full-size temporary)
-            self.lam[:, j:j + 512] -= (est.eta / self.m) * self.ref_sum[:, j:j + 512]
+        _add_scaled(self.lam, self.ref_sum, -est.eta / self.m)
         timings["covariance_s"] = time.perf_counter() - t0
         flat = self.lam.ravel(order="K")  # (a view: vdot of the 2-d array would copy it to C order)
         return float(np.vdot(flat, flat))
@@ -240,9 +240,9 @@ class FeatureRoute(Route):
         """The test's operand for given rows: ``("subspace", P)``, P = psi(rows) V, their features projected
         on V, the leading principal directions of the pooled second moment S_test + S_ref of all samples
         (:func:`~promptprism.stats.subspaces.leading_eigenvectors`, rank ``significance.NULL_RANK``,
-        seeded): no label
-        enters V, so the permutation test on P is exact. ``("features", F)``, the rows' features, when the
-        map or the rows are that narrow. Features: the kept ones, or recomputed from the same seed."""
+        seeded): no label enters V, so the permutation test on P is exact. ``("features", F)``, the rows'
+        features, when the map or the rows are that narrow. Features: the kept ones, or recomputed from the
+        same seed."""
         directions: list = []
 
         def operand(rows_t: np.ndarray, rows_r: np.ndarray) -> tuple[str, Any]:
@@ -280,10 +280,7 @@ class FeatureRoute(Route):
     def _pooled_moment(self) -> np.ndarray:
         """S_test + S_ref = n Lambda + (1 + n eta / m) S_ref (a new array)."""
         pooled = self.lam * float(self.n)
-        scale = 1.0 + self.n * self.est.eta / self.m
-        for j in range(0, pooled.shape[1], 512):
-            pooled[:, j:j + 512] += scale * self.ref_sum[:, j:j + 512]
-        return pooled
+        return _add_scaled(pooled, self.ref_sum, 1.0 + self.n * self.est.eta / self.m)
 
     def resolved(self) -> dict:
         """The feature dimension; the partition size when the passes ran on a cluster."""
@@ -292,6 +289,13 @@ class FeatureRoute(Route):
     def release(self) -> None:
         """Drop the kept features and the reference's sum."""
         self.feats = self.ref_sum = None
+
+
+def _add_scaled(target: np.ndarray, source: np.ndarray, factor: float, block: int = 512) -> np.ndarray:
+    """target += factor * source, in place, column block by column block (no full-size temporary)."""
+    for j in range(0, target.shape[1], block):
+        target[:, j:j + block] += factor * source[:, j:j + block]
+    return target
 
 
 def choose_route(est: Any, sets: dict[str, PairedSet], sigmas: tuple, *, backend: Backend, runner: Runner
