@@ -34,7 +34,7 @@ def leading_eigenvectors(matrix: Any, rank: int, *, seed: int = 0, iterations: i
     for _ in range(iterations + 1):
         q = _orthonormal_columns(a @ q)
     small = xp.asarray(xp.matrix_transpose(q) @ (a @ q), dtype=xp.float64)
-    vals, vecs = xp.linalg.eigh((small + xp.matrix_transpose(small)) / 2)
+    vecs = xp.linalg.eigh((small + xp.matrix_transpose(small)) / 2)[1]
     return q @ xp.asarray(vecs[:, -min(rank, width):], dtype=xp.float32)
 
 
