@@ -27,11 +27,34 @@ SMALL_BLAS = 512
 def blas_threads_for(size: int) -> Any:
     """A context for a loop of products of matrices of side ``size``: one BLAS thread when ``size`` is at
     most :data:`SMALL_BLAS`, the library's default otherwise."""
-    if size > SMALL_BLAS:
-        return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
+    return contextlib.nullcontext() if size > SMALL_BLAS else blas_limits(1)
 
-    return threadpool_limits(limits=1, user_api="blas")
+
+_CONTROLLER: dict = {}
+
+
+def _blas_controller() -> Any:
+    """threadpoolctl's view of the BLAS libraries, made once per set of loaded modules (a fresh
+    ``threadpool_limits`` scans every shared library of the process: ~1 ms once SciPy is loaded, paid per
+    block of relabellings by the permutation test)."""
+    import sys
+
+    key = len(sys.modules)
+    if _CONTROLLER.get("key") != key:
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER.update(key=key, controller=ThreadpoolController().select(user_api="blas"))
+    return _CONTROLLER["controller"]
+
+
+def blas_limits(threads: int) -> Any:
+    """A context limiting the BLAS libraries to ``threads`` threads (threadpoolctl's ``limit``)."""
+    return _blas_controller().limit(limits=threads)
+
+
+def blas_thread_count() -> int:
+    """The BLAS libraries' thread setting now (the smallest over the libraries; 1 when none is loaded)."""
+    return min([lib.num_threads for lib in _blas_controller().lib_controllers] or [1])
 
 
 def mirror_upper(a: np.ndarray, block: int = 512) -> np.ndarray:
@@ -183,9 +206,7 @@ def values_and_top_vectors_of(matrices: list[Any], n_top: int) -> list[tuple[Any
     if len(matrices) > 1 and all(is_numpy(m) and m.shape[0] >= TWO_STAGE_MIN for m in matrices):
         from concurrent.futures import ThreadPoolExecutor
 
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(len(matrices)) as pool:
+        with blas_limits(1), ThreadPoolExecutor(len(matrices)) as pool:
             return list(pool.map(lambda m: values_and_top_vectors(m, n_top), matrices))
     return [values_and_top_vectors(m, n_top) for m in matrices]
 

@@ -13,8 +13,6 @@ from html import escape
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, Union
 
-import numpy as np
-
 from .errors import InputError
 from .io import atomic_write_text
 
@@ -43,6 +41,8 @@ def _renderer(name: str) -> Callable[[Any], str] | None:
 
 def to_jsonable(obj: Any) -> Any:
     """numpy scalars/arrays and dataclasses to plain JSON types; non-finite floats become None."""
+    import numpy as np  # (here, not at the top: ``import promptprism`` does not load numpy)
+
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, dict):

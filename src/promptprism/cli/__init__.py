@@ -9,12 +9,19 @@ ends differently: one line that says so, exit 1 (``PROMPTPRISM_TRACEBACK=1`` sho
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
 import warnings
 
-from ..scale.threads import choose_threads, cpu_sample, thread_budget
+#: OpenBLAS's idle threads spin for 2^28 cycles (~0.1 s) after each call before they sleep; a command
+#: alternates its BLAS calls with Python work and threads of its own, which the spinning threads slow down
+#: (measured, default rff command at n = m = 30,000 on 2 cores: scoring 0.14 s -> 0.09 s, the eigen-solve
+#: 0.07-0.13 s -> 0.045 s). Set before the BLAS loads (a user's own setting is kept); docs/scaling.md
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+from ..scale.threads import choose_threads, cpu_sample, thread_budget  # noqa: E402
 
 try:  # (the thread budget's busy-CPU window: the imports below, instead of a sleep)
     _STARTED: list = [cpu_sample()]
@@ -165,7 +172,11 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 def run() -> None:
     """Console-script entry point (warnings print as one ``warning:`` line each)."""
     warnings.showwarning = _one_line_warning
-    sys.exit(main())
+    code = main()
+    # everything is written and closed: leave without the interpreter's last garbage collection over every
+    # object the command's modules made (~40 ms of a 5 s command); atexit handlers and finalizers still run
+    gc.freeze()
+    sys.exit(code)
 
 
 __all__ = ["app", "cli", "main", "run", "typer"]

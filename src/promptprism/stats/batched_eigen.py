@@ -142,7 +142,14 @@ def _nystrom_factor(y: Any, sketch: Any, rank: int, *, precision: str, dtype: An
     return xp.asarray(f @ (vecs * scale[None, :]), dtype=dtype)  # U sqrt(S^2 - shift)
 
 
-def subspace_extremes(factor: Any, weights: np.ndarray, n_top: int, *, workers: int = 1
+def factor_gram(factor: Any) -> Any:
+    """P^T P in float64 (on P's backend): the labelling-free part of :func:`subspace_extremes`, computed once
+    per factor by callers that draw the labellings in blocks."""
+    xp = array_namespace(factor)
+    return xp.asarray(xp.matrix_transpose(factor) @ factor, dtype=xp.float64)
+
+
+def subspace_extremes(factor: Any, weights: np.ndarray, n_top: int, *, workers: int = 1, gram: Any = None
                       ) -> tuple[np.ndarray, np.ndarray]:
     """Extreme eigenvalues of P^T diag(w_k) P for every column w_k of ``weights``, for a narrow factor P
     (N x p, a principal subspace). ``(positive, negative)`` as :func:`weighted_factor_extremes`.
@@ -153,14 +160,15 @@ def subspace_extremes(factor: Any, weights: np.ndarray, n_top: int, *, workers: 
     N p^2 / 2 flops instead of the N p^2 of a product with all of P, and no N x p^2 buffer), their sum and
     the eigen-solves in float64. Weights with more than two values per column: every matrix formed from
     the whole of P (:func:`_dense_extremes`). numpy: the labellings shared among ``workers`` threads (each
-    labelling's numbers do not depend on which thread computes them; run it under one BLAS thread)."""
+    labelling's numbers do not depend on which thread computes them; run it under one BLAS thread).
+    ``gram``: :func:`factor_gram` of P, when the caller has it."""
     xp = array_namespace(factor)
     w = np.asarray(weights, dtype=np.float64)
     high, low = w.max(axis=0), w.min(axis=0)
     on_high = w == high
     if not np.all(on_high | (w == low)):
         return _dense_extremes(xp.asarray(factor, dtype=xp.float64), w, n_top)
-    whole = xp.asarray(xp.matrix_transpose(factor) @ factor, dtype=xp.float64)
+    whole = factor_gram(factor) if gram is None else gram
 
     def solve(cols: np.ndarray) -> np.ndarray:
         return to_numpy(xp.linalg.eigvalsh(_labelling_matrices(factor, whole, on_high, high, low, cols)))

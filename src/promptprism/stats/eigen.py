@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..array_ops import symmetric_eigh
-from ..backend import array_namespace, backend_of, float_dtype, is_numpy
+from ..backend import array_namespace, backend_of, float_dtype, is_numpy, populated_copy
 from .lanczos import weighted_gram_lanczos
 
 
@@ -105,7 +105,7 @@ def symmetric_operator(a: np.ndarray, dtype: Any, *, weights: np.ndarray | None 
 
     dtype = np.dtype(dtype)
     a = a if a.flags.f_contiguous else np.ascontiguousarray(a).T  # (A = A^T: its Fortran-ordered view)
-    a = a.astype(dtype, order="F", copy=False)
+    a = a if a.dtype == dtype else populated_copy(a, dtype, order="F")
     symv = ssymv if dtype == np.float32 else dsymv
 
     def matvec(x: np.ndarray) -> np.ndarray:

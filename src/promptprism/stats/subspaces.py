@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..array_ops import blas_threads_for
-from ..backend import array_namespace, backend_of
+from ..backend import array_namespace, backend_of, is_numpy, populated_copy
 from .batched_eigen import _nystrom_factor
 
 
@@ -28,7 +28,8 @@ def leading_eigenvectors(matrix: Any, rank: int, *, seed: int = 0, iterations: i
     eigen-problem in float64; V in float32 on A's backend."""
     xp, on = array_namespace(matrix), backend_of(matrix)
     size = matrix.shape[0]
-    a = xp.asarray(matrix, dtype=xp.float32)
+    a = populated_copy(matrix, np.float32) if is_numpy(matrix) and matrix.dtype != np.float32 else \
+        xp.asarray(matrix, dtype=xp.float32)
     width = min(size, rank + 10)
     q = on.asarray(np.random.default_rng(seed).standard_normal((size, width)), dtype="float32")
     for _ in range(iterations + 1):

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..._validation import chunks
-from ...backend import NUMPY, Backend, backend_of, dtype_name, to_numpy
+from ...backend import NUMPY, Backend, backend_of, dtype_name, is_numpy, to_numpy
 from ...kernels.bandwidth import Bandwidth, stable_bandwidth, stable_multiples
 from ...kernels.bandwidth import pooled_rows as pool_of_rows
 from ...kernels.gram import covariance_difference_norm, joint_gram
@@ -223,12 +223,26 @@ def mode_stats_partition(fmap: Any, basis: np.ndarray, prompts: Any, outputs: An
     return stats
 
 
+#: rows of kept features one product of the scoring reads at a time (numpy): a few MB, so the product
+#: streams them once (measured, 60,000 x 3000 float32 against 20 modes: 0.080 s in steps of 8,192 rows,
+#: 0.064 s in steps of 1,024)
+SCORE_ROWS = 1024
+
+
 def mode_stats_from_features(feats: Any, basis: np.ndarray, labels: np.ndarray, *, chunk_size: int,
                              top_k: int, n_groups: int) -> ModeStats:
     """:func:`mode_stats_partition` over all rows of features already computed (N x r, numpy or torch)."""
     stats = ModeStats.empty(top_k, basis.shape[1], n_groups)
+    if not is_numpy(feats):
+        for a, b in chunks(feats.shape[0], chunk_size):
+            _fold_scores(stats, feats[a:b, ...], basis, np.arange(a, b), labels[a:b])
+        return stats
+    modes = np.asarray(basis, dtype=feats.dtype)
+    scores = np.empty((min(chunk_size, feats.shape[0]), modes.shape[1]), dtype=feats.dtype)
     for a, b in chunks(feats.shape[0], chunk_size):
-        _fold_scores(stats, feats[a:b, ...], basis, np.arange(a, b), labels[a:b])
+        for c, d in chunks(b - a, SCORE_ROWS):
+            np.matmul(feats[a + c:a + d], modes, out=scores[c:d])
+        stats.update(np.arange(a, b), labels[a:b], scores[: b - a])
     return stats
 
 

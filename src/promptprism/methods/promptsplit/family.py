@@ -70,8 +70,9 @@ def family_for(aggregate: str, sets: dict, *, kernel: str, sigmas: tuple, seed: 
         return None
     modality, fitted, others = resolve_family(aggregate, sets, kernel=kernel, sigmas=sigmas, seed=seed,
                                               fitted_rules=rules)
-    if any(not np.all(np.linalg.norm(getattr(s, a), axis=1) > 0) for s in sets.values()
-           for a in ("prompt_embeddings", "output_embeddings")):  # (cosine is undefined at zero)
+    if any(k["kernel"] == "cosine" for k in others) and any(
+            not np.all(np.linalg.norm(getattr(s, a), axis=1) > 0) for s in sets.values()
+            for a in ("prompt_embeddings", "output_embeddings")):  # (cosine is undefined at zero)
         others = [k for k in others if k["kernel"] != "cosine"]
     return Family(kernels=others, fitted=fitted, modality=modality, names=names, backend=backend)
 
@@ -87,10 +88,14 @@ class Member:
     keep: np.ndarray
     weights: np.ndarray
     seconds: float = 0.0  #: building the Gram matrix and the principal subspace
+    gram: Any = None  #: P^T P of a subspace operand (:func:`.significance.operand_gram`), made on first use
 
     def spectra(self, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The extremes of Lambda under the labellings ``cols`` (:func:`.significance.permuted_spectra`)."""
-        return sig.permuted_spectra(self.operand, self.weights[:, cols], agg.OTHER_MODES, seed=int(cols[0]))
+        if self.gram is None:
+            self.gram = sig.operand_gram(self.operand)
+        return sig.permuted_spectra(self.operand, self.weights[:, cols], agg.OTHER_MODES, seed=int(cols[0]),
+                                    gram=self.gram)
 
 
 def _bandwidth_multiple(kernel: dict, base: dict | None) -> float | None:
@@ -127,10 +132,7 @@ def member_grams(emb: list, kernels: list[dict], backend: Backend, precision: st
                                   columns=columns)
             continue
         if dist is None:
-            xp = backend.xp
-            w = [xp.concat([backend.asarray(emb[j], "float64") for j in (a, a + 2)]) / base[key]
-                 for a, key in ((0, "sigma_prompt"), (1, "sigma_output"))]
-            w = xp.concat(w, axis=1)
+            w = _scaled_joint_rows(emb, base, backend)
             dist = squared_distances(w, None if columns is None else w[backend.asarray(columns), ...],
                                      dtype=np.dtype(precision).type)
         c = _bandwidth_multiple(kernel, base)
@@ -138,6 +140,19 @@ def member_grams(emb: list, kernels: list[dict], backend: Backend, precision: st
         gram *= -1.0 / (2.0 * c * c)
         yield inplace("exp", gram)
         gram = None  # (dropped before the next one is built)
+
+
+def _scaled_joint_rows(emb: list, kernel: dict, backend: Backend) -> Any:
+    """w = [t / s_t ; z / s_z] of the stacked rows ``emb`` (test prompts, test outputs, reference prompts,
+    reference outputs), float64, written into one array (no intermediate stacks: fresh memory costs page
+    faults)."""
+    (t_test, z_test, t_ref, z_ref), n_test = emb, emb[0].shape[0]
+    d_t = t_test.shape[1]
+    w = backend.empty((n_test + t_ref.shape[0], d_t + z_test.shape[1]), "float64")
+    for rows, (t, z) in ((slice(0, n_test), (t_test, z_test)), (slice(n_test, None), (t_ref, z_ref))):
+        w[rows, :d_t] = backend.asarray(t, "float64") / kernel["sigma_prompt"]
+        w[rows, d_t:] = backend.asarray(z, "float64") / kernel["sigma_output"]
+    return w
 
 
 def family_members(sets: dict, rows: dict, labels: np.ndarray, family: Family, *, eta: float, seed: int

@@ -44,8 +44,9 @@ def mode_significance(sets: dict, spec: core.Spectrum, labels: dict, *, operand_
     drawn_labels = sig.test_labellings(groups, n_sub, m_sub, permutations, seed)
     weights = sig.label_weights(drawn_labels, n_sub, m_sub, eta)
     operand = sig.principal_operand(operand_of(rows_t, rows_r), seed=seed)
+    gram = sig.operand_gram(operand)
     solvers = [lambda cols: sig.permuted_spectra(operand, weights[:, cols], max(*tested, 1),
-                                                 seed=seed + int(cols[0]))]
+                                                 seed=seed + int(cols[0]), gram=gram)]
     members, sizes = [], (0, 0)
     if family is not None and family.kernels:
         members, sizes = family_members(sets, {"test": rows_t, "reference": rows_r}, drawn_labels, family,
@@ -53,7 +54,8 @@ def mode_significance(sets: dict, spec: core.Spectrum, labels: dict, *, operand_
         solvers += [member.spectra for member in members]
     setup = time.perf_counter() - t0 - sum(mb.seconds for mb in members)
     spectra, drawn, seconds = sig.sequential_spectra(solvers, permutations, alpha=alpha,
-                                                     sequential=sequential)
+                                                     sequential=sequential, workers=sig.pool_workers(
+                                                         [operand, *(mb.operand for mb in members)]))
     pos, neg = spectra[0]
     out = sig.spectra_test(pos, neg, tested=tested, alpha=alpha)
     p_values = [float(x) for x in out["p_positive"][: tested[0]]] + \
