@@ -48,6 +48,10 @@ from busy_machine import cpu_model  # noqa: E402
 from compare import CLI, _installed_like, promptsplit_sets, scendi_set  # noqa: E402
 
 RFF_N, RFF_FEATURES, EXACT_N, EXACT_PERMUTATIONS, SCENDI_N = 30_000, 3000, 5_000, 200, 1_000
+#: untimed seconds before each timed run: the previous run's process has returned its memory (a virtual
+#: machine's kernel then hands the freed pages back to the host in the background, and the busy-CPU window
+#: of the next command's thread budget would count that work as another program's)
+PAUSE_S = 2.0
 
 
 def blas_info() -> str:
@@ -125,8 +129,9 @@ def commands(inputs: dict[str, list[Path]], folder: Path) -> dict[str, list[str]
             for k, v in cmds.items()}
 
 
-def run_command(cmd: list[str], out: Path, env: dict) -> tuple[float, dict]:
-    """(wall seconds, result.json) of one run."""
+def run_command(cmd: list[str], out: Path, env: dict, pause: float = 0.0) -> tuple[float, dict]:
+    """(wall seconds, result.json) of one run, started ``pause`` seconds after the call (untimed)."""
+    time.sleep(pause)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     secs = time.perf_counter() - t0
@@ -192,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             before = os.getloadavg()[0]
             if args.warmup:
                 run_command(cmd, out, env)  # not counted: writes the bytecode cache, pages the inputs in
-            runs = [run_command(cmd, out, env) for _ in range(args.repeat)]
+            runs = [run_command(cmd, out, env, pause=PAUSE_S) for _ in range(args.repeat)]
             print("\n".join(describe(key, runs, *floors[key]))
                   + f"\n        load {before:.2f} -> {os.getloadavg()[0]:.2f}", flush=True)
     return 0
