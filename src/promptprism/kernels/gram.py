@@ -128,14 +128,23 @@ def squared_distances(a, b=None, *, dtype: type = np.float64):
     center = column_median(every)
     # rows whose squares overflow: their distances are inf (kernel 0), never NaN, and no numpy warning
     with np.errstate(over="ignore", invalid="ignore"):
-        a = xp.astype(a - center, dt)
-        b = a if same else xp.astype(b - center, dt)
+        a = _centred(xp, a, center, dt)
+        b = a if same else _centred(xp, b, center, dt)
         d2 = _direct_rows(xp, a, b) if n * m * d <= DIRECT_MAX else _expanded(xp, a, b, same)
         d2 = xp.where(xp.isnan(d2), xp.inf, d2) if _tracks_gradient(d2) else _clean_inplace(xp, d2)
     if same:
         i = xp.arange(n, device=device(d2))
         d2[i, i] = 0.0
     return d2
+
+
+def _centred(xp, x, center, dtype):
+    """x - center computed in float64 and stored in ``dtype`` (numpy: straight into the result, without a
+    float64 temporary of x's size)."""
+    if isinstance(x, np.ndarray) and not _tracks_gradient(x):
+        out = np.empty(x.shape, dtype=dtype)
+        return np.subtract(x, center, out=out, casting="same_kind")
+    return xp.astype(x - center, dtype)
 
 
 def _clean_inplace(xp, d2):

@@ -75,7 +75,10 @@ def permuted_labels(groups: np.ndarray, is_test: np.ndarray, permutations: int, 
     members are 'test', keeping the group's test count (one group for everyone = the pooled scheme)."""
     groups = np.asarray(groups, dtype=np.int64)
     size = groups.size
-    order = np.argsort(groups[:, None] + rng.random((size, permutations)), axis=0)
+    keys = rng.random((size, permutations))
+    keys += groups[:, None]  # (in place: no second array of N x K keys)
+    order = np.argsort(keys, axis=0)
+    del keys
     sorted_groups = np.sort(groups)
     starts = np.searchsorted(sorted_groups, sorted_groups, side="left")
     n_test_in = np.bincount(groups, weights=is_test.astype(np.float64), minlength=groups.max() + 1)
