@@ -4,6 +4,7 @@
     python benchmarks/default_command.py --repeat 3       # the median of 3 runs per command
     python benchmarks/default_command.py --only rff       # a subset of: rff exact scendi
     python benchmarks/default_command.py --no-warmup      # no uncounted full-size first run (half the time)
+    python benchmarks/default_command.py --pause 0        # timed runs back to back (no settling pause)
 
 Prints, first, the machine: CPU model, load average, the BLAS library and kernel (threadpoolctl), the CPUs
 this process may use, and the float32 rates of the two routines the commands are made of, measured now at
@@ -169,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="+", choices=("rff", "exact", "scendi"),
                     default=["rff", "exact", "scendi"])
     ap.add_argument("--repeat", type=int, default=1, help="runs per command (the median is printed)")
+    ap.add_argument("--pause", type=float, default=PAUSE_S,
+                    help=f"untimed seconds before each timed run (default {PAUSE_S:g}; 0: back to back)")
     ap.add_argument("--no-warmup", dest="warmup", action="store_false",
                     help="skip the uncounted full-size first run of each command (the bytecode cache is "
                          "then written by a small run of each; the inputs are not paged in beforehand)")
@@ -197,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             before = os.getloadavg()[0]
             if args.warmup:
                 run_command(cmd, out, env)  # not counted: writes the bytecode cache, pages the inputs in
-            runs = [run_command(cmd, out, env, pause=PAUSE_S) for _ in range(args.repeat)]
+            runs = [run_command(cmd, out, env, pause=args.pause) for _ in range(args.repeat)]
             print("\n".join(describe(key, runs, *floors[key]))
                   + f"\n        load {before:.2f} -> {os.getloadavg()[0]:.2f}", flush=True)
     return 0
