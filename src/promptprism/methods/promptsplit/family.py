@@ -88,12 +88,10 @@ class Member:
     keep: np.ndarray
     weights: np.ndarray
     seconds: float = 0.0  #: building the Gram matrix and the principal subspace
-    gram: Any = None  #: P^T P of a subspace operand (:func:`.significance.operand_gram`), made on first use
+    gram: Any = None  #: P^T P of a subspace operand (:func:`.significance.operand_gram`)
 
     def spectra(self, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The extremes of Lambda under the labellings ``cols`` (:func:`.significance.permuted_spectra`)."""
-        if self.gram is None:
-            self.gram = sig.operand_gram(self.operand)
         return sig.permuted_spectra(self.operand, self.weights[:, cols], agg.OTHER_MODES, seed=int(cols[0]),
                                     gram=self.gram)
 
@@ -182,7 +180,7 @@ def family_members(sets: dict, rows: dict, labels: np.ndarray, family: Family, *
             "subspace", landmark_factor(gram, landmarks, rank, precision=GRAM_PRECISION))
         del gram
         members.append(Member(entry=member, operand=operand, keep=keep, weights=weights,
-                              seconds=time.perf_counter() - t0))
+                              gram=sig.operand_gram(operand), seconds=time.perf_counter() - t0))
         t0 = time.perf_counter()
     return members, (sub_t.size, sub_r.size)
 

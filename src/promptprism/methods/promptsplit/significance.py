@@ -239,7 +239,7 @@ def sequential_spectra(solvers: Sequence[Callable[[np.ndarray], tuple[np.ndarray
     ``workers`` > 1: every solver's block is cut into pieces, all run on one pool of that many threads under
     one BLAS thread each (numpy solvers: a labelling's spectrum does not depend on the thread, nor on the
     other columns of its piece); the kernels' unequal costs then share the cores evenly (the fitted kernel
-    and its family on 2 cores, 101 labellings: 0.34 s in turn, each block split in two; 0.22 s pooled).
+    and its family on 2 cores, 101 labellings: 0.34 s in turn, each block split in two; 0.24-0.27 s pooled).
 
     Returns (spectra per solver over the columns drawn, relabellings drawn L, seconds per solver, summed
     over its pieces). The spectra of a labelling do not depend on the others, so the result is the
