@@ -166,3 +166,27 @@ def test_busy_cpus_measures_from_an_earlier_sample_without_sleeping(tmp_path, mo
     # a sample too recent for the window is not used: the measurement sleeps instead
     with pytest.raises(AssertionError, match="slept"):
         threads.busy_cpus(window=5.0, stat=tmp_path / "stat", cpus=2, since=since)
+
+
+@pytest.mark.parametrize(("readings", "expected"), [
+    ([1.6, 0.1], 2),    # a burst that ended as the command started: every CPU
+    ([1.6, 1.4], 1),    # load that lasts: the busy CPU is left to its work
+    ([0.2], 2),         # quiet at once: no second window is taken
+    ([1.6, None], 1),   # the second window unreadable: the first reading stands
+])
+def test_auto_gives_threads_up_only_for_load_that_lasts(monkeypatch, readings, expected):
+    import promptprism.scale.threads as threads
+
+    calls = []
+
+    def fake_busy(window=0.05, stat="/proc/stat", cpus=None, *, since=None):
+        calls.append(window)
+        return readings[len(calls) - 1]
+
+    monkeypatch.setattr(threads, "busy_cpus", fake_busy)
+    monkeypatch.setattr(threads, "usable_cpus", lambda: 2)
+    choice = choose_threads({})
+    assert choice.threads == expected
+    assert len(calls) == len(readings)
+    if len(readings) > 1:
+        assert calls[1] == threads.CONFIRM_WINDOW

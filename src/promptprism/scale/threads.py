@@ -13,7 +13,8 @@ two BLAS threads and 5.3 s with one. So each command runs under a thread budget 
   measured at the start on the CPUs of the affinity mask (``/proc/stat``), over the command's own imports
   (the CLI) or 50 ms of sleep, less this process's own CPU time (so a pipeline of commands does not count
   its own earlier steps, nor this process its own threads), or read from the one-minute load average where
-  there is no ``/proc/stat``.
+  there is no ``/proc/stat``. A reading that would cost threads is taken again over
+  :data:`CONFIRM_WINDOW` seconds, and the lower of the two counts: only load that lasts gives threads up.
 
 The budget applies to the BLAS and OpenMP pools (``threadpoolctl``) and to torch's intra-op pool when torch
 is loaded, for the duration of the command (:func:`thread_budget`).
@@ -32,6 +33,10 @@ from pathlib import Path
 from ..errors import OptionError
 
 ENV = "PROMPTPRISM_THREADS"
+#: seconds of the second window that must confirm a busy reading before ``auto`` gives threads up (measured:
+#: a program's 2-thread BLAS call that ended as a command started read as one busy CPU of two and ran the
+#: whole command, 5 s, on one thread)
+CONFIRM_WINDOW = 0.15
 #: variables through which a user already sized the thread pools (then promptprism does not)
 USER_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -140,6 +145,11 @@ def choose_threads(env: Mapping[str, str] | None = None, *, since: tuple | None 
         return ThreadChoice(None, f"{mine[0]}={env[mine[0]]} (yours)")
     cpus = usable_cpus()
     busy = busy_cpus(cpus=cpus, since=since)
+    if busy is not None and auto_threads(cpus, busy) < cpus:
+        # a reading that would cost threads must hold over a second window: a burst just ending (another
+        # program's BLAS threads spin ~0.1 s after each call) would otherwise set the budget of the whole run
+        again = busy_cpus(window=CONFIRM_WINDOW, cpus=cpus)
+        busy = busy if again is None else min(busy, again)
     if busy is None:
         busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     why = f"auto ({cpus} usable CPUs, {busy:.1f} busy with other work)"
