@@ -170,7 +170,8 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 
 
 def run() -> None:
-    """Console-script entry point (warnings print as one ``warning:`` line each)."""
+    """Console-script entry point (warnings print as one ``warning:`` line each); it ends the process, so a
+    program that runs a command inside itself calls :func:`main` instead."""
     warnings.showwarning = _one_line_warning
     code = main()
     # everything is written and closed: leave without the interpreter's last garbage collection over every
