@@ -128,10 +128,9 @@ class LocalRunner:
             return merge(track(parts, total=len(tasks), description=description, enabled=progress))
         from concurrent.futures import ThreadPoolExecutor
 
-        from threadpoolctl import threadpool_limits
+        from ..array_ops import blas_limits
 
-        with threadpool_limits(limits=max(1, self.cores // workers), user_api="blas"), \
-                ThreadPoolExecutor(workers) as pool:
+        with blas_limits(max(1, self.cores // workers)), ThreadPoolExecutor(workers) as pool:
             return merge(track(_in_order(pool, func, tasks, workers), total=len(tasks),
                                description=description, enabled=progress))
 
