@@ -43,7 +43,7 @@ from . import metrics as _metrics  # noqa: E402,F401
 from . import regions as _regions  # noqa: E402,F401
 from . import report as _report  # noqa: E402,F401
 from . import split as _split  # noqa: E402,F401
-from ._app import LAST_RUN, app, command_runner, console, err_console
+from ._app import LAST_RUN, app, command_runner, console, err_console, register_main
 from ._errors import error_line
 from ._options import FlagValueError, build_cli
 
@@ -94,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     code = _main(args)
     _json_error(args, code)
     return code
+
+
+register_main(main)
 
 
 def _main(args: list[str]) -> int:

@@ -68,6 +68,21 @@ _STATE: contextvars.ContextVar[RunState | None] = contextvars.ContextVar("prompt
 LAST_RUN: list[RunState] = []
 
 
+#: the command line run in-process (``promptprism.cli.main``), registered by the package when it loads: the
+#: demos run sub-commands through :func:`run_command` (and this module does not import the package)
+_MAIN: list[Any] = []
+
+
+def register_main(main: Any) -> None:
+    """Record ``main(argv) -> exit status`` as the in-process command line."""
+    _MAIN[:] = [main]
+
+
+def run_command(argv: list[str]) -> int:
+    """Run ``promptprism ARGV`` in this process; its exit status (0 ok, 2 bad input, 1 a bug)."""
+    return _MAIN[0](argv)
+
+
 def run_state() -> RunState:
     """The state of the running sub-command (a fresh one outside any run, e.g. in library tests)."""
     state = _STATE.get()

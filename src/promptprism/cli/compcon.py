@@ -17,30 +17,14 @@ from ..errors import InputError, OptionError
 from ..methods.compcon.options import NULL_SETS
 from ..results import load_result
 from ._app import app, console, deprecated
+from ._compcon_text import chat_client, text_parts
 from ._inputs import QUIET
 from ._options import SEED, Choice, Integer, Number, typed
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 
 if TYPE_CHECKING:  # (the method's modules are imported when a command runs)
-    from ..methods.compcon.clients import ChatClient
     from ..methods.compcon.pipeline import CompConResult
-
-
-def _client(base_url: str, model: str, *, api_key_env: str, timeout: float, retries: int, seed: int,
-            cache: Path | None) -> ChatClient:
-    from ..methods.compcon.clients import ChatClient
-
-    return ChatClient(
-        base_url=base_url,
-        model=model,
-        api_key_env=api_key_env or None,
-        timeout=timeout,
-        retries=retries,
-        seed=seed,
-        cache_dir=cache,
-        temperature=None,
-    )
 
 
 def check_urls(**urls: str) -> None:
@@ -140,7 +124,7 @@ def _estimator(llm: tuple[str, str], vlm: tuple[str, str], link: dict, *, clip_m
     from ..methods.compcon.embedding import LazyClip
     from ..methods.compcon.pipeline import CompCon
 
-    return CompCon(llm=_client(*llm, seed=seed, **link), vlm=_client(*vlm, seed=seed, **link),
+    return CompCon(llm=chat_client(*llm, seed=seed, **link), vlm=chat_client(*vlm, seed=seed, **link),
                    embedder=None if clip_model is None else LazyClip(clip_model), seed=seed, **options)
 
 
@@ -250,7 +234,6 @@ def _readers(text: bool, text_options: dict, *, endpoint: str, judge_model: str)
     answer tables or chat models and a text verifier; without it, the text-only options are refused (they
     would silently do nothing)."""
     if text:
-        from ._compcon_text import text_parts
 
         return text_parts(**text_options)
     systems = text_options["systems"]
@@ -329,7 +312,7 @@ def compcon_eval(
                              f"{{attributes: [...], descriptions: [[...]]}}, got {type(value).__name__}")
         preds[key] = value
     check_urls(base_url=base_url)
-    judge = _client(base_url, model, api_key_env=api_key_env, timeout=timeout, retries=retries, seed=0,
+    judge = chat_client(base_url, model, api_key_env=api_key_env, timeout=timeout, retries=retries, seed=0,
                     cache=chat_cache)
     result = evaluate_predictions(preds, judge, k=k, progress=False if quiet else None)
     written = save_outputs(result, out, report=not no_report, quiet=quiet)

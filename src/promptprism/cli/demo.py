@@ -63,12 +63,13 @@ def demo(
     """
     if generator:
         from .demo_fashion import check_weights, print_fashion_demo, run_fashion_demo
-        from .demo_guidance import sweep_options
+        from .demo_guidance import guidance_section, sweep_options
 
         check_weights(weights)
         guidance = sweep_options(guide_scales, guide_per_prompt, guide_seeds, seed=seed, steps=steps)
         summary = run_fashion_demo(out, weights=weights, per_prompt=per_prompt, steps=steps, seed=seed,
-                                   quiet=quiet, no_report=no_report, guidance=guidance)
+                                   quiet=quiet, no_report=no_report, guidance=guidance,
+                                   extra=(guidance_section,))
         print_fashion_demo(summary, out, quiet=quiet)
         return
     if llm:

@@ -13,7 +13,7 @@ another class, it samples every set with the same seeds and writes, under ``--ou
 * ``guidance/``: PromptSplit guidance over a range of scales (section 5.4 of the paper, ``demo_guidance``);
 * ``report.html`` (the summary with links to each report) and ``summary.json``.
 
-Further experiments register a function in :data:`EXTRA_EXPERIMENTS` (the guided-sampling one does): it
+Further experiments are functions passed as ``extra`` (the command passes the guided-sampling one): each
 gets the :class:`DemoContext` and returns a :class:`DemoSection` that the summary shows.
 """
 
@@ -116,14 +116,10 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def _guidance_section(ctx: DemoContext) -> DemoSection | None:
-    from .demo_guidance import guidance_section
-
-    return guidance_section(ctx)
-
-
-#: further experiments: fn(context) -> DemoSection (None: skipped), run after the built-in ones
-EXTRA_EXPERIMENTS: list[Callable[[DemoContext], DemoSection | None]] = [_guidance_section]
+#: further experiments: fn(context) -> DemoSection (None: skipped), run after the built-in ones (the
+#: command passes the guided-sampling one, ``demo_guidance.guidance_section``, as ``extra``)
+Experiment = Callable[[DemoContext], "DemoSection | None"]
+EXTRA_EXPERIMENTS: tuple[Experiment, ...] = ()
 
 
 def pixel_classifier(seed: int, image_size: int):
@@ -319,9 +315,11 @@ def _write_figures(ctx: DemoContext, scales: tuple[float, ...]) -> dict[str, str
 
 def run_fashion_demo(out: Path, *, weights: Path | None, per_prompt: int, steps: int, seed: int,
                      scales: tuple[float, ...] = DEFAULT_SCALES, quiet: bool = False,
-                     no_report: bool = False, guidance: Any = None) -> dict:
+                     no_report: bool = False, guidance: Any = None,
+                     extra: tuple[Experiment, ...] = EXTRA_EXPERIMENTS) -> dict:
     """Run every experiment on the generator's checkpoints and write the summary; returns it.
-    ``guidance``: the options of the guidance section (``demo_guidance.SweepOptions``; None skips it)."""
+    ``guidance``: the options of the guidance section (``demo_guidance.SweepOptions``; None skips it);
+    ``extra``: further experiments, run after the built-in ones."""
     from ..generators.fashion import find_checkpoints, packaged_weights, real_images
 
     check_out_dir(out)
@@ -341,7 +339,7 @@ def run_fashion_demo(out: Path, *, weights: Path | None, per_prompt: int, steps:
                       classifier=pixel_classifier(seed, size), options={"guidance": guidance})
     sections = []
     for run in (quality_section, monitoring_section, lambda c: cfg_section(c, scales), split_section,
-                *EXTRA_EXPERIMENTS):
+                *extra):
         section = run(ctx)
         if section is not None:
             sections.append(section)

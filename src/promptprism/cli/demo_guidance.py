@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..io import atomic_write_bytes, atomic_write_text
+from .demo_fashion import DemoSection, grid_png
 
 EVAL_SIZE = 64  #: EfficientNet-Lite0's input side for the evaluation (16 px images upscaled)
 REAL_TEST_EVERY, TRAIN_NEIGHBOURS = 8, 1000
@@ -273,10 +274,10 @@ def section_text(rows: list[dict], options: SweepOptions) -> str:
 
 
 def guidance_section(ctx: Any, options: SweepOptions | None = None) -> Any:
-    """The demo's section (``EXTRA_EXPERIMENTS``): the sweep on the final checkpoint, written to
+    """The demo's section (an ``extra`` experiment of ``run_fashion_demo``): the sweep on the final
+    checkpoint, written to
     ``guidance/`` (result.json, table.md, curve.png) and the curve shown in the summary."""
     from ..generators.fashion import load_checkpoint
-    from .demo_fashion import DemoSection, grid_png
 
     options = options or ctx.options.get("guidance")
     if options is None:

@@ -13,13 +13,11 @@ from ..errors import OptionError, PromptPrismError
 from ..generate.llm_demo import generate_qa, topic_summary
 from ..generate.questions import ALTERED_TOPIC, TOPICS, qa_prompts
 from ..io import check_out_dir
-from ._app import console
+from ._app import console, run_command
 
 
 def run_llm_demo(out: Path, *, questions: int, samples: int, seed: int, quiet: bool, no_report: bool) -> None:
     """Generate both set-ups' answers with the bundled model, then run ``split`` and ``diversity`` on them."""
-    from . import main
-
     check_out_dir(out)
     check_positive_number(questions, "--questions", integer=True)
     check_positive_number(samples, "--samples", integer=True)
@@ -40,7 +38,7 @@ def run_llm_demo(out: Path, *, questions: int, samples: int, seed: int, quiet: b
     flags = ["--cache", str(out / "cache"), "--device", "cpu", "-q"] + (["--no-report"] if no_report else [])
     for argv in (["split", test, ref, "--out", str(out / "split"), "--seed", str(seed), *flags],
                  ["diversity", test, ref, "--out", str(out / "diversity"), "--seed", str(seed), *flags]):
-        if main(argv) != 0:
+        if run_command(argv) != 0:
             raise PromptPrismError(f"the LLM demo stopped at '{argv[0]}' (see the message above)")
     total = time.perf_counter() - t0
     split = json.loads((out / "split" / "result.json").read_text(encoding="utf-8"))

@@ -133,7 +133,7 @@ def _namer_and_judge(namer: str, judge: str, *, base_url: str, model: str, judge
         LexicalJudge,
         WordNamer,
     )
-    from .compcon import _client
+    from ._compcon_text import chat_client as _client
 
     if judge == "completion" and namer != "facets":
         raise OptionError("--judge completion scores the facet names of --namer facets; pass --namer facets "

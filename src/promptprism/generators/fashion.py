@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import InputError, OptionError
 
 #: the class names behind the prompts (Fashion-MNIST's, "T-shirt/top" shortened to "T-shirt")
@@ -205,6 +207,35 @@ def sample_images(checkpoint: FashionCheckpoint, classes, seeds, *, guidance_sca
     return pixels[:, 0].numpy()
 
 
+#: the prompt bandwidth of one-hot class prompts
+SIGMA_PROMPT = 0.5
+
+
+def reference_pixels(images: list[Any], image_size: int, source: str = "reference") -> np.ndarray:
+    """uint8 images (H, W) or (H, W, 3) of any size -> pixel rows (n, s * s) in [-1, 1] at ``image_size``."""
+    gray = []
+    for i, im in enumerate(images):
+        a = np.asarray(im)
+        if a.ndim == 3:
+            a = a[..., :3].mean(axis=2)
+        if a.ndim != 2:
+            raise InputError(f"{source}: image {i} has shape {a.shape}; expected a grey or RGB image")
+        gray.append(np.asarray(resized(a[None].astype(np.uint8), image_size))[0, 0])
+    return np.stack(gray).reshape(len(gray), -1) / 127.5 - 1.0
+
+
+def fashion_guidance(request: Any, prompts: list[str], image_size: int):
+    """The eq. 5 guidance of ``request`` for a batch of ``prompts`` (pixels, one-hot class prompts)."""
+    from ..guidance import PromptSplitGuidance
+
+    onehot = np.eye(NULL_CLASS)
+    ref_classes = prompt_classes(list(request.reference_prompts))
+    pixels = reference_pixels(list(request.reference_images), image_size, request.source)
+    return PromptSplitGuidance(pixels, onehot[ref_classes], onehot[prompt_classes(prompts)],
+                               scale=request.scale, rho=request.rho, sigma_prompt=SIGMA_PROMPT,
+                               min_sigma_output=0.5 * float(np.sqrt(pixels.shape[1])))
+
+
 def fashion_generator(checkpoint: str | os.PathLike | None = None, *, guidance_scale: float = 2.0,
                       steps: int = 50, batch_size: int = 64):
     """A batched generator for ``promptprism generate`` (``fn(prompts, seeds)`` -> one (H, W) uint8 image
@@ -216,8 +247,6 @@ def fashion_generator(checkpoint: str | os.PathLike | None = None, *, guidance_s
     ckpt = load_checkpoint(checkpoint if checkpoint is not None else packaged_checkpoint())
 
     def generate_batch(prompts: list[str], seeds: list[int], guidance=None) -> list:
-        from .fashion_guidance import fashion_guidance  # PromptSplit guidance (generate --guide-reference)
-
         guide = None if guidance is None else fashion_guidance(guidance, list(prompts), ckpt.image_size)
         images = sample_images(ckpt, prompt_classes(list(prompts)), seeds, guidance_scale=guidance_scale,
                                steps=steps, batch_size=batch_size, guidance=guide)

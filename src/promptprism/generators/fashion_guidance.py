@@ -22,41 +22,19 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from .fashion import (  # noqa: F401 (re-exported)
+    CLASS_NAMES,
+    NULL_CLASS,
+    SIGMA_PROMPT,
+    fashion_guidance,
+    real_images,
+    reference_pixels,
+    sample_images,
+)
 
-#: the prompt bandwidth of one-hot class prompts
-SIGMA_PROMPT = 0.5
 #: section 5.4: the classes whose reference images carry a frame (guided) and those left plain (control)
 GUIDED, CONTROL = ("trouser", "sandal", "bag"), ("T-shirt", "sneaker", "dress")
 FRAME = 2  #: the frame's width in pixels
-
-
-def reference_pixels(images: list[Any], image_size: int, source: str = "reference") -> np.ndarray:
-    """uint8 images (H, W) or (H, W, 3) of any size -> pixel rows (n, s * s) in [-1, 1] at ``image_size``."""
-    from .fashion import resized
-
-    gray = []
-    for i, im in enumerate(images):
-        a = np.asarray(im)
-        if a.ndim == 3:
-            a = a[..., :3].mean(axis=2)
-        if a.ndim != 2:
-            raise InputError(f"{source}: image {i} has shape {a.shape}; expected a grey or RGB image")
-        gray.append(np.asarray(resized(a[None].astype(np.uint8), image_size))[0, 0])
-    return np.stack(gray).reshape(len(gray), -1) / 127.5 - 1.0
-
-
-def fashion_guidance(request: Any, prompts: list[str], image_size: int):
-    """The eq. 5 guidance of ``request`` for a batch of ``prompts`` (pixels, one-hot class prompts)."""
-    from ..guidance import PromptSplitGuidance
-    from .fashion import NULL_CLASS, prompt_classes
-
-    onehot = np.eye(NULL_CLASS)
-    ref_classes = prompt_classes(list(request.reference_prompts))
-    pixels = reference_pixels(list(request.reference_images), image_size, request.source)
-    return PromptSplitGuidance(pixels, onehot[ref_classes], onehot[prompt_classes(prompts)],
-                               scale=request.scale, rho=request.rho, sigma_prompt=SIGMA_PROMPT,
-                               min_sigma_output=0.5 * float(np.sqrt(pixels.shape[1])))
 
 
 def framed(images: np.ndarray, width: int = FRAME) -> np.ndarray:
@@ -74,7 +52,6 @@ def pixel_rows(images: np.ndarray) -> np.ndarray:
 
 def section_classes(guided=GUIDED, control=CONTROL) -> np.ndarray:
     """The class indices of the guided then the control prompts."""
-    from .fashion import CLASS_NAMES
 
     return np.array([CLASS_NAMES.index(n) for n in (*guided, *control)])
 
@@ -87,7 +64,6 @@ def model_reference_sets(checkpoint: Any, per_class: int, seed: int, steps: int,
     from the evaluated generations' ``seed``), framed on the ``guided`` classes. Such a reference differs
     from the unguided model only by the frame on the guided prompts, whatever the model's quality."""
     from ..guidance import sample_seeds
-    from .fashion import sample_images
 
     classes = np.repeat(section_classes(guided, control), per_class)
     is_guided = np.isin(classes, section_classes(guided, ()))
@@ -103,7 +79,6 @@ def model_reference_sets(checkpoint: Any, per_class: int, seed: int, steps: int,
 def real_reference_sets(image_size: int, per_class: int, seed: int, *, guided=GUIDED, control=CONTROL
                         ) -> list[tuple[np.ndarray, np.ndarray]]:
     """As :func:`model_reference_sets` from real test images (disjoint halves, a seeded draw per class)."""
-    from .fashion import real_images
 
     x, y = real_images("test", image_size)
     rng = np.random.default_rng(seed)
@@ -126,7 +101,6 @@ def guided_samples(checkpoint: Any, classes: np.ndarray, reference: tuple[np.nda
     import time
 
     from ..guidance import PromptSplitGuidance, sample_seeds
-    from .fashion import NULL_CLASS, sample_images
 
     ref_images, ref_classes = reference
     onehot = np.eye(NULL_CLASS)

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from html.parser import HTMLParser
 from typing import Any
 
+from .interactive import data_block, script_block
+
 #: the page's whole style sheet; sized for a laptop screen (max 1180 px wide), system fonts only
 CSS = """
 :root{--fg:#1d2430;--muted:#5b6576;--line:#dde2ea;--bg:#f6f7f9;--card:#fff;--pos:#2f6db5;--neg:#c8641c}
@@ -276,8 +278,6 @@ class Page:
             cls="top",
         )
         body = el("main", [s for _, _, s in self.sections], el("footer", self.footer))
-        from .interactive import data_block, script_block
-
         scripts = (data_block(self.data) if self.data is not None else "") + script_block()
         doc = (
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -16,8 +16,6 @@ import math
 from importlib import resources
 from typing import Any
 
-from .html import Html
-
 #: the id of the JSON block; the script reads it with ``JSON.parse``
 DATA_ID = "pp-data"
 #: characters escaped in the JSON block: ``<`` (no ``</script>`` or ``<!--``), ``>``, ``&`` and the two
@@ -49,18 +47,18 @@ def json_for_html(data: Any) -> str:
     return text.translate(_TRANS)
 
 
-def data_block(data: Any) -> Html:
-    """The page's data as an inert JSON block (``type="application/json"``, never executed)."""
-    return Html(f'<script type="application/json" id="{DATA_ID}">{json_for_html(data)}</script>')
+def data_block(data: Any) -> str:
+    """The page's data as an inert JSON block (``type="application/json"``, never executed); safe markup."""
+    return f'<script type="application/json" id="{DATA_ID}">{json_for_html(data)}</script>'
 
 
 #: the scripts, in order: the components (report.js), then the views and widgets built on them (views.js)
 SCRIPTS = ("report.js", "views.js")
 
 
-def script_block() -> Html:
+def script_block() -> str:
     """The interactive layer's style sheet and scripts, inlined (one ``<script>`` element)."""
     js = "\n".join(asset(name) for name in SCRIPTS)
     if "</script" in js.lower() or "<!--" in js:
         raise ValueError("the report's scripts may not contain '</script' or '<!--'")
-    return Html(f'<style id="pp-css">{asset("report.css")}</style><script id="pp-js">{js}</script>')
+    return f'<style id="pp-css">{asset("report.css")}</style><script id="pp-js">{js}</script>'

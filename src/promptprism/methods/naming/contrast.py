@@ -79,25 +79,6 @@ class ContrastName:
         return asdict(self)
 
 
-def examples_by_prompt(shown_a: Sequence[Sample], shown_b: Sequence[Sample], limit: int
-                       ) -> list[tuple[str, str | None, str | None]]:
-    """(prompt, an A output, a B output) triples, one per prompt, A and B on the same prompt where both have
-    one; at most ``limit``."""
-    by_b: dict[str, list[str]] = {}
-    for s in shown_b:
-        by_b.setdefault(s.prompt, []).append(s.output)
-    out, used = [], set()
-    for s in shown_a:
-        if s.prompt in used:
-            continue
-        used.add(s.prompt)
-        partner = by_b.get(s.prompt)
-        out.append((s.prompt, s.output, partner[0] if partner else None))
-        if len(out) == limit:
-            break
-    return out
-
-
 def _cap(idx: np.ndarray, cap: int, seed: int) -> np.ndarray:
     if idx.size <= cap:
         return idx

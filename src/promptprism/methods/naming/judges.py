@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -40,6 +40,25 @@ JUDGE_PROMPT = """Statement: "{description}"
 Text: \"\"\"{text}\"\"\"
 
 Is the statement true of the text? Answer with one word: yes or no."""
+
+
+def examples_by_prompt(shown_a: Sequence[Any], shown_b: Sequence[Any], limit: int
+                       ) -> list[tuple[str, str | None, str | None]]:
+    """(prompt, an A output, a B output) triples, one per prompt, A and B on the same prompt where both have
+    one; at most ``limit`` (samples with ``.prompt`` and ``.output``)."""
+    by_b: dict[str, list[str]] = {}
+    for s in shown_b:
+        by_b.setdefault(s.prompt, []).append(s.output)
+    out, used = [], set()
+    for s in shown_a:
+        if s.prompt in used:
+            continue
+        used.add(s.prompt)
+        partner = by_b.get(s.prompt)
+        out.append((s.prompt, s.output, partner[0] if partner else None))
+        if len(out) == limit:
+            break
+    return out
 
 
 def clip_text(text: str | None, limit: int = MAX_SHOWN_CHARS) -> str:
@@ -112,7 +131,6 @@ class ChatNamer:
 
     def propose(self, shown_a: Sequence, shown_b: Sequence, *, count: int = 3) -> list[str]:
         """Up to ``count`` candidates (see :func:`propose`)."""
-        from .contrast import examples_by_prompt
 
         return propose(self.client, examples_by_prompt(shown_a, shown_b, self.max_examples), count=count)
 

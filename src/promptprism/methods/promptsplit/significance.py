@@ -35,6 +35,7 @@ from ...stats.batched_eigen import (
     weighted_factor_extremes,
     weighted_gram_extremes,
 )
+from ...stats.permutation import labelling_statistic, min_p_aggregate
 
 SCHEMES = ("within-prompt", "pooled")
 #: permutations when ``permutations=None``: the exact route, and the random-feature routes
@@ -220,10 +221,8 @@ def curtail_at(permutations: int, alpha: float) -> int:
 
 def global_pvalue(spectra: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
     """The test's global p-value over the labellings drawn so far (row 0 observed): each kernel's first-step
-    statistic (:func:`.aggregate.labelling_statistic`), combined by min-p over kernels (one kernel: its own
-    rank p-value, the first step of :func:`step_down_pvalues`)."""
-    from .aggregate import labelling_statistic, min_p_aggregate
-
+    statistic (``stats.permutation.labelling_statistic``), combined by min-p over kernels (one kernel: its
+    own rank p-value, the first step of :func:`step_down_pvalues`)."""
     stats = np.stack([labelling_statistic(pos[:, 0], neg[:, 0]) for pos, neg in spectra])
     return min_p_aggregate(stats)[0]
 

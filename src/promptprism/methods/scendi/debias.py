@@ -26,12 +26,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...array_ops import as_like, group_sum, index_array
+from ...array_ops import as_like, group_sum, index_array, symmetric_eigh
 from ...backend import array_namespace, to_numpy
 from ...errors import OptionError
 
 #: the debiased estimator needs G - k >= MIN_RESIDUAL_DF residual degrees of freedom (at k = G, c is infinite)
 MIN_RESIDUAL_DF = 1
+
+
+def difference_twin(k_x, s):
+    """The n x n twin of X^T S X (S symmetric n x n, possibly indefinite): K_X^1/2 S K_X^1/2, with the same
+    non-zero eigenvalues (K_X = X X^T)."""
+    c, v = symmetric_eigh(k_x)
+    xp = array_namespace(k_x)
+    root = (v * xp.sqrt(xp.clip(c, 0.0, None))[None, :]) @ v.T
+    out = root @ s @ root
+    return 0.5 * (out + out.T)
 
 
 def debias_possible(rank: int, distinct_prompts: int) -> bool:
@@ -56,7 +66,6 @@ def debiased_twins(k_x, basis, groups: np.ndarray, weights: np.ndarray):
     C_II - Lambda_I^dfc = X^T (c P - (c - 1) A) X (module doc), from the weighted output Gram matrix
     ``k_x`` = X X^T and the orthonormal basis Q of the in-sample projection P = Q Q^T
     (:func:`.dual.grouped_prompt_basis`)."""
-    from .dual import difference_twin
 
     xp = array_namespace(k_x)
     w = np.asarray(to_numpy(weights), dtype=np.float64)

@@ -34,6 +34,7 @@ from ..._validation import PRECISIONS, check_precision  # noqa: F401 (PRECISIONS
 from ...array_ops import as_like, device_of, grid, index_array, symmetric_eigh, trace, values_and_top_vectors
 from ...backend import array_namespace, to_numpy
 from ...errors import InputError
+from .debias import debiased_twins, difference_twin
 
 
 def weighted_gram(gram: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -132,16 +133,6 @@ def prediction_gram(output_gram: np.ndarray, hat: np.ndarray, weights: np.ndarra
     k_x = weighted_gram(output_gram, as_like(weights, output_gram))
     p = hat @ k_x @ hat.T
     return 0.5 * (p + p.T)
-
-
-def difference_twin(k_x, s):
-    """The n x n twin of X^T S X (S symmetric n x n, possibly indefinite): K_X^1/2 S K_X^1/2, with the same
-    non-zero eigenvalues (K_X = X X^T)."""
-    c, v = symmetric_eigh(k_x)
-    xp = array_namespace(k_x)
-    root = (v * xp.sqrt(xp.clip(c, 0.0, None))[None, :]) @ v.T
-    out = root @ s @ root
-    return 0.5 * (out + out.T)
 
 
 def prompt_part_twin(k_x, hat):
@@ -267,7 +258,6 @@ def sample_space_spectra(output_gram, weights: np.ndarray, *, dim: int, hat=None
     w = np.asarray(to_numpy(weights), dtype=np.float64)
     k_x = weighted_gram(output_gram, as_like(w, output_gram))
     if basis is not None and debias_groups is not None:
-        from .debias import debiased_twins
 
         resid, pred, _ = debiased_twins(k_x, basis, debias_groups, w)
         prompt = _spectrum(pred, dim, 0, w)[0]
