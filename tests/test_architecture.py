@@ -257,3 +257,89 @@ def test_only_the_cli_imports_the_generators():
              if _layer_of(m) not in ("generators", "cli") and any(_layer_of(t) == "generators"
                                                                   for t, _ in _imports(p))}
     assert not users, f"the core imports the trained generators: {sorted(users)}"
+
+
+# ------------------------------------------------------------------------------------------- import circles
+def _import_graph() -> dict[str, set[str]]:
+    """module -> the package modules it imports, anywhere in its body (top level, inside functions, under
+    ``if TYPE_CHECKING``): a circle closed by a function-local import is still a circle."""
+    mods = _modules()
+    return {m: {t for t, _ in _imports(p) if t in mods and t != m} for m, p in mods.items()}
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_circles():
+    """No two modules import each other, directly or around a longer loop, lazily or not."""
+    circles = _circles(_import_graph())
+    assert not circles, f"import circles (each a set of modules that import each other): {circles}"
+
+
+def test_the_circle_finder_finds_circles():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e2"}, "e2": set()}
+    assert _circles(graph) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+#: method -> other methods it still imports (shared code to move below the methods: stats/, llm/); the test
+#: fails when a new such import appears and when one listed here is gone (then remove it from the list)
+METHOD_TO_METHOD = {
+    ("compcon", "naming"), ("compcon", "promptsplit"), ("metrics", "regions"), ("metrics", "scendi"),
+    ("naming", "compcon"),
+}
+
+
+def test_methods_do_not_import_each_other():
+    """A method's package imports the shared layers, never another method's package."""
+    seen = set()
+    for module, targets in _import_graph().items():
+        parts = module.split(".")
+        if parts[0] != "methods" or len(parts) < 3:
+            continue
+        for target in targets:
+            other = target.split(".")
+            if other[0] == "methods" and len(other) > 1 and other[1] != parts[1] and other[1] != "rankings":
+                seen.add((parts[1], other[1]))
+    assert seen == METHOD_TO_METHOD, (
+        f"new method -> method imports: {sorted(seen - METHOD_TO_METHOD)}; "
+        f"gone (remove from METHOD_TO_METHOD): {sorted(METHOD_TO_METHOD - seen)}")

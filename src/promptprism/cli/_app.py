@@ -8,15 +8,13 @@ command's flag, and keeps the run's state (:class:`RunState`) where :mod:`._outp
 from __future__ import annotations
 
 import contextlib
-import contextvars
-import dataclasses
 import functools
 from typing import Any
 
 import typer
-from rich.console import Console
 
 from ._options import parse_columns
+from ._state import _STATE, LAST_RUN, RunState, console, err_console, run_state  # noqa: F401 (shared)
 
 app = typer.Typer(
     name="promptprism",
@@ -28,10 +26,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
 )
-# markup stays on for the tool's own styling; every user-supplied text is escaped (or printed with
-# markup=False); emoji codes (':name:') are never replaced
-console = Console(emoji=False, highlight=False)
-err_console = Console(stderr=True, emoji=False, highlight=False)
 
 
 def _print_version(value: bool) -> None:
@@ -50,24 +44,6 @@ def _root(
     """promptprism: where and how prompt-guided generative models behave differently."""
 
 
-@dataclasses.dataclass
-class RunState:
-    """What the shared options of the running sub-command asked for, and what it wrote."""
-
-    command: str = ""
-    json: bool = False
-    columns: dict[str, str] | None = None
-    flags: dict[str, str] = dataclasses.field(default_factory=dict)
-    summary: dict[str, Any] | None = None
-
-
-_STATE: contextvars.ContextVar[RunState | None] = contextvars.ContextVar("promptprism_cli_run", default=None)
-
-
-#: the state of the last finished run (read by ``main`` for ``--json``)
-LAST_RUN: list[RunState] = []
-
-
 #: the command line run in-process (``promptprism.cli.main``), registered by the package when it loads: the
 #: demos run sub-commands through :func:`run_command` (and this module does not import the package)
 _MAIN: list[Any] = []
@@ -81,12 +57,6 @@ def register_main(main: Any) -> None:
 def run_command(argv: list[str]) -> int:
     """Run ``promptprism ARGV`` in this process; its exit status (0 ok, 2 bad input, 1 a bug)."""
     return _MAIN[0](argv)
-
-
-def run_state() -> RunState:
-    """The state of the running sub-command (a fresh one outside any run, e.g. in library tests)."""
-    state = _STATE.get()
-    return state if state is not None else RunState()
 
 
 def command_runner(name: str, callback: Any, *, flags: dict[str, str], out_kind: str | None) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import OptionError
 from ..io import LOCK_SUFFIX, STAGING_PREFIX, staged_outputs
-from ._app import console, run_state
+from ._state import console, run_state
 
 REPORT_NAME = "report.html"
 #: the hidden list of what a command wrote into its results folder
