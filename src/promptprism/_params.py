@@ -1,0 +1,204 @@
+"""Estimator parameters declared once, with their constraints, and checked in one place.
+
+In the manner of scikit-learn's ``BaseEstimator`` and ``_parameter_constraints`` / ``validate_params``: an
+estimator is a dataclass whose class attribute ``_parameter_constraints`` maps each parameter to the list of
+constraints one of which its value must meet (:class:`Interval`, :class:`Options`, :class:`Rule`, a type,
+``None``, ``"boolean"``, ``"seed"``, ``callable``). :class:`Estimator` checks them when the estimator is made
+(one message style: ``"<parameter> must be <what>, got <value>"``, the parameter carried as
+``OptionError.parameter`` so that the CLI writes its flag), then its own ``_check_together`` for the rules
+that tie parameters to each other. Unlike scikit-learn, parameters are never changed after construction:
+:meth:`Estimator.set_params` and :meth:`Estimator.clone` return a new, checked estimator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import re
+from collections.abc import Collection, Mapping
+from typing import Any, ClassVar
+
+from .errors import OptionError
+
+#: the ends of an interval that are included: 'neither', 'left', 'right', 'both'
+_CLOSED = {"neither": (False, False), "left": (True, False), "right": (False, True), "both": (True, True)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    """A real (``kind=numbers.Real``) or integer (``numbers.Integral``) value between ``low`` and ``high``
+    (None: unbounded), ``closed`` saying which ends are included. NaN, infinities (unless an unbounded end
+    allows them: never) and booleans are refused; ``even`` asks for an even integer."""
+
+    kind: type
+    low: float | None
+    high: float | None
+    closed: str = "both"
+    even: bool = False
+
+    def __post_init__(self) -> None:
+        if self.closed not in _CLOSED:
+            raise ValueError(f"closed must be one of {', '.join(_CLOSED)}, got {self.closed!r}")
+
+    def accepts(self, value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, self.kind):
+            return False
+        x = float(value)
+        if not math.isfinite(x):
+            return False
+        with_low, with_high = _CLOSED[self.closed]
+        if self.low is not None and not (x >= self.low if with_low else x > self.low):
+            return False
+        if self.high is not None and not (x <= self.high if with_high else x < self.high):
+            return False
+        return not (self.even and int(value) % 2)
+
+    def __str__(self) -> str:
+        what = "an integer" if self.kind is numbers.Integral else "a number"
+        if self.even:
+            what = "an even integer"
+        with_low, with_high = _CLOSED[self.closed]
+        if self.low is not None and self.high is not None:
+            return (f"{what} in {'[' if with_low else '('}{self.low:g}, {self.high:g}"
+                    f"{']' if with_high else ')'}")
+        if self.low is not None:
+            return f"{what} {'>=' if with_low else '>'} {self.low:g}"
+        if self.high is not None:
+            return f"{what} {'<=' if with_high else '<'} {self.high:g}"
+        return f"a finite {what[2:] if what.startswith('a ') else what[3:]}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """One of a fixed set of values (strings compared exactly)."""
+
+    values: tuple
+
+    def __init__(self, values: Collection[Any]) -> None:
+        object.__setattr__(self, "values", tuple(values))
+
+    def accepts(self, value: Any) -> bool:
+        if isinstance(value, bool) and not any(isinstance(v, bool) for v in self.values):
+            return False
+        return any(value is v or (type(value) is type(v) and value == v) for v in self.values)
+
+    def __str__(self) -> str:
+        return "one of " + ", ".join(repr(v) if isinstance(v, str) else str(v) for v in self.values)
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """A string matching ``pattern`` (a regular expression matched whole), described as ``what``."""
+
+    pattern: str
+    what: str
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, str) and re.fullmatch(self.pattern, value) is not None
+
+    def __str__(self) -> str:
+        return self.what
+
+
+def _accepts(constraint: Any, value: Any) -> bool:
+    if constraint is None:
+        return value is None
+    if constraint == "boolean":
+        return isinstance(value, (bool,)) or type(value).__name__ == "bool_"
+    if constraint == "seed":
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool) and 0 <= value < 2**63
+    if constraint is callable:
+        return callable(value)
+    if isinstance(constraint, type):
+        return isinstance(value, constraint) and not (constraint is not bool and isinstance(value, bool)
+                                                      and constraint in (int, float, numbers.Real))
+    return constraint.accepts(value)
+
+
+def _describe(constraint: Any) -> str:
+    if constraint is None:
+        return "None"
+    if constraint == "boolean":
+        return "True or False"
+    if constraint == "seed":
+        return "a non-negative integer (a seed)"
+    if constraint is callable:
+        return "a callable"
+    if isinstance(constraint, type):
+        return f"a {constraint.__name__}"
+    return str(constraint)
+
+
+def describe_constraints(constraints: list) -> str:
+    """The values a parameter accepts, in words: ``"an integer >= 1 or None"``."""
+    words = [_describe(c) for c in constraints]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def validate_params(constraints: Mapping[str, list], params: Mapping[str, Any]) -> None:
+    """Check each of ``params`` against its list of constraints (it must meet one); the first failure is an
+    :class:`OptionError` ``"<name> must be <what>, got <value>"`` carrying ``parameter=<name>``. Parameters
+    without constraints are not checked here."""
+    for name, value in params.items():
+        allowed = constraints.get(name)
+        if allowed is None or any(_accepts(c, value) for c in allowed):
+            continue
+        raise OptionError(f"{name} must be {describe_constraints(allowed)}, got {value!r}", parameter=name)
+
+
+class Estimator:
+    """The one estimator shape: a dataclass of parameters with ``_parameter_constraints``, checked when it is
+    made; ``get_params``, ``set_params`` and ``clone`` (new estimators: parameters are never mutated);
+    ``fit(...) -> Result`` defined by each estimator."""
+
+    _parameter_constraints: ClassVar[dict[str, list]] = {}
+
+    def __post_init__(self) -> None:
+        validate_params(self._parameter_constraints, self.get_params())
+        self._check_together()
+
+    def _check_together(self) -> None:
+        """Rules that tie parameters to each other (one value valid only with another); none by default."""
+
+    def get_params(self) -> dict[str, Any]:
+        """The parameters by name, as the estimator was made."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}  # type: ignore
+
+    def set_params(self, **params: Any) -> Estimator:
+        """A new estimator with ``params`` changed (checked like any new one); this one is unchanged."""
+        known = self.get_params()
+        unknown = sorted(set(params) - set(known))
+        if unknown:
+            raise OptionError(f"{type(self).__name__} has no parameter {unknown[0]!r}; its parameters are "
+                              f"{', '.join(known)}", parameter=unknown[0])
+        return dataclasses.replace(self, **params)  # type: ignore[type-var]
+
+    def clone(self) -> Estimator:
+        """A new estimator with the same parameters."""
+        return dataclasses.replace(self)  # type: ignore[type-var]
+
+
+def constraints_of(estimator: type | Any) -> dict[str, list]:
+    """The declared constraints of an estimator class or instance (for documentation and the CLI)."""
+    return dict(getattr(estimator, "_parameter_constraints", {}))
+
+
+def check_declared(estimator_type: type, *, exempt: Collection[str] = ()) -> list[str]:
+    """The parameters of ``estimator_type`` (a dataclass) that declare no constraint, ``exempt`` aside: a
+    test asserts the list is empty so that every new parameter is declared with its constraints."""
+    fields = [f.name for f in dataclasses.fields(estimator_type) if f.init]
+    return [n for n in fields if n not in constraints_of(estimator_type) and n not in exempt]
+
+
+#: constraints used by several estimators
+POSITIVE_INT = Interval(numbers.Integral, 1, None)
+NON_NEGATIVE_INT = Interval(numbers.Integral, 0, None)
+POSITIVE_REAL = Interval(numbers.Real, 0, None, closed="neither")
+PROBABILITY = Interval(numbers.Real, 0, 1, closed="neither")
+SEED = "seed"
+BOOLEAN = "boolean"
+
+__all__ = ["BOOLEAN", "Estimator", "Interval", "NON_NEGATIVE_INT", "Options", "POSITIVE_INT", "POSITIVE_REAL",
+           "PROBABILITY", "Rule", "SEED", "check_declared", "constraints_of", "describe_constraints",
+           "validate_params"]
