@@ -36,7 +36,7 @@ import numpy as np
 from scipy import ndimage
 
 from promptprism import pixel_cka_matrix
-from promptprism.methods.regions import gamma_from_median
+from promptprism.kernels.bandwidth import gamma_from_median
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from regions_oracle import pixel_cka_loop  # noqa: E402  (the test oracle: the paper's nested loop)
@@ -99,7 +99,8 @@ def block_bias(seeds: int = 10) -> None:
     """Same-distribution digits: eq. 4 on all images vs the paper's block average and the corrected one."""
     from sklearn.datasets import load_digits
 
-    from promptprism.methods.regions import as_pixels, compare_sources
+    from promptprism.methods.regions.comparison import compare_sources
+    from promptprism.methods.regions.sources import as_pixels
 
     x = load_digits().images / 16.0
     perm = np.random.default_rng(0).permutation(len(x))

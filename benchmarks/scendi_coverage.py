@@ -103,7 +103,8 @@ def feature_maps(cell: Cell):
 
 def population(cell: Cell, rows: int = POPULATION_ROWS, seed: int = 999) -> dict[str, float]:
     """SPEC's scores of the population joint covariance (``rows`` fresh pairs, every prompt distinct)."""
-    from promptprism.methods.scendi import scendi_score_table, schur_split
+    from promptprism.methods.scendi import schur_split
+    from promptprism.methods.scendi.core import scendi_score_table
     from promptprism.stats import CovarianceAccumulator
 
     maps = feature_maps(cell)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from promptprism.methods.regions import as_pixels
+from promptprism.methods.regions.sources import as_pixels
 
 
 def sqdist(a: np.ndarray, b: np.ndarray) -> np.ndarray:

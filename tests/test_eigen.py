@@ -14,7 +14,7 @@ from brute import (
     nonzero,
     small_sets,
 )
-from promptprism.methods.promptsplit import signed_weights
+from promptprism.methods.promptsplit.core import signed_weights
 from promptprism.stats import gram_factor, symmetric_eigenpairs, weighted_gram_eigenpairs
 
 

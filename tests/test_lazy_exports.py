@@ -30,15 +30,15 @@ def test_every_public_name_is_the_defining_modules_object(package):
 
 def test_names_shared_with_a_submodule_and_submodule_imports():
     """A submodule imported first does not shadow the function of its name; ``from package import
-    submodule`` still gives the submodule; PromptSplit's old private alias still resolves."""
+    submodule`` still gives the submodule; a name re-exported from a lower layer is that layer's object."""
     code = ("import promptprism.methods.regions.region_cms, promptprism.methods.metrics.prdc\n"
             "from promptprism.methods.regions import region_cms\n"
             "from promptprism.methods.metrics import prdc\n"
-            "from promptprism.methods.promptsplit import _select_modes, significance\n"
+            "from promptprism.methods.promptsplit import select_modes as exported, significance\n"
             "from promptprism.stats.eigen import select_modes\n"
             "print(callable(region_cms) and region_cms.__module__.endswith('comparison'),\n"
             "      callable(prdc) and prdc.__module__.endswith('metrics.prdc'),\n"
             "      significance.__name__.endswith('promptsplit.significance'),\n"
-            "      _select_modes is select_modes)\n")
+            "      exported is select_modes)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True"] * 4

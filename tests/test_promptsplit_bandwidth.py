@@ -17,7 +17,7 @@ from promptprism.kernels.bandwidth import (
     stable_bandwidth,
     stable_multiples,
 )
-from promptprism.methods.promptsplit import top_eigenvalues
+from promptprism.methods.promptsplit.core import top_eigenvalues
 
 
 def test_scan_picks_smallest_settled_sigma():

@@ -68,7 +68,7 @@ def test_cli_demo(tmp_path, data, exact, capsys, monkeypatch):
     # the demo's fit is the `exact` fixture's (not a second 30 s fit): the demo must call the default
     # estimator on the same data, and `auto` must resolve to the exact route at this size
     from promptprism.methods import promptsplit
-    from promptprism.methods.promptsplit import EXACT_MAX_SAMPLES
+    from promptprism.methods.promptsplit.estimator import EXACT_MAX_SAMPLES
 
     calls = []
 

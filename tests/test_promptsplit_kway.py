@@ -10,9 +10,10 @@ from threadpoolctl import threadpool_limits
 from brute import cosine_psi, lambda_matrix, nonzero, padded_sorted
 from promptprism.data.paired import PairedSet
 from promptprism.errors import InputError, OptionError
-from promptprism.methods.promptsplit import PromptSplit, permuted_labels, step_down_pvalues
+from promptprism.methods.promptsplit import PromptSplit, step_down_pvalues
 from promptprism.methods.promptsplit import kway_core as kc
 from promptprism.methods.promptsplit.kway import KWaySplit
+from promptprism.methods.promptsplit.significance import permuted_labels
 from promptprism.results import load_result
 
 

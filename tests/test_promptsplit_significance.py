@@ -13,14 +13,10 @@ from promptprism.backend import resolve_backend
 from promptprism.cli import main
 from promptprism.datasets import colored_digits, gaussian_mixture
 from promptprism.errors import OptionError
-from promptprism.methods.promptsplit import (
-    permuted_labels,
-    permuted_spectra,
-    replace_config,
-    step_down_pvalues,
-)
 from promptprism.methods.promptsplit import significance as sig
-from promptprism.methods.promptsplit.significance import label_weights
+from promptprism.methods.promptsplit import step_down_pvalues
+from promptprism.methods.promptsplit.estimator import replace_config
+from promptprism.methods.promptsplit.significance import label_weights, permuted_labels, permuted_spectra
 from promptprism.stats.batched_eigen import weighted_gram_extremes
 from promptprism.stats.eigen import signed_extremes
 

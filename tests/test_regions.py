@@ -29,7 +29,8 @@ from promptprism import (
     region_cms,
     suggest_n_regions,
 )
-from promptprism.methods.regions import cross_region_cka, log_cms_rbf
+from promptprism.methods.regions import cross_region_cka
+from promptprism.methods.regions.region_cms import log_cms_rbf
 from regions_oracle import pixel_cka_loop
 
 

@@ -15,15 +15,11 @@ import pytest
 from backends import DEVICES
 from promptprism import InputError, OptionError, RegionCMS, RegionsResult, block_cms, cms, rbf_kernel
 from promptprism.cli import main
-from promptprism.methods.regions import (
-    as_pixels,
-    block_indices,
-    cms_from_pair_means,
-    compare_sources,
-    gamma_from_median,
-    region_cms,
-)
-from promptprism.methods.regions.comparison import bootstrap_rng, resample_counts
+from promptprism.kernels.bandwidth import gamma_from_median
+from promptprism.methods.regions import region_cms
+from promptprism.methods.regions.comparison import bootstrap_rng, compare_sources, resample_counts
+from promptprism.methods.regions.sources import as_pixels
+from promptprism.methods.regions.two_sample import block_indices, cms_from_pair_means
 
 
 def gram(a, b, gamma):

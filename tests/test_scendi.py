@@ -9,14 +9,8 @@ import promptprism as pp
 from backends import DEVICES
 from promptprism.errors import InputError, OptionError
 from promptprism.kernels import RandomFourierFeatures, cosine_gram, gaussian_gram
-from promptprism.methods.scendi import (
-    EIGEN_FLOOR,
-    PromptRankWarning,
-    accumulate_joint,
-    joint_covariance,
-    scendi_entropy,
-    schur_split,
-)
+from promptprism.methods.scendi import PromptRankWarning, joint_covariance, scendi_entropy, schur_split
+from promptprism.methods.scendi.core import EIGEN_FLOOR, accumulate_joint
 from promptprism.stats import CovarianceAccumulator
 
 
@@ -332,7 +326,7 @@ def test_bad_options(kwargs):
 
 @pytest.mark.slow
 def test_large_matrix_path_matches_full_eigendecomposition():
-    from promptprism.methods.scendi import spectrum_and_top_vectors
+    from promptprism.methods.scendi.core import spectrum_and_top_vectors
 
     rng = np.random.default_rng(3)
     g = rng.standard_normal((640, 60))

@@ -15,16 +15,12 @@ import promptprism as pp
 from backends import DEVICES, HAS_TORCH
 from promptprism.data.paired import prompt_groups
 from promptprism.errors import OptionError
-from promptprism.methods.scendi import (
-    PINV_RCOND,
-    SampleSpaceReplicates,
-    assign_folds,
-    bootstrap_replicates,
-    compare,
-    feature_matrices,
-    prompt_draws,
-    resolve_feature_maps,
-)
+from promptprism.methods.scendi import compare
+from promptprism.methods.scendi.bootstrap import bootstrap_replicates, prompt_draws
+from promptprism.methods.scendi.core import PINV_RCOND
+from promptprism.methods.scendi.dual import assign_folds
+from promptprism.methods.scendi.nullifier import resolve_feature_maps
+from promptprism.methods.scendi.replicates import SampleSpaceReplicates, feature_matrices
 
 
 def unit(a):

@@ -12,7 +12,7 @@ import pytest
 import promptprism as pp
 from promptprism.data.paired import prompt_groups
 from promptprism.errors import OptionError
-from promptprism.methods.scendi import assign_folds
+from promptprism.methods.scendi.dual import assign_folds
 from test_scendi_crossfit import brute_cross_fit, exp_entropy, unit
 
 
@@ -136,13 +136,9 @@ def test_debiased_estimator_matches_its_definition_on_every_route(n_prompts, per
 def test_debiased_bootstrap_replicate_is_the_estimator_on_the_duplicated_rows():
     data = _set(8, 12, 3, 4, 6)
     groups = prompt_groups(data)[0][0]
-    from promptprism.methods.scendi import (
-        bootstrap_replicates,
-        feature_matrices,
-        prompt_draws,
-        resolve_feature_maps,
-    )
-    from promptprism.methods.scendi.replicates import GroupedReplicates
+    from promptprism.methods.scendi.bootstrap import bootstrap_replicates, prompt_draws
+    from promptprism.methods.scendi.nullifier import resolve_feature_maps
+    from promptprism.methods.scendi.replicates import GroupedReplicates, feature_matrices
 
     maps = resolve_feature_maps(data, kernel="cosine", sigma_output=None, sigma_prompt=None, n_features=0,
                                 shared_frequencies=False, seed=0, notes=[])

@@ -9,13 +9,13 @@ import pytest
 import promptprism as pp
 from promptprism.backend import resolve_backend
 from promptprism.data.paired import PairedSet, prompt_groups
-from promptprism.methods.scendi import (
+from promptprism.methods.scendi.nullifier import resolve_feature_maps
+from promptprism.methods.scendi.routes import (
     FitInputs,
     GroupedRoute,
     SampleSpaceRoute,
     StreamingRoute,
     choose_route,
-    resolve_feature_maps,
 )
 
 METRICS = ("scendi", "scendi_prompt", "vendi", "rke", "model_share", "prompt_share")

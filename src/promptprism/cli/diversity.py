@@ -53,7 +53,7 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
     the model share and, with a bootstrap, their intervals; then the pairwise differences."""
     if quiet:
         return
-    from ..methods.scendi import interval_notes
+    from ..methods.scendi.bootstrap import interval_notes
 
     kernel = results[0].config["kernel"]
     level = next((r.bootstrap["level"] for r in results if r.bootstrap), None)

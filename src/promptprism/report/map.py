@@ -83,8 +83,9 @@ def mode_scores(
 ) -> tuple[np.ndarray, list[str], np.ndarray]:
     """Exact-route scores of the given samples (test rows first) on their own top ``n_modes`` modes per sign,
     with the result's kernel, bandwidths and eta: (scores (N, k), labels '+1', '−1', ..., eigenvalues)."""
-    from ..methods.promptsplit import _select_modes, joint_gram, signed_weights
-    from ..stats.eigen import weighted_gram_eigenpairs
+    from ..methods.promptsplit import joint_gram
+    from ..methods.promptsplit.core import signed_weights
+    from ..stats.eigen import select_modes, weighted_gram_eigenpairs
 
     cfg = result.config
     n, m = t["test"].shape[0], t["reference"].shape[0]
@@ -106,7 +107,7 @@ def mode_scores(
         n_negative=n_modes,
         solver="lanczos" if n + m > 500 else "auto",
     )
-    sel = _select_modes(eig.eigenvalues, n_modes, 1.0 + eta)
+    sel = select_modes(eig.eigenvalues, n_modes, 1.0 + eta)
     vals = eig.eigenvalues[sel]
     labels, counts = [], {"test": 0, "reference": 0}
     for v in vals:

@@ -17,95 +17,73 @@ objects: exact, rff, sketch), :mod:`.estimator` (the :class:`PromptSplit` estima
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..._lazy import lazy_exports
 
-#: module -> the public names it defines, imported on first use (see :mod:`promptprism._lazy`)
+#: module -> the public names it defines, imported on first use (see :mod:`promptprism._lazy`); the rest
+#: of the package is importable from its modules and is not part of the public API
 _EXPORTS = {
     "...stats.eigen": ("select_modes",),
     "...stats.modes": ("ModeStats",),
     ".core": (
-        "Spectrum", "covariance_partition", "difference_partition", "exact_spectrum", "feature_spectrum",
-        "joint_gram", "mode_stats_partition", "prompt_contributions", "prompt_disagreement",
-        "promptsplit_distance_from_gram", "same_pairs", "signed_weights", "top_eigenvalues",
+        "exact_spectrum",
+        "feature_spectrum",
+        "joint_gram",
+        "prompt_contributions",
+        "prompt_disagreement",
+        "promptsplit_distance_from_gram",
     ),
-    ".estimator": ("EXACT_MAX_SAMPLES", "METHODS", "RANKINGS", "PromptSplit", "replace_config"),
-    ".result": ("Mode", "PromptLoading", "PromptSplitResult", "SampleScore"),
+    ".estimator": ("PromptSplit",),
+    ".result": (
+        "Mode",
+        "PromptLoading",
+        "PromptSplitResult",
+        "SampleScore",
+    ),
     ".significance": (
-        "choose_scheme", "permutation_test", "permuted_labels", "permuted_spectra", "step_down_pvalues",
+        "permutation_test",
+        "step_down_pvalues",
     ),
-    ".summary": ("SIDES", "prompt_ranking", "summarise"),
+    ".summary": (
+        "prompt_ranking",
+        "summarise",
+    ),
 }
-_lookup, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "_select_modes":  # backwards-compatible alias (the report imported the private name)
-        return _lookup("select_modes")
-    return _lookup(name)
-
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from ...stats.eigen import select_modes
     from ...stats.modes import ModeStats
     from .core import (
-        Spectrum,
-        covariance_partition,
-        difference_partition,
         exact_spectrum,
         feature_spectrum,
         joint_gram,
-        mode_stats_partition,
         prompt_contributions,
         prompt_disagreement,
         promptsplit_distance_from_gram,
-        same_pairs,
-        signed_weights,
-        top_eigenvalues,
     )
-    from .estimator import EXACT_MAX_SAMPLES, METHODS, RANKINGS, PromptSplit, replace_config
+    from .estimator import PromptSplit
     from .result import Mode, PromptLoading, PromptSplitResult, SampleScore
-    from .significance import (
-        choose_scheme,
-        permutation_test,
-        permuted_labels,
-        permuted_spectra,
-        step_down_pvalues,
-    )
-    from .summary import SIDES, prompt_ranking, summarise
+    from .significance import permutation_test, step_down_pvalues
+    from .summary import prompt_ranking, summarise
 
 __all__ = [
-    "EXACT_MAX_SAMPLES",
-    "METHODS",
-    "RANKINGS",
-    "SIDES",
     "Mode",
     "ModeStats",
     "PromptLoading",
     "PromptSplit",
     "PromptSplitResult",
     "SampleScore",
-    "Spectrum",
-    "choose_scheme",
-    "covariance_partition",
-    "difference_partition",
     "exact_spectrum",
     "feature_spectrum",
     "joint_gram",
-    "mode_stats_partition",
     "permutation_test",
-    "permuted_labels",
-    "permuted_spectra",
     "prompt_contributions",
     "prompt_disagreement",
     "prompt_ranking",
     "promptsplit_distance_from_gram",
-    "replace_config",
-    "same_pairs",
     "select_modes",
-    "signed_weights",
     "step_down_pvalues",
     "summarise",
-    "top_eigenvalues",
 ]

@@ -26,119 +26,55 @@ from typing import TYPE_CHECKING
 from ..._lazy import lazy_exports
 from .comparison import region_cms  # (named as a module of the package: imported eagerly, see lazy_exports)
 
-#: module -> the public names it defines, imported on first use (see :mod:`promptprism._lazy`)
+#: module -> the public names it defines, imported on first use (see :mod:`promptprism._lazy`); the rest
+#: of the package is importable from its modules and is not part of the public API
 _EXPORTS = {
-    "...kernels.bandwidth": ("DegenerateKernelWarning", "gamma_from_median"),
-    "...kernels.rbf": ("Kernel", "rbf_kernel"),
-    "...stats.pixel": ("PixelCKAAccumulator",),
+    "...kernels.rbf": ("rbf_kernel",),
     ".clustering": (
-        "default_min_region_size", "discover_regions", "fill_constant_pixels", "suggest_n_regions",
+        "discover_regions",
+        "suggest_n_regions",
     ),
-    ".comparison": ("compare_sources", "percentile_interval", "resample_counts"),
-    ".cross_cka": ("cross_cka_partition", "cross_region_cka", "pixel_range_partition"),
+    ".cross_cka": ("cross_region_cka",),
     ".estimator": ("RegionCMS",),
-    ".options": ("BLOCK_ESTIMATORS",),
-    ".pixel_cka": (
-        "CKA_BLOCK_SIZE", "CKA_MAX_IMAGES", "MAX_BYTES", "pixel_cka_matrix", "pixel_cka_partition",
-        "unit_centred_rows",
-    ),
-    ".region_cms": (
-        "log_cms_from_pair_means", "log_cms_rbf", "region_block_partition", "region_sqdists",
-        "region_sums_partition", "weighted_logsumexp",
-    ),
-    ".result": ("INLINE_CKA_MAX_PIXELS", "RegionsResult"),
-    ".sources": ("as_pixels",),
+    ".pixel_cka": ("pixel_cka_matrix",),
+    ".result": ("RegionsResult",),
     ".two_sample": (
-        "block_cka", "block_cms", "block_hsic", "block_indices", "block_mmd2", "center_gram", "cka", "cms",
-        "cms_from_pair_means", "hsic", "mmd2",
+        "block_cka",
+        "block_cms",
+        "block_hsic",
+        "block_mmd2",
+        "cka",
+        "cms",
+        "hsic",
+        "mmd2",
     ),
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from ...kernels.bandwidth import DegenerateKernelWarning, gamma_from_median
-    from ...kernels.rbf import Kernel, rbf_kernel
-    from ...stats.pixel import PixelCKAAccumulator
-    from .clustering import default_min_region_size, discover_regions, fill_constant_pixels, suggest_n_regions
-    from .comparison import compare_sources, percentile_interval, region_cms, resample_counts
-    from .cross_cka import cross_cka_partition, cross_region_cka, pixel_range_partition
+    from ...kernels.rbf import rbf_kernel
+    from .clustering import discover_regions, suggest_n_regions
+    from .cross_cka import cross_region_cka
     from .estimator import RegionCMS
-    from .options import BLOCK_ESTIMATORS
-    from .pixel_cka import (
-        CKA_BLOCK_SIZE,
-        CKA_MAX_IMAGES,
-        MAX_BYTES,
-        pixel_cka_matrix,
-        pixel_cka_partition,
-        unit_centred_rows,
-    )
-    from .region_cms import (
-        log_cms_from_pair_means,
-        log_cms_rbf,
-        region_block_partition,
-        region_sqdists,
-        region_sums_partition,
-        weighted_logsumexp,
-    )
-    from .result import INLINE_CKA_MAX_PIXELS, RegionsResult
-    from .sources import as_pixels
-    from .two_sample import (
-        block_cka,
-        block_cms,
-        block_hsic,
-        block_indices,
-        block_mmd2,
-        center_gram,
-        cka,
-        cms,
-        cms_from_pair_means,
-        hsic,
-        mmd2,
-    )
+    from .pixel_cka import pixel_cka_matrix
+    from .result import RegionsResult
+    from .two_sample import block_cka, block_cms, block_hsic, block_mmd2, cka, cms, hsic, mmd2
 
 __all__ = [
-    "BLOCK_ESTIMATORS",
-    "CKA_BLOCK_SIZE",
-    "CKA_MAX_IMAGES",
-    "INLINE_CKA_MAX_PIXELS",
-    "DegenerateKernelWarning",
-    "Kernel",
-    "MAX_BYTES",
-    "PixelCKAAccumulator",
     "RegionCMS",
     "RegionsResult",
-    "as_pixels",
     "block_cka",
     "block_cms",
     "block_hsic",
-    "block_indices",
     "block_mmd2",
-    "center_gram",
     "cka",
     "cms",
-    "cms_from_pair_means",
-    "compare_sources",
-    "cross_cka_partition",
     "cross_region_cka",
-    "default_min_region_size",
     "discover_regions",
-    "fill_constant_pixels",
     "hsic",
-    "log_cms_from_pair_means",
-    "gamma_from_median",
-    "log_cms_rbf",
     "mmd2",
-    "percentile_interval",
     "pixel_cka_matrix",
-    "pixel_cka_partition",
-    "pixel_range_partition",
     "rbf_kernel",
-    "region_block_partition",
     "region_cms",
-    "region_sqdists",
-    "region_sums_partition",
-    "resample_counts",
     "suggest_n_regions",
-    "unit_centred_rows",
-    "weighted_logsumexp",
 ]

@@ -51,122 +51,80 @@ from typing import TYPE_CHECKING
 
 from ..._lazy import lazy_exports
 
-#: module -> the public names it defines, imported on first use (see :mod:`promptprism._lazy`)
+#: module -> the public names it defines, imported on first use (see :mod:`promptprism._lazy`); the rest
+#: of the package is importable from its modules and is not part of the public API
 _EXPORTS = {
     "...kernels.scendi_features": ("ScendiFeatureMaps",),
-    ".bootstrap": (
-        "INTERVAL_METRICS", "METRIC_RANGE", "basic_interval", "bootstrap_replicates", "check_bootstrap",
-        "compare_models", "interval_notes", "metric_intervals", "percentile_interval", "prompt_draws",
-    ),
-    ".clusters": ("build_clusters", "top_samples"),
     ".comparison": ("compare",),
     ".core": (
-        "EIGEN_FLOOR", "EIGH_MAX_DIM", "MAX_STORED_EIGENVALUES", "PINV_RCOND", "PromptRankWarning",
-        "SchurSplit", "accumulate_joint", "joint_covariance", "normalised_spectrum", "nullify", "rke_score",
-        "scendi_entropy", "scendi_score", "scendi_score_table", "schur_split", "spectrum_and_top_vectors",
-        "vendi_score", "vendi_score_from_gram",
+        "PromptRankWarning",
+        "SchurSplit",
+        "joint_covariance",
+        "normalised_spectrum",
+        "nullify",
+        "rke_score",
+        "scendi_entropy",
+        "scendi_score",
+        "schur_split",
+        "vendi_score",
+        "vendi_score_from_gram",
     ),
-    ".crossfit": ("RIDGE_GRID", "CrossFit", "check_folds", "cross_fit"),
-    ".dual": (
-        "PRECISIONS", "DualSpectra", "assign_folds", "choose_ridge", "cross_fit_hats", "grouped_prompt_basis",
-        "in_sample_hat", "prediction_gram", "prompt_rank", "residual_gram", "sample_space_spectra",
-        "weighted_gram",
+    ".crossfit": (
+        "CrossFit",
+        "cross_fit",
     ),
     ".estimator": ("Scendi",),
-    ".options": ("GAMMA_ESTIMATORS",),
-    ".nullifier": ("PromptNullifier", "prompt_rank_warnings", "resolve_feature_maps"),
-    ".replicates": ("FeatureSpaceReplicates", "SampleSpaceReplicates", "feature_matrices"),
-    ".result": ("Cluster", "ClusterSample", "ScendiComparison", "ScendiResult"),
-    ".routes": (
-        "FitInputs", "GroupedRoute", "Route", "RouteSpectra", "SampleSpaceRoute", "StreamingRoute",
-        "choose_route",
+    ".nullifier": ("PromptNullifier",),
+    ".result": (
+        "Cluster",
+        "ClusterSample",
+        "ScendiComparison",
+        "ScendiResult",
     ),
-    ".streaming": ("cluster_scores_partition", "joint_covariance_partition", "stream_cluster_scores"),
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from ...kernels.scendi_features import ScendiFeatureMaps
-    from .bootstrap import (
-        INTERVAL_METRICS,
-        METRIC_RANGE,
-        basic_interval,
-        bootstrap_replicates,
-        check_bootstrap,
-        compare_models,
-        interval_notes,
-        metric_intervals,
-        percentile_interval,
-        prompt_draws,
-    )
-    from .clusters import build_clusters, top_samples
     from .comparison import compare
     from .core import (
-        EIGEN_FLOOR,
-        EIGH_MAX_DIM,
-        MAX_STORED_EIGENVALUES,
-        PINV_RCOND,
         PromptRankWarning,
         SchurSplit,
-        accumulate_joint,
         joint_covariance,
         normalised_spectrum,
         nullify,
         rke_score,
         scendi_entropy,
         scendi_score,
-        scendi_score_table,
         schur_split,
-        spectrum_and_top_vectors,
         vendi_score,
         vendi_score_from_gram,
     )
-    from .crossfit import RIDGE_GRID, CrossFit, check_folds, cross_fit
-    from .dual import (
-        PRECISIONS,
-        DualSpectra,
-        assign_folds,
-        choose_ridge,
-        cross_fit_hats,
-        grouped_prompt_basis,
-        in_sample_hat,
-        prediction_gram,
-        prompt_rank,
-        residual_gram,
-        sample_space_spectra,
-        weighted_gram,
-    )
+    from .crossfit import CrossFit, cross_fit
     from .estimator import Scendi
-    from .nullifier import PromptNullifier, prompt_rank_warnings, resolve_feature_maps
-    from .options import GAMMA_ESTIMATORS
-    from .replicates import FeatureSpaceReplicates, SampleSpaceReplicates, feature_matrices
+    from .nullifier import PromptNullifier
     from .result import Cluster, ClusterSample, ScendiComparison, ScendiResult
-    from .routes import (
-        FitInputs,
-        GroupedRoute,
-        Route,
-        RouteSpectra,
-        SampleSpaceRoute,
-        StreamingRoute,
-        choose_route,
-    )
-    from .streaming import cluster_scores_partition, joint_covariance_partition, stream_cluster_scores
 
 __all__ = [
-    "EIGEN_FLOOR", "EIGH_MAX_DIM", "GAMMA_ESTIMATORS", "INTERVAL_METRICS", "MAX_STORED_EIGENVALUES",
-    "METRIC_RANGE", "PINV_RCOND", "PRECISIONS", "RIDGE_GRID", "Cluster", "ClusterSample", "DualSpectra",
-    "FeatureSpaceReplicates", "FitInputs", "GroupedRoute", "PromptNullifier", "Route", "RouteSpectra",
-    "SampleSpaceRoute", "StreamingRoute", "choose_route", "PromptRankWarning", "SampleSpaceReplicates",
+    "Cluster",
+    "ClusterSample",
+    "CrossFit",
+    "PromptNullifier",
+    "PromptRankWarning",
     "Scendi",
-    "ScendiComparison", "ScendiFeatureMaps", "ScendiResult", "SchurSplit", "accumulate_joint",
-    "CrossFit", "assign_folds",
-    "basic_interval", "check_folds", "cross_fit", "bootstrap_replicates", "build_clusters", "check_bootstrap",
-    "choose_ridge", "cluster_scores_partition", "compare", "compare_models", "cross_fit_hats",
-    "feature_matrices", "grouped_prompt_basis", "interval_notes", "in_sample_hat", "joint_covariance",
-    "joint_covariance_partition", "metric_intervals",
-    "normalised_spectrum", "nullify", "percentile_interval", "prediction_gram", "prompt_draws",
-    "prompt_rank", "prompt_rank_warnings", "residual_gram", "resolve_feature_maps", "rke_score",
-    "sample_space_spectra", "scendi_entropy", "scendi_score", "scendi_score_table", "schur_split",
-    "spectrum_and_top_vectors", "stream_cluster_scores", "top_samples", "vendi_score",
-    "vendi_score_from_gram", "weighted_gram",
+    "ScendiComparison",
+    "ScendiFeatureMaps",
+    "ScendiResult",
+    "SchurSplit",
+    "compare",
+    "cross_fit",
+    "joint_covariance",
+    "normalised_spectrum",
+    "nullify",
+    "rke_score",
+    "scendi_entropy",
+    "scendi_score",
+    "schur_split",
+    "vendi_score",
+    "vendi_score_from_gram",
 ]
