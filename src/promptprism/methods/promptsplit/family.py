@@ -1,7 +1,8 @@
 """The kernel family of the aggregated test: which kernels (resolved bandwidths), and the test run over them.
 
 :mod:`.aggregate` holds the pure statistics (min-p over kernels); this module resolves a family for a fit
-(the modality's kernels at multiples of the median bandwidth, less the fitted kernel itself), builds each
+(the modality's kernels at multiples of the fitted gaussian's bandwidths, or for the cosine kernel of the
+bandwidths given, else the median ones, less the fitted kernel itself), builds each
 kernel's Gram matrix on the test's rows (the gaussians from one shared distance matrix) and its principal
 subspace, runs every kernel on the same relabellings and assembles the record
 ``significance['aggregation']``.
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ...backend import NUMPY, Backend, inplace
-from ...kernels.bandwidth import Bandwidth
+from ...kernels.bandwidth import MEDIAN_SAMPLES, Bandwidth, pooled_rows
 from ...kernels.gram import squared_distances
 from ...stats.subspaces import landmark_factor
 from . import aggregate as agg
@@ -36,31 +37,55 @@ class Family:
     names: Any = None
     backend: Backend = NUMPY
     max_samples: int = agg.AGGREGATE_SAMPLES
+    centre: str = ""  #: what the gaussians' bandwidths are multiples of (:func:`resolve_family`)
 
 
 def resolve_family(name: str, sets: dict, *, kernel: str, sigmas: tuple, seed: int,
-                   fitted_rules: tuple = ("median", "median")) -> tuple[str, str, list[dict]]:
-    """(modality, fitted kernel's name, the family's other kernels) for the option ``aggregate=name``
-    ('auto': the outputs' modality, :func:`.aggregate.modality`). Bandwidths: multiples of the median of
-    the pooled embeddings (as ``sigma_*='median'``: the fitted gaussian's own ``sigmas`` when it used that
-    rule with this ``seed``); the member equal to the fitted kernel is left out."""
+                   given: tuple = (None, None)) -> tuple[str, str, list[dict], str]:
+    """(modality, fitted kernel's name, the family's other kernels, how their bandwidths were centred) for
+    the option ``aggregate=name`` ('auto': the outputs' modality, :func:`.aggregate.modality`).
+
+    The gaussians of the family sit at multiples c of a centre pair (s_prompt, s_output): with the gaussian
+    kernel, the fitted kernel's own resolved bandwidths ``sigmas`` (whatever set them: a number passed, a
+    median rule, 'stable'), so the fitted kernel is the member c = 1 and is left out; with the cosine kernel,
+    each bandwidth ``given`` as a number, else the median of the pooled embeddings (:func:`centre_bandwidth`).
+    Nothing is asked of the data that the user already gave."""
     modality = agg.modality(sets["test"].output_embeddings) if name == "auto" else name
-    by_median = kernel != "cosine" and tuple(map(str, fitted_rules)) == ("median", "median")
-    medians = {"prompt": sigmas[0], "output": sigmas[1]} if by_median else {}
-    keys = () if by_median else (("prompt", "prompt_embeddings"), ("output", "output_embeddings"))
-    for key, attr in keys:
-        pooled = [getattr(sets["test"], attr), getattr(sets["reference"], attr)]
-        medians[key] = Bandwidth.parse("median").resolve_pooled(pooled, name=f"sigma_{key}", seed=seed).value
-    fitted = "cosine" if kernel == "cosine" else (
-        "gaussian x1" if by_median else f"gaussian (sigma {sigmas[0]:.4g}, {sigmas[1]:.4g})")
+    if kernel == "cosine":
+        centre, how = {}, []
+        for (key, attr), value in zip((("prompt", "prompt_embeddings"), ("output", "output_embeddings")),
+                                      given, strict=True):
+            pooled = [getattr(sets[s], attr) for s in ("test", "reference")]
+            centre[key], said = centre_bandwidth(value, pooled, name=f"sigma_{key}", seed=seed)
+            how.append(f"sigma_{key} {said}")
+        fitted, centred = "cosine", "; ".join(how)
+    else:
+        centre = {"prompt": float(sigmas[0]), "output": float(sigmas[1])}
+        fitted, centred = "gaussian x1", "the fitted kernel's bandwidths"
     others = []
     for member, kern, factor in agg.FAMILIES[modality]:
         if member == fitted:
             continue
         others.append({"name": member, "kernel": kern,
-                       "sigma_prompt": None if factor is None else factor * medians["prompt"],
-                       "sigma_output": None if factor is None else factor * medians["output"]})
-    return modality, fitted, others
+                       "sigma_prompt": None if factor is None else factor * centre["prompt"],
+                       "sigma_output": None if factor is None else factor * centre["output"]})
+    return modality, fitted, others, centred
+
+
+def centre_bandwidth(value: Any, pooled: list, *, name: str, seed: int) -> tuple[float, str]:
+    """(the centre of one side's gaussians in the cosine kernel's family, how it was set): ``value`` when
+    it is a number (a fixed :class:`Bandwidth` or a float), else the median rule on the pooled rows; rows
+    that are all one point (one prompt shared by every row) give 1.0, since a gaussian of any bandwidth is 1
+    between equal rows, so the bandwidth cannot change that side's kernel."""
+    if value is not None and not isinstance(value, str) and (
+            not isinstance(value, Bandwidth) or value.fixed):
+        number = float(value.value if isinstance(value, Bandwidth) else value)
+        return number, f"{number:.4g} (given)"
+    rule = value if isinstance(value, Bandwidth) else Bandwidth.parse(value or "median", name)
+    rows = pooled_rows(pooled, MEDIAN_SAMPLES, seed)
+    if not np.any(np.abs(rows - rows[:1]) > 0):
+        return 1.0, "1 (every row the same point: any bandwidth gives the same kernel)"
+    return rule.resolve(rows, name=name, seed=seed).value, f"{rule} of the pooled embeddings"
 
 
 def family_for(aggregate: str, sets: dict, *, kernel: str, sigmas: tuple, seed: int, rules: tuple, names,
@@ -68,13 +93,14 @@ def family_for(aggregate: str, sets: dict, *, kernel: str, sigmas: tuple, seed: 
     """The family of a fit's aggregated test (None when ``aggregate='none'``)."""
     if aggregate == "none":
         return None
-    modality, fitted, others = resolve_family(aggregate, sets, kernel=kernel, sigmas=sigmas, seed=seed,
-                                              fitted_rules=rules)
+    modality, fitted, others, centred = resolve_family(aggregate, sets, kernel=kernel, sigmas=sigmas,
+                                                       seed=seed, given=rules)
     if any(k["kernel"] == "cosine" for k in others) and any(
             not np.all(np.linalg.norm(getattr(s, a), axis=1) > 0) for s in sets.values()
             for a in ("prompt_embeddings", "output_embeddings")):  # (cosine is undefined at zero)
         others = [k for k in others if k["kernel"] != "cosine"]
-    return Family(kernels=others, fitted=fitted, modality=modality, names=names, backend=backend)
+    return Family(kernels=others, fitted=fitted, modality=modality, names=names, backend=backend,
+                  centre=centred)
 
 
 @dataclass
@@ -212,6 +238,7 @@ def aggregation_record(members: list[Member], spectra: list[tuple[np.ndarray, np
         entry["n_significant"] = sum(f["p"] <= alpha for f in entry["modes"])
         entries.append(entry)
         cost[member.entry["name"]] = cost.get(member.entry["name"], 0.0) + time.perf_counter() - t0
-    return {"rule": agg.RULE, "modality": family.modality, "p": p_agg, "kernels": entries,
+    return {"rule": agg.RULE, "modality": family.modality, "bandwidth_centre": family.centre, "p": p_agg,
+            "kernels": entries,
             "found_by": [e["name"] for e in entries if e["p_adjusted"] <= alpha],
             "cost_s": {k: round(v, 4) for k, v in cost.items()}, "_null_min_p": null_min}
