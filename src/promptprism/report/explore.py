@@ -31,6 +31,18 @@ THUMB_BUDGET = 8_000_000
 THUMB_PX = 64
 
 
+def mode_id(side: str, rank: int) -> str:
+    """A mode's id in the page (data, ``data-pp-mode``, the ``#mode=`` fragment): ASCII, '+1' for the first
+    positive (test) mode and '-1' for the first negative one, so that ``#mode=-1`` typed in a URL opens it
+    (the page's labels print the minus sign as '−')."""
+    return f"{'+' if side == 'test' else '-'}{int(rank)}"
+
+
+def ascii_mode(label: str) -> str:
+    """A mode label as its ASCII id ('−2' -> '-2'); other labels (the map's grey class) unchanged."""
+    return label.replace("\u2212", "-")
+
+
 class _Rows:
     """Sample rows, each once: (set, index) -> row id."""
 
@@ -127,7 +139,7 @@ def _mode_views(result: Any, prompts: list[dict], prompt_id: Any, rows: _Rows) -
     (each prompt's contribution to each mode is noted in ``prompts``)."""
     modes = []
     for m in result.modes:
-        mid = mode_label(m.side, m.rank)
+        mid = mode_id(m.side, m.rank)
         lam = float(m.eigenvalue) if m.eigenvalue is not None else 0.0
         loads = []
         for pl in m.top_prompts:
@@ -141,6 +153,7 @@ def _mode_views(result: Any, prompts: list[dict], prompt_id: Any, rows: _Rows) -
         modes.append(
             {
                 "id": mid,
+                "label": mode_label(m.side, m.rank),
                 "side": m.side,
                 "rank": m.rank,
                 "eigenvalue": m.eigenvalue,
@@ -161,9 +174,9 @@ def _map_view(map_data: Any, sets: dict, rows: _Rows) -> dict[str, Any]:
     return {
         "x": map_data["x"],
         "y": map_data["y"],
-        "mode": map_data["mode"],
+        "mode": [ascii_mode(x) for x in map_data["mode"]],
         "row": map_rows,
-        "colors": map_data["colors"],
+        "colors": {ascii_mode(k): v for k, v in map_data["colors"].items()},
     }
 
 

@@ -33,7 +33,7 @@ from .common import (
 )
 from .core import renderer
 from .descriptions import description_block, finding_description
-from .explore import promptsplit_view, views_note
+from .explore import mode_id, promptsplit_view, views_note
 from .html import Page, bar, cards, details, el, fmt, fnum, note, num, p, table
 from .map import MAP_POINTS, map_section, mode_label
 from .promptsplit_inputs import check_images, check_sets
@@ -168,7 +168,7 @@ def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | N
         cls="card pos" if pos else "card neg",
         id=f"mode{'p' if pos else 'n'}{mode.rank}",
         style="opacity:0.8" if flag is False else None,
-        data_pp_mode=label,
+        data_pp_mode=mode_id(mode.side, mode.rank),
         data_pp_item=True,
         data_pp_side=mode.side,
         data_pp_sig="0" if flag is False else "1",

@@ -46,11 +46,21 @@
 
   /* ------------------------------------------------------------------------------- fragment state */
   var KEYS = ["q", "sig", "side", "group", "mode", "prompt", "attr", "cluster"];
+  /* A mode's id is ASCII ("+1", "-1"); also accepted: the printed label's minus sign (U+2212), a "+" that
+   * URLSearchParams read as a space ("#mode=+1"), a bare rank ("1" = "+1"), "p1"/"n1". */
+  function modeId(x) {
+    var s = String(x === null || x === undefined ? "" : x).replace(/\u2212/g, "-").trim();
+    var m = /^([+-]|p|n)?(\d+)$/i.exec(s);
+    if (!m) return s;
+    return (m[1] === "-" || (m[1] || "").toLowerCase() === "n" ? "-" : "+") + String(+m[2]);
+  }
+  PP.modeId = modeId;
   function readHash() {
     var s = {}, raw = location.hash.slice(1);
     if (raw.indexOf("=") < 0) return s; // a plain #anchor (the section links)
     var ps = new URLSearchParams(raw);
     KEYS.forEach(function (k) { if (ps.get(k)) s[k] = ps.get(k); });
+    if (s.mode) s.mode = modeId(s.mode);
     return s;
   }
   function writeHash() {
@@ -62,6 +72,7 @@
   }
   PP.set = function (changes) {
     Object.keys(changes).forEach(function (k) { PP.state[k] = changes[k] || ""; });
+    if (PP.state.mode) PP.state.mode = modeId(PP.state.mode);
     writeHash();
     apply();
   };

@@ -52,7 +52,7 @@
   PP.sideBySide = sideBySide;
 
   /* ------------------------------------------------------------------------- PromptSplit views */
-  function modeById(id) { return (V.modes || []).filter(function (m) { return m.id === id; })[0]; }
+  function modeById(id) { id = PP.modeId(id); return (V.modes || []).filter(function (m) { return m.id === id; })[0]; }
   function sigText(m) { return m.significant === true ? "significant" : m.significant === false ? "not significant" : "not tested"; }
   function table(headers, rows, rowAttrs) {
     var t = h("table", null, [h("thead", null, [h("tr", null, headers.map(function (x) { return h("th", { text: x }); }))]),
@@ -67,7 +67,7 @@
     var m = modeById(id);
     if (!m) return false;
     var names = V.names || {};
-    PP.panel("Mode " + m.id + " · " + (names[m.side] || m.side) + " does more", [
+    PP.panel("Mode " + (m.label || m.id) + " · " + (names[m.side] || m.side) + " does more", [
       h("p", { text: "eigenvalue " + fmt(m.eigenvalue) + " · p = " + fmt(m.p_value, 3) + " · " + sigText(m) }),
       h("h3", { text: "its prompts (click one for its outputs)" }),
       table(["prompt", "contribution", "share of eigenvalue", "n test", "n ref"], m.prompts.map(function (p) {
@@ -85,7 +85,7 @@
     if (!p) return false;
     var contrib = (V.modes || []).map(function (m) {
       var c = p.contrib ? p.contrib[m.id] : undefined;
-      return [m.id, c === undefined ? "not among its top prompts" : fmt(c, 3),
+      return [m.label || m.id, c === undefined ? "not among its top prompts" : fmt(c, 3),
         c === undefined || !m.eigenvalue ? "–" : fmt(100 * c / m.eigenvalue, 3) + "%", sigText(m), fmt(m.p_value, 3)];
     });
     var shown = (p.rows.test || []).length + (p.rows.reference || []).length;
@@ -198,7 +198,7 @@
       el.appendChild(h("p", { cls: "muted small", text: "Modes by |eigenvalue| (blue: test does more, orange: reference; pale: not significant). Click a bar to open the mode." }));
       el.appendChild(h("div", { cls: "pp-modebars" }, ms.map(function (m) {
         var b = h("button", { "data-pp-mode": m.id, cls: (m.side === "test" ? "" : "neg") + (m.significant === false ? " ns" : ""),
-          title: "mode " + m.id + " · eigenvalue " + fmt(m.eigenvalue) + " · " + sigText(m) });
+          title: "mode " + (m.label || m.id) + " · eigenvalue " + fmt(m.eigenvalue) + " · " + sigText(m) });
         b.style.height = Math.max(2, 110 * Math.abs(m.eigenvalue || 0) / top) + "px";
         return b;
       })));
