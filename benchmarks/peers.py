@@ -1,0 +1,297 @@
+"""promptprism against the peers users run today, on the same data, in one run: times, ratios, agreement.
+
+    python benchmarks/peers.py                                # both sections at the issue's sizes (long)
+    python benchmarks/peers.py --only split --sizes 2500      # the exact command against KEN
+    python benchmarks/peers.py --only metrics --metrics-n 10000 --dims 512
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/peers.py ...   # one thread on both sides
+
+Install the peers first: ``pip install -e '.[bench]'`` (``prdc``, ``clean-fid``, ``torchmetrics``, ``torch``).
+
+**split** (n = m, 32-d prompts, 64-d outputs, 20 prompt topics; the reference answers topics 0-2
+differently, the planted difference). promptprism: the whole default exact command as a process,
+``promptprism split TEST REF --method exact --out DIR`` (significance test with its defaults, report.html
+written), from compiled bytecode after an untimed small run; also with ``--no-report``. Its parts come from
+result.json's ``timings``. KEN (Zhang et al., "An interpretable evaluation of entropy-based novelty of
+generative models", ICML 2024): **reimplemented** here from its published code (github.com/buyeah1109/KEN,
+``KEN/metric/algorithm_utils.py``: ``normalized_gaussian_kernel`` in row batches of 128, ``build_matrix``,
+``KEN_by_eigendecomposition``), not vendored: the (n+m) x (n+m) block matrix [[K_XX / n, sqrt(eta) K_XY /
+sqrt(nm)], [-sqrt(eta) K_YX / sqrt(nm), -eta K_YY / m]] in float32 torch and every eigenvalue by
+``torch.linalg.eigvals``. Its kernel is the gaussian (sigma 1) on [t / sigma_t ; z / sigma_z] with
+promptprism's bandwidths from result.json: PromptSplit's product kernel (SPEC), so both compute the spectrum
+of D G (eq. 3) and the top 10 eigenvalues of each sign must agree (KEN computes in float32). Above
+``--ken-max`` samples per set KEN's kernel is timed in full and its eigvals at ``--ken-max`` and scaled by
+the cube of the size ratio (said on the row).
+
+**metrics** (n per set, d dims, float32, two correlated Gaussian sets that differ a little). Peers:
+``prdc.compute_prdc`` (k = 5), clean-fid's ``frechet_distance`` after ``np.mean``/``np.cov`` as its
+``fid_from_feats`` does (the function is taken from the installed package's source: ``cleanfid.fid`` imports
+torchvision at import time), torchmetrics' ``KernelInceptionDistance`` (100 subsets of 1,000, identity
+feature extractor, the features' own float32). promptprism: ``ReferenceMetrics(bootstrap=0)`` (PRDC, FD, KID
+and the gaussian MMD, no intervals) and the parts alone. Agreement: PRDC and FD to the peers' values; KID
+against torchmetrics' in units of the standard error of a mean over the subsets (each draws its own
+subsets). Peak memory: tracemalloc (numpy and Python allocations; torch's own allocator is not traced).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from busy_machine import cpu_model  # noqa: E402
+from compare import CLI, _installed_like  # noqa: E402
+
+TOPICS, DIM_PROMPT, DIM_OUTPUT, N_MODES = 20, 32, 64, 10
+KEN_BATCH = 128  # KEN_Evaluator's default batchsize
+
+
+def split_sets(n: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """[(prompts, outputs, prompt texts) of the test set, of the reference set], n rows each."""
+    rng = np.random.default_rng(seed)
+    ct, cz = rng.standard_normal((TOPICS, DIM_PROMPT)), rng.standard_normal((TOPICS, DIM_OUTPUT))
+    out = []
+    for shifted in (False, True):
+        c = rng.integers(0, TOPICS, n)
+        oc = cz[c].copy()
+        if shifted:
+            oc[c < 3] = cz[(c[c < 3] + 7) % TOPICS]
+        t = (ct[c] + 0.5 * rng.standard_normal((n, DIM_PROMPT))).astype(np.float32)
+        z = (oc + 0.7 * rng.standard_normal((n, DIM_OUTPUT))).astype(np.float32)
+        out.append((t, z, np.array([f"prompt about topic {k}" for k in c])))
+    return out
+
+
+def write_split_inputs(folder: Path, n: int) -> list[Path]:
+    paths = []
+    for name, (t, z, p) in zip(("test", "ref"), split_sets(n), strict=True):
+        paths.append(folder / f"{name}-{n}.npz")
+        np.savez(paths[-1], prompt_embeddings=t, output_embeddings=z, prompts=p)
+    return paths
+
+
+def run_cli(args: list[str], env: dict) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, check=False)
+    secs = time.perf_counter() - t0
+    if proc.returncode:
+        raise RuntimeError(f"promptprism {' '.join(args[:3])} failed: {proc.stderr.strip()[-800:]}")
+    return secs
+
+
+# --- KEN, reimplemented from buyeah1109/KEN (KEN/metric/algorithm_utils.py) -------------------------------
+def ken_kernel(x, y, sigma: float, batchsize: int = KEN_BATCH):
+    """KEN's ``normalized_gaussian_kernel``: exp(-|x - y|^2 / (2 sigma^2)) / sqrt(n m), columns in batches."""
+    import torch
+
+    blocks = []
+    for start in range(0, y.shape[0], batchsize):
+        res = torch.norm(x.unsqueeze(1) - y[start:start + batchsize], dim=2, p=2).pow(2)
+        blocks.append(torch.exp((-1 / (2 * sigma * sigma)) * res))
+    return torch.hstack(blocks) / np.sqrt(x.shape[0] * y.shape[0])
+
+
+def ken_matrix(x, y, sigma: float, eta: float = 1.0):
+    """KEN's ``build_matrix``: the block matrix whose eigenvalues are those of D G."""
+    import torch
+
+    kxx, kyy, kxy = ken_kernel(x, x, sigma), ken_kernel(y, y, sigma), ken_kernel(x, y, sigma)
+    first = torch.hstack([kxx, kxy * np.sqrt(eta)])
+    second = torch.hstack([-kxy.T * np.sqrt(eta), -kyy * eta])
+    return torch.vstack([first, second])
+
+
+def ken_row(sets, sigmas: tuple[float, float], ken_max: int) -> tuple[float, np.ndarray, str]:
+    """(seconds, eigenvalues, how timed) of KEN_by_eigendecomposition on the rescaled concatenations."""
+    import torch
+
+    w = [torch.from_numpy(np.hstack([t / sigmas[0], z / sigmas[1]]).astype(np.float32)) for t, z, _ in sets]
+    n = w[0].shape[0]
+    t0 = time.perf_counter()
+    matrix = ken_matrix(w[0], w[1], 1.0)
+    build = time.perf_counter() - t0
+    if n <= ken_max:
+        t0 = time.perf_counter()
+        vals = torch.linalg.eigvals(matrix).real.numpy().astype(np.float64)
+        return build + time.perf_counter() - t0, vals, "in full"
+    small = ken_matrix(w[0][:ken_max], w[1][:ken_max], 1.0)
+    t0 = time.perf_counter()
+    torch.linalg.eigvals(small)
+    eig = (time.perf_counter() - t0) * (n / ken_max) ** 3
+    return build + eig, np.array([]), f"kernel in full, eigvals timed at n = {ken_max:,} x (N/N0)^3"
+
+
+def signed_top(vals: np.ndarray, k: int) -> np.ndarray:
+    vals = np.sort(vals)[::-1]
+    return np.r_[vals[:k], vals[::-1][:k]]
+
+
+def split_rows(sizes: list[int], ken_max: int, folder: Path) -> None:
+    env = _installed_like(folder / "pycache")
+    warm = write_split_inputs(folder, 300)
+    run_cli(["split", *map(str, warm), "--method", "exact", "--out", str(folder / "warm"), "--quiet"], env)
+    for n in sizes:
+        paths = write_split_inputs(folder, n)
+        out = folder / f"out-{n}"
+        base = ["split", *map(str, paths), "--method", "exact", "--quiet", "--seed", "0"]
+        load = os.getloadavg()[0]
+        wall = run_cli([*base, "--out", str(out)], env)
+        bare = run_cli([*base, "--out", str(folder / f"bare-{n}"), "--no-report"], env)
+        result = json.loads((out / "result.json").read_text())
+        cfg = result["config"]
+        ken_s, ken_vals, how = ken_row(split_sets(n), (cfg["sigma_prompt"], cfg["sigma_output"]), ken_max)
+        ours = np.array([m["eigenvalue"] for m in result["modes"]])
+        print(f"split n = m = {n:,} (load {load:.2f}): promptprism default exact command {wall:.2f} s "
+              f"(report included; --no-report {bare:.2f} s, report {wall - bare:+.2f} s); "
+              f"KEN {ken_s:.2f} s ({how}); ratio KEN / promptprism = {ken_s / wall:.1f}x", flush=True)
+        parts = {k: round(float(v), 3) for k, v in result.get("timings", {}).items()}
+        print(f"    promptprism's parts (result.json): {parts}")
+        if ken_vals.size:
+            ref = signed_top(ken_vals, N_MODES)
+            mine = np.r_[np.sort(ours[ours > 0])[::-1], np.sort(ours[ours < 0])]
+            if mine.size == ref.size:
+                diff = float(np.max(np.abs(mine - ref)))
+                print(f"    top {N_MODES} of each sign vs KEN: max |diff| {diff:.2e} "
+                      f"({diff / np.max(np.abs(ref)):.1e} of the largest |eigenvalue|)")
+            else:
+                print(f"    promptprism reports {mine.size} modes, KEN's top {ref.size} not compared")
+
+
+# --- metrics ---------------------------------------------------------------------------------------------
+def metric_sets(n: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(real, fake) float32: correlated Gaussian features, the fake set shifted and rescaled a little."""
+    rng = np.random.default_rng(seed)
+    mix = (rng.standard_normal((d, d), dtype=np.float32) / np.sqrt(d)).astype(np.float32)
+    real = rng.standard_normal((n, d), dtype=np.float32) @ mix
+    fake = (rng.standard_normal((n, d), dtype=np.float32) @ mix) * np.float32(1.05) + np.float32(0.02)
+    return real, fake
+
+
+def cleanfid_frechet():
+    """clean-fid's own ``frechet_distance``, executed from the installed package's source (its module imports
+    torchvision, which this benchmark does not need)."""
+    spec = importlib.util.find_spec("cleanfid")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("clean-fid is not installed (pip install clean-fid, or the bench extra)")
+    source = Path(next(iter(spec.submodule_search_locations)), "fid.py").read_text()
+    tree = ast.parse(source)
+    keep = [node for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name == "frechet_distance"]
+    import scipy.linalg
+
+    scope = {"np": np, "linalg": scipy.linalg}
+    exec(compile(ast.Module(body=keep, type_ignores=[]), "cleanfid/fid.py", "exec"), scope)  # noqa: S102
+    return scope["frechet_distance"]
+
+
+def timed(label: str, fn, rows: dict):
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    value = fn()
+    secs = time.perf_counter() - t0
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    rows[label] = (secs, peak, value)
+    print(f"    {label:<46} {secs:8.2f} s {peak:8.0f} MiB", flush=True)
+    return value
+
+
+def peer_metrics(real: np.ndarray, fake: np.ndarray, rows: dict) -> dict:
+    import prdc as prdc_package
+    import torch
+    from torchmetrics.image.kid import KernelInceptionDistance
+
+    frechet = cleanfid_frechet()
+
+    def cleanfid_fd():
+        mu1, s1 = np.mean(fake, axis=0), np.cov(fake, rowvar=False)
+        mu2, s2 = np.mean(real, axis=0), np.cov(real, rowvar=False)
+        return float(frechet(mu1, s1, mu2, s2))
+
+    def torchmetrics_kid():
+        torch.manual_seed(0)
+        metric = KernelInceptionDistance(feature=torch.nn.Identity(), subsets=100, subset_size=1000)
+        metric.update(torch.from_numpy(real), real=True)
+        metric.update(torch.from_numpy(fake), real=False)
+        mean, std = metric.compute()
+        return float(mean), float(std)
+
+    out = {"prdc": timed("prdc.compute_prdc (k = 5)", lambda: {
+        k: float(v) for k, v in prdc_package.compute_prdc(real, fake, 5).items()}, rows)}
+    out["fd"] = timed("clean-fid FD (np.cov + its frechet_distance)", cleanfid_fd, rows)
+    out["kid"] = timed("torchmetrics KID (100 x 1,000)", torchmetrics_kid, rows)
+    return out
+
+
+def our_metrics(real: np.ndarray, fake: np.ndarray, rows: dict) -> dict:
+    from promptprism.methods.metrics import (
+        ReferenceMetrics,
+        frechet_distance,
+        kernel_inception_distance,
+        prdc,
+    )
+
+    result = timed("promptprism ReferenceMetrics (no intervals)",
+                   lambda: ReferenceMetrics(bootstrap=0).compare(fake, real).models[0], rows)
+    timed("  its PRDC alone (prdc)", lambda: prdc(real, fake, 5), rows)
+    timed("  its FD alone (frechet_distance)", lambda: frechet_distance(fake, real), rows)
+    timed("  its KID alone (kernel_inception_distance)", lambda: kernel_inception_distance(
+        fake, real, n_subsets=100, subset_size=1000, seed=0), rows)
+    return {"prdc": {k: float(getattr(result, k)) for k in ("precision", "recall", "density", "coverage")},
+            "fd": float(result.fd), "kid": (float(result.kid), float(result.kid_std))}
+
+
+def metrics_rows(n: int, d: int) -> None:
+    real, fake = metric_sets(n, d)
+    print(f"metrics n = {n:,} per set, d = {d:,} (load {os.getloadavg()[0]:.2f})", flush=True)
+    rows: dict = {}
+    peers = peer_metrics(real, fake, rows)
+    ours = our_metrics(real, fake, rows)
+    peer_sum = sum(v[0] for k, v in rows.items() if not k.startswith(("promptprism", "  ")))
+    mine = rows["promptprism ReferenceMetrics (no intervals)"][0]
+    print(f"    peers' sum {peer_sum:.2f} s; promptprism {mine:.2f} s; ratio peers / promptprism = "
+          f"{peer_sum / mine:.2f}x")
+    prdc_diff = max(abs(ours["prdc"][k] - peers["prdc"][k]) for k in ours["prdc"])
+    fd_rel = abs(ours["fd"] - peers["fd"]) / abs(peers["fd"])
+    kid_se = np.hypot(ours["kid"][1], peers["kid"][1]) / np.sqrt(100)
+    print(f"    agreement: PRDC max |diff| {prdc_diff:.1e}; FD relative diff {fd_rel:.1e}; KID "
+          f"{ours['kid'][0]:.4e} vs torchmetrics {peers['kid'][0]:.4e} "
+          f"({abs(ours['kid'][0] - peers['kid'][0]) / kid_se:.1f} standard errors; own subsets)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="+", choices=("split", "metrics"), default=["split", "metrics"])
+    ap.add_argument("--sizes", nargs="+", type=int, default=[2500, 5000], help="split: n = m")
+    ap.add_argument("--ken-max", type=int, default=2500, help="split: KEN's eigvals in full up to this n")
+    ap.add_argument("--metrics-n", nargs="+", type=int, default=[10_000])
+    ap.add_argument("--dims", nargs="+", type=int, default=[512])
+    args = ap.parse_args(argv)
+    import torch
+
+    print(f"# {cpu_model()}; {len(os.sched_getaffinity(0))} CPUs usable; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; OPENBLAS_NUM_THREADS="
+          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, torch threads {torch.get_num_threads()}")
+    if "split" in args.only:
+        with tempfile.TemporaryDirectory() as tmp:
+            split_rows(args.sizes, args.ken_max, Path(tmp))
+    if "metrics" in args.only:
+        for n in args.metrics_n:
+            for d in args.dims:
+                metrics_rows(n, d)
+    print(f"# load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
