@@ -35,6 +35,7 @@ from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 from dataclasses import asdict, dataclass  # noqa: E402
 
 import numpy as np  # noqa: E402
+from scendi_interval_methods import METHODS as INTERVAL_METHODS  # noqa: E402
 
 METRICS = ("model_share", "prompt_share", "scendi", "scendi_prompt", "vendi", "rke")
 #: fresh pairs behind each population value (shares to about 1e-3)
@@ -70,6 +71,17 @@ GRID = (
     Cell("text-hi-200x5", "cosine", 30, 200, 5),
     Cell("image-lo-40x5", "gaussian", 3, 40, 5),
     Cell("image-hi-120x1", "gaussian", 30, 120, 1),
+    # 40-d outputs (``-o40``); ``rich``: the outputs depend on every prompt coordinate (a large prompt share)
+    Cell("text-lo-40x5-o40", "cosine", 3, 40, 5, d_output=40),
+    Cell("text-lo-120x1-o40", "cosine", 3, 120, 1, d_output=40),
+    Cell("text-hi-40x5-o40", "cosine", 30, 40, 5, d_output=40),
+    Cell("text-hi-120x1-o40", "cosine", 30, 120, 1, d_output=40),
+    Cell("text-rich-40x5-o40", "cosine", 30, 40, 5, d_output=40, signal_dims=30),
+    Cell("text-rich-120x1-o40", "cosine", 30, 120, 1, d_output=40, signal_dims=30),
+    Cell("text-rich-200x5-o40", "cosine", 30, 200, 5, d_output=40, signal_dims=30),
+    Cell("image-lo-120x1", "gaussian", 3, 120, 1),
+    Cell("image-lo-40x5-o40", "gaussian", 3, 40, 5, d_output=40),
+    Cell("image-lo-300x1", "gaussian", 3, 300, 1),
 )
 
 
@@ -78,6 +90,8 @@ def _model(cell: Cell) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(12345 + cell.d_prompt)
     mu = rng.standard_normal(cell.d_output)
     a = rng.standard_normal((cell.signal_dims, cell.d_output))
+    if cell.signal_dims > 3:  # every prompt coordinate matters, with the prompt variance of 3 coordinates
+        a *= np.sqrt(3.0 / cell.signal_dims)
     return mu, a
 
 
@@ -121,27 +135,41 @@ def population(cell: Cell, rows: int = POPULATION_ROWS, seed: int = 999) -> dict
     return {m: table[m] for m in METRICS}
 
 
-def one_set(cell: Cell, route: str, seed: int, bootstrap: int) -> dict:
-    """One simulated set's estimate and intervals ({metric: (estimate, low, high)}, the route taken).
-    ``route`` is a gamma_estimator, optionally with '/jackknife' or '/basic' for the interval method."""
+def one_set(cell: Cell, route: str, seed: int, bootstrap: int, methods: tuple[str, ...] = ("default",)
+            ) -> dict:
+    """One simulated set's estimates and intervals: {'route': taken, 'estimates': {metric: e},
+    'intervals': {method: {metric: (low, high)}}}. ``route`` is a gamma_estimator, optionally with
+    '/jackknife' or '/basic' for the library's interval method ('default'); the other ``methods``
+    (:mod:`scendi_interval_methods`) come from the same fit's jackknife and bootstrap replicates."""
     route, _, interval = route.partition("/")
     options = {"interval": interval} if interval else {}
     from promptprism import PairedSet, Scendi
+    from scendi_interval_methods import candidates
 
     t, x = draw(cell, cell.n_prompts, cell.per_prompt, seed)
     groups = np.repeat(np.arange(cell.n_prompts), cell.per_prompt)
     data = PairedSet(t, x, prompts=[f"p{g}" for g in groups], name=f"{cell.name}-{seed}")
-    est = Scendi(kernel=cell.kernel, gamma_estimator=route, bootstrap=bootstrap, seed=seed, n_clusters=1,
-                 top_k=1, n_features=cell.n_features, sigma_output=cell.sigma, sigma_prompt=cell.sigma,
-                 **options)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        r = est.fit(data)
+
+    def fit(**extra):
+        est = Scendi(kernel=cell.kernel, gamma_estimator=route, bootstrap=bootstrap, seed=seed, n_clusters=1,
+                     top_k=1, n_features=cell.n_features, sigma_output=cell.sigma, sigma_prompt=cell.sigma,
+                     **(options | extra))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return est.fit_with_draws(data, name=None, groups=groups)
+
+    r, _ = fit()
     out = {"route": r.gamma_estimator.split(" (")[0]
-           + ("/jackknife" if r.bootstrap.get("interval", "").startswith("jackknife") else "")}
-    for m in METRICS:
-        iv = r.intervals.get(m, {})
-        out[m] = (getattr(r, m), iv.get("low", np.nan), iv.get("high", np.nan))
+           + ("/jackknife" if r.bootstrap.get("interval", "").startswith("jackknife") else ""),
+           "estimates": {m: getattr(r, m) for m in METRICS},
+           "intervals": {"default": {m: (r.intervals.get(m, {}).get("low", np.nan),
+                                         r.intervals.get(m, {}).get("high", np.nan)) for m in METRICS}}}
+    if set(methods) - {"default"}:
+        jack, boot = fit(interval="jackknife")[1], fit(interval="basic")[1]
+        per = {m: candidates(out["estimates"][m], jack[m], boot[m], r.bootstrap["level"]) for m in METRICS}
+        for method in methods:
+            if method != "default":
+                out["intervals"][method] = {m: per[m][method] for m in METRICS}
     return out
 
 
@@ -150,37 +178,42 @@ def _task(args: tuple) -> dict:
 
 
 def summarise(cell: Cell, route: str, truth: dict, sets: list[dict]) -> list[dict]:
-    """One row per metric: truth, mean, bias, sd, bias / sd, coverage, mean width (and routes taken)."""
+    """One row per interval method and metric: truth, mean, bias, sd, bias / sd, coverage, the share of
+    intervals that exclude their own estimate, mean width (and routes taken)."""
     taken = sorted({s["route"] for s in sets})
     rows = []
-    for m in METRICS:
-        est = np.array([s[m][0] for s in sets])
-        low = np.array([s[m][1] for s in sets])
-        high = np.array([s[m][2] for s in sets])
-        sd = float(est.std(ddof=1)) if len(est) > 1 else float("nan")
-        bias = float(est.mean() - truth[m])
-        has_iv = bool(np.isfinite(low).all())
-        rows.append({"cell": cell.name, "route": route, "taken": "+".join(taken), "metric": m,
-                     "truth": truth[m], "mean": float(est.mean()), "bias": bias, "sd": sd,
-                     "bias_over_se": bias / sd if sd > 0 else float("nan"),
-                     "coverage": float(np.mean((low <= truth[m]) & (truth[m] <= high))) if has_iv else None,
-                     "width": float(np.mean(high - low)) if has_iv else None, "sets": len(sets)})
+    for method in sets[0]["intervals"]:
+        for m in METRICS:
+            est = np.array([s["estimates"][m] for s in sets])
+            low = np.array([s["intervals"][method][m][0] for s in sets])
+            high = np.array([s["intervals"][method][m][1] for s in sets])
+            sd = float(est.std(ddof=1)) if len(est) > 1 else float("nan")
+            bias = float(est.mean() - truth[m])
+            has_iv = bool(np.isfinite(low).all())
+            rows.append({"cell": cell.name, "route": route, "taken": "+".join(taken), "metric": m,
+                         "interval": method, "truth": truth[m], "mean": float(est.mean()), "bias": bias,
+                         "sd": sd, "bias_over_se": bias / sd if sd > 0 else float("nan"),
+                         "coverage": float(np.mean((low <= truth[m]) & (truth[m] <= high))) if has_iv else None,
+                         "excludes_estimate": float(np.mean((est < low) | (est > high))) if has_iv else None,
+                         "width": float(np.mean(high - low)) if has_iv else None, "sets": len(sets)})
     return rows
 
 
 def coverage_table(cells=GRID, routes=("auto",), *, n_sets: int = 200, bootstrap: int = 200, jobs: int = 2,
-                   seed: int = 0, progress: bool = False) -> list[dict]:
-    """Rows of :func:`summarise` for every cell x route: set s of a cell is simulated with seed ``seed + s``
-    (the same sets for every route, so routes are compared on the same data)."""
+                   seed: int = 0, progress: bool = False, methods: tuple[str, ...] = ("default",)
+                   ) -> list[dict]:
+    """Rows of :func:`summarise` for every cell x route (x interval method): set s of a cell is simulated
+    with seed ``seed + s`` (the same sets for every route, so routes are compared on the same data)."""
     rows = []
     with ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else _Serial() as pool:
         for cell in cells:
             truth = population(cell)
             for route in routes:
-                tasks = [(cell, route, seed + s, bootstrap) for s in range(n_sets)]
-                rows.extend(summarise(cell, route, truth, list(pool.map(_task, tasks, chunksize=4))))
+                tasks = [(cell, route, seed + s, bootstrap, methods) for s in range(n_sets)]
+                new = summarise(cell, route, truth, list(pool.map(_task, tasks, chunksize=4)))
+                rows.extend(new)
                 if progress:
-                    print(format_table(rows[-len(METRICS):]), flush=True)
+                    print(format_table(new), flush=True)
     return rows
 
 
@@ -200,15 +233,16 @@ class _Serial:
 
 def format_table(rows: list[dict]) -> str:
     """The rows as a markdown table."""
-    head = "| cell | route (taken) | metric | truth | mean | bias | sd | bias/sd | coverage | width |"
-    lines = [head, "|---|---|---|---|---|---|---|---|---|---|"]
+    head = ("| cell | route (taken) | metric | interval | truth | mean | bias | sd | bias/sd | coverage | "
+            "excludes e | width |")
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         cov = "-" if r["coverage"] is None else f"{r['coverage']:.3f}"
+        excl = "-" if r["excludes_estimate"] is None else f"{r['excludes_estimate']:.3f}"
         width = "-" if r["width"] is None else f"{r['width']:.4g}"
-        lines.append(f"| {r['cell']} | {r['route']} ({r['taken']}) | {r['metric']} | {r['truth']:.4g} | "
-                     f"{r['mean']:.4g} | {r['bias']:+.4f} | {r['sd']:.4f} | {r['bias_over_se']:+.2f} | "
-                     f"{cov} | "
-                     f"{width} |")
+        lines.append(f"| {r['cell']} | {r['route']} ({r['taken']}) | {r['metric']} | {r['interval']} | "
+                     f"{r['truth']:.4g} | {r['mean']:.4g} | {r['bias']:+.4f} | {r['sd']:.4f} | "
+                     f"{r['bias_over_se']:+.2f} | {cov} | {excl} | {width} |")
     return "\n".join(lines)
 
 
@@ -220,12 +254,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cells", default="all", help="comma-separated cell names (default: the grid)")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--methods", default="default",
+                        help="comma-separated interval methods: default (the library's), " + ", ".join(
+                            m for m in INTERVAL_METHODS if m != "default") + ", or all")
     parser.add_argument("--json", help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
     cells = GRID if args.cells == "all" else [c for c in GRID if c.name in args.cells.split(",")]
     t0 = time.perf_counter()
+    methods = INTERVAL_METHODS if args.methods == "all" else tuple(args.methods.split(","))
     rows = coverage_table(cells, tuple(args.routes.split(",")), n_sets=args.sets, bootstrap=args.bootstrap,
-                          jobs=args.jobs, seed=args.seed, progress=True)
+                          jobs=args.jobs, seed=args.seed, progress=True, methods=methods)
     print_rows(rows, format_table(rows), args, cells, t0)
 
 
