@@ -143,8 +143,9 @@ def one_set(cell: Cell, route: str, seed: int, bootstrap: int, methods: tuple[st
     (:mod:`scendi_interval_methods`) come from the same fit's jackknife and bootstrap replicates."""
     route, _, interval = route.partition("/")
     options = {"interval": interval} if interval else {}
-    from promptprism import PairedSet, Scendi
     from scendi_interval_methods import candidates
+
+    from promptprism import PairedSet, Scendi
 
     t, x = draw(cell, cell.n_prompts, cell.per_prompt, seed)
     groups = np.repeat(np.arange(cell.n_prompts), cell.per_prompt)
@@ -193,7 +194,8 @@ def summarise(cell: Cell, route: str, truth: dict, sets: list[dict]) -> list[dic
             rows.append({"cell": cell.name, "route": route, "taken": "+".join(taken), "metric": m,
                          "interval": method, "truth": truth[m], "mean": float(est.mean()), "bias": bias,
                          "sd": sd, "bias_over_se": bias / sd if sd > 0 else float("nan"),
-                         "coverage": float(np.mean((low <= truth[m]) & (truth[m] <= high))) if has_iv else None,
+                         "coverage": (float(np.mean((low <= truth[m]) & (truth[m] <= high)))
+                                      if has_iv else None),
                          "excludes_estimate": float(np.mean((est < low) | (est > high))) if has_iv else None,
                          "width": float(np.mean(high - low)) if has_iv else None, "sets": len(sets)})
     return rows

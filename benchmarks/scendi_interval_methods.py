@@ -29,7 +29,8 @@ def jackknife_pair(values: np.ndarray, estimate: float, level: float) -> dict[st
     se = float(np.sqrt((g - 1) / g * np.sum((v - v.mean()) ** 2)))
     q = float(student.ppf(0.5 + level / 2, g - 1))
     centre = g * estimate - (g - 1) * v.mean()
-    return {"jackknife": (centre - q * se, centre + q * se), "jackknife-e": (estimate - q * se, estimate + q * se)}
+    return {"jackknife": (centre - q * se, centre + q * se),
+            "jackknife-e": (estimate - q * se, estimate + q * se)}
 
 
 def bca(boot: np.ndarray, jack: np.ndarray, estimate: float, level: float) -> tuple[float, float]:

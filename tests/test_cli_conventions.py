@@ -152,7 +152,8 @@ def test_parse_helpers():
         parse_int("x", "seed")
     with pytest.raises(OptionError, match="regions must be an integer or one of auto"):
         parse_int("x", "regions", allow=("auto",))
-    assert unique_names(["a/x.npz", "b/x.npz", "c/x.npz"]) == ["x", "x_2", "x_3"]
+    # same stems are told apart by their folders, never x_2 (issue 40)
+    assert unique_names(["a/x.npz", "b/x.npz", "c/x.npz"]) == ["a/x", "b/x", "c/x"]
     assert parse_columns("prompt=question, output=answer") == {"prompt": "question", "output": "answer"}
     for bad in ("prompt", "prompt=", "prompt=a,prompt=b"):
         with pytest.raises(OptionError):

@@ -54,7 +54,7 @@ def test_regions_cli_success_all_formats(tmp_path, images, capsys):
     assert code == 0, err
     r = json.loads((out / "result.json").read_text())
     assert r["kind"] == "regions" and r["seed"] == 5
-    assert r["names"] == ["gen_a", "gen_b", "m", "m_2"]
+    assert r["names"] == ["gen_a", "gen_b", "m.csv", "m.jsonl"]  # same stems told apart (issue 40)
     assert len(r["cms"]) == len(r["product_cms"]) == 4
     assert len(r["region_cms"]) == 4 and all(len(row) == 3 for row in r["region_cms"])
     assert len(r["regions"]) == 36 and sorted(set(r["regions"])) == [0, 1, 2]

@@ -17,6 +17,13 @@ from .errors import InputError
 from .io import atomic_write_text
 
 R = TypeVar("R", bound="Result")
+#: the version of result.json's layout this promptprism writes (``schema_version``); every version up to it
+#: is read (:data:`MIGRATIONS` brings an older one up to date), a newer one is refused in one line. 1: the
+#: files written before the field existed (no ``schema_version``); 2: ``schema_version`` and ``inputs``
+#: (where each input set lies, relative to the results folder, with its fingerprint).
+SCHEMA_VERSION = 2
+#: {version: function(data) -> data of version + 1}, applied in order by :func:`load_result`
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: lambda data: {**data, "inputs": data.get("inputs", {})}}
 _REGISTRY: dict[str, type[Result]] = {}
 #: set by the package: imports every module that defines a result kind (they register themselves here when
 #: imported; the package imports them lazily, so a result.json of any kind is read by the first
@@ -68,6 +75,9 @@ class Result:
     """Base of every method's result. Subclasses set ``kind`` and are registered for :func:`load_result`."""
 
     kind: ClassVar[str] = "result"
+    #: the input sets by name: {'path' (relative to the results folder), 'absolute', 'bytes', 'sha256',
+    #: 'rows', 'prompts_sha256'} (:mod:`promptprism.provenance`); filled when the result is saved by a command
+    inputs: dict = dataclasses.field(default_factory=dict, kw_only=True)
     #: fields holding lists of nested records, rebuilt by :meth:`from_dict`: {field: class with ``from_dict``}
     nested: ClassVar[dict[str, Any]] = {}
 
@@ -84,8 +94,8 @@ class Result:
         return text(self) if text else f"<{type(self).__name__} ({self.kind})>"
 
     def to_dict(self) -> dict:
-        """The result as JSON-ready plain data, with its ``kind``."""
-        return {"kind": self.kind, **to_jsonable(self)}
+        """The result as JSON-ready plain data, with its ``kind`` and ``schema_version``."""
+        return {"kind": self.kind, "schema_version": SCHEMA_VERSION, **to_jsonable(self)}
 
     def to_json(self, indent: int | None = 2) -> str:
         """The result as JSON text (NaN and infinity are refused)."""
@@ -95,7 +105,7 @@ class Result:
     def from_dict(cls: type[R], data: dict) -> R:
         """Rebuild from result.json's dict: ``kind`` dropped, the :attr:`nested` lists' records rebuilt,
         fields added later taking their defaults when absent."""
-        data = {k: v for k, v in data.items() if k != "kind"}
+        data = {k: v for k, v in data.items() if k not in ("kind", "schema_version")}
         for key, item in cls.nested.items():
             data[key] = [item.from_dict(x) if isinstance(x, dict) else x for x in data[key]]
         return cls(**data)
@@ -245,7 +255,7 @@ def _check_fields(data: dict, cls: type, where: str = "", overrides: dict | None
         nested = getattr(cls, "nested", {})
         hint = list[nested[name]] if name in nested else hints.get(name, Any)
         _check(data[name], (overrides or {}).get(name, hint), f"{prefix}{name}")
-    known = {f.name for f in dataclasses.fields(cls)} | {"kind"}
+    known = {f.name for f in dataclasses.fields(cls)} | {"kind", "schema_version"}
     extra = sorted(set(data) - known)
     if extra:
         raise ValueError(f"{prefix}{extra[0]}: not a field of {cls.__name__}")
@@ -256,6 +266,21 @@ def check_result_data(data: dict, kind: str) -> None:
     field, nested records included); raise ``ValueError('FIELD: expected T, got U')`` at the first
     mismatch."""
     _check_fields(data, _registry()[kind], overrides=FIELD_TYPES.get(kind))
+
+
+def migrate(data: dict, where: str = "result.json") -> dict:
+    """``data`` (a parsed result.json) brought to :data:`SCHEMA_VERSION`; a newer or malformed version is an
+    :class:`~promptprism.errors.InputError` naming ``where``."""
+    version = data.get("schema_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise InputError(f"{where}: schema_version {version!r} is not a version (a positive integer)")
+    if version > SCHEMA_VERSION:
+        raise InputError(f"{where}: written by a newer promptprism (result schema {version}; this version "
+                         f"reads schemas 1 to {SCHEMA_VERSION}); upgrade promptprism to read it")
+    while version < SCHEMA_VERSION:
+        data = MIGRATIONS[version](data)
+        version += 1
+    return {**data, "schema_version": SCHEMA_VERSION}
 
 
 def load_result(path: str | os.PathLike) -> Result:
@@ -285,6 +310,7 @@ def load_result(path: str | os.PathLike) -> Result:
     registry = _registry()
     if not isinstance(kind, str) or kind not in registry:
         raise InputError(f"{path}: unknown result kind {kind!r}; known: {', '.join(sorted(registry))}")
+    data = migrate(data, where=str(path))
     try:
         check_result_data(data, kind)
     except ValueError as exc:

@@ -3,7 +3,8 @@
 * the option types (:class:`Integer`, :class:`Number`, :class:`Choice`, used through :func:`typed`): each
   parses its text once, shows its real type in ``--help`` (``<int>``, ``<int|auto>``, ``<cosine|gaussian>``)
   and refuses a bad value with one line that names the flag (``--seed must be an integer, got 'x'``);
-* :func:`parse_int` (the one integer parser), :func:`unique_names` (the one name de-duplicator),
+* :func:`parse_int` (the one integer parser), :func:`resolve_sets` / :func:`unique_names` (the sets'
+  names: ``--names``, ``NAME=PATH`` or the file names, collisions told apart by their folders),
   :func:`parse_columns` (``--columns prompt=question,output=answer``);
 * the shared options added to every command that has use for them (``--json``, ``--columns``) and the
   example shown in every ``--help``;
@@ -33,7 +34,7 @@ OUT_KIND = {"embed": "npz", "split": "dir", "compare": "dir", "diversity": "dir"
             "compcon": "dir", "compcon-eval": "dir", "demo": "dir", "describe": "dir", "metrics": "dir"}
 
 #: commands that read manifests through ``load_cli_input`` (they get ``--columns``)
-MANIFEST_COMMANDS = ("embed", "split", "compare", "diversity", "regions", "metrics")
+MANIFEST_COMMANDS = ("embed", "split", "compare", "diversity", "regions", "metrics", "describe")
 
 #: commands that print a summary (they get ``--json``)
 JSON_COMMANDS = ("embed", "split", "compare", "diversity", "regions", "compcon", "compcon-eval", "demo",
@@ -158,17 +159,89 @@ PARTITION_ROWS = typed(262144, Integer(), "--partition-rows",
                        help="Rows per cluster task (rounded up to whole chunks).")
 
 
-def unique_names(paths: Sequence[str | os.PathLike]) -> list[str]:
-    """Display names of inputs: the file stem (a folder's name), made unique with ``_2``, ``_3``..."""
-    names: list[str] = []
-    for p in paths:
-        p = Path(p)
-        base = p.stem if p.suffix and not p.is_dir() else (p.name or str(p))
-        name, k = base, 2
-        while name in names:
-            name, k = f"{base}_{k}", k + 1
-        names.append(name)
-    return names
+def _label(path: Path, level: int) -> str:
+    """A display name of ``path`` at a level of detail: 0 the stem, 1 the file name, then the stem and the
+    name under one more parent folder per two levels (``runs/a``, ``runs/a.npz``, ``x/runs/a``, ...)."""
+    stem = path.stem if path.suffix and not path.is_dir() else (path.name or str(path))
+    if level == 0:
+        return stem
+    if level == 1:
+        return path.name or str(path)
+    parents = path.resolve().parent.parts[-(level // 2):]
+    return "/".join([*parents, stem if level % 2 == 0 else path.name])
+
+
+def unique_names(paths: Sequence[str | os.PathLike], taken: Sequence[str] = ()) -> list[str]:
+    """Display names of inputs: the file stem (a folder's name); where stems collide, the file name, then
+    the parent folders that tell them apart (``a/x`` and ``b/x``, never ``x_2``). The same file given
+    more than once is numbered (``x#1``, ``x#2``). ``taken``: names already used (e.g. by ``--names``) that
+    these must differ from."""
+    paths = [Path(p) for p in paths]
+    levels = [0] * len(paths)
+    while True:
+        names = [_label(p, k) for p, k in zip(paths, levels, strict=True)]
+        seen = list(taken) + names
+        clash = [i for i, n in enumerate(names) if seen.count(n) > 1]
+        if not clash:
+            return names
+        stuck = [i for i in clash if levels[i] > 2 * len(paths[i].resolve().parts)]
+        if stuck:  # the same file given more than once: numbered in order, visibly (the method decides)
+            count: dict[str, int] = {}
+            for i in stuck:
+                stem = _label(paths[i], 0)
+                count[stem] = count.get(stem, 0) + 1
+                names[i] = f"{stem}#{count[stem]}"
+            return names
+        for i in clash:
+            levels[i] += 1
+
+
+def set_names(paths: Sequence[str | os.PathLike], names: str | None, *, what: str = "inputs") -> list[str]:
+    """The sets' names: ``--names a,b,c`` (one per input, unique) when given, else :func:`unique_names`."""
+    if names is None or not str(names).strip():
+        return unique_names(paths)
+    given = [n.strip() for n in str(names).split(",")]
+    if len(given) != len(paths):
+        raise OptionError(f"names: {len(given)} names for {len(paths)} {what}; pass one name per set, "
+                          "separated by commas")
+    for n in given:
+        if not n:
+            raise OptionError("names: an empty name; pass one non-empty name per set, separated by commas")
+        if given.count(n) > 1:
+            raise OptionError(f"names: {n!r} is given twice; each set needs its own name")
+    return given
+
+
+def split_named(args: Sequence[str | os.PathLike]) -> tuple[list[Path], list[str] | None]:
+    """``NAME=PATH`` arguments: (the paths, the names) when every argument has that form (and no argument
+    is itself an existing path holding '='); (the paths, None) when none has it; mixing both is refused."""
+    paths, names = [], []
+    for a in args:
+        text = str(a)
+        name, sep, rest = text.partition("=")
+        if sep and name and rest and not Path(text).exists():
+            names.append(name.strip())
+            paths.append(Path(rest))
+        else:
+            paths.append(Path(text))
+    if names and len(names) != len(paths):
+        raise OptionError("inputs: name every set (NAME=PATH) or none of them")
+    return paths, (names or None)
+
+
+def resolve_sets(args: Sequence[str | os.PathLike], names: str | None) -> tuple[list[Path], list[str]]:
+    """(paths, names) of a command's input sets: ``NAME=PATH`` arguments or ``--names`` (not both), else
+    names from the paths (:func:`unique_names`)."""
+    paths, named = split_named(args)
+    if named is not None and names:
+        raise OptionError("names: the inputs are already named (NAME=PATH); drop --names or the NAME= parts")
+    return paths, set_names(paths, ",".join(named) if named else names)
+
+
+#: ``--names``: one name per input set, in order
+NAMES = typer.Option(None, "--names", help="Names of the input sets, one per set in order, separated by "
+                                           "commas (default: the file names; NAME=PATH arguments also name "
+                                           "a set).")
 
 
 def parse_columns(value: str | None) -> dict[str, str] | None:

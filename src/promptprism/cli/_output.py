@@ -127,38 +127,51 @@ def check_finite_result(result: Any) -> None:
                     "float64; nothing was written")
 
 
-def _compact(value: Any, depth: int) -> Any:
-    """``value`` kept when a script can use it: scalars, lists of up to 64 scalars, and (``depth`` levels
-    down) the same of dicts and of lists of up to 64 dicts (modes, models); None for anything else."""
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    if isinstance(value, list) and len(value) <= 64:
-        if all(v is None or isinstance(v, (str, int, float, bool)) for v in value):
-            return value
-        if depth > 0 and all(isinstance(v, dict) for v in value):
-            return [_compact(v, depth - 1) for v in value]
-    if isinstance(value, dict) and depth > 0:
-        kept = {str(k): _compact(v, depth - 1) for k, v in value.items()}
-        return {k: v for k, v in kept.items() if v is not None or value.get(k) is None}
-    return None
+#: the longest list ``--json`` prints whole; longer ones are cut to their first entries (listed in
+#: ``truncated``: path -> full length; result.json holds them all)
+SUMMARY_LIST_LIMIT = 64
+
+
+def _shorten(value: Any, path: str, truncated: dict[str, int]) -> Any:
+    """``value`` with every list longer than :data:`SUMMARY_LIST_LIMIT` cut to that many entries (at any
+    depth), each cut recorded in ``truncated`` by its JSON path; nothing else is changed or dropped."""
+    if isinstance(value, dict):
+        return {k: _shorten(v, f"{path}.{k}" if path else str(k), truncated) for k, v in value.items()}
+    if isinstance(value, list):
+        if len(value) > SUMMARY_LIST_LIMIT:
+            truncated[path] = len(value)
+            value = value[:SUMMARY_LIST_LIMIT]
+        return [_shorten(v, f"{path}[{i}]", truncated) for i, v in enumerate(value)]
+    return value
+
+
+def _label_pairs(data: dict) -> dict:
+    """A K-way result's comparisons, each labelled with the models it compares (``pair``: [test,
+    reference]; ``model`` for one against the rest)."""
+    names = data.get("names") or []
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    data["pairs"] = [{"pair": list(p), **r} for p, r in zip(pairs, data.get("pairs") or [], strict=False)]
+    data["one_vs_rest"] = [{"model": n, **r} for n, r in zip(names, data.get("one_vs_rest") or [],
+                                                             strict=False)]
+    return data
 
 
 def summary_of(result: Any, written: Mapping[str, Path]) -> dict[str, Any]:
-    """The JSON summary of a result for scripts: its scalar fields and short lists, each mode (with its
-    p-value), the significance record and its verdict, each model's scores; the files written."""
+    """The JSON summary of a result for scripts (``--json``): result.json's data with its lists cut to
+    their first :data:`SUMMARY_LIST_LIMIT` entries (``truncated`` says which and how long they are), K-way
+    comparisons labelled by their pair, the verdict, each model's headline row; the files written.
+    Validated by ``promptprism.schema.summary_schema``."""
     data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
-    summary: dict[str, Any] = {}
-    for key, value in data.items():
-        kept = _compact(value, 2)
-        if kept is not None or value is None:
-            summary[key] = kept
-    if isinstance(data.get("prompt_ranking"), list):
-        summary["prompt_ranking"] = _compact(data["prompt_ranking"][:10], 1)
+    if data.get("kind") == "promptsplit_kway":
+        data = _label_pairs(data)
+    truncated: dict[str, int] = {}
+    summary: dict[str, Any] = _shorten(data, "", truncated)
     verdict = getattr(result, "verdict", None)
     if isinstance(verdict, str) and verdict:
         summary.setdefault("verdict", verdict)
     if data.get("kind") == "metrics":
-        summary["models"] = result.table()
+        summary["table"] = result.table()
+    summary["truncated"] = truncated
     summary["files"] = {name: str(path) for name, path in written.items()}
     return summary
 
@@ -169,6 +182,7 @@ def save_outputs(
     *,
     report: bool = True,
     inputs: Mapping[str, Any] | None = None,
+    sources: Mapping[str, str | Path] | None = None,
     images: Mapping[str, Any] | None = None,
     extra: Callable[[Path], None] | None = None,
     quiet: bool = False,
@@ -176,16 +190,25 @@ def save_outputs(
 ) -> dict[str, Path]:
     """Write ``result`` (``result.save``), ``extra(folder)`` and the report into ``out`` as one transaction.
 
-    ``amend``: ``out`` holds the result being extended (``describe``): the folder keeps its owner and every
-    file the earlier run wrote. Returns ``{file name: final path}`` of what was written.
+    ``sources``: the input sets' paths by name, recorded with their fingerprints in result.json's ``inputs``
+    (:func:`promptprism.provenance.record_inputs`; a relative path that ``extra`` writes into the folder is
+    recorded there). ``amend``: ``out`` holds the result being extended (``describe``): the folder keeps its
+    owner and every file the earlier run wrote. Returns ``{file name: final path}`` of what was written.
     """
+    import dataclasses
+
+    from ..provenance import record_inputs
+
     out = Path(out)
     check_finite_result(result)
     before = _listing(out) if out.is_dir() else None
     with staged_outputs(out) as stage:
-        result.save(stage)
         if extra is not None:
             extra(stage)
+        if sources:
+            recorded = record_inputs(sources, out, contents=inputs, stage=stage)
+            result = dataclasses.replace(result, inputs={**result.inputs, **recorded})
+        result.save(stage)
         if report:
             from ..report import render_report
 

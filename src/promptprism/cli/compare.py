@@ -13,7 +13,7 @@ from ..kernels.bandwidth import Bandwidth
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console
-from ._options import CHUNK_SIZE, FEATURES, SEED, TOP_K, Integer, typed, unique_names
+from ._options import CHUNK_SIZE, FEATURES, NAMES, SEED, TOP_K, Integer, resolve_sets, typed
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 from .split import (
@@ -78,7 +78,8 @@ def print_kway(result: KWayResult, *, quiet: bool = False) -> None:
 @app.command("compare")
 def compare_command(
     inputs: list[Path] = typer.Argument(..., help=f"One paired set per model, all on the same prompts: "
-                                                  f"{inp.INPUT_HELP}."),
+                                                  f"{inp.INPUT_HELP}; NAME=PATH names a set."),
+    names: str = NAMES,
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
     kernel: str = KERNEL, method: str = METHOD, eta: float = ETA,
     sigma_prompt: Bandwidth = SIGMA_PROMPT, sigma_output: Bandwidth = SIGMA_OUTPUT,
@@ -109,7 +110,7 @@ def compare_command(
         n_features=features, n_modes=modes, seed=seed, chunk_size=chunk_size, top_k=top_k,
         permutations=permutation_count(permutations), alpha=alpha, null_samples=null_samples,
         precision=precision)
-    names = unique_names(inputs)
+    inputs, names = resolve_sets(inputs, names)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
     with execution(scheduler=scheduler, workers=workers):
@@ -117,6 +118,7 @@ def compare_command(
                 for p, n in zip(inputs, names, strict=True)]
         result = estimator.fit(sets, names)
     written = save_outputs(result, out, report=not no_report, quiet=quiet,
-                           inputs={n: s for n, s in zip(names, sets, strict=True)})
+                           inputs={n: s for n, s in zip(names, sets, strict=True)},
+                           sources=dict(zip(names, inputs, strict=True)))
     print_kway(result, quiet=quiet)
     print_written(written)

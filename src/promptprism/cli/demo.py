@@ -100,7 +100,8 @@ def digits_demo(out: Path, *, per_prompt: int, seed: int, quiet: bool, no_report
                             outputs=np.array(s.outputs), images=images[name])
 
     written = save_outputs(result, out, report=not no_report, quiet=quiet, images=images, extra=write_inputs,
-                           inputs={"test": data.test, "reference": data.reference})
+                           inputs={"test": data.test, "reference": data.reference},
+                           sources={"test": Path("data/test.npz"), "reference": Path("data/reference.npz")})
     if not quiet:
         console.print(f"[bold]Demo[/]: {len(data.prompt_names)} prompts, {per_prompt} digit images per "
                       "prompt and model (scikit-learn digits, coloured here); "

@@ -15,7 +15,7 @@ from pathlib import Path
 import typer
 
 from ..errors import InputError
-from ._app import app, console
+from ._app import app, console, run_state
 from ._options import SEED, Choice, typed
 from ._output import print_written, save_outputs
 from .compcon import API_KEY_ENV, CHAT_CACHE, JUDGE_BASE_URL, RETRIES, TIMEOUT, check_urls
@@ -25,19 +25,32 @@ NAMERS = ("chat", "words", "facets", "length")
 JUDGES = ("chat", "embedding", "lexical", "completion", "length")
 
 
-def _load_sets(recorded: dict, folder: Path, given_paths: dict, text_model: str) -> dict:
-    """Each set by its name: the path given, else the one ``recorded`` (result.json), as is or under DIR."""
+def _load_sets(result, folder: Path, given_paths: dict, legacy: dict, text_model: str) -> dict:
+    """Each set by its name: the path given, else where result.json's ``inputs`` record it (relative to DIR,
+    then absolute; ``legacy``: the paths an older result.json names, as is or under DIR). Every set is
+    checked against its recorded fingerprint before anything is written."""
     from ..data.inputs import load_input
+    from ..provenance import locate, verify
 
+    records = result.inputs or {}
     sets = {}
     for side, given in given_paths.items():
-        where = given or recorded.get(side)
-        candidates = [Path(where), folder / str(where)] if where else []
-        path = next((c for c in candidates if c.exists()), None)
+        if given is not None:
+            path = Path(given) if Path(given).exists() else None
+            where = str(given)
+        elif side in records:
+            path, where = locate(records[side], folder), records[side].get("path")
+        else:
+            where = legacy.get(side)
+            candidates = [Path(where), folder / str(where)] if where else []
+            path = next((c for c in candidates if c.exists()), None)
         if path is None:
-            raise InputError(f"{side} input {where or '(not recorded in result.json)'} not found; pass "
-                             f"the {side} set as an argument")
-        sets[side] = load_input(path, text_model=text_model)
+            raise InputError(f"{side} input {where or '(not recorded in result.json)'} not found (looked "
+                             f"relative to {folder} and where the run read it); pass the {side} set as an "
+                             "argument")
+        columns = run_state().columns
+        sets[side] = load_input(path, text_model=text_model, **({"columns": columns} if columns else {}))
+        verify(side, path, records, content=sets[side])
     return sets
 
 
@@ -56,7 +69,8 @@ def describe(
     inputs: list[Path] | None = typer.Argument(None, metavar="INPUTS",
                                                help="split: TEST REF; compare: one set per model, in the "
                                                     "order of the comparison (default for both: the paths "
-                                                    "result.json records); diversity: INPUT (required)."),
+                                                    "result.json records); diversity: INPUT (default: "
+                                                    "the one result.json records)."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Results folder to write (default: DIR)."),
     base_url: str = typer.Option("https://api.openai.com/v1", help="OpenAI-compatible namer endpoint."),
     model: str = typer.Option("gpt-4o", help="Namer model (proposes the candidate names)."),
@@ -158,15 +172,14 @@ def _namer_and_judge(namer: str, judge: str, *, base_url: str, model: str, judge
 
 def _describe(result, folder: Path, paths: list, text_model: str, **how) -> tuple[dict, dict | None]:
     """(the descriptions record, the inputs for the report) for a PromptSplit, K-way or Scendi result."""
-    from ..data.inputs import load_input
     from ..methods.naming import describe_clusters, describe_deviations, describe_modes
 
     if result.kind == "promptsplit":
         sides = ("test", "reference")
         if len(paths) > 2:
             raise InputError(f"{folder}: a split result takes at most 2 inputs (TEST REF), got {len(paths)}")
-        sets = _load_sets(result.config, folder, dict(zip(sides, paths + [None] * 2, strict=False)),
-                          text_model)
+        sets = _load_sets(result, folder, dict(zip(sides, paths + [None] * 2, strict=False)),
+                          result.config, text_model)
         return describe_modes(result, sets["test"], sets["reference"], **how), sets
     if result.kind == "promptsplit_kway":
         if paths and len(paths) != len(result.names):
@@ -175,12 +188,14 @@ def _describe(result, folder: Path, paths: list, text_model: str, **how) -> tupl
         recorded = dict(zip(result.names, result.config.get("sets") or [None] * len(result.names),
                             strict=False))
         given = dict(zip(result.names, paths or [None] * len(result.names), strict=True))
-        sets = _load_sets(recorded, folder, given, text_model)
+        sets = _load_sets(result, folder, given, recorded, text_model)
         return describe_deviations(result, sets, **how), sets
-    if len(paths) != 1:
-        raise InputError(f"{folder}: a Scendi result; pass its input set: promptprism describe DIR INPUT")
+    if len(paths) > 1:
+        raise InputError(f"{folder}: a Scendi result takes one input (its set), got {len(paths)}")
     how.pop("all_modes")
-    return describe_clusters(result, load_input(paths[0], text_model=text_model), **how), None
+    sets = _load_sets(result, folder, {result.name: paths[0] if paths else None},
+                      {result.name: result.config.get("input")}, text_model)
+    return describe_clusters(result, sets[result.name], **how), None
 
 
 def print_descriptions(record: dict) -> None:

@@ -22,14 +22,15 @@ from ._app import app, console, err_console
 from ._bandwidth import bandwidth_option
 from ._options import (
     CHUNK_SIZE,
+    NAMES,
     PARTITION_ROWS,
     PRECISION_CHOICE,
     SEED,
     Choice,
     Integer,
     Number,
+    resolve_sets,
     typed,
-    unique_names,
 )
 from ._output import print_written, save_outputs
 from .metrics import compute_metrics, print_metrics
@@ -108,7 +109,8 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
 
 
 def _with_reference(comparison: ScendiComparison, inputs: list[Path], reference: Path | None, *, seed: int,
-                    quiet: bool, **encoding: Any) -> tuple[ScendiComparison, MetricsResult | None]:
+                    quiet: bool, names: list[str], **encoding: Any
+                    ) -> tuple[ScendiComparison, MetricsResult | None]:
     """With ``--reference``: each model's Scendi result with its reference-set metrics (``reference_metrics``)
     attached, and those metrics; without, the comparison as it is and None."""
     if reference is None:
@@ -116,7 +118,7 @@ def _with_reference(comparison: ScendiComparison, inputs: list[Path], reference:
     from ..methods.metrics import ReferenceMetrics
 
     metrics_result, _ = compute_metrics(inputs, reference, ReferenceMetrics(seed=seed), quiet=quiet,
-                                        **encoding)
+                                        names=names, **encoding)
     models = [dataclasses.replace(r, reference_metrics=to_jsonable(m))
               for r, m in zip(comparison.models, metrics_result.models, strict=True)]
     return dataclasses.replace(comparison, models=models), metrics_result
@@ -139,8 +141,10 @@ def _compare(sets: list, estimator: Scendi) -> ScendiComparison:
 
 @app.command("diversity")
 def diversity(
-    inputs: list[Path] = typer.Argument(..., help=f"One paired set per model: {inp.INPUT_HELP}."),
+    inputs: list[Path] = typer.Argument(..., help=f"One paired set per model: {inp.INPUT_HELP}; NAME=PATH "
+                                                  "names a set."),
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
+    names: str = NAMES,
     kernel: str = typed("cosine", Choice(KERNELS, noun="kernel"), "--kernel",
                         help="cosine (exact) or gaussian (random Fourier features)."),
     sigma_prompt: Bandwidth = bandwidth_option(
@@ -202,17 +206,21 @@ def diversity(
         chunk_size=chunk_size, partition_rows=partition_rows, progress=False if quiet else None,
         gamma_estimator=gamma_estimator, n_folds=n_folds, ridge=ridge, bootstrap=bootstrap,
         confidence=confidence, interval=interval, precision=precision, device=device)
-    names = unique_names(inputs)
+    inputs, names = resolve_sets(inputs, names)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
     with execution(scheduler=scheduler, workers=workers):
         sets = [inp.load_cli_input(p, name=n, client=current_client(), **enc)  # every input read first
                 for p, n in zip(inputs, names, strict=True)]
         comparison = _compare(sets, estimator)
-    comparison, metrics_result = _with_reference(comparison, inputs, reference, seed=seed, **enc)
+    comparison, metrics_result = _with_reference(comparison, inputs, reference, seed=seed, names=names, **enc)
     results = comparison.models
     result: ScendiResult | ScendiComparison = results[0] if len(results) == 1 else comparison
-    written = save_outputs(result, out, report=not no_report, inputs={s.name: s for s in sets}, quiet=quiet)
+    sources = dict(zip(names, inputs, strict=True))
+    if reference is not None:
+        sources["reference" if "reference" not in sources else "reference (--reference)"] = reference
+    written = save_outputs(result, out, report=not no_report, inputs={s.name: s for s in sets}, quiet=quiet,
+                           sources=sources)
     print_diversity(results, quiet=quiet, differences=comparison.differences, rankings=comparison.rankings)
     if metrics_result is not None:
         print_metrics(metrics_result, quiet=quiet)

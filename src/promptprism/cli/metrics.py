@@ -10,13 +10,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ..errors import OptionError
 from ..kernels import KERNELS
 from ..kernels.bandwidth import Bandwidth
 from ..methods.metrics.options import ALIGNMENT_CHOICES
 from . import _inputs as inp
-from ._app import app, console
+from ._app import app, console, err_console
 from ._bandwidth import bandwidth_option
-from ._options import SEED, Choice, Integer, Number, typed, unique_names
+from ._options import NAMES, SEED, Choice, Integer, Number, resolve_sets, typed, unique_names
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 
@@ -87,9 +88,12 @@ def _spaces(loaded: Any) -> tuple[str, str] | None:
 
 @app.command("metrics")
 def metrics(
-    inputs: list[Path] = typer.Argument(..., help=f"One generated set per model: {inp.INPUT_HELP}."),
-    reference: Path = typer.Option(..., "--reference", "-r", help="The reference set (same formats; its "
-                                                                  "outputs are the real samples)."),
+    inputs: list[Path] = typer.Argument(..., help=f"One generated set per model: {inp.INPUT_HELP}; NAME=PATH "
+                                                  "names a set. Without --reference, GEN REF: the last "
+                                                  "of two inputs is the reference."),
+    reference: Path = typer.Option(None, "--reference", "-r", help="The reference set (same formats; its "
+                                                                   "outputs are the real samples)."),
+    names: str = NAMES,
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
     nearest_k: int = typed(5, Integer(), "--nearest-k",
                            help="k of the k-NN radii (precision, recall, density, coverage)."),
@@ -123,23 +127,49 @@ def metrics(
     """
     from ..methods.metrics import ReferenceMetrics
 
+    inputs, reference = _reference_argument(inputs, reference)
     estimator = ReferenceMetrics(
         nearest_k=nearest_k, subsets=subsets, subset_size=subset_size, mmd_kernel=mmd_kernel,
         mmd_sigma=mmd_sigma, bootstrap=bootstrap, confidence=confidence, min_group_size=min_group_size,
         alignment=alignment, seed=seed)
     result, sets = compute_metrics(inputs, reference, estimator, quiet=quiet, text_model=text_model,
                                    image_model=image_model, clip_model=clip_model, prompts=prompts,
-                                   cache=cache, no_cache=no_cache, device=device, batch_size=batch_size)
-    written = save_outputs(result, out, report=not no_report, inputs=sets, quiet=quiet)
+                                   cache=cache, no_cache=no_cache, device=device, batch_size=batch_size,
+                                   names=names)
+    written = save_outputs(result, out, report=not no_report, inputs=sets, quiet=quiet,
+                           sources=sources_of(result, inputs, reference))
     print_metrics(result, quiet=quiet)
     print_written(written)
 
 
+def _reference_argument(inputs: list[Path], reference: Path | None) -> tuple[list[Path], Path]:
+    """(generated sets, reference): ``--reference REF``, or ``GEN REF`` (two inputs, the last the
+    reference, said in a note); anything else without --reference is refused with the command to run."""
+    if reference is not None:
+        return inputs, reference
+    if len(inputs) == 2:
+        err_console.print(f"note: {inputs[1]} is the reference set (GEN REF; --reference names it "
+                          "explicitly)", markup=False, soft_wrap=True, highlight=False)
+        return inputs[:1], inputs[1]
+    shown = " ".join(str(p) for p in inputs[:-1]) or "GEN"
+    raise OptionError(f"reference: no reference set; pass it with --reference, e.g. promptprism metrics "
+                      f"{shown} --reference {inputs[-1] if len(inputs) > 1 else 'REF'} --out OUT")
+
+
+def sources_of(result: MetricsResult, inputs: list[Path], reference: Path) -> dict[str, Path]:
+    """The inputs' paths by the names the result gives them (the reference under its own name)."""
+    names = [m.name for m in result.models]
+    return {**dict(zip(names, inputs, strict=True)), result.reference: reference}
+
+
 def compute_metrics(inputs: list[Path], reference: Path, estimator: ReferenceMetrics, *, quiet: bool,
-                    **encoding: Any) -> tuple[MetricsResult, dict]:
+                    names: str | list[str] | None = None, **encoding: Any) -> tuple[MetricsResult, dict]:
     """Read the generated sets and the reference (every input first), then compare; also what the report
-    needs to show the inputs. ``encoding``: the shared encoder options of :func:`inp.read_cli_input`."""
-    names = unique_names([*inputs, reference])
+    needs to show the inputs. ``names``: the generated sets' names (``--names``, or already resolved), the
+    reference named by its file, told apart from them. ``encoding``: the shared encoder options of
+    :func:`inp.read_cli_input`."""
+    inputs, gen_names = (inputs, list(names)) if isinstance(names, list) else resolve_sets(inputs, names)
+    names = [*gen_names, *unique_names([reference], taken=gen_names)]
     loaded = [inp.read_cli_input(p, name=n, quiet=quiet, **encoding)
               for p, n in zip([*inputs, reference], names, strict=True)]
     *gen, ref = loaded

@@ -18,7 +18,7 @@ from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console, run_state
 from ._bandwidth import bandwidth_option
-from ._options import PRECISION_CHOICE, SEED, Choice, Integer, typed, unique_names
+from ._options import NAMES, PRECISION_CHOICE, SEED, Choice, Integer, resolve_sets, typed
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 
@@ -111,6 +111,7 @@ def regions(
                                               "formats: --generated A B C."),
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json, curves.csv, "
                                                       "cka_matrix.npy)."),
+    names: str = NAMES,
     n_regions: int = typed("auto", Integer(words=("auto",), minimum=1), "--regions", "-C",
                            help="Number of regions C, or 'auto' (largest dendrogram gap)."),
     reference: Path | None = typer.Option(None, help="Held-out real images for the CMS (default: --real)."),
@@ -161,7 +162,7 @@ def regions(
     """
     from ..methods.regions import RegionCMS
 
-    gen_paths = _generated_paths(generated, ctx.args)
+    gen_paths, gen_names = resolve_sets(_generated_paths(generated, ctx.args), names)
     resolve_backend(device, name="--device")  # a bad value is refused naming the flag
     estimator = RegionCMS(
         n_regions=n_regions, gamma=gamma, block_size=block_size, cka_block_size=cka_block_size,
@@ -172,10 +173,11 @@ def regions(
     estimator.validate()
     with execution(scheduler=scheduler, workers=workers):
         real_images, gen_sets, ref = _load_images(real, gen_paths, reference)
-        result = estimator.fit(real_images).compare(gen_sets, unique_names(gen_paths), reference=ref)
+        result = estimator.fit(real_images).compare(gen_sets, gen_names, reference=ref)
     result = _with_inputs(result, real, gen_paths, reference)
     written = save_outputs(result, out, report=not no_report, quiet=quiet,
                            inputs={"real": real_images, "generated": gen_sets},
+                           sources=_sources(real, gen_paths, gen_names, reference),
                            extra=(lambda folder: write_plots(result, folder)) if plot else None)
     print_regions(result, None, quiet=quiet)
     print_written(written)
@@ -203,6 +205,14 @@ def _load_images(real: Path, gen_paths: list[Path], reference: Path | None) -> t
     for p, g in zip(gen_paths, gen_sets, strict=True):
         check_same_shape(g.shape, real_images.shape[1:], f"generated ({p})")
     return real_images, gen_sets, ref
+
+
+def _sources(real: Path, gen: list[Path], names: list[str], reference: Path | None) -> dict[str, Path]:
+    """The image sets' paths by name, for result.json's ``inputs``."""
+    sources = {"real": real, **dict(zip(names, gen, strict=True))}
+    if reference is not None:
+        sources["reference"] = reference
+    return sources
 
 
 def _with_inputs(result: RegionsResult, real: Path, gen: list[Path], reference: Path | None) -> RegionsResult:

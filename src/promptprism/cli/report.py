@@ -25,8 +25,8 @@ def report(
     folders: list[Path] = typer.Argument(..., metavar="DIR...", help="A results folder holding result.json; "
                                          "several (one per checkpoint or date, in order): one page over "
                                          "the runs."),
-    out: Path = typer.Option(None, "--out", "-o", help="Several DIRs: the folder the runs page (report.html) "
-                                                       "is written to."),
+    out: Path = typer.Option(None, "--out", "-o", help="The folder report.html is written to (default: DIR; "
+                                                       "needed with several DIRs: the runs page)."),
     map_points: int = typed(MAP_POINTS, Integer(minimum=12), "--map-points",
                             help="PromptSplit: at most this many samples in the t-SNE map (a seeded "
                                  "subsample above it; >= 12)."),
@@ -55,8 +55,9 @@ def report(
     except UnicodeDecodeError as exc:
         raise InputError(f"{folder / 'result.json'}: not a results file (not UTF-8 text: {exc.reason} at "
                          f"byte {exc.start})") from None
+    target = folder if out is None else out
     with exclusive_lock(folder, parameter="folder"):  # not while a command writes this folder
-        check_out_dir(folder, names=("report.html",))
+        check_out_dir(target, names=("report.html",), parameter="folder" if out is None else "out")
         inputs, images, notes = reload_inputs(result, folder)
         try:
             page = render_report(result, inputs=inputs, images=images, base_dir=folder, notes=notes,
@@ -64,7 +65,8 @@ def report(
         except (AttributeError, TypeError, KeyError, IndexError) as exc:  # fields of the wrong type or shape
             raise InputError(f"{folder / 'result.json'}: not a valid {result.kind} result; its fields have "
                              f"the wrong types ({type(exc).__name__}: {exc})") from None
-        path = atomic_write_text(folder / "report.html", page)
+        target.mkdir(parents=True, exist_ok=True)
+        path = atomic_write_text(target / "report.html", page)
     run_state().summary = {"kind": result.kind, "files": {"report.html": str(path)}}
     console.print(f"report: {path}", markup=False, soft_wrap=True)
 

@@ -157,6 +157,7 @@ def split(
         reference_set = inp.load_cli_input(reference, name="reference", client=client, **enc)
         result = estimator.fit(test_set, reference_set)
     written = save_outputs(result, out, report=not no_report, quiet=quiet,
-                           inputs={"test": test_set, "reference": reference_set})
+                           inputs={"test": test_set, "reference": reference_set},
+                           sources={"test": test, "reference": reference})
     print_promptsplit(result, None, quiet=quiet)
     print_written(written)

@@ -56,21 +56,31 @@ def check_images(result: Any, images: Any, notes: list[str]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------- inputs, re-read
 @reloader("promptsplit")
 def reload_promptsplit(result: Any, result_dir: Path) -> tuple[dict, dict, list[str]]:
-    """Read the test and reference sets again from ``config`` (a path as given, or relative to the results
-    folder), else ``result_dir/data/{test,reference}.npz``; an ``images`` array in an .npz is used for the
-    gallery. Inputs that need an encoder (manifests, image folders) are not embedded again: their galleries
-    come from result.json and the map is left out, with a note."""
+    """Read the test and reference sets again from where result.json's ``inputs`` records them (relative to
+    the results folder, then absolute: :func:`promptprism.provenance.locate`), for older results from
+    ``config`` (a path as given, or relative to the results folder), else
+    ``result_dir/data/{test,reference}.npz``; an ``images`` array in an .npz is used for the gallery. A set
+    whose content differs from its recorded fingerprint is refused (:func:`promptprism.provenance.verify`).
+    Inputs that need an encoder (manifests, image folders) are not embedded again: their galleries come from
+    result.json and the map is left out, with a note."""
     from ..data.loaders import load_paired
     from ..errors import PromptPrismError
+    from ..provenance import locate, verify
 
     inputs, images, notes = {}, {}, []
+    records = getattr(result, "inputs", None) or {}
     for side in ("test", "reference"):
         where = result.config.get(side)
         candidates = []
-        if where:
+        if side in records:
+            found = locate(records[side], result_dir)
+            where, candidates = records[side].get("path"), [found] if found is not None else []
+        elif where:
             candidates += [Path(where), result_dir / str(where)]
         candidates.append(result_dir / "data" / f"{side}.npz")
         path = next((c for c in candidates if c.exists() and _is_embeddings(c)), None)
+        if path is not None:
+            verify(side, path, records)
         if path is None:
             if where and any(Path(c).exists() for c in candidates[:2]):
                 notes.append(

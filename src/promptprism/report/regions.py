@@ -337,15 +337,25 @@ def render_regions(
 
 @reloader("regions")
 def reload_regions(result: Any, result_dir: Path) -> tuple[dict, None, list[str]]:
-    """The real and generated images again, from the paths in ``config`` (when they still exist)."""
+    """The real and generated images again, from where result.json's ``inputs`` records them (relative to
+    the results folder, then absolute), for older results from the paths in ``config``; a set whose content
+    differs from its recorded fingerprint is refused."""
     from ..data.images import load_images
     from ..errors import PromptPrismError
+    from ..provenance import locate, verify
 
     notes: list[str] = []
     inputs: dict[str, Any] = {}
+    records = getattr(result, "inputs", None) or {}
     real = result.config.get("real")
     gens = result.config.get("generated") or []
     for key, path in [("real", real)] + [(f"generated {i}", g) for i, g in enumerate(gens)]:
+        name = "real" if key == "real" else result.names[int(key.split()[1])]
+        if name in records:
+            found = locate(records[name], result_dir)
+            path = found if found is not None else records[name].get("path")
+            if found is not None:
+                verify(name, found, records)
         if not path:
             continue
         if not Path(path).exists():

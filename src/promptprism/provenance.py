@@ -1,0 +1,126 @@
+"""Where a result's input sets lie and what they held: records that survive moving the results folder.
+
+Each input is recorded in result.json's ``inputs`` as ``{'path': relative to the results folder,
+'absolute': the resolved path, 'bytes', 'sha256'}`` (a folder: the sizes and hashes of its files, by
+relative name) plus, for paired sets, ``'rows'`` and ``'prompts_sha256'``. Commands that read a results
+folder's inputs again (``describe``, ``report``) find them from any working directory (:func:`locate`) and
+refuse a set whose content differs from the record (:func:`verify`), naming the set and why: swapped with
+another recorded set, other prompts, or an edited file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+
+_BLOCK = 1 << 20
+
+
+def _file_digest(path: Path, digest: Any) -> int:
+    size = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_BLOCK):
+            digest.update(chunk)
+            size += len(chunk)
+    return size
+
+
+def fingerprint(path: str | os.PathLike) -> dict[str, Any]:
+    """``{'bytes', 'sha256'}`` of a file, or of a folder's files (names relative to it, sorted, hidden files
+    and promptprism's own bookkeeping left out)."""
+    path = Path(path)
+    digest = hashlib.sha256()
+    if path.is_file():
+        return {"bytes": _file_digest(path, digest), "sha256": digest.hexdigest()}
+    total = 0
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        rel = file.relative_to(path).as_posix()
+        if any(part.startswith(".") for part in rel.split("/")):
+            continue
+        inner = hashlib.sha256()
+        total += _file_digest(file, inner)
+        digest.update(rel.encode("utf-8") + b"\0" + inner.digest())
+    return {"bytes": total, "sha256": digest.hexdigest()}
+
+
+def prompts_digest(prompts: Sequence[str] | None) -> str | None:
+    """sha256 of the prompts in row order (None without prompt strings)."""
+    if prompts is None:
+        return None
+    digest = hashlib.sha256()
+    for p in prompts:
+        digest.update(str(p).encode("utf-8") + b"\0")
+    return digest.hexdigest()
+
+
+def input_record(path: str | os.PathLike, results_dir: str | os.PathLike, *, content: Any = None,
+                 stored_at: str | os.PathLike | None = None) -> dict[str, Any]:
+    """The record of one input: where it lies relative to ``results_dir`` (and absolutely), its fingerprint,
+    and for a paired set ``content`` its rows and prompts' digest. ``stored_at``: where the file is now when
+    it is being written into the folder (a staging copy), ``path`` being its final place."""
+    final = Path(path).resolve()
+    record: dict[str, Any] = {"path": Path(os.path.relpath(final, Path(results_dir).resolve())).as_posix(),
+                              "absolute": str(final), **fingerprint(stored_at or final)}
+    if content is not None and hasattr(content, "prompt_embeddings"):
+        record["rows"] = len(content)
+        record["prompts_sha256"] = prompts_digest(getattr(content, "prompts", None))
+    return record
+
+
+def record_inputs(sources: Mapping[str, str | os.PathLike], results_dir: str | os.PathLike, *,
+                  contents: Mapping[str, Any] | None = None, stage: str | os.PathLike | None = None
+                  ) -> dict[str, dict[str, Any]]:
+    """:func:`input_record` of every named source that exists. A relative source that exists under
+    ``stage`` (a file the command writes into the results folder, e.g. the demo's data) is recorded at its
+    place in ``results_dir``."""
+    records = {}
+    for name, src in sources.items():
+        src = Path(src)
+        staged = Path(stage) / src if stage is not None and not src.is_absolute() else None
+        if staged is not None and staged.exists():
+            records[name] = input_record(Path(results_dir) / src, results_dir, stored_at=staged,
+                                         content=(contents or {}).get(name))
+        elif src.exists():
+            records[name] = input_record(src, results_dir, content=(contents or {}).get(name))
+    return records
+
+
+def locate(record: Mapping[str, Any], results_dir: str | os.PathLike) -> Path | None:
+    """Where a recorded input is now: relative to the results folder first (a moved folder with its data),
+    then its absolute path; None when neither exists."""
+    rel = record.get("path")
+    candidates = [Path(results_dir) / rel] if isinstance(rel, str) and rel else []
+    if isinstance(record.get("absolute"), str):
+        candidates.append(Path(record["absolute"]))
+    return next((c for c in candidates if c.exists()), None)
+
+
+def verify(name: str, path: str | os.PathLike, records: Mapping[str, Mapping[str, Any]], *,
+           content: Any = None) -> None:
+    """Refuse ``path`` as the input ``name`` unless its content is what ``records[name]`` recorded.
+
+    The error names the set and says why: it holds another recorded set (swapped), other prompts or another
+    number of rows, or the same prompts with other content (an edited file). No record: nothing to check."""
+    record = records.get(name)
+    if not record or "sha256" not in record:
+        return
+    found = fingerprint(path)
+    if found["sha256"] == record["sha256"]:
+        return
+    other = next((n for n, r in records.items() if n != name and r.get("sha256") == found["sha256"]), None)
+    if other is not None:
+        raise InputError(f"{name} input {path}: holds the {other} set of this result, not the {name} set "
+                         "(swapped?); pass the inputs in the order the result was computed on")
+    why = "its content differs (edited since the run?)"
+    if content is not None and "rows" in record and len(content) != record["rows"]:
+        why = f"it has {len(content):,} rows where the result was computed on {record['rows']:,}"
+    elif content is not None and record.get("prompts_sha256") not in (None, prompts_digest(
+            getattr(content, "prompts", None))):
+        why = "its prompts differ from those the result was computed on"
+    raise InputError(f"{name} input {path}: not the set this result was computed on: {why}; restore or "
+                     "pass the original set (nothing was written)")
