@@ -66,3 +66,44 @@ def run_killing_a_worker(run: Callable[[Any], Any], min_finished: int = 3) -> An
 def device(request) -> str:
     """The array backend a test runs PromptSplit on; the same test passes on both (promptprism.backend)."""
     return request.param
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _every_result_matches_its_schema():
+    """Every result.json the suite writes (``Result.save``) and every ``--json`` summary (``summary_of``) is
+    validated against the schema the package ships for its kind; a mismatch fails the test that wrote it."""
+    import json
+
+    from jsonschema import Draft202012Validator
+
+    from promptprism.cli import _output
+    from promptprism.results import Result
+    from promptprism.schema import shipped_schema
+
+    validators: dict = {}
+
+    def check(data: dict, kind: str, summary: bool, where: str) -> None:
+        key = (kind, summary)
+        if key not in validators:
+            validators[key] = Draft202012Validator(shipped_schema(kind, summary=summary))
+        error = next(iter(validators[key].iter_errors(data)), None)
+        if error is not None:
+            raise AssertionError(f"{where} does not match the shipped {kind} schema: {error.message} at "
+                                 f"{'/'.join(map(str, error.absolute_path))}")
+
+    save, summary_of = Result.save, _output.summary_of
+
+    def checked_save(self, out_dir):
+        path = save(self, out_dir)
+        check(json.loads(path.read_text(encoding="utf-8")), self.kind, False, str(path))
+        return path
+
+    def checked_summary(result, written):
+        summary = summary_of(result, written)
+        if getattr(result, "kind", None):
+            check(json.loads(json.dumps(summary)), result.kind, True, "the --json summary")
+        return summary
+
+    Result.save, _output.summary_of = checked_save, checked_summary
+    yield
+    Result.save, _output.summary_of = save, summary_of

@@ -26,7 +26,9 @@ import numpy as np
 from _cli_run import run_cli
 
 #: keys that legitimately differ between two runs of the same fit (wall times, the package version)
-VOLATILE = ("timings", "cost_s", "version")
+#: not part of what a method computes: wall times, the version, and where the input files lay (``inputs``:
+#: recorded by the commands, absent from a library fit)
+VOLATILE = ("timings", "cost_s", "version", "inputs")
 
 
 def _as_data(result: Any) -> Any:

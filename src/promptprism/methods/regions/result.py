@@ -110,10 +110,10 @@ class RegionsResult(Result):
         """Plain JSON types; the CKA matrix is left out (None) above ``INLINE_CKA_MAX_PIXELS`` pixels."""
         import dataclasses
 
-        from ...results import to_jsonable
+        from ...results import SCHEMA_VERSION, to_jsonable
 
         big = len(self.regions) > INLINE_CKA_MAX_PIXELS
-        data = {"kind": self.kind}
+        data = {"kind": self.kind, "schema_version": SCHEMA_VERSION}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             data[f.name] = None if (f.name == "cka_matrix" and big) else to_jsonable(value)
