@@ -8,7 +8,8 @@ that the shipped files are what this module generates and validates every result
 
 Conventions: a ``float`` field may be ``null`` (non-finite numbers are written as null); fields with a
 default may be absent (files of older versions are read with the defaults,
-:func:`promptprism.results.migrate`); the ``descriptions`` record of ``promptprism describe`` has a schema of its own (:data:`DESCRIPTIONS`).
+:func:`promptprism.results.migrate`); the ``descriptions`` record of ``promptprism describe`` has a
+schema of its own (:data:`DESCRIPTIONS`).
 """
 
 from __future__ import annotations
