@@ -32,7 +32,7 @@ LAYERS = {
     "guidance": {"guidance"},
     "generate": {"generate"},
     "generators": {"generators"},
-    "results": {"results", "schema", "provenance"},
+    "results": {"results", "schema", "provenance", "gate"},
     "report": {"report"},
     "cli": {"cli"},
     # the public API (``import promptprism``), and ``python -m promptprism`` (the command line)

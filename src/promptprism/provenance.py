@@ -80,7 +80,7 @@ def record_inputs(sources: Mapping[str, str | os.PathLike], results_dir: str | o
     place in ``results_dir``."""
     records = {}
     for name, src in sources.items():
-        src = Path(src)
+        src = results_folder_set(src)[0]
         staged = Path(stage) / src if stage is not None and not src.is_absolute() else None
         if staged is not None and staged.exists():
             records[name] = input_record(Path(results_dir) / src, results_dir, stored_at=staged,
@@ -88,6 +88,29 @@ def record_inputs(sources: Mapping[str, str | os.PathLike], results_dir: str | o
         elif src.exists():
             records[name] = input_record(src, results_dir, content=(contents or {}).get(name))
     return records
+
+
+def results_folder_set(path: str | os.PathLike) -> tuple[Path, str | None]:
+    """A results folder given as an input set (e.g. last week's run as the baseline): (the file of the set
+    its result recorded as the test side, or of its only input, checked against its fingerprint; that set's
+    name). Any other path: (the path, None)."""
+    path = Path(path)
+    if not (path.is_dir() and (path / "result.json").is_file()):
+        return path, None
+    from .results import load_result
+
+    records = load_result(path).inputs
+    key = "test" if "test" in records else (next(iter(records)) if len(records) == 1 else None)
+    if key is None:
+        listed = ", ".join(records) or "none recorded"
+        raise InputError(f"{path}: a results folder whose recorded inputs are {listed}; pass the file of "
+                         "the set you mean")
+    found = locate(records[key], path)
+    if found is None:
+        raise InputError(f"{path}: its {key} set {records[key].get('path')} is not found (looked relative to "
+                         "the folder and where the run read it)")
+    verify(key, found, records)
+    return found, key
 
 
 def locate(record: Mapping[str, Any], results_dir: str | os.PathLike) -> Path | None:

@@ -153,8 +153,8 @@ def summary_schema(kind: str) -> dict[str, Any]:
 
 
 def kinds() -> list[str]:
-    """Every result kind that has a schema."""
-    return sorted(_registry())
+    """Every result kind promptprism defines (not kinds a program registered by subclassing ``Result``)."""
+    return sorted(k for k, cls in _registry().items() if cls.__module__.startswith("promptprism."))
 
 
 def shipped_schema(kind: str, *, summary: bool = False) -> dict[str, Any]:

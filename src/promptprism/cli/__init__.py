@@ -30,6 +30,7 @@ except (OSError, ValueError, IndexError, KeyError):
 
 import typer  # noqa: E402
 
+from . import check as _check  # noqa: E402,F401
 from . import compare as _compare  # noqa: E402,F401
 from . import compcon as _compcon  # noqa: E402,F401
 from . import demo as _demo  # noqa: E402,F401
@@ -92,8 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     _LAST_ERROR.clear()
     code = _main(args)
-    _json_error(args, code)
+    if not _gate_failed(code):
+        _json_error(args, code)
     return code
+
+
+def _gate_failed(code: int) -> bool:
+    """``check`` ended with exit 1 because a condition held (not a bug): its summary was printed."""
+    return code == 1 and bool(LAST_RUN) and LAST_RUN[0].command == "check" and LAST_RUN[0].summary is not None
 
 
 register_main(main)
@@ -146,7 +153,8 @@ def _main(args: list[str]) -> int:
             _error(line)
             return 2
     _replay(caught)
-    if code == 0 and LAST_RUN and LAST_RUN[0].json and LAST_RUN[0].summary is not None:
+    last = LAST_RUN[0] if LAST_RUN else None
+    if (code == 0 or _gate_failed(code)) and last is not None and last.json and last.summary is not None:
         sys.stdout.write(json.dumps(LAST_RUN[0].summary, indent=1, ensure_ascii=False, allow_nan=False,
                                     default=str) + "\n")
     return code

@@ -87,9 +87,23 @@ def cli_input_options(*, prompts: Path | None, text_model: str, image_model: str
                 progress=False if quiet else None, notes=_notes)
 
 
+def results_folder_input(path: Path) -> Path:
+    """An input given as a results folder (e.g. last week's run as the baseline): the set its result
+    recorded as the test side, or its only input, found and checked against its fingerprint; any other path
+    as it is."""
+    from ..provenance import results_folder_set
+
+    found, key = results_folder_set(path)
+    if key is not None:
+        _notes(f"{path}: a results folder; its {key} set is read ({found})")
+    return found
+
+
 def read_cli_input(path: Path, *, name: str, **options: Any) -> Any:
     """``read_input`` with the CLI's options (ids, encoders and cache statistics included)."""
     from ..data.inputs import read_input
+
+    path = results_folder_input(path)
 
     kwargs = _with_columns(read_input, cli_input_options(**options))
     return read_input(path, name=name, **kwargs)
@@ -111,4 +125,4 @@ def load_cli_input(path: Path, *, name: str, prompts: Path | None, text_model: s
         kwargs["columns"] = columns
     scope = execution(client) if client is not None and current_client() is None else contextlib.nullcontext()
     with scope:
-        return load_input(path, name=name, **kwargs)
+        return load_input(results_folder_input(path), name=name, **kwargs)

@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 
 from ..errors import OptionError
-from ._app import app, console
+from ._app import app, console, run_state
 from ._options import SEED, Integer, Number, typed
 
 
@@ -78,6 +78,12 @@ def generate(
         console.print(f"{result.n_rows} rows ({result.n_generated} generated, {result.n_reused} kept from an "
                       f"earlier run) in {result.seconds:.1f} s{extra}")
     console.print(f"manifest: {escape(str(result.manifest))}")
+    images = Path(result.manifest).with_name(f"{Path(result.manifest).stem}_images")
+    run_state().summary = {
+        "kind": "generate", "manifest": str(result.manifest), "rows": result.n_rows,
+        "generated": result.n_generated, "skipped": result.n_reused, "seconds": result.seconds,
+        "settings": result.settings, "stats": result.stats,
+        "files": {"manifest": str(result.manifest), **({"images": str(images)} if images.is_dir() else {})}}
 
 
 def _system_prompt(endpoint: str | None, model: str | None, system: str | None,

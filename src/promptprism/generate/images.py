@@ -158,7 +158,9 @@ def generate_images(prompts: str | os.PathLike | Sequence[PromptRow], *, out: st
     folder = manifest.with_name(f"{manifest.stem}_images")
     where_file = str(prompts) if isinstance(prompts, (str, os.PathLike)) else "prompts"
     size = batch_size_of(fn)
-    settings = {"kind": "image", "generator": label, "samples": samples, "seed": seed,
+    # (not the number of samples: rows are keyed by content and sample number, so raising --samples adds the
+    # missing rows and lowering it keeps the first ones)
+    settings = {"kind": "image", "generator": label, "seed": seed,
                 "steps": steps if diffusers is not None else None}
     if guidance is not None:
         fn = _guided(fn, guidance, size, label)

@@ -49,8 +49,10 @@ def generate_text(prompts: str | os.PathLike | Sequence[PromptRow], *, out: str 
     client = ChatClient(base_url, model, api_key_env=api_key_env, timeout=timeout, retries=retries, seed=seed,
                         temperature=temperature, max_tokens=max_tokens)
     system = (system_prompt or "").strip() or None
+    # (not the number of samples: rows are keyed by content and sample number, so raising --samples adds the
+    # missing rows and lowering it keeps the first ones)
     settings = {"kind": "text", "model": model, "system_prompt": system,
-                "samples": samples, "temperature": temperature, "max_tokens": max_tokens, "seed": seed}
+                "temperature": temperature, "max_tokens": max_tokens, "seed": seed}
     lock = threading.Lock()
     tokens = {"completion_tokens": 0, "prompt_tokens": 0, "requests": 0}
     where = str(prompts) if isinstance(prompts, (str, os.PathLike)) else "prompts"

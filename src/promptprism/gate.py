@@ -1,0 +1,139 @@
+"""Conditions a result must not meet, for CI: ``promptprism check RESULT --fail-on 'fd>5'``.
+
+A condition is ``significant`` (the result found a significant difference: a PromptSplit mode, a K-way
+pair, a Scendi difference beyond its intervals) or ``METRIC OP NUMBER`` with OP one of ``< <= > >= ==``,
+where METRIC is a headline number of the result (``distance``, ``fd``, ``precision``, ``scendi``,
+``model_share``, ``cms``, ...), checked on every model (row) that has it; against a baseline result,
+``change(METRIC)`` (result - baseline) and ``ratio(METRIC)`` (result / baseline) compare each row with the
+baseline's row of the same name. :func:`evaluate` returns one :class:`Check` per condition and row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import operator
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import OptionError
+
+_OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq}
+_CONDITION = re.compile(r"^\s*(?:(change|ratio)\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)|([A-Za-z_][A-Za-z0-9_]*))"
+                        r"\s*(<=|>=|==|<|>)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf)\s*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One condition on one row: whether it failed (the condition holds), and the line that says so."""
+
+    condition: str
+    row: str
+    value: float | None
+    failed: bool
+    message: str
+
+
+def rows(result: Any) -> dict[str, dict[str, float]]:
+    """The result's headline numbers by row (a model, a pair, or '' for a two-set result)."""
+    kind = getattr(result, "kind", "")
+    if kind == "promptsplit":
+        ps = [m.p_value for m in result.modes if m.p_value is not None]
+        return {"": {"distance": result.distance,
+                     "significant_modes": float(sum(bool(m.significant) for m in result.modes)),
+                     "min_p_value": min(ps) if ps else math.nan}}
+    if kind == "promptsplit_kway":
+        k = len(result.names)
+        return {f"{result.names[a]} vs {result.names[b]}": {
+            "distance": result.distances[a][b],
+            "p_value": math.nan if result.pair_p_values[a][b] is None else result.pair_p_values[a][b]}
+            for a in range(k) for b in range(a + 1, k)}
+    if kind == "scendi":
+        return {result.name: dict(result.summary(), prompt_share=result.prompt_share)}
+    if kind == "scendi_comparison":
+        return {m.name: dict(m.summary(), prompt_share=m.prompt_share) for m in result.models}
+    if kind in ("metrics", "regions"):
+        key = "name" if kind == "metrics" else "set"
+        return {str(r[key]): {k: v for k, v in r.items() if isinstance(v, (int, float)) and k != "n"}
+                for r in result.table()}
+    raise OptionError(f"fail_on: a {kind} result has no numbers to check; check split, compare, diversity, "
+                      "metrics or regions results")
+
+
+def significant(result: Any) -> tuple[bool, str]:
+    """(whether the result found a significant difference, what it found)."""
+    kind = getattr(result, "kind", "")
+    if kind == "promptsplit":
+        if not result.significance:
+            raise OptionError("fail_on: significant needs a result with its test (run split with "
+                              "--permutations > 0)")
+        sig = [m for m in result.modes if m.significant]
+        p = min((m.p_value for m in sig), default=None)
+        return bool(sig), f"{len(sig)} significant mode(s)" + (f", smallest p = {p:.3g}" if sig else "")
+    if kind == "promptsplit_kway":
+        pairs = result.significant_pairs
+        return bool(pairs), (f"{len(pairs)} significant pair(s): " +
+                             ", ".join(f"{a} vs {b}" for a, b in pairs) if pairs else "no significant pair")
+    if kind == "scendi_comparison":
+        seps = [d for d in result.differences if d.get("separated")]
+        return bool(seps), (f"{len(seps)} difference(s) beyond their intervals: " +
+                            ", ".join(f"{d['metric']} {d['a']} vs {d['b']}" for d in seps[:5])
+                            if seps else "no difference beyond the intervals")
+    raise OptionError(f"fail_on: 'significant' is not defined for a {kind} result (split, compare and "
+                      "diversity of several models have a test); use a METRIC>X condition")
+
+
+def parse(condition: str) -> tuple[str | None, str, str, float]:
+    """(change | ratio | None, metric, operator, threshold) of ``METRIC OP X`` or ``change(METRIC) OP X``."""
+    m = _CONDITION.match(condition)
+    if m is None:
+        raise OptionError(f"fail_on: {condition!r} is not a condition; write significant, METRIC>X (e.g. "
+                          "fd>5, precision<0.8), or with --baseline change(METRIC)>X / ratio(METRIC)>X")
+    return m.group(1), m.group(2) or m.group(3), m.group(4), float(m.group(5))
+
+
+def evaluate(result: Any, conditions: Sequence[str], baseline: Any = None) -> list[Check]:
+    """Each condition on each row of ``result`` (against ``baseline``'s rows for change/ratio)."""
+    if not conditions:
+        raise OptionError("fail_on: no condition given; pass --fail-on significant or METRIC>X")
+    checks: list[Check] = []
+    for cond in conditions:
+        if cond.strip() == "significant":
+            hit, what = significant(result)
+            checks.append(Check(cond, "", None, hit, what))
+            continue
+        how, metric, op, x = parse(cond)
+        checks += _metric_checks(result, baseline, cond, how, metric, op, x)
+    return checks
+
+
+def _metric_checks(result: Any, baseline: Any, cond: str, how: str | None, metric: str, op: str,
+                   x: float) -> list[Check]:
+    table = rows(result)
+    known = sorted({k for r in table.values() for k in r})
+    if metric not in known:
+        raise OptionError(f"fail_on: {metric!r} is not a number of this {result.kind} result; known: "
+                          f"{', '.join(known)}")
+    if how is not None and baseline is None:
+        raise OptionError(f"fail_on: {cond!r} compares with a baseline; pass --baseline RESULT")
+    base = rows(baseline) if how is not None else {}
+    out = []
+    for name, values in table.items():
+        if metric not in values:
+            continue
+        value = float(values[metric])
+        where = f"{name}: " if name else ""
+        if how is not None:
+            if name not in base or metric not in base[name]:
+                raise OptionError(f"baseline: has no row {name!r} with {metric} to compare with; its rows: "
+                                  f"{', '.join(map(repr, base)) or 'none'}")
+            before = float(base[name][metric])
+            value = value - before if how == "change" else (value / before if before else math.inf)
+            where += f"{how} of {metric} {value:.6g} ({before:.6g} -> {float(values[metric]):.6g})"
+        else:
+            where += f"{metric} = {value:.6g}"
+        failed = math.isfinite(value) and _OPS[op](value, x)
+        note = "" if math.isfinite(value) else " (not a number: not checked)"
+        out.append(Check(cond, name, value if math.isfinite(value) else None, failed, where + note))
+    return out
