@@ -381,7 +381,8 @@ def test_split_report_no_report_and_moved_inputs(tmp_path, capsys):
     assert main(["report", str(tmp_path / "b")]) == 0
     doc = (tmp_path / "b" / "report.html").read_text()
     assert "not found; the map and array thumbnails are left out" in doc
-    assert "The map needs the embeddings" in doc
+    # the map is computed once and kept in result.json (issue 39): drawn even when an input moved
+    assert n_imgs_with_alt(doc, "t-SNE map of the samples coloured by mode") == 1
 
 
 def test_report_command_bad_input_exits_2(tmp_path, capsys):

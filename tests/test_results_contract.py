@@ -308,3 +308,25 @@ def test_raising_samples_adds_the_missing_ones_and_json_says_what_was_done(tmp_p
     assert (raised["rows"], raised["generated"], raised["skipped"]) == (6, 4, 2)
     after = {json.loads(line)["image"] for line in out.read_text().splitlines()}
     assert before < after and raised["files"]["manifest"] == str(out)
+
+
+def test_report_dir_draws_the_stored_map_and_computes_nothing(tmp_path, digits, monkeypatch):
+    code, _, err = run_cli("split", _save(tmp_path / "t.npz", digits.test), _save(tmp_path / "r.npz",
+                           digits.reference), "--out", tmp_path / "s", "--quiet", "--permutations", "20")
+    assert code == 0, err
+    layout = json.loads((tmp_path / "s" / "result.json").read_text())["layout"]
+    assert len(layout["x"]) == len(layout["points"]) == layout["shown"] > 12
+    import promptprism.methods.promptsplit.core as core
+    import promptprism.methods.promptsplit.layout as lay
+    import promptprism.report.map as rmap
+
+    def computed(*args, **kwargs):
+        raise AssertionError("the report computed a map or a Gram matrix")
+
+    for module, name in ((lay, "sample_map"), (rmap, "sample_map"), (core, "joint_gram"),
+                         (rmap, "embed_2d")):
+        monkeypatch.setattr(module, name, computed)
+    (tmp_path / "s" / "report.html").unlink()
+    code, _, err = run_cli("report", tmp_path / "s")
+    assert code == 0, err
+    assert "t-SNE map of the samples coloured by mode" in (tmp_path / "s" / "report.html").read_text()

@@ -92,6 +92,10 @@ def digits_demo(out: Path, *, per_prompt: int, seed: int, quiet: bool, no_report
     inputs = out / "data"
     images = {"test": data.test_images, "reference": data.reference_images}
     result = PromptSplit(seed=seed, progress=False if quiet else None).fit(data.test, data.reference)
+    if not no_report:  # the report's map, computed once and kept in result.json
+        from ..methods.promptsplit.layout import with_layout
+
+        result = with_layout(result, {"test": data.test, "reference": data.reference})
 
     def write_inputs(folder: Path) -> None:
         for name, s in (("test", data.test), ("reference", data.reference)):

@@ -156,6 +156,10 @@ def split(
         test_set = inp.load_cli_input(test, name="test", client=client, **enc)
         reference_set = inp.load_cli_input(reference, name="reference", client=client, **enc)
         result = estimator.fit(test_set, reference_set)
+    if not no_report:  # the report's map, computed once and kept in result.json
+        from ..methods.promptsplit.layout import with_layout
+
+        result = with_layout(result, {"test": test_set, "reference": reference_set})
     written = save_outputs(result, out, report=not no_report, quiet=quiet,
                            inputs={"test": test_set, "reference": reference_set},
                            sources={"test": test, "reference": reference})

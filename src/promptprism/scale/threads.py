@@ -182,3 +182,13 @@ def thread_budget(choice: ThreadChoice) -> Iterator[ThreadChoice]:
             os.environ["OMP_NUM_THREADS"] = omp
         if torch is not None and before is not None:
             torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
+def openmp_threads(limit: int = 4) -> Iterator[None]:
+    """Hold the OpenMP pools to at most ``limit`` threads (and half the CPUs) for the block: loops such as
+    t-SNE's Barnes-Hut slow down 10x or more when their threads compete with other work for the cores."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(max(1, min(limit, (os.cpu_count() or 2) // 2)), user_api="openmp"):
+        yield

@@ -95,6 +95,9 @@ class PromptSplitResult(Result):
     bandwidth_scan: dict = field(default_factory=dict)
     #: verified names of the modes (``promptprism describe``; ``methods.naming.describe_modes``)
     descriptions: dict = field(default_factory=dict)
+    #: the sample map (a seeded subsample in 2-D, each point's mode), computed once when the result is
+    #: written (:func:`.layout.with_layout`); {} when none was computed
+    layout: dict = field(default_factory=dict)
 
     @property
     def positive_modes(self) -> list[Mode]:

@@ -1,0 +1,209 @@
+"""The sample map of a PromptSplit result: a seeded subsample embedded in 2-D, each point assigned to a mode.
+
+Computed once, when the result is written (:func:`with_layout`; stored as ``PromptSplitResult.layout``), so
+that the report and ``promptprism report DIR`` draw it without computing anything. Cost is bounded whatever n
+is: at most ``map_points`` samples (a seeded subsample, proportional per set) are scored on their own top
+modes by the exact route (one small Gram matrix, Lanczos) and embedded by t-SNE with few iterations. Rows
+whose embeddings are not finite or are extreme (e.g. one row scaled by 1e300, which would overflow every
+distance) are left out, so the embedding never sees a value it cannot handle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...scale.threads import openmp_threads
+
+#: at most this many samples go into the map (a seeded subsample above it)
+MAP_POINTS = 600
+#: t-SNE iterations (sklearn's minimum is 250, the early-exaggeration phase)
+TSNE_ITERATIONS = 300
+#: the map assigns points to the top modes of each sign, up to this many
+MAP_MODES_PER_SIGN = 4
+#: a point is 'weak' when its largest |score| is below this fraction of its mode's 99th percentile
+WEAK = 0.25
+#: a row is 'extreme' when its largest |coordinate| exceeds this multiple of the median row's
+EXTREME = 1e6
+WEAK_NAME = "weak (models agree)"
+
+
+def mode_label(side: str, rank: int) -> str:
+    """'+1' for the first positive (test) mode, '−2' for the second negative (reference) one."""
+    return f"{'+' if side == 'test' else '−'}{rank}"
+
+
+def _row_scale(x: np.ndarray) -> np.ndarray:
+    """max |x_ij| per row, without overflow (no squares)."""
+    with np.errstate(invalid="ignore"):
+        return np.abs(x).max(axis=1) if x.shape[1] else np.zeros(x.shape[0])
+
+
+def _unit_rows(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length, computed after dividing by the row's max |entry| (no overflow)."""
+    s = _row_scale(x)
+    x = x / np.where(s > 0, s, 1.0)[:, None]
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-300)
+
+
+def joint_features(t: np.ndarray, z: np.ndarray, cfg: dict) -> np.ndarray:
+    """Coordinates whose Euclidean distances follow the product kernel: [t/sigma_t, z/sigma_z] (gaussian) or
+    the unit-normalised [t, z] (cosine)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        if cfg.get("kernel") == "gaussian" and cfg.get("sigma_prompt") and cfg.get("sigma_output"):
+            return np.hstack([t / float(cfg["sigma_prompt"]), z / float(cfg["sigma_output"])])
+        return np.hstack([_unit_rows(t), _unit_rows(z)])
+
+
+def usable_rows(feats: np.ndarray) -> np.ndarray:
+    """Boolean mask of rows that are finite and not extreme (largest |entry| at most ``EXTREME`` times the
+    median row's): the rows a distance-based embedding can take without overflow."""
+    scale = _row_scale(feats)
+    ok = np.isfinite(feats).all(axis=1) & np.isfinite(scale)
+    if not ok.any():
+        return ok
+    med = float(np.median(scale[ok]))
+    limit = EXTREME * med if med > 0 else EXTREME
+    return ok & (scale <= limit) & (scale < 1e100)
+
+
+def mode_scores(result: Any, t: dict[str, np.ndarray], z: dict[str, np.ndarray], n_modes: int
+                ) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """Exact-route scores (eq. 3's eigenvectors of the weighted Gram matrix) of the given samples (test rows
+    first) on their own top ``n_modes`` modes per sign, with the result's kernel, bandwidths and eta:
+    (scores (N, k), labels '+1', '-1', ..., eigenvalues)."""
+    from ...stats.eigen import select_modes, weighted_gram_eigenpairs
+    from .core import joint_gram, signed_weights
+
+    cfg = result.config
+    n, m = t["test"].shape[0], t["reference"].shape[0]
+    eta = float(cfg.get("eta", 1.0))
+    gram = joint_gram(t["test"], z["test"], t["reference"], z["reference"],
+                      kernel=cfg.get("kernel", "gaussian"),
+                      sigma_prompt=cfg.get("sigma_prompt"), sigma_output=cfg.get("sigma_output"))
+    # a few modes of a large Gram matrix: Lanczos (ARPACK, to machine precision) beats the full spectrum
+    eig = weighted_gram_eigenpairs(gram, signed_weights(n, m, eta), n_positive=n_modes, n_negative=n_modes,
+                                   solver="lanczos" if n + m > 500 else "auto")
+    sel = select_modes(eig.eigenvalues, n_modes, 1.0 + eta)
+    vals = eig.eigenvalues[sel]
+    labels, counts = [], {"test": 0, "reference": 0}
+    for v in vals:
+        side = "test" if v > 0 else "reference"
+        counts[side] += 1
+        labels.append(mode_label(side, counts[side]))
+    return eig.scores[:, sel], labels, vals
+
+
+def embed_2d(x: np.ndarray, seed: int) -> np.ndarray:
+    """t-SNE (sklearn, Barnes-Hut, ``TSNE_ITERATIONS`` iterations, PCA init) of rows already checked by
+    :func:`usable_rows`; the rows are centred and scaled to unit median norm first."""
+    from sklearn.decomposition import PCA
+    from sklearn.manifold import TSNE
+
+    n = x.shape[0]
+    x = x - x.mean(axis=0)
+    scale = float(np.median(np.linalg.norm(x, axis=1)))
+    x = x / (scale if scale > 0 else 1.0)
+    if x.shape[1] > 50 and n > 50:
+        x = PCA(50, random_state=seed).fit_transform(x)
+    perplexity = float(min(30.0, max(2.0, (n - 1) / 3.0)))
+    tsne = TSNE(2, perplexity=perplexity, init="pca", learning_rate="auto", max_iter=TSNE_ITERATIONS,
+                random_state=seed)
+    with openmp_threads():
+        return tsne.fit_transform(x)
+
+
+def _origin(result: Any, whole: bool, vals: np.ndarray, per_sign: int) -> str:
+    if whole and result.method == "exact":
+        ref = np.r_[[mm.eigenvalue for mm in result.positive_modes[:per_sign]],
+                    [mm.eigenvalue for mm in result.negative_modes[:per_sign]]]
+        mine = np.r_[vals[vals > 0], vals[vals < 0]]
+        agree = ref.size == mine.size and np.allclose(np.sort(ref), np.sort(mine), rtol=1e-6, atol=1e-12)
+        return ("the result's own modes" if agree
+                else "modes recomputed on these samples (their eigenvalues differ from the result's)")
+    if whole:
+        return f"the exact route's modes on all samples (the result used the {result.method} route)"
+    return "modes re-estimated by the exact route on this subsample"
+
+
+def assign_modes(scores: np.ndarray, labels: list[str]) -> np.ndarray:
+    """Each point's mode: the one on which its |score|, in units of the mode's own spread (its 99th
+    percentile |score|), is largest (so the top mode, whose scores are the largest, does not take every
+    point); ``WEAK_NAME`` below ``WEAK`` of that on every mode."""
+    if scores.shape[1] == 0:
+        return np.array(["no mode"] * scores.shape[0], dtype=object)
+    spread = np.quantile(np.abs(scores), 0.99, axis=0)
+    strength = np.abs(scores) / np.where(spread > 0, spread, 1.0)
+    assign = np.array([labels[j] for j in strength.argmax(axis=1)], dtype=object)
+    assign[strength.max(axis=1) < WEAK] = WEAK_NAME
+    return assign
+
+
+def sample_indices(result: Any, map_points: int) -> tuple[dict[str, np.ndarray], int]:
+    """The map's seeded subsample, proportional per set: ({set: sorted row indices}, points asked for)."""
+    total = result.n_test + result.n_reference
+    k = max(2, min(int(map_points), total))
+    rng = np.random.default_rng(result.seed)
+    k_test = min(result.n_test, max(1, round(k * result.n_test / total)))
+    pick = {"test": (result.n_test, k_test), "reference": (result.n_reference, k - k_test)}
+    return {s: (np.arange(n) if j >= n else np.sort(rng.choice(n, size=j, replace=False)))
+            for s, (n, j) in pick.items()}, k
+
+
+def sample_map(result: Any, sets: dict[str, Any], map_points: int = MAP_POINTS, *,
+               embed: Callable[[np.ndarray, int], np.ndarray] | None = None,
+               step: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """The map record (``embed(rows, seed) -> (n, 2)``: the projection, :func:`embed_2d` by default;
+    ``step(name)`` reports progress):
+    ``points`` ([set, row] each), ``x``, ``y`` (t-SNE), ``mode`` (each point's mode
+    label or ``WEAK_NAME``), ``labels`` (the modes, in order), ``origin`` (which modes they are), ``shown``,
+    ``total``, ``left_out`` (rows with non-finite or extreme embeddings), ``per_sign``, ``map_points`` and
+    ``seed``; or ``{'note': why}`` when there is no map (too few samples)."""
+    total = result.n_test + result.n_reference
+    idx, k = sample_indices(result, map_points)
+    if min(len(v) for v in idx.values()) < 2 or k < 12:
+        return {"note": f"too few samples ({k}) for a map", "map_points": int(map_points)}
+    t = {s: np.asarray(sets[s].prompt_embeddings[idx[s]], dtype=np.float64) for s in idx}
+    z = {s: np.asarray(sets[s].output_embeddings[idx[s]], dtype=np.float64) for s in idx}
+    drawn = sum(len(v) for v in idx.values())
+    feats = joint_features(np.vstack([t["test"], t["reference"]]), np.vstack([z["test"], z["reference"]]),
+                           result.config)
+    keep = usable_rows(feats)
+    left_out = int((~keep).sum())
+    if left_out:
+        part = {"test": keep[:len(idx["test"])], "reference": keep[len(idx["test"]):]}
+        idx, t, z = ({s: d[s][part[s]] for s in d} for d in (idx, t, z))
+        feats = feats[keep]
+        if min(len(v) for v in idx.values()) < 2 or feats.shape[0] < 12:
+            return {"note": f"map not drawn: {left_out:,} of the {drawn:,} sampled rows have non-finite or "
+                            "extreme embeddings (at this kernel's bandwidths) and too few remain",
+                    "map_points": int(map_points)}
+    per_sign = min(MAP_MODES_PER_SIGN, int(result.config.get("n_modes") or MAP_MODES_PER_SIGN))
+    step("map: mode scores of the sampled points")
+    scores, labels, vals = mode_scores(result, t, z, per_sign)
+    if not np.isfinite(scores).all():
+        return {"note": "map not drawn: the sampled points' mode scores are not finite",
+                "map_points": int(map_points)}
+    shown = feats.shape[0]
+    step("map: t-SNE embedding")
+    xy = (embed or embed_2d)(feats, result.seed)
+    return {"points": [[s, int(i)] for s in ("test", "reference") for i in idx[s]],
+            "x": [round(float(v), 3) for v in xy[:, 0]], "y": [round(float(v), 3) for v in xy[:, 1]],
+            "mode": [str(a) for a in assign_modes(scores, labels)], "labels": labels,
+            "origin": _origin(result, shown == total, vals, per_sign), "shown": int(shown),
+            "total": int(total),
+            "left_out": left_out, "per_sign": int(per_sign), "map_points": int(map_points),
+            "seed": int(result.seed)}
+
+
+def with_layout(result: Any, sets: dict[str, Any], map_points: int = MAP_POINTS) -> Any:
+    """``result`` with its sample map (:func:`sample_map`) stored in ``layout``; a map that cannot be
+    computed (a degenerate subsample, a missing package) is stored as ``{'note': why}``."""
+    try:
+        layout = sample_map(result, sets, map_points)
+    except (ImportError, ArithmeticError, ValueError, TypeError, RuntimeError, np.linalg.LinAlgError) as exc:
+        layout = {"note": f"map not drawn: {type(exc).__name__}: {exc}", "map_points": int(map_points)}
+    return dataclasses.replace(result, layout=layout)
