@@ -60,6 +60,28 @@ def _bomb_error(where: str, size: tuple[int, int] | None, exc: Exception | None 
                       "(PIL.Image.MAX_IMAGE_PIXELS; raise it in Python for a trusted file)")
 
 
+def image_header(path: str | os.PathLike, where: str) -> tuple[str, tuple[int, int], dict]:
+    """(mode, (width, height), info) of an image file read from its header only (no decoding), checked
+    against the pixel limit; an unreadable file or one over the limit is an :class:`InputError` naming
+    ``where``."""
+    Image = _pil()
+    from PIL import UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(path) as im:
+                mode, size, info = im.mode, im.size, dict(im.info)
+    except Image.DecompressionBombError as exc:
+        raise _bomb_error(where, None, exc) from None
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as exc:
+        raise InputError(f"{where} is not a readable image ({exc})") from None
+    limit = max_pixels()
+    if limit is not None and size[0] * size[1] > limit:
+        raise _bomb_error(where, size)
+    return mode, size, info
+
+
 def open_image(source: str | os.PathLike | bytes | bytearray, where: str | None = None):
     """Open and decode an image file (or its bytes) as a PIL image in its own mode, checked against the
     pixel limit before decoding. Any failure is an :class:`InputError` naming ``where`` (default: the

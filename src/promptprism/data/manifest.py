@@ -34,14 +34,13 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, OptionError
-from .imageio import _bomb_error, describe_conversion, max_pixels
+from .imageio import describe_conversion, image_header
 from .tables import Table, check_text, read_table, table_columns  # noqa: F401  (table_columns re-exported)
 
 MANIFEST_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".parquet")
@@ -115,21 +114,7 @@ def check_image(path: Path, where: str, notes: list[str] | None = None) -> None:
     how a non-RGB mode is converted (:mod:`promptprism.data.imageio`) is recorded in ``notes``."""
     if not path.is_file():
         raise InputError(f"{where}: image file {str(path)!r} does not exist")
-    from PIL import Image, UnidentifiedImageError
-
-    label = f"{where}: image file {str(path)!r}"
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(path) as im:
-                mode, size, info = im.mode, im.size, dict(im.info)
-    except Image.DecompressionBombError as exc:
-        raise _bomb_error(label, None, exc) from None
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as exc:
-        raise InputError(f"{label} is not a readable image ({exc})") from None
-    limit = max_pixels()
-    if limit is not None and size[0] * size[1] > limit:
-        raise _bomb_error(label, size)
+    mode, _, info = image_header(path, f"{where}: image file {str(path)!r}")
     what = describe_conversion(mode, info)
     if what is not None and notes is not None:
         notes.append(f"{where}: image {str(path)!r} has {what}")

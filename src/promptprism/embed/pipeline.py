@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._execution import current_client
+from .._progress import progress_bar
 from ..errors import InputError, OptionError
 from .base import Encoder, to_rgb
 from .cache import EmbeddingCache, array_key, file_key, text_key
@@ -51,29 +52,6 @@ def item_key(item: Any, kind: str, where: str) -> bytes:
     if isinstance(item, Image.Image):
         return array_key(np.asarray(item.convert("RGB")))
     return array_key(np.asarray(item))
-
-
-def _bar(total: int, description: str, enabled: bool):
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        ProgressColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-    from rich.text import Text
-
-    class RateColumn(ProgressColumn):
-        def render(self, task) -> Text:
-            speed = task.finished_speed or task.speed
-            return Text(f"{speed:,.1f} items/s" if speed else "- items/s")
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True,
-                    disable=not enabled)
 
 
 def _encode_batch(encoder: Encoder, kind: str, batch: Sequence[Any], wheres: Sequence[str]) -> np.ndarray:
@@ -127,7 +105,7 @@ def _look_up(items: Sequence[Any], kind: str, encoder: Encoder, cache: Embedding
 
 
 def _encode_on_cluster(client: Any, chunks: list[list[bytes]], spec: dict, job: dict, found: dict,
-                       st: EmbedStats, bar: Any, task: Any) -> None:
+                       st: EmbedStats, bar: Any) -> None:
     """Encode the missing chunks on the cluster's workers (they append to a shared cache; an in-memory
     cache is filled here)."""
     items, wheres, first, kind = job["items"], job["wheres"], job["first"], job["kind"]
@@ -142,11 +120,10 @@ def _encode_on_cluster(client: Any, chunks: list[list[bytes]], spec: dict, job: 
             store.put(ks, vec)
         found.update(zip(ks, vec, strict=True))
         st.encoded += len(ks)
-        bar.advance(task, len(ks))
+        bar.advance(len(ks))
 
 
-def _encode_here(chunks: list[list[bytes]], job: dict, found: dict, st: EmbedStats, bar: Any,
-                 task: Any) -> None:
+def _encode_here(chunks: list[list[bytes]], job: dict, found: dict, st: EmbedStats, bar: Any) -> None:
     """Encode the missing chunks in this process, storing each as soon as it is done."""
     items, wheres, first, kind = job["items"], job["wheres"], job["first"], job["kind"]
     encoder, cache, store = job["encoder"], job["cache"], job["store"]
@@ -160,7 +137,7 @@ def _encode_here(chunks: list[list[bytes]], job: dict, found: dict, st: EmbedSta
                               f"or cache=None", parameter="cache") from None
         found.update(zip(ks, vec, strict=True))
         st.encoded += len(ks)
-        bar.advance(task, len(ks))
+        bar.advance(len(ks))
 
 
 def embed_items(items: Sequence[Any], kind: str, encoder: Encoder, cache: EmbeddingCache, *,
@@ -189,12 +166,11 @@ def embed_items(items: Sequence[Any], kind: str, encoder: Encoder, cache: Embedd
     job = {"items": items, "wheres": wheres, "first": first, "kind": kind, "encoder": encoder,
            "cache": cache, "store": store}
     on_cluster = client is not None and encoder_spec is not None and bool(chunks)
-    with _bar(len(missing), desc, progress and bool(chunks)) as bar:
-        task = bar.add_task(desc, total=len(missing))
+    with progress_bar(len(missing), desc, enabled=progress and bool(chunks), rate="items") as bar:
         if on_cluster:
-            _encode_on_cluster(client, chunks, encoder_spec, job, found, st, bar, task)
+            _encode_on_cluster(client, chunks, encoder_spec, job, found, st, bar)
         else:
-            _encode_here(chunks, job, found, st, bar, task)
+            _encode_here(chunks, job, found, st, bar)
     if n == 0:
         return np.zeros((0, 0), dtype=np.float32)
     dims = {v.shape[0] for v in found.values()}

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._progress import progress_enabled
+from .._progress import progress_bar, progress_enabled
 from ..errors import InputError, OptionError, PromptPrismError
 from ..io import atomic_write_text, exclusive_lock
 from .prompts import PromptRow
@@ -170,7 +170,7 @@ def run_tasks(tasks: Sequence[Task], work: Callable[[Task], dict], *, manifest: 
         todo = [t for t in tasks if t.key not in done]
         t0 = time.perf_counter()
         failure = _run_todo(todo, work, done, jpath, sid, concurrency,
-                            _Bar(len(tasks), len(tasks) - len(todo), description, progress))
+                            _bar(len(tasks), len(tasks) - len(todo), description, progress))
         seconds = time.perf_counter() - t0
         if failure is not None:
             raise _kept(failure, sum(t.key in done for t in tasks), len(tasks), jpath)
@@ -204,10 +204,10 @@ def pending_tasks(tasks: Sequence[Task], manifest: str | os.PathLike, settings: 
 
 
 def _run_todo(todo: Sequence[Task], work: Callable[[Task], dict], done: dict[str, dict], jpath: Path,
-              sid: str, concurrency: int, bar: _Bar) -> BaseException | None:
+              sid: str, concurrency: int, shown: Any) -> BaseException | None:
     """Run ``todo`` on a bounded thread pool, journaling each finished row; the first failure or None."""
     failure: BaseException | None = None
-    with open(jpath, "a", encoding="utf-8") as fh, bar:
+    with open(jpath, "a", encoding="utf-8") as fh, shown as bar:
         pool = ThreadPoolExecutor(max_workers=concurrency)
         try:
             pending: set[Future] = set()
@@ -292,30 +292,6 @@ def _check_unique_images(rows: Sequence[dict], manifest: Path) -> None:
         seen[name] = r["id"]
 
 
-class _Bar:
-    """A rich progress bar over tasks (finished rows of a previous run count as done)."""
-
-    def __init__(self, total: int, done: int, description: str, enabled: bool | None) -> None:
-        self.total, self.done, self.description = total, done, description
-        self.enabled = progress_enabled(enabled)
-        self._progress = None
-
-    def __enter__(self) -> _Bar:
-        if self.enabled:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                      TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-            self._progress.__enter__()
-            self._task = self._progress.add_task(self.description, total=self.total, completed=self.done)
-        return self
-
-    def advance(self) -> None:
-        """One more row finished."""
-        if self._progress is not None:
-            self._progress.advance(self._task)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(*exc)
+def _bar(total: int, done: int, description: str, enabled: bool | None) -> Any:
+    """A progress bar over tasks (finished rows of a previous run count as done)."""
+    return progress_bar(total, description, enabled=progress_enabled(enabled), completed=done)

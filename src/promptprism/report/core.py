@@ -49,23 +49,10 @@ def reloader(kind: str) -> Callable:
 def report_steps(enabled: bool | None) -> Iterator[Callable[[str], None]]:
     """``step(description)`` for the report's slow steps: a spinner with the step's name and the elapsed
     time on stderr when ``enabled`` (None: only on a terminal), a no-op otherwise."""
-    from .._progress import progress_enabled
+    from .._progress import steps
 
-    if not progress_enabled(enabled):
-        yield lambda _: None
-        return
-    from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("report", total=None)
-        yield lambda description: bar.update(task, description=description)
+    with steps(enabled, "report") as step:
+        yield step
 
 
 def render_report(

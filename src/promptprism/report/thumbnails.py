@@ -95,14 +95,20 @@ def file_thumbnail(path: str | os.PathLike, size: int = THUMB_SIZE) -> tuple[byt
     """(bytes, mime, pixelated) of an image file downscaled with Pillow: JPEG for photos, PNG for small or
     transparent images."""
     try:
-        from PIL import Image
+        import PIL  # noqa: F401
     except ImportError:
         raise FiguresUnavailable("image thumbnails need Pillow: pip install pillow") from None
-    try:
-        with Image.open(path) as im:
-            return _encode_thumbnail(im, size)
-    except Image.DecompressionBombError as exc:
-        raise ImageTooLarge(f"{os.path.basename(path)}: too many pixels for a thumbnail ({exc})") from None
+    from ..data.imageio import open_image
+    from ..errors import InputError
+
+    try:  # (the one image opener: checked against the pixel limit before decoding)
+        im = open_image(path, where=os.path.basename(path))
+    except InputError as exc:
+        if "over the limit" in str(exc):
+            raise ImageTooLarge(f"{os.path.basename(path)}: too many pixels for a thumbnail ({exc})") \
+                from None
+        raise
+    return _encode_thumbnail(im, size)
 
 
 def _encode_thumbnail(im: Any, size: int) -> tuple[bytes, str, bool]:
