@@ -9,13 +9,15 @@ result and report as they were. :func:`check_out_dir` is the guard every command
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from .errors import OptionError
 
@@ -296,3 +298,10 @@ def exclusive_lock(target: str | os.PathLike, *, parameter: str = "out") -> Iter
         with contextlib.suppress(OSError):
             os.unlink(path)
         os.close(fd)  # closing releases the lock
+
+
+def content_hash(value: Any, *, sort_keys: bool = True, length: int = 64) -> str:
+    """The one content key: sha256 (hex, first ``length`` digits) of ``value``'s canonical JSON (compact
+    separators, UTF-8, keys sorted unless ``sort_keys`` is False, anything else by ``str``)."""
+    canon = json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:length]

@@ -34,7 +34,7 @@ from typing import Any
 
 from .._progress import progress_bar, progress_enabled
 from ..errors import InputError, OptionError, PromptPrismError
-from ..io import atomic_write_text, exclusive_lock
+from ..io import atomic_write_text, content_hash, exclusive_lock
 from .prompts import PromptRow
 
 #: the most rows (prompts x samples) one run plans; larger plans are refused before anything starts
@@ -69,8 +69,7 @@ class GenerateResult:
 
 def content_key(content: Any, occurrence: int, sample: int) -> str:
     """The key of one row: a hash of what the generator is given, its occurrence and the sample number."""
-    canon = json.dumps([content, occurrence, sample], ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:32]
+    return content_hash([content, occurrence, sample], sort_keys=False, length=32)
 
 
 def sample_seed(seed: int, key: str) -> int:
@@ -81,9 +80,7 @@ def sample_seed(seed: int, key: str) -> int:
 
 def settings_id(settings: dict) -> str:
     """A short hash of everything that changes what is generated."""
-    canon = json.dumps(dict(settings, keys=KEYS), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                       default=str)
-    return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:16]
+    return content_hash(dict(settings, keys=KEYS), length=16)
 
 
 def plan(prompts: Sequence[PromptRow], *, samples: int, seed: int,
