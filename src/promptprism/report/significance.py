@@ -108,6 +108,9 @@ def significance_block(result: Any) -> Any:
     return details("significance test", kv_table(rows))
 
 
+_NEGATIVE_SHARE = (" † A negative share: on this prompt the other model shows more of these modes than the "
+                   "model they favour (against their overall direction); the shares of all prompts add up "
+                   "to 100 %.")
 #: a mode characterises a prompt when its part of the prompt's disagreement exceeds its overall part by this
 STANDS_OUT = 0.05
 
@@ -141,6 +144,28 @@ def _main_mode(result: Any, alpha: float | None) -> dict[str, tuple[Any, float, 
     return out
 
 
+def _dominant_mode(result: Any, alpha: float | None) -> dict[str, tuple[Any, float, float]]:
+    """Per prompt, the mode that adds most of its disagreement: (mode, that fraction of the prompt's
+    disagreement, the prompt's share of the mode's eigenvalue, contribution / lambda). Shown where no mode
+    stands out (:func:`_main_mode`), so that every row says which mode carries it."""
+    tested = bool(significance_of(result))
+    out: dict[str, tuple[Any, float, float]] = {}
+    parts: dict[str, list[tuple[float, float, Any]]] = {}
+    for mode in result.modes:
+        lam = num(mode.eigenvalue)
+        if (tested and is_significant(mode, alpha) is False) or not lam == lam or lam == 0:
+            continue
+        for pl in mode.top_prompts:
+            c = num(pl.contribution)
+            if c == c and lam * c > 0:
+                parts.setdefault(pl.prompt, []).append((lam * c, c / lam, mode))
+    for prompt, items in parts.items():
+        d_p = sum(v for v, _, _ in items)
+        v, carried, mode = max(items, key=lambda t: t[0])
+        out[prompt] = (mode, v / d_p, carried)
+    return out
+
+
 def ranking_basis(result: Any) -> str:
     """Which modes the prompt ranking was computed from, in words."""
     basis = getattr(result, "ranking_basis", None)
@@ -167,11 +192,17 @@ def ranking_block(
         )
     shares = [abs(num(r.get("share"))) for r in ranking[:10]]
     top_share = max((v for v in shares if v == v), default=1.0) or 1.0
-    main = _main_mode(result, alpha)
+    main, dominant = _main_mode(result, alpha), _dominant_mode(result, alpha)
     rows = []
     for i, r in enumerate(ranking[:10], 1):
         mm = main.get(r["prompt"])
         cell: Any = el("span", "none stands out", cls="muted")
+        if r["prompt"] in dominant:  # no mode stands out: still say which one carries this prompt
+            m, frac, carried = dominant[r["prompt"]]
+            cell = el("span", cell, " · mostly ",
+                      el("span", mode_label(m.side, m.rank), cls="tag" if m.side == "test" else "tag neg"),
+                      f" ({frac:.0%} of it; this prompt is {carried:.0%} of the mode)",
+                      title="the mode that adds most of this prompt's disagreement, as it does for others")
         if mm is not None:
             m, frac, overall = mm
             cell = el(
@@ -184,7 +215,8 @@ def ranking_block(
             (
                 i,
                 r["prompt"],
-                el("span", bar(abs(num(r.get("share"))) / top_share, width=60), fnum(r.get("share"), ".1%")),
+                el("span", bar(abs(num(r.get("share"))) / top_share, width=60), fnum(r.get("share"), ".1%"),
+                   "†" if num(r.get("share")) < 0 else ""),
                 cell,
                 r["n_test"],
                 r["n_reference"],
@@ -205,7 +237,9 @@ def ranking_block(
             f"Ranked from: {basis}. Share: the prompt's part of Σλ² over those modes. Characteristic mode: "
             "the mode whose part of this prompt's disagreement exceeds its part of the whole the most (by at "
             f"least {STANDS_OUT:.0%}: the fractions here and overall), and the model that does more of it; "
-            "'none stands out' when the prompt's disagreement is spread like everyone's.",
+            "'none stands out' when the prompt's disagreement is spread like everyone's; the mode that adds "
+            "most of it is named then, with the prompt's share of that mode's eigenvalue."
+            + (_NEGATIVE_SHARE if any(num(r.get("share")) < 0 for r in ranking[:10]) else ""),
             cls="muted small",
         ),
     )
