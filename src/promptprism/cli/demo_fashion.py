@@ -31,6 +31,7 @@ import numpy as np
 from .._validation import check_positive_number, check_seed
 from ..errors import InputError, OptionError
 from ..io import atomic_write_bytes, atomic_write_text, check_out_dir
+from ..stats.intervals import format_estimate
 from ._app import console
 from ._output import save_outputs
 
@@ -195,7 +196,7 @@ def monitoring_section(ctx: DemoContext) -> DemoSection:
 
 def with_interval(value: float, bounds: dict | None) -> str:
     """``0.912 [0.901, 0.925]`` (or the value alone without an interval)."""
-    return f"{value:.3f}" + (f" [{bounds['low']:.3f}, {bounds['high']:.3f}]" if bounds else "")
+    return format_estimate(value, bounds, ".3f")
 
 
 def converges_last(region_cms: Any, tolerance: float = 0.02) -> int:

@@ -17,6 +17,7 @@ from ..kernels.gram import KERNELS
 from ..methods.scendi.options import GAMMA_ESTIMATORS, INTERVAL_METHODS
 from ..results import to_jsonable
 from ..scale import current_client, execution
+from ..stats.intervals import format_estimate
 from . import _inputs as inp
 from ._app import app, console, err_console
 from ._bandwidth import bandwidth_option
@@ -42,10 +43,7 @@ if TYPE_CHECKING:  # (the methods are imported when the command runs)
 
 
 def _with_interval(r: ScendiResult, key: str, fmt: str) -> str:
-    value = format(getattr(r, key), fmt)
-    iv = r.intervals.get(key)
-    mark = "*" if iv and not iv.get("contains_estimate", True) else ""
-    return value if not iv else f"{value} [{format(iv['low'], fmt)}, {format(iv['high'], fmt)}]{mark}"
+    return format_estimate(getattr(r, key), r.intervals.get(key), fmt)
 
 
 def print_diversity(results: list[ScendiResult], *, quiet: bool = False,

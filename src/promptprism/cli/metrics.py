@@ -14,6 +14,7 @@ from ..errors import OptionError
 from ..kernels import KERNELS
 from ..kernels.bandwidth import Bandwidth
 from ..methods.metrics.options import ALIGNMENT_CHOICES
+from ..stats.intervals import format_estimate
 from . import _inputs as inp
 from ._app import app, console, err_console
 from ._bandwidth import bandwidth_option
@@ -29,12 +30,7 @@ _COLUMNS = (("precision", ".3f"), ("recall", ".3f"), ("density", ".3f"), ("cover
 
 
 def _cell(m: Any, key: str, fmt: str) -> str:
-    value = getattr(m, key)
-    if value is None:
-        return "-"
-    iv = m.intervals.get(key)
-    text = format(value, fmt)
-    return text if not iv else f"{text} [{format(iv['low'], fmt)}, {format(iv['high'], fmt)}]"
+    return format_estimate(getattr(m, key), m.intervals.get(key), fmt, missing="-")
 
 
 def print_metrics(result: MetricsResult, *, quiet: bool = False) -> None:

@@ -15,6 +15,7 @@ from ..errors import OptionError
 from ..kernels.bandwidth import Bandwidth
 from ..methods.regions.options import BLOCK_ESTIMATORS
 from ..scale import current_client, execution
+from ..stats.intervals import format_estimate
 from . import _inputs as inp
 from ._app import app, console, run_state
 from ._bandwidth import bandwidth_option
@@ -45,13 +46,14 @@ def print_regions(result: RegionsResult, out: Path | None, *, quiet: bool = Fals
             row = head["region_cms"][k]
             iv = result.intervals[k] if k < len(result.intervals) else {}
             worst = int(np.argmin(row)) if row else -1
-            cells = [f"[bold]{v:.4f}[/]" if r == worst and len(row) > 1 else f"{v:.4f}"
-                     for r, v in enumerate(row)]
-            if iv:
-                cells = [f"{c}\n{_interval(b)}" for c, b in zip(cells, iv["region_cms"], strict=True)]
-            whole, prod = f"{head['cms'][k]:.4f}", f"{head['product_cms'][k]:.4f}"
-            if iv:
-                whole, prod = f"{whole}\n{_interval(iv['cms'])}", f"{prod}\n{_interval(iv['product_cms'])}"
+            bounds = iv["region_cms"] if iv else [None] * len(row)
+            cells = [format_estimate(v, b, ".4f", sep="\n") for v, b in zip(row, bounds, strict=True)]
+            if worst >= 0 and len(row) > 1:
+                first, _, rest = cells[worst].partition("\n")
+                cells[worst] = f"[bold]{first}[/]" + (f"\n{rest}" if rest else "")
+            whole = format_estimate(head["cms"][k], iv.get("cms") if iv else None, ".4f", sep="\n")
+            prod = format_estimate(head["product_cms"][k], iv.get("product_cms") if iv else None, ".4f",
+                                   sep="\n")
             table.add_row(name, whole, prod, *cells, *([f"{result.cms[k]:.4f}"] if both else []))
         console.print(table)
         if result.bootstrap:
@@ -90,10 +92,6 @@ def print_regions(result: RegionsResult, out: Path | None, *, quiet: bool = Fals
                 console.print(" ".join(_label(v) for v in line), highlight=False)
     if out is not None:
         console.print(f"results: {out / 'result.json'}")
-
-
-def _interval(b: dict) -> str:
-    return f"[{b['low']:.4f}, {b['high']:.4f}]"
 
 
 def _label(v: int) -> str:

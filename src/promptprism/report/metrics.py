@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..stats.intervals import format_estimate
 from .common import finish, notes_block, run_details
 from .core import renderer
 from .html import Page, details, el, fnum, p, table
@@ -24,10 +25,7 @@ def _get(m: Any, key: str) -> Any:
 
 
 def _cell(m: Any, key: str, spec: str) -> str:
-    value = _get(m, key)
-    iv = (_get(m, "intervals") or {}).get(key)
-    text = fnum(value, spec)
-    return text if not iv or value is None else f"{text} [{fnum(iv['low'], spec)}, {fnum(iv['high'], spec)}]"
+    return format_estimate(_get(m, key), (_get(m, "intervals") or {}).get(key), lambda v: fnum(v, spec))
 
 
 def metrics_table(rows: list[tuple[str, Any]]) -> Any:

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..stats.intervals import format_estimate
 from .common import finish
 from .html import Page, el, fmt, p, snippet, table
 
 
-def _interval(iv: Any) -> str:
-    return f" [{fmt(iv['low'], 3)}, {fmt(iv['high'], 3)}]" if isinstance(iv, dict) and "low" in iv else ""
+def _with_interval(value: Any, iv: Any) -> str:
+    return format_estimate(value, iv, lambda v: fmt(v, 4))
 
 
 def significant_prompts(result: Any) -> dict[str, set[str]]:
@@ -56,7 +57,7 @@ def _distance_rows(name: str, result: Any) -> list[tuple]:
 def _diversity_rows(name: str, result: Any) -> list[tuple]:
     kind = getattr(result, "kind", "")
     models = result.models if kind == "scendi_comparison" else [result] if kind == "scendi" else []
-    return [(name, m.name, *[fmt(getattr(m, x), 4) + _interval((m.intervals or {}).get(x))
+    return [(name, m.name, *[_with_interval(getattr(m, x), (m.intervals or {}).get(x))
                              for x in ("scendi", "vendi", "rke", "model_share")]) for m in models]
 
 
@@ -64,7 +65,7 @@ def _regions_rows(name: str, result: Any) -> list[tuple]:
     if getattr(result, "kind", "") != "regions":
         return []
     ivs = list(result.intervals or [])
-    return [(name, s, fmt(result.cms[k], 4) + _interval(ivs[k].get("cms") if k < len(ivs) else None),
+    return [(name, s, _with_interval(result.cms[k], ivs[k].get("cms") if k < len(ivs) else None),
              fmt(result.mmd2[k], 4)) for k, s in enumerate(result.names)]
 
 

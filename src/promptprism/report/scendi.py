@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..stats.intervals import format_estimate
 from . import figures
 from .common import (
     finish,
@@ -81,11 +82,8 @@ def _interval(m: Any, key: str) -> tuple[float, float] | None:
 
 def with_interval(m: Any, key: str, *, percent: bool = False) -> str:
     """``m.key`` formatted, followed by its bootstrap interval ``[low, high]`` when the result has one."""
-    value = getattr(m, key, None)
     show = (lambda v: fnum(v, ".1%")) if percent else fmt
-    text = "–" if value is None else show(value)
-    iv = _interval(m, key)
-    return text if iv is None else f"{text} [{show(iv[0])}, {show(iv[1])}]"
+    return format_estimate(getattr(m, key, None), _interval(m, key), show)
 
 
 def _validity(models: list[Any]) -> str:

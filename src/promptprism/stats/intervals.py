@@ -1,0 +1,85 @@
+"""One interval value and one way to print an estimate with it, for the CLI, the report and result.json.
+
+An :class:`Interval` is read from any of the shapes the methods store (``{'low', 'high', ...}`` dicts,
+``(low, high)`` pairs); :func:`format_estimate` prints ``value [low, high]`` and never an interval that says
+nothing or contradicts its estimate: a degenerate one (not finite, or high <= low while the estimate is not
+that point) is left out with a word, and one that excludes its estimate is left out with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: relative slack when asking whether an interval holds its estimate (rounding of stored numbers)
+SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval: ``low``, ``high``, and where known its ``level``, ``method`` and ``validity``
+    (whether the method is calibrated in the regime it was used in, in words)."""
+
+    low: float
+    high: float
+    level: float | None = None
+    method: str | None = None
+    validity: str | None = None
+
+    @classmethod
+    def of(cls, value: Any) -> Interval | None:
+        """The interval in ``value`` (an Interval, a dict with 'low'/'high', a pair), or None."""
+        if value is None or isinstance(value, Interval):
+            return value
+        try:
+            if isinstance(value, Mapping):
+                return cls(float(value["low"]), float(value["high"]), value.get("level"), value.get("method"),
+                           value.get("validity"))
+            low, high = value
+            return cls(float(low), float(high))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def degenerate(self, estimate: float | None = None) -> bool:
+        """Not finite, reversed, or a single point other than the estimate."""
+        if not (math.isfinite(self.low) and math.isfinite(self.high)) or self.high < self.low:
+            return True
+        return self.high == self.low and (estimate is None or estimate != self.low)
+
+    def contains(self, estimate: float) -> bool:
+        """``low <= estimate <= high``, up to :data:`SLACK` of the interval's scale."""
+        tol = SLACK * max(abs(self.low), abs(self.high), 1e-300)
+        return self.low - tol <= estimate <= self.high + tol
+
+    def to_dict(self) -> dict[str, Any]:
+        """{'low', 'high'} and whichever of level, method and validity are known."""
+        out = {"low": self.low, "high": self.high}
+        out.update({k: v for k, v in (("level", self.level), ("method", self.method),
+                                       ("validity", self.validity)) if v is not None})
+        return out
+
+
+def format_estimate(value: float | None, interval: Any = None, spec: str | Callable[[float], str] = ".3g",
+                    *, missing: str = "–", sep: str = " ") -> str:
+    """``value [low, high]`` with ``spec`` (a format spec or a function), ``missing`` for no value, ``sep``
+    between the value and what follows it; a degenerate interval or one that excludes the estimate is not
+    printed as one, and the text says so."""
+    show = spec if callable(spec) else (lambda v: format(v, spec))
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return missing
+    if not math.isfinite(number):
+        return missing
+    text = show(number)
+    iv = Interval.of(interval)
+    if iv is None:
+        return text
+    if iv.degenerate(number):
+        return f"{text}{sep}(no interval: degenerate)"
+    if not iv.contains(number):
+        return (f"{text}{sep}(its interval [{show(iv.low)}, {show(iv.high)}] excludes it: not a confidence "
+                "interval)")
+    return f"{text}{sep}[{show(iv.low)}, {show(iv.high)}]"
