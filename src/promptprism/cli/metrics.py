@@ -178,6 +178,11 @@ def compute_metrics(inputs: list[Path], reference: Path, estimator: ReferenceMet
     spaces = {g.paired.name: s for g in gen if (s := _spaces(g)) is not None}
     result = estimator.compare([g.paired for g in gen], ref.paired, names=[g.paired.name for g in gen],
                                reference_name=ref.paired.name, spaces=spaces, truncation=truncation)
+    import dataclasses
+
+    # which features FD and the k-NN metrics ran on (None: embeddings given), for the report's wording
+    encoder = ref.encoders.get("output")
+    result = dataclasses.replace(result, config={**result.config, "output_encoder": encoder})
     return result, {g.paired.name: g.paired for g in gen}
 
 

@@ -59,8 +59,18 @@ def _per_prompt(m: Any) -> Any:
                    table(headers, body, numeric=range(1, len(headers))))
 
 
+def fd_name(config: Any) -> str:
+    """What the Fréchet distance is called on these features: FID only on Inception's."""
+    encoder = (config or {}).get("output_encoder") if isinstance(config, dict) else None
+    if not encoder:
+        return "the Fréchet distance (FD) on the given embeddings (FID only when they are Inception-v3's)"
+    if "inception" in str(encoder).lower():
+        return f"the Fréchet distance on Inception-v3 features (FID; encoder {encoder})"
+    return f"the Fréchet distance (FD) on {encoder} features (not FID, which is FD on Inception-v3's)"
+
+
 ABOUT = ("Precision and recall (Kynkäänniemi et al. 2019), density and coverage (Naeem et al. 2020) on k-NN "
-         "balls; the Fréchet distance (FID on Inception features); KID (unbiased polynomial-kernel MMD² "
+         "balls; {fd}; KID (unbiased polynomial-kernel MMD² "
          "averaged over random subsets) and MMD²; CLIPScore = 2.5 max(cos, 0) (Hessel et al. 2021) between "
          "each prompt and its output in one joint space. Brackets: bootstrap intervals over prompts; for KID "
          "and MMD² a normal interval from the U-statistic's variance (docs/metrics.md says what each covers "
@@ -74,7 +84,8 @@ def render_metrics(result: Any, *, notes: list[str] | None = None, **_: Any) -> 
                 f"{len(result.models)} generated set(s) against {result.n_reference:,} reference samples in "
                 f"{result.dim} dimensions.")
     all_notes = [n for m in result.models for n in set_notes(m.name, m)]
-    page.add("Metrics", notes_block(notes), metrics_table([(m.name, m) for m in result.models]), p(ABOUT),
+    about = ABOUT.replace("{fd}", fd_name(result.config))
+    page.add("Metrics", notes_block(notes), metrics_table([(m.name, m) for m in result.models]), p(about),
              notes_block(all_notes))
     breakdowns = [b for m in result.models if (b := _per_prompt(m)) is not None]
     if breakdowns:
@@ -91,4 +102,5 @@ def reference_section(models: list[Any]) -> Any:
     if not rows:
         return None
     notes = [n for name, m in rows for n in set_notes(name, m)]
-    return el("div", el("h3", "Against the reference set"), metrics_table(rows), p(ABOUT), notes_block(notes))
+    about = ABOUT.replace("{fd}", fd_name(None))
+    return el("div", el("h3", "Against the reference set"), metrics_table(rows), p(about), notes_block(notes))
