@@ -41,6 +41,7 @@ from . import diversity as _diversity  # noqa: E402,F401,I001
 from . import embed as _embed  # noqa: E402,F401
 from . import generate as _generate  # noqa: E402,F401
 from . import metrics as _metrics  # noqa: E402,F401
+from . import quality as _quality  # noqa: E402,F401
 from . import regions as _regions  # noqa: E402,F401
 from . import report as _report  # noqa: E402,F401
 from . import split as _split  # noqa: E402,F401

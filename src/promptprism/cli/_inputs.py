@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from .._validation import check_memory
-from ..errors import OptionError
+from ..errors import InputError, OptionError
 from ._app import err_console, run_state
 from ._options import Integer, typed
 
@@ -126,3 +126,33 @@ def load_cli_input(path: Path, *, name: str, prompts: Path | None, text_model: s
     scope = execution(client) if client is not None and current_client() is None else contextlib.nullcontext()
     with scope:
         return load_input(results_folder_input(path), name=name, **kwargs)
+
+
+def recorded_sets(result, folder: Path, given_paths: dict, legacy: dict, text_model: str) -> dict:
+    """The input sets of a results folder's ``result``, by name (``describe``, ``quality``): the path given,
+    else where result.json's ``inputs`` record it (relative to DIR, then absolute; ``legacy``: the paths an
+    older result.json names, as is or under DIR). Every set is checked against its recorded fingerprint
+    before anything is written."""
+    from ..data.inputs import load_input
+    from ..provenance import locate, verify
+
+    records = result.inputs or {}
+    sets = {}
+    for side, given in given_paths.items():
+        if given is not None:
+            path = Path(given) if Path(given).exists() else None
+            where = str(given)
+        elif side in records:
+            path, where = locate(records[side], folder), records[side].get("path")
+        else:
+            where = legacy.get(side)
+            candidates = [Path(where), folder / str(where)] if where else []
+            path = next((c for c in candidates if c.exists()), None)
+        if path is None:
+            raise InputError(f"{side} input {where or '(not recorded in result.json)'} not found (looked "
+                             f"relative to {folder} and where the run read it); pass the {side} set as an "
+                             "argument")
+        columns = run_state().columns
+        sets[side] = load_input(path, text_model=text_model, **({"columns": columns} if columns else {}))
+        verify(side, path, records, content=sets[side])
+    return sets

@@ -27,10 +27,11 @@ from ..errors import OptionError
 
 #: commands in the order of a user's work (others, e.g. added later, follow in registration order)
 COMMAND_ORDER = ("generate", "embed", "split", "compare", "diversity", "metrics", "regions", "describe",
-                 "compcon", "compcon-eval", "report", "check", "demo", "demo-llm", "version")
+                 "quality", "compcon", "compcon-eval", "report", "check", "demo", "demo-llm", "version")
 
 #: commands whose ``--out`` is a results folder (guarded, replaced as one transaction) or an .npz file
-OUT_KIND = {"embed": "npz", "split": "dir", "compare": "dir", "diversity": "dir", "regions": "dir",
+OUT_KIND = {"quality": "dir", "embed": "npz", "split": "dir", "compare": "dir", "diversity": "dir",
+            "regions": "dir",
             "compcon": "dir", "compcon-eval": "dir", "demo": "dir", "describe": "dir", "metrics": "dir"}
 
 #: commands that read manifests through ``load_cli_input`` (they get ``--columns``)
@@ -38,7 +39,7 @@ MANIFEST_COMMANDS = ("embed", "split", "compare", "diversity", "regions", "metri
 
 #: commands that print a summary (they get ``--json``)
 JSON_COMMANDS = ("embed", "split", "compare", "diversity", "regions", "compcon", "compcon-eval", "demo",
-                 "report", "describe", "metrics", "check", "generate")
+                 "report", "describe", "metrics", "check", "generate", "quality")
 
 
 #: one example per command, shown at the end of its ``--help``
@@ -56,6 +57,7 @@ EXAMPLES = {
     "compcon-eval": "promptprism compcon-eval predictions.json --out results/eval --model my-judge",
     "describe": "promptprism describe results/split --base-url http://127.0.0.1:8080/v1 --model smollm2",
     "report": "promptprism report results/split",
+    "quality": "promptprism quality results/split --real real_test.npz",
     "check": "promptprism check results/split --fail-on significant --fail-on 'distance>0.05'",
     "demo": "promptprism demo --out results/demo --per-prompt 40",
     "version": "promptprism version",

@@ -15,7 +15,8 @@ from pathlib import Path
 import typer
 
 from ..errors import InputError
-from ._app import app, console, run_state
+from ._app import app, console
+from ._inputs import recorded_sets
 from ._options import SEED, Choice, typed
 from ._output import print_written, save_outputs
 from .compcon import API_KEY_ENV, CHAT_CACHE, JUDGE_BASE_URL, RETRIES, TIMEOUT, check_urls
@@ -23,35 +24,6 @@ from .report import NO_REPORT
 
 NAMERS = ("chat", "words", "facets", "length")
 JUDGES = ("chat", "embedding", "lexical", "completion", "length")
-
-
-def _load_sets(result, folder: Path, given_paths: dict, legacy: dict, text_model: str) -> dict:
-    """Each set by its name: the path given, else where result.json's ``inputs`` record it (relative to DIR,
-    then absolute; ``legacy``: the paths an older result.json names, as is or under DIR). Every set is
-    checked against its recorded fingerprint before anything is written."""
-    from ..data.inputs import load_input
-    from ..provenance import locate, verify
-
-    records = result.inputs or {}
-    sets = {}
-    for side, given in given_paths.items():
-        if given is not None:
-            path = Path(given) if Path(given).exists() else None
-            where = str(given)
-        elif side in records:
-            path, where = locate(records[side], folder), records[side].get("path")
-        else:
-            where = legacy.get(side)
-            candidates = [Path(where), folder / str(where)] if where else []
-            path = next((c for c in candidates if c.exists()), None)
-        if path is None:
-            raise InputError(f"{side} input {where or '(not recorded in result.json)'} not found (looked "
-                             f"relative to {folder} and where the run read it); pass the {side} set as an "
-                             "argument")
-        columns = run_state().columns
-        sets[side] = load_input(path, text_model=text_model, **({"columns": columns} if columns else {}))
-        verify(side, path, records, content=sets[side])
-    return sets
 
 
 def _embedding_judge(text_model: str):
@@ -178,7 +150,7 @@ def _describe(result, folder: Path, paths: list, text_model: str, **how) -> tupl
         sides = ("test", "reference")
         if len(paths) > 2:
             raise InputError(f"{folder}: a split result takes at most 2 inputs (TEST REF), got {len(paths)}")
-        sets = _load_sets(result, folder, dict(zip(sides, paths + [None] * 2, strict=False)),
+        sets = recorded_sets(result, folder, dict(zip(sides, paths + [None] * 2, strict=False)),
                           result.config, text_model)
         return describe_modes(result, sets["test"], sets["reference"], **how), sets
     if result.kind == "promptsplit_kway":
@@ -188,12 +160,12 @@ def _describe(result, folder: Path, paths: list, text_model: str, **how) -> tupl
         recorded = dict(zip(result.names, result.config.get("sets") or [None] * len(result.names),
                             strict=False))
         given = dict(zip(result.names, paths or [None] * len(result.names), strict=True))
-        sets = _load_sets(result, folder, given, recorded, text_model)
+        sets = recorded_sets(result, folder, given, recorded, text_model)
         return describe_deviations(result, sets, **how), sets
     if len(paths) > 1:
         raise InputError(f"{folder}: a Scendi result takes one input (its set), got {len(paths)}")
     how.pop("all_modes")
-    sets = _load_sets(result, folder, {result.name: paths[0] if paths else None},
+    sets = recorded_sets(result, folder, {result.name: paths[0] if paths else None},
                       {result.name: result.config.get("input")}, text_model)
     return describe_clusters(result, sets[result.name], **how), None
 

@@ -50,6 +50,24 @@ def description_block(entry: dict | None) -> Any:
     return el("div", line, folded)
 
 
+def quality_block(result: Any, finding_id: str) -> Any:
+    """The quality verdict of a finding (``promptprism quality``): which model is closer to the real data on
+    its prompts, with both means and intervals; None when there is none."""
+    quality = getattr(result, "quality", None) or {}
+    entry = next((e for e in quality.get("findings", []) if e.get("id") == finding_id), None)
+    if entry is None:
+        return None
+    parts = []
+    for name, m in entry["models"].items():
+        iv = m.get("interval") or {}
+        parts.append(f"{name} {fnum(m['mean'], '.2f')} [{fnum(iv.get('low'), '.2f')}, "
+                     f"{fnum(iv.get('high'), '.2f')}]")
+    head = el("strong", "Closer to real data: " + (entry["closer"] or "neither"))
+    return p(head, f" — {quality.get('closeness')} on the {entry['prompts']} prompts that carry it: "
+                   f"{'; '.join(parts)}; p = {fnum(entry['p_adjusted'], '.2g')} (within-prompt permutation "
+                   "test, Holm over the findings).", cls="small")
+
+
 def deviation_blocks(result: Any, model: str) -> list:
     """The verified names (or why none) of every named deviation of ``model`` in a K-way result, each
     headed by its mode."""

@@ -32,7 +32,7 @@ from .common import (
     visual_of,
 )
 from .core import renderer
-from .descriptions import description_block, finding_description
+from .descriptions import description_block, finding_description, quality_block
 from .explore import mode_id, promptsplit_view, views_note
 from .html import Page, bar, cards, details, el, fmt, fnum, note, num, p, table
 from .map import MAP_POINTS, map_section, mode_label
@@ -130,8 +130,9 @@ def _prompts_table(mode: Any, ids: dict) -> Any:
 
 
 def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | None, ids: dict,
-               description: dict | None = None) -> Any:
-    """One mode: its eigenvalue and significance, its description, top prompts and both models' samples."""
+               description: dict | None = None, quality: Any = None) -> Any:
+    """One mode: its eigenvalue and significance, its description, its quality verdict, top prompts and both
+    models' samples."""
     pos = mode.side == "test"
     label = _mode_label(mode.side, mode.rank)
     by_side = {mode.side: mode.top_samples, ("reference" if pos else "test"): mode.top_samples_other}
@@ -156,6 +157,7 @@ def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | N
             sig_tag(mode, alpha),
         ),
         description_block(description),
+        quality,
         p(
             "Not significant: a mode of this size appears in data where the two models do not differ; "
             "read it as a guess, not a finding.",
@@ -355,7 +357,8 @@ def render_promptsplit(
 
     def card(mode: Any) -> Any:
         return _mode_card(mode, imgs, bases, names, alpha, ids,
-                          finding_description(result, side=mode.side, rank=mode.rank))
+                          finding_description(result, side=mode.side, rank=mode.rank),
+                          quality_block(result, f"mode {'+' if mode.side == 'test' else '-'}{mode.rank}"))
 
     _add_modes(page, result, card, names)
     page.add("Map of the samples", map_block, anchor="map")

@@ -11,6 +11,7 @@ from .prdc import prdc  # (named as a module of the package: imported eagerly, s
 _EXPORTS = {
     ".alignment": ("CLIPSCORE_WEIGHT", "check_joint_space", "clip_scores"),
     ".estimator": ("ReferenceMetrics",),
+    ".findings": ("FindingQuality",),
     ".frechet": (
         "feature_moments", "frechet_distance", "frechet_distance_from_moments", "trace_sqrt_product",
     ),
@@ -23,12 +24,13 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:
     from .alignment import CLIPSCORE_WEIGHT, check_joint_space, clip_scores
     from .estimator import ReferenceMetrics
+    from .findings import FindingQuality
     from .frechet import feature_moments, frechet_distance, frechet_distance_from_moments, trace_sqrt_product
     from .kid import kernel_inception_distance, kernel_mmd2, subset_mmd2
     from .prdc import NeighbourIndicators, knn_radii, neighbour_indicators, prdc
     from .result import MetricsResult, SetMetrics
 
-__all__ = ["CLIPSCORE_WEIGHT", "MetricsResult", "NeighbourIndicators", "ReferenceMetrics", "SetMetrics",
-           "check_joint_space", "clip_scores", "feature_moments", "frechet_distance",
+__all__ = ["CLIPSCORE_WEIGHT", "FindingQuality", "MetricsResult", "NeighbourIndicators", "ReferenceMetrics",
+           "SetMetrics", "check_joint_space", "clip_scores", "feature_moments", "frechet_distance",
            "frechet_distance_from_moments", "kernel_inception_distance", "kernel_mmd2", "knn_radii",
            "neighbour_indicators", "prdc", "subset_mmd2", "trace_sqrt_product"]

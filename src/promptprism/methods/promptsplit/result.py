@@ -98,6 +98,9 @@ class PromptSplitResult(Result):
     #: the sample map (a seeded subsample in 2-D, each point's mode), computed once when the result is
     #: written (:func:`.layout.with_layout`); {} when none was computed
     layout: dict = field(default_factory=dict)
+    #: which model is closer to a reference on each finding (``promptprism quality``;
+    #: ``methods.metrics.FindingQuality``)
+    quality: dict = field(default_factory=dict)
 
     @property
     def positive_modes(self) -> list[Mode]:
@@ -116,6 +119,30 @@ class PromptSplitResult(Result):
             return str(self.significance.get("verdict", ""))
         same = "test and reference hold the same pairs: there is no difference to find"
         return same if self.identical else ""
+
+    def findings(self, carried: float = 0.9) -> list[dict]:
+        """The modes as findings for the quality verdicts: ``{'id': 'mode +1', 'side', 'rank', 'prompts'}``
+        with the prompts that carry the mode: the fewest of its top prompts whose contributions (of the
+        eigenvalue's sign) add up to ``carried`` of the eigenvalue (all of them when they do not). The
+        significant modes when the test ran, else every reported mode."""
+        tested = bool(self.significance)
+        out = []
+        for m in self.modes:
+            if tested and not m.significant:
+                continue
+            loads = sorted(((pl.contribution * m.eigenvalue, pl.prompt) for pl in m.top_prompts
+                            if pl.contribution is not None and pl.contribution * m.eigenvalue > 0),
+                           reverse=True)
+            prompts, total = [], 0.0
+            for weight, prompt in loads:  # (weight = contribution x eigenvalue > 0: |contribution| |lambda|)
+                prompts.append(prompt)
+                total += weight
+                if total >= carried * m.eigenvalue**2:
+                    break
+            if prompts:
+                out.append({"id": f"mode {'+' if m.side == 'test' else '-'}{m.rank}", "side": m.side,
+                            "rank": m.rank, "prompts": prompts})
+        return out
 
     def name_of(self, mode: Mode) -> str | None:
         """The verified name of ``mode``, when :func:`~promptprism.methods.naming.describe_modes` kept one."""

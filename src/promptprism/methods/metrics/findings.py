@@ -1,0 +1,210 @@
+"""Which model is closer to the reference where they differ: reference-set metrics restricted to a finding.
+
+A finding (a PromptSplit mode, a deviating model of a K-way comparison) is a set of prompts. On those prompts,
+each model's samples are scored against the reference samples of the same prompts:
+
+* ``precision``: the per-sample indicator of Kynkäänniemi et al.'s precision, 1[exists i: |Y_j - X_i| <
+  r_k(X_i)] (:func:`.prdc.neighbour_indicators`), for images and any embedding;
+* ``gold``: the cosine similarity of a sample to the nearest reference output of its own prompt (a reference
+  of gold answers, for texts).
+
+Which model is closer is tested by exchanging the model labels within each prompt (the stratified permutation
+test of the difference of the two mean scores): under "equally close on every prompt" the labels are
+exchangeable within a prompt, so the test is exact for the binary precision indicator and for any score whose
+distribution per prompt is the same for both models. Each model's mean gets a bootstrap interval over
+prompts. Several findings: Holm over their p-values.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..._params import POSITIVE_INT, PROBABILITY, SEED, Estimator, Options
+from ..._params import Interval as Between
+from ...errors import InputError, OptionError
+from ...stats.intervals import Interval
+from .prdc import neighbour_indicators
+
+CLOSENESS = ("precision", "gold")
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norms > 0, norms, 1.0)
+
+
+def precision_scores(generated: np.ndarray, reference: np.ndarray, k: int = 5) -> np.ndarray:
+    """Per generated sample, 1.0 when it lies inside some reference sample's k-NN ball (precision's
+    indicator, Kynkäänniemi et al. 2019 eq. 1-2), else 0.0."""
+    return neighbour_indicators(reference, generated, k).in_real_manifold.astype(np.float64)
+
+
+def gold_scores(generated: np.ndarray, prompts: Sequence[str], reference: np.ndarray,
+                reference_prompts: Sequence[str]) -> np.ndarray:
+    """Per generated sample, the largest cosine similarity to a reference output of the same prompt (NaN
+    where the reference has none)."""
+    ref = _unit(np.asarray(reference, dtype=np.float64))
+    gen = _unit(np.asarray(generated, dtype=np.float64))
+    out = np.full(gen.shape[0], np.nan)
+    ref_prompts = np.asarray(reference_prompts, dtype=object)
+    gen_prompts = np.asarray(prompts, dtype=object)
+    for p in np.unique(gen_prompts):
+        rows, refs = np.flatnonzero(gen_prompts == p), np.flatnonzero(ref_prompts == p)
+        if refs.size:
+            out[rows] = (gen[rows] @ ref[refs].T).max(axis=1)
+    return out
+
+
+def stratified_permutation_test(a: np.ndarray, strata_a: np.ndarray, b: np.ndarray, strata_b: np.ndarray, *,
+                                permutations: int, seed: int) -> tuple[float, float]:
+    """(mean(a) - mean(b), two-sided add-one p-value) with the labels a/b exchanged within each stratum."""
+    scores = np.r_[a, b]
+    strata = np.r_[strata_a, strata_b]
+    is_a = np.r_[np.ones(a.size, bool), np.zeros(b.size, bool)]
+    observed = scores[is_a].mean() - scores[~is_a].mean()
+    rng = np.random.default_rng(seed)
+    groups = [np.flatnonzero(strata == s) for s in np.unique(strata)]
+    labels = is_a.copy()
+    hits = 0
+    for _ in range(permutations):
+        for g in groups:
+            labels[g] = labels[g][rng.permutation(g.size)]
+        stat = scores[labels].mean() - scores[~labels].mean()
+        hits += abs(stat) >= abs(observed) - 1e-12
+    return float(observed), (1 + hits) / (1 + permutations)
+
+
+def prompt_bootstrap(scores: np.ndarray, strata: np.ndarray, *, replicates: int, level: float, seed: int
+                     ) -> Interval:
+    """A percentile interval of the mean score, prompts resampled with their samples."""
+    keys, inverse = np.unique(strata, return_inverse=True)
+    sums = np.bincount(inverse, weights=scores, minlength=keys.size)
+    counts = np.bincount(inverse, minlength=keys.size).astype(np.float64)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, keys.size, size=(replicates, keys.size))
+    means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return Interval(float(lo), float(hi), level, "bootstrap over prompts (percentile)")
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (family-wise over the findings)."""
+    p = np.asarray(p_values, dtype=np.float64)
+    order = np.argsort(p)
+    adjusted = np.empty_like(p)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (p.size - rank) * p[i]))
+        adjusted[i] = running
+    return adjusted.tolist()
+
+
+def finding_scores(finding_prompts: Sequence[str], models: dict[str, Any], reference: Any, *, closeness: str,
+                   k: int) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], str | None]:
+    """Each model's (scores, prompt of each sample) on the finding's prompts, and a note when the reference
+    had to be taken whole (too few of its samples on those prompts)."""
+    wanted = set(finding_prompts)
+    ref_prompts = np.asarray(reference.prompts, dtype=object)
+    ref_rows = np.flatnonzero(np.isin(ref_prompts, list(wanted)))
+    note = None
+    if closeness == "precision" and ref_rows.size <= k:
+        ref_rows = np.arange(len(reference))
+        note = (f"the reference has {k} or fewer samples on these prompts; scored against the whole "
+                "reference "
+                "(closeness to the reference overall, not to its samples of these prompts)")
+    ref_out = np.asarray(reference.output_embeddings, dtype=np.float64)[ref_rows]
+    out = {}
+    for name, s in models.items():
+        prompts = np.asarray(s.prompts, dtype=object)
+        rows = np.flatnonzero(np.isin(prompts, list(wanted)))
+        gen = np.asarray(s.output_embeddings, dtype=np.float64)[rows]
+        if rows.size <= k and closeness == "precision":
+            raise InputError(f"{name}: {rows.size} samples on the finding's prompts; precision needs more "
+                             f"than nearest_k = {k}")
+        scores = (precision_scores(gen, ref_out, k) if closeness == "precision"
+                  else gold_scores(gen, prompts[rows], ref_out, ref_prompts[ref_rows]))
+        keep = np.isfinite(scores)
+        out[name] = (scores[keep], prompts[rows][keep])
+    return out, note
+
+
+@dataclass(frozen=True)
+class FindingQuality(Estimator):
+    """Per finding, which of two models is closer to a reference (module docstring): each model's mean
+    closeness with a bootstrap interval over prompts, their difference, the stratified permutation p-value
+    (Holm over the findings) and one sentence.
+
+    ``fit(findings, models, reference)``: ``findings`` a list of ``{'id', 'prompts'}`` (e.g.
+    ``PromptSplitResult.findings()``), ``models`` the two paired sets by name (the finding's favoured model
+    first is not required), ``reference`` the reference paired set (its outputs are the real samples or gold
+    answers; its prompts match the models')."""
+
+    closeness: str = "precision"
+    nearest_k: int = 5
+    alpha: float = 0.05
+    permutations: int = 2000
+    bootstrap: int = 500
+    confidence: float = 0.95
+    seed: int = 0
+
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "closeness": [Options(CLOSENESS)], "nearest_k": [POSITIVE_INT], "alpha": [PROBABILITY],
+        "permutations": [Between(numbers.Integral, 99, 10**6)],
+        "bootstrap": [Between(numbers.Integral, 50, 10**5)],
+        "confidence": [PROBABILITY], "seed": [SEED]}
+
+    def fit(self, findings: Sequence[dict], models: dict[str, Any], reference: Any) -> dict[str, Any]:
+        """The quality record (``{'closeness', ..., 'findings': [...], 'verdict'}``)."""
+        if len(models) != 2:
+            raise OptionError(f"models: two sets to compare, got {len(models)}", parameter="models")
+        for name, s in {**models, "reference": reference}.items():
+            if getattr(s, "prompts", None) is None:
+                raise InputError(f"{name}: no prompt strings; a finding is a set of prompts")
+        entries = [self._one(f, models, reference, i) for i, f in enumerate(findings)]
+        target = str(getattr(reference, "name", None) or "the reference")
+        adjusted = holm([e["p_value"] for e in entries]) if entries else []
+        for entry, p_adj in zip(entries, adjusted, strict=True):
+            entry["p_adjusted"] = p_adj
+            entry["closer"] = entry["leader"] if p_adj <= self.alpha else None
+            entry["verdict"] = _sentence(entry, self.closeness, self.alpha, target)
+        closer = [e for e in entries if e["closer"]]
+        overall = ("; ".join(e["verdict"] for e in closer) if closer else
+                   f"no finding shows one model closer to {target} ({self.closeness}, Holm over "
+                   f"{len(entries)} finding(s) at alpha = {self.alpha:g})")
+        return {**self.get_params(), "reference": getattr(reference, "name", "reference"),
+                "models": list(models), "findings": entries, "verdict": overall}
+
+    def _one(self, finding: dict, models: dict[str, Any], reference: Any, i: int) -> dict[str, Any]:
+        scored, note = finding_scores(finding["prompts"], models, reference, closeness=self.closeness,
+                                      k=self.nearest_k)
+        (na, (a, pa)), (nb, (b, pb)) = scored.items()
+        if a.size == 0 or b.size == 0:
+            raise InputError(f"finding {finding['id']}: no scored samples of {na if a.size == 0 else nb} on "
+                             "its prompts (gold needs reference outputs of the same prompts)")
+        diff, p = stratified_permutation_test(a, pa, b, pb, permutations=self.permutations,
+                                              seed=self.seed + i)
+        ivs = {n: prompt_bootstrap(s, q, replicates=self.bootstrap, level=self.confidence, seed=self.seed + i)
+               for n, (s, q) in scored.items()}
+        return {"id": finding["id"], "prompts": len(set(finding["prompts"])),
+                "example_prompts": list(finding["prompts"])[:3],
+                "models": {n: {"mean": float(s.mean()), "n": int(s.size), "interval": ivs[n].to_dict()}
+                           for n, (s, _) in scored.items()},
+                "difference": diff, "p_value": p, "leader": na if diff > 0 else nb, "note": note}
+
+
+def _sentence(entry: dict, closeness: str, alpha: float, target: str) -> str:
+    names = list(entry["models"])
+    means = {n: entry["models"][n]["mean"] for n in names}
+    where = f"on the {entry['prompts']} prompts of {entry['id']}"
+    if entry["closer"] is None:
+        return (f"{where}, neither model is closer to {target} ({closeness} {means[names[0]]:.2f} vs "
+                f"{means[names[1]]:.2f}, p = {entry['p_adjusted']:.2g} > {alpha:g})")
+    other = names[1] if entry["closer"] == names[0] else names[0]
+    closer = entry["closer"]
+    return (f"{where}, {closer} is closer to {target}: {closeness} {means[closer]:.2f} "
+            f"vs {means[other]:.2f} for {other} (p = {entry['p_adjusted']:.2g}, Holm)")

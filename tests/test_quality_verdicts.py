@@ -1,0 +1,142 @@
+"""Which model is closer to real data on each finding (issue 43): the restricted metrics against brute force,
+the planted case (each model better on one family), calibration and power of the within-prompt test, the
+command."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from _cli_run import run_cli
+from promptprism.data.paired import PairedSet
+from promptprism.datasets import colored_digits
+from promptprism.io import atomic_save_npz
+from promptprism.methods.metrics import FindingQuality
+from promptprism.methods.metrics.findings import (
+    gold_scores,
+    precision_scores,
+    prompt_bootstrap,
+    stratified_permutation_test,
+)
+
+
+def brute_precision(gen, ref, k):
+    """Kynkäänniemi et al.'s indicator from the definition: inside some real k-NN ball (open)."""
+    d_rr = np.linalg.norm(ref[:, None] - ref[None], axis=2)
+    radii = np.sort(d_rr, axis=1)[:, k]  # the k-th nearest other sample (index 0 is the sample itself)
+    d_gr = np.linalg.norm(gen[:, None] - ref[None], axis=2)
+    return (d_gr < radii[None]).any(axis=1).astype(float)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_restricted_precision_is_the_definition(seed):
+    rng = np.random.default_rng(seed)
+    ref, gen = rng.normal(size=(60, 5)), rng.normal(0.4, 1.2, size=(45, 5))
+    np.testing.assert_array_equal(precision_scores(gen, ref, 4), brute_precision(gen, ref, 4))
+
+
+def test_gold_scores_are_the_nearest_same_prompt_cosine():
+    rng = np.random.default_rng(3)
+    gen, ref = rng.normal(size=(6, 4)), rng.normal(size=(5, 4))
+    prompts, ref_prompts = ["a", "a", "b", "b", "c", "c"], ["a", "b", "b", "a", "d"]
+    got = gold_scores(gen, prompts, ref, ref_prompts)
+    unit = lambda x: x / np.linalg.norm(x)  # noqa: E731
+    for i, p in enumerate(prompts):
+        refs = [unit(ref[j]) for j, q in enumerate(ref_prompts) if q == p]
+        expected = max(float(unit(gen[i]) @ r) for r in refs) if refs else np.nan
+        np.testing.assert_allclose(got[i], expected, equal_nan=True)
+
+
+def test_the_within_prompt_test_is_calibrated_and_has_power():
+    """Same closeness on every prompt (prompts differ): rejections at alpha 0.05 over 300 data sets stay
+    within alpha + 2 s.e.; a 0.25 gap in precision is found nearly always."""
+    rng = np.random.default_rng(0)
+    prompts = np.repeat(np.arange(10), 8)
+
+    def rejections(gap, runs):
+        hits = 0
+        for r in range(runs):
+            base = rng.uniform(0.2, 0.9, size=10)[prompts]  # each prompt its own rate
+            a = (rng.random(prompts.size) < base).astype(float)
+            b = (rng.random(prompts.size) < np.clip(base - gap, 0, 1)).astype(float)
+            _, p = stratified_permutation_test(a, prompts, b, prompts, permutations=199, seed=r)
+            hits += p <= 0.05
+        return hits / runs
+
+    null = rejections(0.0, 300)
+    assert null <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 300), null
+    assert rejections(0.25, 40) >= 0.9
+
+
+def test_the_bootstrap_interval_over_prompts_holds_the_mean():
+    rng = np.random.default_rng(1)
+    prompts = np.repeat(np.arange(12), 5)
+    scores = rng.random(prompts.size)
+    iv = prompt_bootstrap(scores, prompts, replicates=400, level=0.9, seed=0)
+    assert iv.low < scores.mean() < iv.high and iv.level == 0.9
+
+
+def _correct(seed: int, per_prompt: int = 20) -> PairedSet:
+    """Digits drawn as every prompt asks (the demo's unaltered model on each prompt)."""
+    other = colored_digits(per_prompt=per_prompt, seed=seed)
+    wrong_in_test = set(other.altered_test)
+    take_ref = np.array([p in wrong_in_test for p in other.reference.prompts])
+    take_test = np.array([p not in wrong_in_test for p in other.test.prompts])
+    return PairedSet(np.vstack([other.test.prompt_embeddings[take_test],
+                                other.reference.prompt_embeddings[take_ref]]),
+                     np.vstack([other.test.output_embeddings[take_test],
+                                other.reference.output_embeddings[take_ref]]),
+                     prompts=[p for p, t in zip(other.test.prompts, take_test, strict=True) if t]
+                     + [p for p, t in zip(other.reference.prompts, take_ref, strict=True) if t], name="real")
+
+
+@pytest.fixture(scope="module")
+def digits_case():
+    """The demo's planted case with real data: the test model draws grayscale digits for the colored prompts
+    5-9 (where the reference is right) and the reference colored digits for the grayscale prompts 0-4 (where
+    the test model is right); real data draws every prompt as asked."""
+    return colored_digits(per_prompt=20, seed=0), _correct(5)
+
+
+def test_each_model_is_closer_where_the_other_is_wrong(digits_case):
+    data, real = digits_case
+    findings = [{"id": "colored prompts 5-9", "prompts": list(data.altered_test)},
+                {"id": "grayscale prompts 0-4", "prompts": list(data.altered_reference)},
+                {"id": "unaltered prompts", "prompts": [
+                    p for p in data.prompt_names if p not in {*data.altered_test, *data.altered_reference}]}]
+    record = FindingQuality(permutations=499, bootstrap=200, seed=0).fit(
+        findings, {"test": data.test, "reference": data.reference}, real)
+    by_id = {e["id"]: e for e in record["findings"]}
+    assert by_id["colored prompts 5-9"]["closer"] == "reference"
+    assert by_id["grayscale prompts 0-4"]["closer"] == "test"
+    assert by_id["unaltered prompts"]["closer"] is None  # both draw these as real data does
+    wrong = by_id["colored prompts 5-9"]["models"]
+    assert wrong["reference"]["mean"] > 0.5 > wrong["test"]["mean"]
+    assert "reference is closer to the reference" not in record["verdict"]
+
+
+def test_the_command_adds_the_verdicts_to_a_split_result(tmp_path, digits_case):
+    """A test model wrong on the colored prompts 5-9 against a reference model right everywhere: both modes
+    sit on those prompts, and on both the reference model is the closer to real data."""
+    data, real = digits_case
+
+    def save(path, s):
+        atomic_save_npz(path, prompt_embeddings=s.prompt_embeddings, output_embeddings=s.output_embeddings,
+                        prompts=np.array(s.prompts))
+        return path
+
+    t, r = save(tmp_path / "t.npz", data.test), save(tmp_path / "r.npz", _correct(7))
+    x = save(tmp_path / "real.npz", real)
+    code, _, err = run_cli("split", t, r, "--out", tmp_path / "s", "--quiet", "--permutations", "100")
+    assert code == 0, err
+    code, out, err = run_cli("quality", tmp_path / "s", "--real", x, "--permutations", "299", "--bootstrap",
+                             "100")
+    assert code == 0, err
+    record = json.loads((tmp_path / "s" / "result.json").read_text())["quality"]
+    closer = {e["id"]: e["closer"] for e in record["findings"]}
+    assert closer and set(closer.values()) == {"reference"}, record["findings"]
+    assert "reference is closer to real data" in out
+    code, _, err = run_cli("quality", tmp_path / "s", "--real", x, "--permutations", "5")
+    assert code == 2 and "--permutations" in err and len(err.strip().splitlines()) == 1
