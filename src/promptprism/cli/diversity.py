@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # (the methods are imported when the command runs)
 
 
 def _with_interval(r: ScendiResult, key: str, fmt: str) -> str:
-    value = format(getattr(r, key), fmt)
+    value = format(getattr(r, key), fmt) + ("!" if key in r.clipped else "")  # (clipped to its range)
     iv = r.intervals.get(key)
     mark = "*" if iv and not iv.get("contains_estimate", True) else ""
     return value if not iv else f"{value} [{format(iv['low'], fmt)}, {format(iv['high'], fmt)}]{mark}"
@@ -54,6 +54,7 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
     if quiet:
         return
     from ..methods.scendi.bootstrap import interval_notes
+    from ..methods.scendi.ranges import clipped_notes
 
     kernel = results[0].config["kernel"]
     level = next((r.bootstrap["level"] for r in results if r.bootstrap), None)
@@ -73,6 +74,8 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
     console.print(table)
     for r in results:
         console.print(f"Gamma* ({r.name}): {r.gamma_estimator}", highlight=False, soft_wrap=True)
+        for line in clipped_notes(r.clipped, r.gamma_estimator):
+            console.print(f"! {r.name}: {line}", highlight=False, soft_wrap=True, markup=False)
         for line in interval_notes(r.intervals, r.summary() | {"scendi_prompt": r.scendi_prompt,
                                                                 "prompt_share": r.prompt_share}):
             console.print(f"* {r.name}: {line}", highlight=False, soft_wrap=True, markup=False)
