@@ -59,6 +59,10 @@ def subspace_path(monkeypatch):
 
     directions = subspaces.leading_eigenvectors
     monkeypatch.setattr(sig, "NULL_RANK", RANK)
+    # (a fixed rank: no uncompressed statistic on small tests, no growth towards NULL_ENERGY)
+    monkeypatch.setattr(sig, "FULL_MAX_ROWS", 0)
+    monkeypatch.setattr(sig, "NULL_MAX_RANK", RANK)
+    monkeypatch.setattr(sig, "FALLBACK_MAX_ROWS", 0)
     monkeypatch.setattr(sig, "principal_factor", spy)
     monkeypatch.setattr(routes, "leading_eigenvectors", spy_directions)
     return calls
@@ -243,20 +247,34 @@ def test_subspace_null_has_power_on_a_planted_difference(subspace_path, method, 
     assert np.mean(found) >= 0.9, found
 
 
-def test_the_unpatched_rank_sends_problems_above_256_samples_to_the_subspace(monkeypatch):
-    """What the patched rank stands in for: without it, 120 samples are solved directly and 300 through
-    a rank-128 principal subspace (the record says which statistic was used)."""
+def test_the_unpatched_constants_compress_only_above_1000_samples(monkeypatch):
+    """What the patched rank stands in for (issue 42, item 4): without it, 120 samples are solved directly
+    and 300 through an exact factor of the whole Gram matrix (both uncompressed: no Nystrom factor built);
+    above ``FULL_MAX_ROWS`` (1,200 samples) through a principal subspace whose rank starts at 128 and
+    doubles until it holds 99.9 % of tr G (at most 512). The record says which statistic was used.
+    (Before: 300 samples already went through a rank-128 subspace.)"""
     calls: list[int] = []
     factor = eigen.principal_factor
     monkeypatch.setattr(sig, "principal_factor",
                         lambda op, rank, **k: calls.append(rank) or factor(op, rank, **k))
     rng = np.random.default_rng(0)
     with threadpool_limits(1):
-        for per_prompt, subspace in ((10, False), (25, True)):
+        for per_prompt in (10, 25):
             calls.clear()
             res = _estimator("exact", 200, seed=0, permutations=20).fit(*_sets(rng, per_prompt=per_prompt))
-            assert calls == [128]
-            assert ("principal subspace" in res.significance["statistic"]) == subspace
+            s = res.significance
+            assert calls == [] and s["subspace"]["full"] and s["subspace"]["energy"] == 1.0
+            assert "uncompressed" in s["statistic"]
+            assert ("principal subspace that holds all" in s["statistic"]) == (per_prompt == 25)
+        calls.clear()
+        res = _estimator("exact", 200, seed=0, permutations=20).fit(*_sets(rng, per_prompt=100))
+    s = res.significance["subspace"]
+    assert calls and calls == [128 * 2 ** i for i in range(len(calls))] and calls[-1] <= sig.NULL_MAX_RANK
+    if s["full"]:  # the fallback: 512 directions held less than 99.9 % of tr G, and 1,200 <= 4,000 rows
+        assert calls[-1] == sig.NULL_MAX_RANK and "uncompressed" in res.significance["statistic"]
+    else:  # the least rank that holds 99.9 %
+        assert s["energy"] >= sig.NULL_ENERGY and s["rank"] <= calls[-1]
+        assert "leading principal subspace" in res.significance["statistic"]
 
 
 # ---------------------------------------------------------------------------------------- curtailed rule

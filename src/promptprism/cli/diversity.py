@@ -43,7 +43,11 @@ if TYPE_CHECKING:  # (the methods are imported when the command runs)
 
 
 def _with_interval(r: ScendiResult, key: str, fmt: str) -> str:
-    return format_estimate(getattr(r, key), r.intervals.get(key), fmt)
+    text = format_estimate(getattr(r, key), r.intervals.get(key), fmt)
+    if key in r.clipped:  # clipped to its range: marked after the number
+        first, sep, rest = text.partition(" ")
+        text = f"{first}!{sep}{rest}"
+    return text
 
 
 def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
@@ -53,6 +57,7 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
     if quiet:
         return
     from ..methods.scendi.bootstrap import interval_notes
+    from ..methods.scendi.ranges import clipped_notes
 
     kernel = results[0].config["kernel"]
     level = next((r.bootstrap["level"] for r in results if r.bootstrap), None)
@@ -72,6 +77,8 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
     console.print(table)
     for r in results:
         console.print(f"Gamma* ({r.name}): {r.gamma_estimator}", highlight=False, soft_wrap=True)
+        for line in clipped_notes(r.clipped, r.gamma_estimator):
+            console.print(f"! {r.name}: {line}", highlight=False, soft_wrap=True, markup=False)
         for line in interval_notes(r.intervals, r.summary() | {"scendi_prompt": r.scendi_prompt,
                                                                 "prompt_share": r.prompt_share}):
             console.print(f"* {r.name}: {line}", highlight=False, soft_wrap=True, markup=False)

@@ -68,3 +68,55 @@ def landmark_factor(columns: Any, landmarks: np.ndarray, rank: int, *, precision
     with blas_threads_for(width):
         return _nystrom_factor(columns, on.asarray(sketch, dtype="float64"), rank, precision=precision,
                                dtype=columns.dtype)
+
+
+def exact_factor(operand: tuple[str, Any], max_rank: int) -> Any:
+    """A factor P (N x p) with P P^T = G to round-off, G = F F^T for ``("features", F)`` and G itself for
+    ``("gram", G)``: F itself when it has at most N columns, else G's eigen-factor U_k diag(sqrt(l_k)) over
+    its numerical rank k (eigenvalues above N eps l_max in the operand's precision). P^T diag(w) P then
+    has the non-zero spectrum of F^T diag(w) F: the uncompressed statistic. None when p > ``max_rank``
+    (the caller keeps the operand itself). Same backend as the operand; float64 for a Gram operand."""
+    kind, a = operand
+    xp = array_namespace(a)
+    size = a.shape[0]
+    if kind == "features" and a.shape[1] <= size:
+        return a if a.shape[1] <= max_rank else None
+    eps = float(np.finfo(np.float32 if a.dtype == xp.float32 else np.float64).eps)
+    g = xp.asarray(a if kind == "gram" else a @ xp.matrix_transpose(a), dtype=xp.float64)
+    with blas_threads_for(size):
+        vals, vecs = xp.linalg.eigh((g + xp.matrix_transpose(g)) / 2)
+    keep = vals > size * eps * max(float(vals[-1]), 0.0)
+    if int(xp.sum(xp.asarray(keep, dtype=xp.int64))) > max_rank:
+        return None
+    return vecs[:, keep] * xp.sqrt(vals[keep])[None, :]
+
+
+def operand_trace(operand: tuple[str, Any]) -> float:
+    """tr G of a ``("gram", G)`` or ``("features", F)`` operand (|F|_F^2): the energy a subspace is
+    measured against (:func:`grow_rank`)."""
+    kind, a = operand
+    xp = array_namespace(a)
+    if kind == "gram":
+        return float(xp.sum(xp.asarray(xp.linalg.diagonal(a), dtype=xp.float64)))
+    return float(xp.sum(xp.asarray(a, dtype=xp.float64) ** 2))
+
+
+def factor_energy(factor: Any, total: float) -> float:
+    """|P|_F^2 / tr G: the share of the operand's energy (trace) a factor P of it holds (P P^T <= G for the
+    Nystrom factors, so at most 1 up to round-off)."""
+    xp = array_namespace(factor)
+    held = float(xp.sum(xp.asarray(factor, dtype=xp.float64) ** 2))
+    return held / total if total > 0 else 1.0
+
+
+def grow_rank(build: Any, *, start: int, cap: int, target: float) -> tuple[Any, int, float]:
+    """(the value ``build(rank)`` returned, its rank, the energy it holds) for the least rank in start,
+    2 start, 4 start, ... (at most ``cap``, which is always tried last) whose subspace holds ``target`` of the
+    operand's energy; the cap's when none does. ``build(rank)`` returns (value, energy), or (None, 1.0) when
+    the operand is no wider than ``rank`` (the operand itself is then the statistic's, uncompressed)."""
+    rank = max(1, min(int(start), int(cap)))
+    while True:
+        value, energy = build(rank)
+        if value is None or energy >= target or rank >= cap:
+            return value, rank, energy
+        rank = min(2 * rank, int(cap))

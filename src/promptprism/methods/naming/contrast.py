@@ -4,7 +4,9 @@ A *contrast* is two pools of (prompt, output) samples: A, where a finding lives 
 favoured set on the mode's prompts, or a Scendi cluster's samples), and B, what it is compared with (the other
 set on the same prompts). :func:`name_contrast` splits each pool (seeded) into a part shown to the namer and a
 held-out part, asks the namer for candidates, has the judge decide on every held-out sample, and keeps the
-best candidate whose Holm-adjusted p-value is below ``alpha`` (:mod:`.verify`). The test follows what the
+best candidate whose Holm-adjusted p-value is below ``alpha`` (:mod:`.verify`). The judge sees the held-out
+samples of both sides in one seeded random interleaving (:func:`judged_order`, recorded per candidate as
+``judged_order``), so that an order effect cannot pass for a difference. The test follows what the
 judge returns: yes/no decisions (``judge.decide``) get Fisher's exact test, scores (``judge.score``) the
 Mann-Whitney rank test with a permutation p-value. When none passes, the finding gets no name: "no
 description held up".
@@ -85,15 +87,35 @@ def _cap(idx: np.ndarray, cap: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(idx, size=cap, replace=False))
 
 
+def judged_order(n_a: int, n_b: int, seed: int) -> np.ndarray:
+    """The order in which the judge sees the held-out texts: a seeded random interleaving of side A's
+    ``n_a`` (indices 0..n_a-1) and side B's ``n_b`` (n_a..n_a+n_b-1). An order effect of the judge (a
+    yes-rate or a score drifting with the call count, a cache warming up) then falls on both sides alike:
+    given the judge's answers, the sides' positions are a uniformly random draw, so Fisher's test (and the
+    rank test) stay exact for a judge whose answers do not depend on the side."""
+    return np.random.default_rng([int(seed), 1]).permutation(n_a + n_b)
+
+
 def held_out_test(judge: Judge, description: str, held_a: list[str], held_b: list[str],
                   shown_a: Sequence[Sample], shown_b: Sequence[Sample], *, seed: int, permutations: int):
-    """The judge's separation of the held-out sides for one description: the rank test of its scores when it
-    scores (``judge.score``), else Fisher's test of its yes/no decisions."""
+    """(the judge's separation of the held-out sides for one description, the sides in the order judged:
+    a string of 'A' and 'B'). Both sides go to the judge in one seeded random interleaving
+    (:func:`judged_order`); the rank test of its scores when it scores (``judge.score``), else Fisher's test
+    of its yes/no decisions."""
     how = {"shown_a": [s.output for s in shown_a], "shown_b": [s.output for s in shown_b]}
+    texts, n_a = [*held_a, *held_b], len(held_a)
+    order = judged_order(n_a, len(held_b), seed)
+    ask = judge.score if hasattr(judge, "score") else judge.decide
+    answers = list(ask(description, [texts[i] for i in order], **how))
+    if len(answers) != len(texts):
+        raise OptionError(f"judge: {len(answers)} answers for {len(texts)} texts (one per text expected)")
+    back = [None] * len(texts)  # (each answer back at its text's place: A's first, then B's)
+    for position, i in enumerate(order):
+        back[i] = answers[position]
+    sides = "".join("A" if i < n_a else "B" for i in order)
     if hasattr(judge, "score"):
-        scores_a, scores_b = judge.score(description, held_a, **how), judge.score(description, held_b, **how)
-        return rank_separation(scores_a, scores_b, seed=seed, permutations=permutations)
-    return separation(judge.decide(description, held_a, **how), judge.decide(description, held_b, **how))
+        return rank_separation(back[:n_a], back[n_a:], seed=seed, permutations=permutations), sides
+    return separation(back[:n_a], back[n_a:]), sides
 
 
 def name_contrast(pool_a: Sequence[Sample], pool_b: Sequence[Sample], *, namer: Namer | ChatModel,
@@ -120,11 +142,13 @@ def name_contrast(pool_a: Sequence[Sample], pool_b: Sequence[Sample], *, namer: 
     if not names:
         result.status, result.note = REJECTED, "the namer proposed no description"
         return result
-    tests = [held_out_test(judge, d, held_a, held_b, shown_a, shown_b, seed=o.seed + 4 + 7919 * k,
-                           permutations=o.permutations) for k, d in enumerate(names)]
-    adjusted = holm([t.p_value for t in tests])
-    result.candidates = [{"description": d, **asdict(t), "p_adjusted": q, "accepted": q < o.alpha}
-                         for d, t, q in zip(names, tests, adjusted, strict=True)]
+    seeds = [o.seed + 4 + 7919 * k for k in range(len(names))]
+    judged = [held_out_test(judge, d, held_a, held_b, shown_a, shown_b, seed=s, permutations=o.permutations)
+              for d, s in zip(names, seeds, strict=True)]
+    adjusted = holm([t.p_value for t, _ in judged])
+    result.candidates = [{"description": d, **asdict(t), "p_adjusted": q, "accepted": q < o.alpha,
+                          "judged_order": {"seed": s, "sides": sides}}
+                         for d, (t, sides), q, s in zip(names, judged, adjusted, seeds, strict=True)]
     kept = [c for c in result.candidates if c["accepted"]]
     if not kept:
         result.status = REJECTED

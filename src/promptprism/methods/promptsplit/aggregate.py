@@ -85,7 +85,8 @@ def mode_findings(operand: tuple, group_labels: np.ndarray, n: int, m: int, *, e
     ``operand``: the kernel's test operand (:func:`.significance.principal_operand`). ``("subspace", P)``:
     the modes are those the test's statistic saw, the eigenvectors u of P^T D P (Lambda restricted to the
     principal subspace; eigenvalues of the observed labelling's own matrix), each sample's score p_i . u;
-    ``("gram", G)`` (a kernel on at most NULL_RANK rows): :func:`.core.exact_spectrum` on G."""
+    ``("gram", G)`` (a kernel whose uncompressed statistic runs on G itself): :func:`.core.exact_spectrum`
+    on G."""
     n_pos, n_neg = len(p_pos), len(p_neg)
     weights = core.signed_weights(n, m, eta)
     if operand[0] == "subspace":

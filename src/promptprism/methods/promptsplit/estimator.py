@@ -183,7 +183,7 @@ class PromptSplit(SplitOptions):
             record, p_values = testing.mode_significance(
                 route.sets, spec, labels, operand_of=route.replicates(), eta=self.eta,
                 permutations=permutations, alpha=float(self.alpha), seed=self.seed,
-                max_samples=int(self.null_samples), family=family)
+                max_samples=int(self.null_samples), family=family, subspace=getattr(route, "subspace", None))
         record["route_note"] = route.test_note
         return record, p_values
 

@@ -20,7 +20,7 @@ import numpy as np
 from ...backend import NUMPY, Backend, inplace
 from ...kernels.bandwidth import MEDIAN_SAMPLES, Bandwidth, pooled_rows
 from ...kernels.gram import squared_distances
-from ...stats.subspaces import landmark_factor
+from ...stats.subspaces import factor_energy, grow_rank, landmark_factor
 from . import aggregate as agg
 from . import core
 from . import significance as sig
@@ -74,14 +74,13 @@ def resolve_family(name: str, sets: dict, *, kernel: str, sigmas: tuple, seed: i
 
 def centre_bandwidth(value: Any, pooled: list, *, name: str, seed: int) -> tuple[float, str]:
     """(the centre of one side's gaussians in the cosine kernel's family, how it was set): ``value`` when
-    it is a number (a fixed :class:`Bandwidth` or a float), else the median rule on the pooled rows; rows
-    that are all one point (one prompt shared by every row) give 1.0, since a gaussian of any bandwidth is 1
-    between equal rows, so the bandwidth cannot change that side's kernel."""
-    if value is not None and not isinstance(value, str) and (
-            not isinstance(value, Bandwidth) or value.fixed):
-        number = float(value.value if isinstance(value, Bandwidth) else value)
-        return number, f"{number:.4g} (given)"
-    rule = value if isinstance(value, Bandwidth) else Bandwidth.parse(value or "median", name)
+    it is a number (a fixed :class:`Bandwidth`, a float or a number written as a string), else its rule on
+    the pooled rows; rows that are all one point (one prompt shared by every row) give 1.0, since a
+    gaussian of any bandwidth is 1 between equal rows, so the bandwidth cannot change that side's kernel."""
+    rule = value if isinstance(value, Bandwidth) else Bandwidth.parse("median" if value is None else value,
+                                                                        name)
+    if rule.fixed:  # (a number, or a number written as a string: '1.0')
+        return float(rule.value), f"{float(rule.value):.4g} (given)"
     rows = pooled_rows(pooled, MEDIAN_SAMPLES, seed)
     if not np.any(np.abs(rows - rows[:1]) > 0):
         return 1.0, "1 (every row the same point: any bandwidth gives the same kernel)"
@@ -185,10 +184,12 @@ def family_members(sets: dict, rows: dict, labels: np.ndarray, family: Family, *
     ``family.max_samples`` of them), under the test's labellings ``labels`` (N x (K + 1), column 0
     observed): ([one :class:`Member` per kernel], (test rows, reference rows) of that subsample).
 
-    Each kernel's operand: above ``significance.NULL_RANK`` rows, its Gram matrix's principal factor from
-    the columns at NULL_RANK + 10 seeded landmark rows (:func:`~promptprism.stats.subspaces.
-    landmark_factor`: N (rank + 10) kernel values, no N x N matrix; the landmarks never depend on a label,
-    so the test on the factor is exact); at most that many rows: the whole Gram matrix."""
+    Each kernel's operand: at most ``significance.FULL_MAX_ROWS`` rows, the uncompressed statistic of its
+    Gram matrix (:func:`.significance.principal_operand`); above, a principal factor from the columns at
+    seeded landmark rows (:func:`~promptprism.stats.subspaces.landmark_factor`: N (rank + 10) kernel values,
+    no N x N matrix; the landmarks never depend on a label, so the test on the factor is exact), of the
+    least rank in NULL_RANK, 2 NULL_RANK, ... (at most NULL_MAX_RANK; :func:`_landmark_operand`) holding
+    ``significance.NULL_ENERGY`` of tr G. The entry records the rank and the energy (``subspace``)."""
     n_sub, m_sub = rows["test"].size, rows["reference"].size
     sub_t, sub_r = sig.null_rows(n_sub, m_sub, family.max_samples, seed + 1)
     keep = np.r_[sub_t, n_sub + sub_r]
@@ -197,18 +198,47 @@ def family_members(sets: dict, rows: dict, labels: np.ndarray, family: Family, *
            for a in ("prompt_embeddings", "output_embeddings")]
     weights = agg.subset_weights(labels, keep, eta=eta)
     members, t0 = [], time.perf_counter()
-    rank, landmarks = sig.NULL_RANK, None
-    if keep.size > rank:
-        landmarks = np.sort(np.random.default_rng(seed + 2).choice(keep.size, rank + 10, replace=False))
-    for member, gram in zip(family.kernels, member_grams(emb, family.kernels, family.backend,
-                                                         columns=landmarks), strict=True):
-        operand = sig.principal_operand(("gram", gram), seed=seed) if landmarks is None else (
-            "subspace", landmark_factor(gram, landmarks, rank, precision=GRAM_PRECISION))
+    landmarks = None
+    if keep.size > max(sig.FULL_MAX_ROWS, sig.NULL_RANK):  # (a seeded order: each rank's landmarks a prefix)
+        landmarks = np.random.default_rng(seed + 2).permutation(keep.size)
+    first = None if landmarks is None else landmarks[:sig.NULL_RANK + 10]
+    for member, gram in zip(family.kernels, member_grams(emb, family.kernels, family.backend, columns=first),
+                            strict=True):
+        info: dict = {}
+        if landmarks is None:
+            operand = sig.principal_operand(("gram", gram), seed=seed, record=info)
+        else:
+            operand = _landmark_operand(gram, member, emb, landmarks, family.backend, info)
         del gram
-        members.append(Member(entry=member, operand=operand, keep=keep, weights=weights,
+        entry = {**member, "subspace": {k: info.get(k) for k in ("rank", "energy", "full")}}
+        members.append(Member(entry=entry, operand=operand, keep=keep, weights=weights,
                               gram=sig.operand_gram(operand), seconds=time.perf_counter() - t0))
         t0 = time.perf_counter()
     return members, (sub_t.size, sub_r.size)
+
+
+def _landmark_operand(columns: Any, kernel: dict, emb: list, landmarks: np.ndarray, backend: Backend,
+                      info: dict) -> tuple[str, Any]:
+    """``("subspace", P)``: the landmark factor of one kernel from ``columns`` (its Gram matrix at the first
+    NULL_RANK + 10 of the ordered ``landmarks``), grown to the least rank in NULL_RANK, 2 NULL_RANK, ... (at
+    most NULL_MAX_RANK) holding NULL_ENERGY of tr G = N (every kernel of a family has k(a, a) = 1); the
+    columns at more landmarks (a prefix of the same order) computed once, when the first rank falls short.
+    ``info`` receives the rank, the energy and full=False."""
+    size, cap = landmarks.size, sig.NULL_MAX_RANK
+    held = {"columns": columns}
+
+    def build(rank: int) -> tuple[Any, float]:
+        width = min(rank + 10, size)
+        if held["columns"].shape[1] < width:
+            wide = landmarks[:min(cap + 10, size)]
+            held["columns"] = next(member_grams(emb, [kernel], backend, columns=wide))
+        factor = landmark_factor(held["columns"][:, :width], landmarks[:width], rank,
+                                 precision=GRAM_PRECISION)
+        return factor, factor_energy(factor, float(size))
+
+    factor, _, energy = grow_rank(build, start=sig.NULL_RANK, cap=cap, target=sig.NULL_ENERGY)
+    info.update(rank=int(factor.shape[1]), energy=float(energy), full=False)
+    return "subspace", factor
 
 
 def aggregation_record(members: list[Member], spectra: list[tuple[np.ndarray, np.ndarray]], family: Family, *,

@@ -58,7 +58,8 @@ def kway_permutation_test(fit: Any, family: list, permutations: int) -> dict:
                          permutations=permutations, alpha=alpha, seed=seed, correction=correction)
         record.update(null_samples=int(sub_counts.sum()),
                       approximation=_approximation(sub_counts) if subsample else None,
-                      subsample_eigenvalues=record.pop("observed") if subsample else None)
+                      subsample_eigenvalues=record.pop("observed") if subsample else None,
+                      subspace={"rank": None, "energy": 1.0, "full": True})  # (the operand as it is)
         record.pop("observed", None)
         out[c] = (record, p_values)
     return out

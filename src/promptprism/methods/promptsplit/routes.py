@@ -31,7 +31,7 @@ from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProje
 from ...scale.runner import DaskRunner, Runner, balanced_blocks, partition_rows, partition_size
 from ...stats.eigen import prefetch_extreme_solver
 from ...stats.modes import ModeStats
-from ...stats.subspaces import leading_eigenvectors
+from ...stats.subspaces import grow_rank, leading_eigenvectors
 from . import core
 from . import significance as sig
 from .summary import SIDES
@@ -178,6 +178,7 @@ class FeatureRoute(Route):
                      * np.dtype(self.fmap.precision).itemsize <= feature_memory(backend))
         self.task_backend = NUMPY if self.on_cluster else backend
         self.threads = backend.name == "numpy"  # (tasks on threads: numpy's products release the GIL)
+        self.subspace: dict = {}  #: the test's subspace, once :meth:`_directions` chose it
         self.feats: dict | None = None
         #: S_ref, kept from the covariance pass for the test (which makes it S_test + S_ref in place)
         self.ref_sum: np.ndarray | None = None
@@ -240,26 +241,45 @@ class FeatureRoute(Route):
         return stats
 
     def replicates(self) -> Replicates:
-        """The test's operand for given rows: ``("subspace", P)``, P = psi(rows) V, their features projected
-        on V, the leading principal directions of the pooled second moment S_test + S_ref of all samples
-        (:func:`~promptprism.stats.subspaces.leading_eigenvectors`, rank ``significance.NULL_RANK``,
-        seeded): no label enters V, so the permutation test on P is exact. ``("features", F)``, the rows'
-        features, when the map or the rows are that narrow. Features: the kept ones, or recomputed from the
-        same seed."""
+        """The test's operand for given rows: ``("features", F)``, the rows' features (the uncompressed
+        statistic, :func:`.significance.principal_operand`), on at most ``significance.FULL_MAX_ROWS`` rows
+        or when the map is narrower than ``significance.NULL_RANK``; above, ``("subspace", P)``, P = psi(rows)
+        V, their features projected on V, the leading principal directions of the pooled second moment
+        S_test + S_ref of all samples (:meth:`_directions`, seeded, of an adaptive rank): no label enters V,
+        so the permutation test on P is exact. Features: the kept ones, or recomputed from the same seed."""
         directions: list = []
 
         def operand(rows_t: np.ndarray, rows_r: np.ndarray) -> tuple[str, Any]:
             pairs = (("test", rows_t), ("reference", rows_r))
-            rank = sig.NULL_RANK
-            if self.fmap.dim <= rank or rows_t.size + rows_r.size <= rank:
+            if self.fmap.dim <= sig.NULL_RANK or rows_t.size + rows_r.size <= max(sig.NULL_RANK,
+                                                                                  sig.FULL_MAX_ROWS):
                 return "features", self.backend.xp.concat([f for s, rows in pairs
                                                            for f in self._row_features(s, rows)])
             if not directions:
-                directions.append(leading_eigenvectors(self.backend.asarray(self._pooled_moment()), rank,
-                                                       seed=self.est.seed))
+                directions.append(self._directions())
             return "subspace", self._projected(pairs, directions[0])
 
         return operand
+
+    def _directions(self) -> Any:
+        """V: the leading eigenvectors of the pooled second moment S
+        (:func:`~promptprism.stats.subspaces.leading_eigenvectors`) of the least rank in NULL_RANK,
+        2 NULL_RANK, ... (at most ``significance.NULL_MAX_RANK``) whose directions hold
+        ``significance.NULL_ENERGY`` of tr S (tr V^T S V / tr S: the share of every sample's |psi|^2 they
+        keep); the rank and the energy go to ``self.subspace`` (the record's ``subspace``)."""
+        moment = self.backend.asarray(self._pooled_moment())
+        xp = self.backend.xp
+        total = float(xp.sum(xp.linalg.diagonal(moment)))
+
+        def build(rank: int) -> tuple[Any, float]:
+            v = leading_eigenvectors(moment, rank, seed=self.est.seed)
+            v64 = xp.asarray(v, dtype=moment.dtype)
+            return v, float(xp.sum(v64 * (moment @ v64))) / total
+
+        v, _, energy = grow_rank(build, start=sig.NULL_RANK, cap=min(sig.NULL_MAX_RANK, self.fmap.dim),
+                                 target=sig.NULL_ENERGY)
+        self.subspace.update(rank=int(v.shape[1]), energy=energy, full=False, factor=True)
+        return v
 
     def _projected(self, pairs: tuple, v: Any) -> Any:
         """P = psi(rows) V (float32) for the (side, rows) ``pairs``, :data:`PROJECTION_ROWS` rows at a time;

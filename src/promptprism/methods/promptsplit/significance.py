@@ -29,6 +29,7 @@ import numpy as np
 from ...array_ops import blas_limits, blas_thread_count, blas_threads_for
 from ...backend import array_namespace
 from ...stats.batched_eigen import (
+    DENSE_BATCH_RANK,
     factor_gram,
     principal_factor,
     subspace_extremes,
@@ -36,6 +37,8 @@ from ...stats.batched_eigen import (
     weighted_gram_extremes,
 )
 from ...stats.permutation import labelling_statistic, min_p_aggregate
+from ...stats.subspaces import exact_factor, factor_energy, grow_rank, operand_trace
+from .verdicts import CORRECTION, empty_record, verdict  # noqa: F401 (the test's records, named here)
 
 SCHEMES = ("within-prompt", "pooled")
 #: permutations when ``permutations=None``: the exact route, and the random-feature routes
@@ -43,14 +46,33 @@ DEFAULT_PERMUTATIONS = {"exact": 200, "rff": 100, "sketch": 100}
 #: the default of PromptSplit's ``null_samples``: above this many samples (n + m) the test runs on a seeded
 #: subsample of this size (see ``null_rows``)
 NULL_MAX_SAMPLES = 20_000
-CORRECTION = "max-statistic step-down (FWER)"
-#: the test's statistic lives in the pooled samples' leading principal subspace of at most this rank
-#: (:func:`principal_operand`)
-NULL_RANK = 128
-STATISTIC = ("the extreme eigenvalues of Lambda restricted to a leading principal subspace of the pooled "
-             f"samples, of rank at most {NULL_RANK}, the same for every labelling (exact route: a seeded "
-             "Nystrom approximation of the joint Gram matrix; random-feature routes: the leading "
-             "eigenvectors of the pooled feature second moment of all samples)")
+#: the statistic (:func:`principal_operand`): uncompressed on at most FULL_MAX_ROWS rows (from an exact
+#: factor P P^T = G up to FULL_DENSE_RANK columns, else Lanczos over the operand); above, a leading principal
+#: subspace of NULL_RANK directions doubled until it holds NULL_ENERGY of tr G (at most NULL_MAX_RANK); short
+#: of that, uncompressed again on at most FALLBACK_MAX_ROWS rows (its Lanczos costs about as much as, or less
+#: than, the cap's dense solves there)
+FULL_MAX_ROWS, FULL_DENSE_RANK = 1000, 384
+NULL_RANK, NULL_MAX_RANK, NULL_ENERGY, FALLBACK_MAX_ROWS = 128, 256, 0.99, 1500
+
+
+def statistic_text(subspace: dict) -> str:
+    """The ``statistic``: from the ``subspace`` record :func:`principal_operand` (or a route) filled."""
+    rank = subspace.get("rank")
+    if subspace.get("full", True):
+        where = (f"the principal subspace that holds all of the pooled samples' Gram matrix (rank {rank})"
+                 if subspace.get("factor") else "every direction")
+        return (f"the extreme eigenvalues of Lambda over {where}: the uncompressed statistic (at most "
+                f"{FULL_MAX_ROWS:,} samples tested, an operator that narrow, or at most "
+                f"{FALLBACK_MAX_ROWS:,} samples whose {NULL_MAX_RANK} leading directions hold less than "
+                f"{NULL_ENERGY:.1%} of the energy)")
+    return (f"the extreme eigenvalues of Lambda restricted to a leading principal subspace of the pooled "
+            f"samples of rank {rank}, holding {subspace.get('energy', 0.0):.2%} of their energy (trace), the "
+            f"same for every labelling: the least of {NULL_RANK}, {2 * NULL_RANK}, ... (at most "
+            f"{NULL_MAX_RANK}) that holds {NULL_ENERGY:.1%} (exact route: a seeded Nystrom approximation of "
+            "the joint Gram matrix; random-feature routes: the leading eigenvectors of the pooled feature "
+            "second moment of all samples; the kernel family: Nystrom from seeded landmark columns)")
+
+
 #: relabellings drawn before the first look of the sequential (curtailed) rule; the looks then come at
 #: twice as many relabellings each time (10, 20, 40, ... and K: few passes over the test's operand)
 LOOK = 10
@@ -195,22 +217,53 @@ def pool_workers(operands: Sequence[tuple[str, Any]]) -> int:
     return 1
 
 
-def principal_operand(operand: tuple[str, np.ndarray], *, seed: int, rank: int | None = None
-                      ) -> tuple[str, np.ndarray]:
-    """The test's operand: ``("subspace", P)``, the pooled samples' leading principal factor of at most
-    ``rank`` (default :data:`NULL_RANK`) columns (:func:`~promptprism.stats.batched_eigen.principal_factor`;
-    it never sees a label, so the test on it is exact), in float32 whatever the operand's precision (twice
-    the rate of float64 for the labellings' products, summed in float64: a statistic that only has to be the
-    same function for every labelling); or ``operand`` itself when it is that narrow, or already a
-    ``("subspace", P)`` (the random-feature routes project their rows themselves)."""
+def principal_operand(operand: tuple[str, np.ndarray], *, seed: int, rank: int | None = None,
+                      record: dict | None = None) -> tuple[str, np.ndarray]:
+    """The test's operand for a ``("gram", G)`` or ``("features", F)`` one (a ``("subspace", P)`` one, which
+    a random-feature route projected itself, is returned as it is).
+
+    At most :data:`FULL_MAX_ROWS` rows: the uncompressed statistic, the operand itself when it is narrow
+    (``DENSE_BATCH_RANK``: diagonalised densely), else ``("subspace", P)`` with P P^T = G
+    (:func:`~promptprism.stats.subspaces.exact_factor`, up to :data:`FULL_DENSE_RANK` columns), else the
+    operand itself again (batched Lanczos over every direction). Above: the pooled samples' leading principal
+    factor (:func:`~promptprism.stats.batched_eigen.principal_factor`, seeded, label-free, so the test on it
+    is exact) of the least rank in NULL_RANK, 2 NULL_RANK, ... (at most :data:`NULL_MAX_RANK`) holding
+    :data:`NULL_ENERGY` of tr G; when the cap holds less, the operand itself on at most
+    :data:`FALLBACK_MAX_ROWS` rows (uncompressed). ``rank``: that rank, fixed (no growth, no uncompressed
+    path). Factors in float32 (twice the rate of float64 for the labellings' products, summed in float64: a
+    statistic that only has to be the same function for every labelling). ``record`` (a dict) receives the
+    rank, the energy held and whether the statistic is uncompressed (:func:`statistic_text`)."""
+    info = {} if record is None else record
     if operand[0] == "subspace":  # (the route projected its rows itself: FeatureRoute.replicates)
         return operand
-    with blas_threads_for(operand[1].shape[0] if operand[0] == "gram" else operand[1].shape[1]):
-        factor = principal_factor(operand, NULL_RANK if rank is None else rank, seed=seed)
-    if factor is None:
+    rows = operand[1].shape[0]
+    if rank is None and rows <= FULL_MAX_ROWS:
+        if min(operand[1].shape) <= DENSE_BATCH_RANK:  # (diagonalised densely as it is, in float64)
+            info.update(full=True, energy=1.0, factor=False, rank=None)
+            return operand
+        factor = exact_factor(operand, FULL_DENSE_RANK)
+        info.update(full=True, energy=1.0, factor=factor is not None,
+                    rank=int(factor.shape[1]) if factor is not None else None)
+        return operand if factor is None else ("subspace", _float32(factor))
+    total = operand_trace(operand)
+
+    def build(r: int) -> tuple[Any, float]:
+        with blas_threads_for(operand[1].shape[0] if operand[0] == "gram" else operand[1].shape[1]):
+            factor = principal_factor(operand, r, seed=seed)
+        return factor, (1.0 if factor is None else factor_energy(factor, total))
+
+    factor, _, energy = grow_rank(build, start=NULL_RANK if rank is None else rank,
+                                  cap=NULL_MAX_RANK if rank is None else rank, target=NULL_ENERGY)
+    if factor is None or (rank is None and energy < NULL_ENERGY and rows <= FALLBACK_MAX_ROWS):
+        info.update(full=True, energy=1.0, factor=False, rank=None)  # (narrow, or the fallback)
         return operand
+    info.update(full=False, energy=float(energy), factor=True, rank=int(factor.shape[1]))
+    return "subspace", _float32(factor)
+
+
+def _float32(factor: Any) -> Any:
     xp = array_namespace(factor)
-    return "subspace", xp.asarray(factor, dtype=xp.float32)
+    return xp.asarray(factor, dtype=xp.float32)
 
 
 def curtail_at(permutations: int, alpha: float) -> int:
@@ -343,34 +396,3 @@ def spectra_test(pos: np.ndarray, neg: np.ndarray, *, tested: tuple[int, int], a
             "null_rank_quantiles": marginal,
             "null_largest": {"test": pos[:, 0].tolist(), "reference": neg[:, 0].tolist()},
             "observed": {"test": obs_pos.tolist(), "reference": obs_neg.tolist()}}
-
-
-def verdict(*, identical: bool, p_values: list[tuple[str, float, float]], alpha: float, permutations: int
-            ) -> str:
-    """One plain sentence: identical sets, no significant mode (with the largest eigenvalue's p), or which.
-
-    ``p_values``: (side, eigenvalue, p) per tested mode.
-    """
-    if identical:
-        return "test and reference hold the same pairs: there is no difference to find"
-    if not p_values:
-        return "no difference between test and reference: Lambda is zero to round-off"
-    largest = max(p_values, key=lambda x: abs(x[1]))
-    sig = [x for x in p_values if x[2] <= alpha]
-    if not sig:
-        return (f"no significant difference between test and reference at alpha = {alpha:g}; "
-                f"largest eigenvalue p = {largest[2]:.2g}")
-    n_t = sum(1 for x in sig if x[0] == "test")
-    n_r = len(sig) - n_t
-    return (f"{len(sig)} of {len(p_values)} modes differ significantly at alpha = {alpha:g} (family-wise, "
-            f"{permutations} permutations): {n_t} that the test set produces more, {n_r} that the reference "
-            f"produces more; largest eigenvalue p = {largest[2]:.2g}")
-
-
-def empty_record(*, permutations: int, alpha: float, seed: int, identical: bool) -> dict:
-    """The significance record when there is nothing to test (identical sets, or Lambda zero to round-off)."""
-    return {"test": "permutation", "scheme": None, "permutations": permutations, "alpha": alpha, "seed": seed,
-            "correction": CORRECTION, "null_top": {"test": [], "reference": []}, "threshold": {},
-            "null_rank_quantiles": {"test": [], "reference": []}, "p_largest": None, "n_significant": 0,
-            "approximation": None,
-            "verdict": verdict(identical=identical, p_values=[], alpha=alpha, permutations=permutations)}

@@ -23,13 +23,16 @@ from .family import Family, aggregation_record, family_members
 
 def mode_significance(sets: dict, spec: core.Spectrum, labels: dict, *, operand_of: Callable, eta: float,
                       permutations: int, alpha: float, seed: int, max_samples: int = sig.NULL_MAX_SAMPLES,
-                      family: Family | None = None, sequential: bool = True) -> tuple[dict, list[float]]:
+                      family: Family | None = None, sequential: bool = True, subspace: dict | None = None
+                      ) -> tuple[dict, list[float]]:
     """Permutation test of the reported modes of ``spec``, on at most ``max_samples`` samples (a seeded
     subsample above): (the result's ``significance`` record, one p-value per reported mode, positive
     modes first). With a ``family`` of other kernels the test is aggregated over the fitted kernel and
     those (:mod:`.aggregate`: the modes' p-values are adjusted for the family; the record's
-    ``aggregation`` says which kernel found what). Every kernel's statistic lives in its pooled samples'
-    leading principal subspace (:func:`.significance.principal_operand`); the relabellings are drawn in
+    ``aggregation`` says which kernel found what). Every kernel's statistic is the uncompressed one on at
+    most ``significance.FULL_MAX_ROWS`` rows, above in its pooled samples' leading principal subspace of an
+    adaptive rank (:func:`.significance.principal_operand`; ``subspace``: the record a route that projects
+    its rows itself fills, the record's ``subspace`` says which); the relabellings are drawn in
     blocks and the test stops once a rejection is out of reach (``sequential``:
     :func:`.significance.sequential_spectra`; the record's ``stopping`` says when)."""
     n, m = len(sets["test"]), len(sets["reference"])
@@ -43,7 +46,9 @@ def mode_significance(sets: dict, spec: core.Spectrum, labels: dict, *, operand_
     t0 = time.perf_counter()
     drawn_labels = sig.test_labellings(groups, n_sub, m_sub, permutations, seed)
     weights = sig.label_weights(drawn_labels, n_sub, m_sub, eta)
-    operand = sig.principal_operand(operand_of(rows_t, rows_r), seed=seed)
+    info: dict = {}
+    operand = sig.principal_operand(operand_of(rows_t, rows_r), seed=seed, record=info)
+    info = info or dict(subspace or {})
     gram = sig.operand_gram(operand)
     solvers = [lambda cols: sig.permuted_spectra(operand, weights[:, cols], max(*tested, 1),
                                                  seed=seed + int(cols[0]), gram=gram)]
@@ -70,8 +75,9 @@ def mode_significance(sets: dict, spec: core.Spectrum, labels: dict, *, operand_
         p_values = [float(x) for x in agg.adjust_pvalues(np.array(p_values), aggregation.pop("_null_min_p"))]
     record = _record(spec, out, p_values, scheme=scheme, permutations=permutations, alpha=alpha, seed=seed,
                      sizes=(n, m, n_sub, m_sub))
-    record.update(_stopping(spectra, drawn, permutations=permutations, alpha=alpha, sequential=sequential,
-                            operand=operand))
+    record.update(_stopping(spectra, drawn, permutations=permutations, alpha=alpha, sequential=sequential))
+    record["statistic"] = sig.statistic_text(info)
+    record["subspace"] = {k: info.get(k) for k in ("rank", "energy", "full")}
     if aggregation is not None:
         record["aggregation"] = aggregation
         others = [k["name"] for k in aggregation["kernels"] if not k["fitted"] and k["n_significant"]]
@@ -86,13 +92,10 @@ def mode_significance(sets: dict, spec: core.Spectrum, labels: dict, *, operand_
     return record, p_values
 
 
-def _stopping(spectra: list, drawn: int, *, permutations: int, alpha: float, sequential: bool,
-              operand: tuple) -> dict:
-    """The record's ``statistic``, ``permutations_drawn`` and ``stopping`` entries."""
+def _stopping(spectra: list, drawn: int, *, permutations: int, alpha: float, sequential: bool) -> dict:
+    """The record's ``permutations_drawn`` and ``stopping`` entries."""
     exceed = round(sig.global_pvalue(spectra) * (drawn + 1)) - 1
-    return {"statistic": sig.STATISTIC if operand[0] == "subspace" else
-            "the extreme eigenvalues of Lambda (every direction: the operator is narrow enough)",
-            "permutations_drawn": drawn,
+    return {"permutations_drawn": drawn,
             "stopping": {"rule": sig.STOPPING_RULE if sequential else "none: all permutations drawn",
                          "h": sig.curtail_at(permutations, alpha) if sequential else None,
                          "permutations_drawn": drawn, "exceedances": int(exceed),

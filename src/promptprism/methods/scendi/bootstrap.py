@@ -209,9 +209,12 @@ def interval_notes(intervals: dict, estimates: dict) -> list[str]:
 
 def compare_models(names: list[str], points: list[dict], replicates: list[dict[str, np.ndarray]] | None,
                    intervals: list[dict], *, level: float,
-                   metrics: tuple[str, ...] = ("scendi", "model_share"), jackknife: bool = False
-                   ) -> list[dict]:
+                   metrics: tuple[str, ...] = ("scendi", "model_share"), jackknife: bool = False,
+                   pivots: list[dict] | None = None) -> list[dict]:
     """Pairwise differences a - b of each metric, and whether they exceed the sampling noise.
+
+    ``pivots``: the estimates the replicates belong to, when ``points`` were clipped to their ranges
+    (:mod:`.ranges`): the paired intervals are built around their difference (default: ``points``).
 
     With ``replicates`` from the same prompt draws for every model (the models answered the same prompts),
     the difference's own basic interval is used (paired bootstrap; ``separated`` when it excludes 0); with
@@ -226,7 +229,8 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
                 row = {"a": names[i], "b": names[j], "metric": m, "difference": d}
                 if replicates is not None:
                     diff = replicates[i][m] - replicates[j][m]
-                    iv = jackknife_interval(diff, d, level) if jackknife else basic_interval(diff, d, level)
+                    e = d if pivots is None else float(pivots[i][m] - pivots[j][m])
+                    iv = jackknife_interval(diff, e, level) if jackknife else basic_interval(diff, e, level)
                     row.update(low=iv["low"], high=iv["high"],
                                separated=bool(iv["low"] > 0 or iv["high"] < 0),
                                method="paired jackknife" if jackknife else "paired bootstrap")

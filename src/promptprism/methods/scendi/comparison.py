@@ -43,8 +43,9 @@ def compare(sets: list[PairedSet], estimator: Scendi | None = None, names: list[
         jackknife = methods == {True}
         lengths = {len(rep["scendi"]) for rep in reps if rep is not None}
         paired = shared and len(methods) == 1 and len(lengths | ({-1} if None in reps else set())) == 1
-        differences = compare_models(names, [r.summary() | {"model_share": r.model_share} for r in results],
-                                     reps if paired else None, [r.intervals for r in results],
-                                     level=est.confidence, jackknife=jackknife)
+        points = [r.summary() | {"model_share": r.model_share} for r in results]
+        raw = [p | {k: v["raw"] for k, v in r.clipped.items()} for p, r in zip(points, results, strict=True)]
+        differences = compare_models(names, points, reps if paired else None, [r.intervals for r in results],
+                                     level=est.confidence, jackknife=jackknife, pivots=raw)
     comparison = ScendiComparison(models=results, seed=est.seed, differences=differences)
     return dataclasses.replace(comparison, rankings=diversity_rankings(comparison))

@@ -34,6 +34,7 @@ from .debias import debias_possible
 from .dual import check_precision
 from .nullifier import PromptNullifier, check_paired, prompt_rank_warnings, resolve_feature_maps
 from .options import GAMMA_ESTIMATORS, INTERVAL_METHODS
+from .ranges import clip_table, clipped_notes
 from .result import ScendiResult
 from .routes import SAMPLE_SPACE_MAX_ROWS, FitInputs, Route, RouteSpectra, choose_route
 
@@ -174,6 +175,8 @@ class Scendi(ScendiKernelOptions):
         self._warn_rank(data.where, rank, inputs.n, estimator, notes)
         k = min(self.n_clusters, inputs.d_i, inputs.n)  # (n samples span at most n directions)
         spectra = route.spectra(estimator, k)
+        table, clipped = clip_table(spectra.table)  # (the estimate in its range; the raw values recorded)
+        notes.extend(clipped_notes(clipped, spectra.described))
         clock.lap("eigen_s")
         ids, scores = route.cluster_samples(spectra, self.top_k)
         clusters = build_clusters(data, ids, scores, eigenvalues=spectra.model,
@@ -182,11 +185,11 @@ class Scendi(ScendiKernelOptions):
                                     trace=float(np.sum(spectra.output)), k=k, offset=k)
         clock.lap("clusters_s")
         intervals, boot, reps = self._intervals(route, inputs, spectra, estimator, rank, replicates, counts,
-                                                notes)
+                                                notes, reported=table)
         if replicates:
             clock.lap("bootstrap_s")
         return ScendiResult(
-            name=name or data.name, **{m: spectra.table[m] for m in TABLE_FIELDS},
+            name=name or data.name, **{m: table[m] for m in TABLE_FIELDS}, clipped=clipped,
             clusters=clusters, clusters_unconditioned=clusters_c,
             eigenvalues={part: _head(getattr(spectra, part)) for part in ("model", "prompt", "output")},
             n=inputs.n, prompt_rank=int(rank), seed=self.seed, warnings=notes, timings=clock.total(),
@@ -212,9 +215,11 @@ class Scendi(ScendiKernelOptions):
             warnings.warn(msg, PromptRankWarning, stacklevel=4)
 
     def _intervals(self, route: Route, inputs: FitInputs, spectra: RouteSpectra, estimator: str, rank: int,
-                   replicates: int, counts: np.ndarray | None, notes: list[str]) -> tuple[dict, dict, Any]:
+                   replicates: int, counts: np.ndarray | None, notes: list[str], *, reported: dict
+                   ) -> tuple[dict, dict, Any]:
         """(intervals, the bootstrap record, the replicates) of the prompt bootstrap or jackknife; empty
-        when ``replicates`` is 0."""
+        when ``replicates`` is 0. Built from the raw estimate (the replicates are the raw estimator's);
+        whether each holds the ``reported`` (clipped) value is checked against that value."""
         if not replicates:
             return {}, {}, None
         if inputs.distinct < 2:
@@ -227,7 +232,9 @@ class Scendi(ScendiKernelOptions):
         with blas_threads_for(side):
             intervals, reps, method = prompt_intervals(inputs.groups, counts, engine, spectra.table,
                                                        self.confidence, method)
-        notes.extend(interval_notes(intervals, spectra.table))
+        for m, iv in intervals.items():
+            iv["contains_estimate"] = bool(iv["low"] <= reported[m] <= iv["high"])
+        notes.extend(interval_notes(intervals, reported))
         boot = {"replicates": int(replicates), "level": float(self.confidence), "seed": self.seed,
                 "resample": "prompts", "interval": method,
                 "validity": interval_validity(estimator, method, self.kernel, rank, inputs.distinct)}

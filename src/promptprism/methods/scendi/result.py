@@ -42,14 +42,14 @@ class ScendiResult(Result):
     nested = {"clusters": Cluster, "clusters_unconditioned": Cluster}
 
     name: str
-    scendi: float  #: exp(Scendi_I): model-driven diversity
-    scendi_prompt: float  #: exp(Scendi_T): prompt-driven diversity
+    scendi: float  #: exp(Scendi_I): model-driven diversity (at most vendi)
+    scendi_prompt: float  #: exp(Scendi_T): prompt-driven diversity (at most vendi)
     scendi_order2: float  #: order-2 (RKE-style) Scendi of Lambda_I
     scendi_prompt_order2: float  #: order-2 Scendi of Lambda_T
     vendi: float  #: Vendi of the outputs (C_II)
     rke: float  #: RKE of the outputs (C_II)
-    model_share: float  #: Tr(Lambda_I)
-    prompt_share: float  #: Tr(Lambda_T) (= 1 - model_share)
+    model_share: float  #: Tr(Lambda_I), in [0, 1] (clipped: see ``clipped``)
+    prompt_share: float  #: Tr(Lambda_T) (= 1 - model_share), in [0, 1]
     entropies: dict  #: the entropies in nats behind the scores
     clusters: list[Cluster]  #: top eigenvectors of Lambda_I (model-driven clusters)
     clusters_unconditioned: list[Cluster]  #: top eigenvectors of C_II (prompt-unaware clusters)
@@ -72,6 +72,9 @@ class ScendiResult(Result):
     #: against a reference set (``diversity --reference``): the ``metrics.SetMetrics`` record as a dict
     #: (precision, recall, density, coverage, fd, kid, mmd2, clip_score, intervals, notes)
     reference_metrics: dict = field(default_factory=dict)
+    #: the fields the estimator left outside their range ({field: {'raw', 'reported', 'range'}}: shares in
+    #: [0, 1], scendi and scendi_prompt at most vendi; :mod:`.ranges`), empty when none
+    clipped: dict = field(default_factory=dict)
 
 
     def summary(self) -> dict:
