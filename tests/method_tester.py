@@ -79,7 +79,11 @@ class MethodCase:
     read their own rows) and the command-line arguments that name the files; ``command``: the sub-command and
     the flags that make the same estimator; ``bad_options``: per flag a value it refuses. ``rtol``, ``atol``,
     ``tolerances``: how close two results of this case must be (``backend_tolerance`` between numpy and
-    torch); ``ignore``: result keys the library and the command line set differently (input names)."""
+    torch); ``ignore``: result keys the library and the command line set differently (input names).
+    ``reference``: a reference implementation (brute force from the definitions, or a peer package) as
+    ``reference(data) -> {dotted path in the result: expected value}``, checked by
+    :meth:`MethodTester.run_reference_test` within ``reference_tolerance`` (like torchmetrics' MetricTester
+    takes the reference metric)."""
 
     name: str
     estimator: Callable[..., Any]
@@ -92,6 +96,8 @@ class MethodCase:
     tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
     backend_tolerance: tuple[float, float] = (1e-9, 1e-12)
     ignore: tuple[str, ...] = VOLATILE
+    reference: Callable[[Any], dict[str, Any]] | None = None
+    reference_tolerance: tuple[float, float] = (1e-9, 1e-12)
 
     def __str__(self) -> str:
         return self.name
@@ -122,6 +128,19 @@ class MethodTester:
             on_cluster = self.case.fit(est, data)
         self.same(local, on_cluster, ignore=("partition_rows",))  # config: used on a cluster only
         return local
+
+    def run_reference_test(self, folder: Path) -> Any:
+        """The result's numbers == the reference implementation's, path by path; returns the result."""
+        assert self.case.reference is not None, f"{self.case.name} has no reference implementation"
+        data, _ = self.case.write(folder)
+        result = _as_data(self.case.fit(self.case.estimator(), data))
+        for path, expected in self.case.reference(data).items():
+            got = result
+            for part in path.replace("]", "").replace("[", ".").split("."):
+                got = got[int(part)] if isinstance(got, list) else got[part]
+            assert_same_result(got, expected, rtol=self.case.reference_tolerance[0],
+                               atol=self.case.reference_tolerance[1])
+        return result
 
     def run_backend_test(self, folder: Path) -> Any:
         """torch == numpy, every field (the ``device`` each records aside); returns the numpy result."""

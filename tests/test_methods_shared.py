@@ -1,5 +1,7 @@
-"""The shared checks (tests/method_tester.py) on PromptSplit, Scendi and regions: torch == numpy, the command
-line == the library, one clear error per bad option, and (slow) a dask cluster == one process."""
+"""The shared checks (tests/method_tester.py) on PromptSplit, K-way, Scendi, regions and the reference
+metrics: torch == numpy, the command line == the library, one clear error per bad option, the numbers == a reference
+implementation (brute force from SPEC's definitions, or the peer package), and (slow) a dask cluster == one
+process."""
 
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ import numpy as np
 import pytest
 
 from backends import HAS_TORCH
+from brute import joint_gram_loops
 from method_tester import VOLATILE, MethodCase, MethodTester, assert_same_result
-from promptprism import PromptSplit, RegionCMS, Scendi, load_paired
+from promptprism import KWaySplit, PromptSplit, RegionCMS, Scendi, load_paired
+from promptprism.methods.metrics import ReferenceMetrics
 
 
 # ----------------------------------------------------------------------------------------------- fixtures
@@ -64,6 +68,57 @@ def _regions_files(folder: Path):
     return data, [str(f) for f in files]
 
 
+def _kway_files(folder: Path):
+    """Three sets on the same prompts: the planted mixture's two and a noisier copy of the first."""
+    from promptprism.datasets import gaussian_mixture
+
+    test, ref, _ = gaussian_mixture(2, per_component=25, seed=3)
+    rng = np.random.default_rng(1)
+    noisy = test.output_embeddings + 0.3 * rng.standard_normal(test.output_embeddings.shape)
+    paths = [_save_set(folder / name, t, z, list(test.prompts)) for name, t, z in (
+        ("a", test.prompt_embeddings, test.output_embeddings),
+        ("b", ref.prompt_embeddings, ref.output_embeddings), ("c", test.prompt_embeddings, noisy))]
+    return tuple(load_paired(p) for p in paths), [str(p) for p in paths]
+
+
+def _kway_brute(data) -> dict:
+    """distances[a][b] = ||C_a - C_b||_F^2 (eta 1) from the joint Gram matrix entry by entry:
+    ||C_a||_F^2 = (1/n^2) sum_ij (psi_i . psi_j)^2, so the means of G**2 over the a x a, b x b and a x b
+    blocks (SPEC: the PromptSplit distance)."""
+    t = np.vstack([s.prompt_embeddings for s in data])
+    z = np.vstack([s.output_embeddings for s in data])
+    g = joint_gram_loops(t, z, "gaussian", 1.0, 2.0) ** 2
+    sizes = [len(s) for s in data]
+    edges = np.r_[0, np.cumsum(sizes)]
+    block = lambda a, b: g[edges[a]:edges[a + 1], edges[b]:edges[b + 1]].mean()  # noqa: E731
+    return {f"distances[{a}][{b}]": block(a, a) + block(b, b) - 2 * block(a, b)
+            for a in range(3) for b in range(3) if a != b}
+
+
+def _metrics_files(folder: Path):
+    """Two generated sets and a reference, 3-d (output-only numbers: prompts one-hot)."""
+    rng = np.random.default_rng(5)
+    prompts = np.eye(4)[np.arange(120) % 4]
+    sets = {"real": rng.standard_normal((120, 3)), "near": rng.standard_normal((120, 3)) + 0.2,
+            "far": 1.5 * rng.standard_normal((120, 3)) + 1.0}
+    paths = {n: _save_set(folder / n, prompts, z, [f"p{i % 4}" for i in range(120)]) for n, z in sets.items()}
+    data = ([load_paired(paths["near"]), load_paired(paths["far"])], load_paired(paths["real"]))
+    return data, [str(paths["near"]), str(paths["far"]), "--reference", str(paths["real"])]
+
+
+def _metrics_peer(data) -> dict:
+    """precision, recall, density, coverage from the peer package prdc (Naeem et al.'s code)."""
+    prdc = pytest.importorskip("prdc")
+    gens, ref = data
+    out = {}
+    for k, g in enumerate(gens):
+        m = prdc.compute_prdc(real_features=ref.output_embeddings, fake_features=g.output_embeddings,
+                              nearest_k=5)
+        out.update({f"models[{k}].{key}": float(m[key]) for key in ("precision", "recall", "density",
+                                                                      "coverage")})
+    return out
+
+
 # -------------------------------------------------------------------------------------------------- cases
 PROMPTSPLIT = MethodCase(
     name="promptsplit",
@@ -103,11 +158,37 @@ REGIONS = MethodCase(
     ignore=(*VOLATILE, "real", "generated", "reference"),  # config: the command records the input paths
 )
 
+KWAY = MethodCase(
+    name="kway",
+    estimator=lambda **o: KWaySplit(**{"kernel": "gaussian", "method": "exact", "sigma_prompt": 1.0,
+                                       "sigma_output": 2.0, "n_modes": 3, "seed": 0, "permutations": 0, **o}),
+    fit=lambda est, data: est.fit(list(data), ["a", "b", "c"]),
+    write=_kway_files,
+    command=["compare", "--kernel", "gaussian", "--method", "exact", "--sigma-prompt", "1.0",
+             "--sigma-output", "2.0", "--modes", "3", "--seed", "0", "--permutations", "0"],
+    bad_options={"--modes": "0", "--kernel": "bogus", "--alpha": "2"},
+    ignore=(*VOLATILE, "sets"),  # config: the command records the input paths
+    reference=_kway_brute,
+)
+
+METRICS = MethodCase(
+    name="metrics",
+    estimator=lambda **o: ReferenceMetrics(**{"bootstrap": 0, "subsets": 5, "subset_size": 60, "seed": 0,
+                                              **o}),
+    fit=lambda est, data: est.compare(data[0], data[1], names=["near", "far"], reference_name="real"),
+    write=_metrics_files,
+    command=["metrics", "--bootstrap", "0", "--subsets", "5", "--subset-size", "60", "--seed", "0"],
+    bad_options={"--nearest-k": "0", "--subsets": "-1", "--confidence": "2"},
+    ignore=(*VOLATILE, "output_encoder"),  # config: the command records the encoder it read them with
+    reference=_metrics_peer,
+    reference_tolerance=(1e-9, 1e-12),
+)
+
 #: Scendi without prompt texts (no grouped-prompts route)
 SCENDI_UNLABELLED = dataclasses.replace(SCENDI, name="scendi-unlabelled",
                                         write=functools.partial(_scendi_files, labels=False))
 
-CASES = [PROMPTSPLIT, SCENDI, REGIONS]
+CASES = [PROMPTSPLIT, KWAY, SCENDI, REGIONS, METRICS]
 BAD = [pytest.param(c, flag, id=f"{c.name}{flag}") for c in CASES for flag in c.bad_options]
 
 
@@ -122,6 +203,11 @@ def test_torch_equals_numpy(case, tmp_path):
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_command_line_equals_library(case, tmp_path):
     MethodTester(case).run_cli_test(tmp_path)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.reference is not None], ids=str)
+def test_numbers_equal_the_reference_implementation(case, tmp_path):
+    MethodTester(case).run_reference_test(tmp_path)
 
 
 @pytest.mark.parametrize(("case", "flag"), BAD)
