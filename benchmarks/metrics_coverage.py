@@ -4,7 +4,8 @@ A cell is a pair of generative models whose population values are known: prompts
 draw per distinct prompt), outputs x = mu + A t + s e in the same d dimensions (so CLIPScore is defined),
 marginally Gaussian N(mu, A^T A + s^2 I). The generated model and the reference differ in mu, A and s.
 A simulated set draws ``n_prompts`` prompts and ``per_prompt`` outputs of each, for both models (or, in the
-``rows`` cells, outputs only: the row bootstrap), and runs :class:`ReferenceMetrics` with its defaults.
+``rows`` cells, outputs only: the row bootstrap), and runs :class:`ReferenceMetrics` with its defaults
+(but ``alignment="on"``: prompts and outputs share one space by construction).
 
 The truth each interval is judged against is the one its construction targets (docs/metrics.md,
 "Intervals"):
@@ -191,8 +192,8 @@ def one_set(cell: Cell, seed: int, bootstrap: int) -> dict:
             f"r{i}" for i in np.repeat(np.arange(cell.ref_prompts), cell.ref_per_prompt)])
     else:
         gen, ref = x, r
-    est = ReferenceMetrics(bootstrap=bootstrap, mmd_sigma=MMD_SIGMA, subsets=SUBSETS,
-                           seed=estimator_seed(seed))
+    est = ReferenceMetrics(bootstrap=bootstrap, mmd_sigma=MMD_SIGMA, subsets=SUBSETS, alignment="on",
+                           seed=estimator_seed(seed))  # (prompts and outputs share one space by construction)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         m = est.compare(gen, ref).models[0]

@@ -32,7 +32,8 @@ def test_metrics_writes_result_and_report_for_several_sets(sets, tmp_path):
     a, b, real = sets
     out = tmp_path / "res"
     code, stdout, err = run_cli("metrics", a, b, "--reference", real, "--out", out, "--subset-size", "30",
-                                "--subsets", "5", "--bootstrap", "20", "--seed", "3")
+                                "--subsets", "5", "--bootstrap", "20", "--seed", "3",
+                                "--alignment", "on")  # (raw embeddings: the joint space is asserted here)
     assert code == 0, err
     result = load_result(out)
     assert result.kind == "metrics" and result.names == ["a", "b"] and result.reference == "real"

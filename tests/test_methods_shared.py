@@ -1,7 +1,7 @@
 """The shared checks (tests/method_tester.py) on PromptSplit, K-way, Scendi, regions and the reference
-metrics: torch == numpy, the command line == the library, one clear error per bad option, the numbers == a reference
-implementation (brute force from SPEC's definitions, or the peer package), and (slow) a dask cluster == one
-process."""
+metrics: torch == numpy, the command line == the library, one clear error per bad option, the numbers == a
+reference implementation (brute force from SPEC's definitions, or the peer package), and (slow) a dask cluster
+== one process."""
 
 from __future__ import annotations
 

@@ -185,7 +185,8 @@ def test_estimator_intervals_breakdown_and_notes():
     keep[np.flatnonzero(groups == 4)[4:]] = False
     gen = _paired(centres[groups[keep]] + rng.normal(size=(keep.sum(), d)), centres[groups[keep]],
                   groups[keep], "gen")
-    res = ReferenceMetrics(bootstrap=50, subset_size=50, subsets=10, min_group_size=10).compare(gen, ref)
+    res = ReferenceMetrics(bootstrap=50, subset_size=50, subsets=10, min_group_size=10,
+                           alignment="on").compare(gen, ref)  # (a joint space by construction, asserted)
     m = res.models[0]
     for name in ("precision", "recall", "density", "coverage", "kid", "clip_score"):
         iv = m.intervals[name]
@@ -199,7 +200,8 @@ def test_estimator_intervals_breakdown_and_notes():
     assert all({"recall", "coverage", "kid", "fd"} <= set(row) for row in m.per_prompt)
     assert any("1 prompt(s) have fewer than 10 generated samples" in n for n in m.notes)
     assert res.config["min_samples"]["prdc"] == 6 and res.seed == 0
-    again = ReferenceMetrics(bootstrap=50, subset_size=50, subsets=10, min_group_size=10).compare(gen, ref)
+    again = ReferenceMetrics(bootstrap=50, subset_size=50, subsets=10, min_group_size=10,
+                             alignment="on").compare(gen, ref)
     assert again.models[0].intervals == m.intervals  # seeded
 
 

@@ -236,15 +236,18 @@ def _size(n: float) -> str:
     return f"{n:.3g} PiB"  # pragma: no cover
 
 
-def check_memory(n_bytes: float, *, what: str, fraction: float = 0.9) -> int:
+def check_memory(n_bytes: float, *, what: str, fraction: float = 0.9, parameter: str | None = None) -> int:
     """Refuse, before allocating, a size that cannot fit in the memory available now.
 
     ``what`` names the parameter and value that asked for it (``"n_features 1000000000"``); the message says
-    the size asked for and the memory there is. Returns ``n_bytes`` as an int.
+    the size asked for and the memory there is. ``parameter``: the parameter the refusal is about (default:
+    the first word of ``what`` when it is a name). Returns ``n_bytes`` as an int.
     """
     n_bytes = float(n_bytes)
     avail = available_memory()
     if not np.isfinite(n_bytes) or n_bytes > fraction * avail:
+        first = what.split(" ", 1)[0]
         raise OptionError(f"{what} needs about {_size(n_bytes)} of memory, but {_size(avail)} is available; "
-                          "choose a smaller value")
+                          "choose a smaller value",
+                          parameter=parameter or (first if first.isidentifier() else None))
     return int(n_bytes)

@@ -58,8 +58,10 @@ def check_pixel_model(image_model: str, batch_size: int) -> None:
     name, _, size = str(image_model).partition(":")
     if name == "pixels" and size.strip().isdigit():
         n = int(size)
+        check_memory(4.0 * 3 * n * n * 2, what=f"image_model pixels:{n} ({n} x {n} x 3 floats per image)")
         check_memory(4.0 * 3 * n * n * max(int(batch_size), 1) * 2,
-                     what=f"image_model pixels:{n} ({n} x {n} x 3 floats per image, batches of {batch_size})")
+                     what=f"batch_size {batch_size} (batches of pixels:{n} images, {n} x {n} x 3 floats "
+                          "each)")
 
 
 def _notes(msg: str) -> None:

@@ -12,7 +12,7 @@ from rich.table import Table
 from ..kernels.bandwidth import Bandwidth
 from ..scale import current_client, execution
 from . import _inputs as inp
-from ._app import app, console
+from ._app import app, console, err_console
 from ._options import CHUNK_SIZE, FEATURES, NAMES, SEED, TOP_K, Integer, resolve_sets, typed
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
@@ -29,7 +29,40 @@ from .split import (
 )
 
 if TYPE_CHECKING:
+    from ..methods.promptsplit.kway import KWaySplit
     from ..methods.promptsplit.kway_result import KWayResult
+
+#: an estimated test longer than this is announced on stderr before it starts (seconds)
+COST_NOTE_SECONDS = 60.0
+#: an estimated test longer than this is refused unless --force is given (seconds: 15 minutes)
+COST_LIMIT_SECONDS = 900.0
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else \
+        f"{seconds / 3600:.1f} h"
+
+
+def check_cost(estimator: KWaySplit, counts: list[int], *, force: bool) -> None:
+    """Say what the K-way test will cost when it is long (:data:`COST_NOTE_SECONDS`), and refuse it above
+    :data:`COST_LIMIT_SECONDS` unless ``force``: the estimate from K, the rows and the permutations."""
+    from ..errors import OptionError
+    from ..methods.promptsplit.kway_core import comparisons
+
+    seconds = estimator.test_seconds(counts)
+    if seconds <= COST_NOTE_SECONDS:
+        return
+    pairs, rest = comparisons(len(counts))
+    total = sum(counts)
+    method = estimator.route_name(total)
+    labellings = estimator.resolved_permutations(method) + 1
+    what = (f"the permutation test of {len(counts)} sets ({len(pairs) + len(rest):,} comparisons x "
+            f"{labellings:,} labellings of {min(total, estimator.null_samples):,} samples) takes about "
+            f"{_minutes(seconds)} (a rough estimate for 2 cores)")
+    if seconds > COST_LIMIT_SECONDS and not force:
+        raise OptionError(f"{what}, over the {_minutes(COST_LIMIT_SECONDS)} limit; pass --force to run it, "
+                          "or lower --permutations (0: no test) or compare fewer sets")
+    err_console.print(f"note: {what}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _cell(result: KWayResult, a: int, b: int) -> str:
@@ -93,6 +126,9 @@ def compare_command(
     precision: str = PRECISION,
     scheduler: str = inp.SCHEDULER, workers: int = inp.WORKERS,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
+    force: bool = typer.Option(False, "--force",
+                               help="Run a permutation test estimated to take over 15 minutes (refused "
+                                    "otherwise; the estimate is printed)."),
     text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
     prompts: Path = inp.PROMPTS, cache: Path = inp.CACHE, no_cache: bool = inp.NO_CACHE,
     device: str = inp.DEVICE, batch_size: int = inp.BATCH_SIZE, no_report: bool = NO_REPORT,
@@ -116,6 +152,7 @@ def compare_command(
     with execution(scheduler=scheduler, workers=workers):
         sets = [inp.load_cli_input(p, name=n, client=current_client(), **enc)
                 for p, n in zip(inputs, names, strict=True)]
+        check_cost(estimator, [len(s) for s in sets], force=force)
         result = estimator.fit(sets, names)
     written = save_outputs(result, out, report=not no_report, quiet=quiet,
                            inputs={n: s for n, s in zip(names, sets, strict=True)},

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_positive_number, check_seed
+from .._validation import check_memory, check_positive_number, check_seed
 from ..errors import InputError, OptionError
 from ..io import atomic_write_bytes, atomic_write_text, check_out_dir
 from ..stats.intervals import format_estimate
@@ -37,6 +37,8 @@ from ._output import save_outputs
 
 DEFAULT_SCALES = (1.0, 2.0, 4.0, 8.0)
 QUALITY_SCALE = 2.0  #: the CFG scale of the quality, monitoring and split sets
+MAX_STEPS = 1000  #: DDIM steps cannot exceed the training schedule's timesteps
+DEMO_BYTES_PER_SAMPLE = 256 * 1024  #: one sample's memory over the sections (pixels, embeddings; generous)
 CLASSIFIER_TRAIN_IMAGES = 10_000
 REAL_FIT_IMAGES, REAL_TEST_IMAGES = 2000, 2000
 MAJOR_SHARE = 0.05  #: a prompt's share of the PromptSplit disagreement named in the summary
@@ -329,6 +331,11 @@ def run_fashion_demo(out: Path, *, weights: Path | None, per_prompt: int, steps:
     check_seed(seed)
     if per_prompt < 10:
         raise OptionError(f"--per-prompt must be at least 10 with --generator, got {per_prompt}")
+    if steps > MAX_STEPS:
+        raise OptionError(f"--steps must be at most {MAX_STEPS:,} (the timesteps the generator was trained "
+                          f"on), got {steps}")
+    check_memory(per_prompt * 10 * DEMO_BYTES_PER_SAMPLE, what=f"--per-prompt {per_prompt} (10 classes of "
+                                                               "samples per checkpoint)")
     training, second = find_checkpoints(Path(weights) if weights is not None else packaged_weights())
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,9 @@ from .demo_fashion import DemoSection, grid_png
 
 EVAL_SIZE = 64  #: EfficientNet-Lite0's input side for the evaluation (16 px images upscaled)
 REAL_TEST_EVERY, TRAIN_NEIGHBOURS = 8, 1000
+#: the six prompts sampled per scale and seed (three guided, three control), and the memory one guided sample
+#: takes while the section runs (its pixels, upscaled copy and embeddings: a generous bound)
+GUIDED_PROMPTS, GUIDE_BYTES_PER_IMAGE = 6, 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -310,7 +313,7 @@ def guidance_section(ctx: Any, options: SweepOptions | None = None) -> Any:
 def sweep_options(scales: str, per_prompt: int, seeds: int, *, seed: int, steps: int) -> SweepOptions | None:
     """The demo's options (``--guide-scales``, ``--guide-per-prompt``, ``--guide-seeds``), checked where they
     enter; ``--guide-scales none`` skips the section."""
-    from .._validation import check_positive_number, check_seed
+    from .._validation import check_memory, check_positive_number, check_seed
     from ..errors import OptionError
 
     if scales.strip().lower() == "none":
@@ -327,5 +330,8 @@ def sweep_options(scales: str, per_prompt: int, seeds: int, *, seed: int, steps:
     if per_prompt < 4:
         raise OptionError(f"--guide-per-prompt must be at least 4, got {per_prompt}")
     check_seed(seed)
+    images = per_prompt * GUIDED_PROMPTS * (len(values) + 2) * seeds  # (+ the rho and gradient rows)
+    check_memory(images * GUIDE_BYTES_PER_IMAGE, what=f"--guide-per-prompt {per_prompt} with --guide-seeds "
+                                                      f"{seeds} ({images:,} guided images)")
     return SweepOptions(scales=values, per_prompt=per_prompt, steps=steps,
                         seeds=tuple(range(seed, seed + seeds)))

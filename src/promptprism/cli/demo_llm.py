@@ -12,6 +12,7 @@ from .._validation import check_positive_number, check_seed
 from ..errors import OptionError, PromptPrismError
 from ..generate.llm_demo import generate_qa, topic_summary
 from ..generate.questions import ALTERED_TOPIC, TOPICS, qa_prompts
+from ..generate.run import MAX_ROWS
 from ..io import check_out_dir
 from ._app import console, run_command
 
@@ -28,6 +29,10 @@ def run_llm_demo(out: Path, *, questions: int, samples: int, seed: int, quiet: b
     t0 = time.perf_counter()
     prompts = {s: [r for r in qa_prompts(s) if int(r.id.rsplit("-", 1)[1]) < questions]
                for s in ("test", "reference")}
+    rows = len(prompts["test"]) * samples
+    if rows > MAX_ROWS:  # refused here, before the model is loaded
+        raise OptionError(f"--samples {samples} x {len(prompts['test'])} questions = {rows:,} answers per "
+                          f"set-up, over the {MAX_ROWS:,} rows one run writes; use fewer --samples")
     if not quiet:
         console.print(f"[bold]LLM demo[/]: {len(prompts['test'])} questions x {samples} answers x 2 set-ups "
                       f"from SmolLM2-135M-Instruct (local, offline); the test set-up answers "

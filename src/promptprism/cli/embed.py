@@ -33,11 +33,13 @@ def embed(
                                     image_model=image_model, clip_model=clip_model, cache=cache,
                                     no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
     s = loaded.paired
-    save_paired(out, s, ids=loaded.ids, encoders=loaded.encoders)
+    save_paired(out, s, ids=loaded.ids, encoders=loaded.encoders,
+                **({"joint_space": True} if loaded.joint_space else {}))
     hits = sum(st["hits"] for st in loaded.stats.values())
     unique = sum(st["unique"] for st in loaded.stats.values())
     run_state().summary = {"n": len(s), "dim_prompt": s.dim_prompt, "dim_output": s.dim_output,
-                           "encoders": dict(loaded.encoders), "cache_hits": hits, "unique_items": unique,
+                           "encoders": dict(loaded.encoders), "joint_space": loaded.joint_space,
+                           "cache_hits": hits, "unique_items": unique,
                            "files": {"npz": str(out)}}
     if not quiet:
         enc = ", ".join(f"{k}s: {v}" for k, v in loaded.encoders.items()) or "none (already embeddings)"

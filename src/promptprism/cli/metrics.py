@@ -107,8 +107,9 @@ def metrics(
     min_group_size: int = typed(10, Integer(), "--min-group-size",
                                 help="Generated samples a prompt needs to be broken down."),
     alignment: str = typed("auto", Choice(ALIGNMENT_CHOICES), "--alignment",
-                           help="CLIPScore: auto (when prompts and outputs share a joint space), on (refuse "
-                                "otherwise), off."),
+                           help="CLIPScore: auto (when the encoder declares prompts and outputs one joint "
+                                "text-image space: CLIP, SigLIP, open_clip), on (you assert it: computed "
+                                "with a note; refused when the dimensions or known encoders differ), off."),
     seed: int = SEED, quiet: bool = inp.QUIET,
     text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
     prompts: Path = inp.PROMPTS, cache: Path = inp.CACHE, no_cache: bool = inp.NO_CACHE,
@@ -177,7 +178,8 @@ def compute_metrics(inputs: list[Path], reference: Path, estimator: ReferenceMet
             truncation[item.paired.name] = t
     spaces = {g.paired.name: s for g in gen if (s := _spaces(g)) is not None}
     result = estimator.compare([g.paired for g in gen], ref.paired, names=[g.paired.name for g in gen],
-                               reference_name=ref.paired.name, spaces=spaces, truncation=truncation)
+                               reference_name=ref.paired.name, spaces=spaces, truncation=truncation,
+                               joint=[g.paired.name for g in gen if g.joint_space])
     import dataclasses
 
     # which features FD and the k-NN metrics ran on (None: embeddings given), for the report's wording

@@ -82,6 +82,14 @@ def image_header(path: str | os.PathLike, where: str) -> tuple[str, tuple[int, i
     return mode, size, info
 
 
+def check_pixels(width: int, height: int, where: str) -> None:
+    """Refuse an image of ``width`` x ``height`` pixels beyond the limit every reader applies (for a writer:
+    what it would write could not be read back)."""
+    limit = max_pixels()
+    if limit is not None and int(width) * int(height) > limit:
+        raise _bomb_error(where, (int(width), int(height)))
+
+
 def open_image(source: str | os.PathLike | bytes | bytearray, where: str | None = None):
     """Open and decode an image file (or its bytes) as a PIL image in its own mode, checked against the
     pixel limit before decoding. Any failure is an :class:`InputError` naming ``where`` (default: the

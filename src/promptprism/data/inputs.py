@@ -20,9 +20,11 @@ import os
 import re
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..errors import InputError, OptionError
 from .loaders import REQUIRED, load_paired
@@ -48,6 +50,23 @@ class LoadedInput:
     ids: list[str] | None = None
     encoders: dict[str, str] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
+    #: the prompts (text) and the outputs were embedded by one joint text-image encoder (CLIP, SigLIP,
+    #: open_clip): what CLIPScore needs, declared by the encoder (or by ``promptprism embed``'s .npz)
+    joint_space: bool = False
+
+
+def npz_encoders(path: str | os.PathLike) -> tuple[dict[str, str], bool]:
+    """The encoder identities (``prompt_encoder``, ``output_encoder``) and the ``joint_space`` flag that
+    ``promptprism embed`` writes into its .npz; ({}, False) for a file without them."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            names = set(data.files)
+            encoders = {side: str(data[f"{side}_encoder"]) for side in ("prompt", "output")
+                        if f"{side}_encoder" in names}
+            joint = bool(data["joint_space"]) if "joint_space" in names else False
+    except Exception:  # noqa: BLE001 - an unreadable file is the loader's to report (read it first)
+        return {}, False
+    return encoders, joint and len(set(encoders.values())) == 1 and len(encoders) == 2
 
 
 def _emit(notes: list[str], sink: Callable[[str], None] | None) -> None:
@@ -140,6 +159,7 @@ def embed_manifest(manifest: Manifest, *, name: str, text_model: str = "minilm",
     encoders: dict[str, str] = {}
     stats: dict[str, Any] = {}
     arrays = {}
+    joint = manifest.prompt_kind == "text"  # (and one text-image encoder for both sides: below)
     for side, kind, items in (
         ("prompt", manifest.prompt_kind,
          [r.prompt if r.prompt is not None else r.prompt_image for r in rows]),
@@ -154,12 +174,13 @@ def embed_manifest(manifest: Manifest, *, name: str, text_model: str = "minilm",
                                    encoder_spec=spec)
         encoders[side] = enc.identity
         stats[side] = vars(st)
+        joint = joint and {"text", "image"} <= set(getattr(enc, "modalities", ()))
     ids = [r.id if r.id is not None else "" for r in rows]
     paired = PairedSet(prompt_embeddings=arrays["prompt"], output_embeddings=arrays["output"],
                        prompts=[r.prompt_label for r in rows], outputs=[r.output_label for r in rows],
                        name=name, source=manifest.source)
     return LoadedInput(paired=paired, kind="manifest", ids=ids if any(ids) else None, encoders=encoders,
-                       stats=stats)
+                       stats=stats, joint_space=joint and encoders["prompt"] == encoders["output"])
 
 
 def read_input(path: str | os.PathLike, *, prompts: str | os.PathLike | None = None,
@@ -202,9 +223,11 @@ def read_input(path: str | os.PathLike, *, prompts: str | os.PathLike | None = N
         _emit(manifest.notes, notes)
         loaded = embed_manifest(manifest, name=name, **opts)
         return LoadedInput(paired=loaded.paired, kind="image-folder", ids=loaded.ids,
-                           encoders=loaded.encoders, stats=loaded.stats)
+                           encoders=loaded.encoders, stats=loaded.stats, joint_space=loaded.joint_space)
     if suffix == ".npz":
-        return embeddings(lambda: load_paired(path, name=name))
+        loaded = embeddings(lambda: load_paired(path, name=name))  # (a bad file is reported here)
+        encoders, joint = npz_encoders(path)
+        return replace(loaded, encoders=encoders, joint_space=joint)
     if suffix == ".parquet" and _has_embedding_columns(path):
         return embeddings(lambda: _parquet_embeddings(path, name))
     if suffix in (".jsonl", ".ndjson", ".csv", ".parquet"):

@@ -76,20 +76,24 @@ def to_rgb(image: ImageLike, where: str = "image"):
     """A PIL RGB image from a path, bytes, an array (H, W), (H, W, 3|4) or a PIL image.
 
     Files and PIL images go through :func:`promptprism.data.imageio.read_rgb` / ``as_rgb`` (pixel limit,
-    16-bit scaling, palette and alpha rules documented there). Arrays: uint16 scaled from 0..65535 like a
+    16-bit scaling, palette and alpha rules documented there); images and arrays over the pixel limit are
+    refused as files are. Arrays: uint16 scaled from 0..65535 like a
     16-bit file, floats at most 1 taken as [0, 1], other numbers clipped to 0..255; empty or non-numeric
     arrays are refused."""
     from PIL import Image
 
-    from ..data.imageio import as_rgb, read_rgb
+    from ..data.imageio import as_rgb, check_pixels, read_rgb
 
     if isinstance(image, (str, os.PathLike)):
         return read_rgb(image, where if str(image) in where else f"{where}: image file {str(image)!r}")
     if isinstance(image, (bytes, bytearray)):
         return read_rgb(image, where)
     if isinstance(image, Image.Image):
+        check_pixels(*image.size, where)  # the readers' limit, before any conversion (a writer's too)
         return as_rgb(image, where)
     arr = np.asarray(image)
+    if arr.ndim >= 2:
+        check_pixels(arr.shape[1], arr.shape[0], where)
     if arr.dtype.kind not in "biuf":
         raise InputError(f"{where}: an image array must hold numbers, got dtype {arr.dtype}")
     if arr.ndim == 3 and arr.shape[2] == 1:

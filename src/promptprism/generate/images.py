@@ -106,6 +106,10 @@ def _call(fn: Callable, args: tuple, kwargs: dict, where: str) -> Any:
     except SystemExit as exc:
         raise InputError(f"{where}: the generator called sys.exit({exc.code!r}) instead of returning an "
                          "image") from None
+    except OptionError as exc:  # an option of this run refused on the way (e.g. the guidance scale)
+        if exc.parameter is None:
+            raise InputError(f"{where}: the generator raised OptionError: {exc}") from None
+        raise OptionError(f"{where}: {exc}", parameter=exc.parameter) from None
     except BaseException as exc:  # noqa: BLE001 - the user's code: report which prompt broke it
         raise InputError(f"{where}: the generator raised {type(exc).__name__}: {exc}") from None
 
@@ -122,7 +126,7 @@ def _png(image: Any, where: str) -> bytes:
     if not ok:
         raise InputError(f"{where}: the generator returned {type(image).__name__}; expected one image (a PIL "
                          f"image, an (H, W[, C]) array or an image path)")
-    rgb = to_rgb(image, where=where)
+    rgb = to_rgb(image, where=where)  # (over the readers' pixel limit: refused, so never written)
     buf = io.BytesIO()
     rgb.save(buf, format="PNG")
     return buf.getvalue()

@@ -242,7 +242,8 @@ def _kept(failure: BaseException, kept: int, total: int, jpath: Path) -> BaseExc
         return failure
     note = f"{failure} [{kept} of {total} rows kept in {jpath}; run the same command again to continue]"
     try:
-        return type(failure)(note)
+        about = {"parameter": failure.parameter} if failure.parameter else {}  # (the option, for its flag)
+        return type(failure)(note, **about)
     except TypeError:  # pragma: no cover - an error type with another signature
         return PromptPrismError(note)
 

@@ -276,6 +276,10 @@ def _denoise(unet: Any, scheduler: Any, batch: dict, null: dict | None, gens: li
         z = scheduler.step(eps, t, z, **kw).prev_sample
         if grad is not None:
             z = z - scale * grad
+            if not bool(torch.isfinite(z).all()):  # (a NaN sample decodes to a black image: never written)
+                raise OptionError(f"guidance: the guided sample is not finite after step {i + 1} of {steps} "
+                                  "(too large a step for the model's numbers); use a smaller scale",
+                                  parameter="scale")
     return z.detach()
 
 

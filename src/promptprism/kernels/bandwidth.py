@@ -44,6 +44,20 @@ SPECTRAL_RULES = ("stable",)
 _RULE = re.compile(r"^\s*(?:(?P<factor>\d+(?:\.\d*)?|\.\d+)\s*\*\s*)?(?P<rule>[a-z]+)\s*$")
 #: the median rule looks at most at this many (seeded) rows
 MEDIAN_SAMPLES = 1000
+#: the numbers a bandwidth (or a rule's factor) may be: embeddings divided by a sigma below 1e-100 (or
+#: distances squared times a gamma above 1e100) overflow float64, and beyond the other end every pair of
+#: samples is equally similar
+BANDWIDTH_RANGE = (1e-100, 1e100)
+
+
+def _in_range(value: float) -> bool:
+    return BANDWIDTH_RANGE[0] <= value <= BANDWIDTH_RANGE[1]
+
+
+def _out_of_range(name: str, what: str, spec: Any) -> OptionError:
+    low, high = BANDWIDTH_RANGE
+    return OptionError(f"{name}: {what} must be between {low:g} and {high:g} (beyond, the kernel under- or "
+                       f"overflows float64), got {spec!r}", parameter=name)
 
 
 @dataclass(frozen=True)
@@ -90,12 +104,16 @@ class Bandwidth:
                     raise OptionError(f"{name} must be a number > 0 or a rule, got {spec!r}") from None
                 if factor <= 0:
                     raise OptionError(f"{name}: the factor in {spec!r} must be > 0") from None
+                if not _in_range(factor):
+                    raise _out_of_range(name, "the factor", given) from None
                 return cls(m.group("rule"), factor, given=given, kind=kind)
         if isinstance(spec, bool) or not isinstance(spec, (int, float, np.integer, np.floating)):
             raise OptionError(f"{name} must be a number > 0 or a rule name, got {spec!r}")
         value = float(spec)
         if not np.isfinite(value) or value <= 0:
             raise OptionError(f"{name} must be > 0, got {spec!r}")
+        if not _in_range(value):
+            raise _out_of_range(name, "a bandwidth", given)
         return cls("fixed", value, value, "given", given, kind)
 
     @property

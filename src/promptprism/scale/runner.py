@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from .._execution import RUNNER as _RUNNER
 from .._execution import current_client as current_client  # re-exported: the scale API
+from .._validation import check_memory
 from ..errors import OptionError
 
 
@@ -209,6 +210,9 @@ class DaskRunner:
 
 #: seconds to connect to a dask scheduler (and for it to greet us) before giving up
 CONNECT_SECONDS = 10.0
+#: memory one local dask worker process takes before it holds any data (a generous bound): ``workers=N``
+#: is refused up front when N of them cannot fit
+LOCAL_WORKER_BYTES = 256 * 2**20
 _SCHEMES = ("tcp", "tls", "ws", "wss")
 
 
@@ -298,6 +302,8 @@ def open_client(scheduler: str | None = None, workers: int | None = None) -> Ite
         return
     if workers is not None and workers < 1:
         raise OptionError(f"workers must be >= 1, got {workers}")
+    check_memory(workers * LOCAL_WORKER_BYTES, what=f"workers {workers} (local dask worker processes, about "
+                                                    f"{LOCAL_WORKER_BYTES // 2**20} MiB each)")
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cluster, Client(cluster) as client:
         yield client

@@ -23,6 +23,7 @@ import hashlib
 import http.client
 import io
 import json
+import math
 import os
 import random
 import time
@@ -38,6 +39,12 @@ from ...io import atomic_write_text
 from ._transport import Deadline, opener
 
 T = TypeVar("T")
+
+#: the longest ``timeout`` a request may have, in seconds (one day): a deadline is a timer, and a longer one
+#: (``inf``, ``1e308``) cannot be set at all
+MAX_TIMEOUT = 86_400.0
+#: the most retries of one request (each waits up to ``max_backoff`` seconds first)
+MAX_RETRIES = 100
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
@@ -138,10 +145,14 @@ class ChatClient:
         check_base_url(self.base_url)
         if not self.model:
             raise OptionError("a model name is needed for the chat endpoint")
-        if not (self.timeout > 0):
-            raise OptionError(f"timeout must be > 0 seconds, got {self.timeout!r}")
-        if int(self.retries) != self.retries or self.retries < 0:
-            raise OptionError(f"retries must be a non-negative integer, got {self.retries!r}")
+        if not (isinstance(self.timeout, (int, float)) and 0 < self.timeout <= MAX_TIMEOUT):
+            raise OptionError(f"timeout must be > 0 and at most {MAX_TIMEOUT:,.0f} seconds (one day), got "
+                              f"{self.timeout!r}", parameter="timeout")
+        whole = isinstance(self.retries, (int, float)) and math.isfinite(self.retries) and \
+            int(self.retries) == self.retries
+        if isinstance(self.retries, bool) or not whole or not 0 <= self.retries <= MAX_RETRIES:
+            raise OptionError(f"retries must be an integer from 0 to {MAX_RETRIES}, got {self.retries!r}",
+                              parameter="retries")
         self.base_url = self.base_url.rstrip("/")
         self._rng = random.Random(self.seed)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._validation import check_positive_number, check_seed
-from ...errors import InputError
+from ...errors import InputError, OptionError
 from .clients import request_key
 from .generators import PromptFiles
 
@@ -73,6 +73,10 @@ class AnswerTable(PromptFiles):
                 "n_prompts": len(self.mapping)}
 
 
+#: the most answers a chat model gives per prompt (each is a request)
+MAX_ANSWERS_PER_PROMPT = 1000
+
+
 class ChatAnswers:
     """A chat model's answers (``answers_per_prompt`` per prompt), memoised; see the module docstring."""
 
@@ -81,6 +85,10 @@ class ChatAnswers:
     def __init__(self, client: Any, *, system_prompt: str | None = None, answers_per_prompt: int = 1,
                  seed: int = 0, name: str = "") -> None:
         check_positive_number(answers_per_prompt, "answers_per_prompt", integer=True)
+        if answers_per_prompt > MAX_ANSWERS_PER_PROMPT:
+            raise OptionError(f"answers_per_prompt must be at most {MAX_ANSWERS_PER_PROMPT:,} (each is one "
+                              f"request per prompt of the bank), got {answers_per_prompt}",
+                              parameter="answers_per_prompt")
         self.client = client
         self.system_prompt = (system_prompt or "").strip() or None
         self.answers_per_prompt = int(answers_per_prompt)

@@ -7,16 +7,16 @@ thing left out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..._validation import check_choice, check_matrix, check_positive_number, check_seed
+from ..._validation import check_choice, check_matrix, check_memory, check_positive_number, check_seed
 from ...data.paired import PairedSet, prompt_groups
 from ...errors import InputError, OptionError
 from ...kernels import KERNELS, resolve_bandwidth
-from ..scendi.bootstrap import check_bootstrap
+from ..scendi.bootstrap import check_bootstrap, check_bootstrap_memory
 from .alignment import CLIPSCORE_WEIGHT, check_joint_space, clip_scores
 from .breakdown import PromptGroups, prompt_breakdown
 from .calibration import interval_validity
@@ -40,6 +40,11 @@ def _outputs(data: PairedSet | np.ndarray) -> np.ndarray:
     return data.output_embeddings if isinstance(data, PairedSet) else data
 
 
+#: why CLIPScore is not computed by default on embeddings no joint text-image encoder is known to have made
+UNDECLARED = ("the prompt and output embeddings are not declared to come from one joint text-image encoder "
+              "(CLIP, SigLIP or open_clip embedding both, in promptprism or by 'promptprism embed')")
+
+
 def _clusters(labels: np.ndarray | None, rows: int) -> int:
     """What the bootstrap resamples: distinct prompts when there are at least two, else rows."""
     distinct = 0 if labels is None else int(np.unique(labels).size)
@@ -53,8 +58,11 @@ class ReferenceMetrics:
     ``subset_size``: KID's and MMD's random subsets. ``mmd_kernel`` ('gaussian' or 'cosine') and
     ``mmd_sigma`` (a number or 'median', '0.5*median': resolved on the reference): MMD's kernel.
     ``bootstrap``: replicates for the intervals (0: off). ``min_group_size``: generated samples a prompt
-    needs to be broken down. ``alignment``: 'auto' (CLIPScore when prompts and outputs share a dimension),
-    'on' (refuse when they do not), 'off'. ``distance_precision``: the k-NN distances' dtype.
+    needs to be broken down. ``alignment``: 'auto' (CLIPScore when the prompts and outputs are declared to
+    come from one joint text-image encoder: ``compare(joint=...)``, which the loader fills in), 'on' (the
+    caller asserts a joint space: CLIPScore for every set whose dimensions agree, with a note saying so;
+    refused when they differ or the encoders are known to differ), 'off'. ``distance_precision``: the k-NN
+    distances' dtype.
     """
 
     def __init__(self, *, nearest_k: int = 5, subsets: int = 100, subset_size: int = 1000,
@@ -93,9 +101,10 @@ class ReferenceMetrics:
 
     def compare(self, generated: Any, reference: Any, *, names: Sequence[str] | None = None,
                 reference_name: str | None = None, spaces: dict[str, tuple[str, str]] | None = None,
-                truncation: dict[str, dict] | None = None) -> MetricsResult:
+                truncation: dict[str, dict] | None = None, joint: Collection[str] = ()) -> MetricsResult:
         """Each generated set (a :class:`PairedSet`, an (n, d) array, or a list of them) against
-        ``reference``; ``spaces`` {name: (prompt encoder, output encoder)} and ``truncation`` {name:
+        ``reference``; ``spaces`` {name: (prompt encoder, output encoder)}, ``joint`` (the names of the
+        sets whose prompts and outputs one joint text-image encoder embedded) and ``truncation`` {name:
         {'truncated': per-row bools, 'context_length': tokens}} come from the loader when it knows them."""
         sets = list(generated) if isinstance(generated, (list, tuple)) else [generated]
         if not sets:
@@ -105,16 +114,28 @@ class ReferenceMetrics:
         names = list(names) if names is not None else [
             s.name if isinstance(s, PairedSet) else f"set {i}" for i, s in enumerate(sets)]
         ref_x = _outputs(ref)
+        for s in sets:  # what the options cost, refused before anything is computed
+            self._check_memory(int(_outputs(s).shape[0]), int(ref_x.shape[0]))
         sigma = (resolve_bandwidth(self.mmd_sigma, ref_x, name="mmd_sigma", seed=self.seed)
                  if self.mmd_kernel == "gaussian" else None)
-        models = [self._one(s, ref, name, sigma, (spaces or {}).get(name), (truncation or {}).get(name))
+        models = [self._one(s, ref, name, sigma, (spaces or {}).get(name), (truncation or {}).get(name),
+                            declared=name in set(joint))
                   for s, name in zip(sets, names, strict=True)]
         ref_label = reference_name or (ref.name if isinstance(ref, PairedSet) else "reference")
         return MetricsResult(models=models, reference=ref_label, n_reference=int(ref_x.shape[0]),
                              dim=int(ref_x.shape[1]), seed=self.seed, config=self.config(sigma))
 
-    def _alignment(self, data: Any, space: tuple[str, str] | None, trunc: dict | None, notes: list[str]
-                   ) -> dict[str, np.ndarray]:
+    def _check_memory(self, n: int, m: int) -> None:
+        """The bootstrap's draws over n generated and m reference rows, and the subsets' row indices (KID
+        and MMD: ``subsets`` pairs of at most ``subset_size`` rows), must fit in memory."""
+        check_bootstrap_memory(self.bootstrap, rows=n + m, groups=n + m)
+        size = min(self.subset_size, n, m)
+        check_memory(float(self.subsets) * (16.0 * size + 24.0),
+                     what=f"subsets {self.subsets} ({self.subsets:,} pairs of {size:,}-row subsets)",
+                     parameter="subsets")
+
+    def _alignment(self, data: Any, space: tuple[str, str] | None, trunc: dict | None, notes: list[str],
+                   declared: bool = False) -> dict[str, np.ndarray]:
         if self.alignment == "off":
             return {}
         if not isinstance(data, PairedSet):
@@ -129,6 +150,13 @@ class ReferenceMetrics:
                 raise
             notes.append(f"no CLIPScore: {exc}")
             return {}
+        if not declared:
+            if self.alignment == "auto":
+                notes.append(f"no CLIPScore: {UNDECLARED}; pass alignment='on' (CLI --alignment on) to "
+                             "assert that they are")
+                return {}
+            notes.append(f"CLIPScore computed because alignment='on' asserts a joint space: {UNDECLARED} "
+                         "(it means nothing if they are not)")
         score, cos = clip_scores(data.prompt_embeddings, data.output_embeddings, weight=self.clip_weight)
         out = {"clip_score": score, "cosine": cos}
         if trunc is not None:
@@ -159,7 +187,7 @@ class ReferenceMetrics:
         return frechet_distance(x, r)
 
     def _one(self, data: Any, ref: Any, name: str, sigma: float | None, space: tuple[str, str] | None,
-             trunc: dict | None) -> SetMetrics:
+             trunc: dict | None, *, declared: bool = False) -> SetMetrics:
         x, r = _outputs(data), _outputs(ref)
         if x.shape[1] != r.shape[1]:
             raise InputError(f"{name}: outputs have {x.shape[1]} dimensions but the reference's have "
@@ -179,7 +207,7 @@ class ReferenceMetrics:
                                                    seed=self.seed, groups=labels)
         mmd, mmd_parts = kernel_mmd2(x, r, kernel=self.mmd_kernel, sigma=sigma, n_subsets=self.subsets,
                                      subset_size=self.subset_size, seed=self.seed, groups=labels)
-        align = self._alignment(data, space, trunc, notes)
+        align = self._alignment(data, space, trunc, notes, declared)
         intervals = {"kid": mmd2_interval(kid, kid_parts, (x.shape[0], r.shape[0]), self.confidence),
                      "mmd2": mmd2_interval(mmd, mmd_parts, (x.shape[0], r.shape[0]), self.confidence),
                      **self._intervals(x, r, ind, align, groups, fd, notes)}

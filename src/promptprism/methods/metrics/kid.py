@@ -18,6 +18,25 @@ from ...kernels import kernel_gram, polynomial_gram
 from ..regions.two_sample import mmd2
 
 Gram = Callable[[np.ndarray, np.ndarray | None], np.ndarray]
+#: the largest value KID's polynomial kernel may reach: the squares of its values, summed over a subset's
+#: pairs for the interval, stay finite in float64 (and the U-statistic keeps a meaningful precision)
+KID_MAX_KERNEL = 1e100
+
+
+def check_kid_scale(x: Any, y: Any, *, degree: int, gamma: float, coef: float) -> None:
+    """Refuse embeddings whose scale takes (gamma <a, b> + coef)^degree beyond :data:`KID_MAX_KERNEL`, bounded
+    by |<a, b>| <= d max|a| max|b| (in logarithms: the values may be near float64's own limits)."""
+    amax = [float(np.max(np.abs(np.asarray(v, dtype=np.float64)), initial=0.0)) for v in (x, y)]
+    if min(amax) == 0.0:
+        return
+    log_inner = np.log10(gamma * x.shape[1]) + np.log10(amax[0]) + np.log10(amax[1])
+    log_bound = degree * max(log_inner, np.log10(abs(coef))) + degree * np.log10(2.0)
+    if log_bound > np.log10(KID_MAX_KERNEL):
+        raise InputError(f"KID: output values up to {max(amax):.3g} take its polynomial kernel "
+                         f"(<a, b>/d + {coef:g})^{degree} to about 1e{log_bound:.0f}, beyond "
+                         f"{KID_MAX_KERNEL:.0e}: "
+                         "its estimate and interval lose all precision or overflow float64; rescale the "
+                         "embeddings (KID is not scale-invariant; e.g. L2-normalise them)")
 
 
 def subset_indices(n: int, m: int, size: int, n_subsets: int, seed: int
@@ -107,6 +126,7 @@ def kernel_inception_distance(x: Any, y: Any, *, n_subsets: int = 100, subset_si
         raise InputError(f"the two feature sets have {x.shape[1]} and {y.shape[1]} dimensions; "
                          "they must come from the same encoder")
     size = min(int(subset_size), int(x.shape[0]), int(y.shape[0]))
+    check_kid_scale(x, y, degree=degree, gamma=1.0 / x.shape[1] if gamma is None else gamma, coef=coef)
 
     def gram(a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
         return polynomial_gram(a, b, degree=degree, gamma=gamma, coef=coef)

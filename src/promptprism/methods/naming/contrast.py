@@ -14,6 +14,8 @@ description held up".
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -54,11 +56,12 @@ class NamingOptions:
         check_interval(self.alpha, 0.0, 1.0, parameter="alpha")
         for name in ("candidates", "max_held_out", "min_held_out", "permutations"):
             value = getattr(self, name)
-            if int(value) != value or value < 1:
-                raise OptionError(f"{name} must be an integer >= 1, got {value!r}")
-        if self.min_held_out > self.max_held_out:
-            raise OptionError(f"min_held_out ({self.min_held_out}) must be <= max_held_out "
-                              f"({self.max_held_out})")
+            whole = isinstance(value, numbers.Real) and math.isfinite(value) and int(value) == value
+            if isinstance(value, bool) or not whole or value < 1:
+                raise OptionError(f"{name} must be an integer >= 1, got {value!r}", parameter=name)
+        if self.min_held_out > self.max_held_out:  # (max_held_out is no option of the command line)
+            raise OptionError(f"min_held_out must be at most {self.max_held_out}, the held-out samples "
+                              f"judged per side, got {self.min_held_out}", parameter="min_held_out")
 
 
 @dataclass

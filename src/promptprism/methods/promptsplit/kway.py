@@ -48,6 +48,16 @@ class KWaySplit(SplitOptions):
         return PromptSplit(**{f.name: getattr(self, f.name) for f in dataclasses.fields(SplitOptions)},
                            device="cpu")
 
+    def test_seconds(self, counts: Sequence[int]) -> float:
+        """A rough estimate of the permutation test's seconds on sets of ``counts`` rows
+        (:func:`.kway_core.test_cost_seconds`); 0 without a test."""
+        total = int(sum(counts))
+        method = self.route_name(total)
+        permutations = self.resolved_permutations(method)
+        rows = min(total, int(self.null_samples))
+        width = rows if method == "exact" else min(rows, int(self.n_features))
+        return kc.test_cost_seconds(len(counts), rows, width, permutations) if permutations else 0.0
+
     def fit(self, sets: Sequence[PairedSet | tuple], names: Sequence[str] | None = None) -> KWayResult:
         """Compare K >= 2 sets (PairedSets or (prompt_emb, output_emb) tuples) sharing their prompts."""
         t0 = time.perf_counter()
@@ -55,8 +65,9 @@ class KWaySplit(SplitOptions):
         labels, prompt_names = prompt_groups(*sets)
         _check_shared_prompts(labels, prompt_names, names)
         counts = np.array([len(s) for s in sets])
-        sigmas = self._bandwidths(sets)
         method = self.route_name(int(counts.sum()))
+        self.check_test_memory(int(counts.sum()), method)
+        sigmas = self._bandwidths(sets)
         pairs, rest = kc.comparisons(len(sets))
         family = pairs + rest
         fit = choose_kway_route(method, self, sets, labels, len(prompt_names), counts,

@@ -41,6 +41,23 @@ def comparisons(k: int) -> tuple[list[Comparison], list[Comparison]]:
     return pairs, rest
 
 
+#: the K-way test's measured cost per comparison and labelling (2-core AMD EPYC, numpy, float32 Lanczos):
+#: a fixed part, and a part per entry of the operand (null rows x its width: the rows for the exact route's
+#: Gram matrix, the random features for rff and sketch)
+TEST_SECONDS_PER_LABELLING = 1.5e-3
+TEST_SECONDS_PER_ENTRY = 2.5e-9
+
+
+def test_cost_seconds(k: int, null_rows: int, width: int, permutations: int) -> float:
+    """Rough seconds of the K-way permutation test: C = K(K-1)/2 pairs + K one-vs-rest comparisons (one
+    for K = 2), each diagonalised for the observed labelling and the ``permutations`` others, each solve
+    costing about a + b N w (:data:`TEST_SECONDS_PER_LABELLING`, :data:`TEST_SECONDS_PER_ENTRY`); an upper
+    bound in the comparisons (those without a mode to test are skipped), within a factor of about 2."""
+    pairs, rest = comparisons(int(k))
+    per = TEST_SECONDS_PER_LABELLING + TEST_SECONDS_PER_ENTRY * float(null_rows) * float(width)
+    return (len(pairs) + len(rest)) * (int(permutations) + 1) * per
+
+
 #: at most max_rows seeded rows from K arrays (the kernels' median-rule pool; with K = 2 the draws of
 #: :func:`.core.pooled_rows`)
 pooled_rows_k = pooled_rows

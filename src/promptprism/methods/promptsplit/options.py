@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..._validation import check_choice, check_interval, check_positive_number, check_seed
+from ..._validation import check_choice, check_interval, check_memory, check_positive_number, check_seed
 from ...errors import OptionError
 from ...kernels.bandwidth import BANDWIDTH_RULES, SPECTRAL_RULES, Bandwidth
 from ...kernels.gram import KERNELS
@@ -26,6 +26,9 @@ SOLVERS = ("auto", "dense", "lanczos")
 #: ``method='auto'`` uses the exact kernel route up to this many samples (n + m), random features above:
 #: at 10,000 samples the exact route needs ~2.4 GB and ~15 s here; its cost grows as (n + m)^2 in memory.
 EXACT_MAX_SAMPLES = 10_000
+#: the largest ``eta``: beyond it C_test is below float32's rounding of eta C_ref (the modes are those of
+#: -C_ref alone), and far beyond it eta C_ref overflows float64 (eta 1e308)
+MAX_ETA = 1e6
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ class SplitOptions:
             raise OptionError(f"solver must be 'auto', 'dense' or 'lanczos', got {self.solver!r}")
 
     def _check_sizes(self) -> None:
-        check_positive_number(self.eta, "eta")
+        check_interval(self.eta, 0.0, MAX_ETA, parameter="eta", closed="right")
         check_positive_number(self.n_modes, "number of modes", integer=True)
         check_positive_number(self.n_features, "number of features", integer=True,
                               even=self.kernel == "gaussian")
@@ -123,6 +126,16 @@ class SplitOptions:
     def resolved_permutations(self, route: str) -> int:
         """``permutations``, with None resolved for the route (200 exact, 100 random features)."""
         return sig.DEFAULT_PERMUTATIONS[route] if self.permutations is None else int(self.permutations)
+
+    def check_test_memory(self, n_samples: int, route: str) -> None:
+        """Refuse, before anything is computed, a permutation test whose relabellings cannot fit in memory:
+        N x (K + 1) labellings of about 18 bytes each (their random keys, the keys' order and the labels),
+        N = min(n_samples, null_samples) rows, K = the resolved permutations."""
+        k = self.resolved_permutations(route)
+        if k:
+            rows = min(int(n_samples), int(self.null_samples))
+            check_memory(18.0 * rows * (k + 1), what=f"permutations {k} ({k + 1:,} labellings of {rows:,} "
+                                                      "samples)", parameter="permutations")
 
     def recorded_options(self, **resolved: Any) -> dict:
         """A result's ``config``: every field (but ``NOT_IN_CONFIG``) as given, then the ``resolved``

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..._progress import progress_enabled
-from ..._validation import check_choice, check_positive_number
+from ..._validation import check_choice, check_memory, check_positive_number
 from ...backend import NUMPY, Backend, resolve_backend
 from ...errors import InputError
 from ...scale import current_runner
@@ -191,6 +191,10 @@ def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_s
     if n_boot and block_size is None and min(n, *(source_shape(s)[0] for s in sets)) < 2:
         raise InputError("bootstrap: every image set needs at least 2 images (the intervals use pairs of "
                          "distinct images)")
+    if n_boot:  # the replicates' draw counts (int64, then float64), refused before anything is computed
+        rows = n + sum(source_shape(s)[0] for s in sets)
+        check_memory(16.0 * n_boot * rows, what=f"bootstrap {n_boot} ({n_boot:,} replicates over {rows:,} "
+                                                 "images)", parameter="bootstrap")
     rng = bootstrap_rng(seed)
     corrected = block_estimator == "corrected"
     if block_size is None:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..._validation import check_interval
+from ..._validation import check_interval, check_memory
 from ...errors import InputError, OptionError
 
 #: the scores given an interval (result.json ``intervals`` keys)
@@ -31,6 +31,15 @@ def check_bootstrap(replicates: int, level: float) -> None:
         raise OptionError(f"bootstrap must be 0 (off) or at least 20 replicates for a 95% interval to mean "
                           f"anything, got {replicates}")
     check_interval(level, 0.0, 1.0, parameter="confidence")
+
+
+def check_bootstrap_memory(replicates: int, *, rows: int, groups: int = 0) -> None:
+    """Refuse, before anything is computed, a bootstrap whose draws cannot fit in memory: per replicate 16
+    bytes per prompt (its draws, counted: int64) and per row (its multiplicity, int64 then float64)."""
+    if replicates:
+        check_memory(16.0 * float(replicates) * (int(groups) + int(rows)),
+                     what=f"bootstrap {replicates} ({replicates:,} replicates over {rows:,} rows)",
+                     parameter="bootstrap")
 
 
 def prompt_draws(n_groups: int, replicates: int, seed: int) -> np.ndarray:
@@ -244,5 +253,6 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
 
 
 __all__ = ["INTERVAL_METRICS", "METRIC_RANGE", "basic_interval", "bootstrap_replicates", "check_bootstrap",
-           "compare_models", "interval_method", "interval_notes", "jackknife_interval", "jackknife_intervals",
-           "percentile_interval", "prompt_draws", "prompt_intervals"]
+           "check_bootstrap_memory", "compare_models", "interval_method", "interval_notes",
+           "jackknife_interval", "jackknife_intervals", "percentile_interval", "prompt_draws",
+           "prompt_intervals"]

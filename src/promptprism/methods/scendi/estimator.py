@@ -26,7 +26,14 @@ from ...data.paired import PairedSet, prompt_groups
 from ...errors import OptionError
 from ...kernels.scendi_features import ScendiKernelOptions
 from ...scale.runner import current_client
-from .bootstrap import check_bootstrap, interval_method, interval_notes, prompt_draws, prompt_intervals
+from .bootstrap import (
+    check_bootstrap,
+    check_bootstrap_memory,
+    interval_method,
+    interval_notes,
+    prompt_draws,
+    prompt_intervals,
+)
 from .calibration import interval_validity
 from .clusters import build_clusters
 from .core import EIGEN_FLOOR, MAX_STORED_EIGENVALUES, PromptRankWarning
@@ -276,6 +283,7 @@ class Scendi(ScendiKernelOptions):
                 f"bootstrap needs the features in one process's memory: n = {n} rows x {dim} features is "
                 f"over the limit (n <= {SAMPLE_SPACE_MAX_ROWS} when n is below the feature dimension, else "
                 f"n x dim <= {FEATURE_BOOTSTRAP_MAX_VALUES:,}) or a cluster is in use; pass bootstrap=0")
+        check_bootstrap_memory(int(self.bootstrap), rows=n, groups=distinct)
         return int(self.bootstrap)
 
     def _resolve_estimator(self, rank: int, n: int, distinct: int, in_memory: bool, notes: list[str]) -> str:
