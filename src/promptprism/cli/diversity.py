@@ -129,6 +129,14 @@ def _with_reference(comparison: ScendiComparison, inputs: list[Path], reference:
     return dataclasses.replace(comparison, models=models), metrics_result
 
 
+def _sources(names: list[str], inputs: list[Path], reference: Path | None) -> dict[str, Path]:
+    """The input files by set name, for result.json's ``inputs`` (the reference set under its own key)."""
+    sources = dict(zip(names, inputs, strict=True))
+    if reference is not None:
+        sources["reference" if "reference" not in sources else "reference (--reference)"] = reference
+    return sources
+
+
 def _compare(sets: list, estimator: Scendi) -> ScendiComparison:
     """Scendi of every set (one comparison); prompt-rank warnings become one ``warning:`` line each."""
     from ..methods.scendi import PromptRankWarning, compare
@@ -221,11 +229,8 @@ def diversity(
     comparison, metrics_result = _with_reference(comparison, inputs, reference, seed=seed, names=names, **enc)
     results = comparison.models
     result: ScendiResult | ScendiComparison = results[0] if len(results) == 1 else comparison
-    sources = dict(zip(names, inputs, strict=True))
-    if reference is not None:
-        sources["reference" if "reference" not in sources else "reference (--reference)"] = reference
     written = save_outputs(result, out, report=not no_report, inputs={s.name: s for s in sets}, quiet=quiet,
-                           sources=sources)
+                           sources=_sources(names, inputs, reference))
     print_diversity(results, quiet=quiet, differences=comparison.differences, rankings=comparison.rankings)
     if metrics_result is not None:
         print_metrics(metrics_result, quiet=quiet)
