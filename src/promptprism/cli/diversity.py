@@ -227,11 +227,16 @@ def diversity(
                 for p, n in zip(inputs, names, strict=True)]
         comparison = _compare(sets, estimator)
     comparison, metrics_result = _with_reference(comparison, inputs, reference, seed=seed, names=names, **enc)
-    results = comparison.models
-    result: ScendiResult | ScendiComparison = results[0] if len(results) == 1 else comparison
+    result: ScendiResult | ScendiComparison = comparison.models[0] if len(sets) == 1 else comparison
     written = save_outputs(result, out, report=not no_report, inputs={s.name: s for s in sets}, quiet=quiet,
                            sources=_sources(names, inputs, reference))
-    print_diversity(results, quiet=quiet, differences=comparison.differences, rankings=comparison.rankings)
+    _print_all(comparison, metrics_result, quiet=quiet)
+    print_written(written)
+
+
+def _print_all(comparison: ScendiComparison, metrics_result: MetricsResult | None, *, quiet: bool) -> None:
+    """The diversity table, the differences and rankings, and the reference metrics when asked for."""
+    print_diversity(comparison.models, quiet=quiet, differences=comparison.differences,
+                    rankings=comparison.rankings)
     if metrics_result is not None:
         print_metrics(metrics_result, quiet=quiet)
-    print_written(written)
