@@ -35,7 +35,7 @@ _NAME_ENTRY = {
         "status": {"type": "string"},
         "name": {"type": ["string", "null"]},
         "accuracy": {"type": ["number", "null"]},
-        "interval": {"type": "array", "items": {"type": ["number", "null"]}},
+        "interval": {"type": ["array", "null"], "items": {"type": ["number", "null"]}},
         "p_value": {"type": ["number", "null"]},
         "measure": {"type": "string"},
         "candidates": {"type": "array", "items": {"type": "object"}},
