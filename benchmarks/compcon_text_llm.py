@@ -43,7 +43,7 @@ def bank(history: int, null: bool) -> tuple[list[str], dict[str, list[dict]]]:
 
 
 def sources(prompts: list[str], rows: dict, tmp: Path, server, generate: bool, seed: int, cache: Path):
-    from promptprism.methods.compcon.clients import ChatClient
+    from promptprism.llm import ChatClient
     from promptprism.methods.compcon.text_sources import AnswerTable, ChatAnswers
 
     if generate:

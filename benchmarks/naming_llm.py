@@ -79,7 +79,7 @@ def naming_pair(pair: str, client):
 
 def chat_clients(server, seed: int, cache: str):
     """A maker of cached, seeded chat clients of the local server: ``make(temperature, max_tokens)``."""
-    from promptprism.methods.compcon.clients import ChatClient
+    from promptprism.llm import ChatClient
 
     def make(temperature, max_tokens):
         return ChatClient(server.base_url, server.model, api_key_env=None, seed=seed, cache_dir=cache,
@@ -158,7 +158,7 @@ def record_facets(server, path: Path) -> None:
     the French-history mode (PromptSplit as in :func:`run`; the mode's prompts do not depend on the seed)."""
     import hashlib
 
-    from promptprism.methods.compcon.clients import ChatClient
+    from promptprism.llm import ChatClient
     from promptprism.methods.naming.facets import FACETS, TOP_LOGPROBS, facet_messages
     from promptprism.methods.naming.judges import clip_text
 
@@ -195,7 +195,7 @@ def yes_no_scores(server) -> None:
     import numpy as np
     from scipy.stats import mannwhitneyu
 
-    from promptprism.methods.compcon.clients import ChatClient
+    from promptprism.llm import ChatClient
     from promptprism.methods.naming.judges import JUDGE_PROMPT, clip_text
 
     client = ChatClient(server.base_url, server.model, api_key_env=None)

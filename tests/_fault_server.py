@@ -39,6 +39,7 @@ FAULTS = {
     "empty-answer": _json({"choices": [{"message": {"content": "   "}}]}),
     "http-500": _http(b'{"error": "overloaded"}', status="500 Internal Server Error"),
     "http-401": _http(b'{"error": "no key"}', status="401 Unauthorized"),
+    "hang-up": b"",  # the connection closed without a byte of answer
 }
 SLOW = ("trickle", "silent")
 

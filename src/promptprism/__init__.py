@@ -28,8 +28,8 @@ from .errors import InputError, OptionError, PromptPrismError
 _EXPORTS = {
     ".data": ("PairedSet", "load_paired"),
     ".data.images": ("ImageRows", "load_images"),
-    ".methods.compcon": ("CallableGenerator", "ChatClient", "CompCon", "CompConResult", "EndpointError",
-                         "ImageBank", "MalformedAnswerError", "TransformersClip"),
+    ".llm": ("ChatClient", "EndpointError", "MalformedAnswerError"),
+    ".methods.compcon": ("CallableGenerator", "CompCon", "CompConResult", "ImageBank", "TransformersClip"),
     ".methods.promptsplit": ("PromptSplit", "PromptSplitResult"),
     ".methods.promptsplit.kway": ("KWayResult", "KWaySplit"),
     ".methods.regions": ("RegionCMS", "RegionsResult", "block_cka", "block_cms", "block_hsic", "block_mmd2",
@@ -67,16 +67,8 @@ _results.LOAD_KINDS, _results.LOAD_SUMMARIES = _load_kinds, _load_summaries
 if TYPE_CHECKING:  # (what the names are, for type checkers and editors)
     from .data import PairedSet, load_paired
     from .data.images import ImageRows, load_images
-    from .methods.compcon import (
-        CallableGenerator,
-        ChatClient,
-        CompCon,
-        CompConResult,
-        EndpointError,
-        ImageBank,
-        MalformedAnswerError,
-        TransformersClip,
-    )
+    from .llm import ChatClient, EndpointError, MalformedAnswerError
+    from .methods.compcon import CallableGenerator, CompCon, CompConResult, ImageBank, TransformersClip
     from .methods.promptsplit import PromptSplit, PromptSplitResult
     from .methods.promptsplit.kway import KWayResult, KWaySplit
     from .methods.regions import (

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import OptionError
 
 if TYPE_CHECKING:  # (the method's modules are imported when a command runs: the CLI starts without them)
-    from ..methods.compcon.clients import ChatClient
+    from ..llm.client import ChatClient
     from ..methods.compcon.modality import TextModality
 
 #: how a chat model is named as model A or B
@@ -21,7 +21,7 @@ def chat_client(base_url: str, model: str, *, api_key_env: str, timeout: float, 
                 cache: Path | None, temperature: float | None = None, max_tokens: int | None = None
                 ) -> ChatClient:
     """The chat client of an endpoint option group (``--llm-url`` / ``--vlm-url`` / a judge's)."""
-    from ..methods.compcon.clients import ChatClient
+    from ..llm.client import ChatClient
 
     return ChatClient(
         base_url=base_url,

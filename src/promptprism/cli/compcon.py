@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # (the method's modules are imported when a command runs)
 
 def check_urls(**urls: str) -> None:
     """Each endpoint option given (``base_url=...``) looks like a URL; the one line names its flag."""
-    from ..methods.compcon.clients import check_base_url
+    from ..llm.client import check_base_url
 
     for name, url in urls.items():
         if url:

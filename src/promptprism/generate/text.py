@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .._validation import check_seed
 from ..errors import InputError, OptionError, PromptPrismError
-from ..methods.compcon.clients import ChatClient
+from ..llm.client import ChatClient
 from .prompts import PromptRow, read_prompts
 from .run import GenerateResult, Task, plan, run_tasks
 

@@ -15,9 +15,8 @@ from ..._lazy import lazy_exports
 
 #: module -> the public names it defines, imported on first use (see :mod:`promptprism._lazy`)
 _EXPORTS = {
-    ".clients": (
-        "ChatClient", "EndpointError", "MalformedAnswerError", "ask", "png_data_url", "user_message",
-    ),
+    # the chat client lives in promptprism.llm; these names stay here for the old imports
+    "...llm": ("ChatClient", "EndpointError", "MalformedAnswerError", "ask", "png_data_url", "user_message"),
     ".embedding": ("ClipEmbedder", "TransformersClip"),
     ".evaluation": ("evaluate_predictions", "id2_prompt_pairs", "load_id2_splits", "predictions_from_result"),
     ".generators": ("CallableGenerator", "ImageBank", "ImageSource", "load_prompt_bank", "missing_images"),
@@ -34,7 +33,7 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from .clients import ChatClient, EndpointError, MalformedAnswerError, ask, png_data_url, user_message
+    from ...llm import ChatClient, EndpointError, MalformedAnswerError, ask, png_data_url, user_message
     from .embedding import ClipEmbedder, TransformersClip
     from .evaluation import evaluate_predictions, id2_prompt_pairs, load_id2_splits, predictions_from_result
     from .generators import CallableGenerator, ImageBank, ImageSource, load_prompt_bank, missing_images

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..._progress import track
+from ...llm.conversation import MalformedAnswerError, ask, user_message
 from . import verify
-from .clients import MalformedAnswerError, ask, user_message
 from .parsing import parse_description, parse_prompt_list
 from .templates import render
 

@@ -27,8 +27,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from ...errors import InputError, OptionError
+from ...llm.conversation import user_message
 from . import verify
-from .clients import user_message
 from .generators import image_grid, load_image
 from .parsing import MAX_ANSWER_CHARS, parse_attributes
 from .templates import render

@@ -1,7 +1,8 @@
 """Parsers for the answer formats the paper's prompts ask for (appendix C.1 and D.1).
 
-Each parser returns the parsed value or raises ``ValueError`` with a short reason; :func:`clients.ask` turns
-that into a re-ask and, when the model never complies, a :class:`~.clients.MalformedAnswerError`.
+Each parser returns the parsed value or raises ``ValueError`` with a short reason;
+:func:`promptprism.llm.ask` turns that into a re-ask and, when the model never complies, a
+:class:`~promptprism.llm.MalformedAnswerError`.
 They are deliberately lenient about markdown (bold, headings, bullets ``*``, ``-``, ``•``, ``**``), quotes
 and case, and strict about structure (the section headers the prompts require).
 

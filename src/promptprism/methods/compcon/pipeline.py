@@ -34,8 +34,8 @@ import numpy as np
 from ..._progress import Stopwatch, progress_enabled, track
 from ..._validation import check_choice, check_interval, check_positive_number, check_seed
 from ...errors import OptionError, PromptPrismError
+from ...llm.conversation import ChatModel, MalformedAnswerError, ask
 from . import verify
-from .clients import ChatModel, MalformedAnswerError, ask
 from .describe import describe_attribute, description_round, sample_prompts
 from .embedding import ClipEmbedder
 from .generators import ImageSource
@@ -83,7 +83,7 @@ class EmptyAttributesError(PromptPrismError):
 class CompCon:
     """CompCon: configure here, then ``fit(model_a, model_b, prompts)`` -> :class:`CompConResult`.
 
-    llm / vlm : chat models (:class:`~.clients.ChatClient` or anything with ``chat(messages) -> str``);
+    llm / vlm : chat models (:class:`~promptprism.llm.ChatClient` or anything with ``chat(messages) -> str``);
         vlm (the discovery model) defaults to llm. embedder : CLIP (``embed_images``, ``embed_texts``), for
         images. modality : what the samples are and how they are verified (:mod:`.modality`); default
         :class:`~.modality.ImageModality` over ``embedder``; :class:`~.modality.TextModality` for LLM answers.

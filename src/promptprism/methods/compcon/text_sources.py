@@ -3,10 +3,11 @@
 * :class:`AnswerTable`: answers already generated for a prompt bank, a ``.jsonl`` / ``.csv`` / ``.parquet``
   table (read by :func:`promptprism.data.tables.read_table`) with a ``prompt`` column and an ``answer`` (or
   ``output``, as ``promptprism generate`` writes it) column, one row per answer. Cannot answer new prompts.
-* :class:`ChatAnswers`: a chat model behind any OpenAI-compatible endpoint (the CompCon
-  :class:`~.clients.ChatClient`: cache, retries), optionally with a system prompt; it answers every prompt,
-  the new ones each CompCon iteration writes included. Answer ``i`` of a prompt carries its own seed, a hash
-  of (run seed, prompt, i), so answers differ and a re-run asks the same requests (answered by the cache).
+* :class:`ChatAnswers`: a chat model behind any OpenAI-compatible endpoint (the shared
+  :class:`~promptprism.llm.ChatClient`: cache, retries), optionally with a system prompt; it answers every
+  prompt, the new ones each CompCon iteration writes included. Answer ``i`` of a prompt carries its own
+  seed, a hash of (run seed, prompt, i), so answers differ and a re-run asks the same requests (answered by
+  the cache).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from ..._validation import check_positive_number, check_seed
 from ...errors import InputError, OptionError
-from .clients import request_key
+from ...llm.client import request_key
 from .generators import PromptFiles
 
 #: the answer column, in the order looked for

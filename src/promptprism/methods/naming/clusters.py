@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..compcon.clients import ChatModel
+from ...llm.conversation import ChatModel
 from .contrast import NAMED, NamingOptions, Sample, name_contrast
 from .judges import Judge, Namer, as_namer
 from .modes import texts_of

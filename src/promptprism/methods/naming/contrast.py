@@ -23,7 +23,7 @@ import numpy as np
 
 from ..._validation import check_interval
 from ...errors import OptionError
-from ..compcon.clients import ChatModel, MalformedAnswerError
+from ...llm.conversation import ChatModel, MalformedAnswerError
 from .judges import Judge, Namer, as_namer
 from .verify import held_out_split, holm, rank_separation, separation
 

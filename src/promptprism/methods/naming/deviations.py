@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import InputError
-from ..compcon.clients import ChatModel
+from ...llm.conversation import ChatModel
 from .contrast import NamingOptions, Sample, name_contrast
 from .judges import Judge, Namer
 from .modes import mode_prompts, naming_config, repeated_name_notes, texts_of

@@ -92,8 +92,8 @@ def facet_distributions(client: LogprobModel, facet: Facet, texts: Sequence[str]
                         ) -> list[tuple[dict[str, float], float]]:
     """:func:`value_logprobs` of ``facet`` for each text (one greedy one-token request each, cached by the
     client, and in ``memo`` for this process); an answer without log-probabilities raises
-    :class:`~promptprism.methods.compcon.clients.MalformedAnswerError`."""
-    from ..compcon.clients import MalformedAnswerError
+    :class:`~promptprism.llm.MalformedAnswerError`."""
+    from ...llm.conversation import MalformedAnswerError
 
     memo = {} if memo is None else memo
     out = []

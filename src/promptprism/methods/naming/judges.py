@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..compcon.clients import ChatModel, ask
+from ...llm.conversation import ChatModel, ask
 from ..compcon.parsing import clean_item, parse_attributes
 
 #: outputs are shown to a model up to this many characters (a 100 kB answer would not fit a small context)
@@ -103,7 +103,7 @@ def propose(client: ChatModel, examples: Sequence[tuple[str, str | None, str | N
             reasks: int = 2) -> list[str]:
     """Up to ``count`` distinct candidate descriptions from the namer, asking again (with the ones it gave
     to avoid) while it gives fewer; a namer that never answers readably raises
-    :class:`~promptprism.methods.compcon.clients.MalformedAnswerError`."""
+    :class:`~promptprism.llm.MalformedAnswerError`."""
     names: list[str] = []
     for _ in range(count):
         items, _, _ = ask(client, namer_messages(examples, count, avoid=names), parse_names,

@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any
 
 from ...errors import InputError
-from ..compcon.clients import ChatModel
+from ...llm.conversation import ChatModel
 from .contrast import NAMED, ContrastName, NamingOptions, Sample, name_contrast
 from .judges import Judge, Namer, as_namer
 
