@@ -26,7 +26,14 @@ from ...data.paired import PairedSet, prompt_groups
 from ...errors import OptionError
 from ...kernels.scendi_features import ScendiKernelOptions
 from ...scale.runner import current_client
-from .bootstrap import check_bootstrap, interval_method, interval_notes, prompt_draws, prompt_intervals
+from .bootstrap import (
+    check_bootstrap,
+    hold_estimates,
+    interval_method,
+    interval_notes,
+    prompt_draws,
+    prompt_intervals,
+)
 from .calibration import interval_validity
 from .clusters import build_clusters
 from .core import EIGEN_FLOOR, MAX_STORED_EIGENVALUES, PromptRankWarning
@@ -232,12 +239,12 @@ class Scendi(ScendiKernelOptions):
         with blas_threads_for(side):
             intervals, reps, method = prompt_intervals(inputs.groups, counts, engine, spectra.table,
                                                        self.confidence, method)
-        for m, iv in intervals.items():
-            iv["contains_estimate"] = bool(iv["low"] <= reported[m] <= iv["high"])
+        intervals = hold_estimates(intervals, reported)  # never an interval that excludes its estimate
         notes.extend(interval_notes(intervals, reported))
         boot = {"replicates": int(replicates), "level": float(self.confidence), "seed": self.seed,
                 "resample": "prompts", "interval": method,
-                "validity": interval_validity(estimator, method, self.kernel, rank, inputs.distinct)}
+                "validity": interval_validity(estimator, method, self.kernel, rank, inputs.distinct,
+                                              vendi=float(reported["vendi"]), output_dim=inputs.d_i)}
         return intervals, boot, reps
 
     def _config(self, inputs: FitInputs, route: Route, estimator: str, ridge: float) -> dict:
