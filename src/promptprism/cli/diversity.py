@@ -43,7 +43,9 @@ if TYPE_CHECKING:  # (the methods are imported when the command runs)
 
 
 def _with_interval(r: ScendiResult, key: str, fmt: str) -> str:
-    text = format_estimate(getattr(r, key), r.intervals.get(key), fmt)
+    validity = r.bootstrap.get("validity") or {}
+    text = format_estimate(getattr(r, key), r.intervals.get(key), fmt,
+                           calibrated=key not in (validity.get("not_calibrated") or []))
     if key in r.clipped:  # clipped to its range: marked after the number
         first, sep, rest = text.partition(" ")
         text = f"{first}!{sep}{rest}"

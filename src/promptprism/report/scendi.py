@@ -83,7 +83,10 @@ def _interval(m: Any, key: str) -> tuple[float, float] | None:
 def with_interval(m: Any, key: str, *, percent: bool = False) -> str:
     """``m.key`` formatted, followed by its bootstrap interval ``[low, high]`` when the result has one."""
     show = (lambda v: fnum(v, ".1%")) if percent else fmt
-    return format_estimate(getattr(m, key, None), _interval(m, key), show)
+    boot = getattr(m, "bootstrap", None)
+    validity = boot.get("validity") if isinstance(boot, dict) else None
+    flagged = (validity.get("not_calibrated") or []) if isinstance(validity, dict) else []
+    return format_estimate(getattr(m, key, None), _interval(m, key), show, calibrated=key not in flagged)
 
 
 def _validity(models: list[Any]) -> str:

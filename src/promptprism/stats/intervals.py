@@ -62,10 +62,11 @@ class Interval:
 
 
 def format_estimate(value: float | None, interval: Any = None, spec: str | Callable[[float], str] = ".3g",
-                    *, missing: str = "–", sep: str = " ") -> str:
+                    *, missing: str = "–", sep: str = " ", calibrated: bool = True) -> str:
     """``value [low, high]`` with ``spec`` (a format spec or a function), ``missing`` for no value, ``sep``
     between the value and what follows it; a degenerate interval or one that excludes the estimate is not
-    printed as one, and the text says so."""
+    printed as one, and the text says so; nor is one whose method did not reach its nominal coverage where
+    it was used (``calibrated`` False): ``value (range [low, high], not a calibrated interval)``."""
     show = spec if callable(spec) else (lambda v: format(v, spec))
     try:
         number = float(value)  # type: ignore[arg-type]
@@ -82,4 +83,6 @@ def format_estimate(value: float | None, interval: Any = None, spec: str | Calla
     if not iv.contains(number):
         return (f"{text}{sep}(its interval [{show(iv.low)}, {show(iv.high)}] excludes it: not a confidence "
                 "interval)")
+    if not calibrated:
+        return f"{text}{sep}(range [{show(iv.low)}, {show(iv.high)}], not a calibrated interval)"
     return f"{text}{sep}[{show(iv.low)}, {show(iv.high)}]"

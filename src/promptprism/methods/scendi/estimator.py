@@ -29,6 +29,7 @@ from ...scale.runner import current_client
 from .bootstrap import (
     check_bootstrap,
     check_bootstrap_memory,
+    hold_estimates,
     interval_method,
     interval_notes,
     prompt_draws,
@@ -239,12 +240,12 @@ class Scendi(ScendiKernelOptions):
         with blas_threads_for(side):
             intervals, reps, method = prompt_intervals(inputs.groups, counts, engine, spectra.table,
                                                        self.confidence, method)
-        for m, iv in intervals.items():
-            iv["contains_estimate"] = bool(iv["low"] <= reported[m] <= iv["high"])
+        intervals = hold_estimates(intervals, reported)  # never an interval that excludes its estimate
         notes.extend(interval_notes(intervals, reported))
         boot = {"replicates": int(replicates), "level": float(self.confidence), "seed": self.seed,
                 "resample": "prompts", "interval": method,
-                "validity": interval_validity(estimator, method, self.kernel, rank, inputs.distinct)}
+                "validity": interval_validity(estimator, method, self.kernel, rank, inputs.distinct,
+                                              vendi=float(reported["vendi"]), output_dim=inputs.d_i)}
         return intervals, boot, reps
 
     def _config(self, inputs: FitInputs, route: Route, estimator: str, ridge: float) -> dict:
