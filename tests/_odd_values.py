@@ -107,6 +107,10 @@ def base_argv(env: Env, command: str, flag: str) -> list | None:
                 "--iterations", "1", *quick, *context]
     if command == "compcon-eval":
         return ["compcon-eval", env.preds, "--out", env.fresh(), *_chat(env), *quick]
+    if command == "quality":
+        split, real = env.quality_case
+        return ["quality", split, "--real", real, "--out", env.fresh(), "--permutations", "99", "--bootstrap",
+                "50", *quick]
     if command == "report":
         return ["report", env.split_dir, "--out", env.fresh(".html")]
     if command == "demo":

@@ -65,6 +65,24 @@ class Env:
         return out
 
     @functools.cached_property
+    def quality_case(self) -> tuple[Path, Path]:
+        """A split result with significant modes and real data on its prompts (quality), made on first use."""
+        from promptprism.datasets import colored_digits
+        from test_quality_verdicts import _correct
+
+        paths = {}
+        for name, s in (("qt", colored_digits(per_prompt=10, seed=0).test), ("qr", _correct(7, 10)),
+                        ("qreal", _correct(5, 10))):
+            paths[name] = self.root / f"{name}.npz"
+            np.savez(paths[name], prompt_embeddings=s.prompt_embeddings, output_embeddings=s.output_embeddings,
+                     prompts=np.array(s.prompts))
+        out = self.root / "quality_split"
+        code, _, err = run_cli("split", paths["qt"], paths["qr"], "--out", out, "--permutations", "50", "-q",
+                               "--no-report")
+        assert code == 0, err
+        return out, paths["qreal"]
+
+    @functools.cached_property
     def bank_split(self) -> Path:
         """A PromptSplit result over the CompCon bank's prompts (compcon --from-split)."""
         from compcon_fakes import BANK_PROMPTS
