@@ -74,8 +74,8 @@ class Env:
         for name, s in (("qt", colored_digits(per_prompt=10, seed=0).test), ("qr", _correct(7, 10)),
                         ("qreal", _correct(5, 10))):
             paths[name] = self.root / f"{name}.npz"
-            np.savez(paths[name], prompt_embeddings=s.prompt_embeddings, output_embeddings=s.output_embeddings,
-                     prompts=np.array(s.prompts))
+            np.savez(paths[name], prompt_embeddings=s.prompt_embeddings,
+                     output_embeddings=s.output_embeddings, prompts=np.array(s.prompts))
         out = self.root / "quality_split"
         code, _, err = run_cli("split", paths["qt"], paths["qr"], "--out", out, "--permutations", "50", "-q",
                                "--no-report")
