@@ -38,11 +38,14 @@ demo-llm: $(VENV)/.test
 demo-generator: $(VENV)/.test
 	$(VENV)/bin/promptprism demo --generator --out results/generator-demo
 
+# two test processes (pytest-xdist), one BLAS thread each: the 2-core machine's cores both busy, never
+# oversubscribed (XDIST= runs the suite in one process)
+XDIST ?= -n 2
 test: $(VENV)/.test
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.test
-	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q -m "not slow" $(XDIST) $(PYTEST_ARGS)
 
 bench: $(VENV)/.test
 	$(PY) benchmarks/promptsplit.py
