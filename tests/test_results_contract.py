@@ -330,3 +330,16 @@ def test_report_dir_draws_the_stored_map_and_computes_nothing(tmp_path, digits, 
     code, _, err = run_cli("report", tmp_path / "s")
     assert code == 0, err
     assert "t-SNE map of the samples coloured by mode" in (tmp_path / "s" / "report.html").read_text()
+
+
+def test_split_names_its_two_sets(tmp_path, digits):
+    t, r = _save(tmp_path / "t.npz", digits.test), _save(tmp_path / "r.npz", digits.reference)
+    for args, out in (((t, r, "--names", "base,tuned"), "n1"), ((f"base={t}", f"tuned={r}"), "n2")):
+        code, _, err = run_cli("split", *args, "--out", tmp_path / out, "--quiet", "--permutations", "0",
+                               "--no-report")
+        assert code == 0, err
+        config = json.loads((tmp_path / out / "result.json").read_text())["config"]
+        assert (config["test"], config["reference"]) == ("base", "tuned")
+    code, _, err = run_cli("split", t, r, "--names", "only-one", "--out", tmp_path / "bad")
+    _one_line_exit_2(code, err)
+    assert "--names" in err

@@ -17,7 +17,20 @@ from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console
 from ._bandwidth import SIGMA_OR_STABLE, bandwidth_option
-from ._options import CHUNK_SIZE, FEATURES, PARTITION_ROWS, SEED, TOP_K, Choice, Integer, Number, typed
+from ._options import (
+    CHUNK_SIZE,
+    FEATURES,
+    NAMES,
+    PARTITION_ROWS,
+    SEED,
+    TOP_K,
+    Choice,
+    Integer,
+    Number,
+    set_names,
+    split_named,
+    typed,
+)
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 
@@ -102,6 +115,16 @@ PRECISION = typed("auto", Choice(PRECISIONS), "--precision",
                        "result.json.")
 
 
+def _named(result: Any, names: list[str] | None) -> Any:
+    """With ``--names TEST,REF`` (or ``NAME=PATH`` arguments): the two sets' names in ``config`` (``test``,
+    ``reference``: what the report, the tables and describe call them)."""
+    if names is None:
+        return result
+    import dataclasses
+
+    return dataclasses.replace(result, config={**result.config, "test": names[0], "reference": names[1]})
+
+
 def permutation_count(value: int | str) -> int | None:
     """``--permutations``: 'auto' leaves the count to the method (None)."""
     return None if value == "auto" else value
@@ -113,6 +136,7 @@ def split(
     reference: Path = typer.Argument(..., help="Reference set, any of the same kinds (embedded with the same "
                                                "models as TEST)."),
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
+    names: str = NAMES,
     kernel: str = KERNEL, method: str = METHOD, eta: float = ETA,
     sigma_prompt: Bandwidth = SIGMA_PROMPT, sigma_output: Bandwidth = SIGMA_OUTPUT,
     features: int = FEATURES,
@@ -143,6 +167,8 @@ def split(
     """
     from ..methods.promptsplit import PromptSplit
 
+    (test, reference), given = split_named([test, reference])
+    pair_names = set_names([test, reference], ",".join(given) if given else names) if given or names else None
     estimator = PromptSplit(
         kernel=kernel, method=method, eta=eta, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
         n_features=features, n_modes=modes, seed=seed, chunk_size=chunk_size, top_k=top_k,
@@ -156,6 +182,7 @@ def split(
         test_set = inp.load_cli_input(test, name="test", client=client, **enc)
         reference_set = inp.load_cli_input(reference, name="reference", client=client, **enc)
         result = estimator.fit(test_set, reference_set)
+    result = _named(result, pair_names)
     if not no_report:  # the report's map, computed once and kept in result.json
         from ..methods.promptsplit.layout import with_layout
 
