@@ -22,7 +22,7 @@ from .breakdown import PromptGroups, prompt_breakdown
 from .calibration import interval_validity
 from .frechet import frechet_distance
 from .intervals import FD_BOOTSTRAP_MAX_DIM, bootstrap_means, frechet_bootstrap
-from .kid import kernel_inception_distance, kernel_mmd2, mmd2_interval
+from .kid import kid_and_mmd2, mmd2_interval
 from .options import ALIGNMENT_CHOICES
 from .prdc import neighbour_indicators
 from .result import MetricsResult, SetMetrics
@@ -54,7 +54,10 @@ class ReferenceMetrics:
     ``mmd_sigma`` (a number or 'median', '0.5*median': resolved on the reference): MMD's kernel.
     ``bootstrap``: replicates for the intervals (0: off). ``min_group_size``: generated samples a prompt
     needs to be broken down. ``alignment``: 'auto' (CLIPScore when prompts and outputs share a dimension),
-    'on' (refuse when they do not), 'off'. ``distance_precision``: the k-NN distances' dtype.
+    'on' (refuse when they do not), 'off'. ``distance_precision``: the k-NN distances' precision ('float64':
+    float32 products with every undecided pair re-checked in float64, exact; 'float32': the float32 values
+    decide). Generated sets given as arrays (output embeddings only) get every metric but CLIPScore and the
+    per-prompt rows.
     """
 
     def __init__(self, *, nearest_k: int = 5, subsets: int = 100, subset_size: int = 1000,
@@ -175,11 +178,12 @@ class ReferenceMetrics:
         fd = self._fd(x, r, notes)
         groups = self._groups(data, ref)
         labels = (None, None) if groups is None else (groups.generated, groups.reference)
-        kid, kid_parts = kernel_inception_distance(x, r, n_subsets=self.subsets, subset_size=self.subset_size,
-                                                   seed=self.seed, groups=labels)
-        mmd, mmd_parts = kernel_mmd2(x, r, kernel=self.mmd_kernel, sigma=sigma, n_subsets=self.subsets,
-                                     subset_size=self.subset_size, seed=self.seed, groups=labels)
+        (kid, kid_parts), (mmd, mmd_parts) = kid_and_mmd2(
+            x, r, kernel=self.mmd_kernel, sigma=sigma, n_subsets=self.subsets, subset_size=self.subset_size,
+            seed=self.seed, groups=labels)
         align = self._alignment(data, space, trunc, notes)
+        if not isinstance(data, PairedSet):
+            notes.append("output embeddings only (no prompt embeddings): no CLIPScore and no per-prompt rows")
         intervals = {"kid": mmd2_interval(kid, kid_parts, (x.shape[0], r.shape[0]), self.confidence),
                      "mmd2": mmd2_interval(mmd, mmd_parts, (x.shape[0], r.shape[0]), self.confidence),
                      **self._intervals(x, r, ind, align, groups, fd, notes)}
