@@ -103,3 +103,40 @@ def test_clip_truncated_prompts_are_counted(tmp_path):
     assert m.truncation == {"prompts": 18, "truncated": 6, "context_length": 64}
     assert "6 of 18 prompts longer than the text encoder's 64 tokens were truncated" in stdout
     assert m.precision == 1.0 and m.coverage == 1.0  # the reference is the set itself
+
+
+def test_metrics_accepts_output_embeddings_alone(sets, tmp_path):
+    a, _, real = sets
+    rng = np.random.default_rng(5)
+    outputs_only = tmp_path / "outputs.npz"
+    np.savez(outputs_only, output_embeddings=np.load(a)["output_embeddings"])
+    ref_outputs = tmp_path / "ref_outputs.npz"
+    np.savez(ref_outputs, output_embeddings=rng.normal(size=(60, 8)))
+    out = tmp_path / "only"
+    code, stdout, err = run_cli("metrics", outputs_only, a, "--reference", ref_outputs, "--out", out,
+                                "--subset-size", "30", "--subsets", "3", "--bootstrap", "0")
+    assert code == 0, err
+    only, paired = load_result(out).models
+    assert only.name == "outputs" and only.clip_score is None and not only.per_prompt
+    assert any("output embeddings only" in n for n in only.notes)
+    assert paired.per_prompt  # the paired set keeps its prompts (CLIPScore: only for a declared joint space)
+    # the same rows give the same numbers, with or without prompt embeddings beside them
+    for key in ("precision", "recall", "density", "coverage", "fd", "kid", "mmd2"):
+        assert getattr(only, key) == getattr(paired, key), key
+    code, _, err = run_cli("metrics", outputs_only, "--reference", real, "--out", tmp_path / "on",
+                           "--alignment", "on")
+    assert code == 2 and "needs prompt embeddings" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_outputs_only_is_read_from_npz_and_npy_folders_only(sets, tmp_path):
+    from promptprism.data.loaders import load_output_embeddings
+
+    a, _, _ = sets
+    folder = tmp_path / "outputs"
+    folder.mkdir()
+    np.save(folder / "output_embeddings.npy", np.arange(12.0).reshape(4, 3))
+    assert np.array_equal(np.asarray(load_output_embeddings(folder)), np.arange(12.0).reshape(4, 3))
+    assert load_output_embeddings(a) is None  # a paired set stays a paired set
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text('{"prompt": "p", "output": "o"}\n', encoding="utf-8")
+    assert load_output_embeddings(manifest) is None

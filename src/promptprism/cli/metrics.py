@@ -159,33 +159,51 @@ def sources_of(result: MetricsResult, inputs: list[Path], reference: Path) -> di
     return {**dict(zip(names, inputs, strict=True)), result.reference: reference}
 
 
+def _read_set(path: Path, name: str, quiet: bool, encoding: dict) -> Any:
+    """A loaded input, or (name, output embeddings) for an outputs-only ``.npz`` / ``.npy`` folder: none of
+    the reference-set metrics but CLIPScore and the per-prompt rows needs prompts."""
+    from ..data.loaders import load_output_embeddings
+
+    outputs = load_output_embeddings(path)
+    if outputs is None:
+        return inp.read_cli_input(path, name=name, quiet=quiet, **encoding)
+    from .._validation import check_matrix
+
+    return name, check_matrix(outputs, "output_embeddings", source=str(path))
+
+
 def compute_metrics(inputs: list[Path], reference: Path, estimator: ReferenceMetrics, *, quiet: bool,
                     names: str | list[str] | None = None, **encoding: Any) -> tuple[MetricsResult, dict]:
     """Read the generated sets and the reference (every input first), then compare; also what the report
     needs to show the inputs. ``names``: the generated sets' names (``--names``, or already resolved), the
     reference named by its file, told apart from them. ``encoding``: the shared encoder options of
-    :func:`inp.read_cli_input`."""
+    :func:`inp.read_cli_input`. An ``.npz`` file (or ``.npy`` folder) with ``output_embeddings`` and no
+    ``prompt_embeddings`` is read as outputs only."""
     inputs, gen_names = (inputs, list(names)) if isinstance(names, list) else resolve_sets(inputs, names)
     names = [*gen_names, *unique_names([reference], taken=gen_names)]
-    loaded = [inp.read_cli_input(p, name=n, quiet=quiet, **encoding)
-              for p, n in zip([*inputs, reference], names, strict=True)]
+    loaded = [_read_set(p, n, quiet, encoding) for p, n in zip([*inputs, reference], names, strict=True)]
     *gen, ref = loaded
+    paired = [g for g in gen if not isinstance(g, tuple)]
     truncation = {}
-    for item in gen:
+    for item in paired:
         t = prompt_truncation(item, text_model=encoding["text_model"], clip_model=encoding["clip_model"],
                               device=encoding["device"], batch_size=encoding["batch_size"])
         if t is not None:
             truncation[item.paired.name] = t
-    spaces = {g.paired.name: s for g in gen if (s := _spaces(g)) is not None}
-    result = estimator.compare([g.paired for g in gen], ref.paired, names=[g.paired.name for g in gen],
-                               reference_name=ref.paired.name, spaces=spaces, truncation=truncation,
-                               joint=[g.paired.name for g in gen if g.joint_space])
+    spaces = {g.paired.name: s for g in paired if (s := _spaces(g)) is not None}
+
+    def data(item: Any) -> tuple[str, Any]:
+        return item if isinstance(item, tuple) else (item.paired.name, item.paired)
+
+    result = estimator.compare([data(g)[1] for g in gen], data(ref)[1], names=[data(g)[0] for g in gen],
+                               reference_name=data(ref)[0], spaces=spaces, truncation=truncation,
+                               joint=[g.paired.name for g in paired if g.joint_space])
     import dataclasses
 
     # which features FD and the k-NN metrics ran on (None: embeddings given), for the report's wording
-    encoder = ref.encoders.get("output")
+    encoder = None if isinstance(ref, tuple) else ref.encoders.get("output")
     result = dataclasses.replace(result, config={**result.config, "output_encoder": encoder})
-    return result, {g.paired.name: g.paired for g in gen}
+    return result, {g.paired.name: g.paired for g in paired}
 
 
 __all__ = ["compute_metrics", "metrics", "print_metrics"]

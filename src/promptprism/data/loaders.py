@@ -82,6 +82,24 @@ def _natural(name: str) -> list:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
+def load_output_embeddings(path: str | os.PathLike) -> np.ndarray | None:
+    """The ``output_embeddings`` of an ``.npz`` file or a folder of ``.npy`` arrays that holds no
+    ``prompt_embeddings`` (an outputs-only set: the reference-set metrics need no prompts); None for any
+    other input (a paired set, a manifest, images)."""
+    path = Path(path)
+    if path.is_dir():
+        if not any((path / f"{k}.npy").exists() or any(path.glob(f"{k}-*.npy")) for k in REQUIRED):
+            return None
+        arrays = _read_npy_dir(path)
+    elif path.suffix.lower() == ".npz" and path.is_file():
+        arrays = _read_npz(path)
+    else:
+        return None
+    if "prompt_embeddings" in arrays or "output_embeddings" not in arrays:
+        return None
+    return arrays["output_embeddings"]
+
+
 def load_paired(path: str | os.PathLike, name: str | None = None) -> PairedSet:
     """Read a paired set from ``path``.
 

@@ -22,7 +22,7 @@ from .breakdown import PromptGroups, prompt_breakdown
 from .calibration import interval_validity
 from .frechet import frechet_distance
 from .intervals import FD_BOOTSTRAP_MAX_DIM, bootstrap_means, frechet_bootstrap
-from .kid import kernel_inception_distance, kernel_mmd2, mmd2_interval
+from .kid import kid_and_mmd2, mmd2_interval
 from .options import ALIGNMENT_CHOICES
 from .prdc import neighbour_indicators
 from .result import MetricsResult, SetMetrics
@@ -63,6 +63,8 @@ class ReferenceMetrics:
     caller asserts a joint space: CLIPScore for every set whose dimensions agree, with a note saying so;
     refused when they differ or the encoders are known to differ), 'off'. ``distance_precision``: the k-NN
     distances' dtype.
+    Generated sets given as arrays (output embeddings only) get every metric but CLIPScore and the
+    per-prompt rows.
     """
 
     def __init__(self, *, nearest_k: int = 5, subsets: int = 100, subset_size: int = 1000,
@@ -203,11 +205,12 @@ class ReferenceMetrics:
         fd = self._fd(x, r, notes)
         groups = self._groups(data, ref)
         labels = (None, None) if groups is None else (groups.generated, groups.reference)
-        kid, kid_parts = kernel_inception_distance(x, r, n_subsets=self.subsets, subset_size=self.subset_size,
-                                                   seed=self.seed, groups=labels)
-        mmd, mmd_parts = kernel_mmd2(x, r, kernel=self.mmd_kernel, sigma=sigma, n_subsets=self.subsets,
-                                     subset_size=self.subset_size, seed=self.seed, groups=labels)
+        (kid, kid_parts), (mmd, mmd_parts) = kid_and_mmd2(
+            x, r, kernel=self.mmd_kernel, sigma=sigma, n_subsets=self.subsets, subset_size=self.subset_size,
+            seed=self.seed, groups=labels)
         align = self._alignment(data, space, trunc, notes, declared)
+        if not isinstance(data, PairedSet):
+            notes.append("output embeddings only (no prompt embeddings): no CLIPScore and no per-prompt rows")
         intervals = {"kid": mmd2_interval(kid, kid_parts, (x.shape[0], r.shape[0]), self.confidence),
                      "mmd2": mmd2_interval(mmd, mmd_parts, (x.shape[0], r.shape[0]), self.confidence),
                      **self._intervals(x, r, ind, align, groups, fd, notes)}

@@ -4,10 +4,11 @@ Heusel et al. 2017 (eq. 6), the Fréchet (2-Wasserstein) distance between N(mu1,
 
     d^2 = |mu1 - mu2|^2 + tr(S1) + tr(S2) - 2 tr (S1^{1/2} S2 S1^{1/2})^{1/2}
 
-The cross term is computed on symmetric matrices only (two ``eigh`` calls, eigenvalues clipped at 0), in
-float64 whatever the input dtype: ``tr (S1 S2)^{1/2}`` equals ``tr (S1^{1/2} S2 S1^{1/2})^{1/2}`` (the two
-products are similar), and the symmetric form never produces the complex square roots that
-``scipy.linalg.sqrtm(S1 @ S2)`` returns for near-singular products.
+The cross term is computed on symmetric matrices only (a Cholesky factor of S1 and the eigenvalues of
+L^T S2 L, eigenvalues clipped at 0; S1's eigendecomposition when S1 is singular), in float64 whatever the
+input dtype: ``tr (S1 S2)^{1/2}`` equals ``tr (S1^{1/2} S2 S1^{1/2})^{1/2}`` (the products are similar), and
+the symmetric form never produces the complex square roots that ``scipy.linalg.sqrtm(S1 @ S2)`` returns for
+near-singular products.
 """
 
 from __future__ import annotations
@@ -50,11 +51,21 @@ def _psd_sqrt(s: np.ndarray) -> np.ndarray:
 
 
 def trace_sqrt_product(sigma1: Any, sigma2: Any) -> float:
-    """``tr (S1^{1/2} S2 S1^{1/2})^{1/2}``, the cross term of Heusel et al. 2017 eq. 6, by eigenvalues."""
+    """``tr (S1^{1/2} S2 S1^{1/2})^{1/2}``, the cross term of Heusel et al. 2017 eq. 6, by eigenvalues.
+
+    The eigenvalues are those of the symmetric L^T S2 L with S1 = L L^T (Cholesky; L^T S2 L = L^-1 (S1 S2) L
+    is similar to S1 S2, as S1^{1/2} S2 S1^{1/2} is): eigenvalues only, no eigenvectors. When S1 is singular
+    (fewer samples than dimensions) and Cholesky stops, S1^{1/2} from its eigendecomposition instead.
+    """
     s1 = np.asarray(sigma1, dtype=np.float64)
     s2 = np.asarray(sigma2, dtype=np.float64)
-    root1 = _psd_sqrt((s1 + s1.T) / 2)
-    middle = root1 @ ((s2 + s2.T) / 2) @ root1
+    s1, s2 = (s1 + s1.T) / 2, (s2 + s2.T) / 2
+    try:
+        factor = np.linalg.cholesky(s1)
+        middle = factor.T @ s2 @ factor
+    except np.linalg.LinAlgError:
+        root1 = _psd_sqrt(s1)
+        middle = root1 @ s2 @ root1
     eig = np.linalg.eigvalsh((middle + middle.T) / 2)
     return float(np.sqrt(np.clip(eig, 0.0, None)).sum())
 

@@ -3,7 +3,9 @@
 KID is the unbiased squared MMD (Gretton et al. 2012, eq. 3, the U-statistic MMD^2_u) under the cubic
 polynomial kernel k(a, b) = (<a, b> / d + 1)^3, averaged over random subsets of both sets (Binkowski et
 al. 2018, sec. 3 and app. D; clean-fid's ``kernel_distance`` and torchmetrics' KID: 100 subsets of 1000).
-The per-subset MMD^2_u is the regions method's :func:`~promptprism.methods.regions.two_sample.mmd2`.
+The per-subset MMD^2_u is the regions method's :func:`~promptprism.methods.regions.two_sample.mmd2` for a
+Gram callable (:func:`subset_mmd2`); KID and promptprism's kernels compute the same equation from kernel
+sums, every kernel from one Gram matrix per subset pair (:mod:`.kernel_sums`), the pairs on threads.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError, OptionError
-from ...kernels import kernel_gram, polynomial_gram
+from ...kernels.gram import check_kernel
 from ..regions.two_sample import mmd2
+from .kernel_sums import KernelSums, SubsetKernel, kernel_sums, mmd2_from_sums
+from .parallel import map_threads
 
 Gram = Callable[[np.ndarray, np.ndarray | None], np.ndarray]
 #: the largest value KID's polynomial kernel may reach: the squares of its values, summed over a subset's
@@ -39,12 +43,31 @@ def check_kid_scale(x: Any, y: Any, *, degree: int, gamma: float, coef: float) -
                          "embeddings (KID is not scale-invariant; e.g. L2-normalise them)")
 
 
+#: subset pairs of at least this many coordinates (subset_size x d) run on threads; smaller ones in turn
+PARALLEL_ENTRIES = 2**16
+
+
 def subset_indices(n: int, m: int, size: int, n_subsets: int, seed: int
                    ) -> list[tuple[np.ndarray, np.ndarray]]:
     """``n_subsets`` pairs of row indices, ``size`` rows of each set drawn without replacement (seeded)."""
     rng = np.random.default_rng(seed)
     return [(np.sort(rng.choice(n, size, replace=False)), np.sort(rng.choice(m, size, replace=False)))
             for _ in range(n_subsets)]
+
+
+def projection_variances_from_sums(sums: KernelSums, gx: np.ndarray | None = None,
+                                   gy: np.ndarray | None = None) -> tuple[float, float]:
+    """(v_x, v_y) of :func:`projection_variances` from the kernel sums of :mod:`.kernel_sums`."""
+    def one(rows_self: np.ndarray, diag: np.ndarray, cross: np.ndarray, other: int,
+            groups: np.ndarray | None) -> float:
+        rows = rows_self.size
+        h = (rows_self - diag) / (rows - 1) - cross / other
+        h = h - h.mean()
+        sums_ = h if groups is None else np.bincount(np.unique(groups, return_inverse=True)[1], h)
+        return float(np.sum(sums_**2) / rows**2)
+
+    return (one(sums.rows_aa, sums.diag_aa, sums.rows_ab, sums.rows_bb.size, gx),
+            one(sums.rows_bb, sums.diag_bb, sums.cols_ab, sums.rows_aa.size, gy))
 
 
 def projection_variances(k_xy: np.ndarray, k_xx: np.ndarray, k_yy: np.ndarray, gx: np.ndarray | None = None,
@@ -54,14 +77,9 @@ def projection_variances(k_xy: np.ndarray, k_xx: np.ndarray, k_yy: np.ndarray, g
     mean_{i != j} K_yy[i, j] - mean_i K_xy[i, j]: v = sum_g (sum_{i in g} (h(i) - mean h))^2 / rows^2 over
     the clusters g (``gx``, ``gy``: labels; None: each row its own). Var(MMD^2_u) ~ 4 v_x + 4 v_y (the
     two-sample U-statistic's delta method, Serfling 1980, sec. 5.5, for a kernel of degree (2, 2))."""
-    def one(k_self: np.ndarray, k_cross: np.ndarray, groups: np.ndarray | None) -> float:
-        rows = k_self.shape[0]
-        h = (k_self.sum(axis=1) - np.diag(k_self)) / (rows - 1) - k_cross.mean(axis=1)
-        h = h - h.mean()
-        sums = h if groups is None else np.bincount(np.unique(groups, return_inverse=True)[1], h)
-        return float(np.sum(sums**2) / rows**2)
-
-    return one(k_xx, k_xy, gx), one(k_yy, k_xy.T, gy)
+    sums = KernelSums(k_xx.sum(axis=1), np.diag(k_xx).copy(), k_yy.sum(axis=1), np.diag(k_yy).copy(),
+                      k_xy.sum(axis=1), k_xy.sum(axis=0))
+    return projection_variances_from_sums(sums, gx, gy)
 
 
 def mmd2_interval(values: np.ndarray, parts: np.ndarray, sizes: tuple[int, int], level: float) -> dict:
@@ -82,6 +100,16 @@ def mmd2_interval(values: np.ndarray, parts: np.ndarray, sizes: tuple[int, int],
     return {"low": centre - half, "high": centre + half}
 
 
+def _check_subsets(n: int, m: int, subset_size: int, n_subsets: int) -> int:
+    """The number of subsets to draw (1 when every subset would be the whole of both sets)."""
+    if subset_size < 2:
+        raise OptionError(f"subset_size must be >= 2 (MMD^2_u leaves the diagonal out), got {subset_size}")
+    if subset_size > min(n, m):
+        raise InputError(f"subset_size {subset_size} exceeds the smaller set ({min(n, m)} rows); "
+                         "pass a smaller subset_size")
+    return 1 if subset_size == n == m else n_subsets
+
+
 def subset_mmd2(x: Any, y: Any, gram: Gram, *, n_subsets: int, subset_size: int, seed: int,
                 groups: tuple | None = None) -> np.ndarray:
     """MMD^2_u (Gretton et al. 2012, eq. 3) of ``gram`` on each of ``n_subsets`` random subset pairs.
@@ -92,13 +120,7 @@ def subset_mmd2(x: Any, y: Any, gram: Gram, *, n_subsets: int, subset_size: int,
     each subset's :func:`projection_variances` too, scaled to the full sets (:func:`mmd2_interval`).
     """
     n, m = int(x.shape[0]), int(y.shape[0])
-    if subset_size == n == m:
-        n_subsets = 1  # every subset would be the whole of both sets
-    if subset_size < 2:
-        raise OptionError(f"subset_size must be >= 2 (MMD^2_u leaves the diagonal out), got {subset_size}")
-    if subset_size > min(n, m):
-        raise InputError(f"subset_size {subset_size} exceeds the smaller set ({min(n, m)} rows); "
-                         "pass a smaller subset_size")
+    n_subsets = _check_subsets(n, m, subset_size, n_subsets)
     values, parts = np.empty(n_subsets), np.empty((n_subsets, 2))
     for s, (i, j) in enumerate(subset_indices(n, m, subset_size, n_subsets, seed)):
         a = np.asarray(x[i], dtype=np.float64)
@@ -113,6 +135,36 @@ def subset_mmd2(x: Any, y: Any, gram: Gram, *, n_subsets: int, subset_size: int,
     return values if groups is None else (values, parts)
 
 
+def subset_kernel_mmd2(x: Any, y: Any, kernels: list[SubsetKernel], *, n_subsets: int, subset_size: int,
+                       seed: int, groups: tuple | None = None) -> list:
+    """MMD^2_u of each kernel on each of ``n_subsets`` random subset pairs (the same pairs for every
+    kernel), one float64 Gram matrix per pair for all of them (:func:`.kernel_sums.kernel_sums`).
+
+    As :func:`subset_mmd2` (same subsets, same values), one entry per kernel: the values, or with
+    ``groups`` (values, parts).
+    """
+    n, m = int(x.shape[0]), int(y.shape[0])
+    n_subsets = _check_subsets(n, m, subset_size, n_subsets)
+
+    def one_pair(pair: tuple[np.ndarray, np.ndarray]) -> list[tuple[float, tuple[float, float]]]:
+        i, j = pair
+        sums = kernel_sums(np.asarray(x[i], dtype=np.float64), np.asarray(y[j], dtype=np.float64), kernels)
+        labels = None if groups is None else [None if g is None else np.asarray(g)[rows]
+                                              for g, rows in zip(groups, (i, j), strict=True)]
+        out = []
+        for one in sums:
+            vx, vy = (0.0, 0.0) if labels is None else projection_variances_from_sums(one, *labels)
+            out.append((mmd2_from_sums(one), (vx * subset_size / n, vy * subset_size / m)))
+        return out
+
+    # one BLAS thread per product, in turn as on threads: the same sums whatever the number of workers
+    done = map_threads(one_pair, subset_indices(n, m, subset_size, n_subsets, seed),
+                       parallel=subset_size * x.shape[1] >= PARALLEL_ENTRIES)
+    values = [np.array([pair[q][0] for pair in done]) for q in range(len(kernels))]
+    parts = [np.array([pair[q][1] for pair in done]).reshape(-1, 2) for q in range(len(kernels))]
+    return values if groups is None else list(zip(values, parts, strict=True))
+
+
 def kernel_inception_distance(x: Any, y: Any, *, n_subsets: int = 100, subset_size: int = 1000,
                               seed: int = 0, degree: int = 3, gamma: float | None = None,
                               coef: float = 1.0, groups: tuple | None = None) -> np.ndarray:
@@ -122,16 +174,20 @@ def kernel_inception_distance(x: Any, y: Any, *, n_subsets: int = 100, subset_si
     ``subset_size`` is capped at the smaller set's size, as clean-fid does. ``groups``: as
     :func:`subset_mmd2` (then (values, variance parts)).
     """
-    if x.shape[1] != y.shape[1]:
-        raise InputError(f"the two feature sets have {x.shape[1]} and {y.shape[1]} dimensions; "
-                         "they must come from the same encoder")
+    check_same_dim(x, y)
     size = min(int(subset_size), int(x.shape[0]), int(y.shape[0]))
     check_kid_scale(x, y, degree=degree, gamma=1.0 / x.shape[1] if gamma is None else gamma, coef=coef)
+    kernel = SubsetKernel("polynomial", degree=degree, gamma=gamma, coef=coef)
+    return subset_kernel_mmd2(x, y, [kernel], n_subsets=n_subsets, subset_size=size, seed=seed,
+                              groups=groups)[0]
 
-    def gram(a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-        return polynomial_gram(a, b, degree=degree, gamma=gamma, coef=coef)
 
-    return subset_mmd2(x, y, gram, n_subsets=n_subsets, subset_size=size, seed=seed, groups=groups)
+def mmd_kernel(kernel: str, sigma: float | None) -> SubsetKernel:
+    """The :class:`SubsetKernel` of one of promptprism's normalised kernels (``cosine``, or ``gaussian`` with
+    bandwidth ``sigma``: the kernels of :func:`~promptprism.kernels.kernel_gram`)."""
+    if check_kernel(kernel) == "gaussian" and sigma is None:
+        raise OptionError("the gaussian kernel needs a bandwidth sigma")
+    return SubsetKernel(kernel, sigma=sigma if kernel == "gaussian" else None)
 
 
 def kernel_mmd2(x: Any, y: Any, *, kernel: str, sigma: float | None = None, n_subsets: int = 100,
@@ -139,8 +195,24 @@ def kernel_mmd2(x: Any, y: Any, *, kernel: str, sigma: float | None = None, n_su
     """Per-subset MMD^2_u (Gretton et al. 2012, eq. 3) under one of promptprism's normalised kernels
     (``cosine``, or ``gaussian`` with bandwidth ``sigma``: :func:`~promptprism.kernels.kernel_gram`)."""
     size = min(int(subset_size), int(x.shape[0]), int(y.shape[0]))
+    return subset_kernel_mmd2(x, y, [mmd_kernel(kernel, sigma)], n_subsets=n_subsets, subset_size=size,
+                              seed=seed, groups=groups)[0]
 
-    def gram(a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-        return kernel_gram(kernel, a, b, sigma=sigma)
 
-    return subset_mmd2(x, y, gram, n_subsets=n_subsets, subset_size=size, seed=seed, groups=groups)
+def kid_and_mmd2(x: Any, y: Any, *, kernel: str, sigma: float | None = None, n_subsets: int = 100,
+                 subset_size: int = 1000, seed: int = 0, groups: tuple | None = None) -> tuple:
+    """(:func:`kernel_inception_distance`, :func:`kernel_mmd2`) with their defaults, on the same subsets
+    from one Gram matrix per subset pair: MMD costs KID's elementwise work, no second product."""
+    check_same_dim(x, y)
+    size = min(int(subset_size), int(x.shape[0]), int(y.shape[0]))
+    check_kid_scale(x, y, degree=3, gamma=1.0 / x.shape[1], coef=1.0)
+    kid, mmd = subset_kernel_mmd2(x, y, [SubsetKernel("polynomial"), mmd_kernel(kernel, sigma)],
+                                  n_subsets=n_subsets, subset_size=size, seed=seed, groups=groups)
+    return kid, mmd
+
+
+def check_same_dim(x: Any, y: Any) -> None:
+    """Both feature sets have the same dimension, else an InputError."""
+    if x.shape[1] != y.shape[1]:
+        raise InputError(f"the two feature sets have {x.shape[1]} and {y.shape[1]} dimensions; "
+                         "they must come from the same encoder")

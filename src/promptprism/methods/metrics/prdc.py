@@ -23,7 +23,9 @@ this module departs, on purpose:
   duplicating both sets leaves every metric unchanged, and two identical constant sets read 1 throughout.
 
 Distances are computed in row blocks against the whole other set (bounded memory: ``block_rows`` x N
-distances at a time), never as the full N x M matrix.
+distances at a time), never as the full N x M matrix: float32 GEMM blocks, every decision they cannot settle
+re-checked on the float64 distance (:mod:`.neighbours`), so the radii and indicators are those of float64
+distances.
 """
 
 from __future__ import annotations
@@ -34,9 +36,16 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError, OptionError
+from .neighbours import Rows, make_form, memberships, own_radii, rescaled
+from .parallel import map_threads
 
 #: the distance block's budget in bytes (block_rows x other-set rows x 8)
 BLOCK_BYTES = 256 * 2**20
+#: at most this many rows per block: a float32 block of 1,024 x 10,000 (40 MB) and its masks stay near the
+#: cache, where the comparison passes run several times faster than from memory
+MAX_BLOCK_ROWS = 1024
+#: sets of at least this many coordinates (rows x d) run their blocks on threads
+PARALLEL_ENTRIES = 2**20
 
 
 @dataclass(frozen=True)
@@ -77,102 +86,95 @@ def check_nearest_k(k: Any, n_real: int, n_fake: int) -> int:
 
 
 def distinct_rows(x: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(first row of each distinct row, each row's distinct index, each distinct row's multiplicity)."""
+    """(first row of each distinct row, each row's distinct index, each distinct row's multiplicity).
+
+    Rows are equal when their bytes are: a 64-bit hash of each row's bytes (integer arithmetic, exact)
+    groups them, and the rows of each group are compared with its first; if two different rows ever shared
+    a hash, the rows are sorted by their bytes instead.
+    """
     arr = np.ascontiguousarray(x)
-    view = arr.view(np.dtype((np.void, arr.dtype.itemsize * arr.shape[1]))).ravel()
+    width = arr.dtype.itemsize * arr.shape[1]
+    if arr.shape[0] and width % 4 == 0:
+        words = arr.view(np.uint32).reshape(arr.shape[0], -1).astype(np.uint64)
+        odd = np.random.default_rng(0).integers(1, 2**63, size=words.shape[1], dtype=np.uint64) * 2 + 1
+        _, first, inverse, counts = np.unique(words @ odd, return_index=True, return_inverse=True,
+                                              return_counts=True)
+        again = np.flatnonzero(counts[inverse] > 1)
+        if np.array_equal(words[again], words[first[inverse[again]]]):
+            return first, inverse.reshape(-1), counts
+    view = arr.view(np.dtype((np.void, width))).ravel()
     _, first, inverse, counts = np.unique(view, return_index=True, return_inverse=True, return_counts=True)
     return first, inverse.reshape(-1), counts
 
 
-def _centre(x: Any, shift: np.ndarray, dtype: np.dtype, rows: int = 8192) -> tuple[np.ndarray, np.ndarray]:
-    """Rows minus ``shift`` (distances are translation invariant; the expansion |a|^2 + |b|^2 - 2<a, b> then
-    works on numbers of the size of the distances) in ``dtype``, and their squared norms."""
-    out = np.empty(x.shape, dtype=dtype)
-    for start in range(0, x.shape[0], rows):
-        out[start : start + rows] = np.asarray(x[start : start + rows], dtype=np.float64) - shift
-    return out, np.einsum("ij,ij->i", out, out)
-
-
 def _block_rows(other: int, block_rows: int | None) -> int:
-    return int(block_rows) if block_rows else max(1, min(4096, BLOCK_BYTES // (8 * max(other, 1))))
+    return int(block_rows) if block_rows else max(1, min(MAX_BLOCK_ROWS, BLOCK_BYTES // (8 * max(other, 1))))
 
 
-def _sq_dist(a: np.ndarray, a_sq: np.ndarray, b: np.ndarray, b_sq: np.ndarray) -> np.ndarray:
-    d2 = a @ b.T
-    d2 *= -2.0
-    d2 += a_sq[:, None]
-    d2 += b_sq[None, :]
-    np.maximum(d2, 0.0, out=d2)
-    return d2
-
-
-def knn_radii(x: np.ndarray, x_sq: np.ndarray, k: int, *, block_rows: int | None = None
-              ) -> tuple[np.ndarray, np.ndarray]:
+def knn_radii(x: np.ndarray, x_sq: np.ndarray | None = None, k: int = 5, *, block_rows: int | None = None,
+              exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Squared distance of each (distinct) row of ``x`` to its k-th nearest other row, and how many other
-    rows its closed ball holds (k without ties), in row blocks. With k or fewer other rows: the farthest."""
-    n = x.shape[0]
-    kth = min(k, n - 1)
-    radii = np.zeros(n, dtype=np.float64)
-    held = np.zeros(n, dtype=np.int64)
-    if kth < 1:
-        return radii, held
-    step = _block_rows(n, block_rows)
-    for start in range(0, n, step):
-        stop = min(n, start + step)
-        d2 = _sq_dist(x[start:stop], x_sq[start:stop], x, x_sq)
-        d2[np.arange(stop - start), np.arange(start, stop)] = 0.0  # itself, exactly
-        radii[start:stop] = np.partition(d2, kth, axis=1)[:, kth]
-        held[start:stop] = (d2 <= radii[start:stop, None]).sum(axis=1) - 1
-    return radii, held
+    rows its closed ball holds (k without ties), in row blocks (:mod:`.neighbours`: float32 GEMM blocks,
+    the rows near each radius re-checked in float64 when ``exact``). With k or fewer other rows: the
+    farthest. ``x_sq`` (the rows' squared norms) is not needed any more and ignored."""
+    rows = Rows(x, None)
+    form = make_form(rows, rows.mean())
+    return own_radii(form, k, exact=exact, block_rows=_block_rows(len(rows), block_rows))
 
 
-def _set_radii(x: Any, shift: np.ndarray, k: int, dtype: np.dtype, block_rows: int | None) -> dict:
-    first, inverse, counts = distinct_rows(x)
-    xc, x_sq = _centre(x, shift, dtype)
-    radii, held = knn_radii(xc[first], x_sq[first], k, block_rows=block_rows)
-    return {"x": xc, "sq": x_sq, "radii": radii[inverse], "held": held[inverse],
-            "mult": counts[inverse], "duplicates": int(x.shape[0] - first.size)}
+def _distinct(x: Any) -> tuple[Rows, np.ndarray, np.ndarray, int]:
+    """(the distinct rows, each row's distinct index, each row's multiplicity, the number of duplicates);
+    the distinct rows are the first occurrences, in row order."""
+    arr = x if isinstance(x, np.ndarray) else np.asarray(x)
+    first, inverse, counts = distinct_rows(arr)
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    index = None if first.size == arr.shape[0] else first[order]
+    return Rows(arr, index), rank[inverse], counts[inverse], int(arr.shape[0] - first.size)
 
 
 def neighbour_indicators(real: Any, fake: Any, k: int = 5, *, dtype: Any = np.float64,
                          block_rows: int | None = None) -> NeighbourIndicators:
     """The per-sample indicators of precision, recall, density and coverage (module docstring, eqs.).
 
-    ``dtype``: the distances' precision (float32 halves memory and time; ties can then differ from float64
-    at round-off). Memory: the two centred copies plus one block of ``block_rows`` x (N or M) distances.
+    ``dtype``: the distances' precision. float64 (the default): exact, float32 GEMM blocks with every pair
+    near a radius re-checked in float64 (:mod:`.neighbours`); float32: the float32 values decide (ties can
+    then differ from float64 at round-off). Memory: a float32 copy of each set's distinct rows plus one block
+    of ``block_rows`` x (N or M) float32 distances.
     """
     if real.shape[1] != fake.shape[1]:
         raise InputError(f"the reference and generated features have {real.shape[1]} and {fake.shape[1]} "
                          "dimensions; they must come from the same encoder")
     k = check_nearest_k(k, real.shape[0], fake.shape[0])
+    exact = np.finfo(np.dtype(dtype)).eps < np.finfo(np.float32).eps
+    re, re_inv, re_mult, re_dup = _distinct(real)
+    fa, fa_inv, _, fa_dup = _distinct(fake)
     shift = np.zeros(real.shape[1])
     for start in range(0, real.shape[0], 8192):
         shift += np.asarray(real[start : start + 8192], dtype=np.float64).sum(axis=0)
     shift /= real.shape[0]
-    re = _set_radii(real, shift, k, np.dtype(dtype), block_rows)
-    fa = _set_radii(fake, shift, k, np.dtype(dtype), block_rows)
-    weight = k / (re["mult"] * np.maximum(re["held"], 1))
+    real_form = make_form(re, shift)
+    fake_form = make_form(fa, fa.mean())
+    # the two sets' radii side by side, then the row blocks of the memberships, on threads when large
+    parallel = max(len(re), len(fa)) * real.shape[1] >= PARALLEL_ENTRIES
+    (re_radii, re_held), (fa_radii, _) = map_threads(
+        lambda form: own_radii(form, k, exact=exact, block_rows=_block_rows(len(form.rows), block_rows)),
+        [real_form, fake_form], parallel=parallel)
     # the round-off of the expansion |a|^2 + |b|^2 - 2<a, b>: a sample on a ball's sphere (identical sets:
     # the k-th neighbour) stays outside whichever way its two computed distances round, and a zero radius
     # still holds its own copies
-    floor = 64 * np.finfo(np.dtype(dtype)).eps * max(float(re["sq"].max()), float(fa["sq"].max()), 1e-300)
-    r_real = np.maximum(re["radii"] - floor, floor)
-    r_fake = np.maximum(fa["radii"] - floor, floor)
-    n, m = real.shape[0], fake.shape[0]
-    in_real, balls = np.zeros(m, dtype=bool), np.zeros(m)
-    in_fake, nearest_fake = np.zeros(n, dtype=bool), np.full(n, np.inf)
-    step = _block_rows(n, block_rows)
-    for start in range(0, m, step):
-        stop = min(m, start + step)
-        d2 = _sq_dist(fa["x"][start:stop], fa["sq"][start:stop], re["x"], re["sq"])  # (block, N)
-        inside = d2 < r_real[None, :]
-        in_real[start:stop] = inside.any(axis=1)
-        balls[start:stop] = inside @ weight
-        in_fake |= (d2 < r_fake[start:stop, None]).any(axis=0)
-        np.minimum(nearest_fake, d2.min(axis=0), out=nearest_fake)
-    return NeighbourIndicators(in_real, balls, in_fake, nearest_fake < r_real, np.sqrt(re["radii"]),
-                               np.sqrt(fa["radii"]), k,
-                               {"reference": re["duplicates"], "generated": fa["duplicates"]})
+    fake_sq = max((float(np.max(np.sum((fa.block(lo, lo + 8192) - shift) ** 2, axis=1)))
+                   for lo in range(0, len(fa), 8192)), default=0.0)
+    floor = 64 * np.finfo(np.dtype(dtype)).eps * max(float(real_form.sq.max()), fake_sq, 1e-300)
+    r_real = np.maximum(re_radii - floor, floor)
+    r_fake = np.maximum(fa_radii - floor, floor)
+    cross_form = rescaled(real_form, max(float(real_form.sq.max()), fake_sq))  # the fake rows fit too
+    inside = memberships(cross_form, fa, r_real, r_fake, k / np.maximum(re_held, 1), exact=exact,
+                         block_rows=_block_rows(len(re), block_rows), parallel=parallel)
+    return NeighbourIndicators(inside.in_real[fa_inv], inside.balls[fa_inv], inside.in_fake[re_inv],
+                               inside.covered[re_inv], np.sqrt(re_radii[re_inv]), np.sqrt(fa_radii[fa_inv]),
+                               k, {"reference": re_dup, "generated": fa_dup})
 
 
 def prdc(real: Any, fake: Any, k: int = 5, **options: Any) -> dict[str, float]:
