@@ -267,7 +267,7 @@ def held_out_check(est: CompCon, scored_a: tuple[np.ndarray, np.ndarray],
     or its threshold; then A-only and B-only prompts are counted there. p-values are Holm-adjusted over
     the attributes; ``verified`` when the adjusted p-value is <= ``est.alpha``.
     """
-    from ..naming.verify import holm
+    from ...stats.two_sample import holm
 
     (sim_a, groups_a), (sim_b, groups_b) = scored_a, scored_b
     calib = ~np.isin(np.arange(n), test_rows)

@@ -16,7 +16,7 @@ from ..._validation import check_choice, check_matrix, check_memory, check_posit
 from ...data.paired import PairedSet, prompt_groups
 from ...errors import InputError, OptionError
 from ...kernels import KERNELS, resolve_bandwidth
-from ..scendi.bootstrap import check_bootstrap, check_bootstrap_memory
+from ...stats.resampling import check_bootstrap, check_bootstrap_memory
 from .alignment import CLIPSCORE_WEIGHT, check_joint_space, clip_scores
 from .breakdown import PromptGroups, prompt_breakdown
 from .calibration import interval_validity

@@ -28,6 +28,7 @@ from ..._params import POSITIVE_INT, PROBABILITY, SEED, Estimator, Options
 from ..._params import Interval as Between
 from ...errors import InputError, OptionError
 from ...stats.intervals import Interval
+from ...stats.two_sample import holm
 from .prdc import neighbour_indicators
 
 CLOSENESS = ("precision", "gold")
@@ -90,18 +91,6 @@ def prompt_bootstrap(scores: np.ndarray, strata: np.ndarray, *, replicates: int,
     means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
     lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
     return Interval(float(lo), float(hi), level, "bootstrap over prompts (percentile)")
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (family-wise over the findings)."""
-    p = np.asarray(p_values, dtype=np.float64)
-    order = np.argsort(p)
-    adjusted = np.empty_like(p)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (p.size - rank) * p[i]))
-        adjusted[i] = running
-    return adjusted.tolist()
 
 
 def finding_scores(finding_prompts: Sequence[str], models: dict[str, Any], reference: Any, *, closeness: str,

@@ -18,30 +18,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
-
-#: rows per block when accumulating the mean and covariance (bounded memory for 50k x 2048 float32 inputs)
-MOMENT_BLOCK_ROWS = 8192
-
-
-def feature_moments(x: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and unbiased covariance (divisor n - 1, as ``np.cov``) of the rows of ``x``, in float64.
-
-    Accumulated in row blocks, centred on the first block's mean (a shifted sum of squares, so float64
-    cancellation stays small when the mean is large).
-    """
-    n = int(x.shape[0])
-    if n < 2:
-        raise InputError(f"a covariance needs at least 2 rows, got {n}")
-    shift = np.asarray(x[: min(n, MOMENT_BLOCK_ROWS)], dtype=np.float64).mean(axis=0)
-    total = np.zeros(x.shape[1])
-    cross = np.zeros((x.shape[1], x.shape[1]))
-    for start in range(0, n, MOMENT_BLOCK_ROWS):
-        block = np.asarray(x[start : start + MOMENT_BLOCK_ROWS], dtype=np.float64) - shift
-        total += block.sum(axis=0)
-        cross += block.T @ block
-    centred_mean = total / n
-    cov = (cross - n * np.outer(centred_mean, centred_mean)) / (n - 1)
-    return centred_mean + shift, (cov + cov.T) / 2
+from ...stats.accumulators import feature_moments
 
 
 def _psd_sqrt(s: np.ndarray) -> np.ndarray:
@@ -92,7 +69,8 @@ def frechet_distance(x: Any, y: Any) -> float:
     """Fréchet distance between Gaussians fitted to the rows of ``x`` and ``y`` (Heusel et al. 2017, eq. 6).
 
     ``x`` and ``y`` are (n, d) feature matrices with the same d (e.g. Inception pool features for FID);
-    means and covariances are computed in float64 (:func:`feature_moments`).
+    means and covariances are computed in float64
+    (:func:`promptprism.stats.accumulators.feature_moments`).
     """
     if x.shape[1] != y.shape[1]:
         raise InputError(f"the two feature sets have {x.shape[1]} and {y.shape[1]} dimensions; "

@@ -14,21 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..scendi.bootstrap import percentile_interval, prompt_draws
+from ...stats.accumulators import weighted_moments
+from ...stats.resampling import basic_interval, cluster_counts, percentile_interval
 from .frechet import frechet_distance_from_moments
 
 #: FD is bootstrapped up to this dimension (each replicate: two d x d covariances and two eigen-solves)
 FD_BOOTSTRAP_MAX_DIM = 256
-
-
-def cluster_counts(groups: np.ndarray | None, n: int, replicates: int, seed: int) -> np.ndarray:
-    """(replicates, n) multiplicity of each row: its prompt's draw count (or its own, without prompts)."""
-    if groups is not None and np.unique(groups).size >= 2:
-        _, labels = np.unique(groups, return_inverse=True)
-        draws = prompt_draws(int(labels.max()) + 1, replicates, seed)
-        return draws[:, labels]
-    rng = np.random.default_rng(seed)
-    return np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(replicates)])
 
 
 def bootstrap_means(values: dict[str, np.ndarray], groups: np.ndarray | None, *, replicates: int,
@@ -37,16 +28,11 @@ def bootstrap_means(values: dict[str, np.ndarray], groups: np.ndarray | None, *,
     n = len(next(iter(values.values())))
     counts = cluster_counts(groups, n, replicates, seed).astype(np.float64)
     totals = counts.sum(axis=1)
-    return {name: percentile_interval(counts @ np.asarray(v, dtype=np.float64) / totals, level)
-            for name, v in values.items()}
-
-
-def _weighted_moments(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and covariance (divisor n - 1) of the rows of ``x`` repeated ``w`` times."""
-    n = w.sum()
-    mu = w @ x / n
-    c = x - mu
-    return mu, (c.T * w) @ c / (n - 1)
+    out = {}
+    for name, v in values.items():
+        lo, hi = percentile_interval(counts @ np.asarray(v, dtype=np.float64) / totals, level)
+        out[name] = {"low": float(lo), "high": float(hi)}
+    return out
 
 
 def frechet_bootstrap(x: np.ndarray, y: np.ndarray, *, estimate: float, replicates: int, level: float,
@@ -68,6 +54,5 @@ def frechet_bootstrap(x: np.ndarray, y: np.ndarray, *, estimate: float, replicat
     wy = cluster_counts(groups[1], y.shape[0], replicates, seed + 1).astype(np.float64)
     values = np.empty(replicates)
     for b in range(replicates):
-        values[b] = frechet_distance_from_moments(*_weighted_moments(x, wx[b]), *_weighted_moments(y, wy[b]))
-    q = percentile_interval(values, level)
-    return {"low": max(2.0 * estimate - q["high"], 0.0), "high": max(2.0 * estimate - q["low"], 0.0)}
+        values[b] = frechet_distance_from_moments(*weighted_moments(x, wx[b]), *weighted_moments(y, wy[b]))
+    return basic_interval(values, estimate, level, bounds=(0.0, None))

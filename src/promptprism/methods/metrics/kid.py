@@ -3,7 +3,7 @@
 KID is the unbiased squared MMD (Gretton et al. 2012, eq. 3, the U-statistic MMD^2_u) under the cubic
 polynomial kernel k(a, b) = (<a, b> / d + 1)^3, averaged over random subsets of both sets (Binkowski et
 al. 2018, sec. 3 and app. D; clean-fid's ``kernel_distance`` and torchmetrics' KID: 100 subsets of 1000).
-The per-subset MMD^2_u is the regions method's :func:`~promptprism.methods.regions.two_sample.mmd2` for a
+The per-subset MMD^2_u is the shared :func:`~promptprism.stats.two_sample.mmd2` for a
 Gram callable (:func:`subset_mmd2`); KID and promptprism's kernels compute the same equation from kernel
 sums, every kernel from one Gram matrix per subset pair (:mod:`.kernel_sums`), the pairs on threads.
 """
@@ -17,7 +17,7 @@ import numpy as np
 
 from ...errors import InputError, OptionError
 from ...kernels.gram import check_kernel
-from ..regions.two_sample import mmd2
+from ...stats.two_sample import mmd2
 from .kernel_sums import KernelSums, SubsetKernel, kernel_sums, mmd2_from_sums
 from .parallel import map_threads
 

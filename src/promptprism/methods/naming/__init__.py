@@ -2,6 +2,7 @@
 a judge tests each candidate on samples the namer never saw (Fisher's exact test of yes/no answers, or a rank
 test of scores; Holm over candidates)."""
 
+from ...stats.two_sample import holm
 from .clusters import cluster_pools, describe_clusters
 from .contrast import ContrastName, NamingOptions, Sample, name_contrast
 from .deviations import describe_deviations, deviation_modes, deviation_pools
@@ -9,7 +10,7 @@ from .facets import FACETS, CompletionJudge, Facet, FacetNamer
 from .judges import ChatJudge, ChatNamer, EmbeddingJudge, Namer, as_namer, parse_yes_no, propose
 from .length import LengthJudge, LengthNamer, length_name
 from .modes import describe_modes, mode_pools
-from .verify import RankSeparation, Separation, held_out_split, holm, rank_separation, separation
+from .verify import RankSeparation, Separation, held_out_split, rank_separation, separation
 from .words import LexicalJudge, WordNamer, word_log_odds
 
 __all__ = ["FACETS", "ChatJudge", "ChatNamer", "CompletionJudge", "ContrastName", "EmbeddingJudge",

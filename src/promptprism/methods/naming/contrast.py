@@ -24,8 +24,9 @@ import numpy as np
 from ..._validation import check_interval
 from ...errors import OptionError
 from ...llm.conversation import ChatModel, MalformedAnswerError
+from ...stats.two_sample import holm
 from .judges import Judge, Namer, as_namer
-from .verify import held_out_split, holm, rank_separation, separation
+from .verify import held_out_split, rank_separation, separation
 
 NAMED, REJECTED, TOO_FEW, FAILED = ("named", "no description held up", "too few held-out samples",
                                     "namer failed")

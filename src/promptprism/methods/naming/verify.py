@@ -115,19 +115,6 @@ def rank_separation(scores_a: Sequence[float], scores_b: Sequence[float], *, see
                           permutations=int(permutations), level=level)
 
 
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (family-wise error over the candidates, any dependence)."""
-    p = np.asarray(p_values, dtype=float)
-    order = np.argsort(p, kind="stable")
-    k = p.size
-    adjusted = np.empty(k)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (k - rank) * p[i]))
-        adjusted[i] = running
-    return adjusted.tolist()
-
-
 def held_out_split(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices ``(shown, held_out)`` of ``n`` samples: a seeded ``fraction`` goes to the namer, the rest is
     held out for the judge (never shown to the namer)."""

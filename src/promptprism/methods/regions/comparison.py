@@ -35,6 +35,7 @@ from ..._validation import check_choice, check_memory, check_positive_number
 from ...backend import NUMPY, Backend, resolve_backend
 from ...errors import InputError
 from ...scale import current_runner
+from ...stats.resampling import percentile_interval, resample_counts
 from .options import BLOCK_ESTIMATORS
 from .region_cms import (
     log_cms_from_pair_means,
@@ -54,17 +55,6 @@ def bootstrap_rng(seed: int) -> np.random.Generator:
     return np.random.default_rng([int(seed), 0xB0075])
 
 
-def resample_counts(n: int, replicates: int, rng: np.random.Generator) -> np.ndarray:
-    """(n, B) float counts: how often each of n items is drawn in each of B resamples of size n."""
-    return rng.multinomial(n, np.full(n, 1.0 / n), size=replicates).T.astype(np.float64)
-
-
-def percentile_interval(replicates: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high): the (1 - level) / 2 and (1 + level) / 2 quantiles over the last axis."""
-    lo, hi = np.quantile(replicates, [(1.0 - level) / 2.0, (1.0 + level) / 2.0], axis=-1)
-    return lo, hi
-
-
 def log_u_cms(l_xy: np.ndarray, lu_xx: np.ndarray, lu_yy: np.ndarray, n: int, m: int) -> np.ndarray:
     """log of the U-statistic form of eq. 4, M_xy / sqrt(U_xx U_yy), from log pair means: the limit of eq. 4
     as n, m -> infinity (the population CMS), estimated without eq. 4's O(1/n) diagonal bias.
@@ -82,8 +72,8 @@ def log_u_cms(l_xy: np.ndarray, lu_xx: np.ndarray, lu_yy: np.ndarray, n: int, m:
 def intervals_dict(replicates: np.ndarray, debiased: np.ndarray, level: float) -> dict[str, Any]:
     """The result's ``intervals`` entry from U-form replicates (C + 1, B) (regions, then the whole image)
     and the U-form estimate on all images (C + 1,) (``debiased``)."""
-    lo, hi = percentile_interval(replicates, level)
-    lo_p, hi_p = percentile_interval(np.prod(replicates[:-1], axis=0), level)
+    lo, hi = percentile_interval(replicates, level, axis=-1, omit_nan=False)
+    lo_p, hi_p = percentile_interval(np.prod(replicates[:-1], axis=0), level, axis=-1, omit_nan=False)
     return {"cms": {"low": float(lo[-1]), "high": float(hi[-1]), "debiased": float(debiased[-1])},
             "product_cms": {"low": float(lo_p), "high": float(hi_p),
                             "debiased": float(np.prod(debiased[:-1]))},

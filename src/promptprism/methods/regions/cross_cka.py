@@ -11,9 +11,10 @@ import numpy as np
 
 from ...scale import current_runner
 from ...stats.accumulators import MinMaxAccumulator, SumsAccumulator
+from ...stats.two_sample import center_gram
 from .region_cms import region_sqdists
 from .sources import as_pixels, onehot, read_pixels, task_rows
-from .two_sample import block_indices, center_gram
+from .two_sample import block_indices
 
 
 def cross_cka_partition(source: Any, indices: np.ndarray | None, block_size: int, labels: np.ndarray,

@@ -36,6 +36,7 @@ from ...errors import InputError, OptionError
 from ...kernels.bandwidth import Bandwidth
 from ...scale import current_runner
 from ...stats.pixel import PixelCKAAccumulator
+from ...stats.two_sample import center_symmetric_
 from .sources import as_pixels, read_pixels, task_rows
 
 #: default mini-batch size of the pixel CKA estimator (the paper uses 100)
@@ -67,12 +68,7 @@ def unit_centred_rows(vals: np.ndarray, gamma: float, tri: tuple[np.ndarray, np.
         k += diff
     k *= -gamma
     k = xp.exp(k)
-    # double centring of a symmetric matrix: row means = column means
-    r = xp.mean(k, axis=2)
-    mu = xp.mean(r, axis=1)
-    k -= r[:, :, None]
-    k -= r[:, None, :]
-    k += mu[:, None, None]
+    k = center_symmetric_(k)  # double centring of symmetric matrices, in place
     off, diag = (index_array(t, k) for t in tri)
     flat = xp.reshape(k, (p, b * b))
     rows = xp.concat([xp.take(flat, off, axis=1) * math.sqrt(2.0), xp.take(flat, diag, axis=1)], axis=1)

@@ -26,6 +26,7 @@ from ...array_ops import index_array, is_numpy
 from ...backend import NUMPY, Backend, array_namespace, to_numpy
 from ...kernels.gram import squared_distances
 from ...stats.accumulators import SumsAccumulator
+from ...stats.two_sample import mmd2
 from .sources import onehot, read_pixels
 
 
@@ -188,8 +189,7 @@ def region_block_partition(key: str, x_source: Any, x_indices: np.ndarray | None
     sxx, sxy, syy = xp.sum(dxx, axis=0), xp.sum(dxy, axis=0), xp.sum(dyy, axis=0)
     whole = float(xp.exp(logsumexp(-gamma * sxy, ax)
                          - 0.5 * (logsumexp(-gamma * sxx, ax) + logsumexp(-gamma * syy, ax))))
-    mmd = float(xp.mean(xp.exp(-gamma * sxx)) + xp.mean(xp.exp(-gamma * syy))
-                - 2.0 * xp.mean(xp.exp(-gamma * sxy)))
+    mmd = mmd2(xp.exp(-gamma * sxy), xp.exp(-gamma * sxx), xp.exp(-gamma * syy))  # eq. 16
     sums = {f"{key}/region": np.asarray(to_numpy(per)), f"{key}/whole": whole, f"{key}/mmd": mmd,
             f"{key}/n": 1.0}
     if block is not None:

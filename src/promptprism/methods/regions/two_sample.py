@@ -1,7 +1,8 @@
-"""Two-sample estimators over any kernel: CMS, MMD^2, HSIC, CKA and their block (mini-batch) versions.
+"""Two-sample estimators over any kernel: CMS, and the block (mini-batch) versions of CMS, MMD^2, HSIC, CKA.
 
 The functional core of the disentangled-mean-embeddings paper (SPEC, "Cosine mean similarity and
-disentangled regions"), pure functions over Gram matrices or samples:
+disentangled regions"), pure functions over Gram matrices or samples; MMD^2, HSIC and CKA on one Gram
+matrix are the shared statistics of :mod:`promptprism.stats.two_sample` (re-exported here):
 
     CMS(X, Y)   = sum_ij k(X_i, Y_j) / sqrt( sum_ij k(X_i, X_j) * sum_ij k(Y_i, Y_j) )        (eq. 4)
     MMD^2       = mean K_xx + mean K_yy - 2 mean K_xy   (plug-in, eq. 16; ``unbiased=True`` drops the
@@ -38,29 +39,12 @@ import numpy as np
 from ..._validation import check_positive_number
 from ...errors import InputError
 from ...kernels.rbf import Kernel
-
-
-def _square(k: Any, name: str) -> np.ndarray:
-    k = np.asarray(k, dtype=np.float64)
-    if k.ndim != 2 or k.shape[0] != k.shape[1]:
-        raise InputError(f"{name}: expected a square Gram matrix, got shape {k.shape}")
-    return k
-
-
-def _three_grams(k_xy: Any, k_xx: Any, k_yy: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    k_xx, k_yy = _square(k_xx, "K_xx"), _square(k_yy, "K_yy")
-    k_xy = np.asarray(k_xy, dtype=np.float64)
-    if k_xy.shape != (k_xx.shape[0], k_yy.shape[0]):
-        raise InputError(f"K_xy: expected shape {(k_xx.shape[0], k_yy.shape[0])} (rows of K_xx, rows of "
-                         f"K_yy), got {k_xy.shape}")
-    if min(k_xx.shape[0], k_yy.shape[0]) == 0:
-        raise InputError("CMS/MMD: both samples need at least one row")
-    return k_xy, k_xx, k_yy
+from ...stats.two_sample import cka, hsic, mmd2, three_grams
 
 
 def cms(k_xy: Any, k_xx: Any, k_yy: Any) -> float:
     """Cosine mean similarity (eq. 4) from the three Gram matrices: sum K_xy / sqrt(sum K_xx * sum K_yy)."""
-    k_xy, k_xx, k_yy = _three_grams(k_xy, k_xx, k_yy)
+    k_xy, k_xx, k_yy = three_grams(k_xy, k_xx, k_yy)
     den = float(k_xx.sum()) * float(k_yy.sum())
     if not den > 0:
         raise InputError("CMS: sum K_xx * sum K_yy must be > 0 (a mean embedding of norm 0)")
@@ -79,51 +63,6 @@ def cms_from_pair_means(m_xy: float, u_xx: float, u_yy: float, n: int, m: int) -
     if not den > 0:
         raise InputError("CMS: the mean embeddings have norm 0")
     return float(m_xy) / math.sqrt(den)
-
-
-def mmd2(k_xy: Any, k_xx: Any, k_yy: Any, *, unbiased: bool = False) -> float:
-    """Squared MMD: plug-in (eq. 16, biased) or unbiased (diagonals of K_xx, K_yy left out)."""
-    k_xy, k_xx, k_yy = _three_grams(k_xy, k_xx, k_yy)
-    n, m = k_xx.shape[0], k_yy.shape[0]
-    if not unbiased:
-        return float(k_xx.mean() + k_yy.mean() - 2.0 * k_xy.mean())
-    if n < 2 or m < 2:
-        raise InputError("unbiased MMD^2 needs at least 2 rows in each sample")
-    xx = (k_xx.sum() - np.trace(k_xx)) / (n * (n - 1))
-    yy = (k_yy.sum() - np.trace(k_yy)) / (m * (m - 1))
-    return float(xx + yy - 2.0 * k_xy.mean())
-
-
-def center_gram(k: Any) -> np.ndarray:
-    """H K H with H = I - 11^T / n (double centring, eq. 11), for a square or stacked (..., n, n) Gram."""
-    k = np.asarray(k, dtype=np.float64)
-    return (k - k.mean(axis=-1, keepdims=True) - k.mean(axis=-2, keepdims=True)
-            + k.mean(axis=(-2, -1), keepdims=True))
-
-
-def hsic(k: Any, l: Any) -> float:  # noqa: E741
-    """HSIC(K, L) = tr(K H L H) (eq. 11, no 1/(n-1)^2 factor) = <HKH, HLH>_F."""
-    k, l = _square(k, "K"), _square(l, "L")  # noqa: E741
-    if k.shape != l.shape:
-        raise InputError(f"HSIC: K and L must have the same shape, got {k.shape} and {l.shape}")
-    return float(np.vdot(center_gram(k), center_gram(l)))
-
-
-def _zero_tol(k: np.ndarray) -> float:
-    # HKH of a constant variable is exactly 0 up to round-off of order eps * max|K| * n
-    return 1e-12 * max(1.0, float(np.abs(k).max(initial=0.0))) * k.shape[-1]
-
-
-def cka(k: Any, l: Any) -> float:  # noqa: E741
-    """CKA(K, L) = HSIC(K, L) / sqrt(HSIC(K, K) HSIC(L, L)) (eq. 13); 0 when either variable is constant."""
-    k, l = _square(k, "K"), _square(l, "L")  # noqa: E741
-    if k.shape != l.shape:
-        raise InputError(f"CKA: K and L must have the same shape, got {k.shape} and {l.shape}")
-    kc, lc = center_gram(k), center_gram(l)
-    nk, nl = float(np.linalg.norm(kc)), float(np.linalg.norm(lc))
-    if nk <= _zero_tol(k) or nl <= _zero_tol(l):
-        return 0.0
-    return float(np.vdot(kc, lc)) / (nk * nl)
 
 
 def block_indices(n: int, m: int, block_size: int | None, seed: int, *, what: str = "block estimator",
