@@ -7,15 +7,15 @@ import json
 import pytest
 
 from promptprism import ImageBank, InputError
-from promptprism.methods.compcon import load_id2_splits, load_prompt_bank, load_templates, missing_images
-from promptprism.methods.compcon.generators import image_grid, resolve_source
-from promptprism.methods.compcon.parsing import (
+from promptprism.llm.answers import (
     parse_attributes,
     parse_description,
     parse_prompt_list,
     parse_prompt_pairs,
     parse_rating,
 )
+from promptprism.methods.compcon import load_id2_splits, load_prompt_bank, load_templates, missing_images
+from promptprism.methods.compcon.generators import image_grid, resolve_source
 
 
 def test_attributes_under_model_a_only():

@@ -14,9 +14,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..._progress import track
+from ...llm.answers import parse_description, parse_prompt_list
 from ...llm.conversation import MalformedAnswerError, ask, user_message
 from . import verify
-from .parsing import parse_description, parse_prompt_list
 from .templates import render
 
 

@@ -23,9 +23,9 @@ import numpy as np
 from ..._progress import progress_enabled, track
 from ..._version import __version__
 from ...errors import InputError, OptionError
+from ...llm.answers import parse_prompt_pairs, parse_rating
 from ...llm.conversation import ChatModel, MalformedAnswerError, ask, user_message
 from ...results import Result
-from .parsing import parse_prompt_pairs, parse_rating
 from .templates import load_templates, render
 
 

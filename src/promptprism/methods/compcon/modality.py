@@ -27,10 +27,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from ...errors import InputError, OptionError
+from ...llm.answers import MAX_ANSWER_CHARS, clip_text, parse_attributes, parse_names
 from ...llm.conversation import user_message
 from . import verify
 from .generators import image_grid, load_image
-from .parsing import MAX_ANSWER_CHARS, parse_attributes
 from .templates import render
 
 #: images loaded and embedded at a time
@@ -116,7 +116,7 @@ class ImageModality:
         return user_message(render(template, prompt=prompt), [grid])
 
     def parse_discovery(self, answer: str) -> list[str]:
-        """The items under "Model A contains:" (:func:`.parsing.parse_attributes`)."""
+        """The items under "Model A contains:" (:func:`promptprism.llm.answers.parse_attributes`)."""
         return parse_attributes(answer)
 
     def scores(self, sample_lists: Sequence[Sequence[Any]], attributes: Sequence[str]
@@ -171,8 +171,6 @@ class TextModality:
     def discovery_message(self, template: str, prompt: str, samples_a: Sequence[Any],
                           samples_b: Sequence[Any]) -> dict:
         """The text discovery prompt with up to ``answers_shown`` answers of each model."""
-        from ..naming.judges import clip_text
-
         def shown(answers: Sequence[Any]) -> str:
             first = answers[: self.answers_shown]
             return "\n\n".join(f"[{i + 1}] {clip_text(a)}" for i, a in enumerate(first))
@@ -184,8 +182,6 @@ class TextModality:
         """The naming module's reading of a namer's answer: the "Model A contains:" items, or, from a model
         too small to keep the format, its first sentence of at most 15 words (the held-out check is what
         keeps a bad one out). An answer that lists only "Model B contains:" is malformed."""
-        from ..naming.judges import parse_names
-
         if re.search(r"model\s*b\s*contains?", answer[:MAX_ANSWER_CHARS], re.IGNORECASE) and not re.search(
                 r"model\s*a\s*contains?", answer[:MAX_ANSWER_CHARS], re.IGNORECASE):
             raise ValueError('no "Model A contains:" section')

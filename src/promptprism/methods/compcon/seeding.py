@@ -17,9 +17,7 @@ def split_mode_prompts(result: Any, mode: int) -> tuple[list[str], bool, dict]:
     ``top_prompts`` that load on it in its direction (contribution of the mode's sign), strongest first.
     Returns (prompts, swapped, provenance for result.json).
     """
-    from ..promptsplit import PromptSplitResult
-
-    if not isinstance(result, PromptSplitResult):
+    if getattr(result, "kind", None) != "promptsplit":  # read by its kind: CompCon imports no other method
         raise InputError(
             f"seeding from a mode needs a PromptSplit result (kind 'promptsplit'), got kind "
             f"{getattr(result, 'kind', type(result).__name__)!r}"

@@ -17,11 +17,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ...llm.answers import clip_text, parse_names
 from ...llm.conversation import ChatModel, ask
-from ..compcon.parsing import clean_item, parse_attributes
-
-#: outputs are shown to a model up to this many characters (a 100 kB answer would not fit a small context)
-MAX_SHOWN_CHARS = 600
 
 NAMER_PROMPT = """Two assistants, A and B, answered the same questions. Here are some of their answers.
 
@@ -61,12 +58,6 @@ def examples_by_prompt(shown_a: Sequence[Any], shown_b: Sequence[Any], limit: in
     return out
 
 
-def clip_text(text: str | None, limit: int = MAX_SHOWN_CHARS) -> str:
-    """The text shown to a model: at most ``limit`` characters, an ellipsis marking a cut."""
-    text = "" if text is None else str(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def namer_messages(examples: Sequence[tuple[str, str | None, str | None]], count: int,
                    avoid: Sequence[str] = ()) -> list[dict]:
     """The namer's request for ``examples`` of (prompt, output of A, output of B); an output may be None."""
@@ -81,22 +72,6 @@ def namer_messages(examples: Sequence[tuple[str, str | None, str | None]], count
     avoid_text = ("\nDo not repeat these descriptions: " + "; ".join(avoid) + ".") if avoid else ""
     text = NAMER_PROMPT.format(examples="\n\n".join(blocks), count=count, avoid=avoid_text)
     return [{"role": "user", "content": text}]
-
-
-def parse_names(text: str) -> list[str]:
-    """Candidate names from a namer's answer: the items under "Model A contains:" (CompCon's parser), or,
-    from a model too small to keep the format, its first sentence (at most 15 words)."""
-    try:
-        return parse_attributes(text)
-    except ValueError:
-        pass
-    first = next((line for line in text.splitlines() if line.strip()), "")
-    first = clean_item(re.sub(r"^\W*(?:[A-D]\s*[:.)]\s*)?", "", first))  # a leading 'A:' or '- '
-    first = re.split(r"(?<=[.!?])\s", first, maxsplit=1)[0]
-    first = clean_item(first)
-    if not first or len(first.split()) > 15:
-        raise ValueError("no short description (one sentence of at most 15 words)")
-    return [first]
 
 
 def propose(client: ChatModel, examples: Sequence[tuple[str, str | None, str | None]], *, count: int = 3,

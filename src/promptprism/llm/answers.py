@@ -1,4 +1,5 @@
-"""Parsers for the answer formats the paper's prompts ask for (appendix C.1 and D.1).
+"""Reading chat-model answers: parsers for the answer formats the paper's prompts ask for (CompCon, appendix
+C.1 and D.1; the naming module's namers answer in CompCon's attribute format), and the text shown to a model.
 
 Each parser returns the parsed value or raises ``ValueError`` with a short reason;
 :func:`promptprism.llm.ask` turns that into a re-ask and, when the model never complies, a
@@ -27,6 +28,14 @@ _MAX_ATTRIBUTE_WORDS = 12
 MAX_ANSWER_CHARS = 50_000
 #: a bracketed list is evaluated as a literal only up to this many characters
 MAX_LITERAL_CHARS = 4_000
+#: outputs are shown to a model up to this many characters (a 100 kB answer would not fit a small context)
+MAX_SHOWN_CHARS = 600
+
+
+def clip_text(text: str | None, limit: int = MAX_SHOWN_CHARS) -> str:
+    """The text shown to a model: at most ``limit`` characters, an ellipsis marking a cut."""
+    text = "" if text is None else str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _bounded(text: str) -> str:
@@ -87,6 +96,22 @@ def parse_attributes(text: str) -> list[str]:
         if item and len(item.split()) <= _MAX_ATTRIBUTE_WORDS:
             items.append(item)
     return _dedupe(items)
+
+
+def parse_names(text: str) -> list[str]:
+    """Candidate names from a namer's answer: the items under "Model A contains:" (:func:`parse_attributes`),
+    or, from a model too small to keep the format, its first sentence (at most 15 words)."""
+    try:
+        return parse_attributes(text)
+    except ValueError:
+        pass
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    first = clean_item(re.sub(r"^\W*(?:[A-D]\s*[:.)]\s*)?", "", first))  # a leading 'A:' or '- '
+    first = re.split(r"(?<=[.!?])\s", first, maxsplit=1)[0]
+    first = clean_item(first)
+    if not first or len(first.split()) > 15:
+        raise ValueError("no short description (one sentence of at most 15 words)")
+    return [first]
 
 
 def _dedupe(items: list[str]) -> list[str]:
