@@ -219,7 +219,7 @@ def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_s
             if n_boot:
                 nb = sums[f"{k}/blk_xy"].shape[0]
                 intervals = _block_intervals(sums, str(k), sizes=(n, m), b=b, level=level,
-                                             counts=rng.multinomial(nb, np.full(nb, 1.0 / nb), size=n_boot))
+                                             counts=resample_counts(nb, n_boot, rng).T)
         out.append({"cms": whole, "product_cms": float(np.prod(per)), "region_cms": np.asarray(per),
                     "mmd2": mmd, "intervals": intervals})
     return out
