@@ -31,9 +31,9 @@ def _sets(n=400, d=16, seed=0, dtype=np.float64):
 
 
 def test_moments_match_numpy_in_row_blocks(monkeypatch):
-    from promptprism.stats import accumulators
+    from promptprism.stats import moments
 
-    monkeypatch.setattr(accumulators, "MOMENT_BLOCK_ROWS", 37)  # several blocks and a ragged last one
+    monkeypatch.setattr(moments, "MOMENT_BLOCK_ROWS", 37)  # several blocks and a ragged last one
     x, _ = _sets()
     x = x + 1e3  # a large mean: the shifted accumulation must not lose the covariance
     mu, cov = feature_moments(x)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from promptprism.errors import InputError
-from promptprism.stats.accumulators import MomentsAccumulator, feature_moments, weighted_moments
+from promptprism.stats.moments import MomentsAccumulator, feature_moments, weighted_moments
 from promptprism.stats.resampling import (
     basic_interval,
     cluster_counts,

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
-from ...stats.accumulators import feature_moments
+from ...stats.moments import feature_moments
 
 
 def _psd_sqrt(s: np.ndarray) -> np.ndarray:
@@ -70,7 +70,7 @@ def frechet_distance(x: Any, y: Any) -> float:
 
     ``x`` and ``y`` are (n, d) feature matrices with the same d (e.g. Inception pool features for FID);
     means and covariances are computed in float64
-    (:func:`promptprism.stats.accumulators.feature_moments`).
+    (:func:`promptprism.stats.moments.feature_moments`).
     """
     if x.shape[1] != y.shape[1]:
         raise InputError(f"the two feature sets have {x.shape[1]} and {y.shape[1]} dimensions; "

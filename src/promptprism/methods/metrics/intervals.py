@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...stats.accumulators import weighted_moments
+from ...stats.moments import weighted_moments
 from ...stats.resampling import basic_interval, cluster_counts, percentile_interval
 from .frechet import frechet_distance_from_moments
 
