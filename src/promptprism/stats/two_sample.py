@@ -87,11 +87,16 @@ def center_symmetric_(k: Any) -> Any:
     return k
 
 
-def hsic(k: Any, l: Any) -> float:  # noqa: E741
-    """HSIC(K, L) = tr(K H L H) (eq. 11, no 1/(n-1)^2 factor) = <HKH, HLH>_F."""
+def _paired_squares(k: Any, l: Any, what: str) -> tuple[np.ndarray, np.ndarray]:  # noqa: E741
     k, l = _square(k, "K"), _square(l, "L")  # noqa: E741
     if k.shape != l.shape:
-        raise InputError(f"HSIC: K and L must have the same shape, got {k.shape} and {l.shape}")
+        raise InputError(f"{what}: K and L must have the same shape, got {k.shape} and {l.shape}")
+    return k, l
+
+
+def hsic(k: Any, l: Any) -> float:  # noqa: E741
+    """HSIC(K, L) = tr(K H L H) (eq. 11, no 1/(n-1)^2 factor) = <HKH, HLH>_F."""
+    k, l = _paired_squares(k, l, "HSIC")  # noqa: E741
     return float(np.vdot(center_gram(k), center_gram(l)))
 
 
@@ -102,9 +107,7 @@ def _zero_tol(k: np.ndarray) -> float:
 
 def cka(k: Any, l: Any) -> float:  # noqa: E741
     """CKA(K, L) = HSIC(K, L) / sqrt(HSIC(K, K) HSIC(L, L)) (eq. 13); 0 when either variable is constant."""
-    k, l = _square(k, "K"), _square(l, "L")  # noqa: E741
-    if k.shape != l.shape:
-        raise InputError(f"CKA: K and L must have the same shape, got {k.shape} and {l.shape}")
+    k, l = _paired_squares(k, l, "CKA")  # noqa: E741
     kc, lc = center_gram(k), center_gram(l)
     nk, nl = float(np.linalg.norm(kc)), float(np.linalg.norm(lc))
     if nk <= _zero_tol(k) or nl <= _zero_tol(l):
