@@ -3,8 +3,9 @@
 A package split by concept (each module's docstring states the equations of the disentangled-mean-embeddings
 paper it implements; SPEC, "Cosine mean similarity and disentangled regions"):
 
-* :mod:`.two_sample` - the two-sample functional core: CMS (eq. 4), MMD^2 (eq. 16), HSIC (eq. 11),
-  CKA (eq. 13) from Gram matrices, their block versions (appendix C) and the bias-corrected block CMS.
+* :mod:`.two_sample` - the two-sample functional core: CMS (eq. 4) from Gram matrices, the block versions
+  (appendix C) of CMS, MMD^2 (eq. 16), HSIC (eq. 11) and CKA (eq. 13), and the bias-corrected block CMS (the
+  one-Gram MMD^2, HSIC and CKA are the shared :mod:`promptprism.stats.two_sample`).
 * :mod:`.pixel_cka` - the pixel-by-pixel CKA matrix of Algorithm 1 by matrix products, and the median rule
   for gamma (the kernel itself, exp(-gamma |a - b|^2), is :mod:`promptprism.kernels.rbf`).
 * :mod:`.clustering` - regions from the CKA matrix (average linkage, cut from the top).
