@@ -51,7 +51,7 @@ def check_bootstrap_memory(replicates: int, *, rows: int, groups: int = 0) -> No
 
 def prompt_draws(n_groups: int, replicates: int, seed: int) -> np.ndarray:
     """(replicates, n_groups) counts: how often each prompt is drawn in each replicate of the bootstrap over
-    prompts (the cluster bootstrap, module docstring; seeded).
+    prompt groups (SPEC, "Uncertainty": resample prompt groups with replacement, B times, seeded).
 
     A replicate that draws one prompt n_groups times is drawn again (from the same seeded stream): with one
     prompt there is no prompt-driven part to split off and no second fold to cross-fit on. That happens with
@@ -69,8 +69,8 @@ def prompt_draws(n_groups: int, replicates: int, seed: int) -> np.ndarray:
 
 
 def cluster_counts(groups: np.ndarray | None, n: int, replicates: int, seed: int) -> np.ndarray:
-    """(replicates, n) multiplicity of each row in the bootstrap over prompts (module docstring): its
-    prompt's draw count (:func:`prompt_draws`), or, with fewer than two prompts, its own (rows resampled)."""
+    """(replicates, n) multiplicity of each row in the bootstrap of SPEC, "Uncertainty": its prompt's draw
+    count (:func:`prompt_draws`), or, with fewer than two prompts, its own (samples resampled)."""
     if groups is not None and np.unique(groups).size >= 2:
         _, labels = np.unique(groups, return_inverse=True)
         draws = prompt_draws(int(labels.max()) + 1, replicates, seed)
@@ -80,14 +80,15 @@ def cluster_counts(groups: np.ndarray | None, n: int, replicates: int, seed: int
 
 
 def resample_counts(n: int, replicates: int, rng: np.random.Generator) -> np.ndarray:
-    """(n, B) float counts of the bootstrap over items: how often each of n items is drawn in each of B
-    resamples of size n (one multinomial draw per resample)."""
+    """(n, B) float counts of the bootstrap over samples (SPEC, "Uncertainty"): how often each of n items is
+    drawn in each of B resamples of size n with replacement (one multinomial draw per resample)."""
     return rng.multinomial(n, np.full(n, 1.0 / n), size=replicates).T.astype(np.float64)
 
 
 def jackknife_counts(groups: np.ndarray) -> np.ndarray:
-    """(G, max label + 1) counts of the delete-one-group jackknife (module docstring): row g holds every
-    present group once except the g-th present one (labels absent from ``groups`` count 0)."""
+    """(G, max label + 1) counts of the delete-one-group jackknife (Efron and Tibshirani 1993, ch. 11, over
+    SPEC's prompt groups): row g holds every present group once except the g-th present one (labels absent
+    from ``groups`` count 0)."""
     labels = np.unique(groups)
     counts = np.ones((len(labels), int(np.max(groups)) + 1), dtype=np.int64)
     counts[np.arange(len(labels)), labels] = 0
@@ -116,9 +117,9 @@ def grouped_replicates(groups: np.ndarray, counts: np.ndarray, estimate: Callabl
 
 def percentile_interval(values: Any, level: float, *, axis: int | None = None, omit_nan: bool = True
                         ) -> tuple[Any, Any]:
-    """(low, high): the (1 - level) / 2 and (1 + level) / 2 quantiles of the replicates (the percentile
-    interval, module docstring), over ``axis`` (None: all values); ``omit_nan``: replicates without a value
-    (NaN) are left out, else a NaN makes the bound NaN."""
+    """(low, high): the (1 - level) / 2 and (1 + level) / 2 quantiles of the replicates, the percentile
+    interval at the stated level (SPEC, "Uncertainty"), over ``axis`` (None: all values); ``omit_nan``:
+    replicates without a value (NaN) are left out, else a NaN makes the bound NaN."""
     q = [(1 - level) / 2, (1 + level) / 2]
     if omit_nan:
         lo, hi = np.nanquantile(np.asarray(values, dtype=np.float64), q, axis=axis)
@@ -129,9 +130,9 @@ def percentile_interval(values: Any, level: float, *, axis: int | None = None, o
 
 def basic_interval(values: np.ndarray, estimate: float, level: float, *, bounds: Bounds = (None, None)
                    ) -> dict:
-    """{'low', 'high'}: the basic (pivotal) bootstrap interval [2 e - q_hi, 2 e - q_lo] (module docstring),
-    clipped to ``bounds``, with q_lo, q_hi the (1 -+ level) / 2 quantiles of the replicates (NaN ones left
-    out) and e the estimate.
+    """{'low', 'high'}: the basic (pivotal) bootstrap interval [2 e - q_hi, 2 e - q_lo] (Efron and Tibshirani
+    1993, ch. 13; SPEC, "Uncertainty", where a method's coverage grid calls for it), clipped to ``bounds``,
+    with q_lo, q_hi the (1 -+ level) / 2 quantiles of the replicates (NaN ones left out) and e the estimate.
 
     It corrects for the estimator's bias as the bootstrap sees it (the replicates' shift from e mirrors the
     estimate's shift from the truth). Like the percentile interval, it contains e exactly when
@@ -151,7 +152,7 @@ def jackknife_interval(values: np.ndarray, estimate: float, level: float, *, bou
                        ) -> dict:
     """{'low', 'high', 'centre'}: centre +- t_{G-1} SE_jack from the delete-one-group values (NaN ones left
     out): centre = G e - (G - 1) mean_g e_(g) (the jackknife's bias correction), SE_jack^2 =
-    (G - 1) / G sum_g (e_(g) - mean)^2 (module docstring); clipped to ``bounds``."""
+    (G - 1) / G sum_g (e_(g) - mean)^2 (Efron and Tibshirani 1993, ch. 11); clipped to ``bounds``."""
     from scipy.stats import t as student
 
     vals = np.asarray(values, dtype=np.float64)
