@@ -1,4 +1,6 @@
-"""Mergeable accumulators (update / merge / compute) and eigen-solvers."""
+"""Mergeable accumulators (update / merge / compute) and eigen-solvers; the statistics the methods share live
+in its modules: :mod:`.resampling` (bootstrap over prompts, jackknife, intervals), :mod:`.two_sample` (MMD^2,
+centring, HSIC, CKA, Holm), :mod:`.moments` (means and covariances), :mod:`.intervals` (the interval value)."""
 
 from .accumulators import (
     CovarianceAccumulator,
