@@ -1,6 +1,6 @@
 """Mergeable accumulators (update / merge / compute) and eigen-solvers; the statistics the methods share live
 in its modules: :mod:`.resampling` (bootstrap over prompts, jackknife, intervals), :mod:`.two_sample` (MMD^2,
-centring, HSIC, CKA, Holm), :mod:`.moments` (means and covariances), :mod:`.intervals` (the interval value)."""
+centring, HSIC, CKA, Holm), :mod:`.moments` (means and covariances), :mod:`.intervals` (an interval)."""
 
 from .accumulators import (
     CovarianceAccumulator,
