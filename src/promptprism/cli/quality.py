@@ -23,7 +23,8 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif")
 
 @app.command("quality")
 def quality(
-    folder: Path = typer.Argument(..., metavar="DIR", help="A split or compare results folder (result.json)."),
+    folder: Path = typer.Argument(..., metavar="DIR",
+                                  help="A split or compare results folder (result.json)."),
     inputs: list[Path] | None = typer.Argument(None, metavar="[INPUTS]",
                                                help="split: TEST REF; compare: one set per model, in the "
                                                     "order of the comparison (default: the paths result.json "

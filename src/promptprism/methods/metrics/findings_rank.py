@@ -1,5 +1,5 @@
-"""K models closer to a reference where they differ: per finding (and over every prompt) each model's closeness,
-the within-prompt test of every pair, and a ranking whose ties are honest.
+"""K models closer to a reference where they differ: per finding (and over every prompt) each model's
+closeness, the within-prompt test of every pair, and a ranking whose ties are honest.
 
 The closeness scores, the stratified permutation test and the bootstrap over prompts are
 :class:`.findings.FindingQuality`'s. For each finding and each pair of models (a, b) the test of
@@ -43,7 +43,8 @@ class FindingRanking(FindingQuality):
                 raise InputError(f"{name}: no prompt strings; a finding is a set of prompts")
         shared = set(reference.prompts).intersection(*(set(s.prompts) for s in models.values()))
         if not shared:
-            raise InputError("the reference shares no prompt with the models; closeness needs the same prompts")
+            raise InputError("the reference shares no prompt with the models; closeness needs the same "
+                             "prompts")
         every = {"id": ALL_PROMPTS, "prompts": sorted(shared)}
         entries = [self._scored(f, models, reference, i) for i, f in enumerate([*findings, every])]
         tests = [t for e in entries for t in e["pairs"]]
@@ -86,7 +87,8 @@ class FindingRanking(FindingQuality):
         index = {n: k for k, n in enumerate(names)}
         sep = np.zeros((len(names), len(names)), dtype=bool)
         for t in entry["pairs"]:
-            sep[index[t["a"]], index[t["b"]]] = sep[index[t["b"]], index[t["a"]]] = t["p_adjusted"] <= self.alpha
+            i, j = index[t["a"]], index[t["b"]]
+            sep[i, j] = sep[j, i] = t["p_adjusted"] <= self.alpha
         means = [entry["models"][n]["mean"] for n in names]
         entry["ranking"] = ranking(names, means, sep, metric=f"{self.closeness} against {target}",
                                    basis=f"the within-prompt permutation test (Holm, alpha = {self.alpha:g})")

@@ -37,8 +37,8 @@ from .findings import holm
 
 #: outputs are shown to the judge up to this many characters
 MAX_SHOWN = 1500
-DEFAULT_RUBRIC = ("Prefer the answer that is more correct and more helpful for the prompt, and that does what "
-                  "the prompt asks. Answer tie when neither is better.")
+DEFAULT_RUBRIC = ("Prefer the answer that is more correct and more helpful for the prompt, and that does "
+                  "what the prompt asks. Answer tie when neither is better.")
 JUDGE_PROMPT = """Two answers to the same prompt follow.
 
 Prompt: \"\"\"{prompt}\"\"\"
@@ -191,7 +191,7 @@ def _conclude(entry: dict, names: list[str] | None, alpha: float) -> None:
         rate = "-" if c["win_rate"] is None else f"{c['win_rate']:.2f}"
         counts = (f"{c['a']} wins {c['wins']}, {c['b']} wins {c['losses']}, {c['ties']} ties "
                   f"({c['cancelled']} cancelled by position) of {c['pairs']} pairs")
-        head = (f"the judge prefers {c['preferred']}" if c["preferred"] else "the judge prefers neither model")
+        head = f"the judge prefers {c['preferred'] or 'neither model'}"
         entry["verdict"] = (f"{where}, {head}: {c['a']}'s win rate {rate} [{c['interval']['low']:.2f}, "
                             f"{c['interval']['high']:.2f}]; {counts}; sign test p = {c['p_adjusted']:.2g} "
                             f"(Holm, ties dropped)")

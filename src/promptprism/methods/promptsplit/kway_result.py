@@ -69,7 +69,8 @@ class KWayResult(Result):
             modes = r.findings(carried)
             prompts = list(dict.fromkeys(p for f in modes for p in f["prompts"]))
             if prompts:
-                out.append({"id": label, "model": model, "modes": [f["id"] for f in modes], "prompts": prompts})
+                out.append({"id": label, "model": model, "modes": [f["id"] for f in modes],
+                            "prompts": prompts})
         return out
 
     def pair(self, a: str, b: str) -> PromptSplitResult:
