@@ -151,3 +151,39 @@ def test_the_command_ranks_the_models_of_a_compare_result(tmp_path):
     assert {r["name"]: r["rank"] for r in gray["ranking"]["rows"]}["gray"] == 3, gray["ranking"]
     assert "gray vs rest" in out and "on all 20 prompts" in out
     assert "Closer to real data" in (tmp_path / "k" / "report.html").read_text(encoding="utf-8")
+
+
+def _same_quality_runs(runs: int, worse: float = 0.0) -> tuple[float, float]:
+    """(share of sets with any separated pair, share where model c alone ranks last over all prompts): three
+    models drawn around the gold answer of each prompt, c shifted away from it by ``worse``."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(0)
+    prompts = [f"p{k}" for k in range(6) for _ in range(3)]
+    centres = rng.normal(size=(6, 5))
+    gold = SimpleNamespace(prompts=[f"p{k}" for k in range(6)], name="gold", output_embeddings=centres)
+    finding = [{"id": "half", "prompts": [f"p{k}" for k in range(3)]}]
+    any_verdict = c_last = 0
+    for r in range(runs):
+        models = {m: SimpleNamespace(prompts=prompts, output_embeddings=np.repeat(centres, 3, axis=0)
+                                     + (worse if m == "c" else 0.0) + rng.normal(size=(18, 5)))
+                  for m in ("a", "b", "c")}
+        estimator = FindingRanking(closeness="gold", permutations=299, bootstrap=50, seed=r)
+        record = estimator.fit(finding, models, gold)
+        entries = [*record["findings"], record["overall"]]
+        any_verdict += any(t["p_adjusted"] <= 0.05 for e in entries for t in e["pairs"])
+        ranks = {row["name"]: row["rank"] for row in record["overall"]["ranking"]["rows"]}
+        c_last += ranks == {"a": 1, "b": 1, "c": 3}
+    return any_verdict / runs, c_last / runs
+
+
+def test_three_same_quality_models_get_no_verdict_at_the_stated_level():
+    """Three models of one quality (gold closeness): over 200 simulated sets the share with any separated pair
+    (on the finding or over all prompts, Holm over the 6 tests) stays within alpha + 2 s.e.; a model pushed
+    away from the gold answers ranks alone last over all prompts in >= 90 % of 20 sets."""
+    null, _ = _same_quality_runs(200)
+    print("same quality, sets with a verdict:", null)
+    assert null <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 200), null
+    _, power = _same_quality_runs(20, worse=3.0)
+    print("c worse, ranked alone last:", power)
+    assert power >= 0.9, power

@@ -189,8 +189,9 @@ def _conclude(entry: dict, names: list[str] | None, alpha: float) -> None:
     if names is None:
         c = entry["comparisons"][0]
         rate = "-" if c["win_rate"] is None else f"{c['win_rate']:.2f}"
+        unread = f", {c['unreadable']} more unreadable" if c["unreadable"] else ""
         counts = (f"{c['a']} wins {c['wins']}, {c['b']} wins {c['losses']}, {c['ties']} ties "
-                  f"({c['cancelled']} cancelled by position) of {c['pairs']} pairs")
+                  f"({c['cancelled']} cancelled by position) of {c['pairs']} pairs{unread}")
         head = f"the judge prefers {c['preferred'] or 'neither model'}"
         entry["verdict"] = (f"{where}, {head}: {c['a']}'s win rate {rate} [{c['interval']['low']:.2f}, "
                             f"{c['interval']['high']:.2f}]; {counts}; sign test p = {c['p_adjusted']:.2g} "
