@@ -77,19 +77,32 @@ def _closeness_line(quality: dict, entry: dict) -> Any:
         iv = m.get("interval") or {}
         parts.append(f"{name} {fnum(m['mean'], '.2f')} [{fnum(iv.get('low'), '.2f')}, "
                      f"{fnum(iv.get('high'), '.2f')}]")
-    head = el("strong", "Closer to real data: " + (entry.get("closer") or "neither"))
     if "ranking" in entry:  # K models: the ranking with its ties
+        head = el("strong", "Closer to real data: " + _order(entry["ranking"]))
         return p(head, f" — {quality.get('closeness')} on the {entry['prompts']} prompts: "
                        f"{'; '.join(parts)}. {entry['ranking']['words']}.", cls="small")
+    head = el("strong", "Closer to real data: " + (entry.get("closer") or "neither"))
     return p(head, f" — {quality.get('closeness')} on the {entry['prompts']} prompts that carry it: "
                    f"{'; '.join(parts)}; p = {fnum(entry['p_adjusted'], '.2g')} (within-prompt permutation "
                    "test, Holm over the findings).", cls="small")
 
 
+def _order(ranking: dict) -> str:
+    """``'a = b > c'``: the models by rank, those sharing a rank joined (``'no model separated'`` when all
+    share one)."""
+    groups: dict[int, list[str]] = {}
+    for row in ranking["rows"]:
+        groups.setdefault(row["rank"], []).append(row["name"])
+    if len(groups) == 1:
+        return "no model separated"
+    return " > ".join(" = ".join(g) for _, g in sorted(groups.items()))
+
+
 def _judge_line(entry: dict) -> Any:
-    head = el("strong", "Judge: prefers " + (entry.get("preferred") or "neither"))
     if "ranking" in entry:
-        return p(head, f" — {entry['ranking']['words']}.", cls="small")
+        return p(el("strong", "Judge: " + _order(entry["ranking"])), f" — {entry['ranking']['words']}.",
+                 cls="small")
+    head = el("strong", "Judge: prefers " + (entry.get("preferred") or "neither"))
     c = entry["comparisons"][0]
     iv = c["interval"]
     return p(head, f" — {c['a']}'s win rate against {c['b']} {fnum(c['win_rate'], '.2f')} "
