@@ -17,8 +17,9 @@ from promptprism.io import atomic_save_npz
 from promptprism.methods.metrics import FindingRanking
 
 
-def _french_sets(per_prompt: int = 6, seed: int = 0):
-    """10 topics x 4 questions; the test model answers topic 0 in French (outputs shifted in embedding)."""
+def _french_sets(per_prompt: int = 6, seed: int = 0, others: int = 1):
+    """10 topics x 4 questions; the test model answers topic 0 in French (outputs shifted in embedding), the
+    ``others`` (reference, then other2, other3...) in English."""
     rng = np.random.default_rng(seed)
     topics = np.repeat(np.arange(10), 4 * per_prompt)
     questions = [f"topic {t} question {(i // per_prompt) % 4}" for i, t in enumerate(topics)]
@@ -36,7 +37,8 @@ def _french_sets(per_prompt: int = 6, seed: int = 0):
                 outs.append(f"Here is the answer {i}")
         return PairedSet(pe, oe, prompts=questions, outputs=outs, name=name)
 
-    return build(True, "test"), build(False, "reference")
+    return (build(True, "test"), *(build(False, "reference" if k == 0 else f"other{k + 1}")
+                                   for k in range(others)))
 
 
 def _prefers_english(body, stage, n):
@@ -96,6 +98,31 @@ def test_the_judge_verdict_reaches_result_json_and_a_rerun_makes_no_call(tmp_pat
 def test_bad_input_is_one_line_and_exit_2(split_dir, argv, needle):
     code, _, err = run_cli("quality", split_dir, *argv, "--no-report")
     assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.slow
+def test_the_judge_ranks_the_models_of_a_compare_result(tmp_path):
+    """Three models, one answering topic 0 in French: on its deviation the judge ranks it last, the two
+    English ones share rank 1; the K-way page shows the judge's order."""
+    from compcon_fakes import ScriptedServer
+
+    paths = []
+    for s in _french_sets(others=2):
+        paths.append(save_paired(tmp_path / f"{s.name}.npz", s))
+    out = tmp_path / "k"
+    code, _, err = run_cli("compare", *paths, "--out", out, "--permutations", "100", "--quiet", "--no-report")
+    assert code == 0, err
+    with ScriptedServer(_prefers_english) as server:
+        code, printed, err = run_cli("quality", out, "--judge-base-url", server.base_url, "--judge-model",
+                                     "fake", "--judge-pairs", "10", "--api-key-env", "")
+    assert code == 0, err
+    judge = json.loads((out / "result.json").read_text())["quality"]["judge"]
+    entry = next(e for e in judge["findings"] if e["id"] == "test vs rest")
+    ranks = {r["name"]: r["rank"] for r in entry["ranking"]["rows"]}
+    assert ranks == {"reference": 1, "other2": 1, "test": 3}
+    assert len(entry["comparisons"]) == 3 and "test vs rest, judge:" in printed
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "Judge: reference = other2 &gt; test" in html or "Judge: other2 = reference &gt; test" in html
 
 
 def _correct(seed: int, per_prompt: int = 20) -> PairedSet:
