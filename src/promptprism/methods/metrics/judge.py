@@ -1,8 +1,9 @@
 """Which model a judge prefers where they differ: pairwise preference per finding, both orders asked.
 
-For each finding (a set of prompts) and each pair of models, pairs of outputs are drawn, seeded: on every
-prompt of the finding, each model's outputs are shuffled and matched one to one (no output is used twice),
-and pairs are taken one prompt at a time in a shuffled prompt order until ``pairs`` are drawn. A chat model
+For each finding (a set of prompts) and each pair of models, pairs of outputs are drawn, seeded (finding i
+draws from ``numpy.random.default_rng([seed, i])``, the model pairs in order): on every prompt of the
+finding, each model's outputs are shuffled and matched one to one (no output is used twice), and pairs are
+taken one prompt at a time in a shuffled prompt order until ``pairs`` are drawn. A chat model
 (any OpenAI-compatible endpoint, through :class:`~promptprism.llm.ChatClient` and its cache) reads the prompt,
 the two outputs and the rubric, and answers first, second or tie, **twice**: once with A's output first and
 once with B's first. A pair's outcome is A when the two answers add up in A's favour (A in both orders, or A
