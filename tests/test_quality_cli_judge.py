@@ -94,6 +94,8 @@ def test_the_judge_verdict_reaches_result_json_and_a_rerun_makes_no_call(tmp_pat
     (("--judge-base-url", "not a url"), "--judge-base-url"),
     (("--judge-base-url", "http://127.0.0.1:9/v1", "--rubric", "@/nonexistent/rubric.txt"), "--rubric"),
     (("--judge-base-url", "http://127.0.0.1:9/v1", "--judge-pairs", "0"), "--judge-pairs"),
+    (("--judge-base-url", "http://127.0.0.1:9/v1", "--judge-pairs", "1000000"), "--judge-pairs must be"),
+    (("--judge-base-url", "http://127.0.0.1:9/v1", "--retries", "0", "--api-key-env", ""), "unreachable"),
 ])
 def test_bad_input_is_one_line_and_exit_2(split_dir, argv, needle):
     code, _, err = run_cli("quality", split_dir, *argv, "--no-report")
