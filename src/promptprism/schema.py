@@ -9,7 +9,8 @@ that the shipped files are what this module generates and validates every result
 Conventions: a ``float`` field may be ``null`` (non-finite numbers are written as null); fields with a
 default may be absent (files of older versions are read with the defaults,
 :func:`promptprism.results.migrate`); the ``descriptions`` record of ``promptprism describe`` has a
-schema of its own (:data:`DESCRIPTIONS`).
+schema of its own (:data:`DESCRIPTIONS`), and so has the ``quality`` record of ``promptprism quality``
+(:data:`QUALITY`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,54 @@ DESCRIPTIONS = {
         "notes": {"type": "array", "items": {"type": "string"}},
         "calls": {"type": "object", "properties": {"requests": {"type": "integer"},
                                                    "cache_hits": {"type": "integer"}}},
+    },
+}
+_NUMBER = {"type": ["number", "null"]}
+_TEXT = {"type": "string"}
+#: one finding's closeness verdict (``promptprism quality --real``): two models, or K with their ranking
+_QUALITY_ENTRY = {
+    "type": "object",
+    "required": ["id", "models", "verdict"],
+    "properties": {
+        "id": _TEXT, "prompts": {"type": "integer"}, "example_prompts": {"type": "array", "items": _TEXT},
+        "models": {"type": "object", "additionalProperties": {
+            "type": "object", "properties": {"mean": _NUMBER, "n": {"type": "integer"},
+                                             "interval": {"type": "object"}}}},
+        "difference": _NUMBER, "p_value": _NUMBER, "p_adjusted": _NUMBER,
+        "pairs": {"type": "array", "items": {"type": "object"}}, "ranking": {"type": "object"},
+        "closer": {"type": ["string", "null"]}, "note": {"type": ["string", "null"]}, "verdict": _TEXT,
+    },
+}
+#: one finding's judge verdict (``promptprism quality --judge-base-url``): per pair of models the counts, the
+#: win rate with its interval and the sign test
+_JUDGE_ENTRY = {
+    "type": "object",
+    "required": ["id", "comparisons", "verdict"],
+    "properties": {
+        "id": _TEXT, "prompts": {"type": "integer"},
+        "comparisons": {"type": "array", "items": {
+            "type": "object",
+            "required": ["a", "b", "pairs", "wins", "losses", "ties", "win_rate", "interval", "p_value"],
+            "properties": {
+                "a": _TEXT, "b": _TEXT, "pairs": {"type": "integer"}, "wins": {"type": "integer"},
+                "losses": {"type": "integer"}, "ties": {"type": "integer"}, "cancelled": {"type": "integer"},
+                "unreadable": {"type": "integer"}, "first_position_share": _NUMBER, "win_rate": _NUMBER,
+                "interval": {"type": "object"}, "p_value": _NUMBER, "p_adjusted": _NUMBER,
+                "preferred": {"type": ["string", "null"]}}}},
+        "ranking": {"type": "object"}, "preferred": {"type": ["string", "null"]}, "verdict": _TEXT,
+    },
+}
+#: the record ``promptprism quality`` adds (``quality``): closeness per finding, and the judge's preferences
+QUALITY = {
+    "type": "object",
+    "properties": {
+        "closeness": _TEXT, "reference": _TEXT, "models": {"type": "array", "items": _TEXT},
+        "findings": {"type": "array", "items": {"$ref": "#/$defs/quality_entry"}},
+        "overall": {"$ref": "#/$defs/quality_entry"}, "verdict": _TEXT,
+        "judge": {"type": "object", "properties": {
+            "rubric": _TEXT, "pairs": {"type": "integer"}, "seed": {"type": "integer"}, "order": _TEXT,
+            "findings": {"type": "array", "items": _JUDGE_ENTRY}, "endpoint": {"type": "object"},
+            "calls": {"type": "object"}, "verdict": _TEXT}},
     },
 }
 #: one recorded input set (:mod:`promptprism.provenance`)
@@ -107,6 +156,8 @@ def _record(cls: type, defs: dict[str, Any], overrides: dict[str, Any] | None = 
             required.append(f.name)
     if "descriptions" in props and hints.get("descriptions") is dict:
         props["descriptions"] = {"$ref": "#/$defs/descriptions"}
+    if "quality" in props and hints.get("quality") is dict:
+        props["quality"] = {"$ref": "#/$defs/quality"}
     if "inputs" in props:
         props["inputs"] = {"type": "object", "additionalProperties": {"$ref": "#/$defs/input"}}
     if "kind" in getattr(cls, "__dataclass_fields__", {}) or hasattr(cls, "nested"):
@@ -119,6 +170,8 @@ def result_schema(kind: str) -> dict[str, Any]:
     cls = _registry()[kind]
     defs: dict[str, Any] = {"descriptions": DESCRIPTIONS, "name_entry": _NAME_ENTRY, "input": INPUT_RECORD}
     body = _record(cls, defs, FIELD_TYPES.get(kind))
+    if '"#/$defs/quality"' in json.dumps([body, defs]):  # only the kinds with a quality record
+        defs.update(quality=QUALITY, quality_entry=_QUALITY_ENTRY)
     body["properties"]["kind"] = {"const": kind}
     body["properties"]["schema_version"] = {"type": "integer", "minimum": 1, "maximum": SCHEMA_VERSION}
     body["required"] = ["kind", "schema_version", *body["required"]]

@@ -27,6 +27,7 @@ PARAMETER_OPTIONS: dict[str, dict[str, str]] = {
     "compcon": {"batch_size": "description_prompts", "answers_per_prompt": "samples"},
     "demo": {"seed": "seed", "per_prompt": "per_prompt"},
     "generate": {"guidance": "guide_reference", "scale": "guide_scale", "rho": "guide_rho"},
+    "quality": {"pairs": "judge_pairs"},
 }
 
 #: characters that may follow a parameter's name inside a message (``sigma_output:``, ``(k,``)

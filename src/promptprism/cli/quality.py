@@ -1,5 +1,6 @@
-"""``promptprism quality DIR --real REAL``: on each finding of a split result, which model is closer to real
-data (or to gold answers), with a test; added to DIR's result.json and report as one transaction."""
+"""``promptprism quality DIR [--real REAL] [--judge-base-url URL]``: on each finding of a split or compare
+result, which model is closer to real data (or to gold answers) and which one a judge prefers, each with a
+test; added to DIR's result.json and report as one transaction."""
 
 from __future__ import annotations
 
@@ -13,22 +14,39 @@ from . import _inputs as inp
 from ._app import app, console
 from ._options import SEED, Choice, Integer, Number, typed
 from ._output import print_written, save_outputs
+from .compcon import API_KEY_ENV, CHAT_CACHE, RETRIES, TIMEOUT, check_urls
 from .report import NO_REPORT
+
+#: suffixes of outputs that are images (a text judge cannot read them)
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif")
 
 
 @app.command("quality")
 def quality(
-    folder: Path = typer.Argument(..., metavar="DIR", help="A split results folder (result.json)."),
-    inputs: list[Path] | None = typer.Argument(None, metavar="[TEST REF]",
-                                               help="The split's two sets (default: the paths result.json "
+    folder: Path = typer.Argument(..., metavar="DIR",
+                                  help="A split or compare results folder (result.json)."),
+    inputs: list[Path] | None = typer.Argument(None, metavar="[INPUTS]",
+                                               help="split: TEST REF; compare: one set per model, in the "
+                                                    "order of the comparison (default: the paths result.json "
                                                     "records, checked against their fingerprints)."),
-    real: Path = typer.Option(..., "--real", help=f"Real data (or gold answers) on the same prompts: "
-                                                  f"{inp.INPUT_HELP}."),
+    real: Path | None = typer.Option(None, "--real", help=f"Real data (or gold answers) on the same prompts: "
+                                                          f"{inp.INPUT_HELP}."),
     closeness: str = typed("precision", Choice(CLOSENESS), "--closeness",
                            help="precision (inside the real samples' k-NN balls; images, any embedding) or "
                                 "gold (cosine to the nearest real output of the same prompt; texts with gold "
                                 "answers)."),
     nearest_k: int = typed(5, Integer(), "--nearest-k", help="k of the k-NN balls (precision)."),
+    judge_base_url: str = typer.Option("", "--judge-base-url",
+                                       help="OpenAI-compatible endpoint of a judge that compares the two "
+                                            "models' answers pair by pair (both orders; texts)."),
+    judge_model: str = typer.Option("gpt-4o", "--judge-model", help="Judge model at --judge-base-url."),
+    rubric: str = typer.Option("", "--rubric", help="What makes an answer better, for the judge: TEXT or "
+                                                    "@FILE (default: correct, helpful, does what is asked)."),
+    judge_pairs: int = typed(20, Integer(minimum=1), "--judge-pairs",
+                             help="Pairs of answers judged per finding and pair of models (seeded draw, "
+                                  "one pair per prompt in turn, no answer twice)."),
+    api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
+    chat_cache: Path | None = CHAT_CACHE,
     alpha: float = typed(0.05, Number(), "--alpha", help="Family-wise level over the findings (Holm)."),
     permutations: int = typed(2000, Integer(), "--permutations",
                               help="Permutations of the within-prompt test (>= 99)."),
@@ -40,40 +58,119 @@ def quality(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No lines per finding."),
     no_report: bool = NO_REPORT,
 ) -> None:
-    """Which model is closer to real data on each significant finding of a split result.
+    """Which model is closer to real data, and which one a judge prefers, on each finding of a split or
+    compare result.
 
-    For each significant mode, both models' samples on the prompts that carry it are scored against the real
-    samples of the same prompts; a within-prompt permutation test (Holm over the modes) says whether one is
-    closer, with bootstrap intervals over prompts.
+    For each significant mode (compare: each deviating model's modes against the rest, each differing
+    pair's modes), the models' samples on the prompts that carry it are scored against the real samples of
+    the same prompts (a within-prompt permutation test, Holm over the findings; K models ranked with ties),
+    and/or pairs of their answers are shown to a judge in both orders (win rate with a Wilson interval, sign
+    test).
     """
+    import dataclasses
+
+    from ..results import load_result
+
+    if real is None and not judge_base_url:
+        raise InputError("nothing to judge with: pass --real REAL (closeness to real data), --judge-base-url "
+                         "URL (a judge's preference), or both")
+    check_urls(judge_base_url=judge_base_url)
+    rubric_text = _rubric(rubric)
+    result = load_result(folder)
+    if result.kind not in ("promptsplit", "promptsplit_kway"):
+        raise InputError(f"{folder}: holds a {result.kind} result; quality verdicts need a split or compare "
+                         "result")
+    sets = _sets(result, folder, list(inputs or []), text_model)
+    findings = result.findings()
+    if not findings:
+        raise InputError(f"{folder}: no significant finding with prompts that carry it; nothing to judge")
+    record = dict(result.quality or {})
+    options = {"alpha": alpha, "confidence": confidence, "seed": seed}
+    if real is not None:
+        record.update(_closeness(result.kind, findings, sets, real, text_model, closeness=closeness,
+                                 nearest_k=nearest_k, permutations=permutations, bootstrap=bootstrap,
+                                 **options))
+    if judge_base_url:
+        link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache}
+        record["judge"] = _judge(findings, sets, judge_base_url, judge_model, link, rubric=rubric_text,
+                                 pairs=judge_pairs, **options)
+    judged = dataclasses.replace(result, quality=record)
+    written = save_outputs(judged, out or folder, report=not no_report, inputs=sets, quiet=quiet,
+                           sources={"real data": inp.results_folder_input(real)} if real else None,
+                           amend=out is None or Path(out).resolve() == Path(folder).resolve())
+    if not quiet:
+        _print(record, closeness=real is not None, judge=bool(judge_base_url))
+    print_written(written)
+
+
+def _rubric(value: str) -> str:
+    """``--rubric``: the text, or the text of the file after '@'; '' for the default."""
+    if not value.startswith("@"):
+        return value
+    path = Path(value[1:])
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"--rubric {value}: cannot read {path} ({exc.__class__.__name__})") from None
+
+
+def _sets(result, folder: Path, paths: list, text_model: str) -> dict:
+    """The result's input sets by name: test and reference for a split, one per model for a compare."""
+    if result.kind == "promptsplit":
+        if len(paths) not in (0, 2):
+            raise InputError(f"{folder}: a split result takes its 2 inputs (TEST REF) or none, got "
+                             f"{len(paths)}")
+        return inp.recorded_sets(result, folder, dict(zip(("test", "reference"), paths or [None, None],
+                                                          strict=True)), result.config, text_model)
+    if paths and len(paths) != len(result.names):
+        raise InputError(f"{folder}: a compare result of {len(result.names)} models takes one input per "
+                         f"model ({', '.join(result.names)}), got {len(paths)}")
+    recorded = dict(zip(result.names, result.config.get("sets") or [None] * len(result.names), strict=False))
+    given = dict(zip(result.names, paths or [None] * len(result.names), strict=True))
+    return inp.recorded_sets(result, folder, given, recorded, text_model)
+
+
+def _closeness(kind: str, findings: list, sets: dict, real: Path, text_model: str, **params) -> dict:
+    """The closeness record: two models (split) or a ranking of K (compare)."""
     import dataclasses
 
     from ..data.inputs import load_input
     from ..methods.metrics import FindingQuality
-    from ..results import load_result
+    from ..methods.metrics.findings_rank import FindingRanking
 
-    estimator = FindingQuality(closeness=closeness, nearest_k=nearest_k, alpha=alpha,
-                               permutations=permutations, bootstrap=bootstrap, confidence=confidence,
-                               seed=seed)
-    result = load_result(folder)
-    if result.kind != "promptsplit":
-        raise InputError(f"{folder}: holds a {result.kind} result; quality verdicts need a split result")
-    paths = list(inputs or [])
-    if len(paths) not in (0, 2):
-        raise InputError(f"{folder}: a split result takes its 2 inputs (TEST REF) or none, got {len(paths)}")
-    sets = inp.recorded_sets(result, folder, dict(zip(("test", "reference"), paths or [None, None],
-                                                      strict=True)), result.config, text_model)
-    findings = result.findings()
-    if not findings:
-        raise InputError(f"{folder}: no significant mode with prompts that carry it; nothing to judge")
+    estimator = (FindingQuality if kind == "promptsplit" else FindingRanking)(**params)
     reference = dataclasses.replace(load_input(inp.results_folder_input(real), text_model=text_model),
                                     name="real data")
-    record = estimator.fit(findings, {"test": sets["test"], "reference": sets["reference"]}, reference)
-    judged = dataclasses.replace(result, quality=record)
-    written = save_outputs(judged, out or folder, report=not no_report, inputs=sets, quiet=quiet,
-                           sources={"real data": inp.results_folder_input(real)},
-                           amend=out is None or Path(out).resolve() == Path(folder).resolve())
-    if not quiet:
-        for entry in record["findings"]:
-            console.print(entry["verdict"], markup=False, soft_wrap=True)
-    print_written(written)
+    return estimator.fit(findings, sets, reference)
+
+
+def _judge(findings: list, sets: dict, url: str, model: str, link: dict, *, rubric: str, **params) -> dict:
+    """The judge's preference record, with the endpoint (no key) and the calls made."""
+    from ..methods.metrics import FindingPreference
+    from ._compcon_text import chat_client
+
+    for name, s in sets.items():
+        outputs = getattr(s, "outputs", None)
+        if outputs is None:
+            raise InputError(f"{name}: no output texts (an embeddings file); the judge reads the answers")
+        if outputs and str(outputs[0]).lower().endswith(IMAGE_SUFFIXES):
+            raise InputError(f"{name}: the outputs are images; the judge reads texts (a vision-language "
+                             "judge is not supported yet)")
+    estimator = FindingPreference(**({"rubric": rubric} if rubric.strip() else {}), **params)
+    client = chat_client(url, model, seed=params["seed"], temperature=0.0, **link)
+    record = estimator.fit(findings, sets, client)
+    return {**record, "endpoint": client.describe(),
+            "calls": {"requests": client.n_requests, "cache_hits": client.n_cache_hits}}
+
+
+def _print(record: dict, *, closeness: bool, judge: bool) -> None:
+    """One line per finding and verdict kind (closeness, then the judge)."""
+    lines = [e["verdict"] for e in record.get("findings", [])] if closeness else []
+    if closeness and record.get("overall"):
+        lines.append(record["overall"]["verdict"])
+    if judge:
+        lines += [e["verdict"] for e in record["judge"]["findings"]]
+        calls = record["judge"]["calls"]
+        lines.append(f"judge calls: {calls['requests']} sent, {calls['cache_hits']} from the cache")
+    for line in lines:
+        console.print(line, markup=False, soft_wrap=True)

@@ -51,21 +51,65 @@ def description_block(entry: dict | None) -> Any:
 
 
 def quality_block(result: Any, finding_id: str) -> Any:
-    """The quality verdict of a finding (``promptprism quality``): which model is closer to the real data on
-    its prompts, with both means and intervals; None when there is none."""
+    """The quality verdicts of a finding (``promptprism quality``): which model is closer to the real data on
+    its prompts (both means and intervals; with K models their ranking) and which one a judge prefers; None
+    when there is neither."""
     quality = getattr(result, "quality", None) or {}
-    entry = next((e for e in quality.get("findings", []) if e.get("id") == finding_id), None)
-    if entry is None:
+    entry = _entry(quality, finding_id)
+    judged = _entry(quality.get("judge") or {}, finding_id)
+    if entry is None and judged is None:
         return None
+    return el("div", None if entry is None else _closeness_line(quality, entry),
+              None if judged is None else _judge_line(judged))
+
+
+def _entry(record: dict, finding_id: str) -> dict | None:
+    found = [e for e in record.get("findings", []) if e.get("id") == finding_id]
+    overall = record.get("overall")
+    if not found and isinstance(overall, dict) and overall.get("id") == finding_id:
+        found = [overall]
+    return found[0] if found else None
+
+
+def _closeness_line(quality: dict, entry: dict) -> Any:
     parts = []
     for name, m in entry["models"].items():
         iv = m.get("interval") or {}
         parts.append(f"{name} {fnum(m['mean'], '.2f')} [{fnum(iv.get('low'), '.2f')}, "
                      f"{fnum(iv.get('high'), '.2f')}]")
-    head = el("strong", "Closer to real data: " + (entry["closer"] or "neither"))
+    if "ranking" in entry:  # K models: the ranking with its ties
+        head = el("strong", "Closer to real data: " + _order(entry["ranking"]))
+        return p(head, f" — {quality.get('closeness')} on the {entry['prompts']} prompts: "
+                       f"{'; '.join(parts)}. {entry['ranking']['words']}.", cls="small")
+    head = el("strong", "Closer to real data: " + (entry.get("closer") or "neither"))
     return p(head, f" — {quality.get('closeness')} on the {entry['prompts']} prompts that carry it: "
                    f"{'; '.join(parts)}; p = {fnum(entry['p_adjusted'], '.2g')} (within-prompt permutation "
                    "test, Holm over the findings).", cls="small")
+
+
+def _order(ranking: dict) -> str:
+    """``'a = b > c'``: the models by rank, those sharing a rank joined (``'no model separated'`` when all
+    share one)."""
+    groups: dict[int, list[str]] = {}
+    for row in ranking["rows"]:
+        groups.setdefault(row["rank"], []).append(row["name"])
+    if len(groups) == 1:
+        return "no model separated"
+    return " > ".join(" = ".join(g) for _, g in sorted(groups.items()))
+
+
+def _judge_line(entry: dict) -> Any:
+    if "ranking" in entry:
+        return p(el("strong", "Judge: " + _order(entry["ranking"])), f" — {entry['ranking']['words']}.",
+                 cls="small")
+    head = el("strong", "Judge: prefers " + (entry.get("preferred") or "neither"))
+    c = entry["comparisons"][0]
+    iv = c["interval"]
+    return p(head, f" — {c['a']}'s win rate against {c['b']} {fnum(c['win_rate'], '.2f')} "
+                   f"[{fnum(iv['low'], '.2f')}, {fnum(iv['high'], '.2f')}] over {c['pairs']} pairs, each "
+                   f"asked in both orders ({c['wins']} won, {c['losses']} lost, {c['ties']} ties of which "
+                   f"{c['cancelled']} cancelled by position, {c['unreadable']} unreadable); sign test "
+                   f"p = {fnum(c['p_adjusted'], '.2g')} (ties dropped, Holm over the findings).", cls="small")
 
 
 def deviation_blocks(result: Any, model: str) -> list:

@@ -8,7 +8,7 @@ from typing import Any
 
 from .common import finish, notes_block, run_details
 from .core import renderer
-from .descriptions import deviation_blocks
+from .descriptions import deviation_blocks, quality_block
 from .html import Page, details, el, fmt, p, snippet, table
 from .summary import summary
 
@@ -62,6 +62,15 @@ def _deviation_block(d: dict, rest_distance: float, named: list | None = None) -
     return details(head, *body, open_=d["deviates"])
 
 
+def _quality_ids(r: Any) -> list[str]:
+    """The findings of ``promptprism quality`` that are not a model against the rest: the pairs, then every
+    prompt."""
+    quality = getattr(r, "quality", None) or {}
+    ids = [e["id"] for rec in (quality, quality.get("judge") or {}) for e in rec.get("findings", [])]
+    ids += [quality["overall"]["id"]] if isinstance(quality.get("overall"), dict) else []
+    return [i for i in dict.fromkeys(ids) if not i.endswith(" vs rest")]
+
+
 def _comparison_row(c: Any) -> tuple:
     sig = c.significance or {}
     return (f"{c.config['test']} vs {c.config['reference']}", fmt(c.distance),
@@ -84,8 +93,13 @@ def render_kway(result: Any, *, notes: list[str] | None = None, **_: Any) -> str
                "deviating model also shows, diluted, in every other model's comparison with a rest that "
                "holds it); a model deviates when it differs significantly from the rest and another model, "
                "at least half of its disagreement with the rest on prompts attributed to it."),
-             [_deviation_block(d, dist, deviation_blocks(r, d["model"]))
+             [_deviation_block(d, dist, [quality_block(r, f"{d['model']} vs rest"),
+                                         *deviation_blocks(r, d["model"])])
               for d, dist in zip(r.deviations, r.rest_distances, strict=True)])
+    verdicts = [(f, quality_block(r, f)) for f in _quality_ids(r)]
+    if verdicts:
+        page.add("Who is closer to real data, who the judge prefers",
+                 [el("div", p(el("b", f)), block) for f, block in verdicts if block is not None])
     rows = [_comparison_row(c) for c in r.pairs + r.one_vs_rest]
     page.add("Comparisons", table(["comparison", "‖Λ‖²_F", "significant modes", "p (largest mode)",
                                    "top prompts"], rows, numeric=(1, 2, 3)),

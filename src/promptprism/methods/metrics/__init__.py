@@ -12,6 +12,8 @@ _EXPORTS = {
     ".alignment": ("CLIPSCORE_WEIGHT", "check_joint_space", "clip_scores"),
     ".estimator": ("ReferenceMetrics",),
     ".findings": ("FindingQuality",),
+    ".findings_rank": ("FindingRanking",),
+    ".judge": ("FindingPreference",),
     ".frechet": (
         "feature_moments", "frechet_distance", "frechet_distance_from_moments", "trace_sqrt_product",
     ),
@@ -25,12 +27,15 @@ if TYPE_CHECKING:
     from .alignment import CLIPSCORE_WEIGHT, check_joint_space, clip_scores
     from .estimator import ReferenceMetrics
     from .findings import FindingQuality
+    from .findings_rank import FindingRanking
     from .frechet import feature_moments, frechet_distance, frechet_distance_from_moments, trace_sqrt_product
+    from .judge import FindingPreference
     from .kid import kernel_inception_distance, kernel_mmd2, subset_mmd2
     from .prdc import NeighbourIndicators, knn_radii, neighbour_indicators, prdc
     from .result import MetricsResult, SetMetrics
 
-__all__ = ["CLIPSCORE_WEIGHT", "FindingQuality", "MetricsResult", "NeighbourIndicators", "ReferenceMetrics",
-           "SetMetrics", "check_joint_space", "clip_scores", "feature_moments", "frechet_distance",
-           "frechet_distance_from_moments", "kernel_inception_distance", "kernel_mmd2", "knn_radii",
-           "neighbour_indicators", "prdc", "subset_mmd2", "trace_sqrt_product"]
+__all__ = ["CLIPSCORE_WEIGHT", "FindingPreference", "FindingQuality", "FindingRanking", "MetricsResult",
+           "NeighbourIndicators", "ReferenceMetrics", "SetMetrics", "check_joint_space", "clip_scores",
+           "feature_moments", "frechet_distance", "frechet_distance_from_moments",
+           "kernel_inception_distance", "kernel_mmd2", "knn_radii", "neighbour_indicators", "prdc",
+           "subset_mmd2", "trace_sqrt_product"]

@@ -53,6 +53,25 @@ class KWayResult(Result):
     version: str = __version__
     #: verified names of the deviations (``promptprism describe``; ``methods.naming.describe_deviations``)
     descriptions: dict = field(default_factory=dict)
+    #: which model is closer to a reference / preferred by a judge on each finding (``promptprism quality``)
+    quality: dict = field(default_factory=dict)
+
+    def findings(self, carried: float = 0.9) -> list[dict]:
+        """The findings of the quality verdicts, one per comparison with its significant modes together (the
+        union of the prompts that carry them, :meth:`.PromptSplitResult.findings`): each deviating model
+        against the rest (id ``'<model> vs rest'``, ``'model'`` set), then each significantly different
+        pair (``'<a> vs <b>'``)."""
+        rest = [] if len(self.names) == 2 else [(f"{d['model']} vs rest", self.against_rest(d["model"]),
+                                                  d["model"]) for d in self.deviations if d["deviates"]]
+        pairs = [(f"{a} vs {b}", self.pair(a, b), None) for a, b in self.significant_pairs]
+        out = []
+        for label, r, model in rest + pairs:
+            modes = r.findings(carried)
+            prompts = list(dict.fromkeys(p for f in modes for p in f["prompts"]))
+            if prompts:
+                out.append({"id": label, "model": model, "modes": [f["id"] for f in modes],
+                            "prompts": prompts})
+        return out
 
     def pair(self, a: str, b: str) -> PromptSplitResult:
         """The comparison of sets ``a`` and ``b`` (by name; it is stored with the earlier set as test)."""

@@ -1,0 +1,104 @@
+"""K models closer to a reference where they differ: per finding (and over every prompt) each model's
+closeness, the within-prompt test of every pair, and a ranking whose ties are honest.
+
+The closeness scores, the stratified permutation test and the bootstrap over prompts are
+:class:`.findings.FindingQuality`'s. For each finding and each pair of models (a, b) the test of
+mean(a) - mean(b) runs with seed ``seed + 1009 i + j`` (finding i, pair j); Holm runs over every pair test of
+every finding (the "all prompts" entry included). The ranking is :func:`~promptprism.stats.ranking.ranking`:
+rank(k) = 1 + #{models closer than k and separated from k by a Holm-adjusted test at alpha}, so models the
+tests do not separate share a rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from ...errors import InputError, OptionError
+from ...stats.ranking import ranking
+from .findings import FindingQuality, finding_scores, holm, prompt_bootstrap, stratified_permutation_test
+
+#: the id of the entry over every prompt the models and the reference share
+ALL_PROMPTS = "all prompts"
+
+
+@dataclass(frozen=True)
+class FindingRanking(FindingQuality):
+    """:class:`.FindingQuality` for two or more models: per finding each model's mean closeness with its
+    interval, every pair's test, the ranking with ties (module docstring) and one sentence; ``overall``: the
+    same over every prompt the models share with the reference.
+
+    ``fit(findings, models, reference)`` as :meth:`.FindingQuality.fit`, with any number (>= 2) of models."""
+
+    def fit(self, findings: Sequence[dict], models: dict[str, Any], reference: Any) -> dict[str, Any]:
+        """The quality record (``{..., 'findings': [...], 'overall': {...}, 'verdict'}``)."""
+        if len(models) < 2:
+            raise OptionError(f"models: two or more sets to rank, got {len(models)}", parameter="models")
+        for name, s in {**models, "reference": reference}.items():
+            if getattr(s, "prompts", None) is None:
+                raise InputError(f"{name}: no prompt strings; a finding is a set of prompts")
+        shared = set(reference.prompts).intersection(*(set(s.prompts) for s in models.values()))
+        if not shared:
+            raise InputError("the reference shares no prompt with the models; closeness needs the same "
+                             "prompts")
+        every = {"id": ALL_PROMPTS, "prompts": sorted(shared)}
+        entries = [self._scored(f, models, reference, i) for i, f in enumerate([*findings, every])]
+        tests = [t for e in entries for t in e["pairs"]]
+        for t, p_adj in zip(tests, holm([t["p_value"] for t in tests]), strict=True):
+            t["p_adjusted"] = p_adj
+        target = str(getattr(reference, "name", None) or "the reference")
+        for e in entries:
+            self._rank(e, list(models), target)
+        *per_finding, overall = entries
+        ranked = [e["verdict"] for e in per_finding if e["closer"] or _has_ties_broken(e)]
+        verdict = ("; ".join(ranked) if ranked else
+                   f"no finding separates the models by closeness to {target} ({self.closeness}, Holm over "
+                   f"{len(tests)} pair test(s) at alpha = {self.alpha:g})")
+        return {**self.get_params(), "reference": getattr(reference, "name", "reference"),
+                "models": list(models), "findings": per_finding, "overall": overall,
+                "verdict": verdict + f"; overall: {overall['ranking']['words']}"}
+
+    def _scored(self, finding: dict, models: dict[str, Any], reference: Any, i: int) -> dict[str, Any]:
+        scored, note = finding_scores(finding["prompts"], models, reference, closeness=self.closeness,
+                                      k=self.nearest_k)
+        empty = [n for n, (s, _) in scored.items() if s.size == 0]
+        if empty:
+            raise InputError(f"finding {finding['id']}: no scored samples of {empty[0]} on its prompts (gold "
+                             "needs reference outputs of the same prompts)")
+        pairs = []
+        for j, (a, b) in enumerate(combinations(scored, 2)):
+            diff, p = stratified_permutation_test(*scored[a], *scored[b], permutations=self.permutations,
+                                                  seed=self.seed + 1009 * i + j)
+            pairs.append({"a": a, "b": b, "difference": diff, "p_value": p})
+        ivs = {n: prompt_bootstrap(s, q, replicates=self.bootstrap, level=self.confidence,
+                                   seed=self.seed + i).to_dict() for n, (s, q) in scored.items()}
+        extra = {k: finding[k] for k in ("model", "modes") if k in finding}
+        return {"id": finding["id"], **extra, "prompts": len(set(finding["prompts"])),
+                "example_prompts": list(finding["prompts"])[:3],
+                "models": {n: {"mean": float(s.mean()), "n": int(s.size), "interval": ivs[n]}
+                           for n, (s, _) in scored.items()},
+                "pairs": pairs, "note": note}
+
+    def _rank(self, entry: dict, names: list[str], target: str) -> None:
+        index = {n: k for k, n in enumerate(names)}
+        sep = np.zeros((len(names), len(names)), dtype=bool)
+        for t in entry["pairs"]:
+            i, j = index[t["a"]], index[t["b"]]
+            sep[i, j] = sep[j, i] = t["p_adjusted"] <= self.alpha
+        means = [entry["models"][n]["mean"] for n in names]
+        entry["ranking"] = ranking(names, means, sep, metric=f"{self.closeness} against {target}",
+                                   basis=f"the within-prompt permutation test (Holm, alpha = {self.alpha:g})")
+        top = [r for r in entry["ranking"]["rows"] if r["rank"] == 1]
+        entry["closer"] = top[0]["name"] if len(top) == 1 and not top[0]["not_separated_from"] else None
+        where = (f"on all {entry['prompts']} prompts" if entry["id"] == ALL_PROMPTS
+                 else f"on the {entry['prompts']} prompts of {entry['id']}")
+        entry["verdict"] = f"{where}, {entry['ranking']['words']}"
+
+
+def _has_ties_broken(entry: dict) -> bool:
+    """Whether some test separates two of the finding's models (a ranking that says more than one tie)."""
+    return len({r["rank"] for r in entry["ranking"]["rows"]}) > 1
