@@ -20,7 +20,8 @@ import numpy as np
 
 from ...errors import InputError, OptionError
 from ...stats.ranking import ranking
-from .findings import FindingQuality, finding_scores, holm, prompt_bootstrap, stratified_permutation_test
+from ...stats.two_sample import holm
+from .findings import FindingQuality, finding_scores, prompt_bootstrap, stratified_permutation_test
 
 #: the id of the entry over every prompt the models and the reference share
 ALL_PROMPTS = "all prompts"

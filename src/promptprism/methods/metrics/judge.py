@@ -34,7 +34,7 @@ from ...errors import InputError, OptionError
 from ...llm.conversation import ChatModel, MalformedAnswerError, ask
 from ...stats.preference import sign_test, wilson_interval
 from ...stats.ranking import ranking
-from .findings import holm
+from ...stats.two_sample import holm
 
 #: outputs are shown to the judge up to this many characters
 MAX_SHOWN = 1500
