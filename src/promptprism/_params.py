@@ -253,7 +253,8 @@ def _at_least(value: Any, name: str, *, minimum: int) -> None:
 
 
 def at_least(minimum: int) -> Check:
-    """An integer >= ``minimum`` (> 1), in the words of the first releases: ``"<name> must be >= 2, got 1"``."""
+    """An integer >= ``minimum`` (> 1), in the words of the first releases: ``"<name> must be >= 2, got
+    1"``."""
     return Check(functools.partial(_at_least, minimum=minimum), f"an integer >= {minimum}")
 
 
@@ -290,6 +291,7 @@ BOOTSTRAP = Check(_bootstrap, "0 (off) or an integer >= 20")
 #: the floating-point precision of an array core
 PRECISION = Check(check_precision, "'float32' or 'float64'")
 
-__all__ = ["BOOLEAN", "BOOTSTRAP", "Check", "Estimator", "Interval", "NON_NEGATIVE_INT", "Options", "POSITIVE_INT",
-           "POSITIVE_REAL", "PRECISION", "PROBABILITY", "Rule", "SEED", "at_least", "between", "check_declared",
-           "constraints_of", "describe_constraints", "one_of", "positive", "validate_params"]
+__all__ = ["BOOLEAN", "BOOTSTRAP", "Check", "Estimator", "Interval", "NON_NEGATIVE_INT", "Options",
+           "POSITIVE_INT", "POSITIVE_REAL", "PRECISION", "PROBABILITY", "Rule", "SEED", "at_least", "between",
+           "check_declared", "constraints_of", "describe_constraints", "one_of", "positive",
+           "validate_params"]

@@ -147,8 +147,8 @@ class PromptNullifier(ScendiKernelOptions):
                                timings_={"covariance_s": t1 - t0, "split_s": time.perf_counter() - t1})
 
     def _not_fitted(self, *_: Any) -> Any:
-        raise OptionError("this PromptNullifier is not fitted yet; call fit(paired_set) first (it returns the "
-                          "fitted nullifier)")
+        raise OptionError("this PromptNullifier is not fitted yet; call fit(paired_set) first (it returns "
+                          "the fitted nullifier)")
 
     output_features = prompt_features = predict = transform = _not_fitted
 
