@@ -12,21 +12,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._params import BOOLEAN, Check, Estimator, Options, positive
+from .._params import BOOLEAN, Estimator, Options, positive
 from ..array_ops import row_norms
 from ..backend import NUMPY, Backend, array_namespace
 from ..errors import InputError, OptionError
-from .bandwidth import Bandwidth
+from .bandwidth import BANDWIDTH
 from .features import RandomFourierFeatures, cosine_features
 from .gram import KERNELS, check_kernel
-
-
-def _bandwidth(value: Any, name: str) -> None:
-    Bandwidth.parse(value, name)
-
-
-#: a gaussian bandwidth: a number > 0 or a rule ('median', '0.5*median', ...), parsed by :class:`Bandwidth`
-BANDWIDTH = Check(_bandwidth, "a number > 0 or a bandwidth rule ('median', '0.5*median')")
 
 
 @dataclass(frozen=True)
