@@ -9,7 +9,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -22,9 +22,6 @@ from .comparison import compare_sources
 from .cross_cka import cross_region_cka_rows
 from .result import INLINE_CKA_MAX_PIXELS, RegionsResult
 from .sources import as_pixels, check_same_shape, source_shape
-
-if TYPE_CHECKING:
-    from .estimator import RegionCMS
 
 #: the paper's block average on same-distribution digits (issue notes): what its bias looks like
 PAPER_BLOCK_BIAS = ("the paper's block average is biased downwards: each block's denominator keeps its b "
@@ -40,7 +37,7 @@ class FittedRegions:
     ``timings_``; ``estimator`` is the :class:`RegionCMS` that was fitted (its parameters).
     ``compare(generated_sets)`` scores sets against the real images (a :class:`RegionsResult`)."""
 
-    estimator: RegionCMS
+    estimator: Any  #: the :class:`~.estimator.RegionCMS` that was fitted
     image_shape_: tuple
     gamma_: float
     cka_block_size_: int | None

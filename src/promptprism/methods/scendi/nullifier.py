@@ -147,6 +147,8 @@ class PromptNullifier(ScendiKernelOptions):
                                timings_={"covariance_s": t1 - t0, "split_s": time.perf_counter() - t1})
 
     def _not_fitted(self, *_: Any) -> Any:
+        """Refused: the estimator holds its parameters only; ``fit`` returns the :class:`FittedNullifier`
+        whose ``transform``, ``predict``, ``output_features`` and ``prompt_features`` apply Gamma*."""
         raise OptionError("this PromptNullifier is not fitted yet; call fit(paired_set) first (it returns "
                           "the fitted nullifier)")
 
