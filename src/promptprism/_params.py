@@ -86,7 +86,8 @@ class Options:
         return any(value is v or (type(value) is type(v) and value == v) for v in self.values)
 
     def __str__(self) -> str:
-        return "one of " + ", ".join(repr(v) if isinstance(v, str) else str(v) for v in self.values)
+        words = [repr(v) if isinstance(v, str) else str(v) for v in self.values]
+        return words[0] if len(words) == 1 else "one of " + ", ".join(words)
 
 
 @dataclasses.dataclass(frozen=True)

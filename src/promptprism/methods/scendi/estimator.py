@@ -13,13 +13,25 @@ prompts grouped, sample space; same numbers up to round-off; chosen by size, rec
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..._params import BOOLEAN, BOOTSTRAP, PRECISION, SEED, Check, Options, at_least, between, positive
+from ..._params import (
+    BOOLEAN,
+    BOOTSTRAP,
+    PRECISION,
+    SEED,
+    Check,
+    Interval,
+    Options,
+    at_least,
+    between,
+    positive,
+)
 from ..._progress import Stopwatch
 from ...array_ops import blas_threads_for
 from ...backend import DEVICE, resolve_backend
@@ -63,14 +75,6 @@ TABLE_FIELDS = ("scendi", "scendi_prompt", "scendi_order2", "scendi_prompt_order
 CONFIG_FIELDS = ("n_clusters", "top_k", "chunk_size")
 #: the gaussian kernel's bandwidth options, recorded as ``<name>_rule`` in ``config`` (None for cosine)
 BANDWIDTH_FIELDS = ("sigma_prompt", "sigma_output")
-
-
-def _ridge(value: Any, name: str) -> None:
-    if value == "cv" and isinstance(value, str):
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value)
-                                                                            and value >= 0):
-        raise OptionError(f"{name} must be 'cv' or a number >= 0, got {value!r}", parameter=name)
 
 
 def _interval(value: Any, name: str) -> None:
@@ -143,7 +147,8 @@ class Scendi(ScendiKernelOptions):
         "n_clusters": [positive()], "top_k": [positive()], "seed": [SEED], "chunk_size": [positive()],
         "partition_rows": [positive()], "progress": [BOOLEAN, None],
         "gamma_estimator": [Options(GAMMA_ESTIMATORS)], "n_folds": [at_least(2)],
-        "ridge": [Check(_ridge, "'cv' or a number >= 0")], "bootstrap": [Options(("auto",)), BOOTSTRAP],
+        "ridge": [Options(("cv",)), Interval(numbers.Real, 0, None)],
+        "bootstrap": [Options(("auto",)), BOOTSTRAP],
         "confidence": [between(0.0, 1.0)], "precision": [PRECISION], "device": [DEVICE],
         "interval": [Check(_interval, "'auto', 'jackknife' or 'basic'")]}
 
