@@ -129,4 +129,5 @@ def test_validate_params_and_descriptions():
 
 def test_one_value_is_named_without_one_of():
     assert str(Options(("cv",))) == "'cv'"
-    assert describe_constraints([Options(("cv",)), Interval(numbers.Real, 0, None)]) == "'cv' or a number >= 0"
+    cv_or_number = [Options(("cv",)), Interval(numbers.Real, 0, None)]
+    assert describe_constraints(cv_or_number) == "'cv' or a number >= 0"
