@@ -272,7 +272,7 @@ def our_metrics(real: np.ndarray, fake: np.ndarray, rows: dict, parts: bool = Tr
     from promptprism.methods.metrics.kid import kid_and_mmd2
 
     full = timed("promptprism ReferenceMetrics (no intervals)",
-                 lambda: ReferenceMetrics(bootstrap=0).compare(fake, real), rows)
+                 lambda: ReferenceMetrics(bootstrap=0).fit(fake, real), rows)
     result, sigma = full.models[0], float(full.config["mmd_sigma"])
     if parts:
         timed("  its PRDC alone (prdc)", lambda: prdc(real, fake, 5), rows)

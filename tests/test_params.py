@@ -125,3 +125,9 @@ def test_validate_params_and_descriptions():
     assert describe_constraints([Interval(numbers.Real, None, None)]) == "a finite number"
     with pytest.raises(OptionError, match=r"x must be an integer >= 1 or None, got 0"):
         validate_params({"x": [POSITIVE_INT, None]}, {"x": 0})
+
+
+def test_one_value_is_named_without_one_of():
+    assert str(Options(("cv",))) == "'cv'"
+    cv_or_number = [Options(("cv",)), Interval(numbers.Real, 0, None)]
+    assert describe_constraints(cv_or_number) == "'cv' or a number >= 0"

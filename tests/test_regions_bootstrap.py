@@ -6,6 +6,7 @@ direct pixel differences.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -303,10 +304,12 @@ def test_parameters_are_validated_when_the_estimator_is_made():
     est = RegionCMS(n_regions=2)
     assert est.validate() is est
     real = np.random.default_rng(0).random((20, 3, 3))
-    assert est.fit(real) is est  # the contract: fit learns the regions and returns the estimator
-    est.bootstrap = -3
+    fitted = est.fit(real)  # the contract: fit returns the regions it learned; the estimator is unchanged
+    assert fitted.estimator is est and est == RegionCMS(n_regions=2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        est.bootstrap = -3
     with pytest.raises(OptionError, match="bootstrap"):
-        est.compare(real)
+        est.set_params(bootstrap=-3)
 
 
 @pytest.mark.parametrize("value,expected", [("-1", "bootstrap"), ("abc", "--bootstrap"), ("3", "bootstrap")])

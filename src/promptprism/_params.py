@@ -13,12 +13,14 @@ that tie parameters to each other. Unlike scikit-learn, parameters are never cha
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import numbers
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, ClassVar
 
+from ._validation import check_choice, check_interval, check_positive_number, check_precision
 from .errors import OptionError
 
 #: the ends of an interval that are included: 'neither', 'left', 'right', 'both'
@@ -84,7 +86,8 @@ class Options:
         return any(value is v or (type(value) is type(v) and value == v) for v in self.values)
 
     def __str__(self) -> str:
-        return "one of " + ", ".join(repr(v) if isinstance(v, str) else str(v) for v in self.values)
+        words = [repr(v) if isinstance(v, str) else str(v) for v in self.values]
+        return words[0] if len(words) == 1 else "one of " + ", ".join(words)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +99,34 @@ class Rule:
 
     def accepts(self, value: Any) -> bool:
         return isinstance(value, str) and re.fullmatch(self.pattern, value) is not None
+
+    def __str__(self) -> str:
+        return self.what
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """A value that ``check(value, name)`` accepts, described as ``what``; ``check`` raises an
+    :class:`OptionError` in its own words otherwise, and that error is the one raised (for a parameter whose
+    message users, scripts and tests already know, or one read by a parser: a bandwidth rule, a device)."""
+
+    check: Callable[[Any, str], Any]
+    what: str
+
+    def accepts(self, value: Any) -> bool:
+        try:
+            self.check(value, "value")
+        except OptionError:
+            return False
+        return True
+
+    def refuse(self, value: Any, name: str) -> None:
+        """Raise ``check``'s error for ``value`` (it carries ``parameter=name``)."""
+        try:
+            self.check(value, name)
+        except OptionError as exc:
+            exc.parameter = name
+            raise
 
     def __str__(self) -> str:
         return self.what
@@ -138,12 +169,16 @@ def describe_constraints(constraints: list) -> str:
 
 def validate_params(constraints: Mapping[str, list], params: Mapping[str, Any]) -> None:
     """Check each of ``params`` against its list of constraints (it must meet one); the first failure is an
-    :class:`OptionError` ``"<name> must be <what>, got <value>"`` carrying ``parameter=<name>``. Parameters
-    without constraints are not checked here."""
+    :class:`OptionError` ``"<name> must be <what>, got <value>"`` carrying ``parameter=<name>`` (a
+    :class:`Check` among the constraints raises its own words). Parameters without constraints are not
+    checked here."""
     for name, value in params.items():
         allowed = constraints.get(name)
         if allowed is None or any(_accepts(c, value) for c in allowed):
             continue
+        for c in allowed:
+            if isinstance(c, Check):
+                c.refuse(value, name)
         raise OptionError(f"{name} must be {describe_constraints(allowed)}, got {value!r}", parameter=name)
 
 
@@ -199,6 +234,65 @@ PROBABILITY = Interval(numbers.Real, 0, 1, closed="neither")
 SEED = "seed"
 BOOLEAN = "boolean"
 
-__all__ = ["BOOLEAN", "Estimator", "Interval", "NON_NEGATIVE_INT", "Options", "POSITIVE_INT", "POSITIVE_REAL",
-           "PROBABILITY", "Rule", "SEED", "check_declared", "constraints_of", "describe_constraints",
+
+def _positive(value: Any, name: str, *, integer: bool, even: bool, allow_zero: bool) -> None:
+    check_positive_number(value, name, integer=integer, even=even, allow_zero=allow_zero)
+
+
+def positive(*, integer: bool = True, even: bool = False, allow_zero: bool = False) -> Check:
+    """A positive (``allow_zero``: non-negative) integer or number in the words of the first releases:
+    ``"<name> must be > 0, got 0"`` (``even``: cos and sin features come in pairs)."""
+    kind = "an even integer" if even else "an integer" if integer else "a number"
+    what = f"{kind} {'>= 0' if allow_zero else '> 0'}"
+    return Check(functools.partial(_positive, integer=integer, even=even, allow_zero=allow_zero), what)
+
+
+def _at_least(value: Any, name: str, *, minimum: int) -> None:
+    check_positive_number(value, name, integer=True)
+    if value < minimum:
+        raise OptionError(f"{name} must be >= {minimum}, got {value!r}", parameter=name)
+
+
+def at_least(minimum: int) -> Check:
+    """An integer >= ``minimum`` (> 1), in the words of the first releases: ``"<name> must be >= 2, got
+    1"``."""
+    return Check(functools.partial(_at_least, minimum=minimum), f"an integer >= {minimum}")
+
+
+def _between(value: Any, name: str, *, low: float, high: float, closed: str) -> None:
+    check_interval(value, low, high, parameter=name, closed=closed)
+
+
+def between(low: float, high: float, closed: str = "neither") -> Check:
+    """A number from ``low`` to ``high`` in the words of the first releases: ``"<name> must lie strictly
+    between 0 and 1, got 1.5"`` (``closed`` as for :class:`Interval`)."""
+    return Check(functools.partial(_between, low=low, high=high, closed=closed),
+                 str(Interval(numbers.Real, low, high, closed)))
+
+
+def _one_of(choices: tuple, value: Any, name: str) -> None:
+    check_choice(value, choices, parameter=name)
+
+
+def one_of(choices: Collection[Any]) -> Check:
+    """One of ``choices``, in the words of the first releases: ``"<name> must be one of a, b, got 'x'"``."""
+    return Check(functools.partial(_one_of, tuple(choices)), "one of " + ", ".join(map(str, choices)))
+
+
+def _bootstrap(value: Any, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise OptionError(f"{name} must be an integer >= 0 (0 turns it off), got {value!r}", parameter=name)
+    if 0 < value < 20:
+        raise OptionError(f"{name} must be 0 (off) or at least 20 replicates for a 95% interval to mean "
+                          f"anything, got {value}", parameter=name)
+
+
+#: bootstrap replicates: 0 (off) or at least 20
+BOOTSTRAP = Check(_bootstrap, "0 (off) or an integer >= 20")
+#: the floating-point precision of an array core
+PRECISION = Check(check_precision, "'float32' or 'float64'")
+
+__all__ = ["BOOLEAN", "BOOTSTRAP", "Check", "Estimator", "Interval", "NON_NEGATIVE_INT", "Options",
+           "POSITIVE_INT", "POSITIVE_REAL", "PRECISION", "PROBABILITY", "Rule", "SEED", "at_least", "between",
+           "check_declared", "constraints_of", "describe_constraints", "one_of", "positive",
            "validate_params"]

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ._params import Check
 from .errors import OptionError
 
 #: the values ``device`` accepts besides 'cuda:N'
@@ -171,6 +172,10 @@ def resolve_backend(device: str | Backend = "cpu", name: str = "device") -> Back
     if device == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
         raise OptionError(f"{name}='mps': no MPS device is available here (use 'auto' or 'cpu')")
     return Backend("torch", device)
+
+
+#: the estimators' ``device`` parameter: a name :func:`resolve_backend` accepts (checked where it is given)
+DEVICE = Check(resolve_backend, "'auto', 'cpu', 'cuda', 'cuda:N', 'mps' or 'torch'")
 
 
 def _cuda_visible() -> bool:

@@ -18,11 +18,11 @@ PARAMETER_OPTIONS: dict[str, dict[str, str]] = {
     "*": {
         "n_features": "features", "number of features": "features", "n_modes": "modes",
         "n_clusters": "clusters", "n_regions": "n_regions", "cka_max_images": "cka_images",
-        "max_images": "cka_images", "out": "out", "dim": "features",
+        "max_images": "cka_images", "out": "out",
         "n_discovery_prompts": "discovery_prompts", "n_attributes": "attributes",
         "n_generated": "generated", "template_dir": "templates", "cache_dir": "chat_cache",
-        "api_key_env": "api_key_env", "chunk size": "chunk_size", "number of clusters": "clusters",
-        "number of modes": "modes", "k": "k", "n_folds": "n_folds",
+        "api_key_env": "api_key_env", "chunk size": "chunk_size", "number of modes": "modes", "k": "k",
+        "n_folds": "n_folds",
     },
     "compcon": {"batch_size": "description_prompts", "answers_per_prompt": "samples"},
     "demo": {"seed": "seed", "per_prompt": "per_prompt"},
@@ -68,8 +68,10 @@ def to_flags(message: str, table: Mapping[str, str], parameter: str | None = Non
 
 
 def flag_message(exc: PromptPrismError, table: Mapping[str, str]) -> str:
-    """The one line of a library error, its parameter (``exc.parameter``) written as the command's flag."""
-    return to_flags(str(exc), table, getattr(exc, "parameter", None))
+    """The one line of a library error, its parameter (``exc.parameter``, and only that: the words of the
+    message are not read for one) written as the command's flag."""
+    parameter = getattr(exc, "parameter", None)
+    return to_flags(str(exc), table, parameter) if parameter else str(exc)
 
 
 def _available_memory() -> str:

@@ -195,9 +195,9 @@ def compute_metrics(inputs: list[Path], reference: Path, estimator: ReferenceMet
     def data(item: Any) -> tuple[str, Any]:
         return item if isinstance(item, tuple) else (item.paired.name, item.paired)
 
-    result = estimator.compare([data(g)[1] for g in gen], data(ref)[1], names=[data(g)[0] for g in gen],
-                               reference_name=data(ref)[0], spaces=spaces, truncation=truncation,
-                               joint=[g.paired.name for g in paired if g.joint_space])
+    result = estimator.fit([data(g)[1] for g in gen], data(ref)[1], names=[data(g)[0] for g in gen],
+                           reference_name=data(ref)[0], spaces=spaces, truncation=truncation,
+                           joint=[g.paired.name for g in paired if g.joint_space])
     import dataclasses
 
     # which features FD and the k-NN metrics ran on (None: embeddings given), for the report's wording

@@ -168,7 +168,6 @@ def regions(
         min_region_size=None if min_region_size == "auto" else min_region_size, seed=seed,
         progress=False if quiet else None, precision=precision, partition_rows=partition_rows,
         bootstrap=bootstrap, block_estimator=block_estimator, device=device)
-    estimator.validate()
     with execution(scheduler=scheduler, workers=workers):
         real_images, gen_sets, ref = _load_images(real, gen_paths, reference)
         result = estimator.fit(real_images).compare(gen_sets, gen_names, reference=ref)

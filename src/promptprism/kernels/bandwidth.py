@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from .._params import Check
 from ..errors import InputError, OptionError
 from .gram import squared_distances
 
@@ -151,6 +152,14 @@ class Bandwidth:
 
     def __str__(self) -> str:
         return str(self.given)
+
+
+def _parses(spec: Any, name: str) -> None:
+    Bandwidth.parse(spec, name)
+
+
+#: a gaussian bandwidth parameter: a number > 0 or a rule ('median', '0.5*median'), read by Bandwidth.parse
+BANDWIDTH = Check(_parses, "a number > 0 or a bandwidth rule ('median', '0.5*median')")
 
 
 def resolve_bandwidth(spec: Any, x: np.ndarray, *, name: str = "sigma", seed: int = 0,

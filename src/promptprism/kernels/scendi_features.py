@@ -8,24 +8,25 @@ Fourier features, with separate frequencies and bandwidths per modality (the def
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from .._validation import check_positive_number
+from .._params import BOOLEAN, Estimator, Options, positive
 from ..array_ops import row_norms
 from ..backend import NUMPY, Backend, array_namespace
 from ..errors import InputError, OptionError
-from .bandwidth import Bandwidth
+from .bandwidth import BANDWIDTH
 from .features import RandomFourierFeatures, cosine_features
-from .gram import check_kernel
+from .gram import KERNELS, check_kernel
 
 
-@dataclass
-class ScendiKernelOptions:
+@dataclass(frozen=True)
+class ScendiKernelOptions(Estimator):
     """The joint kernel the Scendi estimators are configured with (:class:`ScendiFeatureMaps` resolves it
     on data): ``kernel`` ('cosine' or 'gaussian'), the bandwidth rules ``sigma_prompt`` / ``sigma_output``,
-    ``n_features`` random Fourier features per modality and ``shared_frequencies``."""
+    ``n_features`` random Fourier features per modality and ``shared_frequencies``. The parameters of the
+    estimators built on it (:class:`~promptprism._params.Estimator`): checked when made, never changed."""
 
     kernel: str = "cosine"
     sigma_prompt: Any = "median"
@@ -33,13 +34,9 @@ class ScendiKernelOptions:
     n_features: int = 2000
     shared_frequencies: bool = False
 
-    def _validate_kernel(self) -> None:
-        check_kernel(self.kernel)
-        if self.kernel == "gaussian":
-            check_positive_number(self.n_features, "number of features", integer=True, even=True)
-            self.sigma_output = Bandwidth.parse(self.sigma_output, "sigma_output")  # parsed once
-            if not self.shared_frequencies:
-                self.sigma_prompt = Bandwidth.parse(self.sigma_prompt, "sigma_prompt")
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "kernel": [Options(KERNELS)], "sigma_prompt": [BANDWIDTH], "sigma_output": [BANDWIDTH],
+        "n_features": [positive(even=True)], "shared_frequencies": [BOOLEAN]}
 
 
 @dataclass(frozen=True)

@@ -26,13 +26,17 @@ its records :mod:`.result`, the PromptSplit seeding :mod:`.seeding` (all re-expo
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
+from ..._params import BOOLEAN, SEED, Check, Estimator, between, one_of, positive
 from ..._progress import Stopwatch, progress_enabled, track
-from ..._validation import check_choice, check_interval, check_positive_number, check_seed
 from ...errors import OptionError, PromptPrismError
 from ...llm.conversation import ChatModel, MalformedAnswerError, ask
 from . import verify
@@ -79,8 +83,23 @@ class EmptyAttributesError(PromptPrismError):
     """The VLM proposed no attribute at all."""
 
 
-@dataclass
-class CompCon:
+def _having(methods: tuple[str, ...], what: str) -> Check:
+    """An object with the ``methods`` (a protocol checked by its methods), described as ``what``."""
+
+    def check(value: Any, name: str) -> None:
+        if not all(callable(getattr(value, m, None)) for m in methods):
+            raise OptionError(f"{name} must be {what}, got {value!r}", parameter=name)
+
+    return Check(check, what)
+
+
+CHAT_MODEL = _having(("chat",), "a chat model (chat(messages) -> str)")
+CLIP_EMBEDDER = _having(("embed_images", "embed_texts"), "a CLIP embedder (embed_images, embed_texts)")
+MODALITY = _having(("samples", "scores", "thresholds"), "a modality (ImageModality, TextModality)")
+
+
+@dataclass(frozen=True)
+class CompCon(Estimator):
     """CompCon: configure here, then ``fit(model_a, model_b, prompts)`` -> :class:`CompConResult`.
 
     llm / vlm : chat models (:class:`~promptprism.llm.ChatClient` or anything with ``chat(messages) -> str``);
@@ -88,6 +107,9 @@ class CompCon:
         images. modality : what the samples are and how they are verified (:mod:`.modality`); default
         :class:`~.modality.ImageModality` over ``embedder``; :class:`~.modality.TextModality` for LLM answers.
     alpha : level of the held-out check (Holm over the attributes).
+
+    Parameters are checked when it is made (``_parameter_constraints``) and never changed; the default
+    modality is resolved by :meth:`resolved` into the estimator that runs.
     """
 
     llm: ChatModel
@@ -112,23 +134,34 @@ class CompCon:
     alpha: float = 0.05
     modality: Modality | None = None
 
-    def __post_init__(self) -> None:
-        for name in (*_COUNT_OPTIONS, "grid_cell"):
-            check_positive_number(getattr(self, name), name, integer=True)
-        check_positive_number(self.reasks, "reasks", integer=True, allow_zero=True)
-        check_seed(self.seed)
-        check_interval(self.early_stop_score, 0.0, 1.0, parameter="early_stop_score", closed="left")
-        check_interval(self.quantile, 0.0, 1.0, parameter="quantile")
-        check_interval(self.min_fraction, 0.0, 1.0, parameter="min_fraction", closed="right")
-        check_choice(self.null, NULL_SETS, parameter="null")
-        check_interval(self.alpha, 0.0, 1.0, parameter="alpha")
-        if self.modality is None:
-            if self.embedder is None:
-                raise OptionError("image CompCon needs a CLIP embedder (embedder=), or pass modality=",
-                                  parameter="embedder")
-            self.modality = ImageModality(self.embedder, images_per_prompt=self.images_per_prompt,
-                                          grid_cell=self.grid_cell)
-        self.templates = load_templates(self.template_dir)
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        # (llm=None is refused by _check_together, after the rule about the embedder)
+        "llm": [CHAT_MODEL, None], "embedder": [CLIP_EMBEDDER, None], "vlm": [CHAT_MODEL, None],
+        **{name: [positive()] for name in (*_COUNT_OPTIONS, "grid_cell")},
+        "early_stop_score": [between(0.0, 1.0, closed="left")], "quantile": [between(0.0, 1.0)],
+        "null": [one_of(NULL_SETS)], "min_fraction": [between(0.0, 1.0, closed="right")],
+        "reasks": [positive(allow_zero=True)], "seed": [SEED], "template_dir": [str, os.PathLike, None],
+        "progress": [BOOLEAN, None], "alpha": [between(0.0, 1.0)], "modality": [MODALITY, None]}
+
+    def _check_together(self) -> None:
+        if self.modality is None and self.embedder is None:
+            raise OptionError("image CompCon needs a CLIP embedder (embedder=), or pass modality=",
+                              parameter="embedder")
+        if self.llm is None:
+            raise OptionError("llm must be a chat model (chat(messages) -> str), got None", parameter="llm")
+        load_templates(self.template_dir)  # (a missing template folder is refused now, not in fit)
+
+    @functools.cached_property
+    def templates(self) -> dict[str, str]:
+        """The prompt templates (the paper's, or the edited copies in ``template_dir``), read once."""
+        return load_templates(self.template_dir)
+
+    def resolved(self) -> CompCon:
+        """This estimator with its modality given: the default, images verified by CLIP (``embedder``)."""
+        if self.modality is not None:
+            return self
+        return dataclasses.replace(self, modality=ImageModality(
+            self.embedder, images_per_prompt=self.images_per_prompt, grid_cell=self.grid_cell))
 
     def config(self) -> dict:
         """Every option of the run, as recorded in ``result.json``."""
@@ -144,7 +177,7 @@ class CompCon:
             "grid_cell",
             "alpha",
         )
-        return {k: getattr(self, k) for k in keys} | {"modality": self.modality.kind}
+        return {k: getattr(self, k) for k in keys} | {"modality": self.resolved().modality.kind}
 
     # ----------------------------------------------------------------------------------------------- fit
     def fit(self, model_a: ImageSource, model_b: ImageSource, prompts: Sequence[str], *,
@@ -170,6 +203,9 @@ class CompCon:
         :class:`EmptyAttributesError` when the VLM proposes no attribute, :class:`MalformedAnswerError` when
         every discovery answer was malformed.
         """
+        if self.modality is None:  # (the default modality, resolved into the estimator that runs)
+            return self.resolved().fit(model_a, model_b, prompts, seed_prompts=seed_prompts,
+                                       skip_missing=skip_missing, seeded_from=seeded_from)
         clock, show = Stopwatch(), progress_enabled(self.progress)
         vlm = self.vlm if self.vlm is not None else self.llm
         rng = np.random.default_rng(self.seed)

@@ -7,16 +7,20 @@ thing left out.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Collection, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..._validation import check_choice, check_matrix, check_memory, check_positive_number, check_seed
+from ..._params import BOOTSTRAP, SEED, Estimator, at_least, between, one_of, positive
+from ..._validation import check_matrix, check_memory
 from ...data.paired import PairedSet, prompt_groups
-from ...errors import InputError, OptionError
+from ...errors import InputError
 from ...kernels import KERNELS, resolve_bandwidth
-from ...stats.resampling import check_bootstrap, check_bootstrap_memory
+from ...kernels.bandwidth import BANDWIDTH
+from ...stats.resampling import check_bootstrap_memory
 from .alignment import CLIPSCORE_WEIGHT, check_joint_space, clip_scores
 from .breakdown import PromptGroups, prompt_breakdown
 from .calibration import interval_validity
@@ -51,59 +55,59 @@ def _clusters(labels: np.ndarray | None, rows: int) -> int:
     return distinct if distinct >= 2 else rows
 
 
-class ReferenceMetrics:
-    """Fidelity, diversity, distances and alignment of generated sets against one reference set.
+@dataclass(frozen=True, kw_only=True)
+class ReferenceMetrics(Estimator):
+    """Fidelity, diversity, distances and alignment of generated sets against one reference set:
+    ``fit(generated, reference)`` -> :class:`MetricsResult` (``compare`` is its deprecated name).
 
     ``nearest_k``: k of the k-NN radii (precision, recall, density, coverage). ``subsets`` x
     ``subset_size``: KID's and MMD's random subsets. ``mmd_kernel`` ('gaussian' or 'cosine') and
     ``mmd_sigma`` (a number or 'median', '0.5*median': resolved on the reference): MMD's kernel.
     ``bootstrap``: replicates for the intervals (0: off). ``min_group_size``: generated samples a prompt
     needs to be broken down. ``alignment``: 'auto' (CLIPScore when the prompts and outputs are declared to
-    come from one joint text-image encoder: ``compare(joint=...)``, which the loader fills in), 'on' (the
+    come from one joint text-image encoder: ``fit(joint=...)``, which the loader fills in), 'on' (the
     caller asserts a joint space: CLIPScore for every set whose dimensions agree, with a note saying so;
     refused when they differ or the encoders are known to differ), 'off'. ``distance_precision``: the k-NN
     distances' dtype.
     Generated sets given as arrays (output embeddings only) get every metric but CLIPScore and the
-    per-prompt rows.
+    per-prompt rows. Parameters are checked when it is made and never changed.
     """
 
-    def __init__(self, *, nearest_k: int = 5, subsets: int = 100, subset_size: int = 1000,
-                 mmd_kernel: str = "gaussian", mmd_sigma: float | str = "median", bootstrap: int = 200,
-                 confidence: float = 0.95, min_group_size: int = 10, alignment: str = "auto",
-                 clip_weight: float = CLIPSCORE_WEIGHT, distance_precision: str = "float64",
-                 block_rows: int | None = None, seed: int = 0):
-        self.nearest_k = check_positive_number(nearest_k, "nearest_k", integer=True)
-        self.subsets = check_positive_number(subsets, "subsets", integer=True)
-        self.subset_size = check_positive_number(subset_size, "subset_size", integer=True)
-        if self.subset_size < 2:
-            raise OptionError(f"subset_size must be >= 2, got {subset_size!r}")
-        check_choice(mmd_kernel, KERNELS, parameter="mmd_kernel")
-        self.mmd_kernel, self.mmd_sigma = mmd_kernel, mmd_sigma
-        check_bootstrap(bootstrap, confidence)
-        self.bootstrap, self.confidence = int(bootstrap), float(confidence)
-        self.min_group_size = check_positive_number(min_group_size, "min_group_size", integer=True)
-        check_choice(alignment, ALIGNMENT_CHOICES, parameter="alignment")
-        self.alignment = alignment
-        self.clip_weight = check_positive_number(clip_weight, "clip_weight")
-        check_choice(distance_precision, PRECISIONS, parameter="distance_precision")
-        self.distance_precision = distance_precision
-        self.block_rows = None if block_rows is None else check_positive_number(block_rows, "block_rows",
-                                                                                integer=True)
-        self.seed = check_seed(seed)
+    nearest_k: int = 5
+    subsets: int = 100
+    subset_size: int = 1000
+    mmd_kernel: str = "gaussian"
+    mmd_sigma: float | str = "median"
+    bootstrap: int = 200
+    confidence: float = 0.95
+    min_group_size: int = 10
+    alignment: str = "auto"
+    clip_weight: float = CLIPSCORE_WEIGHT
+    distance_precision: str = "float64"
+    block_rows: int | None = None
+    seed: int = 0
+
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "nearest_k": [positive()], "subsets": [positive()], "subset_size": [at_least(2)],
+        "mmd_kernel": [one_of(KERNELS)], "mmd_sigma": [BANDWIDTH], "bootstrap": [BOOTSTRAP],
+        "confidence": [between(0.0, 1.0)], "min_group_size": [positive()],
+        "alignment": [one_of(ALIGNMENT_CHOICES)], "clip_weight": [positive(integer=False)],
+        "distance_precision": [one_of(PRECISIONS)], "block_rows": [positive(), None], "seed": [SEED]}
 
     def config(self, sigma: float | None) -> dict:
         """The options as recorded in result.json (the bandwidth resolved)."""
-        return {"nearest_k": self.nearest_k, "subsets": self.subsets, "subset_size": self.subset_size,
-                "mmd_kernel": self.mmd_kernel, "mmd_sigma": sigma, "bootstrap": self.bootstrap,
-                "confidence": self.confidence, "min_group_size": self.min_group_size,
-                "alignment": self.alignment, "clip_weight": self.clip_weight,
-                "distance_precision": self.distance_precision, "fd_bootstrap_max_dim": FD_BOOTSTRAP_MAX_DIM,
-                "min_samples": {"prdc": self.nearest_k + 1, "per_prompt": self.min_group_size,
+        return {"nearest_k": int(self.nearest_k), "subsets": int(self.subsets),
+                "subset_size": int(self.subset_size), "mmd_kernel": self.mmd_kernel, "mmd_sigma": sigma,
+                "bootstrap": int(self.bootstrap), "confidence": float(self.confidence),
+                "min_group_size": int(self.min_group_size), "alignment": self.alignment,
+                "clip_weight": float(self.clip_weight), "distance_precision": self.distance_precision,
+                "fd_bootstrap_max_dim": FD_BOOTSTRAP_MAX_DIM,
+                "min_samples": {"prdc": int(self.nearest_k) + 1, "per_prompt": int(self.min_group_size),
                                 "fd_full_rank": "d + 1"}}
 
-    def compare(self, generated: Any, reference: Any, *, names: Sequence[str] | None = None,
-                reference_name: str | None = None, spaces: dict[str, tuple[str, str]] | None = None,
-                truncation: dict[str, dict] | None = None, joint: Collection[str] = ()) -> MetricsResult:
+    def fit(self, generated: Any, reference: Any, *, names: Sequence[str] | None = None,
+            reference_name: str | None = None, spaces: dict[str, tuple[str, str]] | None = None,
+            truncation: dict[str, dict] | None = None, joint: Collection[str] = ()) -> MetricsResult:
         """Each generated set (a :class:`PairedSet`, an (n, d) array, or a list of them) against
         ``reference``; ``spaces`` {name: (prompt encoder, output encoder)}, ``joint`` (the names of the
         sets whose prompts and outputs one joint text-image encoder embedded) and ``truncation`` {name:
@@ -125,7 +129,13 @@ class ReferenceMetrics:
                   for s, name in zip(sets, names, strict=True)]
         ref_label = reference_name or (ref.name if isinstance(ref, PairedSet) else "reference")
         return MetricsResult(models=models, reference=ref_label, n_reference=int(ref_x.shape[0]),
-                             dim=int(ref_x.shape[1]), seed=self.seed, config=self.config(sigma))
+                             dim=int(ref_x.shape[1]), seed=int(self.seed), config=self.config(sigma))
+
+    def compare(self, generated: Any, reference: Any, **options: Any) -> MetricsResult:
+        """Deprecated name of :meth:`fit` (the same arguments, the same result)."""
+        warnings.warn("ReferenceMetrics.compare is deprecated; use ReferenceMetrics.fit (the same "
+                      "arguments and result)", DeprecationWarning, stacklevel=2)
+        return self.fit(generated, reference, **options)
 
     def _check_memory(self, n: int, m: int) -> None:
         """The bootstrap's draws over n generated and m reference rows, and the subsets' row indices (KID

@@ -14,14 +14,13 @@ description held up".
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
-from ..._validation import check_interval
+from ..._params import POSITIVE_INT, PROBABILITY, SEED, Estimator, between
 from ...errors import OptionError
 from ...llm.conversation import ChatModel, MalformedAnswerError
 from ...stats.two_sample import holm
@@ -42,8 +41,10 @@ class Sample:
 
 
 @dataclass(frozen=True)
-class NamingOptions:
-    """How a contrast is named and tested (every field is recorded in result.json)."""
+class NamingOptions(Estimator):
+    """How a contrast is named and tested (every field is recorded in result.json); ``fit(pool_a, pool_b,
+    namer=, judge=)`` names one contrast with them (:func:`name_contrast`). Checked when made (declared in
+    ``_parameter_constraints``), never changed."""
 
     candidates: int = 3  #: descriptions asked of the namer
     shown_fraction: float = 0.4  #: share of each pool shown to the namer; the rest is held out
@@ -53,16 +54,21 @@ class NamingOptions:
     seed: int = 0
     permutations: int = 9999  #: relabellings of the rank test (scoring judges)
 
-    def __post_init__(self) -> None:
-        check_interval(self.alpha, 0.0, 1.0, parameter="alpha")
-        for name in ("candidates", "max_held_out", "min_held_out", "permutations"):
-            value = getattr(self, name)
-            whole = isinstance(value, numbers.Real) and math.isfinite(value) and int(value) == value
-            if isinstance(value, bool) or not whole or value < 1:
-                raise OptionError(f"{name} must be an integer >= 1, got {value!r}", parameter=name)
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "candidates": [POSITIVE_INT], "shown_fraction": [PROBABILITY], "max_held_out": [POSITIVE_INT],
+        "min_held_out": [POSITIVE_INT], "alpha": [between(0.0, 1.0)], "seed": [SEED],
+        "permutations": [POSITIVE_INT]}
+
+    def _check_together(self) -> None:
         if self.min_held_out > self.max_held_out:  # (max_held_out is no option of the command line)
             raise OptionError(f"min_held_out must be at most {self.max_held_out}, the held-out samples "
                               f"judged per side, got {self.min_held_out}", parameter="min_held_out")
+
+    def fit(self, pool_a: Sequence[Sample], pool_b: Sequence[Sample], *, namer: Namer | ChatModel,
+            judge: Judge) -> ContrastName:
+        """The name of what ``pool_a`` does that ``pool_b`` doesn't, tested on held-out samples:
+        :func:`name_contrast` with these options."""
+        return name_contrast(pool_a, pool_b, namer=namer, judge=judge, options=self)
 
 
 @dataclass

@@ -12,10 +12,12 @@ paper it implements; SPEC, "Cosine mean similarity and disentangled regions"):
 * :mod:`.region_cms` and :mod:`.comparison` - CMS per region, of the whole image and their product
   (Theorem 1) in log space, exact or over blocks, with bootstrap intervals.
 * :mod:`.cross_cka` - the cross-region CKA that says how far Theorem 1's independence assumption holds.
-* :mod:`.result` - :class:`RegionsResult` and its files; :mod:`.estimator` - :class:`RegionCMS`.
+* :mod:`.result` - :class:`RegionsResult` and its files; :mod:`.estimator` - :class:`RegionCMS`;
+  :mod:`.fitted` - :class:`FittedRegions`, what ``fit`` learned.
 
-The estimator contract: ``RegionCMS(...).fit(real)`` learns the regions and returns the estimator;
-``compare(generated_sets)`` returns a :class:`RegionsResult`. Every sum over images is a partition task that
+The estimator contract: ``RegionCMS(...).fit(real)`` learns the regions and returns them (a
+:class:`FittedRegions`; the estimator itself is never changed), whose ``compare(generated_sets)`` returns a
+:class:`RegionsResult`. Every sum over images is a partition task that
 returns a mergeable accumulator (``promptprism.stats``); the tasks run on
 :func:`promptprism.scale.current_runner`, chosen once with ``with promptprism.execution(...)``.
 """
@@ -37,6 +39,7 @@ _EXPORTS = {
     ),
     ".cross_cka": ("cross_region_cka",),
     ".estimator": ("RegionCMS",),
+    ".fitted": ("FittedRegions",),
     ".pixel_cka": ("pixel_cka_matrix",),
     ".result": ("RegionsResult",),
     ".two_sample": (
@@ -57,11 +60,13 @@ if TYPE_CHECKING:
     from .clustering import discover_regions, suggest_n_regions
     from .cross_cka import cross_region_cka
     from .estimator import RegionCMS
+    from .fitted import FittedRegions
     from .pixel_cka import pixel_cka_matrix
     from .result import RegionsResult
     from .two_sample import block_cka, block_cms, block_hsic, block_mmd2, cka, cms, hsic, mmd2
 
 __all__ = [
+    "FittedRegions",
     "RegionCMS",
     "RegionsResult",
     "block_cka",

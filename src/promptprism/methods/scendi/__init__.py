@@ -74,7 +74,7 @@ _EXPORTS = {
         "cross_fit",
     ),
     ".estimator": ("Scendi",),
-    ".nullifier": ("PromptNullifier",),
+    ".nullifier": ("FittedNullifier", "PromptNullifier"),
     ".result": (
         "Cluster",
         "ClusterSample",
@@ -102,13 +102,14 @@ if TYPE_CHECKING:
     )
     from .crossfit import CrossFit, cross_fit
     from .estimator import Scendi
-    from .nullifier import PromptNullifier
+    from .nullifier import FittedNullifier, PromptNullifier
     from .result import Cluster, ClusterSample, ScendiComparison, ScendiResult
 
 __all__ = [
     "Cluster",
     "ClusterSample",
     "CrossFit",
+    "FittedNullifier",
     "PromptNullifier",
     "PromptRankWarning",
     "Scendi",

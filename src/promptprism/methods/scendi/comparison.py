@@ -21,7 +21,6 @@ def compare(sets: list[PairedSet], estimator: Scendi | None = None, names: list[
     bootstrap, pairwise ``differences`` (paired over shared prompt draws when every set holds the same
     prompts, else by interval overlap; each row says which)."""
     est = estimator or Scendi()
-    est._validate()
     names = names or [s.name for s in sets]
     if len(names) != len(sets):
         raise OptionError(f"{len(names)} names for {len(sets)} sets")

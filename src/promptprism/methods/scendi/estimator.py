@@ -1,8 +1,9 @@
 """The Scendi estimator: validate, resolve defaults, call the core, assemble a :class:`ScendiResult`.
 
-Estimator contract (the same for every promptprism method): an estimator that learns state
-(:class:`PromptNullifier`) returns itself from ``fit``; one that measures or compares (:class:`Scendi`,
-:func:`compare`) returns a result object.
+Estimator contract (the same for every promptprism method, :class:`promptprism._params.Estimator`): the
+estimator holds its parameters, checked when it is made and never changed (``set_params`` and ``clone``
+return new ones); ``fit`` returns what it found: a result (:class:`Scendi`, :func:`compare`) or the fitted
+state (:class:`PromptNullifier` -> :class:`FittedNullifier`).
 
 ``fit`` = validate, choose the route, assemble: the routes (feature space streamed, feature space with the
 prompts grouped, sample space; same numbers up to round-off; chosen by size, recorded in
@@ -12,22 +13,33 @@ prompts grouped, sample space; same numbers up to round-off; chosen by size, rec
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from ..._params import (
+    BOOLEAN,
+    BOOTSTRAP,
+    PRECISION,
+    SEED,
+    Check,
+    Interval,
+    Options,
+    at_least,
+    between,
+    positive,
+)
 from ..._progress import Stopwatch
-from ..._validation import check_choice, check_interval, check_positive_number
 from ...array_ops import blas_threads_for
-from ...backend import resolve_backend
+from ...backend import DEVICE, resolve_backend
 from ...data.paired import PairedSet, prompt_groups
 from ...errors import OptionError
 from ...kernels.scendi_features import ScendiKernelOptions
 from ...scale.runner import current_client
 from .bootstrap import (
-    check_bootstrap,
     check_bootstrap_memory,
     hold_estimates,
     interval_method,
@@ -39,8 +51,8 @@ from .calibration import interval_validity
 from .clusters import build_clusters
 from .core import EIGEN_FLOOR, MAX_STORED_EIGENVALUES, PromptRankWarning
 from .debias import debias_possible
-from .dual import check_precision
-from .nullifier import PromptNullifier, check_paired, prompt_rank_warnings, resolve_feature_maps
+from .dual import PRECISIONS
+from .nullifier import check_paired, prompt_rank_warnings, resolve_feature_maps
 from .options import GAMMA_ESTIMATORS, INTERVAL_METHODS
 from .ranges import clip_table, clipped_notes
 from .result import ScendiResult
@@ -65,16 +77,22 @@ CONFIG_FIELDS = ("n_clusters", "top_k", "chunk_size")
 BANDWIDTH_FIELDS = ("sigma_prompt", "sigma_output")
 
 
+def _interval(value: Any, name: str) -> None:
+    if not isinstance(value, str) or value not in INTERVAL_METHODS:
+        raise OptionError(f"{name} must be 'auto', 'jackknife' or 'basic', got {value!r}", parameter=name)
+
+
 def _head(values: np.ndarray) -> list[float]:
     """The stored eigenvalues: the first :data:`MAX_STORED_EIGENVALUES`, those above :data:`EIGEN_FLOOR`."""
     v = np.asarray(values)[:MAX_STORED_EIGENVALUES]
     return [float(x) for x in v if x > EIGEN_FLOOR]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Scendi(ScendiKernelOptions):
     """Scendi estimator: configure here, then ``fit(paired_set)`` -> :class:`ScendiResult` (a measurement:
-    ``fit`` returns the result, not self; :class:`PromptNullifier` is the learning counterpart).
+    ``fit`` returns the result; :class:`PromptNullifier` is the learning counterpart). Parameters are
+    checked when it is made (declared in ``_parameter_constraints``) and never changed afterwards.
 
     Parameters
     ----------
@@ -124,36 +142,15 @@ class Scendi(ScendiKernelOptions):
     device: str = "auto"
     interval: str = "auto"
 
-    def __post_init__(self) -> None:
-        self._validate()
-
-    def _validate(self) -> None:
-        check_positive_number(self.n_clusters, "number of clusters", integer=True)
-        check_positive_number(self.top_k, "top_k", integer=True)
-        check_choice(self.gamma_estimator, GAMMA_ESTIMATORS, parameter="gamma_estimator")
-        check_positive_number(self.n_folds, "n_folds", integer=True)
-        if self.n_folds < 2:
-            raise OptionError(f"n_folds must be >= 2, got {self.n_folds}")
-        if self.ridge != "cv":
-            if isinstance(self.ridge, bool) or not isinstance(self.ridge, (int, float)) or not (
-                    math.isfinite(self.ridge) and self.ridge >= 0):
-                raise OptionError(f"ridge must be 'cv' or a number >= 0, got {self.ridge!r}")
-        if self.bootstrap != "auto":
-            check_bootstrap(self.bootstrap, self.confidence)
-        else:
-            check_interval(self.confidence, 0.0, 1.0, parameter="confidence")
-        check_precision(self.precision)
-        if self.interval not in INTERVAL_METHODS:
-            raise OptionError(f"interval must be 'auto', 'jackknife' or 'basic', got {self.interval!r}")
-        resolve_backend(self.device)
-        self._nullifier()._validate()
-
-    def _nullifier(self) -> PromptNullifier:
-        return PromptNullifier(kernel=self.kernel, sigma_prompt=self.sigma_prompt,
-                               sigma_output=self.sigma_output, n_features=self.n_features,
-                               shared_frequencies=self.shared_frequencies, seed=self.seed,
-                               chunk_size=self.chunk_size, partition_rows=self.partition_rows,
-                               progress=self.progress)
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        **ScendiKernelOptions._parameter_constraints,
+        "n_clusters": [positive()], "top_k": [positive()], "seed": [SEED], "chunk_size": [positive()],
+        "partition_rows": [positive()], "progress": [BOOLEAN, None],
+        "gamma_estimator": [Options(GAMMA_ESTIMATORS)], "n_folds": [at_least(2)],
+        "ridge": [Options(("cv",)), Interval(numbers.Real, 0, None)],
+        "bootstrap": [Options(("auto",)), BOOTSTRAP],
+        "confidence": [between(0.0, 1.0)], "precision": [PRECISION], "device": [DEVICE],
+        "interval": [Check(_interval, "'auto', 'jackknife' or 'basic'")]}
 
     def fit(self, data: PairedSet | tuple, name: str | None = None) -> ScendiResult:
         """Scendi, Vendi and RKE of one paired set, the model-driven and unconditioned clusters and, with
@@ -162,7 +159,6 @@ class Scendi(ScendiKernelOptions):
         Inside ``with promptprism.execution(client):`` the streaming passes run on the dask cluster; the
         result equals the local one.
         """
-        self._validate()
         data = check_paired(data, self.kernel)
         labels, _ = prompt_groups(data)
         return self.fit_with_draws(data, name=name, groups=labels[0])[0]
@@ -209,7 +205,7 @@ class Scendi(ScendiKernelOptions):
         maps = resolve_feature_maps(data, kernel=self.kernel, sigma_output=self.sigma_output,
                                     sigma_prompt=self.sigma_prompt, n_features=self.n_features,
                                     shared_frequencies=self.shared_frequencies, seed=self.seed, notes=notes)
-        return FitInputs(data=data, maps=maps, groups=groups, dtype=check_precision(self.precision),
+        return FitInputs(data=data, maps=maps, groups=groups, dtype=PRECISIONS[self.precision],
                          backend=resolve_backend(self.device), chunk_size=self.chunk_size,
                          partition_rows=self.partition_rows, progress=self.progress,
                          gamma_estimator=self.gamma_estimator, n_folds=self.n_folds, ridge=self.ridge,

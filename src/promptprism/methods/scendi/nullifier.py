@@ -10,11 +10,11 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..._validation import check_positive_number, check_seed
+from ..._params import BOOLEAN, SEED, positive
 from ...data.paired import PairedSet, as_paired_set
 from ...errors import InputError, OptionError
 from ...kernels.bandwidth import Bandwidth, subsample_rows
@@ -94,16 +94,17 @@ def _resolve_sigmas(data: PairedSet, *, kernel: str, sigma_output: Any, sigma_pr
     return sigma_out, sigma_prompt
 
 
-@dataclass
+@dataclass(frozen=True)
 class PromptNullifier(ScendiKernelOptions):
-    """Fit Gamma* = C_IT C_TT^+ on a paired set; ``transform`` removes the prompt from new pairs' features.
+    """Fit Gamma* = C_IT C_TT^+ on a paired set: ``fit`` returns a :class:`FittedNullifier`, whose
+    ``transform`` removes the prompt from new pairs' features.
 
     ``transform(prompt_emb, output_emb)`` returns phi_I(x) - Gamma* phi_T(t): the output's features with what
     its prompt (or any text describing a concept to remove) predicts of them taken out (eq. 7). On the
     training pairs their covariance is Lambda_I.
 
-    Fitted attributes (scikit-learn style): ``feature_maps_``, ``gamma_``, ``split_`` (the
-    :class:`SchurSplit`), ``n_samples_``, ``warnings_`` (messages of warnings raised by ``fit``).
+    The estimator holds its parameters only (checked when it is made, never changed); what ``fit`` learns is
+    the :class:`FittedNullifier` it returns (in the manner of Spark ML's Estimator -> Model).
     """
 
     seed: int = 0
@@ -112,26 +113,19 @@ class PromptNullifier(ScendiKernelOptions):
     rcond: float | None = None
     progress: bool | None = False
 
-    def __post_init__(self) -> None:
-        self._validate()
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        **ScendiKernelOptions._parameter_constraints,
+        "seed": [SEED], "chunk_size": [positive()], "partition_rows": [positive()],
+        "rcond": [positive(integer=False), None], "progress": [BOOLEAN, None]}
 
-    def _validate(self) -> None:
-        self._validate_kernel()
-        check_seed(self.seed)
-        check_positive_number(self.chunk_size, "chunk size", integer=True)
-        check_positive_number(self.partition_rows, "partition_rows", integer=True)
-        if self.rcond is not None:
-            check_positive_number(self.rcond, "rcond")
-
-    def fit(self, data: PairedSet | tuple) -> PromptNullifier:
+    def fit(self, data: PairedSet | tuple) -> FittedNullifier:
         """Learn Gamma* from ``data`` (one streaming pass for the joint covariance, then its Schur split);
-        returns self (the estimator contract: learning state -> ``fit`` returns self).
+        returns the :class:`FittedNullifier` (``transform``, ``gamma_``, ``split_``, ...).
 
         Inside ``with promptprism.execution(client):`` the pass runs as one task per ``partition_rows`` rows
         on the dask cluster (row-streamed ``.npy`` inputs are read by the workers), merged by a tree
         reduction.
         """
-        self._validate()
         data = check_paired(data, self.kernel)
         notes: list[str] = []
         t0 = time.perf_counter()
@@ -148,26 +142,45 @@ class PromptNullifier(ScendiKernelOptions):
         for msg in prompt_rank_warnings(data.where, split.prompt_rank, len(data), estimator="in-sample"):
             notes.append(msg)
             warnings.warn(msg, PromptRankWarning, stacklevel=2)
-        self.feature_maps_ = maps
-        self.split_ = split
-        self.gamma_ = split.gamma
-        self.n_samples_ = len(data)
-        self.warnings_ = notes
-        self.timings_ = {"covariance_s": t1 - t0, "split_s": time.perf_counter() - t1}
-        return self
+        return FittedNullifier(estimator=self, feature_maps_=maps, split_=split, gamma_=split.gamma,
+                               n_samples_=len(data), warnings_=notes,
+                               timings_={"covariance_s": t1 - t0, "split_s": time.perf_counter() - t1})
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "gamma_"):
-            raise OptionError("this PromptNullifier is not fitted yet; call fit(paired_set) first")
+    def _not_fitted(self, *_: Any) -> Any:
+        """Refused: the estimator holds its parameters only; ``fit`` returns the :class:`FittedNullifier`
+        whose ``transform``, ``predict``, ``output_features`` and ``prompt_features`` apply Gamma*."""
+        raise OptionError("this PromptNullifier is not fitted yet; call fit(paired_set) first (it returns "
+                          "the fitted nullifier)")
+
+    output_features = prompt_features = predict = transform = _not_fitted
+
+    def fit_transform(self, data: PairedSet | tuple) -> np.ndarray:
+        """``fit(data)``, then the nullified features of its own pairs (their covariance is Lambda_I)."""
+        fitted = self.fit(data)
+        data = check_paired(data, self.kernel)
+        return fitted.transform(data.prompt_embeddings, data.output_embeddings)
+
+
+@dataclass(frozen=True)
+class FittedNullifier:
+    """What :meth:`PromptNullifier.fit` learned (scikit-learn's names): ``feature_maps_``, ``gamma_``,
+    ``split_`` (the :class:`SchurSplit`), ``n_samples_``, ``warnings_`` (messages of warnings raised by
+    ``fit``), ``timings_``; ``estimator`` is the nullifier that was fitted."""
+
+    estimator: PromptNullifier
+    feature_maps_: ScendiFeatureMaps
+    split_: Any
+    gamma_: np.ndarray
+    n_samples_: int
+    warnings_: list[str]
+    timings_: dict[str, float]
 
     def output_features(self, output_embeddings: np.ndarray) -> np.ndarray:
         """phi_I(x) for output embeddings."""
-        self._check_fitted()
         return self.feature_maps_.outputs(output_embeddings)
 
     def prompt_features(self, prompt_embeddings: np.ndarray) -> np.ndarray:
         """phi_T(t) for prompt embeddings."""
-        self._check_fitted()
         return self.feature_maps_.prompts(prompt_embeddings)
 
     def predict(self, prompt_embeddings: np.ndarray) -> np.ndarray:
@@ -176,7 +189,6 @@ class PromptNullifier(ScendiKernelOptions):
 
     def transform(self, prompt_embeddings: np.ndarray, output_embeddings: np.ndarray) -> np.ndarray:
         """phi_I(x) - Gamma* phi_T(t) for paired rows (prompt i goes with output i)."""
-        self._check_fitted()
         t = np.asarray(prompt_embeddings, dtype=np.float64)
         x = np.asarray(output_embeddings, dtype=np.float64)
         if t.ndim == 1:
@@ -192,9 +204,3 @@ class PromptNullifier(ScendiKernelOptions):
             if not np.isfinite(arr).all():
                 raise InputError(f"transform: the {name} contain NaN or inf")
         return nullify(self.output_features(x), self.prompt_features(t), self.gamma_)
-
-    def fit_transform(self, data: PairedSet | tuple) -> np.ndarray:
-        """``fit(data)``, then the nullified features of its own pairs (their covariance is Lambda_I)."""
-        self.fit(data)
-        data = check_paired(data, self.kernel)
-        return self.transform(data.prompt_embeddings, data.output_embeddings)
