@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .common import visual_of
+from .facets import sets_facets
 from .html import data_uri
 from .map import mode_label
 
@@ -217,6 +218,7 @@ def promptsplit_view(
             )
         return ids[name]
 
+    facets, facet_notes = sets_facets(sets, prompt_id, lambda: [p.get("share") for p in prompts])
     rows = _Rows(sets, images, bases, prompt_id)
     modes = _mode_views(result, prompts, prompt_id, rows)
     left_out = _per_prompt_rows(result, sets, prompts, ids, rows)
@@ -228,8 +230,8 @@ def promptsplit_view(
     }
     if map_data:
         view["map"] = _map_view(map_data, sets, rows)
-    left_out += _rows_left_out(rows)
-    view.update(rows=rows.rows, thumbs=rows.thumbs, left_out=left_out)
+    left_out += _rows_left_out(rows) + facet_notes
+    view.update(rows=rows.rows, thumbs=rows.thumbs, left_out=left_out, facets=facets)
     return view
 
 
