@@ -9,6 +9,7 @@ Reports measured:
 * ``fashion``: 60,000 Fashion-MNIST images (3,000 per class and model, the ``pixels:28`` encoder), fitted by
   PromptSplit's defaults, with the images (needs Debian's dataset-fashion-mnist);
 * ``long``: 100 + 100 samples over 10 prompts, one of them 100 kB long (strings stored once, issue 41);
+* ``long100``: 200 + 200 samples over 100 prompts, each 100 kB long (10 MB of distinct text);
 * ``noise``: the size worst case, 30,000 + 30,000 synthetic samples with 64x64 RGB noise images and long
   texts (tests/_report_data.py's ``big_run``).
 Open time: a fresh headless Chromium page per repeat (selenium + chromedriver), ``loadEventEnd`` of the
@@ -160,14 +161,22 @@ def long_prompt_sets(n: int = 100, n_prompts: int = 10, long_chars: int = 100_00
     return out, long
 
 
-def long_prompt_report(tmp: Path) -> Path:
-    """``long_prompt_sets`` fitted by PromptSplit and reported (map included)."""
+def long_prompt_report(tmp: Path, n_long: int = 1) -> Path:
+    """``long_prompt_sets`` fitted by PromptSplit and reported (map included); ``n_long`` > 1: every one of
+    ``n_long`` prompts is 100 kB long (2 samples per prompt and set)."""
     from promptprism import PromptSplit
+    from promptprism.data.paired import PairedSet
     from promptprism.report import write_report
 
-    sets, _ = long_prompt_sets()
+    if n_long == 1:
+        sets, _ = long_prompt_sets()
+    else:
+        base, _ = long_prompt_sets(n=2 * n_long, n_prompts=n_long)
+        sets = {s: PairedSet(x.prompt_embeddings, x.output_embeddings, outputs=x.outputs, name=s,
+                             prompts=[p if len(p) >= 100_000 else p + " " + "x" * (99_999 - len(p))
+                                      for p in x.prompts]) for s, x in base.items()}
     result = PromptSplit(seed=0).fit(sets["test"], sets["reference"])
-    return write_report(result, tmp / "long", inputs=sets, progress=False)
+    return write_report(result, tmp / f"long{n_long}", inputs=sets, progress=False)
 
 
 def kind_reports(tmp: Path) -> dict[str, tuple[Path, str]]:
@@ -229,7 +238,8 @@ def main() -> None:
     tmp.mkdir(parents=True, exist_ok=True)
     makers = {"demo": (demo_report, "#mode=%2B1"), "text": (text_report, "#prompt=0"),
               "fashion": (fashion_report, "#prompt=0"), "noise": (noise_report, "#prompt=0"),
-              "long": (long_prompt_report, "#prompt=0")}
+              "long": (long_prompt_report, "#prompt=0"),
+              "long100": (lambda tmp: long_prompt_report(tmp, 100), "#prompt=0")}
     print("| report | file size | open (loadEventEnd) | views ready |\n|---|---|---|---|")
     paths = {}
     for name in args.only:

@@ -118,7 +118,7 @@ def render_kway(result: Any, *, inputs: Any = None, base_dir: Any = None, notes:
     page.add("Comparisons", table(["comparison", "‖Λ‖²_F", "significant modes", "p (largest mode)",
                                    "top prompts"], rows, numeric=(1, 2, 3)),
              run_details(r, [("significance", str(r.significance))]))
-    return finish(page, kind="promptsplit_kway", view=view)
+    return finish(page, kind="promptsplit_kway", result=r, view=view, embed_result=False)
 
 
 @summary("promptsplit_kway")

@@ -23,10 +23,10 @@ from typing import Any
 
 #: data strings this long or longer go to the table (shorter ones cost less inline than a reference)
 INTERN_MIN = 40
-#: texts longer than this are cut in the markup
-LONG_TEXT = 600
+#: texts longer than this are cut in the markup (a paragraph of explanation is shorter)
+LONG_TEXT = 1500
 #: characters of a cut text shown before "show all"
-SHOWN = 280
+SHOWN = 300
 #: a reference in the data: this character, then the table index
 REF = "\u0000"
 

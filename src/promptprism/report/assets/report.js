@@ -57,7 +57,7 @@
   }
   PP.fmt = fmt;
   /* a long text cut to its first `shown` characters, with "show all" (and "show less") */
-  var LONG = 600, SHOWN = 280;
+  var LONG = 1500, SHOWN = 300;  // as report/strings.py
   function longText(text, shown) {
     text = text === null || text === undefined ? "" : String(text);
     shown = shown || SHOWN;
@@ -89,7 +89,11 @@
   }
 
   /* ------------------------------------------------------------------------------- fragment state */
-  var KEYS = ["q", "sig", "side", "group", "facet", "mode", "prompt", "attr", "cluster", "model"];
+  var KEYS = ["q", "sig", "side", "group", "facet", "tag", "mode", "prompt", "attr", "cluster", "model"];
+  /* more filters (keep.js: the tag filter): fn(element, state) -> false hides it */
+  PP.filters = [];
+  /* called once at start, after the toolbar is built (keep.js adds its button) */
+  PP.onStart = [];
   /* the keys that open the side panel (cleared together when it closes) */
   var PANEL = { mode: "", prompt: "", attr: "", cluster: "", model: "" };
   PP.PANEL = PANEL;
@@ -250,6 +254,7 @@
       if (ok && s.sig && e.getAttribute("data-pp-sig") === "0") ok = false;
       if (ok && s.side && e.hasAttribute("data-pp-side") && e.getAttribute("data-pp-side") !== s.side) ok = false;
       if (ok && fv && e.hasAttribute("data-pp-prompt") && !PP.facetPrompt(fv, +e.getAttribute("data-pp-prompt"))) ok = false;
+      for (var fi = 0; ok && fi < PP.filters.length; fi++) if (PP.filters[fi](e, s) === false) ok = false;
       if (ok && s.group && e.hasAttribute("data-pp-group") && e.getAttribute("data-pp-group") !== s.group) ok = false;
       e.classList.toggle("pp-hidden", !ok);
       total++; if (ok) shown++;
@@ -331,6 +336,7 @@
       if (el.childNodes.length && el.parentNode) el.parentNode.classList.add("pp-on");
     });
     buildToolbar();
+    PP.onStart.forEach(function (fn) { fn(toolbar); });
     linkClicks();
     PP.state = readHash();
     window.addEventListener("hashchange", function () {

@@ -28,11 +28,11 @@
     var cap = h("div", { cls: "pp-meta", dir: "auto" }, [meta, prompt && !other ? " · " + prompt.prompt.slice(0, 120) : ""]);
     if (row.im !== undefined && row.im !== null && V.thumbs[row.im]) {
       // the thumbnail is decoded only now, when its card is shown (lazy)
-      return h("figure", { "data-pp-prompt": row.p, title: "show this prompt's outputs" },
+      return h("figure", { "data-pp-prompt": row.p, "data-pp-sample": row.s + ":" + row.i, title: "show this prompt's outputs" },
         [h("img", { src: V.thumbs[row.im], alt: prompt ? prompt.prompt.slice(0, 200) : "sample", loading: "lazy", decoding: "async" }), cap]);
     }
     var t = row.t === null || row.t === undefined ? "(no output recorded)" : row.t;
-    return h("div", { "data-pp-prompt": row.p }, [other && t.length <= 4000 ? highlighted(t, other) : h("div", { cls: "pp-text", dir: "auto" }, [PP.longText(t, 1200)]), cap]);
+    return h("div", { "data-pp-prompt": row.p, "data-pp-sample": row.s + ":" + row.i }, [other && t.length <= 4000 ? highlighted(t, other) : h("div", { cls: "pp-text", dir: "auto" }, [PP.longText(t, 1200)]), cap]);
   }
   function sideBySide(list, label, diff, keys) {
     // one column per side (keys: ["test", "reference"], or the K models of a compare page); with diff,
@@ -68,7 +68,7 @@
     var t = h("table", null, [h("thead", null, [h("tr", null, headers.map(function (x) { return h("th", { text: x }); }))]),
       h("tbody", null, rows.map(function (r, i) {
         return h("tr", rowAttrs ? rowAttrs[i] : null, r.map(function (c) {
-          return typeof c === "string" && c.length > 600 ? h("td", { dir: "auto" }, [PP.longText(c)]) : h("td", { text: c, dir: "auto" });
+          return typeof c === "string" && c.length > 1500 ? h("td", { dir: "auto" }, [PP.longText(c)]) : h("td", { text: c, dir: "auto" });
         }));
       }))]);
     sortable(t);
