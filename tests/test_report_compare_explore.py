@@ -83,3 +83,21 @@ def test_open_a_prompt_then_a_deviating_model(kway):
         assert not console_errors(d)
     finally:
         d.quit()
+
+
+def test_compare_cli_page_and_report_dir_have_every_models_outputs(tmp_path):
+    from _cli_run import run_cli
+    from test_cli_compare import _npz
+
+    files = [_npz(tmp_path / f"m{i}.npz", seed=i, shift=2.0 if i == 1 else 0.0) for i in range(3)]
+    out = tmp_path / "out"
+    code, _, err = run_cli("compare", *files, "--out", out, "--permutations", "19", "--modes", "2", "-q")
+    assert code == 0, err
+    first = page_data((out / "report.html").read_text(encoding="utf-8"))["view"]
+    assert {r["s"] for r in first["rows"]} == {"m0", "m1", "m2"}
+    assert all(len(p["rows"][m]) == 6 for p in first["prompts"] for m in ("m0", "m1", "m2"))
+    (out / "report.html").unlink()
+    code, _, err = run_cli("report", out)  # read again from result.json's inputs: the same views
+    assert code == 0, err
+    again = page_data((out / "report.html").read_text(encoding="utf-8"))
+    assert again["view"]["prompts"] == first["prompts"] and again["view"]["rows"] == first["rows"]

@@ -107,3 +107,28 @@ def reload_promptsplit(result: Any, result_dir: Path) -> tuple[dict, dict, list[
 
 def _is_embeddings(path: Path) -> bool:
     return path.suffix.lower() == ".npz" or (path.is_dir() and (path / "prompt_embeddings.npy").exists())
+
+
+@reloader("promptsplit_kway")
+def reload_kway(result: Any, result_dir: Path) -> tuple[dict, dict, list[str]]:
+    """The K sets of a K-way result, read again from where result.json's ``inputs`` records them (by model
+    name; embeddings only, as for a split result) and checked against their fingerprints; notes say which
+    models' outputs per prompt are left out."""
+    from ..data.loaders import load_paired
+    from ..errors import PromptPrismError
+    from ..provenance import locate, verify
+
+    inputs, notes = {}, []
+    records = getattr(result, "inputs", None) or {}
+    for name in result.names:
+        path = locate(records[name], result_dir) if name in records else None
+        if path is None or not _is_embeddings(path):
+            notes.append(f"input of {name}: " + ("not recorded or not found" if path is None else
+                                                  "raw generations (not embeddings): not read again"))
+            continue
+        verify(name, path, records)  # another content than recorded: refused, as for a split result
+        try:
+            inputs[name] = load_paired(path, name=name)
+        except PromptPrismError as exc:
+            notes.append(f"input of {name} could not be read again: {exc}")
+    return inputs, {}, notes
