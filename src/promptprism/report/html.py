@@ -16,7 +16,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 from .interactive import data_block, script_block
-from .strings import LONG_TEXT, SHOWN, cut_attr, start_table
+from .strings import LONG_TEXT, SHOWN, cut_attr, end_table, start_table
 from .strings import current as current_strings
 
 #: the page's whole style sheet; sized for a laptop screen (max 1180 px wide), system fonts only
@@ -309,6 +309,7 @@ class Page:
             f"<body>{head}{body}{scripts}</body></html>\n"
         )
         check_self_contained(doc)
+        end_table()
         return doc
 
 

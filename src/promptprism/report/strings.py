@@ -12,8 +12,9 @@ named it (a 100 kB prompt ~80 times). Now:
   text comes from the table); attribute values (tooltips, alt texts) are cut too. Without scripts the cut
   text is what shows; the whole of it is in result.json.
 
-The table of the page being built is a context variable, set by :class:`.html.Page` when it is created,
-so that markup built for the page (``el``) can refer to it.
+The table of the page being built is a context variable, set by :class:`.html.Page` when it is created
+and cleared when it is rendered, so that markup built for the page (``el``) can refer to it; markup built
+outside a page (a notebook summary) keeps its texts whole.
 """
 
 from __future__ import annotations
@@ -68,6 +69,11 @@ def start_table() -> StringTable:
     table = StringTable()
     _CURRENT.set(table)
     return table
+
+
+def end_table() -> None:
+    """No page is being built any more (markup built from now on keeps its long texts whole)."""
+    _CURRENT.set(None)
 
 
 def current() -> StringTable | None:
