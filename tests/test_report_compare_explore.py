@@ -48,7 +48,14 @@ def test_without_inputs_the_page_says_what_is_missing(kway):
 
 @pytest.mark.slow
 def test_open_a_prompt_then_a_deviating_model(kway):
-    from test_report_explore import CHROMEDRIVER, CHROMIUM, console_errors, make_driver, open_page
+    from test_report_explore import (
+        CHROMEDRIVER,
+        CHROMIUM,
+        console_errors,
+        make_driver,
+        requested_urls,
+    )
+    from test_report_keep import open_ready
 
     if CHROMIUM is None or CHROMEDRIVER is None:
         pytest.skip("headless Chromium or chromedriver is not installed")
@@ -58,7 +65,7 @@ def test_open_a_prompt_then_a_deviating_model(kway):
     result, inputs, path = kway
     d = make_driver()
     try:
-        open_page(d, path)
+        open_ready(d, path)
         row = d.find_element(By.CSS_SELECTOR, "tr[data-pp-prompt]")
         row.click()
         panel = d.find_element(By.ID, "pp-panel")
@@ -78,9 +85,11 @@ def test_open_a_prompt_then_a_deviating_model(kway):
         assert [c.get_attribute("data-pp-col") for c in cols] == ["model", "rest"]
         assert "m1" in cols[0].text and "the rest" in cols[1].text
         assert "model=m1" in d.current_url
-        open_page(d, path, "#model=m1")  # the fragment restores it
+        open_ready(d, path, "#model=m1")  # the fragment restores it
         assert d.find_element(By.ID, "pp-panel").is_displayed()
         assert not console_errors(d)
+        # nothing fetched: the page itself, its data URIs and (keep) the in-page download
+        assert all(u.startswith(("file://", "data:", "blob:")) for u in requested_urls(d))
     finally:
         d.quit()
 

@@ -69,7 +69,14 @@ def test_compare_page_has_the_facets(tmp_path):
 
 @pytest.mark.slow
 def test_a_facet_value_filters_the_table_and_the_map(split_page):
-    from test_report_explore import CHROMEDRIVER, CHROMIUM, console_errors, make_driver, open_page
+    from test_report_explore import (
+        CHROMEDRIVER,
+        CHROMIUM,
+        console_errors,
+        make_driver,
+        requested_urls,
+    )
+    from test_report_keep import open_ready
 
     if CHROMIUM is None or CHROMEDRIVER is None:
         pytest.skip("headless Chromium or chromedriver is not installed")
@@ -78,7 +85,7 @@ def test_a_facet_value_filters_the_table_and_the_map(split_page):
     path, _ = split_page
     d = make_driver()
     try:
-        open_page(d, path)
+        open_ready(d, path)
 
         def shown_prompts():
             return sorted({e.text for e in d.find_elements(By.CSS_SELECTOR, "#overview tr[data-pp-prompt] td")
@@ -99,8 +106,10 @@ def test_a_facet_value_filters_the_table_and_the_map(split_page):
             ".map(function (r) { return PP.V.prompts[PP.V.rows[r].p].prompt; })")
         assert picked and all("medical" in t for t in picked)
         assert d.find_element(By.ID, "pp-facet").get_attribute("value").startswith("topic:")
-        open_page(d, path, "#facet=" + d.current_url.split("facet=")[1])  # the fragment restores it
+        open_ready(d, path, "#facet=" + d.current_url.split("facet=")[1])  # the fragment restores it
         assert shown_prompts() == after
         assert not console_errors(d)
+        # nothing fetched: the page itself, its data URIs and (keep) the in-page download
+        assert all(u.startswith(("file://", "data:", "blob:")) for u in requested_urls(d))
     finally:
         d.quit()

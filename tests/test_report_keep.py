@@ -15,6 +15,15 @@ from promptprism.report import render_report, write_report
 from test_report_interactive import page_data
 
 
+def open_ready(d, path, fragment: str = "", timeout: float = 15.0):
+    """Open the page and wait until its script marked it ready (a loaded machine may take a moment)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    d.get(path.as_uri() + fragment)
+    script = "return document.documentElement.getAttribute('data-pp-ready')"
+    WebDriverWait(d, timeout).until(lambda drv: drv.execute_script(script) == "1")
+
+
 def test_the_fingerprint_is_the_results_and_stable(tmp_path):
     result, inputs, images = digits_run()
     a = page_data(render_report(result, inputs=inputs, images=images, map_points=40))["fingerprint"]
@@ -24,7 +33,13 @@ def test_the_fingerprint_is_the_results_and_stable(tmp_path):
 
 @pytest.mark.slow
 def test_a_tag_survives_a_reload_and_is_exported_and_imported(tmp_path):
-    from test_report_explore import CHROMEDRIVER, CHROMIUM, console_errors, make_driver, open_page
+    from test_report_explore import (
+        CHROMEDRIVER,
+        CHROMIUM,
+        console_errors,
+        make_driver,
+        requested_urls,
+    )
 
     if CHROMIUM is None or CHROMEDRIVER is None:
         pytest.skip("headless Chromium or chromedriver is not installed")
@@ -35,9 +50,9 @@ def test_a_tag_survives_a_reload_and_is_exported_and_imported(tmp_path):
     path = write_report(result, tmp_path / "split", inputs=inputs, images=images, map_points=40)
     d = make_driver()
     try:
-        open_page(d, path, "#prompt=0")
+        open_ready(d, path, "#prompt=0")
         d.execute_script("localStorage.clear()")
-        open_page(d, path, "#prompt=0")
+        open_ready(d, path, "#prompt=0")
         prompt = d.execute_script("return PP.V.prompts[0].prompt")
         box = d.find_element(By.CSS_SELECTOR, "#pp-panel .pp-keep")
         box.find_element(By.CSS_SELECTOR, "input.pp-tag-input").send_keys("check later", Keys.ENTER)
@@ -57,7 +72,7 @@ def test_a_tag_survives_a_reload_and_is_exported_and_imported(tmp_path):
         assert d.find_element(By.ID, "pp-kept").text == "kept (2)"
 
         # the tag filter keeps only the tagged prompt's rows
-        open_page(d, path, "#tag=check+later")
+        open_ready(d, path, "#tag=check+later")
         rows = d.find_elements(By.CSS_SELECTOR, "tr[data-pp-item][data-pp-prompt]")
         shown = {e.get_attribute("data-pp-prompt") for e in rows if e.is_displayed()}
         assert shown == {"0"}
@@ -79,11 +94,13 @@ def test_a_tag_survives_a_reload_and_is_exported_and_imported(tmp_path):
 
         # import into an empty store brings them back
         d.execute_script("localStorage.clear()")
-        open_page(d, path)
+        open_ready(d, path)
         assert d.find_element(By.ID, "pp-kept").text == "kept (0)"
         assert d.execute_script("return PP.importKept(arguments[0])", json.dumps(exported)) == 2
-        open_page(d, path, "#prompt=0")
+        open_ready(d, path, "#prompt=0")
         assert "check later" in d.find_element(By.CSS_SELECTOR, "#pp-panel .pp-chips").text
         assert not console_errors(d)
+        # nothing fetched: the page itself, its data URIs and (keep) the in-page download
+        assert all(u.startswith(("file://", "data:", "blob:")) for u in requested_urls(d))
     finally:
         d.quit()

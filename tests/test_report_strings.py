@@ -69,7 +69,14 @@ webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not in
 
 @pytest.mark.slow
 def test_show_all_in_the_browser(long_page):
-    from test_report_explore import CHROMEDRIVER, CHROMIUM, console_errors, make_driver, open_page
+    from test_report_explore import (
+        CHROMEDRIVER,
+        CHROMIUM,
+        console_errors,
+        make_driver,
+        requested_urls,
+    )
+    from test_report_keep import open_ready
 
     if CHROMIUM is None or CHROMEDRIVER is None:
         pytest.skip("headless Chromium or chromedriver is not installed")
@@ -78,7 +85,7 @@ def test_show_all_in_the_browser(long_page):
     path, long, _ = long_page
     d = make_driver()
     try:
-        open_page(d, path)
+        open_ready(d, path)
         spans = d.find_elements(By.CSS_SELECTOR, "span.pp-long[data-pp-str]")
         span = next(s for s in spans if s.is_displayed())
         button = span.find_element(By.CSS_SELECTOR, "button.pp-more")
@@ -88,12 +95,14 @@ def test_show_all_in_the_browser(long_page):
         # the prompt's view: its data resolved from the table, the panel shows it cut with "show all"
         pid = d.execute_script("return PP.V.prompts.findIndex(function (p) { return p.prompt.length > 999 })")
         assert pid >= 0
-        open_page(d, path, f"#prompt={pid}")
+        open_ready(d, path, f"#prompt={pid}")
         panel = d.find_element(By.ID, "pp-panel")
         assert panel.is_displayed() and panel.find_elements(By.CSS_SELECTOR, "button.pp-more")
         assert d.execute_script(
             "return PP.data.result.prompt_ranking.some(function (r) { return r.prompt.length === 100000; })"
         )
         assert not console_errors(d)
+        # nothing fetched: the page itself, its data URIs and (keep) the in-page download
+        assert all(u.startswith(("file://", "data:", "blob:")) for u in requested_urls(d))
     finally:
         d.quit()
