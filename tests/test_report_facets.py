@@ -113,3 +113,29 @@ def test_a_facet_value_filters_the_table_and_the_map(split_page):
         assert all(u.startswith(("file://", "data:", "blob:")) for u in requested_urls(d))
     finally:
         d.quit()
+
+
+def test_report_dir_reads_the_manifests_metadata_again(tmp_path):
+    """``promptprism report DIR`` for a split of manifests: no embeddings to read again, but the facets
+    come back from the recorded manifests (fingerprint-checked)."""
+    import dataclasses
+
+    from promptprism.provenance import record_inputs
+    from promptprism.report import report_from_dir
+
+    sides = ("test", "reference")
+    sets = {s: manifest_set(tmp_path / f"{s}.jsonl", s, 3.0 * k, k) for k, s in enumerate(sides)}
+    result = PromptSplit(seed=0, n_modes=2, top_k=4).fit(sets["test"], sets["reference"])
+    out = tmp_path / "run"
+    out.mkdir()
+    recorded = record_inputs({s: tmp_path / f"{s}.jsonl" for s in sets}, out)
+    dataclasses.replace(result, inputs=recorded).save(out)
+    page = report_from_dir(out)
+    view = page_data(page.read_text(encoding="utf-8"))["view"]
+    topic = next(f for f in view["facets"] if f["name"] == "topic")
+    assert topic["counts"]["test"][topic["values"].index("medical")] == 24
+    # an edited manifest is not used for the facets (and says so)
+    (tmp_path / "test.jsonl").write_text((tmp_path / "reference.jsonl").read_text(encoding="utf-8"))
+    page = report_from_dir(out)
+    view = page_data(page.read_text(encoding="utf-8"))["view"]
+    assert set(next(f for f in view["facets"] if f["name"] == "topic")["counts"]) == {"reference"}

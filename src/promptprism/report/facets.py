@@ -59,6 +59,41 @@ def manifest_columns(source: Any, n: int, used: tuple[list | None, ...]) -> dict
     return out
 
 
+class MetaSet:
+    """A manifest's rows for the facets alone (no embeddings): its prompts, in the set's row order."""
+
+    def __init__(self, prompts: list[str], source: str) -> None:
+        self.prompts, self.outputs, self.source = prompts, None, source
+
+    def __len__(self) -> int:
+        return len(self.prompts)
+
+    def prompt_label(self, i: int) -> str:
+        return self.prompts[i]
+
+
+def manifest_meta_set(path: Path, prompts: set[str], n: int) -> MetaSet | None:
+    """The manifest at ``path`` as a :class:`MetaSet`, when it has ``n`` rows and a column whose values are
+    the result's ``prompts`` (``prompt``, or the column a ``--columns`` mapping named); else None."""
+    from ..data.tables import read_table
+
+    try:
+        table = read_table(path)
+    except (OSError, ValueError, ImportError):
+        return None
+    if len(table) != n:
+        return None
+
+    def overlap(col: str) -> float:
+        vals = {str(r.values.get(col)) for r in table.records}
+        return len(vals & prompts) / max(len(vals), 1)
+
+    best = max(table.columns, key=lambda c: (overlap(c), c == "prompt"), default=None)
+    if best is None or overlap(best) < 0.5:
+        return None
+    return MetaSet([str(r.values.get(best)) for r in table.records], str(path))
+
+
 def _kind(values: list) -> str | None:
     present = [v for v in values if v is not None and v != ""]
     if not present:

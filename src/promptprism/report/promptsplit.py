@@ -24,6 +24,7 @@ from .common import (
     display_name,
     finish,
     image_folders,
+    mapping,
     notes_block,
     run_details,
     safe_figure,
@@ -349,7 +350,8 @@ def render_promptsplit(
     null, flags = null_and_flags(result, alpha)
     map_block, sink = _map_or_note(result, sets, map_points, names, step)
     step("report: data of the views")
-    view = promptsplit_view(result, sets, imgs, bases, names, sink)
+    view = promptsplit_view(result, sets, imgs, bases, names, sink,
+                            facet_sets={**mapping(inputs).get("facets", {}), **sets})
     ids = {pr["prompt"]: k for k, pr in enumerate(view["prompts"])}
     step("report: eigenvalue chart")
     eig = _eigen_figure(result, null, flags)

@@ -87,6 +87,8 @@ def reload_promptsplit(result: Any, result_dir: Path) -> tuple[dict, dict, list[
                     f"{side} input {where}: raw generations (not embeddings); the map needs them "
                     "embedded, so it is left out here (the command that ran the method draws it)"
                 )
+                _manifest_facets(result, side, next(c for c in candidates[:2] if Path(c).exists()), records,
+                                 inputs, notes)
             else:
                 notes.append(
                     f"{side} input {where or '(not recorded)'} not found; the map and array "
@@ -132,3 +134,22 @@ def reload_kway(result: Any, result_dir: Path) -> tuple[dict, dict, list[str]]:
         except PromptPrismError as exc:
             notes.append(f"input of {name} could not be read again: {exc}")
     return inputs, {}, notes
+
+
+def _manifest_facets(result: Any, side: str, path: Path, records: dict, inputs: dict,
+                     notes: list[str]) -> None:
+    """A manifest input's metadata for the facets (``inputs['facets'][side]``), when its content is the one
+    recorded and its rows are the result's."""
+    from ..errors import PromptPrismError
+    from ..provenance import verify
+    from .facets import manifest_meta_set
+
+    try:
+        verify(side, path, records)
+    except PromptPrismError as exc:
+        notes.append(f"{side} manifest not used for the facets: {exc}")
+        return
+    n = result.n_test if side == "test" else result.n_reference
+    meta = manifest_meta_set(Path(path), {r["prompt"] for r in result.prompt_ranking}, n)
+    if meta is not None:
+        inputs.setdefault("facets", {})[side] = meta
