@@ -108,6 +108,18 @@ def test_a_facet_value_filters_the_table_and_the_map(split_page):
         assert d.find_element(By.ID, "pp-facet").get_attribute("value").startswith("topic:")
         open_ready(d, path, "#facet=" + d.current_url.split("facet=")[1])  # the fragment restores it
         assert shown_prompts() == after
+        # group the prompt table by topic: one head row per value, each prompt under its own topic
+        open_ready(d, path, "#by=topic")
+        body = d.find_element(By.CSS_SELECTOR, "#overview tr.pp-grouphead").find_element(By.XPATH, "..")
+        seen, current = [], None
+        for tr in body.find_elements(By.CSS_SELECTOR, "tr"):
+            if "pp-grouphead" in (tr.get_attribute("class") or ""):
+                current = tr.text.split(" · ")[0].removeprefix("topic: ")
+                seen.append(current)
+            else:  # a prompt row under its own topic's head
+                assert current is not None and f"about {current}" in tr.text
+        assert seen == sorted(seen) and "medical" in seen
+        assert d.find_element(By.ID, "pp-by").get_attribute("value") == "topic"
         assert not console_errors(d)
         # nothing fetched: the page itself, its data URIs and (keep) the in-page download
         assert all(u.startswith(("file://", "data:", "blob:")) for u in requested_urls(d))

@@ -89,11 +89,13 @@
   }
 
   /* ------------------------------------------------------------------------------- fragment state */
-  var KEYS = ["q", "sig", "side", "group", "facet", "tag", "mode", "prompt", "attr", "cluster", "model"];
+  var KEYS = ["q", "sig", "side", "group", "facet", "by", "tag", "mode", "prompt", "attr", "cluster", "model"];
   /* more filters (keep.js: the tag filter): fn(element, state) -> false hides it */
   PP.filters = [];
   /* called once at start, after the toolbar is built (keep.js adds its button) */
   PP.onStart = [];
+  /* called with a table after a click sorted it (facets.js groups its rows again) */
+  PP.afterSort = [];
   /* the keys that open the side panel (cleared together when it closes) */
   var PANEL = { mode: "", prompt: "", attr: "", cluster: "", model: "" };
   PP.PANEL = PANEL;
@@ -144,13 +146,17 @@
         var asc = th.getAttribute("aria-sort") !== "ascending";
         Array.prototype.forEach.call(ths, function (o) { o.removeAttribute("aria-sort"); });
         th.setAttribute("aria-sort", asc ? "ascending" : "descending");
-        var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+        var body = table.tBodies[0];
+        body.querySelectorAll("tr.pp-grouphead").forEach(function (r) { r.remove(); });
+        var rows = Array.prototype.slice.call(body.rows);
         rows.sort(function (a, b) {
           var x = cellValue(a.cells[col]), y = cellValue(b.cells[col]);
           var c = typeof x === typeof y ? (x < y ? -1 : x > y ? 1 : 0) : typeof x === "number" ? -1 : 1;
           return asc ? c : -c;
         });
         rows.forEach(function (r) { body.appendChild(r); });
+        table._ppSorted = true;
+        PP.afterSort.forEach(function (fn) { fn(table); });
       });
     });
   }
