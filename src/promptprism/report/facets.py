@@ -69,6 +69,7 @@ class MetaSet:
         return len(self.prompts)
 
     def prompt_label(self, i: int) -> str:
+        """The prompt of row ``i`` (as :meth:`PairedSet.prompt_label`)."""
         return self.prompts[i]
 
 
@@ -174,12 +175,11 @@ def facet_view(columns: dict[str, dict[str, list]], prompt_of: dict[str, list[in
 def sets_facets(sets: dict, prompt_id: Any, shares: list) -> tuple[list[dict], list[str]]:
     """The facets of ``sets`` (side or model name -> PairedSet, read from each set's manifest); the prompt
     ids from ``prompt_id(name)`` (called for every prompt of the sets before ``shares`` is read)."""
-    columns, prompt_of = {}, {}
-    for side, s in sets.items():
-        columns[side] = manifest_columns(getattr(s, "source", None), len(s), (s.prompts, s.outputs))
-        prompt_of[side] = [prompt_id(s.prompt_label(i)) for i in range(len(s))]
-    if not any(columns.values()):
+    columns = {side: manifest_columns(getattr(s, "source", None), len(s), (s.prompts, s.outputs))
+               for side, s in sets.items()}
+    if not any(columns.values()):  # no manifest: nothing to read per sample
         return [], []
+    prompt_of = {side: [prompt_id(s.prompt_label(i)) for i in range(len(s))] for side, s in sets.items()}
     n_prompts = 1 + max((max(v) for v in prompt_of.values() if v), default=-1)
     return facet_view(columns, prompt_of, n_prompts, shares())
 
