@@ -8,6 +8,8 @@ Reports measured:
   (tests/data/smollm2_qa_*.jsonl, 100 questions per set; needs the default text encoder in the local cache);
 * ``fashion``: 60,000 Fashion-MNIST images (3,000 per class and model, the ``pixels:28`` encoder), fitted by
   PromptSplit's defaults, with the images (needs Debian's dataset-fashion-mnist);
+* ``long``: 100 + 100 samples over 10 prompts, one of them 100 kB long (strings stored once, issue 41);
+* ``long100``: 200 + 200 samples over 100 prompts, each 100 kB long (10 MB of distinct text);
 * ``noise``: the size worst case, 30,000 + 30,000 synthetic samples with 64x64 RGB noise images and long
   texts (tests/_report_data.py's ``big_run``).
 Open time: a fresh headless Chromium page per repeat (selenium + chromedriver), ``loadEventEnd`` of the
@@ -30,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+#: seconds a page may take to load before it counts as not loading
+LOAD_TIMEOUT = 180
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # the report tests' small real runs (_report_data.py)
 
@@ -47,12 +51,19 @@ def driver(width: int = 1280, height: int = 900):
 
 def open_times(path: Path, repeat: int) -> tuple[float, float]:
     """(median ms to loadEventEnd, median ms until the script marked the page ready) over fresh pages."""
+    from selenium.common.exceptions import TimeoutException
+
     loads, ready = [], []
     d = driver()
+    d.set_page_load_timeout(LOAD_TIMEOUT)
     try:
         for _ in range(repeat):
             d.get("about:blank")
-            d.get(path.as_uri())
+            try:
+                d.get(path.as_uri())
+            except TimeoutException:
+                print(f"  {path.parent.name}: not loaded within {LOAD_TIMEOUT} s", flush=True)
+                return float("inf"), float("inf")
             nav = d.execute_script("return performance.getEntriesByType('navigation')[0].toJSON()")
             mark = d.execute_script("return performance.getEntriesByName('pp-ready')[0]?.startTime ?? null")
             loads.append(nav["loadEventEnd"])
@@ -129,6 +140,45 @@ def noise_report(tmp: Path, n: int = 30_000) -> Path:
     return write_report(result, tmp / "noise", inputs=sets, images=images, progress=False)
 
 
+def long_prompt_sets(n: int = 100, n_prompts: int = 10, long_chars: int = 100_000, seed: int = 0):
+    """A 100-row split (``n`` samples per set over ``n_prompts`` prompts) whose first prompt is ``long_chars``
+    characters long: the worst case for strings copied into a page (issue 41)."""
+    import numpy as np
+
+    from promptprism import PairedSet
+
+    rng = np.random.default_rng(seed)
+    words = ("the", "red", "cat", "walks", "over", "a", "long", "bridge", "at", "night")
+    long = ("a very long prompt " + " ".join(rng.choice(words, long_chars // 3)))[:long_chars]
+    names = [long] + [f"prompt {k}: a short question" for k in range(1, n_prompts)]
+    which = np.arange(n) % n_prompts
+    onehot = np.eye(n_prompts)[which]
+    out = {}
+    for k, s in enumerate(("test", "reference")):
+        z = rng.standard_normal((n, 8)) + (k + 1) * onehot @ rng.standard_normal((n_prompts, 8))
+        outputs = [f"answer {i} of the {s} model to prompt {w}" for i, w in enumerate(which)]
+        out[s] = PairedSet(onehot, z, prompts=[names[w] for w in which], outputs=outputs, name=s)
+    return out, long
+
+
+def long_prompt_report(tmp: Path, n_long: int = 1) -> Path:
+    """``long_prompt_sets`` fitted by PromptSplit and reported (map included); ``n_long`` > 1: every one of
+    ``n_long`` prompts is 100 kB long (2 samples per prompt and set)."""
+    from promptprism import PromptSplit
+    from promptprism.data.paired import PairedSet
+    from promptprism.report import write_report
+
+    if n_long == 1:
+        sets, _ = long_prompt_sets()
+    else:
+        base, _ = long_prompt_sets(n=2 * n_long, n_prompts=n_long)
+        sets = {s: PairedSet(x.prompt_embeddings, x.output_embeddings, outputs=x.outputs, name=s,
+                             prompts=[p if len(p) >= 100_000 else p + " " + "x" * (99_999 - len(p))
+                                      for p in x.prompts]) for s, x in base.items()}
+    result = PromptSplit(seed=0).fit(sets["test"], sets["reference"])
+    return write_report(result, tmp / f"long{n_long}", inputs=sets, progress=False)
+
+
 def kind_reports(tmp: Path) -> dict[str, tuple[Path, str]]:
     """One small report of every other kind, with the view each screenshot opens."""
     import numpy as np
@@ -187,7 +237,9 @@ def main() -> None:
     tmp = Path(args.keep or tempfile.mkdtemp(prefix="pp-report-browser-"))
     tmp.mkdir(parents=True, exist_ok=True)
     makers = {"demo": (demo_report, "#mode=%2B1"), "text": (text_report, "#prompt=0"),
-              "fashion": (fashion_report, "#prompt=0"), "noise": (noise_report, "#prompt=0")}
+              "fashion": (fashion_report, "#prompt=0"), "noise": (noise_report, "#prompt=0"),
+              "long": (long_prompt_report, "#prompt=0"),
+              "long100": (lambda tmp: long_prompt_report(tmp, 100), "#prompt=0")}
     print("| report | file size | open (loadEventEnd) | views ready |\n|---|---|---|---|")
     paths = {}
     for name in args.only:

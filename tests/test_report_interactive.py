@@ -14,6 +14,7 @@ from promptprism import PairedSet, PromptSplit
 from promptprism.report import render_report
 from promptprism.report.html import check_self_contained, external_references
 from promptprism.report.interactive import asset, data_block, json_for_html
+from promptprism.report.strings import page_data as resolved_data
 
 HOSTILE = [
     "</script><script>window.pwned=1</script>",
@@ -28,7 +29,7 @@ HOSTILE = [
 def page_data(doc: str) -> dict:
     m = re.search(r'<script type="application/json" id="pp-data">(.*?)</script>', doc, re.S)
     assert m, "no data block"
-    return json.loads(m.group(1))
+    return resolved_data(json.loads(m.group(1)))
 
 
 @pytest.mark.parametrize("text", HOSTILE)

@@ -61,21 +61,34 @@ def _value(v: Any) -> str:
     return fmt(v) if isinstance(v, float) else str(v)
 
 
-def finish(page: Page, *, kind: str, result: Any = None, view: dict | None = None) -> str:
+def finish(page: Page, *, kind: str, result: Any = None, view: dict | None = None,
+           embed_result: bool = True) -> str:
     """Set the page footer (version, report kind), embed the data behind the views (``result``'s
-    result.json content and the renderer's ``view`` data) and return the whole page as HTML."""
+    result.json content unless not ``embed_result``, its fingerprint and the renderer's ``view`` data) and
+    return the whole page as HTML."""
     page.footer = [
         f"promptprism {__version__} · {kind} report · self-contained: figures, thumbnails, data and "
         "scripts are embedded in this file, nothing is loaded from elsewhere."
     ]
     if result is not None or view is not None:
         to_dict = getattr(result, "to_dict", None)
+        content = to_dict() if callable(to_dict) else None
         page.data = {
             "kind": getattr(result, "kind", kind),
-            "result": to_dict() if callable(to_dict) else None,
+            "fingerprint": fingerprint(content if content is not None else view),
+            "result": content if embed_result else None,
             "view": view or {},
         }
     return page.render()
+
+
+def fingerprint(content: Any) -> str:
+    """A short hash of a result's content (result.json's fields): the key under which the page keeps the
+    reader's tags and notes (localStorage), the same for every page of the same result."""
+    import hashlib
+
+    text = json.dumps(content, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 # ------------------------------------------------------------------------------------------ thumbnails

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .common import visual_of
+from .facets import sets_facets
 from .html import data_uri
 from .map import mode_label
 
@@ -197,9 +198,11 @@ def _rows_left_out(rows: _Rows) -> list[str]:
 
 
 def promptsplit_view(
-    result: Any, sets: dict, images: dict, bases: dict[str, list[Path]], names: dict[str, str], map_data: Any
+    result: Any, sets: dict, images: dict, bases: dict[str, list[Path]], names: dict[str, str], map_data: Any,
+    facet_sets: dict | None = None,
 ) -> dict[str, Any]:
-    """The ``view`` data of a PromptSplit page (see the module docstring)."""
+    """The ``view`` data of a PromptSplit page (see the module docstring); ``facet_sets``: where the
+    facets' metadata is read (default ``sets``; a re-read manifest without embeddings counts)."""
     prompts, ids = _prompt_table(result, sets)
 
     def prompt_id(name: str) -> int:
@@ -217,6 +220,8 @@ def promptsplit_view(
             )
         return ids[name]
 
+    facets, facet_notes = sets_facets(facet_sets if facet_sets is not None else sets, prompt_id,
+                                      lambda: [p.get("share") for p in prompts])
     rows = _Rows(sets, images, bases, prompt_id)
     modes = _mode_views(result, prompts, prompt_id, rows)
     left_out = _per_prompt_rows(result, sets, prompts, ids, rows)
@@ -228,8 +233,8 @@ def promptsplit_view(
     }
     if map_data:
         view["map"] = _map_view(map_data, sets, rows)
-    left_out += _rows_left_out(rows)
-    view.update(rows=rows.rows, thumbs=rows.thumbs, left_out=left_out)
+    left_out += _rows_left_out(rows) + facet_notes
+    view.update(rows=rows.rows, thumbs=rows.thumbs, left_out=left_out, facets=facets)
     return view
 
 

@@ -16,6 +16,8 @@ from html.parser import HTMLParser
 from typing import Any
 
 from .interactive import data_block, script_block
+from .strings import LONG_TEXT, SHOWN, cut_attr, end_table, start_table
+from .strings import current as current_strings
 
 #: the page's whole style sheet; sized for a laptop screen (max 1180 px wide), system fonts only
 CSS = """
@@ -84,6 +86,18 @@ def esc(value: Any) -> Html:
     return Html(html.escape("" if value is None else str(value), quote=True))
 
 
+def long_text(text: str) -> Html:
+    """A text longer than ``LONG_TEXT`` characters as its first ``SHOWN`` ones, in a span that refers to the
+    whole text in the page's string table (the script adds "show all"); the whole text outside a page."""
+    table = current_strings()
+    if table is None or len(text) <= LONG_TEXT:
+        return esc(text)
+    return Html(
+        f'<span class="pp-long" data-pp-str="{table.ref(text)}" data-pp-len="{len(text)}">'
+        f"{esc(text[:SHOWN])}…</span>"
+    )
+
+
 def _render(child: Any) -> str:
     if child is None or child is False:
         return ""
@@ -91,6 +105,8 @@ def _render(child: Any) -> str:
         return str(child)
     if isinstance(child, (list, tuple)):
         return "".join(_render(c) for c in child)
+    if isinstance(child, str) and len(child) > LONG_TEXT:
+        return long_text(child)
     return esc(child)
 
 
@@ -108,6 +124,8 @@ def el(name: str, *children: Any, **attrs: Any) -> Html:
             raise ValueError(f"bad attribute name {key!r}")
         if key in ("src", "href") and not str(value).startswith(("data:", "#")):
             raise ValueError(f"{key}={value!r}: a report may only point into itself (data: or #anchor)")
+        if key in ("title", "alt", "aria-label") and isinstance(value, str):
+            value = cut_attr(str(value))
         parts.append(key if value is True else f'{key}="{html.escape(str(value), quote=True)}"')
     return Html(f"<{' '.join(parts)}>{_render(children)}</{name}>")
 
@@ -258,6 +276,8 @@ class Page:
 
     def __init__(self, title: str, subtitle: Any = None) -> None:
         self.title = title
+        #: the page's strings, each once (:mod:`.strings`); markup built from now on refers to it
+        self.strings = start_table()
         #: the data behind the interactive views (JSON-ready), embedded once; see :mod:`.interactive`
         self.data: dict[str, Any] | None = None
         self.subtitle = subtitle
@@ -278,7 +298,10 @@ class Page:
             cls="top",
         )
         body = el("main", [s for _, _, s in self.sections], el("footer", self.footer))
-        scripts = (data_block(self.data) if self.data is not None else "") + script_block()
+        data = self.strings.intern(self.data) if self.data is not None else None
+        if self.strings.strings:
+            data = {"strings": self.strings.strings, **(data or {})}
+        scripts = (data_block(data) if data is not None else "") + script_block()
         doc = (
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -286,6 +309,7 @@ class Page:
             f"<body>{head}{body}{scripts}</body></html>\n"
         )
         check_self_contained(doc)
+        end_table()
         return doc
 
 

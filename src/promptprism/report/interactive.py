@@ -2,10 +2,11 @@
 
 A page stays one file that opens offline: :func:`data_block` embeds the data behind the views once, as
 ``<script type="application/json" id="pp-data">`` (escaped so that no text in it can close the block or
-start markup), and :func:`script_block` inlines ``assets/report.js`` and ``assets/views.js`` (plain
-JavaScript, no library) and ``assets/report.css``, package data files read at render time. Without scripts
-the page is the static one; with them, every table sorts, a toolbar searches and filters, and ``data-pp-*``
-attributes link elements to views (see docs/architecture.md, "How a report section opts in").
+start markup), and :func:`script_block` inlines the scripts of ``SCRIPTS`` (``assets/*.js``: plain
+JavaScript, no library) and ``assets/report.css``, package data files read at render time. Without
+scripts the page is the static one; with them, every table sorts, a toolbar searches and filters, and
+``data-pp-*`` attributes link elements to views (see docs/architecture.md, "How a report section opts
+in").
 """
 
 from __future__ import annotations
@@ -52,8 +53,10 @@ def data_block(data: Any) -> str:
     return f'<script type="application/json" id="{DATA_ID}">{json_for_html(data)}</script>'
 
 
-#: the scripts, in order: the components (report.js), then the views and widgets built on them (views.js)
-SCRIPTS = ("report.js", "views.js")
+#: the scripts, in order: the components (report.js), the views and widgets built on them (views.js), the
+#: K-way page's views (compare.js), the tags and notes kept in the browser (keep.js), the prompt tables
+#: grouped by a facet (facets.js)
+SCRIPTS = ("report.js", "views.js", "compare.js", "keep.js", "facets.js")
 
 
 def script_block() -> str:

@@ -7,8 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from .common import finish, notes_block, run_details
+from .compare_view import compare_view, kway_sets
 from .core import renderer
 from .descriptions import deviation_blocks, quality_block
+from .explore import views_note
+from .facets import facets_block
 from .html import Page, details, el, fmt, p, snippet, table
 from .summary import summary
 
@@ -59,7 +62,23 @@ def _deviation_block(d: dict, rest_distance: float, named: list | None = None) -
                    f"(eigenvalue {fmt(d['mode']['eigenvalue'])}, p {d['mode']['p_value']:.2g}):"),
                  _samples(d["top_samples"]), p("... and of the others on the same mode:"),
                  _samples(d["others_samples"])]
-    return details(head, *body, open_=d["deviates"])
+    body.insert(0, el("button", f"open {d['model']}'s samples against the rest's", type="button",
+                      cls="pp-open", data_pp_model=d["model"]))
+    return el("div", details(head, *body, open_=d["deviates"]), data_pp_item=True, data_pp_group=d["model"])
+
+
+def _prompt_table(r: Any, view: dict) -> Any:
+    """Every prompt with each model's number of samples and the share of its deviation attributed to it;
+    a row opens the prompt's outputs of all K models side by side."""
+    rows, attrs = [], []
+    for k, pr in enumerate(view["prompts"][:500]):
+        dev = pr["dev"]
+        lead = max(dev, key=lambda m: dev[m] or 0) if dev else None
+        rows.append((snippet(pr["prompt"], 120), *[pr["n"].get(m, "–") for m in r.names],
+                     f"{lead} ({dev[lead]:.1%})" if lead and dev[lead] is not None else "–"))
+        attrs.append({"data_pp_prompt": k, "data_pp_item": True})
+    return table(["prompt", *[f"n {m}" for m in r.names], "deviating model (share)"], rows,
+                 numeric=tuple(range(1, len(r.names) + 1)), row_attrs=attrs)
 
 
 def _quality_ids(r: Any) -> list[str]:
@@ -79,9 +98,12 @@ def _comparison_row(c: Any) -> tuple:
 
 
 @renderer("promptsplit_kway")
-def render_kway(result: Any, *, notes: list[str] | None = None, **_: Any) -> str:
-    """The K-way PromptSplit report page."""
+def render_kway(result: Any, *, inputs: Any = None, base_dir: Any = None, notes: list[str] | None = None,
+                **_: Any) -> str:
+    """The K-way PromptSplit report page; ``inputs``: the K PairedSets by model name (outputs per prompt)."""
     r = result
+    notes = list(notes or [])
+    view = compare_view(r, kway_sets(r, inputs, notes), base_dir)
     page = Page(f"K-way PromptSplit: {len(r.names)} models",
                 f"{', '.join(r.names)} · {r.method} route · {sum(r.n_samples):,} samples · seed {r.seed}")
     page.add("Verdict", notes_block(notes), p(r.verdict),
@@ -100,11 +122,17 @@ def render_kway(result: Any, *, notes: list[str] | None = None, **_: Any) -> str
     if verdicts:
         page.add("Who is closer to real data, who the judge prefers",
                  [el("div", p(el("b", f)), block) for f, block in verdicts if block is not None])
+    page.add("Prompts", p("Click a prompt to see all models' outputs for it side by side; a deviation's "
+                          "button opens that model's strongest samples against the rest's.", cls="muted"),
+             views_note(view["left_out"]), _prompt_table(r, view))
+    if view.get("facets"):
+        page.add("Your metadata", facets_block(view["facets"], view["names"], with_share=False),
+                 anchor="facets")
     rows = [_comparison_row(c) for c in r.pairs + r.one_vs_rest]
     page.add("Comparisons", table(["comparison", "‖Λ‖²_F", "significant modes", "p (largest mode)",
                                    "top prompts"], rows, numeric=(1, 2, 3)),
              run_details(r, [("significance", str(r.significance))]))
-    return finish(page, kind="promptsplit_kway")
+    return finish(page, kind="promptsplit_kway", result=r, view=view, embed_result=False)
 
 
 @summary("promptsplit_kway")

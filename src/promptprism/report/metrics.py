@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..stats.intervals import format_estimate
+from .answer import answer_block, finding_card, severity
 from .common import finish, notes_block, run_details
 from .core import renderer
-from .html import Page, details, el, fnum, p, table
+from .html import Page, details, el, fnum, num, p, table
 
 #: (field, header, format) of the headline table
 COLUMNS = (("precision", "precision", ".3f"), ("recall", "recall", ".3f"), ("density", "density", ".3f"),
@@ -48,6 +49,16 @@ def set_notes(name: str, m: Any) -> list[str]:
     return out + [f"{name}: {n}" for n in (_get(m, "notes") or [])]
 
 
+def merged_notes(models: list[Any]) -> list[str]:
+    """Every set's notes, a note that several sets share said once, naming them."""
+    who: dict[str, list[str]] = {}
+    for m in models:
+        name = _get(m, "name")
+        for n in set_notes(name, m):
+            who.setdefault(n.removeprefix(f"{name}: "), []).append(name)
+    return [f"{', '.join(names)}: {text}" for text, names in who.items()]
+
+
 def _per_prompt(m: Any) -> Any:
     rows = _get(m, "per_prompt") or []
     if not rows:
@@ -77,16 +88,60 @@ ABOUT = ("Precision and recall (Kynkäänniemi et al. 2019), density and coverag
          "and where).")
 
 
+def _fd_short(config: Any) -> str:
+    encoder = (config or {}).get("output_encoder") if isinstance(config, dict) else None
+    return "FID" if encoder and "inception" in str(encoder).lower() else "FD"
+
+
+def _verdict(result: Any) -> str:
+    ms, fd = list(result.models), _fd_short(result.config)
+    if not ms:
+        return "No generated set in this result."
+    if len(ms) == 1:
+        m = ms[0]
+        return (f"{m.name} against the reference ({result.n_reference:,} samples): precision "
+                f"{fnum(m.precision, '.3f')}, recall {fnum(m.recall, '.3f')}, coverage "
+                f"{fnum(m.coverage, '.3f')}; {fd} {fnum(m.fd, '.4g')} (intervals in the table).")
+
+    def best(key: str, low: bool = False) -> Any:
+        vals = [(num(_get(m, key)), m) for m in ms if num(_get(m, key)) == num(_get(m, key))]
+        return (min if low else max)(vals, key=lambda x: x[0])[1] if vals else None
+
+    parts = [(best("fd", low=True), "closest to the reference by " + fd, "fd", ".4g"),
+             (best("precision"), "highest precision", "precision", ".3f"),
+             (best("recall"), "highest recall", "recall", ".3f")]
+    said = [f"{what}: {m.name} ({fnum(_get(m, key), spec)})" for m, what, key, spec in parts if m is not None]
+    text = "; ".join(said)
+    return text[:1].upper() + text[1:] + "." if said else "No metric could be computed."
+
+
+def _findings(result: Any) -> list:
+    cards = []
+    for m in result.models:
+        rows = [r for r in (_get(m, "per_prompt") or []) if num(r.get("coverage")) == num(r.get("coverage"))]
+        worst = min(rows, key=lambda r: num(r.get("coverage"))) if rows else None
+        cards.append(finding_card(
+            f"{m.name}: precision {_cell(m, 'precision', '.3f')}, recall {_cell(m, 'recall', '.3f')}",
+            f"density {_cell(m, 'density', '.3f')}, coverage {_cell(m, 'coverage', '.3f')}, KID "
+            f"{_cell(m, 'kid', '.3g')} ({_get(m, 'n') or 0:,} samples)",
+            where=None if worst is None else
+            f"lowest coverage on the prompt below ({fnum(worst.get('coverage'), '.3f')})",
+            sure="brackets: intervals (see below)" if _get(m, "intervals") else "no intervals in this result",
+            quote=None if worst is None else worst.get("prompt")))
+    return cards
+
+
 @renderer("metrics")
 def render_metrics(result: Any, *, notes: list[str] | None = None, **_: Any) -> str:
     """The reference-metrics report page."""
     page = Page(f"Against the reference {result.reference}",
                 f"{len(result.models)} generated set(s) against {result.n_reference:,} reference samples in "
                 f"{result.dim} dimensions.")
-    all_notes = [n for m in result.models for n in set_notes(m.name, m)]
+    all_notes = merged_notes(result.models)
     about = ABOUT.replace("{fd}", fd_name(result.config))
-    page.add("Metrics", notes_block(notes), metrics_table([(m.name, m) for m in result.models]), p(about),
-             notes_block(all_notes))
+    caveats = [(severity(n), n) for n in [*(notes or []), *all_notes]]
+    page.add("Metrics", answer_block(_verdict(result), _findings(result), caveats),
+             metrics_table([(m.name, m) for m in result.models]), p(about))
     breakdowns = [b for m in result.models if (b := _per_prompt(m)) is not None]
     if breakdowns:
         page.add("Per prompt", p(f"Prompts with at least {result.config.get('min_group_size')} generated "

@@ -24,6 +24,7 @@ from .common import (
     display_name,
     finish,
     image_folders,
+    mapping,
     notes_block,
     run_details,
     safe_figure,
@@ -34,6 +35,7 @@ from .common import (
 from .core import renderer
 from .descriptions import description_block, finding_description, quality_block
 from .explore import mode_id, promptsplit_view, views_note
+from .facets import facets_block
 from .html import Page, bar, cards, details, el, fmt, fnum, note, num, p, table
 from .map import MAP_POINTS, map_section, mode_label
 from .promptsplit_inputs import check_images, check_sets
@@ -348,7 +350,8 @@ def render_promptsplit(
     null, flags = null_and_flags(result, alpha)
     map_block, sink = _map_or_note(result, sets, map_points, names, step)
     step("report: data of the views")
-    view = promptsplit_view(result, sets, imgs, bases, names, sink)
+    view = promptsplit_view(result, sets, imgs, bases, names, sink,
+                            facet_sets={**mapping(inputs).get("facets", {}), **sets})
     ids = {pr["prompt"]: k for k, pr in enumerate(view["prompts"])}
     step("report: eigenvalue chart")
     eig = _eigen_figure(result, null, flags)
@@ -360,6 +363,8 @@ def render_promptsplit(
                           finding_description(result, side=mode.side, rank=mode.rank),
                           quality_block(result, f"mode {'+' if mode.side == 'test' else '-'}{mode.rank}"))
 
+    if view.get("facets"):
+        page.add("Your metadata", facets_block(view["facets"], names), anchor="facets")
     _add_modes(page, result, card, names)
     page.add("Map of the samples", map_block, anchor="map")
     _add_run_details(page, result, ids)

@@ -87,6 +87,8 @@ def reload_promptsplit(result: Any, result_dir: Path) -> tuple[dict, dict, list[
                     f"{side} input {where}: raw generations (not embeddings); the map needs them "
                     "embedded, so it is left out here (the command that ran the method draws it)"
                 )
+                _manifest_facets(result, side, next(c for c in candidates[:2] if Path(c).exists()), records,
+                                 inputs, notes)
             else:
                 notes.append(
                     f"{side} input {where or '(not recorded)'} not found; the map and array "
@@ -107,3 +109,47 @@ def reload_promptsplit(result: Any, result_dir: Path) -> tuple[dict, dict, list[
 
 def _is_embeddings(path: Path) -> bool:
     return path.suffix.lower() == ".npz" or (path.is_dir() and (path / "prompt_embeddings.npy").exists())
+
+
+@reloader("promptsplit_kway")
+def reload_kway(result: Any, result_dir: Path) -> tuple[dict, dict, list[str]]:
+    """The K sets of a K-way result, read again from where result.json's ``inputs`` records them (by model
+    name; embeddings only, as for a split result) and checked against their fingerprints; notes say which
+    models' outputs per prompt are left out."""
+    from ..data.loaders import load_paired
+    from ..errors import PromptPrismError
+    from ..provenance import locate, verify
+
+    inputs, notes = {}, []
+    records = getattr(result, "inputs", None) or {}
+    for name in result.names:
+        path = locate(records[name], result_dir) if name in records else None
+        if path is None or not _is_embeddings(path):
+            notes.append(f"input of {name}: " + ("not recorded or not found" if path is None else
+                                                  "raw generations (not embeddings): not read again"))
+            continue
+        verify(name, path, records)  # another content than recorded: refused, as for a split result
+        try:
+            inputs[name] = load_paired(path, name=name)
+        except PromptPrismError as exc:
+            notes.append(f"input of {name} could not be read again: {exc}")
+    return inputs, {}, notes
+
+
+def _manifest_facets(result: Any, side: str, path: Path, records: dict, inputs: dict,
+                     notes: list[str]) -> None:
+    """A manifest input's metadata for the facets (``inputs['facets'][side]``), when its content is the one
+    recorded and its rows are the result's."""
+    from ..errors import PromptPrismError
+    from ..provenance import verify
+    from .facets import manifest_meta_set
+
+    try:
+        verify(side, path, records)
+    except PromptPrismError as exc:
+        notes.append(f"{side} manifest not used for the facets: {exc}")
+        return
+    n = result.n_test if side == "test" else result.n_reference
+    meta = manifest_meta_set(Path(path), {r["prompt"] for r in result.prompt_ranking}, n)
+    if meta is not None:
+        inputs.setdefault("facets", {})[side] = meta

@@ -16,7 +16,6 @@ from .common import (
     finish,
     image_folders,
     mapping,
-    notes_block,
     run_details,
     safe_figure,
     text_card,
@@ -25,9 +24,10 @@ from .common import (
 )
 from .core import reloader, renderer
 from .descriptions import description_block, finding_description
-from .html import Page, bar, data_uri, el, fmt, fnum, note, num, p, table
+from .html import Page, bar, data_uri, el, fmt, fnum, num, p, table
 from .metrics import reference_section
 from .rankings import rankings_block
+from .scendi_answer import scendi_answer
 
 #: samples shown per cluster
 SAMPLES_PER_CLUSTER = 6
@@ -87,32 +87,6 @@ def with_interval(m: Any, key: str, *, percent: bool = False) -> str:
     validity = boot.get("validity") if isinstance(boot, dict) else None
     flagged = (validity.get("not_calibrated") or []) if isinstance(validity, dict) else []
     return format_estimate(getattr(m, key, None), _interval(m, key), show, calibrated=key not in flagged)
-
-
-def _validity(models: list[Any]) -> str:
-    """' Intervals of <model> not calibrated here: <reason>.' where the bootstrap record says so."""
-    out = []
-    for m in models:
-        v = (getattr(m, "bootstrap", None) or {}).get("validity") if isinstance(getattr(m, "bootstrap", None),
-                                                                               dict) else None
-        if isinstance(v, dict) and not v.get("holds", True):
-            out.append(f" Intervals of {m.name} not calibrated here: {v.get('reason', '')}.")
-    return "".join(out)
-
-
-def _warnings(models: list[Any]) -> list[Any]:
-    """Each distinct warning once, naming the models it concerns when there are several."""
-    seen: dict[str, list[str]] = {}
-    for m in models:
-        for w in getattr(m, "warnings", None) or []:
-            seen.setdefault(str(w), [])
-            if m.name not in seen[str(w)]:
-                seen[str(w)].append(m.name)
-    out = []
-    for w, who in seen.items():
-        suffix = f" ({', '.join(who)})" if len(models) > 1 and len(who) < len(models) else ""
-        out.append(note(w + suffix))
-    return out
 
 
 def _overlaps(models: list[Any]) -> Any:
@@ -250,7 +224,7 @@ def _intervals_text(models: list[Any]) -> str:
         f"replicates, {boot.get('resample', 'prompts')} resampled, seed {boot.get('seed', '?')}). "
         if boot
         else "No bootstrap intervals in this result: differences between models may be noise. "
-    ) + (f"Γ* estimator: {', '.join(gammas)}." if gammas else "") + _validity(models)
+    ) + (f"Γ* estimator: {', '.join(gammas)}." if gammas else "")  # (calibration: in the caveats)
 
 
 def _scores_chart(models: list[Any]) -> Any:
@@ -279,8 +253,6 @@ def _overview(result: Any, models: list[Any], notes: list[str] | None) -> list:
     chart = _scores_chart(models)
     cfg = models[0].config if models else {}
     return [
-        notes_block(notes),
-        _warnings(models),
         el(
             "div",
             el(
@@ -327,14 +299,13 @@ def render_scendi(
         "How diverse each model's outputs are because of the model itself (Scendi, from Λ_I) rather than "
         "because of its prompts (Scendi_T, from Λ_T), beside the prompt-unaware Vendi and RKE.",
     )
-    page.add("Overview", *_overview(result, models, notes))
     view: dict = {"group_label": "model", "clusters": [], "thumbs": []}
-    for m in models:
-        page.add(
-            f"Clusters · {m.name}",
-            *_model_section(m, mapping(images).get(m.name), _folders(m, mapping(inputs), base_dir), view),
-            anchor=f"clusters-{names.index(m.name)}",
-        )
+    sections = [_model_section(m, mapping(images).get(m.name), _folders(m, mapping(inputs), base_dir), view)
+                for m in models]
+    page.add("Overview", scendi_answer(result, models, notes, view, with_interval),
+             *_overview(result, models, notes))
+    for m, section in zip(models, sections, strict=True):
+        page.add(f"Clusters · {m.name}", *section, anchor=f"clusters-{names.index(m.name)}")
     for m in models:
         page.add(
             f"Run details · {m.name}" if len(models) > 1 else "Run details",

@@ -17,6 +17,19 @@
   var PP = (window.PP = { state: {}, views: {}, widgets: {} });
   var dataEl = document.getElementById("pp-data");
   PP.data = dataEl ? JSON.parse(dataEl.textContent) : {};
+  /* the string table (report/strings.py): every long string of the data is there once; the data refers to
+   * it as "\u0000<index>". Resolved here, in place (a JavaScript string is shared, not copied). */
+  var STR = PP.data.strings || [];
+  function resolve(v) {
+    if (typeof v === "string") return v.charCodeAt(0) === 0 ? STR[+v.slice(1)] : v;
+    if (v === null || typeof v !== "object") return v;
+    if (Array.isArray(v)) { for (var i = 0; i < v.length; i++) if (typeof v[i] !== "number") v[i] = resolve(v[i]); }
+    else for (var k in v) if (Object.prototype.hasOwnProperty.call(v, k)) v[k] = resolve(v[k]);
+    return v;
+  }
+  Object.keys(PP.data).forEach(function (k) { if (k !== "strings") PP.data[k] = resolve(PP.data[k]); });
+  PP.str = function (i) { return STR[+i]; };
+  PP.resolve = resolve;
   var V = PP.data.view || {};
 
   function h(tag, attrs, children) {
@@ -43,9 +56,49 @@
     return Number(x.toPrecision(d || 4)).toString();
   }
   PP.fmt = fmt;
+  /* a long text cut to its first `shown` characters, with "show all" (and "show less") */
+  var LONG = 1500, SHOWN = 300;  // as report/strings.py
+  function longText(text, shown) {
+    text = text === null || text === undefined ? "" : String(text);
+    shown = shown || SHOWN;
+    if (text.length <= Math.max(shown, LONG)) return document.createTextNode(text);
+    var span = h("span", { cls: "pp-long" });
+    span.appendChild(document.createTextNode(text.slice(0, shown) + "…"));
+    moreButton(span, text);
+    return span;
+  }
+  function moreButton(span, text) {
+    var head = span.firstChild ? span.firstChild.textContent : "", open = false;
+    var b = h("button", { type: "button", cls: "pp-more", text: "show all (" + text.length.toLocaleString("en") + " characters)" });
+    b.addEventListener("click", function (ev) {
+      ev.stopPropagation();
+      open = !open;
+      span.firstChild.textContent = open ? text : head;
+      b.textContent = open ? "show less" : "show all (" + text.length.toLocaleString("en") + " characters)";
+    });
+    span.appendChild(b);
+  }
+  PP.longText = longText;
+  /* the markup's cut texts (<span class="pp-long" data-pp-str="i">) get their "show all" */
+  function longSpans(root) {
+    (root || document).querySelectorAll("span.pp-long[data-pp-str]").forEach(function (span) {
+      var text = STR[+span.getAttribute("data-pp-str")];
+      if (typeof text !== "string" || span.querySelector(".pp-more")) return;
+      moreButton(span, text);
+    });
+  }
 
   /* ------------------------------------------------------------------------------- fragment state */
-  var KEYS = ["q", "sig", "side", "group", "mode", "prompt", "attr", "cluster"];
+  var KEYS = ["q", "sig", "side", "group", "facet", "by", "tag", "mode", "prompt", "attr", "cluster", "model"];
+  /* more filters (keep.js: the tag filter): fn(element, state) -> false hides it */
+  PP.filters = [];
+  /* called once at start, after the toolbar is built (keep.js adds its button) */
+  PP.onStart = [];
+  /* called with a table after a click sorted it (facets.js groups its rows again) */
+  PP.afterSort = [];
+  /* the keys that open the side panel (cleared together when it closes) */
+  var PANEL = { mode: "", prompt: "", attr: "", cluster: "", model: "" };
+  PP.PANEL = PANEL;
   /* A mode's id is ASCII ("+1", "-1"); also accepted: the printed label's minus sign (U+2212), a "+" that
    * URLSearchParams read as a space ("#mode=+1"), a bare rank ("1" = "+1"), "p1"/"n1". */
   function modeId(x) {
@@ -93,26 +146,64 @@
         var asc = th.getAttribute("aria-sort") !== "ascending";
         Array.prototype.forEach.call(ths, function (o) { o.removeAttribute("aria-sort"); });
         th.setAttribute("aria-sort", asc ? "ascending" : "descending");
-        var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+        var body = table.tBodies[0];
+        body.querySelectorAll("tr.pp-grouphead").forEach(function (r) { r.remove(); });
+        var rows = Array.prototype.slice.call(body.rows);
         rows.sort(function (a, b) {
           var x = cellValue(a.cells[col]), y = cellValue(b.cells[col]);
           var c = typeof x === typeof y ? (x < y ? -1 : x > y ? 1 : 0) : typeof x === "number" ? -1 : 1;
           return asc ? c : -c;
         });
         rows.forEach(function (r) { body.appendChild(r); });
+        table._ppSorted = true;
+        PP.afterSort.forEach(function (fn) { fn(table); });
       });
     });
   }
 
   /* ------------------------------------------------------------------------------ search, filters */
-  var toolbar, search, sigBox, sideSel, groupSel, count;
+  var toolbar, search, sigBox, sideSel, groupSel, facetSel, count;
+  /* facets (report/facets.py): "#facet=<name>:<value index>"; facetOf(state) -> {f, k} or null */
+  function facetOf(s) {
+    var m = /^(.*):(\d+)$/.exec(s.facet || "");
+    if (!m) return null;
+    var f = (V.facets || []).filter(function (x) { return x.name === m[1]; })[0];
+    return f ? { f: f, k: +m[2] } : null;
+  }
+  PP.facetOf = facetOf;
+  /* the facet values of prompt `pid`, as a line for its view (null without facets) */
+  PP.facetLine = function (pid) {
+    var fs = V.facets || [];
+    if (!fs.length) return null;
+    return h("p", { cls: "muted small", text: fs.map(function (f) {
+      return f.name + ": " + ((f.prompts[pid] || []).map(function (k) { return f.values[k]; }).join(", ") || "–");
+    }).join(" · ") });
+  };
+  /* does prompt `pid` (or sample row `r` of V.rows) carry the facet value? */
+  PP.facetPrompt = function (fv, pid) { var v = fv.f.prompts[pid]; return !!v && v.indexOf(fv.k) >= 0; };
+  PP.facetRow = function (fv, r) {
+    var row = V.rows[r], side = row && fv.f.rows[row.s];
+    return !!side && side[row.i] === fv.k;
+  };
+  function facetSelect() {
+    var fs = V.facets || [];
+    if (!fs.length) return null;
+    var sides = Object.keys(fs[0].counts);
+    return h("select", { id: "pp-facet", "aria-label": "facet", onchange: function () { PP.set({ facet: facetSel.value }); } },
+      [h("option", { value: "", text: "every " + fs.map(function (f) { return f.name; }).join(", ") })].concat(fs.map(function (f) {
+        return h("optgroup", { label: f.name }, f.keep.map(function (k) {
+          return h("option", { value: f.name + ":" + k, text: f.name + ": " + f.values[k] + " (" +
+            sides.map(function (sd) { return f.counts[sd][k]; }).join(" · ") + ")" });
+        }));
+      })));
+  }
   function promptText(id) {
     var p = (V.prompts || [])[id];
     if (!p) return "";
     if (p._text === undefined) {
       var parts = [p.prompt];
-      ["test", "reference"].forEach(function (s) {
-        (p.rows && p.rows[s] || []).forEach(function (r) { var row = V.rows[r]; if (row && row.t) parts.push(row.t); });
+      Object.keys(p.rows || {}).forEach(function (s) {
+        (p.rows[s] || []).forEach(function (r) { var row = V.rows[r]; if (row && row.t) parts.push(row.t); });
       });
       p._text = parts.join("\n").toLowerCase();
     }
@@ -150,6 +241,8 @@
           names.map(function (g) { return h("option", { value: g, text: g }); })));
       parts.push(groupSel);
     }
+    facetSel = facetSelect();
+    if (facetSel) parts.push(facetSel);
     count = h("span", { cls: "pp-count", id: "pp-count" });
     parts.push(count);
     toolbar = h("div", { cls: "pp-toolbar", id: "pp-toolbar", role: "search" }, parts);
@@ -157,7 +250,7 @@
     main.parentNode.insertBefore(toolbar, main);
   }
   function filter() {
-    var s = PP.state, q = (s.q || "").toLowerCase(), shown = 0, total = 0;
+    var s = PP.state, q = (s.q || "").toLowerCase(), shown = 0, total = 0, fv = facetOf(s);
     document.querySelectorAll("[data-pp-item]").forEach(function (e) {
       var ok = true;
       if (q) {
@@ -166,6 +259,8 @@
       }
       if (ok && s.sig && e.getAttribute("data-pp-sig") === "0") ok = false;
       if (ok && s.side && e.hasAttribute("data-pp-side") && e.getAttribute("data-pp-side") !== s.side) ok = false;
+      if (ok && fv && e.hasAttribute("data-pp-prompt") && !PP.facetPrompt(fv, +e.getAttribute("data-pp-prompt"))) ok = false;
+      for (var fi = 0; ok && fi < PP.filters.length; fi++) if (PP.filters[fi](e, s) === false) ok = false;
       if (ok && s.group && e.hasAttribute("data-pp-group") && e.getAttribute("data-pp-group") !== s.group) ok = false;
       e.classList.toggle("pp-hidden", !ok);
       total++; if (ok) shown++;
@@ -175,6 +270,7 @@
     if (sigBox) sigBox.checked = !!s.sig;
     if (sideSel) sideSel.value = s.side || "";
     if (groupSel) groupSel.value = s.group || "";
+    if (facetSel) facetSel.value = fv ? s.facet : "";
   }
 
   /* ---------------------------------------------------------------------------- side-by-side panel */
@@ -186,7 +282,7 @@
     }
     panel.textContent = "";
     panel.appendChild(h("button", { cls: "pp-close", title: "close (Esc)", text: "×",
-      onclick: function () { PP.set({ mode: "", prompt: "", attr: "", cluster: "" }); } }));
+      onclick: function () { PP.set(PANEL); } }));
     panel.appendChild(h("h2", { text: title, dir: "auto" }));
     nodes.forEach(function (n) { if (n) panel.appendChild(n); });
     panel.hidden = false;
@@ -200,21 +296,26 @@
     document.querySelectorAll(".pp-selected").forEach(function (e) { e.classList.remove("pp-selected"); });
     if (s.mode) document.querySelectorAll('[data-pp-mode="' + CSS.escape(s.mode) + '"]').forEach(function (e) { e.classList.add("pp-selected"); });
     if (s.prompt) document.querySelectorAll('[data-pp-prompt="' + CSS.escape(s.prompt) + '"]').forEach(function (e) { e.classList.add("pp-selected"); });
+    if (s.facet) document.querySelectorAll('tr[data-pp-facet="' + CSS.escape(s.facet) + '"]').forEach(function (e) { e.classList.add("pp-selected"); });
   }
   function linkClicks() {
     document.addEventListener("click", function (ev) {
       var t = ev.target;
       if (!(t instanceof Element) || t.closest(".pp-toolbar") || t.closest("summary")) return;
+      var fc = t.closest("[data-pp-facet]");
+      if (fc) { var v = fc.getAttribute("data-pp-facet"); PP.set({ facet: PP.state.facet === v ? "" : v }); return; }
+      var md = t.closest("[data-pp-model]");
+      if (md) { PP.set(Object.assign({}, PANEL, { model: md.getAttribute("data-pp-model") })); return; }
       var cl = t.closest("[data-pp-cluster]");
       if (cl) { PP.set({ cluster: cl.getAttribute("data-pp-cluster") }); return; }
       var at = t.closest("[data-pp-attr]");
       if (at) { PP.set({ attr: at.getAttribute("data-pp-attr") }); return; }
       var pr = t.closest("[data-pp-prompt]");
-      if (pr) { PP.set({ prompt: pr.getAttribute("data-pp-prompt"), mode: "" }); return; }
+      if (pr) { PP.set({ prompt: pr.getAttribute("data-pp-prompt"), mode: "", model: "" }); return; }
       var mo = t.closest("[data-pp-mode]");
       if (mo && (mo.tagName !== "DIV" || t.closest("h3"))) { PP.set({ mode: mo.getAttribute("data-pp-mode"), prompt: "" }); }
     });
-    document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") PP.set({ mode: "", prompt: "", attr: "", cluster: "" }); });
+    document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") PP.set(PANEL); });
   }
   function apply() {
     var s = PP.state;
@@ -232,6 +333,7 @@
 
   /* ------------------------------------------------------------------------------------ start */
   function start() {
+    longSpans(document);
     document.querySelectorAll("main table").forEach(function (t) { if (t.tHead) sortable(t); });
     document.querySelectorAll(".pp-widget[data-pp-widget]").forEach(function (el) {
       var w = PP.widgets[el.getAttribute("data-pp-widget")];
@@ -240,6 +342,7 @@
       if (el.childNodes.length && el.parentNode) el.parentNode.classList.add("pp-on");
     });
     buildToolbar();
+    PP.onStart.forEach(function (fn) { fn(toolbar); });
     linkClicks();
     PP.state = readHash();
     window.addEventListener("hashchange", function () {

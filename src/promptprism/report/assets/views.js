@@ -22,32 +22,42 @@
   function sampleCard(r, other) {
     var row = V.rows[r];
     if (!row) return null;
-    var meta = "#" + row.i + (row.sc !== undefined && row.sc !== null ? " · score " + fmt(row.sc, 3) : "") +
+    var meta = (V.kind === "kway" ? row.s + " " : "") + "#" + row.i + (row.sc !== undefined && row.sc !== null ? " · score " + fmt(row.sc, 3) : "") +
       (row.cut ? " · first " + row.t.length + " of " + row.cut + " characters" : "");
     var prompt = V.prompts[row.p];
     var cap = h("div", { cls: "pp-meta", dir: "auto" }, [meta, prompt && !other ? " · " + prompt.prompt.slice(0, 120) : ""]);
     if (row.im !== undefined && row.im !== null && V.thumbs[row.im]) {
       // the thumbnail is decoded only now, when its card is shown (lazy)
-      return h("figure", { "data-pp-prompt": row.p, title: "show this prompt's outputs" },
+      return h("figure", { "data-pp-prompt": row.p, "data-pp-sample": row.s + ":" + row.i, title: "show this prompt's outputs" },
         [h("img", { src: V.thumbs[row.im], alt: prompt ? prompt.prompt.slice(0, 200) : "sample", loading: "lazy", decoding: "async" }), cap]);
     }
     var t = row.t === null || row.t === undefined ? "(no output recorded)" : row.t;
-    return h("div", { "data-pp-prompt": row.p }, [other ? highlighted(t, other) : h("div", { cls: "pp-text", dir: "auto", text: t }), cap]);
+    return h("div", { "data-pp-prompt": row.p, "data-pp-sample": row.s + ":" + row.i }, [other && t.length <= 4000 ? highlighted(t, other) : h("div", { cls: "pp-text", dir: "auto" }, [PP.longText(t, 1200)]), cap]);
   }
-  function sideBySide(list, label, diff) {
+  function sideBySide(list, label, diff, keys) {
+    // one column per side (keys: ["test", "reference"], or the K models of a compare page); with diff,
+    // each text marks the words that no other column's outputs (for the same prompt) use
+    keys = keys || ["test", "reference"];
     var names = V.names || { test: "test", reference: "reference" };
     var bags = {};
-    if (diff) ["test", "reference"].forEach(function (s) {
+    if (diff) keys.forEach(function (s) {
       var b = {}; (list[s] || []).forEach(function (r) { words((V.rows[r] || {}).t).forEach(function (w) { b[w] = 1; }); });
       bags[s] = b;
     });
-    return h("div", { cls: "pp-cols" }, ["test", "reference"].map(function (s) {
-      var rows = list[s] || [];
-      var cards = rows.map(function (r) { return sampleCard(r, diff ? bags[s === "test" ? "reference" : "test"] : false); });
+    function others(s) {
+      var o = {};
+      keys.forEach(function (k) { if (k !== s) Object.keys(bags[k]).forEach(function (w) { o[w] = 1; }); });
+      return o;
+    }
+    var cols = h("div", { cls: "pp-cols" }, keys.map(function (s) {
+      var rows = list[s] || [], other = diff ? others(s) : false;
+      var cards = rows.map(function (r) { return sampleCard(r, other); });
       var imgs = cards.filter(function (c) { return c && c.tagName === "FIGURE"; });
-      return h("div", { "data-pp-col": s }, [h("h3", { text: names[s] + " · " + rows.length + " " + label })].concat(
+      return h("div", { "data-pp-col": s }, [h("h3", { text: (names[s] || s) + " · " + rows.length + " " + label })].concat(
         imgs.length ? [h("div", { cls: "pp-imgs" }, cards)] : cards));
     }));
+    if (keys.length > 2) cols.style.gridTemplateColumns = "repeat(" + keys.length + ", minmax(0, 1fr))";
+    return cols;
   }
   PP.sideBySide = sideBySide;
 
@@ -57,7 +67,9 @@
   function table(headers, rows, rowAttrs) {
     var t = h("table", null, [h("thead", null, [h("tr", null, headers.map(function (x) { return h("th", { text: x }); }))]),
       h("tbody", null, rows.map(function (r, i) {
-        return h("tr", rowAttrs ? rowAttrs[i] : null, r.map(function (c) { return h("td", { text: c, dir: "auto" }); }));
+        return h("tr", rowAttrs ? rowAttrs[i] : null, r.map(function (c) {
+          return typeof c === "string" && c.length > 1500 ? h("td", { dir: "auto" }, [PP.longText(c)]) : h("td", { text: c, dir: "auto" });
+        }));
       }))]);
     sortable(t);
     return t;
@@ -90,6 +102,8 @@
     });
     var shown = (p.rows.test || []).length + (p.rows.reference || []).length;
     PP.panel(p.prompt.length > 300 ? p.prompt.slice(0, 300) + "…" : p.prompt, [
+      p.prompt.length > 300 ? h("p", { cls: "pp-text", dir: "auto" }, [PP.longText(p.prompt)]) : null,
+      PP.facetLine(+id),
       h("p", { text: "disagreement " + fmt(p.disagreement) + (p.share !== null && p.share !== undefined ? " (" + fmt(100 * p.share, 3) + "% of the total)" : "") +
         " · " + p.n_test + " test and " + p.n_reference + " reference samples · " + shown + " shown" +
         (V.ranking_basis ? " · ranking from " + V.ranking_basis : "") }),
@@ -106,7 +120,7 @@
     var cards = c.samples.map(function (s) {
       var cap = h("div", { cls: "pp-meta", dir: "auto", text: "#" + s.i + " · score " + fmt(s.sc, 3) + " · " + (s.p || "").slice(0, 120) });
       if (s.im !== undefined) return h("figure", null, [h("img", { src: V.thumbs[s.im], alt: (s.p || "sample").slice(0, 200), loading: "lazy" }), cap]);
-      return h("div", null, [h("div", { cls: "pp-text", dir: "auto", text: s.t === null || s.t === undefined ? "(no output recorded)" : s.t }), cap]);
+      return h("div", null, [h("div", { cls: "pp-text", dir: "auto" }, [PP.longText(s.t === null || s.t === undefined ? "(no output recorded)" : s.t, 1200)]), cap]);
     });
     var imgs = cards.filter(function (x) { return x.tagName === "FIGURE"; }).length;
     return h("div", { "data-pp-col": c.kind }, [h("h3", { text: c.kind + " #" + c.rank + " · " + fmt(100 * c.share, 3) + "% of the trace" })]
@@ -243,7 +257,7 @@
         var row = V.rows[M.row[i]];
         tip.textContent = "";
         tip.appendChild(h("div", { cls: "pp-meta", text: (row.s === "test" ? "test" : "reference") + " #" + row.i + " · " + M.mode[i] }));
-        tip.appendChild(h("div", { dir: "auto", text: (V.prompts[row.p] || {}).prompt || "" }));
+        tip.appendChild(h("div", { dir: "auto", text: ((V.prompts[row.p] || {}).prompt || "").slice(0, 240) }));
         if (row.im !== undefined && row.im !== null && V.thumbs[row.im]) tip.appendChild(h("img", { src: V.thumbs[row.im], alt: "sample" }));
         else if (row.t) tip.appendChild(h("div", { cls: "pp-meta", dir: "auto", text: row.t.slice(0, 240) }));
         var r = cv.getBoundingClientRect();
@@ -260,6 +274,11 @@
       var sel = null, list = null;
       if (s.mode && modeById(s.mode)) list = modeById(s.mode).samples;
       else if (s.prompt && V.prompts[+s.prompt]) list = V.prompts[+s.prompt].rows;
+      var fv = PP.facetOf(s);
+      if (!list && fv) {  // a facet value alone: its samples on the map
+        sel = {};
+        V.map.row.forEach(function (r) { if (PP.facetRow(fv, r)) sel[r] = 1; });
+      }
       if (list) {
         sel = {};
         ["test", "reference"].forEach(function (k) { (list[k] || []).forEach(function (r) { sel[r] = 1; }); });

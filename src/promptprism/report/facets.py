@@ -1,0 +1,207 @@
+"""Facets from the user's own metadata: the manifest columns other than the prompt and the output.
+
+A manifest (JSONL, CSV, Parquet: :mod:`promptprism.data.manifest`) keeps every column it does not use as
+metadata (topic, seed, checkpoint, length, safety label ...). The report reads them again from the input's
+file (``PairedSet.source``, or the path result.json records), row for row with the set (a manifest's rows
+are the set's rows, in order), and turns each into a facet:
+
+* a column of strings or booleans with at most ``MAX_VALUES`` distinct values: one value per sample;
+* a column of numbers: ``BINS`` quantile bins ("12 – 40"), so it filters the same way;
+* anything else (free text, ids, nested values) is left out, with a note.
+
+Per facet the view holds its values, each side's count per value, each prompt's values, the share of the
+result's disagreement (the prompt ranking's ``share``, summed over the prompts that have the value) and
+each sample's value (to filter the map). Nothing is recomputed: counts and sums of stored numbers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..data.manifest import MANIFEST_SUFFIXES, ROLES
+
+#: a string column with more distinct values than this is not a facet (free text, ids)
+MAX_VALUES = 40
+#: quantile bins of a numeric column
+BINS = 5
+#: at most this many facets per page
+MAX_FACETS = 8
+MISSING = "(missing)"
+
+
+def manifest_columns(source: Any, n: int, used: tuple[list | None, ...]) -> dict[str, list]:
+    """The metadata columns of the manifest at ``source`` (a path) with ``n`` rows: every column except
+    the roles' names and those equal, row for row, to one of ``used`` (the prompts, the outputs: a
+    ``--columns`` mapping); {} when ``source`` is not a manifest or its rows do not match ``n``."""
+    from ..data.tables import read_table
+
+    path = Path(str(source)) if source else None
+    if path is None or path.suffix.lower() not in MANIFEST_SUFFIXES or not path.is_file():
+        return {}
+    try:
+        table = read_table(path)
+    except (OSError, ValueError, ImportError):  # an unreadable file: no facets, never a failed report
+        return {}
+    if len(table) != n:
+        return {}
+    out = {}
+    for col in table.columns:
+        if col in ROLES:
+            continue
+        values = [rec.values.get(col) for rec in table.records]
+        text = [None if v is None else str(v) for v in values]
+        if any(u is not None and text == list(u) for u in used):
+            continue
+        out[col] = values
+    return out
+
+
+class MetaSet:
+    """A manifest's rows for the facets alone (no embeddings): its prompts, in the set's row order."""
+
+    def __init__(self, prompts: list[str], source: str) -> None:
+        self.prompts, self.outputs, self.source = prompts, None, source
+
+    def __len__(self) -> int:
+        return len(self.prompts)
+
+    def prompt_label(self, i: int) -> str:
+        """The prompt of row ``i`` (as :meth:`PairedSet.prompt_label`)."""
+        return self.prompts[i]
+
+
+def manifest_meta_set(path: Path, prompts: set[str], n: int) -> MetaSet | None:
+    """The manifest at ``path`` as a :class:`MetaSet`, when it has ``n`` rows and a column whose values are
+    the result's ``prompts`` (``prompt``, or the column a ``--columns`` mapping named); else None."""
+    from ..data.tables import read_table
+
+    try:
+        table = read_table(path)
+    except (OSError, ValueError, ImportError):
+        return None
+    if len(table) != n:
+        return None
+
+    def overlap(col: str) -> float:
+        vals = {str(r.values.get(col)) for r in table.records}
+        return len(vals & prompts) / max(len(vals), 1)
+
+    best = max(table.columns, key=lambda c: (overlap(c), c == "prompt"), default=None)
+    if best is None or overlap(best) < 0.5:
+        return None
+    return MetaSet([str(r.values.get(best)) for r in table.records], str(path))
+
+
+def _kind(values: list) -> str | None:
+    present = [v for v in values if v is not None and v != ""]
+    if not present:
+        return None
+    if all(isinstance(v, bool) for v in present):
+        return "cat"
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return "num" if len(set(present)) > MAX_VALUES // 4 else "cat"
+    if all(isinstance(v, (str, int, float, bool)) for v in present):
+        return "cat" if len(set(map(str, present))) <= MAX_VALUES else None
+    return None
+
+
+def _labels(kind: str, pooled: list) -> tuple[list[str], Any]:
+    """The facet's value labels and a function value -> label index."""
+    if kind == "num":
+        x = np.array([float(v) for v in pooled if v is not None and v != ""])
+        edges = np.unique(np.quantile(x, np.linspace(0, 1, BINS + 1)))
+        labels = [f"{edges[k]:.4g} – {edges[k + 1]:.4g}" for k in range(len(edges) - 1)] or [f"{x[0]:.4g}"]
+
+        def index(v: Any) -> int:
+            if v is None or v == "":
+                return len(labels)
+            return int(min(max(np.searchsorted(edges, float(v), side="right") - 1, 0), len(labels) - 1))
+
+        return labels + [MISSING], index
+    names = sorted({str(v) for v in pooled if v is not None and v != ""}, key=_natural)
+    pos = {s: k for k, s in enumerate(names)}
+    return names + [MISSING], lambda v: len(names) if v is None or v == "" else pos[str(v)]
+
+
+def _natural(s: str) -> tuple:
+    try:
+        return (0, float(s), s)
+    except ValueError:
+        return (1, 0.0, s)
+
+
+def facet_view(columns: dict[str, dict[str, list]], prompt_of: dict[str, list[int]], n_prompts: int,
+               shares: list[float | None]) -> tuple[list[dict], list[str]]:
+    """The facets of the view from ``columns`` (side -> column -> value per sample), ``prompt_of`` (side
+    -> the prompt id of each sample) and each prompt's share of the disagreement; and notes on the columns
+    left out."""
+    notes: list[str] = []
+    names = list(dict.fromkeys(c for cols in columns.values() for c in cols if c))
+    facets = []
+    for name in names:
+        pooled = [v for cols in columns.values() for v in cols.get(name, [])]
+        kind = _kind(pooled)
+        if kind is None:
+            notes.append(f"metadata column {name!r} is not a facet (free text, ids or mixed values)")
+            continue
+        if len(facets) == MAX_FACETS:
+            notes.append(f"metadata column {name!r} is not a facet (at most {MAX_FACETS} facets)")
+            continue
+        labels, index = _labels(kind, pooled)
+        per_prompt: list[set] = [set() for _ in range(n_prompts)]
+        rows, counts = {}, {}
+        for side, cols in columns.items():
+            values = cols.get(name) or [None] * len(prompt_of[side])
+            idx = [index(v) for v in values]
+            rows[side] = idx
+            counts[side] = np.bincount(idx, minlength=len(labels)).tolist()
+            for k, pid in zip(idx, prompt_of[side], strict=True):
+                if 0 <= pid < n_prompts:
+                    per_prompt[pid].add(k)
+        share = [0.0] * len(labels)
+        for pid, vals in enumerate(per_prompt):
+            s = shares[pid] if pid < len(shares) else None
+            for k in vals:
+                share[k] += float(s or 0.0)
+        keep = [k for k in range(len(labels)) if any(counts[s][k] for s in counts)]
+        facets.append({"name": name, "kind": kind, "values": labels, "counts": counts, "share": share,
+                       "keep": keep, "prompts": [sorted(v) for v in per_prompt], "rows": rows})
+    return facets, notes
+
+
+def sets_facets(sets: dict, prompt_id: Any, shares: list) -> tuple[list[dict], list[str]]:
+    """The facets of ``sets`` (side or model name -> PairedSet, read from each set's manifest); the prompt
+    ids from ``prompt_id(name)`` (called for every prompt of the sets before ``shares`` is read)."""
+    columns = {side: manifest_columns(getattr(s, "source", None), len(s), (s.prompts, s.outputs))
+               for side, s in sets.items()}
+    if not any(columns.values()):  # no manifest: nothing to read per sample
+        return [], []
+    prompt_of = {side: [prompt_id(s.prompt_label(i)) for i in range(len(s))] for side, s in sets.items()}
+    n_prompts = 1 + max((max(v) for v in prompt_of.values() if v), default=-1)
+    return facet_view(columns, prompt_of, n_prompts, shares())
+
+
+def facets_block(facets: list[dict], names: dict[str, str], *, with_share: bool = True) -> Any:
+    """Per facet a table: each value, each side's number of samples and the share of the disagreement on
+    the prompts that have it; a row filters the page to that value (``#facet=name:k``)."""
+    from .html import el, fnum, p, table
+
+    if not facets:
+        return None
+    blocks = [p("Your manifests' own columns. Click a value to keep only its prompts in the tables and its "
+                "samples on the map (or pick it in the toolbar); a prompt whose samples carry several values "
+                "counts for each, so the shares may add up to more than 100%.", cls="muted small")]
+    for f in facets:
+        sides = list(f["counts"])
+        rows = [(f["values"][k], *[f["counts"][s][k] for s in sides],
+                 *([fnum(f["share"][k], ".1%")] if with_share else [])) for k in f["keep"]]
+        binned = " (number, in quantile bins)" if f["kind"] == "num" else ""
+        blocks.append(el("h3", f"{f['name']}{binned}"))
+        blocks.append(table([f["name"], *[f"n {names.get(s, s)}" for s in sides],
+                             *(["share of the disagreement"] if with_share else [])], rows,
+                            numeric=tuple(range(1, len(sides) + 2)),
+                            row_attrs=[{"data_pp_facet": f"{f['name']}:{k}"} for k in f["keep"]]))
+    return el("div", blocks, id="facets")
