@@ -11,7 +11,7 @@ from brute import cosine_psi, lambda_matrix, nonzero, padded_sorted
 from promptprism.data.paired import PairedSet
 from promptprism.errors import InputError, OptionError
 from promptprism.methods.promptsplit import PromptSplit, step_down_pvalues
-from promptprism.methods.promptsplit import kway_core as kc
+from promptprism.methods.promptsplit import comparisons as kc
 from promptprism.methods.promptsplit.kway import KWaySplit
 from promptprism.methods.promptsplit.significance import permuted_labels
 from promptprism.results import load_result

@@ -47,7 +47,7 @@ def check_cost(estimator: KWaySplit, counts: list[int], *, force: bool) -> None:
     """Say what the K-way test will cost when it is long (:data:`COST_NOTE_SECONDS`), and refuse it above
     :data:`COST_LIMIT_SECONDS` unless ``force``: the estimate from K, the rows and the permutations."""
     from ..errors import OptionError
-    from ..methods.promptsplit.kway_core import comparisons
+    from ..methods.promptsplit.comparisons import comparisons
 
     seconds = estimator.test_seconds(counts)
     if seconds <= COST_NOTE_SECONDS:
