@@ -133,8 +133,8 @@ def test_bad_input_is_one_clear_error(sets, message):
 
 
 def test_bad_options():
-    with pytest.raises(OptionError, match="stable"):
-        KWaySplit(sigma_prompt="stable")
+    # K-way gained the 'stable' rule (issue 39): it was refused here, it is accepted now
+    assert KWaySplit(sigma_prompt="stable").sigma_prompt.rule == "stable"
     with pytest.raises(OptionError, match="distinct"):
         KWaySplit(permutations=0).fit(model_sets(5, 2), names=["a", "a"])
 
