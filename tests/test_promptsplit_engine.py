@@ -71,7 +71,8 @@ def test_kway_stable_bandwidth_watches_every_pair():
     sets = model_sets(13, 3, prompts=5, per=6, shift=1.0)
     with warnings.catch_warnings():  # (no plateau on so small a set: the median is kept, and said)
         warnings.simplefilter("ignore", UserWarning)
-        res = KWaySplit(method="exact", permutations=0, n_modes=2, sigma_output="stable", device="cpu").fit(sets)
+        res = KWaySplit(method="exact", permutations=0, n_modes=2, sigma_output="stable",
+                        device="cpu").fit(sets)
     scan = res.bandwidth_scan["output"]
     # the top 5 eigenvalues of each sign of each of the 3 pairs, at every scanned bandwidth
     assert all(len(t) == 3 * 2 * 5 for t in scan["top_eigenvalues"])
