@@ -32,6 +32,7 @@ from . import comparisons as kc
 from . import core
 from . import significance as sig
 from .route_base import Replicates, Route, take_rows
+from .summary import SIDES
 
 #: rows of kept features projected at a time for the test: a buffer of a few MB, below the size at which
 #: numpy asks for huge pages (whose first touch can cost 2 ms per MB on a virtual machine); measured,
@@ -251,15 +252,11 @@ class FeatureRoute(Route):
                     (self.fmap, basis, *partition_rows(self.sets[k], a, b), labels[k][a:b], offset + a,
                      est.chunk_size, est.top_k, n_groups, self.task_backend)
                     for a, b in core.chunks(len(self.sets[k]), self.size)],
-                    description=f"PromptSplit: scoring ({self._set_label(k)})",
+                    description=f"PromptSplit: scoring ({SIDES[k] if self.pairwise else f'set {k + 1}'})",
                     progress=progress_enabled(est.progress), threads=self.threads)
             stats = part if stats is None else stats.merge(part)
             offset += len(self.sets[k])
         return stats
-
-    def _set_label(self, k: int) -> str:
-        """A set's name in the progress bars: 'test' / 'reference' for two-way, else its index."""
-        return ("test", "reference")[k] if self.pairwise else f"set {k + 1}"
 
     def replicates(self) -> Replicates:
         """The test's operand for given rows of each set: ``("features", F)``, the rows' features (the

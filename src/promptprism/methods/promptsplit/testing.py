@@ -123,7 +123,8 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
     if members:
         cost = {mb.entry["name"]: mb.seconds + s for mb, s in zip(members, seconds[1:], strict=True)}
         aggregation = aggregation_record(members, drawn_spectra, family, group_labels=group_labels,
-                                         sizes=sizes, fitted_samples=int(sub.sum()), eta=eta, alpha=alpha, cost=cost,
+                                         sizes=sizes, fitted_samples=int(sub.sum()), eta=eta, alpha=alpha,
+                                         cost=cost,
                                          widths=(widths, [agg.OTHER_MODES] * len(tested)),
                                          names=list(tested))
         aggregation["cost_s"]["fitted kernel"] = round(setup + seconds[0], 4)
@@ -216,8 +217,8 @@ def _record(spec: core.Spectrum, out: dict, p_values: list[float], *, scheme: st
     approx = None
     if subsample and len(counts) == 2:
         approx = (f"the test ran on a seeded subsample of {sub[0]} test and {sub[1]} reference samples "
-                  "(exact there: the subsample's eigenvalues against its own relabellings; their null quantiles "
-                  "are on the subsample's scale); the eigenvalues reported are the full sets'")
+                  "(exact there: the subsample's eigenvalues against its own relabellings; their null "
+                  "quantiles are on the subsample's scale); the eigenvalues reported are the full sets'")
     elif subsample:
         approx = (f"the test ran on a seeded subsample of {', '.join(str(int(c)) for c in sub)} samples of "
                   "the sets (exact there: the subsample's eigenvalues against its own relabellings); the "
