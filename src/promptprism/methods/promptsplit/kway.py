@@ -139,11 +139,12 @@ class KWaySplit(SplitOptions):
         fam = family_for(self.aggregate, sets, kernel=self.kernel, sigmas=sigmas, seed=self.seed,
                          rules=(self.sigma_prompt, self.sigma_output), names=prompt_names,
                          backend=route.backend, set_names=names)
+        compress = len(sets) == 2  # (K >= 3: the whole operand, testing.WHOLE_OPERAND)
         outcome = comparison_significance(
-            sets, route.comparisons, spectra, labels, operand_of=route.replicates(), eta=self.eta,
+            sets, route.comparisons, spectra, labels, operand_of=route.replicates(compress), eta=self.eta,
             permutations=permutations, alpha=float(self.alpha), seed=self.seed,
             max_samples=int(self.null_samples), family=fam, sequential=False,
-            subspace=getattr(route, "subspace", None))
+            subspace=getattr(route, "subspace", None), compress=compress)
         return outcome.tests, outcome.common
 
     def _check_sets(self, sets: Sequence, names: Sequence[str] | None) -> tuple[list[PairedSet], list[str]]:

@@ -74,8 +74,9 @@ class Route:
         """{c: {side: ModeStats}} of the samples' scores on the modes of each comparison."""
         raise NotImplementedError
 
-    def replicates(self) -> Replicates:
-        """(rows of set 1, ..., rows of set K) -> the permutation test's operand for those rows."""
+    def replicates(self, compress: bool = True) -> Replicates:
+        """(rows of set 1, ..., rows of set K) -> the permutation test's operand for those rows
+        (``compress``: a route may project many rows on a label-free principal subspace itself)."""
         raise NotImplementedError
 
     def distance_matrix(self) -> np.ndarray:

@@ -98,8 +98,9 @@ class ExactRoute(Route):
             out[c] = self._side_stats(c, rows, spec.scores, labels, n_groups)
         return out
 
-    def replicates(self) -> Replicates:
-        """The Gram matrix, or its sub-matrix of the given rows of each set."""
+    def replicates(self, compress: bool = True) -> Replicates:
+        """The Gram matrix, or its sub-matrix of the given rows of each set (``compress``: the test's
+        :func:`.significance.principal_operand` compresses it, not the route)."""
         gram, bounds, backend = self.gram, self.bounds, self.backend
 
         def operand(*rows: np.ndarray) -> tuple[str, Any]:
@@ -258,9 +259,9 @@ class FeatureRoute(Route):
             offset += len(self.sets[k])
         return stats
 
-    def replicates(self) -> Replicates:
+    def replicates(self, compress: bool = True) -> Replicates:
         """The test's operand for given rows of each set: ``("features", F)``, the rows' features (the
-        uncompressed statistic, :func:`.significance.principal_operand`), on at most
+        uncompressed statistic, :func:`.significance.principal_operand`), without ``compress``, on at most
         ``significance.FULL_MAX_ROWS`` rows or when the map is narrower than ``significance.NULL_RANK``;
         above, ``("subspace", P)``, P = psi(rows) V, their features projected on V, the leading principal
         directions of the pooled second moment sum_k S_k of all samples (:meth:`_directions`, seeded, of an
@@ -270,8 +271,8 @@ class FeatureRoute(Route):
 
         def operand(*rows: np.ndarray) -> tuple[str, Any]:
             pairs = tuple(enumerate(rows))
-            if self.fmap.dim <= sig.NULL_RANK or sum(r.size for r in rows) <= max(sig.NULL_RANK,
-                                                                                  sig.FULL_MAX_ROWS):
+            if not compress or self.fmap.dim <= sig.NULL_RANK or sum(r.size for r in rows) <= max(
+                    sig.NULL_RANK, sig.FULL_MAX_ROWS):
                 return "features", self.backend.xp.concat([f for k, r in pairs
                                                            for f in self._row_features(k, r)])
             if not directions:

@@ -25,6 +25,12 @@ from . import core
 from . import significance as sig
 from .family import Family, aggregation_record, family_members
 
+#: the statistic without compression (K-way with three or more sets: a pair's weights take three values,
+#: 1/n_a, -eta/n_b and 0, where a principal subspace's labelling matrices lose their one-SYRK form and cost
+#: more than the batched Lanczos over the whole operand)
+WHOLE_OPERAND = ("the extreme eigenvalues of every comparison's Lambda over every direction of the joint "
+                 "Gram matrix or the random features (the uncompressed statistic, batched Lanczos)")
+
 
 class Labellings:
     """The observed labelling (column 0) and the P relabellings of the test's rows (``counts`` rows of each
@@ -75,7 +81,8 @@ class TestOutcome:
 def comparison_significance(sets: list, comparisons: list, spectra: dict, labels: list, *,
                             operand_of: Callable, eta: float, permutations: int, alpha: float, seed: int,
                             max_samples: int = sig.NULL_MAX_SAMPLES, family: Family | None = None,
-                            sequential: bool = True, subspace: dict | None = None) -> TestOutcome:
+                            sequential: bool = True, subspace: dict | None = None, compress: bool = True
+                            ) -> TestOutcome:
     """Permutation test of every comparison's reported modes (SPEC's test; PromptSplit paper, sec. 4): on at
     most ``max_samples`` samples (a seeded subsample above), every comparison's spectra under the same
     relabellings; the family-wise error over every mode of every comparison by one max-statistic step-down
@@ -84,7 +91,8 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
     min-p over kernels; the modes' p-values are adjusted for the family). The statistic is the uncompressed
     one on at most ``significance.FULL_MAX_ROWS`` rows, above in the pooled samples' leading principal
     subspace of an adaptive rank (:func:`.significance.principal_operand`; ``subspace``: the record a route
-    that projects its rows itself fills); the relabellings are drawn in blocks and the test stops once a
+    that projects its rows itself fills; ``compress=False``: the whole operand, :data:`WHOLE_OPERAND`);
+    the relabellings are drawn in blocks and the test stops once a
     rejection is out of reach (``sequential``, one comparison: :func:`.significance.sequential_spectra`)."""
     counts = np.array([len(s) for s in sets])
     rows = kc.null_rows_k(counts, max_samples, seed)
@@ -97,8 +105,9 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
     t0 = time.perf_counter()
     drawn = Labellings(groups, sub, permutations, seed)
     weights = {c: drawn.weights(c, eta) for c in tested}
-    info: dict = {}
-    operand = sig.principal_operand(operand_of(*rows), seed=seed, record=info)
+    info: dict = {} if compress else {"full": True, "energy": 1.0, "rank": None}
+    operand = operand_of(*rows)
+    operand = sig.principal_operand(operand, seed=seed, record=info) if compress else operand
     info = info or dict(subspace or {})
     gram = sig.operand_gram(operand)
     solvers = [lambda cols: stacked([sig.permuted_spectra(operand, weights[c][:, cols], w, gram=gram,
@@ -118,7 +127,7 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
     common: dict = (_stopping(drawn_spectra, n_drawn, permutations=permutations, alpha=alpha,
                               sequential=sequential) if len(tested) == 1
                     else {"permutations_drawn": n_drawn})
-    common.update(statistic=sig.statistic_text(info),
+    common.update(statistic=sig.statistic_text(info) if compress else WHOLE_OPERAND,
                   subspace={k: info.get(k) for k in ("rank", "energy", "full")})
     if members:
         cost = {mb.entry["name"]: mb.seconds + s for mb, s in zip(members, seconds[1:], strict=True)}
