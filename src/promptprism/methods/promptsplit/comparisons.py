@@ -165,8 +165,8 @@ def subset_comparison_weights(labels: np.ndarray, keep: np.ndarray, comparison: 
                               ) -> np.ndarray:
     """D_c of each labelling (columns of the model ``labels``, N x L) restricted to the rows ``keep``, each
     by its own counts there: 1/n_a(l) on its rows of set a, -eta/n_B(l) on its rows of the reference side,
-    0 elsewhere (the kernel family's weights on a subsample, :mod:`.family`; two sets: the weights of
-    :func:`.aggregate.subset_weights`)."""
+    0 elsewhere (SPEC's D, eq. 2, per labelling: the kernel family's weights on a subsample, :mod:`.family`;
+    two sets: the weights of :func:`.aggregate.subset_weights`)."""
     sub = labels[keep]
     first, second = comparison
     is_first = sub == first
@@ -178,9 +178,9 @@ def subset_comparison_weights(labels: np.ndarray, keep: np.ndarray, comparison: 
 
 def family_statistic(tops: list[np.ndarray]) -> np.ndarray:
     """T(l) of every labelling over a family of (comparison, sign) keys: the max over the keys of the key's
-    largest |eigenvalue| divided by its median over the labellings (the first step of
-    :func:`family_step_down`; two keys, one comparison's signs: :func:`~promptprism.stats.permutation.
-    labelling_statistic`)."""
+    largest |eigenvalue| divided by its median over the labellings (the first step of the max-statistic
+    step-down of Westfall & Young 1993, :func:`family_step_down`, as in the aggregated test of Schrab et al.
+    2023; two keys, one comparison's signs: :func:`~promptprism.stats.permutation.labelling_statistic`)."""
     cols = [np.asarray(x, dtype=np.float64) for x in tops]
     return np.max(np.stack([c / max(float(np.median(c)), 1e-300) for c in cols]), axis=0)
 
@@ -193,7 +193,8 @@ def comparison_name(comparison: Comparison, names: list[str]) -> str:
 
 
 def key_columns(spectra: tuple[np.ndarray, np.ndarray], widths: list[int]) -> list[np.ndarray]:
-    """Each (comparison, sign) key's largest |eigenvalue| over the labellings, from spectra stacked side by
-    side (``widths``: each comparison's columns): (c1, +), (c1, -), (c2, +), ..."""
+    """Each (comparison, sign) key's largest |eigenvalue| over the labellings (the statistic of
+    :func:`family_statistic`), from spectra stacked side by side (``widths``: each comparison's columns):
+    (c1, +), (c1, -), (c2, +), ..."""
     offsets = np.r_[0, np.cumsum(widths)][:-1]
     return [x for o in offsets for x in (spectra[0][:, o], spectra[1][:, o])]
