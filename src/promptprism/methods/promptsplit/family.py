@@ -278,7 +278,7 @@ def aggregation_record(members: list[Member], spectra: list[tuple[np.ndarray, np
         t0 = time.perf_counter()
         entry = {**member.entry, "fitted": False, "p": float(p), "p_adjusted": float(p_adj),
                  "samples": int(member.keep.size), "modes": []}
-        if len(names) > 1:
+        if len(names) > 1 or len(sizes) > 2:  # (K-way: modes named by their comparison)
             entry["modes"] = _comparison_modes(pos, neg, names, family.set_names, null_min, alpha)
         else:
             p_pos, p_neg = sig.step_down_pvalues(pos[0], neg[0], pos[1:], neg[1:])

@@ -101,6 +101,8 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
     scheme = sig.choose_scheme(labels[0], labels[1]) if len(sets) == 2 else "within-prompt"
     groups = np.zeros_like(group_labels) if scheme == "pooled" else group_labels
     tested = {c: _tested(spectra[c]) for c in comparisons if spectra[c].selected.size}
+    if not tested:
+        return TestOutcome({c: None for c in comparisons}, {"permutations_drawn": 0})
     widths = [max(*t, 1) for t in tested.values()]
     t0 = time.perf_counter()
     drawn = Labellings(groups, sub, permutations, seed)
@@ -114,12 +116,10 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
                                                           seed=seed + int(cols[0]))
                                      for c, w in zip(tested, widths, strict=True)])]
     members, sizes = [], (0, 0)
-    if family is not None and family.kernels and tested:
+    if family is not None and family.kernels:
         members, sizes = family_members(sets, rows, drawn, list(tested), family, eta=eta, seed=seed)
         solvers += [member.spectra for member in members]
     setup = time.perf_counter() - t0 - sum(mb.seconds for mb in members)
-    if not tested:
-        return TestOutcome({c: None for c in comparisons}, {"permutations_drawn": 0})
     drawn_spectra, n_drawn, seconds = sig.sequential_spectra(
         solvers, permutations, alpha=alpha, sequential=sequential and len(tested) == 1,
         workers=sig.pool_workers([operand, *(mb.operand for mb in members)]))
