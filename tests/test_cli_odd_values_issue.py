@@ -194,7 +194,7 @@ def test_describe_min_held_out_names_only_flags():
 
 # ------------------------------------------------------------------------------------------------- compare
 def test_compare_cost_is_the_number_of_comparisons_times_the_labellings():
-    from promptprism.methods.promptsplit.kway_core import (
+    from promptprism.methods.promptsplit.kway import (
         TEST_SECONDS_PER_ENTRY,
         TEST_SECONDS_PER_LABELLING,
         test_cost_seconds,

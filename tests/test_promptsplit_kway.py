@@ -11,7 +11,7 @@ from brute import cosine_psi, lambda_matrix, nonzero, padded_sorted
 from promptprism.data.paired import PairedSet
 from promptprism.errors import InputError, OptionError
 from promptprism.methods.promptsplit import PromptSplit, step_down_pvalues
-from promptprism.methods.promptsplit import kway_core as kc
+from promptprism.methods.promptsplit import comparisons as kc
 from promptprism.methods.promptsplit.kway import KWaySplit
 from promptprism.methods.promptsplit.significance import permuted_labels
 from promptprism.results import load_result
@@ -133,8 +133,8 @@ def test_bad_input_is_one_clear_error(sets, message):
 
 
 def test_bad_options():
-    with pytest.raises(OptionError, match="stable"):
-        KWaySplit(sigma_prompt="stable")
+    # K-way gained the 'stable' rule (issue 39): it was refused here, it is accepted now
+    assert KWaySplit(sigma_prompt="stable").sigma_prompt.rule == "stable"
     with pytest.raises(OptionError, match="distinct"):
         KWaySplit(permutations=0).fit(model_sets(5, 2), names=["a", "a"])
 

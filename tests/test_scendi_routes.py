@@ -53,7 +53,7 @@ def test_every_route_gives_the_brute_force_numbers():
     routes = [StreamingRoute.build(inputs), GroupedRoute.build(inputs), SampleSpaceRoute.build(inputs)]
     assert [r.name for r in routes] == ["feature space", "feature space, grouped prompts", "sample space"]
     assert {r.rank for r in routes} == {5}  # 6 distinct prompts in 5 dimensions
-    tables = [r.spectra("in-sample", 2).table for r in routes]
+    tables = [r.spectrum("in-sample", 2).table for r in routes]
     brute = brute_in_sample(data)
     for table in tables:
         assert table["model_share"] == pytest.approx(brute["model_share"], rel=1e-9)
@@ -61,7 +61,7 @@ def test_every_route_gives_the_brute_force_numbers():
         for m in METRICS:
             assert table[m] == pytest.approx(tables[0][m], rel=1e-9), m
     # the clusters' top samples agree across the in-memory and streamed scores
-    ids = [r.cluster_samples(r.spectra("in-sample", 2), 3)[0] for r in routes]
+    ids = [r.mode_stats(r.spectrum("in-sample", 2), 3)[0] for r in routes]
     assert all(np.array_equal(ids[0][:, 0], i[:, 0]) for i in ids[1:])
 
 

@@ -10,10 +10,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..kernels.bandwidth import Bandwidth
+from ..methods.promptsplit.aggregate import AGGREGATES
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console, err_console
-from ._options import CHUNK_SIZE, FEATURES, NAMES, SEED, TOP_K, Integer, resolve_sets, typed
+from ._options import CHUNK_SIZE, FEATURES, NAMES, SEED, TOP_K, Choice, Integer, resolve_sets, typed
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 from .split import (
@@ -47,7 +48,7 @@ def check_cost(estimator: KWaySplit, counts: list[int], *, force: bool) -> None:
     """Say what the K-way test will cost when it is long (:data:`COST_NOTE_SECONDS`), and refuse it above
     :data:`COST_LIMIT_SECONDS` unless ``force``: the estimate from K, the rows and the permutations."""
     from ..errors import OptionError
-    from ..methods.promptsplit.kway_core import comparisons
+    from ..methods.promptsplit.comparisons import comparisons
 
     seconds = estimator.test_seconds(counts)
     if seconds <= COST_NOTE_SECONDS:
@@ -124,6 +125,9 @@ def compare_command(
                               help="The test runs on at most this many samples over all sets (a seeded "
                                    "subsample above, exact on it)."),
     precision: str = PRECISION,
+    aggregate: str = typed("none", Choice(AGGREGATES), "--aggregate",
+                           help="The test over a kernel family (auto: by the outputs' modality; text, "
+                                "image; each kernel costs one more test) or none (the fitted kernel alone)."),
     scheduler: str = inp.SCHEDULER, workers: int = inp.WORKERS,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
     force: bool = typer.Option(False, "--force",
@@ -145,7 +149,7 @@ def compare_command(
         kernel=kernel, method=method, eta=eta, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
         n_features=features, n_modes=modes, seed=seed, chunk_size=chunk_size, top_k=top_k,
         permutations=permutation_count(permutations), alpha=alpha, null_samples=null_samples,
-        precision=precision)
+        precision=precision, device=device, aggregate=aggregate, progress=False if quiet else None)
     inputs, names = resolve_sets(inputs, names)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)

@@ -8,11 +8,14 @@ over the test set X and the reference set Y. Positive eigenvalues are (prompt, o
 produces more than the reference; negative ones, modes the reference produces more.
 
 Layout: :mod:`.core` (pure functions: spectrum, scores, prompt contributions), :mod:`.significance`
-(permutation test), :mod:`.summary` (modes and prompt ranking), :mod:`.result` (result dataclasses),
-:mod:`.options` (the options PromptSplit and K-way share, checked once), :mod:`.routes` (the routes as
-objects: exact, rff, sketch), :mod:`.estimator` (the :class:`PromptSplit` estimator); K sets at once:
-:mod:`.kway_core`, :mod:`.kway_routes`, :mod:`.kway_testing`, :mod:`.kway_result`, :mod:`.kway` (the
-:class:`~.kway.KWaySplit` estimator).
+(permutation test statistics), :mod:`.summary` (modes and prompt ranking), :mod:`.result` (result
+dataclasses), :mod:`.options` (the options PromptSplit and K-way share, checked once). One comparison engine
+serves both estimators: :mod:`.comparisons` (K sets, a list of comparisons, each a signed weighting of the
+sets), :mod:`.route_base` and :mod:`.routes` (the route interface and the routes as objects: exact, rff,
+sketch), :mod:`.testing` (the permutation test of every comparison, with :mod:`.family` / :mod:`.aggregate`
+for a kernel family); :mod:`.estimator` (the :class:`PromptSplit` estimator: K = 2, test vs reference) and
+:mod:`.kway` (the :class:`~.kway.KWaySplit` estimator: every pair and each set against the rest, results
+in :mod:`.kway_result`).
 """
 
 from __future__ import annotations

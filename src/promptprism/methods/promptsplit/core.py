@@ -230,19 +230,21 @@ SCORE_ROWS = 1024
 
 
 def mode_stats_from_features(feats: Any, basis: np.ndarray, labels: np.ndarray, *, chunk_size: int,
-                             top_k: int, n_groups: int) -> ModeStats:
-    """:func:`mode_stats_partition` over all rows of features already computed (N x r, numpy or torch)."""
+                             top_k: int, n_groups: int, first_index: int = 0) -> ModeStats:
+    """:func:`mode_stats_partition` over all rows of features already computed (N x r, numpy or torch);
+    ``first_index``: the global index of row 0 (a set within a side of several sets)."""
     stats = ModeStats.empty(top_k, basis.shape[1], n_groups)
     if not is_numpy(feats):
         for a, b in chunks(feats.shape[0], chunk_size):
-            _fold_scores(stats, feats[a:b, ...], basis, np.arange(a, b), labels[a:b])
+            _fold_scores(stats, feats[a:b, ...], basis, np.arange(first_index + a, first_index + b),
+                         labels[a:b])
         return stats
     modes = np.asarray(basis, dtype=feats.dtype)
     scores = np.empty((min(chunk_size, feats.shape[0]), modes.shape[1]), dtype=feats.dtype)
     for a, b in chunks(feats.shape[0], chunk_size):
         for c, d in chunks(b - a, SCORE_ROWS):
             np.matmul(feats[a + c:a + d], modes, out=scores[c:d])
-        stats.update(np.arange(a, b), labels[a:b], scores[: b - a])
+        stats.update(np.arange(first_index + a, first_index + b), labels[a:b], scores[: b - a])
     return stats
 
 
@@ -276,27 +278,33 @@ def top_eigenvalues(prompts_a: np.ndarray, outputs_a: np.ndarray, prompts_b: np.
 def stable_scan(subsample: tuple, sigmas: dict[str, float], key: str, *, eta: float, n_top: int,
                 backend: Backend = NUMPY) -> dict:
     """The 'stable' rule for ``sigma_<key>``: the top eigenvalues of D G (eq. 3, :func:`top_eigenvalues`) on
-    ``subsample`` (test prompts, outputs, reference prompts, outputs) at each multiple of the median
-    ``sigmas[key]``, the other bandwidth held at ``sigmas``; the scan and the smallest stable sigma
+    ``subsample`` (prompts, outputs of each set in turn: two-way test then reference) of every pair of
+    sets, at each multiple of the median ``sigmas[key]``, the other bandwidth held at ``sigmas``; the scan
+    and the smallest sigma at which every pair's are stable
     (:func:`~promptprism.kernels.bandwidth.stable_bandwidth`)."""
+    k = len(subsample) // 2
+    pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
     tops = []
     for sigma in stable_multiples(sigmas[key]):
         s = dict(sigmas, **{key: sigma})
-        tops.append(top_eigenvalues(*subsample, kernel="gaussian", sigma_prompt=s["prompt"],
-                                    sigma_output=s["output"], eta=eta, n_top=n_top, backend=backend))
+        tops.append(np.concatenate([
+            top_eigenvalues(*subsample[2 * a:2 * a + 2], *subsample[2 * b:2 * b + 2], kernel="gaussian",
+                            sigma_prompt=s["prompt"], sigma_output=s["output"], eta=eta, n_top=n_top,
+                            backend=backend) for a, b in pairs]))
     return stable_bandwidth(tops, sigmas[key])
 
 
-def stable_bandwidths(bandwidths: dict[str, Bandwidth], sets: dict, *, seed: int, eta: float,
+def stable_bandwidths(bandwidths: dict[str, Bandwidth], sets: dict | list, *, seed: int, eta: float,
                       stable_samples: int, stable_top: int, backend: Backend = NUMPY
                       ) -> tuple[dict[str, Bandwidth], dict[str, dict]]:
     """The resolved bandwidths {'prompt': ..., 'output': ...} with each 'stable' one chosen by the scan of
-    :func:`stable_scan` (on ``stable_samples`` rows per set, prompt first, from its median), and the scans
-    by key."""
+    :func:`stable_scan` (on ``stable_samples`` rows per set of ``sets``: two-way's {'test', 'reference'} or
+    K sets, prompt first, from its median), and the scans by key."""
     out = dict(bandwidths)
     scans: dict[str, dict] = {}
     stable = [key for key, bw in out.items() if bw.rule == "stable"]
-    sub = paired_subsample([sets["test"], sets["reference"]], stable_samples, seed) if stable else ()
+    members = list(sets.values()) if isinstance(sets, dict) else list(sets)
+    sub = paired_subsample(members, stable_samples, seed) if stable else ()
     for key in stable:
         scans[key] = stable_scan(sub, {k: b.value for k, b in out.items()}, key, eta=eta, n_top=stable_top,
                                  backend=backend)

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..._progress import progress_enabled, status
-from ..._validation import check_choice, check_positive_number
 from ...backend import resolve_backend
 from ...data.paired import PairedSet, as_paired_set, check_compatible, prompt_groups
 from ...scale.runner import current_runner
-from . import aggregate, core, testing
+from . import core, testing
 from . import significance as sig
+from .comparisons import TEST_VS_REFERENCE
 from .family import family_for
 from .options import EXACT_MAX_SAMPLES, METHODS, RANKINGS, SplitOptions
 from .result import PromptSplitResult
@@ -82,24 +82,7 @@ class PromptSplit(SplitOptions):
         accuracy cost is measured in docs/precision.md.
     """
 
-    partition_rows: int = 262_144
-    progress: bool | None = False
-    device: str = "auto"
-    aggregate: str = "auto"
-
     NOT_IN_CONFIG: ClassVar[tuple[str, ...]] = ("seed", "progress")  # (seed: the result's own field)
-
-    def _validate(self) -> None:
-        super()._validate()
-        self._check_execution()
-        self._check_aggregate()
-
-    def _check_execution(self) -> None:
-        resolve_backend(self.device)
-        check_positive_number(self.partition_rows, "partition_rows", integer=True)
-
-    def _check_aggregate(self) -> None:
-        check_choice(self.aggregate, aggregate.AGGREGATES, parameter="aggregate")
 
     # -------------------------------------------------------------------------------------------- fit
     def fit(self, test: PairedSet | tuple, reference: PairedSet | tuple) -> PromptSplitResult:
@@ -120,10 +103,13 @@ class PromptSplit(SplitOptions):
         label_list, names = prompt_groups(sets["test"], sets["reference"])
         labels = dict(zip(SIDES, label_list, strict=True))
         timings = {"setup_s": time.perf_counter() - t0}
-        spec, distance, stats = route.fit(labels, len(names), timings)
+        spectra, distances, stats = route.fit(labels, len(names), timings)
+        spec, distance = spectra[TEST_VS_REFERENCE], distances[TEST_VS_REFERENCE]
+        stats = stats[TEST_VS_REFERENCE]
         identical = core.same_pairs(sets["test"], sets["reference"])
         t1 = time.perf_counter()
-        significance, p_values = self._significance(route, spec, labels, names, sigmas, identical=identical)
+        significance, p_values = self._significance(route, sets, spec, labels, names, sigmas,
+                                                    identical=identical)
         route.release()
         timings["significance_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
@@ -168,8 +154,8 @@ class PromptSplit(SplitOptions):
         return (bws["prompt"].value, bws["output"].value), scan
 
     # ----------------------------------------------------------------------------------- significance
-    def _significance(self, route: Route, spec: core.Spectrum, labels: dict, names: list, sigmas: tuple, *,
-                      identical: bool) -> tuple[dict, list[float] | None]:
+    def _significance(self, route: Route, sets: dict, spec: core.Spectrum, labels: dict, names: list,
+                      sigmas: tuple, *, identical: bool) -> tuple[dict, list[float] | None]:
         """The permutation test of the reported modes on the route's replicates (:mod:`.testing`,
         :mod:`.significance`), aggregated over a kernel family (:mod:`.aggregate`): (record, p-values)."""
         permutations = self.resolved_permutations(route.name)
@@ -178,12 +164,12 @@ class PromptSplit(SplitOptions):
         if identical or not spec.selected.size:
             return sig.empty_record(permutations=permutations, alpha=float(self.alpha), seed=self.seed,
                                     identical=identical), None
-        family = family_for(self.aggregate, route.sets, kernel=self.kernel, sigmas=sigmas, seed=self.seed,
+        family = family_for(self.aggregate, sets, kernel=self.kernel, sigmas=sigmas, seed=self.seed,
                             rules=(self.sigma_prompt, self.sigma_output), names=names, backend=route.backend)
         with status(f"PromptSplit: permutation test ({permutations} permutations)",
                     enabled=progress_enabled(self.progress)):
             record, p_values = testing.mode_significance(
-                route.sets, spec, labels, operand_of=route.replicates(), eta=self.eta,
+                sets, spec, labels, operand_of=route.replicates(), eta=self.eta,
                 permutations=permutations, alpha=float(self.alpha), seed=self.seed,
                 max_samples=int(self.null_samples), family=family, subspace=getattr(route, "subspace", None))
         record["route_note"] = route.test_note

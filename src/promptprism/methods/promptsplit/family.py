@@ -22,6 +22,7 @@ from ...kernels.bandwidth import MEDIAN_SAMPLES, Bandwidth, pooled_rows
 from ...kernels.gram import squared_distances
 from ...stats.subspaces import factor_energy, grow_rank, landmark_factor
 from . import aggregate as agg
+from . import comparisons as kc
 from . import core
 from . import significance as sig
 
@@ -38,9 +39,10 @@ class Family:
     backend: Backend = NUMPY
     max_samples: int = agg.AGGREGATE_SAMPLES
     centre: str = ""  #: what the gaussians' bandwidths are multiples of (:func:`resolve_family`)
+    set_names: list = field(default_factory=lambda: ["test", "reference"])  #: the sets' names (K-way)
 
 
-def resolve_family(name: str, sets: dict, *, kernel: str, sigmas: tuple, seed: int,
+def resolve_family(name: str, sets: dict | list, *, kernel: str, sigmas: tuple, seed: int,
                    given: tuple = (None, None)) -> tuple[str, str, list[dict], str]:
     """(modality, fitted kernel's name, the family's other kernels, how their bandwidths were centred) for
     the option ``aggregate=name`` ('auto': the outputs' modality, :func:`.aggregate.modality`).
@@ -49,13 +51,15 @@ def resolve_family(name: str, sets: dict, *, kernel: str, sigmas: tuple, seed: i
     kernel, the fitted kernel's own resolved bandwidths ``sigmas`` (whatever set them: a number passed, a
     median rule, 'stable'), so the fitted kernel is the member c = 1 and is left out; with the cosine kernel,
     each bandwidth ``given`` as a number, else the median of the pooled embeddings (:func:`centre_bandwidth`).
-    Nothing is asked of the data that the user already gave."""
-    modality = agg.modality(sets["test"].output_embeddings) if name == "auto" else name
+    Nothing is asked of the data that the user already gave. ``sets``: two-way's {'test', 'reference'}, or
+    the K sets (the modality of the first; the medians of all pooled)."""
+    sets = list(sets.values()) if isinstance(sets, dict) else list(sets)
+    modality = agg.modality(sets[0].output_embeddings) if name == "auto" else name
     if kernel == "cosine":
         centre, how = {}, []
         for (key, attr), value in zip((("prompt", "prompt_embeddings"), ("output", "output_embeddings")),
                                       given, strict=True):
-            pooled = [getattr(sets[s], attr) for s in ("test", "reference")]
+            pooled = [getattr(s, attr) for s in sets]
             centre[key], said = centre_bandwidth(value, pooled, name=f"sigma_{key}", seed=seed)
             how.append(f"sigma_{key} {said}")
         fitted, centred = "cosine", "; ".join(how)
@@ -87,38 +91,44 @@ def centre_bandwidth(value: Any, pooled: list, *, name: str, seed: int) -> tuple
     return rule.resolve(rows, name=name, seed=seed).value, f"{rule} of the pooled embeddings"
 
 
-def family_for(aggregate: str, sets: dict, *, kernel: str, sigmas: tuple, seed: int, rules: tuple, names,
-               backend: Backend) -> Family | None:
-    """The family of a fit's aggregated test (None when ``aggregate='none'``)."""
+def family_for(aggregate: str, sets: dict | list, *, kernel: str, sigmas: tuple, seed: int, rules: tuple,
+               names, backend: Backend, set_names: list | None = None) -> Family | None:
+    """The family of a fit's aggregated test (None when ``aggregate='none'``); ``sets``: two-way's
+    {'test', 'reference'} or the K sets (named ``set_names``)."""
     if aggregate == "none":
         return None
+    sets = list(sets.values()) if isinstance(sets, dict) else list(sets)
     modality, fitted, others, centred = resolve_family(aggregate, sets, kernel=kernel, sigmas=sigmas,
                                                        seed=seed, given=rules)
     if any(k["kernel"] == "cosine" for k in others) and any(
-            not np.all(np.linalg.norm(getattr(s, a), axis=1) > 0) for s in sets.values()
+            not np.all(np.linalg.norm(getattr(s, a), axis=1) > 0) for s in sets
             for a in ("prompt_embeddings", "output_embeddings")):  # (cosine is undefined at zero)
         others = [k for k in others if k["kernel"] != "cosine"]
     return Family(kernels=others, fitted=fitted, modality=modality, names=names, backend=backend,
-                  centre=centred)
+                  centre=centred, set_names=list(set_names or ["test", "reference"]))
 
 
 @dataclass
 class Member:
     """One other kernel of the family on the test's rows: its record entry, the test's operand on the rows
     ``keep`` (of the test's rows: the principal subspace of its Gram matrix there, the matrix itself not
-    kept) and the labellings' weights on those rows."""
+    kept) and the labellings' weights on those rows, one matrix per comparison tested."""
 
     entry: dict
     operand: tuple
     keep: np.ndarray
-    weights: np.ndarray
+    weights: list
     seconds: float = 0.0  #: building the Gram matrix and the principal subspace
     gram: Any = None  #: P^T P of a subspace operand (:func:`.significance.operand_gram`)
 
     def spectra(self, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The extremes of Lambda under the labellings ``cols`` (:func:`.significance.permuted_spectra`)."""
-        return sig.permuted_spectra(self.operand, self.weights[:, cols], agg.OTHER_MODES, seed=int(cols[0]),
-                                    gram=self.gram)
+        """The extremes of every comparison's Lambda under the labellings ``cols``
+        (:func:`.significance.permuted_spectra`), side by side."""
+        parts = [sig.permuted_spectra(self.operand, w[:, cols], agg.OTHER_MODES, seed=int(cols[0]),
+                                      gram=self.gram) for w in self.weights]
+        if len(parts) == 1:
+            return parts[0]
+        return np.concatenate([p for p, _ in parts], axis=1), np.concatenate([q for _, q in parts], axis=1)
 
 
 def _bandwidth_multiple(kernel: dict, base: dict | None) -> float | None:
@@ -178,11 +188,12 @@ def _scaled_joint_rows(emb: list, kernel: dict, backend: Backend) -> Any:
     return w
 
 
-def family_members(sets: dict, rows: dict, labels: np.ndarray, family: Family, *, eta: float, seed: int
-                   ) -> tuple[list[Member], tuple[int, int]]:
-    """The family's other kernels on the test's ``rows`` (or a seeded subsample of at most
-    ``family.max_samples`` of them), under the test's labellings ``labels`` (N x (K + 1), column 0
-    observed): ([one :class:`Member` per kernel], (test rows, reference rows) of that subsample).
+def family_members(sets: list, rows: list, labels: Any, comparisons: list, family: Family, *, eta: float,
+                   seed: int) -> tuple[list[Member], tuple[int, ...]]:
+    """The family's other kernels on the test's ``rows`` of each of the ``sets`` (or a seeded subsample of at
+    most ``family.max_samples`` of them), under the test's labellings ``labels`` (a
+    :class:`.testing.Labellings`: column 0 observed), for each of ``comparisons``: ([one :class:`Member` per
+    kernel], each set's rows of that subsample).
 
     Each kernel's operand: at most ``significance.FULL_MAX_ROWS`` rows, the uncompressed statistic of its
     Gram matrix (:func:`.significance.principal_operand`); above, a principal factor from the columns at
@@ -190,13 +201,15 @@ def family_members(sets: dict, rows: dict, labels: np.ndarray, family: Family, *
     no N x N matrix; the landmarks never depend on a label, so the test on the factor is exact), of the
     least rank in NULL_RANK, 2 NULL_RANK, ... (at most NULL_MAX_RANK; :func:`_landmark_operand`) holding
     ``significance.NULL_ENERGY`` of tr G. The entry records the rank and the energy (``subspace``)."""
-    n_sub, m_sub = rows["test"].size, rows["reference"].size
-    sub_t, sub_r = sig.null_rows(n_sub, m_sub, family.max_samples, seed + 1)
-    keep = np.r_[sub_t, n_sub + sub_r]
-    picked = {"test": rows["test"][sub_t], "reference": rows["reference"][sub_r]}
-    emb = [getattr(sets[s], a)[picked[s]] for s in ("test", "reference")
-           for a in ("prompt_embeddings", "output_embeddings")]
-    weights = agg.subset_weights(labels, keep, eta=eta)
+    counts = [r.size for r in rows]
+    subs = kc.null_rows_k(counts, family.max_samples, seed + 1)
+    offsets = np.r_[0, np.cumsum(counts)]
+    keep = np.concatenate([offsets[k] + sub for k, sub in enumerate(subs)])
+    picked = [[getattr(s, a)[r[sub]] for a in ("prompt_embeddings", "output_embeddings")]
+              for s, r, sub in zip(sets, rows, subs, strict=True)]
+    emb = picked[0] + (picked[1] if len(picked) == 2 else
+                       [np.concatenate([p[i] for p in picked[1:]]) for i in (0, 1)])
+    weights = [labels.subset_weights(c, keep, eta) for c in comparisons]
     members, t0 = [], time.perf_counter()
     landmarks = None
     if keep.size > max(sig.FULL_MAX_ROWS, sig.NULL_RANK):  # (a seeded order: each rank's landmarks a prefix)
@@ -214,7 +227,7 @@ def family_members(sets: dict, rows: dict, labels: np.ndarray, family: Family, *
         members.append(Member(entry=entry, operand=operand, keep=keep, weights=weights,
                               gram=sig.operand_gram(operand), seconds=time.perf_counter() - t0))
         t0 = time.perf_counter()
-    return members, (sub_t.size, sub_r.size)
+    return members, tuple(sub.size for sub in subs)
 
 
 def _landmark_operand(columns: Any, kernel: dict, emb: list, landmarks: np.ndarray, backend: Backend,
@@ -242,29 +255,39 @@ def _landmark_operand(columns: Any, kernel: dict, emb: list, landmarks: np.ndarr
 
 
 def aggregation_record(members: list[Member], spectra: list[tuple[np.ndarray, np.ndarray]], family: Family, *,
-                       group_labels: np.ndarray, sizes: tuple[int, int], fitted_samples: int, eta: float,
-                       alpha: float, cost: dict[str, float]) -> dict:
+                       group_labels: np.ndarray, sizes: tuple[int, ...], fitted_samples: int, eta: float,
+                       alpha: float, cost: dict[str, float], widths: tuple | None = None,
+                       names: list | None = None) -> dict:
     """``significance['aggregation']`` from every kernel's spectra over the labellings drawn (the fitted
-    kernel's first, then one per member; row 0 observed), combined by :func:`.aggregate.min_p_aggregate`.
+    kernel's first, then one per member; row 0 observed), combined by :func:`.aggregate.min_p_aggregate`
+    (each kernel's statistic over every (comparison, sign) key, :func:`.comparisons.family_statistic`).
+    Several comparisons (``names``, stacked side by side in ``widths`` = (the fitted kernel's columns per
+    comparison, a member's)): a member's significant modes name their comparison.
 
     Returns the record plus '_null_min_p', the relabellings' min-p values, for
     :func:`.aggregate.adjust_pvalues`."""
-    stats = [agg.labelling_statistic(pos[:, 0], neg[:, 0]) for pos, neg in spectra]
+    names = names or [kc.TEST_VS_REFERENCE]
+    widths = widths or ([1], [agg.OTHER_MODES])
+    stats = [kc.family_statistic(kc.key_columns(sp, widths[0] if i == 0 else widths[1]))
+             for i, sp in enumerate(spectra)]
     p_agg, p_own, null_min = agg.min_p_aggregate(np.stack(stats))
     p_adjusted = agg.adjust_pvalues(p_own, null_min)
     entries = [{"name": family.fitted, "fitted": True, "p": float(p_own[0]),
                 "p_adjusted": float(p_adjusted[0]), "samples": int(fitted_samples)}]
     for member, (pos, neg), p, p_adj in zip(members, spectra[1:], p_own[1:], p_adjusted[1:], strict=True):
         t0 = time.perf_counter()
-        p_pos, p_neg = sig.step_down_pvalues(pos[0], neg[0], pos[1:], neg[1:])
         entry = {**member.entry, "fitted": False, "p": float(p), "p_adjusted": float(p_adj),
                  "samples": int(member.keep.size), "modes": []}
-        if min(p_pos.min(), p_neg.min()) <= alpha:  # a mode significant for this kernel alone
-            found = agg.mode_findings(member.operand, group_labels[member.keep], *sizes, eta=eta,
-                                      p_pos=p_pos, p_neg=p_neg, names=family.names)
-            for f in found:
-                f["p"] = float(agg.adjust_pvalues(np.array([f["p_kernel"]]), null_min)[0])
-            entry["modes"] = [f for f in found if f["p_kernel"] <= alpha]
+        if len(names) > 1 or len(sizes) > 2:  # (K-way: modes named by their comparison)
+            entry["modes"] = _comparison_modes(pos, neg, names, family.set_names, null_min, alpha)
+        else:
+            p_pos, p_neg = sig.step_down_pvalues(pos[0], neg[0], pos[1:], neg[1:])
+            if min(p_pos.min(), p_neg.min()) <= alpha:  # a mode significant for this kernel alone
+                found = agg.mode_findings(member.operand, group_labels[member.keep], *sizes, eta=eta,
+                                          p_pos=p_pos, p_neg=p_neg, names=family.names)
+                for f in found:
+                    f["p"] = float(agg.adjust_pvalues(np.array([f["p_kernel"]]), null_min)[0])
+                entry["modes"] = [f for f in found if f["p_kernel"] <= alpha]
         entry["n_significant"] = sum(f["p"] <= alpha for f in entry["modes"])
         entries.append(entry)
         cost[member.entry["name"]] = cost.get(member.entry["name"], 0.0) + time.perf_counter() - t0
@@ -272,3 +295,25 @@ def aggregation_record(members: list[Member], spectra: list[tuple[np.ndarray, np
             "kernels": entries,
             "found_by": [e["name"] for e in entries if e["p_adjusted"] <= alpha],
             "cost_s": {k: round(v, 4) for k, v in cost.items()}, "_null_min_p": null_min}
+
+
+def _comparison_modes(pos: np.ndarray, neg: np.ndarray, comparisons: list, set_names: list,
+                      null_min: np.ndarray, alpha: float) -> list[dict]:
+    """A member kernel's significant modes over several comparisons (its own step-down over every key,
+    :func:`.comparisons.family_step_down`): comparison, side, eigenvalue, its p and the family-adjusted p."""
+    w = agg.OTHER_MODES
+    observed, null = {}, {}
+    for i, c in enumerate(comparisons):
+        for sign, arr in (("+", pos), ("-", neg)):
+            observed[(c, sign)], null[(c, sign)] = arr[0, i * w:(i + 1) * w], arr[1:, i * w]
+    p = kc.family_step_down(observed, null)
+    out = []
+    for (c, sign), ps in p.items():
+        for j, p_kernel in enumerate(ps):
+            if p_kernel <= alpha:
+                value = float(observed[(c, sign)][j])
+                out.append({"comparison": kc.comparison_name(c, set_names),
+                            "side": "test" if sign == "+" else "reference",
+                            "eigenvalue": value if sign == "+" else -value, "p_kernel": float(p_kernel),
+                            "p": float(agg.adjust_pvalues(np.array([p_kernel]), null_min)[0])})
+    return out

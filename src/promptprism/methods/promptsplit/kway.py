@@ -1,62 +1,96 @@
 """K-way PromptSplit: K >= 2 sets on the same prompts, every pair and each set against the pooled rest.
 
-One fit for all comparisons (:mod:`.kway_core`), by a route chosen once (:mod:`.kway_routes`): the exact
-route computes the joint Gram matrix of all K sets once and takes each comparison's spectrum from it; the
-random-feature routes accumulate the K r x r second moments in one pass and diagonalise K(K-1)/2 + K
-differences of them. The permutation test exchanges
-model labels among all K sets within each prompt and controls the family-wise error over every mode of
-every comparison (:func:`.kway_core.family_step_down`). With K = 2 (exact route) everything reproduces
-:class:`.PromptSplit` to the bit.
+The comparison engine of two-way PromptSplit run over K sets: one route (:mod:`.routes`) fits every comparison
+(:func:`.comparisons.comparisons`: the pairs, and from K = 3 each set against the pooled rest), the exact
+route from one joint Gram matrix of all K sets, the random-feature routes from the K r x r second moments of
+one pass; on any ``device``, with the bandwidth rules of PromptSplit ('stable' included, evaluated on the
+pairs). The permutation test (:mod:`.testing`) exchanges model labels among all K sets within each prompt and
+controls the family-wise error over every mode of every comparison (:func:`.comparisons.family_step_down`),
+optionally aggregated over a kernel family (``aggregate``). With K = 2 everything is :class:`.PromptSplit`'s
+(exact route: to the bit).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from ...backend import NUMPY
+from ...backend import resolve_backend
 from ...data.paired import PairedSet, as_paired_set, check_compatible, prompt_groups
 from ...errors import InputError, OptionError
+from ...scale.runner import current_runner
+from . import comparisons as kc
 from . import core
-from . import kway_core as kc
-from .estimator import PromptSplit
-from .kway_result import KWayResult, assemble
-from .kway_routes import choose_kway_route
+from .estimator import STABLE_SAMPLES, STABLE_TOP, PromptSplit
+from .family import family_for
+from .kway_result import ComparisonFit, KWayResult, assemble
 from .options import SplitOptions
+from .routes import choose_route
+from .testing import comparison_significance
+
+#: the K-way test's measured cost per comparison and labelling (2-core AMD EPYC, numpy, float32 Lanczos):
+#: a fixed part, and a part per entry of the operand (null rows x its width: the rows for the exact route's
+#: Gram matrix, the random features for rff and sketch)
+TEST_SECONDS_PER_LABELLING = 1.5e-3
+TEST_SECONDS_PER_ENTRY = 2.5e-9
+
+
+def test_cost_seconds(k: int, null_rows: int, width: int, permutations: int) -> float:
+    """Rough seconds of the K-way permutation test: C = K(K-1)/2 pairs + K one-vs-rest comparisons (one
+    for K = 2), each diagonalised for the observed labelling and the ``permutations`` others, each solve
+    costing about a + b N w (:data:`TEST_SECONDS_PER_LABELLING`, :data:`TEST_SECONDS_PER_ENTRY`); an upper
+    bound in the comparisons (those without a mode to test are skipped), within a factor of about 2."""
+    pairs, rest = kc.comparisons(int(k))
+    per = TEST_SECONDS_PER_LABELLING + TEST_SECONDS_PER_ENTRY * float(null_rows) * float(width)
+    return (len(pairs) + len(rest)) * (int(permutations) + 1) * per
 
 
 @dataclass(frozen=True)
 class KWaySplit(SplitOptions):
     """K-way PromptSplit: ``fit([set_1, ..., set_K], names)`` -> :class:`KWayResult`.
 
-    Options as :class:`.PromptSplit` (the fields of :class:`.SplitOptions`: same names, same defaults;
-    bandwidth rules are evaluated on all K sets pooled; the 'stable' rule and devices other than the CPU are
-    not offered here). ``method='auto'`` is exact up to ``EXACT_MAX_SAMPLES`` samples over all sets.
-    ``permutations``: None = 200 (exact) / 100 (random features); the test's cost is about that of one
-    pairwise test on the pooled sets per comparison.
+    Options as :class:`.PromptSplit` (the fields of :class:`.SplitOptions`: same names, same meaning;
+    bandwidth rules are evaluated on all K sets pooled, the 'stable' rule on a subsample of every set,
+    watching every pair's top eigenvalues). ``method='auto'`` is exact up to ``EXACT_MAX_SAMPLES`` samples
+    over all sets. ``permutations``: None = 200 (exact) / 100 (random features); the test's cost is about
+    that of one pairwise test on the pooled sets per comparison; every permutation is drawn (no early stop:
+    the family's p-values come from all of them).
+
+    device : where the array core runs, as :class:`.PromptSplit`'s ('auto': torch on CUDA when a GPU is
+        present, else numpy; 'cpu', 'cuda', 'cuda:N', 'mps', 'torch'): the joint Gram matrix and every
+        comparison's eigen-solve, random features and second moments, the scoring pass, the permutation
+        test; random draws stay numpy's and the results are numpy (tolerances: docs/devices.md).
+    aggregate : the permutation test over a kernel family (:mod:`.aggregate`): 'none' (default: the fitted
+        kernel alone), 'auto' (by the outputs' modality), 'text' or 'image'. Every kernel is tested on the
+        same relabellings, its statistic the largest scaled eigenvalue over every comparison; min-p over
+        kernels; the modes stay the fitted kernel's, their p-values adjusted
+        (``significance['aggregation']``). It costs one test per other kernel of the family.
+    partition_rows : rows per task of the random-feature routes' streaming passes on a dask cluster.
     """
 
-    STABLE_BANDWIDTH: ClassVar[bool] = False
+    aggregate: str = "none"
+
+    NOT_IN_CONFIG: ClassVar[tuple[str, ...]] = ("progress",)
 
     def pairwise(self) -> PromptSplit:
         """The :class:`.PromptSplit` estimator with the same options (what one pair's ``split`` would run)."""
-        return PromptSplit(**{f.name: getattr(self, f.name) for f in dataclasses.fields(SplitOptions)},
-                           device="cpu")
+        return PromptSplit(**{f.name: getattr(self, f.name) for f in dataclasses.fields(SplitOptions)})
 
     def test_seconds(self, counts: Sequence[int]) -> float:
         """A rough estimate of the permutation test's seconds on sets of ``counts`` rows
-        (:func:`.kway_core.test_cost_seconds`); 0 without a test."""
+        (:func:`test_cost_seconds`); 0 without a test."""
         total = int(sum(counts))
         method = self.route_name(total)
         permutations = self.resolved_permutations(method)
         rows = min(total, int(self.null_samples))
         width = rows if method == "exact" else min(rows, int(self.n_features))
-        return kc.test_cost_seconds(len(counts), rows, width, permutations) if permutations else 0.0
+        return test_cost_seconds(len(counts), rows, width, permutations) if permutations else 0.0
 
     def fit(self, sets: Sequence[PairedSet | tuple], names: Sequence[str] | None = None) -> KWayResult:
         """Compare K >= 2 sets (PairedSets or (prompt_emb, output_emb) tuples) sharing their prompts."""
@@ -67,26 +101,51 @@ class KWaySplit(SplitOptions):
         counts = np.array([len(s) for s in sets])
         method = self.route_name(int(counts.sum()))
         self.check_test_memory(int(counts.sum()), method)
-        sigmas = self._bandwidths(sets)
+        backend = resolve_backend(self.device)
+        sigmas, scan = self._bandwidths(sets, backend)
         pairs, rest = kc.comparisons(len(sets))
         family = pairs + rest
-        fit = choose_kway_route(method, self, sets, labels, len(prompt_names), counts,
-                                self.resolved_precision(method))
+        route = choose_route(self, sets, sigmas, backend=backend, runner=current_runner(), comparisons=family)
         timings = {"setup_s": time.perf_counter() - t0}
         t1 = time.perf_counter()
-        fit.run(sigmas, family)
+        spectra, distances, stats = route.fit(labels, len(prompt_names), timings)
+        matrix = route.distance_matrix()
         timings["fit_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
         permutations = self.resolved_permutations(method)
-        tests = fit.significance(family, permutations) if permutations else {}
+        tests, common = self._significance(route, sets, names, prompt_names, labels, spectra, sigmas,
+                                           permutations)
+        route.release()
         timings["significance_s"] = time.perf_counter() - t2
         config = self.recorded_options(
             sigma_prompt=sigmas[0], sigma_output=sigmas[1], permutations=permutations,
-            precision=fit.precision, n_features=None if method == "exact" else self.n_features,
-            sets=[s.where for s in sets], device=NUMPY.label)
-        result = assemble(fit=fit, names=names, prompt_names=prompt_names, family=family, n_pairs=len(pairs),
-                          tests=tests, method=method, config=config, timings=timings)
-        return dataclasses.replace(result, timings={**timings, "total_s": time.perf_counter() - t0})
+            precision=route.precision, **route.resolved(), sets=[s.where for s in sets],
+            device=backend.label)
+        fit = ComparisonFit(sets=sets, counts=counts, spectra=spectra, stats=stats, distances=distances,
+                               matrix=matrix)
+        result = assemble(est=self, fit=fit, names=names, prompt_names=prompt_names, family=family,
+                          n_pairs=len(pairs), tests=tests, common=common, method=method, config=config,
+                          timings=timings)
+        return dataclasses.replace(result, timings={**timings, "total_s": time.perf_counter() - t0},
+                                   bandwidth_scan=scan)
+
+    def _significance(self, route, sets: list[PairedSet], names: list[str], prompt_names: list[str],
+                      labels: list[np.ndarray], spectra: dict, sigmas: tuple, permutations: int
+                      ) -> tuple[dict, dict]:
+        """Every comparison's test on the route's replicates (:func:`.testing.comparison_significance`;
+        the kernel family of ``aggregate``): ({c: (record, p-values) or None}, what they share)."""
+        if not permutations:
+            return {}, {}
+        fam = family_for(self.aggregate, sets, kernel=self.kernel, sigmas=sigmas, seed=self.seed,
+                         rules=(self.sigma_prompt, self.sigma_output), names=prompt_names,
+                         backend=route.backend, set_names=names)
+        compress = len(sets) == 2  # (K >= 3: the whole operand, testing.WHOLE_OPERAND)
+        outcome = comparison_significance(
+            sets, route.comparisons, spectra, labels, operand_of=route.replicates(compress), eta=self.eta,
+            permutations=permutations, alpha=float(self.alpha), seed=self.seed,
+            max_samples=int(self.null_samples), family=fam, sequential=False,
+            subspace=getattr(route, "subspace", None), compress=compress)
+        return outcome.tests, outcome.common
 
     def _check_sets(self, sets: Sequence, names: Sequence[str] | None) -> tuple[list[PairedSet], list[str]]:
         sets = list(sets)
@@ -111,21 +170,28 @@ class KWaySplit(SplitOptions):
                 s.check_nonzero("the cosine kernel is undefined for a zero vector")
         return paired, names
 
-    def _bandwidths(self, sets: list[PairedSet]) -> tuple[float | None, float | None]:
-        """Both bandwidths as numbers; rules evaluated on a seeded subsample of all K sets pooled (with
-        K = 2 the subsample of :class:`.PromptSplit`)."""
+    def _bandwidths(self, sets: list[PairedSet], backend) -> tuple[tuple, dict]:
+        """Both bandwidths as numbers: rules evaluated on a seeded subsample of all K sets pooled (with
+        K = 2 the subsample of :class:`.PromptSplit`), 'stable' by the scan of
+        :func:`.core.stable_bandwidths` over every pair (recorded in ``bandwidth_scan``)."""
         if self.kernel != "gaussian":
-            return None, None
-        out = []
-        for key, spec in (("prompt", self.sigma_prompt), ("output", self.sigma_output)):
-            attr = f"{key}_embeddings"
-            out.append(spec.resolve_pooled([getattr(s, attr) for s in sets], name=f"sigma_{key}",
-                                           seed=self.seed).value)
-        return out[0], out[1]
+            return (None, None), {}
+        bws = {key: spec.resolve_pooled([getattr(s, f"{key}_embeddings") for s in sets],
+                                        name=f"sigma_{key}", seed=self.seed)
+               for key, spec in (("prompt", self.sigma_prompt), ("output", self.sigma_output))}
+        bws, scan = core.stable_bandwidths(bws, sets, seed=self.seed, eta=self.eta,
+                                           stable_samples=STABLE_SAMPLES, stable_top=STABLE_TOP,
+                                           backend=backend)
+        for key, record in scan.items():
+            if not record["plateau"]:
+                warnings.warn(f"sigma_{key}='stable': {record['note']}", UserWarning, stacklevel=3)
+        return (bws["prompt"].value, bws["output"].value), scan
 
 
 def _check_shared_prompts(labels: list[np.ndarray], prompt_names: list[str], names: list[str]) -> None:
-    missing = kc.missing_prompts(labels, prompt_names)
+    present = [set(np.unique(lab).tolist()) for lab in labels]
+    every = set().union(*present)
+    missing = [[prompt_names[g] for g in sorted(every - have)] for have in present]
     if any(missing):
         said = "; ".join(f"{name} lacks {', '.join(repr(p) for p in miss[:3])}"
                          + (f" and {len(miss) - 3} more" if len(miss) > 3 else "")

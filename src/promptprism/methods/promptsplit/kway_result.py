@@ -11,9 +11,9 @@ import numpy as np
 
 from ..._version import __version__
 from ...results import Result
-from . import kway_core as kc
 from .result import Mode, PromptSplitResult, SampleScore
 from .summary import SummaryOptions, summarise
+from .verdicts import empty_record
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class KWayResult(Result):
     other: the pair). ``deviations``: per set, its significant modes against the rest, the prompts they come
     from, its strongest samples against the others', the sets it differs from significantly
     (``separated_from``), the prompts on which it is the one that deviates (``attributed_prompts``,
-    :func:`.kway_core.attribute_prompts`: a deviation of one set also shows, diluted, in every other set's
+    :func:`attribute_prompts`: a deviation of one set also shows, diluted, in every other set's
     comparison with a rest that holds it) and ``deviates``: significant against the rest and another set,
     with at least half of its disagreement with the rest on prompts attributed to it
     (:func:`_mark_deviating`).
@@ -55,6 +55,8 @@ class KWayResult(Result):
     descriptions: dict = field(default_factory=dict)
     #: which model is closer to a reference / preferred by a judge on each finding (``promptprism quality``)
     quality: dict = field(default_factory=dict)
+    #: the 'stable' bandwidth rule's scans by key (as :class:`.PromptSplitResult`'s; empty without it)
+    bandwidth_scan: dict = field(default_factory=dict)
 
     def findings(self, carried: float = 0.9) -> list[dict]:
         """The findings of the quality verdicts, one per comparison with its significant modes together (the
@@ -96,10 +98,23 @@ class KWayResult(Result):
                 and self.pair_p_values[a][b] <= alpha]
 
 
-def _comparison_result(fit: Any, c: tuple, names: list[str], prompt_names: list[str], test: tuple | None,
-                       method: str, config: dict) -> PromptSplitResult:
+@dataclass
+class ComparisonFit:
+    """What one fit of the comparison engine found for K-way's result: the sets, their sizes, per comparison
+    its spectrum, per-side score statistics and distance, and the K x K distance matrix."""
+
+    sets: list
+    counts: np.ndarray
+    spectra: dict
+    stats: dict
+    distances: dict
+    matrix: np.ndarray
+
+
+def _comparison_result(est: Any, fit: ComparisonFit, c: tuple, names: list[str], prompt_names: list[str],
+                       test: tuple | None, method: str, config: dict) -> PromptSplitResult:
     """One comparison of the fit as a :class:`.PromptSplitResult` (the pairwise result's fields)."""
-    est, spec = fit.est, fit.spectra[c]
+    spec = fit.spectra[c]
     first, second = c
     ref_set = _pooled(fit.sets, second)
     sets = {"test": fit.sets[first], "reference": ref_set}
@@ -161,11 +176,18 @@ def _named(s: SampleScore, members: list[int], counts: np.ndarray, names: list[s
             "output": s.output, "score": s.score}
 
 
-def assemble(*, fit: Any, names: list[str], prompt_names: list[str], family: list, n_pairs: int, tests: dict,
-             method: str, config: dict, timings: dict) -> KWayResult:
-    """The K-way result from a finished fit and its test (``tests``: comparison -> (record, p-values))."""
+def assemble(*, est: Any, fit: ComparisonFit, names: list[str], prompt_names: list[str], family: list,
+             n_pairs: int, tests: dict, common: dict, method: str, config: dict, timings: dict) -> KWayResult:
+    """The K-way result from a finished fit and its test (``tests``: comparison -> (record, p-values), or
+    None for a comparison without a mode to test; ``common``: what the comparisons' tests share)."""
     k = len(names)
-    results = {c: _comparison_result(fit, c, names, prompt_names, tests.get(c), method, config)
+    for c, test in tests.items():
+        if test is None:
+            tests[c] = (empty_record(permutations=config["permutations"], alpha=float(est.alpha),
+                                     seed=est.seed, identical=False), None)
+        else:
+            test[0]["subspace"] = dict(common["subspace"])
+    results = {c: _comparison_result(est, fit, c, names, prompt_names, tests.get(c), method, config)
                for c in family}
     pair_p: list[list[float | None]] = [[None] * k for _ in range(k)]
     for (a, (b,)) in family[:n_pairs]:
@@ -173,10 +195,10 @@ def assemble(*, fit: Any, names: list[str], prompt_names: list[str], family: lis
         pair_p[a][b] = pair_p[b][a] = min(ps) if ps else (1.0 if tests else None)
     rest = family[n_pairs:]
     own = {a: (rest[a] if rest else family[0]) for a in range(k)}
-    alpha = float(fit.est.alpha)
-    deviations = [_deviation(a, results[own[a]], own[a], names, fit.counts, fit.est.top_prompts)
+    alpha = float(est.alpha)
+    deviations = [_deviation(a, results[own[a]], own[a], names, fit.counts, est.top_prompts)
                   for a in range(k)]
-    attributed = (kc.attribute_prompts([results[c].prompt_ranking for c in rest]) if rest
+    attributed = (attribute_prompts([results[c].prompt_ranking for c in rest]) if rest
                   else [[] for _ in range(k)])
     for a, d in enumerate(deviations):
         d["separated_from"] = [names[b] for b in range(k)
@@ -188,14 +210,35 @@ def assemble(*, fit: Any, names: list[str], prompt_names: list[str], family: lis
                       for a in range(k)]
     significance = {} if not tests else {
         "test": "permutation", "scheme": "within-prompt", "permutations": config["permutations"],
-        "alpha": alpha, "seed": fit.est.seed, "comparisons": len(family),
-        "correction": next(iter(tests.values()))[0].get("correction")}
+        "alpha": alpha, "seed": est.seed, "comparisons": len(family),
+        "correction": next(iter(tests.values()))[0].get("correction"),
+        **{key: common[key] for key in ("statistic", "aggregation") if key in common}}
     result = KWayResult(
-        names=names, n_samples=[int(c) for c in fit.counts], method=method, seed=fit.est.seed, config=config,
+        names=names, n_samples=[int(c) for c in fit.counts], method=method, seed=est.seed, config=config,
         distances=np.asarray(fit.matrix).tolist(), rest_distances=rest_distances, pair_p_values=pair_p,
         pairs=[results[c] for c in family[:n_pairs]], one_vs_rest=[results[c] for c in rest],
         deviations=deviations, significance=significance, timings=timings)
     return dataclasses.replace(result, verdict=kway_verdict(result))
+
+
+def attribute_prompts(rankings: list[list[dict]]) -> list[list[dict]]:
+    """Per set, the prompts on which *it* deviates: from each set's one-vs-rest prompt ranking (significant
+    modes; rows with 'prompt', 'disagreement', 'share'), a prompt goes to the set whose ranking gives it the
+    largest disagreement d_p, among the rankings where its share is above that ranking's average (1 / its
+    length).
+
+    Why the largest: a deviation of set k on prompt p enters every other set's comparison with a rest that
+    holds k at 1/(K-1) of its size, so its eigenvalue there is ~1/(K-1) and d_p ~1/(K-1)^2 of k's own.
+    """
+    best: dict[str, tuple[float, int]] = {}
+    for k, rows in enumerate(rankings):
+        floor = 1.0 / len(rows) if rows else 0.0
+        for row in rows:
+            d = float(row["disagreement"])
+            if row["share"] > floor and d > best.get(row["prompt"], (0.0, -1))[0]:
+                best[row["prompt"]] = (d, k)
+    return [[row for row in rows if best.get(row["prompt"], (0.0, -1))[1] == k]
+            for k, rows in enumerate(rankings)]
 
 
 #: a set deviates when at least this share of its disagreement with the rest lies on prompts attributed to it
@@ -236,4 +279,4 @@ def kway_verdict(r: KWayResult) -> str:
     return head
 
 
-__all__ = ["KWayResult", "Mode", "assemble", "kway_verdict"]
+__all__ = ["ComparisonFit", "KWayResult", "Mode", "assemble", "attribute_prompts", "kway_verdict"]

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..._validation import check_choice, check_interval, check_memory, check_positive_number, check_seed
+from ...backend import resolve_backend
 from ...errors import OptionError
 from ...kernels.bandwidth import BANDWIDTH_RULES, SPECTRAL_RULES, Bandwidth
 from ...kernels.gram import KERNELS
 from . import significance as sig
+from .aggregate import AGGREGATES
 
 METHODS = ("auto", "exact", "rff", "sketch")
 PRECISIONS = ("auto", "float32", "float64")
@@ -52,11 +54,13 @@ class SplitOptions:
     alpha: float = 0.05
     null_samples: int = sig.NULL_MAX_SAMPLES
     precision: str = "auto"
+    partition_rows: int = 262_144
+    progress: bool | None = False
+    device: str = "auto"
+    aggregate: str = "auto"
 
     #: fields a result's ``config`` leaves out (recorded elsewhere in the result, or not part of the answer)
     NOT_IN_CONFIG: ClassVar[tuple[str, ...]] = ()
-    #: whether the bandwidths may be the 'stable' rule
-    STABLE_BANDWIDTH: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         self._validate()
@@ -68,6 +72,12 @@ class SplitOptions:
         self._check_test()
         check_seed(self.seed)
         self._check_bandwidths()
+        self._check_execution()
+        check_choice(self.aggregate, AGGREGATES, parameter="aggregate")
+
+    def _check_execution(self) -> None:
+        resolve_backend(self.device)
+        check_positive_number(self.partition_rows, "partition_rows", integer=True)
 
     # one check per option (or per pair of options that constrain each other)
     def _check_kernel_and_method(self) -> None:
@@ -107,7 +117,7 @@ class SplitOptions:
 
     def _check_bandwidths(self) -> None:
         if self.kernel == "gaussian":  # parsed once: a Bandwidth stays as it is (frozen: set through object)
-            rules = BANDWIDTH_RULES + (SPECTRAL_RULES if self.STABLE_BANDWIDTH else ())
+            rules = BANDWIDTH_RULES + SPECTRAL_RULES
             for name in ("sigma_prompt", "sigma_output"):
                 object.__setattr__(self, name, Bandwidth.parse(getattr(self, name), name, rules=rules))
 

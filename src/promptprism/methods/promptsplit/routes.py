@@ -1,18 +1,14 @@
-"""PromptSplit's routes to the spectrum of Lambda, as objects with one interface, chosen once per fit.
+"""The comparison engine's routes to every comparison's spectrum, chosen once per fit.
 
-Every route answers the same four questions, in this order:
+The interface (:class:`~.route_base.Route`: ``covariance``, ``spectrum``, ``mode_stats``, ``replicates``)
+serves two-way PromptSplit (K = 2, the one comparison test-vs-reference) and K-way PromptSplit (every pair and
+each set against the pooled rest) alike, on any backend (``device``).
 
-* :meth:`~Route.covariance` - build the operand (the joint Gram matrix, or Lambda_r of a random feature map)
-  and return the distance ||Lambda||_F^2;
-* :meth:`~Route.spectrum` - the reported modes (:class:`.core.Spectrum`);
-* :meth:`~Route.mode_stats` - each set's per-mode score statistics (:class:`~promptprism.stats.ModeStats`);
-* :meth:`~Route.replicates` - the operand of the permutation test for given rows of each set
-  (:func:`.testing.mode_significance` draws the relabellings and computes the permuted spectra).
-
-Routes: :class:`ExactRoute` (``exact``, eq. 3: :func:`~.core.exact_spectrum` on the joint Gram matrix,
-O((n+m)^2) memory) and :class:`FeatureRoute` (``rff``: gaussian random Fourier features; ``sketch``: cosine
-tensor-sketch projection; Lambda_r (r x r) accumulated in one streaming pass through the runner,
-diagonalised by :func:`~.core.feature_spectrum`, a second pass scoring the samples).
+Routes: :class:`ExactRoute` (``exact``, eq. 3: :func:`~.core.exact_spectrum` on the joint Gram matrix of all
+K sets, each comparison from its rows with its signed weights, O(N^2) memory) and :class:`FeatureRoute`
+(``rff``: gaussian random Fourier features; ``sketch``: cosine tensor-sketch projection; the K r x r second
+moments accumulated in one streaming pass through the runner, each comparison's Lambda_r diagonalised by
+:func:`~.core.feature_spectrum`, a second pass scoring the samples).
 """
 
 from __future__ import annotations
@@ -24,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._progress import progress_enabled, status
+from ..._progress import progress_enabled
 from ...backend import NUMPY, Backend, feature_memory, is_numpy
 from ...data.paired import PairedSet
 from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
@@ -32,107 +28,84 @@ from ...scale.runner import DaskRunner, Runner, balanced_blocks, partition_rows,
 from ...stats.eigen import prefetch_extreme_solver
 from ...stats.modes import ModeStats
 from ...stats.subspaces import grow_rank, leading_eigenvectors
+from . import comparisons as kc
 from . import core
 from . import significance as sig
+from .route_base import Replicates, Route, take_rows
 from .summary import SIDES
 
 #: rows of kept features projected at a time for the test: a buffer of a few MB, below the size at which
 #: numpy asks for huge pages (whose first touch can cost 2 ms per MB on a virtual machine); measured,
 #: 2 x 10,000 of 30,000 rows of r = 3000 onto 128 directions: 0.089-0.092 s in steps of 256 to 2,048 rows
 PROJECTION_ROWS = 256
-#: the operand of the permutation test for (test rows, reference rows): ("gram", G) or ("features", F)
-Replicates = Callable[[np.ndarray, np.ndarray], tuple[str, Any]]
-
-
-class Route:
-    """One way to Lambda's spectrum; ``est`` holds the options (a :class:`.PromptSplit`)."""
-
-    name: str = ""
-    #: what this route's test was measured to find (``significance['route_note']``)
-    test_note: str | None = None
-
-    def __init__(self, est: Any, sets: dict[str, PairedSet], sigmas: tuple, *, precision: str,
-                 backend: Backend) -> None:
-        self.est, self.sets, self.sigmas, self.precision, self.backend = est, sets, sigmas, precision, backend
-        self.n, self.m = len(sets["test"]), len(sets["reference"])
-
-    def fit(self, labels: dict, n_groups: int, timings: dict) -> tuple[core.Spectrum, float, dict]:
-        """Covariance, spectrum, score statistics: (spectrum, ||Lambda||_F^2, {side: ModeStats})."""
-        distance = self.covariance(timings)
-        spec = self.spectrum(timings)
-        return spec, distance, self.mode_stats(spec, labels, n_groups, timings)
-
-    def covariance(self, timings: dict) -> float:
-        """Build the operand (Gram matrix or Lambda_r); return ||Lambda||_F^2."""
-        raise NotImplementedError
-
-    def spectrum(self, timings: dict) -> core.Spectrum:
-        """The reported modes of Lambda (after :meth:`covariance`)."""
-        raise NotImplementedError
-
-    def mode_stats(self, spec: core.Spectrum, labels: dict, n_groups: int, timings: dict) -> dict:
-        """{side: ModeStats} of the samples' scores on the modes of ``spec``."""
-        raise NotImplementedError
-
-    def replicates(self) -> Replicates:
-        """(test rows, reference rows) -> the permutation test's operand for those rows."""
-        raise NotImplementedError
-
-    def resolved(self) -> dict:
-        """The options this route resolves, for the result's ``config``."""
-        raise NotImplementedError
-
-    def release(self) -> None:
-        """Drop the operand (the Gram matrix or the kept features) once the test has run."""
-
-    def _status(self, what: str) -> Any:
-        return status(f"PromptSplit: eigen-solve ({what})", enabled=progress_enabled(self.est.progress))
 
 
 class ExactRoute(Route):
-    """eq. 3 on the joint Gram matrix of both sets (float64 by default)."""
+    """eq. 3 on the joint Gram matrix of all K sets (float64 by default); each comparison's spectrum from
+    its rows with its signed weights (:func:`.comparisons.comparison_weights`)."""
 
     name = "exact"
 
-    def covariance(self, timings: dict) -> float:
-        """The joint Gram matrix of both sets (eq. 3); the distance from it."""
-        est, test, ref = self.est, self.sets["test"], self.sets["reference"]
-        t0 = time.perf_counter()
-        self.gram = core.joint_gram(test.prompt_embeddings, test.output_embeddings, ref.prompt_embeddings,
-                                    ref.output_embeddings, kernel=est.kernel, sigma_prompt=self.sigmas[0],
+    def covariance(self, timings: dict) -> dict:
+        """The joint Gram matrix of all K sets (eq. 3); each comparison's distance from it (two-way:
+        :func:`.core.promptsplit_distance_from_gram`; else from its block sums,
+        :func:`.comparisons.comparison_distance`)."""
+        est, first, t0 = self.est, self.sets[0], time.perf_counter()
+        rest = self.sets[1:]
+        rest_p, rest_o = ((rest[0].prompt_embeddings, rest[0].output_embeddings) if len(rest) == 1 else
+                          (np.concatenate([s.prompt_embeddings for s in rest]),
+                           np.concatenate([s.output_embeddings for s in rest])))
+        self.gram = core.joint_gram(first.prompt_embeddings, first.output_embeddings, rest_p, rest_o,
+                                    kernel=est.kernel, sigma_prompt=self.sigmas[0],
                                     sigma_output=self.sigmas[1], precision=self.precision,
                                     backend=self.backend)
-        distance = core.promptsplit_distance_from_gram(self.gram, self.n, est.eta)
+        if self.pairwise:
+            distances = {self.comparisons[0]: core.promptsplit_distance_from_gram(self.gram, self.n, est.eta)}
+        else:
+            sums = self._block_sums()
+            distances = {c: kc.comparison_distance(sums, self.counts, c, est.eta) for c in self.comparisons}
         timings["gram_s"] = time.perf_counter() - t0
-        return distance
+        return distances
 
-    def spectrum(self, timings: dict) -> core.Spectrum:
-        """The weighted eigen-problem of the Gram matrix (:func:`.core.exact_spectrum`)."""
-        est, t0 = self.est, time.perf_counter()
-        with self._status(f"{self.n + self.m} samples"):
-            spec = core.exact_spectrum(self.gram, core.signed_weights(self.n, self.m, est.eta),
-                                       n_modes=est.n_modes, eta=est.eta, solver=est.solver,
-                                       precision=self.precision)
+    def _block_sums(self) -> np.ndarray:
+        if getattr(self, "sums", None) is None:
+            self.sums = kc.block_square_sums(self.gram, self.bounds)
+        return self.sums
+
+    def distance_matrix(self) -> np.ndarray:
+        """From the K x K block sums of the squared Gram matrix (:func:`.comparisons.pair_distances`)."""
+        return kc.pair_distances(self._block_sums(), self.counts, self.est.eta)
+
+    def spectrum(self, timings: dict) -> dict:
+        """Each comparison's weighted eigen-problem on its rows of the Gram matrix
+        (:func:`.core.exact_spectrum`)."""
+        est, t0, out = self.est, time.perf_counter(), {}
+        with self._status(f"{int(self.counts.sum())} samples"):
+            for c in self.comparisons:
+                w = kc.comparison_weights(self.model, c, self.counts, est.eta)
+                rows = np.flatnonzero(w != 0)
+                out[c] = core.exact_spectrum(take_rows(self.gram, rows, self.backend), w[rows],
+                                             n_modes=est.n_modes, eta=est.eta, solver=est.solver,
+                                             precision=self.precision)
         timings["eigen_s"] = time.perf_counter() - t0
-        return spec
+        return out
 
-    def mode_stats(self, spec: core.Spectrum, labels: dict, n_groups: int, timings: dict) -> dict:
+    def mode_stats(self, spectra: dict, labels: list, n_groups: int, timings: dict) -> dict:
         """Scores from the eigenvectors (no second pass)."""
-        k = spec.selected.size
-        stats = {side: ModeStats.empty(self.est.top_k, k, n_groups) for side in SIDES}
-        stats["test"].update(np.arange(self.n), labels["test"], spec.scores[:self.n])
-        stats["reference"].update(np.arange(self.m), labels["reference"], spec.scores[self.n:])
-        return stats
+        out = {}
+        for c, spec in spectra.items():
+            rows = np.flatnonzero(np.isin(self.model, (c[0], *c[1])))
+            out[c] = self._side_stats(c, rows, spec.scores, labels, n_groups)
+        return out
 
-    def replicates(self) -> Replicates:
-        """The Gram matrix, or its sub-matrix of the given rows."""
-        gram, n, m, backend = self.gram, self.n, self.m, self.backend
+    def replicates(self, compress: bool = True) -> Replicates:
+        """The Gram matrix, or its sub-matrix of the given rows of each set (``compress``: the test's
+        :func:`.significance.principal_operand` compresses it, not the route)."""
+        gram, bounds, backend = self.gram, self.bounds, self.backend
 
-        def operand(rows_t: np.ndarray, rows_r: np.ndarray) -> tuple[str, Any]:
-            if rows_t.size == n and rows_r.size == m:
-                return "gram", gram
-            idx = backend.asarray(np.r_[rows_t, n + rows_r])
-            return "gram", gram[idx, ...][:, idx]
+        def operand(*rows: np.ndarray) -> tuple[str, Any]:
+            return "gram", take_rows(gram, np.concatenate([bounds[k] + r for k, r in enumerate(rows)]),
+                                     backend)
 
         return operand
 
@@ -142,7 +115,7 @@ class ExactRoute(Route):
 
     def release(self) -> None:
         """Drop the Gram matrix."""
-        self.gram = None
+        self.gram = self.sums = None
 
 
 class FeatureRoute(Route):
@@ -150,8 +123,9 @@ class FeatureRoute(Route):
 
     In this process, when every feature fits the memory budget (:func:`~promptprism.backend.feature_memory`),
     the features of the covariance pass are kept for scoring (and the test); else (or on a cluster: workers
-    use numpy) both passes stream. Both sets' rows go through one map-reduce whose tasks sum with weights 1/n
-    and -eta/m, so the merged sum is Lambda itself (:func:`.core.difference_partition`).
+    use numpy) both passes stream. Every set's rows go through one map-reduce that keeps each set's sum
+    S_k = sum_i psi psi^T apart (:func:`.core.side_moments_partition`): each comparison's Lambda_r is their
+    signed weighting, and their total the pooled second moment of the test's label-free subspace.
     """
 
     NOTES = {
@@ -163,98 +137,144 @@ class FeatureRoute(Route):
                    "(docs/promptsplit.md)"),
     }
 
-    def __init__(self, name: str, est: Any, sets: dict[str, PairedSet], sigmas: tuple, *, precision: str,
-                 backend: Backend, runner: Runner) -> None:
-        super().__init__(est, sets, sigmas, precision=precision, backend=backend)
+    def __init__(self, name: str, est: Any, sets: dict[str, PairedSet] | list[PairedSet], sigmas: tuple, *,
+                 precision: str, backend: Backend, runner: Runner, comparisons: list | None = None) -> None:
+        super().__init__(est, sets, sigmas, precision=precision, backend=backend, comparisons=comparisons)
         self.name, self.test_note, self.runner = name, self.NOTES[name], runner
-        test, ref = sets["test"], sets["reference"]
+        first, members = self.sets[0], self.sets
         self.fmap = feature_map(
-            name, test.dim_prompt, test.dim_output, n_features=est.n_features, sigmas=sigmas, seed=est.seed,
+            name, first.dim_prompt, first.dim_output, n_features=est.n_features, sigmas=sigmas, seed=est.seed,
             precision=precision,
-            pool=lambda a: core.pooled_rows(getattr(test, a), getattr(ref, a), 1000, est.seed))
+            pool=lambda a: kc.pooled_rows_k([getattr(s, a) for s in members], 1000, est.seed))
         self.on_cluster = isinstance(runner, DaskRunner)
         self.size = partition_size(est.partition_rows, est.chunk_size)
-        self.keep = (not self.on_cluster and (self.n + self.m) * self.fmap.dim
+        self.keep = (not self.on_cluster and int(self.counts.sum()) * self.fmap.dim
                      * np.dtype(self.fmap.precision).itemsize <= feature_memory(backend))
         self.task_backend = NUMPY if self.on_cluster else backend
         self.threads = backend.name == "numpy"  # (tasks on threads: numpy's products release the GIL)
         self.subspace: dict = {}  #: the test's subspace, once :meth:`_directions` chose it
-        self.feats: dict | None = None
-        #: S_ref, kept from the covariance pass for the test (which makes it S_test + S_ref in place)
+        self.feats: list | None = None
+        #: two-way: S_ref, kept from the covariance pass for the test (which makes it S_test + S_ref in
+        #: place); K-way: every S_k
         self.ref_sum: np.ndarray | None = None
+        self.set_sums: list | None = None
         self.ref_is_pooled = False
 
-    def covariance(self, timings: dict) -> float:
-        """Lambda_r in one streaming map-reduce (features kept when they fit); ||Lambda_r||_F^2. The test's
-        and the reference's sums are kept apart (:func:`.core.side_moments_partition`): the reference's
-        stays for the test's label-free subspace (:meth:`replicates`)."""
-        est, sets, fmap, t0 = self.est, self.sets, self.fmap, time.perf_counter()
+    def covariance(self, timings: dict) -> dict:
+        """Every set's S_k in one streaming map-reduce (features kept when they fit); {c:
+        ||Lambda_r,c||_F^2}. Two-way: Lambda_r = S_test / n - eta S_ref / m, written over S_test; S_ref stays
+        for the test's label-free subspace (:meth:`replicates`)."""
+        est, fmap, t0 = self.est, self.fmap, time.perf_counter()
         if self.backend.name == "numpy" and fmap.dim > core.FEATURE_DENSE_LIMIT:
             prefetch_extreme_solver()  # (the spectrum's solver, imported while the pass runs)
-        if self.keep:  # in this process: per local worker, whole chunks of both sets (balanced), kept
-            self.feats = {side: self.backend.empty((len(s), fmap.dim), fmap.precision, threads_write=True)
-                          for side, s in sets.items()}
-            rows = [(s.prompt_embeddings, s.output_embeddings, side, self.feats[side])
-                    for side, s in sets.items()]
-            dealt = balanced_blocks([len(s) for s in sets.values()], est.chunk_size,  # (a device: one task)
-                                    getattr(self.runner, "workers", 1) if self.threads else 1)
-            tasks = [(fmap, [(*rows[i][:2], a, b, *rows[i][2:]) for i, a, b in blocks], est.chunk_size,
-                      self.backend) for blocks in dealt]
-        else:
-            tasks = [(fmap, [(*partition_rows(s, a, b), side, None)], est.chunk_size, self.task_backend)
-                     for side, s in sets.items() for a, b in core.chunks(len(s), self.size)]
         sums = self.runner.map_reduce(
-            core.side_moments_partition, tasks, description="PromptSplit: covariance",
+            core.side_moments_partition, self._covariance_tasks(), description="PromptSplit: covariance",
             progress=progress_enabled(est.progress), threads=self.threads).sums
-        self.ref_sum, self.ref_is_pooled = sums["reference"].sum_outer(copy=False), False
-        self.lam = sums["test"].sum_outer(copy=False)  # -> Lambda = S_test / n - eta S_ref / m, in place
-        self.lam *= 1.0 / self.n
-        _add_scaled(self.lam, self.ref_sum, -est.eta / self.m)
-        timings["covariance_s"] = time.perf_counter() - t0
-        flat = self.lam.ravel(order="K")  # (a view: vdot of the 2-d array would copy it to C order)
-        return float(np.vdot(flat, flat))
-
-    def spectrum(self, timings: dict) -> core.Spectrum:
-        """The r x r eigen-problem (:func:`.core.feature_spectrum`)."""
-        est, t0 = self.est, time.perf_counter()
-        with self._status(f"{self.lam.shape[0]} features"):
-            spec = core.feature_spectrum(self.backend.asarray(self.lam), n_modes=est.n_modes, eta=est.eta,
-                                         solver=est.solver, precision=self.fmap.precision)
-        timings["eigen_s"] = time.perf_counter() - t0
-        return spec
-
-    def mode_stats(self, spec: core.Spectrum, labels: dict, n_groups: int, timings: dict) -> dict:
-        """Scores psi(s) . v: from the kept features, or a second streaming pass."""
-        est, t0 = self.est, time.perf_counter()
-        if self.keep:
-            stats = {side: core.mode_stats_from_features(self.feats[side], spec.basis, labels[side],
-                                                         chunk_size=est.chunk_size, top_k=est.top_k,
-                                                         n_groups=n_groups) for side in SIDES}
+        if self.pairwise:
+            self.ref_sum, self.ref_is_pooled = sums[1].sum_outer(copy=False), False
+            self.lam = sums[0].sum_outer(copy=False)  # -> Lambda = S_test / n - eta S_ref / m, in place
+            self.lam *= 1.0 / self.n
+            _add_scaled(self.lam, self.ref_sum, -est.eta / self.m)
+            distances = {self.comparisons[0]: _frobenius2(self.lam)}
         else:
-            stats = {side: self.runner.map_reduce(core.mode_stats_partition, [
-                (self.fmap, spec.basis, *partition_rows(self.sets[side], a, b), labels[side][a:b], a,
-                 est.chunk_size, est.top_k, n_groups, self.task_backend)
-                for a, b in core.chunks(len(self.sets[side]), self.size)],
-                description=f"PromptSplit: scoring ({side})", progress=progress_enabled(est.progress),
-                threads=self.threads) for side in SIDES}
+            self.set_sums = [sums[k].sum_outer(copy=False) for k in range(len(self.sets))]
+            distances = {c: _frobenius2(self._lambda(c)) for c in self.comparisons}
+        timings["covariance_s"] = time.perf_counter() - t0
+        return distances
+
+    def _covariance_tasks(self) -> list[tuple]:
+        """The covariance pass's tasks: in this process, per local worker, whole chunks of every set
+        (balanced), features kept; else blocks of ``partition_rows`` rows, features not kept."""
+        est, fmap = self.est, self.fmap
+        if not self.keep:
+            return [(fmap, [(*partition_rows(s, a, b), k, None)], est.chunk_size, self.task_backend)
+                    for k, s in enumerate(self.sets) for a, b in core.chunks(len(s), self.size)]
+        self.feats = [self.backend.empty((len(s), fmap.dim), fmap.precision, threads_write=True)
+                      for s in self.sets]
+        rows = [(s.prompt_embeddings, s.output_embeddings, k, self.feats[k]) for k, s in enumerate(self.sets)]
+        dealt = balanced_blocks([len(s) for s in self.sets], est.chunk_size,  # (a device: one task)
+                                getattr(self.runner, "workers", 1) if self.threads else 1)
+        return [(fmap, [(*rows[i][:2], a, b, *rows[i][2:]) for i, a, b in blocks], est.chunk_size,
+                 self.backend) for blocks in dealt]
+
+    def _lambda(self, c: kc.Comparison) -> np.ndarray:
+        """Lambda_r,c = S_a / n_a - eta sum_{b in B} S_b / n_B (K-way; two-way: the one kept)."""
+        if self.pairwise:
+            return self.lam
+        first, second = c
+        n_second = float(self.counts[list(second)].sum())
+        lam = self.set_sums[first] * (1.0 / float(self.counts[first]))
+        for b in second:
+            _add_scaled(lam, self.set_sums[b], -self.est.eta / n_second)
+        return lam
+
+    def distance_matrix(self) -> np.ndarray:
+        """||C_a - eta C_b||_F^2 from the per-set second moments (two-way: C_ref = S_ref / m and
+        C_test = Lambda + eta C_ref; the pair's own entry is its distance)."""
+        eta, k = self.est.eta, len(self.sets)
+        if self.pairwise:
+            moments = [None, self.ref_sum / self.m]
+            moments[0] = self.lam + eta * moments[1]
+        else:
+            moments = [s / float(n) for s, n in zip(self.set_sums, self.counts, strict=True)]
+        out = np.array([[_frobenius2(moments[a] - eta * moments[b]) for b in range(k)] for a in range(k)])
+        if self.pairwise:
+            out[0, 1] = _frobenius2(self.lam)
+        return out
+
+    def spectrum(self, timings: dict) -> dict:
+        """Each comparison's r x r eigen-problem (:func:`.core.feature_spectrum`)."""
+        est, t0, out = self.est, time.perf_counter(), {}
+        with self._status(f"{self.fmap.dim} features"):
+            for c in self.comparisons:
+                out[c] = core.feature_spectrum(self.backend.asarray(self._lambda(c)), n_modes=est.n_modes,
+                                               eta=est.eta, solver=est.solver, precision=self.fmap.precision)
+        timings["eigen_s"] = time.perf_counter() - t0
+        return out
+
+    def mode_stats(self, spectra: dict, labels: list, n_groups: int, timings: dict) -> dict:
+        """Scores psi(s) . v: from the kept features, or a second streaming pass; a side of several sets
+        numbers its samples through them in order."""
+        t0 = time.perf_counter()
+        out = {c: {side: self._side_mode_stats(spec.basis, members, labels, n_groups)
+                   for side, members in self.sides(c).items()} for c, spec in spectra.items()}
         timings["scoring_s"] = time.perf_counter() - t0
+        return out
+
+    def _side_mode_stats(self, basis: Any, members: list[int], labels: list, n_groups: int) -> ModeStats:
+        est, stats, offset = self.est, None, 0
+        for k in members:
+            if self.keep:
+                part = core.mode_stats_from_features(self.feats[k], basis, labels[k],
+                                                     chunk_size=est.chunk_size, top_k=est.top_k,
+                                                     n_groups=n_groups, first_index=offset)
+            else:
+                part = self.runner.map_reduce(core.mode_stats_partition, [
+                    (self.fmap, basis, *partition_rows(self.sets[k], a, b), labels[k][a:b], offset + a,
+                     est.chunk_size, est.top_k, n_groups, self.task_backend)
+                    for a, b in core.chunks(len(self.sets[k]), self.size)],
+                    description=f"PromptSplit: scoring ({SIDES[k] if self.pairwise else f'set {k + 1}'})",
+                    progress=progress_enabled(est.progress), threads=self.threads)
+            stats = part if stats is None else stats.merge(part)
+            offset += len(self.sets[k])
         return stats
 
-    def replicates(self) -> Replicates:
-        """The test's operand for given rows: ``("features", F)``, the rows' features (the uncompressed
-        statistic, :func:`.significance.principal_operand`), on at most ``significance.FULL_MAX_ROWS`` rows
-        or when the map is narrower than ``significance.NULL_RANK``; above, ``("subspace", P)``, P = psi(rows)
-        V, their features projected on V, the leading principal directions of the pooled second moment
-        S_test + S_ref of all samples (:meth:`_directions`, seeded, of an adaptive rank): no label enters V,
-        so the permutation test on P is exact. Features: the kept ones, or recomputed from the same seed."""
+    def replicates(self, compress: bool = True) -> Replicates:
+        """The test's operand for given rows of each set: ``("features", F)``, the rows' features (the
+        uncompressed statistic, :func:`.significance.principal_operand`), without ``compress``, on at most
+        ``significance.FULL_MAX_ROWS`` rows or when the map is narrower than ``significance.NULL_RANK``;
+        above, ``("subspace", P)``, P = psi(rows) V, their features projected on V, the leading principal
+        directions of the pooled second moment sum_k S_k of all samples (:meth:`_directions`, seeded, of an
+        adaptive rank): no label enters V, so the permutation test on P is exact. Features: the kept ones,
+        or recomputed from the same seed."""
         directions: list = []
 
-        def operand(rows_t: np.ndarray, rows_r: np.ndarray) -> tuple[str, Any]:
-            pairs = (("test", rows_t), ("reference", rows_r))
-            if self.fmap.dim <= sig.NULL_RANK or rows_t.size + rows_r.size <= max(sig.NULL_RANK,
-                                                                                  sig.FULL_MAX_ROWS):
-                return "features", self.backend.xp.concat([f for s, rows in pairs
-                                                           for f in self._row_features(s, rows)])
+        def operand(*rows: np.ndarray) -> tuple[str, Any]:
+            pairs = tuple(enumerate(rows))
+            if not compress or self.fmap.dim <= sig.NULL_RANK or sum(r.size for r in rows) <= max(
+                    sig.NULL_RANK, sig.FULL_MAX_ROWS):
+                return "features", self.backend.xp.concat([f for k, r in pairs
+                                                           for f in self._row_features(k, r)])
             if not directions:
                 directions.append(self._directions())
             return "subspace", self._projected(pairs, directions[0])
@@ -282,45 +302,48 @@ class FeatureRoute(Route):
         return v
 
     def _projected(self, pairs: tuple, v: Any) -> Any:
-        """P = psi(rows) V (float32) for the (side, rows) ``pairs``, :data:`PROJECTION_ROWS` rows at a time;
+        """P = psi(rows) V (float32) for the (set, rows) ``pairs``, :data:`PROJECTION_ROWS` rows at a time;
         numpy float32 kept features are gathered into one reused buffer and multiplied straight into P (no
         new array per step)."""
         out = self.backend.empty((sum(rows.size for _, rows in pairs), v.shape[1]), "float32")
         start, kept = 0, self.feats
-        if kept is not None and is_numpy(kept["test"]) and kept["test"].dtype == np.float32:
+        if kept is not None and is_numpy(kept[0]) and kept[0].dtype == np.float32:
             v = np.asarray(v, dtype=np.float32)
             buffer = np.empty((min(PROJECTION_ROWS, max(rows.size for _, rows in pairs)), self.fmap.dim),
                               dtype=np.float32)
-            for side, rows in pairs:
+            for k, rows in pairs:
                 for a, b in core.chunks(rows.size, PROJECTION_ROWS):
-                    np.take(kept[side], rows[a:b], axis=0, out=buffer[: b - a], mode="clip")  # (valid rows)
+                    np.take(kept[k], rows[a:b], axis=0, out=buffer[: b - a], mode="clip")  # (valid rows)
                     np.matmul(buffer[: b - a], v, out=out[start:start + b - a])
                     start += b - a
             return out
-        for side, rows in pairs:
-            for f in self._row_features(side, rows, step=PROJECTION_ROWS):
+        for k, rows in pairs:
+            for f in self._row_features(k, rows, step=PROJECTION_ROWS):
                 out[start:start + f.shape[0], ...] = f @ self.backend.xp.asarray(v, dtype=f.dtype)
                 start += f.shape[0]
         return out
 
-    def _row_features(self, side: str, rows: np.ndarray, step: int | None = None) -> Iterator[Any]:
-        """psi of the given rows of one set, ``step`` rows at a time (default: the chunk size): kept, or
+    def _row_features(self, k: int, rows: np.ndarray, step: int | None = None) -> Iterator[Any]:
+        """psi of the given rows of set ``k``, ``step`` rows at a time (default: the chunk size): kept, or
         recomputed."""
         feats, backend, step = self.feats, self.backend, min(step or self.est.chunk_size, self.est.chunk_size)
         for a, b in core.chunks(rows.size, step):
             if feats is not None:
-                yield feats[side][rows[a:b] if is_numpy(feats[side]) else backend.asarray(rows[a:b]), ...]
+                yield feats[k][rows[a:b] if is_numpy(feats[k]) else backend.asarray(rows[a:b]), ...]
             else:
-                s = self.sets[side]
+                s = self.sets[k]
                 yield core.feature_rows(self.fmap, s.prompt_embeddings, s.output_embeddings, rows[a:b], step,
                                         backend)
 
     def _pooled_moment(self) -> np.ndarray:
-        """S_test + S_ref = n Lambda + (1 + n eta / m) S_ref, written over S_ref on the first call (a new
-        r x r array would cost its page faults: 0.03-0.1 s at r = 3000)."""
+        """sum_k S_k. Two-way: S_test + S_ref = n Lambda + (1 + n eta / m) S_ref, written over S_ref on the
+        first call (a new r x r array would cost its page faults: 0.03-0.1 s at r = 3000)."""
         if not self.ref_is_pooled:
-            self.ref_sum *= 1.0 + self.n * self.est.eta / self.m
-            _add_scaled(self.ref_sum, self.lam, float(self.n))
+            if self.pairwise:
+                self.ref_sum *= 1.0 + self.n * self.est.eta / self.m
+                _add_scaled(self.ref_sum, self.lam, float(self.n))
+            else:
+                self.ref_sum = sum(self.set_sums[1:], self.set_sums[0].copy())
             self.ref_is_pooled = True
         return self.ref_sum
 
@@ -329,12 +352,17 @@ class FeatureRoute(Route):
         return {"n_features": self.est.n_features, "partition_rows": self.size if self.on_cluster else None}
 
     def release(self) -> None:
-        """Drop the kept features and the reference's sum: unmapped on a thread of their own (720 MB take
-        0.05-0.07 s, which the steps after the test need not wait for; the unmapping runs without the GIL)."""
-        kept = [*(self.feats or {}).values(), self.ref_sum]
-        self.feats = self.ref_sum = None
+        """Drop the kept features and the sums: unmapped on a thread of their own (720 MB take 0.05-0.07 s,
+        which the steps after the test need not wait for; the unmapping runs without the GIL)."""
+        kept = [*(self.feats or []), self.ref_sum, *(self.set_sums or [])]
+        self.feats = self.ref_sum = self.set_sums = None
         if self.backend.name == "numpy":
             threading.Thread(target=kept.clear, name="promptprism-release").start()
+
+
+def _frobenius2(a: np.ndarray) -> float:
+    flat = a.ravel(order="K")  # (a view: vdot of the 2-d array would copy it to C order)
+    return float(np.vdot(flat, flat))
 
 
 def _add_scaled(target: np.ndarray, source: np.ndarray, factor: float, block: int = 512) -> np.ndarray:
@@ -344,14 +372,17 @@ def _add_scaled(target: np.ndarray, source: np.ndarray, factor: float, block: in
     return target
 
 
-def choose_route(est: Any, sets: dict[str, PairedSet], sigmas: tuple, *, backend: Backend, runner: Runner
-                 ) -> Route:
-    """The route of ``est.method`` ('auto': exact up to ``EXACT_MAX_SAMPLES`` samples), made once per fit."""
-    name = est.route_name(sum(len(s) for s in sets.values()))
+def choose_route(est: Any, sets: dict[str, PairedSet] | list[PairedSet], sigmas: tuple, *, backend: Backend,
+                 runner: Runner, comparisons: list | None = None) -> Route:
+    """The route of ``est.method`` ('auto': exact up to ``EXACT_MAX_SAMPLES`` samples over all sets), made
+    once per fit, over ``sets`` and ``comparisons`` (default: set 0 against set 1)."""
+    members = list(sets.values()) if isinstance(sets, dict) else list(sets)
+    name = est.route_name(sum(len(s) for s in members))
     precision = est.resolved_precision(name)
     if name == "exact":
-        return ExactRoute(est, sets, sigmas, precision=precision, backend=backend)
-    return FeatureRoute(name, est, sets, sigmas, precision=precision, backend=backend, runner=runner)
+        return ExactRoute(est, members, sigmas, precision=precision, backend=backend, comparisons=comparisons)
+    return FeatureRoute(name, est, members, sigmas, precision=precision, backend=backend, runner=runner,
+                        comparisons=comparisons)
 
 
 def feature_map(method: str, dim_prompt: int, dim_output: int, *, n_features: int, sigmas: tuple, seed: int,

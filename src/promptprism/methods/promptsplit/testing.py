@@ -1,99 +1,213 @@
-"""The permutation test applied to a fitted PromptSplit spectrum: which rows, which operand, which record.
+"""The permutation test applied to a fit's comparisons: which rows, which operand, which labellings, which
+record; one test for two-way PromptSplit (one comparison) and K-way PromptSplit (every comparison at once).
 
-:mod:`.significance` holds the test itself (relabellings, permuted spectra, step-down p-values); this module
-connects it to a fit: it picks the rows the test runs on (all, or a seeded subsample above
-``null_samples``, on which the test is exact), takes the operand for those rows from the route's
-``replicates`` (:mod:`.routes`: the joint Gram matrix of the exact route, or the random features: kept
-from the covariance pass, or recomputed from the same seed) and assembles the ``significance`` record of
-the result.
+:mod:`.significance` holds the test's statistics (permuted spectra, step-down p-values, the principal
+subspace, sequential stopping); this module connects them to a fit: it picks the rows the test runs on (all,
+or a seeded subsample above ``null_samples``, on which the test is exact, :func:`.comparisons.null_rows_k`),
+takes the operand for those rows from the route's ``replicates`` (:mod:`.routes`: the joint Gram matrix of the
+exact route, or the random features: kept from the covariance pass, or recomputed from the same seed), draws
+the relabellings (:class:`Labellings`: labels exchanged among the sets within each prompt), runs every
+comparison's spectra on the same relabellings, with the kernel family when there is one (:mod:`.family`,
+min-p over kernels), and assembles the ``significance`` records.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import aggregate as agg
+from . import comparisons as kc
 from . import core
 from . import significance as sig
 from .family import Family, aggregation_record, family_members
+
+#: the statistic without compression (K-way with three or more sets: a pair's weights take three values,
+#: 1/n_a, -eta/n_b and 0, where a principal subspace's labelling matrices lose their one-SYRK form and cost
+#: more than the batched Lanczos over the whole operand)
+WHOLE_OPERAND = ("the extreme eigenvalues of every comparison's Lambda over every direction of the joint "
+                 "Gram matrix or the random features (the uncompressed statistic, batched Lanczos)")
+
+
+class Labellings:
+    """The observed labelling (column 0) and the P relabellings of the test's rows (``counts`` rows of each
+    set, in order), drawn from ``seed`` within the prompt ``groups``: two sets, booleans (True = test,
+    :func:`.significance.test_labellings`); K sets, model labels (:func:`.comparisons.permuted_model_labels`,
+    with two sets the same draws)."""
+
+    def __init__(self, groups: np.ndarray, counts: np.ndarray, permutations: int, seed: int) -> None:
+        self.counts = np.asarray(counts)
+        self.is_test = self.model = None
+        if self.counts.size == 2:
+            self.is_test = sig.test_labellings(groups, int(counts[0]), int(counts[1]), permutations, seed)
+            return
+        model = np.repeat(np.arange(self.counts.size), self.counts)
+        drawn = kc.permuted_model_labels(groups, model, permutations, np.random.default_rng(seed))
+        self.model = np.concatenate([model[:, None], drawn], axis=1)
+
+    def weights(self, comparison: kc.Comparison, eta: float) -> np.ndarray:
+        """D_c of every labelling (N x (P + 1)): SPEC's signed weights (eq. 2), zeros off the comparison."""
+        if self.is_test is not None:
+            return sig.label_weights(self.is_test, int(self.counts[0]), int(self.counts[1]), eta)
+        return kc.comparison_weights(self.model, comparison, self.counts, eta)
+
+    def subset_weights(self, comparison: kc.Comparison, keep: np.ndarray, eta: float) -> np.ndarray:
+        """D_c of every labelling on the rows ``keep``, by each labelling's own counts there."""
+        if self.is_test is not None:
+            return agg.subset_weights(self.is_test, keep, eta=eta)
+        return kc.subset_comparison_weights(self.model, keep, comparison, eta)
+
+
+def stacked(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Several comparisons' (positive, |negative|) spectra side by side (columns)."""
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate([p for p, _ in parts], axis=1), np.concatenate([q for _, q in parts], axis=1)
+
+
+@dataclass
+class TestOutcome:
+    """What :func:`comparison_significance` found: per comparison (record, p-values of its reported modes,
+    positive first; None where it has no mode to test), and what the comparisons share (``common``: the
+    statistic, its subspace, the permutations drawn, the stopping rule, the aggregation over kernels)."""
+
+    tests: dict
+    common: dict = field(default_factory=dict)
+
+
+def comparison_significance(sets: list, comparisons: list, spectra: dict, labels: list, *,
+                            operand_of: Callable, eta: float, permutations: int, alpha: float, seed: int,
+                            max_samples: int = sig.NULL_MAX_SAMPLES, family: Family | None = None,
+                            sequential: bool = True, subspace: dict | None = None, compress: bool = True
+                            ) -> TestOutcome:
+    """Permutation test of every comparison's reported modes (SPEC's test; PromptSplit paper, sec. 4): on at
+    most ``max_samples`` samples (a seeded subsample above), every comparison's spectra under the same
+    relabellings; the family-wise error over every mode of every comparison by one max-statistic step-down
+    (:func:`.comparisons.family_step_down`; one comparison: :func:`.significance.step_down_pvalues`). With a
+    ``family`` of other kernels the test is aggregated over the fitted kernel and those (:mod:`.aggregate`:
+    min-p over kernels; the modes' p-values are adjusted for the family). The statistic is the uncompressed
+    one on at most ``significance.FULL_MAX_ROWS`` rows, above in the pooled samples' leading principal
+    subspace of an adaptive rank (:func:`.significance.principal_operand`; ``subspace``: the record a route
+    that projects its rows itself fills; ``compress=False``: the whole operand, :data:`WHOLE_OPERAND`);
+    the relabellings are drawn in blocks and the test stops once a
+    rejection is out of reach (``sequential``, one comparison: :func:`.significance.sequential_spectra`)."""
+    counts = np.array([len(s) for s in sets])
+    rows = kc.null_rows_k(counts, max_samples, seed)
+    sub = np.array([r.size for r in rows])
+    group_labels = np.concatenate([labels[k][r] for k, r in enumerate(rows)])
+    scheme = sig.choose_scheme(labels[0], labels[1]) if len(sets) == 2 else "within-prompt"
+    groups = np.zeros_like(group_labels) if scheme == "pooled" else group_labels
+    tested = {c: _tested(spectra[c]) for c in comparisons if spectra[c].selected.size}
+    if not tested:
+        return TestOutcome({c: None for c in comparisons}, {"permutations_drawn": 0})
+    widths = [max(*t, 1) for t in tested.values()]
+    t0 = time.perf_counter()
+    drawn = Labellings(groups, sub, permutations, seed)
+    weights = {c: drawn.weights(c, eta) for c in tested}
+    info: dict = {} if compress else {"full": True, "energy": 1.0, "rank": None}
+    operand = operand_of(*rows)
+    operand = sig.principal_operand(operand, seed=seed, record=info) if compress else operand
+    info = info or dict(subspace or {})
+    gram = sig.operand_gram(operand)
+    solvers = [lambda cols: stacked([sig.permuted_spectra(operand, weights[c][:, cols], w, gram=gram,
+                                                          seed=seed + int(cols[0]))
+                                     for c, w in zip(tested, widths, strict=True)])]
+    members, sizes = [], (0, 0)
+    if family is not None and family.kernels:
+        members, sizes = family_members(sets, rows, drawn, list(tested), family, eta=eta, seed=seed)
+        solvers += [member.spectra for member in members]
+    setup = time.perf_counter() - t0 - sum(mb.seconds for mb in members)
+    drawn_spectra, n_drawn, seconds = sig.sequential_spectra(
+        solvers, permutations, alpha=alpha, sequential=sequential and len(tested) == 1,
+        workers=sig.pool_workers([operand, *(mb.operand for mb in members)]))
+    outs, p = _pvalues(drawn_spectra[0], tested, widths, alpha)
+    common: dict = (_stopping(drawn_spectra, n_drawn, permutations=permutations, alpha=alpha,
+                              sequential=sequential) if len(tested) == 1
+                    else {"permutations_drawn": n_drawn})
+    common.update(statistic=sig.statistic_text(info) if compress else WHOLE_OPERAND,
+                  subspace={k: info.get(k) for k in ("rank", "energy", "full")})
+    if members:
+        cost = {mb.entry["name"]: mb.seconds + s for mb, s in zip(members, seconds[1:], strict=True)}
+        aggregation = aggregation_record(members, drawn_spectra, family, group_labels=group_labels,
+                                         sizes=sizes, fitted_samples=int(sub.sum()), eta=eta, alpha=alpha,
+                                         cost=cost,
+                                         widths=(widths, [agg.OTHER_MODES] * len(tested)),
+                                         names=list(tested))
+        aggregation["cost_s"]["fitted kernel"] = round(setup + seconds[0], 4)
+        aggregation["p_modes_fitted_kernel"] = p[next(iter(tested))] if len(tested) == 1 else \
+            {kc.comparison_name(c, family.set_names): p[c] for c in tested}
+        null_min = aggregation.pop("_null_min_p")
+        p = {c: [float(x) for x in agg.adjust_pvalues(np.array(v), null_min)] for c, v in p.items()}
+        common["aggregation"] = aggregation
+    correction = (sig.CORRECTION if len(comparisons) == 1 else
+                  f"max-statistic step-down (FWER) over every mode of all {len(comparisons)} comparisons")
+    tests = {c: None for c in comparisons}
+    for c in tested:
+        tests[c] = (_record(spectra[c], outs[c], p[c], scheme=scheme, permutations=permutations, alpha=alpha,
+                            seed=seed, counts=counts, sub=sub, correction=correction), p[c])
+    return TestOutcome(tests, common)
+
+
+def _tested(spec: core.Spectrum) -> tuple[int, int]:
+    vals = spec.mode_eigenvalues
+    return int(np.sum(vals > 0)), int(np.sum(vals < 0))
+
+
+def _pvalues(spectra: tuple, tested: dict, widths: list[int], alpha: float) -> tuple[dict, dict]:
+    """Each comparison's test summary (:func:`.significance.spectra_test`) and the family-wise p-values of
+    its modes (one comparison: its own step-down's; several: :func:`.comparisons.family_step_down`)."""
+    offsets = np.r_[0, np.cumsum(widths)]
+    outs, observed, null = {}, {}, {}
+    for i, (c, t) in enumerate(tested.items()):
+        cols = slice(offsets[i], offsets[i + 1])
+        pos, neg = spectra[0][:, cols], spectra[1][:, cols]
+        outs[c] = sig.spectra_test(pos, neg, tested=t, alpha=alpha)
+        observed[(c, "+")], observed[(c, "-")] = pos[0, :t[0]], neg[0, :t[1]]
+        null[(c, "+")], null[(c, "-")] = pos[1:, 0], neg[1:, 0]
+    if len(tested) == 1:
+        c, t = next(iter(tested.items()))
+        return outs, {c: [float(x) for x in outs[c]["p_positive"][:t[0]]] +
+                      [float(x) for x in outs[c]["p_negative"][:t[1]]]}
+    fam = kc.family_step_down(observed, null)
+    return outs, {c: [float(x) for x in fam[(c, "+")]] + [float(x) for x in fam[(c, "-")]] for c in tested}
 
 
 def mode_significance(sets: dict, spec: core.Spectrum, labels: dict, *, operand_of: Callable, eta: float,
                       permutations: int, alpha: float, seed: int, max_samples: int = sig.NULL_MAX_SAMPLES,
                       family: Family | None = None, sequential: bool = True, subspace: dict | None = None
                       ) -> tuple[dict, list[float]]:
-    """Permutation test of the reported modes of ``spec``, on at most ``max_samples`` samples (a seeded
-    subsample above): (the result's ``significance`` record, one p-value per reported mode, positive
-    modes first). With a ``family`` of other kernels the test is aggregated over the fitted kernel and
-    those (:mod:`.aggregate`: the modes' p-values are adjusted for the family; the record's
-    ``aggregation`` says which kernel found what). Every kernel's statistic is the uncompressed one on at
-    most ``significance.FULL_MAX_ROWS`` rows, above in its pooled samples' leading principal subspace of an
-    adaptive rank (:func:`.significance.principal_operand`; ``subspace``: the record a route that projects
-    its rows itself fills, the record's ``subspace`` says which); the relabellings are drawn in
-    blocks and the test stops once a rejection is out of reach (``sequential``:
-    :func:`.significance.sequential_spectra`; the record's ``stopping`` says when)."""
-    n, m = len(sets["test"]), len(sets["reference"])
-    rows_t, rows_r = sig.null_rows(n, m, max_samples, seed)
-    n_sub, m_sub = rows_t.size, rows_r.size
-    group_labels = np.r_[labels["test"][rows_t], labels["reference"][rows_r]]
-    scheme = sig.choose_scheme(labels["test"], labels["reference"])
-    groups = np.zeros_like(group_labels) if scheme == "pooled" else group_labels
-    vals = spec.mode_eigenvalues
-    tested = (int(np.sum(vals > 0)), int(np.sum(vals < 0)))
-    t0 = time.perf_counter()
-    drawn_labels = sig.test_labellings(groups, n_sub, m_sub, permutations, seed)
-    weights = sig.label_weights(drawn_labels, n_sub, m_sub, eta)
-    info: dict = {}
-    operand = sig.principal_operand(operand_of(rows_t, rows_r), seed=seed, record=info)
-    info = info or dict(subspace or {})
-    gram = sig.operand_gram(operand)
-    solvers = [lambda cols: sig.permuted_spectra(operand, weights[:, cols], max(*tested, 1),
-                                                 seed=seed + int(cols[0]), gram=gram)]
-    members, sizes = [], (0, 0)
-    if family is not None and family.kernels:
-        members, sizes = family_members(sets, {"test": rows_t, "reference": rows_r}, drawn_labels, family,
-                                        eta=eta, seed=seed)
-        solvers += [member.spectra for member in members]
-    setup = time.perf_counter() - t0 - sum(mb.seconds for mb in members)
-    spectra, drawn, seconds = sig.sequential_spectra(solvers, permutations, alpha=alpha,
-                                                     sequential=sequential, workers=sig.pool_workers(
-                                                         [operand, *(mb.operand for mb in members)]))
-    pos, neg = spectra[0]
-    out = sig.spectra_test(pos, neg, tested=tested, alpha=alpha)
-    p_values = [float(x) for x in out["p_positive"][: tested[0]]] + \
-               [float(x) for x in out["p_negative"][: tested[1]]]
-    aggregation = None
-    if members:
-        cost = {mb.entry["name"]: mb.seconds + s for mb, s in zip(members, seconds[1:], strict=True)}
-        aggregation = aggregation_record(members, spectra, family, group_labels=group_labels, sizes=sizes,
-                                         fitted_samples=n_sub + m_sub, eta=eta, alpha=alpha, cost=cost)
-        aggregation["cost_s"]["fitted kernel"] = round(setup + seconds[0], 4)
-        aggregation["p_modes_fitted_kernel"] = p_values
-        p_values = [float(x) for x in agg.adjust_pvalues(np.array(p_values), aggregation.pop("_null_min_p"))]
-    record = _record(spec, out, p_values, scheme=scheme, permutations=permutations, alpha=alpha, seed=seed,
-                     sizes=(n, m, n_sub, m_sub))
-    record.update(_stopping(spectra, drawn, permutations=permutations, alpha=alpha, sequential=sequential))
-    record["statistic"] = sig.statistic_text(info)
-    record["subspace"] = {k: info.get(k) for k in ("rank", "energy", "full")}
+    """Two-way PromptSplit's test (:func:`comparison_significance` of the one comparison test-vs-reference):
+    (the result's ``significance`` record, one p-value per reported mode, positive modes first). The record
+    also holds what the test shares (``statistic``, ``subspace``, ``permutations_drawn``, ``stopping``,
+    ``aggregation``: which kernel found what)."""
+    c = kc.TEST_VS_REFERENCE
+    outcome = comparison_significance(list(sets.values()), [c], {c: spec}, list(labels.values()),
+                                      operand_of=operand_of, eta=eta, permutations=permutations,
+                                      alpha=alpha, seed=seed, max_samples=max_samples, family=family,
+                                      sequential=sequential, subspace=subspace)
+    record, p_values = outcome.tests[c]
+    common = outcome.common
+    aggregation = common.pop("aggregation", None)
+    record.update(common)
     if aggregation is not None:
         record["aggregation"] = aggregation
         others = [k["name"] for k in aggregation["kernels"] if not k["fitted"] and k["n_significant"]]
         record["verdict"] += (f"; aggregated over {len(aggregation['kernels'])} kernels: p = "
                               f"{aggregation['p']:.2g}" + (f", modes also found by {', '.join(others)} "
                                                            "(significance.aggregation)" if others else ""))
-    if drawn < permutations:
+    if record["permutations_drawn"] < permutations:
         stop = record["stopping"]
-        record["verdict"] += (f" (the test stopped after {drawn} of {permutations} permutations: "
-                              f"{stop['exceedances']} were at least as extreme, so p >= "
+        record["verdict"] += (f" (the test stopped after {record['permutations_drawn']} of {permutations} "
+                              f"permutations: {stop['exceedances']} were at least as extreme, so p >= "
                               f"{stop['p_at_least']:.2g} > alpha whatever the rest would have drawn)")
     return record, p_values
 
 
 def _stopping(spectra: list, drawn: int, *, permutations: int, alpha: float, sequential: bool) -> dict:
-    """The record's ``permutations_drawn`` and ``stopping`` entries."""
+    """The record's ``permutations_drawn`` and ``stopping`` entries (one comparison)."""
     exceed = round(sig.global_pvalue(spectra) * (drawn + 1)) - 1
     return {"permutations_drawn": drawn,
             "stopping": {"rule": sig.STOPPING_RULE if sequential else "none: all permutations drawn",
@@ -104,24 +218,27 @@ def _stopping(spectra: list, drawn: int, *, permutations: int, alpha: float, seq
 
 
 def _record(spec: core.Spectrum, out: dict, p_values: list[float], *, scheme: str, permutations: int,
-            alpha: float, seed: int, sizes: tuple[int, int, int, int]) -> dict:
-    """The result's ``significance`` record."""
-    n, m, n_sub, m_sub = sizes
+            alpha: float, seed: int, counts: np.ndarray, sub: np.ndarray, correction: str) -> dict:
+    """One comparison's ``significance`` record (``counts``: each set's rows; ``sub``: the test's rows)."""
     vals = spec.mode_eigenvalues
     p_by_mode = np.array(p_values)  # spec.selected lists the positive modes first, then the negative ones
-    subsample = n_sub + m_sub < n + m
+    subsample = int(sub.sum()) < int(counts.sum())
     approx = None
-    if subsample:
-        approx = (f"the test ran on a seeded subsample of {n_sub} test and {m_sub} reference samples (exact "
-                  "there: the subsample's eigenvalues against its own relabellings; their null quantiles "
-                  "are on the subsample's scale); the eigenvalues reported are the full sets'")
+    if subsample and len(counts) == 2:
+        approx = (f"the test ran on a seeded subsample of {sub[0]} test and {sub[1]} reference samples "
+                  "(exact there: the subsample's eigenvalues against its own relabellings; their null "
+                  "quantiles are on the subsample's scale); the eigenvalues reported are the full sets'")
+    elif subsample:
+        approx = (f"the test ran on a seeded subsample of {', '.join(str(int(c)) for c in sub)} samples of "
+                  "the sets (exact there: the subsample's eigenvalues against its own relabellings); the "
+                  "eigenvalues reported are the full sets'")
     largest = int(np.argmax(np.abs(vals)))
     return {
         "test": "permutation", "scheme": scheme, "permutations": permutations, "alpha": alpha,
-        "seed": seed, "correction": sig.CORRECTION, "null_top": out["null_top"],
+        "seed": seed, "correction": correction, "null_top": out["null_top"],
         "threshold": out["threshold"], "null_rank_quantiles": out["null_rank_quantiles"],
         "p_largest": float(p_by_mode[largest]), "n_significant": int(np.sum(p_by_mode <= alpha)),
-        "approximation": approx, "null_samples": n_sub + m_sub,
+        "approximation": approx, "null_samples": int(sub.sum()),
         "subsample_eigenvalues": out["observed"] if subsample else None,
         "verdict": sig.verdict(identical=False, alpha=alpha, permutations=permutations,
                                p_values=[("test" if v > 0 else "reference", float(v), float(p))

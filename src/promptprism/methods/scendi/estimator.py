@@ -178,11 +178,11 @@ class Scendi(ScendiKernelOptions):
         route, estimator = route.settle(estimator, notes)
         self._warn_rank(data.where, rank, inputs.n, estimator, notes)
         k = min(self.n_clusters, inputs.d_i, inputs.n)  # (n samples span at most n directions)
-        spectra = route.spectra(estimator, k)
+        spectra = route.spectrum(estimator, k)
         table, clipped = clip_table(spectra.table)  # (the estimate in its range; the raw values recorded)
         notes.extend(clipped_notes(clipped, spectra.described))
         clock.lap("eigen_s")
-        ids, scores = route.cluster_samples(spectra, self.top_k)
+        ids, scores = route.mode_stats(spectra, self.top_k)
         clusters = build_clusters(data, ids, scores, eigenvalues=spectra.model,
                                   trace=spectra.table["model_share"], k=k, offset=0)
         clusters_c = build_clusters(data, ids, scores, eigenvalues=spectra.output,

@@ -2,8 +2,8 @@
 
 Every route has one interface (:class:`Route`): ``name`` (``config['route']``) and ``rank`` (rank C_TT) once
 built; ``settle(estimator, notes)`` adapts it to the resolved Gamma* estimator (and may hand over to another
-route); ``spectra(estimator, n_top)`` the eigenvalues, score table and Gamma* description;
-``cluster_samples(spectra, top_k)`` the top samples along the cluster directions; ``replicates(estimator,
+route); ``spectrum(estimator, n_top)`` the eigenvalues, score table and Gamma* description;
+``mode_stats(spectra, top_k)`` the top samples along the cluster directions; ``replicates(estimator,
 ridge)`` the bootstrap's replicate engine. :func:`choose_route` picks one by size, once per fit.
 
 * :class:`StreamingRoute` ("feature space"): one streaming pass accumulates the (d_I + d_T)^2 joint
@@ -118,10 +118,10 @@ class Route(Protocol):
     def settle(self, estimator: str, notes: list[str]) -> tuple[Route, str]:
         """(the route that runs ``estimator``, the estimator it runs); a change is explained in ``notes``."""
 
-    def spectra(self, estimator: str, n_top: int) -> RouteSpectra:
+    def spectrum(self, estimator: str, n_top: int) -> RouteSpectra:
         """The estimate's spectra, score table and description, with the top ``n_top`` directions."""
 
-    def cluster_samples(self, spectra: RouteSpectra, top_k: int) -> tuple[np.ndarray, np.ndarray]:
+    def mode_stats(self, spectra: RouteSpectra, top_k: int) -> tuple[np.ndarray, np.ndarray]:
         """(ids, scores) of the ``top_k`` samples along each direction (as :func:`.clusters.top_samples`)."""
 
     def replicates(self, estimator: str, ridge: float) -> tuple[Any, int]:
@@ -169,7 +169,7 @@ class SampleSpaceRoute:
         """Every estimator runs here as it is."""
         return self, estimator
 
-    def spectra(self, estimator: str, n_top: int) -> RouteSpectra:
+    def spectrum(self, estimator: str, n_top: int) -> RouteSpectra:
         """In-sample, debiased: :func:`.dual.sample_space_spectra`; cross-fit: :func:`.crossfit.cross_fit`."""
         i, w = self.inputs, self.weights_of(self.inputs)
         if estimator == "cross-fit":
@@ -181,7 +181,7 @@ class SampleSpaceRoute:
                                  debias_groups=i.groups if estimator == "debiased" else None)
         return _in_memory_spectra(s, describe_in_sample(estimator, None, None, i.n, self.rank, i.distinct))
 
-    def cluster_samples(self, spectra: RouteSpectra, top_k: int) -> tuple[np.ndarray, np.ndarray]:
+    def mode_stats(self, spectra: RouteSpectra, top_k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top samples from the sample-space eigenvectors."""
         return top_samples(*spectra.directions, top_k)
 
@@ -233,14 +233,14 @@ class GroupedRoute:
             return replace(self, split=split), estimator
         return self, estimator
 
-    def spectra(self, estimator: str, n_top: int) -> RouteSpectra:
+    def spectrum(self, estimator: str, n_top: int) -> RouteSpectra:
         """:func:`.grouped.grouped_spectra` of the split."""
         i = self.inputs
         s = grouped_spectra(self.split, self.features[0], i.groups, n_top=n_top)
         return _in_memory_spectra(s, describe_in_sample(estimator, self.split, None, i.n, self.rank,
                                                         i.distinct))
 
-    def cluster_samples(self, spectra: RouteSpectra, top_k: int) -> tuple[np.ndarray, np.ndarray]:
+    def mode_stats(self, spectra: RouteSpectra, top_k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top samples from the in-memory scores."""
         return top_samples(*spectra.directions, top_k)
 
@@ -284,7 +284,7 @@ class StreamingRoute:
                      "was fitted in-sample (biased low by the fitted degrees of freedom)")
         return self, "in-sample"
 
-    def spectra(self, estimator: str, n_top: int) -> RouteSpectra:
+    def spectrum(self, estimator: str, n_top: int) -> RouteSpectra:
         """Eigenvalues and top eigenvectors of Lambda_I and C_II (d_I x d_I)."""
         i, split = self.inputs, self.split
         li_vals, li_vecs = spectrum_and_top_vectors(split.lambda_i, n_top)
@@ -295,7 +295,7 @@ class StreamingRoute:
         return RouteSpectra(model=li_vals, prompt=split.lambda_t_eigenvalues, output=c_vals, table=table,
                             described=described, directions=(to_numpy(split.gamma), li_vecs, c_vecs))
 
-    def cluster_samples(self, spectra: RouteSpectra, top_k: int) -> tuple[np.ndarray, np.ndarray]:
+    def mode_stats(self, spectra: RouteSpectra, top_k: int) -> tuple[np.ndarray, np.ndarray]:
         """A second streaming pass projecting every row on the cluster directions."""
         i = self.inputs
         return stream_cluster_scores(i.data, i.maps, *spectra.directions, chunk_size=i.chunk_size,

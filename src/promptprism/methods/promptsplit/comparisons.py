@@ -1,8 +1,10 @@
-"""K-way PromptSplit's functional core: K sets on the same prompts, every pair and each set against the rest.
+"""The comparison engine's algebra: K sets, a list of comparisons, each a signed weighting of the sets.
 
-For sets X_1..X_K (n_k samples each) with per-set second moments C_k = (1/n_k) sum_{i in k} psi_i psi_i^T,
+Two-way PromptSplit is K = 2 with the one comparison test-vs-reference; K-way PromptSplit is K >= 2 sets on
+the same prompts with every pair and each set against the pooled rest. For sets X_1..X_K (n_k samples each)
+with per-set second moments C_k = (1/n_k) sum_{i in k} psi_i psi_i^T,
 
-    pair (a, b):        Lambda_ab = C_a - eta C_b
+    pair (a, b):        Lambda_ab = C_a - eta C_b                                       (SPEC, eq. 2)
     one-vs-rest (k):    Lambda_k  = C_k - eta C_rest(k),  C_rest(k) = (1/n_rest) sum_{i not in k} psi psi^T
 
 (SPEC's Lambda with the pooled others as the reference set: weights 1/n_k and -eta/n_rest). Every comparison
@@ -14,8 +16,9 @@ computed once, and each comparison needs only its small spectrum (:func:`compari
 (:func:`block_square_sums`, :func:`comparison_distance`, :func:`pair_distances`).
 
 The permutation test exchanges model labels among all K sets within each prompt group
-(:func:`permuted_model_labels`), and controls the family-wise error over all modes of all comparisons by one
-max-statistic step-down (:func:`family_step_down`).
+(:func:`permuted_model_labels`; with K = 2 the draws of :func:`.significance.permuted_labels`), and controls
+the family-wise error over all modes of all comparisons by one max-statistic step-down
+(:func:`family_step_down`, which reduces to :func:`.significance.step_down_pvalues` for one comparison).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from ...kernels.bandwidth import pooled_rows
 
 #: a comparison: (first set, the sets of its reference side); one set for a pair, all others for the rest
 Comparison = tuple[int, tuple[int, ...]]
+#: two-way PromptSplit's one comparison: set 0 (test) against set 1 (reference)
+TEST_VS_REFERENCE: Comparison = (0, (1,))
 
 
 def comparisons(k: int) -> tuple[list[Comparison], list[Comparison]]:
@@ -39,23 +44,6 @@ def comparisons(k: int) -> tuple[list[Comparison], list[Comparison]]:
     pairs = [(a, (b,)) for a in range(k) for b in range(a + 1, k)]
     rest = [] if k < 3 else [(a, tuple(b for b in range(k) if b != a)) for a in range(k)]
     return pairs, rest
-
-
-#: the K-way test's measured cost per comparison and labelling (2-core AMD EPYC, numpy, float32 Lanczos):
-#: a fixed part, and a part per entry of the operand (null rows x its width: the rows for the exact route's
-#: Gram matrix, the random features for rff and sketch)
-TEST_SECONDS_PER_LABELLING = 1.5e-3
-TEST_SECONDS_PER_ENTRY = 2.5e-9
-
-
-def test_cost_seconds(k: int, null_rows: int, width: int, permutations: int) -> float:
-    """Rough seconds of the K-way permutation test: C = K(K-1)/2 pairs + K one-vs-rest comparisons (one
-    for K = 2), each diagonalised for the observed labelling and the ``permutations`` others, each solve
-    costing about a + b N w (:data:`TEST_SECONDS_PER_LABELLING`, :data:`TEST_SECONDS_PER_ENTRY`); an upper
-    bound in the comparisons (those without a mode to test are skipped), within a factor of about 2."""
-    pairs, rest = comparisons(int(k))
-    per = TEST_SECONDS_PER_LABELLING + TEST_SECONDS_PER_ENTRY * float(null_rows) * float(width)
-    return (len(pairs) + len(rest)) * (int(permutations) + 1) * per
 
 
 #: at most max_rows seeded rows from K arrays (the kernels' median-rule pool; with K = 2 the draws of
@@ -173,28 +161,40 @@ def family_step_down(observed: dict, null_largest: dict) -> dict:
     return p
 
 
-def missing_prompts(labels: list[np.ndarray], names: list[str]) -> list[list[str]]:
-    """Per set, the prompts (display names) that some other set has and it lacks."""
-    present = [set(np.unique(lab).tolist()) for lab in labels]
-    every = set().union(*present)
-    return [[names[g] for g in sorted(every - have)] for have in present]
+def subset_comparison_weights(labels: np.ndarray, keep: np.ndarray, comparison: Comparison, eta: float
+                              ) -> np.ndarray:
+    """D_c of each labelling (columns of the model ``labels``, N x L) restricted to the rows ``keep``, each
+    by its own counts there: 1/n_a(l) on its rows of set a, -eta/n_B(l) on its rows of the reference side,
+    0 elsewhere (SPEC's D, eq. 2, per labelling: the kernel family's weights on a subsample, :mod:`.family`;
+    two sets: the weights of :func:`.aggregate.subset_weights`)."""
+    sub = labels[keep]
+    first, second = comparison
+    is_first = sub == first
+    in_second = sub == second[0] if len(second) == 1 else np.isin(sub, second)
+    n_first = np.maximum(is_first.sum(axis=0), 1)
+    n_second = np.maximum(in_second.sum(axis=0), 1)
+    return np.where(is_first, 1.0 / n_first, np.where(in_second, -eta / n_second, 0.0))
 
 
-def attribute_prompts(rankings: list[list[dict]]) -> list[list[dict]]:
-    """Per set, the prompts on which *it* deviates: from each set's one-vs-rest prompt ranking (significant
-    modes; rows with 'prompt', 'disagreement', 'share'), a prompt goes to the set whose ranking gives it the
-    largest disagreement d_p, among the rankings where its share is above that ranking's average (1 / its
-    length).
+def family_statistic(tops: list[np.ndarray]) -> np.ndarray:
+    """T(l) of every labelling over a family of (comparison, sign) keys: the max over the keys of the key's
+    largest |eigenvalue| divided by its median over the labellings (the first step of the max-statistic
+    step-down of Westfall & Young 1993, :func:`family_step_down`, as in the aggregated test of Schrab et al.
+    2023; two keys, one comparison's signs: :func:`~promptprism.stats.permutation.labelling_statistic`)."""
+    cols = [np.asarray(x, dtype=np.float64) for x in tops]
+    return np.max(np.stack([c / max(float(np.median(c)), 1e-300) for c in cols]), axis=0)
 
-    Why the largest: a deviation of set k on prompt p enters every other set's comparison with a rest that
-    holds k at 1/(K-1) of its size, so its eigenvalue there is ~1/(K-1) and d_p ~1/(K-1)^2 of k's own.
-    """
-    best: dict[str, tuple[float, int]] = {}
-    for k, rows in enumerate(rankings):
-        floor = 1.0 / len(rows) if rows else 0.0
-        for row in rows:
-            d = float(row["disagreement"])
-            if row["share"] > floor and d > best.get(row["prompt"], (0.0, -1))[0]:
-                best[row["prompt"]] = (d, k)
-    return [[row for row in rows if best.get(row["prompt"], (0.0, -1))[1] == k]
-            for k, rows in enumerate(rankings)]
+
+def comparison_name(comparison: Comparison, names: list[str]) -> str:
+    """'a vs b' for a pair, 'a vs rest' for a set against the pooled others."""
+    first, second = comparison
+    other = names[second[0]] if len(second) == 1 else "rest"
+    return f"{names[first]} vs {other}"
+
+
+def key_columns(spectra: tuple[np.ndarray, np.ndarray], widths: list[int]) -> list[np.ndarray]:
+    """Each (comparison, sign) key's largest |eigenvalue| over the labellings (the statistic of
+    :func:`family_statistic`), from spectra stacked side by side (``widths``: each comparison's columns):
+    (c1, +), (c1, -), (c2, +), ..."""
+    offsets = np.r_[0, np.cumsum(widths)][:-1]
+    return [x for o in offsets for x in (spectra[0][:, o], spectra[1][:, o])]
