@@ -44,10 +44,9 @@ CASES = [
     (NamingOptions, {}, ("candidates", 0), ("candidates", 2)),
     (FindingQuality, {}, ("alpha", 2.0), ("nearest_k", 3)),
 ]
-PENDING = pytest.mark.xfail(reason="converted by the engine work", strict=False)
 ALL = [pytest.param(*case, id=case[0].__name__) for case in CASES] + [
-    pytest.param(pp.PromptSplit, {}, ("n_modes", 0), ("n_modes", 3), id="PromptSplit", marks=PENDING),
-    pytest.param(pp.KWaySplit, {}, ("n_modes", 0), ("n_modes", 3), id="KWaySplit", marks=PENDING),
+    pytest.param(pp.PromptSplit, {}, ("n_modes", 0), ("n_modes", 3), id="PromptSplit"),
+    pytest.param(pp.KWaySplit, {}, ("n_modes", 0), ("n_modes", 3), id="KWaySplit"),
 ]
 
 

@@ -134,7 +134,7 @@ def test_bad_input_is_one_clear_error(sets, message):
 
 def test_bad_options():
     # K-way gained the 'stable' rule (issue 39): it was refused here, it is accepted now
-    assert KWaySplit(sigma_prompt="stable").sigma_prompt.rule == "stable"
+    assert KWaySplit(sigma_prompt="stable").bandwidth("prompt").rule == "stable"
     with pytest.raises(OptionError, match="distinct"):
         KWaySplit(permutations=0).fit(model_sets(5, 2), names=["a", "a"])
 

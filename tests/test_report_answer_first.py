@@ -51,7 +51,7 @@ def test_metrics_page_opens_with_the_verdict_names_the_distance_and_folds_caveat
                      prompts=[f"g{i % 30}" for i in range(120)], name=f"set{k}") for k in range(2)]
     ref = PairedSet(rng.standard_normal((120, 4)), rng.standard_normal((120, 6)),
                     prompts=[f"r{i % 60}" for i in range(120)], name="ref")
-    result = ReferenceMetrics(bootstrap=20, subsets=4, subset_size=50).compare(gen, ref)
+    result = ReferenceMetrics(bootstrap=20, subsets=4, subset_size=50).fit(gen, ref)
     doc = render_report(result)
     static = _static(doc)
     first = _first_section(doc)

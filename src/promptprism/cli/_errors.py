@@ -16,12 +16,12 @@ from ..errors import PromptPrismError
 #: library parameter name -> the python name of the CLI option that sets it (per command where they differ)
 PARAMETER_OPTIONS: dict[str, dict[str, str]] = {
     "*": {
-        "n_features": "features", "number of features": "features", "n_modes": "modes",
+        "n_features": "features", "n_modes": "modes",
         "n_clusters": "clusters", "n_regions": "n_regions", "cka_max_images": "cka_images",
         "max_images": "cka_images", "out": "out",
         "n_discovery_prompts": "discovery_prompts", "n_attributes": "attributes",
         "n_generated": "generated", "template_dir": "templates", "cache_dir": "chat_cache",
-        "api_key_env": "api_key_env", "chunk size": "chunk_size", "number of modes": "modes", "k": "k",
+        "api_key_env": "api_key_env", "k": "k",
         "n_folds": "n_folds",
     },
     "compcon": {"batch_size": "description_prompts", "answers_per_prompt": "samples"},

@@ -178,7 +178,7 @@ class ProductRandomFourierFeatures(_PairedRows):
     def __post_init__(self) -> None:
         check_positive_number(self.dim_prompt, "dim_prompt", integer=True)
         check_positive_number(self.dim_output, "dim_output", integer=True)
-        check_positive_number(self.n_features, "number of features", integer=True, even=True)
+        check_positive_number(self.n_features, "n_features", integer=True, even=True)
         check_positive_number(self.sigma_prompt, "sigma_prompt")
         check_positive_number(self.sigma_output, "sigma_output")
         check_seed(self.seed)
@@ -252,7 +252,7 @@ class ProductRandomProjection(_PairedRows):
     def __post_init__(self) -> None:
         check_positive_number(self.dim_prompt, "dim_prompt", integer=True)
         check_positive_number(self.dim_output, "dim_output", integer=True)
-        check_positive_number(self.n_features, "number of features", integer=True)
+        check_positive_number(self.n_features, "n_features", integer=True)
         check_seed(self.seed)
         dtype = check_precision(self.precision)
         check_memory(8.0 * (self.dim_prompt + self.dim_output) * self.n_features + 8.0 * self.n_features**2,

@@ -144,7 +144,7 @@ class PromptSplit(SplitOptions):
             return (None, None), {}
         bws = {key: bw.resolve_pooled([getattr(sets[side], f"{key}_embeddings") for side in SIDES],
                                       name=f"sigma_{key}", seed=self.seed)
-               for key, bw in (("prompt", self.sigma_prompt), ("output", self.sigma_output))}
+               for key, bw in (("prompt", self.bandwidth("prompt")), ("output", self.bandwidth("output")))}
         bws, scan = core.stable_bandwidths(bws, sets, seed=self.seed, eta=self.eta,
                                            stable_samples=STABLE_SAMPLES, stable_top=STABLE_TOP,
                                            backend=resolve_backend(self.device))
@@ -165,7 +165,8 @@ class PromptSplit(SplitOptions):
             return sig.empty_record(permutations=permutations, alpha=float(self.alpha), seed=self.seed,
                                     identical=identical), None
         family = family_for(self.aggregate, sets, kernel=self.kernel, sigmas=sigmas, seed=self.seed,
-                            rules=(self.sigma_prompt, self.sigma_output), names=names, backend=route.backend)
+                            rules=(self.bandwidth("prompt"), self.bandwidth("output")), names=names,
+                            backend=route.backend)
         with status(f"PromptSplit: permutation test ({permutations} permutations)",
                     enabled=progress_enabled(self.progress)):
             record, p_values = testing.mode_significance(

@@ -137,7 +137,7 @@ class KWaySplit(SplitOptions):
         if not permutations:
             return {}, {}
         fam = family_for(self.aggregate, sets, kernel=self.kernel, sigmas=sigmas, seed=self.seed,
-                         rules=(self.sigma_prompt, self.sigma_output), names=prompt_names,
+                         rules=(self.bandwidth("prompt"), self.bandwidth("output")), names=prompt_names,
                          backend=route.backend, set_names=names)
         compress = len(sets) == 2  # (K >= 3: the whole operand, testing.WHOLE_OPERAND)
         outcome = comparison_significance(
@@ -178,7 +178,7 @@ class KWaySplit(SplitOptions):
             return (None, None), {}
         bws = {key: spec.resolve_pooled([getattr(s, f"{key}_embeddings") for s in sets],
                                         name=f"sigma_{key}", seed=self.seed)
-               for key, spec in (("prompt", self.sigma_prompt), ("output", self.sigma_output))}
+               for key, spec in (("prompt", self.bandwidth("prompt")), ("output", self.bandwidth("output")))}
         bws, scan = core.stable_bandwidths(bws, sets, seed=self.seed, eta=self.eta,
                                            stable_samples=STABLE_SAMPLES, stable_top=STABLE_TOP,
                                            backend=backend)

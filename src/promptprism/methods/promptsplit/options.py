@@ -12,7 +12,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..._validation import check_choice, check_interval, check_memory, check_positive_number, check_seed
+from ..._params import Check, Estimator, between, one_of, positive
+from ..._validation import check_memory, check_positive_number, check_seed
 from ...backend import resolve_backend
 from ...errors import OptionError
 from ...kernels.bandwidth import BANDWIDTH_RULES, SPECTRAL_RULES, Bandwidth
@@ -33,9 +34,50 @@ EXACT_MAX_SAMPLES = 10_000
 MAX_ETA = 1e6
 
 
+def _kernel(value: Any, name: str) -> None:
+    if value not in KERNELS:
+        raise OptionError(f"unknown kernel {value!r}; choose one of {', '.join(KERNELS)}", parameter=name)
+
+
+def _method(value: Any, name: str) -> None:
+    if value not in METHODS:
+        raise OptionError(f"unknown method {value!r}; choose one of {', '.join(METHODS)}", parameter=name)
+
+
+def _solver(value: Any, name: str) -> None:
+    if value not in SOLVERS:
+        raise OptionError(f"{name} must be 'auto', 'dense' or 'lanczos', got {value!r}", parameter=name)
+
+
+def _permutations(value: Any, name: str) -> None:
+    if value is not None:  # (None: the route's default; 0: no test)
+        check_positive_number(value, name, integer=True, allow_zero=True)
+
+
+def _null_samples(value: Any, name: str) -> None:
+    if check_positive_number(value, name, integer=True) and value < 4:
+        raise OptionError(f"{name} must be at least 4 (2 per set), got {value}", parameter=name)
+
+
+def _split_bandwidth(value: Any, name: str) -> None:
+    Bandwidth.parse(value, name, rules=BANDWIDTH_RULES + SPECTRAL_RULES)
+
+
+def _device(value: Any, name: str) -> None:
+    resolve_backend(value)
+
+
+#: a bandwidth of PromptSplit: a number, a median rule, or 'stable' (checked whatever the kernel)
+SPLIT_BANDWIDTH = Check(_split_bandwidth,
+                        "a number > 0, a bandwidth rule ('median', '0.5*median') or 'stable'")
+
+
 @dataclass(frozen=True)
-class SplitOptions:
-    """The options of :class:`.PromptSplit` that :class:`.KWaySplit` shares (documented on PromptSplit)."""
+class SplitOptions(Estimator):
+    """The options of :class:`.PromptSplit` that :class:`.KWaySplit` shares (documented on PromptSplit), in
+    the one estimator shape (:class:`promptprism._params.Estimator`): declared with their constraints,
+    checked once when the estimator is made, never changed after (the bandwidths are parsed on use,
+    :meth:`bandwidth`)."""
 
     kernel: str = "gaussian"
     method: str = "auto"
@@ -62,64 +104,45 @@ class SplitOptions:
     #: fields a result's ``config`` leaves out (recorded elsewhere in the result, or not part of the answer)
     NOT_IN_CONFIG: ClassVar[tuple[str, ...]] = ()
 
-    def __post_init__(self) -> None:
-        self._validate()
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "kernel": [Check(_kernel, "one of " + ", ".join(KERNELS))],
+        "method": [Check(_method, "one of " + ", ".join(METHODS))],
+        "eta": [between(0.0, MAX_ETA, closed="right")],
+        "sigma_prompt": [SPLIT_BANDWIDTH],
+        "sigma_output": [SPLIT_BANDWIDTH],
+        "n_modes": [positive()],
+        "n_features": [positive()],
+        "seed": [Check(lambda value, name: check_seed(value), "a non-negative integer (a seed)")],
+        "chunk_size": [positive()],
+        "top_k": [positive()],
+        "top_prompts": [positive()],
+        "rank_prompts_by": [one_of(RANKINGS)],
+        "solver": [Check(_solver, "one of " + ", ".join(SOLVERS))],
+        "permutations": [Check(_permutations, "None or an integer >= 0 (0: no test)")],
+        "alpha": [between(0.0, 1.0)],
+        "null_samples": [Check(_null_samples, "an integer >= 4")],
+        "precision": [one_of(PRECISIONS)],
+        "partition_rows": [positive()],
+        "progress": [None, "boolean"],
+        "device": [Check(_device, "'auto', 'cpu', 'torch', 'cuda', 'cuda:N' or 'mps'")],
+        "aggregate": [one_of(AGGREGATES)],
+    }
 
-    def _validate(self) -> None:
-        self._check_kernel_and_method()
-        self._check_choices()
-        self._check_sizes()
-        self._check_test()
-        check_seed(self.seed)
-        self._check_bandwidths()
-        self._check_execution()
-        check_choice(self.aggregate, AGGREGATES, parameter="aggregate")
-
-    def _check_execution(self) -> None:
-        resolve_backend(self.device)
-        check_positive_number(self.partition_rows, "partition_rows", integer=True)
-
-    # one check per option (or per pair of options that constrain each other)
-    def _check_kernel_and_method(self) -> None:
-        if self.kernel not in KERNELS:
-            raise OptionError(f"unknown kernel {self.kernel!r}; choose one of {', '.join(KERNELS)}")
-        if self.method not in METHODS:
-            raise OptionError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
+    def _check_together(self) -> None:
+        """The route needs its kernel; the gaussian random features come in cos/sin pairs."""
         if self.method == "rff" and self.kernel != "gaussian":
             raise OptionError("method 'rff' (random Fourier features) needs the gaussian kernel; "
-                              "for the cosine kernel use method 'sketch'")
+                              "for the cosine kernel use method 'sketch'", parameter="method")
         if self.method == "sketch" and self.kernel != "cosine":
             raise OptionError("method 'sketch' (tensor-sketch random projection) needs the cosine kernel; "
-                              "for the gaussian kernel use method 'rff'")
+                              "for the gaussian kernel use method 'rff'", parameter="method")
+        if self.kernel == "gaussian":
+            check_positive_number(self.n_features, "n_features", integer=True, even=True)
 
-    def _check_choices(self) -> None:
-        check_choice(self.rank_prompts_by, RANKINGS, parameter="rank_prompts_by")
-        check_choice(self.precision, PRECISIONS, parameter="precision")
-        if self.solver not in SOLVERS:
-            raise OptionError(f"solver must be 'auto', 'dense' or 'lanczos', got {self.solver!r}")
-
-    def _check_sizes(self) -> None:
-        check_interval(self.eta, 0.0, MAX_ETA, parameter="eta", closed="right")
-        check_positive_number(self.n_modes, "number of modes", integer=True)
-        check_positive_number(self.n_features, "number of features", integer=True,
-                              even=self.kernel == "gaussian")
-        check_positive_number(self.chunk_size, "chunk size", integer=True)
-        check_positive_number(self.top_k, "top_k", integer=True)
-        check_positive_number(self.top_prompts, "top_prompts", integer=True)
-
-    def _check_test(self) -> None:
-        """The permutation test's options: permutations, alpha, null_samples."""
-        if self.permutations is not None:  # (0 = no test)
-            check_positive_number(self.permutations, "permutations", integer=True, allow_zero=True)
-        check_interval(self.alpha, 0.0, 1.0, parameter="alpha")
-        if check_positive_number(self.null_samples, "null_samples", integer=True) and self.null_samples < 4:
-            raise OptionError(f"null_samples must be at least 4 (2 per set), got {self.null_samples}")
-
-    def _check_bandwidths(self) -> None:
-        if self.kernel == "gaussian":  # parsed once: a Bandwidth stays as it is (frozen: set through object)
-            rules = BANDWIDTH_RULES + SPECTRAL_RULES
-            for name in ("sigma_prompt", "sigma_output"):
-                object.__setattr__(self, name, Bandwidth.parse(getattr(self, name), name, rules=rules))
+    def bandwidth(self, key: str) -> Bandwidth:
+        """``sigma_<key>`` ('prompt' or 'output') parsed: a number, a median rule or 'stable'."""
+        name = f"sigma_{key}"
+        return Bandwidth.parse(getattr(self, name), name, rules=BANDWIDTH_RULES + SPECTRAL_RULES)
 
     # the rules that resolve 'auto' and None
     def route_name(self, n_samples: int) -> str:
@@ -154,7 +177,7 @@ class SplitOptions:
                   if f.name not in self.NOT_IN_CONFIG}
         config.update(resolved)
         gaussian = self.kernel == "gaussian"
-        config.update(sigma_prompt_rule=str(self.sigma_prompt) if gaussian else None,
-                      sigma_output_rule=str(self.sigma_output) if gaussian else None)
+        config.update(sigma_prompt_rule=str(self.bandwidth("prompt")) if gaussian else None,
+                      sigma_output_rule=str(self.bandwidth("output")) if gaussian else None)
         return config
 
