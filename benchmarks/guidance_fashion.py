@@ -24,7 +24,8 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> int:
     from promptprism.cli.demo_guidance import SweepOptions, sweep, table_rows, write_results
-    from promptprism.generators.fashion import load_checkpoint, packaged_checkpoint
+
+    from promptprism.models.fashion import load_checkpoint, packaged_checkpoint
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--checkpoint", default=None, help="default: the packaged final checkpoint")

@@ -8,7 +8,7 @@ import pytest
 
 from promptprism import ImageBank, InputError
 from promptprism.methods.compcon import load_id2_splits, load_prompt_bank, load_templates, missing_images
-from promptprism.methods.compcon.generators import image_grid, resolve_source
+from promptprism.methods.compcon.image_sources import image_grid, resolve_source
 from promptprism.methods.compcon.parsing import (
     parse_attributes,
     parse_description,

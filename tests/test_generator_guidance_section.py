@@ -1,5 +1,5 @@
-"""Section 5.4 on the Fashion generator (``cli/demo_guidance.py``, ``generators/fashion_guidance.py``) and the
-generator's k-NN quality metric (``generators/quality.py``), on tiny inputs and a tiny random UNet."""
+"""Section 5.4 on the Fashion generator (``cli/demo_guidance.py``, ``models/fashion_guidance.py``) and the
+generator's k-NN quality metric (``models/quality.py``), on tiny inputs and a tiny random UNet."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ pytest.importorskip("diffusers")
 
 from promptprism.cli import demo_guidance as dg  # noqa: E402
 from promptprism.errors import InputError, OptionError  # noqa: E402
-from promptprism.generators import fashion  # noqa: E402
-from promptprism.generators import fashion_guidance as fg  # noqa: E402
-from promptprism.generators.quality import knn_accuracy  # noqa: E402
+from promptprism.models import fashion  # noqa: E402
+from promptprism.models import fashion_guidance as fg  # noqa: E402
+from promptprism.models.quality import knn_accuracy  # noqa: E402
 
 TINY = fashion.UNetShape(image_size=8, channels=(8, 16), layers_per_block=1)
 

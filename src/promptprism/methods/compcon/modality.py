@@ -29,7 +29,7 @@ import numpy as np
 from ...errors import InputError, OptionError
 from ...llm.conversation import user_message
 from . import verify
-from .generators import image_grid, load_image
+from .image_sources import image_grid, load_image
 from .parsing import MAX_ANSWER_CHARS, parse_attributes
 from .templates import render
 

@@ -1,9 +1,10 @@
 """Section 5.4 of the PromptSplit paper on the Fashion-MNIST generator: PromptSplit guidance over a range of
-scales, a section of ``promptprism demo --generator`` (and of ``benchmarks/guidance_fashion.py``).
+scales, a section of the trained-generator demo (``promptprism demo --generator``, whose command line
+reads its options into :class:`SweepOptions`) and of ``benchmarks/guidance_fashion.py``.
 
 The reference is what the base model never makes: its own samples with a white frame on three *guided*
 classes (trouser, sandal, bag), plain on three *control* classes (T-shirt, sneaker, dress)
-(``generators.fashion_guidance``). Samples are guided toward it on pixels with one-hot class prompts, and
+(``models.fashion_guidance``). Samples are guided toward it on pixels with one-hot class prompts, and
 evaluated in a space the guidance never saw, EfficientNet-Lite0 features, against a second, disjoint
 reference of the same kind: the PromptSplit distance, the significant modes (permutation test) and the
 prompts they sit on, a per-prompt distance (guided vs control prompts), k-NN accuracy (real training
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..io import atomic_write_bytes, atomic_write_text
-from .demo_fashion import DemoSection, grid_png
+from .fashion import DemoSection, grid_png
 
 EVAL_SIZE = 64  #: EfficientNet-Lite0's input side for the evaluation (16 px images upscaled)
 REAL_TEST_EVERY, TRAIN_NEIGHBOURS = 8, 1000
@@ -87,9 +88,9 @@ def evaluate(gen_feats: np.ndarray, gen_cls: np.ndarray, ref_feats: np.ndarray, 
     """PromptSplit of the generations against the evaluation reference: distance, significant modes and the
     prompt each sits on (its top prompt), per-prompt distances."""
     from ..data.paired import PairedSet
-    from ..generators.fashion import CLASS_NAMES
     from ..kernels import median_pairwise_distance
     from ..methods.promptsplit import PromptSplit
+    from ..models.fashion import CLASS_NAMES
 
     onehot, names = np.eye(len(CLASS_NAMES)), np.array(CLASS_NAMES)
     res = PromptSplit(kernel="gaussian", method="exact", sigma_prompt=0.5, sigma_output="median",
@@ -120,7 +121,7 @@ class EvaluationSpace:
 
     def __init__(self, image_size: int, classes: np.ndarray, seed: int) -> None:
         from ..embed.efficientnet import EfficientNetLite0Encoder
-        from ..generators.fashion import real_images
+        from ..models.fashion import real_images
 
         self.encoder = EfficientNetLite0Encoder(size=EVAL_SIZE)
         x, y = real_images("test", image_size)
@@ -136,9 +137,9 @@ class EvaluationSpace:
 
     def quality(self, feats: np.ndarray, classes: np.ndarray) -> dict:
         """5-NN accuracy per prompt and the Frechet distance to the real test features."""
-        from ..generators.fashion import CLASS_NAMES
-        from ..generators.quality import knn_accuracy
         from ..methods.metrics.frechet import frechet_distance
+        from ..models.fashion import CLASS_NAMES
+        from ..models.quality import knn_accuracy
 
         acc = knn_accuracy(feats, classes, self.train, self.train_cls, k=5)
         return {"accuracy": {CLASS_NAMES[c]: v for c, v in acc.items()},
@@ -148,7 +149,7 @@ class EvaluationSpace:
 def sweep(checkpoint: Any, options: SweepOptions, *, space: EvaluationSpace | None = None,
           on_row: Any = None) -> list[dict]:
     """Every run of :func:`runs` for every seed: one row (dict) each; ``on_row(rows)`` after each."""
-    from ..generators import fashion_guidance as fg
+    from ..models import fashion_guidance as fg
 
     classes = np.repeat(fg.section_classes(), options.per_prompt)
     space = space or EvaluationSpace(checkpoint.image_size, fg.section_classes(), options.seeds[0])
@@ -178,7 +179,7 @@ def sweep(checkpoint: Any, options: SweepOptions, *, space: EvaluationSpace | No
 
 def frame_brightness(images: np.ndarray, classes: np.ndarray) -> dict:
     """Mean frame-pixel value (0-255) of the guided and the control prompts' samples (target: 255 / dark)."""
-    from ..generators.fashion_guidance import CONTROL, FRAME, GUIDED, section_classes
+    from ..models.fashion_guidance import CONTROL, FRAME, GUIDED, section_classes
 
     mask = np.zeros(images.shape[1:], bool)
     mask[:FRAME], mask[-FRAME:], mask[:, :FRAME], mask[:, -FRAME:] = True, True, True, True
@@ -197,7 +198,7 @@ TABLE_HEADERS = ["seed", "scale", "rho", "gradient", "PromptSplit distance", "si
 
 def table_rows(rows: list[dict]) -> list[list[str]]:
     """One table row per run (see :data:`TABLE_HEADERS`)."""
-    from ..generators.fashion_guidance import CONTROL, GUIDED
+    from ..models.fashion_guidance import CONTROL, GUIDED
 
     out = []
     for r in rows:
@@ -223,7 +224,7 @@ def curve_png(rows: list[dict], options: SweepOptions) -> bytes:
     """Over the guidance scale (rho = 0, the sweep's gradient), left: the per-prompt distance to the
     reference of the guided and the control prompts; right: the significant modes on each; a line through
     the mean over seeds, a dot per seed."""
-    from ..generators.fashion_guidance import CONTROL, GUIDED
+    from ..models.fashion_guidance import CONTROL, GUIDED
     from ..report.canvas import new_figure, to_png
 
     curve = [r for r in rows if r["rho"] == 0 and (r["through_model"] == options.through_model
@@ -260,7 +261,7 @@ def write_results(out: Path, rows: list[dict], options: SweepOptions) -> None:
 
 def section_text(rows: list[dict], options: SweepOptions) -> str:
     """The section's sentence: the set-up and where the significant modes sit at each scale."""
-    from ..generators.fashion_guidance import FRAME
+    from ..models.fashion_guidance import FRAME
 
     gradient = "through the UNet" if options.through_model else "with the noise prediction held constant"
     return (f"PromptSplit guidance (paper, eq. 5 and section 5.4) toward a reference the model never makes: "
@@ -280,7 +281,7 @@ def guidance_section(ctx: Any, options: SweepOptions | None = None) -> Any:
     """The demo's section (an ``extra`` experiment of ``run_fashion_demo``): the sweep on the final
     checkpoint, written to
     ``guidance/`` (result.json, table.md, curve.png) and the curve shown in the summary."""
-    from ..generators.fashion import load_checkpoint
+    from ..models.fashion import load_checkpoint
 
     options = options or ctx.options.get("guidance")
     if options is None:
@@ -308,30 +309,3 @@ def guidance_section(ctx: Any, options: SweepOptions | None = None) -> Any:
                                         "sandal, bag (guided), T-shirt, sneaker, dress (control)."]]
     return DemoSection("Guiding the generator toward a reference (PromptSplit guidance, section 5.4)",
                        section_text(rows, options), TABLE_HEADERS, table_rows(rows), figures=figures)
-
-
-def sweep_options(scales: str, per_prompt: int, seeds: int, *, seed: int, steps: int) -> SweepOptions | None:
-    """The demo's options (``--guide-scales``, ``--guide-per-prompt``, ``--guide-seeds``), checked where they
-    enter; ``--guide-scales none`` skips the section."""
-    from .._validation import check_memory, check_positive_number, check_seed
-    from ..errors import OptionError
-
-    if scales.strip().lower() == "none":
-        return None
-    try:
-        values = tuple(float(v) for v in scales.split(","))
-    except ValueError:
-        raise OptionError(f"--guide-scales must be comma-separated numbers or 'none', got "
-                          f"{scales!r}") from None
-    if not all(np.isfinite(v) and v >= 0 for v in values):
-        raise OptionError(f"--guide-scales must be finite numbers >= 0, got {scales!r}")
-    check_positive_number(per_prompt, "--guide-per-prompt", integer=True)
-    check_positive_number(seeds, "--guide-seeds", integer=True)
-    if per_prompt < 4:
-        raise OptionError(f"--guide-per-prompt must be at least 4, got {per_prompt}")
-    check_seed(seed)
-    images = per_prompt * GUIDED_PROMPTS * (len(values) + 2) * seeds  # (+ the rho and gradient rows)
-    check_memory(images * GUIDE_BYTES_PER_IMAGE, what=f"--guide-per-prompt {per_prompt} with --guide-seeds "
-                                                      f"{seeds} ({images:,} guided images)")
-    return SweepOptions(scales=values, per_prompt=per_prompt, steps=steps,
-                        seeds=tuple(range(seed, seed + seeds)))
