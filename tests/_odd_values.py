@@ -214,7 +214,7 @@ def _too_slow(signum, frame):
 
 
 #: the stand-ins for work that cannot run in this test: (module, attribute)
-HEAVY = (("promptprism.cli.demo_llm", "generate_qa"), ("promptprism.models.fashion", "packaged_weights"))
+HEAVY = (("promptprism.demos.llm", "generate_qa"), ("promptprism.models.fashion", "packaged_weights"))
 
 
 def run_argv(argv: list) -> tuple[int, str, str, list[str]]:

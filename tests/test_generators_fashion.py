@@ -103,7 +103,7 @@ def test_demo_generator_bad_input_is_one_line_exit_2(tmp_path, tiny_weights, cap
 def test_demo_generator_writes_every_section(tmp_path, tiny_weights, monkeypatch):
     import json
 
-    from promptprism.cli import demo_guidance
+    from promptprism.demos import guidance as demo_guidance
     from promptprism.report.html import external_references
 
     # the guidance section's real-image evaluation space, small (the plumbing, not the numbers)

@@ -215,6 +215,21 @@ def test_each_bad_option_is_one_line_naming_its_flag(case, flag, tmp_path):
     MethodTester(case).run_bad_option_test(tmp_path, flag)
 
 
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_the_same_seed_gives_the_same_result(case, tmp_path):
+    MethodTester(case).run_determinism_test(tmp_path)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_result_json_matches_its_schema_and_reads_back(case, tmp_path):
+    MethodTester(case).run_round_trip_test(tmp_path)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.permute is not None], ids=str)
+def test_the_order_of_the_inputs_does_not_matter_where_claimed(case, tmp_path):
+    MethodTester(case).run_order_test(tmp_path)
+
+
 @pytest.mark.slow  # a 2-process dask cluster: seconds per case
 @pytest.mark.parametrize("case", [
     PROMPTSPLIT,

@@ -19,10 +19,10 @@ import re
 from pathlib import Path
 
 import pytest
-from promptprism.generate.llm_demo import topic_summary
 
 from promptprism.cli import main
 from promptprism.data.manifest import read_manifest
+from promptprism.demos.llm import topic_summary
 from promptprism.generate import generate_text, local_llm_server, server_available
 from promptprism.generate.questions import ALTERED_SYSTEM_PROMPT, ALTERED_TOPIC, qa_prompts
 
