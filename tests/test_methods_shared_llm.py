@@ -76,7 +76,8 @@ def _sign_test_brute(a_only: int, b_only: int) -> float:
 
 
 def _holm_brute(p: list[float]) -> list[float]:
-    """Holm's step-down adjustment by its definition: p_(i) -> max over j <= i of min(1, (m - j + 1) p_(j))."""
+    """Holm's step-down adjustment by its definition: p_(i) -> max over j <= i of
+    min(1, (m - j + 1) p_(j))."""
     order = sorted(range(len(p)), key=lambda i: p[i])
     out = [0.0] * len(p)
     for rank, i in enumerate(order):
