@@ -262,7 +262,8 @@ def test_the_order_check_tells_a_sum_from_the_first_row(tmp_path):
     """``run_order_test`` passes a statistic that is a sum over rows and fails one that reads the first."""
     rows = np.arange(12.0).reshape(6, 2)
     case = MethodCase(name="toy", estimator=lambda **o: np.sum, fit=lambda est, data: {"value": est(data)},
-                      write=lambda folder: (rows, []), permute=lambda data, rng: data[rng.permutation(len(data))])
+                      write=lambda folder: (rows, []),
+                      permute=lambda data, rng: data[rng.permutation(len(data))])
     MethodTester(case).run_order_test(tmp_path)
     first = dataclasses.replace(case, fit=lambda est, data: {"value": data[0].tolist()})
     with pytest.raises(AssertionError):
