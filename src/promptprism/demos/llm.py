@@ -118,6 +118,7 @@ class Summary:
 
     @property
     def tokens_per_second(self) -> float:
+        """Answer tokens per second of generation (0 when no time was measured)."""
         return self.tokens / self.generation_seconds if self.generation_seconds else 0.0
 
 
