@@ -44,19 +44,28 @@ def _compcon(**options):
     from promptprism.methods.compcon.modality import TextModality
     from promptprism.methods.naming import ChatJudge
 
-    return CompCon(**{"llm": _client("llm"), "modality": TextModality(judge=ChatJudge(_client("judge"))),
-                      "n_discovery_prompts": 10, "iterations": 1, "n_generated": 10, "seed": 0, **options})
+    seed = options.get("seed", 0)
+    judge = TextModality(judge=ChatJudge(_client("judge", seed=seed)), name="chat (judge)")
+    return CompCon(**{"llm": _client("llm", seed=seed), "modality": judge, "n_discovery_prompts": 10,
+                      "iterations": 1, "n_generated": 10, "seed": seed, **options})
 
 
 def _compcon_fit(est, bank):
+    """Models A and B answer through the endpoint as the command's ``chat:MODEL`` arguments do."""
     from promptprism.methods.compcon import ChatAnswers
 
-    answers = [ChatAnswers(_client(m, temperature=0.7), seed=est.seed) for m in ("model-a", "model-b")]
+    answers = [ChatAnswers(_client(m, temperature=0.7, max_tokens=128, seed=est.seed), seed=est.seed,
+                           name=f"{side} ({m})") for side, m in (("A", "model-a"), ("B", "model-b"))]
     return est.fit(*answers, bank)
 
 
 def _compcon_data(folder: Path):
-    return list(BANK), []
+    """The prompt bank, and for the command line: the two chat models, the bank's file, the endpoint."""
+    folder.mkdir(parents=True, exist_ok=True)
+    bank = folder / "bank.txt"
+    bank.write_text("\n".join(BANK) + "\n", encoding="utf-8")
+    return list(BANK), ["chat:model-a", "chat:model-b", "--prompt-bank", str(bank),
+                        "--base-url", _server(True).base_url]
 
 
 def _compcon_truth(bank) -> dict:
@@ -104,6 +113,10 @@ COMPCON = MethodCase(
     estimator=_compcon,
     fit=_compcon_fit,
     write=_compcon_data,
+    command=["compcon", "--text", "--model", "llm", "--judge-model", "judge", "--api-key-env", "",
+             "--timeout", "5", "--retries", "0", "--discovery-prompts", "10", "--iterations", "1",
+             "--generated", "10", "--seed", "0"],
+    bad_options={"--discovery-prompts": "0", "--alpha": "2", "--iterations": "-1"},
     reference=_compcon_truth,
     statistic_reference=_compcon_statistics,
     bad_parameters={"n_discovery_prompts": 0, "alpha": 2.0, "iterations": -1},
@@ -218,6 +231,17 @@ CASES = [COMPCON, NAMING]
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_numbers_equal_the_reference_implementation(case, tmp_path):
     MethodTester(case).run_reference_test(tmp_path)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.command is not None], ids=str)
+def test_command_line_equals_library(case, tmp_path):
+    MethodTester(case).run_cli_test(tmp_path)
+
+
+@pytest.mark.parametrize(("case", "flag"), [pytest.param(c, f, id=f"{c.name}{f}") for c in CASES
+                                            for f in c.bad_options])
+def test_each_bad_option_is_one_line_naming_its_flag(case, flag, tmp_path):
+    MethodTester(case).run_bad_option_test(tmp_path, flag)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
