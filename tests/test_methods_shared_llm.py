@@ -1,10 +1,11 @@
 """The shared checks (tests/method_tester.py) on the two methods that read models' answers: CompCon (text,
 on the scripted endpoint of :mod:`compcon_text_fakes`) and the naming of PromptSplit's modes
-(:mod:`promptprism.methods.naming`, with a scripted namer and a deterministic keyword judge). PROTOCOL AND
-STATISTICS TESTS: the answers are scripted.
+(:mod:`promptprism.methods.naming`: a scripted namer with a deterministic keyword judge, and the model-free
+word namer and lexical judge through ``describe``). PROTOCOL AND STATISTICS TESTS: the answers are scripted.
 
 Each case: the same seed gives the same result, result.json matches its schema and reads back equal, a bad
-parameter is refused naming it, and the reference slot: CompCon's attribute scores and held-out sign test,
+parameter is refused naming it, the command line (where the case has one) gives the library's result and
+refuses bad flags in one line, and the reference slot: CompCon's attribute scores and held-out sign test,
 naming's acceptance statistics (Fisher's exact test, Holm, the accuracy), recomputed from the definitions.
 """
 
@@ -224,7 +225,46 @@ NAMING = MethodCase(
     bad_parameters={"alpha": 2.0, "candidates": 0, "min_held_out": 0},
 )
 
-CASES = [COMPCON, NAMING]
+def _words_data(folder: Path):
+    """The naming fixture as files: both sets as .npz (texts included) and their ``split`` results folder,
+    which ``describe`` reads; the library reads the same files."""
+    from _cli_run import run_cli
+    from promptprism import load_paired, load_result
+    from promptprism.data.save import save_paired
+
+    (_, test, ref), _ = _naming_fixture()
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / "test.npz", folder / "reference.npz"]
+    for path, s in zip(paths, (test, ref), strict=True):
+        save_paired(path, s)
+    split = folder / "split"
+    code, _, err = run_cli("split", *paths, "--out", split, "--kernel", "gaussian", "--method", "exact",
+                           "--modes", "3", "--permutations", "50", "--seed", "0", "--quiet", "--no-report")
+    assert code == 0, err
+    data = (load_result(split), *(load_paired(p) for p in paths))
+    return data, [str(split), *map(str, paths)]
+
+
+def _words(**options):
+    from promptprism.methods.naming import LexicalJudge, NamingOptions, WordNamer
+
+    return types.SimpleNamespace(namer=WordNamer(), judge=LexicalJudge(), options=NamingOptions(**options))
+
+
+#: the model-free namer and judge (word log-odds, word presence): the same run through ``describe``
+NAMING_WORDS = MethodCase(
+    name="naming-words",
+    estimator=_words,
+    fit=_naming_fit,
+    write=_words_data,
+    command=["describe", "--namer", "words", "--judge", "lexical", "--seed", "0"],
+    bad_options={"--candidates": "0", "--alpha": "2", "--min-held-out": "0"},
+    ignore=(*NAMING.ignore, "calls"),  # the command counts its model calls (none here)
+    statistic_reference=_naming_statistics,
+    bad_parameters={"candidates": 0},
+)
+
+CASES = [COMPCON, NAMING, NAMING_WORDS]
 
 
 # -------------------------------------------------------------------------------------------------- checks
