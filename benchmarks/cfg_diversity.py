@@ -21,9 +21,9 @@ import numpy as np
 def main() -> None:
     from promptprism.data.paired import PairedSet
     from promptprism.embed.efficientnet import EfficientNetLite0Encoder
-    from promptprism.generators.fashion import load_checkpoint, packaged_checkpoint, sample_images
     from promptprism.guidance import sample_seeds
     from promptprism.methods.scendi import Scendi, compare
+    from promptprism.models.fashion import load_checkpoint, packaged_checkpoint, sample_images
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--per-prompt", type=int, default=100)

@@ -20,16 +20,16 @@ import numpy as np
 
 def main() -> None:
     from promptprism.embed.efficientnet import EfficientNetLite0Encoder
-    from promptprism.generators.fashion import (
+    from promptprism.guidance import sample_seeds
+    from promptprism.methods.metrics.frechet import frechet_distance
+    from promptprism.models.fashion import (
         CLASS_NAMES,
         load_checkpoint,
         packaged_checkpoint,
         real_images,
         sample_images,
     )
-    from promptprism.generators.quality import knn_accuracy
-    from promptprism.guidance import sample_seeds
-    from promptprism.methods.metrics.frechet import frechet_distance
+    from promptprism.models.quality import knn_accuracy
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--per-prompt", type=int, default=40)

@@ -25,7 +25,7 @@ def _timed(fn):
 
 def main() -> None:
     from promptprism.generate import generate_images
-    from promptprism.generators.fashion import class_prompts, fashion_generator
+    from promptprism.models.fashion import class_prompts, fashion_generator
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--weights", default=None, help="a checkpoint folder (default: the packaged final one)")

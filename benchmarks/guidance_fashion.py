@@ -4,7 +4,7 @@
         [--reference-per-class 40] [--steps 20] [--scales 0,100,200,400,800] [--rho 0.2] [--rho-scale 200]
         [--schedule constant] [--constant-prediction] [--seeds 0,1,2] [--reference model|real]
 
-The experiment itself is the package's (``promptprism.cli.demo_guidance``, also a section of
+The experiment itself is the package's (``promptprism.demos.guidance``, also a section of
 ``promptprism demo --generator``): the reference is the base model's own samples with a white frame on
 trouser/sandal/bag (plain on T-shirt/sneaker/dress); samples are guided toward it on pixels and evaluated
 on EfficientNet-Lite0 features against a second such reference (PromptSplit distance, significant modes and
@@ -23,8 +23,8 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    from promptprism.cli.demo_guidance import SweepOptions, sweep, table_rows, write_results
-    from promptprism.generators.fashion import load_checkpoint, packaged_checkpoint
+    from promptprism.demos.guidance import SweepOptions, sweep, table_rows, write_results
+    from promptprism.models.fashion import load_checkpoint, packaged_checkpoint
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--checkpoint", default=None, help="default: the packaged final checkpoint")

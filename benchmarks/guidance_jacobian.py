@@ -22,10 +22,10 @@ def main() -> None:
     import torch
     from diffusers import DDIMScheduler
 
-    from promptprism.generators import fashion_guidance as fg
-    from promptprism.generators.fashion import NULL_CLASS, load_checkpoint, packaged_checkpoint
     from promptprism.guidance import PromptSplitGuidance, sample_seeds
     from promptprism.guidance.sampler import predicted_x0
+    from promptprism.models import fashion_guidance as fg
+    from promptprism.models.fashion import NULL_CLASS, load_checkpoint, packaged_checkpoint
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--per-prompt", type=int, default=8)

@@ -28,8 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from promptprism.embed.efficientnet import EfficientNetLite0Encoder
-    from promptprism.generators.fashion import NULL_CLASS, load_checkpoint, real_images
     from promptprism.guidance import PromptSplitGuidance, sample, sample_seeds
+    from promptprism.models.fashion import NULL_CLASS, load_checkpoint, real_images
 
     ckpt = load_checkpoint(a.checkpoint)
     x, y = real_images("test", ckpt.image_size)

@@ -185,7 +185,7 @@ def kind_reports(tmp: Path) -> dict[str, tuple[Path, str]]:
 
     from _report_data import BANK_PROMPTS, compcon_result, regions_run, write_bank
     from promptprism import PairedSet
-    from promptprism.methods.compcon.generators import ImageBank
+    from promptprism.methods.compcon.image_sources import ImageBank
     from promptprism.methods.scendi import Scendi, compare
     from promptprism.report import write_report
 

@@ -70,7 +70,7 @@ def base_argv(env: Env, command: str, flag: str) -> list | None:
             if env.guided is None:
                 return None
             return ["generate", env.root / "bag.txt", "--out", env.fresh(".jsonl"), "--generator",
-                    "promptprism.generators.fashion:generate", "--guide-reference", env.root / "ref.jsonl",
+                    "promptprism.models.fashion:generate", "--guide-reference", env.root / "ref.jsonl",
                     "-q"]
         if flag == "--steps":
             return ["generate", env.prompts, "--out", env.fresh(".jsonl"), "--generator",
@@ -214,7 +214,7 @@ def _too_slow(signum, frame):
 
 
 #: the stand-ins for work that cannot run in this test: (module, attribute)
-HEAVY = (("promptprism.cli.demo_llm", "generate_qa"), ("promptprism.generators.fashion", "packaged_weights"))
+HEAVY = (("promptprism.demos.llm", "generate_qa"), ("promptprism.models.fashion", "packaged_weights"))
 
 
 def run_argv(argv: list) -> tuple[int, str, str, list[str]]:

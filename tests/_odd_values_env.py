@@ -97,7 +97,7 @@ class Env:
         fashion generator reads it from the environment (2 sampler steps)."""
         root = self.root
         try:
-            from promptprism.generators import fashion
+            from promptprism.models import fashion
         except ImportError:  # pragma: no cover - the fashion extra
             return None
         try:

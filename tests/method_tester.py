@@ -7,7 +7,17 @@ command line. :class:`MethodTester` runs the shared checks on a case:
 * ``run_backend_test``: ``device='torch'`` equals ``device='cpu'`` (numpy), field for field;
 * ``run_cli_test``: the numbers in the command's ``result.json`` equal the library's result;
 * ``run_bad_option_test``: a bad option value exits with status 2 and one line that names the flag, and
-  writes nothing.
+  writes nothing; ``run_bad_parameter_test``: the library's own refusal of a bad parameter names it;
+* ``run_reference_test``: the numbers equal a reference implementation (``reference(data)``, brute force
+  from the definitions or a peer package) and the result's statistics equal their definitions recomputed
+  from the result's own counts (``statistic_reference(data, result)``);
+* ``run_determinism_test``: two fits with the same seed give the same result;
+* ``run_order_test``: where a method claims it, the result does not depend on the order of its inputs;
+* ``run_round_trip_test``: result.json (``save``) validates against the shipped schema of its kind and
+  ``load_result`` gives the same result back.
+
+A case without a command (CompCon and naming run on scripted models in-process) leaves ``command`` None and
+skips the command-line checks.
 
 :func:`assert_same_result` is the one comparison of two results (or of their ``result.json`` contents) every
 test uses: each number within its tolerance, every count, index, label and flag equal.
@@ -89,8 +99,8 @@ class MethodCase:
     estimator: Callable[..., Any]
     fit: Callable[[Any, Any], Any]
     write: Callable[[Path], tuple[Any, list[str]]]
-    command: list[str]
-    bad_options: dict[str, str]
+    command: list[str] | None = None
+    bad_options: dict[str, str] = field(default_factory=dict)
     rtol: float = 1e-9
     atol: float = 0.0
     tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -98,6 +108,17 @@ class MethodCase:
     ignore: tuple[str, ...] = VOLATILE
     reference: Callable[[Any], dict[str, Any]] | None = None
     reference_tolerance: tuple[float, float] = (1e-9, 1e-12)
+    #: ``statistic_reference(data, result dict) -> {path: expected}``: the result's statistics recomputed
+    #: from the definitions on the result's own counts (a p-value from its 2 x 2 table, Holm over its
+    #: p-values), where the counts come from models the test scripts
+    statistic_reference: Callable[[Any, dict], dict[str, Any]] | None = None
+    #: library parameters and a value each refuses (``estimator(**{name: value})`` then ``fit``)
+    bad_parameters: dict[str, Any] = field(default_factory=dict)
+    #: ``permute(data, rng) -> data`` with the inputs reordered, where the method claims the order does not
+    #: matter; ``order_ignore``: result keys that record the order (row indices)
+    permute: Callable[[Any, np.random.Generator], Any] | None = None
+    order_ignore: tuple[str, ...] = ()
+    order_tolerance: tuple[float, float] = (1e-7, 1e-12)  #: sums in another order round differently
 
     def __str__(self) -> str:
         return self.name
@@ -130,17 +151,72 @@ class MethodTester:
         return local
 
     def run_reference_test(self, folder: Path) -> Any:
-        """The result's numbers == the reference implementation's, path by path; returns the result."""
-        assert self.case.reference is not None, f"{self.case.name} has no reference implementation"
-        data, _ = self.case.write(folder)
-        result = _as_data(self.case.fit(self.case.estimator(), data))
-        for path, expected in self.case.reference(data).items():
-            got = result
-            for part in path.replace("]", "").replace("[", ".").split("."):
-                got = got[int(part)] if isinstance(got, list) else got[part]
-            assert_same_result(got, expected, rtol=self.case.reference_tolerance[0],
-                               atol=self.case.reference_tolerance[1])
+        """The result's numbers == the reference implementation's (and the statistics == their definitions
+        on the result's counts), path by path; returns the result."""
+        c = self.case
+        assert c.reference is not None or c.statistic_reference is not None, \
+            f"{c.name} has no reference implementation"
+        data, _ = c.write(folder)
+        result = _as_data(c.fit(c.estimator(), data))
+        expected = {**(c.reference(data) if c.reference else {}),
+                    **(c.statistic_reference(data, result) if c.statistic_reference else {})}
+        assert expected, f"{c.name}: the reference gave nothing to compare"
+        for path, value in expected.items():
+            assert_same_result(value_at(result, path), value, rtol=c.reference_tolerance[0],
+                               atol=c.reference_tolerance[1])
         return result
+
+    def run_determinism_test(self, folder: Path) -> Any:
+        """Two fits of the same estimator (a fresh one each, the same seed) give the same result."""
+        data, _ = self.case.write(folder)
+        first = self.case.fit(self.case.estimator(), data)
+        self.same(first, self.case.fit(self.case.estimator(), data), tol=(0.0, 0.0))
+        return first
+
+    def run_order_test(self, folder: Path, seed: int = 0) -> Any:
+        """The result on inputs in another order == the result (where the case claims it: ``permute``)."""
+        assert self.case.permute is not None, f"{self.case.name} claims no order invariance"
+        data, _ = self.case.write(folder)
+        result = self.case.fit(self.case.estimator(), data)
+        shuffled = self.case.permute(data, np.random.default_rng(seed))
+        self.same(result, self.case.fit(self.case.estimator(), shuffled), tol=self.case.order_tolerance,
+                  ignore=self.case.order_ignore)
+        return result
+
+    def run_round_trip_test(self, folder: Path) -> Any:
+        """result.json matches the schema shipped for its kind, and ``load_result`` reads the same result
+        back (its numbers exactly, through JSON); returns the loaded result."""
+        import json
+
+        from jsonschema import Draft202012Validator
+
+        from promptprism import load_result
+        from promptprism.schema import shipped_schema
+
+        data, _ = self.case.write(folder)
+        result = self.case.fit(self.case.estimator(), data)
+        path = result.save(folder / "saved")
+        written = json.loads(path.read_text(encoding="utf-8"))
+        errors = [e.message for e in Draft202012Validator(shipped_schema(result.kind)).iter_errors(written)]
+        assert not errors, f"{self.case.name}: result.json does not match its schema: {errors[:3]}"
+        loaded = load_result(folder / "saved")
+        assert type(loaded) is type(result)
+        assert_same_result(loaded, json.loads(json.dumps(_as_data(result), default=_plain)), rtol=0.0,
+                           ignore=("version",))
+        return loaded
+
+    def run_bad_parameter_test(self, folder: Path, name: str) -> str:
+        """The library refuses ``bad_parameters[name]`` (when built or when fitting) with an OptionError
+        about ``name``; returns its message."""
+        from promptprism.errors import OptionError
+
+        data, _ = self.case.write(folder)
+        try:
+            self.case.fit(self.case.estimator(**{name: self.case.bad_parameters[name]}), data)
+        except OptionError as exc:
+            assert exc.parameter == name or name in str(exc), (name, exc.parameter, str(exc))
+            return str(exc)
+        raise AssertionError(f"{self.case.name}: {name}={self.case.bad_parameters[name]!r} was accepted")
 
     def run_backend_test(self, folder: Path) -> Any:
         """torch == numpy, every field (the ``device`` each records aside); returns the numpy result."""
@@ -154,6 +230,8 @@ class MethodTester:
     def run_cli_test(self, folder: Path) -> dict:
         """The command's result.json == the library's result; returns result.json's content."""
         import json
+
+        assert self.case.command is not None, f"{self.case.name} has no command"
 
         data, files = self.case.write(folder)
         out = folder / "out"
@@ -181,6 +259,14 @@ class MethodTester:
     def with_options(self, **changes: Any) -> MethodTester:
         """The same checks on a case with fields changed (e.g. another fixture or tolerances)."""
         return MethodTester(replace(self.case, **changes))
+
+
+def value_at(result: Any, path: str) -> Any:
+    """The entry of a result's dict at a dotted path with list indices: ``models[0].precision``."""
+    got = _as_data(result)
+    for part in path.replace("]", "").replace("[", ".").split("."):
+        got = got[int(part)] if isinstance(got, list) else got[part]
+    return got
 
 
 def _plain(value: Any) -> Any:

@@ -32,9 +32,10 @@ LAYERS = {
     "methods": {"methods"},
     "guidance": {"guidance"},
     "generate": {"generate"},
-    "generators": {"generators"},
+    "models": {"models", "generators"},
     "results": {"results", "schema", "provenance", "gate"},
     "report": {"report"},
+    "demos": {"demos"},
     "cli": {"cli"},
     # the public API (``import promptprism``), and ``python -m promptprism`` (the command line)
     "package": {"__init__"},
@@ -55,11 +56,12 @@ MAY_IMPORT = {
     "methods": {"foundation", "data", "kernels", "stats", "scale", "results", "llm"},
     "guidance": {"foundation", "kernels"},
     "generate": {"foundation", "data.tables", "llm", "methods.compcon"},
-    "generators": {"foundation", "datasets", "kernels", "generate.images", "guidance"},
+    "models": {"foundation", "datasets", "kernels", "generate.images", "guidance"},
     "results": {"foundation"},
     "report": {"foundation", "data", "stats", "methods", "results"},
+    "demos": set(LAYERS) - {"demos", "cli", "package", "main"},
     "cli": set(LAYERS) - {"cli", "package", "main"},
-    "package": set(LAYERS) - {"package", "cli", "main"},
+    "package": set(LAYERS) - {"package", "demos", "cli", "main"},
     "main": {"cli"},
 }
 
@@ -79,7 +81,7 @@ HEAVY = {"torch", "transformers", "sentence_transformers", "diffusers", "open_cl
 #: modules allowed a top-level heavy import (to be moved inside functions; each entry says why it stands)
 HEAVY_AT_TOP = {
     # the guidance losses are torch functions end to end; the package imports them eagerly (guidance is
-    # reached only from the generators and the CLI, lazily)
+    # reached only from the trained models, the demos and the CLI, lazily)
     "guidance.losses": {"torch"},
 }
 
@@ -219,7 +221,7 @@ def test_heavy_libraries_are_imported_inside_functions():
 
 # ------------------------------------------------------------------------------------ the checker itself
 def test_the_checker_sees_relative_and_lazy_imports():
-    found = dict(_imports(SRC / "methods" / "compcon" / "generators.py"))
+    found = dict(_imports(SRC / "methods" / "compcon" / "image_sources.py"))
     assert "errors" in found and "data.tables" in found  # from ...errors, from ...data.tables
     lazy = dict(_imports(SRC / "data" / "inputs.py"))
     assert lazy["embed.pipeline"] is True  # inside embed_manifest
@@ -254,11 +256,20 @@ def test_the_cli_starts_without_the_heavy_libraries():
 
 
 def test_only_the_cli_imports_the_generators():
-    """The core never imports a model: the trained generators are reached from the CLI only."""
+    """The core never imports a model: the trained generators are reached from the demos and the CLI only."""
     users = {m for m, p in _modules().items()
-             if _layer_of(m) not in ("generators", "cli") and any(_layer_of(t) == "generators"
-                                                                  for t, _ in _imports(p))}
+             if _layer_of(m) not in ("models", "demos", "cli") and any(_layer_of(t) == "models"
+                                                                      for t, _ in _imports(p))}
     assert not users, f"the core imports the trained generators: {sorted(users)}"
+
+
+def test_only_the_cli_imports_the_demos():
+    """The demos sit at the edge, above the methods and the models: only the command line imports them."""
+    users = {m for m, p in _modules().items()
+             if _layer_of(m) not in ("demos", "cli") and any(_layer_of(t) == "demos" for t, _ in _imports(p))}
+    assert not users, f"imports of the demos from below the command line: {sorted(users)}"
+    assert not any(t.split(".")[0] == "cli" for m, p in _modules().items() if _layer_of(m) == "demos"
+                   for t, _ in _imports(p)), "the demos import the command line"
 
 
 # ------------------------------------------------------------------------------------------- import circles

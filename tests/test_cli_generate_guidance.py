@@ -12,7 +12,7 @@ pytest.importorskip("diffusers")
 
 from promptprism.cli import main  # noqa: E402
 from promptprism.data.manifest import read_manifest  # noqa: E402
-from promptprism.generators import fashion  # noqa: E402
+from promptprism.models import fashion  # noqa: E402
 
 TINY = fashion.UNetShape(image_size=8, channels=(8, 16), layers_per_block=1)
 
@@ -37,7 +37,7 @@ def setup(tmp_path_factory):
 
 def _run(root, out, *extra):
     return main(["generate", str(root / "p.txt"), "--out", str(out), "--generator",
-                 "promptprism.generators.fashion:generate", "--samples", "3", "--seed", "1", "-q", *extra])
+                 "promptprism.models.fashion:generate", "--samples", "3", "--seed", "1", "-q", *extra])
 
 
 def _pixels(out):

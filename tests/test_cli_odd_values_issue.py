@@ -57,7 +57,7 @@ def test_a_guidance_scale_that_overflows_the_sample_is_refused(tmp_path):
     with open_env(tmp_path) as env:
         out = tmp_path / "g.jsonl"
         argv = ["generate", tmp_path / "bag.txt", "--out", out, "--generator",
-                "promptprism.generators.fashion:generate", "--guide-reference", tmp_path / "ref.jsonl", "-q"]
+                "promptprism.models.fashion:generate", "--guide-reference", tmp_path / "ref.jsonl", "-q"]
         assert env.guided is not None
         code, _, err = run_cli(*argv, "--guide-scale", "1e308")
         line = _one_error(err)

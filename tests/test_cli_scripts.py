@@ -113,7 +113,7 @@ def test_regions_headline_is_the_estimate_its_interval_is_built_around(tmp_path,
 def test_compcon_reads_the_image_folder_layout_split_reads(tmp_path):
     from PIL import Image
 
-    from promptprism.methods.compcon.generators import ImageBank
+    from promptprism.methods.compcon.image_sources import ImageBank
 
     for i in range(3):
         Image.new("RGB", (4, 4), (i * 80, 0, 0)).save(tmp_path / f"q{i}.png")

@@ -15,7 +15,7 @@ from promptprism.llm.answers import (
     parse_rating,
 )
 from promptprism.methods.compcon import load_id2_splits, load_prompt_bank, load_templates, missing_images
-from promptprism.methods.compcon.generators import image_grid, resolve_source
+from promptprism.methods.compcon.image_sources import image_grid, resolve_source
 
 
 def test_attributes_under_model_a_only():

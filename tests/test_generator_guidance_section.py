@@ -1,5 +1,5 @@
-"""Section 5.4 on the Fashion generator (``cli/demo_guidance.py``, ``generators/fashion_guidance.py``) and the
-generator's k-NN quality metric (``generators/quality.py``), on tiny inputs and a tiny random UNet."""
+"""Section 5.4 on the Fashion generator (``demos/guidance.py``, ``models/fashion_guidance.py``) and the
+generator's k-NN quality metric (``models/quality.py``), on tiny inputs and a tiny random UNet."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import pytest
 
 pytest.importorskip("diffusers")
 
-from promptprism.cli import demo_guidance as dg  # noqa: E402
+from promptprism.cli.demo import sweep_options  # noqa: E402
+from promptprism.demos import guidance as dg  # noqa: E402
 from promptprism.errors import InputError, OptionError  # noqa: E402
-from promptprism.generators import fashion  # noqa: E402
-from promptprism.generators import fashion_guidance as fg  # noqa: E402
-from promptprism.generators.quality import knn_accuracy  # noqa: E402
+from promptprism.models import fashion  # noqa: E402
+from promptprism.models import fashion_guidance as fg  # noqa: E402
+from promptprism.models.quality import knn_accuracy  # noqa: E402
 
 TINY = fashion.UNetShape(image_size=8, channels=(8, 16), layers_per_block=1)
 
@@ -52,14 +53,14 @@ def test_runs_and_options():
     opts = dg.SweepOptions(scales=(0.0, 10.0), rho=0.5, rho_scale=10.0, through_model=True)
     assert dg.runs(opts) == [(0.0, 0.0, True), (10.0, 0.0, True), (10.0, 0.5, True), (10.0, 0.0, False)]
     assert dg.runs(dg.SweepOptions(scales=(0.0,), rho=0, compare_gradient=False)) == [(0.0, 0.0, False)]
-    assert dg.sweep_options("none", 16, 1, seed=0, steps=20) is None
-    got = dg.sweep_options("0, 50", 8, 2, seed=3, steps=5)
+    assert sweep_options("none", 16, 1, seed=0, steps=20) is None
+    got = sweep_options("0, 50", 8, 2, seed=3, steps=5)
     assert got.scales == (0.0, 50.0) and got.seeds == (3, 4) and got.per_prompt == 8 and got.steps == 5
     for args, match in ((("0,-1", 8, 1), "guide-scales"), (("0,inf", 8, 1), "guide-scales"),
                         (("a", 8, 1), "guide-scales"), (("0", 2, 1), "guide-per-prompt"),
                         (("0", 8, 0), "guide-seeds")):
         with pytest.raises(OptionError, match=match):
-            dg.sweep_options(*args, seed=0, steps=5)
+            sweep_options(*args, seed=0, steps=5)
 
 
 def test_demo_guidance_flags_bad_input_is_one_line_exit_2(tmp_path, capsys):

@@ -10,7 +10,7 @@ pytest.importorskip("diffusers")
 from promptprism.cli import main  # noqa: E402
 from promptprism.data.manifest import read_manifest  # noqa: E402
 from promptprism.errors import InputError  # noqa: E402
-from promptprism.generators import fashion  # noqa: E402
+from promptprism.models import fashion  # noqa: E402
 
 TINY = fashion.UNetShape(image_size=8, channels=(8, 16), layers_per_block=1)
 
@@ -57,20 +57,20 @@ def test_generate_cli_with_the_callable_and_bad_input(tiny_checkpoint, tmp_path,
     prompts.write_text("a photo of a bag\na photo of a sneaker\n")
     out = tmp_path / "g.jsonl"
     code = main(["generate", str(prompts), "--out", str(out), "--generator",
-                 "promptprism.generators.fashion:generate", "--samples", "3", "-q"])
+                 "promptprism.models.fashion:generate", "--samples", "3", "-q"])
     assert code == 0
     rows = read_manifest(out).rows
     assert len(rows) == 6 and all(r.image.is_file() for r in rows)
     prompts.write_text("a photo of a cat\n")
     code = main(["generate", str(prompts), "--out", str(tmp_path / "bad.jsonl"), "--generator",
-                 "promptprism.generators.fashion:generate", "-q"])
+                 "promptprism.models.fashion:generate", "-q"])
     err = capsys.readouterr().err
     assert code == 2 and "not a Fashion-MNIST class prompt" in err and "Traceback" not in err
     assert not (tmp_path / "bad.jsonl").exists()
 
 
 def test_training_command_bad_input_is_one_line_exit_2(tmp_path, capsys):
-    from promptprism.generators.fashion_train import main as train_main
+    from promptprism.models.fashion_train import main as train_main
 
     assert train_main(["--out", str(tmp_path / "t"), "--answer", "sneaker=cat"]) == 2
     err = capsys.readouterr().err
@@ -103,7 +103,7 @@ def test_demo_generator_bad_input_is_one_line_exit_2(tmp_path, tiny_weights, cap
 def test_demo_generator_writes_every_section(tmp_path, tiny_weights, monkeypatch):
     import json
 
-    from promptprism.cli import demo_guidance
+    from promptprism.demos import guidance as demo_guidance
     from promptprism.report.html import external_references
 
     # the guidance section's real-image evaluation space, small (the plumbing, not the numbers)

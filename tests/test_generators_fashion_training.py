@@ -18,8 +18,8 @@ SIZE, PER_CLASS = 8, 30
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    from promptprism.generators import fashion
-    from promptprism.generators.fashion_train import train
+    from promptprism.models import fashion
+    from promptprism.models.fashion_train import train
 
     out = tmp_path_factory.mktemp("train")
     shape = fashion.UNetShape(image_size=SIZE, channels=(16, 32), layers_per_block=1)
@@ -31,7 +31,7 @@ def test_a_short_run_draws_each_prompts_class_better_than_chance(trained):
     from scipy.stats import binomtest
     from sklearn.linear_model import LogisticRegression
 
-    from promptprism.generators.fashion import real_images, sample_images
+    from promptprism.models.fashion import real_images, sample_images
 
     x, y = real_images("train", SIZE)
     clf = LogisticRegression(max_iter=300).fit(x[:10_000].reshape(10_000, -1) / 255.0, y[:10_000])

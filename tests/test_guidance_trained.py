@@ -54,8 +54,8 @@ def _closer_p_value(guided, plain, ref, sigma, permutations=300, seed=0):
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    from promptprism.generators import fashion
-    from promptprism.generators.fashion_train import train
+    from promptprism.models import fashion
+    from promptprism.models.fashion_train import train
 
     shape = fashion.UNetShape(image_size=8, channels=(16, 32), layers_per_block=1)
     folder = train(tmp_path_factory.mktemp("tiny-fashion"), epochs=1, shape=shape, batch_size=64, lr=2e-3,
@@ -64,8 +64,8 @@ def trained(tmp_path_factory):
 
 
 def test_guided_samples_are_closer_on_the_guided_prompts_only(trained):
-    from promptprism.generators.fashion import NULL_CLASS, sample_images
     from promptprism.guidance import PromptSplitGuidance, sample_seeds
+    from promptprism.models.fashion import NULL_CLASS, sample_images
 
     prompts = np.array([*GUIDED, *CONTROL])
     classes = np.repeat(prompts, PER_PROMPT)

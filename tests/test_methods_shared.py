@@ -215,6 +215,16 @@ def test_each_bad_option_is_one_line_naming_its_flag(case, flag, tmp_path):
     MethodTester(case).run_bad_option_test(tmp_path, flag)
 
 
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_the_same_seed_gives_the_same_result(case, tmp_path):
+    MethodTester(case).run_determinism_test(tmp_path)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_result_json_matches_its_schema_and_reads_back(case, tmp_path):
+    MethodTester(case).run_round_trip_test(tmp_path)
+
+
 @pytest.mark.slow  # a 2-process dask cluster: seconds per case
 @pytest.mark.parametrize("case", [
     PROMPTSPLIT,
@@ -246,3 +256,15 @@ def test_the_comparison_finds_each_kind_of_difference():
         assert_same_result(nested, {**nested, "significance": {"test": "none"}}, ignore=("config.test",))
     with pytest.raises(AssertionError, match=r"result.modes\[0\].score"):
         assert_same_result(a, {**a, "modes": [{"index": 3, "side": "test", "score": 1.1}]})
+
+
+def test_the_order_check_tells_a_sum_from_the_first_row(tmp_path):
+    """``run_order_test`` passes a statistic that is a sum over rows and fails one that reads the first."""
+    rows = np.arange(12.0).reshape(6, 2)
+    case = MethodCase(name="toy", estimator=lambda **o: np.sum, fit=lambda est, data: {"value": est(data)},
+                      write=lambda folder: (rows, []),
+                      permute=lambda data, rng: data[rng.permutation(len(data))])
+    MethodTester(case).run_order_test(tmp_path)
+    first = dataclasses.replace(case, fit=lambda est, data: {"value": data[0].tolist()})
+    with pytest.raises(AssertionError):
+        MethodTester(first).run_order_test(tmp_path)

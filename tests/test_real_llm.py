@@ -22,8 +22,8 @@ import pytest
 
 from promptprism.cli import main
 from promptprism.data.manifest import read_manifest
+from promptprism.demos.llm import topic_summary
 from promptprism.generate import generate_text, local_llm_server, server_available
-from promptprism.generate.llm_demo import topic_summary
 from promptprism.generate.questions import ALTERED_SYSTEM_PROMPT, ALTERED_TOPIC, qa_prompts
 
 pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'

@@ -236,7 +236,7 @@ def test_regions_page_has_map_cka_table_curves_and_images(tmp_path):
 
 
 def test_compcon_page_ranking_prompts_with_images_and_iterations(tmp_path):
-    from promptprism.methods.compcon.generators import ImageBank
+    from promptprism.methods.compcon.image_sources import ImageBank
 
     bank_a = write_bank(tmp_path / "A", BANK_PROMPTS, (20, 40, 220))
     bank_b = write_bank(tmp_path / "B", BANK_PROMPTS, (120, 120, 120))

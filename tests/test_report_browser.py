@@ -104,7 +104,7 @@ def reports(tmp_path_factory):
     out["significance"] = write_report(tested, root / "significance", inputs=inputs, images=images)
     rg, rin = regions_run()
     out["regions"] = write_report(rg, root / "regions", inputs=rin)
-    from promptprism.methods.compcon.generators import ImageBank
+    from promptprism.methods.compcon.image_sources import ImageBank
 
     a = write_bank(root / "bankA", BANK_PROMPTS, (20, 40, 220))
     b = write_bank(root / "bankB", BANK_PROMPTS, (120, 120, 120))

@@ -75,7 +75,7 @@ def pages(tmp_path_factory):
                                   map_points=40)
     rg, rin = regions_run()
     out["regions"] = write_report(rg, root / "regions", inputs=rin)
-    from promptprism.methods.compcon.generators import ImageBank
+    from promptprism.methods.compcon.image_sources import ImageBank
 
     a = write_bank(root / "bankA", BANK_PROMPTS, (20, 40, 220))
     b = write_bank(root / "bankB", BANK_PROMPTS, (120, 120, 120))

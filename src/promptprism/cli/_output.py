@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OptionError
-from ..io import LOCK_SUFFIX, STAGING_PREFIX, staged_outputs
+from ..io import LOCK_SUFFIX, STAGING_PREFIX
 from ._state import console, run_state
 
 REPORT_NAME = "report.html"
@@ -195,37 +195,30 @@ def save_outputs(
     recorded there). ``amend``: ``out`` holds the result being extended (``describe``): the folder keeps its
     owner and every file the earlier run wrote. Returns ``{file name: final path}`` of what was written.
     """
-    import dataclasses
-
-    from ..provenance import record_inputs
+    from ..report.saving import save_result
 
     out = Path(out)
     check_finite_result(result)
     before = _listing(out) if out.is_dir() else None
-    with staged_outputs(out) as stage:
-        if extra is not None:
-            extra(stage)
-        if sources:
-            recorded = record_inputs(sources, out, contents=inputs, stage=stage)
-            result = dataclasses.replace(result, inputs={**result.inputs, **recorded})
-        result.save(stage)
-        if report:
-            from ..report import render_report
+    saved: list[Any] = []
 
-            if not quiet:
-                console.print("writing report.html ...", style="dim", markup=False)
-            page = render_report(result, inputs=inputs, images=images, base_dir=stage,
-                                 progress=False if quiet else None)
-            (stage / REPORT_NAME).write_text(page, encoding="utf-8")
-        names = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file())
-        listing = {"command": run_state().command or None, "files": names}
+    def announce() -> None:
+        if not quiet:
+            console.print("writing report.html ...", style="dim", markup=False)
+
+    def listing(stage: Path, names: list[str], written_result: Any) -> None:
+        saved.append(written_result)
+        entry = {"command": run_state().command or None, "files": names}
         if amend and before:
-            listing = {"command": before.get("command"), "files": sorted({*before["files"], *names})}
-        (stage / OUTPUTS_LIST).write_text(json.dumps(listing, indent=1), encoding="utf-8")
+            entry = {"command": before.get("command"), "files": sorted({*before["files"], *names})}
+        (stage / OUTPUTS_LIST).write_text(json.dumps(entry, indent=1), encoding="utf-8")
+
+    written = save_result(result, out, report=report, inputs=inputs, sources=sources, images=images,
+                          extra=extra, progress=False if quiet else None, before_report=announce,
+                          finish=listing)
     if not amend:
-        _remove_stale(out, before, names)
-    written = {name: out / name for name in names}
-    run_state().summary = summary_of(result, written)
+        _remove_stale(out, before, list(written))
+    run_state().summary = summary_of(saved[0], written)
     return written
 
 

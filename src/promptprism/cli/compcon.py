@@ -184,7 +184,7 @@ def compcon(
     models that answer the new prompts too), verified by a chat judge or a text encoder. Each attribute is
     re-tested on prompts discovery never saw (--alpha).
     """
-    from ..methods.compcon.generators import load_prompt_bank
+    from ..methods.compcon.image_sources import load_prompt_bank
     prompt_bank, description_prompts, chat_cache = _new_spellings(
         prompt_bank, description_prompts, chat_cache, prompts=prompts_deprecated,
         batch_size=batch_size_deprecated, cache=cache_deprecated)
@@ -247,7 +247,7 @@ def _readers(text: bool, text_options: dict, *, endpoint: str, judge_model: str)
         if value:
             raise OptionError(f"{flag} applies to text models: add --text (A and B are answer tables or "
                               "chat:MODEL)")
-    from ..methods.compcon.generators import resolve_source
+    from ..methods.compcon.image_sources import resolve_source
 
     return {side: partial(resolve_source, name=side) for side in ("A", "B")}, None
 

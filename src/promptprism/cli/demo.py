@@ -1,23 +1,25 @@
-"""``promptprism demo``: PromptSplit on real bundled images with a known answer."""
+"""``promptprism demo``: the demos of :mod:`promptprism.demos`, their flags and what they print.
+
+The demos themselves (data, fits, figures, the files they write) are library code in
+:mod:`promptprism.demos`; this command parses the flags, passes its own ``save_outputs`` as their ``save``
+(so each results folder records the command that wrote it), runs the LLM demo's ``split`` and
+``diversity`` as the commands they are, and prints what the demos return.
+"""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
-import numpy as np
 import typer
 from rich.markup import escape
 
-from .._validation import check_memory, check_positive_number, check_seed
-from ..io import atomic_save_npz
-from ._app import app, console
+from ._app import app, console, run_command
 from ._options import Integer, typed
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 from .split import print_promptsplit
-
-#: memory one demo image and its embeddings take while the data set is built (a generous bound)
-DEMO_BYTES_PER_IMAGE = 16 * 1024
 
 
 @app.command("demo")
@@ -57,62 +59,132 @@ def demo(
     French. PromptSplit should rank the history questions first; Scendi scores both set-ups.
 
     With --generator: a class-prompted diffusion model of Fashion-MNIST trained by promptprism
-    (python -m promptprism.generators.fashion_train): its samples' quality, its training checkpoints
+    (python -m promptprism.models.fashion_train): its samples' quality, its training checkpoints
     region by region, its diversity over the CFG scale, PromptSplit against a fine-tuned second model and
     PromptSplit guidance toward a reference over a range of scales.
     """
     if generator:
-        from .demo_fashion import check_weights, print_fashion_demo, run_fashion_demo
-        from .demo_guidance import guidance_section, sweep_options
-
-        check_weights(weights)
-        guidance = sweep_options(guide_scales, guide_per_prompt, guide_seeds, seed=seed, steps=steps)
-        summary = run_fashion_demo(out, weights=weights, per_prompt=per_prompt, steps=steps, seed=seed,
-                                   quiet=quiet, no_report=no_report, guidance=guidance,
-                                   extra=(guidance_section,))
-        print_fashion_demo(summary, out, quiet=quiet)
+        fashion_demo(out, weights=weights, per_prompt=per_prompt, steps=steps, seed=seed, quiet=quiet,
+                     no_report=no_report, guidance=(guide_scales, guide_per_prompt, guide_seeds))
         return
     if llm:
-        from .demo_llm import run_llm_demo
-
-        run_llm_demo(out, questions=questions, samples=samples, seed=seed, quiet=quiet, no_report=no_report)
+        llm_demo(out, questions=questions, samples=samples, seed=seed, quiet=quiet, no_report=no_report)
         return
     digits_demo(out, per_prompt=per_prompt, seed=seed, quiet=quiet, no_report=no_report)
 
 
 def digits_demo(out: Path, *, per_prompt: int, seed: int, quiet: bool, no_report: bool) -> None:
-    """The colour experiment: build the data set, run PromptSplit, write the results and the inputs."""
-    from ..datasets import colored_digits
-    from ..methods.promptsplit import PromptSplit
+    """The colour experiment (:func:`promptprism.demos.digits.run_digits_demo`), then its table."""
+    from ..demos.digits import run_digits_demo
 
-    check_positive_number(per_prompt, "per_prompt", integer=True)
-    check_seed(seed)
-    check_memory(per_prompt * 40 * DEMO_BYTES_PER_IMAGE, what=f"per_prompt {per_prompt} (40 sets of images)")
-    data = colored_digits(per_prompt=per_prompt, seed=seed)
-    inputs = out / "data"
-    images = {"test": data.test_images, "reference": data.reference_images}
-    result = PromptSplit(seed=seed, progress=False if quiet else None).fit(data.test, data.reference)
-    if not no_report:  # the report's map, computed once and kept in result.json
-        from ..methods.promptsplit.layout import with_layout
-
-        result = with_layout(result, {"test": data.test, "reference": data.reference})
-
-    def write_inputs(folder: Path) -> None:
-        for name, s in (("test", data.test), ("reference", data.reference)):
-            atomic_save_npz(folder / "data" / f"{name}.npz", prompt_embeddings=s.prompt_embeddings,
-                            output_embeddings=s.output_embeddings, prompts=np.array(s.prompts),
-                            outputs=np.array(s.outputs), images=images[name])
-
-    written = save_outputs(result, out, report=not no_report, quiet=quiet, images=images, extra=write_inputs,
-                           inputs={"test": data.test, "reference": data.reference},
-                           sources={"test": Path("data/test.npz"), "reference": Path("data/reference.npz")})
+    demo = run_digits_demo(out, per_prompt=per_prompt, seed=seed, progress=False if quiet else None,
+                           report=not no_report, save=save_outputs)
     if not quiet:
-        console.print(f"[bold]Demo[/]: {len(data.prompt_names)} prompts, {per_prompt} digit images per "
+        console.print(f"[bold]Demo[/]: {demo.n_prompts} prompts, {per_prompt} digit images per "
                       "prompt and model (scikit-learn digits, coloured here); "
-                      f"inputs written to {escape(str(inputs))}/")
-    print_promptsplit(result, None, quiet=quiet)
-    expected = set(data.altered_test) | set(data.altered_reference)
-    found = {row["prompt"] for row in result.prompt_ranking[: len(expected)]}
-    console.print(f"altered prompts recovered in the top {len(expected)}: {len(found & expected)}/"
-                  f"{len(expected)}")
-    print_written(written)
+                      f"inputs written to {escape(str(demo.inputs))}/")
+    print_promptsplit(demo.result, None, quiet=quiet)
+    console.print(f"altered prompts recovered in the top {len(demo.expected)}: {demo.recovered}/"
+                  f"{len(demo.expected)}")
+    print_written(demo.written)
+
+
+def llm_demo(out: Path, *, questions: int, samples: int, seed: int, quiet: bool, no_report: bool) -> None:
+    """Generate both set-ups' answers with the bundled model (:mod:`promptprism.demos.llm`), then run
+    ``split`` and ``diversity`` on them and print what they found."""
+    from ..demos import llm
+    from ..errors import PromptPrismError
+
+    plan = llm.plan(out, questions=questions, samples=samples, seed=seed)
+    t0 = time.perf_counter()
+    if not quiet:
+        console.print(f"[bold]LLM demo[/]: {plan.questions} questions x {samples} answers x 2 set-ups "
+                      f"from SmolLM2-135M-Instruct (local, offline); the test set-up answers "
+                      f"{plan.altered_topic} questions in French")
+    gen = llm.generate_qa(out / "data", prompts=plan.prompts, samples=samples,
+                          progress=False if quiet else None)
+    t_gen = time.perf_counter() - t0
+    test, ref = (str(gen[s].manifest) for s in llm.SETUPS)
+    flags = ["--cache", str(out / "cache"), "--device", "cpu", "-q"] + (["--no-report"] if no_report else [])
+    for argv in (["split", test, ref, "--out", str(out / "split"), "--seed", str(seed), *flags],
+                 ["diversity", test, ref, "--out", str(out / "diversity"), "--seed", str(seed), *flags]):
+        if run_command(argv) != 0:
+            raise PromptPrismError(f"the LLM demo stopped at '{argv[0]}' (see the message above)")
+    total = time.perf_counter() - t0
+    found = llm.summarise(out, plan, gen)
+    console.print("topics by share of the disagreement (PromptSplit): " + ", ".join(
+        f"{t} {share:.0%} ({k} in its top)" for t, share, k in found.topics))
+    console.print("Scendi (model-driven diversity): " + ", ".join(
+        f"{name} {score:.3g}" for name, score in found.scendi))
+    console.print(f"generation {t_gen:.0f} s ({found.tokens} answer tokens, "
+                  f"{found.tokens_per_second:.1f} tokens/s), total {total:.0f} s")
+    console.print(f"results: {escape(str(out))}/split, /diversity; answers in {escape(str(out / 'data'))}/")
+
+
+def fashion_demo(out: Path, *, weights: Path | None, per_prompt: int, steps: int, seed: int, quiet: bool,
+                 no_report: bool, guidance: tuple[str, int, int]) -> None:
+    """The trained-generator demo (:func:`promptprism.demos.fashion.run_fashion_demo` with the guidance
+    section), then each section's table."""
+    from ..demos.fashion import check_weights, run_fashion_demo
+    from ..demos.guidance import guidance_section
+
+    check_weights(weights)
+    options = sweep_options(*guidance, seed=seed, steps=steps)
+
+    def done(section: Any, seconds: float) -> None:
+        if not quiet:
+            console.print(f"[bold]{section.title}[/] done ({seconds:.0f} s)")
+
+    summary = run_fashion_demo(out, weights=weights, per_prompt=per_prompt, steps=steps, seed=seed,
+                               report=not no_report, guidance=options, extra=(guidance_section,),
+                               save=save_outputs, on_section=done)
+    print_fashion_demo(summary, out, quiet=quiet)
+
+
+def print_fashion_demo(summary: dict, out: Path, *, quiet: bool) -> None:
+    """Each section's table on the console, then where the results are."""
+    from rich.table import Table
+
+    if quiet:
+        return
+    for section in summary["sections"]:
+        table = Table(title=section["title"], title_justify="left")
+        for h in section["headers"]:
+            table.add_column(str(h))
+        for row in section["rows"]:
+            table.add_row(*(str(c) for c in row))
+        console.print(table)
+        console.print(section["text"], highlight=False, markup=False)
+    console.print(f"total {summary['seconds']:.0f} s (sampling {summary['sampling_seconds']:.0f} s); "
+                  f"results: {escape(str(out))}/report.html and its sub-folders")
+
+
+def sweep_options(scales: str, per_prompt: int, seeds: int, *, seed: int, steps: int) -> Any:
+    """The guidance section's options (``--guide-scales``, ``--guide-per-prompt``, ``--guide-seeds``) as a
+    :class:`promptprism.demos.guidance.SweepOptions`, checked where they enter; ``--guide-scales none``
+    skips the section (None)."""
+    import numpy as np
+
+    from .._validation import check_memory, check_positive_number, check_seed
+    from ..demos.guidance import GUIDE_BYTES_PER_IMAGE, GUIDED_PROMPTS, SweepOptions
+    from ..errors import OptionError
+
+    if scales.strip().lower() == "none":
+        return None
+    try:
+        values = tuple(float(v) for v in scales.split(","))
+    except ValueError:
+        raise OptionError(f"--guide-scales must be comma-separated numbers or 'none', got "
+                          f"{scales!r}") from None
+    if not all(np.isfinite(v) and v >= 0 for v in values):
+        raise OptionError(f"--guide-scales must be finite numbers >= 0, got {scales!r}")
+    check_positive_number(per_prompt, "--guide-per-prompt", integer=True)
+    check_positive_number(seeds, "--guide-seeds", integer=True)
+    if per_prompt < 4:
+        raise OptionError(f"--guide-per-prompt must be at least 4, got {per_prompt}")
+    check_seed(seed)
+    images = per_prompt * GUIDED_PROMPTS * (len(values) + 2) * seeds  # (+ the rho and gradient rows)
+    check_memory(images * GUIDE_BYTES_PER_IMAGE, what=f"--guide-per-prompt {per_prompt} with --guide-seeds "
+                                                      f"{seeds} ({images:,} guided images)")
+    return SweepOptions(scales=values, per_prompt=per_prompt, steps=steps,
+                        seeds=tuple(range(seed, seed + seeds)))

@@ -41,7 +41,7 @@ def generate(
     guide_reference: Path = typer.Option(None, "--guide-reference", help="Images: guide the sampler toward "
                                          "this reference (a manifest with prompt and image columns): "
                                          "PromptSplit guidance, docs/guidance.md; needs a generator that "
-                                         "takes guidance=, e.g. promptprism.generators.fashion:generate."),
+                                         "takes guidance=, e.g. promptprism.models.fashion:generate."),
     guide_scale: float = typed(1.0, Number(minimum=0), "--guide-scale",
                                help="Images: the guidance step size (>= 0)."),
     guide_rho: float = typed(0.0, Number(minimum=0), "--guide-rho",

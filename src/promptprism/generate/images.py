@@ -30,7 +30,7 @@ from .run import GenerateResult, Task, pending_tasks, plan, run_tasks
 
 def load_callable(spec: str) -> Callable[..., Any]:
     """``module:function`` (dots allowed after the colon) -> the callable."""
-    from ..methods.compcon.generators import import_object
+    from ..methods.compcon.image_sources import import_object
 
     if ":" not in spec:
         raise OptionError(f"generator must be 'module:function', got {spec!r}")
@@ -198,7 +198,7 @@ def _guided(fn: Callable, guidance: Any, size: int | None, label: str) -> Callab
         takes = False
     if size is None or not takes:
         raise OptionError(f"guidance: the generator {label} cannot be guided; it must be a batched generator "
-                          "fn(prompts, seeds, guidance=None) (e.g. promptprism.generators.fashion:generate)")
+                          "fn(prompts, seeds, guidance=None) (e.g. promptprism.models.fashion:generate)")
 
     def guided(prompts: list[str], seeds: list[int]) -> Any:
         return fn(prompts, seeds, guidance=guidance)

@@ -2,7 +2,7 @@
 
 The generator knows how its prompts become conditions and how its images become pixels, so it turns the
 request into a :class:`~promptprism.guidance.PromptSplitGuidance` (e.g.
-``promptprism.generators.fashion_guidance``); this module only carries and validates the values.
+``promptprism.models.fashion_guidance``); this module only carries and validates the values.
 """
 
 from __future__ import annotations

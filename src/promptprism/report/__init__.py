@@ -2,7 +2,8 @@
 
 :func:`render_report` returns the page of any result as a string and writes nothing (pure, so a caller can
 write ``result.json`` and ``report.html`` as one transaction); :func:`write_report` (``result``, folder)
-renders and writes it atomically. One renderer per result kind (``render_promptsplit``,
+renders and writes it atomically; :func:`save_result` writes a result, its files and its page as one
+transaction. One renderer per result kind (``render_promptsplit``,
 ``render_regions``, ``render_compcon``, ...), registered on ``result.kind`` with :func:`renderer`; kinds
 without one get a generic page. A page for a new kind is one decorated function in a module imported below.
 Pages embed their figures (PNG) and thumbnails (PNG/JPEG) as data URIs and refer to nothing outside
@@ -30,6 +31,7 @@ from .kway import render_kway
 from .metrics import render_metrics
 from .promptsplit import render_promptsplit
 from .regions import render_regions
+from .saving import save_result
 from .scendi import render_scendi
 from .summary import summary_html
 
@@ -42,6 +44,7 @@ __all__ = [
     "write_page",
     "renderer",
     "report_from_dir",
+    "save_result",
     "write_report",
     "render_promptsplit",
     "render_kway",

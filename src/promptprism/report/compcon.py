@@ -329,7 +329,7 @@ def render_compcon(result: Any, *, inputs: Any = None, notes: list[str] | None =
 def reload_compcon(result: Any, result_dir: Path) -> tuple[dict, None, list[str]]:
     """The two image banks again, from ``models['A'|'B']['source']`` when they still exist."""
     from ..errors import PromptPrismError
-    from ..methods.compcon.generators import ImageBank
+    from ..methods.compcon.image_sources import ImageBank
 
     inputs, notes = {}, []
     for key in ("A", "B"):

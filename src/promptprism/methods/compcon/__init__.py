@@ -19,7 +19,7 @@ _EXPORTS = {
     "...llm": ("ChatClient", "EndpointError", "MalformedAnswerError", "ask", "png_data_url", "user_message"),
     ".embedding": ("ClipEmbedder", "TransformersClip"),
     ".evaluation": ("evaluate_predictions", "id2_prompt_pairs", "load_id2_splits", "predictions_from_result"),
-    ".generators": ("CallableGenerator", "ImageBank", "ImageSource", "load_prompt_bank", "missing_images"),
+    ".image_sources": ("CallableGenerator", "ImageBank", "ImageSource", "load_prompt_bank", "missing_images"),
     ".modality": ("ImageModality", "Modality", "TextModality"),
     ".pipeline": ("CompCon", "CompConResult", "EmptyAttributesError", "split_mode_prompts"),
     ".templates": ("load_templates",),
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ...llm import ChatClient, EndpointError, MalformedAnswerError, ask, png_data_url, user_message
     from .embedding import ClipEmbedder, TransformersClip
     from .evaluation import evaluate_predictions, id2_prompt_pairs, load_id2_splits, predictions_from_result
-    from .generators import CallableGenerator, ImageBank, ImageSource, load_prompt_bank, missing_images
+    from .image_sources import CallableGenerator, ImageBank, ImageSource, load_prompt_bank, missing_images
     from .modality import ImageModality, Modality, TextModality
     from .pipeline import CompCon, CompConResult, EmptyAttributesError, split_mode_prompts
     from .templates import load_templates

@@ -79,7 +79,7 @@ class LazyClip:
     def _get(self) -> Any:
         if self._model is None:
             if ":" in self.name and not Path(self.name).exists() and not self.name.startswith("open_clip:"):
-                from .generators import import_object
+                from .image_sources import import_object
 
                 obj = import_object(self.name, what="CLIP embedder")
                 self._model = obj() if isinstance(obj, type) or not hasattr(obj, "embed_images") else obj

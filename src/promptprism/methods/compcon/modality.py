@@ -30,7 +30,7 @@ from ...errors import InputError, OptionError
 from ...llm.answers import MAX_ANSWER_CHARS, clip_text, parse_attributes, parse_names
 from ...llm.conversation import user_message
 from . import verify
-from .generators import image_grid, load_image
+from .image_sources import image_grid, load_image
 from .templates import render
 
 #: images loaded and embedded at a time

@@ -42,7 +42,7 @@ from ...llm.conversation import ChatModel, MalformedAnswerError, ask
 from . import verify
 from .describe import describe_attribute, description_round, sample_prompts
 from .embedding import ClipEmbedder
-from .generators import ImageSource
+from .image_sources import ImageSource
 from .modality import EMBED_CHUNK, ImageModality, Modality
 from .options import NULL_SETS
 from .result import CompConResult, calibration_record, models_record

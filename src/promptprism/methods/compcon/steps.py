@@ -13,7 +13,7 @@ import numpy as np
 from ..._progress import track
 from ...errors import InputError
 from .describe import DescriptionTarget
-from .generators import ImageSource, missing_images
+from .image_sources import ImageSource, missing_images
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any
 from ..._validation import check_positive_number, check_seed
 from ...errors import InputError, OptionError
 from ...llm.client import request_key
-from .generators import PromptFiles
+from .image_sources import PromptFiles
 
 #: the answer column, in the order looked for
 ANSWER_COLUMNS = ("answer", "output", "response", "text")

@@ -1,7 +1,8 @@
-"""``promptprism demo --generator``: the methods on a diffusion model trained here (Fashion-MNIST, 16 px).
+"""The trained-generator demo (``promptprism demo --generator``): the methods on a diffusion model trained
+here (Fashion-MNIST, 16 px).
 
 From a folder of checkpoints of one training run (``step-N``/``epoch-N``, see
-:mod:`promptprism.generators.fashion_train`) and a second generator fine-tuned to answer one prompt with
+:mod:`promptprism.models.fashion_train`) and a second generator fine-tuned to answer one prompt with
 another class, it samples every set with the same seeds and writes, under ``--out``:
 
 * ``quality.json``: per prompt, the share of the final model's samples that a pixel classifier (logistic
@@ -10,11 +11,14 @@ another class, it samples every set with the same seeds and writes, under ``--ou
 * ``monitoring/``: disentangled CMS per region per checkpoint against the real test set (``regions``);
 * ``cfg-diversity/``: Scendi (model- and prompt-driven diversity) and Vendi at each CFG scale (``diversity``);
 * ``split/``: PromptSplit between the second generator and the final one (``split``);
-* ``guidance/``: PromptSplit guidance over a range of scales (section 5.4 of the paper, ``demo_guidance``);
+* ``guidance/``: PromptSplit guidance over a range of scales (section 5.4 of the paper,
+  :mod:`promptprism.demos.guidance`);
 * ``report.html`` (the summary with links to each report) and ``summary.json``.
 
 Further experiments are functions passed as ``extra`` (the command passes the guided-sampling one): each
-gets the :class:`DemoContext` and returns a :class:`DemoSection` that the summary shows.
+gets the :class:`DemoContext` and returns a :class:`DemoSection` that the summary shows. Each method's result
+is written by ``save`` (default :func:`promptprism.report.save_result`: result.json and its report as one
+transaction); ``on_section(section, seconds)`` is called as each section finishes. Nothing is printed.
 """
 
 from __future__ import annotations
@@ -32,8 +36,7 @@ from .._validation import check_memory, check_positive_number, check_seed
 from ..errors import InputError, OptionError
 from ..io import atomic_write_bytes, atomic_write_text, check_out_dir
 from ..stats.intervals import format_estimate
-from ._app import console
-from ._output import save_outputs
+from ._save import Saver, default_saver
 
 DEFAULT_SCALES = (1.0, 2.0, 4.0, 8.0)
 QUALITY_SCALE = 2.0  #: the CFG scale of the quality, monitoring and split sets
@@ -66,13 +69,17 @@ class DemoContext:
     per_prompt: int
     steps: int
     seed: int
-    quiet: bool
-    no_report: bool
+    report: bool  #: write each method's report.html beside its result.json
     real_test: np.ndarray = field(repr=False, default=None)  #: (n, s, s) uint8
     real_test_labels: np.ndarray = field(repr=False, default=None)
     classifier: Any = field(repr=False, default=None)
     cache: dict = field(repr=False, default_factory=dict)
     options: dict = field(default_factory=dict)  #: the further experiments' options, by name
+    save: Saver = field(repr=False, default=None)  #: writes a method's result (and report) into a folder
+
+    def __post_init__(self) -> None:
+        if self.save is None:
+            self.save = default_saver()
 
     @property
     def classes(self) -> np.ndarray:
@@ -81,8 +88,8 @@ class DemoContext:
 
     def samples(self, checkpoint: Path, scale: float) -> np.ndarray:
         """The checkpoint's images for :attr:`classes` at CFG ``scale``: the same seeds for every set."""
-        from ..generators.fashion import load_checkpoint, sample_images
         from ..guidance import sample_seeds
+        from ..models.fashion import load_checkpoint, sample_images
 
         key = (str(checkpoint), float(scale))
         if key not in self.cache:
@@ -104,7 +111,7 @@ class DemoContext:
     def paired(self, images: np.ndarray, name: str):
         """A PairedSet: one-hot prompt embeddings (10-d), pixel output embeddings in [0, 1]."""
         from ..data.paired import PairedSet
-        from ..generators.fashion import class_prompts
+        from ..models.fashion import class_prompts
 
         prompts = class_prompts()
         return PairedSet(np.eye(10)[self.classes], images.reshape(len(images), -1) / 255.0,
@@ -129,7 +136,7 @@ def pixel_classifier(seed: int, image_size: int):
     """Logistic regression on real training pixels at the model's resolution (a seeded subsample)."""
     from sklearn.linear_model import LogisticRegression
 
-    from ..generators.fashion import real_images
+    from ..models.fashion import real_images
 
     x, y = real_images("train", image_size)
     idx = np.random.default_rng(seed).permutation(y.size)[:CLASSIFIER_TRAIN_IMAGES]
@@ -143,8 +150,8 @@ def _accuracy(clf, images: np.ndarray, labels: np.ndarray) -> list[float]:
 
 def quality_section(ctx: DemoContext) -> DemoSection:
     """Per-prompt classifier accuracy of the final model's samples and the Frechet distance (pixels)."""
-    from ..generators.fashion import class_prompts
     from ..methods.metrics.frechet import frechet_distance
+    from ..models.fashion import class_prompts
 
     final = ctx.samples(ctx.training[-1], QUALITY_SCALE)
     flat = ctx.real_test.reshape(len(ctx.real_test), -1) / 255.0
@@ -170,8 +177,8 @@ def quality_section(ctx: DemoContext) -> DemoSection:
 
 def monitoring_section(ctx: DemoContext) -> DemoSection:
     """Algorithm 1 of the disentangled-mean-embeddings paper over the checkpoints of the training run."""
-    from ..generators.fashion import real_images
     from ..methods.regions import RegionCMS
+    from ..models.fashion import real_images
 
     real_fit, _ = real_images("train", ctx.real_test.shape[1])
     fit_idx = np.random.default_rng(ctx.seed).permutation(len(real_fit))[:REAL_FIT_IMAGES]
@@ -181,7 +188,7 @@ def monitoring_section(ctx: DemoContext) -> DemoSection:
     # floats in [0, 1]: given uint8 arrays, RegionCMS computes in uint8 and its distances wrap around
     result = est.fit(real_fit[fit_idx] / 255.0).compare([s / 255.0 for s in sets], names,
                                                         reference=ctx.real_test / 255.0)
-    save_outputs(result, ctx.out / "monitoring", report=not ctx.no_report, quiet=True)
+    ctx.save(result, ctx.out / "monitoring", report=ctx.report, quiet=True)
     rows = []
     for k, name in enumerate(names):
         iv = result.intervals[k] if k < len(result.intervals) else {}
@@ -217,7 +224,7 @@ def cfg_section(ctx: DemoContext, scales: tuple[float, ...]) -> DemoSection:
     final = ctx.training[-1]
     sets = [ctx.paired(ctx.samples(final, s), f"CFG {s:g}") for s in scales]
     result = compare(sets, Scendi(seed=ctx.seed, bootstrap=200))
-    save_outputs(result, ctx.out / "cfg-diversity", report=not ctx.no_report, quiet=True)
+    ctx.save(result, ctx.out / "cfg-diversity", report=ctx.report, quiet=True)
     rows = []
     for s, m in zip(scales, result.models, strict=True):
         iv = m.intervals or {}
@@ -260,7 +267,7 @@ def split_section(ctx: DemoContext) -> DemoSection | None:
     test = ctx.paired(images["test"], f"second ({ctx.second.name})")
     ref = ctx.paired(images["reference"], f"first ({first.name})")
     result = PromptSplit(seed=ctx.seed).fit(test, ref)
-    save_outputs(result, ctx.out / "split", report=not ctx.no_report, quiet=True, images=images)
+    ctx.save(result, ctx.out / "split", report=ctx.report, quiet=True, images=images)
     sig = result.significance or {}
     major = [r["prompt"] for r in result.prompt_ranking if r["share"] >= MAJOR_SHARE]
     rows = [[r["prompt"], f"{r['disagreement']:.3g}", f"{r['share']:.3f}"]
@@ -317,24 +324,28 @@ def _write_figures(ctx: DemoContext, scales: tuple[float, ...]) -> dict[str, str
 
 
 def run_fashion_demo(out: Path, *, weights: Path | None, per_prompt: int, steps: int, seed: int,
-                     scales: tuple[float, ...] = DEFAULT_SCALES, quiet: bool = False,
-                     no_report: bool = False, guidance: Any = None,
-                     extra: tuple[Experiment, ...] = EXTRA_EXPERIMENTS) -> dict:
+                     scales: tuple[float, ...] = DEFAULT_SCALES, report: bool = True, guidance: Any = None,
+                     extra: tuple[Experiment, ...] = EXTRA_EXPERIMENTS, save: Saver | None = None,
+                     on_section: Callable[[DemoSection, float], None] | None = None) -> dict:
     """Run every experiment on the generator's checkpoints and write the summary; returns it.
-    ``guidance``: the options of the guidance section (``demo_guidance.SweepOptions``; None skips it);
-    ``extra``: further experiments, run after the built-in ones."""
-    from ..generators.fashion import find_checkpoints, packaged_weights, real_images
+    ``guidance``: the options of the guidance section (``guidance.SweepOptions``; None skips it);
+    ``extra``: further experiments, run after the built-in ones; ``save``: writes each method's result
+    (default: result.json and report.html, :func:`promptprism.report.save_result`);
+    ``on_section(section, seconds since the start)``: called as each section finishes. ``report``: also the
+    summary's report.html."""
+    from ..models.fashion import find_checkpoints, packaged_weights, real_images
 
     check_out_dir(out)
-    check_positive_number(per_prompt, "--per-prompt", integer=True)
-    check_positive_number(steps, "--steps", integer=True)
+    check_positive_number(per_prompt, "per_prompt", integer=True)
+    check_positive_number(steps, "steps", integer=True)
     check_seed(seed)
     if per_prompt < 10:
-        raise OptionError(f"--per-prompt must be at least 10 with --generator, got {per_prompt}")
+        raise OptionError(f"per_prompt must be at least 10 in the generator demo, got {per_prompt}",
+                          parameter="per_prompt")
     if steps > MAX_STEPS:
-        raise OptionError(f"--steps must be at most {MAX_STEPS:,} (the timesteps the generator was trained "
-                          f"on), got {steps}")
-    check_memory(per_prompt * 10 * DEMO_BYTES_PER_SAMPLE, what=f"--per-prompt {per_prompt} (10 classes of "
+        raise OptionError(f"steps must be at most {MAX_STEPS:,} (the timesteps the generator was trained "
+                          f"on), got {steps}", parameter="steps")
+    check_memory(per_prompt * 10 * DEMO_BYTES_PER_SAMPLE, what=f"per_prompt {per_prompt} (10 classes of "
                                                                "samples per checkpoint)")
     training, second = find_checkpoints(Path(weights) if weights is not None else packaged_weights())
     t0 = time.perf_counter()
@@ -343,23 +354,24 @@ def run_fashion_demo(out: Path, *, weights: Path | None, per_prompt: int, steps:
     x, y = real_images("test", size)
     idx = np.random.default_rng(seed).permutation(y.size)[:REAL_TEST_IMAGES]
     ctx = DemoContext(out=out, training=training, second=second, per_prompt=per_prompt, steps=steps,
-                      seed=seed, quiet=quiet, no_report=no_report, real_test=x[idx], real_test_labels=y[idx],
-                      classifier=pixel_classifier(seed, size), options={"guidance": guidance})
+                      seed=seed, report=report, real_test=x[idx], real_test_labels=y[idx],
+                      classifier=pixel_classifier(seed, size), options={"guidance": guidance},
+                      save=save or default_saver())
     sections = []
     for run in (quality_section, monitoring_section, lambda c: cfg_section(c, scales), split_section,
                 *extra):
         section = run(ctx)
         if section is not None:
             sections.append(section)
-            if not quiet:
-                console.print(f"[bold]{section.title}[/] done ({time.perf_counter() - t0:.0f} s)")
+            if on_section is not None:
+                on_section(section, time.perf_counter() - t0)
     summary = {"sections": [s.__dict__ for s in sections], "seed": seed, "per_prompt": per_prompt,
                "steps": steps, "scales": list(scales), "checkpoints": [p.name for p in training],
                "second": second.name if second else None, "seconds": time.perf_counter() - t0,
                "sampling_seconds": sum(ctx.cache.get("seconds", [])),
                "figures": _write_figures(ctx, scales)}
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
-    if not no_report:
+    if report:
         from ..report.generator_demo import render_generator_demo
 
         atomic_write_text(out / "report.html", render_generator_demo(summary, out))
@@ -369,23 +381,4 @@ def run_fashion_demo(out: Path, *, weights: Path | None, per_prompt: int, steps:
 def check_weights(weights: Path | None) -> None:
     """A weights folder that is not there: one clear line."""
     if weights is not None and not Path(weights).is_dir():
-        raise InputError(f"--weights {weights}: no such folder")
-
-
-def print_fashion_demo(summary: dict, out: Path, *, quiet: bool) -> None:
-    """Each section's table on the console, then where the results are."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    if quiet:
-        return
-    for section in summary["sections"]:
-        table = Table(title=section["title"], title_justify="left")
-        for h in section["headers"]:
-            table.add_column(str(h))
-        for row in section["rows"]:
-            table.add_row(*(str(c) for c in row))
-        console.print(table)
-        console.print(section["text"], highlight=False, markup=False)
-    console.print(f"total {summary['seconds']:.0f} s (sampling {summary['sampling_seconds']:.0f} s); "
-                  f"results: {escape(str(out))}/report.html and its sub-folders")
+        raise InputError(f"weights {weights}: no such folder", parameter="weights")
