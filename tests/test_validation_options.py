@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from promptprism._validation import (
-    ValidatedOptions,
     check_choice,
     check_interval,
     check_positive_number,
@@ -90,35 +89,3 @@ def test_as_paired_set():
     with pytest.raises(OptionError, match="reference must be a PairedSet") as err:
         as_paired_set([t, o], "reference")
     assert err.value.parameter == "reference"
-
-
-def test_validated_options_check_once_and_again_only_after_a_change():
-    import dataclasses
-
-    calls = []
-
-    @dataclasses.dataclass
-    class Est(ValidatedOptions):
-        k: int = 1
-        names: list = dataclasses.field(default_factory=list)
-
-        def _validate(self):
-            calls.append(self.k)
-            check_positive_number(self.k, "k", integer=True)
-
-    est = Est()
-    est.ensure_valid()
-    est.names.append("x")  # (an in-place change of a container is not seen; a new value is)
-    est.ensure_valid()
-    assert calls == [1]  # nothing changed: not checked again
-    est.k = 0
-    with pytest.raises(OptionError, match="k must be > 0"):
-        est.ensure_valid()
-    est.k = 2
-    est.ensure_valid()
-    est.names = ["y"]
-    est.ensure_valid()
-    assert calls == [1, 0, 2, 2]
-    with pytest.raises(OptionError):
-        Est(k=-1)
-    assert dataclasses.replace(est, k=3).k == 3

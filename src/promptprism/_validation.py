@@ -179,32 +179,6 @@ def check_precision(precision: Any, name: str = "precision") -> type:
     return PRECISIONS[precision]
 
 
-class ValidatedOptions:
-    """Mixin for an estimator dataclass whose options are checked by ``_validate()``: once when it is made
-    (``__post_init__``), then again by :meth:`ensure_valid` (called at the top of ``fit``) only when a
-    field was set to another value since, so that ``fit`` does not check the same options twice."""
-
-    def _validate(self) -> None:  # pragma: no cover - each estimator defines it
-        raise NotImplementedError
-
-    def __post_init__(self) -> None:
-        self.ensure_valid()
-
-    def _options_key(self) -> tuple:
-        import dataclasses
-
-        plain = (str, int, float, bool, type(None), tuple, frozenset)
-        return tuple((f.name, v if isinstance(v := getattr(self, f.name), plain) else ("id", id(v)))
-                     for f in dataclasses.fields(self))  # type: ignore[arg-type]
-
-    def ensure_valid(self) -> None:
-        """Check the options unless they are the ones checked last."""
-        key = self._options_key()
-        if getattr(self, "_checked_options", None) != key:
-            self._validate()
-            object.__setattr__(self, "_checked_options", key)
-
-
 def chunks(n: int, size: int) -> Iterator[tuple[int, int]]:
     """``[start, stop)`` row ranges of at most ``size`` rows covering ``0..n``."""
     for start in range(0, n, size):
