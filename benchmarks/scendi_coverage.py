@@ -166,6 +166,7 @@ def one_set(cell: Cell, route: str, seed: int, bootstrap: int, methods: tuple[st
     out = {"route": r.gamma_estimator.split(" (")[0]
            + ("/jackknife" if r.bootstrap.get("interval", "").startswith("jackknife") else ""),
            "estimates": {m: getattr(r, m) for m in METRICS},
+           "flagged": list(r.bootstrap.get("validity", {}).get("not_calibrated", [])),
            "intervals": {"default": {m: (r.intervals.get(m, {}).get("low", np.nan),
                                          r.intervals.get(m, {}).get("high", np.nan)) for m in METRICS}}}
     if set(methods) - {"default"}:
@@ -200,7 +201,10 @@ def summarise(cell: Cell, route: str, truth: dict, sets: list[dict]) -> list[dic
                          "coverage": (float(np.mean((low <= truth[m]) & (truth[m] <= high)))
                                       if has_iv else None),
                          "excludes_estimate": float(np.mean((est < low) | (est > high))) if has_iv else None,
-                         "width": float(np.mean(high - low)) if has_iv else None, "sets": len(sets)})
+                         "width": float(np.mean(high - low)) if has_iv else None,
+                         # the share of sets whose interval_validity flags this score (not calibrated)
+                         "flagged": float(np.mean([m in s.get("flagged", ()) for s in sets])),
+                         "sets": len(sets)})
     return rows
 
 
@@ -239,15 +243,15 @@ class _Serial:
 def format_table(rows: list[dict]) -> str:
     """The rows as a markdown table."""
     head = ("| cell | route (taken) | metric | interval | truth | mean | bias | sd | bias/sd | coverage | "
-            "excludes e | width |")
-    lines = [head, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "excludes e | width | flagged |")
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         cov = "-" if r["coverage"] is None else f"{r['coverage']:.3f}"
         excl = "-" if r["excludes_estimate"] is None else f"{r['excludes_estimate']:.3f}"
         width = "-" if r["width"] is None else f"{r['width']:.4g}"
         lines.append(f"| {r['cell']} | {r['route']} ({r['taken']}) | {r['metric']} | {r['interval']} | "
                      f"{r['truth']:.4g} | {r['mean']:.4g} | {r['bias']:+.4f} | {r['sd']:.4f} | "
-                     f"{r['bias_over_se']:+.2f} | {cov} | {excl} | {width} |")
+                     f"{r['bias_over_se']:+.2f} | {cov} | {excl} | {width} | {r.get('flagged', 0):.2f} |")
     return "\n".join(lines)
 
 
