@@ -203,7 +203,11 @@ def compute_metrics(inputs: list[Path], reference: Path, estimator: ReferenceMet
     # which features FD and the k-NN metrics ran on (None: embeddings given), for the report's wording
     encoder = None if isinstance(ref, tuple) else ref.encoders.get("output")
     result = dataclasses.replace(result, config={**result.config, "output_encoder": encoder})
-    return result, {g.paired.name: g.paired for g in paired}
+    sets = {g.paired.name: g.paired for g in paired}
+    # the reference's samples too (the per-prompt rows open both sides)
+    if not isinstance(ref, tuple) and result.reference not in sets:
+        sets[result.reference] = ref.paired
+    return result, sets
 
 
 __all__ = ["compute_metrics", "metrics", "print_metrics"]

@@ -55,8 +55,8 @@ def data_block(data: Any) -> str:
 
 #: the scripts, in order: the components (report.js), the views and widgets built on them (views.js), the
 #: K-way page's views (compare.js), the tags and notes kept in the browser (keep.js), the prompt tables
-#: grouped by a facet (facets.js)
-SCRIPTS = ("report.js", "views.js", "compare.js", "keep.js", "facets.js")
+#: grouped by a facet (facets.js), the Regions page's region view (regions.js)
+SCRIPTS = ("report.js", "views.js", "compare.js", "regions.js", "keep.js", "facets.js")
 
 
 def script_block() -> str:

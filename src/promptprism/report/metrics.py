@@ -10,7 +10,9 @@ from ..stats.intervals import format_estimate
 from .answer import answer_block, finding_card, severity
 from .common import finish, notes_block, run_details
 from .core import renderer
+from .explore import views_note
 from .html import Page, details, el, fnum, num, p, table
+from .sets_view import given_sets, sets_view
 
 #: (field, header, format) of the headline table
 COLUMNS = (("precision", "precision", ".3f"), ("recall", "recall", ".3f"), ("density", "density", ".3f"),
@@ -59,15 +61,18 @@ def merged_notes(models: list[Any]) -> list[str]:
     return [f"{', '.join(names)}: {text}" for text, names in who.items()]
 
 
-def _per_prompt(m: Any) -> Any:
+def _per_prompt(m: Any, ids: dict[str, int]) -> Any:
+    """A set's per-prompt table; each row opens the prompt's samples of every set (``data-pp-prompt``)."""
     rows = _get(m, "per_prompt") or []
     if not rows:
         return None
     body = [(r["prompt"], *(fnum(r.get(k), s) if s != "d" else str(r.get(k, "–")) for k, _, s in PER_PROMPT))
             for r in rows]
     headers = ["prompt", *(h for _, h, _ in PER_PROMPT)]
-    return details(f"{_get(m, 'name')}: {len(rows)} prompts broken down",
-                   table(headers, body, numeric=range(1, len(headers))))
+    attrs = [{"data_pp_item": True, "data_pp_prompt": ids[r["prompt"]], "data_pp_group": _get(m, "name")}
+             for r in rows]
+    title = f"{_get(m, 'name')}: {len(rows)} prompts broken down (click a row for every set's samples)"
+    return details(title, table(headers, body, numeric=range(1, len(headers)), row_attrs=attrs))
 
 
 def fd_name(config: Any) -> str:
@@ -132,8 +137,10 @@ def _findings(result: Any) -> list:
 
 
 @renderer("metrics")
-def render_metrics(result: Any, *, notes: list[str] | None = None, **_: Any) -> str:
-    """The reference-metrics report page."""
+def render_metrics(result: Any, *, inputs: Any = None, base_dir: Any = None, notes: list[str] | None = None,
+                   **_: Any) -> str:
+    """The reference-metrics report page; ``inputs`` (set name -> PairedSet, the reference under its name)
+    give the per-prompt rows their samples."""
     page = Page(f"Against the reference {result.reference}",
                 f"{len(result.models)} generated set(s) against {result.n_reference:,} reference samples in "
                 f"{result.dim} dimensions.")
@@ -142,13 +149,17 @@ def render_metrics(result: Any, *, notes: list[str] | None = None, **_: Any) -> 
     caveats = [(severity(n), n) for n in [*(notes or []), *all_notes]]
     page.add("Metrics", answer_block(_verdict(result), _findings(result), caveats),
              metrics_table([(m.name, m) for m in result.models]), p(about))
-    breakdowns = [b for m in result.models if (b := _per_prompt(m)) is not None]
+    names = [*(m.name for m in result.models), result.reference]
+    order = list(dict.fromkeys(r["prompt"] for m in result.models for r in (_get(m, "per_prompt") or [])))
+    view = sets_view(names, given_sets(names, inputs), int(getattr(result, "seed", 0) or 0), order, base_dir)
+    ids = {p["prompt"]: i for i, p in enumerate(view["prompts"])}
+    breakdowns = [b for m in result.models if (b := _per_prompt(m, ids)) is not None]
     if breakdowns:
         page.add("Per prompt", p(f"Prompts with at least {result.config.get('min_group_size')} generated "
                                  "samples; recall, coverage, KID and FD need reference samples of the same "
-                                 "prompt."), *breakdowns)
+                                 "prompt."), *breakdowns, views_note(view["left_out"]))
     page.add("Run", run_details(result))
-    return finish(page, kind="metrics")
+    return finish(page, kind="metrics", result=result, view=view, embed_result=False)
 
 
 def reference_section(models: list[Any]) -> Any:

@@ -14,6 +14,7 @@ from .common import display_name, finish, mapping, notes_block, run_details, saf
 from .core import reloader, renderer
 from .html import Page, cards, details, el, fmt, note, p, table
 from .rankings import rankings_block
+from .regions_view import region_samples, region_table
 from .summary import TIE, lowest_regions, lowest_text, set_intervals
 
 #: images shown per set
@@ -217,6 +218,7 @@ def _add_overview(page: Page, result: Any, head: dict, mean_real: Any, notes: li
             cms_table,
             cls="grid2",
         ),
+        region_table(result, head),
         rankings_block(getattr(result, "ranking", None)),
     )
 
@@ -326,8 +328,11 @@ def render_regions(
         ),
         details("constant pixels", p(", ".join(map(str, result.constant_pixels)) or "none")),
     )
+    samples, thumbs = region_samples(inputs, list(result.names))
     view = {
         "group_label": "generated set",
+        "samples": samples,
+        "thumbs": thumbs,
         "shape": [h, w],
         "labels": labels.tolist(),
         "intervals": [set_intervals(result, k).get("region_cms") or [] for k in range(len(result.names))],

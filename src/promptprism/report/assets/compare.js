@@ -2,12 +2,13 @@
  * #prompt=<id>: the prompt's outputs of all K models side by side (texts with the words no other model
  * uses marked, or thumbnails); #model=<name>: that model's strongest samples on its strongest significant
  * mode against the rest's on the same mode, and the prompts of its comparison with the rest.
+ * The metrics page (view kind "sets") reuses the prompt view: each generated set and the reference.
  */
 (function (PP) {
   "use strict";
   var h = PP.h, fmt = PP.fmt, V = PP.V;
-  if (V.kind !== "kway") return;
-  var models = V.models || [];
+  if (V.kind !== "kway" && V.kind !== "sets") return;  // sets: the metrics page's generated sets and reference
+  var models = V.models || [], what = V.kind === "sets" ? "sets'" : "models'";
 
   function hasText(rows) {
     return models.some(function (m) { return (rows[m] || []).some(function (r) { var row = V.rows[r]; return row && row.t && row.im === undefined; }); });
@@ -22,8 +23,8 @@
       PP.facetLine(+id),
       h("p", { text: "samples: " + counts + (dev.length ? " · attributed to " + dev.map(function (m) {
         return m + " (" + fmt(100 * (p.dev[m] || 0), 3) + "% of its deviation)"; }).join(", ") : "") }),
-      h("h3", { text: "all " + models.length + " models' outputs side by side" +
-        (hasText(p.rows) ? " (highlighted: words no other model's outputs for this prompt use)" : "") }),
+      h("h3", { text: "all " + models.length + " " + what + " outputs side by side" +
+        (hasText(p.rows) ? " (highlighted: words no other column's outputs for this prompt use)" : "") }),
       PP.sideBySide(p.rows, "outputs", true, models)
     ]);
   };

@@ -61,9 +61,14 @@
     if (kind === "prompt") { var p = (V.prompts || [])[+id]; return p ? ["prompt:" + p.prompt, "this prompt"] : null; }
     if (kind === "mode") return ["mode:" + PP.modeId(id), "mode " + PP.modeId(id)];
     if (kind === "model") return ["model:" + id, id + " against the rest"];
+    if (kind === "region") return ["region:" + id, "region " + id];
+    if (kind === "cluster") {
+      var c = (V.clusters || [])[+id];
+      return c ? ["cluster:" + c.model + ":" + c.kind + ":" + c.rank, c.model + " " + c.kind + " cluster #" + c.rank] : null;
+    }
     return null;
   }
-  ["prompt", "mode", "model"].forEach(function (kind) {
+  ["prompt", "mode", "model", "cluster", "region"].forEach(function (kind) {
     var view = PP.views[kind];
     if (!view) return;
     PP.views[kind] = function (id) {

@@ -89,7 +89,7 @@
   }
 
   /* ------------------------------------------------------------------------------- fragment state */
-  var KEYS = ["q", "sig", "side", "group", "facet", "by", "tag", "mode", "prompt", "attr", "cluster", "model"];
+  var KEYS = ["q", "sig", "side", "group", "facet", "by", "tag", "mode", "prompt", "attr", "cluster", "model", "region"];
   /* more filters (keep.js: the tag filter): fn(element, state) -> false hides it */
   PP.filters = [];
   /* called once at start, after the toolbar is built (keep.js adds its button) */
@@ -97,7 +97,7 @@
   /* called with a table after a click sorted it (facets.js groups its rows again) */
   PP.afterSort = [];
   /* the keys that open the side panel (cleared together when it closes) */
-  var PANEL = { mode: "", prompt: "", attr: "", cluster: "", model: "" };
+  var PANEL = { mode: "", prompt: "", attr: "", cluster: "", model: "", region: "" };
   PP.PANEL = PANEL;
   /* A mode's id is ASCII ("+1", "-1"); also accepted: the printed label's minus sign (U+2212), a "+" that
    * URLSearchParams read as a space ("#mode=+1"), a bare rank ("1" = "+1"), "p1"/"n1". */
@@ -306,6 +306,8 @@
       if (fc) { var v = fc.getAttribute("data-pp-facet"); PP.set({ facet: PP.state.facet === v ? "" : v }); return; }
       var md = t.closest("[data-pp-model]");
       if (md) { PP.set(Object.assign({}, PANEL, { model: md.getAttribute("data-pp-model") })); return; }
+      var rg = t.closest("[data-pp-region]");
+      if (rg) { PP.set(Object.assign({}, PANEL, { region: rg.getAttribute("data-pp-region") })); return; }
       var cl = t.closest("[data-pp-cluster]");
       if (cl) { PP.set({ cluster: cl.getAttribute("data-pp-cluster") }); return; }
       var at = t.closest("[data-pp-attr]");

@@ -116,23 +116,34 @@
   };
 
   /* ------------------------------------------------------------------------------ Scendi views */
-  function clusterColumn(c) {
+  function clusterColumn(c, col, title) {
     var cards = c.samples.map(function (s) {
       var cap = h("div", { cls: "pp-meta", dir: "auto", text: "#" + s.i + " · score " + fmt(s.sc, 3) + " · " + (s.p || "").slice(0, 120) });
-      if (s.im !== undefined) return h("figure", null, [h("img", { src: V.thumbs[s.im], alt: (s.p || "sample").slice(0, 200), loading: "lazy" }), cap]);
-      return h("div", null, [h("div", { cls: "pp-text", dir: "auto" }, [PP.longText(s.t === null || s.t === undefined ? "(no output recorded)" : s.t, 1200)]), cap]);
+      var key = c.model + ":" + s.i;
+      if (s.im !== undefined) return h("figure", { "data-pp-sample": key }, [h("img", { src: V.thumbs[s.im], alt: (s.p || "sample").slice(0, 200), loading: "lazy" }), cap]);
+      return h("div", { "data-pp-sample": key }, [h("div", { cls: "pp-text", dir: "auto" }, [PP.longText(s.t === null || s.t === undefined ? "(no output recorded)" : s.t, 1200)]), cap]);
     });
     var imgs = cards.filter(function (x) { return x.tagName === "FIGURE"; }).length;
-    return h("div", { "data-pp-col": c.kind }, [h("h3", { text: c.kind + " #" + c.rank + " · " + fmt(100 * c.share, 3) + "% of the trace" })]
+    // col: the column of the every-model row (data-pp-cluster-col, beside the pair's data-pp-col)
+    return h("div", col ? { "data-pp-cluster-col": col } : { "data-pp-col": c.kind }, [h("h3", { text: (title || c.kind) + " #" + c.rank + " · " + fmt(100 * c.share, 3) + "% of the trace" })]
       .concat(imgs ? [h("div", { cls: "pp-imgs" }, cards)] : cards));
+  }
+  function columns(cols) {
+    var box = h("div", { cls: "pp-cols" }, cols);
+    if (cols.length > 2) box.style.gridTemplateColumns = "repeat(" + cols.length + ", minmax(0, 1fr))";
+    return box;
   }
   PP.views.cluster = function (id) {
     var cs = V.clusters || [], c = cs[+id];
     if (!c) return false;
     var pair = cs.filter(function (o) { return o.model === c.model && o.row === c.row; });
+    // the cluster of the same kind and row in every model: the models side by side
+    var same = cs.filter(function (o) { return o.kind === c.kind && o.row === c.row; });
     PP.panel(c.model + " · cluster row " + (c.row + 1), [
       h("p", { cls: "muted", text: "Model-driven cluster (what the model varies beyond its prompts) beside the unconditioned cluster of the same rank (the outputs' own clusters, prompts ignored); their strongest samples." }),
-      h("div", { cls: "pp-cols" }, pair.map(clusterColumn))
+      h("div", { cls: "pp-cols" }, pair.map(function (o) { return clusterColumn(o); })),
+      same.length > 1 ? h("h3", { text: "the " + c.kind + " cluster #" + c.rank + " of every model, side by side" }) : null,
+      same.length > 1 ? h("div", { cls: "pp-models" }, [columns(same.map(function (o) { return clusterColumn(o, o.model, o.model + " · " + o.kind); }))]) : null
     ]);
   };
 
@@ -194,6 +205,10 @@
         tip.hidden = false;
       });
       cv.addEventListener("mouseleave", function () { tip.hidden = true; });
+      cv.addEventListener("click", function (ev) {  // a pixel opens its region's view
+        var r = cv.getBoundingClientRect(), x = Math.floor((ev.clientX - r.left) * wid / r.width), y = Math.floor((ev.clientY - r.top) * hgt / r.height);
+        if (x >= 0 && y >= 0 && x < wid && y < hgt) PP.set({ region: String(labels[y * wid + x]) });
+      });
       this.sel = sel;
       this.paint();
     },
