@@ -250,3 +250,38 @@ def test_prdc_on_threads_gives_the_same_indicators(monkeypatch):
     fields = ("in_real_manifold", "real_balls", "in_fake_manifold", "covered", "real_radii", "fake_radii")
     for field in fields:
         np.testing.assert_array_equal(getattr(alone, field), getattr(threaded, field), err_msg=field)
+
+
+def test_float32_features_take_a_float32_gram_and_agree_with_float64():
+    """float32 inputs: the subset Gram in float32 (the features' own precision), the kernels and sums in
+    float64; KID and MMD^2 agree with the float64 path to far below their own sampling error."""
+    from promptprism.kernels import polynomial_gram
+
+    rng = np.random.default_rng(11)
+    x = (rng.normal(size=(700, 256)) + 3.0).astype(np.float32)  # an offset: centring keeps the precision
+    y = (rng.normal(size=(650, 256)) * 1.05 + 3.02).astype(np.float32)
+    assert kid_module.gram_precision(x, y) is np.float32
+    assert kid_module.gram_precision(x, y.astype(np.float64)) is np.float64
+    opts = dict(n_subsets=3, subset_size=600, seed=1)
+    kid32, mmd32 = kid_module.kid_and_mmd2(x, y, kernel="gaussian", sigma=20.0, **opts)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    kid64, mmd64 = kid_module.kid_and_mmd2(x64, y64, kernel="gaussian", sigma=20.0, **opts)
+    brute = kid_module.subset_mmd2(x64, y64, lambda a, b: polynomial_gram(a, b), **opts)
+    np.testing.assert_allclose(kid64, brute, rtol=1e-10)
+    scale = float(np.mean(polynomial_gram(x64[:200], y64[:200])))  # the kernel's own size
+    assert np.max(np.abs(kid32 - kid64)) <= 1e-6 * scale
+    assert np.max(np.abs(mmd32 - mmd64)) <= 1e-6
+    assert not np.array_equal(kid32, kid64)  # the float32 product did run
+
+
+def test_fd_interval_that_leaves_out_its_estimate_is_widened_to_hold_it():
+    from promptprism.methods.metrics import ReferenceMetrics
+
+    rng = np.random.default_rng(12)  # few rows in 16 dimensions: FD's bias exceeds its interval's width
+    x, y = rng.normal(size=(60, 16)), rng.normal(size=(60, 16))
+    res = ReferenceMetrics(bootstrap=200, seed=0).fit(x, y).models[0]
+    iv = res.intervals["fd"]
+    assert iv["low"] <= res.fd <= iv["high"] and iv["contains_estimate"]
+    lo, hi = iv["widened_from"]
+    assert hi < res.fd and iv["low"] == lo and iv["high"] == res.fd
+    assert any("widened" in n for n in res.notes)

@@ -86,3 +86,21 @@ def format_estimate(value: float | None, interval: Any = None, spec: str | Calla
     if not calibrated:
         return f"{text}{sep}(range [{show(iv.low)}, {show(iv.high)}], not a calibrated interval)"
     return f"{text}{sep}[{show(iv.low)}, {show(iv.high)}]"
+
+
+def hold_estimate(interval: Mapping[str, Any], estimate: float) -> dict[str, Any]:
+    """The interval widened to hold its estimate: [min(low, e), max(high, e)], with ``widened_from`` the
+    interval before (when it excluded e) and ``contains_estimate`` True.
+
+    Basic and jackknife intervals are built around a bias-corrected centre; where that correction is larger
+    than the half-width they exclude the (biased) estimate. The hull keeps the corrected side and adds the
+    estimate's: it covers whenever the interval did (coverage can only rise) and never contradicts the
+    printed number."""
+    e = float(estimate)
+    out = dict(interval)
+    if not out["low"] <= e <= out["high"]:
+        out["widened_from"] = [float(out["low"]), float(out["high"])]
+        out["low"], out["high"] = float(min(out["low"], e)), float(max(out["high"], e))
+    out["contains_estimate"] = True
+    return out
+

@@ -135,20 +135,30 @@ def subset_mmd2(x: Any, y: Any, gram: Gram, *, n_subsets: int, subset_size: int,
     return values if groups is None else (values, parts)
 
 
+def gram_precision(x: Any, y: Any) -> type:
+    """The subset Gram matrices' precision: float32 when both sets are float32 or narrower (the features'
+    own precision, as torchmetrics' KID), else float64."""
+    narrow = all(np.issubdtype(v.dtype, np.floating) and np.dtype(v.dtype).itemsize <= 4 for v in (x, y))
+    return np.float32 if narrow else np.float64
+
+
 def subset_kernel_mmd2(x: Any, y: Any, kernels: list[SubsetKernel], *, n_subsets: int, subset_size: int,
                        seed: int, groups: tuple | None = None) -> list:
     """MMD^2_u of each kernel on each of ``n_subsets`` random subset pairs (the same pairs for every
-    kernel), one float64 Gram matrix per pair for all of them (:func:`.kernel_sums.kernel_sums`).
+    kernel), one Gram matrix per pair in :func:`gram_precision` for all of them
+    (:func:`.kernel_sums.kernel_sums`).
 
     As :func:`subset_mmd2` (same subsets, same values), one entry per kernel: the values, or with
     ``groups`` (values, parts).
     """
     n, m = int(x.shape[0]), int(y.shape[0])
     n_subsets = _check_subsets(n, m, subset_size, n_subsets)
+    gram_dtype = gram_precision(x, y)
 
     def one_pair(pair: tuple[np.ndarray, np.ndarray]) -> list[tuple[float, tuple[float, float]]]:
         i, j = pair
-        sums = kernel_sums(np.asarray(x[i], dtype=np.float64), np.asarray(y[j], dtype=np.float64), kernels)
+        sums = kernel_sums(np.asarray(x[i], dtype=np.float64), np.asarray(y[j], dtype=np.float64), kernels,
+                           gram_dtype=gram_dtype)
         labels = None if groups is None else [None if g is None else np.asarray(g)[rows]
                                               for g, rows in zip(groups, (i, j), strict=True)]
         out = []

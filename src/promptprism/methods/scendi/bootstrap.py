@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ...errors import InputError, OptionError
+from ...stats.intervals import hold_estimate
 from ...stats.resampling import (
     basic_interval,
     check_bootstrap,
@@ -121,24 +122,10 @@ def prompt_intervals(groups: np.ndarray, counts: np.ndarray, estimate: Callable[
 
 
 def hold_estimates(intervals: dict, estimates: dict) -> dict:
-    """Each interval widened to hold its estimate: [min(low, e), max(high, e)], with ``widened_from`` the
-    interval before (when it excluded e) and ``contains_estimate`` True.
-
-    The jackknife and basic intervals are built around a bias-corrected centre; where that correction is
-    larger than the interval's half-width the interval excluded the estimate (scendi_prompt 7.40 with
-    [1.27, 3.95] was reported). The hull keeps the corrected side and adds the estimate's: it covers whenever
-    the interval did (coverage can only rise; docs/scendi.md measures it per cell) and never contradicts the
-    printed number."""
-    out = {}
-    for m, iv in intervals.items():
-        e = float(estimates[m])
-        new = dict(iv)
-        if not iv["low"] <= e <= iv["high"]:
-            new["widened_from"] = [float(iv["low"]), float(iv["high"])]
-            new["low"], new["high"] = float(min(iv["low"], e)), float(max(iv["high"], e))
-        new["contains_estimate"] = True
-        out[m] = new
-    return out
+    """Each interval widened to hold its estimate (:func:`~promptprism.stats.intervals.hold_estimate`):
+    scendi_prompt 7.40 with [1.27, 3.95] was once reported; coverage can only rise (docs/scendi.md measures
+    it per cell)."""
+    return {m: hold_estimate(iv, estimates[m]) for m, iv in intervals.items()}
 
 
 def interval_notes(intervals: dict, estimates: dict) -> list[str]:
