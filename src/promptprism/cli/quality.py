@@ -37,8 +37,9 @@ def quality(
                                 "answers)."),
     nearest_k: int = typed(5, Integer(), "--nearest-k", help="k of the k-NN balls (precision)."),
     judge_base_url: str = typer.Option("", "--judge-base-url",
-                                       help="OpenAI-compatible endpoint of a judge that compares the two "
-                                            "models' answers pair by pair (both orders; texts)."),
+                                       help="OpenAI-compatible endpoint of a judge that compares the "
+                                            "models' outputs pair by pair (both orders; texts, or images "
+                                            "sent as PNG data URLs to a vision-language model)."),
     judge_model: str = typer.Option("gpt-4o", "--judge-model", help="Judge model at --judge-base-url."),
     rubric: str = typer.Option("", "--rubric", help="What makes an answer better, for the judge: TEXT or "
                                                     "@FILE (default: correct, helpful, does what is asked)."),
@@ -149,14 +150,17 @@ def _judge(findings: list, sets: dict, url: str, model: str, link: dict, *, rubr
     from ..methods.metrics import FindingPreference
     from ._compcon_text import chat_client
 
+    kinds = set()
     for name, s in sets.items():
         outputs = getattr(s, "outputs", None)
         if outputs is None:
-            raise InputError(f"{name}: no output texts (an embeddings file); the judge reads the answers")
-        if outputs and str(outputs[0]).lower().endswith(IMAGE_SUFFIXES):
-            raise InputError(f"{name}: the outputs are images; the judge reads texts (a vision-language "
-                             "judge is not supported yet)")
-    estimator = FindingPreference(**({"rubric": rubric} if rubric.strip() else {}), **params)
+            raise InputError(f"{name}: no output texts or image paths (an embeddings file); the judge reads "
+                             "the outputs")
+        kinds.add("image" if outputs and str(outputs[0]).lower().endswith(IMAGE_SUFFIXES) else "text")
+    if len(kinds) > 1:
+        raise InputError("some sets hold images and some texts; the judge compares outputs of one kind")
+    estimator = FindingPreference(**({"rubric": rubric} if rubric.strip() else {}), modality=kinds.pop(),
+                                  **params)
     client = chat_client(url, model, seed=params["seed"], temperature=0.0, **link)
     record = estimator.fit(findings, sets, client)
     return {**record, "endpoint": client.describe(),
