@@ -19,15 +19,18 @@ from .report import NO_REPORT
 
 #: suffixes of outputs that are images (a text judge cannot read them)
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif")
+#: the result kinds whose findings get verdicts: modes, K-way comparisons, Scendi clusters
+QUALITY_KINDS = ("promptsplit", "promptsplit_kway", "scendi", "scendi_comparison")
 
 
 @app.command("quality")
 def quality(
     folder: Path = typer.Argument(..., metavar="DIR",
-                                  help="A split or compare results folder (result.json)."),
+                                  help="A split, compare or diversity results folder (result.json)."),
     inputs: list[Path] | None = typer.Argument(None, metavar="[INPUTS]",
-                                               help="split: TEST REF; compare: one set per model, in the "
-                                                    "order of the comparison (default: the paths result.json "
+                                               help="split: TEST REF; compare or diversity: one set per "
+                                                    "model, in the order of the run (default: the paths "
+                                                    "result.json "
                                                     "records, checked against their fingerprints)."),
     real: Path | None = typer.Option(None, "--real", help=f"Real data (or gold answers) on the same prompts: "
                                                           f"{inp.INPUT_HELP}."),
@@ -59,14 +62,15 @@ def quality(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No lines per finding."),
     no_report: bool = NO_REPORT,
 ) -> None:
-    """Which model is closer to real data, and which one a judge prefers, on each finding of a split or
-    compare result.
+    """Which model is closer to real data, and which one a judge prefers, on each finding of a split,
+    compare or diversity result.
 
     For each significant mode (compare: each deviating model's modes against the rest, each differing
-    pair's modes), the models' samples on the prompts that carry it are scored against the real samples of
-    the same prompts (a within-prompt permutation test, Holm over the findings; K models ranked with ties),
-    and/or pairs of their answers are shown to a judge in both orders (win rate with a Wilson interval, sign
-    test).
+    pair's modes; diversity: each model-driven cluster), the models' samples on the prompts that carry it are
+    scored against the real samples of the same prompts (a within-prompt permutation test, Holm over the
+    findings; K models ranked with ties; one model's cluster: its samples against the model's other samples
+    of those prompts), and/or pairs of their outputs are shown to a judge in both orders (win rate with a
+    Wilson interval, sign test; images go to a vision-language judge).
     """
     import dataclasses
 
@@ -78,13 +82,14 @@ def quality(
     check_urls(judge_base_url=judge_base_url)
     rubric_text = _rubric(rubric)
     result = load_result(folder)
-    if result.kind not in ("promptsplit", "promptsplit_kway"):
-        raise InputError(f"{folder}: holds a {result.kind} result; quality verdicts need a split or compare "
-                         "result")
+    if result.kind not in QUALITY_KINDS:
+        raise InputError(f"{folder}: holds a {result.kind} result; quality verdicts need a split, compare or "
+                         "diversity result")
     sets = _sets(result, folder, list(inputs or []), text_model)
     findings = result.findings()
     if not findings:
-        raise InputError(f"{folder}: no significant finding with prompts that carry it; nothing to judge")
+        raise InputError(f"{folder}: no significant finding (or cluster) with prompts that carry it; nothing "
+                         "to judge")
     record = dict(result.quality or {})
     options = {"alpha": alpha, "confidence": confidence, "seed": seed}
     if real is not None:
@@ -93,8 +98,8 @@ def quality(
                                  **options))
     if judge_base_url:
         link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache}
-        record["judge"] = _judge(findings, sets, judge_base_url, judge_model, link, rubric=rubric_text,
-                                 pairs=judge_pairs, **options)
+        record["judge"] = _judge(result.kind, findings, sets, judge_base_url, judge_model, link,
+                                 rubric=rubric_text, pairs=judge_pairs, **options)
     judged = dataclasses.replace(result, quality=record)
     written = save_outputs(judged, out or folder, report=not no_report, inputs=sets, quiet=quiet,
                            sources={"real data": inp.results_folder_input(real)} if real else None,
@@ -123,10 +128,16 @@ def _sets(result, folder: Path, paths: list, text_model: str) -> dict:
                              f"{len(paths)}")
         return inp.recorded_sets(result, folder, dict(zip(("test", "reference"), paths or [None, None],
                                                           strict=True)), result.config, text_model)
+    if result.kind == "scendi":
+        if len(paths) > 1:
+            raise InputError(f"{folder}: a diversity result of one model takes its input or none, got "
+                             f"{len(paths)}")
+        return inp.recorded_sets(result, folder, {result.name: paths[0] if paths else None}, {}, text_model)
     if paths and len(paths) != len(result.names):
         raise InputError(f"{folder}: a compare result of {len(result.names)} models takes one input per "
                          f"model ({', '.join(result.names)}), got {len(paths)}")
-    recorded = dict(zip(result.names, result.config.get("sets") or [None] * len(result.names), strict=False))
+    config = getattr(result, "config", None) or {}  # (a diversity comparison records its inputs only)
+    recorded = dict(zip(result.names, config.get("sets") or [None] * len(result.names), strict=False))
     given = dict(zip(result.names, paths or [None] * len(result.names), strict=True))
     return inp.recorded_sets(result, folder, given, recorded, text_model)
 
@@ -137,17 +148,23 @@ def _closeness(kind: str, findings: list, sets: dict, real: Path, text_model: st
 
     from ..data.inputs import load_input
     from ..methods.metrics import FindingQuality
+    from ..methods.metrics.findings_clusters import ClusterQuality
     from ..methods.metrics.findings_rank import FindingRanking
 
-    estimator = (FindingQuality if kind == "promptsplit" else FindingRanking)(**params)
     reference = dataclasses.replace(load_input(inp.results_folder_input(real), text_model=text_model),
                                     name="real data")
+    if kind == "scendi":
+        return ClusterQuality(**params).fit(findings, next(iter(sets.values())), reference)
+    estimator = (FindingQuality if kind == "promptsplit" else FindingRanking)(**params)
     return estimator.fit(findings, sets, reference)
 
 
-def _judge(findings: list, sets: dict, url: str, model: str, link: dict, *, rubric: str, **params) -> dict:
-    """The judge's preference record, with the endpoint (no key) and the calls made."""
+def _judge(kind: str, findings: list, sets: dict, url: str, model: str, link: dict, *, rubric: str,
+           **params) -> dict:
+    """The judge's preference record, with the endpoint (no key) and the calls made (one model's clusters:
+    each cluster's samples against the model's other samples of its prompts)."""
     from ..methods.metrics import FindingPreference
+    from ..methods.metrics.findings_clusters import cluster_preference
     from ._compcon_text import chat_client
 
     kinds = set()
@@ -162,7 +179,8 @@ def _judge(findings: list, sets: dict, url: str, model: str, link: dict, *, rubr
     estimator = FindingPreference(**({"rubric": rubric} if rubric.strip() else {}), modality=kinds.pop(),
                                   **params)
     client = chat_client(url, model, seed=params["seed"], temperature=0.0, **link)
-    record = estimator.fit(findings, sets, client)
+    record = (cluster_preference(estimator, findings, next(iter(sets.values())), client) if kind == "scendi"
+              else estimator.fit(findings, sets, client))
     return {**record, "endpoint": client.describe(),
             "calls": {"requests": client.n_requests, "cache_hits": client.n_cache_hits}}
 
