@@ -115,8 +115,11 @@ def test_the_command_adds_verdicts_to_one_and_to_several_diversity_results(tmp_p
                                "--no-report")
         assert code == 0, err
         code, printed, err = run_cli("quality", out, "--real", tmp_path / "real.npz", "--permutations", "199",
-                                     "--bootstrap", "50", "--no-report")
+                                     "--bootstrap", "50")
         assert code == 0, err
+        html = (out / "report.html").read_text(encoding="utf-8")  # the verdicts on the cluster cards
+        assert html.count("Closer to real data") == len(json.loads((out / "result.json").read_text())[
+            "quality"]["findings"])
     data = json.loads((one / "result.json").read_text())
     record = data["quality"]
     assert record["compared"] == "cluster vs other samples"
