@@ -51,6 +51,10 @@ def quality(
                                   "one pair per prompt in turn, no answer twice)."),
     api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
     chat_cache: Path | None = CHAT_CACHE,
+    facet: list[str] | None = typer.Option(None, "--facet", metavar="COLUMN",
+                                           help="A manifest column (repeatable; split results, --real): the "
+                                                "verdict per value of the column on each finding too (Holm "
+                                                "over every test reported)."),
     alpha: float = typed(0.05, Number(), "--alpha", help="Family-wise level over the findings (Holm)."),
     permutations: int = typed(2000, Integer(), "--permutations",
                               help="Permutations of the within-prompt test (>= 99)."),
@@ -93,7 +97,8 @@ def quality(
     record = dict(result.quality or {})
     options = {"alpha": alpha, "confidence": confidence, "seed": seed}
     if real is not None:
-        record.update(_closeness(result.kind, findings, sets, real, text_model, closeness=closeness,
+        record.update(_closeness(result.kind, findings, sets, real, text_model, list(facet or []),
+                                 closeness=closeness,
                                  nearest_k=nearest_k, permutations=permutations, bootstrap=bootstrap,
                                  **options))
     if judge_base_url:
@@ -142,19 +147,39 @@ def _sets(result, folder: Path, paths: list, text_model: str) -> dict:
     return inp.recorded_sets(result, folder, given, recorded, text_model)
 
 
-def _closeness(kind: str, findings: list, sets: dict, real: Path, text_model: str, **params) -> dict:
-    """The closeness record: two models (split) or a ranking of K (compare)."""
+def _facets(sets: dict, columns: list[str]) -> list[dict]:
+    """The facets named by ``--facet`` from the sets' manifests (the report's facet values: categories, or
+    quantile bins of a number), each ``{'name', 'values', 'rows'}``."""
+    from ..report.facets import sets_facets
+
+    found = {f["name"]: f for f in sets_facets(sets, lambda _: 0, lambda: [None])[0]}
+    missing = [c for c in columns if c not in found]
+    if missing:
+        raise InputError(f"--facet {missing[0]}: not a facet of the inputs' manifests (facets: "
+                         f"{', '.join(found) or 'none'})")
+    return [{"name": c, "values": found[c]["values"], "rows": found[c]["rows"]} for c in columns]
+
+
+def _closeness(kind: str, findings: list, sets: dict, real: Path, text_model: str, facets: list[str],
+               **params) -> dict:
+    """The closeness record: two models (split; per facet value of ``facets`` too), a ranking of K
+    (compare, diversity), or one model's clusters against its other samples."""
     import dataclasses
 
     from ..data.inputs import load_input
     from ..methods.metrics import FindingQuality
     from ..methods.metrics.findings_clusters import ClusterQuality
+    from ..methods.metrics.findings_facets import FacetQuality
     from ..methods.metrics.findings_rank import FindingRanking
 
     reference = dataclasses.replace(load_input(inp.results_folder_input(real), text_model=text_model),
                                     name="real data")
     if kind == "scendi":
         return ClusterQuality(**params).fit(findings, next(iter(sets.values())), reference)
+    if facets and kind != "promptsplit":
+        raise InputError("--facet: verdicts per facet value are for split results (two models) for now")
+    if facets:
+        return FacetQuality(**params).fit(findings, sets, reference, _facets(sets, facets))
     estimator = (FindingQuality if kind == "promptsplit" else FindingRanking)(**params)
     return estimator.fit(findings, sets, reference)
 
@@ -187,7 +212,8 @@ def _judge(kind: str, findings: list, sets: dict, url: str, model: str, link: di
 
 def _print(record: dict, *, closeness: bool, judge: bool) -> None:
     """One line per finding and verdict kind (closeness, then the judge)."""
-    lines = [e["verdict"] for e in record.get("findings", [])] if closeness else []
+    lines = [line for e in record.get("findings", []) for line in
+             [e["verdict"], *("  " + f["verdict"] for f in e.get("facets", []))]] if closeness else []
     if closeness and record.get("overall"):
         lines.append(record["overall"]["verdict"])
     if judge:

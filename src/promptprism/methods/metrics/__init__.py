@@ -14,6 +14,7 @@ _EXPORTS = {
     ".findings": ("FindingQuality",),
     ".findings_rank": ("FindingRanking",),
     ".findings_clusters": ("ClusterQuality", "cluster_preference"),
+    ".findings_facets": ("FacetQuality",),
     ".judge": ("FindingPreference",),
     ".frechet": (
         "feature_moments", "frechet_distance", "frechet_distance_from_moments", "trace_sqrt_product",
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from .estimator import ReferenceMetrics
     from .findings import FindingQuality
     from .findings_clusters import ClusterQuality, cluster_preference
+    from .findings_facets import FacetQuality
     from .findings_rank import FindingRanking
     from .frechet import feature_moments, frechet_distance, frechet_distance_from_moments, trace_sqrt_product
     from .judge import FindingPreference
@@ -36,7 +38,8 @@ if TYPE_CHECKING:
     from .prdc import NeighbourIndicators, knn_radii, neighbour_indicators, prdc
     from .result import MetricsResult, SetMetrics
 
-__all__ = ["CLIPSCORE_WEIGHT", "ClusterQuality", "FindingPreference", "FindingQuality", "FindingRanking",
+__all__ = ["CLIPSCORE_WEIGHT", "ClusterQuality", "FacetQuality", "FindingPreference", "FindingQuality",
+           "FindingRanking",
            "MetricsResult", "NeighbourIndicators", "ReferenceMetrics", "SetMetrics", "check_joint_space",
            "clip_scores", "cluster_preference",
            "feature_moments", "frechet_distance", "frechet_distance_from_moments",

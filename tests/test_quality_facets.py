@@ -1,0 +1,80 @@
+"""Verdicts per facet value (issue 43 item 2, "per facet value"): a finding's prompts restricted further to
+the samples of one value of a manifest column; planted signs, brute force, calibration (Holm over every
+test); the command with ``--facet`` is in test_quality_real_llm.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from promptprism.data import PairedSet
+from promptprism.methods.metrics import FacetQuality
+from promptprism.methods.metrics.findings import precision_scores
+
+FAMILY = {f: [f"family {f} prompt {q}" for q in range(6)] for f in (1, 2)}
+CENTRES = np.random.default_rng(123).normal(size=(12, 6))
+
+
+def make(name: str, seed: int, bad: np.ndarray | None = None, per_prompt: int = 12) -> PairedSet:
+    """12 prompts of two families, ``per_prompt`` samples each, right where real data lies except the
+    ``bad`` rows (shifted away)."""
+    rng = np.random.default_rng(seed)
+    idx = np.repeat(np.arange(12), per_prompt)
+    oe = 0.3 * CENTRES[idx] + 0.15 * rng.normal(size=(idx.size, 6))
+    if bad is not None:
+        oe[bad, 0] += 3.0
+    return PairedSet(2 * np.eye(12)[idx] + 0.05 * rng.normal(size=(idx.size, 12)), oe,
+                     prompts=[f"family {1 + i // 6} prompt {i % 6}" for i in idx], name=name)
+
+
+def _brute(gen, ref, k=5):
+    d_rr = np.linalg.norm(ref[:, None] - ref[None], axis=2)
+    radii = np.sort(d_rr, axis=1)[:, k]
+    return (np.linalg.norm(gen[:, None] - ref[None], axis=2) < radii[None]).any(axis=1).astype(float)
+
+
+def test_each_facet_value_gets_its_own_verdict_with_the_right_sign():
+    """A's samples of checkpoint 'old' are wrong on family 1, its 'new' ones right; B is right everywhere:
+    on family 1, B is closer for 'old', neither for 'new'; on family 2, neither for either value."""
+    n = 144
+    checkpoint = np.tile([0, 1], n // 2)  # alternate rows: 0 = old, 1 = new
+    family1 = np.arange(n) < 72
+    a = make("A", 1, bad=family1 & (checkpoint == 0))
+    b, real = make("B", 2), make("real data", 3)
+    facets = [{"name": "checkpoint", "values": ["old", "new"],
+               "rows": {"A": checkpoint.tolist(), "B": checkpoint.tolist()}}]
+    findings = [{"id": "family 1", "prompts": FAMILY[1]}, {"id": "family 2", "prompts": FAMILY[2]}]
+    record = FacetQuality(permutations=999, bootstrap=100).fit(findings, {"A": a, "B": b}, real, facets)
+    by = {(e["id"], f["value"]): f for e in record["findings"] for f in e["facets"]}
+    assert by[("family 1", "old")]["closer"] == "B" and by[("family 1", "new")]["closer"] is None
+    assert by[("family 2", "old")]["closer"] is None and by[("family 2", "new")]["closer"] is None
+    assert record["findings"][0]["closer"] == "B" and record["tests"] == 6
+    # brute force: A's mean on (family 1, new) is the precision indicator of those rows against the real
+    # samples of family 1
+    ref = real.output_embeddings[np.isin(real.prompts, FAMILY[1])]
+    rows = np.flatnonzero(family1 & (checkpoint == 1))
+    assert by[("family 1", "new")]["models"]["A"]["mean"] == pytest.approx(
+        _brute(a.output_embeddings[rows], ref).mean())
+    assert by[("family 1", "old")]["models"]["A"]["mean"] == pytest.approx(
+        precision_scores(a.output_embeddings[family1 & (checkpoint == 0)], ref, 5).mean())
+    assert "checkpoint = old" in by[("family 1", "old")]["verdict"]
+
+
+@pytest.mark.slow
+def test_same_quality_models_get_no_verdict_on_any_finding_or_facet_value_over_200_sets():
+    """Both models right everywhere, a random two-valued facet: the share of sets with any verdict (Holm
+    over the 2 findings and their 4 facet values) stays within alpha + 2 s.e. of 200."""
+    alpha, runs, hits = 0.05, 200, 0
+    findings = [{"id": "family 1", "prompts": FAMILY[1]}, {"id": "family 2", "prompts": FAMILY[2]}]
+    for r in range(runs):
+        rng = np.random.default_rng(r)
+        a, b, real = make("A", 10 * r + 1, per_prompt=8), make("B", 10 * r + 2, per_prompt=8), make(
+            "real data", 10 * r + 3, per_prompt=8)
+        facets = [{"name": "f", "values": ["x", "y"], "rows": {m: rng.integers(0, 2, 96).tolist()
+                                                               for m in "AB"}}]
+        record = FacetQuality(permutations=199, bootstrap=50, seed=r).fit(findings, {"A": a, "B": b}, real,
+                                                                          facets)
+        called = [e["closer"] for e in record["findings"]] + [f["closer"] for e in record["findings"]
+                                                               for f in e["facets"]]
+        hits += any(c is not None for c in called)
+    assert hits / runs <= alpha + 2 * np.sqrt(alpha * (1 - alpha) / runs), hits
