@@ -78,3 +78,19 @@ def test_same_quality_models_get_no_verdict_on_any_finding_or_facet_value_over_2
                                                                for f in e["facets"]]
         hits += any(c is not None for c in called)
     assert hits / runs <= alpha + 2 * np.sqrt(alpha * (1 - alpha) / runs), hits
+
+
+def test_the_mode_card_lists_each_facet_values_verdict():
+    from promptprism.report.descriptions import quality_block
+
+    models = {"test": {"mean": 0.2, "n": 5, "interval": {"low": 0.1, "high": 0.3}},
+              "reference": {"mean": 0.8, "n": 5, "interval": {"low": 0.7, "high": 0.9}}}
+    entry = {"id": "mode +1", "prompts": 5, "closer": "reference", "p_adjusted": 0.01, "models": models,
+             "facets": [{"facet": "topic", "value": "history", "closer": None, "p_adjusted": 0.2,
+                         "models": models}]}
+
+    class Result:
+        quality = {"closeness": "gold", "findings": [entry]}
+
+    html = str(quality_block(Result(), "mode +1"))
+    assert "topic = history: closer <strong>neither</strong>" in html and "p = 0.2" in html
