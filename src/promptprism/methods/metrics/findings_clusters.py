@@ -22,7 +22,7 @@ import numpy as np
 from ...data.paired import PairedSet
 from ...errors import InputError
 from ...stats.two_sample import holm
-from .findings import FindingQuality, _sentence
+from .findings import FindingQuality, holm_verdicts
 from .judge import FindingPreference, _conclude
 
 #: the name of the model's samples outside the cluster, on the cluster's prompts
@@ -72,11 +72,7 @@ class ClusterQuality(FindingQuality):
                 continue
             entries.append({**entry, "rank": f.get("rank")})
         target = str(getattr(reference, "name", None) or "the reference")
-        for entry, p_adj in zip(entries, holm([e["p_value"] for e in entries]) if entries else [],
-                                strict=True):
-            entry["p_adjusted"] = p_adj
-            entry["closer"] = entry["leader"] if p_adj <= self.alpha else None
-            entry["verdict"] = _sentence(entry, self.closeness, self.alpha, target)
+        holm_verdicts(entries, alpha=self.alpha, closeness=self.closeness, target=target)
         closer = [e["verdict"] for e in entries if e["closer"]]
         overall = ("; ".join(closer) if closer else
                    f"no cluster's samples differ from the model's other samples in closeness to {target} "

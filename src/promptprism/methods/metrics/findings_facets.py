@@ -19,8 +19,7 @@ import numpy as np
 
 from ...data.paired import PairedSet
 from ...errors import InputError
-from ...stats.two_sample import holm
-from .findings import FindingQuality, _sentence
+from .findings import FindingQuality, holm_verdicts
 
 
 def restrict_rows(model: Any, keep: np.ndarray) -> PairedSet:
@@ -78,10 +77,7 @@ class FacetQuality(FindingQuality):
                     entry["facets"].append(one)
                     tests.append(one)
         target = str(getattr(reference, "name", None) or "the reference")
-        for t, p_adj in zip(tests, holm([t["p_value"] for t in tests]) if tests else [], strict=True):
-            t["p_adjusted"] = p_adj
-            t["closer"] = t["leader"] if p_adj <= self.alpha else None
-            t["verdict"] = _sentence(t, self.closeness, self.alpha, target)
+        holm_verdicts(tests, alpha=self.alpha, closeness=self.closeness, target=target)
         closer = [t["verdict"] for t in tests if t["closer"]]
         record["verdict"] = ("; ".join(closer) if closer else
                              f"no finding or facet value shows one model closer to {target} "
