@@ -94,3 +94,47 @@ def test_the_mode_card_lists_each_facet_values_verdict():
 
     html = str(quality_block(Result(), "mode +1"))
     assert "topic = history: closer <strong>neither</strong>" in html and "p = 0.2" in html
+
+
+class PrefersGood:
+    """A judge: the answer without 'bad' wins, a tie between two alike; always 'first' with probability
+    ``bias`` (position bias, cancelled by asking both orders)."""
+
+    model = "fake"
+
+    def __init__(self, bias: float = 0.0):
+        self.rng, self.bias = np.random.default_rng(0), bias
+
+    def chat(self, messages):
+        text = messages[0]["content"]
+        first = "bad" in text.split('First answer: """', 1)[1].split('"""', 1)[0]
+        second = "bad" in text.split('Second answer: """', 1)[1].split('"""', 1)[0]
+        if self.rng.random() < self.bias:
+            return "first"
+        return "tie" if first == second else "second" if first else "first"
+
+
+def test_the_judge_verdict_per_facet_value_has_the_right_sign():
+    """A answers badly on its 'old' samples of family 1: there the judge prefers B; on 'new' it prefers
+    neither (ties), and on family 2 neither; Holm over the 2 findings and their 4 values."""
+    from promptprism.methods.metrics import FindingPreference
+    from promptprism.methods.metrics.findings_facets import facet_preference
+
+    n = 144
+    checkpoint = np.tile([0, 1], n // 2)
+    bad = (np.arange(n) < 72) & (checkpoint == 0)
+    a, b = make("A", 1), make("B", 2)
+    a = PairedSet(a.prompt_embeddings, a.output_embeddings, prompts=a.prompts, name="A",
+                  outputs=["bad answer" if x else "good answer" for x in bad])
+    b = PairedSet(b.prompt_embeddings, b.output_embeddings, prompts=b.prompts, name="B",
+                  outputs=["good answer"] * n)
+    facets = [{"name": "checkpoint", "values": ["old", "new"],
+               "rows": {"A": checkpoint.tolist(), "B": checkpoint.tolist()}}]
+    findings = [{"id": "family 1", "prompts": FAMILY[1]}, {"id": "family 2", "prompts": FAMILY[2]}]
+    record = facet_preference(FindingPreference(pairs=12), findings, {"A": a, "B": b}, PrefersGood(0.2),
+                              facets)
+    by = {(e["id"], f["value"]): f for e in record["findings"] for f in e["facets"]}
+    assert by[("family 1", "old")]["preferred"] == "B" and by[("family 1", "new")]["preferred"] is None
+    assert by[("family 2", "old")]["preferred"] is None and by[("family 2", "new")]["preferred"] is None
+    assert record["tests"] == 6 and "checkpoint = old" in by[("family 1", "old")]["verdict"]
+    assert by[("family 1", "old")]["comparisons"][0]["losses"] >= 9  # B wins unless the bias ties a pair

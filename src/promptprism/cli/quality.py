@@ -52,9 +52,9 @@ def quality(
     api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
     chat_cache: Path | None = CHAT_CACHE,
     facet: list[str] | None = typer.Option(None, "--facet", metavar="COLUMN",
-                                           help="A manifest column (repeatable; split results, --real): the "
-                                                "verdict per value of the column on each finding too (Holm "
-                                                "over every test reported)."),
+                                           help="A manifest column (repeatable; split results): the "
+                                                "closeness and judge verdicts per value of the column on "
+                                                "each finding too (Holm over every test reported)."),
     alpha: float = typed(0.05, Number(), "--alpha", help="Family-wise level over the findings (Holm)."),
     permutations: int = typed(2000, Integer(), "--permutations",
                               help="Permutations of the within-prompt test (>= 99)."),
@@ -104,7 +104,7 @@ def quality(
     if judge_base_url:
         link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache}
         record["judge"] = _judge(result.kind, findings, sets, judge_base_url, judge_model, link,
-                                 rubric=rubric_text, pairs=judge_pairs, **options)
+                                 list(facet or []), rubric=rubric_text, pairs=judge_pairs, **options)
     judged = dataclasses.replace(result, quality=record)
     written = save_outputs(judged, out or folder, report=not no_report, inputs=sets, quiet=quiet,
                            sources={"real data": inp.results_folder_input(real)} if real else None,
@@ -184,12 +184,13 @@ def _closeness(kind: str, findings: list, sets: dict, real: Path, text_model: st
     return estimator.fit(findings, sets, reference)
 
 
-def _judge(kind: str, findings: list, sets: dict, url: str, model: str, link: dict, *, rubric: str,
-           **params) -> dict:
+def _judge(kind: str, findings: list, sets: dict, url: str, model: str, link: dict, facets: list[str], *,
+           rubric: str, **params) -> dict:
     """The judge's preference record, with the endpoint (no key) and the calls made (one model's clusters:
     each cluster's samples against the model's other samples of its prompts)."""
     from ..methods.metrics import FindingPreference
     from ..methods.metrics.findings_clusters import cluster_preference
+    from ..methods.metrics.findings_facets import facet_preference
     from ._compcon_text import chat_client
 
     kinds = set()
@@ -204,8 +205,14 @@ def _judge(kind: str, findings: list, sets: dict, url: str, model: str, link: di
     estimator = FindingPreference(**({"rubric": rubric} if rubric.strip() else {}), modality=kinds.pop(),
                                   **params)
     client = chat_client(url, model, seed=params["seed"], temperature=0.0, **link)
-    record = (cluster_preference(estimator, findings, next(iter(sets.values())), client) if kind == "scendi"
-              else estimator.fit(findings, sets, client))
+    if facets and kind != "promptsplit":
+        raise InputError("--facet: verdicts per facet value are for split results (two models) for now")
+    if kind == "scendi":
+        record = cluster_preference(estimator, findings, next(iter(sets.values())), client)
+    elif facets:
+        record = facet_preference(estimator, findings, sets, client, _facets(sets, facets))
+    else:
+        record = estimator.fit(findings, sets, client)
     return {**record, "endpoint": client.describe(),
             "calls": {"requests": client.n_requests, "cache_hits": client.n_cache_hits}}
 
@@ -217,7 +224,8 @@ def _print(record: dict, *, closeness: bool, judge: bool) -> None:
     if closeness and record.get("overall"):
         lines.append(record["overall"]["verdict"])
     if judge:
-        lines += [e["verdict"] for e in record["judge"]["findings"]]
+        lines += [line for e in record["judge"]["findings"] for line in
+                  [e["verdict"], *("  " + f["verdict"] for f in e.get("facets", []))]]
         calls = record["judge"]["calls"]
         lines.append(f"judge calls: {calls['requests']} sent, {calls['cache_hits']} from the cache")
     for line in lines:

@@ -19,7 +19,9 @@ import numpy as np
 
 from ...data.paired import PairedSet
 from ...errors import InputError
+from ...stats.two_sample import holm
 from .findings import FindingQuality, holm_verdicts
+from .judge import FindingPreference, _conclude
 
 
 def restrict_rows(model: Any, keep: np.ndarray) -> PairedSet:
@@ -84,3 +86,43 @@ class FacetQuality(FindingQuality):
                              f"({self.closeness}, Holm over {len(tests)} test(s) at alpha = {self.alpha:g})")
         record["tests"] = len(tests)
         return record
+
+
+def facet_preference(estimator: FindingPreference, findings: Sequence[dict], models: dict[str, Any],
+                     judge: Any, facets: Sequence[dict]) -> dict[str, Any]:
+    """:class:`.judge.FindingPreference` with, under each finding, the judge's verdict per facet value: the
+    pairs drawn from each model's samples of that value on the finding's prompts (the m-th value tested
+    draws from ``default_rng([seed, len(findings) + m])``, after the findings' draws); Holm over every
+    comparison, the findings' and the values'."""
+    record = estimator.fit(findings, models, judge)
+    names = list(models) if len(models) > 2 else None
+    entries = list(record["findings"])
+    draw = len(findings)
+    for entry, finding in zip(record["findings"], findings, strict=True):
+        entry["facets"] = []
+        on = {n: np.isin(np.asarray(s.prompts, dtype=object), list(finding["prompts"]))
+              for n, s in models.items()}
+        for facet in facets:
+            for k, label in enumerate(facet["values"]):
+                keep = {n: value_mask(facet["rows"].get(n), k, on[n].size) for n in models}
+                if any(not (keep[n] & on[n]).any() for n in models):
+                    continue
+                one = estimator._one({**finding, "id": f"{finding['id']}, {facet['name']} = {label}"},
+                                     {n: restrict_rows(models[n], keep[n]) for n in models}, judge, draw)
+                draw += 1
+                one.update(facet=facet["name"], value=label)
+                entry["facets"].append(one)
+                entries.append(one)
+    tests = [c for e in entries for c in e["comparisons"]]
+    for c, p_adj in zip(tests, holm([c["p_value"] for c in tests]) if tests else [], strict=True):
+        c["p_adjusted"] = p_adj
+        c["preferred"] = (None if p_adj > estimator.alpha or c["wins"] == c["losses"]
+                          else c["a"] if c["wins"] > c["losses"] else c["b"])
+    for e in entries:
+        _conclude(e, names, estimator.alpha)
+    shown = [e["verdict"] for e in entries if e.get("preferred")]
+    record["verdict"] = "; ".join(shown) if shown else (
+        f"the judge prefers no model on any finding or facet value (sign test, Holm over {len(tests)} "
+        f"test(s) at alpha = {estimator.alpha:g})")
+    record["tests"] = len(tests)
+    return record
