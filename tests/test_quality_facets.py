@@ -138,3 +138,19 @@ def test_the_judge_verdict_per_facet_value_has_the_right_sign():
     assert by[("family 2", "old")]["preferred"] is None and by[("family 2", "new")]["preferred"] is None
     assert record["tests"] == 6 and "checkpoint = old" in by[("family 1", "old")]["verdict"]
     assert by[("family 1", "old")]["comparisons"][0]["losses"] >= 9  # B wins unless the bias ties a pair
+
+
+def test_the_mode_card_lists_the_judges_verdict_per_facet_value():
+    from promptprism.report.descriptions import quality_block
+
+    c = {"a": "test", "b": "reference", "win_rate": 0.1, "pairs": 10, "wins": 1, "losses": 9, "ties": 0,
+         "cancelled": 0, "unreadable": 0, "p_adjusted": 0.04, "interval": {"low": 0.0, "high": 0.4}}
+    judged = {"id": "mode +1", "preferred": "reference", "comparisons": [c],
+              "facets": [{"facet": "topic", "value": "history", "preferred": "reference",
+                          "comparisons": [c]}]}
+
+    class Result:
+        quality = {"judge": {"findings": [judged]}}
+
+    html = str(quality_block(Result(), "mode +1"))
+    assert "topic = history: judge prefers <strong>reference</strong>" in html
