@@ -218,3 +218,9 @@ def test_three_same_quality_models_get_no_verdict_at_the_stated_level():
     _, power = _same_quality_runs(20, worse=3.0)
     print("c worse, ranked alone last:", power)
     assert power >= 0.9, power
+
+
+def test_a_facet_the_inputs_do_not_have_is_one_line_before_any_call(split_dir):
+    code, _, err = run_cli("quality", split_dir, "--judge-base-url", "http://127.0.0.1:9/v1", "--facet",
+                           "topic", "--api-key-env", "")
+    assert code == 2 and "--facet topic: not a facet" in err and len(err.strip().splitlines()) == 1

@@ -18,11 +18,18 @@ TOPIC = {r["prompt"]: r["topic"] for r in map(json.loads, (DATA / "qa_gold_answe
     "utf-8").splitlines())}
 
 
-def test_the_english_answers_are_closer_to_the_gold_answers_on_the_french_modes(tmp_path, capsys):
-    out = tmp_path / "s"
+@pytest.fixture(scope="module")
+def split_dir(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("qa")
+    out = tmp / "s"
     common = ["--device", "cpu", "-q", "--no-report"]
     assert main(["split", str(DATA / "smollm2_qa_test.jsonl"), str(DATA / "smollm2_qa_reference.jsonl"),
-                 "--out", str(out), "--cache", str(tmp_path / "c"), *common]) == 0
+                 "--out", str(out), "--cache", str(tmp / "c"), *common]) == 0
+    return out
+
+
+def test_the_english_answers_are_closer_to_the_gold_answers_on_the_french_modes(split_dir, capsys):
+    out = split_dir
     assert main(["quality", str(out), "--real", str(DATA / "qa_gold_answers.jsonl"), "--closeness", "gold",
                  "--no-report"]) == 0
     record = json.loads((out / "result.json").read_text())["quality"]
@@ -34,3 +41,21 @@ def test_the_english_answers_are_closer_to_the_gold_answers_on_the_french_modes(
         assert entry["models"]["reference"]["mean"] > entry["models"]["test"]["mean"] + 0.3
         assert all(TOPIC[p] == "history" for p in entry["example_prompts"])
     assert "reference is closer to real data" in capsys.readouterr().out
+
+
+def test_per_topic_verdicts_restrict_each_mode_to_its_topics(split_dir, tmp_path, capsys):
+    """``--facet topic``: the modes sit on history questions, so each gets one topic value, history, where
+    the English answers are closer too (Holm over the modes and their topic values); an unknown column is
+    one line and exit 2."""
+    out = tmp_path / "f"
+    assert main(["quality", str(split_dir), "--real", str(DATA / "qa_gold_answers.jsonl"), "--closeness",
+                 "gold", "--facet", "topic", "--no-report", "--out", str(out)]) == 0
+    record = json.loads((out / "result.json").read_text())["quality"]
+    assert record["findings"] and record["tests"] == 2 * len(record["findings"])
+    for entry in record["findings"]:
+        assert [(f["facet"], f["value"], f["closer"]) for f in entry["facets"]] == [
+            ("topic", "history", "reference")]
+    assert "topic = history" in capsys.readouterr().out
+    assert main(["quality", str(split_dir), "--real", str(DATA / "qa_gold_answers.jsonl"), "--closeness",
+                 "gold", "--facet", "nope", "--no-report", "--out", str(tmp_path / "g")]) == 2
+    assert "--facet nope" in capsys.readouterr().err

@@ -19,15 +19,18 @@ from .report import NO_REPORT
 
 #: suffixes of outputs that are images (a text judge cannot read them)
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif")
+#: the result kinds whose findings get verdicts: modes, K-way comparisons, Scendi clusters
+QUALITY_KINDS = ("promptsplit", "promptsplit_kway", "scendi", "scendi_comparison")
 
 
 @app.command("quality")
 def quality(
     folder: Path = typer.Argument(..., metavar="DIR",
-                                  help="A split or compare results folder (result.json)."),
+                                  help="A split, compare or diversity results folder (result.json)."),
     inputs: list[Path] | None = typer.Argument(None, metavar="[INPUTS]",
-                                               help="split: TEST REF; compare: one set per model, in the "
-                                                    "order of the comparison (default: the paths result.json "
+                                               help="split: TEST REF; compare or diversity: one set per "
+                                                    "model, in the order of the run (default: the paths "
+                                                    "result.json "
                                                     "records, checked against their fingerprints)."),
     real: Path | None = typer.Option(None, "--real", help=f"Real data (or gold answers) on the same prompts: "
                                                           f"{inp.INPUT_HELP}."),
@@ -37,8 +40,9 @@ def quality(
                                 "answers)."),
     nearest_k: int = typed(5, Integer(), "--nearest-k", help="k of the k-NN balls (precision)."),
     judge_base_url: str = typer.Option("", "--judge-base-url",
-                                       help="OpenAI-compatible endpoint of a judge that compares the two "
-                                            "models' answers pair by pair (both orders; texts)."),
+                                       help="OpenAI-compatible endpoint of a judge that compares the "
+                                            "models' outputs pair by pair (both orders; texts, or images "
+                                            "sent as PNG data URLs to a vision-language model)."),
     judge_model: str = typer.Option("gpt-4o", "--judge-model", help="Judge model at --judge-base-url."),
     rubric: str = typer.Option("", "--rubric", help="What makes an answer better, for the judge: TEXT or "
                                                     "@FILE (default: correct, helpful, does what is asked)."),
@@ -47,6 +51,10 @@ def quality(
                                   "one pair per prompt in turn, no answer twice)."),
     api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
     chat_cache: Path | None = CHAT_CACHE,
+    facet: list[str] | None = typer.Option(None, "--facet", metavar="COLUMN",
+                                           help="A manifest column (repeatable; split results): the "
+                                                "closeness and judge verdicts per value of the column on "
+                                                "each finding too (Holm over every test reported)."),
     alpha: float = typed(0.05, Number(), "--alpha", help="Family-wise level over the findings (Holm)."),
     permutations: int = typed(2000, Integer(), "--permutations",
                               help="Permutations of the within-prompt test (>= 99)."),
@@ -58,14 +66,15 @@ def quality(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No lines per finding."),
     no_report: bool = NO_REPORT,
 ) -> None:
-    """Which model is closer to real data, and which one a judge prefers, on each finding of a split or
-    compare result.
+    """Which model is closer to real data, and which one a judge prefers, on each finding of a split,
+    compare or diversity result.
 
     For each significant mode (compare: each deviating model's modes against the rest, each differing
-    pair's modes), the models' samples on the prompts that carry it are scored against the real samples of
-    the same prompts (a within-prompt permutation test, Holm over the findings; K models ranked with ties),
-    and/or pairs of their answers are shown to a judge in both orders (win rate with a Wilson interval, sign
-    test).
+    pair's modes; diversity: each model-driven cluster), the models' samples on the prompts that carry it are
+    scored against the real samples of the same prompts (a within-prompt permutation test, Holm over the
+    findings; K models ranked with ties; one model's cluster: its samples against the model's other samples
+    of those prompts), and/or pairs of their outputs are shown to a judge in both orders (win rate with a
+    Wilson interval, sign test; images go to a vision-language judge).
     """
     import dataclasses
 
@@ -77,23 +86,25 @@ def quality(
     check_urls(judge_base_url=judge_base_url)
     rubric_text = _rubric(rubric)
     result = load_result(folder)
-    if result.kind not in ("promptsplit", "promptsplit_kway"):
-        raise InputError(f"{folder}: holds a {result.kind} result; quality verdicts need a split or compare "
-                         "result")
+    if result.kind not in QUALITY_KINDS:
+        raise InputError(f"{folder}: holds a {result.kind} result; quality verdicts need a split, compare or "
+                         "diversity result")
     sets = _sets(result, folder, list(inputs or []), text_model)
     findings = result.findings()
     if not findings:
-        raise InputError(f"{folder}: no significant finding with prompts that carry it; nothing to judge")
+        raise InputError(f"{folder}: no significant finding (or cluster) with prompts that carry it; nothing "
+                         "to judge")
     record = dict(result.quality or {})
     options = {"alpha": alpha, "confidence": confidence, "seed": seed}
     if real is not None:
-        record.update(_closeness(result.kind, findings, sets, real, text_model, closeness=closeness,
+        record.update(_closeness(result.kind, findings, sets, real, text_model, list(facet or []),
+                                 closeness=closeness,
                                  nearest_k=nearest_k, permutations=permutations, bootstrap=bootstrap,
                                  **options))
     if judge_base_url:
         link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache}
-        record["judge"] = _judge(findings, sets, judge_base_url, judge_model, link, rubric=rubric_text,
-                                 pairs=judge_pairs, **options)
+        record["judge"] = _judge(result.kind, findings, sets, judge_base_url, judge_model, link,
+                                 list(facet or []), rubric=rubric_text, pairs=judge_pairs, **options)
     judged = dataclasses.replace(result, quality=record)
     written = save_outputs(judged, out or folder, report=not no_report, inputs=sets, quiet=quiet,
                            sources={"real data": inp.results_folder_input(real)} if real else None,
@@ -122,54 +133,99 @@ def _sets(result, folder: Path, paths: list, text_model: str) -> dict:
                              f"{len(paths)}")
         return inp.recorded_sets(result, folder, dict(zip(("test", "reference"), paths or [None, None],
                                                           strict=True)), result.config, text_model)
+    if result.kind == "scendi":
+        if len(paths) > 1:
+            raise InputError(f"{folder}: a diversity result of one model takes its input or none, got "
+                             f"{len(paths)}")
+        return inp.recorded_sets(result, folder, {result.name: paths[0] if paths else None}, {}, text_model)
     if paths and len(paths) != len(result.names):
         raise InputError(f"{folder}: a compare result of {len(result.names)} models takes one input per "
                          f"model ({', '.join(result.names)}), got {len(paths)}")
-    recorded = dict(zip(result.names, result.config.get("sets") or [None] * len(result.names), strict=False))
+    config = getattr(result, "config", None) or {}  # (a diversity comparison records its inputs only)
+    recorded = dict(zip(result.names, config.get("sets") or [None] * len(result.names), strict=False))
     given = dict(zip(result.names, paths or [None] * len(result.names), strict=True))
     return inp.recorded_sets(result, folder, given, recorded, text_model)
 
 
-def _closeness(kind: str, findings: list, sets: dict, real: Path, text_model: str, **params) -> dict:
-    """The closeness record: two models (split) or a ranking of K (compare)."""
+def _facets(sets: dict, columns: list[str]) -> list[dict]:
+    """The facets named by ``--facet`` from the sets' manifests (the report's facet values: categories, or
+    quantile bins of a number), each ``{'name', 'values', 'rows'}``."""
+    from ..report.facets import sets_facets
+
+    found = {f["name"]: f for f in sets_facets(sets, lambda _: 0, lambda: [None])[0]}
+    missing = [c for c in columns if c not in found]
+    if missing:
+        raise InputError(f"--facet {missing[0]}: not a facet of the inputs' manifests (facets: "
+                         f"{', '.join(found) or 'none'})")
+    return [{"name": c, "values": found[c]["values"], "rows": found[c]["rows"]} for c in columns]
+
+
+def _closeness(kind: str, findings: list, sets: dict, real: Path, text_model: str, facets: list[str],
+               **params) -> dict:
+    """The closeness record: two models (split; per facet value of ``facets`` too), a ranking of K
+    (compare, diversity), or one model's clusters against its other samples."""
     import dataclasses
 
     from ..data.inputs import load_input
     from ..methods.metrics import FindingQuality
+    from ..methods.metrics.findings_clusters import ClusterQuality
+    from ..methods.metrics.findings_facets import FacetQuality
     from ..methods.metrics.findings_rank import FindingRanking
 
-    estimator = (FindingQuality if kind == "promptsplit" else FindingRanking)(**params)
     reference = dataclasses.replace(load_input(inp.results_folder_input(real), text_model=text_model),
                                     name="real data")
+    if kind == "scendi":
+        return ClusterQuality(**params).fit(findings, next(iter(sets.values())), reference)
+    if facets and kind != "promptsplit":
+        raise InputError("--facet: verdicts per facet value are for split results (two models) for now")
+    if facets:
+        return FacetQuality(**params).fit(findings, sets, reference, _facets(sets, facets))
+    estimator = (FindingQuality if kind == "promptsplit" else FindingRanking)(**params)
     return estimator.fit(findings, sets, reference)
 
 
-def _judge(findings: list, sets: dict, url: str, model: str, link: dict, *, rubric: str, **params) -> dict:
-    """The judge's preference record, with the endpoint (no key) and the calls made."""
+def _judge(kind: str, findings: list, sets: dict, url: str, model: str, link: dict, facets: list[str], *,
+           rubric: str, **params) -> dict:
+    """The judge's preference record, with the endpoint (no key) and the calls made (one model's clusters:
+    each cluster's samples against the model's other samples of its prompts)."""
     from ..methods.metrics import FindingPreference
+    from ..methods.metrics.findings_clusters import cluster_preference
+    from ..methods.metrics.findings_facets import facet_preference
     from ._compcon_text import chat_client
 
+    kinds = set()
     for name, s in sets.items():
         outputs = getattr(s, "outputs", None)
         if outputs is None:
-            raise InputError(f"{name}: no output texts (an embeddings file); the judge reads the answers")
-        if outputs and str(outputs[0]).lower().endswith(IMAGE_SUFFIXES):
-            raise InputError(f"{name}: the outputs are images; the judge reads texts (a vision-language "
-                             "judge is not supported yet)")
-    estimator = FindingPreference(**({"rubric": rubric} if rubric.strip() else {}), **params)
+            raise InputError(f"{name}: no output texts or image paths (an embeddings file); the judge reads "
+                             "the outputs")
+        kinds.add("image" if outputs and str(outputs[0]).lower().endswith(IMAGE_SUFFIXES) else "text")
+    if len(kinds) > 1:
+        raise InputError("some sets hold images and some texts; the judge compares outputs of one kind")
+    estimator = FindingPreference(**({"rubric": rubric} if rubric.strip() else {}), modality=kinds.pop(),
+                                  **params)
     client = chat_client(url, model, seed=params["seed"], temperature=0.0, **link)
-    record = estimator.fit(findings, sets, client)
+    if facets and kind != "promptsplit":
+        raise InputError("--facet: verdicts per facet value are for split results (two models) for now")
+    if kind == "scendi":
+        record = cluster_preference(estimator, findings, next(iter(sets.values())), client)
+    elif facets:
+        record = facet_preference(estimator, findings, sets, client, _facets(sets, facets))
+    else:
+        record = estimator.fit(findings, sets, client)
     return {**record, "endpoint": client.describe(),
             "calls": {"requests": client.n_requests, "cache_hits": client.n_cache_hits}}
 
 
 def _print(record: dict, *, closeness: bool, judge: bool) -> None:
     """One line per finding and verdict kind (closeness, then the judge)."""
-    lines = [e["verdict"] for e in record.get("findings", [])] if closeness else []
+    lines = [line for e in record.get("findings", []) for line in
+             [e["verdict"], *("  " + f["verdict"] for f in e.get("facets", []))]] if closeness else []
     if closeness and record.get("overall"):
         lines.append(record["overall"]["verdict"])
     if judge:
-        lines += [e["verdict"] for e in record["judge"]["findings"]]
+        lines += [line for e in record["judge"]["findings"] for line in
+                  [e["verdict"], *("  " + f["verdict"] for f in e.get("facets", []))]]
         calls = record["judge"]["calls"]
         lines.append(f"judge calls: {calls['requests']} sent, {calls['cache_hits']} from the cache")
     for line in lines:

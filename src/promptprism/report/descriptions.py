@@ -60,7 +60,36 @@ def quality_block(result: Any, finding_id: str) -> Any:
     if entry is None and judged is None:
         return None
     return el("div", None if entry is None else _closeness_line(quality, entry),
-              None if judged is None else _judge_line(judged))
+              None if entry is None else _facet_lines(entry),
+              None if judged is None else _judge_line(judged),
+              None if judged is None else _judge_facet_lines(judged))
+
+
+def _judge_facet_lines(entry: dict) -> Any:
+    """Per facet value (``quality --facet`` with a judge): the model the judge prefers on those samples."""
+    if not entry.get("facets"):
+        return None
+    items = []
+    for f in entry["facets"]:
+        c = f["comparisons"][0]
+        items.append(el("li", f"{f['facet']} = {f['value']}: judge prefers ",
+                        el("strong", f.get("preferred") or "neither"),
+                        f" ({c['a']}'s win rate {fnum(c['win_rate'], '.2f')} over {c['pairs']} pairs; "
+                        f"p = {fnum(c['p_adjusted'], '.2g')}, Holm over every test)"))
+    return el("ul", *items, cls="small")
+
+
+def _facet_lines(entry: dict) -> Any:
+    """Per facet value (``quality --facet``): which model is closer on the finding's samples of that value."""
+    if not entry.get("facets"):
+        return None
+    items = []
+    for f in entry["facets"]:
+        means = "; ".join(f"{n} {fnum(m['mean'], '.2f')} (n = {m['n']})" for n, m in f["models"].items())
+        closer = el("strong", f.get("closer") or "neither")
+        items.append(el("li", f"{f['facet']} = {f['value']}: closer ", closer,
+                        f" ({means}; p = {fnum(f['p_adjusted'], '.2g')}, Holm over every test)"))
+    return el("ul", *items, cls="small")
 
 
 def _entry(record: dict, finding_id: str) -> dict | None:

@@ -23,7 +23,7 @@ from .common import (
     visual_of,
 )
 from .core import reloader, renderer
-from .descriptions import description_block, finding_description
+from .descriptions import description_block, finding_description, quality_block
 from .html import Page, bar, data_uri, el, fmt, fnum, num, p, table
 from .metrics import reference_section
 from .rankings import rankings_block
@@ -137,7 +137,9 @@ def _differences(result: Any) -> Any:
     )
 
 
-def _model_section(r: Any, images: Any, bases: list[Path], view: dict) -> list:
+def _model_section(r: Any, images: Any, bases: list[Path], view: dict, owner: Any = None) -> list:
+    """A model's clusters beside the unconditioned ones; each model-driven cluster with its name and its
+    quality verdicts (``owner``: the result that holds them, the comparison for several models)."""
     out: list[Any] = [
         p(
             f"{r.n:,} samples · model-driven share {with_interval(r, 'model_share', percent=True)} of the "
@@ -167,7 +169,8 @@ def _model_section(r: Any, images: Any, bases: list[Path], view: dict) -> list:
         kinds = [{"model": r.name, "kind": k, "row": i} for k in ("model-driven", "unconditioned")]
         left = (
             el("div", _cluster_block(r.clusters[i], images, bases, view, kinds[0]),
-               description_block(finding_description(r, cluster=r.clusters[i].rank)))
+               description_block(finding_description(r, cluster=r.clusters[i].rank)),
+               _cluster_quality(owner if owner is not None else r, r, r.clusters[i].rank))
             if i < len(r.clusters) else el("div")
         )
         right = (
@@ -279,6 +282,11 @@ def _folders(m: Any, sources: Any, base_dir: Any) -> list[Path]:
     return image_folders(getattr(sources.get(m.name), "source", None) or m.config.get("input"), base_dir)
 
 
+def _cluster_quality(owner: Any, r: Any, rank: int) -> Any:
+    """The quality verdicts of cluster ``rank`` of model ``r`` (``promptprism quality``), or None."""
+    return quality_block(owner, f"cluster {rank}" if owner is r else f"{r.name} cluster {rank}")
+
+
 @renderer("scendi")
 @renderer("scendi_comparison")
 def render_scendi(
@@ -300,8 +308,8 @@ def render_scendi(
         "because of its prompts (Scendi_T, from Λ_T), beside the prompt-unaware Vendi and RKE.",
     )
     view: dict = {"group_label": "model", "clusters": [], "thumbs": []}
-    sections = [_model_section(m, mapping(images).get(m.name), _folders(m, mapping(inputs), base_dir), view)
-                for m in models]
+    sections = [_model_section(m, mapping(images).get(m.name), _folders(m, mapping(inputs), base_dir), view,
+                               owner=result) for m in models]
     page.add("Overview", scendi_answer(result, models, notes, view, with_interval),
              *_overview(result, models, notes))
     for m, section in zip(models, sections, strict=True):

@@ -13,6 +13,8 @@ _EXPORTS = {
     ".estimator": ("ReferenceMetrics",),
     ".findings": ("FindingQuality",),
     ".findings_rank": ("FindingRanking",),
+    ".findings_clusters": ("ClusterQuality", "cluster_preference"),
+    ".findings_facets": ("FacetQuality", "facet_preference"),
     ".judge": ("FindingPreference",),
     ".frechet": (
         "feature_moments", "frechet_distance", "frechet_distance_from_moments", "trace_sqrt_product",
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
     from .alignment import CLIPSCORE_WEIGHT, check_joint_space, clip_scores
     from .estimator import ReferenceMetrics
     from .findings import FindingQuality
+    from .findings_clusters import ClusterQuality, cluster_preference
+    from .findings_facets import FacetQuality, facet_preference
     from .findings_rank import FindingRanking
     from .frechet import feature_moments, frechet_distance, frechet_distance_from_moments, trace_sqrt_product
     from .judge import FindingPreference
@@ -34,8 +38,10 @@ if TYPE_CHECKING:
     from .prdc import NeighbourIndicators, knn_radii, neighbour_indicators, prdc
     from .result import MetricsResult, SetMetrics
 
-__all__ = ["CLIPSCORE_WEIGHT", "FindingPreference", "FindingQuality", "FindingRanking", "MetricsResult",
-           "NeighbourIndicators", "ReferenceMetrics", "SetMetrics", "check_joint_space", "clip_scores",
+__all__ = ["CLIPSCORE_WEIGHT", "ClusterQuality", "FacetQuality", "FindingPreference", "FindingQuality",
+           "FindingRanking",
+           "MetricsResult", "NeighbourIndicators", "ReferenceMetrics", "SetMetrics", "check_joint_space",
+           "clip_scores", "cluster_preference", "facet_preference",
            "feature_moments", "frechet_distance", "frechet_distance_from_moments",
            "kernel_inception_distance", "kernel_mmd2", "knn_radii", "neighbour_indicators", "prdc",
            "subset_mmd2", "trace_sqrt_product"]

@@ -156,11 +156,7 @@ class FindingQuality(Estimator):
                 raise InputError(f"{name}: no prompt strings; a finding is a set of prompts")
         entries = [self._one(f, models, reference, i) for i, f in enumerate(findings)]
         target = str(getattr(reference, "name", None) or "the reference")
-        adjusted = holm([e["p_value"] for e in entries]) if entries else []
-        for entry, p_adj in zip(entries, adjusted, strict=True):
-            entry["p_adjusted"] = p_adj
-            entry["closer"] = entry["leader"] if p_adj <= self.alpha else None
-            entry["verdict"] = _sentence(entry, self.closeness, self.alpha, target)
+        holm_verdicts(entries, alpha=self.alpha, closeness=self.closeness, target=target)
         closer = [e for e in entries if e["closer"]]
         overall = ("; ".join(e["verdict"] for e in closer) if closer else
                    f"no finding shows one model closer to {target} ({self.closeness}, Holm over "
@@ -184,6 +180,15 @@ class FindingQuality(Estimator):
                 "models": {n: {"mean": float(s.mean()), "n": int(s.size), "interval": ivs[n].to_dict()}
                            for n, (s, _) in scored.items()},
                 "difference": diff, "p_value": p, "leader": na if diff > 0 else nb, "note": note}
+
+
+def holm_verdicts(entries: Sequence[dict], *, alpha: float, closeness: str, target: str) -> None:
+    """Holm over the entries' p-values; each entry gets ``p_adjusted``, ``closer`` (its leader when the
+    adjusted p is at most ``alpha``) and its sentence."""
+    for entry, p_adj in zip(entries, holm([e["p_value"] for e in entries]) if entries else [], strict=True):
+        entry["p_adjusted"] = p_adj
+        entry["closer"] = entry["leader"] if p_adj <= alpha else None
+        entry["verdict"] = _sentence(entry, closeness, alpha, target)
 
 
 def _sentence(entry: dict, closeness: str, alpha: float, target: str) -> str:

@@ -15,6 +15,10 @@ Per finding and pair of models: A's win rate (wins + ties / 2) / pairs with a Wi
 test of A's wins against B's, ties dropped (:func:`~promptprism.stats.preference.sign_test`). Under "the judge
 cannot tell the models apart" the sign of each pair is a fair coin independently of the others (disjoint
 outputs, exchangeable within a prompt), so the test is exact. Holm over every test reported.
+
+Images (``modality='image'``, outputs are image paths): the judge is a vision-language model at the same kind
+of endpoint; each request carries the prompt, both images as PNG data URLs in OpenAI ``image_url`` content
+parts (first, then second) and the rubric; both orders, as for texts.
 """
 
 from __future__ import annotations
@@ -28,10 +32,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..._params import PROBABILITY, SEED, Estimator
+from ..._params import PROBABILITY, SEED, Estimator, Options
 from ..._params import Interval as Between
 from ...errors import InputError, OptionError
-from ...llm.conversation import ChatModel, MalformedAnswerError, ask
+from ...llm.conversation import ChatModel, MalformedAnswerError, ask, png_data_url
 from ...stats.preference import sign_test, wilson_interval
 from ...stats.ranking import ranking
 from ...stats.two_sample import holm
@@ -50,6 +54,11 @@ Second answer: \"\"\"{second}\"\"\"
 
 {rubric}
 Which answer is better? Reply with one word: first, second or tie."""
+DEFAULT_IMAGE_RUBRIC = ("Prefer the image that better shows what the prompt asks for, with fewer defects. "
+                        "Answer tie when neither is better.")
+IMAGE_PROMPT = "Two images generated for the same prompt follow.\n\nPrompt: \"\"\"{prompt}\"\"\""
+IMAGE_QUESTION = "{rubric}\nWhich image is better? Reply with one word: first, second or tie."
+MODALITIES = ("text", "image")
 _WORDS = {"first": "first", "1": "first", "second": "second", "2": "second", "tie": "tie", "neither": "tie",
           "equal": "tie", "both": "tie"}
 
@@ -71,6 +80,18 @@ def judge_messages(prompt: str, first: str, second: str, rubric: str) -> list[di
     """The judge's request for one order of one pair."""
     return [{"role": "user", "content": JUDGE_PROMPT.format(prompt=_clip(prompt, 600), first=_clip(first),
                                                             second=_clip(second), rubric=rubric.strip())}]
+
+
+def judge_image_messages(prompt: str, first: Any, second: Any, rubric: str) -> list[dict]:
+    """The judge's request for one order of one pair of images (PIL images or HxWxC uint8 arrays): the
+    prompt, 'First image:' and its PNG data URL, 'Second image:' and its data URL, then the rubric and the
+    question, as the parts of one user turn."""
+    parts = [{"type": "text", "text": IMAGE_PROMPT.format(prompt=_clip(prompt, 600))}]
+    for label, image in (("First image:", first), ("Second image:", second)):
+        parts += [{"type": "text", "text": label},
+                  {"type": "image_url", "image_url": {"url": png_data_url(image)}}]
+    parts.append({"type": "text", "text": IMAGE_QUESTION.format(rubric=rubric.strip())})
+    return [{"role": "user", "content": parts}]
 
 
 def draw_pairs(prompts_a: Sequence[str], prompts_b: Sequence[str], finding_prompts: Sequence[str], *,
@@ -125,7 +146,10 @@ class FindingPreference(Estimator):
 
     ``fit(findings, models, judge)``: ``findings`` a list of ``{'id', 'prompts'}``, ``models`` the paired sets
     by name (with ``prompts`` and ``outputs`` strings; two or more), ``judge`` a chat model
-    (``chat(messages) -> str``). ``rubric``: what "better" means, read by the judge."""
+    (``chat(messages) -> str``). ``rubric``: what "better" means, read by the judge (with ``modality='image'``
+    the default text rubric is replaced by :data:`DEFAULT_IMAGE_RUBRIC`). ``modality='image'``: the outputs
+    are image paths, read and sent as PNG data URLs (:func:`judge_image_messages`) to a vision-language
+    judge."""
 
     pairs: int = 20
     rubric: str = DEFAULT_RUBRIC
@@ -133,10 +157,12 @@ class FindingPreference(Estimator):
     confidence: float = 0.95
     reasks: int = 1
     seed: int = 0
+    modality: str = "text"
 
     _parameter_constraints: ClassVar[dict[str, list]] = {
         "pairs": [Between(numbers.Integral, 1, 10**5)], "rubric": [str], "alpha": [PROBABILITY],
-        "confidence": [PROBABILITY], "reasks": [Between(numbers.Integral, 0, 10)], "seed": [SEED]}
+        "confidence": [PROBABILITY], "reasks": [Between(numbers.Integral, 0, 10)], "seed": [SEED],
+        "modality": [Options(MODALITIES)]}
 
     def _check_together(self) -> None:
         if not self.rubric.strip():
@@ -161,7 +187,8 @@ class FindingPreference(Estimator):
         overall = "; ".join(shown) if shown else (
             f"the judge prefers neither model on any finding (sign test, Holm over {len(tests)} test(s) at "
             f"alpha = {self.alpha:g})")
-        return {**self.get_params(), "models": list(models), "order": "both orders per pair",
+        return {**self.get_params(), "rubric": self.rubric_text, "models": list(models),
+                "order": "both orders per pair",
                 "findings": entries, "verdict": overall}
 
     def _one(self, finding: dict, models: dict[str, Any], judge: ChatModel, i: int) -> dict[str, Any]:
@@ -175,11 +202,24 @@ class FindingPreference(Estimator):
         return {"id": finding["id"], "prompts": len(set(finding["prompts"])),
                 "example_prompts": list(finding["prompts"])[:3], "comparisons": comparisons}
 
+    @property
+    def rubric_text(self) -> str:
+        """The rubric the judge reads (the image default in place of the text default for images)."""
+        image_default = self.modality == "image" and self.rubric == DEFAULT_RUBRIC
+        return DEFAULT_IMAGE_RUBRIC if image_default else self.rubric
+
     def _verdict(self, judge: ChatModel, prompt: str, out_a: str, out_b: str) -> tuple[str, str] | None:
+        if self.modality == "image":
+            from ...data.imageio import read_rgb
+
+            a, b = read_rgb(out_a), read_rgb(out_b)
+            orders = [judge_image_messages(prompt, x, y, self.rubric_text) for x, y in ((a, b), (b, a))]
+        else:
+            orders = [judge_messages(prompt, x, y, self.rubric_text)
+                      for x, y in ((out_a, out_b), (out_b, out_a))]
         try:
-            return tuple(ask(judge, judge_messages(prompt, x, y, self.rubric), parse_preference,
-                             what="judging a pair", reasks=self.reasks)[0]
-                         for x, y in ((out_a, out_b), (out_b, out_a)))  # type: ignore[return-value]
+            return tuple(ask(judge, messages, parse_preference, what="judging a pair", reasks=self.reasks)[0]
+                         for messages in orders)  # type: ignore[return-value]
         except MalformedAnswerError:
             return None
 

@@ -75,7 +75,20 @@ class ScendiResult(Result):
     #: the fields the estimator left outside their range ({field: {'raw', 'reported', 'range'}}: shares in
     #: [0, 1], scendi and scendi_prompt at most vendi; :mod:`.ranges`), empty when none
     clipped: dict = field(default_factory=dict)
+    #: on each model-driven cluster, whether its samples are closer to a reference than the model's other
+    #: samples of the same prompts, and a judge's preference (``promptprism quality``)
+    quality: dict = field(default_factory=dict)
 
+    def findings(self) -> list[dict]:
+        """The model-driven clusters as findings of the quality verdicts: ``{'id': 'cluster 1', 'rank',
+        'prompts', 'rows'}`` with the rows of the cluster's top samples and their distinct prompts."""
+        out = []
+        for c in self.clusters:
+            prompts = list(dict.fromkeys(s.prompt for s in c.top_samples if s.prompt is not None))
+            if prompts:
+                out.append({"id": f"cluster {c.rank}", "rank": c.rank, "prompts": prompts,
+                            "rows": [s.index for s in c.top_samples]})
+        return out
 
     def summary(self) -> dict:
         """The scores of one row of the comparison table."""
@@ -99,3 +112,12 @@ class ScendiComparison(PerModelResult):
     differences: list = field(default_factory=list)
     #: per metric, the models ranked with honest ties (``methods.rankings.diversity_rankings``)
     rankings: dict = field(default_factory=dict)
+    #: on the prompts of each model's clusters, the models ranked by closeness to a reference and by a
+    #: judge's preference (``promptprism quality``)
+    quality: dict = field(default_factory=dict)
+
+    def findings(self) -> list[dict]:
+        """Every model's clusters (:meth:`ScendiResult.findings`) as findings of the quality verdicts, with
+        ``'model'`` set and the id ``'<model> cluster <rank>'``."""
+        return [{**f, "id": f"{m.name} {f['id']}", "model": m.name}
+                for m in self.models for f in m.findings()]
