@@ -220,7 +220,7 @@ def _same_quality_runs(runs: int, worse: float = 0.0) -> tuple[float, float]:
     return any_verdict / runs, c_last / runs
 
 
-@pytest.mark.slow  # calibration over 200 sets; the ranking itself: test_three_models_are_ranked_per_finding...
+@pytest.mark.slow  # calibration, 200 sets; the ranking: test_three_models_are_ranked_per_finding...
 def test_three_same_quality_models_get_no_verdict_at_the_stated_level():
     """Three models of one quality (gold closeness): over 200 simulated sets the share with any separated pair
     (on the finding or over all prompts, Holm over the 6 tests) stays within alpha + 2 s.e.; a model pushed
