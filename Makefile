@@ -39,8 +39,9 @@ demo-generator: $(VENV)/.test
 	$(VENV)/bin/promptprism demo --generator --out results/generator-demo
 
 # two test processes (pytest-xdist), one BLAS thread each: the 2-core machine's cores both busy, never
-# oversubscribed (XDIST= runs the suite in one process)
-XDIST ?= -n 2
+# oversubscribed (XDIST= runs the suite in one process); loadgroup keeps the tests marked
+# xdist_group("diffusers") in one process, so only one of them imports diffusers
+XDIST ?= -n 2 --dist loadgroup
 test: $(VENV)/.test
 	OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
