@@ -38,10 +38,10 @@ demo-llm: $(VENV)/.test
 demo-generator: $(VENV)/.test
 	$(VENV)/bin/promptprism demo --generator --out results/generator-demo
 
-# two test processes (pytest-xdist), one BLAS and one torch (OpenMP) thread each: the 2-core machine's cores
-# both busy, never oversubscribed (two torch threads per process spin against each other: on a loaded machine
-# the guidance sampler tests took 7x the CPU); XDIST= runs the suite in one process; loadgroup keeps the tests marked
-# xdist_group("diffusers") in one process, so only one of them imports diffusers
+# two test processes (pytest-xdist), one BLAS and one torch (OpenMP) thread each: the 2-core machine's
+# cores both busy, never oversubscribed (two torch threads per process spin against each other: on a
+# loaded machine the guidance sampler tests took 7x the CPU); XDIST= runs the suite in one process;
+# loadgroup keeps the tests marked xdist_group("diffusers") in one process (one diffusers import)
 XDIST ?= -n 2 --dist loadgroup
 test: $(VENV)/.test
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
