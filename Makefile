@@ -38,14 +38,16 @@ demo-llm: $(VENV)/.test
 demo-generator: $(VENV)/.test
 	$(VENV)/bin/promptprism demo --generator --out results/generator-demo
 
-# two test processes (pytest-xdist), one BLAS thread each: the 2-core machine's cores both busy, never
-# oversubscribed (XDIST= runs the suite in one process)
-XDIST ?= -n 2
+# two test processes (pytest-xdist), one BLAS and one torch (OpenMP) thread each: the 2-core machine's
+# cores both busy, never oversubscribed (two torch threads per process spin against each other: on a
+# loaded machine the guidance sampler tests took 7x the CPU); XDIST= runs the suite in one process;
+# loadgroup keeps the tests marked xdist_group("diffusers") in one process (one diffusers import)
+XDIST ?= -n 2 --dist loadgroup
 test: $(VENV)/.test
-	OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.test
-	OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q -m "not slow" $(XDIST) $(PYTEST_ARGS)
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q -m "not slow" $(XDIST) $(PYTEST_ARGS)
 
 bench: $(VENV)/.test
 	$(PY) benchmarks/promptsplit.py

@@ -104,6 +104,7 @@ def _is_module(dotted: str) -> bool:
     return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
 
+@cache  # parsed once per file for the whole module (callers only read the list)
 def _imports(path: Path) -> list[tuple[str, bool]]:
     """The promptprism modules ``path`` imports, dotted below ``promptprism`` (``from .x import y``
     resolves to ``x.y`` when y is a module), each with whether the import is inside a function."""

@@ -3,15 +3,20 @@ generator's k-NN quality metric (``models/quality.py``), on tiny inputs and a ti
 
 from __future__ import annotations
 
+from importlib.util import find_spec
+
 import numpy as np
 import pytest
 
-pytest.importorskip("diffusers")
+from promptprism.cli.demo import sweep_options
+from promptprism.demos import guidance as dg
+from promptprism.errors import InputError, OptionError
+from promptprism.models import fashion
 
-from promptprism.cli.demo import sweep_options  # noqa: E402
-from promptprism.demos import guidance as dg  # noqa: E402
-from promptprism.errors import InputError, OptionError  # noqa: E402
-from promptprism.models import fashion  # noqa: E402
+# (looked up, not imported: collecting the suite stays free of diffusers' import; the tests that need it run
+# in one test process under --dist loadgroup)
+pytestmark = [pytest.mark.skipif(find_spec("diffusers") is None, reason="diffusers is not installed"),
+              pytest.mark.xdist_group("diffusers")]
 from promptprism.models import fashion_guidance as fg  # noqa: E402
 from promptprism.models.quality import knn_accuracy  # noqa: E402
 

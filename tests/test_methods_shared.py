@@ -72,7 +72,7 @@ def _kway_files(folder: Path):
     """Three sets on the same prompts: the planted mixture's two and a noisier copy of the first."""
     from promptprism.datasets import gaussian_mixture
 
-    test, ref, _ = gaussian_mixture(2, per_component=25, seed=3)
+    test, ref, _ = gaussian_mixture(2, per_component=8, seed=3)
     rng = np.random.default_rng(1)
     noisy = test.output_embeddings + 0.3 * rng.standard_normal(test.output_embeddings.shape)
     paths = [_save_set(folder / name, t, z, list(test.prompts)) for name, t, z in (

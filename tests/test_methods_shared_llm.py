@@ -11,9 +11,12 @@ naming's acceptance statistics (Fisher's exact test, Holm, the accuracy), recomp
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import functools
 import math
+import shutil
+import tempfile
 import types
 from pathlib import Path
 
@@ -225,22 +228,33 @@ NAMING = MethodCase(
     bad_parameters={"alpha": 2.0, "candidates": 0, "min_held_out": 0},
 )
 
-def _words_data(folder: Path):
-    """The naming fixture as files: both sets as .npz (texts included) and their ``split`` results folder,
-    which ``describe`` reads; the library reads the same files."""
+@functools.cache
+def _words_folder() -> Path:
+    """The naming fixture as files, written and split once per process (each test works on a copy)."""
     from _cli_run import run_cli
-    from promptprism import load_paired, load_result
     from promptprism.data.save import save_paired
 
     (_, test, ref), _ = _naming_fixture()
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="naming-words-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     paths = [folder / "test.npz", folder / "reference.npz"]
     for path, s in zip(paths, (test, ref), strict=True):
         save_paired(path, s)
-    split = folder / "split"
-    code, _, err = run_cli("split", *paths, "--out", split, "--kernel", "gaussian", "--method", "exact",
-                           "--modes", "3", "--permutations", "50", "--seed", "0", "--quiet", "--no-report")
+    code, _, err = run_cli("split", *paths, "--out", folder / "split", "--kernel", "gaussian", "--method",
+                           "exact", "--modes", "3", "--permutations", "50", "--seed", "0", "--quiet",
+                           "--no-report")
     assert code == 0, err
+    return folder
+
+
+def _words_data(folder: Path):
+    """The naming fixture as files: both sets as .npz (texts included) and their ``split`` results folder,
+    which ``describe`` reads; the library reads the same files."""
+    from promptprism import load_paired, load_result
+
+    shutil.copytree(_words_folder(), folder, dirs_exist_ok=True)  # the split's inputs sit beside it
+    paths = [folder / "test.npz", folder / "reference.npz"]
+    split = folder / "split"
     data = (load_result(split), *(load_paired(p) for p in paths))
     return data, [str(split), *map(str, paths)]
 

@@ -170,13 +170,14 @@ def test_memory_stays_within_the_block_budget(monkeypatch):
     # (the package's attribute prdc is the function)
     prdc_module = importlib.import_module("promptprism.methods.metrics.prdc")
     rng = np.random.default_rng(7)
-    real, fake = rng.normal(size=(6000, 8)).astype(np.float32), rng.normal(size=(6000, 8)).astype(np.float32)
-    monkeypatch.setattr(prdc_module, "BLOCK_BYTES", 4 * 2**20)
+    n = 3000
+    real, fake = rng.normal(size=(n, 8)).astype(np.float32), rng.normal(size=(n, 8)).astype(np.float32)
+    monkeypatch.setattr(prdc_module, "BLOCK_BYTES", 2**20)
     tracemalloc.start()
     neighbour_indicators(real, fake, 5)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert peak < 6000 * 6000 * 4 / 4  # a quarter of one 6000 x 6000 float32 matrix (prdc holds three)
+    assert peak < n * n * 4 / 4  # a quarter of one n x n float32 matrix (prdc holds three)
 
 
 # --- kernel sums --------------------------------------------------------------------------------------------

@@ -146,6 +146,7 @@ def test_constant_scores_are_never_significant_and_bad_scores_are_refused():
         rank_separation([], [1.0], seed=0)
 
 
+@pytest.mark.slow  # 300 contrasts; the test by brute force: test_rank_separation_is_the_mann_whitney...
 @pytest.mark.parametrize("draw", [lambda rng, t: rng.normal(), lambda rng, t: rng.integers(0, 3)],
                          ids=["continuous", "tied"])
 def test_calibration_random_scores_accept_names_at_most_at_alpha(draw):

@@ -49,16 +49,26 @@ def _prefers_english(body, stage, n):
     return "tie" if first == second else "second" if first else "first"
 
 
-@pytest.fixture()
-def split_dir(tmp_path):
+def _split(folder):
     test, ref = _french_sets()
-    save_paired(tmp_path / "test.npz", test)
-    save_paired(tmp_path / "ref.npz", ref)
-    out = tmp_path / "run"
-    code, _, err = run_cli("split", tmp_path / "test.npz", tmp_path / "ref.npz", "--out", out,
+    save_paired(folder / "test.npz", test)
+    save_paired(folder / "ref.npz", ref)
+    out = folder / "run"
+    code, _, err = run_cli("split", folder / "test.npz", folder / "ref.npz", "--out", out,
                            "--permutations", "100", "--modes", "2", "--quiet", "--no-report")
     assert code == 0, err
     return out
+
+
+@pytest.fixture()
+def split_dir(tmp_path):
+    return _split(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def shared_split_dir(tmp_path_factory):
+    """One split for the tests that only read it (bad input writes nothing)."""
+    return _split(tmp_path_factory.mktemp("judge"))
 
 
 def test_the_judge_verdict_reaches_result_json_and_a_rerun_makes_no_call(tmp_path, split_dir):
@@ -97,9 +107,11 @@ def test_the_judge_verdict_reaches_result_json_and_a_rerun_makes_no_call(tmp_pat
     (("--judge-base-url", "http://127.0.0.1:9/v1", "--judge-pairs", "1000000"), "--judge-pairs must be"),
     (("--judge-base-url", "http://127.0.0.1:9/v1", "--retries", "0", "--api-key-env", ""), "unreachable"),
 ])
-def test_bad_input_is_one_line_and_exit_2(split_dir, argv, needle):
-    code, _, err = run_cli("quality", split_dir, *argv, "--no-report")
+def test_bad_input_is_one_line_and_exit_2(shared_split_dir, argv, needle):
+    before = (shared_split_dir / "result.json").read_bytes()
+    code, _, err = run_cli("quality", shared_split_dir, *argv, "--no-report")
     assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+    assert (shared_split_dir / "result.json").read_bytes() == before  # nothing written
 
 
 @pytest.mark.slow
@@ -208,6 +220,7 @@ def _same_quality_runs(runs: int, worse: float = 0.0) -> tuple[float, float]:
     return any_verdict / runs, c_last / runs
 
 
+@pytest.mark.slow  # calibration, 200 sets; the ranking: test_three_models_are_ranked_per_finding...
 def test_three_same_quality_models_get_no_verdict_at_the_stated_level():
     """Three models of one quality (gold closeness): over 200 simulated sets the share with any separated pair
     (on the finding or over all prompts, Holm over the 6 tests) stays within alpha + 2 s.e.; a model pushed

@@ -61,7 +61,7 @@ def test_the_within_prompt_test_is_calibrated_and_has_power():
             base = rng.uniform(0.2, 0.9, size=10)[prompts]  # each prompt its own rate
             a = (rng.random(prompts.size) < base).astype(float)
             b = (rng.random(prompts.size) < np.clip(base - gap, 0, 1)).astype(float)
-            _, p = stratified_permutation_test(a, prompts, b, prompts, permutations=199, seed=r)
+            _, p = stratified_permutation_test(a, prompts, b, prompts, permutations=99, seed=r)
             hits += p <= 0.05
         return hits / runs
 
