@@ -94,3 +94,19 @@ def test_auto_keeps_requested_extremes(problem):
     dense = weighted_gram_eigenpairs(problem["gram"], w, solver="dense").eigenvalues
     auto = weighted_gram_eigenpairs(problem["gram"], w, n_positive=2, n_negative=3, solver="auto")
     np.testing.assert_allclose(auto.eigenvalues, np.r_[dense[:2], dense[-3:]], rtol=1e-10)
+
+
+def test_lanczos_float32_gram_within_float32_tolerance():
+    """The numpy top-k solve on a full-rank float32 gaussian Gram matrix (float32 products, float64 vectors):
+    the extremes of the float64 dense solve, to float32 round-off relative to the largest |eigenvalue|."""
+    rng = np.random.default_rng(3)
+    n, m, eta = 160, 140, 0.8
+    x = rng.standard_normal((n + m, 5))
+    x[n:, 0] += 0.7  # a planted difference
+    d2 = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+    gram = np.exp(-d2 / 4.0)
+    w = signed_weights(n, m, eta)
+    dense = weighted_gram_eigenpairs(gram, w, solver="dense").eigenvalues
+    top = weighted_gram_eigenpairs(gram.astype(np.float32), w, n_positive=4, n_negative=4, solver="lanczos")
+    scale = np.max(np.abs(dense))
+    np.testing.assert_allclose(top.eigenvalues, np.r_[dense[:4], dense[-4:]], atol=1e-5 * scale, rtol=0)

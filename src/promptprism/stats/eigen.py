@@ -128,15 +128,15 @@ def weighted_gram_eigenpairs(
     ``solver='dense'``: pivoted Cholesky G = L L^T, then every eigenpair of the symmetric r x r matrix
     B = L^T D L (v = Q w, scores L w); exact to machine precision, O(N^3).
     ``solver='lanczos'``: only the ``n_positive`` largest and ``n_negative`` smallest eigenvalues, by
-    implicitly restarted Arnoldi (ARPACK) on D G, whose eigenvalues are real (it is similar to the symmetric
-    G^{1/2} D G^{1/2}); each matrix-vector product reads G once and no factorisation is needed. For an
-    eigenvector u of D G, v = Psi^T u / |Psi^T u| and the scores are G u / sqrt(u^T G u).
+    Lanczos in the G inner product, in which D G (whose eigenvalues are real: it is similar to the symmetric
+    G^{1/2} D G^{1/2}) is self-adjoint: one Krylov run for both ends, each step one product G x and no
+    factorisation. For an eigenvector u of D G, v = Psi^T u / |Psi^T u| and the scores are G u / |u|_G.
     ``'auto'``: dense when every eigenpair is wanted or N <= ``DENSE_SIZE_LIMIT``, else lanczos.
 
     A float32 ``gram`` is kept float32 (half the memory): the dense route factors a float64 copy, lanczos
-    multiplies in float32 (BLAS ssymv) with float64 Krylov vectors; the scores are float64 either way.
-    A torch ``gram`` is solved on its device (dense factor and eigh; the top-k step by Lanczos with vectors,
-    :func:`_torch_extreme_gram_eigenpairs`); the results are tensors there.
+    multiplies in float32 with float64 Krylov vectors; the scores are float64 either way.
+    A torch ``gram`` is solved on its device (dense factor and eigh; the same Lanczos,
+    :func:`_extreme_gram_eigenpairs`); the results are tensors there.
     """
     xp, on = array_namespace(gram), backend_of(gram)
     if gram.dtype != xp.float32:
@@ -158,28 +158,13 @@ def weighted_gram_eigenpairs(
             cols = on.asarray(keep)
             return GramEigen(vals[cols], factor @ w[:, cols], spectrum=vals, kept=keep)
         return GramEigen(vals, factor @ w)
-    if not is_numpy(gram):
-        return _torch_extreme_gram_eigenpairs(gram, weights, n_pos, n_neg)
-    import scipy.sparse.linalg as spla
-
-    op = symmetric_operator(gram, gram.dtype, weights=weights)
-    v0 = np.full(size, 1.0 / np.sqrt(size))  # deterministic start vector: reproducible results
-    parts_v, parts_u = [], []
-    for k, which in ((n_pos, "LR"), (n_neg, "SR")):
-        if k > 0:
-            vals_k, u_k = spla.eigs(op, k=k, which=which, v0=v0, tol=0.0, ncv=min(size, max(2 * k + 1, 40)))
-            parts_v.append(vals_k.real)
-            parts_u.append(u_k.real)
-    vals, u = _order_desc(np.concatenate(parts_v), np.concatenate(parts_u, axis=1))
-    gu = (gram @ u.astype(gram.dtype)).astype(np.float64)
-    norms = np.sqrt(np.maximum(np.einsum("ij,ij->j", u, gu), 1e-300))
-    return GramEigen(vals, gu / norms)
+    return _extreme_gram_eigenpairs(gram, weights, n_pos, n_neg)
 
 
-def _torch_extreme_gram_eigenpairs(gram: Any, weights: Any, n_pos: int, n_neg: int) -> GramEigen:
-    """The torch branch of :func:`weighted_gram_eigenpairs`' top-k step: Lanczos in the G inner product on
-    the device, with vectors (:func:`~promptprism.stats.lanczos.weighted_gram_lanczos`; one product G x per
-    step instead of two dense N x N eigen-decompositions), converged as ARPACK is on numpy."""
+def _extreme_gram_eigenpairs(gram: Any, weights: Any, n_pos: int, n_neg: int) -> GramEigen:
+    """The top-k step of :func:`weighted_gram_eigenpairs`, numpy or torch: Lanczos in the G inner product
+    (:func:`~promptprism.stats.lanczos.weighted_gram_lanczos`): ONE Krylov run gives both ends of the
+    spectrum, one product G x per step (two ARPACK runs on D G, one per end, took about twice as long)."""
     vals, scores = weighted_gram_lanczos(gram, weights, n_pos, n_neg)
     return GramEigen(vals, scores)
 

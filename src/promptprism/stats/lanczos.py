@@ -4,8 +4,9 @@ PromptSplit's exact operator Lambda = Psi^T D Psi has the non-zero spectrum of D
 Gram matrix, D = diag(w) the signed sample weights). D G is self-adjoint in <x, y>_G = x^T G y, so Lanczos
 in that inner product needs ONE product G x per step (the Krylov vectors carry their images G q), and the
 Ritz vectors u give the scores directly: psi(s) . v = (G u)_s / |u|_G. On an accelerator this replaces two
-dense N x N eigen-decompositions by a few hundred matrix-vector products. numpy keeps ARPACK
-(:func:`promptprism.stats.eigen.weighted_gram_eigenpairs`); this is the torch branch of that step.
+dense N x N eigen-decompositions by a few hundred matrix-vector products; on numpy one run serves both
+ends of the spectrum where ARPACK needed one run on D G per end
+(:func:`promptprism.stats.eigen.weighted_gram_eigenpairs`' top-k step, numpy and torch).
 
 Full reorthogonalisation (twice, classical Gram-Schmidt) keeps the basis G-orthonormal; the run grows
 until every wanted Ritz pair's residual |beta_j s_ji| is below ``tol`` times the largest |Ritz value|
@@ -122,18 +123,20 @@ class _GramKrylov:
         """Steps ``steps`` .. ``stop - 1`` on the device; their scalars (alpha, v^T G v, v^T v, |v|_G) in
         one copy to the host, and the next vector and its image (meaningless after a breakdown)."""
         xp, rows = self.xp, []
-        while steps < stop:
-            self._grow(steps)
-            self.basis[:, steps], self.images[:, steps] = q, gq
-            u = self.w * gq  # D G q
-            a = xp.vecdot(gq, u)  # <q, D G q>_G
-            steps += 1
-            u = self.orthogonalise(u, steps)
-            gu = self.times_gram(u)
-            quad = xp.vecdot(u, gu)
-            b = xp.sqrt(xp.clip(quad, min=0.0))
-            rows.append(xp.stack([a, quad, xp.vecdot(u, u), b]))
-            q, gq = u / b, gu / b
+        # after a breakdown (b = 0) the block's remaining steps are NaN, undone by _record: no warnings
+        with np.errstate(divide="ignore", invalid="ignore"):
+            while steps < stop:
+                self._grow(steps)
+                self.basis[:, steps], self.images[:, steps] = q, gq
+                u = self.w * gq  # D G q
+                a = xp.vecdot(gq, u)  # <q, D G q>_G
+                steps += 1
+                u = self.orthogonalise(u, steps)
+                gu = self.times_gram(u)
+                quad = xp.vecdot(u, gu)
+                b = xp.sqrt(xp.clip(quad, min=0.0))
+                rows.append(xp.stack([a, quad, xp.vecdot(u, u), b]))
+                q, gq = u / b, gu / b
         return np.asarray(to_numpy(xp.stack(rows)), dtype=np.float64), q, gq
 
 
