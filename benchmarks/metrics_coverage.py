@@ -2,7 +2,8 @@
 
 A cell is a pair of generative models whose population values are known: prompts t ~ N(0, I_d) (a fresh
 draw per distinct prompt), outputs x = mu + A t + s e in the same d dimensions (so CLIPScore is defined;
-d = 8, 64 in the ``hi-d64`` cells), marginally Gaussian N(mu, A^T A + s^2 I). The generated model and the reference differ in mu, A and s.
+d = 8, 64 in the ``hi-d64`` cells), marginally Gaussian N(mu, A^T A + s^2 I). The generated model and the
+reference differ in mu, A and s.
 A simulated set draws ``n_prompts`` prompts and ``per_prompt`` outputs of each, for both models (or, in the
 ``rows`` cells, outputs only: the row bootstrap), and runs :class:`ReferenceMetrics` with its defaults
 (but ``alignment="on"`` in the paired cells: prompts and outputs share one space by construction; the
