@@ -1,11 +1,13 @@
 """The reference-set metrics' intervals judged on known truth: coverage, bias and width per cell and metric.
 
 A cell is a pair of generative models whose population values are known: prompts t ~ N(0, I_d) (a fresh
-draw per distinct prompt), outputs x = mu + A t + s e in the same d dimensions (so CLIPScore is defined),
-marginally Gaussian N(mu, A^T A + s^2 I). The generated model and the reference differ in mu, A and s.
+draw per distinct prompt), outputs x = mu + A t + s e in the same d dimensions (so CLIPScore is defined;
+d = 8, 64 in the ``hi-d64`` cells), marginally Gaussian N(mu, A^T A + s^2 I). The generated model and the
+reference differ in mu, A and s.
 A simulated set draws ``n_prompts`` prompts and ``per_prompt`` outputs of each, for both models (or, in the
 ``rows`` cells, outputs only: the row bootstrap), and runs :class:`ReferenceMetrics` with its defaults
-(but ``alignment="on"``: prompts and outputs share one space by construction).
+(but ``alignment="on"`` in the paired cells: prompts and outputs share one space by construction; the
+``rows`` cells have no prompts, so no CLIPScore).
 
 The truth each interval is judged against is the one its construction targets (docs/metrics.md,
 "Intervals"):
@@ -36,6 +38,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one BLAS thread per worker
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
@@ -67,6 +70,7 @@ class Cell:
     ref_prompts: int
     ref_per_prompt: int
     clustered: bool = True
+    dim: int = 8
 
     @property
     def n(self) -> int:
@@ -77,31 +81,34 @@ GRID = (
     Cell("prompts-40x5", 40, 5, 80, 5),
     Cell("prompts-100x5", 100, 5, 100, 10),
     Cell("rows-300", 300, 1, 600, 1, clustered=False),
+    Cell("hi-d64-prompts-40x5", 40, 5, 80, 5, dim=64),
+    Cell("hi-d64-rows-300", 300, 1, 600, 1, clustered=False, dim=64),
 )
 
 
-def _models() -> dict[str, tuple[np.ndarray, np.ndarray, float]]:
-    """(mu, A, noise s) of the generated model and of the reference (fixed seeds)."""
+@functools.lru_cache(maxsize=4)
+def _models(dim: int = DIM) -> dict[str, tuple[np.ndarray, np.ndarray, float]]:
+    """(mu, A, noise s) in ``dim`` dimensions of the generated model and of the reference (fixed seeds)."""
     rng = np.random.default_rng(4242)
-    a_ref = rng.standard_normal((DIM, DIM)) / np.sqrt(DIM)
-    a_gen = a_ref @ np.diag(np.r_[np.full(3, 1.5), np.full(DIM - 3, 0.4)])  # wider in 3, narrower in 5
-    mu_ref = np.zeros(DIM)
-    mu_gen = 0.5 * rng.standard_normal(DIM)
+    a_ref = rng.standard_normal((dim, dim)) / np.sqrt(dim)
+    a_gen = a_ref @ np.diag(np.r_[np.full(3, 1.5), np.full(dim - 3, 0.4)])  # wider in 3, narrower in the rest
+    mu_ref = np.zeros(dim)
+    mu_gen = 0.5 * rng.standard_normal(dim)
     return {"generated": (mu_gen, a_gen, 0.6), "reference": (mu_ref, a_ref, 0.8)}
 
 
-def draw(model: str, n_prompts: int, per_prompt: int, rng: np.random.Generator
+def draw(model: str, n_prompts: int, per_prompt: int, rng: np.random.Generator, dim: int = DIM
          ) -> tuple[np.ndarray, np.ndarray]:
     """(prompt rows, outputs) of ``n_prompts`` fresh prompts with ``per_prompt`` outputs each."""
-    mu, a, s = _models()[model]
-    t = np.repeat(rng.standard_normal((n_prompts, DIM)), per_prompt, axis=0)
+    mu, a, s = _models(dim)[model]
+    t = np.repeat(rng.standard_normal((n_prompts, dim)), per_prompt, axis=0)
     return t, mu + t @ a + s * rng.standard_normal(t.shape)
 
 
-def moments(model: str) -> tuple[np.ndarray, np.ndarray]:
+def moments(model: str, dim: int = DIM) -> tuple[np.ndarray, np.ndarray]:
     """The model's marginal mean and covariance (A^T A + s^2 I)."""
-    mu, a, s = _models()[model]
-    return mu, a.T @ a + s * s * np.eye(DIM)
+    mu, a, s = _models(dim)[model]
+    return mu, a.T @ a + s * s * np.eye(dim)
 
 
 def _cubic_cross(m1, s1, m2, s2) -> float:
@@ -110,29 +117,32 @@ def _cubic_cross(m1, s1, m2, s2) -> float:
         return (np.einsum("i,j,k->ijk", m, m, m) + np.einsum("i,jk->ijk", m, s)
                 + np.einsum("j,ik->ijk", m, s) + np.einsum("k,ij->ijk", m, s))
 
-    e1 = m1 @ m2 / DIM
-    e2 = np.trace((s1 + np.outer(m1, m1)) @ (s2 + np.outer(m2, m2))) / DIM**2
-    e3 = float(np.sum(third(m1, s1) * third(m2, s2))) / DIM**3
+    d = len(m1)
+    e1 = m1 @ m2 / d
+    e2 = np.trace((s1 + np.outer(m1, m1)) @ (s2 + np.outer(m2, m2))) / d**2
+    e3 = float(np.sum(third(m1, s1) * third(m2, s2))) / d**3
     return e3 + 3 * e2 + 3 * e1 + 1
 
 
 def _gauss_cross(m1, s1, m2, s2, sigma: float) -> float:
     """E exp(-|x - y|^2 / (2 sigma^2)) for independent Gaussians x, y."""
     m, s = m1 - m2, s1 + s2
-    det = np.linalg.det(np.eye(DIM) + s / sigma**2)
-    return float(det**-0.5 * np.exp(-0.5 * m @ np.linalg.solve(s + sigma**2 * np.eye(DIM), m)))
+    eye = np.eye(len(m))
+    _, logdet = np.linalg.slogdet(eye + s / sigma**2)
+    return float(np.exp(-0.5 * logdet - 0.5 * m @ np.linalg.solve(s + sigma**2 * eye, m)))
 
 
-def population() -> dict[str, float]:
-    """FD, KID and MMD^2 (analytic), CLIPScore and cosine (``POPULATION_ROWS`` fresh pairs)."""
+@functools.lru_cache(maxsize=4)
+def population(dim: int = DIM) -> dict[str, float]:
+    """FD, KID and MMD^2 (analytic), CLIPScore and cosine (``POPULATION_ROWS`` fresh pairs), ``dim``-d."""
     from promptprism.methods.metrics import frechet_distance_from_moments
     from promptprism.methods.metrics.alignment import clip_scores
 
-    g, r = moments("generated"), moments("reference")
+    g, r = moments("generated", dim), moments("reference", dim)
     out = {"fd": float(frechet_distance_from_moments(*g, *r))}
     for name, cross in (("kid", _cubic_cross), ("mmd2", lambda *a: _gauss_cross(*a, MMD_SIGMA))):
         out[name] = cross(*g, *g) + cross(*r, *r) - 2 * cross(*g, *r)
-    t, x = draw("generated", POPULATION_ROWS, 1, np.random.default_rng(999))
+    t, x = draw("generated", POPULATION_ROWS, 1, np.random.default_rng(999), dim)
     score, cos = clip_scores(t, x)
     out.update(clip_score=float(score.mean()), cosine=float(cos.mean()))
     return out
@@ -159,12 +169,12 @@ def conditional_truth(x: np.ndarray, r: np.ndarray, cell: Cell, k: int, seed: in
     """Precision and density against this reference, recall and coverage against this generated set."""
     rng = np.random.default_rng(seed + 10**6)
     rho_r, rho_x = _knn_radii(r, k), _knn_radii(x, k)
-    _, fresh_x = draw("generated", POPULATION_ROWS, 1, rng)
-    _, fresh_r = draw("reference", POPULATION_ROWS, 1, rng)
+    _, fresh_x = draw("generated", POPULATION_ROWS, 1, rng, cell.dim)
+    _, fresh_r = draw("reference", POPULATION_ROWS, 1, rng, cell.dim)
     held = _ball_counts(fresh_x, r, rho_r)
     cov = []
     for _ in range(COVERAGE_SETS):
-        _, ref = draw("reference", cell.ref_prompts, cell.ref_per_prompt, rng)
+        _, ref = draw("reference", cell.ref_prompts, cell.ref_per_prompt, rng, cell.dim)
         nearest = np.sqrt(_sq_dist(ref, x).min(axis=1))
         cov.append(np.mean(nearest < _knn_radii(ref, k)))
     return {"precision": float(np.mean(held > 0)), "density": float(held.mean() / k),
@@ -183,8 +193,8 @@ def one_set(cell: Cell, seed: int, bootstrap: int) -> dict:
     from promptprism.methods.metrics import ReferenceMetrics
 
     rng = np.random.default_rng(seed)
-    tx, x = draw("generated", cell.n_prompts, cell.per_prompt, rng)
-    tr, r = draw("reference", cell.ref_prompts, cell.ref_per_prompt, rng)
+    tx, x = draw("generated", cell.n_prompts, cell.per_prompt, rng, cell.dim)
+    tr, r = draw("reference", cell.ref_prompts, cell.ref_per_prompt, rng, cell.dim)
     if cell.clustered:
         gen = PairedSet(tx, x, name="generated", prompts=[
             f"g{i}" for i in np.repeat(np.arange(cell.n_prompts), cell.per_prompt)])
@@ -192,7 +202,8 @@ def one_set(cell: Cell, seed: int, bootstrap: int) -> dict:
             f"r{i}" for i in np.repeat(np.arange(cell.ref_prompts), cell.ref_per_prompt)])
     else:
         gen, ref = x, r
-    est = ReferenceMetrics(bootstrap=bootstrap, mmd_sigma=MMD_SIGMA, subsets=SUBSETS, alignment="on",
+    est = ReferenceMetrics(bootstrap=bootstrap, mmd_sigma=MMD_SIGMA, subsets=SUBSETS,
+                           alignment="on" if cell.clustered else "off",
                            seed=estimator_seed(seed))  # (prompts and outputs share one space by construction)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -240,12 +251,11 @@ def summarise(cell: Cell, truth: dict, sets: list[dict]) -> list[dict]:
 def coverage_table(cells=GRID, *, n_sets: int = 200, bootstrap: int = 200, jobs: int = 2, seed: int = 0,
                    progress: bool = False) -> list[dict]:
     """Rows of :func:`summarise` per cell; set s is simulated with seed ``seed + s``."""
-    truth = population()
     rows = []
     with ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else _Serial() as pool:
         for cell in cells:
             sets = list(pool.map(_task, [(cell, seed + s, bootstrap) for s in range(n_sets)], chunksize=4))
-            new = summarise(cell, truth, sets)
+            new = summarise(cell, population(cell.dim), sets)
             rows.extend(new)
             if progress:
                 print(format_table(new), flush=True)
@@ -259,8 +269,8 @@ def fd_set(cell: Cell, seed: int, bootstrap: int) -> tuple[float, float, float]:
     from promptprism.methods.metrics.intervals import frechet_bootstrap
 
     rng = np.random.default_rng(seed)
-    _, x = draw("generated", cell.n_prompts, cell.per_prompt, rng)
-    _, r = draw("reference", cell.ref_prompts, cell.ref_per_prompt, rng)
+    _, x = draw("generated", cell.n_prompts, cell.per_prompt, rng, cell.dim)
+    _, r = draw("reference", cell.ref_prompts, cell.ref_per_prompt, rng, cell.dim)
     groups = (None, None)
     if cell.clustered:
         groups = (np.repeat(np.arange(cell.n_prompts), cell.per_prompt),
@@ -273,9 +283,9 @@ def fd_set(cell: Cell, seed: int, bootstrap: int) -> tuple[float, float, float]:
 
 def fd_table(cells=GRID, *, n_sets: int = 200, bootstrap: int = 200, seed: int = 0) -> list[dict]:
     """The FD rows of :func:`summarise` alone (``--fd-only``)."""
-    truth = population()["fd"]
     rows = []
     for cell in cells:
+        truth = population(cell.dim)["fd"]
         sets = [fd_set(cell, seed + s, bootstrap) for s in range(n_sets)]
         est, low, high = (np.array(c) for c in zip(*sets, strict=True))
         sd = float(est.std(ddof=1))
