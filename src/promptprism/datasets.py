@@ -133,7 +133,9 @@ def gaussian_mixture(n_differ: int, *, n_components: int = 8, dim: int = 50, per
 
 
 # ------------------------------------------------------------------------------ real images from packages
-FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
+FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"  #: where Debian's dataset-fashion-mnist puts them
+FASHION_MNIST_ENV = "PROMPTPRISM_FASHION_MNIST_DIR"  #: another folder holding the same four files
+FASHION_MNIST_INSTALL = "sudo apt-get install dataset-fashion-mnist"
 FASHION_MNIST_CLASSES = ("T-shirt/top", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker",
                          "bag", "ankle boot")
 
@@ -150,29 +152,47 @@ def _read_idx(path) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
-def fashion_mnist_available(folder: str = FASHION_MNIST_DIR) -> bool:
-    """Whether Debian's ``dataset-fashion-mnist`` files are present."""
+def fashion_mnist_dir(folder: str | None = None) -> str:
+    """The Fashion-MNIST folder: ``folder``, else ``$PROMPTPRISM_FASHION_MNIST_DIR``, else Debian's."""
+    import os
+
+    return str(folder) if folder is not None else os.environ.get(FASHION_MNIST_ENV) or FASHION_MNIST_DIR
+
+
+def _fashion_files(split: str, folder: str) -> tuple:
     from pathlib import Path
 
-    return (Path(folder) / "train-images-idx3-ubyte.gz").is_file()
+    stem = "train" if split == "train" else "t10k"
+    return Path(folder) / f"{stem}-images-idx3-ubyte.gz", Path(folder) / f"{stem}-labels-idx1-ubyte.gz"
 
 
-def fashion_mnist(split: str = "train", folder: str = FASHION_MNIST_DIR) -> tuple[np.ndarray, np.ndarray]:
+def fashion_mnist_available(folder: str | None = None) -> bool:
+    """Whether the Fashion-MNIST files (Debian's ``dataset-fashion-mnist``) are in
+    :func:`fashion_mnist_dir`."""
+    where = fashion_mnist_dir(folder)
+    return all(p.is_file() for split in ("train", "test") for p in _fashion_files(split, where))
+
+
+def check_fashion_mnist(folder: str | None = None) -> None:
+    """The files there, or one line naming the package that installs them (an :class:`InputError`)."""
+    from .errors import InputError
+
+    if not fashion_mnist_available(folder):
+        raise InputError(f"no Fashion-MNIST files in {fashion_mnist_dir(folder)}: install them with "
+                         f"`{FASHION_MNIST_INSTALL}` (Debian/Ubuntu) or set {FASHION_MNIST_ENV} to a folder "
+                         "holding the four *-idx?-ubyte.gz files")
+
+
+def fashion_mnist(split: str = "train", folder: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Fashion-MNIST images (n, 28, 28) uint8 and labels (n,) from Debian's ``dataset-fashion-mnist``
-    (``apt-get install dataset-fashion-mnist``; 60,000 train + 10,000 test, MIT). Class names:
-    :data:`FASHION_MNIST_CLASSES`."""
-    from pathlib import Path
-
-    from .errors import InputError, OptionError
+    (``sudo apt-get install dataset-fashion-mnist``; 60,000 train + 10,000 test, MIT) or the folder of
+    :func:`fashion_mnist_dir`. Class names: :data:`FASHION_MNIST_CLASSES`."""
+    from .errors import OptionError
 
     if split not in ("train", "test"):
         raise OptionError(f"split must be 'train' or 'test', got {split!r}")
-    stem = "train" if split == "train" else "t10k"
-    images = Path(folder) / f"{stem}-images-idx3-ubyte.gz"
-    labels = Path(folder) / f"{stem}-labels-idx1-ubyte.gz"
-    if not images.is_file() or not labels.is_file():
-        raise InputError(f"{folder}: no Fashion-MNIST files; install them with apt-get install "
-                         f"dataset-fashion-mnist")
+    check_fashion_mnist(folder)
+    images, labels = _fashion_files(split, fashion_mnist_dir(folder))
     return _read_idx(images), _read_idx(labels).astype(np.int64)
 
 
@@ -206,7 +226,7 @@ def fashion_prompt(name: str) -> str:
 
 def fashion_disagreement(per_class: int, *, wrong: dict[str, str] | None = None,
                          styled: tuple[str, ...] = ("dress",), seed: int = 0,
-                         folder: str = FASHION_MNIST_DIR) -> FashionDisagreement:
+                         folder: str | None = None) -> FashionDisagreement:
     """Per class, ``per_class`` real training images for each model (no image shared between them).
 
     The reference answers every prompt with its class. The test model answers the prompts of ``wrong``'s

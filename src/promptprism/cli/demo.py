@@ -25,7 +25,9 @@ from .split import print_promptsplit
 @app.command("demo")
 def demo(
     out: Path = typer.Option(Path("results/demo"), "--out", "-o", help="Results folder."),
-    per_prompt: int = typed(40, Integer(), "--per-prompt", help="Images per prompt and model."),
+    per_prompt: int = typed(None, Integer(), "--per-prompt",
+                            help="Images per prompt and model (default 40; with --generator 20, 40 with "
+                                 "--full)."),
     seed: int = typed(0, Integer(), "--seed", help="Seed of the data set and of PromptSplit."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
     no_report: bool = NO_REPORT,
@@ -39,14 +41,21 @@ def demo(
                                                              "through quality, regions, diversity, split)."),
     weights: Path = typer.Option(None, "--weights", help="With --generator: a folder of checkpoints "
                                                          "(default: the packaged ones)."),
-    steps: int = typed(20, Integer(), "--steps", help="With --generator: DDIM steps per sample."),
-    guide_scales: str = typer.Option("0,50,100,200,400", "--guide-scales",
+    steps: int = typed(None, Integer(), "--steps",
+                       help="With --generator: DDIM steps per sample (default 10, 20 with --full)."),
+    guide_scales: str = typer.Option(None, "--guide-scales",
                                      help="With --generator: the PromptSplit guidance scales of the "
-                                          "guidance section (0 = unguided; 'none' skips it)."),
-    guide_per_prompt: int = typed(16, Integer(), "--guide-per-prompt",
-                                  help="With --generator: guided samples per prompt and scale."),
+                                          "guidance section (0 = unguided; 'none' skips it; default 0,200, "
+                                          "0,50,100,200,400 with --full)."),
+    guide_per_prompt: int = typed(None, Integer(), "--guide-per-prompt",
+                                  help="With --generator: guided samples per prompt and scale (default 8, "
+                                       "16 with --full)."),
     guide_seeds: int = typed(1, Integer(), "--guide-seeds",
                              help="With --generator: seeds of the guidance section (seed, seed + 1, ...)."),
+    full: bool = typer.Option(False, "--full", help="With --generator: the full sizes (40 samples per "
+                                                   "prompt, 20 steps, 200 bootstrap resamples and "
+                                                   "permutations, five guidance scales; about 3 minutes "
+                                                   "on a quiet 2-core machine instead of 2)."),
 ) -> None:
     """Run PromptSplit on the colour experiment built from scikit-learn's bundled digits.
 
@@ -61,16 +70,18 @@ def demo(
     With --generator: a class-prompted diffusion model of Fashion-MNIST trained by promptprism
     (python -m promptprism.models.fashion_train): its samples' quality, its training checkpoints
     region by region, its diversity over the CFG scale, PromptSplit against a fine-tuned second model and
-    PromptSplit guidance toward a reference over a range of scales.
+    PromptSplit guidance toward a reference over a range of scales. Each section is written as it
+    finishes (Ctrl-C keeps the finished ones, exit 130); --full runs the full sizes.
     """
     if generator:
         fashion_demo(out, weights=weights, per_prompt=per_prompt, steps=steps, seed=seed, quiet=quiet,
-                     no_report=no_report, guidance=(guide_scales, guide_per_prompt, guide_seeds))
+                     no_report=no_report, guidance=(guide_scales, guide_per_prompt, guide_seeds), full=full)
         return
     if llm:
         llm_demo(out, questions=questions, samples=samples, seed=seed, quiet=quiet, no_report=no_report)
         return
-    digits_demo(out, per_prompt=per_prompt, seed=seed, quiet=quiet, no_report=no_report)
+    digits_demo(out, per_prompt=40 if per_prompt is None else per_prompt, seed=seed, quiet=quiet,
+                no_report=no_report)
 
 
 def digits_demo(out: Path, *, per_prompt: int, seed: int, quiet: bool, no_report: bool) -> None:
@@ -121,23 +132,44 @@ def llm_demo(out: Path, *, questions: int, samples: int, seed: int, quiet: bool,
     console.print(f"results: {escape(str(out))}/split, /diversity; answers in {escape(str(out / 'data'))}/")
 
 
-def fashion_demo(out: Path, *, weights: Path | None, per_prompt: int, steps: int, seed: int, quiet: bool,
-                 no_report: bool, guidance: tuple[str, int, int]) -> None:
-    """The trained-generator demo (:func:`promptprism.demos.fashion.run_fashion_demo` with the guidance
-    section), then each section's table."""
-    from ..demos.fashion import check_weights, run_fashion_demo
+def fashion_demo(out: Path, *, weights: Path | None, per_prompt: int | None, steps: int | None, seed: int,
+                 quiet: bool, no_report: bool, guidance: tuple[str | None, int | None, int],
+                 full: bool = False) -> None:
+    """The trained-generator demo (:func:`promptprism.demos.fashion_run.run_fashion_demo` with the guidance
+    section) at the quick or the full sizes (flags given override them), then each section's table; Ctrl-C
+    keeps the finished sections, says which in one line and exits 130."""
+    from ..demos.fashion import check_weights
+    from ..demos.fashion_run import FULL, QUICK, SECTIONS, DemoStopped, run_fashion_demo
     from ..demos.guidance import guidance_section
+    from ._app import err_console
 
     check_weights(weights)
-    options = sweep_options(*guidance, seed=seed, steps=steps)
+    sizes = FULL if full else QUICK
+    given = (per_prompt, steps, guidance[0], guidance[1])
+    label = sizes.name + (", with flags" if any(v is not None for v in given) else "")
+    per_prompt = sizes.per_prompt if per_prompt is None else per_prompt
+    steps = sizes.steps if steps is None else steps
+    scales, guide_per_prompt, seeds = guidance
+    options = sweep_options(",".join(f"{s:g}" for s in sizes.guide_scales) if scales is None else scales,
+                            sizes.guide_per_prompt if guide_per_prompt is None else guide_per_prompt, seeds,
+                            seed=seed, steps=steps, reference_per_class=sizes.guide_reference_per_class,
+                            permutations=sizes.guide_permutations)
+    if not quiet:
+        console.print(f"{sizes.describe()}{' (flags given override them)' if label != sizes.name else ''}"
+                      + ("" if full else "; --full runs the full sizes"), highlight=False, markup=False)
 
     def done(section: Any, seconds: float) -> None:
         if not quiet:
             console.print(f"[bold]{section.title}[/] done ({seconds:.0f} s)")
 
-    summary = run_fashion_demo(out, weights=weights, per_prompt=per_prompt, steps=steps, seed=seed,
-                               report=not no_report, guidance=options, extra=(guidance_section,),
-                               save=save_outputs, on_section=done)
+    try:
+        summary = run_fashion_demo(out, weights=weights, per_prompt=per_prompt, steps=steps, seed=seed,
+                                   scales=sizes.scales, report=not no_report, guidance=options,
+                                   sections=[*SECTIONS, ("guidance", guidance_section)], save=save_outputs,
+                                   on_section=done, bootstrap=sizes.bootstrap, sizes=label)
+    except DemoStopped as stop:
+        err_console.print(stop.line(), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(130) from None
     print_fashion_demo(summary, out, quiet=quiet)
 
 
@@ -155,11 +187,13 @@ def print_fashion_demo(summary: dict, out: Path, *, quiet: bool) -> None:
             table.add_row(*(str(c) for c in row))
         console.print(table)
         console.print(section["text"], highlight=False, markup=False)
-    console.print(f"total {summary['seconds']:.0f} s (sampling {summary['sampling_seconds']:.0f} s); "
+    console.print(f"total {summary['seconds']:.0f} s (sampling {summary['sampling_seconds']:.0f} s; "
+                  f"{summary['sizes']} sizes); "
                   f"results: {escape(str(out))}/report.html and its sub-folders")
 
 
-def sweep_options(scales: str, per_prompt: int, seeds: int, *, seed: int, steps: int) -> Any:
+def sweep_options(scales: str, per_prompt: int, seeds: int, *, seed: int, steps: int,
+                  reference_per_class: int = 40, permutations: int = 200) -> Any:
     """The guidance section's options (``--guide-scales``, ``--guide-per-prompt``, ``--guide-seeds``) as a
     :class:`promptprism.demos.guidance.SweepOptions`, checked where they enter; ``--guide-scales none``
     skips the section (None)."""
@@ -186,5 +220,5 @@ def sweep_options(scales: str, per_prompt: int, seeds: int, *, seed: int, steps:
     images = per_prompt * GUIDED_PROMPTS * (len(values) + 2) * seeds  # (+ the rho and gradient rows)
     check_memory(images * GUIDE_BYTES_PER_IMAGE, what=f"--guide-per-prompt {per_prompt} with --guide-seeds "
                                                       f"{seeds} ({images:,} guided images)")
-    return SweepOptions(scales=values, per_prompt=per_prompt, steps=steps,
-                        seeds=tuple(range(seed, seed + seeds)))
+    return SweepOptions(scales=values, per_prompt=per_prompt, steps=steps, permutations=permutations,
+                        reference_per_class=reference_per_class, seeds=tuple(range(seed, seed + seeds)))

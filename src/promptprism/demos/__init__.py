@@ -23,16 +23,18 @@ from .._lazy import lazy_exports
 #: module -> the public names it defines, imported on first use (see :mod:`promptprism._lazy`)
 _EXPORTS = {
     ".digits": ("DigitsDemo", "run_digits_demo"),
-    ".fashion": ("DemoContext", "DemoSection", "run_fashion_demo"),
+    ".fashion": ("DemoContext", "DemoSection"),
+    ".fashion_run": ("DemoSizes", "DemoStopped", "run_fashion_demo"),
     ".guidance": ("SweepOptions", "guidance_section"),
     "._save": ("Saver",),
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-__all__ = ["DemoContext", "DemoSection", "DigitsDemo", "Saver", "SweepOptions", "guidance_section",
-           "run_digits_demo", "run_fashion_demo"]
+__all__ = ["DemoContext", "DemoSection", "DemoSizes", "DemoStopped", "DigitsDemo", "Saver", "SweepOptions",
+           "guidance_section", "run_digits_demo", "run_fashion_demo"]
 
 if TYPE_CHECKING:
     from ._save import Saver
     from .digits import DigitsDemo, run_digits_demo
-    from .fashion import DemoContext, DemoSection, run_fashion_demo
+    from .fashion import DemoContext, DemoSection
+    from .fashion_run import DemoSizes, DemoStopped, run_fashion_demo
     from .guidance import SweepOptions, guidance_section

@@ -15,10 +15,10 @@ another class, it samples every set with the same seeds and writes, under ``--ou
   :mod:`promptprism.demos.guidance`);
 * ``report.html`` (the summary with links to each report) and ``summary.json``.
 
-Further experiments are functions passed as ``extra`` (the command passes the guided-sampling one): each
-gets the :class:`DemoContext` and returns a :class:`DemoSection` that the summary shows. Each method's result
-is written by ``save`` (default :func:`promptprism.report.save_result`: result.json and its report as one
-transaction); ``on_section(section, seconds)`` is called as each section finishes. Nothing is printed.
+The sections are functions of a :class:`DemoContext` returning a :class:`DemoSection`; the run (their order,
+the summary written after each, Ctrl-C, the size presets) is :mod:`promptprism.demos.fashion_run`. Each
+method's result is written by ``ctx.save`` (default :func:`promptprism.report.save_result`: result.json and
+its report as one transaction). Nothing is printed.
 """
 
 from __future__ import annotations
@@ -32,9 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_memory, check_positive_number, check_seed
-from ..errors import InputError, OptionError
-from ..io import atomic_write_bytes, atomic_write_text, check_out_dir
+from ..errors import InputError
+from ..io import atomic_write_bytes, atomic_write_text
 from ..stats.intervals import format_estimate
 from ._save import Saver, default_saver
 
@@ -126,10 +125,8 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-#: further experiments: fn(context) -> DemoSection (None: skipped), run after the built-in ones (the
-#: command passes the guided-sampling one, ``demo_guidance.guidance_section``, as ``extra``)
+#: a section: fn(context) -> DemoSection (None: skipped); the run's list is ``fashion_run.SECTIONS``
 Experiment = Callable[[DemoContext], "DemoSection | None"]
-EXTRA_EXPERIMENTS: tuple[Experiment, ...] = ()
 
 
 def pixel_classifier(seed: int, image_size: int):
@@ -184,7 +181,7 @@ def monitoring_section(ctx: DemoContext) -> DemoSection:
     fit_idx = np.random.default_rng(ctx.seed).permutation(len(real_fit))[:REAL_FIT_IMAGES]
     sets = [ctx.samples(p, QUALITY_SCALE) for p in ctx.training]
     names = [p.name for p in ctx.training]
-    est = RegionCMS(seed=ctx.seed, bootstrap=200, max_regions=6)
+    est = RegionCMS(seed=ctx.seed, bootstrap=ctx.options.get("bootstrap", 200), max_regions=6)
     # floats in [0, 1]: given uint8 arrays, RegionCMS computes in uint8 and its distances wrap around
     result = est.fit(real_fit[fit_idx] / 255.0).compare([s / 255.0 for s in sets], names,
                                                         reference=ctx.real_test / 255.0)
@@ -217,13 +214,14 @@ def converges_last(region_cms: Any, tolerance: float = 0.02) -> int:
     return max(range(cms.shape[1]), key=lambda r: (settle[r], -cms[-1, r]))
 
 
-def cfg_section(ctx: DemoContext, scales: tuple[float, ...]) -> DemoSection:
-    """Scendi and Vendi of the final model's samples at each CFG scale."""
+def cfg_section(ctx: DemoContext, scales: tuple[float, ...] | None = None) -> DemoSection:
+    """Scendi and Vendi of the final model's samples at each CFG scale (default ``ctx.options['scales']``)."""
     from ..methods.scendi import Scendi, compare
 
+    scales = scales or ctx.options.get("scales", DEFAULT_SCALES)
     final = ctx.training[-1]
     sets = [ctx.paired(ctx.samples(final, s), f"CFG {s:g}") for s in scales]
-    result = compare(sets, Scendi(seed=ctx.seed, bootstrap=200))
+    result = compare(sets, Scendi(seed=ctx.seed, bootstrap=ctx.options.get("bootstrap", 200)))
     ctx.save(result, ctx.out / "cfg-diversity", report=ctx.report, quiet=True)
     rows = []
     for s, m in zip(scales, result.models, strict=True):
@@ -321,61 +319,6 @@ def _write_figures(ctx: DemoContext, scales: tuple[float, ...]) -> dict[str, str
     for name, sets in blocks.items():
         atomic_write_bytes(ctx.out / name, grid_png(sets, ctx.per_prompt))
     return figures
-
-
-def run_fashion_demo(out: Path, *, weights: Path | None, per_prompt: int, steps: int, seed: int,
-                     scales: tuple[float, ...] = DEFAULT_SCALES, report: bool = True, guidance: Any = None,
-                     extra: tuple[Experiment, ...] = EXTRA_EXPERIMENTS, save: Saver | None = None,
-                     on_section: Callable[[DemoSection, float], None] | None = None) -> dict:
-    """Run every experiment on the generator's checkpoints and write the summary; returns it.
-    ``guidance``: the options of the guidance section (``guidance.SweepOptions``; None skips it);
-    ``extra``: further experiments, run after the built-in ones; ``save``: writes each method's result
-    (default: result.json and report.html, :func:`promptprism.report.save_result`);
-    ``on_section(section, seconds since the start)``: called as each section finishes. ``report``: also the
-    summary's report.html."""
-    from ..models.fashion import find_checkpoints, packaged_weights, real_images
-
-    check_out_dir(out)
-    check_positive_number(per_prompt, "per_prompt", integer=True)
-    check_positive_number(steps, "steps", integer=True)
-    check_seed(seed)
-    if per_prompt < 10:
-        raise OptionError(f"per_prompt must be at least 10 in the generator demo, got {per_prompt}",
-                          parameter="per_prompt")
-    if steps > MAX_STEPS:
-        raise OptionError(f"steps must be at most {MAX_STEPS:,} (the timesteps the generator was trained "
-                          f"on), got {steps}", parameter="steps")
-    check_memory(per_prompt * 10 * DEMO_BYTES_PER_SAMPLE, what=f"per_prompt {per_prompt} (10 classes of "
-                                                               "samples per checkpoint)")
-    training, second = find_checkpoints(Path(weights) if weights is not None else packaged_weights())
-    t0 = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
-    size = json.loads((training[-1] / "promptprism_generator.json").read_text())["image_size"]
-    x, y = real_images("test", size)
-    idx = np.random.default_rng(seed).permutation(y.size)[:REAL_TEST_IMAGES]
-    ctx = DemoContext(out=out, training=training, second=second, per_prompt=per_prompt, steps=steps,
-                      seed=seed, report=report, real_test=x[idx], real_test_labels=y[idx],
-                      classifier=pixel_classifier(seed, size), options={"guidance": guidance},
-                      save=save or default_saver())
-    sections = []
-    for run in (quality_section, monitoring_section, lambda c: cfg_section(c, scales), split_section,
-                *extra):
-        section = run(ctx)
-        if section is not None:
-            sections.append(section)
-            if on_section is not None:
-                on_section(section, time.perf_counter() - t0)
-    summary = {"sections": [s.__dict__ for s in sections], "seed": seed, "per_prompt": per_prompt,
-               "steps": steps, "scales": list(scales), "checkpoints": [p.name for p in training],
-               "second": second.name if second else None, "seconds": time.perf_counter() - t0,
-               "sampling_seconds": sum(ctx.cache.get("seconds", [])),
-               "figures": _write_figures(ctx, scales)}
-    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
-    if report:
-        from ..report.generator_demo import render_generator_demo
-
-        atomic_write_text(out / "report.html", render_generator_demo(summary, out))
-    return summary
 
 
 def check_weights(weights: Path | None) -> None:

@@ -20,7 +20,8 @@ def render_generator_demo(summary: dict, folder: str | Path | None = None) -> st
     ``summary['figures']`` are read from ``folder`` and embedded."""
     page = Page("A diffusion model trained here, through promptprism's methods",
                 f"{len(summary.get('checkpoints', []))} checkpoints, {summary.get('per_prompt')} samples per "
-                f"prompt, {summary.get('steps')} DDIM steps, seed {summary.get('seed')}")
+                f"prompt, {summary.get('steps')} DDIM steps, seed {summary.get('seed')}"
+                + (f" ({summary['sizes']} sizes)" if summary.get("sizes") else ""))
     page.add("What this is", p(INTRO), _figures(summary, folder))
     for section in summary.get("sections", []):
         children: list[Any] = [p(section["text"])]
@@ -33,8 +34,11 @@ def render_generator_demo(summary: dict, folder: str | Path | None = None) -> st
             children.append(note(f"The full report of this method: {section['folder']}/report.html "
                                  f"(its result: {section['folder']}/result.json)."))
         page.add(section["title"], *children)
+    unfinished = ("" if summary.get("complete", True) else
+                  " The run had not finished when this page was written: the sections above are the ones "
+                  "finished by then.")
     page.add("Run", p(f"Total {summary.get('seconds', 0):.0f} s, of which sampling "
-                      f"{summary.get('sampling_seconds', 0):.0f} s."))
+                      f"{summary.get('sampling_seconds', 0):.0f} s.{unfinished}"))
     return finish(page, kind="generator demo")
 
 
