@@ -34,11 +34,12 @@
     var lo = h("input", { type: "range", min: 0, max: STEPS, value: 0, "aria-label": f.name + " from", "data-pp-range": f.name + ":lo" });
     var hi = h("input", { type: "range", min: 0, max: STEPS, value: STEPS, "aria-label": f.name + " to", "data-pp-range": f.name + ":hi" });
     var out = h("span", { cls: "pp-range-text" });
-    function changed(which) {
-      var a = +lo.value, b = +hi.value;
-      if (a > b) { if (which === lo) hi.value = a; else lo.value = b; }
-      a = +lo.value; b = +hi.value;
-      PP.set({ range: a === 0 && b === STEPS ? "" : P.formatRange(f.name, valueAt(f, a), valueAt(f, b)) });
+    function changed(which) {  // the handle not moved keeps its value (not its slider step)
+      var cur = PP.rangeOf(PP.state), mine = cur && cur.f === f;
+      var a = which === lo ? valueAt(f, +lo.value) : mine ? cur.lo : f.lo;
+      var b = which === hi ? valueAt(f, +hi.value) : mine ? cur.hi : f.hi;
+      if (a > b) { if (which === lo) b = a; else a = b; }
+      PP.set({ range: a <= f.lo && b >= f.hi ? "" : P.formatRange(f.name, a, b) });
     }
     lo.addEventListener("input", function () { changed(lo); });
     hi.addEventListener("input", function () { changed(hi); });

@@ -182,7 +182,7 @@
       el.appendChild(h("p", { cls: "muted small" }, ["Region CMS over the image for ", sel, " (hover a pixel for its region's value and interval; dark: lower CMS, the region that differs more)."]));
       el.appendChild(h("div", { cls: "pp-map" }, [cv, tip]));
       el.appendChild(legend);
-      var ctx = cv.getContext("2d"), self = this;
+      var ctx = cv.getContext("2d");
       function setIndex() { var k = names.indexOf(sel.value); return k < 0 ? 0 : k; }
       this.paint = function () {
         var k = setIndex(), vals = (R.region_cms || [])[k] || [];
