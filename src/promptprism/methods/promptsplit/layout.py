@@ -21,8 +21,10 @@ import numpy as np
 from ...scale.threads import openmp_threads
 from .landmarks import LANDMARKS, interpolate, knn_weights, landmark_indices, project_on_landmarks
 
-#: at most this many samples go into the map (a seeded subsample above it)
-MAP_POINTS = 600
+#: at most this many samples go into the map (a seeded subsample above it); beyond ``LANDMARKS`` of them the
+#: others are placed by k-NN interpolation, so the cost grows slowly; the page grows by about 0.1-0.45 MB
+#: per 1,000 drawn samples (short texts to long texts with thumbnails; docs/architecture.md)
+MAP_POINTS = 5_000
 #: t-SNE iterations (sklearn's minimum is 250, the early-exaggeration phase)
 TSNE_ITERATIONS = 300
 #: the map assigns points to the top modes of each sign, up to this many
@@ -192,13 +194,13 @@ def sample_map(result: Any, sets: dict[str, Any], map_points: int = MAP_POINTS, 
     part = {"test": land[land < n_t], "reference": land[land >= n_t] - n_t}
     if min(len(v) for v in part.values()) < 2:  # (a lopsided draw: every point is a landmark)
         land, part = np.arange(shown), {s: np.arange(len(idx[s])) for s in idx}
-    step("map: mode scores of the landmarks")
+    step("map: mode scores of the sampled points")
     scores, labels, vals = mode_scores(result, {s: t[s][part[s]] for s in t}, {s: z[s][part[s]] for s in z},
                                        per_sign)
     if not np.isfinite(scores).all():
         return {"note": "map not drawn: the sampled points' mode scores are not finite",
                 "map_points": int(map_points)}
-    step("map: t-SNE embedding of the landmarks")
+    step("map: t-SNE embedding")
     xy = (embed or embed_2d)(feats[land], result.seed)
     if land.size < shown:
         step("map: placing the other points by their nearest landmarks")
