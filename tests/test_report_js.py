@@ -35,6 +35,7 @@ def _eslint() -> list[str] | None:
     return [npx, "--no-install", "eslint"] if probe.returncode == 0 else None
 
 
+@pytest.mark.slow  # eslint's start-up: a few seconds
 def test_the_report_scripts_pass_eslint():
     cmd = _eslint()
     if cmd is None:
