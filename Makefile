@@ -52,8 +52,12 @@ test-fast: $(VENV)/.test
 bench: $(VENV)/.test
 	$(PY) benchmarks/promptsplit.py
 
+# the report's scripts: eslint (pinned in tools/js; `npm ci --prefix tools/js` installs it) when installed
+ESLINT := tools/js/node_modules/.bin/eslint
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check src tests benchmarks examples
+	@if [ -x $(ESLINT) ]; then $(ESLINT) -c tools/js/eslint.config.js src/promptprism/report/assets tests/js; \
+	else echo "eslint not installed (npm ci --prefix tools/js): the report's scripts were not linted"; fi
 
 clean:
 	rm -rf $(VENV) results build *.egg-info

@@ -11,7 +11,11 @@ Reports measured:
 * ``long``: 100 + 100 samples over 10 prompts, one of them 100 kB long (strings stored once, issue 41);
 * ``long100``: 200 + 200 samples over 100 prompts, each 100 kB long (10 MB of distinct text);
 * ``noise``: the size worst case, 30,000 + 30,000 synthetic samples with 64x64 RGB noise images and long
-  texts (tests/_report_data.py's ``big_run``).
+  texts (tests/_report_data.py's ``big_run``);
+* ``kway4``: a K = 4 ``compare`` page (4 models x 400 samples over 8 prompts, texts).
+``fashion`` and ``noise`` draw ``--map-points`` samples on the map (default 20,000); the seconds the map's
+layout took when the result was written (t-SNE of the landmarks, the k-NN placement of the rest) are
+printed beside them.
 Open time: a fresh headless Chromium page per repeat (selenium + chromedriver), ``loadEventEnd`` of the
 Navigation Timing entry (navigation start to the end of the load event, so it includes parsing the data
 block and running the script's start-up, which runs before load), and the time until the script marks the
@@ -124,10 +128,30 @@ def fashion_report(tmp: Path, per_class: int = 3000) -> Path:
     t0 = time.perf_counter()
     result = PromptSplit(seed=0).fit(sets["test"], sets["reference"])
     print(f"  fashion: fit {time.perf_counter() - t0:.1f} s ({result.method} route)", flush=True)
+    result = timed_layout("fashion", result, sets)
     t0 = time.perf_counter()
-    path = write_report(result, tmp / "fashion", inputs=sets, images=images, progress=False)
+    path = write_report(result, tmp / "fashion", inputs=sets, images=images, progress=False,
+                        map_points=MAP_POINTS)
     print(f"  fashion: report {time.perf_counter() - t0:.1f} s", flush=True)
     return path
+
+
+#: samples drawn on the map of the fashion and noise reports (--map-points)
+MAP_POINTS = 20_000
+
+
+def timed_layout(name: str, result, sets):
+    """``result`` with its map layout of ``MAP_POINTS`` samples, computed as when it is written; prints the
+    seconds it took."""
+    from promptprism.methods.promptsplit.layout import with_layout
+
+    t0 = time.perf_counter()
+    out = with_layout(result, sets, MAP_POINTS)
+    layout = out.layout
+    print(f"  {name}: map layout {time.perf_counter() - t0:.2f} s ({layout.get('shown', 0):,} points, "
+          f"{layout.get('landmarks', 0)} landmarks{'; ' + layout['note'] if 'note' in layout else ''})",
+          flush=True)
+    return out
 
 
 def noise_report(tmp: Path, n: int = 30_000) -> Path:
@@ -137,7 +161,29 @@ def noise_report(tmp: Path, n: int = 30_000) -> Path:
     from promptprism.report import write_report
 
     result, sets, images = big_run(n)
-    return write_report(result, tmp / "noise", inputs=sets, images=images, progress=False)
+    result = timed_layout("noise", result, sets)
+    return write_report(result, tmp / "noise", inputs=sets, images=images, progress=False,
+                        map_points=MAP_POINTS)
+
+
+def kway_report(tmp: Path, k: int = 4, n: int = 400) -> Path:
+    """A K-way ``compare`` page: ``k`` models x ``n`` text samples over 8 prompts, one model deviating."""
+    import numpy as np
+
+    from promptprism import PairedSet
+    from promptprism.methods.promptsplit.kway import KWaySplit
+    from promptprism.report import write_report
+
+    rng = np.random.default_rng(0)
+    which = np.arange(n) % 8
+    sets = []
+    for j in range(k):
+        z = rng.standard_normal((n, 8)) + np.eye(8)[which] @ rng.standard_normal((8, 8))
+        z[which < 2, 0] += 3.0 * (j == 1)
+        sets.append(PairedSet(np.eye(8)[which], z, prompts=[f"prompt {w}: a question" for w in which],
+                              outputs=[f"answer {i} of model {j}" for i in range(n)], name=f"model {j}"))
+    result = KWaySplit(method="exact", permutations=19, n_modes=2).fit(sets)
+    return write_report(result, tmp / "kway4", inputs={s.name: s for s in sets}, progress=False)
 
 
 def long_prompt_sets(n: int = 100, n_prompts: int = 10, long_chars: int = 100_000, seed: int = 0):
@@ -231,14 +277,16 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--shots", default=None, help="folder for the screenshots (e.g. docs/screenshots)")
     ap.add_argument("--keep", default=None, help="keep the reports in this folder")
+    ap.add_argument("--map-points", type=int, default=MAP_POINTS, help="samples on the fashion/noise maps")
     args = ap.parse_args()
+    globals()["MAP_POINTS"] = args.map_points
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average "
           f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}; chromium via selenium", flush=True)
     tmp = Path(args.keep or tempfile.mkdtemp(prefix="pp-report-browser-"))
     tmp.mkdir(parents=True, exist_ok=True)
     makers = {"demo": (demo_report, "#mode=%2B1"), "text": (text_report, "#prompt=0"),
               "fashion": (fashion_report, "#prompt=0"), "noise": (noise_report, "#prompt=0"),
-              "long": (long_prompt_report, "#prompt=0"),
+              "long": (long_prompt_report, "#prompt=0"), "kway4": (kway_report, "#prompt=0"),
               "long100": (lambda tmp: long_prompt_report(tmp, 100), "#prompt=0")}
     print("| report | file size | open (loadEventEnd) | views ready |\n|---|---|---|---|")
     paths = {}

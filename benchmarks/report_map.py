@@ -1,12 +1,17 @@
 """The report map's embedding: t-SNE (what the page draws) against PCA, on the map's own samples.
 
     python benchmarks/report_map.py [--points 600] [--per-prompt 40]
+    python benchmarks/report_map.py --layout 600 5000 20000 [--per-prompt 500]
 
 Data: the demo's coloured digits (``colored_digits``), the joint (prompt, output) features the map embeds
 (``report.map.joint_features``), a seeded subsample of ``--points`` samples. Per method: wall time and how
 well the 2-D map keeps each point's neighbours: scikit-learn's trustworthiness (k = 10; 1 = every 2-D
 neighbour is a true neighbour) and the fraction of each point's 10 nearest neighbours in the features that
 stay among its 10 nearest on the map. UMAP is not a dependency of the project and is not measured.
+
+``--layout N ...``: the whole stored layout (``layout.sample_map``: landmarks' t-SNE and exact mode
+scores, the k-NN placement of the others) for N drawn samples each, its seconds, and the ratio to N = 600
+(t-SNE of every point) measured in the same run; beside it, the 10-NN kept in the features by the map.
 """
 
 from __future__ import annotations
@@ -27,11 +32,48 @@ def neighbour_recall(x: np.ndarray, y: np.ndarray, k: int = 10) -> float:
     return float(np.mean([len(set(p) & set(q)) / k for p, q in zip(a, b, strict=True)]))
 
 
+def layout_times(sizes: list[int], per_prompt: int) -> None:
+    """Seconds of ``sample_map`` for each number of drawn samples (the result fitted on a 600-sample
+    subset supplies the bandwidths and seed; the map draws from the full sets)."""
+    import dataclasses
+
+    from promptprism import PairedSet, PromptSplit
+    from promptprism.datasets import colored_digits
+    from promptprism.methods.promptsplit.layout import joint_features, sample_map
+
+    data = colored_digits(per_prompt=per_prompt, seed=0)
+    pick = np.random.default_rng(0).choice(len(data.test.prompt_embeddings), 300, replace=False)
+    small = {s: PairedSet(getattr(data, s).prompt_embeddings[pick], getattr(data, s).output_embeddings[pick])
+             for s in ("test", "reference")}
+    result = PromptSplit(seed=0, permutations=0, progress=False).fit(small["test"], small["reference"])
+    sets = {"test": data.test, "reference": data.reference}
+    result = dataclasses.replace(result, n_test=len(data.test.prompt_embeddings),
+                                 n_reference=len(data.reference.prompt_embeddings))
+    print(f"load average {', '.join(f'{v:.1f}' for v in os.getloadavg())}; {result.n_test:,} + "
+          f"{result.n_reference:,} samples")
+    base = None
+    for n in sizes:
+        t0 = time.perf_counter()
+        m = sample_map(result, sets, n)
+        took = time.perf_counter() - t0
+        base = base or took
+        rows = {s: [i for t, i in m["points"] if t == s] for s in ("test", "reference")}
+        feats = joint_features(np.vstack([sets[s].prompt_embeddings[rows[s]] for s in rows]),
+                               np.vstack([sets[s].output_embeddings[rows[s]] for s in rows]), result.config)
+        kept = neighbour_recall(feats, np.column_stack([m["x"], m["y"]]))
+        print(f"{m['shown']:7,d} points ({m['landmarks']} landmarks) {took:6.2f} s · {took / base:5.2f}x the "
+              f"first · 10-NN kept {kept:.3f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--points", type=int, default=600)
     ap.add_argument("--per-prompt", type=int, default=40)
+    ap.add_argument("--layout", type=int, nargs="+", default=None)
     args = ap.parse_args()
+    if args.layout:
+        layout_times(args.layout, args.per_prompt)
+        return
     from sklearn.decomposition import PCA
     from sklearn.manifold import trustworthiness
 

@@ -17,7 +17,7 @@ from ._options import Integer, typed
 NO_REPORT = typer.Option(False, "--no-report", help="Do not write report.html next to result.json.")
 
 
-MAP_POINTS = 600  # report.map.MAP_POINTS: the map's subsample (importing it here would load the report early)
+MAP_POINTS = 5_000  # report.map.MAP_POINTS (importing it here would load the report early)
 
 
 @app.command("report")

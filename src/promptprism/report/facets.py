@@ -167,9 +167,34 @@ def facet_view(columns: dict[str, dict[str, list]], prompt_of: dict[str, list[in
             for k in vals:
                 share[k] += float(s or 0.0)
         keep = [k for k in range(len(labels)) if any(counts[s][k] for s in counts)]
-        facets.append({"name": name, "kind": kind, "values": labels, "counts": counts, "share": share,
-                       "keep": keep, "prompts": [sorted(v) for v in per_prompt], "rows": rows})
+        facet = {"name": name, "kind": kind, "values": labels, "counts": counts, "share": share,
+                 "keep": keep, "prompts": [sorted(v) for v in per_prompt], "rows": rows}
+        if kind == "num":
+            facet.update(numeric_range(columns, name, prompt_of, n_prompts))
+        facets.append(facet)
     return facets, notes
+
+
+def _number(v: Any) -> float | None:
+    return None if v is None or v == "" else float(v)
+
+
+def numeric_range(columns: dict[str, dict[str, list]], name: str, prompt_of: dict[str, list[int]],
+                  n_prompts: int) -> dict:
+    """What the range slider of a number column needs: ``lo``/``hi`` (its smallest and largest value),
+    ``raw`` (side -> each sample's value, None when missing) and ``span`` (each prompt's [min, max] over
+    its samples, None without a value)."""
+    raw = {side: [_number(v) for v in (cols.get(name) or [None] * len(prompt_of[side]))]
+           for side, cols in columns.items()}
+    span: list[list[float] | None] = [None] * n_prompts
+    for side, values in raw.items():
+        for v, pid in zip(values, prompt_of[side], strict=True):
+            if v is None or not 0 <= pid < n_prompts:
+                continue
+            cur = span[pid]
+            span[pid] = [v, v] if cur is None else [min(cur[0], v), max(cur[1], v)]
+    present = [v for vals in raw.values() for v in vals if v is not None]
+    return {"lo": min(present), "hi": max(present), "raw": raw, "span": span}
 
 
 def sets_facets(sets: dict, prompt_id: Any, shares: list) -> tuple[list[dict], list[str]]:

@@ -2,8 +2,10 @@
 
 Computed once, when the result is written (:func:`with_layout`; stored as ``PromptSplitResult.layout``), so
 that the report and ``promptprism report DIR`` draw it without computing anything. Cost is bounded whatever n
-is: at most ``map_points`` samples (a seeded subsample, proportional per set) are scored on their own top
-modes by the exact route (one small Gram matrix, Lanczos) and embedded by t-SNE with few iterations. Rows
+is: at most ``map_points`` samples (a seeded subsample, proportional per set) are drawn; at most
+``LANDMARKS`` of them are scored on their own top modes by the exact route (one small Gram matrix, Lanczos)
+and embedded by t-SNE with few iterations, and the others are placed, and scored, by the k-NN
+interpolation of :mod:`.landmarks` (so 20,000 points cost about as much as 600). Rows
 whose embeddings are not finite or are extreme (e.g. one row scaled by 1e300, which would overflow every
 distance) are left out, so the embedding never sees a value it cannot handle.
 """
@@ -17,9 +19,12 @@ from typing import Any
 import numpy as np
 
 from ...scale.threads import openmp_threads
+from .landmarks import LANDMARKS, interpolate, knn_weights, landmark_indices, project_on_landmarks
 
-#: at most this many samples go into the map (a seeded subsample above it)
-MAP_POINTS = 600
+#: at most this many samples go into the map (a seeded subsample above it); beyond ``LANDMARKS`` of them the
+#: others are placed by k-NN interpolation, so the cost grows slowly; the page grows by about 0.1-0.45 MB
+#: per 1,000 drawn samples (short texts to long texts with thumbnails; docs/architecture.md)
+MAP_POINTS = 5_000
 #: t-SNE iterations (sklearn's minimum is 250, the early-exaggeration phase)
 TSNE_ITERATIONS = 300
 #: the map assigns points to the top modes of each sign, up to this many
@@ -126,7 +131,7 @@ def _origin(result: Any, whole: bool, vals: np.ndarray, per_sign: int) -> str:
                 else "modes recomputed on these samples (their eigenvalues differ from the result's)")
     if whole:
         return f"the exact route's modes on all samples (the result used the {result.method} route)"
-    return "modes re-estimated by the exact route on this subsample"
+    return "modes re-estimated by the exact route on the map's landmarks"
 
 
 def assign_modes(scores: np.ndarray, labels: list[str]) -> np.ndarray:
@@ -154,14 +159,15 @@ def sample_indices(result: Any, map_points: int) -> tuple[dict[str, np.ndarray],
 
 
 def sample_map(result: Any, sets: dict[str, Any], map_points: int = MAP_POINTS, *,
-               embed: Callable[[np.ndarray, int], np.ndarray] | None = None,
+               landmarks: int = LANDMARKS, embed: Callable[[np.ndarray, int], np.ndarray] | None = None,
                step: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """The map record (``embed(rows, seed) -> (n, 2)``: the projection, :func:`embed_2d` by default;
     ``step(name)`` reports progress):
-    ``points`` ([set, row] each), ``x``, ``y`` (t-SNE), ``mode`` (each point's mode
+    ``points`` ([set, row] each), ``x``, ``y`` (t-SNE of at most ``landmarks`` points, the others placed
+    by :mod:`.landmarks`' k-NN interpolation, their mode scores likewise), ``mode`` (each point's mode
     label or ``WEAK_NAME``), ``labels`` (the modes, in order), ``origin`` (which modes they are), ``shown``,
-    ``total``, ``left_out`` (rows with non-finite or extreme embeddings), ``per_sign``, ``map_points`` and
-    ``seed``; or ``{'note': why}`` when there is no map (too few samples)."""
+    ``total``, ``landmarks``, ``left_out`` (rows with non-finite or extreme embeddings), ``per_sign``,
+    ``map_points`` and ``seed``; or ``{'note': why}`` when there is no map (too few samples)."""
     total = result.n_test + result.n_reference
     idx, k = sample_indices(result, map_points)
     if min(len(v) for v in idx.values()) < 2 or k < 12:
@@ -182,18 +188,30 @@ def sample_map(result: Any, sets: dict[str, Any], map_points: int = MAP_POINTS, 
                             "extreme embeddings (at this kernel's bandwidths) and too few remain",
                     "map_points": int(map_points)}
     per_sign = min(MAP_MODES_PER_SIGN, int(result.config.get("n_modes") or MAP_MODES_PER_SIGN))
+    shown = feats.shape[0]
+    land = landmark_indices(shown, landmarks, result.seed)
+    n_t = len(idx["test"])
+    part = {"test": land[land < n_t], "reference": land[land >= n_t] - n_t}
+    if min(len(v) for v in part.values()) < 2:  # (a lopsided draw: every point is a landmark)
+        land, part = np.arange(shown), {s: np.arange(len(idx[s])) for s in idx}
     step("map: mode scores of the sampled points")
-    scores, labels, vals = mode_scores(result, t, z, per_sign)
+    scores, labels, vals = mode_scores(result, {s: t[s][part[s]] for s in t}, {s: z[s][part[s]] for s in z},
+                                       per_sign)
     if not np.isfinite(scores).all():
         return {"note": "map not drawn: the sampled points' mode scores are not finite",
                 "map_points": int(map_points)}
-    shown = feats.shape[0]
     step("map: t-SNE embedding")
-    xy = (embed or embed_2d)(feats, result.seed)
+    xy = (embed or embed_2d)(feats[land], result.seed)
+    if land.size < shown:
+        step("map: placing the other points by their nearest landmarks")
+        proj = project_on_landmarks(feats, land)
+        nb, w = knn_weights(proj, proj[land])
+        xy, scores = interpolate(xy, nb, w), interpolate(scores, nb, w)
     return {"points": [[s, int(i)] for s in ("test", "reference") for i in idx[s]],
             "x": [round(float(v), 3) for v in xy[:, 0]], "y": [round(float(v), 3) for v in xy[:, 1]],
             "mode": [str(a) for a in assign_modes(scores, labels)], "labels": labels,
-            "origin": _origin(result, shown == total, vals, per_sign), "shown": int(shown),
+            "origin": _origin(result, shown == total and land.size == shown, vals, per_sign),
+            "shown": int(shown), "landmarks": int(land.size),
             "total": int(total),
             "left_out": left_out, "per_sign": int(per_sign), "map_points": int(map_points),
             "seed": int(result.seed)}

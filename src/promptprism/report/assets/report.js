@@ -6,7 +6,7 @@
  *   - search and filters: rows/cards with data-pp-item; data-pp-side, data-pp-sig="0|1", data-pp-group;
  *   - linked selection: data-pp-mode="<id>" and data-pp-prompt="<id>" open the mode/prompt view;
  *   - side-by-side panel: PP.panel(title, nodes);
- *   - fragment state: #q=...&sig=1&side=...&group=...&mode=...&prompt=... reproduces the view;
+ *   - fragment state: #q=...&sig=1&side=...&group=...&range=...&mode=...&prompt=... reproduces the view;
  *   - widgets: <div class="pp-widget" data-pp-widget="modes|map|heat"> drawn from the JSON data block.
  * The views and widgets themselves are in views.js (inlined after this file, registered on PP.views and
  * PP.widgets before the page finishes parsing; start() runs at DOMContentLoaded).
@@ -89,7 +89,8 @@
   }
 
   /* ------------------------------------------------------------------------------- fragment state */
-  var KEYS = ["q", "sig", "side", "group", "facet", "by", "tag", "mode", "prompt", "attr", "cluster", "model", "region"];
+  var KEYS = ["q", "sig", "side", "group", "facet", "range", "by", "tag", "mode", "prompt", "attr", "cluster", "model",
+    "region", "sel"];
   /* more filters (keep.js: the tag filter): fn(element, state) -> false hides it */
   PP.filters = [];
   /* called once at start, after the toolbar is built (keep.js adds its button) */
@@ -97,7 +98,7 @@
   /* called with a table after a click sorted it (facets.js groups its rows again) */
   PP.afterSort = [];
   /* the keys that open the side panel (cleared together when it closes) */
-  var PANEL = { mode: "", prompt: "", attr: "", cluster: "", model: "", region: "" };
+  var PANEL = { mode: "", prompt: "", attr: "", cluster: "", model: "", region: "", sel: "" };
   PP.PANEL = PANEL;
   /* A mode's id is ASCII ("+1", "-1"); also accepted: the printed label's minus sign (U+2212), a "+" that
    * URLSearchParams read as a space ("#mode=+1"), a bare rank ("1" = "+1"), "p1"/"n1". */

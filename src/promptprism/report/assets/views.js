@@ -182,7 +182,7 @@
       el.appendChild(h("p", { cls: "muted small" }, ["Region CMS over the image for ", sel, " (hover a pixel for its region's value and interval; dark: lower CMS, the region that differs more)."]));
       el.appendChild(h("div", { cls: "pp-map" }, [cv, tip]));
       el.appendChild(legend);
-      var ctx = cv.getContext("2d"), self = this;
+      var ctx = cv.getContext("2d");
       function setIndex() { var k = names.indexOf(sel.value); return k < 0 ? 0 : k; }
       this.paint = function () {
         var k = setIndex(), vals = (R.region_cms || [])[k] || [];
@@ -233,75 +233,6 @@
       })));
     }
   };
-  PP.widgets.map = {
-    draw: function (el) {
-      var M = V.map;
-      if (!M || !M.x || !M.x.length) return;
-      var W = 640, H = 460, pad = 12;
-      var cv = h("canvas", { width: W, height: H, id: "pp-map", "aria-label": "map of the samples" });
-      var tip = h("div", { cls: "pp-tip", hidden: true });
-      el.appendChild(h("p", { cls: "muted small", text: "Hover a point to see the sample, click it to open its prompt. The selected mode's or prompt's samples are ringed." }));
-      el.appendChild(h("div", { cls: "pp-map" }, [cv, tip]));
-      var minx = Math.min.apply(null, M.x), maxx = Math.max.apply(null, M.x), miny = Math.min.apply(null, M.y), maxy = Math.max.apply(null, M.y);
-      var px = M.x.map(function (x) { return pad + (W - 2 * pad) * (x - minx) / ((maxx - minx) || 1); });
-      var py = M.y.map(function (y) { return H - pad - (H - 2 * pad) * (y - miny) / ((maxy - miny) || 1); });
-      var ctx = cv.getContext("2d");
-      this.paint = function (sel) {
-        ctx.clearRect(0, 0, W, H);
-        for (var i = 0; i < px.length; i++) {
-          var on = !sel || sel[M.row[i]];
-          ctx.globalAlpha = on ? 0.9 : 0.15;
-          ctx.fillStyle = M.colors[M.mode[i]] || "#888";
-          ctx.beginPath();
-          if ((V.rows[M.row[i]] || {}).s === "test") ctx.arc(px[i], py[i], 3.2, 0, 6.3);
-          else { ctx.moveTo(px[i], py[i] - 4); ctx.lineTo(px[i] + 3.6, py[i] + 2.6); ctx.lineTo(px[i] - 3.6, py[i] + 2.6); }
-          ctx.fill();
-          if (sel && on) { ctx.globalAlpha = 1; ctx.strokeStyle = "#111"; ctx.lineWidth = 1.4; ctx.stroke(); }
-        }
-        ctx.globalAlpha = 1;
-      };
-      function nearest(ev) {
-        var r = cv.getBoundingClientRect(), x = (ev.clientX - r.left) * W / r.width, y = (ev.clientY - r.top) * H / r.height;
-        var best = -1, bd = 64;
-        for (var i = 0; i < px.length; i++) { var d = (px[i] - x) * (px[i] - x) + (py[i] - y) * (py[i] - y); if (d < bd) { bd = d; best = i; } }
-        return best;
-      }
-      cv.addEventListener("mousemove", function (ev) {
-        var i = nearest(ev);
-        if (i < 0) { tip.hidden = true; return; }
-        var row = V.rows[M.row[i]];
-        tip.textContent = "";
-        tip.appendChild(h("div", { cls: "pp-meta", text: (row.s === "test" ? "test" : "reference") + " #" + row.i + " · " + M.mode[i] }));
-        tip.appendChild(h("div", { dir: "auto", text: ((V.prompts[row.p] || {}).prompt || "").slice(0, 240) }));
-        if (row.im !== undefined && row.im !== null && V.thumbs[row.im]) tip.appendChild(h("img", { src: V.thumbs[row.im], alt: "sample" }));
-        else if (row.t) tip.appendChild(h("div", { cls: "pp-meta", dir: "auto", text: row.t.slice(0, 240) }));
-        var r = cv.getBoundingClientRect();
-        tip.style.left = Math.min(ev.clientX - r.left + 12, r.width - 200) + "px";
-        tip.style.top = (ev.clientY - r.top + 12) + "px";
-        tip.hidden = false;
-      });
-      cv.addEventListener("mouseleave", function () { tip.hidden = true; });
-      cv.addEventListener("click", function (ev) { var i = nearest(ev); if (i >= 0) PP.set({ prompt: String(V.rows[M.row[i]].p), mode: "" }); });
-      this.paint(null);
-    },
-    update: function (s) {
-      if (!this.paint) return;
-      var sel = null, list = null;
-      if (s.mode && modeById(s.mode)) list = modeById(s.mode).samples;
-      else if (s.prompt && V.prompts[+s.prompt]) list = V.prompts[+s.prompt].rows;
-      var fv = PP.facetOf(s);
-      if (!list && fv) {  // a facet value alone: its samples on the map
-        sel = {};
-        V.map.row.forEach(function (r) { if (PP.facetRow(fv, r)) sel[r] = 1; });
-      }
-      if (list) {
-        sel = {};
-        ["test", "reference"].forEach(function (k) { (list[k] || []).forEach(function (r) { sel[r] = 1; }); });
-        if (s.mode) V.map.mode.forEach(function (mm, i) { if (mm === s.mode) sel[V.map.row[i]] = 1; });
-        if (s.prompt) V.map.row.forEach(function (r) { if (V.rows[r].p === +s.prompt) sel[r] = 1; });
-      }
-      this.paint(sel);
-    }
-  };
-
+  PP.sampleCard = sampleCard;
+  PP.modeById = modeById;
 })(window.PP);

@@ -1,0 +1,74 @@
+"""Placing many points on a map from a few landmarks: the cheap path of the sample map beyond
+``LANDMARKS`` points.
+
+Only the landmarks (a seeded subset of the drawn points) are embedded by t-SNE and scored on the modes
+by the exact route; every other point gets the kernel-weighted mean of its ``k`` nearest landmarks'
+positions and mode scores (a Nadaraya-Watson interpolation, Gaussian weights with the bandwidth set to
+the median k-NN distance). A point equal to a landmark lands on that landmark. Cost: one PCA of the
+landmarks and an (n, landmarks) distance matrix in at most ``PCA_DIMS`` dimensions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: at most this many points are embedded by t-SNE and scored exactly; the rest are interpolated
+LANDMARKS = 600
+#: nearest landmarks per interpolated point
+NEIGHBOURS = 8
+#: the joint features are projected on the landmarks' top principal axes, at most this many, first
+PCA_DIMS = 32
+#: rows per block of the distance computation (bounds the memory at block x landmarks)
+BLOCK = 4096
+
+
+def landmark_indices(n: int, n_landmarks: int, seed: int) -> np.ndarray:
+    """A seeded subset of ``min(n, n_landmarks)`` row indices of ``range(n)``, sorted."""
+    if n <= n_landmarks:
+        return np.arange(n)
+    rng = np.random.default_rng([int(seed), 41])
+    return np.sort(rng.choice(n, size=int(n_landmarks), replace=False))
+
+
+def project_on_landmarks(x: np.ndarray, land: np.ndarray, dims: int = PCA_DIMS) -> np.ndarray:
+    """Rows of ``x`` centred on the landmarks' mean and projected on the landmarks' top ``dims`` principal
+    axes (an SVD of the centred landmark rows); ``x`` itself, centred, with at most ``dims`` columns."""
+    mean = x[land].mean(axis=0)
+    xc = x - mean
+    if x.shape[1] <= dims:
+        return xc
+    _, _, vt = np.linalg.svd(xc[land], full_matrices=False)
+    return xc @ vt[:dims].T
+
+
+def knn_weights(x: np.ndarray, landmarks: np.ndarray, k: int = NEIGHBOURS
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of ``x``: its ``k`` nearest landmark rows (indices into ``landmarks``) and normalised
+    Gaussian weights exp(-d^2 / (2 h^2)), h the median distance to the k-th neighbour; a row at distance
+    zero from a landmark gets weight 1 on it (its first one) and 0 elsewhere."""
+    k = int(min(k, landmarks.shape[0]))
+    l2 = (landmarks * landmarks).sum(axis=1)
+    idx = np.empty((x.shape[0], k), dtype=np.int64)
+    d2 = np.empty((x.shape[0], k))
+    for a in range(0, x.shape[0], BLOCK):
+        xb = x[a:a + BLOCK]
+        dist = (xb * xb).sum(axis=1)[:, None] + l2[None, :] - 2.0 * (xb @ landmarks.T)
+        np.maximum(dist, 0.0, out=dist)
+        part = np.argpartition(dist, k - 1, axis=1)[:, :k] if k < landmarks.shape[0] else \
+            np.broadcast_to(np.arange(k), (xb.shape[0], k)).copy()
+        pd = np.take_along_axis(dist, part, axis=1)
+        order = np.lexsort((part, pd), axis=1)  # by distance, ties by landmark index: deterministic
+        idx[a:a + BLOCK] = np.take_along_axis(part, order, axis=1)
+        d2[a:a + BLOCK] = np.take_along_axis(pd, order, axis=1)
+    h2 = float(np.median(d2[:, -1]))
+    h2 = h2 if h2 > 0 else 1.0
+    w = np.exp(-(d2 - d2[:, :1]) / (2.0 * h2))  # shifted by the nearest: no underflow to all-zero rows
+    exact = d2[:, 0] <= 1e-12 * max(h2, 1e-300)
+    w[exact] = 0.0
+    w[exact, 0] = 1.0
+    return idx, w / w.sum(axis=1, keepdims=True)
+
+
+def interpolate(values: np.ndarray, idx: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Each row's weighted mean of its neighbours' ``values`` rows: sum_j weights[i, j] values[idx[i, j]]."""
+    return np.einsum("ij,ijk->ik", weights, values[idx])
