@@ -150,14 +150,20 @@ def family_step_down(observed: dict, null_largest: dict) -> dict:
     rank = {s: i for i, s in enumerate(keys)}
     order = sorted(((obs[s][j] / scale[s], s, j) for s in keys for j in range(obs[s].size)),
                    key=lambda x: (-x[0], rank[x[1]], x[2]))
-    left = {s: obs[s].size for s in keys}
+    # step i tests against the max over the keys whose last mode comes at step >= i: one reverse pass
+    # (each key's null joins the running maximum at its last step), then the p-values made monotone
+    last = {s: i for i, (_, s, _) in enumerate(order)}
+    worst = np.full(p_count, -np.inf)
+    counts = np.zeros(len(order))
+    for i in range(len(order) - 1, -1, -1):
+        stat, s, _ = order[i]
+        if last[s] == i:
+            worst = np.maximum(worst, null[s] / scale[s])
+        counts[i] = np.count_nonzero(worst >= stat * (1 - 1e-12))
+    running = np.maximum.accumulate((1.0 + counts) / (1.0 + p_count)) if order else counts
     p = {s: np.ones(obs[s].size) for s in keys}
-    running = 0.0
-    for stat, s, j in order:
-        worst = np.max(np.stack([null[t] / scale[t] for t in keys if left[t] > 0]), axis=0)
-        running = max(running, (1.0 + np.count_nonzero(worst >= stat * (1 - 1e-12))) / (1.0 + p_count))
-        p[s][j] = running
-        left[s] -= 1
+    for i, (_, s, j) in enumerate(order):
+        p[s][j] = running[i]
     return p
 
 
