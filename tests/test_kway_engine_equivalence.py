@@ -53,3 +53,75 @@ def test_family_step_down_equals_the_nested_loop_oracle(seed):
 def test_family_step_down_without_modes_gives_empty_pvalues():
     got = kc.family_step_down({"a": np.array([]), "b": np.array([])}, {"a": np.ones(9), "b": np.ones(9)})
     assert got["a"].size == 0 and got["b"].size == 0
+
+
+def _labellings(k: int, n: int, perms: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    groups = np.arange(k * n) % 5
+    model = np.repeat(np.arange(k), n)
+    return np.concatenate([model[:, None], kc.permuted_model_labels(groups, model, perms, rng)], 1), rng
+
+
+@pytest.mark.parametrize("eta, per_set", [(1.0, 5), (0.7, 50)])
+def test_pair_block_spectra_equal_the_brute_force_spectrum(eta, per_set):
+    """A pair's spectra from its own rows = eigvalsh(F^T diag(D_c) F) over all N rows (SPEC eq. 2 with
+    zeros), formed densely per labelling; and the whole-Gram solve of the former route agrees (dense
+    float64 at or below 256 rows; float32 Lanczos above, on the largest eigenvalue, the test's statistic)."""
+    from promptprism.stats.batched_eigen import weighted_gram_extremes
+    from promptprism.stats.eigen import signed_extremes
+
+    k = 6
+    lab, rng = _labellings(k, per_set, 30, 3)
+    feats = rng.normal(size=(lab.shape[0], 40)) / np.sqrt(40)
+    gram = feats @ feats.T
+    counts = np.full(k, per_set)
+    rows = kc.label_rows(lab, counts)
+    for c in [(0, (1,)), (2, (5,))]:
+        weights = kc.comparison_weights(lab, c, counts, eta)
+        got = kc.pair_block_extremes(gram, rows[c[0]], rows[c[1][0]], eta, 4)
+        brute = signed_extremes(np.stack([np.linalg.eigvalsh((feats.T * w) @ feats) for w in weights.T]), 4)
+        former = weighted_gram_extremes(gram, weights, 4)
+        for g, b, f in zip(got, brute, former, strict=True):
+            np.testing.assert_allclose(g, b, rtol=0, atol=1e-12 * float(b.max()))
+            if gram.shape[0] <= 256:
+                np.testing.assert_allclose(f, b, rtol=0, atol=1e-12 * float(b.max()))
+            else:
+                np.testing.assert_allclose(f[:, 0], b[:, 0], rtol=1e-4)
+
+
+def test_pair_block_spectra_survive_a_singular_block():
+    lab, rng = _labellings(3, 8, 10, 4)
+    feats = rng.normal(size=(24, 3))  # rank 3: every 16-row block is singular
+    gram = feats @ feats.T
+    rows = kc.label_rows(lab, np.full(3, 8))
+    got = kc.pair_block_extremes(gram, rows[0], rows[1], 1.0, 3)
+    from promptprism.stats.batched_eigen import weighted_gram_extremes
+    want = weighted_gram_extremes(gram, kc.comparison_weights(lab, (0, (1,)), np.full(3, 8), 1.0), 3)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=0, atol=1e-9 * float(w.max()))
+
+
+def test_kway_pvalues_unchanged_by_the_pair_block_route(monkeypatch):
+    """End to end (K = 4, 80 rows: both routes dense float64): the same seeds give the same p-values."""
+    from promptprism import KWaySplit, PairedSet
+
+    rng = np.random.default_rng(5)
+    t = rng.normal(size=(4, 6))
+    sets = []
+    for i in range(4):
+        lab = np.arange(20) % 4
+        out = rng.normal(size=(20, 5)) + (0.8 if i == 3 else 0.0)
+        sets.append(PairedSet(t[lab], out, prompts=[f"p{g}" for g in lab], name=f"m{i}"))
+    est = KWaySplit(method="exact", permutations=49, n_modes=2, seed=1)
+    new = est.fit(sets)
+    monkeypatch.setattr(kc, "PAIR_BLOCK_MAX_ROWS", 0)
+    old = est.fit(sets)
+    assert new.pair_p_values == old.pair_p_values
+    assert [r.significance for r in new.one_vs_rest] == [r.significance for r in old.one_vs_rest]
+    for a, b in zip(new.pairs, old.pairs, strict=True):  # the same p-values; null spectra to round-off
+        assert (a.significance["p_largest"], a.significance["n_significant"]) == \
+            (b.significance["p_largest"], b.significance["n_significant"])
+        for side in ("test", "reference"):
+            np.testing.assert_allclose(a.significance["null_top"][side], b.significance["null_top"][side],
+                                       rtol=1e-10)
+    assert any(p is not None for row in new.pair_p_values for p in row)

@@ -29,6 +29,7 @@ import numpy as np
 
 from ...backend import array_namespace
 from ...kernels.bandwidth import pooled_rows
+from ...stats.eigen import signed_extremes
 
 #: a comparison: (first set, the sets of its reference side); one set for a pair, all others for the rest
 Comparison = tuple[int, tuple[int, ...]]
@@ -180,6 +181,49 @@ def subset_comparison_weights(labels: np.ndarray, keep: np.ndarray, comparison: 
     n_first = np.maximum(is_first.sum(axis=0), 1)
     n_second = np.maximum(in_second.sum(axis=0), 1)
     return np.where(is_first, 1.0 / n_first, np.where(in_second, -eta / n_second, 0.0))
+
+
+#: a pair's test from its own rows when both sets hold at most this many test rows together (a dense
+#: eigen-solve per labelling of the pair's block of the Gram matrix, instead of a solve over all N rows)
+PAIR_BLOCK_MAX_ROWS = 256
+_PAIR_BLOCK_BYTES = 128 * 1024**2
+
+
+def label_rows(model: np.ndarray, counts: np.ndarray) -> list[np.ndarray]:
+    """Each set's rows under every labelling (columns of the model labels, N x L): K arrays L x n_k,
+    ascending (the labels keep every set's count, ``counts``)."""
+    order = np.argsort(model, axis=0, kind="stable").T
+    bounds = np.r_[0, np.cumsum(np.asarray(counts, dtype=np.int64))]
+    return [order[:, bounds[k]:bounds[k + 1]] for k in range(len(counts))]
+
+
+def pair_block_extremes(gram: np.ndarray, rows_first: np.ndarray, rows_second: np.ndarray, eta: float,
+                        n_top: int) -> tuple[np.ndarray, np.ndarray]:
+    """(positive, |negative|) top ``n_top`` eigenvalues of a pair's Lambda_ab = F^T D F (SPEC, eq. 2) for
+    every labelling, from the pair's own rows (``rows_first``, ``rows_second``: L x n_a and L x n_b, the
+    rows labelled a and b, :func:`label_rows`): D is zero elsewhere, so the nonzero eigenvalues are those of
+    D_S G_SS, i.e. of the symmetric R^T J R where |D_S|^(1/2) G_SS |D_S|^(1/2) = R R^T (Cholesky; eigh
+    where it is singular) and J the signs of D_S. Dense float64 solves of (n_a + n_b)-square blocks,
+    batched over labellings: the eigenvalues of
+    :func:`~promptprism.stats.batched_eigen.weighted_gram_extremes` on the whole G, to its tolerance."""
+    n_a, n_b = rows_first.shape[1], rows_second.shape[1]
+    rows = np.concatenate([rows_first, rows_second], axis=1)  # L x s
+    w = np.r_[np.full(n_a, 1.0 / n_a), np.full(n_b, -eta / n_b)]
+    root, sign = np.sqrt(np.abs(w)), np.sign(w)
+    size = rows.shape[1]
+    block = max(1, _PAIR_BLOCK_BYTES // (8 * size * size * 3))
+    vals = np.empty((rows.shape[0], size))
+    g = np.asarray(gram)
+    for start in range(0, rows.shape[0], block):
+        idx = rows[start:start + block]
+        a = g[idx[:, :, None], idx[:, None, :]].astype(np.float64) * np.outer(root, root)
+        try:
+            r = np.linalg.cholesky(a)
+        except np.linalg.LinAlgError:
+            s, u = np.linalg.eigh(a)
+            r = u * np.sqrt(np.clip(s, 0.0, None))[:, None, :]
+        vals[start:start + block] = np.linalg.eigvalsh(np.swapaxes(r, 1, 2) @ (sign[None, :, None] * r))
+    return signed_extremes(vals, n_top)
 
 
 def family_statistic(tops: list[np.ndarray]) -> np.ndarray:
