@@ -125,3 +125,27 @@ def test_kway_pvalues_unchanged_by_the_pair_block_route(monkeypatch):
             np.testing.assert_allclose(a.significance["null_top"][side], b.significance["null_top"][side],
                                        rtol=1e-10)
     assert any(p is not None for row in new.pair_p_values for p in row)
+
+
+@pytest.mark.parametrize("eta", [1.0, 0.6])
+def test_rest_spectra_in_the_gram_eigenbasis_equal_the_brute_force_spectrum(eta):
+    """One-vs-rest as a diagonal + rank-n_k update in G's eigenbasis = eigvalsh(F^T diag(D_c) F) with D_c
+    1/n_k on set k's rows and -eta/n_rest on the others (SPEC eq. 2), on the largest eigenvalue of each sign
+    (the test's statistic; float32 Lanczos) and the next ones within Lanczos' tolerance."""
+    from promptprism.stats.eigen import signed_extremes
+
+    k, n = 15, 20
+    lab, rng = _labellings(k, n, 12, 6)
+    feats = rng.normal(size=(lab.shape[0], 60)) * np.linspace(1.0, 0.1, 60) / np.sqrt(60)
+    gram = feats @ feats.T
+    counts = np.full(k, n)
+    rows = kc.label_rows(lab, counts)
+    factor, s = kc.gram_factor(gram)
+    for first in (0, 7):
+        c = (first, tuple(b for b in range(k) if b != first))
+        weights = kc.comparison_weights(lab, c, counts, eta)
+        got = kc.rest_extremes(factor, s, rows[first], eta, 3, seed=0)
+        brute = signed_extremes(np.stack([np.linalg.eigvalsh((feats.T * w) @ feats) for w in weights.T]), 3)
+        for g, b in zip(got, brute, strict=True):
+            np.testing.assert_allclose(g[:, 0], b[:, 0], rtol=1e-4)
+            np.testing.assert_allclose(g, b, rtol=0, atol=2e-2 * float(b.max()))

@@ -27,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from ...backend import array_namespace
+from ...backend import array_namespace, backend_of
 from ...kernels.bandwidth import pooled_rows
+from ...stats.batched_eigen import _batched_extremes, lanczos_steps
 from ...stats.eigen import signed_extremes
 
 #: a comparison: (first set, the sets of its reference side); one set for a pair, all others for the rest
@@ -224,6 +225,40 @@ def pair_block_extremes(gram: np.ndarray, rows_first: np.ndarray, rows_second: n
             r = u * np.sqrt(np.clip(s, 0.0, None))[:, None, :]
         vals[start:start + block] = np.linalg.eigvalsh(np.swapaxes(r, 1, 2) @ (sign[None, :, None] * r))
     return signed_extremes(vals, n_top)
+
+
+#: one-vs-rest tested in the eigenbasis of the Gram matrix (:func:`rest_extremes`) up to this many test rows
+REST_LOW_RANK_MAX_ROWS = 4000
+
+
+def gram_factor(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(F = U S^(1/2) in float32, s) from G = U S U^T (float64 eigh; the directions with s > 0): the
+    eigenbasis in which C_all = F^T F / N is the diagonal S / N, whatever the labelling."""
+    s, u = np.linalg.eigh(np.asarray(gram, dtype=np.float64))
+    keep = s > 0
+    return (u[:, keep] * np.sqrt(s[keep])).astype(np.float32), s[keep]
+
+
+def rest_extremes(factor: np.ndarray, s: np.ndarray, rows: np.ndarray, eta: float, n_top: int, *,
+                  seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(positive, |negative|) top ``n_top`` eigenvalues of one-vs-rest Lambda_k = C_k - eta C_rest for every
+    labelling (``rows``: L x n_k, the rows labelled k; :func:`label_rows`). With n_rest = N - n_k,
+    C_rest = (N C_all - n_k C_k) / n_rest and C_all is the same for every labelling, so in G's eigenbasis
+    (``factor``, ``s``: :func:`gram_factor`) Lambda_k = (1/n_k + eta/n_rest) Y^T Y - (eta/n_rest) diag(s),
+    Y = F[rows]: a diagonal plus a rank-n_k update, whose mat-vecs cost O(n_k r) (not N^2); batched
+    float32 Lanczos (:func:`~promptprism.stats.batched_eigen.weighted_factor_extremes`'s solver)."""
+    n_k, dim = rows.shape[1], factor.shape[1]
+    n_rest = factor.shape[0] - n_k
+    low = 1.0 / n_k + eta / n_rest
+    diag = (-eta / n_rest * s).astype(np.float32)
+    y = factor[rows]  # L x n_k x r
+
+    def apply(q: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        yb = wt.reshape(q.shape[0], n_k, dim)
+        return q * diag + low * (np.swapaxes(yb, 1, 2) @ (yb @ q[:, :, None]))[:, :, 0]
+
+    return _batched_extremes(apply, None, y.reshape(y.shape[0], -1).T, dim, on=backend_of(factor),
+                             n_top=n_top, steps=lanczos_steps(n_top, dim), seed=seed, dtype=np.float32)
 
 
 def family_statistic(tops: list[np.ndarray]) -> np.ndarray:
