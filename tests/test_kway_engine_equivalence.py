@@ -149,3 +149,19 @@ def test_rest_spectra_in_the_gram_eigenbasis_equal_the_brute_force_spectrum(eta)
         for g, b in zip(got, brute, strict=True):
             np.testing.assert_allclose(g[:, 0], b[:, 0], rtol=1e-4)
             np.testing.assert_allclose(g, b, rtol=0, atol=2e-2 * float(b.max()))
+
+
+def test_cost_estimate_follows_the_small_set_solves():
+    """K sets of 20 rows (exact): pairs of 40 rows from their own blocks, one-vs-rest in the eigenbasis;
+    the estimate is the sum of those terms, and K = 50 sets of 20 rows is no longer refused."""
+    from promptprism import KWaySplit
+    from promptprism.cli.compare import COST_LIMIT_SECONDS
+    from promptprism.methods.promptsplit import kway
+
+    per_pair = kway.PAIR_SECONDS_PER_LABELLING + kway.PAIR_SECONDS_PER_CUBED_ROW * 40.0**3
+    want = 201 * (1225 * per_pair + 50 * kway.REST_SECONDS_PER_ROW * 1000)
+    got = KWaySplit(method="exact", permutations=200).test_seconds([20] * 50)
+    assert got == pytest.approx(want)
+    assert got < COST_LIMIT_SECONDS
+    # big sets keep the whole-operand model (the pairs' blocks would be too large)
+    assert kway.test_cost_seconds(8, 4000, 4000, 200, set_rows=500) == kway.test_cost_seconds(8, 4000, 4000, 200)
