@@ -3,6 +3,12 @@
     python benchmarks/kway.py                                  # the table of the closing note (long)
     python benchmarks/kway.py --quick                          # small sizes, a smoke run
     python benchmarks/kway.py --routes rff --ks 2 4 8 --n-rff 30000 --pairs-timed 2
+    python benchmarks/kway.py --small-sweep                    # K = 2, 4, 8, 20, 50 sets of 20 rows, tested
+
+``--small-sweep``: K sets of ``--rows`` rows (default 20) through the code path of the CLI's ``compare``
+(its cost check, then ``KWaySplit`` with the command's defaults: exact, 200 permutations), 32-d prompts and
+outputs; per K the seconds (fit, test, total), the process's peak resident memory so far (ru_maxrss: K
+ascending) and the test's estimated seconds (``KWaySplit.test_seconds``, what ``compare`` says or refuses on).
 
 Data: K synthetic models on 50 shared prompts (384-d prompts, 384-d outputs, a mixture whose components
 shift a little from model to model), n samples each. Both sides run with ``permutations=0`` (the spectra,
@@ -66,6 +72,27 @@ def row(route: str, k: int, n: int, pairs_timed: int, permutations: int, feature
     return route, k, n, kway, separate, how
 
 
+def small_sweep(ks: list[int], rows: int) -> None:
+    """K sets of ``rows`` rows each, as ``promptprism compare`` runs them (cost check + default fit)."""
+    import resource
+
+    from promptprism.cli.compare import check_cost
+
+    print(f"{'K':>3} {'rows':>5} {'fit s':>6} {'test s':>7} {'total s':>8} {'peak MB':>8} {'estimate s':>10}")
+    for k in ks:
+        sets = models(k, rows, prompts=10, dim=32)
+        est = KWaySplit(seed=0)
+        t0 = time.perf_counter()
+        check_cost(est, [len(s) for s in sets], force=True)
+        res = est.fit(sets)
+        total = time.perf_counter() - t0
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3  # (Linux: kB; the process so far)
+        t = res.timings
+        guess = est.test_seconds([len(s) for s in sets])
+        print(f"{k:>3} {k * rows:>5} {t['fit_s']:>6.2f} {t['significance_s']:>7.2f} {total:>8.2f} "
+              f"{peak:>8.1f} {guess:>10.1f}  (load {os.getloadavg()[0]:.1f})", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--routes", nargs="+", default=["exact", "rff"], choices=["exact", "rff"])
@@ -78,7 +105,14 @@ def main() -> None:
     ap.add_argument("--max-exact-samples", type=int, default=20000,
                     help="skip exact rows whose joint Gram matrix would hold more samples (8 N^2 bytes)")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--small-sweep", action="store_true",
+                    help="K sets of --rows rows, as `compare` runs them")
+    ap.add_argument("--rows", type=int, default=20)
     args = ap.parse_args()
+    if args.small_sweep:
+        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+        small_sweep(args.ks if args.ks != [2, 4, 8] else [2, 4, 8, 20, 50], args.rows)
+        return
     if args.quick:
         args.n_exact, args.n_rff, args.features, args.ks = 500, 2000, 400, [2, 3]
     rates = machine.measure(quick=args.quick)

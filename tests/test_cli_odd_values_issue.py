@@ -210,21 +210,24 @@ def test_compare_cost_is_the_number_of_comparisons_times_the_labellings():
 
 
 def test_compare_says_and_limits_its_cost(tmp_path, monkeypatch, capsys):
-    """50 sets of 20 rows ran for over 20 minutes unannounced: refused up front without --force, with the
-    estimate; a shorter but long test is announced on stderr; --force lifts the limit."""
+    """50 sets of 20 rows ran for over 20 minutes unannounced: a long test is refused up front without
+    --force (50 sets of 120 rows), with the estimate; a shorter but long one is announced on stderr (50 sets
+    of 20 rows, now tested from the pairs' own rows); --force lifts the limit."""
     from promptprism.cli import compare
     from promptprism.methods.promptsplit.kway import KWaySplit
 
-    paths = [_npz(tmp_path / f"s{k}.npz", n=20, d=4, seed=k) for k in range(50)]
+    paths = [_npz(tmp_path / f"s{k}.npz", n=120, d=4, seed=k) for k in range(50)]
     code, _, err = run_cli("compare", *paths, "--out", tmp_path / "o", "-q", "--no-report")
     line = _one_error(err)
-    assert code == 2 and "the permutation test of 50 sets (1,275 comparisons x 201 labellings of 1,000 " \
+    assert code == 2 and "the permutation test of 50 sets (1,275 comparisons x 201 labellings of 6,000 " \
                          "samples) takes about" in line
     assert "over the 15 min limit; pass --force to run it" in line and not (tmp_path / "o").exists()
     est = KWaySplit(permutations=200)
     with pytest.raises(OptionError, match="over the 15 min limit"):
-        compare.check_cost(est, [20] * 50, force=False)
-    compare.check_cost(est, [20] * 50, force=True)  # forced: only said
+        compare.check_cost(est, [120] * 50, force=False)
+    compare.check_cost(est, [120] * 50, force=True)  # forced: only said
+    assert "note: the permutation test of 50 sets" in capsys.readouterr().err
+    compare.check_cost(est, [20] * 50, force=False)  # 50 x 20 rows: said, not refused
     assert "note: the permutation test of 50 sets" in capsys.readouterr().err
     compare.check_cost(est, [20] * 3, force=False)  # cheap: nothing said
     assert capsys.readouterr().err == ""

@@ -27,8 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from ...backend import array_namespace
+from ...backend import array_namespace, backend_of
 from ...kernels.bandwidth import pooled_rows
+from ...stats.batched_eigen import _batched_extremes, lanczos_steps
+from ...stats.eigen import signed_extremes
 
 #: a comparison: (first set, the sets of its reference side); one set for a pair, all others for the rest
 Comparison = tuple[int, tuple[int, ...]]
@@ -150,14 +152,20 @@ def family_step_down(observed: dict, null_largest: dict) -> dict:
     rank = {s: i for i, s in enumerate(keys)}
     order = sorted(((obs[s][j] / scale[s], s, j) for s in keys for j in range(obs[s].size)),
                    key=lambda x: (-x[0], rank[x[1]], x[2]))
-    left = {s: obs[s].size for s in keys}
+    # step i tests against the max over the keys whose last mode comes at step >= i: one reverse pass
+    # (each key's null joins the running maximum at its last step), then the p-values made monotone
+    last = {s: i for i, (_, s, _) in enumerate(order)}
+    worst = np.full(p_count, -np.inf)
+    counts = np.zeros(len(order))
+    for i in range(len(order) - 1, -1, -1):
+        stat, s, _ = order[i]
+        if last[s] == i:
+            worst = np.maximum(worst, null[s] / scale[s])
+        counts[i] = np.count_nonzero(worst >= stat * (1 - 1e-12))
+    running = np.maximum.accumulate((1.0 + counts) / (1.0 + p_count)) if order else counts
     p = {s: np.ones(obs[s].size) for s in keys}
-    running = 0.0
-    for stat, s, j in order:
-        worst = np.max(np.stack([null[t] / scale[t] for t in keys if left[t] > 0]), axis=0)
-        running = max(running, (1.0 + np.count_nonzero(worst >= stat * (1 - 1e-12))) / (1.0 + p_count))
-        p[s][j] = running
-        left[s] -= 1
+    for i, (_, s, j) in enumerate(order):
+        p[s][j] = running[i]
     return p
 
 
@@ -174,6 +182,83 @@ def subset_comparison_weights(labels: np.ndarray, keep: np.ndarray, comparison: 
     n_first = np.maximum(is_first.sum(axis=0), 1)
     n_second = np.maximum(in_second.sum(axis=0), 1)
     return np.where(is_first, 1.0 / n_first, np.where(in_second, -eta / n_second, 0.0))
+
+
+#: a pair's test from its own rows when both sets hold at most this many test rows together (a dense
+#: eigen-solve per labelling of the pair's block of the Gram matrix, instead of a solve over all N rows)
+PAIR_BLOCK_MAX_ROWS = 256
+_PAIR_BLOCK_BYTES = 128 * 1024**2
+
+
+def label_rows(model: np.ndarray, counts: np.ndarray) -> list[np.ndarray]:
+    """Each set's rows under every labelling (columns of the model labels, N x L): K arrays L x n_k,
+    ascending (the labels keep every set's count, ``counts``)."""
+    order = np.argsort(model, axis=0, kind="stable").T
+    bounds = np.r_[0, np.cumsum(np.asarray(counts, dtype=np.int64))]
+    return [order[:, bounds[k]:bounds[k + 1]] for k in range(len(counts))]
+
+
+def pair_block_extremes(gram: np.ndarray, rows_first: np.ndarray, rows_second: np.ndarray, eta: float,
+                        n_top: int) -> tuple[np.ndarray, np.ndarray]:
+    """(positive, |negative|) top ``n_top`` eigenvalues of a pair's Lambda_ab = F^T D F (SPEC, eq. 2) for
+    every labelling, from the pair's own rows (``rows_first``, ``rows_second``: L x n_a and L x n_b, the
+    rows labelled a and b, :func:`label_rows`): D is zero elsewhere, so the nonzero eigenvalues are those of
+    D_S G_SS, i.e. of the symmetric R^T J R where |D_S|^(1/2) G_SS |D_S|^(1/2) = R R^T (Cholesky; eigh
+    where it is singular) and J the signs of D_S. Dense float64 solves of (n_a + n_b)-square blocks,
+    batched over labellings: the eigenvalues of
+    :func:`~promptprism.stats.batched_eigen.weighted_gram_extremes` on the whole G, to its tolerance."""
+    n_a, n_b = rows_first.shape[1], rows_second.shape[1]
+    rows = np.concatenate([rows_first, rows_second], axis=1)  # L x s
+    w = np.r_[np.full(n_a, 1.0 / n_a), np.full(n_b, -eta / n_b)]
+    root, sign = np.sqrt(np.abs(w)), np.sign(w)
+    size = rows.shape[1]
+    block = max(1, _PAIR_BLOCK_BYTES // (8 * size * size * 3))
+    vals = np.empty((rows.shape[0], size))
+    g = np.asarray(gram)
+    for start in range(0, rows.shape[0], block):
+        idx = rows[start:start + block]
+        a = g[idx[:, :, None], idx[:, None, :]].astype(np.float64) * np.outer(root, root)
+        try:
+            r = np.linalg.cholesky(a)
+        except np.linalg.LinAlgError:
+            s, u = np.linalg.eigh(a)
+            r = u * np.sqrt(np.clip(s, 0.0, None))[:, None, :]
+        vals[start:start + block] = np.linalg.eigvalsh(np.swapaxes(r, 1, 2) @ (sign[None, :, None] * r))
+    return signed_extremes(vals, n_top)
+
+
+#: one-vs-rest tested in the eigenbasis of the Gram matrix (:func:`rest_extremes`) up to this many test rows
+REST_LOW_RANK_MAX_ROWS = 4000
+
+
+def gram_factor(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(F = U S^(1/2) in float32, s) from G = U S U^T (float64 eigh; the directions with s > 0): the
+    eigenbasis in which C_all = F^T F / N is the diagonal S / N, whatever the labelling."""
+    s, u = np.linalg.eigh(np.asarray(gram, dtype=np.float64))
+    keep = s > 0
+    return (u[:, keep] * np.sqrt(s[keep])).astype(np.float32), s[keep]
+
+
+def rest_extremes(factor: np.ndarray, s: np.ndarray, rows: np.ndarray, eta: float, n_top: int, *,
+                  seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(positive, |negative|) top ``n_top`` eigenvalues of one-vs-rest Lambda_k = C_k - eta C_rest for every
+    labelling (``rows``: L x n_k, the rows labelled k; :func:`label_rows`). With n_rest = N - n_k,
+    C_rest = (N C_all - n_k C_k) / n_rest and C_all is the same for every labelling, so in G's eigenbasis
+    (``factor``, ``s``: :func:`gram_factor`) Lambda_k = (1/n_k + eta/n_rest) Y^T Y - (eta/n_rest) diag(s),
+    Y = F[rows]: a diagonal plus a rank-n_k update, whose mat-vecs cost O(n_k r) (not N^2); batched
+    float32 Lanczos (:func:`~promptprism.stats.batched_eigen.weighted_factor_extremes`'s solver)."""
+    n_k, dim = rows.shape[1], factor.shape[1]
+    n_rest = factor.shape[0] - n_k
+    low = 1.0 / n_k + eta / n_rest
+    diag = (-eta / n_rest * s).astype(np.float32)
+    y = factor[rows]  # L x n_k x r
+
+    def apply(q: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        yb = wt.reshape(q.shape[0], n_k, dim)
+        return q * diag + low * (np.swapaxes(yb, 1, 2) @ (yb @ q[:, :, None]))[:, :, 0]
+
+    return _batched_extremes(apply, None, y.reshape(y.shape[0], -1).T, dim, on=backend_of(factor),
+                             n_top=n_top, steps=lanczos_steps(n_top, dim), seed=seed, dtype=np.float32)
 
 
 def family_statistic(tops: list[np.ndarray]) -> np.ndarray:

@@ -25,6 +25,7 @@ from ...backend import resolve_backend
 from ...data.paired import PairedSet, as_paired_set, check_compatible, prompt_groups
 from ...errors import InputError, OptionError
 from ...scale.runner import current_runner
+from ...stats.batched_eigen import DENSE_BATCH_RANK
 from . import comparisons as kc
 from . import core
 from .estimator import STABLE_SAMPLES, STABLE_TOP, PromptSplit
@@ -39,16 +40,33 @@ from .testing import comparison_significance
 #: Gram matrix, the random features for rff and sketch)
 TEST_SECONDS_PER_LABELLING = 1.5e-3
 TEST_SECONDS_PER_ENTRY = 2.5e-9
+#: the exact route's small-set solves (K >= 3, every set of at most PAIR_BLOCK_MAX_ROWS / 2 test rows;
+#: measured on 2 loaded cores, numpy): a pair from its own rows per labelling a + b s^3 (s = its rows,
+#: :func:`.comparisons.pair_block_extremes`), a one-vs-rest in the Gram eigenbasis c per test row
+#: (:func:`.comparisons.rest_extremes`)
+PAIR_SECONDS_PER_LABELLING = 5e-5
+PAIR_SECONDS_PER_CUBED_ROW = 3e-9
+REST_SECONDS_PER_ROW = 4e-6
 
 
-def test_cost_seconds(k: int, null_rows: int, width: int, permutations: int) -> float:
+def test_cost_seconds(k: int, null_rows: int, width: int, permutations: int, *,
+                      set_rows: int | None = None) -> float:
     """Rough seconds of the K-way permutation test: C = K(K-1)/2 pairs + K one-vs-rest comparisons (one
     for K = 2), each diagonalised for the observed labelling and the ``permutations`` others, each solve
     costing about a + b N w (:data:`TEST_SECONDS_PER_LABELLING`, :data:`TEST_SECONDS_PER_ENTRY`); an upper
-    bound in the comparisons (those without a mode to test are skipped), within a factor of about 2."""
+    bound in the comparisons (those without a mode to test are skipped), within a factor of about 2.
+    ``set_rows`` (the exact route: the largest set's test rows): with K >= 3 and pairs of at most
+    ``PAIR_BLOCK_MAX_ROWS`` rows, the pairs' and the one-vs-rest's small-set solves instead
+    (:data:`PAIR_SECONDS_PER_LABELLING`, :data:`PAIR_SECONDS_PER_CUBED_ROW`, :data:`REST_SECONDS_PER_ROW`)."""
     pairs, rest = kc.comparisons(int(k))
+    labellings = int(permutations) + 1
     per = TEST_SECONDS_PER_LABELLING + TEST_SECONDS_PER_ENTRY * float(null_rows) * float(width)
-    return (len(pairs) + len(rest)) * (int(permutations) + 1) * per
+    if set_rows is None or int(k) < 3 or 2 * int(set_rows) > kc.PAIR_BLOCK_MAX_ROWS:
+        return (len(pairs) + len(rest)) * labellings * per
+    pair = PAIR_SECONDS_PER_LABELLING + PAIR_SECONDS_PER_CUBED_ROW * float(2 * int(set_rows)) ** 3
+    low_rank = DENSE_BATCH_RANK < int(null_rows) <= kc.REST_LOW_RANK_MAX_ROWS
+    one = REST_SECONDS_PER_ROW * float(null_rows) if low_rank else per
+    return labellings * (len(pairs) * pair + len(rest) * one)
 
 
 @dataclass(frozen=True)
@@ -90,7 +108,9 @@ class KWaySplit(SplitOptions):
         permutations = self.resolved_permutations(method)
         rows = min(total, int(self.null_samples))
         width = rows if method == "exact" else min(rows, int(self.n_features))
-        return test_cost_seconds(len(counts), rows, width, permutations) if permutations else 0.0
+        largest = -(-max(int(c) for c in counts) * rows // total) if method == "exact" else None
+        return test_cost_seconds(len(counts), rows, width, permutations, set_rows=largest) if permutations \
+            else 0.0
 
     def fit(self, sets: Sequence[PairedSet | tuple], names: Sequence[str] | None = None) -> KWayResult:
         """Compare K >= 2 sets (PairedSets or (prompt_emb, output_emb) tuples) sharing their prompts."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...stats.batched_eigen import DENSE_BATCH_RANK
 from . import aggregate as agg
 from . import comparisons as kc
 from . import core
@@ -106,15 +107,24 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
     widths = [max(*t, 1) for t in tested.values()]
     t0 = time.perf_counter()
     drawn = Labellings(groups, sub, permutations, seed)
-    weights = {c: drawn.weights(c, eta) for c in tested}
     info: dict = {} if compress else {"full": True, "energy": 1.0, "rank": None}
     operand = operand_of(*rows)
     operand = sig.principal_operand(operand, seed=seed, record=info) if compress else operand
     info = info or dict(subspace or {})
     gram = sig.operand_gram(operand)
-    solvers = [lambda cols: stacked([sig.permuted_spectra(operand, weights[c][:, cols], w, gram=gram,
-                                                          seed=seed + int(cols[0]))
-                                     for c, w in zip(tested, widths, strict=True)])]
+    rows_of = kc.label_rows(drawn.model, drawn.counts) if drawn.model is not None else []
+    rest = _rest_factor(operand, drawn)
+    weights = {c: drawn.weights(c, eta) for c in tested
+               if not _from_pair_block(operand, drawn, c) and (rest is None or len(c[1]) == 1)}
+
+    def spectra_of(c: kc.Comparison, width: int, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if _from_pair_block(operand, drawn, c):
+            return kc.pair_block_extremes(operand[1], rows_of[c[0]][cols], rows_of[c[1][0]][cols], eta, width)
+        if rest is not None and len(c[1]) > 1:
+            return kc.rest_extremes(*rest, rows_of[c[0]][cols], eta, width, seed=seed + int(cols[0]))
+        return sig.permuted_spectra(operand, weights[c][:, cols], width, gram=gram, seed=seed + int(cols[0]))
+
+    solvers = [lambda cols: stacked([spectra_of(c, w, cols) for c, w in zip(tested, widths, strict=True)])]
     members, sizes = [], (0, 0)
     if family is not None and family.kernels:
         members, sizes = family_members(sets, rows, drawn, list(tested), family, eta=eta, seed=seed)
@@ -149,6 +159,27 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
         tests[c] = (_record(spectra[c], outs[c], p[c], scheme=scheme, permutations=permutations, alpha=alpha,
                             seed=seed, counts=counts, sub=sub, correction=correction), p[c])
     return TestOutcome(tests, common)
+
+
+def _from_pair_block(operand: tuple, drawn: Labellings, c: kc.Comparison) -> bool:
+    """Whether a K-way pair is tested from its own rows (:func:`.comparisons.pair_block_extremes`): model
+    labels (K >= 3), a numpy Gram matrix, a pair of at most ``PAIR_BLOCK_MAX_ROWS`` test rows."""
+    return (drawn.model is not None and operand[0] == "gram" and isinstance(operand[1], np.ndarray)
+            and len(c[1]) == 1
+            and int(drawn.counts[c[0]] + drawn.counts[c[1][0]]) <= kc.PAIR_BLOCK_MAX_ROWS)
+
+
+def _rest_factor(operand: tuple, drawn: Labellings) -> tuple | None:
+    """G's eigen-factor for the one-vs-rest comparisons (:func:`.comparisons.rest_extremes`): model labels,
+    a numpy Gram matrix of more than ``DENSE_BATCH_RANK`` rows (below, the whole-operand solve is dense and
+    exact) and at most ``REST_LOW_RANK_MAX_ROWS``, every set within ``PAIR_BLOCK_MAX_ROWS``; else None."""
+    if drawn.model is None or operand[0] != "gram" or not isinstance(operand[1], np.ndarray):
+        return None
+    if not DENSE_BATCH_RANK < operand[1].shape[0] <= kc.REST_LOW_RANK_MAX_ROWS:
+        return None
+    if drawn.counts.max() > kc.PAIR_BLOCK_MAX_ROWS:
+        return None
+    return kc.gram_factor(operand[1])
 
 
 def _tested(spec: core.Spectrum) -> tuple[int, int]:
