@@ -1,5 +1,6 @@
 """The torch branch of the top-k eigen step (Lanczos in the G inner product, with vectors) against the
-dense float64 solve from SPEC's definitions, and the exact route's whole fit against numpy's ARPACK route."""
+dense float64 solve from SPEC's definitions, and the exact route's whole fit against the numpy route (the
+same Lanczos on numpy arrays)."""
 
 from __future__ import annotations
 
