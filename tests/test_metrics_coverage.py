@@ -17,13 +17,16 @@ from promptprism.methods.metrics import frechet_distance  # noqa: E402
 from promptprism.methods.regions.two_sample import mmd2  # noqa: E402
 
 
-def test_population_values_match_large_samples():
+@pytest.mark.parametrize("dim", [8, 64])
+def test_population_values_match_large_samples(dim):
     """The closed forms (FD of two Gaussians, MMD^2 under the cubic and the gaussian kernel) against the
-    estimates on 2,000 + 2,000 fresh rows (KID and MMD^2 unbiased: within 4 of their standard errors)."""
-    truth = harness.population()
+    estimates on 2,000 + 2,000 fresh rows (KID and MMD^2 unbiased: within 4 of their standard errors), in
+    the grid's 8 dimensions and the ``hi-d64`` cells' 64."""
+    truth = harness.population(dim)
     rng = np.random.default_rng(5)
-    _, x = harness.draw("generated", 2000, 1, rng)
-    _, y = harness.draw("reference", 2000, 1, rng)
+    _, x = harness.draw("generated", 2000, 1, rng, dim)
+    _, y = harness.draw("reference", 2000, 1, rng, dim)
+    assert x.shape == (2000, dim)
     assert frechet_distance(x, y) == pytest.approx(truth["fd"], rel=0.05)
     cubic = mmd2(polynomial_gram(x, y), polynomial_gram(x, None), polynomial_gram(y, None), unbiased=True)
     assert cubic == pytest.approx(truth["kid"], rel=0.1)
