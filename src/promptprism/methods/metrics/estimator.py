@@ -239,7 +239,7 @@ class ReferenceMetrics(Estimator):
         validity = {} if not intervals else interval_validity(
             intervals, generated_clusters=_clusters(groups and groups.generated, x.shape[0]),
             reference_clusters=_clusters(groups and groups.reference, r.shape[0]), generated_rows=x.shape[0],
-            reference_rows=r.shape[0])
+            reference_rows=r.shape[0], dim=int(x.shape[1]))
         return SetMetrics(
             name=name, n=int(x.shape[0]), fd=fd, kid=float(kid.mean()), kid_std=float(kid.std(ddof=1))
             if kid.size > 1 else 0.0, mmd2=float(mmd.mean()),
