@@ -107,7 +107,9 @@ def test_sigint_to_the_command_keeps_the_finished_sections(tmp_path, tiny_weight
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen([sys.executable, "-m", "promptprism", "demo", "--generator", "--weights",
                              str(tiny_weights), "--per-prompt", "10", "--steps", "2", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # a background
+    # job's children start with SIGINT ignored, and Python then installs no handler for it
     deadline = time.monotonic() + 300
     while not (out / "summary.json").is_file() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
