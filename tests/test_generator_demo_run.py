@@ -92,11 +92,13 @@ def test_the_full_sizes_are_the_earlier_defaults_and_quick_is_smaller():
     assert (full.guide_scales, full.guide_per_prompt, full.guide_reference_per_class,
             full.guide_permutations) == (old.scales, old.per_prompt, old.reference_per_class,
                                          old.permutations)
-    for field in ("per_prompt", "steps", "bootstrap", "guide_per_prompt", "guide_reference_per_class",
+    # the quick split keeps the full sample size: at 20 per prompt it missed the planted sneaker difference
+    assert quick.per_prompt == full.per_prompt
+    for field in ("steps", "bootstrap", "guide_per_prompt", "guide_reference_per_class",
                   "guide_permutations"):
         assert getattr(quick, field) < getattr(full, field), field
     assert quick.per_prompt >= 10 and len(quick.guide_scales) < len(full.guide_scales)
-    assert "quick sizes: 20 samples per prompt, 10 DDIM steps" in quick.describe()
+    assert "quick sizes: 40 samples per prompt, 10 DDIM steps" in quick.describe()
 
 
 @pytest.mark.slow

@@ -96,3 +96,16 @@ def test_kid_interval_variance_matches_the_spread_over_data_sets():
     assert 0.85 <= ratio <= 1.25, ratio
     centre = float(np.mean(est))
     assert 0.88 <= np.mean([iv["low"] <= centre <= iv["high"] for iv in ivs]) <= 0.995
+
+
+def test_fd_interval_is_flagged_below_five_prompts_per_dimension():
+    """40 prompts covered 0.94-0.955 in 8 dimensions and 0.855 in 64 (docs/metrics.md): the rule flags the
+    second and not the first."""
+    from promptprism.methods.metrics.calibration import interval_validity as metrics_validity
+
+    shape = dict(generated_clusters=40, reference_clusters=40, generated_rows=200, reference_rows=200)
+    assert "fd" not in metrics_validity(["fd"], dim=8, **shape)["not_calibrated"]
+    flagged = metrics_validity(["fd"], dim=64, **shape)
+    assert flagged["not_calibrated"] == ["fd"] and "64 dimensions" in flagged["reason"]
+    assert "fd" not in metrics_validity(["fd"], dim=64, **{**shape, "generated_clusters": 320,
+                                                           "reference_clusters": 320})["not_calibrated"]

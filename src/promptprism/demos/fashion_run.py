@@ -71,7 +71,7 @@ class DemoSizes:
                 f"{self.guide_permutations} permutations")
 
 
-QUICK = DemoSizes("quick", per_prompt=20, steps=10, scales=(1.0, 2.0, 4.0, 8.0), bootstrap=100,
+QUICK = DemoSizes("quick", per_prompt=40, steps=10, scales=(1.0, 2.0, 4.0, 8.0), bootstrap=100,
                   guide_scales=(0.0, 200.0), guide_per_prompt=8, guide_reference_per_class=20,
                   guide_permutations=100)
 FULL = DemoSizes("full", per_prompt=40, steps=20, scales=DEFAULT_SCALES, bootstrap=200,
