@@ -4,6 +4,7 @@ test; added to DIR's result.json and report as one transaction."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import typer
@@ -69,15 +70,9 @@ def quality(
     """Which model is closer to real data, and which one a judge prefers, on each finding of a split,
     compare or diversity result.
 
-    For each significant mode (compare: each deviating model's modes against the rest, each differing
-    pair's modes; diversity: each model-driven cluster), the models' samples on the prompts that carry it are
-    scored against the real samples of the same prompts (a within-prompt permutation test, Holm over the
-    findings; K models ranked with ties; one model's cluster: its samples against the model's other samples
-    of those prompts), and/or pairs of their outputs are shown to a judge in both orders (win rate with a
-    Wilson interval, sign test; images go to a vision-language judge).
-    """
-    import dataclasses
-
+    Each significant mode, deviating model or model-driven cluster: the models' samples on its prompts
+    against the real samples of those prompts (within-prompt permutation test, Holm; K models ranked with
+    ties), and/or pairs of outputs judged in both orders (Wilson interval, sign test; docs/quality.md)."""
     from ..results import load_result
 
     if real is None and not judge_base_url:
@@ -94,17 +89,14 @@ def quality(
     if not findings:
         raise InputError(f"{folder}: no significant finding (or cluster) with prompts that carry it; nothing "
                          "to judge")
-    record = dict(result.quality or {})
     options = {"alpha": alpha, "confidence": confidence, "seed": seed}
-    if real is not None:
-        record.update(_closeness(result.kind, findings, sets, real, text_model, list(facet or []),
-                                 closeness=closeness,
-                                 nearest_k=nearest_k, permutations=permutations, bootstrap=bootstrap,
-                                 **options))
-    if judge_base_url:
-        link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache}
-        record["judge"] = _judge(result.kind, findings, sets, judge_base_url, judge_model, link,
-                                 list(facet or []), rubric=rubric_text, pairs=judge_pairs, **options)
+    record = _verdicts(result, findings, sets, list(facet or []), options, real=real, text_model=text_model,
+                       closeness=dict(closeness=closeness, nearest_k=nearest_k, permutations=permutations,
+                                      bootstrap=bootstrap),
+                       judge=judge_base_url and dict(
+                           base_url=judge_base_url, model=judge_model, rubric=rubric_text, pairs=judge_pairs,
+                           link={"api_key_env": api_key_env, "timeout": timeout, "retries": retries,
+                                 "cache": chat_cache}))
     judged = dataclasses.replace(result, quality=record)
     written = save_outputs(judged, out or folder, report=not no_report, inputs=sets, quiet=quiet,
                            sources={"real data": inp.results_folder_input(real)} if real else None,
@@ -112,6 +104,21 @@ def quality(
     if not quiet:
         _print(record, closeness=real is not None, judge=bool(judge_base_url))
     print_written(written)
+
+
+def _verdicts(result, findings: list, sets: list, facets: list[str], options: dict, *, real: Path | None,
+              text_model: str, closeness: dict, judge: dict | str) -> dict:
+    """The result's quality record with the closeness verdicts (``real`` given) and the judge's (``judge``:
+    its endpoint, model, rubric, pairs and link options; empty: none)."""
+    record = dict(result.quality or {})
+    if real is not None:
+        record.update(_closeness(result.kind, findings, sets, real, text_model, facets, **closeness,
+                                 **options))
+    if judge:
+        record["judge"] = _judge(result.kind, findings, sets, judge["base_url"], judge["model"],
+                                 judge["link"], facets, rubric=judge["rubric"], pairs=judge["pairs"],
+                                 **options)
+    return record
 
 
 def _rubric(value: str) -> str:

@@ -46,9 +46,9 @@ def interval_validity(intervals: Iterable[str], *, generated_clusters: int, refe
         reasons.append(_FD)
     elif "fd" in have and fewest < MIN_CLUSTERS_PER_DIM_FD * dim:
         bad.append("fd")
-        reasons.append(f"FD's bootstrap interval in {dim} dimensions from {fewest} prompts (or rows) per set: "
-                       f"it was measured to cover with {MIN_CLUSTERS_PER_DIM_FD} per dimension (8-d), and "
-                       "covered 0.855 with 40 prompts in 64 dimensions, where FD's bias dominates")
+        reasons.append(f"FD's bootstrap interval in {dim} dimensions from {fewest} prompts (or rows) per "
+                       f"set: it was measured to cover with {MIN_CLUSTERS_PER_DIM_FD} per dimension (8-d), "
+                       "and covered 0.855 with 40 prompts in 64 dimensions, where FD's bias dominates")
     clustered = generated_clusters < generated_rows or reference_clusters < reference_rows
     kid = [n for n in ("kid", "mmd2") if n in have]
     if kid and clustered:
