@@ -11,7 +11,7 @@ samples cannot be scored (k or fewer for precision, no gold answer) is listed wi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,20 @@ def value_mask(rows: Sequence[int] | None, k: int, n: int) -> np.ndarray:
     return np.asarray(rows, dtype=int) == k
 
 
+def facet_cells(finding: dict, models: dict[str, Any], facets: Sequence[dict]
+                ) -> Iterator[tuple[dict, Any, dict[str, PairedSet]]]:
+    """(facet, value label, each model restricted to its samples of that value on the finding's prompts)
+    for every facet value that every model has samples of there, in the facets' and values' order."""
+    prompts = list(finding["prompts"])
+    on = {n: np.isin(np.asarray(s.prompts, dtype=object), prompts) for n, s in models.items()}
+    for facet in facets:
+        for k, label in enumerate(facet["values"]):
+            keep = {n: value_mask(facet["rows"].get(n), k, on[n].size) for n in models}
+            if any(not (keep[n] & on[n]).any() for n in models):
+                continue
+            yield facet, label, {n: restrict_rows(models[n], keep[n]) for n in models}
+
+
 @dataclass(frozen=True)
 class FacetQuality(FindingQuality):
     """:class:`.FindingQuality` with, under each finding, the same verdict per facet value (module
@@ -59,25 +73,17 @@ class FacetQuality(FindingQuality):
         seed_offset = len(findings)
         for entry, finding in zip(record["findings"], findings, strict=True):
             entry["facets"], entry["facets_skipped"] = [], []
-            on = {n: np.isin(np.asarray(s.prompts, dtype=object), list(finding["prompts"]))
-                  for n, s in models.items()}
-            for facet in facets:
-                for k, label in enumerate(facet["values"]):
-                    keep = {n: value_mask(facet["rows"].get(n), k, on[n].size) for n in models}
-                    if any(not (keep[n] & on[n]).any() for n in models):
-                        continue
-                    seed_offset += 1
-                    try:
-                        one = self._one(finding, {n: restrict_rows(models[n], keep[n]) for n in models},
-                                        reference, seed_offset)
-                    except InputError as exc:
-                        entry["facets_skipped"].append({"facet": facet["name"], "value": label,
-                                                        "reason": str(exc)})
-                        continue
-                    one.update(facet=facet["name"], value=label,
-                               id=f"{finding['id']}, {facet['name']} = {label}")
-                    entry["facets"].append(one)
-                    tests.append(one)
+            for facet, label, restricted in facet_cells(finding, models, facets):
+                seed_offset += 1
+                try:
+                    one = self._one(finding, restricted, reference, seed_offset)
+                except InputError as exc:
+                    entry["facets_skipped"].append({"facet": facet["name"], "value": label,
+                                                    "reason": str(exc)})
+                    continue
+                one.update(facet=facet["name"], value=label, id=f"{finding['id']}, {facet['name']} = {label}")
+                entry["facets"].append(one)
+                tests.append(one)
         target = str(getattr(reference, "name", None) or "the reference")
         holm_verdicts(tests, alpha=self.alpha, closeness=self.closeness, target=target)
         closer = [t["verdict"] for t in tests if t["closer"]]
@@ -100,19 +106,13 @@ def facet_preference(estimator: FindingPreference, findings: Sequence[dict], mod
     draw = len(findings)
     for entry, finding in zip(record["findings"], findings, strict=True):
         entry["facets"] = []
-        on = {n: np.isin(np.asarray(s.prompts, dtype=object), list(finding["prompts"]))
-              for n, s in models.items()}
-        for facet in facets:
-            for k, label in enumerate(facet["values"]):
-                keep = {n: value_mask(facet["rows"].get(n), k, on[n].size) for n in models}
-                if any(not (keep[n] & on[n]).any() for n in models):
-                    continue
-                one = estimator._one({**finding, "id": f"{finding['id']}, {facet['name']} = {label}"},
-                                     {n: restrict_rows(models[n], keep[n]) for n in models}, judge, draw)
-                draw += 1
-                one.update(facet=facet["name"], value=label)
-                entry["facets"].append(one)
-                entries.append(one)
+        for facet, label, restricted in facet_cells(finding, models, facets):
+            one = estimator._one({**finding, "id": f"{finding['id']}, {facet['name']} = {label}"}, restricted,
+                                 judge, draw)
+            draw += 1
+            one.update(facet=facet["name"], value=label)
+            entry["facets"].append(one)
+            entries.append(one)
     tests = [c for e in entries for c in e["comparisons"]]
     for c, p_adj in zip(tests, holm([c["p_value"] for c in tests]) if tests else [], strict=True):
         c["p_adjusted"] = p_adj
