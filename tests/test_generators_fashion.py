@@ -104,6 +104,9 @@ def test_demo_generator_bad_input_is_one_line_exit_2(tmp_path, tiny_weights, cap
     assert not (tmp_path / "out").exists()
 
 
+CLASS_SECTIONS = "quality,monitoring,cfg-diversity,split,guidance"  # the class-conditioned generator's
+
+
 @pytest.mark.slow
 def test_demo_generator_writes_every_section(tmp_path, tiny_weights, monkeypatch):
     import json
@@ -116,7 +119,8 @@ def test_demo_generator_writes_every_section(tmp_path, tiny_weights, monkeypatch
     monkeypatch.setattr(demo_guidance, "REAL_TEST_EVERY", 300)
     out = tmp_path / "demo"
     assert main(["demo", "--generator", "--weights", str(tiny_weights), "--per-prompt", "10", "--steps", "2",
-                 "--guide-scales", "0,50", "--guide-per-prompt", "4", "--out", str(out), "-q"]) == 0
+                 "--guide-scales", "0,50", "--guide-per-prompt", "4", "--out", str(out), "-q",
+                 "--sections", CLASS_SECTIONS]) == 0
     summary = json.loads((out / "summary.json").read_text())
     titles = [s["title"] for s in summary["sections"]]
     assert len(titles) == 5 and summary["checkpoints"] == ["step-10", "step-20"]

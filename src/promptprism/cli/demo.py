@@ -52,6 +52,11 @@ def demo(
                                        "16 with --full)."),
     guide_seeds: int = typed(1, Integer(), "--guide-seeds",
                              help="With --generator: seeds of the guidance section (seed, seed + 1, ...)."),
+    sections: str = typer.Option(None, "--sections",
+                                 help="With --generator: the sections to run, comma-separated, in their "
+                                      "order (default all: text-quality, text-real, text-split, "
+                                      "text-diversity, quality, monitoring, cfg-diversity, split, "
+                                      "guidance)."),
     full: bool = typer.Option(False, "--full", help="With --generator: the full sizes (40 samples per "
                                                    "prompt, 20 steps, 200 bootstrap resamples and "
                                                    "permutations, five guidance scales; about 3 minutes "
@@ -75,7 +80,8 @@ def demo(
     """
     if generator:
         fashion_demo(out, weights=weights, per_prompt=per_prompt, steps=steps, seed=seed, quiet=quiet,
-                     no_report=no_report, guidance=(guide_scales, guide_per_prompt, guide_seeds), full=full)
+                     no_report=no_report, guidance=(guide_scales, guide_per_prompt, guide_seeds), full=full,
+                     sections=sections)
         return
     if llm:
         llm_demo(out, questions=questions, samples=samples, seed=seed, quiet=quiet, no_report=no_report)
@@ -134,16 +140,17 @@ def llm_demo(out: Path, *, questions: int, samples: int, seed: int, quiet: bool,
 
 def fashion_demo(out: Path, *, weights: Path | None, per_prompt: int | None, steps: int | None, seed: int,
                  quiet: bool, no_report: bool, guidance: tuple[str | None, int | None, int],
-                 full: bool = False) -> None:
+                 full: bool = False, sections: str | None = None) -> None:
     """The trained-generator demo (:func:`promptprism.demos.fashion_run.run_fashion_demo` with the guidance
     section) at the quick or the full sizes (flags given override them), then each section's table; Ctrl-C
     keeps the finished sections, says which in one line and exits 130."""
     from ..demos.fashion import check_weights
-    from ..demos.fashion_run import FULL, QUICK, SECTIONS, DemoStopped, run_fashion_demo
+    from ..demos.fashion_run import FULL, QUICK, SECTIONS, DemoStopped, pick_sections, run_fashion_demo
     from ..demos.guidance import guidance_section
     from ._app import err_console
 
     check_weights(weights)
+    plan = pick_sections([*SECTIONS, ("guidance", guidance_section)], sections)
     sizes = FULL if full else QUICK
     given = (per_prompt, steps, guidance[0], guidance[1])
     label = sizes.name + (", with flags" if any(v is not None for v in given) else "")
@@ -165,8 +172,9 @@ def fashion_demo(out: Path, *, weights: Path | None, per_prompt: int | None, ste
     try:
         summary = run_fashion_demo(out, weights=weights, per_prompt=per_prompt, steps=steps, seed=seed,
                                    scales=sizes.scales, report=not no_report, guidance=options,
-                                   sections=[*SECTIONS, ("guidance", guidance_section)], save=save_outputs,
-                                   on_section=done, bootstrap=sizes.bootstrap, sizes=label)
+                                   sections=plan, save=save_outputs,
+                                   on_section=done, bootstrap=sizes.bootstrap, sizes=label,
+                                   options={"text": sizes.text})
     except DemoStopped as stop:
         err_console.print(stop.line(), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(130) from None

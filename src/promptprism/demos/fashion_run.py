@@ -39,10 +39,14 @@ from .fashion import (
     quality_section,
     split_section,
 )
+from .fashion_text import TEXT_SECTIONS, TextSizes
 
-#: the built-in sections, in order: (name, fn(context) -> DemoSection | None); add one by appending
-SECTIONS: list[tuple[str, Experiment]] = [("quality", quality_section), ("monitoring", monitoring_section),
-                                          ("cfg-diversity", cfg_section), ("split", split_section)]
+#: the built-in sections, in order: (name, fn(context) -> DemoSection | None); add one by appending. The
+#: text generator's experiments first, then the class-conditioned generator's (its training run's
+#: checkpoints, its fine-tuned second generator)
+SECTIONS: list[tuple[str, Experiment]] = [*TEXT_SECTIONS, ("quality", quality_section),
+                                          ("monitoring", monitoring_section), ("cfg-diversity", cfg_section),
+                                          ("split", split_section)]
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class DemoSizes:
     guide_per_prompt: int
     guide_reference_per_class: int
     guide_permutations: int
+    text: TextSizes = TextSizes()  #: the text generator's sections
 
     def describe(self) -> str:
         """One line: the preset's name and its sizes."""
@@ -68,7 +73,8 @@ class DemoSizes:
                 f"{', '.join(f'{s:g}' for s in self.scales)}, {self.bootstrap} bootstrap resamples; guidance "
                 f"scales {', '.join(f'{s:g}' for s in self.guide_scales)}, {self.guide_per_prompt} per "
                 f"prompt, {self.guide_reference_per_class} reference images per class, "
-                f"{self.guide_permutations} permutations")
+                f"{self.guide_permutations} permutations; text generator: {self.text.captions} captions, "
+                f"{self.text.steps} DDIM steps")
 
 
 QUICK = DemoSizes("quick", per_prompt=40, steps=10, scales=(1.0, 2.0, 4.0, 8.0), bootstrap=100,
@@ -76,7 +82,8 @@ QUICK = DemoSizes("quick", per_prompt=40, steps=10, scales=(1.0, 2.0, 4.0, 8.0),
                   guide_permutations=100)
 FULL = DemoSizes("full", per_prompt=40, steps=20, scales=DEFAULT_SCALES, bootstrap=200,
                  guide_scales=(0.0, 50.0, 100.0, 200.0, 400.0), guide_per_prompt=16,
-                 guide_reference_per_class=40, guide_permutations=200)
+                 guide_reference_per_class=40, guide_permutations=200,
+                 text=TextSizes(captions=500, per_prompt=4, steps=20, scales=(1.0, 2.0, 3.0, 5.0, 8.0)))
 
 
 class DemoStopped(KeyboardInterrupt):
@@ -107,6 +114,20 @@ def check_sizes(per_prompt: int, steps: int, seed: int) -> None:
                                                                "samples per checkpoint)")
 
 
+def pick_sections(available: Sequence[tuple[str, Experiment]],
+                  names: str | None) -> list[tuple[str, Experiment]]:
+    """The sections named in ``names`` (comma-separated, in that order; None: all of ``available``)."""
+    if names is None:
+        return list(available)
+    known = dict(available)
+    picked = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in picked if n not in known]
+    if unknown or not picked or len(set(picked)) != len(picked):
+        raise OptionError(f"sections must be distinct names out of {', '.join(known)}, got {names!r}",
+                          parameter="sections")
+    return [(n, known[n]) for n in picked]
+
+
 def summary_of(ctx: DemoContext, sections: list[tuple[str, DemoSection]], seconds: float, *,
                scales: tuple[float, ...], sizes: str, complete: bool, figures: dict | None = None) -> dict:
     """What summary.json holds: the finished sections, the settings and the time so far."""
@@ -132,12 +153,13 @@ def run_fashion_demo(out: Path, *, weights: Path | None, per_prompt: int, steps:
                      extra: tuple[Experiment, ...] = (), save: Saver | None = None,
                      on_section: Callable[[DemoSection, float], None] | None = None,
                      sections: Sequence[tuple[str, Experiment]] | None = None, bootstrap: int = 200,
-                     sizes: str = "custom") -> dict:
+                     sizes: str = "custom", options: dict | None = None) -> dict:
     """Run every section (default :data:`SECTIONS`, then ``extra``, named by their function) on the
     generator's checkpoints, writing the summary after each; returns it. ``guidance``: the guidance
     section's options (``guidance.SweepOptions``; None skips it); ``save``: writes each method's result
     (default :func:`promptprism.report.save_result`); ``on_section(section, seconds since the start)`` as
-    each finishes; ``bootstrap``: the intervals' resamples; ``sizes``: the preset's name, recorded.
+    each finishes; ``bootstrap``: the intervals' resamples; ``sizes``: the preset's name, recorded;
+    ``options``: further sections' options by name (e.g. ``"text"``: the text generator's sizes).
     Ctrl-C raises :class:`DemoStopped` once the finished sections' summary is written."""
     from ..datasets import check_fashion_mnist
     from ..models.fashion import find_checkpoints, packaged_weights, real_images
@@ -160,7 +182,8 @@ def run_fashion_demo(out: Path, *, weights: Path | None, per_prompt: int, steps:
         ctx = DemoContext(out=out, training=training, second=second, per_prompt=per_prompt, steps=steps,
                           seed=seed, report=report, real_test=x[idx], real_test_labels=y[idx],
                           classifier=pixel_classifier(seed, size), save=save or default_saver(),
-                          options={"guidance": guidance, "scales": tuple(scales), "bootstrap": bootstrap})
+                          options={**(options or {}), "guidance": guidance, "scales": tuple(scales),
+                                   "bootstrap": bootstrap})
         partial = {"scales": tuple(scales), "sizes": sizes}
         for current, run in plan:
             section = run(ctx)
