@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from . import figures
+from .answer import answer_block
 from .common import display_name, finish, mapping, notes_block, run_details, safe_figure, thumb
 from .core import reloader, renderer
 from .html import Page, cards, details, el, fmt, note, p, table
@@ -188,6 +189,25 @@ def _cms_table(result: Any, head: dict) -> Any:
     )
 
 
+def regions_verdict(result: Any, head: dict) -> str:
+    """One sentence: the generated set furthest from the real images by CMS (the closest too, with several
+    sets) and the region where it differs most (its lowest region CMS, ties named)."""
+    names, cms = list(result.names), [float(v) for v in head["cms"]]
+    if not names:
+        return "No generated set was compared with the real images."
+    worst = min(range(len(names)), key=cms.__getitem__)
+    row = list(head["region_cms"][worst])
+    where = ""
+    if len(row) > 1:
+        iv = set_intervals(result, worst).get("region_cms")
+        where = f", most in region {lowest_text(row, iv if isinstance(iv, list) and iv else None)}"
+    if len(names) == 1:
+        return f"{names[0]} against the real images: CMS {fmt(cms[0])} (1 = same distribution){where}."
+    best = max(range(len(names)), key=cms.__getitem__)
+    return (f"Closest to the real images: {names[best]} (CMS {fmt(cms[best])}); furthest: {names[worst]} "
+            f"(CMS {fmt(cms[worst])}){where}.")
+
+
 def _add_overview(page: Page, result: Any, head: dict, mean_real: Any, notes: list[str]) -> None:
     """The overview: notes, cards, the region map beside the CMS table, the rankings."""
     h, w, c = result.image_shape
@@ -202,6 +222,7 @@ def _add_overview(page: Page, result: Any, head: dict, mean_real: Any, notes: li
     cms_table = _cms_table(result, head)
     page.add(
         "Overview",
+        answer_block(regions_verdict(result, head), [], []),
         notes_block(notes),
         cards(
             [
