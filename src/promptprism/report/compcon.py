@@ -153,8 +153,9 @@ def compcon_verdict(result: Any, names: dict[str, str]) -> str:
     check = ("" if "verified" not in held else
              "; it holds on the held-out prompts" if held.get("verified") else
              "; it does not hold on the held-out prompts")
-    return (f"{names['A']} shows {top['attribute']!r} where {names['B']} does not, on "
-            f"{top['n_diverging']} of {top['n_prompts']} prompts ({fnum(top.get('score'), '.0%')}){check}.")
+    return (f"{names['A']} shows {str(top.get('attribute'))!r} where {names['B']} does not, on "
+            f"{fmt(top.get('n_diverging'))} of {fmt(top.get('n_prompts'))} prompts "
+            f"({fnum(top.get('score'), '.0%')}){check}.")
 
 
 def _overview(result: Any, notes: list[str]) -> list:

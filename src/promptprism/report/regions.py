@@ -192,18 +192,21 @@ def _cms_table(result: Any, head: dict) -> Any:
 def regions_verdict(result: Any, head: dict) -> str:
     """One sentence: the generated set furthest from the real images by CMS (the closest too, with several
     sets) and the region where it differs most (its lowest region CMS, ties named)."""
-    names, cms = list(result.names), [float(v) for v in head["cms"]]
-    if not names:
-        return "No generated set was compared with the real images."
-    worst = min(range(len(names)), key=cms.__getitem__)
-    row = list(head["region_cms"][worst])
+    names = list(result.names)
+    cms = [float(v) if isinstance(v, (int, float)) and v == v else None for v in head["cms"] or []]
+    known = [k for k in range(len(names)) if k < len(cms) and cms[k] is not None]
+    if not known:
+        return ("No CMS to compare with the real images." if not names else
+                "The CMS of the generated sets is not in this result: nothing to compare.")
+    worst = min(known, key=cms.__getitem__)
+    row = list((head.get("region_cms") or [[]] * len(names))[worst] or [])
     where = ""
-    if len(row) > 1:
+    if len(row) > 1 and any(isinstance(v, (int, float)) and v == v for v in row):
         iv = set_intervals(result, worst).get("region_cms")
         where = f", most in region {lowest_text(row, iv if isinstance(iv, list) and iv else None)}"
     if len(names) == 1:
         return f"{names[0]} against the real images: CMS {fmt(cms[0])} (1 = same distribution){where}."
-    best = max(range(len(names)), key=cms.__getitem__)
+    best = max(known, key=cms.__getitem__)
     return (f"Closest to the real images: {names[best]} (CMS {fmt(cms[best])}); furthest: {names[worst]} "
             f"(CMS {fmt(cms[worst])}){where}.")
 
