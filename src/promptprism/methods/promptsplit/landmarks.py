@@ -37,11 +37,11 @@ def project_on_landmarks(x: np.ndarray, land: np.ndarray, dims: int = PCA_DIMS) 
     """Rows of ``x`` centred on the landmarks' mean and projected on the landmarks' top ``dims`` principal
     axes (an SVD of the centred landmark rows); ``x`` itself, centred, with at most ``dims`` columns."""
     mean = x[land].mean(axis=0)
-    xc = x - mean
     if x.shape[1] <= dims:
-        return xc
-    _, _, vt = np.linalg.svd(xc[land], full_matrices=False)
-    return xc @ vt[:dims].T
+        return x - mean
+    _, _, vt = np.linalg.svd(x[land] - mean, full_matrices=False)
+    basis = np.ascontiguousarray(vt[:dims].T)
+    return x @ basis - mean @ basis  # (no centred copy of x: it may be 20,000 x 800)
 
 
 def knn_weights(x: np.ndarray, landmarks: np.ndarray, k: int = NEIGHBOURS
