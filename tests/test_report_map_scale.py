@@ -123,6 +123,13 @@ def test_a_20k_map_renders_lassoes_and_restores_the_fragment(big_page):
         open_ready(d, big_page, "#mode=-1", timeout=60)
         assert d.execute_script("return PP.state.mode") == "-1"
         assert d.find_element(By.ID, "pp-panel").is_displayed()
+        # a tag on the mode, kept under its ASCII id and exported
+        from selenium.webdriver.common.keys import Keys
+
+        d.execute_script("localStorage.clear()")
+        d.find_element(By.CSS_SELECTOR, "#pp-panel .pp-keep input.pp-tag-input").send_keys("look", Keys.ENTER)
+        kept = json.loads(d.execute_script("return PP.keptJson()"))["items"]
+        assert [(x["kind"], x["id"], x["tags"]) for x in kept] == [("mode", "-1", ["look"])]
         # the range slider: the fragment filters the prompt rows and sets the handles
         open_ready(d, big_page, "#range=length:20:25", timeout=60)
         rows = [e for e in d.find_elements(By.CSS_SELECTOR, "#overview tr[data-pp-prompt]")
