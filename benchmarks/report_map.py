@@ -10,8 +10,9 @@ neighbour is a true neighbour) and the fraction of each point's 10 nearest neigh
 stay among its 10 nearest on the map. UMAP is not a dependency of the project and is not measured.
 
 ``--layout N ...``: the whole stored layout (``layout.sample_map``: landmarks' t-SNE and exact mode
-scores, the k-NN placement of the others) for N drawn samples each, its seconds, and the ratio to N = 600
-(t-SNE of every point) measured in the same run; beside it, the 10-NN kept in the features by the map.
+scores, the k-NN placement of the others) for N drawn samples each, its seconds (wall and this process's CPU,
+``time.process_time``, per stage too), and the ratio to N = 600 (t-SNE of every point) measured in the same
+run; beside it, the 10-NN kept in the features by the map.
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ def neighbour_recall(x: np.ndarray, y: np.ndarray, k: int = 10) -> float:
     a = NearestNeighbors(n_neighbors=k + 1).fit(x).kneighbors(return_distance=False)[:, :k]
     b = NearestNeighbors(n_neighbors=k + 1).fit(y).kneighbors(return_distance=False)[:, :k]
     return float(np.mean([len(set(p) & set(q)) / k for p, q in zip(a, b, strict=True)]))
+
+
+def _stage_clock(stages: list):
+    """``step(name)`` for ``sample_map``: appends (name, wall, CPU) to ``stages``."""
+    def step(name: str) -> None:
+        stages.append((name, time.perf_counter(), time.process_time()))
+    return step
 
 
 def layout_times(sizes: list[int], per_prompt: int) -> None:
@@ -53,16 +61,23 @@ def layout_times(sizes: list[int], per_prompt: int) -> None:
           f"{result.n_reference:,} samples")
     base = None
     for n in sizes:
-        t0 = time.perf_counter()
-        m = sample_map(result, sets, n)
-        took = time.perf_counter() - t0
+        stages: list[tuple[str, float, float]] = []
+        step = _stage_clock(stages)
+        t0, c0 = time.perf_counter(), time.process_time()
+        step("start")
+        m = sample_map(result, sets, n, step=step)
+        took, cpu = time.perf_counter() - t0, time.process_time() - c0
+        step("end")
         base = base or took
+        parts = " · ".join(f"{a[0].removeprefix('map: ')[:18]} {b[1] - a[1]:.2f}/{b[2] - a[2]:.2f}"
+                           for a, b in zip(stages[:-1], stages[1:], strict=True))
         rows = {s: [i for t, i in m["points"] if t == s] for s in ("test", "reference")}
         feats = joint_features(np.vstack([sets[s].prompt_embeddings[rows[s]] for s in rows]),
                                np.vstack([sets[s].output_embeddings[rows[s]] for s in rows]), result.config)
         kept = neighbour_recall(feats, np.column_stack([m["x"], m["y"]]))
-        print(f"{m['shown']:7,d} points ({m['landmarks']} landmarks) {took:6.2f} s · {took / base:5.2f}x the "
-              f"first · 10-NN kept {kept:.3f}", flush=True)
+        print(f"{m['shown']:7,d} points ({m['landmarks']} landmarks) {took:6.2f} s wall, {cpu:6.2f} s CPU · "
+              f"{took / base:5.2f}x the first · 10-NN kept {kept:.3f}\n    stages (wall/CPU s): {parts}",
+              flush=True)
 
 
 def main() -> None:

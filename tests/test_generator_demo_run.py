@@ -127,3 +127,27 @@ def test_sigint_to_the_command_keeps_the_finished_sections(tmp_path, tiny_weight
     for name in kept[1:]:  # the sections with a method's own report: both files, whole
         folder = out / {"cfg-diversity": "cfg-diversity"}.get(name, name)
         assert json.loads((folder / "result.json").read_text()) and (folder / "report.html").is_file()
+
+
+@pytest.mark.slow
+def test_the_split_section_page_has_each_prompts_images_and_a_map(tmp_path, tiny_weights, small_real,
+                                                                   monkeypatch):
+    """Issue 41: the generator demo's split page showed "0 outputs" per prompt and no map."""
+    import re
+
+    monkeypatch.setattr(fashion_run, "SECTIONS", [("split", fashion_run.split_section)])
+    out = tmp_path / "demo"
+    code = main(["demo", "--generator", "--weights", str(tiny_weights), "--per-prompt", "10", "--steps", "2",
+                 "--out", str(out), "-q"])
+    assert code == 0
+    html = (out / "split" / "report.html").read_text(encoding="utf-8")
+    block = re.search(r'<script type="application/json" id="pp-data">(.*?)</script>', html, re.S).group(1)
+    view = json.loads(block)["view"]
+    assert len(view["prompts"]) == 10
+    from promptprism.report.explore import PER_PROMPT
+
+    for p in view["prompts"]:  # every prompt's 10 + 10 images: counted, and a seeded few in its view
+        assert (p["n_test"], p["n_reference"]) == (10, 10)
+        assert len(p["rows"]["test"]) == len(p["rows"]["reference"]) == PER_PROMPT
+        assert all(view["rows"][r].get("im") is not None for r in p["rows"]["test"])
+    assert len(view["map"]["x"]) == 200 and "map not drawn" not in html

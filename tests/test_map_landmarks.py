@@ -8,6 +8,7 @@ from promptprism.methods.promptsplit.landmarks import (
     interpolate,
     knn_weights,
     landmark_indices,
+    place_on_landmarks,
     project_on_landmarks,
 )
 from promptprism.methods.promptsplit.layout import sample_map
@@ -93,3 +94,45 @@ def test_sample_map_landmark_path_deterministic_and_landmarks_placed_by_embeddin
     inside[land] = False
     lo, hi = xy[land].min(axis=0) - 1e-3, xy[land].max(axis=0) + 1e-3
     assert ((xy[inside] >= lo) & (xy[inside] <= hi)).all()
+
+
+def _lamp_brute(x, land, pos, idx, w):
+    """LAMP (Joia et al. 2011) point by point: weighted means, the scaled orthogonal Procrustes map of the
+    neighbours by a full SVD, clipped to the neighbours' bounding box."""
+    out = []
+    for v, nb, wv in zip(x, idx, w, strict=True):
+        f, y = land[nb], pos[nb]
+        fbar, ybar = wv @ f, wv @ y
+        fh = np.sqrt(wv)[:, None] * (f - fbar)
+        yh = np.sqrt(wv)[:, None] * (y - ybar)
+        u, sv, vt = np.linalg.svd(fh.T @ yh)  # full: (d, d), (2,), (2, 2)
+        a = u[:, :2] @ vt
+        s = sv.sum() / (fh ** 2).sum() if (fh ** 2).sum() > 0 else 0.0
+        out.append(np.clip(ybar + s * (v - fbar) @ a, y.min(axis=0), y.max(axis=0)))
+    return np.array(out)
+
+
+def test_place_on_landmarks_matches_brute_force_and_keeps_a_similarity_map():
+    rng = np.random.default_rng(4)
+    land = rng.normal(size=(50, 6))
+    pos = rng.normal(size=(50, 2)) * 3.0
+    x = np.vstack([rng.normal(size=(40, 6)), land[[3, 30]], 50.0 * rng.normal(size=(2, 6))])
+    idx, w = knn_weights(x, land, k=7)
+    got = place_on_landmarks(x, land, pos, idx, w)
+    np.testing.assert_allclose(got, _lamp_brute(x, land, pos, idx, w), rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(got[40:42], pos[[3, 30]])  # a landmark lands on itself
+    for g, nb in zip(got, idx, strict=True):  # never outside its neighbours' box (the far points too)
+        assert (g >= pos[nb].min(axis=0) - 1e-12).all() and (g <= pos[nb].max(axis=0) + 1e-12).all()
+    # landmarks laid out by a similarity map of their features (scale 2.5, a rotation): every
+    # point inside its neighbours' box is placed by that same map, where the weighted mean is not
+    q = np.zeros((6, 2))
+    q[:2] = [[np.cos(0.7), -np.sin(0.7)], [np.sin(0.7), np.cos(0.7)]]
+    flat = np.column_stack([rng.normal(size=(50, 2)), np.zeros((50, 4))])
+    lpos, pts = 2.5 * flat @ q, np.column_stack([rng.normal(size=(30, 2)), np.zeros((30, 4))])
+    nb, wt = knn_weights(pts, flat, k=6)
+    placed, want = place_on_landmarks(pts, flat, lpos, nb, wt), 2.5 * pts @ q
+    inside = np.array([(t >= lpos[n].min(axis=0)).all() and (t <= lpos[n].max(axis=0)).all()
+                       for t, n in zip(want, nb, strict=True)])
+    assert inside.sum() >= 10
+    np.testing.assert_allclose(placed[inside], want[inside], atol=1e-9)
+    assert np.abs(interpolate(lpos, nb, wt)[inside] - want[inside]).max() > 1e-3

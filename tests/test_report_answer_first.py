@@ -73,3 +73,18 @@ def test_caveats_are_grouped_deduplicated_and_important_first():
     assert block.count("<li>") == 2 and block.index("caveat") < block.index("note")
     assert severity("its intervals are not calibrated here") == "important"
     assert severity("the median rule chose 0.3") == "note"
+
+
+def test_a_negative_share_is_marked_and_explained_once():
+    import dataclasses
+
+    from _report_data import digits_run
+
+    result, _, _ = digits_run()
+    ranking = [dict(r, share=abs(r["share"])) for r in result.prompt_ranking]
+    plain = _static(render_report(dataclasses.replace(result, prompt_ranking=ranking)))
+    assert "A negative share" not in plain and "†" not in plain
+    ranking[1] = dict(ranking[1], share=-0.002)
+    doc = _static(render_report(dataclasses.replace(result, prompt_ranking=ranking)))
+    assert re.search(r"−0\.2%\s*†|-0\.2%\s*†", re.sub(r"<[^>]+>", "", doc))  # the row's share, marked
+    assert doc.count("A negative share: on this prompt the other model shows more") == 1

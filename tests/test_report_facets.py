@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -55,6 +56,9 @@ def test_the_topic_column_is_a_facet_with_counts_per_side(split_page):
         assert [topic["values"][k] for k in topic["prompts"][pid]] == [p["prompt"].split()[-1]]
     assert facets["length"]["kind"] == "num" and len(facets["length"]["keep"]) == 5
     assert 'id="facets"' in doc and f'data-pp-facet="topic:{med}"' in doc
+    # the facet table says it: "medical prompts carry N % of the disagreement", readable without scripts
+    row = re.search(rf'<tr data-pp-facet="topic:{med}">(.*?)</tr>', doc, re.S).group(1)
+    assert f"{100 * share:.1f}%" in re.sub(r"<[^>]+>", " ", row)
 
 
 def test_compare_page_has_the_facets(tmp_path):

@@ -89,6 +89,21 @@ def test_a_tag_survives_a_reload_and_is_exported_and_imported(tmp_path):
         assert {r["id"] for r in table} == {prompt, sample}
         shown_csv = list(csv.DictReader(io.StringIO(d.execute_script("return PP.shownCsv()"))))
         assert [r["prompt"] for r in shown_csv] == [prompt] and shown_csv[0]["tags"] == "check later"
+        shown_jsonl = [json.loads(x) for x in d.execute_script("return PP.shownJsonl()").splitlines()]
+        assert [r["prompt"] for r in shown_jsonl] == [prompt] and shown_jsonl[0]["tags"] == ["check later"]
+        # a mode's samples exported (CSV, JSONL): the mode's own samples, ids that join back to the inputs
+        open_ready(d, path, "#mode=%2B1")
+        assert d.find_element(By.CSS_SELECTOR, "#pp-panel button.pp-export-jsonl").is_displayed()
+        mode = result.positive_modes[0]
+        got = d.execute_script("return PP.samplesCsv(PP.samplesOf('mode', '+1'))")
+        got = list(csv.DictReader(io.StringIO(got)))
+        lines = [json.loads(x) for x in d.execute_script("return PP.samplesJsonl(PP.samplesOf('mode', '+1'))")
+                 .splitlines()]
+        own = [*mode.top_samples, *mode.top_samples_other]
+        assert {r["id"] for r in got} == {f"{x.set}:{x.index}" for x in own}
+        assert [r["id"] for r in got] == [x["id"] for x in lines]
+        for r in lines:
+            assert inputs[r["set"]].prompts[r["row"]] == r["prompt"]
         d.find_element(By.ID, "pp-kept").click()
         d.find_element(By.ID, "pp-export-json").click()  # the download is made in the page, no request
 

@@ -106,3 +106,35 @@ def test_show_all_in_the_browser(long_page):
         assert all(u.startswith(("file://", "data:", "blob:")) for u in requested_urls(d))
     finally:
         d.quit()
+
+
+@pytest.mark.slow
+def test_a_page_of_100_prompts_of_100_kb_holds_each_once_and_opens(tmp_path):
+    """The issue's worst case: 100 prompts of 100 kB each (10 MB of distinct text). Each is stored once, the
+    page is barely larger than its text, and Chromium opens it (its ready time is benchmarks/
+    report_browser.py's ``long100`` case)."""
+    from report_browser import long_prompt_report
+
+    path = long_prompt_report(tmp_path, 100)
+    html = path.read_text(encoding="utf-8")
+    data = page_data(html)
+    longs = [s for s in data["strings"] if len(s) >= 100_000]
+    assert len(longs) == 100
+    assert all(html.count(s) == 1 for s in longs[::9])
+    assert path.stat().st_size < 1.2 * sum(len(s.encode("utf-8")) for s in longs)
+    from test_report_explore import CHROMEDRIVER, CHROMIUM, console_errors, make_driver, requested_urls
+    from test_report_keep import open_ready
+
+    if CHROMIUM is None or CHROMEDRIVER is None:
+        pytest.skip("headless Chromium or chromedriver is not installed")
+    from selenium.webdriver.common.by import By
+
+    d = make_driver()
+    try:
+        open_ready(d, path, "#prompt=7", timeout=60)
+        panel = d.find_element(By.ID, "pp-panel")
+        assert panel.is_displayed() and panel.find_elements(By.CSS_SELECTOR, "button.pp-more")
+        assert not console_errors(d)
+        assert all(u.startswith(("file://", "data:")) for u in requested_urls(d))
+    finally:
+        d.quit()

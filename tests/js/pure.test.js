@@ -62,3 +62,25 @@ test("binOf matches numpy.searchsorted(edges, v, 'right') - 1, clipped", () => {
   const cases = [[-1, 0], [0, 0], [0.5, 0], [1, 1], [2.49, 1], [2.5, 2], [4, 2], [9, 2]];
   for (const [v, k] of cases) assert.strictEqual(P.binOf(edges, v), k, String(v));
 });
+
+test("a lasso or box written to the fragment reads back and selects the same points", () => {
+  const { px, py } = cloud(4000, 7), g = P.gridIndex(px, py, 8), r = rand(8);
+  const path = [];
+  for (let k = 0; k < 300; k++) { const a = 2 * Math.PI * k / 300; path.push([320 + 150 * Math.cos(a) * (1 + 0.3 * r()), 230 + 120 * Math.sin(a)]); }
+  const poly = P.simplifyPath(path, 48);
+  assert.ok(poly.length <= 48 && poly.length >= 3);
+  assert.ok(poly.every((p) => Number.isInteger(p[0]) && Number.isInteger(p[1])));
+  const lasso = { box: false, pts: poly }, text = P.formatShape(lasso);
+  assert.deepStrictEqual(P.parseShape(text), lasso);
+  const want = [];
+  for (let i = 0; i < px.length; i++) if (P.inPolygon(px[i], py[i], poly)) want.push(i);
+  assert.ok(want.length > 100);
+  assert.deepStrictEqual(P.selectShape(g, P.parseShape(text)), want);
+  const box = { box: true, pts: [[400, 300], [100, 50]] };
+  const inBox = [];
+  for (let i = 0; i < px.length; i++) if (px[i] >= 100 && px[i] <= 400 && py[i] >= 50 && py[i] <= 300) inBox.push(i);
+  assert.deepStrictEqual(P.selectShape(g, P.parseShape(P.formatShape(box))), inBox);
+  for (const bad of ["", "1", "p:1,2,3,4", "b:1,2,3", "b:1,2,3,4,5,6", "x:1,2,3,4", "p:1,2,3,4,5,a"]) {
+    assert.strictEqual(P.parseShape(bad), null, bad);
+  }
+});

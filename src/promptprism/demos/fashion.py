@@ -264,8 +264,13 @@ def split_section(ctx: DemoContext) -> DemoSection | None:
     images = {"test": ctx.samples(ctx.second, QUALITY_SCALE), "reference": ctx.samples(first, QUALITY_SCALE)}
     test = ctx.paired(images["test"], f"second ({ctx.second.name})")
     ref = ctx.paired(images["reference"], f"first ({first.name})")
+    sets = {"test": test, "reference": ref}
     result = PromptSplit(seed=ctx.seed).fit(test, ref)
-    ctx.save(result, ctx.out / "split", report=ctx.report, quiet=True, images=images)
+    if ctx.report:  # the page's map (computed once, kept in result.json); the inputs: each prompt's images
+        from ..methods.promptsplit.layout import with_layout
+
+        result = with_layout(result, sets)
+    ctx.save(result, ctx.out / "split", report=ctx.report, quiet=True, images=images, inputs=sets)
     sig = result.significance or {}
     major = [r["prompt"] for r in result.prompt_ranking if r["share"] >= MAJOR_SHARE]
     rows = [[r["prompt"], f"{r['disagreement']:.3g}", f"{r['share']:.3f}"]

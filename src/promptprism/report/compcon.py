@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from . import figures
+from .answer import answer_block
 from .common import finish, mapping, notes_block, run_details, safe_figure
 from .compcon_samples import IMAGES_PER_MODEL, attribute_view, prompt_row
 from .core import reloader, renderer
@@ -142,16 +143,31 @@ def _model_names(models: dict) -> dict[str, str]:
     return names
 
 
+def compcon_verdict(result: Any, names: dict[str, str]) -> str:
+    """One sentence: the top attribute model A shows and model B does not, on how many prompts, and whether
+    it held on the held-out prompts; or that none was found."""
+    attrs = result.attributes or []
+    if not attrs:
+        return f"No attribute was found that {names['A']} shows and {names['B']} does not."
+    top, held = attrs[0], (attrs[0].get("held_out") or {})
+    check = ("" if "verified" not in held else
+             "; it holds on the held-out prompts" if held.get("verified") else
+             "; it does not hold on the held-out prompts")
+    return (f"{names['A']} shows {str(top.get('attribute'))!r} where {names['B']} does not, on "
+            f"{fmt(top.get('n_diverging'))} of {fmt(top.get('n_prompts'))} prompts "
+            f"({fnum(top.get('score'), '.0%')}){check}.")
+
+
 def _overview(result: Any, notes: list[str]) -> list:
     """Notes, the run's cards, the top attribute and where the run started from."""
     models = result.models or {}
     attrs = result.attributes or []
     described = [d for d in result.descriptions or [] if d.get("best")]
     llm, vlm = models.get("llm") or {}, models.get("vlm") or {}
-    top = attrs[0] if attrs else None
     text = getattr(result, "modality", "image") == "text"
     verifier = models.get("verifier") or {}
     overview = [
+        answer_block(compcon_verdict(result, _model_names(models)), [], []),
         notes_block(notes),
         cards(
             [
@@ -167,15 +183,6 @@ def _overview(result: Any, notes: list[str]) -> list:
             ]
         ),
     ]
-    if top is not None:
-        overview.append(
-            p(
-                el("b", "Top attribute: "),
-                top["attribute"],
-                f" — diverges on {top['n_diverging']} of {top['n_prompts']} prompts "
-                f"({fnum(top.get('score'), '.0%')}).",
-            )
-        )
     if result.seeded_from:
         sf = result.seeded_from
         overview.append(

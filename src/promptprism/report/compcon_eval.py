@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .answer import answer_block
 from .common import finish, mapping, notes_block, run_details
 from .core import renderer
 from .html import Page, cards, details, fmt, p, table
@@ -56,6 +57,13 @@ def _split_table(rows: list[dict], k: Any) -> Any:
     )
 
 
+def eval_verdict(summary: dict, k: Any) -> str:
+    """One sentence: how often CompCon's top attribute and its best of the top k match the truth."""
+    return (f"Over {fmt(summary.get('n_splits'))} splits, CompCon's top attribute scores "
+            f"{_num(summary.get('attribute_top1'))} against the truth (best of its top {k}: "
+            f"{_num(summary.get(f'attribute_top{k}'))}; 1 = always the right attribute).")
+
+
 @renderer("compcon-eval")
 def render_compcon_eval(result: Any, *, notes: list[str] | None = None, **_: Any) -> str:
     """The compcon-eval report page (see the module docstring)."""
@@ -72,6 +80,7 @@ def render_compcon_eval(result: Any, *, notes: list[str] | None = None, **_: Any
     )
     page.add(
         "Overview",
+        answer_block(eval_verdict(summary, k), [], []),
         notes_block(notes),
         cards(
             [

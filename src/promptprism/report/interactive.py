@@ -53,13 +53,13 @@ def data_block(data: Any) -> str:
     return f'<script type="application/json" id="{DATA_ID}">{json_for_html(data)}</script>'
 
 
-#: the scripts, in order: the pure functions (pure.js: the map's spatial index, the range fragment), the
-#: components (report.js), the views and widgets built on them (views.js), the
-#: K-way page's views (compare.js), the tags and notes kept in the browser (keep.js), the prompt tables
-#: grouped by a facet (facets.js), the Regions page's region view (regions.js), the sample map (map.js), the
-#: number facets' range sliders (range.js)
-SCRIPTS = ("pure.js", "report.js", "views.js", "compare.js", "regions.js", "keep.js", "facets.js", "map.js",
-           "range.js")
+#: the scripts, in order: the pure functions (pure.js: the map's spatial index, the range and selection
+#: fragments), the components (report.js), the views and widgets built on them (views.js), the K-way page's
+#: views (compare.js), the Regions page's region view (regions.js), the tags and notes kept in the browser
+#: (keep.js), a view's samples exported as CSV/JSONL (export.js), the prompt tables grouped by a facet
+#: (facets.js), the sample map (map.js), the number facets' range sliders (range.js)
+SCRIPTS = ("pure.js", "report.js", "views.js", "compare.js", "regions.js", "keep.js", "export.js",
+           "facets.js", "map.js", "range.js")
 
 
 def script_block() -> str:

@@ -106,7 +106,7 @@ def render_kway(result: Any, *, inputs: Any = None, base_dir: Any = None, notes:
     view = compare_view(r, kway_sets(r, inputs, notes), base_dir)
     page = Page(f"K-way PromptSplit: {len(r.names)} models",
                 f"{', '.join(r.names)} · {r.method} route · {sum(r.n_samples):,} samples · seed {r.seed}")
-    page.add("Verdict", notes_block(notes), p(r.verdict),
+    page.add("Verdict", p(el("b", r.verdict), cls="pp-verdict"), notes_block(notes),
              p("Row a, column b: ||Λ||²_F of Λ = C_a − η C_b (the PromptSplit distance) and the smallest "
                "family-wise p-value among that pair's modes; bold = significant. The family is every mode "
                "of every pair and of each model against the pooled others."), _matrix(r))

@@ -229,13 +229,25 @@ def _eigen_figure(result: Any, null: Any, flags: Any) -> Any:
     )
 
 
+def _untested(result: Any) -> str:
+    """The verdict of a run without a significance test: the distance and the largest eigenvalue of each
+    sign, said to be untested."""
+    tops = []
+    for modes, what in ((result.positive_modes, "what the test set produces more"),
+                        (result.negative_modes, "what the reference set produces more")):
+        if modes:
+            tops.append(f"{'+' if modes[0].eigenvalue > 0 else '−'}{fmt(abs(modes[0].eigenvalue))} ({what})")
+    return (f"Not tested for significance (no permutations were run): PromptSplit distance "
+            f"{fmt(result.distance)}" + (f"; largest eigenvalues {' and '.join(tops)}" if tops else "") + ".")
+
+
 def _overview(result: Any, names: dict[str, str], notes: list[str], view: dict, alpha: Any, ids: dict,
               eig: Any) -> list:
     """The verdict, the run's cards, the significance, the prompt ranking beside the eigenvalues."""
-    said = verdict(result)
+    said = verdict(result) or _untested(result)
     modes_value, modes_label = modes_card(result)
     return [
-        el("p", el("b", said)) if said else None,
+        el("p", el("b", said), cls="pp-verdict"),
         notes_block(notes),
         cards(
             [

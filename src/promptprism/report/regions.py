@@ -10,12 +10,13 @@ from typing import Any
 import numpy as np
 
 from . import figures
+from .answer import answer_block
 from .common import display_name, finish, mapping, notes_block, run_details, safe_figure, thumb
 from .core import reloader, renderer
 from .html import Page, cards, details, el, fmt, note, p, table
 from .rankings import rankings_block
 from .regions_view import region_samples, region_table
-from .summary import TIE, lowest_regions, lowest_text, set_intervals
+from .summary import TIE, lowest_regions, lowest_text, regions_verdict, set_intervals
 
 #: images shown per set
 IMAGES_PER_SET = 8
@@ -202,6 +203,7 @@ def _add_overview(page: Page, result: Any, head: dict, mean_real: Any, notes: li
     cms_table = _cms_table(result, head)
     page.add(
         "Overview",
+        answer_block(regions_verdict(result, head), [], []),
         notes_block(notes),
         cards(
             [

@@ -91,6 +91,28 @@ def lowest_text(values: Any, intervals: Any = None) -> str:
     return f"{first}, tied {rule} with {others}"
 
 
+def regions_verdict(result: Any, head: dict) -> str:
+    """One sentence: the generated set furthest from the real images by CMS (the closest too, with several
+    sets) and the region where it differs most (its lowest region CMS, ties named)."""
+    names = list(result.names)
+    cms = [float(v) if isinstance(v, (int, float)) and v == v else None for v in head["cms"] or []]
+    known = [k for k in range(len(names)) if k < len(cms) and cms[k] is not None]
+    if not known:
+        return ("No CMS to compare with the real images." if not names else
+                "The CMS of the generated sets is not in this result: nothing to compare.")
+    worst = min(known, key=cms.__getitem__)
+    row = list((head.get("region_cms") or [[]] * len(names))[worst] or [])
+    where = ""
+    if len(row) > 1 and any(isinstance(v, (int, float)) and v == v for v in row):
+        iv = set_intervals(result, worst).get("region_cms")
+        where = f", most in region {lowest_text(row, iv if isinstance(iv, list) and iv else None)}"
+    if len(names) == 1:
+        return f"{names[0]} against the real images: CMS {fmt(cms[0])} (1 = same distribution){where}."
+    best = max(known, key=cms.__getitem__)
+    return (f"Closest to the real images: {names[best]} (CMS {fmt(cms[best])}); furthest: {names[worst]} "
+            f"(CMS {fmt(cms[worst])}){where}.")
+
+
 def _generic(result: Any):
     data = result.to_dict() if hasattr(result, "to_dict") else {}
     rows = [

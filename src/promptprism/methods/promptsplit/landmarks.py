@@ -2,10 +2,13 @@
 ``LANDMARKS`` points.
 
 Only the landmarks (a seeded subset of the drawn points) are embedded by t-SNE and scored on the modes
-by the exact route; every other point gets the kernel-weighted mean of its ``k`` nearest landmarks'
-positions and mode scores (a Nadaraya-Watson interpolation, Gaussian weights with the bandwidth set to
-the median k-NN distance). A point equal to a landmark lands on that landmark. Cost: one PCA of the
-landmarks and an (n, landmarks) distance matrix in at most ``PCA_DIMS`` dimensions.
+by the exact route; every other point gets the kernel-weighted mean of its ``k`` nearest landmarks' mode
+scores (a Nadaraya-Watson interpolation, Gaussian weights with the bandwidth set to the median k-NN
+distance) and is placed by a local affine map fitted to those landmarks (:func:`place_on_landmarks`: LAMP,
+Joia et al. 2011, a weighted scaled orthogonal Procrustes fit per point), so points between landmarks keep
+their local arrangement instead of collapsing on the landmarks' weighted mean. A point equal to a landmark
+lands on that landmark. Cost: one PCA of the landmarks, an (n, landmarks) distance matrix in at most
+``PCA_DIMS`` dimensions and n small (``PCA_DIMS`` x 2) SVDs.
 """
 
 from __future__ import annotations
@@ -34,11 +37,11 @@ def project_on_landmarks(x: np.ndarray, land: np.ndarray, dims: int = PCA_DIMS) 
     """Rows of ``x`` centred on the landmarks' mean and projected on the landmarks' top ``dims`` principal
     axes (an SVD of the centred landmark rows); ``x`` itself, centred, with at most ``dims`` columns."""
     mean = x[land].mean(axis=0)
-    xc = x - mean
     if x.shape[1] <= dims:
-        return xc
-    _, _, vt = np.linalg.svd(xc[land], full_matrices=False)
-    return xc @ vt[:dims].T
+        return x - mean
+    _, _, vt = np.linalg.svd(x[land] - mean, full_matrices=False)
+    basis = np.ascontiguousarray(vt[:dims].T)
+    return x @ basis - mean @ basis  # (no centred copy of x: it may be 20,000 x 800)
 
 
 def knn_weights(x: np.ndarray, landmarks: np.ndarray, k: int = NEIGHBOURS
@@ -72,3 +75,25 @@ def knn_weights(x: np.ndarray, landmarks: np.ndarray, k: int = NEIGHBOURS
 def interpolate(values: np.ndarray, idx: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Each row's weighted mean of its neighbours' ``values`` rows: sum_j weights[i, j] values[idx[i, j]]."""
     return np.einsum("ij,ijk->ik", weights, values[idx])
+
+
+def place_on_landmarks(x: np.ndarray, landmarks: np.ndarray, positions: np.ndarray, idx: np.ndarray,
+                       weights: np.ndarray) -> np.ndarray:
+    """2-D positions of the rows of ``x`` from their nearest landmarks (``idx``, ``weights``:
+    :func:`knn_weights`) by LAMP's local map (Joia et al. 2011, eq. 2-5). With the weighted means x~ and y~
+    of the neighbours' features L_j and positions Y_j, L^ = sqrt(w)(L - x~), Y^ = sqrt(w)(Y - y~) and
+    L^T Y^ = U S V^T: the scaled orthogonal Procrustes map A = U V^T, s = sum(S) / ||L^||_F^2, and
+    y = y~ + s (x - x~) A, clipped to the bounding box of the neighbours' positions (so a point far from
+    every landmark stays among them). A row equal to a landmark (weight 1 on it) lands on it."""
+    out = np.empty((x.shape[0], positions.shape[1]))
+    for a in range(0, x.shape[0], BLOCK):
+        nb, w = idx[a:a + BLOCK], weights[a:a + BLOCK][..., None]
+        feat, pos = landmarks[nb], positions[nb]  # (b, k, d), (b, k, 2)
+        fbar, ybar = (w * feat).sum(axis=1), (w * pos).sum(axis=1)
+        fh, yh = np.sqrt(w) * (feat - fbar[:, None]), np.sqrt(w) * (pos - ybar[:, None])
+        u, sv, vt = np.linalg.svd(np.einsum("nkd,nke->nde", fh, yh), full_matrices=False)
+        norm = (fh * fh).sum(axis=(1, 2))
+        scale = np.divide(sv.sum(axis=1), norm, out=np.zeros_like(norm), where=norm > 0)
+        y = ybar + scale[:, None] * np.einsum("nd,nde->ne", x[a:a + BLOCK] - fbar, u @ vt)
+        out[a:a + BLOCK] = np.clip(y, pos.min(axis=1), pos.max(axis=1))
+    return out

@@ -109,7 +109,9 @@
   function toCsv(header, lines) { return [header].concat(lines).map(function (r) { return r.map(csvCell).join(","); }).join("\r\n") + "\r\n"; }
   PP.keptCsv = function () { return toCsv(["kind", "id", "tags", "note"], rows().map(function (r) { return [r.kind, r.id, r.tags.join(";"), r.note]; })); };
   PP.keptJson = function () { return JSON.stringify({ fingerprint: PP.data.fingerprint, kind: PP.data.kind, items: rows() }, null, 1); };
-  PP.shownCsv = function () {
+  var PROMPT_COLUMNS = ["prompt_id", "prompt", "n_test", "n_reference", "disagreement", "share", "tags", "note"];
+  PP.shownCsv = function () { return toCsv(PROMPT_COLUMNS, PP.shownRows()); };
+  PP.shownRows = function () {
     // the prompts the filters leave visible (each once), with their numbers, tags and note
     var seen = {}, out = [];
     document.querySelectorAll("[data-pp-item][data-pp-prompt]:not(.pp-hidden)").forEach(function (e) {
@@ -121,14 +123,25 @@
         p.disagreement === undefined || p.disagreement === null ? "" : p.disagreement, p.share === undefined || p.share === null ? "" : p.share,
         it.tags.join(";"), it.note]);
     });
-    return toCsv(["prompt_id", "prompt", "n_test", "n_reference", "disagreement", "share", "tags", "note"], out);
+    return out;
   };
+  PP.shownJsonl = function () {
+    // the same rows as shownCsv, one JSON object a line (the tags as a list)
+    return PP.shownRows().map(function (r) {
+      var o = {};
+      PROMPT_COLUMNS.forEach(function (c, k) { o[c] = r[k]; });
+      o.tags = item("prompt:" + o.prompt).tags;
+      return JSON.stringify(o) + "\n";
+    }).join("");
+  };
+  PP.toCsv = toCsv;
   function download(name, text, type) {
     var a = h("a", { download: name });
     a.href = URL.createObjectURL(new Blob([text], { type: type }));
     document.body.appendChild(a); a.click(); a.remove();
     setTimeout(function () { URL.revokeObjectURL(a.href); }, 1000);
   }
+  PP.download = download;
   PP.importKept = function (text) {
     var x = JSON.parse(text), n = 0;
     (x.items || []).forEach(function (r) {
@@ -158,6 +171,7 @@
         h("button", { type: "button", id: "pp-export-json", text: "export tags (JSON)", onclick: function () { download("promptprism-tags.json", PP.keptJson(), "application/json"); } }), " ",
         h("button", { type: "button", id: "pp-export-csv", text: "export tags (CSV)", onclick: function () { download("promptprism-tags.csv", PP.keptCsv(), "text/csv"); } }), " ",
         h("button", { type: "button", id: "pp-export-shown", text: "export the shown prompts (CSV)", onclick: function () { download("promptprism-prompts.csv", PP.shownCsv(), "text/csv"); } }), " ",
+        h("button", { type: "button", id: "pp-export-shown-jsonl", text: "(JSONL)", onclick: function () { download("promptprism-prompts.jsonl", PP.shownJsonl(), "application/x-ndjson"); } }), " ",
         h("label", null, ["import: ", file])]),
       msg,
       Object.keys(tags).length ? h("p", null, ["show only the prompts tagged: "].concat(Object.keys(tags).sort().map(function (t) {

@@ -1,18 +1,30 @@
 /* promptprism report: the sample map (PP.widgets.map), drawn on a canvas from V.map (x, y, mode, row,
  * colors: computed when the result was written). A uniform grid (PPpure.gridIndex) answers hover and click
  * in the points near the cursor, so 20,000+ points stay interactive. Drag to lasso a region, shift+drag
- * for a box: the selected samples open in the side panel ("#sel=1" while it is open), as a click opens a
- * prompt. The selected mode's, prompt's, facet value's or range's samples are drawn solid, the rest faint.
+ * for a box: the selected samples open in the side panel, as a click opens a prompt; "#sel=" keeps the
+ * shape (PPpure.formatShape, canvas pixels), so a reload or a shared link selects the same points. The selected mode's, prompt's, facet value's or range's samples are drawn solid, the rest faint.
  */
 (function (PP) {
   "use strict";
   var h = PP.h, V = PP.V, P = window.PPpure;
   var W = 640, H = 460, PAD = 12, RADIUS = 8, PANEL_CARDS = 60;
-  var picked = null;  // the ids of the map points the last lasso or box selected
+  var picked = null, pickedFor = "";  // the ids of the map points the shape "#sel=<pickedFor>" holds
+  var selectFrom = null;  // shape -> ids, set when the map is drawn (its grid)
 
-  function selectionView() {
+  /* the ids of the points of the fragment's shape (made again when the fragment changed), or null */
+  function pickedOf(sel) {
+    if (sel && sel === pickedFor) return picked;
+    var shape = P && P.parseShape(sel);
+    if (!shape || !selectFrom) return null;
+    picked = selectFrom(shape);
+    pickedFor = sel;
+    return picked;
+  }
+  PP.mapPicked = function () { return pickedOf(PP.state.sel) || []; };
+
+  function selectionView(sel) {
     var M = V.map;
-    if (!picked || !M) return false;
+    if (!pickedOf(sel) || !M) return false;
     var bySide = {}, byMode = {}, rows = picked.map(function (i) { return M.row[i]; });
     rows.forEach(function (r, k) {
       var s = (V.rows[r] || {}).s || "?", m = M.mode[picked[k]];
@@ -25,17 +37,22 @@
     PP.panel(picked.length + " samples selected", [
       h("p", { id: "pp-sel-count", "data-count": picked.length, text: counts }),
       h("p", { cls: "muted small", text: "by mode: " + modes }),
+      PP.exportButtons ? PP.exportButtons(rows, "selection") : null,
       rows.length > PANEL_CARDS ? h("p", { cls: "muted small", text: "the first " + PANEL_CARDS + " of them:" }) : null,
       h("div", { cls: "pp-cards" }, rows.slice(0, PANEL_CARDS).map(function (r) { return PP.sampleCard(r); }))
     ]);
     return true;
   }
   PP.views.sel = selectionView;
-  PP.mapSelect = function (ids) { picked = ids; PP.set(Object.assign({}, PP.PANEL, { sel: ids.length ? "1" : "" })); };
+  PP.mapSelect = function (shape) {
+    var sel = P.formatShape(shape), ids = selectFrom(shape);
+    picked = ids; pickedFor = sel;
+    PP.set(Object.assign({}, PP.PANEL, { sel: ids.length ? sel : "" }));
+  };
 
   function shade(s) {
     var M = V.map, sel = null, list = null;
-    if (s.sel && picked) { sel = {}; picked.forEach(function (i) { sel[M.row[i]] = 1; }); return sel; }
+    if (s.sel && pickedOf(s.sel)) { sel = {}; picked.forEach(function (i) { sel[M.row[i]] = 1; }); return sel; }
     if (s.mode && PP.modeById(s.mode)) list = PP.modeById(s.mode).samples;
     else if (s.prompt && V.prompts[+s.prompt]) list = V.prompts[+s.prompt].rows;
     var fv = PP.facetOf(s), rg = PP.rangeOf ? PP.rangeOf(s) : null;
@@ -72,6 +89,7 @@
         test[i] = (V.rows[M.row[i]] || {}).s === "test" ? 1 : 0;
       }
       var grid = P.gridIndex(px, py, RADIUS), ctx = cv.getContext("2d"), size = n > 5000 ? 0.6 : 1;
+      selectFrom = function (shape) { return P.selectShape(grid, shape); };
       var self = this, drag = null;
       this.paint = function (sel) {
         ctx.clearRect(0, 0, W, H);
@@ -126,7 +144,7 @@
           else self.paint(shade(PP.state));
           return;
         }
-        PP.mapSelect(d.box ? P.selectBox(grid, a[0], a[1], b[0], b[1]) : P.selectPolygon(grid, d.path.concat([b])));
+        PP.mapSelect(d.box ? { box: true, pts: P.simplifyPath([a, b]) } : { box: false, pts: P.simplifyPath(d.path.concat([b])) });
       });
       cv.addEventListener("mouseleave", function () { tip.hidden = true; });
       this.paint(shade(PP.state));

@@ -3,6 +3,7 @@
  *   - gridIndex / nearest / inPolygon / selectPolygon / selectBox: the map's spatial index (a uniform grid
  *     of buckets), so hover, click, lasso and box stay fast at 20,000+ points;
  *   - parseRange / formatRange / inRange: the range slider's fragment value "#range=<column>:<lo>:<hi>";
+ *   - formatShape / parseShape: a lasso or box as the fragment's "#sel=" value, so a reload selects again;
  *   - binOf: the facet bin of a number (as report/facets.py: numpy.searchsorted(edges, v, "right") - 1,
  *     clipped to the bins).
  */
@@ -83,6 +84,36 @@
     return out.sort(function (a, b) { return a - b; });
   }
 
+  /* a lasso path (canvas pixels) cut to at most `most` vertices, rounded to whole pixels: what "#sel=" keeps
+   * and what the selection is made from, so the page selects the same points after a reload */
+  function simplifyPath(path, most) {
+    var step = Math.max(1, Math.ceil(path.length / (most || 48))), out = [];
+    for (var i = 0; i < path.length; i += step) out.push([Math.round(path[i][0]), Math.round(path[i][1])]);
+    return out;
+  }
+  /* {box: true, pts: [a, b]} -> "b:ax,ay,bx,by"; {box: false, pts: polygon} -> "p:x,y,x,y,..." */
+  function formatShape(shape) {
+    var flat = [];
+    shape.pts.forEach(function (p) { flat.push(Math.round(p[0]), Math.round(p[1])); });
+    return (shape.box ? "b:" : "p:") + flat.join(",");
+  }
+  /* the inverse of formatShape; null when malformed (a box needs 2 corners, a lasso at least 3 vertices) */
+  function parseShape(s) {
+    var m = /^([bp]):(-?\d+(?:,-?\d+)*)$/.exec(String(s || ""));
+    if (!m) return null;
+    var v = m[2].split(",").map(Number), pts = [];
+    if (v.length % 2) return null;
+    for (var i = 0; i < v.length; i += 2) pts.push([v[i], v[i + 1]]);
+    var box = m[1] === "b";
+    if (box ? pts.length !== 2 : pts.length < 3) return null;
+    return { box: box, pts: pts };
+  }
+  /* the ids of the points in a parsed shape, ascending */
+  function selectShape(g, shape) {
+    var a = shape.pts[0], b = shape.pts[shape.pts.length - 1];
+    return shape.box ? selectBox(g, a[0], a[1], b[0], b[1]) : selectPolygon(g, shape.pts);
+  }
+
   /* "<column>:<lo>:<hi>" (the column may hold ':') -> {col, lo, hi}; null when malformed or lo > hi */
   function parseRange(s) {
     var m = /^(.+):(-?[\d.eE+-]+):(-?[\d.eE+-]+)$/.exec(String(s || ""));
@@ -107,5 +138,6 @@
   }
 
   return { gridIndex: gridIndex, nearest: nearest, inPolygon: inPolygon, selectPolygon: selectPolygon,
-    selectBox: selectBox, parseRange: parseRange, formatRange: formatRange, inRange: inRange, binOf: binOf };
+    selectBox: selectBox, simplifyPath: simplifyPath, formatShape: formatShape, parseShape: parseShape,
+    selectShape: selectShape, parseRange: parseRange, formatRange: formatRange, inRange: inRange, binOf: binOf };
 });
