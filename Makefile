@@ -43,11 +43,14 @@ demo-generator: $(VENV)/.test
 # loaded machine the guidance sampler tests took 7x the CPU); XDIST= runs the suite in one process;
 # loadgroup keeps the tests marked xdist_group("diffusers") in one process (one diffusers import)
 XDIST ?= -n 2 --dist loadgroup
+# bytecode caches written even where PYTHONDONTWRITEBYTECODE is set in the environment: without them every
+# test process re-rewrites the test modules' asserts at collection (about 40 % of its collection time)
+TEST_ENV := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE=
 test: $(VENV)/.test
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.test
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q -m "not slow" $(XDIST) $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -q -m "not slow" $(XDIST) $(PYTEST_ARGS)
 
 bench: $(VENV)/.test
 	$(PY) benchmarks/promptsplit.py

@@ -68,6 +68,18 @@ def test_a_guidance_scale_that_overflows_the_sample_is_refused(tmp_path):
         assert code == 0, err
 
 
+@pytest.mark.slow
+def test_split_at_the_largest_eta_finishes(tmp_path):
+    """``split --method rff --eta 1e6`` (the largest eta accepted; 1e308 is refused) ran for over 5 minutes in
+    Lanczos on C_test - 1e6 C_ref; now the budgeted run falls back to the dense decomposition: exit 0."""
+    a, b = _npz(tmp_path / "a.npz", seed=1), _npz(tmp_path / "b.npz", seed=2)
+    code, _, err = run_cli("split", a, b, "--method", "rff", "--eta", "1e6", "--out", tmp_path / "o", "-q",
+                           "--no-report")
+    assert code == 0, err
+    res = json.loads((tmp_path / "o" / "result.json").read_text())
+    assert res["eigenvalues"] and np.isfinite(res["eigenvalues"]).all() and np.isfinite(res["distance"])
+
+
 def test_chat_timeouts_and_retries_have_documented_bounds():
     from promptprism.methods.compcon.clients import MAX_RETRIES, MAX_TIMEOUT, ChatClient
 

@@ -110,3 +110,30 @@ def test_lanczos_float32_gram_within_float32_tolerance():
     top = weighted_gram_eigenpairs(gram.astype(np.float32), w, n_positive=4, n_negative=4, solver="lanczos")
     scale = np.max(np.abs(dense))
     np.testing.assert_allclose(top.eigenvalues, np.r_[dense[:4], dense[-4:]], atol=1e-5 * scale, rtol=0)
+
+
+def test_extremes_of_a_wide_spread_spectrum_fall_back_to_the_dense_decomposition(monkeypatch):
+    """Lambda = C_test - eta C_ref at eta = 1e6 (PromptSplit's largest eta): Lanczos needs thousands of
+    products for the small positive end (``split --method rff --eta 1e6`` ran for over 5 minutes); the
+    budgeted run stops and the full decomposition answers, with the same extremes as a dense eigh."""
+    import promptprism.stats.eigen as eigen
+
+    rng = np.random.default_rng(3)
+    size, n_each = 400, 10
+    f_test, f_ref = rng.standard_normal((60, size)), rng.standard_normal((60, size))
+    lam = f_test.T @ f_test / 60 - 1e6 * (f_ref.T @ f_ref / 60)
+    fallbacks = []
+    dense = eigen.dense_extremes
+    monkeypatch.setattr(eigen, "dense_extremes", lambda a, k: fallbacks.append(k) or dense(a, k))
+    vals, vecs = eigen.symmetric_extreme_eigenpairs(lam, n_each)
+    assert fallbacks == [n_each]
+    full = np.linalg.eigvalsh(lam)[::-1]
+    want = np.r_[full[:n_each], full[-n_each:]]
+    np.testing.assert_allclose(vals, want, rtol=1e-9, atol=1e-9 * abs(full).max())
+    np.testing.assert_allclose(lam @ vecs, vecs * vals, atol=1e-8 * abs(full).max())
+    # a well-spread spectrum (eta = 1) converges within the budget: no fallback, the same extremes
+    lam1 = f_test.T @ f_test / 60 - f_ref.T @ f_ref / 60
+    vals1, _ = eigen.symmetric_extreme_eigenpairs(lam1, n_each)
+    full1 = np.linalg.eigvalsh(lam1)[::-1]
+    assert fallbacks == [n_each]
+    np.testing.assert_allclose(vals1, np.r_[full1[:n_each], full1[-n_each:]], atol=1e-10)

@@ -1,12 +1,16 @@
 """The sampling loop (batched, seeded per sample, CFG) and PromptSplit guidance inside it (paper eq. 5)."""
 
 import math
+from importlib.util import find_spec
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("diffusers")
+# (looked up, not imported: collecting the suite stays free of diffusers' import; the tests that need it run
+# in one test process under --dist loadgroup)
+pytestmark = [pytest.mark.skipif(find_spec("diffusers") is None, reason="diffusers is not installed"),
+              pytest.mark.xdist_group("diffusers")]
 
 from _tiny_unet import ddpm, tiny_class_unet  # noqa: E402
 from promptprism.errors import InputError, OptionError  # noqa: E402
