@@ -166,3 +166,33 @@ def test_cost_estimate_follows_the_small_set_solves():
     # big sets keep the whole-operand model (the pairs' blocks would be too large)
     whole = kway.test_cost_seconds(8, 4000, 4000, 200)
     assert kway.test_cost_seconds(8, 4000, 4000, 200, set_rows=500) == whole
+
+
+def test_kway_test_on_a_thread_pool_equals_the_test_in_turn():
+    """K = 5 sets of 12 rows: the pairs' block solves and the one-vs-rest Lanczos pooled on two threads
+    (testing.in_threads) give the very p-values and records of one thread."""
+    from threadpoolctl import threadpool_limits
+
+    from promptprism import KWaySplit, PairedSet
+    from promptprism.methods.promptsplit import testing
+
+    rng = np.random.default_rng(9)
+    t = rng.normal(size=(4, 6))
+    lab = np.arange(12) % 4
+    sets = [PairedSet(t[lab], rng.normal(size=(12, 5)) + (0.9 if i == 2 else 0.0),
+                      prompts=[f"p{g}" for g in lab], name=f"m{i}") for i in range(5)]
+    est = KWaySplit(method="exact", permutations=39, n_modes=2, seed=3)
+    calls = []
+    original = testing.in_threads
+    testing.in_threads = lambda fn, items, workers: calls.append(workers) or original(fn, items, workers)
+    try:
+        with threadpool_limits(1):
+            one = est.fit(sets)
+        with threadpool_limits(2):
+            two = est.fit(sets)
+    finally:
+        testing.in_threads = original
+    assert calls == [1, 2]
+    assert one.pair_p_values == two.pair_p_values
+    assert [r.significance for r in one.pairs] == [r.significance for r in two.pairs]
+    assert [r.significance for r in one.one_vs_rest] == [r.significance for r in two.one_vs_rest]
