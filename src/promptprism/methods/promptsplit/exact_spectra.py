@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ...array_ops import blas_limits, map_in_threads
 from ...backend import Backend
 from ...stats.eigen import select_modes
 from . import comparisons as kc
@@ -30,6 +31,8 @@ from .route_base import take_rows
 #: one-vs-rest comparisons on more rows than this report the top ``n_modes`` of each sign (Lanczos), not
 #: every eigenvalue (a dense solve of all N rows per set; K = 50 sets of 20 rows: 1.7 s each, Lanczos 0.11 s)
 REST_DENSE_MAX_ROWS = 256
+#: comparisons of at most this many rows are solved one BLAS thread each, several at once (K >= 3, numpy)
+REST_LOW_RANK_MAX_ROWS = kc.REST_LOW_RANK_MAX_ROWS
 #: float64 entries of the stacked pair blocks solved at once
 _BATCH_ENTRIES = 8 * 1024**2
 
@@ -41,18 +44,25 @@ def comparison_spectra(gram: Any, bounds: np.ndarray, comparisons: list, *, eta:
     :data:`REST_DENSE_MAX_ROWS` rows (``solver='auto'``, numpy), the rest by :func:`.core.exact_spectrum`."""
     counts = np.diff(bounds)
     model = np.repeat(np.arange(counts.size), counts)
-    small = [c for c in comparisons
-             if len(c[1]) == 1 and counts[c[0]] + counts[c[1][0]] <= kc.PAIR_BLOCK_MAX_ROWS]
-    out = (pair_spectra(gram, bounds, small, eta=eta, n_modes=n_modes, precision=precision)
-           if solver == "auto" and isinstance(gram, np.ndarray) and counts.size > 2 else {})
-    for c in comparisons:
-        if c in out:
-            continue
+    blocks = [c for c in comparisons
+              if len(c[1]) == 1 and counts[c[0]] + counts[c[1][0]] <= kc.PAIR_BLOCK_MAX_ROWS]
+    out = {}
+    if solver == "auto" and isinstance(gram, np.ndarray) and counts.size > 2:
+        with blas_limits(1):
+            out = pair_spectra(gram, bounds, blocks, eta=eta, n_modes=n_modes, precision=precision)
+
+    def solve(c: kc.Comparison) -> core.Spectrum:
         w = kc.comparison_weights(model, c, counts, eta)
         rows = np.flatnonzero(w != 0)
         how = "lanczos" if solver == "auto" and len(c[1]) > 1 and rows.size > REST_DENSE_MAX_ROWS else solver
-        out[c] = core.exact_spectrum(take_rows(gram, rows, backend), w[rows], n_modes=n_modes, eta=eta,
-                                     solver=how, precision=precision)
+        return core.exact_spectrum(take_rows(gram, rows, backend), w[rows], n_modes=n_modes, eta=eta,
+                                   solver=how, precision=precision)
+
+    left = [c for c in comparisons if c not in out]
+    pooled = counts.size > 2 and backend.name == "numpy" and all(
+        int(counts[c[0]] + counts[list(c[1])].sum()) <= REST_LOW_RANK_MAX_ROWS for c in left)
+    # (K-way's small solves one BLAS thread each, pooled; a comparison of many rows: the BLAS's threads)
+    out.update(zip(left, map_in_threads(solve, left) if pooled else [solve(c) for c in left], strict=True))
     return {c: out[c] for c in comparisons}
 
 

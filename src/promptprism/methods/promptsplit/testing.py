@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...array_ops import blas_limits, blas_thread_count
+from ...array_ops import map_in_threads
 from ...stats.batched_eigen import DENSE_BATCH_RANK
 from . import aggregate as agg
 from . import comparisons as kc
@@ -153,8 +153,8 @@ def _fitted_solver(operand: tuple, drawn: Labellings, tested: dict, widths: list
                    seed: int) -> Callable:
     """cols -> every tested comparison's (positive, |negative|) spectra side by side on those labellings,
     for the fitted kernel: a K-way pair from its own rows, a one-vs-rest in G's eigenbasis (those small
-    solves, and with them the others, on a pool of the BLAS's threads: :func:`in_threads`), else the batched
-    solve over the operand."""
+    solves, and with them the others, on a pool of the BLAS's threads,
+    :func:`~promptprism.array_ops.map_in_threads`), else the batched solve over the operand."""
     gram = sig.operand_gram(operand)
     rows_of = kc.label_rows(drawn.model, drawn.counts) if drawn.model is not None else []
     rest = _rest_factor(operand, drawn)
@@ -168,21 +168,10 @@ def _fitted_solver(operand: tuple, drawn: Labellings, tested: dict, widths: list
             return kc.rest_extremes(*rest, rows_of[c[0]][cols], eta, width, seed=seed + int(cols[0]))
         return sig.permuted_spectra(operand, weights[c][:, cols], width, gram=gram, seed=seed + int(cols[0]))
 
-    workers = blas_thread_count() if any(small.values()) and len(tested) > 1 else 1
     pairs = list(zip(tested, widths, strict=True))
-    return lambda cols: stacked(in_threads(lambda cw: spectra_of(*cw, cols), pairs, workers))
-
-
-def in_threads(fn: Callable, items: list, workers: int) -> list:
-    """[fn(x) for x in items], on a pool of ``workers`` threads under one BLAS thread each when ``workers``
-    > 1: K-way's small solves per comparison (a pair's blocks, a one-vs-rest Lanczos), each the same
-    whatever thread runs it, spend their time in LAPACK and BLAS calls that release the interpreter."""
-    if workers <= 1 or len(items) < 2:
-        return [fn(x) for x in items]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with blas_limits(1), ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(fn, items))
+    if not any(small.values()) or len(tested) < 2:
+        return lambda cols: stacked([spectra_of(*cw, cols) for cw in pairs])
+    return lambda cols: stacked(map_in_threads(lambda cw: spectra_of(*cw, cols), pairs))
 
 
 def _from_pair_block(operand: tuple, drawn: Labellings, c: kc.Comparison) -> bool:
