@@ -170,10 +170,11 @@ def test_cost_estimate_follows_the_small_set_solves():
 
 def test_kway_test_on_a_thread_pool_equals_the_test_in_turn():
     """K = 5 sets of 12 rows: the pairs' block solves and the one-vs-rest Lanczos pooled on two threads
-    (testing.in_threads) give the very p-values and records of one thread."""
+    (array_ops.map_in_threads) give the very p-values and records of one thread."""
     from threadpoolctl import threadpool_limits
 
     from promptprism import KWaySplit, PairedSet
+    from promptprism.array_ops import blas_thread_count
     from promptprism.methods.promptsplit import testing
 
     rng = np.random.default_rng(9)
@@ -183,16 +184,18 @@ def test_kway_test_on_a_thread_pool_equals_the_test_in_turn():
                       prompts=[f"p{g}" for g in lab], name=f"m{i}") for i in range(5)]
     est = KWaySplit(method="exact", permutations=39, n_modes=2, seed=3)
     calls = []
-    original = testing.in_threads
-    testing.in_threads = lambda fn, items, workers: calls.append(workers) or original(fn, items, workers)
+    original = testing.map_in_threads
+    testing.map_in_threads = lambda fn, items: calls.append(blas_thread_count()) or original(fn, items)
     try:
         with threadpool_limits(1):
             one = est.fit(sets)
         with threadpool_limits(2):
             two = est.fit(sets)
     finally:
-        testing.in_threads = original
+        testing.map_in_threads = original
     assert calls == [1, 2]
     assert one.pair_p_values == two.pair_p_values
     assert [r.significance for r in one.pairs] == [r.significance for r in two.pairs]
     assert [r.significance for r in one.one_vs_rest] == [r.significance for r in two.one_vs_rest]
+    for a, b in zip(one.pairs + one.one_vs_rest, two.pairs + two.one_vs_rest, strict=True):
+        np.testing.assert_allclose(a.eigenvalues, b.eigenvalues, rtol=1e-12, atol=1e-15)
