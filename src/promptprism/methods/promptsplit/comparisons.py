@@ -217,7 +217,7 @@ def pair_block_extremes(gram: np.ndarray, rows_first: np.ndarray, rows_second: n
     g = np.asarray(gram)
     for start in range(0, rows.shape[0], block):
         idx = rows[start:start + block]
-        a = g[idx[:, :, None], idx[:, None, :]].astype(np.float64) * np.outer(root, root)
+        a = np.asarray(g[idx[:, :, None], idx[:, None, :]], dtype=np.float64) * np.outer(root, root)
         try:
             r = np.linalg.cholesky(a)
         except np.linalg.LinAlgError:
