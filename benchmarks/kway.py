@@ -4,11 +4,16 @@
     python benchmarks/kway.py --quick                          # small sizes, a smoke run
     python benchmarks/kway.py --routes rff --ks 2 4 8 --n-rff 30000 --pairs-timed 2
     python benchmarks/kway.py --small-sweep                    # K = 2, 4, 8, 20, 50 sets of 20 rows, tested
+    python benchmarks/kway.py --large                          # K = 8 x 5,000 exact against two-way on 10,000
 
 ``--small-sweep``: K sets of ``--rows`` rows (default 20) through the code path of the CLI's ``compare``
 (its cost check, then ``KWaySplit`` with the command's defaults: exact, 200 permutations), 32-d prompts and
-outputs; per K the seconds (fit, test, total), the process's peak resident memory so far (ru_maxrss: K
-ascending) and the test's estimated seconds (``KWaySplit.test_seconds``, what ``compare`` says or refuses on).
+outputs; per K the seconds (fit, test, total; the process's CPU seconds, all threads), the process's peak
+resident memory so far (ru_maxrss: K ascending) and the test's estimated seconds
+(``KWaySplit.test_seconds``, what ``compare`` says or refuses on).
+
+``--large``: K = 8 sets of 5,000 rows (exact, the command's defaults) against one two-way exact fit on
+10,000 rows, in one run; skipped above ``--max-gram-gb`` of joint Gram matrix.
 
 Data: K synthetic models on 50 shared prompts (384-d prompts, 384-d outputs, a mixture whose components
 shift a little from model to model), n samples each. Both sides run with ``permutations=0`` (the spectra,
@@ -78,19 +83,43 @@ def small_sweep(ks: list[int], rows: int) -> None:
 
     from promptprism.cli.compare import check_cost
 
-    print(f"{'K':>3} {'rows':>5} {'fit s':>6} {'test s':>7} {'total s':>8} {'peak MB':>8} {'estimate s':>10}")
+    print(f"{'K':>3} {'rows':>5} {'fit s':>6} {'test s':>7} {'total s':>8} {'cpu s':>7} {'peak MB':>8} "
+          f"{'estimate s':>10}")
     for k in ks:
         sets = models(k, rows, prompts=10, dim=32)
         est = KWaySplit(seed=0)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         check_cost(est, [len(s) for s in sets], force=True)
         res = est.fit(sets)
-        total = time.perf_counter() - t0
+        total, cpu = time.perf_counter() - t0, time.process_time() - c0
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3  # (Linux: kB; the process so far)
         t = res.timings
         guess = est.test_seconds([len(s) for s in sets])
         print(f"{k:>3} {k * rows:>5} {t['fit_s']:>6.2f} {t['significance_s']:>7.2f} {total:>8.2f} "
-              f"{peak:>8.1f} {guess:>10.1f}  (load {os.getloadavg()[0]:.1f})", flush=True)
+              f"{cpu:>7.2f} {peak:>8.1f} {guess:>10.1f}  (load {os.getloadavg()[0]:.1f})", flush=True)
+
+
+def large(k: int, n: int, max_gram_gb: float) -> None:
+    """K sets of n rows (exact, the command's defaults, 200 permutations) against one two-way exact fit on
+    2n rows (n per side, 200 permutations), 32-d prompts and outputs; the K-way fit is skipped when its
+    joint Gram matrix (8 (K n)^2 bytes) is over ``max_gram_gb``."""
+    sets = models(k, n, prompts=50, dim=32)
+    opts = dict(method="exact", seed=0)
+    t0, c0 = time.perf_counter(), time.process_time()
+    PromptSplit(**opts, device="cpu").fit(sets[0], sets[1])
+    two, two_cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(f"two-way exact, {2 * n:,} rows: {two:.1f} s ({two_cpu:.1f} s cpu)  "
+          f"(load {os.getloadavg()[0]:.1f})", flush=True)
+    need = 8 * (k * n) ** 2 / 1e9
+    if need > max_gram_gb:
+        print(f"K = {k} x {n:,} exact: skipped, its joint Gram matrix of {k * n:,} samples needs "
+              f"{need:.1f} GB (--max-gram-gb {max_gram_gb:g})")
+        return
+    t0, c0 = time.perf_counter(), time.process_time()
+    KWaySplit(**opts).fit(sets)
+    kway, kway_cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(f"K = {k} x {n:,} exact: {kway:.1f} s ({kway_cpu:.1f} s cpu) = {kway / two:.2f}x the two-way fit  "
+          f"(load {os.getloadavg()[0]:.1f})", flush=True)
 
 
 def main() -> None:
@@ -108,7 +137,16 @@ def main() -> None:
     ap.add_argument("--small-sweep", action="store_true",
                     help="K sets of --rows rows, as `compare` runs them")
     ap.add_argument("--rows", type=int, default=20)
+    ap.add_argument("--large", action="store_true",
+                    help="K = --large-k sets of --large-n rows (exact) against two-way exact on 2n rows")
+    ap.add_argument("--large-k", type=int, default=8)
+    ap.add_argument("--large-n", type=int, default=5000)
+    ap.add_argument("--max-gram-gb", type=float, default=4.0)
     args = ap.parse_args()
+    if args.large:
+        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+        large(args.large_k, args.large_n, args.max_gram_gb)
+        return
     if args.small_sweep:
         print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
         small_sweep(args.ks if args.ks != [2, 4, 8] else [2, 4, 8, 20, 50], args.rows)

@@ -154,15 +154,54 @@ def test_rest_spectra_in_the_gram_eigenbasis_equal_the_brute_force_spectrum(eta)
 def test_cost_estimate_follows_the_small_set_solves():
     """K sets of 20 rows (exact): pairs of 40 rows from their own blocks, one-vs-rest in the eigenbasis;
     the estimate is the sum of those terms, and K = 50 sets of 20 rows is no longer refused."""
+    from threadpoolctl import threadpool_limits
+
     from promptprism import KWaySplit
     from promptprism.cli.compare import COST_LIMIT_SECONDS
     from promptprism.methods.promptsplit import kway
 
     per_pair = kway.PAIR_SECONDS_PER_LABELLING + kway.PAIR_SECONDS_PER_CUBED_ROW * 40.0**3
     want = 201 * (1225 * per_pair + 50 * kway.REST_SECONDS_PER_ROW * 1000)
-    got = KWaySplit(method="exact", permutations=200).test_seconds([20] * 50)
+    est = KWaySplit(method="exact", permutations=200)
+    with threadpool_limits(1):
+        got = est.test_seconds([20] * 50)
     assert got == pytest.approx(want)
     assert got < COST_LIMIT_SECONDS
+    with threadpool_limits(2):  # the comparisons' solves shared among the BLAS's threads
+        assert est.test_seconds([20] * 50) == pytest.approx(want / 2)
     # big sets keep the whole-operand model (the pairs' blocks would be too large)
     whole = kway.test_cost_seconds(8, 4000, 4000, 200)
     assert kway.test_cost_seconds(8, 4000, 4000, 200, set_rows=500) == whole
+
+
+def test_kway_test_on_a_thread_pool_equals_the_test_in_turn():
+    """K = 5 sets of 12 rows: the pairs' block solves and the one-vs-rest Lanczos pooled on two threads
+    (array_ops.map_in_threads) give the very p-values and records of one thread."""
+    from threadpoolctl import threadpool_limits
+
+    from promptprism import KWaySplit, PairedSet
+    from promptprism.array_ops import blas_thread_count
+    from promptprism.methods.promptsplit import testing
+
+    rng = np.random.default_rng(9)
+    t = rng.normal(size=(4, 6))
+    lab = np.arange(12) % 4
+    sets = [PairedSet(t[lab], rng.normal(size=(12, 5)) + (0.9 if i == 2 else 0.0),
+                      prompts=[f"p{g}" for g in lab], name=f"m{i}") for i in range(5)]
+    est = KWaySplit(method="exact", permutations=39, n_modes=2, seed=3)
+    calls = []
+    original = testing.map_in_threads
+    testing.map_in_threads = lambda fn, items: calls.append(blas_thread_count()) or original(fn, items)
+    try:
+        with threadpool_limits(1):
+            one = est.fit(sets)
+        with threadpool_limits(2):
+            two = est.fit(sets)
+    finally:
+        testing.map_in_threads = original
+    assert calls == [1, 2]
+    assert one.pair_p_values == two.pair_p_values
+    assert [r.significance for r in one.pairs] == [r.significance for r in two.pairs]
+    assert [r.significance for r in one.one_vs_rest] == [r.significance for r in two.one_vs_rest]
+    for a, b in zip(one.pairs + one.one_vs_rest, two.pairs + two.one_vs_rest, strict=True):
+        np.testing.assert_allclose(a.eigenvalues, b.eigenvalues, rtol=1e-12, atol=1e-15)

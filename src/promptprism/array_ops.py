@@ -57,6 +57,22 @@ def blas_thread_count() -> int:
     return min([lib.num_threads for lib in _blas_controller().lib_controllers] or [1])
 
 
+def map_in_threads(fn: Any, items: list, workers: int | None = None) -> list:
+    """[fn(x) for x in items], on a pool of ``workers`` threads (default: the BLAS's thread count) under one
+    BLAS thread each when that is more than one: many small solves, each the same whatever thread runs it,
+    whose LAPACK and BLAS calls release the interpreter (several BLAS threads on each small product cost
+    far more than they give: on 2 busy cores, K-way's 1,275 comparison spectra took 83 s that way, 5.4 s on
+    one thread)."""
+    workers = blas_thread_count() if workers is None else int(workers)
+    if workers <= 1 or len(items) < 2:
+        with blas_limits(1):
+            return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with blas_limits(1), ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(fn, items))
+
+
 def mirror_upper(a: np.ndarray, block: int = 512) -> np.ndarray:
     """Copy the strict upper triangle of the square numpy array ``a`` onto its lower triangle, in place,
     block by block (no full-size temporary, unlike ``triu(a) + triu(a, 1).T``). Returns ``a``."""

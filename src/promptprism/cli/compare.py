@@ -59,7 +59,7 @@ def check_cost(estimator: KWaySplit, counts: list[int], *, force: bool) -> None:
     labellings = estimator.resolved_permutations(method) + 1
     what = (f"the permutation test of {len(counts)} sets ({len(pairs) + len(rest):,} comparisons x "
             f"{labellings:,} labellings of {min(total, estimator.null_samples):,} samples) takes about "
-            f"{_minutes(seconds)} (a rough estimate for 2 cores)")
+            f"{_minutes(seconds)} (a rough estimate for this machine's BLAS threads)")
     if seconds > COST_LIMIT_SECONDS and not force:
         raise OptionError(f"{what}, over the {_minutes(COST_LIMIT_SECONDS)} limit; pass --force to run it, "
                           "or lower --permutations (0: no test) or compare fewer sets")

@@ -215,12 +215,15 @@ def _dense_extremes(f: Any, w: np.ndarray, n_top: int) -> tuple[np.ndarray, np.n
 
 
 def _batched_extremes(apply, metric, weights: np.ndarray, dim: int, *, n_top: int, steps: int, seed: int,
-                      dtype: type, on: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Run :func:`_batched_lanczos` over blocks of weight columns (moved to backend ``on``); signed
-    extremes of the Ritz values (numpy)."""
+                      dtype: type, on: Any, batch_bytes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Run :func:`_batched_lanczos` over blocks of weight columns (moved to backend ``on``), each block's
+    Krylov vectors within ``batch_bytes`` (default ``_BATCH_BYTES``); signed extremes of the Ritz values
+    (numpy). The random starts come block after block from one stream (the same starts whatever the blocks,
+    unless a run breaks down and draws a fresh vector from it)."""
     k_total = weights.shape[1]
     stored = 1 if metric is None else 2
-    batch = int(max(1, min(k_total, _BATCH_BYTES // (np.dtype(dtype).itemsize * (stored * steps + 3) * dim))))
+    budget = _BATCH_BYTES if batch_bytes is None else int(batch_bytes)
+    batch = int(max(1, min(k_total, budget // (np.dtype(dtype).itemsize * (stored * steps + 3) * dim))))
     rng = np.random.default_rng(seed)
     pos = np.zeros((k_total, n_top))
     neg = np.zeros((k_total, n_top))

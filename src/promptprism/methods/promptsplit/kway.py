@@ -21,6 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ...array_ops import blas_thread_count
 from ...backend import resolve_backend
 from ...data.paired import PairedSet, as_paired_set, check_compatible, prompt_groups
 from ...errors import InputError, OptionError
@@ -41,23 +42,26 @@ from .testing import comparison_significance
 TEST_SECONDS_PER_LABELLING = 1.5e-3
 TEST_SECONDS_PER_ENTRY = 2.5e-9
 #: the exact route's small-set solves (K >= 3, every set of at most PAIR_BLOCK_MAX_ROWS / 2 test rows;
-#: measured on 2 loaded cores, numpy): a pair from its own rows per labelling a + b s^3 (s = its rows,
-#: :func:`.comparisons.pair_block_extremes`), a one-vs-rest in the Gram eigenbasis c per test row
-#: (:func:`.comparisons.rest_extremes`)
-PAIR_SECONDS_PER_LABELLING = 5e-5
-PAIR_SECONDS_PER_CUBED_ROW = 3e-9
-REST_SECONDS_PER_ROW = 4e-6
+#: CPU seconds of one thread, measured on a busy 2-core Intel Xeon, numpy): a pair from its own rows per
+#: labelling a + b s^3 (s = its rows, :func:`.comparisons.pair_block_extremes`: 1.6e-5 s at s = 10,
+#: 1.7e-4 s at s = 40), a one-vs-rest in the Gram eigenbasis c per test row
+#: (:func:`.comparisons.rest_extremes`, in cache-sized blocks: 2.5e-3 s per labelling at N = 1,000). The
+#: comparisons share the BLAS's threads (:func:`~promptprism.array_ops.map_in_threads`)
+PAIR_SECONDS_PER_LABELLING = 1.5e-5
+PAIR_SECONDS_PER_CUBED_ROW = 2.5e-9
+REST_SECONDS_PER_ROW = 2.5e-6
 
 
 def test_cost_seconds(k: int, null_rows: int, width: int, permutations: int, *,
-                      set_rows: int | None = None) -> float:
+                      set_rows: int | None = None, threads: int = 1) -> float:
     """Rough seconds of the K-way permutation test: C = K(K-1)/2 pairs + K one-vs-rest comparisons (one
     for K = 2), each diagonalised for the observed labelling and the ``permutations`` others, each solve
     costing about a + b N w (:data:`TEST_SECONDS_PER_LABELLING`, :data:`TEST_SECONDS_PER_ENTRY`); an upper
     bound in the comparisons (those without a mode to test are skipped), within a factor of about 2.
     ``set_rows`` (the exact route: the largest set's test rows): with K >= 3 and pairs of at most
     ``PAIR_BLOCK_MAX_ROWS`` rows, the pairs' and the one-vs-rest's small-set solves instead
-    (:data:`PAIR_SECONDS_PER_LABELLING`, :data:`PAIR_SECONDS_PER_CUBED_ROW`, :data:`REST_SECONDS_PER_ROW`)."""
+    (:data:`PAIR_SECONDS_PER_LABELLING`, :data:`PAIR_SECONDS_PER_CUBED_ROW`, :data:`REST_SECONDS_PER_ROW`),
+    shared among ``threads`` threads."""
     pairs, rest = kc.comparisons(int(k))
     labellings = int(permutations) + 1
     per = TEST_SECONDS_PER_LABELLING + TEST_SECONDS_PER_ENTRY * float(null_rows) * float(width)
@@ -66,7 +70,7 @@ def test_cost_seconds(k: int, null_rows: int, width: int, permutations: int, *,
     pair = PAIR_SECONDS_PER_LABELLING + PAIR_SECONDS_PER_CUBED_ROW * float(2 * int(set_rows)) ** 3
     low_rank = DENSE_BATCH_RANK < int(null_rows) <= kc.REST_LOW_RANK_MAX_ROWS
     one = REST_SECONDS_PER_ROW * float(null_rows) if low_rank else per
-    return labellings * (len(pairs) * pair + len(rest) * one)
+    return labellings * (len(pairs) * pair + len(rest) * one) / max(1, int(threads))
 
 
 @dataclass(frozen=True)
@@ -109,8 +113,9 @@ class KWaySplit(SplitOptions):
         rows = min(total, int(self.null_samples))
         width = rows if method == "exact" else min(rows, int(self.n_features))
         largest = -(-max(int(c) for c in counts) * rows // total) if method == "exact" else None
-        return test_cost_seconds(len(counts), rows, width, permutations, set_rows=largest) if permutations \
-            else 0.0
+        threads = blas_thread_count() if self.device in ("auto", "cpu") else 1
+        return test_cost_seconds(len(counts), rows, width, permutations, set_rows=largest,
+                                 threads=threads) if permutations else 0.0
 
     def fit(self, sets: Sequence[PairedSet | tuple], names: Sequence[str] | None = None) -> KWayResult:
         """Compare K >= 2 sets (PairedSets or (prompt_emb, output_emb) tuples) sharing their prompts."""

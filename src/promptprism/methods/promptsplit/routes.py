@@ -31,6 +31,7 @@ from ...stats.subspaces import grow_rank, leading_eigenvectors
 from . import comparisons as kc
 from . import core
 from . import significance as sig
+from .exact_spectra import comparison_spectra
 from .route_base import Replicates, Route, take_rows
 from .summary import SIDES
 
@@ -78,15 +79,12 @@ class ExactRoute(Route):
 
     def spectrum(self, timings: dict) -> dict:
         """Each comparison's weighted eigen-problem on its rows of the Gram matrix
-        (:func:`.core.exact_spectrum`)."""
-        est, t0, out = self.est, time.perf_counter(), {}
+        (:func:`.exact_spectra.comparison_spectra`: K-way pairs batched from their blocks)."""
+        est, t0 = self.est, time.perf_counter()
         with self._status(f"{int(self.counts.sum())} samples"):
-            for c in self.comparisons:
-                w = kc.comparison_weights(self.model, c, self.counts, est.eta)
-                rows = np.flatnonzero(w != 0)
-                out[c] = core.exact_spectrum(take_rows(self.gram, rows, self.backend), w[rows],
-                                             n_modes=est.n_modes, eta=est.eta, solver=est.solver,
-                                             precision=self.precision)
+            out = comparison_spectra(self.gram, self.bounds, self.comparisons, eta=est.eta,
+                                     n_modes=est.n_modes, solver=est.solver, precision=self.precision,
+                                     backend=self.backend)
         timings["eigen_s"] = time.perf_counter() - t0
         return out
 

@@ -380,12 +380,14 @@ def permutation_test(
     return spectra_test(pos, neg, tested=tested, alpha=alpha)
 
 
-def spectra_test(pos: np.ndarray, neg: np.ndarray, *, tested: tuple[int, int], alpha: float) -> dict:
-    """:func:`permutation_test` from the spectra of :func:`labelling_spectra` (row 0 observed)."""
+def spectra_test(pos: np.ndarray, neg: np.ndarray, *, tested: tuple[int, int], alpha: float,
+                 pvalues: bool = True) -> dict:
+    """:func:`permutation_test` from the spectra of :func:`labelling_spectra` (row 0 observed); without
+    ``pvalues`` (a family's comparison, whose p-values come from the family's step-down) p_* are None."""
     n_top = max(*tested, 1)
     obs_pos, obs_neg = (np.asarray(o, dtype=np.float64) for o in (pos[0, : tested[0]], neg[0, : tested[1]]))
     pos, neg = pos[1:], neg[1:]
-    p_pos, p_neg = step_down_pvalues(obs_pos, obs_neg, pos, neg)
+    p_pos, p_neg = step_down_pvalues(obs_pos, obs_neg, pos, neg) if pvalues else (None, None)
     marginal = {"test": np.quantile(pos, 1.0 - alpha, axis=0).tolist(),
                 "reference": np.quantile(neg, 1.0 - alpha, axis=0).tolist()}
     threshold = family_thresholds(pos, neg, (obs_pos, obs_neg), alpha)

@@ -60,10 +60,11 @@ def summarise(*, sets: dict[str, PairedSet], eigenvalues: np.ndarray, stats: dic
         else:
             key = np.nan_to_num(mean_score, nan=-np.inf)
         order = strongest(key, options.top_prompts, where=present).tolist()
-        loadings = [PromptLoading(prompt=names[p], contribution=float(contribution[p]),
-                                  mean_score=None if np.isnan(mean_score[p]) else float(mean_score[p]),
-                                  n_test=int(counts_t[p]), n_reference=int(counts_r[p]))
-                    for p in order]
+        at = np.asarray(order, dtype=np.int64)
+        loadings = [PromptLoading(prompt=names[p], contribution=c, mean_score=None if ms != ms else ms,
+                                  n_test=int(nt), n_reference=int(nr))  # (ms != ms: nan)
+                    for p, c, ms, nt, nr in zip(order, contribution[at].tolist(), mean_score[at].tolist(),
+                                               counts_t[at].tolist(), counts_r[at].tolist(), strict=True)]
         lists = {s: _samples(sets[s], s, top[s], j, sign) for s in SIDES}
         mixed = any(len({x.score > 0 for x in lists[s] if x.score != 0}) > 1 for s in SIDES)
         p = None if p_values is None else p_values[j]
@@ -114,7 +115,6 @@ def strongest(key: np.ndarray, count: int, *, where: np.ndarray) -> np.ndarray:
 
 def _samples(ps: PairedSet, side: str, top: tuple[np.ndarray, np.ndarray], j: int, sign: float
              ) -> list[SampleScore]:
-    ids, scores = top
-    return [SampleScore(set=side, index=int(i), prompt=ps.prompt_label(int(i)),
-                        output=ps.output_label(int(i)), score=float(sign * sc))
-            for i, sc in zip(ids[:, j], scores[:, j], strict=True)]
+    ids, scores = top  # (as Python numbers first: numpy scalars cost a conversion each)
+    return [SampleScore(set=side, index=i, prompt=ps.prompt_label(i), output=ps.output_label(i), score=sc)
+            for i, sc in zip(ids[:, j].tolist(), (sign * scores[:, j]).tolist(), strict=True)]

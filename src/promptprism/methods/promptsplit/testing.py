@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...array_ops import map_in_threads
 from ...stats.batched_eigen import DENSE_BATCH_RANK
 from . import aggregate as agg
 from . import comparisons as kc
@@ -111,20 +112,7 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
     operand = operand_of(*rows)
     operand = sig.principal_operand(operand, seed=seed, record=info) if compress else operand
     info = info or dict(subspace or {})
-    gram = sig.operand_gram(operand)
-    rows_of = kc.label_rows(drawn.model, drawn.counts) if drawn.model is not None else []
-    rest = _rest_factor(operand, drawn)
-    weights = {c: drawn.weights(c, eta) for c in tested
-               if not _from_pair_block(operand, drawn, c) and (rest is None or len(c[1]) == 1)}
-
-    def spectra_of(c: kc.Comparison, width: int, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if _from_pair_block(operand, drawn, c):
-            return kc.pair_block_extremes(operand[1], rows_of[c[0]][cols], rows_of[c[1][0]][cols], eta, width)
-        if rest is not None and len(c[1]) > 1:
-            return kc.rest_extremes(*rest, rows_of[c[0]][cols], eta, width, seed=seed + int(cols[0]))
-        return sig.permuted_spectra(operand, weights[c][:, cols], width, gram=gram, seed=seed + int(cols[0]))
-
-    solvers = [lambda cols: stacked([spectra_of(c, w, cols) for c, w in zip(tested, widths, strict=True)])]
+    solvers = [_fitted_solver(operand, drawn, tested, widths, eta=eta, seed=seed)]
     members, sizes = [], (0, 0)
     if family is not None and family.kernels:
         members, sizes = family_members(sets, rows, drawn, list(tested), family, eta=eta, seed=seed)
@@ -161,6 +149,31 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
     return TestOutcome(tests, common)
 
 
+def _fitted_solver(operand: tuple, drawn: Labellings, tested: dict, widths: list[int], *, eta: float,
+                   seed: int) -> Callable:
+    """cols -> every tested comparison's (positive, |negative|) spectra side by side on those labellings,
+    for the fitted kernel: a K-way pair from its own rows, a one-vs-rest in G's eigenbasis (those small
+    solves, and with them the others, on a pool of the BLAS's threads,
+    :func:`~promptprism.array_ops.map_in_threads`), else the batched solve over the operand."""
+    gram = sig.operand_gram(operand)
+    rows_of = kc.label_rows(drawn.model, drawn.counts) if drawn.model is not None else []
+    rest = _rest_factor(operand, drawn)
+    small = {c: _from_pair_block(operand, drawn, c) or (rest is not None and len(c[1]) > 1) for c in tested}
+    weights = {c: drawn.weights(c, eta) for c in tested if not small[c]}
+
+    def spectra_of(c: kc.Comparison, width: int, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if _from_pair_block(operand, drawn, c):
+            return kc.pair_block_extremes(operand[1], rows_of[c[0]][cols], rows_of[c[1][0]][cols], eta, width)
+        if rest is not None and len(c[1]) > 1:
+            return kc.rest_extremes(*rest, rows_of[c[0]][cols], eta, width, seed=seed + int(cols[0]))
+        return sig.permuted_spectra(operand, weights[c][:, cols], width, gram=gram, seed=seed + int(cols[0]))
+
+    pairs = list(zip(tested, widths, strict=True))
+    if not any(small.values()) or len(tested) < 2:
+        return lambda cols: stacked([spectra_of(*cw, cols) for cw in pairs])
+    return lambda cols: stacked(map_in_threads(lambda cw: spectra_of(*cw, cols), pairs))
+
+
 def _from_pair_block(operand: tuple, drawn: Labellings, c: kc.Comparison) -> bool:
     """Whether a K-way pair is tested from its own rows (:func:`.comparisons.pair_block_extremes`): model
     labels (K >= 3), a numpy Gram matrix, a pair of at most ``PAIR_BLOCK_MAX_ROWS`` test rows."""
@@ -195,7 +208,7 @@ def _pvalues(spectra: tuple, tested: dict, widths: list[int], alpha: float) -> t
     for i, (c, t) in enumerate(tested.items()):
         cols = slice(offsets[i], offsets[i + 1])
         pos, neg = spectra[0][:, cols], spectra[1][:, cols]
-        outs[c] = sig.spectra_test(pos, neg, tested=t, alpha=alpha)
+        outs[c] = sig.spectra_test(pos, neg, tested=t, alpha=alpha, pvalues=len(tested) == 1)
         observed[(c, "+")], observed[(c, "-")] = pos[0, :t[0]], neg[0, :t[1]]
         null[(c, "+")], null[(c, "-")] = pos[1:, 0], neg[1:, 0]
     if len(tested) == 1:
