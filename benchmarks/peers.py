@@ -20,7 +20,9 @@ sqrt(nm)], [-sqrt(eta) K_YX / sqrt(nm), -eta K_YY / m]] in float32 torch and eve
 promptprism's bandwidths from result.json: PromptSplit's product kernel (SPEC), so both compute the spectrum
 of D G (eq. 3) and the top 10 eigenvalues of each sign must agree (KEN computes in float32). Above
 ``--ken-max`` samples per set KEN's kernel is timed in full and its eigvals at ``--ken-max`` and scaled by
-the cube of the size ratio (said on the row).
+the cube of the size ratio (said on the row). Each row also gives both sides' CPU seconds (all threads; the
+CLI's from its process's rusage, KEN's from ``time.process_time``, its eigvals part scaled as its wall time
+is): on a loaded machine the wall times depend on what share of the CPUs each side happened to get.
 
 **metrics** (n per set, d dims, float32, two correlated Gaussian sets that differ a little). Peers:
 ``prdc.compute_prdc`` (k = 5), clean-fid's ``frechet_distance`` after ``np.mean``/``np.cov`` as its
@@ -44,6 +46,7 @@ import ast
 import importlib.util
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -85,10 +88,19 @@ def write_split_inputs(folder: Path, n: int) -> list[Path]:
     return paths
 
 
-def run_cli(args: list[str], env: dict) -> float:
-    t0 = time.perf_counter()
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children."""
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def run_cli(args: list[str], env: dict, cpu: list | None = None) -> float:
+    """Wall seconds of ``promptprism ARGS`` as a process; its CPU seconds (all threads) go to ``cpu``."""
+    t0, c0 = time.perf_counter(), children_cpu()
     proc = subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, check=False)
     secs = time.perf_counter() - t0
+    if cpu is not None:
+        cpu.append(children_cpu() - c0)
     if proc.returncode:
         raise RuntimeError(f"promptprism {' '.join(args[:3])} failed: {proc.stderr.strip()[-800:]}")
     return secs
@@ -122,18 +134,25 @@ def ken_row(sets, sigmas: tuple[float, float], ken_max: int) -> tuple[float, np.
 
     w = [torch.from_numpy(np.hstack([t / sigmas[0], z / sigmas[1]]).astype(np.float32)) for t, z, _ in sets]
     n = w[0].shape[0]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     matrix = ken_matrix(w[0], w[1], 1.0)
-    build = time.perf_counter() - t0
+    build, build_cpu = time.perf_counter() - t0, time.process_time() - c0
     if n <= ken_max:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         vals = torch.linalg.eigvals(matrix).real.numpy().astype(np.float64)
+        KEN_CPU[:] = [build_cpu + time.process_time() - c0]
         return build + time.perf_counter() - t0, vals, "in full"
     small = ken_matrix(w[0][:ken_max], w[1][:ken_max], 1.0)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     torch.linalg.eigvals(small)
-    eig = (time.perf_counter() - t0) * (n / ken_max) ** 3
+    scale = (n / ken_max) ** 3
+    KEN_CPU[:] = [build_cpu + (time.process_time() - c0) * scale]
+    eig = (time.perf_counter() - t0) * scale
     return build + eig, np.array([]), f"kernel in full, eigvals timed at n = {ken_max:,} x (N/N0)^3"
+
+
+#: CPU seconds (all threads) of the last :func:`ken_row`, scaled as its wall time is
+KEN_CPU = [float("nan")]
 
 
 def signed_top(vals: np.ndarray, k: int) -> np.ndarray:
@@ -150,8 +169,9 @@ def split_rows(sizes: list[int], ken_max: int, folder: Path) -> None:
         out = folder / f"out-{n}"
         base = ["split", *map(str, paths), "--method", "exact", "--quiet", "--seed", "0"]
         load = os.getloadavg()[0]
-        wall = run_cli([*base, "--out", str(out)], env)
-        bare = run_cli([*base, "--out", str(folder / f"bare-{n}"), "--no-report"], env)
+        cpu: list[float] = []
+        wall = run_cli([*base, "--out", str(out)], env, cpu)
+        bare = run_cli([*base, "--out", str(folder / f"bare-{n}"), "--no-report"], env, cpu)
         result = json.loads((out / "result.json").read_text())
         cfg = result["config"]
         ken_s, ken_vals, how = ken_row(split_sets(n), (cfg["sigma_prompt"], cfg["sigma_output"]), ken_max)
@@ -159,6 +179,9 @@ def split_rows(sizes: list[int], ken_max: int, folder: Path) -> None:
         print(f"split n = m = {n:,} (load {load:.2f}): promptprism default exact command {wall:.2f} s "
               f"(report included; --no-report {bare:.2f} s, report {wall - bare:+.2f} s); "
               f"KEN {ken_s:.2f} s ({how}); ratio KEN / promptprism = {ken_s / wall:.1f}x", flush=True)
+        print(f"    CPU seconds (all threads): promptprism {cpu[0]:.2f} (--no-report {cpu[1]:.2f}), KEN "
+              f"{KEN_CPU[0]:.2f}; ratio {KEN_CPU[0] / cpu[0]:.1f}x (the number to read on a loaded machine)",
+              flush=True)
         parts = {k: round(float(v), 3) for k, v in result.get("timings", {}).items()}
         print(f"    promptprism's parts (result.json): {parts}")
         if ken_vals.size:

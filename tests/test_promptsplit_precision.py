@@ -172,3 +172,26 @@ def test_cli_precision_is_recorded_and_checked(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "--precision" in err[0] and "half" in err[0]
     assert not (out / "result.json").exists()
+
+
+def _as_float32(s: PairedSet) -> PairedSet:
+    return PairedSet(s.prompt_embeddings.astype(np.float32), s.output_embeddings.astype(np.float32),
+                     prompts=list(s.prompts), name=s.name)
+
+
+@pytest.mark.slow  # ~5 s: two fits with their tests
+def test_exact_auto_precision_is_the_inputs_and_float32_stays_within_tolerance():
+    """'auto' on the exact route: a float32 Gram matrix when every embedding is float32 (the inputs' own
+    precision), float64 otherwise. On float32 inputs the float32 fit, its test included, is the float64
+    fit's to FLOAT32_RTOL (eigenvalues, distance, modes, samples, prompts); p-values equal up to a
+    relabelling whose statistic ties the observed one within round-off (none here)."""
+    test, ref, _ = gaussian_mixture(2, per_component=40, seed=0)
+    t32, r32 = _as_float32(test), _as_float32(ref)
+    base = PromptSplit(kernel="gaussian", method="exact", n_modes=3, top_k=10, seed=0, permutations=60)
+    auto = base.fit(t32, r32)
+    full = dataclasses.replace(base, precision="float64").fit(t32, r32)
+    assert (auto.config["precision"], full.config["precision"]) == ("float32", "float64")
+    _assert_same_findings(full, auto)
+    assert [m.p_value for m in auto.modes] == [m.p_value for m in full.modes]
+    assert any(m.significant for m in auto.modes)
+    assert base.fit(t32, ref).config["precision"] == "float64"  # one float64 input: float64

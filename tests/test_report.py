@@ -79,7 +79,9 @@ def embedded_images(doc: str) -> list[tuple[str, tuple[int, int]]]:
 
 
 def n_imgs_with_alt(doc: str, alt: str) -> int:
-    return len(re.findall(rf'<img\b[^>]*alt="{re.escape(alt)}"', doc))
+    """Figures described as ``alt``: raster images (``<img alt>``) and inline SVG charts (``<svg
+    aria-label>``, the PromptSplit page's charts)."""
+    return len(re.findall(rf'<(?:img\b[^>]*alt|svg\b[^>]*aria-label)="{re.escape(alt)}"', doc))
 
 
 # ------------------------------------------------------------------------------------------ PromptSplit
@@ -134,7 +136,8 @@ def test_promptsplit_page_without_inputs_shows_text_and_says_why_no_map():
     assert "The map needs the embeddings" in doc
     assert 'class="px"' not in doc and 'class="snip"' in doc
     assert "colored image of a" in doc  # the demo's outputs as text
-    assert len(embedded_images(doc)) == 1  # the eigenvalue chart only
+    assert not embedded_images(doc)  # no raster figure: the eigenvalue chart is inline SVG
+    assert n_imgs_with_alt(doc, "top positive and negative eigenvalues") == 1
 
 
 def test_inputs_that_do_not_match_are_refused_with_a_note():

@@ -55,7 +55,7 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
+        return _plain_list(obj) or [to_jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
         return to_jsonable(obj.tolist())
     if isinstance(obj, (np.integer,)):
@@ -68,6 +68,18 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     return obj
+
+
+def _plain_list(items: list | tuple) -> list | None:
+    """``items`` as JSON values when every one is a plain float (non-finite ones None) or every one a plain
+    int or str (the long lists of a result: coordinates, scores, labels), without a call per item; else
+    None."""
+    kinds = set(map(type, items))
+    if kinds == {float}:
+        return [v if math.isfinite(v) else None for v in items]
+    if kinds and kinds <= {int, str}:
+        return list(items)
+    return None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,6 +10,7 @@ ends differently: one line that says so, exit 1 (``PROMPTPRISM_TRACEBACK=1`` sho
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import os
 import sys
@@ -30,34 +31,38 @@ except (OSError, ValueError, IndexError, KeyError):
 
 import typer  # noqa: E402
 
-from . import check as _check  # noqa: E402,F401
-from . import compare as _compare  # noqa: E402,F401
-from . import compcon as _compcon  # noqa: E402,F401
-from . import demo as _demo  # noqa: E402,F401
-from . import describe as _describe  # noqa: E402,F401
-from . import diversity as _diversity  # noqa: E402,F401,I001
-
-# sub-commands register themselves on ``app`` when imported, in the order of a user's work
-from . import embed as _embed  # noqa: E402,F401
-from . import generate as _generate  # noqa: E402,F401
-from . import metrics as _metrics  # noqa: E402,F401
-from . import quality as _quality  # noqa: E402,F401
-from . import regions as _regions  # noqa: E402,F401
-from . import report as _report  # noqa: E402,F401
-from . import split as _split  # noqa: E402,F401
 from ._app import LAST_RUN, app, command_runner, console, err_console, register_main
 from ._errors import error_line
 from ._options import FlagValueError, build_cli
 
-_CLI = None
+#: the module that registers each sub-command on ``app`` when imported (in the order of a user's work);
+#: a run imports only its own command's module (``promptprism split`` never loads the regions or metrics
+#: code), help and unknown words import them all
+COMMAND_MODULES = {"generate": "generate", "embed": "embed", "split": "split", "compare": "compare",
+                   "diversity": "diversity", "metrics": "metrics", "regions": "regions",
+                   "describe": "describe", "quality": "quality", "compcon": "compcon",
+                   "compcon-eval": "compcon", "report": "report", "check": "check", "demo": "demo"}
+
+_CLI: list = []
 
 
-def cli():
-    """The click group with the shared conventions applied (built on first use)."""
-    global _CLI
-    if _CLI is None:
-        _CLI = build_cli(app, command_runner)
-    return _CLI
+def load_commands(args: list[str] | None = None) -> None:
+    """Register the sub-commands ``args`` needs: its command word's module, or every module (no args,
+    help, an unknown or mistyped word: the usage error lists them all)."""
+    word = next((a for a in args if not a.startswith("-")), None) if args else None
+    names = [COMMAND_MODULES[word]] if word in COMMAND_MODULES else sorted(set(COMMAND_MODULES.values()))
+    for name in names:
+        importlib.import_module(f"{__name__}.{name}")
+
+
+def cli(args: list[str] | None = None):
+    """The click group with the shared conventions applied, holding the sub-commands ``args`` needs (all of
+    them without ``args``; rebuilt when more have registered since)."""
+    load_commands(args)
+    registered = len(app.registered_commands)
+    if not _CLI or _CLI[0] != registered:
+        _CLI[:] = [registered, build_cli(app, command_runner)]
+    return _CLI[1]
 
 
 _LAST_ERROR: list[str] = []
@@ -116,8 +121,9 @@ def _main(args: list[str]) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
         try:
+            group = cli(args)  # (its imports are the thread budget's busy-CPU window)
             with thread_budget(choose_threads(since=_STARTED.pop() if _STARTED else None)):
-                code = cli().main(args=args, prog_name="promptprism", standalone_mode=False)
+                code = group.main(args=args, prog_name="promptprism", standalone_mode=False)
             code = code if isinstance(code, int) else 0
         except click_exc.NoArgsIsHelpError as exc:
             console.print(exc.ctx.get_help() if exc.ctx else "", markup=False)

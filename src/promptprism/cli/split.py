@@ -111,8 +111,8 @@ PERMUTATIONS = typed("auto", Integer(words=("auto",)), "--permutations",
                           "features; 0 turns it off).")
 ALPHA = typed(0.05, Number(), "--alpha", help="Family-wise significance level of the test (0 < alpha < 1).")
 PRECISION = typed("auto", Choice(PRECISIONS), "--precision",
-                  help="float32, float64, or auto (float32 for rff/sketch, float64 exact); recorded in "
-                       "result.json.")
+                  help="float32, float64, or auto (float32 for rff/sketch; exact: the inputs' own, float32 "
+                       "for float32 embeddings, else float64); recorded in result.json.")
 
 
 def _named(result: Any, names: list[str] | None) -> Any:

@@ -25,9 +25,8 @@ from ..methods.promptsplit.layout import (  # noqa: F401 (the map's constants, u
     sample_map,
     usable_rows,
 )
-from . import figures
-from .common import safe_figure
 from .html import el, note, p
+from .svg import scatter_svg
 
 POS_PALETTE = ("#1f4e9c", "#3f8fd8", "#1a9c8c", "#7fb3e8")
 NEG_PALETTE = ("#c8461c", "#e8912c", "#a8326e", "#f0b87a")
@@ -70,22 +69,15 @@ def _map_caption(result: Any, shown: int, total: int, left_out: int, per_sign: i
     )
 
 
-def _scatter(xy: np.ndarray, assign: np.ndarray, colors: dict, idx: dict, names: dict[str, str],
+def _scatter(xy: np.ndarray, assign: np.ndarray, colors: dict, sides: list[str], names: dict[str, str],
              shown: int, total: int) -> Any:
-    """The static t-SNE figure: colour by mode, marker by model."""
-    groups = [names["test"], names["reference"]]
-    markers = [names["test"]] * len(idx["test"]) + [names["reference"]] * len(idx["reference"])
-    return safe_figure(
-        figures.scatter_map,
-        xy,
-        assign.astype(str),
-        groups,
-        colors,
-        markers,
-        {names["test"]: "o", names["reference"]: "^"},
+    """The static t-SNE figure (inline SVG: what a page without scripts, or printed, shows): colour by mode,
+    marker by model."""
+    markers = [names[side] for side in sides]
+    return el("figure", scatter_svg(
+        xy, assign.astype(str), markers, colors, {names["test"]: "o", names["reference"]: "^"},
         f"t-SNE of the joint (prompt, output) embeddings · {shown:,} of {total:,} samples",
-        alt="t-SNE map of the samples coloured by mode",
-    )
+        label="t-SNE map of the samples coloured by mode"))
 
 
 def layout_of(result: Any, sets: dict[str, PairedSet], map_points: int,
@@ -126,14 +118,12 @@ def map_section(
     xy = np.column_stack([layout["x"], layout["y"]]).astype(float)
     assign = np.asarray(layout["mode"], dtype=object)
     colors = mode_colors(list(layout["labels"]))
-    idx = {s: np.asarray([i for t, i in layout["points"] if t == s], dtype=np.int64)
-           for s in ("test", "reference")}
     if sink is not None and set(sets) == {"test", "reference"}:  # (the views need the samples' texts)
         sink.update(x=list(layout["x"]), y=list(layout["y"]), mode=list(layout["mode"]),
                     points=[(t, int(i)) for t, i in layout["points"]], colors=colors)
     step("map: drawing")
     shown, total = int(layout["shown"]), int(layout["total"])
-    fig = _scatter(xy, assign, colors, idx, names, shown, total)
+    fig = _scatter(xy, assign, colors, [t for t, _ in layout["points"]], names, shown, total)
     return [
         el("div", cls="pp-widget", data_pp_widget="map"),
         el("div", fig, cls="pp-static"),

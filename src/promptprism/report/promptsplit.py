@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from ..data.paired import PairedSet
-from . import figures
 from .common import (
     display_name,
     finish,
@@ -27,7 +26,6 @@ from .common import (
     mapping,
     notes_block,
     run_details,
-    safe_figure,
     text_card,
     thumb,
     visual_of,
@@ -52,6 +50,7 @@ from .significance import (
     significance_of,
     verdict,
 )
+from .svg import eigenvalue_bars_svg, svg_figure
 
 #: samples per model shown for each mode
 GALLERY_PER_SIDE = 8
@@ -210,13 +209,10 @@ def _map_or_note(result: Any, sets: dict, map_points: int, names: dict[str, str]
 def _eigen_figure(result: Any, null: Any, flags: Any) -> Any:
     """The top eigenvalues of each sign, with the permutation null band when there is one."""
     cfg = result.config
-    return safe_figure(
-        figures.eigenvalue_bars,
-        result.eigenvalues,
-        int(cfg.get("n_modes") or 10),
-        null_top=null,
-        significant=flags,
-        alt="top positive and negative eigenvalues",
+    chart = eigenvalue_bars_svg(result.eigenvalues, int(cfg.get("n_modes") or 10), null_top=null,
+                                significant=flags, label="top positive and negative eigenvalues")
+    return svg_figure(
+        chart,
         caption=f"Top {len(result.positive_modes)} positive and {len(result.negative_modes)} negative "
         f"eigenvalues of Λ = C_test − η C_ref (η = {fmt(cfg.get('eta', 1.0))}). "
         + (

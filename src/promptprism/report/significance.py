@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import figures
-from .common import safe_figure
 from .html import bar, details, el, fmt, fnum, kv_table, num, p, table
 from .map import mode_label
+from .svg import bandwidth_scan_svg, svg_figure
 
 
 # ------------------------------------------------------------------------------------------ significance
@@ -283,10 +282,8 @@ def scan_block(result: Any) -> Any:
                     cls="muted small",
                 )
             )
-    fig = safe_figure(
-        figures.bandwidth_scan,
-        scan,
-        alt="bandwidth scan: top eigenvalues against the bandwidth",
+    fig = svg_figure(
+        bandwidth_scan_svg(scan, label="bandwidth scan: top eigenvalues against the bandwidth"),
         caption="The top eigenvalues over the scanned bandwidths (multiples of the median distance); the "
         "smallest bandwidth from which they stop changing (within the tolerance) is chosen.",
     )

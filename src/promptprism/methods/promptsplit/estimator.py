@@ -76,7 +76,8 @@ class PromptSplit(SplitOptions):
         random draws stay numpy's (the same numbers on every device) and the results are numpy. On a dask
         cluster the streaming passes run with numpy on the workers. Recorded as ``config['device']``
         ('numpy' or 'torch:<device>'); tolerances between backends: docs/devices.md.
-    precision : 'auto' (float32 on the random-feature routes, float64 on the exact route), 'float32' or
+    precision : 'auto' (float32 on the random-feature routes; on the exact route the inputs' own: float32
+        when every embedding is float32, else float64), 'float32' or
         'float64': the arithmetic of the features / Gram matrix and of the covariance updates (running sums
         and the r x r spectrum stay float64). The resolved value is ``result.config['precision']``; the
         accuracy cost is measured in docs/precision.md.

@@ -9,8 +9,11 @@ result's ``config``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import numpy as np
 
 from ..._params import Check, Estimator, between, one_of, positive
 from ..._validation import check_memory, check_positive_number, check_seed
@@ -23,6 +26,7 @@ from .aggregate import AGGREGATES
 
 METHODS = ("auto", "exact", "rff", "sketch")
 PRECISIONS = ("auto", "float32", "float64")
+#: ``precision='auto'`` per route (the exact route: float32 instead when every input embedding is)
 AUTO_PRECISION = {"exact": "float64", "rff": "float32", "sketch": "float32"}
 RANKINGS = ("contribution", "mean_score")
 SOLVERS = ("auto", "dense", "lanczos")
@@ -152,9 +156,15 @@ class SplitOptions(Estimator):
         return ("exact" if n_samples <= EXACT_MAX_SAMPLES
                 else "rff" if self.kernel == "gaussian" else "sketch")
 
-    def resolved_precision(self, route: str) -> str:
-        """``precision``, with 'auto' resolved for the route (float64 exact, float32 random features)."""
-        return AUTO_PRECISION[route] if self.precision == "auto" else self.precision
+    def resolved_precision(self, route: str, sets: Sequence[Any] = ()) -> str:
+        """``precision``, with 'auto' resolved for the route: float32 for random features; for the exact
+        route the precision of the inputs ``sets`` (float32 when every embedding is float32, else
+        float64)."""
+        if self.precision != "auto":
+            return self.precision
+        float32 = bool(sets) and all(getattr(getattr(s, a, None), "dtype", None) == np.float32
+                                     for s in sets for a in ("prompt_embeddings", "output_embeddings"))
+        return "float32" if route == "exact" and float32 else AUTO_PRECISION[route]
 
     def resolved_permutations(self, route: str) -> int:
         """``permutations``, with None resolved for the route (200 exact, 100 random features)."""

@@ -376,7 +376,7 @@ def choose_route(est: Any, sets: dict[str, PairedSet] | list[PairedSet], sigmas:
     once per fit, over ``sets`` and ``comparisons`` (default: set 0 against set 1)."""
     members = list(sets.values()) if isinstance(sets, dict) else list(sets)
     name = est.route_name(sum(len(s) for s in members))
-    precision = est.resolved_precision(name)
+    precision = est.resolved_precision(name, members)
     if name == "exact":
         return ExactRoute(est, members, sigmas, precision=precision, backend=backend, comparisons=comparisons)
     return FeatureRoute(name, est, members, sigmas, precision=precision, backend=backend, runner=runner,
