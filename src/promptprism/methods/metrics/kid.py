@@ -157,8 +157,7 @@ def subset_kernel_mmd2(x: Any, y: Any, kernels: list[SubsetKernel], *, n_subsets
 
     def one_pair(pair: tuple[np.ndarray, np.ndarray]) -> list[tuple[float, tuple[float, float]]]:
         i, j = pair
-        sums = kernel_sums(np.asarray(x[i], dtype=np.float64), np.asarray(y[j], dtype=np.float64), kernels,
-                           gram_dtype=gram_dtype)
+        sums = kernel_sums(np.asarray(x[i]), np.asarray(y[j]), kernels, gram_dtype=gram_dtype)
         labels = None if groups is None else [None if g is None else np.asarray(g)[rows]
                                               for g, rows in zip(groups, (i, j), strict=True)]
         out = []
