@@ -3,6 +3,7 @@
     python benchmarks/peers.py                                # both sections at the issue's sizes (long)
     python benchmarks/peers.py --only split --sizes 2500      # the exact command against KEN
     python benchmarks/peers.py --only metrics --metrics-n 10000 --dims 512
+    python benchmarks/peers.py --only metrics --metrics-n 50000 --dims 512 --prdc-fit 10000 15000 20000
     OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/peers.py ...   # one thread on both sides
 
 Install the peers first: ``pip install -e '.[bench]'`` (``prdc``, ``clean-fid``, ``torchmetrics``, ``torch``).
@@ -36,7 +37,9 @@ the fastest of ``--repeat`` runs, each side after one untimed small call of its 
 promptprism runs first (before torch starts its threads). Peak memory:
 tracemalloc (numpy and Python allocations; torch's own allocator is not traced). ``prdc`` is not run when
 its three n x n float32 matrices do not fit in the free memory (n = 50,000: 28 GiB); the sum is then over the
-other peers and says so.
+other peers and says so, or with ``--prdc-fit 10000 15000 20000`` prdc is timed at those sizes and its time
+at n **extrapolated** from a fit t = c n^2 (the fit, its log-log slope and prdc's agreement with our PRDC at
+the largest of them are printed; its memory is then its matrices' size, not measured).
 """
 
 from __future__ import annotations
@@ -257,7 +260,8 @@ def available_bytes() -> int:
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
-def peer_metrics(real: np.ndarray, fake: np.ndarray, rows: dict, kid_subset: int = 1000) -> dict:
+def peer_metrics(real: np.ndarray, fake: np.ndarray, rows: dict, kid_subset: int = 1000,
+                 prdc_fit: list[int] | None = None) -> dict:
     import prdc as prdc_package
     import torch
     from torchmetrics.image.kid import KernelInceptionDistance
@@ -285,9 +289,45 @@ def peer_metrics(real: np.ndarray, fake: np.ndarray, rows: dict, kid_subset: int
     else:
         print(f"    prdc.compute_prdc (k = 5): not run, its three n x n float32 matrices need "
               f"{need / 2**30:.1f} GiB and {have / 2**30:.1f} GiB are free", flush=True)
+        if prdc_fit:
+            prdc_extrapolated(real.shape[0], real.shape[1], prdc_fit, rows)
     out["fd"] = timed("clean-fid FD (np.cov + its frechet_distance)", cleanfid_fd, rows)
     out["kid"] = timed("torchmetrics KID (100 x 1,000)", torchmetrics_kid, rows)
     return out
+
+
+#: the row label of prdc's time extrapolated from smaller sizes
+PRDC_EXTRAPOLATED = "prdc.compute_prdc (k = 5), EXTRAPOLATED"
+
+
+def prdc_extrapolated(n: int, d: int, sizes: list[int], rows: dict) -> None:
+    """prdc's time at ``n`` rows per set, **extrapolated** (it cannot allocate there): ``compute_prdc`` timed
+    on sets of each of ``sizes`` rows (the same generator), a least-squares fit t = c n^2 (its three n x n
+    distance matrices and their partitions: quadratic; the log-log slope is printed as a check) taken at
+    ``n``; its memory is its three n x n float32 matrices. At the largest size our PRDC is compared to it."""
+    import prdc as prdc_package
+
+    from promptprism.methods.metrics import prdc as our_prdc
+
+    walls, cpus = [], []
+    for m in sizes:
+        real, fake = metric_sets(m, d)
+        t0, c0 = time.perf_counter(), time.process_time()
+        theirs = prdc_package.compute_prdc(real, fake, 5)
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+        print(f"      prdc fit point n = {m:,}: {walls[-1]:.2f} s ({cpus[-1]:.2f} CPU s)", flush=True)
+    mine = our_prdc(real, fake, 5)
+    diff = max(abs(float(theirs[k]) - mine[k]) for k in mine)
+    x = np.asarray(sizes, dtype=np.float64)
+    c_wall, c_cpu = (float(np.sum(np.asarray(t) * x**2) / np.sum(x**4)) for t in (walls, cpus))
+    slope = float(np.polyfit(np.log(x), np.log(walls), 1)[0]) if len(sizes) > 1 else float("nan")
+    wall, cpu = c_wall * n**2, c_cpu * n**2
+    rows[PRDC_EXTRAPOLATED] = (wall, prdc_bytes(n) / 2**20, None, cpu)
+    print(f"    {PRDC_EXTRAPOLATED:<46} {wall:8.2f} s {cpu:8.2f} CPU s {prdc_bytes(n) / 2**20:8.0f} MiB "
+          f"(fit t = {c_wall:.3e} n^2 s on n = {', '.join(f'{m:,}' for m in sizes)}; log-log slope "
+          f"{slope:.2f}; its matrices' size, not measured); PRDC max |diff| to it at n = {sizes[-1]:,}: "
+          f"{diff:.1e}", flush=True)
 
 
 def our_metrics(real: np.ndarray, fake: np.ndarray, rows: dict, parts: bool = True) -> dict:
@@ -329,17 +369,18 @@ def warm_up(real: np.ndarray, fake: np.ndarray, side: str, rows: int = 1500) -> 
         peer_metrics(real[:rows], fake[:rows], {}, kid_subset=rows // 2)
 
 
-def metrics_rows(n: int, d: int, parts: bool = True) -> None:
+def metrics_rows(n: int, d: int, parts: bool = True, prdc_fit: list[int] | None = None) -> None:
     real, fake = metric_sets(n, d)
     print(f"metrics n = {n:,} per set, d = {d:,} (load {os.getloadavg()[0]:.2f})", flush=True)
     rows: dict = {}
     warm_up(real, fake, "promptprism")
     ours = our_metrics(real, fake, rows, parts)  # first: torch's threads are not started yet
     warm_up(real, fake, "peers")
-    peers = peer_metrics(real, fake, rows)
+    peers = peer_metrics(real, fake, rows, prdc_fit=prdc_fit)
     peer_rows = [v for k, v in rows.items() if not k.startswith(("promptprism", "  "))]
     mine = rows["promptprism ReferenceMetrics (no intervals)"]
-    what = "peers' sum" if "prdc" in peers else "peers' sum without prdc (not run)"
+    what = ("peers' sum" if "prdc" in peers else "peers' sum with prdc EXTRAPOLATED" if PRDC_EXTRAPOLATED
+            in rows else "peers' sum without prdc (not run)")
     wall, cpu = sum(v[0] for v in peer_rows), sum(v[3] for v in peer_rows)
     print(f"    {what} {wall:.2f} s ({cpu:.2f} CPU s); promptprism {mine[0]:.2f} s ({mine[3]:.2f} CPU s); "
           f"ratio peers / promptprism = {wall / mine[0]:.2f}x wall, {cpu / mine[3]:.2f}x CPU")
@@ -360,6 +401,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--metrics-n", nargs="+", type=int, default=[10_000])
     ap.add_argument("--dims", nargs="+", type=int, default=[512])
     ap.add_argument("--no-parts", action="store_true", help="metrics: time ReferenceMetrics, not its parts")
+    ap.add_argument("--prdc-fit", nargs="+", type=int, default=None, metavar="N",
+                    help="metrics: where prdc cannot allocate, time it at these n (e.g. 10000 15000 20000) "
+                         "and extrapolate its time as c n^2 (said so on its row)")
     ap.add_argument("--repeat", type=int, default=1, help="metrics: runs of each call, the fastest kept")
     args = ap.parse_args(argv)
     REPEAT[0] = max(1, args.repeat)
@@ -374,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     if "metrics" in args.only:
         for n in args.metrics_n:
             for d in args.dims:
-                metrics_rows(n, d, parts=not args.no_parts)
+                metrics_rows(n, d, parts=not args.no_parts, prdc_fit=args.prdc_fit)
     print(f"# load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

@@ -9,8 +9,9 @@ row sums and diagonals of K_aa and K_bb and the row and column sums of K_ab: :cl
 
 Every kernel here is a function of the rows' inner products, so one Gram matrix G = Z Z^T of the
 stacked rows centred on their mean c (float64, or float32 when both sets are float32: the features' own
-precision, as torchmetrics computes KID; the kernels and sums are still taken in float64),
-Z = [a - c; b - c] (one symmetric product, BLAS syrk: two thirds of
+precision, as torchmetrics computes KID; the rows are then centred in float32, no float64 copy of them is
+made, and the kernels and sums are still taken in float64), Z = [a - c; b - c] (one symmetric product,
+BLAS syrk: two thirds of
 the work of the three products K_aa, K_bb, K_ab), serves them all:
 
 * polynomial (KID; Binkowski et al. 2018, sec. 3): (gamma <a_i, b_j> + coef)^degree, where
@@ -192,21 +193,71 @@ def upper_gram(z: np.ndarray, dtype: Any = np.float64) -> np.ndarray:
     return z @ z.T
 
 
+#: rows per chunk when the float32 operand's per-row terms are taken in float64 (a chunk stays in cache)
+TERM_CHUNK_ROWS = 32
+
+
+def _float32_operand(a: np.ndarray, b: np.ndarray, kernels: list[SubsetKernel]
+                     ) -> tuple[np.ndarray, list[_Terms]]:
+    """(Z, the kernels' terms) for a float32 Gram: the stacked rows centred in float32 on a float32 centre c
+    (the mean of the two sets' means, in float32: any centre near the rows keeps the precision),
+    Z = fl32([a; b] - c). Each kernel is then evaluated at the points Z + c, within float32's rounding of
+    the centred rows (|Z - ([a; b] - c)| <= 2^-24 |[a; b] - c| entrywise), and its per-row terms are taken
+    from Z in float64, consistently with the Gram (distances of the same points). No float64 copy of the
+    rows is made (polynomial and gaussian kernels)."""
+    s = a.shape[0]
+    c32 = (np.float32(0.5) * (a.mean(axis=0, dtype=np.float32) + b.mean(axis=0, dtype=np.float32))
+           ).astype(np.float32)
+    z = np.empty((s + b.shape[0], a.shape[1]), dtype=np.float32)
+    np.subtract(a, c32, out=z[:s])
+    np.subtract(b, c32, out=z[s:])
+    c = c32.astype(np.float64)
+    sq, inner = np.empty(z.shape[0]), np.empty(z.shape[0])
+    buf = np.empty((TERM_CHUNK_ROWS, z.shape[1]))  # reused: no fresh pages per chunk
+    for lo in range(0, z.shape[0], TERM_CHUNK_ROWS):
+        hi = min(z.shape[0], lo + TERM_CHUNK_ROWS)
+        part = buf[: hi - lo]
+        part[...] = z[lo:hi]
+        np.einsum("ij,ij->i", part, part, out=sq[lo:hi])
+        np.matmul(part, c, out=inner[lo:hi])
+    inner += 0.5 * float(c @ c)  # <a_i, b_j> = G_ij + inner_i + inner_j
+    terms = []
+    for kernel in kernels:
+        if kernel.kind == "gaussian":
+            inv = 1.0 / kernel.sigma**2
+            h = 0.5 * inv * sq
+            terms.append(_Terms(inv, None, np.exp(-h)) if h.max(initial=0.0) <= GAUSSIAN_FACTORED_MAX_H
+                         else _Terms(inv, -h))
+        else:
+            gamma = 1.0 / z.shape[1] if kernel.gamma is None else float(kernel.gamma)
+            terms.append(_Terms(gamma, gamma * inner + 0.5 * kernel.coef))
+    return z, terms
+
+
 def kernel_sums(a: np.ndarray, b: np.ndarray, kernels: list[SubsetKernel], *,
                 gram_dtype: Any = np.float64) -> list[KernelSums]:
-    """:class:`KernelSums` of each kernel on the rows ``a`` and ``b`` (float64), from one Gram matrix of the
-    centred rows in ``gram_dtype`` (float32: the product at twice the speed; entries off by about
-    sqrt(d) x 6e-8 x |z_i| |z_j|, which average out of the sums)."""
+    """:class:`KernelSums` of each kernel on the rows ``a`` and ``b``, from one Gram matrix of the centred
+    rows in ``gram_dtype`` (float32: the product at twice the speed; entries off by about sqrt(d) x 6e-8 x
+    |z_i| |z_j|, which average out of the sums; the rows are then centred in float32,
+    :func:`_float32_operand`, unless a kernel is the cosine). The kernels and their sums are in float64."""
     s = a.shape[0]
-    raw = np.concatenate([a, b])
-    c = 0.5 * (a.mean(axis=0) + b.mean(axis=0))
-    z = raw - c
-    terms = [_terms(kernel, z, c, raw) for kernel in kernels]
-    if raw.shape[0] <= SMALL_ROWS:  # few rows: whole matrices, fewer numpy calls
-        return [_small_sums(kernel, z @ z.T, term, s) for kernel, term in zip(kernels, terms, strict=True)]
-    g = upper_gram(z, gram_dtype)
+    if np.dtype(gram_dtype) == np.float32 and all(k.kind != "cosine" for k in kernels) \
+            and a.shape[0] + b.shape[0] > SMALL_ROWS:
+        z, terms = _float32_operand(a, b, kernels)
+        g = z @ z.T  # one BLAS syrk; numpy releases the GIL around it
+    else:
+        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        raw = np.concatenate([a, b])
+        c = 0.5 * (a.mean(axis=0) + b.mean(axis=0))
+        z = raw - c
+        terms = [_terms(kernel, z, c, raw) for kernel in kernels]
+        if raw.shape[0] <= SMALL_ROWS:  # few rows: whole matrices, fewer numpy calls
+            return [_small_sums(kernel, z @ z.T, term, s)
+                    for kernel, term in zip(kernels, terms, strict=True)]
+        g = upper_gram(z, gram_dtype)
+    n_rows = g.shape[0]
     aa = _symmetric_sums(kernels, g, terms, 0, s)
-    bb = _symmetric_sums(kernels, g, terms, s, raw.shape[0])
+    bb = _symmetric_sums(kernels, g, terms, s, n_rows)
     ab = _cross_sums(kernels, g, terms, s)
     return [KernelSums(*x, *y, *xy) for x, y, xy in zip(aa, bb, ab, strict=True)]
 

@@ -30,7 +30,8 @@ KID_MAX_KERNEL = 1e100
 def check_kid_scale(x: Any, y: Any, *, degree: int, gamma: float, coef: float) -> None:
     """Refuse embeddings whose scale takes (gamma <a, b> + coef)^degree beyond :data:`KID_MAX_KERNEL`, bounded
     by |<a, b>| <= d max|a| max|b| (in logarithms: the values may be near float64's own limits)."""
-    amax = [float(np.max(np.abs(np.asarray(v, dtype=np.float64)), initial=0.0)) for v in (x, y)]
+    amax = [0.0 if v.size == 0 else max(abs(float(np.max(v))), abs(float(np.min(v)))) for v in
+            (np.asarray(x), np.asarray(y))]  # in the features' own dtype: max and min are exact, no copy
     if min(amax) == 0.0:
         return
     log_inner = np.log10(gamma * x.shape[1]) + np.log10(amax[0]) + np.log10(amax[1])
@@ -157,8 +158,7 @@ def subset_kernel_mmd2(x: Any, y: Any, kernels: list[SubsetKernel], *, n_subsets
 
     def one_pair(pair: tuple[np.ndarray, np.ndarray]) -> list[tuple[float, tuple[float, float]]]:
         i, j = pair
-        sums = kernel_sums(np.asarray(x[i], dtype=np.float64), np.asarray(y[j], dtype=np.float64), kernels,
-                           gram_dtype=gram_dtype)
+        sums = kernel_sums(np.asarray(x[i]), np.asarray(y[j]), kernels, gram_dtype=gram_dtype)
         labels = None if groups is None else [None if g is None else np.asarray(g)[rows]
                                               for g, rows in zip(groups, (i, j), strict=True)]
         out = []

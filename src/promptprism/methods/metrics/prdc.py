@@ -134,6 +134,21 @@ def _distinct(x: Any) -> tuple[Rows, np.ndarray, np.ndarray, int]:
     return Rows(arr, index), rank[inverse], counts[inverse], int(arr.shape[0] - first.size)
 
 
+def _one_set(x: Any, centre: np.ndarray | None, spread_about: np.ndarray | None, *, k: int, exact: bool,
+             block_rows: int | None) -> tuple:
+    """One set's distinct rows (:func:`_distinct`), its form centred on ``centre`` (None: its own mean),
+    its radii and closed-ball counts (:func:`.neighbours.own_radii`), and the largest squared distance of
+    its distinct rows from ``spread_about`` (0.0 when None)."""
+    rows, inverse, mult, dup = _distinct(x)
+    form = make_form(rows, rows.mean() if centre is None else centre)
+    radii, held = own_radii(form, k, exact=exact, block_rows=_block_rows(len(rows), block_rows))
+    spread = 0.0
+    for lo in range(0, len(rows) if spread_about is not None else 0, 2048):
+        diff = rows.block(lo, lo + 2048) - spread_about
+        spread = max(spread, float(np.max(np.einsum("ij,ij->i", diff, diff))))
+    return rows, inverse, mult, dup, form, radii, held, spread
+
+
 def neighbour_indicators(real: Any, fake: Any, k: int = 5, *, dtype: Any = np.float64,
                          block_rows: int | None = None) -> NeighbourIndicators:
     """The per-sample indicators of precision, recall, density and coverage (module docstring, eqs.).
@@ -148,24 +163,20 @@ def neighbour_indicators(real: Any, fake: Any, k: int = 5, *, dtype: Any = np.fl
                          "dimensions; they must come from the same encoder")
     k = check_nearest_k(k, real.shape[0], fake.shape[0])
     exact = np.finfo(np.dtype(dtype)).eps < np.finfo(np.float32).eps
-    re, re_inv, re_mult, re_dup = _distinct(real)
-    fa, fa_inv, _, fa_dup = _distinct(fake)
     shift = np.zeros(real.shape[1])
     for start in range(0, real.shape[0], 8192):
         shift += np.asarray(real[start : start + 8192], dtype=np.float64).sum(axis=0)
     shift /= real.shape[0]
-    real_form = make_form(re, shift)
-    fake_form = make_form(fa, fa.mean())
-    # the two sets' radii side by side, then the row blocks of the memberships, on threads when large
-    parallel = max(len(re), len(fa)) * real.shape[1] >= PARALLEL_ENTRIES
-    (re_radii, re_held), (fa_radii, _) = map_threads(
-        lambda form: own_radii(form, k, exact=exact, block_rows=_block_rows(len(form.rows), block_rows)),
-        [real_form, fake_form], parallel=parallel)
+    # each set's distinct rows, form and radii side by side (and the generated rows' spread about the
+    # reference's centre), then the row blocks of the memberships, on threads when large
+    parallel = max(real.shape[0], fake.shape[0]) * real.shape[1] >= PARALLEL_ENTRIES
+    (re, re_inv, re_mult, re_dup, real_form, re_radii, re_held, _), \
+        (fa, fa_inv, _, fa_dup, _, fa_radii, _, fake_sq) = map_threads(
+            lambda task: _one_set(*task, k=k, exact=exact, block_rows=block_rows),
+            [(real, shift, None), (fake, None, shift)], parallel=parallel)
     # the round-off of the expansion |a|^2 + |b|^2 - 2<a, b>: a sample on a ball's sphere (identical sets:
     # the k-th neighbour) stays outside whichever way its two computed distances round, and a zero radius
     # still holds its own copies
-    fake_sq = max((float(np.max(np.sum((fa.block(lo, lo + 8192) - shift) ** 2, axis=1)))
-                   for lo in range(0, len(fa), 8192)), default=0.0)
     floor = 64 * np.finfo(np.dtype(dtype)).eps * max(float(real_form.sq.max()), fake_sq, 1e-300)
     r_real = np.maximum(re_radii - floor, floor)
     r_fake = np.maximum(fa_radii - floor, floor)
