@@ -53,9 +53,10 @@ def quality(
     api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
     chat_cache: Path | None = CHAT_CACHE,
     facet: list[str] | None = typer.Option(None, "--facet", metavar="COLUMN",
-                                           help="A manifest column (repeatable; split results): the "
-                                                "closeness and judge verdicts per value of the column on "
-                                                "each finding too (Holm over every test reported)."),
+                                           help="A manifest column (repeatable): the closeness and "
+                                                "judge verdicts per value of the column on each finding "
+                                                "(mode, deviating model, cluster) too (Holm over every "
+                                                "test reported)."),
     alpha: float = typed(0.05, Number(), "--alpha", help="Family-wise level over the findings (Holm)."),
     permutations: int = typed(2000, Integer(), "--permutations",
                               help="Permutations of the within-prompt test (>= 99)."),
@@ -174,21 +175,17 @@ def _closeness(kind: str, findings: list, sets: dict, real: Path, text_model: st
     import dataclasses
 
     from ..data.inputs import load_input
-    from ..methods.metrics import FindingQuality
     from ..methods.metrics.findings_clusters import ClusterQuality
-    from ..methods.metrics.findings_facets import FacetQuality
-    from ..methods.metrics.findings_rank import FindingRanking
+    from ..methods.metrics.findings_facets import FacetQuality, FacetRanking
 
     reference = dataclasses.replace(load_input(inp.results_folder_input(real), text_model=text_model),
                                     name="real data")
+    faceted = _facets(sets, facets) if facets else ()
     if kind == "scendi":
-        return ClusterQuality(**params).fit(findings, next(iter(sets.values())), reference)
-    if facets and kind != "promptsplit":
-        raise InputError("--facet: verdicts per facet value are for split results (two models) for now")
-    if facets:
-        return FacetQuality(**params).fit(findings, sets, reference, _facets(sets, facets))
-    estimator = (FindingQuality if kind == "promptsplit" else FindingRanking)(**params)
-    return estimator.fit(findings, sets, reference)
+        return ClusterQuality(**params).fit(findings, next(iter(sets.values())), reference, faceted)
+    if kind == "promptsplit":
+        return FacetQuality(**params).fit(findings, sets, reference, faceted)
+    return FacetRanking(**params).fit(findings, sets, reference, faceted)
 
 
 def _judge(kind: str, findings: list, sets: dict, url: str, model: str, link: dict, facets: list[str], *,
@@ -212,14 +209,11 @@ def _judge(kind: str, findings: list, sets: dict, url: str, model: str, link: di
     estimator = FindingPreference(**({"rubric": rubric} if rubric.strip() else {}), modality=kinds.pop(),
                                   **params)
     client = chat_client(url, model, seed=params["seed"], temperature=0.0, **link)
-    if facets and kind != "promptsplit":
-        raise InputError("--facet: verdicts per facet value are for split results (two models) for now")
+    faceted = _facets(sets, facets) if facets else ()
     if kind == "scendi":
-        record = cluster_preference(estimator, findings, next(iter(sets.values())), client)
-    elif facets:
-        record = facet_preference(estimator, findings, sets, client, _facets(sets, facets))
+        record = cluster_preference(estimator, findings, next(iter(sets.values())), client, faceted)
     else:
-        record = estimator.fit(findings, sets, client)
+        record = facet_preference(estimator, findings, sets, client, faceted)
     return {**record, "endpoint": client.describe(),
             "calls": {"requests": client.n_requests, "cache_hits": client.n_cache_hits}}
 

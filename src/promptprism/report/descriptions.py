@@ -66,11 +66,16 @@ def quality_block(result: Any, finding_id: str) -> Any:
 
 
 def _judge_facet_lines(entry: dict) -> Any:
-    """Per facet value (``quality --facet`` with a judge): the model the judge prefers on those samples."""
+    """Per facet value (``quality --facet`` with a judge): the model the judge prefers on those samples
+    (K models: their order, ties joined)."""
     if not entry.get("facets"):
         return None
     items = []
     for f in entry["facets"]:
+        if "ranking" in f:
+            items.append(el("li", f"{f['facet']} = {f['value']}: judge ", el("strong", _order(f["ranking"])),
+                            f" ({f['ranking']['words']}; sign tests, Holm over every test)"))
+            continue
         c = f["comparisons"][0]
         items.append(el("li", f"{f['facet']} = {f['value']}: judge prefers ",
                         el("strong", f.get("preferred") or "neither"),
@@ -80,12 +85,17 @@ def _judge_facet_lines(entry: dict) -> Any:
 
 
 def _facet_lines(entry: dict) -> Any:
-    """Per facet value (``quality --facet``): which model is closer on the finding's samples of that value."""
+    """Per facet value (``quality --facet``): which model is closer on the finding's samples of that value
+    (K models: their order by closeness, ties joined)."""
     if not entry.get("facets"):
         return None
     items = []
     for f in entry["facets"]:
         means = "; ".join(f"{n} {fnum(m['mean'], '.2f')} (n = {m['n']})" for n, m in f["models"].items())
+        if "ranking" in f:
+            items.append(el("li", f"{f['facet']} = {f['value']}: closer ", el("strong", _order(f["ranking"])),
+                            f" ({means}; {f['ranking']['words']}; Holm over every test)"))
+            continue
         closer = el("strong", f.get("closer") or "neither")
         items.append(el("li", f"{f['facet']} = {f['value']}: closer ", closer,
                         f" ({means}; p = {fnum(f['p_adjusted'], '.2g')}, Holm over every test)"))
