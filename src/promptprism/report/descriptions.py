@@ -102,6 +102,36 @@ def _facet_lines(entry: dict) -> Any:
     return el("ul", *items, cls="small")
 
 
+def facet_verdicts(result: Any) -> dict[tuple[str, str], list[str]]:
+    """The verdicts per facet value of ``promptprism quality --facet``, for the facet panel: (facet, value
+    label) -> one line per finding and kind of verdict ("mode +1: reference closer (p = 0.004)", "mode +1:
+    judge prefers neither (p = 0.6)"; K models: their order and the largest adjusted p of the pairs whose
+    test separates them)."""
+    quality = getattr(result, "quality", None) or {}
+    out: dict[tuple[str, str], list[str]] = {}
+    for judged, record in ((False, quality), (True, quality.get("judge") or {})):
+        alpha = record.get("alpha", 0.05)
+        for entry in record.get("findings", []):
+            for f in entry.get("facets", []):
+                line = f"{entry['id']}: {_cell_words(f, judged, alpha)}"
+                out.setdefault((str(f["facet"]), str(f["value"])), []).append(line)
+    return out
+
+
+def _cell_words(cell: dict, judged: bool, alpha: float) -> str:
+    """One facet value's verdict in a few words, with its Holm-adjusted p."""
+    if "ranking" in cell:
+        tests = (cell.get("comparisons") if judged else cell.get("pairs")) or []
+        parted = [t["p_adjusted"] for t in tests
+                  if (t.get("preferred") is not None if judged else t["p_adjusted"] <= alpha)]
+        head = f"{'judge' if judged else 'closer'} {_order(cell['ranking'])}"
+        return f"{head} (p ≤ {fnum(max(parted), '.2g')})" if parted else head
+    if judged:
+        c = cell["comparisons"][0]
+        return f"judge prefers {cell.get('preferred') or 'neither'} (p = {fnum(c['p_adjusted'], '.2g')})"
+    return f"{cell.get('closer') or 'neither'} closer (p = {fnum(cell['p_adjusted'], '.2g')})"
+
+
 def _entry(record: dict, finding_id: str) -> dict | None:
     found = [e for e in record.get("findings", []) if e.get("id") == finding_id]
     overall = record.get("overall")
