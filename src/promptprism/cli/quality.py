@@ -22,6 +22,13 @@ from .report import NO_REPORT
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif")
 #: the result kinds whose findings get verdicts: modes, K-way comparisons, Scendi clusters
 QUALITY_KINDS = ("promptsplit", "promptsplit_kway", "scendi", "scendi_comparison")
+METRICS = typer.Option(False, "--metrics", help="Also precision, recall, density, coverage and FD of each "
+                                                "model on each finding's prompts against the real samples "
+                                                "of those prompts, with intervals.")
+FACET = typer.Option(None, "--facet", metavar="COLUMN",
+                     help="A manifest column (repeatable): the closeness and judge verdicts per value of the "
+                          "column on each finding (mode, deviating model, cluster) too (Holm over every test "
+                          "reported).")
 
 
 @app.command("quality")
@@ -40,6 +47,7 @@ def quality(
                                 "gold (cosine to the nearest real output of the same prompt; texts with gold "
                                 "answers)."),
     nearest_k: int = typed(5, Integer(), "--nearest-k", help="k of the k-NN balls (precision)."),
+    metrics: bool = METRICS,
     judge_base_url: str = typer.Option("", "--judge-base-url",
                                        help="OpenAI-compatible endpoint of a judge that compares the "
                                             "models' outputs pair by pair (both orders; texts, or images "
@@ -52,11 +60,7 @@ def quality(
                                   "one pair per prompt in turn, no answer twice)."),
     api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
     chat_cache: Path | None = CHAT_CACHE,
-    facet: list[str] | None = typer.Option(None, "--facet", metavar="COLUMN",
-                                           help="A manifest column (repeatable): the closeness and "
-                                                "judge verdicts per value of the column on each finding "
-                                                "(mode, deviating model, cluster) too (Holm over every "
-                                                "test reported)."),
+    facet: list[str] | None = FACET,
     alpha: float = typed(0.05, Number(), "--alpha", help="Family-wise level over the findings (Holm)."),
     permutations: int = typed(2000, Integer(), "--permutations",
                               help="Permutations of the within-prompt test (>= 99)."),
@@ -93,7 +97,7 @@ def quality(
     options = {"alpha": alpha, "confidence": confidence, "seed": seed}
     record = _verdicts(result, findings, sets, list(facet or []), options, real=real, text_model=text_model,
                        closeness=dict(closeness=closeness, nearest_k=nearest_k, permutations=permutations,
-                                      bootstrap=bootstrap),
+                                      bootstrap=bootstrap, metrics=metrics),
                        judge=judge_base_url and dict(
                            base_url=judge_base_url, model=judge_model, rubric=rubric_text, pairs=judge_pairs,
                            link={"api_key_env": api_key_env, "timeout": timeout, "retries": retries,

@@ -60,6 +60,7 @@ def quality_block(result: Any, finding_id: str) -> Any:
     if entry is None and judged is None:
         return None
     return el("div", None if entry is None else _closeness_line(quality, entry),
+              None if entry is None else _metrics_line(entry),
               None if entry is None else _facet_lines(entry),
               None if judged is None else _judge_line(judged),
               None if judged is None else _judge_facet_lines(judged))
@@ -154,6 +155,24 @@ def _closeness_line(quality: dict, entry: dict) -> Any:
     return p(head, f" — {quality.get('closeness')} on the {entry['prompts']} prompts that carry it: "
                    f"{'; '.join(parts)}; p = {fnum(entry['p_adjusted'], '.2g')} (within-prompt permutation "
                    "test, Holm over the findings).", cls="small")
+
+
+def _metrics_line(entry: dict) -> Any:
+    """``quality --metrics``: each model's precision, recall, density, coverage and FD on the finding's
+    prompts against the real samples of those prompts, with their intervals."""
+    if not entry.get("metrics"):
+        return None
+
+    def one(name: str, m: dict) -> str:
+        parts = []
+        for key in ("precision", "recall", "density", "coverage", "fd"):
+            iv = m.get("intervals", {}).get(key) or {}
+            bounds = f" [{fnum(iv['low'], '.2f')}, {fnum(iv['high'], '.2f')}]" if "low" in iv else ""
+            parts.append(f"{key if key != 'fd' else 'FD'} {fnum(m.get(key), '.3g')}{bounds}")
+        return f"{name} (n = {m['n']}): " + ", ".join(parts)
+
+    shown = "; ".join(one(n, m) for n, m in entry["metrics"].items())
+    return p(f"Reference metrics on these prompts — {shown}.", cls="small muted")
 
 
 def _order(ranking: dict) -> str:

@@ -8,6 +8,11 @@ each model's samples are scored against the reference samples of the same prompt
 * ``gold``: the cosine similarity of a sample to the nearest reference output of its own prompt (a reference
   of gold answers, for texts).
 
+With ``metrics=True`` each entry also holds the reference-set metrics restricted to the finding
+(:func:`finding_metrics`: precision, recall, density, coverage and FD of each model's samples on the
+finding's prompts against the reference samples of those prompts, with :class:`.ReferenceMetrics`'s
+intervals and notes, e.g. where FD's sizes do not allow a full-rank covariance).
+
 Which model is closer is tested by exchanging the model labels within each prompt (the stratified permutation
 test of the difference of the two mean scores): under "equally close on every prompt" the labels are
 exchangeable within a prompt, so the test is exact for the binary precision indicator and for any score whose
@@ -122,6 +127,45 @@ def finding_scores(finding_prompts: Sequence[str], models: dict[str, Any], refer
     return out, note
 
 
+#: the reference-set metrics kept per finding (``metrics=True``)
+FINDING_METRICS = ("precision", "recall", "density", "coverage", "fd")
+
+
+def finding_rows(finding_prompts: Sequence[str], data: Any) -> np.ndarray:
+    """The rows of ``data`` (a paired set) whose prompt is one of the finding's."""
+    return np.flatnonzero(np.isin(np.asarray(data.prompts, dtype=object), list(set(finding_prompts))))
+
+
+def finding_metrics(finding_prompts: Sequence[str], models: dict[str, Any], reference: Any, *, k: int,
+                    bootstrap: int, confidence: float, seed: int) -> dict[str, dict]:
+    """Per model, precision / recall / density / coverage (Kynkäänniemi et al. 2019, Naeem et al. 2020) and
+    FD of its samples on the finding's prompts against the reference samples of those prompts (the whole
+    reference when it has ``k`` or fewer there), by :class:`.ReferenceMetrics` (its bootstrap intervals
+    over prompts, its notes); a model with ``k`` or fewer samples there is left out."""
+    from .estimator import ReferenceMetrics
+
+    ref_rows = finding_rows(finding_prompts, reference)
+    if ref_rows.size <= k:
+        ref_rows = np.arange(len(reference.prompts))
+    kept = {n: finding_rows(finding_prompts, s) for n, s in models.items()}
+    kept = {n: rows for n, rows in kept.items() if rows.size > k}
+    if not kept:
+        return {}
+    result = ReferenceMetrics(nearest_k=k, bootstrap=bootstrap, confidence=confidence, seed=seed,
+                              alignment="off").fit([_rows_of(models[n], rows) for n, rows in kept.items()],
+                                                   _rows_of(reference, ref_rows), names=list(kept))
+    return {m.name: {"n": m.n, **{x: getattr(m, x) for x in FINDING_METRICS},
+                     "intervals": {x: m.intervals[x] for x in FINDING_METRICS if x in m.intervals},
+                     "notes": list(m.notes)} for m in result.models}
+
+
+def _rows_of(data: Any, rows: np.ndarray) -> Any:
+    from ...data.paired import PairedSet
+
+    return PairedSet(np.asarray(data.prompt_embeddings)[rows], np.asarray(data.output_embeddings)[rows],
+                     prompts=[data.prompts[i] for i in rows], name=getattr(data, "name", "set"))
+
+
 @dataclass(frozen=True)
 class FindingQuality(Estimator):
     """Per finding, which of two models is closer to a reference (module docstring): each model's mean
@@ -140,12 +184,13 @@ class FindingQuality(Estimator):
     bootstrap: int = 500
     confidence: float = 0.95
     seed: int = 0
+    metrics: bool = False
 
     _parameter_constraints: ClassVar[dict[str, list]] = {
         "closeness": [Options(CLOSENESS)], "nearest_k": [POSITIVE_INT], "alpha": [PROBABILITY],
         "permutations": [Between(numbers.Integral, 99, 10**6)],
         "bootstrap": [Between(numbers.Integral, 50, 10**5)],
-        "confidence": [PROBABILITY], "seed": [SEED]}
+        "confidence": [PROBABILITY], "seed": [SEED], "metrics": ["boolean"]}
 
     def fit(self, findings: Sequence[dict], models: dict[str, Any], reference: Any) -> dict[str, Any]:
         """The quality record (``{'closeness', ..., 'findings': [...], 'verdict'}``)."""
@@ -179,7 +224,16 @@ class FindingQuality(Estimator):
                 "example_prompts": list(finding["prompts"])[:3],
                 "models": {n: {"mean": float(s.mean()), "n": int(s.size), "interval": ivs[n].to_dict()}
                            for n, (s, _) in scored.items()},
-                "difference": diff, "p_value": p, "leader": na if diff > 0 else nb, "note": note}
+                "difference": diff, "p_value": p, "leader": na if diff > 0 else nb, "note": note,
+                **self._metrics(finding, models, reference, i)}
+
+    def _metrics(self, finding: dict, models: dict[str, Any], reference: Any, i: int) -> dict[str, Any]:
+        """``{'metrics': finding_metrics(...)}`` with ``metrics=True`` (seed ``seed + i``), else {}."""
+        if not self.metrics:
+            return {}
+        return {"metrics": finding_metrics(finding["prompts"], models, reference, k=self.nearest_k,
+                                           bootstrap=self.bootstrap, confidence=self.confidence,
+                                           seed=self.seed + i)}
 
 
 def holm_verdicts(entries: Sequence[dict], *, alpha: float, closeness: str, target: str) -> None:

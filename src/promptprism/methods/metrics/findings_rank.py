@@ -91,7 +91,7 @@ class FindingRanking(FindingQuality):
                 "example_prompts": list(finding["prompts"])[:3],
                 "models": {n: {"mean": float(s.mean()), "n": int(s.size), "interval": ivs[n]}
                            for n, (s, _) in scored.items()},
-                "pairs": pairs, "note": note}
+                "pairs": pairs, "note": note, **self._metrics(finding, models, reference, i)}
 
     def _rank(self, entry: dict, names: list[str], target: str) -> None:
         index = {n: k for k, n in enumerate(names)}
