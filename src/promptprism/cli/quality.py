@@ -43,9 +43,10 @@ def quality(
     real: Path | None = typer.Option(None, "--real", help=f"Real data (or gold answers) on the same prompts: "
                                                           f"{inp.INPUT_HELP}."),
     closeness: str = typed("precision", Choice(CLOSENESS), "--closeness",
-                           help="precision (inside the real samples' k-NN balls; images, any embedding) or "
+                           help="precision (inside the real samples' k-NN balls; images, any embedding), "
                                 "gold (cosine to the nearest real output of the same prompt; texts with gold "
-                                "answers)."),
+                                "answers) or exact (the same text as a gold answer of the prompt, case and "
+                                "punctuation aside; short answers)."),
     nearest_k: int = typed(5, Integer(), "--nearest-k", help="k of the k-NN balls (precision)."),
     metrics: bool = METRICS,
     judge_base_url: str = typer.Option("", "--judge-base-url",

@@ -6,7 +6,10 @@ each model's samples are scored against the reference samples of the same prompt
 * ``precision``: the per-sample indicator of Kynkäänniemi et al.'s precision, 1[exists i: |Y_j - X_i| <
   r_k(X_i)] (:func:`.prdc.neighbour_indicators`), for images and any embedding;
 * ``gold``: the cosine similarity of a sample to the nearest reference output of its own prompt (a reference
-  of gold answers, for texts).
+  of gold answers, for texts);
+* ``exact``: 1.0 when a sample's text equals a reference output of its own prompt once both are normalised
+  (case, surrounding white space and punctuation; :func:`normalise_answer`), else 0.0 (short gold answers:
+  a number, a name, a symbol).
 
 With ``metrics=True`` each entry also holds the reference-set metrics restricted to the finding
 (:func:`finding_metrics`: precision, recall, density, coverage and FD of each model's samples on the
@@ -36,7 +39,7 @@ from ...stats.intervals import Interval
 from ...stats.two_sample import holm
 from .prdc import neighbour_indicators
 
-CLOSENESS = ("precision", "gold")
+CLOSENESS = ("precision", "gold", "exact")
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -64,6 +67,23 @@ def gold_scores(generated: np.ndarray, prompts: Sequence[str], reference: np.nda
         if refs.size:
             out[rows] = (gen[rows] @ ref[refs].T).max(axis=1)
     return out
+
+
+def normalise_answer(text: object) -> str:
+    """An answer as exact match compares it: case-folded, white space collapsed, surrounding punctuation and
+    quotes removed."""
+    return " ".join(str(text).casefold().split()).strip(" .,;:!?\"'`()[]")
+
+
+def exact_scores(outputs: Sequence[object], prompts: Sequence[str], reference_outputs: Sequence[object],
+                 reference_prompts: Sequence[str]) -> np.ndarray:
+    """Per generated answer, 1.0 when it equals (:func:`normalise_answer`) a reference answer of the same
+    prompt, else 0.0 (NaN where the reference has none)."""
+    gold: dict[str, set[str]] = {}
+    for p, o in zip(reference_prompts, reference_outputs, strict=True):
+        gold.setdefault(str(p), set()).add(normalise_answer(o))
+    return np.array([np.nan if str(p) not in gold else float(normalise_answer(o) in gold[str(p)])
+                     for p, o in zip(prompts, outputs, strict=True)])
 
 
 def stratified_permutation_test(a: np.ndarray, strata_a: np.ndarray, b: np.ndarray, strata_b: np.ndarray, *,
@@ -120,8 +140,12 @@ def finding_scores(finding_prompts: Sequence[str], models: dict[str, Any], refer
         if rows.size <= k and closeness == "precision":
             raise InputError(f"{name}: {rows.size} samples on the finding's prompts; precision needs more "
                              f"than nearest_k = {k}")
-        scores = (precision_scores(gen, ref_out, k) if closeness == "precision"
-                  else gold_scores(gen, prompts[rows], ref_out, ref_prompts[ref_rows]))
+        if closeness == "exact":
+            scores = exact_scores(_texts(s, name)[rows], prompts[rows], _texts(reference, "the reference")[
+                ref_rows], ref_prompts[ref_rows])
+        else:
+            scores = (precision_scores(gen, ref_out, k) if closeness == "precision"
+                      else gold_scores(gen, prompts[rows], ref_out, ref_prompts[ref_rows]))
         keep = np.isfinite(scores)
         out[name] = (scores[keep], prompts[rows][keep])
     return out, note
@@ -164,6 +188,14 @@ def _rows_of(data: Any, rows: np.ndarray) -> Any:
 
     return PairedSet(np.asarray(data.prompt_embeddings)[rows], np.asarray(data.output_embeddings)[rows],
                      prompts=[data.prompts[i] for i in rows], name=getattr(data, "name", "set"))
+
+
+def _texts(data: Any, name: str) -> np.ndarray:
+    outputs = getattr(data, "outputs", None)
+    if outputs is None:
+        raise InputError(f"{name}: no output texts (an embeddings file); exact match compares the answers' "
+                         "texts")
+    return np.asarray([str(o) for o in outputs], dtype=object)
 
 
 @dataclass(frozen=True)
