@@ -9,6 +9,7 @@ import html
 import re
 
 import numpy as np
+import pytest
 
 from promptprism import PairedSet, PromptSplit
 from promptprism.methods.metrics import FacetQuality, FacetRanking
@@ -94,3 +95,53 @@ def test_the_kway_pages_facet_panel_gives_each_values_ranking(tmp_path):
     assert "m1 vs rest: closer m0 = m2 > m1 (p ≤" in rows["medical"] or \
         "m1 vs rest: closer m2 = m0 > m1 (p ≤" in rows["medical"]
     assert np.isfinite([t["p_adjusted"] for t in cell["pairs"]]).all()
+
+
+def split_with_verdicts(tmp_path):
+    sets = {s: centred_set(tmp_path / f"{s}.jsonl", s, 3.0 * (s == "test"), k)
+            for k, s in enumerate(("test", "reference"))}
+    real = centred_set(tmp_path / "real.jsonl", "real data", 0.0, 7)
+    result = PromptSplit(seed=0, n_modes=2, top_k=4).fit(sets["test"], sets["reference"])
+    record = FacetQuality(permutations=499, bootstrap=50).fit(result.findings(), sets, real,
+                                                              topic_facet(sets))
+    path = write_report(dataclasses.replace(result, quality=record), tmp_path / "split", inputs=sets)
+    return path, record
+
+
+def test_the_explorers_mode_panel_data_carries_each_modes_verdicts(tmp_path):
+    from test_report_interactive import page_data
+
+    path, record = split_with_verdicts(tmp_path)
+    modes = {m["id"]: m for m in page_data(path.read_text(encoding="utf-8"))["view"]["modes"]}
+    for entry in record["findings"]:
+        mid = entry["id"].removeprefix("mode ")
+        assert modes[mid]["verdicts"][0] == entry["verdict"]
+        assert [f["verdict"] for f in entry["facets"]] == modes[mid]["verdicts"][1:]
+    assert any(not m["verdicts"] for m in modes.values()) or len(modes) == len(record["findings"])
+
+
+@pytest.mark.slow
+def test_the_mode_panel_and_the_facet_panel_show_the_verdicts_in_a_browser(tmp_path):
+    from test_report_explore import CHROMEDRIVER, CHROMIUM, console_errors, make_driver
+    from test_report_keep import open_ready
+
+    if CHROMIUM is None or CHROMEDRIVER is None:
+        pytest.skip("headless Chromium or chromedriver is not installed")
+    from selenium.webdriver.common.by import By
+
+    path, record = split_with_verdicts(tmp_path)
+    entry = record["findings"][0]
+    d = make_driver()
+    try:
+        open_ready(d, path, "#mode=" + entry["id"].removeprefix("mode "))
+        shown = [e.text for e in d.find_elements(By.CSS_SELECTOR, ".pp-verdict") if e.is_displayed()]
+        assert shown and shown[0] == entry["verdict"]
+        open_ready(d, path)  # (the panel closed)
+        row = next(e for e in d.find_elements(By.CSS_SELECTOR, "tr[data-pp-facet]") if "medical" in e.text)
+        assert "reference closer (p =" in row.text
+        d.execute_script("arguments[0].scrollIntoView({block: 'center'})", row)
+        row.click()  # the verdict column does not get in the way of the row's filter
+        assert "facet=topic" in d.current_url
+        assert not console_errors(d)
+    finally:
+        d.quit()

@@ -103,6 +103,18 @@ def _facet_lines(entry: dict) -> Any:
     return el("ul", *items, cls="small")
 
 
+def finding_verdicts(result: Any, finding_id: str) -> list[str]:
+    """The sentences of ``promptprism quality`` on one finding, for the explorer's panel: closeness, then
+    per facet value, then the judge's (and per facet value); [] without a verdict."""
+    quality = getattr(result, "quality", None) or {}
+    lines = []
+    for record in (quality, quality.get("judge") or {}):
+        entry = _entry(record, finding_id)
+        if entry is not None:
+            lines += [entry["verdict"], *(f["verdict"] for f in entry.get("facets", []))]
+    return [str(x) for x in lines if x]
+
+
 def facet_verdicts(result: Any) -> dict[tuple[str, str], list[str]]:
     """The verdicts per facet value of ``promptprism quality --facet``, for the facet panel: (facet, value
     label) -> one line per finding and kind of verdict ("mode +1: reference closer (p = 0.004)", "mode +1:
