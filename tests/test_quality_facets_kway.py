@@ -75,6 +75,9 @@ def test_a_clusters_verdict_per_facet_value_shows_what_the_whole_cluster_hides()
     assert by["new"]["models"]["cluster 1"]["mean"] == pytest.approx(
         precision_scores(model.output_embeddings[rows], ref, 5).mean())
     assert by["new"]["models"]["cluster 1"]["n"] == rows.size == 18
+    # the facet's rows under another name than the set's (the command keys them by the result's model name)
+    again = ClusterQuality(permutations=999, bootstrap=100).fit([finding], model, real, facet_of("run 1"))
+    assert [f["closer"] for f in again["findings"][0]["facets"]] == [by["old"]["closer"], by["new"]["closer"]]
 
 
 def with_answers(s: PairedSet, bad: np.ndarray) -> PairedSet:

@@ -266,6 +266,7 @@ def split_section(ctx: DemoContext) -> DemoSection | None:
     ref = ctx.paired(images["reference"], f"first ({first.name})")
     result = PromptSplit(seed=ctx.seed).fit(test, ref)
     ctx.save(result, ctx.out / "split", report=ctx.report, quiet=True, images=images)
+    ctx.cache["split"] = {"result": result, "test": test, "reference": ref, "images": images}
     sig = result.significance or {}
     major = [r["prompt"] for r in result.prompt_ranking if r["share"] >= MAJOR_SHARE]
     rows = [[r["prompt"], f"{r['disagreement']:.3g}", f"{r['share']:.3f}"]

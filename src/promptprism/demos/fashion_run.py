@@ -39,10 +39,12 @@ from .fashion import (
     quality_section,
     split_section,
 )
+from .fashion_verdicts import verdicts_section
 
 #: the built-in sections, in order: (name, fn(context) -> DemoSection | None); add one by appending
 SECTIONS: list[tuple[str, Experiment]] = [("quality", quality_section), ("monitoring", monitoring_section),
-                                          ("cfg-diversity", cfg_section), ("split", split_section)]
+                                          ("cfg-diversity", cfg_section), ("split", split_section),
+                                          ("verdicts", verdicts_section)]
 
 
 @dataclass(frozen=True)

@@ -65,8 +65,11 @@ def cluster_parts(model: Any, finding: dict, facets: Sequence[dict]
     ``facets`` (indexed by the model's rows, under its name) re-indexed for those two sets."""
     inside, others = split_by_rows(model, finding["rows"], finding["prompts"], finding["id"])
     mask_in, mask_out = cluster_masks(model, finding["rows"], finding["prompts"])
-    name = getattr(model, "name", "model")
-    parts = facet_subsets(facets, {finding["id"]: (name, mask_in), OTHERS: (name, mask_out)})
+    parts = []
+    for f in facets:  # (rows under the model's name, or under the facet's one set whatever its name)
+        name = getattr(model, "name", "model")
+        name = name if name in f["rows"] or len(f["rows"]) != 1 else next(iter(f["rows"]))
+        parts += facet_subsets([f], {finding["id"]: (name, mask_in), OTHERS: (name, mask_out)})
     return {finding["id"]: inside, OTHERS: others}, parts
 
 
