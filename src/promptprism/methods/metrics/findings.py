@@ -107,15 +107,19 @@ def stratified_permutation_test(a: np.ndarray, strata_a: np.ndarray, b: np.ndarr
 
 def prompt_bootstrap(scores: np.ndarray, strata: np.ndarray, *, replicates: int, level: float, seed: int
                      ) -> Interval:
-    """A percentile interval of the mean score, prompts resampled with their samples."""
+    """A percentile interval of the mean score, prompts resampled with their samples; on one prompt (where
+    resampling prompts cannot vary), its samples resampled."""
     keys, inverse = np.unique(strata, return_inverse=True)
+    what = "prompts"
+    if keys.size < 2:
+        keys, inverse, what = np.arange(np.size(scores)), np.arange(np.size(scores)), "samples (one prompt)"
     sums = np.bincount(inverse, weights=scores, minlength=keys.size)
     counts = np.bincount(inverse, minlength=keys.size).astype(np.float64)
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, keys.size, size=(replicates, keys.size))
     means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
     lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
-    return Interval(float(lo), float(hi), level, "bootstrap over prompts (percentile)")
+    return Interval(float(lo), float(hi), level, f"bootstrap over {what} (percentile)")
 
 
 def finding_scores(finding_prompts: Sequence[str], models: dict[str, Any], reference: Any, *, closeness: str,
