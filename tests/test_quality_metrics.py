@@ -66,8 +66,8 @@ def test_the_command_prints_and_shows_the_restricted_metrics(tmp_path):
     a = make("A", 1, bad=np.arange(144) < 72)  # wrong on family 1
     for s, name in ((a, "a"), (make("B", 2), "b"), (make("real data", 3), "real")):
         save_paired(tmp_path / f"{name}.npz", s)
-    code, _, err = run_cli("split", tmp_path / "a.npz", tmp_path / "b.npz", "--out", tmp_path / "s", "--quiet",
-                           "--permutations", "100")
+    code, _, err = run_cli("split", tmp_path / "a.npz", tmp_path / "b.npz", "--out", tmp_path / "s",
+                           "--quiet", "--permutations", "100")
     assert code == 0, err
     code, out, err = run_cli("quality", tmp_path / "s", "--real", tmp_path / "real.npz", "--metrics",
                              "--permutations", "199", "--bootstrap", "50", "--json")
