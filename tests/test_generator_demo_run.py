@@ -113,7 +113,7 @@ def test_sigint_to_the_command_keeps_the_finished_sections(tmp_path, tiny_weight
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen([sys.executable, "-m", "promptprism", "demo", "--generator", "--weights",
                              str(tiny_weights), "--per-prompt", "10", "--steps", "2", "--out", str(out),
-                             "--sections", "quality,monitoring,cfg-diversity,split"],
+                             "--sections", "quality,monitoring,cfg-diversity,split,verdicts"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # a background
     # job's children start with SIGINT ignored, and Python then installs no handler for it

@@ -104,7 +104,7 @@ def test_demo_generator_bad_input_is_one_line_exit_2(tmp_path, tiny_weights, cap
     assert not (tmp_path / "out").exists()
 
 
-CLASS_SECTIONS = "quality,monitoring,cfg-diversity,split,guidance"  # the class-conditioned generator's
+CLASS_SECTIONS = "quality,monitoring,cfg-diversity,split,verdicts,guidance"  # the class-conditioned generator's
 
 
 @pytest.mark.slow
@@ -123,8 +123,11 @@ def test_demo_generator_writes_every_section(tmp_path, tiny_weights, monkeypatch
                  "--sections", CLASS_SECTIONS]) == 0
     summary = json.loads((out / "summary.json").read_text())
     titles = [s["title"] for s in summary["sections"]]
-    assert len(titles) == 5 and summary["checkpoints"] == ["step-10", "step-20"]
-    guided = summary["sections"][4]
+    assert len(titles) == 6 and summary["checkpoints"] == ["step-10", "step-20"]
+    verdicts, guided = summary["sections"][4], summary["sections"][5]
+    assert verdicts["name"] == "verdicts" and len(verdicts["rows"]) >= 10  # the modes, then the 10 prompts
+    assert len(json.loads((out / "split" / "result.json").read_text())["quality"]["findings"]) == len(
+        verdicts["rows"])
     assert "guidance" in guided["title"] and len(guided["rows"]) == 4  # 0, 50, rho, prediction constant
     assert (out / "guidance" / "result.json").is_file() and (out / "guidance" / "curve.png").is_file()
     for sub in ("monitoring", "cfg-diversity", "split"):

@@ -59,3 +59,29 @@ def test_per_topic_verdicts_restrict_each_mode_to_its_topics(split_dir, tmp_path
     assert main(["quality", str(split_dir), "--real", str(DATA / "qa_gold_answers.jsonl"), "--closeness",
                  "gold", "--facet", "nope", "--no-report", "--out", str(tmp_path / "g")]) == 2
     assert "--facet nope" in capsys.readouterr().err
+
+
+def test_per_topic_rankings_of_three_setups_put_each_deviating_setup_last_on_its_topic(tmp_path, capsys):
+    """``quality --facet topic`` on a compare of the three set-ups of test_real_llm_kway.py (faithful,
+    french on history, terse on chemistry): on each deviating set-up's finding, its own topic's value ranks
+    it last against the gold answers (FacetRanking; Holm over every pair test of the findings, all prompts
+    and the topic values)."""
+    from test_real_llm_kway import TERSE_TOPIC, write_setups
+
+    paths = write_setups(tmp_path)
+    out = tmp_path / "compare"
+    assert main(["compare", *(str(p) for p in paths.values()), "--out", str(out), "--cache",
+                 str(tmp_path / "cache"), "--device", "cpu", "--permutations", "200", "-q",
+                 "--no-report"]) == 0
+    assert main(["quality", str(out), "--real", str(DATA / "qa_gold_answers.jsonl"), "--closeness", "gold",
+                 "--facet", "topic"]) == 0
+    record = json.loads((out / "result.json").read_text())["quality"]
+    cells = {(e["id"], f["value"]): {r["name"]: r["rank"] for r in f["ranking"]["rows"]}
+             for e in record["findings"] for f in e["facets"]}
+    print({k: v for k, v in cells.items()})
+    assert cells[("french vs rest", "history")]["french"] == 3
+    assert cells[("terse vs rest", TERSE_TOPIC)]["terse"] == 3
+    assert record["tests"] == 3 * (len(record["findings"]) + 1 + len(cells))
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "french vs rest: closer" in html  # the facet panel's verdict column
+    assert "topic = history" in capsys.readouterr().out

@@ -78,6 +78,15 @@ def test_the_bootstrap_interval_over_prompts_holds_the_mean():
     assert iv.low < scores.mean() < iv.high and iv.level == 0.9
 
 
+def test_on_one_prompt_the_bootstrap_resamples_its_samples():
+    """One prompt (a finding of one class prompt): resampling prompts could not vary, so its samples are
+    resampled: the interval of 5 hits in 40 is the binomial-like spread around 0.125, not [0.125, 0.125]."""
+    scores = np.r_[np.ones(5), np.zeros(35)]
+    iv = prompt_bootstrap(scores, np.zeros(40, int), replicates=2000, level=0.95, seed=0)
+    assert iv.low < 0.125 < iv.high and 0.02 <= iv.low <= 0.05 and 0.2 <= iv.high <= 0.25
+    assert "samples" in iv.method
+
+
 def _correct(seed: int, per_prompt: int = 20) -> PairedSet:
     """Digits drawn as every prompt asks (the demo's unaltered model on each prompt)."""
     other = colored_digits(per_prompt=per_prompt, seed=seed)

@@ -70,6 +70,12 @@ _QUALITY_ENTRY = {
         "difference": _NUMBER, "p_value": _NUMBER, "p_adjusted": _NUMBER,
         "pairs": {"type": "array", "items": {"type": "object"}}, "ranking": {"type": "object"},
         "closer": {"type": ["string", "null"]}, "note": {"type": ["string", "null"]}, "verdict": _TEXT,
+        # quality --metrics: per model precision, recall, density, coverage, fd, n, intervals, notes
+        "metrics": {"type": "object", "additionalProperties": {"type": "object"}},
+        # quality --facet: the same verdict per facet value (entries with facet and value), and the values
+        # that could not be scored
+        "facets": {"type": "array", "items": {"type": "object"}}, "facets_skipped": {"type": "array"},
+        "facet": _TEXT, "value": _TEXT,
     },
 }
 #: one finding's judge verdict (``promptprism quality --judge-base-url``): per pair of models the counts, the
@@ -89,6 +95,8 @@ _JUDGE_ENTRY = {
                 "interval": {"type": "object"}, "p_value": _NUMBER, "p_adjusted": _NUMBER,
                 "preferred": {"type": ["string", "null"]}}}},
         "ranking": {"type": "object"}, "preferred": {"type": ["string", "null"]}, "verdict": _TEXT,
+        "facets": {"type": "array", "items": {"type": "object"}}, "facets_skipped": {"type": "array"},
+        "facet": _TEXT, "value": _TEXT,
     },
 }
 #: the record ``promptprism quality`` adds (``quality``): closeness per finding, and the judge's preferences
@@ -97,7 +105,8 @@ QUALITY = {
     "properties": {
         "closeness": _TEXT, "reference": _TEXT, "models": {"type": "array", "items": _TEXT},
         "findings": {"type": "array", "items": {"$ref": "#/$defs/quality_entry"}},
-        "overall": {"$ref": "#/$defs/quality_entry"}, "verdict": _TEXT,
+        "overall": {"$ref": "#/$defs/quality_entry"}, "verdict": _TEXT, "tests": {"type": "integer"},
+        "metrics": {"type": "boolean"},
         "judge": {"type": "object", "properties": {
             "rubric": _TEXT, "pairs": {"type": "integer"}, "seed": {"type": "integer"}, "order": _TEXT,
             "findings": {"type": "array", "items": _JUDGE_ENTRY}, "endpoint": {"type": "object"},

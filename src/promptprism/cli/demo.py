@@ -56,7 +56,7 @@ def demo(
                                  help="With --generator: the sections to run, comma-separated, in their "
                                       "order (default all: text-quality, text-real, text-split, "
                                       "text-diversity, quality, monitoring, cfg-diversity, split, "
-                                      "guidance)."),
+                                      "verdicts, guidance)."),
     full: bool = typer.Option(False, "--full", help="With --generator: the full sizes (40 samples per "
                                                    "prompt, 20 steps, 200 bootstrap resamples and "
                                                    "permutations, five guidance scales; about 3 minutes "

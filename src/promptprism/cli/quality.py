@@ -22,6 +22,13 @@ from .report import NO_REPORT
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif")
 #: the result kinds whose findings get verdicts: modes, K-way comparisons, Scendi clusters
 QUALITY_KINDS = ("promptsplit", "promptsplit_kway", "scendi", "scendi_comparison")
+METRICS = typer.Option(False, "--metrics", help="Also precision, recall, density, coverage and FD of each "
+                                                "model on each finding's prompts against the real samples "
+                                                "of those prompts, with intervals.")
+FACET = typer.Option(None, "--facet", metavar="COLUMN",
+                     help="A manifest column (repeatable): the closeness and judge verdicts per value of the "
+                          "column on each finding (mode, deviating model, cluster) too (Holm over every test "
+                          "reported).")
 
 
 @app.command("quality")
@@ -36,10 +43,12 @@ def quality(
     real: Path | None = typer.Option(None, "--real", help=f"Real data (or gold answers) on the same prompts: "
                                                           f"{inp.INPUT_HELP}."),
     closeness: str = typed("precision", Choice(CLOSENESS), "--closeness",
-                           help="precision (inside the real samples' k-NN balls; images, any embedding) or "
+                           help="precision (inside the real samples' k-NN balls; images, any embedding), "
                                 "gold (cosine to the nearest real output of the same prompt; texts with gold "
-                                "answers)."),
+                                "answers) or exact (the same text as a gold answer of the prompt, case and "
+                                "punctuation aside; short answers)."),
     nearest_k: int = typed(5, Integer(), "--nearest-k", help="k of the k-NN balls (precision)."),
+    metrics: bool = METRICS,
     judge_base_url: str = typer.Option("", "--judge-base-url",
                                        help="OpenAI-compatible endpoint of a judge that compares the "
                                             "models' outputs pair by pair (both orders; texts, or images "
@@ -52,10 +61,7 @@ def quality(
                                   "one pair per prompt in turn, no answer twice)."),
     api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
     chat_cache: Path | None = CHAT_CACHE,
-    facet: list[str] | None = typer.Option(None, "--facet", metavar="COLUMN",
-                                           help="A manifest column (repeatable; split results): the "
-                                                "closeness and judge verdicts per value of the column on "
-                                                "each finding too (Holm over every test reported)."),
+    facet: list[str] | None = FACET,
     alpha: float = typed(0.05, Number(), "--alpha", help="Family-wise level over the findings (Holm)."),
     permutations: int = typed(2000, Integer(), "--permutations",
                               help="Permutations of the within-prompt test (>= 99)."),
@@ -92,7 +98,7 @@ def quality(
     options = {"alpha": alpha, "confidence": confidence, "seed": seed}
     record = _verdicts(result, findings, sets, list(facet or []), options, real=real, text_model=text_model,
                        closeness=dict(closeness=closeness, nearest_k=nearest_k, permutations=permutations,
-                                      bootstrap=bootstrap),
+                                      bootstrap=bootstrap, metrics=metrics),
                        judge=judge_base_url and dict(
                            base_url=judge_base_url, model=judge_model, rubric=rubric_text, pairs=judge_pairs,
                            link={"api_key_env": api_key_env, "timeout": timeout, "retries": retries,
@@ -174,21 +180,17 @@ def _closeness(kind: str, findings: list, sets: dict, real: Path, text_model: st
     import dataclasses
 
     from ..data.inputs import load_input
-    from ..methods.metrics import FindingQuality
     from ..methods.metrics.findings_clusters import ClusterQuality
-    from ..methods.metrics.findings_facets import FacetQuality
-    from ..methods.metrics.findings_rank import FindingRanking
+    from ..methods.metrics.findings_facets import FacetQuality, FacetRanking
 
     reference = dataclasses.replace(load_input(inp.results_folder_input(real), text_model=text_model),
                                     name="real data")
+    faceted = _facets(sets, facets) if facets else ()
     if kind == "scendi":
-        return ClusterQuality(**params).fit(findings, next(iter(sets.values())), reference)
-    if facets and kind != "promptsplit":
-        raise InputError("--facet: verdicts per facet value are for split results (two models) for now")
-    if facets:
-        return FacetQuality(**params).fit(findings, sets, reference, _facets(sets, facets))
-    estimator = (FindingQuality if kind == "promptsplit" else FindingRanking)(**params)
-    return estimator.fit(findings, sets, reference)
+        return ClusterQuality(**params).fit(findings, next(iter(sets.values())), reference, faceted)
+    if kind == "promptsplit":
+        return FacetQuality(**params).fit(findings, sets, reference, faceted)
+    return FacetRanking(**params).fit(findings, sets, reference, faceted)
 
 
 def _judge(kind: str, findings: list, sets: dict, url: str, model: str, link: dict, facets: list[str], *,
@@ -212,14 +214,11 @@ def _judge(kind: str, findings: list, sets: dict, url: str, model: str, link: di
     estimator = FindingPreference(**({"rubric": rubric} if rubric.strip() else {}), modality=kinds.pop(),
                                   **params)
     client = chat_client(url, model, seed=params["seed"], temperature=0.0, **link)
-    if facets and kind != "promptsplit":
-        raise InputError("--facet: verdicts per facet value are for split results (two models) for now")
+    faceted = _facets(sets, facets) if facets else ()
     if kind == "scendi":
-        record = cluster_preference(estimator, findings, next(iter(sets.values())), client)
-    elif facets:
-        record = facet_preference(estimator, findings, sets, client, _facets(sets, facets))
+        record = cluster_preference(estimator, findings, next(iter(sets.values())), client, faceted)
     else:
-        record = estimator.fit(findings, sets, client)
+        record = facet_preference(estimator, findings, sets, client, faceted)
     return {**record, "endpoint": client.describe(),
             "calls": {"requests": client.n_requests, "cache_hits": client.n_cache_hits}}
 

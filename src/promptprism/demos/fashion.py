@@ -271,6 +271,7 @@ def split_section(ctx: DemoContext) -> DemoSection | None:
 
         result = with_layout(result, sets)
     ctx.save(result, ctx.out / "split", report=ctx.report, quiet=True, images=images, inputs=sets)
+    ctx.cache["split"] = {"result": result, "test": test, "reference": ref, "images": images}
     sig = result.significance or {}
     major = [r["prompt"] for r in result.prompt_ranking if r["share"] >= MAJOR_SHARE]
     rows = [[r["prompt"], f"{r['disagreement']:.3g}", f"{r['share']:.3f}"]

@@ -40,13 +40,14 @@ from .fashion import (
     split_section,
 )
 from .fashion_text import TEXT_SECTIONS, TextSizes
+from .fashion_verdicts import verdicts_section
 
 #: the built-in sections, in order: (name, fn(context) -> DemoSection | None); add one by appending. The
 #: text generator's experiments first, then the class-conditioned generator's (its training run's
-#: checkpoints, its fine-tuned second generator)
+#: checkpoints, its fine-tuned second generator, who is closer to real data where they differ)
 SECTIONS: list[tuple[str, Experiment]] = [*TEXT_SECTIONS, ("quality", quality_section),
                                           ("monitoring", monitoring_section), ("cfg-diversity", cfg_section),
-                                          ("split", split_section)]
+                                          ("split", split_section), ("verdicts", verdicts_section)]
 
 
 @dataclass(frozen=True)

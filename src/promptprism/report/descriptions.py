@@ -60,17 +60,23 @@ def quality_block(result: Any, finding_id: str) -> Any:
     if entry is None and judged is None:
         return None
     return el("div", None if entry is None else _closeness_line(quality, entry),
+              None if entry is None else _metrics_line(entry),
               None if entry is None else _facet_lines(entry),
               None if judged is None else _judge_line(judged),
               None if judged is None else _judge_facet_lines(judged))
 
 
 def _judge_facet_lines(entry: dict) -> Any:
-    """Per facet value (``quality --facet`` with a judge): the model the judge prefers on those samples."""
+    """Per facet value (``quality --facet`` with a judge): the model the judge prefers on those samples
+    (K models: their order, ties joined)."""
     if not entry.get("facets"):
         return None
     items = []
     for f in entry["facets"]:
+        if "ranking" in f:
+            items.append(el("li", f"{f['facet']} = {f['value']}: judge ", el("strong", _order(f["ranking"])),
+                            f" ({f['ranking']['words']}; sign tests, Holm over every test)"))
+            continue
         c = f["comparisons"][0]
         items.append(el("li", f"{f['facet']} = {f['value']}: judge prefers ",
                         el("strong", f.get("preferred") or "neither"),
@@ -80,16 +86,63 @@ def _judge_facet_lines(entry: dict) -> Any:
 
 
 def _facet_lines(entry: dict) -> Any:
-    """Per facet value (``quality --facet``): which model is closer on the finding's samples of that value."""
+    """Per facet value (``quality --facet``): which model is closer on the finding's samples of that value
+    (K models: their order by closeness, ties joined)."""
     if not entry.get("facets"):
         return None
     items = []
     for f in entry["facets"]:
         means = "; ".join(f"{n} {fnum(m['mean'], '.2f')} (n = {m['n']})" for n, m in f["models"].items())
+        if "ranking" in f:
+            items.append(el("li", f"{f['facet']} = {f['value']}: closer ", el("strong", _order(f["ranking"])),
+                            f" ({means}; {f['ranking']['words']}; Holm over every test)"))
+            continue
         closer = el("strong", f.get("closer") or "neither")
         items.append(el("li", f"{f['facet']} = {f['value']}: closer ", closer,
                         f" ({means}; p = {fnum(f['p_adjusted'], '.2g')}, Holm over every test)"))
     return el("ul", *items, cls="small")
+
+
+def finding_verdicts(result: Any, finding_id: str) -> list[str]:
+    """The sentences of ``promptprism quality`` on one finding, for the explorer's panel: closeness, then
+    per facet value, then the judge's (and per facet value); [] without a verdict."""
+    quality = getattr(result, "quality", None) or {}
+    lines = []
+    for record in (quality, quality.get("judge") or {}):
+        entry = _entry(record, finding_id)
+        if entry is not None:
+            lines += [entry["verdict"], *(f["verdict"] for f in entry.get("facets", []))]
+    return [str(x) for x in lines if x]
+
+
+def facet_verdicts(result: Any) -> dict[tuple[str, str], list[str]]:
+    """The verdicts per facet value of ``promptprism quality --facet``, for the facet panel: (facet, value
+    label) -> one line per finding and kind of verdict ("mode +1: reference closer (p = 0.004)", "mode +1:
+    judge prefers neither (p = 0.6)"; K models: their order and the largest adjusted p of the pairs whose
+    test separates them)."""
+    quality = getattr(result, "quality", None) or {}
+    out: dict[tuple[str, str], list[str]] = {}
+    for judged, record in ((False, quality), (True, quality.get("judge") or {})):
+        alpha = record.get("alpha", 0.05)
+        for entry in record.get("findings", []):
+            for f in entry.get("facets", []):
+                line = f"{entry['id']}: {_cell_words(f, judged, alpha)}"
+                out.setdefault((str(f["facet"]), str(f["value"])), []).append(line)
+    return out
+
+
+def _cell_words(cell: dict, judged: bool, alpha: float) -> str:
+    """One facet value's verdict in a few words, with its Holm-adjusted p."""
+    if "ranking" in cell:
+        tests = (cell.get("comparisons") if judged else cell.get("pairs")) or []
+        parted = [t["p_adjusted"] for t in tests
+                  if (t.get("preferred") is not None if judged else t["p_adjusted"] <= alpha)]
+        head = f"{'judge' if judged else 'closer'} {_order(cell['ranking'])}"
+        return f"{head} (p ≤ {fnum(max(parted), '.2g')})" if parted else head
+    if judged:
+        c = cell["comparisons"][0]
+        return f"judge prefers {cell.get('preferred') or 'neither'} (p = {fnum(c['p_adjusted'], '.2g')})"
+    return f"{cell.get('closer') or 'neither'} closer (p = {fnum(cell['p_adjusted'], '.2g')})"
 
 
 def _entry(record: dict, finding_id: str) -> dict | None:
@@ -114,6 +167,24 @@ def _closeness_line(quality: dict, entry: dict) -> Any:
     return p(head, f" — {quality.get('closeness')} on the {entry['prompts']} prompts that carry it: "
                    f"{'; '.join(parts)}; p = {fnum(entry['p_adjusted'], '.2g')} (within-prompt permutation "
                    "test, Holm over the findings).", cls="small")
+
+
+def _metrics_line(entry: dict) -> Any:
+    """``quality --metrics``: each model's precision, recall, density, coverage and FD on the finding's
+    prompts against the real samples of those prompts, with their intervals."""
+    if not entry.get("metrics"):
+        return None
+
+    def one(name: str, m: dict) -> str:
+        parts = []
+        for key in ("precision", "recall", "density", "coverage", "fd"):
+            iv = m.get("intervals", {}).get(key) or {}
+            bounds = f" [{fnum(iv['low'], '.2f')}, {fnum(iv['high'], '.2f')}]" if "low" in iv else ""
+            parts.append(f"{key if key != 'fd' else 'FD'} {fnum(m.get(key), '.3g')}{bounds}")
+        return f"{name} (n = {m['n']}): " + ", ".join(parts)
+
+    shown = "; ".join(one(n, m) for n, m in entry["metrics"].items())
+    return p(f"Reference metrics on these prompts — {shown}.", cls="small muted")
 
 
 def _order(ranking: dict) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .common import visual_of
+from .descriptions import finding_verdicts
 from .facets import sets_facets
 from .html import data_uri
 from .map import mode_label
@@ -162,6 +163,7 @@ def _mode_views(result: Any, prompts: list[dict], prompt_id: Any, rows: _Rows) -
                 "significant": getattr(m, "significant", None),
                 "prompts": loads,
                 "samples": samples,
+                "verdicts": finding_verdicts(result, f"mode {'+' if m.side == 'test' else '-'}{m.rank}"),
             }
         )
     return modes

@@ -209,9 +209,11 @@ def sets_facets(sets: dict, prompt_id: Any, shares: list) -> tuple[list[dict], l
     return facet_view(columns, prompt_of, n_prompts, shares())
 
 
-def facets_block(facets: list[dict], names: dict[str, str], *, with_share: bool = True) -> Any:
-    """Per facet a table: each value, each side's number of samples and the share of the disagreement on
-    the prompts that have it; a row filters the page to that value (``#facet=name:k``)."""
+def facets_block(facets: list[dict], names: dict[str, str], *, with_share: bool = True,
+                 verdicts: dict[tuple[str, str], list[str]] | None = None) -> Any:
+    """Per facet a table: each value, each side's number of samples, the share of the disagreement on the
+    prompts that have it and (``verdicts``: ``promptprism quality --facet``'s lines per (facet, value)) which
+    model is closer or preferred there; a row filters the page to that value (``#facet=name:k``)."""
     from .html import el, fnum, p, table
 
     if not facets:
@@ -219,14 +221,28 @@ def facets_block(facets: list[dict], names: dict[str, str], *, with_share: bool 
     blocks = [p("Your manifests' own columns. Click a value to keep only its prompts in the tables and its "
                 "samples on the map (or pick it in the toolbar); a prompt whose samples carry several values "
                 "counts for each, so the shares may add up to more than 100%.", cls="muted small")]
+    judged = {name for name, _ in (verdicts or {})}
     for f in facets:
         sides = list(f["counts"])
+        with_verdict = f["name"] in judged
+
+        def verdict(label: str, name: str = f["name"]) -> Any:
+            lines = (verdicts or {}).get((name, str(label)))
+            return el("ul", [el("li", x) for x in lines], cls="small") if lines else "not tested"
+
         rows = [(f["values"][k], *[f["counts"][s][k] for s in sides],
-                 *([fnum(f["share"][k], ".1%")] if with_share else [])) for k in f["keep"]]
+                 *([fnum(f["share"][k], ".1%")] if with_share else []),
+                 *([verdict(f["values"][k])] if with_verdict else [])) for k in f["keep"]]
         binned = " (number, in quantile bins)" if f["kind"] == "num" else ""
         blocks.append(el("h3", f"{f['name']}{binned}"))
         blocks.append(table([f["name"], *[f"n {names.get(s, s)}" for s in sides],
-                             *(["share of the disagreement"] if with_share else [])], rows,
+                             *(["share of the disagreement"] if with_share else []),
+                             *(["verdict on the findings' samples of this value (Holm-adjusted p)"]
+                               if with_verdict else [])], rows,
                             numeric=tuple(range(1, len(sides) + 2)),
                             row_attrs=[{"data_pp_facet": f"{f['name']}:{k}"} for k in f["keep"]]))
+    if judged:
+        blocks.append(p("Verdicts from promptprism quality --facet: on each finding, the models' samples of "
+                        "the value only, on the finding's prompts; \"not tested\": no finding has samples "
+                        "of every model with that value.", cls="muted small"))
     return el("div", blocks, id="facets")

@@ -9,7 +9,7 @@ from typing import Any
 from .common import finish, notes_block, run_details
 from .compare_view import compare_view, kway_sets
 from .core import renderer
-from .descriptions import deviation_blocks, quality_block
+from .descriptions import deviation_blocks, facet_verdicts, quality_block
 from .explore import views_note
 from .facets import facets_block
 from .html import Page, details, el, fmt, p, snippet, table
@@ -126,7 +126,8 @@ def render_kway(result: Any, *, inputs: Any = None, base_dir: Any = None, notes:
                           "button opens that model's strongest samples against the rest's.", cls="muted"),
              views_note(view["left_out"]), _prompt_table(r, view))
     if view.get("facets"):
-        page.add("Your metadata", facets_block(view["facets"], view["names"], with_share=False),
+        page.add("Your metadata", facets_block(view["facets"], view["names"], with_share=False,
+                                                verdicts=facet_verdicts(r)),
                  anchor="facets")
     rows = [_comparison_row(c) for c in r.pairs + r.one_vs_rest]
     page.add("Comparisons", table(["comparison", "‖Λ‖²_F", "significant modes", "p (largest mode)",

@@ -31,7 +31,7 @@ from .common import (
     visual_of,
 )
 from .core import renderer
-from .descriptions import description_block, finding_description, quality_block
+from .descriptions import description_block, facet_verdicts, finding_description, quality_block
 from .explore import mode_id, promptsplit_view, views_note
 from .facets import facets_block
 from .html import Page, bar, cards, details, el, fmt, fnum, note, num, p, table
@@ -372,7 +372,8 @@ def render_promptsplit(
                           quality_block(result, f"mode {'+' if mode.side == 'test' else '-'}{mode.rank}"))
 
     if view.get("facets"):
-        page.add("Your metadata", facets_block(view["facets"], names), anchor="facets")
+        page.add("Your metadata", facets_block(view["facets"], names, verdicts=facet_verdicts(result)),
+                 anchor="facets")
     _add_modes(page, result, card, names)
     page.add("Map of the samples", map_block, anchor="map")
     _add_run_details(page, result, ids)

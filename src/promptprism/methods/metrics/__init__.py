@@ -14,7 +14,7 @@ _EXPORTS = {
     ".findings": ("FindingQuality",),
     ".findings_rank": ("FindingRanking",),
     ".findings_clusters": ("ClusterQuality", "cluster_preference"),
-    ".findings_facets": ("FacetQuality", "facet_preference"),
+    ".findings_facets": ("FacetQuality", "FacetRanking", "facet_preference"),
     ".judge": ("FindingPreference",),
     ".frechet": (
         "feature_moments", "frechet_distance", "frechet_distance_from_moments", "trace_sqrt_product",
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .estimator import ReferenceMetrics
     from .findings import FindingQuality
     from .findings_clusters import ClusterQuality, cluster_preference
-    from .findings_facets import FacetQuality, facet_preference
+    from .findings_facets import FacetQuality, FacetRanking, facet_preference
     from .findings_rank import FindingRanking
     from .frechet import feature_moments, frechet_distance, frechet_distance_from_moments, trace_sqrt_product
     from .judge import FindingPreference
@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from .prdc import NeighbourIndicators, knn_radii, neighbour_indicators, prdc
     from .result import MetricsResult, SetMetrics
 
-__all__ = ["CLIPSCORE_WEIGHT", "ClusterQuality", "FacetQuality", "FindingPreference", "FindingQuality",
-           "FindingRanking",
+__all__ = ["CLIPSCORE_WEIGHT", "ClusterQuality", "FacetQuality", "FacetRanking", "FindingPreference",
+           "FindingQuality", "FindingRanking",
            "MetricsResult", "NeighbourIndicators", "ReferenceMetrics", "SetMetrics", "check_joint_space",
            "clip_scores", "cluster_preference", "facet_preference",
            "feature_moments", "frechet_distance", "frechet_distance_from_moments",

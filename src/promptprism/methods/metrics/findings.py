@@ -6,7 +6,15 @@ each model's samples are scored against the reference samples of the same prompt
 * ``precision``: the per-sample indicator of Kynkäänniemi et al.'s precision, 1[exists i: |Y_j - X_i| <
   r_k(X_i)] (:func:`.prdc.neighbour_indicators`), for images and any embedding;
 * ``gold``: the cosine similarity of a sample to the nearest reference output of its own prompt (a reference
-  of gold answers, for texts).
+  of gold answers, for texts);
+* ``exact``: 1.0 when a sample's text equals a reference output of its own prompt once both are normalised
+  (case, surrounding white space and punctuation; :func:`normalise_answer`), else 0.0 (short gold answers:
+  a number, a name, a symbol).
+
+With ``metrics=True`` each entry also holds the reference-set metrics restricted to the finding
+(:func:`finding_metrics`: precision, recall, density, coverage and FD of each model's samples on the
+finding's prompts against the reference samples of those prompts, with :class:`.ReferenceMetrics`'s
+intervals and notes, e.g. where FD's sizes do not allow a full-rank covariance).
 
 Which model is closer is tested by exchanging the model labels within each prompt (the stratified permutation
 test of the difference of the two mean scores): under "equally close on every prompt" the labels are
@@ -31,7 +39,7 @@ from ...stats.intervals import Interval
 from ...stats.two_sample import holm
 from .prdc import neighbour_indicators
 
-CLOSENESS = ("precision", "gold")
+CLOSENESS = ("precision", "gold", "exact")
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -61,6 +69,23 @@ def gold_scores(generated: np.ndarray, prompts: Sequence[str], reference: np.nda
     return out
 
 
+def normalise_answer(text: object) -> str:
+    """An answer as exact match compares it: case-folded, white space collapsed, surrounding punctuation and
+    quotes removed."""
+    return " ".join(str(text).casefold().split()).strip(" .,;:!?\"'`()[]")
+
+
+def exact_scores(outputs: Sequence[object], prompts: Sequence[str], reference_outputs: Sequence[object],
+                 reference_prompts: Sequence[str]) -> np.ndarray:
+    """Per generated answer, 1.0 when it equals (:func:`normalise_answer`) a reference answer of the same
+    prompt, else 0.0 (NaN where the reference has none)."""
+    gold: dict[str, set[str]] = {}
+    for p, o in zip(reference_prompts, reference_outputs, strict=True):
+        gold.setdefault(str(p), set()).add(normalise_answer(o))
+    return np.array([np.nan if str(p) not in gold else float(normalise_answer(o) in gold[str(p)])
+                     for p, o in zip(prompts, outputs, strict=True)])
+
+
 def stratified_permutation_test(a: np.ndarray, strata_a: np.ndarray, b: np.ndarray, strata_b: np.ndarray, *,
                                 permutations: int, seed: int) -> tuple[float, float]:
     """(mean(a) - mean(b), two-sided add-one p-value) with the labels a/b exchanged within each stratum."""
@@ -82,15 +107,19 @@ def stratified_permutation_test(a: np.ndarray, strata_a: np.ndarray, b: np.ndarr
 
 def prompt_bootstrap(scores: np.ndarray, strata: np.ndarray, *, replicates: int, level: float, seed: int
                      ) -> Interval:
-    """A percentile interval of the mean score, prompts resampled with their samples."""
+    """A percentile interval of the mean score, prompts resampled with their samples; on one prompt (where
+    resampling prompts cannot vary), its samples resampled."""
     keys, inverse = np.unique(strata, return_inverse=True)
+    what = "prompts"
+    if keys.size < 2:
+        keys, inverse, what = np.arange(np.size(scores)), np.arange(np.size(scores)), "samples (one prompt)"
     sums = np.bincount(inverse, weights=scores, minlength=keys.size)
     counts = np.bincount(inverse, minlength=keys.size).astype(np.float64)
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, keys.size, size=(replicates, keys.size))
     means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
     lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
-    return Interval(float(lo), float(hi), level, "bootstrap over prompts (percentile)")
+    return Interval(float(lo), float(hi), level, f"bootstrap over {what} (percentile)")
 
 
 def finding_scores(finding_prompts: Sequence[str], models: dict[str, Any], reference: Any, *, closeness: str,
@@ -115,11 +144,62 @@ def finding_scores(finding_prompts: Sequence[str], models: dict[str, Any], refer
         if rows.size <= k and closeness == "precision":
             raise InputError(f"{name}: {rows.size} samples on the finding's prompts; precision needs more "
                              f"than nearest_k = {k}")
-        scores = (precision_scores(gen, ref_out, k) if closeness == "precision"
-                  else gold_scores(gen, prompts[rows], ref_out, ref_prompts[ref_rows]))
+        if closeness == "exact":
+            scores = exact_scores(_texts(s, name)[rows], prompts[rows], _texts(reference, "the reference")[
+                ref_rows], ref_prompts[ref_rows])
+        else:
+            scores = (precision_scores(gen, ref_out, k) if closeness == "precision"
+                      else gold_scores(gen, prompts[rows], ref_out, ref_prompts[ref_rows]))
         keep = np.isfinite(scores)
         out[name] = (scores[keep], prompts[rows][keep])
     return out, note
+
+
+#: the reference-set metrics kept per finding (``metrics=True``)
+FINDING_METRICS = ("precision", "recall", "density", "coverage", "fd")
+
+
+def finding_rows(finding_prompts: Sequence[str], data: Any) -> np.ndarray:
+    """The rows of ``data`` (a paired set) whose prompt is one of the finding's."""
+    return np.flatnonzero(np.isin(np.asarray(data.prompts, dtype=object), list(set(finding_prompts))))
+
+
+def finding_metrics(finding_prompts: Sequence[str], models: dict[str, Any], reference: Any, *, k: int,
+                    bootstrap: int, confidence: float, seed: int) -> dict[str, dict]:
+    """Per model, precision / recall / density / coverage (Kynkäänniemi et al. 2019, Naeem et al. 2020) and
+    FD of its samples on the finding's prompts against the reference samples of those prompts (the whole
+    reference when it has ``k`` or fewer there), by :class:`.ReferenceMetrics` (its bootstrap intervals
+    over prompts, its notes); a model with ``k`` or fewer samples there is left out."""
+    from .estimator import ReferenceMetrics
+
+    ref_rows = finding_rows(finding_prompts, reference)
+    if ref_rows.size <= k:
+        ref_rows = np.arange(len(reference.prompts))
+    kept = {n: finding_rows(finding_prompts, s) for n, s in models.items()}
+    kept = {n: rows for n, rows in kept.items() if rows.size > k}
+    if not kept:
+        return {}
+    result = ReferenceMetrics(nearest_k=k, bootstrap=bootstrap, confidence=confidence, seed=seed,
+                              alignment="off").fit([_rows_of(models[n], rows) for n, rows in kept.items()],
+                                                   _rows_of(reference, ref_rows), names=list(kept))
+    return {m.name: {"n": m.n, **{x: getattr(m, x) for x in FINDING_METRICS},
+                     "intervals": {x: m.intervals[x] for x in FINDING_METRICS if x in m.intervals},
+                     "notes": list(m.notes)} for m in result.models}
+
+
+def _rows_of(data: Any, rows: np.ndarray) -> Any:
+    from ...data.paired import PairedSet
+
+    return PairedSet(np.asarray(data.prompt_embeddings)[rows], np.asarray(data.output_embeddings)[rows],
+                     prompts=[data.prompts[i] for i in rows], name=getattr(data, "name", "set"))
+
+
+def _texts(data: Any, name: str) -> np.ndarray:
+    outputs = getattr(data, "outputs", None)
+    if outputs is None:
+        raise InputError(f"{name}: no output texts (an embeddings file); exact match compares the answers' "
+                         "texts")
+    return np.asarray([str(o) for o in outputs], dtype=object)
 
 
 @dataclass(frozen=True)
@@ -140,12 +220,13 @@ class FindingQuality(Estimator):
     bootstrap: int = 500
     confidence: float = 0.95
     seed: int = 0
+    metrics: bool = False
 
     _parameter_constraints: ClassVar[dict[str, list]] = {
         "closeness": [Options(CLOSENESS)], "nearest_k": [POSITIVE_INT], "alpha": [PROBABILITY],
         "permutations": [Between(numbers.Integral, 99, 10**6)],
         "bootstrap": [Between(numbers.Integral, 50, 10**5)],
-        "confidence": [PROBABILITY], "seed": [SEED]}
+        "confidence": [PROBABILITY], "seed": [SEED], "metrics": ["boolean"]}
 
     def fit(self, findings: Sequence[dict], models: dict[str, Any], reference: Any) -> dict[str, Any]:
         """The quality record (``{'closeness', ..., 'findings': [...], 'verdict'}``)."""
@@ -179,7 +260,16 @@ class FindingQuality(Estimator):
                 "example_prompts": list(finding["prompts"])[:3],
                 "models": {n: {"mean": float(s.mean()), "n": int(s.size), "interval": ivs[n].to_dict()}
                            for n, (s, _) in scored.items()},
-                "difference": diff, "p_value": p, "leader": na if diff > 0 else nb, "note": note}
+                "difference": diff, "p_value": p, "leader": na if diff > 0 else nb, "note": note,
+                **self._metrics(finding, models, reference, i)}
+
+    def _metrics(self, finding: dict, models: dict[str, Any], reference: Any, i: int) -> dict[str, Any]:
+        """``{'metrics': finding_metrics(...)}`` with ``metrics=True`` (seed ``seed + i``), else {}."""
+        if not self.metrics:
+            return {}
+        return {"metrics": finding_metrics(finding["prompts"], models, reference, k=self.nearest_k,
+                                           bootstrap=self.bootstrap, confidence=self.confidence,
+                                           seed=self.seed + i)}
 
 
 def holm_verdicts(entries: Sequence[dict], *, alpha: float, closeness: str, target: str) -> None:

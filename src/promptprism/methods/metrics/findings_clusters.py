@@ -8,6 +8,10 @@ cosine to the nearest gold answer) and compared by :func:`.findings.stratified_p
 exchanged within each prompt, so prompts of different difficulty do not decide the verdict); Holm over the
 clusters. With K models, :class:`.findings_rank.FindingRanking` ranks the models on each cluster's prompts
 instead.
+
+Per facet value (``facets``): the cluster's samples of that value against the model's other samples of that
+value on the cluster's prompts (:func:`.findings_facets.facet_cells` on the two parts), Holm over the clusters
+and their values together.
 """
 
 from __future__ import annotations
@@ -15,27 +19,34 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import count
 from typing import Any
 
 import numpy as np
 
 from ...data.paired import PairedSet
 from ...errors import InputError
-from ...stats.two_sample import holm
 from .findings import FindingQuality, holm_verdicts
-from .judge import FindingPreference, _conclude
+from .findings_facets import cell_entries, facet_subsets
+from .judge import FindingPreference, conclude_preferences
 
 #: the name of the model's samples outside the cluster, on the cluster's prompts
 OTHERS = "other samples"
+
+
+def cluster_masks(model: Any, rows: Sequence[int], prompts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(the cluster's rows, the model's other rows) among the model's samples of ``prompts``, as masks."""
+    all_prompts = np.asarray(model.prompts, dtype=object)
+    inside = np.zeros(len(all_prompts), dtype=bool)
+    inside[np.asarray(rows, dtype=int)] = True
+    on = np.isin(all_prompts, list(prompts))
+    return inside & on, ~inside & on
 
 
 def split_by_rows(model: Any, rows: Sequence[int], prompts: Sequence[str], name: str
                   ) -> tuple[PairedSet, PairedSet]:
     """(the cluster's samples, the model's other samples) on ``prompts``, as two paired sets."""
     all_prompts = np.asarray(model.prompts, dtype=object)
-    inside = np.zeros(len(all_prompts), dtype=bool)
-    inside[np.asarray(rows, dtype=int)] = True
-    on = np.isin(all_prompts, list(prompts))
     pe, oe = np.asarray(model.prompt_embeddings), np.asarray(model.output_embeddings)
     outputs = getattr(model, "outputs", None)
 
@@ -44,7 +55,22 @@ def split_by_rows(model: Any, rows: Sequence[int], prompts: Sequence[str], name:
         return PairedSet(pe[idx], oe[idx], prompts=[str(p) for p in all_prompts[idx]],
                          outputs=None if outputs is None else [outputs[i] for i in idx], name=label)
 
-    return subset(inside & on, name), subset(~inside & on, OTHERS)
+    inside, others = cluster_masks(model, rows, prompts)
+    return subset(inside, name), subset(others, OTHERS)
+
+
+def cluster_parts(model: Any, finding: dict, facets: Sequence[dict]
+                  ) -> tuple[dict[str, PairedSet], list[dict]]:
+    """The cluster's samples and the model's other samples (by name: the cluster's id, :data:`OTHERS`), and
+    ``facets`` (indexed by the model's rows, under its name) re-indexed for those two sets."""
+    inside, others = split_by_rows(model, finding["rows"], finding["prompts"], finding["id"])
+    mask_in, mask_out = cluster_masks(model, finding["rows"], finding["prompts"])
+    parts = []
+    for f in facets:  # (rows under the model's name, or under the facet's one set whatever its name)
+        name = getattr(model, "name", "model")
+        name = name if name in f["rows"] or len(f["rows"]) != 1 else next(iter(f["rows"]))
+        parts += facet_subsets([f], {finding["id"]: (name, mask_in), OTHERS: (name, mask_out)})
+    return {finding["id"]: inside, OTHERS: others}, parts
 
 
 @dataclass(frozen=True)
@@ -52,57 +78,67 @@ class ClusterQuality(FindingQuality):
     """Per cluster of one model, whether its samples are closer to the reference than the model's other
     samples of the same prompts (module docstring); the options are :class:`.FindingQuality`'s.
 
-    ``fit(findings, model, reference)``: ``findings`` a list of ``{'id', 'prompts', 'rows'}``
+    ``fit(findings, model, reference, facets=())``: ``findings`` a list of ``{'id', 'prompts', 'rows'}``
     (``ScendiResult.findings()``), ``model`` the paired set the clusters come from, ``reference`` the
-    reference paired set. Clusters whose samples cannot be scored (too few, no gold answer of their
-    prompts) are listed under ``'skipped'`` with the reason."""
+    reference paired set, ``facets`` as in :class:`.findings_facets.FacetQuality` (rows under the model's
+    name): each cluster's verdict per facet value too (``'facets'``, ``'facets_skipped'``). Clusters whose
+    samples cannot be scored (too few, no gold answer of their prompts) are listed under ``'skipped'`` with
+    the reason."""
 
-    def fit(self, findings: Sequence[dict], model: Any, reference: Any) -> dict[str, Any]:  # type: ignore[override]
+    def fit(self, findings: Sequence[dict], model: Any, reference: Any,  # type: ignore[override]
+            facets: Sequence[dict] = ()) -> dict[str, Any]:
         """The quality record (``{'closeness', ..., 'findings': [...], 'skipped': [...], 'verdict'}``)."""
         for name, s in {"model": model, "reference": reference}.items():
             if getattr(s, "prompts", None) is None:
                 raise InputError(f"{name}: no prompt strings; a cluster's finding is a set of prompts")
-        entries, skipped = [], []
+        entries, skipped, tests = [], [], []
+        index = count(len(findings))
         for i, f in enumerate(findings):
-            inside, others = split_by_rows(model, f["rows"], f["prompts"], f["id"])
+            pair, parts = cluster_parts(model, f, facets)
             try:
-                entry = self._one(f, {f["id"]: inside, OTHERS: others}, reference, i)
+                entry = {**self._one(f, pair, reference, i), "rank": f.get("rank")}
             except InputError as exc:
                 skipped.append({"id": f["id"], "reason": str(exc)})
                 continue
-            entries.append({**entry, "rank": f.get("rank")})
+            if facets:
+                entry["facets"], entry["facets_skipped"] = cell_entries(
+                    lambda cell, restricted, k: self._one(cell, restricted, reference, k), f, pair, parts,
+                    index)
+            entries.append(entry)
+            tests += [entry, *entry.get("facets", [])]
         target = str(getattr(reference, "name", None) or "the reference")
-        holm_verdicts(entries, alpha=self.alpha, closeness=self.closeness, target=target)
-        closer = [e["verdict"] for e in entries if e["closer"]]
+        holm_verdicts(tests, alpha=self.alpha, closeness=self.closeness, target=target)
+        closer = [e["verdict"] for e in tests if e["closer"]]
         overall = ("; ".join(closer) if closer else
                    f"no cluster's samples differ from the model's other samples in closeness to {target} "
-                   f"({self.closeness}, Holm over {len(entries)} cluster(s) at alpha = {self.alpha:g})")
+                   f"({self.closeness}, Holm over {len(tests)} test(s) at alpha = {self.alpha:g})")
         return {**self.get_params(), "reference": getattr(reference, "name", "reference"),
                 "models": [getattr(model, "name", "model")], "compared": "cluster vs other samples",
-                "findings": entries, "skipped": skipped, "verdict": overall}
+                "findings": entries, "skipped": skipped, "tests": len(tests), "verdict": overall}
 
 
-def cluster_preference(estimator: FindingPreference, findings: Sequence[dict], model: Any, judge: Any
-                       ) -> dict[str, Any]:
+def cluster_preference(estimator: FindingPreference, findings: Sequence[dict], model: Any, judge: Any,
+                       facets: Sequence[dict] = ()) -> dict[str, Any]:
     """Per cluster of one model, which a judge prefers: the cluster's samples or the model's other samples of
     the same prompts (:class:`.judge.FindingPreference` on each cluster, seed ``seed + i`` for cluster i;
-    Holm over the clusters)."""
-    entries = []
+    with ``facets``, the m-th value of cluster i draws from ``default_rng([seed + i, 1 + m])``); Holm over
+    the clusters and their values."""
+    entries, tests = [], []
     for i, f in enumerate(findings):
-        inside, others = split_by_rows(model, f["rows"], f["prompts"], f["id"])
+        pair, parts = cluster_parts(model, f, facets)
         one = dataclasses.replace(estimator, seed=estimator.seed + i)
-        entries.append(one.fit([f], {f["id"]: inside, OTHERS: others}, judge)["findings"][0])
-    tests = [e["comparisons"][0] for e in entries]
-    for c, p_adj in zip(tests, holm([c["p_value"] for c in tests]) if tests else [], strict=True):
-        c["p_adjusted"] = p_adj
-        c["preferred"] = (None if p_adj > estimator.alpha or c["wins"] == c["losses"]
-                          else c["a"] if c["wins"] > c["losses"] else c["b"])
-    for e in entries:
-        _conclude(e, None, estimator.alpha)
-    shown = [e["verdict"] for e in entries if e["preferred"]]
+        entry = one.fit([f], pair, judge)["findings"][0]
+        if facets:
+            entry["facets"], entry["facets_skipped"] = cell_entries(
+                lambda cell, restricted, k, one=one: one._one(cell, restricted, judge, k), f, pair, parts,
+                count(1))
+        entries.append(entry)
+        tests += [entry, *entry.get("facets", [])]
+    n = conclude_preferences(tests, None, estimator.alpha)
+    shown = [e["verdict"] for e in tests if e["preferred"]]
     overall = "; ".join(shown) if shown else (
         f"the judge prefers neither a cluster's samples nor the model's other samples on any cluster (sign "
-        f"test, Holm over {len(tests)} test(s) at alpha = {estimator.alpha:g})")
+        f"test, Holm over {n} test(s) at alpha = {estimator.alpha:g})")
     return {**estimator.get_params(), "rubric": estimator.rubric_text,
             "models": [getattr(model, "name", "model")], "compared": "cluster vs other samples",
-            "order": "both orders per pair", "findings": entries, "verdict": overall}
+            "order": "both orders per pair", "findings": entries, "tests": n, "verdict": overall}

@@ -37,6 +37,10 @@ class FindingRanking(FindingQuality):
 
     def fit(self, findings: Sequence[dict], models: dict[str, Any], reference: Any) -> dict[str, Any]:
         """The quality record (``{..., 'findings': [...], 'overall': {...}, 'verdict'}``)."""
+        return self._record(self._entries(findings, models, reference), models, reference)
+
+    def _entries(self, findings: Sequence[dict], models: dict[str, Any], reference: Any) -> list[dict]:
+        """Each finding's scored entry, then the entry over every prompt shared with the reference."""
         if len(models) < 2:
             raise OptionError(f"models: two or more sets to rank, got {len(models)}", parameter="models")
         for name, s in {**models, "reference": reference}.items():
@@ -47,20 +51,25 @@ class FindingRanking(FindingQuality):
             raise InputError("the reference shares no prompt with the models; closeness needs the same "
                              "prompts")
         every = {"id": ALL_PROMPTS, "prompts": sorted(shared)}
-        entries = [self._scored(f, models, reference, i) for i, f in enumerate([*findings, every])]
-        tests = [t for e in entries for t in e["pairs"]]
+        return [self._scored(f, models, reference, i) for i, f in enumerate([*findings, every])]
+
+    def _record(self, entries: list[dict], models: dict[str, Any], reference: Any,
+                more: Sequence[dict] = ()) -> dict[str, Any]:
+        """Holm over the pair tests of ``entries`` (the findings', then "all prompts") and of ``more``
+        (entries shown under the findings: facet values), every entry ranked, and the record."""
+        tests = [t for e in [*entries, *more] for t in e["pairs"]]
         for t, p_adj in zip(tests, holm([t["p_value"] for t in tests]), strict=True):
             t["p_adjusted"] = p_adj
         target = str(getattr(reference, "name", None) or "the reference")
-        for e in entries:
+        for e in [*entries, *more]:
             self._rank(e, list(models), target)
         *per_finding, overall = entries
-        ranked = [e["verdict"] for e in per_finding if e["closer"] or _has_ties_broken(e)]
+        ranked = [e["verdict"] for e in [*per_finding, *more] if e["closer"] or _has_ties_broken(e)]
         verdict = ("; ".join(ranked) if ranked else
                    f"no finding separates the models by closeness to {target} ({self.closeness}, Holm over "
                    f"{len(tests)} pair test(s) at alpha = {self.alpha:g})")
         return {**self.get_params(), "reference": getattr(reference, "name", "reference"),
-                "models": list(models), "findings": per_finding, "overall": overall,
+                "models": list(models), "findings": per_finding, "overall": overall, "tests": len(tests),
                 "verdict": verdict + f"; overall: {overall['ranking']['words']}"}
 
     def _scored(self, finding: dict, models: dict[str, Any], reference: Any, i: int) -> dict[str, Any]:
@@ -82,7 +91,7 @@ class FindingRanking(FindingQuality):
                 "example_prompts": list(finding["prompts"])[:3],
                 "models": {n: {"mean": float(s.mean()), "n": int(s.size), "interval": ivs[n]}
                            for n, (s, _) in scored.items()},
-                "pairs": pairs, "note": note}
+                "pairs": pairs, "note": note, **self._metrics(finding, models, reference, i)}
 
     def _rank(self, entry: dict, names: list[str], target: str) -> None:
         index = {n: k for k, n in enumerate(names)}

@@ -176,16 +176,10 @@ class FindingPreference(Estimator):
             if getattr(s, "prompts", None) is None or getattr(s, "outputs", None) is None:
                 raise InputError(f"{name}: no prompt and output strings; a judge reads the outputs")
         entries = [self._one(f, models, judge, i) for i, f in enumerate(findings)]
-        tests = [c for e in entries for c in e["comparisons"]]
-        for c, p_adj in zip(tests, holm([c["p_value"] for c in tests]) if tests else [], strict=True):
-            c["p_adjusted"] = p_adj
-            c["preferred"] = (None if p_adj > self.alpha or c["wins"] == c["losses"]
-                              else c["a"] if c["wins"] > c["losses"] else c["b"])
-        for e in entries:
-            _conclude(e, list(models) if len(models) > 2 else None, self.alpha)
+        tests = conclude_preferences(entries, list(models) if len(models) > 2 else None, self.alpha)
         shown = [e["verdict"] for e in entries if any(c["preferred"] for c in e["comparisons"])]
         overall = "; ".join(shown) if shown else (
-            f"the judge prefers neither model on any finding (sign test, Holm over {len(tests)} test(s) at "
+            f"the judge prefers neither model on any finding (sign test, Holm over {tests} test(s) at "
             f"alpha = {self.alpha:g})")
         return {**self.get_params(), "rubric": self.rubric_text, "models": list(models),
                 "order": "both orders per pair",
@@ -222,6 +216,20 @@ class FindingPreference(Estimator):
                          for messages in orders)  # type: ignore[return-value]
         except MalformedAnswerError:
             return None
+
+
+def conclude_preferences(entries: Sequence[dict], names: list[str] | None, alpha: float) -> int:
+    """Holm over every comparison of ``entries`` (each gets ``p_adjusted`` and ``preferred``: the model with
+    more wins when the adjusted p is at most ``alpha``), then each entry's sentence (and ranking, ``names``
+    given: more than two models); returns the number of tests."""
+    tests = [c for e in entries for c in e["comparisons"]]
+    for c, p_adj in zip(tests, holm([c["p_value"] for c in tests]) if tests else [], strict=True):
+        c["p_adjusted"] = p_adj
+        c["preferred"] = (None if p_adj > alpha or c["wins"] == c["losses"]
+                          else c["a"] if c["wins"] > c["losses"] else c["b"])
+    for e in entries:
+        _conclude(e, names, alpha)
+    return len(tests)
 
 
 def _conclude(entry: dict, names: list[str] | None, alpha: float) -> None:
