@@ -104,7 +104,7 @@ def test_demo_generator_bad_input_is_one_line_exit_2(tmp_path, tiny_weights, cap
     assert not (tmp_path / "out").exists()
 
 
-CLASS_SECTIONS = "quality,monitoring,cfg-diversity,split,verdicts,guidance"  # the class-conditioned generator's
+CLASS_SECTIONS = "quality,monitoring,cfg-diversity,split,verdicts,guidance"  # the class generator
 
 
 @pytest.mark.slow
