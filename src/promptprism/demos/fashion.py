@@ -214,6 +214,17 @@ def converges_last(region_cms: Any, tolerance: float = 0.02) -> int:
     return max(range(cms.shape[1]), key=lambda r: (settle[r], -cms[-1, r]))
 
 
+def scale_rows(scales: tuple[float, ...], models: list) -> list[list[str]]:
+    """One table row per CFG scale: the scale, Scendi, prompt-driven Scendi and Vendi with their intervals."""
+    rows = []
+    for s, m in zip(scales, models, strict=True):
+        iv = m.intervals or {}
+        rows.append([f"{s:g}", with_interval(m.scendi, iv.get("scendi")),
+                     with_interval(m.scendi_prompt, iv.get("scendi_prompt")),
+                     with_interval(m.vendi, iv.get("vendi"))])
+    return rows
+
+
 def cfg_section(ctx: DemoContext, scales: tuple[float, ...] | None = None) -> DemoSection:
     """Scendi and Vendi of the final model's samples at each CFG scale (default ``ctx.options['scales']``)."""
     from ..methods.scendi import Scendi, compare
@@ -223,12 +234,7 @@ def cfg_section(ctx: DemoContext, scales: tuple[float, ...] | None = None) -> De
     sets = [ctx.paired(ctx.samples(final, s), f"CFG {s:g}") for s in scales]
     result = compare(sets, Scendi(seed=ctx.seed, bootstrap=ctx.options.get("bootstrap", 200)))
     ctx.save(result, ctx.out / "cfg-diversity", report=ctx.report, quiet=True)
-    rows = []
-    for s, m in zip(scales, result.models, strict=True):
-        iv = m.intervals or {}
-        rows.append([f"{s:g}", with_interval(m.scendi, iv.get("scendi")),
-                     with_interval(m.scendi_prompt, iv.get("scendi_prompt")),
-                     with_interval(m.vendi, iv.get("vendi"))])
+    rows = scale_rows(scales, result.models)
     text = ("Diversity of the final model's samples at each classifier-free guidance scale (prompt "
             "embeddings: one-hot over the 10 class prompts; outputs: pixels; cosine kernel; 95% intervals "
             "from a prompt "

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..io import atomic_write_text
-from .fashion import DemoContext, DemoSection, with_interval
+from .fashion import DemoContext, DemoSection, scale_rows
 
 PLANTED = ("bag", "brightness")  #: the second generator's swapped (class, attribute)
 SECOND = "second-dark-light-bag"  #: its packaged checkpoint
@@ -206,12 +206,7 @@ def text_cfg_section(ctx: DemoContext) -> DemoSection:
             for s in scales]
     result = compare(sets, Scendi(seed=ctx.seed, bootstrap=ctx.options.get("bootstrap", 200)))
     ctx.save(result, ctx.out / "text-diversity", report=ctx.report, quiet=True)
-    rows = []
-    for s, m in zip(scales, result.models, strict=True):
-        iv = m.intervals or {}
-        rows.append([f"{s:g}", with_interval(m.scendi, iv.get("scendi")),
-                     with_interval(m.scendi_prompt, iv.get("scendi_prompt")),
-                     with_interval(m.vendi, iv.get("vendi"))])
+    rows = scale_rows(scales, result.models)
     text = (f"Diversity of the text generator's samples for {len(set(prompts))} distinct free-text prompts "
             "(MiniLM prompt embeddings, pixel outputs) at each classifier-free guidance scale: model-driven "
             "(Scendi) is what remains once the prompt is accounted for; prompt-driven is the prompts' share.")
