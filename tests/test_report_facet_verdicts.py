@@ -134,7 +134,7 @@ def test_the_mode_panel_and_the_facet_panel_show_the_verdicts_in_a_browser(tmp_p
     d = make_driver()
     try:
         open_ready(d, path, "#mode=" + entry["id"].removeprefix("mode "))
-        shown = [e.text for e in d.find_elements(By.CSS_SELECTOR, ".pp-verdict") if e.is_displayed()]
+        shown = [e.text for e in d.find_elements(By.CSS_SELECTOR, ".pp-mode-verdict") if e.is_displayed()]
         assert shown and shown[0] == entry["verdict"]
         open_ready(d, path)  # (the panel closed)
         row = next(e for e in d.find_elements(By.CSS_SELECTOR, "tr[data-pp-facet]") if "medical" in e.text)

@@ -81,7 +81,7 @@
     var names = V.names || {};
     PP.panel("Mode " + (m.label || m.id) + " · " + (names[m.side] || m.side) + " does more", [
       h("p", { text: "eigenvalue " + fmt(m.eigenvalue) + " · p = " + fmt(m.p_value, 3) + " · " + sigText(m) })
-    ].concat((m.verdicts || []).map(function (t) { return h("p", { cls: "small pp-verdict", text: t }); }), [
+    ].concat((m.verdicts || []).map(function (t) { return h("p", { cls: "small pp-mode-verdict", text: t }); }), [
       h("h3", { text: "its prompts (click one for its outputs)" }),
       table(["prompt", "contribution", "share of eigenvalue", "n test", "n ref"], m.prompts.map(function (p) {
         return [V.prompts[p[0]].prompt, fmt(p[1], 3), p[2] === null ? "–" : fmt(100 * p[2], 3) + "%", p[3], p[4]];
