@@ -296,7 +296,7 @@ def test_with_scripts_off_the_static_page_still_shows_the_verdict(pages):
         said = verdict(significance_result([0.002, 0.3, 0.6, 0.01, 0.4, 0.9], scan=scan_record()))
         assert said and said in body and "Prompts where the models disagree most" in body
         assert not d.find_elements(By.ID, "pp-toolbar")
-        assert d.find_elements(By.CSS_SELECTOR, "#map svg")  # the static map figure (inline SVG), not the canvas
+        assert d.find_elements(By.CSS_SELECTOR, "#map svg")  # the static map (inline SVG), not the canvas
         assert all(img.is_displayed() for img in d.find_elements(By.CSS_SELECTOR, "#map svg"))
     finally:
         d.quit()
