@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .canvas import NEG_COLOR, POS_COLOR, new_figure, to_png
+from .svg import flag_at, value_at
 
 
 def eigenvalue_bars(
@@ -35,15 +36,15 @@ def eigenvalue_bars(
     x = np.arange(len(heights))
     null_top = null_top or {}
     band = [
-        *[_at(null_top.get("test"), i) for i in range(len(pos))],
-        *[-_at(null_top.get("reference"), i) for i in range(len(neg))],
+        *[value_at(null_top.get("test"), i) for i in range(len(pos))],
+        *[-value_at(null_top.get("reference"), i) for i in range(len(neg))],
     ]
     if any(b == b for b in band):
         ax.bar(x, np.nan_to_num(np.asarray(band, float)), width=0.95, color="#d9dce2", zorder=0,
                label="95% of the permutation null" if not null_top.get("level") else null_top["level"])
     sig = significant or {}
-    flags = [*[_flag(sig.get("test"), i) for i in range(len(pos))],
-             *[_flag(sig.get("reference"), i) for i in range(len(neg))]]
+    flags = [*[flag_at(sig.get("test"), i) for i in range(len(pos))],
+             *[flag_at(sig.get("reference"), i) for i in range(len(neg))]]
     colors = [POS_COLOR] * len(pos) + [NEG_COLOR] * len(neg)
     for xi, h, c, f in zip(x, heights, colors, flags, strict=True):
         ax.bar(xi, h, width=0.6, color=c, alpha=0.35 if f is False else 1.0,
@@ -56,22 +57,6 @@ def eigenvalue_bars(
         ax.legend(fontsize=7, frameon=False, loc="upper right")
     ax.spines[["top", "right"]].set_visible(False)
     return to_png(fig)
-
-
-def _at(values: Any, i: int) -> float:
-    try:
-        v = float(values[i])
-    except (TypeError, IndexError, ValueError):
-        return float("nan")
-    return v if np.isfinite(v) else float("nan")
-
-
-def _flag(values: Any, i: int) -> bool | None:
-    try:
-        v = values[i]
-    except (TypeError, IndexError):
-        return None
-    return None if v is None else bool(v)
 
 
 def bandwidth_scan(scan: dict) -> bytes:

@@ -83,10 +83,10 @@ def eigenvalue_bars_svg(eigenvalues: Sequence[float], n_each: int = 10, *, null_
     pos, neg = np.sort(vals[vals > 0])[::-1][:n_each], np.sort(vals[vals < 0])[:n_each]
     heights = np.r_[pos, neg]
     null_top, sig = null_top or {}, significant or {}
-    band = np.array([*[_at(null_top.get("test"), i) for i in range(pos.size)],
-                     *[-_at(null_top.get("reference"), i) for i in range(neg.size)]], dtype=float)
-    flags = [*[_flag(sig.get("test"), i) for i in range(pos.size)],
-             *[_flag(sig.get("reference"), i) for i in range(neg.size)]]
+    band = np.array([*[value_at(null_top.get("test"), i) for i in range(pos.size)],
+                     *[-value_at(null_top.get("reference"), i) for i in range(neg.size)]], dtype=float)
+    flags = [*[flag_at(sig.get("test"), i) for i in range(pos.size)],
+             *[flag_at(sig.get("reference"), i) for i in range(neg.size)]]
     width, height, left, top, bottom = 600, 300, 58, 26, 52
     span = np.r_[heights, band[np.isfinite(band)], 0.0]
     lo, hi = float(span.min()), float(span.max())
@@ -127,7 +127,8 @@ def _rect(x: float, y1: float, w: float, y2: float, fill: str, *, pale: bool = F
                          stroke=fill, stroke_width="0.8"))
 
 
-def _at(values: Any, i: int) -> float:
+def value_at(values: Any, i: int) -> float:
+    """``values[i]`` as a finite float, or NaN when missing or not finite (a significance record's lists)."""
     try:
         v = float(values[i])
     except (TypeError, IndexError, ValueError):
@@ -135,7 +136,8 @@ def _at(values: Any, i: int) -> float:
     return v if np.isfinite(v) else float("nan")
 
 
-def _flag(values: Any, i: int) -> bool | None:
+def flag_at(values: Any, i: int) -> bool | None:
+    """``values[i]`` as a bool, or None when missing."""
     try:
         v = values[i]
     except (TypeError, IndexError):
