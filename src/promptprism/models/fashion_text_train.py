@@ -58,8 +58,9 @@ def parse_swap(spec: str | None) -> tuple[str, str] | None:
 def train(out: str | Path, *, max_steps: int = 1200, shape: TextUNetShape = TextUNetShape(),
           batch_size: int = 32, lr: float = 1e-3, caption_dropout: float = 0.1, seed: int = 0,
           swap: tuple[str, str] | None = None, init: str | None = None, save_every: int = 200,
-          command: str = "", log_every: int = 20) -> list[Path]:
-    """Train for ``max_steps`` steps, saving ``step-N`` every ``save_every`` steps; returns the folders."""
+          command: str = "", log_every: int = 20, lr_schedule: str = "constant") -> list[Path]:
+    """Train for ``max_steps`` steps, saving ``step-N`` every ``save_every`` steps; returns the folders.
+    ``lr_schedule``: ``"constant"`` or ``"cosine"`` (from ``lr`` to 0 over ``max_steps``)."""
     import torch
     from diffusers.training_utils import EMAModel
 
@@ -69,6 +70,9 @@ def train(out: str | Path, *, max_steps: int = 1200, shape: TextUNetShape = Text
     if max_steps < 1 or batch_size < 1 or not 0.0 <= caption_dropout < 1.0 or not lr > 0:
         raise OptionError(f"need max_steps >= 1, batch_size >= 1, 0 <= caption_dropout < 1 and lr > 0; got "
                           f"{max_steps}, {batch_size}, {caption_dropout}, {lr}")
+    if lr_schedule not in ("constant", "cosine"):
+        raise OptionError(f"lr_schedule must be 'constant' or 'cosine', got {lr_schedule!r}",
+                          parameter="lr_schedule")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     table = caption_table(seed, swap)
@@ -86,8 +90,11 @@ def train(out: str | Path, *, max_steps: int = 1200, shape: TextUNetShape = Text
         unet, scheduler = shape.build(seed).train(), training_scheduler()
     ema = EMAModel(unet.parameters(), decay=0.999, use_ema_warmup=True, power=0.75)
     opt = torch.optim.AdamW(unet.parameters(), lr=lr, weight_decay=0.0)
+    cosine = lr_schedule == "cosine"
+    decay = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max_steps) if cosine else None
     gen = torch.Generator().manual_seed(seed)
     meta = {"seed": seed, "command": command, "init": init, "batch_size": batch_size, "lr": lr,
+            "lr_schedule": lr_schedule,
             "caption_dropout": caption_dropout, "n_params": sum(p.numel() for p in unet.parameters()),
             "n_images": int(cap.numel()), "n_rare_dropped": table["n_dropped"], "n_captions": len(distinct),
             "swap": list(swap) if swap else None, "thresholds": table["thresholds"].tolist(),
@@ -112,6 +119,8 @@ def train(out: str | Path, *, max_steps: int = 1200, shape: TextUNetShape = Text
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            if decay is not None:
+                decay.step()
             ema.step(unet.parameters())
             step += 1
             if step % log_every == 0:
@@ -143,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--layers-per-block", type=int, default=1)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--lr-schedule", choices=("constant", "cosine"), default="constant")
     p.add_argument("--caption-dropout", type=float, default=0.1, help="share of empty prompts (CFG)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--swap", default=None, metavar="CLASS:ATTRIBUTE", help="flip ATTRIBUTE in CLASS captions")
@@ -156,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
               shape=TextUNetShape(tuple(int(c) for c in args.channels.split(",")), args.layers_per_block),
               batch_size=args.batch_size, lr=args.lr, caption_dropout=args.caption_dropout, seed=args.seed,
               swap=parse_swap(args.swap), init=args.init, save_every=args.save_every,
+              lr_schedule=args.lr_schedule,
               command=shlex.join(["python", "-m", "promptprism.models.fashion_text_train",
                                   *(sys.argv[1:] if argv is None else argv)]))
     except (OptionError, ValueError) as exc:
