@@ -1,6 +1,6 @@
 """Quality of the text-conditioned Fashion generator (28 px, MiniLM prompts).
 
-    python benchmarks/generator_text_quality.py [--checkpoint final] [--samples 550] [--steps 20] [--cfg 3]
+    python benchmarks/generator_text_quality.py [--checkpoint final] [--samples 550] [--steps 20] [--cfg 2]
                                                 [--real 1000] [--train 10000] [--no-fd]
 
 Samples one image per caption prompt (``experiment_prompts(550)``, cycled to ``--samples``), then prints:
@@ -36,7 +36,7 @@ def main() -> None:
     ap.add_argument("--checkpoint", default="final")
     ap.add_argument("--samples", type=int, default=550)
     ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--cfg", type=float, default=3.0)
+    ap.add_argument("--cfg", type=float, default=2.0)
     ap.add_argument("--real", type=int, default=1000)
     ap.add_argument("--train", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=0)

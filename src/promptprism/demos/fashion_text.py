@@ -30,7 +30,7 @@ from .fashion import DemoContext, DemoSection, scale_rows
 
 PLANTED = ("bag", "brightness")  #: the second generator's swapped (class, attribute)
 SECOND = "second-dark-light-bag"  #: its packaged checkpoint
-QUALITY_CFG = 3.0
+QUALITY_CFG = 2.0
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class TextSizes:
     captions: int = 150
     per_prompt: int = 2
     steps: int = 8
-    scales: tuple[float, ...] = (1.0, 3.0)
+    scales: tuple[float, ...] = (1.0, 2.0)
 
 
 def _sizes(ctx: DemoContext) -> TextSizes:

@@ -139,7 +139,7 @@ def save_text_checkpoint(folder: str | os.PathLike, unet, scheduler, meta: dict)
 
 
 def sample_text_images(checkpoint: TextCheckpoint, prompts: list[str], seeds: list[int], *,
-                       guidance_scale: float = 3.0, steps: int = 50, batch_size: int = 64) -> np.ndarray:
+                       guidance_scale: float = 2.0, steps: int = 50, batch_size: int = 64) -> np.ndarray:
     """uint8 images (n, 28, 28), sample i of ``prompts[i]`` from noise seeded by ``seeds[i]`` (DDIM with
     classifier-free guidance against the empty prompt; :func:`promptprism.guidance.sample`)."""
     import torch
@@ -157,7 +157,7 @@ def sample_text_images(checkpoint: TextCheckpoint, prompts: list[str], seeds: li
     return pixels[:, 0, PAD: PAD + 28, PAD: PAD + 28].numpy()
 
 
-def generate(prompts: list[str], seed: int = 0, guidance_scale: float = 3.0, steps: int = 50,
+def generate(prompts: list[str], seed: int = 0, guidance_scale: float = 2.0, steps: int = 50,
              batch_size: int = 64, checkpoint: str | os.PathLike | TextCheckpoint = "final") -> np.ndarray:
     """uint8 images (n, 28, 28), one per prompt: sample i is seeded by ``sample_seeds(seed, n)[i]``."""
     from ..guidance.sampler import sample_seeds
