@@ -99,8 +99,16 @@ def pages(tmp_path_factory):
 
 
 def open_page(d, path, fragment: str = ""):
+    """Open a report and wait (up to 30 s on a loaded machine) for its script to mark the page ready."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
     d.get(path.as_uri() + fragment)
-    assert d.execute_script("return document.documentElement.getAttribute('data-pp-ready')") == "1"
+    ready = "return document.documentElement.getAttribute('data-pp-ready')"
+    try:
+        WebDriverWait(d, 30, poll_frequency=0.05).until(lambda drv: drv.execute_script(ready) == "1")
+    except TimeoutException:
+        pytest.fail(f"{path.name}{fragment} never became ready; console: {console_errors(d)}")
 
 
 def console_errors(d) -> list:

@@ -17,9 +17,13 @@ from test_report_interactive import page_data
 
 def open_ready(d, path, fragment: str = "", timeout: float = 15.0):
     """Open the page and wait until its script marked it ready (a loaded machine may take a moment)."""
+    d.get(path.as_uri() + fragment)
+    wait_ready(d, timeout)
+
+
+def wait_ready(d, timeout: float = 15.0):
     from selenium.webdriver.support.ui import WebDriverWait
 
-    d.get(path.as_uri() + fragment)
     script = "return document.documentElement.getAttribute('data-pp-ready')"
     WebDriverWait(d, timeout).until(lambda drv: drv.execute_script(script) == "1")
 
@@ -65,7 +69,7 @@ def test_a_tag_survives_a_reload_and_is_exported_and_imported(tmp_path):
         assert d.find_element(By.ID, "pp-panel").is_displayed()  # typing did not close or move the panel
 
         d.refresh()  # the tag and the note survive a reload
-        assert d.execute_script("return document.documentElement.getAttribute('data-pp-ready')") == "1"
+        wait_ready(d)
         box = d.find_element(By.CSS_SELECTOR, "#pp-panel .pp-keep")
         assert "check later" in box.find_element(By.CSS_SELECTOR, ".pp-chips").text
         assert box.find_element(By.CSS_SELECTOR, "textarea.pp-note").get_attribute("value") == "odd colour"
