@@ -28,10 +28,11 @@ from ...errors import InputError, OptionError
 from ...scale.runner import current_runner
 from ...stats.batched_eigen import DENSE_BATCH_RANK
 from . import comparisons as kc
-from . import core
+from . import core, kway_subspace
 from .estimator import STABLE_SAMPLES, STABLE_TOP, PromptSplit
 from .family import family_for
 from .kway_result import ComparisonFit, KWayResult, assemble
+from .kway_subspace import SubspaceRoute
 from .options import SplitOptions
 from .routes import choose_route
 from .testing import comparison_significance
@@ -114,6 +115,8 @@ class KWaySplit(SplitOptions):
         width = rows if method == "exact" else min(rows, int(self.n_features))
         largest = -(-max(int(c) for c in counts) * rows // total) if method == "exact" else None
         threads = blas_thread_count() if self.device in ("auto", "cpu") else 1
+        if permutations and kway_subspace.wanted(len(counts), total, method, self.device in ("auto", "cpu")):
+            return kway_subspace.test_seconds(len(counts), rows, permutations, threads)
         return test_cost_seconds(len(counts), rows, width, permutations, set_rows=largest,
                                  threads=threads) if permutations else 0.0
 
@@ -130,7 +133,9 @@ class KWaySplit(SplitOptions):
         sigmas, scan = self._bandwidths(sets, backend)
         pairs, rest = kc.comparisons(len(sets))
         family = pairs + rest
-        route = choose_route(self, sets, sigmas, backend=backend, runner=current_runner(), comparisons=family)
+        route = (SubspaceRoute(self, sets, sigmas, precision="float32", backend=backend, comparisons=family)
+                 if kway_subspace.wanted(len(sets), int(counts.sum()), method, backend.name == "numpy") else
+                 choose_route(self, sets, sigmas, backend=backend, runner=current_runner(), comparisons=family))
         timings = {"setup_s": time.perf_counter() - t0}
         t1 = time.perf_counter()
         spectra, distances, stats = route.fit(labels, len(prompt_names), timings)
