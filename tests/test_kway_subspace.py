@@ -32,7 +32,7 @@ def _gram(sets: list[PairedSet], sigmas=(1.5, 1.5)) -> np.ndarray:
 
 
 def _brute(gram: np.ndarray, bounds: np.ndarray, c: kc.Comparison, eta: float) -> np.ndarray:
-    """Every eigenvalue of Lambda_c = Psi^T D_c Psi: those of the symmetric D^1/2 G D^1/2 with signs (eq. 3)."""
+    """Every eigenvalue of Lambda_c = Psi^T D_c Psi: those of D G on the comparison's rows (eq. 3)."""
     counts = np.diff(bounds)
     model = np.repeat(np.arange(counts.size), counts)
     w = kc.comparison_weights(model, c, counts, eta)

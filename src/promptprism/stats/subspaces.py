@@ -122,8 +122,9 @@ def grow_rank(build: Any, *, start: int, cap: int, target: float) -> tuple[Any, 
         rank = min(2 * rank, int(cap))
 
 
-def pivoted_cholesky_factor(columns: Any, size: int, rank: int, *, block: int = 128, tolerance: float = 0.0,
-                            seed: int = 0, diagonal: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def pivoted_cholesky_factor(columns: Any, size: int, rank: int, *, block: int = 128,
+                            tolerance: float = 0.0, seed: int = 0, diagonal: np.ndarray | None = None
+                            ) -> tuple[np.ndarray, np.ndarray]:
     """(F, residual): a Nystrom factor F (``size`` x at most ``rank``, float32) of a positive semi-definite G
     read through its columns only (``columns(idx)`` = G[:, idx], ``size`` x len(idx)), and the diagonal of
     G - F F^T (float64, >= 0), by block randomly pivoted Cholesky (Chen, Epperly, Tropp & Webber 2023,
@@ -145,7 +146,8 @@ def pivoted_cholesky_factor(columns: Any, size: int, rank: int, *, block: int = 
         live = int(np.count_nonzero(weights))
         if live == 0:
             break
-        picks = rng.choice(size, size=min(block, rank - width, live), replace=False, p=weights / weights.sum())
+        picks = rng.choice(size, size=min(block, rank - width, live), replace=False,
+                           p=weights / weights.sum())
         cols = np.asarray(columns(picks), dtype=np.float32)
         if width:
             cols -= factor[:, :width] @ factor[picks, :width].T

@@ -115,7 +115,8 @@ class KWaySplit(SplitOptions):
         width = rows if method == "exact" else min(rows, int(self.n_features))
         largest = -(-max(int(c) for c in counts) * rows // total) if method == "exact" else None
         threads = blas_thread_count() if self.device in ("auto", "cpu") else 1
-        if permutations and kway_subspace.wanted(len(counts), total, method, self.device in ("auto", "cpu")):
+        on_cpu = self.device in ("auto", "cpu")
+        if permutations and kway_subspace.wanted(len(counts), total, method, on_cpu):
             return kway_subspace.test_seconds(len(counts), rows, permutations, threads)
         return test_cost_seconds(len(counts), rows, width, permutations, set_rows=largest,
                                  threads=threads) if permutations else 0.0
@@ -133,9 +134,12 @@ class KWaySplit(SplitOptions):
         sigmas, scan = self._bandwidths(sets, backend)
         pairs, rest = kc.comparisons(len(sets))
         family = pairs + rest
-        route = (SubspaceRoute(self, sets, sigmas, precision="float32", backend=backend, comparisons=family)
-                 if kway_subspace.wanted(len(sets), int(counts.sum()), method, backend.name == "numpy") else
-                 choose_route(self, sets, sigmas, backend=backend, runner=current_runner(), comparisons=family))
+        if kway_subspace.wanted(len(sets), int(counts.sum()), method, backend.name == "numpy"):
+            route = SubspaceRoute(self, sets, sigmas, precision="float32", backend=backend,
+                                  comparisons=family)
+        else:
+            route = choose_route(self, sets, sigmas, backend=backend, runner=current_runner(),
+                                 comparisons=family)
         timings = {"setup_s": time.perf_counter() - t0}
         t1 = time.perf_counter()
         spectra, distances, stats = route.fit(labels, len(prompt_names), timings)

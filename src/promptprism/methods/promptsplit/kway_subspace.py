@@ -37,7 +37,7 @@ from . import core
 from .route_base import Replicates, Route
 
 #: K-way exact fits (K >= 3, numpy) on more rows than this use the shared subspace (the joint Gram matrix
-#: would hold more than 3.2 GB in float64); at most this many, the joint Gram matrix (:class:`.routes.ExactRoute`)
+#: would hold more than 3.2 GB in float64); at most this many: the joint Gram matrix (``routes.ExactRoute``)
 SUBSPACE_MIN_ROWS = 20_000
 #: the shared subspace: at most SUBSPACE_RANK pivots, drawn SUBSPACE_BLOCK at a time, fewer once the
 #: energy left out (tr(G - F F^T) / tr G) is at most SUBSPACE_TOLERANCE
@@ -124,7 +124,8 @@ def moment_extremes(factor: np.ndarray, rows_of: list[np.ndarray], cols: np.ndar
     neg = np.zeros_like(pos)
     offsets = np.r_[0, np.cumsum(widths)]
     for i, col in enumerate(cols):
-        moments = np.stack([np.asarray(factor[r[col]].T @ factor[r[col]], dtype=np.float64) for r in rows_of])
+        moments = np.stack([np.asarray(factor[r[col]].T @ factor[r[col]], dtype=np.float64)
+                            for r in rows_of])
         mats = np.stack([comparison_matrix(moments, counts, c, eta) for c in comparisons])
         vals = np.linalg.eigvalsh(mats)
         for j, w in enumerate(widths):
@@ -137,7 +138,8 @@ def test_seconds(k: int, null_rows: int, permutations: int, threads: int = 1) ->
     """Rough seconds of :func:`moment_extremes` over every labelling: K SYRKs of the test rows and
     K(K-1)/2 + K eigen-solves of :data:`TEST_RANK` per labelling."""
     pairs, rest = kc.comparisons(int(k))
-    per = SECONDS_PER_ROW_RANK2 * float(null_rows) * TEST_RANK**2 + SECONDS_PER_SOLVE * (len(pairs) + len(rest))
+    per = (SECONDS_PER_ROW_RANK2 * float(null_rows) * TEST_RANK**2
+           + SECONDS_PER_SOLVE * (len(pairs) + len(rest)))
     return (int(permutations) + 1) * per / max(1, int(threads))
 
 

@@ -125,7 +125,8 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
     common: dict = (_stopping(drawn_spectra, n_drawn, permutations=permutations, alpha=alpha,
                               sequential=sequential) if len(tested) == 1
                     else {"permutations_drawn": n_drawn})
-    common.update(statistic=sig.statistic_text(info) if compress or operand[0] == "subspace" else WHOLE_OPERAND,
+    projected = compress or operand[0] == "subspace"
+    common.update(statistic=sig.statistic_text(info) if projected else WHOLE_OPERAND,
                   subspace={k: info.get(k) for k in ("rank", "energy", "full")})
     if members:
         cost = {mb.entry["name"]: mb.seconds + s for mb, s in zip(members, seconds[1:], strict=True)}
@@ -157,8 +158,8 @@ def _fitted_solver(operand: tuple, drawn: Labellings, tested: dict, widths: list
     :func:`~promptprism.array_ops.map_in_threads`), else the batched solve over the operand."""
     rows_of = kc.label_rows(drawn.model, drawn.counts) if drawn.model is not None else []
     if operand[0] == "subspace" and drawn.model is not None:  # (K-way's shared subspace: the sets' moments)
-        return lambda cols: kway_subspace.moment_extremes(operand[1], rows_of, cols, list(tested), drawn.counts,
-                                                          eta, widths)
+        return lambda cols: kway_subspace.moment_extremes(operand[1], rows_of, cols, list(tested),
+                                                          drawn.counts, eta, widths)
     gram = sig.operand_gram(operand)
     rest = _rest_factor(operand, drawn)
     small = {c: _from_pair_block(operand, drawn, c) or (rest is not None and len(c[1]) > 1) for c in tested}
