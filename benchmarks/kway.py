@@ -126,21 +126,29 @@ def large(k: int, n: int, max_gram_gb: float) -> None:
 
     sets = models(k, n, prompts=50, dim=32)
     opts = dict(method="exact", seed=0)
-    two, two_cpu, two_mb = measured(lambda: PromptSplit(**opts, device="cpu").fit(sets[0], sets[1]))
+    fits: dict = {}
+    two, two_cpu, two_mb = measured(lambda: fits.update(two=PromptSplit(**opts, device="cpu").fit(*sets[:2])))
     print(f"two-way exact, {2 * n:,} rows: {two:.1f} s ({two_cpu:.1f} s cpu), peak {two_mb:,.0f} MB  "
-          f"(load {os.getloadavg()[0]:.1f})", flush=True)
+          f"(load {os.getloadavg()[0]:.1f}); {_steps(fits['two'].timings)}", flush=True)
     shared = kway_subspace.wanted(k, k * n, "exact", True)
     need = 8 * (k * n) ** 2 / 1e9
     if not shared and need > max_gram_gb:
         print(f"K = {k} x {n:,} exact: skipped, its joint Gram matrix of {k * n:,} samples needs "
               f"{need:.1f} GB (--max-gram-gb {max_gram_gb:g})")
         return
-    kway, kway_cpu, kway_mb = measured(lambda: KWaySplit(**opts).fit(sets))
+    kway, kway_cpu, kway_mb = measured(lambda: fits.update(kway=KWaySplit(**opts).fit(sets)))
     how = (f"shared subspace of rank <= {kway_subspace.SUBSPACE_RANK}" if shared else "joint Gram matrix")
     print(f"K = {k} x {n:,} exact ({how}): {kway:.1f} s ({kway_cpu:.1f} s cpu), peak {kway_mb:,.0f} MB "
           f"(joint Gram would be {need:.1f} GB) = {kway / two:.2f}x the two-way fit wall, "
           f"{kway_cpu / two_cpu:.2f}x cpu  (load {os.getloadavg()[0]:.1f}; process max RSS "
-          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:,.0f} MB)", flush=True)
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:,.0f} MB); "
+          f"{_steps(fits['kway'].timings)}", flush=True)
+
+
+def _steps(timings: dict) -> str:
+    """The fit's wall seconds per step (Gram or factor, eigen-solve, test)."""
+    keys = ("gram_s", "eigen_s", "significance_s")
+    return ", ".join(f"{k[:-2]} {timings[k]:.1f} s" for k in keys if k in timings)
 
 
 def main() -> None:

@@ -42,12 +42,14 @@ SUBSPACE_MIN_ROWS = 20_000
 #: the shared subspace: at most SUBSPACE_RANK pivots, drawn SUBSPACE_BLOCK at a time, fewer once the
 #: energy left out (tr(G - F F^T) / tr G) is at most SUBSPACE_TOLERANCE
 SUBSPACE_RANK, SUBSPACE_BLOCK, SUBSPACE_TOLERANCE = 1024, 128, 1e-3
-#: the permutation test's principal directions (as two-way PromptSplit's cap, ``significance.NULL_MAX_RANK``)
-TEST_RANK = 256
+#: the permutation test's principal directions (two-way PromptSplit's first try, ``significance.NULL_RANK``;
+#: at 256, its cap, the test of 8 x 5,000 rows took 3.9x the CPU of a two-way fit on 10,000: 36 dense
+#: eigen-solves of 256 per labelling)
+TEST_RANK = 128
 #: rough seconds of the test (one thread): per labelling, a SYRK costing this per test row and squared
 #: rank, and a dense eigen-solve of TEST_RANK per comparison
 SECONDS_PER_ROW_RANK2 = 1e-10
-SECONDS_PER_SOLVE = 6e-3
+SECONDS_PER_SOLVE = 1.5e-3
 
 
 def wanted(k: int, total_rows: int, method: str, on_numpy: bool) -> bool:
