@@ -189,7 +189,7 @@ class SubspaceRoute(Route):
             bound = eigenvalue_bound(self.eps, self.traces, self.counts, c, est.eta)
             scope = (f"top {est.n_modes} of each sign, Ritz values in a shared subspace of rank "
                      f"{self.factor.shape[1]} (energy left out per set <= {float(self.eps.max()):.3g}; "
-                     f"|error| <= {bound:.3g}, docs/kway.md)")
+                     f"|error| <= {bound:.3g}, docs/promptsplit.md)")
             return subspace_spectrum(comparison_matrix(self.moments, self.counts, c, est.eta),
                                      self.factor[rows], n_modes=est.n_modes, eta=est.eta,
                                      precision="float32", scope=scope)
