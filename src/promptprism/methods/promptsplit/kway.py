@@ -6,9 +6,9 @@ route from one joint Gram matrix of all K sets (above ``kway_subspace.SUBSPACE_M
 sets' moments in one shared subspace, :mod:`.kway_subspace`), the random-feature routes from the K r x r
 second moments of one pass; on any ``device``, with the bandwidth rules of PromptSplit ('stable'
 included, evaluated on the pairs). The permutation test (:mod:`.testing`) exchanges model labels among
-all K sets within each prompt and controls the family-wise error over every mode of every comparison (:func:`.comparisons.family_step_down`),
-optionally aggregated over a kernel family (``aggregate``). With K = 2 everything is :class:`.PromptSplit`'s
-(exact route: to the bit).
+all K sets within each prompt and controls the family-wise error over every mode of every comparison
+(:func:`.comparisons.family_step_down`), optionally aggregated over a kernel family (``aggregate``).
+With K = 2 everything is :class:`.PromptSplit`'s (exact route: to the bit).
 """
 
 from __future__ import annotations
