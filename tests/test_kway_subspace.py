@@ -126,6 +126,7 @@ def test_subspace_fit_agrees_with_the_joint_gram_fit(monkeypatch):
     monkeypatch.setattr(ks, "TEST_RANK", 256)  # (the test's directions span all 160 rows)
     shared = est.fit(sets)
     assert "shared subspace" in shared.pairs[0].eigenvalues_scope
+    assert "shared subspace" in shared.significance["statistic"]
     for a, b in zip(joint.pairs + joint.one_vs_rest, shared.pairs + shared.one_vs_rest, strict=True):
         top = float(np.abs(a.eigenvalues).max())
         np.testing.assert_allclose(_mode_values(b), _mode_values(a), atol=1e-5 * top)

@@ -126,7 +126,8 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
                               sequential=sequential) if len(tested) == 1
                     else {"permutations_drawn": n_drawn})
     projected = compress or operand[0] == "subspace"
-    common.update(statistic=sig.statistic_text(info) if projected else WHOLE_OPERAND,
+    said = info.get("statistic") or sig.statistic_text(info)
+    common.update(statistic=said if projected else WHOLE_OPERAND,
                   subspace={k: info.get(k) for k in ("rank", "energy", "full")})
     if members:
         cost = {mb.entry["name"]: mb.seconds + s for mb, s in zip(members, seconds[1:], strict=True)}
