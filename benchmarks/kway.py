@@ -13,7 +13,9 @@ resident memory so far (ru_maxrss: K ascending) and the test's estimated seconds
 (``KWaySplit.test_seconds``, what ``compare`` says or refuses on).
 
 ``--large``: K = 8 sets of 5,000 rows (exact, the command's defaults) against one two-way exact fit on
-10,000 rows, in one run; skipped above ``--max-gram-gb`` of joint Gram matrix.
+10,000 rows, in one run: time, CPU time, their ratio and each fit's peak traced memory (tracemalloc). Above
+20,000 rows the K-way fit runs on per-set moments in a shared subspace (memory linear in K, docs/kway.md);
+a joint-Gram K-way fit is skipped above ``--max-gram-gb``.
 
 Data: K synthetic models on 50 shared prompts (384-d prompts, 384-d outputs, a mixture whose components
 shift a little from model to model), n samples each. Both sides run with ``permutations=0`` (the spectra,
@@ -99,27 +101,54 @@ def small_sweep(ks: list[int], rows: int) -> None:
               f"{cpu:>7.2f} {peak:>8.1f} {guess:>10.1f}  (load {os.getloadavg()[0]:.1f})", flush=True)
 
 
+def measured(fn) -> tuple[float, float, float]:
+    """(wall s, process CPU s, peak MB of numpy/Python allocations during ``fn``: tracemalloc)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    t0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    peak = tracemalloc.get_traced_memory()[1] / 1e6
+    tracemalloc.stop()
+    return wall, cpu, peak
+
+
 def large(k: int, n: int, max_gram_gb: float) -> None:
     """K sets of n rows (exact, the command's defaults, 200 permutations) against one two-way exact fit on
-    2n rows (n per side, 200 permutations), 32-d prompts and outputs; the K-way fit is skipped when its
-    joint Gram matrix (8 (K n)^2 bytes) is over ``max_gram_gb``."""
+    2n rows (n per side, 200 permutations), 32-d prompts and outputs, in one run: seconds, CPU seconds,
+    their ratio, and each fit's peak traced memory. Above ``kway_subspace.SUBSPACE_MIN_ROWS`` rows the
+    K-way fit runs on the shared subspace (no joint Gram matrix); below, on the joint Gram matrix, skipped
+    when that (8 (K n)^2 bytes) is over ``max_gram_gb``."""
+    import resource
+
+    from promptprism.methods.promptsplit import kway_subspace
+
     sets = models(k, n, prompts=50, dim=32)
     opts = dict(method="exact", seed=0)
-    t0, c0 = time.perf_counter(), time.process_time()
-    PromptSplit(**opts, device="cpu").fit(sets[0], sets[1])
-    two, two_cpu = time.perf_counter() - t0, time.process_time() - c0
-    print(f"two-way exact, {2 * n:,} rows: {two:.1f} s ({two_cpu:.1f} s cpu)  "
-          f"(load {os.getloadavg()[0]:.1f})", flush=True)
+    fits: dict = {}
+    two, two_cpu, two_mb = measured(lambda: fits.update(two=PromptSplit(**opts, device="cpu").fit(*sets[:2])))
+    print(f"two-way exact, {2 * n:,} rows: {two:.1f} s ({two_cpu:.1f} s cpu), peak {two_mb:,.0f} MB  "
+          f"(load {os.getloadavg()[0]:.1f}); {_steps(fits['two'].timings)}", flush=True)
+    shared = kway_subspace.wanted(k, k * n, "exact", True)
     need = 8 * (k * n) ** 2 / 1e9
-    if need > max_gram_gb:
+    if not shared and need > max_gram_gb:
         print(f"K = {k} x {n:,} exact: skipped, its joint Gram matrix of {k * n:,} samples needs "
               f"{need:.1f} GB (--max-gram-gb {max_gram_gb:g})")
         return
-    t0, c0 = time.perf_counter(), time.process_time()
-    KWaySplit(**opts).fit(sets)
-    kway, kway_cpu = time.perf_counter() - t0, time.process_time() - c0
-    print(f"K = {k} x {n:,} exact: {kway:.1f} s ({kway_cpu:.1f} s cpu) = {kway / two:.2f}x the two-way fit  "
-          f"(load {os.getloadavg()[0]:.1f})", flush=True)
+    kway, kway_cpu, kway_mb = measured(lambda: fits.update(kway=KWaySplit(**opts).fit(sets)))
+    how = (f"shared subspace of rank <= {kway_subspace.SUBSPACE_RANK}" if shared else "joint Gram matrix")
+    print(f"K = {k} x {n:,} exact ({how}): {kway:.1f} s ({kway_cpu:.1f} s cpu), peak {kway_mb:,.0f} MB "
+          f"(joint Gram would be {need:.1f} GB) = {kway / two:.2f}x the two-way fit wall, "
+          f"{kway_cpu / two_cpu:.2f}x cpu  (load {os.getloadavg()[0]:.1f}; process max RSS "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:,.0f} MB); "
+          f"{_steps(fits['kway'].timings)}", flush=True)
+
+
+def _steps(timings: dict) -> str:
+    """The fit's wall seconds per step (Gram or factor, eigen-solve, test)."""
+    keys = ("gram_s", "eigen_s", "significance_s")
+    return ", ".join(f"{k[:-2]} {timings[k]:.1f} s" for k in keys if k in timings)
 
 
 def main() -> None:

@@ -120,3 +120,44 @@ def grow_rank(build: Any, *, start: int, cap: int, target: float) -> tuple[Any, 
         if value is None or energy >= target or rank >= cap:
             return value, rank, energy
         rank = min(2 * rank, int(cap))
+
+
+def pivoted_cholesky_factor(columns: Any, size: int, rank: int, *, block: int = 128,
+                            tolerance: float = 0.0, seed: int = 0, diagonal: np.ndarray | None = None
+                            ) -> tuple[np.ndarray, np.ndarray]:
+    """(F, residual): a Nystrom factor F (``size`` x at most ``rank``, float32) of a positive semi-definite G
+    read through its columns only (``columns(idx)`` = G[:, idx], ``size`` x len(idx)), and the diagonal of
+    G - F F^T (float64, >= 0), by block randomly pivoted Cholesky (Chen, Epperly, Tropp & Webber 2023,
+    "Randomly pivoted Cholesky", Alg. 2): each round draws ``block`` pivots with probability proportional to
+    the residual diagonal (seeded), reads their columns, and appends the factor of the residual's block.
+
+    F F^T = G[:, S] G[S, S]^+ G[S, :] for the pivots S (eigen-directions of a round's block below 1e-6 of
+    its largest dropped): F = Psi Q for an orthonormal Q spanning the pivots' features, so F_i F_j^T =
+    psi_i^T P psi_j with P the projector on that span, and tr(G - F F^T) = sum(residual) is the energy
+    outside it (Nystrom: G - F F^T is positive semi-definite). Stops at ``rank`` columns or once
+    sum(residual) <= ``tolerance`` sum(diagonal). ``size`` x (rank + block) floats of memory; no ``size``^2
+    array. ``diagonal``: G's diagonal (default: ones, a normalised kernel)."""
+    diag = np.ones(size) if diagonal is None else np.asarray(diagonal, dtype=np.float64)
+    residual, total = diag.copy(), float(diag.sum())
+    factor = np.zeros((size, rank), dtype=np.float32)
+    rng, width = np.random.default_rng(seed), 0
+    while width < rank and residual.sum() > tolerance * total:
+        weights = np.clip(residual, 0.0, None)
+        live = int(np.count_nonzero(weights))
+        if live == 0:
+            break
+        picks = rng.choice(size, size=min(block, rank - width, live), replace=False,
+                           p=weights / weights.sum())
+        cols = np.asarray(columns(picks), dtype=np.float32)
+        if width:
+            cols -= factor[:, :width] @ factor[picks, :width].T
+        vals, vecs = np.linalg.eigh(np.asarray(cols[picks], dtype=np.float64))
+        keep = vals > 1e-6 * max(float(vals[-1]), 1e-300)
+        if not np.any(keep):
+            break
+        new = cols @ (vecs[:, keep] / np.sqrt(vals[keep])).astype(np.float32)
+        take = min(new.shape[1], rank - width)
+        factor[:, width:width + take] = new[:, -take:]
+        residual = np.clip(residual - np.sum(np.square(new[:, -take:], dtype=np.float64), axis=1), 0.0, None)
+        width += take
+    return factor[:, :width], residual

@@ -2,12 +2,13 @@
 
 The comparison engine of two-way PromptSplit run over K sets: one route (:mod:`.routes`) fits every comparison
 (:func:`.comparisons.comparisons`: the pairs, and from K = 3 each set against the pooled rest), the exact
-route from one joint Gram matrix of all K sets, the random-feature routes from the K r x r second moments of
-one pass; on any ``device``, with the bandwidth rules of PromptSplit ('stable' included, evaluated on the
-pairs). The permutation test (:mod:`.testing`) exchanges model labels among all K sets within each prompt and
-controls the family-wise error over every mode of every comparison (:func:`.comparisons.family_step_down`),
-optionally aggregated over a kernel family (``aggregate``). With K = 2 everything is :class:`.PromptSplit`'s
-(exact route: to the bit).
+route from one joint Gram matrix of all K sets (above ``kway_subspace.SUBSPACE_MIN_ROWS`` rows: the
+sets' moments in one shared subspace, :mod:`.kway_subspace`), the random-feature routes from the K r x r
+second moments of one pass; on any ``device``, with the bandwidth rules of PromptSplit ('stable'
+included, evaluated on the pairs). The permutation test (:mod:`.testing`) exchanges model labels among
+all K sets within each prompt and controls the family-wise error over every mode of every comparison
+(:func:`.comparisons.family_step_down`), optionally aggregated over a kernel family (``aggregate``).
+With K = 2 everything is :class:`.PromptSplit`'s (exact route: to the bit).
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from ...errors import InputError, OptionError
 from ...scale.runner import current_runner
 from ...stats.batched_eigen import DENSE_BATCH_RANK
 from . import comparisons as kc
-from . import core
+from . import core, kway_subspace
 from .estimator import STABLE_SAMPLES, STABLE_TOP, PromptSplit
 from .family import family_for
 from .kway_result import ComparisonFit, KWayResult, assemble
+from .kway_subspace import SubspaceRoute
 from .options import SplitOptions
 from .routes import choose_route
 from .testing import comparison_significance
@@ -114,6 +116,9 @@ class KWaySplit(SplitOptions):
         width = rows if method == "exact" else min(rows, int(self.n_features))
         largest = -(-max(int(c) for c in counts) * rows // total) if method == "exact" else None
         threads = blas_thread_count() if self.device in ("auto", "cpu") else 1
+        on_cpu = self.device in ("auto", "cpu")
+        if permutations and kway_subspace.wanted(len(counts), total, method, on_cpu):
+            return kway_subspace.test_seconds(len(counts), rows, permutations, threads)
         return test_cost_seconds(len(counts), rows, width, permutations, set_rows=largest,
                                  threads=threads) if permutations else 0.0
 
@@ -130,7 +135,12 @@ class KWaySplit(SplitOptions):
         sigmas, scan = self._bandwidths(sets, backend)
         pairs, rest = kc.comparisons(len(sets))
         family = pairs + rest
-        route = choose_route(self, sets, sigmas, backend=backend, runner=current_runner(), comparisons=family)
+        if kway_subspace.wanted(len(sets), int(counts.sum()), method, backend.name == "numpy"):
+            route = SubspaceRoute(self, sets, sigmas, precision="float32", backend=backend,
+                                  comparisons=family)
+        else:
+            route = choose_route(self, sets, sigmas, backend=backend, runner=current_runner(),
+                                 comparisons=family)
         timings = {"setup_s": time.perf_counter() - t0}
         t1 = time.perf_counter()
         spectra, distances, stats = route.fit(labels, len(prompt_names), timings)

@@ -23,7 +23,7 @@ from ...array_ops import map_in_threads
 from ...stats.batched_eigen import DENSE_BATCH_RANK
 from . import aggregate as agg
 from . import comparisons as kc
-from . import core
+from . import core, kway_subspace
 from . import significance as sig
 from .family import Family, aggregation_record, family_members
 
@@ -111,7 +111,7 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
     info: dict = {} if compress else {"full": True, "energy": 1.0, "rank": None}
     operand = operand_of(*rows)
     operand = sig.principal_operand(operand, seed=seed, record=info) if compress else operand
-    info = info or dict(subspace or {})
+    info = dict(subspace or {}) if operand[0] == "subspace" and not compress else info or dict(subspace or {})
     solvers = [_fitted_solver(operand, drawn, tested, widths, eta=eta, seed=seed)]
     members, sizes = [], (0, 0)
     if family is not None and family.kernels:
@@ -125,7 +125,9 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
     common: dict = (_stopping(drawn_spectra, n_drawn, permutations=permutations, alpha=alpha,
                               sequential=sequential) if len(tested) == 1
                     else {"permutations_drawn": n_drawn})
-    common.update(statistic=sig.statistic_text(info) if compress else WHOLE_OPERAND,
+    projected = compress or operand[0] == "subspace"
+    said = info.get("statistic") or sig.statistic_text(info)
+    common.update(statistic=said if projected else WHOLE_OPERAND,
                   subspace={k: info.get(k) for k in ("rank", "energy", "full")})
     if members:
         cost = {mb.entry["name"]: mb.seconds + s for mb, s in zip(members, seconds[1:], strict=True)}
@@ -155,8 +157,11 @@ def _fitted_solver(operand: tuple, drawn: Labellings, tested: dict, widths: list
     for the fitted kernel: a K-way pair from its own rows, a one-vs-rest in G's eigenbasis (those small
     solves, and with them the others, on a pool of the BLAS's threads,
     :func:`~promptprism.array_ops.map_in_threads`), else the batched solve over the operand."""
-    gram = sig.operand_gram(operand)
     rows_of = kc.label_rows(drawn.model, drawn.counts) if drawn.model is not None else []
+    if operand[0] == "subspace" and drawn.model is not None:  # (K-way's shared subspace: the sets' moments)
+        return lambda cols: kway_subspace.moment_extremes(operand[1], rows_of, cols, list(tested),
+                                                          drawn.counts, eta, widths)
+    gram = sig.operand_gram(operand)
     rest = _rest_factor(operand, drawn)
     small = {c: _from_pair_block(operand, drawn, c) or (rest is not None and len(c[1]) > 1) for c in tested}
     weights = {c: drawn.weights(c, eta) for c in tested if not small[c]}

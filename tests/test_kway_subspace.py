@@ -1,0 +1,150 @@
+"""K-way exact route on many rows: per-set moments in a shared pivoted-Cholesky subspace, against brute force
+(the joint Gram matrix and every comparison's D_S G_SS from the SPEC's definitions)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from promptprism import KWaySplit, PairedSet
+from promptprism.array_ops import blas_thread_count
+from promptprism.kernels.gram import joint_gram
+from promptprism.methods.promptsplit import comparisons as kc
+from promptprism.methods.promptsplit import kway_subspace as ks
+from promptprism.stats.subspaces import pivoted_cholesky_factor
+
+
+def _sets(k: int, n: int, seed: int = 0, shift: float = 0.0) -> list[PairedSet]:
+    rng = np.random.default_rng(seed)
+    t = rng.normal(size=(5, 4))
+    out = []
+    for i in range(k):
+        lab = np.arange(n) % 5
+        o = rng.normal(size=(n, 3)) + (shift if i == k - 1 else 0.0) * (lab[:, None] < 2)
+        out.append(PairedSet(t[lab], o, prompts=[f"p{g}" for g in lab], name=f"m{i}"))
+    return out
+
+
+def _gram(sets: list[PairedSet], sigmas=(1.5, 1.5)) -> np.ndarray:
+    p = np.concatenate([s.prompt_embeddings for s in sets])
+    o = np.concatenate([s.output_embeddings for s in sets])
+    return joint_gram(p, o, kernel="gaussian", sigma_prompt=sigmas[0], sigma_output=sigmas[1])
+
+
+def _brute(gram: np.ndarray, bounds: np.ndarray, c: kc.Comparison, eta: float) -> np.ndarray:
+    """Every eigenvalue of Lambda_c = Psi^T D_c Psi: those of D G on the comparison's rows (eq. 3)."""
+    counts = np.diff(bounds)
+    model = np.repeat(np.arange(counts.size), counts)
+    w = kc.comparison_weights(model, c, counts, eta)
+    rows = np.flatnonzero(w)
+    g, ws = gram[np.ix_(rows, rows)], w[rows]
+    return np.sort(np.linalg.eigvalsh(_signed(g, np.sqrt(np.abs(ws)), np.sign(ws))))[::-1]
+
+
+def _signed(g: np.ndarray, root: np.ndarray, sign: np.ndarray) -> np.ndarray:
+    """R^T J R with R R^T = |D|^1/2 G |D|^1/2 (its nonzero spectrum is D G's)."""
+    s, u = np.linalg.eigh(root[:, None] * g * root[None, :])
+    r = u * np.sqrt(np.clip(s, 0.0, None))
+    return r.T @ (sign[:, None] * r)
+
+
+def test_pivoted_cholesky_factor_is_the_nystrom_factor_of_its_pivots():
+    """Full rank: F F^T = G to float32 round-off; a lower rank: residual = diag(G - F F^T) >= 0 and G - F F^T
+    positive semi-definite (a Nystrom approximation)."""
+    g = _gram(_sets(3, 30))
+    full, res = pivoted_cholesky_factor(lambda idx: g[:, idx], g.shape[0], g.shape[0], block=16, seed=0)
+    np.testing.assert_allclose(full.astype(float) @ full.T, g, atol=2e-5)
+    assert res.sum() < 1e-3
+    low, res = pivoted_cholesky_factor(lambda idx: g[:, idx], g.shape[0], 20, block=8, seed=1)
+    assert low.shape[1] == 20
+    left = g - low.astype(float) @ low.T
+    np.testing.assert_allclose(res, np.diag(left), atol=2e-5)
+    assert np.linalg.eigvalsh(left).min() > -1e-4
+    stop, _ = pivoted_cholesky_factor(lambda idx: g[:, idx], g.shape[0], 90, block=4, tolerance=0.5, seed=2)
+    assert stop.shape[1] < 90  # (the energy left out fell below half the trace first)
+
+
+@pytest.mark.parametrize("rank", [90, 40])
+@pytest.mark.parametrize("eta", [1.0, 0.7])
+def test_subspace_eigenvalues_against_the_brute_force_comparisons(rank, eta):
+    """Every pair and every one-vs-rest: at full rank the brute-force top eigenvalues (to 1e-5 of the
+    largest); at a lower rank Ritz values (|value| never above the brute force's of the same order) within
+    :func:`~kway_subspace.eigenvalue_bound` of them."""
+    sets = _sets(3, 30)
+    g = _gram(sets)
+    bounds = np.r_[0, np.cumsum([len(s) for s in sets])]
+    counts = np.diff(bounds)
+    f, res = pivoted_cholesky_factor(lambda idx: g[:, idx], g.shape[0], rank, block=16, seed=0)
+    moments = ks.set_moments(f, bounds)
+    eps = ks.dropped_trace(res, bounds)
+    pairs, rest = kc.comparisons(3)
+    for c in pairs + rest:
+        want = _brute(g, bounds, c, eta)
+        got = np.linalg.eigvalsh(ks.comparison_matrix(moments, counts, c, eta))[::-1]
+        top = float(np.abs(want).max())
+        for sign in (1, -1):
+            w = np.sort(sign * want)[::-1][:5]
+            h = np.sort(sign * got)[::-1][:5]
+            if rank >= g.shape[0]:
+                np.testing.assert_allclose(h, w, atol=1e-5 * top)
+            else:
+                assert np.all(h <= w + 1e-6 * top)  # (Cauchy interlacing: Ritz values sit inside)
+                assert np.all(w - h <= ks.eigenvalue_bound(eps, np.ones(3), counts, c, eta) + 1e-6)
+        assert rank >= g.shape[0] or eps.max() > 0
+
+
+def test_moment_extremes_equal_the_brute_force_labellings():
+    """The test's statistic: every comparison's extremes on each relabelling from the sets' moments equal
+    P^T D_c P diagonalised densely for that labelling's weights (brute force)."""
+    rng = np.random.default_rng(3)
+    p = rng.normal(size=(24, 6)).astype(np.float32)
+    counts = np.array([8, 8, 8])
+    model = np.repeat(np.arange(3), counts)
+    labels = np.stack([model] + [rng.permutation(model) for _ in range(4)], axis=1)
+    rows_of = kc.label_rows(labels, counts)
+    pairs, rest = kc.comparisons(3)
+    comps, widths = pairs + rest, [2] * 6
+    pos, neg = ks.moment_extremes(p, rows_of, np.arange(5), comps, counts, 0.8, widths)
+    for col in range(5):
+        for j, c in enumerate(comps):
+            w = kc.comparison_weights(labels[:, col], c, counts, 0.8)
+            vals = np.linalg.eigvalsh(p.T.astype(float) @ (w[:, None] * p))
+            bp, bn = np.sort(vals)[::-1][:2].clip(0), np.sort(-vals)[::-1][:2].clip(0)
+            np.testing.assert_allclose(pos[col, 2 * j:2 * j + 2], bp, atol=1e-6)
+            np.testing.assert_allclose(neg[col, 2 * j:2 * j + 2], bn, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_subspace_fit_agrees_with_the_joint_gram_fit(monkeypatch):
+    """End to end (K = 4 x 40 rows, a planted difference in set 4): with the subspace route forced, the
+    reported eigenvalues equal the joint Gram route's (the subspace spans every row: float32 tolerance) and
+    the p-value decisions agree (p-values within 2 / (P + 1): the statistics differ by round-off)."""
+    sets = _sets(4, 40, seed=1, shift=2.5)
+    est = KWaySplit(method="exact", permutations=49, n_modes=2, seed=0)
+    joint = est.fit(sets)
+    monkeypatch.setattr(ks, "SUBSPACE_MIN_ROWS", 0)
+    monkeypatch.setattr(ks, "TEST_RANK", 256)  # (the test's directions span all 160 rows)
+    shared = est.fit(sets)
+    assert "shared subspace" in shared.pairs[0].eigenvalues_scope
+    assert "shared subspace" in shared.significance["statistic"]
+    for a, b in zip(joint.pairs + joint.one_vs_rest, shared.pairs + shared.one_vs_rest, strict=True):
+        top = float(np.abs(a.eigenvalues).max())
+        np.testing.assert_allclose(_mode_values(b), _mode_values(a), atol=1e-5 * top)
+    decided = [[p is not None and p <= 0.05 for p in row] for row in joint.pair_p_values]
+    assert decided == [[p is not None and p <= 0.05 for p in row] for row in shared.pair_p_values]
+    assert any(any(row) for row in decided)  # (the planted set differs)
+    for row_a, row_b in zip(joint.pair_p_values, shared.pair_p_values, strict=True):
+        for p, q in zip(row_a, row_b, strict=True):
+            assert (p is None) == (q is None) and (p is None or abs(p - q) <= 2 / 50 + 1e-12)
+
+
+def _mode_values(result) -> np.ndarray:
+    return np.array([m.eigenvalue for m in result.modes])
+
+
+def test_cost_estimate_of_the_subspace_test():
+    """``compare``'s estimate follows the subspace test above SUBSPACE_MIN_ROWS (not K^2 Gram solves)."""
+    est = KWaySplit(method="exact", seed=0)
+    big = est.test_seconds([5000] * 8)
+    assert big == pytest.approx(ks.test_seconds(8, 20_000, 200, threads=blas_thread_count()))
+    assert big < 600
