@@ -77,7 +77,7 @@ def test_split_with_its_report_never_imports_matplotlib(tmp_path):
                      "--permutations", "20", "--sigma-prompt", "stable"]) == 0
         page = Path("out/report.html").read_text()
         assert 'aria-label="top positive and negative eigenvalues"' in page
-        assert 'aria-label="t-SNE map of the samples coloured by mode"' in page
+        assert 'aria-label="kernel PCA map of the samples coloured by mode"' in page
         assert 'aria-label="bandwidth scan: top eigenvalues against the bandwidth"' in page
     """, tmp_path)
     # the map's t-SNE is scikit-learn's (it brings scipy.stats and pandas with it); nothing draws with

@@ -329,7 +329,7 @@ def test_report_dir_draws_the_stored_map_and_computes_nothing(tmp_path, digits, 
     (tmp_path / "s" / "report.html").unlink()
     code, _, err = run_cli("report", tmp_path / "s")
     assert code == 0, err
-    assert "t-SNE map of the samples coloured by mode" in (tmp_path / "s" / "report.html").read_text()
+    assert "kernel PCA map of the samples coloured by mode" in (tmp_path / "s" / "report.html").read_text()
 
 
 def test_split_names_its_two_sets(tmp_path, digits):
