@@ -67,7 +67,7 @@ def test_split_without_report_imports_no_heavy_package(tmp_path):
     assert loaded == []
 
 
-@pytest.mark.slow  # ~3 s: the map's t-SNE loads scikit-learn
+@pytest.mark.slow  # ~3 s
 def test_split_with_its_report_never_imports_matplotlib(tmp_path):
     test, ref = write_pair(tmp_path)
     loaded = loaded_after(f"""
@@ -77,9 +77,9 @@ def test_split_with_its_report_never_imports_matplotlib(tmp_path):
                      "--permutations", "20", "--sigma-prompt", "stable"]) == 0
         page = Path("out/report.html").read_text()
         assert 'aria-label="top positive and negative eigenvalues"' in page
-        assert 'aria-label="t-SNE map of the samples coloured by mode"' in page
+        assert 'aria-label="kernel PCA map of the samples coloured by mode"' in page
         assert 'aria-label="bandwidth scan: top eigenvalues against the bandwidth"' in page
     """, tmp_path)
-    # the map's t-SNE is scikit-learn's (it brings scipy.stats and pandas with it); nothing draws with
-    # matplotlib, and nothing loads torch
-    assert not {"matplotlib", "torch", "transformers"} & set(loaded)
+    # the default map is kernel PCA (no scikit-learn, which would bring scipy.stats and pandas); nothing
+    # draws with matplotlib, and nothing loads torch
+    assert not {"matplotlib", "torch", "transformers", "sklearn.manifold", "pandas"} & set(loaded)

@@ -136,3 +136,27 @@ def test_place_on_landmarks_matches_brute_force_and_keeps_a_similarity_map():
     assert inside.sum() >= 10
     np.testing.assert_allclose(placed[inside], want[inside], atol=1e-9)
     assert np.abs(interpolate(lpos, nb, wt)[inside] - want[inside]).max() > 1e-3
+
+
+def test_kernel_pca_projection_is_the_top_two_of_the_centred_gram():
+    """embed_kernel_pca against the SPEC-level definition: X X^T equals the best rank-2 approximation of
+    H K H (K_ij = exp(-|x_i - x_j|^2 / 2), by a Python loop), and the axes are signed deterministically."""
+    from promptprism.methods.promptsplit.layout import embed_2d, embed_kernel_pca
+
+    rng = np.random.default_rng(5)
+    x = np.vstack([rng.normal(size=(25, 6)), rng.normal(size=(20, 6)) + 3.0])
+    n = len(x)
+    k = np.array([[np.exp(-0.5 * float(((a - b) ** 2).sum())) for b in x] for a in x])
+    h = np.eye(n) - np.ones((n, n)) / n
+    vals, vecs = np.linalg.eigh(h @ k @ h)
+    best = (vecs[:, -2:] * vals[-2:]) @ vecs[:, -2:].T
+    xy = embed_kernel_pca(x, seed=0)
+    assert xy.shape == (n, 2)
+    np.testing.assert_allclose(xy @ xy.T, best, atol=1e-10)
+    assert np.all(xy[np.abs(xy).argmax(axis=0), [0, 1]] > 0)
+    np.testing.assert_array_equal(embed_2d(x, 0), xy)  # the default projection
+    # two groups at the kernel's scale (within-group |x - y|^2 about 1, between about 10) separate on the
+    # first axis: no point of one group beyond the other's nearest
+    xy = embed_kernel_pca(np.vstack([x[:25] / 3.0, x[25:] / 3.0]), seed=0)
+    a, b = sorted((xy[:25, 0], xy[25:, 0]), key=np.mean)
+    assert a.max() < b.min()

@@ -92,7 +92,7 @@ def test_promptsplit_page_embeds_chart_gallery_and_map():
     assert_self_contained(doc)
     imgs = embedded_images(doc)
     assert n_imgs_with_alt(doc, "top positive and negative eigenvalues") == 1
-    assert n_imgs_with_alt(doc, "t-SNE map of the samples coloured by mode") == 1
+    assert n_imgs_with_alt(doc, "kernel PCA map of the samples coloured by mode") == 1
     # one thumbnail per listed sample: the 8x8 digits themselves, enlarged by the page without smoothing
     expected = sum(min(8, len(m.top_samples)) + min(8, len(m.top_samples_other)) for m in result.modes)
     assert expected > 0 and len(re.findall(r'<img\b[^>]*class="px"', doc)) == expected
@@ -352,13 +352,13 @@ def test_demo_writes_report_and_report_dir_rebuilds_it(tmp_path, capsys):
     doc = (out / "report.html").read_text()
     assert_self_contained(doc)
     assert len(re.findall(r'<img\b[^>]*class="px"', doc)) > 0
-    assert n_imgs_with_alt(doc, "t-SNE map of the samples coloured by mode") == 1
+    assert n_imgs_with_alt(doc, "kernel PCA map of the samples coloured by mode") == 1
     with np.load(out / "data" / "test.npz") as z:
         assert z["images"].shape == (60, 8, 8, 3)
     (out / "report.html").unlink()
     assert main(["report", str(out)]) == 0
     again = (out / "report.html").read_text()  # inputs and images found again in data/
-    assert n_imgs_with_alt(again, "t-SNE map of the samples coloured by mode") == 1
+    assert n_imgs_with_alt(again, "kernel PCA map of the samples coloured by mode") == 1
     assert len(re.findall(r'<img\b[^>]*class="px"', again)) == len(re.findall(r'<img\b[^>]*class="px"', doc))
 
 
@@ -378,14 +378,14 @@ def test_split_report_no_report_and_moved_inputs(tmp_path, capsys):
     assert not (tmp_path / "a" / "report.html").exists()
     assert main([*args, "--out", str(tmp_path / "b")]) == 0
     doc = (tmp_path / "b" / "report.html").read_text()
-    assert n_imgs_with_alt(doc, "t-SNE map of the samples coloured by mode") == 1
+    assert n_imgs_with_alt(doc, "kernel PCA map of the samples coloured by mode") == 1
     assert load_result(tmp_path / "b").n_test == 30
     (tmp_path / "t.npz").rename(tmp_path / "moved.npz")
     assert main(["report", str(tmp_path / "b")]) == 0
     doc = (tmp_path / "b" / "report.html").read_text()
     assert "not found; the map and array thumbnails are left out" in doc
     # the map is computed once and kept in result.json (issue 39): drawn even when an input moved
-    assert n_imgs_with_alt(doc, "t-SNE map of the samples coloured by mode") == 1
+    assert n_imgs_with_alt(doc, "kernel PCA map of the samples coloured by mode") == 1
 
 
 def test_report_command_bad_input_exits_2(tmp_path, capsys):
@@ -489,5 +489,5 @@ def test_a_map_that_cannot_be_drawn_leaves_a_note(monkeypatch):
     result, inputs, images = digits_run()
     doc = render_report(result, inputs=inputs, images=images, map_points=100)
     assert "map not drawn: ValueError: degenerate subsample" in doc
-    assert n_imgs_with_alt(doc, "t-SNE map of the samples coloured by mode") == 0
+    assert n_imgs_with_alt(doc, "kernel PCA map of the samples coloured by mode") == 0
     assert len(re.findall(r'<img\b[^>]*class="px"', doc)) > 0  # the rest of the page is there

@@ -28,7 +28,7 @@ from promptprism.report.html import check_self_contained, external_references
 from promptprism.report.summary import lowest_regions, lowest_text
 from test_report import assert_self_contained, n_imgs_with_alt
 
-MAP_ALT = "t-SNE map of the samples coloured by mode"
+MAP_ALT = "kernel PCA map of the samples coloured by mode"
 
 
 # ------------------------------------------------------------------------------------------- robustness
@@ -177,7 +177,7 @@ def test_progress_reports_each_slow_step():
     render_promptsplit(result, inputs=inputs, images=images, map_points=60, step=steps.append)
     assert steps == [
         "map: mode scores of the sampled points",
-        "map: t-SNE embedding",
+        "map: kernel PCA embedding",
         "map: drawing",
         "report: data of the views",
         "report: eigenvalue chart",

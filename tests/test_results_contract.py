@@ -329,7 +329,29 @@ def test_report_dir_draws_the_stored_map_and_computes_nothing(tmp_path, digits, 
     (tmp_path / "s" / "report.html").unlink()
     code, _, err = run_cli("report", tmp_path / "s")
     assert code == 0, err
-    assert "t-SNE map of the samples coloured by mode" in (tmp_path / "s" / "report.html").read_text()
+    assert "kernel PCA map of the samples coloured by mode" in (tmp_path / "s" / "report.html").read_text()
+
+
+@pytest.mark.slow  # ~4 s: loads scikit-learn
+def test_split_map_projection_t_sne_is_stored_and_drawn_by_report_dir(tmp_path, digits):
+    """--map-projection t-sne: the stored layout says so, its points differ from the default kernel PCA's,
+    and both the command's page and ``report DIR`` (drawing the stored map) name it."""
+    pair = (_save(tmp_path / "t.npz", digits.test), _save(tmp_path / "r.npz", digits.reference))
+    common = ("--quiet", "--permutations", "0")
+    code, _, err = run_cli("split", *pair, "--out", tmp_path / "k", *common)
+    assert code == 0, err
+    code, _, err = run_cli("split", *pair, "--out", tmp_path / "t", "--map-projection", "t-sne", *common)
+    assert code == 0, err
+    kpca, tsne = (json.loads((tmp_path / d / "result.json").read_text())["layout"] for d in ("k", "t"))
+    assert (kpca["projection"], tsne["projection"]) == ("kernel-pca", "t-sne")
+    assert kpca["points"] == tsne["points"] and kpca["mode"] == tsne["mode"] and kpca["x"] != tsne["x"]
+    assert "kernel PCA map of the samples coloured by mode" in (tmp_path / "k" / "report.html").read_text()
+    (tmp_path / "t" / "report.html").unlink()
+    code, _, err = run_cli("report", tmp_path / "t")
+    assert code == 0, err
+    assert "t-SNE map of the samples coloured by mode" in (tmp_path / "t" / "report.html").read_text()
+    code, _, err = run_cli("split", *pair, "--out", tmp_path / "x", "--map-projection", "umap", *common)
+    assert code == 2 and "Traceback" not in err
 
 
 def test_split_names_its_two_sets(tmp_path, digits):

@@ -28,7 +28,7 @@ def report(
     out: Path = typer.Option(None, "--out", "-o", help="The folder report.html is written to (default: DIR; "
                                                        "needed with several DIRs: the runs page)."),
     map_points: int = typed(MAP_POINTS, Integer(minimum=12), "--map-points",
-                            help="PromptSplit: at most this many samples in the t-SNE map (a seeded "
+                            help="PromptSplit: at most this many samples in the map (a seeded "
                                  "subsample above it; >= 12)."),
 ) -> None:
     """Write DIR/report.html for the result in DIR: one self-contained page of figures and tables. With

@@ -159,6 +159,9 @@ def split(
     text_model: str = inp.TEXT_MODEL, image_model: str = inp.IMAGE_MODEL, clip_model: str = inp.CLIP_MODEL,
     prompts: Path = inp.PROMPTS, cache: Path = inp.CACHE, no_cache: bool = inp.NO_CACHE,
     device: str = inp.DEVICE, batch_size: int = inp.BATCH_SIZE, no_report: bool = NO_REPORT,
+    map_projection: str = typed("kernel-pca", Choice(("kernel-pca", "t-sne")), "--map-projection",
+                                help="The report map's 2-D projection: kernel PCA with the result's kernel "
+                                     "(one small eigen-solve), or t-SNE (scikit-learn; slower to load)."),
 ) -> None:
     """PromptSplit: which prompts make two models disagree, and how.
 
@@ -186,7 +189,8 @@ def split(
     if not no_report:  # the report's map, computed once and kept in result.json
         from ..methods.promptsplit.layout import with_layout
 
-        result = with_layout(result, {"test": test_set, "reference": reference_set})
+        sets = {"test": test_set, "reference": reference_set}
+        result = with_layout(result, sets, projection=map_projection)
     written = save_outputs(result, out, report=not no_report, quiet=quiet,
                            inputs={"test": test_set, "reference": reference_set},
                            sources={"test": test, "reference": reference})

@@ -2,7 +2,8 @@
 
 The map is computed once, when the result is written (:mod:`promptprism.methods.promptsplit.layout`); this
 module only draws it. A result without one (a library fit rendered with its sets) gets it computed here, by
-that module, with this module's :func:`embed_2d` as the projection.
+that module, with this module's :func:`embed_2d` as the projection (kernel PCA unless the stored map
+names another).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from ..data.paired import PairedSet
 from ..methods.promptsplit.layout import (  # noqa: F401 (the map's constants, used by the page and tests)
     MAP_MODES_PER_SIGN,
     MAP_POINTS,
+    PROJECTION,
+    PROJECTION_NAMES,
     WEAK,
     WEAK_NAME,
     embed_2d,
@@ -28,6 +31,12 @@ from ..methods.promptsplit.layout import (  # noqa: F401 (the map's constants, u
 from .html import el, note, p
 from .svg import scatter_svg
 
+#: what the caption says of each projection
+PROJECTION_CAPTIONS = {
+    "t-sne": "t-SNE places similar samples close together; distances between far-apart groups mean little.",
+    "kernel-pca": "Kernel PCA (the result's kernel) keeps the two directions of largest variance in its "
+                  "feature space: close points are similar, but groups may overlap in two dimensions.",
+}
 POS_PALETTE = ("#1f4e9c", "#3f8fd8", "#1a9c8c", "#7fb3e8")
 NEG_PALETTE = ("#c8461c", "#e8912c", "#a8326e", "#f0b87a")
 
@@ -47,7 +56,7 @@ def mode_colors(labels: list[str]) -> dict[str, str]:
 
 
 def _map_caption(result: Any, shown: int, total: int, left_out: int, per_sign: int, origin: str,
-                 weak: bool) -> Any:
+                 weak: bool, projection: str) -> Any:
     """How the map was sampled and coloured, and how to read it."""
     rate = shown / total
     extreme = (
@@ -63,21 +72,27 @@ def _map_caption(result: Any, shown: int, total: int, left_out: int, per_sign: i
         "the largest |score|, each mode's scores measured in units of their 99th percentile |score| on "
         "the map's samples"
         + (f"; grey, '{WEAK_NAME}': below {WEAK:g} of that on every coloured mode. " if weak else ". ")
-        + "Circles: test model, triangles: reference. t-SNE places similar samples close together; "
-        "distances between far-apart groups mean little.",
+        + "Circles: test model, triangles: reference. "
+        + (PROJECTION_CAPTIONS.get(projection, PROJECTION_CAPTIONS["t-sne"])),
         cls="muted small",
     )
 
 
+def map_label(projection: str) -> str:
+    """The map figure's accessible name: 'kernel PCA map of the samples coloured by mode'."""
+    return f"{PROJECTION_NAMES.get(projection, 't-SNE')} map of the samples coloured by mode"
+
+
 def _scatter(xy: np.ndarray, assign: np.ndarray, colors: dict, sides: list[str], names: dict[str, str],
-             shown: int, total: int) -> Any:
-    """The static t-SNE figure (inline SVG: what a page without scripts, or printed, shows): colour by mode,
+             shown: int, total: int, projection: str) -> Any:
+    """The static map figure (inline SVG: what a page without scripts, or printed, shows): colour by mode,
     marker by model."""
     markers = [names[side] for side in sides]
     return el("figure", scatter_svg(
         xy, assign.astype(str), markers, colors, {names["test"]: "o", names["reference"]: "^"},
-        f"t-SNE of the joint (prompt, output) embeddings · {shown:,} of {total:,} samples",
-        label="t-SNE map of the samples coloured by mode"))
+        f"{PROJECTION_NAMES.get(projection, 't-SNE')} of the joint (prompt, output) embeddings · "
+        f"{shown:,} of {total:,} samples",
+        label=map_label(projection)))
 
 
 def layout_of(result: Any, sets: dict[str, PairedSet], map_points: int,
@@ -89,7 +104,9 @@ def layout_of(result: Any, sets: dict[str, PairedSet], map_points: int,
         return stored
     if set(sets) != {"test", "reference"}:
         return None
-    return sample_map(result, sets, map_points, embed=lambda x, seed: embed_2d(x, seed), step=step)
+    projection = stored.get("projection", PROJECTION) if stored else PROJECTION
+    return sample_map(result, sets, map_points, embed=lambda x, seed: embed_2d(x, seed, projection),
+                      step=step, projection=projection)
 
 
 def map_section(
@@ -123,10 +140,11 @@ def map_section(
                     points=[(t, int(i)) for t, i in layout["points"]], colors=colors)
     step("map: drawing")
     shown, total = int(layout["shown"]), int(layout["total"])
-    fig = _scatter(xy, assign, colors, [t for t, _ in layout["points"]], names, shown, total)
+    projection = layout.get("projection", "t-sne")  # (maps stored before the option were t-SNE's)
+    fig = _scatter(xy, assign, colors, [t for t, _ in layout["points"]], names, shown, total, projection)
     return [
         el("div", cls="pp-widget", data_pp_widget="map"),
         el("div", fig, cls="pp-static"),
         _map_caption(result, shown, total, int(layout["left_out"]), int(layout["per_sign"]), layout["origin"],
-                     bool((assign == WEAK_NAME).any())),
+                     bool((assign == WEAK_NAME).any()), projection),
     ]

@@ -1,21 +1,21 @@
 """Placing many points on a map from a few landmarks: the cheap path of the sample map beyond
 ``LANDMARKS`` points.
 
-Only the landmarks (a seeded subset of the drawn points) are embedded by t-SNE and scored on the modes
-by the exact route; every other point gets the kernel-weighted mean of its ``k`` nearest landmarks' mode
-scores (a Nadaraya-Watson interpolation, Gaussian weights with the bandwidth set to the median k-NN
-distance) and is placed by a local affine map fitted to those landmarks (:func:`place_on_landmarks`: LAMP,
-Joia et al. 2011, a weighted scaled orthogonal Procrustes fit per point), so points between landmarks keep
-their local arrangement instead of collapsing on the landmarks' weighted mean. A point equal to a landmark
-lands on that landmark. Cost: one PCA of the landmarks, an (n, landmarks) distance matrix in at most
-``PCA_DIMS`` dimensions and n small (``PCA_DIMS`` x 2) SVDs.
+Only the landmarks (a seeded subset of the drawn points) are projected (kernel PCA or t-SNE) and scored
+on the modes by the exact route; every other point gets the kernel-weighted mean of its ``k`` nearest
+landmarks' mode scores (a Nadaraya-Watson interpolation, Gaussian weights with the bandwidth set to the
+median k-NN distance) and is placed by a local affine map fitted to those landmarks
+(:func:`place_on_landmarks`: LAMP, Joia et al. 2011, a weighted scaled orthogonal Procrustes fit per
+point), so points between landmarks keep their local arrangement instead of collapsing on the landmarks'
+weighted mean. A point equal to a landmark lands on that landmark. Cost: one PCA of the landmarks, an (n,
+landmarks) distance matrix in at most ``PCA_DIMS`` dimensions and n small (``PCA_DIMS`` x 2) SVDs.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-#: at most this many points are embedded by t-SNE and scored exactly; the rest are interpolated
+#: at most this many points are projected (kernel PCA or t-SNE) and scored exactly; the rest are interpolated
 LANDMARKS = 600
 #: nearest landmarks per interpolated point
 NEIGHBOURS = 8

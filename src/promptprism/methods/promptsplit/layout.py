@@ -4,7 +4,9 @@ Computed once, when the result is written (:func:`with_layout`; stored as ``Prom
 that the report and ``promptprism report DIR`` draw it without computing anything. Cost is bounded whatever n
 is: at most ``map_points`` samples (a seeded subsample, proportional per set) are drawn; at most
 ``LANDMARKS`` of them are scored on their own top modes by the exact route (one small Gram matrix, Lanczos)
-and embedded by t-SNE with few iterations, and the others are placed by a local affine map of their
+and projected to 2-D (by default kernel PCA with the result's own kernel: one small eigen-solve, no
+scikit-learn import; ``projection="t-sne"``: scikit-learn's t-SNE with few iterations), and the others
+are placed by a local affine map of their
 nearest landmarks and scored by their k-NN interpolation (:mod:`.landmarks`; so 20,000 points cost about as
 much as 600). Rows
 whose embeddings are not finite or are extreme (e.g. one row scaled by 1e300, which would overflow every
@@ -38,6 +40,10 @@ TSNE_ITERATIONS = 300
 #: Barnes-Hut angle of the t-SNE (sklearn's default 0.5; 0.8, the top of its advised range, took about 16 %
 #: less CPU on 600 landmarks and kept the same share of 10-NN: 0.796 vs 0.793, benchmarks/report_map.py)
 TSNE_ANGLE = 0.8
+#: the map's 2-D projection by default (:data:`PROJECTIONS`)
+PROJECTION = "kernel-pca"
+#: the projections' names as the page writes them
+PROJECTION_NAMES = {"kernel-pca": "kernel PCA", "t-sne": "t-SNE"}
 #: the map assigns points to the top modes of each sign, up to this many
 MAP_MODES_PER_SIGN = 4
 #: a point is 'weak' when its largest |score| is below this fraction of its mode's 99th percentile
@@ -113,7 +119,7 @@ def mode_scores(result: Any, t: dict[str, np.ndarray], z: dict[str, np.ndarray],
     return eig.scores[:, sel], labels, vals
 
 
-def embed_2d(x: np.ndarray, seed: int) -> np.ndarray:
+def embed_tsne(x: np.ndarray, seed: int) -> np.ndarray:
     """t-SNE (sklearn, Barnes-Hut with angle ``TSNE_ANGLE``, ``TSNE_ITERATIONS`` iterations, PCA init) of
     rows already checked by :func:`usable_rows`; the rows are centred and scaled to unit median norm first."""
     from sklearn.decomposition import PCA
@@ -130,6 +136,36 @@ def embed_2d(x: np.ndarray, seed: int) -> np.ndarray:
                 angle=TSNE_ANGLE, random_state=seed)
     with openmp_threads():
         return tsne.fit_transform(x)
+
+
+def embed_kernel_pca(x: np.ndarray, seed: int) -> np.ndarray:
+    """Kernel PCA (Schölkopf et al. 1998) of rows already checked by :func:`usable_rows`, with the kernel
+    k(a, b) = exp(-|a - b|^2 / 2) on the rows of :func:`joint_features` (for the gaussian kernel: the
+    result's own product kernel, eq. 2): the top two eigenpairs (lambda, v) of the doubly centred Gram
+    matrix H K H, coordinates v sqrt(lambda), each axis signed so that its largest |coordinate| is
+    positive (deterministic; ``seed`` is unused). One eigen-solve of the landmarks' Gram matrix."""
+    from scipy.linalg import eigh
+
+    n = x.shape[0]
+    x = np.asarray(x, dtype=np.float64)
+    sq = np.einsum("ij,ij->i", x, x)
+    gram = np.exp(-0.5 * np.maximum(sq[:, None] + sq[None, :] - 2.0 * (x @ x.T), 0.0))
+    gram -= gram.mean(axis=0, keepdims=True)
+    gram -= gram.mean(axis=1, keepdims=True)
+    vals, vecs = eigh(gram, subset_by_index=[max(0, n - 2), n - 1])
+    xy = vecs[:, ::-1] * np.sqrt(np.maximum(vals[::-1], 0.0))
+    top = np.abs(xy).argmax(axis=0)
+    return xy * np.where(xy[top, [0, 1]] < 0, -1.0, 1.0)
+
+
+#: the map's projections by name: (rows, seed) -> (rows, 2)
+PROJECTIONS = {"kernel-pca": embed_kernel_pca, "t-sne": embed_tsne}
+
+
+def embed_2d(x: np.ndarray, seed: int, projection: str = PROJECTION) -> np.ndarray:
+    """The map's 2-D projection of rows already checked by :func:`usable_rows`: :data:`PROJECTIONS`'
+    ``projection``."""
+    return PROJECTIONS[projection](x, seed)
 
 
 def _origin(result: Any, whole: bool, vals: np.ndarray, per_sign: int) -> str:
@@ -171,13 +207,15 @@ def sample_indices(result: Any, map_points: int) -> tuple[dict[str, np.ndarray],
 
 def sample_map(result: Any, sets: dict[str, Any], map_points: int = MAP_POINTS, *,
                landmarks: int = LANDMARKS, embed: Callable[[np.ndarray, int], np.ndarray] | None = None,
-               step: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """The map record (``embed(rows, seed) -> (n, 2)``: the projection, :func:`embed_2d` by default;
-    ``step(name)`` reports progress):
-    ``points`` ([set, row] each), ``x``, ``y`` (t-SNE of at most ``landmarks`` points, the others placed
+               step: Callable[[str], None] = lambda _: None, projection: str = PROJECTION) -> dict[str, Any]:
+    """The map record (``embed(rows, seed) -> (n, 2)``: the projection, :func:`embed_2d` with
+    ``projection`` by default; ``step(name)`` reports progress):
+    ``points`` ([set, row] each), ``x``, ``y`` (the projection of at most ``landmarks`` points, the others
+    placed
     by :mod:`.landmarks`' local affine map of their nearest landmarks, their mode scores by k-NN
     interpolation), ``mode`` (each point's mode
-    label or ``WEAK_NAME``), ``labels`` (the modes, in order), ``origin`` (which modes they are), ``shown``,
+    label or ``WEAK_NAME``), ``labels`` (the modes, in order), ``origin`` (which modes they are),
+    ``projection`` (its name in :data:`PROJECTIONS`), ``shown``,
     ``total``, ``landmarks``, ``left_out`` (rows with non-finite or extreme embeddings), ``per_sign``,
     ``map_points`` and ``seed``; or ``{'note': why}`` when there is no map (too few samples)."""
     total = result.n_test + result.n_reference
@@ -212,8 +250,10 @@ def sample_map(result: Any, sets: dict[str, Any], map_points: int = MAP_POINTS, 
     if not np.isfinite(scores).all():
         return {"note": "map not drawn: the sampled points' mode scores are not finite",
                 "map_points": int(map_points)}
-    step("map: t-SNE embedding")
-    xy = (embed or embed_2d)(feats[land], result.seed)
+    if projection not in PROJECTIONS:
+        raise ValueError(f"unknown map projection {projection!r} (one of {', '.join(PROJECTIONS)})")
+    step(f"map: {PROJECTION_NAMES[projection]} embedding")
+    xy = (embed or PROJECTIONS[projection])(feats[land], result.seed)
     if land.size < shown:
         step("map: placing the other points by their nearest landmarks")
         proj = project_on_landmarks(feats, land)
@@ -223,17 +263,19 @@ def sample_map(result: Any, sets: dict[str, Any], map_points: int = MAP_POINTS, 
             "x": [round(float(v), 3) for v in xy[:, 0]], "y": [round(float(v), 3) for v in xy[:, 1]],
             "mode": [str(a) for a in assign_modes(scores, labels)], "labels": labels,
             "origin": _origin(result, shown == total and land.size == shown, vals, per_sign),
+            "projection": projection,
             "shown": int(shown), "landmarks": int(land.size),
             "total": int(total),
             "left_out": left_out, "per_sign": int(per_sign), "map_points": int(map_points),
             "seed": int(result.seed)}
 
 
-def with_layout(result: Any, sets: dict[str, Any], map_points: int = MAP_POINTS) -> Any:
-    """``result`` with its sample map (:func:`sample_map`) stored in ``layout``; a map that cannot be
-    computed (a degenerate subsample, a missing package) is stored as ``{'note': why}``."""
+def with_layout(result: Any, sets: dict[str, Any], map_points: int = MAP_POINTS,
+                projection: str = PROJECTION) -> Any:
+    """``result`` with its sample map (:func:`sample_map` with ``projection``) stored in ``layout``; a map
+    that cannot be computed (a degenerate subsample, a missing package) is stored as ``{'note': why}``."""
     try:
-        layout = sample_map(result, sets, map_points)
+        layout = sample_map(result, sets, map_points, projection=projection)
     except (ImportError, ArithmeticError, ValueError, TypeError, RuntimeError, np.linalg.LinAlgError) as exc:
         layout = {"note": f"map not drawn: {type(exc).__name__}: {exc}", "map_points": int(map_points)}
     return dataclasses.replace(result, layout=layout)
