@@ -238,3 +238,19 @@ def test_float32_covariance_pass_matches_float64_brute_force(workers):
     assert np.abs(route.lam - lam).max() < 2e-6 * (1.0 + eta) * np.abs(s_ref / m).max()
     assert np.abs(route.ref_sum - s_ref).max() < 2e-6 * np.abs(s_ref).max()
     np.testing.assert_allclose(distance, np.sum(lam**2), rtol=1e-4)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_rff_phase_check_names_the_bandwidth(backend):
+    """The phase-range check (max |phase| read from the device in one copy) rejects phases that keep no
+    precision in float32, and passes ordinary ones, on numpy and torch alike."""
+    rng = np.random.default_rng(0)
+    t, z = rng.standard_normal((50, 3)).astype(np.float32), rng.standard_normal((50, 2)).astype(np.float32)
+    if backend == "torch":
+        torch = pytest.importorskip("torch")
+        t, z = torch.from_numpy(t), torch.from_numpy(z)
+    ok = ProductRandomFourierFeatures(3, 2, 8, 1.0, 1.0, fast_trig=True, precision="float32")
+    assert np.isfinite(np.asarray(ok.transform(t, z))).all()
+    tiny = ProductRandomFourierFeatures(3, 2, 8, 1e-6, 1.0, fast_trig=True, precision="float32")
+    with pytest.raises(OptionError, match="sigma"):
+        tiny.transform(t * 1e3, z)
