@@ -73,7 +73,7 @@ def parts(route, chunk: int) -> dict[str, float]:
     from promptprism.backend import populated_empty
     from promptprism.stats.accumulators import KeyedCovarianceAccumulator
 
-    fmap, test = route.fmap, route.sets["test"]
+    fmap, test = route.fmap, route.sets[0]
     prompts, outputs = np.asarray(test.prompt_embeddings[:chunk]), np.asarray(test.output_embeddings[:chunk])
     out = populated_empty((chunk, fmap.dim), fmap.precision)
     half = fmap.dim // 2

@@ -195,3 +195,62 @@ def test_exact_auto_precision_is_the_inputs_and_float32_stays_within_tolerance()
     assert [m.p_value for m in auto.modes] == [m.p_value for m in full.modes]
     assert any(m.significant for m in auto.modes)
     assert base.fit(t32, ref).config["precision"] == "float64"  # one float64 input: float64
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_float32_covariance_pass_matches_float64_brute_force(workers):
+    """The rff covariance pass (float32 feature map and SYRK, chunk by chunk, on ``workers`` threads, the
+    features kept) against SPEC's definitions in float64: psi(t, z) = sqrt(1/D) [cos(phase), sin(phase)],
+    phase_l = w_l . (t - c_t) / sigma_t + u_l . (z - c_z) / sigma_z with (w_l; u_l) the seeded N(0, I)
+    draw (the centre c only rotates each (cos, sin) pair: the kernel estimates are unchanged), and
+    Lambda_r = (1/n) sum psi psi^T - (eta/m) sum psi' psi'^T, S_ref = sum psi' psi'^T."""
+    from promptprism.backend import NUMPY
+    from promptprism.methods.promptsplit.routes import choose_route
+    from promptprism.scale.runner import LocalRunner
+
+    rng = np.random.default_rng(7)
+    n, m, dt, dz, r, sigmas, eta = 2500, 2100, 12, 9, 160, (1.7, 2.3), 1.5
+    sets = [PairedSet((rng.standard_normal((k, dt)) + 3.0).astype(np.float32),
+                      (rng.standard_normal((k, dz)) + shift).astype(np.float32)) for k, shift in ((n, 0.4),
+                                                                                                 (m, -0.2))]
+    est = PromptSplit(method="rff", n_features=r, eta=eta, seed=3, chunk_size=700, permutations=0,
+                      progress=False)
+    route = choose_route(est, sets, sigmas, backend=NUMPY, runner=LocalRunner(workers))
+    assert route.fmap.precision == "float32" and route.keep
+    distance = route.covariance({})[route.comparisons[0]]
+
+    w = np.random.default_rng(3).standard_normal((dt + dz, r // 2))
+    w[:dt] /= sigmas[0]
+    w[dt:] /= sigmas[1]
+    c_t, c_z = (np.asarray(c, dtype=np.float64) for c in route.fmap.center)
+
+    def psi(s):
+        phase = np.concatenate([s.prompt_embeddings - c_t, s.output_embeddings - c_z], axis=1) @ w
+        return np.sqrt(2.0 / r) * np.concatenate([np.cos(phase), np.sin(phase)], axis=1)
+
+    f_test, f_ref = psi(sets[0]), psi(sets[1])
+    s_ref = f_ref.T @ f_ref
+    lam = f_test.T @ f_test / n - eta * s_ref / m
+    for kept, exact in zip(route.feats, (f_test, f_ref), strict=True):
+        assert kept.dtype == np.float32
+        assert np.abs(kept - exact).max() < 1e-5 * np.abs(exact).max()
+    assert route.lam.dtype == np.float64 and route.ref_sum.dtype == np.float64
+    assert np.abs(route.lam - lam).max() < 2e-6 * (1.0 + eta) * np.abs(s_ref / m).max()
+    assert np.abs(route.ref_sum - s_ref).max() < 2e-6 * np.abs(s_ref).max()
+    np.testing.assert_allclose(distance, np.sum(lam**2), rtol=1e-4)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_rff_phase_check_names_the_bandwidth(backend):
+    """The phase-range check (max |phase| read from the device in one copy) rejects phases that keep no
+    precision in float32, and passes ordinary ones, on numpy and torch alike."""
+    rng = np.random.default_rng(0)
+    t, z = rng.standard_normal((50, 3)).astype(np.float32), rng.standard_normal((50, 2)).astype(np.float32)
+    if backend == "torch":
+        torch = pytest.importorskip("torch")
+        t, z = torch.from_numpy(t), torch.from_numpy(z)
+    ok = ProductRandomFourierFeatures(3, 2, 8, 1.0, 1.0, fast_trig=True, precision="float32")
+    assert np.isfinite(np.asarray(ok.transform(t, z))).all()
+    tiny = ProductRandomFourierFeatures(3, 2, 8, 1e-6, 1.0, fast_trig=True, precision="float32")
+    with pytest.raises(OptionError, match="sigma"):
+        tiny.transform(t * 1e3, z)

@@ -97,7 +97,9 @@ def _cos_sin(proj: Any, fast_trig: bool = False, dtype: type = np.float64, out: 
                        device=device(proj))
     if proj.shape[0] and d:
         phases = proj.detach() if grad else proj
-        top = max(float(xp.max(phases)), -float(xp.min(phases)))  # max |phase| without an |proj| temporary
+        # max |phase| without an |proj| temporary, both ends in one copy to the host (on a device, one
+        # synchronisation per chunk instead of two)
+        top = float(np.max(to_numpy(xp.stack([xp.max(phases), -xp.min(phases)]))))
         if not np.isfinite(top) or top * float(xp.finfo(proj.dtype).eps) > PHASE_TOLERANCE:
             raise OptionError(
                 f"sigma: the bandwidth is too small for the embeddings' magnitude (random-feature phases up "
