@@ -6,22 +6,24 @@ It checks the plumbing (local loading, batching, shapes, determinism), not what 
 from __future__ import annotations
 
 import json
+from importlib.util import find_spec
 
 import numpy as np
 import pytest
+from PIL import Image
 
-pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+from promptprism import InputError
+from promptprism.methods.compcon import TransformersClip, similarity_matrix
 
-from PIL import Image  # noqa: E402
-
-from promptprism import InputError  # noqa: E402
-from promptprism.methods.compcon import TransformersClip, similarity_matrix  # noqa: E402
+# looked up, not imported: transformers is imported by the fixture that uses it, not by every test process
+pytestmark = pytest.mark.skipif(any(find_spec(m) is None for m in ("torch", "transformers")),
+                                reason="torch and transformers are needed")
 
 
 @pytest.fixture(scope="module")
 def tiny_clip(tmp_path_factory):
     import torch
+    import transformers
 
     torch.manual_seed(0)
     d = tmp_path_factory.mktemp("tiny-clip")

@@ -78,6 +78,7 @@ def test_same_distribution_pair_verifies_nothing(seed):
     assert _by_name(result)["answers in French"]["held_out"]["a_only"] == 0
 
 
+@pytest.mark.slow  # two whole CompCon fits (~1.5 s quiet); the cache alone: test_compcon_protocol
 def test_second_run_makes_no_calls(tmp_path):
     with ScriptedServer(script()) as server:
         first = _fit(server, cache=tmp_path / "cache")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from importlib.util import find_spec
 
 import numpy as np
 import pytest
@@ -16,10 +17,11 @@ from _embed_helpers import (  # noqa: F401 - fixtures
 )
 from _tiny_clip import build_tiny_clip
 
-pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+# transformers looked up, not imported, at collection (each test process would pay for it)
+pytestmark = [pytest.mark.slow,  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+              pytest.mark.skipif(any(find_spec(m) is None for m in ("torch", "transformers")),
+                                 reason="torch and transformers are needed")]
 
-pytest.importorskip("transformers")
-pytest.importorskip("torch")
 skdata = pytest.importorskip("skimage.data")
 
 

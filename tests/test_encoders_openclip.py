@@ -6,17 +6,20 @@ not by shape. Plus the registry names, the never-download error, the cache ident
 from __future__ import annotations
 
 import json
+from importlib.util import find_spec
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
 
 from promptprism.embed import get_encoder  # noqa: E402
 from promptprism.embed.openclip import OPENAI_MEAN, OPENAI_STD, OpenCLIPEncoder, preprocess  # noqa: E402
 from promptprism.embed.registry import clear_encoders  # noqa: E402
 from promptprism.errors import OptionError  # noqa: E402
+
+# transformers looked up, not imported, at collection (each test process would pay for it)
+pytestmark = pytest.mark.skipif(find_spec("transformers") is None, reason="transformers is not installed")
 
 WIDTH, LAYERS, PATCH, IMAGE, EMBED, TEXT_WIDTH, HEADS, CONTEXT = 32, 2, 8, 32, 16, 24, 4, 16
 

@@ -3,27 +3,32 @@ written here with ``save_pretrained`` (no weights ship in a package; nothing is 
 
 from __future__ import annotations
 
+from importlib.util import find_spec
+
 import numpy as np
 import pytest
 
-pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+from promptprism.embed import get_encoder
+from promptprism.embed.hf_vision import VisionEncoder
+from promptprism.embed.registry import clear_encoders
+from promptprism.errors import OptionError
 
-from promptprism.embed import get_encoder  # noqa: E402
-from promptprism.embed.hf_vision import VisionEncoder  # noqa: E402
-from promptprism.embed.registry import clear_encoders  # noqa: E402
-from promptprism.errors import OptionError  # noqa: E402
-
-pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+# transformers looked up here and imported where used: importing it at collection costs every test process
+pytestmark = [pytest.mark.slow,  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+              pytest.mark.skipif(any(find_spec(m) is None for m in ("torch", "transformers")),
+                                 reason="torch and transformers are needed")]
 
 
 def _processor():
+    import transformers
+
     return transformers.BitImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32},
                                           do_convert_rgb=True)
 
 
 def tiny_dinov2(folder, seed=0):
     import torch
+    import transformers
 
     cfg = transformers.Dinov2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                     intermediate_size=64, image_size=32, patch_size=8)
@@ -35,6 +40,7 @@ def tiny_dinov2(folder, seed=0):
 
 def tiny_siglip(folder, seed=0):
     import torch
+    import transformers
 
     cfg = transformers.SiglipConfig(
         text_config=dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,

@@ -71,6 +71,7 @@ def shared_split_dir(tmp_path_factory):
     return _split(tmp_path_factory.mktemp("judge"))
 
 
+@pytest.mark.slow  # the command run twice (~1.5 s quiet)
 def test_the_judge_verdict_reaches_result_json_and_a_rerun_makes_no_call(tmp_path, split_dir):
     from compcon_fakes import ScriptedServer
 

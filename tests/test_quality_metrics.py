@@ -60,6 +60,7 @@ def test_k_models_get_the_restricted_metrics_too():
     assert set(record["overall"]["metrics"]["A"]) >= {"precision", "recall", "density", "coverage", "fd"}
 
 
+@pytest.mark.slow  # the command and its report (~1.5 s quiet)
 def test_the_command_prints_and_shows_the_restricted_metrics(tmp_path):
     """``quality --metrics --json``: the summary on stdout carries the verdicts and the metrics; the mode
     cards show them."""

@@ -126,6 +126,7 @@ def test_each_model_is_closer_where_the_other_is_wrong(digits_case):
     assert "reference is closer to the reference" not in record["verdict"]
 
 
+@pytest.mark.slow  # a split, its verdicts and the command's output (~2.7 s)
 def test_the_command_adds_the_verdicts_to_a_split_result(tmp_path, digits_case):
     """A test model wrong on the colored prompts 5-9 against a reference model right everywhere: both modes
     sit on those prompts, and on both the reference model is the closer to real data."""

@@ -39,6 +39,7 @@ def test_the_documented_generator_callable_resolves_under_the_old_name():
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch (~1.3 s)
 def test_the_training_recipe_runs_under_the_old_name():
     done = subprocess.run([sys.executable, "-m", "promptprism.generators.fashion_train", "--help"],
                           capture_output=True, text=True)

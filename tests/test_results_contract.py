@@ -207,6 +207,7 @@ def test_a_results_folder_is_a_baseline_set(split_run, tmp_path):
 
 
 # ------------------------------------------------------------------------------------- named sets
+@pytest.mark.slow  # three sets through the command (~1.5 s quiet)
 def test_same_stems_are_told_apart_and_names_flow_into_the_result(tmp_path, digits, third):
     for folder in ("a", "b"):
         (tmp_path / folder).mkdir()
@@ -249,6 +250,7 @@ def test_metrics_names_the_reference_apart_from_the_generated_sets(tmp_path, dig
 
 
 # ------------------------------------------------------------------------------------- the CI gate
+@pytest.mark.slow  # two fits and the check command (~1.5 s quiet)
 def test_check_fails_on_a_planted_regression_and_passes_a_same_distribution_pair(tmp_path, digits):
     planted = tmp_path / "planted"
     code, _, err = run_cli("split", _save(tmp_path / "t.npz", digits.test),
