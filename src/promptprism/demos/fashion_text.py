@@ -45,7 +45,7 @@ class TextSizes:
     per_prompt: int = 2
     steps: int = 8
     scales: tuple[float, ...] = (1.0, 3.0)
-    guide_per_family: int = 12
+    guide_per_family: int = 8
     guide_scale: float = 40.0
     regions_per_family: int = 24
     regions_real: int = 400

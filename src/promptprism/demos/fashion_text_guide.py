@@ -47,14 +47,15 @@ def guidance_run(ctx: DemoContext, sizes: TextSizes) -> dict:
     fam = np.repeat(np.arange(len(families)), n)
     x, y = fashion_mnist("test")
     real_guide, real_eval = tg.real_family_images(x, y, ckpt.thresholds, TARGET, n, ctx.seed)
-    controls = prompts[n:]
-    own = [sample_text_images(ckpt, controls, sample_seeds(ctx.seed + 1000 * k, len(controls)),
-                              guidance_scale=QUALITY_CFG, steps=steps) for k in (1, 2)]
-    guide_ref, eval_ref = np.concatenate([real_guide, own[0]]), np.concatenate([real_eval, own[1]])
-    sigma = max(median_pairwise_distance(tg.pixel_rows(eval_ref), seed=ctx.seed),
-                0.5 * float(np.sqrt(eval_ref[0].size)))
     seeds = sample_seeds(ctx.seed, len(prompts))
     before = sample_text_images(ckpt, prompts, seeds, guidance_scale=QUALITY_CFG, steps=steps)
+    # the controls' guidance reference: their own unguided samples (eq. 5 has nothing to change there);
+    # their evaluation reference: samples of other seeds
+    own = sample_text_images(ckpt, prompts[n:], sample_seeds(ctx.seed + 1000, len(prompts) - n),
+                             guidance_scale=QUALITY_CFG, steps=steps)
+    guide_ref, eval_ref = np.concatenate([real_guide, before[n:]]), np.concatenate([real_eval, own])
+    sigma = max(median_pairwise_distance(tg.pixel_rows(eval_ref), seed=ctx.seed),
+                0.5 * float(np.sqrt(eval_ref[0].size)))
     guide = tg.family_guidance(guide_ref, fam, fam, len(families), scale=sizes.guide_scale, seed=ctx.seed)
     after = sample_text_images(ckpt, prompts, seeds, guidance_scale=QUALITY_CFG, steps=steps, guidance=guide)
     d0, d1 = (tg.family_distances(s, fam, eval_ref, fam, sigma) for s in (before, after))
@@ -90,7 +91,7 @@ def text_guidance_section(ctx: DemoContext) -> DemoSection:
     text = (f"PromptSplit guidance (paper, eq. 5) of the final text checkpoint, scale {data['scale']:g}, on "
             f"pixels with one-hot family prompts: the {data['guided']} prompts are guided toward "
             f"{data['reference']} (the planted swap, by guidance instead of fine-tuning); the control "
-            f"families' reference is the model's own samples. {data['per_family']} samples per family, "
+            f"families' reference is their own unguided samples. {data['per_family']} samples per family, "
             f"the same seeds before and after; distance: PromptSplit distance of each family's samples to a "
             f"second, disjoint reference. Share of the guided samples measured {TARGET[2]}: "
             f"{data['target_share_before']:.2f} before, {data['target_share_after']:.2f} after.")
