@@ -87,7 +87,8 @@ FULL = DemoSizes("full", per_prompt=40, steps=20, scales=DEFAULT_SCALES, bootstr
                  guide_scales=(0.0, 50.0, 100.0, 200.0, 400.0), guide_per_prompt=16,
                  guide_reference_per_class=40, guide_permutations=200,
                  text=TextSizes(captions=500, per_prompt=4, steps=20, scales=(1.0, 2.0, 3.0, 5.0, 8.0),
-                               guide_per_family=32, regions_per_family=64, regions_real=2000))
+                               guide_per_family=32, regions_per_family=64, regions_real=2000,
+                               regions_bootstrap=200))
 
 
 class DemoStopped(KeyboardInterrupt):

@@ -128,7 +128,7 @@ def text_regions_section(ctx: DemoContext) -> DemoSection | None:
     sizes = _sizes(ctx)
     xt, _ = fashion_mnist("train")
     fit = np.random.default_rng([ctx.seed, 45]).permutation(len(xt))[:sizes.regions_real]
-    est = RegionCMS(seed=ctx.seed, bootstrap=ctx.options.get("bootstrap", 200), max_regions=6)
+    est = RegionCMS(seed=ctx.seed, bootstrap=sizes.regions_bootstrap, max_regions=6)
     fitted = est.fit(xt[fit] / 255.0)
     names = ["final", SECOND]
     rows, found = [], {}
