@@ -23,6 +23,7 @@ import numpy as np
 from ..io import atomic_write_text
 from .fashion import DemoContext, DemoSection, with_interval
 from .fashion_text import QUALITY_CFG, SECOND, TextSizes, _checkpoint, _sizes, text_samples
+from .guidance import per_prompt_distance
 
 GUIDED = ("bag", "brightness", "light")  #: the guided family's prompts
 TARGET = ("bag", "brightness", "dark")  #: the family whose real images are the guided family's reference
@@ -58,7 +59,9 @@ def guidance_run(ctx: DemoContext, sizes: TextSizes) -> dict:
                 0.5 * float(np.sqrt(eval_ref[0].size)))
     guide = tg.family_guidance(guide_ref, fam, fam, len(families), scale=sizes.guide_scale, seed=ctx.seed)
     after = sample_text_images(ckpt, prompts, seeds, guidance_scale=QUALITY_CFG, steps=steps, guidance=guide)
-    d0, d1 = (tg.family_distances(s, fam, eval_ref, fam, sigma) for s in (before, after))
+    per = [per_prompt_distance(tg.pixel_rows(s), fam, tg.pixel_rows(eval_ref), fam, sigma)
+           for s in (before, after)]  # each family's samples against its reference rows (eq. 3)
+    d0, d1 = ([p[f] for f in range(len(families))] for p in per)
     moved = [float(np.abs(after[fam == f].astype(float) - before[fam == f]).mean())
              for f in range(len(families))]
     shares = [tg.attribute_share(s[fam == 0], GUIDED, ckpt.thresholds, TARGET[2]) for s in (before, after)]

@@ -70,24 +70,6 @@ def family_guidance(reference: np.ndarray, reference_family: np.ndarray, sample_
                                min_sigma_output=0.5 * float(np.sqrt(pixels.shape[1])))
 
 
-def family_distances(samples: np.ndarray, sample_family: np.ndarray, reference: np.ndarray,
-                     reference_family: np.ndarray, sigma: float) -> list[float]:
-    """Per family: the PromptSplit distance of its samples alone to its reference rows on pixels
-    (||C_samples - C_reference||_F^2 of the gaussian output kernel, eq. 3 with one prompt)."""
-    import torch
-
-    from ..guidance import promptsplit_distance
-
-    out = []
-    for f in range(int(reference_family.max()) + 1):
-        a = torch.tensor(pixel_rows(samples[sample_family == f]))
-        b = torch.tensor(pixel_rows(reference[reference_family == f]))
-        out.append(float(promptsplit_distance(a, torch.ones((len(a), 1), dtype=a.dtype), b,
-                                              torch.ones((len(b), 1), dtype=b.dtype), sigma_output=sigma,
-                                              sigma_prompt=1.0)))
-    return out
-
-
 def attribute_share(samples: np.ndarray, family: Family, thresholds: np.ndarray, word: str) -> float:
     """Share of ``samples`` (all prompted with ``family``) whose measured ``family`` attribute is ``word``."""
     cls, attribute, _ = family
