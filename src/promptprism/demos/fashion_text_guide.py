@@ -102,7 +102,7 @@ def text_guidance_section(ctx: DemoContext) -> DemoSection:
                                              f"rows: {', '.join(data['families'])}."]]
     return DemoSection("Text generator: guidance toward one family (PromptSplit guidance, eq. 5)", text,
                        ["family", "distance before", "after", "change", "mean pixel change (0-255)"], rows,
-                       "text-guidance", figures)
+                       None, figures)  # its folder holds result.json and the samples, no method report
 
 
 def _family_sets(ctx: DemoContext, family: tuple[str, str, str], n: int) -> tuple[list[np.ndarray], Any]:
