@@ -36,8 +36,9 @@ def test_unknown_section_is_one_line_naming_the_flag(tmp_path, capsys):
 
 def test_the_default_plan_runs_the_text_generator_first():
     names = [n for n, _ in fashion_run.SECTIONS]
-    assert names[:4] == [n for n, _ in TEXT_SECTIONS] and names[4:] == ["quality", "monitoring",
-                                                                        "cfg-diversity", "split", "verdicts"]
+    assert names[:4] == [n for n, _ in TEXT_SECTIONS]
+    assert names[4:] == ["text-guidance", "text-regions", "quality", "monitoring", "cfg-diversity", "split",
+                         "verdicts"]
     assert fashion_run.QUICK.text.steps < fashion_run.FULL.text.steps
 
 

@@ -231,6 +231,18 @@ def float_dtype(xp: Any, precision: str) -> Any:
     return xp.float32 if precision == "float32" else xp.float64
 
 
+def as_float(xp: Any, x: Any, dtype: Any) -> Any:
+    """``x`` as an array of namespace ``xp`` in the floating ``dtype``: a torch tensor is cast with
+    ``Tensor.to`` (differentiable, autograd's graph kept; torch.asarray would decide ``requires_grad``
+    itself), anything else through ``xp.asarray``."""
+    return xp.asarray(x, dtype=dtype) if is_numpy(x) else x.to(dtype)
+
+
+def scalar(x: Any) -> float:
+    """A 0-d array's value as a float, read off a detached copy for a torch tensor autograd records."""
+    return float(x if is_numpy(x) else x.detach())
+
+
 def inplace(name: str, x: Any) -> Any:
     """Apply the elementwise function ``name`` ('exp', 'cos', 'sqrt', ...) to ``x`` in place, as numpy's
     ``out=`` and torch's ``x.exp_()`` do (the array API has no in-place functions; on N x N kernel matrices

@@ -55,7 +55,8 @@ def demo(
     sections: str = typer.Option(None, "--sections",
                                  help="With --generator: the sections to run, comma-separated, in their "
                                       "order (default all: text-quality, text-real, text-split, "
-                                      "text-diversity, quality, monitoring, cfg-diversity, split, "
+                                      "text-diversity, text-guidance, text-regions, quality, "
+                                      "monitoring, cfg-diversity, split, "
                                       "verdicts, guidance)."),
     full: bool = typer.Option(False, "--full", help="With --generator: the full sizes (40 samples per "
                                                    "prompt, 20 steps, 200 bootstrap resamples and "

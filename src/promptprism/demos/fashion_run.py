@@ -40,14 +40,16 @@ from .fashion import (
     split_section,
 )
 from .fashion_text import TEXT_SECTIONS, TextSizes
+from .fashion_text_guide import text_guidance_section, text_regions_section
 from .fashion_verdicts import verdicts_section
 
 #: the built-in sections, in order: (name, fn(context) -> DemoSection | None); add one by appending. The
 #: text generator's experiments first, then the class-conditioned generator's (its training run's
 #: checkpoints, its fine-tuned second generator, who is closer to real data where they differ)
-SECTIONS: list[tuple[str, Experiment]] = [*TEXT_SECTIONS, ("quality", quality_section),
-                                          ("monitoring", monitoring_section), ("cfg-diversity", cfg_section),
-                                          ("split", split_section), ("verdicts", verdicts_section)]
+SECTIONS: list[tuple[str, Experiment]] = [
+    *TEXT_SECTIONS, ("text-guidance", text_guidance_section), ("text-regions", text_regions_section),
+    ("quality", quality_section), ("monitoring", monitoring_section), ("cfg-diversity", cfg_section),
+    ("split", split_section), ("verdicts", verdicts_section)]
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,9 @@ QUICK = DemoSizes("quick", per_prompt=40, steps=10, scales=(1.0, 2.0, 4.0, 8.0),
 FULL = DemoSizes("full", per_prompt=40, steps=20, scales=DEFAULT_SCALES, bootstrap=200,
                  guide_scales=(0.0, 50.0, 100.0, 200.0, 400.0), guide_per_prompt=16,
                  guide_reference_per_class=40, guide_permutations=200,
-                 text=TextSizes(captions=500, per_prompt=4, steps=20, scales=(1.0, 2.0, 3.0, 5.0, 8.0)))
+                 text=TextSizes(captions=500, per_prompt=4, steps=20, scales=(1.0, 2.0, 3.0, 5.0, 8.0),
+                               guide_per_family=32, regions_per_family=64, regions_real=2000,
+                               regions_bootstrap=200))
 
 
 class DemoStopped(KeyboardInterrupt):

@@ -36,12 +36,21 @@ QUALITY_CFG = 2.0
 @dataclass(frozen=True)
 class TextSizes:
     """The text generator's sizes: ``captions`` real test images captioned (one sample each), ``per_prompt``
-    samples per prompt of the planted-family split, ``steps`` DDIM steps, the CFG ``scales`` of Scendi."""
+    samples per prompt of the planted-family split, ``steps`` DDIM steps, the CFG ``scales`` of Scendi;
+    ``guide_per_family`` samples (and reference images) per family of the guidance section, its
+    ``guide_scale``; ``regions_per_family`` samples per family and checkpoint of the regions section and
+    ``regions_real`` real training images for its pixel CKA, ``regions_bootstrap`` its resamples (0: no
+    intervals)."""
 
     captions: int = 150
     per_prompt: int = 2
     steps: int = 8
     scales: tuple[float, ...] = (1.0, 2.0)
+    guide_per_family: int = 8
+    guide_scale: float = 40.0
+    regions_per_family: int = 24
+    regions_real: int = 400
+    regions_bootstrap: int = 0
 
 
 def _sizes(ctx: DemoContext) -> TextSizes:

@@ -15,7 +15,16 @@ from array_api_compat import device
 
 from .._validation import check_memory, check_positive_number, check_precision, check_seed
 from ..array_ops import row_norms
-from ..backend import array_namespace, backend_of, float_dtype, into, is_numpy, populated_empty, to_numpy
+from ..backend import (
+    array_namespace,
+    as_float,
+    backend_of,
+    float_dtype,
+    into,
+    is_numpy,
+    populated_empty,
+    to_numpy,
+)
 from ..errors import InputError, OptionError
 
 
@@ -23,7 +32,7 @@ def cosine_features(a: Any, dtype: type = np.float64) -> Any:
     """phi(a) = a / |a|: the exact (finite) feature map of the cosine kernel (in ``dtype``; numpy or torch,
     as the input)."""
     xp = array_namespace(a)
-    a = xp.asarray(a, dtype=float_dtype(xp, np.dtype(dtype).name))
+    a = as_float(xp, a, float_dtype(xp, np.dtype(dtype).name))
     norms = row_norms(a)
     if bool(xp.any(norms == 0)):
         row = int(np.flatnonzero(to_numpy(norms[:, 0]) == 0)[0])

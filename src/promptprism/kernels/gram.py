@@ -21,7 +21,7 @@ from array_api_compat import device
 
 from .._validation import check_positive_number, check_precision
 from ..array_ops import column_median, is_numpy, row_norms
-from ..backend import Backend, array_namespace, backend_of, float_dtype, inplace
+from ..backend import Backend, array_namespace, as_float, backend_of, float_dtype, inplace, scalar
 from ..errors import OptionError
 
 KERNELS = ("cosine", "gaussian")
@@ -82,11 +82,11 @@ def _expanded(xp, a, b, same: bool) -> Any:
     d2 = d2 + sq_a[:, None] + sq_b[None, :] if _tracks_gradient(d2) else _add_norms(d2, sq_a, sq_b)
     step = max(1, DIRECT_MAX // max(b.shape[0], 1))
     per = max(1, DIRECT_MAX // max(a.shape[1], 1))  # pairs recomputed per step: bounded memory
-    top_b = float(xp.max(sq_b)) if sq_b.shape[0] else 0.0
+    top_b = scalar(xp.max(sq_b)) if sq_b.shape[0] else 0.0
     for start in range(0, a.shape[0], step):
         sq_rows = sq_a[start : start + step]
         # one pass with a bound for the block, then the exact test on the few candidates
-        bound = CLOSE_PAIRS * (float(xp.max(sq_rows)) + top_b) if sq_rows.shape[0] else 0.0
+        bound = CLOSE_PAIRS * (scalar(xp.max(sq_rows)) + top_b) if sq_rows.shape[0] else 0.0
         rows, cols = xp.nonzero(d2[start : start + step, ...] <= bound)
         keep = d2[rows + start, cols] <= CLOSE_PAIRS * (sq_rows[rows] + sq_b[cols])
         rows, cols = rows[keep] + start, cols[keep]
@@ -118,9 +118,9 @@ def squared_distances(a, b=None, *, dtype: type = np.float64):
     """
     xp = array_namespace(a)
     f8, dt = xp.float64, _dtype(xp, dtype)
-    a = xp.asarray(a, dtype=f8)
+    a = as_float(xp, a, f8)
     same = b is None
-    b = a if same else xp.asarray(b, dtype=f8)
+    b = a if same else as_float(xp, b, f8)
     n, m, d = a.shape[0], b.shape[0], a.shape[1]
     # the median of every step-th row of [a; b], taken without stacking the two
     step = max(1, (n if same else n + m) // CENTER_ROWS)
@@ -161,13 +161,13 @@ def cosine_gram(a, b=None, *, dtype: type = np.float64):
     """k(a, b) = <a, b> / (|a| |b|), in ``dtype`` (numpy or torch, as the input)."""
     xp = array_namespace(a)
     dt = _dtype(xp, dtype)
-    an = _unit_rows(xp, xp.asarray(a, dtype=dt))
+    an = _unit_rows(xp, as_float(xp, a, dt))
     if b is None:
         k = an @ an.T
         i = xp.arange(k.shape[0], device=device(k))
         k[i, i] = 1.0
         return k
-    return an @ _unit_rows(xp, xp.asarray(b, dtype=dt)).T
+    return an @ _unit_rows(xp, as_float(xp, b, dt)).T
 
 
 def gaussian_gram(a, b=None, *, sigma: float | None = None, gamma: float | None = None,
@@ -255,8 +255,8 @@ def polynomial_gram(a, b=None, *, degree: int = 3, gamma: float | None = None, c
     2018, sec. 3; degree 3, coef 1). Not normalised (k(a, a) != 1), so not one of :data:`KERNELS`."""
     xp = array_namespace(a)
     dt = _dtype(xp, dtype)
-    a = xp.asarray(a, dtype=dt)
-    b = a if b is None else xp.asarray(b, dtype=dt)
+    a = as_float(xp, a, dt)
+    b = a if b is None else as_float(xp, b, dt)
     g = 1.0 / a.shape[1] if gamma is None else float(gamma)
     k = a @ b.T
     k *= g

@@ -139,9 +139,11 @@ def save_text_checkpoint(folder: str | os.PathLike, unet, scheduler, meta: dict)
 
 
 def sample_text_images(checkpoint: TextCheckpoint, prompts: list[str], seeds: list[int], *,
-                       guidance_scale: float = 2.0, steps: int = 50, batch_size: int = 64) -> np.ndarray:
+                       guidance_scale: float = 2.0, steps: int = 50, batch_size: int = 64,
+                       guidance: Any = None) -> np.ndarray:
     """uint8 images (n, 28, 28), sample i of ``prompts[i]`` from noise seeded by ``seeds[i]`` (DDIM with
-    classifier-free guidance against the empty prompt; :func:`promptprism.guidance.sample`)."""
+    classifier-free guidance against the empty prompt; :func:`promptprism.guidance.sample`, with the
+    sampler-side ``guidance`` of eq. 5 if given: it sees the padded 32 px sample)."""
     import torch
 
     from ..guidance import sample
@@ -152,7 +154,8 @@ def sample_text_images(checkpoint: TextCheckpoint, prompts: list[str], seeds: li
     null = prompt_states([""])[0].astype(np.float32)
     with torch.no_grad():
         x = sample(checkpoint.unet, checkpoint.scheduler, states, null_condition=null,
-                   guidance_scale=guidance_scale, steps=steps, seeds=list(seeds), batch_size=batch_size)
+                   guidance_scale=guidance_scale, steps=steps, seeds=list(seeds), batch_size=batch_size,
+                   guidance=guidance)
     pixels = ((x.float().clamp(-1.0, 1.0) + 1.0) * 127.5).round().to(torch.uint8)
     return pixels[:, 0, PAD: PAD + 28, PAD: PAD + 28].numpy()
 
