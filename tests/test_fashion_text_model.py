@@ -93,7 +93,7 @@ def test_promptsplit_attributes_the_second_generator_to_the_planted_family(final
     planted = family_prompts("bag", "brightness", "dark") + family_prompts("bag", "brightness", "light")
     others = [p for p in ft.experiment_prompts(550, seed=0) if p not in planted][::14][:36]
     prompts = planted + others
-    opts = dict(seed=0, guidance_scale=3.0, steps=8)
+    opts = dict(seed=0, guidance_scale=2.0, steps=8)
     test = paired_samples(ft.generate(prompts, checkpoint=second, **opts), prompts, "second")
     ref = paired_samples(ft.generate(prompts, checkpoint=final, **opts), prompts, "final")
     result = PromptSplit(seed=0, n_modes=3, permutations=0).fit(test, ref)
