@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ..io import atomic_write_text
-from .fashion import DemoContext, DemoSection, scale_rows
+from ..io import atomic_write_bytes, atomic_write_text
+from .fashion import DemoContext, DemoSection, grid_png, scale_rows
 
 PLANTED = ("bag", "brightness")  #: the second generator's swapped (class, attribute)
 SECOND = "second-dark-light-bag"  #: its packaged checkpoint
@@ -136,7 +136,25 @@ def text_quality_section(ctx: DemoContext) -> DemoSection:
     text = (f"{len(prompts)} real test images captioned by the generator's own frozen rules; one sample of "
             f"the text generator (checkpoint final, CFG {QUALITY_CFG:g}, {_sizes(ctx).steps} DDIM steps) per "
             "caption. A sample's attributes are measured from its pixels by the same rules (chance 0.5).")
-    return DemoSection("Quality of the text generator", text, ["measure", "samples", "real images"], rows)
+    figures = _real_beside_samples(ctx, x, gen, y, prompts)
+    return DemoSection("Quality of the text generator", text, ["measure", "samples", "real images"], rows,
+                       None, figures)
+
+
+def _real_beside_samples(ctx: DemoContext, real: np.ndarray, gen: np.ndarray, labels: np.ndarray,
+                         prompts: list[str]) -> list[list[str]]:
+    """``text-quality.png``: per class (rows), real test images (left) beside the samples their captions
+    prompted (right), the same captions in the same order; [[path, caption]] or [] if a class is missing."""
+    order = [np.flatnonzero(labels == c) for c in range(10)]
+    shown = min(6, *(len(o) for o in order))
+    if shown == 0:
+        return []
+    idx = np.concatenate([o[:shown] for o in order])
+    atomic_write_bytes(ctx.out / "text-quality.png", grid_png([real[idx], gen[idx]], shown, shown, gap=128))
+    example = "; ".join(f"'{prompts[o[0]]}'" for o in order[:3])
+    caption = (f"Real test images (left) and the text generator's samples for their captions (right), "
+               f"{shown} per class, one row per class (first captions: {example}).")
+    return [["text-quality.png", caption]]
 
 
 def _ranking_rows(result: Any, n: int = 10) -> list[list[str]]:
@@ -200,8 +218,13 @@ def text_split_section(ctx: DemoContext) -> DemoSection | None:
             f"{len(set(prompts))} prompts name a bag's brightness. PromptSplit distance "
             f"{result.distance:.4g}, significant modes {sig}; {share:.0%} of the ten top-ranked prompts "
             "belong to the planted family.")
-    return DemoSection("The planted family: bag x brightness (PromptSplit)", text,
-                       ["prompt", "disagreement", "share of the captured spectrum"], _ranking_rows(result),
+    headers, rows = ["prompt", "disagreement", "share of the captured spectrum"], _ranking_rows(result)
+    if not rows:  # no significant mode, so no ranking: the test's own numbers instead of an empty table
+        p = (result.significance or {}).get("p_largest")
+        headers = ["measure", "value"]
+        rows = [["PromptSplit distance", f"{result.distance:.3g}"], ["significant modes", str(sig)],
+                ["p of the largest eigenvalue", "n/a" if p is None else f"{p:.3g}"]]
+    return DemoSection("The planted family: bag x brightness (PromptSplit)", text, headers, rows,
                        "text-split")
 
 

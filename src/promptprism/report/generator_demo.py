@@ -9,10 +9,13 @@ from typing import Any
 from .common import finish
 from .html import Page, el, figure, note, p, table
 
-INTRO = ("A small class-prompted diffusion model of Fashion-MNIST (16x16 pixels, a diffusers UNet2DModel "
-         "with a null class for classifier-free guidance) was trained here, and its checkpoints are compared "
-         "with real images and with each other by promptprism's methods. Every set of samples uses the same "
-         "seeds, so two sets differ only by the model or the sampling setting that made them.")
+INTRO = ("Two diffusion models of Fashion-MNIST were trained here and are examined by promptprism's methods: "
+         "a text-conditioned one at 28x28 pixels (free-text prompts such as 'a dark sandal' through MiniLM, "
+         "cross-attention, classifier-free guidance; its sections are named 'text'), with a second copy "
+         "fine-tuned with one attribute swapped on one class, and a small class-prompted one at 16x16 pixels "
+         "(a diffusers UNet2DModel with a null class), whose training checkpoints are below. Every set of "
+         "samples uses the same seeds, so two sets differ only by the model or the sampling setting that "
+         "made them.")
 
 
 def render_generator_demo(summary: dict, folder: str | Path | None = None) -> str:
