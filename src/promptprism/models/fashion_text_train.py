@@ -21,6 +21,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +54,16 @@ def parse_swap(spec: str | None) -> tuple[str, str] | None:
         raise OptionError(f"swap must be CLASS:ATTRIBUTE over {', '.join(fc.class_words())} and "
                           f"{', '.join(fc.ATTRIBUTES)}, got {spec!r}", parameter="swap")
     return cls.strip().lower(), attr.strip()
+
+
+def _training_meta(*, table: dict, swap: tuple[str, str] | None, **recorded: Any) -> dict:
+    """What a checkpoint records of its training: the arguments, the caption rules and frozen thresholds."""
+    return {**recorded, "n_rare_dropped": table["n_dropped"], "swap": list(swap) if swap else None,
+            "thresholds": table["thresholds"].tolist(),
+            "rules": {"ink": fc.INK, "values": fc.VALUES, "rare_cells": [list(c) for c in fc.RARE_CELLS],
+                      "rare_keep": fc.RARE_KEEP, "templates": list(fc.TEMPLATES)},
+            "image_size": 28, "pad": PAD, "text_encoder": "all-MiniLM-L6-v2 token states",
+            "weights": "EMA of the training weights, stored in fp16"}
 
 
 def train(out: str | Path, *, max_steps: int = 1200, shape: TextUNetShape = TextUNetShape(),
@@ -93,15 +104,10 @@ def train(out: str | Path, *, max_steps: int = 1200, shape: TextUNetShape = Text
     cosine = lr_schedule == "cosine"
     decay = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max_steps) if cosine else None
     gen = torch.Generator().manual_seed(seed)
-    meta = {"seed": seed, "command": command, "init": init, "batch_size": batch_size, "lr": lr,
-            "lr_schedule": lr_schedule,
-            "caption_dropout": caption_dropout, "n_params": sum(p.numel() for p in unet.parameters()),
-            "n_images": int(cap.numel()), "n_rare_dropped": table["n_dropped"], "n_captions": len(distinct),
-            "swap": list(swap) if swap else None, "thresholds": table["thresholds"].tolist(),
-            "rules": {"ink": fc.INK, "values": fc.VALUES, "rare_cells": [list(c) for c in fc.RARE_CELLS],
-                      "rare_keep": fc.RARE_KEEP, "templates": list(fc.TEMPLATES)},
-            "image_size": 28, "pad": PAD, "text_encoder": "all-MiniLM-L6-v2 token states",
-            "weights": "EMA of the training weights, stored in fp16"}
+    meta = _training_meta(seed=seed, command=command, init=init, batch_size=batch_size, lr=lr,
+                          lr_schedule=lr_schedule, caption_dropout=caption_dropout,
+                          n_params=sum(p.numel() for p in unet.parameters()), n_images=int(cap.numel()),
+                          table=table, n_captions=len(distinct), swap=swap)
     log = (out / "train.log").open("a")
     log.write(f"# {command}\n# {meta['n_params']} parameters, {cap.numel()} images, "
               f"{len(distinct)} captions\n")
