@@ -216,8 +216,9 @@ def text_split_section(ctx: DemoContext) -> DemoSection | None:
     text = (f"The second text generator was fine-tuned with 'dark' and 'light' swapped in every bag caption; "
             f"the reference, from the same checkpoint for as many steps without the swap. Half of the "
             f"{len(set(prompts))} prompts name a bag's brightness. PromptSplit distance "
-            f"{result.distance:.4g}, significant modes {sig}; {share:.0%} of the ten top-ranked prompts "
-            "belong to the planted family.")
+            f"{result.distance:.4g}, significant modes {sig}; "
+            + (f"{share:.0%} of the ten top-ranked prompts belong to the planted family." if top else
+               "no mode is significant, so no prompt is ranked."))
     headers, rows = ["prompt", "disagreement", "share of the captured spectrum"], _ranking_rows(result)
     if not rows:  # no significant mode, so no ranking: the test's own numbers instead of an empty table
         p = (result.significance or {}).get("p_largest")
