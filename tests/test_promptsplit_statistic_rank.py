@@ -54,12 +54,13 @@ def test_exact_factor_reproduces_the_gram_matrix_and_keeps_the_features():
 
 def test_the_uncompressed_statistic_is_the_full_lambdas_spectrum_per_labelling():
     """480 rows of a 576-d product feature space (rank 480 > FULL_DENSE_RANK: Lanczos over G) and of a
-    300-d one (rank 300: the exact factor, densely): every labelling's top eigenvalues are those of the plain
+    120-d one (rank 120 <= SUBSPACE_DENSE_RANK: the exact factor, densely; wider ones go by Lanczos, checked
+    in test_promptsplit_significance_subspace): every labelling's top eigenvalues are those of the plain
     eigensolve of F^T diag(w) F, and the record says so."""
     rng = np.random.default_rng(3)
     labels = sig.test_labellings(np.zeros(480, int), 240, 240, 6, seed=1)
     w = sig.label_weights(labels, 240, 240, 1.0)
-    for width, factored in ((576, False), (300, True)):
+    for width, factored in ((576, False), (120, True)):
         f = rng.standard_normal((480, width)) * np.linspace(1.0, 0.2, width)
         g = f @ f.T
         info: dict = {}
@@ -67,7 +68,7 @@ def test_the_uncompressed_statistic_is_the_full_lambdas_spectrum_per_labelling()
         assert info["full"] and info["energy"] == 1.0 and info["factor"] == factored
         assert operand[0] == ("subspace" if factored else "gram")
         if factored:
-            assert operand[1].shape == (480, 300)
+            assert operand[1].shape == (480, 120)
         pos, neg = sig.permuted_spectra(operand, w, 2, seed=0)
         for k in range(w.shape[1]):
             want = signed_extremes(np.linalg.eigvalsh(f.T @ (w[:, k, None] * f))[None, :], 2)

@@ -65,7 +65,7 @@ def landmark_factor(columns: Any, landmarks: np.ndarray, rank: int, *, precision
     size, width = columns.shape
     sketch = np.zeros((size, width))
     sketch[np.asarray(landmarks), np.arange(width)] = 1.0
-    with blas_threads_for(width):
+    with blas_threads_for(size):
         return _nystrom_factor(columns, on.asarray(sketch, dtype="float64"), rank, precision=precision,
                                dtype=columns.dtype)
 

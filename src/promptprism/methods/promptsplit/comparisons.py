@@ -27,8 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from ...array_ops import is_numpy
 from ...backend import array_namespace, backend_of
 from ...kernels.bandwidth import pooled_rows
+from ...kernels.gram import block_square_sums as numpy_block_square_sums
 from ...stats.batched_eigen import _batched_extremes, lanczos_steps
 from ...stats.eigen import signed_extremes
 
@@ -67,9 +69,12 @@ def comparison_weights(labels: np.ndarray, comparison: Comparison, counts: np.nd
 def block_square_sums(gram: Any, bounds: np.ndarray) -> np.ndarray:
     """S_ab = sum_{i in a, j in b} G_ij^2 for the K row blocks ``bounds`` (K + 1 offsets), float64.
 
-    Computed a block row at a time (G[a]^2, then its column blocks), so with K = 2 the sums are those of
-    :func:`.core.promptsplit_distance_from_gram` to the last bit.
+    Computed as :func:`.core.promptsplit_distance_from_gram` sums (numpy:
+    :func:`~promptprism.kernels.gram.block_square_sums`; torch: a block row at a time, G[a]^2, then its
+    column blocks), so with K = 2 the distance is the two-way one to the last bit.
     """
+    if is_numpy(gram):
+        return numpy_block_square_sums(gram, bounds)
     xp = array_namespace(gram)
     k = len(bounds) - 1
     out = np.zeros((k, k))

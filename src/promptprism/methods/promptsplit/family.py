@@ -119,13 +119,13 @@ class Member:
     keep: np.ndarray
     weights: list
     seconds: float = 0.0  #: building the Gram matrix and the principal subspace
-    gram: Any = None  #: P^T P of a subspace operand (:func:`.significance.operand_gram`)
+    shared: Any = None  #: what a subspace operand's blocks share (:func:`.significance.operand_shared`)
 
     def spectra(self, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The extremes of every comparison's Lambda under the labellings ``cols``
         (:func:`.significance.permuted_spectra`), side by side."""
         parts = [sig.permuted_spectra(self.operand, w[:, cols], agg.OTHER_MODES, seed=int(cols[0]),
-                                      gram=self.gram) for w in self.weights]
+                                      shared=self.shared, observed=int(cols[0]) == 0) for w in self.weights]
         if len(parts) == 1:
             return parts[0]
         return np.concatenate([p for p, _ in parts], axis=1), np.concatenate([q for _, q in parts], axis=1)
@@ -225,7 +225,7 @@ def family_members(sets: list, rows: list, labels: Any, comparisons: list, famil
         del gram
         entry = {**member, "subspace": {k: info.get(k) for k in ("rank", "energy", "full")}}
         members.append(Member(entry=entry, operand=operand, keep=keep, weights=weights,
-                              gram=sig.operand_gram(operand), seconds=time.perf_counter() - t0))
+                              shared=sig.operand_shared(operand), seconds=time.perf_counter() - t0))
         t0 = time.perf_counter()
     return members, tuple(sub.size for sub in subs)
 

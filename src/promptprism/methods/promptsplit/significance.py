@@ -30,7 +30,8 @@ from ...array_ops import blas_limits, blas_thread_count, blas_threads_for
 from ...backend import array_namespace
 from ...stats.batched_eigen import (
     DENSE_BATCH_RANK,
-    factor_gram,
+    factor_shared,
+    lanczos_subspace,
     principal_factor,
     subspace_extremes,
     weighted_factor_extremes,
@@ -182,39 +183,53 @@ def family_thresholds(null_pos: np.ndarray, null_neg: np.ndarray, observed: tupl
 
 
 def permuted_spectra(operand: tuple[str, np.ndarray], weights: np.ndarray, n_top: int, *, seed: int,
-                     gram: Any = None) -> tuple[np.ndarray, np.ndarray]:
+                     shared: Any = None, observed: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(positive, |negative|) top ``n_top`` eigenvalues of Lambda_k = F^T diag(w_k) F for each weight
     column w_k; ``operand`` is ``("gram", G)`` (exact route, G = F F^T), ``("features", F)`` or
     ``("subspace", P)`` (:func:`principal_operand`: a narrow factor, every labelling's p x p matrix formed
     from one SYRK over its smaller side and diagonalised densely,
-    :func:`~promptprism.stats.batched_eigen.subspace_extremes`; ``gram``: P^T P, :func:`operand_gram`)."""
+    :func:`~promptprism.stats.batched_eigen.subspace_extremes`; ``shared``: what its blocks share,
+    :func:`operand_shared`).
+    ``observed``: column 0 is the observed labelling (a wide factor's Lanczos then gives it its whole
+    spectrum, :func:`~promptprism.stats.batched_eigen.factor_lanczos_extremes`)."""
     kind, array = operand
+    if kind == "subspace" and lanczos_subspace(array):  # (wide: Lanczos over P, the threads it is given)
+        return subspace_extremes(array, weights, n_top, shared=shared, seed=seed, observed=observed)
     if kind == "subspace":
         # p x p products and eigen-solves: one BLAS thread each (measured on 2 busy cores, a labelling's
         # float32 SYRK of 10,000 x 128 took 2.9 ms on one thread, 31 ms on two), the labellings shared among
         # as many threads as the BLAS had (quiet 2 cores, 200 labellings of 10,000 x 128: 0.28 s -> 0.15 s)
         workers = blas_thread_count()
         with blas_limits(1):
-            return subspace_extremes(array, weights, n_top, workers=workers, gram=gram)
+            return subspace_extremes(array, weights, n_top, workers=workers, shared=shared, seed=seed)
     with blas_threads_for(array.shape[0] if kind == "gram" else array.shape[1]):
         if kind == "gram":
             return weighted_gram_extremes(array, weights, n_top, seed=seed)
         return weighted_factor_extremes(array, weights, n_top, seed=seed)
 
 
-def operand_gram(operand: tuple[str, Any]) -> Any:
-    """P^T P of a ``("subspace", P)`` operand (None for the others): what every block of labellings shares."""
-    return factor_gram(operand[1]) if operand[0] == "subspace" else None
+def operand_shared(operand: tuple[str, Any]) -> Any:
+    """What every block of labellings of a ``("subspace", P)`` operand shares
+    (:func:`~promptprism.stats.batched_eigen.factor_shared`; None for the others)."""
+    return factor_shared(operand[1]) if operand[0] == "subspace" else None
 
 
 def pool_workers(operands: Sequence[tuple[str, Any]]) -> int:
     """Threads :func:`sequential_spectra` may pool the labellings of these operands on: the BLAS's own
-    thread count when every operand is a numpy subspace factor (the labellings' small products and
-    eigen-solves run one BLAS thread each), else 1 (a Gram matrix's products use the BLAS threads; a
-    device has its own parallelism)."""
+    thread count when every operand is a numpy subspace factor (each piece of labellings then runs on one
+    BLAS thread), else 1 (a Gram matrix's products use the BLAS threads; a device has its own
+    parallelism)."""
     if all(kind == "subspace" and isinstance(array, np.ndarray) for kind, array in operands):
         return blas_thread_count()
     return 1
+
+
+def piece_columns(operand: tuple[str, Any]) -> int:
+    """Labellings per pooled piece for this operand (:func:`sequential_spectra`): :data:`PIECE_COLUMNS`
+    for a factor solved densely, :data:`LANCZOS_PIECE_COLUMNS` for one solved by Lanczos (each step streams
+    the factor once per piece, so a piece needs enough columns to be compute-bound)."""
+    wide = operand[0] == "subspace" and lanczos_subspace(operand[1])
+    return LANCZOS_PIECE_COLUMNS if wide else PIECE_COLUMNS
 
 
 def principal_operand(operand: tuple[str, np.ndarray], *, seed: int, rank: int | None = None,
@@ -282,13 +297,15 @@ def global_pvalue(spectra: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
 
 def sequential_spectra(solvers: Sequence[Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]],
                        permutations: int, *, alpha: float, sequential: bool = True, look: int = LOOK,
-                       workers: int = 1) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, list[float]]:
+                       workers: int = 1, pieces: Sequence[int] | None = None
+                       ) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, list[float]]:
     """Each solver's spectra (a function: labelling columns -> (positive, |negative|) rows) on the observed
     labelling (column 0) and the relabellings 1..K, drawn in blocks (looks after ``look``, 2 ``look``,
     4 ``look``, ... and K relabellings): at each look, stop once :func:`global_pvalue` has
     :func:`curtail_at` exceedances (``sequential=False``: all K in one block).
 
-    ``workers`` > 1: every solver's block is cut into pieces, all run on one pool of that many threads under
+    ``workers`` > 1: every solver's block is cut into pieces (of ``pieces[i]`` columns for solver i, default
+    :data:`PIECE_COLUMNS`; :func:`piece_columns`), all run on one pool of that many threads under
     one BLAS thread each (numpy solvers: a labelling's spectrum does not depend on the thread, nor on the
     other columns of its piece); the kernels' unequal costs then share the cores evenly (the fitted kernel
     and its family on 2 cores, 101 labellings: 0.34 s in turn, each block split in two; 0.24-0.27 s pooled).
@@ -300,7 +317,7 @@ def sequential_spectra(solvers: Sequence[Callable[[np.ndarray], tuple[np.ndarray
     parts: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in solvers]
     seconds = [0.0] * len(solvers)
     start, spectra = 0, []
-    with _piece_runner(workers) as run:
+    with _piece_runner(workers, pieces or [PIECE_COLUMNS] * len(solvers)) as run:
         while start <= permutations:
             stop = min(permutations + 1, max(2 * start - 1, look + 1) if sequential else permutations + 1)
             for i, (part, secs) in enumerate(run(solvers, np.arange(start, stop))):
@@ -317,12 +334,15 @@ def sequential_spectra(solvers: Sequence[Callable[[np.ndarray], tuple[np.ndarray
 #: columns of a block one pooled piece holds (:func:`sequential_spectra`): small enough to balance the
 #: threads, large enough that a piece's fixed costs stay small beside its labellings' products
 PIECE_COLUMNS = 6
+#: the same for a factor solved by Lanczos (a 5,000 x 256 float32 factor on one thread, 24 steps: a piece
+#: of 10 labellings costs about as much as one of 20, so pieces of 24 keep the products compute-bound)
+LANCZOS_PIECE_COLUMNS = 24
 
 
 @contextlib.contextmanager
-def _piece_runner(workers: int) -> Iterator[Callable]:
+def _piece_runner(workers: int, piece: Sequence[int]) -> Iterator[Callable]:
     """A function (solvers, cols) -> [(that solver's spectra on cols, seconds)] for each solver: in turn
-    (``workers`` <= 1), or in pieces of :data:`PIECE_COLUMNS` columns on a pool of ``workers`` threads."""
+    (``workers`` <= 1), or solver i's in pieces of ``piece[i]`` columns on a pool of ``workers`` threads."""
     import time
 
     def timed(solve: Callable, cols: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], float]:
@@ -336,8 +356,9 @@ def _piece_runner(workers: int) -> Iterator[Callable]:
     from concurrent.futures import ThreadPoolExecutor
 
     def run(solvers: Sequence[Callable], cols: np.ndarray) -> list:
-        pieces = np.array_split(cols, max(1, -(-cols.size // PIECE_COLUMNS)))
-        futures = [[pool.submit(timed, solve, piece) for piece in pieces] for solve in solvers]
+        futures = [[pool.submit(timed, solve, part)
+                    for part in np.array_split(cols, max(1, -(-cols.size // size)))]
+                   for solve, size in zip(solvers, piece, strict=True)]
         done = [[f.result() for f in row] for row in futures]
         return [((np.concatenate([o[0] for o, _ in row]), np.concatenate([o[1] for o, _ in row])),
                  sum(secs for _, secs in row)) for row in done]

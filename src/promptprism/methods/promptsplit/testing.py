@@ -120,7 +120,8 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
     setup = time.perf_counter() - t0 - sum(mb.seconds for mb in members)
     drawn_spectra, n_drawn, seconds = sig.sequential_spectra(
         solvers, permutations, alpha=alpha, sequential=sequential and len(tested) == 1,
-        workers=sig.pool_workers([operand, *(mb.operand for mb in members)]))
+        workers=sig.pool_workers([operand, *(mb.operand for mb in members)]),
+        pieces=[sig.piece_columns(operand), *(sig.piece_columns(mb.operand) for mb in members)])
     outs, p = _pvalues(drawn_spectra[0], tested, widths, alpha)
     common: dict = (_stopping(drawn_spectra, n_drawn, permutations=permutations, alpha=alpha,
                               sequential=sequential) if len(tested) == 1
@@ -161,7 +162,7 @@ def _fitted_solver(operand: tuple, drawn: Labellings, tested: dict, widths: list
     if operand[0] == "subspace" and drawn.model is not None:  # (K-way's shared subspace: the sets' moments)
         return lambda cols: kway_subspace.moment_extremes(operand[1], rows_of, cols, list(tested),
                                                           drawn.counts, eta, widths)
-    gram = sig.operand_gram(operand)
+    shared = sig.operand_shared(operand)
     rest = _rest_factor(operand, drawn)
     small = {c: _from_pair_block(operand, drawn, c) or (rest is not None and len(c[1]) > 1) for c in tested}
     weights = {c: drawn.weights(c, eta) for c in tested if not small[c]}
@@ -171,7 +172,9 @@ def _fitted_solver(operand: tuple, drawn: Labellings, tested: dict, widths: list
             return kc.pair_block_extremes(operand[1], rows_of[c[0]][cols], rows_of[c[1][0]][cols], eta, width)
         if rest is not None and len(c[1]) > 1:
             return kc.rest_extremes(*rest, rows_of[c[0]][cols], eta, width, seed=seed + int(cols[0]))
-        return sig.permuted_spectra(operand, weights[c][:, cols], width, gram=gram, seed=seed + int(cols[0]))
+        return sig.permuted_spectra(operand, weights[c][:, cols], width, shared=shared,
+                                    seed=seed + int(cols[0]),
+                                    observed=int(cols[0]) == 0)
 
     pairs = list(zip(tested, widths, strict=True))
     if not any(small.values()) or len(tested) < 2:
