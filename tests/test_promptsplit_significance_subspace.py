@@ -345,6 +345,22 @@ def test_wide_subspace_extremes_by_lanczos_equal_a_plain_eigensolve():
     np.testing.assert_allclose(part[1][:, 0], neg[17:29, 0], rtol=1e-5)
 
 
+def test_lanczos_is_chosen_by_the_factors_shape_alone():
+    """Wide factors that stay small go by Lanczos, tall ones densely (the measured crossover), very wide
+    ones by Lanczos whatever their rows; narrow and non-numpy factors densely."""
+    def shaped(rows, cols):  # (no memory: a zero-stride view of the shape)
+        return np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), (rows, cols), (0, 0))
+
+    wide = eigen.SUBSPACE_DENSE_RANK + 1
+    assert not eigen.lanczos_subspace(shaped(5_000, eigen.SUBSPACE_DENSE_RANK))
+    assert eigen.lanczos_subspace(shaped(5_000, 256)) and eigen.lanczos_subspace(shaped(10_000, 256))
+    assert eigen.lanczos_subspace(shaped(eigen.LANCZOS_MAX_FACTOR_SIZE // wide, wide))
+    assert not eigen.lanczos_subspace(shaped(eigen.LANCZOS_MAX_FACTOR_SIZE // wide + 1, wide))
+    assert not eigen.lanczos_subspace(shaped(60_000, 256))  # the default rff command's fitted kernel
+    assert eigen.lanczos_subspace(shaped(60_000, eigen.LANCZOS_ALWAYS_RANK))
+    assert not eigen.lanczos_subspace([[0.0] * 300] * 10)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("method", "n_features"), ROUTES)
 def test_an_unconverged_lanczos_statistic_keeps_the_test_calibrated_and_powerful(subspace_path, monkeypatch,

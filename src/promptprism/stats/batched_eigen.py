@@ -24,16 +24,31 @@ LANCZOS_STEPS = 40
 #: principal subspaces (:func:`subspace_extremes`) wider than this: every labelling's extremes by Lanczos
 #: over the factor instead of a formed p x p matrix and its dense eigen-solve (5,000 x 256 float32 factor,
 #: 201 labellings of 10 modes each, quiet 2 cores: 0.51 s dense, 0.19 s by 40 Lanczos steps, top 10 to
-#: 1e-6; at 128 columns the dense solve is the cheaper)
+#: 1e-6; at 128 columns the dense solve is the cheaper), when :data:`LANCZOS_MAX_FACTOR_SIZE` allows
 SUBSPACE_DENSE_RANK = 128
+#: Lanczos over a factor of more entries (rows x columns) than this only from :data:`LANCZOS_ALWAYS_RANK`
+#: columns: a tall factor no longer stays in cache, each of the 2 x 24 passes over it reads memory, while
+#: the dense route's product touches each row once (41 labellings, 24 steps, quiet 2-core Xeon AVX-512,
+#: seconds dense / Lanczos: 10,000 x 256 0.175 / 0.110, 20,000 x 160 0.124 / 0.127, 20,000 x 256
+#: 0.238 / 0.317, 40,000 x 256 0.434 / 0.618, 60,000 x 384 1.22 / 1.99; 40,000 x 512 1.41 / 1.22)
+LANCZOS_MAX_FACTOR_SIZE = 3_200_000
+#: factors at least this wide go by Lanczos whatever their rows (the dense route's p^2 per row dominates)
+LANCZOS_ALWAYS_RANK = 512
 #: Lanczos steps of :func:`factor_lanczos_extremes` (the largest eigenvalue of each sign is what it is for)
 TOP_LANCZOS_STEPS = 24
 
 
 def lanczos_subspace(factor: Any) -> bool:
     """Whether :func:`subspace_extremes` answers for ``factor`` by Lanczos (a numpy factor wider than
-    :data:`SUBSPACE_DENSE_RANK`: its products use the BLAS's threads) rather than by dense solves."""
-    return isinstance(factor, np.ndarray) and factor.shape[1] > SUBSPACE_DENSE_RANK
+    :data:`SUBSPACE_DENSE_RANK` and of at most :data:`LANCZOS_MAX_FACTOR_SIZE` entries, or at least
+    :data:`LANCZOS_ALWAYS_RANK` wide: its products use the BLAS's threads) rather than by dense solves. A
+    rule on the shape alone: the same statistic for every labelling and every run."""
+    if not isinstance(factor, np.ndarray) or factor.shape[1] <= SUBSPACE_DENSE_RANK:
+        return False
+    rows, rank = factor.shape
+    return rows * rank <= LANCZOS_MAX_FACTOR_SIZE or rank >= LANCZOS_ALWAYS_RANK
+
+
 _BATCH_BYTES = 512 * 1024**2
 
 
@@ -183,7 +198,7 @@ def subspace_extremes(factor: Any, weights: np.ndarray, n_top: int, *, workers: 
     labelling's numbers do not depend on which thread computes them; run it under one BLAS thread).
     ``shared``: :func:`factor_shared` of P, when the caller has it.
 
-    numpy factors wider than :data:`SUBSPACE_DENSE_RANK`: :func:`factor_lanczos_extremes` instead (no p x p
+    The factors :func:`lanczos_subspace` picks: :func:`factor_lanczos_extremes` instead (no p x p
     matrix formed; ``seed`` draws its one start vector; ``observed``: column 0 is the observed labelling,
     whose whole spectrum is wanted)."""
     xp = array_namespace(factor)
