@@ -2,6 +2,7 @@
 
     python benchmarks/peers.py                                # both sections at the issue's sizes (long)
     python benchmarks/peers.py --only split --sizes 2500      # the exact command against KEN
+    python benchmarks/peers.py --only rff --rff-sizes 2000 30000   # the rff command against FINC
     python benchmarks/peers.py --only metrics --metrics-n 10000 --dims 512
     python benchmarks/peers.py --only metrics --metrics-n 50000 --dims 512 --prdc-fit 10000 15000 20000
     OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/peers.py ...   # one thread on both sides
@@ -24,6 +25,18 @@ of D G (eq. 3) and the top 10 eigenvalues of each sign must agree (KEN computes 
 the cube of the size ratio (said on the row). Each row also gives both sides' CPU seconds (all threads; the
 CLI's from its process's rusage, KEN's from ``time.process_time``, its eigvals part scaled as its wall time
 is): on a loaded machine the wall times depend on what share of the CPUs each side happened to get.
+
+**rff** (the split data, n = m, r random features). promptprism: the default rff command as a process,
+``promptprism split TEST REF --method rff --features R --out DIR`` (test and report with their defaults),
+also with ``--no-report``. FINC (Jalali et al., "An information-theoretic evaluation of generative models in
+learning multi-modal distributions" line of work: the random-Fourier-feature version of KEN):
+**reimplemented** here from its published code (github.com/buyeah1109/FINC,
+``src/metric/algorithm_utils.py``: ``cov_rff2`` with batches of 128 outer products by ``torch.bmm``,
+``cov_diff_rff``, then ``torch.linalg.eigh`` of C_x - eta C_y), not vendored, fed promptprism's seeded
+frequencies and bandwidths on w = [t / sigma_t ; z / sigma_z], so the top eigenvalues of each sign must agree
+to float32 round-off. Above ``--finc-max`` rows per set FINC's covariance pass (linear in n; each batch
+holds 128 r x r outer products) is timed on that many rows and scaled by n / finc-max (said on the row), and
+no agreement is printed.
 
 **metrics** (n per set, d dims, float32, two correlated Gaussian sets that differ a little). Peers:
 ``prdc.compute_prdc`` (k = 5), clean-fid's ``frechet_distance`` after ``np.mean``/``np.cov`` as its
@@ -66,6 +79,7 @@ from compare import CLI, _installed_like  # noqa: E402
 
 TOPICS, DIM_PROMPT, DIM_OUTPUT, N_MODES = 20, 32, 64, 10
 KEN_BATCH = 128  # KEN_Evaluator's default batchsize
+FINC_BATCH = 128  # FINC_Evaluator's default batchsize
 
 
 def split_sets(n: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -197,6 +211,84 @@ def split_rows(sizes: list[int], ken_max: int, folder: Path) -> None:
                       f"({diff / np.max(np.abs(ref)):.1e} of the largest |eigenvalue|)")
             else:
                 print(f"    promptprism reports {mine.size} modes, KEN's top {ref.size} not compared")
+
+
+# --- FINC, reimplemented from buyeah1109/FINC (src/metric/algorithm_utils.py) -----------------------------
+def finc_covariance(x, omegas, batchsize: int = FINC_BATCH):
+    """FINC's ``cov_rff2`` with given frequencies: features [cos(x W), sin(x W)] / sqrt(D), their second
+    moment summed as a batch of outer products (``torch.bmm``) per ``batchsize`` rows, divided by n."""
+    import torch
+
+    product = torch.matmul(x, omegas)
+    feats = torch.cat([torch.cos(product), torch.sin(product)], dim=1) / np.sqrt(omegas.shape[1])
+    feats = feats.unsqueeze(2)
+    cov = torch.zeros((feats.shape[1], feats.shape[1]))
+    for b in range(x.shape[0] // batchsize + 1):
+        block = feats[b * batchsize:min((b + 1) * batchsize, feats.shape[0])]
+        cov += torch.bmm(block, block.transpose(1, 2)).sum(dim=0)
+    return cov / x.shape[0]
+
+
+def finc_row(sets, cfg: dict, finc_max: int) -> tuple[float, np.ndarray, str]:
+    """(seconds, eigenvalues, how timed) of FINC's ``cov_diff_rff`` then ``torch.linalg.eigh`` of
+    C_x - eta C_y, on w = [t / sigma_t ; z / sigma_z] with promptprism's bandwidths and its seeded frequencies
+    (``ProductRandomFourierFeatures``: ``default_rng(seed).standard_normal((d_t + d_z, D))``), so both sides
+    diagonalise the same matrix: promptprism centres the float32 phases, which rotates each (cos, sin) pair
+    and leaves the spectrum as it is. Above ``finc_max`` rows per set the covariance pass (linear in n) is
+    timed on the first ``finc_max`` rows of each set and scaled by n / finc_max; the eigen-solve in full."""
+    import torch
+
+    w = [torch.from_numpy(np.hstack([t / cfg["sigma_prompt"], z / cfg["sigma_output"]]).astype(np.float32))
+         for t, z, _ in sets]
+    n, half = w[0].shape[0], cfg["n_features"] // 2
+    omegas = torch.from_numpy(np.random.default_rng(cfg.get("seed") or 0).standard_normal(
+        (w[0].shape[1], half)).astype(np.float32))
+    rows = min(n, finc_max)
+    t0, c0 = time.perf_counter(), time.process_time()
+    covs = [finc_covariance(x[:rows], omegas) for x in w]
+    scale = n / rows
+    cov_s, cov_cpu = (time.perf_counter() - t0) * scale, (time.process_time() - c0) * scale
+    t0, c0 = time.perf_counter(), time.process_time()
+    vals = torch.linalg.eigh(covs[0] - cfg.get("eta", 1.0) * covs[1])[0].numpy().astype(np.float64)
+    KEN_CPU[:] = [cov_cpu + time.process_time() - c0]
+    how = ("in full" if rows == n else
+           f"covariance timed on {rows:,} rows per set x n / {rows:,}, eigh in full")
+    return cov_s + time.perf_counter() - t0, (vals if rows == n else np.array([])), how
+
+
+def rff_rows(sizes: list[int], n_features: int, finc_max: int, folder: Path) -> None:
+    """The default rff command (``--method rff --features R``, report included) against FINC per n."""
+    env = _installed_like(folder / "pycache")
+    warm = write_split_inputs(folder, 300)
+    run_cli(["split", *map(str, warm), "--method", "rff", "--features", str(n_features), "--out",
+             str(folder / "warm-rff"), "--quiet"], env)
+    for n in sizes:
+        paths = write_split_inputs(folder, n)
+        out = folder / f"rff-{n}"
+        base = ["split", *map(str, paths), "--method", "rff", "--features", str(n_features), "--quiet",
+                "--seed", "0"]
+        load = os.getloadavg()[0]
+        cpu: list[float] = []
+        wall = run_cli([*base, "--out", str(out)], env, cpu)
+        bare = run_cli([*base, "--out", str(folder / f"rff-bare-{n}"), "--no-report"], env, cpu)
+        result = json.loads((out / "result.json").read_text())
+        cfg = {**result["config"], "seed": 0}
+        finc_s, finc_vals, how = finc_row(split_sets(n), cfg, finc_max)
+        ours = np.array([m["eigenvalue"] for m in result["modes"]])
+        print(f"rff n = m = {n:,}, r = {n_features:,} (load {load:.2f}): promptprism default rff command "
+              f"{wall:.2f} s (report included; --no-report {bare:.2f} s); FINC {finc_s:.2f} s ({how}); ratio "
+              f"FINC / promptprism = {finc_s / wall:.1f}x", flush=True)
+        print(f"    CPU seconds (all threads): promptprism {cpu[0]:.2f} (--no-report {cpu[1]:.2f}), FINC "
+              f"{KEN_CPU[0]:.2f}; ratio {KEN_CPU[0] / cpu[0]:.1f}x", flush=True)
+        parts = {k: round(float(v), 3) for k, v in result.get("timings", {}).items()}
+        print(f"    promptprism's parts (result.json): {parts}")
+        if finc_vals.size:
+            mine = np.r_[np.sort(ours[ours > 0])[::-1], np.sort(ours[ours < 0])]
+            ref = signed_top(finc_vals, mine.size // 2)
+            diff = float(np.max(np.abs(mine - ref)))
+            print(f"    top {mine.size // 2} of each sign vs FINC (the same frequencies): max |diff| "
+                  f"{diff:.2e} "
+                  f"({diff / np.max(np.abs(ref)):.1e} of the largest |eigenvalue|)")
 
 
 # --- metrics ---------------------------------------------------------------------------------------------
@@ -414,9 +506,14 @@ def metrics_rows(n: int, d: int, parts: bool = True, prdc_fit: list[int] | None 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", nargs="+", choices=("split", "metrics"), default=["split", "metrics"])
+    ap.add_argument("--only", nargs="+", choices=("split", "rff", "metrics"),
+                    default=["split", "rff", "metrics"])
     ap.add_argument("--sizes", nargs="+", type=int, default=[2500, 5000], help="split: n = m")
     ap.add_argument("--ken-max", type=int, default=2500, help="split: KEN's eigvals in full up to this n")
+    ap.add_argument("--rff-sizes", nargs="+", type=int, default=[2000, 30_000], help="rff: n = m")
+    ap.add_argument("--features", type=int, default=3000, help="rff: r (2 x frequencies)")
+    ap.add_argument("--finc-max", type=int, default=2000,
+                    help="rff: FINC's covariance pass in full up to this n (above: timed there, scaled by n)")
     ap.add_argument("--metrics-n", nargs="+", type=int, default=[10_000])
     ap.add_argument("--dims", nargs="+", type=int, default=[512])
     ap.add_argument("--no-parts", action="store_true", help="metrics: time ReferenceMetrics, not its parts")
@@ -434,6 +531,9 @@ def main(argv: list[str] | None = None) -> int:
     if "split" in args.only:
         with tempfile.TemporaryDirectory() as tmp:
             split_rows(args.sizes, args.ken_max, Path(tmp))
+    if "rff" in args.only:
+        with tempfile.TemporaryDirectory() as tmp:
+            rff_rows(args.rff_sizes, args.features, args.finc_max, Path(tmp))
     if "metrics" in args.only:
         for n in args.metrics_n:
             for d in args.dims:
