@@ -28,8 +28,8 @@ is): on a loaded machine the wall times depend on what share of the CPUs each si
 
 **rff** (the split data, n = m, r random features). promptprism: the default rff command as a process,
 ``promptprism split TEST REF --method rff --features R --out DIR`` (test and report with their defaults),
-also with ``--no-report``. FINC (Jalali et al., "An information-theoretic evaluation of generative models in
-learning multi-modal distributions" line of work: the random-Fourier-feature version of KEN):
+also with ``--no-report``. FINC (Zhang, Jalali, Li & Farnia, "Identification of novel modes in generative
+models via Fourier-based differential clustering", 2024: the random-Fourier-feature version of KEN):
 **reimplemented** here from its published code (github.com/buyeah1109/FINC,
 ``src/metric/algorithm_utils.py``: ``cov_rff2`` with batches of 128 outer products by ``torch.bmm``,
 ``cov_diff_rff``, then ``torch.linalg.eigh`` of C_x - eta C_y), not vendored, fed promptprism's seeded
