@@ -10,8 +10,9 @@ the rank starts at 128 and doubles until the subspace holds ``NULL_ENERGY`` (99.
 short of that, the uncompressed statistic again on at most ``FALLBACK_MAX_ROWS`` rows. Checked here:
 
 * brute force: the exact factor reproduces G, and every labelling's statistic is the plain eigensolve of the
-  full F^T diag(w) F; :func:`~promptprism.stats.subspaces.grow_rank` stops at the least doubling that holds
-  the target; on a Gram matrix of known spectrum the factor's rank is that least doubling and its energy
+  full F^T diag(w) F; :func:`~promptprism.stats.subspaces.leading_rank` stops at the least doubling whose
+  leading directions hold the target; on a Gram matrix of known spectrum the factor (built once, at the cap)
+  is cut to that least doubling and its energy
   |P|^2 / tr G is the share of the spectrum it holds; the family's landmark factor grows alike;
 * power and calibration (slow): the 20 data sets above, compressed (the old constants) against the default,
   and 100 null data sets at alpha = 0.05.
@@ -26,7 +27,7 @@ from threadpoolctl import threadpool_limits
 from promptprism import PairedSet, PromptSplit
 from promptprism.methods.promptsplit import significance as sig
 from promptprism.stats.eigen import signed_extremes
-from promptprism.stats.subspaces import exact_factor, factor_energy, grow_rank, operand_trace
+from promptprism.stats.subspaces import exact_factor, factor_energy, leading_rank, operand_trace
 
 
 def _spectrum_gram(rng: np.random.Generator, size: int, values: np.ndarray) -> np.ndarray:
@@ -81,20 +82,15 @@ def test_the_uncompressed_statistic_is_the_full_lambdas_spectrum_per_labelling()
         assert "uncompressed" in sig.statistic_text(info)
 
 
-def test_grow_rank_stops_at_the_least_doubling_that_holds_the_target():
-    held = {64: 0.9, 128: 0.995, 256: 0.9995, 512: 1.0}
-    asked: list[int] = []
-
-    def build(rank):
-        asked.append(rank)
-        return f"factor {rank}", held[rank]
-
-    assert grow_rank(build, start=64, cap=512, target=0.999) == ("factor 256", 256, 0.9995)
-    assert asked == [64, 128, 256]
-    asked.clear()
-    assert grow_rank(build, start=64, cap=128, target=0.999) == ("factor 128", 128, 0.995)  # the cap's
-    assert asked == [64, 128]
-    assert grow_rank(lambda r: (None, 1.0), start=64, cap=512, target=0.999) == (None, 64, 1.0)
+def test_leading_rank_stops_at_the_least_doubling_that_holds_the_target():
+    shares = np.r_[np.full(64, 0.9 / 64), np.full(64, 0.095 / 64), np.full(128, 0.0045 / 128),
+                   np.full(256, 0.0005 / 256)]  # leading first: 64 hold 0.9, 128 0.995, 256 0.9995, 512 1
+    rank, energy = leading_rank(shares, start=64, cap=512, target=0.999)
+    assert rank == 256 and energy == pytest.approx(0.9995)
+    assert leading_rank(shares, start=64, cap=128, target=0.999) == (128, pytest.approx(0.995))  # the cap's
+    assert leading_rank(shares, start=64, cap=512, target=0.89) == (64, pytest.approx(0.9))
+    assert leading_rank(shares, start=64, cap=512, target=1.1)[0] == 512  # (never held: the cap)
+    assert leading_rank(shares[:100], start=64, cap=512, target=1.1)[0] == 100  # (a narrower factor)
 
 
 def test_above_the_row_limit_the_rank_is_the_least_that_holds_the_energy(monkeypatch):
@@ -112,19 +108,19 @@ def test_above_the_row_limit_the_rank_is_the_least_that_holds_the_energy(monkeyp
     info: dict = {}
     with threadpool_limits(1):
         kind, p = sig.principal_operand(("gram", g), seed=2, record=info)
-    assert kind == "subspace" and calls == [128, 256] and info["rank"] == 256 and not info["full"]
+    assert kind == "subspace" and calls == [sig.NULL_MAX_RANK] and info["rank"] == 256 and not info["full"]
+    assert p.shape == (1200, 256)
     # (Nystrom holds at most the 256 leading eigenvalues' share, and here at least the 200 large ones')
     lead, most = values[:200].sum() / values.sum(), values[:256].sum() / values.sum()
     assert lead - 5e-4 <= info["energy"] <= most + 1e-9 and info["energy"] >= sig.NULL_ENERGY
     assert factor_energy(p, np.trace(g)) == pytest.approx(info["energy"], rel=1e-5)
     flat = _spectrum_gram(rng, 1200, np.ones(1100))  # 512 directions hold 47 %
-    doubling = [128 * 2**i for i in range(int(np.log2(sig.NULL_MAX_RANK // 128)) + 1)]
     calls.clear()
     info = {}
     monkeypatch.setattr(sig, "FALLBACK_MAX_ROWS", 4000)  # (rows the fallback takes)
     with threadpool_limits(1):
         operand = sig.principal_operand(("gram", flat), seed=2, record=info)
-    assert calls == doubling and operand[0] == "gram" and info["full"]
+    assert calls == [sig.NULL_MAX_RANK] and operand[0] == "gram" and info["full"]
     monkeypatch.setattr(sig, "FALLBACK_MAX_ROWS", 1000)  # (too many rows for the fallback: the cap's)
     info = {}
     with threadpool_limits(1):
@@ -132,6 +128,28 @@ def test_above_the_row_limit_the_rank_is_the_least_that_holds_the_energy(monkeyp
     assert operand[0] == "subspace" and info["rank"] == sig.NULL_MAX_RANK
     assert info["energy"] == pytest.approx(sig.NULL_MAX_RANK / 1100, abs=0.03)
     assert "holding" in sig.statistic_text(info) and not info["full"]
+
+
+def test_a_rank_the_spectrum_allows_is_the_leading_cut_of_the_caps_factor():
+    """A spectrum whose first 100 eigenvalues hold 99.96 % of the trace: one factor built at the cap, cut to
+    its 128 leading directions, holds the spectrum's top-128 share (to the Nystrom error, which errs low):
+    as much as, or more than, a factor built at rank 128 from its own narrower sketch."""
+    rng = np.random.default_rng(6)
+    values = np.r_[np.geomspace(10.0, 1.0, 100), np.full(900, 3e-4 * 550 / 900)]
+    g = _spectrum_gram(rng, 1200, values)
+    info: dict = {}
+    with threadpool_limits(1):
+        kind, p = sig.principal_operand(("gram", g), seed=2, record=info)
+    assert kind == "subspace" and info["rank"] == 128 and p.shape == (1200, 128)
+    top = values[:128].sum() / values.sum()
+    assert top - 5e-4 <= info["energy"] <= top + 1e-9 and info["energy"] >= sig.NULL_ENERGY
+    assert factor_energy(p, np.trace(g)) == pytest.approx(info["energy"], rel=1e-5)
+    own = sig.principal_factor(("gram", g), 128, seed=2)
+    assert info["energy"] >= factor_energy(own, np.trace(g)) - 1e-9
+    # its directions are the cap factor's leading ones: P P^T is that factor's best rank-128 part
+    full = sig.principal_factor(("gram", g), sig.NULL_MAX_RANK, seed=2)
+    np.testing.assert_allclose(p.astype(np.float64) @ p.T.astype(np.float64),
+                               full[:, -128:] @ full[:, -128:].T, atol=1e-5 * values[0])
 
 
 def test_the_family_landmark_factor_grows_to_the_energy(monkeypatch):

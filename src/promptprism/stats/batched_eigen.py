@@ -27,15 +27,21 @@ LANCZOS_STEPS = 40
 #: 1e-6; at 128 columns the dense solve is the cheaper), when :data:`LANCZOS_MAX_FACTOR_SIZE` allows
 SUBSPACE_DENSE_RANK = 128
 #: Lanczos over a factor of more entries (rows x columns) than this only from :data:`LANCZOS_ALWAYS_RANK`
-#: columns: a tall factor no longer stays in cache, each of the 2 x 24 passes over it reads memory, while
-#: the dense route's product touches each row once (41 labellings, 24 steps, quiet 2-core Xeon AVX-512,
-#: seconds dense / Lanczos: 10,000 x 256 0.175 / 0.110, 20,000 x 160 0.124 / 0.127, 20,000 x 256
-#: 0.238 / 0.317, 40,000 x 256 0.434 / 0.618, 60,000 x 384 1.22 / 1.99; 40,000 x 512 1.41 / 1.22)
+#: columns: a tall factor no longer stays in cache, each of the 2 x steps passes over it reads memory, while
+#: the dense route's product touches each row once (41 labellings, quiet 2-core Xeon AVX-512, seconds
+#: dense / Lanczos at 24 steps: 10,000 x 256 0.175 / 0.110, 20,000 x 160 0.124 / 0.127, 20,000 x 256
+#: 0.238 / 0.317, 40,000 x 256 0.434 / 0.618, 60,000 x 384 1.22 / 1.99; 40,000 x 512 1.41 / 1.22; at 16
+#: steps: 20,000 x 160 0.121 / 0.141, 20,000 x 256 0.244 / 0.233, 40,000 x 256 0.404 / 0.451, 60,000 x 256
+#: 0.638 / 0.941)
 LANCZOS_MAX_FACTOR_SIZE = 3_200_000
 #: factors at least this wide go by Lanczos whatever their rows (the dense route's p^2 per row dominates)
 LANCZOS_ALWAYS_RANK = 512
-#: Lanczos steps of :func:`factor_lanczos_extremes` (the largest eigenvalue of each sign is what it is for)
-TOP_LANCZOS_STEPS = 24
+#: Lanczos steps of :func:`factor_lanczos_extremes` (the largest eigenvalue of each sign is what it is for:
+#: on the 5,000 x 256 principal factors of the three kernels of the default exact command at n = m = 2,500,
+#: 201 labellings, the largest relative error against a float64 eigensolve: for the narrowest bandwidth
+#: (x0.5, the flattest spectrum) 0.27 / 3.8e-3 / 1.8e-6 at 8 / 12 / 16 steps, the others 2.4e-4 or less at 8;
+#: all three 1.8e-6 or less at 16, as at 24)
+TOP_LANCZOS_STEPS = 16
 
 
 def lanczos_subspace(factor: Any) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..array_ops import blas_threads_for
-from ..backend import array_namespace, backend_of, is_numpy, populated_copy
+from ..backend import array_namespace, backend_of, is_numpy, populated_copy, to_numpy
 from .batched_eigen import _nystrom_factor
 
 
@@ -93,7 +93,7 @@ def exact_factor(operand: tuple[str, Any], max_rank: int) -> Any:
 
 def operand_trace(operand: tuple[str, Any]) -> float:
     """tr G of a ``("gram", G)`` or ``("features", F)`` operand (|F|_F^2): the energy a subspace is
-    measured against (:func:`grow_rank`)."""
+    measured against (:func:`leading_rank`)."""
     kind, a = operand
     xp = array_namespace(a)
     if kind == "gram":
@@ -109,17 +109,26 @@ def factor_energy(factor: Any, total: float) -> float:
     return held / total if total > 0 else 1.0
 
 
-def grow_rank(build: Any, *, start: int, cap: int, target: float) -> tuple[Any, int, float]:
-    """(the value ``build(rank)`` returned, its rank, the energy it holds) for the least rank in start,
-    2 start, 4 start, ... (at most ``cap``, which is always tried last) whose subspace holds ``target`` of the
-    operand's energy; the cap's when none does. ``build(rank)`` returns (value, energy), or (None, 1.0) when
-    the operand is no wider than ``rank`` (the operand itself is then the statistic's, uncompressed)."""
-    rank = max(1, min(int(start), int(cap)))
-    while True:
-        value, energy = build(rank)
-        if value is None or energy >= target or rank >= cap:
-            return value, rank, energy
-        rank = min(2 * rank, int(cap))
+def column_shares(factor: Any, total: float) -> np.ndarray:
+    """Each column's |p_j|^2 / tr G (float64 numpy): the share of the operand's energy each direction of a
+    factor holds (their sum is :func:`factor_energy`)."""
+    xp = array_namespace(factor)
+    held = np.asarray(to_numpy(xp.sum(xp.asarray(factor, dtype=xp.float64) ** 2, axis=0)), dtype=np.float64)
+    return held / total if total > 0 else np.full(held.shape, 1.0 / max(held.size, 1))
+
+
+def leading_rank(shares: np.ndarray, *, start: int, cap: int, target: float) -> tuple[int, float]:
+    """(rank, energy): the least rank in start, 2 start, 4 start, ... (at most ``cap``, always tried last)
+    whose leading directions hold ``target`` of the operand's energy, and the share they hold; ``cap``'s
+    when none does. ``shares``: each direction's share of the energy, leading direction first, of one
+    factor built at ``cap`` (its leading k columns are the rank-k factor: one build instead of one per
+    rank tried)."""
+    held = np.cumsum(np.asarray(shares, dtype=np.float64))
+    cap = max(1, min(int(cap), held.size))
+    rank = max(1, min(int(start), cap))
+    while rank < cap and held[rank - 1] < target:
+        rank = min(2 * rank, cap)
+    return rank, float(held[rank - 1])
 
 
 def pivoted_cholesky_factor(columns: Any, size: int, rank: int, *, block: int = 128,

@@ -20,7 +20,7 @@ import numpy as np
 from ...backend import NUMPY, Backend, inplace
 from ...kernels.bandwidth import MEDIAN_SAMPLES, Bandwidth, pooled_rows
 from ...kernels.gram import squared_distances
-from ...stats.subspaces import factor_energy, grow_rank, landmark_factor
+from ...stats.subspaces import column_shares, landmark_factor, leading_rank
 from . import aggregate as agg
 from . import comparisons as kc
 from . import core
@@ -198,9 +198,10 @@ def family_members(sets: list, rows: list, labels: Any, comparisons: list, famil
     Each kernel's operand: at most ``significance.FULL_MAX_ROWS`` rows, the uncompressed statistic of its
     Gram matrix (:func:`.significance.principal_operand`); above, a principal factor from the columns at
     seeded landmark rows (:func:`~promptprism.stats.subspaces.landmark_factor`: N (rank + 10) kernel values,
-    no N x N matrix; the landmarks never depend on a label, so the test on the factor is exact), of the
-    least rank in NULL_RANK, 2 NULL_RANK, ... (at most NULL_MAX_RANK; :func:`_landmark_operand`) holding
-    ``significance.NULL_ENERGY`` of tr G. The entry records the rank and the energy (``subspace``)."""
+    no N x N matrix; the landmarks never depend on a label, so the test on the factor is exact), cut to
+    the least rank in NULL_RANK, 2 NULL_RANK, ... (at most NULL_MAX_RANK; :func:`_landmark_operand`) whose
+    leading directions hold ``significance.NULL_ENERGY`` of tr G. The entry records the rank and the
+    energy (``subspace``)."""
     counts = [r.size for r in rows]
     subs = kc.null_rows_k(counts, family.max_samples, seed + 1)
     offsets = np.r_[0, np.cumsum(counts)]
@@ -214,14 +215,14 @@ def family_members(sets: list, rows: list, labels: Any, comparisons: list, famil
     landmarks = None
     if keep.size > max(sig.FULL_MAX_ROWS, sig.NULL_RANK):  # (a seeded order: each rank's landmarks a prefix)
         landmarks = np.random.default_rng(seed + 2).permutation(keep.size)
-    first = None if landmarks is None else landmarks[:sig.NULL_RANK + 10]
+    first = None if landmarks is None else landmarks[:sig.NULL_MAX_RANK + 10]
     for member, gram in zip(family.kernels, member_grams(emb, family.kernels, family.backend, columns=first),
                             strict=True):
         info: dict = {}
         if landmarks is None:
             operand = sig.principal_operand(("gram", gram), seed=seed, record=info)
         else:
-            operand = _landmark_operand(gram, member, emb, landmarks, family.backend, info)
+            operand = _landmark_operand(gram, landmarks, info)
         del gram
         entry = {**member, "subspace": {k: info.get(k) for k in ("rank", "energy", "full")}}
         members.append(Member(entry=entry, operand=operand, keep=keep, weights=weights,
@@ -230,28 +231,20 @@ def family_members(sets: list, rows: list, labels: Any, comparisons: list, famil
     return members, tuple(sub.size for sub in subs)
 
 
-def _landmark_operand(columns: Any, kernel: dict, emb: list, landmarks: np.ndarray, backend: Backend,
-                      info: dict) -> tuple[str, Any]:
+def _landmark_operand(columns: Any, landmarks: np.ndarray, info: dict) -> tuple[str, Any]:
     """``("subspace", P)``: the landmark factor of one kernel from ``columns`` (its Gram matrix at the first
-    NULL_RANK + 10 of the ordered ``landmarks``), grown to the least rank in NULL_RANK, 2 NULL_RANK, ... (at
-    most NULL_MAX_RANK) holding NULL_ENERGY of tr G = N (every kernel of a family has k(a, a) = 1); the
-    columns at more landmarks (a prefix of the same order) computed once, when the first rank falls short.
-    ``info`` receives the rank, the energy and full=False."""
-    size, cap = landmarks.size, sig.NULL_MAX_RANK
-    held = {"columns": columns}
-
-    def build(rank: int) -> tuple[Any, float]:
-        width = min(rank + 10, size)
-        if held["columns"].shape[1] < width:
-            wide = landmarks[:min(cap + 10, size)]
-            held["columns"] = next(member_grams(emb, [kernel], backend, columns=wide))
-        factor = landmark_factor(held["columns"][:, :width], landmarks[:width], rank,
-                                 precision=GRAM_PRECISION)
-        return factor, factor_energy(factor, float(size))
-
-    factor, _, energy = grow_rank(build, start=sig.NULL_RANK, cap=cap, target=sig.NULL_ENERGY)
-    info.update(rank=int(factor.shape[1]), energy=float(energy), full=False)
-    return "subspace", factor
+    NULL_MAX_RANK + 10 of the ordered ``landmarks``), built once at NULL_MAX_RANK and cut to its leading
+    directions of the least rank in NULL_RANK, 2 NULL_RANK, ... holding NULL_ENERGY of tr G = N (every
+    kernel of a family has k(a, a) = 1; :func:`~promptprism.stats.subspaces.leading_rank`). ``info``
+    receives the rank, the energy and full=False."""
+    size = landmarks.size
+    cap = min(sig.NULL_MAX_RANK, size)
+    width = min(cap + 10, size)
+    factor = landmark_factor(columns[:, :width], landmarks[:width], cap, precision=GRAM_PRECISION)
+    kept, energy = leading_rank(column_shares(factor, float(size))[::-1], start=sig.NULL_RANK, cap=cap,
+                                target=sig.NULL_ENERGY)
+    info.update(rank=int(kept), energy=float(energy), full=False)
+    return "subspace", factor[:, factor.shape[1] - kept:]
 
 
 def aggregation_record(members: list[Member], spectra: list[tuple[np.ndarray, np.ndarray]], family: Family, *,

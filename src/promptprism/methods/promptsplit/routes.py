@@ -21,13 +21,13 @@ from typing import Any
 import numpy as np
 
 from ..._progress import progress_enabled
-from ...backend import NUMPY, Backend, feature_memory, is_numpy
+from ...backend import NUMPY, Backend, feature_memory, is_numpy, to_numpy
 from ...data.paired import PairedSet
 from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
 from ...scale.runner import DaskRunner, Runner, balanced_blocks, partition_rows, partition_size
 from ...stats.eigen import prefetch_extreme_solver
 from ...stats.modes import ModeStats
-from ...stats.subspaces import grow_rank, leading_eigenvectors
+from ...stats.subspaces import leading_eigenvectors, leading_rank
 from . import comparisons as kc
 from . import core
 from . import significance as sig
@@ -281,21 +281,20 @@ class FeatureRoute(Route):
 
     def _directions(self) -> Any:
         """V: the leading eigenvectors of the pooled second moment S
-        (:func:`~promptprism.stats.subspaces.leading_eigenvectors`) of the least rank in NULL_RANK,
-        2 NULL_RANK, ... (at most ``significance.NULL_MAX_RANK``) whose directions hold
-        ``significance.NULL_ENERGY`` of tr S (tr V^T S V / tr S: the share of every sample's |psi|^2 they
-        keep); the rank and the energy go to ``self.subspace`` (the record's ``subspace``)."""
+        (:func:`~promptprism.stats.subspaces.leading_eigenvectors`), computed once at
+        ``significance.NULL_MAX_RANK`` and cut to the least rank in NULL_RANK, 2 NULL_RANK, ... whose
+        leading directions hold ``significance.NULL_ENERGY`` of tr S (tr V^T S V / tr S: the share of every
+        sample's |psi|^2 they keep); the rank and the energy go to ``self.subspace`` (the record's
+        ``subspace``)."""
         moment = self.backend.asarray(self._pooled_moment())
         xp = self.backend.xp
         total = float(xp.sum(xp.linalg.diagonal(moment)))
-
-        def build(rank: int) -> tuple[Any, float]:
-            v = leading_eigenvectors(moment, rank, seed=self.est.seed)
-            v64 = xp.asarray(v, dtype=moment.dtype)
-            return v, float(xp.sum(v64 * (moment @ v64))) / total
-
-        v, _, energy = grow_rank(build, start=sig.NULL_RANK, cap=min(sig.NULL_MAX_RANK, self.fmap.dim),
-                                 target=sig.NULL_ENERGY)
+        cap = min(sig.NULL_MAX_RANK, self.fmap.dim)
+        v = leading_eigenvectors(moment, cap, seed=self.est.seed)  # (ascending: the leading direction last)
+        v64 = xp.asarray(v, dtype=moment.dtype)
+        shares = np.asarray(to_numpy(xp.sum(v64 * (moment @ v64), axis=0))) / total
+        kept, energy = leading_rank(shares[::-1], start=sig.NULL_RANK, cap=cap, target=sig.NULL_ENERGY)
+        v = v[:, v.shape[1] - kept:]
         self.subspace.update(rank=int(v.shape[1]), energy=energy, full=False, factor=True)
         return v
 

@@ -38,7 +38,7 @@ from ...stats.batched_eigen import (
     weighted_gram_extremes,
 )
 from ...stats.permutation import labelling_statistic, min_p_aggregate
-from ...stats.subspaces import exact_factor, factor_energy, grow_rank, operand_trace
+from ...stats.subspaces import column_shares, exact_factor, leading_rank, operand_trace
 from .verdicts import CORRECTION, empty_record, verdict  # noqa: F401 (the test's records, named here)
 
 SCHEMES = ("within-prompt", "pooled")
@@ -216,20 +216,23 @@ def operand_shared(operand: tuple[str, Any]) -> Any:
 
 def pool_workers(operands: Sequence[tuple[str, Any]]) -> int:
     """Threads :func:`sequential_spectra` may pool the labellings of these operands on: the BLAS's own
-    thread count when every operand is a numpy subspace factor (each piece of labellings then runs on one
-    BLAS thread), else 1 (a Gram matrix's products use the BLAS threads; a device has its own
-    parallelism)."""
-    if all(kind == "subspace" and isinstance(array, np.ndarray) for kind, array in operands):
+    thread count when every operand is a numpy subspace factor and one at least is solved densely (each
+    piece of labellings then runs on one BLAS thread), else 1 (a Gram matrix's products and a Lanczos
+    factor's use the BLAS threads; a device has its own parallelism)."""
+    if all(kind == "subspace" and isinstance(array, np.ndarray) for kind, array in operands) and any(
+            piece_columns(operand) for operand in operands):
         return blas_thread_count()
     return 1
 
 
-def piece_columns(operand: tuple[str, Any]) -> int:
+def piece_columns(operand: tuple[str, Any]) -> int | None:
     """Labellings per pooled piece for this operand (:func:`sequential_spectra`): :data:`PIECE_COLUMNS`
-    for a factor solved densely, :data:`LANCZOS_PIECE_COLUMNS` for one solved by Lanczos (each step streams
-    the factor once per piece, so a piece needs enough columns to be compute-bound)."""
+    for a factor solved densely; None for one solved by Lanczos (its whole block at once, on every BLAS
+    thread: each step streams the factor once per call, so the wider the call the nearer the BLAS peak;
+    5,000 x 256 float32, 201 labellings on 2 cores: 0.24 s in pieces of 24 on two threads of one BLAS
+    thread each, 0.13 s in one call on both)."""
     wide = operand[0] == "subspace" and lanczos_subspace(operand[1])
-    return LANCZOS_PIECE_COLUMNS if wide else PIECE_COLUMNS
+    return None if wide else PIECE_COLUMNS
 
 
 def principal_operand(operand: tuple[str, np.ndarray], *, seed: int, rank: int | None = None,
@@ -242,8 +245,10 @@ def principal_operand(operand: tuple[str, np.ndarray], *, seed: int, rank: int |
     (:func:`~promptprism.stats.subspaces.exact_factor`, up to :data:`FULL_DENSE_RANK` columns), else the
     operand itself again (batched Lanczos over every direction). Above: the pooled samples' leading principal
     factor (:func:`~promptprism.stats.batched_eigen.principal_factor`, seeded, label-free, so the test on it
-    is exact) of the least rank in NULL_RANK, 2 NULL_RANK, ... (at most :data:`NULL_MAX_RANK`) holding
-    :data:`NULL_ENERGY` of tr G; when the cap holds less, the operand itself on at most
+    is exact) built once at :data:`NULL_MAX_RANK` and cut to its leading directions of the least rank in
+    NULL_RANK, 2 NULL_RANK, ... holding :data:`NULL_ENERGY` of tr G (:func:`leading_rank`; a cut of a wider
+    sketch is the better rank-k factor, and one build costs less than one per rank tried); when the cap
+    holds less, the operand itself on at most
     :data:`FALLBACK_MAX_ROWS` rows (uncompressed). ``rank``: that rank, fixed (no growth, no uncompressed
     path). Factors in float32 (twice the rate of float64 for the labellings' products, summed in float64: a
     statistic that only has to be the same function for every labelling). ``record`` (a dict) receives the
@@ -261,19 +266,20 @@ def principal_operand(operand: tuple[str, np.ndarray], *, seed: int, rank: int |
                     rank=int(factor.shape[1]) if factor is not None else None)
         return operand if factor is None else ("subspace", _float32(factor))
     total = operand_trace(operand)
-
-    def build(r: int) -> tuple[Any, float]:
-        with blas_threads_for(operand[1].shape[0] if operand[0] == "gram" else operand[1].shape[1]):
-            factor = principal_factor(operand, r, seed=seed)
-        return factor, (1.0 if factor is None else factor_energy(factor, total))
-
-    factor, _, energy = grow_rank(build, start=NULL_RANK if rank is None else rank,
-                                  cap=NULL_MAX_RANK if rank is None else rank, target=NULL_ENERGY)
-    if factor is None or (rank is None and energy < NULL_ENERGY and rows <= FALLBACK_MAX_ROWS):
-        info.update(full=True, energy=1.0, factor=False, rank=None)  # (narrow, or the fallback)
+    cap = NULL_MAX_RANK if rank is None else rank
+    with blas_threads_for(operand[1].shape[0] if operand[0] == "gram" else operand[1].shape[1]):
+        factor = principal_factor(operand, cap, seed=seed)
+    if factor is None:  # (no wider than the cap: the operand itself, uncompressed)
+        info.update(full=True, energy=1.0, factor=False, rank=None)
         return operand
-    info.update(full=False, energy=float(energy), factor=True, rank=int(factor.shape[1]))
-    return "subspace", _float32(factor)
+    # the least rank in NULL_RANK, 2 NULL_RANK, ... whose leading directions (the last columns) hold it
+    kept, energy = leading_rank(column_shares(factor, total)[::-1], start=cap if rank else NULL_RANK, cap=cap,
+                                target=NULL_ENERGY)
+    if rank is None and energy < NULL_ENERGY and rows <= FALLBACK_MAX_ROWS:
+        info.update(full=True, energy=1.0, factor=False, rank=None)  # (the fallback)
+        return operand
+    info.update(full=False, energy=float(energy), factor=True, rank=int(kept))
+    return "subspace", _float32(factor[:, factor.shape[1] - kept:])
 
 
 def _float32(factor: Any) -> Any:
@@ -297,7 +303,7 @@ def global_pvalue(spectra: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
 
 def sequential_spectra(solvers: Sequence[Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]],
                        permutations: int, *, alpha: float, sequential: bool = True, look: int = LOOK,
-                       workers: int = 1, pieces: Sequence[int] | None = None
+                       workers: int = 1, pieces: Sequence[int | None] | None = None
                        ) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, list[float]]:
     """Each solver's spectra (a function: labelling columns -> (positive, |negative|) rows) on the observed
     labelling (column 0) and the relabellings 1..K, drawn in blocks (looks after ``look``, 2 ``look``,
@@ -309,6 +315,7 @@ def sequential_spectra(solvers: Sequence[Callable[[np.ndarray], tuple[np.ndarray
     one BLAS thread each (numpy solvers: a labelling's spectrum does not depend on the thread, nor on the
     other columns of its piece); the kernels' unequal costs then share the cores evenly (the fitted kernel
     and its family on 2 cores, 101 labellings: 0.34 s in turn, each block split in two; 0.24-0.27 s pooled).
+    A solver whose ``pieces[i]`` is None runs its whole block after the pool's, on every BLAS thread.
 
     Returns (spectra per solver over the columns drawn, relabellings drawn L, seconds per solver, summed
     over its pieces). The spectra of a labelling do not depend on the others, so the result is the
@@ -334,15 +341,13 @@ def sequential_spectra(solvers: Sequence[Callable[[np.ndarray], tuple[np.ndarray
 #: columns of a block one pooled piece holds (:func:`sequential_spectra`): small enough to balance the
 #: threads, large enough that a piece's fixed costs stay small beside its labellings' products
 PIECE_COLUMNS = 6
-#: the same for a factor solved by Lanczos (a 5,000 x 256 float32 factor on one thread, 24 steps: a piece
-#: of 10 labellings costs about as much as one of 20, so pieces of 24 keep the products compute-bound)
-LANCZOS_PIECE_COLUMNS = 24
 
 
 @contextlib.contextmanager
-def _piece_runner(workers: int, piece: Sequence[int]) -> Iterator[Callable]:
+def _piece_runner(workers: int, piece: Sequence[int | None]) -> Iterator[Callable]:
     """A function (solvers, cols) -> [(that solver's spectra on cols, seconds)] for each solver: in turn
-    (``workers`` <= 1), or solver i's in pieces of ``piece[i]`` columns on a pool of ``workers`` threads."""
+    (``workers`` <= 1), or solver i's in pieces of ``piece[i]`` columns on a pool of ``workers`` threads
+    (one BLAS thread each), then the solvers whose ``piece[i]`` is None whole, on every BLAS thread."""
     import time
 
     def timed(solve: Callable, cols: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], float]:
@@ -356,14 +361,21 @@ def _piece_runner(workers: int, piece: Sequence[int]) -> Iterator[Callable]:
     from concurrent.futures import ThreadPoolExecutor
 
     def run(solvers: Sequence[Callable], cols: np.ndarray) -> list:
-        futures = [[pool.submit(timed, solve, part)
-                    for part in np.array_split(cols, max(1, -(-cols.size // size)))]
-                   for solve, size in zip(solvers, piece, strict=True)]
-        done = [[f.result() for f in row] for row in futures]
-        return [((np.concatenate([o[0] for o, _ in row]), np.concatenate([o[1] for o, _ in row])),
-                 sum(secs for _, secs in row)) for row in done]
+        pooled = [i for i, size in enumerate(piece) if size]
+        out: list = [None] * len(solvers)
+        with blas_limits(1):
+            futures = {i: [pool.submit(timed, solvers[i], part)
+                           for part in np.array_split(cols, max(1, -(-cols.size // piece[i])))]
+                       for i in pooled}
+            for i, row in futures.items():
+                done = [f.result() for f in row]
+                out[i] = ((np.concatenate([o[0] for o, _ in done]), np.concatenate([o[1] for o, _ in done])),
+                          sum(secs for _, secs in done))
+        for i in (i for i, size in enumerate(piece) if not size):  # (whole blocks, every BLAS thread)
+            out[i] = timed(solvers[i], cols)
+        return out
 
-    with blas_limits(1), ThreadPoolExecutor(workers) as pool:
+    with ThreadPoolExecutor(workers) as pool:
         yield run
 
 
