@@ -142,3 +142,39 @@ def test_cosine_features_of_rows_near_the_float64_limits_are_their_directions(de
         warnings.simplefilter("error")
         unit = to_numpy(cosine_features(resolve_backend(device).asarray(y)))
     np.testing.assert_allclose(unit, x / np.linalg.norm(x, axis=1, keepdims=True), rtol=1e-14, atol=1e-15)
+
+
+def test_the_blocked_expansion_equals_direct_differences_across_blocks(monkeypatch):
+    """numpy's expansion route, a block of rows at a time (blocks of 7 over 40 and 33 rows: uneven), with
+    repeated rows, a near-duplicate 1e-9 away, rows far from the origin and one whose square overflows:
+    every distance as direct differences give it (repeats exactly 0, the overflowing row inf, never NaN),
+    a matrix of one set with itself zero on its diagonal, and the gaussian kernel finished on each block
+    equal to exp(-d / (2 sigma^2)) of those distances."""
+    import promptprism.kernels.gram as gram
+
+    monkeypatch.setattr(gram, "DIRECT_MAX", 0)
+    monkeypatch.setattr(gram, "BLOCK_ROWS", 7)
+    rng = np.random.default_rng(3)
+    a = 1e4 + rng.standard_normal((40, 5))
+    a[10] = a[3]  # a repeat
+    a[20] = a[5] + 1e-9  # a near-duplicate: cancels in the expansion
+    b = np.r_[a[:30] + 0.5 * rng.standard_normal((30, 5)), a[[3, 5]], np.full((1, 5), 1e300)]
+    for x, y, (same, near) in ((a, None, (3, 5)), (a, b, (30, 31))):
+        exact = _direct_pair(x, x if y is None else y)
+        got = squared_distances(x, y)
+        finite = np.isfinite(exact)
+        assert not np.isnan(got).any() and (got >= 0).all()
+        np.testing.assert_array_equal(np.isfinite(got), finite)
+        np.testing.assert_allclose(got[finite], exact[finite], rtol=1e-6, atol=1e-9)
+        assert got[10, same] == 0.0 and abs(got[20, near] - exact[20, near]) <= 1e-6 * exact[20, near]
+        if y is None:
+            assert (np.diag(got) == 0.0).all()
+        k = gram.gaussian_gram(x, y, sigma=2.0)
+        want = np.exp(-np.where(finite, exact, np.inf) / 8.0)
+        np.testing.assert_allclose(k, want, rtol=1e-6, atol=1e-300)
+
+
+def _direct_pair(x, y):
+    with np.errstate(over="ignore", invalid="ignore"):
+        diff = x[:, None, :] - y[None, :, :]
+        return np.einsum("ijk,ijk->ij", diff, diff)

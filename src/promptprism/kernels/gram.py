@@ -21,7 +21,16 @@ from array_api_compat import device
 
 from .._validation import check_positive_number, check_precision
 from ..array_ops import column_median, is_numpy, row_norms
-from ..backend import Backend, array_namespace, as_float, backend_of, float_dtype, inplace, scalar
+from ..backend import (
+    Backend,
+    array_namespace,
+    as_float,
+    backend_of,
+    float_dtype,
+    inplace,
+    populated_empty,
+    scalar,
+)
 from ..errors import OptionError
 
 KERNELS = ("cosine", "gaussian")
@@ -103,6 +112,53 @@ def _add_norms(d2, sq_a, sq_b):
     return d2
 
 
+#: rows of a numpy distance matrix the expansion route computes and finishes at a time: every pass over a
+#: block (norms, the cancelled pairs' test, the clean-up, a kernel's exp) runs while it is in the cache,
+#: instead of one pass over the whole N x M matrix each (256 x 5,000 float64: 10 MB)
+BLOCK_ROWS = 256
+
+
+def _expanded_blocks(a: np.ndarray, b: np.ndarray, same: bool, finish: Any = None) -> np.ndarray:
+    """:func:`_expanded` for numpy rows, :data:`BLOCK_ROWS` rows at a time, each block finished in place
+    while in cache: cancelled pairs recomputed by direct differences, NaN (inf - inf) to inf, negatives to 0,
+    the diagonal of a matrix of ``a`` with itself to 0, then ``finish(block)`` when given (a kernel's
+    elementwise map). The result's pages are mapped at allocation
+    (:func:`~promptprism.backend.populated_empty`)."""
+    n, m = a.shape[0], b.shape[0]
+    sq_a = np.einsum("ij,ij->i", a, a)
+    sq_b = sq_a if same else np.einsum("ij,ij->i", b, b)
+    d2 = populated_empty((n, m), a.dtype)
+    top_b = float(sq_b.max()) if m else 0.0
+    # NaN needs an inf - inf: impossible when every squared norm is finite and the products cannot overflow
+    huge = float(np.finfo(a.dtype).max) / 8
+    may_nan = not (np.all(np.isfinite(sq_a)) and top_b < huge and (n == 0 or float(sq_a.max()) < huge))
+    per = max(1, DIRECT_MAX // max(a.shape[1], 1))  # pairs recomputed per step: bounded memory
+    for start in range(0, n, BLOCK_ROWS):
+        stop = min(n, start + BLOCK_ROWS)
+        block, sq_rows = d2[start:stop], sq_a[start:stop]
+        np.matmul(a[start:stop], b.T, out=block)
+        block *= -2.0
+        block += sq_rows[:, None]
+        block += sq_b[None, :]
+        bound = CLOSE_PAIRS * (float(sq_rows.max()) + top_b)
+        rows, cols = np.nonzero(block <= bound)
+        keep = block[rows, cols] <= CLOSE_PAIRS * (sq_rows[rows] + sq_b[cols])
+        rows, cols = rows[keep], cols[keep]
+        for lo in range(0, rows.shape[0], per):
+            r, c = rows[lo : lo + per], cols[lo : lo + per]
+            diff = a[r + start] - b[c]
+            block[r, c] = np.einsum("ij,ij->i", diff, diff)
+        if may_nan:
+            block[np.isnan(block)] = np.inf
+        np.maximum(block, 0.0, out=block)
+        if same:
+            i = np.arange(stop - start)
+            block[i, i + start] = 0.0
+        if finish is not None:
+            finish(block)
+    return d2
+
+
 def squared_distances(a, b=None, *, dtype: type = np.float64):
     """|a_i - b_j|^2, exact to round-off for any location of the data; never negative, never NaN.
 
@@ -112,10 +168,16 @@ def squared_distances(a, b=None, *, dtype: type = np.float64):
     sum_k (a_ik - b_jk)^2, large ones the expansion
     |a|^2 + |b|^2 - 2 <a, b>, in which the pairs that still cancelled (near-duplicates: below
     :data:`CLOSE_PAIRS` of their squared norms) are recomputed by direct differences, so a repeated row is at
-    distance exactly 0. Squares beyond float64 give inf (a kernel value of 0). The centring is float64, the
-    distances (and the result) in ``dtype``. numpy in, numpy out; torch in, torch out (on its device, with
-    autograd intact).
+    distance exactly 0 (numpy: :data:`BLOCK_ROWS` rows at a time). Squares beyond float64 give inf (a kernel
+    value of 0). The centring is float64, the distances (and the result) in ``dtype``. numpy in, numpy out;
+    torch in, torch out (on its device, with autograd intact).
     """
+    return _distances(a, b, dtype)
+
+
+def _distances(a, b, dtype, finish: Any = None):
+    """:func:`squared_distances`, then ``finish(d2)`` in place (numpy's expansion route: on each block of
+    rows while it is in the cache)."""
     xp = array_namespace(a)
     f8, dt = xp.float64, _dtype(xp, dtype)
     a = as_float(xp, a, f8)
@@ -130,11 +192,15 @@ def squared_distances(a, b=None, *, dtype: type = np.float64):
     with np.errstate(over="ignore", invalid="ignore"):
         a = _centred(xp, a, center, dt)
         b = a if same else _centred(xp, b, center, dt)
+        if n * m * d > DIRECT_MAX and isinstance(a, np.ndarray) and not _tracks_gradient(a):
+            return _expanded_blocks(a, b, same, finish)
         d2 = _direct_rows(xp, a, b) if n * m * d <= DIRECT_MAX else _expanded(xp, a, b, same)
         d2 = xp.where(xp.isnan(d2), xp.inf, d2) if _tracks_gradient(d2) else _clean_inplace(xp, d2)
     if same:
         i = xp.arange(n, device=device(d2))
         d2[i, i] = 0.0
+    if finish is not None:
+        finish(d2)
     return d2
 
 
@@ -180,9 +246,15 @@ def gaussian_gram(a, b=None, *, sigma: float | None = None, gamma: float | None 
         raise OptionError(f"sigma must be > 0 (the gaussian kernel's bandwidth), got {sigma!r}")
     if gamma is not None and not gamma > 0:
         raise OptionError(f"gamma must be > 0 (the gaussian kernel's inverse width), got {gamma!r}")
-    d2 = squared_distances(a, b, dtype=dtype)
-    d2 = _scaled(d2, -1.0 / (2.0 * sigma * sigma) if gamma is None else -float(gamma))
-    return array_namespace(d2).exp(d2) if _tracks_gradient(d2) else inplace("exp", d2)
+    factor = -1.0 / (2.0 * sigma * sigma) if gamma is None else -float(gamma)
+    if _tracks_gradient(a) or _tracks_gradient(b):
+        d2 = _scaled(squared_distances(a, b, dtype=dtype), factor)
+        return array_namespace(d2).exp(d2)
+
+    def kernel(d2: Any) -> None:  # exp(factor d2), in place
+        inplace("exp", _scaled(d2, factor))
+
+    return _distances(a, b, dtype, kernel)
 
 
 def kernel_gram(kernel: str, a, b=None, *, sigma: float | None = None, gamma: float | None = None,
