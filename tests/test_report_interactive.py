@@ -41,6 +41,12 @@ def test_json_block_is_inert_and_round_trips(text):
     assert json.loads(body) == {"t": text, "nan": None, "inf": [None], "nested": {"k": [text, 1.5]}}
     block = data_block(data)
     assert block.count("</script") == 1 and "<!--" not in block
+    # finite data (written directly, without the copy) and non-string keys (the copy) alike
+    for finite, want in (({"t": text, "k": [text, 1.5]}, {"t": text, "k": [text, 1.5]}),
+                         ({1: text, 2.5: [text], "x": float("-inf")}, {"1": text, "2.5": [text], "x": None})):
+        body = json_for_html(finite)
+        assert not any(bad in body for bad in ("<", ">", "&", "\u2028", "\u2029"))
+        assert json.loads(body) == want
 
 
 def test_the_script_loads_nothing_and_the_check_refuses_one_that_would():

@@ -22,7 +22,6 @@ DATA_ID = "pp-data"
 #: characters escaped in the JSON block: ``<`` (no ``</script>`` or ``<!--``), ``>``, ``&`` and the two
 #: line terminators that JavaScript source does not allow in strings
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_TRANS = str.maketrans(_ESCAPES)
 
 
 @functools.cache
@@ -43,9 +42,18 @@ def _finite(obj: Any) -> Any:
 
 def json_for_html(data: Any) -> str:
     """``data`` as JSON that is safe inside a ``<script>`` element: non-finite numbers become null and
-    ``< > & U+2028 U+2029`` are written as ``\\uXXXX`` escapes (the parsed value is unchanged)."""
-    text = json.dumps(_finite(data), ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=str)
-    return text.translate(_TRANS)
+    ``< > & U+2028 U+2029`` are written as ``\\uXXXX`` escapes (the parsed value is unchanged). Finite
+    data (the usual case) is written directly, in one C pass; data with a non-finite number (json refuses
+    it) is first copied with those as None and every key as a string."""
+    options = {"ensure_ascii": False, "allow_nan": False, "separators": (",", ":"), "default": str}
+    try:
+        text = json.dumps(data, **options)
+    except (ValueError, TypeError):  # (a non-finite number; a key json does not write)
+        text = json.dumps(_finite(data), **options)
+    for char, escape in _ESCAPES.items():  # (str.replace: one C pass each, far faster than translate)
+        if char in text:
+            text = text.replace(char, escape)
+    return text
 
 
 def data_block(data: Any) -> str:
