@@ -33,6 +33,7 @@ from threadpoolctl import threadpool_limits
 
 import promptprism.methods.promptsplit.routes as routes
 import promptprism.stats.batched_eigen as eigen
+import promptprism.stats.subspace_spectra as spectra
 import promptprism.stats.subspaces as subspaces
 from promptprism import PairedSet, PromptSplit
 from promptprism.methods.promptsplit import significance as sig
@@ -180,8 +181,8 @@ def test_subspace_spectra_equal_a_plain_eigensolve_per_labelling(kind):
         np.testing.assert_allclose(pos[k], want[0][0], rtol=1e-4, atol=tol)
         np.testing.assert_allclose(neg[k], want[1][0], rtol=1e-4, atol=tol)
     # the labellings shared among threads: the same numbers, bit for bit
-    threaded = eigen.subspace_extremes(operand[1], w, 3, workers=3)
-    serial = eigen.subspace_extremes(operand[1], w, 3, workers=1)
+    threaded = spectra.subspace_extremes(operand[1], w, 3, workers=3)
+    serial = spectra.subspace_extremes(operand[1], w, 3, workers=1)
     np.testing.assert_array_equal(threaded[0], serial[0])
     np.testing.assert_array_equal(threaded[1], serial[1])
     # labellings with more test rows than reference ones (the SYRK then runs over the reference side), and
@@ -323,12 +324,12 @@ def test_wide_subspace_extremes_by_lanczos_equal_a_plain_eigensolve():
     observed labelling (column 0) gets its whole top of the spectrum; a labelling's numbers do not depend
     on which other labellings share its block."""
     rng = np.random.default_rng(0)
-    width = eigen.SUBSPACE_DENSE_RANK + 32
+    width = spectra.SUBSPACE_DENSE_RANK + 32
     # a principal factor's shape: decaying column scales
     p = (rng.standard_normal((900, width)) * np.geomspace(1.0, 0.02, width)).astype(np.float32)
     groups = np.repeat(np.arange(30), 30)
     w = sig.label_weights(sig.test_labellings(groups, 450, 450, 40, seed=3), 450, 450, 0.9)
-    assert eigen.lanczos_subspace(p)
+    assert spectra.lanczos_subspace(p)
     pos, neg = sig.permuted_spectra(("subspace", p), w, 5, seed=0)
     f64 = p.astype(np.float64)
     for k in range(w.shape[1]):
@@ -352,14 +353,14 @@ def test_lanczos_is_chosen_by_the_factors_shape_alone():
     def shaped(rows, cols):  # (no memory: a zero-stride view of the shape)
         return np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), (rows, cols), (0, 0))
 
-    wide = eigen.SUBSPACE_DENSE_RANK + 1
-    assert not eigen.lanczos_subspace(shaped(5_000, eigen.SUBSPACE_DENSE_RANK))
-    assert eigen.lanczos_subspace(shaped(5_000, 256)) and eigen.lanczos_subspace(shaped(10_000, 256))
-    assert eigen.lanczos_subspace(shaped(eigen.LANCZOS_MAX_FACTOR_SIZE // wide, wide))
-    assert not eigen.lanczos_subspace(shaped(eigen.LANCZOS_MAX_FACTOR_SIZE // wide + 1, wide))
-    assert not eigen.lanczos_subspace(shaped(60_000, 256))  # the default rff command's fitted kernel
-    assert eigen.lanczos_subspace(shaped(60_000, eigen.LANCZOS_ALWAYS_RANK))
-    assert not eigen.lanczos_subspace([[0.0] * 300] * 10)
+    wide = spectra.SUBSPACE_DENSE_RANK + 1
+    assert not spectra.lanczos_subspace(shaped(5_000, spectra.SUBSPACE_DENSE_RANK))
+    assert spectra.lanczos_subspace(shaped(5_000, 256)) and spectra.lanczos_subspace(shaped(10_000, 256))
+    assert spectra.lanczos_subspace(shaped(spectra.LANCZOS_MAX_FACTOR_SIZE // wide, wide))
+    assert not spectra.lanczos_subspace(shaped(spectra.LANCZOS_MAX_FACTOR_SIZE // wide + 1, wide))
+    assert not spectra.lanczos_subspace(shaped(60_000, 256))  # the default rff command's fitted kernel
+    assert spectra.lanczos_subspace(shaped(60_000, spectra.LANCZOS_ALWAYS_RANK))
+    assert not spectra.lanczos_subspace([[0.0] * 300] * 10)
 
 
 @pytest.mark.slow
@@ -371,15 +372,15 @@ def test_an_unconverged_lanczos_statistic_keeps_the_test_calibrated_and_powerful
     rejected in 2-8 %. Power is what convergence buys: with 8 steps (short of the 12 that make the Ritz
     values exact) the planted difference is found in >= 75 % of 20 (measured: 100 % exact route, 80 % rff
     route, against >= 90 % for the converged statistic in the tests above)."""
-    monkeypatch.setattr(eigen, "SUBSPACE_DENSE_RANK", 4)
+    monkeypatch.setattr(spectra, "SUBSPACE_DENSE_RANK", 4)
     rng = np.random.default_rng(21 if method == "exact" else 22)
     rejected, found = [], []
     with threadpool_limits(1):
-        monkeypatch.setattr(eigen, "TOP_LANCZOS_STEPS", 4)
+        monkeypatch.setattr(spectra, "TOP_LANCZOS_STEPS", 4)
         for i in range(200):
             res = _estimator(method, n_features, seed=i).fit(*_sets(rng))
             rejected.append(res.significance["n_significant"] > 0)
-        monkeypatch.setattr(eigen, "TOP_LANCZOS_STEPS", 8)
+        monkeypatch.setattr(spectra, "TOP_LANCZOS_STEPS", 8)
         for i in range(20):
             res = _estimator(method, n_features, seed=i).fit(*_sets(rng, shift=3.5))
             found.append(any(m.significant for m in res.modes))

@@ -26,6 +26,7 @@ from . import comparisons as kc
 from . import core, kway_subspace
 from . import significance as sig
 from .family import Family, aggregation_record, family_members
+from .labelling_blocks import piece_columns, pool_workers, sequential_spectra
 
 #: the statistic without compression (K-way with three or more sets: a pair's weights take three values,
 #: 1/n_a, -eta/n_b and 0, where a principal subspace's labelling matrices lose their one-SYRK form and cost
@@ -118,10 +119,10 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
         members, sizes = family_members(sets, rows, drawn, list(tested), family, eta=eta, seed=seed)
         solvers += [member.spectra for member in members]
     setup = time.perf_counter() - t0 - sum(mb.seconds for mb in members)
-    drawn_spectra, n_drawn, seconds = sig.sequential_spectra(
+    drawn_spectra, n_drawn, seconds = sequential_spectra(
         solvers, permutations, alpha=alpha, sequential=sequential and len(tested) == 1,
-        workers=sig.pool_workers([operand, *(mb.operand for mb in members)]),
-        pieces=[sig.piece_columns(operand), *(sig.piece_columns(mb.operand) for mb in members)])
+        workers=pool_workers([operand, *(mb.operand for mb in members)]),
+        pieces=[piece_columns(operand), *(piece_columns(mb.operand) for mb in members)])
     outs, p = _pvalues(drawn_spectra[0], tested, widths, alpha)
     common: dict = (_stopping(drawn_spectra, n_drawn, permutations=permutations, alpha=alpha,
                               sequential=sequential) if len(tested) == 1
