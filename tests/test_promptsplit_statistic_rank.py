@@ -6,7 +6,8 @@ difference spread over a 576-d product feature space whose top 128 directions ho
 rejected in 10 of 20 data sets where the uncompressed one rejected in 16. Now
 (:func:`promptprism.methods.promptsplit.significance.principal_operand`): on at most ``FULL_MAX_ROWS``
 (1,000) rows the statistic is the uncompressed one, from an exact factor P P^T = G (or Lanczos over G); above,
-the rank starts at 128 and doubles until the subspace holds ``NULL_ENERGY`` (99.9 %) of tr G, at most 512;
+a factor built at the cap (``NULL_MAX_RANK``) is cut to the least of 128, 256, ... whose leading
+directions hold ``NULL_ENERGY`` of tr G;
 short of that, the uncompressed statistic again on at most ``FALLBACK_MAX_ROWS`` rows. Checked here:
 
 * brute force: the exact factor reproduces G, and every labelling's statistic is the plain eigensolve of the

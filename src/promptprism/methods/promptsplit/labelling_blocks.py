@@ -12,7 +12,7 @@ import numpy as np
 
 from ...array_ops import blas_limits, blas_thread_count
 from ...stats.subspace_spectra import lanczos_subspace
-from .significance import LOOK, curtail_at, global_pvalue
+from . import significance as sig
 
 
 def pool_workers(operands: Sequence[tuple[str, Any]]) -> int:
@@ -37,13 +37,13 @@ def piece_columns(operand: tuple[str, Any]) -> int | None:
 
 
 def sequential_spectra(solvers: Sequence[Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]],
-                       permutations: int, *, alpha: float, sequential: bool = True, look: int = LOOK,
+                       permutations: int, *, alpha: float, sequential: bool = True, look: int = sig.LOOK,
                        workers: int = 1, pieces: Sequence[int | None] | None = None
                        ) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, list[float]]:
     """Each solver's spectra (a function: labelling columns -> (positive, |negative|) rows) on the observed
     labelling (column 0) and the relabellings 1..K, drawn in blocks (looks after ``look``, 2 ``look``,
-    4 ``look``, ... and K relabellings): at each look, stop once :func:`global_pvalue` has
-    :func:`curtail_at` exceedances (``sequential=False``: all K in one block).
+    4 ``look``, ... and K relabellings): at each look, stop once :func:`.significance.global_pvalue` has
+    :func:`.significance.curtail_at` exceedances (``sequential=False``: all K in one block).
 
     ``workers`` > 1: every solver's block is cut into pieces (of ``pieces[i]`` columns for solver i, default
     :data:`PIECE_COLUMNS`; :func:`piece_columns`), all run on one pool of that many threads under
@@ -55,7 +55,7 @@ def sequential_spectra(solvers: Sequence[Callable[[np.ndarray], tuple[np.ndarray
     Returns (spectra per solver over the columns drawn, relabellings drawn L, seconds per solver, summed
     over its pieces). The spectra of a labelling do not depend on the others, so the result is the
     L-permutation test's."""
-    h = curtail_at(permutations, alpha)
+    h = sig.curtail_at(permutations, alpha)
     parts: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in solvers]
     seconds = [0.0] * len(solvers)
     start, spectra = 0, []
@@ -68,7 +68,7 @@ def sequential_spectra(solvers: Sequence[Callable[[np.ndarray], tuple[np.ndarray
             start = stop
             spectra = [(np.concatenate([p for p, _ in part]), np.concatenate([q for _, q in part]))
                        for part in parts]
-            if sequential and start <= permutations and round(global_pvalue(spectra) * start) - 1 >= h:
+            if sequential and start <= permutations and round(sig.global_pvalue(spectra) * start) - 1 >= h:
                 break
     return spectra, start - 1, seconds
 
