@@ -90,20 +90,26 @@ def _expanded(xp, a, b, same: bool) -> Any:
     d2 = _scaled(d2, -2.0)
     d2 = d2 + sq_a[:, None] + sq_b[None, :] if _tracks_gradient(d2) else _add_norms(d2, sq_a, sq_b)
     step = max(1, DIRECT_MAX // max(b.shape[0], 1))
-    per = max(1, DIRECT_MAX // max(a.shape[1], 1))  # pairs recomputed per step: bounded memory
     top_b = scalar(xp.max(sq_b)) if sq_b.shape[0] else 0.0
     for start in range(0, a.shape[0], step):
-        sq_rows = sq_a[start : start + step]
-        # one pass with a bound for the block, then the exact test on the few candidates
-        bound = CLOSE_PAIRS * (scalar(xp.max(sq_rows)) + top_b) if sq_rows.shape[0] else 0.0
-        rows, cols = xp.nonzero(d2[start : start + step, ...] <= bound)
-        keep = d2[rows + start, cols] <= CLOSE_PAIRS * (sq_rows[rows] + sq_b[cols])
-        rows, cols = rows[keep] + start, cols[keep]
-        for lo in range(0, rows.shape[0], per):
-            r, c = rows[lo : lo + per], cols[lo : lo + per]
-            diff = a[r] - b[c]
-            d2[r, c] = xp.sum(diff * diff, axis=1)
+        _recompute_cancelled(xp, a, b, d2, start, start + step, sq_a, sq_b, top_b)
     return d2
+
+
+def _recompute_cancelled(xp, a, b, d2, start: int, stop: int, sq_a, sq_b, top_b: float) -> None:
+    """In rows ``start:stop`` of the expansion ``d2``, the pairs that cancelled (below :data:`CLOSE_PAIRS`
+    of |a|^2 + |b|^2) recomputed by direct differences, in place: one pass with a bound for the rows, then
+    the exact test on the few candidates, recomputed a bounded number at a time."""
+    sq_rows = sq_a[start:stop]
+    bound = CLOSE_PAIRS * (scalar(xp.max(sq_rows)) + top_b) if sq_rows.shape[0] else 0.0
+    rows, cols = xp.nonzero(d2[start:stop, ...] <= bound)
+    keep = d2[rows + start, cols] <= CLOSE_PAIRS * (sq_rows[rows] + sq_b[cols])
+    rows, cols = rows[keep] + start, cols[keep]
+    per = max(1, DIRECT_MAX // max(a.shape[1], 1))  # pairs recomputed per step: bounded memory
+    for lo in range(0, rows.shape[0], per):
+        r, c = rows[lo : lo + per], cols[lo : lo + per]
+        diff = a[r] - b[c]
+        d2[r, c] = xp.sum(diff * diff, axis=1)
 
 
 def _add_norms(d2, sq_a, sq_b):
@@ -132,22 +138,14 @@ def _expanded_blocks(a: np.ndarray, b: np.ndarray, same: bool, finish: Any = Non
     # NaN needs an inf - inf: impossible when every squared norm is finite and the products cannot overflow
     huge = float(np.finfo(a.dtype).max) / 8
     may_nan = not (np.all(np.isfinite(sq_a)) and top_b < huge and (n == 0 or float(sq_a.max()) < huge))
-    per = max(1, DIRECT_MAX // max(a.shape[1], 1))  # pairs recomputed per step: bounded memory
     for start in range(0, n, BLOCK_ROWS):
         stop = min(n, start + BLOCK_ROWS)
-        block, sq_rows = d2[start:stop], sq_a[start:stop]
+        block = d2[start:stop]
         np.matmul(a[start:stop], b.T, out=block)
         block *= -2.0
-        block += sq_rows[:, None]
+        block += sq_a[start:stop, None]
         block += sq_b[None, :]
-        bound = CLOSE_PAIRS * (float(sq_rows.max()) + top_b)
-        rows, cols = np.nonzero(block <= bound)
-        keep = block[rows, cols] <= CLOSE_PAIRS * (sq_rows[rows] + sq_b[cols])
-        rows, cols = rows[keep], cols[keep]
-        for lo in range(0, rows.shape[0], per):
-            r, c = rows[lo : lo + per], cols[lo : lo + per]
-            diff = a[r + start] - b[c]
-            block[r, c] = np.einsum("ij,ij->i", diff, diff)
+        _recompute_cancelled(np, a, b, d2, start, stop, sq_a, sq_b, top_b)
         if may_nan:
             block[np.isnan(block)] = np.inf
         np.maximum(block, 0.0, out=block)
