@@ -286,6 +286,31 @@ def tridiagonal_values_and_top_vectors(a: np.ndarray, n_top: int) -> tuple[np.nd
     return vals, z
 
 
+#: :func:`tridiagonal_eigh` forms the matrix and diagonalises it with numpy up to this size (a few ms; and no
+#: import of ``scipy.linalg``, ~0.1 s of a command's start-up), LAPACK's tridiagonal solvers above (O(k^2))
+TRIDIAGONAL_DENSE_MAX = 256
+
+
+def tridiagonal_eigh(diag: np.ndarray, off: np.ndarray, *, values_only: bool = False) -> Any:
+    """Eigenvalues (ascending) and, unless ``values_only``, unit eigenvectors of the symmetric tridiagonal
+    matrix with diagonal ``diag`` (..., k) and off-diagonal ``off`` (..., k - 1); leading axes are a stack
+    (values only). Up to :data:`TRIDIAGONAL_DENSE_MAX`: the matrix formed and ``numpy.linalg.eigh``;
+    above, ``scipy.linalg.eigh_tridiagonal``."""
+    diag, off = np.asarray(diag, dtype=np.float64), np.asarray(off, dtype=np.float64)
+    size = diag.shape[-1]
+    if size <= TRIDIAGONAL_DENSE_MAX:
+        mat = np.zeros((*diag.shape, size))
+        steps = np.arange(size)
+        mat[..., steps, steps] = diag
+        mat[..., steps[1:], steps[:-1]] = off[..., : size - 1]  # (eigh reads the lower triangle)
+        return np.linalg.eigvalsh(mat) if values_only else np.linalg.eigh(mat)
+    from scipy.linalg import eigh_tridiagonal
+
+    if diag.ndim > 1:
+        return np.stack([tridiagonal_eigh(d, o, values_only=True) for d, o in zip(diag, off, strict=True)])
+    return eigh_tridiagonal(diag, off[: size - 1], eigvals_only=values_only, check_finite=False)
+
+
 def group_sum(values: Any, groups: np.ndarray, n_groups: int) -> Any:
     """Row sums per group: out[g] = sum of ``values[i]`` over rows i with ``groups[i] == g`` (1-d or 2-d)."""
     if is_numpy(values):

@@ -9,6 +9,7 @@ its JSON data block and its script, never a ``src``); no web fonts (the system f
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import re
 from collections.abc import Iterable, Sequence
@@ -301,16 +302,19 @@ class Page:
         data = self.strings.intern(self.data) if self.data is not None else None
         if self.strings.strings:
             data = {"strings": self.strings.strings, **(data or {})}
-        scripts = (data_block(data) if data is not None else "") + script_block()
-        doc = (
+        markup = (
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{esc(self.title)}</title><style>{CSS}</style></head>"
-            f"<body>{head}{body}{scripts}</body></html>\n"
+            f"<body>{head}{body}"
         )
-        check_self_contained(doc)
+        # the markup is checked on every page; the data block is inert JSON that cannot close its element
+        # (json_for_html escapes '<'), and the fixed scripts are checked once per process
+        check_self_contained(markup + "</body></html>")
+        scripts = script_block()
+        _check_scripts(scripts)
         end_table()
-        return doc
+        return f"{markup}{data_block(data) if data is not None else ''}{scripts}</body></html>\n"
 
 
 _URL_ATTRS = frozenset(
@@ -384,6 +388,12 @@ def external_references(doc: str) -> list[str]:
     parser.feed(doc)
     parser.close()
     return parser.bad
+
+
+@functools.lru_cache(maxsize=2)
+def _check_scripts(block: str) -> None:
+    """:func:`check_self_contained` of the inlined scripts (the same text for every page of a version)."""
+    check_self_contained(block)
 
 
 def check_self_contained(doc: str) -> None:

@@ -32,6 +32,10 @@ SHOWN = 300
 REF = "\u0000"
 
 
+#: values :meth:`StringTable.intern` leaves as they are
+_PLAIN = frozenset({int, float, bool, type(None)})
+
+
 class StringTable:
     """The strings of one page, each once: ``strings[i]``; :meth:`ref` gives a string's index."""
 
@@ -50,14 +54,17 @@ class StringTable:
     def intern(self, data: Any) -> Any:
         """``data`` (JSON-ready) with every string of ``INTERN_MIN`` characters or more, and every string
         that starts with ``REF``, replaced by its reference (dictionary keys are left as they are)."""
-        if isinstance(data, str):
-            if len(data) >= INTERN_MIN or data.startswith(REF):
-                return f"{REF}{self.ref(data)}"
+        kind = type(data)
+        if kind in _PLAIN:
             return data
+        if kind is str:
+            return f"{REF}{self.ref(data)}" if len(data) >= INTERN_MIN or data.startswith(REF) else data
         if isinstance(data, dict):
-            return {k: self.intern(v) for k, v in data.items()}
+            return {k: v if type(v) in _PLAIN else self.intern(v) for k, v in data.items()}
         if isinstance(data, (list, tuple)):
-            return [self.intern(v) for v in data]
+            if all(type(v) in _PLAIN for v in data):  # (a column of numbers: the map's, a histogram's)
+                return list(data)
+            return [v if type(v) in _PLAIN else self.intern(v) for v in data]
         return data
 
 

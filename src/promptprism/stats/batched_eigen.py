@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array_ops import blas_threads_for
+from ..array_ops import blas_threads_for, tridiagonal_eigh
 from ..backend import array_namespace, backend_of, float_dtype, to_numpy
 from .eigen import signed_extremes
 
@@ -119,22 +119,36 @@ def principal_factor(operand: tuple[str, Any], rank: int, *, seed: int = 0) -> A
         return _nystrom_factor(y, sketch, rank, precision=name, dtype=a.dtype)
 
 
-def _nystrom_factor(y: Any, sketch: Any, rank: int, *, precision: str, dtype: Any) -> Any:
+def _nystrom_factor(y: Any, sketch: Any, rank: int, *, precision: str, dtype: Any,
+                    landmarks: np.ndarray | None = None) -> Any:
     """:func:`principal_factor` from G Om and Om: the stabilised Nystrom factor's ``rank`` leading
-    directions (in ``dtype``; the shift from ``precision``, the one G was computed in)."""
+    directions (in ``dtype``; the shift from ``precision``, the one G was computed in). ``landmarks``: Om
+    selects these rows (column j of Om is the unit vector of row ``landmarks[j]``), so Om^T Y is Y's rows
+    there and Y + shift Om one entry per column (no product with Om)."""
     xp = array_namespace(y)
-    y, sketch = xp.asarray(y, dtype=xp.float64), xp.asarray(sketch, dtype=xp.float64)
+    y = xp.asarray(y, dtype=xp.float64, copy=landmarks is not None or None)  # (written below: a copy)
     eps = float(np.finfo(np.float32 if precision == "float32" else np.float64).eps)
     # Tropp et al.'s shift, eps |Y|_2 (|Y|_2 from the l x l Y^T Y): G's and Y's round-off in a's precision
     shift = eps * float(xp.sqrt(xp.max(xp.linalg.eigvalsh(xp.matrix_transpose(y) @ y))))
+    if landmarks is not None:
+        picked = backend_of(y).asarray(np.asarray(landmarks, dtype=np.int64))
+        cols = backend_of(y).asarray(np.arange(y.shape[1]))
+        cross, unit = y[picked, ...], xp.eye(y.shape[1], dtype=xp.float64, device=y.device)
+    else:
+        sketch = xp.asarray(sketch, dtype=xp.float64)
     for _ in range(4):  # (a core that round-off left indefinite: a larger shift)
-        core = xp.matrix_transpose(sketch) @ (y + shift * sketch)  # Om^T (G + shift) Om
+        # Om^T (G + shift) Om
+        core = cross + shift * unit if landmarks is not None else \
+            xp.matrix_transpose(sketch) @ (y + shift * sketch)
         try:
             chol = xp.linalg.cholesky((core + xp.matrix_transpose(core)) / 2)
             break
         except Exception:  # numpy's LinAlgError, torch's _LinAlgError
             shift = max(10 * shift, 1e-30)
-    y = y + shift * sketch
+    if landmarks is None:
+        y = y + shift * sketch
+    else:
+        y[picked, cols] = y[picked, cols] + shift
     f = y @ xp.matrix_transpose(xp.linalg.inv(chol))  # F F^T = G Om core^-1 Om^T G (+ shift)
     vals, vecs = xp.linalg.eigh(xp.matrix_transpose(f) @ f)  # F = U S V^T: S^2 = vals, U = F V / S
     vals, vecs = vals[-rank:], vecs[:, -rank:]
@@ -244,12 +258,7 @@ def _store_and_apply(apply, wt: Any, basis: Any, images: Any, q: Any, g: Any, j:
 
 
 def _tridiagonal_ritz(alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
-    import scipy.linalg
-
-    out = np.empty(alpha.shape)
-    for k in range(alpha.shape[0]):
-        out[k] = scipy.linalg.eigvalsh_tridiagonal(alpha[k], beta[k, : alpha.shape[1] - 1])
-    return out
+    return tridiagonal_eigh(alpha, beta[:, : alpha.shape[1] - 1], values_only=True)
 
 
 def _lanczos_on_device(apply, metric, wt: Any, dim: int, *, steps: int,

@@ -162,9 +162,10 @@ def weighted_gram_eigenpairs(
 
 
 def _extreme_gram_eigenpairs(gram: Any, weights: Any, n_pos: int, n_neg: int) -> GramEigen:
-    """The top-k step of :func:`weighted_gram_eigenpairs`, numpy or torch: Lanczos in the G inner product
-    (:func:`~promptprism.stats.lanczos.weighted_gram_lanczos`): ONE Krylov run gives both ends of the
-    spectrum, one product G x per step (two ARPACK runs on D G, one per end, took about twice as long)."""
+    """The top-k step of :func:`weighted_gram_eigenpairs`, numpy or torch: block Lanczos in the G inner
+    product (:func:`~promptprism.stats.lanczos.weighted_gram_lanczos`): ONE Krylov run gives both ends
+    of the spectrum, one product G X per block of vectors (two ARPACK runs on D G, one per end, took about
+    twice as long as one vector at a time, which takes 1.5x the block run)."""
     vals, scores = weighted_gram_lanczos(gram, weights, n_pos, n_neg)
     return GramEigen(vals, scores)
 

@@ -1,17 +1,18 @@
-"""Extreme eigenpairs of D G by Lanczos in the G inner product, with eigenvectors, for array-API tensors.
+"""Extreme eigenpairs of D G by block Lanczos in the G inner product, with eigenvectors, for array-API
+tensors.
 
 PromptSplit's exact operator Lambda = Psi^T D Psi has the non-zero spectrum of D G (G = Psi Psi^T the joint
 Gram matrix, D = diag(w) the signed sample weights). D G is self-adjoint in <x, y>_G = x^T G y, so Lanczos
-in that inner product needs ONE product G x per step (the Krylov vectors carry their images G q), and the
-Ritz vectors u give the scores directly: psi(s) . v = (G u)_s / |u|_G. On an accelerator this replaces two
-dense N x N eigen-decompositions by a few hundred matrix-vector products; on numpy one run serves both
-ends of the spectrum where ARPACK needed one run on D G per end
+in that inner product needs ONE product G X per block of Krylov vectors (they carry their images G Q), and
+the Ritz vectors u give the scores directly: psi(s) . v = (G u)_s / |u|_G. On an accelerator this replaces
+two dense N x N eigen-decompositions by a few dozen matrix products; on numpy one run serves both ends of
+the spectrum where ARPACK needed one run on D G per end
 (:func:`promptprism.stats.eigen.weighted_gram_eigenpairs`' top-k step, numpy and torch).
 
 Full reorthogonalisation (twice, classical Gram-Schmidt) keeps the basis G-orthonormal; the run grows
-until every wanted Ritz pair's residual |beta_j s_ji| is below ``tol`` times the largest |Ritz value|
-(the eigenvalue error of a self-adjoint problem is at most the residual), or the Krylov space is the
-whole range of G (then the Ritz values are the exact non-zero eigenvalues).
+until every wanted Ritz pair's residual is below ``tol`` times the largest |Ritz value| (the eigenvalue
+error of a self-adjoint problem is at most the residual), or the Krylov space is the whole range of G
+(then the Ritz values are the exact non-zero eigenvalues).
 """
 
 from __future__ import annotations
@@ -22,122 +23,102 @@ import numpy as np
 
 from ..backend import array_namespace, backend_of, to_numpy
 
-#: Krylov steps between convergence checks
-CHECK_EVERY = 20
+#: :func:`weighted_gram_lanczos`' block: vectors per product with G. The run needs about as many
+#: block steps whatever the block (~10 for the top 10 of each sign of a 5,000-row float32 Gram matrix to
+#: 1e-5), and one product with 8 columns costs 3x one with 1 (8.0 vs 2.5 ms there, 2-core AVX-512): the
+#: top-k step 0.19 s -> 0.13 s (block 4: 0.20 s, 12: 0.17 s, 16: 0.23 s)
+BLOCK_SIZE = 8
 
 
 def weighted_gram_lanczos(gram: Any, weights: Any, n_pos: int, n_neg: int, *, tol: float | None = None,
-                          seed: int = 0) -> tuple[Any, Any]:
+                          seed: int = 0, block: int = BLOCK_SIZE) -> tuple[Any, Any]:
     """(eigenvalues, scores): the ``n_pos`` largest and ``n_neg`` smallest eigenvalues of D G (descending)
-    and each one's scores G u / |u|_G (N x k), as arrays of ``gram``'s backend (float64).
+    and each one's scores G u / |u|_G (N x k), as arrays of ``gram``'s backend (float64), by block Lanczos
+    with ``block`` Krylov vectors per product G X.
 
     ``tol``: relative residual at which a Ritz pair counts as converged (default: 1e-13 for a float64
-    ``gram``, 1e-5 for float32, whose products carry float32 round-off). The start
-    vector and the fresh directions after a breakdown (an invariant subspace: the run goes on, since the
-    subspace need not hold every wanted extreme) are seeded numpy draws. The steps between two convergence
-    checks keep their scalars on the device and copy them to the host once.
-    """
-    import scipy.linalg
+    ``gram``, 1e-5 for float32, whose products carry float32 round-off); the start block and the fresh
+    directions are seeded numpy draws.
 
-    run = _GramKrylov(gram, weights, seed)
-    size, on = run.size, backend_of(gram)
-    tol = (1e-13 if gram.dtype == run.xp.float64 else 1e-5) if tol is None else float(tol)
-    alpha, beta = np.zeros(size), np.zeros(size)
-    q, gq, norm = run.start(0)
-    steps = 0
-    while norm > 0.0 and steps < size:
-        first, stop = steps, min(size, (steps // CHECK_EVERY + 1) * CHECK_EVERY)
-        scalars, q, gq = run.block(q, gq, first, stop)
-        steps, broke = _record(scalars, first, alpha, beta, run.null_level)
-        b = scalars[steps - 1 - first, 3]
-        if not broke and steps >= n_pos + n_neg and (steps % CHECK_EVERY == 0 or steps == size):
-            theta, s = scipy.linalg.eigh_tridiagonal(alpha[:steps], beta[: steps - 1])
-            pick = _extremes(steps, n_pos, n_neg)
-            if np.all(b * np.abs(s[-1, pick]) <= tol * max(float(np.max(np.abs(theta))), 1e-300)):
+    D G is self-adjoint in <x, y>_G, so a G-orthonormal basis Q of the block Krylov space (kept with its
+    images G Q) gives the Rayleigh-Ritz matrix T = (G Q)^T D (G Q) (its columns are the first Gram-Schmidt
+    pass's coefficients) and, for a Ritz pair (theta, s), the residual D G Q s - theta Q s = R s_last (R:
+    the newest block after orthogonalisation), whose G-norm squared is s_last^T (R^T G R) s_last, the
+    matrix that G-normalises that block. The run stops when every wanted pair's residual is below ``tol``
+    times the largest |Ritz value|, or when the space is the whole range of G. A block is G-normalised
+    through the eigen-decomposition of R^T G R (directions in G's numerical null space dropped; fresh seeded
+    directions, orthogonal to the basis, make up a block that lost some). One pass over G per block instead
+    of one per vector: a matrix that does not fit in cache is read ``block`` times less often."""
+    xp, on = array_namespace(gram), backend_of(gram)
+    size = int(gram.shape[0])
+    w = on.asarray(weights, "float64")
+    rng = np.random.default_rng(seed)
+    eps = float(np.finfo(np.float32 if gram.dtype == xp.float32 else np.float64).eps)
+    tol = (1e-13 if gram.dtype == xp.float64 else 1e-5) if tol is None else float(tol)
+    null_level = size * eps * float(xp.max(xp.linalg.diagonal(gram)))
+    block = max(1, min(int(block), size))
+
+    def times_gram(x: Any) -> Any:
+        return xp.astype(gram @ xp.astype(x, gram.dtype), xp.float64)
+
+    basis = images = None
+    t_mat = np.zeros((0, 0))
+
+    def orthogonalise(u: Any) -> tuple[Any, np.ndarray]:
+        """u less its G-projection on the basis (twice); the first pass's coefficients (GQ)^T u."""
+        if basis is None:
+            return u, np.zeros((0, u.shape[1]))
+        first = xp.matrix_transpose(images) @ u
+        u = u - basis @ first
+        u = u - basis @ (xp.matrix_transpose(images) @ u)
+        return u, np.asarray(to_numpy(first), dtype=np.float64)
+
+    def normalised(u: Any) -> tuple[Any, Any, np.ndarray]:
+        """A G-orthonormal basis of u's columns (null directions dropped), its images, and u^T G u."""
+        gu = times_gram(u)
+        quad = np.asarray(to_numpy(xp.matrix_transpose(u) @ gu), dtype=np.float64)
+        quad = (quad + quad.T) / 2
+        vals, vecs = np.linalg.eigh(quad)
+        scale = np.maximum(np.sum(np.asarray(to_numpy(u * u), dtype=np.float64), axis=0), 1e-300)
+        keep = vals > null_level * float(scale.max())
+        mix = on.asarray(np.ascontiguousarray(vecs[:, keep] / np.sqrt(vals[keep])), "float64")
+        return u @ mix, gu @ mix, quad
+
+    def fresh(count: int) -> Any:
+        x = on.asarray(rng.standard_normal((size, count)), "float64")
+        return orthogonalise(orthogonalise(x)[0])[0]
+
+    q, gq, _ = normalised(fresh(block))
+    while q.shape[1]:
+        basis = q if basis is None else xp.concat([basis, q], axis=1)
+        images = gq if images is None else xp.concat([images, gq], axis=1)
+        m, k = int(basis.shape[1]), int(q.shape[1])
+        r, coeffs = orthogonalise(w[:, None] * gq)  # D G q less its part in the space
+        t_new = np.zeros((m, m))
+        t_new[: m - k, : m - k] = t_mat
+        t_new[:, m - k:] = coeffs
+        t_new[m - k:, :] = coeffs.T
+        t_mat = t_new
+        if m >= size:
+            break
+        q, gq, quad = normalised(r)
+        theta, s = np.linalg.eigh(t_mat)
+        pick = _extremes(m, n_pos, n_neg)
+        if m >= n_pos + n_neg:
+            last = s[m - k:, pick]
+            residual = np.sqrt(np.maximum(np.einsum("ij,ik,kj->j", last, quad, last), 0.0))
+            if np.all(residual <= tol * max(float(np.max(np.abs(theta))), 1e-300)):
                 break
-        if broke:  # go on from a fresh direction (none left: G's range is spanned)
-            beta[steps - 1] = 0.0
-            q, gq, norm = run.start(steps)
-    theta, s = scipy.linalg.eigh_tridiagonal(alpha[:steps], beta[: steps - 1])
-    pick = _extremes(steps, n_pos, n_neg)
+        if q.shape[1] < k and m + q.shape[1] < size:  # (a block lost directions: fresh ones make it up)
+            x = fresh(k - q.shape[1])
+            for _ in range(2):  # (and orthogonal to the block's own kept directions)
+                x = x - q @ (xp.matrix_transpose(gq) @ x)
+            more, gmore, _ = normalised(x)
+            q, gq = xp.concat([q, more], axis=1), xp.concat([gq, gmore], axis=1)
+    theta, s = np.linalg.eigh(t_mat)
+    pick = _extremes(int(t_mat.shape[0]), n_pos, n_neg)
     coeffs = on.asarray(np.ascontiguousarray(s[:, pick]), "float64")
-    return on.asarray(theta[pick], "float64"), run.images[:, :steps] @ coeffs  # |u|_G = 1: scores = G u
-
-
-def _record(scalars: np.ndarray, first: int, alpha: np.ndarray, beta: np.ndarray,
-            null_level: float) -> tuple[int, bool]:
-    """Write a block's alpha and beta from its (alpha, v^T G v, v^T v, |v|_G) rows; (the steps kept, whether
-    the run broke down: a step whose new vector lies in G's numerical null space ends the block there)."""
-    for k, (a, quad, vv, b) in enumerate(scalars, start=first):
-        alpha[k] = a
-        if not quad > null_level * vv:  # an invariant subspace: the steps after it are undone
-            return k + 1, True
-        beta[k] = b
-    return first + len(scalars), False
-
-
-class _GramKrylov:
-    """The Krylov basis of D G in the G inner product (vectors and their images G q) and its steps."""
-
-    def __init__(self, gram: Any, weights: Any, seed: int) -> None:
-        self.xp, self.on, self.gram = array_namespace(gram), backend_of(gram), gram
-        self.size = int(gram.shape[0])
-        self.w = self.on.asarray(weights, "float64")
-        self.rng = np.random.default_rng(seed)
-        self.basis = self.xp.zeros((self.size, min(self.size, 64)), dtype=self.xp.float64, device=gram.device)
-        self.images = self.xp.zeros_like(self.basis)
-        # G's numerical rank as the dense route's pivoted Cholesky sees it: directions with v^T G v at most
-        # N eps max(G_ii) |v|^2 are null (round-off of G itself, not signal)
-        eps = float(np.finfo(np.float32 if gram.dtype == self.xp.float32 else np.float64).eps)
-        self.null_level = self.size * eps * float(self.xp.max(self.xp.linalg.diagonal(gram)))
-
-    def times_gram(self, x: Any) -> Any:
-        xp = self.xp
-        return xp.astype(self.gram @ xp.astype(x, self.gram.dtype), xp.float64)
-
-    def orthogonalise(self, u: Any, j: int) -> Any:
-        for _ in range(2):
-            u = u - self.basis[:, :j] @ (self.xp.matrix_transpose(self.images[:, :j]) @ u)
-        return u
-
-    def start(self, j: int) -> tuple[Any, Any, float]:
-        """A unit (in G) start vector orthogonal to the first j basis vectors, its image, and its G-norm
-        before normalising (0 when G's range is exhausted)."""
-        xp = self.xp
-        v = self.orthogonalise(self.on.asarray(self.rng.standard_normal(self.size), "float64"), j)
-        gv = self.times_gram(v)
-        quad = float(xp.vecdot(v, gv))
-        norm = float(np.sqrt(quad)) if quad > self.null_level * float(xp.vecdot(v, v)) else 0.0
-        return (v, gv, 0.0) if norm == 0.0 else (v / norm, gv / norm, norm)
-
-    def _grow(self, steps: int) -> None:
-        if steps < self.basis.shape[1]:
-            return
-        xp = self.xp
-        more = xp.zeros((self.size, min(self.size, 2 * steps) - steps), dtype=xp.float64,
-                        device=self.gram.device)  # double the basis
-        self.basis = xp.concat([self.basis, more], axis=1)
-        self.images = xp.concat([self.images, xp.zeros_like(more)], axis=1)
-
-    def block(self, q: Any, gq: Any, steps: int, stop: int) -> tuple[np.ndarray, Any, Any]:
-        """Steps ``steps`` .. ``stop - 1`` on the device; their scalars (alpha, v^T G v, v^T v, |v|_G) in
-        one copy to the host, and the next vector and its image (meaningless after a breakdown)."""
-        xp, rows = self.xp, []
-        # after a breakdown (b = 0) the block's remaining steps are NaN, undone by _record: no warnings
-        with np.errstate(divide="ignore", invalid="ignore"):
-            while steps < stop:
-                self._grow(steps)
-                self.basis[:, steps], self.images[:, steps] = q, gq
-                u = self.w * gq  # D G q
-                a = xp.vecdot(gq, u)  # <q, D G q>_G
-                steps += 1
-                u = self.orthogonalise(u, steps)
-                gu = self.times_gram(u)
-                quad = xp.vecdot(u, gu)
-                b = xp.sqrt(xp.clip(quad, min=0.0))
-                rows.append(xp.stack([a, quad, xp.vecdot(u, u), b]))
-                q, gq = u / b, gu / b
-        return np.asarray(to_numpy(xp.stack(rows)), dtype=np.float64), q, gq
+    return on.asarray(theta[pick], "float64"), images @ coeffs
 
 
 def _extremes(size: int, n_pos: int, n_neg: int) -> np.ndarray:

@@ -61,13 +61,10 @@ def landmark_factor(columns: Any, landmarks: np.ndarray, rank: int, *, precision
     selects columns instead of a Gaussian one; N l kernel values instead of N^2 and no N x N product.
     ``precision``: the one ``columns`` were computed in (the stabilising shift). Same backend and dtype as
     ``columns``; label-free when the landmarks are (a seeded draw)."""
-    on = backend_of(columns)
-    size, width = columns.shape
-    sketch = np.zeros((size, width))
-    sketch[np.asarray(landmarks), np.arange(width)] = 1.0
+    size = columns.shape[0]
     with blas_threads_for(size):
-        return _nystrom_factor(columns, on.asarray(sketch, dtype="float64"), rank, precision=precision,
-                               dtype=columns.dtype)
+        return _nystrom_factor(columns, None, rank, precision=precision, dtype=columns.dtype,
+                               landmarks=np.asarray(landmarks))
 
 
 def exact_factor(operand: tuple[str, Any], max_rank: int) -> Any:

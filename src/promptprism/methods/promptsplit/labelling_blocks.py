@@ -41,9 +41,10 @@ def sequential_spectra(solvers: Sequence[Callable[[np.ndarray], tuple[np.ndarray
                        workers: int = 1, pieces: Sequence[int | None] | None = None
                        ) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, list[float]]:
     """Each solver's spectra (a function: labelling columns -> (positive, |negative|) rows) on the observed
-    labelling (column 0) and the relabellings 1..K, drawn in blocks (looks after ``look``, 2 ``look``,
-    4 ``look``, ... and K relabellings): at each look, stop once :func:`.significance.global_pvalue` has
-    :func:`.significance.curtail_at` exceedances (``sequential=False``: all K in one block).
+    labelling (column 0) and the relabellings 1..K, drawn in blocks (the first look after ``look``, the
+    next ones where :func:`.significance.next_look` puts them, and K): at each look, stop once
+    :func:`.significance.global_pvalue` has :func:`.significance.curtail_at` exceedances
+    (``sequential=False``: all K in one block).
 
     ``workers`` > 1: every solver's block is cut into pieces (of ``pieces[i]`` columns for solver i, default
     :data:`PIECE_COLUMNS`; :func:`piece_columns`), all run on one pool of that many threads under
@@ -58,19 +59,21 @@ def sequential_spectra(solvers: Sequence[Callable[[np.ndarray], tuple[np.ndarray
     h = sig.curtail_at(permutations, alpha)
     parts: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in solvers]
     seconds = [0.0] * len(solvers)
-    start, spectra = 0, []
+    drawn, exceed, spectra = -1, 0, []  # (relabellings drawn: -1 before the observed column)
     with _piece_runner(workers, pieces or [PIECE_COLUMNS] * len(solvers)) as run:
-        while start <= permutations:
-            stop = min(permutations + 1, max(2 * start - 1, look + 1) if sequential else permutations + 1)
-            for i, (part, secs) in enumerate(run(solvers, np.arange(start, stop))):
+        while drawn < permutations:
+            target = (sig.next_look(max(drawn, 0), exceed, permutations, h, look) if sequential
+                      else permutations)
+            for i, (part, secs) in enumerate(run(solvers, np.arange(drawn + 1, target + 1))):
                 parts[i].append(part)
                 seconds[i] += secs
-            start = stop
+            drawn = target
             spectra = [(np.concatenate([p for p, _ in part]), np.concatenate([q for _, q in part]))
                        for part in parts]
-            if sequential and start <= permutations and round(sig.global_pvalue(spectra) * start) - 1 >= h:
+            exceed = round(sig.global_pvalue(spectra) * (drawn + 1)) - 1
+            if sequential and drawn < permutations and exceed >= h:
                 break
-    return spectra, start - 1, seconds
+    return spectra, max(drawn, 0), seconds
 
 
 #: columns of a block one pooled piece holds (:func:`sequential_spectra`): small enough to balance the

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ...scale.threads import openmp_threads
+from ...stats.lanczos import weighted_gram_lanczos
 from .landmarks import (
     LANDMARKS,
     interpolate,
@@ -143,17 +144,17 @@ def embed_kernel_pca(x: np.ndarray, seed: int) -> np.ndarray:
     k(a, b) = exp(-|a - b|^2 / 2) on the rows of :func:`joint_features` (for the gaussian kernel: the
     result's own product kernel, eq. 2): the top two eigenpairs (lambda, v) of the doubly centred Gram
     matrix H K H, coordinates v sqrt(lambda), each axis signed so that its largest |coordinate| is
-    positive (deterministic; ``seed`` is unused). One eigen-solve of the landmarks' Gram matrix."""
-    from scipy.linalg import eigh
-
+    positive (deterministic; ``seed`` is unused). One Lanczos run on the landmarks' Gram matrix
+    (:func:`~promptprism.stats.lanczos.weighted_gram_lanczos` with unit weights: its scores G u / |u|_G are
+    v sqrt(lambda), converged to 1e-13; no import of ``scipy.linalg``)."""
     n = x.shape[0]
     x = np.asarray(x, dtype=np.float64)
     sq = np.einsum("ij,ij->i", x, x)
     gram = np.exp(-0.5 * np.maximum(sq[:, None] + sq[None, :] - 2.0 * (x @ x.T), 0.0))
     gram -= gram.mean(axis=0, keepdims=True)
     gram -= gram.mean(axis=1, keepdims=True)
-    vals, vecs = eigh(gram, subset_by_index=[max(0, n - 2), n - 1])
-    xy = vecs[:, ::-1] * np.sqrt(np.maximum(vals[::-1], 0.0))
+    _, xy = weighted_gram_lanczos(gram, np.ones(n), min(2, n), 0)
+    xy = np.column_stack([xy, np.zeros((n, 2 - xy.shape[1]))]) if xy.shape[1] < 2 else xy
     top = np.abs(xy).argmax(axis=0)
     return xy * np.where(xy[top, [0, 1]] < 0, -1.0, 1.0)
 
