@@ -312,7 +312,7 @@ def test_curtailed_rule_rejects_only_where_all_permutations_would(monkeypatch, m
             else:
                 stopped += 1
                 assert s["n_significant"] == 0 and s["stopping"]["stopped_early"]
-                assert s["permutations_drawn"] % sig.LOOK == 0 and s["stopping"]["exceedances"] >= 5
+                assert s["permutations_drawn"] >= sig.LOOK and s["stopping"]["exceedances"] >= 5
                 assert s["stopping"]["p_at_least"] > 0.05 and "stopped after" in s["verdict"]
     assert stopped >= 3  # the null sets stop early
 

@@ -120,3 +120,22 @@ def test_a_fresh_process_loads_and_shows_a_result_of_a_kind_it_never_imported(tm
     assert out.startswith("[] PromptSplitResult ")
     assert "<PromptSplitResult" not in out  # (the fallback repr: the summaries were not loaded)
     assert result.__class__.__name__ in out
+
+
+def test_result_json_is_readable_and_the_same_data(result):
+    """result.json: objects one entry per line down to PRETTY_DEPTH levels, lists of numbers on one line
+    (written by json's C encoder), the same data as ``json.dumps``; NaN refused."""
+    from promptprism.results import PRETTY_DEPTH, readable_json
+
+    text = result.to_json()
+    assert json.loads(text) == json.loads(json.dumps(result.to_dict()))
+    assert result.to_json(indent=None) == json.dumps(result.to_dict(), allow_nan=False)
+    lines = text.splitlines()
+    assert lines[0] == "{" and lines[1].startswith('  "kind": ') and lines[-1] == "}"
+    assert any(line.startswith('  "eigenvalues": [') and line.endswith("],") for line in lines)
+    data = {"a": [1.5, 2, None], "b": {"c": {"d": {"e": 1}}}, "f": [{"g": [[1, "x"]]}], "h": [], "i": {}}
+    text = readable_json(data)
+    assert json.loads(text) == data and PRETTY_DEPTH == 3
+    assert '  "a": [1.5, 2, null],' in text and '      "d": {"e": 1}' in text and '      "g": [[1, "x"]]' in text
+    with pytest.raises(ValueError):
+        readable_json({"a": [float("nan")]})
