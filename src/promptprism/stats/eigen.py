@@ -128,9 +128,10 @@ def weighted_gram_eigenpairs(
     ``solver='dense'``: pivoted Cholesky G = L L^T, then every eigenpair of the symmetric r x r matrix
     B = L^T D L (v = Q w, scores L w); exact to machine precision, O(N^3).
     ``solver='lanczos'``: only the ``n_positive`` largest and ``n_negative`` smallest eigenvalues, by
-    Lanczos in the G inner product, in which D G (whose eigenvalues are real: it is similar to the symmetric
-    G^{1/2} D G^{1/2}) is self-adjoint: one Krylov run for both ends, each step one product G x and no
-    factorisation. For an eigenvector u of D G, v = Psi^T u / |Psi^T u| and the scores are G u / |u|_G.
+    block Lanczos in the G inner product, in which D G (whose eigenvalues are real: it is similar to the
+    symmetric G^{1/2} D G^{1/2}) is self-adjoint: one Krylov run for both ends, each step one product G X
+    with a block of vectors and no factorisation. For an eigenvector u of D G, v = Psi^T u / |Psi^T u| and
+    the scores are G u / |u|_G.
     ``'auto'``: dense when every eigenpair is wanted or N <= ``DENSE_SIZE_LIMIT``, else lanczos.
 
     A float32 ``gram`` is kept float32 (half the memory): the dense route factors a float64 copy, lanczos

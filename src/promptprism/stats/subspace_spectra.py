@@ -13,20 +13,16 @@ from .batched_eigen import _dense_extremes, _lanczos_on_host_checks
 from .eigen import signed_extremes
 
 #: principal subspaces (:func:`subspace_extremes`) wider than this: every labelling's extremes by Lanczos
-#: over the factor instead of a formed p x p matrix and its dense eigen-solve (5,000 x 256 float32 factor,
-#: 201 labellings of 10 modes each, quiet 2 cores: 0.51 s dense, 0.19 s by 40 Lanczos steps, top 10 to
-#: 1e-6; at 128 columns the dense solve is the cheaper), when :data:`LANCZOS_MAX_FACTOR_SIZE` allows
+#: over the factor instead of a formed p x p matrix and its dense eigen-solve. Measured with each labelling
+#: leaving the lockstep as it converges (:data:`CONVERGED`), 101 labellings in a block of 11 and one of 90
+#: (the curtailed rule's), quiet 2-core Xeon AVX-512, seconds dense (two one-thread workers) / Lanczos (both
+#: BLAS threads): 10,000 x 160 0.169 / 0.085, x 256 0.351 / 0.105, x 384 0.767 / 0.163; 20,000 x 160
+#: 0.248 / 0.145, x 256 (the default rff command's fitted kernel) 0.491 / 0.108, x 384 1.06 / 0.31;
+#: 40,000 x 256 0.933 / 0.480; 60,000 x 160 0.620 / 0.458, x 256 1.23 / 0.70, x 384 2.59 / 1.10 (at 128
+#: columns Lanczos was also the faster, 1.2-2.3x, at 64 even; narrow factors keep the dense solve, exact to
+#: the last digit). Before the per-labelling convergence, tall factors were cheaper densely (each of the
+#: 16 fixed steps reads the factor twice)
 SUBSPACE_DENSE_RANK = 128
-#: Lanczos over a factor of more entries (rows x columns) than this only from :data:`LANCZOS_ALWAYS_RANK`
-#: columns: a tall factor no longer stays in cache, each of the 2 x steps passes over it reads memory, while
-#: the dense route's product touches each row once (41 labellings, quiet 2-core Xeon AVX-512, seconds
-#: dense / Lanczos at 24 steps: 10,000 x 256 0.175 / 0.110, 20,000 x 160 0.124 / 0.127, 20,000 x 256
-#: 0.238 / 0.317, 40,000 x 256 0.434 / 0.618, 60,000 x 384 1.22 / 1.99; 40,000 x 512 1.41 / 1.22; at 16
-#: steps: 20,000 x 160 0.121 / 0.141, 20,000 x 256 0.244 / 0.233, 40,000 x 256 0.404 / 0.451, 60,000 x 256
-#: 0.638 / 0.941)
-LANCZOS_MAX_FACTOR_SIZE = 3_200_000
-#: factors at least this wide go by Lanczos whatever their rows (the dense route's p^2 per row dominates)
-LANCZOS_ALWAYS_RANK = 512
 #: Lanczos steps of :func:`factor_lanczos_extremes` (the largest eigenvalue of each sign is what it is for:
 #: on the 5,000 x 256 principal factors of the three kernels of the default exact command at n = m = 2,500,
 #: 201 labellings, the largest relative error against a float64 eigensolve: for the narrowest bandwidth
@@ -44,13 +40,9 @@ MIN_LANCZOS_STEPS = 6
 
 def lanczos_subspace(factor: Any) -> bool:
     """Whether :func:`subspace_extremes` answers for ``factor`` by Lanczos (a numpy factor wider than
-    :data:`SUBSPACE_DENSE_RANK` and of at most :data:`LANCZOS_MAX_FACTOR_SIZE` entries, or at least
-    :data:`LANCZOS_ALWAYS_RANK` wide: its products use the BLAS's threads) rather than by dense solves. A
-    rule on the shape alone: the same statistic for every labelling and every run."""
-    if not isinstance(factor, np.ndarray) or factor.shape[1] <= SUBSPACE_DENSE_RANK:
-        return False
-    rows, rank = factor.shape
-    return rows * rank <= LANCZOS_MAX_FACTOR_SIZE or rank >= LANCZOS_ALWAYS_RANK
+    :data:`SUBSPACE_DENSE_RANK`: its products use the BLAS's threads) rather than by dense solves. A rule
+    on the shape alone: the same statistic for every labelling and every run."""
+    return isinstance(factor, np.ndarray) and factor.shape[1] > SUBSPACE_DENSE_RANK
 
 
 def factor_gram(factor: Any) -> Any:
@@ -115,9 +107,11 @@ def factor_lanczos_extremes(factor: np.ndarray, weights: np.ndarray, n_top: int,
     """Extreme eigenvalues of P^T diag(w_k) P (SPEC's Lambda, eq. 2, on a factor P) for every column w_k,
     ``(positive, negative)`` as :func:`weighted_factor_extremes`.
 
-    ``steps`` (default :data:`TOP_LANCZOS_STEPS`) Lanczos steps for all columns in lockstep (two products
-    with P per step, in P's precision), every run from the same start vector (one draw from ``seed``), so a
-    labelling's numbers are one function of its weights. The largest eigenvalue of each sign (what a
+    At most ``steps`` (default :data:`TOP_LANCZOS_STEPS`) Lanczos steps for all columns in lockstep (two
+    products with P per step, in P's precision), every run from the same start vector (one draw from
+    ``seed``); a column leaves the lockstep once its extreme Ritz pairs have converged (:data:`CONVERGED`,
+    :func:`_converging_lanczos`), so a labelling's numbers are one function of its weights. The largest
+    eigenvalue of each sign (what a
     permutation test compares across labellings) converges first: on 256-column principal factors of 4,000
     and 5,000 samples, 20 steps were within 3e-5 of the dense solve for each of 201 labellings. Deeper Ritz
     values converge later and err low (they never exceed the true ones). ``whole_first``: column 0's deeper
