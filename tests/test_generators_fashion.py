@@ -112,7 +112,7 @@ def test_demo_generator_writes_every_section(tmp_path, tiny_weights, monkeypatch
     import json
 
     from promptprism.demos import guidance as demo_guidance
-    from promptprism.report.html import external_references
+    from promptprism.report.references import external_references
 
     # the guidance section's real-image evaluation space, small (the plumbing, not the numbers)
     monkeypatch.setattr(demo_guidance, "TRAIN_NEIGHBOURS", 30)

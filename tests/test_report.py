@@ -29,8 +29,9 @@ from _report_data import (
 from promptprism import OptionError, PairedSet, PromptSplit, load_result
 from promptprism.cli import main
 from promptprism.report import render_report, write_report
-from promptprism.report.html import check_self_contained, el, external_references
+from promptprism.report.html import el
 from promptprism.report.map import MAP_POINTS, mode_scores
+from promptprism.report.references import check_self_contained, external_references
 from promptprism.results import Result
 
 

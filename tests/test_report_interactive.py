@@ -12,8 +12,8 @@ import pytest
 from _report_data import digits_run, regions_run
 from promptprism import PairedSet, PromptSplit
 from promptprism.report import render_report
-from promptprism.report.html import check_self_contained, external_references
 from promptprism.report.interactive import asset, data_block, json_for_html
+from promptprism.report.references import check_self_contained, external_references
 from promptprism.report.strings import page_data as resolved_data
 
 HOSTILE = [

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from promptprism.report.canvas import NEG_COLOR, POS_COLOR
-from promptprism.report.html import check_self_contained
+from promptprism.report.references import check_self_contained
 from promptprism.report.svg import (
     NULL_GREY,
     bandwidth_scan_svg,

@@ -9,14 +9,13 @@ its JSON data block and its script, never a ``src``); no web fonts (the system f
 from __future__ import annotations
 
 import base64
-import functools
 import html
 import re
 from collections.abc import Iterable, Sequence
-from html.parser import HTMLParser
 from typing import Any
 
 from .interactive import data_block, script_block
+from .references import check_self_contained
 from .strings import LONG_TEXT, SHOWN, cut_attr, end_table, start_table
 from .strings import current as current_strings
 
@@ -309,95 +308,8 @@ class Page:
             f"<body>{head}{body}"
         )
         # the markup is checked on every page; the data block is inert JSON that cannot close its element
-        # (json_for_html escapes '<'), and the fixed scripts are checked once per process
+        # (json_for_html escapes '<'), and the fixed scripts are checked once per process (script_block)
         check_self_contained(markup + "</body></html>")
         scripts = script_block()
-        _check_scripts(scripts)
         end_table()
         return f"{markup}{data_block(data) if data is not None else ''}{scripts}</body></html>\n"
-
-
-_URL_ATTRS = frozenset(
-    {"src", "href", "srcset", "action", "poster", "background", "formaction", "xlink:href", "data", "ping"}
-)
-_FORBIDDEN = frozenset({"link", "iframe", "object", "embed", "base", "frame", "meta-refresh"})
-#: what an inline script may not contain: anything that loads from elsewhere
-_NETWORK_JS = re.compile(
-    r"\b(fetch|XMLHttpRequest|WebSocket|EventSource|importScripts|sendBeacon|Worker)\b|\bimport\s*\(|https?:"
-)
-_CSS_URL = re.compile(r"url\(\s*['\"]?([^)'\"]*)", re.IGNORECASE)
-_CSS_IMPORT = re.compile(r"@import\s+([^;]*)", re.IGNORECASE)
-
-
-class _References(HTMLParser):
-    """Collects the references of a page from its parsed tags: attribute values (unescaped, as a browser
-    reads them), ``<style>`` sheets and ``style`` attributes. Escaped text (a prompt or a file name that
-    mentions ``src=``, inside an element or an attribute such as ``title``) is text, not a tag."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.bad: list[str] = []
-        self._in_style = False
-        self._in_script = False
-
-    def _css(self, css: str) -> None:
-        urls = _CSS_URL.findall(css)
-        self.bad += [f"url({u[:80]})" for u in urls if not u.strip().lower().startswith("data:")]
-        self.bad += [f"@import {u[:80]}" for u in _CSS_IMPORT.findall(css)]
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in _FORBIDDEN:
-            self.bad.append(f"<{tag}>")
-        if tag == "script":
-            kind = dict(attrs).get("type") or ""
-            # a JSON data block is never executed; any other script is read for network calls
-            self._in_script = kind.lower() != "application/json"
-        if tag == "meta" and any(k == "http-equiv" and (v or "").lower() == "refresh" for k, v in attrs):
-            self.bad.append("<meta http-equiv=refresh>")
-        for key, value in attrs:
-            value = (value or "").strip()
-            if key in _URL_ATTRS and not value.lower().startswith(("data:", "#")):
-                self.bad.append(f"{key}={value[:80]}")
-            elif key == "style":
-                self._css(value)
-        self._in_style = tag == "style"
-
-    handle_startendtag = handle_starttag
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "style":
-            self._in_style = False
-        if tag == "script":
-            self._in_script = False
-
-    def handle_data(self, data: str) -> None:
-        if self._in_style:
-            self._css(data)
-        if self._in_script:
-            self.bad += [f"script: {m.group(0)}" for m in _NETWORK_JS.finditer(data)]
-
-
-def external_references(doc: str) -> list[str]:
-    """Every ``src``/``href`` (and similar) attribute of the parsed page that is not a data URI or an
-    in-page anchor, every CSS ``url()``/``@import`` in its style sheets, and every tag that loads something
-    (link, iframe, ...), and every network call in an inline script (``fetch``, ``XMLHttpRequest``, a URL
-    scheme, ...; a script with a ``src`` is refused as any other reference). Attribute values are read as
-    a browser reads them, so text that merely mentions ``src=`` (escaped, in an element or an attribute)
-    is not a reference."""
-    parser = _References()
-    parser.feed(doc)
-    parser.close()
-    return parser.bad
-
-
-@functools.lru_cache(maxsize=2)
-def _check_scripts(block: str) -> None:
-    """:func:`check_self_contained` of the inlined scripts (the same text for every page of a version)."""
-    check_self_contained(block)
-
-
-def check_self_contained(doc: str) -> None:
-    """Refuse a page that refers to anything outside itself (network, local files)."""
-    bad = external_references(doc)
-    if bad:
-        raise ValueError(f"report would refer outside itself: {', '.join(bad[:5])}")

@@ -17,6 +17,8 @@ import math
 from importlib import resources
 from typing import Any
 
+from .references import check_self_contained
+
 #: the id of the JSON block; the script reads it with ``JSON.parse``
 DATA_ID = "pp-data"
 #: characters escaped in the JSON block: ``<`` (no ``</script>`` or ``<!--``), ``>``, ``&`` and the two
@@ -70,9 +72,14 @@ SCRIPTS = ("pure.js", "report.js", "views.js", "compare.js", "regions.js", "keep
            "facets.js", "map.js", "range.js")
 
 
+@functools.lru_cache(maxsize=1)
 def script_block() -> str:
-    """The interactive layer's style sheet and scripts, inlined (one ``<script>`` element)."""
+    """The interactive layer's style sheet and scripts, inlined (one ``<script>`` element); built and
+    checked for outside references once per process (:func:`.references.check_self_contained`: the same
+    text for every page)."""
     js = "\n".join(asset(name) for name in SCRIPTS)
     if "</script" in js.lower() or "<!--" in js:
         raise ValueError("the report's scripts may not contain '</script' or '<!--'")
-    return f'<style id="pp-css">{asset("report.css")}</style><script id="pp-js">{js}</script>'
+    block = f'<style id="pp-css">{asset("report.css")}</style><script id="pp-js">{js}</script>'
+    check_self_contained(block)
+    return block

@@ -49,76 +49,95 @@ def weighted_gram_lanczos(gram: Any, weights: Any, n_pos: int, n_neg: int, *, to
     through the eigen-decomposition of R^T G R (directions in G's numerical null space dropped; fresh seeded
     directions, orthogonal to the basis, make up a block that lost some). One pass over G per block instead
     of one per vector: a matrix that does not fit in cache is read ``block`` times less often."""
-    xp, on = array_namespace(gram), backend_of(gram)
-    size = int(gram.shape[0])
-    w = on.asarray(weights, "float64")
-    rng = np.random.default_rng(seed)
-    eps = float(np.finfo(np.float32 if gram.dtype == xp.float32 else np.float64).eps)
+    run = _BlockKrylov(gram, seed)
+    xp, size, w = run.xp, run.size, run.on.asarray(weights, "float64")
     tol = (1e-13 if gram.dtype == xp.float64 else 1e-5) if tol is None else float(tol)
-    null_level = size * eps * float(xp.max(xp.linalg.diagonal(gram)))
-    block = max(1, min(int(block), size))
-
-    def times_gram(x: Any) -> Any:
-        return xp.astype(gram @ xp.astype(x, gram.dtype), xp.float64)
-
-    basis = images = None
-    t_mat = np.zeros((0, 0))
-
-    def orthogonalise(u: Any) -> tuple[Any, np.ndarray]:
-        """u less its G-projection on the basis (twice); the first pass's coefficients (GQ)^T u."""
-        if basis is None:
-            return u, np.zeros((0, u.shape[1]))
-        first = xp.matrix_transpose(images) @ u
-        u = u - basis @ first
-        u = u - basis @ (xp.matrix_transpose(images) @ u)
-        return u, np.asarray(to_numpy(first), dtype=np.float64)
-
-    def normalised(u: Any) -> tuple[Any, Any, np.ndarray]:
-        """A G-orthonormal basis of u's columns (null directions dropped), its images, and u^T G u."""
-        gu = times_gram(u)
-        quad = np.asarray(to_numpy(xp.matrix_transpose(u) @ gu), dtype=np.float64)
-        quad = (quad + quad.T) / 2
-        vals, vecs = np.linalg.eigh(quad)
-        scale = np.maximum(np.sum(np.asarray(to_numpy(u * u), dtype=np.float64), axis=0), 1e-300)
-        keep = vals > null_level * float(scale.max())
-        mix = on.asarray(np.ascontiguousarray(vecs[:, keep] / np.sqrt(vals[keep])), "float64")
-        return u @ mix, gu @ mix, quad
-
-    def fresh(count: int) -> Any:
-        x = on.asarray(rng.standard_normal((size, count)), "float64")
-        return orthogonalise(orthogonalise(x)[0])[0]
-
-    q, gq, _ = normalised(fresh(block))
+    q, gq, _ = run.normalised(run.fresh(max(1, min(int(block), size))))
     while q.shape[1]:
-        basis = q if basis is None else xp.concat([basis, q], axis=1)
-        images = gq if images is None else xp.concat([images, gq], axis=1)
-        m, k = int(basis.shape[1]), int(q.shape[1])
-        r, coeffs = orthogonalise(w[:, None] * gq)  # D G q less its part in the space
-        t_new = np.zeros((m, m))
-        t_new[: m - k, : m - k] = t_mat
-        t_new[:, m - k:] = coeffs
-        t_new[m - k:, :] = coeffs.T
-        t_mat = t_new
+        k = int(q.shape[1])
+        m = run.extend(q, gq, w)  # (the basis grows by q; T by its columns)
         if m >= size:
             break
-        q, gq, quad = normalised(r)
-        theta, s = np.linalg.eigh(t_mat)
-        pick = _extremes(m, n_pos, n_neg)
+        q, gq, quad = run.normalised(run.remainder)
         if m >= n_pos + n_neg:
+            theta, s = np.linalg.eigh(run.t_mat)
+            pick = _extremes(m, n_pos, n_neg)
             last = s[m - k:, pick]
             residual = np.sqrt(np.maximum(np.einsum("ij,ik,kj->j", last, quad, last), 0.0))
             if np.all(residual <= tol * max(float(np.max(np.abs(theta))), 1e-300)):
                 break
         if q.shape[1] < k and m + q.shape[1] < size:  # (a block lost directions: fresh ones make it up)
-            x = fresh(k - q.shape[1])
+            x = run.fresh(k - q.shape[1])
             for _ in range(2):  # (and orthogonal to the block's own kept directions)
                 x = x - q @ (xp.matrix_transpose(gq) @ x)
-            more, gmore, _ = normalised(x)
+            more, gmore, _ = run.normalised(x)
             q, gq = xp.concat([q, more], axis=1), xp.concat([gq, gmore], axis=1)
-    theta, s = np.linalg.eigh(t_mat)
-    pick = _extremes(int(t_mat.shape[0]), n_pos, n_neg)
-    coeffs = on.asarray(np.ascontiguousarray(s[:, pick]), "float64")
-    return on.asarray(theta[pick], "float64"), images @ coeffs
+    theta, s = np.linalg.eigh(run.t_mat)
+    pick = _extremes(int(run.t_mat.shape[0]), n_pos, n_neg)
+    coeffs = run.on.asarray(np.ascontiguousarray(s[:, pick]), "float64")
+    return run.on.asarray(theta[pick], "float64"), run.images @ coeffs
+
+
+class _BlockKrylov:
+    """The G-orthonormal basis of :func:`weighted_gram_lanczos` (vectors and their images G Q), the
+    Rayleigh-Ritz matrix T and the newest block's remainder after orthogonalisation."""
+
+    def __init__(self, gram: Any, seed: int) -> None:
+        self.xp, self.on, self.gram = array_namespace(gram), backend_of(gram), gram
+        self.size = int(gram.shape[0])
+        self.rng = np.random.default_rng(seed)
+        eps = float(np.finfo(np.float32 if gram.dtype == self.xp.float32 else np.float64).eps)
+        # G's numerical null space as the dense route's pivoted Cholesky sees it: v^T G v at most
+        # N eps max(G_ii) |v|^2
+        self.null_level = self.size * eps * float(self.xp.max(self.xp.linalg.diagonal(gram)))
+        self.basis = self.images = self.remainder = None
+        self.t_mat = np.zeros((0, 0))
+
+    def times_gram(self, x: Any) -> Any:
+        xp = self.xp
+        return xp.astype(self.gram @ xp.astype(x, self.gram.dtype), xp.float64)
+
+    def orthogonalise(self, u: Any) -> tuple[Any, np.ndarray]:
+        """u less its G-projection on the basis (twice); the first pass's coefficients (G Q)^T u."""
+        xp = self.xp
+        if self.basis is None:
+            return u, np.zeros((0, u.shape[1]))
+        first = xp.matrix_transpose(self.images) @ u
+        u = u - self.basis @ first
+        u = u - self.basis @ (xp.matrix_transpose(self.images) @ u)
+        return u, np.asarray(to_numpy(first), dtype=np.float64)
+
+    def normalised(self, u: Any) -> tuple[Any, Any, np.ndarray]:
+        """A G-orthonormal basis of u's columns (null directions dropped), its images, and u^T G u."""
+        xp = self.xp
+        gu = self.times_gram(u)
+        quad = np.asarray(to_numpy(xp.matrix_transpose(u) @ gu), dtype=np.float64)
+        quad = (quad + quad.T) / 2
+        vals, vecs = np.linalg.eigh(quad)
+        scale = np.maximum(np.sum(np.asarray(to_numpy(u * u), dtype=np.float64), axis=0), 1e-300)
+        keep = vals > self.null_level * float(scale.max())
+        mix = self.on.asarray(np.ascontiguousarray(vecs[:, keep] / np.sqrt(vals[keep])), "float64")
+        return u @ mix, gu @ mix, quad
+
+    def fresh(self, count: int) -> Any:
+        """``count`` seeded random vectors orthogonal to the basis."""
+        x = self.on.asarray(self.rng.standard_normal((self.size, count)), "float64")
+        return self.orthogonalise(self.orthogonalise(x)[0])[0]
+
+    def extend(self, q: Any, gq: Any, w: Any) -> int:
+        """Add the G-orthonormal block q (images gq) to the basis, T's new columns (G Q)^T D (G q), and the
+        remainder D G q less its part in the space; the basis's new width."""
+        xp = self.xp
+        self.basis = q if self.basis is None else xp.concat([self.basis, q], axis=1)
+        self.images = gq if self.images is None else xp.concat([self.images, gq], axis=1)
+        m, k = int(self.basis.shape[1]), int(q.shape[1])
+        self.remainder, coeffs = self.orthogonalise(w[:, None] * gq)
+        t_new = np.zeros((m, m))
+        t_new[: m - k, : m - k] = self.t_mat
+        t_new[:, m - k:] = coeffs
+        t_new[m - k:, :] = coeffs.T
+        self.t_mat = t_new
+        return m
 
 
 def _extremes(size: int, n_pos: int, n_neg: int) -> np.ndarray:
