@@ -88,3 +88,6 @@ def test_tridiagonal_eigh_equals_lapack(size):
     np.testing.assert_allclose(stacked[0], want, atol=1e-12 * max(1.0, np.abs(want).max()))
     np.testing.assert_allclose(stacked[1], scipy.linalg.eigvalsh_tridiagonal(2 * diag, off),
                                atol=1e-12 * max(1.0, 2 * np.abs(want).max()))
+    both, both_vecs = tridiagonal_eigh(np.stack([diag, diag]), np.stack([off, off]))  # (stacked, vectors)
+    np.testing.assert_allclose(both[1], want, atol=1e-12 * max(1.0, np.abs(want).max()))
+    np.testing.assert_allclose(np.abs(np.sum(both_vecs[1] * want_vecs, axis=0)), 1.0, atol=1e-8)

@@ -293,9 +293,9 @@ TRIDIAGONAL_DENSE_MAX = 256
 
 def tridiagonal_eigh(diag: np.ndarray, off: np.ndarray, *, values_only: bool = False) -> Any:
     """Eigenvalues (ascending) and, unless ``values_only``, unit eigenvectors of the symmetric tridiagonal
-    matrix with diagonal ``diag`` (..., k) and off-diagonal ``off`` (..., k - 1); leading axes are a stack
-    (values only). Up to :data:`TRIDIAGONAL_DENSE_MAX`: the matrix formed and ``numpy.linalg.eigh``;
-    above, ``scipy.linalg.eigh_tridiagonal``."""
+    matrix with diagonal ``diag`` (..., k) and off-diagonal ``off`` (..., k - 1); leading axes are a stack.
+    Up to :data:`TRIDIAGONAL_DENSE_MAX`: the matrix formed and ``numpy.linalg.eigh``; above,
+    ``scipy.linalg.eigh_tridiagonal``."""
     diag, off = np.asarray(diag, dtype=np.float64), np.asarray(off, dtype=np.float64)
     size = diag.shape[-1]
     if size <= TRIDIAGONAL_DENSE_MAX:
@@ -307,7 +307,8 @@ def tridiagonal_eigh(diag: np.ndarray, off: np.ndarray, *, values_only: bool = F
     from scipy.linalg import eigh_tridiagonal
 
     if diag.ndim > 1:
-        return np.stack([tridiagonal_eigh(d, o, values_only=True) for d, o in zip(diag, off, strict=True)])
+        parts = [tridiagonal_eigh(d, o, values_only=values_only) for d, o in zip(diag, off, strict=True)]
+        return np.stack(parts) if values_only else tuple(np.stack(x) for x in zip(*parts, strict=True))
     return eigh_tridiagonal(diag, off[: size - 1], eigvals_only=values_only, check_finite=False)
 
 

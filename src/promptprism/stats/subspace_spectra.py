@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..array_ops import tridiagonal_eigh
 from ..backend import array_namespace, backend_of, to_numpy
 from .batched_eigen import _dense_extremes, _lanczos_on_host_checks
 from .eigen import signed_extremes
@@ -165,11 +166,7 @@ def _converging_lanczos(f: np.ndarray, ft: np.ndarray, w: np.ndarray, start: np.
         dead = (norms <= 1e-5 * np.maximum(np.abs(alpha[:, : j + 1]).max(axis=1), 1e-30)) & (not last)
         done = dead | last
         if j + 1 >= MIN_LANCZOS_STEPS or done.any():
-            mat = np.zeros((rows.size, j + 1, j + 1))
-            diag = np.arange(j + 1)
-            mat[:, diag, diag] = alpha[:, : j + 1]
-            mat[:, diag[1:], diag[:-1]] = beta[:, :j]
-            theta, vecs = np.linalg.eigh(mat)
+            theta, vecs = tridiagonal_eigh(alpha[:, : j + 1], beta[:, :j])
             residual = norms[:, None] * np.abs(vecs[:, -1, [0, -1]])
             scale = np.maximum(np.abs(theta).max(axis=1), 1e-300)
             done |= residual.max(axis=1) <= CONVERGED * scale
