@@ -131,9 +131,8 @@ def factor_lanczos_extremes(factor: np.ndarray, weights: np.ndarray, n_top: int,
         ritz = _lanczos_on_host_checks(lambda q, wt: (wt * (q @ ft)) @ f, None, w[broke], rank, steps=steps,
                                        rng=rng, start=np.tile(start, (broke.size, 1)))
         pos[broke], neg[broke] = signed_extremes(ritz, n_top)
-    if whole_first and w.shape[0]:
-        f64 = np.asarray(f, dtype=np.float64)
-        whole = signed_extremes(np.linalg.eigvalsh(f64.T @ (np.asarray(weights, np.float64)[:, :1] * f64)),
+    if whole_first and w.shape[0]:  # (its matrix in P's precision, as the Lanczos products; eigh in float64)
+        whole = signed_extremes(np.linalg.eigvalsh(np.asarray(ft @ (w[0][:, None] * f), dtype=np.float64)),
                                 n_top)
         for mine, dense in zip((pos, neg), whole, strict=True):
             mine[0, 1:] = np.minimum(dense[1:], mine[0, 0])

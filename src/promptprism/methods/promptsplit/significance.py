@@ -115,15 +115,15 @@ def permuted_labels(groups: np.ndarray, is_test: np.ndarray, permutations: int, 
     size = groups.size
     keys = rng.random((size, permutations))
     keys += groups[:, None]  # (in place: no second array of N x K keys)
-    order = np.argsort(keys, axis=0)
+    order = np.argsort(keys.T, axis=1)  # (each labelling's keys sorted contiguously: the same order)
     del keys
     sorted_groups = np.sort(groups)
     starts = np.searchsorted(sorted_groups, sorted_groups, side="left")
     n_test_in = np.bincount(groups, weights=is_test.astype(np.float64), minlength=groups.max() + 1)
     take = (np.arange(size) - starts) < n_test_in[sorted_groups]
-    out = np.empty((size, permutations), dtype=bool)
-    np.put_along_axis(out, order, np.broadcast_to(take[:, None], order.shape), axis=0)
-    return out
+    out = np.empty((permutations, size), dtype=bool)
+    np.put_along_axis(out, order, np.broadcast_to(take[None, :], order.shape), axis=1)
+    return out.T
 
 
 def label_weights(is_test: np.ndarray, n: int, m: int, eta: float) -> np.ndarray:
