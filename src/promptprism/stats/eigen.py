@@ -128,7 +128,7 @@ def weighted_gram_eigenpairs(
     ``solver='dense'``: pivoted Cholesky G = L L^T, then every eigenpair of the symmetric r x r matrix
     B = L^T D L (v = Q w, scores L w); exact to machine precision, O(N^3).
     ``solver='lanczos'``: only the ``n_positive`` largest and ``n_negative`` smallest eigenvalues, by
-    block Lanczos in the G inner product, in which D G (whose eigenvalues are real: it is similar to the
+    Lanczos in the G inner product, in which D G (whose eigenvalues are real: it is similar to the
     symmetric G^{1/2} D G^{1/2}) is self-adjoint: one Krylov run for both ends, each step one product G X
     with a block of vectors and no factorisation. For an eigenvector u of D G, v = Psi^T u / |Psi^T u| and
     the scores are G u / |u|_G.
@@ -163,10 +163,9 @@ def weighted_gram_eigenpairs(
 
 
 def _extreme_gram_eigenpairs(gram: Any, weights: Any, n_pos: int, n_neg: int) -> GramEigen:
-    """The top-k step of :func:`weighted_gram_eigenpairs`, numpy or torch: block Lanczos in the G inner
-    product (:func:`~promptprism.stats.lanczos.weighted_gram_lanczos`): ONE Krylov run gives both ends
-    of the spectrum, one product G X per block of vectors (two ARPACK runs on D G, one per end, took about
-    twice as long as one vector at a time, which takes 1.5x the block run)."""
+    """The top-k step of :func:`weighted_gram_eigenpairs`, numpy or torch: Lanczos in the G inner product
+    (:func:`~promptprism.stats.lanczos.weighted_gram_lanczos`): ONE Krylov run gives both ends of the
+    spectrum, one product G X per step (two ARPACK runs on D G, one per end, took about twice as long)."""
     vals, scores = weighted_gram_lanczos(gram, weights, n_pos, n_neg)
     return GramEigen(vals, scores)
 

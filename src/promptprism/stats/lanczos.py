@@ -23,11 +23,14 @@ import numpy as np
 
 from ..backend import array_namespace, backend_of, to_numpy
 
-#: :func:`weighted_gram_lanczos`' block: vectors per product with G. The run needs about as many
-#: block steps whatever the block (~10 for the top 10 of each sign of a 5,000-row float32 Gram matrix to
-#: 1e-5), and one product with 8 columns costs 3x one with 1 (8.0 vs 2.5 ms there, 2-core AVX-512): the
-#: top-k step 0.19 s -> 0.13 s (block 4: 0.20 s, 12: 0.17 s, 16: 0.23 s)
-BLOCK_SIZE = 8
+#: :func:`weighted_gram_lanczos`' block: vectors per product with G. The run stops at the first step whose
+#: residuals pass (the earlier one-vector version checked every 20 steps), and a product with a few columns
+#: costs 2.5-3x one with one (OpenBLAS packs G): quiet 2-core Xeon AVX-512, top 10 + 10 of a float32 G,
+#: seconds for blocks 1 / 2 / 4 / 8: 5,000 rows (the exact command at n = m = 2,500) 0.135 / 0.243 / 0.170 /
+#: 0.126; 10,000 rows (the K-way benchmark's two-way fit) 0.79 / 1.16 / 0.85 / 1.38; the one-vector version
+#: with checks every 20 steps 0.19 and 0.98. One vector per step is the robust choice (residuals read at
+#: every 32nd growth of the basis: 0.146 and 0.81)
+BLOCK_SIZE = 1
 
 
 def weighted_gram_lanczos(gram: Any, weights: Any, n_pos: int, n_neg: int, *, tol: float | None = None,
@@ -53,13 +56,15 @@ def weighted_gram_lanczos(gram: Any, weights: Any, n_pos: int, n_neg: int, *, to
     xp, size, w = run.xp, run.size, run.on.asarray(weights, "float64")
     tol = (1e-13 if gram.dtype == xp.float64 else 1e-5) if tol is None else float(tol)
     q, gq, _ = run.normalised(run.fresh(max(1, min(int(block), size))))
+    check = n_pos + n_neg  # (the first width at which the residuals are read; then every 32nd more)
     while q.shape[1]:
         k = int(q.shape[1])
         m = run.extend(q, gq, w)  # (the basis grows by q; T by its columns)
         if m >= size:
             break
         q, gq, quad = run.normalised(run.remainder)
-        if m >= n_pos + n_neg:
+        if m >= check:
+            check = m + max(1, m // 32)
             theta, s = np.linalg.eigh(run.t_mat)
             pick = _extremes(m, n_pos, n_neg)
             last = s[m - k:, pick]

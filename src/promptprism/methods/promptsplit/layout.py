@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from ...scale.threads import openmp_threads
-from ...stats.lanczos import weighted_gram_lanczos
 from .landmarks import (
     LANDMARKS,
     interpolate,
@@ -144,17 +143,15 @@ def embed_kernel_pca(x: np.ndarray, seed: int) -> np.ndarray:
     k(a, b) = exp(-|a - b|^2 / 2) on the rows of :func:`joint_features` (for the gaussian kernel: the
     result's own product kernel, eq. 2): the top two eigenpairs (lambda, v) of the doubly centred Gram
     matrix H K H, coordinates v sqrt(lambda), each axis signed so that its largest |coordinate| is
-    positive (deterministic; ``seed`` is unused). One Lanczos run on the landmarks' Gram matrix
-    (:func:`~promptprism.stats.lanczos.weighted_gram_lanczos` with unit weights: its scores G u / |u|_G are
-    v sqrt(lambda), converged to 1e-13; no import of ``scipy.linalg``)."""
-    n = x.shape[0]
+    positive (deterministic; ``seed`` is unused). One eigen-decomposition of the landmarks' Gram matrix
+    (numpy's: 600 landmarks in ~0.025 s, and no import of ``scipy.linalg``)."""
     x = np.asarray(x, dtype=np.float64)
     sq = np.einsum("ij,ij->i", x, x)
     gram = np.exp(-0.5 * np.maximum(sq[:, None] + sq[None, :] - 2.0 * (x @ x.T), 0.0))
     gram -= gram.mean(axis=0, keepdims=True)
     gram -= gram.mean(axis=1, keepdims=True)
-    _, xy = weighted_gram_lanczos(gram, np.ones(n), min(2, n), 0)
-    xy = np.column_stack([xy, np.zeros((n, 2 - xy.shape[1]))]) if xy.shape[1] < 2 else xy
+    vals, vecs = np.linalg.eigh(gram)
+    xy = vecs[:, ::-1][:, :2] * np.sqrt(np.maximum(vals[::-1][:2], 0.0))
     top = np.abs(xy).argmax(axis=0)
     return xy * np.where(xy[top, [0, 1]] < 0, -1.0, 1.0)
 
