@@ -162,7 +162,7 @@ def _fitted_solver(operand: tuple, drawn: Labellings, tested: dict, widths: list
     rows_of = kc.label_rows(drawn.model, drawn.counts) if drawn.model is not None else []
     if operand[0] == "subspace" and drawn.model is not None:  # (K-way's shared subspace: the sets' moments)
         return lambda cols: kway_subspace.moment_extremes(operand[1], rows_of, cols, list(tested),
-                                                          drawn.counts, eta, widths)
+                                                          drawn.counts, eta, widths, seed=seed)
     shared = sig.operand_shared(operand)
     rest = _rest_factor(operand, drawn)
     small = {c: _from_pair_block(operand, drawn, c) or (rest is not None and len(c[1]) > 1) for c in tested}
