@@ -181,3 +181,21 @@ def test_cost_estimate_of_the_subspace_test():
     big = est.test_seconds([5000] * 8)
     assert big == pytest.approx(ks.test_seconds(8, 20_000, 200, threads=blas_thread_count()))
     assert big < 600
+
+
+def test_comparison_matrix_from_the_total_equals_the_direct_sum():
+    """A set against the pooled rest from sum_k M_k less its own moment equals the direct sum (round-off);
+    pairs are unchanged."""
+    rng = np.random.default_rng(7)
+    moments = rng.normal(size=(5, 6, 6))
+    moments = moments + moments.transpose(0, 2, 1)
+    counts = np.array([10, 20, 30, 40, 50])
+    pairs, rest = kc.comparisons(5)
+    for c in pairs + rest:
+        direct = ks.comparison_matrix(moments, counts, c, 0.7)
+        fast = ks.comparison_matrix(moments, counts, c, 0.7, total=moments.sum(axis=0))
+        np.testing.assert_allclose(fast, direct, rtol=0, atol=1e-12)
+        first, second = c
+        n_second = counts[list(second)].sum()
+        brute = moments[first] / counts[first] - 0.7 * sum(moments[b] for b in second) / n_second
+        np.testing.assert_allclose(direct, brute, rtol=0, atol=1e-12)

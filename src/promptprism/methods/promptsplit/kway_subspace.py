@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ...array_ops import blas_limits, map_in_threads
+from ...array_ops import map_in_threads
 from ...kernels.gram import joint_gram
 from ...stats.eigen import select_modes, signed_extremes, symmetric_extreme_eigenpairs
 from ...stats.subspace_spectra import matrix_lanczos_extremes
@@ -74,13 +74,20 @@ def set_moments(factor: np.ndarray, bounds: np.ndarray) -> np.ndarray:
                      for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
 
 
-def comparison_matrix(moments: np.ndarray, counts: np.ndarray, comparison: kc.Comparison, eta: float
-                      ) -> np.ndarray:
+def comparison_matrix(moments: np.ndarray, counts: np.ndarray, comparison: kc.Comparison, eta: float, *,
+                      total: np.ndarray | None = None) -> np.ndarray:
     """Q^T Lambda_c Q = M_a / n_a - eta sum_{b in B} M_b / n_B (SPEC eq. 2: a pair, or a set against the
-    pooled rest B), from the sets' moments M_k = F_k^T F_k (:func:`set_moments`)."""
+    pooled rest B), from the sets' moments M_k = F_k^T F_k (:func:`set_moments`). ``total``: sum_k M_k,
+    when the caller has it: a rest of more than half the sets is then that total less the others (a
+    set against all the others: one subtraction instead of K - 1 additions of r x r)."""
     first, second = comparison
     n_second = float(np.sum(counts[list(second)]))
-    return moments[first] / float(counts[first]) - (eta / n_second) * np.sum(moments[list(second)], axis=0)
+    others = [k for k in range(len(moments)) if k != first and k not in second]
+    if total is not None and len(others) < len(second) - 1:
+        summed = total - moments[first] - (np.sum(moments[others], axis=0) if others else 0.0)
+    else:
+        summed = np.sum(moments[list(second)], axis=0)
+    return moments[first] / float(counts[first]) - (eta / n_second) * summed
 
 
 def dropped_trace(residual: np.ndarray, bounds: np.ndarray) -> np.ndarray:
@@ -191,11 +198,15 @@ class SubspaceRoute(Route):
                                                         seed=est.seed)
         self.eps = dropped_trace(residual, self.bounds)
         self.moments = set_moments(self.factor, self.bounds)
+        self.total = np.sum(self.moments, axis=0)
         self.traces = np.ones(len(self.sets))  # (normalised kernels: k(x, x) = 1)
         self.subspace: dict = {}
         timings["gram_s"] = time.perf_counter() - t0
-        return {c: float(np.sum(comparison_matrix(self.moments, self.counts, c, est.eta) ** 2))
-                for c in self.comparisons}
+        return {c: float(np.sum(self._matrix(c) ** 2)) for c in self.comparisons}
+
+    def _matrix(self, c: kc.Comparison) -> np.ndarray:
+        """Comparison c's Q^T Lambda_c Q (:func:`comparison_matrix`, from the sets' moments and their sum)."""
+        return comparison_matrix(self.moments, self.counts, c, self.est.eta, total=self.total)
 
     def distance_matrix(self) -> np.ndarray:
         """||Q^T (C_a - eta C_b) Q||_F^2 for every ordered pair."""
@@ -214,11 +225,11 @@ class SubspaceRoute(Route):
             scope = (f"top {est.n_modes} of each sign, Ritz values in a shared subspace of rank "
                      f"{self.factor.shape[1]} (energy left out per set <= {float(self.eps.max()):.3g}; "
                      f"|error| <= {bound:.3g}, docs/promptsplit.md)")
-            return subspace_spectrum(comparison_matrix(self.moments, self.counts, c, est.eta),
-                                     self.factor[rows], n_modes=est.n_modes, eta=est.eta,
-                                     precision="float32", scope=scope)
+            every = rows.size == self.factor.shape[0]  # (a set against all the others: no copy of F)
+            return subspace_spectrum(self._matrix(c), self.factor if every else self.factor[rows],
+                                     n_modes=est.n_modes, eta=est.eta, precision="float32", scope=scope)
 
-        with self._status(f"{int(self.counts.sum())} samples, shared subspace"), blas_limits(1):
+        with self._status(f"{int(self.counts.sum())} samples, shared subspace"):  # (one BLAS thread each)
             out = dict(zip(self.comparisons, map_in_threads(solve, self.comparisons), strict=True))
         timings["eigen_s"] = time.perf_counter() - t0
         return out
