@@ -93,23 +93,35 @@ def test_subspace_eigenvalues_against_the_brute_force_comparisons(rank, eta):
         assert rank >= g.shape[0] or eps.max() > 0
 
 
+def _three_sets(rng: np.random.Generator, per_set: int, relabellings: int) -> tuple:
+    """(counts, labels: the model labelling then ``relabellings`` permutations of it, rows_of, comparisons)
+    for K = 3 sets of ``per_set`` rows."""
+    counts = np.array([per_set] * 3)
+    model = np.repeat(np.arange(3), counts)
+    labels = np.stack([model] + [rng.permutation(model) for _ in range(relabellings)], axis=1)
+    pairs, rest = kc.comparisons(3)
+    return counts, labels, kc.label_rows(labels, counts), pairs + rest
+
+
+def _brute_extremes(p: np.ndarray, labels: np.ndarray, col: int, c: tuple, counts: np.ndarray, top: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``top`` largest positive and |negative| eigenvalues of P^T D_c P for labelling ``col``, dense."""
+    w = kc.comparison_weights(labels[:, col], c, counts, 0.8)
+    vals = np.linalg.eigvalsh(p.T.astype(float) @ (w[:, None] * p))
+    return np.sort(vals)[::-1][:top].clip(0), np.sort(-vals)[::-1][:top].clip(0)
+
+
 def test_moment_extremes_equal_the_brute_force_labellings():
     """The test's statistic: every comparison's extremes on each relabelling from the sets' moments equal
     P^T D_c P diagonalised densely for that labelling's weights (brute force)."""
     rng = np.random.default_rng(3)
     p = rng.normal(size=(24, 6)).astype(np.float32)
-    counts = np.array([8, 8, 8])
-    model = np.repeat(np.arange(3), counts)
-    labels = np.stack([model] + [rng.permutation(model) for _ in range(4)], axis=1)
-    rows_of = kc.label_rows(labels, counts)
-    pairs, rest = kc.comparisons(3)
-    comps, widths = pairs + rest, [2] * 6
+    counts, labels, rows_of, comps = _three_sets(rng, 8, 4)
+    widths = [2] * 6
     pos, neg = ks.moment_extremes(p, rows_of, np.arange(5), comps, counts, 0.8, widths)
     for col in range(5):
         for j, c in enumerate(comps):
-            w = kc.comparison_weights(labels[:, col], c, counts, 0.8)
-            vals = np.linalg.eigvalsh(p.T.astype(float) @ (w[:, None] * p))
-            bp, bn = np.sort(vals)[::-1][:2].clip(0), np.sort(-vals)[::-1][:2].clip(0)
+            bp, bn = _brute_extremes(p, labels, col, c, counts, 2)
             np.testing.assert_allclose(pos[col, 2 * j:2 * j + 2], bp, atol=1e-6)
             np.testing.assert_allclose(neg[col, 2 * j:2 * j + 2], bn, atol=1e-6)
 
@@ -122,18 +134,12 @@ def test_moment_extremes_by_lanczos_on_wide_directions_equal_the_brute_force():
     rng = np.random.default_rng(4)
     width = ks.LANCZOS_MIN_RANK + 16
     p = (rng.normal(size=(240, width)) * np.geomspace(2.0, 0.05, width)).astype(np.float32)
-    counts = np.array([80, 80, 80])
-    model = np.repeat(np.arange(3), counts)
-    labels = np.stack([model] + [rng.permutation(model) for _ in range(5)], axis=1)
-    rows_of = kc.label_rows(labels, counts)
-    pairs, rest = kc.comparisons(3)
-    comps, widths = pairs + rest, [3] * 6
+    counts, labels, rows_of, comps = _three_sets(rng, 80, 5)
+    widths = [3] * 6
     pos, neg = ks.moment_extremes(p, rows_of, np.arange(6), comps, counts, 0.8, widths, seed=2)
     for col in range(6):
         for j, c in enumerate(comps):
-            w = kc.comparison_weights(labels[:, col], c, counts, 0.8)
-            vals = np.linalg.eigvalsh(p.T.astype(float) @ (w[:, None] * p))
-            bp, bn = np.sort(vals)[::-1][:3].clip(0), np.sort(-vals)[::-1][:3].clip(0)
+            bp, bn = _brute_extremes(p, labels, col, c, counts, 3)
             scale = max(bp[0], bn[0])
             got_p, got_n = pos[col, 3 * j:3 * j + 3], neg[col, 3 * j:3 * j + 3]
             if col == 0:  # (dense: every reported mode)
