@@ -205,3 +205,37 @@ def test_comparison_matrix_from_the_total_equals_the_direct_sum():
         n_second = counts[list(second)].sum()
         brute = moments[first] / counts[first] - 0.7 * sum(moments[b] for b in second) / n_second
         np.testing.assert_allclose(direct, brute, rtol=0, atol=1e-12)
+
+
+def test_comparison_weights_give_every_comparison_matrix_in_one_product():
+    """W @ [M_1 ... M_K] (flattened) is every comparison's M_a / n_a - eta sum_B M_b / n_B at once, equal to
+    :func:`comparison_matrix` (round-off), for pairs and a set against the rest."""
+    rng = np.random.default_rng(8)
+    moments = rng.normal(size=(4, 5, 5))
+    counts = np.array([7, 11, 13, 17])
+    pairs, rest = kc.comparisons(4)
+    comps = pairs + rest
+    w = ks.comparison_weights(counts, comps, 0.6)
+    stacked = (w @ moments.reshape(4, -1)).reshape(len(comps), 5, 5)
+    for i, c in enumerate(comps):
+        np.testing.assert_allclose(stacked[i], ks.comparison_matrix(moments, counts, c, 0.6), rtol=0,
+                                   atol=1e-13)
+    # per sample: weight 1 / n_a on its set's side, the rest's samples' weights sum to -eta
+    np.testing.assert_allclose((w * counts).sum(axis=1), 1 - 0.6, atol=1e-14)
+
+
+def test_comparison_distances_from_the_moments_inner_products():
+    """||sum_k w_k M_k||_F^2 from the K x K inner products equals the matrix's own squared norm, for pairs
+    (a set with itself: (1 - eta)^2 ||M_a||^2 / n_a^2) and a set against the rest."""
+    rng = np.random.default_rng(9)
+    moments = rng.normal(size=(4, 6, 6))
+    moments = moments + moments.transpose(0, 2, 1)
+    counts = np.array([5, 9, 12, 20])
+    flat = moments.reshape(4, -1)
+    pairs, rest = kc.comparisons(4)
+    comps = pairs + rest + [(a, (a,)) for a in range(4)]
+    got = ks.comparison_distances(flat @ flat.T, ks.comparison_weights(counts, comps, 0.8))
+    want = [np.sum(ks.comparison_matrix(moments, counts, c, 0.8) ** 2) for c in comps]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(got[-4:], [(0.2 / counts[a]) ** 2 * np.sum(moments[a] ** 2) for a in range(4)],
+                               rtol=1e-12)

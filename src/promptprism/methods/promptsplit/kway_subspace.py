@@ -146,8 +146,11 @@ def moment_extremes(factor: np.ndarray, rows_of: list[np.ndarray], cols: np.ndar
     pos = np.zeros((cols.size, sum(widths)))
     neg = np.zeros_like(pos)
     offsets = np.r_[0, np.cumsum(widths)]
-    mats = np.stack([np.stack([comparison_matrix(moments, counts, c, eta) for c in comparisons])
-                     for moments in (_moments(factor, rows_of, col) for col in cols)])  # (L, comps, p, p)
+    p = factor.shape[1]
+    moments = np.stack([_moments(factor, rows_of, col) for col in cols])  # (L, K, p, p)
+    mats = np.matmul(comparison_weights(counts, comparisons, eta), moments.reshape(cols.size, len(counts), -1)
+                     ).reshape(cols.size, len(comparisons), p, p)  # (L, comps, p, p)
+    del moments
     dense = (cols == 0) | (factor.shape[1] <= LANCZOS_MIN_RANK)
     top = max(widths)
     for pick, solve in ((dense, lambda m: signed_extremes(np.linalg.eigvalsh(m), top)),
@@ -162,9 +165,32 @@ def moment_extremes(factor: np.ndarray, rows_of: list[np.ndarray], cols: np.ndar
     return pos, neg
 
 
+def comparison_weights(counts: np.ndarray, comparisons: list, eta: float) -> np.ndarray:
+    """W (comparisons x K): row c holds :func:`comparison_matrix`'s weights, 1 / n_a on its set a and
+    -eta / n_B on each set of its rest B, so that Q^T Lambda_c Q = sum_k W[c, k] M_k (one product for all
+    comparisons)."""
+    w = np.zeros((len(comparisons), len(counts)))
+    for i, (first, second) in enumerate(comparisons):
+        w[i, list(second)] -= eta / float(np.sum(counts[list(second)]))
+        w[i, first] += 1.0 / float(counts[first])
+    return w
+
+
+def comparison_distances(inner: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """||Q^T Lambda_c Q||_F^2 = w_c^T <M_k, M_l> w_c for each row w_c of ``weights``
+    (:func:`comparison_weights`), from the K x K Frobenius inner products of the sets' moments: no r x r
+    matrix formed (round-off relative to sum_k |w_k| ||M_k||, squared)."""
+    return np.maximum(np.einsum("ci,ij,cj->c", weights, inner, weights), 0.0)
+
+
 def _moments(factor: np.ndarray, rows_of: list[np.ndarray], col: int) -> np.ndarray:
-    """K x p x p float64: F_k^T F_k of the rows labelled k under labelling ``col`` (float32 products)."""
-    return np.stack([np.asarray(factor[r[col]].T @ factor[r[col]], dtype=np.float64) for r in rows_of])
+    """K x p x p float64: F_k^T F_k of the rows labelled k under labelling ``col`` (float32 products; one
+    SYRK each: numpy multiplies an array by its own transpose that way, half a GEMM's work)."""
+    out = np.empty((len(rows_of), factor.shape[1], factor.shape[1]))
+    for k, r in enumerate(rows_of):
+        rows = factor[r[col]]
+        out[k] = rows.T @ rows
+    return out
 
 
 def test_seconds(k: int, null_rows: int, permutations: int, threads: int = 1) -> float:
@@ -199,10 +225,13 @@ class SubspaceRoute(Route):
         self.eps = dropped_trace(residual, self.bounds)
         self.moments = set_moments(self.factor, self.bounds)
         self.total = np.sum(self.moments, axis=0)
+        flat = self.moments.reshape(len(self.sets), -1)
+        self.inner = flat @ flat.T  # <M_k, M_l>
         self.traces = np.ones(len(self.sets))  # (normalised kernels: k(x, x) = 1)
         self.subspace: dict = {}
         timings["gram_s"] = time.perf_counter() - t0
-        return {c: float(np.sum(self._matrix(c) ** 2)) for c in self.comparisons}
+        weights = comparison_weights(self.counts, self.comparisons, est.eta)
+        return dict(zip(self.comparisons, map(float, comparison_distances(self.inner, weights)), strict=True))
 
     def _matrix(self, c: kc.Comparison) -> np.ndarray:
         """Comparison c's Q^T Lambda_c Q (:func:`comparison_matrix`, from the sets' moments and their sum)."""
@@ -211,9 +240,9 @@ class SubspaceRoute(Route):
     def distance_matrix(self) -> np.ndarray:
         """||Q^T (C_a - eta C_b) Q||_F^2 for every ordered pair."""
         k = len(self.sets)
-        return np.array([[float(np.sum(comparison_matrix(self.moments, self.counts, (a, (b,)),
-                                                         self.est.eta) ** 2)) for b in range(k)]
-                         for a in range(k)])
+        pairs = [(a, (b,)) for a in range(k) for b in range(k)]
+        weights = comparison_weights(self.counts, pairs, self.est.eta)
+        return comparison_distances(self.inner, weights).reshape(k, k)
 
     def spectrum(self, timings: dict) -> dict:
         """Each comparison's Ritz values and scores (:func:`subspace_spectrum`), one BLAS thread each."""
