@@ -33,9 +33,11 @@ def _brute_extremes(psi: np.ndarray, w: np.ndarray, n_top: int) -> tuple[np.ndar
 
 
 @pytest.mark.parametrize(("size", "dim", "device"), [
-    (60, 40, "cpu"), (60, 40, "torch"), (300, 280, "cpu"), (300, 280, "torch"), (400, 120, "cpu"),
-    # torch's CPU batched matrix-vector products are slow (the 400-step exact run: ~8 CPU s): slow only
-    pytest.param(400, 120, "torch", marks=pytest.mark.slow)])
+    (60, 40, "cpu"), (60, 40, "torch"), (300, 280, "cpu"),
+    # torch's CPU batched matrix-vector products are slow (the 400-step exact run: ~8 CPU s); the others
+    # about a second or more each: out of the quick loop
+    *(pytest.param(*case, marks=pytest.mark.slow)
+      for case in ((300, 280, "torch"), (400, 120, "cpu"), (400, 120, "torch")))])
 def test_batched_permuted_spectra_equal_per_permutation_eigensolves(size, dim, device):
     """Dense (small) and Lanczos (large) paths, Gram and feature forms, against a plain eigensolve each;
     on numpy and on torch (CPU; skipped where torch is not installed)."""
@@ -74,6 +76,27 @@ def test_permuted_labels_keep_each_groups_test_count():
     freq = labels.mean(axis=1)
     np.testing.assert_allclose(freq[groups == 0], 5 / 7, atol=0.08)
     assert len({labels[:, k].tobytes() for k in range(500)}) > 400  # not the same draw over and over
+
+
+@pytest.mark.parametrize("n_groups", [1, 3, 40])
+def test_permuted_labels_by_selection_are_the_sorts_draws(monkeypatch, n_groups):
+    """The selection path (a group's 'test' members: its smallest keys, one partition per relabelling) gives
+    the sort's labellings bit for bit, from the same draws; with tied keys it defers to the sort."""
+    rng = np.random.default_rng(n_groups)
+    groups = rng.integers(0, n_groups, 3000)
+    is_test = rng.random(3000) < 0.4
+    selected = permuted_labels(groups, is_test, 60, np.random.default_rng(9))
+    monkeypatch.setattr(sig, "SELECT_MAX_GROUPS", -1)  # (the sort, always)
+    np.testing.assert_array_equal(selected, permuted_labels(groups, is_test, 60, np.random.default_rng(9)))
+
+    class Coarse:  # keys on a grid of ten values: ties at every threshold
+        def random(self, shape):
+            return np.floor(np.random.default_rng(3).random(shape) * 10) / 10
+
+    monkeypatch.setattr(sig, "SELECT_MAX_GROUPS", 16)
+    tied = permuted_labels(groups, is_test, 20, Coarse())
+    for g in range(n_groups):
+        np.testing.assert_array_equal(tied[groups == g].sum(axis=0), is_test[groups == g].sum())
 
 
 def test_step_down_pvalues_by_hand():

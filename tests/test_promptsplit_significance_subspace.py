@@ -58,14 +58,14 @@ def subspace_path(monkeypatch):
         calls.append(("features", rank))
         return directions(matrix, rank, seed=seed)
 
-    directions = subspaces.leading_eigenvectors
+    directions = subspaces.leading_eigenpairs
     monkeypatch.setattr(sig, "NULL_RANK", RANK)
     # (a fixed rank: no uncompressed statistic on small tests, no growth towards NULL_ENERGY)
     monkeypatch.setattr(sig, "FULL_MAX_ROWS", 0)
     monkeypatch.setattr(sig, "NULL_MAX_RANK", RANK)
     monkeypatch.setattr(sig, "FALLBACK_MAX_ROWS", 0)
     monkeypatch.setattr(sig, "principal_factor", spy)
-    monkeypatch.setattr(routes, "leading_eigenvectors", spy_directions)
+    monkeypatch.setattr(routes, "leading_eigenpairs", spy_directions)
     return calls
 
 
@@ -125,6 +125,22 @@ def test_leading_eigenvectors_span_the_leading_eigenspace():
     np.testing.assert_array_equal(subspaces.leading_eigenvectors(a, 20, seed=1), v.astype(np.float32))
     w = subspaces.leading_eigenvectors(a, 20, seed=2).astype(np.float64)
     np.testing.assert_allclose(np.linalg.svd(v.T @ w, compute_uv=False), 1.0, atol=1e-4)
+
+
+def test_leading_eigenpairs_ritz_values_are_the_rayleigh_quotients():
+    """The values returned beside V are diag(V^T A V) in float64 (the shares the rff test's rank rule reads),
+    ascending, and near A's own leading eigenvalues when the subspace captures them."""
+    rng = np.random.default_rng(5)
+    basis = np.linalg.qr(rng.standard_normal((300, 300)))[0]
+    vals = np.r_[50.0 * 0.8 ** np.arange(30), np.full(270, 1e-3)]
+    a = (basis * vals) @ basis.T
+    ritz, v = subspaces.leading_eigenpairs(a, 24, seed=0)
+    v64 = v.astype(np.float64)
+    quotients = np.einsum("ij,ij->j", v64, a @ v64)
+    assert ritz.dtype == np.float64 and np.all(np.diff(ritz) >= 0)
+    np.testing.assert_allclose(ritz, quotients, rtol=2e-6, atol=2e-6 * vals.max())
+    np.testing.assert_allclose(ritz[::-1], vals[:24], rtol=1e-4)
+    np.testing.assert_array_equal(v, subspaces.leading_eigenvectors(a, 24, seed=0))
 
 
 def test_rff_operand_is_the_features_on_the_pooled_second_moments_leading_eigenvectors(subspace_path):

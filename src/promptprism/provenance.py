@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +32,63 @@ def _file_digest(path: Path, digest: Any) -> int:
     return size
 
 
+#: files whose fingerprints are being computed ahead (:func:`prefetch_fingerprint`): resolved path ->
+#: (the file's stamp when it started, the future fingerprint)
+_AHEAD: dict[Path, tuple[tuple[int, int, int], Future]] = {}
+_AHEAD_LOCK = threading.Lock()
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def _file_fingerprint(path: Path) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    return {"bytes": _file_digest(path, digest), "sha256": digest.hexdigest()}
+
+
+def prefetch_fingerprint(path: str | os.PathLike) -> None:
+    """Start :func:`fingerprint` of an input file on a thread of its own (hashing releases the GIL), for
+    the record written with the result to pick up: the hash of a large input (184 MB: 0.13 s) then runs
+    beside the command's work instead of after it. Not a file: nothing (the record hashes it then)."""
+    path = Path(path)
+    if not path.is_file():
+        return
+    path, future = path.resolve(), Future()
+    stamp = _stamp(path)
+    with _AHEAD_LOCK:
+        if path in _AHEAD and _AHEAD[path][0] == stamp:
+            return
+        _AHEAD[path] = (stamp, future)
+
+    def run() -> None:
+        try:
+            future.set_result(_file_fingerprint(path))
+        except BaseException as exc:  # (read again by fingerprint itself)
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="promptprism-fingerprint", daemon=True).start()
+
+
+def _prefetched(path: Path) -> dict[str, Any] | None:
+    """The fingerprint :func:`prefetch_fingerprint` computed, when the file is unchanged since it began."""
+    entry = _AHEAD.get(path.resolve())
+    if entry is None or entry[0] != _stamp(path):
+        return None
+    try:
+        return dict(entry[1].result())
+    except Exception:  # (hashed again by the caller, which then reports the error itself)
+        return None
+
+
 def fingerprint(path: str | os.PathLike) -> dict[str, Any]:
     """``{'bytes', 'sha256'}`` of a file, or of a folder's files (names relative to it, sorted, hidden files
     and promptprism's own bookkeeping left out)."""
     path = Path(path)
     digest = hashlib.sha256()
     if path.is_file():
-        return {"bytes": _file_digest(path, digest), "sha256": digest.hexdigest()}
+        return _prefetched(path) or _file_fingerprint(path)
     total = 0
     for file in sorted(p for p in path.rglob("*") if p.is_file()):
         rel = file.relative_to(path).as_posix()

@@ -104,8 +104,10 @@ def results_folder_input(path: Path) -> Path:
 def read_cli_input(path: Path, *, name: str, **options: Any) -> Any:
     """``read_input`` with the CLI's options (ids, encoders and cache statistics included)."""
     from ..data.inputs import read_input
+    from ..provenance import prefetch_fingerprint
 
     path = results_folder_input(path)
+    prefetch_fingerprint(path)  # (the record written with the result: hashed beside the work)
 
     kwargs = _with_columns(read_input, cli_input_options(**options))
     return read_input(path, name=name, **kwargs)
@@ -118,6 +120,7 @@ def load_cli_input(path: Path, *, name: str, prompts: Path | None, text_model: s
     names by role (default: the run's ``--columns``). ``client`` (deprecated): run inside
     ``execution(client)`` instead."""
     from ..data.inputs import load_input
+    from ..provenance import prefetch_fingerprint
     from ..scale import current_client, execution
 
     kwargs = _with_columns(load_input, cli_input_options(
@@ -126,8 +129,10 @@ def load_cli_input(path: Path, *, name: str, prompts: Path | None, text_model: s
     if columns is not None:
         kwargs["columns"] = columns
     scope = execution(client) if client is not None and current_client() is None else contextlib.nullcontext()
+    path = results_folder_input(path)
+    prefetch_fingerprint(path)  # (the record written with the result: hashed beside the work)
     with scope:
-        return load_input(results_folder_input(path), name=name, **kwargs)
+        return load_input(path, name=name, **kwargs)
 
 
 def recorded_sets(result, folder: Path, given_paths: dict, legacy: dict, text_model: str) -> dict:

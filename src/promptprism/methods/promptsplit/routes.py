@@ -27,7 +27,7 @@ from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProje
 from ...scale.runner import DaskRunner, Runner, balanced_blocks, partition_rows, partition_size
 from ...stats.eigen import prefetch_extreme_solver
 from ...stats.modes import ModeStats
-from ...stats.subspaces import leading_eigenvectors, leading_rank
+from ...stats.subspaces import leading_eigenpairs, leading_rank
 from . import comparisons as kc
 from . import core
 from . import significance as sig
@@ -281,18 +281,17 @@ class FeatureRoute(Route):
 
     def _directions(self) -> Any:
         """V: the leading eigenvectors of the pooled second moment S
-        (:func:`~promptprism.stats.subspaces.leading_eigenvectors`), computed once at
+        (:func:`~promptprism.stats.subspaces.leading_eigenpairs`), computed once at
         ``significance.NULL_MAX_RANK`` and cut to the least rank in NULL_RANK, 2 NULL_RANK, ... whose
-        leading directions hold ``significance.NULL_ENERGY`` of tr S (tr V^T S V / tr S: the share of every
-        sample's |psi|^2 they keep); the rank and the energy go to ``self.subspace`` (the record's
-        ``subspace``)."""
+        leading directions hold ``significance.NULL_ENERGY`` of tr S (tr V^T S V / tr S, from the Ritz
+        values: the share of every sample's |psi|^2 they keep); the rank and the energy go to
+        ``self.subspace`` (the record's ``subspace``)."""
         moment = self.backend.asarray(self._pooled_moment())
         xp = self.backend.xp
         total = float(xp.sum(xp.linalg.diagonal(moment)))
         cap = min(sig.NULL_MAX_RANK, self.fmap.dim)
-        v = leading_eigenvectors(moment, cap, seed=self.est.seed)  # (ascending: the leading direction last)
-        v64 = xp.asarray(v, dtype=moment.dtype)
-        shares = np.asarray(to_numpy(xp.sum(v64 * (moment @ v64), axis=0))) / total
+        ritz, v = leading_eigenpairs(moment, cap, seed=self.est.seed)  # (ascending: the leading one last)
+        shares = np.asarray(to_numpy(ritz), dtype=np.float64) / total
         kept, energy = leading_rank(shares[::-1], start=sig.NULL_RANK, cap=cap, target=sig.NULL_ENERGY)
         v = v[:, v.shape[1] - kept:]
         self.subspace.update(rank=int(v.shape[1]), energy=energy, full=False, factor=True)
