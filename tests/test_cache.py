@@ -143,6 +143,7 @@ SLOW_RUN = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # (about a second or more: out of the quick loop)
 def test_a_killed_process_resumes(tmp_path):
     script = tmp_path / "slow.py"
     script.write_text(SLOW_RUN)

@@ -69,6 +69,7 @@ def script(body, stage, n):
     return "?"
 
 
+@pytest.mark.slow  # (about a second or more: out of the quick loop)
 def test_unreachable_endpoint_exit_2_names_url(tmp_path, capsys):
     dirs, bank = write_bank(tmp_path / "in", BANK_PROMPTS)
     url = f"http://127.0.0.1:{closed_port()}/v1"

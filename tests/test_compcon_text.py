@@ -45,6 +45,7 @@ def _by_name(result):
     return {a["attribute"]: a for a in result.attributes}
 
 
+@pytest.mark.slow  # (about a second or more: out of the quick loop)
 def test_french_answers_found_verified_and_described():
     with ScriptedServer(script(french=True)) as server:
         result = _fit(server)
@@ -67,6 +68,7 @@ def test_french_answers_found_verified_and_described():
     assert result.models["verifier"]["judge"] == "chat" and result.calibration["null"] == "answers of model B"
 
 
+@pytest.mark.slow  # (about a second or more: out of the quick loop)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_same_distribution_pair_verifies_nothing(seed):
     """A namer that proposes attributes anyway ("answers in French", "mentions a number"): neither holds on

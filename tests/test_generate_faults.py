@@ -120,6 +120,7 @@ def test_scheduler_addresses_that_are_not_addresses(npz, tmp_path, capsys, addre
     assert len(err.splitlines()) == 1
 
 
+@pytest.mark.slow  # (about a second or more: out of the quick loop)
 @pytest.mark.parametrize("answer, message", [(None, "nothing answered on port"),
                                              (b"SSH-2.0-OpenSSH_9.6\r\n", "not with a dask handshake"),
                                              (b"", "closed the connection without a dask handshake")])

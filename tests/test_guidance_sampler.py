@@ -110,6 +110,7 @@ def test_gradient_through_an_encoder_matches_finite_differences():
     assert torch.autograd.gradcheck(lambda a: g.objective(a, torch.arange(3)), (x,), eps=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow  # (about a second or more: out of the quick loop)
 def test_random_feature_loss_is_the_feature_space_distance_and_close_to_the_exact_one():
     rng = np.random.default_rng(2)
     x, y = rng.standard_normal((10, 3)), rng.standard_normal((40, 3)) + 0.5

@@ -26,6 +26,7 @@ class Sequence:
         return self
 
 
+@pytest.mark.slow  # (about a second or more: out of the quick loop)
 def test_threads_merge_in_task_order_whatever_finishes_first():
     def task(i):
         time.sleep(0.02 * ((7 * i) % 5))  # later tasks often finish first

@@ -115,6 +115,7 @@ def test_ties_at_a_radius_are_counted_exactly():
         float(_brute_indicators(real, fake, 5)[1].mean() / 5), rel=1e-12)
 
 
+@pytest.mark.slow  # (about a second or more: out of the quick loop)
 def test_float32_distance_error_stays_within_the_margin():
     # the bound |D_ij - d_ij| <= c (|x_i|^2 + |x_j|^2) that every exact decision relies on, measured where
     # float32 suffers most: a large offset (removed by the centring) and many dimensions
@@ -164,6 +165,7 @@ def test_distinct_rows_by_hash_equals_sorting_the_bytes():
     np.testing.assert_array_equal(odd[first16[inverse16]], odd)
 
 
+@pytest.mark.slow  # (about a second or more: out of the quick loop)
 def test_memory_stays_within_the_block_budget(monkeypatch):
     import importlib
 

@@ -83,6 +83,7 @@ def test_the_french_model_is_the_one_named_and_by_french_words():
     assert named >= 4, named
 
 
+@pytest.mark.slow  # (about a second or more: out of the quick loop)
 def test_deviation_pools_compare_every_other_model_on_the_same_prompts():
     from promptprism.methods.naming import deviation_modes
 
@@ -180,6 +181,7 @@ def test_cli_describe_names_the_deviating_model_and_a_rerun_makes_no_call(tmp_pa
         assert "model calls: 0 sent," in printed
 
 
+@pytest.mark.slow  # (about a second or more: out of the quick loop)
 def test_cli_describe_without_a_deviating_model_names_nothing(tmp_path):
     from _cli_run import run_cli
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from promptprism.methods.naming import NamingOptions, name_contrast, separation
 from promptprism.methods.naming.contrast import judged_order
@@ -99,6 +100,7 @@ def test_judged_order_interleaves_both_sides_and_is_recorded():
         assert cand["judged_order"]["seed"] == 2 + 4 + 7919 * seen.index(texts)
 
 
+@pytest.mark.slow  # (about a second or more: out of the quick loop)
 def test_a_judge_drifting_with_its_call_count_is_accepted_at_most_at_alpha():
     """400 runs (200 with the yes-rate falling 0.9 -> 0.1 along each candidate's 60 calls, 200 rising):
     a name is accepted in at most alpha + 2 s.e. of them. The same judges fed side A first, then side B
@@ -122,6 +124,7 @@ def test_a_judge_drifting_with_its_call_count_is_accepted_at_most_at_alpha():
     assert former >= 150
 
 
+@pytest.mark.slow  # (about a second or more: out of the quick loop)
 def test_a_scorer_drifting_with_its_call_count_is_accepted_at_most_at_alpha():
     """200 runs of a scoring judge whose score rises with the call count: the rank test accepts a name in
     at most alpha + 2 s.e. of them."""

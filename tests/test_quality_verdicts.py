@@ -49,6 +49,7 @@ def test_gold_scores_are_the_nearest_same_prompt_cosine():
         np.testing.assert_allclose(got[i], expected, equal_nan=True)
 
 
+@pytest.mark.slow  # (about a second or more: out of the quick loop)
 def test_the_within_prompt_test_is_calibrated_and_has_power():
     """Same closeness on every prompt (prompts differ): rejections at alpha 0.05 over 300 data sets stay
     within alpha + 2 s.e.; a 0.25 gap in precision is found nearly always."""

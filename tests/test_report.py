@@ -130,6 +130,7 @@ def test_map_scores_reuse_promptsplit_exactly():
         assert abs(scores[row, j]) == pytest.approx(abs(s.score), rel=1e-6)
 
 
+@pytest.mark.slow  # (about a second or more: out of the quick loop)
 def test_promptsplit_page_without_inputs_shows_text_and_says_why_no_map():
     result, _, _ = digits_run()
     doc = render_report(result)

@@ -33,6 +33,7 @@ def long_page(tmp_path_factory):
     return path, long, result
 
 
+@pytest.mark.slow  # (about a second or more: out of the quick loop)
 def test_a_long_prompt_appears_once_in_the_page(long_page):
     path, long, result = long_page
     html = path.read_text(encoding="utf-8")

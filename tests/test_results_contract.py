@@ -107,6 +107,7 @@ def _nulls_for_objects(value, path=""):
     return []
 
 
+@pytest.mark.slow  # (about a second or more: out of the quick loop)
 def test_every_command_prints_its_whole_summary_valid_against_its_schema(tmp_path, digits, third):
     sets = [_save(tmp_path / f"m{k}.npz", s) for k, s in enumerate((digits.test, digits.reference, third))]
     runs = {
