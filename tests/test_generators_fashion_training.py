@@ -10,7 +10,7 @@ import pytest
 from promptprism.datasets import fashion_mnist_available
 
 # (looked up, not imported: collecting the suite stays free of diffusers' import)
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.xdist_group("generators_fashion_training"), pytest.mark.slow,
               pytest.mark.skipif(find_spec("diffusers") is None or find_spec("sklearn") is None,
                                  reason="needs diffusers and scikit-learn"),
               pytest.mark.skipif(not fashion_mnist_available(), reason="needs dataset-fashion-mnist")]

@@ -26,7 +26,8 @@ from promptprism.demos.llm import topic_summary
 from promptprism.generate import generate_text, local_llm_server, server_available
 from promptprism.generate.questions import ALTERED_SYSTEM_PROMPT, ALTERED_TOPIC, qa_prompts
 
-pytestmark = pytest.mark.slow  # minutes in all: run by `make test` / CI, not by -m 'not slow'
+# minutes in all: run by `make test` / CI, not by -m 'not slow'; one test process (a shared module fixture)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("real_llm")]
 
 DATA = Path(__file__).parent / "data"
 RECORDED = {s: DATA / f"smollm2_qa_{s}.jsonl" for s in ("test", "reference")}

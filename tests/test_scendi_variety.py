@@ -31,7 +31,8 @@ from threadpoolctl import threadpool_limits
 import promptprism as pp
 from promptprism.methods.scendi import compare
 
-pytestmark = pytest.mark.slow  # embeds 400 texts with the real sentence model
+# embeds 400 texts with the real sentence model, once: its tests in one test process
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("scendi_variety")]
 
 DATA = Path(__file__).parent / "data" / "smollm2_qa_reference.jsonl"
 
