@@ -25,9 +25,9 @@ def leading_eigenvectors(matrix: Any, rank: int, *, seed: int = 0, iterations: i
 
 def leading_eigenpairs(matrix: Any, rank: int, *, seed: int = 0, iterations: int = 2) -> tuple[Any, Any]:
     """(Ritz values, V), ascending: orthonormal approximations V (d x ``rank``) of the leading eigenvectors
-    of a positive-semidefinite
-    ``matrix`` (d x d): randomized subspace iteration (Halko, Martinsson & Tropp 2011, "Finding structure
-    with randomness", Alg. 4.4, then the Rayleigh-Ritz step of Alg. 5.3): Q = orth(A Om) with a seeded
+    of a positive-semidefinite ``matrix`` (d x d): randomized subspace iteration (Halko, Martinsson &
+    Tropp 2011, "Finding structure with randomness", Alg. 4.4, then the Rayleigh-Ritz step of Alg. 5.3):
+    Q = orth(A Om) with a seeded
     Gaussian Om of ``rank`` + 10 columns (a numpy draw, the same numbers on every backend), ``iterations``
     times Q = orth(A Q), then the ``rank`` leading eigenvectors of Q^T A Q. The products in float32 (the
     directions only have to be the same function of A for every labelling of the samples), the small
