@@ -27,12 +27,11 @@ def leading_eigenpairs(matrix: Any, rank: int, *, seed: int = 0, iterations: int
     """(Ritz values, V), ascending: orthonormal approximations V (d x ``rank``) of the leading eigenvectors
     of a positive-semidefinite ``matrix`` (d x d): randomized subspace iteration (Halko, Martinsson &
     Tropp 2011, "Finding structure with randomness", Alg. 4.4, then the Rayleigh-Ritz step of Alg. 5.3):
-    Q = orth(A Om) with a seeded
-    Gaussian Om of ``rank`` + 10 columns (a numpy draw, the same numbers on every backend), ``iterations``
-    times Q = orth(A Q), then the ``rank`` leading eigenvectors of Q^T A Q. The products in float32 (the
-    directions only have to be the same function of A for every labelling of the samples), the small
-    eigen-problem in float64; V in float32 on A's backend. The Ritz values diag(V^T A V) (float64, of the
-    float32 products: to ~1e-6 of ||A||) come with it."""
+    Q = orth(A Om) with a seeded Gaussian Om of ``rank`` + 10 columns (a numpy draw, the same numbers on
+    every backend), ``iterations`` times Q = orth(A Q), then the ``rank`` leading eigenvectors of
+    Q^T A Q. The products in float32 (the directions only have to be the same function of A for every
+    labelling of the samples), the small eigen-problem in float64; V in float32 on A's backend. The Ritz
+    values diag(V^T A V) (float64, of the float32 products: to ~1e-6 of ||A||) come with it."""
     xp, on = array_namespace(matrix), backend_of(matrix)
     size = matrix.shape[0]
     a = populated_copy(matrix, np.float32) if is_numpy(matrix) and matrix.dtype != np.float32 else \
