@@ -143,9 +143,8 @@ class PromptSplit(SplitOptions):
         """Both bandwidths as numbers, resolved once: fixed, a median rule or the 'stable' scan (recorded)."""
         if self.kernel != "gaussian":
             return (None, None), {}
-        bws = {key: bw.resolve_pooled([getattr(sets[side], f"{key}_embeddings") for side in SIDES],
-                                      name=f"sigma_{key}", seed=self.seed)
-               for key, bw in (("prompt", self.bandwidth("prompt")), ("output", self.bandwidth("output")))}
+        bws = core.pooled_bandwidths({key: self.bandwidth(key) for key in ("prompt", "output")},
+                                     [sets[side] for side in SIDES], seed=self.seed)
         bws, scan = core.stable_bandwidths(bws, sets, seed=self.seed, eta=self.eta,
                                            stable_samples=STABLE_SAMPLES, stable_top=STABLE_TOP,
                                            backend=resolve_backend(self.device))

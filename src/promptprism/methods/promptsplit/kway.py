@@ -211,9 +211,8 @@ class KWaySplit(SplitOptions):
         :func:`.core.stable_bandwidths` over every pair (recorded in ``bandwidth_scan``)."""
         if self.kernel != "gaussian":
             return (None, None), {}
-        bws = {key: spec.resolve_pooled([getattr(s, f"{key}_embeddings") for s in sets],
-                                        name=f"sigma_{key}", seed=self.seed)
-               for key, spec in (("prompt", self.bandwidth("prompt")), ("output", self.bandwidth("output")))}
+        bws = core.pooled_bandwidths({key: self.bandwidth(key) for key in ("prompt", "output")}, sets,
+                                     seed=self.seed)
         bws, scan = core.stable_bandwidths(bws, sets, seed=self.seed, eta=self.eta,
                                            stable_samples=STABLE_SAMPLES, stable_top=STABLE_TOP,
                                            backend=backend)
