@@ -86,10 +86,9 @@ def fingerprint(path: str | os.PathLike) -> dict[str, Any]:
     """``{'bytes', 'sha256'}`` of a file, or of a folder's files (names relative to it, sorted, hidden files
     and promptprism's own bookkeeping left out)."""
     path = Path(path)
-    digest = hashlib.sha256()
     if path.is_file():
         return _prefetched(path) or _file_fingerprint(path)
-    total = 0
+    digest, total = hashlib.sha256(), 0
     for file in sorted(p for p in path.rglob("*") if p.is_file()):
         rel = file.relative_to(path).as_posix()
         if any(part.startswith(".") for part in rel.split("/")):

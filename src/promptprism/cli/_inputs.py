@@ -92,22 +92,21 @@ def cli_input_options(*, prompts: Path | None, text_model: str, image_model: str
 def results_folder_input(path: Path) -> Path:
     """An input given as a results folder (e.g. last week's run as the baseline): the set its result
     recorded as the test side, or its only input, found and checked against its fingerprint; any other path
-    as it is."""
-    from ..provenance import results_folder_set
+    as it is. The file's fingerprint (recorded with the result) starts hashing beside the work."""
+    from ..provenance import prefetch_fingerprint, results_folder_set
 
     found, key = results_folder_set(path)
     if key is not None:
         _notes(f"{path}: a results folder; its {key} set is read ({found})")
+    prefetch_fingerprint(found)
     return found
 
 
 def read_cli_input(path: Path, *, name: str, **options: Any) -> Any:
     """``read_input`` with the CLI's options (ids, encoders and cache statistics included)."""
     from ..data.inputs import read_input
-    from ..provenance import prefetch_fingerprint
 
     path = results_folder_input(path)
-    prefetch_fingerprint(path)  # (the record written with the result: hashed beside the work)
 
     kwargs = _with_columns(read_input, cli_input_options(**options))
     return read_input(path, name=name, **kwargs)
@@ -120,7 +119,6 @@ def load_cli_input(path: Path, *, name: str, prompts: Path | None, text_model: s
     names by role (default: the run's ``--columns``). ``client`` (deprecated): run inside
     ``execution(client)`` instead."""
     from ..data.inputs import load_input
-    from ..provenance import prefetch_fingerprint
     from ..scale import current_client, execution
 
     kwargs = _with_columns(load_input, cli_input_options(
@@ -129,10 +127,8 @@ def load_cli_input(path: Path, *, name: str, prompts: Path | None, text_model: s
     if columns is not None:
         kwargs["columns"] = columns
     scope = execution(client) if client is not None and current_client() is None else contextlib.nullcontext()
-    path = results_folder_input(path)
-    prefetch_fingerprint(path)  # (the record written with the result: hashed beside the work)
     with scope:
-        return load_input(path, name=name, **kwargs)
+        return load_input(results_folder_input(path), name=name, **kwargs)
 
 
 def recorded_sets(result, folder: Path, given_paths: dict, legacy: dict, text_model: str) -> dict:

@@ -151,7 +151,7 @@ def moment_extremes(factor: np.ndarray, rows_of: list[np.ndarray], cols: np.ndar
     mats = np.matmul(comparison_weights(counts, comparisons, eta), moments.reshape(cols.size, len(counts), -1)
                      ).reshape(cols.size, len(comparisons), p, p)  # (L, comps, p, p)
     del moments
-    dense = (cols == 0) | (factor.shape[1] <= LANCZOS_MIN_RANK)
+    dense = (cols == 0) | (p <= LANCZOS_MIN_RANK)
     top = max(widths)
     for pick, solve in ((dense, lambda m: signed_extremes(np.linalg.eigvalsh(m), top)),
                         (~dense, lambda m: matrix_lanczos_extremes(m, top, seed=seed))):
