@@ -47,8 +47,9 @@ demo-generator: $(VENV)/.test
 # two test processes (pytest-xdist), one BLAS and one torch (OpenMP) thread each: the 2-core machine's
 # cores both busy, never oversubscribed (two torch threads per process spin against each other: on a
 # loaded machine the guidance sampler tests took 7x the CPU); XDIST= runs the suite in one process;
-# loadgroup keeps the tests marked xdist_group("diffusers") in one process (one diffusers import)
-XDIST ?= -n 2 --dist loadgroup
+# loadscope runs each module in one process (its module fixtures built once; pytest 9 ignores the
+# xdist_group marks of --dist loadgroup), in the order tests/conftest.py gives: the slow modules first
+XDIST ?= -n 2 --dist loadscope --no-loadscope-reorder
 # bytecode caches written even where PYTHONDONTWRITEBYTECODE is set in the environment: without them every
 # test process re-rewrites the test modules' asserts at collection (about 40 % of its collection time)
 TEST_ENV := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE=

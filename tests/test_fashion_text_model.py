@@ -11,9 +11,6 @@ from promptprism.models import fashion_captions as fc
 from promptprism.models import fashion_text as ft
 from promptprism.models.fashion_text_quality import attribute_accuracy, family_prompts, family_share
 
-# its tests share a module fixture: in one test process it is built once
-pytestmark = pytest.mark.xdist_group("fashion_text_model")
-
 PLANTED = ("bag", "brightness")  # the second generator's swapped (class, attribute)
 
 

@@ -219,7 +219,6 @@ def test_image_generator_errors_name_the_row_and_keep_rows(tmp_path, capsys):
     assert code == 2 and "cannot import" in cap.err
 
 
-@pytest.mark.xdist_group("diffusers")  # (imports diffusers: in the one test process that does)
 def test_diffusers_absent_or_bad_folder_is_one_clear_error(tmp_path):
     prompts = _prompts(tmp_path)
     try:

@@ -22,8 +22,7 @@ from promptprism.models import fashion
 
 # (looked up, not imported: collecting the suite stays free of diffusers' import; the tests that need it run
 # in one test process under --dist loadgroup)
-pytestmark = [pytest.mark.skipif(find_spec("diffusers") is None, reason="diffusers is not installed"),
-              pytest.mark.xdist_group("diffusers")]
+pytestmark = [pytest.mark.skipif(find_spec("diffusers") is None, reason="diffusers is not installed")]
 
 TINY = fashion.UNetShape(image_size=8, channels=(8, 16), layers_per_block=1)
 

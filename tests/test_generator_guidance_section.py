@@ -15,8 +15,7 @@ from promptprism.models import fashion
 
 # (looked up, not imported: collecting the suite stays free of diffusers' import; the tests that need it run
 # in one test process under --dist loadgroup)
-pytestmark = [pytest.mark.skipif(find_spec("diffusers") is None, reason="diffusers is not installed"),
-              pytest.mark.xdist_group("diffusers")]
+pytestmark = [pytest.mark.skipif(find_spec("diffusers") is None, reason="diffusers is not installed")]
 from promptprism.models import fashion_guidance as fg  # noqa: E402
 from promptprism.models.quality import knn_accuracy  # noqa: E402
 

@@ -9,8 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 # (looked up, not imported: collecting the suite stays free of diffusers' import; the tests that need it run
 # in one test process under --dist loadgroup)
-pytestmark = [pytest.mark.skipif(find_spec("diffusers") is None, reason="diffusers is not installed"),
-              pytest.mark.xdist_group("diffusers")]
+pytestmark = [pytest.mark.skipif(find_spec("diffusers") is None, reason="diffusers is not installed")]
 
 from _tiny_unet import ddpm, tiny_class_unet  # noqa: E402
 from promptprism.errors import InputError, OptionError  # noqa: E402

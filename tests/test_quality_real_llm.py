@@ -11,7 +11,7 @@ import pytest
 
 from promptprism.cli import main
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("quality_real_llm")]  # embeds 300 answers
+pytestmark = [pytest.mark.slow]  # embeds 300 answers
 
 DATA = Path(__file__).parent / "data"
 TOPIC = {r["prompt"]: r["topic"] for r in map(json.loads, (DATA / "qa_gold_answers.jsonl").read_text(

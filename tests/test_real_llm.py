@@ -27,7 +27,7 @@ from promptprism.generate import generate_text, local_llm_server, server_availab
 from promptprism.generate.questions import ALTERED_SYSTEM_PROMPT, ALTERED_TOPIC, qa_prompts
 
 # minutes in all: run by `make test` / CI, not by -m 'not slow'; one test process (a shared module fixture)
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("real_llm")]
+pytestmark = [pytest.mark.slow]
 
 DATA = Path(__file__).parent / "data"
 RECORDED = {s: DATA / f"smollm2_qa_{s}.jsonl" for s in ("test", "reference")}

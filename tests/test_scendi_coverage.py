@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import scendi_coverage as harness  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("scendi_coverage")]
+pytestmark = [pytest.mark.slow]
 
 CELL = next(c for c in harness.GRID if c.name == "text-hi-120x1")
 

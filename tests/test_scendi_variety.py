@@ -32,7 +32,7 @@ import promptprism as pp
 from promptprism.methods.scendi import compare
 
 # embeds 400 texts with the real sentence model, once: its tests in one test process
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("scendi_variety")]
+pytestmark = [pytest.mark.slow]
 
 DATA = Path(__file__).parent / "data" / "smollm2_qa_reference.jsonl"
 

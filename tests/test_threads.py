@@ -190,3 +190,23 @@ def test_auto_gives_threads_up_only_for_load_that_lasts(monkeypatch, readings, e
     assert len(calls) == len(readings)
     if len(readings) > 1:
         assert calls[1] == threads.CONFIRM_WINDOW
+
+
+def test_torch_first_imported_inside_the_budget_gets_the_callers_threads_back():
+    """A command that first imports torch under a budget of 2 leaves the process's torch at the
+    OMP_NUM_THREADS of before (a test process of one thread, or a notebook, would otherwise run every later
+    torch call on 2 threads)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from promptprism.scale.threads import ThreadChoice, thread_budget\n"
+            "assert 'torch' not in sys.modules\n"
+            "with thread_budget(ThreadChoice(2, 'test')):\n"
+            "    import torch\n"
+            "    torch.set_num_threads(2)\n"  # (as the OMP_NUM_THREADS=2 of the block gives it, mostly)
+            "print(torch.get_num_threads())\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split() == ["1"], out.stdout + out.stderr

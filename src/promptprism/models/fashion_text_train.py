@@ -166,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--save-every", type=int, default=200)
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
+    threads = torch.get_num_threads()  # (given back after the run: main may be called in a process of yours)
     try:
         torch.set_num_threads(args.threads)
         train(args.out, max_steps=args.max_steps,
@@ -178,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     except (OptionError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        torch.set_num_threads(threads)
     return 0
 
 

@@ -177,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--save-every", type=int, default=None, help="also save step-N/ every this many steps")
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
+    threads = torch.get_num_threads()  # (given back after the run: main may be called in a process of yours)
     try:
         channels = tuple(int(c) for c in args.channels.split(","))
         torch.set_num_threads(args.threads)
@@ -189,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     except (OptionError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        torch.set_num_threads(threads)
     return 0
 
 

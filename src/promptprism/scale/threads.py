@@ -158,7 +158,11 @@ def choose_threads(env: Mapping[str, str] | None = None, *, since: tuple | None 
 
 @contextlib.contextmanager
 def thread_budget(choice: ThreadChoice) -> Iterator[ThreadChoice]:
-    """Hold the BLAS/OpenMP pools (and torch's, when loaded) to ``choice.threads`` for the block."""
+    """Hold the BLAS/OpenMP pools (and torch's, when loaded) to ``choice.threads`` for the block.
+
+    Afterwards torch keeps the threads it had, or, when the block first imported it, those the
+    ``OMP_NUM_THREADS`` of before the block gives (else the budget: torch's own default would be every
+    core); a process that runs several commands keeps its own setting."""
     if choice.threads is None:
         yield choice
         return
@@ -180,6 +184,9 @@ def thread_budget(choice: ThreadChoice) -> Iterator[ThreadChoice]:
             os.environ.pop("OMP_NUM_THREADS", None)
         else:
             os.environ["OMP_NUM_THREADS"] = omp
+        torch = sys.modules.get("torch")
+        if before is None and omp is not None and omp.strip().isdigit() and int(omp) > 0:
+            before = int(omp)
         if torch is not None and before is not None:
             torch.set_num_threads(before)
 
