@@ -7,6 +7,7 @@ import collections
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -37,16 +38,30 @@ def local_cluster():
 
 
 def pytest_collection_modifyitems(config, items):
-    """The modules with the most tests marked slow first, each module's tests in their own order.
+    """The modules with the most tests marked slow (mostly the long ones) first, each module's tests in their
+    own order.
 
     ``make test`` runs each module in one test process (``--dist loadscope``: a module fixture is built
     once) and hands the modules out in this order (``--no-loadscope-reorder``): the long ones first, the
     quick ones last, where they fill in while the other process finishes."""
+
     def module(item):
         return item.nodeid.split("::")[0]
 
     slow = collections.Counter(module(item) for item in items if item.get_closest_marker("slow"))
     items.sort(key=lambda item: -slow[module(item)])
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _torch_threads_as_given():
+    """A module that leaves torch on other threads than OMP_NUM_THREADS gives the test process fails: its
+    later tests (and the other modules of the process) would run torch on them, beside the other test
+    process (one such leak tripled the CPU time of the Fashion training module)."""
+    yield
+    torch, given = sys.modules.get("torch"), os.environ.get("OMP_NUM_THREADS", "")
+    if torch is not None and given.isdigit():
+        assert torch.get_num_threads() == int(given), (
+            f"torch left on {torch.get_num_threads()} threads (OMP_NUM_THREADS={given})")
 
 
 @pytest.fixture(scope="module")
