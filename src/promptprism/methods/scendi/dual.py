@@ -43,12 +43,13 @@ def weighted_gram(gram: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return s[:, None] * gram * s[None, :]
 
 
-def kept(mu: np.ndarray, rcond: float) -> np.ndarray:
+def kept(mu: np.ndarray, rcond: float, size: int | None = None) -> np.ndarray:
     """Mask of the eigenvalues kept by the pseudo-inverse: above ``rcond`` times the largest, and in float32
-    also above n * eps(float32) times it (smaller ones are round-off of that precision, not prompt signal)."""
+    also above n * eps(float32) times it (smaller ones are round-off of that precision, not prompt signal);
+    n: ``size``, the order of the matrix (default: the number of eigenvalues given)."""
     rel = rcond
     if array_namespace(mu).finfo(mu.dtype).bits == 32:
-        rel = max(rel, mu.shape[0] * float(np.finfo(np.float32).eps))
+        rel = max(rel, (mu.shape[0] if size is None else size) * float(np.finfo(np.float32).eps))
     return mu > rel * max(float(mu.max()), 0.0)
 
 

@@ -4,9 +4,10 @@ prompts) instead of (d_T x d_T) and (d_I x d_T) blocks accumulated over n rows.
 Rows sharing a prompt share phi_T, so with group weights W_g = n_g / n, group means M (G x d_I) of phi_I and
 distinct prompt features F_G (G x d_T): C_TT = F_G^T W F_G, C_IT = M^T W F_G. With Y = W^1/2 F_G and
 X_G = W^1/2 M, Lambda_T = C_IT C_TT^+ C_TI = X_G^T P_G X_G (P_G = U_k U_k^T, U_k the eigenvectors of the G x G
-matrix Y Y^T above the pseudo-inverse cut: the same non-zero eigenvalues as C_TT), so Lambda_T = B B^T with
-B = X_G^T U_k (d_I x k) and Lambda_I = C_II - B B^T (eq. 6). Gamma* phi_T of group g (Proposition 1) is
-row g of W^-1/2 P_G X_G: each sample's nullified features (eq. 7) are phi_I(x) minus its group's row.
+matrix Y Y^T above the pseudo-inverse cut, from the thin SVD of Y when d_T < G: the same non-zero
+eigenvalues as C_TT), so Lambda_T = B B^T with B = X_G^T U_k (d_I x k) and Lambda_I = C_II - B B^T
+(eq. 6). Gamma* phi_T of group g (Proposition 1) is row g of W^-1/2 P_G X_G: each sample's nullified
+features (eq. 7) are phi_I(x) minus its group's row.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class GroupedSplit:
 def grouped_split(output_features: np.ndarray, group_features: np.ndarray, groups: np.ndarray, *,
                   rcond: float, weights: np.ndarray | None = None, debias: bool = False) -> GroupedSplit:
     """The in-sample split of the module doc from Phi_I (n x d_I), the distinct prompts' Phi_G (G x d_T) and
-    each row's prompt label; cost O(n d_I^2 + G^2 d_T + G^3) instead of O(n (d_I + d_T)^2). Runs on the
+    each row's prompt label; cost O(n d_I^2 + G d_T min(G, d_T)) instead of O(n (d_I + d_T)^2). Runs on the
     backend of the features (numpy or torch). ``weights``: row weights summing to 1 (default 1/n; a
     bootstrap replicate's multiplicities); ``debias``: the degrees-of-freedom corrected Lambda_I
     (:func:`.debias.df_corrected`)."""
@@ -65,9 +66,8 @@ def grouped_split(output_features: np.ndarray, group_features: np.ndarray, group
     rows = index_array(present, f_i)
     sw = as_like(np.sqrt(totals[present]), f_i)
     x_g = sums[rows] / sw[:, None]  # W^1/2 M
-    f_g = group_features[rows]
-    mu, u = symmetric_eigh(sw[:, None] * (f_g @ f_g.T) * sw[None, :])
-    keep = kept(mu, rcond)
+    mu, u = prompt_eigenpairs(sw[:, None] * group_features[rows])
+    keep = kept(mu, rcond, size=int(rows.shape[0]))
     u_k = u[:, keep]
     b = x_g.T @ u_k  # d_I x k
     c_ii = column_gram(f_i * as_like(np.sqrt(w), f_i)[:, None])
@@ -82,6 +82,17 @@ def grouped_split(output_features: np.ndarray, group_features: np.ndarray, group
         lambda_t = c_ii - lambda_i
     return GroupedSplit(c_ii=c_ii, lambda_i=lambda_i, b=b, predictions=predictions,  # (both symmetric)
                         prompt_rank=int(keep.sum()), lambda_t=lambda_t, df_scale=scale)
+
+
+def prompt_eigenpairs(y):
+    """(mu, U): the eigenvalues (ascending) and eigenvectors of Y Y^T (G x G) for Y = W^1/2 F_G (G x d_T);
+    with fewer columns than rows, only its d_T possibly non-zero ones, from the thin SVD Y = U S V^T
+    (mu = S^2): O(G d_T^2) instead of a G x G eigen-decomposition."""
+    if y.shape[1] >= y.shape[0]:
+        return symmetric_eigh(y @ y.T)
+    xp = array_namespace(y)
+    u, s, _ = xp.linalg.svd(y, full_matrices=False)
+    return xp.flip(s * s, axis=0), xp.flip(u, axis=1)
 
 
 def grouped_spectra(split: GroupedSplit, output_features: np.ndarray, groups: np.ndarray, *, n_top: int
