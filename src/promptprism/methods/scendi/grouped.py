@@ -84,7 +84,7 @@ def grouped_split(output_features: np.ndarray, group_features: np.ndarray, group
                         prompt_rank=int(keep.sum()), lambda_t=lambda_t, df_scale=scale)
 
 
-def prompt_eigenpairs(y):
+def prompt_eigenpairs(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(mu, U): the eigenvalues (ascending) and eigenvectors of Y Y^T (G x G) for Y = W^1/2 F_G (G x d_T);
     with fewer columns than rows, only its d_T possibly non-zero ones, from the thin SVD Y = U S V^T
     (mu = S^2): O(G d_T^2) instead of a G x G eigen-decomposition."""
