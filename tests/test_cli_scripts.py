@@ -121,3 +121,37 @@ def test_compcon_reads_the_image_folder_layout_split_reads(tmp_path):
     bank = ImageBank.load(tmp_path, name="A")
     assert sorted(bank.mapping) == ["a bird", "a dog", "a red cat"]
     assert bank.image_paths("a dog") == [str(tmp_path / "q1.png")]
+
+
+def test_python_m_exits_with_the_commands_status_after_an_interrupt_it_handled(tmp_path):
+    """A KeyboardInterrupt that escaped a string exec() and was then handled: ``python -m`` used to end the
+    process by SIGINT (returncode -2) instead of the command's own status (the generator demo's Ctrl-C test
+    saw this in about one run of ten: the interrupt landed in a lazy import's generated dataclass code)."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    (tmp_path / "handled_interrupt.py").write_text(textwrap.dedent("""
+        import sys
+        import promptprism.cli as cli
+
+        command = cli.main
+
+        def interrupted_then_handled(argv=None):
+            code = command(argv)
+            try:  # (how a Ctrl-C inside exec'd code leaves it, after the command's last exec)
+                exec("raise KeyboardInterrupt")
+            except KeyboardInterrupt:
+                pass
+            return code
+
+        cli.main = interrupted_then_handled
+        sys.argv = ["promptprism", "split", "missing-a.npz", "missing-b.npz", "--out", "o", "-q"]
+        cli.run()
+    """))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    proc = subprocess.run([sys.executable, "-m", "handled_interrupt"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "missing-a.npz" in proc.stderr and "Traceback" not in proc.stderr
