@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _cli_run import run_cli
+from _cli_run import option_annotation, run_cli
 from _odd_values_env import Env
 from promptprism.cli import cli
 
@@ -27,17 +27,14 @@ RUN_SECONDS = 60
 def _is_numeric(param) -> bool:
     if getattr(param, "param_type_name", "") != "option" or getattr(param, "is_flag", False):
         return False
-    descriptor = getattr(param, "type_descriptor", None)
-    annotation = getattr(descriptor, "annotation", None)
-    if annotation in (int, float):
+    if option_annotation(param) in (int, float):
         return True
     metavar = str(getattr(param, "metavar", "") or "").strip("<>").split("|")
     return "int" in metavar or "float" in metavar
 
 
 def _is_integer(param) -> bool:
-    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
-    return annotation is int or str(getattr(param, "metavar", "") or "").startswith("<int")
+    return option_annotation(param) is int or str(getattr(param, "metavar", "") or "").startswith("<int")
 
 
 def numeric_options() -> list[tuple[str, str, bool]]:

@@ -4,7 +4,7 @@ is written with the flag of the parameter it carries (``OptionError.parameter``)
 import numpy as np
 import pytest
 
-from _cli_run import run_cli
+from _cli_run import option_parser, run_cli
 from promptprism.cli import cli
 from promptprism.cli._errors import flag_message, option_table
 from promptprism.cli._options import OptionType
@@ -14,8 +14,7 @@ from promptprism.errors import InputError, OptionError
 def _typed_options():
     for name, cmd in cli().commands.items():
         for p in cmd.params:
-            parser = getattr(getattr(p, "type_descriptor", None), "parameter_info", None)
-            parser = getattr(parser, "parser", None)
+            parser = option_parser(p)
             if isinstance(parser, OptionType) and not getattr(p, "hidden", False):
                 yield name, p, parser
 
