@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -108,10 +109,12 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
         return TestOutcome({c: None for c in comparisons}, {"permutations_drawn": 0})
     widths = [max(*t, 1) for t in tested.values()]
     t0 = time.perf_counter()
-    drawn = Labellings(groups, sub, permutations, seed)
     info: dict = {} if compress else {"full": True, "energy": 1.0, "rank": None}
-    operand = operand_of(*rows)
-    operand = sig.principal_operand(operand, seed=seed, record=info) if compress else operand
+    with ThreadPoolExecutor(1) as pool:  # (the relabellings drawn beside the operand's products: both
+        drawing = pool.submit(Labellings, groups, sub, permutations, seed)  # leave the interpreter free)
+        operand = operand_of(*rows)
+        operand = sig.principal_operand(operand, seed=seed, record=info) if compress else operand
+        drawn = drawing.result()
     info = dict(subspace or {}) if operand[0] == "subspace" and not compress else info or dict(subspace or {})
     solvers = [_fitted_solver(operand, drawn, tested, widths, eta=eta, seed=seed)]
     members, sizes = [], (0, 0)
