@@ -14,7 +14,9 @@ the commands' own shapes:
   n = m = 30,000), best of two;
 * GEMM floor: a float32 4,000 x 4,000 product (Scendi's yardstick), best of three.
 
-Then each default command as a whole command-line process (significance on with its defaults, report off):
+Then the CLI's start-up (the process up to refusing a missing input: interpreter, imports, option parsing;
+the median of 7 runs), and each default command as a whole command-line process (significance on with its
+defaults, report off):
 
 * ``split`` rff: ``--method rff --features 3000`` at n = m = 30,000 (384-d prompts and outputs, the data of
   ``compare.py``), against the SYRK floor;
@@ -130,6 +132,23 @@ def commands(inputs: dict[str, list[Path]], folder: Path) -> dict[str, list[str]
             for k, v in cmds.items()}
 
 
+def startup_seconds(env: dict, folder: Path, repeats: int = 7) -> list[float]:
+    """Wall seconds of the CLI up to its first refusal, ``repeats`` times: the interpreter, the imports,
+    parsing the options and the one-line error for a missing input (exit 2); the first, uncounted run writes
+    the bytecode."""
+    cmd = [*CLI, "split", str(folder / "missing-a.npz"), str(folder / "missing-b.npz"), "--out",
+           str(folder / "out-startup"), "--quiet"]
+    seconds = []
+    for i in range(repeats + 1):
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+        if proc.returncode != 2:
+            raise RuntimeError(f"start-up run: expected exit 2, got {proc.returncode}: {proc.stderr[-400:]}")
+        if i:
+            seconds.append(time.perf_counter() - t0)
+    return seconds
+
+
 def run_command(cmd: list[str], out: Path, env: dict, pause: float = 0.0) -> tuple[float, dict]:
     """(wall seconds, result.json) of one run, started ``pause`` seconds after the call (untimed)."""
     time.sleep(pause)
@@ -195,6 +214,10 @@ def main(argv: list[str] | None = None) -> int:
         env = _installed_like(folder / "pycache")
         if not args.warmup:
             compile_bytecode(args.only, env, folder)
+        startup = startup_seconds(env, folder)
+        print(f"# start-up (the CLI up to refusing a missing input, exit 2): median "
+              f"{statistics.median(startup):.3f} s (min {min(startup):.3f}, max {max(startup):.3f}, "
+              f"{len(startup)} runs)", flush=True)
         for key, cmd in commands(inputs, folder).items():
             out = folder / f"out-{key}"
             before = os.getloadavg()[0]
