@@ -16,6 +16,8 @@ with :func:`to_numpy`.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,6 +141,20 @@ def unpopulated_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     except OSError:  # (a kernel without transparent huge pages: nothing to decline)
         pass
     return np.frombuffer(buffer, dtype=dtype).reshape(shape)
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int) -> Iterator[None]:
+    """Hold torch's intra-op pool to ``threads`` for the block and give back the count it had: a training
+    recipe's ``main`` may run inside a process of the caller's (a notebook, a test process)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 NUMPY = Backend("numpy")

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_seed
+from ..backend import torch_threads
 from ..errors import OptionError
 from . import fashion_captions as fc
 from .fashion_text import PAD, TextUNetShape, load_checkpoint, prompt_states, save_text_checkpoint
@@ -148,8 +149,6 @@ def train(out: str | Path, *, max_steps: int = 1200, shape: TextUNetShape = Text
 
 def main(argv: list[str] | None = None) -> int:
     """The command line of the recipe (see the module docstring)."""
-    import torch
-
     p = argparse.ArgumentParser(prog="python -m promptprism.models.fashion_text_train",
                                 description="Train the text-prompted 28 px Fashion-MNIST diffusion model.")
     p.add_argument("--out", required=True, help="folder for step-N/ checkpoints and train.log")
@@ -166,21 +165,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--save-every", type=int, default=200)
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
-    threads = torch.get_num_threads()  # (given back after the run: main may be called in a process of yours)
     try:
-        torch.set_num_threads(args.threads)
-        train(args.out, max_steps=args.max_steps,
-              shape=TextUNetShape(tuple(int(c) for c in args.channels.split(",")), args.layers_per_block),
-              batch_size=args.batch_size, lr=args.lr, caption_dropout=args.caption_dropout, seed=args.seed,
-              swap=parse_swap(args.swap), init=args.init, save_every=args.save_every,
-              lr_schedule=args.lr_schedule,
-              command=shlex.join(["python", "-m", "promptprism.models.fashion_text_train",
-                                  *(sys.argv[1:] if argv is None else argv)]))
+        with torch_threads(args.threads):
+            train(args.out, max_steps=args.max_steps,
+                  shape=TextUNetShape(tuple(int(c) for c in args.channels.split(",")),
+                                      args.layers_per_block),
+                  batch_size=args.batch_size, lr=args.lr, caption_dropout=args.caption_dropout,
+                  seed=args.seed, swap=parse_swap(args.swap), init=args.init, save_every=args.save_every,
+                  lr_schedule=args.lr_schedule,
+                  command=shlex.join(["python", "-m", "promptprism.models.fashion_text_train",
+                                      *(sys.argv[1:] if argv is None else argv)]))
     except (OptionError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    finally:
-        torch.set_num_threads(threads)
     return 0
 
 

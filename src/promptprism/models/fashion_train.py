@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .._validation import check_seed
+from ..backend import torch_threads
 from ..errors import OptionError
 from .fashion import (
     CLASS_NAMES,
@@ -156,8 +157,6 @@ def _save(folder: Path, epoch: int, unet, ema, scheduler, shape: UNetShape, **in
 
 def main(argv: list[str] | None = None) -> int:
     """The command line of the recipe (see the module docstring)."""
-    import torch
-
     p = argparse.ArgumentParser(prog="python -m promptprism.models.fashion_train",
                                 description="Train the class-prompted Fashion-MNIST diffusion model.")
     p.add_argument("--out", required=True, help="folder for epoch-N/ checkpoints and train.log")
@@ -177,21 +176,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--save-every", type=int, default=None, help="also save step-N/ every this many steps")
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
-    threads = torch.get_num_threads()  # (given back after the run: main may be called in a process of yours)
     try:
         channels = tuple(int(c) for c in args.channels.split(","))
-        torch.set_num_threads(args.threads)
-        train(args.out, epochs=args.epochs, shape=UNetShape(args.image_size, channels, args.layers_per_block),
-              batch_size=args.batch_size, lr=args.lr, label_dropout=args.label_dropout, seed=args.seed,
-              answers=parse_answers(args.answer), init=args.init, subset=args.subset,
-              max_steps=args.max_steps, save_every=args.save_every,
-              command=shlex.join(["python", "-m", "promptprism.models.fashion_train",
-                                  *(sys.argv[1:] if argv is None else argv)]))
+        with torch_threads(args.threads):
+            shape = UNetShape(args.image_size, channels, args.layers_per_block)
+            train(args.out, epochs=args.epochs, shape=shape,
+                  batch_size=args.batch_size, lr=args.lr, label_dropout=args.label_dropout, seed=args.seed,
+                  answers=parse_answers(args.answer), init=args.init, subset=args.subset,
+                  max_steps=args.max_steps, save_every=args.save_every,
+                  command=shlex.join(["python", "-m", "promptprism.models.fashion_train",
+                                      *(sys.argv[1:] if argv is None else argv)]))
     except (OptionError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    finally:
-        torch.set_num_threads(threads)
     return 0
 
 
