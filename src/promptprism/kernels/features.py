@@ -19,6 +19,7 @@ from ..backend import (
     array_namespace,
     as_float,
     backend_of,
+    dtype_name,
     float_dtype,
     into,
     is_numpy,
@@ -89,14 +90,56 @@ PHASE_TOLERANCE = 1e-3
 TWO_PI = 2.0 * np.pi
 
 
-def _cos_sin(proj: Any, fast_trig: bool = False, dtype: type = np.float64, out: Any = None) -> Any:
+def _check_phase_range(top: float, dtype: str) -> None:
+    """Refuse phases whose magnitude ``top`` keeps no precision in ``dtype`` (or that are not finite)."""
+    if not np.isfinite(top) or top * float(np.finfo(dtype).eps) > PHASE_TOLERANCE:
+        raise OptionError(
+            f"sigma: the bandwidth is too small for the embeddings' magnitude (random-feature phases up "
+            f"to {top:.3g} keep no precision in {dtype}); centre the embeddings or choose a larger bandwidth")
+
+
+def _phase_extreme(xp: Any, phases: Any) -> Any:
+    """max |phase| as a 0-d array of the phases' backend, without an |phases| temporary."""
+    return xp.max(xp.stack([xp.max(phases), -xp.min(phases)]))
+
+
+class PhaseRange:
+    """The largest |phase| over the chunks of a pass, kept where the phases live and read once.
+
+    On an accelerator, reading each chunk's phase range back to the host (:func:`_cos_sin`'s check) waits
+    for the device every chunk; a pass that gives its chunks one ``PhaseRange`` instead keeps a running
+    maximum on the device and reads it with :meth:`check` at the end (one synchronisation per pass). The
+    features of a pass whose phases are out of range are never used: :meth:`check` raises first.
+    """
+
+    def __init__(self) -> None:
+        self.top: Any = None  #: the running max |phase| (a 0-d array), None before the first chunk
+        self.dtype = "float64"  #: the phases' dtype name
+
+    def record(self, phases: Any) -> None:
+        """Fold one chunk's phases into the running maximum (no read to the host)."""
+        xp = array_namespace(phases)
+        top = _phase_extreme(xp, phases)
+        self.top = top if self.top is None else xp.maximum(self.top, top)
+        self.dtype = dtype_name(phases)
+
+    def check(self) -> None:
+        """Raise :class:`~promptprism.errors.OptionError` when any recorded phase keeps no precision."""
+        if self.top is not None:
+            _check_phase_range(float(to_numpy(self.top)), self.dtype)
+
+
+def _cos_sin(proj: Any, fast_trig: bool = False, dtype: type = np.float64, out: Any = None,
+             phases: PhaseRange | None = None) -> Any:
     """sqrt(1/D) [cos(proj), sin(proj)] in ``dtype``; ``fast_trig``: cos/sin in float32 (~10x faster).
 
     With float64 phases (results do not depend on how rows are chunked) and fast mode, cos/sin are evaluated
     in float32: errors of ~1e-7 per feature, far below the O(1/sqrt(D)) Monte-Carlo error of the random
     features themselves. Array API: numpy or torch phases, features of the same backend; ``out``: an
     (n, 2D) array of ``dtype`` to write them into (e.g. rows of a feature matrix kept for later). Torch
-    phases that require gradients give differentiable features (guidance).
+    phases that require gradients give differentiable features (guidance). The phases' range is checked
+    here, or, for torch phases given a ``phases`` :class:`PhaseRange`, recorded there for its one check at
+    the end of the pass.
     """
     xp = array_namespace(proj)
     d = proj.shape[1]
@@ -105,15 +148,11 @@ def _cos_sin(proj: Any, fast_trig: bool = False, dtype: type = np.float64, out: 
         out = xp.empty((proj.shape[0], 2 * d), dtype=float_dtype(xp, np.dtype(dtype).name),
                        device=device(proj))
     if proj.shape[0] and d:
-        phases = proj.detach() if grad else proj
-        # max |phase| without an |proj| temporary, both ends in one copy to the host (on a device, one
-        # synchronisation per chunk instead of two)
-        top = float(np.max(to_numpy(xp.stack([xp.max(phases), -xp.min(phases)]))))
-        if not np.isfinite(top) or top * float(xp.finfo(proj.dtype).eps) > PHASE_TOLERANCE:
-            raise OptionError(
-                f"sigma: the bandwidth is too small for the embeddings' magnitude (random-feature phases up "
-                f"to {top:.3g} keep no precision in {proj.dtype}); centre the embeddings or choose a larger "
-                "bandwidth")
+        detached = proj.detach() if grad else proj
+        if phases is not None and not is_numpy(proj):
+            phases.record(detached)
+        else:  # both ends in one copy to the host (on a device, one synchronisation per chunk, not two)
+            _check_phase_range(float(to_numpy(_phase_extreme(xp, detached))), dtype_name(proj))
     if out is None:
         return xp.concat([xp.cos(proj), xp.sin(proj)], axis=1) * float(np.sqrt(1.0 / d))
     if fast_trig and proj.dtype != xp.float32:
@@ -132,8 +171,11 @@ class JointFeatureMap(Protocol):
 
     dim: int
 
-    def transform(self, prompts: np.ndarray, outputs: np.ndarray, out: Any = None) -> np.ndarray:
-        """psi(t_i, z_i) for each (prompt, output) row pair: (n, dim), written into ``out`` when given."""
+    def transform(self, prompts: np.ndarray, outputs: np.ndarray, out: Any = None,
+                  phases: PhaseRange | None = None) -> np.ndarray:
+        """psi(t_i, z_i) for each (prompt, output) row pair: (n, dim), written into ``out`` when given;
+        ``phases``: a pass's :class:`PhaseRange` (random Fourier maps on a device record their phases' range
+        there instead of checking it chunk by chunk; other maps ignore it)."""
 
     def describe(self) -> dict:
         """The map's settings, as recorded in result.json."""
@@ -203,11 +245,13 @@ class ProductRandomFourierFeatures(_PairedRows):
         w[self.dim_prompt :] /= self.sigma_output
         object.__setattr__(self, "_w_joint", w.astype(dtype))
 
-    def transform(self, prompts: Any, outputs: Any, out: Any = None) -> Any:
+    def transform(self, prompts: Any, outputs: Any, out: Any = None, phases: PhaseRange | None = None
+                  ) -> Any:
         """psi(t, z) for each (prompt, output) row pair: (n, r = 2D), in the map's precision; numpy rows give
         numpy features, torch tensors give torch features on their device (the same values). ``out``: an
         (n, r) array of the map's precision to write them into. numpy rows are mapped
-        :data:`TRANSFORM_ROWS` at a time (each row's features do not depend on the others)."""
+        :data:`TRANSFORM_ROWS` at a time (each row's features do not depend on the others). ``phases``:
+        torch rows' phase range recorded there, checked once by the pass (:class:`PhaseRange`)."""
         prompts, outputs = self._pair(prompts, outputs)
         on = backend_of(prompts)
         size = prompts.shape[0]
@@ -235,7 +279,7 @@ class ProductRandomFourierFeatures(_PairedRows):
             # a fresh (n, D) array per chunk would cost page faults (~50 ms per 8192 x 1500 chunk)
             out = populated_empty((joined.shape[0], self.n_features), w.dtype) if out is None else out
             return _cos_sin(np.matmul(joined, w, out=out[:, : w.shape[1]]), self.fast_trig, w.dtype, out=out)
-        return _cos_sin(joined @ w, self.fast_trig, self._w_joint.dtype, out=out)
+        return _cos_sin(joined @ w, self.fast_trig, self._w_joint.dtype, out=out, phases=phases)
 
     def describe(self) -> dict:
         """The map's settings (features, bandwidths, seed), as recorded in result.json."""
@@ -273,9 +317,10 @@ class ProductRandomProjection(_PairedRows):
         for name, dim in (("_r_prompt", self.dim_prompt), ("_r_output", self.dim_output)):
             object.__setattr__(self, name, rng.standard_normal((dim, self.n_features)).astype(dtype))
 
-    def transform(self, prompts: Any, outputs: Any, out: Any = None) -> Any:
+    def transform(self, prompts: Any, outputs: Any, out: Any = None, phases: PhaseRange | None = None
+                  ) -> Any:
         """psi(t, z) for each (prompt, output) row pair: (n, r), in the map's precision (numpy or torch, as
-        the input); ``out``: an (n, r) array to write them into."""
+        the input); ``out``: an (n, r) array to write them into (``phases``: unused, no phases here)."""
         prompts, outputs = self._pair(prompts, outputs)
         on = backend_of(prompts)
         dtype = self._r_prompt.dtype

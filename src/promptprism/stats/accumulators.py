@@ -8,11 +8,12 @@ partial states in any order: the result is the same up to floating-point summati
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ..array_ops import mirror_upper
-from ..backend import array_namespace, backend_of, is_numpy, populated_empty, populated_zeros, to_numpy
+from ..backend import backend_of, is_numpy, populated_empty, populated_zeros, to_numpy
 from ..errors import InputError
 
 
@@ -26,12 +27,18 @@ class CovarianceAccumulator:
 
     ``precision='float32'``: each batch's f^T f is computed in float32 (twice the float64 rate) and added
     to the running sum, which stays float64, so round-off does not grow with the number of batches: the
-    error is that of one batch's float32 sum (relative ~1e-7 to 1e-6, see docs/precision.md).
+    error is that of one batch's float32 sum (relative ~1e-7 to 1e-6, see docs/precision.md). On a torch
+    device the float32 running sum stays float32 with a compensation term (Kahan summation), the same bound
+    without a float64 array on the device (Apple's MPS has none; on GPUs float64 is the slow path); it
+    becomes float64 when the sum is read (:meth:`to_host`).
     """
 
     dim: int
     sum_upper: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
     _scratch: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
+    #: torch float32: the Kahan compensation of ``sum_upper`` and a spare buffer for the next sum
+    _compensation: Any = field(default=None, init=False, repr=False, compare=False)
+    _spare: Any = field(default=None, init=False, repr=False, compare=False)
     count: int = 0
     precision: str = "float64"  #: 'float64' or 'float32': the arithmetic of each batch's update
 
@@ -49,13 +56,8 @@ class CovarianceAccumulator:
         if f.ndim != 2 or f.shape[1] != self.dim:
             raise InputError(f"CovarianceAccumulator.update: expected shape (n, {self.dim}), got "
                              f"{tuple(f.shape)}")
-        if not is_numpy(f):  # a torch batch: f^T f on its device (in f's precision), the sum float64 there
-            xp = array_namespace(f)
-            if is_numpy(self.sum_upper):
-                self.sum_upper = backend_of(f).asarray(self.sum_upper)
-            product = xp.astype(f.T @ f, xp.float64)
-            self.sum_upper += product if weight == 1.0 else weight * product
-            self.count += f.shape[0]
+        if not is_numpy(f):  # a torch batch: f^T f on its device, summed there (no read to the host)
+            self._update_on_device(f, weight)
         elif f.shape[0]:
             dtype = np.float32 if self.precision == "float32" else np.float64
             f = np.ascontiguousarray(f, dtype=dtype)
@@ -72,10 +74,40 @@ class CovarianceAccumulator:
             self.count += f.shape[0]
         return self
 
+    def _update_on_device(self, f: Any, weight: float) -> None:
+        """A torch batch: float64 batches add to a float64 sum; float32 ones to a float32 sum with Kahan's
+        compensation c (y = w f^T f - c in the product's own update, t = s + y, c = (t - s) - y, s = t; the
+        sum is s - c), every array reused from batch to batch."""
+        import torch
+
+        on = backend_of(f)
+        if f.dtype == torch.float64 or self.precision != "float32":
+            if is_numpy(self.sum_upper):
+                self.sum_upper = on.asarray(self.sum_upper)
+            product = (f.T @ f).to(torch.float64)
+            self.sum_upper += product if weight == 1.0 else weight * product
+            self.count += f.shape[0]
+            return
+        f = f.to(torch.float32)
+        if self._compensation is None:  # a float64 host sum goes over as s + its residual as -c
+            host = np.asarray(to_numpy(self.sum_upper), dtype=np.float64)
+            rounded = host.astype(np.float32)
+            self.sum_upper = on.asarray(np.ascontiguousarray(rounded))
+            self._compensation = on.asarray(np.ascontiguousarray(rounded - host, dtype=np.float32))
+            self._spare, self._scratch = torch.empty_like(self.sum_upper), torch.empty_like(self.sum_upper)
+        y = torch.addmm(self._compensation, f.T, f, beta=-1.0, alpha=weight, out=self._scratch)
+        t = torch.add(self.sum_upper, y, out=self._spare)
+        torch.sub(t, self.sum_upper, out=self._compensation).sub_(y)
+        self._spare, self.sum_upper = self.sum_upper, t
+        self.count += f.shape[0]
+
     def to_host(self) -> CovarianceAccumulator:
-        """Move a running sum kept on a torch device to numpy (for merging, pickling, computing); self."""
-        self.sum_upper = np.asfortranarray(to_numpy(self.sum_upper))
-        self._scratch = None
+        """Move a running sum kept on a torch device to numpy float64 (for merging, pickling, computing);
+        self."""
+        total = np.asfortranarray(to_numpy(self.sum_upper), dtype=np.float64)
+        if self._compensation is not None:
+            total -= to_numpy(self._compensation)
+        self.sum_upper, self._scratch, self._compensation, self._spare = total, None, None, None
         return self
 
     def sum_outer(self, *, copy: bool = True) -> np.ndarray:
@@ -89,7 +121,7 @@ class CovarianceAccumulator:
         if other.dim != self.dim:
             raise InputError(f"cannot merge accumulators of dimension {self.dim} and {other.dim}")
         self.to_host()
-        self.sum_upper += to_numpy(other.sum_upper)
+        self.sum_upper += other.to_host().sum_upper
         self.count += other.count
         return self
 
@@ -104,6 +136,8 @@ class CovarianceAccumulator:
     def reset(self) -> None:
         """Zero the sum and the count, keeping the buffer."""
         self.sum_upper[...] = 0.0
+        if self._compensation is not None:
+            self._compensation[...] = 0.0
         self.count = 0
 
 

@@ -31,6 +31,7 @@ from ...array_ops import map_in_threads
 from ...backend import NUMPY, Backend, backend_of, dtype_name, is_numpy, to_numpy
 from ...kernels.bandwidth import Bandwidth, stable_bandwidth, stable_multiples
 from ...kernels.bandwidth import pooled_rows as pool_of_rows
+from ...kernels.features import PhaseRange
 from ...kernels.gram import covariance_difference_norm, joint_gram
 from ...stats.accumulators import CovarianceAccumulator, KeyedCovarianceAccumulator
 from ...stats.eigen import (
@@ -174,9 +175,10 @@ def difference_partition(fmap: Any, parts: list[tuple], chunk_size: int, backend
     weight * sum_i psi psi^T over rows [start, stop), in one running sum. With weights 1/n (test rows) and
     -eta/m (reference rows) the merged sums of all tasks are Lambda = C_test - eta C_ref (eq. 2): one
     dim x dim sum per task, not one per set. Otherwise as :func:`covariance_partition`."""
-    acc = CovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64"))
-    for weight, feats in _part_features(fmap, parts, chunk_size, backend):
+    acc, phases = CovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64")), PhaseRange()
+    for weight, feats in _part_features(fmap, parts, chunk_size, backend, phases):
         acc.update(feats, weight)
+    phases.check()
     return acc.to_host()
 
 
@@ -189,19 +191,24 @@ def side_moments_partition(fmap: Any, parts: list[tuple], chunk_size: int, backe
     :func:`~promptprism.stats.subspaces.leading_eigenvectors`) from the same products. ``features_out``
     as in :func:`covariance_partition`."""
     acc = KeyedCovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64"))
-    for side, feats in _part_features(fmap, parts, chunk_size, backend):
+    phases = PhaseRange()
+    for side, feats in _part_features(fmap, parts, chunk_size, backend, phases):
         acc.update(side, feats)
+    phases.check()
     return acc.to_host()
 
 
-def _part_features(fmap: Any, parts: list[tuple], chunk_size: int, backend: Backend) -> Iterator[tuple]:
+def _part_features(fmap: Any, parts: list[tuple], chunk_size: int, backend: Backend,
+                   phases: PhaseRange) -> Iterator[tuple]:
     """(the part's tag, the features of one chunk of its rows) for each chunk of each of ``parts``
-    (prompts, outputs, start, stop, tag, features_out); the rows also written to ``features_out``."""
+    (prompts, outputs, start, stop, tag, features_out); the rows also written to ``features_out``. On a
+    device the phases' range goes to ``phases``, which the caller checks once the pass is done."""
     for prompts, outputs, start, stop, tag, features_out in parts:
         for a, b in chunks(stop - start, chunk_size):
             rows = slice(start + a, start + b)
             out = None if features_out is None else features_out[rows, ...]
-            yield tag, fmap.transform(backend.asarray(prompts[rows]), backend.asarray(outputs[rows]), out=out)
+            yield tag, fmap.transform(backend.asarray(prompts[rows]), backend.asarray(outputs[rows]), out=out,
+                                      phases=phases)
 
 
 def _fold_scores(stats: ModeStats, feats: Any, basis: Any, ids: np.ndarray, labels: np.ndarray) -> None:
@@ -217,9 +224,21 @@ def mode_stats_partition(fmap: Any, basis: np.ndarray, prompts: Any, outputs: An
     prompt labels. Features and scores are computed on ``backend``; the statistics are numpy.
     """
     stats = ModeStats.empty(top_k, basis.shape[1], n_groups)
+    if backend.name != "numpy":  # the scores of every chunk kept on the device, read back once
+        phases, modes = PhaseRange(), None
+        scores = []
+        for a, b in chunks(stop - start, chunk_size):
+            feats = fmap.transform(backend.asarray(prompts[start + a : start + b]),
+                                   backend.asarray(outputs[start + a : start + b]), phases=phases)
+            modes = backend.asarray(basis, dtype_name(feats)) if modes is None else modes
+            scores.append(feats @ modes)
+        phases.check()
+        if scores:
+            stats.update(np.arange(first_index, first_index + stop - start), labels,
+                         to_numpy(backend.xp.concat(scores)))
+        return stats
     for a, b in chunks(stop - start, chunk_size):
-        feats = fmap.transform(backend.asarray(prompts[start + a : start + b]),
-                               backend.asarray(outputs[start + a : start + b]))
+        feats = fmap.transform(prompts[start + a : start + b], outputs[start + a : start + b])
         _fold_scores(stats, feats, basis, np.arange(first_index + a, first_index + b), labels[a:b])
     return stats
 
@@ -235,10 +254,9 @@ def mode_stats_from_features(feats: Any, basis: np.ndarray, labels: np.ndarray, 
     """:func:`mode_stats_partition` over all rows of features already computed (N x r, numpy or torch);
     ``first_index``: the global index of row 0 (a set within a side of several sets)."""
     stats = ModeStats.empty(top_k, basis.shape[1], n_groups)
-    if not is_numpy(feats):
-        for a, b in chunks(feats.shape[0], chunk_size):
-            _fold_scores(stats, feats[a:b, ...], basis, np.arange(first_index + a, first_index + b),
-                         labels[a:b])
+    if not is_numpy(feats):  # all rows' scores (N x k) in one product on the device, read back once
+        if feats.shape[0]:
+            _fold_scores(stats, feats, basis, np.arange(first_index, first_index + feats.shape[0]), labels)
         return stats
     modes = np.asarray(basis, dtype=feats.dtype)
     scores = np.empty((min(chunk_size, feats.shape[0]), modes.shape[1]), dtype=feats.dtype)
@@ -255,9 +273,12 @@ def feature_rows(fmap: Any, prompts: Any, outputs: Any, rows: np.ndarray, chunk_
     xp = backend.xp
     out = xp.empty((rows.size, fmap.dim), dtype=getattr(xp, getattr(fmap, "precision", "float64")),
                    device=backend.device)
+    phases = PhaseRange()
     for a, b in chunks(rows.size, chunk_size):
         idx = rows[a:b]
-        out[a:b, ...] = fmap.transform(backend.asarray(prompts[idx]), backend.asarray(outputs[idx]))
+        out[a:b, ...] = fmap.transform(backend.asarray(prompts[idx]), backend.asarray(outputs[idx]),
+                                       phases=phases)
+    phases.check()
     return out
 
 

@@ -146,7 +146,10 @@ class FeatureRoute(Route):
             pool=lambda a: kc.pooled_rows_k([getattr(s, a) for s in members], 1000, est.seed))
         self.on_cluster = isinstance(runner, DaskRunner)
         self.size = partition_size(est.partition_rows, est.chunk_size)
-        self.keep = (not self.on_cluster and int(self.counts.sum()) * self.fmap.dim
+        # on a device the sets' rows go there once too (not chunk by chunk: a copy from pageable host memory
+        # waits for the device each time)
+        width = self.fmap.dim + (0 if backend.name == "numpy" else first.dim_prompt + first.dim_output)
+        self.keep = (not self.on_cluster and int(self.counts.sum()) * width
                      * np.dtype(self.fmap.precision).itemsize <= feature_memory(backend))
         self.task_backend = NUMPY if self.on_cluster else backend
         self.threads = backend.name == "numpy"  # (tasks on threads: numpy's products release the GIL)
@@ -189,7 +192,9 @@ class FeatureRoute(Route):
                     for k, s in enumerate(self.sets) for a, b in core.chunks(len(s), self.size)]
         self.feats = [self.backend.empty((len(s), fmap.dim), fmap.precision, threads_write=True)
                       for s in self.sets]
-        rows = [(s.prompt_embeddings, s.output_embeddings, k, self.feats[k]) for k, s in enumerate(self.sets)]
+        to = self.backend.asarray if self.backend.name != "numpy" else (lambda a: a)
+        rows = [(to(s.prompt_embeddings), to(s.output_embeddings), k, self.feats[k])
+                for k, s in enumerate(self.sets)]
         dealt = balanced_blocks([len(s) for s in self.sets], est.chunk_size,  # (a device: one task)
                                 getattr(self.runner, "workers", 1) if self.threads else 1)
         return [(fmap, [(*rows[i][:2], a, b, *rows[i][2:]) for i, a, b in blocks], est.chunk_size,
