@@ -74,6 +74,28 @@ def test_block_larger_than_the_range_makes_up_nothing():
     np.testing.assert_allclose(np.sort(vals), np.sort(lam), atol=1e-12 * np.abs(lam).max())
 
 
+def test_a_spent_budget_gives_up_and_auto_answers_densely(monkeypatch):
+    """``max_width``: a run that has not converged within that many Krylov vectors returns None; one that
+    converges within it returns the dense solve's extremes. ``solver='auto'`` between
+    ``GRAM_LANCZOS_MIN_ROWS`` and ``DENSE_SIZE_LIMIT`` rows: Lanczos when it converges within its budget
+    (only the extremes come back), else the dense decomposition (the whole spectrum), the same extremes
+    either way (float64 G, to 1e-12 of the largest)."""
+    from promptprism.stats import eigen
+
+    gram, weights = _problem(240, None, 5)
+    lam, _ = _dense(gram, weights)
+    assert weighted_gram_lanczos(gram, weights, 5, 5, max_width=8) is None
+    vals, _ = weighted_gram_lanczos(gram, weights, 5, 5, max_width=200)
+    np.testing.assert_allclose(vals, np.r_[lam[:5], lam[-5:]], rtol=0, atol=1e-12 * np.abs(lam).max())
+    monkeypatch.setattr(eigen, "GRAM_LANCZOS_MIN_ROWS", 100)
+    for width, dense in ((200, False), (8, True)):
+        monkeypatch.setattr(eigen, "GRAM_LANCZOS_MIN_WIDTH", width)
+        got = eigen.weighted_gram_eigenpairs(gram, weights, n_positive=5, n_negative=5)
+        assert (got.spectrum is not None) == dense
+        np.testing.assert_allclose(got.eigenvalues, np.r_[lam[:5], lam[-5:]], rtol=0,
+                                   atol=1e-12 * np.abs(lam).max())
+
+
 @pytest.mark.parametrize("size", [1, 2, 17, TRIDIAGONAL_DENSE_MAX, TRIDIAGONAL_DENSE_MAX + 40])
 def test_tridiagonal_eigh_equals_lapack(size):
     rng = np.random.default_rng(size)

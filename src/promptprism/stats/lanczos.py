@@ -34,7 +34,8 @@ BLOCK_SIZE = 1
 
 
 def weighted_gram_lanczos(gram: Any, weights: Any, n_pos: int, n_neg: int, *, tol: float | None = None,
-                          seed: int = 0, block: int = BLOCK_SIZE) -> tuple[Any, Any]:
+                          seed: int = 0, block: int = BLOCK_SIZE, max_width: int | None = None
+                          ) -> tuple[Any, Any] | None:
     """(eigenvalues, scores): the ``n_pos`` largest and ``n_neg`` smallest eigenvalues of D G (descending)
     and each one's scores G u / |u|_G (N x k), as arrays of ``gram``'s backend (float64), by block Lanczos
     with ``block`` Krylov vectors per product G X.
@@ -48,7 +49,9 @@ def weighted_gram_lanczos(gram: Any, weights: Any, n_pos: int, n_neg: int, *, to
     pass's coefficients) and, for a Ritz pair (theta, s), the residual D G Q s - theta Q s = R s_last (R:
     the newest block after orthogonalisation), whose G-norm squared is s_last^T (R^T G R) s_last, the
     matrix that G-normalises that block. The run stops when every wanted pair's residual is below ``tol``
-    times the largest |Ritz value|, or when the space is the whole range of G. A block is G-normalised
+    times the largest |Ritz value|, or when the space is the whole range of G; given ``max_width``, it
+    gives up (returns None) once the basis has that many vectors and the pairs have not converged (a
+    caller with a dense decomposition to fall back on bounds what a slowly converging run may cost). A block is G-normalised
     through the eigen-decomposition of R^T G R (directions in G's numerical null space dropped; fresh seeded
     directions, orthogonal to the basis, make up a block that lost some). One pass over G per block instead
     of one per vector: a matrix that does not fit in cache is read ``block`` times less often."""
@@ -63,7 +66,8 @@ def weighted_gram_lanczos(gram: Any, weights: Any, n_pos: int, n_neg: int, *, to
         if m >= size:
             break
         q, gq, quad = run.normalised(run.remainder)
-        if m >= check:
+        budget_spent = max_width is not None and m >= max_width
+        if m >= check or budget_spent:
             check = m + max(1, m // 32)
             theta, s = np.linalg.eigh(run.t_mat)
             pick = _extremes(m, n_pos, n_neg)
@@ -71,6 +75,8 @@ def weighted_gram_lanczos(gram: Any, weights: Any, n_pos: int, n_neg: int, *, to
             residual = np.sqrt(np.maximum(np.einsum("ij,ik,kj->j", last, quad, last), 0.0))
             if np.all(residual <= tol * max(float(np.max(np.abs(theta))), 1e-300)):
                 break
+            if budget_spent:
+                return None
         if q.shape[1] < k and m + q.shape[1] < size:  # (a block lost directions: fresh ones make it up)
             x = run.fresh(k - q.shape[1])
             for _ in range(2):  # (and orthogonal to the block's own kept directions)

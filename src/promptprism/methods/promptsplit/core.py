@@ -80,7 +80,9 @@ def exact_spectrum(gram: np.ndarray, weights: np.ndarray, *, n_modes: int, eta: 
     """Eigenvalues of D G (eq. 3) and the scores of every sample on the top ``n_modes`` modes of each sign.
 
     ``solver='dense'`` keeps the whole spectrum; 'lanczos' computes only the extremes; 'auto' diagonalises
-    fully up to :data:`~promptprism.stats.eigen.DENSE_SIZE_LIMIT` samples (and then keeps it all).
+    fully up to :data:`~promptprism.stats.eigen.GRAM_LANCZOS_MIN_ROWS` samples, and up to
+    :data:`~promptprism.stats.eigen.DENSE_SIZE_LIMIT` when Lanczos does not converge within its budget (a
+    dense solve keeps the whole spectrum).
     ``precision``: the precision G was computed in (sets the round-off below which no mode is reported).
     """
     want = None if solver == "dense" else n_modes

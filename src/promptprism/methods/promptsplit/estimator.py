@@ -59,7 +59,8 @@ class PromptSplit(SplitOptions):
     rank_prompts_by : 'contribution' (the prompt's exact share of the eigenvalue: default) or 'mean_score'
         (mean score of the prompt's samples in the favoured set, as in the paper's description).
     solver : 'auto', 'dense' (whole spectrum) or 'lanczos' (only the modes asked for); 'auto' is dense up
-        to 3,000 samples (exact route) or 1,000 features (random-feature routes).
+        to 800 samples (exact route; up to 3,000 when Lanczos has not converged within max(100, N / 20)
+        vectors) or 1,000 features (random-feature routes).
     permutations : label permutations of the significance test (:mod:`.significance`); None = 200 on the
         exact route and 100 on the random-feature routes; 0 turns the test off.
     alpha : family-wise significance level of the test (0 < alpha < 1).
