@@ -321,7 +321,7 @@ def test_scendi_intervals_differences_and_a_warning_once():
     doc = unescape(render_report(comparison))
     m = models[0]
     assert f"{m.scendi:.4g} [{m.scendi * 0.9:.4g}, {m.scendi * 1.1:.4g}]" in doc
-    assert "0.95 bootstrap intervals (200 replicates, prompts resampled" in doc
+    assert "0.95 intervals (bootstrap: 200 replicates, prompts resampled" in doc
     assert "cross-fit (5 folds)" in doc
     static = doc.split('<script type="application/json"')[0]  # the page, not its embedded result.json
     assert static.count("the prompt kernel has nearly full rank") == 1

@@ -333,3 +333,26 @@ def test_torch_backend_gives_the_reference_numbers_and_intervals(rows, estimator
         assert b.intervals[m]["low"] == pytest.approx(iv["low"], rel=1e-8, abs=1e-12), m
         assert b.intervals[m]["high"] == pytest.approx(iv["high"], rel=1e-8, abs=1e-12), m
     assert [s.index for s in a.clusters[0].top_samples] == [s.index for s in b.clusters[0].top_samples]
+
+
+def test_auto_bootstrap_counts_the_jackknifes_refits(monkeypatch):
+    """bootstrap='auto' with the jackknife's intervals (repeated prompts: the debiased estimator) runs one
+    refit per distinct prompt G, recorded as the replicates; when G refits cost more than auto's budget (here
+    shrunk: 20 replicates of 16 x 16 matrices), no intervals and a note that says how to ask for them."""
+    from promptprism.methods.scendi import estimator
+
+    rng = np.random.default_rng(4)
+    monkeypatch.setattr(estimator, "AUTO_BOOTSTRAP_MAX_SIZE", 16)
+    monkeypatch.setattr(estimator, "AUTO_BOOTSTRAP_REPLICATES", 20)
+    for distinct, runs in ((15, True), (30, False)):
+        which = np.arange(4 * distinct) % distinct
+        t = rng.standard_normal((distinct, 8))[which]
+        z = t @ rng.standard_normal((8, 8)) + rng.standard_normal((which.size, 8))
+        fit = pp.Scendi(bootstrap="auto", n_clusters=2).fit((t, z))
+        assert fit.gamma_estimator.startswith("debiased") or fit.gamma_estimator == "in-sample"
+        if runs:
+            assert fit.bootstrap["interval"].startswith("jackknife")
+            assert fit.bootstrap["replicates"] == distinct and fit.intervals
+        else:
+            assert fit.intervals == {} and fit.bootstrap == {}
+            assert any("once per distinct prompt (30 refits on 16 x 16" in w for w in fit.warnings)

@@ -223,8 +223,9 @@ def _intervals_text(models: list[Any]) -> str:
     )
     gammas = sorted({str(getattr(m, "gamma_estimator", "") or "") for m in models} - {""})
     return (
-        f"Brackets: {fmt(boot.get('level', 0.95))} bootstrap intervals ({boot.get('replicates', '?')} "
-        f"replicates, {boot.get('resample', 'prompts')} resampled, seed {boot.get('seed', '?')}). "
+        f"Brackets: {fmt(boot.get('level', 0.95))} intervals ({boot.get('interval', 'bootstrap')}: "
+        f"{boot.get('replicates', '?')} replicates, {boot.get('resample', 'prompts')} resampled, seed "
+        f"{boot.get('seed', '?')}). "
         if boot
         else "No bootstrap intervals in this result: differences between models may be noise. "
     ) + (f"Γ* estimator: {', '.join(gammas)}." if gammas else "")  # (calibration: in the caveats)

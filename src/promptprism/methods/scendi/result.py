@@ -63,7 +63,8 @@ class ScendiResult(Result):
     version: str = __version__
     #: {metric: {'low', 'high'}} percentile intervals of the prompt bootstrap (empty when it was off)
     intervals: dict = field(default_factory=dict)
-    #: {'replicates', 'level', 'seed', 'resample'} (empty when the bootstrap was off)
+    #: {'replicates', 'level', 'seed', 'resample', 'interval', 'validity'} (empty when the bootstrap was off;
+    #: ``replicates``: the refits behind the intervals, B bootstrap draws or one per prompt jackknifed)
     bootstrap: dict = field(default_factory=dict)
     #: how Gamma* was estimated: 'in-sample' or 'cross-fit (k folds, ridge r)'
     gamma_estimator: str = "in-sample"
