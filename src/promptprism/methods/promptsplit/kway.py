@@ -30,6 +30,7 @@ from ...scale.runner import current_runner
 from ...stats.batched_eigen import DENSE_BATCH_RANK
 from . import comparisons as kc
 from . import core, kway_subspace
+from . import significance as sig
 from .estimator import STABLE_SAMPLES, STABLE_TOP, PromptSplit
 from .family import family_for
 from .kway_result import ComparisonFit, KWayResult, assemble
@@ -49,6 +50,14 @@ TEST_SECONDS_PER_ENTRY = 2.5e-9
 #: 1.7e-4 s at s = 40), a one-vs-rest in the Gram eigenbasis c per test row
 #: (:func:`.comparisons.rest_extremes`, in cache-sized blocks: 2.5e-3 s per labelling at N = 1,000). The
 #: comparisons share the BLAS's threads (:func:`~promptprism.array_ops.map_in_threads`)
+#: K >= 3 on more rows than this in all: the test's statistic in the pooled samples' leading principal
+#: subspace (:func:`.significance.principal_operand`, as two-way PromptSplit's above as many rows), each
+#: comparison and labelling then about :data:`SUBSPACE_SECONDS_PER_ENTRY` x rows x rank^2; at most this
+#: many, over the whole operand (:data:`.testing.WHOLE_OPERAND`, batched Lanczos: cheaper on small sets).
+#: Measured (the test's wall seconds, 3 sets of 32-d data, 2-core AMD EPYC; docs/promptsplit.md): exact
+#: 3 x 400 rows 2.8 whole / 2.8 subspace, 3 x 1,000 8.8 / 4.0, 3 x 2,000 26.9 / 4.2; rff 3 x 400 2.7 / 1.4
+WHOLE_OPERAND_MAX_ROWS = sig.FULL_MAX_ROWS
+SUBSPACE_SECONDS_PER_ENTRY = 1.2e-11
 PAIR_SECONDS_PER_LABELLING = 1.5e-5
 PAIR_SECONDS_PER_CUBED_ROW = 2.5e-9
 REST_SECONDS_PER_ROW = 2.5e-6
@@ -67,6 +76,9 @@ def test_cost_seconds(k: int, null_rows: int, width: int, permutations: int, *,
     pairs, rest = kc.comparisons(int(k))
     labellings = int(permutations) + 1
     per = TEST_SECONDS_PER_LABELLING + TEST_SECONDS_PER_ENTRY * float(null_rows) * float(width)
+    if int(k) >= 3 and int(null_rows) > WHOLE_OPERAND_MAX_ROWS:  # (the principal subspace's statistic)
+        per = TEST_SECONDS_PER_LABELLING + SUBSPACE_SECONDS_PER_ENTRY * float(null_rows) * sig.NULL_MAX_RANK**2
+        return (len(pairs) + len(rest)) * labellings * per
     if set_rows is None or int(k) < 3 or 2 * int(set_rows) > kc.PAIR_BLOCK_MAX_ROWS:
         return (len(pairs) + len(rest)) * labellings * per
     pair = PAIR_SECONDS_PER_LABELLING + PAIR_SECONDS_PER_CUBED_ROW * float(2 * int(set_rows)) ** 3
@@ -174,7 +186,8 @@ class KWaySplit(SplitOptions):
         fam = family_for(self.aggregate, sets, kernel=self.kernel, sigmas=sigmas, seed=self.seed,
                          rules=(self.bandwidth("prompt"), self.bandwidth("output")), names=prompt_names,
                          backend=route.backend, set_names=names)
-        compress = len(sets) == 2  # (K >= 3: the whole operand, testing.WHOLE_OPERAND)
+        # (K >= 3 on few rows: the whole operand, testing.WHOLE_OPERAND)
+        compress = len(sets) == 2 or int(sum(len(s) for s in sets)) > WHOLE_OPERAND_MAX_ROWS
         outcome = comparison_significance(
             sets, route.comparisons, spectra, labels, operand_of=route.replicates(compress), eta=self.eta,
             permutations=permutations, alpha=float(self.alpha), seed=self.seed,

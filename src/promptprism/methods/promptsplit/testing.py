@@ -29,9 +29,10 @@ from . import significance as sig
 from .family import Family, aggregation_record, family_members
 from .labelling_blocks import piece_columns, pool_workers, sequential_spectra
 
-#: the statistic without compression (K-way with three or more sets: a pair's weights take three values,
-#: 1/n_a, -eta/n_b and 0, where a principal subspace's labelling matrices lose their one-SYRK form and cost
-#: more than the batched Lanczos over the whole operand)
+#: the statistic without compression (K-way with three or more sets on at most
+#: ``kway.WHOLE_OPERAND_MAX_ROWS`` rows: a pair's weights take three values, 1/n_a, -eta/n_b and 0, where a
+#: principal subspace's labelling matrices lose their one-SYRK form and cost more than the batched Lanczos
+#: over a small whole operand; on more rows the principal subspace is the cheaper by far)
 WHOLE_OPERAND = ("the extreme eigenvalues of every comparison's Lambda over every direction of the joint "
                  "Gram matrix or the random features (the uncompressed statistic, batched Lanczos)")
 
