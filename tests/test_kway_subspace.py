@@ -153,6 +153,20 @@ def test_moment_extremes_by_lanczos_on_wide_directions_equal_the_brute_force():
     np.testing.assert_allclose(part[1][:, ::3], neg[3:, ::3], rtol=1e-9)
 
 
+def test_moment_extremes_in_blocks_of_labellings_equal_one_block(monkeypatch):
+    """Labellings whose moments and matrices exceed MOMENT_BLOCK_BYTES go through in blocks (here one at a
+    time): the same numbers as all at once, dense (observed) and Lanczos (relabellings) columns alike."""
+    rng = np.random.default_rng(5)
+    width = ks.LANCZOS_MIN_RANK + 16
+    p = (rng.normal(size=(240, width)) * np.geomspace(2.0, 0.05, width)).astype(np.float32)
+    counts, _, rows_of, comps = _three_sets(rng, 80, 5)
+    whole = ks.moment_extremes(p, rows_of, np.arange(6), comps, counts, 0.8, [3] * 6, seed=2)
+    monkeypatch.setattr(ks, "MOMENT_BLOCK_BYTES", 1)
+    blocked = ks.moment_extremes(p, rows_of, np.arange(6), comps, counts, 0.8, [3] * 6, seed=2)
+    np.testing.assert_allclose(blocked[0], whole[0], rtol=1e-9, atol=0)
+    np.testing.assert_allclose(blocked[1], whole[1], rtol=1e-9, atol=0)
+
+
 @pytest.mark.slow
 def test_subspace_fit_agrees_with_the_joint_gram_fit(monkeypatch):
     """End to end (K = 4 x 40 rows, a planted difference in set 4): with the subspace route forced, the

@@ -51,16 +51,31 @@ TEST_SECONDS_PER_ENTRY = 2.5e-9
 #: (:func:`.comparisons.rest_extremes`, in cache-sized blocks: 2.5e-3 s per labelling at N = 1,000). The
 #: comparisons share the BLAS's threads (:func:`~promptprism.array_ops.map_in_threads`)
 #: K >= 3 on more rows than this in all: the test's statistic in the pooled samples' leading principal
-#: subspace (:func:`.significance.principal_operand`, as two-way PromptSplit's above as many rows), each
-#: comparison and labelling then about :data:`SUBSPACE_SECONDS_PER_ENTRY` x rows x rank^2; at most this
-#: many, over the whole operand (:data:`.testing.WHOLE_OPERAND`, batched Lanczos: cheaper on small sets).
-#: Measured (the test's wall seconds, 3 sets of 32-d data, 2-core AMD EPYC; docs/promptsplit.md): exact
-#: 3 x 400 rows 2.8 whole / 2.8 subspace, 3 x 1,000 8.8 / 4.0, 3 x 2,000 26.9 / 4.2; rff 3 x 400 2.7 / 1.4
+#: subspace (:func:`.significance.principal_operand`, as two-way PromptSplit's above as many rows; per
+#: labelling the K sets' moments there, then every comparison's matrix, :func:`.kway_subspace.moment_extremes`);
+#: at most this many, over the whole operand (:data:`.testing.WHOLE_OPERAND`, batched Lanczos, or the small
+#: sets' own solves: cheaper there). Measured (the test's wall seconds, 3 sets of 32-d data, 2-core AMD
+#: EPYC; docs/promptsplit.md): exact 3 x 400 rows 2.8 whole / 2.8 subspace, 3 x 1,000 8.8 / 4.0, 3 x 2,000
+#: 26.9 / 4.2; rff 3 x 400 2.7 / 1.4
 WHOLE_OPERAND_MAX_ROWS = sig.FULL_MAX_ROWS
-SUBSPACE_SECONDS_PER_ENTRY = 1.2e-11
+#: ... for at most this many comparisons (K(K-1)/2 + K: K <= 22): each labelling forms every comparison's
+#: rank x rank matrix (at rank 256, 0.5 MB each), one labelling's within ``kway_subspace.MOMENT_BLOCK_BYTES``
+SUBSPACE_MAX_COMPARISONS = kway_subspace.MOMENT_BLOCK_BYTES // (8 * sig.NULL_MAX_RANK**2)
+#: ... and its cost per labelling, one thread: rows x rank^2 for the moments (kway_subspace's constant) and
+#: this per comparison and rank^2 for its solve (rank 256, the test's wall seconds on 2 threads, estimate /
+#: measured: 3 x 2,000 rows 4.9 / 4.5 s, 8 x 700 9.6 / 8.7 s, 15 x 200 21.7 / 23.7 s; over the whole
+#: operand those took 27, 136 and 138 s)
+SUBSPACE_SECONDS_PER_SOLVE_RANK2 = 2.5e-8
 PAIR_SECONDS_PER_LABELLING = 1.5e-5
 PAIR_SECONDS_PER_CUBED_ROW = 2.5e-9
 REST_SECONDS_PER_ROW = 2.5e-6
+
+
+def subspace_statistic(k: int, rows: int) -> bool:
+    """Whether K >= 3 sets of ``rows`` rows in all are tested in the principal subspace
+    (:data:`WHOLE_OPERAND_MAX_ROWS`, :data:`SUBSPACE_MAX_COMPARISONS`)."""
+    pairs, rest = kc.comparisons(k)
+    return k >= 3 and rows > WHOLE_OPERAND_MAX_ROWS and len(pairs) + len(rest) <= SUBSPACE_MAX_COMPARISONS
 
 
 def test_cost_seconds(k: int, null_rows: int, width: int, permutations: int, *,
@@ -68,7 +83,9 @@ def test_cost_seconds(k: int, null_rows: int, width: int, permutations: int, *,
     """Rough seconds of the K-way permutation test: C = K(K-1)/2 pairs + K one-vs-rest comparisons (one
     for K = 2), each diagonalised for the observed labelling and the ``permutations`` others, each solve
     costing about a + b N w (:data:`TEST_SECONDS_PER_LABELLING`, :data:`TEST_SECONDS_PER_ENTRY`); an upper
-    bound in the comparisons (those without a mode to test are skipped), within a factor of about 2.
+    bound in the comparisons (those without a mode to test are skipped), within a factor of about 2. K >= 3
+    on more than :data:`WHOLE_OPERAND_MAX_ROWS` rows: the principal subspace's moments and solves instead
+    (:data:`SUBSPACE_SECONDS_PER_SOLVE_RANK2`).
     ``set_rows`` (the exact route: the largest set's test rows): with K >= 3 and pairs of at most
     ``PAIR_BLOCK_MAX_ROWS`` rows, the pairs' and the one-vs-rest's small-set solves instead
     (:data:`PAIR_SECONDS_PER_LABELLING`, :data:`PAIR_SECONDS_PER_CUBED_ROW`, :data:`REST_SECONDS_PER_ROW`),
@@ -76,9 +93,11 @@ def test_cost_seconds(k: int, null_rows: int, width: int, permutations: int, *,
     pairs, rest = kc.comparisons(int(k))
     labellings = int(permutations) + 1
     per = TEST_SECONDS_PER_LABELLING + TEST_SECONDS_PER_ENTRY * float(null_rows) * float(width)
-    if int(k) >= 3 and int(null_rows) > WHOLE_OPERAND_MAX_ROWS:  # (the principal subspace's statistic)
-        per = TEST_SECONDS_PER_LABELLING + SUBSPACE_SECONDS_PER_ENTRY * float(null_rows) * sig.NULL_MAX_RANK**2
-        return (len(pairs) + len(rest)) * labellings * per
+    if subspace_statistic(int(k), int(null_rows)):  # (the principal subspace's statistic)
+        rank2 = float(sig.NULL_MAX_RANK) ** 2
+        per = rank2 * (kway_subspace.SECONDS_PER_ROW_RANK2 * float(null_rows)
+                       + SUBSPACE_SECONDS_PER_SOLVE_RANK2 * (len(pairs) + len(rest)))
+        return labellings * per / max(1, int(threads))
     if set_rows is None or int(k) < 3 or 2 * int(set_rows) > kc.PAIR_BLOCK_MAX_ROWS:
         return (len(pairs) + len(rest)) * labellings * per
     pair = PAIR_SECONDS_PER_LABELLING + PAIR_SECONDS_PER_CUBED_ROW * float(2 * int(set_rows)) ** 3
@@ -186,8 +205,8 @@ class KWaySplit(SplitOptions):
         fam = family_for(self.aggregate, sets, kernel=self.kernel, sigmas=sigmas, seed=self.seed,
                          rules=(self.bandwidth("prompt"), self.bandwidth("output")), names=prompt_names,
                          backend=route.backend, set_names=names)
-        # (K >= 3 on few rows: the whole operand, testing.WHOLE_OPERAND)
-        compress = len(sets) == 2 or int(sum(len(s) for s in sets)) > WHOLE_OPERAND_MAX_ROWS
+        # (K >= 3 on few rows or with many comparisons: the whole operand, testing.WHOLE_OPERAND)
+        compress = len(sets) == 2 or subspace_statistic(len(sets), int(sum(len(s) for s in sets)))
         outcome = comparison_significance(
             sets, route.comparisons, spectra, labels, operand_of=route.replicates(compress), eta=self.eta,
             permutations=permutations, alpha=float(self.alpha), seed=self.seed,

@@ -54,6 +54,9 @@ LANCZOS_MIN_RANK = 64
 #: rough seconds of the test (one thread): per labelling, a SYRK costing this per test row and squared
 #: rank, and a dense eigen-solve of TEST_RANK per comparison
 SECONDS_PER_ROW_RANK2 = 1e-10
+#: bytes of moments and comparison matrices :func:`moment_extremes` holds at once (201 labellings of 3 sets at
+#: rank 256 would take 0.6 GB at once, of 50 sets 125 GB)
+MOMENT_BLOCK_BYTES = 128 * 2**20
 #: the test's ``statistic`` record
 STATISTIC = ("the extreme eigenvalues of every comparison's Lambda restricted to the test rows' {rank} "
              "leading principal directions of the shared subspace (a seeded pivoted-Cholesky factor of the "
@@ -142,11 +145,17 @@ def moment_extremes(factor: np.ndarray, rows_of: list[np.ndarray], cols: np.ndar
     the observed labelling's (column 0, whose top modes are reported) and narrow ones
     (at most :data:`LANCZOS_MIN_RANK`) by one stacked dense eigen-solve, the relabellings' by lockstep
     Lanczos from one start vector drawn from ``seed`` (:func:`~promptprism.stats.subspace_spectra.
-    matrix_lanczos_extremes`: each labelling's statistic one function of its weights)."""
+    matrix_lanczos_extremes`: each labelling's statistic one function of its weights). The labellings go
+    through in blocks whose moments and matrices hold at most :data:`MOMENT_BLOCK_BYTES`."""
+    p = factor.shape[1]
+    block = max(1, MOMENT_BLOCK_BYTES // (8 * (len(counts) + len(comparisons)) * p * p))
+    if cols.size > block:  # (labellings in blocks: each one's numbers do not depend on the others)
+        parts = [moment_extremes(factor, rows_of, cols[i:i + block], comparisons, counts, eta, widths, seed=seed)
+                 for i in range(0, cols.size, block)]
+        return np.concatenate([q[0] for q in parts]), np.concatenate([q[1] for q in parts])
     pos = np.zeros((cols.size, sum(widths)))
     neg = np.zeros_like(pos)
     offsets = np.r_[0, np.cumsum(widths)]
-    p = factor.shape[1]
     moments = np.stack([_moments(factor, rows_of, col) for col in cols])  # (L, K, p, p)
     mats = np.matmul(comparison_weights(counts, comparisons, eta), moments.reshape(cols.size, len(counts), -1)
                      ).reshape(cols.size, len(comparisons), p, p)  # (L, comps, p, p)
