@@ -79,8 +79,8 @@ def main() -> None:
         env = _installed_like(folder / "pycache")
         paths = {n: write_sets(folder, n) for n in sizes}
         # an untimed first run compiles the package's bytecode into the cache (as an install does)
-        subprocess.run(command("split", paths[sizes[0]], folder / "warm-up"), capture_output=True, check=False,
-                       env=env)
+        warm_up = command("split", paths[sizes[0]], folder / "warm-up")
+        subprocess.run(warm_up, capture_output=True, check=False, env=env)
         for which in args.only:
             seconds = {}
             for n in sizes:

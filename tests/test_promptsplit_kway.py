@@ -213,7 +213,8 @@ def test_kway_subspace_statistic_equals_the_whole_operands_when_it_holds_every_d
 
 @pytest.mark.slow
 def test_kway_subspace_statistic_calibration_and_power(monkeypatch):
-    """The principal-subspace statistic (gaussian kernel: a subspace of 8-16 directions leaves energy out) keeps the family-wise false-positive rate near alpha on 150 null data sets (59 permutations), and
+    """The principal-subspace statistic (gaussian kernel: a subspace of 8-16 directions leaves energy out)
+    keeps the family-wise false-positive rate near alpha on 150 null data sets (59 permutations), and
     finds a deviation in one of three models in at least 80 % of 30 data sets."""
     _principal_subspace_test(monkeypatch, 8)
     est = KWaySplit(method="exact", permutations=59, n_modes=2)

@@ -146,7 +146,8 @@ def weighted_gram_eigenpairs(
     the scores are G u / |u|_G.
     ``'auto'``: dense when every eigenpair is wanted or N <= :data:`GRAM_LANCZOS_MIN_ROWS`; up to
     :data:`DENSE_SIZE_LIMIT` (numpy) lanczos within a budget of Krylov vectors, dense when that is spent;
-    above it lanczos. (A torch ``gram``: dense up to :data:`DENSE_SIZE_LIMIT`, as a device's ``eigh`` is fast.)
+    above it lanczos. (A torch ``gram``: dense up to :data:`DENSE_SIZE_LIMIT`: a device's ``eigh`` is
+    fast.)
 
     A float32 ``gram`` is kept float32 (half the memory): the dense route factors a float64 copy, lanczos
     multiplies in float32 with float64 Krylov vectors; the scores are float64 either way.

@@ -51,10 +51,11 @@ def weighted_gram_lanczos(gram: Any, weights: Any, n_pos: int, n_neg: int, *, to
     matrix that G-normalises that block. The run stops when every wanted pair's residual is below ``tol``
     times the largest |Ritz value|, or when the space is the whole range of G; given ``max_width``, it
     gives up (returns None) once the basis has that many vectors and the pairs have not converged (a
-    caller with a dense decomposition to fall back on bounds what a slowly converging run may cost). A block is G-normalised
-    through the eigen-decomposition of R^T G R (directions in G's numerical null space dropped; fresh seeded
-    directions, orthogonal to the basis, make up a block that lost some). One pass over G per block instead
-    of one per vector: a matrix that does not fit in cache is read ``block`` times less often."""
+    caller with a dense decomposition to fall back on bounds what a slowly converging run may cost). A
+    block is G-normalised through the eigen-decomposition of R^T G R (directions in G's numerical null
+    space dropped; fresh seeded directions, orthogonal to the basis, make up a block that lost some). One
+    pass over G per block instead of one per vector: a matrix that does not fit in cache is read ``block``
+    times less often."""
     run = _BlockKrylov(gram, seed)
     xp, size, w = run.xp, run.size, run.on.asarray(weights, "float64")
     tol = (1e-13 if gram.dtype == xp.float64 else 1e-5) if tol is None else float(tol)

@@ -177,7 +177,8 @@ def difference_partition(fmap: Any, parts: list[tuple], chunk_size: int, backend
     weight * sum_i psi psi^T over rows [start, stop), in one running sum. With weights 1/n (test rows) and
     -eta/m (reference rows) the merged sums of all tasks are Lambda = C_test - eta C_ref (eq. 2): one
     dim x dim sum per task, not one per set. Otherwise as :func:`covariance_partition`."""
-    acc, phases = CovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64")), PhaseRange()
+    acc = CovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64"))
+    phases = PhaseRange()
     for weight, feats in _part_features(fmap, parts, chunk_size, backend, phases):
         acc.update(feats, weight)
     phases.check()
@@ -240,7 +241,8 @@ def mode_stats_partition(fmap: Any, basis: np.ndarray, prompts: Any, outputs: An
                          to_numpy(backend.xp.concat(scores)))
         return stats
     for a, b in chunks(stop - start, chunk_size):
-        feats = fmap.transform(prompts[start + a : start + b], outputs[start + a : start + b])
+        feats = fmap.transform(backend.asarray(prompts[start + a : start + b]),
+                               backend.asarray(outputs[start + a : start + b]))
         _fold_scores(stats, feats, basis, np.arange(first_index + a, first_index + b), labels[a:b])
     return stats
 

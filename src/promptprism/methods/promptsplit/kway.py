@@ -44,19 +44,13 @@ from .testing import comparison_significance
 #: Gram matrix, the random features for rff and sketch)
 TEST_SECONDS_PER_LABELLING = 1.5e-3
 TEST_SECONDS_PER_ENTRY = 2.5e-9
-#: the exact route's small-set solves (K >= 3, every set of at most PAIR_BLOCK_MAX_ROWS / 2 test rows;
-#: CPU seconds of one thread, measured on a busy 2-core Intel Xeon, numpy): a pair from its own rows per
-#: labelling a + b s^3 (s = its rows, :func:`.comparisons.pair_block_extremes`: 1.6e-5 s at s = 10,
-#: 1.7e-4 s at s = 40), a one-vs-rest in the Gram eigenbasis c per test row
-#: (:func:`.comparisons.rest_extremes`, in cache-sized blocks: 2.5e-3 s per labelling at N = 1,000). The
-#: comparisons share the BLAS's threads (:func:`~promptprism.array_ops.map_in_threads`)
 #: K >= 3 on more rows than this in all: the test's statistic in the pooled samples' leading principal
 #: subspace (:func:`.significance.principal_operand`, as two-way PromptSplit's above as many rows; per
-#: labelling the K sets' moments there, then every comparison's matrix, :func:`.kway_subspace.moment_extremes`);
-#: at most this many, over the whole operand (:data:`.testing.WHOLE_OPERAND`, batched Lanczos, or the small
-#: sets' own solves: cheaper there). Measured (the test's wall seconds, 3 sets of 32-d data, 2-core AMD
-#: EPYC; docs/promptsplit.md): exact 3 x 400 rows 2.8 whole / 2.8 subspace, 3 x 1,000 8.8 / 4.0, 3 x 2,000
-#: 26.9 / 4.2; rff 3 x 400 2.7 / 1.4
+#: labelling the K sets' moments there, then every comparison's matrix,
+#: :func:`.kway_subspace.moment_extremes`); on at most this many, over the whole operand
+#: (:data:`.testing.WHOLE_OPERAND`: batched Lanczos, or the small sets' own solves, cheaper there).
+#: Measured (the test's wall seconds, 3 sets of 32-d data, 2-core AMD EPYC; docs/promptsplit.md): exact
+#: 3 x 400 rows 2.8 whole / 2.8 subspace, 3 x 1,000 8.8 / 4.0, 3 x 2,000 26.9 / 4.2; rff 3 x 400 2.7 / 1.4
 WHOLE_OPERAND_MAX_ROWS = sig.FULL_MAX_ROWS
 #: ... for at most this many comparisons (K(K-1)/2 + K: K <= 22): each labelling forms every comparison's
 #: rank x rank matrix (at rank 256, 0.5 MB each), one labelling's within ``kway_subspace.MOMENT_BLOCK_BYTES``
@@ -66,6 +60,12 @@ SUBSPACE_MAX_COMPARISONS = kway_subspace.MOMENT_BLOCK_BYTES // (8 * sig.NULL_MAX
 #: measured: 3 x 2,000 rows 4.9 / 4.5 s, 8 x 700 9.6 / 8.7 s, 15 x 200 21.7 / 23.7 s; over the whole
 #: operand those took 27, 136 and 138 s)
 SUBSPACE_SECONDS_PER_SOLVE_RANK2 = 2.5e-8
+#: the exact route's small-set solves (K >= 3, every set of at most PAIR_BLOCK_MAX_ROWS / 2 test rows;
+#: CPU seconds of one thread, measured on a busy 2-core Intel Xeon, numpy): a pair from its own rows per
+#: labelling a + b s^3 (s = its rows, :func:`.comparisons.pair_block_extremes`: 1.6e-5 s at s = 10,
+#: 1.7e-4 s at s = 40), a one-vs-rest in the Gram eigenbasis c per test row
+#: (:func:`.comparisons.rest_extremes`, in cache-sized blocks: 2.5e-3 s per labelling at N = 1,000). The
+#: comparisons share the BLAS's threads (:func:`~promptprism.array_ops.map_in_threads`)
 PAIR_SECONDS_PER_LABELLING = 1.5e-5
 PAIR_SECONDS_PER_CUBED_ROW = 2.5e-9
 REST_SECONDS_PER_ROW = 2.5e-6

@@ -150,8 +150,8 @@ def moment_extremes(factor: np.ndarray, rows_of: list[np.ndarray], cols: np.ndar
     p = factor.shape[1]
     block = max(1, MOMENT_BLOCK_BYTES // (8 * (len(counts) + len(comparisons)) * p * p))
     if cols.size > block:  # (labellings in blocks: each one's numbers do not depend on the others)
-        parts = [moment_extremes(factor, rows_of, cols[i:i + block], comparisons, counts, eta, widths, seed=seed)
-                 for i in range(0, cols.size, block)]
+        parts = [moment_extremes(factor, rows_of, cols[i:i + block], comparisons, counts, eta, widths,
+                                 seed=seed) for i in range(0, cols.size, block)]
         return np.concatenate([q[0] for q in parts]), np.concatenate([q[1] for q in parts])
     pos = np.zeros((cols.size, sum(widths)))
     neg = np.zeros_like(pos)

@@ -288,7 +288,8 @@ class Scendi(ScendiKernelOptions):
         check_bootstrap_memory(int(self.bootstrap), rows=n, groups=distinct)
         return int(self.bootstrap)
 
-    def _within_auto_budget(self, replicates: int, estimator: str, inputs: FitInputs, notes: list[str]) -> int:
+    def _within_auto_budget(self, replicates: int, estimator: str, inputs: FitInputs, notes: list[str]
+                            ) -> int:
         """``bootstrap='auto'`` with the jackknife's intervals: ``replicates``, or 0 (with a note) when its G
         refits (one per distinct prompt) cost more than the 200 cheap replicates 'auto' allows."""
         size = min(inputs.n, inputs.dim)
