@@ -184,7 +184,8 @@ def diversity(
     bootstrap: int = typed("auto", Integer(words=("auto",), minimum=0, why=" (0 turns it off)"),
                            "--bootstrap",
                            help="Bootstrap replicates (prompts resampled with their outputs) for confidence "
-                                "intervals; 0 = off; auto = 200 when cheap (matrices <= 600), else off."),
+                                "intervals; 0 = off; auto = 200 when cheap (matrices <= 600, and the "
+                                "jackknife's one refit per prompt within the same budget), else off."),
     confidence: float = typed(0.95, Number(), "--confidence", help="Level of the bootstrap intervals."),
     interval: str = typed("auto", Choice(INTERVAL_METHODS), "--interval",
                                  help="jackknife (delete-one-prompt, bias-corrected; calibrated on the "
