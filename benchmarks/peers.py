@@ -306,7 +306,9 @@ def cleanfid_frechet():
     torchvision, which this benchmark does not need)."""
     spec = importlib.util.find_spec("cleanfid")
     if spec is None or not spec.submodule_search_locations:
-        raise ImportError("clean-fid is not installed (pip install clean-fid, or the bench extra)")
+        # (clean-fid needs torchvision: unpinned, pip takes the newest, which pulls a CUDA build of torch)
+        raise ImportError('clean-fid is not installed: pip install "torch==2.13.0" "torchvision==0.28.0" '
+                          'clean-fid (torch and torchvision pinned together, or pip replaces the CPU torch)')
     source = Path(next(iter(spec.submodule_search_locations)), "fid.py").read_text()
     tree = ast.parse(source)
     keep = [node for node in tree.body
