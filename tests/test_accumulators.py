@@ -254,3 +254,33 @@ def test_mirror_upper_copies_the_upper_triangle_down(size):
     expected = np.triu(a) + np.triu(a, 1).T
     np.testing.assert_array_equal(mirror_upper(np.asfortranarray(a)), expected)
     np.testing.assert_array_equal(mirror_upper(a.copy()), expected)
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_sum_outer_skips_the_mirror_only_when_every_update_was_exactly_symmetric(monkeypatch, precision):
+    """numpy's f.T @ f has bit-equal triangles (chunks of 1 to 400 rows, tiny and BLAS-sized), so the sum of
+    such updates needs no mirror and equals the mirrored sum bit for bit; a sum given by the caller (its upper
+    triangle counts, the lower may be anything) is still mirrored."""
+    import promptprism.stats.accumulators as accumulators
+
+    rng = np.random.default_rng(5)
+    feats = rng.standard_normal((700, 90))
+    acc = CovarianceAccumulator(90, precision=precision)
+    for a, b in _splits(700, [1, 3, 50, 300]):
+        acc.update(feats[a:b], weight=0.3 if a else 1.0)
+    acc.merge(CovarianceAccumulator(90, precision=precision).update(feats[:17]))
+    assert acc.exactly_symmetric
+    np.testing.assert_array_equal(acc.sum_upper, acc.sum_upper.T)
+    real_mirror = accumulators.mirror_upper
+    mirrored = real_mirror(acc.sum_upper.copy(order="F"))
+    calls = []
+    monkeypatch.setattr(accumulators, "mirror_upper", lambda a: calls.append(1) or real_mirror(a))
+    np.testing.assert_array_equal(acc.sum_outer(), mirrored)
+    assert not calls
+    upper = np.triu(rng.standard_normal((4, 4))) + np.tril(np.full((4, 4), 99.0), -1)
+    given_sum = CovarianceAccumulator(4, sum_upper=upper.copy(order="F"), count=3)
+    want = np.triu(upper) + np.triu(upper, 1).T
+    np.testing.assert_array_equal(given_sum.sum_outer(), want)
+    merged = CovarianceAccumulator(4).update(np.zeros((1, 4))).merge(given_sum)
+    np.testing.assert_array_equal(merged.sum_outer(), want)
+    assert len(calls) == 2

@@ -28,7 +28,7 @@ from threadpoolctl import threadpool_limits
 from promptprism import PairedSet, PromptSplit
 from promptprism.methods.promptsplit import significance as sig
 from promptprism.stats.eigen import signed_extremes
-from promptprism.stats.subspaces import exact_factor, factor_energy, leading_rank, operand_trace
+from promptprism.stats.subspaces import exact_factor, factor_energy, leading_rank, operand_trace, rank_exceeds
 
 
 def _spectrum_gram(rng: np.random.Generator, size: int, values: np.ndarray) -> np.ndarray:
@@ -52,6 +52,40 @@ def test_exact_factor_reproduces_the_gram_matrix_and_keeps_the_features():
     assert exact_factor(("gram", g), 59) is None
     assert operand_trace(("gram", g)) == pytest.approx(np.trace(g), rel=1e-12)
     assert operand_trace(("features", f)) == pytest.approx(np.sum(f * f), rel=1e-12)
+
+
+def _gaussian_gram(rng: np.random.Generator, size: int, dim: int, sigma: float) -> np.ndarray:
+    x = rng.standard_normal((size, dim))
+    d2 = np.sum(x * x, 1)[:, None] + np.sum(x * x, 1)[None, :] - 2.0 * x @ x.T
+    return np.exp(-np.maximum(d2, 0.0) / (2.0 * sigma**2))
+
+
+@pytest.mark.parametrize("eps", [np.finfo(np.float32).eps, np.finfo(np.float64).eps])
+def test_rank_exceeds_never_claims_a_rank_the_full_eigensolve_does_not_count(eps):
+    """Brute force against the count exact_factor's full solve makes (eigenvalues of (G + G^T) / 2 above
+    N eps l_max): Gram matrices of known rank at, just above and far above max_rank, Gaussian Gram matrices
+    from narrow to wide bandwidths, and eigenvalues placed around the threshold. Whenever rank_exceeds says
+    True the full count exceeds max_rank (soundness); on clearly full-rank kernels it does say True (the
+    shortcut is taken), and exact_factor's answer is the full solve's either way."""
+    rng = np.random.default_rng(7)
+    max_rank, size, claimed = 40, 300, 0
+    cases = [_spectrum_gram(rng, size, np.linspace(3.0, 0.5, r)) for r in (30, 40, 41, 60)]
+    cases += [_gaussian_gram(rng, size, 8, sigma) for sigma in (0.5, 2.0, 4.0, 8.0, 30.0)]
+    threshold_scale = size * eps
+    for at in (0.3, 0.9, 1.1, 3.0, 50.0):  # 41 eigenvalues of which the smallest sits near the threshold
+        values = np.r_[np.linspace(5.0, 1.0, 40), at * threshold_scale * 5.0]
+        cases.append(_spectrum_gram(rng, size, values))
+    dtype = np.float32 if eps == np.finfo(np.float32).eps else np.float64  # (the operand's precision)
+    for g in cases:
+        operand = g.astype(dtype)
+        g = operand.astype(np.float64)
+        full = np.linalg.eigvalsh((g + g.T) / 2)
+        count = int(np.sum(full > threshold_scale * max(full[-1], 0.0)))
+        proven = rank_exceeds(g, max_rank, threshold_scale)
+        assert not proven or count > max_rank, (count, proven)
+        claimed += proven
+        assert (exact_factor(("gram", operand), max_rank) is None) == (count > max_rank)
+    assert claimed >= 6  # (the four full-rank Gaussian kernels, the rank-60 one, the clearly placed ones)
 
 
 def test_the_uncompressed_statistic_is_the_full_lambdas_spectrum_per_labelling():

@@ -41,10 +41,15 @@ class CovarianceAccumulator:
     _spare: Any = field(default=None, init=False, repr=False, compare=False)
     count: int = 0
     precision: str = "float64"  #: 'float64' or 'float32': the arithmetic of each batch's update
+    #: every update so far added a numpy product, whose two triangles are equal bit for bit (numpy's
+    #: ``f.T @ f`` copies the triangle its syrk computed): :meth:`sum_outer` then has nothing to mirror
+    exactly_symmetric: bool = field(default=True, compare=False)
 
     def __post_init__(self) -> None:
         if self.sum_upper is None:
             self.sum_upper = populated_zeros((self.dim, self.dim), np.float64, order="F")
+        else:  # (a sum given by the caller: its upper triangle is what counts)
+            self.exactly_symmetric = False
 
     def update(self, features: np.ndarray, weight: float = 1.0) -> CovarianceAccumulator:
         """Add ``weight`` sum_i f_i f_i^T over the rows of ``features`` (n, dim).
@@ -57,6 +62,7 @@ class CovarianceAccumulator:
             raise InputError(f"CovarianceAccumulator.update: expected shape (n, {self.dim}), got "
                              f"{tuple(f.shape)}")
         if not is_numpy(f):  # a torch batch: f^T f on its device, summed there (no read to the host)
+            self.exactly_symmetric = False  # (a general product: its triangles may differ in the last bit)
             self._update_on_device(f, weight)
         elif f.shape[0]:
             dtype = np.float32 if self.precision == "float32" else np.float64
@@ -114,7 +120,8 @@ class CovarianceAccumulator:
         """sum_i f_i f_i^T (full, symmetric): a new dim x dim array, no other temporary; ``copy=False``: the
         running sum itself, made symmetric in place (for a final result: later updates would add to it)."""
         self.to_host()
-        return mirror_upper(np.array(self.sum_upper, order="F") if copy else self.sum_upper)
+        total = np.array(self.sum_upper, order="F") if copy else self.sum_upper
+        return total if self.exactly_symmetric else mirror_upper(total)
 
     def merge(self, other: CovarianceAccumulator) -> CovarianceAccumulator:
         """Add another accumulator's sum and count to this one."""
@@ -123,6 +130,7 @@ class CovarianceAccumulator:
         self.to_host()
         self.sum_upper += other.to_host().sum_upper
         self.count += other.count
+        self.exactly_symmetric = self.exactly_symmetric and other.exactly_symmetric
         return self
 
     def compute(self) -> np.ndarray:

@@ -87,12 +87,41 @@ def exact_factor(operand: tuple[str, Any], max_rank: int) -> Any:
         return a if a.shape[1] <= max_rank else None
     eps = float(np.finfo(np.float32 if a.dtype == xp.float32 else np.float64).eps)
     g = xp.asarray(a if kind == "gram" else a @ xp.matrix_transpose(a), dtype=xp.float64)
+    if rank_exceeds(g, max_rank, size * eps):  # (then the whole eigen-decomposition would be thrown away)
+        return None
     with blas_threads_for(size):
         vals, vecs = xp.linalg.eigh((g + xp.matrix_transpose(g)) / 2)
     keep = vals > size * eps * max(float(vals[-1]), 0.0)
     if int(xp.sum(xp.asarray(keep, dtype=xp.int64))) > max_rank:
         return None
     return vecs[:, keep] * xp.sqrt(vals[keep])[None, :]
+
+
+#: :func:`rank_exceeds` allows each eigen-solve an error of this many N eps ||G|| (float64 eps; a
+#: backward-stable symmetric solver's is a small multiple of it)
+SOLVER_ERROR_FACTOR = 100.0
+
+
+def rank_exceeds(gram: Any, max_rank: int, relative: float) -> bool:
+    """Whether the float64 positive-semidefinite ``gram`` G (N x N) provably has more than ``max_rank``
+    eigenvalues above ``relative`` times its largest, as a full eigen-solve of (G + G^T) / 2 would count them,
+    from its leading principal sub-matrix of 2 (max_rank + 1) rows: by Cauchy's interlacing theorem that
+    sub-matrix's (max_rank + 1)-th largest eigenvalue is a lower bound of G's, and min(tr G, the largest
+    absolute row or column sum) an upper bound of G's largest; each solve's round-off is allowed
+    :data:`SOLVER_ERROR_FACTOR` N eps times that bound. False means "not proven": the caller's full solve
+    decides. About (2 max_rank / N)^3 of the cost of that solve, values only."""
+    xp = array_namespace(gram)
+    size, rows = gram.shape[0], 2 * (max_rank + 1)
+    if rows >= size:
+        return False
+    sub = gram[:rows, :rows]
+    with blas_threads_for(rows):
+        bound = float(xp.linalg.eigvalsh((sub + xp.matrix_transpose(sub)) / 2)[rows - max_rank - 1])
+    magnitude = xp.abs(gram)
+    top = min(float(xp.sum(xp.linalg.diagonal(gram))), float(xp.max(xp.sum(magnitude, axis=0))),
+              float(xp.max(xp.sum(magnitude, axis=1))))
+    error = SOLVER_ERROR_FACTOR * size * float(np.finfo(np.float64).eps) * top
+    return bound - error > relative * (top + error) and top > 0.0
 
 
 def operand_trace(operand: tuple[str, Any]) -> float:
