@@ -341,3 +341,38 @@ def test_subsample_of_a_tiny_set_takes_it_whole(n, m):
     assert rows_t.size == min(n, max(2, round(10 * n / (n + m)))) and np.unique(rows_t).size == rows_t.size
     assert res.significance["null_samples"] == rows_t.size + rows_r.size <= max(10, n + 2)
     assert all(0 < p <= 1 for p in (m.p_value for m in res.modes))
+
+
+@pytest.mark.parametrize("rank", [None, 6])
+def test_lanczos_steps_in_row_pieces_on_threads_equal_the_whole_block(monkeypatch, rank):
+    """The batched Lanczos with its steps' row-wise work in pieces on threads (three here) gives every
+    labelling the numbers of the whole block on one thread, against the brute force; also where every run
+    breaks down (a rank-6 Gram matrix: fresh vectors drawn on the calling thread, in the same order)."""
+    from promptprism.stats import batched_eigen
+
+    rng = np.random.default_rng(3)
+    size = 300
+    psi = rng.standard_normal((size, rank or 280)) * np.linspace(1.0, 0.2, rank or 280)
+    labels = permuted_labels(np.arange(size) % 5, np.r_[np.ones(150, bool), np.zeros(150, bool)], 9, rng)
+    w = label_weights(labels, 150, 150, 0.8)
+    gram = psi @ psi.T
+    whole = [batched_eigen.weighted_gram_extremes(gram, w, 4, dtype=np.float64, seed=5),
+             batched_eigen.weighted_factor_extremes(psi, w, 4, dtype=np.float64, seed=5)]
+    calls = []
+    monkeypatch.setattr(batched_eigen, "blas_thread_count", lambda: 3)
+    monkeypatch.setattr(batched_eigen, "PIECE_MIN_DIM", 4)
+    real = batched_eigen._row_pieces
+
+    def counted(wt, dim):
+        calls.append(wt.shape[0])
+        return real(wt, dim)
+
+    monkeypatch.setattr(batched_eigen, "_row_pieces", counted)
+    pieces = [batched_eigen.weighted_gram_extremes(gram, w, 4, dtype=np.float64, seed=5),
+              batched_eigen.weighted_factor_extremes(psi, w, 4, dtype=np.float64, seed=5)]
+    assert calls  # (the Lanczos route ran, in pieces)
+    want = _brute_extremes(psi, w, 4)
+    for got, ref in zip(pieces, whole, strict=True):
+        for side in (0, 1):
+            np.testing.assert_allclose(got[side], ref[side], rtol=1e-12, atol=1e-12 * np.abs(ref[0]).max())
+            np.testing.assert_allclose(got[side][:, 0], want[side][:, 0], rtol=1e-6)

@@ -9,11 +9,13 @@ K in lockstep; :func:`weighted_gram_extremes` does the same from G alone. Writte
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from ..array_ops import blas_threads_for, tridiagonal_eigh
+from ..array_ops import blas_limits, blas_thread_count, blas_threads_for, tridiagonal_eigh
 from ..backend import array_namespace, backend_of, float_dtype, to_numpy
 from .eigen import signed_extremes
 
@@ -299,7 +301,12 @@ def _lanczos_on_device(apply, metric, wt: Any, dim: int, *, steps: int,
 def _lanczos_on_host_checks(apply, metric, wt: Any, dim: int, *, steps: int, rng: np.random.Generator,
                             start: np.ndarray) -> np.ndarray:
     """The batched Lanczos runs, each step's norms checked on the host: a run that finds an invariant
-    subspace continues from a fresh random vector orthogonal to its basis (drawn from ``rng``)."""
+    subspace continues from a fresh random vector orthogonal to its basis (drawn from ``rng``).
+
+    numpy with several BLAS threads: each step's row-wise work (the operators, the reorthogonalisation's
+    matrix-vector products, the metric) runs in pieces of rows on as many threads under one BLAS thread
+    (:func:`_row_pieces`; the reorthogonalisation alone was one core's memory-bound work), the same numbers
+    for every row; the checks and the fresh draws stay on the calling thread, in the same order."""
     xp, basis, images, name = _krylov_storage(wt, metric, steps, dim)
     on = backend_of(wt)
     dot, orthogonalise, normalise = _krylov_helpers(xp, metric, basis, images)
@@ -307,30 +314,70 @@ def _lanczos_on_host_checks(apply, metric, wt: Any, dim: int, *, steps: int, rng
     alpha = np.zeros((b, steps))
     beta = np.zeros((b, steps))
     q, g = _unit_start(normalise, metric, on.asarray(start, dtype=name))
-    for j in range(steps):
-        u = _store_and_apply(apply, wt, basis, images, q, g, j)
-        alpha[:, j] = to_numpy(dot(g, u))
-        u = orthogonalise(u, j + 1)
-        if j == steps - 1:
-            break
-        u, gu, norms = normalise(u)
-        norms_h = np.asarray(to_numpy(norms), dtype=np.float64)
-        scale = np.maximum(np.max(np.abs(alpha[:, : j + 1]), axis=1), 1e-30)
-        dead = norms_h <= 1e-5 * scale
-        if dead.any():  # invariant subspace found: continue from a fresh vector orthogonal to the basis
-            rows = on.asarray(np.flatnonzero(dead))
-            fresh = orthogonalise(on.asarray(rng.standard_normal((rows.shape[0], dim)), dtype=name), j + 1,
-                                  rows)
-            fresh, gfresh, fnorm = normalise(fresh)
-            # no direction left (the metric's range is exhausted): continue with zero vectors, whose
-            # Ritz values are the operator's zero eigenvalues
-            empty = to_numpy(fnorm <= 1e-5 * xp.sqrt(xp.clip(dot(fresh, fresh), min=1e-300)))
-            if np.any(empty):
-                e = on.asarray(np.flatnonzero(empty))
-                fresh[e, ...], gfresh[e, ...], fnorm[e] = 0.0, 0.0, 1.0
-            u[rows, ...], gu[rows, ...], norms[rows] = fresh, gfresh, fnorm
+    with _row_pieces(wt, dim) as by_rows:
+        for j in range(steps):
+            u = by_rows(lambda r, j=j, q=q, g=g: _store_and_apply(apply, wt[r], basis[r], images[r], q[r],
+                                                                  g[r], j))
+            alpha[:, j] = to_numpy(dot(g, u))
+            by_rows(lambda r, j=j, u=u: orthogonalise(u[r], j + 1, r), into=False)
+            if j == steps - 1:
+                break
+            gu = u if metric is None else by_rows(lambda r, u=u: metric(u[r]))
+            norms = xp.sqrt(xp.clip(dot(u, gu), min=0.0))
             norms_h = np.asarray(to_numpy(norms), dtype=np.float64)
-        beta[:, j] = np.where(dead, 0.0, norms_h)
-        q = u / norms[:, None]
-        g = q if metric is None else gu / norms[:, None]
+            scale = np.maximum(np.max(np.abs(alpha[:, : j + 1]), axis=1), 1e-30)
+            dead = norms_h <= 1e-5 * scale
+            if dead.any():  # invariant subspace found: continue from a fresh vector orthogonal to the basis
+                rows = on.asarray(np.flatnonzero(dead))
+                fresh = orthogonalise(on.asarray(rng.standard_normal((rows.shape[0], dim)), dtype=name),
+                                      j + 1, rows)
+                fresh, gfresh, fnorm = normalise(fresh)
+                # no direction left (the metric's range is exhausted): continue with zero vectors, whose
+                # Ritz values are the operator's zero eigenvalues
+                empty = to_numpy(fnorm <= 1e-5 * xp.sqrt(xp.clip(dot(fresh, fresh), min=1e-300)))
+                if np.any(empty):
+                    e = on.asarray(np.flatnonzero(empty))
+                    fresh[e, ...], gfresh[e, ...], fnorm[e] = 0.0, 0.0, 1.0
+                u[rows, ...], gu[rows, ...], norms[rows] = fresh, gfresh, fnorm
+                norms_h = np.asarray(to_numpy(norms), dtype=np.float64)
+            beta[:, j] = np.where(dead, 0.0, norms_h)
+            q = u / norms[:, None]
+            g = q if metric is None else gu / norms[:, None]
     return _tridiagonal_ritz(alpha, beta)
+
+
+#: rows of a Lanczos block below which :func:`_row_pieces` keeps its steps on the calling thread, and the
+#: least vector length at which pieces pay for their hand-offs
+PIECE_MIN_ROWS, PIECE_MIN_DIM = 8, 256
+
+
+@contextlib.contextmanager
+def _row_pieces(wt: Any, dim: int) -> Iterator[Callable]:
+    """``by_rows(fn, into=True)``: fn(r) for row slices r covering the block, their results stacked into one
+    array (``into=False``: fn works in place, nothing returned). A numpy block of at least
+    :data:`PIECE_MIN_ROWS` rows of vectors of at least :data:`PIECE_MIN_DIM` under several BLAS threads: one
+    slice per thread on a pool, under one BLAS thread each (every row's numbers are the same either way:
+    the products never split a row's sums); else the whole block at once on the calling thread."""
+    workers = blas_thread_count() if backend_of(wt).name == "numpy" else 1
+    if workers <= 1 or wt.shape[0] < max(PIECE_MIN_ROWS, 2) or dim < PIECE_MIN_DIM:
+        def whole(fn: Callable, into: bool = True) -> Any:
+            return fn(slice(None))
+
+        yield whole
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    bounds = np.linspace(0, wt.shape[0], workers + 1).astype(int)
+    slices = [slice(a, z) for a, z in zip(bounds[:-1], bounds[1:], strict=True) if z > a]
+
+    def by_rows(fn: Callable, into: bool = True) -> Any:
+        parts = list(pool.map(fn, slices))
+        if not into:
+            return None
+        out = np.empty((wt.shape[0], *parts[0].shape[1:]), dtype=parts[0].dtype)
+        for r, part in zip(slices, parts, strict=True):
+            out[r] = part
+        return out
+
+    with blas_limits(1), ThreadPoolExecutor(workers) as pool:
+        yield by_rows
