@@ -5,6 +5,7 @@
     python benchmarks/default_command.py --only rff       # a subset of: rff exact scendi
     python benchmarks/default_command.py --no-warmup      # no uncounted full-size first run (half the time)
     python benchmarks/default_command.py --pause 0        # timed runs back to back (no settling pause)
+    python benchmarks/default_command.py --only rff --repeat 5 --paired   # each run against its own floor
 
 Prints, first, the machine: CPU model, load average, the BLAS library and kernel (threadpoolctl), the CPUs
 this process may use, and the float32 rates of the two routines the commands are made of, measured now at
@@ -191,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per command (the median is printed)")
     ap.add_argument("--pause", type=float, default=PAUSE_S,
                     help=f"untimed seconds before each timed run (default {PAUSE_S:g}; 0: back to back)")
+    ap.add_argument("--paired", action="store_true",
+                    help="rff: measure the SYRK floor again just before each timed run and print each run's "
+                         "ratio to its own floor (on a shared machine whose speed drifts during the runs)")
     ap.add_argument("--no-warmup", dest="warmup", action="store_false",
                     help="skip the uncounted full-size first run of each command (the bytecode cache is "
                          "then written by a small run of each; the inputs are not paged in beforehand)")
@@ -223,9 +227,18 @@ def main(argv: list[str] | None = None) -> int:
             before = os.getloadavg()[0]
             if args.warmup:
                 run_command(cmd, out, env)  # not counted: writes the bytecode cache, pages the inputs in
-            runs = [run_command(cmd, out, env, pause=args.pause) for _ in range(args.repeat)]
+            runs, paired = [], []
+            for _ in range(args.repeat):
+                if args.paired and key == "rff":  # (the floor again, just before this run)
+                    paired.append(syrk_seconds(n_rows, RFF_FEATURES, repeats=1))
+                runs.append(run_command(cmd, out, env, pause=args.pause))
             print("\n".join(describe(key, runs, *floors[key]))
                   + f"\n        load {before:.2f} -> {os.getloadavg()[0]:.2f}", flush=True)
+            if paired:
+                ratios = [s / f for (s, _), f in zip(runs, paired, strict=True)]
+                print(f"        paired: each run against a SYRK floor measured just before it: ratios "
+                      f"{', '.join(f'{r:.2f}' for r in ratios)}; median {statistics.median(ratios):.2f}x "
+                      f"(floors {', '.join(f'{f:.2f}' for f in paired)} s)", flush=True)
     return 0
 
 
