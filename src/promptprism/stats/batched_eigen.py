@@ -305,8 +305,8 @@ def _lanczos_on_host_checks(apply, metric, wt: Any, dim: int, *, steps: int, rng
 
     numpy with several BLAS threads: each step's row-wise work (the operators, the reorthogonalisation's
     matrix-vector products, the metric) runs in pieces of rows on as many threads under one BLAS thread
-    (:func:`_row_pieces`; the reorthogonalisation alone was one core's memory-bound work), the same numbers
-    for every row; the checks and the fresh draws stay on the calling thread, in the same order."""
+    (:func:`_row_pieces`; the reorthogonalisation alone was one core's memory-bound work); the checks and
+    the fresh draws stay on the calling thread, in the same order."""
     xp, basis, images, name = _krylov_storage(wt, metric, steps, dim)
     on = backend_of(wt)
     dot, orthogonalise, normalise = _krylov_helpers(xp, metric, basis, images)
@@ -356,8 +356,9 @@ def _row_pieces(wt: Any, dim: int) -> Iterator[Callable]:
     """``by_rows(fn, into=True)``: fn(r) for row slices r covering the block, their results stacked into one
     array (``into=False``: fn works in place, nothing returned). A numpy block of at least
     :data:`PIECE_MIN_ROWS` rows of vectors of at least :data:`PIECE_MIN_DIM` under several BLAS threads: one
-    slice per thread on a pool, under one BLAS thread each (every row's numbers are the same either way:
-    the products never split a row's sums); else the whole block at once on the calling thread."""
+    slice per thread on a pool, under one BLAS thread each (every row's numbers those of the whole block on
+    one BLAS thread; several BLAS threads may round a product differently, within its precision); else the
+    whole block at once on the calling thread."""
     workers = blas_thread_count() if backend_of(wt).name == "numpy" else 1
     if workers <= 1 or wt.shape[0] < max(PIECE_MIN_ROWS, 2) or dim < PIECE_MIN_DIM:
         def whole(fn: Callable, into: bool = True) -> Any:

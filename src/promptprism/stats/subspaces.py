@@ -121,7 +121,7 @@ def rank_exceeds(gram: Any, max_rank: int, relative: float) -> bool:
     top = min(float(xp.sum(xp.linalg.diagonal(gram))), float(xp.max(xp.sum(magnitude, axis=0))),
               float(xp.max(xp.sum(magnitude, axis=1))))
     error = SOLVER_ERROR_FACTOR * size * float(np.finfo(np.float64).eps) * top
-    return bound - error > relative * (top + error) and top > 0.0
+    return bound - 2.0 * error > relative * (top + error) and top > 0.0  # (two solves' round-off)
 
 
 def operand_trace(operand: tuple[str, Any]) -> float:
