@@ -5,6 +5,8 @@ could cancel), the same median bandwidths, Lambda's non-zero spectrum = eigenval
 ||Lambda||_F^2 = sum_ij D_i D_j G_ij^2.
 """
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -144,16 +146,19 @@ def test_cosine_features_of_rows_near_the_float64_limits_are_their_directions(de
     np.testing.assert_allclose(unit, x / np.linalg.norm(x, axis=1, keepdims=True), rtol=1e-14, atol=1e-15)
 
 
-def test_the_blocked_expansion_equals_direct_differences_across_blocks(monkeypatch):
-    """numpy's expansion route, a block of rows at a time (blocks of 7 over 40 and 33 rows: uneven), with
-    repeated rows, a near-duplicate 1e-9 away, rows far from the origin and one whose square overflows:
-    every distance as direct differences give it (repeats exactly 0, the overflowing row inf, never NaN),
-    a matrix of one set with itself zero on its diagonal, and the gaussian kernel finished on each block
-    equal to exp(-d / (2 sigma^2)) of those distances."""
+@pytest.mark.parametrize("threads", [1, 3])
+def test_the_blocked_expansion_equals_direct_differences_across_blocks(monkeypatch, threads):
+    """numpy's expansion route, a block of rows at a time (blocks of 7 over 40 and 33 rows: uneven; on one
+    thread, or on three under one BLAS thread each), with repeated rows, a near-duplicate 1e-9 away, rows
+    far from the origin and one whose square overflows: every distance as direct differences give it
+    (repeats exactly 0, the overflowing row inf, never NaN), a matrix of one set with itself zero on its
+    diagonal and symmetric bit for bit (its upper block triangle computed, the rest mirrored), and the
+    gaussian kernel finished on each block equal to exp(-d / (2 sigma^2)) of those distances."""
     import promptprism.kernels.gram as gram
 
     monkeypatch.setattr(gram, "DIRECT_MAX", 0)
     monkeypatch.setattr(gram, "BLOCK_ROWS", 7)
+    monkeypatch.setattr(gram, "blas_thread_count", lambda: threads)
     rng = np.random.default_rng(3)
     a = 1e4 + rng.standard_normal((40, 5))
     a[10] = a[3]  # a repeat
@@ -169,12 +174,44 @@ def test_the_blocked_expansion_equals_direct_differences_across_blocks(monkeypat
         assert got[10, same] == 0.0 and abs(got[20, near] - exact[20, near]) <= 1e-6 * exact[20, near]
         if y is None:
             assert (np.diag(got) == 0.0).all()
+            np.testing.assert_array_equal(got, got.T)
         k = gram.gaussian_gram(x, y, sigma=2.0)
         want = np.exp(-np.where(finite, exact, np.inf) / 8.0)
         np.testing.assert_allclose(k, want, rtol=1e-6, atol=1e-300)
+        if y is None:
+            np.testing.assert_array_equal(k, k.T)
 
 
 def _direct_pair(x, y):
     with np.errstate(over="ignore", invalid="ignore"):
         diff = x[:, None, :] - y[None, :, :]
         return np.einsum("ijk,ijk->ij", diff, diff)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_block_square_sums_equal_the_brute_force_whatever_the_threads(monkeypatch, threads, dtype):
+    """S_ab = sum over block a's rows and block b's columns of G_ij^2 (float64, of a float32 or float64 G,
+    which stays as it was), blocks of 5 rows (ragged) summed on one thread or three: the brute force to
+    round-off, and bit for bit the same numbers either way (the blocks' sums are added in row order); the
+    PromptSplit distance read off them is ||C_a - eta C_b||_F^2 = sum_ij D_i D_j G_ij^2."""
+    import promptprism.array_ops as array_ops
+    import promptprism.kernels.gram as gram
+
+    rng = np.random.default_rng(8)
+    g = rng.random((23, 23)).astype(dtype)
+    g = g + g.T
+    given = g.copy()
+    bounds = [0, 9, 17, 23]
+    monkeypatch.setattr(gram, "_SQUARE_ROWS", 5)
+    serial = gram.block_square_sums(g, bounds)
+    monkeypatch.setattr(array_ops, "blas_thread_count", lambda: threads)
+    got = gram.block_square_sums(g, bounds)
+    sq = g.astype(np.float64) ** 2
+    want = np.array([[sq[a0:a1, b0:b1].sum() for b0, b1 in itertools.pairwise(bounds)]
+                     for a0, a1 in itertools.pairwise(bounds)])
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    np.testing.assert_array_equal(got, serial)
+    d = np.r_[np.full(9, 1 / 9), np.full(14, -0.7 / 14)]
+    np.testing.assert_allclose(gram.covariance_difference_norm(g, 9, 0.7), d @ sq @ d, rtol=1e-12)
+    np.testing.assert_array_equal(g, given)

@@ -20,7 +20,15 @@ import numpy as np
 from array_api_compat import device
 
 from .._validation import check_positive_number, check_precision
-from ..array_ops import column_median, is_numpy, row_norms
+from ..array_ops import (
+    blas_limits,
+    blas_thread_count,
+    column_median,
+    is_numpy,
+    map_in_threads,
+    mirror_upper,
+    row_norms,
+)
 from ..backend import (
     Backend,
     array_namespace,
@@ -30,6 +38,7 @@ from ..backend import (
     inplace,
     populated_empty,
     scalar,
+    unpopulated_empty,
 )
 from ..errors import OptionError
 
@@ -128,32 +137,59 @@ def _expanded_blocks(a: np.ndarray, b: np.ndarray, same: bool, finish: Any = Non
     """:func:`_expanded` for numpy rows, :data:`BLOCK_ROWS` rows at a time, each block finished in place
     while in cache: cancelled pairs recomputed by direct differences, NaN (inf - inf) to inf, negatives to 0,
     the diagonal of a matrix of ``a`` with itself to 0, then ``finish(block)`` when given (a kernel's
-    elementwise map). The result's pages are mapped at allocation
+    elementwise map). A matrix of ``a`` with itself is computed from its diagonal block on (half the product
+    and half the finishing) and mirrored: symmetric bit for bit. Under several BLAS threads the blocks run on
+    as many threads, one BLAS thread each, and map the result's pages as they write them
+    (:func:`~promptprism.backend.unpopulated_empty`); else the pages are mapped at allocation
     (:func:`~promptprism.backend.populated_empty`)."""
     n, m = a.shape[0], b.shape[0]
     sq_a = np.einsum("ij,ij->i", a, a)
     sq_b = sq_a if same else np.einsum("ij,ij->i", b, b)
-    d2 = populated_empty((n, m), a.dtype)
+    starts = range(0, n, BLOCK_ROWS)
+    workers = min(blas_thread_count(), len(starts))
+    d2 = (unpopulated_empty if workers > 1 else populated_empty)((n, m), a.dtype)
     top_b = float(sq_b.max()) if m else 0.0
     # NaN needs an inf - inf: impossible when every squared norm is finite and the products cannot overflow
     huge = float(np.finfo(a.dtype).max) / 8
     may_nan = not (np.all(np.isfinite(sq_a)) and top_b < huge and (n == 0 or float(sq_a.max()) < huge))
-    for start in range(0, n, BLOCK_ROWS):
+
+    def rows(start: int) -> None:
         stop = min(n, start + BLOCK_ROWS)
-        block = d2[start:stop]
-        np.matmul(a[start:stop], b.T, out=block)
+        first = start if same else 0  # (the first column computed: the lower triangle is mirrored)
+        block = d2[start:stop, first:]
+        np.matmul(a[start:stop], b[first:].T, out=block)
         block *= -2.0
         block += sq_a[start:stop, None]
-        block += sq_b[None, :]
-        _recompute_cancelled(np, a, b, d2, start, stop, sq_a, sq_b, top_b)
+        block += sq_b[None, first:]
+        _recompute_cancelled(np, a, b[first:], d2[:, first:], start, stop, sq_a, sq_b[first:], top_b)
         if may_nan:
             block[np.isnan(block)] = np.inf
         np.maximum(block, 0.0, out=block)
         if same:
             i = np.arange(stop - start)
-            block[i, i + start] = 0.0
+            block[i, i] = 0.0
         if finish is not None:
             finish(block)
+        if same:  # (the blocks' regions, above and mirrored below, do not overlap)
+            mirror_upper(block[:, : stop - start])
+            d2[stop:, start:stop] = block[:, stop - start:].T
+
+    if workers <= 1:
+        for start in starts:
+            rows(start)
+        return d2
+    from concurrent.futures import ThreadPoolExecutor
+
+    errors = np.geterr()  # (the caller's floating-point error handling: numpy keeps it per thread)
+
+    def rows_as_called(start: int) -> None:
+        with np.errstate(**errors):
+            rows(start)
+
+    # blocks on as many threads as the BLAS had, one BLAS thread each: the element-wise passes (norms, the
+    # cancelled pairs' test, the clean-up, the kernel, the mirror) run beside each other's products
+    with blas_limits(1), ThreadPoolExecutor(workers) as pool:
+        list(pool.map(rows_as_called, starts))
     return d2
 
 
@@ -327,7 +363,8 @@ _SQUARE_ROWS = 512
 def block_square_sums(gram: np.ndarray, bounds: Any) -> np.ndarray:
     """S_ab = sum_{i in a, j in b} G_ij^2 for the K consecutive row (and column) blocks of a numpy G given by
     ``bounds`` (K + 1 offsets), float64: E^T (G o G) E with E the blocks' N x K indicator, a block of
-    :data:`_SQUARE_ROWS` rows at a time (no N x N square held). Every distance read off a Gram matrix
+    :data:`_SQUARE_ROWS` rows at a time (no N x N square held; the blocks on the BLAS's threads, one BLAS
+    thread each, their sums added in row order whatever the threads). Every distance read off a Gram matrix
     (:func:`covariance_difference_norm`, K-way PromptSplit's pairs) sums through it, so they agree to the
     last bit."""
     bounds = np.asarray(bounds, dtype=np.int64)
@@ -335,11 +372,15 @@ def block_square_sums(gram: np.ndarray, bounds: Any) -> np.ndarray:
     label = np.repeat(np.arange(bounds.size - 1), np.diff(bounds))
     member = np.zeros((size, bounds.size - 1))
     member[np.arange(size), label] = 1.0
+
+    def part(start: int) -> np.ndarray:
+        rows = np.asarray(gram[start : start + _SQUARE_ROWS], dtype=np.float64)  # (float64 G: a view of it)
+        block = rows * rows
+        return member[start : start + _SQUARE_ROWS].T @ (block @ member)
+
     out = np.zeros((bounds.size - 1, bounds.size - 1))
-    for start in range(0, size, _SQUARE_ROWS):
-        block = np.asarray(gram[start : start + _SQUARE_ROWS], dtype=np.float64)
-        block = block * block
-        out += member[start : start + _SQUARE_ROWS].T @ (block @ member)
+    for block_sums in map_in_threads(part, list(range(0, size, _SQUARE_ROWS))):  # (added in row order)
+        out += block_sums
     return out
 
 
