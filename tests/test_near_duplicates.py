@@ -215,3 +215,31 @@ def test_block_square_sums_equal_the_brute_force_whatever_the_threads(monkeypatc
     d = np.r_[np.full(9, 1 / 9), np.full(14, -0.7 / 14)]
     np.testing.assert_allclose(gram.covariance_difference_norm(g, 9, 0.7), d @ sq @ d, rtol=1e-12)
     np.testing.assert_array_equal(g, given)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "cosine"])
+def test_joint_gram_columns_equal_the_joint_gram_and_the_brute_force(monkeypatch, kernel):
+    """The columns a pivoted Cholesky reads, from rows scaled, joined and centred once (gaussian, numpy):
+    G[:, idx] of the joint Gram matrix computed whole, and for the gaussian the brute force exp(-|w - w'|^2 /
+    2) of direct differences, on rows far from the origin with a repeated pair (kernel exactly 1); blocks of
+    rows small enough that several are centred and several expanded."""
+    import promptprism.kernels.gram as gram
+
+    rng = np.random.default_rng(4)
+    t = (300.0 + rng.standard_normal((150, 6))).astype(np.float32)
+    z = (-50.0 + rng.standard_normal((150, 5))).astype(np.float32)
+    t[17], z[17] = t[3], z[3]
+    sigmas = {"sigma_prompt": 1.5, "sigma_output": 0.8} if kernel == "gaussian" else {}
+    for name, value in (("DIRECT_MAX", 0), ("BLOCK_ROWS", 16), ("_CENTRING_ROWS", 40)):
+        monkeypatch.setattr(gram, name, value)
+    columns = gram.joint_gram_columns(t, z, kernel=kernel, precision="float32", **sigmas)
+    whole = gram.joint_gram(t, z, kernel=kernel, precision="float64", **sigmas)
+    for idx in (np.array([3, 0, 149]), rng.choice(150, 40, replace=False)):
+        got = columns(idx)
+        assert got.dtype == np.float32 and got.shape == (150, idx.size)
+        np.testing.assert_allclose(got, whole[:, idx], rtol=2e-5, atol=2e-6)
+    got = columns(np.array([3]))
+    assert got[17, 0] == 1.0 and got[3, 0] == 1.0
+    if kernel == "gaussian":
+        w = np.c_[t.astype(np.float64) / 1.5, z.astype(np.float64) / 0.8]
+        np.testing.assert_allclose(whole, np.exp(-_direct_pair(w, w) / 2.0), rtol=1e-9, atol=1e-12)

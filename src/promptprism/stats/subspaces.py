@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..array_ops import blas_threads_for
-from ..backend import array_namespace, backend_of, is_numpy, populated_copy, to_numpy
+from ..backend import array_namespace, backend_of, is_numpy, populated_copy, populated_zeros, to_numpy
 from .batched_eigen import _nystrom_factor
 
 
@@ -181,7 +181,7 @@ def pivoted_cholesky_factor(columns: Any, size: int, rank: int, *, block: int = 
     array. ``diagonal``: G's diagonal (default: ones, a normalised kernel)."""
     diag = np.ones(size) if diagonal is None else np.asarray(diagonal, dtype=np.float64)
     residual, total = diag.copy(), float(diag.sum())
-    factor = np.zeros((size, rank), dtype=np.float32)
+    factor = populated_zeros((size, rank), np.float32)  # (each round writes a column block of every row)
     rng, width = np.random.default_rng(seed), 0
     while width < rank and residual.sum() > tolerance * total:
         weights = np.clip(residual, 0.0, None)
@@ -200,6 +200,7 @@ def pivoted_cholesky_factor(columns: Any, size: int, rank: int, *, block: int = 
         new = cols @ (vecs[:, keep] / np.sqrt(vals[keep])).astype(np.float32)
         take = min(new.shape[1], rank - width)
         factor[:, width:width + take] = new[:, -take:]
-        residual = np.clip(residual - np.sum(np.square(new[:, -take:], dtype=np.float64), axis=1), 0.0, None)
+        residual = np.clip(residual - np.einsum("ij,ij->i", new[:, -take:], new[:, -take:], dtype=np.float64),
+                           0.0, None)
         width += take
     return factor[:, :width], residual

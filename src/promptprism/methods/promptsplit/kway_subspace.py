@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ...array_ops import map_in_threads
-from ...kernels.gram import joint_gram
+from ...kernels.gram import joint_gram_columns
 from ...stats.eigen import select_modes, signed_extremes, symmetric_extreme_eigenpairs
 from ...stats.subspace_spectra import matrix_lanczos_extremes
 from ...stats.subspaces import pivoted_cholesky_factor
@@ -223,10 +223,8 @@ class SubspaceRoute(Route):
         prompts = np.concatenate([s.prompt_embeddings for s in self.sets])
         outputs = np.concatenate([s.output_embeddings for s in self.sets])
 
-        def columns(idx: np.ndarray) -> Any:
-            return joint_gram(prompts, outputs, kernel=est.kernel, sigma_prompt=self.sigmas[0],
-                              sigma_output=self.sigmas[1], precision="float32", columns=idx)
-
+        columns = joint_gram_columns(prompts, outputs, kernel=est.kernel, sigma_prompt=self.sigmas[0],
+                                     sigma_output=self.sigmas[1], precision="float32")
         size = int(self.counts.sum())
         self.factor, residual = pivoted_cholesky_factor(columns, size, min(SUBSPACE_RANK, size),
                                                         block=SUBSPACE_BLOCK, tolerance=SUBSPACE_TOLERANCE,
