@@ -62,13 +62,13 @@ def test_squared_distances_match_direct_differences(kind):
     assert (got >= 0).all()
     np.testing.assert_allclose(got, exact, rtol=1e-9, atol=1e-12 * exact.max())
     # the large-block route (expansion after centring) agrees too
-    import promptprism.kernels.gram as gram
+    import promptprism.kernels.distances as distances
 
-    old, gram.DIRECT_MAX = gram.DIRECT_MAX, 0
+    old, distances.DIRECT_MAX = distances.DIRECT_MAX, 0
     try:
         np.testing.assert_allclose(squared_distances(x, x), exact, rtol=1e-6, atol=1e-9 * exact.max())
     finally:
-        gram.DIRECT_MAX = old
+        distances.DIRECT_MAX = old
 
 
 @pytest.mark.parametrize("kind", ["near-singular", "rank-deficient", "duplicated"])
@@ -111,11 +111,12 @@ def test_one_extreme_row_leaves_the_other_distances_exact(device, direct, scale,
     # centring on the mean moved every row by scale / n and wiped their distances into round-off
     import warnings
 
+    import promptprism.kernels.distances as distances
     import promptprism.kernels.gram as gram
     from promptprism.backend import resolve_backend, to_numpy
 
     if not direct:
-        monkeypatch.setattr(gram, "DIRECT_MAX", 0)
+        monkeypatch.setattr(distances, "DIRECT_MAX", 0)
     x = np.random.default_rng(0).standard_normal((24, 6))
     y = x.copy()
     y[3] *= scale
@@ -154,11 +155,12 @@ def test_the_blocked_expansion_equals_direct_differences_across_blocks(monkeypat
     (repeats exactly 0, the overflowing row inf, never NaN), a matrix of one set with itself zero on its
     diagonal and symmetric bit for bit (its upper block triangle computed, the rest mirrored), and the
     gaussian kernel finished on each block equal to exp(-d / (2 sigma^2)) of those distances."""
+    import promptprism.kernels.distances as distances
     import promptprism.kernels.gram as gram
 
-    monkeypatch.setattr(gram, "DIRECT_MAX", 0)
-    monkeypatch.setattr(gram, "BLOCK_ROWS", 7)
-    monkeypatch.setattr(gram, "blas_thread_count", lambda: threads)
+    monkeypatch.setattr(distances, "DIRECT_MAX", 0)
+    monkeypatch.setattr(distances, "BLOCK_ROWS", 7)
+    monkeypatch.setattr(distances, "blas_thread_count", lambda: threads)
     rng = np.random.default_rng(3)
     a = 1e4 + rng.standard_normal((40, 5))
     a[10] = a[3]  # a repeat
@@ -230,8 +232,11 @@ def test_joint_gram_columns_equal_the_joint_gram_and_the_brute_force(monkeypatch
     z = (-50.0 + rng.standard_normal((150, 5))).astype(np.float32)
     t[17], z[17] = t[3], z[3]
     sigmas = {"sigma_prompt": 1.5, "sigma_output": 0.8} if kernel == "gaussian" else {}
-    for name, value in (("DIRECT_MAX", 0), ("BLOCK_ROWS", 16), ("_CENTRING_ROWS", 40)):
-        monkeypatch.setattr(gram, name, value)
+    import promptprism.kernels.distances as distances
+
+    for module, name, value in ((distances, "DIRECT_MAX", 0), (distances, "BLOCK_ROWS", 16),
+                                (gram, "_CENTRING_ROWS", 40)):
+        monkeypatch.setattr(module, name, value)
     columns = gram.joint_gram_columns(t, z, kernel=kernel, precision="float32", **sigmas)
     whole = gram.joint_gram(t, z, kernel=kernel, precision="float64", **sigmas)
     for idx in (np.array([3, 0, 149]), rng.choice(150, 40, replace=False)):

@@ -194,8 +194,8 @@ def subsample_rows(x: Any, max_samples: int, seed: int) -> np.ndarray:
 
 def median_pairwise_distance(x: np.ndarray, *, max_samples: int = MEDIAN_SAMPLES, seed: int = 0) -> float:
     """Median of the non-zero pairwise distances |x_i - x_j|, i < j, on a seeded subsample (rows flattened);
-    distances from :func:`~promptprism.kernels.gram.squared_distances` (a pair beyond float64 counts as the
-    farthest). NaN when every row is the same."""
+    distances from :func:`~promptprism.kernels.distances.squared_distances` (a pair beyond float64 counts as
+    the farthest). NaN when every row is the same."""
     sub = subsample_rows(x, max_samples, seed)
     d = np.sqrt(squared_distances(sub)[np.triu_indices(sub.shape[0], k=1)])
     d = d[d > 0.0]

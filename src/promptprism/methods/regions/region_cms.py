@@ -4,7 +4,7 @@ The image kernel is k_img(x, y) = exp(-gamma |x - y|^2) = prod_I exp(-gamma |x_I
 every region, :mod:`promptprism.kernels.rbf`), so eq. 4 applies to every region kernel k_I and to k_img.
 Sums of kernel values are kept in log space (log-sum-exp of -gamma d^2): kernel values that underflow one
 by one still count, and a CMS reads 0 only when it is itself below the smallest float. The squared
-distances are the kernels' one routine (:func:`promptprism.kernels.gram.squared_distances`: exact for
+distances are the kernels' one routine (:func:`promptprism.kernels.distances.squared_distances`: exact for
 offset-dominated pixels; inf, i.e. kernel 0, beyond float64), so pixels of 1e300 give a CMS of 0, never
 NaN.
 
@@ -32,8 +32,8 @@ from .sources import onehot, read_pixels
 
 def region_sqdists(x: Any, y: Any, membership: Any) -> Any:
     """Per-region squared distances |x_I - y_I|^2 as (C, n, m): the kernels' one squared-distance routine
-    (:func:`~promptprism.kernels.gram.squared_distances`) on each region's pixels; their sum over regions is
-    the whole image's.
+    (:func:`~promptprism.kernels.distances.squared_distances`) on each region's pixels; their sum over
+    regions is the whole image's.
 
     ``x``, ``y``: pixels (n, d, c) and (m, d, c) (``y is x``: the distances within ``x``, diagonal 0);
     ``membership``: (d, C) one-hot regions. On the backend of ``x`` (numpy or torch); a distance beyond
