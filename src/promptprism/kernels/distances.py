@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from array_api_compat import device
 
-from ..array_ops import blas_limits, blas_thread_count, column_median, mirror_upper
+from ..array_ops import blas_thread_count, column_median, map_in_threads, mirror_upper
 from ..backend import array_namespace, as_float, float_dtype, populated_empty, scalar, unpopulated_empty
 
 #: blocks up to this many pair-coordinates (n * m * d) get their distances from direct differences
@@ -143,8 +143,6 @@ def _expanded_blocks(a: np.ndarray, b: np.ndarray, same: bool, finish: Any = Non
         for start in starts:
             rows(start)
         return d2
-    from concurrent.futures import ThreadPoolExecutor
-
     errors = np.geterr()  # (the caller's floating-point error handling: numpy keeps it per thread)
 
     def rows_as_called(start: int) -> None:
@@ -153,8 +151,7 @@ def _expanded_blocks(a: np.ndarray, b: np.ndarray, same: bool, finish: Any = Non
 
     # blocks on as many threads as the BLAS had, one BLAS thread each: the element-wise passes (norms, the
     # cancelled pairs' test, the clean-up, the kernel, the mirror) run beside each other's products
-    with blas_limits(1), ThreadPoolExecutor(workers) as pool:
-        list(pool.map(rows_as_called, starts))
+    map_in_threads(rows_as_called, list(starts), workers)
     return d2
 
 

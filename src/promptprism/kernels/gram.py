@@ -61,6 +61,11 @@ def cosine_gram(a, b=None, *, dtype: type = np.float64):
     return an @ _unit_rows(xp, as_float(xp, b, dt)).T
 
 
+def _exp_of_scaled(factor: float) -> Callable[[Any], None]:
+    """The gaussian kernel's finish of a block of squared distances d2: exp(factor d2), in place."""
+    return lambda d2: inplace("exp", _scaled(d2, factor))
+
+
 def gaussian_gram(a, b=None, *, sigma: float | None = None, gamma: float | None = None,
                   dtype: type = np.float64):
     """k(a, b) = exp(-|a - b|^2 / (2 sigma^2)), or exp(-gamma |a - b|^2) given ``gamma`` (the same kernel,
@@ -76,10 +81,7 @@ def gaussian_gram(a, b=None, *, sigma: float | None = None, gamma: float | None 
         d2 = _scaled(squared_distances(a, b, dtype=dtype), factor)
         return array_namespace(d2).exp(d2)
 
-    def kernel(d2: Any) -> None:  # exp(factor d2), in place
-        inplace("exp", _scaled(d2, factor))
-
-    return _distances(a, b, dtype, kernel)
+    return _distances(a, b, dtype, _exp_of_scaled(factor))
 
 
 def kernel_gram(kernel: str, a, b=None, *, sigma: float | None = None, gamma: float | None = None,
@@ -158,7 +160,7 @@ def joint_gram_columns(prompts: Any, outputs: Any, *, kernel: str, sigma_prompt:
     def columns(idx: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore", invalid="ignore"):
             return _centred_distances(np, rows, rows[np.asarray(idx)], False,
-                                      lambda d2: inplace("exp", _scaled(d2, -0.5)))
+                                      _exp_of_scaled(-0.5))
 
     return columns
 
