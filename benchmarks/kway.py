@@ -13,7 +13,9 @@ resident memory so far (ru_maxrss: K ascending) and the test's estimated seconds
 (``KWaySplit.test_seconds``, what ``compare`` says or refuses on).
 
 ``--large``: K = 8 sets of 5,000 rows (exact, the command's defaults) against one two-way exact fit on
-10,000 rows, in one run: time, CPU time, their ratio and each fit's peak traced memory (tracemalloc). Above
+10,000 rows, in one run: time, CPU time, their ratio and each fit's peak memory (the peak resident set above
+the one at its start, ``memory.py``: the joint Gram matrix and the factors are memory maps that tracemalloc,
+used before, did not see). Above
 20,000 rows the K-way fit runs on per-set moments in a shared subspace (memory linear in K, docs/kway.md);
 a joint-Gram K-way fit is skipped above ``--max-gram-gb``.
 
@@ -38,6 +40,7 @@ import time
 
 import machine  # type: ignore[import-not-found]
 import numpy as np
+from memory import mib_text, resident_peak  # type: ignore[import-not-found]
 
 from promptprism import KWaySplit, PairedSet, PromptSplit
 
@@ -101,25 +104,20 @@ def small_sweep(ks: list[int], rows: int) -> None:
               f"{cpu:>7.2f} {peak:>8.1f} {guess:>10.1f}  (load {os.getloadavg()[0]:.1f})", flush=True)
 
 
-def measured(fn) -> tuple[float, float, float]:
-    """(wall s, process CPU s, peak MB of numpy/Python allocations during ``fn``: tracemalloc)."""
-    import tracemalloc
-
-    tracemalloc.start()
-    t0, c0 = time.perf_counter(), time.process_time()
-    fn()
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    peak = tracemalloc.get_traced_memory()[1] / 1e6
-    tracemalloc.stop()
-    return wall, cpu, peak
+def measured(fn) -> tuple[float, float, float | None]:
+    """(wall s, process CPU s, MiB the resident set rose to above its start during ``fn``:
+    :func:`memory.resident_peak`, None where not measurable)."""
+    c0 = time.process_time()
+    _, wall, peak = resident_peak(fn)
+    return wall, time.process_time() - c0, peak
 
 
 def large(k: int, n: int, max_gram_gb: float) -> None:
     """K sets of n rows (exact, the command's defaults, 200 permutations) against one two-way exact fit on
     2n rows (n per side, 200 permutations), 32-d prompts and outputs, in one run: seconds, CPU seconds,
-    their ratio, and each fit's peak traced memory. Above ``kway_subspace.SUBSPACE_MIN_ROWS`` rows the
-    K-way fit runs on the shared subspace (no joint Gram matrix); below, on the joint Gram matrix, skipped
-    when that (8 (K n)^2 bytes) is over ``max_gram_gb``."""
+    their ratio, and each fit's peak memory (:func:`measured`). Above ``kway_subspace.SUBSPACE_MIN_ROWS``
+    rows the K-way fit runs on the shared subspace (no joint Gram matrix); below, on the joint Gram matrix,
+    skipped when that (8 (K n)^2 bytes) is over ``max_gram_gb``."""
     import resource
 
     from promptprism.methods.promptsplit import kway_subspace
@@ -128,7 +126,8 @@ def large(k: int, n: int, max_gram_gb: float) -> None:
     opts = dict(method="exact", seed=0)
     fits: dict = {}
     two, two_cpu, two_mb = measured(lambda: fits.update(two=PromptSplit(**opts, device="cpu").fit(*sets[:2])))
-    print(f"two-way exact, {2 * n:,} rows: {two:.1f} s ({two_cpu:.1f} s cpu), peak {two_mb:,.0f} MB  "
+    print(f"two-way exact, {2 * n:,} rows: {two:.1f} s ({two_cpu:.1f} s cpu), "
+          f"peak {mib_text(two_mb, 0)} MiB  "
           f"(load {os.getloadavg()[0]:.1f}); {_steps(fits['two'].timings)}", flush=True)
     shared = kway_subspace.wanted(k, k * n, "exact", True)
     need = 8 * (k * n) ** 2 / 1e9
@@ -138,7 +137,8 @@ def large(k: int, n: int, max_gram_gb: float) -> None:
         return
     kway, kway_cpu, kway_mb = measured(lambda: fits.update(kway=KWaySplit(**opts).fit(sets)))
     how = (f"shared subspace of rank <= {kway_subspace.SUBSPACE_RANK}" if shared else "joint Gram matrix")
-    print(f"K = {k} x {n:,} exact ({how}): {kway:.1f} s ({kway_cpu:.1f} s cpu), peak {kway_mb:,.0f} MB "
+    print(f"K = {k} x {n:,} exact ({how}): {kway:.1f} s ({kway_cpu:.1f} s cpu), "
+          f"peak {mib_text(kway_mb, 0)} MiB "
           f"(joint Gram would be {need:.1f} GB) = {kway / two:.2f}x the two-way fit wall, "
           f"{kway_cpu / two_cpu:.2f}x cpu  (load {os.getloadavg()[0]:.1f}; process max RSS "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:,.0f} MB); "

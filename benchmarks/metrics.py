@@ -5,7 +5,8 @@
 
 Synthetic float32 features (n x 2048, two sets that differ a little, as Inception pool features of two
 generators would). Each row times one implementation from the same features to its number, and gives the
-peak of the allocations made during it (tracemalloc: numpy arrays included), the wall time and the process
+peak resident set it rose to over its start (``memory.py``: numpy, memory-mapped arrays and torch alike),
+the wall time and the process
 CPU time (with 2 BLAS threads up to twice the wall time; less sensitive to other processes on a shared
 machine), then the relative difference of the numbers:
 
@@ -30,7 +31,6 @@ import argparse
 import os
 import sys
 import time
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine import describe, measure  # noqa: E402
+from memory import mib_text, resident_peak  # noqa: E402
 
 
 def features(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -50,14 +51,11 @@ def features(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def timed(label: str, fn, rows: list) -> float:
-    tracemalloc.start()
-    cpu, wall = time.process_time(), time.perf_counter()
-    value = fn()
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    rows.append((label, wall, cpu, peak / 2**20, value))
-    print(f"  {label:<44} {wall:8.1f} s wall {cpu:8.1f} s cpu {peak / 2**20:9.0f} MiB   {value}", flush=True)
+    cpu = time.process_time()
+    value, wall, peak = resident_peak(fn)
+    cpu = time.process_time() - cpu
+    rows.append((label, wall, cpu, peak, value))
+    print(f"  {label:<44} {wall:8.1f} s wall {cpu:8.1f} s cpu {mib_text(peak, 9)} MiB   {value}", flush=True)
     return value
 
 

@@ -47,8 +47,10 @@ and the gaussian MMD, no intervals) and the parts alone (``--no-parts``: not). A
 peers' values; KID against torchmetrics' in units of the standard error of a mean over the subsets (each
 draws its own subsets). Wall seconds and the process's CPU seconds (all threads, spinning ones included), of
 the fastest of ``--repeat`` runs, each side after one untimed small call of its own (imports, start-up);
-promptprism runs first (before torch starts its threads). Peak memory:
-tracemalloc (numpy and Python allocations; torch's own allocator is not traced). ``prdc`` is not run when
+promptprism runs first (before torch starts its threads). Peak memory: the
+peak resident set above the one at the call's start (``memory.py``: every page the call held at once, numpy,
+memory-mapped arrays, torch and the BLAS alike; tracemalloc, used before, saw neither promptprism's
+memory-mapped arrays nor torch's allocator). ``prdc`` is not run when
 its three n x n float32 matrices do not fit in the free memory (n = 50,000: 28 GiB); the sum is then over the
 other peers and says so, or with ``--prdc-fit 10000 15000 20000`` prdc is timed at those sizes and its time
 at n **extrapolated** from a fit t = c n^2 (c the median of the points' t / n^2, robust to one point slowed by
@@ -68,7 +70,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +77,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from busy_machine import cpu_model  # noqa: E402
 from compare import CLI, _installed_like  # noqa: E402
+from memory import mib_text, resident_peak  # noqa: E402
 
 TOPICS, DIM_PROMPT, DIM_OUTPUT, N_MODES = 20, 32, 64, 10
 KEN_BATCH = 128  # KEN_Evaluator's default batchsize
@@ -325,23 +327,19 @@ REPEAT = [1]
 
 
 def timed(label: str, fn, rows: dict):
-    """Seconds and CPU seconds of ``fn`` (the fastest of REPEAT runs, untraced), then its peak memory from
-    one more run under tracemalloc (tracing every allocation slows code that allocates often, and torch's
-    allocator is not traced at all: timing under it would favour torch)."""
-    best = None
+    """Seconds and CPU seconds of ``fn`` (the fastest of REPEAT runs), and the peak resident set it rose to
+    over its start (the largest of the runs' peaks, :func:`memory.resident_peak`; None: not measurable)."""
+    best, peak = None, None
     for _ in range(REPEAT[0]):
-        t0, c0 = time.perf_counter(), time.process_time()
-        value = fn()
-        secs, cpu = time.perf_counter() - t0, time.process_time() - c0
+        c0 = time.process_time()
+        value, secs, mib = resident_peak(fn)
+        cpu = time.process_time() - c0
         if best is None or secs < best[0]:
             best = (secs, value, cpu)
-    tracemalloc.start()
-    fn()
-    peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
+        peak = mib if peak is None or mib is None else max(peak, mib)
     secs, value, cpu = best
     rows[label] = (secs, peak, value, cpu)
-    print(f"    {label:<46} {secs:8.2f} s {cpu:8.2f} CPU s {peak:8.0f} MiB", flush=True)
+    print(f"    {label:<46} {secs:8.2f} s {cpu:8.2f} CPU s {mib_text(peak)} MiB", flush=True)
     return value
 
 
