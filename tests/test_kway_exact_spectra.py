@@ -114,3 +114,18 @@ def test_singular_pair_blocks_go_through_the_pivoted_solve():
     for c in pairs:
         assert got[c].eigenvalues.size <= 3
         _check(got[c], feats, bounds, c, 1.0, 2)
+
+
+@pytest.mark.parametrize("rows", [
+    np.r_[0:40, 90:130],                                    # a pair of sets: two blocks
+    np.r_[90:130, 0:40],                                    # blocks out of order
+    np.r_[0:10, 11:12, 20:45, 46:47, 130:150],              # runs of one row among them
+    np.sort(np.random.default_rng(3).choice(150, 60, replace=False)),  # scattered: the gather
+])
+def test_take_rows_blocks_equal_the_gather(rows):
+    from promptprism.methods.promptsplit.route_base import take_rows
+
+    gram = np.random.default_rng(4).normal(size=(150, 150)).astype(np.float32)
+    out = take_rows(gram, rows, NUMPY)
+    assert out.dtype == gram.dtype
+    np.testing.assert_array_equal(out, gram[np.ix_(rows, rows)])

@@ -112,10 +112,27 @@ class Route:
         return out
 
 
+#: ``take_rows`` copies a numpy sub-matrix block by block when its rows form at most this many runs
+BLOCK_COPY_MAX_RUNS = 16
+
+
 def take_rows(gram: Any, rows: np.ndarray, backend: Backend) -> Any:
-    """G[rows][:, rows] (the whole matrix when ``rows`` are all of them)."""
+    """G[rows][:, rows] (the whole matrix when ``rows`` are all of them). Rows in a few runs of consecutive
+    indices (a K-way pair: two sets' blocks) are copied block by block (numpy: one contiguous copy per pair
+    of runs instead of a row gather and a column gather, ~4x faster at 3,000 of 6,000 rows)."""
     if rows.size == gram.shape[0]:
         return gram
+    rows = np.asarray(rows)
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    if isinstance(gram, np.ndarray) and breaks.size < BLOCK_COPY_MAX_RUNS:
+        starts = np.r_[0, breaks]
+        runs = [(int(a), int(rows[a]), int(rows[b - 1]) + 1) for a, b in zip(starts, np.r_[breaks, rows.size],
+                                                                            strict=True)]
+        out = np.empty((rows.size, rows.size), dtype=gram.dtype)
+        for at, lo, hi in runs:
+            for at2, lo2, hi2 in runs:
+                out[at:at + hi - lo, at2:at2 + hi2 - lo2] = gram[lo:hi, lo2:hi2]
+        return out
     idx = backend.asarray(rows)
     return gram[idx, ...][:, idx]
 
