@@ -16,6 +16,7 @@ Every route answers the same four questions, in this order, for every comparison
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -59,8 +60,14 @@ class Route:
         ModeStats}}) over the comparisons; ``labels``: each set's prompt labels."""
         labels = list(labels.values()) if isinstance(labels, dict) else list(labels)
         distances = self.covariance(timings)
-        spectra = self.spectrum(timings)
-        return spectra, distances, self.mode_stats(spectra, labels, n_groups, timings)
+        with self.replicates_ahead():
+            spectra = self.spectrum(timings)
+            return spectra, distances, self.mode_stats(spectra, labels, n_groups, timings)
+
+    def replicates_ahead(self) -> Any:
+        """A context for the spectra and the scoring, during which a route may start the permutation test's
+        label-free operand (:meth:`replicates`) beside them (default: nothing)."""
+        return contextlib.nullcontext()
 
     def covariance(self, timings: dict) -> dict:
         """Build the operand (Gram matrix or second moments); return {c: ||Lambda_c||_F^2}."""

@@ -1,0 +1,83 @@
+"""On two BLAS threads the rff route starts the permutation test's label-free operand (V and P = psi(rows) V)
+on a thread of its own while the spectra and the scoring run: the test and every number it prints are those of
+the operand computed in turn, for the test's own rows and for others; no thread starts when no test runs."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from promptprism import KWaySplit, PairedSet, PromptSplit
+from promptprism.methods.promptsplit import routes
+
+
+def _sets(n: int = 600, k: int = 2, seed: int = 0) -> list[PairedSet]:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((6, 5))
+    out = []
+    for i in range(k):
+        c = np.arange(n) % 6
+        t = (centres[c] + 0.3 * rng.standard_normal((n, 5))).astype(np.float32)
+        z = (centres[(c + (i if i < 2 else 0) * (c < 2)) % 6] + 0.4 * rng.standard_normal((n, 5))).astype(
+            np.float32)
+        out.append(PairedSet(t, z, prompts=[f"p{g}" for g in c], name=f"model {i}"))
+    return out
+
+
+def _test_record(monkeypatch, threads: int, fit) -> tuple[dict, list[str]]:
+    """The fit's significance record with the BLAS seen as having ``threads`` threads, and the names of the
+    threads that computed the operand ahead."""
+    ran: list[str] = []
+    ahead = routes.FeatureRoute._subspace_operand
+
+    def spy(self, pairs):
+        ran.append(threading.current_thread().name)
+        return ahead(self, pairs)
+
+    monkeypatch.setattr(routes, "blas_thread_count", lambda: threads)
+    monkeypatch.setattr(routes.FeatureRoute, "_subspace_operand", spy)
+    return fit(), ran
+
+
+def _two_way():
+    test, ref = _sets()
+    return PromptSplit(method="rff", n_features=400, n_modes=3, permutations=30, seed=3).fit(
+        test, ref).significance
+
+
+@pytest.mark.parametrize("other_rows", [False, True])
+def test_operand_ahead_gives_the_test_of_the_operand_in_turn(monkeypatch, other_rows):
+    in_turn, ran = _test_record(monkeypatch, 1, _two_way)
+    assert ran == [] and in_turn["subspace"]["full"] is False  # (the projected operand: 1,200 rows)
+    if other_rows:  # the thread's rows are not the test's: V is kept, P computed again for the test's rows
+        rows_of = routes.FeatureRoute._test_rows
+        monkeypatch.setattr(routes.FeatureRoute, "_test_rows",
+                            lambda self: [r[:-1] for r in rows_of(self)])
+    ahead, ran = _test_record(monkeypatch, 2, _two_way)
+    assert len(ran) == 1 and ran[0].startswith("promptprism-test-operand")
+    for key in ("p_largest", "n_significant", "null_top", "threshold", "subspace", "statistic",
+                "permutations_drawn"):
+        assert ahead[key] == in_turn[key], key
+    for key in ahead["aggregation"]:  # (its cost_s: seconds)
+        assert key == "cost_s" or ahead["aggregation"][key] == in_turn["aggregation"][key], key
+
+
+def test_kway_operand_ahead_gives_the_same_test(monkeypatch):
+    def fit():
+        res = KWaySplit(method="rff", n_features=400, n_modes=2, permutations=20, seed=1).fit(_sets(500, 3))
+        return [(c.significance["p_largest"], c.significance["null_top"]) for c in res.pairs + res.one_vs_rest]
+
+    in_turn, ran = _test_record(monkeypatch, 1, fit)
+    assert ran == []
+    ahead, ran = _test_record(monkeypatch, 2, fit)
+    assert len(ran) == 1
+    assert ahead == in_turn
+
+
+def test_no_operand_ahead_without_a_test(monkeypatch):
+    test, ref = _sets()
+    _, ran = _test_record(monkeypatch, 2, lambda: PromptSplit(method="rff", n_features=400, permutations=0,
+                                                                seed=3).fit(test, ref))
+    assert ran == []
