@@ -67,14 +67,23 @@ def test_pair_blocks_equal_the_brute_force_lambda(eta):
         _check(spec, feats, bounds, c, eta, 4)
 
 
-def test_rest_by_lanczos_equals_the_brute_force_lambda():
-    """Above REST_DENSE_MAX_ROWS rows, one-vs-rest reports its top modes (Lanczos) and they are Lambda's."""
+@pytest.mark.parametrize("lockstep", [False, True])
+def test_rest_by_lanczos_equals_the_brute_force_lambda(monkeypatch, lockstep):
+    """Above REST_DENSE_MAX_ROWS rows, one-vs-rest reports its top modes (Lanczos) and they are Lambda's;
+    above REST_LOW_RANK_MAX_ROWS (here lowered) the sets' runs go in lockstep, one product with G a round."""
+    calls = []
+    if lockstep:
+        monkeypatch.setattr(es, "REST_LOW_RANK_MAX_ROWS", 0)
+        alone = core.exact_spectra_lockstep
+        monkeypatch.setattr(core, "exact_spectra_lockstep", lambda g, ws, **kw: calls.append(len(ws)) or
+                            alone(g, ws, **kw))
     counts = [20] * 14  # 280 rows
     feats, bounds = _features(counts, 300, 2)
     pairs, rest = kc.comparisons(len(counts))
-    got = es.comparison_spectra(feats @ feats.T, bounds, pairs[:3] + rest[:2], eta=0.8, n_modes=5,
+    got = es.comparison_spectra(feats @ feats.T, bounds, pairs[:3] + rest[:3], eta=0.8, n_modes=5,
                                 solver="auto", precision="float64", backend=NUMPY)
-    for c in rest[:2]:
+    assert calls == ([3] if lockstep else [])
+    for c in rest[:3]:
         assert got[c].scope == "top 5 of each sign"
         _check(got[c], feats, bounds, c, 0.8, 5)
     for c in pairs[:3]:

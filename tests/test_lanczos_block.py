@@ -113,3 +113,44 @@ def test_tridiagonal_eigh_equals_lapack(size):
     both, both_vecs = tridiagonal_eigh(np.stack([diag, diag]), np.stack([off, off]))  # (stacked, vectors)
     np.testing.assert_allclose(both[1], want, atol=1e-12 * max(1.0, np.abs(want).max()))
     np.testing.assert_allclose(np.abs(np.sum(both_vecs[1] * want_vecs, axis=0)), 1.0, atol=1e-8)
+
+
+@pytest.mark.parametrize("block", [1, 4])
+def test_lockstep_runs_equal_each_run_alone_and_the_dense_solve(block):
+    """K-way's one-vs-rest spectra: several weightings of one G (one of them rank-deficient: the runs end at
+    different widths, one where its Krylov space is G's range) in one lockstep call, each equal to its own
+    run and to the dense solve of D_j G."""
+    from promptprism.stats.lanczos import weighted_gram_lanczos_runs
+
+    gram, _ = _problem(210, None, 11)
+    low, _ = _problem(210, 7, 12)
+    rng = np.random.default_rng(5)
+    sets = rng.integers(0, 4, 210)
+    weightings = [np.where(sets == k, 1.0 / np.sum(sets == k), -0.9 / np.sum(sets != k)) for k in range(4)]
+    for g in (gram, low):
+        runs = weighted_gram_lanczos_runs(g, weightings, 4, 3, block=block, seed=2)
+        assert len(runs) == len(weightings)
+        for w, (vals, got) in zip(weightings, runs, strict=True):
+            alone, alone_scores = weighted_gram_lanczos(g, w, 4, 3, block=block, seed=2)
+            lam, scores = _dense(g, w)
+            scale = np.abs(lam).max()
+            np.testing.assert_allclose(vals, alone, rtol=0, atol=1e-12 * scale)
+            want = np.r_[np.arange(min(4, lam.size)), np.arange(lam.size - min(3, lam.size), lam.size)[::-1]]
+            want = np.unique(want)[np.argsort(-lam[np.unique(want)])]
+            np.testing.assert_allclose(vals, lam[want], rtol=0, atol=1e-12 * scale)
+            for j, k in enumerate(want):
+                sign = np.sign(got[:, j] @ scores[:, k])
+                np.testing.assert_allclose(sign * got[:, j], scores[:, k], atol=1e-8 * np.abs(scores).max())
+
+
+def test_lockstep_runs_give_up_alone_at_their_budget():
+    """A run that spends ``max_width`` returns None in its place; the others still answer."""
+    from promptprism.stats.lanczos import weighted_gram_lanczos_runs
+
+    gram, weights = _problem(400, None, 3)
+    solo = weighted_gram_lanczos(gram, weights, 5, 5, max_width=8)
+    both = weighted_gram_lanczos_runs(gram, [weights, weights], 5, 5, max_width=8)
+    assert solo is None and both == [None, None]
+    mixed = weighted_gram_lanczos_runs(gram, [weights, -weights], 5, 5, max_width=400)
+    top = mixed[0][0]
+    np.testing.assert_allclose(mixed[1][0], -top[::-1], rtol=0, atol=1e-12 * np.abs(top).max())

@@ -67,7 +67,8 @@ def test_operand_ahead_gives_the_test_of_the_operand_in_turn(monkeypatch, other_
 def test_kway_operand_ahead_gives_the_same_test(monkeypatch):
     def fit():
         res = KWaySplit(method="rff", n_features=400, n_modes=2, permutations=20, seed=1).fit(_sets(500, 3))
-        return [(c.significance["p_largest"], c.significance["null_top"]) for c in res.pairs + res.one_vs_rest]
+        return [(c.significance["p_largest"], c.significance["null_top"])
+                for c in res.pairs + res.one_vs_rest]
 
     in_turn, ran = _test_record(monkeypatch, 1, fit)
     assert ran == []

@@ -17,6 +17,7 @@ error of a self-adjoint problem is at most the residual), or the Krylov space is
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,15 @@ from ..backend import array_namespace, backend_of, to_numpy
 #: with checks every 20 steps 0.19 and 0.98. One vector per step is the robust choice (residuals read at
 #: every 32nd growth of the basis: 0.146 and 0.81)
 BLOCK_SIZE = 1
+#: :func:`weighted_gram_lanczos_runs`' block per run: the product is a multi-column one already, whose cost
+#: grows slowly with its width (OpenBLAS packs G whatever it), so wider blocks mean fewer rounds: 8 runs on
+#: a float32 G of 12,000 rows (K = 8 sets of 1,500), top 10 + 10, 2 threads: blocks 1 / 2 / 3 / 4 took
+#: 64 / 41 / 31 / 25 rounds, 3.9 / 3.0-3.2 / 3.0 / 2.6 s
+LOCKSTEP_BLOCK = 4
+#: rows of G per product of a multi-column block (numpy): OpenBLAS multiplies a few columns faster by row
+#: panels than whole (2 threads, float32 G of 12,000 rows times 16 columns: 68 ms whole, 48-51 ms in panels
+#: of 256 to 2,048 rows; 20,000 x 32: 255 / 190 ms)
+PRODUCT_PANEL_ROWS = 1024
 
 
 def weighted_gram_lanczos(gram: Any, weights: Any, n_pos: int, n_neg: int, *, tol: float | None = None,
@@ -56,17 +66,75 @@ def weighted_gram_lanczos(gram: Any, weights: Any, n_pos: int, n_neg: int, *, to
     space dropped; fresh seeded directions, orthogonal to the basis, make up a block that lost some). One
     pass over G per block instead of one per vector: a matrix that does not fit in cache is read ``block``
     times less often."""
+    return weighted_gram_lanczos_runs(gram, [weights], n_pos, n_neg, tol=tol, seed=seed, block=block,
+                                      max_width=max_width)[0]  # (one run: its own block, 1 by default)
+
+
+def weighted_gram_lanczos_runs(gram: Any, weights: list, n_pos: int, n_neg: int, *, tol: float | None = None,
+                               seed: int = 0, block: int = LOCKSTEP_BLOCK, max_width: int | None = None
+                               ) -> list[tuple[Any, Any] | None]:
+    """:func:`weighted_gram_lanczos` of D_j G for each weighting D_j = diag(``weights[j]``) of one G (K-way
+    PromptSplit: each set against the pooled rest), the runs in lockstep: each round ONE product G [X_1 ...
+    X_k] of every unfinished run's block (a run that has converged leaves), ``block`` vectors each
+    (:data:`LOCKSTEP_BLOCK`). Each run is the single run's arithmetic with that block from the same
+    ``seed``, but for the product's round-off (a multi-column product sums in another order). A product with
+    a few columns reads G once where one per run reads it k times (float32 G of 12,000 rows on 2 threads: one
+    vector 20 ms, eight 42-62 ms, 32 70-85 ms)."""
+    gram_runs = [_lanczos_run(gram, w, n_pos, n_neg, tol=tol, seed=seed, block=block, max_width=max_width)
+                 for w in weights]
+    out: list = [None] * len(gram_runs)
+    wanted = {j: next(run) for j, run in enumerate(gram_runs)}  # (each run's block to multiply by G)
+    times_gram = _Products(gram)
+    while wanted:
+        order = list(wanted)
+        blocks = [wanted[j] for j in order]
+        product = times_gram(blocks[0] if len(blocks) == 1 else times_gram.xp.concat(blocks, axis=1))
+        at = 0
+        for j, u in zip(order, blocks, strict=True):
+            width = int(u.shape[1])
+            try:
+                wanted[j] = gram_runs[j].send(product[:, at:at + width])
+            except StopIteration as done:
+                out[j] = done.value
+                del wanted[j]
+            at += width
+    return out
+
+
+class _Products:
+    """x -> G x in G's precision, returned in float64 (the Krylov vectors' precision); a numpy G times a
+    block of several columns :data:`PRODUCT_PANEL_ROWS` rows of G at a time."""
+
+    def __init__(self, gram: Any) -> None:
+        self.xp, self.gram = array_namespace(gram), gram
+
+    def __call__(self, x: Any) -> Any:
+        xp, gram = self.xp, self.gram
+        if not isinstance(gram, np.ndarray) or x.shape[1] == 1:
+            return xp.astype(gram @ xp.astype(x, gram.dtype), xp.float64)
+        x = np.ascontiguousarray(x, dtype=gram.dtype)
+        out = np.empty((gram.shape[0], x.shape[1]), dtype=gram.dtype)
+        for a in range(0, gram.shape[0], PRODUCT_PANEL_ROWS):
+            np.matmul(gram[a:a + PRODUCT_PANEL_ROWS], x, out=out[a:a + PRODUCT_PANEL_ROWS])
+        return out.astype(np.float64)
+
+
+def _lanczos_run(gram: Any, weights: Any, n_pos: int, n_neg: int, *, tol: float | None, seed: int, block: int,
+                 max_width: int | None) -> Generator[Any, Any, tuple[Any, Any] | None]:
+    """One run of :func:`weighted_gram_lanczos`: yields each block u whose product G u it needs and is sent
+    that product; returns (eigenvalues, scores), or None once ``max_width`` is spent."""
     run = _BlockKrylov(gram, seed)
     xp, size, w = run.xp, run.size, run.on.asarray(weights, "float64")
     tol = (1e-13 if gram.dtype == xp.float64 else 1e-5) if tol is None else float(tol)
-    q, gq, _ = run.normalised(run.fresh(max(1, min(int(block), size))))
+    u = run.fresh(max(1, min(int(block), size)))
+    q, gq, _ = run.normalised(u, (yield u))
     check = n_pos + n_neg  # (the first width at which the residuals are read; then every 32nd more)
     while q.shape[1]:
         k = int(q.shape[1])
         m = run.extend(q, gq, w)  # (the basis grows by q; T by its columns)
         if m >= size:
             break
-        q, gq, quad = run.normalised(run.remainder)
+        q, gq, quad = run.normalised(run.remainder, (yield run.remainder))
         budget_spent = max_width is not None and m >= max_width
         if m >= check or budget_spent:
             check = m + max(1, m // 32)
@@ -82,7 +150,7 @@ def weighted_gram_lanczos(gram: Any, weights: Any, n_pos: int, n_neg: int, *, to
             x = run.fresh(k - q.shape[1])
             for _ in range(2):  # (and orthogonal to the block's own kept directions)
                 x = x - q @ (xp.matrix_transpose(gq) @ x)
-            more, gmore, _ = run.normalised(x)
+            more, gmore, _ = run.normalised(x, (yield x))
             q, gq = xp.concat([q, more], axis=1), xp.concat([gq, gmore], axis=1)
     theta, s = np.linalg.eigh(run.t_mat)
     pick = _extremes(int(run.t_mat.shape[0]), n_pos, n_neg)
@@ -105,10 +173,6 @@ class _BlockKrylov:
         self.basis = self.images = self.remainder = None
         self.t_mat = np.zeros((0, 0))
 
-    def times_gram(self, x: Any) -> Any:
-        xp = self.xp
-        return xp.astype(self.gram @ xp.astype(x, self.gram.dtype), xp.float64)
-
     def orthogonalise(self, u: Any) -> tuple[Any, np.ndarray]:
         """u less its G-projection on the basis (twice); the first pass's coefficients (G Q)^T u."""
         xp = self.xp
@@ -119,10 +183,10 @@ class _BlockKrylov:
         u = u - self.basis @ (xp.matrix_transpose(self.images) @ u)
         return u, np.asarray(to_numpy(first), dtype=np.float64)
 
-    def normalised(self, u: Any) -> tuple[Any, Any, np.ndarray]:
-        """A G-orthonormal basis of u's columns (null directions dropped), its images, and u^T G u."""
+    def normalised(self, u: Any, gu: Any) -> tuple[Any, Any, np.ndarray]:
+        """A G-orthonormal basis of u's columns (null directions dropped), its images (``gu`` = G u), and
+        u^T G u."""
         xp = self.xp
-        gu = self.times_gram(u)
         quad = np.asarray(to_numpy(xp.matrix_transpose(u) @ gu), dtype=np.float64)
         quad = (quad + quad.T) / 2
         vals, vecs = np.linalg.eigh(quad)

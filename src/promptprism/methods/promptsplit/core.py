@@ -41,6 +41,7 @@ from ...stats.eigen import (
     symmetric_extreme_eigenpairs,
     weighted_gram_eigenpairs,
 )
+from ...stats.lanczos import weighted_gram_lanczos_runs
 from ...stats.modes import ModeStats
 
 #: ||Lambda||_F^2 = tr(D G D G) = sum_ij D_i D_j G_ij^2 from the joint Gram matrix (the PromptSplit distance,
@@ -88,11 +89,34 @@ def exact_spectrum(gram: np.ndarray, weights: np.ndarray, *, n_modes: int, eta: 
     want = None if solver == "dense" else n_modes
     eig = weighted_gram_eigenpairs(gram, weights, n_positive=want, n_negative=want, solver=solver)
     vals, scores = to_numpy(eig.eigenvalues), to_numpy(eig.scores)
-    sel = select_modes(vals, n_modes, 1.0 + eta, precision=precision)
     if eig.spectrum is not None:  # a dense solve: report the whole spectrum it computed
+        sel = select_modes(vals, n_modes, 1.0 + eta, precision=precision)
         return Spectrum(to_numpy(eig.spectrum), eig.kept[sel], "all", scores=scores[:, sel])
-    scope = "all" if want is None else f"top {n_modes} of each sign"
-    return Spectrum(vals, sel, scope, scores=scores[:, sel])
+    return _solved_spectrum(vals, scores, n_modes=n_modes, eta=eta, precision=precision,
+                            whole=want is None)
+
+
+def _solved_spectrum(vals: np.ndarray, scores: np.ndarray, *, n_modes: int, eta: float, precision: str,
+                     whole: bool = False) -> Spectrum:
+    """The Spectrum of the eigenvalues a solver computed (``whole``: all of them, else the top ``n_modes`` of
+    each sign) with the scores of the modes selected from them."""
+    sel = select_modes(vals, n_modes, 1.0 + eta, precision=precision)
+    return Spectrum(vals, sel, "all" if whole else f"top {n_modes} of each sign", scores=scores[:, sel])
+
+
+def exact_spectra_lockstep(gram: np.ndarray, weights: list[np.ndarray], *, n_modes: int, eta: float,
+                           precision: str = "float64") -> list[Spectrum]:
+    """:func:`exact_spectrum` with ``solver='lanczos'`` for each weighting of one numpy G (K-way: each set
+    against the pooled rest), the runs in lockstep (:func:`~promptprism.stats.lanczos.
+    weighted_gram_lanczos_runs`: one product with G per round for all of them)."""
+    if 2 * n_modes + 1 >= gram.shape[0] or n_modes + 2 >= gram.shape[0]:  # (the dense solve answers)
+        return [exact_spectrum(gram, w, n_modes=n_modes, eta=eta, solver="lanczos", precision=precision)
+                for w in weights]
+    gram = gram if gram.dtype == np.float32 else np.asarray(gram, dtype=np.float64)
+    found = weighted_gram_lanczos_runs(gram, [np.asarray(w, dtype=np.float64) for w in weights], n_modes,
+                                       n_modes)
+    return [_solved_spectrum(vals, scores, n_modes=n_modes, eta=eta, precision=precision)
+            for vals, scores in found]
 
 
 #: ``solver='auto'`` diagonalises Lambda_r fully up to this many features, and computes only the top modes
