@@ -1,14 +1,17 @@
-"""Peak memory of one call, as the machine sees it: the peak resident set above the one at the call's start.
+"""Peak memory of one call, counted two ways, each blind where the other sees.
 
-``tracemalloc`` sees only allocations made through Python's and numpy's allocators: not the anonymous
-memory maps promptprism writes its large Gram matrices, features and factors into
-(``promptprism.backend.populated_empty`` and friends), not torch's allocator, not the BLAS's buffers. A
-benchmark that sets one package's memory beside another's has to count all of them, so this module reads
-the kernel's own count instead: Linux keeps a process's resident high-water mark (``VmHWM`` in
-``/proc/self/status``) and resets it to the current resident set when ``5`` is written to
-``/proc/self/clear_refs`` (Linux 4.0 and later).
+* **resident** (:func:`resident_peak`): the peak resident set above the one at the call's start, the
+  kernel's own count: Linux keeps a process's resident high-water mark (``VmHWM`` in ``/proc/self/status``)
+  and resets it to the current resident set when ``5`` is written to ``/proc/self/clear_refs`` (Linux 4.0
+  and later). It sees every page: numpy's, the anonymous memory maps promptprism writes its large Gram
+  matrices, features and factors into (``promptprism.backend.populated_empty`` and friends), torch's
+  allocator, the BLAS's buffers. It misses memory the process already held and reuses (freed heap pages not
+  given back, a thread pool's buffers kept from an earlier call).
+* **traced** (:func:`traced_peak`): ``tracemalloc``'s peak of the allocations made through Python's and
+  numpy's allocators, reused memory included; blind to memory maps, torch and the BLAS.
 
-:func:`resident_peak` returns None where that is not available (then the benchmarks print "n/a").
+A benchmark that sets one package's memory beside another's prints both and states the larger
+(:func:`larger`). :func:`resident_peak` gives None where the high-water mark cannot be reset ("n/a").
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -64,6 +68,23 @@ def resident_peak(fn: Callable[[], Any]) -> tuple[Any, float, float | None]:
     seconds = time.perf_counter() - t0
     peak = _status_kib("VmHWM") if start is not None else None
     return value, seconds, (None if peak is None else max(peak - start, 0) / 1024)
+
+
+def traced_peak(fn: Callable[[], Any]) -> float:
+    """MiB: ``tracemalloc``'s peak of the allocations ``fn`` makes (Python and numpy), in a run of its own
+    (tracing slows code that allocates often: not a run to time)."""
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def larger(*mib: float | None) -> float | None:
+    """The largest of the counts that were measured (None when none was)."""
+    seen = [m for m in mib if m is not None]
+    return max(seen) if seen else None
 
 
 def mib_text(mib: float | None, width: int = 8) -> str:

@@ -5,8 +5,8 @@
 
 Synthetic float32 features (n x 2048, two sets that differ a little, as Inception pool features of two
 generators would). Each row times one implementation from the same features to its number, and gives the
-peak resident set it rose to over its start (``memory.py``: numpy, memory-mapped arrays and torch alike),
-the wall time and the process
+larger of the peak resident set it rose to over its start and tracemalloc's peak (both printed:
+``memory.py``), the wall time and the process
 CPU time (with 2 BLAS threads up to twice the wall time; less sensitive to other processes on a shared
 machine), then the relative difference of the numbers:
 
@@ -38,7 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine import describe, measure  # noqa: E402
-from memory import mib_text, resident_peak  # noqa: E402
+from memory import larger, mib_text, resident_peak, traced_peak  # noqa: E402
 
 
 def features(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -52,10 +52,13 @@ def features(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def timed(label: str, fn, rows: list) -> float:
     cpu = time.process_time()
-    value, wall, peak = resident_peak(fn)
+    value, wall, resident = resident_peak(fn)
     cpu = time.process_time() - cpu
+    traced = traced_peak(fn)
+    peak = larger(resident, traced)
     rows.append((label, wall, cpu, peak, value))
-    print(f"  {label:<44} {wall:8.1f} s wall {cpu:8.1f} s cpu {mib_text(peak, 9)} MiB   {value}", flush=True)
+    print(f"  {label:<44} {wall:8.1f} s wall {cpu:8.1f} s cpu {mib_text(peak, 9)} MiB (resident "
+          f"{mib_text(resident, 0)}, traced {traced:,.0f})   {value}", flush=True)
     return value
 
 

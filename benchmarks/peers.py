@@ -48,9 +48,10 @@ peers' values; KID against torchmetrics' in units of the standard error of a mea
 draws its own subsets). Wall seconds and the process's CPU seconds (all threads, spinning ones included), of
 the fastest of ``--repeat`` runs, each side after one untimed small call of its own (imports, start-up);
 promptprism runs first (before torch starts its threads). Peak memory: the
-peak resident set above the one at the call's start (``memory.py``: every page the call held at once, numpy,
-memory-mapped arrays, torch and the BLAS alike; tracemalloc, used before, saw neither promptprism's
-memory-mapped arrays nor torch's allocator). ``prdc`` is not run when
+larger of the peak resident set above the one at the call's start (every page the call touched: numpy,
+memory-mapped arrays, torch and the BLAS alike) and tracemalloc's peak (which also counts reused heap memory
+but sees neither promptprism's memory-mapped arrays nor torch's allocator), both printed (``memory.py``).
+``prdc`` is not run when
 its three n x n float32 matrices do not fit in the free memory (n = 50,000: 28 GiB); the sum is then over the
 other peers and says so, or with ``--prdc-fit 10000 15000 20000`` prdc is timed at those sizes and its time
 at n **extrapolated** from a fit t = c n^2 (c the median of the points' t / n^2, robust to one point slowed by
@@ -77,7 +78,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from busy_machine import cpu_model  # noqa: E402
 from compare import CLI, _installed_like  # noqa: E402
-from memory import mib_text, resident_peak  # noqa: E402
+from memory import larger, mib_text, resident_peak, traced_peak  # noqa: E402
 
 TOPICS, DIM_PROMPT, DIM_OUTPUT, N_MODES = 20, 32, 64, 10
 KEN_BATCH = 128  # KEN_Evaluator's default batchsize
@@ -327,19 +328,23 @@ REPEAT = [1]
 
 
 def timed(label: str, fn, rows: dict):
-    """Seconds and CPU seconds of ``fn`` (the fastest of REPEAT runs), and the peak resident set it rose to
-    over its start (the largest of the runs' peaks, :func:`memory.resident_peak`; None: not measurable)."""
-    best, peak = None, None
+    """Seconds and CPU seconds of ``fn`` (the fastest of REPEAT runs), and its peak memory: the larger of the
+    resident set it rose to over its start (the largest of the timed runs', :func:`memory.resident_peak`)
+    and tracemalloc's peak in one more run (:func:`memory.traced_peak`), both printed."""
+    best, resident = None, None
     for _ in range(REPEAT[0]):
         c0 = time.process_time()
         value, secs, mib = resident_peak(fn)
         cpu = time.process_time() - c0
         if best is None or secs < best[0]:
             best = (secs, value, cpu)
-        peak = mib if peak is None or mib is None else max(peak, mib)
+        resident = larger(resident, mib)
+    traced = traced_peak(fn)
     secs, value, cpu = best
+    peak = larger(resident, traced)
     rows[label] = (secs, peak, value, cpu)
-    print(f"    {label:<46} {secs:8.2f} s {cpu:8.2f} CPU s {mib_text(peak)} MiB", flush=True)
+    print(f"    {label:<46} {secs:8.2f} s {cpu:8.2f} CPU s {mib_text(peak)} MiB (resident "
+          f"{mib_text(resident, 0)}, traced {traced:,.0f})", flush=True)
     return value
 
 
