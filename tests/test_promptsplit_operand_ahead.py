@@ -82,3 +82,22 @@ def test_no_operand_ahead_without_a_test(monkeypatch):
     _, ran = _test_record(monkeypatch, 2, lambda: PromptSplit(method="rff", n_features=400, permutations=0,
                                                                 seed=3).fit(test, ref))
     assert ran == []
+
+
+def test_two_sets_distance_matrix_once_the_operand_pooled_the_reference_sum(monkeypatch):
+    """K-way of two sets is the two-way arithmetic, whose test pools S_ref in place: the distance matrix
+    read after the fit (while the operand's thread may be pooling it) is the one read before any pooling."""
+    from promptprism.methods.promptsplit import comparisons as kc
+
+    sets = _sets()
+
+    def fit():
+        return np.array(KWaySplit(method="rff", n_features=400, n_modes=2, permutations=20, seed=1,
+                                  eta=0.7).fit(sets).distances)
+
+    in_turn, ran = _test_record(monkeypatch, 1, fit)
+    assert ran == [] and kc.TEST_VS_REFERENCE == (0, (1,))
+    ahead, ran = _test_record(monkeypatch, 2, fit)
+    assert len(ran) == 1
+    np.testing.assert_allclose(ahead, in_turn, rtol=1e-10, atol=0)
+    assert ahead[1, 1] > 0 and ahead[1, 0] != ahead[0, 1]  # (eta 0.7: C_ref in every entry)

@@ -163,7 +163,7 @@ class FeatureRoute(Route):
         self.ref_sum: np.ndarray | None = None
         self.set_sums: list | None = None
         self.ref_is_pooled = False
-        #: (rows, future of P) of the test's operand started by :meth:`replicates_ahead`
+        #: (rows, future of (V, P)) of the test's operand started by :meth:`replicates_ahead`
         self._operand_ahead: tuple | None = None
 
     def covariance(self, timings: dict) -> dict:
@@ -218,10 +218,16 @@ class FeatureRoute(Route):
 
     def distance_matrix(self) -> np.ndarray:
         """||C_a - eta C_b||_F^2 from the per-set second moments (two-way: C_ref = S_ref / m and
-        C_test = Lambda + eta C_ref; the pair's own entry is its distance)."""
+        C_test = Lambda + eta C_ref; the pair's own entry is its distance). Once the test's operand has
+        pooled S_ref in place (:meth:`_pooled_moment`, perhaps on its own thread: waited for),
+        C_ref = (S_pooled - n Lambda) / (m + n eta)."""
         eta, k = self.est.eta, len(self.sets)
+        if self._operand_ahead is not None:
+            self._operand_ahead[1].exception()
         if self.pairwise:
-            moments = [None, self.ref_sum / self.m]
+            ref = ((self.ref_sum - self.n * self.lam) / (self.m + self.n * eta) if self.ref_is_pooled
+                   else self.ref_sum / self.m)
+            moments = [None, ref]
             moments[0] = self.lam + eta * moments[1]
         else:
             moments = [s / float(n) for s, n in zip(self.set_sums, self.counts, strict=True)]
