@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .._interrupts import noticed_interrupts
 from .._validation import check_memory, check_positive_number, check_seed
 from ..errors import OptionError
 from ..io import atomic_write_text, check_out_dir
@@ -181,28 +182,32 @@ def run_fashion_demo(out: Path, *, weights: Path | None, per_prompt: int, steps:
                                                             for fn in extra)]
     done: list[tuple[str, DemoSection]] = []
     current = "setting up"
-    try:
-        x, y = real_images("test", size)
-        idx = np.random.default_rng(seed).permutation(y.size)[:REAL_TEST_IMAGES]
-        ctx = DemoContext(out=out, training=training, second=second, per_prompt=per_prompt, steps=steps,
-                          seed=seed, report=report, real_test=x[idx], real_test_labels=y[idx],
-                          classifier=pixel_classifier(seed, size), save=save or default_saver(),
-                          options={**(options or {}), "guidance": guidance, "scales": tuple(scales),
-                                   "bootstrap": bootstrap})
-        partial = {"scales": tuple(scales), "sizes": sizes}
-        for current, run in plan:
-            section = run(ctx)
-            if section is not None:
-                finished = [*done, (current, section)]
-                write_summary(out, summary_of(ctx, finished, time.perf_counter() - t0, complete=False,
-                                              **partial), report)
-                done = finished  # kept once its summary is written
-                if on_section is not None:
-                    on_section(section, time.perf_counter() - t0)
-        current = "the sample grids"
-        figures = _write_figures(ctx, tuple(scales))
-        summary = summary_of(ctx, done, time.perf_counter() - t0, complete=True, figures=figures, **partial)
-        write_summary(out, summary, report)
-    except KeyboardInterrupt:
-        raise DemoStopped(out, [name for name, _ in done], current) from None
+    with noticed_interrupts() as interrupts:  # (a Ctrl-C swallowed where it landed: the next section stops)
+        try:
+            x, y = real_images("test", size)
+            idx = np.random.default_rng(seed).permutation(y.size)[:REAL_TEST_IMAGES]
+            ctx = DemoContext(out=out, training=training, second=second, per_prompt=per_prompt, steps=steps,
+                              seed=seed, report=report, real_test=x[idx], real_test_labels=y[idx],
+                              classifier=pixel_classifier(seed, size), save=save or default_saver(),
+                              options={**(options or {}), "guidance": guidance, "scales": tuple(scales),
+                                       "bootstrap": bootstrap})
+            partial = {"scales": tuple(scales), "sizes": sizes}
+            for current, run in plan:
+                interrupts.check()
+                section = run(ctx)
+                if section is not None:
+                    finished = [*done, (current, section)]
+                    write_summary(out, summary_of(ctx, finished, time.perf_counter() - t0, complete=False,
+                                                  **partial), report)
+                    done = finished  # kept once its summary is written
+                    if on_section is not None:
+                        on_section(section, time.perf_counter() - t0)
+            current = "the sample grids"
+            interrupts.check()
+            figures = _write_figures(ctx, tuple(scales))
+            summary = summary_of(ctx, done, time.perf_counter() - t0, complete=True, figures=figures,
+                                 **partial)
+            write_summary(out, summary, report)
+        except KeyboardInterrupt:
+            raise DemoStopped(out, [name for name, _ in done], current) from None
     return summary
