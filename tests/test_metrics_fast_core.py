@@ -89,6 +89,22 @@ def test_radii_are_the_float64_ones_on_sets_that_break_float32(path, block_rows)
         np.testing.assert_array_equal(held, h, err_msg=name)
 
 
+@pytest.mark.parametrize("block_rows", [None, 299])
+def test_radii_with_the_samples_distances_read_once(monkeypatch, block_rows):
+    """The sample rows first, their distances to every row both the bounds and the pass's first blocks
+    (block_rows None: the sample fits one block; 299: it does not, the bounds come from their own product):
+    the same float64 radii and counts, with lattice ties and a sample of several blocks."""
+    monkeypatch.setattr(neighbours, "SAMPLE_COLUMNS", 300)
+    rng = np.random.default_rng(9)
+    x = np.concatenate([rng.normal(size=(1100, 12)), rng.integers(0, 3, (400, 12)).astype(float)])
+    u = x[np.sort(distinct_rows(x)[0])]
+    assert 600 < len(u)  # (a sampled bound: 2 x 300 samples below the rows)
+    radii, held = knn_radii(u, None, 5, block_rows=block_rows)
+    r, h = _brute_radii(u, 5)
+    np.testing.assert_allclose(radii, r, rtol=1e-13, atol=0)
+    np.testing.assert_array_equal(held, h)
+
+
 @pytest.mark.parametrize("block_rows", [None, 23])
 def test_memberships_are_the_float64_ones_on_sets_that_break_float32(path, block_rows):
     for name, (real, fake) in _hard_sets(np.random.default_rng(1)).items():

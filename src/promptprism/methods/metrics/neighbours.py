@@ -279,20 +279,48 @@ def own_radii(form: Form, k: int, *, exact: bool, block_rows: int) -> tuple[np.n
             radii[lo:hi], held[lo:hi] = _settle_rows(form, lo, hi, (rr + lo, cc, d2[rr, cc]), kth, margin,
                                                      exact)
         return radii, held
-    thr = _up32(_row_bounds(right, sample, kth, block_rows) + 2.0 * margin)
     step = min(block_rows, max(256, -(-n // 8)))
-    pending: dict[int, list] = {lo: [] for lo in range(0, n, step)}
-    for lo in range(0, n, step):
-        hi = min(n, lo + step)
-        d2 = _left_of_right(right, lo, hi) @ right[lo:].T  # scaled: s^2 |x_i - x_j|^2, columns lo..n
-        d2[np.arange(hi - lo), np.arange(hi - lo)] = 0.0  # itself, exactly
+    if sample.size > block_rows:  # (the sample's distances to every row exceed one block: computed twice)
+        thr = _up32(_row_bounds(right, sample, kth, block_rows) + 2.0 * margin)
+        return _upper_pass(form, thr, margin, kth, exact, starts=list(range(0, n, step)))
+    # the sample rows first: their distances to every row give every row's bound, and their upper
+    # triangle is the pass's first blocks, computed once (the rows' order changes no distance)
+    order = np.r_[sample, np.delete(np.arange(n), sample)]
+    rows = form.rows
+    moved = Form(Rows(rows.data, order if rows.index is None else rows.index[order]), right[order],
+                 form.sq[order], form.shift, form.scale)
+    first = _left_of_right(moved.right, 0, sample.size) @ moved.right.T  # (sample, n), scaled
+    first[np.arange(sample.size), np.arange(sample.size)] = 0.0  # itself, exactly
+    bounds = np.partition(first, kth, axis=0)[kth].astype(np.float64)  # (distances are symmetric)
+    thr = _up32(bounds + 2.0 * margin[order])
+    starts = [*range(0, sample.size, step), *range(sample.size, n, step)]
+    radii[order], held[order] = _upper_pass(moved, thr, margin[order], kth, exact, starts=starts, first=first)
+    return radii, held
+
+
+def _upper_pass(form: Form, thr: np.ndarray, margin: np.ndarray, kth: int, exact: bool, *, starts: list[int],
+                first: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`own_radii`' pass over the upper triangle, row blocks beginning at ``starts``: each entry a
+    candidate of its row and of its column against the thresholds ``thr``; ``first``: the distances of
+    the first rows to every row, already computed (their blocks are read from it)."""
+    right, n = form.right, len(form.rows)
+    radii, held = np.zeros(n), np.zeros(n, dtype=np.int64)
+    pending: dict[int, list] = {lo: [] for lo in starts}
+    for at, lo in enumerate(starts):
+        hi = starts[at + 1] if at + 1 < len(starts) else n
+        if first is not None and hi <= first.shape[0]:
+            d2 = first[lo:hi, lo:]
+        else:
+            d2 = _left_of_right(right, lo, hi) @ right[lo:].T  # scaled: s^2 |x_i - x_j|^2, columns lo..n
+            d2[np.arange(hi - lo), np.arange(hi - lo)] = 0.0  # itself, exactly
         rr, cc = sparse_nonzero(d2 <= thr[lo:hi, None])
         pending[lo].append((rr + lo, cc + lo, d2[rr, cc]))
         ii, jj = sparse_nonzero(d2[:, hi - lo :] <= thr[None, hi:])  # the same entries as column j's rows
         order = np.argsort(jj, kind="stable")
         ii, jj = (ii[order] + lo).astype(np.int32), (jj[order] + hi).astype(np.int32)  # held till their rows
-        cuts = np.append(np.searchsorted(jj, np.arange(hi, n, step)), jj.size)
-        for start, a, b in zip(range(hi, n, step), cuts[:-1], cuts[1:], strict=True):
+        later = starts[at + 1:]
+        cuts = np.append(np.searchsorted(jj, later), jj.size)
+        for start, a, b in zip(later, cuts[:-1], cuts[1:], strict=True):
             pending[start].append((jj[a:b], ii[a:b], d2[ii[a:b] - lo, jj[a:b] - lo]))
         radii[lo:hi], held[lo:hi] = _settle_rows(form, lo, hi, _by_row(pending.pop(lo)), kth, margin, exact)
     return radii, held
