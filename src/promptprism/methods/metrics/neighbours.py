@@ -43,8 +43,11 @@ from .parallel import map_threads
 U32 = 2.0**-24
 #: columns of the sample whose k-th smallest distance bounds a row's k-th from above
 SAMPLE_COLUMNS = 1024
-#: rows per chunk when building the float32 forms; pair-coordinates per chunk of exact distances
+#: rows per chunk of the rows' float64 mean; pair-coordinates per chunk of exact distances
 CHUNK_ROWS, PAIR_BUDGET = 8192, 2**18
+#: rows per chunk when building the float32 forms: the chunk's float64 temporaries stay in cache (10,000 x
+#: 2,048 rows, one thread: 0.19 s in chunks of 8,192, 0.13 s of 1,024, 0.10 s of 512)
+FORM_CHUNK_ROWS = 512
 
 
 def margin_factor(dim: int) -> float:
@@ -116,13 +119,13 @@ def make_form(rows: Rows, shift: np.ndarray) -> Form:
     """The :class:`Form` of ``rows`` centred on ``shift`` (two passes over the rows)."""
     n, d = len(rows), rows.dim
     sq = np.empty(n)
-    for lo in range(0, n, CHUNK_ROWS):
-        x = rows.block(lo, lo + CHUNK_ROWS) - shift
+    for lo in range(0, n, FORM_CHUNK_ROWS):
+        x = rows.block(lo, lo + FORM_CHUNK_ROWS) - shift
         sq[lo : lo + x.shape[0]] = np.einsum("ij,ij->i", x, x)
     scale = _power_of_two_scale(float(sq.max(initial=0.0)))
     right = np.empty((n, d + 2), dtype=np.float32)
-    for lo in range(0, n, CHUNK_ROWS):
-        left = _left((rows.block(lo, lo + CHUNK_ROWS) - shift) * scale)
+    for lo in range(0, n, FORM_CHUNK_ROWS):
+        left = _left((rows.block(lo, lo + FORM_CHUNK_ROWS) - shift) * scale)
         hi = lo + left.shape[0]
         np.multiply(left[:, :d], -2.0, out=right[lo:hi, :d])  # exact in binary floating point
         right[lo:hi, d] = left[:, d + 1]
