@@ -48,6 +48,8 @@ CHUNK_ROWS, PAIR_BUDGET = 8192, 2**18
 #: rows per chunk when building the float32 forms: the chunk's float64 temporaries stay in cache (10,000 x
 #: 2,048 rows, one thread: 0.19 s in chunks of 8,192, 0.13 s of 1,024, 0.10 s of 512)
 FORM_CHUNK_ROWS = 512
+#: columns of the sample rows' distances partitioned at a time for the rows' bounds
+BOUND_COLUMNS = 4096
 
 
 def margin_factor(dim: int) -> float:
@@ -294,7 +296,9 @@ def own_radii(form: Form, k: int, *, exact: bool, block_rows: int) -> tuple[np.n
                  form.sq[order], form.shift, form.scale)
     first = _left_of_right(moved.right, 0, sample.size) @ moved.right.T  # (sample, n), scaled
     first[np.arange(sample.size), np.arange(sample.size)] = 0.0  # itself, exactly
-    bounds = np.partition(first, kth, axis=0)[kth].astype(np.float64)  # (distances are symmetric)
+    bounds = np.empty(n)  # (distances are symmetric; partitioned a few columns at a time: no whole copy)
+    for c0 in range(0, n, BOUND_COLUMNS):
+        bounds[c0:c0 + BOUND_COLUMNS] = np.partition(first[:, c0:c0 + BOUND_COLUMNS], kth, axis=0)[kth]
     thr = _up32(bounds + 2.0 * margin[order])
     starts = [*range(0, sample.size, step), *range(sample.size, n, step)]
     radii[order], held[order] = _upper_pass(moved, thr, margin[order], kth, exact, starts=starts, first=first)
