@@ -127,6 +127,12 @@ def symmetric_operator(a: np.ndarray, dtype: Any, *, weights: np.ndarray | None 
     return spla.LinearOperator(a.shape, dtype=np.float64, matvec=matvec)
 
 
+def lanczos_too_wide(size: int, n_pos: int, n_neg: int) -> bool:
+    """Whether the extremes asked for are too many of an N = ``size`` problem for Lanczos (the dense solve
+    of :func:`weighted_gram_eigenpairs` answers instead)."""
+    return max(n_pos, n_neg) + 2 >= size or 2 * max(n_pos, n_neg) + 1 >= size
+
+
 def weighted_gram_eigenpairs(
     gram: np.ndarray,
     weights: np.ndarray,
@@ -167,7 +173,7 @@ def weighted_gram_eigenpairs(
     if solver == "auto" and size <= DENSE_SIZE_LIMIT:
         use_dense = use_dense or size <= GRAM_LANCZOS_MIN_ROWS or not is_numpy(gram)
         budget = max(GRAM_LANCZOS_MIN_WIDTH, size // GRAM_LANCZOS_WIDTH_DIVISOR)
-    if not use_dense and (max(n_pos, n_neg) + 2 >= size or 2 * max(n_pos, n_neg) + 1 >= size):
+    if not use_dense and lanczos_too_wide(size, n_pos, n_neg):
         use_dense = True
     if not use_dense:
         found = weighted_gram_lanczos(gram, weights, n_pos, n_neg, max_width=budget)

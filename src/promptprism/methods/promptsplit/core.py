@@ -35,6 +35,7 @@ from ...kernels.features import PhaseRange
 from ...kernels.gram import covariance_difference_norm, joint_gram
 from ...stats.accumulators import CovarianceAccumulator, KeyedCovarianceAccumulator
 from ...stats.eigen import (
+    lanczos_too_wide,
     select_modes,
     signed_extremes,
     symmetric_eigenpairs,
@@ -109,7 +110,7 @@ def exact_spectra_lockstep(gram: np.ndarray, weights: list[np.ndarray], *, n_mod
     """:func:`exact_spectrum` with ``solver='lanczos'`` for each weighting of one numpy G (K-way: each set
     against the pooled rest), the runs in lockstep (:func:`~promptprism.stats.lanczos.
     weighted_gram_lanczos_runs`: one product with G per round for all of them)."""
-    if 2 * n_modes + 1 >= gram.shape[0] or n_modes + 2 >= gram.shape[0]:  # (the dense solve answers)
+    if lanczos_too_wide(gram.shape[0], n_modes, n_modes):  # (the dense solve answers)
         return [exact_spectrum(gram, w, n_modes=n_modes, eta=eta, solver="lanczos", precision=precision)
                 for w in weights]
     gram = gram if gram.dtype == np.float32 else np.asarray(gram, dtype=np.float64)

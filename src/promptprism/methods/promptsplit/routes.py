@@ -221,10 +221,16 @@ class FeatureRoute(Route):
         operand is the projected one of numpy float32 kept features; else None."""
         est = self.est
         if (self.feats is None or not is_numpy(self.feats[0]) or self.feats[0].dtype != np.float32
-                or self.fmap.dim <= sig.NULL_RANK or not est.resolved_permutations(self.name)):
+                or not est.resolved_permutations(self.name)):
             return None
         rows = kc.null_rows_k(self.counts, int(est.null_samples), est.seed)
-        return rows if sum(r.size for r in rows) > max(sig.NULL_RANK, sig.FULL_MAX_ROWS) else None
+        return rows if self._projects(rows) else None
+
+    def _projects(self, rows: tuple | list) -> bool:
+        """Whether the test's operand for these rows of each set is the projected one (P = psi(rows) V): a
+        map wider than ``significance.NULL_RANK`` and more than ``significance.FULL_MAX_ROWS`` rows."""
+        return self.fmap.dim > sig.NULL_RANK and sum(r.size for r in rows) > max(sig.NULL_RANK,
+                                                                                 sig.FULL_MAX_ROWS)
 
     def _subspace_operand(self, pairs: tuple) -> tuple[Any, Any]:
         """(V, P = psi(rows) V): :meth:`_directions` and :meth:`_projected`."""
@@ -243,8 +249,7 @@ class FeatureRoute(Route):
 
         def operand(*rows: np.ndarray) -> tuple[str, Any]:
             pairs = tuple(enumerate(rows))
-            if not compress or self.fmap.dim <= sig.NULL_RANK or sum(r.size for r in rows) <= max(
-                    sig.NULL_RANK, sig.FULL_MAX_ROWS):
+            if not compress or not self._projects(rows):
                 return "features", self.backend.xp.concat([f for k, r in pairs
                                                            for f in self._row_features(k, r)])
             ahead, self._operand_ahead = self._operand_ahead, None
