@@ -1,16 +1,19 @@
-"""On two BLAS threads the rff route starts the permutation test's label-free operand (V and P = psi(rows) V)
-on a thread of its own while the spectra and the scoring run: the test and every number it prints are those of
-the operand computed in turn, for the test's own rows and for others; no thread starts when no test runs."""
+"""On two BLAS threads the rff route computes the permutation test's label-free directions V on a thread of
+its own, on one BLAS thread whatever the timing, while the spectra, the scoring and the test's plan (its
+relabellings and kernel family) run: the test and every number it prints are those of the test computed in
+turn, for the test's own rows and for others; no thread starts when no test runs."""
 
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
 
 from promptprism import KWaySplit, PairedSet, PromptSplit
-from promptprism.methods.promptsplit import routes
+from promptprism.array_ops import blas_limits, blas_thread_count
+from promptprism.methods.promptsplit import routes, testing
 
 
 def _sets(n: int = 600, k: int = 2, seed: int = 0) -> list[PairedSet]:
@@ -28,16 +31,21 @@ def _sets(n: int = 600, k: int = 2, seed: int = 0) -> list[PairedSet]:
 
 def _test_record(monkeypatch, threads: int, fit) -> tuple[dict, list[str]]:
     """The fit's significance record with the BLAS seen as having ``threads`` threads, and the names of the
-    threads that computed the operand ahead."""
+    threads that computed the directions (and 'plan' for each test plan made ahead)."""
     ran: list[str] = []
-    ahead = routes.FeatureRoute._subspace_operand
+    directions, plan = routes.FeatureRoute._directions, testing.plan_test
 
-    def spy(self, pairs):
+    def spy(self):
         ran.append(threading.current_thread().name)
-        return ahead(self, pairs)
+        return directions(self)
+
+    def planned(*args, **kwargs):
+        ran.append("plan")
+        return plan(*args, **kwargs)
 
     monkeypatch.setattr(routes, "blas_thread_count", lambda: threads)
-    monkeypatch.setattr(routes.FeatureRoute, "_subspace_operand", spy)
+    monkeypatch.setattr(routes.FeatureRoute, "_directions", spy)
+    monkeypatch.setattr(testing, "plan_test", planned)
     return fit(), ran
 
 
@@ -50,13 +58,13 @@ def _two_way():
 @pytest.mark.parametrize("other_rows", [False, True])
 def test_operand_ahead_gives_the_test_of_the_operand_in_turn(monkeypatch, other_rows):
     in_turn, ran = _test_record(monkeypatch, 1, _two_way)
-    assert ran == [] and in_turn["subspace"]["full"] is False  # (the projected operand: 1,200 rows)
-    if other_rows:  # the thread's rows are not the test's: V is kept, P computed again for the test's rows
+    assert ran == ["MainThread"] and in_turn["subspace"]["full"] is False  # (projected: 1,200 rows)
+    if other_rows:  # the rows the route expected are not the test's: V is the same, P is the test's rows'
         rows_of = routes.FeatureRoute._test_rows
         monkeypatch.setattr(routes.FeatureRoute, "_test_rows",
                             lambda self: [r[:-1] for r in rows_of(self)])
     ahead, ran = _test_record(monkeypatch, 2, _two_way)
-    assert len(ran) == 1 and ran[0].startswith("promptprism-test-operand")
+    assert sorted(ran) == ["plan", "promptprism-test-directions_0"]
     for key in ("p_largest", "n_significant", "null_top", "threshold", "subspace", "statistic",
                 "permutations_drawn"):
         assert ahead[key] == in_turn[key], key
@@ -71,9 +79,9 @@ def test_kway_operand_ahead_gives_the_same_test(monkeypatch):
                 for c in res.pairs + res.one_vs_rest]
 
     in_turn, ran = _test_record(monkeypatch, 1, fit)
-    assert ran == []
+    assert ran == ["MainThread"]
     ahead, ran = _test_record(monkeypatch, 2, fit)
-    assert len(ran) == 1
+    assert ran == ["promptprism-test-directions_0"]  # (K-way: no plan ahead)
     assert ahead == in_turn
 
 
@@ -96,8 +104,32 @@ def test_two_sets_distance_matrix_once_the_operand_pooled_the_reference_sum(monk
                                   eta=0.7).fit(sets).distances)
 
     in_turn, ran = _test_record(monkeypatch, 1, fit)
-    assert ran == [] and kc.TEST_VS_REFERENCE == (0, (1,))
+    assert ran == ["MainThread"] and kc.TEST_VS_REFERENCE == (0, (1,))
     ahead, ran = _test_record(monkeypatch, 2, fit)
-    assert len(ran) == 1
+    assert ran == ["promptprism-test-directions_0"]
     np.testing.assert_allclose(ahead, in_turn, rtol=1e-10, atol=0)
     assert ahead[1, 1] > 0 and ahead[1, 0] != ahead[0, 1]  # (eta 0.7: C_ref in every entry)
+
+
+def test_directions_on_one_blas_thread_whatever_the_timing(monkeypatch):
+    """OpenBLAS's products round differently on one and on two threads: V must be computed on one from its
+    first product to its last, also when the fit's other steps end first (a slow V here), or two runs of
+    the same command could print different tests."""
+    seen: list[int] = []
+    directions = routes.FeatureRoute._directions
+
+    def slow(self):
+        seen.append(blas_thread_count())
+        time.sleep(0.5)  # (the spectra and the scoring end meanwhile)
+        out = directions(self)
+        seen.append(blas_thread_count())
+        return out
+
+    monkeypatch.setattr(routes.FeatureRoute, "_directions", slow)
+    test, ref = _sets()
+    with blas_limits(2):
+        if blas_thread_count() != 2:
+            pytest.skip("the BLAS cannot run two threads here")
+        PromptSplit(method="rff", n_features=400, n_modes=3, permutations=10, seed=3).fit(test, ref)
+        assert seen == [1, 1]
+        assert blas_thread_count() == 2  # (restored)

@@ -31,19 +31,23 @@ def trace_sqrt_product(sigma1: Any, sigma2: Any) -> float:
     """``tr (S1^{1/2} S2 S1^{1/2})^{1/2}``, the cross term of Heusel et al. 2017 eq. 6, by eigenvalues.
 
     The eigenvalues are those of the symmetric L^T S2 L with S1 = L L^T (Cholesky; L^T S2 L = L^-1 (S1 S2) L
-    is similar to S1 S2, as S1^{1/2} S2 S1^{1/2} is): eigenvalues only, no eigenvectors. When S1 is singular
-    (fewer samples than dimensions) and Cholesky stops, S1^{1/2} from its eigendecomposition instead.
+    is similar to S1 S2, as S1^{1/2} S2 S1^{1/2} is): eigenvalues only, no eigenvectors, by LAPACK's
+    generalized symmetric solver for S2 S1 x = lambda x (``dsygvd``, type 2: Cholesky, then L^T S2 L formed
+    from the triangle, then the eigenvalues; at d = 2,048 0.68-0.77 s against 0.87-0.94 s for Cholesky,
+    two full products and ``eigvalsh``, the same sum). When S1 is singular (fewer samples than dimensions)
+    and Cholesky stops, S1^{1/2} from its eigendecomposition instead.
     """
+    from scipy.linalg import eigh
+
     s1 = np.asarray(sigma1, dtype=np.float64)
     s2 = np.asarray(sigma2, dtype=np.float64)
     s1, s2 = (s1 + s1.T) / 2, (s2 + s2.T) / 2
     try:
-        factor = np.linalg.cholesky(s1)
-        middle = factor.T @ s2 @ factor
+        eig = eigh(s2, s1, type=2, eigvals_only=True, check_finite=False)
     except np.linalg.LinAlgError:
         root1 = _psd_sqrt(s1)
         middle = root1 @ s2 @ root1
-    eig = np.linalg.eigvalsh((middle + middle.T) / 2)
+        eig = np.linalg.eigvalsh((middle + middle.T) / 2)
     return float(np.sqrt(np.clip(eig, 0.0, None)).sum())
 
 

@@ -20,7 +20,7 @@ from ...scale.runner import current_runner
 from . import core, testing
 from . import significance as sig
 from .comparisons import TEST_VS_REFERENCE
-from .family import family_for
+from .family import Family, family_for
 from .options import EXACT_MAX_SAMPLES, METHODS, RANKINGS, SplitOptions
 from .result import PromptSplitResult
 from .routes import Route, choose_route
@@ -105,15 +105,16 @@ class PromptSplit(SplitOptions):
         label_list, names = prompt_groups(sets["test"], sets["reference"])
         labels = dict(zip(SIDES, label_list, strict=True))
         timings = {"setup_s": time.perf_counter() - t0}
-        spectra, distances, stats = route.fit(labels, len(names), timings)
+        identical = core.same_pairs(sets["test"], sets["reference"])
+        test = (route, sets, labels, names, sigmas)
+        spectra, distances, stats = route.fit(labels, len(names), timings, test_plan=lambda spectra: (
+            self._test_plan(*test, spectra[TEST_VS_REFERENCE], identical=identical)))
         spec, distance = spectra[TEST_VS_REFERENCE], distances[TEST_VS_REFERENCE]
         stats = stats[TEST_VS_REFERENCE]
-        identical = core.same_pairs(sets["test"], sets["reference"])
         t1 = time.perf_counter()
-        significance, p_values = self._significance(route, sets, spec, labels, names, sigmas,
-                                                    identical=identical)
-        route.release()
-        timings["significance_s"] = time.perf_counter() - t1
+        significance, p_values = self._significance(*test, spec, identical=identical)
+        route.release()  # (the test's seconds: its plan's too, made during the fit: Route.fit)
+        timings["significance_s"] = time.perf_counter() - t1 + timings.pop("test_plan_s", 0.0)
         t2 = time.perf_counter()
         modes, ranking, basis = summarise(
             sets=sets, eigenvalues=spec.mode_eigenvalues, stats=stats, names=names,
@@ -155,8 +156,26 @@ class PromptSplit(SplitOptions):
         return (bws["prompt"].value, bws["output"].value), scan
 
     # ----------------------------------------------------------------------------------- significance
-    def _significance(self, route: Route, sets: dict, spec: core.Spectrum, labels: dict, names: list,
-                      sigmas: tuple, *, identical: bool) -> tuple[dict, list[float] | None]:
+    def _family(self, route: Route, sets: dict, names: list, sigmas: tuple) -> Family:
+        """The aggregated test's kernel family (:func:`.family.family_for`)."""
+        return family_for(self.aggregate, sets, kernel=self.kernel, sigmas=sigmas, seed=self.seed,
+                          rules=(self.bandwidth("prompt"), self.bandwidth("output")), names=names,
+                          backend=route.backend)
+
+    def _test_plan(self, route: Route, sets: dict, labels: dict, names: list, sigmas: tuple,
+                   spec: core.Spectrum, *, identical: bool) -> testing.TestPlan | None:
+        """The test's relabellings and family operands (:func:`.testing.plan_test`), made while the route
+        computes its operand ahead; None when no test runs."""
+        permutations = self.resolved_permutations(route.name)
+        if not permutations or identical or not spec.selected.size:
+            return None
+        c, family = TEST_VS_REFERENCE, self._family(route, sets, names, sigmas)
+        return testing.plan_test(list(sets.values()), [c], {c: spec}, list(labels.values()), eta=self.eta,
+                                 permutations=permutations, seed=self.seed,
+                                 max_samples=int(self.null_samples), family=family)
+
+    def _significance(self, route: Route, sets: dict, labels: dict, names: list, sigmas: tuple,
+                      spec: core.Spectrum, *, identical: bool) -> tuple[dict, list[float] | None]:
         """The permutation test of the reported modes on the route's replicates (:mod:`.testing`,
         :mod:`.significance`), aggregated over a kernel family (:mod:`.aggregate`): (record, p-values)."""
         permutations = self.resolved_permutations(route.name)
@@ -165,15 +184,15 @@ class PromptSplit(SplitOptions):
         if identical or not spec.selected.size:
             return sig.empty_record(permutations=permutations, alpha=float(self.alpha), seed=self.seed,
                                     identical=identical), None
-        family = family_for(self.aggregate, sets, kernel=self.kernel, sigmas=sigmas, seed=self.seed,
-                            rules=(self.bandwidth("prompt"), self.bandwidth("output")), names=names,
-                            backend=route.backend)
+        plan = getattr(route, "test_plan", None)
+        family = plan.family if plan is not None else self._family(route, sets, names, sigmas)
         with status(f"PromptSplit: permutation test ({permutations} permutations)",
                     enabled=progress_enabled(self.progress)):
             record, p_values = testing.mode_significance(
                 sets, spec, labels, operand_of=route.replicates(), eta=self.eta,
                 permutations=permutations, alpha=float(self.alpha), seed=self.seed,
-                max_samples=int(self.null_samples), family=family, subspace=getattr(route, "subspace", None))
+                max_samples=int(self.null_samples), family=family, subspace=getattr(route, "subspace", None),
+                plan=plan)
         record["route_note"] = route.test_note
         return record, p_values
 

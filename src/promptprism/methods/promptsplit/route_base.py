@@ -17,6 +17,7 @@ Every route answers the same four questions, in this order, for every comparison
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -55,19 +56,33 @@ class Route:
         #: K = 2 with the one comparison test-vs-reference: two-way PromptSplit's own arithmetic
         self.pairwise = len(self.sets) == 2 and self.comparisons == [TEST_VS_REFERENCE]
 
-    def fit(self, labels: dict | list, n_groups: int, timings: dict) -> tuple[dict, dict, dict]:
+    def fit(self, labels: dict | list, n_groups: int, timings: dict, *,
+            test_plan: Callable[[dict], Any] | None = None) -> tuple[dict, dict, dict]:
         """Covariance, spectra, score statistics: ({c: Spectrum}, {c: ||Lambda_c||_F^2}, {c: {side:
-        ModeStats}}) over the comparisons; ``labels``: each set's prompt labels."""
+        ModeStats}}) over the comparisons; ``labels``: each set's prompt labels. ``test_plan``: spectra ->
+        the part of the test that needs no operand (:func:`.testing.plan_test`), made on this thread after
+        the scoring while the test's operand is computed ahead (:meth:`directions_ahead`; else not called),
+        kept in ``self.test_plan`` (None otherwise; its seconds in ``timings['test_plan_s']``)."""
         labels = list(labels.values()) if isinstance(labels, dict) else list(labels)
         distances = self.covariance(timings)
+        self.test_plan = None
         with self.replicates_ahead():
             spectra = self.spectrum(timings)
-            return spectra, distances, self.mode_stats(spectra, labels, n_groups, timings)
+            stats = self.mode_stats(spectra, labels, n_groups, timings)
+            if test_plan is not None and self.directions_ahead():
+                t0 = time.perf_counter()
+                self.test_plan = test_plan(spectra)
+                timings["test_plan_s"] = time.perf_counter() - t0
+            return spectra, distances, stats
 
     def replicates_ahead(self) -> Any:
         """A context for the spectra and the scoring, during which a route may start the permutation test's
         label-free operand (:meth:`replicates`) beside them (default: nothing)."""
         return contextlib.nullcontext()
+
+    def directions_ahead(self) -> bool:
+        """Whether the test's operand is being computed ahead (:meth:`replicates_ahead`; default: no)."""
+        return False
 
     def covariance(self, timings: dict) -> dict:
         """Build the operand (Gram matrix or second moments); return {c: ||Lambda_c||_F^2}."""

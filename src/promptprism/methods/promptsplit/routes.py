@@ -18,7 +18,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -89,8 +89,8 @@ class FeatureRoute(Route):
         self.ref_sum: np.ndarray | None = None
         self.set_sums: list | None = None
         self.ref_is_pooled = False
-        #: (rows, future of (V, P)) of the test's operand started by :meth:`replicates_ahead`
-        self._operand_ahead: tuple | None = None
+        #: the future of the test's directions V started by :meth:`replicates_ahead`
+        self._directions_ahead: Future | None = None
 
     def covariance(self, timings: dict) -> dict:
         """Every set's S_k in one streaming map-reduce (features kept when they fit); {c:
@@ -148,8 +148,8 @@ class FeatureRoute(Route):
         pooled S_ref in place (:meth:`_pooled_moment`, perhaps on its own thread: waited for),
         C_ref = (S_pooled - n Lambda) / (m + n eta)."""
         eta, k = self.est.eta, len(self.sets)
-        if self._operand_ahead is not None:
-            self._operand_ahead[1].exception()
+        if self._directions_ahead is not None:
+            self._directions_ahead.exception()
         if self.pairwise:
             ref = ((self.ref_sum - self.n * self.lam) / (self.m + self.n * eta) if self.ref_is_pooled
                    else self.ref_sum / self.m)
@@ -200,21 +200,29 @@ class FeatureRoute(Route):
         return stats
 
     def replicates_ahead(self) -> Any:
-        """On two BLAS threads, the test's label-free operand (:meth:`replicates`: V, and P = psi(rows) V on
-        the test's rows) started on a thread of its own as the spectra and the scoring begin, when it is the
-        projected one of numpy float32 kept features and the test will run. Neither step gains from the second
-        BLAS thread (ARPACK's matrix-vector products and the scores' product are memory-bound; ModeStats runs
-        on one core), so the BLAS runs on one thread meanwhile and the operand's products take the other
-        core. Measured on a 2-core AMD EPYC (rff r = 3000, n = m = 30,000, four alternating runs): the fit
-        5.16 s -> 5.06 s (spectrum and scoring 0.26 -> 0.31 s, the test 0.91 -> 0.74 s). With more cores
-        the steps run in turn on all of them (the operand on one thread would be the slower)."""
+        """On two BLAS threads, the test's label-free directions V (:meth:`_directions`) computed on a thread
+        of their own while the spectra, the scoring and the caller's test plan run (:meth:`.Route.fit`), when
+        the test will project numpy float32 kept features on them. Those steps gain little from a second BLAS
+        thread (ARPACK's matrix-vector products and the scores' product are memory-bound; ModeStats and the
+        plan's kernel family run mostly on one core), so the BLAS runs on one thread from before V starts
+        until it is done (the context waits for V on exit): OpenBLAS's products round differently on one
+        and on two threads, so V is always computed on one, whatever the timing, and a run repeats its
+        numbers. P = psi(rows) V follows on every thread (:meth:`replicates`). With more cores the steps run
+        in turn on all of them (V on one thread would be the slower)."""
         rows = self._test_rows()
         if rows is None or blas_thread_count() != 2:
             return contextlib.nullcontext()
-        pool = ThreadPoolExecutor(1, thread_name_prefix="promptprism-test-operand")
-        self._operand_ahead = (rows, pool.submit(self._subspace_operand, tuple(enumerate(rows))))
+        stack = contextlib.ExitStack()
+        stack.enter_context(blas_limits(1))  # (before V's first product)
+        pool = ThreadPoolExecutor(1, thread_name_prefix="promptprism-test-directions")
+        self._directions_ahead = pool.submit(self._directions)
         pool.shutdown(wait=False)
-        return blas_limits(1)
+        stack.callback(self._directions_ahead.exception)  # (exits first: V done before the BLAS's 2 threads)
+        return stack
+
+    def directions_ahead(self) -> bool:
+        """Whether :meth:`replicates_ahead` started the test's directions (not yet taken)."""
+        return self._directions_ahead is not None
 
     def _test_rows(self) -> list[np.ndarray] | None:
         """The rows of each set the permutation test will run on (:func:`.comparisons.null_rows_k`), when its
@@ -232,11 +240,6 @@ class FeatureRoute(Route):
         return self.fmap.dim > sig.NULL_RANK and sum(r.size for r in rows) > max(sig.NULL_RANK,
                                                                                  sig.FULL_MAX_ROWS)
 
-    def _subspace_operand(self, pairs: tuple) -> tuple[Any, Any]:
-        """(V, P = psi(rows) V): :meth:`_directions` and :meth:`_projected`."""
-        v = self._directions()
-        return v, self._projected(pairs, v)
-
     def replicates(self, compress: bool = True) -> Replicates:
         """The test's operand for given rows of each set: ``("features", F)``, the rows' features (the
         uncompressed statistic, :func:`.significance.principal_operand`), without ``compress``, on at most
@@ -252,13 +255,9 @@ class FeatureRoute(Route):
             if not compress or not self._projects(rows):
                 return "features", self.backend.xp.concat([f for k, r in pairs
                                                            for f in self._row_features(k, r)])
-            ahead, self._operand_ahead = self._operand_ahead, None
-            if ahead is not None:  # (started by replicates_ahead: V, and P for its rows)
-                v, projected = ahead[1].result()
-                directions[:] = directions or [v]
-                if len(ahead[0]) == len(rows) and all(
-                        np.array_equal(a, r) for a, r in zip(ahead[0], rows, strict=True)):
-                    return "subspace", projected
+            ahead, self._directions_ahead = self._directions_ahead, None
+            if ahead is not None and not directions:  # (V, computed by replicates_ahead)
+                directions.append(ahead.result())
             if not directions:
                 directions.append(self._directions())
             return "subspace", self._projected(pairs, directions[0])
@@ -336,9 +335,9 @@ class FeatureRoute(Route):
     def release(self) -> None:
         """Drop the kept features and the sums: unmapped on a thread of their own (720 MB take 0.05-0.07 s,
         which the steps after the test need not wait for; the unmapping runs without the GIL)."""
-        ahead, self._operand_ahead = self._operand_ahead, None
-        if ahead is not None:  # (a test that did not run: its operand's thread still reads the features)
-            ahead[1].exception()
+        ahead, self._directions_ahead = self._directions_ahead, None
+        if ahead is not None:  # (a test that did not run: V's thread still reads the sums)
+            ahead.exception()
         kept = [*(self.feats or []), self.ref_sum, *(self.set_sums or [])]
         self.feats = self.ref_sum = self.set_sums = None
         if self.backend.name == "numpy":

@@ -86,8 +86,8 @@ class TestOutcome:
 def comparison_significance(sets: list, comparisons: list, spectra: dict, labels: list, *,
                             operand_of: Callable, eta: float, permutations: int, alpha: float, seed: int,
                             max_samples: int = sig.NULL_MAX_SAMPLES, family: Family | None = None,
-                            sequential: bool = True, subspace: dict | None = None, compress: bool = True
-                            ) -> TestOutcome:
+                            sequential: bool = True, subspace: dict | None = None, compress: bool = True,
+                            plan: TestPlan | None = None) -> TestOutcome:
     """Permutation test of every comparison's reported modes (SPEC's test; PromptSplit paper, sec. 4): on at
     most ``max_samples`` samples (a seeded subsample above), every comparison's spectra under the same
     relabellings; the family-wise error over every mode of every comparison by one max-statistic step-down
@@ -98,31 +98,34 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
     subspace of an adaptive rank (:func:`.significance.principal_operand`; ``subspace``: the record a route
     that projects its rows itself fills; ``compress=False``: the whole operand, :data:`WHOLE_OPERAND`);
     the relabellings are drawn in blocks and the test stops once a
-    rejection is out of reach (``sequential``, one comparison: :func:`.significance.sequential_spectra`)."""
-    counts = np.array([len(s) for s in sets])
-    rows = kc.null_rows_k(counts, max_samples, seed)
-    sub = np.array([r.size for r in rows])
-    group_labels = np.concatenate([labels[k][r] for k, r in enumerate(rows)])
-    scheme = sig.choose_scheme(labels[0], labels[1]) if len(sets) == 2 else "within-prompt"
-    groups = np.zeros_like(group_labels) if scheme == "pooled" else group_labels
-    tested = {c: _tested(spectra[c]) for c in comparisons if spectra[c].selected.size}
+    rejection is out of reach (``sequential``, one comparison: :func:`.significance.sequential_spectra`).
+    ``plan``: the relabellings and the family's operands made ahead (:func:`plan_test`, same arguments)."""
+    lay = _layout(sets, comparisons, spectra, labels, max_samples=max_samples, seed=seed)
+    counts, rows, sub, group_labels, scheme, tested = lay
     if not tested:
         return TestOutcome({c: None for c in comparisons}, {"permutations_drawn": 0})
     widths = [max(*t, 1) for t in tested.values()]
     t0 = time.perf_counter()
     info: dict = {} if compress else {"full": True, "energy": 1.0, "rank": None}
-    with ThreadPoolExecutor(1) as pool:  # (the relabellings drawn beside the operand's products: both
-        drawing = pool.submit(Labellings, groups, sub, permutations, seed)  # leave the interpreter free)
+    if plan is None:
+        with ThreadPoolExecutor(1) as pool:  # (the relabellings drawn beside the operand's products: both
+            drawing = pool.submit(_labellings, lay, permutations, seed)  # leave the interpreter free)
+            operand = operand_of(*rows)
+            operand = sig.principal_operand(operand, seed=seed, record=info) if compress else operand
+            drawn = drawing.result()
+        members, sizes = [], (0, 0)
+        if family is not None and family.kernels:
+            members, sizes = family_members(sets, rows, drawn, list(tested), family, eta=eta, seed=seed)
+        t0 += sum(mb.seconds for mb in members)
+    else:  # (drawn, and the family's operands built, while the route computed its directions ahead)
+        drawn, members, sizes = plan.drawn, plan.members, plan.sizes
+        t0 -= plan.draw_seconds
         operand = operand_of(*rows)
         operand = sig.principal_operand(operand, seed=seed, record=info) if compress else operand
-        drawn = drawing.result()
     info = dict(subspace or {}) if operand[0] == "subspace" and not compress else info or dict(subspace or {})
-    solvers = [_fitted_solver(operand, drawn, tested, widths, eta=eta, seed=seed)]
-    members, sizes = [], (0, 0)
-    if family is not None and family.kernels:
-        members, sizes = family_members(sets, rows, drawn, list(tested), family, eta=eta, seed=seed)
-        solvers += [member.spectra for member in members]
-    setup = time.perf_counter() - t0 - sum(mb.seconds for mb in members)
+    solvers = [_fitted_solver(operand, drawn, tested, widths, eta=eta, seed=seed),
+               *(member.spectra for member in members)]
+    setup = time.perf_counter() - t0
     drawn_spectra, n_drawn, seconds = sequential_spectra(
         solvers, permutations, alpha=alpha, sequential=sequential and len(tested) == 1,
         workers=pool_workers([operand, *(mb.operand for mb in members)]),
@@ -155,6 +158,58 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
         tests[c] = (_record(spectra[c], outs[c], p[c], scheme=scheme, permutations=permutations, alpha=alpha,
                             seed=seed, counts=counts, sub=sub, correction=correction), p[c])
     return TestOutcome(tests, common)
+
+
+def _layout(sets: list, comparisons: list, spectra: dict, labels: list, *, max_samples: int, seed: int
+            ) -> tuple:
+    """(each set's number of rows, the test's rows of each set, their numbers, their prompt labels, the
+    relabelling scheme, {tested comparison: (positive, negative) modes tested})."""
+    counts = np.array([len(s) for s in sets])
+    rows = kc.null_rows_k(counts, max_samples, seed)
+    sub = np.array([r.size for r in rows])
+    group_labels = np.concatenate([labels[k][r] for k, r in enumerate(rows)])
+    scheme = sig.choose_scheme(labels[0], labels[1]) if len(sets) == 2 else "within-prompt"
+    tested = {c: _tested(spectra[c]) for c in comparisons if spectra[c].selected.size}
+    return counts, rows, sub, group_labels, scheme, tested
+
+
+def _labellings(layout: tuple, permutations: int, seed: int) -> Labellings:
+    """The test's relabellings of its rows (:func:`_layout`): within each prompt, or pooled."""
+    _, _, sub, group_labels, scheme, _ = layout
+    return Labellings(np.zeros_like(group_labels) if scheme == "pooled" else group_labels, sub, permutations,
+                      seed)
+
+
+@dataclass
+class TestPlan:
+    """The part of a test that no operand decides (:func:`plan_test`): the relabellings, the kernel family
+    it was made for, the family's members on the test's rows and their numbers of rows, and the seconds the
+    relabellings took."""
+
+    drawn: Labellings
+    family: Family | None = None
+    members: list = field(default_factory=list)
+    sizes: tuple = (0, 0)
+    draw_seconds: float = 0.0
+
+
+def plan_test(sets: list, comparisons: list, spectra: dict, labels: list, *, eta: float, permutations: int,
+              seed: int, max_samples: int = sig.NULL_MAX_SAMPLES, family: Family | None = None
+              ) -> TestPlan | None:
+    """What :func:`comparison_significance` (the same arguments) needs besides the operand, made before it:
+    a route that computes the operand's directions ahead (:meth:`.route_base.Route.fit`) has the caller
+    make this meanwhile (rff r = 3000, n = m = 30,000 on 2 cores: the family's 0.2-0.26 s and the
+    relabellings' 0.05 s where the caller would wait). None when no comparison is tested."""
+    lay = _layout(sets, comparisons, spectra, labels, max_samples=max_samples, seed=seed)
+    if not lay[-1]:
+        return None
+    t0 = time.perf_counter()
+    drawn = _labellings(lay, permutations, seed)
+    draw_seconds = time.perf_counter() - t0
+    if family is None or not family.kernels:
+        return TestPlan(drawn, family, draw_seconds=draw_seconds)
+    members, sizes = family_members(sets, lay[1], drawn, list(lay[-1]), family, eta=eta, seed=seed)
+    return TestPlan(drawn, family, members, sizes, draw_seconds)
 
 
 def _fitted_solver(operand: tuple, drawn: Labellings, tested: dict, widths: list[int], *, eta: float,
@@ -234,8 +289,8 @@ def _pvalues(spectra: tuple, tested: dict, widths: list[int], alpha: float) -> t
 
 def mode_significance(sets: dict, spec: core.Spectrum, labels: dict, *, operand_of: Callable, eta: float,
                       permutations: int, alpha: float, seed: int, max_samples: int = sig.NULL_MAX_SAMPLES,
-                      family: Family | None = None, sequential: bool = True, subspace: dict | None = None
-                      ) -> tuple[dict, list[float]]:
+                      family: Family | None = None, sequential: bool = True, subspace: dict | None = None,
+                      plan: TestPlan | None = None) -> tuple[dict, list[float]]:
     """Two-way PromptSplit's test (:func:`comparison_significance` of the one comparison test-vs-reference):
     (the result's ``significance`` record, one p-value per reported mode, positive modes first). The record
     also holds what the test shares (``statistic``, ``subspace``, ``permutations_drawn``, ``stopping``,
@@ -244,7 +299,7 @@ def mode_significance(sets: dict, spec: core.Spectrum, labels: dict, *, operand_
     outcome = comparison_significance(list(sets.values()), [c], {c: spec}, list(labels.values()),
                                       operand_of=operand_of, eta=eta, permutations=permutations,
                                       alpha=alpha, seed=seed, max_samples=max_samples, family=family,
-                                      sequential=sequential, subspace=subspace)
+                                      sequential=sequential, subspace=subspace, plan=plan)
     record, p_values = outcome.tests[c]
     common = outcome.common
     aggregation = common.pop("aggregation", None)
