@@ -1,7 +1,8 @@
-"""On two BLAS threads the rff route computes the permutation test's label-free directions V on a thread of
-its own, on one BLAS thread whatever the timing, while the spectra, the scoring and the test's plan (its
-relabellings and kernel family) run: the test and every number it prints are those of the test computed in
-turn, for the test's own rows and for others; no thread starts when no test runs."""
+"""On two BLAS threads the rff route makes the permutation test's label-free operand (V on a thread of its
+own, then P = psi(rows) V in pieces both threads claim) on one BLAS thread whatever the timing, while the
+spectra, the scoring and the test's plan (its relabellings and kernel family) run: the test and every number
+it prints are those of the test computed in turn, for the test's own rows and for others; no thread starts
+when no test runs."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from promptprism import KWaySplit, PairedSet, PromptSplit
 from promptprism.array_ops import blas_limits, blas_thread_count
 from promptprism.methods.promptsplit import routes, testing
+from promptprism.methods.promptsplit.operand_ahead import OperandAhead
 
 
 def _sets(n: int = 600, k: int = 2, seed: int = 0) -> list[PairedSet]:
@@ -133,3 +135,40 @@ def test_directions_on_one_blas_thread_whatever_the_timing(monkeypatch):
         PromptSplit(method="rff", n_features=400, n_modes=3, permutations=10, seed=3).fit(test, ref)
         assert seen == [1, 1]
         assert blas_thread_count() == 2  # (restored)
+
+
+def _pieces_data(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    feats = [rng.standard_normal((n, 40)).astype(np.float32) for n in (700, 500)]
+    rows = [np.sort(rng.choice(700, 600, replace=False)), np.sort(rng.choice(500, 450, replace=False))]
+    return feats, rows, rng.standard_normal((40, 7)).astype(np.float32)
+
+
+def test_operand_ahead_is_the_projection_of_the_rows_it_was_made_for():
+    feats, rows, v = _pieces_data()
+    ahead = OperandAhead(rows, feats, lambda: v)
+    with ahead.start():
+        time.sleep(0.05)  # (the fit's steps)
+    got_v, p = ahead.operand(rows)
+    want = np.concatenate([feats[k][r] for k, r in enumerate(rows)]) @ v
+    assert got_v is not None and p.dtype == np.float32 and p.shape == (1050, 7)
+    np.testing.assert_allclose(p, want, rtol=1e-5, atol=1e-5)
+    assert ahead.operand([r[:-1] for r in rows])[1] is None  # (other rows: V only)
+
+
+def test_operand_ahead_raises_what_v_raised_and_stops_when_the_fit_fails():
+    feats, rows, v = _pieces_data()
+
+    def broken():
+        raise RuntimeError("no directions")
+
+    ahead = OperandAhead(rows, feats, broken)
+    with ahead.start():
+        pass
+    with pytest.raises(RuntimeError, match="no directions"):
+        ahead.operand(rows)
+    before = blas_thread_count()
+    ahead = OperandAhead(rows, feats, lambda: v)
+    with pytest.raises(ValueError, match="the fit"), ahead.start():
+        raise ValueError("the fit")
+    assert ahead._done.done() and blas_thread_count() == before  # (waited for; the BLAS given back)

@@ -15,16 +15,16 @@ moments accumulated in one streaming pass through the runner, each comparison's 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from ..._progress import progress_enabled
-from ...array_ops import blas_limits, blas_thread_count
+from ...array_ops import blas_thread_count
 from ...backend import NUMPY, Backend, feature_memory, is_numpy, to_numpy
 from ...data.paired import PairedSet
 from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
@@ -36,13 +36,9 @@ from . import comparisons as kc
 from . import core
 from . import significance as sig
 from .exact_route import ExactRoute
+from .operand_ahead import PROJECTION_ROWS, OperandAhead, pieces_of, project_pieces
 from .route_base import Replicates, Route
 from .summary import SIDES
-
-#: rows of kept features projected at a time for the test: a buffer of a few MB, below the size at which
-#: numpy asks for huge pages (whose first touch can cost 2 ms per MB on a virtual machine); measured,
-#: 2 x 10,000 of 30,000 rows of r = 3000 onto 128 directions: 0.089-0.092 s in steps of 256 to 2,048 rows
-PROJECTION_ROWS = 256
 
 
 class FeatureRoute(Route):
@@ -89,8 +85,8 @@ class FeatureRoute(Route):
         self.ref_sum: np.ndarray | None = None
         self.set_sums: list | None = None
         self.ref_is_pooled = False
-        #: the future of the test's directions V started by :meth:`replicates_ahead`
-        self._directions_ahead: Future | None = None
+        #: the test's operand started by :meth:`replicates_ahead`
+        self._ahead: OperandAhead | None = None
 
     def covariance(self, timings: dict) -> dict:
         """Every set's S_k in one streaming map-reduce (features kept when they fit); {c:
@@ -148,8 +144,8 @@ class FeatureRoute(Route):
         pooled S_ref in place (:meth:`_pooled_moment`, perhaps on its own thread: waited for),
         C_ref = (S_pooled - n Lambda) / (m + n eta)."""
         eta, k = self.est.eta, len(self.sets)
-        if self._directions_ahead is not None:
-            self._directions_ahead.exception()
+        if self._ahead is not None:
+            self._ahead.wait()
         if self.pairwise:
             ref = ((self.ref_sum - self.n * self.lam) / (self.m + self.n * eta) if self.ref_is_pooled
                    else self.ref_sum / self.m)
@@ -200,29 +196,23 @@ class FeatureRoute(Route):
         return stats
 
     def replicates_ahead(self) -> Any:
-        """On two BLAS threads, the test's label-free directions V (:meth:`_directions`) computed on a thread
-        of their own while the spectra, the scoring and the caller's test plan run (:meth:`.Route.fit`), when
-        the test will project numpy float32 kept features on them. Those steps gain little from a second BLAS
-        thread (ARPACK's matrix-vector products and the scores' product are memory-bound; ModeStats and the
-        plan's kernel family run mostly on one core), so the BLAS runs on one thread from before V starts
-        until it is done (the context waits for V on exit): OpenBLAS's products round differently on one
-        and on two threads, so V is always computed on one, whatever the timing, and a run repeats its
-        numbers. P = psi(rows) V follows on every thread (:meth:`replicates`). With more cores the steps run
-        in turn on all of them (V on one thread would be the slower)."""
+        """On two BLAS threads, the test's label-free operand (:class:`.operand_ahead.OperandAhead`: V on a
+        thread of its own, then P = psi(rows) V of the test's rows in pieces both threads claim) made while
+        the spectra, the scoring and the caller's test plan run (:meth:`.Route.fit`), when the test will
+        project numpy float32 kept features. Those steps gain little from a second BLAS thread (ARPACK's
+        matrix-vector products and the scores' product are memory-bound; ModeStats and the plan's kernel
+        family run mostly on one core), so the BLAS runs on one thread from before V starts until P is done
+        (the context's exit), which also makes every product's rounding independent of the timing. With
+        more cores the steps run in turn on all of them (V on one thread would be the slower)."""
         rows = self._test_rows()
         if rows is None or blas_thread_count() != 2:
             return contextlib.nullcontext()
-        stack = contextlib.ExitStack()
-        stack.enter_context(blas_limits(1))  # (before V's first product)
-        pool = ThreadPoolExecutor(1, thread_name_prefix="promptprism-test-directions")
-        self._directions_ahead = pool.submit(self._directions)
-        pool.shutdown(wait=False)
-        stack.callback(self._directions_ahead.exception)  # (exits first: V done before the BLAS's 2 threads)
-        return stack
+        self._ahead = OperandAhead(rows, self.feats, self._directions)
+        return self._ahead.start()
 
     def directions_ahead(self) -> bool:
-        """Whether :meth:`replicates_ahead` started the test's directions (not yet taken)."""
-        return self._directions_ahead is not None
+        """Whether :meth:`replicates_ahead` started the test's operand (not yet taken)."""
+        return self._ahead is not None
 
     def _test_rows(self) -> list[np.ndarray] | None:
         """The rows of each set the permutation test will run on (:func:`.comparisons.null_rows_k`), when its
@@ -255,9 +245,12 @@ class FeatureRoute(Route):
             if not compress or not self._projects(rows):
                 return "features", self.backend.xp.concat([f for k, r in pairs
                                                            for f in self._row_features(k, r)])
-            ahead, self._directions_ahead = self._directions_ahead, None
-            if ahead is not None and not directions:  # (V, computed by replicates_ahead)
-                directions.append(ahead.result())
+            ahead, self._ahead = self._ahead, None
+            if ahead is not None:  # (made by replicates_ahead: V, and P for the rows it expected)
+                v, projected = ahead.operand(rows)
+                directions[:] = directions or [v]
+                if projected is not None:
+                    return "subspace", projected
             if not directions:
                 directions.append(self._directions())
             return "subspace", self._projected(pairs, directions[0])
@@ -289,14 +282,8 @@ class FeatureRoute(Route):
         out = self.backend.empty((sum(rows.size for _, rows in pairs), v.shape[1]), "float32")
         start, kept = 0, self.feats
         if kept is not None and is_numpy(kept[0]) and kept[0].dtype == np.float32:
-            v = np.asarray(v, dtype=np.float32)
-            buffer = np.empty((min(PROJECTION_ROWS, max(rows.size for _, rows in pairs)), self.fmap.dim),
-                              dtype=np.float32)
-            for k, rows in pairs:
-                for a, b in core.chunks(rows.size, PROJECTION_ROWS):
-                    np.take(kept[k], rows[a:b], axis=0, out=buffer[: b - a], mode="clip")  # (valid rows)
-                    np.matmul(buffer[: b - a], v, out=out[start:start + b - a])
-                    start += b - a
+            project_pieces(kept, pieces_of(pairs), np.asarray(v, dtype=np.float32), out,
+                           itertools.count().__next__)
             return out
         for k, rows in pairs:
             for f in self._row_features(k, rows, step=PROJECTION_ROWS):
@@ -335,9 +322,9 @@ class FeatureRoute(Route):
     def release(self) -> None:
         """Drop the kept features and the sums: unmapped on a thread of their own (720 MB take 0.05-0.07 s,
         which the steps after the test need not wait for; the unmapping runs without the GIL)."""
-        ahead, self._directions_ahead = self._directions_ahead, None
-        if ahead is not None:  # (a test that did not run: V's thread still reads the sums)
-            ahead.exception()
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:  # (a test that did not run)
+            ahead.wait()
         kept = [*(self.feats or []), self.ref_sum, *(self.set_sums or [])]
         self.feats = self.ref_sum = self.set_sums = None
         if self.backend.name == "numpy":
