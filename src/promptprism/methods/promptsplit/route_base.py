@@ -61,7 +61,7 @@ class Route:
         """Covariance, spectra, score statistics: ({c: Spectrum}, {c: ||Lambda_c||_F^2}, {c: {side:
         ModeStats}}) over the comparisons; ``labels``: each set's prompt labels. ``test_plan``: spectra ->
         the part of the test that needs no operand (:func:`.testing.plan_test`), made on this thread after
-        the scoring while the test's operand is computed ahead (:meth:`directions_ahead`; else not called),
+        the scoring while the test's operand is computed ahead (:meth:`operand_ahead`; else not called),
         kept in ``self.test_plan`` (None otherwise; its seconds in ``timings['test_plan_s']``)."""
         labels = list(labels.values()) if isinstance(labels, dict) else list(labels)
         distances = self.covariance(timings)
@@ -69,7 +69,7 @@ class Route:
         with self.replicates_ahead():
             spectra = self.spectrum(timings)
             stats = self.mode_stats(spectra, labels, n_groups, timings)
-            if test_plan is not None and self.directions_ahead():
+            if test_plan is not None and self.operand_ahead():
                 t0 = time.perf_counter()
                 self.test_plan = test_plan(spectra)
                 timings["test_plan_s"] = time.perf_counter() - t0
@@ -80,7 +80,7 @@ class Route:
         label-free operand (:meth:`replicates`) beside them (default: nothing)."""
         return contextlib.nullcontext()
 
-    def directions_ahead(self) -> bool:
+    def operand_ahead(self) -> bool:
         """Whether the test's operand is being computed ahead (:meth:`replicates_ahead`; default: no)."""
         return False
 

@@ -210,7 +210,7 @@ class FeatureRoute(Route):
         self._ahead = OperandAhead(rows, self.feats, self._directions)
         return self._ahead.start()
 
-    def directions_ahead(self) -> bool:
+    def operand_ahead(self) -> bool:
         """Whether :meth:`replicates_ahead` started the test's operand (not yet taken)."""
         return self._ahead is not None
 
