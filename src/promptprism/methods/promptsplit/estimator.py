@@ -184,7 +184,7 @@ class PromptSplit(SplitOptions):
         if identical or not spec.selected.size:
             return sig.empty_record(permutations=permutations, alpha=float(self.alpha), seed=self.seed,
                                     identical=identical), None
-        plan = getattr(route, "test_plan", None)
+        plan = route.test_plan
         family = plan.family if plan is not None else self._family(route, sets, names, sigmas)
         with status(f"PromptSplit: permutation test ({permutations} permutations)",
                     enabled=progress_enabled(self.progress)):

@@ -55,6 +55,7 @@ class Route:
         self.n, self.m = int(self.counts[0]), int(self.counts[1])
         #: K = 2 with the one comparison test-vs-reference: two-way PromptSplit's own arithmetic
         self.pairwise = len(self.sets) == 2 and self.comparisons == [TEST_VS_REFERENCE]
+        self.test_plan: Any = None  #: what :meth:`fit`'s ``test_plan`` made, when it ran
 
     def fit(self, labels: dict | list, n_groups: int, timings: dict, *,
             test_plan: Callable[[dict], Any] | None = None) -> tuple[dict, dict, dict]:
@@ -65,7 +66,6 @@ class Route:
         kept in ``self.test_plan`` (None otherwise; its seconds in ``timings['test_plan_s']``)."""
         labels = list(labels.values()) if isinstance(labels, dict) else list(labels)
         distances = self.covariance(timings)
-        self.test_plan = None
         with self.replicates_ahead():
             spectra = self.spectrum(timings)
             stats = self.mode_stats(spectra, labels, n_groups, timings)
