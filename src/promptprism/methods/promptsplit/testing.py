@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -160,24 +161,33 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
     return TestOutcome(tests, common)
 
 
+class _Layout(NamedTuple):
+    """Each set's number of rows, the test's rows of each set and their numbers, their prompt labels, the
+    relabelling scheme, {tested comparison: (positive, negative) modes tested}."""
+
+    counts: np.ndarray
+    rows: list
+    sub: np.ndarray
+    group_labels: np.ndarray
+    scheme: str
+    tested: dict
+
+
 def _layout(sets: list, comparisons: list, spectra: dict, labels: list, *, max_samples: int, seed: int
-            ) -> tuple:
-    """(each set's number of rows, the test's rows of each set, their numbers, their prompt labels, the
-    relabelling scheme, {tested comparison: (positive, negative) modes tested})."""
+            ) -> _Layout:
+    """The test's :class:`_Layout` for the sets (at most ``max_samples`` rows, a seeded subsample above)."""
     counts = np.array([len(s) for s in sets])
     rows = kc.null_rows_k(counts, max_samples, seed)
-    sub = np.array([r.size for r in rows])
-    group_labels = np.concatenate([labels[k][r] for k, r in enumerate(rows)])
-    scheme = sig.choose_scheme(labels[0], labels[1]) if len(sets) == 2 else "within-prompt"
-    tested = {c: _tested(spectra[c]) for c in comparisons if spectra[c].selected.size}
-    return counts, rows, sub, group_labels, scheme, tested
+    return _Layout(counts, rows, np.array([r.size for r in rows]),
+                   np.concatenate([labels[k][r] for k, r in enumerate(rows)]),
+                   sig.choose_scheme(labels[0], labels[1]) if len(sets) == 2 else "within-prompt",
+                   {c: _tested(spectra[c]) for c in comparisons if spectra[c].selected.size})
 
 
-def _labellings(layout: tuple, permutations: int, seed: int) -> Labellings:
-    """The test's relabellings of its rows (:func:`_layout`): within each prompt, or pooled."""
-    _, _, sub, group_labels, scheme, _ = layout
-    return Labellings(np.zeros_like(group_labels) if scheme == "pooled" else group_labels, sub, permutations,
-                      seed)
+def _labellings(lay: _Layout, permutations: int, seed: int) -> Labellings:
+    """The test's relabellings of its rows: within each prompt, or pooled."""
+    groups = np.zeros_like(lay.group_labels) if lay.scheme == "pooled" else lay.group_labels
+    return Labellings(groups, lay.sub, permutations, seed)
 
 
 @dataclass
@@ -201,14 +211,14 @@ def plan_test(sets: list, comparisons: list, spectra: dict, labels: list, *, eta
     make this meanwhile (rff r = 3000, n = m = 30,000 on 2 cores: the family's 0.2-0.26 s and the
     relabellings' 0.05 s where the caller would wait). None when no comparison is tested."""
     lay = _layout(sets, comparisons, spectra, labels, max_samples=max_samples, seed=seed)
-    if not lay[-1]:
+    if not lay.tested:
         return None
     t0 = time.perf_counter()
     drawn = _labellings(lay, permutations, seed)
     draw_seconds = time.perf_counter() - t0
     if family is None or not family.kernels:
         return TestPlan(drawn, family, draw_seconds=draw_seconds)
-    members, sizes = family_members(sets, lay[1], drawn, list(lay[-1]), family, eta=eta, seed=seed)
+    members, sizes = family_members(sets, lay.rows, drawn, list(lay.tested), family, eta=eta, seed=seed)
     return TestPlan(drawn, family, members, sizes, draw_seconds)
 
 
