@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._gc import collection_paused
 from ..._version import __version__
 from ...results import Result
 from .result import Mode, PromptSplitResult, SampleScore
@@ -187,8 +188,9 @@ def assemble(*, est: Any, fit: ComparisonFit, names: list[str], prompt_names: li
                                      seed=est.seed, identical=False), None)
         else:
             test[0]["subspace"] = dict(common["subspace"])
-    results = {c: _comparison_result(est, fit, c, names, prompt_names, tests.get(c), method, config)
-               for c in family}
+    with collection_paused():  # (each comparison's modes, samples and prompts: many small objects)
+        results = {c: _comparison_result(est, fit, c, names, prompt_names, tests.get(c), method, config)
+                   for c in family}
     pair_p: list[list[float | None]] = [[None] * k for _ in range(k)]
     for (a, (b,)) in family[:n_pairs]:
         ps = [m.p_value for m in results[(a, (b,))].modes if m.p_value is not None]
