@@ -140,3 +140,51 @@ def test_result_json_is_readable_and_the_same_data(result):
     assert '      "g": [[1, "x"]]' in text
     with pytest.raises(ValueError):
         readable_json({"a": [float("nan")]})
+
+
+def test_to_jsonable_keeps_each_kind_of_value_as_it_was():
+    import dataclasses
+    import enum
+    from pathlib import Path
+
+    class Level(enum.IntEnum):
+        LOW = 1
+
+    @dataclasses.dataclass(frozen=True)
+    class Inner:
+        x: float
+        tag: str = "t"
+
+    out = to_jsonable({"nan": float("nan"), "f64": np.float64(2.5), "bool": True, "none": None,
+                       "level": Level.LOW, "cls": Inner, "inner": [Inner(float("-inf")), Inner(1.0, "u")],
+                       "path": Path("a/b")})
+    assert out == {"nan": None, "f64": 2.5, "bool": True, "none": None, "level": 1, "cls": Inner,
+                   "inner": [{"x": None, "tag": "t"}, {"x": 1.0, "tag": "u"}], "path": "a/b"}
+    assert type(out["f64"]) is float and out["bool"] is True
+
+
+def test_one_dict_per_result_inside_a_save_only(result):
+    import dataclasses
+
+    from promptprism.results import one_dict_per_result
+
+    assert result.to_dict() is not result.to_dict() and result.to_dict() == result.to_dict()
+    with one_dict_per_result():
+        first = result.to_dict()
+        assert result.to_dict() is first
+        with one_dict_per_result():  # (nested: the same memo)
+            assert result.to_dict() is first
+        other = dataclasses.replace(result, seed=99)
+        assert other.to_dict() is not first and other.to_dict()["seed"] == 99
+    assert result.to_dict() is not first and result.to_dict() == first
+
+
+def test_loading_leaves_the_garbage_collector_as_it_was(tmp_path, result):
+    import gc
+
+    path = result.save(tmp_path)
+    assert load_result(path) == result and gc.isenabled()
+    path.write_text(path.read_text().replace('"seed": 4', '"seed": "four"'))
+    with pytest.raises(InputError, match="seed"):
+        load_result(path)
+    assert gc.isenabled()

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import OptionError
 from ..io import LOCK_SUFFIX, STAGING_PREFIX
+from ..results import one_dict_per_result
 from ._state import console, run_state
 
 REPORT_NAME = "report.html"
@@ -161,7 +162,7 @@ def summary_of(result: Any, written: Mapping[str, Path]) -> dict[str, Any]:
     their first :data:`SUMMARY_LIST_LIMIT` entries (``truncated`` says which and how long they are), K-way
     comparisons labelled by their pair, the verdict, each model's headline row; the files written.
     Validated by ``promptprism.schema.summary_schema``."""
-    data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
+    data = dict(result.to_dict() if hasattr(result, "to_dict") else result)  # (its top level relabelled)
     if data.get("kind") == "promptsplit_kway":
         data = _label_pairs(data)
     truncated: dict[str, int] = {}
@@ -213,12 +214,13 @@ def save_outputs(
             entry = {"command": before.get("command"), "files": sorted({*before["files"], *names})}
         (stage / OUTPUTS_LIST).write_text(json.dumps(entry, indent=1), encoding="utf-8")
 
-    written = save_result(result, out, report=report, inputs=inputs, sources=sources, images=images,
-                          extra=extra, progress=False if quiet else None, before_report=announce,
-                          finish=listing)
-    if not amend:
-        _remove_stale(out, before, list(written))
-    run_state().summary = summary_of(saved[0], written)
+    with one_dict_per_result():  # (result.json, the report and the summary read one dict)
+        written = save_result(result, out, report=report, inputs=inputs, sources=sources, images=images,
+                              extra=extra, progress=False if quiet else None, before_report=announce,
+                              finish=listing)
+        if not amend:
+            _remove_stale(out, before, list(written))
+        run_state().summary = summary_of(saved[0], written)
     return written
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import staged_outputs
+from ..results import one_dict_per_result
 from .core import REPORT_NAME
 
 
@@ -43,7 +44,7 @@ def save_result(
     from ..provenance import record_inputs
 
     out = Path(out)
-    with staged_outputs(out) as stage:
+    with one_dict_per_result(), staged_outputs(out) as stage:  # (result.json and the report: one dict)
         if extra is not None:
             extra(stage)
         if sources:
