@@ -33,7 +33,7 @@ LAYERS = {
     "guidance": {"guidance"},
     "generate": {"generate"},
     "models": {"models", "generators"},
-    "results": {"results", "schema", "provenance", "gate"},
+    "results": {"results", "jsonable", "schema", "provenance", "gate"},
     "report": {"report"},
     "demos": {"demos"},
     "cli": {"cli"},

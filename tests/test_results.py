@@ -125,7 +125,7 @@ def test_a_fresh_process_loads_and_shows_a_result_of_a_kind_it_never_imported(tm
 def test_result_json_is_readable_and_the_same_data(result):
     """result.json: objects one entry per line down to PRETTY_DEPTH levels, lists of numbers on one line
     (written by json's C encoder), the same data as ``json.dumps``; NaN refused."""
-    from promptprism.results import PRETTY_DEPTH, readable_json
+    from promptprism.jsonable import PRETTY_DEPTH, readable_json
 
     text = result.to_json()
     assert json.loads(text) == json.loads(json.dumps(result.to_dict()))
