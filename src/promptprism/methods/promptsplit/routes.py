@@ -141,11 +141,9 @@ class FeatureRoute(Route):
     def distance_matrix(self) -> np.ndarray:
         """||C_a - eta C_b||_F^2 from the per-set second moments (two-way: C_ref = S_ref / m and
         C_test = Lambda + eta C_ref; the pair's own entry is its distance). Once the test's operand has
-        pooled S_ref in place (:meth:`_pooled_moment`, perhaps on its own thread: waited for),
-        C_ref = (S_pooled - n Lambda) / (m + n eta)."""
+        pooled S_ref in place (:meth:`_pooled_moment`; on its own thread, done by the fit's end:
+        :meth:`replicates_ahead`), C_ref = (S_pooled - n Lambda) / (m + n eta)."""
         eta, k = self.est.eta, len(self.sets)
-        if self._ahead is not None:
-            self._ahead.wait()
         if self.pairwise:
             ref = ((self.ref_sum - self.n * self.lam) / (self.m + self.n * eta) if self.ref_is_pooled
                    else self.ref_sum / self.m)
@@ -322,9 +320,7 @@ class FeatureRoute(Route):
     def release(self) -> None:
         """Drop the kept features and the sums: unmapped on a thread of their own (720 MB take 0.05-0.07 s,
         which the steps after the test need not wait for; the unmapping runs without the GIL)."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None:  # (a test that did not run)
-            ahead.wait()
+        self._ahead = None  # (a test that did not run: its thread ended with the fit)
         kept = [*(self.feats or []), self.ref_sum, *(self.set_sums or [])]
         self.feats = self.ref_sum = self.set_sums = None
         if self.backend.name == "numpy":
