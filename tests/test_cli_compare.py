@@ -57,3 +57,18 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case, message):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], err
     assert not (tmp_path / "out" / "result.json").exists()
+
+
+def test_pair_details_flag_reaches_the_result(tmp_path):
+    files = [_npz(tmp_path / f"m{i}.npz", seed=i) for i in range(3)]
+    for value, every in (("leading", False), ("all", True)):
+        out = tmp_path / value
+        code, _, err = run_cli("compare", *files, "--out", out, "--permutations", "0", "--modes", "3",
+                               "--pair-details", value, "--no-report", "-q")
+        assert code == 0, err
+        result = load_result(out / "result.json")
+        assert result.config["pair_details"] == value
+        listed = [bool(m.top_samples) for c in result.pairs for m in c.modes]
+        assert all(listed) is every and any(listed)
+    code, _, err = run_cli("compare", *files, "--out", tmp_path / "bad", "--pair-details", "some")
+    assert code == 2 and "--pair-details" in err and len(err.strip().splitlines()) == 1, err

@@ -225,3 +225,62 @@ def test_kway_subspace_statistic_calibration_and_power(monkeypatch):
     assert "principal subspace" in est.fit(model_sets(3000, 3, prompts=6, per=4)).significance["statistic"]
     assert 0.01 <= float(np.mean(null)) <= 0.09, np.mean(null)
     assert float(np.mean(power)) >= 0.8, np.mean(power)
+
+
+def _leading_by_hand(modes, alpha):
+    """The modes 'leading' details: significant, or the largest |eigenvalue| of its sign (SPEC's modes are
+    sorted by |eigenvalue| within a sign, so the first of each side)."""
+    first = {side: max((m for m in modes if m.side == side), key=lambda m: abs(m.eigenvalue), default=None)
+             for side in ("test", "reference")}
+    return [bool(m.significant) or m is first[m.side] for m in modes]
+
+
+def test_pair_details_leading_lists_the_significant_and_largest_modes_of_each_pair_only():
+    sets = model_sets(6, 4, prompts=6, per=6, shift=2.0, planted=2)
+    opts = dict(method="exact", permutations=59, n_modes=4)
+    with threadpool_limits(1):
+        brief = KWaySplit(**opts).fit(sets)
+        full = KWaySplit(**opts, pair_details="all").fit(sets)
+    assert brief.config["pair_details"] == "leading" and full.config["pair_details"] == "all"
+    assert brief.distances == full.distances and brief.pair_p_values == full.pair_p_values
+    assert brief.deviations == full.deviations
+    for b, f in zip(brief.one_vs_rest, full.one_vs_rest, strict=True):  # (the configs name the option)
+        assert (b.modes, b.eigenvalues, b.significance) == (f.modes, f.eigenvalues, f.significance)
+    assert any(m.significant for c in brief.pairs for m in c.modes)  # (the case this is about)
+    shown = hidden = 0
+    for b, f in zip(brief.pairs, full.pairs, strict=True):
+        assert b.prompt_ranking == f.prompt_ranking and b.significance == f.significance
+        assert {**b.config, "pair_details": "all"} == f.config
+        want = _leading_by_hand(f.modes, 0.05)
+        for mb, mf, keep in zip(b.modes, f.modes, want, strict=True):
+            assert (mb.eigenvalue, mb.side, mb.rank, mb.p_value, mb.significant) == \
+                   (mf.eigenvalue, mf.side, mf.rank, mf.p_value, mf.significant)
+            assert mf.top_samples and mf.top_prompts  # 'all': every mode lists them
+            if keep:
+                assert mb == mf
+                shown += 1
+            else:
+                assert mb.top_samples == mb.top_samples_other == mb.top_prompts == []
+                hidden += 1
+    assert shown and hidden
+    assert all(m.top_samples and m.top_prompts for c in brief.one_vs_rest for m in c.modes)
+    assert len(brief.to_json()) < len(full.to_json())
+    assert brief.findings() == full.findings()  # the findings read significant modes only
+
+
+def test_pair_details_leave_two_sets_whole_and_refuse_an_unknown_value():
+    a, b = model_sets(1, 2, prompts=6, per=10, shift=1.5)
+    res = KWaySplit(method="exact", permutations=0, n_modes=3).fit([a, b])
+    assert all(m.top_samples and m.top_prompts for m in res.pairs[0].modes)  # K = 2: the pair is the rest
+    with pytest.raises(OptionError, match="pair_details"):
+        KWaySplit(pair_details="some")
+
+
+def test_leading_modes_without_a_test_are_the_largest_of_each_sign():
+    from promptprism.methods.promptsplit.kway_result import leading_modes
+
+    vals = np.array([3.0, -2.5, 1.0, -0.5, 0.25])
+    assert leading_modes(vals, None, None) == [True, True, False, False, False]
+    assert leading_modes(vals, [0.5, 0.5, 0.01, 0.2, 0.04], 0.05) == [True, True, True, False, True]
+    assert leading_modes(np.array([2.0, 1.0]), [None, None], 0.05) == [True, False]
+    assert leading_modes(np.array([]), None, None) == []

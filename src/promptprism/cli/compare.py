@@ -11,6 +11,7 @@ from rich.table import Table
 
 from ..kernels.bandwidth import Bandwidth
 from ..methods.promptsplit.aggregate import AGGREGATES
+from ..methods.promptsplit.options import PAIR_DETAILS
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console, err_console
@@ -128,6 +129,10 @@ def compare_command(
     aggregate: str = typed("none", Choice(AGGREGATES), "--aggregate",
                            help="The test over a kernel family (auto: by the outputs' modality; text, "
                                 "image; each kernel costs one more test) or none (the fitted kernel alone)."),
+    pair_details: str = typed("leading", Choice(PAIR_DETAILS), "--pair-details",
+                              help="What each pair's modes list: leading (the samples and prompts of its "
+                                   "significant modes and of its largest mode of each sign) or all (every "
+                                   "mode's; result.json grows as K^2). Against the rest: every mode's."),
     scheduler: str = inp.SCHEDULER, workers: int = inp.WORKERS,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
     force: bool = typer.Option(False, "--force",
@@ -149,7 +154,8 @@ def compare_command(
         kernel=kernel, method=method, eta=eta, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
         n_features=features, n_modes=modes, seed=seed, chunk_size=chunk_size, top_k=top_k,
         permutations=permutation_count(permutations), alpha=alpha, null_samples=null_samples,
-        precision=precision, device=device, aggregate=aggregate, progress=False if quiet else None)
+        precision=precision, device=device, aggregate=aggregate, pair_details=pair_details,
+        progress=False if quiet else None)
     inputs, names = resolve_sets(inputs, names)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)

@@ -121,16 +121,31 @@ def _comparison_result(est: Any, fit: ComparisonFit, c: tuple, names: list[str],
     sets = {"test": fit.sets[first], "reference": ref_set}
     record, p_values = test if test is not None else ({}, None)
     alpha = float(est.alpha) if p_values is not None else None
+    brief = len(second) == 1 and len(fit.sets) > 2 and est.pair_details == "leading"
     modes, ranking, basis = summarise(sets=sets, eigenvalues=spec.mode_eigenvalues, stats=fit.stats[c],
                                       names=prompt_names,
                                       options=SummaryOptions(est.eta, est.top_prompts, est.rank_prompts_by),
-                                      p_values=p_values, alpha=alpha)
+                                      p_values=p_values, alpha=alpha,
+                                      detailed=leading_modes(spec.mode_eigenvalues, p_values, alpha)
+                                      if brief else None)
     reference = names[second[0]] if len(second) == 1 else "rest (" + ", ".join(names[b] for b in second) + ")"
     cfg = {**{k: v for k, v in config.items() if k != "sets"}, "test": names[first], "reference": reference}
     return PromptSplitResult(
         eigenvalues=[float(v) for v in spec.eigenvalues], modes=modes, distance=float(fit.distances[c]),
         method=method, n_test=len(sets["test"]), n_reference=len(ref_set), seed=est.seed, config=cfg,
         prompt_ranking=ranking, significance=record, ranking_basis=basis, eigenvalues_scope=spec.scope)
+
+
+def leading_modes(eigenvalues: np.ndarray, p_values: list | None, alpha: float | None) -> list[bool]:
+    """Per mode, whether a K-way pair lists its samples and prompts under ``pair_details='leading'``: the
+    largest mode of each sign, and every significant mode (p <= ``alpha``)."""
+    vals = np.asarray(eigenvalues, dtype=np.float64)
+    out = [bool(p_values is not None and alpha is not None and p_values[j] is not None
+                and p_values[j] <= alpha) for j in range(vals.size)]
+    for sign in (vals > 0, vals < 0):
+        if sign.any():
+            out[int(np.argmax(np.where(sign, np.abs(vals), -np.inf)))] = True
+    return out
 
 
 def _pooled(sets: list, members: tuple) -> Any:
@@ -281,4 +296,5 @@ def kway_verdict(r: KWayResult) -> str:
     return head
 
 
-__all__ = ["ComparisonFit", "KWayResult", "Mode", "assemble", "attribute_prompts", "kway_verdict"]
+__all__ = ["ComparisonFit", "KWayResult", "Mode", "assemble", "attribute_prompts", "kway_verdict",
+           "leading_modes"]

@@ -76,6 +76,9 @@ SPLIT_BANDWIDTH = Check(_split_bandwidth,
                         "a number > 0, a bandwidth rule ('median', '0.5*median') or 'stable'")
 
 
+#: what a K-way pair's modes list (``KWaySplit.pair_details``)
+PAIR_DETAILS = ("leading", "all")
+
 @dataclass(frozen=True)
 class SplitOptions(Estimator):
     """The options of :class:`.PromptSplit` that :class:`.KWaySplit` shares (documented on PromptSplit), in

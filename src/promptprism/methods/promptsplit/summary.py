@@ -28,11 +28,14 @@ class SummaryOptions:
 
 def summarise(*, sets: dict[str, PairedSet], eigenvalues: np.ndarray, stats: dict[str, ModeStats],
               names: Sequence[str], options: SummaryOptions, p_values: Sequence[float | None] | None = None,
-              alpha: float | None = None) -> tuple[list[Mode], list[dict], str]:
+              alpha: float | None = None, detailed: Sequence[bool] | None = None
+              ) -> tuple[list[Mode], list[dict], str]:
     """Per mode: top samples of each side and prompt loadings; the prompt ranking; the ranking's basis.
 
     The prompt ranking scores prompt p by d_p = sum_j lambda_j c_pj (:func:`prompt_disagreement`) over the
-    significant modes when ``p_values`` are given (over every reported mode otherwise).
+    significant modes when ``p_values`` are given (over every reported mode otherwise). ``detailed``: per
+    mode, whether it lists its samples and prompts (None: every mode; the others keep their eigenvalue,
+    side and p-value, and empty lists).
     """
     k = len(eigenvalues)
     n, m = len(sets["test"]), len(sets["reference"])
@@ -59,13 +62,15 @@ def summarise(*, sets: dict[str, PairedSet], eigenvalues: np.ndarray, stats: dic
             key = contribution if side == "test" else -contribution
         else:
             key = np.nan_to_num(mean_score, nan=-np.inf)
-        order = strongest(key, options.top_prompts, where=present).tolist()
+        order = (strongest(key, options.top_prompts, where=present).tolist()
+                 if detailed is None or detailed[j] else [])
         at = np.asarray(order, dtype=np.int64)
         loadings = [PromptLoading(prompt=names[p], contribution=c, mean_score=None if ms != ms else ms,
                                   n_test=int(nt), n_reference=int(nr))  # (ms != ms: nan)
                     for p, c, ms, nt, nr in zip(order, contribution[at].tolist(), mean_score[at].tolist(),
                                                counts_t[at].tolist(), counts_r[at].tolist(), strict=True)]
-        lists = {s: _samples(sets[s], s, top[s], j, sign) for s in SIDES}
+        lists = {s: _samples(sets[s], s, top[s], j, sign) if detailed is None or detailed[j] else []
+                 for s in SIDES}
         mixed = any(len({x.score > 0 for x in lists[s] if x.score != 0}) > 1 for s in SIDES)
         p = None if p_values is None else p_values[j]
         modes.append(Mode(rank=counters[side], eigenvalue=lam, side=side, top_samples=lists[side],
