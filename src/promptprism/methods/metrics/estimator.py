@@ -27,7 +27,7 @@ from .breakdown import PromptGroups, prompt_breakdown
 from .calibration import interval_validity
 from .frechet import frechet_distance
 from .intervals import FD_BOOTSTRAP_MAX_DIM, bootstrap_means, frechet_bootstrap
-from .kid import kid_and_mmd2, mmd2_interval
+from .kid import gather_subsets, kid_and_mmd2, mmd2_interval
 from .options import ALIGNMENT_CHOICES
 from .prdc import neighbour_indicators
 from .result import MetricsResult, SetMetrics
@@ -206,8 +206,11 @@ class ReferenceMetrics(Estimator):
             raise InputError(f"{name}: outputs have {x.shape[1]} dimensions but the reference's have "
                              f"{r.shape[1]}; embed both with the same encoder")
         notes: list[str] = []
+        subsets = dict(kernel=self.mmd_kernel, sigma=sigma, n_subsets=self.subsets,
+                       subset_size=self.subset_size, seed=self.seed)
+        gathered = gather_subsets(x, r, **subsets)  # (KID's and MMD's sums off the k-NN blocks)
         ind = neighbour_indicators(r, x, self.nearest_k, dtype=self.distance_precision,
-                                   block_rows=self.block_rows)
+                                   block_rows=self.block_rows, gather=gathered)
         dup = ind.duplicates
         if dup["reference"] or dup["generated"]:
             notes.append(f"exact duplicate rows: {dup['generated']} generated, {dup['reference']} reference; "
@@ -216,9 +219,7 @@ class ReferenceMetrics(Estimator):
         fd = self._fd(x, r, notes)
         groups = self._groups(data, ref)
         labels = (None, None) if groups is None else (groups.generated, groups.reference)
-        (kid, kid_parts), (mmd, mmd_parts) = kid_and_mmd2(
-            x, r, kernel=self.mmd_kernel, sigma=sigma, n_subsets=self.subsets, subset_size=self.subset_size,
-            seed=self.seed, groups=labels)
+        (kid, kid_parts), (mmd, mmd_parts) = kid_and_mmd2(x, r, **subsets, groups=labels, gathered=gathered)
         align = self._alignment(data, space, trunc, notes, declared)
         if not isinstance(data, PairedSet):
             notes.append("output embeddings only (no prompt embeddings): no CLIPScore and no per-prompt rows")

@@ -20,6 +20,7 @@ from ...kernels.gram import check_kernel
 from ...stats.two_sample import mmd2
 from .kernel_sums import KernelSums, SubsetKernel, kernel_sums, mmd2_from_sums
 from .parallel import map_threads
+from .subset_gather import SubsetGather, fusable
 
 Gram = Callable[[np.ndarray, np.ndarray | None], np.ndarray]
 #: the largest value KID's polynomial kernel may reach: the squares of its values, summed over a subset's
@@ -144,10 +145,11 @@ def gram_precision(x: Any, y: Any) -> type:
 
 
 def subset_kernel_mmd2(x: Any, y: Any, kernels: list[SubsetKernel], *, n_subsets: int, subset_size: int,
-                       seed: int, groups: tuple | None = None) -> list:
+                       seed: int, groups: tuple | None = None, gathered: SubsetGather | None = None) -> list:
     """MMD^2_u of each kernel on each of ``n_subsets`` random subset pairs (the same pairs for every
     kernel), one Gram matrix per pair in :func:`gram_precision` for all of them
-    (:func:`.kernel_sums.kernel_sums`).
+    (:func:`.kernel_sums.kernel_sums`), or the sums ``gathered`` off the k-NN metrics' distance blocks
+    (:func:`gather_subsets`, passed through :func:`.prdc.neighbour_indicators`).
 
     As :func:`subset_mmd2` (same subsets, same values), one entry per kernel: the values, or with
     ``groups`` (values, parts).
@@ -155,10 +157,13 @@ def subset_kernel_mmd2(x: Any, y: Any, kernels: list[SubsetKernel], *, n_subsets
     n, m = int(x.shape[0]), int(y.shape[0])
     n_subsets = _check_subsets(n, m, subset_size, n_subsets)
     gram_dtype = gram_precision(x, y)
+    pairs = subset_indices(n, m, subset_size, n_subsets, seed)
+    ready = None if gathered is None else dict(enumerate(gathered.sums()))
 
-    def one_pair(pair: tuple[np.ndarray, np.ndarray]) -> list[tuple[float, tuple[float, float]]]:
-        i, j = pair
-        sums = kernel_sums(np.asarray(x[i]), np.asarray(y[j]), kernels, gram_dtype=gram_dtype)
+    def one_pair(at: int) -> list[tuple[float, tuple[float, float]]]:
+        i, j = pairs[at]
+        sums = ready[at] if ready is not None else kernel_sums(np.asarray(x[i]), np.asarray(y[j]), kernels,
+                                                                gram_dtype=gram_dtype)
         labels = None if groups is None else [None if g is None else np.asarray(g)[rows]
                                               for g, rows in zip(groups, (i, j), strict=True)]
         out = []
@@ -168,8 +173,8 @@ def subset_kernel_mmd2(x: Any, y: Any, kernels: list[SubsetKernel], *, n_subsets
         return out
 
     # one BLAS thread per product, in turn as on threads: the same sums whatever the number of workers
-    done = map_threads(one_pair, subset_indices(n, m, subset_size, n_subsets, seed),
-                       parallel=subset_size * x.shape[1] >= PARALLEL_ENTRIES)
+    done = map_threads(one_pair, range(len(pairs)),
+                       parallel=ready is None and subset_size * x.shape[1] >= PARALLEL_ENTRIES)
     values = [np.array([pair[q][0] for pair in done]) for q in range(len(kernels))]
     parts = [np.array([pair[q][1] for pair in done]).reshape(-1, 2) for q in range(len(kernels))]
     return values if groups is None else list(zip(values, parts, strict=True))
@@ -210,15 +215,36 @@ def kernel_mmd2(x: Any, y: Any, *, kernel: str, sigma: float | None = None, n_su
 
 
 def kid_and_mmd2(x: Any, y: Any, *, kernel: str, sigma: float | None = None, n_subsets: int = 100,
-                 subset_size: int = 1000, seed: int = 0, groups: tuple | None = None) -> tuple:
+                 subset_size: int = 1000, seed: int = 0, groups: tuple | None = None,
+                 gathered: SubsetGather | None = None) -> tuple:
     """(:func:`kernel_inception_distance`, :func:`kernel_mmd2`) with their defaults, on the same subsets
-    from one Gram matrix per subset pair: MMD costs KID's elementwise work, no second product."""
+    from one Gram matrix per subset pair: MMD costs KID's elementwise work, no second product. With
+    ``gathered`` (:func:`gather_subsets` of the same arguments, its blocks visited) the sums are read
+    from it instead."""
     check_same_dim(x, y)
     size = min(int(subset_size), int(x.shape[0]), int(y.shape[0]))
     check_kid_scale(x, y, degree=3, gamma=1.0 / x.shape[1], coef=1.0)
-    kid, mmd = subset_kernel_mmd2(x, y, [SubsetKernel("polynomial"), mmd_kernel(kernel, sigma)],
-                                  n_subsets=n_subsets, subset_size=size, seed=seed, groups=groups)
+    kid, mmd = subset_kernel_mmd2(x, y, _kid_and_mmd_kernels(kernel, sigma), n_subsets=n_subsets,
+                                  subset_size=size, seed=seed, groups=groups, gathered=gathered)
     return kid, mmd
+
+
+def _kid_and_mmd_kernels(kernel: str, sigma: float | None) -> list[SubsetKernel]:
+    return [SubsetKernel("polynomial"), mmd_kernel(kernel, sigma)]
+
+
+def gather_subsets(x: Any, y: Any, *, kernel: str, sigma: float | None = None, n_subsets: int = 100,
+                   subset_size: int = 1000, seed: int = 0) -> SubsetGather | None:
+    """A :class:`.subset_gather.SubsetGather` of :func:`kid_and_mmd2`'s subsets and kernels (the same
+    arguments) for :func:`.prdc.neighbour_indicators` to fill from its distance blocks, or None where
+    they cannot serve (float64 features, the cosine kernel: :func:`.subset_gather.fusable`)."""
+    kernels = _kid_and_mmd_kernels(kernel, sigma)
+    if not fusable(x, y, kernels) or x.shape[1] != y.shape[1]:
+        return None
+    n, m = int(x.shape[0]), int(y.shape[0])
+    size = min(int(subset_size), n, m)
+    count = _check_subsets(n, m, size, n_subsets)
+    return SubsetGather(int(x.shape[1]), kernels, subset_indices(n, m, size, count, seed))
 
 
 def check_same_dim(x: Any, y: Any) -> None:

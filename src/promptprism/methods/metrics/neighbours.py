@@ -32,6 +32,7 @@ distances with its masks per thread, and the candidates of the rows not settled 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -256,13 +257,16 @@ def _settle_rows(form: Form, lo: int, hi: int, cand: tuple, kth: int, margin: np
     return r, counted + np.bincount(rr, weights=vals <= r[rr], minlength=hi - lo).astype(np.int64) - 1
 
 
-def own_radii(form: Form, k: int, *, exact: bool, block_rows: int) -> tuple[np.ndarray, np.ndarray]:
+def own_radii(form: Form, k: int, *, exact: bool, block_rows: int, visit: Callable | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
     """Squared distance of each distinct row of ``form`` to its k-th nearest other row (with k or fewer
     others: the farthest) and how many other rows its closed ball holds (k without ties).
 
     Distances are symmetric, so only the upper triangle is computed: row block [lo, hi) against columns
     lo..n, each entry a candidate of its row (D_ij <= bound_i + 2 m_i) and of its column (D_ij <= bound_j +
     2 m_j, the later rows), with bound_i the k-th smallest distance to a sample of the columns.
+    ``visit(order)`` (position p of the pass holds distinct row ``order[p]``, None: p) returns a function
+    shown each block once (block, lo): positions lo.. by lo.. (its square's lower part is not the triangle's).
     """
     right, n = form.right, len(form.rows)
     kth = min(k, n - 1)
@@ -275,10 +279,13 @@ def own_radii(form: Form, k: int, *, exact: bool, block_rows: int) -> tuple[np.n
         + _slack(form.rows.dim)
     sample = _sample_columns(n, kth)
     if sample is None:  # a small set: whole rows, each row's bound its own k-th
+        seen = visit and visit(None)
         for lo in range(0, n, block_rows):
             hi = min(n, lo + block_rows)
             d2 = _left_of_right(right, lo, hi) @ right.T
             d2[np.arange(hi - lo), np.arange(lo, hi)] = 0.0  # itself, exactly
+            if seen is not None:
+                seen(d2[:, lo:], lo)
             bound = np.partition(d2, kth, axis=1)[:, kth].astype(np.float64)
             rr, cc = sparse_nonzero(d2 <= _up32(bound + 2.0 * margin[lo:hi])[:, None])
             radii[lo:hi], held[lo:hi] = _settle_rows(form, lo, hi, (rr + lo, cc, d2[rr, cc]), kth, margin,
@@ -287,7 +294,8 @@ def own_radii(form: Form, k: int, *, exact: bool, block_rows: int) -> tuple[np.n
     step = min(block_rows, max(256, -(-n // 8)))
     if sample.size > block_rows:  # (the sample's distances to every row exceed one block: computed twice)
         thr = _up32(_row_bounds(right, sample, kth, block_rows) + 2.0 * margin)
-        return _upper_pass(form, thr, margin, kth, exact, starts=list(range(0, n, step)))
+        return _upper_pass(form, thr, margin, kth, exact, starts=list(range(0, n, step)),
+                           visit=visit and visit(None))
     # the sample rows first: their distances to every row give every row's bound, and their upper
     # triangle is the pass's first blocks, computed once (the rows' order changes no distance)
     order = np.r_[sample, np.delete(np.arange(n), sample)]
@@ -301,15 +309,16 @@ def own_radii(form: Form, k: int, *, exact: bool, block_rows: int) -> tuple[np.n
         bounds[c0:c0 + BOUND_COLUMNS] = np.partition(first[:, c0:c0 + BOUND_COLUMNS], kth, axis=0)[kth]
     thr = _up32(bounds + 2.0 * margin[order])
     starts = [*range(0, sample.size, step), *range(sample.size, n, step)]
-    radii[order], held[order] = _upper_pass(moved, thr, margin[order], kth, exact, starts=starts, first=first)
+    radii[order], held[order] = _upper_pass(moved, thr, margin[order], kth, exact, starts=starts, first=first,
+                                            visit=visit and visit(order))
     return radii, held
 
 
 def _upper_pass(form: Form, thr: np.ndarray, margin: np.ndarray, kth: int, exact: bool, *, starts: list[int],
-                first: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                first: np.ndarray | None = None, visit: Callable | None = None) -> tuple:
     """:func:`own_radii`' pass over the upper triangle, row blocks beginning at ``starts``: each entry a
-    candidate of its row and of its column against the thresholds ``thr``; ``first``: the distances of
-    the first rows to every row, already computed (their blocks are read from it)."""
+    candidate of its row and of its column against ``thr``; ``first``: the first rows' distances to every
+    row, already computed (their blocks are read from it); ``visit``: shown each block (block, lo)."""
     right, n = form.right, len(form.rows)
     radii, held = np.zeros(n), np.zeros(n, dtype=np.int64)
     pending: dict[int, list] = {lo: [] for lo in starts}
@@ -320,6 +329,8 @@ def _upper_pass(form: Form, thr: np.ndarray, margin: np.ndarray, kth: int, exact
         else:
             d2 = _left_of_right(right, lo, hi) @ right[lo:].T  # scaled: s^2 |x_i - x_j|^2, columns lo..n
             d2[np.arange(hi - lo), np.arange(hi - lo)] = 0.0  # itself, exactly
+        if visit is not None:
+            visit(d2, lo)
         rr, cc = sparse_nonzero(d2 <= thr[lo:hi, None])
         pending[lo].append((rr + lo, cc + lo, d2[rr, cc]))
         ii, jj = sparse_nonzero(d2[:, hi - lo :] <= thr[None, hi:])  # the same entries as column j's rows
@@ -346,14 +357,17 @@ class Memberships:
 
 
 def _membership_block(real: Form, fake: Rows, lo: int, hi: int, r_real: np.ndarray, r_fake: np.ndarray,
-                      weight: np.ndarray, exact: bool) -> tuple:
+                      weight: np.ndarray, exact: bool, visit: Callable | None = None) -> tuple:
     """Fake rows lo..hi against every real row: (in_real, balls) of those rows, and the real rows some of
     them cover and the real rows inside their balls."""
     s2, c = real.scale**2, margin_factor(fake.dim) if exact else 0.0
     slack = _slack(fake.dim) if exact else 0.0
     x = fake.block(lo, hi) - real.shift
     sq = np.einsum("ij,ij->i", x, x)
-    d2 = _left(x * real.scale) @ real.right.T  # scaled
+    left = _left(x * real.scale)
+    d2 = left @ real.right.T  # scaled
+    if visit is not None:
+        visit(d2, lo, x, left)
     mask = d2 < _up32(s2 * (r_real + c * (real.sq + sq.max())) + slack)[None, :]
     mask |= d2 < _up32(s2 * (r_fake[lo:hi] + c * (sq + float(real.sq.max()))) + slack)[:, None]
     rr, cc = sparse_nonzero(mask)
@@ -368,15 +382,17 @@ def _membership_block(real: Form, fake: Rows, lo: int, hi: int, r_real: np.ndarr
 
 
 def memberships(real: Form, fake: Rows, r_real: np.ndarray, r_fake: np.ndarray, weight: np.ndarray, *,
-                exact: bool, block_rows: int, parallel: bool = False) -> Memberships:
+                exact: bool, block_rows: int, parallel: bool = False, visit: Callable | None = None
+                ) -> Memberships:
     """Which pairs lie strictly inside a ball: d(fake i, real j)^2 < ``r_real[j]`` or < ``r_fake[i]``
     (squared radii). The fake rows are centred and scaled as ``real``'s form; ``weight``: each real ball's
-    weight in ``balls``. ``parallel``: the row blocks on threads (:func:`.parallel.map_threads`)."""
+    weight in ``balls``. ``parallel``: the row blocks on threads (:func:`.parallel.map_threads`); ``visit``
+    is shown each block (block, lo, fake rows lo.. less the real rows' centre, their operand L)."""
     n, m = len(real.rows), len(fake)
     out = Memberships(np.zeros(m, dtype=bool), np.zeros(m), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
     blocks = [(lo, min(m, lo + block_rows)) for lo in range(0, m, block_rows)]
-    done = map_threads(lambda b: _membership_block(real, fake, *b, r_real, r_fake, weight, exact), blocks,
-                       parallel=parallel)
+    done = map_threads(lambda b: _membership_block(real, fake, *b, r_real, r_fake, weight, exact, visit),
+                       blocks, parallel=parallel)
     for (lo, hi), (in_real, balls, covered, held_by) in zip(blocks, done, strict=True):
         out.in_real[lo:hi], out.balls[lo:hi] = in_real, balls
         out.covered[covered] = True

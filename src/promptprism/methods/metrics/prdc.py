@@ -134,14 +134,16 @@ def _distinct(x: Any) -> tuple[Rows, np.ndarray, np.ndarray, int]:
     return Rows(arr, index), rank[inverse], counts[inverse], int(arr.shape[0] - first.size)
 
 
-def _one_set(x: Any, centre: np.ndarray | None, spread_about: np.ndarray | None, *, k: int, exact: bool,
-             block_rows: int | None) -> tuple:
+def _one_set(x: Any, centre: np.ndarray | None, spread_about: np.ndarray | None, side: str, *, k: int,
+             exact: bool, block_rows: int | None, gather: Any = None) -> tuple:
     """One set's distinct rows (:func:`_distinct`), its form centred on ``centre`` (None: its own mean),
-    its radii and closed-ball counts (:func:`.neighbours.own_radii`), and the largest squared distance of
-    its distinct rows from ``spread_about`` (0.0 when None)."""
+    its radii and closed-ball counts (:func:`.neighbours.own_radii`; its blocks shown to ``gather``'s visitor
+    of ``side``), and the largest squared distance of its distinct rows from ``spread_about`` (0.0 when
+    None)."""
     rows, inverse, mult, dup = _distinct(x)
     form = make_form(rows, rows.mean() if centre is None else centre)
-    radii, held = own_radii(form, k, exact=exact, block_rows=_block_rows(len(rows), block_rows))
+    visit = None if gather is None else gather.own_visitor(side, inverse, form)
+    radii, held = own_radii(form, k, exact=exact, block_rows=_block_rows(len(rows), block_rows), visit=visit)
     spread = 0.0
     for lo in range(0, len(rows) if spread_about is not None else 0, 2048):
         diff = rows.block(lo, lo + 2048) - spread_about
@@ -150,13 +152,14 @@ def _one_set(x: Any, centre: np.ndarray | None, spread_about: np.ndarray | None,
 
 
 def neighbour_indicators(real: Any, fake: Any, k: int = 5, *, dtype: Any = np.float64,
-                         block_rows: int | None = None) -> NeighbourIndicators:
+                         block_rows: int | None = None, gather: Any = None) -> NeighbourIndicators:
     """The per-sample indicators of precision, recall, density and coverage (module docstring, eqs.).
 
     ``dtype``: the distances' precision. float64 (the default): exact, float32 GEMM blocks with every pair
     near a radius re-checked in float64 (:mod:`.neighbours`); float32: the float32 values decide (ties can
     then differ from float64 at round-off). Memory: a float32 copy of each set's distinct rows plus one block
-    of ``block_rows`` x (N or M) float32 distances.
+    of ``block_rows`` x (N or M) float32 distances. ``gather``: a :class:`.subset_gather.SubsetGather` (sides
+    'generated' = ``fake``, 'reference' = ``real``) that reads KID's and MMD's subset sums off the blocks.
     """
     if real.shape[1] != fake.shape[1]:
         raise InputError(f"the reference and generated features have {real.shape[1]} and {fake.shape[1]} "
@@ -172,8 +175,8 @@ def neighbour_indicators(real: Any, fake: Any, k: int = 5, *, dtype: Any = np.fl
     parallel = max(real.shape[0], fake.shape[0]) * real.shape[1] >= PARALLEL_ENTRIES
     (re, re_inv, re_mult, re_dup, real_form, re_radii, re_held, _), \
         (fa, fa_inv, _, fa_dup, _, fa_radii, _, fake_sq) = map_threads(
-            lambda task: _one_set(*task, k=k, exact=exact, block_rows=block_rows),
-            [(real, shift, None), (fake, None, shift)], parallel=parallel)
+            lambda task: _one_set(*task, k=k, exact=exact, block_rows=block_rows, gather=gather),
+            [(real, shift, None, "reference"), (fake, None, shift, "generated")], parallel=parallel)
     # the round-off of the expansion |a|^2 + |b|^2 - 2<a, b>: a sample on a ball's sphere (identical sets:
     # the k-th neighbour) stays outside whichever way its two computed distances round, and a zero radius
     # still holds its own copies
@@ -182,7 +185,8 @@ def neighbour_indicators(real: Any, fake: Any, k: int = 5, *, dtype: Any = np.fl
     r_fake = np.maximum(fa_radii - floor, floor)
     cross_form = rescaled(real_form, max(float(real_form.sq.max()), fake_sq))  # the fake rows fit too
     inside = memberships(cross_form, fa, r_real, r_fake, k / np.maximum(re_held, 1), exact=exact,
-                         block_rows=_block_rows(len(re), block_rows), parallel=parallel)
+                         block_rows=_block_rows(len(re), block_rows), parallel=parallel,
+                         visit=None if gather is None else gather.cross_visitor(cross_form))
     return NeighbourIndicators(inside.in_real[fa_inv], inside.balls[fa_inv], inside.in_fake[re_inv],
                                inside.covered[re_inv], np.sqrt(re_radii[re_inv]), np.sqrt(fa_radii[fa_inv]),
                                k, {"reference": re_dup, "generated": fa_dup})
