@@ -5,7 +5,8 @@ polynomial kernel k(a, b) = (<a, b> / d + 1)^3, averaged over random subsets of 
 al. 2018, sec. 3 and app. D; clean-fid's ``kernel_distance`` and torchmetrics' KID: 100 subsets of 1000).
 The per-subset MMD^2_u is the shared :func:`~promptprism.stats.two_sample.mmd2` for a
 Gram callable (:func:`subset_mmd2`); KID and promptprism's kernels compute the same equation from kernel
-sums, every kernel from one Gram matrix per subset pair (:mod:`.kernel_sums`), the pairs on threads.
+sums, every kernel from one Gram matrix per subset pair (:mod:`.kernel_sums`), the pairs on threads, or
+for float32 features from the k-NN metrics' distance blocks (:func:`gather_subsets`, :mod:`.subset_gather`).
 """
 
 from __future__ import annotations
