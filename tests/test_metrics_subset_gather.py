@@ -70,7 +70,12 @@ def test_the_estimator_reads_its_kid_and_mmd_off_the_knn_blocks(monkeypatch):
     x, y = _sets(2500, 2400, 32, offset=1.0, seed=3)
     calls = []
     real = est_module.gather_subsets
-    monkeypatch.setattr(est_module, "gather_subsets", lambda *a, **k: calls.append(real(*a, **k)) or calls[-1])
+
+    def spied(*args, **kwargs):
+        calls.append(real(*args, **kwargs))
+        return calls[-1]
+
+    monkeypatch.setattr(est_module, "gather_subsets", spied)
     opts = dict(bootstrap=0, subsets=6, subset_size=800)
     fused = ReferenceMetrics(**opts).fit(x, y).models[0]
     assert calls and calls[-1] is not None and calls[-1].cross is not None

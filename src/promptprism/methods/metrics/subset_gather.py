@@ -126,7 +126,7 @@ class SubsetGather:
         self.inverse: dict[str, np.ndarray] = {}
         self.terms: dict[str, PassTerms] = {}
         self.own: dict[str, _Side] = {}
-        self.cross: tuple[_Side, _Side, PassTerms] | None = None
+        self.cross: tuple[_Side, _Side] | None = None
         self._lock = threading.Lock()
 
     def _gamma(self, k: SubsetKernel) -> float:
@@ -245,7 +245,7 @@ class SubsetGather:
                                lambda lo, hi: form.rows.block(lo, hi) - form.shift, form.shift, form.scale,
                                factor=-0.5)
         ref_adds = [[self._row_terms(k, ref_terms, r) for r in ref.rows] for k in self.kernels]
-        self.cross = (gen, ref, ref_terms)
+        self.cross = (gen, ref)
 
         def visit(d2: np.ndarray, lo: int, centred: np.ndarray, left: np.ndarray) -> None:
             hi = lo + d2.shape[0]
@@ -275,9 +275,10 @@ class SubsetGather:
 
     def sums(self) -> list[list[KernelSums]]:
         """Per subset pair, per kernel, the :class:`KernelSums` of its rows (in the subsets' row order)."""
-        gen_x, ref_x, _ = self.cross
-        sides = {name: self.own.get(name) or self._side(name, None) for name in SIDES}  # (one distinct row:
-        out = []                                                                         # no block)
+        gen_x, ref_x = self.cross
+        # (a set of one distinct row has no block: its sums are its diagonal's)
+        sides = {name: self.own.get(name) or self._side(name, None) for name in SIDES}
+        out = []
         for s in range(len(self.subsets)):
             per = []
             for q, k in enumerate(self.kernels):
