@@ -121,3 +121,36 @@ def test_each_rows_rounded_norm_is_taken_out_of_its_distances():
     _, fused = kid_module.kid_and_mmd2(x, y, **opts, gathered=gather)
     _, exact = kid_module.kid_and_mmd2(x.astype(np.float64), y.astype(np.float64), **opts)
     assert np.max(np.abs(fused - exact)) <= 2.2e-10
+
+
+def test_a_bandwidth_tiny_against_the_rows_spread_keeps_the_gaussian_finite_and_right():
+    """A near-constant reference takes the median-rule bandwidth to ~4e-6 while the generated rows spread
+    over ~1: each row's norm-rounding term is then far too large for a factor exp(t) (it overflowed to inf
+    and 0 x inf made the MMD NaN); it goes into the exponent, clipped at 0, and the MMD is float64's."""
+    from promptprism.kernels.bandwidth import resolve_bandwidth
+
+    rng = np.random.default_rng(0)
+    ref = (np.ones((700, 8)) + rng.normal(size=(700, 8)) * 1e-6).astype(np.float32)
+    gen = rng.normal(size=(700, 8)).astype(np.float32)
+    sigma = resolve_bandwidth("median", ref, name="mmd_sigma", seed=0)
+    opts = dict(kernel="gaussian", sigma=sigma, n_subsets=2, subset_size=600, seed=0)
+    gather = kid_module.gather_subsets(gen, ref, **opts)
+    neighbour_indicators(ref, gen, 5, gather=gather)
+    _, fused = kid_module.kid_and_mmd2(gen, ref, **opts, gathered=gather)
+    _, exact = kid_module.kid_and_mmd2(gen.astype(np.float64), ref.astype(np.float64), **opts)
+    assert np.all(np.isfinite(fused))
+    np.testing.assert_allclose(fused, exact, rtol=1e-5)
+
+
+def test_sums_gathered_for_other_arguments_are_refused():
+    x, y = _sets(60, 50, 4, seed=6)
+    opts = dict(kernel="gaussian", sigma=1.0, n_subsets=3, subset_size=20, seed=5)
+    unvisited = kid_module.gather_subsets(x, y, **opts)
+    with pytest.raises(ValueError, match="not visited"):
+        kid_module.kid_and_mmd2(x, y, **opts, gathered=unvisited)
+    gather = kid_module.gather_subsets(x, y, **opts)
+    neighbour_indicators(y, x, 3, gather=gather)
+    for other in (dict(seed=6), dict(sigma=3.0), dict(n_subsets=5)):
+        with pytest.raises(ValueError, match="other subsets or kernels"):
+            kid_module.kid_and_mmd2(x, y, **{**opts, **other}, gathered=gather)
+    assert kid_module.gather_subsets(x[:1], y, **opts) is None  # (the k-NN check then names the set)

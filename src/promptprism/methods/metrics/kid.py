@@ -159,7 +159,7 @@ def subset_kernel_mmd2(x: Any, y: Any, kernels: list[SubsetKernel], *, n_subsets
     n_subsets = _check_subsets(n, m, subset_size, n_subsets)
     gram_dtype = gram_precision(x, y)
     pairs = subset_indices(n, m, subset_size, n_subsets, seed)
-    ready = None if gathered is None else dict(enumerate(gathered.sums()))
+    ready = None if gathered is None else dict(enumerate(gathered.sums_for(pairs, kernels)))
 
     def one_pair(at: int) -> list[tuple[float, tuple[float, float]]]:
         i, j = pairs[at]
@@ -240,10 +240,10 @@ def gather_subsets(x: Any, y: Any, *, kernel: str, sigma: float | None = None, n
     arguments) for :func:`.prdc.neighbour_indicators` to fill from its distance blocks, or None where
     they cannot serve (float64 features, the cosine kernel: :func:`.subset_gather.fusable`)."""
     kernels = _kid_and_mmd_kernels(kernel, sigma)
-    if not fusable(x, y, kernels) or x.shape[1] != y.shape[1]:
-        return None
     n, m = int(x.shape[0]), int(y.shape[0])
     size = min(int(subset_size), n, m)
+    if not fusable(x, y, kernels) or x.shape[1] != y.shape[1] or size < 2:  # (the Gram route says why not)
+        return None
     count = _check_subsets(n, m, size, n_subsets)
     return SubsetGather(int(x.shape[1]), kernels, subset_indices(n, m, size, count, seed))
 

@@ -14,7 +14,8 @@ Then <a - c, b - c> = (n^_a + n^_b - D~_ab) / (2 s^2), and <a, b> adds q_a + q_b
 |c|^2 / 2 (float64, from the rows themselves: the rounding of x never meets |c|); D_ab = (D~_ab - d_a -
 d_b) / s^2 with d = n^ - |x|^2, the rounding of each row's squared norm. Taking out the n^ the product put
 in leaves only the product's own rounding, which averages out of the sums; a row's rounded norm would not
-(it shifts all of the row's entries alike). The gaussian's exp(d_a / (2 sigma^2 s^2)) are per-row factors.
+(it shifts all of the row's entries alike). The gaussian's exp(d_a / (2 sigma^2 s^2)) are per-row factors
+(in the exponent, clipped at 0, where they could overflow: a bandwidth tiny against the rows' spread).
 
 So each block visited gives, per subset, the entries whose row and column are both in the subset (a
 gather), their kernel values in float64 and their weighted row and column sums: 2 s^2 entries per subset
@@ -43,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from .kernel_sums import KernelSums, SubsetKernel
+from .kernel_sums import GAUSSIAN_FACTORED_MAX_H, KernelSums, SubsetKernel
 
 #: the sides of the blocks: KID's first set (the generated rows) and its second (the reference)
 SIDES = ("generated", "reference")
@@ -133,11 +134,10 @@ class SubsetGather:
         return 1.0 / self.dim if k.gamma is None else float(k.gamma)
 
     def _row_terms(self, k: SubsetKernel, t: PassTerms, at: np.ndarray | slice) -> np.ndarray:
-        """Kernel ``k``'s per-row term for rows ``at`` of a pass (module docstring): the polynomial's addend
-        gamma (n^ / (2 s^2) + q) + coef / 2 to its argument; the gaussian's factor
-        exp(d / (2 sigma^2 s^2))."""
+        """Kernel ``k``'s per-row addend to its argument for rows ``at`` of a pass (module docstring): the
+        polynomial's gamma (n^ / (2 s^2) + q) + coef / 2, the gaussian's d / (2 sigma^2 s^2)."""
         if k.kind == "gaussian":
-            return np.exp(t.delta[at] * (0.5 * t.unit / k.sigma**2))
+            return t.delta[at] * (0.5 * t.unit / k.sigma**2)
         return self._gamma(k) * (0.5 * t.unit * t.nhat[at] + t.q[at]) + 0.5 * k.coef
 
     def _weighted_sums(self, d2: np.ndarray, unit: float, terms: list[tuple[np.ndarray, np.ndarray]],
@@ -152,24 +152,27 @@ class SubsetGather:
         for k, (rows, cols) in zip(self.kernels, terms, strict=True):
             scale = -0.5 * unit / k.sigma**2 if k.kind == "gaussian" else -0.5 * self._gamma(k) * unit
             v = np.multiply(d2, scale, dtype=np.float64)
-            if k.kind == "gaussian":  # exp(-D / (2 sigma^2)) = exp(-D~ / (2 sigma^2 s^2)) f_i f_j
+            factors = None
+            if k.kind == "gaussian" and max(np.abs(rows).max(initial=0.0),
+                                            np.abs(cols).max(initial=0.0)) <= GAUSSIAN_FACTORED_MAX_H:
+                factors = np.exp(rows), np.exp(cols)  # exp(-D~ / (2 sigma^2 s^2)) times e^(t_i) e^(t_j)
                 np.exp(v, out=v)
-                wr, wc = w_rows * rows, w_cols * cols
             else:
                 v += rows[:, None]
                 v += cols
-                if k.degree == 3:
+                if k.kind == "gaussian":  # (terms too large for factors: in the exponent, clipped at 0)
+                    np.exp(np.minimum(v, 0.0, out=v), out=v)
+                elif k.degree == 3:
                     v *= np.square(v)
                 else:
                     v = np.power(v, k.degree, out=v)
-                wr, wc = w_rows, w_cols
             if below is not None:
                 v[:, :upper][below] = 0.0
-            row_sums, col_sums = v @ wc, wr @ v
-            if k.kind == "gaussian":
-                row_sums *= rows
-                col_sums *= cols
-            out.append((row_sums, col_sums))
+            if factors is None:
+                out.append((v @ w_cols, w_rows @ v))
+            else:
+                fr, fc = factors
+                out.append(((v @ (w_cols * fc)) * fr, ((w_rows * fr) @ v) * fc))
         return out
 
     def _diagonal(self, k: SubsetKernel, t: PassTerms, rows: np.ndarray) -> np.ndarray:
@@ -246,6 +249,8 @@ class SubsetGather:
                                factor=-0.5)
         ref_adds = [[self._row_terms(k, ref_terms, r) for r in ref.rows] for k in self.kernels]
         self.cross = (gen, ref)
+        pending: dict[int, tuple[int, list]] = {}  # (blocks done, by their first row, not yet added)
+        state = {"next": 0}
 
         def visit(d2: np.ndarray, lo: int, centred: np.ndarray, left: np.ndarray) -> None:
             hi = lo + d2.shape[0]
@@ -269,15 +274,26 @@ class SubsetGather:
                     for q, s, col in done:
                         ref.acc[q][s] += col
 
-        pending: dict[int, tuple[int, list]] = {}
-        state = {"next": 0}
         return visit
+
+    def sums_for(self, subsets: Sequence[tuple[np.ndarray, np.ndarray]], kernels: Sequence[SubsetKernel]
+                 ) -> list[list[KernelSums]]:
+        """:meth:`sums`, once it is known that they are of these ``subsets`` and ``kernels`` and that the
+        blocks were visited (else a ValueError: the gather was made for other arguments)."""
+        same = len(subsets) == len(self.subsets) and all(
+            np.array_equal(a, b) for pair, mine in zip(subsets, self.subsets, strict=True)
+            for a, b in zip(pair, mine, strict=True))
+        if not same or list(kernels) != self.kernels or self.cross is None:
+            raise ValueError("these subset sums were gathered for other subsets or kernels, or their "
+                             "blocks were not visited: pass the gather made by gather_subsets with the same "
+                             "arguments through neighbour_indicators first")
+        return self.sums()
 
     def sums(self) -> list[list[KernelSums]]:
         """Per subset pair, per kernel, the :class:`KernelSums` of its rows (in the subsets' row order)."""
         gen_x, ref_x = self.cross
         # (a set of one distinct row has no block: its sums are its diagonal's)
-        sides = {name: self.own.get(name) or self._side(name, None) for name in SIDES}
+        sides = {name: self.own[name] if name in self.own else self._side(name, None) for name in SIDES}
         out = []
         for s in range(len(self.subsets)):
             per = []
