@@ -79,6 +79,7 @@ SPLIT_BANDWIDTH = Check(_split_bandwidth,
 #: what a K-way pair's modes list (``KWaySplit.pair_details``)
 PAIR_DETAILS = ("leading", "all")
 
+
 @dataclass(frozen=True)
 class SplitOptions(Estimator):
     """The options of :class:`.PromptSplit` that :class:`.KWaySplit` shares (documented on PromptSplit), in
