@@ -238,11 +238,13 @@ def gather_subsets(x: Any, y: Any, *, kernel: str, sigma: float | None = None, n
                    subset_size: int = 1000, seed: int = 0) -> SubsetGather | None:
     """A :class:`.subset_gather.SubsetGather` of :func:`kid_and_mmd2`'s subsets and kernels (the same
     arguments) for :func:`.prdc.neighbour_indicators` to fill from its distance blocks, or None where
-    they cannot serve (float64 features, the cosine kernel: :func:`.subset_gather.fusable`)."""
+    they cannot serve (features wider than float32 (:func:`gram_precision`), the cosine kernel:
+    :func:`.subset_gather.fusable`)."""
     kernels = _kid_and_mmd_kernels(kernel, sigma)
     n, m = int(x.shape[0]), int(y.shape[0])
     size = min(int(subset_size), n, m)
-    if not fusable(x, y, kernels) or x.shape[1] != y.shape[1] or size < 2:  # (the Gram route says why not)
+    if gram_precision(x, y) is not np.float32 or not fusable(kernels) or x.shape[1] != y.shape[1] \
+            or size < 2:  # (the Gram route says why not)
         return None
     count = _check_subsets(n, m, size, n_subsets)
     return SubsetGather(int(x.shape[1]), kernels, subset_indices(n, m, size, count, seed))

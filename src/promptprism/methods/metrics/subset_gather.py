@@ -31,7 +31,8 @@ Within a set only entries above the diagonal of the pass's order are read (each 
 row and its column).
 
 The D values are float32 (the features' own precision, as KID's float32 Gram matrices for float32 features):
-used for float32 features only (:func:`fusable`); float64 features take :mod:`.kid`'s own float64 products.
+used for float32 features only (:func:`.kid.gather_subsets`); float64 features take :mod:`.kid`'s own float64
+products.
 Measured against float64 (10,000 rows a set, 2,048-d): KID within 9e-8 of its value, MMD^2 within 1e-7.
 """
 
@@ -52,11 +53,10 @@ SIDES = ("generated", "reference")
 FUSED_KINDS = ("polynomial", "gaussian")
 
 
-def fusable(x: np.ndarray, y: np.ndarray, kernels: Sequence[SubsetKernel]) -> bool:
-    """Whether the subset sums may come from the k-NN blocks: float32 (or narrower) features, and only
-    polynomial and gaussian kernels."""
-    narrow = all(np.issubdtype(v.dtype, np.floating) and np.dtype(v.dtype).itemsize <= 4 for v in (x, y))
-    return narrow and all(k.kind in FUSED_KINDS for k in kernels)
+def fusable(kernels: Sequence[SubsetKernel]) -> bool:
+    """Whether these kernels can be read off the distance blocks: polynomial and gaussian only (the features
+    must also be float32: :func:`.kid.gather_subsets` asks :func:`.kid.gram_precision`)."""
+    return all(k.kind in FUSED_KINDS for k in kernels)
 
 
 def gather(block: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -82,21 +82,34 @@ class PassTerms:
 
 
 def pass_terms(x32: np.ndarray, nhat32: np.ndarray, centred: Callable[[int, int], np.ndarray],
-               shift: np.ndarray, scale: float, *, factor: float = 1.0, chunk: int = 1024) -> PassTerms:
+               shift: np.ndarray, scale: float, *, factor: float = 1.0, sq: np.ndarray | None = None,
+               chunk: int = 1024) -> PassTerms:
     """:class:`PassTerms` of the rows whose GEMM operand is x = ``factor`` x ``x32`` (float32, x =
     fl32(``scale`` (a - ``shift``)); ``factor`` -1/2 reads a form's -2 x exactly) with squared norms
-    ``nhat32``; ``centred(lo, hi)``: rows lo..hi of a - c in float64."""
+    ``nhat32``; ``centred(lo, hi)``: rows lo..hi of a - c in float64; ``sq``: their |a - c|^2 when known."""
     n = x32.shape[0]
-    exact, q, sq = np.empty(n), np.empty(n), np.empty(n)
+    exact, q = np.empty(n), np.empty(n)
+    known = sq is not None
+    sq = np.asarray(sq, dtype=np.float64) if known else np.empty(n)
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
         part = np.asarray(x32[lo:hi], dtype=np.float64) * factor
         np.einsum("ij,ij->i", part, part, out=exact[lo:hi])
         rows = centred(lo, hi)
         np.matmul(rows, shift, out=q[lo:hi])
-        np.einsum("ij,ij->i", rows, rows, out=sq[lo:hi])
+        if not known:
+            np.einsum("ij,ij->i", rows, rows, out=sq[lo:hi])
     nhat = np.asarray(nhat32, dtype=np.float64)
     return PassTerms(nhat, nhat - exact, q + 0.5 * float(shift @ shift), sq, 1.0 / scale**2)
+
+
+def form_terms(form: Any) -> PassTerms:
+    """:class:`PassTerms` of a :class:`.neighbours.Form`'s rows (its operand R = [-2 x, n^, 1], its centre,
+    scale and float64 |a - c|^2)."""
+    d = form.right.shape[1] - 2
+    return pass_terms(form.right[:, :d], form.right[:, d],
+                      lambda lo, hi: form.rows.block(lo, hi) - form.shift, form.shift, form.scale,
+                      factor=-0.5, sq=form.sq)
 
 
 @dataclass
@@ -208,11 +221,8 @@ class SubsetGather:
         :class:`.neighbours.Form`; ``inverse``: each original row's distinct row): given the pass's order
         (position p holds distinct row ``order[p]``, None: p), a function of each block of ``form.scale``^2 D
         between positions lo.. and lo.. (rows, then columns)."""
-        d = form.right.shape[1] - 2
         self.inverse[side] = np.asarray(inverse)
-        self.terms[side] = terms = pass_terms(
-            form.right[:, :d], form.right[:, d], lambda lo, hi: form.rows.block(lo, hi) - form.shift,
-            form.shift, form.scale, factor=-0.5)
+        self.terms[side] = terms = form_terms(form)
 
         def start(order: np.ndarray | None) -> Callable[[np.ndarray, int], None]:
             made = self.own[side] = self._side(side, order)
@@ -244,9 +254,7 @@ class SubsetGather:
         order."""
         d = form.right.shape[1] - 2
         gen, ref = self._side("generated", None), self._side("reference", None)
-        ref_terms = pass_terms(form.right[:, :d], form.right[:, d],
-                               lambda lo, hi: form.rows.block(lo, hi) - form.shift, form.shift, form.scale,
-                               factor=-0.5)
+        ref_terms = form_terms(form)
         ref_adds = [[self._row_terms(k, ref_terms, r) for r in ref.rows] for k in self.kernels]
         self.cross = (gen, ref)
         pending: dict[int, tuple[int, list]] = {}  # (blocks done, by their first row, not yet added)
