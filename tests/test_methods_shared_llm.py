@@ -29,6 +29,11 @@ from method_tester import MethodCase, MethodTester
 
 pytest.importorskip("PIL")  # (compcon_fakes draws images)
 
+# every case runs its method end to end through a scripted HTTP endpoint, most of them twice (~6 s in all):
+# the full suite's; the fast subset keeps each method's own protocol tests (test_compcon_text.py,
+# test_compcon_protocol.py, test_naming_*.py)
+pytestmark = pytest.mark.slow
+
 
 # ------------------------------------------------------------------------------------------------ CompCon
 @functools.cache

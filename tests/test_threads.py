@@ -192,6 +192,7 @@ def test_auto_gives_threads_up_only_for_load_that_lasts(monkeypatch, readings, e
         assert calls[1] == threads.CONFIRM_WINDOW
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch (~2 s)
 def test_torch_first_imported_inside_the_budget_gets_the_callers_threads_back():
     """A command that first imports torch under a budget of 2 leaves the process's torch at the
     OMP_NUM_THREADS of before (a test process of one thread, or a notebook, would otherwise run every later
