@@ -5,7 +5,9 @@ pair, a Scendi difference beyond its intervals) or ``METRIC OP NUMBER`` with OP 
 where METRIC is a headline number of the result (``distance``, ``fd``, ``precision``, ``scendi``,
 ``model_share``, ``cms``, ...), checked on every model (row) that has it; against a baseline result,
 ``change(METRIC)`` (result - baseline) and ``ratio(METRIC)`` (result / baseline) compare each row with the
-baseline's row of the same name. :func:`evaluate` returns one :class:`Check` per condition and row.
+baseline's row of the same name. :func:`evaluate` returns one :class:`Check` per condition and row; a
+condition the result cannot answer (no test, no intervals, a value that is not a number) is refused with an
+:class:`OptionError`, never passed.
 """
 
 from __future__ import annotations
@@ -72,10 +74,16 @@ def significant(result: Any) -> tuple[bool, str]:
         p = min((m.p_value for m in sig), default=None)
         return bool(sig), f"{len(sig)} significant mode(s)" + (f", smallest p = {p:.3g}" if sig else "")
     if kind == "promptsplit_kway":
+        if not result.significance:
+            raise OptionError("fail_on: significant needs a result with its test (run compare with "
+                              "--permutations > 0)")
         pairs = result.significant_pairs
         return bool(pairs), (f"{len(pairs)} significant pair(s): " +
                              ", ".join(f"{a} vs {b}" for a, b in pairs) if pairs else "no significant pair")
     if kind == "scendi_comparison":
+        if not all(m.intervals for m in result.models):
+            raise OptionError("fail_on: significant needs the models' intervals (run diversity with "
+                              "--bootstrap > 0)")
         seps = [d for d in result.differences if d.get("separated")]
         return bool(seps), (f"{len(seps)} difference(s) beyond their intervals: " +
                             ", ".join(f"{d['metric']} {d['a']} vs {d['b']}" for d in seps[:5])
@@ -129,11 +137,29 @@ def _metric_checks(result: Any, baseline: Any, cond: str, how: str | None, metri
                 raise OptionError(f"baseline: has no row {name!r} with {metric} to compare with; its rows: "
                                   f"{', '.join(map(repr, base)) or 'none'}")
             before = float(base[name][metric])
-            value = value - before if how == "change" else (value / before if before else math.inf)
+            _checkable(cond, name, metric, before, "the baseline's ")
+            _checkable(cond, name, metric, value)
+            value = value - before if how == "change" else ratio(value, before)
             where += f"{how} of {metric} {value:.6g} ({before:.6g} -> {float(values[metric]):.6g})"
         else:
+            _checkable(cond, name, metric, value)
             where += f"{metric} = {value:.6g}"
-        failed = math.isfinite(value) and _OPS[op](value, x)
-        note = "" if math.isfinite(value) else " (not a number: not checked)"
-        out.append(Check(cond, name, value if math.isfinite(value) else None, failed, where + note))
+        out.append(Check(cond, name, value, _OPS[op](value, x), where))
     return out
+
+
+def ratio(value: float, before: float) -> float:
+    """``value / before``; from a baseline of 0: 1 when the value is 0 too (no change), else +-inf (any
+    change from nothing is beyond every finite ratio)."""
+    if before:
+        return value / before
+    return 1.0 if value == 0 else math.copysign(math.inf, value)
+
+
+def _checkable(cond: str, name: str, metric: str, value: float, whose: str = "") -> None:
+    """A condition on a value that is not a number cannot be checked: refused, never passed."""
+    if math.isnan(value):
+        row = f" on {name}" if name else ""
+        why = (" (no significance test ran: rerun with --permutations > 0)" if "p_value" in metric else "")
+        raise OptionError(f"fail_on: {cond!r} cannot be checked{row}: {whose}{metric} is not a number in "
+                          f"this result{why}")

@@ -1,0 +1,86 @@
+"""The CI gate's conditions (promptprism.gate): a condition the result cannot answer is refused, never passed;
+a ratio from a baseline of 0 is a number the comparison can use."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from _cli_run import run_cli
+from promptprism.errors import OptionError
+from promptprism.gate import evaluate, ratio
+from promptprism.io import atomic_save_npz
+
+
+def _split(distance: float, significant: int, p_values=(0.01, 0.5), tested: bool = True):
+    modes = [SimpleNamespace(p_value=p if tested else None, significant=tested and i < significant)
+             for i, p in enumerate(p_values)]
+    return SimpleNamespace(kind="promptsplit", distance=distance, modes=modes,
+                           significance={"alpha": 0.05} if tested else {})
+
+
+def _kway(p_value, tested: bool = True):
+    return SimpleNamespace(kind="promptsplit_kway", names=["a", "b"], distances=[[0.0, 0.3], [0.3, 0.0]],
+                           pair_p_values=[[None, p_value], [p_value, None]],
+                           significance={"alpha": 0.05} if tested else {}, significant_pairs=[])
+
+
+def test_ratio_from_a_zero_baseline_is_one_for_zero_and_infinite_otherwise():
+    assert ratio(0.0, 0.0) == 1.0
+    assert ratio(2.0, 0.0) == math.inf and ratio(-2.0, 0.0) == -math.inf
+    assert ratio(3.0, 2.0) == 1.5
+
+
+def test_growth_from_zero_fails_a_ratio_gate_and_no_change_passes_it():
+    before, grew, same = _split(0.2, 0), _split(0.2, 2), _split(0.2, 0)
+    [check] = evaluate(grew, ["ratio(significant_modes)>1.5"], before)
+    assert check.failed and check.value == math.inf and "0 -> 2" in check.message
+    [check] = evaluate(same, ["ratio(significant_modes)>1.5"], before)
+    assert not check.failed and check.value == 1.0
+    [check] = evaluate(same, ["ratio(significant_modes)<0.5"], before)
+    assert not check.failed  # 0 -> 0 is no change, not a drop
+
+
+@pytest.mark.parametrize("condition", ["min_p_value<0.05", "change(min_p_value)>0.1"])
+def test_a_value_that_is_not_a_number_is_refused_not_passed(condition):
+    untested = _split(0.2, 0, tested=False)
+    with pytest.raises(OptionError, match="cannot be checked.*min_p_value is not a number.*--permutations"):
+        evaluate(untested, [condition], _split(0.2, 1))
+    with pytest.raises(OptionError, match="baseline's min_p_value"):
+        evaluate(_split(0.2, 1), ["change(min_p_value)>0.1"], untested)
+
+
+def test_significant_on_an_untested_kway_result_is_refused_like_split():
+    with pytest.raises(OptionError, match="compare with --permutations > 0"):
+        evaluate(_kway(None, tested=False), ["significant"])
+    with pytest.raises(OptionError, match="on a vs b: p_value is not a number"):
+        evaluate(_kway(None, tested=False), ["p_value<0.05"])
+    [check] = evaluate(_kway(0.01), ["p_value<0.05"])
+    assert check.failed and check.row == "a vs b"
+
+
+def test_significant_on_a_diversity_comparison_without_intervals_is_refused():
+    models = [SimpleNamespace(intervals={}), SimpleNamespace(intervals={})]
+    result = SimpleNamespace(kind="scendi_comparison", models=models, differences=[])
+    with pytest.raises(OptionError, match="--bootstrap > 0"):
+        evaluate(result, ["significant"])
+
+
+def test_cli_compare_without_its_test_exits_2_for_significant(tmp_path):
+    rng = np.random.default_rng(0)
+    prompts = np.repeat(rng.normal(size=(10, 4)), 6, axis=0)
+    sets = []
+    for k in range(3):
+        path = tmp_path / f"s{k}.npz"
+        atomic_save_npz(path, prompt_embeddings=prompts,
+                        output_embeddings=prompts[:, :3] + rng.normal(scale=0.3, size=(60, 3)))
+        sets.append(path)
+    code, _, err = run_cli("compare", *sets, "--out", tmp_path / "run", "--permutations", "0", "--quiet",
+                           "--no-report")
+    assert code == 0, err
+    for condition in ("significant", "p_value<0.05"):
+        code, out, err = run_cli("check", tmp_path / "run", "--fail-on", condition)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "--permutations" in err, (out, err)
