@@ -100,11 +100,32 @@ def next_look(drawn: int, exceedances: int, permutations: int, h: int, look: int
     return min(permutations, drawn + max(drawn, int(np.ceil(expected))))
 
 
-def choose_scheme(labels_test: np.ndarray, labels_ref: np.ndarray) -> str:
-    """'within-prompt' when prompts seen in both sets hold at least half of all samples, else 'pooled'."""
+def shared_prompt_cover(labels_test: np.ndarray, labels_ref: np.ndarray) -> tuple[int, float]:
+    """(prompts seen by one set only, the share of all samples whose prompt both sets saw)."""
     shared = np.intersect1d(labels_test, labels_ref)
     covered = np.isin(labels_test, shared).sum() + np.isin(labels_ref, shared).sum()
-    return "within-prompt" if covered * 2 >= labels_test.size + labels_ref.size else "pooled"
+    seen = np.union1d(labels_test, labels_ref).size
+    return int(seen - shared.size), float(covered / max(labels_test.size + labels_ref.size, 1))
+
+
+def choose_scheme(labels_test: np.ndarray, labels_ref: np.ndarray) -> str:
+    """'within-prompt' when prompts seen in both sets hold at least half of all samples, else 'pooled'."""
+    return "within-prompt" if shared_prompt_cover(labels_test, labels_ref)[1] >= 0.5 else "pooled"
+
+
+def unshared_prompts_note(labels_test: np.ndarray, labels_ref: np.ndarray) -> str | None:
+    """What the test and the ranking do with prompts only one set saw (None when every prompt is shared)."""
+    alone, cover = shared_prompt_cover(labels_test, labels_ref)
+    if not alone:
+        return None
+    what = (f"{alone} prompt(s) appear in one set only ({1 - cover:.0%} of the samples): ")
+    if cover < 0.5:
+        return what + ("the permutation test relabels samples over all prompts (scheme 'pooled'), not within "
+                       "each prompt, and the prompt ranking sets prompts one model never answered against "
+                       "each other; check that both sets hold the same prompt strings")
+    return what + ("the permutation test leaves their samples on their side (within a prompt one set never "
+                   "answered there is nothing to exchange) and their rows in the prompt ranking compare "
+                   "a prompt with nothing")
 
 
 def permuted_labels(groups: np.ndarray, is_test: np.ndarray, permutations: int, rng: np.random.Generator
