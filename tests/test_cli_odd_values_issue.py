@@ -164,6 +164,11 @@ def test_kid_scale_bound_by_hand():
     with pytest.raises(InputError, match="KID: output values up to"):
         check_kid_scale(x * 1.02, x * 1.02, degree=3, gamma=1 / d, coef=1.0)
     check_kid_scale(np.zeros((3, d)), x, degree=3, gamma=1 / d, coef=1.0)  # all-zero rows: k = coef^3
+    # one set huge, the other small: its kernel with itself is what overflows (the cross one stays small)
+    with pytest.raises(InputError, match="KID: output values up to 1e"):
+        check_kid_scale(np.full((3, d), 1e30), np.ones((3, d)), degree=3, gamma=1 / d, coef=1.0)
+    with pytest.raises(InputError, match="KID: output values up to 1e"):
+        check_kid_scale(np.zeros((3, d)), np.full((3, d), 1e30), degree=3, gamma=1 / d, coef=1.0)
 
 
 @pytest.mark.parametrize("command", ["metrics", "diversity", "regions"])

@@ -31,12 +31,13 @@ KID_MAX_KERNEL = 1e100
 
 def check_kid_scale(x: Any, y: Any, *, degree: int, gamma: float, coef: float) -> None:
     """Refuse embeddings whose scale takes (gamma <a, b> + coef)^degree beyond :data:`KID_MAX_KERNEL`, bounded
-    by |<a, b>| <= d max|a| max|b| (in logarithms: the values may be near float64's own limits)."""
+    by |<a, b>| <= d max|a| max|b| over every pair the estimate reads (a set with itself too: the larger of
+    the two sets' scales, squared; in logarithms: the values may be near float64's own limits)."""
     amax = [0.0 if v.size == 0 else max(abs(float(np.max(v))), abs(float(np.min(v)))) for v in
             (np.asarray(x), np.asarray(y))]  # in the features' own dtype: max and min are exact, no copy
-    if min(amax) == 0.0:
+    if max(amax) == 0.0:
         return
-    log_inner = np.log10(gamma * x.shape[1]) + np.log10(amax[0]) + np.log10(amax[1])
+    log_inner = np.log10(gamma * x.shape[1]) + 2.0 * np.log10(max(amax))
     log_bound = degree * max(log_inner, np.log10(abs(coef))) + degree * np.log10(2.0)
     if log_bound > np.log10(KID_MAX_KERNEL):
         raise InputError(f"KID: output values up to {max(amax):.3g} take its polynomial kernel "
