@@ -7,7 +7,7 @@ import pytest
 
 from promptprism import PromptSplit
 from promptprism.datasets import gaussian_mixture
-from promptprism.errors import OptionError
+from promptprism.errors import InputError, OptionError
 from promptprism.kernels.bandwidth import (
     STABLE_MULTIPLIERS,
     STABLE_TOLERANCE,
@@ -90,6 +90,23 @@ def test_median_counts_a_row_beyond_float64_squares_as_the_farthest_without_warn
         warnings.simplefilter("error")
         assert median_pairwise_distance(huge) == median_pairwise_distance(far)
     assert median_pairwise_distance(huge) != median_pairwise_distance(np.delete(x, 3, axis=0))
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e-200, 2.0 ** -700])
+def test_the_median_rule_gives_every_magnitude_its_own_median(scale):
+    """Squared distances of rows at 1e200 overflow float64 and at 1e-200 underflow to 0 (before: 'no two
+    distinct embeddings'); scaled by a power of two first, the rule's sigma is the unscaled one times the
+    scale."""
+    x = np.random.default_rng(1).standard_normal((40, 5))
+    sigma = Bandwidth.parse("median", "sigma_output").resolve(x * scale, name="sigma_output").value
+    assert sigma == pytest.approx(median_pairwise_distance(x) * scale, rel=1e-12)
+    assert np.isnan(median_pairwise_distance(x * 1e-200))  # what the unscaled rule saw: every pair at 0
+
+
+def test_a_median_beyond_float64_is_refused_naming_the_values():
+    x = np.sign(np.random.default_rng(1).standard_normal((40, 5))) * 1.5e308  # distinct rows 3e308 apart
+    with pytest.raises(InputError, match="sigma_output: embedding values up to 1.5e\\+308 put the median"):
+        Bandwidth.parse("median", "sigma_output").resolve(x, name="sigma_output")
 
 
 def test_stable_rule_does_not_depend_on_the_grid():

@@ -136,10 +136,13 @@ class Bandwidth:
         if self.kind == "gamma":
             return self.chosen(gamma_from_median(x, self.factor, seed=seed, max_samples=max_samples),
                                f"{self.factor:g} / the median distance of {rows} rows (seed {seed})")
-        median = median_pairwise_distance(x, max_samples=max_samples, seed=seed)
-        if not np.isfinite(median) or median <= 0:
-            raise OptionError(f"{name}: the median rule found no two distinct embeddings to measure a "
-                              "distance between; pass a number instead")
+        median, big = scaled_median_distance(x, max_samples=max_samples, seed=seed)
+        if math.isnan(median) or median <= 0:
+            raise OptionError(f"{name}: the median rule found no two distinct embeddings among {rows} rows "
+                              "to measure a distance between; pass a number instead")
+        if not math.isfinite(self.factor * median):
+            raise InputError(f"{name}: embedding values up to {big:.3g} put the median distance beyond "
+                             "floating point; rescale the embeddings (e.g. L2-normalise them)")
         return self.chosen(self.factor * median,
                            f"{self.factor:g} x the median distance of {rows} rows (seed {seed})")
 
@@ -202,6 +205,21 @@ def median_pairwise_distance(x: np.ndarray, *, max_samples: int = MEDIAN_SAMPLES
     return float(np.median(d)) if d.size else float("nan")
 
 
+def scaled_median_distance(x: Any, *, max_samples: int = MEDIAN_SAMPLES, seed: int = 0
+                           ) -> tuple[float, float]:
+    """(:func:`median_pairwise_distance` of the rows, their largest magnitude). Rows whose magnitudes would
+    overflow or underflow the squared distances (beyond 1e100 or below 1e-100) are first scaled by a power
+    of two (exact; the median is scale-equivariant) and the median scaled back, so values of any magnitude
+    give their own median (inf only when the median itself is beyond float64)."""
+    flat = np.asarray(x).reshape(len(x), -1)
+    big = float(np.abs(flat).max()) if flat.size else 0.0
+    if big > _HUGE or 0.0 < big < 1.0 / _HUGE:
+        scale = math.ldexp(1.0, -math.frexp(big)[1])  # 2^-e with big = m 2^e, 0.5 <= m < 1
+        med = median_pairwise_distance(flat * scale, max_samples=max_samples, seed=seed)
+        return med / scale, big
+    return median_pairwise_distance(flat, max_samples=max_samples, seed=seed), big
+
+
 #: :func:`gamma_from_median` warns when a typical pair's kernel value exp(-gamma |x - x'|^2) is below
 #: exp(-this)
 DEGENERATE_EXPONENT = 50.0
@@ -223,12 +241,7 @@ def gamma_from_median(x: Any, factor: float = 1.0, *, seed: int = 0, max_samples
     gamma that underflows to 0, is refused with a reason; a gamma that makes a typical pair's kernel ~0
     warns (:class:`DegenerateKernelWarning`).
     """
-    flat = np.asarray(x).reshape(len(x), -1)
-    big = float(np.abs(flat).max()) if flat.size else 0.0
-    if big > _HUGE:
-        med = median_pairwise_distance(flat / big, max_samples=max_samples, seed=seed) * big
-    else:
-        med = median_pairwise_distance(flat, max_samples=max_samples, seed=seed)
+    med, big = scaled_median_distance(x, max_samples=max_samples, seed=seed)
     if math.isnan(med) or med <= 0:
         raise InputError("gamma: the median rule found no two distinct real images; every real image is "
                          "the same (pass a number for gamma, or more varied images)")
