@@ -90,7 +90,7 @@ def test_no_report_removes_the_stale_report(sets, tmp_path, capsys):
     assert not (out / "report.html").exists() and (out / "result.json").is_file()
 
 
-def test_regions_headline_is_the_estimate_its_interval_is_built_around(tmp_path, capsys):
+def test_regions_headline_is_eq4_and_the_u_form_is_labelled(tmp_path, capsys):
     rng = np.random.default_rng(0)
     real = rng.random((40, 6, 6))
     np.save(tmp_path / "real.npy", real)
@@ -103,11 +103,13 @@ def test_regions_headline_is_the_estimate_its_interval_is_built_around(tmp_path,
     iv = result["intervals"][0]
     header, row = (tmp_path / "o" / "curves.csv").read_text().splitlines()[:2]
     curves = dict(zip(header.split(","), row.split(","), strict=True))
-    assert float(curves["cms"]) == pytest.approx(iv["cms"]["debiased"], rel=1e-9)
-    assert float(curves["cms_eq4"]) == pytest.approx(result["cms"][0], rel=1e-9)
-    assert float(curves["region_1"]) == pytest.approx(iv["region_cms"][1]["debiased"], rel=1e-9)
-    assert "CMS (U-form)" in printed and "CMS (eq. 4)" in printed
-    assert f"{iv['cms']['debiased']:.4f}" in printed
+    assert float(curves["cms"]) == result["cms"][0]  # eq. 4, as without --bootstrap
+    assert float(curves["region_1"]) == result["region_cms"][0][1]
+    assert float(curves["cms_uform"]) == pytest.approx(iv["cms"]["debiased"], rel=1e-9)
+    assert float(curves["region_1_uform_low"]) == pytest.approx(iv["region_cms"][1]["low"], rel=1e-9)
+    assert iv["cms"]["debiased"] != pytest.approx(result["cms"][0], rel=1e-6)  # two different estimates
+    assert "CMS (eq. 4)" in printed and "CMS (U-form)" not in printed
+    assert f"{result['cms'][0]:.4f}" in printed and f"U-form {iv['cms']['debiased']:.4f}" in printed
 
 
 def test_compcon_reads_the_image_folder_layout_split_reads(tmp_path):

@@ -69,8 +69,10 @@ def test_exact_bootstrap_equals_eq4_on_resampled_images(partition_rows, device):
         reps.append([u_cms(pixels_of(xs, 0), pixels_of(ys, 0), g, ix, iy),
                      u_cms(pixels_of(xs, 1), pixels_of(ys, 1), g, ix, iy), u_cms(xs, ys, g, ix, iy)])
     reps = np.array(reps)
-    lo, hi = np.quantile(reps, [0.025, 0.975], axis=0)
-    lo_p, hi_p = np.quantile(reps[:, 0] * reps[:, 1], [0.025, 0.975])
+    # percentile intervals intersected with [-1, 1], the range of a cosine (the U form can exceed 1)
+    lo, hi = np.clip(np.quantile(reps, [0.025, 0.975], axis=0), -1.0, 1.0)
+    lo_p, hi_p = np.clip(np.quantile(reps[:, 0] * reps[:, 1], [0.025, 0.975]), -1.0, 1.0)
+    assert reps.max() > 1.0  # (the clipping is exercised)
     iv = out["intervals"]
     got_lo = [iv["region_cms"][0]["low"], iv["region_cms"][1]["low"], iv["cms"]["low"]]
     got_hi = [iv["region_cms"][0]["high"], iv["region_cms"][1]["high"], iv["cms"]["high"]]
@@ -78,9 +80,9 @@ def test_exact_bootstrap_equals_eq4_on_resampled_images(partition_rows, device):
     np.testing.assert_allclose(got_hi, hi, rtol=1e-10)
     assert iv["product_cms"]["low"] == pytest.approx(lo_p, rel=1e-10)
     assert iv["product_cms"]["high"] == pytest.approx(hi_p, rel=1e-10)
-    assert iv["cms"]["debiased"] == pytest.approx(u_cms(x, y, g), rel=1e-10)
-    assert iv["region_cms"][1]["debiased"] == pytest.approx(u_cms(pixels_of(x, 1), pixels_of(y, 1), g),
-                                                            rel=1e-10)
+    assert iv["cms"]["debiased"] == pytest.approx(min(u_cms(x, y, g), 1.0), rel=1e-10)
+    assert iv["region_cms"][1]["debiased"] == pytest.approx(
+        min(u_cms(pixels_of(x, 1), pixels_of(y, 1), g), 1.0), rel=1e-10)
     # the point estimates are eq. 4 as before, untouched by the bootstrap
     plain = region_cms(x, y, REGIONS, g, partition_rows=partition_rows, device=device)
     assert out["cms"] == plain["cms"] and list(out["region_cms"]) == list(plain["region_cms"])
@@ -109,7 +111,7 @@ def test_block_bootstrap_resamples_blocks_brute_force(device):
     pooled = np.einsum("bs,srk->brk", counts, per)
     within = nb * b * (b - 1)
     reps = (pooled[..., 0] / (nb * b * b)) / np.sqrt(pooled[..., 1] * pooled[..., 2] / within**2)
-    lo, hi = np.quantile(reps, [0.025, 0.975], axis=0)
+    lo, hi = np.clip(np.quantile(reps, [0.025, 0.975], axis=0), -1.0, 1.0)  # intersected with [-1, 1]
     iv = out["intervals"]
     np.testing.assert_allclose([iv["region_cms"][0]["low"], iv["region_cms"][1]["low"], iv["cms"]["low"]], lo,
                                rtol=1e-10)
@@ -161,7 +163,9 @@ def test_result_carries_intervals_ties_and_bootstrap_record(tmp_path):
     validity = res.bootstrap["validity"]
     record = {k: v for k, v in res.bootstrap.items() if k != "validity"}
     assert record == {"replicates": 50, "level": 0.95, "seed": 3,
-                      "resample": "images (real and each generated set, with replacement)"}
+                      "resample": "images (real and each generated set, with replacement)",
+                      "around": "the U-form estimate M_xy / sqrt(U_xx U_yy) on all images ('debiased'); the "
+                                "point estimate cms is eq. 4, the same with or without intervals"}
     assert validity["holds"] is False and "30 images" in validity["reason"]  # below 200: flagged
     assert len(res.intervals) == 2 and len(res.intervals[0]["region_cms"]) == 2
     assert res.block_bias is None
@@ -172,7 +176,7 @@ def test_result_carries_intervals_ties_and_bootstrap_record(tmp_path):
     back = json.loads((tmp_path / "result.json").read_text())
     assert back["intervals"] == res.intervals and back["bootstrap"]["replicates"] == 50
     header = (tmp_path / "curves.csv").read_text().splitlines()[0].split(",")
-    assert "cms_low" in header and "region_1_high" in header
+    assert "cms_uform_low" in header and "region_1_uform_high" in header
     # a result.json written before intervals existed still loads
     old = {k: v for k, v in back.items() if k not in ("intervals", "bootstrap", "block_bias")}
     (tmp_path / "result.json").write_text(json.dumps(old))
@@ -332,14 +336,21 @@ def test_cli_table_shows_intervals_and_ties(tmp_path, capsys):
                  "--no-report"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "95% bootstrap intervals (40 resamples of the blocks" in out
+    assert "95% bootstrap interval for the population CMS (40 resamples of the blocks" in out
     assert "bias-corrected" in out
     r = json.loads((tmp_path / "out" / "result.json").read_text())
     assert r["bootstrap"]["seed"] == 0 and len(r["intervals"][0]["region_cms"]) == 2
     lo, hi = r["intervals"][0]["cms"]["low"], r["intervals"][0]["cms"]["high"]
     assert f"{lo:.4f}" in out and f"{hi:.4f}" in out  # (rich may wrap the cell)
     # generated images that copy real ones: cross pairs include identical images while the within-set
-    # means leave them out, so the U form exceeds 1 (eq. 4 itself stays <= 1)
-    assert lo > 1.0 >= r["cms"][0]
+    # means leave them out, so the U form exceeds 1 (eq. 4 itself stays <= 1): reported clipped to 1, the
+    # interval intersected with [-1, 1], and a note naming the unclipped values
+    assert lo == hi == r["intervals"][0]["cms"]["debiased"] == 1.0 >= r["cms"][0]
+    u_note = [n for n in r["notes"] if n.startswith("gen: the U-form CMS exceeded 1 before clipping")]
+    assert len(u_note) == 1 and "entirely above 1" in u_note[0] and f"! {u_note[0][:40]}" in out
+    # the corrected block estimator pools pair means of different blocks: its point estimate is no cosine
+    # of two embeddings and can exceed 1 too (here region 0): clipped, and named in a note
+    assert any(n.startswith("gen: the point estimate exceeded 1 before clipping (region 0 1.0")
+               for n in r["notes"]) and r["region_cms"][0][0] == 1.0
     ties = RegionsResult.from_dict(r).region_ties(0)
     assert ("regions 0 and 1 tie" in out) == (ties == [(0, 1)])

@@ -28,53 +28,36 @@ if TYPE_CHECKING:  # (the method is imported when the command runs)
 
 
 def print_regions(result: RegionsResult, out: Path | None, *, quiet: bool = False) -> None:
-    """One row per generated set: whole-image CMS, the product over regions, each region's CMS."""
+    """One row per generated set: whole-image CMS, the product over regions, each region's CMS (eq. 4);
+    with intervals, each cell's U-form estimate and its interval on the lines below, labelled."""
     if not quiet:
         h, w, c = result.image_shape
         table = Table(title=f"Disentangled CMS: {result.n_regions} regions of {h}x{w}x{c} images, "
                             f"gamma={result.gamma:.4g}, n_real={result.n_real}")
-        head = result.headline()
-        both = head["estimate"] != "eq. 4"
+        head, u_form = result.headline(), result.u_form()
         table.add_column("generated set")
-        table.add_column("CMS (U-form)" if both else "CMS", justify="right")
+        table.add_column("CMS (eq. 4)", justify="right")
         table.add_column("product", justify="right")
         for r, size in enumerate(result.region_sizes):
             table.add_column(f"region {r} ({size} px)", justify="right")
-        if both:
-            table.add_column("CMS (eq. 4)", justify="right")
         for k, name in enumerate(result.names):
             row = head["region_cms"][k]
-            iv = result.intervals[k] if k < len(result.intervals) else {}
-            worst = int(np.argmin(row)) if row else -1
+            iv = result.intervals[k] if u_form else {}
+            u = {key: u_form[key][k] for key in ("cms", "product_cms", "region_cms")} if u_form else {}
             bounds = iv["region_cms"] if iv else [None] * len(row)
-            cells = [format_estimate(v, b, ".4f", sep="\n") for v, b in zip(row, bounds, strict=True)]
+            cells = [_cell(v, u["region_cms"][r] if u else None, b) for r, (v, b) in
+                     enumerate(zip(row, bounds, strict=True))]
+            worst = int(np.argmin(row)) if row else -1
             if worst >= 0 and len(row) > 1:
                 first, _, rest = cells[worst].partition("\n")
                 cells[worst] = f"[bold]{first}[/]" + (f"\n{rest}" if rest else "")
-            whole = format_estimate(head["cms"][k], iv.get("cms") if iv else None, ".4f", sep="\n")
-            prod = format_estimate(head["product_cms"][k], iv.get("product_cms") if iv else None, ".4f",
-                                   sep="\n")
-            table.add_row(name, whole, prod, *cells, *([f"{result.cms[k]:.4f}"] if both else []))
+            whole = _cell(head["cms"][k], u.get("cms"), iv.get("cms"))
+            prod = _cell(head["product_cms"][k], u.get("product_cms"), iv.get("product_cms"))
+            table.add_row(name, whole, prod, *cells)
         console.print(table)
-        if result.bootstrap:
-            boot = result.bootstrap
-            level = boot["level"]
-            console.print(f"[brackets]: {level:.0%} bootstrap intervals ({boot['replicates']} resamples"
-                          f" of the {boot['resample']}, seed {boot['seed']}) for the population CMS, built "
-                          "around the U-form estimate on all images shown as CMS (and in curves.csv); "
-                          "eq. 4's plug-in value (last column, cms_eq4 in curves.csv) reads low by about 1/n "
-                          "on n images and can lie outside the interval; an interval above 1 means generated "
-                          "images repeat real ones", highlight=False, markup=False)
-            valid = boot.get("validity") or {}
-            if valid and not valid["holds"]:
-                console.print(f"! intervals not calibrated here: {valid['reason']}", highlight=False,
-                              markup=False, soft_wrap=True)
-            for k, name in enumerate(result.names):
-                ties = result.region_ties(k)
-                if ties:
-                    pairs = ", ".join(f"{a} and {b}" for a, b in ties)
-                    console.print(f"{name}: regions {pairs} tie within their {level:.0%} intervals (their "
-                                  "order is not resolved)", highlight=False, markup=False)
+        _print_intervals(result)
+        for note in getattr(result, "notes", None) or []:
+            console.print(f"! {note}", highlight=False, markup=False, soft_wrap=True)
         if getattr(result, "ranking", None):
             console.print(f"ranking: {result.ranking['words']}", highlight=False, markup=False,
                           soft_wrap=True)
@@ -92,6 +75,37 @@ def print_regions(result: RegionsResult, out: Path | None, *, quiet: bool = Fals
                 console.print(" ".join(_label(v) for v in line), highlight=False)
     if out is not None:
         console.print(f"results: {out / 'result.json'}")
+
+
+def _cell(value: float, u_value: float | None, interval: dict | None) -> str:
+    """eq. 4's value; with an interval, below it 'U-form' with the U-form estimate and its interval."""
+    if interval is None or u_value is None:
+        return f"{value:.4f}"
+    return f"{value:.4f}\nU-form " + format_estimate(u_value, interval, ".4f", sep="\n")
+
+
+def _print_intervals(result: RegionsResult) -> None:
+    """What the bracketed lines of the table are, whether they are calibrated here, and the region ties."""
+    if not result.bootstrap:
+        return
+    boot = result.bootstrap
+    level = boot["level"]
+    console.print("CMS: eq. 4 (the plug-in estimate, also in result.json, curves.csv and promptprism check; "
+                  "the same with or without --bootstrap). 'U-form' lines: the U-form estimate on all "
+                  f"images and its {level:.0%} bootstrap interval for the population CMS "
+                  f"({boot['replicates']} resamples of the {boot['resample']}, seed {boot['seed']}; "
+                  "*_uform columns in curves.csv); eq. 4 reads low by about 1/n on n images and can lie "
+                  "outside that interval", highlight=False, markup=False)
+    valid = boot.get("validity") or {}
+    if valid and not valid["holds"]:
+        console.print(f"! intervals not calibrated here: {valid['reason']}", highlight=False,
+                      markup=False, soft_wrap=True)
+    for k, name in enumerate(result.names):
+        ties = result.region_ties(k)
+        if ties:
+            pairs = ", ".join(f"{a} and {b}" for a, b in ties)
+            console.print(f"{name}: regions {pairs} tie within their {level:.0%} intervals (their "
+                          "order is not resolved)", highlight=False, markup=False)
 
 
 def _label(v: int) -> str:

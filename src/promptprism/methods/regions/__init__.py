@@ -11,6 +11,7 @@ paper it implements; SPEC, "Cosine mean similarity and disentangled regions"):
 * :mod:`.clustering` - regions from the CKA matrix (average linkage, cut from the top).
 * :mod:`.region_cms` and :mod:`.comparison` - CMS per region, of the whole image and their product
   (Theorem 1) in log space, exact or over blocks, with bootstrap intervals.
+* :mod:`.bounds` - every reported CMS kept in [-1, 1], the range of a cosine (intervals intersected with it).
 * :mod:`.cross_cka` - the cross-region CKA that says how far Theorem 1's independence assumption holds.
 * :mod:`.result` - :class:`RegionsResult` and its files; :mod:`.estimator` - :class:`RegionCMS`;
   :mod:`.fitted` - :class:`FittedRegions`, what ``fit`` learned.

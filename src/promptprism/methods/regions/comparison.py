@@ -10,9 +10,11 @@ the replicates use the U-statistic form M_xy / sqrt(U_xx U_yy) (pair means over 
 eq. 4 itself reads low by its diagonal share, relatively about (1/n)(1/U_xx - 1) / 2 + (1/m)(1/U_yy - 1) / 2
 (0.987 for two halves of the same digits), and a percentile interval of a biased estimate would exclude the
 value it should cover (a same-distribution region never covered 1). Each interval is reported with the
-U-form estimate on all images (``debiased``); eq. 4's own estimate can sit just below the interval. The
-U form can exceed 1 where eq. 4 cannot: generated images that copy real ones pair with k = 1 across the
-sets while the within-set means leave each image's pair with itself out.
+U-form estimate on all images (``debiased``); eq. 4's own estimate (the point estimate, ``cms``, the same
+with or without the bootstrap) can sit just below the interval. The U form can exceed 1 where eq. 4
+cannot: generated images that copy real ones pair with k = 1 across the sets while the within-set means
+leave each image's pair with itself out; every value and bound is therefore clipped to [-1, 1] (the
+interval intersected with it) and the excess named in the set's ``notes`` (:mod:`.bounds`).
 Percentile interval at ``level``; coverage on a simulation: tests/test_regions_bootstrap.py.
 
 Blocks (``block_size`` b): one task per block pair (appendix C). ``block_estimator="corrected"`` (default)
@@ -36,6 +38,7 @@ from ...backend import NUMPY, Backend, resolve_backend
 from ...errors import InputError
 from ...scale import current_runner
 from ...stats.resampling import percentile_interval, resample_counts
+from .bounds import bounded_row
 from .options import BLOCK_ESTIMATORS
 from .region_cms import (
     log_cms_from_pair_means,
@@ -166,9 +169,11 @@ def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_s
                     device: str | Backend = "cpu") -> list[dict[str, Any]]:
     """Region CMS of each generated set in ``sets`` against ``ref`` (pixels (n, d, c) or ImageRows).
 
-    Returns per set ``{"cms", "product_cms", "region_cms" (C,), "mmd2", "intervals"}`` (``intervals`` empty
-    when ``bootstrap`` is 0). Tasks run on :func:`promptprism.scale.current_runner`, their kernel sums on
-    the backend ``device`` names (:func:`promptprism.backend.resolve_backend`).
+    Returns per set ``{"cms", "product_cms", "region_cms" (C,), "mmd2", "intervals", "notes"}``
+    (``intervals`` empty when ``bootstrap`` is 0): every CMS-type value and bound clipped to [-1, 1], and
+    ``notes`` naming any that was beyond it (:func:`~.bounds.bounded_row`). Tasks run on
+    :func:`promptprism.scale.current_runner`, their kernel sums on the backend ``device`` names
+    (:func:`promptprism.backend.resolve_backend`).
     """
     backend = resolve_backend(device)
     labels = np.asarray(regions, dtype=np.int64).reshape(-1)
@@ -220,8 +225,8 @@ def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_s
                 nb = sums[f"{k}/blk_xy"].shape[0]
                 intervals = _block_intervals(sums, str(k), sizes=(n, m), b=b, level=level,
                                              counts=resample_counts(nb, n_boot, rng).T)
-        out.append({"cms": whole, "product_cms": float(np.prod(per)), "region_cms": np.asarray(per),
-                    "mmd2": mmd, "intervals": intervals})
+        out.append(bounded_row({"cms": whole, "product_cms": float(np.prod(per)),
+                                "region_cms": np.asarray(per), "mmd2": mmd, "intervals": intervals}))
     return out
 
 
@@ -231,7 +236,8 @@ def region_cms(x: Any, y: Any, regions: Any, gamma: float, *, block_size: int | 
     """CMS (eq. 4) of the whole image, of each region and their product (Theorem 1), real ``x`` vs ``y``.
 
     ``x``, ``y``: images (n, H, W[, C]) of the same size; ``regions``: H*W labels 0..C-1 (row-major).
-    Returns ``{"cms", "product_cms", "region_cms" (C,), "mmd2", "intervals"}``; with ``block_size`` the block
+    Returns ``{"cms", "product_cms", "region_cms" (C,), "mmd2", "intervals", "notes"}`` (values clipped to
+    [-1, 1], :func:`~.bounds.bounded_row`); with ``block_size`` the block
     estimator (``block_estimator``: "corrected" or the paper's average) and the product is of the block
     estimates of each region. ``bootstrap`` B > 0 adds percentile intervals at ``level`` (seeded by
     ``seed``). The kernel sums run as tasks over pairs of row chunks of ``partition_rows``, on the backend

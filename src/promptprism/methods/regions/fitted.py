@@ -109,8 +109,11 @@ class FittedRegions:
                 "replicates": int(est.bootstrap), "level": float(est.level), "seed": int(est.seed),
                 "resample": "images (real and each generated set, with replacement)"
                 if est.block_size is None else "blocks (with replacement)",
+                "around": "the U-form estimate M_xy / sqrt(U_xx U_yy) on all images ('debiased'); the "
+                          "point estimate cms is eq. 4, the same with or without intervals",
                 "validity": interval_validity(est.block_size, n_ref, n_gen)},
-            block_bias=self._block_bias(n_ref, n_gen))
+            block_bias=self._block_bias(n_ref, n_gen),
+            notes=[f"{name}: {note}" for name, r in zip(names, rows, strict=True) for note in r["notes"]])
 
     def _config(self) -> dict:
         """The result's ``config``: the options (but those in ``NOT_IN_CONFIG``) with the resolved values."""

@@ -22,9 +22,11 @@ class RegionsResult(Result):
     row per set, one column per region; ``regions``: the region of each pixel, row-major over (H, W);
     ``cka_matrix``: the d x d pixel CKA matrix (None in result.json above ``INLINE_CKA_MAX_PIXELS`` pixels;
     ``cka_matrix.npy`` beside it always holds it); ``cross_region_cka``: C x C CKA of the region kernels.
-    ``intervals`` (one entry per set) and ``bootstrap``: percentile bootstrap intervals and how they were
-    drawn (empty when off); ``block_bias``: what the block estimator does about its bias (None without
-    blocks).
+    ``intervals`` (one entry per set) and ``bootstrap``: percentile bootstrap intervals for the population
+    CMS, each with the U-form estimate it is built around (``debiased``), and how they were drawn (empty
+    when off); ``cms`` and the rest stay eq. 4 with or without them. ``block_bias``: what the block
+    estimator does about its bias (None without blocks). Every CMS-type value and bound lies in [-1, 1]
+    (clipped; ``notes`` names what exceeded 1 before clipping).
     """
 
     kind = "regions"
@@ -49,7 +51,8 @@ class RegionsResult(Result):
     seed: int
     timings: dict = field(default_factory=dict)
     version: str = __version__
-    #: per set: {"cms": {"low", "high"}, "product_cms": {...}, "region_cms": [{"low", "high"} per region]}
+    #: per set: {"cms": {"low", "high", "debiased"}, "product_cms": {...}, "region_cms": [{...} per region]};
+    #: "debiased" is the U-form estimate the interval is built around, not the headline ``cms`` (eq. 4)
     intervals: list = field(default_factory=list)
     #: {"replicates": B, "level": 0.95, "seed": s, "resample": ...}; empty when the bootstrap was off
     bootstrap: dict = field(default_factory=dict)
@@ -57,30 +60,38 @@ class RegionsResult(Result):
     block_bias: str | None = None
     #: the sets ranked by CMS, tied where their intervals overlap (``methods.rankings.regions_ranking``)
     ranking: dict = field(default_factory=dict)
+    #: sentences, each naming a set whose CMS-type values exceeded 1 before clipping to [-1, 1]
+    #: (:mod:`.bounds`)
+    notes: list[str] = field(default_factory=list)
 
     def region_map(self) -> np.ndarray:
         """The region labels as an (H, W) array."""
         return np.asarray(self.regions, dtype=np.int64).reshape(self.image_shape[:2])
 
     def headline(self) -> dict:
-        """The CMS values a result is summed up by, and which estimate they are.
+        """The CMS values a result is summed up by: eq. 4 (``cms``, ``product_cms``, ``region_cms``), the same
+        estimate with or without bootstrap intervals (asking for intervals never changes it). Returns
+        ``{"estimate", "cms", "product_cms", "region_cms"}`` with one value (or one row) per generated set;
+        the U-form estimates the intervals are built around are :meth:`u_form`."""
+        return {"estimate": "eq. 4", "cms": list(self.cms), "product_cms": list(self.product_cms),
+                "region_cms": [list(r) for r in self.region_cms]}
 
-        With bootstrap intervals: the U-form estimate on all images (``debiased``), the one each interval is
-        built around (eq. 4 on n images reads low by about 1/n and can lie outside its own interval). Without:
-        eq. 4 (``cms``, ``product_cms``, ``region_cms``). Returns ``{"estimate", "cms", "product_cms",
-        "region_cms"}`` with one value (or one row) per generated set."""
+    def u_form(self) -> dict | None:
+        """The U-form estimates M_xy / sqrt(U_xx U_yy) on all images (``debiased`` in ``intervals``, clipped
+        to [-1, 1]) that each bootstrap interval is built around: ``{"cms", "product_cms", "region_cms"}``
+        like :meth:`headline`; None without intervals for every set."""
         ivs = [self.intervals[k] if k < len(self.intervals) else {} for k in range(len(self.names))]
         if not self.names or not all(iv and "debiased" in iv.get("cms", {}) for iv in ivs):
-            return {"estimate": "eq. 4", "cms": list(self.cms), "product_cms": list(self.product_cms),
-                    "region_cms": [list(r) for r in self.region_cms]}
-        return {"estimate": "U-form (debiased)", "cms": [iv["cms"]["debiased"] for iv in ivs],
+            return None
+        return {"cms": [iv["cms"]["debiased"] for iv in ivs],
                 "product_cms": [iv["product_cms"]["debiased"] for iv in ivs],
                 "region_cms": [[b["debiased"] for b in iv["region_cms"]] for iv in ivs]}
 
     def table(self) -> list[dict]:
-        """One row per generated set: name, the headline cms, product and each region's CMS (the curves,
-        :meth:`headline`), MMD^2, the interval bounds when the bootstrap ran, and then eq. 4's values
-        (``*_eq4``) when the headline is the U-form estimate."""
+        """One row per generated set: name, eq. 4's cms, product and each region's CMS (:meth:`headline`,
+        the curves), MMD^2, and when the bootstrap ran each U-form estimate with its interval
+        (``cms_uform``, ``cms_uform_low``, ``cms_uform_high``; likewise ``product_cms_uform*`` and
+        ``region_r_uform*``)."""
         head = self.headline()
         rows = []
         for k, name in enumerate(self.names):
@@ -89,13 +100,11 @@ class RegionsResult(Result):
             row.update({f"region_{r}": v for r, v in enumerate(head["region_cms"][k])})
             iv = self.intervals[k] if k < len(self.intervals) else {}
             if iv:
-                for what in ("cms", "product_cms"):
-                    row.update({f"{what}_low": iv[what]["low"], f"{what}_high": iv[what]["high"]})
-                for r, b in enumerate(iv["region_cms"]):
-                    row.update({f"region_{r}_low": b["low"], f"region_{r}_high": b["high"]})
-            if head["estimate"] != "eq. 4":
-                row.update({"cms_eq4": self.cms[k], "product_cms_eq4": self.product_cms[k]})
-                row.update({f"region_{r}_eq4": v for r, v in enumerate(self.region_cms[k])})
+                entries = [("cms", iv["cms"]), ("product_cms", iv["product_cms"]),
+                           *((f"region_{r}", b) for r, b in enumerate(iv["region_cms"]))]
+                for what, b in entries:  # (results written before 'debiased' existed: the bounds only)
+                    row.update({f"{what}_uform": b["debiased"]} if "debiased" in b else {})
+                    row.update({f"{what}_uform_low": b["low"], f"{what}_uform_high": b["high"]})
             rows.append(row)
         return rows
 

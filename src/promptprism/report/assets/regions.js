@@ -21,10 +21,12 @@
     }
     return cv;
   }
+  /* the U-form estimate an interval is built around (when recorded), then the interval */
   function ivText(iv) {
     if (!iv) return "no interval";
     var lo = Array.isArray(iv) ? iv[0] : iv.low, hi = Array.isArray(iv) ? iv[1] : iv.high;
-    return "[" + fmt(lo, 3) + ", " + fmt(hi, 3) + "]";
+    var u = !Array.isArray(iv) && iv.debiased !== undefined ? "U-form " + fmt(iv.debiased, 3) + " " : "";
+    return u + "[" + fmt(lo, 3) + ", " + fmt(hi, 3) + "]";
   }
   /* the rank (1 = lowest CMS, the region that differs most) of region r among a set's regions */
   function rankOf(vals, r) {
@@ -53,7 +55,7 @@
       h("div", { cls: "pp-maskbox" }, [maskCanvas(r, "#c8641c", "#e9ecf1", "pp-region-mask")]),
       h("p", { cls: "muted small", text: "The region's pixels (orange) over the image grid. Lower CMS: the generated set differs more from the real images there; rank 1 = its lowest region." }),
       h("h3", { text: "each generated set on this region" }),
-      PP.table(["generated set", "CMS", "interval", "rank among its regions"], rows, names.map(function (n) { return { "data-pp-group": n }; })),
+      PP.table(["generated set", "CMS (eq. 4)", "U-form and its interval", "rank among its regions"], rows, names.map(function (n) { return { "data-pp-group": n }; })),
       sets.length ? h("h3", { text: "images of every set, the region picked out (outside dimmed)" }) : null,
       sets.length ? cols : h("p", { cls: "muted", text: "no images in this page (the inputs were not given)" })
     ]);
