@@ -5,7 +5,8 @@ Each input is recorded in result.json's ``inputs`` as ``{'path': relative to the
 relative name) plus, for paired sets, ``'rows'`` and ``'prompts_sha256'``. Commands that read a results
 folder's inputs again (``describe``, ``report``) find them from any working directory (:func:`locate`) and
 refuse a set whose content differs from the record (:func:`verify`), naming the set and why: swapped with
-another recorded set, other prompts, or an edited file.
+another recorded set, other prompts, or an edited file. A result read from one folder and written to another
+(``describe --out``) has its records re-expressed for the new folder (:func:`rebase_inputs`).
 """
 
 from __future__ import annotations
@@ -139,6 +140,28 @@ def record_inputs(sources: Mapping[str, str | os.PathLike], results_dir: str | o
         elif src.exists():
             records[name] = input_record(src, results_dir, content=(contents or {}).get(name))
     return records
+
+
+def rebase_inputs(records: Mapping[str, Mapping[str, Any]], results_dir: str | os.PathLike, *,
+                  origin: str | os.PathLike) -> dict[str, dict[str, Any]]:
+    """``records`` (a result's ``inputs``, relative to ``origin``: the results folder it was read from) for
+    the result written to ``results_dir``: each input found where it is now (:func:`locate` from ``origin``),
+    its ``path`` relative to ``results_dir`` and its ``absolute`` that place, resolved. An input found
+    nowhere keeps its ``absolute``; its ``path`` still points where it pointed from ``origin``."""
+    out = Path(results_dir).resolve()
+    rebased = {}
+    for name, record in records.items():
+        record = dict(record)
+        found = locate(record, origin)
+        rel = record.get("path")
+        target = found.resolve() if found is not None else (
+            (Path(origin) / rel).resolve() if isinstance(rel, str) and rel else None)
+        if target is not None:
+            record["path"] = Path(os.path.relpath(target, out)).as_posix()
+        if found is not None:
+            record["absolute"] = str(target)
+        rebased[name] = record
+    return rebased
 
 
 def results_folder_set(path: str | os.PathLike) -> tuple[Path, str | None]:

@@ -188,13 +188,16 @@ def save_outputs(
     extra: Callable[[Path], None] | None = None,
     quiet: bool = False,
     amend: bool = False,
+    origin: str | Path | None = None,
 ) -> dict[str, Path]:
     """Write ``result`` (``result.save``), ``extra(folder)`` and the report into ``out`` as one transaction.
 
     ``sources``: the input sets' paths by name, recorded with their fingerprints in result.json's ``inputs``
     (:func:`promptprism.provenance.record_inputs`; a relative path that ``extra`` writes into the folder is
     recorded there). ``amend``: ``out`` holds the result being extended (``describe``): the folder keeps its
-    owner and every file the earlier run wrote. Returns ``{file name: final path}`` of what was written.
+    owner and every file the earlier run wrote. ``origin``: the results folder ``result`` was read from (its
+    recorded inputs are re-expressed relative to ``out``; ``describe``, ``quality``). Returns ``{file name:
+    final path}`` of what was written.
     """
     from ..report.saving import save_result
 
@@ -217,7 +220,7 @@ def save_outputs(
     with one_dict_per_result():  # (result.json, the report and the summary read one dict)
         written = save_result(result, out, report=report, inputs=inputs, sources=sources, images=images,
                               extra=extra, progress=False if quiet else None, before_report=announce,
-                              finish=listing)
+                              finish=listing, origin=origin)
         if not amend:
             _remove_stale(out, before, list(written))
         run_state().summary = summary_of(saved[0], written)

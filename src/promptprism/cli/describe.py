@@ -99,9 +99,9 @@ def describe(
                        "cache_hits": sum(getattr(c, "n_cache_hits", 0) for c in clients)}
     named = dataclasses.replace(result, descriptions=record)
     written = save_outputs(named, out or folder, report=not no_report, inputs=sets, quiet=quiet,
-                           amend=out is None or Path(out).resolve() == Path(folder).resolve())
+                           origin=folder, amend=out is None or Path(out).resolve() == Path(folder).resolve())
     if not quiet:
-        print_descriptions(record)
+        print_descriptions(record, names=result.given_names() if result.kind == "promptsplit" else None)
     print_written(written)
 
 
@@ -170,12 +170,15 @@ def _describe(result, folder: Path, paths: list, text_model: str, **how) -> tupl
     return describe_clusters(result, sets[result.name], **how), None
 
 
-def print_descriptions(record: dict) -> None:
-    """One line per finding: which one, then the verified name with its held-out accuracy, or why none."""
+def print_descriptions(record: dict, *, names: tuple[str, str] | None = None) -> None:
+    """One line per finding: which one, then the verified name with its held-out accuracy, or why none;
+    ``names`` (test, reference): a split's set names, shown beside the sides."""
+    from ..methods.promptsplit.verdicts import side_label
+
     for entry in record.get("modes", []) + record.get("clusters", []) + record.get("deviations", []):
         head = (f"cluster {entry['cluster']}:" if "cluster" in entry
                 else f"{entry['model']} mode {entry['rank']}:" if "model" in entry
-                else f"{entry['side']} mode {entry['rank']}:")
+                else f"{side_label(entry['side'], names)} mode {entry['rank']}:")
         if entry["status"] == "named":
             lo, hi = entry["interval"]
             measure = "AUC" if entry.get("measure") == "auc" else "accuracy"

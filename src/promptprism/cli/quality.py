@@ -105,6 +105,7 @@ def quality(
                                  "cache": chat_cache}))
     judged = dataclasses.replace(result, quality=record)
     written = save_outputs(judged, out or folder, report=not no_report, inputs=sets, quiet=quiet,
+                           origin=folder,
                            sources={"real data": inp.results_folder_input(real)} if real else None,
                            amend=out is None or Path(out).resolve() == Path(folder).resolve())
     if not quiet:

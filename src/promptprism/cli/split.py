@@ -27,7 +27,7 @@ from ._options import (
     Choice,
     Integer,
     Number,
-    set_names,
+    resolve_sets,
     split_named,
     typed,
 )
@@ -44,10 +44,15 @@ def _p_cell(mode: Any) -> str:
     return f"{mode.p_value:.2g}{' *' if mode.significant else ''}"
 
 
-def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: bool = False) -> None:
-    """The verdict, a short table of the top modes (with p-values) and prompts, then where the results are."""
+def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: bool = False,
+                      names: tuple[str, str] | None = None) -> None:
+    """The verdict, a short table of the top modes (with p-values) and prompts, then where the results are;
+    ``names`` (test, reference): the sets' names, shown beside their sides."""
+    from ..methods.promptsplit.verdicts import named_verdict, side_label
+
+    said = named_verdict(result.verdict, names)
     if not quiet and result.identical:
-        console.print(result.verdict, soft_wrap=True)
+        console.print(escape(said), soft_wrap=True)
     elif not quiet:
         tested = bool(result.significance) and any(m.p_value is not None for m in result.modes)
         table = Table(title=f"PromptSplit ({result.method}, {result.config['kernel']} kernel): "
@@ -60,7 +65,7 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
         table.add_column("top prompts (share of the eigenvalue)", ratio=3)
         table.add_column("strongest sample: output", ratio=2)
         for mode in result.positive_modes[:4] + result.negative_modes[:4]:
-            label = f"{'+' if mode.side == 'test' else '-'}{mode.rank} {mode.side}"
+            label = escape(f"{'+' if mode.side == 'test' else '-'}{mode.rank} {side_label(mode.side, names)}")
             prompts = "; ".join(f"{escape(p.prompt)} ({p.contribution / mode.eigenvalue:.0%})"
                                 for p in mode.top_prompts[:2])
             best = mode.top_samples[0] if mode.top_samples else None
@@ -74,8 +79,8 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
             console.print(f"p: family-wise over all modes, {s['permutations']} permutations; "
                           f"* = significant at alpha = {s['alpha']:g}, the others are not",
                           soft_wrap=True)
-        if result.verdict:
-            console.print(escape(result.verdict), soft_wrap=True)
+        if said:
+            console.print(escape(said), soft_wrap=True)
         if result.prompt_ranking:
             ranking = Table(title="Prompts where the models disagree most"
                                   + (" (significant modes)" if tested else ""))
@@ -117,12 +122,18 @@ PRECISION = typed("auto", Choice(PRECISIONS), "--precision",
 
 def _named(result: Any, names: list[str] | None) -> Any:
     """With ``--names TEST,REF`` (or ``NAME=PATH`` arguments): the two sets' names in ``config`` (``test``,
-    ``reference``: what the report, the tables and describe call them)."""
+    ``reference``: what the report, the tables and describe call them) and in the verdict."""
     if names is None:
         return result
     import dataclasses
 
-    return dataclasses.replace(result, config={**result.config, "test": names[0], "reference": names[1]})
+    from ..methods.promptsplit.verdicts import named_verdict
+
+    significance = dict(result.significance)
+    if significance.get("verdict"):
+        significance["verdict"] = named_verdict(significance["verdict"], (names[0], names[1]))
+    return dataclasses.replace(result, config={**result.config, "test": names[0], "reference": names[1]},
+                               significance=significance)
 
 
 def permutation_count(value: int | str) -> int | None:
@@ -170,8 +181,9 @@ def split(
     """
     from ..methods.promptsplit import PromptSplit
 
-    (test, reference), given = split_named([test, reference])
-    pair_names = set_names([test, reference], ",".join(given) if given else names) if given or names else None
+    pair_names = None
+    if names or split_named([test, reference])[1]:  # (both ways at once: refused in one line)
+        (test, reference), pair_names = resolve_sets([test, reference], names)
     estimator = PromptSplit(
         kernel=kernel, method=method, eta=eta, sigma_prompt=sigma_prompt, sigma_output=sigma_output,
         n_features=features, n_modes=modes, seed=seed, chunk_size=chunk_size, top_k=top_k,
@@ -194,5 +206,5 @@ def split(
     written = save_outputs(result, out, report=not no_report, quiet=quiet,
                            inputs={"test": test_set, "reference": reference_set},
                            sources={"test": test, "reference": reference})
-    print_promptsplit(result, None, quiet=quiet)
+    print_promptsplit(result, None, quiet=quiet, names=tuple(pair_names) if pair_names else None)
     print_written(written)

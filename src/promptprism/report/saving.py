@@ -32,6 +32,7 @@ def save_result(
     progress: bool | None = False,
     before_report: Callable[[], None] | None = None,
     finish: Callable[[Path, list[str], Any], None] | None = None,
+    origin: str | os.PathLike | None = None,
 ) -> dict[str, Path]:
     """Write ``result``, ``extra(folder)`` and (``report``) its page into ``out``; ``{file name: path}``.
 
@@ -40,13 +41,18 @@ def save_result(
     ``inputs`` and ``images``: what the report shows (:func:`promptprism.report.render_report`).
     ``before_report()`` runs before the page is rendered; ``finish(stage, names, result)`` (the result as
     written, its inputs recorded) may add files of its own once everything else is staged (they are not in
-    the returned names)."""
-    from ..provenance import record_inputs
+    the returned names). ``origin``: the results folder ``result`` was read from (``load_result``), whose
+    recorded ``inputs`` are relative to it: they are re-expressed relative to ``out``, each from where the
+    input is now (:func:`promptprism.provenance.rebase_inputs`), so a result written to another folder
+    (``describe --out``) finds its inputs as the first one did."""
+    from ..provenance import rebase_inputs, record_inputs
 
     out = Path(out)
     with one_dict_per_result(), staged_outputs(out) as stage:  # (result.json and the report: one dict)
         if extra is not None:
             extra(stage)
+        if origin is not None and result.inputs:
+            result = dataclasses.replace(result, inputs=rebase_inputs(result.inputs, out, origin=origin))
         if sources:
             recorded = record_inputs(sources, out, contents=inputs, stage=stage)
             result = dataclasses.replace(result, inputs={**result.inputs, **recorded})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePath
 
 from ..._version import __version__
 from ...results import Result
@@ -119,6 +120,23 @@ class PromptSplitResult(Result):
             return str(self.significance.get("verdict", ""))
         same = "test and reference hold the same pairs: there is no difference to find"
         return same if self.identical else ""
+
+    def given_names(self) -> tuple[str, str] | None:
+        """(test, reference): the names ``--names`` or ``NAME=PATH`` gave the two sets (``config``), or None
+        when ``config`` holds where they were read: the file of the recorded input (without a record, a
+        value that looks like a path) or the side's own word."""
+        names = []
+        for side in ("test", "reference"):
+            value = self.config.get(side)
+            if not isinstance(value, str) or value in ("", side):
+                return None
+            record = self.inputs.get(side) or {}
+            where = record.get("absolute") or record.get("path")
+            looks_like_path = "/" in value or "\\" in value or PurePath(value).suffix != ""
+            if (PurePath(value).name == PurePath(where).name) if isinstance(where, str) else looks_like_path:
+                return None
+            names.append(value)
+        return names[0], names[1]
 
     def findings(self, carried: float = 0.9) -> list[dict]:
         """The modes as findings for the quality verdicts: ``{'id': 'mode +1', 'side', 'rank', 'prompts'}``

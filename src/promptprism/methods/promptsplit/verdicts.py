@@ -5,26 +5,54 @@ from __future__ import annotations
 CORRECTION = "max-statistic step-down (FWER)"
 
 
+def _words(names: tuple[str, str] | None = None) -> dict[str, str]:
+    """How the verdict calls the two sets: by their sides, or (``names``: test, reference) by their names."""
+    if names is None:
+        return {"pair": "test and reference", "test": "the test set", "reference": "the reference"}
+    return {"pair": f"{names[0]} and {names[1]}", "test": f"{names[0]} (test)",
+            "reference": f"{names[1]} (reference)"}
+
+
+def side_label(side: str, names: tuple[str, str] | None) -> str:
+    """A side as the tables and ``describe`` show it: ``test``, or with names (test, reference)
+    ``base (test)``."""
+    return side if names is None else f"{names[0 if side == 'test' else 1]} ({side})"
+
+
 def verdict(*, identical: bool, p_values: list[tuple[str, float, float]], alpha: float, permutations: int
             ) -> str:
-    """One plain sentence: identical sets, no significant mode (with the largest eigenvalue's p), or which.
+    """One plain sentence: identical sets, no significant mode (with the largest eigenvalue's p), or which;
+    the sets called by their sides (:func:`named_verdict` calls them by their names).
 
     ``p_values``: (side, eigenvalue, p) per tested mode.
     """
+    w = _words()
     if identical:
-        return "test and reference hold the same pairs: there is no difference to find"
+        return f"{w['pair']} hold the same pairs: there is no difference to find"
     if not p_values:
-        return "no difference between test and reference: Lambda is zero to round-off"
+        return f"no difference between {w['pair']}: Lambda is zero to round-off"
     largest = max(p_values, key=lambda x: abs(x[1]))
     sig = [x for x in p_values if x[2] <= alpha]
     if not sig:
-        return (f"no significant difference between test and reference at alpha = {alpha:g}; "
+        return (f"no significant difference between {w['pair']} at alpha = {alpha:g}; "
                 f"largest eigenvalue p = {largest[2]:.2g}")
     n_t = sum(1 for x in sig if x[0] == "test")
     n_r = len(sig) - n_t
     return (f"{len(sig)} of {len(p_values)} modes differ significantly at alpha = {alpha:g} (family-wise, "
-            f"{permutations} permutations): {n_t} that the test set produces more, {n_r} that the reference "
-            f"produces more; largest eigenvalue p = {largest[2]:.2g}")
+            f"{permutations} permutations): {n_t} that {w['test']} produces more, {n_r} that "
+            f"{w['reference']} produces more; largest eigenvalue p = {largest[2]:.2g}")
+
+
+def named_verdict(text: str, names: tuple[str, str] | None) -> str:
+    """A verdict :func:`verdict` wrote with the sides' words, the sets called by ``names`` (test, reference)
+    instead; what was added after it (the kernel aggregation, an early stop) is kept. No names: ``text``."""
+    if names is None:
+        return text
+    plain, named = _words(), _words(names)
+    phrases = ("{pair} hold the same", "between {pair}", "that {test} produces", "that {reference} produces")
+    for phrase in phrases:
+        text = text.replace(phrase.format(**plain), phrase.format(**named), 1)
+    return text
 
 
 def empty_record(*, permutations: int, alpha: float, seed: int, identical: bool) -> dict:
