@@ -135,6 +135,8 @@ def test_bad_fewer_images_than_a_block(tmp_path, images, capsys):
                    "--block-size", "16"], capsys, "fewer images than one block", "16")
     bad(tmp_path, ["regions", "--real", str(tmp_path / "real.npy"), "--generated", str(tmp_path / "gen.npy"),
                    "--cka-block-size", "64"], capsys, "fewer images than one CKA block")
+    bad(tmp_path, ["regions", "--real", str(tmp_path / "real.npy"), "--generated", str(tmp_path / "gen.npy"),
+                   "--cka-images", "1"], capsys, "--cka-images must be >= 2")
 
 
 def test_bad_all_pixels_constant(tmp_path, capsys):

@@ -494,6 +494,7 @@ def _cases():
         "workers 0": ["--workers", "0"],
         "precision bogus": ["--precision", "float16"],
         "cka-images 0": ["--cka-images", "0"],
+        "cka-images 1": ["--cka-images", "1"],  # (was refused as 'every real image is the same')
         "unknown option": ["--bogus"],
     }.items():
         cases.append(("regions", f"option: {name}", lambda i, e=extra: reg(i, i.gen, *e)))

@@ -87,7 +87,7 @@ class RegionCMS(Estimator):
         "n_regions": [Options(("auto",)), positive()],
         "gamma": [Check(_gamma, "a number > 0 or a rule ('median', '0.5*median')")],
         "block_size": [at_least(2), None], "cka_block_size": [Options(("auto",)), at_least(2), None],
-        "cka_max_images": [positive(), None], "max_regions": [positive()],
+        "cka_max_images": [at_least(2), None], "max_regions": [positive()],
         "min_region_size": [positive(), None], "seed": [SEED], "max_bytes": [positive()],
         "progress": [BOOLEAN, None], "precision": [PRECISION], "partition_rows": [positive()],
         "bootstrap": [BOOTSTRAP], "level": [between(0.0, 1.0)],
