@@ -157,3 +157,10 @@ def test_python_m_exits_with_the_commands_status_after_an_interrupt_it_handled(t
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert "missing-a.npz" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_signed_shares_print_without_a_negative_zero():
+    from promptprism.cli.split import signed_percent
+
+    assert [signed_percent(x, d) for x, d in ((-0.0004, 0), (-0.0004, 1), (-0.03, 0), (1.25, 0))] == [
+        "0%", "0.0%", "-3%", "125%"]

@@ -38,6 +38,13 @@ if TYPE_CHECKING:
     from ..methods.promptsplit import PromptSplitResult
 
 
+
+def signed_percent(share: float, digits: int) -> str:
+    """A signed share as a percentage (a prompt's share of an eigenvalue or of the captured disagreement
+    can be negative or above 100 %: the shares add up to 1), a value that rounds to zero as 0 (not -0)."""
+    text = f"{share:.{digits}%}"
+    return text[1:] if text.startswith("-") and float(text[1:-1]) == 0 else text
+
 def _p_cell(mode: Any) -> str:
     if mode.p_value is None:
         return "-"
@@ -66,7 +73,7 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
         table.add_column("strongest sample: output", ratio=2)
         for mode in result.positive_modes[:4] + result.negative_modes[:4]:
             label = escape(f"{'+' if mode.side == 'test' else '-'}{mode.rank} {side_label(mode.side, names)}")
-            prompts = "; ".join(f"{escape(p.prompt)} ({p.contribution / mode.eigenvalue:.0%})"
+            prompts = "; ".join(f"{escape(p.prompt)} ({signed_percent(p.contribution / mode.eigenvalue, 0)})"
                                 for p in mode.top_prompts[:2])
             best = mode.top_samples[0] if mode.top_samples else None
             sample = "" if best is None else escape(best.output or f"{best.set} #{best.index}")
@@ -88,7 +95,7 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
             ranking.add_column("prompt")
             ranking.add_column("share", justify="right")
             for i, row in enumerate(result.prompt_ranking[:10], 1):
-                ranking.add_row(str(i), escape(row["prompt"]), f"{row['share']:.1%}")
+                ranking.add_row(str(i), escape(row["prompt"]), signed_percent(row["share"], 1))
             console.print(ranking)
     for key, scan in result.bandwidth_scan.items():
         if not quiet or not scan.get("plateau", True):
