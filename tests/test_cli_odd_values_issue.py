@@ -17,7 +17,8 @@ from promptprism.errors import OptionError
 
 def _npz(path, *, n=60, d=8, scale=1.0, seed=0, **extra):
     rng = np.random.default_rng(seed)
-    np.savez(path, prompt_embeddings=rng.standard_normal((n, d)),
+    bank = rng.standard_normal((6, d))  # one embedding per prompt string
+    np.savez(path, prompt_embeddings=bank[np.arange(n) % 6],
              output_embeddings=scale * rng.standard_normal((n, d)),
              prompts=np.array([f"prompt {i % 6}" for i in range(n)]), **extra)
     return path

@@ -372,7 +372,7 @@ def test_regions_page_shows_intervals_and_ties():
     )
     doc = unescape(render_report(tied, inputs=inputs))
     assert "epoch 1: lowest region 2 (0.9382), tied within their intervals with 0 (0.9384)" in doc
-    assert "0.9384 [0.93, 0.94]" in doc and "[0.6, 0.65]" in doc
+    assert "0.9384 · U-form [0.93, 0.94]" in doc and "[0.6, 0.65]" in doc  # (an interval without its U form)
     assert "block estimator (b = 150): bias-corrected" in doc
     assert "tied within" in repr(tied)
 

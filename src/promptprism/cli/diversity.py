@@ -59,7 +59,7 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
     if quiet:
         return
     from ..methods.scendi.bootstrap import interval_notes
-    from ..methods.scendi.ranges import clipped_notes
+    from ..methods.scendi.ranges import NO_SPLIT_NOTE, clipped_notes
 
     kernel = results[0].config["kernel"]
     level = next((r.bootstrap["level"] for r in results if r.bootstrap), None)
@@ -79,6 +79,8 @@ def print_diversity(results: list[ScendiResult], *, quiet: bool = False,
     console.print(table)
     for r in results:
         console.print(f"Gamma* ({r.name}): {r.gamma_estimator}", highlight=False, soft_wrap=True)
+        if r.model_share is None:  # no output diversity: the table shows '–' for the share, this says why
+            console.print(f"! {r.name}: {NO_SPLIT_NOTE}", highlight=False, soft_wrap=True, markup=False)
         for line in clipped_notes(r.clipped, r.gamma_estimator):
             console.print(f"! {r.name}: {line}", highlight=False, soft_wrap=True, markup=False)
         for line in interval_notes(r.intervals, r.summary() | {"scendi_prompt": r.scendi_prompt,

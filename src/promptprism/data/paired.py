@@ -39,7 +39,9 @@ class PairedSet:
                              f"{oe.shape[0]}; each row must be one (prompt, output) pair")
         object.__setattr__(self, "prompt_embeddings", pe)
         object.__setattr__(self, "output_embeddings", oe)
-        object.__setattr__(self, "prompts", check_strings(self.prompts, "prompts", pe.shape[0], source=where))
+        prompts = check_strings(self.prompts, "prompts", pe.shape[0], source=where)
+        _check_no_empty_prompt(prompts, where)
+        object.__setattr__(self, "prompts", prompts)
         object.__setattr__(self, "outputs", check_strings(self.outputs, "outputs", pe.shape[0], source=where))
 
     def __len__(self) -> int:
@@ -96,13 +98,34 @@ def as_paired_set(data: PairedSet | tuple, name: str = "set") -> PairedSet:
                       f"got {type(data).__name__}", parameter=name)
 
 
+def _check_no_empty_prompt(prompts: list[str] | None, where: str) -> None:
+    """Every prompt string names a prompt: an empty one (or only spaces) is refused, as manifests refuse it
+    (rows grouped by the string '' would all count as one prompt, whatever their embeddings)."""
+    if prompts is None:
+        return
+    empty = next((i for i, p in enumerate(prompts) if not p.strip()), None)
+    if empty is not None:
+        raise InputError(f"{where}: prompts: row {empty} (0-based) is empty; every row needs one (or leave "
+                         "'prompts' out: rows are then grouped by their prompt embeddings)")
+
+
+def _set_names(*sets: PairedSet) -> list[str]:
+    """Each set's :attr:`PairedSet.where`, with its position added where two sets share one (``set`` and
+    ``set``: 'set (1st set)', 'set (2nd set)')."""
+    names = [s.where for s in sets]
+    ordinal = ("1st", "2nd", "3rd")
+    return [f"{n} ({ordinal[k] if k < 3 else f'{k + 1}th'} set)" if names.count(n) > 1 else n
+            for k, n in enumerate(names)]
+
+
 def check_compatible(test: PairedSet, reference: PairedSet) -> None:
     """Two sets compared by one kernel must live in the same embedding spaces."""
+    where_test, where_ref = _set_names(test, reference)
     for what, a, b in (("prompt", test.dim_prompt, reference.dim_prompt),
                        ("output", test.dim_output, reference.dim_output)):
         if a != b:
-            raise InputError(f"{what} embeddings have {a} dimensions in {test.where} but {b} in "
-                             f"{reference.where}; both sets must be embedded with the same model")
+            raise InputError(f"{what} embeddings have {a} dimensions in {where_test} but {b} in "
+                             f"{where_ref}; both sets must be embedded with the same model")
 
 
 def _row_digests(arr: np.ndarray, chunk: int = 2048) -> np.ndarray:
@@ -138,14 +161,15 @@ def _digests_of(arrays: Iterator[Any]) -> list[np.ndarray]:
         return list(pool.map(_row_digests, arrays))
 
 
-def prompt_groups(*sets: PairedSet) -> tuple[list[np.ndarray], list[str]]:
+def prompt_groups(*sets: PairedSet, by: str = "string") -> tuple[list[np.ndarray], list[str]]:
     """Integer prompt labels shared across ``sets``, and a display name per label.
 
-    Rows are grouped by prompt string when every set has strings, otherwise by identical prompt embedding
-    (then named by the string of their first occurrence, if any, or ``prompt #k``). Labels are numbered in
-    order of first occurrence (set by set, row by row).
+    Rows are grouped by prompt string when every set has strings (a string may label rows of different
+    prompt embeddings: a category; :func:`strings_disagree` says whether it does), otherwise, or with
+    ``by='embedding'``, by identical prompt embedding (then named by the string of their first occurrence,
+    if any, or ``prompt #k``). Labels are numbered in order of first occurrence (set by set, row by row).
     """
-    if all(s.prompts is not None for s in sets):
+    if by == "string" and all(s.prompts is not None for s in sets):
         index: dict[str, int] = {}
         first_list: list[int] = []
         inverse = np.empty(sum(len(s) for s in sets), dtype=np.int64)
@@ -185,3 +209,99 @@ def _first_and_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     inverse = np.empty(order.size, dtype=np.int64)
     inverse[order] = group
     return order[new], inverse
+
+
+#: rows that share a prompt string may differ in their prompt embeddings by this much of the norm of the
+#: string's first embedding (re-embedding the same text in another batch moves it by ~1e-6 in float32)
+PROMPT_EMBEDDING_RTOL = 1e-4
+#: rows compared per block
+_CHECK_ROWS = 8192
+
+
+def strings_disagree(*sets: PairedSet) -> str | None:
+    """Whether some prompt string labels rows of different prompt embeddings (None when every string
+    carries one embedding, or the sets have no strings): the first such pair of rows, in words.
+
+    Each row's embedding e_i is compared with that of its string's first row e_f,
+    |e_i - e_f| <= :data:`PROMPT_EMBEDDING_RTOL` |e_f| (re-embedding noise passes), in one pass over the rows;
+    across sets of the same prompt dimension too; sets of other dimensions only within themselves."""
+    if not sets or any(s.prompts is None for s in sets):
+        return None
+    index: dict[str, int] = {}
+    inverse = np.fromiter((index.setdefault(p, len(index)) for s in sets for p in s.prompts), dtype=np.int64,
+                          count=sum(len(s) for s in sets))
+    bounds = np.cumsum([0] + [len(s) for s in sets])
+    by_dim: dict[int, list[int]] = {}
+    for k, s in enumerate(sets):
+        by_dim.setdefault(s.dim_prompt, []).append(k)
+    for members in by_dim.values():
+        rows = np.concatenate([np.arange(bounds[k], bounds[k + 1]) for k in members])
+        labels = inverse[rows]
+        groups, first_pos, counts = np.unique(labels, return_index=True, return_counts=True)
+        shared = counts > 1  # strings on a single row need no check
+        if not shared.any():
+            continue
+        slot = np.full(int(inverse.max()) + 1, -1, dtype=np.int64)
+        slot[groups[shared]] = np.arange(int(shared.sum()))
+        firsts = rows[first_pos[shared]]  # flat row of each shared string's first occurrence
+        reference = _rows_at(sets, bounds, firsts)
+        for k in members:
+            said = _compare_block_rows(sets, bounds, k, inverse, slot, firsts, reference)
+            if said is not None:
+                return said
+    return None
+
+
+def _rows_at(sets: tuple[PairedSet, ...], bounds: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """The prompt embeddings (float64) of the rows at flat positions ``flat`` (not empty; any order), read
+    set by set in ascending row order (row-streamed arrays read them so)."""
+    owner = np.searchsorted(bounds, flat, side="right") - 1
+    parts = []
+    for k in np.unique(owner).tolist():
+        where = np.flatnonzero(owner == k)
+        local = flat[where] - bounds[k]
+        order = np.argsort(local, kind="stable")
+        block = np.asarray(sets[k].prompt_embeddings[local[order]], dtype=np.float64)
+        parts.append((where[order], block))
+    out = np.empty((flat.size, parts[0][1].shape[1]), dtype=np.float64)
+    for where, block in parts:
+        out[where] = block
+    return out
+
+
+def _compare_block_rows(sets: tuple[PairedSet, ...], bounds: np.ndarray, k: int, inverse: np.ndarray,
+                        slot: np.ndarray, firsts: np.ndarray, reference: np.ndarray) -> str | None:
+    """Set ``k``'s rows against their string's first embedding, block by block: the first row that differs
+    by more than the tolerance, in words (:func:`strings_disagree`), or None."""
+    emb, n = sets[k].prompt_embeddings, len(sets[k])
+    for a in range(0, n, _CHECK_ROWS):
+        b = min(n, a + _CHECK_ROWS)
+        idx = slot[inverse[bounds[k] + a : bounds[k] + b]]
+        keep = np.flatnonzero(idx >= 0)
+        if keep.size == 0:
+            continue
+        ref = reference[idx[keep]]
+        diff = np.asarray(emb[a:b], dtype=np.float64)[keep] - ref
+        dist2, norm2 = np.einsum("ij,ij->i", diff, diff), np.einsum("ij,ij->i", ref, ref)
+        bad = np.flatnonzero(dist2 > PROMPT_EMBEDDING_RTOL**2 * norm2)
+        if bad.size:
+            row = a + int(keep[bad[0]])
+            first = int(firsts[idx[keep[bad[0]]]])
+            return _disagreement(sets, bounds, first, bounds[k] + row,
+                                 float(np.sqrt(dist2[bad[0]] / max(norm2[bad[0]], 1e-300))))
+    return None
+
+
+def _disagreement(sets: tuple[PairedSet, ...], bounds: np.ndarray, first: int, row: int, relative: float
+                  ) -> str:
+    """Two rows (flat positions) with one prompt string and two embeddings, in words."""
+    names = _set_names(*sets)
+    (ka, ia), (kb, ib) = ((int(np.searchsorted(bounds, r, side="right") - 1), r) for r in (first, row))
+    ia, ib = ia - int(bounds[ka]), ib - int(bounds[kb])
+    prompts = sets[kb].prompts
+    text = prompts[ib] if prompts is not None else ""
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    rows = (f"{names[ka]}: rows {ia} and {ib} (0-based)" if ka == kb
+            else f"{names[ka]} row {ia} and {names[kb]} row {ib} (0-based)")
+    return (f"{rows} have the same prompt {shown!r} but different prompt embeddings (apart by "
+            f"{relative:.3g} of its norm, beyond {PROMPT_EMBEDDING_RTOL:g})")

@@ -49,6 +49,16 @@ METRIC_RANGE = {"scendi": (1.0, None), "scendi_prompt": (1.0, None), "vendi": (1
                 "model_share": (0.0, 1.0), "prompt_share": (0.0, 1.0)}
 
 
+def difference_range(metric: str) -> tuple[float | None, float | None]:
+    """The range of a difference a - b of two values of ``metric``: [lo - hi, hi - lo] for a metric bounded
+    on both sides in :data:`METRIC_RANGE` (shares: [-1, 1]), unbounded otherwise. A difference's interval
+    is clipped to it: intersecting an interval with the parameter space keeps its coverage."""
+    lo, hi = METRIC_RANGE.get(metric, (None, None))
+    if lo is None or hi is None:
+        return None, None
+    return lo - hi, hi - lo
+
+
 def metric_intervals(replicates: dict[str, np.ndarray], estimates: dict, level: float) -> dict:
     """{metric: {'low', 'high', 'centre', 'contains_estimate'}}: each of :data:`INTERVAL_METRICS`'
     :func:`basic_interval` from its replicates and its estimate, clipped to the metric's
@@ -131,11 +141,16 @@ def hold_estimates(intervals: dict, estimates: dict) -> dict:
 def interval_notes(intervals: dict, estimates: dict) -> list[str]:
     """One line per interval that excludes its own estimate, naming both numbers and why (the basic interval
     is centred on the bias-corrected estimate, :func:`metric_intervals`), and one per interval
-    :func:`hold_estimates` widened to hold it."""
+    :func:`hold_estimates` widened to hold it visibly (at the 4 significant digits printed: the entropy's
+    clamp of zero eigenvalues moves a score of 1 by ~1e-9 per eigenvalue, and "[1, 1] left out 1 and was
+    widened to [1, 1]" is no news; ``widened_from`` keeps every widening)."""
     notes = []
     for m, iv in intervals.items():
         if iv.get("widened_from") and m in estimates:
             lo, hi = iv["widened_from"]
+            e = float(estimates[m])
+            if f"{min(lo, e):.4g} {max(hi, e):.4g}" == f"{lo:.4g} {hi:.4g}":  # not visible as printed
+                continue
             centre = iv.get("centre", float("nan"))
             notes.append(f"{m}: its interval [{lo:.4g}, {hi:.4g}] (around the bias-corrected value "
                          f"{centre:.4g}) left out the estimate {estimates[m]:.4g} and "
@@ -147,6 +162,16 @@ def interval_notes(intervals: dict, estimates: dict) -> list[str]:
                          "replicates shift away from it), so the interval is built around the bias-corrected "
                          f"value {iv['centre']:.4g} (what a larger set would give, not this set's number)")
     return notes
+
+
+def _within(low: float, high: float, bounds: tuple[float | None, float | None]) -> tuple[float, float]:
+    """[low, high] intersected with the range ``bounds`` (None: unbounded); the interval is not moved."""
+    lo_b, hi_b = bounds
+    if lo_b is not None:
+        low, high = max(low, lo_b), max(high, lo_b)
+    if hi_b is not None:
+        low, high = min(low, hi_b), min(high, hi_b)
+    return float(low), float(high)
 
 
 def compare_models(names: list[str], points: list[dict], replicates: list[dict[str, np.ndarray]] | None,
@@ -162,23 +187,30 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
     the difference's own basic interval is used (paired bootstrap; ``separated`` when it excludes 0); with
     ``jackknife`` replicates (the same prompt deleted in row g for every model) its jackknife interval.
     Otherwise the models' intervals are compared (``separated`` when they do not overlap; conservative).
+    Every interval is intersected with the difference's range (:func:`difference_range`: [-1, 1] for the
+    shares; the interval is cut, not moved, so its coverage is kept).
+    A pair where either value is not a number (no output diversity: the shares are undefined) has no row.
     """
     out = []
     for i in range(len(names)):
         for j in range(i + 1, len(names)):
             for m in metrics:
+                if not (np.isfinite(points[i][m]) and np.isfinite(points[j][m])):
+                    continue
                 d = float(points[i][m] - points[j][m])
                 row = {"a": names[i], "b": names[j], "metric": m, "difference": d}
+                bounds = difference_range(m)
                 if replicates is not None:
                     diff = replicates[i][m] - replicates[j][m]
                     e = d if pivots is None else float(pivots[i][m] - pivots[j][m])
                     iv = jackknife_interval(diff, e, level) if jackknife else basic_interval(diff, e, level)
-                    row.update(low=iv["low"], high=iv["high"],
-                               separated=bool(iv["low"] > 0 or iv["high"] < 0),
+                    low, high = _within(iv["low"], iv["high"], bounds)
+                    row.update(low=low, high=high, separated=bool(low > 0 or high < 0),
                                method="paired jackknife" if jackknife else "paired bootstrap")
                 else:
                     a, b = intervals[i][m], intervals[j][m]
-                    row.update(low=float(a["low"] - b["high"]), high=float(a["high"] - b["low"]),
+                    low, high = _within(a["low"] - b["high"], a["high"] - b["low"], bounds)
+                    row.update(low=low, high=high,
                                separated=bool(a["low"] > b["high"] or b["low"] > a["high"]),
                                method="interval overlap")
                 out.append(row)
@@ -186,6 +218,6 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
 
 
 __all__ = ["INTERVAL_METRICS", "METRIC_RANGE", "basic_interval", "bootstrap_replicates", "check_bootstrap",
-           "check_bootstrap_memory", "compare_models", "hold_estimates", "interval_method", "interval_notes",
-           "jackknife_interval", "jackknife_intervals", "prompt_draws",
+           "check_bootstrap_memory", "compare_models", "difference_range", "hold_estimates",
+           "interval_method", "interval_notes", "jackknife_interval", "jackknife_intervals", "prompt_draws",
            "prompt_intervals"]

@@ -6,34 +6,35 @@ import dataclasses
 
 import numpy as np
 
-from ...data.paired import PairedSet, prompt_groups
+from ...data.paired import PairedSet, as_paired_set
 from ...errors import OptionError
 from ..rankings import diversity_rankings
 from .bootstrap import compare_models
 from .estimator import Scendi
-from .nullifier import check_paired
+from .nullifier import check_paired, scendi_groups
 from .result import ScendiComparison
 
 
-def compare(sets: list[PairedSet], estimator: Scendi | None = None, names: list[str] | None = None
+def compare(sets: list[PairedSet | tuple], estimator: Scendi | None = None, names: list[str] | None = None
             ) -> ScendiComparison:
     """Fit the same Scendi configuration on several models' paired sets: one row per model, and with a
     bootstrap, pairwise ``differences`` (paired over shared prompt draws when every set holds the same
     prompts, else by interval overlap; each row says which)."""
     est = estimator or Scendi()
-    names = names or [s.name for s in sets]
-    if len(names) != len(sets):
+    if names is not None and len(names) != len(sets):
         raise OptionError(f"{len(names)} names for {len(sets)} sets")
-    sets = [check_paired(s, est.kernel) for s in sets]
-    labels, _ = prompt_groups(*sets)
+    sets = [check_paired(as_paired_set(s, names[i] if names else f"set {i + 1}"), est.kernel)
+            for i, s in enumerate(sets)]  # (a tuple of arrays is named by its name or position)
+    names = names or [s.name for s in sets]
+    labels, note = scendi_groups(*sets)
     shared = len(sets) > 1 and all(set(np.unique(lab)) == set(np.unique(labels[0])) for lab in labels)
     results, reps = [], []
     for s, n, lab in zip(sets, names, labels, strict=True):
         if shared:  # one prompt numbering: the seeded draws pick the same prompts for every model
-            r, rep = est.fit_with_draws(s, name=n, groups=lab)
+            r, rep = est.fit_with_draws(s, name=n, groups=lab, notes=[note] if note else ())
         else:
-            own, _ = prompt_groups(s)
-            r, rep = est.fit_with_draws(s, name=n, groups=own[0])
+            own, own_note = scendi_groups(s)
+            r, rep = est.fit_with_draws(s, name=n, groups=own[0], notes=[own_note] if own_note else ())
         results.append(r)
         reps.append(rep)
     differences: list[dict] = []
@@ -42,9 +43,25 @@ def compare(sets: list[PairedSet], estimator: Scendi | None = None, names: list[
         jackknife = methods == {True}
         lengths = {len(rep["scendi"]) for rep in reps if rep is not None}
         paired = shared and len(methods) == 1 and len(lengths | ({-1} if None in reps else set())) == 1
-        points = [r.summary() | {"model_share": r.model_share} for r in results]
+        points = [r.summary() for r in results]  # (an undefined model share: NaN, no difference row)
         raw = [p | {k: v["raw"] for k, v in r.clipped.items()} for p, r in zip(points, results, strict=True)]
         differences = compare_models(names, points, reps if paired else None, [r.intervals for r in results],
                                      level=est.confidence, jackknife=jackknife, pivots=raw)
     comparison = ScendiComparison(models=results, seed=est.seed, differences=differences)
-    return dataclasses.replace(comparison, rankings=diversity_rankings(comparison))
+    return dataclasses.replace(comparison, rankings=_rankings(comparison))
+
+
+def _rankings(comparison: ScendiComparison) -> dict:
+    """:func:`diversity_rankings`; the model share ranked only among the models where it is defined (those
+    with output diversity), and not at all when fewer than two are."""
+    defined = [m for m in comparison.models if m.model_share is not None]
+    if len(defined) == len(comparison.models):
+        return diversity_rankings(comparison)
+    shares = [d for d in comparison.differences if d["metric"] == "model_share"]
+    others = dataclasses.replace(comparison, differences=[d for d in comparison.differences
+                                                          if d["metric"] != "model_share"])
+    out = {k: v for k, v in diversity_rankings(others).items() if k != "model_share"}
+    if len(defined) > 1:
+        subset = dataclasses.replace(comparison, models=defined, differences=shares)
+        out.update({k: v for k, v in diversity_rankings(subset).items() if k == "model_share"})
+    return out

@@ -151,9 +151,30 @@ def scendi_score(eigenvalues: np.ndarray, order: int = 1) -> float:
     return float(np.exp(scendi_entropy(eigenvalues, order)))
 
 
-def normalised_spectrum(eigenvalues: np.ndarray) -> np.ndarray:
-    """p = max(l, 0) / sum max(l, 0): a PSD spectrum as a probability vector (Vendi's normalisation)."""
-    lam = np.clip(np.asarray(eigenvalues, dtype=np.float64), 0.0, None)
+def _first_non_finite(arr: np.ndarray) -> str | None:
+    """'row r, column c is NaN' (or 'entry i is inf') for the first non-finite value of ``arr``; else None."""
+    bad = np.argwhere(~np.isfinite(arr))
+    if bad.size == 0:
+        return None
+    pos = tuple(int(i) for i in bad[0])
+    kind = "NaN" if np.isnan(arr[pos]) else "inf"
+    where = (f"row {pos[0]}, column {pos[1]}" if len(pos) == 2
+             else f"entry {pos[0]}" if len(pos) == 1 else f"index {pos}")
+    return f"{where} (0-based) is {kind}"
+
+
+def normalised_spectrum(eigenvalues: np.ndarray, name: str = "eigenvalues") -> np.ndarray:
+    """p = max(l, 0) / sum max(l, 0): a PSD spectrum (a 1-D array of eigenvalues, finite) as a probability
+    vector (Vendi's normalisation). A non-finite value is refused naming its position, a matrix naming its
+    shape (:func:`vendi_score_from_gram` takes a kernel matrix)."""
+    raw = np.asarray(eigenvalues, dtype=np.float64)
+    bad = _first_non_finite(raw)
+    if bad is not None:
+        raise InputError(f"{name}: {bad}; every value must be finite")
+    if raw.ndim != 1:
+        raise InputError(f"{name}: expected a 1-D array of eigenvalues, got shape {raw.shape}; for an n x n "
+                         "kernel matrix use vendi_score_from_gram")
+    lam = np.clip(raw, 0.0, None)
     total = lam.sum()
     if not total > 0:
         raise InputError("the kernel covariance is zero: no diversity can be measured")
@@ -162,14 +183,14 @@ def normalised_spectrum(eigenvalues: np.ndarray) -> np.ndarray:
 
 def vendi_score(eigenvalues: np.ndarray) -> float:
     """Vendi = exp(-sum p log p), p = eigenvalues normalised to sum 1 (negatives from round-off dropped)."""
-    p = normalised_spectrum(eigenvalues)
+    p = normalised_spectrum(eigenvalues, "vendi_score")
     p = p[p > 0]
     return float(np.exp(-np.sum(p * np.log(p))))
 
 
 def rke_score(eigenvalues: np.ndarray) -> float:
     """RKE = 1 / sum p^2, p = eigenvalues normalised to sum 1."""
-    p = normalised_spectrum(eigenvalues)
+    p = normalised_spectrum(eigenvalues, "rke_score")
     return float(1.0 / np.sum(p * p))
 
 
@@ -181,6 +202,9 @@ def vendi_score_from_gram(gram: np.ndarray, order: int = 1) -> float:
     k = np.asarray(gram, dtype=np.float64)
     if k.ndim != 2 or k.shape[0] != k.shape[1] or k.shape[0] == 0:
         raise InputError(f"expected a square, non-empty kernel matrix, got shape {k.shape}")
+    bad = _first_non_finite(k)
+    if bad is not None:
+        raise InputError(f"vendi_score_from_gram: the kernel matrix's {bad}; every value must be finite")
     import scipy.linalg
 
     vals = scipy.linalg.eigvalsh(0.5 * (k + k.T)) / k.shape[0]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -35,7 +36,7 @@ from ..._params import (
 from ..._progress import Stopwatch
 from ...array_ops import blas_threads_for
 from ...backend import DEVICE, resolve_backend
-from ...data.paired import PairedSet, prompt_groups
+from ...data.paired import PairedSet
 from ...errors import OptionError
 from ...kernels.scendi_features import ScendiKernelOptions
 from ...scale.runner import current_client
@@ -53,9 +54,9 @@ from .clusters import build_clusters
 from .core import EIGEN_FLOOR, MAX_STORED_EIGENVALUES, PromptRankWarning
 from .debias import debias_possible
 from .dual import PRECISIONS
-from .nullifier import check_paired, prompt_rank_warnings, resolve_feature_maps
+from .nullifier import check_paired, prompt_rank_warnings, resolve_feature_maps, scendi_groups
 from .options import GAMMA_ESTIMATORS, INTERVAL_METHODS
-from .ranges import clip_table, clipped_notes
+from .ranges import NO_SPLIT_NOTE, clip_table, clipped_notes, no_output_diversity, without_shares
 from .result import ScendiResult
 from .routes import SAMPLE_SPACE_MAX_ROWS, FitInputs, Route, RouteSpectra, choose_route
 
@@ -163,15 +164,17 @@ class Scendi(ScendiKernelOptions):
         result equals the local one.
         """
         data = check_paired(data, self.kernel)
-        labels, _ = prompt_groups(data)
-        return self.fit_with_draws(data, name=name, groups=labels[0])[0]
+        labels, note = scendi_groups(data)
+        return self.fit_with_draws(data, name=name, groups=labels[0], notes=[note] if note else ())[0]
 
     def fit_with_draws(self, data: PairedSet, *, name: str | None, groups: np.ndarray,
-                       counts: np.ndarray | None = None) -> tuple[ScendiResult, dict | None]:
-        """:meth:`fit` with the rows' prompt labels (0..G-1) given, and optionally the bootstrap's prompt
-        draws ``counts`` (replicates x G), so that several models can share them; also returns the
-        replicates ({metric: values}) or None when the bootstrap is off."""
-        clock, notes = Stopwatch(), []
+                       counts: np.ndarray | None = None, notes: Sequence[str] = ()
+                       ) -> tuple[ScendiResult, dict | None]:
+        """:meth:`fit` with the rows' prompt labels (0..G-1) given (:func:`.nullifier.scendi_groups`; with
+        the ``notes`` of how they were made), and optionally the bootstrap's prompt draws ``counts``
+        (replicates x G), so that several models can share them; also returns the replicates ({metric:
+        values}) or None when the bootstrap is off."""
+        clock, notes = Stopwatch(), list(notes)
         inputs = self._inputs(data, groups, notes)
         replicates = self._replicates(inputs.n, inputs.dim, inputs.distinct, notes)
         route = choose_route(inputs)  # the covariance pass
@@ -184,11 +187,15 @@ class Scendi(ScendiKernelOptions):
         k = min(self.n_clusters, inputs.d_i, inputs.n)  # (n samples span at most n directions)
         spectra = route.spectrum(estimator, k)
         table, clipped = clip_table(spectra.table)  # (the estimate in its range; the raw values recorded)
+        no_split = no_output_diversity(spectra.output, self.precision)
+        if no_split:  # C_II spans one direction: nothing to split between prompts and model
+            table, clipped = without_shares(table), {}
+            notes.append(NO_SPLIT_NOTE)
         notes.extend(clipped_notes(clipped, spectra.described))
         clock.lap("eigen_s")
         ids, scores = route.mode_stats(spectra, self.top_k)
-        clusters = build_clusters(data, ids, scores, eigenvalues=spectra.model,
-                                  trace=spectra.table["model_share"], k=k, offset=0)
+        clusters = [] if no_split else build_clusters(data, ids, scores, eigenvalues=spectra.model,
+                                                      trace=spectra.table["model_share"], k=k, offset=0)
         clusters_c = build_clusters(data, ids, scores, eigenvalues=spectra.output,
                                     trace=float(np.sum(spectra.output)), k=k, offset=k)
         clock.lap("clusters_s")
@@ -240,6 +247,7 @@ class Scendi(ScendiKernelOptions):
         with blas_threads_for(side):
             intervals, reps, method = prompt_intervals(inputs.groups, counts, engine, spectra.table,
                                                        self.confidence, method)
+        intervals = {m: iv for m, iv in intervals.items() if math.isfinite(reported[m])}  # (undefined: none)
         intervals = hold_estimates(intervals, reported)  # never an interval that excludes its estimate
         notes.extend(interval_notes(intervals, reported))
         fits = int(replicates) if reps is None else int(np.asarray(reps["model_share"]).size)

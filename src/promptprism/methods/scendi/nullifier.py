@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..._params import BOOLEAN, SEED, positive
-from ...data.paired import PairedSet, as_paired_set
+from ...data.paired import PairedSet, as_paired_set, prompt_groups, strings_disagree
 from ...errors import InputError, OptionError
 from ...kernels.bandwidth import Bandwidth, subsample_rows
 from ...kernels.scendi_features import ScendiFeatureMaps, ScendiKernelOptions
@@ -32,6 +32,20 @@ def check_paired(data: Any, kernel: str, *, min_rows: int = 2) -> PairedSet:
     if kernel == "cosine":
         data.check_nonzero("the cosine kernel is undefined for a zero vector")
     return data
+
+
+def scendi_groups(*sets: PairedSet) -> tuple[list[np.ndarray], str | None]:
+    """The rows' prompt labels for Scendi (:func:`~promptprism.data.paired.prompt_groups`), and a note when
+    they are not the prompt strings'. Scendi gives the rows of one label one prompt feature (Phi_T =
+    Phi_G[groups], the Schur complement's C_TT): where a string labels rows of different prompt embeddings
+    (a category, or '' on every row) the rows are grouped by their embeddings instead, warned and noted."""
+    why = strings_disagree(*sets)
+    if why is None:
+        return prompt_groups(*sets)[0], None
+    note = (f"prompt strings do not name one prompt embedding each ({why}): Scendi's prompt features come "
+            "from the embeddings, so its prompts are the distinct prompt embeddings, not the strings")
+    warnings.warn(note, UserWarning, stacklevel=3)
+    return prompt_groups(*sets, by="embedding")[0], note
 
 
 def prompt_rank_warnings(where: str, rank: int, n: int, *, estimator: str) -> list[str]:

@@ -25,6 +25,8 @@ computed from them, since the replicates are the raw estimator's).
 
 from __future__ import annotations
 
+import numpy as np
+
 #: relative excess over a bound below which a clip is round-off and not recorded (the entropy's clamp of
 #: zero eigenvalues at 1e-10 adds ~2e-9 nats per eigenvalue)
 ROUND_OFF = 1e-6
@@ -64,4 +66,36 @@ def clipped_notes(clipped: dict, estimator: str) -> list[str]:
             "little of the outputs)"]
 
 
-__all__ = ["ROUND_OFF", "clip_table", "clipped_notes"]
+#: C_II whose eigenvalues beyond the largest sum to at most this fraction of its trace spans one direction
+#: (relative round-off of a rank-1 eigen-solve: ~1e-16 in float64, ~1e-7 in float32)
+ONE_DIRECTION = {"float64": 1e-10, "float32": 1e-5}
+#: the fields left undefined when the outputs have no diversity
+SHARES = ("model_share", "prompt_share")
+#: the note (warnings, CLI) when the shares are left undefined
+NO_SPLIT_NOTE = ("model_share and prompt_share are not defined here: the outputs have no diversity (their "
+                 "kernel covariance C_II spans one direction, Vendi = 1: every output embedding is the same "
+                 "under the kernel), so there is nothing to split between the prompts and the model")
+
+
+def no_output_diversity(output_eigenvalues: np.ndarray, precision: str = "float64") -> bool:
+    """Whether C_II spans one direction: sum_{j >= 2} |l_j| <= tol sum_j |l_j| (l_1 the largest eigenvalue;
+    tol :data:`ONE_DIRECTION` of the precision), i.e. Vendi = 1 up to round-off.
+
+    Then Lambda_T and Lambda_I, PSD with Lambda_T + Lambda_I = C_II = u u^T, are both multiples of u u^T:
+    Scendi = Scendi_T = Vendi = 1, and the shares only say how well the prompts predict the one output (its
+    value depends on the prompts' mean, m^T C_TT^+ m in-sample, not on the model): no output diversity to
+    attribute, so the shares are left undefined (NaN, null in result.json)."""
+    lam = np.abs(np.asarray(output_eigenvalues, dtype=np.float64))
+    total = float(lam.sum())
+    return total > 0 and total - float(lam.max()) <= ONE_DIRECTION.get(precision, 1e-10) * total
+
+
+def without_shares(table: dict) -> dict:
+    """The score table of a set without output diversity: :data:`SHARES` NaN (undefined). Its Scendi and
+    Scendi_T are at most Vendi = 1, as :func:`clip_table` has made them; an excess it clipped is the
+    entropy's clamp of the zero eigenvalues (~2e-9 nats each), so the caller records no clip."""
+    return {**table, **dict.fromkeys(SHARES, float("nan"))}
+
+
+__all__ = ["NO_SPLIT_NOTE", "ONE_DIRECTION", "ROUND_OFF", "SHARES", "clip_table", "clipped_notes",
+           "no_output_diversity", "without_shares"]

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..._version import __version__
 from ...results import PerModelResult, Result
+
+
+def _defined(value: float | None) -> bool:
+    """A share that is a number (not None, not NaN)."""
+    return value is not None and not math.isnan(value)
 
 
 @dataclass(frozen=True)
@@ -48,8 +54,10 @@ class ScendiResult(Result):
     scendi_prompt_order2: float  #: order-2 Scendi of Lambda_T
     vendi: float  #: Vendi of the outputs (C_II)
     rke: float  #: RKE of the outputs (C_II)
-    model_share: float  #: Tr(Lambda_I), in [0, 1] (clipped: see ``clipped``)
-    prompt_share: float  #: Tr(Lambda_T) (= 1 - model_share), in [0, 1]
+    #: Tr(Lambda_I), in [0, 1] (clipped: see ``clipped``); None (null in result.json) when the outputs have
+    #: no diversity (C_II spans one direction: nothing to split, ``warnings`` says so; :meth:`summary` NaN)
+    model_share: float
+    prompt_share: float  #: Tr(Lambda_T) (= 1 - model_share), in [0, 1]; NaN when model_share is None
     entropies: dict  #: the entropies in nats behind the scores
     clusters: list[Cluster]  #: top eigenvectors of Lambda_I (model-driven clusters)
     clusters_unconditioned: list[Cluster]  #: top eigenvectors of C_II (prompt-unaware clusters)
@@ -80,6 +88,15 @@ class ScendiResult(Result):
     #: samples of the same prompts, and a judge's preference (``promptprism quality``)
     quality: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        """Undefined shares (no output diversity; NaN from the fit, null from result.json) in one form:
+        ``model_share`` None (the headline check before saving skips None and refuses NaN as an overflow),
+        ``prompt_share`` NaN; :meth:`summary` gives NaN for both, which ``check --fail-on`` refuses as not a
+        number, and every table prints as '–'."""
+        if not _defined(self.model_share) or not _defined(self.prompt_share):
+            object.__setattr__(self, "model_share", None)
+            object.__setattr__(self, "prompt_share", float("nan"))
+
     def findings(self) -> list[dict]:
         """The model-driven clusters as findings of the quality verdicts: ``{'id': 'cluster 1', 'rank',
         'prompts', 'rows'}`` with the rows of the cluster's top samples and their distinct prompts."""
@@ -95,7 +112,7 @@ class ScendiResult(Result):
         """The scores of one row of the comparison table."""
         return {"name": self.name, "scendi": self.scendi, "scendi_prompt": self.scendi_prompt,
                 "scendi_order2": self.scendi_order2, "vendi": self.vendi, "rke": self.rke,
-                "model_share": self.model_share}
+                "model_share": self.model_share if self.model_share is not None else math.nan}
 
     row = summary  #: the row of :meth:`ScendiComparison.table`
 
