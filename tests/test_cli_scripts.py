@@ -160,7 +160,8 @@ def test_python_m_exits_with_the_commands_status_after_an_interrupt_it_handled(t
 
 
 def test_signed_shares_print_without_a_negative_zero():
-    from promptprism.cli.split import signed_percent
+    from promptprism.report.html import fnum  # (the report's and the CLI's tables)
 
-    assert [signed_percent(x, d) for x, d in ((-0.0004, 0), (-0.0004, 1), (-0.03, 0), (1.25, 0))] == [
-        "0%", "0.0%", "-3%", "125%"]
+    assert [fnum(x, s) for x, s in ((-0.0004, ".0%"), (-0.0004, ".1%"), (-0.03, ".0%"), (1.25, ".0%"),
+                                    (-1e-9, ".3g"), (-0.0, ".2f"))] == ["0%", "0.0%", "-3%", "125%", "-1e-09",
+                                                                         "0.00"]

@@ -50,3 +50,11 @@ def test_partly_shared_prompts_warn_what_happens_to_the_unshared_ones():
     with pytest.warns(UserWarning, match=note):
         res = PromptSplit(method="exact", permutations=20, n_modes=2, seed=0).fit(half, _set(2, "p{}".format))
     assert res.significance["scheme"] == "within-prompt"
+
+
+def test_without_the_test_the_note_speaks_of_the_ranking_only():
+    with pytest.warns(UserWarning) as caught:
+        PromptSplit(method="exact", permutations=0, n_modes=2, seed=0).fit(
+            _set(1, "other {}".format), _set(2, "p{}".format))
+    [note] = [str(w.message) for w in caught if "one set only" in str(w.message)]
+    assert "permutation test" not in note and "prompt ranking" in note

@@ -73,14 +73,24 @@ def check_matrix(
         with np.errstate(over="ignore", invalid="ignore"):  # (huge finite values may overflow the sum)
             if np.isfinite(block.sum()):  # every value finite (a NaN or inf makes the sum so); else look
                 continue
-        finite = np.isfinite(block)
-        if not finite.all():
-            row, col = np.argwhere(~finite)[0]
-            value = block[row, col]
-            kind = "NaN" if np.isnan(value) else "inf"
-            raise InputError(f"{where}: row {start + int(row)} (0-based), column {int(col)} is {kind}; "
-                             "all embedding values must be finite")
+        bad = first_non_finite(block, row_offset=start)
+        if bad is not None:
+            raise InputError(f"{where}: {bad}; all embedding values must be finite")
     return arr
+
+
+def first_non_finite(arr: Any, *, row_offset: int = 0) -> str | None:
+    """Where the first NaN or inf of ``arr`` lies, in words ('row 3 (0-based), column 2 is NaN'; 'entry 2
+    (0-based) is inf' for a vector; rows counted from ``row_offset``), or None when every value is finite."""
+    arr = np.asarray(arr)
+    bad = np.argwhere(~np.isfinite(arr))
+    if bad.size == 0:
+        return None
+    pos = tuple(int(i) for i in bad[0])
+    kind = "NaN" if np.isnan(arr[pos]) else "inf"
+    if arr.ndim == 2:
+        return f"row {row_offset + pos[0]} (0-based), column {pos[1]} is {kind}"
+    return f"entry {pos[0] if arr.ndim == 1 else pos} (0-based) is {kind}"
 
 
 def check_nonzero_rows(arr: np.ndarray, name: str, *, source: str | None = None, why: str = "") -> None:

@@ -13,6 +13,7 @@ from ..kernels.bandwidth import Bandwidth
 from ..kernels.gram import KERNELS
 from ..methods.promptsplit.aggregate import AGGREGATES
 from ..methods.promptsplit.options import EXACT_MAX_SAMPLES, METHODS, PRECISIONS, RANKINGS
+from ..report.html import fnum
 from ..scale import current_client, execution
 from . import _inputs as inp
 from ._app import app, console
@@ -37,13 +38,6 @@ from .report import NO_REPORT
 if TYPE_CHECKING:
     from ..methods.promptsplit import PromptSplitResult
 
-
-
-def signed_percent(share: float, digits: int) -> str:
-    """A signed share as a percentage (a prompt's share of an eigenvalue or of the captured disagreement
-    can be negative or above 100 %: the shares add up to 1), a value that rounds to zero as 0 (not -0)."""
-    text = f"{share:.{digits}%}"
-    return text[1:] if text.startswith("-") and float(text[1:-1]) == 0 else text
 
 def _p_cell(mode: Any) -> str:
     if mode.p_value is None:
@@ -73,7 +67,7 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
         table.add_column("strongest sample: output", ratio=2)
         for mode in result.positive_modes[:4] + result.negative_modes[:4]:
             label = escape(f"{'+' if mode.side == 'test' else '-'}{mode.rank} {side_label(mode.side, names)}")
-            prompts = "; ".join(f"{escape(p.prompt)} ({signed_percent(p.contribution / mode.eigenvalue, 0)})"
+            prompts = "; ".join(f"{escape(p.prompt)} ({fnum(p.contribution / mode.eigenvalue, '.0%')})"
                                 for p in mode.top_prompts[:2])
             best = mode.top_samples[0] if mode.top_samples else None
             sample = "" if best is None else escape(best.output or f"{best.set} #{best.index}")
@@ -95,7 +89,7 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
             ranking.add_column("prompt")
             ranking.add_column("share", justify="right")
             for i, row in enumerate(result.prompt_ranking[:10], 1):
-                ranking.add_row(str(i), escape(row["prompt"]), signed_percent(row["share"], 1))
+                ranking.add_row(str(i), escape(row["prompt"]), fnum(row["share"], ".1%"))
             console.print(ranking)
     for key, scan in result.bandwidth_scan.items():
         if not quiet or not scan.get("plateau", True):

@@ -207,17 +207,17 @@ def median_pairwise_distance(x: np.ndarray, *, max_samples: int = MEDIAN_SAMPLES
 
 def scaled_median_distance(x: Any, *, max_samples: int = MEDIAN_SAMPLES, seed: int = 0
                            ) -> tuple[float, float]:
-    """(:func:`median_pairwise_distance` of the rows, their largest magnitude). Rows whose magnitudes would
-    overflow or underflow the squared distances (beyond 1e100 or below 1e-100) are first scaled by a power
-    of two (exact; the median is scale-equivariant) and the median scaled back, so values of any magnitude
-    give their own median (inf only when the median itself is beyond float64)."""
-    flat = np.asarray(x).reshape(len(x), -1)
-    big = float(np.abs(flat).max()) if flat.size else 0.0
+    """(:func:`median_pairwise_distance` of the rows, the largest magnitude among the rows it reads: the
+    seeded subsample of at most ``max_samples``, the others not read). Rows whose magnitudes would overflow
+    or underflow the squared distances (beyond 1e100 or below 1e-100) are first scaled by a power of two
+    (exact; the median is scale-equivariant) and the median scaled back, so values of any magnitude give
+    their own median (inf only when the median itself is beyond float64)."""
+    sub = subsample_rows(x, max_samples, seed)
+    big = float(np.abs(sub).max()) if sub.size else 0.0
     if big > _HUGE or 0.0 < big < 1.0 / _HUGE:
         scale = math.ldexp(1.0, -math.frexp(big)[1])  # 2^-e with big = m 2^e, 0.5 <= m < 1
-        med = median_pairwise_distance(flat * scale, max_samples=max_samples, seed=seed)
-        return med / scale, big
-    return median_pairwise_distance(flat, max_samples=max_samples, seed=seed), big
+        return median_pairwise_distance(sub * scale, max_samples=max_samples, seed=seed) / scale, big
+    return median_pairwise_distance(sub, max_samples=max_samples, seed=seed), big
 
 
 #: :func:`gamma_from_median` warns when a typical pair's kernel value exp(-gamma |x - x'|^2) is below

@@ -213,9 +213,13 @@ def num(value: Any) -> float:
 
 
 def fnum(value: Any, spec: str) -> str:
-    """``format(value, spec)`` for a number, '–' for None, NaN or anything not a number."""
+    """``format(value, spec)`` for a number, '–' for None, NaN or anything not a number; a value that rounds
+    to zero without its minus sign (a signed share of -0.0004 at '.0%': '0%', not '-0%')."""
     f = num(value)
-    return "–" if f != f else format(f, spec)
+    if f != f:
+        return "–"
+    text = format(f, spec)
+    return text[1:] if text.startswith("-") and not any(c in "123456789" for c in text) else text
 
 
 def table(

@@ -139,13 +139,20 @@ def basic_interval(values: np.ndarray, estimate: float, level: float, *, bounds:
     q_lo <= e <= q_hi.
     """
     q_lo, q_hi = percentile_interval(values, level)
-    low, high = 2.0 * estimate - float(q_hi), 2.0 * estimate - float(q_lo)
+    low, high = intersect_interval(2.0 * estimate - float(q_hi), 2.0 * estimate - float(q_lo), bounds)
+    return {"low": low, "high": high}
+
+
+def intersect_interval(low: float, high: float, bounds: Bounds) -> tuple[float, float]:
+    """[low, high] intersected with ``bounds`` (None: unbounded side): cut, not moved, so an interval for a
+    quantity that lies within the bounds keeps its coverage (an interval wholly outside becomes the nearest
+    bound)."""
     lo_b, hi_b = bounds
     if lo_b is not None:
         low, high = max(low, lo_b), max(high, lo_b)
     if hi_b is not None:
         low, high = min(low, hi_b), min(high, hi_b)
-    return {"low": float(low), "high": float(high)}
+    return float(low), float(high)
 
 
 def jackknife_interval(values: np.ndarray, estimate: float, level: float, *, bounds: Bounds = (None, None)
@@ -170,5 +177,5 @@ def jackknife_interval(values: np.ndarray, estimate: float, level: float, *, bou
 
 
 __all__ = ["basic_interval", "check_bootstrap", "check_bootstrap_memory", "cluster_counts",
-           "grouped_replicates", "jackknife_counts", "jackknife_interval", "percentile_interval",
-           "prompt_draws", "resample_counts"]
+           "grouped_replicates", "intersect_interval", "jackknife_counts", "jackknife_interval",
+           "percentile_interval", "prompt_draws", "resample_counts"]

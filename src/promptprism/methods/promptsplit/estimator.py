@@ -104,7 +104,9 @@ class PromptSplit(SplitOptions):
                              runner=current_runner())
         label_list, names = prompt_groups(sets["test"], sets["reference"])
         labels = dict(zip(SIDES, label_list, strict=True))
-        if (note := sig.unshared_prompts_note(labels["test"], labels["reference"])) is not None:
+        note = sig.unshared_prompts_note(labels["test"], labels["reference"],
+                                         tested=bool(self.resolved_permutations(route.name)))
+        if note is not None:
             warnings.warn(note, UserWarning, stacklevel=2)
         timings = {"setup_s": time.perf_counter() - t0}
         identical = core.same_pairs(sets["test"], sets["reference"])

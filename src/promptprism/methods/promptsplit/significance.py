@@ -113,19 +113,23 @@ def choose_scheme(labels_test: np.ndarray, labels_ref: np.ndarray) -> str:
     return "within-prompt" if shared_prompt_cover(labels_test, labels_ref)[1] >= 0.5 else "pooled"
 
 
-def unshared_prompts_note(labels_test: np.ndarray, labels_ref: np.ndarray) -> str | None:
-    """What the test and the ranking do with prompts only one set saw (None when every prompt is shared)."""
+def unshared_prompts_note(labels_test: np.ndarray, labels_ref: np.ndarray, *, tested: bool = True
+                          ) -> str | None:
+    """What the test (``tested``: one runs) and the ranking do with prompts only one set saw (None when
+    every prompt is shared)."""
     alone, cover = shared_prompt_cover(labels_test, labels_ref)
     if not alone:
         return None
-    what = (f"{alone} prompt(s) appear in one set only ({1 - cover:.0%} of the samples): ")
+    what = f"{alone} prompt(s) appear in one set only ({1 - cover:.0%} of the samples): "
+    ranking = "the prompt ranking compares a prompt one model never answered with nothing"
+    if not tested:
+        return what + ranking + "; check that both sets hold the same prompt strings"
     if cover < 0.5:
         return what + ("the permutation test relabels samples over all prompts (scheme 'pooled'), not within "
                        "each prompt, and the prompt ranking sets prompts one model never answered against "
                        "each other; check that both sets hold the same prompt strings")
     return what + ("the permutation test leaves their samples on their side (within a prompt one set never "
-                   "answered there is nothing to exchange) and their rows in the prompt ranking compare "
-                   "a prompt with nothing")
+                   "answered there is nothing to exchange) and " + ranking)
 
 
 def permuted_labels(groups: np.ndarray, is_test: np.ndarray, permutations: int, rng: np.random.Generator

@@ -23,6 +23,7 @@ from ...stats.resampling import (
     check_bootstrap,
     check_bootstrap_memory,
     grouped_replicates,
+    intersect_interval,
     jackknife_counts,
     jackknife_interval,
     prompt_draws,
@@ -164,16 +165,6 @@ def interval_notes(intervals: dict, estimates: dict) -> list[str]:
     return notes
 
 
-def _within(low: float, high: float, bounds: tuple[float | None, float | None]) -> tuple[float, float]:
-    """[low, high] intersected with the range ``bounds`` (None: unbounded); the interval is not moved."""
-    lo_b, hi_b = bounds
-    if lo_b is not None:
-        low, high = max(low, lo_b), max(high, lo_b)
-    if hi_b is not None:
-        low, high = min(low, hi_b), min(high, hi_b)
-    return float(low), float(high)
-
-
 def compare_models(names: list[str], points: list[dict], replicates: list[dict[str, np.ndarray]] | None,
                    intervals: list[dict], *, level: float,
                    metrics: tuple[str, ...] = ("scendi", "model_share"), jackknife: bool = False,
@@ -187,8 +178,8 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
     the difference's own basic interval is used (paired bootstrap; ``separated`` when it excludes 0); with
     ``jackknife`` replicates (the same prompt deleted in row g for every model) its jackknife interval.
     Otherwise the models' intervals are compared (``separated`` when they do not overlap; conservative).
-    Every interval is intersected with the difference's range (:func:`difference_range`: [-1, 1] for the
-    shares; the interval is cut, not moved, so its coverage is kept).
+    A paired interval is intersected with the difference's range (:func:`difference_range`: [-1, 1] for the
+    shares; cut, not moved, it keeps its coverage).
     A pair where either value is not a number (no output diversity: the shares are undefined) has no row.
     """
     out = []
@@ -199,17 +190,16 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
                     continue
                 d = float(points[i][m] - points[j][m])
                 row = {"a": names[i], "b": names[j], "metric": m, "difference": d}
-                bounds = difference_range(m)
                 if replicates is not None:
                     diff = replicates[i][m] - replicates[j][m]
                     e = d if pivots is None else float(pivots[i][m] - pivots[j][m])
                     iv = jackknife_interval(diff, e, level) if jackknife else basic_interval(diff, e, level)
-                    low, high = _within(iv["low"], iv["high"], bounds)
+                    low, high = intersect_interval(iv["low"], iv["high"], difference_range(m))
                     row.update(low=low, high=high, separated=bool(low > 0 or high < 0),
                                method="paired jackknife" if jackknife else "paired bootstrap")
-                else:
+                else:  # (two intervals in the metric's range: their difference lies in the difference's)
                     a, b = intervals[i][m], intervals[j][m]
-                    low, high = _within(a["low"] - b["high"], a["high"] - b["low"], bounds)
+                    low, high = a["low"] - b["high"], a["high"] - b["low"]
                     row.update(low=low, high=high,
                                separated=bool(a["low"] > b["high"] or b["low"] > a["high"]),
                                method="interval overlap")

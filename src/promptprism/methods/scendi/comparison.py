@@ -33,7 +33,7 @@ def compare(sets: list[PairedSet | tuple], estimator: Scendi | None = None, name
         if shared:  # one prompt numbering: the seeded draws pick the same prompts for every model
             r, rep = est.fit_with_draws(s, name=n, groups=lab, notes=[note] if note else ())
         else:
-            own, own_note = scendi_groups(s)
+            own, own_note = scendi_groups(s, warn=False)  # (warned above)
             r, rep = est.fit_with_draws(s, name=n, groups=own[0], notes=[own_note] if own_note else ())
         results.append(r)
         reps.append(rep)

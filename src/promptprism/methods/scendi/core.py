@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._validation import first_non_finite
 from ...array_ops import cholesky_solve_right, is_numpy, symmetric_eigh, values_and_top_vectors
 from ...backend import array_namespace, to_numpy
 from ...errors import InputError, OptionError
@@ -151,29 +152,17 @@ def scendi_score(eigenvalues: np.ndarray, order: int = 1) -> float:
     return float(np.exp(scendi_entropy(eigenvalues, order)))
 
 
-def _first_non_finite(arr: np.ndarray) -> str | None:
-    """'row r, column c is NaN' (or 'entry i is inf') for the first non-finite value of ``arr``; else None."""
-    bad = np.argwhere(~np.isfinite(arr))
-    if bad.size == 0:
-        return None
-    pos = tuple(int(i) for i in bad[0])
-    kind = "NaN" if np.isnan(arr[pos]) else "inf"
-    where = (f"row {pos[0]}, column {pos[1]}" if len(pos) == 2
-             else f"entry {pos[0]}" if len(pos) == 1 else f"index {pos}")
-    return f"{where} (0-based) is {kind}"
-
-
 def normalised_spectrum(eigenvalues: np.ndarray, name: str = "eigenvalues") -> np.ndarray:
     """p = max(l, 0) / sum max(l, 0): a PSD spectrum (a 1-D array of eigenvalues, finite) as a probability
     vector (Vendi's normalisation). A non-finite value is refused naming its position, a matrix naming its
     shape (:func:`vendi_score_from_gram` takes a kernel matrix)."""
     raw = np.asarray(eigenvalues, dtype=np.float64)
-    bad = _first_non_finite(raw)
-    if bad is not None:
-        raise InputError(f"{name}: {bad}; every value must be finite")
     if raw.ndim != 1:
         raise InputError(f"{name}: expected a 1-D array of eigenvalues, got shape {raw.shape}; for an n x n "
                          "kernel matrix use vendi_score_from_gram")
+    bad = first_non_finite(raw)
+    if bad is not None:
+        raise InputError(f"{name}: {bad}; every value must be finite")
     lam = np.clip(raw, 0.0, None)
     total = lam.sum()
     if not total > 0:
@@ -202,7 +191,7 @@ def vendi_score_from_gram(gram: np.ndarray, order: int = 1) -> float:
     k = np.asarray(gram, dtype=np.float64)
     if k.ndim != 2 or k.shape[0] != k.shape[1] or k.shape[0] == 0:
         raise InputError(f"expected a square, non-empty kernel matrix, got shape {k.shape}")
-    bad = _first_non_finite(k)
+    bad = first_non_finite(k)
     if bad is not None:
         raise InputError(f"vendi_score_from_gram: the kernel matrix's {bad}; every value must be finite")
     import scipy.linalg

@@ -34,17 +34,20 @@ def check_paired(data: Any, kernel: str, *, min_rows: int = 2) -> PairedSet:
     return data
 
 
-def scendi_groups(*sets: PairedSet) -> tuple[list[np.ndarray], str | None]:
+def scendi_groups(*sets: PairedSet, warn: bool = True) -> tuple[list[np.ndarray], str | None]:
     """The rows' prompt labels for Scendi (:func:`~promptprism.data.paired.prompt_groups`), and a note when
     they are not the prompt strings'. Scendi gives the rows of one label one prompt feature (Phi_T =
-    Phi_G[groups], the Schur complement's C_TT): where a string labels rows of different prompt embeddings
-    (a category, or '' on every row) the rows are grouped by their embeddings instead, warned and noted."""
-    why = strings_disagree(*sets)
+    Phi_G[groups], the Schur complement's C_TT): where, within a set, a string labels rows of different
+    prompt embeddings (a category) the rows are grouped by their embeddings instead, noted and (``warn``)
+    warned. Across sets the strings keep pairing the sets' prompts (two models' embeddings of one prompt
+    may differ in their last digits)."""
+    why = next((w for s in sets if (w := strings_disagree(s)) is not None), None)
     if why is None:
         return prompt_groups(*sets)[0], None
     note = (f"prompt strings do not name one prompt embedding each ({why}): Scendi's prompt features come "
             "from the embeddings, so its prompts are the distinct prompt embeddings, not the strings")
-    warnings.warn(note, UserWarning, stacklevel=3)
+    if warn:
+        warnings.warn(note, UserWarning, stacklevel=3)
     return prompt_groups(*sets, by="embedding")[0], note
 
 
