@@ -67,6 +67,7 @@ def tiny_clip(tmp_path_factory):
     return d
 
 
+@pytest.mark.slow  # loads transformers' CLIP classes (~2 s of imports a test process): the slow tier
 def test_tiny_clip_embeds_images_and_texts(tiny_clip):
     clip = TransformersClip(str(tiny_clip), batch_size=2)
     imgs = [Image.new("RGB", (40, 30), c) for c in ("red", "blue", "red")]

@@ -195,6 +195,7 @@ def test_preprocessing_shortest_side_crop_and_openai_normalisation():
     assert abs(y[:, 0].mean() * 255 - ramp.mean()) < 1.5  # centre crop keeps the middle
 
 
+@pytest.mark.slow  # loads transformers' CLIP classes (~2 s of imports a test process): the slow tier
 def test_registry_names_and_the_clip_model_option(tmp_path):
     folder, _ = write_open_clip(tmp_path / "oc")
     clear_encoders()
@@ -209,6 +210,7 @@ def test_registry_names_and_the_clip_model_option(tmp_path):
     clear_encoders()
 
 
+@pytest.mark.slow  # loads transformers' CLIP classes (~2 s of imports a test process): the slow tier
 def test_identity_names_weights_and_preprocessing(tmp_path):
     a, _ = write_open_clip(tmp_path / "a", seed=0)
     b, _ = write_open_clip(tmp_path / "b", seed=1)
@@ -229,6 +231,7 @@ def test_not_in_the_cache_is_never_downloaded(tmp_path, monkeypatch):
     assert not (tmp_path / "hub").exists() or not any((tmp_path / "hub").rglob("*.safetensors"))
 
 
+@pytest.mark.slow  # loads transformers' CLIP classes (~2 s of imports a test process): the slow tier
 def test_foreign_weights_and_other_architectures_fail_with_one_line(tmp_path):
     folder, state = write_open_clip(tmp_path / "oc")
     from safetensors.torch import save_file

@@ -219,6 +219,7 @@ def test_image_generator_errors_name_the_row_and_keep_rows(tmp_path, capsys):
     assert code == 2 and "cannot import" in cap.err
 
 
+@pytest.mark.slow  # imports diffusers (~3.5 s a test process): the slow tier
 def test_diffusers_absent_or_bad_folder_is_one_clear_error(tmp_path):
     prompts = _prompts(tmp_path)
     try:

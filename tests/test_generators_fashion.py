@@ -14,7 +14,9 @@ from promptprism.models import fashion
 
 # (looked up, not imported: collecting the suite stays free of diffusers' import; the tests that need it run
 # in one test process under --dist loadgroup)
-pytestmark = [pytest.mark.skipif(find_spec("diffusers") is None, reason="diffusers is not installed")]
+# every test here runs diffusers' UNet (importing diffusers alone takes ~3.5 s a test process): the slow tier
+pytestmark = [pytest.mark.skipif(find_spec("diffusers") is None, reason="diffusers is not installed"),
+              pytest.mark.slow]
 
 TINY = fashion.UNetShape(image_size=8, channels=(8, 16), layers_per_block=1)
 

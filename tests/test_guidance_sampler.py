@@ -9,7 +9,9 @@ import pytest
 torch = pytest.importorskip("torch")
 # (looked up, not imported: collecting the suite stays free of diffusers' import; the tests that need it run
 # in one test process under --dist loadgroup)
-pytestmark = [pytest.mark.skipif(find_spec("diffusers") is None, reason="diffusers is not installed")]
+# every test here runs diffusers' UNet (importing diffusers alone takes ~3.5 s a test process): the slow tier
+pytestmark = [pytest.mark.skipif(find_spec("diffusers") is None, reason="diffusers is not installed"),
+              pytest.mark.slow]
 
 from _tiny_unet import ddpm, tiny_class_unet  # noqa: E402
 from promptprism.errors import InputError, OptionError  # noqa: E402

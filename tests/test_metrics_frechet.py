@@ -50,6 +50,7 @@ def test_equals_cleanfid_formula():
     assert ours == pytest.approx(frechet_distance_from_moments(mu1, s1, mu2, s2), rel=1e-10)
 
 
+@pytest.mark.slow  # imports torchmetrics (and transformers through it): the slow tier
 def test_equals_torchmetrics_fid_with_identity_features():
     torch = pytest.importorskip("torch")
     pytest.importorskip("torchmetrics")

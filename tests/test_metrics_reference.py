@@ -75,6 +75,7 @@ def test_fewer_samples_than_k_refused():
         prdc(real, fake, 5)
 
 
+@pytest.mark.slow  # imports torchmetrics (and transformers through it): the slow tier
 def test_kid_equals_torchmetrics_and_cleanfid_on_one_whole_subset():
     torch = pytest.importorskip("torch")
     pytest.importorskip("torchmetrics")
@@ -119,6 +120,7 @@ def test_mmd_with_promptprism_kernels_reuses_mmd2():
     assert ours == pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.slow  # imports torchmetrics (and transformers through it): the slow tier
 def test_clip_score_equals_torchmetrics_with_the_same_features():
     torch = pytest.importorskip("torch")
     pytest.importorskip("torchmetrics")

@@ -28,6 +28,7 @@ def test_the_old_path_is_the_new_module_and_warns(old, new):
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow  # imports diffusers (~3.5 s a test process): the slow tier
 def test_the_documented_generator_callable_resolves_under_the_old_name():
     """``--generator promptprism.generators.fashion:generate`` (README) still names the same function."""
     pytest.importorskip("diffusers")
