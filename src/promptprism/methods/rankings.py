@@ -38,10 +38,10 @@ def diversity_rankings(comparison: Any) -> dict[str, dict]:
     """Per Scendi metric, the models ranked most diverse first, tied where the paired bootstrap of their
     difference (or, without one, their intervals) does not separate them; metrics without any uncertainty
     are left out (a ranking of bare numbers would claim more than they show)."""
-    models = list(comparison.models)
-    names = [m.name for m in models]
     out = {}
     for metric in DIVERSITY_METRICS:
+        models = [m for m in comparison.models if _defined(getattr(m, metric))]  # (an undefined share: out)
+        names = [m.name for m in models]
         found = (_separated_by_differences(names, list(comparison.differences or []), metric)
                  or _separated_by_intervals([m.intervals for m in models], metric))
         if found is None or len(models) < 2:
@@ -49,6 +49,11 @@ def diversity_rankings(comparison: Any) -> dict[str, dict]:
         out[metric] = ranking(names, [float(getattr(m, metric)) for m in models], found[0], metric=metric,
                               basis=found[1])
     return out
+
+
+def _defined(value: Any) -> bool:
+    """Whether a model's value is a number to rank (not None, not NaN)."""
+    return value is not None and bool(np.isfinite(float(value)))
 
 
 def regions_ranking(result: Any) -> dict:

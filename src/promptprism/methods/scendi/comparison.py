@@ -48,20 +48,5 @@ def compare(sets: list[PairedSet | tuple], estimator: Scendi | None = None, name
         differences = compare_models(names, points, reps if paired else None, [r.intervals for r in results],
                                      level=est.confidence, jackknife=jackknife, pivots=raw)
     comparison = ScendiComparison(models=results, seed=est.seed, differences=differences)
-    return dataclasses.replace(comparison, rankings=_rankings(comparison))
+    return dataclasses.replace(comparison, rankings=diversity_rankings(comparison))
 
-
-def _rankings(comparison: ScendiComparison) -> dict:
-    """:func:`diversity_rankings`; the model share ranked only among the models where it is defined (those
-    with output diversity), and not at all when fewer than two are."""
-    defined = [m for m in comparison.models if m.model_share is not None]
-    if len(defined) == len(comparison.models):
-        return diversity_rankings(comparison)
-    shares = [d for d in comparison.differences if d["metric"] == "model_share"]
-    others = dataclasses.replace(comparison, differences=[d for d in comparison.differences
-                                                          if d["metric"] != "model_share"])
-    out = {k: v for k, v in diversity_rankings(others).items() if k != "model_share"}
-    if len(defined) > 1:
-        subset = dataclasses.replace(comparison, models=defined, differences=shares)
-        out.update({k: v for k, v in diversity_rankings(subset).items() if k == "model_share"})
-    return out
