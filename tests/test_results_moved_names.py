@@ -122,3 +122,17 @@ def test_naming_the_sets_both_ways_is_refused(tmp_path, digits):
     _one_line_exit_2(code, err)
     assert "--names" in err and "NAME=PATH" in err
     assert not (tmp_path / "bad").exists()
+
+
+def test_names_that_look_like_paths_are_recorded_and_kept(tmp_path, digits):
+    """A name such as 'llama-3.1' (a suffix, as a file name has) was taken for a path by the inference of
+    older results; the names are now recorded (config['names']) where they enter."""
+    t, r = _save(tmp_path / "t.npz", digits.test), _save(tmp_path / "r.npz", digits.reference)
+    code, _, err = run_cli("split", t, r, "--names", "llama-3.1,llama-3.2", "--out", tmp_path / "v", *QUICK)
+    assert code == 0, err
+    assert json.loads((tmp_path / "v" / "result.json").read_text())["config"]["names"] == ["llama-3.1",
+                                                                                          "llama-3.2"]
+    code, out, err = run_cli("describe", tmp_path / "v", *NAMING)
+    assert code == 0, err
+    heads = [line.split(":")[0] for line in out.splitlines() if " mode " in line]
+    assert heads and all(h.startswith(("llama-3.1 (test) mode", "llama-3.2 (reference) mode")) for h in heads)

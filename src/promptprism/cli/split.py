@@ -133,7 +133,8 @@ def _named(result: Any, names: list[str] | None) -> Any:
     significance = dict(result.significance)
     if significance.get("verdict"):
         significance["verdict"] = named_verdict(significance["verdict"], (names[0], names[1]))
-    return dataclasses.replace(result, config={**result.config, "test": names[0], "reference": names[1]},
+    return dataclasses.replace(result, config={**result.config, "test": names[0], "reference": names[1],
+                                               "names": [names[0], names[1]]},
                                significance=significance)
 
 

@@ -122,9 +122,13 @@ class PromptSplitResult(Result):
         return same if self.identical else ""
 
     def given_names(self) -> tuple[str, str] | None:
-        """(test, reference): the names ``--names`` or ``NAME=PATH`` gave the two sets (``config``), or None
-        when ``config`` holds where they were read: the file of the recorded input (without a record, a
-        value that looks like a path) or the side's own word."""
+        """(test, reference): the names ``--names`` or ``NAME=PATH`` gave the two sets (``config['names']``),
+        or None. Results written before that record: inferred from ``config``, None when it holds where the
+        sets were read (the file of the recorded input; without a record, a value that looks like a path) or
+        the side's own word."""
+        given = self.config.get("names")
+        if isinstance(given, list) and len(given) == 2 and all(isinstance(n, str) for n in given):
+            return given[0], given[1]
         names = []
         for side in ("test", "reference"):
             value = self.config.get(side)
