@@ -31,6 +31,11 @@ def digits():
     return colored_digits(per_prompt=8, seed=0)
 
 
+def _mode_heads(out: str) -> list[str]:
+    """What ``describe`` prints before the colon of each mode's line (``base (test) mode 1``)."""
+    return [line.split(":")[0] for line in out.splitlines() if " mode " in line]
+
+
 def _one_line_exit_2(code, err):
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
@@ -101,7 +106,7 @@ def test_split_names_reach_the_table_the_verdict_result_json_and_describe(tmp_pa
     assert "that base (test) produces more" in stored  # the report and --json show the same sentence
     code, out, err = run_cli("describe", tmp_path / "n", *NAMING)
     assert code == 0, err
-    heads = [line.split(":")[0] for line in out.splitlines() if " mode " in line]
+    heads = _mode_heads(out)
     assert heads and all(h.startswith(("base (test) mode", "tuned (reference) mode")) for h in heads), out
 
 
@@ -112,7 +117,7 @@ def test_without_names_the_sides_are_shown_by_their_words(tmp_path, digits):
     assert "+1 test " in out and "that the test set produces more" in out and "(test)" not in out
     code, out, err = run_cli("describe", tmp_path / "u", *NAMING)
     assert code == 0, err
-    heads = [line.split(":")[0] for line in out.splitlines() if " mode " in line]
+    heads = _mode_heads(out)
     assert heads and all(h.startswith(("test mode", "reference mode")) for h in heads), out
 
 
@@ -134,5 +139,5 @@ def test_names_that_look_like_paths_are_recorded_and_kept(tmp_path, digits):
                                                                                           "llama-3.2"]
     code, out, err = run_cli("describe", tmp_path / "v", *NAMING)
     assert code == 0, err
-    heads = [line.split(":")[0] for line in out.splitlines() if " mode " in line]
+    heads = _mode_heads(out)
     assert heads and all(h.startswith(("llama-3.1 (test) mode", "llama-3.2 (reference) mode")) for h in heads)
