@@ -29,7 +29,7 @@ from .frechet import frechet_distance
 from .intervals import FD_BOOTSTRAP_MAX_DIM, bootstrap_means, frechet_bootstrap
 from .kid import gather_subsets, kid_and_mmd2, mmd2_interval
 from .options import ALIGNMENT_CHOICES
-from .prdc import neighbour_indicators
+from .prdc import neighbour_indicators_each
 from .result import MetricsResult, SetMetrics
 
 PRECISIONS = ("float64", "float32")
@@ -125,9 +125,20 @@ class ReferenceMetrics(Estimator):
             self._check_memory(int(_outputs(s).shape[0]), int(ref_x.shape[0]))
         sigma = (resolve_bandwidth(self.mmd_sigma, ref_x, name="mmd_sigma", seed=self.seed)
                  if self.mmd_kernel == "gaussian" else None)
-        models = [self._one(s, ref, name, sigma, (spaces or {}).get(name), (truncation or {}).get(name),
-                            declared=name in set(joint))
-                  for s, name in zip(sets, names, strict=True)]
+        subsets = dict(kernel=self.mmd_kernel, sigma=sigma, n_subsets=self.subsets,
+                       subset_size=self.subset_size, seed=self.seed)
+        for s, name in zip(sets, names, strict=True):
+            if _outputs(s).shape[1] != ref_x.shape[1]:
+                raise InputError(f"{name}: outputs have {_outputs(s).shape[1]} dimensions but the "
+                                 f"reference's have {ref_x.shape[1]}; embed both with the same encoder")
+        # KID's and MMD's sums off the k-NN blocks; the reference's own pass made once for every set
+        gathered = [gather_subsets(_outputs(s), ref_x, **subsets) for s in sets]
+        indicators = neighbour_indicators_each(ref_x, [_outputs(s) for s in sets], self.nearest_k,
+                                               dtype=self.distance_precision, block_rows=self.block_rows,
+                                               gathers=gathered)
+        models = [self._one(s, ref, name, subsets, (spaces or {}).get(name), (truncation or {}).get(name),
+                            declared=name in set(joint), gathered=g, ind=ind)
+                  for s, name, g, ind in zip(sets, names, gathered, indicators, strict=True)]
         ref_label = reference_name or (ref.name if isinstance(ref, PairedSet) else "reference")
         return MetricsResult(models=models, reference=ref_label, n_reference=int(ref_x.shape[0]),
                              dim=int(ref_x.shape[1]), seed=int(self.seed), config=self.config(sigma))
@@ -199,18 +210,12 @@ class ReferenceMetrics(Estimator):
                          f"only, or use more than {d} samples")
         return frechet_distance(x, r)
 
-    def _one(self, data: Any, ref: Any, name: str, sigma: float | None, space: tuple[str, str] | None,
-             trunc: dict | None, *, declared: bool = False) -> SetMetrics:
+    def _one(self, data: Any, ref: Any, name: str, subsets: dict, space: tuple[str, str] | None,
+             trunc: dict | None, *, declared: bool, gathered: Any, ind: Any) -> SetMetrics:
+        """One set's metrics from its k-NN indicators ``ind`` and KID's and MMD's ``gathered`` sums (or
+        None: :func:`.kid.kid_and_mmd2` makes its own products), ``subsets`` their options."""
         x, r = _outputs(data), _outputs(ref)
-        if x.shape[1] != r.shape[1]:
-            raise InputError(f"{name}: outputs have {x.shape[1]} dimensions but the reference's have "
-                             f"{r.shape[1]}; embed both with the same encoder")
         notes: list[str] = []
-        subsets = dict(kernel=self.mmd_kernel, sigma=sigma, n_subsets=self.subsets,
-                       subset_size=self.subset_size, seed=self.seed)
-        gathered = gather_subsets(x, r, **subsets)  # (KID's and MMD's sums off the k-NN blocks)
-        ind = neighbour_indicators(r, x, self.nearest_k, dtype=self.distance_precision,
-                                   block_rows=self.block_rows, gather=gathered)
         dup = ind.duplicates
         if dup["reference"] or dup["generated"]:
             notes.append(f"exact duplicate rows: {dup['generated']} generated, {dup['reference']} reference; "

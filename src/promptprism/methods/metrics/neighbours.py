@@ -136,15 +136,18 @@ def make_form(rows: Rows, shift: np.ndarray) -> Form:
     return Form(rows, right, sq, shift, scale)
 
 
-def rescaled(form: Form, max_sq: float) -> Form:
-    """``form`` with the scale of rows whose largest centred squared norm is ``max_sq`` (R rescaled in place
-    by a power of two: exact)."""
+def rescaled(form: Form, max_sq: float, *, in_place: bool = True) -> Form:
+    """``form`` with the scale of rows whose largest centred squared norm is ``max_sq`` (R rescaled by a
+    power of two: exact; in place, so ``form`` is not to be used after, unless ``in_place`` is False: then a
+    rescaled copy where the scale changes)."""
     scale = _power_of_two_scale(max_sq)
+    right = form.right
     if scale != form.scale:
         f = scale / form.scale
-        form.right[:, :-2] *= f
-        form.right[:, -2] *= f * f
-    return Form(form.rows, form.right, form.sq, form.shift, scale)
+        right = right if in_place else right.copy()
+        right[:, :-2] *= f
+        right[:, -2] *= f * f
+    return Form(form.rows, right, form.sq, form.shift, scale)
 
 
 def _left_of_right(right: np.ndarray, lo: int, hi: int) -> np.ndarray:

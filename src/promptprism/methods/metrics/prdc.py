@@ -30,6 +30,7 @@ distances.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +38,7 @@ import numpy as np
 
 from ...errors import InputError, OptionError
 from .neighbours import Rows, make_form, memberships, own_radii, rescaled
-from .parallel import map_threads
+from .parallel import map_threads, thread_workers
 
 #: the distance block's budget in bytes (block_rows x other-set rows x 8)
 BLOCK_BYTES = 256 * 2**20
@@ -134,21 +135,37 @@ def _distinct(x: Any) -> tuple[Rows, np.ndarray, np.ndarray, int]:
     return Rows(arr, index), rank[inverse], counts[inverse], int(arr.shape[0] - first.size)
 
 
-def _one_set(x: Any, centre: np.ndarray | None, spread_about: np.ndarray | None, side: str, *, k: int,
-             exact: bool, block_rows: int | None, gather: Any = None) -> tuple:
+def _one_set(x: Any, centre: np.ndarray | None, spread_about: np.ndarray | None, *, k: int, exact: bool,
+             block_rows: int | None, visitors: Sequence[Callable] = ()) -> tuple:
     """One set's distinct rows (:func:`_distinct`), its form centred on ``centre`` (None: its own mean),
-    its radii and closed-ball counts (:func:`.neighbours.own_radii`; its blocks shown to ``gather``'s visitor
-    of ``side``), and the largest squared distance of its distinct rows from ``spread_about`` (0.0 when
-    None)."""
+    its radii and closed-ball counts (:func:`.neighbours.own_radii`; its blocks shown to each of
+    ``visitors``: functions (inverse, form) giving a ``visit`` of own_radii, as
+    :meth:`.subset_gather.SubsetGather.own_visitor`), and the largest squared distance of its distinct rows
+    from ``spread_about`` (0.0 when None)."""
     rows, inverse, mult, dup = _distinct(x)
     form = make_form(rows, rows.mean() if centre is None else centre)
-    visit = None if gather is None else gather.own_visitor(side, inverse, form)
-    radii, held = own_radii(form, k, exact=exact, block_rows=_block_rows(len(rows), block_rows), visit=visit)
+    starts = [made(inverse, form) for made in visitors]
+
+    def visit(order: np.ndarray | None) -> Callable[[np.ndarray, int], None]:
+        seen = [start(order) for start in starts]
+
+        def each(d2: np.ndarray, lo: int) -> None:
+            for one in seen:
+                one(d2, lo)
+        return each
+
+    radii, held = own_radii(form, k, exact=exact, block_rows=_block_rows(len(rows), block_rows),
+                            visit=visit if starts else None)
     spread = 0.0
     for lo in range(0, len(rows) if spread_about is not None else 0, 2048):
         diff = rows.block(lo, lo + 2048) - spread_about
         spread = max(spread, float(np.max(np.einsum("ij,ij->i", diff, diff))))
     return rows, inverse, mult, dup, form, radii, held, spread
+
+
+def _side_visitor(gather: Any, side: str) -> list[Callable]:
+    """``gather``'s own-block visitor of ``side``, as a :func:`_one_set` visitor (none without a gather)."""
+    return [] if gather is None else [lambda inverse, form: gather.own_visitor(side, inverse, form)]
 
 
 def neighbour_indicators(real: Any, fake: Any, k: int = 5, *, dtype: Any = np.float64,
@@ -161,29 +178,69 @@ def neighbour_indicators(real: Any, fake: Any, k: int = 5, *, dtype: Any = np.fl
     of ``block_rows`` x (N or M) float32 distances. ``gather``: a :class:`.subset_gather.SubsetGather` (sides
     'generated' = ``fake``, 'reference' = ``real``) that reads KID's and MMD's subset sums off the blocks.
     """
-    if real.shape[1] != fake.shape[1]:
-        raise InputError(f"the reference and generated features have {real.shape[1]} and {fake.shape[1]} "
-                         "dimensions; they must come from the same encoder")
-    k = check_nearest_k(k, real.shape[0], fake.shape[0])
+    return neighbour_indicators_each(real, [fake], k, dtype=dtype, block_rows=block_rows,
+                                     gathers=[gather])[0]
+
+
+def neighbour_indicators_each(real: Any, fakes: Sequence[Any], k: int = 5, *, dtype: Any = np.float64,
+                              block_rows: int | None = None, gathers: Sequence[Any] | None = None
+                              ) -> list[NeighbourIndicators]:
+    """:func:`neighbour_indicators` of each of ``fakes`` against ``real`` (with ``gathers[i]`` for
+    ``fakes[i]``, or None), the reference's own pass (its radii, and its blocks shown to every gather) made
+    once for all of them: K generated sets cost K + 1 own passes and K cross passes instead of 2K and K.
+    Memory: the reference's float32 rows and those of as many generated sets as there are threads (at least
+    one) at a time."""
+    fakes = list(fakes)
+    gathers = list(gathers) if gathers is not None else [None] * len(fakes)
+    if len(gathers) != len(fakes):
+        raise ValueError(f"{len(gathers)} gathers for {len(fakes)} generated sets")
+    for fake in fakes:
+        if real.shape[1] != fake.shape[1]:
+            raise InputError(f"the reference and generated features have {real.shape[1]} and "
+                             f"{fake.shape[1]} dimensions; they must come from the same encoder")
+        k = check_nearest_k(k, real.shape[0], fake.shape[0])
     exact = np.finfo(np.dtype(dtype)).eps < np.finfo(np.float32).eps
     shift = np.zeros(real.shape[1])
     for start in range(0, real.shape[0], 8192):
         shift += np.asarray(real[start : start + 8192], dtype=np.float64).sum(axis=0)
     shift /= real.shape[0]
-    # each set's distinct rows, form and radii side by side (and the generated rows' spread about the
-    # reference's centre), then the row blocks of the memberships, on threads when large
-    parallel = max(real.shape[0], fake.shape[0]) * real.shape[1] >= PARALLEL_ENTRIES
-    (re, re_inv, re_mult, re_dup, real_form, re_radii, re_held, _), \
-        (fa, fa_inv, _, fa_dup, _, fa_radii, _, fake_sq) = map_threads(
-            lambda task: _one_set(*task, k=k, exact=exact, block_rows=block_rows, gather=gather),
-            [(real, shift, None, "reference"), (fake, None, shift, "generated")], parallel=parallel)
+    opts = dict(k=k, exact=exact, block_rows=block_rows)
+    # the reference's own pass beside the first generated sets', then the others as many at a time as there
+    # are threads (on threads when large); each generated set's memberships once its own pass is done
+    real_visitors = [v for g in gathers for v in _side_visitor(g, "reference")]
+    tasks = [(real, shift, None, real_visitors)] + [(f, None, shift, _side_visitor(g, "generated"))
+                                                   for f, g in zip(fakes, gathers, strict=True)]
+    step = max(2, thread_workers())
+    batches = [tasks[i:i + step] for i in range(0, len(tasks), step)]
+    reference, out = None, []
+    for batch in batches:
+        parallel = max(t[0].shape[0] for t in batch) * real.shape[1] >= PARALLEL_ENTRIES
+        done = map_threads(lambda t: _one_set(t[0], t[1], t[2], visitors=t[3], **opts), batch,
+                           parallel=parallel)
+        if reference is None:
+            reference, done = done[0], done[1:]
+        for own in done:
+            i = len(out)
+            parallel = max(real.shape[0], fakes[i].shape[0]) * real.shape[1] >= PARALLEL_ENTRIES
+            out.append(_indicators(reference, own, k, dtype, exact, block_rows, gathers[i], parallel,
+                                   last=i == len(fakes) - 1))
+    return out
+
+
+def _indicators(reference: tuple, own: tuple, k: int, dtype: Any, exact: bool, block_rows: int | None,
+                gather: Any, parallel: bool, *, last: bool) -> NeighbourIndicators:
+    """The memberships of one generated set (``own``: its :func:`_one_set`) in the reference's balls
+    (``reference``: the reference's) and of the reference in its own; the reference's form is rescaled in
+    place only for the ``last`` set (the others rescale a copy where the scale changes)."""
+    re, re_inv, _, re_dup, real_form, re_radii, re_held, _ = reference
+    fa, fa_inv, _, fa_dup, _, fa_radii, _, fake_sq = own
     # the round-off of the expansion |a|^2 + |b|^2 - 2<a, b>: a sample on a ball's sphere (identical sets:
     # the k-th neighbour) stays outside whichever way its two computed distances round, and a zero radius
     # still holds its own copies
     floor = 64 * np.finfo(np.dtype(dtype)).eps * max(float(real_form.sq.max()), fake_sq, 1e-300)
     r_real = np.maximum(re_radii - floor, floor)
     r_fake = np.maximum(fa_radii - floor, floor)
-    cross_form = rescaled(real_form, max(float(real_form.sq.max()), fake_sq))  # the fake rows fit too
+    cross_form = rescaled(real_form, max(float(real_form.sq.max()), fake_sq), in_place=last)  # (fake rows fit)
     inside = memberships(cross_form, fa, r_real, r_fake, k / np.maximum(re_held, 1), exact=exact,
                          block_rows=_block_rows(len(re), block_rows), parallel=parallel,
                          visit=None if gather is None else gather.cross_visitor(cross_form))
