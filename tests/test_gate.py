@@ -84,3 +84,53 @@ def test_cli_compare_without_its_test_exits_2_for_significant(tmp_path):
     for condition in ("significant", "p_value<0.05"):
         code, out, err = run_cli("check", tmp_path / "run", "--fail-on", condition)
         assert code == 2 and len(err.strip().splitlines()) == 1 and "--permutations" in err, (out, err)
+
+
+def _tested(permutations: int, **more):
+    return {"alpha": 0.05, "permutations": permutations, **more}
+
+
+def test_significant_modes_of_an_untested_split_is_refused_not_read_as_zero():
+    with pytest.raises(OptionError, match="significant_modes is not a number"):
+        evaluate(_split(0.2, 0, tested=False), ["significant_modes>0"])
+    with pytest.raises(OptionError, match="baseline's significant_modes"):
+        evaluate(_split(0.2, 1), ["change(significant_modes)>0"], _split(0.2, 0, tested=False))
+
+
+@pytest.mark.parametrize("kind", ["split", "kway"])
+def test_a_test_with_too_few_permutations_to_reject_cannot_pass_the_gate(kind):
+    made = _split(0.2, 0) if kind == "split" else _kway(0.09)
+    made.significance = _tested(10)  # smallest p-value 1/11 > 0.05
+    with pytest.raises(OptionError, match=r"1/11 = 0.0909 is above alpha = 0.05.*--permutations >= 19"):
+        evaluate(made, ["significant"])
+    made.significance = _tested(19)  # 1/20 = 0.05: it can reject
+    [check] = evaluate(made, ["significant"])
+    assert not check.failed
+    if kind == "split":
+        made.significance = _tested(10)
+        with pytest.raises(OptionError, match="significant_modes is not a number"):
+            evaluate(made, ["significant_modes>0"])
+
+
+def test_an_aggregated_rejection_without_a_fitted_mode_is_significant():
+    made = _split(0.2, 0, p_values=(0.1, 0.5))
+    made.significance = _tested(200, aggregation={"p": 0.01, "kernels": [
+        {"name": "gaussian", "fitted": True, "n_significant": 0},
+        {"name": "gaussian x2", "fitted": False, "n_significant": 2}]})
+    [check] = evaluate(made, ["significant"])
+    assert check.failed and "p = 0.01 <= alpha = 0.05" in check.message and "gaussian x2" in check.message
+    made.significance["aggregation"]["p"] = 0.2
+    [check] = evaluate(made, ["significant"])
+    assert not check.failed
+
+
+@pytest.mark.parametrize("p, alpha, shown", [(0.049976, 0.05, "0.04998"), (0.0501, 0.05, "0.0501"),
+                                             (0.05, 0.05, "0.05"), (0.012, 0.05, "0.012"),
+                                             (0.0099, 0.01, "0.0099"), (0.01001, 0.01, "0.01001"),
+                                             (0.3, None, "0.3")])
+def test_a_printed_p_value_stays_on_its_side_of_alpha(p, alpha, shown):
+    from promptprism.stats.intervals import format_p
+
+    assert format_p(p, alpha) == shown
+    if alpha is not None and p != alpha:
+        assert (float(shown) <= alpha) == (p <= alpha) and float(shown) != alpha

@@ -26,7 +26,8 @@ def _sets(seed: int = 0):
 
 
 def _gather(x, ref):
-    return kid_module.gather_subsets(x, ref, kernel="gaussian", sigma=4.0, n_subsets=5, subset_size=200, seed=1)
+    return kid_module.gather_subsets(x, ref, kernel="gaussian", sigma=4.0, n_subsets=5, subset_size=200,
+                                     seed=1)
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -40,7 +40,9 @@ def test_share_difference_interval_lies_in_minus_one_to_one(interval):
     row = next(d for d in comparison.differences if d["metric"] == "model_share")
     assert -1.0 <= row["low"] <= row["difference"] <= row["high"] <= 1.0
     assert row["high"] == 1.0  # (the paired jackknife's upper end was 1.214 before it was intersected)
-    assert row["low"] > 0.8  # cut, not moved: the lower end is the interval's own (0.835)
+    # cut, not moved: the lower end is the interval's own (0.835 around the bias-corrected centre; 0.755
+    # with it hulled around the estimate, stats.resampling.estimate_hull), never raised by the cut
+    assert 0.7 < row["low"] < 0.8
 
 
 @pytest.mark.parametrize(("scale", "kernel"), [(1.0, "cosine"), (1e12, "cosine"), (1.0, "gaussian")])

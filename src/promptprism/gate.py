@@ -42,8 +42,10 @@ def rows(result: Any) -> dict[str, dict[str, float]]:
     kind = getattr(result, "kind", "")
     if kind == "promptsplit":
         ps = [m.p_value for m in result.modes if m.p_value is not None]
+        tested = bool(result.significance) and _unreachable(result) is None
         return {"": {"distance": result.distance,
-                     "significant_modes": float(sum(bool(m.significant) for m in result.modes)),
+                     "significant_modes": float(sum(bool(m.significant) for m in result.modes))
+                     if tested else math.nan,
                      "min_p_value": min(ps) if ps else math.nan}}
     if kind == "promptsplit_kway":
         k = len(result.names)
@@ -63,15 +65,36 @@ def rows(result: Any) -> dict[str, dict[str, float]]:
                       "metrics or regions results")
 
 
+def _unreachable(result: Any) -> str | None:
+    """Why the result's permutation test could never reject at its alpha (too few permutations), or None."""
+    record = result.significance or {}
+    k, alpha = record.get("permutations"), record.get("alpha")
+    numbers = isinstance(k, (int, float)) and isinstance(alpha, (int, float))
+    if not numbers or not k or 1 / (k + 1) <= alpha:
+        return None
+    return (f"its test drew {int(k)} permutations, whose smallest p-value 1/{int(k) + 1} = {1 / (k + 1):.3g} "
+            f"is above alpha = {alpha:g}: it could not find anything significant (rerun with "
+            f"--permutations >= {math.ceil(1 / alpha - 1 - 1e-9)})")
+
+
 def significant(result: Any) -> tuple[bool, str]:
     """(whether the result found a significant difference, what it found)."""
     kind = getattr(result, "kind", "")
+    if kind in ("promptsplit", "promptsplit_kway") and (why := _unreachable(result)) is not None:
+        raise OptionError(f"fail_on: significant cannot be answered: {why}")
     if kind == "promptsplit":
         if not result.significance:
             raise OptionError("fail_on: significant needs a result with its test (run split with "
                               "--permutations > 0)")
         sig = [m for m in result.modes if m.significant]
         p = min((m.p_value for m in sig), default=None)
+        agg = result.significance.get("aggregation") or {}
+        alpha = result.significance.get("alpha")
+        if not sig and agg.get("p") is not None and alpha is not None and agg["p"] <= alpha:
+            found = [k["name"] for k in agg.get("kernels", []) if k.get("n_significant")]
+            return True, (f"the test aggregated over {len(agg.get('kernels', []))} kernels rejects (p = "
+                          f"{agg['p']:.3g} <= alpha = {alpha:g})" +
+                          (f", modes found by {', '.join(found)}" if found else ""))
         return bool(sig), f"{len(sig)} significant mode(s)" + (f", smallest p = {p:.3g}" if sig else "")
     if kind == "promptsplit_kway":
         if not result.significance:
@@ -160,6 +183,8 @@ def _checkable(cond: str, name: str, metric: str, value: float, whose: str = "")
     """A condition on a value that is not a number cannot be checked: refused, never passed."""
     if math.isnan(value):
         row = f" on {name}" if name else ""
-        why = (" (no significance test ran: rerun with --permutations > 0)" if "p_value" in metric else "")
+        tested = "p_value" in metric or metric == "significant_modes"
+        why = (" (no significance test ran, or one with too few permutations to reject: rerun with "
+               "--permutations >= 1/alpha - 1)" if tested else "")
         raise OptionError(f"fail_on: {cond!r} cannot be checked{row}: {whose}{metric} is not a number in "
                           f"this result{why}")

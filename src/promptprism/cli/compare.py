@@ -13,6 +13,7 @@ from ..kernels.bandwidth import Bandwidth
 from ..methods.promptsplit.aggregate import AGGREGATES
 from ..methods.promptsplit.options import PAIR_DETAILS
 from ..scale import current_client, execution
+from ..stats.intervals import format_p
 from . import _inputs as inp
 from ._app import app, console, err_console
 from ._options import CHUNK_SIZE, FEATURES, NAMES, SEED, TOP_K, Choice, Integer, resolve_sets, typed
@@ -73,7 +74,7 @@ def _cell(result: KWayResult, a: int, b: int) -> str:
     p = result.pair_p_values[a][b]
     alpha = result.significance.get("alpha")
     star = " *" if p is not None and alpha is not None and p <= alpha else ""
-    return f"{result.distances[a][b]:.3g}" + ("" if p is None else f" (p {p:.2g}){star}")
+    return f"{result.distances[a][b]:.3g}" + ("" if p is None else f" (p {format_p(p, alpha)}){star}")
 
 
 def print_kway(result: KWayResult, *, quiet: bool = False) -> None:

@@ -9,11 +9,31 @@ from rich.markup import escape
 
 from ..errors import OptionError
 from ._app import app, console, run_state
-from ._options import SEED, Integer, Number, typed
+from ._options import Integer, Number, typed
+
+#: the seed as ``generate`` records it (it writes manifests, not a result.json)
+GENERATE_SEED = typed(0, Integer(), "--seed", help="Seed of every random draw (recorded in each manifest "
+                      "row's seed and in --json's settings).")
+
+
+#: the options of one mode only, by the flag that names them: given in the other mode, they are refused
+TEXT_ONLY = {"model": "--model", "system": "--system", "system_file": "--system-file",
+             "temperature": "--temperature", "max_tokens": "--max-tokens", "api_key_env": "--api-key-env",
+             "timeout": "--timeout", "retries": "--retries"}
+IMAGE_ONLY = {"steps": "--steps", "guide_scale": "--guide-scale", "guide_rho": "--guide-rho"}
+
+
+def _given(ctx: typer.Context, options: dict[str, str]) -> list[str]:
+    """The flags of ``options`` the command line gave (not their defaults)."""
+    from typer._click.core import ParameterSource
+
+    return [flag for name, flag in options.items()
+            if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)]
 
 
 @app.command("generate")
 def generate(
+    ctx: typer.Context,
     prompts: Path = typer.Argument(..., help="Prompts: .txt (one per line), .csv, .jsonl or .json (a list) "
                                              "with a 'prompt' column (optional 'id'; other columns are "
                                              "copied)."),
@@ -36,7 +56,7 @@ def generate(
                                                              "folder (needs diffusers)."),
     steps: int = typed(30, Integer(), "--steps", help="Images: diffusers inference steps."),
     samples: int = typed(1, Integer(), "--samples", help="Generations per prompt."),
-    seed: int = SEED,
+    seed: int = GENERATE_SEED,
     concurrency: int = typed(1, Integer(), "--concurrency", help="Requests or calls in flight at once."),
     guide_reference: Path = typer.Option(None, "--guide-reference", help="Images: guide the sampler toward "
                                          "this reference (a manifest with prompt and image columns): "
@@ -62,6 +82,17 @@ def generate(
         raise OptionError("pass --endpoint (text) or --generator/--diffusers (images), not both")
     if guide_reference is not None and not image_mode:
         raise OptionError("--guide-reference guides an image generator: pass --generator")
+    unused = _given(ctx, TEXT_ONLY if image_mode else IMAGE_ONLY)
+    if image_mode and diffusers is None:
+        unused += _given(ctx, {"steps": "--steps"})  # (a callable takes its own steps)
+    if image_mode and guide_reference is None:
+        unused += _given(ctx, {"guide_scale": "--guide-scale", "guide_rho": "--guide-rho"})
+    if unused:
+        mode = "text" if not image_mode else "--diffusers" if diffusers is not None else "--generator"
+        hint = ("; --guide-scale and --guide-rho go with --guide-reference"
+                if {"--guide-scale", "--guide-rho"} & set(unused) and image_mode else "")
+        raise OptionError(f"{', '.join(unused)}: not used by {mode} generation; leave "
+                          f"{'it' if len(unused) == 1 else 'them'} out{hint}")
     if image_mode:
         guidance = (None if guide_reference is None
                     else _guidance_request(guide_reference, guide_scale, guide_rho))

@@ -15,6 +15,7 @@ from ..methods.promptsplit.aggregate import AGGREGATES
 from ..methods.promptsplit.options import EXACT_MAX_SAMPLES, METHODS, PRECISIONS, RANKINGS
 from ..report.html import fnum
 from ..scale import current_client, execution
+from ..stats.intervals import format_p
 from . import _inputs as inp
 from ._app import app, console
 from ._bandwidth import SIGMA_OR_STABLE, bandwidth_option
@@ -39,10 +40,10 @@ if TYPE_CHECKING:
     from ..methods.promptsplit import PromptSplitResult
 
 
-def _p_cell(mode: Any) -> str:
+def _p_cell(mode: Any, alpha: float | None) -> str:
     if mode.p_value is None:
         return "-"
-    return f"{mode.p_value:.2g}{' *' if mode.significant else ''}"
+    return f"{format_p(mode.p_value, alpha)}{' *' if mode.significant else ''}"
 
 
 def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: bool = False,
@@ -56,6 +57,7 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
         console.print(escape(said), soft_wrap=True)
     elif not quiet:
         tested = bool(result.significance) and any(m.p_value is not None for m in result.modes)
+        alpha = (result.significance or {}).get("alpha")
         table = Table(title=f"PromptSplit ({result.method}, {result.config['kernel']} kernel): "
                             f"n_test={result.n_test}, n_reference={result.n_reference}, "
                             f"||Lambda||_F^2={result.distance:.4g}")
@@ -71,7 +73,8 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
                                 for p in mode.top_prompts[:2])
             best = mode.top_samples[0] if mode.top_samples else None
             sample = "" if best is None else escape(best.output or f"{best.set} #{best.index}")
-            cells = [label, f"{mode.eigenvalue:+.4g}", *([_p_cell(mode)] if tested else []), prompts, sample]
+            p_cells = [_p_cell(mode, alpha)] if tested else []
+            cells = [label, f"{mode.eigenvalue:+.4g}", *p_cells, prompts, sample]
             table.add_row(*cells)
         if result.modes:
             console.print(table)

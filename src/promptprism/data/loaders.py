@@ -49,9 +49,39 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
         if stored and all(a is not None for a in stored.values()):
             return stored
         with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
+            return {k: _member(path, z, k) for k in z.files}
+    except InputError:
+        raise
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise InputError(f"{path}: not a readable .npz file ({exc})") from None
+
+
+def _member(path: Path, npz: np.lib.npyio.NpzFile, key: str) -> np.ndarray:
+    """Array ``key`` of an open .npz; an object (pickled) array is refused by its name: unpickling could run
+    code."""
+    try:
+        return npz[key]
+    except ValueError as exc:
+        if "allow_pickle" not in str(exc):
+            raise
+        raise InputError(f"{path}: array {key!r} is an object (pickled) array, which is not read (unpickling "
+                         "can run code); save it as a string or number array, e.g. np.asarray(values, "
+                         "dtype=str)") from None
+
+
+def _decoded(path: Path, key: str, values: np.ndarray) -> np.ndarray:
+    """A bytes array (h5py and many pipelines write strings so) as text, decoded as UTF-8; strings as
+    they are."""
+    if values.dtype.kind != "S":
+        return values
+    for row, raw in enumerate(values.reshape(-1)):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: array {key!r} row {row} (0-based) holds bytes that are not UTF-8 text "
+                             f"({exc.reason} at byte {exc.start}); save the strings as text (dtype str)"
+                             ) from None
+    return np.char.decode(values, "utf-8")
 
 
 def _read_npy_dir(path: Path) -> dict[str, np.ndarray]:
@@ -131,6 +161,8 @@ def load_paired(path: str | os.PathLike, name: str | None = None) -> PairedSet:
     for key in OPTIONAL:
         if key in arrays and arrays[key].dtype.kind not in "US":
             raise InputError(f"{path}: array {key!r} must hold strings, got dtype {arrays[key].dtype}")
+        if key in arrays:
+            arrays[key] = _decoded(path, key, arrays[key])
     return PairedSet(
         prompt_embeddings=arrays["prompt_embeddings"],
         output_embeddings=arrays["output_embeddings"],

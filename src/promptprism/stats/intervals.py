@@ -61,6 +61,20 @@ class Interval:
         return out
 
 
+def format_p(p: float, alpha: float | None = None, digits: int = 2) -> str:
+    """A p-value in ``digits`` significant digits, or as many more as keep the printed value on the side of
+    ``alpha`` the p-value is on (0.049975 at alpha = 0.05 prints 0.04998, not 0.05; 0.0501 prints 0.0501)."""
+    text = f"{p:.{digits}g}"
+    if alpha is None or p == alpha:
+        return text
+    for more in range(digits, 10):
+        text = f"{p:.{more}g}"
+        shown = float(text)
+        if shown != alpha and (shown <= alpha) == (p <= alpha):
+            return text
+    return text
+
+
 def format_estimate(value: float | None, interval: Any = None, spec: str | Callable[[float], str] = ".3g",
                     *, missing: str = "–", sep: str = " ", calibrated: bool = True) -> str:
     """``value [low, high]`` with ``spec`` (a format spec or a function), ``missing`` for no value, ``sep``

@@ -35,7 +35,7 @@ import numpy as np
 from ..._params import POSITIVE_INT, PROBABILITY, SEED, Estimator, Options
 from ..._params import Interval as Between
 from ...errors import InputError, OptionError
-from ...stats.intervals import Interval
+from ...stats.intervals import Interval, format_p
 from ...stats.two_sample import holm
 from .prdc import neighbour_indicators
 
@@ -287,8 +287,8 @@ def _sentence(entry: dict, closeness: str, alpha: float, target: str) -> str:
     where = f"on the {entry['prompts']} prompts of {entry['id']}"
     if entry["closer"] is None:
         return (f"{where}, neither model is closer to {target} ({closeness} {means[names[0]]:.2f} vs "
-                f"{means[names[1]]:.2f}, p = {entry['p_adjusted']:.2g} > {alpha:g})")
+                f"{means[names[1]]:.2f}, p = {format_p(entry['p_adjusted'], alpha)} > {alpha:g})")
     other = names[1] if entry["closer"] == names[0] else names[0]
     closer = entry["closer"]
     return (f"{where}, {closer} is closer to {target}: {closeness} {means[closer]:.2f} "
-            f"vs {means[other]:.2f} for {other} (p = {entry['p_adjusted']:.2g}, Holm)")
+            f"vs {means[other]:.2f} for {other} (p = {format_p(entry['p_adjusted'], alpha)}, Holm)")

@@ -36,6 +36,7 @@ from ..._params import PROBABILITY, SEED, Estimator, Options
 from ..._params import Interval as Between
 from ...errors import InputError, OptionError
 from ...llm.conversation import ChatModel, MalformedAnswerError, ask, png_data_url
+from ...stats.intervals import format_p
 from ...stats.preference import sign_test, wilson_interval
 from ...stats.ranking import ranking
 from ...stats.two_sample import holm
@@ -243,8 +244,8 @@ def _conclude(entry: dict, names: list[str] | None, alpha: float) -> None:
                   f"({c['cancelled']} cancelled by position) of {c['pairs']} pairs{unread}")
         head = f"the judge prefers {c['preferred'] or 'neither model'}"
         entry["verdict"] = (f"{where}, {head}: {c['a']}'s win rate {rate} [{c['interval']['low']:.2f}, "
-                            f"{c['interval']['high']:.2f}]; {counts}; sign test p = {c['p_adjusted']:.2g} "
-                            f"(Holm, ties dropped)")
+                            f"{c['interval']['high']:.2f}]; {counts}; sign test p = "
+                            f"{format_p(c['p_adjusted'], alpha)} (Holm, ties dropped)")
         entry["preferred"] = c["preferred"]
         return
     index = {n: k for k, n in enumerate(names)}

@@ -240,7 +240,8 @@ def _indicators(reference: tuple, own: tuple, k: int, dtype: Any, exact: bool, b
     floor = 64 * np.finfo(np.dtype(dtype)).eps * max(float(real_form.sq.max()), fake_sq, 1e-300)
     r_real = np.maximum(re_radii - floor, floor)
     r_fake = np.maximum(fa_radii - floor, floor)
-    cross_form = rescaled(real_form, max(float(real_form.sq.max()), fake_sq), in_place=last)  # (fake rows fit)
+    # (at the scale the fake rows fit too)
+    cross_form = rescaled(real_form, max(float(real_form.sq.max()), fake_sq), in_place=last)
     inside = memberships(cross_form, fa, r_real, r_fake, k / np.maximum(re_held, 1), exact=exact,
                          block_rows=_block_rows(len(re), block_rows), parallel=parallel,
                          visit=None if gather is None else gather.cross_visitor(cross_form))

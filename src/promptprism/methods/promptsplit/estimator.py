@@ -98,7 +98,7 @@ class PromptSplit(SplitOptions):
         t0 = time.perf_counter()
         sets = _paired_sets(test, reference, cosine=self.kernel == "cosine")
         n_samples = len(sets["test"]) + len(sets["reference"])
-        self.check_test_memory(n_samples, self.route_name(n_samples))
+        self.check_test(n_samples, self.route_name(n_samples))
         sigmas, scan = self._resolve_bandwidths(sets)
         route = choose_route(self, sets, sigmas, backend=resolve_backend(self.device),
                              runner=current_runner())

@@ -170,7 +170,7 @@ class KWaySplit(SplitOptions):
         _check_shared_prompts(labels, prompt_names, names)
         counts = np.array([len(s) for s in sets])
         method = self.route_name(int(counts.sum()))
-        self.check_test_memory(int(counts.sum()), method)
+        self.check_test(int(counts.sum()), method)
         backend = resolve_backend(self.device)
         sigmas, scan = self._bandwidths(sets, backend)
         pairs, rest = kc.comparisons(len(sets))

@@ -20,6 +20,7 @@ complete null the family-wise error is at most alpha.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -111,6 +112,18 @@ def shared_prompt_cover(labels_test: np.ndarray, labels_ref: np.ndarray) -> tupl
 def choose_scheme(labels_test: np.ndarray, labels_ref: np.ndarray) -> str:
     """'within-prompt' when prompts seen in both sets hold at least half of all samples, else 'pooled'."""
     return "within-prompt" if shared_prompt_cover(labels_test, labels_ref)[1] >= 0.5 else "pooled"
+
+
+def unreachable_alpha_note(permutations: int, alpha: float) -> str | None:
+    """The warning for a permutation test that can never reject at ``alpha``: with K permutations the
+    smallest p-value is 1 / (K + 1) (the observed labelling counts as one of the K + 1); None when it can
+    (or when there is no test: K = 0)."""
+    if not permutations or 1.0 / (permutations + 1) <= alpha:
+        return None
+    least = math.ceil(1.0 / alpha - 1.0 - 1e-9)
+    return (f"permutations={permutations} can never reject at alpha = {alpha:g}: the smallest p-value of "
+            f"{permutations} permutations is 1/{permutations + 1} = {1.0 / (permutations + 1):.3g}, so no "
+            f"difference, however large, is found significant; use at least {least} (0 turns the test off)")
 
 
 def unshared_prompts_note(labels_test: np.ndarray, labels_ref: np.ndarray, *, tested: bool = True

@@ -23,6 +23,7 @@ import numpy as np
 
 from ...array_ops import map_in_threads
 from ...stats.batched_eigen import DENSE_BATCH_RANK
+from ...stats.intervals import format_p
 from . import aggregate as agg
 from . import comparisons as kc
 from . import core, kway_subspace
@@ -316,16 +317,31 @@ def mode_significance(sets: dict, spec: core.Spectrum, labels: dict, *, operand_
     record.update(common)
     if aggregation is not None:
         record["aggregation"] = aggregation
-        others = [k["name"] for k in aggregation["kernels"] if not k["fitted"] and k["n_significant"]]
-        record["verdict"] += (f"; aggregated over {len(aggregation['kernels'])} kernels: p = "
-                              f"{aggregation['p']:.2g}" + (f", modes also found by {', '.join(others)} "
-                                                           "(significance.aggregation)" if others else ""))
+        record["verdict"] = aggregated_verdict(record, aggregation, alpha)
     if record["permutations_drawn"] < permutations:
         stop = record["stopping"]
         record["verdict"] += (f" (the test stopped after {record['permutations_drawn']} of {permutations} "
                               f"permutations: {stop['exceedances']} were at least as extreme, so p >= "
                               f"{stop['p_at_least']:.2g} > alpha whatever the rest would have drawn)")
     return record, p_values
+
+
+def aggregated_verdict(record: dict, aggregation: dict, alpha: float) -> str:
+    """The verdict of a test aggregated over a kernel family: the family-wise answer (``aggregation['p']``)
+    first. Where the aggregate rejects but no mode of the fitted kernel is significant alone, the sets differ
+    (:func:`.verdicts.verdict` would say they do not), by the modes the other kernels found."""
+    others = [k["name"] for k in aggregation["kernels"] if not k["fitted"] and k["n_significant"]]
+    count, p = len(aggregation["kernels"]), float(aggregation["p"])
+    if p <= alpha and not record.get("n_significant"):
+        found = (f"modes found by {', '.join(others)} (significance.aggregation)" if others else
+                 "no single kernel's mode significant alone")
+        largest = record.get("p_largest")
+        tail = "" if largest is None else f" (largest eigenvalue p = {format_p(largest, alpha)})"
+        return (f"a significant difference between test and reference at alpha = {alpha:g} by the test "
+                f"aggregated over {count} kernels (family-wise, p = {format_p(p, alpha)}): {found}; none of "
+                f"the fitted kernel's modes is significant alone{tail}")
+    return (f"{record['verdict']}; aggregated over {count} kernels: p = {format_p(p, alpha)}" +
+            (f", modes also found by {', '.join(others)} (significance.aggregation)" if others else ""))
 
 
 def _stopping(spectra: list, drawn: int, *, permutations: int, alpha: float, sequential: bool) -> dict:

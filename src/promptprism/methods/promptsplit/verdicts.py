@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...stats.intervals import format_p
+
 CORRECTION = "max-statistic step-down (FWER)"
 
 
@@ -35,12 +37,12 @@ def verdict(*, identical: bool, p_values: list[tuple[str, float, float]], alpha:
     sig = [x for x in p_values if x[2] <= alpha]
     if not sig:
         return (f"no significant difference between {w['pair']} at alpha = {alpha:g}; "
-                f"largest eigenvalue p = {largest[2]:.2g}")
+                f"largest eigenvalue p = {format_p(largest[2], alpha)}")
     n_t = sum(1 for x in sig if x[0] == "test")
     n_r = len(sig) - n_t
     return (f"{len(sig)} of {len(p_values)} modes differ significantly at alpha = {alpha:g} (family-wise, "
             f"{permutations} permutations): {n_t} that {w['test']} produces more, {n_r} that "
-            f"{w['reference']} produces more; largest eigenvalue p = {largest[2]:.2g}")
+            f"{w['reference']} produces more; largest eigenvalue p = {format_p(largest[2], alpha)}")
 
 
 def named_verdict(text: str, names: tuple[str, str] | None) -> str:

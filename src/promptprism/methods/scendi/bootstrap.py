@@ -22,6 +22,7 @@ from ...stats.resampling import (
     basic_interval,
     check_bootstrap,
     check_bootstrap_memory,
+    estimate_hull,
     grouped_replicates,
     intersect_interval,
     jackknife_counts,
@@ -178,7 +179,9 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
     the difference's own basic interval is used (paired bootstrap; ``separated`` when it excludes 0); with
     ``jackknife`` replicates (the same prompt deleted in row g for every model) its jackknife interval.
     Otherwise the models' intervals are compared (``separated`` when they do not overlap; conservative).
-    A paired interval is intersected with the difference's range (:func:`difference_range`: [-1, 1] for the
+    A paired interval is hulled with itself moved around the estimate (:func:`.resampling.estimate_hull`:
+    two same-distribution models on 10 prompts read 0.72 with a bias-corrected [2.17, 7.47], "separated"),
+    then intersected with the difference's range (:func:`difference_range`: [-1, 1] for the
     shares; cut, not moved, it keeps its coverage).
     A pair where either value is not a number (no output diversity: the shares are undefined) has no row.
     """
@@ -194,7 +197,9 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
                     diff = replicates[i][m] - replicates[j][m]
                     e = d if pivots is None else float(pivots[i][m] - pivots[j][m])
                     iv = jackknife_interval(diff, e, level) if jackknife else basic_interval(diff, e, level)
-                    low, high = intersect_interval(iv["low"], iv["high"], difference_range(m))
+                    centre = iv["centre"] if jackknife else 2.0 * e - float(np.nanmedian(diff))
+                    low, high = intersect_interval(*estimate_hull(iv["low"], iv["high"], centre, d),
+                                                   difference_range(m))
                     row.update(low=low, high=high, separated=bool(low > 0 or high < 0),
                                method="paired jackknife" if jackknife else "paired bootstrap")
                 else:  # (two intervals in the metric's range: their difference lies in the difference's)

@@ -1,0 +1,57 @@
+"""The verdict of the test aggregated over a kernel family is the family-wise answer: where the aggregate
+rejects but no mode of the fitted kernel is significant alone, it says the sets differ (and by which
+kernel's modes), never "no significant difference"; a test whose permutations cannot reach alpha warns."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import promptprism as pp
+
+
+def _planted(seed_a: int = 0, seed_b: int = 1, shift: float = 2.0):
+    """10 prompts x 6 samples; the second set's first two prompts' outputs shifted (a user's data set where
+    the family found the difference and the fitted kernel alone did not)."""
+    rng = np.random.default_rng(seed_a)
+    prompts = [f"prompt {i}" for i in range(10) for _ in range(6)]
+    pe = np.repeat(rng.normal(size=(10, 8)), 6, axis=0).astype(np.float32)
+    a = rng.normal(size=(60, 6)).astype(np.float32)
+    b = np.random.default_rng(seed_b).normal(size=(60, 6)).astype(np.float32)
+    b[:12] += shift
+    return (pp.PairedSet(pe, a, prompts=prompts, name="a"), pp.PairedSet(pe, b, prompts=prompts, name="b"))
+
+
+def test_an_aggregated_rejection_is_the_verdict_even_without_a_fitted_mode():
+    a, b = _planted()
+    result = pp.PromptSplit(seed=0).fit(a, b)
+    agg = result.significance["aggregation"]
+    # the case under test: the family rejects, the fitted kernel alone does not
+    assert agg["p"] <= 0.05 and result.significance["n_significant"] == 0
+    verdict = result.verdict
+    assert verdict.startswith("a significant difference between test and reference at alpha = 0.05")
+    assert "no significant difference" not in verdict
+    found = [k["name"] for k in agg["kernels"] if k.get("n_significant")]
+    assert found and all(name in verdict for name in found)
+
+
+def test_a_fitted_mode_keeps_the_fitted_kernels_verdict():
+    a, b = _planted(shift=4.0)
+    result = pp.PromptSplit(seed=0).fit(a, b)
+    assert result.significance["n_significant"] >= 1
+    assert "modes differ significantly" in result.verdict and "aggregated over 3 kernels" in result.verdict
+
+
+@pytest.mark.parametrize("permutations, alpha, warned", [(10, 0.05, True), (19, 0.05, False),
+                                                          (30, 0.02, True), (49, 0.02, False)])
+def test_too_few_permutations_to_reject_warn(permutations, alpha, warned):
+    a, b = _planted()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pp.PromptSplit(seed=0, permutations=permutations, alpha=alpha, aggregate="none").fit(a, b)
+    said = [str(w.message) for w in caught if "can never reject" in str(w.message)]
+    assert bool(said) == warned
+    if warned:
+        assert f"1/{permutations + 1}" in said[0]
