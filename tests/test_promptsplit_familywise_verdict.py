@@ -55,3 +55,16 @@ def test_too_few_permutations_to_reject_warn(permutations, alpha, warned):
     assert bool(said) == warned
     if warned:
         assert f"1/{permutations + 1}" in said[0]
+
+
+def test_a_spectrum_outside_its_range_warns_and_a_sound_one_does_not():
+    a, b = _planted()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        few = pp.PromptSplit(kernel="cosine", method="sketch", n_features=1, permutations=0, seed=3).fit(a, b)
+    assert max(abs(v) for v in few.eigenvalues) > 1  # (the case: one sketch feature)
+    assert any("outside [-1, 1]" in str(w.message) for w in caught)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pp.PromptSplit(kernel="cosine", method="sketch", n_features=2000, permutations=0).fit(a, b)
+    assert not any("outside [-1, 1]" in str(w.message) for w in caught)

@@ -47,3 +47,9 @@ class OptionError(PromptPrismError):
 
     def __init__(self, message: str = "", *args: object, parameter: str | None = None) -> None:
         super().__init__(message, *args, parameter=parameter or leading_parameter(str(message)))
+
+
+class Interrupted(KeyboardInterrupt):
+    """A Ctrl-C that stopped a run, with what the run kept (e.g. "7 of 20 rows kept in m.jsonl.partial; run
+    the same command again to continue"): a ``KeyboardInterrupt``, so callers stop as they would."""
+

@@ -31,7 +31,7 @@ except (OSError, ValueError, IndexError, KeyError):
 
 import typer  # noqa: E402
 
-from ._app import LAST_RUN, app, command_runner, console, err_console, register_main
+from ._app import LAST_RUN, app, command_runner, console, err_console, register_main, say_interrupted
 from ._errors import error_line
 from ._options import FlagValueError, build_cli
 
@@ -95,7 +95,7 @@ def _configure_consoles() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit status (0 ok, 2 bad input, options or usage, 1 a bug or interrupt)."""
+    """Run the CLI and return its exit status (0 ok, 2 bad input, options or usage, 1 a bug, 130 Ctrl-C)."""
     args = list(sys.argv[1:] if argv is None else argv)
     _LAST_ERROR.clear()
     code = _main(args)
@@ -143,10 +143,12 @@ def _main(args: list[str]) -> int:
             _error(exc.format_message())
             return 2
         except typer_exc.Exit as exc:
+            if isinstance(exc.__cause__, KeyboardInterrupt):  # (typer's: Ctrl-C -> exit 130)
+                say_interrupted(exc.__cause__)
             return exc.exit_code
-        except KeyboardInterrupt:
-            err_console.print("interrupted", markup=False)
-            return 1
+        except KeyboardInterrupt as exc:
+            say_interrupted(exc)
+            return 130
         except SystemExit as exc:
             return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         except Exception as exc:  # one line, never a traceback

@@ -92,6 +92,9 @@ def command_runner(name: str, callback: Any, *, flags: dict[str, str], out_kind:
         except PromptPrismError as exc:
             exc.args = (flag_message(exc, table), *exc.args[1:])
             raise
+        except KeyboardInterrupt as exc:  # (typer would turn it into a silent exit 130)
+            say_interrupted(exc)
+            raise typer.Exit(130) from None
         finally:
             console.quiet = quiet_before
             _STATE.reset(token)
@@ -99,6 +102,14 @@ def command_runner(name: str, callback: Any, *, flags: dict[str, str], out_kind:
 
 
     return run
+
+
+def say_interrupted(exc: KeyboardInterrupt) -> None:
+    """One line for a Ctrl-C: what the run kept (:class:`~promptprism.errors.Interrupted`), or that a
+    result the command writes is written whole or not at all."""
+    said = str(exc).strip()
+    err_console.print(f"interrupted: {said}" if said else "interrupted: stopped before its results were "
+                      "written (results are written whole or not at all)", markup=False, soft_wrap=True)
 
 
 def deprecated(old: str, new: str) -> None:

@@ -129,7 +129,8 @@ def compare_command(
     precision: str = PRECISION,
     aggregate: str = typed("none", Choice(AGGREGATES), "--aggregate",
                            help="The test over a kernel family (auto: by the outputs' modality; text, "
-                                "image; each kernel costs one more test) or none (the fitted kernel alone)."),
+                                "image; each kernel costs one more test) or none (the fitted kernel alone). "
+                                "split's default is auto: pass auto for its p-values with two sets."),
     pair_details: str = typed("leading", Choice(PAIR_DETAILS), "--pair-details",
                               help="What each pair's modes list: leading (the samples and prompts of its "
                                    "significant modes and of its largest mode of each sign) or all (every "

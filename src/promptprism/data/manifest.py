@@ -164,6 +164,12 @@ def _roles(path: Path, found: list[str], mapping: dict[str, str]) -> dict[str, s
             roles[mapped[0]] = mapping[mapped[0]]
             continue
         present = [c for c in options if c in colset and c not in mapping.values()]
+        taken = [(c, r) for r, c in mapping.items() if c in options and c in colset]
+        if not present and taken:
+            col, other = taken[0]
+            raise InputError(f"{path}: column {col!r} is mapped to the role {other!r}, so the {what} needs "
+                             f"another column; map it too (columns={{'{options[0]}': NAME}}, the CLI's "
+                             f"--columns {options[0]}=NAME)")
         if not present:
             raise InputError(f"{path}: no {what} column; expected one of "
                              f"{', '.join(repr(c) for c in options)} (found: {shown}); map yours with "
@@ -188,6 +194,7 @@ def _build(table: Table, base: Path, columns: Mapping[str, str] | None = None) -
     notes: list[str] = []
     rows: list[Row] = []
     seen_ids: dict[str, str] = {}
+    numbers: dict[str, list[tuple[str, Any]]] = {}
     for rec in table.records:
         where, values = rec.where, rec.values
         kw: dict[str, Any] = {}
@@ -201,13 +208,22 @@ def _build(table: Table, base: Path, columns: Mapping[str, str] | None = None) -
                                          "be unique (one row per generation)")
                     seen_ids[kw["id"]] = where
             elif role in ("prompt", "output"):
-                kw[role] = _text(values.get(col), where, col, allow_empty=role == "output")
+                raw = values.get(col)
+                kw[role] = _text(raw, where, col, allow_empty=role == "output")
+                if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+                    numbers.setdefault(col, []).append((where, raw))
             else:  # an image path
                 p = _resolve(base, _text(values.get(col), where, col, allow_empty=False))
                 check_image(p, where, notes)
                 kw[role] = p
         kw["meta"] = {k: v for k, v in values.items() if k not in used}
         rows.append(Row(number=rec.number, where=where, **kw))
+    for col, found in numbers.items():  # (a JSON 42 or a Parquet integer column: an id picked by mistake?)
+        where, value = found[0]
+        share = "every row" if len(found) == len(rows) else f"{len(found)} of {len(rows)} rows"
+        notes.append(f"column {col!r} holds numbers, not text, in {share} (first {where}: {value!r}); they "
+                     "are read as text; if the column is an id or a label, map the text column with columns= "
+                     "(CLI --columns)")
     return Manifest(rows=rows, source=str(path), prompt_kind="text" if "prompt" in roles else "image",
                     output_kind="text" if "output" in roles else "image", notes=notes)
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .._progress import progress_bar, progress_enabled
-from ..errors import InputError, OptionError, PromptPrismError
+from ..errors import InputError, Interrupted, OptionError, PromptPrismError
 from ..io import atomic_write_text, content_hash, exclusive_lock
 from .prompts import PromptRow
 
@@ -166,8 +166,13 @@ def run_tasks(tasks: Sequence[Task], work: Callable[[Task], dict], *, manifest: 
         done.update(read_journal(jpath, sid))
         todo = [t for t in tasks if t.key not in done]
         t0 = time.perf_counter()
-        failure = _run_todo(todo, work, done, jpath, sid, concurrency,
-                            _bar(len(tasks), len(tasks) - len(todo), description, progress))
+        try:
+            failure = _run_todo(todo, work, done, jpath, sid, concurrency,
+                                _bar(len(tasks), len(tasks) - len(todo), description, progress))
+        except KeyboardInterrupt:
+            kept = sum(t.key in done for t in tasks)
+            raise Interrupted(f"{kept} of {len(tasks)} rows kept in {jpath}; run the same command again to "
+                              "continue") from None
         seconds = time.perf_counter() - t0
         if failure is not None:
             raise _kept(failure, sum(t.key in done for t in tasks), len(tasks), jpath)
@@ -206,10 +211,10 @@ def _run_todo(todo: Sequence[Task], work: Callable[[Task], dict], done: dict[str
     failure: BaseException | None = None
     with open(jpath, "a", encoding="utf-8") as fh, shown as bar:
         pool = ThreadPoolExecutor(max_workers=concurrency)
+        pending: set[Future] = set()
+        queue = iter(todo)
+        running: dict[Future, Task] = {}
         try:
-            pending: set[Future] = set()
-            queue = iter(todo)
-            running: dict[Future, Task] = {}
             while True:
                 while failure is None and len(pending) < concurrency:
                     task = next(queue, None)
@@ -233,6 +238,10 @@ def _run_todo(todo: Sequence[Task], work: Callable[[Task], dict], done: dict[str
                     bar.advance()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+            for fut, task in running.items():  # (interrupted: the rows that finished meanwhile are kept too)
+                if fut.done() and not fut.cancelled() and fut.exception() is None and task.key not in done:
+                    done[task.key] = fields = dict(fut.result(), seed=task.seed)
+                    _append(fh, task.key, sid, fields)
     return failure
 
 

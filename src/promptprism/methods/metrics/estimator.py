@@ -29,7 +29,7 @@ from .frechet import frechet_distance
 from .intervals import FD_BOOTSTRAP_MAX_DIM, bootstrap_means, frechet_bootstrap
 from .kid import gather_subsets, kid_and_mmd2, mmd2_interval
 from .options import ALIGNMENT_CHOICES
-from .prdc import neighbour_indicators_each
+from .prdc import neighbour_indicators_each, shared_row_count
 from .result import MetricsResult, SetMetrics
 
 PRECISIONS = ("float64", "float32")
@@ -221,6 +221,12 @@ class ReferenceMetrics(Estimator):
             notes.append(f"exact duplicate rows: {dup['generated']} generated, {dup['reference']} reference; "
                          "k-NN radii count distinct neighbours and density weights each reference ball by "
                          "1 / its multiplicity (docs/metrics.md)")
+        shared = shared_row_count(x, r)
+        if shared:
+            notes.append(f"{shared} of the {x.shape[0]} generated rows also appear in the reference: KID and "
+                         "MMD^2 assume two independent draws, and rows on both sides pull them below their "
+                         "value (a set against itself reads below 0, its intervals too); compare sets that "
+                         "share no rows")
         fd = self._fd(x, r, notes)
         groups = self._groups(data, ref)
         labels = (None, None) if groups is None else (groups.generated, groups.reference)

@@ -108,6 +108,42 @@ def distinct_rows(x: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return first, inverse.reshape(-1), counts
 
 
+def shared_row_count(a: Any, b: Any, chunk: int = 8192) -> int:
+    """How many rows of ``a`` equal (byte for byte, after a cast to ``b``'s dtype) some row of ``b``: a
+    64-bit hash of each row's bytes finds the candidates, which are then compared whole."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape[1] != b.shape[1] or not a.size or not b.size:
+        return 0
+    a = a.astype(b.dtype, copy=False)
+    odd = np.random.default_rng(1).integers(1, 2**63, size=b.shape[1] * b.dtype.itemsize // 4 or 1,
+                                            dtype=np.uint64) * 2 + 1
+
+    def hashes(x: np.ndarray) -> np.ndarray:
+        if (x.dtype.itemsize * x.shape[1]) % 4:
+            return np.array([hash(row.tobytes()) for row in x], dtype=np.int64).view(np.uint64)
+        out = np.empty(x.shape[0], dtype=np.uint64)
+        for lo in range(0, x.shape[0], chunk):
+            part = np.ascontiguousarray(x[lo:lo + chunk])
+            words = part.view(np.uint32).reshape(part.shape[0], -1).astype(np.uint64)
+            out[lo:lo + part.shape[0]] = words @ odd
+        return out
+
+    hb = hashes(b)
+    order = np.argsort(hb, kind="stable")
+    sorted_hb, ha = hb[order], hashes(a)
+    at = np.searchsorted(sorted_hb, ha)
+    found = (at < hb.size) & (sorted_hb[np.minimum(at, hb.size - 1)] == ha)
+    count = 0
+    for i in np.flatnonzero(found):  # (a hash match: compare the rows; equal hashes are adjacent)
+        j = at[i]
+        while j < hb.size and sorted_hb[j] == ha[i]:
+            if np.array_equal(a[i], b[order[j]]):
+                count += 1
+                break
+            j += 1
+    return count
+
+
 def _block_rows(other: int, block_rows: int | None) -> int:
     return int(block_rows) if block_rows else max(1, min(MAX_BLOCK_ROWS, BLOCK_BYTES // (8 * max(other, 1))))
 

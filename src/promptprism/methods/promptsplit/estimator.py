@@ -115,6 +115,9 @@ class PromptSplit(SplitOptions):
             self._test_plan(*test, spectra[TEST_VS_REFERENCE], identical=identical)))
         spec, distance = spectra[TEST_VS_REFERENCE], distances[TEST_VS_REFERENCE]
         stats = stats[TEST_VS_REFERENCE]
+        note = sig.out_of_range_note(spec.eigenvalues, route.name, self.n_features)
+        if note is not None:
+            warnings.warn(note, UserWarning, stacklevel=2)
         t1 = time.perf_counter()
         significance, p_values = self._significance(*test, spec, identical=identical)
         route.release()  # (the test's seconds: its plan's too, made during the fit: Route.fit)

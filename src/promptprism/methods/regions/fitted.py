@@ -21,7 +21,7 @@ from .calibration import interval_validity
 from .comparison import compare_sources
 from .cross_cka import cross_region_cka_rows
 from .result import INLINE_CKA_MAX_PIXELS, RegionsResult
-from .sources import as_pixels, check_same_shape, source_shape
+from .sources import as_pixels, check_same_shape, pixel_span, scale_note, source_shape
 
 #: the paper's block average on same-distribution digits (issue notes): what its bias looks like
 PAPER_BLOCK_BIAS = ("the paper's block average is biased downwards: each block's denominator keeps its b "
@@ -68,8 +68,12 @@ class FittedRegions:
                                seed=est.seed, partition_rows=est.partition_rows, progress=est.progress,
                                bootstrap=est.bootstrap, level=est.level,
                                block_estimator=est.block_estimator, device=resolve_backend(est.device))
-        for name, r in zip(names, rows, strict=True):
+        real_span = pixel_span(ref)
+        for name, r, src in zip(names, rows, srcs, strict=True):
             _check_finite(name, r)
+            note = scale_note(pixel_span(src), real_span)
+            if note is not None:
+                r["notes"] = [*r.get("notes", []), note]
         t1 = time.perf_counter()
         cross = cross_region_cka_rows(self.real_source_, self.cka_rows_, self.regions_, self.gamma_,
                                       block_size=self.cka_block_size_, seed=est.seed,

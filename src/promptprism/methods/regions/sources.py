@@ -91,3 +91,29 @@ def onehot(labels: np.ndarray) -> np.ndarray:
     out = np.zeros((labels.shape[0], int(labels.max()) + 1))
     out[np.arange(labels.shape[0]), labels] = 1.0
     return out
+
+
+#: images read to see a set's pixel scale (:func:`pixel_span`)
+SPAN_SAMPLE = 64
+#: a generated set whose pixel span exceeds the real images' this many times is on another scale
+SCALE_MISMATCH = 4.0
+
+
+def pixel_span(source: Any, sample: int = SPAN_SAMPLE) -> tuple[float, float]:
+    """(min, max) of the pixel values of the first ``sample`` images (evenly spaced through the set)."""
+    n = source_shape(source)[0]
+    rows = np.unique(np.linspace(0, n - 1, min(n, sample)).astype(np.int64))
+    pixels = read_pixels(*task_rows(source, rows))
+    return float(np.min(pixels)), float(np.max(pixels))
+
+
+def scale_note(span: tuple[float, float], real: tuple[float, float]) -> str | None:
+    """A note when a generated set's pixel span is :data:`SCALE_MISMATCH` times the real images' or more
+    (0-255 against 0-1): at the real images' bandwidth its CMS then reads as if the sets shared nothing."""
+    width, real_width = span[1] - span[0], real[1] - real[0]
+    if not real_width > 0 or width < SCALE_MISMATCH * real_width:
+        return None
+    return (f"its pixel values span [{span[0]:.4g}, {span[1]:.4g}] (a sample of its images), the real "
+            f"images' [{real[0]:.4g}, {real[1]:.4g}]: the sets are on different scales (e.g. 0-255 against "
+            "0-1), so its CMS reads as if they shared nothing; rescale it to the real images' scale")
+
