@@ -68,3 +68,15 @@ def test_a_spectrum_outside_its_range_warns_and_a_sound_one_does_not():
         warnings.simplefilter("always")
         pp.PromptSplit(kernel="cosine", method="sketch", n_features=2000, permutations=0).fit(a, b)
     assert not any("outside [-1, 1]" in str(w.message) for w in caught)
+
+
+def test_kway_says_and_gates_an_aggregated_rejection_without_a_significant_pair():
+    from promptprism.gate import evaluate
+
+    a, b = _planted()
+    result = pp.KWaySplit(seed=0, aggregate="auto").fit([a, b])
+    agg = result.significance["aggregation"]
+    assert agg["p"] <= 0.05 and not result.significant_pairs  # (the case under test)
+    assert result.verdict.startswith("a significant difference among the 2 sets at alpha = 0.05")
+    [check] = evaluate(result, ["significant"])
+    assert check.failed and "aggregated over 3 kernels rejects" in check.message

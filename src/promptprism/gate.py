@@ -77,6 +77,18 @@ def _unreachable(result: Any) -> str | None:
             f"--permutations >= {math.ceil(1 / alpha - 1 - 1e-9)})")
 
 
+def _aggregated_rejection(result: Any) -> str | None:
+    """What the test aggregated over a kernel family found where it rejects at alpha (a difference only
+    another kernel of the family carries: no mode of the fitted kernel is significant), or None."""
+    agg = result.significance.get("aggregation") or {}
+    alpha = result.significance.get("alpha")
+    if agg.get("p") is None or alpha is None or agg["p"] > alpha:
+        return None
+    found = [k["name"] for k in agg.get("kernels", []) if k.get("n_significant")]
+    return (f"the test aggregated over {len(agg.get('kernels', []))} kernels rejects (p = {agg['p']:.3g} <= "
+            f"alpha = {alpha:g})" + (f", modes found by {', '.join(found)}" if found else ""))
+
+
 def significant(result: Any) -> tuple[bool, str]:
     """(whether the result found a significant difference, what it found)."""
     kind = getattr(result, "kind", "")
@@ -88,19 +100,16 @@ def significant(result: Any) -> tuple[bool, str]:
                               "--permutations > 0)")
         sig = [m for m in result.modes if m.significant]
         p = min((m.p_value for m in sig), default=None)
-        agg = result.significance.get("aggregation") or {}
-        alpha = result.significance.get("alpha")
-        if not sig and agg.get("p") is not None and alpha is not None and agg["p"] <= alpha:
-            found = [k["name"] for k in agg.get("kernels", []) if k.get("n_significant")]
-            return True, (f"the test aggregated over {len(agg.get('kernels', []))} kernels rejects (p = "
-                          f"{agg['p']:.3g} <= alpha = {alpha:g})" +
-                          (f", modes found by {', '.join(found)}" if found else ""))
+        if not sig and (said := _aggregated_rejection(result)) is not None:
+            return True, said
         return bool(sig), f"{len(sig)} significant mode(s)" + (f", smallest p = {p:.3g}" if sig else "")
     if kind == "promptsplit_kway":
         if not result.significance:
             raise OptionError("fail_on: significant needs a result with its test (run compare with "
                               "--permutations > 0)")
         pairs = result.significant_pairs
+        if not pairs and (said := _aggregated_rejection(result)) is not None:
+            return True, said
         return bool(pairs), (f"{len(pairs)} significant pair(s): " +
                              ", ".join(f"{a} vs {b}" for a, b in pairs) if pairs else "no significant pair")
     if kind == "scendi_comparison":

@@ -82,17 +82,7 @@ def generate(
         raise OptionError("pass --endpoint (text) or --generator/--diffusers (images), not both")
     if guide_reference is not None and not image_mode:
         raise OptionError("--guide-reference guides an image generator: pass --generator")
-    unused = _given(ctx, TEXT_ONLY if image_mode else IMAGE_ONLY)
-    if image_mode and diffusers is None:
-        unused += _given(ctx, {"steps": "--steps"})  # (a callable takes its own steps)
-    if image_mode and guide_reference is None:
-        unused += _given(ctx, {"guide_scale": "--guide-scale", "guide_rho": "--guide-rho"})
-    if unused:
-        mode = "text" if not image_mode else "--diffusers" if diffusers is not None else "--generator"
-        hint = ("; --guide-scale and --guide-rho go with --guide-reference"
-                if {"--guide-scale", "--guide-rho"} & set(unused) and image_mode else "")
-        raise OptionError(f"{', '.join(unused)}: not used by {mode} generation; leave "
-                          f"{'it' if len(unused) == 1 else 'them'} out{hint}")
+    _check_mode_options(ctx, generator, diffusers, guide_reference)
     if image_mode:
         guidance = (None if guide_reference is None
                     else _guidance_request(guide_reference, guide_scale, guide_rho))
@@ -115,6 +105,23 @@ def generate(
         "generated": result.n_generated, "skipped": result.n_reused, "seconds": result.seconds,
         "settings": result.settings, "stats": result.stats,
         "files": {"manifest": str(result.manifest), **({"images": str(images)} if images.is_dir() else {})}}
+
+
+def _check_mode_options(ctx: typer.Context, generator: str | None, diffusers: Path | None,
+                        guide_reference: Path | None) -> None:
+    """Options of the other mode given on the command line are refused, never dropped in silence."""
+    image_mode = generator is not None or diffusers is not None
+    unused = _given(ctx, TEXT_ONLY if image_mode else IMAGE_ONLY)
+    if image_mode and diffusers is None:
+        unused += _given(ctx, {"steps": "--steps"})  # (a callable takes its own steps)
+    if image_mode and guide_reference is None:
+        unused += _given(ctx, {"guide_scale": "--guide-scale", "guide_rho": "--guide-rho"})
+    if unused:
+        mode = "text" if not image_mode else "--diffusers" if diffusers is not None else "--generator"
+        hint = ("; --guide-scale and --guide-rho go with --guide-reference"
+                if {"--guide-scale", "--guide-rho"} & set(unused) and image_mode else "")
+        raise OptionError(f"{', '.join(unused)}: not used by {mode} generation; leave "
+                          f"{'it' if len(unused) == 1 else 'them'} out{hint}")
 
 
 def _system_prompt(endpoint: str | None, model: str | None, system: str | None,

@@ -46,8 +46,7 @@ U32 = 2.0**-24
 SAMPLE_COLUMNS = 1024
 #: rows per chunk of the rows' float64 mean; pair-coordinates per chunk of exact distances
 CHUNK_ROWS, PAIR_BUDGET = 8192, 2**18
-#: rows per chunk when building the float32 forms: the chunk's float64 temporaries stay in cache (10,000 x
-#: 2,048 rows, one thread: 0.19 s in chunks of 8,192, 0.13 s of 1,024, 0.10 s of 512)
+#: rows per chunk of the float32 forms: float64 temporaries in cache (10,000 x 2,048, 1 thread: 0.10 s)
 FORM_CHUNK_ROWS = 512
 #: columns of the sample rows' distances partitioned at a time for the rows' bounds
 BOUND_COLUMNS = 4096
@@ -137,14 +136,12 @@ def make_form(rows: Rows, shift: np.ndarray) -> Form:
 
 
 def rescaled(form: Form, max_sq: float, *, in_place: bool = True) -> Form:
-    """``form`` with the scale of rows whose largest centred squared norm is ``max_sq`` (R rescaled by a
-    power of two: exact; in place, so ``form`` is not to be used after, unless ``in_place`` is False: then a
-    rescaled copy where the scale changes)."""
+    """``form`` at the scale of rows of largest centred squared norm ``max_sq`` (R times a power of two:
+    exact), in place (``form`` is then stale) or, ``in_place`` False, on a copy where the scale changes."""
     scale = _power_of_two_scale(max_sq)
-    right = form.right
+    right = form.right if in_place or scale == form.scale else form.right.copy()
     if scale != form.scale:
         f = scale / form.scale
-        right = right if in_place else right.copy()
         right[:, :-2] *= f
         right[:, -2] *= f * f
     return Form(form.rows, right, form.sq, form.shift, scale)

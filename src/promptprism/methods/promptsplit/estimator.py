@@ -25,6 +25,7 @@ from .options import EXACT_MAX_SAMPLES, METHODS, RANKINGS, SplitOptions
 from .result import PromptSplitResult
 from .routes import Route, choose_route
 from .summary import SIDES, SummaryOptions, summarise
+from .verdicts import out_of_range_note
 
 __all__ = ["EXACT_MAX_SAMPLES", "METHODS", "RANKINGS", "PromptSplit", "replace_config"]
 
@@ -115,7 +116,7 @@ class PromptSplit(SplitOptions):
             self._test_plan(*test, spectra[TEST_VS_REFERENCE], identical=identical)))
         spec, distance = spectra[TEST_VS_REFERENCE], distances[TEST_VS_REFERENCE]
         stats = stats[TEST_VS_REFERENCE]
-        note = sig.out_of_range_note(spec.eigenvalues, route.name, self.n_features)
+        note = out_of_range_note(spec.eigenvalues, route.name, self.n_features)
         if note is not None:
             warnings.warn(note, UserWarning, stacklevel=2)
         t1 = time.perf_counter()

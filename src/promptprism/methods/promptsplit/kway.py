@@ -39,6 +39,7 @@ from .kway_subspace import SubspaceRoute
 from .options import PAIR_DETAILS, SplitOptions
 from .routes import choose_route
 from .testing import comparison_significance
+from .verdicts import out_of_range_note
 
 #: the K-way test's measured cost per comparison and labelling (2-core AMD EPYC, numpy, float32 Lanczos):
 #: a fixed part, and a part per entry of the operand (null rows x its width: the rows for the exact route's
@@ -185,6 +186,10 @@ class KWaySplit(SplitOptions):
         t1 = time.perf_counter()
         spectra, distances, stats = route.fit(labels, len(prompt_names), timings)
         matrix = route.distance_matrix()
+        note = out_of_range_note([v for spec in spectra.values() for v in spec.eigenvalues], method,
+                                     self.n_features)
+        if note is not None:
+            warnings.warn(note, UserWarning, stacklevel=2)
         timings["fit_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
         permutations = self.resolved_permutations(method)

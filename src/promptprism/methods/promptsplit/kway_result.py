@@ -12,6 +12,7 @@ import numpy as np
 from ..._gc import collection_paused
 from ..._version import __version__
 from ...results import Result
+from ...stats.intervals import format_p
 from .result import Mode, PromptSplitResult, SampleScore
 from .summary import SummaryOptions, summarise
 from .verdicts import empty_record
@@ -283,6 +284,15 @@ def kway_verdict(r: KWayResult) -> str:
     head = (f"{len(sig_pairs)} of {n_pairs} pairs differ significantly at alpha = {s['alpha']:g} "
             f"(family-wise over every mode of {s['comparisons']} comparisons, {s['permutations']} "
             "permutations)")
+    agg = s.get("aggregation") or {}
+    if not sig_pairs and agg.get("p") is not None and agg["p"] <= s["alpha"]:
+        found = [kern["name"] for kern in agg.get("kernels", []) if kern.get("n_significant")]
+        p_text = format_p(agg["p"], s["alpha"])
+        head = (f"a significant difference among the {k} sets at alpha = {s['alpha']:g} by the test "
+                f"aggregated over {len(agg.get('kernels', []))} kernels (family-wise, p = {p_text})"
+                + (f": modes found by {', '.join(found)} (significance.aggregation)" if found else "")
+                + f"; no pair's mode of the fitted kernel is significant alone ({n_pairs} pairs, "
+                f"{s['permutations']} permutations)")
     if k == 2:
         return head
     deviating = [d for d in r.deviations if d["deviates"]]

@@ -24,6 +24,7 @@ from ...kernels.bandwidth import BANDWIDTH_RULES, SPECTRAL_RULES, Bandwidth
 from ...kernels.gram import KERNELS
 from . import significance as sig
 from .aggregate import AGGREGATES
+from .verdicts import unreachable_alpha_note
 
 METHODS = ("auto", "exact", "rff", "sketch")
 PRECISIONS = ("auto", "float32", "float64")
@@ -181,7 +182,7 @@ class SplitOptions(Estimator):
         N = min(n_samples, null_samples) rows, K = the resolved permutations), and warn of one that cannot
         reject at ``alpha`` (:func:`.significance.unreachable_alpha_note`)."""
         k = self.resolved_permutations(route)
-        note = sig.unreachable_alpha_note(k, float(self.alpha))
+        note = unreachable_alpha_note(k, float(self.alpha))
         if note is not None:
             warnings.warn(note, UserWarning, stacklevel=3)
         if k:

@@ -20,7 +20,6 @@ complete null the family-wise error is at most alpha.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -112,30 +111,6 @@ def shared_prompt_cover(labels_test: np.ndarray, labels_ref: np.ndarray) -> tupl
 def choose_scheme(labels_test: np.ndarray, labels_ref: np.ndarray) -> str:
     """'within-prompt' when prompts seen in both sets hold at least half of all samples, else 'pooled'."""
     return "within-prompt" if shared_prompt_cover(labels_test, labels_ref)[1] >= 0.5 else "pooled"
-
-
-def out_of_range_note(eigenvalues: Sequence[float], route: str, features: int) -> str | None:
-    """The warning for an estimated spectrum outside [-1, 1], where every eigenvalue of Lambda lies (both
-    kernels have k(s, s) = 1, so each covariance has trace 1): random features too few for the estimate
-    (the tensor sketch's features are unbiased, not bounded); None when it is inside."""
-    top = max((abs(float(v)) for v in eigenvalues), default=0.0)
-    if top <= 1.0 + 1e-6:
-        return None
-    return (f"an eigenvalue of Lambda is {top:.3g} in absolute value, outside [-1, 1] where they all lie: "
-            f"the {route} estimate from {features} random features is mostly noise; use more features (the "
-            "default is 2000)")
-
-
-def unreachable_alpha_note(permutations: int, alpha: float) -> str | None:
-    """The warning for a permutation test that can never reject at ``alpha``: with K permutations the
-    smallest p-value is 1 / (K + 1) (the observed labelling counts as one of the K + 1); None when it can
-    (or when there is no test: K = 0)."""
-    if not permutations or 1.0 / (permutations + 1) <= alpha:
-        return None
-    least = math.ceil(1.0 / alpha - 1.0 - 1e-9)
-    return (f"permutations={permutations} can never reject at alpha = {alpha:g}: the smallest p-value of "
-            f"{permutations} permutations is 1/{permutations + 1} = {1.0 / (permutations + 1):.3g}, so no "
-            f"difference, however large, is found significant; use at least {least} (0 turns the test off)")
 
 
 def unshared_prompts_note(labels_test: np.ndarray, labels_ref: np.ndarray, *, tested: bool = True
