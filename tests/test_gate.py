@@ -134,3 +134,11 @@ def test_a_printed_p_value_stays_on_its_side_of_alpha(p, alpha, shown):
     assert format_p(p, alpha) == shown
     if alpha is not None and p != alpha:
         assert (float(shown) <= alpha) == (p <= alpha) and float(shown) != alpha
+
+
+def test_rows_of_one_name_are_refused_not_matched():
+    made = SimpleNamespace(kind="scendi_comparison", models=[
+        SimpleNamespace(name="set", summary=lambda: {"scendi": 2.0}, prompt_share=0.5),
+        SimpleNamespace(name="set", summary=lambda: {"scendi": 3.0}, prompt_share=0.4)])
+    with pytest.raises(OptionError, match="2 rows named 'set'"):
+        evaluate(made, ["scendi>1"])

@@ -131,3 +131,15 @@ def test_one_value_is_named_without_one_of():
     assert str(Options(("cv",))) == "'cv'"
     cv_or_number = [Options(("cv",)), Interval(numbers.Real, 0, None)]
     assert describe_constraints(cv_or_number) == "'cv' or a number >= 0"
+
+
+def test_scikit_learn_clone_and_get_params_deep_work():
+    from sklearn.base import clone
+
+    import promptprism as pp
+    from promptprism.methods.metrics import ReferenceMetrics
+
+    for made in (pp.PromptSplit(eta=0.5, seed=3), pp.Scendi(bootstrap=20), ReferenceMetrics(nearest_k=3)):
+        copy = clone(made)
+        assert copy == made and copy is not made
+        assert made.get_params(deep=True) == made.get_params(deep=False) == made.get_params()

@@ -80,3 +80,37 @@ def test_kway_says_and_gates_an_aggregated_rejection_without_a_significant_pair(
     assert result.verdict.startswith("a significant difference among the 2 sets at alpha = 0.05")
     [check] = evaluate(result, ["significant"])
     assert check.failed and "aggregated over 3 kernels rejects" in check.message
+
+
+def test_no_range_warning_on_the_exact_route_or_within_minus_eta_to_one():
+    a, b = _planted()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exact = pp.PromptSplit(eta=1e6, n_modes=2, permutations=0).fit(a, b)
+    assert exact.method == "exact" and min(exact.eigenvalues) < -1  # (in [-eta, 1], as it must be)
+    assert not any("outside [" in str(w.message) for w in caught)
+    from promptprism.methods.promptsplit.verdicts import out_of_range_note
+
+    assert out_of_range_note([-3.0, 0.5], "rff", 400, eta=4.0) is None
+    assert "outside [-4, 1]" in out_of_range_note([-4.5], "rff", 400, eta=4.0)
+    assert "outside [-1, 1]" in out_of_range_note([1.3], "sketch", 1)
+
+
+def test_the_cosine_kernels_family_is_blind_to_norms_as_the_kernel_is():
+    """kernel='cosine' ignores norms; its family's gaussians ran on the raw rows, so scaling the reference by
+    5 turned 'no difference' (p = 1) into 'a significant difference' (p = 0.01). They run on unit rows."""
+    rng = np.random.default_rng(0)
+    prompts = [f"prompt {i}" for i in range(10) for _ in range(8)]
+    pe = np.repeat(rng.normal(size=(10, 16)), 8, axis=0)
+    oa = pe @ rng.normal(size=(16, 12)) * 0.3 + rng.normal(size=(80, 12))
+    ob = oa + np.random.default_rng(5).normal(size=oa.shape) * 0.05
+    scales = np.random.default_rng(1).uniform(0.5, 20.0, size=(80, 1))
+    runs = [pp.PromptSplit(n_modes=3, seed=0, kernel="cosine", permutations=99).fit(
+        pp.PairedSet(pe, oa, prompts=prompts), pp.PairedSet(pe * s1, ob * s2, prompts=prompts))
+        for s1, s2 in ((1.0, 1.0), (1.0, 5.0), (scales, scales[::-1]))]
+    aggs = [r.significance["aggregation"] for r in runs]
+    assert all(a["p"] == aggs[0]["p"] for a in aggs) and aggs[0]["p"] > 0.05
+    assert len({r.verdict for r in runs}) == 1 and runs[0].verdict.startswith("no significant difference")
+    sig_out = {k["sigma_output"] for a in aggs for k in a["kernels"] if k.get("sigma_output") and k["name"]
+               == "gaussian x1"}
+    assert len({round(v, 6) for v in sig_out}) == 1  # (the bandwidths of unit rows: the same for every scale)

@@ -196,8 +196,9 @@ class Estimator:
     def _check_together(self) -> None:
         """Rules that tie parameters to each other (one value valid only with another); none by default."""
 
-    def get_params(self) -> dict[str, Any]:
-        """The parameters by name, as the estimator was made."""
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The parameters by name, as the estimator was made (``deep``: scikit-learn's signature; no parameter
+        is itself an estimator, so it changes nothing)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}  # type: ignore
 
     def set_params(self, **params: Any) -> Estimator:
@@ -210,8 +211,11 @@ class Estimator:
         return dataclasses.replace(self, **params)  # type: ignore[type-var]
 
     def clone(self) -> Estimator:
-        """A new estimator with the same parameters."""
+        """A new estimator with the same parameters (``sklearn.base.clone`` calls it)."""
         return dataclasses.replace(self)  # type: ignore[type-var]
+
+    def __sklearn_clone__(self) -> Estimator:
+        return self.clone()
 
 
 def constraints_of(estimator: type | Any) -> dict[str, list]:

@@ -38,29 +38,42 @@ class Check:
 
 
 def rows(result: Any) -> dict[str, dict[str, float]]:
-    """The result's headline numbers by row (a model, a pair, or '' for a two-set result)."""
+    """The result's headline numbers by row (a model, a pair, or '' for a two-set result); a result with two
+    rows of one name (written before names were made distinct) is refused: its rows cannot be told apart."""
+    named = _named_rows(result)
+    names = [name for name, _ in named]
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:
+        raise OptionError(f"fail_on: the {result.kind} result has {names.count(twice)} rows named "
+                          f"{twice!r}, so its rows cannot be told apart (or matched with a baseline's); "
+                          "rerun it with distinct names (--names, or NAME=PATH)")
+    return dict(named)
+
+
+def _named_rows(result: Any) -> list[tuple[str, dict[str, float]]]:
+    """(row name, headline numbers) of each row, in the result's order."""
     kind = getattr(result, "kind", "")
     if kind == "promptsplit":
         ps = [m.p_value for m in result.modes if m.p_value is not None]
         tested = bool(result.significance) and _unreachable(result) is None
-        return {"": {"distance": result.distance,
-                     "significant_modes": float(sum(bool(m.significant) for m in result.modes))
-                     if tested else math.nan,
-                     "min_p_value": min(ps) if ps else math.nan}}
+        return [("", {"distance": result.distance,
+                      "significant_modes": float(sum(bool(m.significant) for m in result.modes))
+                      if tested else math.nan,
+                      "min_p_value": min(ps) if ps else math.nan})]
     if kind == "promptsplit_kway":
         k = len(result.names)
-        return {f"{result.names[a]} vs {result.names[b]}": {
+        return [(f"{result.names[a]} vs {result.names[b]}", {
             "distance": result.distances[a][b],
-            "p_value": math.nan if result.pair_p_values[a][b] is None else result.pair_p_values[a][b]}
-            for a in range(k) for b in range(a + 1, k)}
+            "p_value": math.nan if result.pair_p_values[a][b] is None else result.pair_p_values[a][b]})
+            for a in range(k) for b in range(a + 1, k)]
     if kind == "scendi":
-        return {result.name: dict(result.summary(), prompt_share=result.prompt_share)}
+        return [(result.name, dict(result.summary(), prompt_share=result.prompt_share))]
     if kind == "scendi_comparison":
-        return {m.name: dict(m.summary(), prompt_share=m.prompt_share) for m in result.models}
+        return [(m.name, dict(m.summary(), prompt_share=m.prompt_share)) for m in result.models]
     if kind in ("metrics", "regions"):
         key = "name" if kind == "metrics" else "set"
-        return {str(r[key]): {k: v for k, v in r.items() if isinstance(v, (int, float)) and k != "n"}
-                for r in result.table()}
+        return [(str(r[key]), {k: v for k, v in r.items() if isinstance(v, (int, float)) and k != "n"})
+                for r in result.table()]
     raise OptionError(f"fail_on: a {kind} result has no numbers to check; check split, compare, diversity, "
                       "metrics or regions results")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,6 +96,31 @@ def as_paired_set(data: PairedSet | tuple, name: str = "set") -> PairedSet:
         return PairedSet(*data, name=name)
     raise OptionError(f"{name} must be a PairedSet or a (prompt_embeddings, output_embeddings) tuple, "
                       f"got {type(data).__name__}", parameter=name)
+
+
+def set_names(sets: Sequence[Any], names: Sequence[str] | None = None, *, default: str = "set") -> list[str]:
+    """One distinct name per set: ``names`` as given (one per set, distinct, else an OptionError), else each
+    set's own name (a :class:`PairedSet`'s ``name``), numbered where it is the default or repeats: two
+    Python-built sets are 'set 1' and 'set 2', never two rows called 'set'."""
+    if names is not None:
+        names = [str(n) for n in names]
+        if len(names) != len(sets):
+            raise OptionError(f"names must give one name per set: {len(names)} names for {len(sets)} sets",
+                              parameter="names")
+        if len(set(names)) != len(names):
+            raise OptionError(f"names must be distinct, got {names}", parameter="names")
+        return names
+    own = [getattr(s, "name", None) or default for s in sets]
+    return [f"{n} {i + 1}" if n == default or own.count(n) > 1 else n for i, n in enumerate(own)]
+
+
+def reference_name(reference: Any, names: Sequence[str], given: str | None = None) -> str:
+    """The reference's name: ``given``, else its own (a :class:`PairedSet`'s), else 'reference'; named apart
+    from the generated sets' ``names`` ('reference' where they would meet)."""
+    label = given or getattr(reference, "name", None) or "reference"
+    if label in names or label == "set":
+        label = "reference" if "reference" not in names else f"reference ({label})"
+    return label
 
 
 def _check_no_empty_prompt(prompts: list[str] | None, where: str) -> None:

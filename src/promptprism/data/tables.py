@@ -104,11 +104,19 @@ def _json_list(path: Path, text: str, scalars_as: str | None) -> list[Record]:
             for i, obj in enumerate(items, 1)]
 
 
+def text_lines(text: str) -> list[str]:
+    """The lines of a text file as JSON Lines and one-per-line files define them: ended by \n (or \r\n)
+    only. ``str.splitlines`` also cuts at U+2028, U+2029, U+0085, \f and \v, which JSON strings (and model
+    answers) may hold raw."""
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 def _jsonl(path: Path, text: str, scalars_as: str | None = None) -> list[Record]:
     if text.lstrip().startswith("["):
         return _json_list(path, text, scalars_as)
     out: list[Record] = []
-    for line_no, line in enumerate(text.splitlines(), 1):
+    for line_no, line in enumerate(text_lines(text), 1):
         if not line.strip():
             continue
         where = f"{path}: row {len(out) + 1} (line {line_no})"

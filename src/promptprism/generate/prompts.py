@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.tables import TABLE_SUFFIXES, check_text, read_table, read_text
+from ..data.tables import TABLE_SUFFIXES, check_text, read_table, read_text, text_lines
 from ..errors import InputError
 
 
@@ -35,7 +35,7 @@ class PromptRow:
 def _records(path: Path) -> list[tuple[str, Any]]:
     if path.suffix.lower() in TABLE_SUFFIXES:
         return [(rec.where, rec.values) for rec in read_table(path, scalars_as="prompt").records]
-    lines = read_text(path).splitlines()
+    lines = text_lines(read_text(path))
     while lines and not lines[-1].strip():  # a trailing newline is not an empty prompt
         lines.pop()
     return [(f"{path}: line {i}", {"prompt": line}) for i, line in enumerate(lines, 1)]

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .._progress import progress_bar, progress_enabled
+from ..data.tables import text_lines
 from ..errors import InputError, Interrupted, OptionError, PromptPrismError
 from ..io import atomic_write_text, content_hash, exclusive_lock
 from .prompts import PromptRow
@@ -119,7 +120,7 @@ def read_journal(path: Path, sid: str) -> dict[str, dict]:
     if not path.is_file():
         return {}
     done: dict[str, dict] = {}
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = text_lines(path.read_text(encoding="utf-8"))
     for i, line in enumerate(lines):
         try:
             rec = json.loads(line)
@@ -261,7 +262,7 @@ def _finished_manifest(manifest: Path, sid: str, fields: Sequence[str]) -> dict[
     """The generated fields of a manifest this generator wrote earlier with the same settings (else an
     error): what a run reuses after the prompts file was edited."""
     rows = []
-    for line in manifest.read_text(encoding="utf-8").splitlines():
+    for line in text_lines(manifest.read_text(encoding="utf-8")):
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError:

@@ -16,7 +16,8 @@ import numpy as np
 
 from ..._params import BOOTSTRAP, SEED, Estimator, at_least, between, one_of, positive
 from ..._validation import check_matrix, check_memory
-from ...data.paired import PairedSet, prompt_groups
+from ...data.paired import PairedSet, prompt_groups, set_names
+from ...data.paired import reference_name as named_apart
 from ...errors import InputError
 from ...kernels import KERNELS, resolve_bandwidth
 from ...kernels.bandwidth import BANDWIDTH
@@ -118,8 +119,7 @@ class ReferenceMetrics(Estimator):
             raise InputError("no generated set to compare")
         sets = [_as_set(s, f"generated[{i}]") for i, s in enumerate(sets)]
         ref = _as_set(reference, "reference")
-        names = list(names) if names is not None else [
-            s.name if isinstance(s, PairedSet) else f"set {i}" for i, s in enumerate(sets)]
+        names = set_names(sets, names)
         ref_x = _outputs(ref)
         for s in sets:  # what the options cost, refused before anything is computed
             self._check_memory(int(_outputs(s).shape[0]), int(ref_x.shape[0]))
@@ -139,7 +139,7 @@ class ReferenceMetrics(Estimator):
         models = [self._one(s, ref, name, subsets, (spaces or {}).get(name), (truncation or {}).get(name),
                             declared=name in set(joint), gathered=g, ind=ind)
                   for s, name, g, ind in zip(sets, names, gathered, indicators, strict=True)]
-        ref_label = reference_name or (ref.name if isinstance(ref, PairedSet) else "reference")
+        ref_label = named_apart(ref, names, reference_name)
         return MetricsResult(models=models, reference=ref_label, n_reference=int(ref_x.shape[0]),
                              dim=int(ref_x.shape[1]), seed=int(self.seed), config=self.config(sigma))
 

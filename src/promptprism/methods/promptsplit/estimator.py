@@ -116,7 +116,7 @@ class PromptSplit(SplitOptions):
             self._test_plan(*test, spectra[TEST_VS_REFERENCE], identical=identical)))
         spec, distance = spectra[TEST_VS_REFERENCE], distances[TEST_VS_REFERENCE]
         stats = stats[TEST_VS_REFERENCE]
-        note = out_of_range_note(spec.eigenvalues, route.name, self.n_features)
+        note = out_of_range_note(spec.eigenvalues, route.name, self.n_features, self.eta)
         if note is not None:
             warnings.warn(note, UserWarning, stacklevel=2)
         t1 = time.perf_counter()

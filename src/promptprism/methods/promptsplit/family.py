@@ -40,6 +40,8 @@ class Family:
     max_samples: int = agg.AGGREGATE_SAMPLES
     centre: str = ""  #: what the gaussians' bandwidths are multiples of (:func:`resolve_family`)
     set_names: list = field(default_factory=lambda: ["test", "reference"])  #: the sets' names (K-way)
+    #: the gaussians on unit rows (with the cosine kernel: a test that ignores norms, as the kernel does)
+    unit_rows: bool = False
 
 
 def resolve_family(name: str, sets: dict | list, *, kernel: str, sigmas: tuple, seed: int,
@@ -60,7 +62,7 @@ def resolve_family(name: str, sets: dict | list, *, kernel: str, sigmas: tuple, 
         for (key, attr), value in zip((("prompt", "prompt_embeddings"), ("output", "output_embeddings")),
                                       given, strict=True):
             pooled = [getattr(s, attr) for s in sets]
-            centre[key], said = centre_bandwidth(value, pooled, name=f"sigma_{key}", seed=seed)
+            centre[key], said = centre_bandwidth(value, pooled, name=f"sigma_{key}", seed=seed, unit=True)
             how.append(f"sigma_{key} {said}")
         fitted, centred = "cosine", "; ".join(how)
     else:
@@ -76,19 +78,24 @@ def resolve_family(name: str, sets: dict | list, *, kernel: str, sigmas: tuple, 
     return modality, fitted, others, centred
 
 
-def centre_bandwidth(value: Any, pooled: list, *, name: str, seed: int) -> tuple[float, str]:
+def centre_bandwidth(value: Any, pooled: list, *, name: str, seed: int, unit: bool = False
+                     ) -> tuple[float, str]:
     """(the centre of one side's gaussians in the cosine kernel's family, how it was set): ``value`` when
     it is a number (a fixed :class:`Bandwidth`, a float or a number written as a string), else its rule on
-    the pooled rows; rows that are all one point (one prompt shared by every row) give 1.0, since a
-    gaussian of any bandwidth is 1 between equal rows, so the bandwidth cannot change that side's kernel."""
+    the pooled rows (``unit``: each scaled to norm 1, as the family's gaussians see them); rows that are all
+    one point (one prompt shared by every row) give 1.0, since a gaussian of any bandwidth is 1 between
+    equal rows, so the bandwidth cannot change that side's kernel."""
     rule = value if isinstance(value, Bandwidth) else Bandwidth.parse("median" if value is None else value,
                                                                         name)
     if rule.fixed:  # (a number, or a number written as a string: '1.0')
         return float(rule.value), f"{float(rule.value):.4g} (given)"
     rows = pooled_rows(pooled, MEDIAN_SAMPLES, seed)
+    if unit:
+        rows = unit_rows(rows)
     if not np.any(np.abs(rows - rows[:1]) > 0):
         return 1.0, "1 (every row the same point: any bandwidth gives the same kernel)"
-    return rule.resolve(rows, name=name, seed=seed).value, f"{rule} of the pooled embeddings"
+    return rule.resolve(rows, name=name, seed=seed).value, (f"{rule} of the pooled embeddings" +
+                                                            (" scaled to norm 1" if unit else ""))
 
 
 def family_for(aggregate: str, sets: dict | list, *, kernel: str, sigmas: tuple, seed: int, rules: tuple,
@@ -105,7 +112,15 @@ def family_for(aggregate: str, sets: dict | list, *, kernel: str, sigmas: tuple,
             for a in ("prompt_embeddings", "output_embeddings")):  # (cosine is undefined at zero)
         others = [k for k in others if k["kernel"] != "cosine"]
     return Family(kernels=others, fitted=fitted, modality=modality, names=names, backend=backend,
-                  centre=centred, set_names=list(set_names or ["test", "reference"]))
+                  centre=centred, set_names=list(set_names or ["test", "reference"]),
+                  unit_rows=fitted == "cosine")
+
+
+def unit_rows(rows: Any) -> np.ndarray:
+    """Each row scaled to norm 1 (float64; a zero row stays zero)."""
+    rows = np.asarray(rows, dtype=np.float64)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.where(norms > 0, norms, 1.0)
 
 
 @dataclass
@@ -210,6 +225,8 @@ def family_members(sets: list, rows: list, labels: Any, comparisons: list, famil
               for s, r, sub in zip(sets, rows, subs, strict=True)]
     emb = picked[0] + (picked[1] if len(picked) == 2 else
                        [np.concatenate([p[i] for p in picked[1:]]) for i in (0, 1)])
+    if family.unit_rows:  # (the cosine kernel's family: its gaussians on unit rows, blind to norms)
+        emb = [unit_rows(e) for e in emb]
     weights = [labels.subset_weights(c, keep, eta) for c in comparisons]
     members, t0 = [], time.perf_counter()
     landmarks = None
@@ -280,7 +297,7 @@ def aggregation_record(members: list[Member], spectra: list[tuple[np.ndarray, np
                                           p_pos=p_pos, p_neg=p_neg, names=family.names)
                 for f in found:
                     f["p"] = float(agg.adjust_pvalues(np.array([f["p_kernel"]]), null_min)[0])
-                entry["modes"] = [f for f in found if f["p_kernel"] <= alpha]
+                entry["modes"] = [f for f in found if f["p"] <= alpha]  # (family-adjusted: significant)
         entry["n_significant"] = sum(f["p"] <= alpha for f in entry["modes"])
         entries.append(entry)
         cost[member.entry["name"]] = cost.get(member.entry["name"], 0.0) + time.perf_counter() - t0
@@ -303,10 +320,11 @@ def _comparison_modes(pos: np.ndarray, neg: np.ndarray, comparisons: list, set_n
     out = []
     for (c, sign), ps in p.items():
         for j, p_kernel in enumerate(ps):
-            if p_kernel <= alpha:
+            p_adjusted = float(agg.adjust_pvalues(np.array([p_kernel]), null_min)[0])
+            if p_adjusted <= alpha:  # (significant after the family's adjustment, as n_significant counts)
                 value = float(observed[(c, sign)][j])
                 out.append({"comparison": kc.comparison_name(c, set_names),
                             "side": "test" if sign == "+" else "reference",
                             "eigenvalue": value if sign == "+" else -value, "p_kernel": float(p_kernel),
-                            "p": float(agg.adjust_pvalues(np.array([p_kernel]), null_min)[0])})
+                            "p": p_adjusted})
     return out

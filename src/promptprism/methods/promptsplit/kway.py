@@ -25,7 +25,7 @@ import numpy as np
 from ..._params import one_of
 from ...array_ops import blas_thread_count
 from ...backend import resolve_backend
-from ...data.paired import PairedSet, as_paired_set, check_compatible, prompt_groups
+from ...data.paired import PairedSet, as_paired_set, check_compatible, prompt_groups, set_names
 from ...errors import InputError, OptionError
 from ...scale.runner import current_runner
 from ...stats.batched_eigen import DENSE_BATCH_RANK
@@ -187,7 +187,7 @@ class KWaySplit(SplitOptions):
         spectra, distances, stats = route.fit(labels, len(prompt_names), timings)
         matrix = route.distance_matrix()
         note = out_of_range_note([v for spec in spectra.values() for v in spec.eigenvalues], method,
-                                     self.n_features)
+                                 self.n_features, self.eta)
         if note is not None:
             warnings.warn(note, UserWarning, stacklevel=2)
         timings["fit_s"] = time.perf_counter() - t1
@@ -235,17 +235,16 @@ class KWaySplit(SplitOptions):
         if names is not None and len(names) != len(sets):
             raise OptionError(f"names must give one name per set: {len(names)} names for {len(sets)} sets")
         paired = [as_paired_set(s, names[i] if names else f"set {i + 1}") for i, s in enumerate(sets)]
-        names = list(names) if names else [s.name if s.name != "set" else f"set {i + 1}"
-                                           for i, s in enumerate(paired)]
+        names = set_names(paired, names)  # (distinct: refused when given twice, numbered when repeated)
         for s in paired[1:]:
             check_compatible(paired[0], s)
         for a in range(len(paired)):
             for b in range(a + 1, len(paired)):
                 if core.same_pairs(paired[a], paired[b]):
-                    raise InputError(f"{paired[a].where} and {paired[b].where} hold the same pairs (a "
-                                     "duplicated input?); give each set once")
-        if len(set(names)) != len(names):
-            raise OptionError(f"names must be distinct, got {names}")
+                    first, second = paired[a].where, paired[b].where
+                    which = (f"{first} and {second}" if first != second else
+                             f"sets {a + 1} and {b + 1} ({first})")
+                    raise InputError(f"{which} hold the same pairs (a duplicated input?); give each set once")
         if self.kernel == "cosine":
             for s in paired:
                 s.check_nonzero("the cosine kernel is undefined for a zero vector")

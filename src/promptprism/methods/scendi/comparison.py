@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from ...data.paired import PairedSet, as_paired_set
+from ...data.paired import PairedSet, as_paired_set, set_names
 from ...errors import OptionError
 from ..rankings import diversity_rankings
 from .bootstrap import compare_models
@@ -25,7 +25,7 @@ def compare(sets: list[PairedSet | tuple], estimator: Scendi | None = None, name
         raise OptionError(f"{len(names)} names for {len(sets)} sets")
     sets = [check_paired(as_paired_set(s, names[i] if names else f"set {i + 1}"), est.kernel)
             for i, s in enumerate(sets)]  # (a tuple of arrays is named by its name or position)
-    names = names or [s.name for s in sets]
+    names = set_names(sets, names)  # (distinct: 'set 1', 'set 2' for two Python-built sets)
     labels, note = scendi_groups(*sets)
     shared = len(sets) > 1 and all(set(np.unique(lab)) == set(np.unique(labels[0])) for lab in labels)
     results, reps = [], []
