@@ -51,6 +51,10 @@ UNDECLARED = ("the prompt and output embeddings are not declared to come from on
               "(CLIP, SigLIP or open_clip embedding both, in promptprism or by 'promptprism embed')")
 
 
+#: the fewest prompts (or rows) a bootstrap interval is drawn from
+MIN_BOOTSTRAP_CLUSTERS = 3
+
+
 def _clusters(labels: np.ndarray | None, rows: int) -> int:
     """What the bootstrap resamples: distinct prompts when there are at least two, else rows."""
     distinct = 0 if labels is None else int(np.unique(labels).size)
@@ -265,6 +269,13 @@ class ReferenceMetrics(Estimator):
         out: dict = {}
         if not self.bootstrap:
             return out
+        fewest = min(_clusters(groups and groups.generated, x.shape[0]),
+                     _clusters(groups and groups.reference, r.shape[0]))
+        if fewest < MIN_BOOTSTRAP_CLUSTERS:
+            notes.append(f"no bootstrap intervals: a set has {fewest} prompts to resample; below "
+                         f"{MIN_BOOTSTRAP_CLUSTERS} its replicates take three values at most (an interval of "
+                         "2 prompts is often one point)")
+            return out
         opts = dict(replicates=self.bootstrap, level=self.confidence, seed=self.seed)
         gen_values = {"precision": ind.in_real_manifold, "density": ind.real_balls / ind.k}
         gen_values.update({k: v for k, v in align.items() if k in ("clip_score", "cosine")})
@@ -274,8 +285,8 @@ class ReferenceMetrics(Estimator):
         if x.shape[1] <= FD_BOOTSTRAP_MAX_DIM:
             out["fd"] = iv = hold_estimate(frechet_bootstrap(x, r, estimate=fd, **opts, groups=(
                 groups.generated, groups.reference) if groups else (None, None)), fd)
-            if "widened_from" in iv:
-                lo, hi = iv["widened_from"]
+            lo, hi = iv.get("widened_from", (iv["low"], iv["high"]))
+            if f"{iv['low']:.4g} {iv['high']:.4g}" != f"{lo:.4g} {hi:.4g}":  # (visible as printed)
                 notes.append(f"FD's basic bootstrap interval [{lo:.4g}, {hi:.4g}] left out its estimate "
                              f"{fd:.4g} and was widened to [{iv['low']:.4g}, {iv['high']:.4g}]: the interval "
                              "corrects FD's small-sample (upward) bias, which is large here (few prompts or "
