@@ -36,9 +36,18 @@ def _sigint_inside_a_callback() -> None:
     assert ref() is None
 
 
-needs_main = pytest.mark.skipif(threading.current_thread() is not threading.main_thread()
-                                or signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
-                                reason="needs the main thread with Python's own SIGINT handler")
+@pytest.fixture
+def python_sigint():
+    """Python's own SIGINT handler for the test (another test or library may have left its own in place),
+    restored after; the test runs in the main thread, where signals land."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("needs the main thread, where signals land")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+needs_main = pytest.mark.usefixtures("python_sigint")
 
 
 def _recorded(monkeypatch) -> list:
