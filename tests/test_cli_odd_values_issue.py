@@ -227,6 +227,7 @@ def test_compare_cost_is_the_number_of_comparisons_times_the_labellings():
     assert test_cost_seconds(50, 1000, 1000, 200) > 900  # the issue's 50 sets of 20 rows: over the limit
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_compare_says_and_limits_its_cost(tmp_path, monkeypatch, capsys):
     """50 sets of 20 rows ran for over 20 minutes unannounced: a long test is refused up front without
     --force (50 sets of 120 rows), with the estimate; a shorter but long one is announced on stderr (50 sets

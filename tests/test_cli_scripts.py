@@ -29,6 +29,7 @@ def _run(capsys, *argv):
     return code, cap.out, cap.err
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_split_json_has_modes_p_values_and_the_verdict(sets, tmp_path, capsys):
     a, b = sets
     code, out, _ = _run(capsys, "split", a, b, "--out", tmp_path / "o", "-q", "--no-report", "--json",

@@ -224,6 +224,7 @@ def test_empty_attribute_list_raises():
 
 
 # ------------------------------------------------------------------------------- transport: the client
+@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_timeout_then_retry_succeeds():
     def respond(body, stage, n):
         return (1.5, "late") if n == 0 else "on time"
@@ -235,6 +236,7 @@ def test_timeout_then_retry_succeeds():
     assert client.n_requests == 2 and len(delays) == 1
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_slow_answer_beyond_timeout_gives_endpoint_error_naming_url():
     with ScriptedServer(lambda body, stage, n: (1.5, "late")) as server:
         client = _client(server, timeout=0.3, retries=1)

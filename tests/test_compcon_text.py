@@ -183,6 +183,7 @@ def test_cli_text_mode_writes_result_and_report(tmp_path, capsys):
     assert "answers in French" in page and "Voici la réponse" in page
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_cli_answer_tables(tmp_path):
     a = _table(tmp_path / "a.jsonl", BANK, lambda p: "Voici la réponse en français." if is_history(p)
                else f"Here is how: {p}")
@@ -208,6 +209,7 @@ def test_cli_malformed_namer_exit_2(tmp_path, capsys, answer):
     assert not (tmp_path / "out" / "result.json").exists()
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_short_sentence_from_a_small_namer_is_a_candidate_and_is_checked():
     """A namer that cannot keep the list format but answers one short sentence: that sentence is the
     candidate (as in the naming module), and the held-out check decides (the judge says no: not kept)."""
@@ -308,6 +310,7 @@ def test_cli_answer_table_missing_prompts_named(tmp_path, capsys):
     assert f"model B has no answers for 2 of the {len(BANK)} prompts" in err and "--skip-missing" in err
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_cli_text_from_split_checks_on_the_mode_prompts_discovery_did_not_see(tmp_path):
     """--from-split with --text: discovery samples the mode's prompts; the held-out check runs on the rest of
     them."""

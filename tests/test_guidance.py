@@ -63,6 +63,7 @@ def test_gradients_match_finite_differences(kernel):
         (xt,), eps=1e-6, atol=1e-7)
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_gradient_step_reduces_distance():
     """Guidance: a few gradient steps on the test outputs move them towards the reference."""
     t, x, _, y = _data(4, n=10, m=10)

@@ -96,6 +96,7 @@ def test_deviation_pools_compare_every_other_model_on_the_same_prompts():
     assert [s.output for s in a] == [sets["french"].outputs[s.index] for s in a]
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_too_few_held_out_samples_means_no_name_and_no_call():
     from test_naming import fixed_names
 

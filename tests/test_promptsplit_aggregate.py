@@ -76,6 +76,7 @@ def _planted(seed=0, n=90):
     return (t[:n], z[:n]), (t[n:], z[n:])
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_fit_reports_the_family_and_adjusts_the_fitted_kernels_pvalues():
     test, ref = _planted()
     res = PromptSplit(seed=0, permutations=99).fit(test, ref)

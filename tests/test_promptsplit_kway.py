@@ -235,6 +235,7 @@ def _leading_by_hand(modes, alpha):
     return [bool(m.significant) or m is first[m.side] for m in modes]
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_pair_details_leading_lists_the_significant_and_largest_modes_of_each_pair_only():
     sets = model_sets(6, 4, prompts=6, per=6, shift=2.0, planted=2)
     opts = dict(method="exact", permutations=59, n_modes=4)

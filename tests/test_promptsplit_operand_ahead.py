@@ -113,6 +113,7 @@ def test_two_sets_distance_matrix_once_the_operand_pooled_the_reference_sum(monk
     assert ahead[1, 1] > 0 and ahead[1, 0] != ahead[0, 1]  # (eta 0.7: C_ref in every entry)
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_directions_on_one_blas_thread_whatever_the_timing(monkeypatch):
     """OpenBLAS's products round differently on one and on two threads: V must be computed on one from its
     first product to its last, also when the fit's other steps end first (a slow V here), or two runs of

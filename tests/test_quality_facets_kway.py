@@ -24,6 +24,7 @@ def facet_of(*names: str) -> list[dict]:
     return [{"name": "checkpoint", "values": ["old", "new"], "rows": {n: CHECKPOINT.tolist() for n in names}}]
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_k_models_are_ranked_per_facet_value_with_both_signs():
     """A is wrong on its 'old' samples of family 1, B on its 'new' samples of family 2, C nowhere: on
     (family 1, old) A ranks last with B and C tied first, on (family 1, new) no model is separated; on

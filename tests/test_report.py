@@ -116,6 +116,7 @@ def test_promptsplit_map_states_its_sampling_rate():
     assert "seeded with 0" in doc and "re-estimated" in doc
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_map_scores_reuse_promptsplit_exactly():
     """The map's scores on all samples are the result's: same eigenvalues, same top-sample |scores|."""
     result, inputs, _ = digits_run()

@@ -85,6 +85,7 @@ def test_the_first_section_opens_with_one_verdict_sentence(pages, kind):
     assert first.count('class="pp-verdict"') == 1
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_the_verdicts_say_what_was_found():
     rg, _ = regions_run()
     doc = unescape(render_report(rg))

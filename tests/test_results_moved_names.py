@@ -46,6 +46,7 @@ def _inputs(folder):
 
 
 # ------------------------------------------------------------------------------------- describe --out
+@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_describe_out_rebases_the_inputs_and_both_folders_work_after_the_project_moves(tmp_path, digits,
                                                                                        monkeypatch):
     proj = tmp_path / "proj"
