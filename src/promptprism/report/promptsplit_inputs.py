@@ -92,7 +92,8 @@ def reload_promptsplit(result: Any, result_dir: Path) -> tuple[dict, dict, list[
             else:
                 notes.append(
                     f"{side} input {where or '(not recorded)'} not found; the map and array "
-                    "thumbnails are left out"
+                    "thumbnails are left out, and the facets of its metadata columns (they are read from "
+                    "the input: copy the folder with its inputs, or run report where they are)"
                 )
             continue
         try:
