@@ -125,7 +125,8 @@ def test_an_aggregated_rejection_without_a_fitted_mode_is_significant():
 
 
 @pytest.mark.parametrize("p, alpha, shown", [(0.049976, 0.05, "0.04998"), (0.0501, 0.05, "0.0501"),
-                                             (0.05, 0.05, "0.05"), (0.012, 0.05, "0.012"),
+                                             (0.05, 0.05, "0.05"), (0.0125, 0.0125, "0.0125"),
+                                             (0.012, 0.05, "0.012"),
                                              (0.0099, 0.01, "0.0099"), (0.01001, 0.01, "0.01001"),
                                              (0.3, None, "0.3")])
 def test_a_printed_p_value_stays_on_its_side_of_alpha(p, alpha, shown):
@@ -142,3 +143,11 @@ def test_rows_of_one_name_are_refused_not_matched():
         SimpleNamespace(name="set", summary=lambda: {"scendi": 3.0}, prompt_share=0.4)])
     with pytest.raises(OptionError, match="2 rows named 'set'"):
         evaluate(made, ["scendi>1"])
+
+
+@pytest.mark.parametrize("kind, condition", [("split", "min_p_value<0.05"), ("kway", "p_value<0.05")])
+def test_a_p_value_threshold_on_a_test_that_cannot_reject_is_refused(kind, condition):
+    made = _split(0.2, 0, p_values=(0.09, 0.5)) if kind == "split" else _kway(0.09)
+    made.significance = _tested(10)
+    with pytest.raises(OptionError, match="is not a number"):
+        evaluate(made, [condition])

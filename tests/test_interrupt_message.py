@@ -64,6 +64,6 @@ def test_an_interrupted_command_says_nothing_was_half_written(tmp_path, monkeypa
     monkeypatch.setattr(estimator.PromptSplit, "fit", stop)
     code, _, err = run_cli("split", tmp_path / "a.npz", tmp_path / "b.npz", "--out", tmp_path / "r", "-q")
     assert code == 130
-    assert err.strip() == "interrupted: stopped before its results were written (results are written whole " \
+    assert err.strip() == "interrupted: whatever was written is whole (results are written whole " \
                           "or not at all)"
     assert not (tmp_path / "r" / "result.json").exists()

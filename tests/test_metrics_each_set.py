@@ -30,11 +30,17 @@ def _gather(x, ref):
                                      seed=1)
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2, 3])
 def test_each_set_gets_what_it_gets_alone(threads, monkeypatch):
-    from promptprism.methods.metrics import parallel
+    import importlib
 
+    parallel = importlib.import_module("promptprism.methods.metrics.parallel")
+    prdc = importlib.import_module("promptprism.methods.metrics.prdc")  # (the module, not the function)
+
+    # (the batches and the threads both follow the count; every set on threads, however small)
     monkeypatch.setattr(parallel, "thread_workers", lambda: threads)
+    monkeypatch.setattr(prdc, "thread_workers", lambda: threads)
+    monkeypatch.setattr(prdc, "PARALLEL_ENTRIES", 0)
     ref, fakes = _sets()
     gathers = [_gather(f, ref) for f in fakes]
     together = neighbour_indicators_each(ref, fakes, 5, gathers=gathers)

@@ -45,3 +45,10 @@ def test_a_duplicated_kway_input_is_named_by_position():
     a, b = _sets()
     with pytest.raises(InputError, match=r"sets 1 and 3 \(set\) hold the same pairs"):
         pp.KWaySplit(permutations=0).fit([a, b, a])
+
+
+def test_a_numbered_default_never_meets_a_sets_own_name():
+    a, b = _sets()
+    own = pp.PairedSet(a.prompt_embeddings, a.output_embeddings, name="set 1")
+    names = set_names([b, own])
+    assert len(set(names)) == 2, names

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .errors import OptionError
+from .stats.permutation import can_reject
 
 _OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq}
 _CONDITION = re.compile(r"^\s*(?:(change|ratio)\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)|([A-Za-z_][A-Za-z0-9_]*))"
@@ -55,16 +56,18 @@ def _named_rows(result: Any) -> list[tuple[str, dict[str, float]]]:
     kind = getattr(result, "kind", "")
     if kind == "promptsplit":
         ps = [m.p_value for m in result.modes if m.p_value is not None]
-        tested = bool(result.significance) and _unreachable(result) is None
+        tested = bool(result.significance) and _unreachable(result) is None  # (else not a number: refused)
         return [("", {"distance": result.distance,
                       "significant_modes": float(sum(bool(m.significant) for m in result.modes))
                       if tested else math.nan,
-                      "min_p_value": min(ps) if ps else math.nan})]
+                      "min_p_value": min(ps) if ps and tested else math.nan})]
     if kind == "promptsplit_kway":
         k = len(result.names)
+        tested = _unreachable(result) is None
         return [(f"{result.names[a]} vs {result.names[b]}", {
             "distance": result.distances[a][b],
-            "p_value": math.nan if result.pair_p_values[a][b] is None else result.pair_p_values[a][b]})
+            "p_value": math.nan if result.pair_p_values[a][b] is None or not tested
+            else result.pair_p_values[a][b]})
             for a in range(k) for b in range(a + 1, k)]
     if kind == "scendi":
         return [(result.name, dict(result.summary(), prompt_share=result.prompt_share))]
@@ -83,7 +86,7 @@ def _unreachable(result: Any) -> str | None:
     record = result.significance or {}
     k, alpha = record.get("permutations"), record.get("alpha")
     numbers = isinstance(k, (int, float)) and isinstance(alpha, (int, float))
-    if not numbers or not k or 1 / (k + 1) <= alpha:
+    if not numbers or can_reject(int(k), float(alpha)):
         return None
     return (f"its test drew {int(k)} permutations, whose smallest p-value 1/{int(k) + 1} = {1 / (k + 1):.3g} "
             f"is above alpha = {alpha:g}: it could not find anything significant (rerun with "

@@ -108,8 +108,8 @@ def say_interrupted(exc: KeyboardInterrupt) -> None:
     """One line for a Ctrl-C: what the run kept (:class:`~promptprism.errors.Interrupted`), or that a
     result the command writes is written whole or not at all."""
     said = str(exc).strip()
-    err_console.print(f"interrupted: {said}" if said else "interrupted: stopped before its results were "
-                      "written (results are written whole or not at all)", markup=False, soft_wrap=True)
+    err_console.print(f"interrupted: {said}" if said else "interrupted: whatever was written is whole "
+                      "(results are written whole or not at all)", markup=False, soft_wrap=True)
 
 
 def deprecated(old: str, new: str) -> None:

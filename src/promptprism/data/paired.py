@@ -111,7 +111,9 @@ def set_names(sets: Sequence[Any], names: Sequence[str] | None = None, *, defaul
             raise OptionError(f"names must be distinct, got {names}", parameter="names")
         return names
     own = [getattr(s, "name", None) or default for s in sets]
-    return [f"{n} {i + 1}" if n == default or own.count(n) > 1 else n for i, n in enumerate(own)]
+    made = [f"{n} {i + 1}" if n == default or own.count(n) > 1 else n for i, n in enumerate(own)]
+    # (a numbered name can meet a set's own: 'set' and 'set 1' -> 'set 1' twice; the position settles it)
+    return [f"{n} (#{i + 1})" if made.count(n) > 1 else n for i, n in enumerate(made)]
 
 
 def reference_name(reference: Any, names: Sequence[str], given: str | None = None) -> str:

@@ -228,14 +228,16 @@ def _run_todo(todo: Sequence[Task], work: Callable[[Task], dict], done: dict[str
                     break
                 finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
                 for fut in finished:
-                    task = running.pop(fut)
+                    task = running[fut]
                     exc = fut.exception()
                     if exc is not None:
                         failure = failure or exc
+                        del running[fut]
                         continue
                     fields = dict(fut.result(), seed=task.seed)
                     done[task.key] = fields
                     _append(fh, task.key, sid, fields)
+                    del running[fut]  # (after its row is journaled: an interrupt in between keeps it)
                     bar.advance()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)

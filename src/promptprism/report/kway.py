@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..stats.intervals import format_p
 from .common import finish, notes_block, run_details
 from .compare_view import compare_view, kway_sets
 from .core import renderer
@@ -27,7 +28,7 @@ def _matrix(r: Any) -> Any:
                 continue
             pv = r.pair_p_values[a][b]
             sig = pv is not None and alpha is not None and pv <= alpha
-            text = fmt(r.distances[a][b]) + ("" if pv is None else f" (p {pv:.2g})")
+            text = fmt(r.distances[a][b]) + ("" if pv is None else f" (p {format_p(pv, alpha)})")
             cells.append(el("b", text) if sig else text)
         rows.append((el("b", name), *cells))
     return table(["test \\ reference", *r.names], rows, numeric=tuple(range(1, len(r.names) + 1)))
@@ -93,7 +94,8 @@ def _quality_ids(r: Any) -> list[str]:
 def _comparison_row(c: Any) -> tuple:
     sig = c.significance or {}
     return (f"{c.config['test']} vs {c.config['reference']}", fmt(c.distance),
-            sig.get("n_significant", "–"), "" if sig.get("p_largest") is None else f"{sig['p_largest']:.2g}",
+            sig.get("n_significant", "–"),
+            "" if sig.get("p_largest") is None else format_p(sig["p_largest"], sig.get("alpha")),
             "; ".join(x["prompt"] for x in c.prompt_ranking[:3]))
 
 

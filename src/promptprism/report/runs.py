@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..stats.intervals import format_estimate
+from ..stats.intervals import format_estimate, format_p
 from .common import finish
 from .html import Page, el, fmt, p, snippet, table
 
@@ -45,11 +45,12 @@ def _distance_rows(name: str, result: Any) -> list[tuple]:
         p_largest = s.get("p_largest")
         pair = f"{result.config.get('test')} vs {result.config.get('reference')}"
         return [(name, pair, fmt(result.distance), s.get("n_significant", "–"),
-                 "–" if p_largest is None else f"{p_largest:.2g}")]
+                 "–" if p_largest is None else format_p(p_largest, s.get("alpha")))]
     if kind == "promptsplit_kway":
         k = len(result.names)
         return [(name, f"{result.names[a]} vs {result.names[b]}", fmt(result.distances[a][b]), "–",
-                 "–" if result.pair_p_values[a][b] is None else f"{result.pair_p_values[a][b]:.2g}")
+                 "–" if result.pair_p_values[a][b] is None else
+                 format_p(result.pair_p_values[a][b], (result.significance or {}).get("alpha")))
                 for a in range(k) for b in range(a + 1, k)]
     return []
 

@@ -65,12 +65,12 @@ def format_p(p: float, alpha: float | None = None, digits: int = 2) -> str:
     """A p-value in ``digits`` significant digits, or as many more as keep the printed value on the side of
     ``alpha`` the p-value is on (0.049975 at alpha = 0.05 prints 0.04998, not 0.05; 0.0501 prints 0.0501)."""
     text = f"{p:.{digits}g}"
-    if alpha is None or p == alpha:
+    if alpha is None:
         return text
-    for more in range(digits, 10):
+    for more in range(digits, 17):
         text = f"{p:.{more}g}"
         shown = float(text)
-        if shown != alpha and (shown <= alpha) == (p <= alpha):
+        if shown == p or (shown != alpha and (shown <= alpha) == (p <= alpha)):
             return text
     return text
 

@@ -11,6 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 
+def can_reject(permutations: int, alpha: float) -> bool:
+    """Whether a permutation test of ``permutations`` relabellings can reject at ``alpha``: its smallest
+    p-value is 1 / (K + 1) (the observed labelling counts as one of the K + 1). No test (K = 0): True
+    (there is nothing that could not answer)."""
+    return not permutations or 1.0 / (permutations + 1) <= alpha
+
+
 def labelling_statistic(top_pos: np.ndarray, top_neg: np.ndarray) -> np.ndarray:
     """T(l) for each of the K + 1 labellings: max over signs of the top |eigenvalue| divided by that sign's
     median over the labellings (the first-step statistic of PromptSplit's step-down test)."""
@@ -43,4 +50,4 @@ def min_p_aggregate(stats: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     return p_agg, p[:, 0], min_p[1:]
 
 
-__all__ = ["adjust_pvalues", "labelling_pvalues", "labelling_statistic", "min_p_aggregate"]
+__all__ = ["adjust_pvalues", "can_reject", "labelling_pvalues", "labelling_statistic", "min_p_aggregate"]

@@ -272,7 +272,7 @@ class ReferenceMetrics(Estimator):
         fewest = min(_clusters(groups and groups.generated, x.shape[0]),
                      _clusters(groups and groups.reference, r.shape[0]))
         if fewest < MIN_BOOTSTRAP_CLUSTERS:
-            notes.append(f"no bootstrap intervals: a set has {fewest} prompts to resample; below "
+            notes.append(f"no bootstrap intervals: a set has {fewest} prompts (or rows) to resample; below "
                          f"{MIN_BOOTSTRAP_CLUSTERS} its replicates take three values at most (an interval of "
                          "2 prompts is often one point)")
             return out

@@ -108,7 +108,7 @@ def distinct_rows(x: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return first, inverse.reshape(-1), counts
 
 
-def shared_row_count(a: Any, b: Any, chunk: int = 8192) -> int:
+def shared_row_count(a: Any, b: Any, chunk: int = 1024) -> int:
     """How many rows of ``a`` equal (byte for byte, after a cast to ``b``'s dtype) some row of ``b``: a
     64-bit hash of each row's bytes finds the candidates, which are then compared whole."""
     a, b = np.asarray(a), np.asarray(b)
@@ -225,7 +225,7 @@ def neighbour_indicators_each(real: Any, fakes: Sequence[Any], k: int = 5, *, dt
     ``fakes[i]``, or None), the reference's own pass (its radii, and its blocks shown to every gather) made
     once for all of them: K generated sets cost K + 1 own passes and K cross passes instead of 2K and K.
     Memory: the reference's float32 rows and those of as many generated sets as there are threads (at least
-    one) at a time."""
+    two) at a time."""
     fakes = list(fakes)
     gathers = list(gathers) if gathers is not None else [None] * len(fakes)
     if len(gathers) != len(fakes):

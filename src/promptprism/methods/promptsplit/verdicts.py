@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 
 from ...stats.intervals import format_p
+from ...stats.permutation import can_reject
 
 CORRECTION = "max-statistic step-down (FWER)"
 
@@ -92,7 +93,7 @@ def unreachable_alpha_note(permutations: int, alpha: float) -> str | None:
     """The warning for a permutation test that can never reject at ``alpha``: with K permutations the
     smallest p-value is 1 / (K + 1) (the observed labelling counts as one of the K + 1); None when it can
     (or when there is no test: K = 0)."""
-    if not permutations or 1.0 / (permutations + 1) <= alpha:
+    if can_reject(permutations, alpha):
         return None
     least = math.ceil(1.0 / alpha - 1.0 - 1e-9)
     return (f"permutations={permutations} can never reject at alpha = {alpha:g}: the smallest p-value of "

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...backend import resolve_backend
-from ...errors import InputError
+from ...errors import InputError, OptionError
 from ...kernels.bandwidth import Bandwidth
 from ..rankings import regions_ranking
 from .calibration import interval_validity
@@ -174,6 +174,8 @@ def _named_sets(generated: Any, names: Sequence[str] | None) -> tuple[list, list
     names = [f"set_{k}" for k in range(len(sets))] if names is None else [str(s) for s in names]
     if len(names) != len(sets):
         raise InputError(f"names: {len(names)} names for {len(sets)} generated sets")
+    if len(set(names)) != len(names):
+        raise OptionError(f"names must be distinct, got {names}", parameter="names")
     return sets, names
 
 
