@@ -191,7 +191,6 @@ def test_the_document_names_every_layer_and_module_of_the_test():
     assert named - members == set(), f"in the document's table, not in the test's layers: {named - members}"
 
 
-@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 @pytest.mark.parametrize("layer", sorted(LAYERS))
 def test_layer_imports_follow_the_architecture(layer):
     modules = {m: p for m, p in _modules().items() if _layer_of(m) == layer}
@@ -204,7 +203,6 @@ def test_layer_imports_follow_the_architecture(layer):
     assert not bad, f"{layer} imports what docs/architecture.md does not allow it: {bad}"
 
 
-@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_heavy_libraries_are_imported_inside_functions():
     """Rule 1 of the document: torch, transformers, dask, matplotlib, Pillow, pyarrow, SciPy and the like
     are imported inside the function that needs them (a module's top-level import loads them for every

@@ -40,7 +40,6 @@ def test_the_checker_sees_module_level_imports_and_skips_function_bodies():
     assert module_level_imports(tree) == {"a", "c", "f"}
 
 
-@pytest.mark.slow  # (over 0.5 s: the fast loop, -m 'not slow', stays under a minute)
 def test_no_test_module_imports_a_deferred_package_at_collection():
     tests = Path(__file__).parent
     offenders = {path.name: sorted(module_level_imports(ast.parse(path.read_text(encoding="utf-8")))
