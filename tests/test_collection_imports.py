@@ -7,8 +7,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 #: imported only where used: each would be paid by every test process at collection
 DEFERRED = ("diffusers", "transformers")
 
