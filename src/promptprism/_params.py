@@ -215,6 +215,7 @@ class Estimator:
         return dataclasses.replace(self)  # type: ignore[type-var]
 
     def __sklearn_clone__(self) -> Estimator:
+        """What ``sklearn.base.clone`` returns: :meth:`clone`."""
         return self.clone()
 
 

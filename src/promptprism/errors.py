@@ -52,4 +52,3 @@ class OptionError(PromptPrismError):
 class Interrupted(KeyboardInterrupt):
     """A Ctrl-C that stopped a run, with what the run kept (e.g. "7 of 20 rows kept in m.jsonl.partial; run
     the same command again to continue"): a ``KeyboardInterrupt``, so callers stop as they would."""
-

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._interrupts import noticed_interrupts
 from .._validation import check_memory, check_positive_number, check_seed
-from ..errors import OptionError
+from ..errors import Interrupted, OptionError
 from ..io import atomic_write_text, check_out_dir
 from ._save import Saver, default_saver
 from .fashion import (
@@ -92,8 +92,9 @@ FULL = DemoSizes("full", per_prompt=40, steps=20, scales=DEFAULT_SCALES, bootstr
                                regions_bootstrap=200))
 
 
-class DemoStopped(KeyboardInterrupt):
-    """The run was interrupted: ``kept`` sections are written in ``out``, ``unfinished`` was running."""
+class DemoStopped(Interrupted):
+    """The run was interrupted: ``kept`` sections are written in ``out``, ``unfinished`` was running (an
+    :class:`~promptprism.errors.Interrupted`: it says what the run kept)."""
 
     def __init__(self, out: Path, kept: Sequence[str], unfinished: str) -> None:
         super().__init__(out, tuple(kept), unfinished)
@@ -103,6 +104,9 @@ class DemoStopped(KeyboardInterrupt):
         """``stopped: kept sections A, B in DIR; C was not finished``."""
         kept = f"kept sections {', '.join(self.kept)} in {self.out}" if self.kept else "kept no section"
         return f"stopped: {kept}; {self.unfinished} was not finished"
+
+    def __str__(self) -> str:
+        return self.line().removeprefix("stopped: ")
 
 
 def check_sizes(per_prompt: int, steps: int, seed: int) -> None:
