@@ -95,6 +95,14 @@ def test_rebase_keeps_an_input_found_nowhere_pointing_where_it_pointed(tmp_path)
 
 
 # ------------------------------------------------------------------------------------- named sets
+def _describe_heads_start_with(folder, prefixes: tuple[str, ...]) -> None:
+    """``describe`` of a split result runs, and each of its mode lines starts with one of ``prefixes``."""
+    code, out, err = run_cli("describe", folder, *NAMING)
+    assert code == 0, err
+    heads = _mode_heads(out)
+    assert heads and all(h.startswith(prefixes) for h in heads), out
+
+
 def test_split_names_reach_the_table_the_verdict_result_json_and_describe(tmp_path, digits):
     t, r = _save(tmp_path / "t.npz", digits.test), _save(tmp_path / "r.npz", digits.reference)
     code, out, err = run_cli("split", t, r, "--names", "base,tuned", "--out", tmp_path / "n", *QUICK)
@@ -105,10 +113,7 @@ def test_split_names_reach_the_table_the_verdict_result_json_and_describe(tmp_pa
     assert "that tuned (reference) produces more" in out
     stored = json.loads((tmp_path / "n" / "result.json").read_text())["significance"]["verdict"]
     assert "that base (test) produces more" in stored  # the report and --json show the same sentence
-    code, out, err = run_cli("describe", tmp_path / "n", *NAMING)
-    assert code == 0, err
-    heads = _mode_heads(out)
-    assert heads and all(h.startswith(("base (test) mode", "tuned (reference) mode")) for h in heads), out
+    _describe_heads_start_with(tmp_path / "n", ("base (test) mode", "tuned (reference) mode"))
 
 
 def test_without_names_the_sides_are_shown_by_their_words(tmp_path, digits):
@@ -116,10 +121,7 @@ def test_without_names_the_sides_are_shown_by_their_words(tmp_path, digits):
     code, out, err = run_cli("split", t, r, "--out", tmp_path / "u", *QUICK)
     assert code == 0, err
     assert "+1 test " in out and "that the test set produces more" in out and "(test)" not in out
-    code, out, err = run_cli("describe", tmp_path / "u", *NAMING)
-    assert code == 0, err
-    heads = _mode_heads(out)
-    assert heads and all(h.startswith(("test mode", "reference mode")) for h in heads), out
+    _describe_heads_start_with(tmp_path / "u", ("test mode", "reference mode"))
 
 
 def test_naming_the_sets_both_ways_is_refused(tmp_path, digits):
