@@ -55,7 +55,7 @@ MAY_IMPORT = {
     "llm": {"foundation"},
     "methods": {"foundation", "data", "kernels", "stats", "scale", "results", "llm"},
     "guidance": {"foundation", "kernels"},
-    "generate": {"foundation", "data.tables", "llm", "methods.compcon"},
+    "generate": {"foundation", "data.tables", "scale.threads", "llm", "methods.compcon"},
     "models": {"foundation", "datasets", "kernels", "generate.images", "guidance"},
     "results": {"foundation"},
     "report": {"foundation", "data", "stats", "methods", "results"},

@@ -71,6 +71,34 @@ def test_the_within_prompt_test_is_calibrated_and_has_power():
     assert rejections(0.25, 40) >= 0.9
 
 
+def test_the_within_prompt_p_value_is_the_exact_one_within_monte_carlo_error():
+    """Against every within-stratum relabelling enumerated (strata of unequal make-up, one with a's samples
+    only): the Monte Carlo p-value lies within 4 s.e. of the exact share of relabellings at least as extreme;
+    the difference reported is the plain difference of means."""
+    from itertools import combinations, product
+
+    rng = np.random.default_rng(5)
+    make_up = [(2, 1), (1, 3), (2, 0), (2, 2)]  # (a's samples, b's samples) per stratum
+    a = [rng.random(na) for na, _ in make_up]
+    b = [rng.random(nb) + 0.2 for _, nb in make_up]
+    strata_a = np.concatenate([np.full(na, s) for s, (na, _) in enumerate(make_up)])
+    strata_b = np.concatenate([np.full(nb, s) for s, (_, nb) in enumerate(make_up)])
+    pooled = [np.r_[x, y] for x, y in zip(a, b, strict=True)]
+    n_a, n_b, total = strata_a.size, strata_b.size, sum(x.sum() for x in pooled)
+    observed = np.concatenate(a).mean() - np.concatenate(b).mean()
+    null = []
+    choices = [combinations(range(x.size), na) for x, (na, _) in zip(pooled, make_up, strict=True)]
+    for pick in product(*choices):
+        s_a = sum(x[list(c)].sum() for x, c in zip(pooled, pick, strict=True))
+        null.append(s_a / n_a - (total - s_a) / n_b)
+    exact = np.mean(np.abs(null) >= abs(observed) - 1e-12)
+    k = 20000
+    diff, p = stratified_permutation_test(np.concatenate(a), strata_a, np.concatenate(b), strata_b,
+                                          permutations=k, seed=3)
+    assert diff == pytest.approx(observed, abs=1e-15)
+    assert 0.05 < exact < 0.95 and abs(p - exact) <= 4 * np.sqrt(exact * (1 - exact) / k), (p, exact)
+
+
 def test_the_bootstrap_interval_over_prompts_holds_the_mean():
     rng = np.random.default_rng(1)
     prompts = np.repeat(np.arange(12), 5)

@@ -115,6 +115,22 @@ def test_live_generation_both_setups(server, tmp_path):
 
 @needs_server
 @pytest.mark.slow
+def test_the_server_runs_the_model_on_the_threads_asked_for(tmp_path):
+    """llama.cpp's own default is 4 threads whatever the machine (3x slower per token on 2 cores): the
+    server sets the number it is given, and refuses one that is not a whole number >= 1."""
+    from promptprism.errors import OptionError
+
+    with local_llm_server(threads=1, log=tmp_path / "server.log") as srv:
+        assert srv.pid > 0
+    assert "n_threads = 1, n_threads_batch = 1" in (tmp_path / "server.log").read_text(errors="replace")
+    for bad in (0, 1.5, True):
+        with pytest.raises(OptionError, match="threads must be a whole number >= 1"):
+            with local_llm_server(threads=bad):
+                pass
+
+
+@needs_server
+@pytest.mark.slow
 def test_compcon_language_steps_parse_or_record_the_real_models_answers(server):
     from compcon_fakes import ATTRIBUTES_ANSWER, BANK_PROMPTS, FakeClip, ScriptedServer, model_a, model_b
     from promptprism import CallableGenerator, ChatClient, CompCon

@@ -10,6 +10,7 @@ from promptprism.errors import OptionError
 from promptprism.scale.threads import (
     ThreadChoice,
     auto_threads,
+    budget_threads,
     cgroup_cpu_limit,
     choose_threads,
     thread_budget,
@@ -85,6 +86,18 @@ def test_overrides_and_bad_values():
     for bad in ("0", "-2", "many", "1.5"):
         with pytest.raises(OptionError, match="PROMPTPRISM_THREADS must be 'auto' or an integer >= 1"):
             choose_threads({"PROMPTPRISM_THREADS": bad})
+
+
+def test_a_pool_promptprism_starts_itself_gets_a_number():
+    """The local LLM server's threads: PROMPTPRISM_THREADS, else the user's own variable's value, else the
+    usable CPUs (a variable that is not a whole number)."""
+    from promptprism.scale.threads import usable_cpus
+
+    assert budget_threads({"PROMPTPRISM_THREADS": "3", "OMP_NUM_THREADS": "1"}) == 3
+    assert budget_threads({"OMP_NUM_THREADS": "1"}) == 1
+    assert budget_threads({"OPENBLAS_NUM_THREADS": "2"}) == 2
+    assert budget_threads({"OMP_NUM_THREADS": "four"}) == usable_cpus()
+    assert 1 <= budget_threads({}) <= usable_cpus()
 
 
 def test_budget_holds_inside_the_block_and_is_undone_after():

@@ -133,9 +133,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8080)
     ap.add_argument("--ctx-size", type=int, default=2048)
+    ap.add_argument("--threads", type=int, default=None,
+                    help="CPU threads of the model (default: the thread budget, scale.threads)")
     ap.add_argument("--exit-with-parent", action="store_true", help="stop when the starting process dies")
     args = ap.parse_args(argv)
     from cyllama.llama.server import python as srv
+
+    from ..scale.threads import budget_threads
 
     patch_server(srv)
     config = srv.ServerConfig(model_path=args.model, host=args.host, port=args.port, n_ctx=args.ctx_size,
@@ -152,7 +156,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.exit_with_parent:
         threading.Thread(target=orphan_watch, daemon=True).start()
-    with srv.PythonServer(config):
+    with srv.PythonServer(config) as server:
+        threads = args.threads or budget_threads()
+        for slot in server.slots:  # llama.cpp's default is 4 threads, whatever the machine
+            slot.context.set_n_threads(threads, threads)
         print(f"serving {args.model} on http://{args.host}:{args.port}/v1", flush=True)
         stop.wait()
     return 0

@@ -80,12 +80,15 @@ def _ready(base_url: str) -> bool:
 @contextmanager
 def local_llm_server(model: str | os.PathLike | None = None, *, port: int | None = None,
                      ctx_size: int = 2048, startup_timeout: float = 120.0,
-                     log: str | os.PathLike | None = None) -> Iterator[LocalServer]:
+                     log: str | os.PathLike | None = None, threads: int | None = None
+                     ) -> Iterator[LocalServer]:
     """Start a GGUF model behind ``http://127.0.0.1:PORT/v1`` and stop it on exit.
 
     ``model``: a GGUF file (default: the bundled SmolLM2-135M-Instruct). ``port``: default a free one.
     Waits until ``/v1/models`` answers (at most ``startup_timeout`` seconds); the server's output goes to
-    ``log`` (default: a temporary file), named in the error when it does not come up.
+    ``log`` (default: a temporary file), named in the error when it does not come up. ``threads``: the
+    model's CPU threads (default: the run's thread budget, :func:`.scale.threads.budget_threads`; llama.cpp's
+    own default, 4, made each generated token take 3x as long as 2 threads on a 2-core machine).
     """
     why = server_available() if model is None else (
         None if importlib.util.find_spec("cyllama") else "the local LLM server needs cyllama")
@@ -94,6 +97,8 @@ def local_llm_server(model: str | os.PathLike | None = None, *, port: int | None
     path = Path(model) if model is not None else bundled_smollm2()
     if not path.is_file():
         raise OptionError(f"model {str(path)!r}: no such GGUF file")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise OptionError(f"threads must be a whole number >= 1, got {threads!r}")
     if startup_timeout <= 0:
         raise OptionError(f"startup_timeout must be > 0 seconds, got {startup_timeout!r}")
     port = free_port() if port is None else int(port)
@@ -107,7 +112,8 @@ def local_llm_server(model: str | os.PathLike | None = None, *, port: int | None
         log_path = Path(log)
     base_url = f"http://127.0.0.1:{port}/v1"
     cmd = [sys.executable, "-m", "promptprism.generate._serve", str(path), "--port", str(port),
-           "--ctx-size", str(ctx_size), "--exit-with-parent"]
+           "--ctx-size", str(ctx_size), "--exit-with-parent"] + (
+               ["--threads", str(threads)] if threads is not None else [])
     with open(log_path, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:

@@ -90,12 +90,10 @@ def usable_cores() -> int:
     """The CPU cores this process may run on (:func:`.threads.usable_cpus`: its affinity mask, capped by a
     cgroup CPU quota), and no more than the BLAS is allowed to use (a user who set ``OPENBLAS_NUM_THREADS=1``,
     a ``threadpool_limits`` block or a command's thread budget asked for fewer)."""
-    from threadpoolctl import threadpool_info
-
+    from ..array_ops import blas_thread_count
     from .threads import usable_cpus
 
-    blas = [info["num_threads"] for info in threadpool_info() if info.get("user_api") == "blas"]
-    return max(1, min([usable_cpus(), *blas]))
+    return max(1, min(usable_cpus(), blas_thread_count()))
 
 
 class LocalRunner:

@@ -156,6 +156,19 @@ def choose_threads(env: Mapping[str, str] | None = None, *, since: tuple | None 
     return ThreadChoice(auto_threads(cpus, busy), why)
 
 
+def budget_threads(env: Mapping[str, str] | None = None) -> int:
+    """The thread budget as a number, for a pool promptprism starts itself (the local LLM server): that of
+    :func:`choose_threads`, or where the user sized the pools, their first variable's value (the usable CPUs
+    where it is not a whole number >= 1)."""
+    env = os.environ if env is None else env
+    choice = choose_threads(env)
+    if choice.threads is not None:
+        return choice.threads
+    with contextlib.suppress(ValueError):
+        return max(1, int(next(env[v] for v in USER_VARIABLES if env.get(v))))
+    return usable_cpus()
+
+
 @contextlib.contextmanager
 def thread_budget(choice: ThreadChoice) -> Iterator[ThreadChoice]:
     """Hold the BLAS/OpenMP pools (and torch's, when loaded) to ``choice.threads`` for the block.

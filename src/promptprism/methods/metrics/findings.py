@@ -36,6 +36,7 @@ from ..._params import POSITIVE_INT, PROBABILITY, SEED, Estimator, Options
 from ..._params import Interval as Between
 from ...errors import InputError, OptionError
 from ...stats.intervals import Interval, format_p
+from ...stats.permutation import stratified_permutation_test
 from ...stats.two_sample import holm
 from .prdc import neighbour_indicators
 
@@ -84,25 +85,6 @@ def exact_scores(outputs: Sequence[object], prompts: Sequence[str], reference_ou
         gold.setdefault(str(p), set()).add(normalise_answer(o))
     return np.array([np.nan if str(p) not in gold else float(normalise_answer(o) in gold[str(p)])
                      for p, o in zip(prompts, outputs, strict=True)])
-
-
-def stratified_permutation_test(a: np.ndarray, strata_a: np.ndarray, b: np.ndarray, strata_b: np.ndarray, *,
-                                permutations: int, seed: int) -> tuple[float, float]:
-    """(mean(a) - mean(b), two-sided add-one p-value) with the labels a/b exchanged within each stratum."""
-    scores = np.r_[a, b]
-    strata = np.r_[strata_a, strata_b]
-    is_a = np.r_[np.ones(a.size, bool), np.zeros(b.size, bool)]
-    observed = scores[is_a].mean() - scores[~is_a].mean()
-    rng = np.random.default_rng(seed)
-    groups = [np.flatnonzero(strata == s) for s in np.unique(strata)]
-    labels = is_a.copy()
-    hits = 0
-    for _ in range(permutations):
-        for g in groups:
-            labels[g] = labels[g][rng.permutation(g.size)]
-        stat = scores[labels].mean() - scores[~labels].mean()
-        hits += abs(stat) >= abs(observed) - 1e-12
-    return float(observed), (1 + hits) / (1 + permutations)
 
 
 def prompt_bootstrap(scores: np.ndarray, strata: np.ndarray, *, replicates: int, level: float, seed: int

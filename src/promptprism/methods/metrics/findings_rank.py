@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError, OptionError
+from ...stats.permutation import stratified_permutation_test
 from ...stats.ranking import ranking
 from ...stats.two_sample import holm
-from .findings import FindingQuality, finding_scores, prompt_bootstrap, stratified_permutation_test
+from .findings import FindingQuality, finding_scores, prompt_bootstrap
 
 #: the id of the entry over every prompt the models and the reference share
 ALL_PROMPTS = "all prompts"
