@@ -130,8 +130,9 @@ def llm_demo(out: Path, *, questions: int, samples: int, seed: int, quiet: bool,
             raise PromptPrismError(f"the LLM demo stopped at '{argv[0]}' (see the message above)")
     total = time.perf_counter() - t0
     found = llm.summarise(out, plan, gen)
-    console.print("topics by share of the disagreement (PromptSplit): " + ", ".join(
-        f"{t} {share:.0%} ({k} in its top)" for t, share, k in found.topics))
+    console.print("topics by share of the disagreement (PromptSplit): " + (", ".join(
+        f"{t} {share:.0%} ({k} in its top)" for t, share, k in found.topics) or escape(
+        f"none ranked ({found.ranking_basis}; with more questions or samples the test has more power)")))
     console.print("Scendi (model-driven diversity): " + ", ".join(
         f"{name} {score:.3g}" for name, score in found.scendi))
     console.print(f"generation {t_gen:.0f} s ({found.tokens} answer tokens, "

@@ -109,12 +109,14 @@ def topic_summary(ranking: Sequence[dict], topic_of: dict[str, str]) -> list[tup
 @dataclass(frozen=True)
 class Summary:
     """What the demo found: per topic (topic, share of the disagreement, prompts in its top), each set-up's
-    Scendi (name, score), the answer tokens and the seconds spent generating them."""
+    Scendi (name, score), the answer tokens and the seconds spent generating them, and what the ranking was
+    made from (PromptSplit's ``ranking_basis``: why it is empty when no mode is significant)."""
 
     topics: list[tuple[str, float, int]]
     scendi: list[tuple[str | None, float]]
     tokens: int
     generation_seconds: float
+    ranking_basis: str = ""
 
     @property
     def tokens_per_second(self) -> float:
@@ -132,4 +134,5 @@ def summarise(out: str | os.PathLike, demo: Plan, generated: dict[str, GenerateR
     return Summary(topics=topic_summary(split["prompt_ranking"], demo.topic_of()),
                    scendi=[(m.get("name"), m.get("scendi", float("nan"))) for m in models],
                    tokens=sum(s.get("completion_tokens", 0) for s in stats),
-                   generation_seconds=sum(generated[s].seconds for s in SETUPS))
+                   generation_seconds=sum(generated[s].seconds for s in SETUPS),
+                   ranking_basis=str(split.get("ranking_basis") or ""))
