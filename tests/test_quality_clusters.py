@@ -68,10 +68,19 @@ def test_a_cluster_gets_both_planted_signs_against_the_models_other_samples(case
     # brute force: the cluster's mean is the definition's indicator against the real samples of its prompts
     ref = real.output_embeddings[np.isin(real.prompts, FAMILY[1])]
     expected = _brute_precision(model.output_embeddings[good], ref, 5).mean()
-    assert by_id["cluster 2"]["models"]["cluster 2"]["mean"] == pytest.approx(expected)
+    assert by_id["cluster 2"]["models"]["cluster 2"]["pooled_mean"] == pytest.approx(expected)
     others = np.setdiff1d(np.flatnonzero(on_family), good)
-    assert by_id["cluster 2"]["models"]["other samples"]["mean"] == pytest.approx(
-        precision_scores(model.output_embeddings[others], ref, 5).mean())
+    other_scores = precision_scores(model.output_embeddings[others], ref, 5)
+    assert by_id["cluster 2"]["models"]["other samples"]["pooled_mean"] == pytest.approx(other_scores.mean())
+    # the means compared: per prompt both hold, each side's mean at weight n_c n_o / (n_c + n_o)
+    good_scores = _brute_precision(model.output_embeddings[good], ref, 5)
+    prompts = np.asarray(model.prompts)
+    w = {q: (prompts[good] == q).sum() * (prompts[others] == q).sum()
+         / ((prompts[good] == q).sum() + (prompts[others] == q).sum())
+         for q in set(prompts[good]) & set(prompts[others])}
+    for name, scores, rows in (("cluster 2", good_scores, good), ("other samples", other_scores, others)):
+        brute = sum(w[q] * scores[prompts[rows] == q].mean() for q in w) / sum(w.values())
+        assert by_id["cluster 2"]["models"][name]["mean"] == pytest.approx(brute)
 
 
 def test_k_models_are_ranked_on_each_models_cluster_prompts_with_both_signs(case):
@@ -133,7 +142,7 @@ def test_the_command_adds_verdicts_to_one_and_to_several_diversity_results(tmp_p
         rows = [s["index"] for s in cluster["top_samples"]]
         prompts = {s["prompt"] for s in cluster["top_samples"]}
         ref = real.output_embeddings[np.isin(real.prompts, list(prompts))]
-        assert entry["models"][entry["id"]]["mean"] == pytest.approx(
+        assert entry["models"][entry["id"]]["pooled_mean"] == pytest.approx(
             _brute_precision(model.output_embeddings[rows], ref, 5).mean())
     kway = json.loads((two / "result.json").read_text())["quality"]
     assert {e["model"] for e in kway["findings"]} <= {"a", "b"} and kway["findings"]

@@ -73,30 +73,54 @@ def test_the_within_prompt_test_is_calibrated_and_has_power():
 
 def test_the_within_prompt_p_value_is_the_exact_one_within_monte_carlo_error():
     """Against every within-stratum relabelling enumerated (strata of unequal make-up, one with a's samples
-    only): the Monte Carlo p-value lies within 4 s.e. of the exact share of relabellings at least as extreme;
-    the difference reported is the plain difference of means."""
+    only, which says nothing and is left out): the statistic is sum_s w_s (mean_a,s - mean_b,s) / sum_s w_s
+    with w_s = n_a,s n_b,s / (n_a,s + n_b,s), and the Monte Carlo p-value lies within 4 s.e. of the exact
+    share of relabellings at least as extreme."""
     from itertools import combinations, product
 
     rng = np.random.default_rng(5)
     make_up = [(2, 1), (1, 3), (2, 0), (2, 2)]  # (a's samples, b's samples) per stratum
     a = [rng.random(na) for na, _ in make_up]
-    b = [rng.random(nb) + 0.2 for _, nb in make_up]
+    b = [rng.random(nb) + 0.45 for _, nb in make_up]
     strata_a = np.concatenate([np.full(na, s) for s, (na, _) in enumerate(make_up)])
     strata_b = np.concatenate([np.full(nb, s) for s, (_, nb) in enumerate(make_up)])
-    pooled = [np.r_[x, y] for x, y in zip(a, b, strict=True)]
-    n_a, n_b, total = strata_a.size, strata_b.size, sum(x.sum() for x in pooled)
-    observed = np.concatenate(a).mean() - np.concatenate(b).mean()
+    shared = [s for s, (na, nb) in enumerate(make_up) if na and nb]
+    w = {s: make_up[s][0] * make_up[s][1] / sum(make_up[s]) for s in shared}
+
+    def statistic(a_parts, b_parts):
+        return sum(w[s] * (a_parts[s].mean() - b_parts[s].mean()) for s in shared) / sum(w.values())
+
+    observed = statistic(a, b)
     null = []
-    choices = [combinations(range(x.size), na) for x, (na, _) in zip(pooled, make_up, strict=True)]
+    choices = [combinations(range(make_up[s][0] + make_up[s][1]), make_up[s][0]) for s in shared]
     for pick in product(*choices):
-        s_a = sum(x[list(c)].sum() for x, c in zip(pooled, pick, strict=True))
-        null.append(s_a / n_a - (total - s_a) / n_b)
+        a_parts, b_parts = {}, {}
+        for s, chosen in zip(shared, pick, strict=True):
+            pooled, mask = np.r_[a[s], b[s]], np.isin(np.arange(sum(make_up[s])), chosen)
+            a_parts[s], b_parts[s] = pooled[mask], pooled[~mask]
+        null.append(statistic(a_parts, b_parts))
     exact = np.mean(np.abs(null) >= abs(observed) - 1e-12)
     k = 20000
     diff, p = stratified_permutation_test(np.concatenate(a), strata_a, np.concatenate(b), strata_b,
                                           permutations=k, seed=3)
-    assert diff == pytest.approx(observed, abs=1e-15)
+    assert diff == pytest.approx(observed, abs=1e-12)
     assert 0.05 < exact < 0.95 and abs(p - exact) <= 4 * np.sqrt(exact * (1 - exact) / k), (p, exact)
+    nothing = stratified_permutation_test(np.ones(2), np.array([0, 0]), np.ones(3), np.array([1, 1, 1]),
+                                          permutations=99, seed=0)
+    assert np.isnan(nothing).all()  # no stratum holds both: nothing to test
+
+
+def test_a_model_closer_on_every_prompt_leads_however_its_samples_spread_over_prompts():
+    """Simpson's paradox: A is closer on both prompts but has most of its samples on the harder one; pooled
+    means read A 0.3 vs B 0.65. The within-prompt statistic reads A ahead, and the test finds it."""
+    rng = np.random.default_rng(0)
+    prompts_a = np.r_[np.zeros(15, int), np.ones(85, int)]
+    prompts_b = np.r_[np.zeros(85, int), np.ones(15, int)]
+    a = np.r_[np.ones(15), (rng.random(85) < 0.2)].astype(float)         # easy prompt 1.0, hard one 0.2
+    b = np.r_[(rng.random(85) < 0.76), np.zeros(15)].astype(float)       # easy prompt ~0.76, hard one 0.0
+    assert a.mean() < b.mean()
+    diff, p = stratified_permutation_test(a, prompts_a, b, prompts_b, permutations=1999, seed=0)
+    assert diff > 0.15 and p <= 0.05, (diff, p)
 
 
 def test_the_bootstrap_interval_over_prompts_holds_the_mean():
@@ -179,3 +203,24 @@ def test_the_command_adds_the_verdicts_to_a_split_result(tmp_path, digits_case):
     assert "reference is closer to real data" in out
     code, _, err = run_cli("quality", tmp_path / "s", "--real", x, "--permutations", "5")
     assert code == 2 and "--permutations" in err and len(err.strip().splitlines()) == 1
+
+
+def test_real_data_on_other_prompts_is_refused_and_a_thin_reference_is_noted():
+    """Real data whose prompts are none of the models' (here: upper-cased) is refused, as K models' ranking
+    refuses it: scored against the whole reference, a finding read "reference is closer: 1.00 vs 0.00,
+    p = 0.002". A finding with k or fewer real samples on its prompts is scored against the whole reference
+    with a note that counts them."""
+    from promptprism.errors import InputError
+
+    rng = np.random.default_rng(0)
+    prompts = [f"prompt {i}" for i in range(4) for _ in range(8)]
+
+    def paired(names, shift=0.0):
+        return PairedSet(np.zeros((len(names), 2)), rng.normal(size=(len(names), 3)) + shift, prompts=names)
+    models = {"a": paired(prompts), "b": paired(prompts, 0.5)}
+    finding = [{"id": "f", "prompts": ["prompt 0"]}]
+    estimator = FindingQuality(permutations=99, bootstrap=50)
+    with pytest.raises(InputError, match="shares no prompt with the models"):
+        estimator.fit(finding, models, paired([p.upper() for p in prompts]))
+    entry = estimator.fit(finding, models, paired(["prompt 0"] * 2 + prompts[8:]))["findings"][0]
+    assert entry["note"].startswith("the reference has 2 sample(s) on these prompts, 5 or fewer"), entry

@@ -64,7 +64,8 @@ def check_pixel_model(image_model: str, batch_size: int) -> None:
                           "each)")
 
 
-def _notes(msg: str) -> None:
+def note(msg: str) -> None:
+    """A note on stderr (one line: "note: ...")."""
     err_console.print(f"note: {msg}", markup=False, highlight=False, soft_wrap=True)
 
 
@@ -86,7 +87,7 @@ def cli_input_options(*, prompts: Path | None, text_model: str, image_model: str
     check_pixel_model(image_model, batch_size)
     return dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                 cache=None if no_cache else (cache or "default"), device=device, batch_size=batch_size,
-                progress=False if quiet else None, notes=_notes)
+                progress=False if quiet else None, notes=note)
 
 
 def results_folder_input(path: Path) -> Path:
@@ -97,7 +98,7 @@ def results_folder_input(path: Path) -> Path:
 
     found, key = results_folder_set(path)
     if key is not None:
-        _notes(f"{path}: a results folder; its {key} set is read ({found})")
+        note(f"{path}: a results folder; its {key} set is read ({found})")
     prefetch_fingerprint(found)
     return found
 

@@ -22,6 +22,8 @@ from .report import NO_REPORT
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif")
 #: the result kinds whose findings get verdicts: modes, K-way comparisons, Scendi clusters
 QUALITY_KINDS = ("promptsplit", "promptsplit_kway", "scendi", "scendi_comparison")
+#: kinds whose models are ranked over every prompt they share with the real data, findings or not
+RANKED_KINDS = ("promptsplit_kway", "scendi_comparison")
 METRICS = typer.Option(False, "--metrics", help="Also precision, recall, density, coverage and FD of each "
                                                 "model on each finding's prompts against the real samples "
                                                 "of those prompts, with intervals.")
@@ -92,9 +94,11 @@ def quality(
                          "diversity result")
     sets = _sets(result, folder, list(inputs or []), text_model)
     findings = result.findings()
-    if not findings:
-        raise InputError(f"{folder}: no significant finding (or cluster) with prompts that carry it; nothing "
-                         "to judge")
+    if not findings:  # a result, not bad input: the models agree (exit 0, as split and describe do)
+        ranked = result.kind in RANKED_KINDS and real is not None and len(sets) > 1
+        inp.note(f"{folder}: no significant finding (or cluster) with prompts that carry it, so no verdict "
+                 "per finding" + ("; the models are still ranked over every prompt they share with the "
+                                  "real data" if ranked else ""))
     options = {"alpha": alpha, "confidence": confidence, "seed": seed}
     record = _verdicts(result, findings, sets, list(facet or []), options, real=real, text_model=text_model,
                        closeness=dict(closeness=closeness, nearest_k=nearest_k, permutations=permutations,
@@ -227,7 +231,8 @@ def _judge(kind: str, findings: list, sets: dict, url: str, model: str, link: di
 def _print(record: dict, *, closeness: bool, judge: bool) -> None:
     """One line per finding and verdict kind (closeness, then the judge)."""
     lines = [line for e in record.get("findings", []) for line in
-             [e["verdict"], *("  " + f["verdict"] for f in e.get("facets", []))]] if closeness else []
+             [e["verdict"], *_noted(e), *("  " + f["verdict"] for f in e.get("facets", []))]
+             ] if closeness else []
     if closeness and record.get("overall"):
         lines.append(record["overall"]["verdict"])
     if judge:
@@ -237,3 +242,8 @@ def _print(record: dict, *, closeness: bool, judge: bool) -> None:
         lines.append(f"judge calls: {calls['requests']} sent, {calls['cache_hits']} from the cache")
     for line in lines:
         console.print(line, markup=False, soft_wrap=True)
+
+
+def _noted(entry: dict) -> list[str]:
+    """The entry's note under its verdict (e.g. scored against the whole reference), when it has one."""
+    return [f"  note: {entry['note']}"] if entry.get("note") else []

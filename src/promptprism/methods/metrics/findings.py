@@ -36,7 +36,7 @@ from ..._params import POSITIVE_INT, PROBABILITY, SEED, Estimator, Options
 from ..._params import Interval as Between
 from ...errors import InputError, OptionError
 from ...stats.intervals import Interval, format_p
-from ...stats.permutation import stratified_permutation_test
+from ...stats.permutation import stratified_mean, stratified_permutation_test, stratum_weights
 from ...stats.two_sample import holm
 from .prdc import neighbour_indicators
 
@@ -87,21 +87,43 @@ def exact_scores(outputs: Sequence[object], prompts: Sequence[str], reference_ou
                      for p, o in zip(prompts, outputs, strict=True)])
 
 
-def prompt_bootstrap(scores: np.ndarray, strata: np.ndarray, *, replicates: int, level: float, seed: int
-                     ) -> Interval:
+def prompt_bootstrap(scores: np.ndarray, strata: np.ndarray, *, replicates: int, level: float, seed: int,
+                     weights: dict | None = None) -> Interval:
     """A percentile interval of the mean score, prompts resampled with their samples; on one prompt (where
-    resampling prompts cannot vary), its samples resampled."""
+    resampling prompts cannot vary), its samples resampled. ``weights`` ({prompt: w}, the prompts two
+    models share: :func:`.stats.permutation.stratum_weights`): the interval of the weighted mean of the
+    per-prompt means over those prompts (:func:`.stats.permutation.stratified_mean`) instead."""
+    scores, strata = np.asarray(scores, dtype=np.float64), np.asarray(strata)
+    if weights is not None:
+        keep = np.isin(strata, list(weights))
+        scores, strata = scores[keep], strata[keep]
     keys, inverse = np.unique(strata, return_inverse=True)
     what = "prompts"
     if keys.size < 2:
         keys, inverse, what = np.arange(np.size(scores)), np.arange(np.size(scores)), "samples (one prompt)"
     sums = np.bincount(inverse, weights=scores, minlength=keys.size)
     counts = np.bincount(inverse, minlength=keys.size).astype(np.float64)
+    if weights is not None and what == "prompts":  # each prompt's mean, at its weight
+        w = np.array([weights[k] for k in keys.tolist()], dtype=np.float64)
+        sums, counts = w * sums / counts, w
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, keys.size, size=(replicates, keys.size))
     means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
     lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
     return Interval(float(lo), float(hi), level, f"bootstrap over {what} (percentile)")
+
+
+def shared_prompts(models: dict[str, Any], reference: Any) -> set:
+    """The prompts every model and the reference hold; an InputError where a set has no prompt strings or
+    the reference shares none with the models (closeness to real samples of other prompts says nothing)."""
+    for name, s in {**models, "reference": reference}.items():
+        if getattr(s, "prompts", None) is None:
+            raise InputError(f"{name}: no prompt strings; a finding is a set of prompts")
+    shared = set(reference.prompts).intersection(*(set(s.prompts) for s in models.values()))
+    if not shared:
+        raise InputError(f"{getattr(reference, 'name', None) or 'the reference'}: shares no prompt with the "
+                         "models (prompts are matched as exact strings); closeness needs the same prompts")
+    return shared
 
 
 def finding_scores(finding_prompts: Sequence[str], models: dict[str, Any], reference: Any, *, closeness: str,
@@ -113,10 +135,10 @@ def finding_scores(finding_prompts: Sequence[str], models: dict[str, Any], refer
     ref_rows = np.flatnonzero(np.isin(ref_prompts, list(wanted)))
     note = None
     if closeness == "precision" and ref_rows.size <= k:
+        note = (f"the reference has {ref_rows.size} sample(s) on these prompts, {k} or fewer (nearest_k); "
+                "scored against the whole reference (closeness to the reference overall, not to its "
+                "samples of these prompts)")
         ref_rows = np.arange(len(reference))
-        note = (f"the reference has {k} or fewer samples on these prompts; scored against the whole "
-                "reference "
-                "(closeness to the reference overall, not to its samples of these prompts)")
     ref_out = np.asarray(reference.output_embeddings, dtype=np.float64)[ref_rows]
     out = {}
     for name, s in models.items():
@@ -135,6 +157,27 @@ def finding_scores(finding_prompts: Sequence[str], models: dict[str, Any], refer
         keep = np.isfinite(scores)
         out[name] = (scores[keep], prompts[rows][keep])
     return out, note
+
+
+#: the note of a finding (or facet cell) on which no prompt holds scored samples of both models
+NO_SHARED_PROMPT = ("the two models share no prompt with scored samples here: the within-prompt test has "
+                    "nothing to compare, so no verdict (and no place in Holm's family)")
+
+
+def model_closeness(scores: np.ndarray, strata: np.ndarray, shared: dict, *, replicates: int, level: float,
+                    seed: int) -> dict[str, Any]:
+    """A model's entry: its mean closeness over the prompts both models hold, each prompt's mean at its
+    weight (:func:`.stats.permutation.stratified_mean`: the two entries' means differ by the test's
+    statistic; on balanced samples, the plain mean), its samples and the bootstrap interval over those
+    prompts; the plain mean over all its samples beside it."""
+    if not shared:
+        iv = prompt_bootstrap(scores, strata, replicates=replicates, level=level, seed=seed)
+        mean = float(np.mean(scores))
+    else:
+        iv = prompt_bootstrap(scores, strata, replicates=replicates, level=level, seed=seed, weights=shared)
+        mean = stratified_mean(scores, strata, shared)
+    return {"mean": mean, "n": int(np.size(scores)), "pooled_mean": float(np.mean(scores)),
+            "interval": iv.to_dict()}
 
 
 #: the reference-set metrics kept per finding (``metrics=True``)
@@ -214,16 +257,14 @@ class FindingQuality(Estimator):
         """The quality record (``{'closeness', ..., 'findings': [...], 'verdict'}``)."""
         if len(models) != 2:
             raise OptionError(f"models: two sets to compare, got {len(models)}", parameter="models")
-        for name, s in {**models, "reference": reference}.items():
-            if getattr(s, "prompts", None) is None:
-                raise InputError(f"{name}: no prompt strings; a finding is a set of prompts")
+        shared_prompts(models, reference)
         entries = [self._one(f, models, reference, i) for i, f in enumerate(findings)]
         target = str(getattr(reference, "name", None) or "the reference")
         holm_verdicts(entries, alpha=self.alpha, closeness=self.closeness, target=target)
         closer = [e for e in entries if e["closer"]]
         overall = ("; ".join(e["verdict"] for e in closer) if closer else
                    f"no finding shows one model closer to {target} ({self.closeness}, Holm over "
-                   f"{len(entries)} finding(s) at alpha = {self.alpha:g})")
+                   f"{sum(e['p_value'] is not None for e in entries)} finding(s) at alpha = {self.alpha:g})")
         return {**self.get_params(), "reference": getattr(reference, "name", "reference"),
                 "models": list(models), "findings": entries, "verdict": overall}
 
@@ -236,13 +277,15 @@ class FindingQuality(Estimator):
                              "its prompts (gold needs reference outputs of the same prompts)")
         diff, p = stratified_permutation_test(a, pa, b, pb, permutations=self.permutations,
                                               seed=self.seed + i)
-        ivs = {n: prompt_bootstrap(s, q, replicates=self.bootstrap, level=self.confidence, seed=self.seed + i)
-               for n, (s, q) in scored.items()}
+        shared = stratum_weights(pa, pb)
+        if not shared:
+            note = "; ".join(x for x in (note, NO_SHARED_PROMPT) if x)
         return {"id": finding["id"], "prompts": len(set(finding["prompts"])),
-                "example_prompts": list(finding["prompts"])[:3],
-                "models": {n: {"mean": float(s.mean()), "n": int(s.size), "interval": ivs[n].to_dict()}
-                           for n, (s, _) in scored.items()},
-                "difference": diff, "p_value": p, "leader": na if diff > 0 else nb, "note": note,
+                "example_prompts": list(finding["prompts"])[:3], "shared_prompts": len(shared),
+                "models": {n: model_closeness(s, q, shared, replicates=self.bootstrap, level=self.confidence,
+                                              seed=self.seed + i) for n, (s, q) in scored.items()},
+                "difference": None if np.isnan(diff) else diff, "p_value": None if np.isnan(p) else p,
+                "leader": None if np.isnan(diff) else (na if diff > 0 else nb), "note": note,
                 **self._metrics(finding, models, reference, i)}
 
     def _metrics(self, finding: dict, models: dict[str, Any], reference: Any, i: int) -> dict[str, Any]:
@@ -254,21 +297,28 @@ class FindingQuality(Estimator):
                                            seed=self.seed + i)}
 
 
-def holm_verdicts(entries: Sequence[dict], *, alpha: float, closeness: str, target: str) -> None:
-    """Holm over the entries' p-values; each entry gets ``p_adjusted``, ``closer`` (its leader when the
-    adjusted p is at most ``alpha``) and its sentence."""
-    for entry, p_adj in zip(entries, holm([e["p_value"] for e in entries]) if entries else [], strict=True):
+def holm_verdicts(entries: Sequence[dict], *, alpha: float, closeness: str, target: str,
+                  neither: str = "neither model") -> None:
+    """Holm over the entries' p-values (those tested); each entry gets ``p_adjusted``, ``closer`` (its
+    leader when the adjusted p is at most ``alpha``) and its sentence (``neither``: its subject without a
+    verdict)."""
+    tested = [e for e in entries if e["p_value"] is not None]  # (no shared prompt: untestable, left out)
+    adjusted = dict(zip(map(id, tested), holm([e["p_value"] for e in tested]) if tested else [], strict=True))
+    for entry in entries:
+        p_adj = adjusted.get(id(entry))
         entry["p_adjusted"] = p_adj
-        entry["closer"] = entry["leader"] if p_adj <= alpha else None
-        entry["verdict"] = _sentence(entry, closeness, alpha, target)
+        entry["closer"] = entry["leader"] if p_adj is not None and p_adj <= alpha else None
+        entry["verdict"] = _sentence(entry, closeness, alpha, target, neither)
 
 
-def _sentence(entry: dict, closeness: str, alpha: float, target: str) -> str:
+def _sentence(entry: dict, closeness: str, alpha: float, target: str, neither: str) -> str:
     names = list(entry["models"])
     means = {n: entry["models"][n]["mean"] for n in names}
     where = f"on the {entry['prompts']} prompts of {entry['id']}"
+    if entry["p_adjusted"] is None:
+        return f"{where}, not tested: the models share no prompt with scored samples there"
     if entry["closer"] is None:
-        return (f"{where}, neither model is closer to {target} ({closeness} {means[names[0]]:.2f} vs "
+        return (f"{where}, {neither} is closer to {target} ({closeness} {means[names[0]]:.2f} vs "
                 f"{means[names[1]]:.2f}, p = {format_p(entry['p_adjusted'], alpha)} > {alpha:g})")
     other = names[1] if entry["closer"] == names[0] else names[0]
     closer = entry["closer"]

@@ -27,7 +27,7 @@ import numpy as np
 from ...data.paired import PairedSet
 from ...errors import InputError
 from .findings import FindingQuality, holm_verdicts
-from .findings_facets import cell_entries, facet_subsets
+from .findings_facets import cell_entries, facet_subsets, tested
 from .judge import FindingPreference, conclude_preferences
 
 #: the name of the model's samples outside the cluster, on the cluster's prompts
@@ -96,18 +96,19 @@ class ClusterQuality(FindingQuality):
         for i, f in enumerate(findings):
             pair, parts = cluster_parts(model, f, facets)
             try:
-                entry = {**self._one(f, pair, reference, i), "rank": f.get("rank")}
+                entry = {**tested(self._one(f, pair, reference, i)), "rank": f.get("rank")}
             except InputError as exc:
                 skipped.append({"id": f["id"], "reason": str(exc)})
                 continue
             if facets:
                 entry["facets"], entry["facets_skipped"] = cell_entries(
-                    lambda cell, restricted, k: self._one(cell, restricted, reference, k), f, pair, parts,
-                    index)
+                    lambda cell, restricted, k: tested(self._one(cell, restricted, reference, k)), f, pair,
+                    parts, index)
             entries.append(entry)
             tests += [entry, *entry.get("facets", [])]
         target = str(getattr(reference, "name", None) or "the reference")
-        holm_verdicts(tests, alpha=self.alpha, closeness=self.closeness, target=target)
+        holm_verdicts(tests, alpha=self.alpha, closeness=self.closeness, target=target,
+                      neither="neither the cluster nor the model's other samples")
         closer = [e["verdict"] for e in tests if e["closer"]]
         overall = ("; ".join(closer) if closer else
                    f"no cluster's samples differ from the model's other samples in closeness to {target} "

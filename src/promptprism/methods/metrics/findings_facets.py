@@ -23,7 +23,7 @@ import numpy as np
 
 from ...data.paired import PairedSet
 from ...errors import InputError
-from .findings import FindingQuality, holm_verdicts
+from .findings import NO_SHARED_PROMPT, FindingQuality, holm_verdicts
 from .findings_rank import FindingRanking
 from .judge import FindingPreference, conclude_preferences
 
@@ -88,6 +88,15 @@ def cell_entries(score: Callable[[dict, dict, int], dict], finding: dict, models
     return entries, skipped
 
 
+def tested(entry: dict) -> dict:
+    """A facet value's entry, or an InputError (the value is then listed as skipped, with the reason) where
+    no pair of models shares a prompt with scored samples: such a cell has no test to report."""
+    pvalues = [entry["p_value"]] if "p_value" in entry else [t["p_value"] for t in entry["pairs"]]
+    if all(p is None for p in pvalues):
+        raise InputError(NO_SHARED_PROMPT)
+    return entry
+
+
 @dataclass(frozen=True)
 class FacetQuality(FindingQuality):
     """:class:`.FindingQuality` with, under each finding, the same verdict per facet value (module
@@ -108,16 +117,17 @@ class FacetQuality(FindingQuality):
         index = count(len(findings))
         for entry, finding in zip(record["findings"], findings, strict=True):
             entry["facets"], entry["facets_skipped"] = cell_entries(
-                lambda cell, restricted, i: self._one(cell, restricted, reference, i), finding, models,
-                facets, index)
+                lambda cell, restricted, i: tested(self._one(cell, restricted, reference, i)), finding,
+                models, facets, index)
             tests += entry["facets"]
         target = str(getattr(reference, "name", None) or "the reference")
         holm_verdicts(tests, alpha=self.alpha, closeness=self.closeness, target=target)
         closer = [t["verdict"] for t in tests if t["closer"]]
+        n_tests = sum(t["p_value"] is not None for t in tests)
         record["verdict"] = ("; ".join(closer) if closer else
                              f"no finding or facet value shows one model closer to {target} "
-                             f"({self.closeness}, Holm over {len(tests)} test(s) at alpha = {self.alpha:g})")
-        record["tests"] = len(tests)
+                             f"({self.closeness}, Holm over {n_tests} test(s) at alpha = {self.alpha:g})")
+        record["tests"] = n_tests
         return record
 
 
@@ -138,8 +148,8 @@ class FacetRanking(FindingRanking):
         index, more = count(len(findings) + 1), []
         for entry, finding in zip(entries[:len(findings)], findings, strict=True):
             entry["facets"], entry["facets_skipped"] = cell_entries(
-                lambda cell, restricted, i: self._scored(cell, restricted, reference, i), finding, models,
-                facets, index)
+                lambda cell, restricted, i: tested(self._scored(cell, restricted, reference, i)), finding,
+                models, facets, index)
             more += entry["facets"]
         return self._record(entries, models, reference, more)
 

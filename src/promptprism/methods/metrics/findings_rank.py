@@ -22,7 +22,7 @@ from ...errors import InputError, OptionError
 from ...stats.permutation import stratified_permutation_test
 from ...stats.ranking import ranking
 from ...stats.two_sample import holm
-from .findings import FindingQuality, finding_scores, prompt_bootstrap
+from .findings import FindingQuality, finding_scores, prompt_bootstrap, shared_prompts
 
 #: the id of the entry over every prompt the models and the reference share
 ALL_PROMPTS = "all prompts"
@@ -44,13 +44,7 @@ class FindingRanking(FindingQuality):
         """Each finding's scored entry, then the entry over every prompt shared with the reference."""
         if len(models) < 2:
             raise OptionError(f"models: two or more sets to rank, got {len(models)}", parameter="models")
-        for name, s in {**models, "reference": reference}.items():
-            if getattr(s, "prompts", None) is None:
-                raise InputError(f"{name}: no prompt strings; a finding is a set of prompts")
-        shared = set(reference.prompts).intersection(*(set(s.prompts) for s in models.values()))
-        if not shared:
-            raise InputError("the reference shares no prompt with the models; closeness needs the same "
-                             "prompts")
+        shared = shared_prompts(models, reference)
         every = {"id": ALL_PROMPTS, "prompts": sorted(shared)}
         return [self._scored(f, models, reference, i) for i, f in enumerate([*findings, every])]
 
@@ -58,8 +52,10 @@ class FindingRanking(FindingQuality):
                 more: Sequence[dict] = ()) -> dict[str, Any]:
         """Holm over the pair tests of ``entries`` (the findings', then "all prompts") and of ``more``
         (entries shown under the findings: facet values), every entry ranked, and the record."""
-        tests = [t for e in [*entries, *more] for t in e["pairs"]]
-        for t, p_adj in zip(tests, holm([t["p_value"] for t in tests]), strict=True):
+        tests = [t for e in [*entries, *more] for t in e["pairs"] if t["p_value"] is not None]
+        for t in (t for e in [*entries, *more] for t in e["pairs"]):
+            t["p_adjusted"] = None
+        for t, p_adj in zip(tests, holm([t["p_value"] for t in tests]) if tests else [], strict=True):
             t["p_adjusted"] = p_adj
         target = str(getattr(reference, "name", None) or "the reference")
         for e in [*entries, *more]:
@@ -84,7 +80,9 @@ class FindingRanking(FindingQuality):
         for j, (a, b) in enumerate(combinations(scored, 2)):
             diff, p = stratified_permutation_test(*scored[a], *scored[b], permutations=self.permutations,
                                                   seed=self.seed + 1009 * i + j)
-            pairs.append({"a": a, "b": b, "difference": diff, "p_value": p})
+            untested = bool(np.isnan(p))  # no prompt holds both: nothing to compare, not in Holm's family
+            pairs.append({"a": a, "b": b, "difference": None if untested else diff,
+                          "p_value": None if untested else p})
         ivs = {n: prompt_bootstrap(s, q, replicates=self.bootstrap, level=self.confidence,
                                    seed=self.seed + i).to_dict() for n, (s, q) in scored.items()}
         extra = {k: finding[k] for k in ("model", "modes") if k in finding}
@@ -99,7 +97,7 @@ class FindingRanking(FindingQuality):
         sep = np.zeros((len(names), len(names)), dtype=bool)
         for t in entry["pairs"]:
             i, j = index[t["a"]], index[t["b"]]
-            sep[i, j] = sep[j, i] = t["p_adjusted"] <= self.alpha
+            sep[i, j] = sep[j, i] = t["p_adjusted"] is not None and t["p_adjusted"] <= self.alpha
         means = [entry["models"][n]["mean"] for n in names]
         entry["ranking"] = ranking(names, means, sep, metric=f"{self.closeness} against {target}",
                                    basis=f"the within-prompt permutation test (Holm, alpha = {self.alpha:g})")
