@@ -151,3 +151,24 @@ def test_a_p_value_threshold_on_a_test_that_cannot_reject_is_refused(kind, condi
     made.significance = _tested(10)
     with pytest.raises(OptionError, match="is not a number"):
         evaluate(made, [condition])
+
+
+def _kway_named(names, distances, p_values):
+    return SimpleNamespace(kind="promptsplit_kway", names=names, distances=distances, pair_p_values=p_values,
+                           significance={"alpha": 0.05}, significant_pairs=[])
+
+
+def test_a_baseline_that_listed_the_same_sets_in_another_order_is_matched_pair_by_pair():
+    """'A vs C' now, 'C vs A' in last week's run: with numbers that do not depend on a pair's order
+    (eta = 1) it is the same comparison; where they do (eta != 1), refused with the reason."""
+    now = _kway_named(["A", "B", "C"], [[0, .2, .3], [.2, 0, .1], [.3, .1, 0]],
+                      [[None, .01, .02], [.01, None, .5], [.02, .5, None]])
+    before = _kway_named(["C", "A", "B"], [[0, .3 + 1e-17, .1], [.3, 0, .25], [.1, .25, 0]],
+                         [[None, .02, .5], [.02, None, .01], [.5, .01, None]])
+    checks = {c.row: c for c in evaluate(now, ["change(distance)>0.01"], before)}
+    assert checks["A vs C"].value == pytest.approx(0.0) and not checks["A vs C"].failed
+    assert checks["A vs B"].value == pytest.approx(-0.05) and not checks["A vs B"].failed
+    ordered = _kway_named(["C", "A", "B"], [[0, .3, .1], [.4, 0, .25], [.1, .25, 0]],
+                          [[None, .02, .5], [.02, None, .01], [.5, .01, None]])
+    with pytest.raises(OptionError, match="'C vs A' is that pair in the other order.*eta != 1"):
+        evaluate(now, ["change(distance)>0.01"], ordered)

@@ -174,6 +174,7 @@ def _metric_checks(result: Any, baseline: Any, cond: str, how: str | None, metri
     if how is not None and baseline is None:
         raise OptionError(f"fail_on: {cond!r} compares with a baseline; pass --baseline RESULT")
     base = rows(baseline) if how is not None else {}
+    swapped = _swapped_pairs(baseline) if how is not None else {}
     out = []
     for name, values in table.items():
         if metric not in values:
@@ -181,9 +182,14 @@ def _metric_checks(result: Any, baseline: Any, cond: str, how: str | None, metri
         value = float(values[metric])
         where = f"{name}: " if name else ""
         if how is not None:
+            if name not in base and swapped.get(name) in base:  # the same pair, its sets listed in turn
+                base = {**base, name: base[swapped[name]]}
             if name not in base or metric not in base[name]:
+                ordered = _swapped_pairs(baseline, symmetric_only=False).get(name)
+                why = (f" ({ordered!r} is that pair in the other order, and its numbers depend on the "
+                       "order: eta != 1)" if ordered in base else "")
                 raise OptionError(f"baseline: has no row {name!r} with {metric} to compare with; its rows: "
-                                  f"{', '.join(map(repr, base)) or 'none'}")
+                                  f"{', '.join(map(repr, base)) or 'none'}{why}")
             before = float(base[name][metric])
             _checkable(cond, name, metric, before, "the baseline's ")
             _checkable(cond, name, metric, value)
@@ -194,6 +200,25 @@ def _metric_checks(result: Any, baseline: Any, cond: str, how: str | None, metri
             where += f"{metric} = {value:.6g}"
         out.append(Check(cond, name, value, _OPS[op](value, x), where))
     return out
+
+
+def _swapped_pairs(result: Any, *, symmetric_only: bool = True) -> dict[str, str]:
+    """{'B vs A': 'A vs B'} for the pairs of a K-way result whose numbers do not depend on the order of
+    the pair (distance and p-value the same both ways, to 1e-9, as with eta = 1): a run that listed its
+    inputs in another order is the same comparison."""
+    if getattr(result, "kind", "") != "promptsplit_kway":
+        return {}
+    names, d, p = result.names, result.distances, result.pair_p_values
+    return {f"{names[b]} vs {names[a]}": f"{names[a]} vs {names[b]}"
+            for a in range(len(names)) for b in range(a + 1, len(names))
+            if not symmetric_only or (_same(d[a][b], d[b][a]) and _same(p[a][b], p[b][a]))}
+
+
+def _same(x: float | None, y: float | None) -> bool:
+    """Equal up to the rounding of one float64 sum taken in another order (or both missing)."""
+    if x is None or y is None:
+        return x is None and y is None
+    return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-15)
 
 
 def ratio(value: float, before: float) -> float:
