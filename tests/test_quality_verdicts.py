@@ -137,7 +137,22 @@ def test_on_one_prompt_the_bootstrap_resamples_its_samples():
     scores = np.r_[np.ones(5), np.zeros(35)]
     iv = prompt_bootstrap(scores, np.zeros(40, int), replicates=2000, level=0.95, seed=0)
     assert iv.low < 0.125 < iv.high and 0.02 <= iv.low <= 0.05 and 0.2 <= iv.high <= 0.25
-    assert "samples" in iv.method
+    assert iv.method == "bootstrap over samples within its one prompt (percentile)"
+
+
+def test_on_two_prompts_the_bootstrap_resamples_samples_within_each():
+    """Two prompts, one all hits and one all misses: resampling the prompts gives three values (0, 0.5, 1;
+    the interval [0, 1]), and the same rule as the metrics' (fewer than 3 prompts: no interval over
+    prompts) resamples the samples within each prompt: no spread at all where each prompt is constant, the
+    spread of the sampling noise where it is not."""
+    prompts = np.repeat([0, 1], 20)
+    constant = prompt_bootstrap(np.r_[np.ones(20), np.zeros(20)], prompts, replicates=500, level=0.95, seed=0)
+    assert (constant.low, constant.high) == (0.5, 0.5)
+    assert constant.method == "bootstrap over samples within each of its 2 prompts (percentile)"
+    noisy = np.r_[np.ones(15), np.zeros(5), np.ones(5), np.zeros(15)]
+    iv = prompt_bootstrap(noisy, prompts, replicates=2000, level=0.95, seed=0)
+    se = np.sqrt(0.75 * 0.25 / 20 + 0.25 * 0.75 / 20) / 2  # the mean of the two prompts' rates
+    assert iv.low < 0.5 < iv.high and iv.high - iv.low == pytest.approx(2 * 1.96 * se, rel=0.2)
 
 
 def _correct(seed: int, per_prompt: int = 20) -> PairedSet:

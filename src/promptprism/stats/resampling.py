@@ -27,6 +27,9 @@ import numpy as np
 from .._validation import check_interval, check_memory
 from ..errors import InputError, OptionError
 
+#: the fewest prompts (or rows) an interval resamples: with 2, its replicates take three values at most
+MIN_BOOTSTRAP_CLUSTERS = 3
+
 Bounds = tuple[float | None, float | None]
 
 

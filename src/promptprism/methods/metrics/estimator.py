@@ -22,7 +22,7 @@ from ...errors import InputError
 from ...kernels import KERNELS, resolve_bandwidth
 from ...kernels.bandwidth import BANDWIDTH
 from ...stats.intervals import hold_estimate
-from ...stats.resampling import check_bootstrap_memory
+from ...stats.resampling import MIN_BOOTSTRAP_CLUSTERS, check_bootstrap_memory
 from .alignment import CLIPSCORE_WEIGHT, check_joint_space, clip_scores
 from .breakdown import PromptGroups, prompt_breakdown
 from .calibration import interval_validity
@@ -50,9 +50,6 @@ def _outputs(data: PairedSet | np.ndarray) -> np.ndarray:
 UNDECLARED = ("the prompt and output embeddings are not declared to come from one joint text-image encoder "
               "(CLIP, SigLIP or open_clip embedding both, in promptprism or by 'promptprism embed')")
 
-
-#: the fewest prompts (or rows) a bootstrap interval is drawn from
-MIN_BOOTSTRAP_CLUSTERS = 3
 
 
 def _clusters(labels: np.ndarray | None, rows: int) -> int:

@@ -37,6 +37,7 @@ from ..._params import Interval as Between
 from ...errors import InputError, OptionError
 from ...stats.intervals import Interval, format_p
 from ...stats.permutation import stratified_mean, stratified_permutation_test, stratum_weights
+from ...stats.resampling import MIN_BOOTSTRAP_CLUSTERS
 from ...stats.two_sample import holm
 from .prdc import neighbour_indicators
 
@@ -89,26 +90,32 @@ def exact_scores(outputs: Sequence[object], prompts: Sequence[str], reference_ou
 
 def prompt_bootstrap(scores: np.ndarray, strata: np.ndarray, *, replicates: int, level: float, seed: int,
                      weights: dict | None = None) -> Interval:
-    """A percentile interval of the mean score, prompts resampled with their samples; on one prompt (where
-    resampling prompts cannot vary), its samples resampled. ``weights`` ({prompt: w}, the prompts two
-    models share: :func:`.stats.permutation.stratum_weights`): the interval of the weighted mean of the
-    per-prompt means over those prompts (:func:`.stats.permutation.stratified_mean`) instead."""
+    """A percentile interval of the mean score, prompts resampled with their samples; on fewer than
+    :data:`.stats.resampling.MIN_BOOTSTRAP_CLUSTERS` prompts (where resampling prompts hardly varies: two
+    give three values), the samples resampled within each prompt instead. ``weights`` ({prompt: w}, the
+    prompts two models share: :func:`.stats.permutation.stratum_weights`): the interval of the weighted mean
+    of the per-prompt means over those prompts (:func:`.stats.permutation.stratified_mean`)."""
     scores, strata = np.asarray(scores, dtype=np.float64), np.asarray(strata)
     if weights is not None:
         keep = np.isin(strata, list(weights))
         scores, strata = scores[keep], strata[keep]
     keys, inverse = np.unique(strata, return_inverse=True)
-    what = "prompts"
-    if keys.size < 2:
-        keys, inverse, what = np.arange(np.size(scores)), np.arange(np.size(scores)), "samples (one prompt)"
-    sums = np.bincount(inverse, weights=scores, minlength=keys.size)
     counts = np.bincount(inverse, minlength=keys.size).astype(np.float64)
-    if weights is not None and what == "prompts":  # each prompt's mean, at its weight
-        w = np.array([weights[k] for k in keys.tolist()], dtype=np.float64)
-        sums, counts = w * sums / counts, w
+    w = (np.array([weights[k] for k in keys.tolist()], dtype=np.float64) if weights is not None
+         else counts)  # (a prompt's mean at its sample count: the plain mean)
     rng = np.random.default_rng(seed)
-    draws = rng.integers(0, keys.size, size=(replicates, keys.size))
-    means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    if keys.size < MIN_BOOTSTRAP_CLUSTERS:
+        means = np.zeros(replicates)
+        for s in range(keys.size):
+            values = scores[inverse == s]
+            means += w[s] * values[rng.integers(0, values.size, size=(replicates, values.size))].mean(axis=1)
+        means /= w.sum()
+        what = f"samples within {'its one prompt' if keys.size == 1 else f'each of its {keys.size} prompts'}"
+    else:
+        prompt_means = np.bincount(inverse, weights=scores, minlength=keys.size) / counts
+        draws = rng.integers(0, keys.size, size=(replicates, keys.size))
+        means = (w * prompt_means)[draws].sum(axis=1) / w[draws].sum(axis=1)
+        what = "prompts"
     lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
     return Interval(float(lo), float(hi), level, f"bootstrap over {what} (percentile)")
 
