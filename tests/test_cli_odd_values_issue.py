@@ -172,6 +172,24 @@ def test_kid_scale_bound_by_hand():
         check_kid_scale(np.zeros((3, d)), np.full((3, d), 1e30), degree=3, gamma=1 / d, coef=1.0)
 
 
+def test_kid_refuses_values_too_small_to_move_its_kernel_and_the_command_says_so(tmp_path):
+    """Embeddings scaled by 1e-30: (<a, b>/d + 1)^3 rounds to 1 in float64 and KID read "0 [0, 0]" (as if
+    identical to the reference), exit 0. Below KID_MIN_LOG_INNER the command stops in one line; just above
+    it, KID still moves with the sets."""
+    from promptprism.errors import InputError
+    from promptprism.methods.metrics.kid import KID_MIN_LOG_INNER, check_kid_scale
+
+    d = 4
+    edge = 10 ** (KID_MIN_LOG_INNER / 2)  # gamma d edge^2 = 10^KID_MIN_LOG_INNER
+    check_kid_scale(np.full((3, d), edge * 1.01), np.ones((3, d)) * edge, degree=3, gamma=1 / d, coef=1.0)
+    with pytest.raises(InputError, match="the kernel rounds to a constant"):
+        check_kid_scale(np.full((3, d), edge * 0.99), np.full((3, d), edge * 0.5), degree=3, gamma=1 / d,
+                        coef=1.0)
+    code, err, _ = _metrics(tmp_path, _npz(tmp_path / "b.npz", seed=1, scale=1e-30),
+                            _npz(tmp_path / "r2.npz", seed=2, scale=1e-30))
+    assert code == 2 and err.count("\n") == 1 and "rounds to a constant" in err, err
+
+
 @pytest.mark.parametrize("command", ["metrics", "diversity", "regions"])
 def test_a_bootstrap_too_large_for_memory_is_refused_up_front(tmp_path, command):
     """--bootstrap 1e9 failed with 'not enough memory ... 74.5 GiB' after starting; now refused before any

@@ -27,17 +27,27 @@ Gram = Callable[[np.ndarray, np.ndarray | None], np.ndarray]
 #: the largest value KID's polynomial kernel may reach: the squares of its values, summed over a subset's
 #: pairs for the interval, stay finite in float64 (and the U-statistic keeps a meaningful precision)
 KID_MAX_KERNEL = 1e100
+#: the smallest log10 of gamma |<a, b>| (bounded by gamma d max|a| max|b|) beside the kernel's constant that
+#: KID accepts: below it a kernel value keeps under 4 of float64's 16 digits of what the inner product adds
+KID_MIN_LOG_INNER = -12.0
 
 
 def check_kid_scale(x: Any, y: Any, *, degree: int, gamma: float, coef: float) -> None:
-    """Refuse embeddings whose scale takes (gamma <a, b> + coef)^degree beyond :data:`KID_MAX_KERNEL`, bounded
-    by |<a, b>| <= d max|a| max|b| over every pair the estimate reads (a set with itself too: the larger of
-    the two sets' scales, squared; in logarithms: the values may be near float64's own limits)."""
+    """Refuse embeddings whose scale takes (gamma <a, b> + coef)^degree beyond :data:`KID_MAX_KERNEL`, or
+    keeps gamma <a, b> so small beside ``coef`` that the kernel rounds to a constant
+    (:data:`KID_MIN_LOG_INNER`), bounded by |<a, b>| <= d max|a| max|b| over every pair the estimate reads
+    (a set with itself too: the larger of the two sets' scales, squared; in logarithms: the values may be
+    near float64's own limits)."""
     amax = [0.0 if v.size == 0 else max(abs(float(np.max(v))), abs(float(np.min(v)))) for v in
             (np.asarray(x), np.asarray(y))]  # in the features' own dtype: max and min are exact, no copy
     if max(amax) == 0.0:
         return
     log_inner = np.log10(gamma * x.shape[1]) + 2.0 * np.log10(max(amax))
+    if coef and log_inner - np.log10(abs(coef)) < KID_MIN_LOG_INNER:
+        raise InputError(f"KID: output values at most {max(amax):.3g} keep gamma <a, b> below "
+                         f"1e{log_inner:.0f} beside the kernel's constant {coef:g}: in float64 the kernel "
+                         "rounds to a constant and KID reads 0 whatever the sets; rescale the embeddings "
+                         "(KID is not scale-invariant; e.g. L2-normalise them)")
     log_bound = degree * max(log_inner, np.log10(abs(coef))) + degree * np.log10(2.0)
     if log_bound > np.log10(KID_MAX_KERNEL):
         raise InputError(f"KID: output values up to {max(amax):.3g} take its polynomial kernel "
