@@ -239,3 +239,38 @@ def test_real_data_on_other_prompts_is_refused_and_a_thin_reference_is_noted():
         estimator.fit(finding, models, paired([p.upper() for p in prompts]))
     entry = estimator.fit(finding, models, paired(["prompt 0"] * 2 + prompts[8:]))["findings"][0]
     assert entry["note"].startswith("the reference has 2 sample(s) on these prompts, 5 or fewer"), entry
+
+
+def test_k_models_are_ranked_by_the_within_prompt_means_their_pair_tests_compare():
+    """Three models; A is closer than B on both prompts but has most samples on the harder one (pooled: A
+    reads lower). The ranking's means are the weighted within-prompt means over the prompts every model
+    holds, so A ranks above B, and each pair's difference is the difference of those means."""
+    from promptprism.methods.metrics import FindingRanking
+
+    rng = np.random.default_rng(0)
+
+    def block(centre, n, hits, prompt):
+        inside = centre + rng.normal(size=(hits, 4)) * 0.3
+        return np.vstack([inside, centre + 6 + rng.normal(size=(n - hits, 4)) * 0.3]), [prompt] * n
+
+    def paired(parts):
+        outputs = np.vstack([o for o, _ in parts])
+        prompts = sum((p for _, p in parts), [])
+        return PairedSet(np.array([[1.0, 0.0] if p == "X" else [0.0, 1.0] for p in prompts]), outputs,
+                         prompts=prompts)
+
+    x, y = np.zeros(4), np.full(4, 20.0)
+    real = paired([block(x, 40, 40, "X"), block(y, 40, 40, "Y")])
+    models = {"A": paired([block(x, 15, 15, "X"), block(y, 85, 17, "Y")]),   # 1.0 and 0.2
+              "B": paired([block(x, 85, 65, "X"), block(y, 15, 0, "Y")]),    # ~0.76 and 0.0
+              "C": paired([block(x, 50, 25, "X"), block(y, 50, 5, "Y")])}    # 0.5 and 0.1
+    assert np.mean([1.0] * 15 + [0.2] * 85) < np.mean([0.76] * 85 + [0.0] * 15)  # pooled: A below B
+    entry = FindingRanking(permutations=999, bootstrap=100).fit(
+        [{"id": "f", "prompts": ["X", "Y"]}], models, real)["findings"][0]
+    means = {n: entry["models"][n]["mean"] for n in models}
+    pooled = {n: entry["models"][n]["pooled_mean"] for n in models}
+    assert means["A"] > means["B"] and pooled["A"] < pooled["B"]
+    for t in entry["pairs"]:
+        assert t["difference"] == pytest.approx(means[t["a"]] - means[t["b"]])
+    ranks = {r["name"]: r["rank"] for r in entry["ranking"]["rows"]}
+    assert ranks["A"] == 1 and ranks["B"] > 1, entry["ranking"]

@@ -54,14 +54,17 @@ def min_p_aggregate(stats: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
 __all__ = ["adjust_pvalues", "can_reject", "labelling_pvalues", "labelling_statistic", "min_p_aggregate"]
 
 
-def stratum_weights(strata_a: np.ndarray, strata_b: np.ndarray) -> dict:
-    """{stratum: n_a n_b / (n_a + n_b)} over the strata both samples hold (the Cochran-Mantel-Haenszel
-    weights of a difference of means: a stratum's weight is the inverse variance of its difference)."""
-    ka, ca = np.unique(np.asarray(strata_a), return_counts=True)
-    kb, cb = np.unique(np.asarray(strata_b), return_counts=True)
-    count_b = dict(zip(kb.tolist(), cb.tolist(), strict=True))
-    return {k: na * count_b[k] / (na + count_b[k]) for k, na in zip(ka.tolist(), ca.tolist(), strict=True)
-            if k in count_b}
+def stratum_weights(*strata: np.ndarray) -> dict:
+    """{stratum: 1 / sum_k 1 / n_k} over the strata every one of the samples holds (n_k: the k-th sample's
+    count there). Two samples: n_a n_b / (n_a + n_b), the Cochran-Mantel-Haenszel weights of a difference
+    of means (a stratum's weight is the inverse variance of its difference); K samples: one weighting for
+    every pair, so that the differences of their :func:`stratified_mean` are the pairs' statistics."""
+    counts = []
+    for labels in strata:
+        keys, n = np.unique(np.asarray(labels), return_counts=True)
+        counts.append(dict(zip(keys.tolist(), n.tolist(), strict=True)))
+    shared = set(counts[0]).intersection(*counts[1:]) if counts else set()
+    return {k: 1.0 / sum(1.0 / c[k] for c in counts) for k in sorted(shared, key=str)}
 
 
 def stratified_mean(scores: np.ndarray, strata: np.ndarray, weights: dict) -> float:
@@ -75,10 +78,11 @@ def stratified_mean(scores: np.ndarray, strata: np.ndarray, weights: dict) -> fl
 
 
 def stratified_permutation_test(a: np.ndarray, strata_a: np.ndarray, b: np.ndarray, strata_b: np.ndarray,
-                                *, permutations: int, seed: int, block: int = 1 << 21
-                                ) -> tuple[float, float]:
+                                *, permutations: int, seed: int, weights: dict | None = None,
+                                block: int = 1 << 21) -> tuple[float, float]:
     """(difference, two-sided add-one p-value): the stratified difference of means,
-    sum_s w_s (mean_a,s - mean_b,s) / sum_s w_s over the strata both hold (:func:`stratum_weights`), tested
+    sum_s w_s (mean_a,s - mean_b,s) / sum_s w_s over the strata both hold (``weights``, default
+    :func:`stratum_weights` of the two; given, e.g. those of K samples, its strata both must hold), tested
     by exchanging the labels a/b within each stratum. Strata of one side only say nothing about the
     difference and are left out; with none shared, (NaN, NaN). Pooling the samples instead would compare the
     strata's mix (a model closer on every stratum can read farther: Simpson's paradox).
@@ -89,7 +93,7 @@ def stratified_permutation_test(a: np.ndarray, strata_a: np.ndarray, b: np.ndarr
     """
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     strata_a, strata_b = np.asarray(strata_a), np.asarray(strata_b)
-    weights = stratum_weights(strata_a, strata_b)
+    weights = stratum_weights(strata_a, strata_b) if weights is None else weights
     if not weights:
         return float("nan"), float("nan")
     total_w = sum(weights.values())

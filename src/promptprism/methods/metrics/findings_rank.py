@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError, OptionError
-from ...stats.permutation import stratified_permutation_test
+from ...stats.permutation import stratified_permutation_test, stratum_weights
 from ...stats.ranking import ranking
 from ...stats.two_sample import holm
-from .findings import FindingQuality, finding_scores, prompt_bootstrap, shared_prompts
+from .findings import FindingQuality, finding_scores, model_closeness, shared_prompts
 
 #: the id of the entry over every prompt the models and the reference share
 ALL_PROMPTS = "all prompts"
@@ -76,20 +76,21 @@ class FindingRanking(FindingQuality):
         if empty:
             raise InputError(f"finding {finding['id']}: no scored samples of {empty[0]} on its prompts (gold "
                              "needs reference outputs of the same prompts)")
+        # one weighting of the prompts every model holds: the means' differences are the pairs' statistics
+        common = stratum_weights(*(q for _, q in scored.values())) or None
         pairs = []
         for j, (a, b) in enumerate(combinations(scored, 2)):
             diff, p = stratified_permutation_test(*scored[a], *scored[b], permutations=self.permutations,
-                                                  seed=self.seed + 1009 * i + j)
+                                                  seed=self.seed + 1009 * i + j, weights=common)
             untested = bool(np.isnan(p))  # no prompt holds both: nothing to compare, not in Holm's family
             pairs.append({"a": a, "b": b, "difference": None if untested else diff,
                           "p_value": None if untested else p})
-        ivs = {n: prompt_bootstrap(s, q, replicates=self.bootstrap, level=self.confidence,
-                                   seed=self.seed + i).to_dict() for n, (s, q) in scored.items()}
+        models_ = {n: model_closeness(s, q, common or {}, replicates=self.bootstrap, level=self.confidence,
+                                      seed=self.seed + i) for n, (s, q) in scored.items()}
         extra = {k: finding[k] for k in ("model", "modes") if k in finding}
         return {"id": finding["id"], **extra, "prompts": len(set(finding["prompts"])),
                 "example_prompts": list(finding["prompts"])[:3],
-                "models": {n: {"mean": float(s.mean()), "n": int(s.size), "interval": ivs[n]}
-                           for n, (s, _) in scored.items()},
+                "shared_prompts": len(common or {}), "models": models_,
                 "pairs": pairs, "note": note, **self._metrics(finding, models, reference, i)}
 
     def _rank(self, entry: dict, names: list[str], target: str) -> None:
