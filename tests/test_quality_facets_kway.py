@@ -157,3 +157,28 @@ def test_same_quality_k_models_get_no_verdict_on_any_finding_or_facet_value_over
         assert record["tests"] == len(tests) == 12
         hits += any(t["p_adjusted"] <= alpha for t in tests)
     assert hits / runs <= alpha + 2 * np.sqrt(alpha * (1 - alpha) / runs), hits
+
+
+def test_the_cards_show_an_untested_pair_and_finding_without_failing():
+    """A pair with no prompt both models hold is not tested (p None): the facet panel leaves it out of the
+    separated pairs and a two-model finding without a test reads "not tested", not "neither"."""
+    from promptprism.report.descriptions import facet_verdicts, quality_block
+
+    rows = [{"name": n, "rank": 1, "not_separated_from": [m for m in "AB" if m != n]} for n in "AB"]
+    ranking = {"rows": rows, "words": "A and B share rank 1"}
+    models = {n: {"mean": 0.5, "n": 9, "interval": {"low": 0.4, "high": 0.6}} for n in "AB"}
+    untested = {"a": "A", "b": "B", "difference": None, "p_value": None, "p_adjusted": None}
+    cell = {"facet": "checkpoint", "value": "old", "models": models, "ranking": ranking, "pairs": [untested]}
+    entry = {"id": "f", "prompts": 2, "models": models, "ranking": ranking, "pairs": [untested],
+             "facets": [cell]}
+
+    class Result:
+        quality = {"closeness": "precision", "alpha": 0.05, "findings": [entry]}
+
+    assert facet_verdicts(Result()) == {("checkpoint", "old"): ["f: closer no model separated"]}
+    two = {"id": "g", "prompts": 2, "models": models, "p_value": None, "p_adjusted": None, "closer": None}
+
+    class Two:
+        quality = {"closeness": "precision", "findings": [two]}
+
+    assert "Closer to real data: not tested" in str(quality_block(Two(), "g"))

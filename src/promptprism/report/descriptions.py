@@ -136,7 +136,8 @@ def _cell_words(cell: dict, judged: bool, alpha: float) -> str:
     if "ranking" in cell:
         tests = (cell.get("comparisons") if judged else cell.get("pairs")) or []
         parted = [t["p_adjusted"] for t in tests
-                  if (t.get("preferred") is not None if judged else t["p_adjusted"] <= alpha)]
+                  if (t.get("preferred") is not None if judged
+                      else t["p_adjusted"] is not None and t["p_adjusted"] <= alpha)]
         head = f"{'judge' if judged else 'closer'} {_order(cell['ranking'])}"
         return f"{head} (p ≤ {fnum(max(parted), '.2g')})" if parted else head
     if judged:
@@ -163,7 +164,9 @@ def _closeness_line(quality: dict, entry: dict) -> Any:
         head = el("strong", "Closer to real data: " + _order(entry["ranking"]))
         return p(head, f" — {quality.get('closeness')} on the {entry['prompts']} prompts: "
                        f"{'; '.join(parts)}. {entry['ranking']['words']}.", cls="small")
-    head = el("strong", "Closer to real data: " + (entry.get("closer") or "neither"))
+    untested = entry.get("p_adjusted") is None  # (no prompt holds both models' scored samples)
+    head = el("strong", "Closer to real data: " + (entry.get("closer") or ("not tested" if untested
+                                                                         else "neither")))
     return p(head, f" — {quality.get('closeness')} on the {entry['prompts']} prompts that carry it: "
                    f"{'; '.join(parts)}; p = {fnum(entry['p_adjusted'], '.2g')} (within-prompt permutation "
                    "test, Holm over the findings).", cls="small")
