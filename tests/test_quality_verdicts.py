@@ -241,10 +241,11 @@ def test_real_data_on_other_prompts_is_refused_and_a_thin_reference_is_noted():
     assert entry["note"].startswith("the reference has 2 sample(s) on these prompts, 5 or fewer"), entry
 
 
-def test_k_models_are_ranked_by_the_within_prompt_means_their_pair_tests_compare():
+def test_k_models_are_ranked_by_their_pair_tests_and_a_third_model_changes_no_pair():
     """Three models; A is closer than B on both prompts but has most samples on the harder one (pooled: A
-    reads lower). The ranking's means are the weighted within-prompt means over the prompts every model
-    holds, so A ranks above B, and each pair's difference is the difference of those means."""
+    reads lower). The means shown are within-prompt means over the prompts every model holds, and A ranks
+    above B; each pair is tested on the prompts it holds, so A vs B is the same test with C or without it;
+    and no separated pair is ranked against its own difference (C lacks prompt Y in the last fit)."""
     from promptprism.methods.metrics import FindingRanking
 
     rng = np.random.default_rng(0)
@@ -270,7 +271,18 @@ def test_k_models_are_ranked_by_the_within_prompt_means_their_pair_tests_compare
     means = {n: entry["models"][n]["mean"] for n in models}
     pooled = {n: entry["models"][n]["pooled_mean"] for n in models}
     assert means["A"] > means["B"] and pooled["A"] < pooled["B"]
-    for t in entry["pairs"]:
-        assert t["difference"] == pytest.approx(means[t["a"]] - means[t["b"]])
     ranks = {r["name"]: r["rank"] for r in entry["ranking"]["rows"]}
     assert ranks["A"] == 1 and ranks["B"] > 1, entry["ranking"]
+    ab = next(t for t in entry["pairs"] if (t["a"], t["b"]) == ("A", "B"))
+    two = FindingRanking(permutations=999, bootstrap=100).fit(
+        [{"id": "f", "prompts": ["X", "Y"]}], {"A": models["A"], "B": models["B"]}, real)["findings"][0]
+    assert two["pairs"][0]["difference"] == ab["difference"] and two["pairs"][0]["p_value"] == ab["p_value"]
+    models["C"] = paired([block(x, 50, 25, "X")])  # C holds X only: no prompt common to every model but X
+    entry = FindingRanking(permutations=999, bootstrap=100).fit(
+        [{"id": "f", "prompts": ["X", "Y"]}], models, real)["findings"][0]
+    ranks = {r["name"]: r["rank"] for r in entry["ranking"]["rows"]}
+    for t in entry["pairs"]:
+        if t["p_adjusted"] is not None and t["p_adjusted"] <= 0.05:
+            ahead, behind = (t["a"], t["b"]) if t["difference"] > 0 else (t["b"], t["a"])
+            assert ranks[ahead] < ranks[behind], (t, ranks)
+    assert "every model holds" in entry["note"]

@@ -19,18 +19,23 @@ def intervals_separated(lows: Sequence[float], highs: Sequence[float]) -> np.nda
     return (lo[:, None] > hi[None, :]) | (lo[None, :] > hi[:, None])
 
 
-def tied_ranks(values: Sequence[float], separated: np.ndarray, *, higher_is_better: bool = True) -> list[int]:
-    """rank(k) = 1 + #{j better than k with (j, k) separated}: ties wherever nothing separates."""
+def tied_ranks(values: Sequence[float], separated: np.ndarray, *, higher_is_better: bool = True,
+               ahead: np.ndarray | None = None) -> list[int]:
+    """rank(k) = 1 + #{j better than k with (j, k) separated}: ties wherever nothing separates. ``ahead``
+    (K x K booleans, j ahead of k): which of a pair is better, where the pair's own test compared them on
+    other data than the values (e.g. on the prompts that pair holds); default, the larger value."""
     v = np.asarray(values, float) * (1.0 if higher_is_better else -1.0)
     sep = np.asarray(separated, bool)
-    return [1 + int(np.sum((v > v[k]) & sep[:, k])) for k in range(v.size)]
+    better = v[:, None] > v[None, :] if ahead is None else np.asarray(ahead, bool)
+    return [1 + int(np.sum(better[:, k] & sep[:, k])) for k in range(v.size)]
 
 
 def ranking(names: Sequence[str], values: Sequence[float], separated: np.ndarray, *, metric: str,
-            basis: str, higher_is_better: bool = True) -> dict:
+            basis: str, higher_is_better: bool = True, ahead: np.ndarray | None = None) -> dict:
     """{'metric', 'basis', 'order', 'rows', 'words'}: per model its value, rank and the models it is not
-    separated from; ``words`` says the ranking and its ties in one sentence."""
-    ranks = tied_ranks(values, separated, higher_is_better=higher_is_better)
+    separated from; ``words`` says the ranking and its ties in one sentence (``ahead``: as
+    :func:`tied_ranks`)."""
+    ranks = tied_ranks(values, separated, higher_is_better=higher_is_better, ahead=ahead)
     sep = np.asarray(separated, bool)
     sign = 1.0 if higher_is_better else -1.0
     order = sorted(range(len(names)), key=lambda k: (ranks[k], -sign * float(values[k])))

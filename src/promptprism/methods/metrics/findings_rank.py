@@ -2,11 +2,14 @@
 closeness, the within-prompt test of every pair, and a ranking whose ties are honest.
 
 The closeness scores, the stratified permutation test and the bootstrap over prompts are
-:class:`.findings.FindingQuality`'s. For each finding and each pair of models (a, b) the test of
-mean(a) - mean(b) runs with seed ``seed + 1009 i + j`` (finding i, pair j); Holm runs over every pair test of
-every finding (the "all prompts" entry included). The ranking is :func:`~promptprism.stats.ranking.ranking`:
-rank(k) = 1 + #{models closer than k and separated from k by a Holm-adjusted test at alpha}, so models the
-tests do not separate share a rank.
+:class:`.findings.FindingQuality`'s. For each finding and each pair of models (a, b) the within-prompt test
+(:func:`.stats.permutation.stratified_permutation_test`, on the prompts the pair holds) runs with seed
+``seed + 1009 i + j`` (finding i, pair j); Holm runs over every pair test of every finding (the "all prompts"
+entry included). Each model's mean weighs the prompts every model holds alike
+(:func:`.stats.permutation.stratum_weights` of all K). The ranking is
+:func:`~promptprism.stats.ranking.ranking`: rank(k) = 1 + #{models ahead of k by their pair's own difference
+and separated from k by a Holm-adjusted test at alpha}, so models the tests do not separate share a rank
+and no separated pair is ranked against its test.
 """
 
 from __future__ import annotations
@@ -76,32 +79,44 @@ class FindingRanking(FindingQuality):
         if empty:
             raise InputError(f"finding {finding['id']}: no scored samples of {empty[0]} on its prompts (gold "
                              "needs reference outputs of the same prompts)")
-        # one weighting of the prompts every model holds: the means' differences are the pairs' statistics
-        common = stratum_weights(*(q for _, q in scored.values())) or None
+        # each pair tested on the prompts it holds (its own weights: a third model changes nothing); the
+        # means shown weigh the prompts every model holds alike, and the ranking takes each separated pair's
+        # direction from its own difference
+        common = stratum_weights(*(q for _, q in scored.values()))
         pairs = []
         for j, (a, b) in enumerate(combinations(scored, 2)):
             diff, p = stratified_permutation_test(*scored[a], *scored[b], permutations=self.permutations,
-                                                  seed=self.seed + 1009 * i + j, weights=common)
+                                                  seed=self.seed + 1009 * i + j)
             untested = bool(np.isnan(p))  # no prompt holds both: nothing to compare, not in Holm's family
             pairs.append({"a": a, "b": b, "difference": None if untested else diff,
                           "p_value": None if untested else p})
-        models_ = {n: model_closeness(s, q, common or {}, replicates=self.bootstrap, level=self.confidence,
+        models_ = {n: model_closeness(s, q, common, replicates=self.bootstrap, level=self.confidence,
                                       seed=self.seed + i) for n, (s, q) in scored.items()}
+        held = len(set(finding["prompts"]))
+        if len(common) < held:
+            note = "; ".join(x for x in (note, (
+                f"the means are over the {len(common)} of its {held} prompts every model holds"
+                if common else "no prompt is held by every model: the means are over different prompts")
+                + "; each pair is tested on the prompts it holds, and the ranking follows those tests") if x)
         extra = {k: finding[k] for k in ("model", "modes") if k in finding}
         return {"id": finding["id"], **extra, "prompts": len(set(finding["prompts"])),
                 "example_prompts": list(finding["prompts"])[:3],
-                "shared_prompts": len(common or {}), "models": models_,
+                "shared_prompts": len(common), "models": models_,
                 "pairs": pairs, "note": note, **self._metrics(finding, models, reference, i)}
 
     def _rank(self, entry: dict, names: list[str], target: str) -> None:
         index = {n: k for k, n in enumerate(names)}
         sep = np.zeros((len(names), len(names)), dtype=bool)
+        ahead = np.zeros_like(sep)
         for t in entry["pairs"]:
             i, j = index[t["a"]], index[t["b"]]
             sep[i, j] = sep[j, i] = t["p_adjusted"] is not None and t["p_adjusted"] <= self.alpha
+            if t["difference"] is not None:
+                ahead[i, j], ahead[j, i] = t["difference"] > 0, t["difference"] < 0
         means = [entry["models"][n]["mean"] for n in names]
         entry["ranking"] = ranking(names, means, sep, metric=f"{self.closeness} against {target}",
-                                   basis=f"the within-prompt permutation test (Holm, alpha = {self.alpha:g})")
+                                   basis=f"the within-prompt permutation test (Holm, alpha = {self.alpha:g})",
+                                   ahead=ahead)
         top = [r for r in entry["ranking"]["rows"] if r["rank"] == 1]
         entry["closer"] = top[0]["name"] if len(top) == 1 and not top[0]["not_separated_from"] else None
         where = (f"on all {entry['prompts']} prompts" if entry["id"] == ALL_PROMPTS
