@@ -286,3 +286,16 @@ def test_k_models_are_ranked_by_their_pair_tests_and_a_third_model_changes_no_pa
             ahead, behind = (t["a"], t["b"]) if t["difference"] > 0 else (t["b"], t["a"])
             assert ranks[ahead] < ranks[behind], (t, ranks)
     assert "every model holds" in entry["note"]
+
+
+def test_the_within_prompt_test_refuses_what_would_read_as_most_significant():
+    """A NaN score, or a given weighting with a prompt one side lacks, made the statistic NaN, no null value
+    reached it and p read 1 / (K + 1): the smallest p possible. Refused, naming the row or the stratum."""
+    from promptprism.errors import InputError, OptionError
+
+    with pytest.raises(InputError, match="a: score nan at row 1"):
+        stratified_permutation_test(np.array([0.0, np.nan]), np.zeros(2), np.ones(2), np.zeros(2),
+                                    permutations=99, seed=0)
+    with pytest.raises(OptionError, match="weights: stratum 1"):
+        stratified_permutation_test(np.array([0.0, 1.0]), np.zeros(2), np.array([0.0, 1.0, 1.0]),
+                                    np.array([0, 1, 1]), permutations=99, seed=0, weights={0: 1.0, 1: 1.0})

@@ -52,9 +52,15 @@ def blas_limits(threads: int) -> Any:
     return _blas_controller().limit(limits=threads)
 
 
+def blas_thread_counts() -> list[int]:
+    """Each BLAS library's thread setting now (empty where threadpoolctl knows none, e.g. Apple's
+    Accelerate)."""
+    return [lib.num_threads for lib in _blas_controller().lib_controllers]
+
+
 def blas_thread_count() -> int:
     """The BLAS libraries' thread setting now (the smallest over the libraries; 1 when none is loaded)."""
-    return min([lib.num_threads for lib in _blas_controller().lib_controllers] or [1])
+    return min(blas_thread_counts() or [1])
 
 
 def map_in_threads(fn: Any, items: list, workers: int | None = None) -> list:

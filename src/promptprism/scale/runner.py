@@ -90,10 +90,10 @@ def usable_cores() -> int:
     """The CPU cores this process may run on (:func:`.threads.usable_cpus`: its affinity mask, capped by a
     cgroup CPU quota), and no more than the BLAS is allowed to use (a user who set ``OPENBLAS_NUM_THREADS=1``,
     a ``threadpool_limits`` block or a command's thread budget asked for fewer)."""
-    from ..array_ops import blas_thread_count
+    from ..array_ops import blas_thread_counts
     from .threads import usable_cpus
 
-    return max(1, min(usable_cpus(), blas_thread_count()))
+    return max(1, min([usable_cpus(), *blas_thread_counts()]))  # (no BLAS threadpoolctl knows: the CPUs)
 
 
 class LocalRunner:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError, OptionError
+
 
 def can_reject(permutations: int, alpha: float) -> bool:
     """Whether a permutation test of ``permutations`` relabellings can reject at ``alpha``: its smallest
@@ -49,9 +51,6 @@ def min_p_aggregate(stats: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     min_p = p.min(axis=0)
     p_agg = float(adjust_pvalues(min_p[:1], min_p[1:])[0])
     return p_agg, p[:, 0], min_p[1:]
-
-
-__all__ = ["adjust_pvalues", "can_reject", "labelling_pvalues", "labelling_statistic", "min_p_aggregate"]
 
 
 def stratum_weights(*strata: np.ndarray) -> dict:
@@ -93,7 +92,19 @@ def stratified_permutation_test(a: np.ndarray, strata_a: np.ndarray, b: np.ndarr
     """
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     strata_a, strata_b = np.asarray(strata_a), np.asarray(strata_b)
-    weights = stratum_weights(strata_a, strata_b) if weights is None else weights
+    for side, scores in (("a", a), ("b", b)):
+        bad = np.flatnonzero(~np.isfinite(scores))
+        if bad.size:
+            raise InputError(f"{side}: score {scores[bad[0]]} at row {bad[0]}; the test needs finite scores")
+    held = stratum_weights(strata_a, strata_b)
+    if weights is None:
+        weights = held
+    else:
+        wrong = next((k for k, w in weights.items() if k not in held or not np.isfinite(w) or w <= 0), None)
+        if wrong is not None:
+            raise OptionError(f"weights: stratum {wrong!r} has weight {weights[wrong]!r}; every stratum "
+                              "must be held by both samples and weigh a finite number > 0",
+                              parameter="weights")
     if not weights:
         return float("nan"), float("nan")
     total_w = sum(weights.values())
@@ -111,3 +122,7 @@ def stratified_permutation_test(a: np.ndarray, strata_a: np.ndarray, b: np.ndarr
             null[lo:lo + keys.shape[0]] += scale * (sum_a / na - (total - sum_a) / nb)
     hits = int(np.count_nonzero(np.abs(null) >= abs(observed) - 1e-12))
     return float(observed), (1 + hits) / (1 + permutations)
+
+
+__all__ = ["adjust_pvalues", "can_reject", "labelling_pvalues", "labelling_statistic", "min_p_aggregate",
+           "stratified_mean", "stratified_permutation_test", "stratum_weights"]
