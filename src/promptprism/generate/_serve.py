@@ -98,8 +98,9 @@ def logprobs_handler(base, server):
     return Handler
 
 
-def patch_server(srv) -> None:
-    """Apply the fixes above to cyllama's server module ``srv``."""
+def patch_server(srv, threads: int | None = None) -> None:
+    """Apply the fixes above to cyllama's server module ``srv``; ``threads``: each slot's context runs the
+    model on that many CPU threads from its creation (llama.cpp's default is 4, whatever the machine)."""
     from cyllama.llama.llama_cpp import LlamaModel
 
     class VocabModel(LlamaModel):
@@ -120,10 +121,26 @@ def patch_server(srv) -> None:
             self.generation_lock = threading.Lock()
         return logprobs_handler(create(self), self)
 
+    if threads is not None:
+        make_slot = srv.ServerSlot.__init__
+
+        def threaded_slot(self, *args, **kwargs):
+            make_slot(self, *args, **kwargs)
+            self.context.set_n_threads(threads, threads)
+
+        srv.ServerSlot.__init__ = threaded_slot
     srv.LlamaModel = VocabModel
     srv.ServerSlot.process_and_generate = fresh_generate
     srv.PythonServer._messages_to_prompt = lambda self, messages: chatml(messages)
     srv.PythonServer._create_request_handler = create_handler
+
+
+def _positive(text: str) -> int:
+    """A whole number >= 1 (argparse's type for --threads)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8080)
     ap.add_argument("--ctx-size", type=int, default=2048)
-    ap.add_argument("--threads", type=int, default=None,
+    ap.add_argument("--threads", type=_positive, default=None,
                     help="CPU threads of the model (default: the thread budget, scale.threads)")
     ap.add_argument("--exit-with-parent", action="store_true", help="stop when the starting process dies")
     args = ap.parse_args(argv)
@@ -141,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ..scale.threads import budget_threads
 
-    patch_server(srv)
+    patch_server(srv, threads=args.threads or budget_threads())  # (before the server answers anything)
     config = srv.ServerConfig(model_path=args.model, host=args.host, port=args.port, n_ctx=args.ctx_size,
                               n_gpu_layers=0)
     stop = threading.Event()
@@ -156,10 +173,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.exit_with_parent:
         threading.Thread(target=orphan_watch, daemon=True).start()
-    with srv.PythonServer(config) as server:
-        threads = args.threads or budget_threads()
-        for slot in server.slots:  # llama.cpp's default is 4 threads, whatever the machine
-            slot.context.set_n_threads(threads, threads)
+    with srv.PythonServer(config):
         print(f"serving {args.model} on http://{args.host}:{args.port}/v1", flush=True)
         stop.wait()
     return 0

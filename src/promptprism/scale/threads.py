@@ -158,8 +158,8 @@ def choose_threads(env: Mapping[str, str] | None = None, *, since: tuple | None 
 
 def budget_threads(env: Mapping[str, str] | None = None) -> int:
     """The thread budget as a number, for a pool promptprism starts itself (the local LLM server): that of
-    :func:`choose_threads`, or where the user sized the pools, their first variable's value (the usable CPUs
-    where it is not a whole number >= 1)."""
+    :func:`choose_threads`, or where the user sized the pools, the value of the first of
+    :data:`USER_VARIABLES` set (at least 1; the usable CPUs where it is not a whole number)."""
     env = os.environ if env is None else env
     choice = choose_threads(env)
     if choice.threads is not None:
