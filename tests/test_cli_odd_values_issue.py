@@ -185,6 +185,12 @@ def test_kid_refuses_values_too_small_to_move_its_kernel_and_the_command_says_so
     with pytest.raises(InputError, match="the kernel rounds to a constant"):
         check_kid_scale(np.full((3, d), edge * 0.99), np.full((3, d), edge * 0.5), degree=3, gamma=1 / d,
                         coef=1.0)
+    from promptprism.errors import OptionError
+    from promptprism.methods.metrics.kid import kernel_inception_distance
+
+    for gamma in (0.0, -1.0, float("nan")):  # (0 read as embeddings too small; a negative one passed)
+        with pytest.raises(OptionError, match="gamma must be a finite number > 0"):
+            kernel_inception_distance(np.ones((5, d)), np.ones((5, d)), gamma=gamma)
     code, err, _ = _metrics(tmp_path, _npz(tmp_path / "b.npz", seed=1, scale=1e-30),
                             _npz(tmp_path / "r2.npz", seed=2, scale=1e-30))
     assert code == 2 and err.count("\n") == 1 and "rounds to a constant" in err, err

@@ -65,8 +65,13 @@ _QUALITY_ENTRY = {
     "properties": {
         "id": _TEXT, "prompts": {"type": "integer"}, "example_prompts": {"type": "array", "items": _TEXT},
         "models": {"type": "object", "additionalProperties": {
+            # mean: over the prompts both (every) model hold, each prompt's mean at its weight; n_shared:
+            # the samples on those prompts; pooled_mean: the plain mean of all n
             "type": "object", "properties": {"mean": _NUMBER, "n": {"type": "integer"},
+                                             "n_shared": {"type": "integer"}, "pooled_mean": _NUMBER,
                                              "interval": {"type": "object"}}}},
+        "shared_prompts": {"type": "integer"},
+        # null where no prompt holds both models' scored samples (not tested)
         "difference": _NUMBER, "p_value": _NUMBER, "p_adjusted": _NUMBER,
         "pairs": {"type": "array", "items": {"type": "object"}}, "ranking": {"type": "object"},
         "closer": {"type": ["string", "null"]}, "note": {"type": ["string", "null"]}, "verdict": _TEXT,

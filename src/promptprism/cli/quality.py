@@ -191,11 +191,16 @@ def _closeness(kind: str, findings: list, sets: dict, real: Path, text_model: st
     reference = dataclasses.replace(load_input(inp.results_folder_input(real), text_model=text_model),
                                     name="real data")
     faceted = _facets(sets, facets) if facets else ()
-    if kind == "scendi":
-        return ClusterQuality(**params).fit(findings, next(iter(sets.values())), reference, faceted)
-    if kind == "promptsplit":
-        return FacetQuality(**params).fit(findings, sets, reference, faceted)
-    return FacetRanking(**params).fit(findings, sets, reference, faceted)
+    try:
+        if kind == "scendi":
+            return ClusterQuality(**params).fit(findings, next(iter(sets.values())), reference, faceted)
+        if kind == "promptsplit":
+            return FacetQuality(**params).fit(findings, sets, reference, faceted)
+        return FacetRanking(**params).fit(findings, sets, reference, faceted)
+    except InputError as exc:  # the real data named by its path, as the user gave it
+        if str(exc).startswith("real data:"):
+            raise InputError(f"--real {real}: {str(exc).removeprefix('real data: ')}") from exc
+        raise
 
 
 def _judge(kind: str, findings: list, sets: dict, url: str, model: str, link: dict, facets: list[str], *,
@@ -231,10 +236,11 @@ def _judge(kind: str, findings: list, sets: dict, url: str, model: str, link: di
 def _print(record: dict, *, closeness: bool, judge: bool) -> None:
     """One line per finding and verdict kind (closeness, then the judge)."""
     lines = [line for e in record.get("findings", []) for line in
-             [e["verdict"], *_noted(e), *("  " + f["verdict"] for f in e.get("facets", []))]
+             [e["verdict"], *_noted(e), *(x for f in e.get("facets", []) for x in ("  " + f["verdict"],
+                                                                                   *_noted(f, "    ")))]
              ] if closeness else []
     if closeness and record.get("overall"):
-        lines.append(record["overall"]["verdict"])
+        lines += [record["overall"]["verdict"], *_noted(record["overall"])]
     if judge:
         lines += [line for e in record["judge"]["findings"] for line in
                   [e["verdict"], *("  " + f["verdict"] for f in e.get("facets", []))]]
@@ -244,6 +250,6 @@ def _print(record: dict, *, closeness: bool, judge: bool) -> None:
         console.print(line, markup=False, soft_wrap=True)
 
 
-def _noted(entry: dict) -> list[str]:
+def _noted(entry: dict, indent: str = "  ") -> list[str]:
     """The entry's note under its verdict (e.g. scored against the whole reference), when it has one."""
-    return [f"  note: {entry['note']}"] if entry.get("note") else []
+    return [f"{indent}note: {entry['note']}"] if entry.get("note") else []

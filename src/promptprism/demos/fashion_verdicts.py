@@ -70,14 +70,17 @@ def verdicts_section(ctx: DemoContext) -> DemoSection | None:
     for e in record["findings"]:
         cells = [with_interval(e["models"][s]["mean"], e["models"][s]["interval"]) for s in names]
         closer = names.get(e["closer"], "neither") if e["closer"] else "neither"
-        rows.append([e["id"], *cells, f"{e['p_adjusted']:.2g}", closer])
+        if e["p_adjusted"] is None:  # (no prompt holds both generators' samples)
+            closer = "not tested"
+        rows.append([e["id"], *cells, "–" if e["p_adjusted"] is None else f"{e['p_adjusted']:.2g}", closer])
     called = [e for e in record["findings"] if e["closer"]]
+    tested = sum(e["p_value"] is not None for e in record["findings"])
     said = "; ".join(f"{e['id']}: {names[e['closer']]} closer" for e in called) or "no finding has a verdict"
     text = (f"On each significant mode of the split and on each class prompt, both generators' samples "
             f"scored against the real test images of the same prompts ({len(ctx.real_test)} in all): "
             f"precision's "
             f"indicator on pixels (k = {NEAREST_K}), within-prompt permutation test ({PERMUTATIONS} "
-            f"permutations), Holm over the {len(record['findings'])} findings (alpha "
+            f"permutations), Holm over the {tested} findings tested (alpha "
             f"{record['alpha']:g}). {said}. Closeness to real images is the quality here because the real "
             "test images are what each prompt asks for.")
     headers = ["finding", f"precision of {names['test']}", f"precision of {names['reference']}",

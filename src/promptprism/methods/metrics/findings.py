@@ -16,11 +16,12 @@ With ``metrics=True`` each entry also holds the reference-set metrics restricted
 finding's prompts against the reference samples of those prompts, with :class:`.ReferenceMetrics`'s
 intervals and notes, e.g. where FD's sizes do not allow a full-rank covariance).
 
-Which model is closer is tested by exchanging the model labels within each prompt (the stratified permutation
-test of the difference of the two mean scores): under "equally close on every prompt" the labels are
-exchangeable within a prompt, so the test is exact for the binary precision indicator and for any score whose
-distribution per prompt is the same for both models. Each model's mean gets a bootstrap interval over
-prompts. Several findings: Holm over their p-values.
+Which model is closer is tested by exchanging the model labels within each prompt
+(:func:`.stats.permutation.stratified_permutation_test`: the weighted difference of the within-prompt means
+over the prompts both models hold): under "equally close on every prompt" the labels are exchangeable within
+a prompt, so the test is exact for the binary precision indicator and for any score whose distribution per
+prompt is the same for both models. Each model's mean is its side of that statistic, with a bootstrap
+interval over those prompts. Several findings: Holm over their p-values.
 """
 
 from __future__ import annotations
@@ -126,7 +127,11 @@ def shared_prompts(models: dict[str, Any], reference: Any) -> set:
     for name, s in {**models, "reference": reference}.items():
         if getattr(s, "prompts", None) is None:
             raise InputError(f"{name}: no prompt strings; a finding is a set of prompts")
-    shared = set(reference.prompts).intersection(*(set(s.prompts) for s in models.values()))
+    among = set.intersection(*(set(s.prompts) for s in models.values()))
+    if not among:
+        raise InputError(f"{' and '.join(models)} share no prompt (prompts are matched as exact strings): "
+                         "the within-prompt test compares prompts both hold")
+    shared = among & set(reference.prompts)
     if not shared:
         raise InputError(f"{getattr(reference, 'name', None) or 'the reference'}: shares no prompt with the "
                          "models (prompts are matched as exact strings); closeness needs the same prompts")
@@ -167,8 +172,10 @@ def finding_scores(finding_prompts: Sequence[str], models: dict[str, Any], refer
 
 
 #: the note of a finding (or facet cell) on which no prompt holds scored samples of both models
-NO_SHARED_PROMPT = ("the two models share no prompt with scored samples here: the within-prompt test has "
-                    "nothing to compare, so no verdict (and no place in Holm's family)")
+def no_shared_prompt(sides: str = "the models") -> str:
+    """Why a finding (or facet value) is not tested: ``sides`` hold no prompt with scored samples of both."""
+    return (f"{sides} share no prompt with scored samples here: the within-prompt test has nothing to "
+            "compare, so no verdict (and no place in Holm's family)")
 
 
 def model_closeness(scores: np.ndarray, strata: np.ndarray, shared: dict, *, replicates: int, level: float,
@@ -183,7 +190,8 @@ def model_closeness(scores: np.ndarray, strata: np.ndarray, shared: dict, *, rep
     else:
         iv = prompt_bootstrap(scores, strata, replicates=replicates, level=level, seed=seed, weights=shared)
         mean = stratified_mean(scores, strata, shared)
-    return {"mean": mean, "n": int(np.size(scores)), "pooled_mean": float(np.mean(scores)),
+    used = int(np.isin(np.asarray(strata), list(shared)).sum()) if shared else int(np.size(scores))
+    return {"mean": mean, "n": int(np.size(scores)), "n_shared": used, "pooled_mean": float(np.mean(scores)),
             "interval": iv.to_dict()}
 
 
@@ -285,8 +293,6 @@ class FindingQuality(Estimator):
         diff, p = stratified_permutation_test(a, pa, b, pb, permutations=self.permutations,
                                               seed=self.seed + i)
         shared = stratum_weights(pa, pb)
-        if not shared:
-            note = "; ".join(x for x in (note, NO_SHARED_PROMPT) if x)
         return {"id": finding["id"], "prompts": len(set(finding["prompts"])),
                 "example_prompts": list(finding["prompts"])[:3], "shared_prompts": len(shared),
                 "models": {n: model_closeness(s, q, shared, replicates=self.bootstrap, level=self.confidence,
@@ -321,7 +327,9 @@ def holm_verdicts(entries: Sequence[dict], *, alpha: float, closeness: str, targ
 def _sentence(entry: dict, closeness: str, alpha: float, target: str, neither: str) -> str:
     names = list(entry["models"])
     means = {n: entry["models"][n]["mean"] for n in names}
-    where = f"on the {entry['prompts']} prompts of {entry['id']}"
+    held = entry.get("shared_prompts", entry["prompts"])
+    where = (f"on the {entry['prompts']} prompts of {entry['id']}" if not held or held >= entry["prompts"]
+             else f"on the {held} of the {entry['prompts']} prompts of {entry['id']} both hold")
     if entry["p_adjusted"] is None:
         return f"{where}, not tested: the models share no prompt with scored samples there"
     if entry["closer"] is None:

@@ -4,8 +4,9 @@ other samples of the same prompts.
 A cluster is a set of the model's samples (the rows of its top samples) and the prompts they answer. On those
 prompts the model's samples split in two: the cluster's and the others. Both are scored against the
 reference samples of the same prompts (:func:`.findings.finding_scores`: precision's indicator, or the
-cosine to the nearest gold answer) and compared by :func:`.findings.stratified_permutation_test` (labels
-exchanged within each prompt, so prompts of different difficulty do not decide the verdict); Holm over the
+cosine to the nearest gold answer) and compared by
+:func:`.stats.permutation.stratified_permutation_test` (labels exchanged within each prompt, so prompts of
+different difficulty do not decide the verdict); Holm over the
 clusters. With K models, :class:`.findings_rank.FindingRanking` ranks the models on each cluster's prompts
 instead.
 
@@ -26,12 +27,15 @@ import numpy as np
 
 from ...data.paired import PairedSet
 from ...errors import InputError
-from .findings import FindingQuality, holm_verdicts
+from .findings import FindingQuality, holm_verdicts, shared_prompts
 from .findings_facets import cell_entries, facet_subsets, tested
 from .judge import FindingPreference, conclude_preferences
 
 #: the name of the model's samples outside the cluster, on the cluster's prompts
 OTHERS = "other samples"
+
+#: the two sides a cluster's verdict compares
+SIDES = "the cluster and the model's other samples"
 
 
 def cluster_masks(model: Any, rows: Sequence[int], prompts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -91,19 +95,20 @@ class ClusterQuality(FindingQuality):
         for name, s in {"model": model, "reference": reference}.items():
             if getattr(s, "prompts", None) is None:
                 raise InputError(f"{name}: no prompt strings; a cluster's finding is a set of prompts")
+        shared_prompts({getattr(model, "name", None) or "model": model}, reference)
         entries, skipped, tests = [], [], []
         index = count(len(findings))
         for i, f in enumerate(findings):
             pair, parts = cluster_parts(model, f, facets)
             try:
-                entry = {**tested(self._one(f, pair, reference, i)), "rank": f.get("rank")}
+                entry = {**tested(self._one(f, pair, reference, i), SIDES), "rank": f.get("rank")}
             except InputError as exc:
                 skipped.append({"id": f["id"], "reason": str(exc)})
                 continue
             if facets:
                 entry["facets"], entry["facets_skipped"] = cell_entries(
-                    lambda cell, restricted, k: tested(self._one(cell, restricted, reference, k)), f, pair,
-                    parts, index)
+                    lambda cell, restricted, k: tested(self._one(cell, restricted, reference, k), SIDES), f,
+                    pair, parts, index)
             entries.append(entry)
             tests += [entry, *entry.get("facets", [])]
         target = str(getattr(reference, "name", None) or "the reference")

@@ -23,7 +23,7 @@ import numpy as np
 
 from ...data.paired import PairedSet
 from ...errors import InputError
-from .findings import NO_SHARED_PROMPT, FindingQuality, holm_verdicts
+from .findings import FindingQuality, holm_verdicts, no_shared_prompt
 from .findings_rank import FindingRanking
 from .judge import FindingPreference, conclude_preferences
 
@@ -88,12 +88,12 @@ def cell_entries(score: Callable[[dict, dict, int], dict], finding: dict, models
     return entries, skipped
 
 
-def tested(entry: dict) -> dict:
+def tested(entry: dict, sides: str = "the models") -> dict:
     """A facet value's entry, or an InputError (the value is then listed as skipped, with the reason) where
     no pair of models shares a prompt with scored samples: such a cell has no test to report."""
     pvalues = [entry["p_value"]] if "p_value" in entry else [t["p_value"] for t in entry["pairs"]]
     if all(p is None for p in pvalues):
-        raise InputError(NO_SHARED_PROMPT)
+        raise InputError(no_shared_prompt(sides))
     return entry
 
 

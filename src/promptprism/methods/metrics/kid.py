@@ -38,13 +38,16 @@ def check_kid_scale(x: Any, y: Any, *, degree: int, gamma: float, coef: float) -
     (:data:`KID_MIN_LOG_INNER`), bounded by |<a, b>| <= d max|a| max|b| over every pair the estimate reads
     (a set with itself too: the larger of the two sets' scales, squared; in logarithms: the values may be
     near float64's own limits)."""
+    if not (np.isfinite(gamma) and gamma > 0):
+        raise OptionError(f"gamma must be a finite number > 0, got {gamma!r}", parameter="gamma")
     amax = [0.0 if v.size == 0 else max(abs(float(np.max(v))), abs(float(np.min(v)))) for v in
             (np.asarray(x), np.asarray(y))]  # in the features' own dtype: max and min are exact, no copy
     if max(amax) == 0.0:
         return
     log_inner = np.log10(gamma * x.shape[1]) + 2.0 * np.log10(max(amax))
     if coef and log_inner - np.log10(abs(coef)) < KID_MIN_LOG_INNER:
-        raise InputError(f"KID: output values at most {max(amax):.3g} keep gamma <a, b> below "
+        raise InputError(f"KID: output values at most {max(amax):.3g} (with gamma = {gamma:.3g}) keep "
+                         f"gamma <a, b> below "
                          f"1e{log_inner:.0f} beside the kernel's constant {coef:g}: in float64 the kernel "
                          "rounds to a constant and KID reads 0 whatever the sets; rescale the embeddings "
                          "(KID is not scale-invariant; e.g. L2-normalise them)")
