@@ -2,6 +2,7 @@
 identical embedding rows) in one group; checked against a brute-force grouping."""
 
 import numpy as np
+import pytest
 
 from promptprism.data.paired import PairedSet, _first_and_inverse, prompt_groups
 
@@ -44,3 +45,28 @@ def test_groups_by_prompt_string_and_names_them():
     assert np.r_[labels[0], labels[1]].tolist() == want
     order = list(dict.fromkeys(pa + pb))
     assert names == order
+
+
+@pytest.mark.parametrize("with_strings", [True, False])
+def test_labels_numbered_by_content_ignore_the_row_and_set_order(with_strings):
+    """numbered='content': a prompt's label depends on its string (or embedding) only, so the same pairs in
+    another row order, or the sets in another order, give every row the same label."""
+    rng = np.random.default_rng(4)
+    pool = rng.standard_normal((7, 5))
+    words = [f"prompt {w}" for w in "gdafceb"]
+    idx_a, idx_b = rng.integers(0, 7, 30), rng.integers(0, 7, 20)
+
+    def make(idx, name):
+        return PairedSet(pool[idx], rng.standard_normal((idx.size, 3)), name=name,
+                         prompts=[words[i] for i in idx] if with_strings else None)
+
+    a, b = make(idx_a, "a"), make(idx_b, "b")
+    perm = rng.permutation(30)
+    a_shuffled = PairedSet(a.prompt_embeddings[perm], a.output_embeddings[perm], name="a",
+                           prompts=None if a.prompts is None else [a.prompts[i] for i in perm])
+    (la, lb), _ = prompt_groups(a, b, numbered="content")
+    (lb2, la2), _ = prompt_groups(b, a_shuffled, numbered="content")
+    assert la2.tolist() == la[perm].tolist() and lb2.tolist() == lb.tolist()
+    if with_strings:  # in the strings' order
+        assert {words[i]: g for i, g in zip(idx_a, la, strict=True)} == {
+            w: sorted(set(words[i] for i in np.r_[idx_a, idx_b])).index(w) for w in (words[i] for i in idx_a)}

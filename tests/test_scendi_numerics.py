@@ -39,7 +39,7 @@ def brute_in_sample(fi, ft):
 def test_ridge_zero_is_the_pseudo_inverse_and_its_share_is_checked():
     data = _set(1, 40, 1, 4, 6)  # prompts in 4-d: the pseudo-inverse is well posed, shares in [0, 1]
     res = pp.Scendi(gamma_estimator="cross-fit", ridge=0, n_folds=5, seed=3).fit(data)
-    folds = assign_folds(prompt_groups(data)[0][0], 5, 3)
+    folds = assign_folds(prompt_groups(data, numbered="content")[0][0], 5, 3)
     lam_i, lam_t = brute_cross_fit(unit(data.output_embeddings), unit(data.prompt_embeddings), folds, 0.0)
     assert 0.0 <= res.model_share <= 1.0
     assert res.model_share == pytest.approx(np.trace(lam_i), rel=1e-9)
@@ -51,7 +51,7 @@ def test_ridge_zero_is_the_pseudo_inverse_and_its_share_is_checked():
 
 def test_a_ridge_worse_than_no_prediction_is_refused_and_cv_stays_at_most_one():
     data = _set(2, 30, 1, 60, 5, signal=0.0)  # outputs independent of 60-d prompts: interpolation is noise
-    folds = assign_folds(prompt_groups(data)[0][0], 5, 0)
+    folds = assign_folds(prompt_groups(data, numbered="content")[0][0], 5, 0)
     lam_i, _ = brute_cross_fit(unit(data.output_embeddings), unit(data.prompt_embeddings), folds, 0.0)
     assert np.trace(lam_i) > 1.0  # the brute-force number a user would otherwise see
     with pytest.raises(OptionError, match="worse than predicting nothing"):
@@ -70,7 +70,7 @@ def test_folds_above_the_distinct_prompts_are_refused_and_leave_one_out_matches_
         pp.Scendi(gamma_estimator="cross-fit", n_folds=1000).fit(data)
     res = pp.Scendi(gamma_estimator="cross-fit", n_folds=12, ridge=0.01, seed=1).fit(data)
     assert res.gamma_estimator.startswith("cross-fit (12 folds")
-    folds = assign_folds(prompt_groups(data)[0][0], 12, 1)
+    folds = assign_folds(prompt_groups(data, numbered="content")[0][0], 12, 1)
     lam_i, _ = brute_cross_fit(unit(data.output_embeddings), unit(data.prompt_embeddings), folds, 0.01)
     assert res.model_share == pytest.approx(np.trace(lam_i), rel=1e-9)
     assert 0.0 <= res.model_share <= 1.0
@@ -121,7 +121,7 @@ def brute_debiased(fi, ft, groups):
 def test_debiased_estimator_matches_its_definition_on_every_route(n_prompts, per, d_t, d_x):
     data = _set(7, n_prompts, per, d_t, d_x)
     res = pp.Scendi(gamma_estimator="debiased", bootstrap=30).fit(data)
-    groups = prompt_groups(data)[0][0]
+    groups = prompt_groups(data, numbered="content")[0][0]
     lam_i, lam_t = brute_debiased(unit(data.output_embeddings), unit(data.prompt_embeddings), groups)
     assert res.gamma_estimator.startswith("debiased")
     assert res.model_share == pytest.approx(np.trace(lam_i), rel=1e-8)
@@ -135,7 +135,7 @@ def test_debiased_estimator_matches_its_definition_on_every_route(n_prompts, per
 
 def test_debiased_bootstrap_replicate_is_the_estimator_on_the_duplicated_rows():
     data = _set(8, 12, 3, 4, 6)
-    groups = prompt_groups(data)[0][0]
+    groups = prompt_groups(data, numbered="content")[0][0]
     from promptprism.methods.scendi.bootstrap import bootstrap_replicates, prompt_draws
     from promptprism.methods.scendi.nullifier import resolve_feature_maps
     from promptprism.methods.scendi.replicates import GroupedReplicates, feature_matrices

@@ -188,13 +188,16 @@ def _digests_of(arrays: Iterator[Any]) -> list[np.ndarray]:
         return list(pool.map(_row_digests, arrays))
 
 
-def prompt_groups(*sets: PairedSet, by: str = "string") -> tuple[list[np.ndarray], list[str]]:
+def prompt_groups(*sets: PairedSet, by: str = "string", numbered: str = "first"
+                  ) -> tuple[list[np.ndarray], list[str]]:
     """Integer prompt labels shared across ``sets``, and a display name per label.
 
     Rows are grouped by prompt string when every set has strings (a string may label rows of different
     prompt embeddings: a category; :func:`strings_disagree` says whether it does), otherwise, or with
     ``by='embedding'``, by identical prompt embedding (then named by the string of their first occurrence,
-    if any, or ``prompt #k``). Labels are numbered in order of first occurrence (set by set, row by row).
+    if any, or ``prompt #k``). Labels are numbered in order of first occurrence (set by set, row by row),
+    or with ``numbered='content'`` in the order of the strings (or of the embeddings' digests): the same
+    pairs in any row or set order get the same labels, so seeded draws over the labels repeat.
     """
     if by == "string" and all(s.prompts is not None for s in sets):
         index: dict[str, int] = {}
@@ -207,9 +210,13 @@ def prompt_groups(*sets: PairedSet, by: str = "string") -> tuple[list[np.ndarray
                 first_list.append(i)
             inverse[i] = g
         first = np.asarray(first_list, dtype=np.int64)
+        by_content = sorted(range(first.size), key=list(index).__getitem__)
     else:
         first, inverse = _first_and_inverse(np.concatenate(_digests_of(s.prompt_embeddings for s in sets)))
-    order = np.argsort(first, kind="stable")  # groups by first occurrence
+        by_content = range(first.size)  # (groups numbered in the digests' sorted order)
+    # groups by first occurrence, or by their strings (digests)
+    order = (np.argsort(first, kind="stable") if numbered == "first"
+             else np.asarray(by_content, dtype=np.int64).reshape(-1))
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
     flat = rank[inverse.reshape(-1)]

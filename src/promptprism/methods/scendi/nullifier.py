@@ -40,15 +40,16 @@ def scendi_groups(*sets: PairedSet, warn: bool = True) -> tuple[list[np.ndarray]
     Phi_G[groups], the Schur complement's C_TT): where, within a set, a string labels rows of different
     prompt embeddings (a category) the rows are grouped by their embeddings instead, noted and (``warn``)
     warned. Across sets the strings keep pairing the sets' prompts (two models' embeddings of one prompt
-    may differ in their last digits)."""
+    may differ in their last digits). The labels are numbered by content (``numbered='content'``), so the
+    same pairs in another row or set order give the same folds and bootstrap draws."""
     why = next((w for s in sets if (w := strings_disagree(s)) is not None), None)
-    if why is None:
-        return prompt_groups(*sets)[0], None
+    if why is None:  # (numbered by content: folds and bootstrap draws over prompts ignore the row order)
+        return prompt_groups(*sets, numbered="content")[0], None
     note = (f"prompt strings do not name one prompt embedding each ({why}): Scendi's prompt features come "
             "from the embeddings, so its prompts are the distinct prompt embeddings, not the strings")
     if warn:
         warnings.warn(note, UserWarning, stacklevel=3)
-    return prompt_groups(*sets, by="embedding")[0], note
+    return prompt_groups(*sets, by="embedding", numbered="content")[0], note
 
 
 def prompt_rank_warnings(where: str, rank: int, n: int, *, estimator: str) -> list[str]:
