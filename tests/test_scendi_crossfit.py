@@ -413,3 +413,14 @@ def test_the_same_pairs_in_another_row_order_give_the_same_cross_fitted_scendi()
     assert two.model_share == pytest.approx(one.model_share, rel=1e-9)
     first, second = one.intervals["scendi"], two.intervals["scendi"]
     assert (second["low"], second["high"]) == pytest.approx((first["low"], first["high"]), rel=1e-9)
+
+
+def test_a_direction_without_variance_is_not_listed_as_a_cluster():
+    """Two rows of one prompt: the second direction's eigenvalue is round-off (-5.6e-17), and it was listed
+    as cluster 2 with share -0.0% (-1.7e-16 in result.json) and no sample. Only real clusters, shares in
+    [0, 1]."""
+    rng = np.random.default_rng(0)
+    pe = np.repeat(rng.normal(size=(1, 6)), 2, axis=0)
+    result = pp.Scendi(seed=0).fit(pp.PairedSet(pe, rng.normal(size=(2, 8)), prompts=["p0", "p0"]))
+    assert len(result.clusters) == 1 and all(0.0 <= c.share <= 1.0 for c in result.clusters)
+    assert all(c.top_samples for c in result.clusters)

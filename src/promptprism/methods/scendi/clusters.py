@@ -29,9 +29,13 @@ def top_samples(model_scores: np.ndarray, output_scores: np.ndarray, top_k: int
 def build_clusters(data: PairedSet, ids: np.ndarray, scores: np.ndarray, *, eigenvalues: np.ndarray,
                    trace: float, k: int, offset: int) -> list[Cluster]:
     """Clusters from the top-sample table: column ``offset + j`` (positive) or ``2k + offset + j``
-    (negative), whichever holds the stronger sample; share = eigenvalue / trace."""
+    (negative), whichever holds the stronger sample; share = eigenvalue / trace, in [0, 1]. Directions of
+    no variance (an eigenvalue at round-off, e.g. the second of a two-row set) are not clusters: left out."""
     out = []
+    top = float(np.max(eigenvalues[:k])) if k else 0.0
     for j in range(k):
+        if not eigenvalues[j] > max(EIGEN_FLOOR, 1e-12 * top):
+            continue
         pos, neg = offset + j, 2 * k + offset + j
         best_pos = scores[0, pos] if scores.shape[0] else 0.0
         best_neg = scores[0, neg] if scores.shape[0] else 0.0
@@ -39,6 +43,6 @@ def build_clusters(data: PairedSet, ids: np.ndarray, scores: np.ndarray, *, eige
         samples = [ClusterSample(index=int(i), prompt=data.prompt_label(int(i)),
                                  output=data.output_label(int(i)), score=float(sc))
                    for i, sc in zip(ids[:, col], scores[:, col], strict=True) if sc > 0]
-        share = float(eigenvalues[j] / trace) if trace > EIGEN_FLOOR else 0.0
+        share = min(1.0, max(0.0, float(eigenvalues[j] / trace))) if trace > EIGEN_FLOOR else 0.0
         out.append(Cluster(rank=j + 1, eigenvalue=float(eigenvalues[j]), share=share, top_samples=samples))
     return out
