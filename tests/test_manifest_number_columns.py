@@ -39,3 +39,16 @@ def test_a_whole_integer_column_is_noted_and_text_columns_are_not(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert read_manifest(tmp_path / "text.parquet").notes == []
+
+
+def test_empty_outputs_are_kept_and_noted_with_their_count_and_first_row(tmp_path):
+    """An empty or white-space output was embedded and counted with no word (a null one is refused, and
+    generate asks again on an empty answer): kept, as a model may answer nothing, and noted."""
+    rows = _rows()
+    rows[2]["output"], rows[5]["output"] = "", "   "
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    m = read_manifest(path)
+    assert [r.output for r in m.rows][2] == "" and len(m.rows) == 6
+    [note] = m.notes
+    assert note.startswith("2 of 6 rows have an empty output (first ") and "row 3" in note, note

@@ -195,6 +195,7 @@ def _build(table: Table, base: Path, columns: Mapping[str, str] | None = None) -
     rows: list[Row] = []
     seen_ids: dict[str, str] = {}
     numbers: dict[str, list[tuple[str, Any]]] = {}
+    blank: list[str] = []  # rows whose output text is empty or white space
     for rec in table.records:
         where, values = rec.where, rec.values
         kw: dict[str, Any] = {}
@@ -210,6 +211,8 @@ def _build(table: Table, base: Path, columns: Mapping[str, str] | None = None) -
             elif role in ("prompt", "output"):
                 raw = values.get(col)
                 kw[role] = _text(raw, where, col, allow_empty=role == "output")
+                if role == "output" and not kw[role].strip():
+                    blank.append(where)
                 if isinstance(raw, (int, float)) and not isinstance(raw, bool):
                     numbers.setdefault(col, []).append((where, raw))
             else:  # an image path
@@ -224,6 +227,10 @@ def _build(table: Table, base: Path, columns: Mapping[str, str] | None = None) -
         notes.append(f"column {col!r} holds numbers, not text, in {share} (first {where}: {value!r}); they "
                      "are read as text; if the column is an id or a label, map the text column with columns= "
                      "(CLI --columns)")
+    if blank:  # (a model may answer nothing: kept, but it is one embedding however often it occurs)
+        notes.append(f"{len(blank)} of {len(rows)} rows have an empty output (first {blank[0]}); each is "
+                     "embedded as the empty text and counted as a generation; if the model failed there "
+                     "(generate asks again on an empty answer), drop those rows")
     return Manifest(rows=rows, source=str(path), prompt_kind="text" if "prompt" in roles else "image",
                     output_kind="text" if "output" in roles else "image", notes=notes)
 
