@@ -377,3 +377,16 @@ def test_median_rule_warns_when_the_pixel_kernel_is_degenerate():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DegenerateKernelWarning)
         gamma_from_median((images / 255).reshape(40, 64, 1))
+
+
+def test_the_region_count_bounds_are_obeyed_or_refused():
+    """--max-regions 1 gave 2 regions (one split height: 'auto' returned 2 without the bound), and
+    --min-region-size 100 with 2 regions of 64 pixels gave two of 32 with no word."""
+    m = np.full((64, 64), 0.1)
+    m[:32, :32] = m[32:, 32:] = 0.9  # two blocks of 32 pixels
+    np.fill_diagonal(m, 1.0)
+    assert suggest_n_regions(m, max_regions=1) == 1 and suggest_n_regions(m, max_regions=4) == 2
+    assert np.unique(discover_regions(m, "auto", max_regions=1)).size == 1
+    with pytest.raises(OptionError, match="min_region_size = 100: the pixels do not split into 2 regions"):
+        discover_regions(m, 2, min_region_size=100)
+    assert np.bincount(discover_regions(m, 2, min_region_size=30)).tolist() == [32, 32]

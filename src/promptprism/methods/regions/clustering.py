@@ -82,7 +82,7 @@ def suggest_n_regions(cka_matrix: Any, *, max_regions: int = 10, min_region_size
     ms = default_min_region_size(d, max_regions) if min_region_size is None else int(min_region_size)
     _, _, heights = _top_down(m, max_regions, ms)
     if len(heights) < 2:
-        return max(1, len(heights) + 1)
+        return max(1, min(max_regions, len(heights) + 1))
     # heights[k] is the split that makes k + 2 clusters; cutting between heights[c-2] and heights[c-1]
     # leaves c clusters (only C with a next split to compare with are candidates)
     gaps = {c: heights[c - 2] - heights[c - 1] for c in range(2, min(max_regions, len(heights)) + 1)}
@@ -113,7 +113,10 @@ def discover_regions(cka_matrix: Any, n_regions: int | str = "auto", *, max_regi
     ms = default_min_region_size(d, c) if min_region_size is None else int(
         check_positive_number(min_region_size, "min_region_size", integer=True))
     cores, outliers, _ = _top_down(m, c - 1, ms)
-    if len(cores) < c:  # C regions of that size do not exist: plain cut
+    if len(cores) < c and min_region_size is not None and ms > 1:  # asked for, and not possible
+        raise OptionError(f"min_region_size = {ms}: the pixels do not split into {c} regions of at least "
+                          f"{ms} pixels each ({d} pixels); lower min_region_size or ask for fewer regions")
+    if len(cores) < c:  # C regions of the default size do not exist: plain cut
         cores, outliers, _ = _top_down(m, c - 1, 1)
     labels = np.full(d, -1, dtype=np.int64)
     for k, core in enumerate(cores):
