@@ -368,3 +368,20 @@ def test_split_names_its_two_sets(tmp_path, digits):
     code, _, err = run_cli("split", t, r, "--names", "only-one", "--out", tmp_path / "bad")
     _one_line_exit_2(code, err)
     assert "--names" in err
+
+
+def test_an_unrelated_file_at_the_relative_path_does_not_hide_the_recorded_one(tmp_path):
+    """A results folder moved where its relative input path now names another file: the recorded absolute
+    path still holds the set with the recorded fingerprint, and that one is found (it was refused)."""
+    from promptprism.provenance import fingerprint, locate
+
+    original = tmp_path / "data" / "set.npy"
+    original.parent.mkdir()
+    np.save(original, np.arange(6.0))
+    moved = tmp_path / "elsewhere" / "a" / "run"
+    moved.mkdir(parents=True)
+    np.save(tmp_path / "elsewhere" / "set.npy", np.zeros(6))  # what ../../set.npy names from the moved folder
+    record = {"path": "../../set.npy", "absolute": str(original), **fingerprint(original)}
+    assert locate(record, moved) == original
+    np.save(original, np.ones(6))  # neither matches now: the relative one, for verify to refuse
+    assert locate(record, moved) == moved / "../../set.npy"

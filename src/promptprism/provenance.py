@@ -189,12 +189,18 @@ def results_folder_set(path: str | os.PathLike) -> tuple[Path, str | None]:
 
 def locate(record: Mapping[str, Any], results_dir: str | os.PathLike) -> Path | None:
     """Where a recorded input is now: relative to the results folder first (a moved folder with its data),
-    then its absolute path; None when neither exists."""
+    then its absolute path; None when neither exists. Where both exist and the relative one is another
+    file than the one recorded (a folder moved beside an unrelated file of that name), the absolute one
+    if it is the recorded file."""
     rel = record.get("path")
     candidates = [Path(results_dir) / rel] if isinstance(rel, str) and rel else []
     if isinstance(record.get("absolute"), str):
         candidates.append(Path(record["absolute"]))
-    return next((c for c in candidates if c.exists()), None)
+    found = [c for c in candidates if c.exists()]
+    if len(found) > 1 and "sha256" in record and found[0].resolve() != found[1].resolve():
+        matching = next((c for c in found if fingerprint(c)["sha256"] == record["sha256"]), None)
+        return matching or found[0]
+    return found[0] if found else None
 
 
 def verify(name: str, path: str | os.PathLike, records: Mapping[str, Mapping[str, Any]], *,
