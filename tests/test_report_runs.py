@@ -49,3 +49,16 @@ def test_several_folders_need_out(tmp_path):
     _run(tmp_path, "a", 0.0)
     code, _, err = run_cli("report", tmp_path / "a", tmp_path / "a")
     assert code == 2 and "--out" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_regions_rows_put_the_u_form_estimate_beside_its_interval():
+    """eq. 4's CMS reads low by about 1/n, and the interval is the U-form estimate's: paired with eq. 4's
+    value alone it 'excluded' it and the page said "not a confidence interval" (0.8505 beside [0.9867, 1])."""
+    from types import SimpleNamespace
+
+    from promptprism.report.runs import _regions_rows
+
+    result = SimpleNamespace(kind="regions", names=["gen"], cms=[0.8505], mmd2=[0.03],
+                             intervals=[{"cms": {"low": 0.9867, "high": 1.0, "debiased": 1.0}}])
+    [(_, _, cms, _)] = _regions_rows("run 1", result)
+    assert cms == "0.8505 · U-form 1 [0.9867, 1]" and "excludes" not in cms

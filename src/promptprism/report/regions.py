@@ -16,7 +16,7 @@ from .core import reloader, renderer
 from .html import Page, cards, details, el, fmt, note, p, table
 from .rankings import rankings_block
 from .regions_view import region_samples, region_table
-from .summary import TIE, lowest_regions, lowest_text, regions_verdict, set_intervals
+from .summary import TIE, cms_with_interval, lowest_regions, lowest_text, regions_verdict, set_intervals
 
 #: images shown per set
 IMAGES_PER_SET = 8
@@ -96,15 +96,6 @@ def _at(values: Any, i: int) -> Any:
     return values[i] if isinstance(values, list) and i < len(values) else None
 
 
-def _with_iv(value: Any, iv: Any) -> str:
-    """eq. 4's CMS, then (when there is an interval) the U-form estimate it is built around and the
-    interval, labelled: ``0.309 · U-form 0.436 [0.281, 0.595]``."""
-    if isinstance(iv, dict) and "low" in iv and "high" in iv:
-        u = f"{fmt(iv['debiased'])} " if "debiased" in iv else ""
-        return f"{fmt(value)} · U-form {u}[{fmt(iv['low'])}, {fmt(iv['high'])}]"
-    return fmt(value)
-
-
 def _region_colors(k: int) -> dict[str, str]:
     try:
         return {f"region {r}": c for r, c in enumerate(figures.region_colors(k))}
@@ -136,12 +127,12 @@ def _cms_rows(result: Any, head: dict) -> tuple[list[list[Any]], list[str]]:
         rows.append(
             [
                 name,
-                _with_iv(head["cms"][k], iv.get("cms")),
-                _with_iv(head["product_cms"][k], iv.get("product_cms")),
+                cms_with_interval(head["cms"][k], iv.get("cms")),
+                cms_with_interval(head["product_cms"][k], iv.get("product_cms")),
             ]
             + [
-                el("b", _with_iv(v, _at(region_iv, r))) if r in lows else _with_iv(v, _at(region_iv, r))
-                for r, v in enumerate(row)
+                el("b", shown) if r in lows else shown
+                for r, v in enumerate(row) for shown in [cms_with_interval(v, _at(region_iv, r))]
             ]
         )
         if len(row) > 1:

@@ -9,6 +9,7 @@ from typing import Any
 from ..stats.intervals import format_estimate, format_p
 from .common import finish
 from .html import Page, el, fmt, p, snippet, table
+from .summary import cms_with_interval
 
 
 def _with_interval(value: Any, iv: Any) -> str:
@@ -66,7 +67,7 @@ def _regions_rows(name: str, result: Any) -> list[tuple]:
     if getattr(result, "kind", "") != "regions":
         return []
     ivs = list(result.intervals or [])
-    return [(name, s, _with_interval(result.cms[k], ivs[k].get("cms") if k < len(ivs) else None),
+    return [(name, s, cms_with_interval(result.cms[k], ivs[k].get("cms") if k < len(ivs) else None),
              fmt(result.mmd2[k], 4)) for k, s in enumerate(result.names)]
 
 

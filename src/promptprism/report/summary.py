@@ -14,6 +14,16 @@ TIE = 1e-3
 SUMMARIES: dict = {}
 
 
+def cms_with_interval(value: Any, iv: Any) -> str:
+    """eq. 4's CMS, then (when there is an interval) the U-form estimate it is built around and the
+    interval, labelled: ``0.309 · U-form 0.436 [0.281, 0.595]`` (the interval is the U-form's: beside eq. 4's
+    value alone it would seem to exclude it)."""
+    if isinstance(iv, dict) and "low" in iv and "high" in iv:
+        u = f"{fmt(iv['debiased'])} " if "debiased" in iv else ""
+        return f"{fmt(value)} · U-form {u}[{fmt(iv['low'])}, {fmt(iv['high'])}]"
+    return fmt(value)
+
+
 def summary(kind: str):
     """Decorator: register a function as the notebook summary of a result ``kind``."""
     def register(fn):
