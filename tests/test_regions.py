@@ -390,3 +390,20 @@ def test_the_region_count_bounds_are_obeyed_or_refused():
     with pytest.raises(OptionError, match="min_region_size = 100: the pixels do not split into 2 regions"):
         discover_regions(m, 2, min_region_size=100)
     assert np.bincount(discover_regions(m, 2, min_region_size=30)).tolist() == [32, 32]
+
+
+def test_an_interval_above_one_is_read_as_copying_only_from_settled_replicates():
+    """Independent draws of one distribution sit at CMS = 1, the maximum: from 20-40 replicates a U-form
+    interval lay wholly above 1 in 3-5 of 60 pairs, and the note said "the sets are not independent
+    samples". From fewer than 100 replicates (or blocks) the note says the ends are noisy instead."""
+    from promptprism.methods.regions.bounds import SETTLED_REPLICATES, bounded_row
+
+    above = {"low": 1.001, "high": 1.005, "debiased": 1.003}
+    row = {"cms": 0.99, "product_cms": 0.99, "region_cms": np.array([0.99]), "mmd2": 0.0,
+           "intervals": {"cms": above, "product_cms": above, "region_cms": [above]}}
+    settled = bounded_row(row, replicates=SETTLED_REPLICATES)["notes"][0]
+    assert "more than sampling noise" in settled and "not independent samples" in settled
+    for unsettled in (bounded_row(row, replicates=40), bounded_row(row, replicates=500, blocks=True)):
+        note = unsettled["notes"][0]
+        assert "its ends are noisy themselves" in note and "not independent samples" not in note
+        assert unsettled["intervals"]["cms"]["low"] == 1.0  # (clipped, as before)

@@ -226,7 +226,8 @@ def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_s
                 intervals = _block_intervals(sums, str(k), sizes=(n, m), b=b, level=level,
                                              counts=resample_counts(nb, n_boot, rng).T)
         out.append(bounded_row({"cms": whole, "product_cms": float(np.prod(per)),
-                                "region_cms": np.asarray(per), "mmd2": mmd, "intervals": intervals}))
+                                "region_cms": np.asarray(per), "mmd2": mmd, "intervals": intervals},
+                               replicates=int(n_boot or 0), blocks=block_size is not None))
     return out
 
 
