@@ -395,7 +395,8 @@ def test_the_region_count_bounds_are_obeyed_or_refused():
 def test_an_interval_above_one_is_read_as_copying_only_from_settled_replicates():
     """Independent draws of one distribution sit at CMS = 1, the maximum: from 20-40 replicates a U-form
     interval lay wholly above 1 in 3-5 of 60 pairs, and the note said "the sets are not independent
-    samples". From fewer than 100 replicates (or blocks) the note says the ends are noisy instead."""
+    samples". From fewer than 100 replicates (or blocks) the note says the ends are noisy instead, unless
+    the interval lies above 1 by more than its own width (copied images: [1.33, 1.60])."""
     from promptprism.methods.regions.bounds import SETTLED_REPLICATES, bounded_row
 
     above = {"low": 1.001, "high": 1.005, "debiased": 1.003}
@@ -407,3 +408,6 @@ def test_an_interval_above_one_is_read_as_copying_only_from_settled_replicates()
         note = unsettled["notes"][0]
         assert "its ends are noisy themselves" in note and "not independent samples" not in note
         assert unsettled["intervals"]["cms"]["low"] == 1.0  # (clipped, as before)
+    far = {"low": 1.33, "high": 1.60, "debiased": 1.45}
+    copied = dict(row, intervals={"cms": far, "product_cms": far, "region_cms": [far]})
+    assert "not independent samples" in bounded_row(copied, replicates=20)["notes"][0]

@@ -42,21 +42,22 @@ def outside(value: float) -> bool:
     return abs(float(value)) > 1.0 + ROUNDING
 
 
-def _bounded_interval(label: str, iv: dict) -> tuple[dict, str | None, bool]:
+def _bounded_interval(label: str, iv: dict) -> tuple[dict, str | None, bool, bool]:
     """One interval entry {'low', 'high', 'debiased'} with each number clipped to [-1, 1] (the interval
     intersected with it); the unclipped estimate and interval in words when the estimate was beyond it
     (None when only a bound was: an interval reaching past 1 is cut there quietly); whether the whole
-    interval lay beyond."""
+    interval lay beyond; whether it lay beyond by more than its own width."""
     said = None
     if outside(iv["debiased"]) or (outside(iv["low"]) and outside(iv["high"])):
         said = f"{label} {iv['debiased']:.4f} [{iv['low']:.4f}, {iv['high']:.4f}]"
     disjoint = iv["low"] > 1.0 + ROUNDING or iv["high"] < -1.0 - ROUNDING
-    return {**iv, **{k: clip_cms(iv[k]) for k in ("low", "high", "debiased")}}, said, disjoint
+    far = disjoint and abs(iv["low"] if iv["low"] > 1.0 else iv["high"]) - 1.0 > iv["high"] - iv["low"]
+    return {**iv, **{k: clip_cms(iv[k]) for k in ("low", "high", "debiased")}}, said, disjoint, far
 
 
 #: the fewest bootstrap replicates from which an interval wholly above 1 is read as more than sampling noise
 #: (independent draws of one distribution, n = 250: 5 of 60 pairs had one at 20 replicates, 3 of 60 at 40,
-#: none of 100 at 100)
+#: none of 100 at 100); from fewer, only one above 1 by more than its own width (copied images: 1.33-1.60)
 SETTLED_REPLICATES = 100
 
 
@@ -84,7 +85,7 @@ def bounded_row(row: dict[str, Any], *, replicates: int = SETTLED_REPLICATES, bl
                             "region_cms": [d[0] for d in done[2:]]}
         said = [d[1] for d in done if d[1]]
         if said:
-            settled = replicates >= SETTLED_REPLICATES and not blocks
+            settled = (replicates >= SETTLED_REPLICATES and not blocks) or any(d[3] for d in done)
             notes.append(_interval_note(said, any(d[2] for d in done), settled, replicates))
     out["notes"] = notes
     return out
