@@ -176,8 +176,9 @@ def diversity(
                                                  "and outputs (same embedding space, e.g. CLIP)."),
     gamma_estimator: str = typed("auto", Choice(GAMMA_ESTIMATORS), "--gamma-estimator",
                                  help="How Gamma* (prompt -> output) is estimated: in-sample (the paper), "
-                                      "cross-fit (out of fold: honest with one output per prompt), or auto "
-                                      "(cross-fit when rank(C_TT) >= n/2)."),
+                                      "debiased (jackknife), cross-fit (out of fold: honest with one output "
+                                      "per prompt), or auto (debiased while rank(C_TT) < the distinct "
+                                      "prompts, else in-sample when 2 rank(C_TT) < n, else cross-fit)."),
     n_folds: int = typed(5, Integer(), "--folds",
                          help="Folds of the cross-fitted Gamma* (prompts per fold)."),
     ridge: float = typed("cv", Number(words=("cv",)), "--ridge",
