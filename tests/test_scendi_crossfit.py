@@ -424,3 +424,22 @@ def test_a_direction_without_variance_is_not_listed_as_a_cluster():
     result = pp.Scendi(seed=0).fit(pp.PairedSet(pe, rng.normal(size=(2, 8)), prompts=["p0", "p0"]))
     assert len(result.clusters) == 1 and all(0.0 <= c.share <= 1.0 for c in result.clusters)
     assert all(c.top_samples for c in result.clusters)
+
+
+def test_options_the_fit_does_not_use_are_said_not_dropped():
+    """--ridge with the debiased estimator, the gaussian kernel's options with cosine, a level without
+    intervals: each ran with the same numbers and no word. Now each group is noted (result warnings and a
+    UserWarning); the defaults and options in use say nothing."""
+    rng = np.random.default_rng(1)
+    pe = np.repeat(rng.normal(size=(20, 6)), 5, axis=0)
+    data = pp.PairedSet(pe, pe[:, :4] + rng.normal(size=(100, 4)), prompts=[f"p{i // 5}" for i in range(100)])
+    with pytest.warns(UserWarning, match="ridge: used by the cross-fitted Gamma\\* only"):
+        noted = pp.Scendi(ridge=0.5, n_features=10, shared_frequencies=True, confidence=0.8).fit(data)
+    said = " | ".join(noted.warnings)
+    assert "n_features, shared_frequencies: used by the gaussian kernel only" in said
+    assert "confidence: used by the intervals (bootstrap > 0) only" in said
+    plain = pp.Scendi().fit(data)
+    assert not [w for w in plain.warnings if "not used" in w]
+    assert noted.scendi == plain.scendi
+    crossfit = pp.Scendi(gamma_estimator="cross-fit", ridge=0.5).fit(data)
+    assert not [w for w in crossfit.warnings if "not used" in w]

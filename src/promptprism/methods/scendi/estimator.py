@@ -55,7 +55,7 @@ from .core import EIGEN_FLOOR, MAX_STORED_EIGENVALUES, PromptRankWarning
 from .debias import debias_possible
 from .dual import PRECISIONS
 from .nullifier import check_paired, prompt_rank_warnings, resolve_feature_maps, scendi_groups
-from .options import GAMMA_ESTIMATORS, INTERVAL_METHODS
+from .options import GAMMA_ESTIMATORS, INTERVAL_METHODS, unused_options
 from .ranges import NO_SPLIT_NOTE, clip_table, clipped_notes, no_output_diversity, without_shares
 from .result import ScendiResult
 from .routes import SAMPLE_SPACE_MAX_ROWS, FitInputs, Route, RouteSpectra, choose_route
@@ -201,6 +201,10 @@ class Scendi(ScendiKernelOptions):
         clock.lap("clusters_s")
         intervals, boot, reps = self._intervals(route, inputs, spectra, estimator, rank, replicates, counts,
                                                 notes, reported=table)
+        for note in unused_options(self, kernel=self.kernel, gamma_estimator=spectra.described,
+                                   intervals=bool(intervals)):
+            notes.append(note)
+            warnings.warn(note, UserWarning, stacklevel=3)
         if replicates:
             clock.lap("bootstrap_s")
         return ScendiResult(
