@@ -56,8 +56,8 @@ def min_p_aggregate(stats: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
 def stratum_weights(*strata: np.ndarray) -> dict:
     """{stratum: 1 / sum_k 1 / n_k} over the strata every one of the samples holds (n_k: the k-th sample's
     count there). Two samples: n_a n_b / (n_a + n_b), the Cochran-Mantel-Haenszel weights of a difference
-    of means (a stratum's weight is the inverse variance of its difference); K samples: one weighting for
-    every pair, so that the differences of their :func:`stratified_mean` are the pairs' statistics."""
+    of means (a stratum's weight is the inverse variance of its difference); K samples: one weighting of
+    the strata all hold, for K means shown side by side (:func:`stratified_mean`)."""
     counts = []
     for labels in strata:
         keys, n = np.unique(np.asarray(labels), return_counts=True)
