@@ -175,10 +175,9 @@ def diversity(
                                             help="One set of RFF frequencies and one bandwidth for prompts "
                                                  "and outputs (same embedding space, e.g. CLIP)."),
     gamma_estimator: str = typed("auto", Choice(GAMMA_ESTIMATORS), "--gamma-estimator",
-                                 help="How Gamma* (prompt -> output) is estimated: in-sample (the paper), "
-                                      "debiased (jackknife), cross-fit (out of fold: honest with one output "
-                                      "per prompt), or auto (debiased while rank(C_TT) < the distinct "
-                                      "prompts, else in-sample when 2 rank(C_TT) < n, else cross-fit)."),
+                                 help="Gamma* (prompt -> output): in-sample (the paper), debiased, cross-fit "
+                                      "(out of fold) or auto (debiased while rank(C_TT) < the prompts, else "
+                                      "in-sample when 2 rank(C_TT) < n, else cross-fit)."),
     n_folds: int = typed(5, Integer(), "--folds",
                          help="Folds of the cross-fitted Gamma* (prompts per fold)."),
     ridge: float = typed("cv", Number(words=("cv",)), "--ridge",

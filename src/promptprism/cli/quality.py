@@ -95,10 +95,7 @@ def quality(
     sets = _sets(result, folder, list(inputs or []), text_model)
     findings = result.findings()
     if not findings:  # a result, not bad input: the models agree (exit 0, as split and describe do)
-        ranked = result.kind in RANKED_KINDS and real is not None and len(sets) > 1
-        inp.note(f"{folder}: no significant finding (or cluster) with prompts that carry it, so no verdict "
-                 "per finding" + ("; the models are still ranked over every prompt they share with the "
-                                  "real data" if ranked else ""))
+        _note_no_findings(folder, ranked=result.kind in RANKED_KINDS and real is not None and len(sets) > 1)
     options = {"alpha": alpha, "confidence": confidence, "seed": seed}
     record = _verdicts(result, findings, sets, list(facet or []), options, real=real, text_model=text_model,
                        closeness=dict(closeness=closeness, nearest_k=nearest_k, permutations=permutations,
@@ -253,3 +250,10 @@ def _print(record: dict, *, closeness: bool, judge: bool) -> None:
 def _noted(entry: dict, indent: str = "  ") -> list[str]:
     """The entry's note under its verdict (e.g. scored against the whole reference), when it has one."""
     return [f"{indent}note: {entry['note']}"] if entry.get("note") else []
+
+
+def _note_no_findings(folder: Path, *, ranked: bool) -> None:
+    """The note of a result whose models agree (``ranked``: they are still ranked over every prompt)."""
+    inp.note(f"{folder}: no significant finding (or cluster) with prompts that carry it, so no verdict per "
+             "finding" + ("; the models are still ranked over every prompt they share with the real data"
+                          if ranked else ""))
