@@ -411,3 +411,14 @@ def test_an_interval_above_one_is_read_as_copying_only_from_settled_replicates()
     far = {"low": 1.33, "high": 1.60, "debiased": 1.45}
     copied = dict(row, intervals={"cms": far, "product_cms": far, "region_cms": [far]})
     assert "not independent samples" in bounded_row(copied, replicates=20)["notes"][0]
+
+
+def test_a_block_estimator_without_blocks_is_said_not_dropped(rng):
+    """--block-estimator paper without --block-size ran the exact estimator with no word; now a note (the
+    numbers are the exact estimator's either way)."""
+    real, gen = rng.random((30, 4, 4)), rng.random((30, 4, 4))
+    noted = RegionCMS(n_regions=2, seed=0, block_estimator="paper").fit(real).compare([gen])
+    plain = RegionCMS(n_regions=2, seed=0).fit(real).compare([gen])
+    assert any("block_estimator='paper' applies to the block estimator only" in n for n in noted.notes)
+    assert not any("block_estimator" in n for n in plain.notes)
+    assert noted.cms == plain.cms

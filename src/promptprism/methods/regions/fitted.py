@@ -117,7 +117,17 @@ class FittedRegions:
                           "point estimate cms is eq. 4, the same with or without intervals",
                 "validity": interval_validity(est.block_size, n_ref, n_gen)},
             block_bias=self._block_bias(n_ref, n_gen),
-            notes=[f"{name}: {note}" for name, r in zip(names, rows, strict=True) for note in r["notes"]])
+            notes=[f"{name}: {note}" for name, r in zip(names, rows, strict=True) for note in r["notes"]]
+            + self._unused_notes())
+
+    def _unused_notes(self) -> list[str]:
+        """A note for ``block_estimator`` set without ``block_size``: the exact estimator ran, which it does
+        not change (it was dropped without a word)."""
+        est = self.estimator
+        if est.block_size is None and est.block_estimator != "corrected":
+            return [f"block_estimator={est.block_estimator!r} applies to the block estimator only "
+                    "(block_size); the exact estimator ran, so it was not used"]
+        return []
 
     def _config(self) -> dict:
         """The result's ``config``: the options (but those in ``NOT_IN_CONFIG``) with the resolved values."""
