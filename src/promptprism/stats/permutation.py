@@ -66,14 +66,22 @@ def stratum_weights(*strata: np.ndarray) -> dict:
     return {k: 1.0 / sum(1.0 / c[k] for c in counts) for k in sorted(shared, key=str)}
 
 
+def by_stratum(values: np.ndarray, strata: np.ndarray) -> dict:
+    """{stratum: its values, in their order} by one stable sort (a mask per stratum costs strata x rows)."""
+    keys, inverse = np.unique(np.asarray(strata), return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    parts = np.split(np.asarray(values)[order], np.cumsum(np.bincount(inverse, minlength=keys.size))[:-1])
+    return dict(zip(keys.tolist(), parts, strict=True))
+
+
 def stratified_mean(scores: np.ndarray, strata: np.ndarray, weights: dict) -> float:
     """sum_s w_s mean_s / sum_s w_s: the mean of ``scores`` within each stratum of ``weights``, weighted
     (:func:`stratum_weights`); NaN without a stratum."""
-    strata = np.asarray(strata)
     total = sum(weights.values())
     if not weights or total <= 0:
         return float("nan")
-    return float(sum(w * np.mean(scores[strata == k]) for k, w in weights.items()) / total)
+    groups = by_stratum(scores, strata)
+    return float(sum(w * np.mean(groups[k]) for k, w in weights.items()) / total)
 
 
 def stratified_permutation_test(a: np.ndarray, strata_a: np.ndarray, b: np.ndarray, strata_b: np.ndarray,
@@ -110,8 +118,9 @@ def stratified_permutation_test(a: np.ndarray, strata_a: np.ndarray, b: np.ndarr
     total_w = sum(weights.values())
     rng = np.random.default_rng(seed)
     observed, null = 0.0, np.zeros(permutations)
+    of_a, of_b = by_stratum(a, strata_a), by_stratum(b, strata_b)
     for key, w in weights.items():
-        mine, theirs = a[strata_a == key], b[strata_b == key]
+        mine, theirs = of_a[key], of_b[key]
         values, na, nb = np.r_[mine, theirs], mine.size, theirs.size
         scale, total = w / total_w, values.sum()
         observed += scale * (mine.sum() / na - theirs.sum() / nb)
@@ -124,5 +133,5 @@ def stratified_permutation_test(a: np.ndarray, strata_a: np.ndarray, b: np.ndarr
     return float(observed), (1 + hits) / (1 + permutations)
 
 
-__all__ = ["adjust_pvalues", "can_reject", "labelling_pvalues", "labelling_statistic", "min_p_aggregate",
-           "stratified_mean", "stratified_permutation_test", "stratum_weights"]
+__all__ = ["adjust_pvalues", "by_stratum", "can_reject", "labelling_pvalues", "labelling_statistic",
+           "min_p_aggregate", "stratified_mean", "stratified_permutation_test", "stratum_weights"]
