@@ -1,6 +1,7 @@
-"""KID's and MMD²'s U-statistics on sets of several outputs per prompt: on the same prompts with as many
-outputs each they read low (within-set pairs share a prompt less often than cross pairs), and the note
-that flags their intervals says so (it said "high", the direction of sets of other prompts)."""
+"""KID's U-statistic on sets of several outputs per prompt: on the same prompts with as many outputs each it
+reads low (within-set pairs share a prompt less often than cross pairs), and the note that flags its
+interval says so (it said "high", the direction of sets of other prompts). MMD² weights its within-set
+pairs by the design there and does not (tests/test_metrics_design.py)."""
 
 from __future__ import annotations
 
@@ -20,11 +21,28 @@ def _draw(seed: int, prompts: int = 10, per_prompt: int = 8) -> pp.PairedSet:
 
 
 @pytest.mark.slow  # (about 0.7 s)
-def test_two_draws_of_one_model_on_the_same_prompts_read_low_and_the_note_says_so():
+def test_two_draws_of_one_model_on_the_same_prompts_read_low_by_kid_and_the_note_says_so():
     runs = [ReferenceMetrics(bootstrap=0, seed=s).fit([_draw(1000 + s)], _draw(2000 + s)).models[0]
             for s in range(8)]
-    assert all(m.mmd2 < 0 for m in runs), [m.mmd2 for m in runs]
+    assert all(m.kid < 0 for m in runs), [m.kid for m in runs]
+    assert not all(m.mmd2 < 0 for m in runs), [m.mmd2 for m in runs]  # (the U-statistic: 40 of 40)
     with_intervals = ReferenceMetrics(bootstrap=50, seed=0).fit([_draw(1)], _draw(2)).models[0]
     validity = with_intervals.interval_validity
-    assert {"kid", "mmd2"} <= set(validity["not_calibrated"])
-    assert "so they read low" in validity["reason"] and "(S - 1) / (N - 1)" in validity["reason"]
+    assert "kid" in validity["not_calibrated"]
+    assert "so it reads low" in validity["reason"] and "(S - 1) / (N - 1)" in validity["reason"]
+    # 80 rows a set: below the rows MMD²'s interval was measured to cover from on the same prompts
+    assert "mmd2" in validity["not_calibrated"] and "from 200 rows per set" in validity["reason"]
+
+
+def test_mmd2_on_the_same_prompts_is_not_flagged_from_200_rows():
+    model = ReferenceMetrics(bootstrap=0, seed=0).fit([_draw(1, per_prompt=25)], _draw(2, per_prompt=25))
+    validity = model.models[0].interval_validity
+    assert "kid" in validity["not_calibrated"] and "mmd2" not in validity["not_calibrated"]
+
+
+def test_mmd2_on_other_prompts_is_flagged_as_reading_high():
+    other = _draw(2)
+    other = pp.PairedSet(other.prompt_embeddings, other.output_embeddings,
+                         prompts=[f"q{p}" for p in other.prompts])
+    validity = ReferenceMetrics(bootstrap=0, seed=0).fit([_draw(1)], other).models[0].interval_validity
+    assert "mmd2" in validity["not_calibrated"] and "reads high" in validity["reason"]

@@ -27,21 +27,29 @@ MIN_CLUSTERS_FD = 40
 MIN_CLUSTERS_PER_DIM_FD = 5
 _FD = (f"FD's bootstrap interval was measured to cover from {MIN_CLUSTERS_FD} prompts (or rows) per set up "
        "(0.94-0.955); below, FD's small-sample bias and skew grow and it is not known to cover")
-_KID_CLUSTERED = ("KID's and MMD²'s U-statistics assume rows drawn independently; outputs of one prompt are "
-                  "closer than two draws of the model, and the statistics weight those pairs by how often "
-                  "the sets hold them: on the same prompts with as many outputs each, less often within a "
-                  "set ((S - 1) / (N - 1)) than across the two (S / N), so they read low (two draws of one "
-                  "model, 10 prompts x 8: MMD² below 0 in 40 of 40 runs, its interval holding 0 in 10); on "
-                  "other prompts, high (+0.8-1.0 sd with 5 outputs per prompt); their intervals covered "
-                  "0.885-0.985 on the grid")
+_KID_CLUSTERED = ("KID's U-statistic (torchmetrics' and clean-fid's) assumes rows drawn independently; outputs "
+                  "of one prompt are closer than two draws of the model, and the statistic weights those "
+                  "pairs by how often the sets hold them: on the same prompts with as many outputs each, less "
+                  "often within a set ((S - 1) / (N - 1)) than across the two (S / N), so it reads low (two "
+                  "draws of one model, 10 prompts x 8: below 0 in 40 of 40 runs); on other prompts, high "
+                  "(+0.8-1.0 sd with 5 outputs per prompt); its intervals covered 0.885-0.985 on the grid")
+_MMD_OTHER_PROMPTS = ("MMD² on sets of other prompts (or prompts missing from one side) is the plain "
+                      "U-statistic, which reads high on prompt-clustered sets (+0.8-1.0 sd with 5 outputs per "
+                      "prompt; covered 0.885-0.985 on the grid)")
+#: rows per set from which MMD²'s interval was measured to cover on two sets of the same prompts (its
+#: within-set terms weighted by the design, :mod:`.design`): 0.935-0.995 from 200 rows, 0.91 at 80
+MIN_ROWS_MMD_SAME_PROMPTS = 200
+_MMD_FEW_ROWS = (f"MMD²'s interval on the same prompts was measured to cover 0.935-0.995 from "
+                 f"{MIN_ROWS_MMD_SAME_PROMPTS} rows per set, 0.91 at 80 rows (a large difference)")
 
 
 def interval_validity(intervals: Iterable[str], *, generated_clusters: int, reference_clusters: int,
-                      generated_rows: int, reference_rows: int, dim: int = 0) -> dict:
+                      generated_rows: int, reference_rows: int, dim: int = 0,
+                      same_prompts: bool = False) -> dict:
     """{'holds': bool, 'not_calibrated': [metrics], 'reason': str} for a set whose ``intervals`` (metric
     names) were resampled over ``generated_clusters`` generated prompts (rows without prompts) of
     ``generated_rows`` rows, and ``reference_clusters`` reference prompts of ``reference_rows`` rows, in
-    ``dim`` dimensions."""
+    ``dim`` dimensions; ``same_prompts``: both sets hold the same prompts (MMD² is then design-weighted)."""
     have = set(intervals)
     bad, reasons = [], []
     fewest = min(generated_clusters, reference_clusters)
@@ -54,10 +62,15 @@ def interval_validity(intervals: Iterable[str], *, generated_clusters: int, refe
                        f"set: it was measured to cover with {MIN_CLUSTERS_PER_DIM_FD} per dimension (8-d), "
                        "and covered 0.855 with 40 prompts in 64 dimensions, where FD's bias dominates")
     clustered = generated_clusters < generated_rows or reference_clusters < reference_rows
-    kid = [n for n in ("kid", "mmd2") if n in have]
-    if kid and clustered:
-        bad += kid
+    if "kid" in have and clustered:
+        bad.append("kid")
         reasons.append(_KID_CLUSTERED)
+    if "mmd2" in have and clustered and not same_prompts:
+        bad.append("mmd2")
+        reasons.append(_MMD_OTHER_PROMPTS)
+    elif "mmd2" in have and clustered and min(generated_rows, reference_rows) < MIN_ROWS_MMD_SAME_PROMPTS:
+        bad.append("mmd2")
+        reasons.append(_MMD_FEW_ROWS)
     always = [n for n in ALWAYS if n in have]
     if always:
         bad += always
@@ -78,4 +91,4 @@ def interval_validity(intervals: Iterable[str], *, generated_clusters: int, refe
             "reason": "; ".join(reasons) + " (docs/metrics.md, 'Intervals: what they cover')"}
 
 
-__all__ = ["MIN_CLUSTERS", "MIN_CLUSTERS_FD", "MIN_CLUSTERS_PER_DIM_FD", "interval_validity"]
+__all__ = ["MIN_CLUSTERS", "MIN_CLUSTERS_FD", "MIN_ROWS_MMD_SAME_PROMPTS", "MIN_CLUSTERS_PER_DIM_FD", "interval_validity"]

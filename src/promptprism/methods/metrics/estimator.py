@@ -28,6 +28,7 @@ from .breakdown import PromptGroups, prompt_breakdown
 from .calibration import interval_validity
 from .frechet import frechet_distance
 from .intervals import FD_BOOTSTRAP_MAX_DIM, bootstrap_means, frechet_bootstrap
+from .design import design_correction
 from .kid import gather_subsets, kid_and_mmd2, mmd2_interval
 from .options import ALIGNMENT_CHOICES
 from .prdc import neighbour_indicators_each, shared_row_count
@@ -231,7 +232,13 @@ class ReferenceMetrics(Estimator):
         fd = self._fd(x, r, notes)
         groups = self._groups(data, ref)
         labels = (None, None) if groups is None else (groups.generated, groups.reference)
-        (kid, kid_parts), (mmd, mmd_parts) = kid_and_mmd2(x, r, **subsets, groups=labels, gathered=gathered)
+        fixed = _same_prompts(*labels)
+        (kid, kid_parts), (mmd, mmd_parts) = kid_and_mmd2(x, r, **subsets, groups=labels, gathered=gathered,
+                                                          conditional=fixed)
+        if fixed:  # MMD^2 of the two sets' mixtures over these prompts, each weighted as its design
+            mmd = mmd + sum(design_correction(v, g, kernel=subsets["kernel"], sigma=subsets["sigma"],
+                                              cap=self.subset_size, seed=self.seed)
+                            for v, g in zip((x, r), labels, strict=True))
         align = self._alignment(data, space, trunc, notes, declared)
         if not isinstance(data, PairedSet):
             notes.append("output embeddings only (no prompt embeddings): no CLIPScore and no per-prompt rows")
@@ -252,7 +259,7 @@ class ReferenceMetrics(Estimator):
         validity = {} if not intervals else interval_validity(
             intervals, generated_clusters=_clusters(groups and groups.generated, x.shape[0]),
             reference_clusters=_clusters(groups and groups.reference, r.shape[0]), generated_rows=x.shape[0],
-            reference_rows=r.shape[0], dim=int(x.shape[1]))
+            reference_rows=r.shape[0], dim=int(x.shape[1]), same_prompts=fixed)
         return SetMetrics(
             name=name, n=int(x.shape[0]), fd=fd, kid=float(kid.mean()), kid_std=float(kid.std(ddof=1))
             if kid.size > 1 else 0.0, mmd2=float(mmd.mean()),
@@ -292,3 +299,11 @@ class ReferenceMetrics(Estimator):
             notes.append(f"no FD interval: d = {x.shape[1]} > {FD_BOOTSTRAP_MAX_DIM} (each bootstrap "
                          "replicate costs two d x d covariances and eigen-solves)")
         return out
+
+
+def _same_prompts(generated: Any, reference: Any) -> bool:
+    """Whether both sets hold prompt labels and the same prompts (then MMD^2 is taken with the prompts
+    fixed: :mod:`.design`)."""
+    if generated is None or reference is None:
+        return False
+    return bool(np.array_equal(np.unique(generated), np.unique(reference)))

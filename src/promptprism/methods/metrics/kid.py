@@ -73,18 +73,34 @@ def subset_indices(n: int, m: int, size: int, n_subsets: int, seed: int
 
 
 def projection_variances_from_sums(sums: KernelSums, gx: np.ndarray | None = None,
-                                   gy: np.ndarray | None = None) -> tuple[float, float]:
-    """(v_x, v_y) of :func:`projection_variances` from the kernel sums of :mod:`.kernel_sums`."""
+                                   gy: np.ndarray | None = None, *, conditional: bool = False
+                                   ) -> tuple[float, float]:
+    """(v_x, v_y) of :func:`projection_variances` from the kernel sums of :mod:`.kernel_sums`; with
+    ``conditional`` those of :func:`conditional_variance` (the prompts held fixed)."""
     def one(rows_self: np.ndarray, diag: np.ndarray, cross: np.ndarray, other: int,
             groups: np.ndarray | None) -> float:
         rows = rows_self.size
         h = (rows_self - diag) / (rows - 1) - cross / other
+        if conditional and groups is not None:
+            return conditional_variance(h, groups)
         h = h - h.mean()
         sums_ = h if groups is None else np.bincount(np.unique(groups, return_inverse=True)[1], h)
         return float(np.sum(sums_**2) / rows**2)
 
     return (one(sums.rows_aa, sums.diag_aa, sums.rows_ab, sums.rows_bb.size, gx),
             one(sums.rows_bb, sums.diag_bb, sums.cols_ab, sums.rows_aa.size, gy))
+
+
+def conditional_variance(h: np.ndarray, groups: np.ndarray) -> float:
+    """The variance of the mean of ``h`` over rows drawn independently within fixed prompts ``groups``:
+    sum_g sum_{i in g} (h(i) - mean_g h)^2 n_g / (n_g - 1) / rows^2 (each prompt's own spread, unbiased);
+    a prompt of one row is taken about the mean of all rows (its own spread is not seen)."""
+    codes, inverse, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    means = np.bincount(inverse, h, minlength=codes.size) / counts
+    single = counts[inverse] == 1
+    dev = np.where(single, h - h.mean(), h - means[inverse])
+    scale = np.where(single, 1.0, counts[inverse] / np.maximum(counts[inverse] - 1, 1))
+    return float(np.sum(dev**2 * scale) / h.size**2)
 
 
 def projection_variances(k_xy: np.ndarray, k_xx: np.ndarray, k_yy: np.ndarray, gx: np.ndarray | None = None,
@@ -160,14 +176,16 @@ def gram_precision(x: Any, y: Any) -> type:
 
 
 def subset_kernel_mmd2(x: Any, y: Any, kernels: list[SubsetKernel], *, n_subsets: int, subset_size: int,
-                       seed: int, groups: tuple | None = None, gathered: SubsetGather | None = None) -> list:
+                       seed: int, groups: tuple | None = None, gathered: SubsetGather | None = None,
+                       conditional: tuple[bool, ...] = ()) -> list:
     """MMD^2_u of each kernel on each of ``n_subsets`` random subset pairs (the same pairs for every
     kernel), one Gram matrix per pair in :func:`gram_precision` for all of them
     (:func:`.kernel_sums.kernel_sums`), or the sums ``gathered`` off the k-NN metrics' distance blocks
     (:func:`gather_subsets`, passed through :func:`.prdc.neighbour_indicators`).
 
     As :func:`subset_mmd2` (same subsets, same values), one entry per kernel: the values, or with
-    ``groups`` (values, parts).
+    ``groups`` (values, parts); ``conditional`` (one flag per kernel, default all False): that kernel's
+    parts with the prompts held fixed (:func:`conditional_variance`).
     """
     n, m = int(x.shape[0]), int(y.shape[0])
     n_subsets = _check_subsets(n, m, subset_size, n_subsets)
@@ -182,8 +200,9 @@ def subset_kernel_mmd2(x: Any, y: Any, kernels: list[SubsetKernel], *, n_subsets
         labels = None if groups is None else [None if g is None else np.asarray(g)[rows]
                                               for g, rows in zip(groups, (i, j), strict=True)]
         out = []
-        for one in sums:
-            vx, vy = (0.0, 0.0) if labels is None else projection_variances_from_sums(one, *labels)
+        for one, fixed in zip(sums, conditional or (False,) * len(kernels), strict=True):
+            vx, vy = (0.0, 0.0) if labels is None else projection_variances_from_sums(one, *labels,
+                                                                                      conditional=fixed)
             out.append((mmd2_from_sums(one), (vx * subset_size / n, vy * subset_size / m)))
         return out
 
@@ -231,16 +250,18 @@ def kernel_mmd2(x: Any, y: Any, *, kernel: str, sigma: float | None = None, n_su
 
 def kid_and_mmd2(x: Any, y: Any, *, kernel: str, sigma: float | None = None, n_subsets: int = 100,
                  subset_size: int = 1000, seed: int = 0, groups: tuple | None = None,
-                 gathered: SubsetGather | None = None) -> tuple:
+                 gathered: SubsetGather | None = None, conditional: bool = False) -> tuple:
     """(:func:`kernel_inception_distance`, :func:`kernel_mmd2`) with their defaults, on the same subsets
     from one Gram matrix per subset pair: MMD costs KID's elementwise work, no second product. With
     ``gathered`` (:func:`gather_subsets` of the same arguments, its blocks visited) the sums are read
-    from it instead."""
+    from it instead. ``conditional``: MMD's variance parts with the prompts held fixed (KID's stay
+    cluster-robust)."""
     check_same_dim(x, y)
     size = min(int(subset_size), int(x.shape[0]), int(y.shape[0]))
     check_kid_scale(x, y, degree=3, gamma=1.0 / x.shape[1], coef=1.0)
     kid, mmd = subset_kernel_mmd2(x, y, _kid_and_mmd_kernels(kernel, sigma), n_subsets=n_subsets,
-                                  subset_size=size, seed=seed, groups=groups, gathered=gathered)
+                                  subset_size=size, seed=seed, groups=groups, gathered=gathered,
+                                  conditional=(False, conditional))
     return kid, mmd
 
 
