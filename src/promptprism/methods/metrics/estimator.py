@@ -26,9 +26,9 @@ from ...stats.resampling import MIN_BOOTSTRAP_CLUSTERS, check_bootstrap_memory
 from .alignment import CLIPSCORE_WEIGHT, check_joint_space, clip_scores
 from .breakdown import PromptGroups, prompt_breakdown
 from .calibration import interval_validity
+from .design import design_correction
 from .frechet import frechet_distance
 from .intervals import FD_BOOTSTRAP_MAX_DIM, bootstrap_means, frechet_bootstrap
-from .design import design_correction
 from .kid import gather_subsets, kid_and_mmd2, mmd2_interval
 from .options import ALIGNMENT_CHOICES
 from .prdc import neighbour_indicators_each, shared_row_count
