@@ -81,6 +81,18 @@ def test_out_folder_of_another_command_or_with_foreign_files_is_refused(sets, tm
     assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]
 
 
+def test_a_result_json_promptprism_did_not_write_does_not_open_the_folder(sets, tmp_path, capsys):
+    a, b = sets
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "result.json").write_text('{"my": "own data"}')
+    (theirs / "report.html").write_text("<html>my own page</html>")
+    code, _, err = _run(capsys, "split", a, b, "--out", theirs, "-q", "--no-report")
+    assert code == 2 and "holds files promptprism did not write" in err and "'result.json'" in err
+    assert (theirs / "result.json").read_text() == '{"my": "own data"}'
+    assert (theirs / "report.html").read_text() == "<html>my own page</html>"
+
+
 @pytest.mark.slow
 def test_no_report_removes_the_stale_report(sets, tmp_path, capsys):
     a, b = sets

@@ -76,8 +76,9 @@ def check_out_contents(out: str | Path, command: str) -> None:
     if other is not None:
         raise OptionError(f"out {str(out)!r} holds the result of `promptprism {other}`; choose another "
                           f"folder (or delete that one) so that one folder holds one command's result")
+    known = any(kind in kinds for kinds in COMMAND_KINDS.values())  # (an earlier run's, before listings)
     foreign = [f for f in files if f not in listing["files"] and f != REPORT_NAME] if listing else \
-        ([] if "result.json" in files else files)
+        ([] if known else files)
     if foreign:
         shown = ", ".join(repr(f) for f in foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3
                                                            else "")
