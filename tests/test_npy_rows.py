@@ -69,8 +69,8 @@ def test_sharded_folder_reads_as_one_array(tmp_path):
     t = rng.standard_normal((100, 6))
     z = rng.standard_normal((100, 4))
     bounds = [0, 7, 40, 41, 100]  # uneven shards, one of a single row
-    for k in range(4):  # names sort wrongly as plain strings (shard 10 before 2) to test natural order
-        idx = [0, 2, 10, 11][k]
+    for k in range(4):  # numbered by first row: names sort wrongly as plain strings (40 before 7)
+        idx = bounds[k]
         np.save(tmp_path / f"prompt_embeddings-{idx}.npy", t[bounds[k] : bounds[k + 1]])
         np.save(tmp_path / f"output_embeddings-{idx}.npy", z[bounds[k] : bounds[k + 1]])
         names = np.array([f"p{i % 5}" for i in range(bounds[k], bounds[k + 1])])
@@ -83,8 +83,28 @@ def test_sharded_folder_reads_as_one_array(tmp_path):
     a = PromptSplit(method="rff", n_features=100, chunk_size=9, n_modes=2).fit(s, s)
     b = PromptSplit(method="rff", n_features=100, chunk_size=9, n_modes=2).fit((t, z), (t, z))
     _same_spectrum(a, b)
-    np.save(tmp_path / "output_embeddings-12.npy", rng.standard_normal((3, 5)))  # wrong width
+    np.save(tmp_path / "output_embeddings-100.npy", rng.standard_normal((3, 5)))  # wrong width
     with pytest.raises(InputError, match="does not match the first shard"):
+        load_paired(tmp_path)
+
+
+def test_a_missing_misnamed_or_doubled_shard_is_refused(tmp_path):
+    """A gap in the shards' numbers lost rows; a whole array beside its shards is ambiguous."""
+    rng = np.random.default_rng(2)
+    for k in range(3):
+        np.save(tmp_path / f"prompt_embeddings-{k:05d}.npy", rng.standard_normal((10, 3)))
+        np.save(tmp_path / f"output_embeddings-{k:05d}.npy", rng.standard_normal((10, 2)))
+    assert len(load_paired(tmp_path)) == 30
+    (tmp_path / "output_embeddings-00001.npy").unlink()
+    with pytest.raises(InputError, match=r"shard 1 is missing"):
+        load_paired(tmp_path)
+    np.save(tmp_path / "output_embeddings-00001.npy", rng.standard_normal((10, 2)))
+    np.save(tmp_path / "output_embeddings.npy", rng.standard_normal((30, 2)))
+    with pytest.raises(InputError, match="holds both output_embeddings.npy and 3 shard"):
+        load_paired(tmp_path)
+    (tmp_path / "output_embeddings.npy").unlink()
+    np.save(tmp_path / "output_embeddings-last.npy", rng.standard_normal((10, 2)))
+    with pytest.raises(InputError, match="not a shard name"):
         load_paired(tmp_path)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import zipfile
 from pathlib import Path
 
@@ -88,8 +87,12 @@ def _read_npy_dir(path: Path) -> dict[str, np.ndarray]:
     arrays: dict[str, np.ndarray] = {}
     for key in REQUIRED + OPTIONAL:
         f = path / f"{key}.npy"
+        shards = _shards(path, key)
+        if f.exists() and shards:
+            raise InputError(f"{path}: holds both {f.name} and {len(shards)} shard(s) of it "
+                             f"({shards[0].name}, "
+                             "...); keep one of the two (the whole array or its shards)")
         if not f.exists():
-            shards = sorted(path.glob(f"{key}-*.npy"), key=lambda p: _natural(p.name))
             if shards and key in REQUIRED:
                 arrays[key] = ShardedRows(shards)  # prompt_embeddings-00000.npy, -00001.npy, ... in order
             elif shards:
@@ -108,8 +111,43 @@ def _read_npy_dir(path: Path) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _natural(name: str) -> list:
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+def _shards(path: Path, key: str) -> list[Path]:
+    """``key``'s shards in ``path``, ``key-<number>.npy`` in the order of their numbers, which count the
+    shards from 0 (``key-00000.npy``, ``key-00001.npy``, ...) or give each shard's first row (``key-0.npy``,
+    ``key-5000.npy``, ...) with no gap; else an InputError (a missing shard is a lost part of the rows)."""
+    numbered: dict[int, Path] = {}
+    for p in path.glob(f"{key}-*.npy"):
+        tail = p.name[len(key) + 1 : -len(".npy")]
+        if not tail.isdigit():
+            raise InputError(f"{p}: not a shard name ({key}-<number>.npy, e.g. {key}-00000.npy); rename or "
+                             "move it")
+        if int(tail) in numbered:
+            raise InputError(f"{path}: {numbered[int(tail)].name} and {p.name} are the same shard number; "
+                             "keep one")
+        numbered[int(tail)] = p
+    numbers = sorted(numbered)
+    if not numbers or numbers == list(range(len(numbers))):
+        return [numbered[i] for i in numbers]
+    starts = np.cumsum([0] + [_npy_rows(numbered[i]) for i in numbers[:-1]]).tolist()
+    if numbers == starts:
+        return [numbered[i] for i in numbers]
+    gap = next(i for i, n in enumerate(numbers) if n != i)
+    raise InputError(f"{path}: {key} shards numbered {_listed(numbers)} are neither counted from 0 with no "
+                     f"gap (shard {gap} is missing) nor each shard's first row ({_listed(starts)}); a shard "
+                     "is missing or misnamed")
+
+
+def _npy_rows(path: Path) -> int:
+    """The rows of an ``.npy`` file, from its header."""
+    try:
+        shape = np.load(path, mmap_mode="r", allow_pickle=False).shape  # (the header only is read)
+    except (OSError, ValueError, EOFError) as exc:
+        raise InputError(f"{path}: not a readable .npy file ({exc})") from None
+    return int(shape[0]) if shape else 1
+
+
+def _listed(numbers: list[int]) -> str:
+    return ", ".join(map(str, numbers[:6])) + (", ..." if len(numbers) > 6 else "")
 
 
 def load_output_embeddings(path: str | os.PathLike) -> np.ndarray | None:
