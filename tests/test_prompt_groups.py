@@ -70,3 +70,26 @@ def test_labels_numbered_by_content_ignore_the_row_and_set_order(with_strings):
     if with_strings:  # in the strings' order
         assert {words[i]: g for i, g in zip(idx_a, la, strict=True)} == {
             w: sorted(set(words[i] for i in np.r_[idx_a, idx_b])).index(w) for w in (words[i] for i in idx_a)}
+
+
+def test_a_set_without_strings_joins_the_strings_of_identical_embeddings_and_is_noted():
+    """Strings in one set only: that set groups by its strings; a string-less row joins the string of a row
+    with its identical prompt embedding, else stands alone (it was one group per row for both sets, the
+    same string listed once per row)."""
+    from promptprism.data.paired import missing_strings_note
+
+    rng = np.random.default_rng(3)
+    pool = rng.standard_normal((3, 4))
+    a_idx = np.repeat([0, 1, 2], 4)
+    noisy = pool[a_idx] + 0.01 * rng.standard_normal((12, 4))  # rows of one string, embeddings apart
+    a = PairedSet(noisy, rng.standard_normal((12, 2)), prompts=[f"p{i}" for i in a_idx], name="a")
+    b_rows = np.concatenate([noisy[[0, 4]], rng.standard_normal((2, 4))])  # two match a's rows exactly
+    b = PairedSet(b_rows, rng.standard_normal((4, 2)), name="b")
+    for numbered in ("first", "content"):
+        (la, lb), names = prompt_groups(a, b, numbered=numbered)
+        got = [names[g] for g in la]
+        assert got == [f"p{i}" for i in a_idx]
+        assert [names[g] for g in lb[:2]] == ["p0", "p1"]
+        assert lb[2] != lb[3] and names[lb[2]].startswith("prompt #") and len(names) == 5
+    assert "b has no prompt strings" in missing_strings_note([a, b], ["a", "b"])
+    assert missing_strings_note([a, a], ["a", "a2"]) is None

@@ -193,25 +193,31 @@ def prompt_groups(*sets: PairedSet, by: str = "string", numbered: str = "first"
     """Integer prompt labels shared across ``sets``, and a display name per label.
 
     Rows are grouped by prompt string when every set has strings (a string may label rows of different
-    prompt embeddings: a category; :func:`strings_disagree` says whether it does), otherwise, or with
-    ``by='embedding'``, by identical prompt embedding (then named by the string of their first occurrence,
-    if any, or ``prompt #k``). Labels are numbered in order of first occurrence (set by set, row by row),
+    prompt embeddings: a category; :func:`strings_disagree` says whether it does); when only some sets have
+    strings, the rows of the others join the string of a row with their identical prompt embedding, else
+    stand by their embedding (:func:`missing_strings_note`); without strings, or with ``by='embedding'``,
+    by identical prompt embedding (then named by the string of their first occurrence, if any, or
+    ``prompt #k``). Labels are numbered in order of first occurrence (set by set, row by row),
     or with ``numbered='content'`` in the order of the strings (or of the embeddings' digests): the same
     pairs in any row or set order get the same labels, so seeded draws over the labels repeat.
     """
-    if by == "string" and all(s.prompts is not None for s in sets):
-        index: dict[str, int] = {}
+    some = any(s.prompts is not None for s in sets)
+    if by == "string" and some:
+        index: dict = {}
         first_list: list[int] = []
         inverse = np.empty(sum(len(s) for s in sets), dtype=np.int64)
-        for i, key in enumerate(itertools.chain.from_iterable(s.prompts for s in sets)):
+        for i, key in enumerate(_string_keys(sets)):
             g = index.get(key)
             if g is None:
                 g = index[key] = len(first_list)
                 first_list.append(i)
             inverse[i] = g
         first = np.asarray(first_list, dtype=np.int64)
-        by_content = sorted(range(first.size), key=list(index).__getitem__)
+        keys = list(index)  # (strings, and digests of rows no string names: strings first in content order)
+        by_content = sorted(range(first.size), key=lambda g: (0, keys[g], ()) if isinstance(keys[g], str)
+                            else (1, "", keys[g]))
     else:
+        keys = None
         first, inverse = _first_and_inverse(np.concatenate(_digests_of(s.prompt_embeddings for s in sets)))
         by_content = range(first.size)  # (groups numbered in the digests' sorted order)
     # groups by first occurrence, or by their strings (digests)
@@ -225,11 +231,44 @@ def prompt_groups(*sets: PairedSet, by: str = "string", numbered: str = "first"
     owner = np.searchsorted(bounds, first[order], side="right") - 1
     if all(s.prompts is None for s in sets):
         return labels, [f"prompt #{g}" for g in range(order.size)]
+    if keys is not None:
+        return labels, [keys[j] if isinstance(keys[j], str) else f"prompt #{g}"
+                        for g, j in enumerate(order.tolist())]
     names = []
     for g, (i, k) in enumerate(zip(first[order].tolist(), owner.tolist(), strict=True)):
         prompts = sets[k].prompts
         names.append(prompts[i - bounds[k]] if prompts is not None else f"prompt #{g}")
     return labels, names
+
+
+def _string_keys(sets: Sequence[PairedSet]) -> Iterator:
+    """Each row's grouping key: its prompt string; for a row of a set without strings, the string of a row
+    with its identical prompt embedding, else its embedding's digest."""
+    if all(s.prompts is not None for s in sets):
+        yield from itertools.chain.from_iterable(s.prompts for s in sets)
+        return
+    digests = _digests_of(s.prompt_embeddings for s in sets)
+    named: dict[tuple, str] = {}
+    for s, d in zip(sets, digests, strict=True):
+        if s.prompts is not None:
+            for key, text in zip(map(tuple, d.tolist()), s.prompts, strict=True):
+                named.setdefault(key, text)
+    for s, d in zip(sets, digests, strict=True):
+        if s.prompts is not None:
+            yield from s.prompts
+        else:
+            yield from (named.get(key, key) for key in map(tuple, d.tolist()))
+
+
+def missing_strings_note(sets: Sequence[PairedSet], names: Sequence[str]) -> str | None:
+    """A note when some of ``sets`` (named ``names``) hold prompt strings and others none (None else)."""
+    bare = [n for s, n in zip(sets, names, strict=True) if s.prompts is None]
+    if not bare or len(bare) == len(sets):
+        return None
+    return (f"{', '.join(bare)} {'has' if len(bare) == 1 else 'have'} no prompt strings ('prompts'): "
+            f"{'its' if len(bare) == 1 else 'their'} rows join the prompt of a row of another set with the "
+            "same prompt embedding, and otherwise count as prompts of their own (by embedding); give every "
+            "set its prompt strings to compare prompt by prompt")
 
 
 def _first_and_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from ..._progress import progress_enabled, status
 from ...backend import resolve_backend
-from ...data.paired import PairedSet, as_paired_set, check_compatible, prompt_groups
+from ...data.paired import PairedSet, as_paired_set, check_compatible, missing_strings_note, prompt_groups
 from ...scale.runner import current_runner
 from . import core, testing
 from . import significance as sig
@@ -105,6 +105,9 @@ class PromptSplit(SplitOptions):
                              runner=current_runner())
         label_list, names = prompt_groups(sets["test"], sets["reference"])
         labels = dict(zip(SIDES, label_list, strict=True))
+        note = missing_strings_note([sets[side] for side in SIDES], [sets[side].where for side in SIDES])
+        if note is not None:
+            warnings.warn(note, UserWarning, stacklevel=2)
         note = sig.unshared_prompts_note(labels["test"], labels["reference"],
                                          tested=bool(self.resolved_permutations(route.name)))
         if note is not None:

@@ -25,7 +25,14 @@ import numpy as np
 from ..._params import one_of
 from ...array_ops import blas_thread_count
 from ...backend import resolve_backend
-from ...data.paired import PairedSet, as_paired_set, check_compatible, prompt_groups, set_names
+from ...data.paired import (
+    PairedSet,
+    as_paired_set,
+    check_compatible,
+    missing_strings_note,
+    prompt_groups,
+    set_names,
+)
 from ...errors import InputError, OptionError
 from ...scale.runner import current_runner
 from ...stats.batched_eigen import DENSE_BATCH_RANK
@@ -168,7 +175,7 @@ class KWaySplit(SplitOptions):
         t0 = time.perf_counter()
         sets, names = self._check_sets(sets, names)
         labels, prompt_names = prompt_groups(*sets)
-        _check_shared_prompts(labels, prompt_names, names)
+        _check_shared_prompts(labels, prompt_names, names, missing_strings_note(sets, names))
         counts = np.array([len(s) for s in sets])
         method = self.route_name(int(counts.sum()))
         self.check_test(int(counts.sum()), method)
@@ -267,7 +274,8 @@ class KWaySplit(SplitOptions):
         return (bws["prompt"].value, bws["output"].value), scan
 
 
-def _check_shared_prompts(labels: list[np.ndarray], prompt_names: list[str], names: list[str]) -> None:
+def _check_shared_prompts(labels: list[np.ndarray], prompt_names: list[str], names: list[str],
+                          cause: str | None = None) -> None:
     present = [set(np.unique(lab).tolist()) for lab in labels]
     every = set().union(*present)
     missing = [[prompt_names[g] for g in sorted(every - have)] for have in present]
@@ -276,4 +284,4 @@ def _check_shared_prompts(labels: list[np.ndarray], prompt_names: list[str], nam
                          + (f" and {len(miss) - 3} more" if len(miss) > 3 else "")
                          for name, miss in zip(names, missing, strict=True) if miss)
         raise InputError("K-way PromptSplit needs every set on the same prompts (labels are exchanged "
-                         f"within each prompt): {said}")
+                         "within each prompt): " + (f"{cause}" if cause else said))
