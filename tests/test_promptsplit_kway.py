@@ -285,3 +285,18 @@ def test_leading_modes_without_a_test_are_the_largest_of_each_sign():
     assert leading_modes(vals, [0.5, 0.5, 0.01, 0.2, 0.04], 0.05) == [True, True, True, False, True]
     assert leading_modes(np.array([2.0, 1.0]), [None, None], 0.05) == [True, False]
     assert leading_modes(np.array([]), None, None) == []
+
+
+def test_with_eta_other_than_one_only_the_tested_direction_carries_a_p_value():
+    """C_a - eta C_b and C_b - eta C_a are different operators: the untested one holds no p-value (it was
+    copied from the other), and 'separated_from' still reads the tested pair both ways."""
+    sets = model_sets(3, 3, prompts=6, per=8, shift=2.0, planted=0)
+    res = KWaySplit(method="exact", permutations=40, n_modes=3, eta=2.0).fit(sets)
+    assert res.distances[0][1] != pytest.approx(res.distances[1][0])
+    for a in range(3):
+        for b in range(3):
+            assert (res.pair_p_values[a][b] is not None) == (a < b)
+    if res.pair_p_values[0][1] <= 0.05:
+        assert "m0" in res.deviations[1]["separated_from"]
+    same = KWaySplit(method="exact", permutations=40, n_modes=3).fit(sets)
+    assert same.pair_p_values[1][0] == same.pair_p_values[0][1] is not None

@@ -88,6 +88,10 @@ def print_kway(result: KWayResult, *, quiet: bool = False) -> None:
     for a, name in enumerate(result.names):
         table.add_row(escape(name), *[_cell(result, a, b) for b in range(len(result.names))])
     console.print(table)
+    if float(result.config.get("eta", 1.0)) != 1.0:
+        console.print(f"eta = {result.config['eta']:g}: a pair's test takes the set listed first as its test "
+                      "side (row above the diagonal); the cells below it are the other operator's distances, "
+                      "not tested", markup=False, highlight=False, soft_wrap=True)
     rest = Table(title="Each model against the others" + (" (pooled)" if len(result.names) > 2 else ""))
     for col in ("model", "distance to the rest", "significant modes", "differs from",
                 "prompts where it is the one that deviates"):

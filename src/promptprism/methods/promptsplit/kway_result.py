@@ -23,15 +23,15 @@ class KWayResult(Result):
     """What :meth:`KWaySplit.fit` returns.
 
     ``distances[a][b]`` = ||C_a - eta C_b||_F^2 (the PromptSplit distance of the pair with a as test);
-    ``pair_p_values[a][b]``: the smallest family-wise p-value among the pair's modes (None on the diagonal
-    or without a test). ``pairs``: one :class:`.PromptSplitResult` per pair a < b (a = its test side);
-    ``one_vs_rest``: one per set against the pooled others (empty for K = 2, where the rest of one set is the
-    other: the pair). ``deviations``: per set, its significant modes against the rest, the prompts they come
-    from, its strongest samples against the others', the sets it differs from significantly
-    (``separated_from``), the prompts on which it is the one that deviates (``attributed_prompts``,
-    :func:`attribute_prompts`: a deviation of one set also shows, diluted, in every other set's
-    comparison with a rest that holds it) and ``deviates``: significant against the rest and another set,
-    with at least half of its disagreement with the rest on prompts attributed to it
+    ``pair_p_values[a][b]``: the smallest family-wise p-value among the pair's modes (None on the diagonal or
+    without a test; with eta != 1 only a < b is tested, a as test: [b][a] is None). ``pairs``: one
+    :class:`.PromptSplitResult` per pair a < b (a = its test side); ``one_vs_rest``: one per set against the
+    pooled others (empty for K = 2, where the rest of one set is the other: the pair). ``deviations``: per
+    set, its significant modes against the rest, the prompts they come from, its strongest samples against the
+    others', the sets it differs from significantly (``separated_from``), the prompts on which it is the one
+    that deviates (``attributed_prompts``, :func:`attribute_prompts`: a deviation of one set also shows,
+    diluted, in every other set's comparison with a rest that holds it) and ``deviates``: significant against
+    the rest and another set, with at least half of its disagreement with the rest on prompts attributed to it
     (:func:`_mark_deviating`).
     """
 
@@ -208,9 +208,12 @@ def assemble(*, est: Any, fit: ComparisonFit, names: list[str], prompt_names: li
         results = {c: _comparison_result(est, fit, c, names, prompt_names, tests.get(c), method, config)
                    for c in family}
     pair_p: list[list[float | None]] = [[None] * k for _ in range(k)]
+    tested: dict[frozenset, float | None] = {}
     for (a, (b,)) in family[:n_pairs]:
         ps = [m.p_value for m in results[(a, (b,))].modes if m.p_value is not None]
-        pair_p[a][b] = pair_p[b][a] = min(ps) if ps else (1.0 if tests else None)
+        pair_p[a][b] = tested[frozenset((a, b))] = min(ps) if ps else (1.0 if tests else None)
+        if float(est.eta) == 1.0:  # (with eta != 1, C_b - eta C_a is another operator: not tested)
+            pair_p[b][a] = pair_p[a][b]
     rest = family[n_pairs:]
     own = {a: (rest[a] if rest else family[0]) for a in range(k)}
     alpha = float(est.alpha)
@@ -219,8 +222,8 @@ def assemble(*, est: Any, fit: ComparisonFit, names: list[str], prompt_names: li
     attributed = (attribute_prompts([results[c].prompt_ranking for c in rest]) if rest
                   else [[] for _ in range(k)])
     for a, d in enumerate(deviations):
-        d["separated_from"] = [names[b] for b in range(k)
-                               if b != a and pair_p[a][b] is not None and pair_p[a][b] <= alpha]
+        seen = {b: tested[frozenset((a, b))] for b in range(k) if b != a}
+        d["separated_from"] = [names[b] for b, p in seen.items() if p is not None and p <= alpha]
         d["attributed_prompts"] = [{"prompt": x["prompt"], "disagreement": x["disagreement"],
                                     "share": x["share"]} for x in attributed[a]]
     _mark_deviating(deviations, names)
