@@ -300,3 +300,22 @@ def test_with_eta_other_than_one_only_the_tested_direction_carries_a_p_value():
         assert "m0" in res.deviations[1]["separated_from"]
     same = KWaySplit(method="exact", permutations=40, n_modes=3).fit(sets)
     assert same.pair_p_values[1][0] == same.pair_p_values[0][1] is not None
+
+
+def test_the_distance_of_sets_that_agree_is_never_below_zero():
+    """||Lambda||_F^2 expanded over block sums cancelled to about -1e-16 on a set against a shuffled,
+    jittered copy; the same pairs in another order read exactly 0."""
+    (a,) = model_sets(4, 1, prompts=6, per=8)
+    order = np.random.default_rng(0).permutation(len(a))
+    shuffled = PairedSet(a.prompt_embeddings[order], a.output_embeddings[order],
+                         prompts=[a.prompts[i] for i in order])
+    fit = PromptSplit(method="exact", permutations=0, n_modes=2)
+    same = fit.fit(a, shuffled)
+    assert same.identical and same.distance == 0.0
+    for seed in range(8):
+        jitter = np.random.default_rng(seed).normal(size=a.output_embeddings.shape) * 1e-9
+        near = PairedSet(shuffled.prompt_embeddings, shuffled.output_embeddings + jitter,
+                         prompts=shuffled.prompts)
+        assert fit.fit(a, near).distance >= 0.0
+    sums = np.array([[1.0, 1.0 + 1e-15], [1.0 + 1e-15, 1.0]])
+    assert kc.comparison_distance(sums, np.array([1, 1]), (0, (1,)), 1.0) == 0.0

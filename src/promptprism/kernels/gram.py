@@ -169,7 +169,8 @@ def covariance_difference_norm(gram: Any, n: int, eta: float) -> Any:
     """||C_a - eta C_b||_F^2 = tr(D G D G) = sum_ij D_i D_j G_ij^2, D = diag(1/n 1_n, -eta/m 1_m), from the
     joint Gram matrix G of n samples of a then m of b (the PromptSplit distance, paper eq. 2 / SPEC; with
     m = 0, ||C_a||_F^2, the Joint-Diversity term). Block sums in float64 whatever G's precision; a float for
-    numpy, a 0-d tensor (differentiable) for torch."""
+    numpy, a 0-d tensor (differentiable) for torch; at least 0 (the expansion's cancellation leaves about
+    -1e-16 on sets that agree)."""
     xp = array_namespace(gram)
     m = gram.shape[0] - n
     if is_numpy(gram):
@@ -177,7 +178,7 @@ def covariance_difference_norm(gram: Any, n: int, eta: float) -> Any:
         total = float(sums[0, 0]) / n**2
         if m:
             total = total + eta**2 * float(sums[1, 1]) / m**2 - 2.0 * eta * float(sums[0, 1]) / (n * m)
-        return total
+        return max(0.0, total)
     g2 = gram * gram
 
     def block(x: Any) -> Any:
@@ -187,7 +188,7 @@ def covariance_difference_norm(gram: Any, n: int, eta: float) -> Any:
     total = block(g2[:n, :n]) / n**2
     if m:
         total = total + eta**2 * block(g2[n:, n:]) / m**2 - 2.0 * eta * block(g2[:n, n:]) / (n * m)
-    return total
+    return total.clamp(min=0.0) if hasattr(total, "clamp") else max(0.0, total)
 
 
 #: rows of G squared at a time by :func:`block_square_sums` (a 20 MB float64 block at 5,000 columns)

@@ -88,13 +88,14 @@ def block_square_sums(gram: Any, bounds: np.ndarray) -> np.ndarray:
 
 def comparison_distance(sums: np.ndarray, counts: np.ndarray, comparison: Comparison, eta: float) -> float:
     """||C_a - eta C_B||_F^2 = S_aa / n_a^2 + eta^2 S_BB / n_B^2 - 2 eta S_aB / (n_a n_B) (SPEC's distance,
-    expanded over the block sums; B one set or the pooled rest)."""
+    expanded over the block sums; B one set or the pooled rest), at least 0 (the expansion's cancellation
+    leaves about -1e-16 on sets that agree)."""
     a, second = comparison
     b = list(second)
     n_a, n_b = float(counts[a]), float(np.sum(counts[b]))
     s_bb = float(np.sum(sums[np.ix_(b, b)]))
     s_ab = float(np.sum(sums[a, b]))
-    return sums[a, a] / n_a**2 + eta**2 * s_bb / n_b**2 - 2.0 * eta * s_ab / (n_a * n_b)
+    return max(0.0, sums[a, a] / n_a**2 + eta**2 * s_bb / n_b**2 - 2.0 * eta * s_ab / (n_a * n_b))
 
 
 def pair_distances(sums: np.ndarray, counts: np.ndarray, eta: float) -> np.ndarray:

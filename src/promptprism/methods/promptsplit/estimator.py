@@ -136,7 +136,8 @@ class PromptSplit(SplitOptions):
         timings["modes_s"] = time.perf_counter() - t2
         timings["total_s"] = time.perf_counter() - t0
         return PromptSplitResult(
-            eigenvalues=[float(v) for v in spec.eigenvalues], modes=modes, distance=float(distance),
+            eigenvalues=[float(v) for v in spec.eigenvalues], modes=modes,
+            distance=0.0 if identical and float(self.eta) == 1.0 else float(distance),
             method=route.name, n_test=len(sets["test"]), n_reference=len(sets["reference"]), seed=self.seed,
             config=self._config(route, sets, sigmas), prompt_ranking=ranking,
             timings={k: round(v, 4) for k, v in timings.items()}, significance=significance,
