@@ -66,7 +66,10 @@ class Backend:
             dtype = getattr(torch, np.dtype(dtype).name)
         if isinstance(x, torch.Tensor):
             return x.to(device=self.torch_device, dtype=dtype)
-        return torch.as_tensor(np.asarray(x), dtype=dtype, device=self.torch_device)
+        a = np.asarray(x)
+        if not a.flags.writeable:  # (a tensor would share read-only memory: torch warns; writes undefined)
+            a = a.copy()
+        return torch.as_tensor(a, dtype=dtype, device=self.torch_device)
 
     def empty(self, shape: tuple[int, ...], dtype: Any, *, threads_write: bool = False) -> Any:
         """An uninitialised array of this backend (``dtype``: a numpy dtype or its name); large numpy

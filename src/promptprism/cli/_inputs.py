@@ -53,6 +53,19 @@ WORKERS = typed(None, Integer(minimum=1), "--workers",
 QUIET = typer.Option(False, "--quiet", "-q", help="No progress bars and no table.")
 
 
+def cluster_for(method: str, scheduler: str | None, workers: int | None) -> tuple[str | None, int | None]:
+    """(scheduler, workers) for :func:`~promptprism.scale.execution`: none for the exact route, which runs
+    in this process whatever the cluster (a warning says the flag is unused, and no cluster is started)."""
+    if method == "exact" and (scheduler or workers):
+        import warnings
+
+        flag = "--scheduler" if scheduler else "--workers"
+        warnings.warn(f"{flag} is not used by --method exact (the joint Gram matrix is built and solved in "
+                      "this process); no cluster is started", UserWarning, stacklevel=2)
+        return None, None
+    return scheduler, workers
+
+
 def check_pixel_model(image_model: str, batch_size: int) -> None:
     """``pixels:N`` resizes every image to N x N x 3 (float32): refuse an N whose batch cannot fit."""
     name, _, size = str(image_model).partition(":")

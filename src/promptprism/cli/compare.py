@@ -165,6 +165,7 @@ def compare_command(
     inputs, names = resolve_sets(inputs, names)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
+    scheduler, workers = inp.cluster_for(method, scheduler, workers)
     with execution(scheduler=scheduler, workers=workers):
         sets = [inp.load_cli_input(p, name=n, client=current_client(), **enc)
                 for p, n in zip(inputs, names, strict=True)]

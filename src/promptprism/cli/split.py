@@ -197,6 +197,7 @@ def split(
         progress=False if quiet else None, precision=precision, device=device, aggregate=aggregate)
     enc = dict(prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model,
                cache=cache, no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet)
+    scheduler, workers = inp.cluster_for(method, scheduler, workers)
     with execution(scheduler=scheduler, workers=workers):
         client = current_client()
         test_set = inp.load_cli_input(test, name="test", client=client, **enc)
