@@ -178,3 +178,18 @@ def test_signed_shares_print_without_a_negative_zero():
     assert [fnum(x, s) for x, s in ((-0.0004, ".0%"), (-0.0004, ".1%"), (-0.03, ".0%"), (1.25, ".0%"),
                                     (-1e-9, ".3g"), (-0.0, ".2f"))] == ["0%", "0.0%", "-3%", "125%", "-1e-09",
                                                                          "0.00"]
+
+
+def test_workers_with_the_exact_route_warn_and_start_no_cluster(sets, tmp_path, capsys, monkeypatch):
+    import promptprism.scale as scale
+
+    started = []
+    real = scale.execution
+    monkeypatch.setattr("promptprism.cli.split.execution",
+                        lambda **kw: started.append(kw) or real(**kw))
+    a, b = sets
+    with pytest.warns(UserWarning, match="--workers is not used by --method exact"):
+        code, _, _ = _run(capsys, "split", a, b, "--method", "exact", "--workers", "2", "--out",
+                          tmp_path / "o", "-q", "--no-report", "--permutations", "0")
+    assert code == 0
+    assert started == [{"scheduler": None, "workers": None}]
