@@ -156,7 +156,9 @@ PRECISION_CHOICE = Choice(tuple(sorted(PRECISIONS, reverse=True)))
 #: the options several commands share, defined once (one flag, one meaning)
 SEED = typed(0, Integer(), "--seed", help="Seed of every random draw (recorded in result.json).")
 CHUNK_SIZE = typed(8192, Integer(), "--chunk-size", help="Rows per streaming step.")
-FEATURES = typed(2000, Integer(), "--features", help="Random features r for rff/sketch (even for rff).")
+FEATURES = typed(2000, Integer(), "--features",
+                 help="Random features r of the joint (prompt, output) map, for rff/sketch (even for rff; "
+                      "`diversity` maps each modality with its own r).")
 TOP_K = typed(10, Integer(), "--top-k", help="Samples listed per mode and set.")
 PARTITION_ROWS = typed(262144, Integer(), "--partition-rows",
                        help="Rows per cluster task (rounded up to whole chunks).")
