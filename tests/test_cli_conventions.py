@@ -154,10 +154,29 @@ def test_parse_helpers():
         parse_int("x", "regions", allow=("auto",))
     # same stems are told apart by their folders, never x_2 (issue 40)
     assert unique_names(["a/x.npz", "b/x.npz", "c/x.npz"]) == ["a/x", "b/x", "c/x"]
-    assert parse_columns("prompt=question, output=answer") == {"prompt": "question", "output": "answer"}
-    for bad in ("prompt", "prompt=", "prompt=a,prompt=b"):
+    want = {None: {"prompt": "question", "output": "answer"}}
+    assert parse_columns("prompt=question, output=answer") == want
+    for bad in ("prompt", "prompt=", "prompt=a,prompt=b", ["prompt=a", "output=b"], "nofile.jsonl:prompt=q"):
         with pytest.raises(OptionError):
             parse_columns(bad)
+
+
+def test_columns_map_each_input_by_its_file(tmp_path, monkeypatch):
+    """--columns FILE:role=column maps that input only; a file's own mapping replaces the common one."""
+    from promptprism.cli._state import RunState
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.jsonl", "b.jsonl", "c.jsonl"):
+        (tmp_path / name).write_text("")
+    state = RunState(columns=parse_columns(["a.jsonl:prompt=question", "prompt=q,output=o",
+                                            f"{tmp_path / 'b.jsonl'}:output=answer"]))
+    assert state.columns_for("a.jsonl") == {"prompt": "question"}
+    assert state.columns_for(tmp_path / "a.jsonl") == {"prompt": "question"}
+    assert state.columns_for("b.jsonl") == {"output": "answer"}
+    assert state.columns_for("c.jsonl") == {"prompt": "q", "output": "o"}
+    assert RunState().columns_for("a.jsonl") is None
+    with pytest.raises(OptionError, match="given twice for 'a.jsonl'"):
+        parse_columns(["a.jsonl:prompt=x", "a.jsonl:output=y"])
 
 
 def test_json_summary_on_stdout_and_no_wrapping_when_piped(tmp_path):

@@ -82,9 +82,10 @@ def note(msg: str) -> None:
     err_console.print(f"note: {msg}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _with_columns(fn: Any, options: dict[str, Any]) -> dict[str, Any]:
-    """Add the run's ``--columns`` mapping as ``columns=`` (loaders that do not take it yet refuse it)."""
-    columns = run_state().columns
+def _with_columns(fn: Any, options: dict[str, Any], path: Any) -> dict[str, Any]:
+    """Add the run's ``--columns`` mapping of the input ``path`` as ``columns=`` (loaders that do not take
+    it yet refuse it)."""
+    columns = run_state().columns_for(path)
     if columns is None:
         return options
     if "columns" not in inspect.signature(fn).parameters:
@@ -122,7 +123,7 @@ def read_cli_input(path: Path, *, name: str, **options: Any) -> Any:
 
     path = results_folder_input(path)
 
-    kwargs = _with_columns(read_input, cli_input_options(**options))
+    kwargs = _with_columns(read_input, cli_input_options(**options), path)
     return read_input(path, name=name, **kwargs)
 
 
@@ -137,7 +138,7 @@ def load_cli_input(path: Path, *, name: str, prompts: Path | None, text_model: s
 
     kwargs = _with_columns(load_input, cli_input_options(
         prompts=prompts, text_model=text_model, image_model=image_model, clip_model=clip_model, cache=cache,
-        no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet))
+        no_cache=no_cache, device=device, batch_size=batch_size, quiet=quiet), path)
     if columns is not None:
         kwargs["columns"] = columns
     scope = execution(client) if client is not None and current_client() is None else contextlib.nullcontext()
@@ -169,7 +170,7 @@ def recorded_sets(result, folder: Path, given_paths: dict, legacy: dict, text_mo
             raise InputError(f"{side} input {where or '(not recorded in result.json)'} not found (looked "
                              f"relative to {folder} and where the run read it); pass the {side} set as an "
                              "argument")
-        columns = run_state().columns
+        columns = run_state().columns_for(path)
         sets[side] = load_input(path, text_model=text_model, **({"columns": columns} if columns else {}))
         verify(side, path, records, content=sets[side])
     return sets

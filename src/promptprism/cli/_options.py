@@ -249,17 +249,37 @@ NAMES = typer.Option(None, "--names", help="Names of the input sets, one per set
                                            "a set).")
 
 
-def parse_columns(value: str | None) -> dict[str, str] | None:
+def parse_columns(value: str | Sequence[str] | None) -> dict[Path | None, dict[str, str]] | None:
+    """``--columns`` (given once or more) -> {None: the mapping for every input, path: one input's}:
+    ``'prompt=question,output=answer'`` maps every input, ``'FILE:prompt=question'`` the input FILE only
+    (an existing file or folder, matched by its resolved path); a file's own mapping replaces the common one.
+    """
+    values = [value] if isinstance(value, str) else list(value or ())
+    out: dict[Path | None, dict[str, str]] = {}
+    for text in (v for v in values if str(v).strip()):
+        head, colon, rest = str(text).partition(":")
+        key, body = (None, text) if not colon or "=" in head else (Path(head.strip()), rest)
+        if key is not None and not key.exists():
+            raise OptionError(f"columns: {str(key)!r} names no file or folder (FILE:role=column,... maps "
+                              "that input only; FILE as given on the command line)")
+        where = None if key is None else key.resolve()
+        if where in out:
+            raise OptionError("columns: " + ("given twice for every input" if where is None else
+                                             f"given twice for {str(key)!r}") + "; pass one mapping each")
+        out[where] = _column_pairs(body, text)
+    return out or None
+
+
+def _column_pairs(body: str, text: str) -> dict[str, str]:
     """``'prompt=question,output=answer'`` -> ``{'prompt': 'question', 'output': 'answer'}``."""
-    if value is None or not str(value).strip():
-        return None
     mapping: dict[str, str] = {}
-    for part in str(value).split(","):
+    for part in str(body).split(","):
         role, sep, column = part.partition("=")
         role, column = role.strip(), column.strip()
         if not sep or not role or not column:
             raise OptionError(f"columns must be ROLE=COLUMN pairs separated by commas (e.g. "
-                              f"prompt=question,output=answer), got {value!r}")
+                              f"prompt=question,output=answer, or FILE:prompt=question for one input), "
+                              f"got {text!r}")
         if role in mapping:
             raise OptionError(f"columns names the role {role!r} twice")
         mapping[role] = column
@@ -274,10 +294,11 @@ def _shared_params() -> dict[str, Any]:
     def _shared(
         json_output: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout (for "
                                                                "scripts); tables and notes go nowhere."),
-        columns: str = typer.Option(None, "--columns", metavar="<role=column,...>",
-                                    help="Manifest columns to read for each role, e.g. "
-                                         "prompt=question,output=answer (roles: id, prompt, prompt_image, "
-                                         "output, image)."),
+        columns: list[str] = typer.Option(None, "--columns", metavar="<[FILE:]role=column,...>",
+                                          help="Manifest columns to read for each role, e.g. "
+                                               "prompt=question,output=answer (roles: id, prompt, "
+                                               "prompt_image, output, image); FILE:prompt=q maps that input "
+                                               "only (repeat the flag, one per input)."),
     ) -> None:
         """Template of the shared options."""
 

@@ -24,9 +24,19 @@ class RunState:
 
     command: str = ""
     json: bool = False
-    columns: dict[str, str] | None = None
+    columns: dict | None = None  #: {None: every input's mapping, resolved path: one input's} (--columns)
     flags: dict[str, str] = dataclasses.field(default_factory=dict)
     summary: dict[str, Any] | None = None
+
+
+    def columns_for(self, path: Any) -> dict[str, str] | None:
+        """The ``--columns`` mapping of the input at ``path`` (its own, else every input's, else None)."""
+        if not self.columns:
+            return None
+        from pathlib import Path
+
+        own = self.columns.get(Path(path).resolve()) if path is not None else None
+        return own if own is not None else self.columns.get(None)
 
 
 _STATE: contextvars.ContextVar[RunState | None] = contextvars.ContextVar("promptprism_cli_run", default=None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -209,7 +208,10 @@ def _load_images(real: Path, gen_paths: list[Path], reference: Path | None) -> t
 
     # on a cluster the workers read their own images (the paths must be readable there); here, one load
     reader = ImageRows.open if current_client() is not None else load_images
-    load = functools.partial(reader, columns=run_state().columns)
+
+    def load(path: Path, name: str) -> object:
+        return reader(path, name, columns=run_state().columns_for(path))
+
     real_images = load(real, "real")
     gen_sets = [load(p, "generated") for p in gen_paths]
     ref = load(reference, "reference") if reference is not None else None
