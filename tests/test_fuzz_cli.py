@@ -24,6 +24,7 @@ import pytest
 
 from _cli_run import run_cli
 from _fault_server import FAULTS, SLOW, FaultServer
+from promptprism.cli._output import OUTPUTS_LIST
 
 pytestmark = pytest.mark.slow
 OUTCOMES: dict[str, tuple[int, str]] = {}
@@ -690,6 +691,9 @@ def _prepare_out(tmp_path: Path, argv: list, command: str) -> tuple[list, Path |
     out.mkdir(parents=True)
     (out / "result.json").write_text(SENTINEL_RESULT)
     (out / "report.html").write_text(SENTINEL_REPORT)
+    # an earlier run of this command: its listing names what it wrote (a result.json alone does not open
+    # a folder: it may be another tool's)
+    (out / OUTPUTS_LIST).write_text(json.dumps({"command": command, "files": ["result.json", "report.html"]}))
     if where == "out is a file":
         out = tmp_path / "a-file"
         out.write_text("x")
