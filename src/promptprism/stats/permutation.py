@@ -88,15 +88,24 @@ def stratified_permutation_test(a: np.ndarray, strata_a: np.ndarray, b: np.ndarr
                                 *, permutations: int, seed: int, weights: dict | None = None,
                                 block: int = 1 << 21) -> tuple[float, float]:
     """(difference, two-sided add-one p-value): the stratified difference of means,
-    sum_s w_s (mean_a,s - mean_b,s) / sum_s w_s over the strata both hold (``weights``, default
+    D = sum_s w_s (mean_a,s - mean_b,s) / sum_s w_s over the strata both hold (``weights``, default
     :func:`stratum_weights` of the two; given, e.g. those of K samples, its strata both must hold), tested
     by exchanging the labels a/b within each stratum. Strata of one side only say nothing about the
     difference and are left out; with none shared, (NaN, NaN). Pooling the samples instead would compare the
     strata's mix (a model closer on every stratum can read farther: Simpson's paradox).
 
+    The test's statistic is D studentised, T = D / sqrt(v_a sum_s c_s^2 / n_a,s + v_b sum_s c_s^2 / n_b,s)
+    (c_s = w_s / sum w; v each side's variance about its strata's means, pooled over the strata: Welch's
+    statistic with one spread per side; :func:`studentised_difference`): the raw D's permutation test is
+    exact only for "the same distribution on every stratum", and read two models of equal means but unequal
+    spreads and sample counts as different (the Behrens-Fisher problem: 0.36 of null sets at alpha = 0.05
+    with 3 against 15 samples a prompt, 0.09 studentised). Studentised, it stays exact for equal
+    distributions and is asymptotically valid for equal means (Janssen 1997; Chung and Romano 2013). With
+    one sample a side on every stratum there is no spread to studentise by, and T = D.
+
     Each relabelling draws, in every stratum, which of its samples carry a's label (as many as a has there:
-    the k smallest of uniform keys, a uniformly random k-subset), so only each stratum's sum of a's scores is
-    needed; the relabellings run as arrays, ``block`` keys at a time.
+    the k smallest of uniform keys, a uniformly random k-subset), so only each stratum's sums of a's scores
+    and squares are needed; the relabellings run as arrays, ``block`` keys at a time.
     """
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     strata_a, strata_b = np.asarray(strata_a), np.asarray(strata_b)
@@ -117,21 +126,64 @@ def stratified_permutation_test(a: np.ndarray, strata_a: np.ndarray, b: np.ndarr
         return float("nan"), float("nan")
     total_w = sum(weights.values())
     rng = np.random.default_rng(seed)
-    observed, null = 0.0, np.zeros(permutations)
     of_a, of_b = by_stratum(a, strata_a), by_stratum(b, strata_b)
+    # per labelling (column 0: the observed one): sum_s scale_s (mean_a - mean_b), each side's sum of squares
+    # about its strata's means and its degrees of freedom, and sum_s scale_s^2 / n_side,s
+    diff = np.zeros(permutations + 1)
+    squares, dof, inverse = np.zeros((2, permutations + 1)), np.zeros(2), np.zeros(2)
+    observed = 0.0
     for key, w in weights.items():
         mine, theirs = of_a[key], of_b[key]
-        values, na, nb = np.r_[mine, theirs], mine.size, theirs.size
-        scale, total = w / total_w, values.sum()
-        observed += scale * (mine.sum() / na - theirs.sum() / nb)
+        values, na = np.r_[mine, theirs], mine.size
+        scale = w / total_w
+        observed += scale * (mine.mean() - theirs.mean())
+        sums = np.empty((permutations + 1, 2))
+        sums[0] = mine.sum(), np.square(mine).sum()
         step = max(1, block // values.size)
         for lo in range(0, permutations, step):
             keys = rng.random((min(step, permutations - lo), values.size))
-            sum_a = values[np.argpartition(keys, na - 1, axis=1)[:, :na]].sum(axis=1)
-            null[lo:lo + keys.shape[0]] += scale * (sum_a / na - (total - sum_a) / nb)
-    hits = int(np.count_nonzero(np.abs(null) >= abs(observed) - 1e-12))
+            picked = values[np.argpartition(keys, na - 1, axis=1)[:, :na]]
+            sums[1 + lo : 1 + lo + keys.shape[0]] = np.c_[picked.sum(axis=1), np.square(picked).sum(axis=1)]
+        d, ss = studentised_terms(values, na, sums)
+        diff += scale * d
+        squares += ss
+        dof += na - 1, values.size - na - 1
+        inverse += scale**2 / na, scale**2 / (values.size - na)
+    if not dof.any():  # one sample a side on every stratum: no spread within a side to studentise by
+        stat = diff
+    else:  # (a side of one sample a stratum takes the spread of both sides)
+        both = squares.sum(0) / dof.sum()
+        variances = np.where(dof[:, None] > 0, squares / np.maximum(dof, 1)[:, None], both)
+        stat = studentised_difference(diff, inverse @ variances)
+    hits = int(np.count_nonzero(np.abs(stat[1:]) >= abs(stat[0]) * (1 - 1e-12) - 1e-300))
     return float(observed), (1 + hits) / (1 + permutations)
 
 
+def studentised_terms(values: np.ndarray, n_a: int, sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One stratum's mean_a - mean_b and each side's sum of squares about its mean (2 x labellings), for each
+    labelling whose a-side holds the sums of scores and of squares ``sums`` (labellings x 2) out of the
+    stratum's ``values``."""
+    n_b = values.size - n_a
+    total, total_sq = values.sum(), np.square(values).sum()
+    sum_a, sq_a = sums[:, 0], sums[:, 1]
+    sum_b, sq_b = total - sum_a, total_sq - sq_a
+    ss = np.stack([np.maximum(sq_a - sum_a * sum_a / n_a, 0.0), np.maximum(sq_b - sum_b * sum_b / n_b, 0.0)])
+    return sum_a / n_a - sum_b / n_b, ss
+
+
+def studentised_difference(diff: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """diff / sqrt(var) (the stratified Welch statistic), 0 where both are 0 and +-inf where only the
+    variance is (every stratum's sides constant and apart)."""
+    diff, var = np.asarray(diff, np.float64), np.asarray(var, np.float64)
+    scale = np.abs(diff).max(initial=0.0) * 1e-12
+    out = np.zeros_like(diff)
+    spread = var > scale * scale
+    out[spread] = diff[spread] / np.sqrt(var[spread])
+    flat = ~spread & (np.abs(diff) > scale)
+    out[flat] = np.sign(diff[flat]) * np.inf
+    return out
+
+
 __all__ = ["adjust_pvalues", "by_stratum", "can_reject", "labelling_pvalues", "labelling_statistic",
-           "min_p_aggregate", "stratified_mean", "stratified_permutation_test", "stratum_weights"]
+           "min_p_aggregate", "stratified_mean", "stratified_permutation_test", "stratum_weights",
+           "studentised_difference", "studentised_terms"]
