@@ -57,21 +57,24 @@ def test_a_fitted_interval_always_holds_the_reported_estimate():
 
 
 def test_validity_per_score_follows_the_measured_regimes():
-    ok = interval_validity("debiased", "jackknife over prompts", "cosine", 3, 40, vendi=8.0)
+    ok = interval_validity("debiased", "jackknife over prompts", "cosine", 3, 200, vendi=8.0)
     assert ok["holds"] and ok["not_calibrated"] == []
+    # rke below 200 prompts: 0.911-0.918 at 50-100 prompts (600-1,000 sets), so flagged there
+    few = interval_validity("debiased", "jackknife over prompts", "cosine", 3, 40, vendi=8.0)
+    assert few["not_calibrated"] == ["rke"] and "below 200" in few["reason"]
     prompt_rank = interval_validity("debiased", "jackknife over prompts", "cosine", 30, 120, vendi=10.0)
-    assert prompt_rank["not_calibrated"] == ["scendi_prompt"]
+    assert prompt_rank["not_calibrated"] == ["scendi_prompt", "rke"]
     assert "30 prompt directions" in prompt_rank["reason"]
     spread = interval_validity("debiased", "jackknife over prompts", "cosine", 3, 40,
                                vendi=MAX_VENDI_PER_PROMPT * 40 + 0.1)
     assert spread["not_calibrated"] == ["vendi", "rke"] and not spread["holds"]
-    assert interval_validity("debiased", "jackknife over prompts", "cosine", 3, 40,
-                             vendi=MAX_VENDI_PER_PROMPT * 40 - 0.1)["holds"]
+    assert interval_validity("debiased", "jackknife over prompts", "cosine", 3, 200,
+                             vendi=MAX_VENDI_PER_PROMPT * 200 - 0.1)["holds"]
     both = interval_validity("debiased", "jackknife over prompts", "cosine", 30, 40, vendi=19.0)
     assert both["not_calibrated"] == ["scendi_prompt", "vendi", "rke"]
     wide = interval_validity("debiased", "jackknife over prompts", "cosine", 3, 40, vendi=8.0, output_dim=40)
-    assert wide["not_calibrated"] == ["scendi"]
-    assert interval_validity("debiased", "jackknife over prompts", "cosine", 3, 40, output_dim=30)["holds"]
+    assert wide["not_calibrated"] == ["scendi", "rke"]
+    assert interval_validity("debiased", "jackknife over prompts", "cosine", 3, 200, output_dim=30)["holds"]
     gauss = interval_validity("debiased", "jackknife over prompts", "gaussian", 3, 300, vendi=60.0)
     assert gauss["not_calibrated"] == list(INTERVAL_METRICS) and "gaussian" in gauss["reason"]
 
@@ -110,7 +113,7 @@ def test_claimed_cell_covers_and_only_scendi_is_flagged():
     assert all(r["excludes_estimate"] == 0.0 for r in rows.values())
     cell = next(c for c in harness.GRID if c.name == "text-lo-40x5-o40")
     t, x = harness.draw(cell, cell.n_prompts, cell.per_prompt, 7)
-    assert pp.Scendi(bootstrap=20).fit((t, x)).bootstrap["validity"]["not_calibrated"] == ["scendi"]
+    assert pp.Scendi(bootstrap=20).fit((t, x)).bootstrap["validity"]["not_calibrated"] == ["scendi", "rke"]
 
 
 @pytest.mark.slow
@@ -124,7 +127,8 @@ def test_high_dimensional_claimed_scores_cover_and_the_flagged_one_is_flagged():
     assert abs(rows["model_share"]["bias_over_se"]) < 0.4  # 50 sets: Monte Carlo error 0.14
     cell = next(c for c in harness.GRID if c.name == "text-hi-40x5-o40")
     t, x = harness.draw(cell, cell.n_prompts, cell.per_prompt, 7)
-    assert pp.Scendi(bootstrap=20).fit((t, x)).bootstrap["validity"]["not_calibrated"] == ["scendi_prompt"]
+    assert pp.Scendi(bootstrap=20).fit((t, x)).bootstrap["validity"]["not_calibrated"] == ["scendi_prompt",
+                                                                                           "rke"]
     assert np.isfinite(rows["scendi_prompt"]["coverage"])
 
 

@@ -166,7 +166,10 @@ def test_the_result_says_whether_its_intervals_are_calibrated():
     res = pp.Scendi(bootstrap=20).fit(data)
     assert res.gamma_estimator.startswith("debiased")
     assert res.bootstrap["interval"] == "jackknife over prompts"
-    assert res.bootstrap["validity"]["holds"] is True
+    assert res.bootstrap["validity"]["not_calibrated"] == ["rke"]  # (rke below 200 prompts: 0.91-0.92)
+    assert res.bootstrap["validity"]["holds"] is False
+    many = pp.Scendi(bootstrap=20).fit(_set(10, 200, 1, 3, 6))
+    assert many.bootstrap["validity"]["holds"] is True
     basic = pp.Scendi(bootstrap=20, interval="basic").fit(data)
     assert basic.bootstrap["validity"]["holds"] is False and "basic bootstrap" in basic.bootstrap["validity"][
         "reason"]

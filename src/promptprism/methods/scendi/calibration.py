@@ -12,6 +12,9 @@ from .bootstrap import INTERVAL_METRICS
 
 #: fewer distinct prompts than this: the jackknife intervals were not measured (40 is the grid's smallest)
 MIN_PROMPTS_JACKKNIFE = 40
+#: fewer distinct prompts than this: rke's interval covered 0.911-0.918 (50 and 100 prompts x 4, 600-1,000
+#: sets) and 0.885-0.97 on the grid's 40- and 120-prompt cells; 0.93-0.95 on its 200-prompt cells
+MIN_PROMPTS_RKE = 200
 #: Vendi above this share of the distinct prompts: the entropy scores' plug-in bias outgrows the jackknife's
 #: correction (vendi and rke covered 0.80 at Vendi 19 of 40 prompts, 0.93-0.99 at Vendi <= 12 of 40)
 MAX_VENDI_PER_PROMPT = 1 / 3
@@ -61,6 +64,11 @@ def interval_validity(estimator: str, method: str, kernel: str, rank: int, disti
         why.append(f"Vendi {vendi:.3g} for {distinct} distinct prompts (above a third): the entropy scores' "
                    "plug-in bias outgrows the jackknife's correction (vendi and rke covered 0.80 at Vendi 19 "
                    "of 40 prompts)")
+    if not reasons and "rke" not in partial and distinct < MIN_PROMPTS_RKE:
+        partial.append("rke")
+        why.append(f"rke's interval from {distinct} distinct prompts (below {MIN_PROMPTS_RKE}) runs short of "
+                   "its level (the order-2 entropy's plug-in bias: covered 0.911 and 0.918 on 1,000 and 600 "
+                   "sets of 50 and 100 prompts x 4; 0.93-0.95 on the grid's 200-prompt cells)")
     if not reasons and output_dim is not None and output_dim > MAX_OUTPUT_DIMS_PER_RANK * max(rank, 1):
         partial.append("scendi")
         why.append(f"{output_dim} output feature dimensions for {rank} prompt directions: Lambda_I holds "
@@ -77,4 +85,5 @@ def interval_validity(estimator: str, method: str, kernel: str, rank: int, disti
             "reason": "; ".join(reasons) + " (docs/scendi.md, 'Where the intervals hold')"}
 
 
-__all__ = ["MAX_OUTPUT_DIMS_PER_RANK", "MAX_VENDI_PER_PROMPT", "MIN_PROMPTS_JACKKNIFE", "interval_validity"]
+__all__ = ["MAX_OUTPUT_DIMS_PER_RANK", "MAX_VENDI_PER_PROMPT", "MIN_PROMPTS_JACKKNIFE", "MIN_PROMPTS_RKE",
+           "interval_validity"]
