@@ -33,16 +33,27 @@ def test_runs_page_over_checkpoints(tmp_path):
 
 
 def test_prompts_leaving_the_set_are_listed():
-    a, b = _fake(["p1", "p2"]), _fake(["p2", "p3"])
+    a, b = _fake({"p1": 0.5, "p2": 0.4, "p3": 0.1}), _fake({"p1": 0.1, "p2": 0.4, "p3": 0.5})
     assert prompt_changes([("a", a), ("b", b)]) == [("a", "b", "split", ["p3"], ["p1"])]
 
 
-def _fake(prompts):
+def test_the_disagreement_moving_to_other_prompts_is_a_change():
+    """Every prompt is in a ranking: the set a run calls significant is the prompts above an even share (it
+    was the whole ranking, so the disagreement moving from history to science prompts read 'no change')."""
+    shares = {f"history {i}": 0.15 for i in range(6)} | {f"science {i}": 0.1 / 24 for i in range(6)}
+    shares |= {f"other {i}": 0.1 / 24 for i in range(18)}
+    moved = {p: shares[p.replace("history", "x").replace("science", "history").replace("x", "science")]
+             for p in shares}
+    (row,) = prompt_changes([("a", _fake(shares)), ("b", _fake(moved))])
+    assert row[3] == [f"science {i}" for i in range(6)] and row[4] == [f"history {i}" for i in range(6)]
+
+
+def _fake(shares):
     from promptprism.methods.promptsplit import PromptSplitResult
 
+    ranking = [{"prompt": p, "share": s} for p, s in shares.items()]
     return PromptSplitResult(eigenvalues=[], modes=[], distance=0.0, method="exact", n_test=1, n_reference=1,
-                             seed=0, config={}, prompt_ranking=[{"prompt": p} for p in prompts],
-                             ranking_basis="significant modes")
+                             seed=0, config={}, prompt_ranking=ranking, ranking_basis="significant modes")
 
 
 def test_several_folders_need_out(tmp_path):

@@ -17,11 +17,14 @@ def _with_interval(value: Any, iv: Any) -> str:
 
 
 def significant_prompts(result: Any) -> dict[str, set[str]]:
-    """{what: prompts} a run calls significant: a PromptSplit result's prompt ranking over significant modes;
-    a K-way result's prompts attributed to each deviating model; {} for other kinds or without a test."""
+    """{what: prompts} a run calls significant: the prompts of a PromptSplit result's ranking over significant
+    modes that carry more than an even share of the disagreement (1 / its prompts; the ranking lists every
+    prompt, so the whole of it would change only with the prompts' text); a K-way result's prompts
+    attributed to each deviating model (above-average shares too); {} for other kinds or without a test."""
     kind = getattr(result, "kind", "")
     if kind == "promptsplit" and getattr(result, "ranking_basis", "") == "significant modes":
-        return {"split": {r["prompt"] for r in result.prompt_ranking}}
+        ranking = result.prompt_ranking
+        return {"split": {r["prompt"] for r in ranking if float(r.get("share") or 0.0) > 1.0 / len(ranking)}}
     if kind == "promptsplit_kway":
         return {d["model"]: {x["prompt"] for x in d.get("attributed_prompts", [])}
                 for d in result.deviations if d.get("deviates")}
@@ -102,8 +105,9 @@ def render_runs(runs: list[tuple[str, Any]]) -> str:
                      table(head, rows, numeric=numeric))
     changes = prompt_changes(runs)
     page.add("Significant prompts between runs",
-             p("Prompts that entered or left the set a run calls significant (PromptSplit: prompts ranked "
-               "over significant modes; K-way: prompts attributed to a deviating model)."),
+             p("Prompts that entered or left the set a run calls significant (PromptSplit: prompts above "
+               "an even share of the disagreement over significant modes; K-way: prompts attributed to a "
+               "deviating model)."),
              table(["from", "to", "comparison / model", "entered", "left"],
                    [(a, b, w, el("span", "; ".join(e) or "–"), el("span", "; ".join(x) or "–"))
                     for a, b, w, e, x in changes]) if changes else p("No run holds a significance test."))
