@@ -112,6 +112,15 @@ def test_a_facet_value_filters_the_table_and_the_map(split_page):
         assert d.find_element(By.ID, "pp-facet").get_attribute("value").startswith("topic:")
         open_ready(d, path, "#facet=" + d.current_url.split("facet=")[1])  # the fragment restores it
         assert shown_prompts() == after
+        # the mode cards follow the facet too: under 'legal', no card shows a medical prompt or sample
+        # (their rows were left as they were: the other slice's evidence under this slice's label)
+        legal = page_data(path.read_text(encoding="utf-8"))["view"]["facets"]
+        legal = next(f for f in legal if f["name"] == "topic")["values"].index("legal")
+        open_ready(d, path, f"#facet=topic:{legal}")
+        in_cards = [e.text for e in d.find_elements(By.CSS_SELECTOR, ".card tr[data-pp-prompt]")
+                    if e.is_displayed()]
+        assert not any("medical" in t for t in in_cards), in_cards
+        assert d.find_elements(By.CSS_SELECTOR, ".card tr[data-pp-prompt]")  # (there were rows to hide)
         # group the prompt table by topic: one head row per value, each prompt under its own topic
         open_ready(d, path, "#by=topic")
         body = d.find_element(By.CSS_SELECTOR, "#overview tr.pp-grouphead").find_element(By.XPATH, "..")

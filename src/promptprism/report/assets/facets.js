@@ -39,7 +39,7 @@
   }
   var sel;
   PP.onStart.push(function (toolbar) {
-    if (!toolbar) return;
+    if (!toolbar || !promptTables().length) return;  /* (no table of prompts: nothing to group) */
     sel = h("select", { id: "pp-by", "aria-label": "group prompts by", onchange: function () { PP.set({ by: sel.value }); } },
       [h("option", { value: "", text: "no grouping" })].concat(fs.map(function (f) {
         return h("option", { value: f.name, text: "group prompts by " + f.name });

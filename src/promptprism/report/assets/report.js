@@ -188,7 +188,8 @@
   };
   function facetSelect() {
     var fs = V.facets || [];
-    if (!fs.length) return null;
+    /* a facet keeps prompts: a page without prompt rows (or a map) has nothing it could keep */
+    if (!fs.length || !document.querySelector("main [data-pp-prompt], main canvas")) return null;
     var sides = Object.keys(fs[0].counts);
     return h("select", { id: "pp-facet", "aria-label": "facet", onchange: function () { PP.set({ facet: facetSel.value }); } },
       [h("option", { value: "", text: "every " + fs.map(function (f) { return f.name; }).join(", ") })].concat(fs.map(function (f) {
@@ -252,8 +253,15 @@
   }
   function filter() {
     var s = PP.state, q = (s.q || "").toLowerCase(), shown = 0, total = 0, fv = facetOf(s);
+    /* prompt rows inside a card (a mode's top prompts and samples): a facet keeps those of its prompts */
+    document.querySelectorAll("tr[data-pp-prompt]:not([data-pp-item])").forEach(function (r) {
+      r.classList.toggle("pp-hidden", !!fv && !PP.facetPrompt(fv, +r.getAttribute("data-pp-prompt")));
+    });
     document.querySelectorAll("[data-pp-item]").forEach(function (e) {
       var ok = true;
+      /* a card whose prompt rows the facet hides, every one, has nothing of that value to show */
+      if (fv && !e.hasAttribute("data-pp-prompt") && e.querySelector("tr[data-pp-prompt]") &&
+          !e.querySelector("tr[data-pp-prompt]:not([data-pp-item]):not(.pp-hidden)")) ok = false;
       if (q) {
         var pid = e.getAttribute("data-pp-prompt");
         ok = e.textContent.toLowerCase().indexOf(q) >= 0 || (pid !== null && promptText(+pid).indexOf(q) >= 0);
