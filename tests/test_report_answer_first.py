@@ -45,6 +45,23 @@ def test_diversity_page_opens_with_the_verdict_and_findings():
     assert first.index("pp-verdict") < first.index("pp-finding") < first.index("<table")
 
 
+def test_a_diversity_ranking_within_the_noise_is_said_as_no_difference():
+    """Two draws of one model: no Scendi difference exceeds its interval, and the verdict says so first (it
+    named a 'most diverse' model while the rankings called the two a tie)."""
+    rng = np.random.default_rng(1)
+    which = np.arange(80) % 8
+    bank = rng.standard_normal((8, 5))
+    prompts = [f"p{w}" for w in which]
+    sets = [PairedSet(bank[which], rng.standard_normal((80, 7)), prompts=prompts, name=f"m{k}")
+            for k in range(2)]
+    result = compare(sets, Scendi(n_clusters=1, seed=0, bootstrap=50), names=["m0", "m1"])
+    diffs = [d for d in result.differences if d.get("metric") == "scendi"]
+    assert diffs and not any(d.get("separated") for d in diffs)
+    verdict = unescape(re.search(r'class="pp-verdict"><b>(.*?)</b>', render_report(result)).group(1))
+    assert verdict.startswith("No detectable difference in diversity beyond the prompts")
+    assert "most diverse" not in verdict
+
+
 def test_metrics_page_opens_with_the_verdict_names_the_distance_and_folds_caveats():
     rng = np.random.default_rng(0)
     gen = [PairedSet(rng.standard_normal((120, 4)), rng.standard_normal((120, 6)) + k,

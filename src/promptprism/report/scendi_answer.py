@@ -21,8 +21,12 @@ def _verdict(models: list[Any], diffs: list[dict], wi: Callable) -> str:
     head = (f"{ranked[0].name} is the most diverse beyond its prompts (Scendi {wi(ranked[0], 'scendi')}), "
             f"{ranked[-1].name} the least ({wi(ranked[-1], 'scendi')})")
     scendi = [d for d in diffs if d.get("metric") == "scendi"]
+    n_sep = sum(1 for d in scendi if d.get("separated"))
+    if scendi and not n_sep:  # (a ranking within the noise is not an answer: say the tie first)
+        values = ", ".join(f"{m.name} {wi(m, 'scendi')}" for m in ranked)
+        return (f"No detectable difference in diversity beyond the prompts: none of the {len(scendi)} Scendi "
+                f"differences exceeds its bootstrap interval (Scendi {values}).")
     if scendi:
-        n_sep = sum(1 for d in scendi if d.get("separated"))
         return head + f"; {n_sep} of {len(scendi)} Scendi differences exceed their bootstrap intervals."
     if not any(getattr(m, "intervals", None) for m in models):
         return head + "; without bootstrap intervals the differences may be noise."
