@@ -136,3 +136,18 @@ def test_region_row_opens_its_mask_values_and_images(driver, pages):
     open_ready(d, pages["regions"], "#region=2")  # the fragment restores it
     assert "Region 2" in d.find_element(By.ID, "pp-panel").text
     _clean(d)
+
+
+def test_the_regions_page_leaves_the_pixel_cka_matrix_out_of_its_data():
+    """d^2 numbers (a 32 x 32 image's: 22 MB of JSON) for a matrix the page shows as a figure."""
+    import re
+
+    from promptprism.report import render_report
+    from test_report_interactive import page_data
+
+    rg, _ = regions_run()
+    assert rg.cka_matrix is not None
+    doc = render_report(rg)
+    assert page_data(doc)["result"]["cka_matrix"] is None
+    assert page_data(doc)["result"]["regions"] == rg.to_dict()["regions"]
+    assert re.search(r"<img[^>]+src=\"data:image/png", doc)  # (the figure stays)

@@ -76,10 +76,22 @@ def finish(page: Page, *, kind: str, result: Any = None, view: dict | None = Non
         page.data = {
             "kind": getattr(result, "kind", kind),
             "fingerprint": fingerprint(content if content is not None else view),
-            "result": content if embed_result else None,
+            "result": _for_page(content) if embed_result else None,
             "view": view or {},
         }
     return page.render()
+
+
+#: result.json fields a page leaves out of its embedded copy (shown as a figure; in a file beside it):
+#: the pixel CKA matrix is d^2 numbers (a 32 x 32 image's: 22 MB of JSON)
+PAGE_OMITTED = ("cka_matrix",)
+
+
+def _for_page(content: Any) -> Any:
+    """result.json's content without :data:`PAGE_OMITTED` (each set to None)."""
+    if not isinstance(content, dict) or not any(content.get(k) is not None for k in PAGE_OMITTED):
+        return content
+    return {k: (None if k in PAGE_OMITTED else v) for k, v in content.items()}
 
 
 def fingerprint(content: Any) -> str:
