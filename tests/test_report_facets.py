@@ -154,11 +154,19 @@ def test_report_dir_reads_the_manifests_metadata_again(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
     recorded = record_inputs({s: tmp_path / f"{s}.jsonl" for s in sets}, out)
-    dataclasses.replace(result, inputs=recorded).save(out)
+    from promptprism.methods.promptsplit.layout import with_layout
+
+    with_layout(dataclasses.replace(result, inputs=recorded), sets).save(out)  # (as the command stores it)
     page = report_from_dir(out)
     view = page_data(page.read_text(encoding="utf-8"))["view"]
     topic = next(f for f in view["facets"] if f["name"] == "topic")
     assert topic["counts"]["test"][topic["values"].index("medical")] == 24
+    # the manifests' texts come back too, never embedded again: each prompt's outputs, and the stored map
+    # (both were left out: "its inputs were not given")
+    outputs = {r["o"] for r in view["rows"]} if view["rows"] and "o" in view["rows"][0] else set()
+    assert "test answer 0" in outputs or "test answer 0" in page.read_text(encoding="utf-8")
+    assert view.get("map") and len(view["map"]["row"]) == 96
+    assert "not in the views" not in page.read_text(encoding="utf-8")
     # an edited manifest is not used for the facets (and says so)
     (tmp_path / "test.jsonl").write_text((tmp_path / "reference.jsonl").read_text(encoding="utf-8"))
     page = report_from_dir(out)

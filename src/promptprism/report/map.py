@@ -97,10 +97,14 @@ def _scatter(xy: np.ndarray, assign: np.ndarray, colors: dict, sides: list[str],
 
 def layout_of(result: Any, sets: dict[str, PairedSet], map_points: int,
               step: Callable[[str], None] = lambda _: None) -> dict | None:
-    """The result's stored sample map when it was made for ``map_points``; else one computed from ``sets``
-    (None without both sets)."""
+    """The result's stored sample map when it was made for ``map_points``, holds every sample within them,
+    or no embeddings are at hand to make another; else one computed from ``sets`` (None without both sets
+    and a stored map)."""
     stored = getattr(result, "layout", None) or {}
-    if stored and int(stored.get("map_points", MAP_POINTS)) == int(map_points):
+    shown = int(stored.get("shown", -1)) if stored else -1
+    whole = shown == int(stored.get("total", -2)) <= map_points if stored else False
+    if stored and (int(stored.get("map_points", MAP_POINTS)) == int(map_points) or whole
+                   or set(sets) != {"test", "reference"}):
         return stored
     if set(sets) != {"test", "reference"}:
         return None
@@ -117,10 +121,12 @@ def map_section(
     *,
     step: Callable[[str], None] = lambda _: None,
     sink: dict | None = None,
+    texts: dict[str, PairedSet] | None = None,
 ) -> list:
     """The map and its caption (or a note saying why there is none); ``step(name)`` reports progress.
     ``sink``, when given, receives the drawn points for the interactive map: ``x``, ``y``, ``mode``,
-    ``points`` ((set, index) per point) and ``colors``."""
+    ``points`` ((set, index) per point) and ``colors``, when ``texts`` (default: ``sets``; e.g. a manifest's
+    texts read again without embeddings) hold both sets' samples."""
     layout = layout_of(result, sets, map_points, step)
     if layout is None:
         return [
@@ -135,7 +141,7 @@ def map_section(
     xy = np.column_stack([layout["x"], layout["y"]]).astype(float)
     assign = np.asarray(layout["mode"], dtype=object)
     colors = mode_colors(list(layout["labels"]))
-    if sink is not None and set(sets) == {"test", "reference"}:  # (the views need the samples' texts)
+    if sink is not None and set(texts or sets) == {"test", "reference"}:  # (the views need their texts)
         sink.update(x=list(layout["x"]), y=list(layout["y"]), mode=list(layout["mode"]),
                     points=[(t, int(i)) for t, i in layout["points"]], colors=colors)
     step("map: drawing")

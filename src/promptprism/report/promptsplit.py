@@ -195,11 +195,12 @@ def _bases(result: Any, sets: dict[str, PairedSet], base_dir: Any) -> dict[str, 
     }
 
 
-def _map_or_note(result: Any, sets: dict, map_points: int, names: dict[str, str], step: Callable) -> tuple:
+def _map_or_note(result: Any, sets: dict, map_points: int, names: dict[str, str], step: Callable,
+                 texts: dict) -> tuple:
     """The map section and what it leaves for the views (``sink``), or a note when it cannot be drawn."""
     sink: dict = {}
     try:
-        return map_section(result, sets, map_points, names, step=step, sink=sink), sink
+        return map_section(result, sets, map_points, names, step=step, sink=sink, texts=texts), sink
     except (ImportError, ArithmeticError, ValueError, TypeError, RuntimeError, np.linalg.LinAlgError) as exc:
         # the map is an extra: a missing package or a degenerate subsample (e.g. an eigen-solver that does
         # not converge) leaves a note, never a failed command
@@ -346,9 +347,11 @@ def render_promptsplit(
     step = step or (lambda _: None)
     notes = list(notes or [])
     sets = check_sets(result, inputs, notes)
+    # a manifest's texts read again by ``report DIR`` (placeholder embeddings: for the views, never the map)
+    texts = {**check_sets(result, mapping(inputs).get("texts"), notes), **sets}
     imgs = check_images(result, images, notes)
-    names = _names(result, sets)
-    bases = _bases(result, sets, base_dir)
+    names = _names(result, texts)
+    bases = _bases(result, texts, base_dir)
     page = Page(
         f"PromptSplit · {names['test']} vs {names['reference']}",
         "Where two prompt-guided models disagree. Positive modes (blue): what the test model produces "
@@ -356,9 +359,9 @@ def render_promptsplit(
     )
     alpha = significance_of(result).get("alpha")
     null, flags = null_and_flags(result, alpha)
-    map_block, sink = _map_or_note(result, sets, map_points, names, step)
+    map_block, sink = _map_or_note(result, sets, map_points, names, step, texts)
     step("report: data of the views")
-    view = promptsplit_view(result, sets, imgs, bases, names, sink,
+    view = promptsplit_view(result, texts, imgs, bases, names, sink,
                             facet_sets={**mapping(inputs).get("facets", {}), **sets})
     ids = {pr["prompt"]: k for k, pr in enumerate(view["prompts"])}
     step("report: eigenvalue chart")

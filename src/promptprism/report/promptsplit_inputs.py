@@ -83,12 +83,14 @@ def reload_promptsplit(result: Any, result_dir: Path) -> tuple[dict, dict, list[
             verify(side, path, records)
         if path is None:
             if where and any(Path(c).exists() for c in candidates[:2]):
-                notes.append(
-                    f"{side} input {where}: raw generations (not embeddings); the map needs them "
-                    "embedded, so it is left out here (the command that ran the method draws it)"
-                )
-                _manifest_facets(result, side, next(c for c in candidates[:2] if Path(c).exists()), records,
-                                 inputs, notes)
+                if not getattr(result, "layout", None):
+                    notes.append(
+                        f"{side} input {where}: raw generations (not embeddings); the map needs them "
+                        "embedded, so it is left out here (the command that ran the method draws it)"
+                    )
+                found = next(c for c in candidates[:2] if Path(c).exists())
+                _manifest_facets(result, side, found, records, inputs, notes)
+                _manifest_texts(result, side, found, records, inputs)
             else:
                 notes.append(
                     f"{side} input {where or '(not recorded)'} not found; the map and array "
@@ -154,3 +156,25 @@ def _manifest_facets(result: Any, side: str, path: Path, records: dict, inputs: 
     meta = manifest_meta_set(Path(path), {r["prompt"] for r in result.prompt_ranking}, n)
     if meta is not None:
         inputs.setdefault("facets", {})[side] = meta
+
+
+def _manifest_texts(result: Any, side: str, path: Path, records: dict, inputs: dict) -> None:
+    """A manifest input's prompts and outputs (texts, or image paths) for the page's views
+    (``inputs['texts'][side]``: a :class:`PairedSet` whose embeddings are placeholders, never drawn on the
+    map), when its content is the one recorded and its rows are the result's; nothing is embedded again."""
+    from ..data.manifest import read_manifest
+    from ..errors import PromptPrismError
+    from ..provenance import verify
+
+    n = result.n_test if side == "test" else result.n_reference
+    try:
+        verify(side, path, records)
+        manifest = read_manifest(path, columns=(records.get(side) or {}).get("columns"))
+    except (PromptPrismError, OSError, ValueError):
+        return
+    if len(manifest) != n:
+        return
+    rows = manifest.rows
+    inputs.setdefault("texts", {})[side] = PairedSet(
+        np.zeros((n, 1)), np.zeros((n, 1)), prompts=[r.prompt_label for r in rows],
+        outputs=[r.output_label for r in rows], name=side, source=str(path))
