@@ -73,8 +73,11 @@ def test_kway_default_test_with_given_bandwidths_on_one_shared_prompt():
 
 
 @pytest.mark.parametrize("aggregate", ["auto", "none"])
-def test_nothing_given_on_one_shared_prompt_names_the_parameter(aggregate):
-    """The median rule on one point has nothing to measure: the same error with or without the family."""
+def test_nothing_given_on_one_shared_prompt_takes_one_and_says_why(aggregate):
+    """The median rule on one point has nothing to measure, and needs nothing: a gaussian of any bandwidth
+    is 1 between equal rows, so 1 is taken and recorded (a one-prompt comparison stopped with an error)."""
     a, b, _ = _one_prompt(3)
-    with pytest.raises(OptionError, match="sigma_prompt: the median rule found no two distinct"):
-        PromptSplit(aggregate=aggregate, permutations=19, seed=0).fit(a, b)
+    res = PromptSplit(aggregate=aggregate, permutations=19, seed=0).fit(a, b)
+    assert res.config["sigma_prompt"] == 1.0
+    given = PromptSplit(aggregate=aggregate, permutations=19, seed=0, sigma_prompt=7.0).fit(a, b)
+    assert res.eigenvalues == pytest.approx(given.eigenvalues, abs=1e-12)  # (the bandwidth changes nothing)

@@ -137,6 +137,9 @@ class Bandwidth:
             return self.chosen(gamma_from_median(x, self.factor, seed=seed, max_samples=max_samples),
                                f"{self.factor:g} / the median distance of {rows} rows (seed {seed})")
         median, big = scaled_median_distance(x, max_samples=max_samples, seed=seed)
+        if (math.isnan(median) or median <= 0) and _one_row_repeated(x):
+            return self.chosen(1.0, f"1: every one of the {rows} rows is the same embedding (one prompt), so "
+                                    "the gaussian kernel is 1 whatever the bandwidth")
         if math.isnan(median) or median <= 0:
             raise OptionError(f"{name}: the median rule found no two distinct embeddings among {rows} rows "
                               "to measure a distance between; pass a number instead")
@@ -155,6 +158,12 @@ class Bandwidth:
 
     def __str__(self) -> str:
         return str(self.given)
+
+
+def _one_row_repeated(x: Any) -> bool:
+    """Whether every row of ``x`` (at least one) equals the first."""
+    a = np.asarray(x)
+    return a.ndim == 2 and a.shape[0] > 0 and bool(np.all(a == a[:1]))
 
 
 def _parses(spec: Any, name: str) -> None:
