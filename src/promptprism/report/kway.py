@@ -31,7 +31,8 @@ def _matrix(r: Any) -> Any:
             text = fmt(r.distances[a][b]) + ("" if pv is None else f" (p {format_p(pv, alpha)})")
             cells.append(el("b", text) if sig else text)
         rows.append((el("b", name), *cells))
-    return table(["test \\ reference", *r.names], rows, numeric=tuple(range(1, len(r.names) + 1)))
+    return table(["test \\ reference", *r.names], rows, numeric=tuple(range(1, len(r.names) + 1)),
+                 cls="pp-matrix")
 
 
 def _samples(items: list[dict]) -> Any:

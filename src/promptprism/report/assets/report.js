@@ -135,7 +135,11 @@
   function cellValue(td) {
     var t = (td ? td.textContent : "").trim();
     var n = t.replace(/[,\s%]/g, "").replace(/\u2212/g, "-").replace(/^\+/, "");
-    return n !== "" && !isNaN(Number(n)) ? Number(n) : t.toLowerCase();
+    if (n !== "" && !isNaN(Number(n))) return Number(n);
+    /* a number with its p-value or interval after it ("0.0239 (p 0.02) *", "9.5e-05 [..]"): by the number */
+    var lead = /^[+\-\u2212]?(\d[\d,]*\.?\d*|\.\d+)(e[+\-\u2212]?\d+)?%?(?=\s*[(\[*])/i.exec(t);
+    if (lead) return Number(lead[0].replace(/[,%]/g, "").replace(/\u2212/g, "-").replace(/^\+/, ""));
+    return t.toLowerCase();
   }
   function sortable(table) {
     var ths = table.tHead ? table.tHead.rows[0].cells : [];
@@ -345,7 +349,8 @@
   /* ------------------------------------------------------------------------------------ start */
   function start() {
     longSpans(document);
-    document.querySelectorAll("main table").forEach(function (t) { if (t.tHead) sortable(t); });
+    /* (a K x K matrix is not sorted: reordering its rows alone would break its symmetry) */
+    document.querySelectorAll("main table").forEach(function (t) { if (t.tHead && !t.classList.contains("pp-matrix")) sortable(t); });
     document.querySelectorAll(".pp-widget[data-pp-widget]").forEach(function (el) {
       var w = PP.widgets[el.getAttribute("data-pp-widget")];
       if (!w || !w.draw) return;
