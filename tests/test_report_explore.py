@@ -157,6 +157,29 @@ def test_click_a_mode_then_a_prompt(driver, pages):
     assert all(u.startswith(("file://", "data:")) for u in requested_urls(d))
 
 
+def test_a_prompt_row_and_a_sortable_header_work_from_the_keyboard(driver, pages):
+    """Tab reaches what a click opens; Enter opens it (rows, headers and cards were mouse-only)."""
+    from selenium.webdriver.common.keys import Keys
+
+    d = driver
+    open_page(d, pages["split"])
+    row = next(r for r in d.find_elements(By.CSS_SELECTOR, "main tr[data-pp-prompt]") if r.is_displayed())
+    assert row.get_attribute("tabindex") == "0"
+    d.execute_script("arguments[0].focus()", row)
+    d.switch_to.active_element.send_keys(Keys.ENTER)
+    panel = d.find_element(By.ID, "pp-panel")
+    assert panel.is_displayed() and panel.find_element(By.TAG_NAME, "h2").text in row.text
+    assert "prompt=" in d.current_url
+    d.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+    header = d.find_element(By.CSS_SELECTOR, "main th.pp-sortable")
+    d.execute_script("arguments[0].focus()", header)
+    d.switch_to.active_element.send_keys(" ")
+    assert header.get_attribute("aria-sort") in ("ascending", "descending")
+    d.switch_to.active_element.send_keys(Keys.TAB)  # (Tab moves on to the next focusable element)
+    assert d.switch_to.active_element != header
+    assert not console_errors(d)
+
+
 def test_search_filters_rows_and_the_fragment_restores_the_view(driver, pages):
     d = driver
     open_page(d, pages["split"])

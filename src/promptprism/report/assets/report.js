@@ -298,6 +298,7 @@
       onclick: function () { PP.set(PANEL); } }));
     panel.appendChild(h("h2", { text: title, dir: "auto" }));
     nodes.forEach(function (n) { if (n) panel.appendChild(n); });
+    if (PP.focusable) PP.focusable(panel);
     panel.hidden = false;
     panel.scrollTop = 0;
   };
@@ -330,8 +331,28 @@
       var mo = t.closest("[data-pp-mode]");
       if (mo && (mo.tagName !== "DIV" || t.closest("h3"))) { PP.set({ mode: mo.getAttribute("data-pp-mode"), prompt: "" }); }
     });
-    document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") PP.set(PANEL); });
+    document.addEventListener("keydown", function (ev) {
+      if (ev.key === "Escape") { PP.set(PANEL); return; }
+      /* Enter or Space on a focused row, card or header acts as a click (keyboard users: see focusable()) */
+      var t = ev.target;
+      if ((ev.key === "Enter" || ev.key === " ") && t instanceof Element && t.hasAttribute("data-pp-key")) {
+        ev.preventDefault();
+        t.click();
+      }
+    });
   }
+  /* what a click opens (prompt and facet rows, model and mode cards' titles, sortable headers), reachable
+     by Tab and opened by Enter or Space */
+  function focusable(root) {
+    var sel = "tr[data-pp-prompt], tr[data-pp-facet], [data-pp-model]:not(button), [data-pp-region], " +
+      "[data-pp-cluster], [data-pp-attr], .card[data-pp-mode] h3, th.pp-sortable";
+    root.querySelectorAll(sel).forEach(function (e) {
+      if (e.closest(".pp-toolbar") || e.matches("a, button, input, select, summary")) return;
+      if (!e.hasAttribute("tabindex")) e.setAttribute("tabindex", "0");
+      e.setAttribute("data-pp-key", "");
+    });
+  }
+  PP.focusable = focusable;
   function apply() {
     var s = PP.state;
     filter();
@@ -360,6 +381,7 @@
     buildToolbar();
     PP.onStart.forEach(function (fn) { fn(toolbar); });
     linkClicks();
+    focusable(document);
     PP.state = readHash();
     window.addEventListener("hashchange", function () {
       if (PP.ignoreHash) { PP.ignoreHash = false; return; }
