@@ -172,3 +172,11 @@ def test_report_dir_reads_the_manifests_metadata_again(tmp_path):
     page = report_from_dir(out)
     view = page_data(page.read_text(encoding="utf-8"))["view"]
     assert set(next(f for f in view["facets"] if f["name"] == "topic")["counts"]) == {"reference"}
+
+
+def test_a_value_that_reads_missing_is_not_the_gaps_label():
+    from promptprism.report.facets import MISSING, _labels
+
+    labels, index = _labels("cat", ["a", MISSING, None, "b"])
+    assert labels.count(MISSING) == 1 and len(set(labels)) == len(labels) == 4
+    assert labels[index(MISSING)] == MISSING and labels[index(None)] != MISSING

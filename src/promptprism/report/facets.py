@@ -123,7 +123,10 @@ def _labels(kind: str, pooled: list) -> tuple[list[str], Any]:
         return labels + [MISSING], index
     names = sorted({str(v) for v in pooled if v is not None and v != ""}, key=_natural)
     pos = {s: k for k, s in enumerate(names)}
-    return names + [MISSING], lambda v: len(names) if v is None or v == "" else pos[str(v)]
+    missing = MISSING  # (a user value that reads "(missing)" keeps its name; the gaps get another)
+    while missing in pos:
+        missing = f"({missing})"
+    return names + [missing], lambda v: len(names) if v is None or v == "" else pos[str(v)]
 
 
 def _natural(s: str) -> tuple:
