@@ -169,9 +169,8 @@ def diversity(
     sigma_output: Bandwidth = bandwidth_option(
         "--sigma-output", help="Gaussian output bandwidth (also the shared one)."),
     features: int = typed(2000, Integer(), "--features",
-                          help="RFF features r = 2D of each modality's map (even; `split` and `compare` map "
-                               "the joint pair with one r); the reference implementation uses 5000 "
-                               "(2 x 2500)."),
+                          help="RFF features r = 2D of each modality's map (even; split maps the joint pair "
+                               "with one r); the reference implementation uses 5000 (2 x 2500)."),
     shared_frequencies: bool = typer.Option(False, "--shared-frequencies/--separate-frequencies",
                                             help="One set of RFF frequencies and one bandwidth for prompts "
                                                  "and outputs (same embedding space, e.g. CLIP)."),
