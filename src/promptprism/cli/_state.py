@@ -28,7 +28,6 @@ class RunState:
     flags: dict[str, str] = dataclasses.field(default_factory=dict)
     summary: dict[str, Any] | None = None
 
-
     def columns_for(self, path: Any) -> dict[str, str] | None:
         """The ``--columns`` mapping of the input at ``path`` (its own, else every input's, else None)."""
         if not self.columns:

@@ -127,9 +127,11 @@ class Bandwidth:
         return dataclasses.replace(self, value=float(value), how=how)
 
     def resolve(self, x: Any, *, name: str = "sigma", seed: int = 0,
-                max_samples: int = MEDIAN_SAMPLES) -> Bandwidth:
+                max_samples: int = MEDIAN_SAMPLES, one_point_ok: bool = False) -> Bandwidth:
         """The number, from the rows ``x`` when a median rule sets it ('stable': the median it starts
-        from; the method's scan then picks, :meth:`chosen`). A fixed bandwidth is returned as it is."""
+        from; the method's scan then picks, :meth:`chosen`). A fixed bandwidth is returned as it is.
+        ``one_point_ok``: rows that are all one embedding (one prompt shared by every row) take 1, a gaussian
+        being 1 between equal rows whatever its bandwidth; else they are refused."""
         if self.fixed:
             return self
         rows = min(len(x), max_samples)
@@ -137,7 +139,7 @@ class Bandwidth:
             return self.chosen(gamma_from_median(x, self.factor, seed=seed, max_samples=max_samples),
                                f"{self.factor:g} / the median distance of {rows} rows (seed {seed})")
         median, big = scaled_median_distance(x, max_samples=max_samples, seed=seed)
-        if (math.isnan(median) or median <= 0) and _one_row_repeated(x):
+        if one_point_ok and (math.isnan(median) or median <= 0) and _one_row_repeated(x[:max_samples]):
             return self.chosen(1.0, f"1: every one of the {rows} rows is the same embedding (one prompt), so "
                                     "the gaussian kernel is 1 whatever the bandwidth")
         if math.isnan(median) or median <= 0:
@@ -149,12 +151,14 @@ class Bandwidth:
         return self.chosen(self.factor * median,
                            f"{self.factor:g} x the median distance of {rows} rows (seed {seed})")
 
-    def resolve_pooled(self, arrays: Sequence[Any], *, name: str = "sigma", seed: int = 0) -> Bandwidth:
+    def resolve_pooled(self, arrays: Sequence[Any], *, name: str = "sigma", seed: int = 0,
+                       one_point_ok: bool = False) -> Bandwidth:
         """:meth:`resolve` on the seeded pool of at most :data:`MEDIAN_SAMPLES` rows of several sets
         (:func:`pooled_rows`; the pool is drawn only when a rule needs it)."""
         if self.fixed:
             return self
-        return self.resolve(pooled_rows(arrays, MEDIAN_SAMPLES, seed), name=name, seed=seed)
+        return self.resolve(pooled_rows(arrays, MEDIAN_SAMPLES, seed), name=name, seed=seed,
+                            one_point_ok=one_point_ok)
 
     def __str__(self) -> str:
         return str(self.given)

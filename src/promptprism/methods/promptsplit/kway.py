@@ -284,4 +284,4 @@ def _check_shared_prompts(labels: list[np.ndarray], prompt_names: list[str], nam
                          + (f" and {len(miss) - 3} more" if len(miss) > 3 else "")
                          for name, miss in zip(names, missing, strict=True) if miss)
         raise InputError("K-way PromptSplit needs every set on the same prompts (labels are exchanged "
-                         "within each prompt): " + (f"{cause}" if cause else said))
+                         "within each prompt): " + (f"{cause}; {said}" if cause else said))

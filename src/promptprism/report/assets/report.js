@@ -268,7 +268,7 @@
           !e.querySelector("tr[data-pp-prompt]:not([data-pp-item]):not(.pp-hidden)")) ok = false;
       if (q) {
         var pid = e.getAttribute("data-pp-prompt");
-        ok = e.textContent.toLowerCase().indexOf(q) >= 0 || (pid !== null && promptText(+pid).indexOf(q) >= 0);
+        ok = ok && (e.textContent.toLowerCase().indexOf(q) >= 0 || (pid !== null && promptText(+pid).indexOf(q) >= 0));
       }
       if (ok && s.sig && e.getAttribute("data-pp-sig") === "0") ok = false;
       if (ok && s.side && e.hasAttribute("data-pp-side") && e.getAttribute("data-pp-side") !== s.side) ok = false;
