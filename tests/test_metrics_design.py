@@ -14,7 +14,7 @@ from promptprism.methods.metrics.design import design_correction
 from promptprism.methods.metrics.kid import conditional_variance
 
 SIGMA = 1.5
-COUNTS = [5, 1, 3, 7, 2, 4]  # (a prompt of one row: its own pairs are not seen)
+COUNTS = [5, 2, 3, 7, 2, 4]
 
 
 def _gauss(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -57,6 +57,12 @@ def test_mmd2_on_the_same_prompts_is_the_design_weighted_statistic_written_out()
     assert got == pytest.approx(want, abs=1e-12)
     u_stat = (_gauss(x, x).sum() - np.trace(_gauss(x, x))) / (x.shape[0] * (x.shape[0] - 1))
     assert abs(_design_within(x, labels) - u_stat) > 1e-4  # (the weighting moves the number here)
+    # the correction alone, with a prompt of one row (its own pairs unseen: taken at the mean of all pairs)
+    single = np.repeat(np.arange(4), [5, 1, 3, 6])
+    z = _set(single, 4).output_embeddings
+    u_z = (_gauss(z, z).sum() - np.trace(_gauss(z, z))) / (z.shape[0] * (z.shape[0] - 1))
+    got = design_correction(z, single, kernel="gaussian", sigma=SIGMA, cap=100)
+    assert got == pytest.approx(_design_within(z, single) - u_z, abs=1e-12)
 
 
 def test_sets_of_other_prompts_keep_the_u_statistic():
@@ -119,3 +125,25 @@ def test_a_difference_on_some_prompts_is_estimated_without_bias_and_covered():
     assert covered >= 0.88  # (measured 0.91-0.96 at 80 rows a set; 200 runs: +-0.02)
     found = np.mean([m.intervals["mmd2"]["low"] > 0 for m in _draws(10, 8, 50, shift=2.5)])
     assert found > 0.9  # power: a larger difference is seen (measured 1.0; 0.49 at 1.5, 0.01 at 0.8)
+
+
+def test_a_set_of_one_row_per_prompt_keeps_the_u_statistic_and_its_flag():
+    """Real data often holds one row per prompt: its own pairs of a prompt are not seen, so the design's
+    weighting cannot be taken; MMD² stays the U-statistic, flagged (it read -3 sd, unflagged)."""
+    gen_labels, ref_labels = np.repeat(np.arange(6), 4), np.arange(6)
+    a, b = _set(gen_labels, 1), _set(ref_labels, 2)
+    x, y = a.output_embeddings, b.output_embeddings
+
+    def u(v: np.ndarray) -> float:
+        k = _gauss(v, v)
+        return (k.sum() - np.trace(k)) / (v.shape[0] * (v.shape[0] - 1))
+
+    fit = ReferenceMetrics(bootstrap=0, subsets=1, subset_size=6, mmd_sigma=SIGMA).fit([a], b).models[0]
+    assert "mmd2" in fit.interval_validity["not_calibrated"]
+    assert "a prompt in one row" in fit.interval_validity["reason"]
+    same = ReferenceMetrics(bootstrap=0, subsets=1, subset_size=6, mmd_sigma=SIGMA).fit(
+        [_set(ref_labels, 3)], b).models[0]
+    want = u(_set(ref_labels, 3).output_embeddings) + u(y) - 2 * _gauss(_set(ref_labels, 3).output_embeddings,
+                                                                      y).mean()
+    assert same.mmd2 == pytest.approx(want, abs=1e-12)  # (one row a prompt on both sides: the U-statistic)
+    assert x.shape[0] == 24

@@ -34,9 +34,11 @@ _KID_CLUSTERED = ("KID's U-statistic (torchmetrics' and clean-fid's) assumes row
                   "reads low (two draws of one model, 10 prompts x 8: below 0 in 40 of 40 runs); on other "
                   "prompts, high (+0.8-1.0 sd with 5 outputs per prompt); its intervals covered "
                   "0.885-0.985 on the grid")
-_MMD_OTHER_PROMPTS = ("MMD² on sets of other prompts (or prompts missing from one side) is the plain "
-                      "U-statistic, which reads high on prompt-clustered sets (+0.8-1.0 sd with 5 outputs "
-                      "per prompt; covered 0.885-0.985 on the grid)")
+_MMD_OTHER_PROMPTS = ("MMD² is the plain U-statistic here (the sets' prompts differ, or a set holds a prompt "
+                      "in one row, whose own pairs cannot be weighted by the design): on prompt-clustered "
+                      "sets it reads high on other prompts (+0.8-1.0 sd with 5 outputs per prompt; covered "
+                      "0.885-0.985 on the grid) and low on the same prompts (-3 sd with 4 outputs against "
+                      "one per prompt)")
 #: rows per set from which MMD²'s interval was measured to cover on two sets of the same prompts (its
 #: within-set terms weighted by the design, :mod:`.design`): 0.935-0.995 from 200 rows, 0.91 at 80
 MIN_ROWS_MMD_SAME_PROMPTS = 200
@@ -50,7 +52,8 @@ def interval_validity(intervals: Iterable[str], *, generated_clusters: int, refe
     """{'holds': bool, 'not_calibrated': [metrics], 'reason': str} for a set whose ``intervals`` (metric
     names) were resampled over ``generated_clusters`` generated prompts (rows without prompts) of
     ``generated_rows`` rows, and ``reference_clusters`` reference prompts of ``reference_rows`` rows, in
-    ``dim`` dimensions; ``same_prompts``: both sets hold the same prompts (MMD² is then design-weighted)."""
+    ``dim`` dimensions; ``same_prompts``: both sets hold the same prompts, each in at least two rows (MMD² is
+    then design-weighted)."""
     have = set(intervals)
     bad, reasons = [], []
     fewest = min(generated_clusters, reference_clusters)

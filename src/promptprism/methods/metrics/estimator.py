@@ -302,8 +302,11 @@ class ReferenceMetrics(Estimator):
 
 
 def _same_prompts(generated: Any, reference: Any) -> bool:
-    """Whether both sets hold prompt labels and the same prompts (then MMD^2 is taken with the prompts
-    fixed: :mod:`.design`)."""
+    """Whether both sets hold prompt labels, the same prompts, and at least two rows of each (then MMD^2 is
+    taken with the prompts fixed, each set's within-set term weighted by its design: :mod:`.design`; a
+    prompt of one row hides its own pairs, so a set of one row per prompt, as real data often is, keeps
+    the U-statistic and its flag)."""
     if generated is None or reference is None:
         return False
-    return bool(np.array_equal(np.unique(generated), np.unique(reference)))
+    (g, g_counts), (r, r_counts) = (np.unique(v, return_counts=True) for v in (generated, reference))
+    return bool(np.array_equal(g, r)) and min(g_counts.min(), r_counts.min()) >= 2
