@@ -18,10 +18,11 @@ intervals and notes, e.g. where FD's sizes do not allow a full-rank covariance).
 
 Which model is closer is tested by exchanging the model labels within each prompt
 (:func:`.stats.permutation.stratified_permutation_test`: the weighted difference of the within-prompt means
-over the prompts both models hold): under "equally close on every prompt" the labels are exchangeable within
-a prompt, so the test is exact for the binary precision indicator and for any score whose distribution per
-prompt is the same for both models. Each model's mean is its side of that statistic, with a bootstrap
-interval over those prompts. Several findings: Holm over their p-values.
+over the prompts both models hold, studentised by its per-prompt Welch variance): under "equally close on
+every prompt" the labels are exchangeable within a prompt, so the test is exact for the binary precision
+indicator and for any score whose distribution per prompt is the same for both models, and its level holds
+approximately for equal means of unequal spreads. Each model's mean is its side of that statistic, with a
+bootstrap interval over those prompts. Several findings: Holm over their p-values.
 """
 
 from __future__ import annotations
