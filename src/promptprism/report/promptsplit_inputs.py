@@ -90,7 +90,7 @@ def reload_promptsplit(result: Any, result_dir: Path) -> tuple[dict, dict, list[
                     )
                 found = next(c for c in candidates[:2] if Path(c).exists())
                 _manifest_facets(result, side, found, records, inputs, notes)
-                _manifest_texts(result, side, found, records, inputs)
+                _manifest_texts(result, side, found, records, inputs, notes)
             else:
                 notes.append(
                     f"{side} input {where or '(not recorded)'} not found; the map and array "
@@ -158,7 +158,8 @@ def _manifest_facets(result: Any, side: str, path: Path, records: dict, inputs: 
         inputs.setdefault("facets", {})[side] = meta
 
 
-def _manifest_texts(result: Any, side: str, path: Path, records: dict, inputs: dict) -> None:
+def _manifest_texts(result: Any, side: str, path: Path, records: dict, inputs: dict, notes: list[str]
+                    ) -> None:
     """A manifest input's prompts and outputs (texts, or image paths) for the page's views
     (``inputs['texts'][side]``: a :class:`PairedSet` whose embeddings are placeholders, never drawn on the
     map), when its content is the one recorded and its rows are the result's; nothing is embedded again."""
@@ -170,7 +171,10 @@ def _manifest_texts(result: Any, side: str, path: Path, records: dict, inputs: d
     try:
         verify(side, path, records)
         manifest = read_manifest(path, columns=(records.get(side) or {}).get("columns"))
-    except (PromptPrismError, OSError, ValueError):
+    except (PromptPrismError, OSError, ValueError) as exc:
+        notes.append(f"the {side} manifest's prompts and outputs could not be read again ({exc}); its outputs "
+                     "per prompt are left out of the views (a manifest read with --columns: write the page "
+                     "from that command)")
         return
     if len(manifest) != n:
         return
