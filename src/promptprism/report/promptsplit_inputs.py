@@ -173,8 +173,8 @@ def _manifest_texts(result: Any, side: str, path: Path, records: dict, inputs: d
         manifest = read_manifest(path, columns=(records.get(side) or {}).get("columns"))
     except (PromptPrismError, OSError, ValueError) as exc:
         notes.append(f"the {side} manifest's prompts and outputs could not be read again ({exc}); its "
-                     "outputs per prompt are left out of the views (a manifest read with --columns: write the "
-                     "page from that command)")
+                     "outputs per prompt are left out of the views (a manifest read with --columns: write "
+                     "the page from that command)")
         return
     if len(manifest) != n:
         return
