@@ -25,7 +25,7 @@ def test_metrics_rule_flags_fd_clustered_kid_and_few_clusters():
                             reference_clusters=80, generated_rows=200, reference_rows=400)
     assert few["not_calibrated"] == ["kid", "precision", "recall"]  # fd from 40 prompts holds
     assert "40 generated prompts" in few["reason"]
-    assert "outputs of one prompt are closer than two draws" in few["reason"]
+    assert "weights same-prompt pairs by how often the sets hold them" in few["reason"]
     fd = interval_validity(("fd",), generated_clusters=500, reference_clusters=20, generated_rows=500,
                            reference_rows=20)
     assert fd["not_calibrated"] == ["fd"] and "small-sample bias" in fd["reason"]

@@ -27,18 +27,13 @@ MIN_CLUSTERS_FD = 40
 MIN_CLUSTERS_PER_DIM_FD = 5
 _FD = (f"FD's bootstrap interval was measured to cover from {MIN_CLUSTERS_FD} prompts (or rows) per set up "
        "(0.94-0.955); below, FD's small-sample bias and skew grow and it is not known to cover")
-_KID_CLUSTERED = ("KID's U-statistic (torchmetrics' and clean-fid's) assumes rows drawn independently; "
-                  "outputs of one prompt are closer than two draws of the model, and the statistic weights "
-                  "those pairs by how often the sets hold them: on the same prompts with as many outputs "
-                  "each, less often within a set ((S - 1) / (N - 1)) than across the two (S / N), so it "
-                  "reads low (two draws of one model, 10 prompts x 8: below 0 in 40 of 40 runs); on other "
-                  "prompts, high (+0.8-1.0 sd with 5 outputs per prompt); its intervals covered "
-                  "0.885-0.985 on the grid")
-_MMD_OTHER_PROMPTS = ("MMD² is the plain U-statistic here (the sets' prompts differ, or a set holds a prompt "
-                      "in one row, whose own pairs cannot be weighted by the design): on prompt-clustered "
-                      "sets it reads high on other prompts (+0.8-1.0 sd with 5 outputs per prompt; covered "
-                      "0.885-0.985 on the grid) and low on the same prompts (-3 sd with 4 outputs against "
-                      "one per prompt)")
+_KID_CLUSTERED = ("KID's U-statistic (torchmetrics' and clean-fid's) weights same-prompt pairs by how often "
+                  "the sets hold them, less often within a set ((S - 1) / (N - 1)) than across (S / N) on "
+                  "the same prompts, so it reads low (below 0 in 40 of 40 null runs); on other prompts, high "
+                  "(+0.8-1.0 sd); its intervals covered 0.885-0.985 on the grid")
+_MMD_OTHER_PROMPTS = ("MMD² is the plain U-statistic here (other prompts, or a prompt in one row: no design "
+                      "weighting): it reads high on other prompts, low on the same prompts (-3 sd with 4 "
+                      "outputs against one a prompt)")
 #: rows per set from which MMD²'s interval was measured to cover on two sets of the same prompts (its
 #: within-set terms weighted by the design, :mod:`.design`): 0.935-0.995 from 200 rows, 0.91 at 80
 MIN_ROWS_MMD_SAME_PROMPTS = 200

@@ -132,14 +132,20 @@ def unshared_prompts_note(labels_test: np.ndarray, labels_ref: np.ndarray, *, te
                    "answered there is nothing to exchange) and " + ranking)
 
 
-def permuted_labels(groups: np.ndarray, is_test: np.ndarray, permutations: int, rng: np.random.Generator
-                    ) -> np.ndarray:
+def permuted_labels(groups: np.ndarray, is_test: np.ndarray, permutations: int, rng: np.random.Generator,
+                    *, rows: np.ndarray | None = None, flip: bool = False) -> np.ndarray:
     """K relabellings (N x K booleans, True = test): within each group a uniformly random choice of which
     members are 'test', keeping the group's test count (one group for everyone = the pooled scheme). Each
-    member draws a key per relabelling; a group's 'test' members are its members with the smallest keys."""
+    member draws a key per relabelling; a group's 'test' members are its members with the smallest keys.
+    ``rows``: row i takes the keys drawn for row ``rows[i]``; ``flip``: keys 1 - u (the largest become the
+    smallest; :func:`test_labellings`)."""
     groups = np.asarray(groups, dtype=np.int64)
     size = groups.size
     keys = rng.random((size, permutations))
+    if rows is not None:
+        keys = keys[rows]
+    if flip:
+        np.subtract(1.0, keys, out=keys)
     keys += groups[:, None]  # (in place: no second array of N x K keys)
     n_test_in = np.bincount(groups, weights=is_test.astype(np.float64), minlength=groups.max() + 1)
     sorted_groups = np.sort(groups)
@@ -342,12 +348,24 @@ def global_pvalue(spectra: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
     return min_p_aggregate(stats)[0]
 
 
-def test_labellings(groups: np.ndarray, n: int, m: int, permutations: int, seed: int) -> np.ndarray:
+def test_labellings(groups: np.ndarray, n: int, m: int, permutations: int, seed: int, *,
+                    swapped: bool = False) -> np.ndarray:
     """The observed labelling (column 0) and the K relabellings of the test's rows (N x (K + 1) booleans,
-    True = test), drawn from ``seed``: the same columns for every statistic computed on these rows."""
+    True = test), drawn from ``seed``: the same columns for every statistic computed on these rows.
+    ``swapped``: the two sets come in the other order than their canonical one (:func:`canonical_first`):
+    the keys are drawn for the rows in that order and each row keeps its own, the reference side taking the
+    smallest, so (test, reference) and (reference, test) give the same relabellings, mirrored."""
     is_test = np.r_[np.ones(n, bool), np.zeros(m, bool)]
-    labels = permuted_labels(groups, is_test, permutations, np.random.default_rng(seed))
+    rows = np.r_[np.arange(m, n + m), np.arange(m)] if swapped else None  # (row i's key: canonical row)
+    labels = permuted_labels(groups, is_test, permutations, np.random.default_rng(seed), rows=rows,
+                             flip=swapped)
     return np.concatenate([is_test[:, None], labels], axis=1)
+
+
+def canonical_first(signatures: tuple[bytes, bytes]) -> bool:
+    """Whether the test set (first) comes first in the canonical order of two sets: by their content
+    signatures (a digest of a few rows and the row counts), the smaller first; ties keep the given order."""
+    return signatures[0] <= signatures[1]
 
 
 def labelling_spectra(operand: tuple[str, np.ndarray], *, groups: np.ndarray, n: int, m: int, eta: float,

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -45,11 +45,13 @@ class Labellings:
     :func:`.significance.test_labellings`); K sets, model labels (:func:`.comparisons.permuted_model_labels`,
     with two sets the same draws)."""
 
-    def __init__(self, groups: np.ndarray, counts: np.ndarray, permutations: int, seed: int) -> None:
+    def __init__(self, groups: np.ndarray, counts: np.ndarray, permutations: int, seed: int, *,
+                 swapped: bool = False) -> None:
         self.counts = np.asarray(counts)
         self.is_test = self.model = None
         if self.counts.size == 2:
-            self.is_test = sig.test_labellings(groups, int(counts[0]), int(counts[1]), permutations, seed)
+            self.is_test = sig.test_labellings(groups, int(counts[0]), int(counts[1]), permutations, seed,
+                                               swapped=swapped)
             return
         model = np.repeat(np.arange(self.counts.size), self.counts)
         drawn = kc.permuted_model_labels(groups, model, permutations, np.random.default_rng(seed))
@@ -103,7 +105,7 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
     rejection is out of reach (``sequential``, one comparison: :func:`.significance.sequential_spectra`).
     ``plan``: the relabellings and the family's operands made ahead (:func:`plan_test`, same arguments)."""
     lay = _layout(sets, comparisons, spectra, labels, max_samples=max_samples, seed=seed)
-    counts, rows, sub, group_labels, scheme, tested = lay
+    counts, rows, sub, group_labels, scheme, tested, _ = lay
     if not tested:
         return TestOutcome({c: None for c in comparisons}, {"permutations_drawn": 0})
     widths = [max(*t, 1) for t in tested.values()]
@@ -164,7 +166,8 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
 
 class _Layout(NamedTuple):
     """Each set's number of rows, the test's rows of each set and their numbers, their prompt labels, the
-    relabelling scheme, {tested comparison: (positive, negative) modes tested}."""
+    relabelling scheme, {tested comparison: (positive, negative) modes tested}, and whether two sets come in
+    the other order than their canonical one (:func:`.significance.canonical_first`)."""
 
     counts: np.ndarray
     rows: list
@@ -172,23 +175,44 @@ class _Layout(NamedTuple):
     group_labels: np.ndarray
     scheme: str
     tested: dict
+    swapped: bool = False
 
 
 def _layout(sets: list, comparisons: list, spectra: dict, labels: list, *, max_samples: int, seed: int
             ) -> _Layout:
     """The test's :class:`_Layout` for the sets (at most ``max_samples`` rows, a seeded subsample above)."""
     counts = np.array([len(s) for s in sets])
-    rows = kc.null_rows_k(counts, max_samples, seed)
+    swapped = len(sets) == 2 and not sig.canonical_first((_signature(sets[0]), _signature(sets[1])))
+    # (two sets: the subsample drawn in their canonical order, so either order tests the same rows)
+    rows = kc.null_rows_k(counts[::-1], max_samples, seed)[::-1] if swapped else \
+        kc.null_rows_k(counts, max_samples, seed)
     return _Layout(counts, rows, np.array([r.size for r in rows]),
                    np.concatenate([labels[k][r] for k, r in enumerate(rows)]),
                    sig.choose_scheme(labels[0], labels[1]) if len(sets) == 2 else "within-prompt",
-                   {c: _tested(spectra[c]) for c in comparisons if spectra[c].selected.size})
+                   {c: _tested(spectra[c]) for c in comparisons if spectra[c].selected.size}, swapped)
+
+
+#: rows of a set its content signature reads (:func:`_signature`)
+SIGNATURE_ROWS = 8
+
+
+def _signature(data: Any) -> bytes:
+    """A digest of a set's row count and its first and last :data:`SIGNATURE_ROWS` rows (prompt and output
+    embeddings, float64): cheap on streamed sets, and the same for the same set in either argument."""
+    import hashlib
+
+    n = len(data)
+    pick = np.unique(np.r_[np.arange(min(n, SIGNATURE_ROWS)), np.arange(max(0, n - SIGNATURE_ROWS), n)])
+    h = hashlib.sha256(str(n).encode())
+    for part in (data.prompt_embeddings, data.output_embeddings):
+        h.update(np.ascontiguousarray(np.asarray(part[pick], dtype=np.float64)).tobytes())
+    return h.digest()
 
 
 def _labellings(lay: _Layout, permutations: int, seed: int) -> Labellings:
     """The test's relabellings of its rows: within each prompt, or pooled."""
     groups = np.zeros_like(lay.group_labels) if lay.scheme == "pooled" else lay.group_labels
-    return Labellings(groups, lay.sub, permutations, seed)
+    return Labellings(groups, lay.sub, permutations, seed, swapped=lay.swapped)
 
 
 @dataclass
