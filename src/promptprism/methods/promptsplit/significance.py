@@ -36,6 +36,13 @@ from ...stats.batched_eigen import (
 from ...stats.permutation import labelling_statistic, min_p_aggregate
 from ...stats.subspace_spectra import factor_shared, lanczos_subspace, subspace_extremes
 from ...stats.subspaces import column_shares, exact_factor, leading_rank, operand_trace
+from .relabel import (  # noqa: F401 (the relabellings, named here too)
+    SELECT_MAX_GROUPS,
+    canonical_first,
+    null_rows,
+    permuted_labels,
+    test_labellings,
+)
 from .verdicts import CORRECTION, empty_record, verdict  # noqa: F401 (the test's records, named here)
 
 SCHEMES = ("within-prompt", "pooled")
@@ -132,77 +139,9 @@ def unshared_prompts_note(labels_test: np.ndarray, labels_ref: np.ndarray, *, te
                    "answered there is nothing to exchange) and " + ranking)
 
 
-def permuted_labels(groups: np.ndarray, is_test: np.ndarray, permutations: int, rng: np.random.Generator,
-                    *, rows: np.ndarray | None = None, flip: bool = False) -> np.ndarray:
-    """K relabellings (N x K booleans, True = test): within each group a uniformly random choice of which
-    members are 'test', keeping the group's test count (one group for everyone = the pooled scheme). Each
-    member draws a key per relabelling; a group's 'test' members are its members with the smallest keys.
-    ``rows``: row i takes the keys drawn for row ``rows[i]``; ``flip``: keys 1 - u (the largest become the
-    smallest; :func:`test_labellings`)."""
-    groups = np.asarray(groups, dtype=np.int64)
-    size = groups.size
-    keys = rng.random((size, permutations))
-    if rows is not None:
-        keys = keys[rows]
-    if flip:
-        np.subtract(1.0, keys, out=keys)
-    keys += groups[:, None]  # (in place: no second array of N x K keys)
-    n_test_in = np.bincount(groups, weights=is_test.astype(np.float64), minlength=groups.max() + 1)
-    sorted_groups = np.sort(groups)
-    if np.count_nonzero(n_test_in) <= SELECT_MAX_GROUPS:
-        chosen = _smallest_keys(keys, groups, sorted_groups, n_test_in.astype(np.int64))
-        if chosen is not None:
-            return chosen
-    order = np.argsort(keys.T, axis=1)  # (each labelling's keys sorted contiguously: the same order)
-    del keys
-    starts = np.searchsorted(sorted_groups, sorted_groups, side="left")
-    take = (np.arange(size) - starts) < n_test_in[sorted_groups]
-    out = np.empty((permutations, size), dtype=bool)
-    np.put_along_axis(out, order, np.broadcast_to(take[None, :], order.shape), axis=1)
-    return out.T
-
-
-#: :func:`permuted_labels` by selection (one partition per relabelling) when at most this many groups hold
-#: test members (the pooled scheme: one), by sorting every relabelling's keys otherwise
-SELECT_MAX_GROUPS = 16
-
-
-def _smallest_keys(keys: np.ndarray, groups: np.ndarray, sorted_groups: np.ndarray, n_test_in: np.ndarray
-                   ) -> np.ndarray | None:
-    """keys <= each group's n_test_in-th smallest key (a group's keys lie in [g, g + 1)), per column:
-    :func:`permuted_labels`'s sort, by selection (O(N) per relabelling, about 3x faster than the sort at
-    N = 20,000). None when a tie made a count differ (the sort then decides)."""
-    picked = np.flatnonzero(n_test_in)
-    kth = np.searchsorted(sorted_groups, picked) + n_test_in[picked] - 1
-    thresholds = np.full((n_test_in.size, keys.shape[1]), -np.inf)
-    thresholds[picked] = np.partition(keys.T, kth, axis=1)[:, kth].T
-    chosen = keys <= thresholds[groups]
-    return chosen if np.all(chosen.sum(axis=0) == int(n_test_in.sum())) else None
-
-
 def label_weights(is_test: np.ndarray, n: int, m: int, eta: float) -> np.ndarray:
     """Signed weights of a labelling: 1/n for 'test' rows, -eta/m for 'reference' rows (the D of eq. 2)."""
     return np.where(is_test, 1.0 / n, -eta / m)
-
-
-def null_rows(n: int, m: int, max_samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of each set the permutation test runs on: all, or (when n + m > ``max_samples``) a seeded
-    subsample of n' + m' = ``max_samples`` rows in the same proportions.
-
-    On a subsample the test is exact for the subsample: its own observed eigenvalues against its own
-    relabellings, with the power of a test on ``max_samples`` samples. (Rescaling a subsample's null to the
-    full sets by the central-limit factor sqrt((1/n + 1/m) / (1/n' + 1/m')) and comparing it with the full
-    sets' eigenvalues, as earlier versions did, overstates the null: a permuted Lambda's top eigenvalue also
-    has a part that shrinks like 1/n. Measured at n = m = 4,000 with a 2,000-sample subsample: no false
-    positive in 200 null data sets, and no power left where the full test found 70 %.)
-    """
-    if n + m <= max_samples:
-        return np.arange(n), np.arange(m)
-    rng = np.random.default_rng(seed)
-    n_sub = min(n, max(2, round(max_samples * n / (n + m))))  # (a set smaller than 2 rows is taken whole)
-    m_sub = min(m, max(2, max_samples - n_sub))
-    return (np.sort(rng.choice(n, size=n_sub, replace=False)),
-            np.sort(rng.choice(m, size=m_sub, replace=False)))
 
 
 def step_down_pvalues(observed_pos: np.ndarray, observed_neg: np.ndarray, null_pos: np.ndarray,
@@ -346,26 +285,6 @@ def global_pvalue(spectra: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
     own rank p-value, the first step of :func:`step_down_pvalues`)."""
     stats = np.stack([labelling_statistic(pos[:, 0], neg[:, 0]) for pos, neg in spectra])
     return min_p_aggregate(stats)[0]
-
-
-def test_labellings(groups: np.ndarray, n: int, m: int, permutations: int, seed: int, *,
-                    swapped: bool = False) -> np.ndarray:
-    """The observed labelling (column 0) and the K relabellings of the test's rows (N x (K + 1) booleans,
-    True = test), drawn from ``seed``: the same columns for every statistic computed on these rows.
-    ``swapped``: the two sets come in the other order than their canonical one (:func:`canonical_first`):
-    the keys are drawn for the rows in that order and each row keeps its own, the reference side taking the
-    smallest, so (test, reference) and (reference, test) give the same relabellings, mirrored."""
-    is_test = np.r_[np.ones(n, bool), np.zeros(m, bool)]
-    rows = np.r_[np.arange(m, n + m), np.arange(m)] if swapped else None  # (row i's key: canonical row)
-    labels = permuted_labels(groups, is_test, permutations, np.random.default_rng(seed), rows=rows,
-                             flip=swapped)
-    return np.concatenate([is_test[:, None], labels], axis=1)
-
-
-def canonical_first(signatures: tuple[bytes, bytes]) -> bool:
-    """Whether the test set (first) comes first in the canonical order of two sets: by their content
-    signatures (a digest of a few rows and the row counts), the smaller first; ties keep the given order."""
-    return signatures[0] <= signatures[1]
 
 
 def labelling_spectra(operand: tuple[str, np.ndarray], *, groups: np.ndarray, n: int, m: int, eta: float,

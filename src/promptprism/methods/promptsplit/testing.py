@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from . import core, kway_subspace
 from . import significance as sig
 from .family import Family, aggregation_record, family_members
 from .labelling_blocks import piece_columns, pool_workers, sequential_spectra
+from .relabel import signature
 
 #: the statistic without compression (K-way with three or more sets on at most
 #: ``kway.WHOLE_OPERAND_MAX_ROWS`` rows: a pair's weights take three values, 1/n_a, -eta/n_b and 0, where a
@@ -182,7 +183,7 @@ def _layout(sets: list, comparisons: list, spectra: dict, labels: list, *, max_s
             ) -> _Layout:
     """The test's :class:`_Layout` for the sets (at most ``max_samples`` rows, a seeded subsample above)."""
     counts = np.array([len(s) for s in sets])
-    swapped = len(sets) == 2 and not sig.canonical_first((_signature(sets[0]), _signature(sets[1])))
+    swapped = len(sets) == 2 and not sig.canonical_first((signature(sets[0]), signature(sets[1])))
     # (two sets: the subsample drawn in their canonical order, so either order tests the same rows)
     rows = kc.null_rows_k(counts[::-1], max_samples, seed)[::-1] if swapped else \
         kc.null_rows_k(counts, max_samples, seed)
@@ -190,23 +191,6 @@ def _layout(sets: list, comparisons: list, spectra: dict, labels: list, *, max_s
                    np.concatenate([labels[k][r] for k, r in enumerate(rows)]),
                    sig.choose_scheme(labels[0], labels[1]) if len(sets) == 2 else "within-prompt",
                    {c: _tested(spectra[c]) for c in comparisons if spectra[c].selected.size}, swapped)
-
-
-#: rows of a set its content signature reads (:func:`_signature`)
-SIGNATURE_ROWS = 8
-
-
-def _signature(data: Any) -> bytes:
-    """A digest of a set's row count and its first and last :data:`SIGNATURE_ROWS` rows (prompt and output
-    embeddings, float64): cheap on streamed sets, and the same for the same set in either argument."""
-    import hashlib
-
-    n = len(data)
-    pick = np.unique(np.r_[np.arange(min(n, SIGNATURE_ROWS)), np.arange(max(0, n - SIGNATURE_ROWS), n)])
-    h = hashlib.sha256(str(n).encode())
-    for part in (data.prompt_embeddings, data.output_embeddings):
-        h.update(np.ascontiguousarray(np.asarray(part[pick], dtype=np.float64)).tobytes())
-    return h.digest()
 
 
 def _labellings(lay: _Layout, permutations: int, seed: int) -> Labellings:
