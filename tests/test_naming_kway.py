@@ -109,6 +109,7 @@ def test_too_few_held_out_samples_means_no_name_and_no_call():
     assert "at least 40 of each are needed" in top["note"]
 
 
+@pytest.mark.slow  # (over 0.5 s)
 def test_a_missing_model_set_is_refused():
     from promptprism.errors import InputError
 

@@ -37,6 +37,7 @@ def test_an_aggregated_rejection_is_the_verdict_even_without_a_fitted_mode():
     assert found and all(name in verdict for name in found)
 
 
+@pytest.mark.slow  # (over 0.5 s)
 def test_a_fitted_mode_keeps_the_fitted_kernels_verdict():
     a, b = _planted(shift=4.0)
     result = pp.PromptSplit(seed=0, permutations=999).fit(a, b)  # (p about 0.02-0.04: 200 draw near 0.05)

@@ -380,6 +380,7 @@ def test_lanczos_steps_in_row_pieces_on_threads_equal_the_whole_block(monkeypatc
             np.testing.assert_allclose(got[side][:, 0], want[side][:, 0], rtol=1e-6)
 
 
+@pytest.mark.slow  # (over 0.5 s)
 def test_either_order_of_the_two_sets_gives_the_same_p_values():
     """split(a, b) and split(b, a) draw the same relabellings, mirrored: the same p-values, each mode's at
     the other sign (a borderline verdict flipped with the order on 1 in 6 planted data sets)."""

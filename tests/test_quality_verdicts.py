@@ -320,6 +320,7 @@ def _unequal_spreads(seed: int, prompts: int, n_a: int, n_b: int) -> tuple:
     return a, np.repeat(np.arange(prompts), n_a), b, np.repeat(np.arange(prompts), n_b)
 
 
+@pytest.mark.slow  # (over 0.5 s)
 def test_equal_means_of_unequal_spreads_and_counts_are_not_called_different():
     """Behrens-Fisher: the raw difference's permutation test rejected 0.26 of such null sets at 0.05 (the
     few spread samples against many tight ones); studentised it holds its level (measured 0.058), and the
@@ -333,6 +334,7 @@ def test_equal_means_of_unequal_spreads_and_counts_are_not_called_different():
     assert 0.02 <= rate(12, 4) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 300)
 
 
+@pytest.mark.slow  # (over 0.5 s)
 def test_spreads_that_vary_by_prompt_with_the_counts_are_studentised_per_prompt():
     """One spread per model pooled over the prompts rejected 0.21 of null sets where a model's spread and
     count vary together by prompt (2 wide samples on odd prompts, 8 tight ones on even); per prompt, 0.065."""

@@ -143,6 +143,7 @@ def test_promptsplit_page_without_inputs_shows_text_and_says_why_no_map():
     assert n_imgs_with_alt(doc, "top positive and negative eigenvalues") == 1
 
 
+@pytest.mark.slow  # (over 0.5 s)
 def test_inputs_that_do_not_match_are_refused_with_a_note():
     result, inputs, images = digits_run()
     short = {"test": PairedSet(np.ones((3, 20)), np.ones((3, 192))), "reference": inputs["reference"]}
@@ -241,6 +242,7 @@ def test_regions_page_has_map_cka_table_curves_and_images(tmp_path):
     assert n_imgs_with_alt(render_report(big, base_dir=tmp_path), "CKA matrix ordered by region") == 1
 
 
+@pytest.mark.slow  # (over 0.5 s)
 def test_compcon_page_ranking_prompts_with_images_and_iterations(tmp_path):
     from promptprism.methods.compcon.image_sources import ImageBank
 
