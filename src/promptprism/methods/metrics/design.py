@@ -41,7 +41,9 @@ PROMPT_ROWS = 256
 
 def _gram(kernel: str, x: np.ndarray, sigma: float | None) -> np.ndarray:
     """promptprism's ``kernel`` among the rows ``x`` (float64): the cosine, or the gaussian from distances
-    expanded on the rows centred on their mean (a block of one prompt's rows sits close together)."""
+    expanded on the rows centred on their mean (a block of one prompt's rows sits close together). Not
+    :func:`~promptprism.kernels.kernel_gram`: its cancellation-safe distances (a check per block) made
+    5,000 small blocks 4x slower, and one prompt's rows centred on their mean need no such check."""
     if kernel == "cosine":
         unit = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), np.finfo(np.float64).tiny)
         return unit @ unit.T
