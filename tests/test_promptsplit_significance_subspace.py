@@ -50,9 +50,9 @@ def subspace_path(monkeypatch):
     calls: list[tuple[str, int]] = []
     factor = eigen.principal_factor
 
-    def spy(operand, rank, *, seed=0):
+    def spy(operand, rank, *, seed=0, positions=None):
         calls.append((operand[0], rank))
-        return factor(operand, rank, seed=seed)
+        return factor(operand, rank, seed=seed, positions=positions)
 
     def spy_directions(matrix, rank, *, seed=0):
         calls.append(("features", rank))

@@ -10,6 +10,7 @@ backend of its inputs.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from typing import Any
 
 import numpy as np
@@ -349,3 +350,26 @@ def trace(a: Any) -> float:
     """The trace of a square matrix, as a Python float."""
     xp = array_namespace(a)
     return float(xp.sum(xp.linalg.diagonal(a)))
+
+
+#: rows at each end of an array that :func:`edge_digest` reads
+DIGEST_ROWS = 8
+
+
+def edge_digest(*arrays: Any, rows: int = DIGEST_ROWS) -> bytes:
+    """A digest of the row count of the first array and of the first and last ``rows`` rows of each (as
+    float64): cheap on memory-mapped or streamed arrays, and the same for the same data in any argument
+    position. What a seeded draw over several sets is ordered by, so that the sets' order does not change it
+    (:func:`canonical_order`)."""
+    n = len(arrays[0])
+    pick = np.unique(np.r_[np.arange(min(n, rows)), np.arange(max(0, n - rows), n)])
+    h = hashlib.sha256(str(n).encode())
+    for part in arrays:
+        h.update(np.ascontiguousarray(np.asarray(part[pick], dtype=np.float64)).tobytes())
+    return h.digest()
+
+
+def canonical_order(digests: list[bytes]) -> np.ndarray:
+    """The positions of several sets sorted by their :func:`edge_digest` (ties keep the given order): drawing
+    in this order makes a seeded draw over the sets one function of the sets, not of their order."""
+    return np.array(sorted(range(len(digests)), key=digests.__getitem__), dtype=np.int64)

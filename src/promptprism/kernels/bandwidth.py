@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from .._params import Check
+from ..array_ops import canonical_order, edge_digest
 from ..errors import InputError, OptionError
 from .gram import squared_distances
 
@@ -186,14 +187,16 @@ def resolve_bandwidth(spec: Any, x: np.ndarray, *, name: str = "sigma", seed: in
 
 def pooled_rows(arrays: Sequence[Any], max_rows: int, seed: int) -> np.ndarray:
     """At most ``max_rows`` seeded rows of K arrays pooled (max_rows // K from each, the rest from the last),
-    without reading the other rows: the sample a median rule is computed on for several sets."""
+    without reading the other rows: the sample a median rule is computed on for several sets. The arrays are
+    drawn from in their canonical order (:func:`~promptprism.array_ops.canonical_order`), so the pool, and
+    the bandwidth a rule finds on it, do not depend on the order the sets were given in."""
     rng = np.random.default_rng(seed)
     k = len(arrays)
     sizes = [max_rows // k] * (k - 1) + [max_rows - (k - 1) * (max_rows // k)]
     parts = []
-    for arr, size in zip(arrays, sizes, strict=True):
-        idx = np.sort(rng.choice(arr.shape[0], size=min(size, arr.shape[0]), replace=False))
-        parts.append(np.asarray(arr[idx], dtype=np.float64))
+    for i, size in zip(canonical_order([edge_digest(a) for a in arrays]), sizes, strict=True):
+        idx = np.sort(rng.choice(arrays[i].shape[0], size=min(size, arrays[i].shape[0]), replace=False))
+        parts.append(np.asarray(arrays[i][idx], dtype=np.float64))
     return np.concatenate(parts)
 
 

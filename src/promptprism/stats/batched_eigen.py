@@ -96,7 +96,8 @@ def weighted_gram_extremes(
                              n_top=n_top, steps=lanczos_steps(n_top, size, steps), seed=seed, dtype=dtype)
 
 
-def principal_factor(operand: tuple[str, Any], rank: int, *, seed: int = 0) -> Any:
+def principal_factor(operand: tuple[str, Any], rank: int, *, seed: int = 0,
+                     positions: np.ndarray | None = None) -> Any:
     """A factor P (N x at most ``rank``) with P P^T close to the best rank-``rank`` approximation of G, where
     G = F F^T for ``("features", F)`` and G itself for ``("gram", G)``: the seeded Nystrom approximation
     G Om (Om^T G Om)^+ Om^T G with a Gaussian Om of ``rank`` + 10 columns, computed stably with a small
@@ -107,7 +108,9 @@ def principal_factor(operand: tuple[str, Any], rank: int, *, seed: int = 0) -> A
     P depends on G and the seeded draw only, never on sample weights: P^T diag(w) P (Lambda restricted to
     G's leading principal subspace) is one function applied alike to every labelling of the samples, so a
     permutation test on its extremes is exact. Those extremes approach F^T diag(w) F's as the part of G's
-    spectrum left out shrinks. Same backend and dtype as the operand.
+    spectrum left out shrinks. Same backend and dtype as the operand. ``positions``: row i takes row
+    ``positions[i]`` of the draw (rows in a canonical order: the same factor whatever the order of the sets
+    stacked in G, :func:`~promptprism.methods.promptsplit.relabel.canonical_positions`).
     """
     kind, a = operand
     xp, on = array_namespace(a), backend_of(a)
@@ -115,7 +118,8 @@ def principal_factor(operand: tuple[str, Any], rank: int, *, seed: int = 0) -> A
     if (kind == "features" and a.shape[1] <= rank) or size <= rank:
         return None
     name = "float32" if a.dtype == xp.float32 else "float64"
-    sketch = on.asarray(np.random.default_rng(seed).standard_normal((size, min(size, rank + 10))), dtype=name)
+    drawn = np.random.default_rng(seed).standard_normal((size, min(size, rank + 10)))
+    sketch = on.asarray(drawn if positions is None else drawn[positions], dtype=name)
     y = a @ sketch if kind == "gram" else a @ (xp.matrix_transpose(a) @ sketch)  # G Om (N x l)
     with blas_threads_for(size):  # (N x l by l x l products: the BLAS's threads above SMALL_BLAS rows)
         return _nystrom_factor(y, sketch, rank, precision=name, dtype=a.dtype)

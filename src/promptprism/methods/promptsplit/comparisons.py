@@ -138,6 +138,18 @@ def null_rows_k(counts: np.ndarray, max_samples: int, seed: int) -> list[np.ndar
     return out
 
 
+def null_rows_in_order(counts: np.ndarray, order: np.ndarray, max_samples: int, seed: int
+                       ) -> list[np.ndarray]:
+    """:func:`null_rows_k` drawn with the sets in their canonical ``order``
+    (:func:`~promptprism.array_ops.canonical_order`) and returned in the given one: the same rows of each set
+    whatever the order the sets came in."""
+    drawn = null_rows_k(np.asarray(counts)[order], max_samples, seed)
+    rows: list = [None] * len(drawn)
+    for place, k in enumerate(order):
+        rows[int(k)] = drawn[place]
+    return rows
+
+
 def family_step_down(observed: dict, null_largest: dict) -> dict:
     """FWER-adjusted add-one p-values of every tested mode of every (comparison, sign) key (max-statistic,
     step-down over the whole family).

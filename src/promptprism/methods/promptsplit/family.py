@@ -25,6 +25,7 @@ from . import aggregate as agg
 from . import comparisons as kc
 from . import core
 from . import significance as sig
+from .relabel import canonical_positions
 
 
 @dataclass
@@ -218,7 +219,8 @@ def family_members(sets: list, rows: list, labels: Any, comparisons: list, famil
     leading directions hold ``significance.NULL_ENERGY`` of tr G. The entry records the rank and the
     energy (``subspace``)."""
     counts = [r.size for r in rows]
-    subs = kc.null_rows_k(counts, family.max_samples, seed + 1)
+    subs = kc.null_rows_in_order(counts, labels.order, family.max_samples, seed + 1)
+    at = canonical_positions([sub.size for sub in subs], labels.order)  # (the draws below follow the rows)
     offsets = np.r_[0, np.cumsum(counts)]
     keep = np.concatenate([offsets[k] + sub for k, sub in enumerate(subs)])
     picked = [[getattr(s, a)[r[sub]] for a in ("prompt_embeddings", "output_embeddings")]
@@ -231,13 +233,13 @@ def family_members(sets: list, rows: list, labels: Any, comparisons: list, famil
     members, t0 = [], time.perf_counter()
     landmarks = None
     if keep.size > max(sig.FULL_MAX_ROWS, sig.NULL_RANK):  # (a seeded order: each rank's landmarks a prefix)
-        landmarks = np.random.default_rng(seed + 2).permutation(keep.size)
+        landmarks = np.argsort(at)[np.random.default_rng(seed + 2).permutation(keep.size)]
     first = None if landmarks is None else landmarks[:sig.NULL_MAX_RANK + 10]
     for member, gram in zip(family.kernels, member_grams(emb, family.kernels, family.backend, columns=first),
                             strict=True):
         info: dict = {}
         if landmarks is None:
-            operand = sig.principal_operand(("gram", gram), seed=seed, record=info)
+            operand = sig.principal_operand(("gram", gram), seed=seed, record=info, positions=at)
         else:
             operand = _landmark_operand(gram, landmarks, info)
         del gram

@@ -5,10 +5,11 @@ sets' canonical order, in which both are drawn so that either argument order tes
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import numpy as np
+
+from ...array_ops import DIGEST_ROWS, edge_digest
 
 
 def permuted_labels(groups: np.ndarray, is_test: np.ndarray, permutations: int, rng: np.random.Generator,
@@ -93,22 +94,29 @@ def test_labellings(groups: np.ndarray, n: int, m: int, permutations: int, seed:
     return np.concatenate([is_test[:, None], labels], axis=1)
 
 
+def canonical_positions(counts: Any, order: Any) -> np.ndarray:
+    """Each row's position when rows stacked set after set in the given order (``counts`` rows each) are
+    stacked instead in the sets' canonical ``order`` (:func:`~promptprism.array_ops.canonical_order`): a
+    seeded draw over rows made at these positions follows each row, whatever the order of the sets."""
+    counts, order = np.asarray(counts, dtype=np.int64), np.asarray(order, dtype=np.int64)
+    starts = np.empty(counts.size, dtype=np.int64)
+    starts[order] = np.r_[0, np.cumsum(counts[order])][:-1]
+    return np.concatenate([starts[k] + np.arange(c) for k, c in enumerate(counts)]) if counts.size else \
+        np.zeros(0, dtype=np.int64)
+
+
 def canonical_first(signatures: tuple[bytes, bytes]) -> bool:
     """Whether the test set (first) comes first in the canonical order of two sets: by their content
     signatures (:func:`signature`), the smaller first; ties keep the given order."""
     return signatures[0] <= signatures[1]
 
 
-#: rows of a set its content signature reads (:func:`signature`)
-SIGNATURE_ROWS = 8
+#: rows at each end of a set its content signature reads (:func:`signature`)
+SIGNATURE_ROWS = DIGEST_ROWS
 
 
 def signature(data: Any) -> bytes:
     """A digest of a set's row count and its first and last :data:`SIGNATURE_ROWS` rows (prompt and output
-    embeddings, float64): cheap on streamed sets, and the same for the same set in either argument."""
-    n = len(data)
-    pick = np.unique(np.r_[np.arange(min(n, SIGNATURE_ROWS)), np.arange(max(0, n - SIGNATURE_ROWS), n)])
-    h = hashlib.sha256(str(n).encode())
-    for part in (data.prompt_embeddings, data.output_embeddings):
-        h.update(np.ascontiguousarray(np.asarray(part[pick], dtype=np.float64)).tobytes())
-    return h.digest()
+    embeddings, float64, :func:`~promptprism.array_ops.edge_digest`): cheap on streamed sets, and the same
+    for the same set in either argument."""
+    return edge_digest(data.prompt_embeddings, data.output_embeddings)

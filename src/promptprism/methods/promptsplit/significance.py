@@ -222,7 +222,8 @@ def operand_shared(operand: tuple[str, Any]) -> Any:
 
 
 def principal_operand(operand: tuple[str, np.ndarray], *, seed: int, rank: int | None = None,
-                      record: dict | None = None) -> tuple[str, np.ndarray]:
+                      record: dict | None = None, positions: np.ndarray | None = None
+                      ) -> tuple[str, np.ndarray]:
     """The test's operand for a ``("gram", G)`` or ``("features", F)`` one (a ``("subspace", P)`` one, which
     a random-feature route projected itself, is returned as it is).
 
@@ -238,7 +239,8 @@ def principal_operand(operand: tuple[str, np.ndarray], *, seed: int, rank: int |
     :data:`FALLBACK_MAX_ROWS` rows (uncompressed). ``rank``: that rank, fixed (no growth, no uncompressed
     path). Factors in float32 (twice the rate of float64 for the labellings' products, summed in float64: a
     statistic that only has to be the same function for every labelling). ``record`` (a dict) receives the
-    rank, the energy held and whether the statistic is uncompressed (:func:`statistic_text`)."""
+    rank, the energy held and whether the statistic is uncompressed (:func:`statistic_text`). ``positions``:
+    the operand's rows' canonical positions, which the seeded sketch follows (:func:`principal_factor`)."""
     info = {} if record is None else record
     if operand[0] == "subspace":  # (the route projected its rows itself: FeatureRoute.replicates)
         return operand
@@ -254,7 +256,7 @@ def principal_operand(operand: tuple[str, np.ndarray], *, seed: int, rank: int |
     total = operand_trace(operand)
     cap = NULL_MAX_RANK if rank is None else rank
     with blas_threads_for(operand[1].shape[0] if operand[0] == "gram" else operand[1].shape[1]):
-        factor = principal_factor(operand, cap, seed=seed)
+        factor = principal_factor(operand, cap, seed=seed, positions=positions)
     if factor is None:  # (no wider than the cap: the operand itself, uncompressed)
         info.update(full=True, energy=1.0, factor=False, rank=None)
         return operand

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...array_ops import map_in_threads
+from ...array_ops import canonical_order, map_in_threads
 from ...stats.batched_eigen import DENSE_BATCH_RANK
 from ...stats.intervals import format_p
 from . import aggregate as agg
@@ -30,7 +30,7 @@ from . import core, kway_subspace
 from . import significance as sig
 from .family import Family, aggregation_record, family_members
 from .labelling_blocks import piece_columns, pool_workers, sequential_spectra
-from .relabel import signature
+from .relabel import canonical_positions, signature
 
 #: the statistic without compression (K-way with three or more sets on at most
 #: ``kway.WHOLE_OPERAND_MAX_ROWS`` rows: a pair's weights take three values, 1/n_a, -eta/n_b and 0, where a
@@ -44,19 +44,30 @@ class Labellings:
     """The observed labelling (column 0) and the P relabellings of the test's rows (``counts`` rows of each
     set, in order), drawn from ``seed`` within the prompt ``groups``: two sets, booleans (True = test,
     :func:`.significance.test_labellings`); K sets, model labels (:func:`.comparisons.permuted_model_labels`,
-    with two sets the same draws)."""
+    with two sets the same draws). ``order``: the sets' canonical order
+    (:func:`~promptprism.array_ops.canonical_order`), in which the rows and the labels are drawn, so that
+    the sets given in any order get the same relabellings of the same rows (default: as given)."""
 
     def __init__(self, groups: np.ndarray, counts: np.ndarray, permutations: int, seed: int, *,
-                 swapped: bool = False) -> None:
+                 order: np.ndarray | None = None) -> None:
         self.counts = np.asarray(counts)
+        self.order = np.arange(self.counts.size) if order is None else np.asarray(order, dtype=np.int64)
         self.is_test = self.model = None
         if self.counts.size == 2:
             self.is_test = sig.test_labellings(groups, int(counts[0]), int(counts[1]), permutations, seed,
-                                               swapped=swapped)
+                                               swapped=bool(self.order[0] == 1))
             return
         model = np.repeat(np.arange(self.counts.size), self.counts)
-        drawn = kc.permuted_model_labels(groups, model, permutations, np.random.default_rng(seed))
-        self.model = np.concatenate([model[:, None], drawn], axis=1)
+        at = canonical_positions(self.counts, self.order)  # (row i's canonical position)
+        rows = np.argsort(at)  # (the row at each canonical position)
+        rank = np.argsort(self.order)  # (each set's place in the canonical order)
+        drawn = kc.permuted_model_labels(np.asarray(groups)[rows], rank[model[rows]], permutations,
+                                         np.random.default_rng(seed))
+        self.model = np.concatenate([model[:, None], self.order[drawn[at]]], axis=1)
+
+    def positions(self) -> np.ndarray:
+        """The canonical position of each of the test's rows (:func:`.relabel.canonical_positions`)."""
+        return canonical_positions(self.counts, self.order)
 
     def weights(self, comparison: kc.Comparison, eta: float) -> np.ndarray:
         """D_c of every labelling (N x (P + 1)): SPEC's signed weights (eq. 2), zeros off the comparison."""
@@ -107,6 +118,7 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
     ``plan``: the relabellings and the family's operands made ahead (:func:`plan_test`, same arguments)."""
     lay = _layout(sets, comparisons, spectra, labels, max_samples=max_samples, seed=seed)
     counts, rows, sub, group_labels, scheme, tested, _ = lay
+    at = canonical_positions(sub, lay.order)
     if not tested:
         return TestOutcome({c: None for c in comparisons}, {"permutations_drawn": 0})
     widths = [max(*t, 1) for t in tested.values()]
@@ -116,7 +128,8 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
         with ThreadPoolExecutor(1) as pool:  # (the relabellings drawn beside the operand's products: both
             drawing = pool.submit(_labellings, lay, permutations, seed)  # leave the interpreter free)
             operand = operand_of(*rows)
-            operand = sig.principal_operand(operand, seed=seed, record=info) if compress else operand
+            if compress:
+                operand = sig.principal_operand(operand, seed=seed, record=info, positions=at)
             drawn = drawing.result()
         members, sizes = [], (0, 0)
         if family is not None and family.kernels:
@@ -126,7 +139,8 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
         drawn, members, sizes = plan.drawn, plan.members, plan.sizes
         t0 -= plan.draw_seconds
         operand = operand_of(*rows)
-        operand = sig.principal_operand(operand, seed=seed, record=info) if compress else operand
+        if compress:
+            operand = sig.principal_operand(operand, seed=seed, record=info, positions=at)
     info = dict(subspace or {}) if operand[0] == "subspace" and not compress else info or dict(subspace or {})
     solvers = [_fitted_solver(operand, drawn, tested, widths, eta=eta, seed=seed),
                *(member.spectra for member in members)]
@@ -167,8 +181,9 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
 
 class _Layout(NamedTuple):
     """Each set's number of rows, the test's rows of each set and their numbers, their prompt labels, the
-    relabelling scheme, {tested comparison: (positive, negative) modes tested}, and whether two sets come in
-    the other order than their canonical one (:func:`.significance.canonical_first`)."""
+    relabelling scheme, {tested comparison: (positive, negative) modes tested}, and the sets'
+    canonical order (:func:`~promptprism.array_ops.canonical_order`), in which every seeded draw over the
+    rows is made."""
 
     counts: np.ndarray
     rows: list
@@ -176,27 +191,25 @@ class _Layout(NamedTuple):
     group_labels: np.ndarray
     scheme: str
     tested: dict
-    swapped: bool = False
+    order: np.ndarray
 
 
 def _layout(sets: list, comparisons: list, spectra: dict, labels: list, *, max_samples: int, seed: int
             ) -> _Layout:
     """The test's :class:`_Layout` for the sets (at most ``max_samples`` rows, a seeded subsample above)."""
     counts = np.array([len(s) for s in sets])
-    swapped = len(sets) == 2 and not sig.canonical_first((signature(sets[0]), signature(sets[1])))
-    # (two sets: the subsample drawn in their canonical order, so either order tests the same rows)
-    rows = kc.null_rows_k(counts[::-1], max_samples, seed)[::-1] if swapped else \
-        kc.null_rows_k(counts, max_samples, seed)
+    order = canonical_order([signature(s) for s in sets])
+    rows = kc.null_rows_in_order(counts, order, max_samples, seed)  # (the same rows in any order of the sets)
     return _Layout(counts, rows, np.array([r.size for r in rows]),
                    np.concatenate([labels[k][r] for k, r in enumerate(rows)]),
                    sig.choose_scheme(labels[0], labels[1]) if len(sets) == 2 else "within-prompt",
-                   {c: _tested(spectra[c]) for c in comparisons if spectra[c].selected.size}, swapped)
+                   {c: _tested(spectra[c]) for c in comparisons if spectra[c].selected.size}, order)
 
 
 def _labellings(lay: _Layout, permutations: int, seed: int) -> Labellings:
     """The test's relabellings of its rows: within each prompt, or pooled."""
     groups = np.zeros_like(lay.group_labels) if lay.scheme == "pooled" else lay.group_labels
-    return Labellings(groups, lay.sub, permutations, seed, swapped=lay.swapped)
+    return Labellings(groups, lay.sub, permutations, seed, order=lay.order)
 
 
 @dataclass
