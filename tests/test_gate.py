@@ -172,3 +172,82 @@ def test_a_baseline_that_listed_the_same_sets_in_another_order_is_matched_pair_b
                           [[None, .02, .5], [.02, None, .01], [.5, .01, None]])
     with pytest.raises(OptionError, match="'C vs A' is that pair in the other order.*eta != 1"):
         evaluate(now, ["change(distance)>0.01"], ordered)
+
+
+def _diversity(names, kid=None, fd=None):
+    models = [SimpleNamespace(name=n, prompt_share=0.3, reference_metrics={} if fd is None else
+                              {"name": n, "n": 50, "fd": fd[i], "precision": 0.8, "clip_score": None},
+                              summary=lambda n=n: {"name": n, "scendi": 4.0, "vendi": 5.0,
+                                                   "model_share": 0.7})
+              for i, n in enumerate(names)]
+    return SimpleNamespace(kind="scendi_comparison", models=models)
+
+
+@pytest.mark.parametrize("names", [["a", "b"], ["5", "0.5"]])
+def test_a_name_is_not_a_metric_even_when_it_reads_as_a_number(names):
+    """'name>1' on a diversity result was an internal error (exit 1, the gate's 'failed'), and with numeric
+    names it compared the names."""
+    with pytest.raises(OptionError, match="'name' is not a number of this scendi_comparison result; known: "
+                                          "model_share, prompt_share, scendi, vendi$"):
+        evaluate(_diversity(names), ["name>1"])
+
+
+def test_diversity_with_a_reference_gates_on_its_reference_metrics():
+    checks = evaluate(_diversity(["a", "b"], fd=[4.1, 1.7]), ["fd>2", "precision<0.5"])
+    assert [(c.row, c.failed) for c in checks] == [("a", True), ("b", False), ("a", False), ("b", False)]
+    with pytest.raises(OptionError, match="clip_score is not a number"):
+        evaluate(_diversity(["a"], fd=[1.0]), ["clip_score<0.2"])
+
+
+def _metrics(kid):
+    return SimpleNamespace(kind="metrics", table=lambda: [{"name": "m", "n": 100, "kid": kid, "fd": 1.0}])
+
+
+def test_a_ratio_from_a_negative_baseline_is_refused_and_change_still_compares():
+    """KID -0.073 -> -0.031 (worse) read ratio 0.43 and passed 'ratio(kid)>1.1'; a better one failed it."""
+    with pytest.raises(OptionError, match="baseline's kid is -0.0729, below 0.*use change\\(kid\\)"):
+        evaluate(_metrics(-0.0313), ["ratio(kid)>1.1"], _metrics(-0.0729))
+    [check] = evaluate(_metrics(-0.0313), ["change(kid)>0.01"], _metrics(-0.0729))
+    assert check.failed and check.value == pytest.approx(0.0416)
+    [check] = evaluate(_metrics(0.02), ["ratio(kid)>1.1"], _metrics(0.01))  # (a positive baseline: as before)
+    assert check.failed and check.value == pytest.approx(2.0)
+
+
+def _regions(labels, cms):
+    return SimpleNamespace(kind="regions", regions=labels, image_shape=[2, 2, 1], n_regions=len(set(labels)),
+                           table=lambda: [{"set": "g", "cms": cms, "product_cms": cms, "region_0": cms,
+                                           "region_1": cms, "mmd2": 0.1}])
+
+
+def test_a_regions_baseline_with_another_region_map_is_refused_for_its_regions_only():
+    """Two runs of the same images with 2 and 4 regions: region_1 names other pixels in each (it read a
+    +0.106 'improvement' between identical images); the whole image's cms still compares."""
+    now, before = _regions([0, 1, 1, 0], 0.9), _regions([0, 0, 1, 1], 0.8)
+    for metric in ("region_1", "product_cms"):
+        with pytest.raises(OptionError, match=f"regions are other pixels.*so {metric} names another part"):
+            evaluate(now, [f"change({metric})<-0.01"], before)
+    [check] = evaluate(now, ["change(cms)<-0.01"], before)
+    assert not check.failed and check.value == pytest.approx(0.1)
+    [check] = evaluate(now, ["change(region_1)<-0.01"], _regions([0, 1, 1, 0], 0.95))
+    assert check.failed
+
+
+def test_a_bug_in_check_exits_3_never_the_gates_1(tmp_path, monkeypatch):
+    """An exception no input explains ends with one line and exit 3 in every sub-command, so a CI gate
+    never reads a crash as a condition that holds (exit 1)."""
+    import promptprism.gate as gate
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    atomic_save_npz(tmp_path / "a.npz", prompt_embeddings=np.eye(6)[np.arange(12) % 6],
+                    output_embeddings=np.random.default_rng(0).standard_normal((12, 3)))
+    code, _, err = run_cli("diversity", tmp_path / "a.npz", "--out", folder, "--no-report", "-q",
+                           "--bootstrap", "0")
+    assert code == 0, err
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(gate, "evaluate", broken)
+    code, _, err = run_cli("check", folder, "--fail-on", "scendi>1")
+    assert code == 3 and err.count("\n") == 1 and "internal error (RuntimeError: a bug)" in err

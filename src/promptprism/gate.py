@@ -40,7 +40,7 @@ class Check:
 def rows(result: Any) -> dict[str, dict[str, float]]:
     """The result's headline numbers by row (a model, a pair, or '' for a two-set result); a result with two
     rows of one name (written before names were made distinct) is refused: its rows cannot be told apart."""
-    named = _named_rows(result)
+    named = [(name, _numbers(values)) for name, values in _named_rows(result)]
     names = [name for name, _ in named]
     twice = next((n for n in names if names.count(n) > 1), None)
     if twice is not None:
@@ -69,15 +69,29 @@ def _named_rows(result: Any) -> list[tuple[str, dict[str, float]]]:
             else result.pair_p_values[a][b]})
             for a in range(k) for b in range(a + 1, k)]
     if kind == "scendi":
-        return [(result.name, dict(result.summary(), prompt_share=result.prompt_share))]
+        return [(result.name, _scendi_row(result))]
     if kind == "scendi_comparison":
-        return [(m.name, dict(m.summary(), prompt_share=m.prompt_share)) for m in result.models]
+        return [(m.name, _scendi_row(m)) for m in result.models]
     if kind in ("metrics", "regions"):
         key = "name" if kind == "metrics" else "set"
         return [(str(r[key]), {k: v for k, v in r.items() if isinstance(v, (int, float)) and k != "n"})
                 for r in result.table()]
     raise OptionError(f"fail_on: a {kind} result has no numbers to check; check split, compare, diversity, "
                       "metrics or regions results")
+
+
+def _numbers(values: dict) -> dict[str, float]:
+    """The entries of a row that are numbers (a name, a flag or a list is not a metric to check)."""
+    return {k: (math.nan if v is None else float(v)) for k, v in values.items()
+            if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))}
+
+
+def _scendi_row(model: Any) -> dict:
+    """One model's Scendi numbers and, with ``diversity --reference``, its reference metrics (fd,
+    precision, ...: the numbers its table prints beside them)."""
+    extra = getattr(model, "reference_metrics", None) or {}
+    extra = {k: v for k, v in extra.items() if k not in ("n", "name")}
+    return {**extra, **model.summary(), "prompt_share": model.prompt_share}
 
 
 def _unreachable(result: Any) -> str | None:
@@ -174,6 +188,8 @@ def _metric_checks(result: Any, baseline: Any, cond: str, how: str | None, metri
     if how is not None and baseline is None:
         raise OptionError(f"fail_on: {cond!r} compares with a baseline; pass --baseline RESULT")
     base = rows(baseline) if how is not None else {}
+    if how is not None:
+        _same_regions(result, baseline, metric)
     swapped = _swapped_pairs(baseline) if how is not None else {}
     out = []
     for name, values in table.items():
@@ -193,6 +209,11 @@ def _metric_checks(result: Any, baseline: Any, cond: str, how: str | None, metri
             before = float(base[name][metric])
             _checkable(cond, name, metric, before, "the baseline's ")
             _checkable(cond, name, metric, value)
+            if how == "ratio" and before < 0:
+                row = f" on {name}" if name else ""
+                raise OptionError(f"fail_on: {cond!r} cannot be checked{row}: the baseline's {metric} is "
+                                  f"{before:.6g}, below 0 (KID and MMD^2 are unbiased: they can be), "
+                                  f"where a ratio reads a rise as a fall; use change({metric}) instead")
             value = value - before if how == "change" else ratio(value, before)
             where += f"{how} of {metric} {value:.6g} ({before:.6g} -> {float(values[metric]):.6g})"
         else:
@@ -200,6 +221,20 @@ def _metric_checks(result: Any, baseline: Any, cond: str, how: str | None, metri
             where += f"{metric} = {value:.6g}"
         out.append(Check(cond, name, value, _OPS[op](value, x), where))
     return out
+
+
+def _same_regions(result: Any, baseline: Any, metric: str) -> None:
+    """Refuse comparing a number of the regions (region_K, product_cms) with a baseline whose regions are
+    other pixels (its region map differs: another --regions, another real set, other images)."""
+    if getattr(result, "kind", "") != "regions" or not metric.startswith(("region_", "product_cms")):
+        return
+    if [list(r.regions) + list(r.image_shape) for r in (result, baseline)] == \
+            [list(baseline.regions) + list(baseline.image_shape)] * 2:
+        return
+    raise OptionError(f"baseline: its regions are other pixels than this result's ({baseline.n_regions} "
+                      f"regions against {result.n_regions}, or as many drawn elsewhere), so {metric} names "
+                      "another part of the image there; compare the whole image's cms, or rerun both with "
+                      "the same real images and --regions")
 
 
 def _swapped_pairs(result: Any, *, symmetric_only: bool = True) -> dict[str, str]:

@@ -4,7 +4,8 @@ Every run ends in one of two ways: success (exit 0), or one line on stderr that 
 and what was expected (exit 2), with any earlier result left intact. Usage mistakes are reported the same
 way (no usage box); exceptions a user's input or machine can cause (bad data, a full or read-only disk,
 too little memory, an image bomb, undecodable text) are mapped to one line in :mod:`._errors`. Only a bug
-ends differently: one line that says so, exit 1 (``PROMPTPRISM_TRACEBACK=1`` shows the traceback).
+ends differently: one line that says so, exit 3 (``PROMPTPRISM_TRACEBACK=1`` shows the traceback), a status of
+its own, so that a gate (``check``, exit 1 when a condition holds) never reads a bug as a failed condition.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ import typer  # noqa: E402
 from ._app import LAST_RUN, app, command_runner, console, err_console, register_main, say_interrupted
 from ._errors import error_line
 from ._options import FlagValueError, build_cli
+
+#: the exit status of a bug (an exception no input explains): not 1, which ``check`` gives a condition that
+#: holds
+INTERNAL_ERROR = 3
 
 #: the module that registers each sub-command on ``app`` when imported (in the order of a user's work);
 #: a run imports only its own command's module (``promptprism split`` never loads the regions or metrics
@@ -158,7 +163,7 @@ def _main(args: list[str]) -> int:
             if line is None:
                 _error(f"internal error ({type(exc).__name__}: {exc}); please report it "
                        "(PROMPTPRISM_TRACEBACK=1 shows where)")
-                return 1
+                return INTERNAL_ERROR
             _error(line)
             return 2
     _replay(caught)

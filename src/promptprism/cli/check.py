@@ -1,8 +1,8 @@
 """``promptprism check RESULT --fail-on COND``: exit 1 when a result meets a condition (a CI gate).
 
 One line per condition and row (``FAIL`` or ``ok``); exit 1 when any condition holds, 0 otherwise, 2 for a
-bad result or condition. The conditions are :mod:`promptprism.gate`'s: ``significant``, ``METRIC OP X``, and
-with ``--baseline`` ``change(METRIC) OP X`` / ``ratio(METRIC) OP X``.
+bad result or condition, 3 for a bug (never 1). The conditions are :mod:`promptprism.gate`'s:
+``significant``, ``METRIC OP X``, and with ``--baseline`` ``change(METRIC) OP X`` / ``ratio(METRIC) OP X``.
 """
 
 from __future__ import annotations
