@@ -345,7 +345,7 @@ def test_estimator_bad_inputs(rng):
         RegionCMS(n_regions=2, gamma=1.0).fit(np.ones((10, 3, 3)))
 
 
-@pytest.mark.parametrize("block_size", [None, 8])
+@pytest.mark.parametrize("block_size", [None, 6])
 def test_region_cms_on_torch_gives_the_reference_result(rng, block_size):
     """RegionCMS(device='torch'): the pixel CKA matrix, the regions and every CMS equal numpy's."""
     if not HAS_TORCH:

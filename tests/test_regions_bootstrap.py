@@ -332,7 +332,7 @@ def test_cli_table_shows_intervals_and_ties(tmp_path, capsys):
     np.save(tmp_path / "real.npy", real)
     np.save(tmp_path / "gen.npy", real[:20])
     code = main(["regions", "--real", str(tmp_path / "real.npy"), "--generated", str(tmp_path / "gen.npy"),
-                 "--regions", "2", "--bootstrap", "40", "--block-size", "10", "--out", str(tmp_path / "out"),
+                 "--regions", "2", "--bootstrap", "40", "--block-size", "4", "--out", str(tmp_path / "out"),
                  "--no-report"])
     out = capsys.readouterr().out
     assert code == 0
@@ -347,10 +347,21 @@ def test_cli_table_shows_intervals_and_ties(tmp_path, capsys):
     # interval intersected with [-1, 1], and a note naming the unclipped values
     assert lo == hi == r["intervals"][0]["cms"]["debiased"] == 1.0 >= r["cms"][0]
     u_note = [n for n in r["notes"] if n.startswith("gen: the U-form CMS exceeded 1 before clipping")]
-    assert len(u_note) == 1 and "entirely above 1" in u_note[0] and f"! {u_note[0][:40]}" in out
+    assert len(u_note) == 1 and ("entirely above 1" in u_note[0] or "wholly above 1" in u_note[0])
+    assert f"! {u_note[0][:40]}" in out
     # the corrected block estimator pools pair means of different blocks: its point estimate is no cosine
     # of two embeddings and can exceed 1 too (here region 0): clipped, and named in a note
-    assert any(n.startswith("gen: the point estimate exceeded 1 before clipping (region 0 1.0")
+    assert any(n.startswith("gen: the point estimate exceeded 1 before clipping (") and "region 0 1.0" in n
                for n in r["notes"]) and r["region_cms"][0][0] == 1.0
     ties = RegionsResult.from_dict(r).region_ties(0)
     assert ("regions 0 and 1 tie" in out) == (ties == [(0, 1)])
+
+
+def test_a_block_bootstrap_over_fewer_than_five_blocks_is_refused():
+    """2 blocks a set gave an interval of one point ([1.0000, 1.0000]) and a ranking built on it."""
+    import promptprism as pp
+    from promptprism.errors import InputError
+
+    real = np.random.default_rng(0).random((40, 4, 4))
+    with pytest.raises(InputError, match="block_size 10 a set has 2 block\\(s\\) to resample; at least 5"):
+        pp.RegionCMS(n_regions=2, seed=0, block_size=10, bootstrap=20).fit(real).compare([real[:20]])

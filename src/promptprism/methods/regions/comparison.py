@@ -163,6 +163,10 @@ def _block_intervals(sums: dict, key: str, *, sizes: tuple[int, int], b: int, co
     return intervals_dict(rep, debiased, level)
 
 
+#: fewest blocks per set a block bootstrap resamples
+MIN_BOOTSTRAP_BLOCKS = 5
+
+
 def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_size: int | None = None,
                     seed: int = 0, partition_rows: int = 512, progress: bool | None = False,
                     bootstrap: int = 0, level: float = LEVEL, block_estimator: str = "corrected",
@@ -186,6 +190,13 @@ def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_s
     if n_boot and block_size is None and min(n, *(source_shape(s)[0] for s in sets)) < 2:
         raise InputError("bootstrap: every image set needs at least 2 images (the intervals use pairs of "
                          "distinct images)")
+    if n_boot and block_size is not None:
+        fewest = min(n, *(source_shape(s)[0] for s in sets)) // int(block_size)
+        if fewest < MIN_BOOTSTRAP_BLOCKS:
+            raise InputError(f"bootstrap: with block_size {int(block_size)} a set has {fewest} block(s) to "
+                             f"resample; at least {MIN_BOOTSTRAP_BLOCKS} are needed (resampling "
+                             f"{fewest} blocks gives a handful of values, an interval often one point): "
+                             "lower block_size or drop it", parameter="bootstrap")
     if n_boot:  # the replicates' draw counts (int64, then float64), refused before anything is computed
         rows = n + sum(source_shape(s)[0] for s in sets)
         check_memory(16.0 * n_boot * rows, what=f"bootstrap {n_boot} ({n_boot:,} replicates over {rows:,} "

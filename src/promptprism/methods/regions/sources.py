@@ -97,6 +97,9 @@ def onehot(labels: np.ndarray) -> np.ndarray:
 SPAN_SAMPLE = 64
 #: a generated set whose pixel span exceeds the real images' this many times is on another scale
 SCALE_MISMATCH = 4.0
+#: a generated set whose pixels reach beyond the real images' range by this share of its width is on another
+#: range ([-1, 1], a diffusion model's, against [0, 1])
+RANGE_MISMATCH = 0.25
 
 
 def pixel_span(source: Any, sample: int = SPAN_SAMPLE) -> tuple[float, float]:
@@ -109,11 +112,20 @@ def pixel_span(source: Any, sample: int = SPAN_SAMPLE) -> tuple[float, float]:
 
 def scale_note(span: tuple[float, float], real: tuple[float, float]) -> str | None:
     """A note when a generated set's pixel span is :data:`SCALE_MISMATCH` times the real images' or more
-    (0-255 against 0-1): at the real images' bandwidth its CMS then reads as if the sets shared nothing."""
+    (0-255 against 0-1), or reaches beyond their range by :data:`RANGE_MISMATCH` of its width ([-1, 1] or
+    [-1, 0] against [0, 1]): at the real images' bandwidth its CMS then reads low for pixels that only
+    moved."""
     width, real_width = span[1] - span[0], real[1] - real[0]
-    if not real_width > 0 or width < SCALE_MISMATCH * real_width:
+    if not real_width > 0:
         return None
-    return (f"its pixel values span [{span[0]:.4g}, {span[1]:.4g}] (a sample of its images), the real "
-            f"images' [{real[0]:.4g}, {real[1]:.4g}]: the sets are on different scales (e.g. 0-255 against "
-            "0-1), so its CMS reads as if they shared nothing; rescale it to the real images' scale")
+    spans = (f"its pixel values span [{span[0]:.4g}, {span[1]:.4g}] (a sample of its images), the real "
+             f"images' [{real[0]:.4g}, {real[1]:.4g}]")
+    if width >= SCALE_MISMATCH * real_width:
+        return (f"{spans}: the sets are on different scales (e.g. 0-255 against 0-1), so its CMS reads as if "
+                "they shared nothing; rescale it to the real images' scale")
+    beyond = max(real[0] - span[0], span[1] - real[1])
+    if beyond > RANGE_MISMATCH * real_width:
+        return (f"{spans}: the sets are on different ranges (e.g. [-1, 1] against [0, 1]), so its CMS reads "
+                "low for pixels that only moved; map it to the real images' range")
+    return None
 
