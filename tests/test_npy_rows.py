@@ -137,3 +137,9 @@ def test_parquet_dataset_streams_by_row_group(tmp_path):
     pq.write_table(bad, tmp_path / "bad.parquet")
     with pytest.raises(InputError, match=r"bad.parquet: column 'prompt_embedding', row 1"):
         np.asarray(load_input(tmp_path / "bad.parquet", cache=None).prompt_embeddings)
+    # embeddings written as text ('1,2'): one line naming the column and its type (was an Arrow error, exit 1)
+    text = pa.table({"prompt_embedding": ["1,2", "3,4"], "output_embedding": [[1.0, 2.0], [3.0, 4.0]]})
+    pq.write_table(text, tmp_path / "text.parquet")
+    said = r"text.parquet: column 'prompt_embedding' must hold a list of numbers in each row \(an embedding\)"
+    with pytest.raises(InputError, match=said + r", got (large_)?string"):
+        np.asarray(load_input(tmp_path / "text.parquet", cache=None).prompt_embeddings)

@@ -198,6 +198,21 @@ def test_shared_frequencies_need_one_space():
             (rng.standard_normal((10, 3)), rng.standard_normal((10, 4))))
 
 
+def test_a_prompt_bandwidth_beside_shared_frequencies_is_noted_and_the_record_agrees():
+    """--sigma-prompt 50 with --shared-frequencies was dropped without a word, and result.json recorded
+    sigma_prompt 3 beside the rule '50'."""
+    rng = np.random.default_rng(0)
+    data = (np.repeat(rng.standard_normal((10, 3)), 4, axis=0), rng.standard_normal((40, 3)))
+    fits = [pp.Scendi(kernel="gaussian", shared_frequencies=True, sigma_prompt=s, sigma_output=3.0,
+                      n_features=40, bootstrap=0).fit(data) for s in (1.0, 50.0)]
+    assert fits[0].scendi == fits[1].scendi
+    note = [n for n in fits[1].warnings if n.startswith("sigma_prompt: 50") and "not used" in n]
+    assert len(note) == 1 and "sigma_output (3" in note[0]
+    assert fits[1].config["sigma_prompt_rule"] == fits[1].config["sigma_output_rule"]
+    assert not any("sigma_prompt" in n for n in pp.Scendi(kernel="gaussian", shared_frequencies=True,
+                                                          n_features=40, bootstrap=0).fit(data).warnings)
+
+
 # ---------------------------------------------------------------------------------- scores by themselves
 def test_vendi_published_sanity_values():
     assert pp.vendi_score_from_gram([[1, 0.9, 0], [0.9, 1, 0], [0, 0, 1]]) == pytest.approx(2.1573, abs=1e-4)

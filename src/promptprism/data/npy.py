@@ -176,11 +176,16 @@ class ParquetRows(RowSource):
         return f"ParquetRows({len(self.paths)} files, {self.column!r}, shape={self.shape})"
 
     def _group_rows(self, k: int) -> np.ndarray:
+        import pyarrow as pa
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
         path, g, _ = self._groups[k]
         col = pq.ParquetFile(path).read_row_group(g, columns=[self.column]).column(0).combine_chunks()
+        if not (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)
+                or pa.types.is_fixed_size_list(col.type)):
+            raise InputError(f"{path}: column {self.column!r} must hold a list of numbers in each row (an "
+                             f"embedding), got {col.type}")
         lengths = np.asarray(pc.list_value_length(col).fill_null(-1))
         if lengths.size and (lengths.min() < 0 or lengths.min() != lengths.max()):
             bad = int(np.flatnonzero((lengths != lengths.max()) | (lengths < 0))[0])

@@ -268,7 +268,7 @@ class Scendi(ScendiKernelOptions):
         ridge, the prompt part)."""
         gaussian, cross_fitted = self.kernel == "gaussian", estimator == "cross-fit"
         return {"kernel": self.kernel, **inputs.maps.describe(),
-                **{f"{name}_rule": str(getattr(self, name)) if gaussian else None
+                **{f"{name}_rule": str(getattr(self, self._rule_of(name))) if gaussian else None
                    for name in BANDWIDTH_FIELDS},
                 "shared_frequencies": bool(self.shared_frequencies and gaussian),
                 **{name: getattr(self, name) for name in CONFIG_FIELDS},
@@ -277,6 +277,10 @@ class Scendi(ScendiKernelOptions):
                 "n_folds": self.n_folds if cross_fitted else None,
                 "ridge": (None if math.isinf(ridge) else ridge) if cross_fitted else None,
                 "prompt_part": PROMPT_PART[estimator]}
+
+    def _rule_of(self, name: str) -> str:
+        """The option whose rule set the bandwidth ``name`` (shared frequencies: sigma_output's for both)."""
+        return "sigma_output" if self.shared_frequencies and name == "sigma_prompt" else name
 
     def _replicates(self, n: int, dim: int, distinct: int, notes: list[str]) -> int:
         """The bootstrap's replicate count: ``bootstrap``, or for 'auto' 200 when one replicate is cheap."""

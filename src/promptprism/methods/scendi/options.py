@@ -19,7 +19,8 @@ _ONLY_SOME = ((("sigma_prompt", "sigma_output", "n_features", "shared_frequencie
 def unused_options(options: Any, *, kernel: str, gamma_estimator: str, intervals: bool) -> list[str]:
     """One note per group of ``options`` (a dataclass of Scendi's options) set away from its default that
     this fit does not use: the gaussian kernel's with ``kernel='cosine'``, the cross-fitted estimator's
-    with another estimator, the intervals' without intervals (they were dropped without a word)."""
+    with another estimator, the intervals' without intervals (they were dropped without a word), and
+    sigma_prompt with shared frequencies (one bandwidth, sigma_output, serves both)."""
     defaults = {f.name: f.default for f in dataclasses.fields(options)}
     given = {name for name, default in defaults.items()  # (a parsed bandwidth reads as its rule: str)
              if getattr(options, name) != default and str(getattr(options, name)) != str(default)}
@@ -30,6 +31,9 @@ def unused_options(options: Any, *, kernel: str, gamma_estimator: str, intervals
             "the cross-fitted Gamma*": f"Gamma* is {gamma_estimator.split(' (')[0]}",
             "the intervals (bootstrap > 0)": "no interval was computed"}
     notes = []
+    if kernel == "gaussian" and getattr(options, "shared_frequencies", False) and "sigma_prompt" in given:
+        notes.append(f"sigma_prompt: {options.sigma_prompt} not used: with shared frequencies one bandwidth, "
+                     f"sigma_output ({options.sigma_output}), serves prompts and outputs")
     for names, what in _ONLY_SOME:
         set_here = [n for n in names if n in given]
         if set_here and not used[what]:
