@@ -141,7 +141,7 @@ def test_cli_workers_writes_the_same_numbers(digits, tmp_path, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("block_size", [None, 50])
+@pytest.mark.parametrize("block_size", [None, 40])
 def test_cluster_bootstrap_equals_single_process(client, digits, block_size):
     """The bootstrap counts travel with the chunk pairs; the intervals match the single-process run."""
     est = RegionCMS(n_regions=3, cka_block_size=50, block_size=block_size, partition_rows=100, seed=SEED,

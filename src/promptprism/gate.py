@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import operator
 import re
 from collections.abc import Sequence
@@ -83,7 +84,7 @@ def _named_rows(result: Any) -> list[tuple[str, dict[str, float]]]:
 def _numbers(values: dict) -> dict[str, float]:
     """The entries of a row that are numbers (a name, a flag or a list is not a metric to check)."""
     return {k: (math.nan if v is None else float(v)) for k, v in values.items()
-            if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))}
+            if v is None or (isinstance(v, numbers.Real) and not isinstance(v, bool))}
 
 
 def _scendi_row(model: Any) -> dict:
@@ -228,8 +229,8 @@ def _same_regions(result: Any, baseline: Any, metric: str) -> None:
     other pixels (its region map differs: another --regions, another real set, other images)."""
     if getattr(result, "kind", "") != "regions" or not metric.startswith(("region_", "product_cms")):
         return
-    if [list(r.regions) + list(r.image_shape) for r in (result, baseline)] == \
-            [list(baseline.regions) + list(baseline.image_shape)] * 2:
+    maps = [list(getattr(r, "regions", [])) + list(getattr(r, "image_shape", [])) for r in (result, baseline)]
+    if maps[0] == maps[1]:
         return
     raise OptionError(f"baseline: its regions are other pixels than this result's ({baseline.n_regions} "
                       f"regions against {result.n_regions}, or as many drawn elsewhere), so {metric} names "

@@ -100,7 +100,8 @@ def _configure_consoles() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit status (0 ok, 2 bad input, options or usage, 1 a bug, 130 Ctrl-C)."""
+    """Run the CLI and return its exit status (0 ok, 1 a check's condition held, 2 bad input,
+    options or usage, 3 a bug, 130 Ctrl-C)."""
     args = list(sys.argv[1:] if argv is None else argv)
     _LAST_ERROR.clear()
     code = _main(args)
@@ -141,9 +142,9 @@ def _main(args: list[str]) -> int:
             where = f" (see {exc.ctx.command_path} --help)" if exc.ctx is not None else ""
             _error(f"{exc.format_message()}{where}")
             return 2
-        except typer_exc.Abort:
+        except typer_exc.Abort:  # (click's Ctrl-C at a prompt: the interrupted status, never the gate's 1)
             err_console.print("interrupted", markup=False)
-            return 1
+            return 130
         except (click_exc.ClickException, typer_exc.TyperException) as exc:
             _error(exc.format_message())
             return 2

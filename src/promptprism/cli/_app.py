@@ -55,7 +55,8 @@ def register_main(main: Any) -> None:
 
 
 def run_command(argv: list[str]) -> int:
-    """Run ``promptprism ARGV`` in this process; its exit status (0 ok, 2 bad input, 1 a bug, 130 Ctrl-C)."""
+    """Run ``promptprism ARGV`` in this process; its exit status (0 ok, 1 a check's condition held, 2 bad
+    input, 3 a bug, 130 Ctrl-C)."""
     return _MAIN[0](argv)
 
 

@@ -165,8 +165,8 @@ def leading_rank(shares: np.ndarray, *, start: int, cap: int, target: float) -> 
 
 
 def pivoted_cholesky_factor(columns: Any, size: int, rank: int, *, block: int = 128,
-                            tolerance: float = 0.0, seed: int = 0, diagonal: np.ndarray | None = None
-                            ) -> tuple[np.ndarray, np.ndarray]:
+                            tolerance: float = 0.0, seed: int = 0, diagonal: np.ndarray | None = None,
+                            positions: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(F, residual): a Nystrom factor F (``size`` x at most ``rank``, float32) of a positive semi-definite G
     read through its columns only (``columns(idx)`` = G[:, idx], ``size`` x len(idx)), and the diagonal of
     G - F F^T (float64, >= 0), by block randomly pivoted Cholesky (Chen, Epperly, Tropp & Webber 2023,
@@ -177,19 +177,27 @@ def pivoted_cholesky_factor(columns: Any, size: int, rank: int, *, block: int = 
     its largest dropped): F = Psi Q for an orthonormal Q spanning the pivots' features, so F_i F_j^T =
     psi_i^T P psi_j with P the projector on that span, and tr(G - F F^T) = sum(residual) is the energy
     outside it (Nystrom: G - F F^T is positive semi-definite). Stops at ``rank`` columns or once
-    sum(residual) <= ``tolerance`` sum(diagonal). ``size`` x (rank + block) floats of memory; no ``size``^2
+    sum(residual) <= ``tolerance`` sum(diagonal). ``positions``: each row's canonical position, over which
+    the pivots are drawn (the same pivots whatever the order of the rows). ``size`` x (rank + block) floats
+    of memory; no ``size``^2
     array. ``diagonal``: G's diagonal (default: ones, a normalised kernel)."""
     diag = np.ones(size) if diagonal is None else np.asarray(diagonal, dtype=np.float64)
     residual, total = diag.copy(), float(diag.sum())
     factor = populated_zeros((size, rank), np.float32)  # (each round writes a column block of every row)
     rng, width = np.random.default_rng(seed), 0
+    rows_at = None if positions is None else np.argsort(positions)  # (the row at each canonical position)
     while width < rank and residual.sum() > tolerance * total:
         weights = np.clip(residual, 0.0, None)
         live = int(np.count_nonzero(weights))
         if live == 0:
             break
-        picks = rng.choice(size, size=min(block, rank - width, live), replace=False,
-                           p=weights / weights.sum())
+        if positions is None:
+            picks = rng.choice(size, size=min(block, rank - width, live), replace=False,
+                               p=weights / weights.sum())
+        else:  # (drawn over the rows in their canonical positions: the same pivots in any order of them)
+            weights = weights[rows_at]
+            picks = rows_at[rng.choice(size, size=min(block, rank - width, live), replace=False,
+                                       p=weights / weights.sum())]
         cols = np.asarray(columns(picks), dtype=np.float32)
         if width:
             cols -= factor[:, :width] @ factor[picks, :width].T

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..._validation import chunks
-from ...array_ops import map_in_threads
+from ...array_ops import canonical_order, edge_digest, map_in_threads
 from ...backend import NUMPY, Backend, backend_of, dtype_name, is_numpy, to_numpy
 from ...kernels.bandwidth import Bandwidth, stable_bandwidth, stable_multiples
 from ...kernels.bandwidth import pooled_rows as pool_of_rows
@@ -174,13 +174,16 @@ def pooled_rows(a: np.ndarray, b: np.ndarray, max_rows: int, seed: int) -> np.nd
 
 
 def paired_subsample(sets: list, size: int, seed: int) -> tuple[np.ndarray, ...]:
-    """(prompts, outputs) of at most ``size`` seeded random rows of each set, set after set, as arrays."""
+    """(prompts, outputs) of at most ``size`` seeded random rows of each set, set after set, as arrays; the
+    rows drawn in the sets' canonical order (:func:`~promptprism.array_ops.canonical_order`), so each set
+    gives the same rows whatever the order the sets came in."""
     rng = np.random.default_rng(seed)
-    arrays = []
-    for s in sets:
+    picked: list = [None] * len(sets)
+    for k in canonical_order([edge_digest(s.prompt_embeddings, s.output_embeddings) for s in sets]):
+        s = sets[int(k)]
         idx = np.sort(rng.choice(len(s), size=min(size, len(s)), replace=False))
-        arrays += [np.asarray(s.prompt_embeddings[idx]), np.asarray(s.output_embeddings[idx])]
-    return tuple(arrays)
+        picked[int(k)] = [np.asarray(s.prompt_embeddings[idx]), np.asarray(s.output_embeddings[idx])]
+    return tuple(a for pair in picked for a in pair)
 
 
 def covariance_partition(fmap: Any, prompts: Any, outputs: Any, start: int, stop: int, chunk_size: int,

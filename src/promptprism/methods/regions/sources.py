@@ -125,7 +125,7 @@ def scale_note(span: tuple[float, float], real: tuple[float, float]) -> str | No
                 "they shared nothing; rescale it to the real images' scale")
     beyond = max(real[0] - span[0], span[1] - real[1])
     if beyond > RANGE_MISMATCH * real_width:
-        return (f"{spans}: the sets are on different ranges (e.g. [-1, 1] against [0, 1]), so its CMS reads "
-                "low for pixels that only moved; map it to the real images' range")
+        return (f"{spans}: the sets are on different ranges (e.g. one in [-1, 1], the other in [0, 1]), so "
+                "its CMS reads low for pixels that only moved; map it to the real images' range")
     return None
 
