@@ -13,8 +13,8 @@ from promptprism import KWaySplit, PairedSet, PromptSplit
 from promptprism.array_ops import canonical_order, edge_digest
 from promptprism.kernels.bandwidth import pooled_rows
 from promptprism.methods.promptsplit.comparisons import null_rows_in_order, null_rows_k
+from promptprism.methods.promptsplit.labellings import Labellings
 from promptprism.methods.promptsplit.relabel import canonical_positions
-from promptprism.methods.promptsplit.testing import Labellings
 from promptprism.stats.batched_eigen import principal_factor
 from promptprism.stats.subspace_spectra import column_signs
 

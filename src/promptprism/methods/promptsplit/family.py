@@ -208,8 +208,8 @@ def family_members(sets: list, rows: list, labels: Any, comparisons: list, famil
                    seed: int) -> tuple[list[Member], tuple[int, ...]]:
     """The family's other kernels on the test's ``rows`` of each of the ``sets`` (or a seeded subsample of at
     most ``family.max_samples`` of them), under the test's labellings ``labels`` (a
-    :class:`.testing.Labellings`: column 0 observed), for each of ``comparisons``: ([one :class:`Member` per
-    kernel], each set's rows of that subsample).
+    :class:`.labellings.Labellings`: column 0 observed), for each of ``comparisons``: ([one
+    :class:`Member` per kernel], each set's rows of that subsample).
 
     Each kernel's operand: at most ``significance.FULL_MAX_ROWS`` rows, the uncompressed statistic of its
     Gram matrix (:func:`.significance.principal_operand`); above, a principal factor from the columns at

@@ -30,6 +30,7 @@ from . import core, kway_subspace
 from . import significance as sig
 from .family import Family, aggregation_record, family_members
 from .labelling_blocks import piece_columns, pool_workers, sequential_spectra
+from .labellings import Labellings
 from .relabel import canonical_positions, signature
 
 #: the statistic without compression (K-way with three or more sets on at most
@@ -38,48 +39,6 @@ from .relabel import canonical_positions, signature
 #: over a small whole operand; on more rows the principal subspace is the cheaper by far)
 WHOLE_OPERAND = ("the extreme eigenvalues of every comparison's Lambda over every direction of the joint "
                  "Gram matrix or the random features (the uncompressed statistic, batched Lanczos)")
-
-
-class Labellings:
-    """The observed labelling (column 0) and the P relabellings of the test's rows (``counts`` rows of each
-    set, in order), drawn from ``seed`` within the prompt ``groups``: two sets, booleans (True = test,
-    :func:`.significance.test_labellings`); K sets, model labels (:func:`.comparisons.permuted_model_labels`,
-    with two sets the same draws). ``order``: the sets' canonical order
-    (:func:`~promptprism.array_ops.canonical_order`), in which the rows and the labels are drawn, so that
-    the sets given in any order get the same relabellings of the same rows (default: as given)."""
-
-    def __init__(self, groups: np.ndarray, counts: np.ndarray, permutations: int, seed: int, *,
-                 order: np.ndarray | None = None) -> None:
-        self.counts = np.asarray(counts)
-        self.order = np.arange(self.counts.size) if order is None else np.asarray(order, dtype=np.int64)
-        self.is_test = self.model = None
-        if self.counts.size == 2:
-            self.is_test = sig.test_labellings(groups, int(counts[0]), int(counts[1]), permutations, seed,
-                                               swapped=bool(self.order[0] == 1))
-            return
-        model = np.repeat(np.arange(self.counts.size), self.counts)
-        at = canonical_positions(self.counts, self.order)  # (row i's canonical position)
-        rows = np.argsort(at)  # (the row at each canonical position)
-        rank = np.argsort(self.order)  # (each set's place in the canonical order)
-        drawn = kc.permuted_model_labels(np.asarray(groups)[rows], rank[model[rows]], permutations,
-                                         np.random.default_rng(seed))
-        self.model = np.concatenate([model[:, None], self.order[drawn[at]]], axis=1)
-
-    def positions(self) -> np.ndarray:
-        """The canonical position of each of the test's rows (:func:`.relabel.canonical_positions`)."""
-        return canonical_positions(self.counts, self.order)
-
-    def weights(self, comparison: kc.Comparison, eta: float) -> np.ndarray:
-        """D_c of every labelling (N x (P + 1)): SPEC's signed weights (eq. 2), zeros off the comparison."""
-        if self.is_test is not None:
-            return sig.label_weights(self.is_test, int(self.counts[0]), int(self.counts[1]), eta)
-        return kc.comparison_weights(self.model, comparison, self.counts, eta)
-
-    def subset_weights(self, comparison: kc.Comparison, keep: np.ndarray, eta: float) -> np.ndarray:
-        """D_c of every labelling on the rows ``keep``, by each labelling's own counts there."""
-        if self.is_test is not None:
-            return agg.subset_weights(self.is_test, keep, eta=eta)
-        return kc.subset_comparison_weights(self.model, keep, comparison, eta)
 
 
 def stacked(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
