@@ -251,3 +251,12 @@ def test_a_bug_in_check_exits_3_never_the_gates_1(tmp_path, monkeypatch):
     monkeypatch.setattr(gate, "evaluate", broken)
     code, _, err = run_cli("check", folder, "--fail-on", "scendi>1")
     assert code == 3 and err.count("\n") == 1 and "internal error (RuntimeError: a bug)" in err
+
+
+def test_a_baseline_row_without_the_metric_says_so_not_that_the_row_is_missing():
+    now = _regions([0, 1, 1, 0], 0.9)
+    before = SimpleNamespace(kind="regions", regions=[0, 1, 1, 0], image_shape=[2, 2, 1], n_regions=2,
+                             table=lambda: [{"set": "g", "cms": 0.8, "region_0": 0.8, "mmd2": 0.1}])
+    said = "baseline: its row 'g' has no region_1 to compare with \\(it has cms, mmd2, region_0\\)"
+    with pytest.raises(OptionError, match=said):
+        evaluate(now, ["change(region_1)<0"], before)

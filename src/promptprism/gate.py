@@ -201,7 +201,10 @@ def _metric_checks(result: Any, baseline: Any, cond: str, how: str | None, metri
         if how is not None:
             if name not in base and swapped.get(name) in base:  # the same pair, its sets listed in turn
                 base = {**base, name: base[swapped[name]]}
-            if name not in base or metric not in base[name]:
+            if name in base and metric not in base[name]:
+                raise OptionError(f"baseline: its row {name!r} has no {metric} to compare with (it has "
+                                  f"{', '.join(sorted(base[name])) or 'no numbers'})")
+            if name not in base:
                 ordered = _swapped_pairs(baseline, symmetric_only=False).get(name)
                 why = (f" ({ordered!r} is that pair in the other order, and its numbers depend on the "
                        "order: eta != 1)" if ordered in base else "")
