@@ -46,3 +46,14 @@ def test_mmd2_on_other_prompts_is_flagged_as_reading_high():
                          prompts=[f"q{p}" for p in other.prompts])
     validity = ReferenceMetrics(bootstrap=0, seed=0).fit([_draw(1)], other).models[0].interval_validity
     assert "mmd2" in validity["not_calibrated"] and "reads high" in validity["reason"]
+
+
+def test_a_reference_of_one_embedding_is_named_not_blamed_on_mmd_sigma():
+    """Every reference output the same: the error named --mmd-sigma, which the user never passed."""
+    from promptprism.errors import InputError
+
+    rng = np.random.default_rng(0)
+    gen, ref = rng.standard_normal((40, 4)), np.ones((40, 4))
+    with pytest.raises(InputError, match="reference \\(unnamed\\): every output is the same embedding"):
+        ReferenceMetrics(bootstrap=0, subsets=2, subset_size=20).compare([gen], ref)
+    assert ReferenceMetrics(bootstrap=0, subsets=2, subset_size=20, mmd_sigma=1.0).compare([gen], ref)

@@ -20,7 +20,7 @@ from ...data.paired import PairedSet, prompt_groups, set_names
 from ...data.paired import reference_name as named_apart
 from ...errors import InputError
 from ...kernels import KERNELS, resolve_bandwidth
-from ...kernels.bandwidth import BANDWIDTH
+from ...kernels.bandwidth import BANDWIDTH, Bandwidth
 from ...stats.intervals import hold_estimate
 from ...stats.resampling import MIN_BOOTSTRAP_CLUSTERS, check_bootstrap_memory
 from .alignment import CLIPSCORE_WEIGHT, check_joint_space, clip_scores
@@ -125,6 +125,11 @@ class ReferenceMetrics(Estimator):
         ref_x = _outputs(ref)
         for s in sets:  # what the options cost, refused before anything is computed
             self._check_memory(int(_outputs(s).shape[0]), int(ref_x.shape[0]))
+        if self.mmd_kernel == "gaussian" and not Bandwidth.parse(self.mmd_sigma, "mmd_sigma").fixed and \
+                not np.any(np.asarray(ref_x[:2048]) != np.asarray(ref_x[:1])):
+            raise InputError(f"reference ({getattr(ref, 'name', None) or 'unnamed'}): every output is the "
+                             "same embedding, so the gaussian MMD's median bandwidth (mmd_sigma) is"
+                             " undefined and there is no spread to compare a generated set's with")
         sigma = (resolve_bandwidth(self.mmd_sigma, ref_x, name="mmd_sigma", seed=self.seed)
                  if self.mmd_kernel == "gaussian" else None)
         subsets = dict(kernel=self.mmd_kernel, sigma=sigma, n_subsets=self.subsets,
