@@ -483,3 +483,52 @@ def test_reports_show_the_verified_names_and_the_rejected_candidates():
                                                                        judge=LexicalJudge()))
     page = render_report(named, progress=False)
     assert "In words: “uses words such as" in page
+
+
+@pytest.mark.slow
+def test_cli_describe_on_a_result_without_fingerprints_checks_the_row_counts(tmp_path):
+    """A result.json of an older version records no fingerprints: a 2-row set for a 144-row result was
+    described, exit 0. Now its row count is refused; the right count passes with a warning."""
+    from _cli_run import run_cli
+    from promptprism.data import PairedSet
+    from promptprism.data.save import save_paired
+
+    t, r = _write_sets(tmp_path)
+    out, old = tmp_path / "run", tmp_path / "old"
+    assert run_cli("split", t, r, "--out", out, "--permutations", "50", "--quiet", "--no-report")[0] == 0
+    old.mkdir()
+    saved = json.loads((out / "result.json").read_text())
+    saved.pop("inputs")
+    saved.pop("schema_version")
+    (old / "result.json").write_text(json.dumps(saved))
+    test, _ = _french_history_sets()
+    few = PairedSet(test.prompt_embeddings[:2], test.output_embeddings[:2], prompts=test.prompts[:2],
+                    outputs=test.outputs[:2] if test.outputs else None, name="few")
+    save_paired(tmp_path / "few.npz", few)
+    code, _, err = run_cli("describe", old, tmp_path / "few.npz", r, "--namer", "words", "--judge", "lexical",
+                           "--no-report", "--out", tmp_path / "d1")
+    assert code == 2 and err.count("\n") == 1
+    assert f"has 2 rows where the result was computed on {saved['n_test']:,}" in err
+    assert not (tmp_path / "d1").exists()
+    with pytest.warns(UserWarning, match="records no fingerprint of its inputs"):
+        code, _, err = run_cli("describe", old, t, r, "--namer", "words", "--judge", "lexical", "--no-report",
+                               "--out", tmp_path / "d2")
+    assert code == 0, err
+
+
+@pytest.mark.slow
+def test_compcon_from_split_refuses_sets_the_split_was_not_computed_on(tmp_path):
+    """compcon a b --from-split RESULT(c vs b) described c's prompts with a's answers, exit 0."""
+    from _cli_run import run_cli
+    from promptprism.cli.compcon import _check_split_inputs
+    from promptprism.errors import InputError
+    from promptprism.results import load_result
+
+    t, r = _write_sets(tmp_path)
+    out = tmp_path / "run"
+    assert run_cli("split", t, r, "--out", out, "--permutations", "0", "--quiet", "--no-report")[0] == 0
+    split = load_result(out)
+    _check_split_inputs(split, out, {"test": str(t), "reference": str(r)})
+    _check_split_inputs(split, out, {"test": "a model name, not a file", "reference": str(r)})
+    with pytest.raises(InputError, match="--from-split .*holds the reference set of this result"):
+        _check_split_inputs(split, out, {"test": str(r), "reference": str(t)})

@@ -73,3 +73,21 @@ def test_the_regions_rows_put_the_u_form_estimate_beside_its_interval():
                              intervals=[{"cms": {"low": 0.9867, "high": 1.0, "debiased": 1.0}}])
     [(_, _, cms, _)] = _regions_rows("run 1", result)
     assert cms == "0.8505 · U-form 1 [0.9867, 1]" and "excludes" not in cms
+
+
+@pytest.mark.slow
+def test_runs_of_one_folder_name_are_told_apart_and_a_run_folder_is_not_overwritten(tmp_path):
+    """x/ab and y/ab both read 'ab' on the page (the same folder twice: 'ab -> ab'); --out RUN1 replaced
+    RUN1's own page with the runs page."""
+    for parent in ("x", "y"):
+        _run(tmp_path / parent, "ab", 0.0)
+    code, _, err = run_cli("report", tmp_path / "x" / "ab", tmp_path / "y" / "ab", "--out", tmp_path / "runs")
+    assert code == 0, err
+    assert "x/ab → y/ab" in (tmp_path / "runs" / "report.html").read_text()
+    x, y = tmp_path / "x" / "ab", tmp_path / "y" / "ab"
+    code, _, err = run_cli("report", x, x, "--out", tmp_path / "twice")
+    assert code == 0 and "ab#1 → ab#2" in (tmp_path / "twice" / "report.html").read_text()
+    before = sorted(p.name for p in (tmp_path / "x" / "ab").iterdir())
+    code, _, err = run_cli("report", x, y, "--out", x)
+    assert code == 2 and "holds a result (result.json)" in err and err.count("\n") == 1
+    assert sorted(p.name for p in (tmp_path / "x" / "ab").iterdir()) == before

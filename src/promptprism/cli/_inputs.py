@@ -173,4 +173,20 @@ def recorded_sets(result, folder: Path, given_paths: dict, legacy: dict, text_mo
         columns = run_state().columns_for(path)
         sets[side] = load_input(path, text_model=text_model, **({"columns": columns} if columns else {}))
         verify(side, path, records, content=sets[side])
+        if "sha256" not in records.get(side, {}):
+            _check_unrecorded(result, side, path, sets[side])
     return sets
+
+
+def _check_unrecorded(result, side: str, path: Path, content) -> None:
+    """A set whose fingerprint result.json does not hold (written by an older version): refused when its
+    row count is not the result's, else used with a warning that nothing more could be checked."""
+    import warnings
+
+    rows = getattr(result, {"test": "n_test", "reference": "n_reference"}.get(side, ""), None)
+    if rows is not None and len(content) != int(rows):
+        raise InputError(f"{side} input {path}: it has {len(content):,} rows where the result was computed "
+                         f"on {int(rows):,}; pass the set the result was computed on (nothing was written)")
+    warnings.warn(f"{side} input {path}: result.json records no fingerprint of its inputs (an older "
+                  "version wrote it), so only its row count could be checked against the result", UserWarning,
+                  stacklevel=2)

@@ -259,13 +259,29 @@ def _sources(model_a: str, model_b: str, from_split: Path | None, mode: int, res
     if from_split is not None:
         from ..methods.compcon.pipeline import split_mode_prompts
 
-        seed_prompts, swapped, seeded_from = split_mode_prompts(load_result(from_split), mode)
+        split = load_result(from_split)
+        _check_split_inputs(split, from_split, {"test": model_a, "reference": model_b})
+        seed_prompts, swapped, seeded_from = split_mode_prompts(split, mode)
         seeded_from["result"] = str(from_split)
     source_a = resolve["A"](model_a)
     source_b = resolve["B"](model_b)
     if swapped:
         source_a, source_b = source_b, source_a
     return source_a, source_b, seed_prompts, seeded_from
+
+
+def _check_split_inputs(split, folder: Path, given: dict) -> None:
+    """A, B given as files must be the test and reference sets --from-split's result was computed on (its
+    recorded fingerprints): another model's answers would be described on that result's prompts."""
+    from ..provenance import verify
+
+    records = getattr(split, "inputs", None) or {}
+    for side, arg in given.items():
+        if Path(arg).exists() and side in records:
+            try:
+                verify(side, Path(arg), records)
+            except InputError as exc:
+                raise InputError(f"--from-split {folder}: {exc}") from None
 
 
 @app.command("compcon-eval")

@@ -12,7 +12,7 @@ import typer
 
 from ..errors import InputError
 from ._app import app, console, run_state
-from ._options import Integer, typed
+from ._options import Integer, typed, unique_names
 
 NO_REPORT = typer.Option(False, "--no-report", help="Do not write report.html next to result.json.")
 
@@ -80,14 +80,17 @@ def _report_runs(folders: list[Path], out: Path | None) -> None:
 
     if out is None:
         raise OptionError("--out is needed with several results folders (the runs page is written there)")
-    runs = []
+    folders = [f.parent if f.is_file() and f.name.endswith(".json") else f for f in folders]
     for folder in folders:
-        folder = folder.parent if folder.is_file() and folder.name.endswith(".json") else folder
         if not folder.is_dir():
             raise InputError(f"{folder}: no such results folder")
-        runs.append((folder.name, load_result(folder)))
+    # (folders of one name told apart by their parents, x/ab and y/ab; one folder twice numbered, ab#1, ab#2)
+    runs = [(name, load_result(folder)) for name, folder in zip(unique_names(folders), folders, strict=True)]
     if out.exists() and not out.is_dir():
         raise OptionError(f"--out {out} exists and is not a folder")
+    if (out / "result.json").exists():
+        raise OptionError(f"--out {out}: holds a result (result.json), whose own page the runs page would "
+                          "replace; choose another folder")
     out.mkdir(parents=True, exist_ok=True)
     path = atomic_write_text(out / "report.html", render_runs(runs))
     run_state().summary = {"kind": "runs", "runs": [n for n, _ in runs], "files": {"report.html": str(path)}}
