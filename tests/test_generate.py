@@ -239,3 +239,18 @@ def test_manifest_rows_are_json_lines(tmp_path):
                       progress=False)
     row = json.loads((tmp_path / "o.jsonl").read_text())
     assert row["topic"] == "history" and row["prompt_id"] == "h1" and row["output"] == "A Roman general."
+
+
+@pytest.mark.parametrize("column", ["seed", "sample", "output", "model"])
+def test_a_prompts_column_generate_would_overwrite_is_refused(tmp_path, column):
+    """A user's 'seed', 'sample', 'output' or 'model' column was overwritten by generate's own fields,
+    without a word; other columns are copied."""
+    c = tmp_path / "p.csv"
+    c.write_text(f"prompt,topic,{column}\nWhat is DNA,science,42\n", encoding="utf-8")
+    with pytest.raises(InputError, match=rf"p.csv: row 1.*column '{column}' is a field generate writes .*"
+                                         rf"rename it \(e.g. 'user_{column}'\)"):
+        read_prompts(c)
+    j = tmp_path / "p.jsonl"
+    j.write_text('{"prompt": "a", "topic": "t"}\n{"prompt": "b", "' + column + '": 1}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=rf"line 2\): column '{column}'"):
+        read_prompts(j)

@@ -9,7 +9,8 @@ same decoding (:func:`~promptprism.data.tables.read_text`).
 Every row must hold a prompt: an empty line or an empty ``prompt`` cell is an error naming the file and the
 row (a silently skipped line would shift every later id). Ids come from an ``id`` column when there is one
 (unique), else they are the 1-based row number. Other table columns are kept and copied into each
-generated row (``topic``, ``category``...).
+generated row (``topic``, ``category``...); a column named as a field generate writes (:data:`WRITTEN`:
+``seed``, ``output``, ``model``...) is refused, since its values would be overwritten.
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ from typing import Any
 
 from ..data.tables import TABLE_SUFFIXES, check_text, read_table, read_text, text_lines
 from ..errors import InputError
+
+#: the fields generate writes into each manifest row (its own and the generators'): a prompts-file column of
+#: one of these names would be overwritten
+WRITTEN = frozenset({"prompt_id", "sample", "seed", "generation", "content_key", "output", "model",
+                     "system_prompt", "image", "generator"})
 
 
 @dataclass(frozen=True)
@@ -64,5 +70,9 @@ def read_prompts(path: str | os.PathLike) -> list[PromptRow]:
             raise InputError(f"{where}: id {rid!r} repeats {seen[rid]}; ids must be unique")
         seen[rid] = where
         meta = {k: v for k, v in rec.items() if k not in ("id", "prompt")}
+        if taken := sorted(set(meta) & WRITTEN):
+            raise InputError(f"{where}: column {taken[0]!r} is a field generate writes into each row of the "
+                             f"manifest ({', '.join(sorted(WRITTEN))}), so its values would be lost; rename "
+                             f"it (e.g. 'user_{taken[0]}')")
         rows.append(PromptRow(id=rid, prompt=prompt.strip(), meta=meta))
     return rows
