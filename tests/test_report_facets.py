@@ -167,11 +167,16 @@ def test_report_dir_reads_the_manifests_metadata_again(tmp_path):
     assert "test answer 0" in outputs or "test answer 0" in page.read_text(encoding="utf-8")
     assert view.get("map") and len(view["map"]["row"]) == 96
     assert "not in the views" not in page.read_text(encoding="utf-8")
-    # an edited manifest is not used for the facets (and says so)
+    # an edited manifest is not used for the facets (and says so, in the page and on the terminal)
     (tmp_path / "test.jsonl").write_text((tmp_path / "reference.jsonl").read_text(encoding="utf-8"))
-    page = report_from_dir(out)
+    with pytest.warns(UserWarning, match="test manifest .*: holds the reference set of this result, not the "
+                                         "test set \\(swapped\\?\\); its facets and outputs per prompt are "
+                                         "left out of the page"):
+        page = report_from_dir(out)
     view = page_data(page.read_text(encoding="utf-8"))["view"]
     assert set(next(f for f in view["facets"] if f["name"] == "topic")["counts"]) == {"reference"}
+    text = page.read_text(encoding="utf-8")
+    assert "nothing was written" not in text and "--columns" not in text
 
 
 def test_a_value_that_reads_missing_is_not_the_gaps_label():

@@ -3,6 +3,7 @@ read again from a results folder for ``promptprism report DIR``."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +90,9 @@ def reload_promptsplit(result: Any, result_dir: Path) -> tuple[dict, dict, list[
                         "embedded, so it is left out here (the command that ran the method draws it)"
                     )
                 found = next(c for c in candidates[:2] if Path(c).exists())
-                _manifest_facets(result, side, found, records, inputs, notes)
-                _manifest_texts(result, side, found, records, inputs, notes)
+                if _recorded_manifest(side, found, where, records, notes):
+                    _manifest_facets(result, side, found, inputs)
+                    _manifest_texts(result, side, found, records, inputs, notes)
             else:
                 notes.append(
                     f"{side} input {where or '(not recorded)'} not found; the map and array "
@@ -139,19 +141,31 @@ def reload_kway(result: Any, result_dir: Path) -> tuple[dict, dict, list[str]]:
     return inputs, {}, notes
 
 
-def _manifest_facets(result: Any, side: str, path: Path, records: dict, inputs: dict,
-                     notes: list[str]) -> None:
-    """A manifest input's metadata for the facets (``inputs['facets'][side]``), when its content is the one
-    recorded and its rows are the result's."""
+def _recorded_manifest(side: str, path: Path, where: Any, records: dict, notes: list[str]) -> bool:
+    """Whether a manifest input's content is the one recorded; when not, a note in the page and a warning
+    on the terminal say that its facets and outputs per prompt are left out."""
+    import warnings
+
     from ..errors import PromptPrismError
     from ..provenance import verify
-    from .facets import manifest_meta_set
 
     try:
         verify(side, path, records)
     except PromptPrismError as exc:
-        notes.append(f"{side} manifest not used for the facets: {exc}")
-        return
+        why = re.split(r"; (?:restore|pass) ", str(exc).split(": ", 1)[-1], maxsplit=1)[0]
+        note = (f"{side} manifest {where}: {why}; its facets and outputs per prompt are left out of the page "
+                "(restore the file the run read to have them)")
+        notes.append(note)
+        warnings.warn(note, UserWarning, stacklevel=2)
+        return False
+    return True
+
+
+def _manifest_facets(result: Any, side: str, path: Path, inputs: dict) -> None:
+    """A manifest input's metadata for the facets (``inputs['facets'][side]``), its content the one recorded
+    (:func:`_recorded_manifest`), when its rows are the result's."""
+    from .facets import manifest_meta_set
+
     n = result.n_test if side == "test" else result.n_reference
     meta = manifest_meta_set(Path(path), {r["prompt"] for r in result.prompt_ranking}, n)
     if meta is not None:
@@ -162,19 +176,17 @@ def _manifest_texts(result: Any, side: str, path: Path, records: dict, inputs: d
                     ) -> None:
     """A manifest input's prompts and outputs (texts, or image paths) for the page's views
     (``inputs['texts'][side]``: a :class:`PairedSet` whose embeddings are placeholders, never drawn on the
-    map), when its content is the one recorded and its rows are the result's; nothing is embedded again."""
+    map), its content the one recorded (:func:`_recorded_manifest`), when its rows are the result's; nothing
+    is embedded again."""
     from ..data.manifest import read_manifest
     from ..errors import PromptPrismError
-    from ..provenance import verify
 
     n = result.n_test if side == "test" else result.n_reference
     try:
-        verify(side, path, records)
         manifest = read_manifest(path, columns=(records.get(side) or {}).get("columns"))
     except (PromptPrismError, OSError, ValueError) as exc:
         notes.append(f"the {side} manifest's prompts and outputs could not be read again ({exc}); its "
-                     "outputs per prompt are left out of the views (a manifest read with --columns: write "
-                     "the page from that command)")
+                     "outputs per prompt are left out of the views")
         return
     if len(manifest) != n:
         return
