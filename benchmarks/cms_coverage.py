@@ -44,7 +44,7 @@ class Cell:
 
 
 GRID = (Cell("shift-n80", 80, 0.7), Cell("shift-n200", 200, 0.7), Cell("same-n80", 80, 0.0),
-        Cell("shift-n400-blocks100", 400, 0.7, block_size=100),
+        Cell("shift-n400-blocks80", 400, 0.7, block_size=80),
         Cell("shift-n2000-blocks100", 2000, 0.7, block_size=100),
         Cell("hi-shift-n80", 80, 0.5, side=8, gamma=1 / 64),
         Cell("hi-shift-n200", 200, 0.5, side=8, gamma=1 / 64),
