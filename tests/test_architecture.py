@@ -203,6 +203,7 @@ def test_layer_imports_follow_the_architecture(layer):
     assert not bad, f"{layer} imports what docs/architecture.md does not allow it: {bad}"
 
 
+@pytest.mark.slow
 def test_heavy_libraries_are_imported_inside_functions():
     """Rule 1 of the document: torch, transformers, dask, matplotlib, Pillow, pyarrow, SciPy and the like
     are imported inside the function that needs them (a module's top-level import loads them for every

@@ -285,6 +285,7 @@ def test_unknown_kind_gets_a_generic_page():
 
 
 # --------------------------------------------------------------------------------- writing, notebooks
+@pytest.mark.slow
 def test_write_report_is_atomic_and_fails_cleanly(tmp_path):
     result, _ = regions_run()
     path = write_report(result, tmp_path / "r")
@@ -295,6 +296,7 @@ def test_write_report_is_atomic_and_fails_cleanly(tmp_path):
         write_report(result, tmp_path / "file")
 
 
+@pytest.mark.slow
 def test_repr_html_is_a_compact_summary(tmp_path):
     ps, _, _ = digits_run()
     rg, _ = regions_run()

@@ -44,6 +44,7 @@ def test_a_long_prompt_appears_once_in_the_page(long_page):
     assert path.stat().st_size < 1_500_000
 
 
+@pytest.mark.slow  # (the module fixture writes a page: about 2 s)
 def test_the_data_resolves_to_the_result(long_page):
     path, long, result = long_page
     data = page_data(path.read_text(encoding="utf-8"))
