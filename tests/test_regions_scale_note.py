@@ -38,5 +38,7 @@ def test_the_threshold_is_four_times_the_real_span_or_a_quarter_of_it_beyond_its
     assert "different ranges" in scale_note((-1.0, 0.0), (0.0, 1.0))  # (shifted, not wider)
     assert scale_note((-0.2, 1.2), (0.0, 1.0)) is None  # (within a quarter of the real span: noise, clipping)
     assert scale_note((0.1, 0.9), (0.0, 1.0)) is None
+    assert "different ranges" in scale_note((0.0, 1.0), (-1.0, 1.0))  # (the mirror: real images in [-1, 1])
+    assert scale_note((-0.9, 0.95), (-1.0, 1.0)) is None
     assert scale_note((0.0, 0.01), (0.0, 1.0)) is None  # (a collapsed generator is a finding, not a scale)
     assert scale_note((0.0, 5.0), (1.0, 1.0)) is None  # (constant real images: no span to compare)

@@ -113,8 +113,8 @@ def pixel_span(source: Any, sample: int = SPAN_SAMPLE) -> tuple[float, float]:
 def scale_note(span: tuple[float, float], real: tuple[float, float]) -> str | None:
     """A note when a generated set's pixel span is :data:`SCALE_MISMATCH` times the real images' or more
     (0-255 against 0-1), or reaches beyond their range by :data:`RANGE_MISMATCH` of its width ([-1, 1] or
-    [-1, 0] against [0, 1]): at the real images' bandwidth its CMS then reads low for pixels that only
-    moved."""
+    [-1, 0] against [0, 1]), or lies in [0, 1] against real images in [-1, 1]: at the real images'
+    bandwidth its CMS then reads low for pixels that only moved."""
     width, real_width = span[1] - span[0], real[1] - real[0]
     if not real_width > 0:
         return None
@@ -124,7 +124,9 @@ def scale_note(span: tuple[float, float], real: tuple[float, float]) -> str | No
         return (f"{spans}: the sets are on different scales (e.g. 0-255 against 0-1), so its CMS reads as if "
                 "they shared nothing; rescale it to the real images' scale")
     beyond = max(real[0] - span[0], span[1] - real[1])
-    if beyond > RANGE_MISMATCH * real_width:
+    # (a [0, 1] set against real images in [-1, 1]: inside their range, but on the other convention)
+    conventions = real[0] < -0.5 and real[1] <= 1.05 and span[0] >= -0.05 and span[1] <= 1.05
+    if beyond > RANGE_MISMATCH * real_width or conventions:
         return (f"{spans}: the sets are on different ranges (e.g. one in [-1, 1], the other in [0, 1]), so "
                 "its CMS reads low for pixels that only moved; map it to the real images' range")
     return None
