@@ -365,3 +365,14 @@ def test_a_block_bootstrap_over_fewer_than_five_blocks_is_refused():
     real = np.random.default_rng(0).random((40, 4, 4))
     with pytest.raises(InputError, match="block_size 10 a set has 2 block\\(s\\) to resample; at least 5"):
         pp.RegionCMS(n_regions=2, seed=0, block_size=10, bootstrap=20).fit(real).compare([real[:20]])
+
+
+def test_a_set_of_one_image_under_the_bootstrap_is_named():
+    """'every image set needs at least 2 images' did not say which set."""
+    import promptprism as pp
+    from promptprism.errors import InputError
+
+    real = np.random.default_rng(0).random((20, 4, 4))
+    with pytest.raises(InputError, match="^one: 1 image; intervals need at least 2 in every set"):
+        pp.RegionCMS(n_regions=2, seed=0, bootstrap=20).fit(real).compare([real[:5], real[:1]],
+                                                                         names=["five", "one"])

@@ -188,8 +188,10 @@ def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_s
     check_choice(block_estimator, BLOCK_ESTIMATORS, parameter="block_estimator")
     n_boot = int(bootstrap)
     if n_boot and block_size is None and min(n, *(source_shape(s)[0] for s in sets)) < 2:
-        raise InputError("bootstrap: every image set needs at least 2 images (the intervals use pairs of "
-                         "distinct images)")
+        one = [k for k, s in enumerate(sets) if source_shape(s)[0] < 2]
+        which = "the real images" if n < 2 else f"generated set {1 + one[0]} (of those given)"
+        raise InputError(f"bootstrap: every image set needs at least 2 images (the intervals use pairs of "
+                         f"distinct images); {which} has 1")
     if n_boot and block_size is not None:
         fewest = min(n, *(source_shape(s)[0] for s in sets)) // int(block_size)
         if fewest < MIN_BOOTSTRAP_BLOCKS:

@@ -64,6 +64,12 @@ class FittedRegions:
         n_ref = int(source_shape(ref)[0])
         t0 = time.perf_counter()
         srcs = [self._generated_source(g, name, n_ref) for name, g in zip(names, sets, strict=True)]
+        if est.bootstrap and est.block_size is None:  # (named here: compare_sources knows positions only)
+            for name, src in zip(names, srcs, strict=True):
+                if source_shape(src)[0] < 2:
+                    raise InputError(f"{name}: 1 image; intervals need at least 2 in every set (they use "
+                                     "pairs of distinct images): set bootstrap to 0 or add images",
+                                     parameter="bootstrap")
         rows = compare_sources(ref, srcs, self.regions_, self.gamma_, block_size=est.block_size,
                                seed=est.seed, partition_rows=est.partition_rows, progress=est.progress,
                                bootstrap=est.bootstrap, level=est.level,
