@@ -58,7 +58,7 @@ def test_metrics_json_summary(sets, tmp_path):
 
 @pytest.mark.parametrize(("flags", "message"), [
     (["--nearest-k", "0"], "--nearest-k must be > 0, got 0"),
-    (["--nearest-k", "70"], "the reference set has 60 samples; --nearest-k 70 needs at least 71"),
+    (["--nearest-k", "70"], "a: 60 sample(s); --nearest-k 70 needs at least 71"),  # (the set named)
     (["--mmd-kernel", "laplace"], "--mmd-kernel must be one of cosine, gaussian"),
     (["--alignment", "maybe"], "--alignment must be one of auto, on, off"),
 ])

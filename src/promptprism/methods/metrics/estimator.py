@@ -134,6 +134,12 @@ class ReferenceMetrics(Estimator):
                  if self.mmd_kernel == "gaussian" else None)
         subsets = dict(kernel=self.mmd_kernel, sigma=sigma, n_subsets=self.subsets,
                        subset_size=self.subset_size, seed=self.seed)
+        k = int(self.nearest_k)
+        for s, name in [*zip(sets, names, strict=True), (ref, f"reference ({getattr(ref, 'name', None)})")]:
+            if _outputs(s).shape[0] < k + 1:  # (named here: the k-NN core knows 'generated' and 'reference')
+                raise InputError(f"{name}: {_outputs(s).shape[0]} sample(s); nearest_k={k} needs at least "
+                                 f"{k + 1} (a sample's k-NN radius is the distance to its {k}-th nearest "
+                                 "other sample)", parameter="nearest_k")
         for s, name in zip(sets, names, strict=True):
             if _outputs(s).shape[1] != ref_x.shape[1]:
                 raise InputError(f"{name}: outputs have {_outputs(s).shape[1]} dimensions but the "
