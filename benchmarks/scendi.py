@@ -109,7 +109,7 @@ def targets(max_seconds: float) -> None:
     """The issue's targets: n = 1,000 under 5 s and n = 10,000 under 20 s (quiet 2-core machine)."""
     print(f"Scendi.fit, gaussian, shared frequencies 2 x {RFF_FEATURES // 2}, {DIM}+{DIM}-d, "
           "100 prompts x n/100 outputs")
-    header = (f"{'n':>7}{'precision':>10}{'route':>15}{'wall s':>9}{'cpu s':>9}{'target s':>10}{'load':>7}"
+    header = (f"{'n':>7}{'precision':>10}  {'route':<32}{'wall s':>9}{'cpu s':>9}{'target s':>10}{'load':>7}"
               f"{'scendi':>11}{'vendi':>10}{'model share':>13}")
     print(header)
     print("-" * len(header))
@@ -126,7 +126,7 @@ def targets(max_seconds: float) -> None:
                 print(f"{n:>7,}{precision:>10}  failed: {proc.stderr.strip().splitlines()[-1:]}", flush=True)
                 continue
             r = json.loads(proc.stdout.strip().splitlines()[-1])
-            print(f"{n:>7,}{precision:>10}{r['route']:>15}{r['seconds']:>9.1f}{r['cpu_seconds']:>9.1f}"
+            print(f"{n:>7,}{precision:>10}  {r['route']:<32}{r['seconds']:>9.1f}{r['cpu_seconds']:>9.1f}"
                   f"{goal:>10.0f}{r['load']:>7.1f}{r['scendi']:>11.3f}{r['vendi']:>10.2f}"
                   f"{r['model_share']:>13.4f}", flush=True)
 
