@@ -263,6 +263,13 @@ def test_describe_modes_names_the_planted_mode_and_only_significant_ones():
     named = result.__class__.from_dict({**json.loads(result.to_json()), "descriptions": record,
                                         "kind": "promptsplit"})
     assert named.name_of(named.modes[0]) == "answers in French"
+    assert not any("embedding judge" in n for n in record["notes"])
+    # a judge that checks separation only (the embedding judge): the names carry that caveat
+    judge = KeywordJudge(french_keyword)
+    judge.name = "embedding"
+    record = describe_modes(result, test, ref, namer=fixed_names("answers in French"), judge=judge)
+    assert any(n.startswith("the embedding judge kept each name because its embedding separates")
+               for n in record["notes"])
 
 
 def test_a_mode_of_the_reference_side_is_named_from_its_own_prompts():

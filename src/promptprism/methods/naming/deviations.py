@@ -20,7 +20,7 @@ from ...errors import InputError
 from ...llm.conversation import ChatModel
 from .contrast import NamingOptions, Sample, name_contrast
 from .judges import Judge, Namer
-from .modes import mode_prompts, naming_config, repeated_name_notes, texts_of
+from .modes import judge_notes, mode_prompts, naming_config, repeated_name_notes, texts_of
 
 
 def deviation_pools(mode: Any, model: str, sets: Mapping[str, Any]) -> tuple[list[Sample], list[Sample]]:
@@ -71,4 +71,5 @@ def describe_deviations(result: Any, sets: Mapping[str, Any], *, namer: Namer | 
         notes.append("no model deviates from the rest, so none was named" if result.significance
                      else "the permutation test was off: pass all_modes (--all-modes) to name every mode")
     notes += repeated_name_notes(entries, "deviations", "each from the other models")
+    notes += judge_notes(judge, entries)
     return {"config": naming_config(options, namer, judge, all_modes), "deviations": entries, "notes": notes}

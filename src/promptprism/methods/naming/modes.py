@@ -78,6 +78,7 @@ def describe_modes(result: Any, test: Any, reference: Any, *, namer: Namer | Cha
         entries.append({"side": mode.side, "rank": mode.rank, "eigenvalue": mode.eigenvalue,
                         "mode_p_value": mode.p_value, **outcome.to_dict()})
     notes += repeated_name_notes(entries, "modes", "each mode from the other model")
+    notes += judge_notes(judge, entries)
     return {"config": naming_config(options, namer, judge, all_modes), "modes": entries, "notes": notes}
 
 
@@ -90,6 +91,17 @@ def repeated_name_notes(entries: list[dict], what: str, separates: str) -> list[
     names = "; ".join(repeated)
     return [f"the same name was kept for several {what} ({names}): it separates {separates} but does not "
             f"tell the {what} apart"]
+
+
+def judge_notes(judge: Judge, entries: list[dict]) -> list[str]:
+    """A caveat beside names kept by a judge that checks separation, not meaning: the embedding judge
+    keeps a name whose embedding's cosine separates the held-out samples, which any sentence in the one
+    side's language can do (docs/naming.md)."""
+    if getattr(judge, "name", "") != "embedding" or not any(e.get("name") for e in entries):
+        return []
+    return ["the embedding judge kept each name because its embedding separates the held-out samples, not "
+            "because it was read against them: a name can separate without describing (e.g. any English "
+            "sentence against French answers); a chat or completion judge reads each sample"]
 
 
 def naming_config(options: NamingOptions, namer: Namer | ChatModel, judge: Judge, all_modes: bool) -> dict:
