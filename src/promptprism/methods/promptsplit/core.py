@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..._validation import chunks
-from ...array_ops import canonical_order, edge_digest, map_in_threads
+from ...array_ops import map_in_threads
 from ...backend import NUMPY, Backend, backend_of, dtype_name, is_numpy, to_numpy
 from ...kernels.bandwidth import Bandwidth, stable_bandwidth, stable_multiples
 from ...kernels.bandwidth import pooled_rows as pool_of_rows
@@ -44,6 +44,7 @@ from ...stats.eigen import (
 )
 from ...stats.lanczos import weighted_gram_lanczos_runs
 from ...stats.modes import ModeStats
+from .relabel import set_order
 
 #: ||Lambda||_F^2 = tr(D G D G) = sum_ij D_i D_j G_ij^2 from the joint Gram matrix (the PromptSplit distance,
 #: SPEC): the kernels' :func:`~promptprism.kernels.gram.covariance_difference_norm`, also what the torch
@@ -179,7 +180,7 @@ def paired_subsample(sets: list, size: int, seed: int) -> tuple[np.ndarray, ...]
     gives the same rows whatever the order the sets came in."""
     rng = np.random.default_rng(seed)
     picked: list = [None] * len(sets)
-    for k in canonical_order([edge_digest(s.prompt_embeddings, s.output_embeddings) for s in sets]):
+    for k in set_order(sets):
         s = sets[int(k)]
         idx = np.sort(rng.choice(len(s), size=min(size, len(s)), replace=False))
         picked[int(k)] = [np.asarray(s.prompt_embeddings[idx]), np.asarray(s.output_embeddings[idx])]

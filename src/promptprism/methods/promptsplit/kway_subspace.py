@@ -28,14 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from ...array_ops import canonical_order, map_in_threads
+from ...array_ops import map_in_threads
 from ...kernels.gram import joint_gram_columns
 from ...stats.eigen import select_modes, signed_extremes, symmetric_extreme_eigenpairs
 from ...stats.subspace_spectra import matrix_lanczos_extremes
 from ...stats.subspaces import pivoted_cholesky_factor
 from . import comparisons as kc
 from . import core
-from .relabel import canonical_positions, signature
+from .relabel import canonical_positions, set_order
 from .route_base import Replicates, Route
 
 #: K-way exact fits (K >= 3, numpy) on more rows than this use the shared subspace (the joint Gram matrix
@@ -227,7 +227,7 @@ class SubspaceRoute(Route):
         columns = joint_gram_columns(prompts, outputs, kernel=est.kernel, sigma_prompt=self.sigmas[0],
                                      sigma_output=self.sigmas[1], precision="float32")
         size = int(self.counts.sum())
-        at = canonical_positions(self.counts, canonical_order([signature(s) for s in self.sets]))
+        at = canonical_positions(self.counts, set_order(self.sets))
         self.factor, residual = pivoted_cholesky_factor(columns, size, min(SUBSPACE_RANK, size),
                                                         block=SUBSPACE_BLOCK, tolerance=SUBSPACE_TOLERANCE,
                                                         seed=est.seed, positions=at)

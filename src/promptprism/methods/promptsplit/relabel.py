@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ...array_ops import DIGEST_ROWS, edge_digest
+from ...array_ops import DIGEST_ROWS, canonical_order, edge_digest
 
 
 def permuted_labels(groups: np.ndarray, is_test: np.ndarray, permutations: int, rng: np.random.Generator,
@@ -84,7 +84,7 @@ def test_labellings(groups: np.ndarray, n: int, m: int, permutations: int, seed:
                     swapped: bool = False) -> np.ndarray:
     """The observed labelling (column 0) and the K relabellings of the test's rows (N x (K + 1) booleans,
     True = test), drawn from ``seed``: the same columns for every statistic computed on these rows.
-    ``swapped``: the two sets come in the other order than their canonical one (:func:`canonical_first`):
+    ``swapped``: the two sets come in the other order than their canonical one (:func:`set_order`):
     the keys are drawn for the rows in that order and each row keeps its own, the reference side taking the
     smallest, so (test, reference) and (reference, test) give the same relabellings, mirrored."""
     is_test = np.r_[np.ones(n, bool), np.zeros(m, bool)]
@@ -105,10 +105,11 @@ def canonical_positions(counts: Any, order: Any) -> np.ndarray:
         np.zeros(0, dtype=np.int64)
 
 
-def canonical_first(signatures: tuple[bytes, bytes]) -> bool:
-    """Whether the test set (first) comes first in the canonical order of two sets: by their content
-    signatures (:func:`signature`), the smaller first; ties keep the given order."""
-    return signatures[0] <= signatures[1]
+def set_order(sets: Any) -> np.ndarray:
+    """The sets' canonical order (:func:`~promptprism.array_ops.canonical_order` of their
+    :func:`signature`): every seeded draw over several sets or their rows is made in it, so that the sets
+    given in any order get the same draws."""
+    return canonical_order([signature(s) for s in sets])
 
 
 #: rows at each end of a set its content signature reads (:func:`signature`)

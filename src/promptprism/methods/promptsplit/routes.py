@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..._progress import progress_enabled
-from ...array_ops import blas_thread_count, canonical_order
+from ...array_ops import blas_thread_count
 from ...backend import NUMPY, Backend, feature_memory, is_numpy, to_numpy
 from ...data.paired import PairedSet
 from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
@@ -37,7 +37,7 @@ from . import core
 from . import significance as sig
 from .exact_route import ExactRoute
 from .operand_ahead import PROJECTION_ROWS, OperandAhead, pieces_of, project_pieces
-from .relabel import signature
+from .relabel import set_order
 from .route_base import Replicates, Route
 from .summary import SIDES
 
@@ -220,8 +220,7 @@ class FeatureRoute(Route):
         if (self.feats is None or not is_numpy(self.feats[0]) or self.feats[0].dtype != np.float32
                 or not est.resolved_permutations(self.name)):
             return None
-        order = canonical_order([signature(s) for s in self.sets])  # (the test's own draw: testing._layout)
-        rows = kc.null_rows_in_order(self.counts, order, int(est.null_samples), est.seed)
+        rows = kc.null_rows_in_order(self.counts, set_order(self.sets), int(est.null_samples), est.seed)
         return rows if self._projects(rows) else None
 
     def _projects(self, rows: tuple | list) -> bool:

@@ -38,7 +38,6 @@ from ...stats.subspace_spectra import factor_shared, lanczos_subspace, subspace_
 from ...stats.subspaces import column_shares, exact_factor, leading_rank, operand_trace
 from .relabel import (  # noqa: F401 (the relabellings, named here too)
     SELECT_MAX_GROUPS,
-    canonical_first,
     null_rows,
     permuted_labels,
     test_labellings,

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...array_ops import canonical_order, map_in_threads
+from ...array_ops import map_in_threads
 from ...stats.batched_eigen import DENSE_BATCH_RANK
 from ...stats.intervals import format_p
 from . import aggregate as agg
@@ -31,7 +31,7 @@ from . import significance as sig
 from .family import Family, aggregation_record, family_members
 from .labelling_blocks import piece_columns, pool_workers, sequential_spectra
 from .labellings import Labellings
-from .relabel import canonical_positions, signature
+from .relabel import canonical_positions, set_order
 
 #: the statistic without compression (K-way with three or more sets on at most
 #: ``kway.WHOLE_OPERAND_MAX_ROWS`` rows: a pair's weights take three values, 1/n_a, -eta/n_b and 0, where a
@@ -157,7 +157,7 @@ def _layout(sets: list, comparisons: list, spectra: dict, labels: list, *, max_s
             ) -> _Layout:
     """The test's :class:`_Layout` for the sets (at most ``max_samples`` rows, a seeded subsample above)."""
     counts = np.array([len(s) for s in sets])
-    order = canonical_order([signature(s) for s in sets])
+    order = set_order(sets)
     rows = kc.null_rows_in_order(counts, order, max_samples, seed)  # (the same rows in any order of the sets)
     return _Layout(counts, rows, np.array([r.size for r in rows]),
                    np.concatenate([labels[k][r] for k, r in enumerate(rows)]),
