@@ -348,3 +348,53 @@ def test_spreads_that_vary_by_prompt_with_the_counts_are_studentised_per_prompt(
                                            permutations=199, seed=t)
         hits += p <= 0.05
     assert hits / 300 <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 300)
+
+
+def test_the_models_order_changes_no_test_and_no_judged_pair():
+    """The pair tests run with each pair's models in name order (seeded by the pair's place in name order),
+    and the judge's pairs are drawn the same way: the models given in any order give the same p-values, the
+    mirrored differences and the same judged pairs (a judge whose answer is a function of the two outputs)."""
+    import hashlib
+    import re
+    from types import SimpleNamespace
+
+    from promptprism.methods.metrics import FindingPreference, FindingRanking
+
+    rng = np.random.default_rng(4)
+    prompts = [f"prompt {i}" for i in range(6) for _ in range(6)]
+
+    def paired(shift):
+        return PairedSet(np.zeros((len(prompts), 2)), rng.normal(size=(len(prompts), 3)) + shift,
+                         prompts=prompts)
+    models, real = {"b": paired(0.4), "a": paired(0.0), "c": paired(0.15)}, paired(0.0)
+    finding = [{"id": "f", "prompts": prompts[:24]}]
+    two = [FindingQuality(closeness="gold", permutations=99, bootstrap=50, seed=3).fit(finding, m, real)[
+        "findings"][0]
+           for m in ({"b": models["b"], "a": models["a"]}, {"a": models["a"], "b": models["b"]})]
+    assert two[0]["p_value"] == two[1]["p_value"] and two[0]["difference"] == -two[1]["difference"]
+    pairs = []
+    for order in (("b", "a", "c"), ("c", "a", "b"), ("a", "b", "c")):
+        entry = FindingRanking(closeness="gold", permutations=99, bootstrap=50, seed=3).fit(
+            finding, {n: models[n] for n in order}, real)["findings"][0]
+        pairs.append({tuple(sorted((t["a"], t["b"]))): (t["p_value"], t["difference"] * (1 if t["a"] < t["b"]
+                                                                                          else -1))
+                      for t in entry["pairs"]})
+    assert pairs[0] == pairs[1] == pairs[2] and 0.05 < two[0]["p_value"] < 0.95
+    assert all(0.02 < p < 0.98 for p, _ in pairs[0].values()), pairs[0]
+
+    class ByContent:
+        model = "fake"
+
+        def chat(self, messages):
+            first, second = re.findall(r'answer: """([^"]*)"""', messages[0]["content"])
+            pick = hashlib.sha256(min(first, second).encode() + max(first, second).encode()).digest()[0] % 3
+            return "tie" if pick == 0 else "first" if (pick == 1) == (first < second) else "second"
+
+    texts = {n: SimpleNamespace(prompts=prompts, outputs=[f"{n} answer {i}" for i in range(len(prompts))])
+             for n in ("a", "b", "c")}
+    counts = []
+    for order in (("b", "a", "c"), ("c", "a", "b")):
+        record = FindingPreference(pairs=12, seed=5).fit(finding, {n: texts[n] for n in order}, ByContent())
+        counts.append({tuple(sorted((c["a"], c["b"]))): (c["wins"], c["losses"]) if c["a"] < c["b"]
+                       else (c["losses"], c["wins"]) for c in record["findings"][0]["comparisons"]})
+    assert counts[0] == counts[1]

@@ -189,8 +189,8 @@ class ParquetRows(RowSource):
         lengths = np.asarray(pc.list_value_length(col).fill_null(-1))
         if lengths.size and (lengths.min() < 0 or lengths.min() != lengths.max()):
             bad = int(np.flatnonzero((lengths != lengths.max()) | (lengths < 0))[0])
-            raise InputError(f"{path}: column {self.column!r}, row {self._groups[k][2] + bad}: expected a "
-                             f"list of {int(lengths.max())} numbers like the other rows")
+            raise InputError(f"{path}: column {self.column!r}, row {self._groups[k][2] + bad} (0-based): "
+                             f"expected a list of {int(lengths.max())} numbers like the other rows")
         values = np.asarray(pc.list_flatten(col))
         if not np.issubdtype(values.dtype, np.number):
             raise InputError(f"{path}: column {self.column!r} must hold lists of numbers, got {values.dtype}")

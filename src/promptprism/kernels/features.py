@@ -37,7 +37,8 @@ def cosine_features(a: Any, dtype: type = np.float64) -> Any:
     norms = row_norms(a)
     if bool(xp.any(norms == 0)):
         row = int(np.flatnonzero(to_numpy(norms[:, 0]) == 0)[0])
-        raise InputError(f"row {row} is all zeros: the cosine kernel is undefined for a zero vector")
+        raise InputError(f"row {row} (0-based) is all zeros: the cosine kernel is undefined for a zero "
+                         "vector")
     return a / norms
 
 

@@ -113,7 +113,8 @@ def stratified_permutation_test(a: np.ndarray, strata_a: np.ndarray, b: np.ndarr
     for side, scores in (("a", a), ("b", b)):
         bad = np.flatnonzero(~np.isfinite(scores))
         if bad.size:
-            raise InputError(f"{side}: score {scores[bad[0]]} at row {bad[0]}; the test needs finite scores")
+            raise InputError(f"{side}: score {scores[bad[0]]} at row {bad[0]} (0-based); the test needs "
+                             "finite scores")
     held = stratum_weights(strata_a, strata_b)
     if weights is None:
         weights = held

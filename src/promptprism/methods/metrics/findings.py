@@ -179,6 +179,17 @@ def no_shared_prompt(sides: str = "the models") -> str:
             "compare, so no verdict (and no place in Holm's family)")
 
 
+def pair_test(scored: dict[str, tuple[np.ndarray, np.ndarray]], a: str, b: str, *, permutations: int,
+              seed: int) -> tuple[float, float]:
+    """(mean difference a - b, p) of :func:`~promptprism.stats.permutation.stratified_permutation_test` on
+    ``scored[name] = (scores, prompts)``, run with the two models in name order: the same draws, and the same
+    p, whichever order the models were given in."""
+    first, second = sorted((a, b))
+    diff, p = stratified_permutation_test(*scored[first], *scored[second], permutations=permutations,
+                                          seed=seed)
+    return (diff if first == a else -diff), p
+
+
 def model_closeness(scores: np.ndarray, strata: np.ndarray, shared: dict, *, replicates: int, level: float,
                     seed: int) -> dict[str, Any]:
     """A model's entry: its mean closeness over the prompts both models hold, each prompt's mean at its
@@ -291,8 +302,7 @@ class FindingQuality(Estimator):
         if a.size == 0 or b.size == 0:
             raise InputError(f"finding {finding['id']}: no scored samples of {na if a.size == 0 else nb} on "
                              "its prompts (gold needs reference outputs of the same prompts)")
-        diff, p = stratified_permutation_test(a, pa, b, pb, permutations=self.permutations,
-                                              seed=self.seed + i)
+        diff, p = pair_test(scored, na, nb, permutations=self.permutations, seed=self.seed + i)
         shared = stratum_weights(pa, pb)
         return {"id": finding["id"], "prompts": len(set(finding["prompts"])),
                 "example_prompts": list(finding["prompts"])[:3], "shared_prompts": len(shared),

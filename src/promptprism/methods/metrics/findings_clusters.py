@@ -127,8 +127,8 @@ def cluster_preference(estimator: FindingPreference, findings: Sequence[dict], m
                        facets: Sequence[dict] = ()) -> dict[str, Any]:
     """Per cluster of one model, which a judge prefers: the cluster's samples or the model's other samples of
     the same prompts (:class:`.judge.FindingPreference` on each cluster, seed ``seed + i`` for cluster i;
-    with ``facets``, the m-th value of cluster i draws from ``default_rng([seed + i, 1 + m])``); Holm over
-    the clusters and their values."""
+    with ``facets``, the m-th value of cluster i draws from ``default_rng([seed + i, 1 + m, j])``, j its
+    pair); Holm over the clusters and their values."""
     entries, tests = [], []
     for i, f in enumerate(findings):
         pair, parts = cluster_parts(model, f, facets)

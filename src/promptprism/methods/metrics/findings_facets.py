@@ -158,8 +158,8 @@ def facet_preference(estimator: FindingPreference, findings: Sequence[dict], mod
                      judge: Any, facets: Sequence[dict]) -> dict[str, Any]:
     """:class:`.judge.FindingPreference` with, under each finding, the judge's verdict per facet value: the
     pairs drawn from each model's samples of that value on the finding's prompts (the m-th value tested
-    draws from ``default_rng([seed, len(findings) + m])``, after the findings' draws); Holm over every
-    comparison, the findings' and the values'; with more than two models, each value's ranking."""
+    draws from ``default_rng([seed, len(findings) + m, j])``, j its pair, after the findings' draws); Holm
+    over every comparison, the findings' and the values'; with more than two models, each value's ranking."""
     record = estimator.fit(findings, models, judge)
     if not facets:
         return record

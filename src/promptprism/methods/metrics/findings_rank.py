@@ -4,8 +4,9 @@ closeness, the within-prompt test of every pair, and a ranking whose ties are ho
 The closeness scores, the stratified permutation test and the bootstrap over prompts are
 :class:`.findings.FindingQuality`'s. For each finding and each pair of models (a, b) the within-prompt test
 (:func:`.stats.permutation.stratified_permutation_test`, on the prompts the pair holds) runs with seed
-``seed + 1009 i + j`` (finding i, pair j); Holm runs over every pair test of every finding (the "all prompts"
-entry included). Each model's mean weighs the prompts every model holds alike
+``seed + 1009 i + j`` (finding i, pair j in the models' name order, the pair's two in name order: the same
+draws whichever order the models came in); Holm runs over every pair test of every finding (the "all
+prompts" entry included). Each model's mean weighs the prompts every model holds alike
 (:func:`.stats.permutation.stratum_weights` of all K). The ranking is
 :func:`~promptprism.stats.ranking.ranking`: rank(k) = 1 + #{models ahead of k by their pair's own difference
 and separated from k by a Holm-adjusted test at alpha}, so models the tests do not separate share a rank
@@ -22,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError, OptionError
-from ...stats.permutation import stratified_permutation_test, stratum_weights
+from ...stats.permutation import stratum_weights
 from ...stats.ranking import ranking
 from ...stats.two_sample import holm
-from .findings import FindingQuality, finding_scores, model_closeness, shared_prompts
+from .findings import FindingQuality, finding_scores, model_closeness, pair_test, shared_prompts
 
 #: the id of the entry over every prompt the models and the reference share
 ALL_PROMPTS = "all prompts"
@@ -83,10 +84,10 @@ class FindingRanking(FindingQuality):
         # means shown weigh the prompts every model holds alike, and the ranking takes each separated pair's
         # direction from its own difference
         common = stratum_weights(*(q for _, q in scored.values()))
-        pairs = []
-        for j, (a, b) in enumerate(combinations(scored, 2)):
-            diff, p = stratified_permutation_test(*scored[a], *scored[b], permutations=self.permutations,
-                                                  seed=self.seed + 1009 * i + j)
+        pairs, named = [], {pair: j for j, pair in enumerate(combinations(sorted(scored), 2))}
+        for a, b in combinations(scored, 2):
+            diff, p = pair_test(scored, a, b, permutations=self.permutations,
+                                seed=self.seed + 1009 * i + named[tuple(sorted((a, b)))])
             untested = bool(np.isnan(p))  # no prompt holds both: nothing to compare, not in Holm's family
             pairs.append({"a": a, "b": b, "difference": None if untested else diff,
                           "p_value": None if untested else p})

@@ -1,7 +1,8 @@
 """Which model a judge prefers where they differ: pairwise preference per finding, both orders asked.
 
 For each finding (a set of prompts) and each pair of models, pairs of outputs are drawn, seeded (finding i
-draws from ``numpy.random.default_rng([seed, i])``, the model pairs in order): on every prompt of the
+and its j-th pair of models, in name order, draw from ``numpy.random.default_rng([seed, i, j])``, the pair's
+two models in name order: the same pairs whichever order the models came in): on every prompt of the
 finding, each model's outputs are shuffled and matched one to one (no output is used twice), and pairs are
 taken one prompt at a time in a shuffled prompt order until ``pairs`` are drawn. A chat model
 (any OpenAI-compatible endpoint, through :class:`~promptprism.llm.ChatClient` and its cache) reads the prompt,
@@ -115,6 +116,15 @@ def draw_pairs(prompts_a: Sequence[str], prompts_b: Sequence[str], finding_promp
     return out
 
 
+def _drawn_in_name_order(models: dict[str, Any], a: str, b: str, finding_prompts: Sequence[str], *,
+                         pairs: int, rng: np.random.Generator) -> list[tuple[str, int, int]]:
+    """:func:`draw_pairs` for models a and b drawn with the two in name order, returned as (prompt, row of a,
+    row of b): the same pairs whichever order the models were given in."""
+    first, second = sorted((a, b))
+    drawn = draw_pairs(models[first].prompts, models[second].prompts, finding_prompts, pairs=pairs, rng=rng)
+    return drawn if first == a else [(p, j, i) for p, i, j in drawn]
+
+
 def pair_outcome(a_first: str, b_first: str) -> str:
     """'a', 'b' or 'tie' from the answer with A shown first and the answer with B shown first."""
     score = {"first": 1, "second": -1, "tie": 0}[a_first] - {"first": 1, "second": -1, "tie": 0}[b_first]
@@ -187,11 +197,11 @@ class FindingPreference(Estimator):
                 "findings": entries, "verdict": overall}
 
     def _one(self, finding: dict, models: dict[str, Any], judge: ChatModel, i: int) -> dict[str, Any]:
-        rng = np.random.default_rng([self.seed, i])
-        comparisons = []
+        comparisons, named = [], {pair: j for j, pair in enumerate(combinations(sorted(models), 2))}
         for a, b in combinations(models, 2):
             sa, sb = models[a], models[b]
-            drawn = draw_pairs(sa.prompts, sb.prompts, finding["prompts"], pairs=self.pairs, rng=rng)
+            rng = np.random.default_rng([self.seed, i, named[tuple(sorted((a, b)))]])
+            drawn = _drawn_in_name_order(models, a, b, finding["prompts"], pairs=self.pairs, rng=rng)
             verdicts = [self._verdict(judge, p, sa.outputs[ia], sb.outputs[ib]) for p, ia, ib in drawn]
             comparisons.append({"a": a, "b": b, **preference_counts(verdicts, self.confidence)})
         return {"id": finding["id"], "prompts": len(set(finding["prompts"])),
