@@ -233,3 +233,30 @@ def test_device_flag_runs_pixel_cka_and_cms_on_torch(tmp_path, images, capsys):
     assert results["torch"]["cms"] == pytest.approx(results["cpu"]["cms"], rel=1e-10)
     code, _, err = run(["regions", *files, "-o", str(tmp_path / "bad"), "--device", "gpu"], capsys)
     assert code == 2 and "--device" in err
+
+
+@pytest.mark.slow  # (about a second: out of the quick loop)
+def test_the_table_bolds_every_tied_lowest_region_as_the_report_does(tmp_path, images, capsys, monkeypatch):
+    """A generated set equal to the real one: every region's CMS is 1, all tied; the terminal table bolds
+    each (it bolded region 0 alone, where the report's table and verdict name the tie), and a clearly
+    lowest region alone."""
+    from rich.table import Table
+
+    from promptprism.methods.regions.result import lowest_regions
+
+    rows = []
+    monkeypatch.setattr(Table, "add_row", lambda self, *cells, **kw: rows.append(cells))
+    np.save(tmp_path / "real.npy", images)
+    worse = images.copy()
+    worse[:, :, 3:] = np.random.default_rng(2).random((40, 6, 3))  # the right half's structure lost
+    np.save(tmp_path / "same.npy", images)
+    np.save(tmp_path / "worse.npy", worse)
+    code, _, err = run(["regions", "--real", str(tmp_path / "real.npy"), "--generated",
+                        str(tmp_path / "same.npy"), str(tmp_path / "worse.npy"), "--regions", "2",
+                        "--seed", "0", "--out", str(tmp_path / "out")], capsys)
+    assert code == 0, err
+    r = json.loads((tmp_path / "out" / "result.json").read_text())
+    bold = {row[0]: [k for k, cell in enumerate(row[3:]) if str(cell).startswith("[bold]")] for row in rows}
+    for name, cms in zip(r["names"], r["region_cms"], strict=True):
+        assert bold[name] == sorted(lowest_regions(cms)), (name, cms, bold)
+    assert len(bold["same"]) == 2 and len(bold["worse"]) == 1

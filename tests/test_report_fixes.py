@@ -23,9 +23,10 @@ from _report_data import (
 from promptprism import InputError, PairedSet, load_result
 from promptprism.cli import main
 from promptprism.methods.promptsplit import SampleScore
+from promptprism.methods.regions.result import lowest_regions
 from promptprism.report import render_report, render_report_dir, write_report
 from promptprism.report.references import check_self_contained, external_references
-from promptprism.report.summary import lowest_regions, lowest_text
+from promptprism.report.summary import lowest_text
 from test_report import assert_self_contained, n_imgs_with_alt
 
 MAP_ALT = "kernel PCA map of the samples coloured by mode"

@@ -13,6 +13,7 @@ from ..backend import resolve_backend
 from ..errors import OptionError
 from ..kernels.bandwidth import Bandwidth
 from ..methods.regions.options import BLOCK_ESTIMATORS
+from ..methods.regions.result import lowest_regions
 from ..scale import current_client, execution
 from ..stats.intervals import format_estimate
 from . import _inputs as inp
@@ -46,8 +47,7 @@ def print_regions(result: RegionsResult, out: Path | None, *, quiet: bool = Fals
             bounds = iv["region_cms"] if iv else [None] * len(row)
             cells = [_cell(v, u["region_cms"][r] if u else None, b) for r, (v, b) in
                      enumerate(zip(row, bounds, strict=True))]
-            worst = int(np.argmin(row)) if row else -1
-            if worst >= 0 and len(row) > 1:
+            for worst in lowest_regions(row, bounds if iv else None) if len(row) > 1 else []:
                 first, _, rest = cells[worst].partition("\n")
                 cells[worst] = f"[bold]{first}[/]" + (f"\n{rest}" if rest else "")
             whole = _cell(head["cms"][k], u.get("cms"), iv.get("cms"))

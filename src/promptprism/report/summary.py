@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..methods.regions.result import TIE, lowest_regions
 from ..results import SUMMARY_RENDERERS
 from .html import el, fmt, fnum, table
-
-#: two regions' CMS closer than this are reported as tied
-TIE = 1e-3
 
 SUMMARIES: dict = {}
 
@@ -65,27 +63,6 @@ def _text(v: Any, limit: int = 100) -> str:
 
     s = html.unescape(re.sub(r"<[^>]+>", "", str(v)))
     return s if len(s) <= limit else s[: limit - 1] + "…"
-
-
-def lowest_regions(values: Any, intervals: Any = None, tol: float = TIE) -> list[int]:
-    """The region(s) with the lowest CMS: the minimum and every region tied with it, i.e. within ``tol``
-    of it or whose interval overlaps the minimum's (``intervals``: one ``{'low', 'high'}`` per region)."""
-    vals = [float(v) if isinstance(v, (int, float)) and v == v else float("inf") for v in values or []]
-    if not vals:
-        return []
-    k = min(range(len(vals)), key=vals.__getitem__)
-    iv = intervals if isinstance(intervals, list) and len(intervals) == len(vals) else None
-
-    def overlap(r: int) -> bool:
-        if iv is None or not isinstance(iv[r], dict) or not isinstance(iv[k], dict):
-            return False
-        try:
-            return float(iv[r]["low"]) <= float(iv[k]["high"]) and float(iv[k]["low"]) <= float(iv[r]["high"])
-        except (KeyError, TypeError, ValueError):
-            return False
-
-    tied = [r for r in range(len(vals)) if r != k and (abs(vals[r] - vals[k]) <= tol or overlap(r))]
-    return [k, *sorted(tied, key=vals.__getitem__)]
 
 
 def lowest_text(values: Any, intervals: Any = None) -> str:

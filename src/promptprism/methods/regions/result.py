@@ -10,6 +10,9 @@ import numpy as np
 from ..._version import __version__
 from ...results import Result
 
+#: two regions' CMS closer than this are reported as tied
+TIE = 1e-3
+
 #: result.json carries the CKA matrix inline up to this many pixels (d x d numbers); above, only the file
 INLINE_CKA_MAX_PIXELS = 1024
 
@@ -160,6 +163,28 @@ class RegionsResult(Result):
             write = atomic_write_bytes if isinstance(payload, bytes) else atomic_write_text
             write(out / name, payload)
         return out / "result.json"
+
+
+def lowest_regions(values: Any, intervals: Any = None, tol: float = TIE) -> list[int]:
+    """The region(s) with the lowest CMS: the minimum and every region tied with it, i.e. within ``tol``
+    of it or whose interval overlaps the minimum's (``intervals``: one ``{'low', 'high'}`` per region). The
+    one rule the terminal table, the report and the verdict sentence follow."""
+    vals = [float(v) if isinstance(v, (int, float)) and v == v else float("inf") for v in values or []]
+    if not vals:
+        return []
+    k = min(range(len(vals)), key=vals.__getitem__)
+    iv = intervals if isinstance(intervals, list) and len(intervals) == len(vals) else None
+
+    def overlap(r: int) -> bool:
+        if iv is None or not isinstance(iv[r], dict) or not isinstance(iv[k], dict):
+            return False
+        try:
+            return float(iv[r]["low"]) <= float(iv[k]["high"]) and float(iv[k]["low"]) <= float(iv[r]["high"])
+        except (KeyError, TypeError, ValueError):
+            return False
+
+    tied = [r for r in range(len(vals)) if r != k and (abs(vals[r] - vals[k]) <= tol or overlap(r))]
+    return [k, *sorted(tied, key=vals.__getitem__)]
 
 
 def _csv(v: Any) -> str:
