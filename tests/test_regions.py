@@ -422,3 +422,21 @@ def test_a_block_estimator_without_blocks_is_said_not_dropped(rng):
     assert any("block_estimator='paper' applies to the block estimator only" in n for n in noted.notes)
     assert not any("block_estimator" in n for n in plain.notes)
     assert noted.cms == plain.cms
+
+
+def test_region_labels_other_than_0_to_c_minus_1_are_refused():
+    """-1 indexed the last region, a gap added an empty region of CMS 1 to the product, floats were
+    truncated and strings raised numpy's own ValueError: each is one InputError naming ``regions``."""
+    from promptprism.errors import InputError
+    from promptprism.methods.regions.comparison import region_cms
+
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(size=(20, 2, 2)), rng.uniform(size=(15, 2, 2))
+    for labels, words in (([-1, 0, 1, 0], "label -1"), ([0, 0, 2, 2], "region 1 has no pixel"),
+                          ([0.5, 0, 1, 1], "integers"), (["a", "a", "b", "b"], "integers"),
+                          ([0, 1, 1], "3 labels for 4 pixels")):
+        with pytest.raises(InputError, match=words) as info:
+            region_cms(x, y, labels, 1.0)
+        assert info.value.parameter == "regions"
+    ok = region_cms(x, y, np.array([1.0, 0.0, 1.0, 0.0]), 1.0)  # integral floats are labels
+    assert ok["region_cms"].shape == (2,)

@@ -170,3 +170,25 @@ def test_in_place_centring_of_symmetric_stacks():
     new = center_symmetric_(k.copy())
     assert np.array_equal(new, old)
     np.testing.assert_allclose(new, center_gram(k), atol=1e-12)
+
+
+def test_gram_statistics_refuse_non_finite_entries_and_vendi_a_real_negative_eigenvalue():
+    """cms, mmd2, hsic and cka returned NaN (or inf) for a Gram matrix holding one; vendi_score dropped an
+    eigenvalue of -0.1 as if it were round-off. Each is now one InputError naming the entry."""
+    from promptprism.methods.regions.two_sample import cms
+    from promptprism.methods.scendi.core import rke_score, vendi_score
+    from promptprism.stats.two_sample import cka, hsic
+
+    k = np.array([[1.0, 0.9, 0.0], [0.9, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    for bad_value, word in ((np.nan, "NaN"), (np.inf, "inf")):
+        bad = k.copy()
+        bad[0, 1] = bad_value
+        for func, args in ((cms, (bad, k, k)), (cms, (k, bad, k)), (mmd2, (k, k, bad)), (hsic, (bad, k)),
+                           (cka, (k, bad))):
+            with pytest.raises(InputError, match=f"row 0 \\(0-based\\), column 1 is {word}"):
+                func(*args)
+    with pytest.raises(InputError, match="entry 2 .* -0.1"):
+        vendi_score([0.6, 0.5, -0.1])
+    with pytest.raises(InputError, match="negative eigenvalue"):
+        rke_score([0.6, 0.5, -0.1])
+    assert vendi_score([0.5, 0.5, -1e-12]) == pytest.approx(2.0)  # round-off is still dropped

@@ -24,15 +24,23 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import first_non_finite
 from ..backend import array_namespace, is_numpy
 from ..errors import InputError
+
+
+def _finite(k: np.ndarray, name: str) -> np.ndarray:
+    bad = first_non_finite(k)
+    if bad:
+        raise InputError(f"{name}: {bad}; a Gram matrix needs finite entries")
+    return k
 
 
 def _square(k: Any, name: str) -> np.ndarray:
     k = np.asarray(k, dtype=np.float64)
     if k.ndim != 2 or k.shape[0] != k.shape[1]:
         raise InputError(f"{name}: expected a square Gram matrix, got shape {k.shape}")
-    return k
+    return _finite(k, name)
 
 
 def three_grams(k_xy: Any, k_xx: Any, k_yy: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -43,6 +51,7 @@ def three_grams(k_xy: Any, k_xx: Any, k_yy: Any) -> tuple[np.ndarray, np.ndarray
     if k_xy.shape != (k_xx.shape[0], k_yy.shape[0]):
         raise InputError(f"K_xy: expected shape {(k_xx.shape[0], k_yy.shape[0])} (rows of K_xx, rows of "
                          f"K_yy), got {k_xy.shape}")
+    _finite(k_xy, "K_xy")
     if min(k_xx.shape[0], k_yy.shape[0]) == 0:
         raise InputError("CMS/MMD: both samples need at least one row")
     return k_xy, k_xx, k_yy

@@ -167,6 +167,28 @@ def _block_intervals(sums: dict, key: str, *, sizes: tuple[int, int], b: int, co
 MIN_BOOTSTRAP_BLOCKS = 5
 
 
+def region_labels(regions: Any, pixels: int) -> np.ndarray:
+    """The region map as int64 labels, one per pixel (row-major), refused unless they are the integers
+    0..C-1 with every region holding a pixel: a label -1 would index the last region and a gap would add an
+    empty region (CMS 1) to the product of Theorem 1."""
+    raw = np.asarray(regions).reshape(-1)
+    if raw.shape[0] != pixels:
+        raise InputError(f"regions: {raw.shape[0]} labels for {pixels} pixels", parameter="regions")
+    if raw.dtype == bool or not np.issubdtype(raw.dtype, np.number) or (
+            raw.size and not np.all(np.isfinite(raw) & (raw == np.round(raw)))):
+        raise InputError(f"regions: labels must be the integers 0..C-1, got {raw.dtype} values such as "
+                         f"{raw[:3].tolist()}", parameter="regions")
+    labels = raw.astype(np.int64)
+    if labels.size and labels.min() < 0:
+        raise InputError(f"regions: pixel {int(np.argmin(labels))} has the label {int(labels.min())}; labels "
+                         "must be 0..C-1", parameter="regions")
+    empty = np.flatnonzero(np.bincount(labels, minlength=1) == 0) if labels.size else np.array([], int)
+    if empty.size:
+        raise InputError(f"regions: region {int(empty[0])} has no pixel (labels 0..{int(labels.max())}); "
+                         "number the regions 0..C-1 with every label used", parameter="regions")
+    return labels
+
+
 def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_size: int | None = None,
                     seed: int = 0, partition_rows: int = 512, progress: bool | None = False,
                     bootstrap: int = 0, level: float = LEVEL, block_estimator: str = "corrected",
@@ -180,10 +202,8 @@ def compare_sources(ref: Any, sets: list, regions: Any, gamma: float, *, block_s
     (:func:`promptprism.backend.resolve_backend`).
     """
     backend = resolve_backend(device)
-    labels = np.asarray(regions, dtype=np.int64).reshape(-1)
     n, d, _ = source_shape(ref)
-    if labels.shape[0] != d:
-        raise InputError(f"regions: {labels.shape[0]} labels for {d} pixels")
+    labels = region_labels(regions, d)
     size = int(check_positive_number(partition_rows, "partition_rows", integer=True))
     check_choice(block_estimator, BLOCK_ESTIMATORS, parameter="block_estimator")
     n_boot = int(bootstrap)

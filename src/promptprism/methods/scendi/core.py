@@ -148,14 +148,20 @@ def scendi_entropy(eigenvalues: np.ndarray, order: int = 1) -> float:
 
 
 def scendi_score(eigenvalues: np.ndarray, order: int = 1) -> float:
-    """exp(Scendi entropy): for order 1, exp(-sum l log(l / sum l)) with un-normalised weights l."""
+    """exp(Scendi entropy) (appendix eq. 9, :func:`scendi_entropy`): for order 1, exp(-sum l log(l / sum l))
+    with un-normalised weights l."""
     return float(np.exp(scendi_entropy(eigenvalues, order)))
+
+
+#: negative eigenvalues of a PSD spectrum within this share of its largest |value| are round-off (dropped)
+ROUND_OFF = 1e-6
 
 
 def normalised_spectrum(eigenvalues: np.ndarray, name: str = "eigenvalues") -> np.ndarray:
     """p = max(l, 0) / sum max(l, 0): a PSD spectrum (a 1-D array of eigenvalues, finite) as a probability
-    vector (Vendi's normalisation). A non-finite value is refused naming its position, a matrix naming its
-    shape (:func:`vendi_score_from_gram` takes a kernel matrix)."""
+    vector (Vendi's normalisation). A non-finite value, or a negative one beyond :data:`ROUND_OFF`, is
+    refused naming its position, a matrix naming its shape (:func:`vendi_score_from_gram` takes a kernel
+    matrix)."""
     raw = np.asarray(eigenvalues, dtype=np.float64)
     if raw.ndim != 1:
         raise InputError(f"{name}: expected a 1-D array of eigenvalues, got shape {raw.shape}; for an n x n "
@@ -163,6 +169,11 @@ def normalised_spectrum(eigenvalues: np.ndarray, name: str = "eigenvalues") -> n
     bad = first_non_finite(raw)
     if bad is not None:
         raise InputError(f"{name}: {bad}; every value must be finite")
+    if raw.size and raw.min() < -ROUND_OFF * float(np.abs(raw).max()):
+        low = int(np.argmin(raw))
+        raise InputError(f"{name}: entry {low} (0-based) is {raw[low]:.4g}, a negative eigenvalue beyond "
+                         f"round-off ({ROUND_OFF:g} of the largest |value|): a kernel covariance's spectrum "
+                         "has none")
     lam = np.clip(raw, 0.0, None)
     total = lam.sum()
     if not total > 0:
@@ -171,14 +182,16 @@ def normalised_spectrum(eigenvalues: np.ndarray, name: str = "eigenvalues") -> n
 
 
 def vendi_score(eigenvalues: np.ndarray) -> float:
-    """Vendi = exp(-sum p log p), p = eigenvalues normalised to sum 1 (negatives from round-off dropped)."""
+    """Vendi = exp(-sum p log p) (SPEC's baseline: the exponential of the von Neumann entropy of C_II), p =
+    the eigenvalues normalised to sum 1 (negatives from round-off dropped, :func:`normalised_spectrum`)."""
     p = normalised_spectrum(eigenvalues, "vendi_score")
     p = p[p > 0]
     return float(np.exp(-np.sum(p * np.log(p))))
 
 
 def rke_score(eigenvalues: np.ndarray) -> float:
-    """RKE = 1 / sum p^2, p = eigenvalues normalised to sum 1."""
+    """RKE = 1 / sum p^2 (SPEC's baseline: the order-2 Renyi kernel entropy, exponentiated), p = the
+    eigenvalues normalised to sum 1."""
     p = normalised_spectrum(eigenvalues, "rke_score")
     return float(1.0 / np.sum(p * p))
 
