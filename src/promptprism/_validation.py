@@ -79,6 +79,23 @@ def check_matrix(
     return arr
 
 
+def check_same_width(x: Any, y: Any, names: tuple[str, str] = ("the reference", "the generated set")
+                     ) -> None:
+    """Two feature matrices of the same dimension (one encoder's), else an InputError naming both."""
+    if x.shape[1] != y.shape[1]:
+        raise InputError(f"{names[0]} and {names[1]} have {x.shape[1]} and {y.shape[1]} dimensions; they "
+                         "must come from the same encoder")
+
+
+def check_feature_pair(x: Any, y: Any, names: tuple[str, str], *, min_rows: int = 1
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` and ``y`` as checked feature matrices (:func:`check_matrix`: 2-D, numeric, finite, at least
+    ``min_rows`` rows) of the same dimension: the entry check of the public metric functions."""
+    x, y = check_matrix(x, names[0], min_rows=min_rows), check_matrix(y, names[1], min_rows=min_rows)
+    check_same_width(x, y, names)
+    return x, y
+
+
 def first_non_finite(arr: Any, *, row_offset: int = 0) -> str | None:
     """Where the first NaN or inf of ``arr`` lies, in words ('row 3 (0-based), column 2 is NaN'; 'entry 2
     (0-based) is inf' for a vector; rows counted from ``row_offset``), or None when every value is finite."""

@@ -117,6 +117,10 @@ class ReferenceMetrics(Estimator):
         sets whose prompts and outputs one joint text-image encoder embedded) and ``truncation`` {name:
         {'truncated': per-row bools, 'context_length': tokens}} come from the loader when it knows them."""
         sets = list(generated) if isinstance(generated, (list, tuple)) else [generated]
+        if isinstance(generated, (list, tuple)) and sets and all(np.ndim(s) == 1 for s in sets):
+            raise InputError("generated: a list is read as a list of sets, each an (n, d) array or a "
+                             f"PairedSet; this one holds {len(sets)} rows of numbers: pass np.asarray(rows) "
+                             "for one set", parameter="generated")
         if not sets:
             raise InputError("no generated set to compare")
         sets = [_as_set(s, f"generated[{i}]") for i, s in enumerate(sets)]

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._validation import check_feature_pair
 from ...errors import InputError
 from ...stats.moments import feature_moments
 
@@ -72,13 +73,11 @@ def frechet_distance_from_moments(mu1: Any, sigma1: Any, mu2: Any, sigma2: Any) 
 def frechet_distance(x: Any, y: Any) -> float:
     """Fréchet distance between Gaussians fitted to the rows of ``x`` and ``y`` (Heusel et al. 2017, eq. 6).
 
-    ``x`` and ``y`` are (n, d) feature matrices with the same d (e.g. Inception pool features for FID);
-    means and covariances are computed in float64
+    ``x`` and ``y`` are (n, d) feature matrices with the same d (e.g. Inception pool features for FID), at
+    least 2 rows each, finite (checked); means and covariances are computed in float64
     (:func:`promptprism.stats.moments.feature_moments`).
     """
-    if x.shape[1] != y.shape[1]:
-        raise InputError(f"the two feature sets have {x.shape[1]} and {y.shape[1]} dimensions; "
-                         "they must come from the same encoder")
+    x, y = check_feature_pair(x, y, ("x", "y"), min_rows=2)
     mu1, s1 = feature_moments(x)
     mu2, s2 = feature_moments(y)
     return frechet_distance_from_moments(mu1, s1, mu2, s2)

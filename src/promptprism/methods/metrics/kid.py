@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._validation import check_feature_pair, check_same_width
 from ...errors import InputError, OptionError
 from ...kernels.gram import check_kernel
 from ...stats.two_sample import mmd2
@@ -223,7 +224,7 @@ def kernel_inception_distance(x: Any, y: Any, *, n_subsets: int = 100, subset_si
     ``subset_size`` is capped at the smaller set's size, as clean-fid does. ``groups``: as
     :func:`subset_mmd2` (then (values, variance parts)).
     """
-    check_same_dim(x, y)
+    x, y = check_feature_pair(x, y, ("x", "y"))
     size = min(int(subset_size), int(x.shape[0]), int(y.shape[0]))
     check_kid_scale(x, y, degree=degree, gamma=1.0 / x.shape[1] if gamma is None else gamma, coef=coef)
     kernel = SubsetKernel("polynomial", degree=degree, gamma=gamma, coef=coef)
@@ -256,7 +257,7 @@ def kid_and_mmd2(x: Any, y: Any, *, kernel: str, sigma: float | None = None, n_s
     ``gathered`` (:func:`gather_subsets` of the same arguments, its blocks visited) the sums are read
     from it instead. ``conditional``: MMD's variance parts with the prompts held fixed (KID's stay
     cluster-robust)."""
-    check_same_dim(x, y)
+    check_same_width(x, y)
     size = min(int(subset_size), int(x.shape[0]), int(y.shape[0]))
     check_kid_scale(x, y, degree=3, gamma=1.0 / x.shape[1], coef=1.0)
     kid, mmd = subset_kernel_mmd2(x, y, _kid_and_mmd_kernels(kernel, sigma), n_subsets=n_subsets,
@@ -283,10 +284,3 @@ def gather_subsets(x: Any, y: Any, *, kernel: str, sigma: float | None = None, n
         return None
     count = _check_subsets(n, m, size, n_subsets)
     return SubsetGather(int(x.shape[1]), kernels, subset_indices(n, m, size, count, seed))
-
-
-def check_same_dim(x: Any, y: Any) -> None:
-    """Both feature sets have the same dimension, else an InputError."""
-    if x.shape[1] != y.shape[1]:
-        raise InputError(f"the two feature sets have {x.shape[1]} and {y.shape[1]} dimensions; "
-                         "they must come from the same encoder")

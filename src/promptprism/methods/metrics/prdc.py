@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._validation import check_feature_pair, check_same_width
 from ...errors import InputError, OptionError
 from .neighbours import Rows, make_form, memberships, own_radii, rescaled
 from .parallel import map_threads, thread_workers
@@ -231,9 +232,7 @@ def neighbour_indicators_each(real: Any, fakes: Sequence[Any], k: int = 5, *, dt
     if len(gathers) != len(fakes):
         raise ValueError(f"{len(gathers)} gathers for {len(fakes)} generated sets")
     for fake in fakes:
-        if real.shape[1] != fake.shape[1]:
-            raise InputError(f"the reference and generated features have {real.shape[1]} and "
-                             f"{fake.shape[1]} dimensions; they must come from the same encoder")
+        check_same_width(real, fake)
         k = check_nearest_k(k, real.shape[0], fake.shape[0])
     exact = np.finfo(np.dtype(dtype)).eps < np.finfo(np.float32).eps
     shift = np.zeros(real.shape[1])
@@ -286,6 +285,11 @@ def _indicators(reference: tuple, own: tuple, k: int, dtype: Any, exact: bool, b
                                k, {"reference": re_dup, "generated": fa_dup})
 
 
-def prdc(real: Any, fake: Any, k: int = 5, **options: Any) -> dict[str, float]:
-    """{'precision', 'recall', 'density', 'coverage'} of ``fake`` against ``real`` (module docstring)."""
-    return neighbour_indicators(real, fake, k, **options).metrics()
+def prdc(real: Any, fake: Any, nearest_k: int = 5, *, dtype: Any = np.float64, block_rows: int | None = None
+         ) -> dict[str, float]:
+    """{'precision', 'recall', 'density', 'coverage'} of ``fake`` against ``real`` (Kynkaanniemi et al. 2019
+    and Naeem et al. 2020, module docstring), with ``nearest_k`` neighbours (the ``prdc`` package's name);
+    ``real`` and ``fake`` checked (2-D, finite, one encoder's); ``dtype``, ``block_rows``: as
+    :func:`neighbour_indicators`."""
+    real, fake = check_feature_pair(real, fake, ("real", "fake"))
+    return neighbour_indicators(real, fake, nearest_k, dtype=dtype, block_rows=block_rows).metrics()
