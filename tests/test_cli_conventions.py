@@ -236,3 +236,26 @@ def test_out_guard_before_any_work(tmp_path, command, where):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and re.match(r"error: --out ", lines[0]), err
     assert blocker.read_text() == "x"
+
+
+def test_result_save_refuses_a_json_path_and_a_file_in_the_way(tmp_path):
+    """``result.save("x/result.json")`` made a folder named result.json, and saving over a file raised a raw
+    FileExistsError: both are one OptionError naming out_dir, with nothing written."""
+    import pytest
+
+    from promptprism import PromptSplit
+    from promptprism.errors import OptionError
+
+    rng = np.random.default_rng(0)
+    result = PromptSplit(permutations=0).fit((rng.normal(size=(12, 2)), rng.normal(size=(12, 3))),
+                                             (rng.normal(size=(10, 2)), rng.normal(size=(10, 3))))
+    with pytest.raises(OptionError, match="names a .json file") as info:
+        result.save(tmp_path / "x" / "result.json")
+    assert info.value.parameter == "out_dir" and not (tmp_path / "x").exists()
+    (tmp_path / "afile").write_text("mine")
+    with pytest.raises(OptionError, match="exists and is not a folder"):
+        result.save(tmp_path / "afile")
+    assert (tmp_path / "afile").read_text() == "mine"
+    path = result.save(tmp_path / "run")
+    assert path == tmp_path / "run" / "result.json" and sorted(p.name for p in (tmp_path / "run").iterdir()) \
+        == ["result.json"]

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar, Union
 
 from ._gc import collection_paused
-from .errors import InputError
-from .io import atomic_write_text
+from .errors import InputError, OptionError
+from .io import write_outputs
 from .jsonable import readable_json, to_jsonable
 
 R = TypeVar("R", bound="Result")
@@ -127,13 +127,25 @@ class Result:
         return cls.from_dict(json.loads(text))
 
     def save(self, out_dir: str | os.PathLike) -> Path:
-        """Write ``out_dir/result.json`` atomically and return its path."""
-        return atomic_write_text(Path(out_dir) / "result.json", self.to_json())
+        """Write ``out_dir/result.json`` (a folder, created if needed) and return its path: every file of
+        the result in one transaction (:func:`~promptprism.io.write_outputs`)."""
+        return save_files(out_dir, {"result.json": self.to_json()})
 
     def _repr_html_(self) -> str:
         """A compact summary table for notebooks (per-kind summaries: ``promptprism.report.summary``)."""
         html = _renderer("html")
         return html(self) if html else f"<pre>{escape(repr(self))}</pre>"
+
+
+def save_files(out_dir: str | os.PathLike, files: dict[str, str | bytes]) -> Path:
+    """Write a result's ``files`` into the folder ``out_dir`` as one transaction (nothing written when a
+    target cannot be); a path that names a .json file, a file in the way or a folder in a file's place is
+    refused (OptionError naming ``out_dir``). Returns the path of result.json."""
+    out = Path(out_dir)
+    if out.suffix.lower() == ".json" and not out.is_dir():
+        raise OptionError(f"out_dir {str(out)!r}: names a .json file; a result is saved into a folder "
+                          f"(its result.json inside): pass {str(out.parent)!r}", parameter="out_dir")
+    return write_outputs(out, files, parameter="out_dir")["result.json"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..._version import __version__
-from ...results import Result
+from ...results import Result, save_files
 
 #: two regions' CMS closer than this are reported as tied
 TIE = 1e-3
@@ -132,18 +132,11 @@ class RegionsResult(Result):
         return data
 
     def save(self, out_dir):  # type: ignore[override]
-        """Write cka_matrix.npy and curves.csv, then result.json last (each atomically).
-
-        Every file's content is made, and every target checked, before the first is written: a folder in the
-        way of one of them is refused (OptionError naming ``out_dir``) with nothing written.
-        """
+        """Write cka_matrix.npy, curves.csv and result.json into ``out_dir`` in one transaction
+        (:func:`~promptprism.results.save_files`: a folder or file in the way of any is refused, nothing
+        written)."""
         import io
-        from pathlib import Path
 
-        from ...errors import OptionError
-        from ...io import atomic_write_bytes, atomic_write_text
-
-        out = Path(out_dir)
         files: dict[str, bytes | str] = {}
         if self.cka_matrix is not None:
             buf = io.BytesIO()
@@ -154,15 +147,7 @@ class RegionsResult(Result):
         lines = [",".join(header)] + [",".join(_csv(r[h]) for h in header) for r in rows]
         files["curves.csv"] = "\n".join(lines) + "\n"
         files["result.json"] = self.to_json()
-        if out.exists() and not out.is_dir():
-            raise OptionError(f"out_dir: {out} is a file, not a folder; the result cannot be written there")
-        for name in files:
-            if (out / name).is_dir():
-                raise OptionError(f"out_dir: {out / name} is a folder; the result cannot be written there")
-        for name, payload in files.items():
-            write = atomic_write_bytes if isinstance(payload, bytes) else atomic_write_text
-            write(out / name, payload)
-        return out / "result.json"
+        return save_files(out_dir, files)
 
 
 def lowest_regions(values: Any, intervals: Any = None, tol: float = TIE) -> list[int]:
