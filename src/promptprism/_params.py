@@ -202,7 +202,8 @@ class Estimator:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}  # type: ignore
 
     def set_params(self, **params: Any) -> Estimator:
-        """A new estimator with ``params`` changed (checked like any new one); this one is unchanged."""
+        """A new estimator with ``params`` changed (checked like any new one); this one is unchanged (unlike
+        scikit-learn's in-place ``set_params``: write ``est = est.set_params(...)``)."""
         known = self.get_params()
         unknown = sorted(set(params) - set(known))
         if unknown:
