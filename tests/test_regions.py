@@ -440,3 +440,15 @@ def test_region_labels_other_than_0_to_c_minus_1_are_refused():
         assert info.value.parameter == "regions"
     ok = region_cms(x, y, np.array([1.0, 0.0, 1.0, 0.0]), 1.0)  # integral floats are labels
     assert ok["region_cms"].shape == (2,)
+
+
+def test_pixel_cka_matrix_names_its_own_block_size():
+    """The public function's error named the estimator's cka_block_size, not its own block_size."""
+    from promptprism.errors import InputError
+    from promptprism.methods.regions.pixel_cka import pixel_cka_matrix
+
+    images = np.random.default_rng(0).random((60, 3, 3))
+    with pytest.raises(InputError, match="block_size: 100 is more than the 60 images") as info:
+        pixel_cka_matrix(images)
+    assert info.value.parameter == "block_size"
+    assert pixel_cka_matrix(images, block_size=None).shape == (9, 9)

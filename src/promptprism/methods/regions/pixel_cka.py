@@ -179,10 +179,11 @@ def pixel_cka_matrix(images: Any, *, gamma: Any = "median", block_size: int | No
     if block_size is None:
         order = np.arange(n)
     else:
-        b = int(check_positive_number(block_size, "cka_block_size", integer=True))
+        b = int(check_positive_number(block_size, "block_size", integer=True))
         if n < b:
-            raise InputError(f"pixel CKA: fewer images than one block: {n} < cka_block_size {b}; lower the "
-                             "block size or pass more images", parameter="cka_block_size")
+            raise InputError(f"block_size: {b} is more than the {n} images (one block at least); lower it, "
+                             "pass block_size=None (all images, exact eq. 13) or more images",
+                             parameter="block_size")
         order = rng.permutation(n)
     return pixel_cka_blocks(px, order, g, block_size=block_size, max_bytes=max_bytes, progress=progress,
                             dtype=dtype, device=device)
