@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -170,8 +170,10 @@ class KWaySplit(SplitOptions):
         return test_cost_seconds(len(counts), rows, width, permutations, set_rows=largest,
                                  threads=threads) if permutations else 0.0
 
-    def fit(self, sets: Sequence[PairedSet | tuple], names: Sequence[str] | None = None) -> KWayResult:
-        """Compare K >= 2 sets (PairedSets or (prompt_emb, output_emb) tuples) sharing their prompts."""
+    def fit(self, sets: Sequence[PairedSet | tuple] | Mapping[str, PairedSet | tuple],
+            names: Sequence[str] | None = None) -> KWayResult:
+        """Compare K >= 2 sets (PairedSets or (prompt_emb, output_emb) tuples, or a mapping name -> set)
+        sharing their prompts."""
         t0 = time.perf_counter()
         sets, names = self._check_sets(sets, names)
         labels, prompt_names = prompt_groups(*sets)
@@ -235,7 +237,14 @@ class KWaySplit(SplitOptions):
             subspace=getattr(route, "subspace", None), compress=compress)
         return outcome.tests, outcome.common
 
-    def _check_sets(self, sets: Sequence, names: Sequence[str] | None) -> tuple[list[PairedSet], list[str]]:
+    def _check_sets(self, sets: Sequence | Mapping, names: Sequence[str] | None
+                    ) -> tuple[list[PairedSet], list[str]]:
+        if isinstance(sets, Mapping):  # {name: set}: the keys are the names
+            if names is not None:
+                raise OptionError("names: the sets came as a mapping, whose keys name them; give one or the "
+                                  "other", parameter="names")
+            names = [str(k) for k in sets]
+            sets = list(sets.values())
         sets = list(sets)
         if len(sets) < 2:
             raise InputError(f"K-way PromptSplit needs at least 2 sets, got {len(sets)}")
