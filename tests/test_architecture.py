@@ -52,10 +52,10 @@ MAY_IMPORT = {
     "kernels": {"foundation"},
     "stats": {"foundation"},
     "scale": {"foundation", "data"},
-    "llm": {"foundation"},
+    "llm": {"foundation", "data.imageio"},
     "methods": {"foundation", "data", "kernels", "stats", "scale", "results", "llm"},
     "guidance": {"foundation", "kernels"},
-    "generate": {"foundation", "data.tables", "scale.threads", "llm", "methods.compcon"},
+    "generate": {"foundation", "data.tables", "data.imageio", "scale.threads", "llm", "methods.compcon"},
     "models": {"foundation", "datasets", "kernels", "generate.images", "guidance"},
     "results": {"foundation"},
     "report": {"foundation", "data", "stats", "methods", "results"},
@@ -66,13 +66,11 @@ MAY_IMPORT = {
 }
 
 #: (module or package prefix, what it may import) allowed only inside a function (lazily), as the document
-#: says: data/inputs.py embeds raw generations, CompCon's CLIP encoders, guidance's differentiable encoder,
-#: generate's image conversion
+#: says: data/inputs.py embeds raw generations, CompCon's CLIP encoders, guidance's differentiable encoder
 LAZY_ONLY = {
     ("data.inputs", "embed"),
     ("methods.compcon", "embed"),
     ("guidance", "embed"),
-    ("generate", "embed"),
 }
 
 #: optional heavy libraries: imported inside the function that needs them, never at a module's top

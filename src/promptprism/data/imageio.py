@@ -171,3 +171,43 @@ def read_rgb(source: str | os.PathLike | bytes | bytearray, where: str | None = 
     """:func:`open_image` then :func:`as_rgb`: the PIL RGB image every encoder sees."""
     im = open_image(source, where)
     return as_rgb(im, where or str(source), notes)
+
+
+def to_rgb(image: Any, where: str = "image"):
+    """A PIL RGB image from a path, bytes, an array (H, W), (H, W, 3|4) or a PIL image.
+
+    Files and PIL images go through :func:`read_rgb` / :func:`as_rgb` (pixel limit, 16-bit scaling,
+    palette and alpha rules documented there); images and arrays over the pixel limit are
+    refused as files are. Arrays: uint16 scaled from 0..65535 like a
+    16-bit file, floats at most 1 taken as [0, 1], other numbers clipped to 0..255; empty or non-numeric
+    arrays are refused."""
+    Image = _pil()
+
+    if isinstance(image, (str, os.PathLike)):
+        return read_rgb(image, where if str(image) in where else f"{where}: image file {str(image)!r}")
+    if isinstance(image, (bytes, bytearray)):
+        return read_rgb(image, where)
+    if isinstance(image, Image.Image):
+        check_pixels(*image.size, where)  # the readers' limit, before any conversion (a writer's too)
+        return as_rgb(image, where)
+    arr = np.asarray(image)
+    if arr.ndim >= 2:
+        check_pixels(arr.shape[1], arr.shape[0], where)
+    if arr.dtype.kind not in "biuf":
+        raise InputError(f"{where}: an image array must hold numbers, got dtype {arr.dtype}")
+    if arr.ndim == 3 and arr.shape[2] == 1:
+        arr = arr[..., 0]
+    if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (3, 4)):
+        raise InputError(f"{where}: an image array must be (H, W), (H, W, 3) or (H, W, 4), got {arr.shape}")
+    if arr.size == 0:
+        raise InputError(f"{where}: the image array is empty (shape {arr.shape})")
+    if arr.dtype == np.uint16:  # 16-bit values scaled to 8 bits, as the image reader does for 16-bit files
+        arr = np.rint(arr.astype(np.float64) * (255.0 / 65535.0)).astype(np.uint8)
+    if arr.dtype != np.uint8:
+        a = arr.astype(np.float64)
+        if not np.isfinite(a).all():
+            raise InputError(f"{where}: the image array holds NaN or inf")
+        if a.max(initial=0.0) <= 1.0:  # floats in [0, 1]
+            a = a * 255.0
+        arr = np.clip(np.rint(a), 0, 255).astype(np.uint8)
+    return Image.fromarray(arr).convert("RGB")

@@ -15,7 +15,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import InputError, OptionError
+from ..data.imageio import to_rgb
+from ..errors import OptionError
 
 #: an image an encoder accepts: a file path, an (H, W[, C]) array, or a PIL image
 ImageLike = Any
@@ -70,48 +71,6 @@ def check_batch_size(batch_size: Any) -> int:
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise OptionError(f"batch_size must be a positive integer, got {batch_size!r}")
     return int(batch_size)
-
-
-def to_rgb(image: ImageLike, where: str = "image"):
-    """A PIL RGB image from a path, bytes, an array (H, W), (H, W, 3|4) or a PIL image.
-
-    Files and PIL images go through :func:`promptprism.data.imageio.read_rgb` / ``as_rgb`` (pixel limit,
-    16-bit scaling, palette and alpha rules documented there); images and arrays over the pixel limit are
-    refused as files are. Arrays: uint16 scaled from 0..65535 like a
-    16-bit file, floats at most 1 taken as [0, 1], other numbers clipped to 0..255; empty or non-numeric
-    arrays are refused."""
-    from PIL import Image
-
-    from ..data.imageio import as_rgb, check_pixels, read_rgb
-
-    if isinstance(image, (str, os.PathLike)):
-        return read_rgb(image, where if str(image) in where else f"{where}: image file {str(image)!r}")
-    if isinstance(image, (bytes, bytearray)):
-        return read_rgb(image, where)
-    if isinstance(image, Image.Image):
-        check_pixels(*image.size, where)  # the readers' limit, before any conversion (a writer's too)
-        return as_rgb(image, where)
-    arr = np.asarray(image)
-    if arr.ndim >= 2:
-        check_pixels(arr.shape[1], arr.shape[0], where)
-    if arr.dtype.kind not in "biuf":
-        raise InputError(f"{where}: an image array must hold numbers, got dtype {arr.dtype}")
-    if arr.ndim == 3 and arr.shape[2] == 1:
-        arr = arr[..., 0]
-    if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (3, 4)):
-        raise InputError(f"{where}: an image array must be (H, W), (H, W, 3) or (H, W, 4), got {arr.shape}")
-    if arr.size == 0:
-        raise InputError(f"{where}: the image array is empty (shape {arr.shape})")
-    if arr.dtype == np.uint16:  # 16-bit values scaled to 8 bits, as the image reader does for 16-bit files
-        arr = np.rint(arr.astype(np.float64) * (255.0 / 65535.0)).astype(np.uint8)
-    if arr.dtype != np.uint8:
-        a = arr.astype(np.float64)
-        if not np.isfinite(a).all():
-            raise InputError(f"{where}: the image array holds NaN or inf")
-        if a.max(initial=0.0) <= 1.0:  # floats in [0, 1]
-            a = a * 255.0
-        arr = np.clip(np.rint(a), 0, 255).astype(np.uint8)
-    return Image.fromarray(arr).convert("RGB")
 
 
 def model_fingerprint(path: str | os.PathLike, chunk: int = 1 << 20) -> str:

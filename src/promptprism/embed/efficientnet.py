@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from .._packaged import packaged_file
+from ..data.imageio import to_rgb
 from ..errors import OptionError
-from .base import ImageLike, fold_batchnorm, l2_normalize, load_strictly, read_state_dict, to_rgb
+from .base import ImageLike, fold_batchnorm, l2_normalize, load_strictly, read_state_dict
 
 WEIGHTS_FILE = "efficientnet-lite0-57934424.pth"
 #: (kernel, stride, expansion, output channels, repeats) of the seven stages

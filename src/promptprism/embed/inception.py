@@ -24,8 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data.imageio import to_rgb
 from ..errors import OptionError
-from .base import ImageLike, fold_batchnorm, load_strictly, read_state_dict, to_rgb
+from .base import ImageLike, fold_batchnorm, load_strictly, read_state_dict
 from .efficientnet import _file_hash
 
 WEIGHTS_GLOB = "pt_inception-2015-12-05-*.pth"

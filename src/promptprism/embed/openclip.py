@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data.imageio import to_rgb
 from ..errors import OptionError
 from .base import (
     ImageLike,
@@ -41,7 +42,6 @@ from .base import (
     projected_features,
     read_state_dict,
     resolve_model_path,
-    to_rgb,
 )
 
 CONFIG_FILE = "open_clip_config.json"

@@ -18,8 +18,9 @@ import numpy as np
 
 from .._execution import current_client
 from .._progress import progress_bar
+from ..data.imageio import to_rgb
 from ..errors import InputError, OptionError
-from .base import Encoder, to_rgb
+from .base import Encoder
 from .cache import EmbeddingCache, array_key, file_key, text_key
 
 #: items encoded (and stored as one cache shard) per step

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .base import ImageLike, to_rgb
+from ..data.imageio import to_rgb
+from .base import ImageLike
 
 
 class PixelEncoder:

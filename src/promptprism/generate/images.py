@@ -118,7 +118,7 @@ def _png(image: Any, where: str) -> bytes:
     """PNG bytes of one generated image; anything else is an error naming ``where``."""
     from PIL import Image
 
-    from ..embed.base import to_rgb
+    from ..data.imageio import to_rgb
 
     if isinstance(image, (list, tuple)) and len(image) == 1:
         image = image[0]

@@ -32,18 +32,16 @@ class ChatModel(Protocol):
 
 
 def png_data_url(image: Any) -> str:
-    """A PIL image (or an HxWxC uint8 array) as ``data:image/png;base64,...``."""
+    """A PIL image, an image array or a file (:func:`~promptprism.data.imageio.to_rgb`'s rules) as
+    ``data:image/png;base64,...``."""
     try:
-        from PIL import Image
+        import PIL.Image  # noqa: F401
     except ImportError:
         raise InputError("images in chat messages need Pillow: pip install pillow") from None
+    from ..data.imageio import to_rgb
 
-    if not isinstance(image, Image.Image):
-        import numpy as np
-
-        image = Image.fromarray(np.asarray(image))
     buf = io.BytesIO()
-    image.convert("RGB").save(buf, format="PNG")
+    to_rgb(image).save(buf, format="PNG")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 

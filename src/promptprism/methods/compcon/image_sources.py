@@ -55,22 +55,12 @@ def pil() -> Any:
 
 
 def load_image(item: Any) -> Any:
-    """A PIL RGB image from a PIL image, an array, or a path (the error names the file)."""
+    """A PIL RGB image from a PIL image, an array, or a path (:func:`~promptprism.data.imageio.to_rgb`:
+    the error names the file)."""
     pil()
-    from PIL import Image
+    from ...data.imageio import to_rgb
 
-    from ...data.imageio import as_rgb, read_rgb
-
-    if isinstance(item, Image.Image):
-        return as_rgb(item)
-    if isinstance(item, (str, os.PathLike)):
-        return read_rgb(item)
-    import numpy as np
-
-    arr = np.asarray(item)
-    if arr.dtype != np.uint8:
-        arr = np.clip(arr * (255 if arr.max() <= 1.0 else 1), 0, 255).astype(np.uint8)
-    return Image.fromarray(arr).convert("RGB")
+    return to_rgb(item, where=str(item) if isinstance(item, (str, os.PathLike)) else "image")
 
 
 class CallableGenerator:
