@@ -102,6 +102,20 @@ def test_parquet_with_embedding_columns_is_read_as_embeddings(tmp_path, hash_enc
     assert loaded.paired.output_embeddings.shape == (2, 3) and loaded.paired.prompts == ["p1", "p2"]
 
 
+def test_parquet_embeddings_refuse_null_and_non_text_prompts(tmp_path, hash_encoder):
+    """A null prompt was read as the prompt "None" and integer prompts as their digits; the .npz and .jsonl
+    readers refuse both: so does Parquet, naming the column and the row."""
+    from promptprism.errors import InputError
+
+    def rows(prompts):
+        return [{"prompt": p, "output": f"o{i}", "prompt_embedding": [1.0, float(i)],
+                 "output_embedding": [0.0, 1.0, float(i)]} for i, p in enumerate(prompts)]
+    with pytest.raises(InputError, match=r"column 'prompt', row 1 \(0-based\) is null"):
+        read_input(write_parquet(tmp_path / "n.parquet", rows(["p0", None, "p2"])))
+    with pytest.raises(InputError, match="column 'prompt' must hold text, got int64"):
+        read_input(write_parquet(tmp_path / "i.parquet", rows([0, 1, 2])))
+
+
 def test_npz_still_loads(tmp_path):
     np.savez(tmp_path / "s.npz", prompt_embeddings=np.eye(3), output_embeddings=np.ones((3, 2)))
     assert read_input(tmp_path / "s.npz").kind == "embeddings"

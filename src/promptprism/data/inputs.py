@@ -107,10 +107,31 @@ def _parquet_embeddings(path: Path, name: str) -> PairedSet:
     for key, options in (("prompts", ("prompt", "prompts")), ("outputs", ("output", "outputs", "image"))):
         col = next((c for c in options if c in names), None)
         if col is not None:
-            strings[key] = [str(v) for f in files
-                            for v in pq.read_table(f, columns=[col]).column(0).to_pylist()]
+            strings[key] = _text_column(files, col, path)
     return PairedSet(prompt_embeddings=cols["prompt_embeddings"], output_embeddings=cols["output_embeddings"],
                      name=name, source=str(path), **strings)
+
+
+def _text_column(files: list[Path], column: str, path: Path) -> list[str]:
+    """The strings of a Parquet text column over ``files``, refused (naming the column and the row, 0-based
+    over the dataset) when it holds other types or a null, as the .npz and .jsonl readers refuse them (a
+    null read as the prompt "None", integers as their digits)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out: list[str] = []
+    for f in files:
+        col = pq.read_table(f, columns=[column]).column(0)
+        kind = col.type.value_type if pa.types.is_dictionary(col.type) else col.type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            raise InputError(f"{path}: column {column!r} must hold text, got {col.type}")
+        values = col.to_pylist()
+        if None in values:
+            row = len(out) + values.index(None)
+            raise InputError(f"{path}: column {column!r}, row {row} (0-based) is null; every row needs one "
+                             "(or leave the column out)")
+        out += values
+    return out
 
 
 def _has_embedding_columns(path: Path) -> bool:
