@@ -83,17 +83,37 @@ def _prefetched(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def fingerprint(path: str | os.PathLike) -> dict[str, Any]:
-    """``{'bytes', 'sha256'}`` of a file, or of a folder's files (names relative to it, sorted, hidden files
-    and promptprism's own bookkeeping left out)."""
+#: a folder input's files that no loader reads, left out of its fingerprint (rule 2): notes and pages
+NOT_DATA_SUFFIXES = (".txt", ".md", ".rst", ".html", ".htm", ".pdf", ".log", ".py", ".ipynb", ".sh")
+#: the folder rule new records are made with (recorded as ``folder_rule``; records without one: rule 1)
+FOLDER_RULE = 2
+
+
+def _folder_files(path: Path, rule: int) -> list[Path]:
+    """The files of a folder input its fingerprint covers: rule 1, every file not hidden; rule 2, also not
+    a note or page (:data:`NOT_DATA_SUFFIXES`) nor inside a results folder written there (one holding a
+    result.json), so that notes and results kept beside the data do not read as an edited input."""
+    files = []
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        parts = file.relative_to(path).parts
+        if any(part.startswith(".") for part in parts):
+            continue
+        if rule >= 2 and (file.suffix.lower() in NOT_DATA_SUFFIXES or any(
+                (path.joinpath(*parts[:i]) / "result.json").is_file() for i in range(1, len(parts)))):
+            continue
+        files.append(file)
+    return files
+
+
+def fingerprint(path: str | os.PathLike, *, rule: int = FOLDER_RULE) -> dict[str, Any]:
+    """``{'bytes', 'sha256'}`` of a file, or of a folder's files (names relative to it, sorted; the files
+    :func:`_folder_files` keeps under ``rule``)."""
     path = Path(path)
     if path.is_file():
         return _prefetched(path) or _file_fingerprint(path)
     digest, total = hashlib.sha256(), 0
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+    for file in _folder_files(path, rule):
         rel = file.relative_to(path).as_posix()
-        if any(part.startswith(".") for part in rel.split("/")):
-            continue
         inner = hashlib.sha256()
         total += _file_digest(file, inner)
         digest.update(rel.encode("utf-8") + b"\0" + inner.digest())
@@ -118,6 +138,8 @@ def input_record(path: str | os.PathLike, results_dir: str | os.PathLike, *, con
     final = Path(path).resolve()
     record: dict[str, Any] = {"path": Path(os.path.relpath(final, Path(results_dir).resolve())).as_posix(),
                               "absolute": str(final), **fingerprint(stored_at or final)}
+    if Path(stored_at or final).is_dir():
+        record["folder_rule"] = FOLDER_RULE
     if content is not None and hasattr(content, "prompt_embeddings"):
         record["rows"] = len(content)
         record["prompts_sha256"] = prompts_digest(getattr(content, "prompts", None))
@@ -198,9 +220,16 @@ def locate(record: Mapping[str, Any], results_dir: str | os.PathLike) -> Path | 
         candidates.append(Path(record["absolute"]))
     found = [c for c in candidates if c.exists()]
     if len(found) > 1 and "sha256" in record and found[0].resolve() != found[1].resolve():
-        matching = next((c for c in found if fingerprint(c)["sha256"] == record["sha256"]), None)
+        matching = next((c for c in found if _recorded_fingerprint(c, record)["sha256"] == record["sha256"]),
+                        None)
         return matching or found[0]
     return found[0] if found else None
+
+
+def _recorded_fingerprint(path: str | os.PathLike, record: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`fingerprint` of ``path`` under the folder rule ``record`` was made with (1 when it says none:
+    records written before rule 2)."""
+    return fingerprint(path, rule=int(record.get("folder_rule", 1)))
 
 
 def verify(name: str, path: str | os.PathLike, records: Mapping[str, Mapping[str, Any]], *,
@@ -212,7 +241,7 @@ def verify(name: str, path: str | os.PathLike, records: Mapping[str, Mapping[str
     record = records.get(name)
     if not record or "sha256" not in record:
         return
-    found = fingerprint(path)
+    found = _recorded_fingerprint(path, record)
     if found["sha256"] == record["sha256"]:
         return
     other = next((n for n, r in records.items() if n != name and r.get("sha256") == found["sha256"]), None)

@@ -125,7 +125,7 @@ INPUT_RECORD = {
     "properties": {
         "path": {"type": "string"}, "absolute": {"type": "string"}, "bytes": {"type": "integer"},
         "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}, "rows": {"type": "integer"},
-        "prompts_sha256": {"type": ["string", "null"]},
+        "prompts_sha256": {"type": ["string", "null"]}, "folder_rule": {"type": "integer"},
     },
 }
 
