@@ -193,3 +193,30 @@ def test_workers_with_the_exact_route_warn_and_start_no_cluster(sets, tmp_path, 
                           tmp_path / "o", "-q", "--no-report", "--permutations", "0")
     assert code == 0
     assert started == [{"scheduler": None, "workers": None}]
+
+
+@pytest.mark.slow  # (a command stopped after 2 s: out of the quick loop)
+def test_sigterm_stops_a_run_as_ctrl_c_does_and_exits_143(tmp_path):
+    """``kill`` (SIGTERM) ended the process at once, exit 143 with no word, and left the lock file beside
+    --out; now it stops the run as Ctrl-C does: one line, nothing half-written, no lock file left."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    rng = np.random.default_rng(0)
+    for name, shift in (("a", 0.0), ("b", 0.5)):  # (a difference: the test draws every permutation, ~40 s)
+        np.savez(tmp_path / f"{name}.npz", prompt_embeddings=rng.normal(size=(1200, 16)),
+                 output_embeddings=rng.normal(size=(1200, 16)) + shift)
+    proc = subprocess.Popen([sys.executable, "-m", "promptprism", "split", "a.npz", "b.npz", "--out", "out",
+                             "--method", "exact", "--permutations", "20000", "--no-report", "-q"],
+                            cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PROMPTPRISM_THREADS": "1"})
+    time.sleep(2.5)
+    assert proc.poll() is None, proc.stderr.read()
+    proc.send_signal(signal.SIGTERM)
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 143, (proc.returncode, err)
+    assert "terminated: whatever was written is whole" in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npz", "b.npz"]  # no out/, no lock file

@@ -52,3 +52,8 @@ class OptionError(PromptPrismError):
 class Interrupted(KeyboardInterrupt):
     """A Ctrl-C that stopped a run, with what the run kept (e.g. "7 of 20 rows kept in m.jsonl.partial; run
     the same command again to continue"): a ``KeyboardInterrupt``, so callers stop as they would."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, a scheduler's time limit) raised as a Ctrl-C is, so that the run stops the same
+    way: locks released, staged files removed, nothing half-written; the command line then exits 143."""

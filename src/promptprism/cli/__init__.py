@@ -14,6 +14,7 @@ import gc
 import importlib
 import json
 import os
+import signal
 import sys
 import warnings
 
@@ -32,7 +33,17 @@ except (OSError, ValueError, IndexError, KeyError):
 
 import typer  # noqa: E402
 
-from ._app import LAST_RUN, app, command_runner, console, err_console, register_main, say_interrupted
+from ..errors import Terminated  # noqa: E402
+from ._app import (  # noqa: E402
+    LAST_RUN,
+    app,
+    command_runner,
+    console,
+    err_console,
+    interrupted_status,
+    register_main,
+    say_interrupted,
+)
 from ._errors import error_line
 from ._options import FlagValueError, build_cli
 
@@ -154,7 +165,7 @@ def _main(args: list[str]) -> int:
             return exc.exit_code
         except KeyboardInterrupt as exc:
             say_interrupted(exc)
-            return 130
+            return interrupted_status(exc)
         except SystemExit as exc:
             return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         except Exception as exc:  # one line, never a traceback
@@ -195,10 +206,18 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
                       soft_wrap=True)
 
 
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM: stop the command as Ctrl-C does (its clean-up runs), once; a second SIGTERM ends the
+    process at once."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise Terminated
+
+
 def run() -> None:
     """Console-script entry point (warnings print as one ``warning:`` line each); it ends the process, so a
     program that runs a command inside itself calls :func:`main` instead."""
     warnings.showwarning = _one_line_warning
+    signal.signal(signal.SIGTERM, _terminate)
     code = main()
     # everything is written and closed: leave without the interpreter's last garbage collection over every
     # object the command's modules made (~40 ms of a 5 s command); atexit handlers and finalizers still run

@@ -13,6 +13,7 @@ from typing import Any
 
 import typer
 
+from ..errors import Terminated
 from ._options import parse_columns
 from ._state import _STATE, LAST_RUN, RunState, console, err_console, run_state  # noqa: F401 (shared)
 
@@ -95,7 +96,7 @@ def command_runner(name: str, callback: Any, *, flags: dict[str, str], out_kind:
             raise
         except KeyboardInterrupt as exc:  # (typer would turn it into a silent exit 130)
             say_interrupted(exc)
-            raise typer.Exit(130) from None
+            raise typer.Exit(interrupted_status(exc)) from None
         finally:
             console.quiet = quiet_before
             _STATE.reset(token)
@@ -106,11 +107,17 @@ def command_runner(name: str, callback: Any, *, flags: dict[str, str], out_kind:
 
 
 def say_interrupted(exc: KeyboardInterrupt) -> None:
-    """One line for a Ctrl-C: what the run kept (:class:`~promptprism.errors.Interrupted`), or that a
-    result the command writes is written whole or not at all."""
-    said = str(exc).strip()
-    err_console.print(f"interrupted: {said}" if said else "interrupted: whatever was written is whole "
+    """One line for a Ctrl-C (or SIGTERM: :class:`~promptprism.errors.Terminated`): what the run kept
+    (:class:`~promptprism.errors.Interrupted`), or that a result the command writes is written whole or not
+    at all."""
+    said, word = str(exc).strip(), "terminated" if isinstance(exc, Terminated) else "interrupted"
+    err_console.print(f"{word}: {said}" if said else f"{word}: whatever was written is whole "
                       "(results are written whole or not at all)", markup=False, soft_wrap=True)
+
+
+def interrupted_status(exc: KeyboardInterrupt) -> int:
+    """The exit status of a stopped run: 143 for SIGTERM (128 + 15), 130 for Ctrl-C (128 + 2)."""
+    return 143 if isinstance(exc, Terminated) else 130
 
 
 def deprecated(old: str, new: str) -> None:
