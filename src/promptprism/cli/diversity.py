@@ -23,6 +23,7 @@ from ._app import app, console, err_console
 from ._bandwidth import bandwidth_option
 from ._options import (
     CHUNK_SIZE,
+    CONFIDENCE,
     NAMES,
     PARTITION_ROWS,
     PRECISION_CHOICE,
@@ -188,7 +189,7 @@ def diversity(
                            help="Bootstrap replicates (prompts resampled with their outputs) for confidence "
                                 "intervals; 0 = off; auto = 200 when cheap (matrices <= 600, and the "
                                 "jackknife's one refit per prompt within the same budget), else off."),
-    confidence: float = typed(0.95, Number(), "--confidence", help="Level of the bootstrap intervals."),
+    confidence: float = CONFIDENCE,
     interval: str = typed("auto", Choice(INTERVAL_METHODS), "--interval",
                                  help="jackknife (delete-one-prompt, bias-corrected; calibrated on the "
                                       "simulation grid), basic (bootstrap), or auto (jackknife; basic for "
