@@ -120,7 +120,8 @@ def deprecated(old: str, new: str) -> None:
 
 def new_spellings(ctx: typer.Context, values: dict[str, Any], spellings: dict[str, tuple[str, str, str]]
                   ) -> dict[str, Any]:
-    """``values`` (python name -> value) with each deprecated spelling given taken in (with a note):
+    """``values`` (a command's arguments by python name, e.g. its ``locals()``) with each deprecated
+    spelling given taken in (with a note):
     ``spellings`` maps an old option's python name to (its flag, the current flag, what it sets). The old
     value is used unless the current flag was given on the command line too."""
     from typer._click.core import ParameterSource
