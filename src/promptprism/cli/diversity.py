@@ -206,9 +206,9 @@ def diversity(
     prompts: Path = inp.PROMPTS, cache: Path = inp.CACHE, no_cache: bool = inp.NO_CACHE,
     device: str = inp.DEVICE, batch_size: int = inp.BATCH_SIZE, no_report: bool = NO_REPORT,
     reference: Path = typer.Option(None, "--reference", "-r",
-                                   help="A reference set (same formats): adds precision, recall, density, "
-                                        "coverage, FD, KID, MMD and CLIPScore beside Scendi (defaults of "
-                                        "'promptprism metrics')."),
+                                   help="A reference set (real samples; same formats): adds precision, "
+                                        "recall, density, coverage, FD, KID, MMD and CLIPScore against it "
+                                        "beside Scendi ('promptprism metrics' defaults)."),
 ) -> None:
     """Scendi: how much of a model's output diversity comes from the model, not from its prompts.
 

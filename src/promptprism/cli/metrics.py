@@ -97,8 +97,9 @@ def metrics(
     inputs: list[Path] = typer.Argument(..., help=f"One generated set per model: {inp.INPUT_HELP}; NAME=PATH "
                                                   "names a set. Without --reference, GEN REF: the last "
                                                   "of two inputs is the reference."),
-    reference: Path = typer.Option(None, "--reference", "-r", help="The reference set (same formats; its "
-                                                                   "outputs are the real samples)."),
+    reference: Path = typer.Option(None, "--reference", "-r",
+                                   help="The reference set the generated sets are compared against (its "
+                                        "outputs are the real samples; same formats)."),
     names: str = NAMES,
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
     nearest_k: int = NEAREST_K,

@@ -46,6 +46,15 @@ FACET = typer.Option(None, "--facet", metavar="COLUMN",
                           "column on each finding (mode, deviating model, cluster) too (Holm over every test "
                           "reported).")
 
+REAL = typer.Option(None, "--real", help=f"Real data (or gold answers) on the same prompts, that each "
+                                         f"model's outputs are compared against (the set metrics and "
+                                         f"diversity call --reference): {inp.INPUT_HELP}.")
+#: quality's judge is off unless this is given (no default endpoint its outputs would be sent to)
+JUDGE_BASE_URL = typer.Option("", "--judge-base-url",
+                              help="OpenAI-compatible endpoint of a judge that compares the models' outputs "
+                                   "pair by pair (both orders; texts, or images sent as PNG data URLs to a "
+                                   "vision-language model); no default: giving it turns the judge on.")
+
 
 @app.command("quality")
 def quality(
@@ -56,10 +65,7 @@ def quality(
                                                     "model, in the order of the run (default: the paths "
                                                     "result.json "
                                                     "records, checked against their fingerprints)."),
-    real: Path | None = typer.Option(None, "--real",
-                                     help=f"Real data (or gold answers) on the same prompts, that each "
-                                          f"model's outputs are compared against (the set metrics and "
-                                          f"diversity call --reference): {inp.INPUT_HELP}."),
+    real: Path | None = REAL,
     closeness: str = typed("precision", Choice(CLOSENESS), "--closeness",
                            help="precision (inside the real samples' k-NN balls; images, any embedding), "
                                 "gold (cosine to the nearest real output of the same prompt; texts with gold "
@@ -67,11 +73,7 @@ def quality(
                                 "punctuation aside; short answers)."),
     nearest_k: int = NEAREST_K,
     metrics: bool = METRICS,
-    judge_base_url: str = typer.Option("", "--judge-base-url",
-                                       help="OpenAI-compatible endpoint of a judge that compares the "
-                                            "models' outputs pair by pair (both orders; texts, or images "
-                                            "sent as PNG data URLs to a vision-language model); no "
-                                            "default: giving it turns the judge on."),
+    judge_base_url: str = JUDGE_BASE_URL,
     judge_model: str = JUDGE_MODEL,
     rubric: str = typer.Option("", "--rubric", help="What makes an answer better, for the judge: TEXT or "
                                                     "@FILE (default: correct, helpful, does what is asked)."),
