@@ -44,7 +44,7 @@ JSON_COMMANDS = ("embed", "split", "compare", "diversity", "regions", "compcon",
 
 #: one example per command, shown at the end of its ``--help``
 EXAMPLES = {
-    "generate": "promptprism generate questions.txt --endpoint http://127.0.0.1:8080/v1 --model smollm2 "
+    "generate": "promptprism generate questions.txt --base-url http://127.0.0.1:8080/v1 --model smollm2 "
                 "--samples 4 --out answers.jsonl",
     "embed": "promptprism embed answers.csv --out answers.npz --columns prompt=question,output=answer",
     "split": "promptprism split model_a.csv model_b.csv --out results/split --kernel cosine",
@@ -54,7 +54,7 @@ EXAMPLES = {
     "regions": "promptprism regions --real real/ --generated epoch10/ epoch20/ --out results/regions",
     "compcon": "promptprism compcon images_a/ images_b/ --prompt-bank bank.txt --out results/compcon "
                "--base-url http://localhost:8000/v1 --model my-llm",
-    "compcon-eval": "promptprism compcon-eval predictions.json --out results/eval --model my-judge",
+    "compcon-eval": "promptprism compcon-eval predictions.json --out results/eval --judge-model my-judge",
     "describe": "promptprism describe results/split --base-url http://127.0.0.1:8080/v1 --model smollm2",
     "report": "promptprism report results/split",
     "quality": "promptprism quality results/split --real real_test.npz",
