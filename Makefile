@@ -42,7 +42,7 @@ demo-llm: $(VENV)/.test
 
 # the Fashion-MNIST diffusion model trained here (packaged weights): quality, regions, diversity, split
 demo-generator: $(VENV)/.test
-	$(VENV)/bin/promptprism demo --generator --out results/generator-demo
+	$(VENV)/bin/promptprism demo --trained-generator --out results/generator-demo
 
 # two test processes (pytest-xdist), one BLAS and one torch (OpenMP) thread each: the 2-core machine's
 # cores both busy, never oversubscribed (two torch threads per process spin against each other: on a

@@ -72,7 +72,7 @@ def base_argv(env: Env, command: str, flag: str) -> list | None:
         if flag == "--steps":
             return ["generate", env.prompts, "--out", env.fresh(".jsonl"), "--generator",
                     "test_generate:painter", "-q"]
-        return ["generate", env.prompts, "--out", env.fresh(".jsonl"), "--endpoint", env.url, "--model", "m",
+        return ["generate", env.prompts, "--out", env.fresh(".jsonl"), "--base-url", env.url, "--model", "m",
                 "--api-key-env", "", "--timeout", "5", "--retries", "0", "-q"]
     if command == "embed":
         return ["embed", env.manifest, "--image-model", "pixels:8", "--no-cache", "-q", "--out",
@@ -98,12 +98,13 @@ def base_argv(env: Env, command: str, flag: str) -> list | None:
         if context and context[0] == "--text":
             return ["compcon", "chat:model-a", "chat:model-b", "--text", "--prompt-bank", env.text_bank,
                     "--out", env.fresh(), *_chat(env), "--judge-model", "judge", "--iterations", "1",
-                    "--generated", "6", "--discovery-prompts", "3", *quick]
+                    "--generated-prompts", "6", "--discovery-prompts", "3", *quick]
         return ["compcon", env.dirs["A"], env.dirs["B"], "--prompt-bank", env.bank, "--out", env.fresh(),
                 *_chat(env), "--clip-model", "compcon_fakes:FakeClip", "--discovery-prompts", "3",
                 "--iterations", "1", *quick, *context]
     if command == "compcon-eval":
-        return ["compcon-eval", env.preds, "--out", env.fresh(), *_chat(env), *quick]
+        judge = ["--judge-base-url", env.url, "--judge-model", "llm", *_chat(env)[4:]]
+        return ["compcon-eval", env.preds, "--out", env.fresh(), *judge, *quick]
     if command == "quality":
         split, real = env.quality_case
         return ["quality", split, "--real", real, "--out", env.fresh(), "--permutations", "99", "--bootstrap",
@@ -136,9 +137,9 @@ CONTEXTS: dict[tuple[str, str], list | None] = {
     ("compcon", "--mode"): ["--from-split", "BANK_SPLIT"],
     ("demo", "--questions"): ["--llm"],
     ("demo", "--samples"): ["--llm"],
-    ("demo", "--steps"): ["--generator", "--per-prompt", "10"],
-    ("demo", "--guide-per-prompt"): ["--generator", "--per-prompt", "10"],
-    ("demo", "--guide-seeds"): ["--generator", "--per-prompt", "10"],
+    ("demo", "--steps"): ["--trained-generator", "--per-prompt", "10"],
+    ("demo", "--guide-per-prompt"): ["--trained-generator", "--per-prompt", "10"],
+    ("demo", "--guide-seeds"): ["--trained-generator", "--per-prompt", "10"],
 }
 
 

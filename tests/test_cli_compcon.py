@@ -273,7 +273,7 @@ def test_compcon_eval_with_a_judge(tmp_path):
                 str(tmp_path / "preds.json"),
                 "--out",
                 str(out),
-                "--base-url",
+                "--judge-base-url",
                 server.base_url,
                 "--api-key-env",
                 "",
@@ -307,7 +307,7 @@ def test_compcon_eval_bad_predictions(tmp_path, capsys, bad):
                 str(tmp_path / "p.json"),
                 "--out",
                 str(tmp_path / "o"),
-                "--base-url",
+                "--judge-base-url",
                 f"http://127.0.0.1:{closed_port()}/v1",
                 "-q",
             ]
@@ -353,7 +353,7 @@ def test_callable_generators_from_the_cli_score_and_iterate(tmp_path):
             server.base_url,
             "--iterations",
             "2",
-            "--generated",
+            "--generated-prompts",
             "20",
         )
         assert main(args) == 0

@@ -16,8 +16,8 @@ Servers are local fakes (:mod:`compcon_fakes`); nothing reaches a network.
 Every base run (the option at its default) is itself checked to succeed, so that a refusal is the odd
 value's doing. Two runs cannot finish here, and the test asserts instead that every odd value is refused
 before they start: ``demo --llm`` (``--questions``, ``--samples``) loads the real SmolLM2 model and
-``demo --generator`` (``--steps``, ``--guide-per-prompt``, ``--guide-seeds``) samples the packaged diffusion
-model for minutes; both are stubbed where the model would load. ``generate --steps`` runs with a
+``demo --trained-generator`` (``--steps``, ``--guide-per-prompt``, ``--guide-seeds``) samples the packaged
+diffusion model for minutes; both are stubbed where the model would load. ``generate --steps`` runs with a
 ``--generator`` (a ``--diffusers`` pipeline is not built here). Skipped: nothing, unless diffusers is
 missing (``generate --guide-scale``, ``--guide-rho``).
 """
@@ -107,7 +107,8 @@ def test_every_base_run_succeeds(env, command, flag):
     if argv is None:
         pytest.skip("needs diffusers")
     code, _, err, stray = run_argv(argv)
-    stubbed = CONTEXTS.get((command, flag)) and CONTEXTS[(command, flag)][0] in ("--llm", "--generator")
+    stubbed = CONTEXTS.get((command, flag)) and CONTEXTS[(command, flag)][0] in ("--llm",
+                                                                                 "--trained-generator")
     assert code == (-1 if stubbed else 0), err
     assert not stray
 

@@ -165,7 +165,7 @@ def _cli(tmp_path, server_url, *extra, a="chat:model-a", b="chat:model-b"):
     bank.write_text("\n".join(BANK) + "\n")
     return ["compcon", a, b, "--text", "--prompt-bank", str(bank), "--out", str(tmp_path / "out"),
             "--base-url", server_url, "--model", "llm", "--judge-model", "judge", "--api-key-env", "",
-            "--timeout", "2", "--retries", "0", "--iterations", "1", "--generated", "6", "-q", *extra]
+            "--timeout", "2", "--retries", "0", "--iterations", "1", "--generated-prompts", "6", "-q", *extra]
 
 
 @pytest.mark.slow
@@ -256,7 +256,7 @@ def test_cli_bad_text_options_exit_2(tmp_path, capsys):
     assert "--system-a applies to a chat model" in capsys.readouterr().err
     assert main(["compcon", str(table), str(table), "--text", "--samples", "0", *common]) == 2
     assert "--samples" in capsys.readouterr().err
-    for flag in ("--endpoint", "--judge-base-url", "--base-url"):  # the bad URL's own flag, not --base-url's
+    for flag in ("--models-base-url", "--judge-base-url", "--base-url"):  # the bad URL's own flag
         assert main(["compcon", "chat:m", str(table), "--text", flag, "localhost:8080", *common]) == 2
         err = capsys.readouterr().err
         assert f"{flag} must look like http(s)://" in err and len(err.strip().splitlines()) == 1

@@ -555,7 +555,7 @@ def _cases():
     ce = lambda i, p, *extra: [  # noqa: E731
         "compcon-eval",
         p,
-        "--base-url",
+        "--judge-base-url",
         url(),
         "--api-key-env",
         "",
@@ -628,7 +628,7 @@ def _generate_cases():
     """``generate``: every fault of the loopback endpoint, prompts files, options, image generators."""
     cases = []
     out = lambda i: ["--out", i.root / "gen" / f"m{next(_COUNTER)}.jsonl"]  # noqa: E731
-    text = lambda i, url, prompts=None: ["generate", prompts or i.prompts_txt, *out(i), "--endpoint", url,  # noqa: E731
+    text = lambda i, url, prompts=None: ["generate", prompts or i.prompts_txt, *out(i), "--base-url", url,  # noqa: E731
                                          "--model", "m", "--retries", "0", "--timeout", "1", "-q"]
     for fault in [*FAULTS, *SLOW]:
         cases.append(("generate", f"endpoint: {fault}", lambda i, f=fault: text(i, i.server.url(f))))
@@ -641,11 +641,11 @@ def _generate_cases():
         "concurrency 0": ["--concurrency", "0"], "temperature -1": ["--temperature", "-1"],
         "timeout 0": ["--timeout", "0"], "max-tokens abc": ["--max-tokens", "abc"],
         "seed -1": ["--seed", "-1"],
-        "retries -1": ["--retries", "-1"], "endpoint garbage": ["--endpoint", "not a url"],
+        "retries -1": ["--retries", "-1"], "base-url garbage": ["--base-url", "not a url"],
     }.items():
         cases.append(("generate", f"option: {name}", lambda i, e=extra: [*text(i, i.server.url("ok")), *e]))
     cases.append(("generate", "option: out not .jsonl", lambda i: [
-        "generate", i.prompts_txt, "--out", i.root / "m.txt", "--endpoint", i.server.url("ok"),
+        "generate", i.prompts_txt, "--out", i.root / "m.txt", "--base-url", i.server.url("ok"),
         "--model", "m"]))
     cases.append(("generate", "option: endpoint and generator", lambda i: [
         *text(i, i.server.url("ok")), "--generator", "test_generate:painter"]))

@@ -158,17 +158,17 @@ def test_cli_text_and_bad_input_exit_2(tmp_path, capsys):
         code, cap = _cli(["generate", str(prompts), "--out", str(tmp_path / "m.jsonl"), "--endpoint",
                           srv.base_url, "--model", "m", "--samples", "2", "-q"], capsys)
     assert code == 0 and len(read_manifest(tmp_path / "m.jsonl")) == 6
-    code, cap = _cli(["generate", str(prompts), "--out", str(tmp_path / "z.jsonl"), "--endpoint",
+    code, cap = _cli(["generate", str(prompts), "--out", str(tmp_path / "z.jsonl"), "--base-url",
                       "http://127.0.0.1:1/v1", "--model", "m", "--samples", "0"], capsys)
-    assert code == 2 and "--samples must be a positive integer, got 0" in cap.err
+    assert code == 2 and "--samples must be >= 1, got 0" in cap.err
     url = f"http://127.0.0.1:{free_port()}/v1"
-    code, cap = _cli(["generate", str(prompts), "--out", str(tmp_path / "u.jsonl"), "--endpoint", url,
+    code, cap = _cli(["generate", str(prompts), "--out", str(tmp_path / "u.jsonl"), "--base-url", url,
                       "--model", "m", "--retries", "0", "-q"], capsys)
     assert code == 2 and f"{url}/chat/completions unreachable" in cap.err
     assert len(cap.err.strip().splitlines()) == 1
     bad = tmp_path / "bad.txt"
     bad.write_text("a\n\nb\n", encoding="utf-8")
-    code, cap = _cli(["generate", str(bad), "--out", str(tmp_path / "b.jsonl"), "--endpoint", url,
+    code, cap = _cli(["generate", str(bad), "--out", str(tmp_path / "b.jsonl"), "--base-url", url,
                       "--model", "m"], capsys)
     assert code == 2 and "bad.txt: line 2: an empty line" in cap.err and "Traceback" not in cap.err
 

@@ -36,7 +36,7 @@ def _prompts(tmp_path: Path) -> Path:
 
 
 def _generate(prompts, out, url, *extra):
-    return ["generate", str(prompts), "--out", str(out), "--endpoint", url, "--model", "m", "--retries", "0",
+    return ["generate", str(prompts), "--out", str(out), "--base-url", url, "--model", "m", "--retries", "0",
             "--timeout", "2", "-q", *extra]
 
 

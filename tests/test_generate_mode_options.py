@@ -27,7 +27,7 @@ def test_options_of_the_other_mode_are_refused(tmp_path, extra, named):
 
 def test_image_options_in_text_mode_are_refused(tmp_path):
     (tmp_path / "p.txt").write_text("a\n")
-    code, _, err = run_cli("generate", tmp_path / "p.txt", "--out", tmp_path / "t.jsonl", "--endpoint",
+    code, _, err = run_cli("generate", tmp_path / "p.txt", "--out", tmp_path / "t.jsonl", "--base-url",
                            "http://127.0.0.1:9/v1", "--model", "m", "--steps", "3", "-q")
     assert code == 2 and "--steps: not used by text generation" in err
 

@@ -1,5 +1,5 @@
-"""``demo --generator`` section by section: Ctrl-C keeps the finished sections, a missing data set names
-its package, the size presets (on a tiny random UNet and stand-in real images: the plumbing)."""
+"""``demo --trained-generator`` section by section: Ctrl-C keeps the finished sections, a missing data set
+names its package, the size presets (on a tiny random UNet and stand-in real images: the plumbing)."""
 
 from __future__ import annotations
 
@@ -61,8 +61,8 @@ def test_ctrl_c_keeps_the_finished_sections_and_says_so(tmp_path, tiny_weights, 
     monkeypatch.setattr(fashion_run, "SECTIONS", [("quality", fashion_run.quality_section),
                                                   ("monitoring", interrupted)])
     out = tmp_path / "demo"
-    code = main(["demo", "--generator", "--weights", str(tiny_weights), "--per-prompt", "10", "--steps", "2",
-                 "--out", str(out), "-q"])
+    code = main(["demo", "--trained-generator", "--weights", str(tiny_weights), "--per-prompt", "10",
+                 "--steps", "2", "--out", str(out), "-q"])
     err = capsys.readouterr().err
     assert code == 130, err
     assert err == f"stopped: kept sections quality in {out}; monitoring was not finished\n"
@@ -79,7 +79,7 @@ def test_missing_data_set_names_the_package(tmp_path, monkeypatch, capsys):
     empty.mkdir()
     monkeypatch.setenv(FASHION_MNIST_ENV, str(empty))
     assert not fashion_mnist_available()
-    code = main(["demo", "--generator", "--out", str(tmp_path / "out")])
+    code = main(["demo", "--trained-generator", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
     assert f"no Fashion-MNIST files in {empty}" in err
@@ -110,7 +110,7 @@ def test_sigint_to_the_command_keeps_the_finished_sections(tmp_path, tiny_weight
         pytest.skip("needs dataset-fashion-mnist")
     out = tmp_path / "demo"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen([sys.executable, "-m", "promptprism", "demo", "--generator", "--weights",
+    proc = subprocess.Popen([sys.executable, "-m", "promptprism", "demo", "--trained-generator", "--weights",
                              str(tiny_weights), "--per-prompt", "10", "--steps", "2", "--out", str(out),
                              "--sections", "quality,monitoring,cfg-diversity,split,verdicts"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -140,8 +140,8 @@ def test_the_split_section_page_has_each_prompts_images_and_a_map(tmp_path, tiny
 
     monkeypatch.setattr(fashion_run, "SECTIONS", [("split", fashion_run.split_section)])
     out = tmp_path / "demo"
-    code = main(["demo", "--generator", "--weights", str(tiny_weights), "--per-prompt", "10", "--steps", "2",
-                 "--out", str(out), "-q"])
+    code = main(["demo", "--trained-generator", "--weights", str(tiny_weights), "--per-prompt", "10",
+                 "--steps", "2", "--out", str(out), "-q"])
     assert code == 0
     html = (out / "split" / "report.html").read_text(encoding="utf-8")
     block = re.search(r'<script type="application/json" id="pp-data">(.*?)</script>', html, re.S).group(1)

@@ -28,7 +28,7 @@ def test_pick_sections_keeps_the_given_order_and_refuses_unknown_names():
 
 
 def test_unknown_section_is_one_line_naming_the_flag(tmp_path, capsys):
-    code = main(["demo", "--generator", "--sections", "quality,nope", "--out", str(tmp_path / "o")])
+    code = main(["demo", "--trained-generator", "--sections", "quality,nope", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "--sections" in err and "text-split" in err, err
     assert not (tmp_path / "o").exists()

@@ -70,7 +70,7 @@ def test_runs_and_options():
 def test_demo_guidance_flags_bad_input_is_one_line_exit_2(tmp_path, capsys):
     from promptprism.cli import main
 
-    code = main(["demo", "--generator", "--out", str(tmp_path / "out"), "--guide-scales", "0,-5"])
+    code = main(["demo", "--trained-generator", "--out", str(tmp_path / "out"), "--guide-scales", "0,-5"])
     err = capsys.readouterr().err
     assert code == 2 and "--guide-scales" in err and "Traceback" not in err and err.count("\n") == 1, err
     assert not (tmp_path / "out").exists()

@@ -99,7 +99,7 @@ def test_demo_generator_bad_input_is_one_line_exit_2(tmp_path, tiny_weights, cap
     for argv, expected in ((["--weights", str(tmp_path / "nope")], "no such folder"),
                            (["--weights", str(tmp_path)], "holds no checkpoint"),
                            (["--weights", str(tiny_weights), "--per-prompt", "5"], "at least 10")):
-        code = main(["demo", "--generator", "--out", str(tmp_path / "out"), *argv])
+        code = main(["demo", "--trained-generator", "--out", str(tmp_path / "out"), *argv])
         err = capsys.readouterr().err
         assert code == 2 and expected in err and "Traceback" not in err, err
     assert not (tmp_path / "out").exists()
@@ -119,8 +119,8 @@ def test_demo_generator_writes_every_section(tmp_path, tiny_weights, monkeypatch
     monkeypatch.setattr(demo_guidance, "TRAIN_NEIGHBOURS", 30)
     monkeypatch.setattr(demo_guidance, "REAL_TEST_EVERY", 300)
     out = tmp_path / "demo"
-    assert main(["demo", "--generator", "--weights", str(tiny_weights), "--per-prompt", "10", "--steps", "2",
-                 "--guide-scales", "0,50", "--guide-per-prompt", "4", "--out", str(out), "-q",
+    assert main(["demo", "--trained-generator", "--weights", str(tiny_weights), "--per-prompt", "10",
+                 "--steps", "2", "--guide-scales", "0,50", "--guide-per-prompt", "4", "--out", str(out), "-q",
                  "--sections", CLASS_SECTIONS]) == 0
     summary = json.loads((out / "summary.json").read_text())
     titles = [s["title"] for s in summary["sections"]]

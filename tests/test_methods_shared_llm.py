@@ -124,7 +124,7 @@ COMPCON = MethodCase(
     write=_compcon_data,
     command=["compcon", "--text", "--model", "llm", "--judge-model", "judge", "--api-key-env", "",
              "--timeout", "5", "--retries", "0", "--discovery-prompts", "10", "--iterations", "1",
-             "--generated", "10", "--seed", "0"],
+             "--generated-prompts", "10", "--seed", "0"],
     bad_options={"--discovery-prompts": "0", "--alpha": "2", "--iterations": "-1"},
     reference=_compcon_truth,
     statistic_reference=_compcon_statistics,

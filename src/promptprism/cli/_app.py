@@ -125,6 +125,26 @@ def deprecated(old: str, new: str) -> None:
     err_console.print(f"note: {old} is deprecated; use {new}", markup=False, soft_wrap=True)
 
 
+def new_spellings(ctx: typer.Context, values: dict[str, Any], spellings: dict[str, tuple[str, str, str]]
+                  ) -> dict[str, Any]:
+    """``values`` (a command's arguments by python name, e.g. its ``locals()``) with each deprecated
+    spelling given taken in (with a note):
+    ``spellings`` maps an old option's python name to (its flag, the current flag, what it sets). The old
+    value is used unless the current flag was given on the command line too."""
+    from typer._click.core import ParameterSource
+
+    values = dict(values)
+    for old_name, (old, new, what) in spellings.items():
+        old_value = values.pop(old_name, None)
+        if old_value is None or old_value is False:
+            continue
+        deprecated(f"{old} ({ctx.info_name}'s {what})", new)
+        name = new.lstrip("-").replace("-", "_")
+        if ctx.get_parameter_source(name) in (None, ParameterSource.DEFAULT):
+            values[name] = old_value
+    return values
+
+
 @app.command("version")
 def version() -> None:
     """Print the promptprism version.

@@ -44,7 +44,7 @@ JSON_COMMANDS = ("embed", "split", "compare", "diversity", "regions", "compcon",
 
 #: one example per command, shown at the end of its ``--help``
 EXAMPLES = {
-    "generate": "promptprism generate questions.txt --endpoint http://127.0.0.1:8080/v1 --model smollm2 "
+    "generate": "promptprism generate questions.txt --base-url http://127.0.0.1:8080/v1 --model smollm2 "
                 "--samples 4 --out answers.jsonl",
     "embed": "promptprism embed answers.csv --out answers.npz --columns prompt=question,output=answer",
     "split": "promptprism split model_a.csv model_b.csv --out results/split --kernel cosine",
@@ -54,7 +54,7 @@ EXAMPLES = {
     "regions": "promptprism regions --real real/ --generated epoch10/ epoch20/ --out results/regions",
     "compcon": "promptprism compcon images_a/ images_b/ --prompt-bank bank.txt --out results/compcon "
                "--base-url http://localhost:8000/v1 --model my-llm",
-    "compcon-eval": "promptprism compcon-eval predictions.json --out results/eval --model my-judge",
+    "compcon-eval": "promptprism compcon-eval predictions.json --out results/eval --judge-model my-judge",
     "describe": "promptprism describe results/split --base-url http://127.0.0.1:8080/v1 --model smollm2",
     "report": "promptprism report results/split",
     "quality": "promptprism quality results/split --real real_test.npz",
@@ -154,7 +154,8 @@ def typed(default: Any, kind: OptionType, *names: str, **options: Any) -> Any:
 PRECISION_CHOICE = Choice(tuple(sorted(PRECISIONS, reverse=True)))
 
 #: the options several commands share, defined once (one flag, one meaning)
-SEED = typed(0, Integer(), "--seed", help="Seed of every random draw (recorded in result.json).")
+SEED = typed(0, Integer(), "--seed", help="Seed of every random draw (recorded in result.json; generate: in "
+                                          "each manifest row).")
 CHUNK_SIZE = typed(8192, Integer(), "--chunk-size", help="Rows per streaming step.")
 FEATURES = typed(2000, Integer(), "--features",
                  help="Random features r of the joint (prompt, output) map, for rff/sketch (even for rff; "
@@ -162,6 +163,48 @@ FEATURES = typed(2000, Integer(), "--features",
 TOP_K = typed(10, Integer(), "--top-k", help="Samples listed per mode and set.")
 PARTITION_ROWS = typed(262144, Integer(), "--partition-rows",
                        help="Rows per cluster task (rounded up to whole chunks).")
+ALPHA = typed(0.05, Number(), "--alpha",
+              help="Family-wise significance level (0 < alpha < 1) of the command's tests: split's and "
+                   "compare's permutation test, describe's names of a mode, quality's findings, compcon's "
+                   "held-out check of the attributes (Holm over several).")
+CONFIDENCE = typed(0.95, Number(), "--confidence", help="Level of the bootstrap intervals.")
+NEAREST_K = typed(5, Integer(), "--nearest-k",
+                  help="k of the k-NN balls around the real samples (precision; metrics: recall, density "
+                       "and coverage too).")
+SAMPLES = typed(1, Integer(minimum=1), "--samples",
+                help="Outputs generated per prompt (text: answers of a chat model).")
+TEMPERATURE = typed(0.7, Number(), "--temperature", help="Text: sampling temperature of the answers.")
+MAX_TOKENS = typed(128, Integer(), "--max-tokens", help="Text: most tokens per answer.")
+
+#: the chat-model options (one definition, one meaning): ``--base-url`` and ``--model`` name the model the
+#: command asks, ``--judge-base-url`` and ``--judge-model`` its judge (by default the same endpoint and model)
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_CHAT_MODEL = "gpt-4o"
+BASE_URL = typer.Option(DEFAULT_BASE_URL, "--base-url", help="OpenAI-compatible endpoint of --model.")
+MODEL = typer.Option(DEFAULT_CHAT_MODEL, "--model",
+                     help="Chat model at --base-url (describe: the namer; compcon: the LLM that describes "
+                          "and writes new prompts).")
+JUDGE_BASE_URL = typer.Option("", "--judge-base-url",
+                              help=f"OpenAI-compatible endpoint of the judge (default: --base-url, or "
+                                   f"{DEFAULT_BASE_URL} in a command without --base-url).")
+JUDGE_MODEL = typer.Option("", "--judge-model",
+                           help=f"Model of the chat judge (default: --model, or {DEFAULT_CHAT_MODEL} in a "
+                                "command without --model).")
+API_KEY_ENV = typer.Option("OPENAI_API_KEY", "--api-key-env",
+                           help="Name of the environment variable holding the key ('' for none).")
+TIMEOUT = typed(120.0, Number(), "--timeout", help="Seconds per chat request.")
+RETRIES = typed(3, Integer(), "--retries",
+                help="Retries per request on connection errors, timeouts, 429/5xx.")
+CHAT_CACHE = typer.Option(None, "--chat-cache", help="Folder for the on-disk chat response cache.")
+
+
+def check_urls(**urls: str) -> None:
+    """Each endpoint option given (``base_url=...``) looks like a URL; the one line names its flag."""
+    from ..llm.client import check_base_url
+
+    for name, url in urls.items():
+        if url:
+            check_base_url(url, "--" + name.replace("_", "-"))
 
 
 def _label(path: Path, level: int) -> str:

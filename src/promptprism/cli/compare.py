@@ -16,11 +16,10 @@ from ..scale import current_client, execution
 from ..stats.intervals import format_p
 from . import _inputs as inp
 from ._app import app, console, err_console
-from ._options import CHUNK_SIZE, FEATURES, NAMES, SEED, TOP_K, Choice, Integer, resolve_sets, typed
+from ._options import ALPHA, CHUNK_SIZE, FEATURES, NAMES, SEED, TOP_K, Choice, Integer, resolve_sets, typed
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 from .split import (
-    ALPHA,
     ETA,
     KERNEL,
     METHOD,

@@ -16,24 +16,36 @@ from rich.table import Table
 from ..errors import InputError, OptionError
 from ..methods.compcon.options import NULL_SETS
 from ..results import load_result
-from ._app import app, console, deprecated
+from ._app import app, console, new_spellings
 from ._compcon_text import chat_client, text_parts
-from ._inputs import QUIET
-from ._options import SEED, Choice, Integer, Number, typed
+from ._inputs import QUIET, TEXT_MODEL
+from ._options import (
+    ALPHA,
+    API_KEY_ENV,
+    BASE_URL,
+    CHAT_CACHE,
+    DEFAULT_BASE_URL,
+    DEFAULT_CHAT_MODEL,
+    JUDGE_BASE_URL,
+    JUDGE_MODEL,
+    MAX_TOKENS,
+    MODEL,
+    RETRIES,
+    SAMPLES,
+    SEED,
+    TEMPERATURE,
+    TIMEOUT,
+    Choice,
+    Integer,
+    Number,
+    check_urls,
+    typed,
+)
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 
 if TYPE_CHECKING:  # (the method's modules are imported when a command runs)
     from ..methods.compcon.pipeline import CompConResult
-
-
-def check_urls(**urls: str) -> None:
-    """Each endpoint option given (``base_url=...``) looks like a URL; the one line names its flag."""
-    from ..llm.client import check_base_url
-
-    for name, url in urls.items():
-        if url:
-            check_base_url(url, "--" + name.replace("_", "-"))
 
 
 def print_compcon(result: CompConResult, out: Path | None, quiet: bool = False) -> None:
@@ -82,39 +94,36 @@ def _held_out_cell(held: dict | None) -> str:
     return f"{counts}, p = {held['p_adjusted']:.3g} ({verdict})"
 
 
-#: the chat-model options of compcon, compcon-eval and describe (one definition, one meaning)
-API_KEY_ENV = typer.Option("OPENAI_API_KEY", "--api-key-env",
-                           help="Name of the environment variable holding the key ('' for none).")
-TIMEOUT = typed(120.0, Number(), "--timeout", help="Seconds per chat request.")
-RETRIES = typed(3, Integer(), "--retries",
-                help="Retries per request on connection errors, timeouts, 429/5xx.")
-CHAT_CACHE = typer.Option(None, "--chat-cache", help="Folder for the on-disk chat response cache.")
+CLIP_MODEL = typer.Option("openai/clip-vit-base-patch32", "--clip-model",
+                          help="CLIP: a local folder or a name in the local Hugging Face cache (never "
+                               "downloaded), open_clip:FOLDER_OR_HUB_ID, or module:factory.")
+GENERATED_PROMPTS = typed(25, Integer(), "--generated-prompts",
+                          help="New prompts the LLM writes per description iteration.")
+#: compcon's deprecated spellings (hidden; each still works, with a note)
 CACHE_DEPRECATED = typer.Option(None, "--cache", hidden=True, help="Deprecated spelling of --chat-cache.")
 PROMPTS_DEPRECATED = typer.Option(None, "--prompts", hidden=True,
                                   help="Deprecated spelling of --prompt-bank.")
 BATCH_SIZE_DEPRECATED = typer.Option(None, "--batch-size", hidden=True,
                                      help="Deprecated spelling of --description-prompts.")
-ALPHA = typed(0.05, Number(), "--alpha", help="Level of the held-out check over the attributes (Holm).")
+GENERATED_DEPRECATED = typed(None, Integer(), "--generated", hidden=True,
+                             help="Deprecated spelling of --generated-prompts.")
+ENDPOINT_DEPRECATED = typer.Option(None, "--endpoint", hidden=True,
+                                   help="Deprecated spelling of --models-base-url.")
 #: text CompCon's verifiers (--judge)
 TEXT_JUDGES = ("chat", "embedding")
 #: the options of compcon --text (and the ones it enables)
 TEXT = typer.Option(False, "--text", help="A and B are language models: answer tables (.jsonl/.csv/.parquet "
                                           "with prompt and answer or output columns) or chat:MODEL served at "
-                                          "--endpoint.")
-ENDPOINT = typer.Option("", "--endpoint", help="Text: the OpenAI-compatible base URL of chat:MODEL models A "
-                                               "and B (default: --base-url).")
+                                          "--models-base-url.")
+MODELS_BASE_URL = typer.Option("", "--models-base-url",
+                               help="Text: the OpenAI-compatible endpoint of chat:MODEL models A and B "
+                                    "(default: --base-url).")
 SYSTEM_A = typer.Option("", "--system-a", help="Text: a system prompt for chat model A.")
 SYSTEM_B = typer.Option("", "--system-b", help="Text: a system prompt for chat model B.")
-SAMPLES = typed(1, Integer(minimum=1), "--samples", help="Text: answers per prompt from a chat model.")
-TEMPERATURE = typed(0.7, Number(), "--temperature", help="Text: sampling temperature of A and B.")
-MAX_TOKENS = typed(128, Integer(), "--max-tokens", help="Text: most tokens per answer of A and B.")
 TEXT_JUDGE = typed("chat", Choice(TEXT_JUDGES), "--judge",
                    help="Text: what verifies an attribute on an answer: chat (a model says yes/no) or "
                         "embedding (cosine of answer and attribute in --text-model, CompCon's quantile "
                         "rule).")
-JUDGE_MODEL = typer.Option("", "--judge-model", help="Judge model for --judge chat (default: --model).")
-JUDGE_BASE_URL = typer.Option("", "--judge-base-url", help="Endpoint of the judge (default: --base-url).")
-TEXT_MODEL = typer.Option("minilm", "--text-model", help="Text encoder for --judge embedding.")
 
 
 def _estimator(llm: tuple[str, str], vlm: tuple[str, str], link: dict, *, clip_model: str | None,
@@ -130,6 +139,7 @@ def _estimator(llm: tuple[str, str], vlm: tuple[str, str], link: dict, *, clip_m
 
 @app.command("compcon")
 def compcon(
+    ctx: typer.Context,
     model_a: str = typer.Argument(..., metavar="A", help="Model A: an image folder/manifest for the prompt "
                                                          "bank, or module:callable (prompt -> images); "
                                                          "with --text an answer table or chat:MODEL."),
@@ -139,14 +149,11 @@ def compcon(
                                           ".jsonl/.csv with a 'prompt' field."),
     prompts_deprecated: Path = PROMPTS_DEPRECATED,
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
-    base_url: str = typer.Option("https://api.openai.com/v1", help="OpenAI-compatible endpoint of the LLM."),
-    model: str = typer.Option("gpt-4o", help="Language model (descriptions, prompt generation)."),
+    base_url: str = BASE_URL, model: str = MODEL,
     vlm_model: str = typer.Option("", help="Vision-language model (attribute discovery); default: --model."),
     vlm_base_url: str = typer.Option("", help="Endpoint of the VLM; default: --base-url."),
     api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
-    clip_model: str = typer.Option("openai/clip-vit-base-patch32",
-                                   help="CLIP: a local folder or a name in the local Hugging Face cache "
-                                        "(never downloaded), open_clip:FOLDER_OR_HUB_ID, or module:factory."),
+    clip_model: str = CLIP_MODEL,
     iterations: int = typed(10, Integer(), "--iterations",
                             help="Description iterations per attribute (early stop: C.3)."),
     seed: int = SEED,
@@ -156,7 +163,7 @@ def compcon(
     description_prompts: int = typed(10, Integer(minimum=1), "--description-prompts",
                                      help="B: diverging and non-diverging prompts shown per description."),
     batch_size_deprecated: int = BATCH_SIZE_DEPRECATED,
-    generated: int = typed(25, Integer(), "--generated", help="Prompts generated per iteration."),
+    generated_prompts: int = GENERATED_PROMPTS, generated_deprecated: int | None = GENERATED_DEPRECATED,
     quantile: float = typed(0.95, Number(), "--quantile",
                             help="Threshold: this quantile of the null set's CLIP similarities."),
     null: str = typed("reference", Choice(NULL_SETS), "--null",
@@ -171,7 +178,8 @@ def compcon(
                                            help="A PromptSplit result.json: describe one of its modes."),
     mode: int = typed(1, Integer(), "--mode",
                       help="With --from-split: K > 0 the K-th positive mode, K < 0 a negative one."),
-    text: bool = TEXT, endpoint: str = ENDPOINT, system_a: str = SYSTEM_A, system_b: str = SYSTEM_B,
+    text: bool = TEXT, models_base_url: str = MODELS_BASE_URL,
+    endpoint_deprecated: str | None = ENDPOINT_DEPRECATED, system_a: str = SYSTEM_A, system_b: str = SYSTEM_B,
     samples: int = SAMPLES, temperature: float = TEMPERATURE, max_tokens: int = MAX_TOKENS,
     judge: str = TEXT_JUDGE, judge_model: str = JUDGE_MODEL, judge_base_url: str = JUDGE_BASE_URL,
     text_model: str = TEXT_MODEL, alpha: float = ALPHA, quiet: bool = QUIET, no_report: bool = NO_REPORT,
@@ -185,23 +193,23 @@ def compcon(
     re-tested on prompts discovery never saw (--alpha).
     """
     from ..methods.compcon.image_sources import load_prompt_bank
-    prompt_bank, description_prompts, chat_cache = _new_spellings(
-        prompt_bank, description_prompts, chat_cache, prompts=prompts_deprecated,
-        batch_size=batch_size_deprecated, cache=cache_deprecated)
+    prompt_bank, description_prompts, chat_cache, generated_prompts, models_base_url = _new_spellings(
+        ctx, locals())
     bank = load_prompt_bank(prompt_bank)
     link = {"api_key_env": api_key_env, "timeout": timeout, "retries": retries, "cache": chat_cache}
-    check_urls(base_url=base_url, vlm_base_url=vlm_base_url, endpoint=endpoint, judge_base_url=judge_base_url)
-    text_options = {"endpoint": endpoint or base_url, "systems": {"A": system_a, "B": system_b},
+    check_urls(base_url=base_url, vlm_base_url=vlm_base_url, models_base_url=models_base_url,
+               judge_base_url=judge_base_url)
+    text_options = {"endpoint": models_base_url or base_url, "systems": {"A": system_a, "B": system_b},
                     "samples": samples, "temperature": temperature, "max_tokens": max_tokens, "judge": judge,
                     "judge_base_url": judge_base_url or base_url, "judge_model": judge_model or model,
                     "text_model": text_model, "seed": seed, "link": link}
-    resolve, modality = _readers(text, text_options, endpoint=endpoint, judge_model=judge_model)
+    resolve, modality = _readers(text, text_options, models_base_url=models_base_url, judge_model=judge_model)
     source_a, source_b, seed_prompts, seeded_from = _sources(model_a, model_b, from_split, mode, resolve)
     estimator = _estimator(
         (base_url, model), (vlm_base_url or base_url, vlm_model or model), link, clip_model=None if text
         else clip_model, n_discovery_prompts=discovery_prompts, n_attributes=attributes,
-        batch_size=description_prompts, n_generated=generated, iterations=iterations, quantile=quantile,
-        null=null, min_fraction=min_fraction, seed=seed, alpha=alpha, modality=modality,
+        batch_size=description_prompts, n_generated=generated_prompts, iterations=iterations,
+        quantile=quantile, null=null, min_fraction=min_fraction, seed=seed, alpha=alpha, modality=modality,
         template_dir=str(templates) if templates else None, progress=False if quiet else None)
     result = estimator.fit(source_a, source_b, bank, seed_prompts=seed_prompts, skip_missing=skip_missing,
                            seeded_from=seeded_from)
@@ -211,25 +219,29 @@ def compcon(
     print_written(written)
 
 
-def _new_spellings(prompt_bank: Path | None, description_prompts: int, chat_cache: Path | None, *,
-                   prompts: Path | None, batch_size: int | None, cache: Path | None) -> tuple:
-    """compcon's options under their current names, taking the deprecated spellings (with a note)."""
-    if prompts is not None:
-        deprecated("--prompts (compcon's prompt bank)", "--prompt-bank")
-        prompt_bank = prompt_bank or prompts
-    if batch_size is not None:
-        deprecated("--batch-size (compcon's prompts per description)", "--description-prompts")
-        description_prompts = batch_size
-    if cache is not None:
-        deprecated("--cache (compcon's chat cache)", "--chat-cache")
-        chat_cache = chat_cache or cache
-    if prompt_bank is None:
+#: compcon's deprecated spellings: python name -> (the old flag, the current one, what it sets)
+OLD_SPELLINGS = {
+    "prompts_deprecated": ("--prompts", "--prompt-bank", "prompt bank"),
+    "batch_size_deprecated": ("--batch-size", "--description-prompts", "prompts per description"),
+    "cache_deprecated": ("--cache", "--chat-cache", "chat cache"),
+    "generated_deprecated": ("--generated", "--generated-prompts", "prompts generated per iteration"),
+    "endpoint_deprecated": ("--endpoint", "--models-base-url", "endpoint of chat models A and B"),
+}
+
+
+def _new_spellings(ctx: typer.Context, options: dict) -> tuple:
+    """(prompt bank, description prompts, chat cache, generated prompts, models' endpoint) under their
+    current names, taking the deprecated spellings in ``options`` (the command's arguments; with a note)."""
+    check_urls(endpoint=options["endpoint_deprecated"])  # (a bad URL named by the flag the user typed)
+    values = new_spellings(ctx, options, OLD_SPELLINGS)
+    if values["prompt_bank"] is None:
         raise OptionError("--prompt-bank is required: the prompt bank (one prompt per line, .json list, "
                           ".jsonl/.csv with a 'prompt' field)")
-    return prompt_bank, description_prompts, chat_cache
+    return tuple(values[k] for k in ("prompt_bank", "description_prompts", "chat_cache", "generated_prompts",
+                                     "models_base_url"))
 
 
-def _readers(text: bool, text_options: dict, *, endpoint: str, judge_model: str) -> tuple:
+def _readers(text: bool, text_options: dict, *, models_base_url: str, judge_model: str) -> tuple:
     """(how models A and B are read from their arguments, the modality: None for images): with ``--text``
     answer tables or chat models and a text verifier; without it, the text-only options are refused (they
     would silently do nothing)."""
@@ -237,7 +249,7 @@ def _readers(text: bool, text_options: dict, *, endpoint: str, judge_model: str)
 
         return text_parts(**text_options)
     systems = text_options["systems"]
-    given = {"--system-a": systems["A"], "--system-b": systems["B"], "--endpoint": endpoint,
+    given = {"--system-a": systems["A"], "--system-b": systems["B"], "--models-base-url": models_base_url,
              "--judge-model": judge_model}
     text_only = {"samples": SAMPLES, "temperature": TEMPERATURE, "max_tokens": MAX_TOKENS,
                  "judge": TEXT_JUDGE, "text_model": TEXT_MODEL}  # given when not their default
@@ -284,18 +296,28 @@ def _check_split_inputs(split, folder: Path, given: dict) -> None:
                 raise InputError(f"--from-split {folder}: {exc}") from None
 
 
+#: compcon-eval's deprecated spellings: python name -> (the old flag, the current one, what it sets)
+EVAL_OLD_SPELLINGS = {
+    "cache_deprecated": ("--cache", "--chat-cache", "chat cache"),
+    "model_deprecated": ("--model", "--judge-model", "judge model"),
+    "base_url_deprecated": ("--base-url", "--judge-base-url", "judge endpoint"),
+}
+
+
 @app.command("compcon-eval")
 def compcon_eval(
+    ctx: typer.Context,
     predictions: Path = typer.Argument(
         ...,
         help="JSON object: ID^2 split id (or attribute) -> a CompCon "
         "result.json path, or {attributes: [...], descriptions: [[...]]}.",
     ),
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
-    base_url: str = typer.Option(
-        "https://api.openai.com/v1", help="OpenAI-compatible endpoint of the judge."
-    ),
-    model: str = typer.Option("gpt-4o", help="Judge model."),
+    judge_base_url: str = JUDGE_BASE_URL, judge_model: str = JUDGE_MODEL,
+    base_url_deprecated: str | None = typer.Option(None, "--base-url", hidden=True,
+                                                   help="Deprecated spelling of --judge-base-url."),
+    model_deprecated: str | None = typer.Option(None, "--model", hidden=True,
+                                                help="Deprecated spelling of --judge-model."),
     api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
     k: int = typed(5, Integer(minimum=1), "--k", help="Top-k (besides top-1), >= 1."),
     chat_cache: Path | None = CHAT_CACHE, cache_deprecated: Path | None = CACHE_DEPRECATED,
@@ -305,9 +327,10 @@ def compcon_eval(
     """Appendix D evaluation: attribute and description scores (top-1, top-k) on ID^2 with a judge model."""
     from ..methods.compcon.evaluation import evaluate_predictions
 
-    if cache_deprecated is not None:
-        deprecated("--cache (compcon-eval's chat cache)", "--chat-cache")
-        chat_cache = chat_cache or cache_deprecated
+    check_urls(base_url=base_url_deprecated)  # (a bad URL named by the flag the user typed)
+    new = new_spellings(ctx, locals(), EVAL_OLD_SPELLINGS)
+    chat_cache = new["chat_cache"]
+    judge_model, judge_base_url = new["judge_model"] or DEFAULT_CHAT_MODEL, new["judge_base_url"]
     if not predictions.is_file():
         raise InputError(f"{predictions}: no such file")
     try:
@@ -327,9 +350,9 @@ def compcon_eval(
             raise InputError(f"{predictions}: entry {key!r}: expected a result.json path or an object "
                              f"{{attributes: [...], descriptions: [[...]]}}, got {type(value).__name__}")
         preds[key] = value
-    check_urls(base_url=base_url)
-    judge = chat_client(base_url, model, api_key_env=api_key_env, timeout=timeout, retries=retries, seed=0,
-                    cache=chat_cache)
+    check_urls(judge_base_url=judge_base_url)
+    judge = chat_client(judge_base_url or DEFAULT_BASE_URL, judge_model, api_key_env=api_key_env,
+                        timeout=timeout, retries=retries, seed=0, cache=chat_cache)
     result = evaluate_predictions(preds, judge, k=k, progress=False if quiet else None)
     written = save_outputs(result, out, report=not no_report, quiet=quiet)
     if not quiet:

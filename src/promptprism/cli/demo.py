@@ -15,8 +15,8 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from ._app import app, console, run_command
-from ._options import Integer, typed
+from ._app import app, console, deprecated, run_command
+from ._options import SEED, Integer, typed
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 from .split import print_promptsplit
@@ -26,9 +26,9 @@ from .split import print_promptsplit
 def demo(
     out: Path = typer.Option(Path("results/demo"), "--out", "-o", help="Results folder."),
     per_prompt: int = typed(None, Integer(), "--per-prompt",
-                            help="Images per prompt and model (default 40; with --generator 20, 40 with "
-                                 "--full)."),
-    seed: int = typed(0, Integer(), "--seed", help="Seed of the data set and of PromptSplit."),
+                            help="Images per prompt and model (default 40; with --trained-generator 20, "
+                                 "40 with --full)."),
+    seed: int = SEED,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars and no table."),
     no_report: bool = NO_REPORT,
     llm: bool = typer.Option(False, "--llm", help="The real-LLM demo instead (SmolLM2 answers "
@@ -36,30 +36,34 @@ def demo(
     questions: int = typed(20, Integer(), "--questions",
                            help="With --llm: questions per topic (at most 20)."),
     samples: int = typed(2, Integer(), "--samples", help="With --llm: answers per question and set-up."),
-    generator: bool = typer.Option(False, "--generator", help="The trained-generator demo instead (a "
-                                                             "Fashion-MNIST diffusion model's checkpoints "
-                                                             "through quality, regions, diversity, split)."),
-    weights: Path = typer.Option(None, "--weights", help="With --generator: a folder of checkpoints "
+    trained_generator: bool = typer.Option(False, "--trained-generator",
+                                           help="The trained-generator demo instead (a Fashion-MNIST "
+                                                "diffusion model's checkpoints through quality, regions, "
+                                                "diversity, split)."),
+    generator_deprecated: bool = typer.Option(False, "--generator", hidden=True,
+                                              help="Deprecated spelling of --trained-generator."),
+    weights: Path = typer.Option(None, "--weights", help="With --trained-generator: a folder of checkpoints "
                                                          "(default: the packaged ones)."),
     steps: int = typed(None, Integer(), "--steps",
-                       help="With --generator: DDIM steps per sample (default 10, 20 with --full)."),
+                       help="With --trained-generator: DDIM steps per sample (default 10, 20 with --full)."),
     guide_scales: str = typer.Option(None, "--guide-scales",
-                                     help="With --generator: the PromptSplit guidance scales of the "
+                                     help="With --trained-generator: the PromptSplit guidance scales of the "
                                           "guidance section (0 = unguided; 'none' skips it; default 0,200, "
                                           "0,50,100,200,400 with --full)."),
     guide_per_prompt: int = typed(None, Integer(), "--guide-per-prompt",
-                                  help="With --generator: guided samples per prompt and scale (default 8, "
-                                       "16 with --full)."),
+                                  help="With --trained-generator: guided samples per prompt and scale "
+                                       "(default 8, 16 with --full)."),
     guide_seeds: int = typed(1, Integer(), "--guide-seeds",
-                             help="With --generator: seeds of the guidance section (seed, seed + 1, ...)."),
+                             help="With --trained-generator: seeds of the guidance section (seed, "
+                                  "seed + 1, ...)."),
     sections: str = typer.Option(None, "--sections",
-                                 help="With --generator: the sections to run, comma-separated, in their "
-                                      "order (default all: text-quality, text-real, text-split, "
+                                 help="With --trained-generator: the sections to run, comma-separated, in "
+                                      "their order (default all: text-quality, text-real, text-split, "
                                       "text-diversity, text-guidance, text-regions, quality, "
                                       "monitoring, cfg-diversity, split, "
                                       "verdicts, guidance)."),
-    full: bool = typer.Option(False, "--full", help="With --generator: the full sizes (40 samples per "
-                                                   "prompt, 20 steps, 200 bootstrap resamples and "
+    full: bool = typer.Option(False, "--full", help="With --trained-generator: the full sizes (40 samples "
+                                                   "per prompt, 20 steps, 200 bootstrap resamples and "
                                                    "permutations, five guidance scales; about 3 minutes "
                                                    "on a quiet 2-core machine instead of 2)."),
 ) -> None:
@@ -73,13 +77,15 @@ def demo(
     cyllama) answers five topics of questions; the test set-up asks it to answer history questions in
     French. PromptSplit should rank the history questions first; Scendi scores both set-ups.
 
-    With --generator: a class-prompted diffusion model of Fashion-MNIST trained by promptprism
+    With --trained-generator: a class-prompted diffusion model of Fashion-MNIST trained by promptprism
     (python -m promptprism.models.fashion_train): its samples' quality, its training checkpoints
     region by region, its diversity over the CFG scale, PromptSplit against a fine-tuned second model and
     PromptSplit guidance toward a reference over a range of scales. Each section is written as it
     finishes (Ctrl-C keeps the finished ones, exit 130); --full runs the full sizes.
     """
-    if generator:
+    if generator_deprecated:
+        deprecated("--generator (demo's trained-generator demo)", "--trained-generator")
+    if trained_generator or generator_deprecated:
         fashion_demo(out, weights=weights, per_prompt=per_prompt, steps=steps, seed=seed, quiet=quiet,
                      no_report=no_report, guidance=(guide_scales, guide_per_prompt, guide_seeds), full=full,
                      sections=sections)

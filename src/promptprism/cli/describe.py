@@ -16,10 +16,24 @@ import typer
 
 from ..errors import InputError
 from ._app import app, console
-from ._inputs import recorded_sets
-from ._options import SEED, Choice, typed
+from ._inputs import TEXT_MODEL, recorded_sets
+from ._options import (
+    ALPHA,
+    API_KEY_ENV,
+    BASE_URL,
+    CHAT_CACHE,
+    JUDGE_BASE_URL,
+    JUDGE_MODEL,
+    MODEL,
+    RETRIES,
+    SEED,
+    TIMEOUT,
+    Choice,
+    Integer,
+    check_urls,
+    typed,
+)
 from ._output import print_written, save_outputs
-from .compcon import API_KEY_ENV, CHAT_CACHE, JUDGE_BASE_URL, RETRIES, TIMEOUT, check_urls
 from .report import NO_REPORT
 
 NAMERS = ("chat", "words", "facets", "length")
@@ -44,8 +58,8 @@ def describe(
                                                     "result.json records); diversity: INPUT (default: "
                                                     "the one result.json records)."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Results folder to write (default: DIR)."),
-    base_url: str = typer.Option("https://api.openai.com/v1", help="OpenAI-compatible namer endpoint."),
-    model: str = typer.Option("gpt-4o", help="Namer model (proposes the candidate names)."),
+    base_url: str = BASE_URL,
+    model: str = MODEL,
     namer: str = typed("chat", Choice(NAMERS), "--namer",
                        help="chat (the model at --base-url), words (no model: the words that mark the "
                             "mode's side, by log-odds) or facets (the model at --base-url continues 'This "
@@ -55,17 +69,17 @@ def describe(
                        help="chat (a model says yes/no per held-out sample), embedding (a text-embedding "
                             "classifier), lexical (word-list names), completion (facet names scored by "
                             "log-probability, a rank test) or length (length names scored by word count)."),
-    judge_model: str = typer.Option("", help="Judge model for --judge chat or completion (default: "
-                                             "--model)."),
+    judge_model: str = JUDGE_MODEL,
     judge_base_url: str = JUDGE_BASE_URL,
     api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
     chat_cache: Path | None = CHAT_CACHE,
-    candidates: int = typer.Option(3, min=1, help="Candidate names asked per mode."),
-    alpha: float = typer.Option(0.05, help="Family-wise level over a mode's candidates (Holm)."),
-    min_held_out: int = typer.Option(5, min=1, help="Held-out samples needed per side to test a name."),
+    candidates: int = typed(3, Integer(minimum=1), "--candidates", help="Candidate names asked per mode."),
+    alpha: float = ALPHA,
+    min_held_out: int = typed(5, Integer(minimum=1), "--min-held-out",
+                              help="Held-out samples needed per side to test a name."),
     all_modes: bool = typer.Option(False, "--all-modes", help="Name every reported mode, not only the "
                                                               "significant ones."),
-    text_model: str = typer.Option("minilm", help="Text encoder (inputs to embed; the embedding judge)."),
+    text_model: str = TEXT_MODEL,
     seed: int = SEED,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No table."),
     no_report: bool = NO_REPORT,

@@ -23,6 +23,7 @@ from ._app import app, console, err_console
 from ._bandwidth import bandwidth_option
 from ._options import (
     CHUNK_SIZE,
+    CONFIDENCE,
     NAMES,
     PARTITION_ROWS,
     PRECISION_CHOICE,
@@ -188,7 +189,7 @@ def diversity(
                            help="Bootstrap replicates (prompts resampled with their outputs) for confidence "
                                 "intervals; 0 = off; auto = 200 when cheap (matrices <= 600, and the "
                                 "jackknife's one refit per prompt within the same budget), else off."),
-    confidence: float = typed(0.95, Number(), "--confidence", help="Level of the bootstrap intervals."),
+    confidence: float = CONFIDENCE,
     interval: str = typed("auto", Choice(INTERVAL_METHODS), "--interval",
                                  help="jackknife (delete-one-prompt, bias-corrected; calibrated on the "
                                       "simulation grid), basic (bootstrap), or auto (jackknife; basic for "
@@ -205,9 +206,9 @@ def diversity(
     prompts: Path = inp.PROMPTS, cache: Path = inp.CACHE, no_cache: bool = inp.NO_CACHE,
     device: str = inp.DEVICE, batch_size: int = inp.BATCH_SIZE, no_report: bool = NO_REPORT,
     reference: Path = typer.Option(None, "--reference", "-r",
-                                   help="A reference set (same formats): adds precision, recall, density, "
-                                        "coverage, FD, KID, MMD and CLIPScore beside Scendi (defaults of "
-                                        "'promptprism metrics')."),
+                                   help="A reference set (real samples; same formats): adds precision, "
+                                        "recall, density, coverage, FD, KID, MMD and CLIPScore against it "
+                                        "beside Scendi ('promptprism metrics' defaults)."),
 ) -> None:
     """Scendi: how much of a model's output diversity comes from the model, not from its prompts.
 

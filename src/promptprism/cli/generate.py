@@ -8,13 +8,20 @@ import typer
 from rich.markup import escape
 
 from ..errors import OptionError
-from ._app import app, console, run_state
-from ._options import Integer, Number, typed
-
-#: the seed as ``generate`` records it (it writes manifests, not a result.json)
-GENERATE_SEED = typed(0, Integer(), "--seed", help="Seed of every random draw (recorded in each manifest "
-                      "row's seed and in --json's settings).")
-
+from ._app import app, console, new_spellings, run_state
+from ._options import (
+    API_KEY_ENV,
+    MAX_TOKENS,
+    RETRIES,
+    SAMPLES,
+    SEED,
+    TEMPERATURE,
+    TIMEOUT,
+    Integer,
+    Number,
+    check_urls,
+    typed,
+)
 
 #: the options of one mode only, by the flag that names them: given in the other mode, they are refused
 TEXT_ONLY = {"model": "--model", "system": "--system", "system_file": "--system-file",
@@ -39,24 +46,22 @@ def generate(
                                              "copied)."),
     out: Path = typer.Option(..., "--out", "-o", help="The manifest to write (.jsonl). An interrupted run "
                                                       "continues when started again with the same options."),
-    endpoint: str = typer.Option(None, "--endpoint", help="Text: an OpenAI-compatible base URL "
-                                                          "(http://127.0.0.1:8080/v1)."),
-    model: str = typer.Option(None, "--model", help="Text: the model name sent to the endpoint."),
+    base_url: str = typer.Option(None, "--base-url", help="Text: the OpenAI-compatible endpoint of --model "
+                                                          "(http://127.0.0.1:8080/v1); no default."),
+    endpoint_deprecated: str = typer.Option(None, "--endpoint", hidden=True,
+                                            help="Deprecated spelling of --base-url."),
+    model: str = typer.Option(None, "--model", help="Text: the model name sent to --base-url; no default."),
     system: str = typer.Option(None, "--system", help="Text: a system prompt."),
     system_file: Path = typer.Option(None, "--system-file", help="Text: a file holding the system prompt."),
-    temperature: float = typed(0.7, Number(), "--temperature", help="Text: sampling temperature."),
-    max_tokens: int = typed(128, Integer(), "--max-tokens", help="Text: most tokens per answer."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env",
-                                    help="Text: environment variable holding the API key (unset: none)."),
-    timeout: float = typed(120.0, Number(), "--timeout", help="Text: seconds per request."),
-    retries: int = typed(3, Integer(), "--retries", help="Text: extra attempts on transient failures."),
+    temperature: float = TEMPERATURE, max_tokens: int = MAX_TOKENS,
+    api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
     generator: str = typer.Option(None, "--generator", help="Images: a Python callable module:function, "
                                                             "fn(prompt[, seed=]) -> one image."),
     diffusers: Path = typer.Option(None, "--diffusers", help="Images: a diffusers pipeline saved in a local "
                                                              "folder (needs diffusers)."),
     steps: int = typed(30, Integer(), "--steps", help="Images: diffusers inference steps."),
-    samples: int = typed(1, Integer(), "--samples", help="Generations per prompt."),
-    seed: int = GENERATE_SEED,
+    samples: int = SAMPLES,
+    seed: int = SEED,
     concurrency: int = typed(1, Integer(), "--concurrency", help="Requests or calls in flight at once."),
     guide_reference: Path = typer.Option(None, "--guide-reference", help="Images: guide the sampler toward "
                                          "this reference (a manifest with prompt and image columns): "
@@ -70,16 +75,19 @@ def generate(
 ) -> None:
     """Generate outputs for every prompt and write a manifest that split/diversity/compcon read.
 
-    Text through an OpenAI-compatible chat endpoint (--endpoint, --model), or images through a Python
+    Text through an OpenAI-compatible chat endpoint (--base-url, --model), or images through a Python
     callable (--generator) or a local diffusers pipeline (--diffusers).
     """
     from ..generate import generate_images, generate_text
 
+    check_urls(endpoint=endpoint_deprecated)  # (a bad URL named by the flag the user typed)
+    base_url = new_spellings(ctx, locals(), {"endpoint_deprecated": ("--endpoint", "--base-url",
+                                                                       "endpoint")})["base_url"]
     common = dict(out=out, samples=samples, seed=seed, concurrency=concurrency,
                   progress=False if quiet else None)
     image_mode = generator is not None or diffusers is not None
-    if image_mode and endpoint is not None:
-        raise OptionError("pass --endpoint (text) or --generator/--diffusers (images), not both")
+    if image_mode and base_url is not None:
+        raise OptionError("pass --base-url (text) or --generator/--diffusers (images), not both")
     if guide_reference is not None and not image_mode:
         raise OptionError("--guide-reference guides an image generator: pass --generator")
     _check_mode_options(ctx, generator, diffusers, guide_reference)
@@ -89,8 +97,8 @@ def generate(
         result = generate_images(prompts, generator=generator, diffusers=diffusers, steps=steps,
                                  guidance=guidance, **common)
     else:
-        result = generate_text(prompts, base_url=endpoint, model=model, temperature=temperature,
-                               system_prompt=_system_prompt(endpoint, model, system, system_file),
+        result = generate_text(prompts, base_url=base_url, model=model, temperature=temperature,
+                               system_prompt=_system_prompt(base_url, model, system, system_file),
                                max_tokens=max_tokens, api_key_env=api_key_env or None, timeout=timeout,
                                retries=retries, **common)
     if not quiet:
@@ -124,11 +132,11 @@ def _check_mode_options(ctx: typer.Context, generator: str | None, diffusers: Pa
                           f"{'it' if len(unused) == 1 else 'them'} out{hint}")
 
 
-def _system_prompt(endpoint: str | None, model: str | None, system: str | None,
+def _system_prompt(base_url: str | None, model: str | None, system: str | None,
                    system_file: Path | None) -> str | None:
     """Text mode's checks, and its system prompt: --system, or --system-file's text."""
-    if not endpoint or not model:
-        raise OptionError("text generation needs --endpoint and --model (or pass --generator or "
+    if not base_url or not model:
+        raise OptionError("text generation needs --base-url and --model (or pass --generator or "
                           "--diffusers for images)")
     if system is not None and system_file is not None:
         raise OptionError("pass --system or --system-file, not both")

@@ -18,7 +18,17 @@ from ..stats.intervals import format_estimate
 from . import _inputs as inp
 from ._app import app, console, err_console
 from ._bandwidth import bandwidth_option
-from ._options import NAMES, SEED, Choice, Integer, Number, resolve_sets, typed, unique_names
+from ._options import (
+    CONFIDENCE,
+    NAMES,
+    NEAREST_K,
+    SEED,
+    Choice,
+    Integer,
+    resolve_sets,
+    typed,
+    unique_names,
+)
 from ._output import print_written, save_outputs
 from .report import NO_REPORT
 
@@ -87,12 +97,12 @@ def metrics(
     inputs: list[Path] = typer.Argument(..., help=f"One generated set per model: {inp.INPUT_HELP}; NAME=PATH "
                                                   "names a set. Without --reference, GEN REF: the last "
                                                   "of two inputs is the reference."),
-    reference: Path = typer.Option(None, "--reference", "-r", help="The reference set (same formats; its "
-                                                                   "outputs are the real samples)."),
+    reference: Path = typer.Option(None, "--reference", "-r",
+                                   help="The reference set the generated sets are compared against (its "
+                                        "outputs are the real samples; same formats)."),
     names: str = NAMES,
     out: Path = typer.Option(..., "--out", "-o", help="Results folder (result.json is written there)."),
-    nearest_k: int = typed(5, Integer(), "--nearest-k",
-                           help="k of the k-NN radii (precision, recall, density, coverage)."),
+    nearest_k: int = NEAREST_K,
     subsets: int = typed(100, Integer(), "--subsets", help="Random subsets for KID and MMD."),
     subset_size: int = typed(1000, Integer(), "--subset-size",
                              help="Rows per subset (capped at the smaller set)."),
@@ -103,7 +113,7 @@ def metrics(
         help="Gaussian bandwidth: a number or a rule ('median', '0.5*median') on the reference."),
     bootstrap: int = typed(200, Integer(), "--bootstrap",
                            help="Bootstrap replicates over prompts for the intervals; 0 = off."),
-    confidence: float = typed(0.95, Number(), "--confidence", help="Level of the intervals."),
+    confidence: float = CONFIDENCE,
     min_group_size: int = typed(10, Integer(), "--min-group-size",
                                 help="Generated samples a prompt needs to be broken down."),
     alignment: str = typed("auto", Choice(ALIGNMENT_CHOICES), "--alignment",

@@ -13,9 +13,23 @@ from ..errors import InputError
 from ..methods.metrics.findings import CLOSENESS
 from . import _inputs as inp
 from ._app import app, console
-from ._options import SEED, Choice, Integer, Number, typed
+from ._options import (
+    ALPHA,
+    API_KEY_ENV,
+    CHAT_CACHE,
+    CONFIDENCE,
+    DEFAULT_CHAT_MODEL,
+    JUDGE_MODEL,
+    NEAREST_K,
+    RETRIES,
+    SEED,
+    TIMEOUT,
+    Choice,
+    Integer,
+    check_urls,
+    typed,
+)
 from ._output import print_written, save_outputs
-from .compcon import API_KEY_ENV, CHAT_CACHE, RETRIES, TIMEOUT, check_urls
 from .report import NO_REPORT
 
 #: suffixes of outputs that are images (a text judge cannot read them)
@@ -32,6 +46,15 @@ FACET = typer.Option(None, "--facet", metavar="COLUMN",
                           "column on each finding (mode, deviating model, cluster) too (Holm over every test "
                           "reported).")
 
+REAL = typer.Option(None, "--real", help=f"Real data (or gold answers) on the same prompts, that each "
+                                         f"model's outputs are compared against (the set metrics and "
+                                         f"diversity call --reference): {inp.INPUT_HELP}.")
+#: quality's judge is off unless this is given (no default endpoint its outputs would be sent to)
+JUDGE_BASE_URL = typer.Option("", "--judge-base-url",
+                              help="OpenAI-compatible endpoint of a judge that compares the models' outputs "
+                                   "pair by pair (both orders; texts, or images sent as PNG data URLs to a "
+                                   "vision-language model); no default: giving it turns the judge on.")
+
 
 @app.command("quality")
 def quality(
@@ -42,20 +65,16 @@ def quality(
                                                     "model, in the order of the run (default: the paths "
                                                     "result.json "
                                                     "records, checked against their fingerprints)."),
-    real: Path | None = typer.Option(None, "--real", help=f"Real data (or gold answers) on the same prompts: "
-                                                          f"{inp.INPUT_HELP}."),
+    real: Path | None = REAL,
     closeness: str = typed("precision", Choice(CLOSENESS), "--closeness",
                            help="precision (inside the real samples' k-NN balls; images, any embedding), "
                                 "gold (cosine to the nearest real output of the same prompt; texts with gold "
                                 "answers) or exact (the same text as a gold answer of the prompt, case and "
                                 "punctuation aside; short answers)."),
-    nearest_k: int = typed(5, Integer(), "--nearest-k", help="k of the k-NN balls (precision)."),
+    nearest_k: int = NEAREST_K,
     metrics: bool = METRICS,
-    judge_base_url: str = typer.Option("", "--judge-base-url",
-                                       help="OpenAI-compatible endpoint of a judge that compares the "
-                                            "models' outputs pair by pair (both orders; texts, or images "
-                                            "sent as PNG data URLs to a vision-language model)."),
-    judge_model: str = typer.Option("gpt-4o", "--judge-model", help="Judge model at --judge-base-url."),
+    judge_base_url: str = JUDGE_BASE_URL,
+    judge_model: str = JUDGE_MODEL,
     rubric: str = typer.Option("", "--rubric", help="What makes an answer better, for the judge: TEXT or "
                                                     "@FILE (default: correct, helpful, does what is asked)."),
     judge_pairs: int = typed(20, Integer(minimum=1), "--judge-pairs",
@@ -64,11 +83,11 @@ def quality(
     api_key_env: str = API_KEY_ENV, timeout: float = TIMEOUT, retries: int = RETRIES,
     chat_cache: Path | None = CHAT_CACHE,
     facet: list[str] | None = FACET,
-    alpha: float = typed(0.05, Number(), "--alpha", help="Family-wise level over the findings (Holm)."),
+    alpha: float = ALPHA,
     permutations: int = typed(2000, Integer(), "--permutations",
                               help="Permutations of the within-prompt test (>= 99)."),
     bootstrap: int = typed(500, Integer(), "--bootstrap", help="Bootstrap replicates over prompts (>= 50)."),
-    confidence: float = typed(0.95, Number(), "--confidence", help="Level of the intervals."),
+    confidence: float = CONFIDENCE,
     seed: int = SEED,
     out: Path | None = typer.Option(None, "--out", "-o", help="Results folder to write (default: DIR)."),
     text_model: str = inp.TEXT_MODEL,
@@ -101,7 +120,8 @@ def quality(
                        closeness=dict(closeness=closeness, nearest_k=nearest_k, permutations=permutations,
                                       bootstrap=bootstrap, metrics=metrics),
                        judge=judge_base_url and dict(
-                           base_url=judge_base_url, model=judge_model, rubric=rubric_text, pairs=judge_pairs,
+                           base_url=judge_base_url, model=judge_model or DEFAULT_CHAT_MODEL,
+                           rubric=rubric_text, pairs=judge_pairs,
                            link={"api_key_env": api_key_env, "timeout": timeout, "retries": retries,
                                  "cache": chat_cache}))
     judged = dataclasses.replace(result, quality=record)

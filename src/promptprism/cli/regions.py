@@ -111,12 +111,20 @@ def _label(v: int) -> str:
     return "0123456789abcdefghijklmnopqrstuvwxyz"[v] if v < 36 else "#"
 
 
+#: the real images: the regions are found from --real; the CMS compares against --reference (metrics' role)
+REAL = typer.Option(..., "--real", help="Real (training) images, that the regions are found from (and that "
+                                        "the CMS compares against without --reference): a folder, a .npy "
+                                        "array (n, H, W) or (n, H, W, C), or a .csv/.jsonl manifest with an "
+                                        "'image' column.")
+REFERENCE = typer.Option(None, "--reference",
+                         help="Held-out real images, that the CMS compares the generated sets against "
+                              "(default: --real; the role of metrics' --reference), same formats.")
+
+
 @app.command("regions", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def regions(
     ctx: typer.Context,
-    real: Path = typer.Option(..., "--real", help="Real (training) images: a folder, a .npy array "
-                                                  "(n, H, W) or (n, H, W, C), or a .csv/.jsonl manifest with "
-                                                  "an 'image' column."),
+    real: Path = REAL,
     generated: list[Path] = typer.Option(..., "--generated", "-g",
                                          help="One or more generated sets (checkpoints, epochs), same "
                                               "formats: --generated A B C."),
@@ -125,7 +133,7 @@ def regions(
     names: str = NAMES,
     n_regions: int = typed("auto", Integer(words=("auto",), minimum=1), "--regions", "-C",
                            help="Number of regions C, or 'auto' (largest dendrogram gap)."),
-    reference: Path | None = typer.Option(None, help="Held-out real images for the CMS (default: --real)."),
+    reference: Path | None = REFERENCE,
     gamma: Bandwidth = bandwidth_option(
         "--gamma", kind="gamma",
         help="Kernel gamma: a number, or 'median' (1 / median Euclidean distance between real images), or "

@@ -20,6 +20,7 @@ from . import _inputs as inp
 from ._app import app, console
 from ._bandwidth import SIGMA_OR_STABLE, bandwidth_option
 from ._options import (
+    ALPHA,
     CHUNK_SIZE,
     FEATURES,
     NAMES,
@@ -118,7 +119,6 @@ SIGMA_OUTPUT = bandwidth_option("--sigma-output", rules=SIGMA_OR_STABLE,
 PERMUTATIONS = typed("auto", Integer(words=("auto",)), "--permutations",
                      help="Label permutations of the significance test (auto: 200 exact, 100 random "
                           "features; 0 turns it off).")
-ALPHA = typed(0.05, Number(), "--alpha", help="Family-wise significance level of the test (0 < alpha < 1).")
 PRECISION = typed("auto", Choice(PRECISIONS), "--precision",
                   help="float32, float64, or auto (float32 for rff/sketch; exact: the inputs' own, float32 "
                        "for float32 embeddings, else float64); recorded in result.json.")
