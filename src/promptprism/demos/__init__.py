@@ -4,7 +4,7 @@
   here, where the altered prompts are known;
 * :mod:`~promptprism.demos.llm` (``demo --llm``): a real local language model answering five topics of
   questions in two set-ups;
-* :mod:`~promptprism.demos.fashion` and :mod:`~promptprism.demos.guidance` (``demo --generator``): the
+* :mod:`~promptprism.demos.fashion` and :mod:`~promptprism.demos.guidance` (``demo --trained-generator``): the
   diffusion model trained here (:mod:`promptprism.models`) through quality, regions, diversity, split
   and PromptSplit guidance.
 

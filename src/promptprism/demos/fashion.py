@@ -1,5 +1,5 @@
-"""The trained-generator demo (``promptprism demo --generator``): the methods on a diffusion model trained
-here (Fashion-MNIST, 16 px).
+"""The trained-generator demo (``promptprism demo --trained-generator``): the methods on a diffusion model
+trained here (Fashion-MNIST, 16 px).
 
 From a folder of checkpoints of one training run (``step-N``/``epoch-N``, see
 :mod:`promptprism.models.fashion_train`) and a second generator fine-tuned to answer one prompt with

@@ -1,4 +1,4 @@
-"""Running the trained-generator demo section by section (``promptprism demo --generator``).
+"""Running the trained-generator demo section by section (``promptprism demo --trained-generator``).
 
 The demo is a list of sections, ``(name, fn)`` with ``fn(context) -> DemoSection | None``
 (:data:`SECTIONS`; the command appends the guidance one). Each section computes its numbers and writes its

@@ -1,5 +1,5 @@
 """The papers' experiments on the text-prompted Fashion-MNIST generator (28 px, free-text prompts), as
-sections of ``promptprism demo --generator`` (:data:`TEXT_SECTIONS`).
+sections of ``promptprism demo --trained-generator`` (:data:`TEXT_SECTIONS`).
 
 Prompts are the caption rules' own phrasings (:mod:`promptprism.models.fashion_captions`): a prompt names a
 class and some of its measured attributes ("a photo of a dark, small bag"). Prompt embeddings are the

@@ -1,5 +1,5 @@
 """Two more of the papers' experiments on the text-prompted Fashion-MNIST generator, as sections of
-``promptprism demo --generator`` (appended to :data:`promptprism.demos.fashion_text.TEXT_SECTIONS`):
+``promptprism demo --trained-generator`` (appended to :data:`promptprism.demos.fashion_text.TEXT_SECTIONS`):
 
 * :func:`text_guidance_section` -- PromptSplit guidance (eq. 5) of the final checkpoint toward real images of
   one family on another family's prompts (the light-bag prompts toward real dark bags: the swap the planted

@@ -1,5 +1,5 @@
 """Section 5.4 of the PromptSplit paper on the Fashion-MNIST generator: PromptSplit guidance over a range of
-scales, a section of the trained-generator demo (``promptprism demo --generator``, whose command line
+scales, a section of the trained-generator demo (``promptprism demo --trained-generator``, whose command line
 reads its options into :class:`SweepOptions`) and of ``benchmarks/guidance_fashion.py``.
 
 The reference is what the base model never makes: its own samples with a white frame on three *guided*

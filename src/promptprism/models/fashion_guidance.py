@@ -11,9 +11,10 @@ predictions and the reference, and with it the gradient, vanishes (two unrelated
 (one batch of ``generate``) is one :func:`~promptprism.guidance.sample` call: the guided set of eq. 5 is
 the batch.
 
-Section 5.4 of the PromptSplit paper on this generator (the experiment of ``promptprism demo --generator``):
-a reference the base model never makes, its own samples with a white frame on some classes
-(:func:`model_reference_sets`), and samples guided toward it (:func:`guided_samples`).
+Section 5.4 of the PromptSplit paper on this generator (the experiment of
+``promptprism demo --trained-generator``): a reference the base model never makes, its own samples with a
+white frame on some classes (:func:`model_reference_sets`), and samples guided toward it
+(:func:`guided_samples`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The summary page of ``promptprism demo --generator``: every experiment's table, with its own report's
-folder named (each experiment also writes a full report of its method there)."""
+"""The summary page of ``promptprism demo --trained-generator``: every experiment's table, with its own
+report's folder named (each experiment also writes a full report of its method there)."""
 
 from __future__ import annotations
 
