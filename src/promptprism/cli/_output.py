@@ -70,9 +70,11 @@ def check_out_contents(out: str | Path, command: str) -> None:
     listing = _listing(out)
     owner = listing.get("command") if listing else None
     kind = _result_kind(out)
-    other = owner if owner and owner != command else next(
-        (c for c, kinds in COMMAND_KINDS.items() if kind in kinds and command not in
-         [k for k, v in COMMAND_KINDS.items() if kind in v]), None)
+    if owner:  # (the listing says which command wrote the folder: that one may write it again)
+        other = owner if owner != command else None
+    else:
+        other = next((c for c, kinds in COMMAND_KINDS.items() if kind in kinds and command not in
+                      [k for k, v in COMMAND_KINDS.items() if kind in v]), None)
     if other is not None:
         raise OptionError(f"out {str(out)!r} holds the result of `promptprism {other}`; choose another "
                           f"folder (or delete that one) so that one folder holds one command's result")
@@ -84,6 +86,24 @@ def check_out_contents(out: str | Path, command: str) -> None:
                                                            else "")
         raise OptionError(f"out {str(out)!r} holds files promptprism did not write ({shown}); choose a new "
                           f"or empty folder, or move those files away")
+
+
+def check_report_out(out: Path, results: list[Path]) -> None:
+    """Refuse ``report --out OUT`` (a folder other than the results folder reported) when OUT holds a
+    result, whose own page would be replaced, or files other than a page ``report`` wrote there."""
+    if out.exists() and not out.is_dir():
+        raise OptionError(f"out {str(out)!r} exists and is not a folder")
+    if not out.is_dir() or any(out.resolve() == r.resolve() for r in results):
+        return
+    if (out / "result.json").exists():
+        raise OptionError(f"out {str(out)!r} holds a result (result.json), whose own page this page would "
+                          "replace; choose another folder")
+    foreign = [f for f in _visible_files(out) if f != REPORT_NAME]
+    if foreign:
+        shown = ", ".join(repr(f) for f in foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3
+                                                           else "")
+        raise OptionError(f"out {str(out)!r} holds files promptprism did not write ({shown}); choose a new "
+                          "or empty folder, or move those files away")
 
 
 def _remove_stale(out: Path, before: dict | None, written: list[str]) -> None:

@@ -41,6 +41,7 @@ def report(
     from ..io import atomic_write_text, check_out_dir, exclusive_lock
     from ..report.core import reload_inputs, render_report
     from ..results import load_result
+    from ._output import check_report_out
 
     if len(folders) > 1:
         _report_runs(folders, out)
@@ -58,6 +59,7 @@ def report(
     target = folder if out is None else out
     with exclusive_lock(folder, parameter="folder"):  # not while a command writes this folder
         check_out_dir(target, names=("report.html",), parameter="folder" if out is None else "out")
+        check_report_out(target, [folder])
         inputs, images, notes = reload_inputs(result, folder)
         try:
             page = render_report(result, inputs=inputs, images=images, base_dir=folder, notes=notes,
@@ -77,6 +79,7 @@ def _report_runs(folders: list[Path], out: Path | None) -> None:
     from ..io import atomic_write_text
     from ..report.runs import render_runs
     from ..results import load_result
+    from ._output import check_report_out
 
     if out is None:
         raise OptionError("--out is needed with several results folders (the runs page is written there)")
@@ -86,11 +89,7 @@ def _report_runs(folders: list[Path], out: Path | None) -> None:
             raise InputError(f"{folder}: no such results folder")
     # (folders of one name told apart by their parents, x/ab and y/ab; one folder twice numbered, ab#1, ab#2)
     runs = [(name, load_result(folder)) for name, folder in zip(unique_names(folders), folders, strict=True)]
-    if out.exists() and not out.is_dir():
-        raise OptionError(f"--out {out} exists and is not a folder")
-    if (out / "result.json").exists():
-        raise OptionError(f"--out {out}: holds a result (result.json), whose own page the runs page would "
-                          "replace; choose another folder")
+    check_report_out(out, [])
     out.mkdir(parents=True, exist_ok=True)
     path = atomic_write_text(out / "report.html", render_runs(runs))
     run_state().summary = {"kind": "runs", "runs": [n for n, _ in runs], "files": {"report.html": str(path)}}

@@ -1,0 +1,53 @@
+"""Who may write a results folder again: a command may replace its own earlier output (describe --out X
+twice was refused as "holds the result of split"); ``report --out`` may not replace another result's page
+nor write among files promptprism did not write, but may replace a page it wrote there."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from _cli_run import run_cli
+
+
+@pytest.fixture(scope="module")
+def split_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("owners")
+    rng = np.random.default_rng(0)
+    prompts = np.array([f"p{i % 6}" for i in range(120)])
+    t = np.repeat(rng.normal(size=(6, 8)), 20, axis=0)
+    for name, shift in (("a", 2.0), ("b", 0.0)):
+        z = rng.normal(size=(120, 8))
+        z[:20] += shift
+        np.savez(root / f"{name}.npz", prompt_embeddings=t, output_embeddings=z, prompts=prompts)
+    code, _, err = run_cli("split", root / "a.npz", root / "b.npz", "--out", root / "r", "-q", "--no-report",
+                           "--permutations", "19")
+    assert code == 0, err
+    return root
+
+
+@pytest.mark.slow  # (two describe runs, ~2 s)
+def test_describe_may_write_its_own_out_folder_again(split_run):
+    out = split_run / "named"
+    for _ in range(2):
+        code, _, err = run_cli("describe", split_run / "r", "--namer", "words", "--judge", "embedding",
+                               "--out", out, "-q", "--no-report")
+        assert code == 0, err
+    code, _, err = run_cli("split", split_run / "a.npz", split_run / "b.npz", "--out", out, "-q")
+    assert code == 2 and "holds the result of `promptprism describe`" in err
+
+
+def test_report_out_refuses_another_result_and_foreign_files_but_replaces_its_own_page(split_run):
+    import shutil
+
+    shutil.copytree(split_run / "r", split_run / "other")
+    code, _, err = run_cli("report", split_run / "r", "--out", split_run / "other")
+    assert code == 2 and "holds a result (result.json)" in err and len(err.strip().splitlines()) == 1
+    assert not (split_run / "other" / "report.html").exists()
+    (split_run / "data").mkdir()
+    np.save(split_run / "data" / "prompt_embeddings.npy", np.zeros((2, 2)))
+    code, _, err = run_cli("report", split_run / "r", "--out", split_run / "data")
+    assert code == 2 and "holds files promptprism did not write ('prompt_embeddings.npy')" in err
+    for _ in range(2):
+        code, _, err = run_cli("report", split_run / "r", "--out", split_run / "pages")
+        assert code == 0, err
