@@ -51,3 +51,28 @@ def test_report_out_refuses_another_result_and_foreign_files_but_replaces_its_ow
     for _ in range(2):
         code, _, err = run_cli("report", split_run / "r", "--out", split_run / "pages")
         assert code == 0, err
+
+
+@pytest.mark.slow  # (describe runs, ~2 s)
+def test_describe_records_the_inputs_it_was_given_not_the_first_recorded_ones(split_run):
+    """Inputs given to describe are recorded as read: the first recorded file moved away, the written
+    result used to point at it, so report and describe on the new folder lost the set."""
+    import json
+    import shutil
+
+    work = split_run / "moving"
+    work.mkdir()
+    for name in ("a", "b"):
+        shutil.copy(split_run / f"{name}.npz", work / f"{name}.npz")
+    code, _, err = run_cli("split", work / "a.npz", work / "b.npz", "--out", work / "r", "-q", "--no-report",
+                           "--permutations", "19")
+    assert code == 0, err
+    shutil.move(work / "a.npz", work / "a_copy.npz")
+    code, _, err = run_cli("describe", work / "r", work / "a_copy.npz", work / "b.npz", "--namer", "words",
+                           "--judge", "embedding", "--out", work / "named", "-q", "--no-report")
+    assert code == 0, err
+    inputs = json.loads((work / "named" / "result.json").read_text())["inputs"]
+    assert inputs["test"]["path"] == "../a_copy.npz" and inputs["reference"]["path"] == "../b.npz"
+    code, _, err = run_cli("describe", work / "named", "--namer", "words", "--judge", "embedding", "-q",
+                           "--no-report")
+    assert code == 0, err

@@ -146,7 +146,16 @@ def load_cli_input(path: Path, *, name: str, prompts: Path | None, text_model: s
         return load_input(results_folder_input(path), name=name, **kwargs)
 
 
-def recorded_sets(result, folder: Path, given_paths: dict, legacy: dict, text_model: str) -> dict:
+class RecordedSets(dict):
+    """:func:`recorded_sets`' sets by name, and in ``given`` the paths of those given on the command line
+    (recorded as the result's inputs when it is written again: the file read, not the one first recorded)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.given: dict[str, Path] = {}
+
+
+def recorded_sets(result, folder: Path, given_paths: dict, legacy: dict, text_model: str) -> RecordedSets:
     """The input sets of a results folder's ``result``, by name (``describe``, ``quality``): the path given,
     else where result.json's ``inputs`` record it (relative to DIR, then absolute; ``legacy``: the paths an
     older result.json names, as is or under DIR). Every set is checked against its recorded fingerprint
@@ -155,11 +164,13 @@ def recorded_sets(result, folder: Path, given_paths: dict, legacy: dict, text_mo
     from ..provenance import locate, verify
 
     records = result.inputs or {}
-    sets = {}
+    sets = RecordedSets()
     for side, given in given_paths.items():
         if given is not None:
             path = Path(given) if Path(given).exists() else None
             where = str(given)
+            if path is not None:
+                sets.given[side] = path
         elif side in records:
             path, where = locate(records[side], folder), records[side].get("path")
         else:

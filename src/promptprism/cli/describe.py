@@ -106,14 +106,15 @@ def describe(
     namer_obj, judge_obj = _namer_and_judge(namer, judge, base_url=base_url, model=model,
                                             judge_base_url=judge_base_url, judge_model=judge_model,
                                             text_model=text_model, link=link)
-    record, sets = _describe(result, folder, list(inputs or []), text_model, namer=namer_obj, judge=judge_obj,
-                             options=options, all_modes=all_modes)
+    record, sets, given = _describe(result, folder, list(inputs or []), text_model, namer=namer_obj,
+                                    judge=judge_obj, options=options, all_modes=all_modes)
     clients = [getattr(namer_obj, "client", None), getattr(judge_obj, "client", None)]
     record["calls"] = {"requests": sum(getattr(c, "n_requests", 0) for c in clients),
                        "cache_hits": sum(getattr(c, "n_cache_hits", 0) for c in clients)}
     named = dataclasses.replace(result, descriptions=record)
     written = save_outputs(named, out or folder, report=not no_report, inputs=sets, quiet=quiet,
-                           origin=folder, amend=out is None or Path(out).resolve() == Path(folder).resolve())
+                           origin=folder, sources=given or None,
+                           amend=out is None or Path(out).resolve() == Path(folder).resolve())
     if not quiet:
         print_descriptions(record, names=result.given_names() if result.kind == "promptsplit" else None)
     print_written(written)
@@ -156,8 +157,9 @@ def _namer_and_judge(namer: str, judge: str, *, base_url: str, model: str, judge
                        "lexical": lambda _: LexicalJudge()}[judge](text_model)
 
 
-def _describe(result, folder: Path, paths: list, text_model: str, **how) -> tuple[dict, dict | None]:
-    """(the descriptions record, the inputs for the report) for a PromptSplit, K-way or Scendi result."""
+def _describe(result, folder: Path, paths: list, text_model: str, **how) -> tuple[dict, dict | None, dict]:
+    """(the descriptions record, the inputs for the report, the paths given for them) for a PromptSplit,
+    K-way or Scendi result."""
     from ..methods.naming import describe_clusters, describe_deviations, describe_modes
 
     if result.kind == "promptsplit":
@@ -166,7 +168,7 @@ def _describe(result, folder: Path, paths: list, text_model: str, **how) -> tupl
             raise InputError(f"{folder}: a split result takes at most 2 inputs (TEST REF), got {len(paths)}")
         sets = recorded_sets(result, folder, dict(zip(sides, paths + [None] * 2, strict=False)),
                           result.config, text_model)
-        return describe_modes(result, sets["test"], sets["reference"], **how), sets
+        return describe_modes(result, sets["test"], sets["reference"], **how), sets, sets.given
     if result.kind == "promptsplit_kway":
         if paths and len(paths) != len(result.names):
             raise InputError(f"{folder}: a compare result of {len(result.names)} models takes one input per "
@@ -175,13 +177,13 @@ def _describe(result, folder: Path, paths: list, text_model: str, **how) -> tupl
                             strict=False))
         given = dict(zip(result.names, paths or [None] * len(result.names), strict=True))
         sets = recorded_sets(result, folder, given, recorded, text_model)
-        return describe_deviations(result, sets, **how), sets
+        return describe_deviations(result, sets, **how), sets, sets.given
     if len(paths) > 1:
         raise InputError(f"{folder}: a Scendi result takes one input (its set), got {len(paths)}")
     how.pop("all_modes")
     sets = recorded_sets(result, folder, {result.name: paths[0] if paths else None},
                       {result.name: result.config.get("input")}, text_model)
-    return describe_clusters(result, sets[result.name], **how), None
+    return describe_clusters(result, sets[result.name], **how), None, sets.given
 
 
 def print_descriptions(record: dict, *, names: tuple[str, str] | None = None) -> None:

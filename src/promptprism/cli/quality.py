@@ -127,7 +127,8 @@ def quality(
     judged = dataclasses.replace(result, quality=record)
     written = save_outputs(judged, out or folder, report=not no_report, inputs=sets, quiet=quiet,
                            origin=folder,
-                           sources={"real data": inp.results_folder_input(real)} if real else None,
+                           sources={**sets.given, **({"real data": inp.results_folder_input(real)} if real
+                                                     else {})} or None,
                            amend=out is None or Path(out).resolve() == Path(folder).resolve())
     if not quiet:
         _print(record, closeness=real is not None, judge=bool(judge_base_url))
