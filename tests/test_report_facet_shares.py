@@ -106,7 +106,8 @@ def test_report_dir_finds_the_facets_when_the_ranking_holds_few_of_the_prompts(t
     from promptprism.provenance import record_inputs
     from promptprism.report import report_from_dir
 
-    sets = {s: manifest_set(tmp_path / f"{s}.jsonl", s, 4.0 * k, k) for k, s in enumerate(("test", "reference"))}
+    sides = ("test", "reference")
+    sets = {s: manifest_set(tmp_path / f"{s}.jsonl", s, 4.0 * k, k) for k, s in enumerate(sides)}
     result = PromptSplit(seed=0, n_modes=2, top_k=4, permutations=0).fit(sets["test"], sets["reference"])
     out = tmp_path / "run"
     out.mkdir()
