@@ -75,7 +75,7 @@ def _report_runs(folders: list[Path], out: Path | None) -> None:
     """The page over several results folders (:mod:`promptprism.report.runs`), written to ``out``."""
     from ..errors import OptionError
     from ..io import atomic_write_text
-    from ..report.runs import render_runs
+    from ..report.runs import render_runs, run_links
     from ..results import load_result
 
     if out is None:
@@ -92,6 +92,6 @@ def _report_runs(folders: list[Path], out: Path | None) -> None:
         raise OptionError(f"--out {out}: holds a result (result.json), whose own page the runs page would "
                           "replace; choose another folder")
     out.mkdir(parents=True, exist_ok=True)
-    path = atomic_write_text(out / "report.html", render_runs(runs))
+    path = atomic_write_text(out / "report.html", render_runs(runs, run_links(folders, out)))
     run_state().summary = {"kind": "runs", "runs": [n for n, _ in runs], "files": {"report.html": str(path)}}
     console.print(f"report: {path}", markup=False, soft_wrap=True)

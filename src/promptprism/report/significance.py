@@ -100,6 +100,11 @@ def page_verdict(result: Any, names: dict[str, str], defaults: dict[str, str]) -
         said = said.replace("that the reference produces", "that the reference set produces", 1)
     else:
         said = named_verdict(said, (names["test"], names["reference"]))
+    return plain_verdict(said)
+
+
+def plain_verdict(said: str) -> str:
+    """A stored verdict with the kernel aggregation said as a reader says it (no result.json field name)."""
     for pattern, words in _AGGREGATION_WORDS:
         said = pattern.sub(words, said)
     return said
