@@ -117,3 +117,4 @@ def test_report_dir_finds_the_facets_when_the_ranking_holds_few_of_the_prompts(t
     view = page_data(report_from_dir(out).read_text(encoding="utf-8"))["view"]
     seed = next(f for f in view["facets"] if f["name"] == "seed")
     assert seed["share"][seed["values"].index("0")] == pytest.approx(1.0)
+
