@@ -231,7 +231,8 @@ def test_significant_and_not_significant_modes_are_marked_with_p_values():
 def test_nothing_significant_says_so_in_one_sentence_and_ranks_no_prompt():
     result = significance_result([0.41, 0.5, 0.7, 0.6, 0.8, 0.9])
     doc = unescape(render_report(result))
-    first = doc.index("no significant difference between test and reference at alpha = 0.05")
+    # (the sets' names, as the title and headings call them: the page names them one way)
+    first = doc.index("no significant difference between test model and reference model at alpha = 0.05")
     assert first < doc.index("Prompts where the models disagree most")
     assert "No prompt ranking: no mode is significant" in doc
     assert "0 significant" in doc

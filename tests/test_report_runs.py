@@ -91,3 +91,67 @@ def test_runs_of_one_folder_name_are_told_apart_and_a_run_folder_is_not_overwrit
     code, _, err = run_cli("report", x, y, "--out", x)
     assert code == 2 and "holds a result (result.json)" in err and err.count("\n") == 1
     assert sorted(p.name for p in (tmp_path / "x" / "ab").iterdir()) == before
+
+
+def _diversity(scendi):
+    from types import SimpleNamespace
+
+    models = [SimpleNamespace(name=n, scendi=v, vendi=v, rke=v, model_share=0.3, intervals={})
+              for n, v in scendi.items()]
+    return SimpleNamespace(kind="scendi_comparison", models=models, rankings={}, verdict="")
+
+
+def test_runs_of_other_kinds_are_not_compared_prompt_by_prompt():
+    """split -> diversity listed every significant prompt of the split as 'left' (a diversity run has no
+    significant-prompt set); runs are compared with the next run of their own kind only."""
+    a, b = _fake({"p1": 0.5, "p2": 0.4, "p3": 0.1}), _fake({"p1": 0.1, "p2": 0.4, "p3": 0.5})
+    runs = [("a", a), ("div", _diversity({"m": 2.0})), ("b", b)]
+    assert prompt_changes(runs) == [("a", "b", "split", ["p3"], ["p1"])]
+    assert prompt_changes([("a", a), ("div", _diversity({"m": 2.0}))]) == []
+
+
+def test_the_runs_page_opens_with_a_verdict_on_what_changed_between_comparable_runs():
+    import re
+    from html import unescape
+
+    from promptprism.report.runs import render_runs
+
+    a, b = _fake({"p1": 0.5, "p2": 0.4, "p3": 0.1}), _fake({"p1": 0.1, "p2": 0.4, "p3": 0.5})
+    runs = [("a", a), ("d1", _diversity({"m": 2.0, "n": 1.0})), ("b", b), ("d2", _diversity({"m": 2.5}))]
+    doc = render_runs(runs)
+    body = re.sub(r"^.*?<h2>Verdicts</h2>", "", doc, count=1, flags=re.S)
+    assert body.lstrip().startswith('<p class="pp-verdict"><b>')
+    said = unescape(re.search(r'class="pp-verdict"><b>(.*?)</b>', doc, re.S).group(1))
+    assert said.startswith("From a to b (split)")
+    assert "1 prompt entered the significant set and 1 left it" in said
+    assert "from d1 to d2 (diversity) Scendi m 2 → 2.5" in said
+    alone = render_runs([("a", a), ("d1", _diversity({"m": 2.0}))])
+    said = unescape(re.search(r'class="pp-verdict"><b>(.*?)</b>', alone, re.S).group(1))
+    assert said.startswith("No two runs are of the same kind") and "a (split), d1 (diversity)" in said
+    assert "No significant-prompt set, not compared: d1 (diversity)" in unescape(alone)
+
+
+def test_the_runs_page_links_each_runs_report_and_says_verdicts_without_field_names(tmp_path):
+    import dataclasses
+
+    from promptprism.report.references import external_references
+    from promptprism.report.runs import render_runs, run_links
+
+    for name in ("r1", "r 2"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "report.html").write_text("<html></html>")
+    (tmp_path / "r3").mkdir()  # (no report.html: no link)
+    out = tmp_path / "runs"
+    links = run_links([tmp_path / "r1", tmp_path / "r 2", tmp_path / "r3"], out)
+    assert links == ["../r1/report.html", "../r%202/report.html", None]
+    split = dataclasses.replace(_fake({"p1": 1.0}), significance={
+        "verdict": "1 of 2 modes differ; aggregated over 3 kernels: p = 0.01, modes also found by cosine, "
+                   "gaussian x2 (significance.aggregation)"})
+    runs = [("r1", split), ("r 2", split), ("r3", split)]
+    doc = render_runs(runs, links)
+    assert 'href="../r1/report.html"' in doc and 'href="../r%202/report.html"' in doc
+    assert "no report.html" in doc
+    assert "significance.aggregation" not in doc.split('<script type="application/json"')[0]
+    assert external_references(doc) == []  # (a link to another run's page loads nothing)
+    assert external_references('<a href="../x/other.html">x</a>') and external_references(
+        '<a href="//evil.example/report.html">x</a>') and external_references('<img src="../r1/report.html">')

@@ -77,7 +77,7 @@ def _report_runs(folders: list[Path], out: Path | None) -> None:
     """The page over several results folders (:mod:`promptprism.report.runs`), written to ``out``."""
     from ..errors import OptionError
     from ..io import atomic_write_text
-    from ..report.runs import render_runs
+    from ..report.runs import render_runs, run_links
     from ..results import load_result
     from ._output import check_report_out
 
@@ -91,6 +91,6 @@ def _report_runs(folders: list[Path], out: Path | None) -> None:
     runs = [(name, load_result(folder)) for name, folder in zip(unique_names(folders), folders, strict=True)]
     check_report_out(out, [])
     out.mkdir(parents=True, exist_ok=True)
-    path = atomic_write_text(out / "report.html", render_runs(runs))
+    path = atomic_write_text(out / "report.html", render_runs(runs, run_links(folders, out)))
     run_state().summary = {"kind": "runs", "runs": [n for n, _ in runs], "files": {"report.html": str(path)}}
     console.print(f"report: {path}", markup=False, soft_wrap=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path, PurePath
 from typing import Any
 
 from .._version import __version__
@@ -25,13 +25,54 @@ def safe_figure(fn: Callable[..., bytes], *args: Any, alt: str, caption: Any = N
 
 
 def display_name(where: Any, default: str) -> str:
-    """A set's name for headings: the file name of a path, else the name it was given."""
+    """A set's name for headings when ``where`` is where it was read (a path: its file name), else the name
+    it was given; ``default`` without either."""
     if not where:
         return default
     s = str(where)
     if os.sep in s or "/" in s:
-        return Path(s).name or s
+        return PurePath(s).name or s
     return s
+
+
+def _looks_like_path(value: str) -> bool:
+    return "/" in value or "\\" in value or PurePath(value).suffix != ""
+
+
+def _path_label(path: PurePath, level: int) -> str:
+    """``level`` 0: the file stem; 1: the file name; 2, 3, ...: one more parent folder each two levels."""
+    stem = path.stem if path.suffix else path.name
+    if level == 0:
+        return stem
+    parents = path.parent.parts[-(level // 2):] if level >= 2 else ()
+    return "/".join([*parents, stem if level % 2 == 0 else path.name])
+
+
+def set_display_names(where: Mapping[str, Any], defaults: Mapping[str, str], *,
+                      given: Sequence[str] | None = None) -> dict[str, str]:
+    """The sets' names on a page, one scheme for the title, headings and verdict: ``given`` (the names the
+    user gave, ``--names`` or NAME=PATH) exactly as given; else from ``where`` (each set's path or name),
+    a path shortened to its file stem, with the file name and then the parent folders that tell two sets
+    apart when stems collide (``d1/m`` and ``d2/m``, as the commands name sets); a name that is not a path
+    as it is. ``defaults`` when the sets cannot be told apart (the same file twice) or nothing is known."""
+    keys = list(defaults)
+    if given is not None and len(set(given)) == len(keys) == len(given):
+        return dict(zip(keys, (str(g) for g in given), strict=True))
+    values = {k: str(where[k]) if where.get(k) else "" for k in keys}
+    if not all(values.values()):
+        return dict(defaults)
+    paths = {k: PurePath(v) for k, v in values.items() if _looks_like_path(v)}
+    levels = dict.fromkeys(keys, 0)
+    while True:
+        names = {k: _path_label(paths[k], levels[k]) if k in paths else values[k] for k in keys}
+        clash = [k for k in keys if list(names.values()).count(names[k]) > 1]
+        if not clash:
+            return names
+        movable = [k for k in clash if k in paths and levels[k] <= 2 * len(paths[k].parts)]
+        if not movable:
+            return dict(defaults)
+        for k in movable:
+            levels[k] += 1
 
 
 def notes_block(notes: Iterable[str] | None) -> Html | None:
@@ -177,6 +218,7 @@ __all__ = [
     "esc",
     "safe_figure",
     "display_name",
+    "set_display_names",
     "notes_block",
     "run_details",
     "finish",

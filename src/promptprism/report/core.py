@@ -104,6 +104,17 @@ def reload_inputs(result: Any, result_dir: str | os.PathLike) -> tuple[Any, Any,
     return fn(result, Path(result_dir))
 
 
+def warn_missing(missing: list[str], left_out: str) -> None:
+    """One warning (one line on the terminal) naming the inputs of a result that were not found again and
+    what the page leaves out without them; nothing when none is missing. The page says it too (a note)."""
+    import warnings
+
+    if missing:
+        warnings.warn(f"inputs not found: {'; '.join(missing)}; the page is written without {left_out} (copy "
+                      "the results folder with its inputs, or run report where they are)", UserWarning,
+                      stacklevel=3)
+
+
 def render_report_dir(result_dir: str | os.PathLike, **options: Any) -> tuple[Path, str]:
     """Load ``DIR/result.json``, find its inputs again and render its page: (the folder, the page). Writes
     nothing (``report_from_dir`` writes it)."""

@@ -10,8 +10,9 @@ are the set's rows, in order), and turns each into a facet:
 * anything else (free text, ids, nested values) is left out, with a note.
 
 Per facet the view holds its values, each side's count per value, each prompt's values, the share of the
-result's disagreement (the prompt ranking's ``share``, summed over the prompts that have the value) and
-each sample's value (to filter the map). Nothing is recomputed: counts and sums of stored numbers.
+result's disagreement (the prompt ranking's ``share``, summed over the prompts that have the value; on a run
+with more prompts than the ranking keeps, only where it is known: :func:`value_shares`) and each sample's
+value (to filter the map). Nothing is recomputed: counts and sums of stored numbers.
 """
 
 from __future__ import annotations
@@ -74,8 +75,9 @@ class MetaSet:
 
 
 def manifest_meta_set(path: Path, prompts: set[str], n: int) -> MetaSet | None:
-    """The manifest at ``path`` as a :class:`MetaSet`, when it has ``n`` rows and a column whose values are
-    the result's ``prompts`` (``prompt``, or the column a ``--columns`` mapping named); else None."""
+    """The manifest at ``path`` as a :class:`MetaSet`, when it has ``n`` rows and a column whose values hold
+    the result's ``prompts`` (``prompt``, or the column a ``--columns`` mapping named; the ranked prompts, so
+    a subset of the column's values on a run with more prompts than the ranking keeps); else None."""
     from ..data.tables import read_table
 
     try:
@@ -87,7 +89,7 @@ def manifest_meta_set(path: Path, prompts: set[str], n: int) -> MetaSet | None:
 
     def overlap(col: str) -> float:
         vals = {str(r.values.get(col)) for r in table.records}
-        return len(vals & prompts) / max(len(vals), 1)
+        return len(vals & prompts) / max(len(prompts), 1)  # (the ranking may hold only some of them)
 
     best = max(table.columns, key=lambda c: (overlap(c), c == "prompt"), default=None)
     if best is None or overlap(best) < 0.5:
@@ -164,18 +166,49 @@ def facet_view(columns: dict[str, dict[str, list]], prompt_of: dict[str, list[in
             for k, pid in zip(idx, prompt_of[side], strict=True):
                 if 0 <= pid < n_prompts:
                     per_prompt[pid].add(k)
-        share = [0.0] * len(labels)
-        for pid, vals in enumerate(per_prompt):
-            s = shares[pid] if pid < len(shares) else None
-            for k in vals:
-                share[k] += float(s or 0.0)
+        share, ranked, rest = value_shares(per_prompt, shares, len(labels))
         keep = [k for k in range(len(labels)) if any(counts[s][k] for s in counts)]
+        unranked = sum(1 for pid in range(n_prompts) if pid >= len(shares) or shares[pid] is None)
         facet = {"name": name, "kind": kind, "values": labels, "counts": counts, "share": share,
-                 "keep": keep, "prompts": [sorted(v) for v in per_prompt], "rows": rows}
+                 "share_ranked": ranked, "ranked": n_prompts - unranked,
+                 "unranked": unranked if ranked[0] is not None else 0,
+                 "unranked_share": rest, "keep": keep, "prompts": [sorted(v) for v in per_prompt],
+                 "rows": rows}
         if kind == "num":
             facet.update(numeric_range(columns, name, prompt_of, n_prompts))
         facets.append(facet)
     return facets, notes
+
+
+def value_shares(per_prompt: list[set], shares: list[float | None], n_values: int
+                 ) -> tuple[list[float | None], list[float | None], float]:
+    """Each value's share of the disagreement (the shares of the prompts that carry it, summed) where it
+    is known, the part its ranked prompts carry, and the part the unranked prompts carry together.
+
+    The result ranks at most ``max(100, top_prompts)`` prompts (those with the largest d_p), so on a larger
+    run the other prompts have no share of their own here; theirs add up to what the ranked shares leave of
+    1 (the shares of all prompts add up to 1). A value that every unranked prompt carries has its ranked part
+    plus that rest, one that none carries its ranked part; any other value's share is not known (None).
+    Nothing is known (Nones, rest 0) when no prompt has a share (no significant mode)."""
+    at = [shares[pid] if pid < len(shares) else None for pid in range(len(per_prompt))]
+    known = [float(s) for s in at if s is not None]
+    if not known:
+        return [None] * n_values, [None] * n_values, 0.0
+    ranked, n_with = [0.0] * n_values, [0] * n_values
+    n_unranked = 0
+    for s, vals in zip(at, per_prompt, strict=True):
+        n_unranked += s is None
+        for k in vals:
+            if s is None:
+                n_with[k] += 1
+            else:
+                ranked[k] += float(s)
+    rest = 1.0 - sum(known) if n_unranked else 0.0
+    share: list[float | None] = [
+        ranked[k] + (rest if n_with[k] else 0.0) if n_with[k] in (0, n_unranked) else None
+        for k in range(n_values)
+    ]
+    return share, ranked, rest
 
 
 def _number(v: Any) -> float | None:
@@ -217,13 +250,15 @@ def facets_block(facets: list[dict], names: dict[str, str], *, with_share: bool 
     """Per facet a table: each value, each side's number of samples, the share of the disagreement on the
     prompts that have it and (``verdicts``: ``promptprism quality --facet``'s lines per (facet, value)) which
     model is closer or preferred there; a row filters the page to that value (``#facet=name:k``)."""
-    from .html import el, fnum, p, table
+    from .html import el, p, table
 
     if not facets:
         return None
+    with_share = with_share and any(x is not None for f in facets for x in f["share_ranked"])
     blocks = [p("Your manifests' own columns. Click a value to keep only its prompts in the tables and its "
                 "samples on the map (or pick it in the toolbar); a prompt whose samples carry several values "
-                "counts for each, so the shares may add up to more than 100%.", cls="muted small")]
+                "counts for each, so the shares may add up to more than 100%."
+                + _share_notes(facets, with_share), cls="muted small")]
     judged = {name for name, _ in (verdicts or {})}
     for f in facets:
         sides = list(f["counts"])
@@ -234,7 +269,7 @@ def facets_block(facets: list[dict], names: dict[str, str], *, with_share: bool 
             return el("ul", [el("li", x) for x in lines], cls="small") if lines else "not tested"
 
         rows = [(f["values"][k], *[f["counts"][s][k] for s in sides],
-                 *([fnum(f["share"][k], ".1%")] if with_share else []),
+                 *([_share_cell(f, k)] if with_share else []),
                  *([verdict(f["values"][k])] if with_verdict else [])) for k in f["keep"]]
         binned = " (number, in quantile bins)" if f["kind"] == "num" else ""
         blocks.append(el("h3", f"{f['name']}{binned}"))
@@ -249,3 +284,35 @@ def facets_block(facets: list[dict], names: dict[str, str], *, with_share: bool 
                         "the value only, on the finding's prompts; \"not tested\": no finding has samples "
                         "of every model with that value.", cls="muted small"))
     return el("div", blocks, id="facets")
+
+
+def _share_cell(facet: dict, k: int) -> Any:
+    """A value's share of the disagreement, or its ranked prompts' part when its share is not known."""
+    from .html import el, fnum
+
+    if facet["share"][k] is not None or facet["share_ranked"][k] is None:
+        return fnum(facet["share"][k], ".1%")
+    return el("span", f"{fnum(facet['share_ranked'][k], '.1%')} in the ranked prompts", cls="muted",
+              title="only part of the share: some of the prompts with this value are not in the result's "
+                    "ranking, and their shares are not stored")
+
+
+def _share_notes(facets: list[dict], with_share: bool) -> str:
+    """What the share column's caption adds: the ranking's cut, negative shares."""
+    if not with_share:
+        return ""
+    notes = []
+    cut = next((f for f in facets if f.get("unranked")), None)
+    if cut is not None:
+        notes.append(
+            f" The result ranks only the {cut['ranked']:,} prompts with the largest disagreement "
+            "(result.json's prompt_ranking keeps at most max(100, top_prompts) rows): the other "
+            f"{cut['unranked']:,} prompts carry {cut['unranked_share']:.1%} of the disagreement together, "
+            "and their own shares are not stored. "
+            "A value that all of them or none of them carry has its exact share; for any other value the "
+            "table gives the part its ranked prompts carry.")
+    if any(x is not None and x < 0 for f in facets for x in [*f["share"], *f["share_ranked"]]):
+        notes.append(" A negative share: on those prompts the other model shows more of the modes than the "
+                     "model they favour (against their overall direction); the shares of all prompts add up "
+                     "to 100%.")
+    return "".join(notes)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .interactive import data_block, script_block
-from .references import check_self_contained
+from .references import LOCAL_REPORT_LINK, check_self_contained
 from .strings import LONG_TEXT, SHOWN, cut_attr, end_table, start_table
 from .strings import current as current_strings
 
@@ -122,7 +122,8 @@ def el(name: str, *children: Any, **attrs: Any) -> Html:
         key = "class" if key == "cls" else key.rstrip("_").replace("_", "-")
         if not _ATTR_NAME.match(key):
             raise ValueError(f"bad attribute name {key!r}")
-        if key in ("src", "href") and not str(value).startswith(("data:", "#")):
+        local = name == "a" and key == "href" and LOCAL_REPORT_LINK.match(str(value))
+        if key in ("src", "href") and not str(value).startswith(("data:", "#")) and not local:
             raise ValueError(f"{key}={value!r}: a report may only point into itself (data: or #anchor)")
         if key in ("title", "alt", "aria-label") and isinstance(value, str):
             value = cut_attr(str(value))

@@ -108,16 +108,48 @@ def _verdict(result: Any) -> str:
                 f"{fnum(m.precision, '.3f')}, recall {fnum(m.recall, '.3f')}, coverage "
                 f"{fnum(m.coverage, '.3f')}; {fd} {fnum(m.fd, '.4g')} (intervals in the table).")
 
-    def best(key: str, low: bool = False) -> Any:
-        vals = [(num(_get(m, key)), m) for m in ms if num(_get(m, key)) == num(_get(m, key))]
-        return (min if low else max)(vals, key=lambda x: x[0])[1] if vals else None
-
-    parts = [(best("fd", low=True), "closest to the reference by " + fd, "fd", ".4g"),
-             (best("precision"), "highest precision", "precision", ".3f"),
-             (best("recall"), "highest recall", "recall", ".3f")]
-    said = [f"{what}: {m.name} ({fnum(_get(m, key), spec)})" for m, what, key, spec in parts if m is not None]
+    parts = [_leaders(ms, "fd", "closest to the reference by " + fd, ".4g", low=True),
+             _leaders(ms, "precision", "highest precision", ".3f"),
+             _leaders(ms, "recall", "highest recall", ".3f")]
+    said = [x for x in parts if x]
     text = "; ".join(said)
     return text[:1].upper() + text[1:] + "." if said else "No metric could be computed."
+
+
+def _leaders(ms: list[Any], key: str, what: str, spec: str, *, low: bool = False) -> str:
+    """Who leads on ``key``, tie-aware as the diversity page's rankings are (``stats.ranking``): the sets
+    that share the first rank, two sets tied where their intervals overlap or, without intervals, where
+    their values are equal (the words say which); '' when no set has the value."""
+    import numpy as np
+
+    from ..stats.ranking import intervals_separated, tied_ranks
+
+    have = [m for m in ms if num(_get(m, key)) == num(_get(m, key))]
+    if not have:
+        return ""
+    values = [num(_get(m, key)) for m in have]
+    ivs = [(_get(m, "intervals") or {}).get(key) for m in have]
+    with_iv = all(isinstance(iv, dict) and num(iv.get("low")) == num(iv.get("low"))
+                  and num(iv.get("high")) == num(iv.get("high")) for iv in ivs)
+    v = np.asarray(values, float)
+    if with_iv:
+        separated = intervals_separated([num(iv["low"]) for iv in ivs], [num(iv["high"]) for iv in ivs])
+        separated &= v[:, None] != v[None, :]
+    else:
+        separated = v[:, None] != v[None, :]
+    ranks = tied_ranks(values, separated, higher_is_better=not low)
+    order = sorted(range(len(have)), key=lambda k: values[k] * (1 if low else -1))
+    first = [k for k in order if ranks[k] == 1]
+    if len(first) == 1:
+        m = have[first[0]]
+        alone = "" if with_iv or len(have) == 1 else ", no interval"
+        return f"{what}: {m.name} ({fnum(_get(m, key), spec)}{alone})"
+    names = [have[k].name for k in first]
+    who = ", ".join(names[:-1]) + " and " + names[-1]
+    if len({values[k] for k in first}) == 1:
+        return f"{what}: {who}, tied ({fnum(values[first[0]], spec)} each)"
+    each = ", ".join(f"{have[k].name} {_cell(have[k], key, spec)}" for k in first)
+    return f"{what}: {who}, tied within their intervals ({each})"
 
 
 def _findings(result: Any) -> list:

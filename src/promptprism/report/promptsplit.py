@@ -20,12 +20,12 @@ import numpy as np
 
 from ..data.paired import PairedSet
 from .common import (
-    display_name,
     finish,
     image_folders,
     mapping,
     notes_block,
     run_details,
+    set_display_names,
     text_card,
     thumb,
     visual_of,
@@ -41,6 +41,7 @@ from .significance import (
     is_significant,
     modes_card,
     null_and_flags,
+    page_verdict,
     prompt_rows,
     ranking_basis,
     ranking_block,
@@ -48,7 +49,6 @@ from .significance import (
     sig_tag,
     significance_block,
     significance_of,
-    verdict,
 )
 from .svg import eigenvalue_bars_svg, svg_figure
 
@@ -56,7 +56,9 @@ from .svg import eigenvalue_bars_svg, svg_figure
 GALLERY_PER_SIDE = 8
 #: modes per sign shown open; the others are folded (still in the page)
 OPEN_MODES = 3
-SIDE_TITLE = {"test": "test model", "reference": "reference model"}
+#: the sets' names when the user gave none and where they were read tells them not apart (as the verdict
+#: calls them then: 'the test set')
+SIDE_TITLE = {"test": "test set", "reference": "reference set"}
 _mode_label = mode_label
 
 
@@ -137,7 +139,7 @@ def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | N
     pos = mode.side == "test"
     label = _mode_label(mode.side, mode.rank)
     by_side = {mode.side: mode.top_samples, ("reference" if pos else "test"): mode.top_samples_other}
-    favoured = f"strongest on this mode ({names[mode.side]} does more of it)"
+    favoured = f"strongest on this mode ({_the(names, mode.side)} does more of it)"
     cols = [
         _side_block(
             names[s],
@@ -154,7 +156,7 @@ def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | N
         el(
             "h3",
             el("span", label, cls="tag" if pos else "tag neg"),
-            f" {names[mode.side]} does more · eigenvalue {fnum(mode.eigenvalue, '+.4g')} ",
+            f" {_the(names, mode.side)} does more · eigenvalue {fnum(mode.eigenvalue, '+.4g')} ",
             sig_tag(mode, alpha),
         ),
         description_block(description),
@@ -180,12 +182,12 @@ def _mode_card(mode: Any, images, bases, names: dict[str, str], alpha: float | N
 
 # --------------------------------------------------------------------------------------------------- page
 def _names(result: Any, sets: dict[str, PairedSet]) -> dict[str, str]:
-    cfg = result.config
-    names = {
-        s: display_name(cfg.get(s) or (sets[s].name if s in sets else None), SIDE_TITLE[s])
-        for s in ("test", "reference")
-    }
-    return dict(SIDE_TITLE) if names["test"] == names["reference"] else names
+    """The two sets' names, one scheme for the title, headings and verdict (:func:`set_display_names`): as
+    the user gave them, else shortened from where they were read, else the sides' own words."""
+    given = result.given_names() if callable(getattr(result, "given_names", None)) else None
+    where = {s: result.config.get(s) or (sets[s].where if s in sets else None) for s in ("test", "reference")}
+    where = {s: None if w in (s, "") else w for s, w in where.items()}  # (a side's own word names nothing)
+    return set_display_names(where, SIDE_TITLE, given=given)
 
 
 def _bases(result: Any, sets: dict[str, PairedSet], base_dir: Any) -> dict[str, list[Path]]:
@@ -226,22 +228,27 @@ def _eigen_figure(result: Any, null: Any, flags: Any) -> Any:
     )
 
 
-def _untested(result: Any) -> str:
+def _untested(result: Any, names: dict[str, str]) -> str:
     """The verdict of a run without a significance test: the distance and the largest eigenvalue of each
     sign, said to be untested."""
     tops = []
-    for modes, what in ((result.positive_modes, "what the test set produces more"),
-                        (result.negative_modes, "what the reference set produces more")):
+    for modes, what in ((result.positive_modes, f"what {_the(names, 'test')} produces more"),
+                        (result.negative_modes, f"what {_the(names, 'reference')} produces more")):
         if modes:
             tops.append(f"{'+' if modes[0].eigenvalue > 0 else '−'}{fmt(abs(modes[0].eigenvalue))} ({what})")
     return (f"Not tested for significance (no permutations were run): PromptSplit distance "
             f"{fmt(result.distance)}" + (f"; largest eigenvalues {' and '.join(tops)}" if tops else "") + ".")
 
 
+def _the(names: dict[str, str], side: str) -> str:
+    """A set as a sentence calls it: 'the test set' (the sides' own words) or its name."""
+    return f"the {names[side]}" if names[side] == SIDE_TITLE[side] else names[side]
+
+
 def _overview(result: Any, names: dict[str, str], notes: list[str], view: dict, alpha: Any, ids: dict,
               eig: Any) -> list:
     """The verdict, the run's cards, the significance, the prompt ranking beside the eigenvalues."""
-    said = verdict(result) or _untested(result)
+    said = page_verdict(result, names, SIDE_TITLE) or _untested(result, names)
     modes_value, modes_label = modes_card(result)
     return [
         el("p", el("b", said), cls="pp-verdict"),
@@ -285,7 +292,7 @@ def _add_modes(page: Page, result: Any, card: Callable[[Any], Any], names: dict[
         page.add(
             title,
             p(
-                f"What the {names[side]} produces more, strongest first. Per mode: the prompts "
+                f"What {_the(names, side)} produces more, strongest first. Per mode: the prompts "
                 f"that load on it, and the samples of each model that score highest on it "
                 f"(up to {GALLERY_PER_SIDE} per model, split by the sign of their score).",
                 cls="muted",

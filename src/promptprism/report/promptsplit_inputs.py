@@ -11,7 +11,7 @@ import numpy as np
 
 from ..data.paired import PairedSet
 from .common import mapping
-from .core import reloader
+from .core import reloader, warn_missing
 
 
 def check_sets(result: Any, inputs: Any, notes: list[str]) -> dict[str, PairedSet]:
@@ -69,6 +69,7 @@ def reload_promptsplit(result: Any, result_dir: Path) -> tuple[dict, dict, list[
     from ..provenance import locate, verify
 
     inputs, images, notes = {}, {}, []
+    missing: list[str] = []
     records = getattr(result, "inputs", None) or {}
     for side in ("test", "reference"):
         where = result.config.get(side)
@@ -94,6 +95,8 @@ def reload_promptsplit(result: Any, result_dir: Path) -> tuple[dict, dict, list[
                     _manifest_facets(result, side, found, inputs)
                     _manifest_texts(result, side, found, records, inputs, notes)
             else:
+                if side in records:  # (where the run read it: the folder moved without it)
+                    missing.append(f"{side} {where}")
                 notes.append(
                     f"{side} input {where or '(not recorded)'} not found; the map and array "
                     "thumbnails are left out, and the facets of its metadata columns (they are read from "
@@ -109,6 +112,7 @@ def reload_promptsplit(result: Any, result_dir: Path) -> tuple[dict, dict, list[
             with np.load(path, allow_pickle=False) as zf:
                 if "images" in zf.files:
                     images[side] = zf["images"]
+    warn_missing(missing, "the map, the array thumbnails and the facets of their metadata")
     return inputs, images, notes
 
 
@@ -125,19 +129,27 @@ def reload_kway(result: Any, result_dir: Path) -> tuple[dict, dict, list[str]]:
     from ..errors import PromptPrismError
     from ..provenance import locate, verify
 
-    inputs, notes = {}, []
+    inputs, notes, missing = {}, [], []
     records = getattr(result, "inputs", None) or {}
     for name in result.names:
         path = locate(records[name], result_dir) if name in records else None
-        if path is None or not _is_embeddings(path):
-            notes.append(f"input of {name}: " + ("not recorded or not found" if path is None else
-                                                  "raw generations (not embeddings): not read again"))
+        if path is None:
+            where = (records.get(name) or {}).get("path")
+            if where:
+                missing.append(f"{name} {where}")
+            notes.append(f"input of {name}: " + (f"{where} not found" if where else "not recorded") +
+                         "; its outputs per prompt and the facets of its metadata are left out (copy the "
+                         "folder with its inputs, or run report where they are)")
+            continue
+        if not _is_embeddings(path):
+            notes.append(f"input of {name}: raw generations (not embeddings): not read again")
             continue
         verify(name, path, records)  # another content than recorded: refused, as for a split result
         try:
             inputs[name] = load_paired(path, name=name)
         except PromptPrismError as exc:
             notes.append(f"input of {name} could not be read again: {exc}")
+    warn_missing(missing, "their outputs per prompt and the facets of their metadata")
     return inputs, {}, notes
 
 

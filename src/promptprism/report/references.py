@@ -15,6 +15,9 @@ _FORBIDDEN = frozenset({"link", "iframe", "object", "embed", "base", "frame", "m
 _NETWORK_JS = re.compile(
     r"\b(fetch|XMLHttpRequest|WebSocket|EventSource|importScripts|sendBeacon|Worker)\b|\bimport\s*\(|https?:"
 )
+#: the one outside reference a page may hold: a link (``<a href>``, followed only when clicked; nothing is
+#: loaded) to another results folder's report.html by a relative path, as the runs page links each run's page
+LOCAL_REPORT_LINK = re.compile(r"^(?:[A-Za-z0-9._~%\-]+/)*report\.html$")
 _CSS_URL = re.compile(r"url\(\s*['\"]?([^)'\"]*)", re.IGNORECASE)
 _CSS_IMPORT = re.compile(r"@import\s+([^;]*)", re.IGNORECASE)
 
@@ -46,6 +49,8 @@ class _References(HTMLParser):
             self.bad.append("<meta http-equiv=refresh>")
         for key, value in attrs:
             value = (value or "").strip()
+            if tag == "a" and key == "href" and LOCAL_REPORT_LINK.match(value):
+                continue
             if key in _URL_ATTRS and not value.lower().startswith(("data:", "#")):
                 self.bad.append(f"{key}={value[:80]}")
             elif key == "style":

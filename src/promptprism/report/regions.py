@@ -12,7 +12,7 @@ import numpy as np
 from . import figures
 from .answer import answer_block
 from .common import display_name, finish, mapping, notes_block, run_details, safe_figure, thumb
-from .core import reloader, renderer
+from .core import reloader, renderer, warn_missing
 from .html import Page, cards, details, el, fmt, note, p, table
 from .rankings import rankings_block
 from .regions_view import region_samples, region_table
@@ -345,6 +345,7 @@ def reload_regions(result: Any, result_dir: Path) -> tuple[dict, None, list[str]
     from ..provenance import locate, verify
 
     notes: list[str] = []
+    missing: list[str] = []
     inputs: dict[str, Any] = {}
     records = getattr(result, "inputs", None) or {}
     real = result.config.get("real")
@@ -360,6 +361,7 @@ def reload_regions(result: Any, result_dir: Path) -> tuple[dict, None, list[str]
             continue
         if not Path(path).exists():
             notes.append(f"{path} not found: its images are not shown")
+            missing.append(f"{name} {path}")
             continue
         try:
             arr = load_images(path, key)
@@ -370,4 +372,5 @@ def reload_regions(result: Any, result_dir: Path) -> tuple[dict, None, list[str]
             inputs["real"] = arr
         else:
             inputs.setdefault("generated", {})[result.names[int(key.split()[1])]] = arr
+    warn_missing(missing, "their images")
     return inputs, None, notes

@@ -11,21 +11,53 @@ from .answer import answer_block, severity
 from .html import Html, fnum, num
 
 
-def _verdict(models: list[Any], diffs: list[dict], wi: Callable) -> str:
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _scendi_groups(models: list[Any], rankings: Any) -> tuple[list[Any], list[Any]]:
+    """The most and the least diverse models by Scendi, each a group of the models that share its rank in
+    the result's tie-aware ranking (the page's Rankings: tied where the paired test or the intervals do not
+    separate them); without that ranking, models of equal Scendi share a rank."""
+    by_name = {m.name: m for m in models}
+    rows = ((rankings or {}).get("scendi") or {}).get("rows") if isinstance(rankings, dict) else None
+    if rows and all(r.get("name") in by_name for r in rows):
+        ranks = {r["name"]: int(r["rank"]) for r in rows}
+    else:
+        values = {m.name: num(m.scendi) for m in models if num(m.scendi) == num(m.scendi)}
+        ranks = {n: 1 + sum(1 for w in values.values() if w > v) for n, v in values.items()}
+    ranked = sorted((m for m in models if m.name in ranks), key=lambda m: (ranks[m.name], -num(m.scendi)))
+    if not ranked:
+        return [], []
+    top, bottom = ranks[ranked[0].name], ranks[ranked[-1].name]
+    return ([m for m in ranked if ranks[m.name] == top], [m for m in ranked if ranks[m.name] == bottom])
+
+
+def _verdict(models: list[Any], diffs: list[dict], wi: Callable, rankings: Any = None) -> str:
     if len(models) == 1:
         m = models[0]
         return (f"{m.name} has {wi(m, 'scendi')} effective model-driven modes (Scendi): "
                 f"{fnum(m.model_share, '.0%')} of its output variance comes from the model rather than its "
                 f"prompts (Vendi, prompts ignored: {wi(m, 'vendi')}).")
-    ranked = sorted(models, key=lambda m: -num(m.scendi) if num(m.scendi) == num(m.scendi) else 0.0)
-    head = (f"{ranked[0].name} is the most diverse beyond its prompts (Scendi {wi(ranked[0], 'scendi')}), "
-            f"{ranked[-1].name} the least ({wi(ranked[-1], 'scendi')})")
+    most, least = _scendi_groups(models, rankings)
     scendi = [d for d in diffs if d.get("metric") == "scendi"]
     n_sep = sum(1 for d in scendi if d.get("separated"))
-    if scendi and not n_sep:  # (a ranking within the noise is not an answer: say the tie first)
-        values = ", ".join(f"{m.name} {wi(m, 'scendi')}" for m in ranked)
-        return (f"No detectable difference in diversity beyond the prompts: none of the {len(scendi)} Scendi "
-                f"differences exceeds its bootstrap interval (Scendi {values}).")
+    ordered = sorted(models, key=lambda m: -num(m.scendi) if num(m.scendi) == num(m.scendi) else 0.0)
+    values = ", ".join(f"{m.name} {wi(m, 'scendi')}" for m in ordered)
+    if (scendi and not n_sep) or not most or len(most) == len(ordered):
+        # (a ranking within the noise is not an answer: say the tie first)
+        why = (f"none of the {len(scendi)} Scendi differences exceeds its bootstrap interval" if scendi else
+               "the models share the first rank")
+        return f"No detectable difference in diversity beyond the prompts: {why} (Scendi {values})."
+    if len(most) == 1:
+        head = f"{most[0].name} is the most diverse beyond its prompts (Scendi {wi(most[0], 'scendi')})"
+    else:
+        each = ", ".join(f"{m.name} {wi(m, 'scendi')}" for m in most)
+        head = (f"{_names([m.name for m in most])} are the most diverse beyond their prompts, tied (Scendi "
+                f"{each}: within the noise of each other)")
+    tail = (wi(least[0], "scendi") if len(least) == 1 else
+            ", ".join(f"{m.name} {wi(m, 'scendi')}" for m in least))
+    head += f", {_names([m.name for m in least])} the least ({tail})"
     if scendi:
         return head + f"; {n_sep} of {len(scendi)} Scendi differences exceed their bootstrap intervals."
     if not any(getattr(m, "intervals", None) for m in models):
@@ -86,5 +118,6 @@ def scendi_answer(result: Any, models: list[Any], notes: list[str] | None, view:
     ids = {(c["model"], c["rank"]): k for k, c in enumerate(view.get("clusters", []))
            if c.get("kind") == "model-driven"}
     diffs = list(getattr(result, "differences", None) or [])
-    return answer_block(_verdict(models, diffs, wi), _findings(models, diffs, ids, finding_card),
+    rankings = getattr(result, "rankings", None)
+    return answer_block(_verdict(models, diffs, wi, rankings), _findings(models, diffs, ids, finding_card),
                         _caveats(models, notes))

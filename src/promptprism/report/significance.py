@@ -5,6 +5,7 @@ so results written before the significance test existed render too (the page say
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .html import bar, details, el, fmt, fnum, kv_table, num, p, table
@@ -67,6 +68,46 @@ def verdict(result: Any) -> str | None:
                 f"largest eigenvalue p = {fmt(sig.get('p_largest'), 2)}."
             )
     return None
+
+
+def _kernels(match: re.Match) -> str:
+    names = match.group(1).split(", ")
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+#: the kernel aggregation's words in a verdict, as a reader says them (no result.json field names)
+_AGGREGATION_WORDS = (
+    (re.compile(r"; aggregated over (\d+) kernels: p = ([^,;]+)"),
+     lambda m: f"; tested over {m.group(1)} kernels together: p = {m.group(2)}"),
+    (re.compile(r", modes also found by (.+?) \(significance\.aggregation\)"),
+     lambda m: f"; the {_kernels(m)} kernels find these modes too"),
+    (re.compile(r"modes found by (.+?) \(significance\.aggregation\)"),
+     lambda m: f"modes found by the {_kernels(m)} kernels"),
+    (re.compile(r" ?\(significance\.aggregation\)"), lambda m: ""),
+)
+
+
+def page_verdict(result: Any, names: dict[str, str], defaults: dict[str, str]) -> str | None:
+    """:func:`verdict` in the page's words: the sets called by the page's ``names`` (as the title and the
+    headings call them; ``defaults``, the sides' own words, leave the verdict's 'the test set'), the kernel
+    aggregation said without result.json field names."""
+    from ..methods.promptsplit.verdicts import named_verdict
+
+    said = verdict(result)
+    if not said:
+        return said
+    if names == defaults:
+        said = said.replace("that the reference produces", "that the reference set produces", 1)
+    else:
+        said = named_verdict(said, (names["test"], names["reference"]))
+    return plain_verdict(said)
+
+
+def plain_verdict(said: str) -> str:
+    """A stored verdict with the kernel aggregation said as a reader says it (no result.json field name)."""
+    for pattern, words in _AGGREGATION_WORDS:
+        said = pattern.sub(words, said)
+    return said
 
 
 def modes_card(result: Any) -> tuple[str, str]:
