@@ -31,3 +31,19 @@ def test_public_metric_functions_refuse_bad_features_in_one_line():
     assert prdc(y, x, nearest_k=3) == prdc(y, x, 3)  # the prdc package's name for k
     with pytest.raises(TypeError):
         prdc(y, x, nearest_k=3, k=3)  # (a misspelt option is no longer passed on silently)
+
+
+def test_a_random_feature_bandwidth_too_small_is_named_without_nan():
+    """--sigma-output 1e-100 read "phases up to nan ... sigma:"; the overflowing bandwidth is now named."""
+    from promptprism.errors import OptionError
+    from promptprism.kernels.features import ProductRandomFourierFeatures
+
+    with pytest.raises(OptionError, match="sigma_output: 1e-100 is too small.*overflow float32") as info:
+        ProductRandomFourierFeatures(3, 4, n_features=8, sigma_prompt=1.0, sigma_output=1e-100,
+                                     precision="float32")
+    assert info.value.parameter == "sigma_output"
+    fmap = ProductRandomFourierFeatures(3, 4, n_features=8, sigma_prompt=1.0, sigma_output=1e-30,
+                                        precision="float32")
+    with pytest.raises(OptionError, match="sigma_prompt or sigma_output.*phases up to") as info:
+        fmap.transform(np.ones((2, 3)), np.ones((2, 4)) * 10.0)
+    assert "nan" not in str(info.value)

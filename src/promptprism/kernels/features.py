@@ -94,9 +94,19 @@ TWO_PI = 2.0 * np.pi
 def _check_phase_range(top: float, dtype: str) -> None:
     """Refuse phases whose magnitude ``top`` keeps no precision in ``dtype`` (or that are not finite)."""
     if not np.isfinite(top) or top * float(np.finfo(dtype).eps) > PHASE_TOLERANCE:
+        size = f"up to {top:.3g}" if np.isfinite(top) else "beyond its range"
         raise OptionError(
-            f"sigma: the bandwidth is too small for the embeddings' magnitude (random-feature phases up "
-            f"to {top:.3g} keep no precision in {dtype}); centre the embeddings or choose a larger bandwidth")
+            f"a bandwidth (sigma_prompt or sigma_output) is too small for the embeddings' magnitude "
+            f"(random-feature phases {size} keep no precision in {dtype}); centre the embeddings or choose a "
+            "larger bandwidth")
+
+
+def _check_frequencies(w: np.ndarray, name: str, sigma: float, dtype: str) -> None:
+    """Refuse a bandwidth whose frequencies (standard normals / sigma) overflow ``dtype``, naming it."""
+    if not np.all(np.isfinite(w)):
+        raise OptionError(f"{name}: {sigma:g} is too small: its random-feature frequencies (standard "
+                          f"normals over it) overflow {np.dtype(dtype).name}; choose a larger bandwidth (or "
+                          "the median rule)", parameter=name)
 
 
 def _phase_extreme(xp: Any, phases: Any) -> Any:
@@ -244,7 +254,11 @@ class ProductRandomFourierFeatures(_PairedRows):
             (self.dim_prompt + self.dim_output, self.n_features // 2))
         w[: self.dim_prompt] /= self.sigma_prompt
         w[self.dim_prompt :] /= self.sigma_output
-        object.__setattr__(self, "_w_joint", w.astype(dtype))
+        with np.errstate(over="ignore"):  # (an overflow is refused just below, naming its bandwidth)
+            w = w.astype(dtype)
+        for name, part in (("sigma_prompt", w[: self.dim_prompt]), ("sigma_output", w[self.dim_prompt :])):
+            _check_frequencies(part, name, getattr(self, name), dtype)
+        object.__setattr__(self, "_w_joint", w)
 
     def transform(self, prompts: Any, outputs: Any, out: Any = None, phases: PhaseRange | None = None
                   ) -> Any:
