@@ -68,9 +68,9 @@ def data_block(data: Any) -> str:
 #: and widgets built on them (views.js), the K-way page's views (compare.js), the Regions page's region view
 #: (regions.js), the tags and notes kept in the browser (keep.js), a view's samples exported as CSV/JSONL
 #: (export.js), the prompt tables grouped by a facet (facets.js), the sample map (map.js), the number facets'
-#: range sliders (range.js)
+#: range sliders (range.js), the table of every prompt (prompts.js)
 SCRIPTS = ("pure.js", "report.js", "sort.js", "panel.js", "views.js", "compare.js", "regions.js", "keep.js",
-           "export.js", "facets.js", "map.js", "range.js")
+           "export.js", "facets.js", "map.js", "range.js", "prompts.js")
 
 
 @functools.lru_cache(maxsize=1)
