@@ -284,6 +284,25 @@ def _per_prompt_rows(
     return notes
 
 
+def all_prompts_block(view: dict, ranked: int) -> Any:
+    """The "All prompts" section: a table of every prompt of the data that the script draws (prompts.js:
+    paged, sortable, searchable, filtered by the facets), or without the script a line that says where the
+    ranked ones are; ``ranked``: the prompts in result.json's ranking."""
+    from .html import el, link, p
+
+    n = len(view["prompts"])
+    return [
+        el("div", cls="pp-widget", data_pp_widget="prompts"),
+        p(
+            f"{n:,} prompts. The table of all of them (sortable, searchable) needs the page's script; the "
+            f"{ranked:,} ranked ones are in ",
+            link("Run details", "run-details"),
+            ".",
+            cls="pp-static muted",
+        ),
+    ]
+
+
 def views_note(left_out: list[str]) -> Any:
     """What the interactive views leave out (a small paragraph), or None."""
     from .html import p

@@ -64,12 +64,13 @@ def data_block(data: Any) -> str:
 
 
 #: the scripts, in order: the pure functions (pure.js: the map's spatial index, the range and selection
-#: fragments), the components (report.js), the views and widgets built on them (views.js), the K-way page's
-#: views (compare.js), the Regions page's region view (regions.js), the tags and notes kept in the browser
-#: (keep.js), a view's samples exported as CSV/JSONL (export.js), the prompt tables grouped by a facet
-#: (facets.js), the sample map (map.js), the number facets' range sliders (range.js)
-SCRIPTS = ("pure.js", "report.js", "views.js", "compare.js", "regions.js", "keep.js", "export.js",
-           "facets.js", "map.js", "range.js")
+#: fragments), the components (report.js; its sortable tables, sort.js; its side panel, panel.js), the views
+#: and widgets built on them (views.js), the K-way page's views (compare.js), the Regions page's region view
+#: (regions.js), the tags and notes kept in the browser (keep.js), a view's samples exported as CSV/JSONL
+#: (export.js), the prompt tables grouped by a facet (facets.js), the sample map (map.js), the number facets'
+#: range sliders (range.js), the table of every prompt (prompts.js)
+SCRIPTS = ("pure.js", "report.js", "sort.js", "panel.js", "views.js", "compare.js", "regions.js", "keep.js",
+           "export.js", "facets.js", "map.js", "range.js", "prompts.js")
 
 
 @functools.lru_cache(maxsize=1)

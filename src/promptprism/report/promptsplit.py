@@ -32,7 +32,7 @@ from .common import (
 )
 from .core import renderer
 from .descriptions import description_block, facet_verdicts, finding_description, quality_block
-from .explore import mode_id, promptsplit_view, views_note
+from .explore import all_prompts_block, mode_id, promptsplit_view, views_note
 from .facets import facets_block
 from .html import Page, bar, cards, details, el, fmt, fnum, note, num, p, table
 from .map import MAP_POINTS, map_section, mode_label
@@ -374,6 +374,8 @@ def render_promptsplit(
     step("report: eigenvalue chart")
     eig = _eigen_figure(result, null, flags)
     page.add("Overview", *_overview(result, names, notes, view, alpha, ids, eig))
+    if view["prompts"]:
+        page.add("All prompts", all_prompts_block(view, len(result.prompt_ranking or [])), anchor="prompts")
     step("report: mode galleries")
 
     def card(mode: Any) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .html import bar, details, el, fmt, fnum, kv_table, num, p, table
+from .html import bar, details, el, fmt, fnum, kv_table, link, num, p, table
 from .map import mode_label
 from .svg import bandwidth_scan_svg, svg_figure
 
@@ -273,6 +273,7 @@ def ranking_block(
         )
         if rows
         else p("no prompt ranking in the result", cls="muted"),
+        _more_prompts(len(rows), prompt_ids),
         p(
             f"Ranked from: {basis}. Share: the prompt's part of Σλ² over those modes. Characteristic mode: "
             "the mode whose part of this prompt's disagreement exceeds its part of the whole the most (by at "
@@ -282,6 +283,20 @@ def ranking_block(
             + (_NEGATIVE_SHARE if any(num(r.get("share")) < 0 for r in ranking[:10]) else ""),
             cls="muted small",
         ),
+    )
+
+
+def _more_prompts(shown: int, prompt_ids: dict[str, int] | None) -> Any:
+    """'The top 10 of N prompts', with a link to the table of all of them (the page's "All prompts")."""
+    if not prompt_ids:
+        return None
+    n = len(prompt_ids)
+    return p(
+        f"The top {shown:,} of {n:,} prompts" if shown < n else f"All {n:,} prompts",
+        "; every prompt, sortable and searchable: ",
+        link("All prompts", "prompts"),
+        ".",
+        cls="small pp-more-prompts",
     )
 
 

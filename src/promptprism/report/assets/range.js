@@ -48,7 +48,8 @@
     return h("span", { cls: "pp-range", title: "prompts with a " + f.name + " value in this range" }, [f.name + " ", lo, hi, out]);
   }
   PP.onStart.push(function (toolbar) {
-    if (!toolbar) return;
+    /* a range keeps prompts and map points: a page with neither (the metrics page's set rows) gets no slider */
+    if (!toolbar || !(document.querySelector("main [data-pp-prompt]") || V.map)) return;
     nums.forEach(function (f) { toolbar.insertBefore(control(f), toolbar.querySelector("#pp-count")); });
   });
   PP.widgets.range = {

@@ -21,13 +21,6 @@
     }
     return cv;
   }
-  /* the U-form estimate an interval is built around (when recorded), then the interval */
-  function ivText(iv) {
-    if (!iv) return "no interval";
-    var lo = Array.isArray(iv) ? iv[0] : iv.low, hi = Array.isArray(iv) ? iv[1] : iv.high;
-    var u = !Array.isArray(iv) && iv.debiased !== undefined ? "U-form " + fmt(iv.debiased, 3) + " " : "";
-    return u + "[" + fmt(lo, 3) + ", " + fmt(hi, 3) + "]";
-  }
   /* the rank (1 = lowest CMS, the region that differs most) of region r among a set's regions */
   function rankOf(vals, r) {
     var v = vals[r];
@@ -39,7 +32,7 @@
     if (!(r >= 0 && r < sizes.length)) return false;
     var rows = names.map(function (n, k) {
       var vals = (R.region_cms || [])[k] || [];
-      return [n, fmt(vals[r], 4), ivText(((V.intervals || [])[k] || [])[r]), rankOf(vals, r) + " of " + vals.length];
+      return [n, fmt(vals[r], 4), PP.ivText(((V.intervals || [])[k] || [])[r]), rankOf(vals, r) + " of " + vals.length];
     });
     var sets = Object.keys(V.samples || {});
     var cols = h("div", { cls: "pp-cols" }, sets.map(function (s) {

@@ -8,8 +8,8 @@
  *   - side-by-side panel: PP.panel(title, nodes);
  *   - fragment state: #q=...&sig=1&side=...&group=...&range=...&mode=...&prompt=... reproduces the view;
  *   - widgets: <div class="pp-widget" data-pp-widget="modes|map|heat"> drawn from the JSON data block.
- * The views and widgets themselves are in views.js (inlined after this file, registered on PP.views and
- * PP.widgets before the page finishes parsing; start() runs at DOMContentLoaded).
+ * The sortable tables are in sort.js, the panel in panel.js, the views and widgets in views.js (each inlined
+ * after this file, registered on PP before the page finishes parsing; start() runs at DOMContentLoaded).
  * Every text goes in with textContent (never parsed as HTML), so no text in the data can become markup.
  */
 (function () {
@@ -95,6 +95,8 @@
   PP.filters = [];
   /* called once at start, after the toolbar is built (keep.js adds its button) */
   PP.onStart = [];
+  /* more of the toolbar's count: fn(state) -> text appended to it (prompts.js: the prompts that match) */
+  PP.counts = [];
   /* called with a table after a click sorted it (facets.js groups its rows again) */
   PP.afterSort = [];
   /* the keys that open the side panel (cleared together when it closes) */
@@ -130,41 +132,6 @@
     writeHash();
     apply();
   };
-
-  /* ------------------------------------------------------------------------------- sortable tables */
-  function cellValue(td) {
-    var t = (td ? td.textContent : "").trim();
-    var n = t.replace(/[,\s%]/g, "").replace(/\u2212/g, "-").replace(/^\+/, "");
-    if (n !== "" && !isNaN(Number(n))) return Number(n);
-    /* a number with its p-value or interval after it ("0.0239 (p 0.02) *", "9.5e-05 [..]"): by the number */
-    var lead = /^[+\-\u2212]?(\d[\d,]*\.?\d*|\.\d+)(e[+\-\u2212]?\d+)?%?(?=\s*[(\[*])/i.exec(t);
-    if (lead) return Number(lead[0].replace(/[,%]/g, "").replace(/\u2212/g, "-").replace(/^\+/, ""));
-    return t.toLowerCase();
-  }
-  function sortable(table) {
-    var ths = table.tHead ? table.tHead.rows[0].cells : [];
-    Array.prototype.forEach.call(ths, function (th, col) {
-      if (!th.textContent.trim()) return;
-      th.classList.add("pp-sortable");
-      th.title = "sort by this column";
-      th.addEventListener("click", function () {
-        var asc = th.getAttribute("aria-sort") !== "ascending";
-        Array.prototype.forEach.call(ths, function (o) { o.removeAttribute("aria-sort"); });
-        th.setAttribute("aria-sort", asc ? "ascending" : "descending");
-        var body = table.tBodies[0];
-        body.querySelectorAll("tr.pp-grouphead").forEach(function (r) { r.remove(); });
-        var rows = Array.prototype.slice.call(body.rows);
-        rows.sort(function (a, b) {
-          var x = cellValue(a.cells[col]), y = cellValue(b.cells[col]);
-          var c = typeof x === typeof y ? (x < y ? -1 : x > y ? 1 : 0) : typeof x === "number" ? -1 : 1;
-          return asc ? c : -c;
-        });
-        rows.forEach(function (r) { body.appendChild(r); });
-        table._ppSorted = true;
-        PP.afterSort.forEach(function (fn) { fn(table); });
-      });
-    });
-  }
 
   /* ------------------------------------------------------------------------------ search, filters */
   var toolbar, search, sigBox, sideSel, groupSel, facetSel, count;
@@ -203,6 +170,7 @@
         }));
       })));
   }
+  PP.promptText = promptText;
   function promptText(id) {
     var p = (V.prompts || [])[id];
     if (!p) return "";
@@ -278,31 +246,14 @@
       e.classList.toggle("pp-hidden", !ok);
       total++; if (ok) shown++;
     });
-    if (count) count.textContent = shown + " of " + total + " rows and cards shown";
+    if (count) count.textContent = shown + " of " + total + " rows and cards shown" +
+      PP.counts.map(function (fn) { return fn(s) || ""; }).join("");
     if (search && search.value !== (s.q || "")) search.value = s.q || "";
     if (sigBox) sigBox.checked = !!s.sig;
     if (sideSel) sideSel.value = s.side || "";
     if (groupSel) groupSel.value = s.group || "";
     if (facetSel) facetSel.value = fv ? s.facet : "";
   }
-
-  /* ---------------------------------------------------------------------------- side-by-side panel */
-  var panel;
-  PP.panel = function (title, nodes) {
-    if (!panel) {
-      panel = h("aside", { cls: "pp-panel", id: "pp-panel", "aria-label": "details" });
-      document.body.appendChild(panel);
-    }
-    panel.textContent = "";
-    panel.appendChild(h("button", { cls: "pp-close", title: "close (Esc)", text: "×",
-      onclick: function () { PP.set(PANEL); } }));
-    panel.appendChild(h("h2", { text: title, dir: "auto" }));
-    nodes.forEach(function (n) { if (n) panel.appendChild(n); });
-    if (PP.focusable) PP.focusable(panel);
-    panel.hidden = false;
-    panel.scrollTop = 0;
-  };
-  function closePanel() { if (panel) panel.hidden = true; }
 
   /* --------------------------------------------------------------------------- linked selection */
   function markSelected() {
@@ -359,19 +310,18 @@
     markSelected();
     var shown = false;
     Object.keys(PP.views).forEach(function (k) { if (!shown && s[k]) shown = PP.views[k](s[k]) !== false; });
-    if (!shown) closePanel();
+    if (!shown) PP.closePanel();
     Object.keys(PP.widgets).forEach(function (k) { PP.widgets[k].update && PP.widgets[k].update(s); });
   }
   PP.apply = apply;
 
-  PP.sortable = sortable;
   PP.V = V;
 
   /* ------------------------------------------------------------------------------------ start */
   function start() {
     longSpans(document);
     /* (a K x K matrix is not sorted: reordering its rows alone would break its symmetry) */
-    document.querySelectorAll("main table").forEach(function (t) { if (t.tHead && !t.classList.contains("pp-matrix")) sortable(t); });
+    document.querySelectorAll("main table").forEach(function (t) { if (t.tHead && !t.classList.contains("pp-matrix")) PP.sortable(t); });
     document.querySelectorAll(".pp-widget[data-pp-widget]").forEach(function (el) {
       var w = PP.widgets[el.getAttribute("data-pp-widget")];
       if (!w || !w.draw) return;
@@ -380,6 +330,12 @@
     });
     buildToolbar();
     PP.onStart.forEach(function (fn) { fn(toolbar); });
+    /* the sticky toolbar's height: a section a link scrolls to starts below it (report.css: scroll-margin-top) */
+    var barHeight = function () {
+      if (toolbar) document.documentElement.style.setProperty("--pp-bar", (toolbar.offsetHeight + 6) + "px");
+    };
+    barHeight();
+    window.addEventListener("resize", barHeight);
     linkClicks();
     focusable(document);
     PP.state = readHash();

@@ -169,6 +169,16 @@
     }) : [h("p", { cls: "muted", text: "no diverging prompt" })]));
   };
 
+  /* a region's interval, {low, high, debiased} (result.json) or [low, high]: the U-form estimate it is built
+   * around (when recorded) beside it, so that the interval is never read as one of the eq.-4 value */
+  function ivText(iv) {
+    if (!iv) return "no interval";
+    var arr = Array.isArray(iv), lo = arr ? iv[0] : iv.low, hi = arr ? iv[1] : iv.high;
+    var u = !arr && iv.debiased !== undefined && iv.debiased !== null ? "U-form " + fmt(iv.debiased, 3) + " " : "interval ";
+    return u + "[" + fmt(lo, 3) + ", " + fmt(hi, 3) + "]";
+  }
+  PP.ivText = ivText;
+
   /* ------------------------------------------------------------------------------------ widgets */
   PP.widgets.heat = {
     draw: function (el) {
@@ -199,8 +209,8 @@
         var r = cv.getBoundingClientRect(), x = Math.floor((ev.clientX - r.left) * wid / r.width), y = Math.floor((ev.clientY - r.top) * hgt / r.height);
         if (x < 0 || y < 0 || x >= wid || y >= hgt) { tip.hidden = true; return; }
         var k = setIndex(), reg = labels[y * wid + x], iv = ((V.intervals || [])[k] || [])[reg];
-        tip.textContent = names[k] + " · pixel (" + y + ", " + x + ") · region " + reg + " · CMS " + fmt(((R.region_cms || [])[k] || [])[reg], 4) +
-          (iv ? " [" + fmt(iv[0], 3) + ", " + fmt(iv[1], 3) + "]" : " (no interval)");
+        tip.textContent = names[k] + " · pixel (" + y + ", " + x + ") · region " + reg + " · CMS (eq. 4) " +
+          fmt(((R.region_cms || [])[k] || [])[reg], 4) + " · " + ivText(iv);
         tip.style.left = Math.min(ev.clientX - r.left + 12, r.width) + "px";
         tip.style.top = (ev.clientY - r.top + 12) + "px";
         tip.hidden = false;
