@@ -66,11 +66,6 @@ def text_key(text: str) -> bytes:
     return hashlib.sha256(b"text\0" + text.encode("utf-8")).digest()
 
 
-def bytes_key(data: bytes, kind: str = "image") -> bytes:
-    """The cache key of raw content (an image file's bytes), prefixed by its kind."""
-    return hashlib.sha256(kind.encode() + b"\0" + data).digest()
-
-
 def array_key(arr: np.ndarray) -> bytes:
     """The cache key of an array: sha256 of its dtype, shape and bytes."""
     a = np.ascontiguousarray(arr)
@@ -78,7 +73,8 @@ def array_key(arr: np.ndarray) -> bytes:
 
 
 def file_key(path: str | os.PathLike, kind: str = "image") -> bytes:
-    """:func:`bytes_key` of a file's content, read in blocks."""
+    """The cache key of a file's content (an image file): sha256 of its kind, ``b"\\0"`` and its bytes,
+    read in blocks."""
     h = hashlib.sha256(kind.encode() + b"\0")
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):

@@ -24,23 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_interval, check_memory
-from ..errors import InputError, OptionError
+from .._validation import check_memory
+from ..errors import InputError
 
 #: the fewest prompts (or rows) an interval resamples: with 2, its replicates take three values at most
 MIN_BOOTSTRAP_CLUSTERS = 3
 
 Bounds = tuple[float | None, float | None]
-
-
-def check_bootstrap(replicates: int, level: float) -> None:
-    """Validate the ``bootstrap`` replicate count (>= 0) and the ``confidence`` level (in (0, 1))."""
-    if isinstance(replicates, bool) or not isinstance(replicates, (int, np.integer)) or replicates < 0:
-        raise OptionError(f"bootstrap must be an integer >= 0 (0 turns it off), got {replicates!r}")
-    if 0 < replicates < 20:
-        raise OptionError(f"bootstrap must be 0 (off) or at least 20 replicates for a 95% interval to mean "
-                          f"anything, got {replicates}")
-    check_interval(level, 0.0, 1.0, parameter="confidence")
 
 
 def check_bootstrap_memory(replicates: int, *, rows: int, groups: int = 0) -> None:
@@ -188,6 +178,6 @@ def jackknife_interval(values: np.ndarray, estimate: float, level: float, *, bou
     return {"low": low, "high": high, "centre": centre}
 
 
-__all__ = ["basic_interval", "check_bootstrap", "check_bootstrap_memory", "cluster_counts", "estimate_hull",
+__all__ = ["basic_interval", "check_bootstrap_memory", "cluster_counts", "estimate_hull",
            "grouped_replicates", "intersect_interval", "jackknife_counts", "jackknife_interval",
            "percentile_interval", "prompt_draws", "resample_counts"]

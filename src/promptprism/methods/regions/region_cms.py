@@ -102,13 +102,6 @@ def _host(logs: dict) -> dict:
                 float(v)) for k, v in logs.items()}
 
 
-def log_cms_rbf(d_xy: np.ndarray, d_xx: np.ndarray, d_yy: np.ndarray, gamma: float) -> np.ndarray:
-    """log CMS (eq. 4) under exp(-gamma d) from squared distances; leading axes (regions) are kept."""
-    ax = (-2, -1)
-    return (logsumexp(-gamma * d_xy, ax)
-            - 0.5 * (logsumexp(-gamma * d_xx, ax) + logsumexp(-gamma * d_yy, ax)))
-
-
 def log_cms_from_pair_means(l_xy: Any, lu_xx: Any, lu_yy: Any, n: int, m: int) -> np.ndarray:
     """log of eq. 4 for n and m samples from log pair means (log-space form of ``cms_from_pair_means``).
 

@@ -20,7 +20,6 @@ from ...errors import InputError, OptionError
 from ...stats.intervals import hold_estimate
 from ...stats.resampling import (
     basic_interval,
-    check_bootstrap,
     check_bootstrap_memory,
     estimate_hull,
     grouped_replicates,
@@ -212,7 +211,7 @@ def compare_models(names: list[str], points: list[dict], replicates: list[dict[s
     return out
 
 
-__all__ = ["INTERVAL_METRICS", "METRIC_RANGE", "basic_interval", "bootstrap_replicates", "check_bootstrap",
+__all__ = ["INTERVAL_METRICS", "METRIC_RANGE", "basic_interval", "bootstrap_replicates",
            "check_bootstrap_memory", "compare_models", "difference_range", "hold_estimates",
            "interval_method", "interval_notes", "jackknife_interval", "jackknife_intervals", "prompt_draws",
            "prompt_intervals"]

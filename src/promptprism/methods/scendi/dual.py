@@ -53,19 +53,6 @@ def kept(mu: np.ndarray, rcond: float, size: int | None = None) -> np.ndarray:
     return mu > rel * max(float(mu.max()), 0.0)
 
 
-def in_sample_hat(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float) -> tuple[np.ndarray, int]:
-    """H = P = U_k U_k^T: the in-sample predictor Gamma* = C_IT C_TT^+ (Proposition 1) in sample space.
-
-    U_k are the eigenvectors of K_Y = D^1/2 K_T D^1/2 whose eigenvalues exceed ``rcond`` times the largest
-    (the same cut as the feature-space pseudo-inverse: K_Y and C_TT share their non-zero eigenvalues).
-    Returns (H, k), k the numerical rank of C_TT.
-    """
-    mu, u = symmetric_eigh(weighted_gram(prompt_gram, as_like(weights, prompt_gram)))
-    keep = kept(mu, rcond)
-    u_k = u[:, keep]
-    return u_k @ u_k.T, int(keep.sum())
-
-
 def prompt_rank(prompt_gram: np.ndarray, weights: np.ndarray, *, rcond: float) -> int:
     """Numerical rank of C_TT (eigenvalues of D^1/2 K_T D^1/2 above ``rcond`` times the largest)."""
     mu = symmetric_eigh(weighted_gram(prompt_gram, as_like(weights, prompt_gram)), values_only=True)
@@ -224,7 +211,7 @@ def grouped_prompt_basis(group_gram, groups: np.ndarray, weights: np.ndarray, *,
 
     With E[i, g] = sqrt(w_i) [g(i) = g] and S = E^T E = diag(W_g), K_Y = E H E^T shares its non-zero
     eigenvalues with S^1/2 H S^1/2 = V diag(mu) V^T, and U = E S^-1/2 V are K_Y's eigenvectors; the same
-    ``rcond`` cut as :func:`in_sample_hat` keeps k of them. Cost O(G^3 + n k) instead of O(n^3).
+    ``rcond`` cut as :func:`prompt_rank` keeps k of them. Cost O(G^3 + n k) instead of O(n^3).
     """
     xp = array_namespace(group_gram)
     n_groups = group_gram.shape[0]
