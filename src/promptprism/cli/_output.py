@@ -70,11 +70,14 @@ def check_out_contents(out: str | Path, command: str) -> None:
     listing = _listing(out)
     owner = listing.get("command") if listing else None
     kind = _result_kind(out)
-    if owner:  # (the listing says which command wrote the folder: that one may write it again)
-        other = owner if owner != command else None
+    writer = next((c for c, kinds in COMMAND_KINDS.items() if kind in kinds and command not in
+                   [k for k, v in COMMAND_KINDS.items() if kind in v]), None)
+    if owner and owner != command:
+        other = owner
+    elif owner:  # (written by this command, which may write it again: unless its result is now another's)
+        other = writer if command in COMMAND_KINDS else None
     else:
-        other = next((c for c, kinds in COMMAND_KINDS.items() if kind in kinds and command not in
-                      [k for k, v in COMMAND_KINDS.items() if kind in v]), None)
+        other = writer
     if other is not None:
         raise OptionError(f"out {str(out)!r} holds the result of `promptprism {other}`; choose another "
                           f"folder (or delete that one) so that one folder holds one command's result")
