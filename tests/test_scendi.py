@@ -341,12 +341,15 @@ def test_bad_options(kwargs):
 
 @pytest.mark.slow
 def test_large_matrix_path_matches_full_eigendecomposition():
-    from promptprism.methods.scendi.core import spectrum_and_top_vectors
+    """Scendi's feature route solves Lambda_I and C_II by array_ops.values_and_top_vectors_of: above
+    DENSE_VECTORS_MAX without a full eigh, the same spectrum and top vectors."""
+    from promptprism.array_ops import DENSE_VECTORS_MAX, values_and_top_vectors_of
 
     rng = np.random.default_rng(3)
-    g = rng.standard_normal((640, 60))
-    a = g @ np.diag(np.linspace(2, 0.1, 60)) @ g.T / 640
-    vals, vecs = spectrum_and_top_vectors(a, 3)
+    size = DENSE_VECTORS_MAX + 40
+    g = rng.standard_normal((size, 60))
+    a = g @ np.diag(np.linspace(2, 0.1, 60)) @ g.T / size
+    (vals, vecs), _ = values_and_top_vectors_of([a, a.copy()], 3)
     ref_vals, ref_vecs = np.linalg.eigh(a)
     np.testing.assert_allclose(vals, ref_vals[::-1], atol=1e-10)
     for j in range(3):

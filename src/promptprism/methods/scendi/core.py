@@ -19,11 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._validation import first_non_finite
-from ...array_ops import cholesky_solve_right, is_numpy, symmetric_eigh, values_and_top_vectors
+from ...array_ops import cholesky_solve_right, is_numpy, symmetric_eigh
 from ...backend import array_namespace, to_numpy
 from ...errors import InputError, OptionError
 from ...stats.accumulators import CovarianceAccumulator
-from ...stats.eigen import gram_factor, symmetric_eigenpairs
+from ...stats.eigen import gram_factor
 
 EIGEN_FLOOR = 1e-10
 #: most eigenvalues of each spectrum written to result.json
@@ -215,32 +215,6 @@ def vendi_score_from_gram(gram: np.ndarray, order: int = 1) -> float:
     if order == 2:
         return rke_score(vals)
     raise OptionError(f"order must be 1 or 2, got {order!r}")
-
-
-def spectrum_and_top_vectors(a: np.ndarray, k: int, *, dense_limit: int = 600
-                             ) -> tuple[np.ndarray, np.ndarray]:
-    """All eigenvalues of a symmetric matrix (descending) and the unit eigenvectors of the top ``k``.
-
-    Small matrices are fully diagonalised; larger ones get all eigenvalues from ``eigvalsh`` (no vectors,
-    several times cheaper) and the top ``k`` vectors from Lanczos (ARPACK, deterministic start vector).
-    On torch one ``eigh``. Returns numpy.
-    """
-    if not is_numpy(a):
-        vals, vecs = values_and_top_vectors(a, k)
-        return to_numpy(vals), to_numpy(vecs)
-    a = np.asarray(a, dtype=np.float64)
-    d = a.shape[0]
-    if d <= dense_limit or k + 1 >= d // 2:
-        vals, vecs = symmetric_eigenpairs(a)
-        return vals, vecs[:, :k]
-    a = 0.5 * (a + a.T)
-    import scipy.linalg
-    import scipy.sparse.linalg
-
-    vals = scipy.linalg.eigvalsh(a)[::-1].copy()
-    top_vals, vecs = scipy.sparse.linalg.eigsh(a, k=k, which="LA", v0=np.full(d, 1.0 / np.sqrt(d)), tol=0.0)
-    order = np.argsort(-top_vals, kind="stable")
-    return vals, vecs[:, order]
 
 
 def nullify(output_features: np.ndarray, prompt_features: np.ndarray, gamma: np.ndarray) -> np.ndarray:

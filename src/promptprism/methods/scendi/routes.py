@@ -21,14 +21,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ...array_ops import index_array, trace
+from ...array_ops import index_array, trace, values_and_top_vectors_of
 from ...backend import Backend, to_numpy
 from ...data.paired import PairedSet
 from ...kernels.gram import feature_gram
 from ...kernels.scendi_features import ScendiFeatureMaps
 from ...scale.runner import current_client
 from .clusters import top_samples
-from .core import PINV_RCOND, scendi_score_table, schur_split, spectrum_and_top_vectors
+from .core import PINV_RCOND, scendi_score_table, schur_split
 from .crossfit import check_folds, cross_fit
 from .debias import debias_unique, describe_in_sample
 from .dual import grouped_prompt_basis, sample_space_spectra
@@ -287,8 +287,8 @@ class StreamingRoute:
     def spectrum(self, estimator: str, n_top: int) -> RouteSpectra:
         """Eigenvalues and top eigenvectors of Lambda_I and C_II (d_I x d_I)."""
         i, split = self.inputs, self.split
-        li_vals, li_vecs = spectrum_and_top_vectors(split.lambda_i, n_top)
-        c_vals, c_vecs = spectrum_and_top_vectors(split.c_ii, n_top)
+        solved = values_and_top_vectors_of([split.lambda_i, split.c_ii], n_top)
+        (li_vals, li_vecs), (c_vals, c_vecs) = ((to_numpy(v), to_numpy(u)) for v, u in solved)
         table = scendi_score_table(li_vals, split.lambda_t_eigenvalues, c_vals,
                                    model_share=trace(split.lambda_i), prompt_share=trace(split.lambda_t))
         described = describe_in_sample(estimator, None, split, i.n, self.rank, i.distinct)
