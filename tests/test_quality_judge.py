@@ -167,3 +167,17 @@ def test_bad_options_are_one_clear_error():
         FindingPreference(rubric="  ")
     with pytest.raises(OptionError, match="pairs"):
         FindingPreference(pairs=0)
+
+
+def test_the_one_sided_sign_test_is_scipys_binomial_test():
+    """compcon's one-sided sign test (McNemar's exact) is stats.preference.sign_test(alternative='greater'),
+    equal to scipy's binomtest; naming's Wilson interval is stats.preference.wilson_interval, scipy's."""
+    stats = pytest.importorskip("scipy.stats")
+    from promptprism.methods.compcon.verify import sign_test as compcon_sign_test
+
+    for a, b in [(0, 0), (0, 5), (3, 3), (7, 2), (20, 4), (1, 30)]:
+        ref = 1.0 if a + b == 0 else stats.binomtest(a, a + b, 0.5, alternative="greater").pvalue
+        assert sign_test(a, b, alternative="greater") == pytest.approx(ref, rel=1e-12, abs=1e-300)
+        assert compcon_sign_test(a, b) == sign_test(a, b, alternative="greater")
+    with pytest.raises(ValueError, match="alternative"):
+        sign_test(1, 2, alternative="less")

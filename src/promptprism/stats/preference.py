@@ -1,4 +1,4 @@
-"""Pairwise preferences: the Wilson interval of a win rate and the exact two-sided sign test.
+"""Pairwise preferences: the Wilson interval of a win rate and the exact sign test (two-sided or one-sided).
 
 Pure functions on counts, no data: a judge's verdicts are counted elsewhere (wins of one side, losses, ties).
 
@@ -38,13 +38,19 @@ def wilson_interval(successes: float, n: int, level: float = 0.95) -> tuple[floa
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def sign_test(wins: int, losses: int) -> float:
-    """Exact two-sided sign test p-value of ``wins`` against ``losses`` (ties dropped before the call)."""
+def sign_test(wins: int, losses: int, alternative: str = "two-sided") -> float:
+    """Exact sign test p-value of ``wins`` against ``losses`` (ties dropped before the call): two-sided
+    (module docstring), or ``alternative="greater"``, P(Bin(d, 1/2) >= wins), for "wins more likely" (as
+    McNemar's exact test of discordant pairs); 1 when d = 0."""
     if wins < 0 or losses < 0:
         raise ValueError(f"counts must be >= 0, got {wins!r} and {losses!r}")
+    if alternative not in ("two-sided", "greater"):
+        raise ValueError(f"alternative must be 'two-sided' or 'greater', got {alternative!r}")
     d = int(wins) + int(losses)
     if d == 0:
         return 1.0
+    if alternative == "greater":
+        return min(1.0, sum(math.comb(d, i) for i in range(int(wins), d + 1)) / 2**d)
     k = min(int(wins), int(losses))
     tail = sum(math.comb(d, i) for i in range(k + 1))
     return min(1.0, 2 * tail / 2**d)  # exact integer arithmetic, one rounding at the division

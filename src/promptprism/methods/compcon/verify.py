@@ -35,6 +35,7 @@ import numpy as np
 
 from ..._validation import check_interval
 from ...errors import InputError, OptionError
+from ...stats import preference
 
 DEFAULT_QUANTILE = 0.95
 DEFAULT_MIN_FRACTION = 0.5
@@ -165,8 +166,4 @@ def sign_test(a_only: int, b_only: int) -> float:
     a, b = int(a_only), int(b_only)
     if a < 0 or b < 0:
         raise InputError(f"discordant prompt counts must be >= 0, got {a} and {b}")
-    if a + b == 0:
-        return 1.0
-    from scipy.stats import binomtest
-
-    return float(binomtest(a, a + b, 0.5, alternative="greater").pvalue)
+    return preference.sign_test(a, b, alternative="greater")

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..._validation import check_interval, check_seed
 from ...errors import OptionError
+from ...stats.preference import wilson_interval
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class Separation:
 
 def separation(applies_a: Sequence[bool], applies_b: Sequence[bool], *, level: float = 0.95) -> Separation:
     """The 2 x 2 table of a judge's decisions on held-out samples, its accuracy and Fisher's exact p-value."""
-    from scipy.stats import binomtest, fisher_exact
+    from scipy.stats import fisher_exact
 
     a, b = np.asarray(applies_a, dtype=bool), np.asarray(applies_b, dtype=bool)
     if a.size == 0 or b.size == 0:
@@ -55,10 +56,10 @@ def separation(applies_a: Sequence[bool], applies_b: Sequence[bool], *, level: f
                           f"{a.size} of side A and {b.size} of side B")
     ka, kb = int(a.sum()), int(b.sum())
     correct, total = ka + (b.size - kb), a.size + b.size
-    ci = binomtest(correct, total).proportion_ci(confidence_level=level, method="wilson")
+    ci = wilson_interval(correct, total, level)
     p = float(fisher_exact([[ka, a.size - ka], [kb, b.size - kb]], alternative="greater").pvalue)
     return Separation(matches_a=ka, n_a=int(a.size), matches_b=kb, n_b=int(b.size),
-                      accuracy=correct / total, interval=(float(ci.low), float(ci.high)),
+                      accuracy=correct / total, interval=(float(ci[0]), float(ci[1])),
                       p_value=min(1.0, p), level=level)
 
 
