@@ -39,7 +39,7 @@ from ..._params import Interval as Between
 from ...errors import InputError, OptionError
 from ...stats.intervals import Interval, format_p
 from ...stats.permutation import stratified_mean, stratified_permutation_test, stratum_weights
-from ...stats.resampling import MIN_BOOTSTRAP_CLUSTERS
+from ...stats.resampling import MIN_BOOTSTRAP_CLUSTERS, percentile_interval, prompt_draws
 from ...stats.two_sample import holm
 from .prdc import neighbour_indicators
 
@@ -105,20 +105,20 @@ def prompt_bootstrap(scores: np.ndarray, strata: np.ndarray, *, replicates: int,
     counts = np.bincount(inverse, minlength=keys.size).astype(np.float64)
     w = (np.array([weights[k] for k in keys.tolist()], dtype=np.float64) if weights is not None
          else counts)  # (a prompt's mean at its sample count: the plain mean)
-    rng = np.random.default_rng(seed)
     if keys.size < MIN_BOOTSTRAP_CLUSTERS:
+        rng = np.random.default_rng(seed)
         means = np.zeros(replicates)
         for s in range(keys.size):
             values = scores[inverse == s]
             means += w[s] * values[rng.integers(0, values.size, size=(replicates, values.size))].mean(axis=1)
         means /= w.sum()
         what = f"samples within {'its one prompt' if keys.size == 1 else f'each of its {keys.size} prompts'}"
-    else:
+    else:  # (the prompts' draw counts of every bootstrap over prompts: stats.resampling.prompt_draws)
         prompt_means = np.bincount(inverse, weights=scores, minlength=keys.size) / counts
-        draws = rng.integers(0, keys.size, size=(replicates, keys.size))
-        means = (w * prompt_means)[draws].sum(axis=1) / w[draws].sum(axis=1)
+        drawn = prompt_draws(keys.size, replicates, seed).astype(np.float64)
+        means = drawn @ (w * prompt_means) / (drawn @ w)
         what = "prompts"
-    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    lo, hi = percentile_interval(means, level, omit_nan=False)
     return Interval(float(lo), float(hi), level, f"bootstrap over {what} (percentile)")
 
 
