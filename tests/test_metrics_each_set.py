@@ -34,12 +34,12 @@ def _gather(x, ref):
 def test_each_set_gets_what_it_gets_alone(threads, monkeypatch):
     import importlib
 
-    parallel = importlib.import_module("promptprism.methods.metrics.parallel")
+    array_ops = importlib.import_module("promptprism.array_ops")
     prdc = importlib.import_module("promptprism.methods.metrics.prdc")  # (the module, not the function)
 
     # (the batches and the threads both follow the count; every set on threads, however small)
-    monkeypatch.setattr(parallel, "thread_workers", lambda: threads)
-    monkeypatch.setattr(prdc, "thread_workers", lambda: threads)
+    monkeypatch.setattr(array_ops, "pool_workers", lambda cap=None: threads)
+    monkeypatch.setattr(prdc, "pool_workers", lambda cap=None: threads)
     monkeypatch.setattr(prdc, "PARALLEL_ENTRIES", 0)
     ref, fakes = _sets()
     gathers = [_gather(f, ref) for f in fakes]

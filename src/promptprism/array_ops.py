@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -64,13 +65,22 @@ def blas_thread_count() -> int:
     return min(blas_thread_counts() or [1])
 
 
-def map_in_threads(fn: Any, items: list, workers: int | None = None) -> list:
-    """[fn(x) for x in items], on a pool of ``workers`` threads (default: the BLAS's thread count) under one
-    BLAS thread each when that is more than one: many small solves, each the same whatever thread runs it,
-    whose LAPACK and BLAS calls release the interpreter (several BLAS threads on each small product cost
-    far more than they give: on 2 busy cores, K-way's 1,275 comparison spectra took 83 s that way, 5.4 s on
-    one thread)."""
-    workers = blas_thread_count() if workers is None else int(workers)
+def pool_workers(cap: int | None = None) -> int:
+    """How many threads :func:`map_in_threads` runs on by default: the BLAS's thread count now (the thread
+    budget of the command), at most ``cap`` (tasks that each hold large blocks)."""
+    n = blas_thread_count()
+    return max(1, n if cap is None else min(n, int(cap)))
+
+
+def map_in_threads(fn: Any, items: Sequence, workers: int | None = None, *, cap: int | None = None) -> list:
+    """[fn(x) for x in items], in order, on a pool of ``workers`` threads (default :func:`pool_workers`
+    (``cap``)) under one BLAS thread each: one BLAS thread per product gives the same numbers whatever the
+    number of workers, and numpy's products and element-wise functions release the interpreter, so many
+    small solves, or large tasks' element-wise work between their products, run side by side (several BLAS
+    threads on each small product cost far more than they give: on 2 busy cores, K-way's 1,275 comparison
+    spectra took 83 s that way, 5.4 s on one thread)."""
+    items = list(items)
+    workers = pool_workers(cap) if workers is None else int(workers)
     if workers <= 1 or len(items) < 2:
         with blas_limits(1):
             return [fn(x) for x in items]

@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 
 from ..._validation import check_feature_pair, check_same_width
+from ...array_ops import map_in_threads
 from ...errors import InputError, OptionError
 from ...kernels.gram import check_kernel
 from ...stats.two_sample import mmd2
 from .kernel_sums import KernelSums, SubsetKernel, kernel_sums, mmd2_from_sums
-from .parallel import map_threads
+from .neighbours import MAX_THREADS
 from .subset_gather import SubsetGather, fusable
 
 Gram = Callable[[np.ndarray, np.ndarray | None], np.ndarray]
@@ -208,8 +209,8 @@ def subset_kernel_mmd2(x: Any, y: Any, kernels: list[SubsetKernel], *, n_subsets
         return out
 
     # one BLAS thread per product, in turn as on threads: the same sums whatever the number of workers
-    done = map_threads(one_pair, range(len(pairs)),
-                       parallel=ready is None and subset_size * x.shape[1] >= PARALLEL_ENTRIES)
+    parallel = ready is None and subset_size * x.shape[1] >= PARALLEL_ENTRIES
+    done = map_in_threads(one_pair, range(len(pairs)), None if parallel else 1, cap=MAX_THREADS)
     values = [np.array([pair[q][0] for pair in done]) for q in range(len(kernels))]
     parts = [np.array([pair[q][1] for pair in done]).reshape(-1, 2) for q in range(len(kernels))]
     return values if groups is None else list(zip(values, parts, strict=True))

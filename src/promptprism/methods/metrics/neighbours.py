@@ -38,8 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from .parallel import map_threads
+from ...array_ops import map_in_threads
 
+#: most threads the metrics' large tasks run on (each holds its own blocks of distances)
+MAX_THREADS = 4
 #: float32's unit round-off
 U32 = 2.0**-24
 #: columns of the sample whose k-th smallest distance bounds a row's k-th from above
@@ -386,13 +388,14 @@ def memberships(real: Form, fake: Rows, r_real: np.ndarray, r_fake: np.ndarray, 
                 ) -> Memberships:
     """Which pairs lie strictly inside a ball: d(fake i, real j)^2 < ``r_real[j]`` or < ``r_fake[i]``
     (squared radii). The fake rows are centred and scaled as ``real``'s form; ``weight``: each real ball's
-    weight in ``balls``. ``parallel``: the row blocks on threads (:func:`.parallel.map_threads`); ``visit``
-    is shown each block (block, lo, fake rows lo.. less the real rows' centre, their operand L)."""
+    weight in ``balls``. ``parallel``: the row blocks on threads
+    (:func:`~promptprism.array_ops.map_in_threads`, at most :data:`MAX_THREADS`); ``visit`` is shown each
+    block (block, lo, fake rows lo.. less the real rows' centre, their operand L)."""
     n, m = len(real.rows), len(fake)
     out = Memberships(np.zeros(m, dtype=bool), np.zeros(m), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
     blocks = [(lo, min(m, lo + block_rows)) for lo in range(0, m, block_rows)]
-    done = map_threads(lambda b: _membership_block(real, fake, *b, r_real, r_fake, weight, exact, visit),
-                       blocks, parallel=parallel)
+    done = map_in_threads(lambda b: _membership_block(real, fake, *b, r_real, r_fake, weight, exact, visit),
+                          blocks, 1 if not parallel else None, cap=MAX_THREADS)
     for (lo, hi), (in_real, balls, covered, held_by) in zip(blocks, done, strict=True):
         out.in_real[lo:hi], out.balls[lo:hi] = in_real, balls
         out.covered[covered] = True

@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 
 from ..._validation import check_feature_pair, check_same_width
+from ...array_ops import map_in_threads, pool_workers
 from ...errors import InputError, OptionError
-from .neighbours import Rows, make_form, memberships, own_radii, rescaled
-from .parallel import map_threads, thread_workers
+from .neighbours import MAX_THREADS, Rows, make_form, memberships, own_radii, rescaled
 
 #: the distance block's budget in bytes (block_rows x other-set rows x 8)
 BLOCK_BYTES = 256 * 2**20
@@ -245,13 +245,13 @@ def neighbour_indicators_each(real: Any, fakes: Sequence[Any], k: int = 5, *, dt
     real_visitors = [v for g in gathers for v in _side_visitor(g, "reference")]
     tasks = [(real, shift, None, real_visitors)] + [(f, None, shift, _side_visitor(g, "generated"))
                                                    for f, g in zip(fakes, gathers, strict=True)]
-    step = max(2, thread_workers())
+    step = max(2, pool_workers(MAX_THREADS))
     batches = [tasks[i:i + step] for i in range(0, len(tasks), step)]
     reference, out = None, []
     for batch in batches:
         parallel = max(t[0].shape[0] for t in batch) * real.shape[1] >= PARALLEL_ENTRIES
-        done = map_threads(lambda t: _one_set(t[0], t[1], t[2], visitors=t[3], **opts), batch,
-                           parallel=parallel)
+        done = map_in_threads(lambda t: _one_set(t[0], t[1], t[2], visitors=t[3], **opts), batch,
+                              None if parallel else 1, cap=MAX_THREADS)
         if reference is None:
             reference, done = done[0], done[1:]
         for own in done:
