@@ -138,8 +138,11 @@ def test_image_bank_forms_and_lookup(tmp_path):
 
 def test_prompt_bank_and_grid(tmp_path):
     Image = pytest.importorskip("PIL.Image")
-    (tmp_path / "p.txt").write_text("a\n\nb\na\n")
-    assert load_prompt_bank(tmp_path / "p.txt") == ["a", "b"]
+    (tmp_path / "p.txt").write_text("a\nb\na\n")
+    assert load_prompt_bank(tmp_path / "p.txt") == ["a", "b"]  # (each prompt once)
+    (tmp_path / "gap.txt").write_text("a\n\nb\n")  # as generate's prompts file: a blank line is refused
+    with pytest.raises(InputError, match=r"gap.txt: line 2: an empty line"):
+        load_prompt_bank(tmp_path / "gap.txt")
     (tmp_path / "e.txt").write_text("\n \n")
     with pytest.raises(InputError, match="empty"):
         load_prompt_bank(tmp_path / "e.txt")

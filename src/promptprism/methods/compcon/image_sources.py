@@ -221,38 +221,11 @@ def _row(r: Any, path: Path, number: int, where: str = "") -> tuple[str, str]:
 
 
 def load_prompt_bank(path: str | os.PathLike) -> list[str]:
-    """Prompts from a text file (one per line), a .json list, or a .jsonl/.csv with a ``prompt`` field;
-    blank lines dropped, duplicates kept once, order kept."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such prompt bank file")
-    from ...data.tables import check_text, read_table, read_text
+    """The prompts of a prompts file (:func:`promptprism.data.prompts.read_prompt_rows`: one per line, a JSON
+    list, or a table with a ``prompt`` column; every row a prompt), each once, in order."""
+    from ...data.prompts import read_prompt_rows
 
-    suffix = path.suffix.lower()
-    try:
-        if suffix in (".jsonl", ".csv"):
-            prompts = [str(r.values["prompt"]) for r in read_table(path).records]
-        elif suffix == ".json":
-            data = json.loads(read_text(path))
-            prompts = [str(x["prompt"] if isinstance(x, dict) else x) for x in data]
-        else:
-            prompts = read_text(path).splitlines()
-        for i, p in enumerate(prompts):
-            check_text(p, f"{path}: prompt {i + 1}", "prompt")
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise InputError(
-            f"{path}: cannot read prompts ({type(exc).__name__}: {exc}); expected one prompt per "
-            "line, a JSON list, or rows with a 'prompt' field"
-        ) from None
-    seen: set[str] = set()
-    out = []
-    for p in (p.strip() for p in prompts):
-        if p and p not in seen:
-            seen.add(p)
-            out.append(p)
-    if not out:
-        raise InputError(f"{path}: the prompt bank is empty")
-    return out
+    return list(dict.fromkeys(row.prompt for _, row in read_prompt_rows(path, what="prompt bank file")))
 
 
 def missing_images(source: Any, prompts: Sequence[str]) -> list[str]:
