@@ -260,6 +260,11 @@ class OpenCLIPEncoder:
         self._model = None
         self._tokenizer = None
 
+    def load(self) -> tuple:
+        """(model, tokenizer) loaded now (the tokenizer None for an image-only checkpoint), as
+        :meth:`promptprism.embed.clip.CLIPEncoder.load`."""
+        return self.model(), self.tokenizer() if self.has_tokenizer else None
+
     def tokenizer(self):
         """The CLIP tokenizer (:func:`tokenizer_folder`, loaded once); an OptionError when there is none."""
         if self._tokenizer is None:

@@ -54,7 +54,11 @@ def _minilm(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
                                       label="all-MiniLM-L6-v2")
 
 
-def _clip(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
+def clip_encoder(clip_model: str | None, *, device: str = "cpu", batch_size: int = 64, normalize: bool = True
+                 ) -> Encoder:
+    """The CLIP encoder ``clip_model`` names: ``open_clip:FOLDER`` an open_clip checkpoint
+    (:class:`~.openclip.OpenCLIPEncoder`), else a transformers one (:class:`~.clip.CLIPEncoder`), local
+    files only; ``normalize``: L2-normalised features (raw for CompCon's scores)."""
     if not clip_model:
         raise OptionError("the 'clip' encoder needs clip_model: a local CLIP checkpoint folder or a hub "
                           "name already in the local Hugging Face cache", parameter="clip_model")
@@ -62,10 +66,14 @@ def _clip(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
         from .openclip import OpenCLIPEncoder
 
         return OpenCLIPEncoder(clip_model.partition(":")[2], device=device, batch_size=batch_size,
-                               option="clip_model")
+                               option="clip_model", normalize=normalize)
     from .clip import CLIPEncoder
 
-    return CLIPEncoder(clip_model, device=device, batch_size=batch_size)
+    return CLIPEncoder(clip_model, device=device, batch_size=batch_size, normalize=normalize)
+
+
+def _clip(*, device: str, batch_size: int, clip_model: str | None) -> Encoder:
+    return clip_encoder(clip_model, device=device, batch_size=batch_size)
 
 
 def _local(path: Path, *, device: str, batch_size: int) -> Encoder:

@@ -34,18 +34,13 @@ class TransformersClip:
     def __init__(
         self, model: str = "openai/clip-vit-base-patch32", device: str = "cpu", batch_size: int = 32
     ) -> None:
-        from ...embed.clip import CLIPEncoder
-        from ...embed.openclip import OpenCLIPEncoder
+        from ...embed.registry import clip_encoder
 
         try:
-            if model.startswith("open_clip:"):
-                self.encoder = OpenCLIPEncoder(model.partition(":")[2], device=device, normalize=False,
-                                               batch_size=int(batch_size), option="clip_model")
-                self.encoder.model()
+            self.encoder = clip_encoder(model, device=device, batch_size=int(batch_size), normalize=False)
+            self.encoder.load()
+            if "text" not in self.encoder.modalities:  # (an image-only open_clip folder: says why)
                 self.encoder.tokenizer()
-            else:
-                self.encoder = CLIPEncoder(model, device=device, batch_size=int(batch_size), normalize=False)
-                self.encoder.load()
         except OptionError as exc:
             raise InputError(
                 f"cannot load CLIP model {model!r} from local files (nothing is downloaded): "
