@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from promptprism.methods.promptsplit import comparisons as kc
+from promptprism.stats.permutation import step_down_pvalues
 
 
 def step_down_oracle(observed: dict, null_largest: dict) -> dict:
@@ -33,7 +34,7 @@ def step_down_oracle(observed: dict, null_largest: dict) -> dict:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_family_step_down_equals_the_nested_loop_oracle(seed):
+def test_step_down_equals_the_nested_loop_oracle(seed):
     rng = np.random.default_rng(seed)
     keys = [(c, sign) for c in range(int(rng.integers(1, 40))) for sign in "+-"]
     perms = int(rng.integers(5, 120))
@@ -44,14 +45,14 @@ def test_family_step_down_equals_the_nested_loop_oracle(seed):
         for k in keys[::3]:
             if observed[k].size:
                 null[k][: 3] = observed[k][0]
-    got, want = kc.family_step_down(observed, null), step_down_oracle(observed, null)
+    got, want = step_down_pvalues(observed, null), step_down_oracle(observed, null)
     assert got.keys() == want.keys()
     for k in keys:
         np.testing.assert_array_equal(got[k], want[k])
 
 
-def test_family_step_down_without_modes_gives_empty_pvalues():
-    got = kc.family_step_down({"a": np.array([]), "b": np.array([])}, {"a": np.ones(9), "b": np.ones(9)})
+def test_step_down_without_modes_gives_empty_pvalues():
+    got = step_down_pvalues({"a": np.array([]), "b": np.array([])}, {"a": np.ones(9), "b": np.ones(9)})
     assert got["a"].size == 0 and got["b"].size == 0
 
 

@@ -59,6 +59,9 @@ def test_min_p_aggregate_holds_its_level_on_exchangeable_statistics():
 def test_labelling_statistic_is_the_scaled_larger_sign():
     pos, neg = np.array([2.0, 1.0, 1.0]), np.array([1.0, 4.0, 2.0])
     np.testing.assert_allclose(agg.labelling_statistic(pos, neg), [2.0, 2.0, 1.0])
+    # any number of keys (K-way: every comparison's two signs), each on its own median's scale
+    third = np.array([3.0, 9.0, 3.0])
+    np.testing.assert_array_equal(agg.labelling_statistic(pos, neg, third), [2.0, 3.0, 1.0])
 
 
 def test_modality_reads_unit_norm_rows_as_text():

@@ -14,11 +14,11 @@ from promptprism.cli import main
 from promptprism.datasets import colored_digits, gaussian_mixture
 from promptprism.errors import OptionError
 from promptprism.methods.promptsplit import significance as sig
-from promptprism.methods.promptsplit import step_down_pvalues
 from promptprism.methods.promptsplit.estimator import replace_config
 from promptprism.methods.promptsplit.significance import label_weights, permuted_labels, permuted_spectra
 from promptprism.stats.batched_eigen import weighted_gram_extremes
 from promptprism.stats.eigen import signed_extremes
+from promptprism.stats.permutation import step_down_pvalues
 
 
 def _brute_extremes(psi: np.ndarray, w: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
@@ -103,7 +103,9 @@ def test_step_down_pvalues_by_hand():
     null_pos = np.array([[1.0, 0.5], [2.0, 0.4], [3.0, 0.3], [4.0, 0.2]])
     null_neg = null_pos.copy()
     # a huge first positive mode, an unremarkable second one; the negative side: 2.5, 0.1
-    p_pos, p_neg = step_down_pvalues(np.array([10.0, 0.45]), np.array([2.5, 0.1]), null_pos, null_neg)
+    p = step_down_pvalues({"+": np.array([10.0, 0.45]), "-": np.array([2.5, 0.1])},
+                          {"+": null_pos[:, 0], "-": null_neg[:, 0]})
+    p_pos, p_neg = p["+"], p["-"]
     # medians of the largest permuted values (observed included) put both signs on one scale; the first
     # step compares 10 with the max over both signs of the rank-1 null: none reaches it -> 1/5
     assert p_pos[0] == pytest.approx(1 / 5)

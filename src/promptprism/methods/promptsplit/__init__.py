@@ -44,10 +44,7 @@ _EXPORTS = {
         "PromptSplitResult",
         "SampleScore",
     ),
-    ".significance": (
-        "permutation_test",
-        "step_down_pvalues",
-    ),
+    ".significance": ("permutation_test",),
     ".summary": (
         "prompt_ranking",
         "summarise",
@@ -68,7 +65,7 @@ if TYPE_CHECKING:
     )
     from .estimator import PromptSplit
     from .result import Mode, PromptLoading, PromptSplitResult, SampleScore
-    from .significance import permutation_test, step_down_pvalues
+    from .significance import permutation_test
     from .summary import prompt_ranking, summarise
 
 __all__ = [
@@ -87,6 +84,5 @@ __all__ = [
     "prompt_ranking",
     "promptsplit_distance_from_gram",
     "select_modes",
-    "step_down_pvalues",
     "summarise",
 ]

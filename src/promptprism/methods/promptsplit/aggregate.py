@@ -4,7 +4,8 @@ In the manner of the aggregated MMD test (Schrab et al., "MMD Aggregated Two-Sam
 single level and a max-type (min-p) rule: every kernel of the family is tested on the SAME K relabellings
 (:func:`.significance.test_labellings`); kernel k's statistic of a labelling is T_k = the larger over the
 two signs of the top |eigenvalue| of Lambda, scaled by that sign's median over the K + 1 labellings (the
-first step of :func:`.significance.step_down_pvalues`); it is put on the probability scale by its rank
+first step of :func:`~promptprism.stats.permutation.step_down_pvalues`,
+:func:`~promptprism.stats.permutation.labelling_statistic`); it is put on the probability scale by its rank
 among the K + 1 labellings, p_k(l) = #{l': T_k(l') >= T_k(l)} / (K + 1); the aggregate statistic is
 min_k p_k(l), and its p-value is the rank of the observed minimum among the K + 1 minima,
 p_agg = #{l: min_k p_k(l) <= min_k p_k(observed)} / (K + 1). Every step is a symmetric function of the

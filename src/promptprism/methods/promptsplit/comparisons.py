@@ -17,8 +17,9 @@ computed once, and each comparison needs only its small spectrum (:func:`compari
 
 The permutation test exchanges model labels among all K sets within each prompt group
 (:func:`permuted_model_labels`; with K = 2 the draws of :func:`.significance.permuted_labels`), and controls
-the family-wise error over all modes of all comparisons by one max-statistic step-down
-(:func:`family_step_down`, which reduces to :func:`.significance.step_down_pvalues` for one comparison).
+the family-wise error over all modes of all comparisons by one max-statistic step-down over the
+(comparison, sign) keys (:func:`~promptprism.stats.permutation.step_down_pvalues`; one comparison: its two
+signs).
 """
 
 from __future__ import annotations
@@ -150,43 +151,6 @@ def null_rows_in_order(counts: np.ndarray, order: np.ndarray, max_samples: int, 
     return rows
 
 
-def family_step_down(observed: dict, null_largest: dict) -> dict:
-    """FWER-adjusted add-one p-values of every tested mode of every (comparison, sign) key (max-statistic,
-    step-down over the whole family).
-
-    ``observed[key]``: the key's descending |eigenvalues| tested; ``null_largest[key]``: its largest
-    |eigenvalue| under each of the P relabellings. As :func:`.significance.step_down_pvalues` (to which it
-    reduces, to the bit, for one comparison's two signs): each key is scaled by the median of its largest
-    |eigenvalue| over the P + 1 labellings; modes are tested in decreasing scaled order, each against the
-    per-relabelling maximum over the keys that still have untested modes; p = (1 + #{null >= obs}) / (1 + P),
-    made monotone.
-    """
-    keys = list(observed)
-    obs = {s: np.asarray(observed[s], float) for s in keys}
-    null = {s: np.asarray(null_largest[s], float) for s in keys}
-    p_count = next(iter(null.values())).shape[0]
-    scale = {s: max(float(np.median(np.r_[null[s], obs[s][:1]])) if null[s].size else 0.0, 1e-300)
-             for s in keys}
-    rank = {s: i for i, s in enumerate(keys)}
-    order = sorted(((obs[s][j] / scale[s], s, j) for s in keys for j in range(obs[s].size)),
-                   key=lambda x: (-x[0], rank[x[1]], x[2]))
-    # step i tests against the max over the keys whose last mode comes at step >= i: one reverse pass
-    # (each key's null joins the running maximum at its last step), then the p-values made monotone
-    last = {s: i for i, (_, s, _) in enumerate(order)}
-    worst = np.full(p_count, -np.inf)
-    counts = np.zeros(len(order))
-    for i in range(len(order) - 1, -1, -1):
-        stat, s, _ = order[i]
-        if last[s] == i:
-            worst = np.maximum(worst, null[s] / scale[s])
-        counts[i] = np.count_nonzero(worst >= stat * (1 - 1e-12))
-    running = np.maximum.accumulate((1.0 + counts) / (1.0 + p_count)) if order else counts
-    p = {s: np.ones(obs[s].size) for s in keys}
-    for i, (_, s, j) in enumerate(order):
-        p[s][j] = running[i]
-    return p
-
-
 def subset_comparison_weights(labels: np.ndarray, keep: np.ndarray, comparison: Comparison, eta: float
                               ) -> np.ndarray:
     """D_c of each labelling (columns of the model ``labels``, N x L) restricted to the rows ``keep``, each
@@ -286,15 +250,6 @@ def rest_extremes(factor: np.ndarray, s: np.ndarray, rows: np.ndarray, eta: floa
                              batch_bytes=REST_BATCH_BYTES)
 
 
-def family_statistic(tops: list[np.ndarray]) -> np.ndarray:
-    """T(l) of every labelling over a family of (comparison, sign) keys: the max over the keys of the key's
-    largest |eigenvalue| divided by its median over the labellings (the first step of the max-statistic
-    step-down of Westfall & Young 1993, :func:`family_step_down`, as in the aggregated test of Schrab et al.
-    2023; two keys, one comparison's signs: :func:`~promptprism.stats.permutation.labelling_statistic`)."""
-    cols = [np.asarray(x, dtype=np.float64) for x in tops]
-    return np.max(np.stack([c / max(float(np.median(c)), 1e-300) for c in cols]), axis=0)
-
-
 def comparison_name(comparison: Comparison, names: list[str]) -> str:
     """'a vs b' for a pair, 'a vs rest' for a set against the pooled others."""
     first, second = comparison
@@ -303,8 +258,9 @@ def comparison_name(comparison: Comparison, names: list[str]) -> str:
 
 
 def key_columns(spectra: tuple[np.ndarray, np.ndarray], widths: list[int]) -> list[np.ndarray]:
-    """Each (comparison, sign) key's largest |eigenvalue| over the labellings (the statistic of
-    :func:`family_statistic`), from spectra stacked side by side (``widths``: each comparison's columns):
+    """Each (comparison, sign) key's largest |eigenvalue| over the labellings (the columns of
+    :func:`~promptprism.stats.permutation.labelling_statistic`), from spectra stacked side by side
+    (``widths``: each comparison's columns):
     (c1, +), (c1, -), (c2, +), ..."""
     offsets = np.r_[0, np.cumsum(widths)][:-1]
     return [x for o in offsets for x in (spectra[0][:, o], spectra[1][:, o])]

@@ -20,6 +20,7 @@ import numpy as np
 from ...backend import NUMPY, Backend, inplace
 from ...kernels.bandwidth import MEDIAN_SAMPLES, Bandwidth, pooled_rows
 from ...kernels.gram import squared_distances
+from ...stats.permutation import labelling_statistic, step_down_pvalues
 from ...stats.subspaces import column_shares, landmark_factor, leading_rank
 from . import aggregate as agg
 from . import comparisons as kc
@@ -272,7 +273,8 @@ def aggregation_record(members: list[Member], spectra: list[tuple[np.ndarray, np
                        names: list | None = None) -> dict:
     """``significance['aggregation']`` from every kernel's spectra over the labellings drawn (the fitted
     kernel's first, then one per member; row 0 observed), combined by :func:`.aggregate.min_p_aggregate`
-    (each kernel's statistic over every (comparison, sign) key, :func:`.comparisons.family_statistic`).
+    (each kernel's statistic over every (comparison, sign) key,
+    :func:`~promptprism.stats.permutation.labelling_statistic`).
     Several comparisons (``names``, stacked side by side in ``widths`` = (the fitted kernel's columns per
     comparison, a member's)): a member's significant modes name their comparison.
 
@@ -280,7 +282,7 @@ def aggregation_record(members: list[Member], spectra: list[tuple[np.ndarray, np
     :func:`.aggregate.adjust_pvalues`."""
     names = names or [kc.TEST_VS_REFERENCE]
     widths = widths or ([1], [agg.OTHER_MODES])
-    stats = [kc.family_statistic(kc.key_columns(sp, widths[0] if i == 0 else widths[1]))
+    stats = [labelling_statistic(*kc.key_columns(sp, widths[0] if i == 0 else widths[1]))
              for i, sp in enumerate(spectra)]
     p_agg, p_own, null_min = agg.min_p_aggregate(np.stack(stats))
     p_adjusted = agg.adjust_pvalues(p_own, null_min)
@@ -293,7 +295,8 @@ def aggregation_record(members: list[Member], spectra: list[tuple[np.ndarray, np
         if len(names) > 1 or len(sizes) > 2:  # (K-way: modes named by their comparison)
             entry["modes"] = _comparison_modes(pos, neg, names, family.set_names, null_min, alpha)
         else:
-            p_pos, p_neg = sig.step_down_pvalues(pos[0], neg[0], pos[1:], neg[1:])
+            p = step_down_pvalues({"+": pos[0], "-": neg[0]}, {"+": pos[1:, 0], "-": neg[1:, 0]})
+            p_pos, p_neg = p["+"], p["-"]
             if min(p_pos.min(), p_neg.min()) <= alpha:  # a mode significant for this kernel alone
                 found = agg.mode_findings(member.operand, group_labels[member.keep], *sizes, eta=eta,
                                           p_pos=p_pos, p_neg=p_neg, names=family.names)
@@ -312,13 +315,14 @@ def aggregation_record(members: list[Member], spectra: list[tuple[np.ndarray, np
 def _comparison_modes(pos: np.ndarray, neg: np.ndarray, comparisons: list, set_names: list,
                       null_min: np.ndarray, alpha: float) -> list[dict]:
     """A member kernel's significant modes over several comparisons (its own step-down over every key,
-    :func:`.comparisons.family_step_down`): comparison, side, eigenvalue, its p and the family-adjusted p."""
+    :func:`~promptprism.stats.permutation.step_down_pvalues`): comparison, side, eigenvalue, its p and the
+    family-adjusted p."""
     w = agg.OTHER_MODES
     observed, null = {}, {}
     for i, c in enumerate(comparisons):
         for sign, arr in (("+", pos), ("-", neg)):
             observed[(c, sign)], null[(c, sign)] = arr[0, i * w:(i + 1) * w], arr[1:, i * w]
-    p = kc.family_step_down(observed, null)
+    p = step_down_pvalues(observed, null)
     out = []
     for (c, sign), ps in p.items():
         for j, p_kernel in enumerate(ps):
