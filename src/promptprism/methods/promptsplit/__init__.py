@@ -44,7 +44,6 @@ _EXPORTS = {
         "PromptSplitResult",
         "SampleScore",
     ),
-    ".significance": ("permutation_test",),
     ".summary": (
         "prompt_ranking",
         "summarise",
@@ -65,7 +64,6 @@ if TYPE_CHECKING:
     )
     from .estimator import PromptSplit
     from .result import Mode, PromptLoading, PromptSplitResult, SampleScore
-    from .significance import permutation_test
     from .summary import prompt_ranking, summarise
 
 __all__ = [
@@ -78,7 +76,6 @@ __all__ = [
     "exact_spectrum",
     "feature_spectrum",
     "joint_gram",
-    "permutation_test",
     "prompt_contributions",
     "prompt_disagreement",
     "prompt_ranking",

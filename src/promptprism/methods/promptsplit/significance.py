@@ -34,7 +34,7 @@ from ...stats.batched_eigen import (
     weighted_factor_extremes,
     weighted_gram_extremes,
 )
-from ...stats.permutation import labelling_statistic, min_p_aggregate, step_down_pvalues, step_down_scales
+from ...stats.permutation import labelling_statistic, min_p_aggregate, step_down_scales
 from ...stats.subspace_spectra import factor_shared, lanczos_subspace, subspace_extremes
 from ...stats.subspaces import column_shares, exact_factor, leading_rank, operand_trace
 from .relabel import (  # noqa: F401 (the relabellings, named here too)
@@ -253,34 +253,6 @@ def global_pvalue(spectra: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
     own rank p-value, the first step of the step-down)."""
     stats = np.stack([labelling_statistic(pos[:, 0], neg[:, 0]) for pos, neg in spectra])
     return min_p_aggregate(stats)[0]
-
-
-def labelling_spectra(operand: tuple[str, np.ndarray], *, groups: np.ndarray, n: int, m: int, eta: float,
-                      n_top: int, permutations: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(positive, |negative|) top ``n_top`` eigenvalues of Lambda under the observed labelling (row 0) and
-    the K relabellings of :func:`test_labellings` (rows 1..K): ((K + 1) x n_top each)."""
-    labels = test_labellings(groups, n, m, permutations, seed)
-    return permuted_spectra(operand, label_weights(labels, n, m, eta), n_top, seed=seed)
-
-
-def permutation_test(
-    operand: tuple[str, np.ndarray], *, groups: np.ndarray, n: int, m: int, eta: float,
-    tested: tuple[int, int], permutations: int, alpha: float, seed: int,
-) -> dict:
-    """Run the test on ``operand`` (:func:`permuted_spectra`; n test rows, then m reference rows, with
-    prompt ``groups``).
-
-    ``tested``: how many positive and negative modes are tested (the top ones of each sign). The observed
-    labelling goes through the null's solver with the K relabellings: the statistic is one function applied
-    alike to all K + 1 labellings, so the test is exact under H0 whatever the solver's residual error
-    (Lanczos errs low on unconverged eigenvalues). Returns the raw material of
-    ``PromptSplitResult.significance`` plus 'p_positive'/'p_negative' and the 'observed' eigenvalues tested.
-    """
-    pos, neg = labelling_spectra(operand, groups=groups, n=n, m=m, eta=eta, n_top=max(*tested, 1),
-                                 permutations=permutations, seed=seed)
-    p = step_down_pvalues({"+": pos[0, :tested[0]], "-": neg[0, :tested[1]]},
-                          {"+": pos[1:, 0], "-": neg[1:, 0]})
-    return {"p_positive": p["+"], "p_negative": p["-"], **spectra_test(pos, neg, tested=tested, alpha=alpha)}
 
 
 def spectra_test(pos: np.ndarray, neg: np.ndarray, *, tested: tuple[int, int], alpha: float) -> dict:
