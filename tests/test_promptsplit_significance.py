@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from brute import two_set_weights
 from promptprism import PairedSet, PromptSplit
 from promptprism.backend import resolve_backend
 from promptprism.cli import main
@@ -15,7 +16,7 @@ from promptprism.datasets import colored_digits, gaussian_mixture
 from promptprism.errors import OptionError
 from promptprism.methods.promptsplit import significance as sig
 from promptprism.methods.promptsplit.estimator import replace_config
-from promptprism.methods.promptsplit.significance import label_weights, permuted_labels, permuted_spectra
+from promptprism.methods.promptsplit.significance import permuted_labels, permuted_spectra
 from promptprism.stats.batched_eigen import weighted_gram_extremes
 from promptprism.stats.eigen import signed_extremes
 from promptprism.stats.permutation import step_down_pvalues
@@ -48,7 +49,7 @@ def test_batched_permuted_spectra_equal_per_permutation_eigensolves(size, dim, d
     n = size // 2
     groups = np.arange(size) % 5
     labels = permuted_labels(groups, np.r_[np.ones(n, bool), np.zeros(size - n, bool)], 6, rng)
-    w = label_weights(labels, n, size - n, 0.8)
+    w = two_set_weights(labels, n, size - n, 0.8)
     want = _brute_extremes(psi, w, 4)
     on = resolve_backend(device)
     for operand in (("gram", on.asarray(psi @ psi.T)), ("features", on.asarray(psi))):
@@ -358,7 +359,7 @@ def test_lanczos_steps_in_row_pieces_on_threads_equal_the_whole_block(monkeypatc
     size = 300
     psi = rng.standard_normal((size, rank or 280)) * np.linspace(1.0, 0.2, rank or 280)
     labels = permuted_labels(np.arange(size) % 5, np.r_[np.ones(150, bool), np.zeros(150, bool)], 9, rng)
-    w = label_weights(labels, 150, 150, 0.8)
+    w = two_set_weights(labels, 150, 150, 0.8)
     gram = psi @ psi.T
     whole = [batched_eigen.weighted_gram_extremes(gram, w, 4, dtype=np.float64, seed=5),
              batched_eigen.weighted_factor_extremes(psi, w, 4, dtype=np.float64, seed=5)]

@@ -36,7 +36,6 @@ from ...stats.permutation import (  # noqa: F401 (re-exported: the test's min-p 
     min_p_aggregate,
 )
 from . import core
-from . import significance as sig
 
 #: kernel families (name, kernel, multiple of the median bandwidth) per modality of the outputs: 'text'
 #: (unit-norm embeddings) and 'image' (unnormalised features); docs/promptsplit.md has the measured power
@@ -60,22 +59,6 @@ def modality(outputs: np.ndarray, tolerance: float = 1e-3) -> str:
     'image'."""
     norms = np.linalg.norm(np.asarray(outputs[:1000], dtype=np.float64), axis=1)
     return "text" if norms.size and bool(np.all(np.abs(norms - 1.0) <= tolerance)) else "image"
-
-
-def subset_weights(labels: np.ndarray, rows: np.ndarray, *, eta: float) -> np.ndarray:
-    """The weights of each labelling (columns of ``labels``) restricted to the rows ``rows`` of the test's
-    rows, each by its own counts there: 1/n_l on its test rows, -eta/m_l on its reference rows."""
-    sub = labels[rows]
-    n_l = np.maximum(sub.sum(axis=0), 1)
-    m_l = np.maximum(sub.shape[0] - n_l, 1)
-    return np.where(sub, 1.0 / n_l, -eta / m_l)
-
-
-def subset_spectra(operand: tuple, labels: np.ndarray, rows: np.ndarray, *, eta: float, n_top: int,
-                   seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Spectra of Lambda on the rows ``rows`` of the test's rows under each labelling (columns of
-    ``labels``, :func:`subset_weights`). ``operand`` already holds only those rows."""
-    return sig.permuted_spectra(operand, subset_weights(labels, rows, eta=eta), n_top, seed=seed)
 
 
 def mode_findings(operand: tuple, group_labels: np.ndarray, n: int, m: int, *, eta: float,

@@ -56,15 +56,24 @@ def comparisons(k: int) -> tuple[list[Comparison], list[Comparison]]:
 pooled_rows_k = pooled_rows
 
 
-def comparison_weights(labels: np.ndarray, comparison: Comparison, counts: np.ndarray, eta: float
-                       ) -> np.ndarray:
-    """D_c of a comparison for model labels (N, or N x P): 1/n_a on set a's rows, -eta/n_B on the
-    reference side's rows (n_B: their total count), 0 elsewhere (SPEC's D, eq. 2, with zeros)."""
+def comparison_weights(labels: np.ndarray, comparison: Comparison, counts: Any, eta: float) -> np.ndarray:
+    """D_c (SPEC, eq. 2, with zeros): for model labels (N, or N x L: one labelling per column), 1/n_a on set
+    a's rows, -eta/n_B on the reference side's rows (n_B: their total count), 0 elsewhere. ``counts``: each
+    set's rows (the labellings keep them), or None: each labelling's own counts among ``labels`` (a subset of
+    the rows, e.g. the kernel family's subsample; at least 1). The one signed weighting of every comparison:
+    two-way PromptSplit's D = diag(1/n 1_n, -eta/m 1_m) is test-vs-reference (:func:`.core.signed_weights`);
+    labels ``arange(K)`` give each set's coefficient (:func:`.kway_subspace.comparison_set_weights`)."""
     first, second = comparison
-    n_first = float(counts[first])
-    n_second = float(np.sum(counts[list(second)]))
+    labels = np.asarray(labels)
+    is_first = labels == first
     inside = labels == second[0] if len(second) == 1 else np.isin(labels, second)
-    return np.where(labels == first, 1.0 / n_first, np.where(inside, -eta / n_second, 0.0))
+    if counts is None:
+        n_first, n_second = np.maximum(is_first.sum(axis=0), 1), np.maximum(inside.sum(axis=0), 1)
+    else:
+        n_first, n_second = float(counts[first]), float(np.sum(np.asarray(counts)[list(second)]))
+    if first in second:  # (a set against itself: C_a - eta C_a, both weights on its rows)
+        return np.where(is_first, 1.0 / n_first, 0.0) + np.where(inside, -eta / n_second, 0.0)
+    return np.where(is_first, 1.0 / n_first, np.where(inside, -eta / n_second, 0.0))
 
 
 def block_square_sums(gram: Any, bounds: np.ndarray) -> np.ndarray:
@@ -149,21 +158,6 @@ def null_rows_in_order(counts: np.ndarray, order: np.ndarray, max_samples: int, 
     for place, k in enumerate(order):
         rows[int(k)] = drawn[place]
     return rows
-
-
-def subset_comparison_weights(labels: np.ndarray, keep: np.ndarray, comparison: Comparison, eta: float
-                              ) -> np.ndarray:
-    """D_c of each labelling (columns of the model ``labels``, N x L) restricted to the rows ``keep``, each
-    by its own counts there: 1/n_a(l) on its rows of set a, -eta/n_B(l) on its rows of the reference side,
-    0 elsewhere (SPEC's D, eq. 2, per labelling: the kernel family's weights on a subsample, :mod:`.family`;
-    two sets: the weights of :func:`.aggregate.subset_weights`)."""
-    sub = labels[keep]
-    first, second = comparison
-    is_first = sub == first
-    in_second = sub == second[0] if len(second) == 1 else np.isin(sub, second)
-    n_first = np.maximum(is_first.sum(axis=0), 1)
-    n_second = np.maximum(in_second.sum(axis=0), 1)
-    return np.where(is_first, 1.0 / n_first, np.where(in_second, -eta / n_second, 0.0))
 
 
 #: a pair's test from its own rows when both sets hold at most this many test rows together (a dense

@@ -44,6 +44,7 @@ from ...stats.eigen import (
 )
 from ...stats.lanczos import weighted_gram_lanczos_runs
 from ...stats.modes import ModeStats
+from .comparisons import TEST_VS_REFERENCE, comparison_weights
 from .relabel import set_order
 
 #: ||Lambda||_F^2 = tr(D G D G) = sum_ij D_i D_j G_ij^2 from the joint Gram matrix (the PromptSplit distance,
@@ -51,9 +52,11 @@ from .relabel import set_order
 #: guidance loss computes
 promptsplit_distance_from_gram = covariance_difference_norm
 
+
 def signed_weights(n: int, m: int, eta: float) -> np.ndarray:
-    """D = diag(1/n 1_n, -eta/m 1_m), the signed sample weights of Lambda = Psi^T D Psi (eq. 2)."""
-    return np.r_[np.full(n, 1.0 / n), np.full(m, -eta / m)]
+    """D = diag(1/n 1_n, -eta/m 1_m), the signed sample weights of Lambda = Psi^T D Psi (eq. 2): the
+    test-vs-reference :func:`.comparisons.comparison_weights` of n test rows, then m reference rows."""
+    return comparison_weights(np.repeat([0, 1], [n, m]), TEST_VS_REFERENCE, (n, m), eta)
 
 
 @dataclass(frozen=True)

@@ -139,11 +139,6 @@ def unshared_prompts_note(labels_test: np.ndarray, labels_ref: np.ndarray, *, te
                    "answered there is nothing to exchange) and " + ranking)
 
 
-def label_weights(is_test: np.ndarray, n: int, m: int, eta: float) -> np.ndarray:
-    """Signed weights of a labelling: 1/n for 'test' rows, -eta/m for 'reference' rows (the D of eq. 2)."""
-    return np.where(is_test, 1.0 / n, -eta / m)
-
-
 def family_thresholds(null_pos: np.ndarray, null_neg: np.ndarray, observed: tuple, alpha: float) -> dict:
     """|eigenvalue| above which a mode of each sign is significant at the first step (the chart's line):
     the (1 - alpha) quantile of the per-permutation max over signs of the scaled largest |eigenvalue|
