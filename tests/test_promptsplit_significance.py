@@ -15,6 +15,7 @@ from promptprism.cli import main
 from promptprism.datasets import colored_digits, gaussian_mixture
 from promptprism.errors import OptionError
 from promptprism.methods.promptsplit import significance as sig
+from promptprism.methods.promptsplit.comparisons import null_rows
 from promptprism.methods.promptsplit.estimator import replace_config
 from promptprism.methods.promptsplit.significance import permuted_labels, permuted_spectra
 from promptprism.stats.batched_eigen import weighted_gram_extremes
@@ -340,10 +341,10 @@ def test_subsample_of_a_tiny_set_takes_it_whole(n, m):
     test = PairedSet(rng.standard_normal((n, 3)), rng.standard_normal((n, 2)), name="test")
     ref = PairedSet(rng.standard_normal((m, 3)), rng.standard_normal((m, 2)), name="reference")
     res = PromptSplit(method="exact", n_modes=2, permutations=20, null_samples=10).fit(test, ref)
-    rows_t, rows_r = sig.null_rows(n, m, 10, 0)
+    rows_t, rows_r = null_rows([n, m], 10, 0)
     assert rows_t.size == min(n, max(2, round(10 * n / (n + m)))) and np.unique(rows_t).size == rows_t.size
     # (the test draws its subsample in the two sets' canonical order, either argument order the same rows)
-    either = {sum(r.size for r in sig.null_rows(*order, 10, 0)) for order in ((n, m), (m, n))}
+    either = {sum(r.size for r in null_rows(list(order), 10, 0)) for order in ((n, m), (m, n))}
     assert res.significance["null_samples"] in either and res.significance["null_samples"] <= 10 + min(n, m)
     assert all(0 < p <= 1 for p in (m.p_value for m in res.modes))
 

@@ -30,7 +30,6 @@ import numpy as np
 
 from ...array_ops import is_numpy
 from ...backend import array_namespace, backend_of
-from ...kernels.bandwidth import pooled_rows
 from ...kernels.gram import block_square_sums as numpy_block_square_sums
 from ...stats.batched_eigen import _batched_extremes, lanczos_steps
 from ...stats.eigen import signed_extremes
@@ -49,11 +48,6 @@ def comparisons(k: int) -> tuple[list[Comparison], list[Comparison]]:
     pairs = [(a, (b,)) for a in range(k) for b in range(a + 1, k)]
     rest = [] if k < 3 else [(a, tuple(b for b in range(k) if b != a)) for a in range(k)]
     return pairs, rest
-
-
-#: at most max_rows seeded rows from K arrays (the kernels' median-rule pool; with K = 2 the draws of
-#: :func:`.core.pooled_rows`)
-pooled_rows_k = pooled_rows
 
 
 def comparison_weights(labels: np.ndarray, comparison: Comparison, counts: Any, eta: float) -> np.ndarray:
@@ -132,9 +126,18 @@ def permuted_model_labels(groups: np.ndarray, labels: np.ndarray, permutations: 
     return out
 
 
-def null_rows_k(counts: np.ndarray, max_samples: int, seed: int) -> list[np.ndarray]:
-    """Rows of each set the permutation test runs on: all, or a seeded subsample of ``max_samples`` rows in
-    the sets' proportions (at least 2 per set); with K = 2 the draws of :func:`.significance.null_rows`."""
+def null_rows(counts: np.ndarray, max_samples: int, seed: int) -> list[np.ndarray]:
+    """Rows of each set the permutation test runs on: all, or (more than ``max_samples`` rows in all) a
+    seeded subsample of ``max_samples`` rows in the sets' proportions (at least 2 per set; a smaller set is
+    taken whole).
+
+    On a subsample the test is exact for the subsample: its own observed eigenvalues against its own
+    relabellings, with the power of a test on ``max_samples`` samples. (Rescaling a subsample's null to the
+    full sets by the central-limit factor sqrt((1/n + 1/m) / (1/n' + 1/m')) and comparing it with the full
+    sets' eigenvalues, as earlier versions did, overstates the null: a permuted Lambda's top eigenvalue also
+    has a part that shrinks like 1/n. Measured at n = m = 4,000 with a 2,000-sample subsample: no false
+    positive in 200 null data sets, and no power left where the full test found 70 %.)
+    """
     counts = [int(c) for c in counts]
     if sum(counts) <= max_samples:
         return [np.arange(c) for c in counts]
@@ -150,10 +153,10 @@ def null_rows_k(counts: np.ndarray, max_samples: int, seed: int) -> list[np.ndar
 
 def null_rows_in_order(counts: np.ndarray, order: np.ndarray, max_samples: int, seed: int
                        ) -> list[np.ndarray]:
-    """:func:`null_rows_k` drawn with the sets in their canonical ``order``
+    """:func:`null_rows` drawn with the sets in their canonical ``order``
     (:func:`~promptprism.array_ops.canonical_order`) and returned in the given one: the same rows of each set
     whatever the order the sets came in."""
-    drawn = null_rows_k(np.asarray(counts)[order], max_samples, seed)
+    drawn = null_rows(np.asarray(counts)[order], max_samples, seed)
     rows: list = [None] * len(drawn)
     for place, k in enumerate(order):
         rows[int(k)] = drawn[place]

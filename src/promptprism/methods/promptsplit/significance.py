@@ -39,7 +39,6 @@ from ...stats.subspace_spectra import factor_shared, lanczos_subspace, subspace_
 from ...stats.subspaces import column_shares, exact_factor, leading_rank, operand_trace
 from .relabel import (  # noqa: F401 (the relabellings, named here too)
     SELECT_MAX_GROUPS,
-    null_rows,
     permuted_labels,
     test_labellings,
 )
@@ -49,7 +48,7 @@ SCHEMES = ("within-prompt", "pooled")
 #: permutations when ``permutations=None``: the exact route, and the random-feature routes
 DEFAULT_PERMUTATIONS = {"exact": 200, "rff": 100, "sketch": 100}
 #: the default of PromptSplit's ``null_samples``: above this many samples (n + m) the test runs on a seeded
-#: subsample of this size (see ``null_rows``)
+#: subsample of this size (:func:`.comparisons.null_rows`)
 NULL_MAX_SAMPLES = 20_000
 #: the statistic (:func:`principal_operand`): uncompressed on at most FULL_MAX_ROWS rows (from an exact
 #: factor P P^T = G up to FULL_DENSE_RANK columns, else Lanczos over the operand); above, a leading principal

@@ -3,7 +3,7 @@ record; one test for two-way PromptSplit (one comparison) and K-way PromptSplit 
 
 :mod:`.significance` holds the test's statistics (permuted spectra, step-down p-values, the principal
 subspace, sequential stopping); this module connects them to a fit: it picks the rows the test runs on (all,
-or a seeded subsample above ``null_samples``, on which the test is exact, :func:`.comparisons.null_rows_k`),
+or a seeded subsample above ``null_samples``, on which the test is exact, :func:`.comparisons.null_rows`),
 takes the operand for those rows from the route's ``replicates`` (:mod:`.routes`: the joint Gram matrix of the
 exact route, or the random features: kept from the covariance pass, or recomputed from the same seed), draws
 the relabellings (:class:`Labellings`: labels exchanged among the sets within each prompt), runs every
