@@ -11,9 +11,10 @@ min_k p_k(l), and its p-value is the rank of the observed minimum among the K + 
 p_agg = #{l: min_k p_k(l) <= min_k p_k(observed)} / (K + 1). Every step is a symmetric function of the
 K + 1 labellings, so under H0 (exchangeable labels) P(p_agg <= alpha) <= alpha: the family-wise error over
 kernels is kept. A mode of kernel k with its own step-down p-value p is reported with the adjusted
-p = (1 + #{relabellings l: min_k p_k(l) <= p}) / (1 + K) (:func:`adjust_pvalues`); a mode can be
-significant only when p_agg <= alpha, so the family-wise error over kernels and modes stays at most alpha
-under the complete null.
+p = (1 + #{relabellings l: min_k p_k(l) <= p}) / (1 + K); a mode can be significant only when
+p_agg <= alpha, so the family-wise error over kernels and modes stays at most alpha under the complete
+null. The statistics are :mod:`promptprism.stats.permutation`'s (``labelling_statistic``,
+``labelling_pvalues``, ``min_p_aggregate``, ``adjust_pvalues``).
 
 Kernels other than the fitted one run on the exact route (their Gram matrix on the test's rows, or on a
 seeded subsample of at most ``AGGREGATE_SAMPLES`` of them: the relabellings restricted to those rows,
@@ -29,12 +30,6 @@ import numpy as np
 from ...array_ops import blas_threads_for
 from ...backend import to_numpy
 from ...stats.eigen import select_modes
-from ...stats.permutation import (  # noqa: F401 (re-exported: the test's min-p aggregation)
-    adjust_pvalues,
-    labelling_pvalues,
-    labelling_statistic,
-    min_p_aggregate,
-)
 from . import core
 
 #: kernel families (name, kernel, multiple of the median bandwidth) per modality of the outputs: 'text'

@@ -20,7 +20,7 @@ import numpy as np
 from ...backend import NUMPY, Backend, inplace
 from ...kernels.bandwidth import MEDIAN_SAMPLES, Bandwidth, pooled_rows
 from ...kernels.gram import squared_distances
-from ...stats.permutation import labelling_statistic, step_down_pvalues
+from ...stats.permutation import adjust_pvalues, labelling_statistic, min_p_aggregate, step_down_pvalues
 from ...stats.subspaces import column_shares, landmark_factor, leading_rank
 from . import aggregate as agg
 from . import comparisons as kc
@@ -272,20 +272,20 @@ def aggregation_record(members: list[Member], spectra: list[tuple[np.ndarray, np
                        alpha: float, cost: dict[str, float], widths: tuple | None = None,
                        names: list | None = None) -> dict:
     """``significance['aggregation']`` from every kernel's spectra over the labellings drawn (the fitted
-    kernel's first, then one per member; row 0 observed), combined by :func:`.aggregate.min_p_aggregate`
-    (each kernel's statistic over every (comparison, sign) key,
-    :func:`~promptprism.stats.permutation.labelling_statistic`).
-    Several comparisons (``names``, stacked side by side in ``widths`` = (the fitted kernel's columns per
+    kernel's first, then one per member; row 0 observed), combined by
+    :func:`~promptprism.stats.permutation.min_p_aggregate` (each kernel's statistic over every
+    (comparison, sign) key, :func:`~promptprism.stats.permutation.labelling_statistic`). Several
+    comparisons (``names``, stacked side by side in ``widths`` = (the fitted kernel's columns per
     comparison, a member's)): a member's significant modes name their comparison.
 
     Returns the record plus '_null_min_p', the relabellings' min-p values, for
-    :func:`.aggregate.adjust_pvalues`."""
+    :func:`~promptprism.stats.permutation.adjust_pvalues`."""
     names = names or [kc.TEST_VS_REFERENCE]
     widths = widths or ([1], [agg.OTHER_MODES])
     stats = [labelling_statistic(*kc.key_columns(sp, widths[0] if i == 0 else widths[1]))
              for i, sp in enumerate(spectra)]
-    p_agg, p_own, null_min = agg.min_p_aggregate(np.stack(stats))
-    p_adjusted = agg.adjust_pvalues(p_own, null_min)
+    p_agg, p_own, null_min = min_p_aggregate(np.stack(stats))
+    p_adjusted = adjust_pvalues(p_own, null_min)
     entries = [{"name": family.fitted, "fitted": True, "p": float(p_own[0]),
                 "p_adjusted": float(p_adjusted[0]), "samples": int(fitted_samples)}]
     for member, (pos, neg), p, p_adj in zip(members, spectra[1:], p_own[1:], p_adjusted[1:], strict=True):
@@ -301,7 +301,7 @@ def aggregation_record(members: list[Member], spectra: list[tuple[np.ndarray, np
                 found = agg.mode_findings(member.operand, group_labels[member.keep], *sizes, eta=eta,
                                           p_pos=p_pos, p_neg=p_neg, names=family.names)
                 for f in found:
-                    f["p"] = float(agg.adjust_pvalues(np.array([f["p_kernel"]]), null_min)[0])
+                    f["p"] = float(adjust_pvalues(np.array([f["p_kernel"]]), null_min)[0])
                 entry["modes"] = [f for f in found if f["p"] <= alpha]  # (family-adjusted: significant)
         entry["n_significant"] = sum(f["p"] <= alpha for f in entry["modes"])
         entries.append(entry)
@@ -326,7 +326,7 @@ def _comparison_modes(pos: np.ndarray, neg: np.ndarray, comparisons: list, set_n
     out = []
     for (c, sign), ps in p.items():
         for j, p_kernel in enumerate(ps):
-            p_adjusted = float(agg.adjust_pvalues(np.array([p_kernel]), null_min)[0])
+            p_adjusted = float(adjust_pvalues(np.array([p_kernel]), null_min)[0])
             if p_adjusted <= alpha:  # (significant after the family's adjustment, as n_significant counts)
                 value = float(observed[(c, sign)][j])
                 out.append({"comparison": kc.comparison_name(c, set_names),

@@ -24,7 +24,7 @@ import numpy as np
 from ...array_ops import map_in_threads
 from ...stats.batched_eigen import DENSE_BATCH_RANK
 from ...stats.intervals import format_p
-from ...stats.permutation import step_down_pvalues
+from ...stats.permutation import adjust_pvalues, step_down_pvalues
 from . import aggregate as agg
 from . import comparisons as kc
 from . import core, kway_subspace
@@ -128,7 +128,7 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
         aggregation["p_modes_fitted_kernel"] = p[next(iter(tested))] if len(tested) == 1 else \
             {kc.comparison_name(c, family.set_names): p[c] for c in tested}
         null_min = aggregation.pop("_null_min_p")
-        p = {c: [float(x) for x in agg.adjust_pvalues(np.array(v), null_min)] for c, v in p.items()}
+        p = {c: [float(x) for x in adjust_pvalues(np.array(v), null_min)] for c, v in p.items()}
         common["aggregation"] = aggregation
     correction = (sig.CORRECTION if len(comparisons) == 1 else
                   f"max-statistic step-down (FWER) over every mode of all {len(comparisons)} comparisons")
