@@ -5,6 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 
+def two_set_weights(is_test: np.ndarray, n: int, m: int, eta: float) -> np.ndarray:
+    """SPEC eq. 2's D of each labelling of two sets (booleans, True = test): 1/n on its test rows, -eta/m on
+    its reference rows."""
+    return np.where(is_test, 1.0 / n, -eta / m)
+
+
 def unit_rows(a: np.ndarray) -> np.ndarray:
     return a / np.linalg.norm(a, axis=1, keepdims=True)
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import promptprism.stats.subspace_spectra as spectra
+from brute import two_set_weights
 from promptprism.methods.promptsplit import significance as sig
 from promptprism.methods.promptsplit.labelling_blocks import sequential_spectra
 from promptprism.stats.batched_eigen import _lanczos_on_host_checks, _nystrom_factor
@@ -96,7 +97,7 @@ def test_converging_lanczos_matches_the_eigensolve_and_lets_converged_rows_go():
     p = (rng.standard_normal((700, width)) * np.r_[[6.0, 4.0, 3.0], np.geomspace(0.5, 1e-3, width - 3)]
          ).astype(np.float32)
     groups = np.repeat(np.arange(35), 20)
-    w = sig.label_weights(sig.test_labellings(groups, 350, 350, 30, seed=2), 350, 350, 1.0)
+    w = two_set_weights(sig.test_labellings(groups, 350, 350, 30, seed=2), 350, 350, 1.0)
     start = np.random.default_rng(0).standard_normal(p.shape[1])
     wt = np.ascontiguousarray(w.T.astype(np.float32))
     _CountingRows.seen = []
@@ -125,7 +126,7 @@ def test_rows_that_find_an_invariant_subspace_are_rerun_with_fresh_vectors():
     p = np.hstack([base, np.zeros((300, spectra.SUBSPACE_DENSE_RANK + 10))]).astype(np.float32)
     p = p @ np.linalg.qr(rng.standard_normal((p.shape[1], p.shape[1])))[0].astype(np.float32)
     groups = np.repeat(np.arange(30), 10)
-    w = sig.label_weights(sig.test_labellings(groups, 150, 150, 6, seed=1), 150, 150, 1.0)
+    w = two_set_weights(sig.test_labellings(groups, 150, 150, 6, seed=1), 150, 150, 1.0)
     start = np.random.default_rng(0).standard_normal(p.shape[1])
     ft, wt = np.ascontiguousarray(p.T), np.ascontiguousarray(w.T.astype(np.float32))
     _, _, broke = spectra._converging_lanczos(p, ft, wt, start, 2, steps=spectra.TOP_LANCZOS_STEPS)

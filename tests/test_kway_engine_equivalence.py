@@ -6,7 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from brute import two_set_weights
 from promptprism.methods.promptsplit import comparisons as kc
+from promptprism.methods.promptsplit import core
+from promptprism.methods.promptsplit import kway_subspace as ks
+from promptprism.stats.permutation import step_down_pvalues
 
 
 def step_down_oracle(observed: dict, null_largest: dict) -> dict:
@@ -33,7 +37,7 @@ def step_down_oracle(observed: dict, null_largest: dict) -> dict:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_family_step_down_equals_the_nested_loop_oracle(seed):
+def test_step_down_equals_the_nested_loop_oracle(seed):
     rng = np.random.default_rng(seed)
     keys = [(c, sign) for c in range(int(rng.integers(1, 40))) for sign in "+-"]
     perms = int(rng.integers(5, 120))
@@ -44,15 +48,39 @@ def test_family_step_down_equals_the_nested_loop_oracle(seed):
         for k in keys[::3]:
             if observed[k].size:
                 null[k][: 3] = observed[k][0]
-    got, want = kc.family_step_down(observed, null), step_down_oracle(observed, null)
+    got, want = step_down_pvalues(observed, null), step_down_oracle(observed, null)
     assert got.keys() == want.keys()
     for k in keys:
         np.testing.assert_array_equal(got[k], want[k])
 
 
-def test_family_step_down_without_modes_gives_empty_pvalues():
-    got = kc.family_step_down({"a": np.array([]), "b": np.array([])}, {"a": np.ones(9), "b": np.ones(9)})
+def test_step_down_without_modes_gives_empty_pvalues():
+    got = step_down_pvalues({"a": np.array([]), "b": np.array([])}, {"a": np.ones(9), "b": np.ones(9)})
     assert got["a"].size == 0 and got["b"].size == 0
+
+
+def test_comparison_weights_are_two_sets_signed_weights_to_the_bit():
+    """SPEC eq. 2's D, one function: two sets' labellings (0 test, 1 reference) give 1/n and -eta/m, on a
+    subset of the rows by each labelling's own counts, the observed labelling ``core.signed_weights``; one
+    row per set gives each set's coefficient."""
+    rng = np.random.default_rng(4)
+    n, m, eta = 13, 9, 0.7
+    is_test = np.stack([rng.permutation(np.r_[np.ones(n, bool), np.zeros(m, bool)]) for _ in range(6)], 1)
+    labels = np.logical_not(is_test).view(np.int8)
+    np.testing.assert_array_equal(kc.comparison_weights(labels, kc.TEST_VS_REFERENCE, (n, m), eta),
+                                  two_set_weights(is_test, n, m, eta))
+    keep = np.sort(rng.choice(n + m, size=10, replace=False))
+    own = is_test[keep].sum(axis=0)
+    np.testing.assert_array_equal(kc.comparison_weights(labels[keep], kc.TEST_VS_REFERENCE, None, eta),
+                                  np.where(is_test[keep], 1.0 / own, -eta / (keep.size - own)))
+    np.testing.assert_array_equal(core.signed_weights(n, m, eta),
+                                  np.r_[np.full(n, 1 / n), np.full(m, -eta / m)])
+    counts = np.array([4, 6, 10])
+    got = ks.comparison_set_weights(counts, [(0, (1,)), (2, (0, 1))], eta)
+    np.testing.assert_array_equal(got, [[1 / 4, -eta / 6, 0.0], [-eta / 10, -eta / 10, 1 / 10]])
+    # a set against itself (the distance matrix's diagonal): (1 - eta) C_a
+    np.testing.assert_array_equal(ks.comparison_set_weights(counts, [(1, (1,))], eta),
+                                  [[0.0, 1 / 6 - eta / 6, 0.0]])
 
 
 def _labellings(k: int, n: int, perms: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -221,7 +221,7 @@ def test_comparison_matrix_from_the_total_equals_the_direct_sum():
         np.testing.assert_allclose(direct, brute, rtol=0, atol=1e-12)
 
 
-def test_comparison_weights_give_every_comparison_matrix_in_one_product():
+def test_comparison_set_weights_give_every_comparison_matrix_in_one_product():
     """W @ [M_1 ... M_K] (flattened) is every comparison's M_a / n_a - eta sum_B M_b / n_B at once, equal to
     :func:`comparison_matrix` (round-off), for pairs and a set against the rest."""
     rng = np.random.default_rng(8)
@@ -229,7 +229,7 @@ def test_comparison_weights_give_every_comparison_matrix_in_one_product():
     counts = np.array([7, 11, 13, 17])
     pairs, rest = kc.comparisons(4)
     comps = pairs + rest
-    w = ks.comparison_weights(counts, comps, 0.6)
+    w = ks.comparison_set_weights(counts, comps, 0.6)
     stacked = (w @ moments.reshape(4, -1)).reshape(len(comps), 5, 5)
     for i, c in enumerate(comps):
         np.testing.assert_allclose(stacked[i], ks.comparison_matrix(moments, counts, c, 0.6), rtol=0,
@@ -248,7 +248,7 @@ def test_comparison_distances_from_the_moments_inner_products():
     flat = moments.reshape(4, -1)
     pairs, rest = kc.comparisons(4)
     comps = pairs + rest + [(a, (a,)) for a in range(4)]
-    got = ks.comparison_distances(flat @ flat.T, ks.comparison_weights(counts, comps, 0.8))
+    got = ks.comparison_distances(flat @ flat.T, ks.comparison_set_weights(counts, comps, 0.8))
     want = [np.sum(ks.comparison_matrix(moments, counts, c, 0.8) ** 2) for c in comps]
     np.testing.assert_allclose(got, want, rtol=1e-12)
     np.testing.assert_allclose(got[-4:], [(0.2 / counts[a]) ** 2 * np.sum(moments[a] ** 2) for a in range(4)],

@@ -12,7 +12,7 @@ import pytest
 from promptprism import KWaySplit, PairedSet, PromptSplit
 from promptprism.array_ops import canonical_order, edge_digest
 from promptprism.kernels.bandwidth import pooled_rows
-from promptprism.methods.promptsplit.comparisons import null_rows_in_order, null_rows_k
+from promptprism.methods.promptsplit.comparisons import null_rows, null_rows_in_order
 from promptprism.methods.promptsplit.labellings import Labellings
 from promptprism.methods.promptsplit.relabel import canonical_positions
 from promptprism.stats.batched_eigen import principal_factor
@@ -61,9 +61,9 @@ def test_the_tests_subsample_and_kway_relabellings_follow_each_row():
         for k in range(3):
             np.testing.assert_array_equal(by_set[k][0], reference[k][0])
             np.testing.assert_array_equal(by_set[k][1], reference[k][1])
-    # with the given order canonical, the draws are those of before (null_rows_k, unpermuted)
+    # with the given order canonical, the draws are those of before (null_rows, unpermuted)
     assert all(np.array_equal(a, b) for a, b in
-               zip(null_rows_in_order(counts, np.arange(3), 12, 3), null_rows_k(counts, 12, 3), strict=True))
+               zip(null_rows_in_order(counts, np.arange(3), 12, 3), null_rows(counts, 12, 3), strict=True))
 
 
 def test_the_sketched_factor_follows_its_rows_and_column_signs_ignore_them():

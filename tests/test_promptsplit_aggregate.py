@@ -9,6 +9,12 @@ import pytest
 from promptprism import PromptSplit
 from promptprism.errors import OptionError
 from promptprism.methods.promptsplit import aggregate as agg
+from promptprism.stats.permutation import (
+    adjust_pvalues,
+    labelling_pvalues,
+    labelling_statistic,
+    min_p_aggregate,
+)
 
 
 def _brute_pvalues(stat):
@@ -18,31 +24,31 @@ def _brute_pvalues(stat):
 def test_labelling_pvalues_are_ranks_among_all_labellings():
     rng = np.random.default_rng(0)
     stat = np.r_[rng.standard_normal(30), 0.5, 0.5]  # ties count as at least as large
-    np.testing.assert_allclose(agg.labelling_pvalues(stat), _brute_pvalues(stat))
+    np.testing.assert_allclose(labelling_pvalues(stat), _brute_pvalues(stat))
 
 
 def test_min_p_aggregate_matches_its_definition():
     rng = np.random.default_rng(1)
     stats = rng.standard_normal((3, 41))
-    p_agg, p_own, null_min = agg.min_p_aggregate(stats)
+    p_agg, p_own, null_min = min_p_aggregate(stats)
     p = np.stack([_brute_pvalues(s) for s in stats])
     min_p = p.min(axis=0)
     assert p_agg == pytest.approx(np.mean(min_p <= min_p[0]))
     np.testing.assert_allclose(p_own, p[:, 0])
     np.testing.assert_allclose(null_min, min_p[1:])
     # one kernel: the aggregate is that kernel's own add-one p-value
-    assert agg.min_p_aggregate(stats[:1])[0] == pytest.approx(p[0, 0])
+    assert min_p_aggregate(stats[:1])[0] == pytest.approx(p[0, 0])
 
 
 def test_adjusted_pvalues_count_relabelled_minima_and_never_undercut():
     rng = np.random.default_rng(2)
     stats = rng.standard_normal((4, 101))
-    p_agg, p_own, null_min = agg.min_p_aggregate(stats)
+    p_agg, p_own, null_min = min_p_aggregate(stats)
     raw = np.array([0.01, 0.05, 0.3, 1.0])
-    adj = agg.adjust_pvalues(raw, null_min)
+    adj = adjust_pvalues(raw, null_min)
     np.testing.assert_allclose(adj, [(1 + np.sum(null_min <= r)) / 101 for r in raw])
     assert np.all(adj >= raw - 1e-12)
-    assert np.all(agg.adjust_pvalues(p_own, null_min) >= p_agg - 1e-12)
+    assert np.all(adjust_pvalues(p_own, null_min) >= p_agg - 1e-12)
 
 
 def test_min_p_aggregate_holds_its_level_on_exchangeable_statistics():
@@ -52,13 +58,16 @@ def test_min_p_aggregate_holds_its_level_on_exchangeable_statistics():
     for _ in range(sims):
         common = rng.standard_normal(100)
         stats = np.stack([common + s * rng.standard_normal(100) for s in (0.1, 0.5, 2.0)])
-        hits += agg.min_p_aggregate(stats)[0] <= 0.05
+        hits += min_p_aggregate(stats)[0] <= 0.05
     assert 0.03 <= hits / sims <= 0.065
 
 
 def test_labelling_statistic_is_the_scaled_larger_sign():
     pos, neg = np.array([2.0, 1.0, 1.0]), np.array([1.0, 4.0, 2.0])
-    np.testing.assert_allclose(agg.labelling_statistic(pos, neg), [2.0, 2.0, 1.0])
+    np.testing.assert_allclose(labelling_statistic(pos, neg), [2.0, 2.0, 1.0])
+    # any number of keys (K-way: every comparison's two signs), each on its own median's scale
+    third = np.array([3.0, 9.0, 3.0])
+    np.testing.assert_array_equal(labelling_statistic(pos, neg, third), [2.0, 3.0, 1.0])
 
 
 def test_modality_reads_unit_norm_rows_as_text():

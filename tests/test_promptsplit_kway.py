@@ -10,7 +10,7 @@ from threadpoolctl import threadpool_limits
 from brute import cosine_psi, lambda_matrix, nonzero, padded_sorted
 from promptprism.data.paired import PairedSet
 from promptprism.errors import InputError, OptionError
-from promptprism.methods.promptsplit import PromptSplit, step_down_pvalues
+from promptprism.methods.promptsplit import PromptSplit
 from promptprism.methods.promptsplit import comparisons as kc
 from promptprism.methods.promptsplit.kway import KWaySplit
 from promptprism.methods.promptsplit.significance import permuted_labels
@@ -99,16 +99,6 @@ def test_permuted_model_labels_are_the_pairwise_draws_and_keep_each_groups_count
     for g in range(5):
         counts = [np.bincount(four[groups == g, p], minlength=4) for p in range(30)]
         assert all(np.array_equal(c, counts[0]) for c in counts)
-
-
-def test_family_step_down_reduces_to_the_pairwise_step_down():
-    rng = np.random.default_rng(1)
-    obs_p, obs_n = np.sort(rng.gamma(2, size=3))[::-1], np.sort(rng.gamma(2, size=2))[::-1]
-    null_p, null_n = rng.gamma(2, size=(50, 3)), rng.gamma(2, size=(50, 3))
-    want = step_down_pvalues(obs_p, obs_n, null_p, null_n)
-    got = kc.family_step_down({"+": obs_p, "-": obs_n}, {"+": null_p[:, 0], "-": null_n[:, 0]})
-    np.testing.assert_array_equal(got["+"], want[0])
-    np.testing.assert_array_equal(got["-"], want[1])
 
 
 def test_result_round_trips_through_result_json(tmp_path):

@@ -8,17 +8,19 @@ import json
 import numpy as np
 import pytest
 
+from brute import two_set_weights
 from promptprism import PairedSet, PromptSplit
 from promptprism.backend import resolve_backend
 from promptprism.cli import main
 from promptprism.datasets import colored_digits, gaussian_mixture
 from promptprism.errors import OptionError
 from promptprism.methods.promptsplit import significance as sig
-from promptprism.methods.promptsplit import step_down_pvalues
+from promptprism.methods.promptsplit.comparisons import null_rows
 from promptprism.methods.promptsplit.estimator import replace_config
-from promptprism.methods.promptsplit.significance import label_weights, permuted_labels, permuted_spectra
+from promptprism.methods.promptsplit.significance import permuted_labels, permuted_spectra
 from promptprism.stats.batched_eigen import weighted_gram_extremes
 from promptprism.stats.eigen import signed_extremes
+from promptprism.stats.permutation import step_down_pvalues
 
 
 def _brute_extremes(psi: np.ndarray, w: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
@@ -48,7 +50,7 @@ def test_batched_permuted_spectra_equal_per_permutation_eigensolves(size, dim, d
     n = size // 2
     groups = np.arange(size) % 5
     labels = permuted_labels(groups, np.r_[np.ones(n, bool), np.zeros(size - n, bool)], 6, rng)
-    w = label_weights(labels, n, size - n, 0.8)
+    w = two_set_weights(labels, n, size - n, 0.8)
     want = _brute_extremes(psi, w, 4)
     on = resolve_backend(device)
     for operand in (("gram", on.asarray(psi @ psi.T)), ("features", on.asarray(psi))):
@@ -103,7 +105,9 @@ def test_step_down_pvalues_by_hand():
     null_pos = np.array([[1.0, 0.5], [2.0, 0.4], [3.0, 0.3], [4.0, 0.2]])
     null_neg = null_pos.copy()
     # a huge first positive mode, an unremarkable second one; the negative side: 2.5, 0.1
-    p_pos, p_neg = step_down_pvalues(np.array([10.0, 0.45]), np.array([2.5, 0.1]), null_pos, null_neg)
+    p = step_down_pvalues({"+": np.array([10.0, 0.45]), "-": np.array([2.5, 0.1])},
+                          {"+": null_pos[:, 0], "-": null_neg[:, 0]})
+    p_pos, p_neg = p["+"], p["-"]
     # medians of the largest permuted values (observed included) put both signs on one scale; the first
     # step compares 10 with the max over both signs of the rank-1 null: none reaches it -> 1/5
     assert p_pos[0] == pytest.approx(1 / 5)
@@ -337,10 +341,10 @@ def test_subsample_of_a_tiny_set_takes_it_whole(n, m):
     test = PairedSet(rng.standard_normal((n, 3)), rng.standard_normal((n, 2)), name="test")
     ref = PairedSet(rng.standard_normal((m, 3)), rng.standard_normal((m, 2)), name="reference")
     res = PromptSplit(method="exact", n_modes=2, permutations=20, null_samples=10).fit(test, ref)
-    rows_t, rows_r = sig.null_rows(n, m, 10, 0)
+    rows_t, rows_r = null_rows([n, m], 10, 0)
     assert rows_t.size == min(n, max(2, round(10 * n / (n + m)))) and np.unique(rows_t).size == rows_t.size
     # (the test draws its subsample in the two sets' canonical order, either argument order the same rows)
-    either = {sum(r.size for r in sig.null_rows(*order, 10, 0)) for order in ((n, m), (m, n))}
+    either = {sum(r.size for r in null_rows(list(order), 10, 0)) for order in ((n, m), (m, n))}
     assert res.significance["null_samples"] in either and res.significance["null_samples"] <= 10 + min(n, m)
     assert all(0 < p <= 1 for p in (m.p_value for m in res.modes))
 
@@ -356,7 +360,7 @@ def test_lanczos_steps_in_row_pieces_on_threads_equal_the_whole_block(monkeypatc
     size = 300
     psi = rng.standard_normal((size, rank or 280)) * np.linspace(1.0, 0.2, rank or 280)
     labels = permuted_labels(np.arange(size) % 5, np.r_[np.ones(150, bool), np.zeros(150, bool)], 9, rng)
-    w = label_weights(labels, 150, 150, 0.8)
+    w = two_set_weights(labels, 150, 150, 0.8)
     gram = psi @ psi.T
     whole = [batched_eigen.weighted_gram_extremes(gram, w, 4, dtype=np.float64, seed=5),
              batched_eigen.weighted_factor_extremes(psi, w, 4, dtype=np.float64, seed=5)]

@@ -35,6 +35,7 @@ import promptprism.methods.promptsplit.routes as routes
 import promptprism.stats.batched_eigen as eigen
 import promptprism.stats.subspace_spectra as spectra
 import promptprism.stats.subspaces as subspaces
+from brute import two_set_weights
 from promptprism import PairedSet, PromptSplit
 from promptprism.methods.promptsplit import significance as sig
 from promptprism.stats.eigen import signed_extremes
@@ -171,7 +172,7 @@ def test_rff_operand_is_the_features_on_the_pooled_second_moments_leading_eigenv
     assert 0.99 * top.sum() <= captured <= top.sum() * (1 + 1e-6), (captured, top.sum())
     # every labelling's spectrum: the plain eigensolve of P^T diag(w) P
     labels = sig.test_labellings(np.zeros(rows_t.size + rows_r.size, int), rows_t.size, rows_r.size, 5, 0)
-    w = sig.label_weights(labels, rows_t.size, rows_r.size, 1.0)
+    w = two_set_weights(labels, rows_t.size, rows_r.size, 1.0)
     pos, neg = sig.permuted_spectra((kind, p), w, 2, seed=0)
     for k in range(w.shape[1]):
         want_k = signed_extremes(np.linalg.eigvalsh(want.T @ (w[:, k, None] * want))[None, :], 2)
@@ -184,7 +185,7 @@ def test_subspace_spectra_equal_a_plain_eigensolve_per_labelling(kind):
     rng = np.random.default_rng(1)
     psi = rng.standard_normal((200, 90)) * np.linspace(1.0, 0.1, 90)
     labels = sig.test_labellings(np.arange(200) % 4, 100, 100, 7, seed=3)
-    w = sig.label_weights(labels, 100, 100, 0.9)
+    w = two_set_weights(labels, 100, 100, 0.9)
     raw = (kind, psi @ psi.T if kind == "gram" else psi)
     operand = sig.principal_operand(raw, seed=5, rank=RANK)
     p = eigen.principal_factor(raw, RANK, seed=5)
@@ -203,7 +204,7 @@ def test_subspace_spectra_equal_a_plain_eigensolve_per_labelling(kind):
     np.testing.assert_array_equal(threaded[1], serial[1])
     # labellings with more test rows than reference ones (the SYRK then runs over the reference side), and
     # weights of more than two values (every matrix formed from the whole of P)
-    lopsided = sig.label_weights(sig.test_labellings(np.zeros(200, int), 150, 50, 4, seed=8), 150, 50, 0.9)
+    lopsided = two_set_weights(sig.test_labellings(np.zeros(200, int), 150, 50, 4, seed=8), 150, 50, 0.9)
     uneven = np.random.default_rng(9).standard_normal((200, 3))
     for weights in (lopsided, uneven):
         pos, neg = sig.permuted_spectra(operand, weights, 3, seed=0)
@@ -344,7 +345,7 @@ def test_wide_subspace_extremes_by_lanczos_equal_a_plain_eigensolve():
     # a principal factor's shape: decaying column scales
     p = (rng.standard_normal((900, width)) * np.geomspace(1.0, 0.02, width)).astype(np.float32)
     groups = np.repeat(np.arange(30), 30)
-    w = sig.label_weights(sig.test_labellings(groups, 450, 450, 40, seed=3), 450, 450, 0.9)
+    w = two_set_weights(sig.test_labellings(groups, 450, 450, 40, seed=3), 450, 450, 0.9)
     assert spectra.lanczos_subspace(p)
     pos, neg = sig.permuted_spectra(("subspace", p), w, 5, seed=0)
     f64 = p.astype(np.float64)

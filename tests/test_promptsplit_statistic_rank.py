@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
+from brute import two_set_weights
 from promptprism import PairedSet, PromptSplit
 from promptprism.methods.promptsplit import significance as sig
 from promptprism.stats.eigen import signed_extremes
@@ -95,7 +96,7 @@ def test_the_uncompressed_statistic_is_the_full_lambdas_spectrum_per_labelling()
     eigensolve of F^T diag(w) F, and the record says so."""
     rng = np.random.default_rng(3)
     labels = sig.test_labellings(np.zeros(480, int), 240, 240, 6, seed=1)
-    w = sig.label_weights(labels, 240, 240, 1.0)
+    w = two_set_weights(labels, 240, 240, 1.0)
     for width, factored in ((576, False), (120, True)):
         f = rng.standard_normal((480, width)) * np.linspace(1.0, 0.2, width)
         g = f @ f.T

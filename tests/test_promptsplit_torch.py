@@ -38,8 +38,9 @@ def test_torch_features_and_covariance_equal_numpy(kind, precision):
     f_t = to_numpy(fmap.transform(TORCH.asarray(t), TORCH.asarray(z)))
     assert f_t.dtype == f_np.dtype
     np.testing.assert_allclose(f_t, f_np, rtol=0, atol=tol * np.abs(f_np).max())
-    ref = core.covariance_partition(fmap, t, z, 0, 300, 64, NUMPY).compute()
-    acc = core.covariance_partition(fmap, t, z, 0, 300, 64, TORCH)
+    rows = [(t, z, 0, 300, 1.0, None)]  # (one part of weight 1: sum_i psi psi^T over the rows)
+    ref = core.difference_partition(fmap, rows, 64, NUMPY).compute()
+    acc = core.difference_partition(fmap, rows, 64, TORCH)
     assert acc.count == 300 and acc.sum_upper.dtype == np.float64
     np.testing.assert_allclose(acc.compute(), ref, rtol=0, atol=tol * np.abs(ref).max())
 

@@ -1,5 +1,5 @@
-"""Permutation statistics shared by the tests: rank p-values among labellings, min-p aggregation, and the
-stratified permutation test of a difference of means.
+"""Permutation statistics shared by the tests: the max-statistic step-down over keyed statistics, rank
+p-values among labellings, min-p aggregation, and the stratified permutation test of a difference of means.
 
 A test draws K relabellings beside the observed labelling (column 0) and computes a statistic on each; the
 p-value of a labelling is its rank among all K + 1 (the add-one permutation p-value), and several kernels'
@@ -21,11 +21,62 @@ def can_reject(permutations: int, alpha: float) -> bool:
     return not permutations or 1.0 / (permutations + 1) <= alpha
 
 
-def labelling_statistic(top_pos: np.ndarray, top_neg: np.ndarray) -> np.ndarray:
-    """T(l) for each of the K + 1 labellings: max over signs of the top |eigenvalue| divided by that sign's
-    median over the labellings (the first-step statistic of PromptSplit's step-down test)."""
-    cols = [np.asarray(x, dtype=np.float64) for x in (top_pos, top_neg)]
+def labelling_statistic(*tops: np.ndarray) -> np.ndarray:
+    """T(l) for each of the K + 1 labellings: the max over the keys (e.g. a comparison's two signs) of the
+    key's top |eigenvalue| divided by its median over the labellings (the first-step statistic of
+    :func:`step_down_pvalues`, as in the aggregated test of Schrab et al. 2023; PromptSplit's test, SPEC)."""
+    cols = [np.asarray(x, dtype=np.float64) for x in tops]
     return np.max(np.stack([c / max(float(np.median(c)), 1e-300) for c in cols]), axis=0)
+
+
+def step_down_scales(observed: dict, null_largest: dict) -> dict:
+    """{key: the median of its largest value over the K + 1 labellings} (the K relabellings' ``null_largest``
+    and the observed largest, ``observed[key][0]``; 1e-300 at least): the scale that puts every key of a
+    max-statistic on one footing, a symmetric function of the labellings, so the test stays exact."""
+    out = {}
+    for key, obs in observed.items():
+        null = np.asarray(null_largest[key], float)
+        first = np.asarray(obs, float)[:1]
+        out[key] = max(float(np.median(np.r_[null, first])) if null.size else 0.0, 1e-300)
+    return out
+
+
+def step_down_pvalues(observed: dict, null_largest: dict) -> dict:
+    """FWER-adjusted add-one p-values of every observed value of every key (max-statistic, step-down;
+    Westfall and Young 1993; PromptSplit's test over the (comparison, sign) keys, SPEC).
+
+    ``observed[key]``: the key's descending values tested (e.g. |eigenvalues| of one sign of one
+    comparison); ``null_largest[key]``: its *largest* value under each of the K relabellings. Each key is
+    scaled by :func:`step_down_scales`; the values are tested in decreasing scaled order (ties: the keys'
+    order, then position), each against the per-relabelling maximum over the keys that still have untested
+    values; p = (1 + #{null >= observed}) / (1 + K), made monotone along the order. Every value of a key is
+    compared with the relabellings' largest, not their j-th: once the real modes are set aside, the
+    remaining noise modes behave like the top of a noise spectrum, so the j-th against the j-th would
+    overstate significance under partial nulls. Returns {key: p-values in ``observed[key]``'s order}.
+    """
+    keys = list(observed)
+    obs = {s: np.asarray(observed[s], float) for s in keys}
+    null = {s: np.asarray(null_largest[s], float) for s in keys}
+    count = next(iter(null.values())).shape[0] if null else 0
+    scale = step_down_scales(obs, null)
+    rank = {s: i for i, s in enumerate(keys)}
+    order = sorted(((obs[s][j] / scale[s], s, j) for s in keys for j in range(obs[s].size)),
+                   key=lambda x: (-x[0], rank[x[1]], x[2]))
+    # step i tests against the max over the keys whose last value comes at step >= i: one reverse pass
+    # (each key's null joins the running maximum at its last step), then the p-values made monotone
+    last = {s: i for i, (_, s, _) in enumerate(order)}
+    worst = np.full(count, -np.inf)
+    counts = np.zeros(len(order))
+    for i in range(len(order) - 1, -1, -1):
+        stat, s, _ = order[i]
+        if last[s] == i:
+            worst = np.maximum(worst, null[s] / scale[s])
+        counts[i] = np.count_nonzero(worst >= stat * (1 - 1e-12))
+    running = np.maximum.accumulate((1.0 + counts) / (1.0 + count)) if order else counts
+    p = {s: np.ones(obs[s].size) for s in keys}
+    for i, (_, s, j) in enumerate(order):
+        p[s][j] = running[i]
+    return p
 
 
 def labelling_pvalues(stat: np.ndarray) -> np.ndarray:
@@ -200,4 +251,5 @@ def studentised_difference(diff: np.ndarray, var: np.ndarray) -> np.ndarray:
 
 __all__ = ["adjust_pvalues", "by_stratum", "can_reject", "labelling_pvalues", "labelling_statistic",
            "min_p_aggregate", "stratified_mean", "stratified_permutation_test", "stratum_weights",
-           "stratified_variance", "studentised_difference", "studentised_terms"]
+           "step_down_pvalues", "step_down_scales", "stratified_variance", "studentised_difference",
+           "studentised_terms"]

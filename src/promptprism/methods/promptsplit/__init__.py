@@ -44,10 +44,6 @@ _EXPORTS = {
         "PromptSplitResult",
         "SampleScore",
     ),
-    ".significance": (
-        "permutation_test",
-        "step_down_pvalues",
-    ),
     ".summary": (
         "prompt_ranking",
         "summarise",
@@ -68,7 +64,6 @@ if TYPE_CHECKING:
     )
     from .estimator import PromptSplit
     from .result import Mode, PromptLoading, PromptSplitResult, SampleScore
-    from .significance import permutation_test, step_down_pvalues
     from .summary import prompt_ranking, summarise
 
 __all__ = [
@@ -81,12 +76,10 @@ __all__ = [
     "exact_spectrum",
     "feature_spectrum",
     "joint_gram",
-    "permutation_test",
     "prompt_contributions",
     "prompt_disagreement",
     "prompt_ranking",
     "promptsplit_distance_from_gram",
     "select_modes",
-    "step_down_pvalues",
     "summarise",
 ]

@@ -4,15 +4,17 @@ In the manner of the aggregated MMD test (Schrab et al., "MMD Aggregated Two-Sam
 single level and a max-type (min-p) rule: every kernel of the family is tested on the SAME K relabellings
 (:func:`.significance.test_labellings`); kernel k's statistic of a labelling is T_k = the larger over the
 two signs of the top |eigenvalue| of Lambda, scaled by that sign's median over the K + 1 labellings (the
-first step of :func:`.significance.step_down_pvalues`); it is put on the probability scale by its rank
+first step of :func:`~promptprism.stats.permutation.step_down_pvalues`,
+:func:`~promptprism.stats.permutation.labelling_statistic`); it is put on the probability scale by its rank
 among the K + 1 labellings, p_k(l) = #{l': T_k(l') >= T_k(l)} / (K + 1); the aggregate statistic is
 min_k p_k(l), and its p-value is the rank of the observed minimum among the K + 1 minima,
 p_agg = #{l: min_k p_k(l) <= min_k p_k(observed)} / (K + 1). Every step is a symmetric function of the
 K + 1 labellings, so under H0 (exchangeable labels) P(p_agg <= alpha) <= alpha: the family-wise error over
 kernels is kept. A mode of kernel k with its own step-down p-value p is reported with the adjusted
-p = (1 + #{relabellings l: min_k p_k(l) <= p}) / (1 + K) (:func:`adjust_pvalues`); a mode can be
-significant only when p_agg <= alpha, so the family-wise error over kernels and modes stays at most alpha
-under the complete null.
+p = (1 + #{relabellings l: min_k p_k(l) <= p}) / (1 + K); a mode can be significant only when
+p_agg <= alpha, so the family-wise error over kernels and modes stays at most alpha under the complete
+null. The statistics are :mod:`promptprism.stats.permutation`'s (``labelling_statistic``,
+``labelling_pvalues``, ``min_p_aggregate``, ``adjust_pvalues``).
 
 Kernels other than the fitted one run on the exact route (their Gram matrix on the test's rows, or on a
 seeded subsample of at most ``AGGREGATE_SAMPLES`` of them: the relabellings restricted to those rows,
@@ -28,14 +30,7 @@ import numpy as np
 from ...array_ops import blas_threads_for
 from ...backend import to_numpy
 from ...stats.eigen import select_modes
-from ...stats.permutation import (  # noqa: F401 (re-exported: the test's min-p aggregation)
-    adjust_pvalues,
-    labelling_pvalues,
-    labelling_statistic,
-    min_p_aggregate,
-)
 from . import core
-from . import significance as sig
 
 #: kernel families (name, kernel, multiple of the median bandwidth) per modality of the outputs: 'text'
 #: (unit-norm embeddings) and 'image' (unnormalised features); docs/promptsplit.md has the measured power
@@ -59,22 +54,6 @@ def modality(outputs: np.ndarray, tolerance: float = 1e-3) -> str:
     'image'."""
     norms = np.linalg.norm(np.asarray(outputs[:1000], dtype=np.float64), axis=1)
     return "text" if norms.size and bool(np.all(np.abs(norms - 1.0) <= tolerance)) else "image"
-
-
-def subset_weights(labels: np.ndarray, rows: np.ndarray, *, eta: float) -> np.ndarray:
-    """The weights of each labelling (columns of ``labels``) restricted to the rows ``rows`` of the test's
-    rows, each by its own counts there: 1/n_l on its test rows, -eta/m_l on its reference rows."""
-    sub = labels[rows]
-    n_l = np.maximum(sub.sum(axis=0), 1)
-    m_l = np.maximum(sub.shape[0] - n_l, 1)
-    return np.where(sub, 1.0 / n_l, -eta / m_l)
-
-
-def subset_spectra(operand: tuple, labels: np.ndarray, rows: np.ndarray, *, eta: float, n_top: int,
-                   seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Spectra of Lambda on the rows ``rows`` of the test's rows under each labelling (columns of
-    ``labels``, :func:`subset_weights`). ``operand`` already holds only those rows."""
-    return sig.permuted_spectra(operand, subset_weights(labels, rows, eta=eta), n_top, seed=seed)
 
 
 def mode_findings(operand: tuple, group_labels: np.ndarray, n: int, m: int, *, eta: float,

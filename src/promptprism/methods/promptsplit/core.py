@@ -30,7 +30,6 @@ from ..._validation import chunks
 from ...array_ops import map_in_threads
 from ...backend import NUMPY, Backend, backend_of, dtype_name, is_numpy, to_numpy
 from ...kernels.bandwidth import Bandwidth, stable_bandwidth, stable_multiples
-from ...kernels.bandwidth import pooled_rows as pool_of_rows
 from ...kernels.features import PhaseRange
 from ...kernels.gram import covariance_difference_norm, joint_gram
 from ...stats.accumulators import CovarianceAccumulator, KeyedCovarianceAccumulator
@@ -44,6 +43,7 @@ from ...stats.eigen import (
 )
 from ...stats.lanczos import weighted_gram_lanczos_runs
 from ...stats.modes import ModeStats
+from .comparisons import TEST_VS_REFERENCE, comparison_weights
 from .relabel import set_order
 
 #: ||Lambda||_F^2 = tr(D G D G) = sum_ij D_i D_j G_ij^2 from the joint Gram matrix (the PromptSplit distance,
@@ -51,9 +51,11 @@ from .relabel import set_order
 #: guidance loss computes
 promptsplit_distance_from_gram = covariance_difference_norm
 
+
 def signed_weights(n: int, m: int, eta: float) -> np.ndarray:
-    """D = diag(1/n 1_n, -eta/m 1_m), the signed sample weights of Lambda = Psi^T D Psi (eq. 2)."""
-    return np.r_[np.full(n, 1.0 / n), np.full(m, -eta / m)]
+    """D = diag(1/n 1_n, -eta/m 1_m), the signed sample weights of Lambda = Psi^T D Psi (eq. 2): the
+    test-vs-reference :func:`.comparisons.comparison_weights` of n test rows, then m reference rows."""
+    return comparison_weights(np.repeat([0, 1], [n, m]), TEST_VS_REFERENCE, (n, m), eta)
 
 
 @dataclass(frozen=True)
@@ -168,12 +170,6 @@ def prompt_disagreement(eigenvalues: np.ndarray, contributions: np.ndarray) -> n
     return c @ np.asarray(eigenvalues, dtype=np.float64)
 
 
-def pooled_rows(a: np.ndarray, b: np.ndarray, max_rows: int, seed: int) -> np.ndarray:
-    """At most ``max_rows`` rows drawn (seeded) from a and b together, without reading the rest (the
-    median rule's pool, :func:`promptprism.kernels.bandwidth.pooled_rows`)."""
-    return pool_of_rows([a, b], max_rows, seed)
-
-
 def paired_subsample(sets: list, size: int, seed: int) -> tuple[np.ndarray, ...]:
     """(prompts, outputs) of at most ``size`` seeded random rows of each set, set after set, as arrays; the
     rows drawn in the sets' canonical order (:func:`~promptprism.array_ops.canonical_order`), so each set
@@ -187,25 +183,16 @@ def paired_subsample(sets: list, size: int, seed: int) -> tuple[np.ndarray, ...]
     return tuple(a for pair in picked for a in pair)
 
 
-def covariance_partition(fmap: Any, prompts: Any, outputs: Any, start: int, stop: int, chunk_size: int,
-                         backend: Backend = NUMPY, features_out: Any = None) -> CovarianceAccumulator:
-    """Task: sum_i psi(t_i, z_i) psi(t_i, z_i)^T over rows [start, stop), chunk by chunk (each chunk's
-    features and update in the feature map's precision, on ``backend``; the running sum float64 there and
-    returned as numpy, so partitions merge and travel as plain arrays).
-
-    ``features_out``: an (N, r) array of ``backend`` (N >= stop) whose rows [start, stop) receive the
-    features, kept for the scoring pass (:func:`mode_stats_from_features`) instead of computing them twice.
-    """
-    return difference_partition(fmap, [(prompts, outputs, start, stop, 1.0, features_out)], chunk_size,
-                                backend)
-
-
 def difference_partition(fmap: Any, parts: list[tuple], chunk_size: int, backend: Backend = NUMPY
                          ) -> CovarianceAccumulator:
     """Task: the sum over ``parts`` (prompts, outputs, start, stop, weight, features_out) of
     weight * sum_i psi psi^T over rows [start, stop), in one running sum. With weights 1/n (test rows) and
     -eta/m (reference rows) the merged sums of all tasks are Lambda = C_test - eta C_ref (eq. 2): one
-    dim x dim sum per task, not one per set. Otherwise as :func:`covariance_partition`."""
+    dim x dim sum per task, not one per set. Each chunk's features and update are in the feature map's
+    precision, on ``backend``; the running sum float64 there and returned as numpy, so partitions merge and
+    travel as plain arrays. ``features_out``: an (N, r) array of ``backend`` (N >= stop) whose rows
+    [start, stop) receive the features, kept for the scoring pass (:func:`mode_stats_from_features`)
+    instead of computing them twice."""
     acc = CovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64"))
     phases = PhaseRange()
     for weight, feats in _part_features(fmap, parts, chunk_size, backend, phases):
@@ -221,7 +208,7 @@ def side_moments_partition(fmap: Any, parts: list[tuple], chunk_size: int, backe
     tasks give Lambda = S_test / n - eta S_ref / m (eq. 2) and the pooled second moment S_test + S_ref (no
     relabelling changes it: the test's subspace,
     :func:`~promptprism.stats.subspaces.leading_eigenvectors`) from the same products. ``features_out``
-    as in :func:`covariance_partition`."""
+    as in :func:`difference_partition`."""
     acc = KeyedCovarianceAccumulator(fmap.dim, precision=getattr(fmap, "precision", "float64"))
     phases = PhaseRange()
     for side, feats in _part_features(fmap, parts, chunk_size, backend, phases):

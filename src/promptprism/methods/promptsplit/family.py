@@ -20,6 +20,7 @@ import numpy as np
 from ...backend import NUMPY, Backend, inplace
 from ...kernels.bandwidth import MEDIAN_SAMPLES, Bandwidth, pooled_rows
 from ...kernels.gram import squared_distances
+from ...stats.permutation import adjust_pvalues, labelling_statistic, min_p_aggregate, step_down_pvalues
 from ...stats.subspaces import column_shares, landmark_factor, leading_rank
 from . import aggregate as agg
 from . import comparisons as kc
@@ -271,19 +272,20 @@ def aggregation_record(members: list[Member], spectra: list[tuple[np.ndarray, np
                        alpha: float, cost: dict[str, float], widths: tuple | None = None,
                        names: list | None = None) -> dict:
     """``significance['aggregation']`` from every kernel's spectra over the labellings drawn (the fitted
-    kernel's first, then one per member; row 0 observed), combined by :func:`.aggregate.min_p_aggregate`
-    (each kernel's statistic over every (comparison, sign) key, :func:`.comparisons.family_statistic`).
-    Several comparisons (``names``, stacked side by side in ``widths`` = (the fitted kernel's columns per
+    kernel's first, then one per member; row 0 observed), combined by
+    :func:`~promptprism.stats.permutation.min_p_aggregate` (each kernel's statistic over every
+    (comparison, sign) key, :func:`~promptprism.stats.permutation.labelling_statistic`). Several
+    comparisons (``names``, stacked side by side in ``widths`` = (the fitted kernel's columns per
     comparison, a member's)): a member's significant modes name their comparison.
 
     Returns the record plus '_null_min_p', the relabellings' min-p values, for
-    :func:`.aggregate.adjust_pvalues`."""
+    :func:`~promptprism.stats.permutation.adjust_pvalues`."""
     names = names or [kc.TEST_VS_REFERENCE]
     widths = widths or ([1], [agg.OTHER_MODES])
-    stats = [kc.family_statistic(kc.key_columns(sp, widths[0] if i == 0 else widths[1]))
+    stats = [labelling_statistic(*kc.key_columns(sp, widths[0] if i == 0 else widths[1]))
              for i, sp in enumerate(spectra)]
-    p_agg, p_own, null_min = agg.min_p_aggregate(np.stack(stats))
-    p_adjusted = agg.adjust_pvalues(p_own, null_min)
+    p_agg, p_own, null_min = min_p_aggregate(np.stack(stats))
+    p_adjusted = adjust_pvalues(p_own, null_min)
     entries = [{"name": family.fitted, "fitted": True, "p": float(p_own[0]),
                 "p_adjusted": float(p_adjusted[0]), "samples": int(fitted_samples)}]
     for member, (pos, neg), p, p_adj in zip(members, spectra[1:], p_own[1:], p_adjusted[1:], strict=True):
@@ -293,12 +295,13 @@ def aggregation_record(members: list[Member], spectra: list[tuple[np.ndarray, np
         if len(names) > 1 or len(sizes) > 2:  # (K-way: modes named by their comparison)
             entry["modes"] = _comparison_modes(pos, neg, names, family.set_names, null_min, alpha)
         else:
-            p_pos, p_neg = sig.step_down_pvalues(pos[0], neg[0], pos[1:], neg[1:])
+            p = step_down_pvalues({"+": pos[0], "-": neg[0]}, {"+": pos[1:, 0], "-": neg[1:, 0]})
+            p_pos, p_neg = p["+"], p["-"]
             if min(p_pos.min(), p_neg.min()) <= alpha:  # a mode significant for this kernel alone
                 found = agg.mode_findings(member.operand, group_labels[member.keep], *sizes, eta=eta,
                                           p_pos=p_pos, p_neg=p_neg, names=family.names)
                 for f in found:
-                    f["p"] = float(agg.adjust_pvalues(np.array([f["p_kernel"]]), null_min)[0])
+                    f["p"] = float(adjust_pvalues(np.array([f["p_kernel"]]), null_min)[0])
                 entry["modes"] = [f for f in found if f["p"] <= alpha]  # (family-adjusted: significant)
         entry["n_significant"] = sum(f["p"] <= alpha for f in entry["modes"])
         entries.append(entry)
@@ -312,17 +315,18 @@ def aggregation_record(members: list[Member], spectra: list[tuple[np.ndarray, np
 def _comparison_modes(pos: np.ndarray, neg: np.ndarray, comparisons: list, set_names: list,
                       null_min: np.ndarray, alpha: float) -> list[dict]:
     """A member kernel's significant modes over several comparisons (its own step-down over every key,
-    :func:`.comparisons.family_step_down`): comparison, side, eigenvalue, its p and the family-adjusted p."""
+    :func:`~promptprism.stats.permutation.step_down_pvalues`): comparison, side, eigenvalue, its p and the
+    family-adjusted p."""
     w = agg.OTHER_MODES
     observed, null = {}, {}
     for i, c in enumerate(comparisons):
         for sign, arr in (("+", pos), ("-", neg)):
             observed[(c, sign)], null[(c, sign)] = arr[0, i * w:(i + 1) * w], arr[1:, i * w]
-    p = kc.family_step_down(observed, null)
+    p = step_down_pvalues(observed, null)
     out = []
     for (c, sign), ps in p.items():
         for j, p_kernel in enumerate(ps):
-            p_adjusted = float(agg.adjust_pvalues(np.array([p_kernel]), null_min)[0])
+            p_adjusted = float(adjust_pvalues(np.array([p_kernel]), null_min)[0])
             if p_adjusted <= alpha:  # (significant after the family's adjustment, as n_significant counts)
                 value = float(observed[(c, sign)][j])
                 out.append({"comparison": kc.comparison_name(c, set_names),

@@ -7,7 +7,8 @@ sets' moments in one shared subspace, :mod:`.kway_subspace`), the random-feature
 second moments of one pass; on any ``device``, with the bandwidth rules of PromptSplit ('stable'
 included, evaluated on the pairs). The permutation test (:mod:`.testing`) exchanges model labels among
 all K sets within each prompt and controls the family-wise error over every mode of every comparison
-(:func:`.comparisons.family_step_down`), optionally aggregated over a kernel family (``aggregate``).
+(:func:`~promptprism.stats.permutation.step_down_pvalues`), optionally aggregated over a kernel family
+(``aggregate``).
 With K = 2 everything is :class:`.PromptSplit`'s (exact route: to the bit).
 """
 

@@ -158,7 +158,8 @@ def moment_extremes(factor: np.ndarray, rows_of: list[np.ndarray], cols: np.ndar
     neg = np.zeros_like(pos)
     offsets = np.r_[0, np.cumsum(widths)]
     moments = np.stack([_moments(factor, rows_of, col) for col in cols])  # (L, K, p, p)
-    mats = np.matmul(comparison_weights(counts, comparisons, eta), moments.reshape(cols.size, len(counts), -1)
+    weights = comparison_set_weights(counts, comparisons, eta)
+    mats = np.matmul(weights, moments.reshape(cols.size, len(counts), -1)
                      ).reshape(cols.size, len(comparisons), p, p)  # (L, comps, p, p)
     del moments
     dense = (cols == 0) | (p <= LANCZOS_MIN_RANK)
@@ -175,20 +176,18 @@ def moment_extremes(factor: np.ndarray, rows_of: list[np.ndarray], cols: np.ndar
     return pos, neg
 
 
-def comparison_weights(counts: np.ndarray, comparisons: list, eta: float) -> np.ndarray:
+def comparison_set_weights(counts: np.ndarray, comparisons: list, eta: float) -> np.ndarray:
     """W (comparisons x K): row c holds :func:`comparison_matrix`'s weights, 1 / n_a on its set a and
-    -eta / n_B on each set of its rest B, so that Q^T Lambda_c Q = sum_k W[c, k] M_k (one product for all
-    comparisons)."""
-    w = np.zeros((len(comparisons), len(counts)))
-    for i, (first, second) in enumerate(comparisons):
-        w[i, list(second)] -= eta / float(np.sum(counts[list(second)]))
-        w[i, first] += 1.0 / float(counts[first])
-    return w
+    -eta / n_B on each set of its rest B (:func:`.comparisons.comparison_weights` of one row per set), so
+    that Q^T Lambda_c Q = sum_k W[c, k] M_k (one product for all comparisons)."""
+    sets = np.arange(len(counts))
+    return np.array([kc.comparison_weights(sets, c, counts, eta) for c in comparisons]
+                    ).reshape(len(comparisons), len(counts))
 
 
 def comparison_distances(inner: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """||Q^T Lambda_c Q||_F^2 = w_c^T <M_k, M_l> w_c for each row w_c of ``weights``
-    (:func:`comparison_weights`), from the K x K Frobenius inner products of the sets' moments: no r x r
+    (:func:`comparison_set_weights`), from the K x K Frobenius inner products of the sets' moments: no r x r
     matrix formed (round-off relative to sum_k |w_k| ||M_k||, squared)."""
     return np.maximum(np.einsum("ci,ij,cj->c", weights, inner, weights), 0.0)
 
@@ -239,7 +238,7 @@ class SubspaceRoute(Route):
         self.traces = np.ones(len(self.sets))  # (normalised kernels: k(x, x) = 1)
         self.subspace: dict = {}
         timings["gram_s"] = time.perf_counter() - t0
-        weights = comparison_weights(self.counts, self.comparisons, est.eta)
+        weights = comparison_set_weights(self.counts, self.comparisons, est.eta)
         return dict(zip(self.comparisons, map(float, comparison_distances(self.inner, weights)), strict=True))
 
     def _matrix(self, c: kc.Comparison) -> np.ndarray:
@@ -250,7 +249,7 @@ class SubspaceRoute(Route):
         """||Q^T (C_a - eta C_b) Q||_F^2 for every ordered pair."""
         k = len(self.sets)
         pairs = [(a, (b,)) for a in range(k) for b in range(k)]
-        weights = comparison_weights(self.counts, pairs, self.est.eta)
+        weights = comparison_set_weights(self.counts, pairs, self.est.eta)
         return comparison_distances(self.inner, weights).reshape(k, k)
 
     def spectrum(self, timings: dict) -> dict:

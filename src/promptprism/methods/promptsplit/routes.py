@@ -27,6 +27,7 @@ from ..._progress import progress_enabled
 from ...array_ops import blas_thread_count
 from ...backend import NUMPY, Backend, feature_memory, is_numpy, to_numpy
 from ...data.paired import PairedSet
+from ...kernels.bandwidth import pooled_rows
 from ...kernels.features import ProductRandomFourierFeatures, ProductRandomProjection
 from ...scale.runner import DaskRunner, Runner, balanced_blocks, partition_rows, partition_size
 from ...stats.eigen import prefetch_extreme_solver
@@ -69,7 +70,7 @@ class FeatureRoute(Route):
         self.fmap = feature_map(
             name, first.dim_prompt, first.dim_output, n_features=est.n_features, sigmas=sigmas, seed=est.seed,
             precision=precision,
-            pool=lambda a: kc.pooled_rows_k([getattr(s, a) for s in members], 1000, est.seed))
+            pool=lambda a: pooled_rows([getattr(s, a) for s in members], 1000, est.seed))
         self.on_cluster = isinstance(runner, DaskRunner)
         self.size = partition_size(est.partition_rows, est.chunk_size)
         # on a device the sets' rows go there once too (not chunk by chunk: a copy from pageable host memory

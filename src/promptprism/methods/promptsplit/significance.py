@@ -13,7 +13,8 @@ Family-wise error over modes (both signs together) is controlled by the max-stat
 (Westfall & Young 1993): each sign's |eigenvalues| are put on one scale by the median of that sign's
 largest |eigenvalue| over the K + 1 labellings; the modes are tested in decreasing order of that scaled
 statistic, each against the permutation distribution of the largest scaled permuted eigenvalue over the
-signs that still have untested modes (see :func:`step_down_pvalues` for why the largest, not the j-th);
+signs that still have untested modes (:func:`~promptprism.stats.permutation.step_down_pvalues`, which says
+why the largest, not the j-th);
 p-values are add-one, p = (1 + #{null >= observed}) / (1 + K), made monotone along the order. Under the
 complete null the family-wise error is at most alpha.
 """
@@ -33,12 +34,11 @@ from ...stats.batched_eigen import (
     weighted_factor_extremes,
     weighted_gram_extremes,
 )
-from ...stats.permutation import labelling_statistic, min_p_aggregate
+from ...stats.permutation import labelling_statistic, min_p_aggregate, step_down_scales
 from ...stats.subspace_spectra import factor_shared, lanczos_subspace, subspace_extremes
 from ...stats.subspaces import column_shares, exact_factor, leading_rank, operand_trace
 from .relabel import (  # noqa: F401 (the relabellings, named here too)
     SELECT_MAX_GROUPS,
-    null_rows,
     permuted_labels,
     test_labellings,
 )
@@ -48,7 +48,7 @@ SCHEMES = ("within-prompt", "pooled")
 #: permutations when ``permutations=None``: the exact route, and the random-feature routes
 DEFAULT_PERMUTATIONS = {"exact": 200, "rff": 100, "sketch": 100}
 #: the default of PromptSplit's ``null_samples``: above this many samples (n + m) the test runs on a seeded
-#: subsample of this size (see ``null_rows``)
+#: subsample of this size (:func:`.comparisons.null_rows`)
 NULL_MAX_SAMPLES = 20_000
 #: the statistic (:func:`principal_operand`): uncompressed on at most FULL_MAX_ROWS rows (from an exact
 #: factor P P^T = G up to FULL_DENSE_RANK columns, else Lanczos over the operand); above, a leading principal
@@ -138,51 +138,12 @@ def unshared_prompts_note(labels_test: np.ndarray, labels_ref: np.ndarray, *, te
                    "answered there is nothing to exchange) and " + ranking)
 
 
-def label_weights(is_test: np.ndarray, n: int, m: int, eta: float) -> np.ndarray:
-    """Signed weights of a labelling: 1/n for 'test' rows, -eta/m for 'reference' rows (the D of eq. 2)."""
-    return np.where(is_test, 1.0 / n, -eta / m)
-
-
-def step_down_pvalues(observed_pos: np.ndarray, observed_neg: np.ndarray, null_pos: np.ndarray,
-                      null_neg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """FWER-adjusted add-one p-values of the observed modes of both signs (max-statistic, step-down).
-
-    ``observed_*``: descending |eigenvalues| of the modes tested; ``null_*`` (K x ranks): each permutation's
-    descending |eigenvalues| of that sign (only the largest, column 0, is used: see below).
-
-    Every mode of sign s is compared with the permuted *largest* |eigenvalue| of sign s, scaled by that
-    sign's median: once the real modes are set aside, the remaining noise modes of the observed Lambda
-    behave like the top of a noise spectrum, not like its j-th value, so comparing the j-th observed mode
-    with the j-th permuted eigenvalue would overstate significance under partial nulls. The step-down
-    takes, per permutation, the maximum over the signs that still have untested modes.
-    """
-    obs = {"+": np.asarray(observed_pos, float), "-": np.asarray(observed_neg, float)}
-    null = {"+": np.asarray(null_pos, float), "-": np.asarray(null_neg, float)}
-    k = null["+"].shape[0]
-    # each sign's scale: the median of its largest |eigenvalue| over the permutations and the observed
-    # spectrum together (a symmetric function of all K + 1 labellings, so the test stays exact)
-    scale = {s: max(float(np.median(np.r_[null[s][:, 0], obs[s][:1]])) if null[s].size else 0.0, 1e-300)
-             for s in obs}
-    order = sorted(((obs[s][j] / scale[s], s, j) for s in obs for j in range(obs[s].size)),
-                   key=lambda x: (-x[0], x[1], x[2]))
-    left = {s: obs[s].size for s in obs}
-    p = {s: np.ones(obs[s].size) for s in obs}
-    running = 0.0
-    for stat, s, j in order:
-        worst = np.max(np.stack([null[t][:, 0] / scale[t] for t in obs if left[t] > 0]), axis=0)
-        running = max(running, (1.0 + np.count_nonzero(worst >= stat * (1 - 1e-12))) / (1.0 + k))
-        p[s][j] = running
-        left[s] -= 1
-    return p["+"], p["-"]
-
-
 def family_thresholds(null_pos: np.ndarray, null_neg: np.ndarray, observed: tuple, alpha: float) -> dict:
     """|eigenvalue| above which a mode of each sign is significant at the first step (the chart's line):
-    the (1 - alpha) quantile of the per-permutation max over signs of the scaled largest |eigenvalue|,
-    mapped back to each sign's scale."""
+    the (1 - alpha) quantile of the per-permutation max over signs of the scaled largest |eigenvalue|
+    (:func:`~promptprism.stats.permutation.step_down_scales`), mapped back to each sign's scale."""
     null = {"test": np.asarray(null_pos, float)[:, 0], "reference": np.asarray(null_neg, float)[:, 0]}
-    first = {"test": np.asarray(observed[0], float)[:1], "reference": np.asarray(observed[1], float)[:1]}
-    scale = {s: max(float(np.median(np.r_[null[s], first[s]])), 1e-300) for s in null}
+    scale = step_down_scales({"test": observed[0], "reference": observed[1]}, null)
     worst = np.max(np.stack([null[s] / scale[s] for s in null]), axis=0)
     q = float(np.quantile(worst, 1.0 - alpha))
     return {s: q * scale[s] for s in null}
@@ -283,52 +244,25 @@ def curtail_at(permutations: int, alpha: float) -> int:
 def global_pvalue(spectra: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
     """The test's global p-value over the labellings drawn so far (row 0 observed): each kernel's first-step
     statistic (``stats.permutation.labelling_statistic``), combined by min-p over kernels (one kernel: its
-    own rank p-value, the first step of :func:`step_down_pvalues`)."""
+    own rank p-value, the first step of the step-down)."""
     stats = np.stack([labelling_statistic(pos[:, 0], neg[:, 0]) for pos, neg in spectra])
     return min_p_aggregate(stats)[0]
 
 
-def labelling_spectra(operand: tuple[str, np.ndarray], *, groups: np.ndarray, n: int, m: int, eta: float,
-                      n_top: int, permutations: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(positive, |negative|) top ``n_top`` eigenvalues of Lambda under the observed labelling (row 0) and
-    the K relabellings of :func:`test_labellings` (rows 1..K): ((K + 1) x n_top each)."""
-    labels = test_labellings(groups, n, m, permutations, seed)
-    return permuted_spectra(operand, label_weights(labels, n, m, eta), n_top, seed=seed)
-
-
-def permutation_test(
-    operand: tuple[str, np.ndarray], *, groups: np.ndarray, n: int, m: int, eta: float,
-    tested: tuple[int, int], permutations: int, alpha: float, seed: int,
-) -> dict:
-    """Run the test on ``operand`` (:func:`permuted_spectra`; n test rows, then m reference rows, with
-    prompt ``groups``).
-
-    ``tested``: how many positive and negative modes are tested (the top ones of each sign). The observed
-    labelling goes through the null's solver with the K relabellings: the statistic is one function applied
-    alike to all K + 1 labellings, so the test is exact under H0 whatever the solver's residual error
-    (Lanczos errs low on unconverged eigenvalues). Returns the raw material of
-    ``PromptSplitResult.significance`` plus 'p_positive'/'p_negative' and the 'observed' eigenvalues tested.
-    """
-    pos, neg = labelling_spectra(operand, groups=groups, n=n, m=m, eta=eta, n_top=max(*tested, 1),
-                                 permutations=permutations, seed=seed)
-    return spectra_test(pos, neg, tested=tested, alpha=alpha)
-
-
-def spectra_test(pos: np.ndarray, neg: np.ndarray, *, tested: tuple[int, int], alpha: float,
-                 pvalues: bool = True) -> dict:
-    """:func:`permutation_test` from the spectra of :func:`labelling_spectra` (row 0 observed); without
-    ``pvalues`` (a family's comparison, whose p-values come from the family's step-down) p_* are None."""
+def spectra_test(pos: np.ndarray, neg: np.ndarray, *, tested: tuple[int, int], alpha: float) -> dict:
+    """One comparison's null summary from its spectra over the labellings (row 0 observed; ``tested``: the
+    positive and negative modes tested): the chart's band and thresholds (:func:`family_thresholds`), each
+    rank's null quantile, and the observed |eigenvalues| tested. The modes' p-values are the step-down's
+    over every (comparison, sign) key (:func:`~promptprism.stats.permutation.step_down_pvalues`)."""
     n_top = max(*tested, 1)
     obs_pos, obs_neg = (np.asarray(o, dtype=np.float64) for o in (pos[0, : tested[0]], neg[0, : tested[1]]))
     pos, neg = pos[1:], neg[1:]
-    p_pos, p_neg = step_down_pvalues(obs_pos, obs_neg, pos, neg) if pvalues else (None, None)
     marginal = {"test": np.quantile(pos, 1.0 - alpha, axis=0).tolist(),
                 "reference": np.quantile(neg, 1.0 - alpha, axis=0).tolist()}
     threshold = family_thresholds(pos, neg, (obs_pos, obs_neg), alpha)
     # the chart's band: per rank, the |eigenvalue| above which that mode is significant (flat, since every
     # mode is compared with the permuted largest eigenvalue)
     band = {s: [threshold[s]] * n_top for s in threshold}
-    return {"p_positive": p_pos, "p_negative": p_neg, "null_top": band, "threshold": threshold,
-            "null_rank_quantiles": marginal,
+    return {"null_top": band, "threshold": threshold, "null_rank_quantiles": marginal,
             "null_largest": {"test": pos[:, 0].tolist(), "reference": neg[:, 0].tolist()},
             "observed": {"test": obs_pos.tolist(), "reference": obs_neg.tolist()}}

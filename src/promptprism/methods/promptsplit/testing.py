@@ -3,7 +3,7 @@ record; one test for two-way PromptSplit (one comparison) and K-way PromptSplit 
 
 :mod:`.significance` holds the test's statistics (permuted spectra, step-down p-values, the principal
 subspace, sequential stopping); this module connects them to a fit: it picks the rows the test runs on (all,
-or a seeded subsample above ``null_samples``, on which the test is exact, :func:`.comparisons.null_rows_k`),
+or a seeded subsample above ``null_samples``, on which the test is exact, :func:`.comparisons.null_rows`),
 takes the operand for those rows from the route's ``replicates`` (:mod:`.routes`: the joint Gram matrix of the
 exact route, or the random features: kept from the covariance pass, or recomputed from the same seed), draws
 the relabellings (:class:`Labellings`: labels exchanged among the sets within each prompt), runs every
@@ -24,6 +24,7 @@ import numpy as np
 from ...array_ops import map_in_threads
 from ...stats.batched_eigen import DENSE_BATCH_RANK
 from ...stats.intervals import format_p
+from ...stats.permutation import adjust_pvalues, step_down_pvalues
 from . import aggregate as agg
 from . import comparisons as kc
 from . import core, kway_subspace
@@ -66,7 +67,7 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
     """Permutation test of every comparison's reported modes (SPEC's test; PromptSplit paper, sec. 4): on at
     most ``max_samples`` samples (a seeded subsample above), every comparison's spectra under the same
     relabellings; the family-wise error over every mode of every comparison by one max-statistic step-down
-    (:func:`.comparisons.family_step_down`; one comparison: :func:`.significance.step_down_pvalues`). With a
+    (:func:`~promptprism.stats.permutation.step_down_pvalues` over every (comparison, sign) key). With a
     ``family`` of other kernels the test is aggregated over the fitted kernel and those (:mod:`.aggregate`:
     min-p over kernels; the modes' p-values are adjusted for the family). The statistic is the uncompressed
     one on at most ``significance.FULL_MAX_ROWS`` rows, above in the pooled samples' leading principal
@@ -127,7 +128,7 @@ def comparison_significance(sets: list, comparisons: list, spectra: dict, labels
         aggregation["p_modes_fitted_kernel"] = p[next(iter(tested))] if len(tested) == 1 else \
             {kc.comparison_name(c, family.set_names): p[c] for c in tested}
         null_min = aggregation.pop("_null_min_p")
-        p = {c: [float(x) for x in agg.adjust_pvalues(np.array(v), null_min)] for c, v in p.items()}
+        p = {c: [float(x) for x in adjust_pvalues(np.array(v), null_min)] for c, v in p.items()}
         common["aggregation"] = aggregation
     correction = (sig.CORRECTION if len(comparisons) == 1 else
                   f"max-statistic step-down (FWER) over every mode of all {len(comparisons)} comparisons")
@@ -260,21 +261,18 @@ def _tested(spec: core.Spectrum) -> tuple[int, int]:
 
 
 def _pvalues(spectra: tuple, tested: dict, widths: list[int], alpha: float) -> tuple[dict, dict]:
-    """Each comparison's test summary (:func:`.significance.spectra_test`) and the family-wise p-values of
-    its modes (one comparison: its own step-down's; several: :func:`.comparisons.family_step_down`)."""
+    """Each comparison's null summary (:func:`.significance.spectra_test`) and the family-wise p-values of
+    its modes: one max-statistic step-down over every (comparison, sign) key
+    (:func:`~promptprism.stats.permutation.step_down_pvalues`; one comparison: over its two signs)."""
     offsets = np.r_[0, np.cumsum(widths)]
     outs, observed, null = {}, {}, {}
     for i, (c, t) in enumerate(tested.items()):
         cols = slice(offsets[i], offsets[i + 1])
         pos, neg = spectra[0][:, cols], spectra[1][:, cols]
-        outs[c] = sig.spectra_test(pos, neg, tested=t, alpha=alpha, pvalues=len(tested) == 1)
+        outs[c] = sig.spectra_test(pos, neg, tested=t, alpha=alpha)
         observed[(c, "+")], observed[(c, "-")] = pos[0, :t[0]], neg[0, :t[1]]
         null[(c, "+")], null[(c, "-")] = pos[1:, 0], neg[1:, 0]
-    if len(tested) == 1:
-        c, t = next(iter(tested.items()))
-        return outs, {c: [float(x) for x in outs[c]["p_positive"][:t[0]]] +
-                      [float(x) for x in outs[c]["p_negative"][:t[1]]]}
-    fam = kc.family_step_down(observed, null)
+    fam = step_down_pvalues(observed, null)
     return outs, {c: [float(x) for x in fam[(c, "+")]] + [float(x) for x in fam[(c, "-")]] for c in tested}
 
 
