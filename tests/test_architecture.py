@@ -21,7 +21,8 @@ LAYERS = {
     # (array_ops), files shipped in installed packages (weights), the execution context (scale/ sets it) and
     # the packages that import their names on first use (_lazy)
     "foundation": {"errors", "io", "_validation", "_progress", "_version", "backend", "array_ops",
-                   "_two_stage", "_packaged", "_execution", "_lazy", "_params", "_interrupts", "_gc"},
+                   "_two_stage", "_packaged", "_execution", "_lazy", "_params", "_interrupts", "_gc",
+                   "_words"},
     "data": {"data"},
     "datasets": {"datasets"},
     "embed": {"embed"},

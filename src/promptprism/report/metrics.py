@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._words import and_join
 from ..stats.intervals import format_estimate
 from .answer import answer_block, finding_card, severity
 from .common import finish, notes_block, run_details
@@ -145,7 +146,7 @@ def _leaders(ms: list[Any], key: str, what: str, spec: str, *, low: bool = False
         alone = "" if with_iv or len(have) == 1 else ", no interval"
         return f"{what}: {m.name} ({fnum(_get(m, key), spec)}{alone})"
     names = [have[k].name for k in first]
-    who = ", ".join(names[:-1]) + " and " + names[-1]
+    who = and_join(names)
     if len({values[k] for k in first}) == 1:
         return f"{what}: {who}, tied ({fnum(values[first[0]], spec)} each)"
     each = ", ".join(f"{have[k].name} {_cell(have[k], key, spec)}" for k in first)

@@ -7,12 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .._words import and_join
 from .answer import answer_block, severity
 from .html import Html, fnum, num
-
-
-def _names(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _scendi_groups(models: list[Any], rankings: Any) -> tuple[list[Any], list[Any]]:
@@ -53,11 +50,11 @@ def _verdict(models: list[Any], diffs: list[dict], wi: Callable, rankings: Any =
         head = f"{most[0].name} is the most diverse beyond its prompts (Scendi {wi(most[0], 'scendi')})"
     else:
         each = ", ".join(f"{m.name} {wi(m, 'scendi')}" for m in most)
-        head = (f"{_names([m.name for m in most])} are the most diverse beyond their prompts, tied (Scendi "
+        head = (f"{and_join([m.name for m in most])} are the most diverse beyond their prompts, tied (Scendi "
                 f"{each}: within the noise of each other)")
     tail = (wi(least[0], "scendi") if len(least) == 1 else
             ", ".join(f"{m.name} {wi(m, 'scendi')}" for m in least))
-    head += f", {_names([m.name for m in least])} the least ({tail})"
+    head += f", {and_join([m.name for m in least])} the least ({tail})"
     if scendi:
         return head + f"; {n_sep} of {len(scendi)} Scendi differences exceed their bootstrap intervals."
     if not any(getattr(m, "intervals", None) for m in models):

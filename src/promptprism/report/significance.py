@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .._words import and_join
 from .html import bar, details, el, fmt, fnum, kv_table, link, num, p, table
 from .map import mode_label
 from .svg import bandwidth_scan_svg, svg_figure
@@ -71,8 +72,7 @@ def verdict(result: Any) -> str | None:
 
 
 def _kernels(match: re.Match) -> str:
-    names = match.group(1).split(", ")
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return and_join(match.group(1).split(", "))
 
 
 #: the kernel aggregation's words in a verdict, as a reader says them (no result.json field names)

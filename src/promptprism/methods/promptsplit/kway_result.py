@@ -11,6 +11,7 @@ import numpy as np
 
 from ..._gc import collection_paused
 from ..._version import __version__
+from ..._words import and_join
 from ...results import Result
 from ...stats.intervals import format_p
 from .result import Mode, PromptSplitResult, SampleScore
@@ -293,7 +294,7 @@ def kway_verdict(r: KWayResult) -> str:
         p_text = format_p(agg["p"], s["alpha"])
         head = (f"a significant difference among the {k} sets at alpha = {s['alpha']:g} by the test "
                 f"aggregated over {len(agg.get('kernels', []))} kernels (family-wise, p = {p_text})"
-                + (f": modes found by {', '.join(found)} (significance.aggregation)" if found else "")
+                + (f": modes found by the {and_join(found)} kernels" if found else "")
                 + f"; no pair's mode of the fitted kernel is significant alone ({n_pairs} pairs, "
                 f"{s['permutations']} permutations)")
     if k == 2:

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..._words import and_join
 from ...array_ops import map_in_threads
 from ...stats.batched_eigen import DENSE_BATCH_RANK
 from ...stats.intervals import format_p
@@ -311,15 +312,15 @@ def aggregated_verdict(record: dict, aggregation: dict, alpha: float) -> str:
     others = [k["name"] for k in aggregation["kernels"] if not k["fitted"] and k["n_significant"]]
     count, p = len(aggregation["kernels"]), float(aggregation["p"])
     if p <= alpha and not record.get("n_significant"):
-        found = (f"modes found by {', '.join(others)} (significance.aggregation)" if others else
+        found = (f"modes found by the {and_join(others)} kernels" if others else
                  "no single kernel's mode significant alone")
         largest = record.get("p_largest")
         tail = "" if largest is None else f" (largest eigenvalue p = {format_p(largest, alpha)})"
         return (f"a significant difference between test and reference at alpha = {alpha:g} by the test "
                 f"aggregated over {count} kernels (family-wise, p = {format_p(p, alpha)}): {found}; none of "
                 f"the fitted kernel's modes is significant alone{tail}")
-    return (f"{record['verdict']}; aggregated over {count} kernels: p = {format_p(p, alpha)}" +
-            (f", modes also found by {', '.join(others)} (significance.aggregation)" if others else ""))
+    return (f"{record['verdict']}; tested over {count} kernels together: p = {format_p(p, alpha)}" +
+            (f"; the {and_join(others)} kernels find these modes too" if others else ""))
 
 
 def _stopping(spectra: list, drawn: int, *, permutations: int, alpha: float, sequential: bool) -> dict:
