@@ -105,7 +105,7 @@ def render_kway(result: Any, *, inputs: Any = None, base_dir: Any = None, notes:
                 **_: Any) -> str:
     """The K-way PromptSplit report page; ``inputs``: the K PairedSets by model name (outputs per prompt)."""
     r = result
-    notes = list(notes or [])
+    notes = [*(getattr(r, "notes", None) or []), *(notes or [])]  # (the fit's caveats first)
     view = compare_view(r, kway_sets(r, inputs, notes), base_dir)
     page = Page(f"K-way PromptSplit: {len(r.names)} models",
                 f"{', '.join(r.names)} · {r.method} route · {sum(r.n_samples):,} samples · seed {r.seed}")

@@ -352,7 +352,7 @@ def render_promptsplit(
     """The PromptSplit report page (see the module docstring); ``step(name)`` is called before each step
     that can take a while (progress)."""
     step = step or (lambda _: None)
-    notes = list(notes or [])
+    notes = [*(getattr(result, "notes", None) or []), *(notes or [])]  # (the fit's caveats first)
     sets = check_sets(result, inputs, notes)
     # a manifest's texts read again by ``report DIR`` (placeholder embeddings: for the views, never the map)
     texts = {**check_sets(result, mapping(inputs).get("texts"), notes), **sets}

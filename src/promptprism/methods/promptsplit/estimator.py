@@ -25,7 +25,7 @@ from .options import EXACT_MAX_SAMPLES, METHODS, RANKINGS, SplitOptions
 from .result import PromptSplitResult
 from .routes import Route, choose_route
 from .summary import SIDES, SummaryOptions, summarise
-from .verdicts import out_of_range_note
+from .verdicts import caveat, out_of_range_note, strings_note
 
 __all__ = ["EXACT_MAX_SAMPLES", "METHODS", "RANKINGS", "PromptSplit", "replace_config"]
 
@@ -99,19 +99,18 @@ class PromptSplit(SplitOptions):
         t0 = time.perf_counter()
         sets = _paired_sets(test, reference, cosine=self.kernel == "cosine")
         n_samples = len(sets["test"]) + len(sets["reference"])
-        self.check_test(n_samples, self.route_name(n_samples))
+        notes: list[str] = []
+        caveat(notes, self.check_test(n_samples, self.route_name(n_samples)))
         sigmas, scan = self._resolve_bandwidths(sets)
         route = choose_route(self, sets, sigmas, backend=resolve_backend(self.device),
                              runner=current_runner())
         label_list, names = prompt_groups(sets["test"], sets["reference"])
         labels = dict(zip(SIDES, label_list, strict=True))
-        note = missing_strings_note([sets[side] for side in SIDES], [sets[side].where for side in SIDES])
-        if note is not None:
-            warnings.warn(note, UserWarning, stacklevel=2)
-        note = sig.unshared_prompts_note(labels["test"], labels["reference"],
-                                         tested=bool(self.resolved_permutations(route.name)))
-        if note is not None:
-            warnings.warn(note, UserWarning, stacklevel=2)
+        pair = [sets[side] for side in SIDES]
+        caveat(notes, missing_strings_note(pair, [s.where for s in pair]))
+        caveat(notes, strings_note(*pair))
+        caveat(notes, sig.unshared_prompts_note(labels["test"], labels["reference"],
+                                                tested=bool(self.resolved_permutations(route.name))))
         timings = {"setup_s": time.perf_counter() - t0}
         identical = core.same_pairs(sets["test"], sets["reference"])
         test = (route, sets, labels, names, sigmas)
@@ -119,9 +118,7 @@ class PromptSplit(SplitOptions):
             self._test_plan(*test, spectra[TEST_VS_REFERENCE], identical=identical)))
         spec, distance = spectra[TEST_VS_REFERENCE], distances[TEST_VS_REFERENCE]
         stats = stats[TEST_VS_REFERENCE]
-        note = out_of_range_note(spec.eigenvalues, route.name, self.n_features, self.eta)
-        if note is not None:
-            warnings.warn(note, UserWarning, stacklevel=2)
+        caveat(notes, out_of_range_note(spec.eigenvalues, route.name, self.n_features, self.eta))
         t1 = time.perf_counter()
         significance, p_values = self._significance(*test, spec, identical=identical)
         route.release()  # (the test's seconds: its plan's too, made during the fit: Route.fit)
@@ -141,7 +138,8 @@ class PromptSplit(SplitOptions):
             method=route.name, n_test=len(sets["test"]), n_reference=len(sets["reference"]), seed=self.seed,
             config=self._config(route, sets, sigmas), prompt_ranking=ranking,
             timings={k: round(v, 4) for k, v in timings.items()}, significance=significance,
-            identical=identical, ranking_basis=basis, eigenvalues_scope=spec.scope, bandwidth_scan=scan)
+            identical=identical, ranking_basis=basis, eigenvalues_scope=spec.scope, bandwidth_scan=scan,
+            notes=notes)
 
     def _config(self, route: Route, sets: dict[str, PairedSet], sigmas: tuple) -> dict:
         """The result's ``config``: the options (:meth:`.SplitOptions.recorded_options`) with what the fit

@@ -47,7 +47,7 @@ from .kway_subspace import SubspaceRoute
 from .options import PAIR_DETAILS, SplitOptions
 from .routes import choose_route
 from .testing import comparison_significance
-from .verdicts import out_of_range_note
+from .verdicts import caveat, out_of_range_note, strings_note
 
 #: the K-way test's measured cost per comparison and labelling (2-core AMD EPYC, numpy, float32 Lanczos):
 #: a fixed part, and a part per entry of the operand (null rows x its width: the rows for the exact route's
@@ -181,7 +181,9 @@ class KWaySplit(SplitOptions):
         _check_shared_prompts(labels, prompt_names, names, missing_strings_note(sets, names))
         counts = np.array([len(s) for s in sets])
         method = self.route_name(int(counts.sum()))
-        self.check_test(int(counts.sum()), method)
+        notes: list[str] = []
+        caveat(notes, self.check_test(int(counts.sum()), method))
+        caveat(notes, strings_note(*sets))
         backend = resolve_backend(self.device)
         sigmas, scan = self._bandwidths(sets, backend)
         pairs, rest = kc.comparisons(len(sets))
@@ -196,10 +198,8 @@ class KWaySplit(SplitOptions):
         t1 = time.perf_counter()
         spectra, distances, stats = route.fit(labels, len(prompt_names), timings)
         matrix = route.distance_matrix()
-        note = out_of_range_note([v for spec in spectra.values() for v in spec.eigenvalues], method,
-                                 self.n_features, self.eta)
-        if note is not None:
-            warnings.warn(note, UserWarning, stacklevel=2)
+        caveat(notes, out_of_range_note([v for spec in spectra.values() for v in spec.eigenvalues], method,
+                                        self.n_features, self.eta))
         timings["fit_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
         permutations = self.resolved_permutations(method)
@@ -217,7 +217,7 @@ class KWaySplit(SplitOptions):
                           n_pairs=len(pairs), tests=tests, common=common, method=method, config=config,
                           timings=timings)
         return dataclasses.replace(result, timings={**timings, "total_s": time.perf_counter() - t0},
-                                   bandwidth_scan=scan)
+                                   bandwidth_scan=scan, notes=notes)
 
     def _significance(self, route, sets: list[PairedSet], names: list[str], prompt_names: list[str],
                       labels: list[np.ndarray], spectra: dict, sigmas: tuple, permutations: int

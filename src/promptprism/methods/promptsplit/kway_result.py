@@ -60,6 +60,8 @@ class KWayResult(Result):
     quality: dict = field(default_factory=dict)
     #: the 'stable' bandwidth rule's scans by key (as :class:`.PromptSplitResult`'s; empty without it)
     bandwidth_scan: dict = field(default_factory=dict)
+    #: the fit's caveats, each said as a warning too (as :class:`.PromptSplitResult`'s)
+    notes: list = field(default_factory=list)
 
     def findings(self, carried: float = 0.9) -> list[dict]:
         """The findings of the quality verdicts, one per comparison with its significant modes together (the

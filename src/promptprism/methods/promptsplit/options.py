@@ -9,7 +9,6 @@ result's ``config``.
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -176,19 +175,18 @@ class SplitOptions(Estimator):
         """``permutations``, with None resolved for the route (200 exact, 100 random features)."""
         return sig.DEFAULT_PERMUTATIONS[route] if self.permutations is None else int(self.permutations)
 
-    def check_test(self, n_samples: int, route: str) -> None:
+    def check_test(self, n_samples: int, route: str) -> str | None:
         """Before anything is computed: refuse a permutation test whose relabellings cannot fit in memory
         (N x (K + 1) labellings of about 18 bytes each: their random keys, the keys' order and the labels;
-        N = min(n_samples, null_samples) rows, K = the resolved permutations), and warn of one that cannot
-        reject at ``alpha`` (:func:`.significance.unreachable_alpha_note`)."""
+        N = min(n_samples, null_samples) rows, K = the resolved permutations); the note of one that cannot
+        reject at ``alpha`` (:func:`.significance.unreachable_alpha_note`), or None."""
         k = self.resolved_permutations(route)
         note = unreachable_alpha_note(k, float(self.alpha))
-        if note is not None:
-            warnings.warn(note, UserWarning, stacklevel=3)
         if k:
             rows = min(int(n_samples), int(self.null_samples))
             check_memory(18.0 * rows * (k + 1), what=f"permutations {k} ({k + 1:,} labellings of {rows:,} "
                                                       "samples)", parameter="permutations")
+        return note
 
     def recorded_options(self, **resolved: Any) -> dict:
         """A result's ``config``: every field (but ``NOT_IN_CONFIG``) as given, then the ``resolved``

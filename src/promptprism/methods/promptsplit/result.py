@@ -102,6 +102,9 @@ class PromptSplitResult(Result):
     #: which model is closer to a reference on each finding (``promptprism quality``;
     #: ``methods.metrics.FindingQuality``)
     quality: dict = field(default_factory=dict)
+    #: the fit's caveats, each said as a warning too (a test that cannot reject at alpha, prompts in one
+    #: set only, prompt strings naming several prompt embeddings, eigenvalues beyond their range)
+    notes: list = field(default_factory=list)
 
     @property
     def positive_modes(self) -> list[Mode]:

@@ -4,8 +4,10 @@ warnings of a test that cannot answer (too few permutations) or a spectrum that 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
+from ...data.paired import strings_disagree
 from ...stats.intervals import format_p
 from ...stats.permutation import can_reject
 
@@ -99,3 +101,21 @@ def unreachable_alpha_note(permutations: int, alpha: float) -> str | None:
     return (f"permutations={permutations} can never reject at alpha = {alpha:g}: the smallest p-value of "
             f"{permutations} permutations is 1/{permutations + 1} = {1.0 / (permutations + 1):.3g}, so no "
             f"difference, however large, is found significant; use at least {least} (0 turns the test off)")
+
+
+def caveat(notes: list[str], note: str | None) -> None:
+    """A fit's caveat: said now as a warning, and kept for the result's ``notes`` (None: nothing)."""
+    if note is not None:
+        warnings.warn(note, UserWarning, stacklevel=3)
+        notes.append(note)
+
+
+def strings_note(*sets) -> str | None:
+    """Where, within a set, one prompt string labels rows of different prompt embeddings
+    (:func:`~promptprism.data.paired.strings_disagree`), what that does to a PromptSplit fit; else None."""
+    why = next((w for s in sets if (w := strings_disagree(s)) is not None), None)
+    if why is None:
+        return None
+    return (f"prompt strings group rows of different prompt embeddings ({why}): the prompt ranking and the "
+            "test's within-prompt groups follow the strings (as categories), the kernel the embeddings; if "
+            "each string should name one prompt, check that the strings and the embeddings are aligned")
