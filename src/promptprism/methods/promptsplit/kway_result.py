@@ -133,7 +133,8 @@ def _comparison_result(est: Any, fit: ComparisonFit, c: tuple, names: list[str],
                                       detailed=leading_modes(spec.mode_eigenvalues, p_values, alpha)
                                       if brief else None)
     reference = names[second[0]] if len(second) == 1 else "rest (" + ", ".join(names[b] for b in second) + ")"
-    cfg = {**{k: v for k, v in config.items() if k != "sets"}, "test": names[first], "reference": reference}
+    cfg = {**{k: v for k, v in config.items() if k != "sets"}, "test": names[first], "reference": reference,
+           "names": [names[first], reference]}  # (the comparison's two sides, as split's config names them)
     return PromptSplitResult(
         eigenvalues=[float(v) for v in spec.eigenvalues], modes=modes, distance=float(fit.distances[c]),
         method=method, n_test=len(sets["test"]), n_reference=len(ref_set), seed=est.seed, config=cfg,
