@@ -12,7 +12,7 @@ from promptprism.errors import OptionError
 
 def test_a_mapping_of_named_sets_equals_the_list_with_names():
     rng = np.random.default_rng(0)
-    prompts = [f"p{i % 6}" for i in range(30)]
+    prompts = [f"p{i // 5}" for i in range(30)]
     t = np.repeat(rng.normal(size=(6, 3)), 5, axis=0)
     sets = {name: PairedSet(t, rng.normal(size=(30, 4)) + shift, prompts=prompts)
             for name, shift in (("base", 0.0), ("tuned", 0.3), ("other", 0.0))}
@@ -29,7 +29,7 @@ def test_each_comparison_in_result_json_names_its_sides():
     """result.json's pairs carried their sides only in config.test/reference (the --json summary added
     'pair'): each comparison now records config.names as split does, so given_names() reads them."""
     rng = np.random.default_rng(1)
-    prompts = [f"p{i % 6}" for i in range(30)]
+    prompts = [f"p{i // 5}" for i in range(30)]
     t = np.repeat(rng.normal(size=(6, 3)), 5, axis=0)
     sets = {n: PairedSet(t, rng.normal(size=(30, 4)) + s, prompts=prompts)
             for n, s in (("d", 0.0), ("c", 0.2), ("a", 0.4))}
