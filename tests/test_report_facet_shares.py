@@ -44,13 +44,16 @@ def cut_page(tmp_path_factory):
     result = PromptSplit(seed=0, n_modes=2, top_k=4, permutations=0).fit(sets["test"], sets["reference"])
     full = {r["prompt"]: r["share"] for r in result.prompt_ranking}
     assert len(full) == N_PROMPTS and sum(full.values()) == pytest.approx(1.0)
-    cut = dataclasses.replace(result, prompt_ranking=result.prompt_ranking[:4])
+    # (without every prompt's d_p: a result written before prompt_disagreement, or of over 100,000 prompts)
+    cut = dataclasses.replace(result, prompt_ranking=result.prompt_ranking[:4], prompt_disagreement={})
     path = write_report(cut, root / "split", inputs=sets)
-    return path.read_text(encoding="utf-8"), full, cut
+    kept = dataclasses.replace(result, prompt_ranking=result.prompt_ranking[:4])
+    exact = write_report(kept, root / "exact", inputs=sets).read_text(encoding="utf-8")
+    return path.read_text(encoding="utf-8"), full, cut, exact
 
 
 def test_a_value_every_prompt_carries_has_all_of_the_disagreement(cut_page):
-    doc, _, cut = cut_page
+    doc, _, cut, _ = cut_page
     facets = {f["name"]: f for f in page_data(doc)["view"]["facets"]}
     seed = facets["seed"]
     assert sum(r["share"] for r in cut.prompt_ranking) < 0.99  # (the ranked prompts alone: less than all)
@@ -60,7 +63,7 @@ def test_a_value_every_prompt_carries_has_all_of_the_disagreement(cut_page):
 
 
 def test_a_value_only_some_unranked_prompts_carry_gives_its_ranked_part(cut_page):
-    doc, full, cut = cut_page
+    doc, full, cut, _ = cut_page
     topic = next(f for f in page_data(doc)["view"]["facets"] if f["name"] == "topic")
     ranked = {r["prompt"] for r in cut.prompt_ranking}
     for k, value in enumerate(topic["values"][:3]):
@@ -76,7 +79,7 @@ def test_a_value_only_some_unranked_prompts_carry_gives_its_ranked_part(cut_page
 
 
 def test_a_value_no_unranked_prompt_carries_has_its_exact_share(cut_page):
-    doc, full, cut = cut_page
+    doc, full, cut, _ = cut_page
     flag = next(f for f in page_data(doc)["view"]["facets"] if f["name"] == "flag")
     yes = flag["values"].index("yes")
     assert "question 0 on cooking" in {r["prompt"] for r in cut.prompt_ranking}
@@ -118,3 +121,13 @@ def test_report_dir_finds_the_facets_when_the_ranking_holds_few_of_the_prompts(t
     seed = next(f for f in view["facets"] if f["name"] == "seed")
     assert seed["share"][seed["values"].index("0")] == pytest.approx(1.0)
 
+
+def test_with_every_prompts_disagreement_each_value_has_its_exact_share(cut_page):
+    """The result stores every prompt's d_p (prompt_disagreement): the page gives each topic the sum of its
+    prompts' shares, though the ranking keeps 4 rows, and no 'ranked part' caveat."""
+    _, full, _, exact = cut_page
+    topic = next(f for f in page_data(exact)["view"]["facets"] if f["name"] == "topic")
+    for k, value in enumerate(topic["values"][:3]):
+        assert topic["share"][k] == pytest.approx(sum(v for p, v in full.items() if p.endswith(value)),
+                                                  rel=1e-5)
+    assert "in the ranked prompts" not in re.sub(r"<[^>]+>", " ", exact[exact.index('id="facets"'):])

@@ -131,9 +131,28 @@ def _prompt_table(result: Any, sets: dict) -> tuple[list[dict], dict[str, int]]:
                         {"prompt": name, "disagreement": None, "share": None, "n_test": 0, "n_reference": 0}
                     )
                 prompts[ids[name]][f"n_{s}"] = int(c)
+    _every_share(result, prompts)
     for p in prompts:
         p["rows"] = {"test": [], "reference": []}
     return prompts, ids
+
+
+def _every_share(result: Any, prompts: list[dict]) -> None:
+    """Fill the d_p and share of the prompts ``prompt_ranking`` leaves out from the result's
+    ``prompt_disagreement`` (every prompt's, in sorted prompt order), when its prompts are these."""
+    from ..provenance import prompts_digest
+
+    every = getattr(result, "prompt_disagreement", None) or {}
+    names = sorted(p["prompt"] for p in prompts)
+    if not every or len(every.get("values") or []) != len(names) or \
+            prompts_digest(names) != every.get("prompts_sha256"):
+        return
+    captured = float(every.get("captured") or 0.0)
+    by_name = dict(zip(names, every["values"], strict=True))
+    for p in prompts:
+        if p.get("disagreement") is None:
+            p["disagreement"] = by_name[p["prompt"]]
+            p["share"] = by_name[p["prompt"]] / captured if captured > 0 else 0.0
 
 
 def _mode_views(result: Any, prompts: list[dict], prompt_id: Any, rows: _Rows) -> list[dict]:

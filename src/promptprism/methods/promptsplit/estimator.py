@@ -124,7 +124,7 @@ class PromptSplit(SplitOptions):
         route.release()  # (the test's seconds: its plan's too, made during the fit: Route.fit)
         timings["significance_s"] = time.perf_counter() - t1 + timings.pop("test_plan_s", 0.0)
         t2 = time.perf_counter()
-        modes, ranking, basis = summarise(
+        modes, ranking, basis, every = summarise(
             sets=sets, eigenvalues=spec.mode_eigenvalues, stats=stats, names=names,
             options=SummaryOptions(self.eta, self.top_prompts, self.rank_prompts_by), p_values=p_values,
             alpha=float(self.alpha) if p_values is not None else None)
@@ -139,7 +139,7 @@ class PromptSplit(SplitOptions):
             config=self._config(route, sets, sigmas), prompt_ranking=ranking,
             timings={k: round(v, 4) for k, v in timings.items()}, significance=significance,
             identical=identical, ranking_basis=basis, eigenvalues_scope=spec.scope, bandwidth_scan=scan,
-            notes=notes)
+            notes=notes, prompt_disagreement=every)
 
     def _config(self, route: Route, sets: dict[str, PairedSet], sigmas: tuple) -> dict:
         """The result's ``config``: the options (:meth:`.SplitOptions.recorded_options`) with what the fit

@@ -126,7 +126,7 @@ def _comparison_result(est: Any, fit: ComparisonFit, c: tuple, names: list[str],
     record, p_values = test if test is not None else ({}, None)
     alpha = float(est.alpha) if p_values is not None else None
     brief = len(second) == 1 and len(fit.sets) > 2 and est.pair_details == "leading"
-    modes, ranking, basis = summarise(sets=sets, eigenvalues=spec.mode_eigenvalues, stats=fit.stats[c],
+    modes, ranking, basis, _ = summarise(sets=sets, eigenvalues=spec.mode_eigenvalues, stats=fit.stats[c],
                                       names=prompt_names,
                                       options=SummaryOptions(est.eta, est.top_prompts, est.rank_prompts_by),
                                       p_values=p_values, alpha=alpha,

@@ -105,6 +105,11 @@ class PromptSplitResult(Result):
     #: the fit's caveats, each said as a warning too (a test that cannot reject at alpha, prompts in one
     #: set only, prompt strings naming several prompt embeddings, eigenvalues beyond their range)
     notes: list = field(default_factory=list)
+    #: every prompt's d_p where ``prompt_ranking`` keeps the strongest (the report's facet shares over all
+    #: prompts): ``{'prompts_sha256', 'captured', 'values'}``, values in the sorted prompt strings' order
+    #: (:func:`.summary.every_prompt_disagreement`); {} without a ranking, without prompt strings or above
+    #: 100,000 prompts
+    prompt_disagreement: dict = field(default_factory=dict)
 
     @property
     def positive_modes(self) -> list[Mode]:

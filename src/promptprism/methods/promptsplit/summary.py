@@ -29,8 +29,9 @@ class SummaryOptions:
 def summarise(*, sets: dict[str, PairedSet], eigenvalues: np.ndarray, stats: dict[str, ModeStats],
               names: Sequence[str], options: SummaryOptions, p_values: Sequence[float | None] | None = None,
               alpha: float | None = None, detailed: Sequence[bool] | None = None
-              ) -> tuple[list[Mode], list[dict], str]:
-    """Per mode: top samples of each side and prompt loadings; the prompt ranking; the ranking's basis.
+              ) -> tuple[list[Mode], list[dict], str, dict]:
+    """Per mode: top samples of each side and prompt loadings; the prompt ranking; the ranking's basis;
+    every prompt's d_p (:func:`every_prompt_disagreement`; {} without a ranking).
 
     The prompt ranking scores prompt p by d_p = sum_j lambda_j c_pj (:func:`prompt_disagreement`) over the
     significant modes when ``p_values`` are given (over every reported mode otherwise). ``detailed``: per
@@ -83,10 +84,38 @@ def summarise(*, sets: dict[str, PairedSet], eigenvalues: np.ndarray, stats: dic
     else:
         use = np.array([m.significant for m in modes], dtype=bool)
         basis = "significant modes" if use.any() else "none: no mode is significant"
-    ranking = prompt_ranking(eigenvalues=np.asarray(eigenvalues)[use], contributions=contributions[:, use],
-                             names=names, counts=(counts_t, counts_r),
-                             limit=max(100, options.top_prompts)) if use.any() else []
-    return modes, ranking, basis
+    if not use.any():
+        return modes, [], basis, {}
+    used = np.asarray(eigenvalues)[use], contributions[:, use]
+    ranking = prompt_ranking(eigenvalues=used[0], contributions=used[1], names=names,
+                             counts=(counts_t, counts_r), limit=max(100, options.top_prompts))
+    strings = all(sets[s].prompts is not None for s in SIDES)  # (what a reader matches prompts by)
+    every = every_prompt_disagreement(*used, names=names, present=counts_t + counts_r > 0) if strings else {}
+    return modes, ranking, basis, every
+
+
+#: every prompt's d_p is stored with the result up to this many prompts (about 20 bytes each)
+EVERY_PROMPT_MAX = 100_000
+
+
+def every_prompt_disagreement(eigenvalues: np.ndarray, contributions: np.ndarray, *, names: Sequence[str],
+                              present: np.ndarray) -> dict:
+    """d_p (:func:`.core.prompt_disagreement`) of every prompt either set holds, for what reads the result
+    with its inputs (the report's facet shares over all prompts, where ``prompt_ranking`` keeps the
+    strongest): ``{'values'}`` in the order of the prompt strings sorted, ``prompts_sha256`` of that order
+    (:func:`~promptprism.provenance.prompts_digest`), ``captured`` = sum_j lambda_j^2 (a prompt's share is
+    d_p / captured); {} above :data:`EVERY_PROMPT_MAX` prompts (:func:`summarise`: and when the sets hold no
+    prompt strings)."""
+    from ...provenance import prompts_digest
+
+    held = [str(names[p]) for p in np.flatnonzero(present)]
+    if len(held) > EVERY_PROMPT_MAX:
+        return {}
+    d = prompt_disagreement(eigenvalues, contributions)[np.flatnonzero(present)]
+    order = sorted(range(len(held)), key=held.__getitem__)
+    return {"prompts_sha256": prompts_digest([held[i] for i in order]),
+            "captured": float(np.sum(np.asarray(eigenvalues, dtype=np.float64) ** 2)),
+            "values": [float(f"{d[i]:.6g}") for i in order]}
 
 
 def prompt_ranking(*, eigenvalues: np.ndarray, contributions: np.ndarray, names: Sequence[str],
