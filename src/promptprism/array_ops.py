@@ -366,6 +366,12 @@ def trace(a: Any) -> float:
 DIGEST_ROWS = 8
 
 
+def sorted_subsample(population: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` of ``population`` (an int n: 0..n-1; or an array of items) drawn without replacement by
+    ``rng``, in increasing order: every seeded subsample of rows, one way (``np.sort(rng.choice(...))``)."""
+    return np.sort(rng.choice(population, size=size, replace=False))
+
+
 def edge_digest(*arrays: Any, rows: int = DIGEST_ROWS) -> bytes:
     """A digest of the row count of the first array and of the first and last ``rows`` rows of each (as
     float64): cheap on memory-mapped or streamed arrays, and the same for the same data in any argument

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .._params import Check
-from ..array_ops import canonical_order, edge_digest
+from ..array_ops import canonical_order, edge_digest, sorted_subsample
 from ..errors import InputError, OptionError
 from .gram import squared_distances
 
@@ -195,7 +195,7 @@ def pooled_rows(arrays: Sequence[Any], max_rows: int, seed: int) -> np.ndarray:
     sizes = [max_rows // k] * (k - 1) + [max_rows - (k - 1) * (max_rows // k)]
     parts = []
     for i, size in zip(canonical_order([edge_digest(a) for a in arrays]), sizes, strict=True):
-        idx = np.sort(rng.choice(arrays[i].shape[0], size=min(size, arrays[i].shape[0]), replace=False))
+        idx = sorted_subsample(arrays[i].shape[0], min(size, arrays[i].shape[0]), rng)
         parts.append(np.asarray(arrays[i][idx], dtype=np.float64))
     return np.concatenate(parts)
 
@@ -205,7 +205,7 @@ def subsample_rows(x: Any, max_samples: int, seed: int) -> np.ndarray:
     (flattened): the sample a median rule is computed on."""
     n = x.shape[0]
     if n > max_samples:
-        idx = np.sort(np.random.default_rng(seed).choice(n, size=max_samples, replace=False))
+        idx = sorted_subsample(n, max_samples, np.random.default_rng(seed))
         x = x[idx]
     x = np.asarray(x, dtype=np.float64)
     return x.reshape(x.shape[0], -1)

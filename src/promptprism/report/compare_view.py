@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..array_ops import sorted_subsample
 from .common import image_folders
 from .explore import MAX_PROMPTS, PER_PROMPT, _Rows, _rows_left_out
 from .facets import sets_facets
@@ -75,7 +76,7 @@ def _per_prompt(result: Any, sets: dict, prompts: list[dict], pid: Any, rows: _R
                 continue
             members = order[a:b]
             if len(members) > PER_PROMPT:
-                members = np.sort(rng.choice(members, PER_PROMPT, replace=False))
+                members = sorted_subsample(members, PER_PROMPT, rng)
                 sampled += 1
             prompts[k][ROWS][name] = [rows.add(name, int(i), label, s.output_label(int(i))) for i in members]
     notes = []

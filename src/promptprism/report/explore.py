@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..array_ops import sorted_subsample
 from .common import visual_of
 from .descriptions import finding_verdicts
 from .facets import sets_facets
@@ -285,7 +286,7 @@ def _per_prompt_rows(
                 continue
             members = order[a:b]
             if len(members) > PER_PROMPT:
-                members = np.sort(rng.choice(members, PER_PROMPT, replace=False))
+                members = sorted_subsample(members, PER_PROMPT, rng)
                 sampled += 1
             prompts[pid]["rows"][s] += [
                 rows.add(s, int(i), name, sets[s].output_label(int(i))) for i in members

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from ...array_ops import sorted_subsample
+
 #: rows per Gram block when the prompts' own pairs are summed (whole prompts; a larger prompt alone): small
 #: blocks waste few products on pairs of two prompts
 BLOCK_ROWS = 128
@@ -99,11 +101,10 @@ def design_correction(x: Any, labels: Any, *, kernel: str, sigma: float | None =
         return 0.0
     rng = np.random.default_rng(seed)
     per_prompt = min(cap, PROMPT_ROWS)
-    keep = np.concatenate([rows if rows.size <= per_prompt else np.sort(rng.choice(rows, per_prompt,
-                                                                                   replace=False))
+    keep = np.concatenate([rows if rows.size <= per_prompt else sorted_subsample(rows, per_prompt, rng)
                            for rows in np.split(np.argsort(inverse, kind="stable"), np.cumsum(counts)[:-1])])
     kappa = _pair_means(x, keep, inverse[keep], kernel, sigma)
-    some = np.sort(rng.choice(n, cap, replace=False)) if n > cap else np.arange(n)
+    some = sorted_subsample(n, cap, rng) if n > cap else np.arange(n)
     k = _gram(kernel, np.asarray(x[some], dtype=np.float64), sigma)
     w = (float(k.sum()) - float(np.trace(k))) / (some.size * (some.size - 1))
     shares = counts / n

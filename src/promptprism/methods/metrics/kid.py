@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..._validation import check_feature_pair, check_same_width
-from ...array_ops import map_in_threads
+from ...array_ops import map_in_threads, sorted_subsample
 from ...errors import InputError, OptionError
 from ...kernels.gram import check_kernel
 from ...stats.two_sample import mmd2
@@ -70,7 +70,7 @@ def subset_indices(n: int, m: int, size: int, n_subsets: int, seed: int
                    ) -> list[tuple[np.ndarray, np.ndarray]]:
     """``n_subsets`` pairs of row indices, ``size`` rows of each set drawn without replacement (seeded)."""
     rng = np.random.default_rng(seed)
-    return [(np.sort(rng.choice(n, size, replace=False)), np.sort(rng.choice(m, size, replace=False)))
+    return [(sorted_subsample(n, size, rng), sorted_subsample(m, size, rng))
             for _ in range(n_subsets)]
 
 

@@ -21,6 +21,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..._params import POSITIVE_INT, PROBABILITY, SEED, Estimator, between
+from ...array_ops import sorted_subsample
 from ...errors import OptionError
 from ...llm.conversation import ChatModel, MalformedAnswerError
 from ...stats.two_sample import holm
@@ -94,7 +95,7 @@ class ContrastName:
 def _cap(idx: np.ndarray, cap: int, seed: int) -> np.ndarray:
     if idx.size <= cap:
         return idx
-    return np.sort(np.random.default_rng(seed).choice(idx, size=cap, replace=False))
+    return sorted_subsample(idx, cap, np.random.default_rng(seed))
 
 
 def judged_order(n_a: int, n_b: int, seed: int) -> np.ndarray:

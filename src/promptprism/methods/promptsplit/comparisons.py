@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ...array_ops import is_numpy
+from ...array_ops import is_numpy, sorted_subsample
 from ...backend import array_namespace, backend_of
 from ...kernels.gram import block_square_sums as numpy_block_square_sums
 from ...stats.batched_eigen import _batched_extremes, lanczos_steps
@@ -147,7 +147,7 @@ def null_rows(counts: np.ndarray, max_samples: int, seed: int) -> list[np.ndarra
         want = max_samples - taken if i == len(counts) - 1 else round(max_samples * c / total)
         size = min(c, max(2, want))
         taken += size
-        out.append(np.sort(rng.choice(c, size=size, replace=False)))
+        out.append(sorted_subsample(c, size, rng))
     return out
 
 

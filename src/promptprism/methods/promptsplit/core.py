@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..._validation import chunks
-from ...array_ops import map_in_threads
+from ...array_ops import map_in_threads, sorted_subsample
 from ...backend import NUMPY, Backend, backend_of, dtype_name, is_numpy, to_numpy
 from ...kernels.bandwidth import Bandwidth, stable_bandwidth, stable_multiples
 from ...kernels.features import PhaseRange
@@ -178,7 +178,7 @@ def paired_subsample(sets: list, size: int, seed: int) -> tuple[np.ndarray, ...]
     picked: list = [None] * len(sets)
     for k in set_order(sets):
         s = sets[int(k)]
-        idx = np.sort(rng.choice(len(s), size=min(size, len(s)), replace=False))
+        idx = sorted_subsample(len(s), min(size, len(s)), rng)
         picked[int(k)] = [np.asarray(s.prompt_embeddings[idx]), np.asarray(s.output_embeddings[idx])]
     return tuple(a for pair in picked for a in pair)
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...array_ops import sorted_subsample
+
 #: at most this many points are projected (kernel PCA or t-SNE) and scored exactly; the rest are interpolated
 LANDMARKS = 600
 #: nearest landmarks per interpolated point
@@ -30,7 +32,7 @@ def landmark_indices(n: int, n_landmarks: int, seed: int) -> np.ndarray:
     if n <= n_landmarks:
         return np.arange(n)
     rng = np.random.default_rng([int(seed), 41])
-    return np.sort(rng.choice(n, size=int(n_landmarks), replace=False))
+    return sorted_subsample(n, int(n_landmarks), rng)
 
 
 def project_on_landmarks(x: np.ndarray, land: np.ndarray, dims: int = PCA_DIMS) -> np.ndarray:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ...array_ops import sorted_subsample
 from ...scale.threads import openmp_threads
 from .landmarks import (
     LANDMARKS,
@@ -199,7 +200,7 @@ def sample_indices(result: Any, map_points: int) -> tuple[dict[str, np.ndarray],
     rng = np.random.default_rng(result.seed)
     k_test = min(result.n_test, max(1, round(k * result.n_test / total)))
     pick = {"test": (result.n_test, k_test), "reference": (result.n_reference, k - k_test)}
-    return {s: (np.arange(n) if j >= n else np.sort(rng.choice(n, size=j, replace=False)))
+    return {s: (np.arange(n) if j >= n else sorted_subsample(n, j, rng))
             for s, (n, j) in pick.items()}, k
 
 

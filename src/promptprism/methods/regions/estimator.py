@@ -30,6 +30,7 @@ from ..._params import (
     positive,
     validate_params,
 )
+from ...array_ops import sorted_subsample
 from ...backend import DEVICE, resolve_backend
 from ...errors import InputError, OptionError
 from ...kernels.bandwidth import Bandwidth
@@ -148,7 +149,7 @@ class RegionCMS(Estimator):
         """The real images of the CKA and the median rule: all, or ``cka_max_images`` of them (seeded)."""
         if self.cka_max_images is not None and n > self.cka_max_images:
             rng = np.random.default_rng(self.seed)
-            return np.sort(rng.choice(n, size=int(self.cka_max_images), replace=False))
+            return sorted_subsample(n, int(self.cka_max_images), rng)
         return np.arange(n)
 
     def _resolve_gamma(self, src: Any, sub_rows: np.ndarray) -> float:

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..._progress import progress_enabled
 from ..._validation import check_positive_number, check_seed
-from ...array_ops import index_array
+from ...array_ops import index_array, sorted_subsample
 from ...backend import NUMPY, Backend, array_namespace, resolve_backend, to_numpy
 from ...errors import InputError, OptionError
 from ...kernels.bandwidth import Bandwidth
@@ -173,7 +173,7 @@ def pixel_cka_matrix(images: Any, *, gamma: Any = "median", block_size: int | No
     if max_images is not None:
         max_images = int(check_positive_number(max_images, "max_images", integer=True))
         if n > max_images:
-            px = px[np.sort(rng.choice(n, size=max_images, replace=False))]
+            px = px[sorted_subsample(n, max_images, rng)]
             n = max_images
     g = Bandwidth.parse(gamma, "gamma", kind="gamma").resolve(px, name="gamma", seed=seed).value
     if block_size is None:
