@@ -5,7 +5,7 @@
         [--schedule constant] [--constant-prediction] [--seeds 0,1,2] [--reference model|real]
 
 The experiment itself is the package's (``promptprism.demos.guidance``, also a section of
-``promptprism demo --generator``): the reference is the base model's own samples with a white frame on
+``promptprism demo --trained-generator``): the reference is the base model's own samples with a white frame on
 trouser/sandal/bag (plain on T-shirt/sneaker/dress); samples are guided toward it on pixels and evaluated
 on EfficientNet-Lite0 features against a second such reference (PromptSplit distance, significant modes and
 their prompts, per-prompt distances, 5-NN accuracy, Frechet distance, Scendi). Writes DIR/result.json,

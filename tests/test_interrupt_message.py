@@ -12,14 +12,14 @@ from _cli_run import run_cli
 from promptprism.generate import run as run_module
 
 
-def _interrupt_on_call(monkeypatch, at: int):
+def _interrupt_on_call(monkeypatch, at: int, signal: type = KeyboardInterrupt):
     real, calls = run_module.wait, {"n": 0}
 
     def wait(*args, **kwargs):
         calls["n"] += 1
         if calls["n"] == at:
             real(*args, **kwargs)  # (the rows running finish meanwhile, as a pool shutdown lets them)
-            raise KeyboardInterrupt
+            raise signal
         return real(*args, **kwargs)
 
     monkeypatch.setattr(run_module, "wait", wait)
@@ -67,3 +67,17 @@ def test_an_interrupted_command_says_nothing_was_half_written(tmp_path, monkeypa
     assert err.strip() == "interrupted: whatever was written is whole (results are written whole " \
                           "or not at all)"
     assert not (tmp_path / "r" / "result.json").exists()
+
+
+def test_a_terminated_generate_says_so_with_what_it_kept_and_exits_143(tmp_path, monkeypatch):
+    """SIGTERM (raised as Terminated by the command line's handler) read "interrupted:" and exit 130."""
+    from promptprism.errors import Terminated
+
+    (tmp_path / "p.txt").write_text("".join(f"thing {i}\n" for i in range(6)))
+    out = tmp_path / "m.jsonl"
+    _interrupt_on_call(monkeypatch, 2, Terminated)
+    code, _, err = run_cli("generate", tmp_path / "p.txt", "--out", out, "--generator",
+                           "test_generate:painter", "-q")
+    assert code == 143, err
+    [line] = err.strip().splitlines()
+    assert line.startswith("terminated: ") and "rows kept in" in line

@@ -96,3 +96,17 @@ def test_off_the_main_thread_nothing_changes():
     worker.start()
     worker.join()
     assert seen == [before]
+
+
+def test_a_swallowed_sigterm_is_raised_at_the_next_check_as_terminated():
+    """The command line's SIGTERM handler counts each one (note_termination) before raising Terminated; one
+    swallowed where it landed (a finalizer) is raised again by the next section check."""
+    from promptprism._interrupts import Interrupts, note_termination
+    from promptprism.errors import Terminated
+
+    seen = Interrupts()
+    seen.check()  # nothing yet
+    note_termination()  # (its Terminated lost where it was raised)
+    with pytest.raises(Terminated):
+        seen.check()
+    seen.check()  # raised once

@@ -16,16 +16,32 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+#: SIGTERMs the command line's handler raised as :class:`~promptprism.errors.Terminated` (one may be
+#: swallowed where it lands, as a SIGINT may: :meth:`Interrupts.check` raises it again)
+_TERMINATIONS = [0]
+
+
+def note_termination() -> None:
+    """Count one SIGTERM (the command line's handler calls it before raising ``Terminated``)."""
+    _TERMINATIONS[0] += 1
+
 
 class Interrupts:
-    """SIGINTs received inside :func:`noticed_interrupts` and not yet raised by :meth:`check`."""
+    """SIGINTs (and SIGTERMs) received inside :func:`noticed_interrupts` and not yet raised by
+    :meth:`check`."""
 
     def __init__(self) -> None:
         self.pending = 0
+        self.terminations = _TERMINATIONS[0]
 
     def check(self) -> None:
-        """Raise ``KeyboardInterrupt`` if a SIGINT came since the last check (its own exception may have
-        been swallowed where it was raised)."""
+        """Raise ``KeyboardInterrupt`` if a SIGINT came since the last check (``Terminated`` for a SIGTERM):
+        its own exception may have been swallowed where it was raised."""
+        if _TERMINATIONS[0] > self.terminations:
+            from .errors import Terminated
+
+            self.terminations = _TERMINATIONS[0]
+            raise Terminated
         if self.pending:
             self.pending = 0
             raise KeyboardInterrupt

@@ -33,6 +33,7 @@ except (OSError, ValueError, IndexError, KeyError):
 
 import typer  # noqa: E402
 
+from .._interrupts import note_termination  # noqa: E402
 from ..errors import Terminated  # noqa: E402
 from ._app import (  # noqa: E402
     LAST_RUN,
@@ -207,9 +208,9 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 
 
 def _terminate(signum: int, frame: object) -> None:
-    """SIGTERM: stop the command as Ctrl-C does (its clean-up runs), once; a second SIGTERM ends the
-    process at once."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    """SIGTERM: stop the command as Ctrl-C does (its clean-up runs); counted, so that one swallowed where it
+    landed is raised again at the long runs' next section check (:mod:`promptprism._interrupts`)."""
+    note_termination()
     raise Terminated
 
 

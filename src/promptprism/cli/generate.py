@@ -80,7 +80,7 @@ def generate(
     """
     from ..generate import generate_images, generate_text
 
-    check_urls(endpoint=endpoint_deprecated)  # (a bad URL named by the flag the user typed)
+    check_urls(endpoint=endpoint_deprecated, base_url=base_url)  # (a bad URL named by the flag typed)
     base_url = new_spellings(ctx, locals(), {"endpoint_deprecated": ("--endpoint", "--base-url",
                                                                        "endpoint")})["base_url"]
     common = dict(out=out, samples=samples, seed=seed, concurrency=concurrency,

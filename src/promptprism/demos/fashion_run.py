@@ -22,7 +22,7 @@ import numpy as np
 
 from .._interrupts import noticed_interrupts
 from .._validation import check_memory, check_positive_number, check_seed
-from ..errors import Interrupted, OptionError
+from ..errors import Interrupted, OptionError, Terminated
 from ..io import atomic_write_text, check_out_dir
 from ._save import Saver, default_saver
 from .fashion import (
@@ -107,6 +107,10 @@ class DemoStopped(Interrupted):
 
     def __str__(self) -> str:
         return self.line().removeprefix("stopped: ")
+
+
+class DemoTerminated(DemoStopped, Terminated):
+    """:class:`DemoStopped` by SIGTERM (the command line then exits 143)."""
 
 
 def check_sizes(per_prompt: int, steps: int, seed: int) -> None:
@@ -212,6 +216,7 @@ def run_fashion_demo(out: Path, *, weights: Path | None, per_prompt: int, steps:
             summary = summary_of(ctx, done, time.perf_counter() - t0, complete=True, figures=figures,
                                  **partial)
             write_summary(out, summary, report)
-        except KeyboardInterrupt:
-            raise DemoStopped(out, [name for name, _ in done], current) from None
+        except KeyboardInterrupt as exc:
+            stopped = DemoTerminated if isinstance(exc, Terminated) else DemoStopped
+            raise stopped(out, [name for name, _ in done], current) from None
     return summary

@@ -34,7 +34,7 @@ from typing import Any
 
 from .._progress import progress_bar, progress_enabled
 from ..data.tables import text_lines
-from ..errors import InputError, Interrupted, OptionError, PromptPrismError
+from ..errors import InputError, Interrupted, OptionError, PromptPrismError, Terminated
 from ..io import atomic_write_text, content_hash, exclusive_lock
 from .prompts import PromptRow
 
@@ -170,10 +170,11 @@ def run_tasks(tasks: Sequence[Task], work: Callable[[Task], dict], *, manifest: 
         try:
             failure = _run_todo(todo, work, done, jpath, sid, concurrency,
                                 _bar(len(tasks), len(tasks) - len(todo), description, progress))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             kept = sum(t.key in done for t in tasks)
-            raise Interrupted(f"{kept} of {len(tasks)} rows kept in {jpath}; run the same command again to "
-                              "continue") from None
+            stopped = Terminated if isinstance(exc, Terminated) else Interrupted
+            raise stopped(f"{kept} of {len(tasks)} rows kept in {jpath}; run the same command again to "
+                          "continue") from None
         seconds = time.perf_counter() - t0
         if failure is not None:
             raise _kept(failure, sum(t.key in done for t in tasks), len(tasks), jpath)

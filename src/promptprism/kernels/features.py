@@ -252,9 +252,9 @@ class ProductRandomFourierFeatures(_PairedRows):
                           f"{self.n_features} covariance)")
         w = np.random.default_rng(self.seed).standard_normal(
             (self.dim_prompt + self.dim_output, self.n_features // 2))
-        w[: self.dim_prompt] /= self.sigma_prompt
-        w[self.dim_prompt :] /= self.sigma_output
         with np.errstate(over="ignore"):  # (an overflow is refused just below, naming its bandwidth)
+            w[: self.dim_prompt] /= self.sigma_prompt
+            w[self.dim_prompt :] /= self.sigma_output
             w = w.astype(dtype)
         for name, part in (("sigma_prompt", w[: self.dim_prompt]), ("sigma_output", w[self.dim_prompt :])):
             _check_frequencies(part, name, getattr(self, name), dtype)
@@ -293,8 +293,22 @@ class ProductRandomFourierFeatures(_PairedRows):
             # the phases go straight into the first half of the features (cos overwrites them in place):
             # a fresh (n, D) array per chunk would cost page faults (~50 ms per 8192 x 1500 chunk)
             out = populated_empty((joined.shape[0], self.n_features), w.dtype) if out is None else out
-            return _cos_sin(np.matmul(joined, w, out=out[:, : w.shape[1]]), self.fast_trig, w.dtype, out=out)
+            try:
+                return _cos_sin(np.matmul(joined, w, out=out[:, : w.shape[1]]), self.fast_trig, w.dtype,
+                                out=out)
+            except OptionError as exc:  # (which bandwidth: the part whose phases reach further)
+                raise self._phase_error(joined, exc) from None
         return _cos_sin(joined @ w, self.fast_trig, self._w_joint.dtype, out=out, phases=phases)
+
+    def _phase_error(self, joined: np.ndarray, exc: OptionError) -> OptionError:
+        """The phase-range error naming the bandwidth whose part of the phases reaches further."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            reach = [float(np.nan_to_num(np.abs(joined[:, part] @ self._w_joint[part]).max(), nan=np.inf))
+                     for part in (slice(None, self.dim_prompt), slice(self.dim_prompt, None))]
+        name = "sigma_prompt" if reach[0] >= reach[1] else "sigma_output"
+        said = str(exc).replace("a bandwidth (sigma_prompt or sigma_output)",
+                                f"{name} ({getattr(self, name):g})")
+        return OptionError(said, parameter=name)
 
     def describe(self) -> dict:
         """The map's settings (features, bandwidths, seed), as recorded in result.json."""

@@ -40,10 +40,8 @@ import numpy as np
 
 from ...array_ops import map_in_threads
 
-#: most threads the metrics' large tasks run on (each holds its own blocks of distances)
-MAX_THREADS = 4
-#: float32's unit round-off
-U32 = 2.0**-24
+#: most threads the metrics' large tasks run on (each holds its own blocks); float32's unit round-off
+MAX_THREADS, U32 = 4, 2.0**-24
 #: columns of the sample whose k-th smallest distance bounds a row's k-th from above
 SAMPLE_COLUMNS = 1024
 #: rows per chunk of the rows' float64 mean; pair-coordinates per chunk of exact distances
@@ -387,10 +385,9 @@ def memberships(real: Form, fake: Rows, r_real: np.ndarray, r_fake: np.ndarray, 
                 exact: bool, block_rows: int, parallel: bool = False, visit: Callable | None = None
                 ) -> Memberships:
     """Which pairs lie strictly inside a ball: d(fake i, real j)^2 < ``r_real[j]`` or < ``r_fake[i]``
-    (squared radii). The fake rows are centred and scaled as ``real``'s form; ``weight``: each real ball's
-    weight in ``balls``. ``parallel``: the row blocks on threads
-    (:func:`~promptprism.array_ops.map_in_threads`, at most :data:`MAX_THREADS`); ``visit`` is shown each
-    block (block, lo, fake rows lo.. less the real rows' centre, their operand L)."""
+    (squared radii), the fake rows centred and scaled as ``real``'s form; ``weight``: each real ball's weight
+    in ``balls``; ``parallel``: the row blocks on :data:`MAX_THREADS` threads at most; ``visit`` is shown
+    each block (block, lo, fake rows lo.. less the real rows' centre, their operand L)."""
     n, m = len(real.rows), len(fake)
     out = Memberships(np.zeros(m, dtype=bool), np.zeros(m), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
     blocks = [(lo, min(m, lo + block_rows)) for lo in range(0, m, block_rows)]
