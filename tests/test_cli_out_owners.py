@@ -76,3 +76,25 @@ def test_describe_records_the_inputs_it_was_given_not_the_first_recorded_ones(sp
     code, _, err = run_cli("describe", work / "named", "--namer", "words", "--judge", "embedding", "-q",
                            "--no-report")
     assert code == 0, err
+
+
+def test_a_demo_that_claimed_its_folder_may_run_again_on_it(tmp_path):
+    """demo --trained-generator and demo --llm write sub-folders, data and summaries but no top-level
+    result: a second run on the folder (after Ctrl-C it samples only what is missing) was refused as a
+    folder of foreign files. They claim the folder first; another command still may not write there."""
+    from promptprism.cli._output import check_out_contents, claim_whole_folder
+    from promptprism.errors import OptionError
+
+    out = tmp_path / "gen"
+    out.mkdir()
+    claim_whole_folder(out, "demo")
+    (out / "split").mkdir()
+    (out / "split" / "result.json").write_text("{}")
+    (out / "summary.json").write_text("{}")
+    check_out_contents(out, "demo")  # (no error)
+    with pytest.raises(OptionError, match="holds the result of `promptprism demo`"):
+        check_out_contents(out, "split")
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "summary.json").write_text("{}")
+    with pytest.raises(OptionError, match="holds files promptprism did not write"):
+        check_out_contents(tmp_path / "plain", "demo")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OptionError
-from ..io import LOCK_SUFFIX, STAGING_PREFIX
+from ..io import LOCK_SUFFIX, STAGING_PREFIX, atomic_write_text
 from ..results import one_dict_per_result
 from ._state import console, run_state
 
@@ -76,6 +76,8 @@ def check_out_contents(out: str | Path, command: str) -> None:
         other = owner
     elif owner:  # (written by this command, which may write it again: unless its result is now another's)
         other = writer if command in COMMAND_KINDS else None
+        if listing.get("whole_folder") and other is None:
+            return  # (a run that owns its whole folder, e.g. a demo resuming what it kept)
     else:
         other = writer
     if other is not None:
@@ -107,6 +109,17 @@ def check_report_out(out: Path, results: list[Path]) -> None:
                                                            else "")
         raise OptionError(f"out {str(out)!r} holds files promptprism did not write ({shown}); choose a new "
                           "or empty folder, or move those files away")
+
+
+def claim_whole_folder(out: Path, command: str) -> None:
+    """Mark the folder ``out`` as the whole-folder output of ``command`` (a demo that resumes: its
+    sub-folders, data and summaries are its own), once it wrote there (finished or stopped), so that running
+    it again on ``out`` (after Ctrl-C: it samples only what is missing) is not refused as a folder of foreign
+    files."""
+    listing = _listing(out)
+    if listing is None or listing.get("command") != command or not listing.get("whole_folder"):
+        atomic_write_text(out / OUTPUTS_LIST, json.dumps({"command": command, "files": [],
+                                                          "whole_folder": True}, indent=1))
 
 
 def _remove_stale(out: Path, before: dict | None, written: list[str]) -> None:

@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from ._app import app, console, deprecated, run_command
 from ._options import SEED, Integer, typed
-from ._output import print_written, save_outputs
+from ._output import claim_whole_folder, print_written, save_outputs
 from .report import NO_REPORT
 from .split import print_promptsplit
 
@@ -85,13 +85,19 @@ def demo(
     """
     if generator_deprecated:
         deprecated("--generator (demo's trained-generator demo)", "--trained-generator")
-    if trained_generator or generator_deprecated:
-        fashion_demo(out, weights=weights, per_prompt=per_prompt, steps=steps, seed=seed, quiet=quiet,
-                     no_report=no_report, guidance=(guide_scales, guide_per_prompt, guide_seeds), full=full,
-                     sections=sections)
-        return
-    if llm:
-        llm_demo(out, questions=questions, samples=samples, seed=seed, quiet=quiet, no_report=no_report)
+    if trained_generator or generator_deprecated or llm:
+        try:
+            if llm:
+                llm_demo(out, questions=questions, samples=samples, seed=seed, quiet=quiet,
+                         no_report=no_report)
+            else:
+                fashion_demo(out, weights=weights, per_prompt=per_prompt, steps=steps, seed=seed,
+                             quiet=quiet, no_report=no_report,
+                             guidance=(guide_scales, guide_per_prompt, guide_seeds), full=full,
+                             sections=sections)
+        finally:  # (whatever it wrote is its own: run again on the folder, it does only what is missing)
+            if out.is_dir():
+                claim_whole_folder(out, "demo")
         return
     digits_demo(out, per_prompt=40 if per_prompt is None else per_prompt, seed=seed, quiet=quiet,
                 no_report=no_report)
