@@ -224,3 +224,20 @@ def test_two_models_each_side_of_the_planted_mode_is_named_from_its_own_side():
                                  judge=KeywordJudge(french_keyword))
     got = {e["model"]: (e["status"], e["name"], e["against"]) for e in record["deviations"]}
     assert got == {"a": ("no description held up", None, "b"), "b": ("named", "answers in French", "a")}
+
+
+def test_a_model_deviating_only_by_producing_less_is_said_so(monkeypatch):
+    """describe on a compare whose deviating model has modes on the rest's side only printed "no model
+    deviates from the rest", contradicting the compare it read."""
+    from types import SimpleNamespace
+
+    from promptprism.methods.naming import deviations
+
+    monkeypatch.setattr(deviations, "deviation_modes", lambda result, model, all_modes=False: [])
+    result = SimpleNamespace(names=["a", "b", "c"], significance={"test": "permutation"},
+                             deviations=[{"model": "a", "deviates": False}, {"model": "b", "deviates": False},
+                                         {"model": "c", "deviates": True}])
+    record = deviations.describe_deviations(result, {"a": None, "b": None, "c": None}, namer=None,
+                                            judge=SimpleNamespace())
+    assert record["deviations"] == []
+    assert record["notes"][0].startswith("c deviates from the rest only by producing less")

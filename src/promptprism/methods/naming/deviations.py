@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from ..._words import and_join
 from ...errors import InputError
 from ...llm.conversation import ChatModel
 from .contrast import NamingOptions, Sample, name_contrast
@@ -68,8 +69,14 @@ def describe_deviations(result: Any, sets: Mapping[str, Any], *, namer: Namer | 
             entries.append({"model": d["model"], "against": d["against"], "rank": mode.rank,
                             "eigenvalue": mode.eigenvalue, "mode_p_value": mode.p_value, **outcome.to_dict()})
     if not entries:
-        notes.append("no model deviates from the rest, so none was named" if result.significance
-                     else "the permutation test was off: pass all_modes (--all-modes) to name every mode")
+        deviating = [d["model"] for d in result.deviations if d["deviates"]]
+        notes.append(
+            "the permutation test was off: pass all_modes (--all-modes) to name every mode"
+            if not result.significance else "no model deviates from the rest, so none was named"
+            if not deviating else
+            f"{and_join(deviating)} deviate{'s' if len(deviating) == 1 else ''} from the rest only by "
+            "producing less of what the others produce (modes on the rest's side), and names are given to "
+            "what a model produces more of; pass all_modes (--all-modes) to name every reported mode")
     notes += repeated_name_notes(entries, "deviations", "each from the other models")
     notes += judge_notes(judge, entries)
     return {"config": naming_config(options, namer, judge, all_modes), "deviations": entries, "notes": notes}
