@@ -361,3 +361,20 @@ def test_callable_generators_from_the_cli_score_and_iterate(tmp_path):
     assert d["scored"] and d["n_iterations"] == 2
     assert [it["score"] for it in d["iterations"]] == [0.75, 0.75]  # 15 sad of the first 20 prompts
     assert len(d["iterations"][0]["generated_prompts"]) == 20
+
+
+def test_compcon_eval_says_when_the_judge_could_not_rate_a_split(tmp_path):
+    """A split the judge could not rate counts 0 in the summary: the terminal said nothing of it (only
+    result.json's failures did); now one warning line names how many and the first."""
+    from _cli_run import run_cli
+
+    preds = {"0": {"attributes": ["skyline"], "descriptions": [["new york"]]}}
+    (tmp_path / "preds.json").write_text(json.dumps(preds))
+    with ScriptedServer(lambda body, stage, n: "no rating here") as server, \
+            pytest.warns(UserWarning, match=r"1 split\(s\) the judge could not rate") as said:
+        code, _, err = run_cli("compcon-eval", tmp_path / "preds.json", "--out", tmp_path / "eval",
+                               "--judge-base-url", server.base_url, "--api-key-env", "", "--timeout", "2",
+                               "--retries", "0")
+    r = json.loads((tmp_path / "eval" / "result.json").read_text())
+    assert code == 0 and len(r["failures"]) == 1, err
+    assert "see 'failures' in result.json" in str(said[-1].message)

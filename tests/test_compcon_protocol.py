@@ -340,7 +340,7 @@ def test_fixed_banks_give_one_unscored_description(tmp_path):
     d = result.descriptions[0]
     assert d["n_iterations"] == 1 and not d["scored"] and d["best"]["score"] is None
     assert d["best"]["description"].startswith("Diverging prompts describe")
-    assert "cannot be rendered" in d["stop_reason"]
+    assert "cannot be answered" in d["stop_reason"]
     assert np.isclose(result.attributes[0]["score"], 5 / 12)
 
 

@@ -5,6 +5,7 @@ parts)."""
 from __future__ import annotations
 
 import json
+import warnings
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -357,6 +358,10 @@ def compcon_eval(
     written = save_outputs(result, out, report=not no_report, quiet=quiet)
     if not quiet:
         console.print(json.dumps(result.summary, indent=1), markup=False)
+    if result.failures:  # (a split the judge could not rate counts 0 in the scores above)
+        warnings.warn(f"{len(result.failures)} split(s) the judge could not rate (scored 0, e.g. "
+                      f"{result.failures[0]['split']!r}: {result.failures[0]['error']}); see 'failures' in "
+                      "result.json", UserWarning, stacklevel=2)
     print_written(written)
 
 

@@ -103,8 +103,8 @@ def describe_attribute(est: DescriptionOptions, target: DescriptionTarget, *, d_
             entry["best"] = {k: record[k] for k in BEST_KEYS}
         if not scored:
             entry["stop_reason"] = (
-                "model A or B is a fixed image bank: the generated prompts cannot be "
-                "rendered, so descriptions are not scored and not iterated"
+                "model A or B is a fixed bank (images or answers): the generated prompts cannot be "
+                "answered, so descriptions are not scored and not iterated"
             )
             if record["description"] is not None:
                 entry["best"] = {k: record[k] for k in BEST_KEYS}

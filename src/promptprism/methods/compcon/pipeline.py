@@ -337,5 +337,6 @@ def _no_attribute_error(vlm_name: str, n_disc: int, failures: list[dict]) -> Pro
         f"attribute discovery: {vlm_name} proposed no attribute under "
         f"'Model A contains:' for any of the {n_disc} sampled prompt(s)"
         + (f" ({len(failures)} malformed)" if failures else "")
-        + "; nothing to verify. Try more n_discovery_prompts or another VLM."
+        + "; nothing to verify. Try more discovery prompts (n_discovery_prompts, --discovery-prompts) "
+          "or another model."
     )
