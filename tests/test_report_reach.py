@@ -58,6 +58,7 @@ def pages(tmp_path_factory):
 
 
 # ---------------------------------------------------------------------------------------- the markup
+@pytest.mark.slow  # (its pages take about 2 s to make: out of the quick loop)
 def test_the_ranking_says_how_many_prompts_there_are_and_links_the_table_of_all(pages):
     doc = pages["split"].read_text(encoding="utf-8")
     text = re.sub(r"<[^>]+>", "", doc)
