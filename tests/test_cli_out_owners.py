@@ -98,3 +98,20 @@ def test_a_demo_that_claimed_its_folder_may_run_again_on_it(tmp_path):
     (tmp_path / "plain" / "summary.json").write_text("{}")
     with pytest.raises(OptionError, match="holds files promptprism did not write"):
         check_out_contents(tmp_path / "plain", "demo")
+
+
+def test_split_prints_how_many_permutations_a_stopped_test_drew(tmp_path):
+    """The table's footer said '200 permutations' beside a verdict that said the test stopped after 128."""
+    rng = np.random.default_rng(5)
+    prompts = np.array([f"p{i // 10}" for i in range(100)])
+    t = np.repeat(rng.normal(size=(10, 4)), 10, axis=0)
+    for name in ("a", "b"):
+        np.savez(tmp_path / f"{name}.npz", prompt_embeddings=t, output_embeddings=rng.normal(size=(100, 3)),
+                 prompts=prompts)
+    code, out, err = run_cli("split", tmp_path / "a.npz", tmp_path / "b.npz", "--out", tmp_path / "r",
+                             "--no-report", "--aggregate", "none")
+    assert code == 0, err
+    import json
+
+    drawn = json.loads((tmp_path / "r" / "result.json").read_text())["significance"]["permutations_drawn"]
+    assert drawn < 200 and f"{drawn} of 200 permutations drawn (the test stopped early)" in out

@@ -81,7 +81,11 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
             console.print(table)
         if result.modes and tested:
             s = result.significance
-            console.print(f"p: family-wise over all modes, {s['permutations']} permutations; "
+            drawn = s.get("permutations_drawn")
+            count = f"{s['permutations']} permutations"
+            if drawn is not None and drawn < s["permutations"]:
+                count = f"{drawn} of {s['permutations']} permutations drawn (the test stopped early)"
+            console.print(f"p: family-wise over all modes, {count}; "
                           f"* = significant at alpha = {s['alpha']:g}, the others are not",
                           soft_wrap=True)
         if said:
