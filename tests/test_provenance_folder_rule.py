@@ -31,3 +31,24 @@ def test_notes_and_results_inside_an_input_folder_are_not_edits(tmp_path):
     np.save(folder / "output_embeddings.npy", rng.normal(size=(5, 3)))
     with pytest.raises(InputError, match="edited since the run"):
         verify("test", folder, new)
+
+
+def test_a_differing_copy_beside_a_moved_folder_is_said_when_the_recorded_file_is_used(tmp_path):
+    """A results folder moved with edited copies of its inputs: the recorded file at its absolute path is
+    used (it still holds the set the result was computed on), now with one warning naming both."""
+    from promptprism.provenance import locate
+
+    data = tmp_path / "data"
+    data.mkdir()
+    np.save(data / "x.npy", np.arange(6.0))
+    results = tmp_path / "results"
+    results.mkdir()
+    record = input_record(data / "x.npy", results)
+    moved = tmp_path / "elsewhere"
+    (moved / "results").mkdir(parents=True)
+    (moved / "data").mkdir()
+    np.save(moved / "data" / "x.npy", np.arange(6.0) + 1)  # (an edited copy where the relative path points)
+    with pytest.warns(UserWarning, match="is not the set the result recorded there"):
+        assert locate(record, moved / "results") == data / "x.npy"
+    np.save(moved / "data" / "x.npy", np.arange(6.0))  # (an identical copy: used, no word)
+    assert locate(record, moved / "results") == moved / "results" / ".." / "data" / "x.npy"

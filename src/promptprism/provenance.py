@@ -222,6 +222,11 @@ def locate(record: Mapping[str, Any], results_dir: str | os.PathLike) -> Path | 
     if len(found) > 1 and "sha256" in record and found[0].resolve() != found[1].resolve():
         matching = next((c for c in found if _recorded_fingerprint(c, record)["sha256"] == record["sha256"]),
                         None)
+        if matching is not None and matching is not found[0]:  # (said: the user may have meant the copy)
+            import warnings
+
+            warnings.warn(f"{found[0]} is not the set the result recorded there (edited or another file); "
+                          f"the recorded one at {matching} is used", UserWarning, stacklevel=2)
         return matching or found[0]
     return found[0] if found else None
 
