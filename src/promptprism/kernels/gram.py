@@ -48,6 +48,14 @@ def _unit_rows(xp, a):
     return a / row_norms(a)
 
 
+def unit_rows(rows: Any) -> np.ndarray:
+    """Each row scaled to norm 1, in float64; a zero row stays zero (where the cosine kernel, which refuses
+    one, is not what is computed: a kernel family's gaussians on unit rows, a nearest-gold cosine)."""
+    rows = np.asarray(rows, dtype=np.float64)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.where(norms > 0, norms, 1.0)
+
+
 def cosine_gram(a, b=None, *, dtype: type = np.float64):
     """k(a, b) = <a, b> / (|a| |b|), in ``dtype`` (numpy or torch, as the input)."""
     xp = array_namespace(a)

@@ -37,6 +37,7 @@ import numpy as np
 from ..._params import POSITIVE_INT, PROBABILITY, SEED, Estimator, Options
 from ..._params import Interval as Between
 from ...errors import InputError, OptionError
+from ...kernels.gram import unit_rows
 from ...stats.intervals import Interval, format_p
 from ...stats.permutation import stratified_mean, stratified_permutation_test, stratum_weights
 from ...stats.resampling import MIN_BOOTSTRAP_CLUSTERS, percentile_interval, prompt_draws
@@ -44,11 +45,6 @@ from ...stats.two_sample import holm
 from .prdc import neighbour_indicators
 
 CLOSENESS = ("precision", "gold", "exact")
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.where(norms > 0, norms, 1.0)
 
 
 def precision_scores(generated: np.ndarray, reference: np.ndarray, k: int = 5) -> np.ndarray:
@@ -61,8 +57,8 @@ def gold_scores(generated: np.ndarray, prompts: Sequence[str], reference: np.nda
                 reference_prompts: Sequence[str]) -> np.ndarray:
     """Per generated sample, the largest cosine similarity to a reference output of the same prompt (NaN
     where the reference has none)."""
-    ref = _unit(np.asarray(reference, dtype=np.float64))
-    gen = _unit(np.asarray(generated, dtype=np.float64))
+    ref = unit_rows(reference)
+    gen = unit_rows(generated)
     out = np.full(gen.shape[0], np.nan)
     ref_prompts = np.asarray(reference_prompts, dtype=object)
     gen_prompts = np.asarray(prompts, dtype=object)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...backend import NUMPY, Backend, inplace
 from ...kernels.bandwidth import MEDIAN_SAMPLES, Bandwidth, pooled_rows
-from ...kernels.gram import squared_distances
+from ...kernels.gram import squared_distances, unit_rows
 from ...stats.permutation import adjust_pvalues, labelling_statistic, min_p_aggregate, step_down_pvalues
 from ...stats.subspaces import column_shares, landmark_factor, leading_rank
 from . import aggregate as agg
@@ -116,13 +116,6 @@ def family_for(aggregate: str, sets: dict | list, *, kernel: str, sigmas: tuple,
     return Family(kernels=others, fitted=fitted, modality=modality, names=names, backend=backend,
                   centre=centred, set_names=list(set_names or ["test", "reference"]),
                   unit_rows=fitted == "cosine")
-
-
-def unit_rows(rows: Any) -> np.ndarray:
-    """Each row scaled to norm 1 (float64; a zero row stays zero)."""
-    rows = np.asarray(rows, dtype=np.float64)
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return rows / np.where(norms > 0, norms, 1.0)
 
 
 @dataclass
