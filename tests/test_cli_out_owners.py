@@ -115,3 +115,23 @@ def test_split_prints_how_many_permutations_a_stopped_test_drew(tmp_path):
 
     drawn = json.loads((tmp_path / "r" / "result.json").read_text())["significance"]["permutations_drawn"]
     assert drawn < 200 and f"{drawn} of 200 permutations drawn (the test stopped early)" in out
+
+
+def test_split_cuts_a_long_output_in_its_table(tmp_path):
+    """Without a terminal the table is not wrapped: one long answer made it about 700 characters wide."""
+    import json
+
+    rng = np.random.default_rng(6)
+    prompts = [f"p{i // 10}" for i in range(60)]
+    t = np.repeat(rng.normal(size=(6, 4)), 10, axis=0)
+    for name, shift in (("a", 2.0), ("b", 0.0)):
+        z = rng.normal(size=(60, 3))
+        z[:10] += shift
+        np.savez(tmp_path / f"{name}.npz", prompt_embeddings=t, output_embeddings=z,
+                 prompts=np.array(prompts), outputs=np.array(["word " * 150 + str(i) for i in range(60)]))
+    code, out, err = run_cli("split", tmp_path / "a.npz", tmp_path / "b.npz", "--out", tmp_path / "r",
+                             "--no-report", "--permutations", "19")
+    assert code == 0, err
+    assert max(len(line) for line in out.splitlines()) < 400 and "…" in out
+    assert json.loads((tmp_path / "r" / "result.json").read_text())["modes"][0]["top_samples"][0][
+        "output"].startswith("word word")

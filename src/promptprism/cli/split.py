@@ -41,6 +41,17 @@ if TYPE_CHECKING:
     from ..methods.promptsplit import PromptSplitResult
 
 
+#: characters of an output shown in the table (the whole one is in result.json and on the page): without a
+#: terminal's width to wrap to, one long answer made the table hundreds of characters wide
+SAMPLE_CHARS = 120
+
+
+def _cut(text: str) -> str:
+    """``text`` on one line, at most :data:`SAMPLE_CHARS` characters (an ellipsis says it was cut)."""
+    one = " ".join(str(text).split())
+    return one if len(one) <= SAMPLE_CHARS else one[: SAMPLE_CHARS - 1] + "…"
+
+
 def _p_cell(mode: Any, alpha: float | None) -> str:
     if mode.p_value is None:
         return "-"
@@ -73,7 +84,7 @@ def print_promptsplit(result: PromptSplitResult, out: Path | None, *, quiet: boo
             prompts = "; ".join(f"{escape(p.prompt)} ({fnum(p.contribution / mode.eigenvalue, '.0%')})"
                                 for p in mode.top_prompts[:2])
             best = mode.top_samples[0] if mode.top_samples else None
-            sample = "" if best is None else escape(best.output or f"{best.set} #{best.index}")
+            sample = "" if best is None else escape(_cut(best.output or f"{best.set} #{best.index}"))
             p_cells = [_p_cell(mode, alpha)] if tested else []
             cells = [label, f"{mode.eigenvalue:+.4g}", *p_cells, prompts, sample]
             table.add_row(*cells)
