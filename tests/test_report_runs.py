@@ -155,3 +155,19 @@ def test_the_runs_page_links_each_runs_report_and_says_verdicts_without_field_na
     assert external_references(doc) == []  # (a link to another run's page loads nothing)
     assert external_references('<a href="../x/other.html">x</a>') and external_references(
         '<a href="//evil.example/report.html">x</a>') and external_references('<img src="../r1/report.html">')
+
+
+def test_the_runs_diversity_table_says_which_intervals_are_not_calibrated():
+    """The runs page showed a diversity run's intervals as plain brackets where its own page says that one
+    is not a calibrated interval (here Vendi's): the same words now, from one formatter."""
+    from types import SimpleNamespace
+
+    from promptprism.report.runs import render_runs
+
+    iv = {k: {"low": 1.0, "high": 3.0} for k in ("scendi", "vendi", "rke", "model_share")}
+    model = SimpleNamespace(name="m", scendi=2.0, vendi=2.0, rke=2.0, model_share=0.3, intervals=iv,
+                            bootstrap={"validity": {"holds": False, "not_calibrated": ["vendi"]}})
+    page = render_runs([("d", SimpleNamespace(kind="scendi_comparison", models=[model], rankings={},
+                                              verdict=""))])
+    row = page[page.index("<h2"):][page[page.index("<h2"):].index("Diversity"):]
+    assert "not a calibrated interval" in row

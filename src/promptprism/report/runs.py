@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..stats.intervals import format_estimate, format_p
+from ..stats.intervals import format_p
 from .common import finish
 from .html import Page, el, fmt, p, snippet, table
+from .scendi import with_interval
 from .significance import plain_verdict
 from .summary import cms_with_interval
 
@@ -21,10 +22,6 @@ from .summary import cms_with_interval
 KIND_WORDS = {"promptsplit": "split", "promptsplit_kway": "K-way split", "scendi": "diversity",
               "scendi_comparison": "diversity", "regions": "regions", "metrics": "metrics",
               "compcon": "CompCon", "compcon-eval": "CompCon evaluation"}
-
-
-def _with_interval(value: Any, iv: Any) -> str:
-    return format_estimate(value, iv, lambda v: fmt(v, 4))
 
 
 def significant_prompts(result: Any) -> dict[str, set[str]]:
@@ -73,7 +70,8 @@ def _distance_rows(name: str, result: Any) -> list[tuple]:
 def _diversity_rows(name: str, result: Any) -> list[tuple]:
     kind = getattr(result, "kind", "")
     models = result.models if kind == "scendi_comparison" else [result] if kind == "scendi" else []
-    return [(name, m.name, *[_with_interval(getattr(m, x), (m.intervals or {}).get(x))
+    # (as the diversity page shows them: an interval its run found not calibrated says so)
+    return [(name, m.name, *[with_interval(m, x, percent=x == "model_share")
                              for x in ("scendi", "vendi", "rke", "model_share")]) for m in models]
 
 
