@@ -126,10 +126,15 @@ class Result:
         """The result from its JSON text (as written by ``to_json``)."""
         return cls.from_dict(json.loads(text))
 
+    def files(self) -> dict[str, str | bytes]:
+        """The files of the result by name: ``result.json`` (a method with more, e.g. regions' curves.csv,
+        adds them)."""
+        return {"result.json": self.to_json()}
+
     def save(self, out_dir: str | os.PathLike) -> Path:
-        """Write ``out_dir/result.json`` (a folder, created if needed) and return its path: every file of
-        the result in one transaction (:func:`~promptprism.io.write_outputs`)."""
-        return save_files(out_dir, {"result.json": self.to_json()})
+        """Write the result's :meth:`files` into ``out_dir`` (a folder, created if needed) in one transaction
+        (:func:`save_files`) and return the path of result.json."""
+        return save_files(out_dir, self.files())
 
     def _repr_html_(self) -> str:
         """A compact summary table for notebooks (per-kind summaries: ``promptprism.report.summary``)."""

@@ -56,7 +56,11 @@ def save_result(
         if sources:
             recorded = record_inputs(sources, out, contents=inputs, stage=stage)
             result = dataclasses.replace(result, inputs={**result.inputs, **recorded})
-        result.save(stage)
+        for name, content in result.files().items():  # (into the stage already: no second transaction)
+            if isinstance(content, bytes):
+                (stage / name).write_bytes(content)
+            else:
+                (stage / name).write_text(content, encoding="utf-8")
         if report:
             from .core import render_report
 

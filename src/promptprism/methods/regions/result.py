@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..._version import __version__
-from ...results import Result, save_files
+from ...results import Result
 
 #: two regions' CMS closer than this are reported as tied
 TIE = 1e-3
@@ -131,10 +131,8 @@ class RegionsResult(Result):
             data[f.name] = None if (f.name == "cka_matrix" and big) else to_jsonable(value)
         return data
 
-    def save(self, out_dir):  # type: ignore[override]
-        """Write cka_matrix.npy, curves.csv and result.json into ``out_dir`` in one transaction
-        (:func:`~promptprism.results.save_files`: a folder or file in the way of any is refused, nothing
-        written)."""
+    def files(self) -> dict[str, str | bytes]:
+        """cka_matrix.npy, curves.csv and result.json (written last by the writers)."""
         import io
 
         files: dict[str, bytes | str] = {}
@@ -147,7 +145,7 @@ class RegionsResult(Result):
         lines = [",".join(header)] + [",".join(_csv(r[h]) for h in header) for r in rows]
         files["curves.csv"] = "\n".join(lines) + "\n"
         files["result.json"] = self.to_json()
-        return save_files(out_dir, files)
+        return files
 
 
 def lowest_regions(values: Any, intervals: Any = None, tol: float = TIE) -> list[int]:
