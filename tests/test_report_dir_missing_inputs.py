@@ -3,10 +3,7 @@ names what is missing and what the page leaves out (the page already said it in 
 
 from __future__ import annotations
 
-import dataclasses
-
-from promptprism import PromptSplit
-from test_report_facet_shares import manifest_set
+from test_report_facet_shares import recorded_run
 
 
 def test_report_dir_warns_once_naming_the_inputs_it_cannot_find(tmp_path):
@@ -14,18 +11,10 @@ def test_report_dir_warns_once_naming_the_inputs_it_cannot_find(tmp_path):
     terminal now says it too, in one warning naming both missing inputs (it printed only 'report: ...')."""
     import warnings
 
-    from promptprism.methods.promptsplit.layout import with_layout
-    from promptprism.provenance import record_inputs
     from promptprism.report import report_from_dir
 
-    sides = ("test", "reference")
-    sets = {s: manifest_set(tmp_path / f"{s}.jsonl", s, 4.0 * k, k) for k, s in enumerate(sides)}
-    result = PromptSplit(seed=0, n_modes=2, top_k=4, permutations=0).fit(sets["test"], sets["reference"])
-    out = tmp_path / "run"
-    out.mkdir()
-    recorded = record_inputs({s: tmp_path / f"{s}.jsonl" for s in sets}, out)
-    with_layout(dataclasses.replace(result, inputs=recorded), sets).save(out)
-    for s in sides:
+    out = recorded_run(tmp_path)
+    for s in ("test", "reference"):
         (tmp_path / f"{s}.jsonl").unlink()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

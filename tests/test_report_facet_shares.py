@@ -35,6 +35,22 @@ def manifest_set(path, side: str, shift: float, seed: int) -> PairedSet:
                      name=side, source=str(path))
 
 
+def recorded_run(tmp_path, changes=lambda result: {}):
+    """A split of two manifest sets (:func:`manifest_set`) saved in ``tmp_path / 'run'`` with its inputs
+    recorded and its map, as the command writes it; ``changes(result)``: fields to replace first."""
+    from promptprism.methods.promptsplit.layout import with_layout
+    from promptprism.provenance import record_inputs
+
+    sets = {s: manifest_set(tmp_path / f"{s}.jsonl", s, 4.0 * k, k)
+            for k, s in enumerate(("test", "reference"))}
+    result = PromptSplit(seed=0, n_modes=2, top_k=4, permutations=0).fit(sets["test"], sets["reference"])
+    out = tmp_path / "run"
+    out.mkdir()
+    recorded = record_inputs({s: tmp_path / f"{s}.jsonl" for s in sets}, out)
+    with_layout(dataclasses.replace(result, inputs=recorded, **changes(result)), sets).save(out)
+    return out
+
+
 @pytest.fixture(scope="module")
 def cut_page(tmp_path_factory):
     """The page of a run whose ranking was cut to its top 4 prompts (as the 100-row cut does on a large
@@ -105,18 +121,9 @@ def test_a_negative_share_is_explained_in_the_facets_caption():
 def test_report_dir_finds_the_facets_when_the_ranking_holds_few_of_the_prompts(tmp_path):
     """``promptprism report DIR`` matches the manifest's prompt column by the ranked prompts it holds (a
     run with 2,000 prompts ranks 100 of them: 5 % of the column's values, and the facets were lost)."""
-    from promptprism.methods.promptsplit.layout import with_layout
-    from promptprism.provenance import record_inputs
     from promptprism.report import report_from_dir
 
-    sides = ("test", "reference")
-    sets = {s: manifest_set(tmp_path / f"{s}.jsonl", s, 4.0 * k, k) for k, s in enumerate(sides)}
-    result = PromptSplit(seed=0, n_modes=2, top_k=4, permutations=0).fit(sets["test"], sets["reference"])
-    out = tmp_path / "run"
-    out.mkdir()
-    recorded = record_inputs({s: tmp_path / f"{s}.jsonl" for s in sets}, out)
-    cut = dataclasses.replace(result, inputs=recorded, prompt_ranking=result.prompt_ranking[:2])
-    with_layout(cut, sets).save(out)
+    out = recorded_run(tmp_path, lambda r: {"prompt_ranking": r.prompt_ranking[:2]})
     view = page_data(report_from_dir(out).read_text(encoding="utf-8"))["view"]
     seed = next(f for f in view["facets"] if f["name"] == "seed")
     assert seed["share"][seed["values"].index("0")] == pytest.approx(1.0)

@@ -135,6 +135,11 @@ def test_every_prompt_is_in_a_paged_table_the_search_and_facets_reach(driver, pa
     _clean(d)
 
 
+
+def _click(d, element):
+    """Scroll ``element`` to the middle of the window and click it (in the page's script)."""
+    d.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].click()", element)
+
 @pytest.mark.slow
 def test_a_numeric_column_sorts_largest_first_on_its_first_click(driver, pages):
     from selenium.webdriver.common.by import By
@@ -142,7 +147,7 @@ def test_a_numeric_column_sorts_largest_first_on_its_first_click(driver, pages):
     d = driver
     _open(d, pages["split"])
     share = d.find_element(By.XPATH, "//table[@id='pp-prompts']//th[starts-with(., 'share')]")
-    d.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].click()", share)
+    _click(d, share)
     assert share.get_attribute("aria-sort") == "descending"
     shares = [page_data(pages["split"].read_text(encoding="utf-8"))["view"]["prompts"][i]["share"]
               for i in d.execute_script(ROWS)]
@@ -150,10 +155,10 @@ def test_a_numeric_column_sorts_largest_first_on_its_first_click(driver, pages):
     assert known == sorted(known, reverse=True)
     # the markup's tables too: a number column goes largest first, the rank '#' and text smallest first
     th = d.find_element(By.XPATH, "//section[@id='facets']//table[1]//th[starts-with(., 'n ')]")
-    d.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].click()", th)
+    _click(d, th)
     assert th.get_attribute("aria-sort") == "descending"
     rank = d.find_element(By.XPATH, "//section[@id='overview']//table//th[.='#']")
-    d.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].click()", rank)
+    _click(d, rank)
     assert rank.get_attribute("aria-sort") == "ascending"
     _clean(d)
 
